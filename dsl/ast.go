@@ -1,0 +1,207 @@
+package dsl
+
+// File is a parsed .dsl file. Its declarations keep source order; the
+// convenience fields point at the first declaration of each singular kind.
+type File struct {
+	Filename string
+	Src      []byte
+
+	Decls     []Decl
+	Optimizer *OptimizerDecl // nil if missing
+	Hypers    []*HyperDecl
+	States    []*StateDecl
+	Observe   *ObserveDecl // nil if absent
+	Step      *StepDecl    // nil if missing
+}
+
+// Name returns the optimizer's name, or "" when the file declares none.
+func (f *File) Name() string {
+	if f.Optimizer == nil || f.Optimizer.Name == nil {
+		return ""
+	}
+	return f.Optimizer.Name.Name
+}
+
+// A Decl is a top-level declaration.
+type Decl interface {
+	Pos() Pos
+	declNode()
+}
+
+// OptimizerDecl is `optimizer NAME`.
+type OptimizerDecl struct {
+	Keyword Pos
+	Name    *Ident
+}
+
+// HyperDecl is `hyper NAME = LITERAL [in RANGE]`.
+type HyperDecl struct {
+	Keyword Pos
+	Name    *Ident
+	Default *NumberLit // signed: Value holds the sign
+	Range   *Range     // nil if unconstrained
+}
+
+// Range is an interval `(lo, hi]` and the like; an infinite bound is ±Inf.
+type Range struct {
+	Open           Pos // position of '(' or '['
+	LoOpen, HiOpen bool
+	Lo, Hi         float64
+	LoLit, HiLit   string // as written: "0", "-inf"
+}
+
+// Contains reports whether x lies in the interval.
+func (r *Range) Contains(x float64) bool {
+	if r == nil {
+		return true
+	}
+	lo := x > r.Lo || !r.LoOpen && x == r.Lo
+	hi := x < r.Hi || !r.HiOpen && x == r.Hi
+	return lo && hi
+}
+
+// String prints the interval in DSL syntax.
+func (r *Range) String() string {
+	open, closing := "[", "]"
+	if r.LoOpen {
+		open = "("
+	}
+	if r.HiOpen {
+		closing = ")"
+	}
+	return open + r.LoLit + ", " + r.HiLit + closing
+}
+
+// StateDecl is `state NAME = INIT`.
+type StateDecl struct {
+	Keyword Pos
+	Name    *Ident
+	Init    Expr
+}
+
+// ObserveDecl is `observe KIND(arg = expr, ...)`, the observation that forms
+// the gradient before clipping and noise (for now only two_point).
+type ObserveDecl struct {
+	Keyword Pos
+	Kind    *Ident
+	Args    []*Arg
+}
+
+// Arg is a named argument `name = expr`.
+type Arg struct {
+	Name  *Ident
+	Value Expr
+}
+
+// StepDecl is the `step { ... }` block: the per-coordinate recursion.
+type StepDecl struct {
+	Keyword Pos
+	Body    []*AssignStmt
+	Rbrace  Pos
+}
+
+// AssignStmt is `name = expr` inside step: an update of a state or theta, or
+// the binding of a local.
+type AssignStmt struct {
+	LHS *Ident
+	RHS Expr
+}
+
+func (d *OptimizerDecl) Pos() Pos { return d.Keyword }
+func (d *HyperDecl) Pos() Pos     { return d.Keyword }
+func (d *StateDecl) Pos() Pos     { return d.Keyword }
+func (d *ObserveDecl) Pos() Pos   { return d.Keyword }
+func (d *StepDecl) Pos() Pos      { return d.Keyword }
+func (*OptimizerDecl) declNode()  {}
+func (*HyperDecl) declNode()      {}
+func (*StateDecl) declNode()      {}
+func (*ObserveDecl) declNode()    {}
+func (*StepDecl) declNode()       {}
+
+// An Expr is an expression node.
+type Expr interface {
+	Pos() Pos
+	exprNode()
+}
+
+// Ident is a name.
+type Ident struct {
+	NamePos Pos
+	Name    string
+}
+
+// NumberLit is a numeric literal. Value is its float64 value.
+type NumberLit struct {
+	ValuePos Pos
+	Lit      string
+	Value    float64
+}
+
+// UnaryExpr is `-X`.
+type UnaryExpr struct {
+	OpPos Pos
+	Op    Token
+	X     Expr
+}
+
+// BinaryExpr is `X op Y` for + - * / **.
+type BinaryExpr struct {
+	X     Expr
+	OpPos Pos
+	Op    Token
+	Y     Expr
+}
+
+// CallExpr is `fun(args)`.
+type CallExpr struct {
+	Fun    *Ident
+	Args   []Expr
+	Rparen Pos
+}
+
+// ParenExpr is `(X)`.
+type ParenExpr struct {
+	Lparen Pos
+	X      Expr
+}
+
+// BadExpr stands for an expression that failed to parse.
+type BadExpr struct {
+	From Pos
+}
+
+func (x *Ident) Pos() Pos      { return x.NamePos }
+func (x *NumberLit) Pos() Pos  { return x.ValuePos }
+func (x *UnaryExpr) Pos() Pos  { return x.OpPos }
+func (x *BinaryExpr) Pos() Pos { return x.X.Pos() }
+func (x *CallExpr) Pos() Pos   { return x.Fun.NamePos }
+func (x *ParenExpr) Pos() Pos  { return x.Lparen }
+func (x *BadExpr) Pos() Pos    { return x.From }
+func (*Ident) exprNode()       {}
+func (*NumberLit) exprNode()   {}
+func (*UnaryExpr) exprNode()   {}
+func (*BinaryExpr) exprNode()  {}
+func (*CallExpr) exprNode()    {}
+func (*ParenExpr) exprNode()   {}
+func (*BadExpr) exprNode()     {}
+
+// Inspect calls f for x and, depth first, each of its subexpressions while f
+// returns true.
+func Inspect(x Expr, f func(Expr) bool) {
+	if x == nil || !f(x) {
+		return
+	}
+	switch x := x.(type) {
+	case *UnaryExpr:
+		Inspect(x.X, f)
+	case *BinaryExpr:
+		Inspect(x.X, f)
+		Inspect(x.Y, f)
+	case *CallExpr:
+		for _, a := range x.Args {
+			Inspect(a, f)
+		}
+	case *ParenExpr:
+		Inspect(x.X, f)
+	}
+}

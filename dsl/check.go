@@ -1,0 +1,187 @@
+package dsl
+
+import "math"
+
+// ObjKind says what a name refers to.
+type ObjKind int
+
+// The kinds of objects.
+const (
+	BadObj     ObjKind = iota
+	HyperObj           // hyper lr = 1e-3
+	StateObj           // state m = 0
+	LocalObj           // nu = g - gt inside step
+	BuiltinObj         // g, theta, t, sigma_w2
+	FuncObj            // sqrt, abs, min, max, attenuation
+)
+
+// Object is what an identifier denotes.
+type Object struct {
+	Kind    ObjKind
+	Name    string
+	Pos     Pos  // where it is declared or bound; invalid for built-ins
+	Varying bool // per-coordinate (true) or per-step uniform (false)
+	Arity   int  // for FuncObj
+
+	uses int
+}
+
+// The built-in values and functions.
+var universe = map[string]*Object{
+	"g":           {Kind: BuiltinObj, Name: "g", Varying: true},
+	"theta":       {Kind: BuiltinObj, Name: "theta", Varying: true},
+	"t":           {Kind: BuiltinObj, Name: "t"},
+	"sigma_w2":    {Kind: BuiltinObj, Name: "sigma_w2"},
+	"sqrt":        {Kind: FuncObj, Name: "sqrt", Arity: 1},
+	"abs":         {Kind: FuncObj, Name: "abs", Arity: 1},
+	"min":         {Kind: FuncObj, Name: "min", Arity: 2},
+	"max":         {Kind: FuncObj, Name: "max", Arity: 2},
+	"attenuation": {Kind: FuncObj, Name: "attenuation", Arity: 1},
+}
+
+// Builtin returns the object of a built-in name, or nil.
+func Builtin(name string) *Object { return universe[name] }
+
+// MaxPowExponent bounds |n| in x ** n for a per-coordinate x, which is
+// expanded into n-1 multiplications.
+const MaxPowExponent = 64
+
+// Info is what Check learns about a file.
+type Info struct {
+	Uses   map[*Ident]*Object      // every identifier that is read
+	Defs   map[*AssignStmt]*Object // what each step statement assigns
+	Consts map[Expr]float64        // expressions made of literals only
+	Hypers []*Object               // in declaration order
+	States []*Object               // in declaration order
+	Locals []*Object               // in binding order
+}
+
+// Check resolves names and enforces the language rules on a parsed file.
+// The returned ErrorList is normalized; Info is usable only when it is empty.
+func Check(f *File) (*Info, ErrorList) {
+	c := &checker{f: f, names: map[string]*Object{}, info: &Info{
+		Uses:   map[*Ident]*Object{},
+		Defs:   map[*AssignStmt]*Object{},
+		Consts: map[Expr]float64{},
+	}}
+	c.checkOptimizer()
+	c.declareHypers()
+	c.declareStates()
+	c.checkObserve()
+	c.checkStep()
+	c.errs.Normalize()
+	return c.info, c.errs
+}
+
+// Parse parses and checks src in one call; the errors of both phases are
+// merged into one normalized list.
+func Parse(filename string, src []byte) (*File, *Info, ErrorList) {
+	f, errs := ParseFile(filename, src)
+	info, cerrs := Check(f)
+	errs = append(errs, cerrs...)
+	errs.Normalize()
+	return f, info, errs
+}
+
+type checker struct {
+	f     *File
+	info  *Info
+	errs  ErrorList
+	names map[string]*Object // hypers, states and step locals
+}
+
+func (c *checker) errorf(pos Pos, format string, args ...any) { c.errs.Addf(pos, format, args...) }
+
+func (c *checker) checkOptimizer() {
+	d := c.f.Optimizer
+	if d == nil || d.Name == nil || d.Name.Name == "_" {
+		return
+	}
+	if !isPackageName(d.Name.Name) {
+		c.errorf(d.Name.NamePos, "optimizer name %s must be lower case letters, digits and _ starting with a letter (it names a Go package and a directory)", d.Name.Name)
+	}
+}
+
+func isPackageName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || i > 0 && (isDigit(ch) || ch == '_')) {
+			return false
+		}
+	}
+	return s != "" && !goKeywords[s]
+}
+
+var goKeywords = map[string]bool{
+	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,
+	"defer": true, "else": true, "fallthrough": true, "for": true, "func": true, "go": true,
+	"goto": true, "if": true, "import": true, "interface": true, "map": true, "package": true,
+	"range": true, "return": true, "select": true, "struct": true, "switch": true, "type": true, "var": true,
+}
+
+// declare introduces a hyper, state or local name, reporting clashes.
+func (c *checker) declare(id *Ident, obj *Object) bool {
+	if id.Name == "_" {
+		return false
+	}
+	if b := universe[id.Name]; b != nil {
+		c.errorf(id.NamePos, "%s is a built-in name and cannot be redeclared", id.Name)
+		return false
+	}
+	if prev := c.names[id.Name]; prev != nil {
+		c.errorf(id.NamePos, "%s redeclared: already declared as %s at %s", id.Name, kindName(prev.Kind), prev.Pos.LineCol())
+		return false
+	}
+	c.names[id.Name] = obj
+	return true
+}
+
+func kindName(k ObjKind) string {
+	switch k {
+	case HyperObj:
+		return "hyper"
+	case StateObj:
+		return "state"
+	case LocalObj:
+		return "local"
+	case BuiltinObj:
+		return "built-in"
+	case FuncObj:
+		return "function"
+	}
+	return "name"
+}
+
+func (c *checker) declareHypers() {
+	for _, d := range c.f.Hypers {
+		obj := &Object{Kind: HyperObj, Name: d.Name.Name, Pos: d.Name.NamePos}
+		if c.declare(d.Name, obj) {
+			c.info.Hypers = append(c.info.Hypers, obj)
+		}
+		c.checkRange(d)
+	}
+}
+
+func (c *checker) checkRange(d *HyperDecl) {
+	r := d.Range
+	if r == nil || math.IsNaN(r.Lo) || math.IsNaN(r.Hi) {
+		return
+	}
+	if r.Lo > r.Hi || r.Lo == r.Hi && (r.LoOpen || r.HiOpen) {
+		c.errorf(r.Open, "range %s of hyper %s is empty", r, d.Name.Name)
+		return
+	}
+	if !r.Contains(d.Default.Value) {
+		c.errorf(d.Default.ValuePos, "default %s of hyper %s is outside its range %s", d.Default.Lit, d.Name.Name, r)
+	}
+}
+
+func (c *checker) declareStates() {
+	for _, d := range c.f.States {
+		obj := &Object{Kind: StateObj, Name: d.Name.Name, Pos: d.Name.NamePos, Varying: true}
+		if c.declare(d.Name, obj) {
+			c.info.States = append(c.info.States, obj)
+		}
+		c.expr(d.Init, &scope{where: "the initial value of state " + d.Name.Name, initOnly: true})
+	}
+}

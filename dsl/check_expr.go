@@ -1,0 +1,204 @@
+package dsl
+
+import "math"
+
+// scope says where an expression appears, which decides what it may read.
+type scope struct {
+	where     string // "the initial value of state m", for messages
+	initOnly  bool   // literals and hypers only
+	observe   bool   // the observation's weights
+	bound     map[string]bool
+	later     map[string]*AssignStmt // step locals not bound yet
+	usedEarly map[string]bool        // locals read before being bound
+}
+
+// value is what checking an expression yields.
+type value struct {
+	varying bool
+	isConst bool
+	c       float64
+}
+
+// expr checks x in scope s and records its constant value, if any.
+func (c *checker) expr(x Expr, s *scope) value {
+	v := c.exprValue(x, s)
+	if v.isConst {
+		c.info.Consts[x] = v.c
+	}
+	return v
+}
+
+func (c *checker) exprValue(x Expr, s *scope) value {
+	switch x := x.(type) {
+	case *NumberLit:
+		return value{isConst: true, c: x.Value}
+	case *Ident:
+		return c.ident(x, s)
+	case *ParenExpr:
+		return c.expr(x.X, s)
+	case *UnaryExpr:
+		v := c.expr(x.X, s)
+		v.c = -v.c
+		return v
+	case *BinaryExpr:
+		return c.binary(x, s)
+	case *CallExpr:
+		return c.call(x, s)
+	}
+	return value{} // BadExpr: already reported by the parser
+}
+
+func (c *checker) ident(id *Ident, s *scope) value {
+	obj := c.lookup(id, s)
+	if obj == nil {
+		return value{}
+	}
+	c.info.Uses[id] = obj
+	if obj.Kind == LocalObj {
+		obj.uses++
+	}
+	if obj.Kind == FuncObj {
+		c.errorf(id.NamePos, "%s is a function; call it as %s(...)", id.Name, id.Name)
+		return value{}
+	}
+	c.checkReadable(id, obj, s)
+	return value{varying: obj.Varying}
+}
+
+// lookup resolves a name read in scope s, reporting undefined names and
+// locals read before they are bound.
+func (c *checker) lookup(id *Ident, s *scope) *Object {
+	if id.Name == "_" {
+		return nil
+	}
+	if obj := universe[id.Name]; obj != nil {
+		return obj
+	}
+	if obj := c.names[id.Name]; obj != nil && (obj.Kind != LocalObj || s.bound[id.Name]) {
+		return obj
+	}
+	if a := s.later[id.Name]; a != nil {
+		s.usedEarly[id.Name] = true
+		c.errorf(id.NamePos, "%s is used before it is bound (bound at %s)", id.Name, a.LHS.NamePos.LineCol())
+		return nil
+	}
+	c.errorf(id.NamePos, "undefined: %s", id.Name)
+	return nil
+}
+
+// checkReadable enforces what each place may read; reading g outside step is
+// the privacy rule.
+func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
+	switch {
+	case obj.Name == "g" && obj.Kind == BuiltinObj && (s.initOnly || s.observe):
+		c.errorf(id.NamePos, "privacy: %s cannot read g; gradient information enters only through g, the privatized gradient, and only inside step", s.where)
+	case s.initOnly && obj.Kind != HyperObj:
+		c.errorf(id.NamePos, "%s may use only numbers and hypers, not %s %s", s.where, kindName(obj.Kind), id.Name)
+	case s.observe && obj.Varying:
+		c.errorf(id.NamePos, "%s must be per-step uniform, but %s is per-coordinate", s.where, id.Name)
+	}
+}
+
+func (c *checker) binary(x *BinaryExpr, s *scope) value {
+	a, b := c.expr(x.X, s), c.expr(x.Y, s)
+	v := value{varying: a.varying || b.varying, isConst: a.isConst && b.isConst}
+	switch x.Op {
+	case QUO:
+		if b.isConst && b.c == 0 {
+			c.errorf(x.OpPos, "division by zero")
+		}
+	case POW:
+		c.checkPow(x, a, b)
+	}
+	if v.isConst {
+		v.c = Fold(x.Op, a.c, b.c)
+	}
+	return v
+}
+
+// checkPow enforces that exponents are uniform and, for a per-coordinate
+// base, a small integer constant (expanded into multiplications so that
+// every target computes the same bits).
+func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
+	switch {
+	case exp.varying:
+		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is per-coordinate")
+	case base.varying && !exp.isConst:
+		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be a constant integer (x ** 2); a per-step exponent works only on per-step values")
+	case base.varying && (exp.c != math.Trunc(exp.c) || math.Abs(exp.c) > MaxPowExponent):
+		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer between -%d and %d, not %g", MaxPowExponent, MaxPowExponent, exp.c)
+	case base.isConst && base.c == 0 && exp.isConst && exp.c < 0:
+		c.errorf(x.OpPos, "division by zero (0 to a negative power)")
+	}
+}
+
+func (c *checker) call(x *CallExpr, s *scope) value {
+	obj := universe[x.Fun.Name]
+	if obj == nil || obj.Kind != FuncObj {
+		c.callee(x.Fun, s)
+		for _, a := range x.Args {
+			c.expr(a, s)
+		}
+		return value{}
+	}
+	if len(x.Args) != obj.Arity {
+		c.errorf(x.Fun.NamePos, "%s takes %d argument%s, got %d", obj.Name, obj.Arity, plural(obj.Arity), len(x.Args))
+	}
+	if obj.Name == "attenuation" {
+		c.attenuation(x, s)
+		return value{}
+	}
+	v := value{isConst: len(x.Args) == obj.Arity}
+	args := make([]float64, len(x.Args))
+	for i, a := range x.Args {
+		av := c.expr(a, s)
+		v.varying = v.varying || av.varying
+		v.isConst = v.isConst && av.isConst
+		args[i] = av.c
+	}
+	if v.isConst {
+		v.c = FoldCall(obj.Name, args)
+	}
+	return v
+}
+
+// callee reports a call of something that is not a function.
+func (c *checker) callee(id *Ident, s *scope) {
+	if obj := c.names[id.Name]; obj != nil || universe[id.Name] != nil {
+		c.errorf(id.NamePos, "%s is not a function", id.Name)
+		return
+	}
+	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, min, max and attenuation)", id.Name)
+}
+
+// attenuation checks attenuation(STATE). The derivation of the factor is
+// not implemented yet, so every use is reported.
+func (c *checker) attenuation(x *CallExpr, s *scope) {
+	if len(x.Args) != 1 {
+		return
+	}
+	id, ok := unparen(x.Args[0]).(*Ident)
+	if !ok || c.names[id.Name] == nil || c.names[id.Name].Kind != StateObj {
+		c.errorf(x.Args[0].Pos(), "the argument of attenuation must be the name of a state")
+		return
+	}
+	c.info.Uses[id] = c.names[id.Name]
+	c.errorf(x.Fun.NamePos, "attenuation(%s) is reserved: fibergen does not derive attenuation factors yet; write the closed form by hand (for FiBeR's innovation filter (2 - omega) / (4 - 3 * omega), for an EMA kappa / (2 - kappa))", id.Name)
+}
+
+func unparen(x Expr) Expr {
+	for {
+		p, ok := x.(*ParenExpr)
+		if !ok {
+			return x
+		}
+		x = p.X
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

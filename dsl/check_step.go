@@ -1,0 +1,170 @@
+package dsl
+
+import (
+	"slices"
+	"strings"
+)
+
+// ObserveKinds lists the observation kinds and their arguments.
+var ObserveKinds = map[string][]string{
+	"two_point": {"a", "lookahead"},
+}
+
+func (c *checker) checkObserve() {
+	d := c.f.Observe
+	if d == nil || d.Kind.Name == "_" {
+		return
+	}
+	params, ok := ObserveKinds[d.Kind.Name]
+	if !ok {
+		c.errorf(d.Kind.NamePos, "unknown observation kind %s (known: two_point)", d.Kind.Name)
+		return
+	}
+	seen := map[string]bool{}
+	for _, a := range d.Args {
+		c.observeArg(d, a, params, seen)
+	}
+	for _, p := range params {
+		if !seen[p] {
+			c.errorf(d.Kind.NamePos, "observe %s needs the argument %s", d.Kind.Name, p)
+		}
+	}
+}
+
+func (c *checker) observeArg(d *ObserveDecl, a *Arg, params []string, seen map[string]bool) {
+	name := a.Name.Name
+	switch {
+	case !slices.Contains(params, name):
+		c.errorf(a.Name.NamePos, "observe %s has no argument %s (it takes %s)", d.Kind.Name, name, strings.Join(params, " and "))
+	case seen[name]:
+		c.errorf(a.Name.NamePos, "argument %s given twice", name)
+	}
+	seen[name] = true
+	c.expr(a.Value, &scope{where: "observe argument " + name, observe: true})
+}
+
+func (c *checker) checkStep() {
+	d := c.f.Step
+	if d == nil {
+		c.errorf(c.endPos(), "missing step { ... } block")
+		return
+	}
+	s := &scope{where: "step", bound: map[string]bool{}, later: map[string]*AssignStmt{}, usedEarly: map[string]bool{}}
+	for _, a := range d.Body {
+		if c.names[a.LHS.Name] == nil && universe[a.LHS.Name] == nil && s.later[a.LHS.Name] == nil {
+			s.later[a.LHS.Name] = a
+		}
+	}
+	assigned := map[*Object]*AssignStmt{}
+	for _, a := range d.Body {
+		c.expr(a.RHS, s)
+		c.assign(a, s, assigned)
+	}
+	c.checkUpdated(d, assigned)
+}
+
+// assign checks the target of one statement and binds a new local.
+func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignStmt) {
+	id := a.LHS
+	obj := universe[id.Name]
+	if obj == nil {
+		obj = c.names[id.Name]
+	}
+	switch {
+	case id.Name == "_":
+		return
+	case obj == nil:
+		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS)}
+		c.names[id.Name] = obj
+		if s.usedEarly[id.Name] {
+			obj.uses++
+		}
+		c.info.Locals = append(c.info.Locals, obj)
+		delete(s.later, id.Name)
+		s.bound[id.Name] = true
+	case !c.assignable(id, obj):
+		return
+	case assigned[obj] != nil:
+		c.errorf(id.NamePos, "%s %s is assigned twice in step (first at %s)", kindName(obj.Kind), id.Name, assigned[obj].LHS.NamePos.LineCol())
+		return
+	}
+	assigned[obj] = a
+	c.info.Defs[a] = obj
+}
+
+// assignable reports whether obj may be the target of an assignment.
+func (c *checker) assignable(id *Ident, obj *Object) bool {
+	switch {
+	case obj.Kind == StateObj || obj.Name == "theta":
+		return true
+	case obj.Kind == HyperObj:
+		c.errorf(id.NamePos, "cannot assign to hyper %s: hypers are constant during training", id.Name)
+	case obj.Kind == LocalObj:
+		c.errorf(id.NamePos, "local %s is already bound at %s; a local is bound once (use a new name)", id.Name, obj.Pos.LineCol())
+	case obj.Kind == FuncObj:
+		c.errorf(id.NamePos, "cannot assign to function %s", id.Name)
+	default:
+		c.errorf(id.NamePos, "cannot assign to built-in %s: %s", id.Name, builtinRole[id.Name])
+	}
+	return false
+}
+
+var builtinRole = map[string]string{
+	"g":        "it is the privatized gradient, an input of the step",
+	"t":        "it is the step index, counted by the runtime",
+	"sigma_w2": "it is the DP noise variance, set by the runtime",
+}
+
+// isVarying reports whether an already checked expression is per-coordinate.
+func (c *checker) isVarying(x Expr) bool {
+	varying := false
+	Inspect(x, func(e Expr) bool {
+		if id, ok := e.(*Ident); ok && c.info.Uses[id] != nil && c.info.Uses[id].Varying {
+			varying = true
+		}
+		return !varying
+	})
+	return varying
+}
+
+// checkUpdated reports states and theta that step never assigns and locals
+// that are never read.
+func (c *checker) checkUpdated(d *StepDecl, assigned map[*Object]*AssignStmt) {
+	for _, st := range c.info.States {
+		if assigned[st] == nil {
+			c.errorf(st.Pos, "state %s is never updated in step", st.Name)
+		}
+	}
+	if assigned[universe["theta"]] == nil {
+		c.errorf(d.Keyword, "step never updates theta")
+	}
+	for _, l := range c.info.Locals {
+		if l.uses == 0 && !c.hasErrorOnLine(l.Pos) {
+			c.errorf(l.Pos, "local %s is bound but never used", l.Name)
+		}
+	}
+}
+
+// hasErrorOnLine reports whether an error is already reported on pos's
+// line; "never used" is then left out, as the line's other error matters more.
+func (c *checker) hasErrorOnLine(pos Pos) bool {
+	for _, e := range c.errs {
+		if e.Pos.Line == pos.Line && e.Pos.Filename == pos.Filename {
+			return true
+		}
+	}
+	return false
+}
+
+// endPos is the position just past the last byte of the file.
+func (c *checker) endPos() Pos {
+	src, line, col := c.f.Src, 1, 1
+	for _, b := range src {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return Pos{Filename: c.f.Filename, Offset: len(src), Line: line, Column: col}
+}

@@ -1,0 +1,289 @@
+package dsl
+
+import (
+	"math"
+	"strconv"
+)
+
+// maxDepth bounds expression nesting so that no input can exhaust the stack.
+const maxDepth = 200
+
+// ParseFile parses the source of one .dsl file. It always returns a *File,
+// possibly partial; the ErrorList (normalized) says what was wrong.
+func ParseFile(filename string, src []byte) (*File, ErrorList) {
+	p := &parser{f: &File{Filename: filename, Src: src}}
+	p.s = newScanner(filename, src, &p.errs)
+	p.next()
+	p.parseFile()
+	p.errs.Normalize()
+	return p.f, p.errs
+}
+
+type parser struct {
+	s     *scanner
+	errs  ErrorList
+	f     *File
+	tok   Token
+	pos   Pos
+	lit   string
+	depth int
+}
+
+func (p *parser) next() { p.tok, p.pos, p.lit = p.s.next() }
+
+func (p *parser) errorf(pos Pos, format string, args ...any) { p.errs.Addf(pos, format, args...) }
+
+func (p *parser) errorExpected(what string) {
+	p.errorf(p.pos, "expected %s, found %s", what, describe(p.tok, p.lit))
+}
+
+// expect consumes tok, reporting an error if the current token differs.
+func (p *parser) expect(tok Token, what string) Pos {
+	pos := p.pos
+	if p.tok != tok {
+		p.errorExpected(what)
+		return pos
+	}
+	p.next()
+	return pos
+}
+
+// skipToEnd advances to the end of the current statement or declaration,
+// stopping before a '}' or at the end of file.
+func (p *parser) skipToEnd() {
+	for p.tok != SEMI && p.tok != RBRACE && p.tok != EOF {
+		p.next()
+	}
+}
+
+func (p *parser) parseFile() {
+	for p.tok != EOF {
+		if p.tok == SEMI {
+			p.next()
+			continue
+		}
+		n := len(p.errs)
+		p.parseDecl()
+		if len(p.errs) == n && p.tok != SEMI && p.tok != EOF {
+			p.errorExpected("newline after declaration")
+		}
+		p.skipToEnd()
+		if p.tok == RBRACE {
+			p.errorf(p.pos, "unexpected '}' outside step block")
+			p.next()
+		}
+	}
+	if p.f.Optimizer == nil {
+		p.errorf(Pos{Filename: p.f.Filename, Line: 1, Column: 1}, "missing optimizer declaration (optimizer NAME)")
+	}
+}
+
+func (p *parser) parseDecl() {
+	switch p.tok {
+	case OPTIMIZER:
+		p.parseOptimizer()
+	case HYPER:
+		p.parseHyper()
+	case STATE:
+		p.parseState()
+	case OBSERVE:
+		p.parseObserve()
+	case STEP:
+		p.parseStep()
+	default:
+		p.errorExpected("declaration (optimizer, hyper, state, observe or step)")
+	}
+}
+
+func (p *parser) add(d Decl) { p.f.Decls = append(p.f.Decls, d) }
+
+func (p *parser) parseOptimizer() {
+	d := &OptimizerDecl{Keyword: p.pos}
+	p.next()
+	d.Name = p.parseIdent()
+	if p.f.Optimizer != nil {
+		p.errorf(d.Keyword, "duplicate optimizer declaration (first at %s)", p.f.Optimizer.Keyword.LineCol())
+		return
+	}
+	p.f.Optimizer = d
+	p.add(d)
+}
+
+func (p *parser) parseHyper() {
+	d := &HyperDecl{Keyword: p.pos}
+	p.next()
+	d.Name = p.parseIdent()
+	p.expect(ASSIGN, "'=' and the hyper's default value")
+	d.Default = p.parseSignedNumber()
+	if p.tok == IN {
+		p.next()
+		d.Range = p.parseRange()
+	}
+	p.f.Hypers = append(p.f.Hypers, d)
+	p.add(d)
+}
+
+func (p *parser) parseState() {
+	d := &StateDecl{Keyword: p.pos}
+	p.next()
+	d.Name = p.parseIdent()
+	p.expect(ASSIGN, "'=' and the state's initial value")
+	d.Init = p.parseExpr()
+	p.f.States = append(p.f.States, d)
+	p.add(d)
+}
+
+func (p *parser) parseObserve() {
+	d := &ObserveDecl{Keyword: p.pos}
+	p.next()
+	d.Kind = p.parseIdent()
+	p.expect(LPAREN, "'(' after the observation kind")
+	for p.tok != RPAREN && p.tok != SEMI && p.tok != EOF {
+		a := &Arg{Name: p.parseIdent()}
+		p.expect(ASSIGN, "'=' after the argument name")
+		a.Value = p.parseExpr()
+		d.Args = append(d.Args, a)
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	p.expect(RPAREN, "')' or ','")
+	if p.f.Observe != nil {
+		p.errorf(d.Keyword, "duplicate observe declaration (first at %s)", p.f.Observe.Keyword.LineCol())
+		return
+	}
+	p.f.Observe = d
+	p.add(d)
+}
+
+func (p *parser) parseStep() {
+	d := &StepDecl{Keyword: p.pos}
+	p.next()
+	p.expect(LBRACE, "'{' to open the step block")
+	for p.tok != RBRACE && p.tok != EOF {
+		if p.tok == SEMI {
+			p.next()
+			continue
+		}
+		p.parseStmt(d)
+	}
+	d.Rbrace = p.expect(RBRACE, "'}' to close the step block")
+	if p.f.Step != nil {
+		p.errorf(d.Keyword, "duplicate step block (first at %s)", p.f.Step.Keyword.LineCol())
+		return
+	}
+	p.f.Step = d
+	p.add(d)
+}
+
+func (p *parser) parseStmt(d *StepDecl) {
+	n := len(p.errs)
+	if p.tok != IDENT {
+		p.errorExpected("assignment (name = expression)")
+		p.skipToEnd()
+		return
+	}
+	s := &AssignStmt{LHS: p.parseIdent()}
+	p.expect(ASSIGN, "'=' in assignment")
+	s.RHS = p.parseExpr()
+	if len(p.errs) == n && p.tok != SEMI && p.tok != RBRACE {
+		p.errorExpected("newline after assignment")
+	}
+	p.skipToEnd()
+	d.Body = append(d.Body, s)
+}
+
+func (p *parser) parseIdent() *Ident {
+	id := &Ident{NamePos: p.pos, Name: "_"}
+	if p.tok == IDENT {
+		id.Name = p.lit
+		p.next()
+	} else {
+		p.errorExpected("name")
+	}
+	return id
+}
+
+// parseSignedNumber parses ['-'] NUMBER, as in hyper defaults.
+func (p *parser) parseSignedNumber() *NumberLit {
+	pos, sign := p.pos, ""
+	if p.tok == SUB {
+		sign = "-"
+		p.next()
+	}
+	if p.tok != NUMBER {
+		p.errorExpected("number")
+		return &NumberLit{ValuePos: pos, Lit: "0"}
+	}
+	x := p.parseNumber()
+	x.ValuePos, x.Lit = pos, sign+x.Lit
+	if sign != "" {
+		x.Value = -x.Value
+	}
+	return x
+}
+
+func (p *parser) parseNumber() *NumberLit {
+	x := &NumberLit{ValuePos: p.pos, Lit: p.lit}
+	v, err := strconv.ParseFloat(p.lit, 64)
+	if err != nil || math.IsInf(v, 0) {
+		p.errorf(p.pos, "number %s is out of range for float64", p.lit)
+		v = 0
+	}
+	x.Value = v
+	p.next()
+	return x
+}
+
+// parseRange parses ('('|'[') bound ',' bound (')'|']').
+func (p *parser) parseRange() *Range {
+	r := &Range{Open: p.pos}
+	switch p.tok {
+	case LPAREN:
+		r.LoOpen = true
+	case LBRACK:
+	default:
+		p.errorExpected("'(' or '[' to open the range")
+		return nil
+	}
+	p.next()
+	r.Lo, r.LoLit = p.parseBound()
+	p.expect(COMMA, "',' between the range's bounds")
+	r.Hi, r.HiLit = p.parseBound()
+	switch p.tok {
+	case RPAREN:
+		r.HiOpen = true
+	case RBRACK:
+	default:
+		p.errorExpected("')' or ']' to close the range")
+		return nil
+	}
+	p.next()
+	return r
+}
+
+// parseBound parses ['-'] (NUMBER | inf).
+func (p *parser) parseBound() (float64, string) {
+	sign, pos := "", p.pos
+	if p.tok == SUB {
+		sign = "-"
+		p.next()
+	}
+	switch p.tok {
+	case INF:
+		p.next()
+		if sign != "" {
+			return math.Inf(-1), "-inf"
+		}
+		return math.Inf(1), "inf"
+	case NUMBER:
+		x := p.parseNumber()
+		if sign != "" {
+			return -x.Value, "-" + x.Lit
+		}
+		return x.Value, x.Lit
+	}
+	p.errorf(pos, "expected number or inf as a range bound, found %s", describe(p.tok, p.lit))
+	return math.NaN(), "?"
+}

@@ -1,0 +1,209 @@
+package dsl
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// scanner turns source text into tokens. Like Go's scanner it inserts a SEMI
+// at a newline that follows a token which can end a statement, so statements
+// end at the end of a line unless the line ends in an operator.
+type scanner struct {
+	filename string
+	src      []byte
+	errs     *ErrorList
+
+	offset     int // offset of the next unread byte
+	line       int // line of offset
+	lineOffset int // offset of the first byte of line
+	insertSemi bool
+}
+
+func newScanner(filename string, src []byte, errs *ErrorList) *scanner {
+	return &scanner{filename: filename, src: src, errs: errs, line: 1}
+}
+
+func (s *scanner) pos(offset int) Pos {
+	return Pos{Filename: s.filename, Offset: offset, Line: s.line, Column: offset - s.lineOffset + 1}
+}
+
+func (s *scanner) errorf(offset int, format string, args ...any) {
+	s.errs.Addf(s.pos(offset), format, args...)
+}
+
+func (s *scanner) peek(k int) byte {
+	if s.offset+k < len(s.src) {
+		return s.src[s.offset+k]
+	}
+	return 0
+}
+
+// skipSpace skips blanks and comments. It stops at a newline where a SEMI is
+// due and reports whether it did.
+func (s *scanner) skipSpace() (newline bool) {
+	for s.offset < len(s.src) {
+		switch c := s.src[s.offset]; {
+		case c == '\n':
+			if s.insertSemi {
+				return true
+			}
+			s.offset++
+			s.line++
+			s.lineOffset = s.offset
+		case c == ' ' || c == '\t' || c == '\r':
+			s.offset++
+		case c == '/' && s.peek(1) == '/', c == '#':
+			for s.offset < len(s.src) && s.src[s.offset] != '\n' {
+				s.offset++
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// next returns the next token, its position and its literal text.
+func (s *scanner) next() (Token, Pos, string) {
+	if s.skipSpace() {
+		pos := s.pos(s.offset)
+		s.insertSemi = false
+		return SEMI, pos, "\n"
+	}
+	start := s.offset
+	pos := s.pos(start)
+	if start >= len(s.src) {
+		if s.insertSemi {
+			s.insertSemi = false
+			return SEMI, pos, "\n"
+		}
+		return EOF, pos, ""
+	}
+	tok, lit := s.scanToken()
+	switch tok {
+	case IDENT, NUMBER, INF, RPAREN, RBRACK, RBRACE:
+		s.insertSemi = true
+	default:
+		s.insertSemi = false
+	}
+	return tok, pos, lit
+}
+
+func (s *scanner) scanToken() (Token, string) {
+	start := s.offset
+	c := s.src[start]
+	switch {
+	case isLetter(c):
+		for s.offset < len(s.src) && (isLetter(s.src[s.offset]) || isDigit(s.src[s.offset])) {
+			s.offset++
+		}
+		lit := string(s.src[start:s.offset])
+		return Lookup(lit), lit
+	case isDigit(c) || c == '.' && isDigit(s.peek(1)):
+		return NUMBER, s.scanNumber()
+	}
+	s.offset++
+	switch c {
+	case '+':
+		return ADD, "+"
+	case '-':
+		return SUB, "-"
+	case '*':
+		if s.peek(0) == '*' {
+			s.offset++
+			return POW, "**"
+		}
+		return MUL, "*"
+	case '/':
+		return QUO, "/"
+	case '=':
+		return ASSIGN, "="
+	case ',':
+		return COMMA, ","
+	case ';':
+		return SEMI, ";"
+	case '(':
+		return LPAREN, "("
+	case ')':
+		return RPAREN, ")"
+	case '[':
+		return LBRACK, "["
+	case ']':
+		return RBRACK, "]"
+	case '{':
+		return LBRACE, "{"
+	case '}':
+		return RBRACE, "}"
+	}
+	return s.scanIllegal(start)
+}
+
+// scanIllegal consumes one (possibly multi-byte) character and reports it.
+func (s *scanner) scanIllegal(start int) (Token, string) {
+	r, size := utf8.DecodeRune(s.src[start:])
+	s.offset = start + size
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		s.errorf(start, "invalid UTF-8 byte %#02x", s.src[start])
+	case unicode.IsPrint(r):
+		s.errorf(start, "unexpected character %q", r)
+	default:
+		s.errorf(start, "unexpected character %U", r)
+	}
+	return ILLEGAL, string(s.src[start:s.offset])
+}
+
+// scanNumber scans digits [. digits] [(e|E) [+|-] digits].
+func (s *scanner) scanNumber() string {
+	start := s.offset
+	s.digits()
+	if s.peek(0) == '.' {
+		s.offset++
+		s.digits()
+	}
+	if c := s.peek(0); c == 'e' || c == 'E' {
+		s.offset++
+		if c := s.peek(0); c == '+' || c == '-' {
+			s.offset++
+		}
+		if !isDigit(s.peek(0)) {
+			s.errorf(start, "malformed number %q: exponent has no digits", string(s.src[start:s.offset]))
+		}
+		s.digits()
+	}
+	if isLetter(s.peek(0)) {
+		s.errorf(s.offset, "unexpected %q after number", rune(s.peek(0)))
+	}
+	return string(s.src[start:s.offset])
+}
+
+func (s *scanner) digits() {
+	for isDigit(s.peek(0)) {
+		s.offset++
+	}
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+
+// describe names a token for an error message.
+func describe(tok Token, lit string) string {
+	switch tok {
+	case IDENT, NUMBER:
+		return fmt.Sprintf("%s %s", tok, lit)
+	case SEMI:
+		if lit == "\n" {
+			return "newline"
+		}
+		return "';'"
+	case EOF:
+		return "end of file"
+	case ILLEGAL:
+		return fmt.Sprintf("%q", lit)
+	}
+	if tok > keywordBeg && tok < keywordEnd {
+		return "keyword " + lit
+	}
+	return "'" + lit + "'"
+}

@@ -1,0 +1,3 @@
+module github.com/fibergen/fibergen
+
+go 1.26

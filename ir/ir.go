@@ -1,0 +1,133 @@
+package ir
+
+import "github.com/fibergen/fibergen/dsl"
+
+// Type is the type of a value.
+type Type uint8
+
+// The types of values: uniform values are F64, varying values F32.
+const (
+	None Type = iota // stores have no result
+	F32
+	F64
+)
+
+func (t Type) String() string {
+	return [...]string{"none", "f32", "f64"}[t]
+}
+
+// Op is an operation.
+type Op uint8
+
+// The operations.
+const (
+	OpInvalid Op = iota
+	OpConst          // Const holds the value (rounded to float32 for F32)
+	OpHyper          // Name is the hyper
+	OpStepIndex      // t, the step index from 0
+	OpSigmaW2        // the DP noise variance per coordinate
+	OpLoad           // Name is g, theta or a state: its value before the step
+	OpF32            // float64 → float32: a host scalar when used by the kernel
+	OpNeg
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+	OpPow // uniform only
+	OpSqrt
+	OpAbs
+	OpMin
+	OpMax
+	OpStore // Name is theta, a state or an observation output; no result
+)
+
+var opNames = [...]string{
+	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
+	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpNeg: "neg", OpAdd: "add",
+	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
+	OpAbs: "abs", OpMin: "min", OpMax: "max", OpStore: "store",
+}
+
+func (o Op) String() string { return opNames[o] }
+
+// IsCommutative reports whether swapping the operands never changes the
+// result bits (min and max are not: they choose between equal zeros).
+func (o Op) IsCommutative() bool { return o == OpAdd || o == OpMul }
+
+// Value is one SSA instruction.
+type Value struct {
+	ID      int // unique within its block; the dump renumbers
+	Op      Op
+	Type    Type
+	Uniform bool
+	Args    []*Value
+	Const   float64 // for OpConst
+	Name    string  // for OpHyper, OpLoad, OpStore
+}
+
+// IsConst reports whether v is a constant.
+func (v *Value) IsConst() bool { return v.Op == OpConst }
+
+// Block is a straight-line list of values in execution order.
+type Block struct {
+	Name   string
+	Values []*Value
+	nextID int
+}
+
+// NewValue appends a value to the block.
+func (b *Block) NewValue(op Op, typ Type, uniform bool, args ...*Value) *Value {
+	v := &Value{ID: b.nextID, Op: op, Type: typ, Uniform: uniform, Args: args}
+	b.nextID++
+	b.Values = append(b.Values, v)
+	return v
+}
+
+// Stores returns the block's stores in order.
+func (b *Block) Stores() []*Value {
+	var out []*Value
+	for _, v := range b.Values {
+		if v.Op == OpStore {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Hyper is a hyperparameter with its default and allowed range.
+type Hyper struct {
+	Name    string
+	Default float64
+	Range   *dsl.Range // nil: any finite value
+}
+
+// Observation is the observe declaration: its kind; the observe block stores
+// one output per argument.
+type Observation struct {
+	Kind string
+	Args []string
+}
+
+// Func is one optimizer.
+type Func struct {
+	Name    string
+	Hypers  []Hyper
+	States  []string
+	Observe *Observation // nil without an observe declaration
+	Init    *Block       // stores every state's initial value
+	ObsArgs *Block       // stores the observation's arguments (f64)
+	Step    *Block       // stores theta and every state
+}
+
+// Blocks returns the function's blocks.
+func (f *Func) Blocks() []*Block { return []*Block{f.Init, f.ObsArgs, f.Step} }
+
+// HyperIndex returns the index of the named hyper, or -1.
+func (f *Func) HyperIndex(name string) int {
+	for i, h := range f.Hypers {
+		if h.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,209 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fibergen/fibergen/dsl"
+)
+
+// Lower translates a checked file into a Func. The file must have passed
+// dsl.Check without errors; Lower reports an error instead of panicking if
+// it meets something Check should have rejected.
+func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
+	l := &lowerer{info: info}
+	fn = &Func{Name: f.Name()}
+	for _, h := range f.Hypers {
+		fn.Hypers = append(fn.Hypers, Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: h.Range})
+	}
+	for _, s := range f.States {
+		fn.States = append(fn.States, s.Name.Name)
+	}
+	fn.Init = l.lowerInit(f.States)
+	fn.ObsArgs, fn.Observe = l.lowerObserve(f.Observe)
+	if f.Step == nil {
+		return nil, fmt.Errorf("ir: %s has no step block", fn.Name)
+	}
+	fn.Step = l.lowerStep(f.Step)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return fn, Verify(fn)
+}
+
+type lowerer struct {
+	info *dsl.Info
+	b    *Block
+	env  map[string]*Value // values assigned so far in the step
+	err  error
+}
+
+func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *Value {
+	if l.err == nil {
+		l.err = fmt.Errorf("%s: ir: %s", pos, fmt.Sprintf(format, args...))
+	}
+	return l.b.NewValue(OpConst, F64, true)
+}
+
+func (l *lowerer) lowerInit(states []*dsl.StateDecl) *Block {
+	l.b, l.env = &Block{Name: "init"}, map[string]*Value{}
+	for _, s := range states {
+		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
+	}
+	return l.b
+}
+
+func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
+	l.b, l.env = &Block{Name: "observe"}, map[string]*Value{}
+	if d == nil {
+		return l.b, nil
+	}
+	obs := &Observation{Kind: d.Kind.Name}
+	for _, a := range d.Args {
+		obs.Args = append(obs.Args, a.Name.Name)
+		l.store(a.Name.Name, l.expr(a.Value))
+	}
+	return l.b, obs
+}
+
+func (l *lowerer) lowerStep(d *dsl.StepDecl) *Block {
+	l.b, l.env = &Block{Name: "step"}, map[string]*Value{}
+	for _, a := range d.Body {
+		v := l.expr(a.RHS)
+		obj := l.info.Defs[a]
+		if obj != nil && obj.Kind != dsl.LocalObj {
+			v = l.toF32(v)
+			l.store(a.LHS.Name, v)
+		}
+		l.env[a.LHS.Name] = v
+	}
+	return l.b
+}
+
+func (l *lowerer) store(name string, v *Value) {
+	s := l.b.NewValue(OpStore, None, v.Uniform, v)
+	s.Name = name
+}
+
+// toF32 converts a uniform value for use by the kernel.
+func (l *lowerer) toF32(v *Value) *Value {
+	if v.Type == F32 {
+		return v
+	}
+	return l.b.NewValue(OpF32, F32, true, v)
+}
+
+func (l *lowerer) expr(x dsl.Expr) *Value {
+	switch x := x.(type) {
+	case *dsl.NumberLit:
+		return l.constant(x.Value)
+	case *dsl.ParenExpr:
+		return l.expr(x.X)
+	case *dsl.Ident:
+		return l.ident(x)
+	case *dsl.UnaryExpr:
+		return l.op(OpNeg, l.expr(x.X))
+	case *dsl.BinaryExpr:
+		return l.binary(x)
+	case *dsl.CallExpr:
+		return l.call(x)
+	}
+	return l.fail(x.Pos(), "unexpected expression %T", x)
+}
+
+func (l *lowerer) constant(c float64) *Value {
+	v := l.b.NewValue(OpConst, F64, true)
+	v.Const = c
+	return v
+}
+
+func (l *lowerer) ident(id *dsl.Ident) *Value {
+	if v := l.env[id.Name]; v != nil {
+		return v
+	}
+	obj := l.info.Uses[id]
+	if obj == nil {
+		return l.fail(id.NamePos, "unresolved name %s", id.Name)
+	}
+	var v *Value
+	switch {
+	case obj.Kind == dsl.HyperObj:
+		v = l.b.NewValue(OpHyper, F64, true)
+	case obj.Kind == dsl.StateObj, obj.Name == "g", obj.Name == "theta":
+		v = l.b.NewValue(OpLoad, F32, false)
+	case obj.Name == "t":
+		return l.b.NewValue(OpStepIndex, F64, true)
+	case obj.Name == "sigma_w2":
+		return l.b.NewValue(OpSigmaW2, F64, true)
+	default:
+		return l.fail(id.NamePos, "cannot lower %s", id.Name)
+	}
+	v.Name = id.Name
+	return v
+}
+
+var binaryOps = map[dsl.Token]Op{dsl.ADD: OpAdd, dsl.SUB: OpSub, dsl.MUL: OpMul, dsl.QUO: OpDiv, dsl.POW: OpPow}
+
+func (l *lowerer) binary(x *dsl.BinaryExpr) *Value {
+	a, b := l.expr(x.X), l.expr(x.Y)
+	if x.Op == dsl.POW && a.Type == F32 {
+		n, ok := l.info.Consts[x.Y]
+		if !ok || n != math.Trunc(n) || math.Abs(n) > dsl.MaxPowExponent {
+			return l.fail(x.OpPos, "per-coordinate ** needs a constant integer exponent")
+		}
+		return l.powInt(a, int(n))
+	}
+	return l.op(binaryOps[x.Op], a, b)
+}
+
+// powInt expands x ** n into multiplications, x*x*...*x from the left, and
+// 1 / that for negative n, so that every target rounds the same way.
+func (l *lowerer) powInt(x *Value, n int) *Value {
+	k := n
+	if k < 0 {
+		k = -k
+	}
+	p := l.toF32(l.constant(1))
+	if k > 0 {
+		p = x
+	}
+	for i := 1; i < k; i++ {
+		p = l.op(OpMul, p, x)
+	}
+	if n < 0 {
+		p = l.op(OpDiv, l.toF32(l.constant(1)), p)
+	}
+	return p
+}
+
+var callOps = map[string]Op{"sqrt": OpSqrt, "abs": OpAbs, "min": OpMin, "max": OpMax}
+
+func (l *lowerer) call(x *dsl.CallExpr) *Value {
+	op, ok := callOps[x.Fun.Name]
+	if !ok || len(x.Args) != op.Arity() {
+		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
+	}
+	args := make([]*Value, len(x.Args))
+	for i, a := range x.Args {
+		args[i] = l.expr(a)
+	}
+	return l.op(op, args...)
+}
+
+// op emits an arithmetic value: f64 if every operand is f64 (then it is
+// uniform), otherwise f32 with f64 operands converted; it is uniform when
+// all its operands are (a state assigned a uniform value and read later).
+func (l *lowerer) op(op Op, args ...*Value) *Value {
+	uniform, f64 := true, true
+	for _, a := range args {
+		uniform = uniform && a.Uniform
+		f64 = f64 && a.Type == F64
+	}
+	if f64 {
+		return l.b.NewValue(op, F64, true, args...)
+	}
+	for i, a := range args {
+		args[i] = l.toF32(a)
+	}
+	return l.b.NewValue(op, F32, uniform, args...)
+}
