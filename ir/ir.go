@@ -21,13 +21,13 @@ type Op uint8
 
 // The operations.
 const (
-	OpInvalid Op = iota
-	OpConst          // Const holds the value (rounded to float32 for F32)
-	OpHyper          // Name is the hyper
-	OpStepIndex      // t, the step index from 0
-	OpSigmaW2        // the DP noise variance per coordinate
-	OpLoad           // Name is g, theta or a state: its value before the step
-	OpF32            // float64 → float32: a host scalar when used by the kernel
+	OpInvalid   Op = iota
+	OpConst        // Const holds the value (rounded to float32 for F32)
+	OpHyper        // Name is the hyper
+	OpStepIndex    // t, the step index from 0
+	OpSigmaW2      // the DP noise variance per coordinate
+	OpLoad         // Name is g, theta or a state: its value before the step
+	OpF32          // float64 → float32: a host scalar when used by the kernel
 	OpNeg
 	OpAdd
 	OpSub

@@ -166,6 +166,20 @@ func HostScalars(b *Block) []*Value {
 	return out
 }
 
+// DependsOnStep reports whether a uniform value changes from step to step:
+// whether it reads t or sigma_w2 rather than hypers and constants only.
+func DependsOnStep(v *Value) bool {
+	if v.Op == OpStepIndex || v.Op == OpSigmaW2 {
+		return true
+	}
+	for _, a := range v.Args {
+		if DependsOnStep(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // ExprString prints a uniform value as an infix expression over hypers, t,
 // sigma_w2 and constants, for documentation and explain.
 func ExprString(v *Value) string { return trimParens(exprString(v)) }

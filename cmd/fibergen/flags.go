@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// parseFlags parses flags that may appear before, between or after the
+// positional arguments, which it returns. Errors are one line on stderr.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stderr, usage)
+			} else {
+				fmt.Fprintf(stderr, "fibergen %s: %v\n", fs.Name(), err)
+			}
+			return nil, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, true
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+// fail prints a one-line error for command cmd and returns exit status 1.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "fibergen %s: %v\n", cmd, err)
+	return 1
+}
+
+// usageError prints a one-line usage error and returns exit status 2.
+func usageError(stderr io.Writer, cmd, format string, args ...any) int {
+	fmt.Fprintf(stderr, "fibergen %s: %s\n", cmd, fmt.Sprintf(format, args...))
+	return 2
+}

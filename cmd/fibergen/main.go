@@ -1,0 +1,56 @@
+// Command fibergen compiles optimizer descriptions written in fibergen's DSL
+// into Go reference code (and, in later versions, fused kernels), explains
+// what it derived, and runs an optimizer over gradients stored in .npy files.
+//
+// Usage:
+//
+//	fibergen build FILE... [-o DIR]
+//	fibergen check FILE...
+//	fibergen explain FILE [--ir] [--json] [--set name=value ...]
+//	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
+//	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+//
+// Flags may come before or after the files. Errors in a .dsl file are shown
+// as file:line:col with the source line and a caret; every other error is
+// one line. The exit status is 0 on success, 1 on an error in the input and
+// 2 on a usage error; no output file is written unless the command succeeds.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage:
+  fibergen build FILE... [-o DIR]        write DIR/<name>/ (default DIR: generated)
+  fibergen check FILE...                 report errors; exit 1 if there are any
+  fibergen explain FILE [--ir] [--json] [--set name=value ...]
+  fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
+          [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+`
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs the command line args and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	commands := map[string]func([]string, io.Writer, io.Writer) int{
+		"build": cmdBuild, "check": cmdCheck, "explain": cmdExplain, "run": cmdRun,
+	}
+	cmd, ok := commands[args[0]]
+	switch {
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case !ok:
+		fmt.Fprintf(stderr, "fibergen: unknown command %q (want build, check, explain or run)\n", args[0])
+		return 2
+	}
+	return cmd(args[1:], stdout, stderr)
+}

@@ -1,0 +1,118 @@
+package gogen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
+)
+
+// env names the Go expressions of a block's values while generating it.
+type env struct {
+	g       *generator
+	names   map[*ir.Value]jen.Code
+	tSym    jen.Code // the step index as float64
+	sigmaW2 jen.Code
+}
+
+func (g *generator) newEnv() *env {
+	return &env{g: g, names: map[*ir.Value]jen.Code{},
+		tSym: jen.Float64().Call(jen.Id("t")), sigmaW2: jen.Id("sigmaW2")}
+}
+
+// ref is the Go expression for operand v.
+func (e *env) ref(v *ir.Value) jen.Code {
+	switch {
+	case v.IsConst() && v.Type == ir.F32:
+		return float32Lit(v.Const)
+	case v.IsConst():
+		return float64Lit(v.Const)
+	}
+	if c, ok := e.names[v]; ok {
+		return c
+	}
+	return jen.Id(fmt.Sprintf("MISSING_%d", v.ID)) // Verify rules this out; gofmt would fail loudly
+}
+
+// define emits `name := expr` for a non-constant value and records its name.
+func (e *env) define(v *ir.Value, prefix string) jen.Code {
+	name := fmt.Sprintf("%s%d", prefix, v.ID)
+	e.names[v] = jen.Id(name)
+	return jen.Id(name).Op(":=").Add(e.expr(v))
+}
+
+// expr is the Go expression computing v from its operands.
+func (e *env) expr(v *ir.Value) jen.Code {
+	switch v.Op {
+	case ir.OpHyper:
+		return jen.Id("h").Dot(exportedName(v.Name))
+	case ir.OpStepIndex:
+		return e.tSym
+	case ir.OpSigmaW2:
+		return e.sigmaW2
+	case ir.OpF32:
+		return jen.Float32().Call(e.ref(v.Args[0]))
+	case ir.OpLoad:
+		return jen.Id(bufName(v.Name)).Index(jen.Id("i"))
+	}
+	return e.arith(v)
+}
+
+var goOps = map[ir.Op]string{ir.OpAdd: "+", ir.OpSub: "-", ir.OpMul: "*", ir.OpDiv: "/"}
+
+// arith rounds every operation explicitly to its type, which stops the Go
+// compiler from fusing a multiply and an add.
+func (e *env) arith(v *ir.Value) jen.Code {
+	typ := jen.Float64()
+	if v.Type == ir.F32 {
+		typ = jen.Float32()
+	}
+	a := e.ref(v.Args[0])
+	if op, ok := goOps[v.Op]; ok {
+		return typ.Call(jen.Add(a).Op(op).Add(e.ref(v.Args[1])))
+	}
+	return e.call(v, a)
+}
+
+func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
+	f32 := v.Type == ir.F32
+	switch {
+	case v.Op == ir.OpNeg:
+		return jen.Op("-").Add(a)
+	case v.Op == ir.OpPow:
+		return jen.Qual("math", "Pow").Call(a, e.ref(v.Args[1]))
+	case v.Op == ir.OpSqrt && f32:
+		return jen.Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Float64().Call(a)))
+	case v.Op == ir.OpSqrt:
+		return jen.Qual("math", "Sqrt").Call(a)
+	case v.Op == ir.OpAbs && f32:
+		e.g.helpers["abs32"] = true
+		return jen.Id("abs32").Call(a)
+	case v.Op == ir.OpAbs:
+		return jen.Qual("math", "Abs").Call(a)
+	case v.Op == ir.OpMin, v.Op == ir.OpMax:
+		name := v.Op.String() + "Of"
+		e.g.helpers[name] = true
+		return jen.Id(name).Call(a, e.ref(v.Args[1]))
+	}
+	return jen.Id(fmt.Sprintf("UNSUPPORTED_%s", v.Op))
+}
+
+// bufName is the Go name of the buffer behind a load or store.
+func bufName(name string) string {
+	if name == "g" || name == "theta" {
+		return name
+	}
+	return localName(name)
+}
+
+// hostPart emits the uniform values of b as locals and returns the code.
+func (e *env) hostPart(b *ir.Block) []jen.Code {
+	var code []jen.Code
+	for _, v := range b.Values {
+		if v.Uniform && v.Op != ir.OpStore && !v.IsConst() {
+			code = append(code, e.define(v, "u"))
+		}
+	}
+	return code
+}

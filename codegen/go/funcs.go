@@ -1,0 +1,107 @@
+package gogen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
+)
+
+func (g *generator) genScalars() {
+	var fields []jen.Code
+	for _, v := range g.scalars {
+		fields = append(fields, jen.Id(g.names[v]).Float32().Comment(ir.ExprString(v)))
+	}
+	g.file.Comment("Scalars are the per-step host scalars: the uniform values Step reads,")
+	g.file.Comment("computed once per step by HostScalars.")
+	g.file.Type().Id("Scalars").Struct(fields...)
+
+	e := g.newEnv()
+	body := e.hostPart(g.fn.Step)
+	var fieldValues []jen.Code
+	for _, v := range g.scalars {
+		fieldValues = append(fieldValues, keyValue(g.names[v], e.ref(v)))
+	}
+	body = append(body, jen.Return(jen.Id("Scalars").Values(append(fieldValues, jen.Line())...)))
+	g.file.Comment("HostScalars computes the host scalars of step t (from 0) for hypers h and")
+	g.file.Comment("the DP noise variance per coordinate sigmaW2.")
+	g.file.Func().Id("HostScalars").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Id("Scalars").Block(body...)
+}
+
+func (g *generator) genObservation() {
+	if g.fn.Observe == nil {
+		return
+	}
+	e := g.newEnv()
+	body := e.hostPart(g.fn.ObsArgs)
+	var results, names []jen.Code
+	for i, s := range g.fn.ObsArgs.Stores() {
+		results = append(results, e.ref(s.Args[0]))
+		names = append(names, jen.Id(localName(g.fn.Observe.Args[i])))
+	}
+	body = append(body, jen.Return(results...))
+	g.file.Commentf("Observation returns the arguments of the %s observation at step t.", g.fn.Observe.Kind)
+	g.file.Func().Id("Observation").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int()).Parens(jen.List(names...).Float64()).Block(body...)
+}
+
+func (g *generator) genInit() {
+	e := g.newEnv()
+	body := e.hostPart(g.fn.Init)
+	for _, s := range g.fn.Init.Stores() {
+		buf := localName(s.Name)
+		body = append(body, jen.For(jen.Id("i").Op(":=").Range().Id(buf)).Block(
+			jen.Id(buf).Index(jen.Id("i")).Op("=").Add(e.ref(s.Args[0]))))
+	}
+	if len(g.fn.States) == 0 {
+		body = append(body, jen.Id("_").Op("=").Id("h"))
+	}
+	g.file.Comment("Init sets every state buffer to its initial value.")
+	params := []jen.Code{jen.Id("h").Id("Hypers")}
+	if len(g.fn.States) > 0 {
+		params = append(params, jen.List(g.stateParams()...).Index().Float32())
+	}
+	g.file.Func().Id("Init").Params(params...).Block(body...)
+}
+
+func (g *generator) genStep() {
+	e := g.newEnv()
+	for _, v := range g.scalars {
+		e.names[v] = jen.Id("s").Dot(g.names[v])
+	}
+	var loop []jen.Code
+	for _, v := range g.fn.Step.Values {
+		switch {
+		case v.Op == ir.OpStore:
+			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
+		case !v.Uniform:
+			loop = append(loop, e.define(v, "v"))
+		}
+	}
+	params := append([]jen.Code{jen.Id("theta"), jen.Id("g")}, g.stateParams()...)
+	g.file.Comment("Step updates theta and the states in place, one coordinate at a time, with")
+	g.file.Comment("the host scalars s of the current step. All buffers must have the same length.")
+	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.List(params...).Index().Float32()).Block(
+		jen.Id("n").Op(":=").Len(jen.Id("theta")),
+		g.lengthCheck(params),
+		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(loop...),
+	)
+}
+
+// keyValue is one "key: value" element of a composite literal; unlike
+// jen.Dict it keeps the order of the caller.
+func keyValue(key string, value jen.Code) jen.Code {
+	return jen.Line().Id(key).Op(":").Add(value)
+}
+
+func (g *generator) lengthCheck(params []jen.Code) jen.Code {
+	var cond *jen.Statement
+	for _, p := range params[1:] {
+		c := jen.Len(p).Op("!=").Id("n")
+		if cond == nil {
+			cond = c
+		} else {
+			cond = cond.Op("||").Add(c)
+		}
+	}
+	return jen.If(cond).Block(jen.Panic(jen.Lit(fmt.Sprintf("%s.Step: buffers differ in length", g.fn.Name))))
+}

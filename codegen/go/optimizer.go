@@ -1,0 +1,103 @@
+package gogen
+
+import (
+	"github.com/dave/jennifer/jen"
+)
+
+// fieldName is the Optimizer field of a state.
+func fieldName(state string) string {
+	name := exportedName(state)
+	if name == "Hypers" || name == "T" {
+		return name + "_"
+	}
+	return name
+}
+
+func (g *generator) stateFields(recv string) []jen.Code {
+	var out []jen.Code
+	for _, s := range g.fn.States {
+		out = append(out, jen.Id(recv).Dot(fieldName(s)))
+	}
+	return out
+}
+
+func (g *generator) genOptimizer() {
+	fields := []jen.Code{
+		jen.Id("Hypers").Id("Hypers"),
+		jen.Id("T").Int().Comment("steps taken so far; the next step is step T"),
+	}
+	alloc := []jen.Code{keyValue("Hypers", jen.Id("h"))}
+	for _, s := range g.fn.States {
+		fields = append(fields, jen.Id(fieldName(s)).Index().Float32().Comment("state "+s))
+		alloc = append(alloc, keyValue(fieldName(s), jen.Make(jen.Index().Float32(), jen.Id("n"))))
+	}
+	g.file.Comment("Optimizer holds the hypers, the state buffers and the step counter.")
+	g.file.Type().Id("Optimizer").Struct(fields...)
+
+	g.file.Comment("New checks h and returns an Optimizer for n coordinates with its states")
+	g.file.Comment("at their initial values.")
+	g.file.Func().Id("New").Params(jen.Id("h").Id("Hypers"), jen.Id("n").Int()).Params(jen.Op("*").Id("Optimizer"), jen.Error()).Block(
+		jen.If(jen.Err().Op(":=").Id("h").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("o").Op(":=").Op("&").Id("Optimizer").Values(append(alloc, jen.Line())...),
+		jen.Id("Init").Call(append([]jen.Code{jen.Id("h")}, g.stateFields("o")...)...),
+		jen.Return(jen.Id("o"), jen.Nil()),
+	)
+
+	args := append([]jen.Code{jen.Id("HostScalars").Call(jen.Id("o").Dot("Hypers"), jen.Id("o").Dot("T"), jen.Id("sigmaW2")), jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
+	g.file.Comment("Update runs step o.T on theta with the privatized gradient g and the DP")
+	g.file.Comment("noise variance per coordinate sigmaW2, then advances o.T.")
+	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Block(
+		jen.Id("Step").Call(args...),
+		jen.Id("o").Dot("T").Op("++"),
+	)
+}
+
+// genHelpers emits the helper functions the generated code calls.
+func (g *generator) genHelpers() {
+	if g.helpers["checkRange"] {
+		g.genCheckRange()
+	}
+	for _, name := range []string{"maxOf", "minOf"} {
+		if g.helpers[name] {
+			g.genMinMax(name)
+		}
+	}
+	if g.helpers["abs32"] {
+		g.file.Comment("abs32 clears the sign bit.")
+		g.file.Func().Id("abs32").Params(jen.Id("x").Float32()).Float32().Block(
+			jen.Return(jen.Qual("math", "Float32frombits").Call(jen.Qual("math", "Float32bits").Call(jen.Id("x")).Op("&^").Parens(jen.Lit(1).Op("<<").Lit(31)))))
+	}
+}
+
+func (g *generator) genCheckRange() {
+	x := jen.Id("x")
+	g.file.Comment("checkRange reports a value that is not finite or lies outside [lo, hi],")
+	g.file.Comment("with the ends excluded where open.")
+	g.file.Func().Id("checkRange").Params(jen.Id("name").String(), jen.Id("x"), jen.Id("lo").Float64(), jen.Id("loOpen").Bool(), jen.Id("hi").Float64(), jen.Id("hiOpen").Bool(), jen.Id("text").String()).Error().Block(
+		jen.If(jen.Qual("math", "IsNaN").Call(x).Op("||").Qual("math", "IsInf").Call(x, jen.Lit(0))).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v: value must be finite"), jen.Id("name"), x))),
+		jen.Id("inLo").Op(":=").Add(x).Op(">").Id("lo").Op("||").Op("!").Id("loOpen").Op("&&").Add(x).Op("==").Id("lo"),
+		jen.Id("inHi").Op(":=").Add(x).Op("<").Id("hi").Op("||").Op("!").Id("hiOpen").Op("&&").Add(x).Op("==").Id("hi"),
+		jen.If(jen.Op("!").Id("inLo").Op("||").Op("!").Id("inHi")).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v is outside its range %s"), jen.Id("name"), x, jen.Id("text")))),
+		jen.Return(jen.Nil()),
+	)
+}
+
+// genMinMax emits maxOf or minOf with the DSL's semantics (dsl.Max): NaN if
+// either operand is NaN, the second operand when they compare equal.
+func (g *generator) genMinMax(name string) {
+	cmp := ">="
+	doc := "maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie."
+	if name == "minOf" {
+		cmp = "<="
+		doc = "minOf is the DSL's min: NaN if either is NaN, else the smaller, b on a tie."
+	}
+	a, b := jen.Id("a"), jen.Id("b")
+	g.file.Comment(doc)
+	g.file.Func().Id(name).Types(jen.Id("T").Union(jen.Float32(), jen.Float64())).Params(jen.List(a, b).Id("T")).Id("T").Block(
+		jen.If(jen.Add(a).Op("!=").Add(a)).Block(jen.Return(a)),
+		jen.If(jen.Add(b).Op("!=").Add(b).Op("||").Add(b).Op(cmp).Add(a)).Block(jen.Return(b)),
+		jen.Return(a),
+	)
+}

@@ -1,0 +1,79 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// DefaultHypers returns the hypers' default values in declaration order.
+func (f *Func) DefaultHypers() []float64 {
+	h := make([]float64, len(f.Hypers))
+	for i, x := range f.Hypers {
+		h[i] = x.Default
+	}
+	return h
+}
+
+// SetHyper overrides one hyper in h, checking the name and the range.
+func (f *Func) SetHyper(h []float64, name string, value float64) error {
+	i := f.HyperIndex(name)
+	if i < 0 {
+		return fmt.Errorf("%s has no hyper %s (its hypers: %s)", f.Name, name, strings.Join(f.HyperNames(), ", "))
+	}
+	if err := f.Hypers[i].Check(value); err != nil {
+		return err
+	}
+	h[i] = value
+	return nil
+}
+
+// Check reports whether value is allowed for the hyper.
+func (h Hyper) Check(value float64) error {
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		return fmt.Errorf("hyper %s = %v: value must be finite", h.Name, value)
+	}
+	if !h.Range.Contains(value) {
+		return fmt.Errorf("hyper %s = %v is outside its range %s", h.Name, value, h.Range)
+	}
+	return nil
+}
+
+// HyperNames lists the hypers in declaration order.
+func (f *Func) HyperNames() []string {
+	names := make([]string, len(f.Hypers))
+	for i, h := range f.Hypers {
+		names[i] = h.Name
+	}
+	return names
+}
+
+// ParseSetting splits a "name=value" override.
+func ParseSetting(s string) (name string, value float64, err error) {
+	name, text, ok := strings.Cut(s, "=")
+	name, text = strings.TrimSpace(name), strings.TrimSpace(text)
+	if !ok || name == "" || text == "" {
+		return "", 0, fmt.Errorf("malformed setting %q: want name=value", s)
+	}
+	value, err = strconv.ParseFloat(text, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("malformed setting %q: %s is not a number", s, text)
+	}
+	return name, value, nil
+}
+
+// ApplySettings returns the defaults overridden by "name=value" settings.
+func (f *Func) ApplySettings(settings []string) ([]float64, error) {
+	h := f.DefaultHypers()
+	for _, s := range settings {
+		name, value, err := ParseSetting(s)
+		if err == nil {
+			err = f.SetHyper(h, name, value)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}

@@ -1,0 +1,110 @@
+// Package interp runs an optimized ir.Func directly: the engine behind
+// `fibergen run` for any .dsl file, and the second engine of the
+// differential tests against the generated Go code. It computes exactly what
+// the generated code computes, bit for bit: uniform values in float64 (or
+// float32 where the IR says so) with ir.Eval64/ir.Eval32, the kernel in
+// float32.
+package interp
+
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/ir"
+)
+
+// Program is an ir.Func prepared for interpretation.
+type Program struct {
+	Func   *ir.Func
+	step   *code
+	init   *code
+	obsArg *code
+}
+
+// New prepares fn, which must be optimized (ir.Optimize) so that each block
+// is a host part followed by a kernel part.
+func New(fn *ir.Func) (*Program, error) {
+	if err := ir.Verify(fn); err != nil {
+		return nil, err
+	}
+	p := &Program{Func: fn}
+	var err error
+	if p.init, err = compile(fn, fn.Init); err == nil {
+		if p.obsArg, err = compile(fn, fn.ObsArgs); err == nil {
+			p.step, err = compile(fn, fn.Step)
+		}
+	}
+	return p, err
+}
+
+// NumStates is the number of state buffers Step takes.
+func (p *Program) NumStates() int { return len(p.Func.States) }
+
+// Init fills each state buffer with its initial value for hypers h.
+func (p *Program) Init(h []float64, states [][]float32) {
+	r := p.init.host(h, 0, 0)
+	for _, s := range p.init.kernelPart {
+		v := r.f32[s.a]
+		buf := states[s.slot-2]
+		for i := range buf {
+			buf[i] = v
+		}
+	}
+}
+
+// Observe returns the observation's arguments at step t, in the order of
+// Func.Observe.Args.
+func (p *Program) Observe(h []float64, t int) []float64 {
+	r := p.obsArg.host(h, t, 0)
+	out := make([]float64, 0, len(p.obsArg.kernelPart))
+	for _, s := range p.obsArg.kernelPart {
+		out = append(out, r.f64[s.a])
+	}
+	return out
+}
+
+// Scalars holds a step's host values, computed once per step.
+type Scalars struct {
+	regs
+	index map[*ir.Value]int
+}
+
+// HostScalars computes the step's host values for hypers h at step t.
+func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
+	return Scalars{p.step.host(h, t, sigmaW2), p.step.index}
+}
+
+// Step runs the kernel over every coordinate: theta, g and each state
+// (in Func.States order) must have the same length.
+func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error {
+	bufs := append([][]float32{g, theta}, states...)
+	if len(states) != p.NumStates() {
+		return fmt.Errorf("%s: Step needs %d states, got %d", p.Func.Name, p.NumStates(), len(states))
+	}
+	for i, b := range bufs {
+		if len(b) != len(theta) {
+			return fmt.Errorf("%s: buffer %d has length %d, theta %d", p.Func.Name, i, len(b), len(theta))
+		}
+	}
+	p.step.run(s.regs, bufs)
+	return nil
+}
+
+// Engine binds a Program to hyper values; it implements runtime.Engine.
+type Engine struct {
+	P      *Program
+	Hypers []float64
+}
+
+// NumStates is the number of state buffers.
+func (e Engine) NumStates() int { return e.P.NumStates() }
+
+// Init sets the states to their initial values.
+func (e Engine) Init(states [][]float32) { e.P.Init(e.Hypers, states) }
+
+// Step runs step t.
+func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {
+	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), theta, g, states)
+}
+
+// Value returns the float32 host value of v, a value of the step block.
+func (s Scalars) Value(v *ir.Value) float32 { return s.f32[s.index[v]] }
