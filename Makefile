@@ -1,0 +1,50 @@
+# fibergen — the two commands of the README are `make build` (the main job)
+# and `make test` (everything CI checks).
+
+GO       ?= go
+FUZZTIME ?= 30s
+DSL      := $(sort $(wildcard optimizers/*.dsl))
+export PATH := $(PATH):/usr/local/go/bin
+
+.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install
+
+## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
+build: deps
+	$(GO) run ./cmd/fibergen build optimizers/fiber.dsl
+
+## generate: rebuild every shipped optimizer into generated/
+generate: deps
+	$(GO) run ./cmd/fibergen build $(DSL)
+
+## install: put the fibergen command in $(go env GOPATH)/bin
+install: deps
+	$(GO) install ./cmd/fibergen
+
+## test: formatting, vet, generated/ up to date, unit and system tests, bounded fuzzing
+test: deps fmt-check vet generate-check unit fuzz
+
+deps:
+	@command -v $(GO) >/dev/null || { echo "fibergen needs Go 1.26 or newer (https://go.dev/dl); 'go' is not on PATH" >&2; exit 1; }
+	@$(GO) mod download
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## generate-check: regenerate into a temp dir and fail on any difference with generated/
+generate-check:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(GO) run ./cmd/fibergen build -o $$tmp $(DSL) >/dev/null && \
+	diff -r generated $$tmp || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+unit:
+	$(GO) test -count=1 ./...
+
+## fuzz: bounded fuzzing of everything that parses
+fuzz:
+	$(GO) test ./dsl -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ir -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)

@@ -1,0 +1,91 @@
+package gogen_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// generate compiles a .dsl file the way fibergen build does.
+func generate(t *testing.T, path string) ([]byte, error) {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, errs, err := ir.Compile(path, src)
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("compile %s: %v %v", path, errs, err)
+	}
+	f, _ := dsl.ParseFile(path, src)
+	return gogen.Generate(fn, gogen.Options{Source: filepath.Base(path), DSL: dsl.Format(f)})
+}
+
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.dsl")
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.dsl")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			got, err := generate(t, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := strings.TrimSuffix(path, ".dsl") + ".go.golden"
+			if *update {
+				os.WriteFile(golden, got, 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("generated code differs from %s (run go test -update and review the diff)", golden)
+			}
+		})
+	}
+}
+
+func TestHeaderAndNoFusion(t *testing.T) {
+	got, err := generate(t, "testdata/ops.dsl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(got)
+	if !strings.HasPrefix(text, "// "+gogen.Header+"\n") {
+		t.Errorf("generated file does not start with the header: %q", text[:60])
+	}
+	for _, line := range strings.Split(text, "\n") {
+		// Every float32 product or sum must be rounded by a conversion.
+		if strings.Contains(line, " := v") && strings.ContainsAny(line, "*+") && !strings.Contains(line, "float32(") {
+			t.Errorf("unrounded float32 arithmetic: %s", strings.TrimSpace(line))
+		}
+	}
+	for _, want := range []string{"theta, g, range_, v1_ []float32", "func maxOf", "func minOf", "func abs32"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("generated code lacks %q", want)
+		}
+	}
+}
+
+func TestNameClash(t *testing.T) {
+	src := []byte("optimizer clash\nhyper eps_v = 1\nhyper epsV = 2\nstep {\n theta = theta - eps_v * epsV * g\n}\n")
+	fn, errs, err := ir.Compile("clash.dsl", src)
+	if len(errs) > 0 || err != nil {
+		t.Fatal(errs, err)
+	}
+	_, err = gogen.Generate(fn, gogen.Options{Source: "clash.dsl"})
+	if err == nil || !strings.Contains(err.Error(), "EpsV") {
+		t.Fatalf("want a clash error naming EpsV, got %v", err)
+	}
+}
