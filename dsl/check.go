@@ -59,6 +59,13 @@ type Info struct {
 // Check resolves names and enforces the language rules on a parsed file.
 // The returned ErrorList is normalized; Info is usable only when it is empty.
 func Check(f *File) (*Info, ErrorList) {
+	info, errs := check(f)
+	errs.Normalize()
+	return info, errs
+}
+
+// check is Check without the normalization of the errors.
+func check(f *File) (*Info, ErrorList) {
 	c := &checker{f: f, names: map[string]*Object{}, info: &Info{
 		Uses:   map[*Ident]*Object{},
 		Defs:   map[*AssignStmt]*Object{},
@@ -69,16 +76,24 @@ func Check(f *File) (*Info, ErrorList) {
 	c.declareStates()
 	c.checkObserve()
 	c.checkStep()
-	c.errs.Normalize()
 	return c.info, c.errs
 }
 
 // Parse parses and checks src in one call; the errors of both phases are
-// merged into one normalized list.
+// merged into one normalized list. A syntax error hides the checker's
+// errors on its line, which are often its consequences.
 func Parse(filename string, src []byte) (*File, *Info, ErrorList) {
-	f, errs := ParseFile(filename, src)
-	info, cerrs := Check(f)
-	errs = append(errs, cerrs...)
+	f, errs := parse(filename, src)
+	info, cerrs := check(f)
+	syntax := map[int]bool{}
+	for _, e := range errs {
+		syntax[e.Pos.Line] = true
+	}
+	for _, e := range cerrs {
+		if !syntax[e.Pos.Line] {
+			errs = append(errs, e)
+		}
+	}
 	errs.Normalize()
 	return f, info, errs
 }

@@ -69,6 +69,9 @@ func (c *checker) ident(id *Ident, s *scope) value {
 // locals read before they are bound.
 func (c *checker) lookup(id *Ident, s *scope) *Object {
 	if id.Name == "_" {
+		// The parser makes no "_" for a missing name inside an expression,
+		// so this one was written: it names nothing.
+		c.errorf(id.NamePos, "cannot use _ as a value")
 		return nil
 	}
 	if obj := universe[id.Name]; obj != nil {

@@ -11,11 +11,17 @@ const maxDepth = 200
 // ParseFile parses the source of one .dsl file. It always returns a *File,
 // possibly partial; the ErrorList (normalized) says what was wrong.
 func ParseFile(filename string, src []byte) (*File, ErrorList) {
+	f, errs := parse(filename, src)
+	errs.Normalize()
+	return f, errs
+}
+
+// parse is ParseFile without the normalization of the errors.
+func parse(filename string, src []byte) (*File, ErrorList) {
 	p := &parser{f: &File{Filename: filename, Src: src}}
 	p.s = newScanner(filename, src, &p.errs)
 	p.next()
 	p.parseFile()
-	p.errs.Normalize()
 	return p.f, p.errs
 }
 
@@ -34,6 +40,9 @@ func (p *parser) next() { p.tok, p.pos, p.lit = p.s.next() }
 func (p *parser) errorf(pos Pos, format string, args ...any) { p.errs.Addf(pos, format, args...) }
 
 func (p *parser) errorExpected(what string) {
+	if p.tok == ILLEGAL {
+		return // the scanner has reported the bad character
+	}
 	p.errorf(p.pos, "expected %s, found %s", what, describe(p.tok, p.lit))
 }
 
@@ -58,7 +67,12 @@ func (p *parser) skipToEnd() {
 
 func (p *parser) parseFile() {
 	for p.tok != EOF {
-		if p.tok == SEMI {
+		switch p.tok {
+		case SEMI:
+			p.next()
+			continue
+		case RBRACE:
+			p.errorf(p.pos, "unexpected '}' outside step block")
 			p.next()
 			continue
 		}
@@ -68,10 +82,6 @@ func (p *parser) parseFile() {
 			p.errorExpected("newline after declaration")
 		}
 		p.skipToEnd()
-		if p.tok == RBRACE {
-			p.errorf(p.pos, "unexpected '}' outside step block")
-			p.next()
-		}
 	}
 	if p.f.Optimizer == nil {
 		p.errorf(Pos{Filename: p.f.Filename, Line: 1, Column: 1}, "missing optimizer declaration (optimizer NAME)")
@@ -251,6 +261,9 @@ func (p *parser) parseRange() *Range {
 	r.Lo, r.LoLit = p.parseBound()
 	p.expect(COMMA, "',' between the range's bounds")
 	r.Hi, r.HiLit = p.parseBound()
+	if math.IsNaN(r.Lo) || math.IsNaN(r.Hi) {
+		return nil // reported by parseBound
+	}
 	switch p.tok {
 	case RPAREN:
 		r.HiOpen = true

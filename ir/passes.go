@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+
+	"github.com/fibergen/fibergen/dsl"
 )
 
 // Pass is one rewrite of a block.
@@ -180,34 +181,35 @@ func DependsOnStep(v *Value) bool {
 	return false
 }
 
-// ExprString prints a uniform value as an infix expression over hypers, t,
-// sigma_w2 and constants, for documentation and explain.
-func ExprString(v *Value) string { return trimParens(exprString(v)) }
+// ExprString prints a uniform value as a DSL expression over hypers, t,
+// sigma_w2 and constants, with the fewest parentheses (dsl.ExprString).
+func ExprString(v *Value) string { return dsl.ExprString(toDSL(v)) }
 
-func exprString(v *Value) string {
+// toDSL rebuilds the expression tree of v.
+func toDSL(v *Value) dsl.Expr {
 	switch v.Op {
 	case OpConst:
-		return FormatConst(v.Const, v.Type)
+		lit := &dsl.NumberLit{Lit: FormatConst(math.Abs(v.Const), v.Type)}
+		if math.Signbit(v.Const) && !math.IsNaN(v.Const) {
+			return &dsl.UnaryExpr{Op: dsl.SUB, X: lit}
+		}
+		return lit
 	case OpHyper, OpLoad:
-		return v.Name
+		return &dsl.Ident{Name: v.Name}
 	case OpStepIndex, OpSigmaW2:
-		return v.Op.String()
+		return &dsl.Ident{Name: v.Op.String()}
 	case OpF32:
-		return exprString(v.Args[0])
+		return toDSL(v.Args[0])
 	case OpNeg:
-		return "-(" + exprString(v.Args[0]) + ")"
+		return &dsl.UnaryExpr{Op: dsl.SUB, X: toDSL(v.Args[0])}
 	case OpSqrt, OpAbs, OpMin, OpMax:
-		return v.Op.String() + "(" + joinExprs(v.Args) + ")"
+		call := &dsl.CallExpr{Fun: &dsl.Ident{Name: v.Op.String()}}
+		for _, a := range v.Args {
+			call.Args = append(call.Args, toDSL(a))
+		}
+		return call
 	}
-	return "(" + exprString(v.Args[0]) + " " + infix[v.Op] + " " + exprString(v.Args[1]) + ")"
+	return &dsl.BinaryExpr{X: toDSL(v.Args[0]), Op: infix[v.Op], Y: toDSL(v.Args[1])}
 }
 
-var infix = map[Op]string{OpAdd: "+", OpSub: "-", OpMul: "*", OpDiv: "/", OpPow: "**"}
-
-func joinExprs(vs []*Value) string {
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = exprString(v)
-	}
-	return strings.Join(parts, ", ")
-}
+var infix = map[Op]dsl.Token{OpAdd: dsl.ADD, OpSub: dsl.SUB, OpMul: dsl.MUL, OpDiv: dsl.QUO, OpPow: dsl.POW}

@@ -147,9 +147,9 @@ type Scalars struct {
 	S3  float32 // 1 - beta1
 	S4  float32 // beta2
 	S5  float32 // 1 - beta2
-	S6  float32 // 1 - (beta1 ** (t + 1))
-	S7  float32 // 1 - (beta2 ** (t + 1))
-	S8  float32 // 1 - (lr * wd)
+	S6  float32 // 1 - beta1 ** (t + 1)
+	S7  float32 // 1 - beta2 ** (t + 1)
+	S8  float32 // 1 - lr * wd
 	S9  float32 // lr
 	S10 float32 // eps
 }

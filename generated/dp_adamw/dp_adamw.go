@@ -118,9 +118,9 @@ type Scalars struct {
 	S1 float32 // 1 - beta1
 	S2 float32 // beta2
 	S3 float32 // 1 - beta2
-	S4 float32 // 1 - (beta1 ** (t + 1))
-	S5 float32 // 1 - (beta2 ** (t + 1))
-	S6 float32 // 1 - (lr * wd)
+	S4 float32 // 1 - beta1 ** (t + 1)
+	S5 float32 // 1 - beta2 ** (t + 1)
+	S6 float32 // 1 - lr * wd
 	S7 float32 // lr
 	S8 float32 // eps
 }

@@ -175,11 +175,11 @@ type Scalars struct {
 	S3  float32 // 1 - beta1
 	S4  float32 // beta2
 	S5  float32 // 1 - beta2
-	S6  float32 // 1 - (beta1 ** (t + 1))
-	S7  float32 // 1 - (beta2 ** (t + 1))
-	S8  float32 // ((2 - omega) / (4 - (3 * omega))) * sigma_w2
+	S6  float32 // 1 - beta1 ** (t + 1)
+	S7  float32 // 1 - beta2 ** (t + 1)
+	S8  float32 // (2 - omega) / (4 - 3 * omega) * sigma_w2
 	S9  float32 // eps_v
-	S10 float32 // 1 - (lr * wd)
+	S10 float32 // 1 - lr * wd
 	S11 float32 // lr
 	S12 float32 // eps
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Shapes of the good fixtures: T steps of n coordinates.
+const (
+	fixT = 3
+	fixN = 4
+)
+
+// brokenDSL has several errors, one per line, of different kinds (a
+// redeclaration, undefined names, an unused local, a syntax error).
+const brokenDSL = `// a broken optimizer
+optimizer broken
+
+hyper lr = 1e-3 in (0, inf)
+hyper lr = 2
+
+state m = 0
+
+step {
+	m = beta1 * m + g
+	theta = theta - lr * mhat
+	x =
+}
+`
+
+// fixtureFiles writes the input files every CLI test draws on into a new
+// temporary directory and returns it. Good inputs: grads.npy [T, n],
+// theta.npy [n], and copies of the shipped optimizers; bad ones are named
+// for what is wrong with them.
+func fixtureFiles(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	grads := randFloats(rng, fixT*fixN)
+	writeNPY(t, dir, "grads.npy", []int{fixT, fixN}, grads)
+	writeNPY(t, dir, "theta.npy", []int{fixN}, randFloats(rng, fixN))
+	writeNPY(t, dir, "rank1.npy", []int{fixT * fixN}, grads)
+	writeNPY(t, dir, "rank3.npy", []int{fixT, 2, fixN / 2}, grads)
+	writeNPY(t, dir, "theta2d.npy", []int{2, fixN / 2}, randFloats(rng, fixN))
+	writeNPY(t, dir, "wide.npy", []int{fixT, fixN + 1}, randFloats(rng, fixT*(fixN+1)))
+	writeNPY(t, dir, "scalar.npy", []int{}, []float32{1})
+	writeFile(t, dir, "f64.npy", rawNPY(npyDict("<f8", false, "(2, 3)"), float64Bytes(1, 2, 3, 4, 5, 6)))
+	writeFile(t, dir, "i32.npy", rawNPY(npyDict("<i4", false, "(3, 4)"), int32Bytes(make([]int32, 12)...)))
+	writeFile(t, dir, "fortran.npy", rawNPY(npyDict("<f4", true, "(3, 4)"), float32Bytes(grads...)))
+	writeFile(t, dir, "trunc.npy", rawNPY(npyDict("<f4", false, "(3, 4)"), float32Bytes(grads[:5]...)))
+	writeFile(t, dir, "header_only.npy", rawNPY(npyDict("<f4", false, "(3, 4)"), nil)[:30])
+	writeFile(t, dir, "random.npy", randBytes(rng, 200))
+	writeFile(t, dir, "text.npy", []byte("0.1 0.2 0.3\n0.4 0.5 0.6\n"))
+	writeFile(t, dir, "empty.npy", nil)
+	writeFile(t, dir, "broken.dsl", []byte(brokenDSL))
+	writeFile(t, dir, "empty.dsl", nil)
+	for _, name := range shipped {
+		copyFile(t, optPath(name), filepath.Join(dir, name+".dsl"))
+	}
+	copyFile(t, optPath("dp_sgd"), filepath.Join(dir, "dp_sgd_copy.dsl"))
+	writeFile(t, dir, "noread.dsl", []byte("optimizer x\nstep {\n\ttheta = theta - g\n}\n"))
+	if err := os.Chmod(filepath.Join(dir, "noread.dsl"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Dir(to), filepath.Base(to), data)
+}
+
+// randFloats returns n values in [-1, 1).
+func randFloats(rng *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = 2*rng.Float32() - 1
+	}
+	return out
+}
+
+// randBytes returns n random bytes that do not start with the .npy magic.
+func randBytes(rng *rand.Rand, n int) []byte {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = byte(rng.Uint32())
+	}
+	out[0] = 'R'
+	return out
+}
