@@ -113,20 +113,71 @@ func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
 	return r
 }
 
-// run executes the kernel part for every coordinate. Host values and
-// constants (uniform, so in the host part) are already in the registers.
+// chunk is the number of coordinates the kernel interprets per instruction:
+// one dispatch per instruction and chunk instead of per coordinate.
+const chunk = 512
+
+// run executes the kernel part for every coordinate, a chunk of coordinates
+// at a time. Each coordinate still sees the same operations in the same
+// order, so the result is the same as one coordinate at a time.
 func (c *code) run(host regs, bufs [][]float32) {
-	r := slices.Clone(host.f32)
-	for i := range bufs[1] {
+	r := c.kernelRegs(host)
+	n := len(bufs[1])
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		m := hi - lo
 		for _, in := range c.kernelPart {
 			switch in.op {
 			case ir.OpLoad:
-				r[in.dst] = bufs[in.slot][i]
+				copy(r[in.dst], bufs[in.slot][lo:hi])
 			case ir.OpStore:
-				bufs[in.slot][i] = r[in.a]
+				copy(bufs[in.slot][lo:hi], r[in.a][:m])
 			default:
-				r[in.dst] = ir.Eval32(in.op, r[in.a], r[in.b])
+				apply(in.op, r[in.dst][:m], r[in.a][:m], r[in.b])
 			}
+		}
+	}
+}
+
+// kernelRegs allocates a chunk of registers for every value and fills those
+// of host values (uniform, read by the kernel) with their value.
+func (c *code) kernelRegs(host regs) [][]float32 {
+	r := make([][]float32, c.n)
+	for i := range r {
+		r[i] = make([]float32, chunk)
+	}
+	for _, in := range c.hostPart {
+		for j := range r[in.dst] {
+			r[in.dst][j] = host.f32[in.dst]
+		}
+	}
+	return r
+}
+
+// apply computes dst[i] = op(a[i], b[i]) with the semantics of ir.Eval32;
+// the common operations get loops of their own, the rest call Eval32.
+func apply(op ir.Op, dst, a, b []float32) {
+	b = b[:len(dst)]
+	switch op {
+	case ir.OpAdd:
+		for i := range dst {
+			dst[i] = float32(a[i] + b[i])
+		}
+	case ir.OpSub:
+		for i := range dst {
+			dst[i] = float32(a[i] - b[i])
+		}
+	case ir.OpMul:
+		for i := range dst {
+			dst[i] = float32(a[i] * b[i])
+		}
+	case ir.OpDiv:
+		for i := range dst {
+			dst[i] = float32(a[i] / b[i])
+		}
+	default:
+		for i := range dst {
+			dst[i] = ir.Eval32(op, a[i], b[i])
 		}
 	}
 }

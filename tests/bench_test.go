@@ -1,0 +1,81 @@
+package tests_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+)
+
+// benchN is the number of coordinates of the step benchmarks: 4 MiB per
+// buffer, well past the last-level cache.
+const benchN = 1 << 20
+
+// fiberBytes is the memory one FiBeR step touches: it reads theta, g and four
+// states and writes theta and the four states.
+const fiberBytes = (6 + 5) * 4 * benchN
+
+// BenchmarkFiberStep measures one FiBeR step over benchN coordinates with the
+// generated Go reference and with the IR interpreter, after a copy of the
+// same number of bytes (half read, half written) as a baseline; each step
+// reports its throughput as a fraction of the copy's, measured in the same
+// run ("of-memcpy").
+func BenchmarkFiberStep(b *testing.B) {
+	var copyRate float64
+	b.Run("memcpy", func(b *testing.B) {
+		src, dst := make([]float32, fiberBytes/8), make([]float32, fiberBytes/8)
+		b.SetBytes(fiberBytes)
+		for b.Loop() {
+			copy(dst, src)
+		}
+		copyRate = rate(b)
+	})
+	theta, g := make([]float32, benchN), make([]float32, benchN)
+	for i := range g {
+		g[i] = float32(i%7) - 3
+	}
+	b.Run("generated", func(b *testing.B) {
+		opt, _ := fiber.New(fiber.Defaults(), benchN)
+		b.SetBytes(fiberBytes)
+		for b.Loop() {
+			opt.Update(theta, g, 1e-4)
+		}
+		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
+	})
+	b.Run("interp", func(b *testing.B) {
+		p := compileFiber(b)
+		h := p.Func.DefaultHypers()
+		states := make([][]float32, p.NumStates())
+		for i := range states {
+			states[i] = make([]float32, benchN)
+		}
+		b.SetBytes(fiberBytes)
+		for b.Loop() {
+			p.Step(p.HostScalars(h, 0, 1e-4), theta, g, states)
+		}
+		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
+	})
+}
+
+func compileFiber(b *testing.B) *interp.Program {
+	src, err := os.ReadFile("../optimizers/fiber.dsl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn, errs, err := ir.Compile("fiber.dsl", src)
+	if len(errs) > 0 || err != nil {
+		b.Fatal(errs, err)
+	}
+	p, err := interp.New(fn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// rate is the bytes per second of a finished benchmark.
+func rate(b *testing.B) float64 {
+	return float64(fiberBytes) * float64(b.N) / b.Elapsed().Seconds()
+}
