@@ -59,14 +59,16 @@ type Info struct {
 // Check resolves names and enforces the language rules on a parsed file.
 // The returned ErrorList is normalized; Info is usable only when it is empty.
 func Check(f *File) (*Info, ErrorList) {
-	info, errs := check(f)
+	info, errs := check(f, false)
 	errs.Normalize()
 	return info, errs
 }
 
-// check is Check without the normalization of the errors.
-func check(f *File) (*Info, ErrorList) {
-	c := &checker{f: f, names: map[string]*Object{}, info: &Info{
+// check is Check without the normalization of the errors. For a partial
+// file, one with syntax errors, it leaves out the checks that need the whole
+// step block (states and theta updated, locals used).
+func check(f *File, partial bool) (*Info, ErrorList) {
+	c := &checker{f: f, partial: partial, names: map[string]*Object{}, info: &Info{
 		Uses:   map[*Ident]*Object{},
 		Defs:   map[*AssignStmt]*Object{},
 		Consts: map[Expr]float64{},
@@ -80,11 +82,12 @@ func check(f *File) (*Info, ErrorList) {
 }
 
 // Parse parses and checks src in one call; the errors of both phases are
-// merged into one normalized list. A syntax error hides the checker's
-// errors on its line, which are often its consequences.
+// merged into one normalized list. The checker's errors that are often
+// consequences of a syntax error are left out: those on the lines of syntax
+// errors and the whole-block checks (never updated, never used).
 func Parse(filename string, src []byte) (*File, *Info, ErrorList) {
 	f, errs := parse(filename, src)
-	info, cerrs := check(f)
+	info, cerrs := check(f, len(errs) > 0)
 	syntax := map[int]bool{}
 	for _, e := range errs {
 		syntax[e.Pos.Line] = true
@@ -99,17 +102,22 @@ func Parse(filename string, src []byte) (*File, *Info, ErrorList) {
 }
 
 type checker struct {
-	f     *File
-	info  *Info
-	errs  ErrorList
-	names map[string]*Object // hypers, states and step locals
+	f       *File
+	partial bool // the file has syntax errors
+	info    *Info
+	errs    ErrorList
+	names   map[string]*Object // hypers, states and step locals
 }
 
 func (c *checker) errorf(pos Pos, format string, args ...any) { c.errs.Addf(pos, format, args...) }
 
 func (c *checker) checkOptimizer() {
 	d := c.f.Optimizer
-	if d == nil || d.Name == nil || d.Name.Name == "_" {
+	if d == nil {
+		c.errorf(Pos{Filename: c.f.Filename, Line: 1, Column: 1}, "missing optimizer declaration (optimizer NAME)")
+		return
+	}
+	if d.Name == nil || d.Name.Name == "" {
 		return
 	}
 	if !isPackageName(d.Name.Name) {
@@ -136,7 +144,11 @@ var goKeywords = map[string]bool{
 
 // declare introduces a hyper, state or local name, reporting clashes.
 func (c *checker) declare(id *Ident, obj *Object) bool {
-	if id.Name == "_" {
+	switch id.Name {
+	case "":
+		return false // reported by the parser
+	case "_":
+		c.errorf(id.NamePos, "cannot declare _: the blank name names nothing")
 		return false
 	}
 	if b := universe[id.Name]; b != nil {

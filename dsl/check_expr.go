@@ -69,8 +69,8 @@ func (c *checker) ident(id *Ident, s *scope) value {
 // locals read before they are bound.
 func (c *checker) lookup(id *Ident, s *scope) *Object {
 	if id.Name == "_" {
-		// The parser makes no "_" for a missing name inside an expression,
-		// so this one was written: it names nothing.
+		// The parser gives a missing name the Name "", so this _ was
+		// written: it names nothing.
 		c.errorf(id.NamePos, "cannot use _ as a value")
 		return nil
 	}
@@ -99,6 +99,9 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 		c.errorf(id.NamePos, "%s may use only numbers and hypers, not %s %s", s.where, kindName(obj.Kind), id.Name)
 	case s.observe && obj.Varying:
 		c.errorf(id.NamePos, "%s must be per-step uniform, but %s is per-coordinate", s.where, id.Name)
+	case s.observe && obj.Name == "sigma_w2":
+		// The runtime computes the observation from the hypers and t.
+		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not built-in sigma_w2", s.where)
 	}
 }
 

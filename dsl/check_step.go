@@ -12,7 +12,7 @@ var ObserveKinds = map[string][]string{
 
 func (c *checker) checkObserve() {
 	d := c.f.Observe
-	if d == nil || d.Kind.Name == "_" {
+	if d == nil || d.Kind.Name == "" {
 		return
 	}
 	params, ok := ObserveKinds[d.Kind.Name]
@@ -34,6 +34,7 @@ func (c *checker) checkObserve() {
 func (c *checker) observeArg(d *ObserveDecl, a *Arg, params []string, seen map[string]bool) {
 	name := a.Name.Name
 	switch {
+	case name == "": // reported by the parser
 	case !slices.Contains(params, name):
 		c.errorf(a.Name.NamePos, "observe %s has no argument %s (it takes %s)", d.Kind.Name, name, strings.Join(params, " and "))
 	case seen[name]:
@@ -60,7 +61,9 @@ func (c *checker) checkStep() {
 		c.expr(a.RHS, s)
 		c.assign(a, s, assigned)
 	}
-	c.checkUpdated(d, assigned)
+	if !c.partial {
+		c.checkUpdated(d, assigned)
+	}
 }
 
 // assign checks the target of one statement and binds a new local.
@@ -72,6 +75,7 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 	}
 	switch {
 	case id.Name == "_":
+		c.errorf(id.NamePos, "cannot assign to _: the blank name names nothing (bind a local and use it)")
 		return
 	case obj == nil:
 		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS)}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // MaxErrors is the number of errors an ErrorList keeps after Sort; the rest
@@ -15,6 +16,8 @@ const MaxErrors = 10
 type Error struct {
 	Pos Pos
 	Msg string
+
+	more int // for the "too many errors" entry: how many it stands for
 }
 
 // Error formats the error as file:line:col: message.
@@ -30,14 +33,14 @@ func (e *Error) Error() string {
 type ErrorList []*Error
 
 // Add appends an error at pos.
-func (l *ErrorList) Add(pos Pos, msg string) { *l = append(*l, &Error{pos, msg}) }
+func (l *ErrorList) Add(pos Pos, msg string) { *l = append(*l, &Error{Pos: pos, Msg: msg}) }
 
 // Addf appends a formatted error at pos.
 func (l *ErrorList) Addf(pos Pos, format string, args ...any) {
 	l.Add(pos, fmt.Sprintf(format, args...))
 }
 
-// Len, Swap and Less make an ErrorList sortable by position, then message.
+// Len, Swap and Less make an ErrorList sortable by position.
 func (l ErrorList) Len() int      { return len(l) }
 func (l ErrorList) Swap(i, j int) { l[i], l[j] = l[j], l[i] }
 func (l ErrorList) Less(i, j int) bool {
@@ -48,17 +51,17 @@ func (l ErrorList) Less(i, j int) bool {
 	if a.Line != b.Line {
 		return a.Line < b.Line
 	}
-	if a.Column != b.Column {
-		return a.Column < b.Column
-	}
-	return l[i].Msg < l[j].Msg
+	return a.Column < b.Column
 }
 
-// Sort sorts the list by position.
+// Sort sorts the list by position. It is stable: errors at one position keep
+// the order they were reported in, so the scanner's error about a bad
+// character comes before the parser's about the token it made.
 func (l ErrorList) Sort() { sort.Stable(l) }
 
 // Normalize sorts the list, keeps the first error of every line and, past
 // MaxErrors, replaces the rest with a single "too many errors" entry.
+// Normalizing a normalized list changes nothing.
 func (l *ErrorList) Normalize() {
 	l.Sort()
 	var out ErrorList
@@ -71,8 +74,12 @@ func (l *ErrorList) Normalize() {
 		out = append(out, e)
 	}
 	if len(out) > MaxErrors {
-		extra := len(out) - MaxErrors
-		out = append(out[:MaxErrors:MaxErrors], &Error{out[MaxErrors].Pos, fmt.Sprintf("too many errors (%d more)", extra)})
+		extra := 0
+		for _, e := range out[MaxErrors:] {
+			extra += max(e.more, 1)
+		}
+		msg := fmt.Sprintf("too many errors (%d more)", extra)
+		out = append(out[:MaxErrors:MaxErrors], &Error{Pos: out[MaxErrors].Pos, Msg: msg, more: extra})
 	}
 	*l = out
 }
@@ -85,7 +92,7 @@ func (l ErrorList) Error() string {
 	case 1:
 		return l[0].Error()
 	}
-	return fmt.Sprintf("%s (and %d more errors)", l[0], len(l)-1)
+	return fmt.Sprintf("%s (and %d more error%s)", l[0], len(l)-1, plural(len(l)-1))
 }
 
 // Err returns nil for an empty list and the list itself otherwise.
@@ -108,7 +115,10 @@ func (l ErrorList) Print(w io.Writer, src []byte) {
 }
 
 // caretLines returns the source line holding pos and a line with a caret
-// under pos, keeping tabs so that the caret lines up.
+// under pos. Columns count bytes, so the caret line is built from the
+// characters before pos, as wide as a terminal shows them: tabs are kept, a
+// combining or invisible character takes no room and a wide (East Asian)
+// character two.
 func caretLines(src []byte, pos Pos) (line, caret string, ok bool) {
 	if !pos.IsValid() || pos.Offset < 0 || pos.Offset > len(src) {
 		return "", "", false
@@ -124,9 +134,43 @@ func caretLines(src []byte, pos Pos) (line, caret string, ok bool) {
 		if r == '\t' {
 			b.WriteByte('\t')
 		} else {
-			b.WriteByte(' ')
+			b.WriteString("  "[:runeWidth(r)])
 		}
 	}
 	b.WriteByte('^')
 	return line, b.String(), true
+}
+
+// runeWidth is the number of terminal columns r takes: 0, 1 or 2.
+func runeWidth(r rune) int {
+	switch {
+	case r < 0x300:
+		if r < ' ' || r >= 0x7f && r < 0xa0 {
+			return 0
+		}
+		return 1
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		return 0
+	case isWide(r):
+		return 2
+	}
+	return 1
+}
+
+// wide lists the East Asian wide and fullwidth blocks (Hangul Jamo, CJK,
+// Hangul syllables, fullwidth forms, emoji, the supplementary ideographs).
+var wide = [][2]rune{
+	{0x1100, 0x115f}, {0x2e80, 0x303e}, {0x3041, 0x33ff}, {0x3400, 0x4dbf},
+	{0x4e00, 0x9fff}, {0xa000, 0xa4cf}, {0xac00, 0xd7a3}, {0xf900, 0xfaff},
+	{0xfe30, 0xfe4f}, {0xff00, 0xff60}, {0xffe0, 0xffe6}, {0x1f300, 0x1f64f},
+	{0x1f900, 0x1f9ff}, {0x20000, 0x3fffd},
+}
+
+func isWide(r rune) bool {
+	for _, w := range wide {
+		if r >= w[0] && r <= w[1] {
+			return true
+		}
+	}
+	return false
 }

@@ -18,6 +18,11 @@ func (p *parser) parseExpr() Expr {
 	defer p.leave()
 	x := p.parseTerm()
 	for p.tok == ADD || p.tok == SUB {
+		// A chain a + b + c is a left-leaning tree as deep as it is long.
+		if !p.enter() {
+			return &BadExpr{From: x.Pos()}
+		}
+		defer p.leave()
 		op, pos := p.tok, p.pos
 		p.next()
 		x = &BinaryExpr{X: x, OpPos: pos, Op: op, Y: p.parseTerm()}
@@ -28,6 +33,10 @@ func (p *parser) parseExpr() Expr {
 func (p *parser) parseTerm() Expr {
 	x := p.parseUnary()
 	for p.tok == MUL || p.tok == QUO {
+		if !p.enter() {
+			return &BadExpr{From: x.Pos()}
+		}
+		defer p.leave()
 		op, pos := p.tok, p.pos
 		p.next()
 		x = &BinaryExpr{X: x, OpPos: pos, Op: op, Y: p.parseUnary()}
@@ -93,10 +102,11 @@ func (p *parser) parseCall(fun *Ident) Expr {
 	return call
 }
 
-// enter guards against unbounded nesting; leave undoes it.
+// enter guards against unbounded nesting, which would exhaust the stack of
+// the parser and of every pass that walks the tree; leave undoes it.
 func (p *parser) enter() bool {
 	if p.depth >= maxDepth {
-		p.errorf(p.pos, "expression nested too deeply (more than %d levels)", maxDepth)
+		p.errorf(p.pos, "expression too long or nested too deeply (more than %d levels)", maxDepth)
 		p.skipToEnd()
 		return false
 	}

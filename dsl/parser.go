@@ -83,9 +83,6 @@ func (p *parser) parseFile() {
 		}
 		p.skipToEnd()
 	}
-	if p.f.Optimizer == nil {
-		p.errorf(Pos{Filename: p.f.Filename, Line: 1, Column: 1}, "missing optimizer declaration (optimizer NAME)")
-	}
 }
 
 func (p *parser) parseDecl() {
@@ -204,12 +201,21 @@ func (p *parser) parseStmt(d *StepDecl) {
 	d.Body = append(d.Body, s)
 }
 
+// parseIdent parses a name. A missing name is reported and has Name "", so
+// that the checker passes over it. A keyword in its place is skipped as if
+// it were a name, ending its line like one, so that "optimizer step" does
+// not swallow the next line.
 func (p *parser) parseIdent() *Ident {
-	id := &Ident{NamePos: p.pos, Name: "_"}
-	if p.tok == IDENT {
+	id := &Ident{NamePos: p.pos}
+	switch {
+	case p.tok == IDENT:
 		id.Name = p.lit
 		p.next()
-	} else {
+	case p.tok > keywordBeg && p.tok < keywordEnd:
+		p.errorExpected("name")
+		p.s.insertSemi = true
+		p.next()
+	default:
 		p.errorExpected("name")
 	}
 	return id

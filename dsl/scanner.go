@@ -40,13 +40,19 @@ func (s *scanner) peek(k int) byte {
 }
 
 // skipSpace skips blanks and comments. It stops at a newline where a SEMI is
-// due and reports whether it did.
-func (s *scanner) skipSpace() (newline bool) {
+// due and returns the SEMI's offset: that of the newline or, as in Go, of
+// the comment before it, so that errors about the newline point just past
+// the code. It returns -1 if it stopped at a token or at the end of file.
+func (s *scanner) skipSpace() (semi int) {
+	semi = -1
 	for s.offset < len(s.src) {
 		switch c := s.src[s.offset]; {
 		case c == '\n':
 			if s.insertSemi {
-				return true
+				if semi < 0 {
+					semi = s.offset
+				}
+				return semi
 			}
 			s.offset++
 			s.line++
@@ -54,22 +60,24 @@ func (s *scanner) skipSpace() (newline bool) {
 		case c == ' ' || c == '\t' || c == '\r':
 			s.offset++
 		case c == '/' && s.peek(1) == '/', c == '#':
+			if semi < 0 {
+				semi = s.offset
+			}
 			for s.offset < len(s.src) && s.src[s.offset] != '\n' {
 				s.offset++
 			}
 		default:
-			return false
+			return -1
 		}
 	}
-	return false
+	return -1
 }
 
 // next returns the next token, its position and its literal text.
 func (s *scanner) next() (Token, Pos, string) {
-	if s.skipSpace() {
-		pos := s.pos(s.offset)
+	if semi := s.skipSpace(); semi >= 0 {
 		s.insertSemi = false
-		return SEMI, pos, "\n"
+		return SEMI, s.pos(semi), "\n"
 	}
 	start := s.offset
 	pos := s.pos(start)
@@ -82,7 +90,9 @@ func (s *scanner) next() (Token, Pos, string) {
 	}
 	tok, lit := s.scanToken()
 	switch tok {
-	case IDENT, NUMBER, INF, RPAREN, RBRACK, RBRACE:
+	case IDENT, NUMBER, INF, RPAREN, RBRACK, RBRACE, ILLEGAL:
+		// A bad character ends a line too, so that it does not join two
+		// lines into one error.
 		s.insertSemi = true
 	default:
 		s.insertSemi = false

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -57,6 +58,9 @@ func ParseSetting(s string) (name string, value float64, err error) {
 		return "", 0, fmt.Errorf("malformed setting %q: want name=value", s)
 	}
 	value, err = strconv.ParseFloat(text, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return "", 0, fmt.Errorf("setting %q: %s is out of the float64 range", s, text)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("malformed setting %q: %s is not a number", s, text)
 	}

@@ -1,6 +1,10 @@
 package ir
 
-import "github.com/fibergen/fibergen/dsl"
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/dsl"
+)
 
 // Type is the type of a value.
 type Type uint8
@@ -13,6 +17,9 @@ const (
 )
 
 func (t Type) String() string {
+	if t > F64 {
+		return fmt.Sprintf("type(%d)", uint8(t))
+	}
 	return [...]string{"none", "f32", "f64"}[t]
 }
 
@@ -48,7 +55,12 @@ var opNames = [...]string{
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpStore: "store",
 }
 
-func (o Op) String() string { return opNames[o] }
+func (o Op) String() string {
+	if int(o) >= len(opNames) {
+		return fmt.Sprintf("op(%d)", uint8(o))
+	}
+	return opNames[o]
+}
 
 // IsCommutative reports whether swapping the operands never changes the
 // result bits (min and max are not: they choose between equal zeros).

@@ -169,21 +169,54 @@ func HostScalars(b *Block) []*Value {
 
 // DependsOnStep reports whether a uniform value changes from step to step:
 // whether it reads t or sigma_w2 rather than hypers and constants only.
-func DependsOnStep(v *Value) bool {
+func DependsOnStep(v *Value) bool { return dependsOnStep(v, map[*Value]bool{}) }
+
+// dependsOnStep visits each value once: seen holds the values already found
+// not to depend on the step, so shared operands cost nothing the second time.
+func dependsOnStep(v *Value, seen map[*Value]bool) bool {
 	if v.Op == OpStepIndex || v.Op == OpSigmaW2 {
 		return true
 	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
 	for _, a := range v.Args {
-		if DependsOnStep(a) {
+		if dependsOnStep(a, seen) {
 			return true
 		}
 	}
 	return false
 }
 
+// MaxExprNodes bounds the tree ExprString prints: a value built from shared
+// operands (x2 = x1 * x1, x3 = x2 * x2, ...) is a tree exponentially larger
+// than its DAG.
+const MaxExprNodes = 200
+
 // ExprString prints a uniform value as a DSL expression over hypers, t,
-// sigma_w2 and constants, with the fewest parentheses (dsl.ExprString).
-func ExprString(v *Value) string { return dsl.ExprString(toDSL(v)) }
+// sigma_w2 and constants, with the fewest parentheses (dsl.ExprString). A
+// tree of more than MaxExprNodes nodes is summarized instead.
+func ExprString(v *Value) string {
+	if n := treeSize(v, map[*Value]int{}); n > MaxExprNodes {
+		return fmt.Sprintf("(an expression of more than %d operations; see the IR)", MaxExprNodes)
+	}
+	return dsl.ExprString(toDSL(v))
+}
+
+// treeSize counts the nodes of v's expression tree, saturating just past
+// MaxExprNodes; memo makes it linear in the DAG.
+func treeSize(v *Value, memo map[*Value]int) int {
+	if n, ok := memo[v]; ok {
+		return n
+	}
+	n := 1
+	for _, a := range v.Args {
+		n = min(n+treeSize(a, memo), MaxExprNodes+1)
+	}
+	memo[v] = n
+	return n
+}
 
 // toDSL rebuilds the expression tree of v.
 func toDSL(v *Value) dsl.Expr {

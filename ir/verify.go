@@ -1,14 +1,21 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Verify checks the invariants every pass must keep: operands are defined
 // earlier in the same block, operand types match the op, a value is uniform
-// exactly when its operands are (loads are varying), and every block stores
-// what it must.
+// exactly when its operands are (loads are varying), names resolve, and
+// every block stores what it must: init every state, observe every
+// argument of the observation, step theta and every state.
 func Verify(f *Func) error {
 	for _, b := range f.Blocks() {
 		if err := verifyBlock(b); err != nil {
+			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
+		}
+		if err := verifyNames(f, b); err != nil {
 			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
 		}
 	}
@@ -18,6 +25,9 @@ func Verify(f *Func) error {
 func verifyBlock(b *Block) error {
 	defined := map[*Value]bool{}
 	for _, v := range b.Values {
+		if v.Op == OpInvalid || v.Op > OpStore {
+			return fmt.Errorf("v%d: unknown op %d", v.ID, v.Op)
+		}
 		if len(v.Args) != v.Op.Arity() {
 			return fmt.Errorf("v%d: %s has %d operands", v.ID, v.Op, len(v.Args))
 		}
@@ -75,8 +85,10 @@ func argTypesMatch(v *Value) error {
 		return fmt.Errorf("f32 of a %s value", v.Args[0].Type)
 	case v.Op == OpPow && v.Type != F64:
 		return fmt.Errorf("pow on %s (only uniform f64 values have pow)", v.Type)
-	case v.Op == OpConst && v.Type == None:
-		return fmt.Errorf("const without type")
+	case v.Op == OpConst && v.Type != F32 && v.Type != F64:
+		return fmt.Errorf("const of type %s", v.Type)
+	case v.Op == OpStore && v.Args[0].Type != F32 && v.Args[0].Type != F64:
+		return fmt.Errorf("store of a %s value", v.Args[0].Type)
 	}
 	for _, a := range v.Args {
 		if v.Op != OpF32 && v.Op != OpStore && a.Type != v.Type {
@@ -84,4 +96,56 @@ func argTypesMatch(v *Value) error {
 		}
 	}
 	return nil
+}
+
+// verifyNames checks that hypers and loads name what f declares and that
+// b stores exactly its targets (the observation's arguments for observe,
+// the states and, in step, theta), each once, with the right type.
+func verifyNames(f *Func, b *Block) error {
+	targets := blockTargets(f, b)
+	stored := map[string]bool{}
+	for _, v := range b.Values {
+		switch {
+		case v.Op == OpHyper && f.HyperIndex(v.Name) < 0:
+			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
+		case v.Op == OpLoad && (b != f.Step || v.Name != "g" && v.Name != "theta" && !slices.Contains(f.States, v.Name)):
+			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
+		case v.Op != OpStore:
+			continue
+		case !slices.Contains(targets, v.Name) || stored[v.Name]:
+			return fmt.Errorf("v%d: unexpected store of %s", v.ID, v.Name)
+		case v.Args[0].Type != storeType(f, b):
+			return fmt.Errorf("v%d: store of %s takes %s, not %s", v.ID, v.Name, storeType(f, b), v.Args[0].Type)
+		}
+		stored[v.Name] = true
+	}
+	for _, name := range targets {
+		if !stored[name] {
+			return fmt.Errorf("no store of %s", name)
+		}
+	}
+	return nil
+}
+
+// blockTargets lists what b must store.
+func blockTargets(f *Func, b *Block) []string {
+	switch b {
+	case f.ObsArgs:
+		if f.Observe == nil {
+			return nil
+		}
+		return f.Observe.Args
+	case f.Step:
+		return append([]string{"theta"}, f.States...)
+	}
+	return f.States
+}
+
+// storeType is the type of the values b stores: the observation's weights
+// are f64, everything else is f32.
+func storeType(f *Func, b *Block) Type {
+	if b == f.ObsArgs {
+		return F64
+	}
+	return F32
 }

@@ -11,7 +11,7 @@ type Engine interface {
 	// NumStates is the number of state buffers the optimizer keeps.
 	NumStates() int
 	// Init sets every state buffer to its initial value.
-	Init(states [][]float32)
+	Init(states [][]float32) error
 	// Step runs step t (from 0) with the privatized gradient g and the DP
 	// noise variance sigmaW2, updating theta and the states in place.
 	Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error
@@ -29,7 +29,9 @@ func Run(e Engine, theta, grads []float32, sigmaW2 float64) ([][]float32, error)
 	for i := range states {
 		states[i] = make([]float32, n)
 	}
-	e.Init(states)
+	if err := e.Init(states); err != nil {
+		return nil, err
+	}
 	for t := 0; n > 0 && (t+1)*n <= len(grads); t++ {
 		if err := e.Step(t, sigmaW2, theta, grads[t*n:(t+1)*n], states); err != nil {
 			return nil, fmt.Errorf("step %d: %w", t, err)

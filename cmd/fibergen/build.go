@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 func cmdBuild(args []string, stdout, stderr io.Writer) int {
@@ -17,19 +20,56 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case len(files) == 0:
 		return usageError(stderr, "build", "no .dsl files given")
+	case *out == "":
+		return usageError(stderr, "build", "-o needs a directory")
 	}
 	units, ok := compileAll(files, stderr)
 	if !ok {
 		return 1
 	}
 	for _, u := range units {
-		dir := filepath.Join(*out, u.fn.Name)
-		if err := writeFileAtomic(filepath.Join(dir, u.fn.Name+".go"), u.goSrc); err != nil {
+		if err := checkOutPath(*out, u.outFile(*out)); err != nil {
 			return fail(stderr, "build", err)
 		}
-		fmt.Fprintf(stdout, "%s -> %s\n", u.path, dir)
+	}
+	for _, u := range units {
+		path := u.outFile(*out)
+		if err := writeFileAtomic(path, u.goSrc); err != nil {
+			return fail(stderr, "build", fmt.Errorf("cannot write %s: %v", path, rootCause(err)))
+		}
+		fmt.Fprintf(stdout, "%s -> %s\n", u.path, filepath.Dir(path))
 	}
 	return 0
+}
+
+// outFile is where build writes u's Go package under the output directory.
+func (u *unit) outFile(out string) string {
+	return filepath.Join(out, u.fn.Name, u.fn.Name+".go")
+}
+
+// checkOutPath checks, before anything is written, that file can be created
+// under out: file is not a directory and its closest existing ancestor is a
+// directory. It keeps one unwritable unit from leaving the others written.
+func checkOutPath(out, file string) error {
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return fmt.Errorf("-o %s: cannot write %s: it is a directory", out, file)
+	}
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		st, err := os.Lstat(dir)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			st, err = os.Stat(dir)
+		case (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && dir != filepath.Dir(dir):
+			continue
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("-o %s: cannot use %s: %v", out, dir, rootCause(err))
+		case !st.IsDir():
+			return fmt.Errorf("-o %s: %s is not a directory", out, dir)
+		}
+		return nil
+	}
 }
 
 // compileAll compiles every file; it fails if any file has an error or two

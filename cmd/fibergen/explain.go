@@ -124,7 +124,7 @@ func describeStates(p *interp.Program, h []float64) []stateInfo {
 	for i := range bufs {
 		bufs[i] = make([]float32, 1)
 	}
-	p.Init(h, bufs)
+	p.Init(h, bufs) // h comes from ApplySettings, bufs from NumStates: cannot fail
 	out := []stateInfo{}
 	for i, name := range p.Func.States {
 		out = append(out, stateInfo{name, bufs[i][0]})

@@ -14,29 +14,24 @@ const (
 )
 
 // brokenDSL has several errors, one per line, of different kinds (a
-// redeclaration, undefined names, an unused local, a syntax error).
-const brokenDSL = `// a broken optimizer
-optimizer broken
-
-hyper lr = 1e-3 in (0, inf)
-hyper lr = 2
-
-state m = 0
-
-step {
-	m = beta1 * m + g
-	theta = theta - lr * mhat
-	x =
-}
-`
+// redeclaration, undefined names, a syntax error).
+const brokenDSL = "testdata/broken.dsl"
 
 // fixtureFiles writes the input files every CLI test draws on into a new
-// temporary directory and returns it. Good inputs: grads.npy [T, n],
-// theta.npy [n], and copies of the shipped optimizers; bad ones are named
-// for what is wrong with them.
+// temporary directory and returns it.
 func fixtureFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	writeFixtures(t, dir)
+	return dir
+}
+
+// writeFixtures writes the fixtures into the empty directory dir. Good
+// inputs: grads.npy [T, n], theta.npy [n] and copies of the shipped
+// optimizers; bad ones are named for what is wrong with them; adir is an
+// empty directory.
+func writeFixtures(t *testing.T, dir string) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	grads := randFloats(rng, fixT*fixN)
 	writeNPY(t, dir, "grads.npy", []int{fixT, fixN}, grads)
@@ -54,7 +49,7 @@ func fixtureFiles(t *testing.T) string {
 	writeFile(t, dir, "random.npy", randBytes(rng, 200))
 	writeFile(t, dir, "text.npy", []byte("0.1 0.2 0.3\n0.4 0.5 0.6\n"))
 	writeFile(t, dir, "empty.npy", nil)
-	writeFile(t, dir, "broken.dsl", []byte(brokenDSL))
+	copyFile(t, brokenDSL, filepath.Join(dir, "broken.dsl"))
 	writeFile(t, dir, "empty.dsl", nil)
 	for _, name := range shipped {
 		copyFile(t, optPath(name), filepath.Join(dir, name+".dsl"))
@@ -64,10 +59,23 @@ func fixtureFiles(t *testing.T) string {
 	if err := os.Chmod(filepath.Join(dir, "noread.dsl"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
+	for _, sub := range []string{"adir", "blocked"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A build into blocked/ can write fiber/ but not dp_sgd/.
+	writeFile(t, dir, "blocked/dp_sgd", []byte("in the way\n"))
+	// A build into gendir/ finds a directory where fiber.go should go.
+	if err := os.MkdirAll(filepath.Join(dir, "gendir/fiber/fiber.go"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	if err := os.Symlink("nowhere", filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "rodir"), 0o555); err != nil { // writable by root only
+		t.Fatal(err)
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {

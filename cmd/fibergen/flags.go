@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -13,6 +14,36 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// floatFlag is a float64 flag whose parse error says what it wants (the
+// flag package's own says only "parse error").
+type floatFlag float64
+
+func (f *floatFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
+func (f *floatFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("out of the float64 range")
+	case err != nil:
+		return errors.New("want a number")
+	}
+	*f = floatFlag(v)
+	return nil
+}
+
+// uintFlag is a uint64 flag whose parse error says what it wants.
+type uintFlag uint64
+
+func (u *uintFlag) String() string { return strconv.FormatUint(uint64(*u), 10) }
+func (u *uintFlag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return errors.New("want an integer from 0 to 2^64-1")
+	}
+	*u = uintFlag(v)
+	return nil
+}
 
 // parseFlags parses flags that may appear before, between or after the
 // positional arguments, which it returns. Errors are one line on stderr.

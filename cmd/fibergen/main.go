@@ -37,7 +37,7 @@ func main() {
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintln(stderr, "fibergen: no command (want build, check, explain or run; fibergen help prints the usage)")
 		return 2
 	}
 	commands := map[string]func([]string, io.Writer, io.Writer) int{

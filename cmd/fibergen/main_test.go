@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,14 +52,15 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 	return path
 }
 
-// writeNPY writes a float32 array to dir/name with runtime/npy.
+// writeNPY writes a float32 array to dir/name with runtime/npy (with
+// npy.Write, not npy.WriteFile, whose fsync makes tests slow).
 func writeNPY(t *testing.T, dir, name string, shape []int, data []float32) string {
 	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := npy.WriteFile(path, npy.Array{Shape: shape, Data: data}); err != nil {
+	var b bytes.Buffer
+	if err := npy.Write(&b, npy.Array{Shape: shape, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return writeFile(t, dir, name, b.Bytes())
 }
 
 // readNPY reads a float32 .npy file.
@@ -124,11 +126,16 @@ func float32Bytes(vals ...float32) []byte {
 	return b
 }
 
-// snapshot maps every file and directory under root (relative paths) to
-// its content and mode; directories map to "dir".
-func snapshot(t *testing.T, root string) map[string]string {
+// entry is what a snapshot records of one file, directory or link.
+type entry struct {
+	mode fs.FileMode
+	data string // a file's content or a link's target
+}
+
+// snapshot records every file and directory under root by relative path.
+func snapshot(t *testing.T, root string) map[string]entry {
 	t.Helper()
-	snap := map[string]string{}
+	snap := map[string]entry{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -138,15 +145,21 @@ func snapshot(t *testing.T, root string) map[string]string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			snap[rel] = "dir " + info.Mode().String()
-			return nil
+		e := entry{mode: info.Mode()}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			e.data, err = os.Readlink(path)
+			if err != nil {
+				return err
+			}
+		case !d.IsDir():
+			data, err := os.ReadFile(path)
+			if err != nil && info.Mode().Perm() != 0 {
+				return err
+			}
+			e.data = string(data)
 		}
-		data, err := os.ReadFile(path)
-		if err != nil && info.Mode().Perm() != 0 {
-			return err
-		}
-		snap[rel] = info.Mode().String() + " " + string(data)
+		snap[rel] = e
 		return nil
 	})
 	if err != nil {
@@ -157,7 +170,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 
 // checkSnapshot reports files that appeared, vanished or changed under
 // root since before was taken.
-func checkSnapshot(t *testing.T, root string, before map[string]string) {
+func checkSnapshot(t *testing.T, root string, before map[string]entry) {
 	t.Helper()
 	after := snapshot(t, root)
 	for path, old := range before {
@@ -171,6 +184,44 @@ func checkSnapshot(t *testing.T, root string, before map[string]string) {
 	for path := range after {
 		if _, ok := before[path]; !ok {
 			t.Errorf("%s was created", path)
+		}
+	}
+}
+
+// restoreSnapshot makes root hold exactly what snap recorded.
+func restoreSnapshot(t *testing.T, root string, snap map[string]entry) {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := make([]string, 0, len(snap))
+	for path := range snap {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths) // parents first
+	for _, path := range paths {
+		e, full := snap[path], filepath.Join(root, path)
+		switch {
+		case path == ".":
+			continue
+		case e.mode.IsDir():
+			err = os.Mkdir(full, e.mode.Perm())
+		case e.mode&fs.ModeSymlink != 0:
+			err = os.Symlink(e.data, full)
+		default:
+			err = os.WriteFile(full, []byte(e.data), 0o600)
+			if err == nil {
+				err = os.Chmod(full, e.mode.Perm())
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/runtime"
@@ -15,9 +18,9 @@ import (
 type runOptions struct {
 	grads, theta, out string
 	sets              listFlag
-	sigmaW2           float64
+	sigmaW2           floatFlag
 	noise             string
-	seed              uint64
+	seed              uintFlag
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -27,9 +30,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.theta, "theta", "", "initial parameters, float32 [n] .npy")
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
-	fs.Float64Var(&o.sigmaW2, "sigma-w2", 0, "DP noise variance per coordinate")
+	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step: on or off")
-	fs.Uint64Var(&o.seed, "seed", 0, "seed of the noise generator")
+	fs.Var(&o.seed, "seed", "seed of the noise generator")
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return 2
@@ -54,8 +57,8 @@ func (o *runOptions) validate(files []string) string {
 		return fmt.Sprintf("want exactly one .dsl file, got %d", len(files))
 	case o.grads == "" || o.theta == "" || o.out == "":
 		return "--grads, --theta and --out are required"
-	case math.IsNaN(o.sigmaW2) || math.IsInf(o.sigmaW2, 0) || o.sigmaW2 < 0:
-		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", o.sigmaW2)
+	case math.IsNaN(float64(o.sigmaW2)) || math.IsInf(float64(o.sigmaW2), 0) || o.sigmaW2 < 0:
+		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
 	case o.noise != "on" && o.noise != "off":
 		return fmt.Sprintf("--noise %q: want on or off", o.noise)
 	case o.noise == "on" && o.sigmaW2 > 0:
@@ -73,23 +76,62 @@ func (o *runOptions) execute(u *unit) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutFile("--out", o.out); err != nil {
+		return err
+	}
 	p, err := interp.New(u.fn)
 	if err != nil {
 		return err
 	}
-	if _, err := runtime.Run(interp.Engine{P: p, Hypers: h}, theta.Data, grads.Data, o.sigmaW2); err != nil {
+	if _, err := runtime.Run(interp.Engine{P: p, Hypers: h}, theta.Data, grads.Data, float64(o.sigmaW2)); err != nil {
 		return err
 	}
-	return npy.WriteFile(o.out, theta)
+	if err := npy.WriteFile(o.out, theta); err != nil {
+		return fmt.Errorf("--out %s: cannot write: %v", o.out, rootCause(err))
+	}
+	return nil
+}
+
+// checkOutFile checks, before any work is done, that a file can be put at
+// path, given with the flag name: path is not a directory and its
+// directory exists.
+func checkOutFile(name, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s is a directory; want a file name", name, path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s %s: cannot write into directory %s: %v", name, path, dir, rootCause(err))
+	case !st.IsDir():
+		return fmt.Errorf("%s %s: %s is not a directory", name, path, dir)
+	}
+	return nil
+}
+
+// rootCause strips the operation and path from a file system error, whose
+// caller names the path already: "open x: no such file" becomes "no such
+// file".
+func rootCause(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // readInputs reads theta [n] and grads [T, n] and checks their shapes.
 func (o *runOptions) readInputs() (theta, grads npy.Array, err error) {
-	if theta, err = npy.ReadFile(o.theta); err != nil {
-		return theta, grads, fmt.Errorf("--theta %v", err)
+	if theta, err = readArray("--theta", o.theta); err != nil {
+		return theta, grads, err
 	}
-	if grads, err = npy.ReadFile(o.grads); err != nil {
-		return theta, grads, fmt.Errorf("--grads %v", err)
+	if grads, err = readArray("--grads", o.grads); err != nil {
+		return theta, grads, err
 	}
 	switch {
 	case theta.Rank() != 1:
@@ -100,6 +142,19 @@ func (o *runOptions) readInputs() (theta, grads npy.Array, err error) {
 		err = fmt.Errorf("--grads %s has shape %s but --theta has %d coordinates", o.grads, shapeString(grads.Shape), theta.Shape[0])
 	}
 	return theta, grads, err
+}
+
+// readArray reads the .npy file path given with the flag name.
+func readArray(name, path string) (npy.Array, error) {
+	a, err := npy.ReadFile(path)
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return a, fmt.Errorf("%s: cannot read %s: %v", name, path, pe.Err)
+	case err != nil:
+		return a, fmt.Errorf("%s %v", name, err) // the error starts with path
+	}
+	return a, nil
 }
 
 func shapeString(shape []int) string {

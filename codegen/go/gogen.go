@@ -73,6 +73,9 @@ func newGenerator(fn *ir.Func) (*generator, error) {
 	if err := checkUnique(fn.States, localName); err != nil {
 		return nil, fmt.Errorf("gogen: %s: states: %v", fn.Name, err)
 	}
+	if err := checkUnique(fn.States, fieldName); err != nil {
+		return nil, fmt.Errorf("gogen: %s: states: %v", fn.Name, err)
+	}
 	g := &generator{fn: fn, scalars: ir.HostScalars(fn.Step), names: map[*ir.Value]string{}, helpers: map[string]bool{}}
 	for i, v := range g.scalars {
 		g.names[v] = fmt.Sprintf("S%d", i)

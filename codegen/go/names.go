@@ -8,7 +8,9 @@ import (
 )
 
 // exportedName turns a DSL name into an exported Go identifier:
-// eps_v → EpsV, beta1 → Beta1.
+// eps_v → EpsV, beta1 → Beta1. A name that would be one of the generated
+// methods (Hypers.Set, Hypers.Validate, Optimizer.Update) gets a trailing
+// underscore, as a field cannot share its type's method's name.
 func exportedName(s string) string {
 	var b strings.Builder
 	for _, part := range strings.Split(s, "_") {
@@ -19,8 +21,14 @@ func exportedName(s string) string {
 	if b.Len() == 0 {
 		return "X"
 	}
+	if methodNames[b.String()] {
+		b.WriteString("_")
+	}
 	return b.String()
 }
+
+// methodNames are the methods of the generated Hypers and Optimizer types.
+var methodNames = map[string]bool{"Set": true, "Validate": true, "Update": true}
 
 // reserved are identifiers the generated code uses itself.
 var reserved = map[string]bool{

@@ -39,8 +39,13 @@ func New(fn *ir.Func) (*Program, error) {
 // NumStates is the number of state buffers Step takes.
 func (p *Program) NumStates() int { return len(p.Func.States) }
 
-// Init fills each state buffer with its initial value for hypers h.
-func (p *Program) Init(h []float64, states [][]float32) {
+// Init fills each state buffer (in Func.States order) with its initial
+// value for hypers h (one value per hyper, as Func.DefaultHypers).
+func (p *Program) Init(h []float64, states [][]float32) error {
+	if len(states) != p.NumStates() || len(h) != len(p.Func.Hypers) {
+		return fmt.Errorf("%s: Init needs %d hypers and %d states, got %d and %d",
+			p.Func.Name, len(p.Func.Hypers), p.NumStates(), len(h), len(states))
+	}
 	r := p.init.host(h, 0, 0)
 	for _, s := range p.init.kernelPart {
 		v := r.f32[s.a]
@@ -49,6 +54,7 @@ func (p *Program) Init(h []float64, states [][]float32) {
 			buf[i] = v
 		}
 	}
+	return nil
 }
 
 // Observe returns the observation's arguments at step t, in the order of
@@ -68,7 +74,8 @@ type Scalars struct {
 	index map[*ir.Value]int
 }
 
-// HostScalars computes the step's host values for hypers h at step t.
+// HostScalars computes the step's host values for hypers h (one value per
+// hyper, as Func.DefaultHypers) at step t.
 func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
 	return Scalars{p.step.host(h, t, sigmaW2), p.step.index}
 }
@@ -99,7 +106,7 @@ type Engine struct {
 func (e Engine) NumStates() int { return e.P.NumStates() }
 
 // Init sets the states to their initial values.
-func (e Engine) Init(states [][]float32) { e.P.Init(e.Hypers, states) }
+func (e Engine) Init(states [][]float32) error { return e.P.Init(e.Hypers, states) }
 
 // Step runs step t.
 func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {

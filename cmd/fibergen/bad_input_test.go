@@ -1,0 +1,231 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// badCase is one bad command line. Exit status 2 is for a malformed command
+// line (unknown command or flag, wrong number of files, a missing or
+// malformed flag value); 1 is for bad input that needs the files to find
+// (a missing or unreadable file, DSL errors, a bad .npy, a --set the
+// optimizer rejects, an unwritable output).
+type badCase struct {
+	name string
+	// args is split on spaces after replacing $RUN with a complete good
+	// run command line, $D with the fixture directory and $OUT with the
+	// output path (a file for run, a directory for build).
+	args string
+	code int
+	msg  string // a regexp that stderr must match
+	// dsl marks DSL diagnostics: file:line:col: message, the source line
+	// and a caret, for every error.
+	dsl      bool
+	skipRoot bool // root can read a file of mode 000 and write anywhere
+}
+
+// runLine is a good run command line; a case appends flags that override.
+const runLine = "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off"
+
+var badCases = []badCase{
+	// Usage errors.
+	{name: "no command", args: "", code: 2, msg: `^fibergen: no command \(want build, check, explain or run`},
+	{name: "unknown command", args: "frobnicate $D/fiber.dsl", code: 2, msg: `unknown command "frobnicate" \(want build, check, explain or run\)`},
+	{name: "unknown flag build", args: "build --zzz $D/fiber.dsl -o $OUT", code: 2, msg: `^fibergen build: flag provided but not defined: -zzz`},
+	{name: "unknown flag run", args: "$RUN --lr 0.1", code: 2, msg: `^fibergen run: flag provided but not defined: -lr`},
+	{name: "unknown flag explain", args: "explain $D/fiber.dsl -o $OUT", code: 2, msg: `^fibergen explain: flag provided but not defined: -o`},
+	{name: "flag without value", args: "build $D/fiber.dsl -o", code: 2, msg: `flag needs an argument: -o`},
+	{name: "build empty -o", args: "build $D/fiber.dsl -o=", code: 2, msg: `^fibergen build: -o needs a directory`},
+	{name: "build no files", args: "build -o $OUT", code: 2, msg: `^fibergen build: no \.dsl files given`},
+	{name: "check no files", args: "check", code: 2, msg: `^fibergen check: no \.dsl files given`},
+	{name: "explain no file", args: "explain --json", code: 2, msg: `^fibergen explain: want exactly one \.dsl file, got 0`},
+	{name: "explain two files", args: "explain $D/fiber.dsl $D/dp_sgd.dsl", code: 2, msg: `want exactly one \.dsl file, got 2`},
+	{name: "run no file", args: "run --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off", code: 2, msg: `^fibergen run: want exactly one \.dsl file, got 0`},
+	{name: "run two files", args: "$RUN $D/fiber.dsl", code: 2, msg: `want exactly one \.dsl file, got 2`},
+	{name: "run without --grads", args: "run $D/dp_sgd.dsl --theta $D/theta.npy --out $OUT", code: 2, msg: `--grads, --theta and --out are required`},
+	{name: "run without --theta", args: "run $D/dp_sgd.dsl --grads $D/grads.npy --out $OUT", code: 2, msg: `--grads, --theta and --out are required`},
+	{name: "run without --out", args: "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy", code: 2, msg: `--grads, --theta and --out are required`},
+	{name: "sigma-w2 negative", args: "$RUN --sigma-w2 -1", code: 2, msg: `--sigma-w2 -1: want a finite value >= 0`},
+	{name: "sigma-w2 nan", args: "$RUN --sigma-w2 nan", code: 2, msg: `--sigma-w2 NaN: want a finite value >= 0`},
+	{name: "sigma-w2 inf", args: "$RUN --sigma-w2 inf", code: 2, msg: `--sigma-w2 \+Inf: want a finite value >= 0`},
+	{name: "sigma-w2 not a number", args: "$RUN --sigma-w2 abc", code: 2, msg: `invalid value "abc" for flag -sigma-w2: want a number`},
+	{name: "sigma-w2 overflows", args: "$RUN --sigma-w2 1e400", code: 2, msg: `invalid value "1e400" for flag -sigma-w2: out of the float64 range`},
+	{name: "noise maybe", args: "$RUN --noise maybe", code: 2, msg: `--noise "maybe": want on or off`},
+	{name: "noise on with sigma", args: "$RUN --noise on --sigma-w2 0.5", code: 2, msg: `--noise on is not available yet: .*pass --noise off`},
+	{name: "noise on by default", args: "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --sigma-w2 0.5", code: 2, msg: `--noise on is not available yet`},
+	{name: "seed negative", args: "$RUN --seed -1", code: 2, msg: `invalid value "-1" for flag -seed: want an integer from 0 to 2\^64-1`},
+	{name: "seed not a number", args: "$RUN --seed abc", code: 2, msg: `invalid value "abc" for flag -seed: want an integer`},
+
+	// Missing and unreadable .dsl files.
+	{name: "build missing file", args: "build $D/nope.dsl -o $OUT", code: 1, msg: `^fibergen: cannot read \S*/nope\.dsl: no such file or directory`},
+	{name: "check missing file", args: "check $D/fiber.dsl $D/nope.dsl", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`},
+	{name: "run missing file", args: "run $D/nope.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`},
+	{name: "directory as file", args: "build $D/adir -o $OUT", code: 1, msg: `cannot read \S*/adir: is a directory`},
+	{name: "unreadable file", args: "check $D/noread.dsl", code: 1, msg: `cannot read \S*/noread\.dsl: permission denied`, skipRoot: true},
+
+	// DSL errors.
+	{name: "build broken dsl", args: "build $D/broken.dsl -o $OUT", code: 1, dsl: true, msg: `broken\.dsl:10:6: undefined: beta1`},
+	{name: "check broken dsl", args: "check $D/fiber.dsl $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:5:7: lr redeclared`},
+	{name: "explain broken dsl", args: "explain --json $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:13:1: expected expression, found '}'`},
+	{name: "run broken dsl", args: "run $D/broken.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT", code: 1, dsl: true, msg: `broken\.dsl:11:23: undefined: mhat`},
+	{name: "empty dsl", args: "check $D/empty.dsl", code: 1, dsl: true, msg: `empty\.dsl:1:1: missing optimizer declaration`},
+	{name: "build same optimizer twice", args: "build $D/dp_sgd.dsl $D/dp_sgd_copy.dsl -o $OUT", code: 1, msg: `^fibergen: \S*/dp_sgd\.dsl and \S*/dp_sgd_copy\.dsl both declare optimizer dp_sgd`},
+	{name: "check same optimizer twice", args: "check $D/dp_sgd_copy.dsl $D/dp_sgd.dsl", code: 1, msg: `both declare optimizer dp_sgd`},
+
+	// Hyper settings.
+	{name: "explain unknown hyper", args: "explain $D/fiber.dsl --set momentum=0.9", code: 1, msg: `^fibergen explain: fiber has no hyper momentum \(its hypers: lr, beta1, .*eps_v\)`},
+	{name: "explain hyper out of range", args: "explain $D/fiber.dsl --set beta1=1", code: 1, msg: `hyper beta1 = 1 is outside its range \[0, 1\)`},
+	{name: "explain hyper below range", args: "explain $D/fiber.dsl --set lr=0.5 --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \(0, inf\)`},
+	{name: "explain setting without =", args: "explain $D/fiber.dsl --set lr", code: 1, msg: `malformed setting "lr": want name=value`},
+	{name: "explain setting without name", args: "explain $D/fiber.dsl --set =1", code: 1, msg: `malformed setting "=1": want name=value`},
+	{name: "explain setting without value", args: "explain $D/fiber.dsl --set lr=", code: 1, msg: `malformed setting "lr=": want name=value`},
+	{name: "explain setting not a number", args: "explain $D/fiber.dsl --set lr=x", code: 1, msg: `malformed setting "lr=x": x is not a number`},
+	{name: "explain hyper NaN", args: "explain $D/fiber.dsl --set lr=NaN", code: 1, msg: `hyper lr = NaN: value must be finite`},
+	{name: "explain hyper Inf", args: "explain $D/fiber.dsl --set wd=Inf", code: 1, msg: `hyper wd = \+Inf: value must be finite`},
+	{name: "run unknown hyper", args: "$RUN --set beta1=0.9", code: 1, msg: `^fibergen run: dp_sgd has no hyper beta1 \(its hypers: lr\)`},
+	{name: "run hyper out of range", args: "$RUN --set lr=0", code: 1, msg: `hyper lr = 0 is outside its range \(0, inf\)`},
+	{name: "run malformed setting", args: "$RUN --set lr=1,2", code: 1, msg: `malformed setting "lr=1,2"`},
+
+	// Bad .npy inputs.
+	{name: "grads missing file", args: "$RUN --grads $D/nope.npy", code: 1, msg: `^fibergen run: --grads: cannot read \S*/nope\.npy: no such file or directory`},
+	{name: "theta missing file", args: "$RUN --theta $D/nope.npy", code: 1, msg: `--theta: cannot read \S*/nope\.npy: no such file or directory`},
+	{name: "grads directory", args: "$RUN --grads $D/adir", code: 1, msg: `--grads: cannot read \S*/adir: is a directory`},
+	{name: "grads random bytes", args: "$RUN --grads $D/random.npy", code: 1, msg: `--grads \S*/random\.npy: not a \.npy file: bad magic`},
+	{name: "grads text file", args: "$RUN --grads $D/text.npy", code: 1, msg: `--grads \S*/text\.npy: not a \.npy file: bad magic "0\.1 0\."`},
+	{name: "grads empty file", args: "$RUN --grads $D/empty.npy", code: 1, msg: `--grads \S*/empty\.npy: not a \.npy file: it is empty`},
+	{name: "grads float64", args: "$RUN --grads $D/f64.npy", code: 1, msg: `--grads \S*/f64\.npy: dtype is float64 \('<f8'\); need float32`},
+	{name: "grads int32", args: "$RUN --grads $D/i32.npy", code: 1, msg: `--grads \S*/i32\.npy: dtype is int32 \('<i4'\); need float32`},
+	{name: "theta float64", args: "$RUN --theta $D/f64.npy", code: 1, msg: `--theta \S*/f64\.npy: dtype is float64`},
+	{name: "grads rank 1", args: "$RUN --grads $D/rank1.npy", code: 1, msg: `--grads \S*/rank1\.npy has shape \(12,\); want a matrix \[T, n\]`},
+	{name: "grads rank 3", args: "$RUN --grads $D/rank3.npy", code: 1, msg: `--grads \S*/rank3\.npy has shape \(3, 2, 2\); want a matrix \[T, n\]`},
+	{name: "grads rank 0", args: "$RUN --grads $D/scalar.npy", code: 1, msg: `--grads \S*/scalar\.npy has shape \(\); want a matrix`},
+	{name: "theta rank 2", args: "$RUN --theta $D/theta2d.npy", code: 1, msg: `--theta \S*/theta2d\.npy has shape \(2, 2\); want a vector \[n\]`},
+	{name: "grads and theta swapped", args: "$RUN --grads $D/theta.npy --theta $D/grads.npy", code: 1, msg: `--theta \S*/grads\.npy has shape \(3, 4\); want a vector`},
+	{name: "T x n mismatch", args: "$RUN --grads $D/wide.npy", code: 1, msg: `--grads \S*/wide\.npy has shape \(3, 5\) but --theta has 4 coordinates`},
+	{name: "grads fortran order", args: "$RUN --grads $D/fortran.npy", code: 1, msg: `--grads \S*/fortran\.npy: Fortran-ordered arrays are not supported`},
+	{name: "grads truncated data", args: "$RUN --grads $D/trunc.npy", code: 1, msg: `--grads \S*/trunc\.npy: truncated data: file holds 20 bytes of data, shape \(3, 4\) float32 needs 48`},
+	{name: "grads truncated header", args: "$RUN --grads $D/header_only.npy", code: 1, msg: `--grads \S*/header_only\.npy: truncated header`},
+
+	// Unwritable outputs.
+	{name: "out in missing directory", args: "$RUN --out $D/nodir/out.npy", code: 1, msg: `^fibergen run: --out \S*/nodir/out\.npy: cannot write into directory \S*/nodir: no such file or directory`},
+	{name: "out below a file", args: "$RUN --out $D/theta.npy/out.npy", code: 1, msg: `--out \S*/theta\.npy/out\.npy: \S*/theta\.npy is not a directory`},
+	{name: "out is a directory", args: "$RUN --out $D/adir", code: 1, msg: `^fibergen run: --out \S*/adir is a directory; want a file name`},
+	{name: "build into a file", args: "build $D/fiber.dsl -o $D/theta.npy", code: 1, msg: `^fibergen build: -o \S*/theta\.npy: \S*/theta\.npy is not a directory`},
+	{name: "build onto a directory", args: "build $D/fiber.dsl -o $D/gendir", code: 1, msg: `^fibergen build: -o \S*/gendir: cannot write \S*/gendir/fiber/fiber\.go: it is a directory`},
+	{name: "build into a dangling link", args: "build $D/fiber.dsl -o $D/dangling", code: 1, msg: `^fibergen build: -o \S*/dangling: cannot use \S*/dangling: no such file or directory`},
+	{name: "run into a dangling link", args: "$RUN --out $D/dangling/out.npy", code: 1, msg: `^fibergen run: --out \S*/dangling/out\.npy: cannot write into directory \S*/dangling: no such file or directory`},
+	{name: "run into a read-only directory", args: "$RUN --out $D/rodir/out.npy", code: 1, msg: `^fibergen run: --out \S*/rodir/out\.npy: cannot write: permission denied`, skipRoot: true},
+	{name: "build into a read-only directory", args: "build $D/fiber.dsl -o $D/rodir", code: 1, msg: `^fibergen build: cannot write \S*/rodir/fiber/fiber\.go: permission denied`, skipRoot: true},
+	{name: "build partly blocked", args: "build $D/fiber.dsl $D/dp_sgd.dsl -o $D/blocked", code: 1, msg: `^fibergen build: -o \S*/blocked: \S*/blocked/dp_sgd is not a directory`},
+}
+
+func TestBadInput(t *testing.T) {
+	dir := fixtureFiles(t)
+	for _, c := range badCases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.skipRoot && os.Geteuid() == 0 {
+				t.Skip("root can read and write files whatever their modes")
+			}
+			out := filepath.Join(dir, "out")
+			args := expandArgs(c.args, dir, out)
+			t.Run("no output", func(t *testing.T) {
+				checkBadRun(t, c, dir, args)
+			})
+			t.Run("old output", func(t *testing.T) {
+				makeOldOutput(t, out, strings.HasPrefix(c.args, "build"))
+				defer os.RemoveAll(out)
+				checkBadRun(t, c, dir, args)
+			})
+		})
+	}
+}
+
+// expandArgs splits a case's command line and fills in its paths.
+func expandArgs(line, dir, out string) []string {
+	line = strings.ReplaceAll(line, "$RUN", runLine)
+	args := strings.Fields(line)
+	for i, a := range args {
+		a = strings.ReplaceAll(a, "$D", dir)
+		args[i] = strings.ReplaceAll(a, "$OUT", out)
+	}
+	return args
+}
+
+// makeOldOutput puts what an earlier successful command would have left
+// at out: a .npy file for run, generated packages for build.
+func makeOldOutput(t *testing.T, out string, build bool) {
+	t.Helper()
+	if !build {
+		writeNPY(t, filepath.Dir(out), filepath.Base(out), []int{2}, []float32{7, 8})
+		return
+	}
+	for _, name := range shipped {
+		if err := os.MkdirAll(filepath.Join(out, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(out, name), name+".go", []byte("package "+name+" // old\n"))
+	}
+}
+
+// checkBadRun runs a bad command line and checks the exit status, the
+// messages and that no file under dir was created, changed or removed.
+func checkBadRun(t *testing.T, c badCase, dir string, args []string) {
+	t.Helper()
+	before := snapshot(t, dir)
+	r := runMain(args...)
+	if r.code != c.code {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", r.code, c.code, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout is not empty:\n%s", r.stdout)
+	}
+	if c.dsl {
+		checkDiagnostics(t, r.stderr)
+	} else {
+		checkOneLine(t, r.stderr)
+	}
+	if !regexp.MustCompile(c.msg).MatchString(r.stderr) {
+		t.Errorf("stderr %q does not match %q", r.stderr, c.msg)
+	}
+	checkSnapshot(t, dir, before)
+}
+
+// checkOneLine checks that stderr is one line from fibergen.
+func checkOneLine(t *testing.T, stderr string) {
+	t.Helper()
+	line, ok := strings.CutSuffix(stderr, "\n")
+	if !ok || line == "" || strings.ContainsAny(line, "\n\r") || !strings.HasPrefix(line, "fibergen") {
+		t.Errorf("stderr is not one line starting with fibergen: %q", stderr)
+	}
+}
+
+// diagnostic matches the three lines of one DSL error: the position and
+// message, the source line, and a caret under the column.
+var diagnostic = regexp.MustCompile(`^[^\s:]+:(\d+):(\d+): \S[^\n]*\n\t([^\n]*)\n\t([\t ]*)\^\n`)
+
+// checkDiagnostics checks that stderr is a sequence of DSL diagnostics,
+// each with its source line and a caret under the reported column.
+func checkDiagnostics(t *testing.T, stderr string) {
+	t.Helper()
+	if stderr == "" {
+		t.Fatal("no diagnostics")
+	}
+	for rest := stderr; rest != ""; {
+		m := diagnostic.FindStringSubmatch(rest)
+		if m == nil {
+			t.Fatalf("not a diagnostic with source line and caret:\n%s", rest)
+		}
+		col := len(m[4]) + 1
+		if m[2] != strconv.Itoa(col) {
+			t.Errorf("caret at column %d, diagnostic says %s:\n%s", col, m[2], m[0])
+		}
+		if strings.TrimSpace(m[3]) != "" && len(m[3]) < col-1 {
+			t.Errorf("caret past the end of the source line:\n%s", m[0])
+		}
+		rest = rest[len(m[0]):]
+	}
+}

@@ -1,0 +1,497 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/ir"
+)
+
+// mustRun runs a command line that must succeed with nothing on stderr.
+func mustRun(t *testing.T, args ...string) result {
+	t.Helper()
+	r := runMain(args...)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("fibergen %s: exit status %d, stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"help", "-h", "--help"} {
+		r := mustRun(t, arg)
+		if !strings.HasPrefix(r.stdout, "usage:\n") || !strings.Contains(r.stdout, "fibergen run FILE") {
+			t.Errorf("fibergen %s printed %q, want the usage", arg, r.stdout)
+		}
+	}
+}
+
+func TestCheckShipped(t *testing.T) {
+	var files []string
+	var want strings.Builder
+	for _, name := range shipped {
+		files = append(files, optPath(name))
+		want.WriteString(optPath(name) + ": ok\n")
+	}
+	r := mustRun(t, append([]string{"check"}, files...)...)
+	if r.stdout != want.String() {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want.String())
+	}
+}
+
+func TestBuildMatchesCheckedIn(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "gen")
+	args := []string{"build", "-o", out}
+	var want strings.Builder
+	for _, name := range shipped {
+		args = append(args, optPath(name))
+		want.WriteString(optPath(name) + " -> " + filepath.Join(out, name) + "\n")
+	}
+	for range 2 { // the second build overwrites the first
+		r := mustRun(t, args...)
+		if r.stdout != want.String() {
+			t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want.String())
+		}
+		checkGenerated(t, out, shipped)
+	}
+}
+
+// checkGenerated checks that out holds exactly <name>/<name>.go for each
+// name (no temporary files) and that each is the checked-in file.
+func checkGenerated(t *testing.T, out string, names []string) {
+	t.Helper()
+	var want []string
+	for _, name := range names {
+		want = append(want, name, filepath.Join(name, name+".go"))
+		got, err := os.ReadFile(filepath.Join(out, name, name+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden, err := os.ReadFile(filepath.Join("../../generated", name, name+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, golden) {
+			t.Errorf("%s.go differs from generated/%s/%s.go", name, name, name)
+		}
+	}
+	snap := snapshot(t, out)
+	delete(snap, ".")
+	var have []string
+	for path := range snap {
+		have = append(have, path)
+	}
+	slices.Sort(have)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		t.Errorf("output directory holds %q, want %q", have, want)
+	}
+}
+
+func TestBuildFlagOrder(t *testing.T) {
+	for _, order := range [][]string{
+		{"build", optPath("fiber"), "-o", "$OUT"},
+		{"build", "-o", "$OUT", optPath("fiber")},
+		{"build", "--o=$OUT", optPath("fiber")},
+		{"build", optPath("fiber"), "-o", "$OUT", optPath("dp_sgd")},
+		{"build", "-o", "$OUT", "--", optPath("fiber")},
+	} {
+		out := filepath.Join(t.TempDir(), "gen")
+		args := slices.Clone(order)
+		for i := range args {
+			args[i] = strings.ReplaceAll(args[i], "$OUT", out)
+		}
+		mustRun(t, args...)
+		names := []string{"fiber"}
+		if slices.Contains(order, optPath("dp_sgd")) {
+			names = append(names, "dp_sgd")
+		}
+		checkGenerated(t, out, names)
+	}
+}
+
+func TestBuildThroughLink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "build", "-o", link, optPath("dp_sgd"))
+	checkGenerated(t, real, []string{"dp_sgd"})
+}
+
+func TestExplainHuman(t *testing.T) {
+	r := mustRun(t, "explain", optPath("fiber"), "--set", "lr=0.01")
+	for _, want := range []string{
+		"optimizer fiber",
+		"lr         = 0.01         default 0.001 (0, inf)",
+		"host scalars (uniform: computed once per step in float64, passed to the kernel as float32):",
+		"= 1 - omega", // a constant host scalar
+		"varies with t or sigma_w2",
+		"kernel (varying: per coordinate, float32): reads g gt r m v theta; writes r gt m v theta;",
+		"a          = (1 - kappa) / (kappa * gamma) = 0.9523809523809524 at t = 0",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "\nIR:\n") {
+		t.Error("explain without --ir printed the IR")
+	}
+}
+
+// explainJSON is the part of explain --json the tests read.
+type explainJSON struct {
+	Optimizer string
+	Hypers    []struct {
+		Name           string
+		Value, Default float64
+		Range          string
+	}
+	States []struct {
+		Name string
+		Init float32
+	}
+	Observe *struct {
+		Kind string
+		Args []struct {
+			Name, Expr string
+			Value      float64
+		}
+	}
+	HostScalars []struct {
+		Name, Expr string
+		PerStep    bool     `json:"per_step"`
+		Value      *float32 `json:"value"`
+	} `json:"host_scalars"`
+	Kernel struct {
+		Reads, Writes []string
+		Operations    int
+	}
+	IR *string
+}
+
+func explainFiber(t *testing.T, extra ...string) (explainJSON, map[string]json.RawMessage) {
+	t.Helper()
+	r := mustRun(t, append([]string{"explain", "--json", optPath("fiber")}, extra...)...)
+	var x explainJSON
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &x); err != nil {
+		t.Fatalf("explain --json is not JSON: %v\n%s", err, r.stdout)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &keys); err != nil {
+		t.Fatal(err)
+	}
+	return x, keys
+}
+
+func TestExplainJSONKeys(t *testing.T) {
+	_, keys := explainFiber(t)
+	for _, k := range []string{"optimizer", "source", "hypers", "states", "observe", "host_scalars", "kernel", "step"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("explain --json lacks key %q", k)
+		}
+	}
+	if _, ok := keys["ir"]; ok {
+		t.Error("explain --json without --ir has an ir key")
+	}
+}
+
+func TestExplainJSONValues(t *testing.T) {
+	x, _ := explainFiber(t, "--set", "lr=0.01", "--set", "omega=0.5")
+	if x.Optimizer != "fiber" {
+		t.Errorf("optimizer %q", x.Optimizer)
+	}
+	checkHyper(t, x, "lr", 0.01, 1e-3)
+	checkHyper(t, x, "omega", 0.5, 0.9)
+	checkHyper(t, x, "beta2", 0.999, 0.999)
+	var states []string
+	for _, s := range x.States {
+		states = append(states, s.Name)
+		if s.Init != 0 {
+			t.Errorf("state %s starts at %g, want 0", s.Name, s.Init)
+		}
+	}
+	if !slices.Equal(states, []string{"gt", "r", "m", "v"}) {
+		t.Errorf("states %q", states)
+	}
+	beta1 := 0.9 // a variable: the host computes 1 - beta1 in float64
+	checkScalars(t, x, map[string]float32{"1 - omega": 0.5, "omega": 0.5, "lr": 0.01, "1 - beta1": float32(1 - beta1)})
+	k := x.Kernel
+	if !slices.Contains(k.Reads, "g") || !slices.Contains(k.Reads, "theta") || !slices.Contains(k.Writes, "theta") {
+		t.Errorf("kernel reads %q, writes %q; want g and theta read, theta written", k.Reads, k.Writes)
+	}
+	if k.Operations <= 0 {
+		t.Errorf("kernel has %d operations", k.Operations)
+	}
+}
+
+func checkHyper(t *testing.T, x explainJSON, name string, value, def float64) {
+	t.Helper()
+	for _, h := range x.Hypers {
+		if h.Name == name {
+			if h.Value != value || h.Default != def {
+				t.Errorf("hyper %s: value %g default %g, want %g and %g", name, h.Value, h.Default, value, def)
+			}
+			return
+		}
+	}
+	t.Errorf("no hyper %s", name)
+}
+
+// checkScalars checks that a host scalar has a value exactly when it does
+// not depend on the step, that the bias corrections are per step, and the
+// values of the constant scalars in want (by expression).
+func checkScalars(t *testing.T, x explainJSON, want map[string]float32) {
+	t.Helper()
+	perStep := 0
+	for _, s := range x.HostScalars {
+		if s.PerStep != (s.Value == nil) {
+			t.Errorf("host scalar %s = %s: per_step %v but value %v", s.Name, s.Expr, s.PerStep, s.Value)
+		}
+		if strings.Contains(s.Expr, "** (t + 1)") != s.PerStep && !strings.Contains(s.Expr, "sigma_w2") {
+			t.Errorf("host scalar %s = %s: per_step %v", s.Name, s.Expr, s.PerStep)
+		}
+		if s.PerStep {
+			perStep++
+		}
+		if w, ok := want[s.Expr]; ok {
+			if s.Value == nil || *s.Value != w {
+				t.Errorf("host scalar %s = %s: value %v, want %v", s.Name, s.Expr, s.Value, w)
+			}
+			delete(want, s.Expr)
+		}
+	}
+	if perStep < 2 {
+		t.Errorf("%d per-step host scalars, want at least the two bias corrections", perStep)
+	}
+	for expr := range want {
+		t.Errorf("no host scalar %s", expr)
+	}
+}
+
+func TestExplainJSONObserve(t *testing.T) {
+	for _, c := range []struct {
+		sets         []string
+		kappa, gamma float64
+	}{
+		{nil, 0.6, 0.7},
+		{[]string{"--set", "kappa=0.25", "--set", "gamma=2"}, 0.25, 2},
+	} {
+		x, _ := explainFiber(t, c.sets...)
+		o := x.Observe
+		if o == nil || o.Kind != "two_point" || len(o.Args) != 2 {
+			t.Fatalf("observe %+v, want two_point(a, lookahead)", o)
+		}
+		a := (1 - c.kappa) / (c.kappa * c.gamma)
+		if o.Args[0].Name != "a" || math.Abs(o.Args[0].Value-a) > 1e-15*a {
+			t.Errorf("observe arg %+v, want a = %v", o.Args[0], a)
+		}
+		if o.Args[1].Name != "lookahead" || o.Args[1].Value != c.gamma {
+			t.Errorf("observe arg %+v, want lookahead = %v", o.Args[1], c.gamma)
+		}
+	}
+	x, _ := explainFiber(t)
+	if a := x.Observe.Args[0].Value; math.Abs(a-20.0/21) > 1e-15 || math.Abs(a-0.952380952) > 1e-9 {
+		t.Errorf("a = %v at the defaults, want (1-0.6)/(0.6*0.7) = 20/21 = 0.952380952...", a)
+	}
+}
+
+func TestExplainJSONIR(t *testing.T) {
+	x, _ := explainFiber(t, "--ir")
+	src, err := os.ReadFile(optPath("fiber"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, errs, err := ir.Compile(optPath("fiber"), src)
+	if len(errs) > 0 || err != nil {
+		t.Fatal(errs, err)
+	}
+	if x.IR == nil || *x.IR != fn.String() {
+		t.Errorf("--ir gives %v, want the IR dump:\n%s", x.IR, fn.String())
+	}
+}
+
+// runInputs writes theta [n] and grads [T, n] to a new directory and
+// returns their paths and the output path.
+func runInputs(t *testing.T, theta []float32, grads []float32, steps int) (thetaPath, gradsPath, outPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	thetaPath = writeNPY(t, dir, "theta.npy", []int{len(theta)}, theta)
+	gradsPath = writeNPY(t, dir, "grads.npy", []int{steps, len(theta)}, grads)
+	return thetaPath, gradsPath, filepath.Join(dir, "out.npy")
+}
+
+// runOut runs an optimizer with flags and returns the output array, which
+// must have theta's shape.
+func runOut(t *testing.T, name string, theta, grads []float32, steps int, flags ...string) []float32 {
+	t.Helper()
+	th, g, out := runInputs(t, theta, grads, steps)
+	args := append([]string{"run", optPath(name), "--grads", g, "--theta", th, "--out", out}, flags...)
+	r := mustRun(t, args...)
+	if r.stdout != "" {
+		t.Errorf("run printed %q", r.stdout)
+	}
+	a := readNPY(t, out)
+	if !slices.Equal(a.Shape, []int{len(theta)}) {
+		t.Fatalf("output shape %v, want [%d]", a.Shape, len(theta))
+	}
+	return a.Data
+}
+
+func TestRunShipped(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const steps, n = 5, 7
+	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
+	for _, name := range shipped {
+		got := runOut(t, name, theta, grads, steps, "--noise", "off")
+		for i, v := range got {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || v == theta[i] {
+				t.Errorf("%s: theta[%d] went from %v to %v", name, i, theta[i], v)
+			}
+		}
+	}
+}
+
+func TestRunDPSGDZeroGradients(t *testing.T) {
+	const steps, n = 4, 5
+	got := runOut(t, "dp_sgd", make([]float32, n), make([]float32, steps*n), steps)
+	for i, v := range got {
+		if math.Float32bits(v) != 0 {
+			t.Errorf("theta[%d] = %v, want +0", i, v)
+		}
+	}
+}
+
+// sgdSteps is dp_sgd in float32, one rounding per operation.
+func sgdSteps(theta []float32, g []float32, lr float64, steps int) []float32 {
+	lr32 := float32(lr)
+	out := slices.Clone(theta)
+	for range steps {
+		for i := range out {
+			out[i] = out[i] - float32(lr32*g[i])
+		}
+	}
+	return out
+}
+
+func TestRunDPSGDConstantGradients(t *testing.T) {
+	const steps = 6
+	g := []float32{0.3, -1.7, 1e-3, 3, 0, -2.5e-6}
+	n := len(g)
+	grads := slices.Repeat(g, steps)
+	for _, c := range []struct {
+		lr    float64
+		flags []string
+	}{
+		{0.1, nil},
+		{0.5, []string{"--set", "lr=0.5"}},
+		{0.37, []string{"--set", "lr=0.5", "--set", "lr=0.37"}},
+	} {
+		got := runOut(t, "dp_sgd", make([]float32, n), grads, steps, c.flags...)
+		want := sgdSteps(make([]float32, n), g, c.lr, steps)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("lr %v: theta[%d] = %v, want %v (-lr*T*g in float32, step by step)", c.lr, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestRunSetChangesResult(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const steps, n = 3, 4
+	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
+	for _, name := range shipped {
+		a := runOut(t, name, theta, grads, steps)
+		b := runOut(t, name, theta, grads, steps, "--set", "lr=0.5")
+		if slices.Equal(a, b) {
+			t.Errorf("%s: --set lr=0.5 did not change the result", name)
+		}
+	}
+}
+
+func TestRunSigmaW2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const steps, n = 3, 4
+	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
+	for _, c := range []struct {
+		name    string
+		changes bool // whether sigma_w2 enters the update
+	}{{"fiber", true}, {"dp_adamw", false}, {"dp_sgd", false}} {
+		a := runOut(t, c.name, theta, grads, steps, "--noise", "off")
+		b := runOut(t, c.name, theta, grads, steps, "--noise", "off", "--sigma-w2", "0.5", "--seed", "42")
+		if slices.Equal(a, b) == c.changes {
+			t.Errorf("%s: --sigma-w2 0.5 changed the result: %v, want %v", c.name, !slices.Equal(a, b), c.changes)
+		}
+	}
+}
+
+func TestRunNoSteps(t *testing.T) {
+	theta := []float32{1, -2, float32(math.Inf(1)), 3.5}
+	for _, name := range shipped {
+		got := runOut(t, name, theta, nil, 0)
+		if !slices.Equal(got, theta) {
+			t.Errorf("%s with T = 0 changed theta to %v", name, got)
+		}
+	}
+}
+
+func TestRunNoCoordinates(t *testing.T) {
+	for _, steps := range []int{0, 3} {
+		for _, name := range shipped {
+			if got := runOut(t, name, []float32{}, nil, steps); len(got) != 0 {
+				t.Errorf("%s with n = 0 gave %v", name, got)
+			}
+		}
+	}
+}
+
+func TestRunOutIsTheta(t *testing.T) {
+	theta := []float32{1, 2, 3}
+	g := []float32{0.5, -0.5, 4}
+	dir := t.TempDir()
+	th := writeNPY(t, dir, "theta.npy", []int{3}, theta)
+	gr := writeNPY(t, dir, "grads.npy", []int{2, 3}, slices.Repeat(g, 2))
+	mustRun(t, "run", optPath("dp_sgd"), "--grads", gr, "--theta", th, "--out", th)
+	got := readNPY(t, th).Data
+	if want := sgdSteps(theta, g, 0.1, 2); !slices.Equal(got, want) {
+		t.Errorf("--out = --theta gave %v, want %v", got, want)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("directory holds %d entries after the run, want theta.npy and grads.npy", len(entries))
+	}
+}
+
+func TestRunFlagOrder(t *testing.T) {
+	theta := []float32{1, 2}
+	g := []float32{1, 1}
+	th, gr, out := runInputs(t, theta, g, 1)
+	want := sgdSteps(theta, g, 0.25, 1)
+	for _, args := range [][]string{
+		{"run", "--set", "lr=0.25", "--grads", gr, optPath("dp_sgd"), "--theta", th, "--out", out},
+		{"run", "--out=" + out, "--theta=" + th, "--grads=" + gr, "-set=lr=0.25", optPath("dp_sgd")},
+		{"run", "--grads", gr, "--theta", th, "--out", out, "--set", "lr=0.25", "--", optPath("dp_sgd")},
+	} {
+		os.Remove(out)
+		mustRun(t, args...)
+		if got := readNPY(t, out).Data; !slices.Equal(got, want) {
+			t.Errorf("%q: got %v, want %v", args, got, want)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// buildBinary builds the fibergen command into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("building the binary takes seconds; in-process tests cover the same cases")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	bin := filepath.Join(t.TempDir(), "fibergen")
+	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runBinary runs the binary and returns its exit status and output.
+func runBinary(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	code := 0
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running %s: %v", bin, err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// TestProcess runs the real command: its exit status is what Main returns,
+// bad input never panics, and a good run writes its output.
+func TestProcess(t *testing.T) {
+	bin := buildBinary(t)
+	dir := fixtureFiles(t)
+	out := filepath.Join(dir, "out")
+	for _, c := range badCases {
+		if c.skipRoot && os.Geteuid() == 0 {
+			continue
+		}
+		before := snapshot(t, dir)
+		r := runBinary(t, bin, expandArgs(c.args, dir, out)...)
+		if r.code != c.code || r.stdout != "" || !regexp.MustCompile(c.msg).MatchString(r.stderr) {
+			t.Errorf("%s: exit status %d (want %d), stdout %q, stderr %q (want %q)", c.name, r.code, c.code, r.stdout, r.stderr, c.msg)
+		}
+		if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine") {
+			t.Errorf("%s: panicked:\n%s", c.name, r.stderr)
+		}
+		checkSnapshot(t, dir, before)
+	}
+	r := runBinary(t, bin, expandArgs(runLine+" --set lr=0.5", dir, out)...)
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("good run: exit status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	theta, grads := readNPY(t, filepath.Join(dir, "theta.npy")), readNPY(t, filepath.Join(dir, "grads.npy"))
+	want := slices.Clone(theta.Data)
+	for s := range fixT {
+		want = sgdSteps(want, grads.Data[s*fixN:(s+1)*fixN], 0.5, 1)
+	}
+	if got := readNPY(t, out); !slices.Equal(got.Data, want) {
+		t.Errorf("good run wrote %v, want %v", got.Data, want)
+	}
+}

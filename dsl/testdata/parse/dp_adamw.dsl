@@ -1,0 +1,27 @@
+// DP-AdamW: AdamW on the privatized gradient, with no filter and no noise
+// correction.
+//
+// Source: Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
+// (2019), made private as in Abadi et al. (2016) by running it on the clipped,
+// noised gradient g; the FiBeR paper's DP-AdamW baseline (Section 5). Moments
+// with bias correction and decoupled weight decay, written exactly as
+// FiBeR's update with the filter and the correction removed.
+
+optimizer dp_adamw
+
+hyper lr = 1e-3 in (0, inf)
+hyper beta1 = 0.9 in [0, 1)
+hyper beta2 = 0.999 in [0, 1)
+hyper eps = 1e-8 in (0, inf)
+hyper wd = 0 in [0, inf)    // decoupled weight decay (lambda)
+
+state m = 0
+state v = 0
+
+step {
+	m = beta1 * m + (1 - beta1) * g
+	v = beta2 * v + (1 - beta2) * (g * g)
+	mhat = m / (1 - beta1 ** (t + 1))
+	vhat = v / (1 - beta2 ** (t + 1))
+	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vhat) + eps)
+}

@@ -1,0 +1,40 @@
+// FiBeR: innovation-filtered DP-AdamW with filter-aware bias correction.
+//
+// Source: the FiBeR paper, Algorithm 2 (Section 3.3 and Appendix C). The
+// privatized gradient g feeds an innovation (alpha-beta) filter: the residual
+// nu = g - gt is smoothed into r and integrated into the filtered gradient gt.
+// AdamW's moments run on gt, and the bias-corrected second moment is reduced
+// by the filtered DP-noise variance A(omega) * sigma_w2 with
+// A(omega) = (2 - omega) / (4 - 3 * omega), floored at eps_v.
+// kappa and gamma only shape the two-point observation.
+
+optimizer fiber
+
+hyper lr = 1e-3 in (0, inf)
+hyper beta1 = 0.9 in [0, 1)
+hyper beta2 = 0.999 in [0, 1)
+hyper eps = 1e-8 in (0, inf)
+hyper wd = 0 in [0, inf)          // decoupled weight decay (lambda)
+hyper kappa = 0.6 in (0, 1]
+hyper gamma = 0.7 in (0, inf)
+hyper omega = 0.9 in (0, 1]       // innovation gain
+hyper eps_v = 1e-8 in [0, inf)    // floor of the corrected second moment
+
+observe two_point(a = (1 - kappa) / (kappa * gamma), lookahead = gamma)
+
+state gt = 0   // filtered gradient
+state r = 0    // smoothed innovation
+state m = 0
+state v = 0
+
+step {
+	nu = g - gt
+	r = (1 - omega) * r + omega * nu
+	gt = gt + r
+	m = beta1 * m + (1 - beta1) * gt
+	v = beta2 * v + (1 - beta2) * (gt * gt)
+	mhat = m / (1 - beta1 ** (t + 1))
+	vhat = v / (1 - beta2 ** (t + 1))
+	vbar = max(vhat - (2 - omega) / (4 - 3 * omega) * sigma_w2, eps_v)
+	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
+}

@@ -1,0 +1,106 @@
+package ir_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+)
+
+// fuzzSeeds are small valid programs that together use every op, every
+// built-in value, observe, uniform and varying states, and locals.
+var fuzzSeeds = []string{
+	"optimizer a\nstep {\n\ttheta = -g\n}\n",
+	"optimizer a\nstep {\n\ttheta = (theta + g) * (theta - g) / (g + 1)\n}\n",
+	"optimizer a\nstep {\n\ttheta = sqrt(abs(g)) + min(theta, g) - max(g, 0)\n}\n",
+	"optimizer a\nstep {\n\ttheta = g ** 3 + g ** -2 + g ** 0 + (theta) ** (-1)\n}\n",
+	"optimizer a\nhyper beta = 0.9 in [0, 1)\nstep {\n\ttheta = theta * (1 - beta ** (t + 1))\n}\n",
+	"optimizer a\nstep {\n\ttheta = max(g * g - sigma_w2, 1e-8)\n}\n",
+	"optimizer a\nhyper kappa = 0.6 in (0, 1]\nobserve two_point(a = 1 - kappa, lookahead = kappa / t)\nstate m = kappa\nstep {\n\tm = kappa * m + g\n\ttheta = theta - m\n}\n",
+	"optimizer a\nhyper lr = 0.1\nstate m = 0\nstep {\n\tm = lr\n\ttheta = theta - m * g - (m + 1)\n}\n",
+	"optimizer a\nhyper lr = 0.1\nstep {\n\td = g / (sqrt(theta * theta) + 1e-8)\n\ttheta = theta - lr * d + (d * t) ** 0\n}\n",
+	"optimizer a\nstep {\n\ttheta = (1e300 * 1e300) * g + (0 - 0) * theta - 1e-46 + 1e39\n}\n",
+	"optimizer a\nhyper lr = 0.1\nstep {\n\ttheta = theta * min(abs(-lr), max(lr, t)) + -g\n}\n",
+	"optimizer a\nhyper lr = 0.1\nstep {\n\ttheta = g / (lr - lr) + sqrt(-lr)\n}\n",
+	"optimizer a\nstep {\n\ttheta = g ** 64 - g ** -64\n}\n",
+	"optimizer a\nstate p = 0\nstate q = 1\nstep {\n\tp = q + g\n\tq = p * p\n\ttheta = theta - p / q\n}\n",
+}
+
+// fuzzValues are the coordinates the fuzz target runs a step on.
+var fuzzValues = []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.1, 3e38, 1e-45, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+
+func FuzzCompile(f *testing.F) {
+	files, _ := filepath.Glob("../optimizers/*.dsl")
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(src))
+	}
+	for _, src := range fuzzSeeds {
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		fn, errs, err := ir.Compile("fuzz.dsl", []byte(src))
+		if len(errs) > 0 {
+			return
+		}
+		if err != nil {
+			t.Fatalf("Compile of a source that checks clean: %v\n%s", err, src)
+		}
+		if err := ir.Verify(fn); err != nil {
+			t.Fatalf("Verify after Compile: %v\n%s", err, fn)
+		}
+		_ = fn.String()
+		for _, v := range ir.HostScalars(fn.Step) {
+			ir.DependsOnStep(v)
+		}
+		p, err := interp.New(fn)
+		if err != nil {
+			t.Fatalf("interp.New: %v\n%s", err, fn)
+		}
+		runFuzzStep(t, p)
+	})
+}
+
+// runFuzzStep runs init, observe and two steps on a few coordinates.
+func runFuzzStep(t *testing.T, p *interp.Program) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 7
+	theta, g := make([]float32, n), make([]float32, n)
+	for i := range n {
+		theta[i] = fuzzValues[rng.IntN(len(fuzzValues))]
+		g[i] = float32(rng.NormFloat64())
+	}
+	states := make([][]float32, p.NumStates())
+	for i := range states {
+		states[i] = make([]float32, n)
+	}
+	h := p.Func.DefaultHypers()
+	p.Init(h, states)
+	if obs := p.Func.Observe; obs != nil {
+		if got := p.Observe(h, 1); len(got) != len(obs.Args) {
+			t.Fatalf("Observe returned %d values for %d arguments", len(got), len(obs.Args))
+		}
+	}
+	for step := range 2 {
+		if err := p.Step(p.HostScalars(h, step, 0.25), theta, g, states); err != nil {
+			t.Fatalf("Step %d: %v", step, err)
+		}
+	}
+}
+
+// TestFuzzSeedsCheckClean keeps the seeds useful: a seed with errors would
+// only exercise the early return.
+func TestFuzzSeedsCheckClean(t *testing.T) {
+	for _, src := range fuzzSeeds {
+		if _, errs, err := ir.Compile("seed.dsl", []byte(src)); len(errs) > 0 || err != nil {
+			t.Errorf("seed does not compile: %v %v\n%s", errs, err, src)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package interp_test
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+)
+
+// compile compiles src and prepares it for interpretation.
+func compile(t *testing.T, src string) *interp.Program {
+	t.Helper()
+	fn, errs, err := ir.Compile("test.dsl", []byte(src))
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("Compile: %v %v\n%s", errs, err, src)
+	}
+	p, err := interp.New(fn)
+	if err != nil {
+		t.Fatalf("interp.New: %v", err)
+	}
+	return p
+}
+
+// program wraps declarations and a step body into a source.
+func program(decls, body string) string {
+	return "optimizer p\n" + decls + "\nstep {\n" + body + "\n}\n"
+}
+
+// sameBits reports whether got is want bit for bit, any NaN matching any
+// NaN: NaN payloads are not part of the semantics (targets differ there).
+func sameBits(got, want float32) bool {
+	if want != want {
+		return got != got
+	}
+	return math.Float32bits(got) == math.Float32bits(want)
+}
+
+// step runs one step of p at step t on copies of theta and g with the
+// given states and returns the new theta.
+func step(t *testing.T, p *interp.Program, h []float64, theta, g []float32, states [][]float32) []float32 {
+	t.Helper()
+	th := append([]float32(nil), theta...)
+	if err := p.Step(p.HostScalars(h, 0, 0), th, append([]float32(nil), g...), states); err != nil {
+		t.Fatalf("Step: %v", err)
+	}
+	return th
+}
+
+// newStates allocates n-long state buffers for p, at zero.
+func newStates(p *interp.Program, n int) [][]float32 {
+	s := make([][]float32, p.NumStates())
+	for i := range s {
+		s[i] = make([]float32, n)
+	}
+	return s
+}
+
+func f32bits(b uint32) float32 { return math.Float32frombits(b) }
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

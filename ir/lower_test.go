@@ -1,0 +1,217 @@
+package ir
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/dsl"
+)
+
+// optimizedStep lowers and optimizes a program and returns its step block.
+func optimizedStep(t *testing.T, decls, body string) *Block {
+	t.Helper()
+	fn := lowerStep(t, decls, body)
+	if err := Optimize(fn); err != nil {
+		t.Fatalf("Optimize: %v", err)
+	}
+	return fn.Step
+}
+
+func TestLowerPowers(t *testing.T) {
+	tests := []struct {
+		name        string
+		decls, body string
+		want        string // optimized step block
+	}{
+		{"cube is two multiplications from the left", "", "theta = g ** 3", `
+step:
+  v %0:f32 = load g
+  v %1:f32 = mul %0, %0
+  v %2:f32 = mul %1, %0
+  v store theta, %2
+`},
+		{"negative power divides one", "", "theta = g ** -2", `
+step:
+  u %0:f32 = const 1
+  v %1:f32 = load g
+  v %2:f32 = mul %1, %1
+  v %3:f32 = div %0, %2
+  v store theta, %3
+`},
+		{"zeroth power is the constant one", "", "theta = g ** 0", `
+step:
+  u %0:f32 = const 1
+  u store theta, %0
+`},
+		{"first power is the base", "", "theta = g ** 1", `
+step:
+  v %0:f32 = load g
+  v store theta, %0
+`},
+		{"parenthesized negative exponent", "", "theta = g ** (-1)", `
+step:
+  u %0:f32 = const 1
+  v %1:f32 = load g
+  v %2:f32 = div %0, %1
+  v store theta, %2
+`},
+		{"uniform power stays a pow", "hyper beta = 0.9", "theta = beta ** (t + 1) * g", `
+step:
+  u %0:f64 = hyper beta
+  u %1:f64 = t
+  u %2:f64 = const 1
+  u %3:f64 = add %1, %2
+  u %4:f64 = pow %0, %3
+  u %5:f32 = f32 %4
+  v %6:f32 = load g
+  v %7:f32 = mul %5, %6
+  v store theta, %7
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := optimizedStep(t, tt.decls, tt.body).String(); !sameDump(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLowerLargestPower(t *testing.T) {
+	for _, n := range []int{dsl.MaxPowExponent, -dsl.MaxPowExponent} {
+		b := optimizedStep(t, "", "theta = g ** "+strconv.Itoa(n))
+		muls, divs := count(b, OpMul), count(b, OpDiv)
+		wantDivs := 0
+		if n < 0 {
+			wantDivs = 1
+		}
+		if muls != dsl.MaxPowExponent-1 || divs != wantDivs {
+			t.Errorf("g ** %d: %d muls and %d divs, want %d and %d", n, muls, divs, dsl.MaxPowExponent-1, wantDivs)
+		}
+	}
+}
+
+func count(b *Block, op Op) int {
+	n := 0
+	for _, v := range b.Values {
+		if v.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLowerReadsNewStateValue(t *testing.T) {
+	fn := lowerStep(t, "state m = 0", "m = m + g\ntheta = theta - m")
+	want := `
+step:
+  v %0:f32 = load m
+  v %1:f32 = load g
+  v %2:f32 = add %0, %1
+  v store m, %2
+  v %4:f32 = load theta
+  v %5:f32 = sub %4, %2
+  v store theta, %5
+`
+	if got := fn.Step.String(); !sameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestLowerStateAssignedUniformValue(t *testing.T) {
+	fn := lowerStep(t, "hyper lr = 0.1\nstate m = 0", "m = lr\ntheta = theta * (m + 1)")
+	want := `
+step:
+  u %0:f64 = hyper lr
+  u %1:f32 = f32 %0
+  u store m, %1
+  v %3:f32 = load theta
+  u %4:f64 = const 1
+  u %5:f32 = f32 %4
+  u %6:f32 = add %1, %5
+  v %7:f32 = mul %3, %6
+  v store theta, %7
+`
+	if got := fn.Step.String(); !sameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if count(fn.Step, OpLoad) != 1 {
+		t.Errorf("m is loaded after being assigned:\n%s", fn.Step)
+	}
+}
+
+func TestLowerLocalsAreNotStored(t *testing.T) {
+	fn := lowerStep(t, "hyper lr = 0.1", "c = 1 - lr\nd = c * g\ntheta = d")
+	var names []string
+	for _, s := range fn.Step.Stores() {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, " ") != "theta" {
+		t.Errorf("step stores %v, want only theta", names)
+	}
+	// c is uniform: computed in f64, converted once for the kernel.
+	if n := count(fn.Step, OpF32); n != 1 {
+		t.Errorf("%d f32 conversions, want 1:\n%s", n, fn.Step)
+	}
+}
+
+func TestLowerInitAndObserve(t *testing.T) {
+	src := program("hyper lr = 0.5\nstate m = lr * 2\nstate v = 1\nobserve two_point(a = lr / 2, lookahead = t)", "m = g\nv = m\ntheta = v")
+	fn := lowerSource(t, src)
+	if err := Optimize(fn); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+init:
+  u %0:f64 = hyper lr
+  u %1:f64 = const 2
+  u %2:f64 = mul %0, %1
+  u %3:f32 = f32 %2
+  u %4:f32 = const 1
+  u store m, %3
+  u store v, %4
+observe:
+  u %0:f64 = hyper lr
+  u %1:f64 = const 2
+  u %2:f64 = div %0, %1
+  u %3:f64 = t
+  u store a, %2
+  u store lookahead, %3
+`
+	if got := fn.Init.String() + fn.ObsArgs.String(); !sameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if fn.Observe == nil || fn.Observe.Kind != "two_point" || strings.Join(fn.Observe.Args, ",") != "a,lookahead" {
+		t.Errorf("Observe = %+v", fn.Observe)
+	}
+}
+
+// TestLowerUncheckedFile gives Lower files that did not pass Check: it must
+// report an error, not panic.
+func TestLowerUncheckedFile(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string
+	}{
+		{"no step", "optimizer p\n", "has no step block"},
+		{"per-coordinate pow with a uniform exponent", program("", "theta = g ** t"), "constant integer exponent"},
+		{"per-coordinate pow with a fraction", program("", "theta = g ** 0.5"), "constant integer exponent"},
+		{"undefined name", program("", "theta = q"), "unresolved name q"},
+		{"unknown function", program("", "theta = f(g)"), "cannot lower call of f"},
+		{"wrong arity", program("", "theta = max(g)"), "cannot lower call of max"},
+		{"attenuation", program("state m = 0", "m = g\ntheta = attenuation(m)"), "cannot lower call of attenuation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, info, errs := dsl.Parse("bad.dsl", []byte(tt.src))
+			if len(errs) == 0 {
+				t.Fatalf("bad test: source checks clean")
+			}
+			_, err := Lower(f, info)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Lower: err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}

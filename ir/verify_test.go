@@ -1,0 +1,190 @@
+package ir
+
+import (
+	"strings"
+	"testing"
+)
+
+// handFunc builds a valid function by hand: one hyper lr, one state m and
+// an observation with one argument a; break edits it before Verify.
+type handFunc struct {
+	fn                *Func
+	lr, g, m, lr32, x *Value // step values
+}
+
+func newHandFunc() *handFunc {
+	fn := &Func{
+		Name:    "p",
+		Hypers:  []Hyper{{Name: "lr", Default: 0.1}},
+		States:  []string{"m"},
+		Observe: &Observation{Kind: "two_point", Args: []string{"a"}},
+		Init:    &Block{Name: "init"},
+		ObsArgs: &Block{Name: "observe"},
+		Step:    &Block{Name: "step"},
+	}
+	zero := fn.Init.NewValue(OpConst, F32, true)
+	store(fn.Init, "m", zero)
+	one := fn.ObsArgs.NewValue(OpConst, F64, true)
+	one.Const = 1
+	store(fn.ObsArgs, "a", one)
+
+	h := &handFunc{fn: fn}
+	b := fn.Step
+	h.lr = b.NewValue(OpHyper, F64, true)
+	h.lr.Name = "lr"
+	h.lr32 = b.NewValue(OpF32, F32, true, h.lr)
+	h.g = load(b, "g")
+	h.m = load(b, "m")
+	h.x = b.NewValue(OpMul, F32, false, h.lr32, h.g)
+	store(b, "m", h.x)
+	store(b, "theta", b.NewValue(OpSub, F32, false, h.m, h.x))
+	return h
+}
+
+func load(b *Block, name string) *Value {
+	v := b.NewValue(OpLoad, F32, false)
+	v.Name = name
+	return v
+}
+
+func store(b *Block, name string, v *Value) *Value {
+	s := b.NewValue(OpStore, None, v.Uniform, v)
+	s.Name = name
+	return s
+}
+
+// remove deletes v from b.
+func remove(b *Block, v *Value) {
+	for i, w := range b.Values {
+		if w == v {
+			b.Values = append(b.Values[:i], b.Values[i+1:]...)
+			return
+		}
+	}
+}
+
+func TestVerifyAcceptsHandBuiltFunc(t *testing.T) {
+	if err := Verify(newHandFunc().fn); err != nil {
+		t.Fatalf("Verify of the valid hand-built function: %v", err)
+	}
+}
+
+func TestVerifyRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(h *handFunc)
+		want   string // substring of the error
+	}{
+		{"operand defined after use", func(h *handFunc) {
+			b := h.fn.Step
+			remove(b, h.g)
+			b.Values = append(b.Values, h.g)
+		}, "operand v2 is not defined before it"},
+		{"operand from another block", func(h *handFunc) {
+			h.x.Args[1] = h.fn.Init.Values[0]
+		}, "not defined before it"},
+		{"mixed types", func(h *handFunc) {
+			h.x.Args[1], h.x.Uniform = h.lr, true
+		}, "mul mixes f32 and f64"},
+		{"result type differs from operands", func(h *handFunc) {
+			h.x.Type = F64
+		}, "mul has type f64, want f32"},
+		{"f32 of an f32 value", func(h *handFunc) {
+			h.fn.Step.NewValue(OpF32, F32, true, h.lr32)
+		}, "f32 of a f32 value"},
+		{"pow on f32", func(h *handFunc) {
+			h.x.Op = OpPow
+		}, "pow on f32"},
+		{"load marked uniform", func(h *handFunc) {
+			h.g.Uniform = true
+		}, "load is marked uniform=true, its operands say false"},
+		{"hyper marked varying", func(h *handFunc) {
+			h.lr.Uniform = false
+		}, "hyper is marked uniform=false"},
+		{"uniform op marked varying", func(h *handFunc) {
+			h.lr32.Uniform = false
+		}, "f32 is marked uniform=false, its operands say true"},
+		{"varying op marked uniform", func(h *handFunc) {
+			h.x.Uniform = true
+		}, "mul is marked uniform=true, its operands say false"},
+		{"store flag differs from its value", func(h *handFunc) {
+			h.fn.Step.Stores()[0].Uniform = true
+		}, "store is marked uniform=true"},
+		{"binary op with one operand", func(h *handFunc) {
+			h.x.Args = h.x.Args[:1]
+		}, "mul has 1 operands"},
+		{"unary op with two operands", func(h *handFunc) {
+			h.lr32.Op = OpNeg
+			h.lr32.Args = append(h.lr32.Args, h.lr)
+		}, "neg has 2 operands"},
+		{"store without operand", func(h *handFunc) {
+			h.fn.Step.Stores()[0].Args = nil
+		}, "store has 0 operands"},
+		{"load with an operand", func(h *handFunc) {
+			h.m.Args = []*Value{h.g}
+		}, "load has 1 operands"},
+		{"invalid op", func(h *handFunc) {
+			h.fn.Step.NewValue(OpInvalid, F32, true)
+		}, "unknown op 0"},
+		{"op out of range", func(h *handFunc) {
+			h.fn.Step.NewValue(OpStore+1, F32, true)
+		}, "unknown op"},
+		{"const without type", func(h *handFunc) {
+			h.fn.Init.Values[0].Type = None
+		}, "const of type none"},
+		{"store of a store", func(h *handFunc) {
+			s := h.fn.Step.Stores()[0]
+			store(h.fn.Step, "x", s)
+		}, "store of a none value"},
+		{"missing store of theta", func(h *handFunc) {
+			remove(h.fn.Step, h.fn.Step.Stores()[1])
+		}, "block step: no store of theta"},
+		{"missing store of a state", func(h *handFunc) {
+			remove(h.fn.Step, h.fn.Step.Stores()[0])
+		}, "block step: no store of m"},
+		{"init misses a state", func(h *handFunc) {
+			remove(h.fn.Init, h.fn.Init.Stores()[0])
+		}, "block init: no store of m"},
+		{"observe misses an argument", func(h *handFunc) {
+			remove(h.fn.ObsArgs, h.fn.ObsArgs.Stores()[0])
+		}, "block observe: no store of a"},
+		{"stored twice", func(h *handFunc) {
+			store(h.fn.Step, "theta", h.x)
+		}, "unexpected store of theta"},
+		{"store of an unknown name", func(h *handFunc) {
+			store(h.fn.Step, "q", h.x)
+		}, "unexpected store of q"},
+		{"init stores theta", func(h *handFunc) {
+			store(h.fn.Init, "theta", h.fn.Init.Values[0])
+		}, "block init: v2: unexpected store of theta"},
+		{"step stores f64", func(h *handFunc) {
+			s := h.fn.Step.Stores()[0]
+			s.Args[0], s.Uniform = h.lr, true
+		}, "store of m takes f32, not f64"},
+		{"observe stores f32", func(h *handFunc) {
+			h.fn.ObsArgs.Values[0].Type = F32
+		}, "store of a takes f64, not f32"},
+		{"unknown hyper", func(h *handFunc) {
+			h.lr.Name = "beta"
+		}, "unknown hyper beta"},
+		{"load of an unknown name", func(h *handFunc) {
+			h.m.Name = "q"
+		}, "load of q in block step"},
+		{"load outside step", func(h *handFunc) {
+			store(h.fn.Init, "x", load(h.fn.Init, "g"))
+		}, "load of g in block init"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHandFunc()
+			tt.break_(h)
+			err := Verify(h.fn)
+			if err == nil {
+				t.Fatalf("Verify accepted the broken function:\n%s", h.fn)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Verify: %v\nwant it to mention %q", err, tt.want)
+			}
+		})
+	}
+}

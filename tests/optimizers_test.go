@@ -1,0 +1,196 @@
+package tests
+
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/generated/disk"
+	"github.com/fibergen/fibergen/generated/dp_adamw"
+	"github.com/fibergen/fibergen/generated/dp_sgd"
+	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/tests/oracle"
+)
+
+// setting overrides one hyper, by its DSL name.
+type setting struct {
+	name  string
+	value float64
+}
+
+// implementation is a generated optimizer package behind one interface.
+type implementation interface {
+	Update(theta, g []float32, sigmaW2 float64)
+	States() [][]float32 // the live state buffers, in DSL order
+}
+
+// reference is an oracle optimizer behind one interface.
+type reference interface {
+	Step(theta, g []float64, sigmaW2 float64)
+	States() [][]float64 // the live state buffers, in DSL order
+	SetT(t int)          // sets the index of the next step
+}
+
+// optimizer ties a shipped optimizer's generated package to its oracle and
+// to its step in error-bound arithmetic.
+type optimizer struct {
+	name    string   // the DSL's optimizer name and the generated package
+	states  []string // the DSL's states, in order
+	newImpl func(sets []setting, n int) (implementation, error)
+	newRef  func(sets []setting, n int) (reference, bounded, error)
+}
+
+// optimizers lists every optimizers/*.dsl; TestOptimizersRegistered checks
+// that none is missing.
+var optimizers = []*optimizer{
+	{name: "fiber", states: []string{"gt", "r", "m", "v"}, newImpl: newFiberImpl, newRef: newFiberRef},
+	{name: "disk", states: []string{"gt", "m", "v"}, newImpl: newDiskImpl, newRef: newDiskRef},
+	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef},
+	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef},
+}
+
+func optimizerNamed(name string) *optimizer {
+	for _, o := range optimizers {
+		if o.name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// applySets calls set (a generated Hypers.Set) for every setting.
+func applySets(set func(string, float64) error, sets []setting) error {
+	for _, s := range sets {
+		if err := set(s.name, s.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setFields applies sets to an oracle's hyper fields, named as in the DSL.
+func setFields(fields map[string]*float64, sets []setting) error {
+	for _, s := range sets {
+		p, ok := fields[s.name]
+		if !ok {
+			return fmt.Errorf("the oracle has no hyper %s", s.name)
+		}
+		*p = s.value
+	}
+	return nil
+}
+
+func adamWFields(h *oracle.AdamW) map[string]*float64 {
+	return map[string]*float64{"lr": &h.Lr, "beta1": &h.Beta1, "beta2": &h.Beta2, "eps": &h.Eps, "wd": &h.Wd}
+}
+
+type fiberImpl struct{ *fiber.Optimizer }
+
+func (o fiberImpl) States() [][]float32 { return [][]float32{o.Gt, o.R, o.M, o.V} }
+
+func newFiberImpl(sets []setting, n int) (implementation, error) {
+	h := fiber.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber.New(h, n)
+	return fiberImpl{o}, err
+}
+
+type fiberRef struct{ *oracle.FiBeR }
+
+func (o fiberRef) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V} }
+func (o fiberRef) SetT(t int)          { o.T = t }
+
+func fiberHypers(sets []setting) (oracle.FiBeRHypers, error) {
+	h := oracle.DefaultFiBeR()
+	fields := adamWFields(&h.AdamW)
+	fields["kappa"], fields["gamma"], fields["omega"], fields["eps_v"] = &h.Kappa, &h.Gamma, &h.Omega, &h.EpsV
+	return h, setFields(fields, sets)
+}
+
+func newFiberRef(sets []setting, n int) (reference, bounded, error) {
+	h, err := fiberHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fiberRef{oracle.NewFiBeR(h, n)}, newFiberBound(h), nil
+}
+
+type diskImpl struct{ *disk.Optimizer }
+
+func (o diskImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V} }
+
+func newDiskImpl(sets []setting, n int) (implementation, error) {
+	h := disk.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := disk.New(h, n)
+	return diskImpl{o}, err
+}
+
+type diskRef struct{ *oracle.DiSK }
+
+func (o diskRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V} }
+func (o diskRef) SetT(t int)          { o.T = t }
+
+func newDiskRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultDiSK()
+	fields := adamWFields(&h.AdamW)
+	fields["kappa"], fields["gamma"] = &h.Kappa, &h.Gamma
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return diskRef{oracle.NewDiSK(h, n)}, diskBound{h}, nil
+}
+
+type adamWImpl struct{ *dp_adamw.Optimizer }
+
+func (o adamWImpl) States() [][]float32 { return [][]float32{o.M, o.V} }
+
+func newAdamWImpl(sets []setting, n int) (implementation, error) {
+	h := dp_adamw.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_adamw.New(h, n)
+	return adamWImpl{o}, err
+}
+
+type adamWRef struct{ *oracle.DPAdamW }
+
+func (o adamWRef) States() [][]float64 { return [][]float64{o.M, o.V} }
+func (o adamWRef) SetT(t int)          { o.T = t }
+
+func newAdamWRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultAdamW()
+	if err := setFields(adamWFields(&h), sets); err != nil {
+		return nil, nil, err
+	}
+	return adamWRef{oracle.NewDPAdamW(h, n)}, adamWBound{h}, nil
+}
+
+type sgdImpl struct{ *dp_sgd.Optimizer }
+
+func (o sgdImpl) States() [][]float32 { return nil }
+
+func newSGDImpl(sets []setting, n int) (implementation, error) {
+	h := dp_sgd.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_sgd.New(h, n)
+	return sgdImpl{o}, err
+}
+
+type sgdRef struct{ *oracle.DPSGD }
+
+func (o sgdRef) States() [][]float64 { return nil }
+func (o sgdRef) SetT(t int)          { o.T = t }
+
+func newSGDRef(sets []setting, n int) (reference, bounded, error) {
+	lr := 0.1 // Algorithm 1's step size in the paper's experiments
+	if err := setFields(map[string]*float64{"lr": &lr}, sets); err != nil {
+		return nil, nil, err
+	}
+	return sgdRef{oracle.NewDPSGD(lr)}, sgdBound{lr}, nil
+}

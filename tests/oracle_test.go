@@ -1,0 +1,441 @@
+package tests
+
+import (
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/tests/oracle"
+)
+
+var oracleSeeds = flag.Int("oracle.seeds", 2, "random seeds per oracle test case (try 25 when changing the bound)")
+
+// oracleSteps is T, the number of steps of every oracle test run.
+const oracleSteps = 256
+
+// hyperSets are the hypers each optimizer runs with: the defaults, then
+// overrides through the generated Hypers.Set and `fibergen run --set`.
+var hyperSets = map[string][][]setting{
+	"fiber": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.3}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
+	},
+	"disk": {
+		nil,
+		{{"wd", 0.01}, {"kappa", 0.3}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"kappa", 1}},
+	},
+	"dp_adamw": {
+		nil,
+		{{"wd", 0.01}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}},
+	},
+	"dp_sgd": {
+		nil,
+		{{"lr", 0.05}},
+	},
+}
+
+// oracleCase is one run of an optimizer over a gradient stream.
+type oracleCase struct {
+	opt    *optimizer
+	stream stream
+	sets   []setting
+	seed   uint64
+	n      int
+}
+
+func (c oracleCase) String() string {
+	sets := "defaults"
+	if len(c.sets) > 0 {
+		var parts []string
+		for _, s := range c.sets {
+			parts = append(parts, fmt.Sprintf("%s=%g", s.name, s.value))
+		}
+		sets = strings.Join(parts, ",")
+	}
+	return fmt.Sprintf("%s/%s/%s/seed=%d", c.opt.name, c.stream.name, sets, c.seed)
+}
+
+// inputs returns θ_0 and the gradients of the case, from its own seed.
+func (c oracleCase) inputs() (theta0, grads []float32) {
+	h := fnv.New64a()
+	fmt.Fprint(h, c.opt.name, c.stream.name)
+	r := rand.New(rand.NewPCG(c.seed, h.Sum64()))
+	return initialTheta(r, c.n), c.stream.gradients(r, c.n, oracleSteps)
+}
+
+// TestOracle checks every generated optimizer, step by step and over whole
+// trajectories, against its float64 oracle within the rounding bound of
+// bound_test.go, and θ_T of `fibergen run` against the same bound.
+func TestOracle(t *testing.T) {
+	for _, opt := range optimizers {
+		for _, sets := range hyperSets[opt.name] {
+			for _, st := range streams {
+				for seed := range uint64(*oracleSeeds) {
+					c := oracleCase{opt: opt, stream: st, sets: sets, seed: seed, n: []int{512, 257}[seed%2]}
+					t.Run(c.String(), func(t *testing.T) {
+						t.Parallel()
+						res := c.run(t)
+						if seed == 0 {
+							c.checkCLI(t, res)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// oracleResult is what a run leaves for the `fibergen run` check.
+type oracleResult struct {
+	theta0, grads []float32
+	final         []ev // θ_T of the free-running oracle with its bound
+}
+
+// run drives the generated package, a free-running oracle and an oracle
+// restarted before every step from the package's state, and checks the
+// package against both.
+func (c oracleCase) run(t *testing.T) oracleResult {
+	theta0, grads := c.inputs()
+	impl, err := c.opt.newImpl(c.sets, c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, freeBound, err := c.opt.newRef(c.sets, c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, stepBound, _ := c.opt.newRef(c.sets, c.n)
+	traj := newBoundRun(freeBound, len(c.opt.states), to64(theta0))
+	stepwise := &boundCheck{what: "stepwise"}
+	trajectory := &boundCheck{what: "trajectory"}
+	counts := &correctionCounts{}
+	theta := append([]float32(nil), theta0...)
+	thetaFree := to64(theta0)
+	for s := range oracleSteps {
+		g32 := grads[s*c.n : (s+1)*c.n]
+		g := to64(g32)
+		// The oracle and the bound restarted from the package's own state.
+		restart := newBoundRun(stepBound, len(c.opt.states), to64(theta))
+		thetaStep := to64(theta)
+		restart.setStates(impl.States())
+		setRefStates(step, s, impl.States())
+		step.Step(thetaStep, g, c.stream.sigmaW2)
+		restart.step(s, c.stream.sigmaW2, g)
+		// The free-running oracle and its accumulated bound.
+		free.Step(thetaFree, g, c.stream.sigmaW2)
+		traj.step(s, c.stream.sigmaW2, g)
+		impl.Update(theta, g32, c.stream.sigmaW2)
+
+		for _, chk := range []struct {
+			b     *boundCheck
+			run   *boundRun
+			ref   reference
+			theta []float64
+		}{{stepwise, restart, step, thetaStep}, {trajectory, traj, free, thetaFree}} {
+			chk.b.consistent(t, s, "theta", chk.run.theta, chk.theta)
+			chk.b.check(s, "theta", theta, chk.run.theta)
+			for k, name := range c.opt.states {
+				chk.b.consistent(t, s, name, chk.run.states[k], chk.ref.States()[k])
+				chk.b.check(s, name, impl.States()[k], chk.run.states[k])
+			}
+		}
+		if c.opt.name == "fiber" {
+			counts.add(c, s, free.States()[3])
+		}
+	}
+	stepwise.report(t)
+	trajectory.report(t)
+	if c.opt.name == "fiber" {
+		counts.check(t, c)
+	}
+	return oracleResult{theta0: theta0, grads: grads, final: traj.theta}
+}
+
+// checkCLI runs `fibergen run` on the case and checks θ_T against the
+// free-running oracle's bound.
+func (c oracleCase) checkCLI(t *testing.T, res oracleResult) {
+	_, theta := runFibergen(t, repoPath("optimizers", c.opt.name+".dsl"), res.theta0, res.grads, c.stream.sigmaW2, c.sets)
+	b := &boundCheck{what: "fibergen run"}
+	b.check(oracleSteps-1, "theta", theta, res.final)
+	b.report(t)
+}
+
+// setRefStates restarts ref at step t from an implementation's state.
+func setRefStates(ref reference, t int, states [][]float32) {
+	ref.SetT(t)
+	for k, buf := range ref.States() {
+		for i := range buf {
+			buf[i] = float64(states[k][i])
+		}
+	}
+}
+
+// boundRun runs a bounded step over every coordinate.
+type boundRun struct {
+	b      bounded
+	theta  []ev
+	states [][]ev // [state][coordinate]
+	aux    []float64
+	st     []ev // one coordinate's states, scratch
+}
+
+// newBoundRun starts from theta0 with every state zero, the initial value
+// of each shipped optimizer's states.
+func newBoundRun(b bounded, numStates int, theta0 []float64) *boundRun {
+	r := &boundRun{b: b, theta: make([]ev, len(theta0)), states: make([][]ev, numStates),
+		aux: make([]float64, len(theta0)), st: make([]ev, numStates)}
+	for i, x := range theta0 {
+		r.theta[i] = exact(x)
+	}
+	for k := range r.states {
+		r.states[k] = make([]ev, len(theta0))
+		for i := range r.states[k] {
+			r.states[k][i] = exact(0)
+		}
+	}
+	return r
+}
+
+// setStates replaces the states by exact copies of an implementation's.
+func (r *boundRun) setStates(states [][]float32) {
+	for k := range r.states {
+		for i, x := range states[k] {
+			r.states[k][i] = exact(float64(x))
+		}
+	}
+}
+
+func (r *boundRun) step(t int, sigmaW2 float64, g []float64) {
+	for i := range r.theta {
+		for k := range r.st {
+			r.st[k] = r.states[k][i]
+		}
+		r.theta[i] = r.b.step(t, sigmaW2, r.theta[i], g[i], r.st, &r.aux[i])
+		for k := range r.st {
+			r.states[k][i] = r.st[k]
+		}
+	}
+}
+
+// boundCheck collects the comparisons of implementation values with ev
+// bounds: the worst ratio |impl − x| / e and the first violation.
+type boundCheck struct {
+	what       string
+	checked    int
+	worst      float64
+	violations int
+	first      string
+	mismatch   bool // the bound's x disagreed with the oracle: a bug in the test
+}
+
+func (b *boundCheck) check(step int, buf string, impl []float32, want []ev) {
+	for i, w := range want {
+		b.checked++
+		d := math.Abs(float64(impl[i]) - w.x)
+		if w.e > 0 {
+			b.worst = max(b.worst, d/w.e)
+		}
+		if d <= w.e {
+			continue
+		}
+		if b.violations == 0 {
+			b.first = fmt.Sprintf("step %d, %s[%d]: implementation %.9g, oracle %.17g, |difference| %.3g > bound %.3g",
+				step, buf, i, impl[i], w.x, d, w.e)
+		}
+		b.violations++
+	}
+}
+
+// consistent checks that the bound arithmetic computes the oracle's values
+// (up to float64 rounding, which may be fused differently).
+func (b *boundCheck) consistent(t *testing.T, step int, buf string, got []ev, want []float64) {
+	if b.mismatch {
+		return
+	}
+	for i, g := range got {
+		if g.x != want[i] && !(math.Abs(g.x-want[i]) <= 1e-12*(math.Abs(g.x)+math.Abs(want[i]))) {
+			t.Errorf("%s: step %d, %s[%d]: the bound arithmetic computes %.17g but the oracle %.17g: bound_test.go and tests/oracle disagree",
+				b.what, step, buf, i, g.x, want[i])
+			b.mismatch = true
+			return
+		}
+	}
+}
+
+func (b *boundCheck) report(t *testing.T) {
+	t.Helper()
+	if b.violations > 0 {
+		t.Errorf("%s: %d of %d values outside the rounding bound; first: %s", b.what, b.violations, b.checked, b.first)
+	}
+	t.Logf("%s: %d values, worst |impl − oracle| / bound = %.3g", b.what, b.checked, b.worst)
+}
+
+// correctionCounts counts, over the (coordinate, step) pairs of a FiBeR run
+// with nonzero gradients, where the correction is active (v̂ − A σ_w² ≥ ε_v
+// and the correction removes at least 10% of v̂) and where the floor acts
+// (v̂ − A σ_w² < ε_v).
+type correctionCounts struct {
+	pairs, active, floored int
+}
+
+func (cc *correctionCounts) add(c oracleCase, step int, v []float64) {
+	h, _ := fiberHypers(c.sets)
+	corr := oracle.Attenuation(h.Omega) * c.stream.sigmaW2
+	for i, vi := range v {
+		if isZeroCoord(i) {
+			continue
+		}
+		vhat := vi / (1 - math.Pow(h.Beta2, float64(step+1)))
+		cc.pairs++
+		switch {
+		case vhat-corr < h.EpsV:
+			cc.floored++
+		case corr >= 0.1*vhat:
+			cc.active++
+		}
+	}
+}
+
+// check requires both regimes of the correction in the stream built for it,
+// so that the FiBeR cases cannot pass without exercising it.
+func (cc *correctionCounts) check(t *testing.T, c oracleCase) {
+	active, floored := float64(cc.active)/float64(cc.pairs), float64(cc.floored)/float64(cc.pairs)
+	t.Logf("correction active on %.1f%% of (coordinate, step) pairs, floored on %.1f%%", 100*active, 100*floored)
+	if c.stream.name != "drift" {
+		return
+	}
+	const minShare = 0.15
+	if active < minShare || floored < minShare {
+		t.Errorf("the drift stream should both apply FiBeR's correction and hit its floor on at least %.0f%% of the pairs each; active %.1f%%, floored %.1f%%",
+			100*minShare, 100*active, 100*floored)
+	}
+}
+
+// TestOracleDiscriminates shows that the bound is tight enough to tell
+// FiBeR from its near relatives: the oracles of plausible mistakes must fall
+// outside the bound on many (coordinate, step) pairs of θ when restarted
+// from the implementation's state before each step, and on many coordinates
+// of θ_T when run free, while the true oracle falls outside on none.
+func TestOracleDiscriminates(t *testing.T) {
+	c := oracleCase{opt: optimizerNamed("fiber"), stream: streams[0], seed: 7, n: 512}
+	theta0, grads := c.inputs()
+	def := oracle.DefaultFiBeR()
+	a := oracle.Attenuation(def.Omega)
+	swapped := def
+	swapped.Beta1, swapped.Beta2 = def.Beta2, def.Beta1
+	for _, m := range []struct {
+		name        string
+		h           oracle.FiBeRHypers
+		sigmaW2     float64
+		minStepwise float64 // the share of (coordinate, step) pairs the mutant must miss
+		minFinal    float64 // the share of coordinates of θ_T it must miss
+	}{
+		{"paper", def, c.stream.sigmaW2, 0, 0},
+		{"A = 1 instead of A(ω)", def, c.stream.sigmaW2 / a, 0.3, 0.3},
+		{"no correction", def, 0, 0.3, 0.9},
+		{"β1 and β2 swapped", swapped, c.stream.sigmaW2, 0.9, 0.9},
+		// The next two keep A(ω) σ_w² as the paper's by scaling σ_w², so
+		// that only the filter changes.
+		{"ω = 0.85 instead of 0.9", withOmega(def, 0.85), c.stream.sigmaW2 * a / oracle.Attenuation(0.85), 0.3, 0.3},
+		{"no filter (ω = 1)", withOmega(def, 1), c.stream.sigmaW2 * a, 0.3, 0.3},
+	} {
+		stepwise, final := missedShares(t, c, theta0, grads, newFiberBound(m.h), m.sigmaW2)
+		t.Logf("%s: outside the bound on %.1f%% of the (coordinate, step) pairs and %.1f%% of the coordinates of θ_T",
+			m.name, 100*stepwise, 100*final)
+		switch {
+		case m.minStepwise == 0 && (stepwise > 0 || final > 0):
+			t.Errorf("%s: outside the bound on %.3g%% of the pairs and %.3g%% of θ_T, want none", m.name, 100*stepwise, 100*final)
+		case stepwise < m.minStepwise || final < m.minFinal:
+			t.Errorf("%s: outside the bound on only %.1f%% of the pairs (want %.0f%%) and %.1f%% of θ_T (want %.0f%%): the bound cannot tell this mistake from rounding",
+				m.name, 100*stepwise, 100*m.minStepwise, 100*final, 100*m.minFinal)
+		}
+	}
+}
+
+// missedShares runs the generated package on the case and returns the share
+// of (nonzero coordinate, step) pairs of θ where it is outside b's bound when
+// b restarts from its state before each step, and the share of nonzero
+// coordinates of θ_T outside b's bound when b runs free.
+func missedShares(t *testing.T, c oracleCase, theta0, grads []float32, b bounded, sigmaW2 float64) (stepwise, final float64) {
+	impl, err := c.opt.newImpl(c.sets, c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nStates := len(c.opt.states)
+	theta := append([]float32(nil), theta0...)
+	free := newBoundRun(b, nStates, to64(theta0))
+	missed, pairs := 0, 0
+	for s := range oracleSteps {
+		g := to64(grads[s*c.n : (s+1)*c.n])
+		restart := newBoundRun(b, nStates, to64(theta))
+		restart.setStates(impl.States())
+		restart.step(s, sigmaW2, g)
+		free.step(s, sigmaW2, g)
+		impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.stream.sigmaW2)
+		m, p := countMissed(theta, restart.theta)
+		missed, pairs = missed+m, pairs+p
+	}
+	m, p := countMissed(theta, free.theta)
+	return float64(missed) / float64(pairs), float64(m) / float64(p)
+}
+
+// countMissed counts the nonzero coordinates where impl is outside want's
+// bound, and the nonzero coordinates.
+func countMissed(impl []float32, want []ev) (missed, nonzero int) {
+	for i, w := range want {
+		if isZeroCoord(i) {
+			continue
+		}
+		nonzero++
+		if !(math.Abs(float64(impl[i])-w.x) <= w.e) {
+			missed++
+		}
+	}
+	return missed, nonzero
+}
+
+// withOmega returns h with ω replaced.
+func withOmega(h oracle.FiBeRHypers, omega float64) oracle.FiBeRHypers {
+	h.Omega = omega
+	return h
+}
+
+// TestOracleFirstStep checks the oracles themselves against the closed form
+// of their first step from zero state, worked out by hand: g̃_0 = ω g for
+// FiBeR and κ g for DiSK, m̂_0 = g̃_0, v̂_0 = g̃_0².
+func TestOracleFirstStep(t *testing.T) {
+	const theta0, g, sigmaW2 = 0.5, -0.3, 0.01
+	f := oracle.DefaultFiBeR()
+	f.Wd = 0.1
+	a := (2 - f.Omega) / (4 - 3*f.Omega)
+	gtF := f.Omega * g
+	wantFiber := (1-f.Lr*f.Wd)*theta0 - f.Lr*gtF/(math.Sqrt(math.Max(gtF*gtF-a*sigmaW2, f.EpsV))+f.Eps)
+	d := oracle.DefaultDiSK()
+	gtD := d.Kappa * g
+	wantDisk := theta0 - d.Lr*gtD/(math.Abs(gtD)+d.Eps)
+	w := oracle.DefaultAdamW()
+	wantAdamW := theta0 - w.Lr*g/(math.Abs(g)+w.Eps)
+	for _, c := range []struct {
+		name string
+		step func(theta, g []float64, sigmaW2 float64)
+		want float64
+	}{
+		{"fiber", oracle.NewFiBeR(f, 1).Step, wantFiber},
+		{"disk", oracle.NewDiSK(d, 1).Step, wantDisk},
+		{"dp_adamw", oracle.NewDPAdamW(w, 1).Step, wantAdamW},
+		{"dp_sgd", oracle.NewDPSGD(0.1).Step, theta0 - 0.1*g},
+	} {
+		theta := []float64{theta0}
+		c.step(theta, []float64{g}, sigmaW2)
+		if math.Abs(theta[0]-c.want) > 1e-15 {
+			t.Errorf("%s: θ_1 = %.17g, want %.17g", c.name, theta[0], c.want)
+		}
+	}
+}
