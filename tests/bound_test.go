@@ -12,8 +12,8 @@ package tests
 //
 // A fixed tolerance like c·T·η·2^-24 does not fit FiBeR: the step
 // η m̂/(√v̄ + ε) is not bounded by about η, because v̄ = max(v̂ − A σ_w², ε_v)
-// can be much smaller than v̂ (the step then reaches η |m̂| / √ε_v, 10^4 η for
-// the default ε_v), and where v̂ − A σ_w² is close to ε_v the cancellation
+// can be much smaller than v̂ (the step then reaches η |m̂| / √ε_v, 10^4 η |m̂|
+// for the default ε_v), and where v̂ − A σ_w² is close to ε_v the cancellation
 // turns the tiny relative rounding of v̂ into a large relative change of v̄.
 // The conditioning differs from coordinate to coordinate and step to step,
 // so the tolerance must too.
@@ -22,16 +22,23 @@ package tests
 // e with |impl − x| ≤ e, where impl is the same quantity in fibergen's
 // float32 code: an ev. Each operation propagates the bounds of its operands
 // exactly (for z = x·y: |x'y' − xy| ≤ |x|e_y + |y|e_x + e_x e_y; for a
-// quotient, a square root and max the analogous sharp inequalities) and adds
+// quotient, a square root and max the analogous sharp inequalities, max
+// in interval form so that an operand far below the floor adds nothing) and adds
 // its own rounding, (u32 + 3·u64)·(|z| + propagated) + 2^-149: the float32
 // rounding of fibergen, the float64 rounding of the oracle and their
 // product terms. A host scalar c adds (u32 + 2^-36)|c|: one float32
 // rounding, plus a margin for the host's float64 evaluation order, which may
 // differ from the oracle's (2^-36 is over 100 times the float64 error of
 // 1 − β2^(t+1) at β2 = 0.999). Nothing is linearized and there is no fudge
-// factor: the bound holds for any correctly rounded float32 evaluation of
+// factor (beyond 2^-30 relative for the bound's own float64 arithmetic, see
+// within): the bound holds for any correctly rounded float32 evaluation of
 // the paper's formulas in the paper's operation order, and is violated by
 // anything else that changes a result by more than rounding.
+//
+// The bound is sharp: a single operation whose result lies just above a
+// power of 2 reaches 0.999 of it (seen over 25 seeds of every case), and
+// the stepwise check notices a hyper off by 1e-5 of its value (lr, ω) or
+// β2 off by 1e-7. TestOracleDiscriminates keeps that demonstrated.
 //
 // Two checks use the bound:
 //
@@ -40,7 +47,10 @@ package tests
 //     own, within a few units in the last place of its terms;
 //   - trajectory: the oracle runs free from the initial state, the bounds
 //     accumulate over all T steps, and the implementation must stay within
-//     them at every step, including θ_T written by `fibergen run`.
+//     them at every step, including θ_T written by `fibergen run`. The
+//     accumulated rounding of v̂ (about t·u32 relative) is amplified where
+//     v̂ − A σ_w² is small, so for FiBeR with σ_w² > 0 this bound is loose
+//     on some coordinates, honestly: their θ_T is ill-conditioned.
 //
 // Bounds on errors that feed back through a filter need care: FiBeR's
 // innovation filter reads g̃ twice (ν = g − g̃ and g̃ + r), and adding the
@@ -156,15 +166,15 @@ func uncorrected(vhat ev) ev { return vhat }
 
 // fiberBound is FiBeR's step (Algorithm 2) in ev arithmetic.
 type fiberBound struct {
-	h          oracle.FiBeRHypers
-	rho        float64 // the decay rate of the filter's error
-	cGt, cR    float64 // the gain constants of g̃ and r
-	sigmaFactr float64 // A(ω)
+	h       oracle.FiBeRHypers
+	rho     float64 // the decay rate of the filter's error
+	cGt, cR float64 // the gain constants of g̃ and r
+	atten   float64 // A(ω)
 }
 
 func newFiberBound(h oracle.FiBeRHypers) fiberBound {
 	rho, cGt, cR := filterGain(h.Omega)
-	return fiberBound{h: h, rho: rho, cGt: cGt, cR: cR, sigmaFactr: oracle.Attenuation(h.Omega)}
+	return fiberBound{h: h, rho: rho, cGt: cGt, cR: cR, atten: oracle.Attenuation(h.Omega)}
 }
 
 func (b fiberBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, hist *float64) ev {
@@ -172,7 +182,7 @@ func (b fiberBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, h
 	gt, r := b.filter(g, st[0], st[1], hist)
 	st[0], st[1] = gt, r
 	vbar := func(vhat ev) ev { // v̄_t = max(v̂_t − A(ω) σ_w², ε_v)
-		return maxE(sub(vhat, host(b.sigmaFactr*sigmaW2)), host(h.EpsV))
+		return maxE(sub(vhat, host(b.atten*sigmaW2)), host(h.EpsV))
 	}
 	return adamW(h.AdamW, t, theta, gt, &st[2], &st[3], vbar)
 }
@@ -191,7 +201,7 @@ func (b fiberBound) filter(g float64, gt, r ev, hist *float64) (ev, ev) {
 	nuMax := math.Abs(nu) + gt.e
 	p0 := (math.Abs(1-w) + c0.e) * rMax // bounds on |fl((1−ω) r)| and |fl(ω ν)| before rounding
 	p1 := (math.Abs(w) + c1.e) * nuMax
-	rNewMax := (p0 + p1) * (1 + uOp)
+	rNewMax := (p0+p1)*(1+2*uOp) + 3*tiny
 	dNu := uOp*nuMax + tiny
 	dR := w*dNu + c0.e*rMax + c1.e*nuMax + uOp*(p0+p1+rNewMax) + 3*tiny
 	dGt := dR + uOp*(gtMax+rNewMax) + tiny

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,55 +108,73 @@ func (c oracleCase) run(t *testing.T) oracleResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	free, freeBound, err := c.opt.newRef(c.sets, c.n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, stepBound, _ := c.opt.newRef(c.sets, c.n)
-	traj := newBoundRun(freeBound, len(c.opt.states), to64(theta0))
-	stepwise := &boundCheck{what: "stepwise"}
-	trajectory := &boundCheck{what: "trajectory"}
+	restarted, free := c.newTracker(t, "stepwise", theta0), c.newTracker(t, "trajectory", theta0)
 	counts := &correctionCounts{}
-	theta := append([]float32(nil), theta0...)
-	thetaFree := to64(theta0)
+	theta := slices.Clone(theta0)
 	for s := range oracleSteps {
 		g32 := grads[s*c.n : (s+1)*c.n]
 		g := to64(g32)
-		// The oracle and the bound restarted from the package's own state.
-		restart := newBoundRun(stepBound, len(c.opt.states), to64(theta))
-		thetaStep := to64(theta)
-		restart.setStates(impl.States())
-		setRefStates(step, s, impl.States())
-		step.Step(thetaStep, g, c.stream.sigmaW2)
-		restart.step(s, c.stream.sigmaW2, g)
-		// The free-running oracle and its accumulated bound.
-		free.Step(thetaFree, g, c.stream.sigmaW2)
-		traj.step(s, c.stream.sigmaW2, g)
+		restarted.restart(s, theta, impl.States())
+		restarted.step(s, c.stream.sigmaW2, g)
+		free.step(s, c.stream.sigmaW2, g)
 		impl.Update(theta, g32, c.stream.sigmaW2)
-
-		for _, chk := range []struct {
-			b     *boundCheck
-			run   *boundRun
-			ref   reference
-			theta []float64
-		}{{stepwise, restart, step, thetaStep}, {trajectory, traj, free, thetaFree}} {
-			chk.b.consistent(t, s, "theta", chk.run.theta, chk.theta)
-			chk.b.check(s, "theta", theta, chk.run.theta)
-			for k, name := range c.opt.states {
-				chk.b.consistent(t, s, name, chk.run.states[k], chk.ref.States()[k])
-				chk.b.check(s, name, impl.States()[k], chk.run.states[k])
-			}
-		}
+		restarted.compare(t, s, c.opt.states, theta, impl.States())
+		free.compare(t, s, c.opt.states, theta, impl.States())
 		if c.opt.name == "fiber" {
-			counts.add(c, s, free.States()[3])
+			counts.add(c, s, free.ref.States()[3])
 		}
 	}
-	stepwise.report(t)
-	trajectory.report(t)
+	restarted.check.report(t)
+	free.check.report(t)
 	if c.opt.name == "fiber" {
 		counts.check(t, c)
 	}
-	return oracleResult{theta0: theta0, grads: grads, final: traj.theta}
+	return oracleResult{theta0: theta0, grads: grads, final: free.bound.theta}
+}
+
+// tracker is an oracle and its bound, run next to the implementation.
+type tracker struct {
+	check *boundCheck
+	ref   reference
+	bound *boundRun
+	theta []float64 // the oracle's θ
+}
+
+func (c oracleCase) newTracker(t *testing.T, what string, theta0 []float32) *tracker {
+	ref, b, err := c.opt.newRef(c.sets, c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tracker{check: &boundCheck{what: what}, ref: ref, bound: newBoundRun(b, len(c.opt.states), to64(theta0)), theta: to64(theta0)}
+}
+
+// restart moves the oracle and the bound to the implementation's θ and
+// states before step s.
+func (tr *tracker) restart(s int, theta []float32, states [][]float32) {
+	tr.theta = to64(theta)
+	tr.ref.SetT(s)
+	for k, buf := range tr.ref.States() {
+		for i := range buf {
+			buf[i] = float64(states[k][i])
+		}
+	}
+	tr.bound.reset(theta, states)
+}
+
+func (tr *tracker) step(s int, sigmaW2 float64, g []float64) {
+	tr.ref.Step(tr.theta, g, sigmaW2)
+	tr.bound.step(s, sigmaW2, g)
+}
+
+// compare checks the implementation's θ and states after step s against
+// the bound, and the bound's values against the oracle's.
+func (tr *tracker) compare(t *testing.T, s int, names []string, theta []float32, states [][]float32) {
+	tr.check.consistent(t, s, "theta", tr.bound.theta, tr.theta)
+	tr.check.check(s, "theta", theta, tr.bound.theta)
+	for k, name := range names {
+		tr.check.consistent(t, s, name, tr.bound.states[k], tr.ref.States()[k])
+		tr.check.check(s, name, states[k], tr.bound.states[k])
+	}
 }
 
 // checkCLI runs `fibergen run` on the case and checks θ_T against the
@@ -165,16 +184,6 @@ func (c oracleCase) checkCLI(t *testing.T, res oracleResult) {
 	b := &boundCheck{what: "fibergen run"}
 	b.check(oracleSteps-1, "theta", theta, res.final)
 	b.report(t)
-}
-
-// setRefStates restarts ref at step t from an implementation's state.
-func setRefStates(ref reference, t int, states [][]float32) {
-	ref.SetT(t)
-	for k, buf := range ref.States() {
-		for i := range buf {
-			buf[i] = float64(states[k][i])
-		}
-	}
 }
 
 // boundRun runs a bounded step over every coordinate.
@@ -203,8 +212,12 @@ func newBoundRun(b bounded, numStates int, theta0 []float64) *boundRun {
 	return r
 }
 
-// setStates replaces the states by exact copies of an implementation's.
-func (r *boundRun) setStates(states [][]float32) {
+// reset restarts from exact copies of an implementation's θ and states.
+func (r *boundRun) reset(theta []float32, states [][]float32) {
+	for i, x := range theta {
+		r.theta[i] = exact(float64(x))
+		r.aux[i] = 0
+	}
 	for k := range r.states {
 		for i, x := range states[k] {
 			r.states[k][i] = exact(float64(x))
@@ -242,7 +255,7 @@ func (b *boundCheck) check(step int, buf string, impl []float32, want []ev) {
 		if w.e > 0 {
 			b.worst = max(b.worst, d/w.e)
 		}
-		if d <= w.e {
+		if within(d, w.e) {
 			continue
 		}
 		if b.violations == 0 {
@@ -252,6 +265,12 @@ func (b *boundCheck) check(step int, buf string, impl []float32, want []ev) {
 		b.violations++
 	}
 }
+
+// within reports d ≤ e, allowing for the float64 rounding of the bound's
+// own arithmetic (a few hundred operations of relative error 2^-53 at most
+// over a run, far below the 2^-30 allowed here). The bound is sharp: single
+// operations reach 0.999 of it when a result lies just above a power of 2.
+func within(d, e float64) bool { return d <= e*(1+0x1p-30) }
 
 // consistent checks that the bound arithmetic computes the oracle's values
 // (up to float64 rounding, which may be fused differently).
@@ -369,13 +388,12 @@ func missedShares(t *testing.T, c oracleCase, theta0, grads []float32, b bounded
 		t.Fatal(err)
 	}
 	nStates := len(c.opt.states)
-	theta := append([]float32(nil), theta0...)
-	free := newBoundRun(b, nStates, to64(theta0))
+	theta := slices.Clone(theta0)
+	free, restart := newBoundRun(b, nStates, to64(theta0)), newBoundRun(b, nStates, to64(theta0))
 	missed, pairs := 0, 0
 	for s := range oracleSteps {
 		g := to64(grads[s*c.n : (s+1)*c.n])
-		restart := newBoundRun(b, nStates, to64(theta))
-		restart.setStates(impl.States())
+		restart.reset(theta, impl.States())
 		restart.step(s, sigmaW2, g)
 		free.step(s, sigmaW2, g)
 		impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.stream.sigmaW2)
@@ -394,7 +412,7 @@ func countMissed(impl []float32, want []ev) (missed, nonzero int) {
 			continue
 		}
 		nonzero++
-		if !(math.Abs(float64(impl[i])-w.x) <= w.e) {
+		if !within(math.Abs(float64(impl[i])-w.x), w.e) {
 			missed++
 		}
 	}
