@@ -120,8 +120,11 @@ func (c *checker) checkOptimizer() {
 	if d.Name == nil || d.Name.Name == "" {
 		return
 	}
-	if !isPackageName(d.Name.Name) {
-		c.errorf(d.Name.NamePos, "optimizer name %s must be lower case letters, digits and _ starting with a letter (it names a Go package and a directory)", d.Name.Name)
+	switch name := d.Name.Name; {
+	case name == "main" || name == "init":
+		c.errorf(d.Name.NamePos, "optimizer name %s is reserved in Go (it names the generated Go package); choose another", name)
+	case !isPackageName(name):
+		c.errorf(d.Name.NamePos, "optimizer name %s must be lower case letters, digits and _ starting with a letter (it names a Go package and a directory)", name)
 	}
 }
 

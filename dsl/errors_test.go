@@ -119,6 +119,8 @@ func TestErrorFiles(t *testing.T) {
 var errorSources = []struct{ name, src string }{
 	{"upper case name", `optimizer Adam // ERROR col=11 "optimizer name Adam must be lower case"` + oneStep},
 	{"Go keyword name", `optimizer func // ERROR col=11 "optimizer name func .*Go package"` + oneStep},
+	{"package main", `optimizer main // ERROR col=11 "optimizer name main is reserved in Go"` + oneStep},
+	{"package init", `optimizer init // ERROR col=11 "optimizer name init is reserved in Go"` + oneStep},
 	{"underscore name", `optimizer _x // ERROR col=11 "optimizer name _x must be"` + oneStep},
 	{"blank name", `optimizer _ // ERROR col=11 "optimizer name _ must be"` + oneStep},
 	{"number as name", `optimizer 9x // ERROR col=11 "expected name, found number 9"` + oneStep},

@@ -14,7 +14,7 @@ import (
 )
 
 // regenerateHint tells how to refresh the checked-in generated packages.
-const regenerateHint = "run `make generate` (or `go run ./cmd/fibergen build optimizers/*.dsl`) and commit the result"
+const regenerateHint = "run `make generate` and commit the result"
 
 // generateGo compiles a .dsl source and generates its Go package exactly as
 // `fibergen build` does (cmd/fibergen/compile.go): ir.Compile, then

@@ -1,7 +1,8 @@
 // States named like Go keywords, predeclared identifiers, the generated
 // code's own identifiers (s, i, n, v1, u2, h, o, err, math, len), its
-// methods and fields (update, hypers), and hypers named like the methods
-// of Hypers (set, validate) and with underscores.
+// functions, types, methods and fields (Step, Init, HostScalars, Scalars,
+// T, update, hypers), and hypers named like the methods of Hypers (set,
+// validate) and with underscores.
 
 optimizer keywords
 
@@ -26,6 +27,11 @@ state math = 0
 state len = 0
 state update = 0
 state hypers = validate
+state Step = 0
+state Init = 0
+state HostScalars = 0
+state Scalars = 0
+state T = 0
 
 step {
 	range = decay_rate_2 * range + (1 - decay_rate_2) * g
@@ -43,5 +49,10 @@ step {
 	len = v1 + u2
 	update = update + len * eps_v
 	hypers = hypers * 0.99 + validate * 0.01
-	theta = theta - lr * range / (s + eps_v) - lr * eps_v * (func + err + math + update + hypers)
+	Step = Step + 1
+	Init = Init + Step
+	HostScalars = HostScalars * 0.5 + Init * 1e-3
+	Scalars = min(Scalars, HostScalars - g)
+	T = T + Scalars
+	theta = theta - lr * range / (s + eps_v) - lr * eps_v * (func + err + math + update + hypers + T)
 }
