@@ -21,7 +21,6 @@ func (g *generator) genHypers() {
 	f.Type().Id("Hypers").Struct(fields...)
 	g.genDefaults()
 	g.genSet()
-	g.genValidate()
 }
 
 func hyperDoc(h ir.Hyper) string {
@@ -33,49 +32,86 @@ func hyperDoc(h ir.Hyper) string {
 }
 
 func (g *generator) genDefaults() {
-	d := jen.Dict{}
+	var values []jen.Code
 	for _, h := range g.fn.Hypers {
-		d[jen.Id(exportedName(h.Name))] = float64Lit(h.Default)
+		values = append(values, keyValue(exportedName(h.Name), float64Lit(h.Default)))
 	}
 	g.file.Comment("Defaults returns the defaults declared in the DSL.")
-	g.file.Func().Id("Defaults").Params().Id("Hypers").Block(jen.Return(jen.Id("Hypers").Values(d)))
+	g.file.Func().Id("Defaults").Params().Id("Hypers").Block(jen.Return(jen.Id("Hypers").Values(append(values, jen.Line())...)))
 }
 
-// genSet generates Set, which overrides a hyper by its DSL name.
+// genSet generates hyperField, the table of hypers with their ranges, and
+// Set and Validate, which walk it.
 func (g *generator) genSet() {
-	var cases []jen.Code
+	f := g.file
+	f.Comment("hyperField is one hyper: its DSL name, its field and its range.")
+	f.Type().Id("hyperField").Struct(
+		jen.Id("name").String(),
+		jen.Id("ptr").Op("*").Float64(),
+		jen.List(jen.Id("lo"), jen.Id("hi")).Float64(),
+		jen.List(jen.Id("loOpen"), jen.Id("hiOpen")).Bool(),
+		jen.Id("text").String().Comment("the range as written in the DSL"),
+	)
+	var rows []jen.Code
 	for _, h := range g.fn.Hypers {
-		cases = append(cases, jen.Case(jen.Lit(h.Name)).Block(
-			jen.If(jen.Err().Op(":=").Add(rangeCheck(h, jen.Id("value"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-			jen.Id("h").Dot(exportedName(h.Name)).Op("=").Id("value"),
-			jen.Return(jen.Nil()),
-		))
+		rows = append(rows, jen.Line().Add(hyperRow(h)))
 	}
+	f.Comment("fields lists the hypers of h in declaration order.")
+	f.Func().Params(jen.Id("h").Op("*").Id("Hypers")).Id("fields").Params().Index().Id("hyperField").Block(
+		jen.Return(jen.Index().Id("hyperField").Values(append(rows, jen.Line())...)))
+	g.genSetMethod()
+	g.genValidate()
+	g.genCheck()
+}
+
+// hyperRow is the hyperField literal of h.
+func hyperRow(h ir.Hyper) jen.Code {
+	lo, hi, loOpen, hiOpen, text := math.Inf(-1), math.Inf(1), true, true, "(-inf, inf)"
+	if r := h.Range; r != nil {
+		lo, hi, loOpen, hiOpen, text = r.Lo, r.Hi, r.LoOpen, r.HiOpen, r.String()
+	}
+	return jen.Values(jen.Lit(h.Name), jen.Op("&").Id("h").Dot(exportedName(h.Name)), float64Lit(lo), float64Lit(hi), jen.Lit(loOpen), jen.Lit(hiOpen), jen.Lit(text))
+}
+
+func (g *generator) genSetMethod() {
+	field := jen.Id("f")
 	g.file.Comment("Set overrides the hyper with the given DSL name, checking its range.")
 	g.file.Func().Params(jen.Id("h").Op("*").Id("Hypers")).Id("Set").Params(jen.Id("name").String(), jen.Id("value").Float64()).Error().Block(
-		jen.Switch(jen.Id("name")).Block(cases...),
+		jen.For(jen.List(jen.Id("_"), field).Op(":=").Range().Id("h").Dot("fields").Call()).Block(
+			jen.If(jen.Add(field).Dot("name").Op("==").Id("name")).Block(
+				jen.If(jen.Err().Op(":=").Add(field).Dot("check").Call(jen.Id("value")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+				jen.Op("*").Add(field).Dot("ptr").Op("=").Id("value"),
+				jen.Return(jen.Nil()),
+			),
+		),
 		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+" has no hyper %s (its hypers: "+strings.Join(g.fn.HyperNames(), ", ")+")"), jen.Id("name"))),
 	)
 }
 
 func (g *generator) genValidate() {
-	var body []jen.Code
-	for _, h := range g.fn.Hypers {
-		body = append(body, jen.If(jen.Err().Op(":=").Add(rangeCheck(h, jen.Id("h").Dot(exportedName(h.Name)))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
-	}
-	body = append(body, jen.Return(jen.Nil()))
+	field := jen.Id("f")
 	g.file.Comment("Validate checks every hyper against its range.")
-	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("Validate").Params().Error().Block(body...)
-	g.helpers["checkRange"] = true
+	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("Validate").Params().Error().Block(
+		jen.For(jen.List(jen.Id("_"), field).Op(":=").Range().Id("h").Dot("fields").Call()).Block(
+			jen.If(jen.Err().Op(":=").Add(field).Dot("check").Call(jen.Op("*").Add(field).Dot("ptr")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		),
+		jen.Return(jen.Nil()),
+	)
 }
 
-// rangeCheck calls checkRange(name, x, lo, loOpen, hi, hiOpen).
-func rangeCheck(h ir.Hyper, x jen.Code) *jen.Statement {
-	lo, hi, loOpen, hiOpen, text := math.Inf(-1), math.Inf(1), true, true, "(-inf, inf)"
-	if r := h.Range; r != nil {
-		lo, hi, loOpen, hiOpen, text = r.Lo, r.Hi, r.LoOpen, r.HiOpen, r.String()
-	}
-	return jen.Id("checkRange").Call(jen.Lit(h.Name), x, float64Lit(lo), jen.Lit(loOpen), float64Lit(hi), jen.Lit(hiOpen), jen.Lit(text))
+// genCheck emits hyperField.check: finite and inside the range.
+func (g *generator) genCheck() {
+	f, x := jen.Id("f"), jen.Id("x")
+	g.file.Comment("check reports a value that is not finite or lies outside the hyper's range.")
+	g.file.Func().Params(jen.Id("f").Id("hyperField")).Id("check").Params(jen.Id("x").Float64()).Error().Block(
+		jen.If(jen.Qual("math", "IsNaN").Call(x).Op("||").Qual("math", "IsInf").Call(x, jen.Lit(0))).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v: value must be finite"), jen.Add(f).Dot("name"), x))),
+		jen.Id("inLo").Op(":=").Add(x).Op(">").Add(f).Dot("lo").Op("||").Op("!").Add(f).Dot("loOpen").Op("&&").Add(x).Op("==").Add(f).Dot("lo"),
+		jen.Id("inHi").Op(":=").Add(x).Op("<").Add(f).Dot("hi").Op("||").Op("!").Add(f).Dot("hiOpen").Op("&&").Add(x).Op("==").Add(f).Dot("hi"),
+		jen.If(jen.Op("!").Id("inLo").Op("||").Op("!").Id("inHi")).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v is outside its range %s"), jen.Add(f).Dot("name"), x, jen.Add(f).Dot("text")))),
+		jen.Return(jen.Nil()),
+	)
 }
 
 // float64Lit is a float64 literal; infinities and NaN go through math.

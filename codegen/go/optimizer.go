@@ -54,9 +54,6 @@ func (g *generator) genOptimizer() {
 
 // genHelpers emits the helper functions the generated code calls.
 func (g *generator) genHelpers() {
-	if g.helpers["checkRange"] {
-		g.genCheckRange()
-	}
 	for _, name := range []string{"maxOf", "minOf"} {
 		if g.helpers[name] {
 			g.genMinMax(name)
@@ -67,21 +64,6 @@ func (g *generator) genHelpers() {
 		g.file.Func().Id("abs32").Params(jen.Id("x").Float32()).Float32().Block(
 			jen.Return(jen.Qual("math", "Float32frombits").Call(jen.Qual("math", "Float32bits").Call(jen.Id("x")).Op("&^").Parens(jen.Lit(1).Op("<<").Lit(31)))))
 	}
-}
-
-func (g *generator) genCheckRange() {
-	x := jen.Id("x")
-	g.file.Comment("checkRange reports a value that is not finite or lies outside [lo, hi],")
-	g.file.Comment("with the ends excluded where open.")
-	g.file.Func().Id("checkRange").Params(jen.Id("name").String(), jen.Id("x"), jen.Id("lo").Float64(), jen.Id("loOpen").Bool(), jen.Id("hi").Float64(), jen.Id("hiOpen").Bool(), jen.Id("text").String()).Error().Block(
-		jen.If(jen.Qual("math", "IsNaN").Call(x).Op("||").Qual("math", "IsInf").Call(x, jen.Lit(0))).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v: value must be finite"), jen.Id("name"), x))),
-		jen.Id("inLo").Op(":=").Add(x).Op(">").Id("lo").Op("||").Op("!").Id("loOpen").Op("&&").Add(x).Op("==").Id("lo"),
-		jen.Id("inHi").Op(":=").Add(x).Op("<").Id("hi").Op("||").Op("!").Id("hiOpen").Op("&&").Add(x).Op("==").Id("hi"),
-		jen.If(jen.Op("!").Id("inLo").Op("||").Op("!").Id("inHi")).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v is outside its range %s"), jen.Id("name"), x, jen.Id("text")))),
-		jen.Return(jen.Nil()),
-	)
 }
 
 // genMinMax emits maxOf or minOf with the DSL's semantics (dsl.Max): NaN if

@@ -31,26 +31,60 @@ type Hypers struct {
 
 // Defaults returns the defaults declared in the DSL.
 func Defaults() Hypers {
-	return Hypers{Lr: 0.1}
+	return Hypers{
+		Lr: 0.1,
+	}
+}
+
+// hyperField is one hyper: its DSL name, its field and its range.
+type hyperField struct {
+	name           string
+	ptr            *float64
+	lo, hi         float64
+	loOpen, hiOpen bool
+	text           string // the range as written in the DSL
+}
+
+// fields lists the hypers of h in declaration order.
+func (h *Hypers) fields() []hyperField {
+	return []hyperField{
+		{"lr", &h.Lr, 0.0, math.Inf(1), true, true, "(0, inf)"},
+	}
 }
 
 // Set overrides the hyper with the given DSL name, checking its range.
 func (h *Hypers) Set(name string, value float64) error {
-	switch name {
-	case "lr":
-		if err := checkRange("lr", value, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-			return err
+	for _, f := range h.fields() {
+		if f.name == name {
+			if err := f.check(value); err != nil {
+				return err
+			}
+			*f.ptr = value
+			return nil
 		}
-		h.Lr = value
-		return nil
 	}
 	return fmt.Errorf("dp_sgd has no hyper %s (its hypers: lr)", name)
 }
 
 // Validate checks every hyper against its range.
 func (h Hypers) Validate() error {
-	if err := checkRange("lr", h.Lr, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-		return err
+	for _, f := range h.fields() {
+		if err := f.check(*f.ptr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check reports a value that is not finite or lies outside the hyper's range.
+func (f hyperField) check(x float64) error {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("hyper %s = %v: value must be finite", f.name, x)
+	}
+	inLo := x > f.lo || !f.loOpen && x == f.lo
+	inHi := x < f.hi || !f.hiOpen && x == f.hi
+	if !inLo || !inHi {
+		return fmt.Errorf("hyper %s = %v is outside its range %s", f.name, x, f.text)
 	}
 	return nil
 }
@@ -116,18 +150,4 @@ func New(h Hypers, n int) (*Optimizer, error) {
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) {
 	Step(HostScalars(o.Hypers, o.T, sigmaW2), theta, g)
 	o.T++
-}
-
-// checkRange reports a value that is not finite or lies outside [lo, hi],
-// with the ends excluded where open.
-func checkRange(name string, x, lo float64, loOpen bool, hi float64, hiOpen bool, text string) error {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return fmt.Errorf("hyper %s = %v: value must be finite", name, x)
-	}
-	inLo := x > lo || !loOpen && x == lo
-	inHi := x < hi || !hiOpen && x == hi
-	if !inLo || !inHi {
-		return fmt.Errorf("hyper %s = %v is outside its range %s", name, x, text)
-	}
-	return nil
 }

@@ -61,107 +61,75 @@ type Hypers struct {
 // Defaults returns the defaults declared in the DSL.
 func Defaults() Hypers {
 	return Hypers{
+		Lr:    0.001,
 		Beta1: 0.9,
 		Beta2: 0.999,
 		Eps:   1e-08,
-		EpsV:  1e-08,
-		Gamma: 0.7,
-		Kappa: 0.6,
-		Lr:    0.001,
-		Omega: 0.9,
 		Wd:    0.0,
+		Kappa: 0.6,
+		Gamma: 0.7,
+		Omega: 0.9,
+		EpsV:  1e-08,
+	}
+}
+
+// hyperField is one hyper: its DSL name, its field and its range.
+type hyperField struct {
+	name           string
+	ptr            *float64
+	lo, hi         float64
+	loOpen, hiOpen bool
+	text           string // the range as written in the DSL
+}
+
+// fields lists the hypers of h in declaration order.
+func (h *Hypers) fields() []hyperField {
+	return []hyperField{
+		{"lr", &h.Lr, 0.0, math.Inf(1), true, true, "(0, inf)"},
+		{"beta1", &h.Beta1, 0.0, 1.0, false, true, "[0, 1)"},
+		{"beta2", &h.Beta2, 0.0, 1.0, false, true, "[0, 1)"},
+		{"eps", &h.Eps, 0.0, math.Inf(1), true, true, "(0, inf)"},
+		{"wd", &h.Wd, 0.0, math.Inf(1), false, true, "[0, inf)"},
+		{"kappa", &h.Kappa, 0.0, 1.0, true, false, "(0, 1]"},
+		{"gamma", &h.Gamma, 0.0, math.Inf(1), true, true, "(0, inf)"},
+		{"omega", &h.Omega, 0.0, 1.0, true, false, "(0, 1]"},
+		{"eps_v", &h.EpsV, 0.0, math.Inf(1), false, true, "[0, inf)"},
 	}
 }
 
 // Set overrides the hyper with the given DSL name, checking its range.
 func (h *Hypers) Set(name string, value float64) error {
-	switch name {
-	case "lr":
-		if err := checkRange("lr", value, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-			return err
+	for _, f := range h.fields() {
+		if f.name == name {
+			if err := f.check(value); err != nil {
+				return err
+			}
+			*f.ptr = value
+			return nil
 		}
-		h.Lr = value
-		return nil
-	case "beta1":
-		if err := checkRange("beta1", value, 0.0, false, 1.0, true, "[0, 1)"); err != nil {
-			return err
-		}
-		h.Beta1 = value
-		return nil
-	case "beta2":
-		if err := checkRange("beta2", value, 0.0, false, 1.0, true, "[0, 1)"); err != nil {
-			return err
-		}
-		h.Beta2 = value
-		return nil
-	case "eps":
-		if err := checkRange("eps", value, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-			return err
-		}
-		h.Eps = value
-		return nil
-	case "wd":
-		if err := checkRange("wd", value, 0.0, false, math.Inf(1), true, "[0, inf)"); err != nil {
-			return err
-		}
-		h.Wd = value
-		return nil
-	case "kappa":
-		if err := checkRange("kappa", value, 0.0, true, 1.0, false, "(0, 1]"); err != nil {
-			return err
-		}
-		h.Kappa = value
-		return nil
-	case "gamma":
-		if err := checkRange("gamma", value, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-			return err
-		}
-		h.Gamma = value
-		return nil
-	case "omega":
-		if err := checkRange("omega", value, 0.0, true, 1.0, false, "(0, 1]"); err != nil {
-			return err
-		}
-		h.Omega = value
-		return nil
-	case "eps_v":
-		if err := checkRange("eps_v", value, 0.0, false, math.Inf(1), true, "[0, inf)"); err != nil {
-			return err
-		}
-		h.EpsV = value
-		return nil
 	}
 	return fmt.Errorf("fiber has no hyper %s (its hypers: lr, beta1, beta2, eps, wd, kappa, gamma, omega, eps_v)", name)
 }
 
 // Validate checks every hyper against its range.
 func (h Hypers) Validate() error {
-	if err := checkRange("lr", h.Lr, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-		return err
+	for _, f := range h.fields() {
+		if err := f.check(*f.ptr); err != nil {
+			return err
+		}
 	}
-	if err := checkRange("beta1", h.Beta1, 0.0, false, 1.0, true, "[0, 1)"); err != nil {
-		return err
+	return nil
+}
+
+// check reports a value that is not finite or lies outside the hyper's range.
+func (f hyperField) check(x float64) error {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("hyper %s = %v: value must be finite", f.name, x)
 	}
-	if err := checkRange("beta2", h.Beta2, 0.0, false, 1.0, true, "[0, 1)"); err != nil {
-		return err
-	}
-	if err := checkRange("eps", h.Eps, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-		return err
-	}
-	if err := checkRange("wd", h.Wd, 0.0, false, math.Inf(1), true, "[0, inf)"); err != nil {
-		return err
-	}
-	if err := checkRange("kappa", h.Kappa, 0.0, true, 1.0, false, "(0, 1]"); err != nil {
-		return err
-	}
-	if err := checkRange("gamma", h.Gamma, 0.0, true, math.Inf(1), true, "(0, inf)"); err != nil {
-		return err
-	}
-	if err := checkRange("omega", h.Omega, 0.0, true, 1.0, false, "(0, 1]"); err != nil {
-		return err
-	}
-	if err := checkRange("eps_v", h.EpsV, 0.0, false, math.Inf(1), true, "[0, inf)"); err != nil {
-		return err
+	inLo := x > f.lo || !f.loOpen && x == f.lo
+	inHi := x < f.hi || !f.hiOpen && x == f.hi
+	if !inLo || !inHi {
+		return fmt.Errorf("hyper %s = %v is outside its range %s", f.name, x, f.text)
 	}
 	return nil
 }
@@ -343,20 +311,6 @@ func New(h Hypers, n int) (*Optimizer, error) {
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) {
 	Step(HostScalars(o.Hypers, o.T, sigmaW2), theta, g, o.Gt, o.R, o.M, o.V)
 	o.T++
-}
-
-// checkRange reports a value that is not finite or lies outside [lo, hi],
-// with the ends excluded where open.
-func checkRange(name string, x, lo float64, loOpen bool, hi float64, hiOpen bool, text string) error {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return fmt.Errorf("hyper %s = %v: value must be finite", name, x)
-	}
-	inLo := x > lo || !loOpen && x == lo
-	inHi := x < hi || !hiOpen && x == hi
-	if !inLo || !inHi {
-		return fmt.Errorf("hyper %s = %v is outside its range %s", name, x, text)
-	}
-	return nil
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.
