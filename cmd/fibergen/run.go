@@ -135,11 +135,11 @@ func (o *runOptions) readInputs() (theta, grads npy.Array, err error) {
 	}
 	switch {
 	case theta.Rank() != 1:
-		err = fmt.Errorf("--theta %s has shape %s; want a vector [n]", o.theta, shapeString(theta.Shape))
+		err = fmt.Errorf("--theta %s has shape %s; want a vector [n]", o.theta, npy.FormatShape(theta.Shape))
 	case grads.Rank() != 2:
-		err = fmt.Errorf("--grads %s has shape %s; want a matrix [T, n]", o.grads, shapeString(grads.Shape))
+		err = fmt.Errorf("--grads %s has shape %s; want a matrix [T, n]", o.grads, npy.FormatShape(grads.Shape))
 	case grads.Shape[1] != theta.Shape[0]:
-		err = fmt.Errorf("--grads %s has shape %s but --theta has %d coordinates", o.grads, shapeString(grads.Shape), theta.Shape[0])
+		err = fmt.Errorf("--grads %s has shape %s but --theta has %d coordinates", o.grads, npy.FormatShape(grads.Shape), theta.Shape[0])
 	}
 	return theta, grads, err
 }
@@ -155,18 +155,4 @@ func readArray(name, path string) (npy.Array, error) {
 		return a, fmt.Errorf("%s %v", name, err) // the error starts with path
 	}
 	return a, nil
-}
-
-func shapeString(shape []int) string {
-	s := "("
-	for i, d := range shape {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprint(d)
-	}
-	if len(shape) == 1 {
-		s += ","
-	}
-	return s + ")"
 }

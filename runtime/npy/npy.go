@@ -28,7 +28,7 @@ func numElements(shape []int) (int, error) {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("negative dimension %d in shape %s", d, formatShape(shape))
+			return 0, fmt.Errorf("negative dimension %d in shape %s", d, FormatShape(shape))
 		}
 		if d == 0 {
 			n = 0
@@ -39,16 +39,16 @@ func numElements(shape []int) (int, error) {
 			break
 		}
 		if d > maxElements/n {
-			return 0, fmt.Errorf("shape %s has too many elements (size overflows)", formatShape(shape))
+			return 0, fmt.Errorf("shape %s has too many elements (size overflows)", FormatShape(shape))
 		}
 		n *= d
 	}
 	return n, nil
 }
 
-// formatShape renders shape the way Python's repr renders a tuple:
+// FormatShape renders shape the way Python's repr renders a tuple:
 // "()", "(3,)", "(2, 3)".
-func formatShape(shape []int) string {
+func FormatShape(shape []int) string {
 	parts := make([]string, len(shape))
 	for i, d := range shape {
 		parts[i] = strconv.Itoa(d)

@@ -153,7 +153,7 @@ func TestWriteHeaderLayout(t *testing.T) {
 			t.Errorf("shape %v: length field does not match header", shape)
 		case !strings.HasSuffix(text, " \n"):
 			t.Errorf("shape %v: header %q does not end in space padding and newline", shape, text)
-		case !strings.Contains(text, "'shape': "+formatShape(shape)+", }"):
+		case !strings.Contains(text, "'shape': "+FormatShape(shape)+", }"):
 			t.Errorf("shape %v: header %q lacks the shape tuple", shape, text)
 		}
 	}
@@ -536,8 +536,8 @@ func TestFormatShape(t *testing.T) {
 		shape []int
 		want  string
 	}{{nil, "()"}, {[]int{3}, "(3,)"}, {[]int{2, 3}, "(2, 3)"}, {[]int{0, 1, 2}, "(0, 1, 2)"}} {
-		if got := formatShape(tc.shape); got != tc.want {
-			t.Errorf("formatShape(%v) = %q, want %q", tc.shape, got, tc.want)
+		if got := FormatShape(tc.shape); got != tc.want {
+			t.Errorf("FormatShape(%v) = %q, want %q", tc.shape, got, tc.want)
 		}
 	}
 }

@@ -202,8 +202,8 @@ func decodeFloats(r io.Reader, need int64, capHint int, order binary.ByteOrder) 
 func sizeError(have, need int64, shape []int) error {
 	if have < need {
 		return fmt.Errorf("truncated data: file holds %d bytes of data, shape %s float32 needs %d",
-			have, formatShape(shape), need)
+			have, FormatShape(shape), need)
 	}
 	return fmt.Errorf("trailing data: file holds %d bytes of data, shape %s float32 needs only %d",
-		have, formatShape(shape), need)
+		have, FormatShape(shape), need)
 }

@@ -47,7 +47,7 @@ func (a Array) validate() error {
 		return err
 	}
 	if n != len(a.Data) {
-		return fmt.Errorf("shape %s holds %d elements but Data has %d", formatShape(a.Shape), n, len(a.Data))
+		return fmt.Errorf("shape %s holds %d elements but Data has %d", FormatShape(a.Shape), n, len(a.Data))
 	}
 	return nil
 }
@@ -55,14 +55,14 @@ func (a Array) validate() error {
 // encodeHeader builds magic, version 1.0, header length and the padded
 // header dict exactly as NumPy's _write_array_header does.
 func encodeHeader(shape []int) ([]byte, error) {
-	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': " + formatShape(shape) + ", }"
+	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': " + FormatShape(shape) + ", }"
 	if len(shape) > 0 {
 		dict += strings.Repeat(" ", max(0, growthDigits-len(strconv.Itoa(shape[0]))))
 	}
 	textLen := len(dict) + 1 // + final newline
 	pad := headerAlign - (prefixLen1+textLen)%headerAlign
 	if textLen+pad > math.MaxUint16 {
-		return nil, fmt.Errorf("header for shape %s is too long for .npy format 1.0", formatShape(shape))
+		return nil, fmt.Errorf("header for shape %s is too long for .npy format 1.0", FormatShape(shape))
 	}
 	var b bytes.Buffer
 	b.WriteString(magic)
