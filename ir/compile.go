@@ -10,9 +10,15 @@ func Compile(filename string, src []byte) (fn *Func, errs dsl.ErrorList, err err
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	fn, err = Lower(f, info)
+	fn, err = Build(f, info)
+	return fn, nil, err
+}
+
+// Build lowers a checked file (dsl.Parse without errors) and optimizes it.
+func Build(f *dsl.File, info *dsl.Info) (*Func, error) {
+	fn, err := Lower(f, info)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return fn, nil, Optimize(fn)
+	return fn, Optimize(fn)
 }

@@ -245,4 +245,11 @@ func toDSL(v *Value) dsl.Expr {
 	return &dsl.BinaryExpr{X: toDSL(v.Args[0]), Op: infix[v.Op], Y: toDSL(v.Args[1])}
 }
 
-var infix = map[Op]dsl.Token{OpAdd: dsl.ADD, OpSub: dsl.SUB, OpMul: dsl.MUL, OpDiv: dsl.QUO, OpPow: dsl.POW}
+// infix maps a binary op back to its DSL operator: binaryOps inverted.
+var infix = func() map[Op]dsl.Token {
+	m := map[Op]dsl.Token{}
+	for tok, op := range binaryOps {
+		m[op] = tok
+	}
+	return m
+}()

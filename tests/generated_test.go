@@ -9,27 +9,24 @@ import (
 	"testing"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
-	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 // regenerateHint tells how to refresh the checked-in generated packages.
 const regenerateHint = "run `make generate` and commit the result"
 
-// generateGo compiles a .dsl source and generates its Go package exactly as
-// `fibergen build` does (cmd/fibergen/compile.go): ir.Compile, then
-// gogen.Generate with the base name and the dsl.Format form of the source.
+// generateGo compiles a .dsl source and generates its Go package through
+// pipeline.Compile, as `fibergen build` does.
 func generateGo(path string, src []byte) (*ir.Func, []byte, error) {
-	fn, errs, err := ir.Compile(path, src)
+	u, errs, err := pipeline.Compile(path, src)
 	if len(errs) > 0 {
 		return nil, nil, errs.Err()
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	f, _ := dsl.ParseFile(path, src)
-	out, err := gogen.Generate(fn, gogen.Options{Source: filepath.Base(path), DSL: dsl.Format(f)})
-	return fn, out, err
+	return u.Func, u.GoCode, nil
 }
 
 // TestGeneratedUpToDate regenerates every optimizers/*.dsl in process and

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 func cmdBuild(args []string, stdout, stderr io.Writer) int {
@@ -28,23 +30,23 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, u := range units {
-		if err := checkOutPath(*out, u.outFile(*out)); err != nil {
+		if err := checkOutPath(*out, outFile(*out, u)); err != nil {
 			return fail(stderr, "build", err)
 		}
 	}
 	for _, u := range units {
-		path := u.outFile(*out)
-		if err := writeFileAtomic(path, u.goSrc); err != nil {
+		path := outFile(*out, u)
+		if err := writeFileAtomic(path, u.GoCode); err != nil {
 			return fail(stderr, "build", fmt.Errorf("cannot write %s: %v", path, rootCause(err)))
 		}
-		fmt.Fprintf(stdout, "%s -> %s\n", u.path, filepath.Dir(path))
+		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(path))
 	}
 	return 0
 }
 
 // outFile is where build writes u's Go package under the output directory.
-func (u *unit) outFile(out string) string {
-	return filepath.Join(out, u.fn.Name, u.fn.Name+".go")
+func outFile(out string, u *pipeline.Unit) string {
+	return filepath.Join(out, u.Func.Name, u.Func.Name+".go")
 }
 
 // checkOutPath checks, before anything is written, that file can be created
@@ -74,8 +76,8 @@ func checkOutPath(out, file string) error {
 
 // compileAll compiles every file; it fails if any file has an error or two
 // files declare the same optimizer, before anything is written.
-func compileAll(files []string, stderr io.Writer) ([]*unit, bool) {
-	var units []*unit
+func compileAll(files []string, stderr io.Writer) ([]*pipeline.Unit, bool) {
+	var units []*pipeline.Unit
 	seen := map[string]string{}
 	ok := true
 	for _, path := range files {
@@ -83,11 +85,11 @@ func compileAll(files []string, stderr io.Writer) ([]*unit, bool) {
 		switch {
 		case u == nil:
 			ok = false
-		case seen[u.fn.Name] != "":
-			fmt.Fprintf(stderr, "fibergen: %s and %s both declare optimizer %s\n", seen[u.fn.Name], path, u.fn.Name)
+		case seen[u.Func.Name] != "":
+			fmt.Fprintf(stderr, "fibergen: %s and %s both declare optimizer %s\n", seen[u.Func.Name], path, u.Func.Name)
 			ok = false
 		default:
-			seen[u.fn.Name] = path
+			seen[u.Func.Name] = path
 			units = append(units, u)
 		}
 	}

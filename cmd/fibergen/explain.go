@@ -9,6 +9,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
@@ -28,7 +29,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	if u == nil {
 		return 1
 	}
-	h, err := u.fn.ApplySettings(sets)
+	h, err := u.Func.ApplySettings(sets)
 	if err != nil {
 		return fail(stderr, "explain", err)
 	}
@@ -37,7 +38,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "explain", err)
 	}
 	if *showIR {
-		x.IR = u.fn.String()
+		x.IR = u.Func.String()
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -99,13 +100,13 @@ type kernelInfo struct {
 	Operations int      `json:"operations"`
 }
 
-func describeUnit(u *unit, h []float64) (*explanation, error) {
-	p, err := interp.New(u.fn)
+func describeUnit(u *pipeline.Unit, h []float64) (*explanation, error) {
+	p, err := interp.New(u.Func)
 	if err != nil {
 		return nil, err
 	}
-	x := &explanation{Optimizer: u.fn.Name, Source: u.path, Step: stepText(u)}
-	for i, hy := range u.fn.Hypers {
+	x := &explanation{Optimizer: u.Func.Name, Source: u.Path, Step: stepText(u)}
+	for i, hy := range u.Func.Hypers {
 		r := ""
 		if hy.Range != nil {
 			r = hy.Range.String()
@@ -113,9 +114,9 @@ func describeUnit(u *unit, h []float64) (*explanation, error) {
 		x.Hypers = append(x.Hypers, hyperInfo{hy.Name, h[i], hy.Default, r})
 	}
 	x.States = describeStates(p, h)
-	x.Observe = describeObserve(u.fn, p, h)
-	x.HostScalars = describeScalars(u.fn, p, h)
-	x.Kernel = describeKernel(u.fn.Step)
+	x.Observe = describeObserve(u.Func, p, h)
+	x.HostScalars = describeScalars(u.Func, p, h)
+	x.Kernel = describeKernel(u.Func.Step)
 	return x, nil
 }
 
@@ -173,8 +174,8 @@ func describeKernel(b *ir.Block) kernelInfo {
 	return k
 }
 
-func stepText(u *unit) string {
-	text := string(canonical(u.path, u.src))
+func stepText(u *pipeline.Unit) string {
+	text := string(u.Canonical)
 	if i := strings.Index(text, "step {"); i >= 0 {
 		return text[i:]
 	}

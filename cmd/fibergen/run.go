@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
@@ -67,8 +68,8 @@ func (o *runOptions) validate(files []string) string {
 	return ""
 }
 
-func (o *runOptions) execute(u *unit) error {
-	h, err := u.fn.ApplySettings(o.sets)
+func (o *runOptions) execute(u *pipeline.Unit) error {
+	h, err := u.Func.ApplySettings(o.sets)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (o *runOptions) execute(u *unit) error {
 	if err := checkOutFile("--out", o.out); err != nil {
 		return err
 	}
-	p, err := interp.New(u.fn)
+	p, err := interp.New(u.Func)
 	if err != nil {
 		return err
 	}

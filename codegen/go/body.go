@@ -31,7 +31,7 @@ func (e *env) ref(v *ir.Value) jen.Code {
 	if c, ok := e.names[v]; ok {
 		return c
 	}
-	return jen.Id(fmt.Sprintf("MISSING_%d", v.ID)) // Verify rules this out; gofmt would fail loudly
+	return e.g.fail("value v%d (%s) is used before it is defined", v.ID, v.Op)
 }
 
 // define emits `name := expr` for a non-constant value and records its name.
@@ -95,7 +95,7 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 		e.g.helpers[name] = true
 		return jen.Id(name).Call(a, e.ref(v.Args[1]))
 	}
-	return jen.Id(fmt.Sprintf("UNSUPPORTED_%s", v.Op))
+	return e.g.fail("no Go code for %s on %s", v.Op, v.Type)
 }
 
 // bufName is the Go name of the buffer behind a load or store.

@@ -22,6 +22,9 @@ type Options struct {
 // Generate returns the gofmt-formatted source of the Go package for fn, which
 // must be optimized (ir.Optimize).
 func Generate(fn *ir.Func, opts Options) ([]byte, error) {
+	if err := ir.Verify(fn); err != nil {
+		return nil, fmt.Errorf("gogen: %v", err)
+	}
 	g, err := newGenerator(fn)
 	if err != nil {
 		return nil, err
@@ -38,6 +41,9 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.genStep()
 	g.genOptimizer()
 	g.genHelpers()
+	if g.err != nil {
+		return nil, g.err
+	}
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("gogen: %s: %v", fn.Name, err)
@@ -64,6 +70,16 @@ type generator struct {
 	scalars []*ir.Value          // host scalars of the step block, in order
 	names   map[*ir.Value]string // Go expressions of host scalars in Step ("s.S0")
 	helpers map[string]bool      // helper functions the code calls
+	err     error                // the first value the generator could not translate
+}
+
+// fail records an IR value the generator cannot translate (ir.Verify rules
+// these out, so it means a bug) and returns a placeholder expression.
+func (g *generator) fail(format string, args ...any) jen.Code {
+	if g.err == nil {
+		g.err = fmt.Errorf("gogen: %s: "+format, append([]any{g.fn.Name}, args...)...)
+	}
+	return jen.Nil()
 }
 
 func newGenerator(fn *ir.Func) (*generator, error) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
-	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -22,12 +22,14 @@ func generate(t *testing.T, path string) ([]byte, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, errs, err := ir.Compile(path, src)
-	if len(errs) > 0 || err != nil {
-		t.Fatalf("compile %s: %v %v", path, errs, err)
+	u, errs, err := pipeline.Compile(path, src)
+	if len(errs) > 0 {
+		t.Fatalf("compile %s: %v", path, errs)
 	}
-	f, _ := dsl.ParseFile(path, src)
-	return gogen.Generate(fn, gogen.Options{Source: filepath.Base(path), DSL: dsl.Format(f)})
+	if err != nil {
+		return nil, err
+	}
+	return u.GoCode, nil
 }
 
 func TestGolden(t *testing.T) {
@@ -87,5 +89,16 @@ func TestNameClash(t *testing.T) {
 	_, err = gogen.Generate(fn, gogen.Options{Source: "clash.dsl"})
 	if err == nil || !strings.Contains(err.Error(), "EpsV") {
 		t.Fatalf("want a clash error naming EpsV, got %v", err)
+	}
+}
+
+func TestRejectsInvalidIR(t *testing.T) {
+	fn, _, err := ir.Compile("sgd.dsl", []byte("optimizer sgd\nhyper lr = 0.1\nstep {\n theta = theta - lr * g\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn.Step.Values = fn.Step.Values[1:] // drop a definition that others use
+	if _, err := gogen.Generate(fn, gogen.Options{Source: "sgd.dsl"}); err == nil || !strings.Contains(err.Error(), "not defined") {
+		t.Fatalf("want an error for invalid IR, got %v", err)
 	}
 }

@@ -121,8 +121,8 @@ const chunk = 512
 // at a time. Each coordinate still sees the same operations in the same
 // order, so the result is the same as one coordinate at a time.
 func (c *code) run(host regs, bufs [][]float32) {
-	r := c.kernelRegs(host)
 	n := len(bufs[1])
+	r := c.kernelRegs(host, min(n, chunk))
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
 		m := hi - lo
@@ -139,15 +139,20 @@ func (c *code) run(host regs, bufs [][]float32) {
 	}
 }
 
-// kernelRegs allocates a chunk of registers for every value and fills those
-// of host values (uniform, read by the kernel) with their value.
-func (c *code) kernelRegs(host regs) [][]float32 {
+// kernelRegs allocates registers of size coordinates for every value the
+// kernel part reads or writes, and fills those of host values (uniform, read
+// by the kernel) with their value.
+func (c *code) kernelRegs(host regs, size int) [][]float32 {
 	r := make([][]float32, c.n)
-	for i := range r {
-		r[i] = make([]float32, chunk)
+	for _, in := range c.kernelPart {
+		for _, i := range []int{in.dst, in.a, in.b} {
+			if r[i] == nil {
+				r[i] = make([]float32, size)
+			}
+		}
 	}
 	for _, in := range c.hostPart {
-		for j := range r[in.dst] {
+		for j := range r[in.dst] { // nil, so skipped, unless the kernel reads it
 			r[in.dst][j] = host.f32[in.dst]
 		}
 	}

@@ -1,0 +1,43 @@
+// Package pipeline runs fibergen's phases on one .dsl source in the order
+// `fibergen build` does — parse and check (dsl), lower and optimize (ir),
+// generate code (codegen/go) — so that the command line and the tests build
+// exactly the same thing from one parse.
+package pipeline
+
+import (
+	"path/filepath"
+
+	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+)
+
+// Unit is one compiled .dsl file.
+type Unit struct {
+	Path      string
+	Src       []byte
+	File      *dsl.File
+	Canonical []byte   // dsl.Format(File)
+	Func      *ir.Func // optimized
+	GoCode    []byte   // the generated Go package
+}
+
+// Compile builds src, read from path. A non-empty ErrorList holds the
+// positioned diagnostics of the source; err is a failure after checking (a
+// name that Go cannot take, or a bug in fibergen).
+func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
+	f, info, errs := dsl.Parse(path, src)
+	if len(errs) > 0 {
+		return nil, errs, nil
+	}
+	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f)}
+	var err error
+	if u.Func, err = ir.Build(f, info); err != nil {
+		return nil, nil, err
+	}
+	u.GoCode, err = gogen.Generate(u.Func, gogen.Options{Source: filepath.Base(path), DSL: u.Canonical})
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, nil, nil
+}
