@@ -12,7 +12,7 @@ const (
 	StateObj           // state m = 0
 	LocalObj           // nu = g - gt inside step
 	BuiltinObj         // g, theta, t, sigma_w2
-	FuncObj            // sqrt, abs, min, max, attenuation
+	FuncObj            // sqrt, abs, min, max, attenuation, attenuation_t
 )
 
 // Object is what an identifier denotes.
@@ -28,15 +28,16 @@ type Object struct {
 
 // The built-in values and functions.
 var universe = map[string]*Object{
-	"g":           {Kind: BuiltinObj, Name: "g", Varying: true},
-	"theta":       {Kind: BuiltinObj, Name: "theta", Varying: true},
-	"t":           {Kind: BuiltinObj, Name: "t"},
-	"sigma_w2":    {Kind: BuiltinObj, Name: "sigma_w2"},
-	"sqrt":        {Kind: FuncObj, Name: "sqrt", Arity: 1},
-	"abs":         {Kind: FuncObj, Name: "abs", Arity: 1},
-	"min":         {Kind: FuncObj, Name: "min", Arity: 2},
-	"max":         {Kind: FuncObj, Name: "max", Arity: 2},
-	"attenuation": {Kind: FuncObj, Name: "attenuation", Arity: 1},
+	"g":             {Kind: BuiltinObj, Name: "g", Varying: true},
+	"theta":         {Kind: BuiltinObj, Name: "theta", Varying: true},
+	"t":             {Kind: BuiltinObj, Name: "t"},
+	"sigma_w2":      {Kind: BuiltinObj, Name: "sigma_w2"},
+	"sqrt":          {Kind: FuncObj, Name: "sqrt", Arity: 1},
+	"abs":           {Kind: FuncObj, Name: "abs", Arity: 1},
+	"min":           {Kind: FuncObj, Name: "min", Arity: 2},
+	"max":           {Kind: FuncObj, Name: "max", Arity: 2},
+	"attenuation":   {Kind: FuncObj, Name: "attenuation", Arity: 1},
+	"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
 }
 
 // Builtin returns the object of a built-in name, or nil.

@@ -150,7 +150,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 	if len(x.Args) != obj.Arity {
 		c.errorf(x.Fun.NamePos, "%s takes %d argument%s, got %d", obj.Name, obj.Arity, plural(obj.Arity), len(x.Args))
 	}
-	if obj.Name == "attenuation" {
+	if IsAttenuation(obj.Name) {
 		c.attenuation(x, s)
 		return value{}
 	}
@@ -174,22 +174,31 @@ func (c *checker) callee(id *Ident, s *scope) {
 		c.errorf(id.NamePos, "%s is not a function", id.Name)
 		return
 	}
-	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, min, max and attenuation)", id.Name)
+	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, min, max, attenuation and attenuation_t)", id.Name)
 }
 
-// attenuation checks attenuation(STATE). The derivation of the factor is
-// not implemented yet, so every use is reported.
+// IsAttenuation reports whether name is attenuation or attenuation_t, the
+// functions of a state whose value the compiler derives.
+func IsAttenuation(name string) bool { return name == "attenuation" || name == "attenuation_t" }
+
+// attenuation checks attenuation(STATE) and attenuation_t(STATE): the
+// argument names a state, and the call is in step, where the filter that
+// carries the noise into the state is written. Whether the noise reaches the
+// state linearly is decided when lowering (package ir).
 func (c *checker) attenuation(x *CallExpr, s *scope) {
+	if s.initOnly || s.observe {
+		c.errorf(x.Fun.NamePos, "%s cannot use %s: the noise gain of a state is known only inside step", s.where, x.Fun.Name)
+		return
+	}
 	if len(x.Args) != 1 {
 		return
 	}
 	id, ok := unparen(x.Args[0]).(*Ident)
 	if !ok || c.names[id.Name] == nil || c.names[id.Name].Kind != StateObj {
-		c.errorf(x.Args[0].Pos(), "the argument of attenuation must be the name of a state")
+		c.errorf(x.Args[0].Pos(), "the argument of %s must be the name of a state", x.Fun.Name)
 		return
 	}
 	c.info.Uses[id] = c.names[id.Name]
-	c.errorf(x.Fun.NamePos, "attenuation(%s) is reserved: fibergen does not derive attenuation factors yet; write the closed form by hand (for FiBeR's innovation filter (2 - omega) / (4 - 3 * omega), for an EMA kappa / (2 - kappa))", id.Name)
 }
 
 func unparen(x Expr) Expr {

@@ -11,10 +11,15 @@ func Compile(filename string, src []byte) (fn *Func, errs dsl.ErrorList, err err
 		return nil, errs, nil
 	}
 	fn, err = Build(f, info)
+	if el, ok := err.(dsl.ErrorList); ok {
+		return nil, el, nil
+	}
 	return fn, nil, err
 }
 
 // Build lowers a checked file (dsl.Parse without errors) and optimizes it.
+// Errors of the source that only lowering finds (an attenuation without a
+// linear, stable filter) come as a dsl.ErrorList.
 func Build(f *dsl.File, info *dsl.Info) (*Func, error) {
 	fn, err := Lower(f, info)
 	if err != nil {

@@ -58,7 +58,7 @@ func TestFormatConstRoundTrips(t *testing.T) {
 func TestDumpOfUnknownOpDoesNotPanic(t *testing.T) {
 	b := &Block{Name: "step"}
 	b.NewValue(OpStore+3, Type(9), false)
-	if s := b.String(); !strings.Contains(s, "op(20)") || !strings.Contains(s, "type(9)") {
+	if s := b.String(); !strings.Contains(s, "op(22)") || !strings.Contains(s, "type(9)") {
 		t.Errorf("dump = %q", s)
 	}
 }

@@ -63,7 +63,7 @@ func Eval32(op Op, a, b float32) float32 {
 // Arity returns the number of operands of an arithmetic op.
 func (o Op) Arity() int {
 	switch o {
-	case OpNeg, OpSqrt, OpAbs, OpF32, OpStore:
+	case OpNeg, OpSqrt, OpAbs, OpF32, OpAttenT, OpStore:
 		return 1
 	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMin, OpMax:
 		return 2

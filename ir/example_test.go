@@ -2,7 +2,9 @@ package ir_test
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 )
 
@@ -78,4 +80,48 @@ step {
 	// 1 - beta1              per run
 	// lr                     per run
 	// 1 - beta1 ** (t + 1)   per step
+}
+
+const innovation = `optimizer innovation
+
+hyper omega = 0.9 in (0, 2)
+
+state gt = 0
+state r = 0
+
+step {
+	r = (1 - omega) * r + omega * (g - gt)
+	gt = gt + r
+	theta = theta - 0.01 * gt / (1 + attenuation(gt))
+}
+`
+
+// ExampleSolve derives the attenuation of FiBeR's innovation filter from
+// its noise model, with the conditions under which the filter is stable.
+func ExampleSolve() {
+	fn, errs, err := ir.Compile("innovation.dsl", []byte(innovation))
+	if len(errs) > 0 || err != nil {
+		fmt.Println(errs, err)
+		return
+	}
+	for _, sn := range fn.Noise.States {
+		g, err := ir.Solve(sn.Model, fn.Noise.Symbols)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: z = %v, attenuation = %s\n", sn.State, sn.Model.States, dsl.ExprString(g.Expr()))
+		fmt.Printf("  stable where %s\n", strings.Join(g.Stability, " and "))
+		fmt.Printf("  at omega = 0.9: %.6f\n", g.At(fn, fn.DefaultHypers()).A)
+	}
+	_, err = fn.ApplySettings([]string{"omega=1.5"})
+	fmt.Println(err)
+	// Output:
+	// gt: z = [gt r], attenuation = (2 - omega) / (4 - 3 * omega)
+	//   stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0
+	//   at omega = 0.9: 0.846154
+	// r: z = [gt r], attenuation = 2 * omega / (4 - 3 * omega)
+	//   stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0
+	//   at omega = 0.9: 1.384615
+	// the filter of state gt is unstable at omega=1.5: its spectral radius is 1.36603, not below 1 (it is stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0)
 }

@@ -67,7 +67,9 @@ func ParseSetting(s string) (name string, value float64, err error) {
 	return name, value, nil
 }
 
-// ApplySettings returns the defaults overridden by "name=value" settings.
+// ApplySettings returns the defaults overridden by "name=value" settings,
+// each in its range; the filters must be stable at the result
+// (CheckStability).
 func (f *Func) ApplySettings(settings []string) ([]float64, error) {
 	h := f.DefaultHypers()
 	for _, s := range settings {
@@ -78,6 +80,9 @@ func (f *Func) ApplySettings(settings []string) ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := f.CheckStability(h); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

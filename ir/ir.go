@@ -45,14 +45,17 @@ const (
 	OpAbs
 	OpMin
 	OpMax
-	OpStore // Name is theta, a state or an observation output; no result
+	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
+	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
+	OpStore  // Name is theta, a state, an observation output or a model entry; no result
 )
 
 var opNames = [...]string{
 	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpNeg: "neg", OpAdd: "add",
 	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
-	OpAbs: "abs", OpMin: "min", OpMax: "max", OpStore: "store",
+	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
+	OpAttenT: "attenuation_t", OpStore: "store",
 }
 
 func (o Op) String() string {
@@ -129,10 +132,43 @@ type Func struct {
 	Init    *Block       // stores every state's initial value
 	ObsArgs *Block       // stores the observation's arguments (f64)
 	Step    *Block       // stores theta and every state
+	Filters []*Filter    // the noise models the host needs, one per state named by attenuation or attenuation_t
+	Noise   *Noise       // the noise analysis of the step block, as lowered (nil for a Func built by hand)
+}
+
+// Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
+// reaches a state that attenuation or attenuation_t names, as the host
+// evaluates it: at every hyper setting it checks that M is stable, and it
+// computes the attenuation values that have no closed form.
+type Filter struct {
+	State  string
+	States []string // z; State is States[Target]
+	Target int
+	Model  *Block // stores M row by row ("m_i_j"), then b ("b_i"), as f64 values of the hypers
+	Expr   string // the closed form of attenuation(State), or "" if it is computed numerically
+	// Stability holds the conditions, "… > 0", under which M is stable,
+	// where fibergen could derive them (see Gain.Stability).
+	Stability []string
 }
 
 // Blocks returns the function's blocks.
-func (f *Func) Blocks() []*Block { return []*Block{f.Init, f.ObsArgs, f.Step} }
+func (f *Func) Blocks() []*Block {
+	bs := []*Block{f.Init, f.ObsArgs, f.Step}
+	for _, fl := range f.Filters {
+		bs = append(bs, fl.Model)
+	}
+	return bs
+}
+
+// Filter returns the filter of the named state, or nil.
+func (f *Func) Filter(state string) *Filter {
+	for _, fl := range f.Filters {
+		if fl.State == state {
+			return fl
+		}
+	}
+	return nil
+}
 
 // HyperIndex returns the index of the named hyper, or -1.
 func (f *Func) HyperIndex(name string) int {

@@ -25,17 +25,27 @@ func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
 		return nil, fmt.Errorf("ir: %s has no step block", fn.Name)
 	}
 	fn.Step = l.lowerStep(f.Step)
-	if l.err != nil {
+	if l.err == nil {
+		l.resolveAttenuation(fn)
+	}
+	switch {
+	case l.err != nil:
 		return nil, l.err
+	case len(l.errs) > 0:
+		l.errs.Normalize()
+		return nil, l.errs
 	}
 	return fn, Verify(fn)
 }
 
 type lowerer struct {
-	info *dsl.Info
-	b    *Block
-	env  map[string]*Value // values assigned so far in the step
-	err  error
+	info   *dsl.Info
+	b      *Block
+	env    map[string]*Value // values assigned so far in the step
+	err    error
+	errs   dsl.ErrorList            // the source's errors found when lowering
+	src    map[*Value]string        // the source of each step value, quoted, for messages
+	attens map[*Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *Value {
@@ -68,21 +78,24 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
 
 func (l *lowerer) lowerStep(d *dsl.StepDecl) *Block {
 	l.b, l.env = &Block{Name: "step"}, map[string]*Value{}
+	l.src, l.attens = map[*Value]string{}, map[*Value]*dsl.CallExpr{}
 	for _, a := range d.Body {
 		v := l.expr(a.RHS)
 		obj := l.info.Defs[a]
 		if obj != nil && obj.Kind != dsl.LocalObj {
 			v = l.toF32(v)
-			l.store(a.LHS.Name, v)
+			st := l.store(a.LHS.Name, v)
+			l.src[st] = fmt.Sprintf("`%s = %s` (line %d)", a.LHS.Name, dsl.ExprString(a.RHS), a.LHS.NamePos.Line)
 		}
 		l.env[a.LHS.Name] = v
 	}
 	return l.b
 }
 
-func (l *lowerer) store(name string, v *Value) {
+func (l *lowerer) store(name string, v *Value) *Value {
 	s := l.b.NewValue(OpStore, None, v.Uniform, v)
 	s.Name = name
+	return s
 }
 
 // toF32 converts a uniform value for use by the kernel.
@@ -94,6 +107,14 @@ func (l *lowerer) toF32(v *Value) *Value {
 }
 
 func (l *lowerer) expr(x dsl.Expr) *Value {
+	v := l.exprValue(x)
+	if l.src != nil && l.src[v] == "" {
+		l.src[v] = "`" + dsl.ExprString(x) + "`"
+	}
+	return v
+}
+
+func (l *lowerer) exprValue(x dsl.Expr) *Value {
 	switch x := x.(type) {
 	case *dsl.NumberLit:
 		return l.constant(x.Value)
@@ -179,6 +200,9 @@ func (l *lowerer) powInt(x *Value, n int) *Value {
 var callOps = map[string]Op{"sqrt": OpSqrt, "abs": OpAbs, "min": OpMin, "max": OpMax}
 
 func (l *lowerer) call(x *dsl.CallExpr) *Value {
+	if dsl.IsAttenuation(x.Fun.Name) {
+		return l.attenuation(x)
+	}
 	op, ok := callOps[x.Fun.Name]
 	if !ok || len(x.Args) != op.Arity() {
 		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)

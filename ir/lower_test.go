@@ -200,7 +200,6 @@ func TestLowerUncheckedFile(t *testing.T) {
 		{"undefined name", program("", "theta = q"), "unresolved name q"},
 		{"unknown function", program("", "theta = f(g)"), "cannot lower call of f"},
 		{"wrong arity", program("", "theta = max(g)"), "cannot lower call of max"},
-		{"attenuation", program("state m = 0", "m = g\ntheta = attenuation(m)"), "cannot lower call of attenuation"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -222,7 +222,7 @@ func treeSize(v *Value, memo map[*Value]int) int {
 func toDSL(v *Value) dsl.Expr {
 	switch v.Op {
 	case OpConst:
-		lit := &dsl.NumberLit{Lit: FormatConst(math.Abs(v.Const), v.Type)}
+		lit := &dsl.NumberLit{Lit: FormatConst(math.Abs(v.Const), v.Type), Value: math.Abs(v.Const)}
 		if math.Signbit(v.Const) && !math.IsNaN(v.Const) {
 			return &dsl.UnaryExpr{Op: dsl.SUB, X: lit}
 		}
@@ -231,6 +231,8 @@ func toDSL(v *Value) dsl.Expr {
 		return &dsl.Ident{Name: v.Name}
 	case OpStepIndex, OpSigmaW2:
 		return &dsl.Ident{Name: v.Op.String()}
+	case OpAtten, OpAttenT:
+		return &dsl.CallExpr{Fun: &dsl.Ident{Name: v.Op.String()}, Args: []dsl.Expr{&dsl.Ident{Name: v.Name}}}
 	case OpF32:
 		return toDSL(v.Args[0])
 	case OpNeg:

@@ -71,7 +71,7 @@ func expectedType(v *Value) Type {
 		return None
 	case OpF32, OpLoad:
 		return F32
-	case OpHyper, OpStepIndex, OpSigmaW2:
+	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT:
 		return F64
 	case OpConst:
 		return v.Type
@@ -110,6 +110,10 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
 		case v.Op == OpLoad && (b != f.Step || v.Name != "g" && v.Name != "theta" && !slices.Contains(f.States, v.Name)):
 			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
+		case (v.Op == OpAtten || v.Op == OpAttenT) && (b != f.Step || f.Filter(v.Name) == nil):
+			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
+		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
+			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
 		case v.Op != OpStore:
 			continue
 		case !slices.Contains(targets, v.Name) || stored[v.Name]:
@@ -137,15 +141,36 @@ func blockTargets(f *Func, b *Block) []string {
 		return f.Observe.Args
 	case f.Step:
 		return append([]string{"theta"}, f.States...)
+	case f.Init:
+		return f.States
 	}
-	return f.States
+	for _, fl := range f.Filters {
+		if b == fl.Model {
+			return fl.EntryNames()
+		}
+	}
+	return nil
 }
 
-// storeType is the type of the values b stores: the observation's weights
-// are f64, everything else is f32.
-func storeType(f *Func, b *Block) Type {
-	if b == f.ObsArgs {
-		return F64
+// EntryNames lists what the model block stores: M row by row, then b.
+func (fl *Filter) EntryNames() []string {
+	var names []string
+	for i := range fl.States {
+		for j := range fl.States {
+			names = append(names, fmt.Sprintf("m_%d_%d", i, j))
+		}
 	}
-	return F32
+	for i := range fl.States {
+		names = append(names, fmt.Sprintf("b_%d", i))
+	}
+	return names
+}
+
+// storeType is the type of the values b stores: the states' initial and
+// new values are f32; the observation's weights and the models' entries f64.
+func storeType(f *Func, b *Block) Type {
+	if b == f.Init || b == f.Step {
+		return F32
+	}
+	return F64
 }

@@ -4,8 +4,9 @@
 // privatized gradient g feeds an innovation (alpha-beta) filter: the residual
 // nu = g - gt is smoothed into r and integrated into the filtered gradient gt.
 // AdamW's moments run on gt, and the bias-corrected second moment is reduced
-// by the filtered DP-noise variance A(omega) * sigma_w2 with
-// A(omega) = (2 - omega) / (4 - 3 * omega), floored at eps_v.
+// by the filtered DP-noise variance A(omega) * sigma_w2, floored at eps_v.
+// fibergen derives A = attenuation(gt) from the filter: (2 - omega) / (4 - 3 * omega)
+// (`fibergen explain optimizers/fiber.dsl` shows the derivation).
 // kappa and gamma only shape the two-point observation.
 
 optimizer fiber
@@ -35,6 +36,6 @@ step {
 	v = beta2 * v + (1 - beta2) * (gt * gt)
 	mhat = m / (1 - beta1 ** (t + 1))
 	vhat = v / (1 - beta2 ** (t + 1))
-	vbar = max(vhat - (2 - omega) / (4 - 3 * omega) * sigma_w2, eps_v)
+	vbar = max(vhat - attenuation(gt) * sigma_w2, eps_v)
 	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
 }

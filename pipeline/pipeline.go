@@ -33,6 +33,9 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f)}
 	var err error
 	if u.Func, err = ir.Build(f, info); err != nil {
+		if el, ok := err.(dsl.ErrorList); ok {
+			return nil, el, nil
+		}
 		return nil, nil, err
 	}
 	u.GoCode, err = gogen.Generate(u.Func, gogen.Options{Source: filepath.Base(path), DSL: u.Canonical})

@@ -40,7 +40,9 @@ func BenchmarkFiberStep(b *testing.B) {
 		opt, _ := fiber.New(fiber.Defaults(), benchN)
 		b.SetBytes(fiberBytes)
 		for b.Loop() {
-			opt.Update(theta, g, 1e-4)
+			if err := opt.Update(theta, g, 1e-4); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
 	})

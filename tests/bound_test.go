@@ -247,13 +247,41 @@ func gainConstants(omega, rho float64) (cGt, cR float64) {
 	return cGt * slack, cR * slack
 }
 
-// diskBound is DiSK's step in ev arithmetic.
-type diskBound struct{ h oracle.DiSKHypers }
+// diskBound is the step of DiSK, or of DiSK-CORR if corrected, in ev
+// arithmetic.
+type diskBound struct {
+	h         oracle.DiSKHypers
+	corrected bool
+	epsV      float64
+}
 
-func (b diskBound) step(t int, _ float64, theta ev, g float64, st []ev, _ *float64) ev {
+func (b diskBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, _ *float64) ev {
 	k := b.h.Kappa
 	st[0] = add(mul(host(1-k), st[0]), mul(host(k), exact(g))) // g̃_t = (1−κ) g̃_{t-1} + κ g_t
-	return adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], uncorrected)
+	if !b.corrected {
+		return adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], uncorrected)
+	}
+	a := oracle.DiSKCorrAttenuation(k)
+	return adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], func(vhat ev) ev {
+		return maxE(sub(vhat, host(a*sigmaW2)), host(b.epsV)) // v̄_t
+	})
+}
+
+// abTrackBound is the alpha-beta tracker's step in ev arithmetic; the
+// hyper settings keep the row sums of |M| at most 1 (α ≥ 1/2, β ≤ 1), so
+// the states' error bounds grow at most linearly.
+type abTrackBound struct{ h oracle.ABTrackHypers }
+
+func (b abTrackBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, _ *float64) ev {
+	h := b.h
+	p := add(st[0], st[1])                 // l + s
+	nu := sub(exact(g), p)                 // ν
+	st[0] = add(p, mul(host(h.Alpha), nu)) // l
+	st[1] = add(st[1], mul(host(h.Beta), nu))
+	a := oracle.ABTrackAttenuation(h.Alpha, h.Beta)
+	return adamW(h.AdamW, t, theta, st[0], &st[2], &st[3], func(vhat ev) ev {
+		return maxE(sub(vhat, host(a*sigmaW2)), host(h.EpsV))
+	})
 }
 
 // adamWBound is DP-AdamW's step in ev arithmetic.

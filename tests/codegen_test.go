@@ -29,6 +29,7 @@ const (
 var probeSets = map[string][]setting{
 	"keywords":     {{"set", 0.25}, {"eps_v", 1e-6}, {"validate", 3}},
 	"powers":       {{"floor_v", 1e-5}},
+	"gains":        {{"k1", 0.7}, {"k3", 0.2}},
 	"nostate":      {{"kappa", 0.25}},
 	"under_scores": {{"learning_rate_", 1e-2}, {"init_scale", 0.5}},
 }
@@ -143,7 +144,7 @@ func probeMain(probes []probe, theta0, grads []float32) string {
 			fmt.Fprintf(&b, "\t\tmust(h.Set(%q, %s))\n", s.name, strconv.FormatFloat(s.value, 'g', -1, 64))
 		}
 		fmt.Fprintf(&b, "\t\to, err := %s.New(h, n)\n\t\tmust(err)\n\t\ttheta := floats(theta0)\n", p.name)
-		b.WriteString("\t\tg := floats(grads)\n\t\tfor t := 0; t < steps; t++ {\n\t\t\to.Update(theta, g[t*n:(t+1)*n], sigmaW2)\n\t\t}\n")
+		b.WriteString("\t\tg := floats(grads)\n\t\tfor t := 0; t < steps; t++ {\n\t\t\tmust(o.Update(theta, g[t*n:(t+1)*n], sigmaW2))\n\t\t}\n")
 		fmt.Fprintf(&b, "\t\tfmt.Println(line(%q, theta, o))\n\t}\n", p.name)
 	}
 	b.WriteString("}\n")
@@ -170,6 +171,9 @@ func line(name string, theta []float32, o any) string {
 	bufs := [][]float32{theta}
 	v := reflect.ValueOf(o).Elem()
 	for i := 0; i < v.NumField(); i++ {
+		if !v.Field(i).CanInterface() {
+			continue
+		}
 		if s, ok := v.Field(i).Interface().([]float32); ok {
 			bufs = append(bufs, s)
 		}

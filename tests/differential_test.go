@@ -122,7 +122,9 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	}
 	thetaG := slices.Clone(theta0)
 	for s := 0; c.n > 0 && s < len(grads)/c.n; s++ {
-		impl.Update(thetaG, grads[s*c.n:(s+1)*c.n], c.sigmaW2)
+		if err := impl.Update(thetaG, grads[s*c.n:(s+1)*c.n], c.sigmaW2); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bufsI := append([][]float32{thetaI}, statesI...)
 	bufsG := append([][]float32{thetaG}, impl.States()...)
@@ -174,7 +176,9 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 		if err := engine.Step(s, c.sigmaW2, thetaI, g, statesI); err != nil {
 			return err.Error()
 		}
-		impl.Update(thetaG, g, c.sigmaW2)
+		if err := impl.Update(thetaG, g, c.sigmaW2); err != nil {
+			t.Fatal(err)
+		}
 		bufsI := append([][]float32{thetaI}, statesI...)
 		bufsG := append([][]float32{thetaG}, impl.States()...)
 		for k := range bufsI {
@@ -293,7 +297,9 @@ func TestRunMatchesGenerated(t *testing.T) {
 			}
 			theta := slices.Clone(theta0)
 			for s := range diffSteps {
-				impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.sigmaW2)
+				if err := impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.sigmaW2); err != nil {
+					t.Fatal(err)
+				}
 			}
 			want := filepath.Join(t.TempDir(), "want.npy")
 			if err := npy.WriteFile(want, npy.Array{Shape: []int{c.n}, Data: theta}); err != nil {

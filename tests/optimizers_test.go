@@ -3,7 +3,9 @@ package tests
 import (
 	"fmt"
 
+	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk"
+	"github.com/fibergen/fibergen/generated/disk_corr"
 	"github.com/fibergen/fibergen/generated/dp_adamw"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
@@ -18,7 +20,7 @@ type setting struct {
 
 // implementation is a generated optimizer package behind one interface.
 type implementation interface {
-	Update(theta, g []float32, sigmaW2 float64)
+	Update(theta, g []float32, sigmaW2 float64) error
 	States() [][]float32 // the live state buffers, in DSL order
 }
 
@@ -43,6 +45,8 @@ type optimizer struct {
 var optimizers = []*optimizer{
 	{name: "fiber", states: []string{"gt", "r", "m", "v"}, newImpl: newFiberImpl, newRef: newFiberRef},
 	{name: "disk", states: []string{"gt", "m", "v"}, newImpl: newDiskImpl, newRef: newDiskRef},
+	{name: "disk_corr", states: []string{"gt", "m", "v"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef},
+	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef},
 	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef},
 	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef},
 }
@@ -140,7 +144,63 @@ func newDiskRef(sets []setting, n int) (reference, bounded, error) {
 	if err := setFields(fields, sets); err != nil {
 		return nil, nil, err
 	}
-	return diskRef{oracle.NewDiSK(h, n)}, diskBound{h}, nil
+	return diskRef{oracle.NewDiSK(h, n)}, diskBound{h: h}, nil
+}
+
+type diskCorrImpl struct{ *disk_corr.Optimizer }
+
+func (o diskCorrImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V} }
+
+func newDiskCorrImpl(sets []setting, n int) (implementation, error) {
+	h := disk_corr.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := disk_corr.New(h, n)
+	return diskCorrImpl{o}, err
+}
+
+type diskCorrRef struct{ *oracle.DiSKCorr }
+
+func (o diskCorrRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V} }
+func (o diskCorrRef) SetT(t int)          { o.T = t }
+
+func newDiskCorrRef(sets []setting, n int) (reference, bounded, error) {
+	h, epsV := oracle.DefaultDiSK(), 1e-8
+	fields := adamWFields(&h.AdamW)
+	fields["kappa"], fields["gamma"], fields["eps_v"] = &h.Kappa, &h.Gamma, &epsV
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return diskCorrRef{oracle.NewDiSKCorr(h, epsV, n)}, diskBound{h: h, corrected: true, epsV: epsV}, nil
+}
+
+type abTrackImpl struct{ *abtrack.Optimizer }
+
+func (o abTrackImpl) States() [][]float32 { return [][]float32{o.Gt, o.S, o.M, o.V} }
+
+func newABTrackImpl(sets []setting, n int) (implementation, error) {
+	h := abtrack.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := abtrack.New(h, n)
+	return abTrackImpl{o}, err
+}
+
+type abTrackRef struct{ *oracle.ABTrack }
+
+func (o abTrackRef) States() [][]float64 { return [][]float64{o.L, o.S, o.M, o.V} }
+func (o abTrackRef) SetT(t int)          { o.T = t }
+
+func newABTrackRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultABTrack()
+	fields := adamWFields(&h.AdamW)
+	fields["alpha"], fields["beta"], fields["eps_v"] = &h.Alpha, &h.Beta, &h.EpsV
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return abTrackRef{oracle.NewABTrack(h, n)}, abTrackBound{h}, nil
 }
 
 type adamWImpl struct{ *dp_adamw.Optimizer }

@@ -31,6 +31,16 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.01}, {"kappa", 0.3}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"kappa", 1}},
 	},
+	"disk_corr": {
+		nil,
+		{{"wd", 0.01}, {"kappa", 0.3}, {"eps_v", 1e-6}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"kappa", 1}},
+	},
+	"abtrack": {
+		nil,
+		{{"wd", 0.01}, {"alpha", 0.8}, {"beta", 0.3}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"alpha", 1}, {"beta", 1}},
+	},
 	"dp_adamw": {
 		nil,
 		{{"wd", 0.01}},
@@ -117,7 +127,9 @@ func (c oracleCase) run(t *testing.T) oracleResult {
 		restarted.restart(s, theta, impl.States())
 		restarted.step(s, c.stream.sigmaW2, g)
 		free.step(s, c.stream.sigmaW2, g)
-		impl.Update(theta, g32, c.stream.sigmaW2)
+		if err := impl.Update(theta, g32, c.stream.sigmaW2); err != nil {
+			t.Fatal(err)
+		}
 		restarted.compare(t, s, c.opt.states, theta, impl.States())
 		free.compare(t, s, c.opt.states, theta, impl.States())
 		if c.opt.name == "fiber" {
@@ -396,7 +408,9 @@ func missedShares(t *testing.T, c oracleCase, theta0, grads []float32, b bounded
 		restart.reset(theta, impl.States())
 		restart.step(s, sigmaW2, g)
 		free.step(s, sigmaW2, g)
-		impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.stream.sigmaW2)
+		if err := impl.Update(theta, grads[s*c.n:(s+1)*c.n], c.stream.sigmaW2); err != nil {
+			t.Fatal(err)
+		}
 		m, p := countMissed(theta, restart.theta)
 		missed, pairs = missed+m, pairs+p
 	}

@@ -52,15 +52,18 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 
 // explanation is what explain reports; its JSON form is the --json output.
 type explanation struct {
-	Optimizer   string       `json:"optimizer"`
-	Source      string       `json:"source"`
-	Hypers      []hyperInfo  `json:"hypers"`
-	States      []stateInfo  `json:"states"`
-	Observe     *observeInfo `json:"observe,omitempty"`
-	HostScalars []scalarInfo `json:"host_scalars"`
-	Kernel      kernelInfo   `json:"kernel"`
-	Step        string       `json:"step"`
-	IR          string       `json:"ir,omitempty"`
+	Optimizer   string                `json:"optimizer"`
+	Source      string                `json:"source"`
+	Hypers      []hyperInfo           `json:"hypers"`
+	States      []stateInfo           `json:"states"`
+	Observe     *observeInfo          `json:"observe,omitempty"`
+	HostScalars []scalarInfo          `json:"host_scalars"`
+	Kernel      kernelInfo            `json:"kernel"`
+	Attenuation map[string]*attenInfo `json:"attenuation"`
+	Step        string                `json:"step"`
+	IR          string                `json:"ir,omitempty"`
+
+	notLinear map[string]string // the human form says why a state has no attenuation
 }
 
 type hyperInfo struct {
@@ -117,7 +120,8 @@ func describeUnit(u *pipeline.Unit, h []float64) (*explanation, error) {
 	x.Observe = describeObserve(u.Func, p, h)
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
-	return x, nil
+	x.Attenuation, x.notLinear, err = describeAttenuation(u.Func, h)
+	return x, err
 }
 
 func describeStates(p *interp.Program, h []float64) []stateInfo {
@@ -205,6 +209,7 @@ func printExplanation(w io.Writer, x *explanation) {
 		}
 		fmt.Fprintf(w, "  %-4s = %-40s %s\n", s.Name, s.Expr, val)
 	}
+	printAttenuation(w, x)
 	k := x.Kernel
 	fmt.Fprintf(w, "\nkernel (varying: per coordinate, float32): reads %s; writes %s; %d operations\n\n%s",
 		strings.Join(k.Reads, " "), strings.Join(k.Writes, " "), k.Operations, x.Step)

@@ -15,7 +15,7 @@ import (
 
 // updater is the Optimizer of a generated package.
 type updater interface {
-	Update(theta, g []float32, sigmaW2 float64)
+	Update(theta, g []float32, sigmaW2 float64) error
 }
 
 // newUpdater makes the generated optimizer name for n coordinates with
@@ -66,7 +66,9 @@ func TestRunMatchesGenerated(t *testing.T) {
 			want := slices.Clone(theta)
 			o := newUpdater(t, name, "lr", 0.05, n)
 			for s := range steps {
-				o.Update(want, grads[s*n:(s+1)*n], sigma)
+				if err := o.Update(want, grads[s*n:(s+1)*n], sigma); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

@@ -54,6 +54,10 @@ func (e *env) expr(v *ir.Value) jen.Code {
 		return jen.Float32().Call(e.ref(v.Args[0]))
 	case ir.OpLoad:
 		return jen.Id(bufName(v.Name)).Index(jen.Id("i"))
+	case ir.OpAtten:
+		return jen.Id(filterFunc(v.Name)).Call(jen.Id("h")).Dot("steadyGain").Call()
+	case ir.OpAttenT:
+		return jen.Id("c").Dot(gainField(v.Name)).Dot("at").Call(jen.Id("t"))
 	}
 	return e.arith(v)
 }

@@ -7,27 +7,6 @@ import (
 	"github.com/fibergen/fibergen/ir"
 )
 
-func (g *generator) genScalars() {
-	var fields []jen.Code
-	for _, v := range g.scalars {
-		fields = append(fields, jen.Id(g.names[v]).Float32().Comment(ir.ExprString(v)))
-	}
-	g.file.Comment("Scalars are the per-step host scalars: the uniform values Step reads,")
-	g.file.Comment("computed once per step by HostScalars.")
-	g.file.Type().Id("Scalars").Struct(fields...)
-
-	e := g.newEnv()
-	body := e.hostPart(g.fn.Step)
-	var fieldValues []jen.Code
-	for _, v := range g.scalars {
-		fieldValues = append(fieldValues, keyValue(g.names[v], e.ref(v)))
-	}
-	body = append(body, jen.Return(jen.Id("Scalars").Values(append(fieldValues, jen.Line())...)))
-	g.file.Comment("HostScalars computes the host scalars of step t (from 0) for hypers h and")
-	g.file.Comment("the DP noise variance per coordinate sigmaW2.")
-	g.file.Func().Id("HostScalars").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Id("Scalars").Block(body...)
-}
-
 func (g *generator) genObservation() {
 	if g.fn.Observe == nil {
 		return

@@ -35,11 +35,14 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	f.PackageComment(packageDoc(fn, opts))
 	g.file = f
 	g.genHypers()
-	g.genScalars()
+	g.genHost()
 	g.genObservation()
 	g.genInit()
 	g.genStep()
 	g.genOptimizer()
+	if len(fn.Filters) > 0 {
+		g.genFilters()
+	}
 	g.genHelpers()
 	if g.err != nil {
 		return nil, g.err
@@ -58,8 +61,9 @@ func packageDoc(fn *ir.Func, opts Options) string {
 	for _, line := range strings.Split(strings.TrimRight(string(opts.DSL), "\n"), "\n") {
 		b.WriteString("\t" + strings.ReplaceAll(line, "\t", "    ") + "\n")
 	}
-	b.WriteString("\nHypers holds the hyperparameters, HostScalars the per-step values computed\n")
-	b.WriteString("once on the host, Step the per-coordinate update; Optimizer ties them together.")
+	b.WriteString("\nHypers holds the hyperparameters, Host computes the values Step needs from\n")
+	b.WriteString("them once per setting and per step, Step is the per-coordinate update;\n")
+	b.WriteString("Optimizer ties them together.")
 	return b.String()
 }
 

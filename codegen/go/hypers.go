@@ -90,12 +90,18 @@ func (g *generator) genSetMethod() {
 
 func (g *generator) genValidate() {
 	field := jen.Id("f")
+	result := jen.Return(jen.Nil())
 	g.file.Comment("Validate checks every hyper against its range.")
+	if len(g.fn.Filters) > 0 {
+		result = jen.Return(jen.Id("h").Dot("checkFilters").Call())
+		g.file.Comment("It also checks that the filter of every state that attenuation or")
+		g.file.Comment("attenuation_t names is stable: spectral radius below 1.")
+	}
 	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("Validate").Params().Error().Block(
 		jen.For(jen.List(jen.Id("_"), field).Op(":=").Range().Id("h").Dot("fields").Call()).Block(
 			jen.If(jen.Err().Op(":=").Add(field).Dot("check").Call(jen.Op("*").Add(field).Dot("ptr")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 		),
-		jen.Return(jen.Nil()),
+		result,
 	)
 }
 

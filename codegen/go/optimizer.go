@@ -23,32 +23,43 @@ func (g *generator) stateFields(recv string) []jen.Code {
 
 func (g *generator) genOptimizer() {
 	fields := []jen.Code{
-		jen.Id("Hypers").Id("Hypers"),
+		jen.Id("Hypers").Id("Hypers").Comment("the hypers of the next step; a change is checked there"),
 		jen.Id("T").Int().Comment("steps taken so far; the next step is step T"),
 	}
-	alloc := []jen.Code{keyValue("Hypers", jen.Id("h"))}
+	alloc := []jen.Code{keyValue("Hypers", jen.Id("h")), keyValue("host", jen.Id("host"))}
 	for _, s := range g.fn.States {
 		fields = append(fields, jen.Id(fieldName(s)).Index().Float32().Comment("state "+s))
 		alloc = append(alloc, keyValue(fieldName(s), jen.Make(jen.Index().Float32(), jen.Id("n"))))
 	}
+	fields = append(fields, jen.Id("host").Op("*").Id("Host"))
 	g.file.Comment("Optimizer holds the hypers, the state buffers and the step counter.")
 	g.file.Type().Id("Optimizer").Struct(fields...)
 
 	g.file.Comment("New checks h and returns an Optimizer for n coordinates with its states")
 	g.file.Comment("at their initial values.")
 	g.file.Func().Id("New").Params(jen.Id("h").Id("Hypers"), jen.Id("n").Int()).Params(jen.Op("*").Id("Optimizer"), jen.Error()).Block(
-		jen.If(jen.Err().Op(":=").Id("h").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.List(jen.Id("host"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("h")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Id("o").Op(":=").Op("&").Id("Optimizer").Values(append(alloc, jen.Line())...),
 		jen.Id("Init").Call(append([]jen.Code{jen.Id("h")}, g.stateFields("o")...)...),
 		jen.Return(jen.Id("o"), jen.Nil()),
 	)
 
-	args := append([]jen.Code{jen.Id("HostScalars").Call(jen.Id("o").Dot("Hypers"), jen.Id("o").Dot("T"), jen.Id("sigmaW2")), jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
+	host := jen.Id("o").Dot("host")
+	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(jen.Id("o").Dot("T"), jen.Id("sigmaW2")), jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
 	g.file.Comment("Update runs step o.T on theta with the privatized gradient g and the DP")
-	g.file.Comment("noise variance per coordinate sigmaW2, then advances o.T.")
-	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Block(
+	g.file.Comment("noise variance per coordinate sigmaW2, then advances o.T. If o.Hypers")
+	g.file.Comment("changed since the last step to a setting NewHost rejects, it returns the")
+	g.file.Comment("error and changes nothing.")
+	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(
+		jen.If(host.Clone().Op("==").Nil().Op("||").Add(host.Clone()).Dot("Hypers").Call().Op("!=").Id("o").Dot("Hypers")).Block(
+			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("o").Dot("Hypers")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+			host.Clone().Op("=").Id("h"),
+		),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
+		jen.Return(jen.Nil()),
 	)
 }
 

@@ -16,6 +16,7 @@ type instr struct {
 	slot  int // OpLoad/OpStore: 0 = g, 1 = theta, 2+k = state k
 	hyper int // OpHyper
 	konst float64
+	fl    *ir.Filter // OpAtten, OpAttenT
 }
 
 // code is a block split into its host part and kernel part.
@@ -24,6 +25,7 @@ type code struct {
 	hostPart   []instr
 	kernelPart []instr
 	index      map[*ir.Value]int // register of each value
+	gains      *gains            // the host's attenuation values
 }
 
 // regs are the registers of one block evaluation.
@@ -69,6 +71,10 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		}
 	case ir.OpLoad, ir.OpStore:
 		in.slot = slot(fn, v.Name)
+	case ir.OpAtten, ir.OpAttenT:
+		if in.fl = fn.Filter(v.Name); in.fl == nil {
+			err = fmt.Errorf("no filter for state %s", v.Name)
+		}
 	}
 	return in, err
 }
@@ -102,6 +108,10 @@ func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
 			r.f64[in.dst] = sigmaW2
 		case ir.OpF32:
 			r.f32[in.dst] = float32(r.f64[in.a])
+		case ir.OpAtten:
+			r.f64[in.dst] = c.gains.steadyGain(in.fl, h)
+		case ir.OpAttenT:
+			r.f64[in.dst] = c.gains.finiteGain(in.fl, h, t)
 		default:
 			if in.typ == ir.F32 {
 				r.f32[in.dst] = ir.Eval32(in.op, r.f32[in.a], r.f32[in.b])

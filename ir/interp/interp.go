@@ -33,6 +33,9 @@ func New(fn *ir.Func) (*Program, error) {
 			p.step, err = compile(fn, fn.Step)
 		}
 	}
+	if err == nil {
+		p.step.gains = newGains(fn)
+	}
 	return p, err
 }
 
@@ -74,8 +77,23 @@ type Scalars struct {
 	index map[*ir.Value]int
 }
 
+// Check reports hypers h that are out of range or make a filter unstable.
+func (p *Program) Check(h []float64) error {
+	if len(h) != len(p.Func.Hypers) {
+		return fmt.Errorf("%s: %d hypers, want %d", p.Func.Name, len(h), len(p.Func.Hypers))
+	}
+	for i, hy := range p.Func.Hypers {
+		if err := hy.Check(h[i]); err != nil {
+			return err
+		}
+	}
+	return p.Func.CheckStability(h)
+}
+
 // HostScalars computes the step's host values for hypers h (one value per
-// hyper, as Func.DefaultHypers) at step t.
+// hyper, as Func.DefaultHypers) at step t. Values that depend on the hypers
+// alone are computed once per setting; attenuation_t costs O(k²) per step
+// when steps come in order.
 func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
 	return Scalars{p.step.host(h, t, sigmaW2), p.step.index}
 }
@@ -105,8 +123,14 @@ type Engine struct {
 // NumStates is the number of state buffers.
 func (e Engine) NumStates() int { return e.P.NumStates() }
 
-// Init sets the states to their initial values.
-func (e Engine) Init(states [][]float32) error { return e.P.Init(e.Hypers, states) }
+// Init checks the hypers (ranges and the stability of the filters) and
+// sets the states to their initial values.
+func (e Engine) Init(states [][]float32) error {
+	if err := e.P.Check(e.Hypers); err != nil {
+		return err
+	}
+	return e.P.Init(e.Hypers, states)
+}
 
 // Step runs step t.
 func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {

@@ -1,6 +1,8 @@
 // Package oracle holds hand-written float64 reference implementations of the
 // optimizers in the FiBeR paper: FiBeR (Algorithm 2), DiSK (the EMA filter of
-// eq. (4) fed to AdamW), DP-AdamW and DP-SGD (Algorithm 1).
+// eq. (4) fed to AdamW) and DiSK-CORR (Appendix B.6), DP-AdamW and DP-SGD
+// (Algorithm 1), and an alpha-beta tracker with the attenuation of its level
+// from the tracking literature.
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
@@ -166,6 +168,93 @@ func NewDPSGD(lr float64) *DPSGD { return &DPSGD{Lr: lr} }
 func (o *DPSGD) Step(theta, g []float64, sigmaW2 float64) {
 	for i := range theta {
 		theta[i] = theta[i] - o.Lr*g[i] // θ_{t+1} = θ_t − η g_t
+	}
+	o.T++
+}
+
+// DiSKCorrAttenuation is κ/(2 − κ), the steady-state factor by which DiSK's
+// EMA scales the DP noise variance (Appendix B.6, A_state(κ)).
+func DiSKCorrAttenuation(kappa float64) float64 { return kappa / (2 - kappa) }
+
+// DiSKCorr is DiSK-CORR (Appendix B.6): DiSK with the second moment
+// corrected by A_state(κ) σ_w² and floored at ε_v.
+type DiSKCorr struct {
+	DiSK
+	EpsV float64 // ε_v
+}
+
+// NewDiSKCorr returns DiSK-CORR over n coordinates with g̃ = m = v = 0.
+func NewDiSKCorr(h DiSKHypers, epsV float64, n int) *DiSKCorr {
+	return &DiSKCorr{DiSK: *NewDiSK(h, n), EpsV: epsV}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *DiSKCorr) Step(theta, g []float64, sigmaW2 float64) {
+	h, t := o.H, float64(o.T)
+	sigmaFilt2 := DiSKCorrAttenuation(h.Kappa) * sigmaW2
+	for i := range theta {
+		o.G[i] = (1-h.Kappa)*o.G[i] + h.Kappa*g[i]                            // g̃_t
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*o.G[i]                          // m_t
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(o.G[i]*o.G[i])                 // v_t
+		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t
+		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t
+		vBar := math.Max(vHat-sigmaFilt2, o.EpsV)                             // v̄_t
+		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps) // θ_{t+1}
+	}
+	o.T++
+}
+
+// ABTrackHypers are the hypers of an alpha-beta tracker feeding AdamW.
+type ABTrackHypers struct {
+	AdamW
+	Alpha, Beta float64 // the gains of the level and of the trend
+	EpsV        float64 // ε_v
+}
+
+// DefaultABTrack returns α = 0.5, β = 0.05, ε_v = 1e-8 and AdamW defaults.
+func DefaultABTrack() ABTrackHypers {
+	return ABTrackHypers{AdamW: DefaultAdamW(), Alpha: 0.5, Beta: 0.05, EpsV: 1e-8}
+}
+
+// ABTrackAttenuation is the variance reduction ratio of the level of an
+// alpha-beta filter with unit time step (Kalata 1984; Benedict and
+// Bordner 1962): (2α² + 2β − 3αβ) / (α(4 − 2α − β)).
+func ABTrackAttenuation(alpha, beta float64) float64 {
+	return (2*alpha*alpha + 2*beta - 3*alpha*beta) / (alpha * (4 - 2*alpha - beta))
+}
+
+// ABTrack is AdamW on the level of an alpha-beta tracker of g: predict
+// p = l + s, innovation ν = g − p, l = p + α ν, s = s + β ν, with the second
+// moment corrected by the level's attenuation.
+type ABTrack struct {
+	H ABTrackHypers
+	T int       // t, the index of the next step
+	L []float64 // the level
+	S []float64 // the trend
+	M []float64
+	V []float64
+}
+
+// NewABTrack returns the tracker over n coordinates with every state 0.
+func NewABTrack(h ABTrackHypers, n int) *ABTrack {
+	return &ABTrack{H: h, L: make([]float64, n), S: make([]float64, n), M: make([]float64, n), V: make([]float64, n)}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *ABTrack) Step(theta, g []float64, sigmaW2 float64) {
+	h, t := o.H, float64(o.T)
+	sigmaFilt2 := ABTrackAttenuation(h.Alpha, h.Beta) * sigmaW2
+	for i := range theta {
+		p := o.L[i] + o.S[i]
+		nu := g[i] - p
+		o.L[i] = p + h.Alpha*nu
+		o.S[i] = o.S[i] + h.Beta*nu
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*o.L[i]
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(o.L[i]*o.L[i])
+		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))
+		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))
+		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)
+		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps)
 	}
 	o.T++
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/poly"
+)
+
+// attenInfo is the attenuation of one state that carries the DP noise
+// linearly: its model z_t = M z_{t-1} + b w_t, the Lyapunov solution Σ, the
+// closed form and its value at the hypers in use.
+type attenInfo struct {
+	Expr           *string    `json:"expr"`            // the closed form; null when numeric
+	Value          *float64   `json:"value"`           // null when unstable
+	SpectralRadius *float64   `json:"spectral_radius"` // null when not finite
+	Stable         bool       `json:"stable"`
+	Method         string     `json:"method"` // "symbolic" or "numeric: why"
+	States         []string   `json:"states"` // z
+	M              [][]string `json:"M"`
+	B              []string   `json:"b"`
+	Sigma          [][]string `json:"sigma,omitempty"`
+	StableWhere    []string   `json:"stable_where,omitempty"` // conditions "… > 0" that together mean stable
+	StabilityNote  string     `json:"stability_note,omitempty"`
+	Used           bool       `json:"used"` // named by attenuation or attenuation_t in step
+}
+
+// describeAttenuation solves the noise model of every state that carries
+// the noise linearly; notLinear says why the others have none.
+func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[string]string, error) {
+	out, notLinear := map[string]*attenInfo{}, map[string]string{}
+	if fn.Noise == nil {
+		return out, notLinear, nil
+	}
+	for _, sn := range fn.Noise.States {
+		if sn.Model == nil {
+			notLinear[sn.State] = sn.Why
+			continue
+		}
+		g, err := ir.Solve(sn.Model, fn.Noise.Symbols)
+		if err != nil {
+			notLinear[sn.State] = err.Error()
+			continue
+		}
+		out[sn.State] = attenuationInfo(fn, g, h)
+	}
+	return out, notLinear, nil
+}
+
+func attenuationInfo(fn *ir.Func, g *ir.Gain, h []float64) *attenInfo {
+	syms := fn.Noise.Symbols
+	at := g.At(fn, h)
+	a := &attenInfo{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
+		B: fracRow(g.Model.B, syms), StableWhere: g.Stability, StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
+	if x := g.Expr(); x != nil {
+		s := dsl.ExprString(x)
+		a.Expr, a.Sigma = &s, fracMatrix(g.Sigma, syms)
+	} else {
+		a.Method = "numeric: " + g.Numeric
+	}
+	a.Value, a.SpectralRadius = finite(at.A), finite(at.SpectralRadius)
+	return a
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func fracRow(row []poly.Frac, syms []*ir.Value) []string {
+	out := make([]string, len(row))
+	for i, f := range row {
+		out[i] = dsl.ExprString(ir.FracExpr(f, syms))
+	}
+	return out
+}
+
+func fracMatrix(m [][]poly.Frac, syms []*ir.Value) [][]string {
+	out := make([][]string, len(m))
+	for i, row := range m {
+		out[i] = fracRow(row, syms)
+	}
+	return out
+}
+
+// printAttenuation writes the derivation of each attenuation.
+func printAttenuation(w io.Writer, x *explanation) {
+	if len(x.Attenuation) == 0 && len(x.notLinear) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nnoise attenuation (the DP noise w in g, through each linear filter: z_t = M z_{t-1} + b w_t):\n")
+	for _, s := range x.States {
+		a := x.Attenuation[s.Name]
+		if a == nil {
+			if why := x.notLinear[s.Name]; why != "" {
+				fmt.Fprintf(w, "  %s: no attenuation: %s\n", s.Name, why)
+			}
+			continue
+		}
+		printGain(w, s.Name, a)
+	}
+}
+
+func printGain(w io.Writer, state string, a *attenInfo) {
+	fmt.Fprintf(w, "  %s: z = (%s)\n", state, strings.Join(a.States, ", "))
+	fmt.Fprintf(w, "    M = %s\n    b = [%s]\n", matrixString(a.M), strings.Join(a.B, ", "))
+	if a.Sigma != nil {
+		fmt.Fprintf(w, "    Σ = M Σ Mᵀ + b bᵀ gives\n")
+		for i, row := range a.Sigma {
+			for j := i; j < len(row); j++ {
+				fmt.Fprintf(w, "      Σ[%s][%s] = %s\n", a.States[i], a.States[j], row[j])
+			}
+		}
+		fmt.Fprintf(w, "    attenuation(%s) = %s", state, *a.Expr)
+	} else {
+		fmt.Fprintf(w, "    attenuation(%s) is solved exactly at each hyper setting on the host (%s)", state, a.Method)
+	}
+	switch {
+	case a.Value != nil:
+		fmt.Fprintf(w, " = %.17g here\n", *a.Value)
+	default:
+		fmt.Fprintf(w, ", undefined here\n")
+	}
+	rho := "not finite"
+	if a.SpectralRadius != nil {
+		rho = fmt.Sprintf("%.6g", *a.SpectralRadius)
+	}
+	fmt.Fprintf(w, "    spectral radius %s: %s\n", rho, map[bool]string{true: "stable", false: "UNSTABLE"}[a.Stable])
+	if len(a.StableWhere) > 0 {
+		fmt.Fprintf(w, "    stable exactly where %s\n", strings.Join(a.StableWhere, " and "))
+	}
+	if a.StabilityNote != "" {
+		fmt.Fprintf(w, "    (%s)\n", a.StabilityNote)
+	}
+}
+
+func matrixString(m [][]string) string {
+	rows := make([]string, len(m))
+	for i, r := range m {
+		rows[i] = "[" + strings.Join(r, ", ") + "]"
+	}
+	return "[" + strings.Join(rows, ", ") + "]"
+}

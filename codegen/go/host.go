@@ -1,0 +1,248 @@
+package gogen
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
+)
+
+// genHost generates Scalars and Host: NewHost computes the host values that
+// depend on the hypers alone once per hyper setting (attenuation among
+// them), Scalars the rest at every step.
+func (g *generator) genHost() {
+	var fields []jen.Code
+	for _, v := range g.scalars {
+		fields = append(fields, jen.Id(g.names[v]).Float32().Comment(ir.ExprString(v)))
+	}
+	g.file.Comment("Scalars are the host scalars of one step: the uniform values Step reads.")
+	g.file.Type().Id("Scalars").Struct(fields...)
+
+	fixed, kept := g.fixedValues()
+	hostFields := []jen.Code{jen.Id("h").Id("Hypers")}
+	for _, v := range kept {
+		hostFields = append(hostFields, jen.Id(fmt.Sprintf("u%d", v.ID)).Add(goType(v)).Comment(ir.ExprString(v)))
+	}
+	for _, fl := range g.finiteGains() {
+		hostFields = append(hostFields, jen.Id(gainField(fl.State)).Op("*").Id("finiteGain").Comment("attenuation_t("+fl.State+")"))
+	}
+	g.file.Comment("Host computes the host scalars for one hyper setting: the values that depend")
+	g.file.Comment("on the hypers alone once, in NewHost, the others at every step. It is not")
+	g.file.Comment("safe for concurrent use: attenuation_t keeps a running sum.")
+	g.file.Type().Id("Host").Struct(hostFields...)
+	g.genNewHost(fixed, kept)
+	g.genScalarsMethod(fixed, kept)
+	g.file.Comment("Hypers returns the hypers the host was made for.")
+	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Hypers").Params().Id("Hypers").Block(jen.Return(jen.Id("c").Dot("h")))
+}
+
+// fixedValues splits the step's host part: fixed are the values that do
+// not change from step to step, kept those of them that Scalars reads.
+func (g *generator) fixedValues() (fixed map[*ir.Value]bool, kept []*ir.Value) {
+	fixed = map[*ir.Value]bool{}
+	isScalar := map[*ir.Value]bool{}
+	for _, v := range g.scalars {
+		isScalar[v] = true
+	}
+	needed := map[*ir.Value]bool{}
+	for _, v := range g.fn.Step.Values {
+		if !hostValue(v) {
+			continue
+		}
+		if ir.DependsOnStep(v) {
+			for _, a := range v.Args {
+				needed[a] = true
+			}
+			continue
+		}
+		fixed[v] = true
+	}
+	for _, v := range g.fn.Step.Values {
+		if fixed[v] && (needed[v] || isScalar[v]) {
+			kept = append(kept, v)
+		}
+	}
+	return fixed, kept
+}
+
+func hostValue(v *ir.Value) bool { return v.Uniform && v.Op != ir.OpStore && !v.IsConst() }
+
+func goType(v *ir.Value) jen.Code {
+	if v.Type == ir.F32 {
+		return jen.Float32()
+	}
+	return jen.Float64()
+}
+
+func gainField(state string) string { return "gain" + exportedName(state) }
+
+func filterFunc(state string) string { return "filter" + exportedName(state) }
+
+// finiteGains lists the filters attenuation_t reads.
+func (g *generator) finiteGains() []*ir.Filter {
+	var out []*ir.Filter
+	for _, fl := range g.fn.Filters {
+		for _, v := range g.fn.Step.Values {
+			if v.Op == ir.OpAttenT && v.Name == fl.State {
+				out = append(out, fl)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (g *generator) genNewHost(fixed map[*ir.Value]bool, kept []*ir.Value) {
+	e := g.newEnv()
+	body := []jen.Code{
+		jen.If(jen.Err().Op(":=").Id("h").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("c").Op(":=").Op("&").Id("Host").Values(jen.Id("h").Op(":").Id("h")),
+	}
+	for _, v := range g.fn.Step.Values {
+		if fixed[v] {
+			body = append(body, e.define(v, "u"))
+		}
+	}
+	for _, v := range kept {
+		body = append(body, jen.Id("c").Dot(fmt.Sprintf("u%d", v.ID)).Op("=").Add(e.ref(v)))
+	}
+	for _, fl := range g.finiteGains() {
+		body = append(body, jen.Id("c").Dot(gainField(fl.State)).Op("=").Id("newFiniteGain").Call(jen.Id(filterFunc(fl.State)).Call(jen.Id("h"))))
+	}
+	body = append(body, jen.Return(jen.Id("c"), jen.Nil()))
+	g.file.Comment("NewHost checks h (Validate) and computes the host values that depend on the")
+	g.file.Comment("hypers alone.")
+	g.file.Func().Id("NewHost").Params(jen.Id("h").Id("Hypers")).Params(jen.Op("*").Id("Host"), jen.Error()).Block(body...)
+}
+
+func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value) {
+	e := g.newEnv()
+	for _, v := range kept {
+		e.names[v] = jen.Id("c").Dot(fmt.Sprintf("u%d", v.ID))
+	}
+	used := map[*ir.Value]bool{}
+	for _, v := range g.fn.Step.Values {
+		if v.Op != ir.OpAttenT { // its operand is t, which it reads itself
+			for _, a := range v.Args {
+				used[a] = true
+			}
+		}
+	}
+	var body []jen.Code
+	for _, v := range g.fn.Step.Values {
+		if hostValue(v) && !fixed[v] && used[v] {
+			body = append(body, e.define(v, "u"))
+		}
+	}
+	var values []jen.Code
+	for _, v := range g.scalars {
+		values = append(values, keyValue(g.names[v], e.ref(v)))
+	}
+	body = append(body, jen.Return(jen.Id("Scalars").Values(append(values, jen.Line())...)))
+	g.file.Comment("Scalars computes the host scalars of step t (from 0) with the DP noise")
+	g.file.Comment("variance per coordinate sigmaW2.")
+	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Scalars").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Id("Scalars").Block(body...)
+}
+
+// genFilters generates one function per filter returning its model at
+// hypers h, and checkFilters, which Validate calls.
+func (g *generator) genFilters() {
+	var checks []jen.Code
+	for _, fl := range g.fn.Filters {
+		e := g.newEnv()
+		body := e.hostPart(fl.Model)
+		var entries []jen.Code
+		for _, s := range fl.Model.Stores() {
+			entries = append(entries, e.ref(s.Args[0]))
+		}
+		k := len(fl.States)
+		body = append(body, jen.Return(jen.Id("filter").Values(jen.Dict{
+			jen.Id("m"):      jen.Index().Float64().Values(entries[:k*k]...),
+			jen.Id("b"):      jen.Index().Float64().Values(entries[k*k:]...),
+			jen.Id("target"): jen.Lit(fl.Target),
+		})))
+		g.file.Commentf("%s returns the noise model of state %s at hypers h: z = (%s).", filterFunc(fl.State), fl.State, strings.Join(fl.States, ", "))
+		g.file.Func().Id(filterFunc(fl.State)).Params(jen.Id("h").Id("Hypers")).Id("filter").Block(body...)
+		checks = append(checks, g.stabilityCheck(fl))
+	}
+	checks = append(checks, jen.Return(jen.Nil()))
+	g.file.Comment("checkFilters reports a filter that is not stable at hypers h.")
+	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("checkFilters").Params().Error().Block(checks...)
+	g.genNoiseHelpers()
+}
+
+// stabilityCheck is the check of one filter, with the message of
+// ir.Func.CheckStability.
+func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
+	var names []string
+	var args []jen.Code
+	for _, h := range g.fn.Hypers {
+		for _, v := range fl.Model.Values {
+			if v.Op == ir.OpHyper && v.Name == h.Name {
+				names = append(names, h.Name+"=%v")
+				args = append(args, jen.Id("h").Dot(exportedName(h.Name)))
+				break
+			}
+		}
+	}
+	setting := strings.Join(names, ", ")
+	if setting == "" {
+		setting = "every hyper setting"
+	}
+	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, not below 1", fl.State, setting)
+	if len(fl.Stability) > 0 {
+		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"
+	}
+	rho := jen.Id("rho")
+	return jen.If(rho.Clone().Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")).Dot("spectralRadius").Call(), jen.Op("!").Parens(rho.Clone().Op("<").Lit(1))).Block(
+		jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...)))
+}
+
+//go:embed helpers/*.go.txt
+var helperFiles embed.FS
+
+// qualified matches the package references in the helpers' source.
+var qualified = regexp.MustCompile(`\b(math|big)\.([A-Za-z]+)`)
+
+// genNoiseHelpers emits the numerics of the filters: the spectral radius
+// always, the exact steady-state solver and the finite-time gain when the
+// step uses them.
+func (g *generator) genNoiseHelpers() {
+	files := []string{"noise"}
+	for _, v := range g.fn.Step.Values {
+		switch {
+		case v.Op == ir.OpAtten && !g.helpers["steady"]:
+			g.helpers["steady"] = true
+			files = append(files, "steady")
+		case v.Op == ir.OpAttenT && !g.helpers["finite"]:
+			g.helpers["finite"] = true
+			files = append(files, "finite")
+		}
+	}
+	for _, name := range files {
+		src, err := helperFiles.ReadFile("helpers/" + name + ".go.txt")
+		if err != nil {
+			g.fail("helper %s: %v", name, err)
+			return
+		}
+		g.file.Add(rawCode(string(src)))
+	}
+}
+
+// rawCode turns Go source into jennifer code, with math.X and big.X as
+// qualified identifiers so that the file imports their packages.
+func rawCode(src string) jen.Code {
+	var s jen.Statement
+	last := 0
+	for _, m := range qualified.FindAllStringSubmatchIndex(src, -1) {
+		s = append(s, jen.Op(src[last:m[0]]))
+		path := map[string]string{"math": "math", "big": "math/big"}[src[m[2]:m[3]]]
+		s = append(s, jen.Qual(path, src[m[4]:m[5]]))
+		last = m[1]
+	}
+	s = append(s, jen.Op(src[last:]))
+	return &s
+}

@@ -1,0 +1,144 @@
+package ir
+
+import (
+	"slices"
+
+	"github.com/fibergen/fibergen/dsl"
+)
+
+// attenuation lowers attenuation(s) and attenuation_t(s) to placeholders
+// that resolveAttenuation replaces once the whole step is lowered: the
+// filter of s may be written after the call.
+func (l *lowerer) attenuation(x *dsl.CallExpr) *Value {
+	id, ok := unparen(x.Args[0]).(*dsl.Ident)
+	if !ok || len(x.Args) != 1 {
+		return l.fail(x.Pos(), "cannot lower %s without a state", x.Fun.Name)
+	}
+	var v *Value
+	if x.Fun.Name == "attenuation_t" {
+		v = l.b.NewValue(OpAttenT, F64, true, l.b.NewValue(OpStepIndex, F64, true))
+	} else {
+		v = l.b.NewValue(OpAtten, F64, true)
+	}
+	v.Name = id.Name
+	l.attens[v] = x
+	return v
+}
+
+func unparen(x dsl.Expr) dsl.Expr {
+	for {
+		p, ok := x.(*dsl.ParenExpr)
+		if !ok {
+			return x
+		}
+		x = p.X
+	}
+}
+
+// resolveAttenuation runs the noise analysis and gives every state named by
+// attenuation or attenuation_t its Filter; attenuation(s) becomes its closed
+// form where there is one. A state without a linear noise model, or whose
+// filter is unstable at the defaults, is an error at the call.
+func (l *lowerer) resolveAttenuation(fn *Func) {
+	fn.Noise = AnalyzeNoise(fn, l.describe)
+	for _, v := range slices.Clone(fn.Step.Values) {
+		call := l.attens[v]
+		if call == nil {
+			continue
+		}
+		fl, expr := l.filter(fn, v.Name, call)
+		if fl != nil && v.Op == OpAtten && expr != nil {
+			l.replace(fn.Step, v, expr)
+		}
+	}
+}
+
+// describe quotes the source of a step value.
+func (l *lowerer) describe(v *Value) string {
+	if s := l.src[v]; s != "" {
+		return s
+	}
+	return "`" + ExprString(v) + "`"
+}
+
+// filter returns the Filter of state s, making it on first use, and the
+// closed form of attenuation(s) (nil when numeric); errors go to l.errs at
+// call.
+func (l *lowerer) filter(fn *Func, s string, call *dsl.CallExpr) (*Filter, dsl.Expr) {
+	var sn StateNoise
+	for _, x := range fn.Noise.States {
+		if x.State == s {
+			sn = x
+		}
+	}
+	if sn.Model == nil {
+		l.errs.Addf(call.Pos(), "%s(%s): the noise does not reach %s linearly: %s", call.Fun.Name, s, s, sn.Why)
+		return nil, nil
+	}
+	gain, err := Solve(sn.Model, fn.Noise.Symbols)
+	if err != nil {
+		l.errs.Addf(call.Pos(), "%s(%s): %v", call.Fun.Name, s, err)
+		return nil, nil
+	}
+	fl := fn.Filter(s)
+	if fl == nil {
+		fl = l.newFilter(fn, gain)
+		if err := fn.checkFilter(fl, fn.DefaultHypers()); err != nil {
+			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %v", call.Fun.Name, s, err)
+		}
+	}
+	return fl, gain.Expr()
+}
+
+// newFilter adds the Filter of a solved model to fn.
+func (l *lowerer) newFilter(fn *Func, g *Gain) *Filter {
+	m := g.Model
+	fl := &Filter{State: m.State, States: m.States, Target: m.Target, Model: &Block{Name: "filter_" + m.State}, Stability: g.Stability}
+	if x := g.Expr(); x != nil {
+		fl.Expr = dsl.ExprString(x)
+	}
+	names := fl.EntryNames()
+	entries := slices.Concat(slices.Concat(m.M...), m.B)
+	for i, e := range entries {
+		v := l.lowerUniform(fl.Model, FracExpr(e, g.Symbols))
+		s := fl.Model.NewValue(OpStore, None, true, v)
+		s.Name = names[i]
+	}
+	fn.Filters = append(fn.Filters, fl)
+	return fl
+}
+
+// lowerUniform lowers an expression of hypers and constants into b.
+func (l *lowerer) lowerUniform(b *Block, x dsl.Expr) *Value {
+	info := &dsl.Info{Uses: map[*dsl.Ident]*dsl.Object{}}
+	dsl.Inspect(x, func(e dsl.Expr) bool {
+		if id, ok := e.(*dsl.Ident); ok {
+			info.Uses[id] = &dsl.Object{Kind: dsl.HyperObj, Name: id.Name}
+		}
+		return true
+	})
+	sub := &lowerer{info: info, b: b, env: map[string]*Value{}}
+	v := sub.expr(x)
+	if l.err == nil {
+		l.err = sub.err
+	}
+	return v
+}
+
+// replace lowers x into b just before old and makes every use of old use
+// it instead; old is removed.
+func (l *lowerer) replace(b *Block, old *Value, x dsl.Expr) {
+	n := len(b.Values)
+	nv := l.lowerUniform(b, x)
+	added := slices.Clone(b.Values[n:])
+	b.Values = b.Values[:n]
+	i := slices.Index(b.Values, old)
+	b.Values = slices.Insert(slices.Delete(b.Values, i, i+1), i, added...)
+	for _, v := range b.Values {
+		for j, a := range v.Args {
+			if a == old {
+				v.Args[j] = nv
+			}
+		}
+	}
+}

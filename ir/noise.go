@@ -1,0 +1,483 @@
+package ir
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir/poly"
+)
+
+// The noise analysis: which states the DP noise in g reaches, and how. A
+// state carries the noise linearly when its new value is affine in g and in
+// the previous values of the states, with coefficients that are fixed over
+// training (rational functions of the hypers). Those states form the linear
+// model z_t = M z_{t-1} + b w_t that Lyapunov solves.
+
+// Noise is what the noise analysis finds in a step block.
+type Noise struct {
+	// Symbols are the variables of every fraction in the models: hypers
+	// (OpHyper values) and uniform values that are not rational in the hypers,
+	// such as sqrt(kappa), which stand for themselves.
+	Symbols []*Value
+	States  []StateNoise // one per declared state, in declaration order
+}
+
+// StateNoise says how the noise reaches one state.
+type StateNoise struct {
+	State string
+	Model *NoiseModel // nil when the noise does not reach the state linearly
+	Why   string      // why Model is nil
+}
+
+// NoiseModel is the linear model by which the noise w reaches State:
+// z_t = M z_{t-1} + b w_t, where z holds State and every state whose
+// previous value reaches it, and State is z[Target].
+type NoiseModel struct {
+	State  string
+	States []string // z, in declaration order (theta last, if it is there)
+	Target int
+	M      [][]poly.Frac
+	B      []poly.Frac
+}
+
+// formKind classifies a value for the noise analysis.
+type formKind uint8
+
+const (
+	uniformForm   formKind = iota // a per-step scalar: coef holds its value
+	cleanForm                     // per-coordinate, and the noise never reaches it
+	linearForm                    // affine in the noisy inputs: lin
+	nonlinearForm                 // the noise reaches it, but not linearly: why
+)
+
+// coef is the value of a uniform value as a rational function of the
+// symbols, or the expression that makes it change from step to step.
+type coef struct {
+	f      poly.Frac
+	moving string // non-empty: why it is not a fixed function of the hypers ("changes from step to step (it reads t)")
+}
+
+// form is what the analysis knows about one value.
+type form struct {
+	kind formKind
+	c    coef            // uniformForm
+	lin  map[string]coef // linearForm: coefficient of g and of each noisy state's previous value
+	why  string          // nonlinearForm
+}
+
+// noiseAnalyzer runs the analysis over one step block.
+type noiseAnalyzer struct {
+	states   []string // the declared states, then theta
+	describe func(v *Value) string
+	symbols  []*Value
+	symIndex map[string]int
+	noisy    map[string]bool // g and the states whose update reads the noise
+	forms    map[*Value]form
+	updates  map[string]form   // the form of each state's new value
+	stores   map[string]*Value // the store of each state's new value
+}
+
+// AnalyzeNoise runs the noise analysis over fn's step block. describe
+// names a value in a message (nil: its expression); Lower passes one that
+// quotes the source.
+func AnalyzeNoise(fn *Func, describe func(*Value) string) *Noise {
+	if describe == nil {
+		describe = func(v *Value) string { return "`" + ExprString(v) + "`" }
+	}
+	a := &noiseAnalyzer{
+		states:   append(slices.Clone(fn.States), "theta"),
+		describe: describe,
+		symIndex: map[string]int{},
+		forms:    map[*Value]form{},
+		updates:  map[string]form{},
+		stores:   map[string]*Value{},
+	}
+	a.findNoisy(fn.Step)
+	for _, v := range fn.Step.Values {
+		a.forms[v] = a.formOf(v)
+		if v.Op == OpStore {
+			a.updates[v.Name], a.stores[v.Name] = a.forms[v.Args[0]], v
+		}
+	}
+	n := &Noise{Symbols: a.symbols}
+	for _, s := range fn.States {
+		m, why := a.model(s)
+		n.States = append(n.States, StateNoise{State: s, Model: m, Why: why})
+	}
+	return n
+}
+
+// findNoisy finds the states the noise reaches at all: g, and every state
+// (or theta) whose update reads g or a noisy state, to a fixed point.
+func (a *noiseAnalyzer) findNoisy(b *Block) {
+	a.noisy = map[string]bool{"g": true}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range b.Stores() {
+			if !a.noisy[s.Name] && a.readsNoise(s.Args[0], map[*Value]bool{}) {
+				a.noisy[s.Name], changed = true, true
+			}
+		}
+	}
+}
+
+func (a *noiseAnalyzer) readsNoise(v *Value, seen map[*Value]bool) bool {
+	if v.Op == OpLoad {
+		return a.noisy[v.Name]
+	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	for _, x := range v.Args {
+		if a.readsNoise(x, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// formOf derives v's form from its operands' forms.
+func (a *noiseAnalyzer) formOf(v *Value) form {
+	if v.Uniform && v.Op != OpStore && v.Op != OpLoad {
+		return form{kind: uniformForm, c: a.coefOf(v)}
+	}
+	switch v.Op {
+	case OpLoad:
+		if !a.noisy[v.Name] {
+			return form{kind: cleanForm}
+		}
+		return form{kind: linearForm, lin: map[string]coef{v.Name: constCoef(1)}}
+	case OpStore:
+		return a.forms[v.Args[0]]
+	case OpNeg:
+		return a.scale(a.forms[v.Args[0]], constCoef(-1))
+	case OpAdd, OpSub:
+		return a.sum(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
+	case OpMul:
+		return a.product(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
+	case OpDiv:
+		return a.quotient(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
+	}
+	return a.nonlinear(v, "applies "+v.Op.String()+" to", v.Args...)
+}
+
+// nonlinear is the form of v when an operand carries noise, and clean
+// otherwise.
+func (a *noiseAnalyzer) nonlinear(v *Value, verb string, args ...*Value) form {
+	for _, x := range args {
+		f := a.forms[x]
+		switch f.kind {
+		case nonlinearForm:
+			return f
+		case linearForm:
+			return form{kind: nonlinearForm, why: fmt.Sprintf("%s %s a noisy value", a.describe(v), verb)}
+		}
+	}
+	return form{kind: cleanForm}
+}
+
+func (a *noiseAnalyzer) sum(v *Value, x, y form) form {
+	if v.Op == OpSub {
+		y = a.scale(y, constCoef(-1))
+	}
+	switch {
+	case x.kind == nonlinearForm:
+		return x
+	case y.kind == nonlinearForm:
+		return y
+	case x.kind != linearForm && y.kind != linearForm:
+		return form{kind: cleanForm}
+	}
+	lin := map[string]coef{}
+	for _, f := range []form{x, y} {
+		for k, c := range f.lin {
+			lin[k] = addCoef(coefAt(lin, k), c)
+		}
+	}
+	return form{kind: linearForm, lin: lin}
+}
+
+func (a *noiseAnalyzer) product(v *Value, x, y form) form {
+	switch {
+	case x.kind == uniformForm:
+		return a.scale(y, x.c)
+	case y.kind == uniformForm:
+		return a.scale(x, y.c)
+	case x.kind == linearForm && y.kind == linearForm:
+		return form{kind: nonlinearForm, why: a.describe(v) + " multiplies two noisy values"}
+	case x.kind == linearForm || y.kind == linearForm:
+		return form{kind: nonlinearForm, why: a.describe(v) + " scales the noise by a per-coordinate value"}
+	}
+	return a.nonlinear(v, "multiplies", v.Args...)
+}
+
+func (a *noiseAnalyzer) quotient(v *Value, x, y form) form {
+	switch {
+	case y.kind == uniformForm && y.c.moving == "" && y.c.f.IsZero():
+		return a.nonlinear(v, "divides by zero", v.Args[0])
+	case y.kind == uniformForm:
+		return a.scale(x, invCoef(y.c))
+	case y.kind == linearForm || y.kind == nonlinearForm:
+		return a.nonlinear(v, "divides by", v.Args[1])
+	case x.kind == linearForm:
+		return form{kind: nonlinearForm, why: a.describe(v) + " divides the noise by a per-coordinate value"}
+	}
+	return a.nonlinear(v, "divides", v.Args[0])
+}
+
+// scale multiplies a form by a uniform coefficient.
+func (a *noiseAnalyzer) scale(f form, c coef) form {
+	switch f.kind {
+	case uniformForm:
+		return form{kind: uniformForm, c: mulCoef(f.c, c)}
+	case linearForm:
+		lin := map[string]coef{}
+		for k, x := range f.lin {
+			lin[k] = mulCoef(x, c)
+		}
+		return form{kind: linearForm, lin: lin}
+	}
+	return f
+}
+
+// model builds the state-space model of state s, or says why there is none.
+func (a *noiseAnalyzer) model(s string) (*NoiseModel, string) {
+	z, why := a.closure(s)
+	if why != "" {
+		return nil, why
+	}
+	m := &NoiseModel{State: s, States: z, Target: slices.Index(z, s)}
+	for _, zi := range z {
+		u := a.updates[zi]
+		row := make([]poly.Frac, len(z))
+		for j, zj := range z {
+			row[j] = coefAt(u.lin, zj).f
+		}
+		m.M = append(m.M, row)
+		m.B = append(m.B, coefAt(u.lin, "g").f)
+	}
+	return m, ""
+}
+
+// closure lists the states whose noise reaches s through its update (s
+// included) in declaration order, or says why the model does not exist.
+func (a *noiseAnalyzer) closure(s string) ([]string, string) {
+	if !a.noisy[s] {
+		return nil, "the noise never reaches " + s
+	}
+	in := map[string]bool{s: true}
+	for work := []string{s}; len(work) > 0; {
+		x := work[len(work)-1]
+		work = work[:len(work)-1]
+		u := a.updates[x]
+		if why := a.notLinear(x, u); why != "" {
+			return nil, why
+		}
+		for k, c := range u.lin {
+			if k != "g" && !in[k] && (c.moving != "" || !c.f.IsZero()) {
+				in[k] = true
+				work = append(work, k)
+			}
+		}
+	}
+	var z []string
+	for _, x := range a.states {
+		if in[x] {
+			z = append(z, x)
+		}
+	}
+	return z, ""
+}
+
+// notLinear says why the update of state x does not fit the model.
+func (a *noiseAnalyzer) notLinear(x string, u form) string {
+	if u.kind == nonlinearForm {
+		return fmt.Sprintf("in %s, %s", a.describe(a.stores[x]), u.why)
+	}
+	for _, k := range sortedKeys(u.lin) {
+		if c := u.lin[k]; c.moving != "" {
+			return fmt.Sprintf("in %s, the coefficient of %s %s", a.describe(a.stores[x]), k, c.moving)
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]coef) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// coefOf computes the symbolic value of a uniform value; one that grows
+// past MaxSymbolicTerms terms becomes a symbol of its own, which keeps the
+// algebra small.
+func (a *noiseAnalyzer) coefOf(v *Value) coef {
+	if a.tooLarge(v) {
+		return a.atom(v)
+	}
+	c := a.coefValue(v)
+	if c.moving == "" && c.f.NumTerms() > MaxSymbolicTerms {
+		return a.atom(v)
+	}
+	return c
+}
+
+// maxCoefDegree bounds the degree of a coefficient's fractions.
+const maxCoefDegree = 256
+
+// tooLarge reports whether computing v from its operands' fractions could
+// give a degree past maxCoefDegree (the degrees of a product, a quotient or
+// a sum of fractions add; x ** n multiplies).
+func (a *noiseAnalyzer) tooLarge(v *Value) bool {
+	deg := 0
+	for _, x := range v.Args {
+		c := a.forms[x].c
+		deg += max(c.f.Num.Degree(), c.f.Den.Degree(), 0)
+	}
+	if v.Op == OpPow && len(v.Args) == 2 {
+		c := a.forms[v.Args[0]].c
+		deg = max(c.f.Num.Degree(), c.f.Den.Degree(), 0) * dsl.MaxPowExponent
+	}
+	return deg > maxCoefDegree
+}
+
+func (a *noiseAnalyzer) coefValue(v *Value) coef {
+	arg := func(i int) coef { return a.forms[v.Args[i]].c }
+	switch v.Op {
+	case OpConst:
+		return coef{f: poly.FracOf(poly.Const(decimalRat(v.Const)))}
+	case OpHyper:
+		return a.symbol(v, "hyper "+v.Name)
+	case OpStepIndex, OpSigmaW2:
+		return coef{moving: "changes from step to step (it reads " + v.Op.String() + ")"}
+	case OpAtten, OpAttenT:
+		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
+	case OpF32:
+		return arg(0)
+	case OpNeg:
+		return mulCoef(arg(0), constCoef(-1))
+	case OpAdd:
+		return addCoef(arg(0), arg(1))
+	case OpSub:
+		return addCoef(arg(0), mulCoef(arg(1), constCoef(-1)))
+	case OpMul:
+		return mulCoef(arg(0), arg(1))
+	case OpDiv:
+		if d := arg(1); d.moving == "" && !d.f.IsZero() {
+			return mulCoef(arg(0), invCoef(d))
+		}
+	case OpPow:
+		if c, ok := a.intPower(v); ok {
+			return c
+		}
+	}
+	return a.atom(v)
+}
+
+// intPower computes x ** n for a constant integer n of at most
+// dsl.MaxPowExponent in magnitude.
+func (a *noiseAnalyzer) intPower(v *Value) (coef, bool) {
+	base, exp := a.forms[v.Args[0]].c, a.forms[v.Args[1]].c
+	r, ok := exp.f.Num.Constant()
+	if exp.moving != "" || !ok || !exp.f.Den.Equal(poly.Int(1)) || !r.IsInt() || r.Num().CmpAbs(big.NewInt(64)) > 0 {
+		return coef{}, false
+	}
+	n := int(r.Num().Int64())
+	if base.moving != "" || n < 0 && base.f.IsZero() {
+		return coef{}, false
+	}
+	p := base.f
+	if n < 0 {
+		p, _ = poly.FracOf(poly.Int(1)).Div(p)
+		n = -n
+	}
+	out := poly.FracOf(poly.Int(1))
+	for range n {
+		if out = out.Mul(p); out.NumTerms() > MaxSymbolicTerms {
+			return coef{}, false
+		}
+	}
+	return coef{f: out}, true
+}
+
+// atom makes a uniform value that is not rational in the symbols a symbol
+// of its own, unless it changes from step to step.
+func (a *noiseAnalyzer) atom(v *Value) coef {
+	for _, x := range v.Args {
+		if c := a.forms[x].c; c.moving != "" {
+			return c
+		}
+	}
+	return a.symbol(v, ExprString(v))
+}
+
+// symbol returns the variable for v, known by key, adding it if new.
+func (a *noiseAnalyzer) symbol(v *Value, key string) coef {
+	i, ok := a.symIndex[key]
+	if !ok {
+		i = len(a.symbols)
+		a.symIndex[key] = i
+		a.symbols = append(a.symbols, v)
+	}
+	return coef{f: poly.FracOf(poly.Var(i))}
+}
+
+// decimalRat is the shortest decimal that rounds to x, as an exact
+// rational: 0.9 is 9/10, which is what the source said, rather than the
+// binary value nearest to it.
+func decimalRat(x float64) *big.Rat {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(x, 'g', -1, 64))
+	if !ok {
+		return new(big.Rat) // not finite: Check rejects such constants
+	}
+	return r
+}
+
+func constCoef(n int64) coef { return coef{f: poly.FracOf(poly.Int(n))} }
+
+// coefAt is the coefficient of input k in a linear form: zero if absent.
+func coefAt(lin map[string]coef, k string) coef {
+	if c, ok := lin[k]; ok {
+		return c
+	}
+	return constCoef(0)
+}
+
+func addCoef(x, y coef) coef {
+	if m := firstMoving(x, y); m != "" {
+		return coef{moving: m}
+	}
+	return coef{f: x.f.Add(y.f)}
+}
+
+func mulCoef(x, y coef) coef {
+	if m := firstMoving(x, y); m != "" {
+		return coef{moving: m}
+	}
+	return coef{f: x.f.Mul(y.f)}
+}
+
+func invCoef(x coef) coef {
+	if x.moving != "" {
+		return x
+	}
+	f, err := poly.FracOf(poly.Int(1)).Div(x.f)
+	if err != nil {
+		return x // zero: the callers check
+	}
+	return coef{f: f}
+}
+
+func firstMoving(x, y coef) string {
+	if x.moving != "" {
+		return x.moving
+	}
+	return y.moving
+}
