@@ -513,7 +513,7 @@ func TestAttenuationABG(t *testing.T) {
 	}
 }
 
-// fracsOf builds a matrix of fractions from polynomials.
+// attFracs converts polynomials to fractions (a row of M, or b).
 func attFracs(ps ...poly.Poly) []poly.Frac {
 	out := make([]poly.Frac, len(ps))
 	for i, p := range ps {

@@ -232,6 +232,7 @@ func varianceZ(got, want float64, n int) float64 {
 // and, where it differs from want, the unfiltered 1.
 func checkVariance(t *testing.T, what string, got, want float64, n int) {
 	t.Helper()
+	t.Logf("%s: variance/σ² = %.6g, derived %.6g, z = %.2f (n = %d)", what, got, want, varianceZ(got, want, n), n)
 	if z := varianceZ(got, want, n); math.Abs(z) > mcZ || math.IsNaN(z) {
 		t.Errorf("%s: variance/σ² = %.6g, derived %.6g: %.1f standard errors off (n = %d, seed %#x)", what, got, want, z, n, *mcSeed)
 		return

@@ -51,10 +51,13 @@ func writeFixtures(t *testing.T, dir string) {
 	writeFile(t, dir, "empty.npy", nil)
 	copyFile(t, brokenDSL, filepath.Join(dir, "broken.dsl"))
 	writeFile(t, dir, "empty.dsl", nil)
+	writeFile(t, dir, "unstable.dsl", []byte("optimizer unstable\nhyper k = 2.5 in (0, 3)\nstate x = 0\nstep {\n\tx = (1 - k) * x + k * g\n\ttheta = theta - attenuation(x) * x\n}\n"))
+	writeFile(t, dir, "nonlinear.dsl", []byte("optimizer nonlinear\nstate x = 0\nstep {\n\tx = 0.5 * x + g * g\n\ttheta = theta - attenuation_t(x) * x\n}\n"))
 	for _, name := range shipped {
 		copyFile(t, optPath(name), filepath.Join(dir, name+".dsl"))
 	}
 	copyFile(t, optPath("dp_sgd"), filepath.Join(dir, "dp_sgd_copy.dsl"))
+	copyFile(t, optPath("abtrack"), filepath.Join(dir, "abtrack.dsl"))
 	writeFile(t, dir, "noread.dsl", []byte("optimizer x\nstep {\n\ttheta = theta - g\n}\n"))
 	if err := os.Chmod(filepath.Join(dir, "noread.dsl"), 0); err != nil {
 		t.Fatal(err)

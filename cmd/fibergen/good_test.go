@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -179,7 +180,17 @@ type explainJSON struct {
 		Reads, Writes []string
 		Operations    int
 	}
-	IR *string
+	IR          *string
+	Attenuation map[string]struct {
+		Expr           *string
+		Value          *float64
+		SpectralRadius *float64 `json:"spectral_radius"`
+		Stable         bool
+		States         []string
+		M              [][]string
+		B              []string `json:"b"`
+		Used           bool
+	}
 }
 
 func explainFiber(t *testing.T, extra ...string) (explainJSON, map[string]json.RawMessage) {
@@ -196,9 +207,36 @@ func explainFiber(t *testing.T, extra ...string) (explainJSON, map[string]json.R
 	return x, keys
 }
 
+// TestExplainJSONAttenuation checks the derived attenuation of FiBeR's
+// filter against the paper's A(ω) = (2 − ω)/(4 − 3ω) and ρ = √(1 − ω) at
+// several settings.
+func TestExplainJSONAttenuation(t *testing.T) {
+	for _, omega := range []float64{0.05, 0.3, 0.9, 1} {
+		x, _ := explainFiber(t, "--set", fmt.Sprintf("omega=%v", omega))
+		a, ok := x.Attenuation["gt"]
+		switch {
+		case !ok:
+			t.Fatalf("omega=%v: no attenuation of gt: %v", omega, x.Attenuation)
+		case a.Expr == nil || *a.Expr != "(2 - omega) / (4 - 3 * omega)":
+			t.Errorf("omega=%v: expr %v", omega, a.Expr)
+		case a.Value == nil || math.Abs(*a.Value-(2-omega)/(4-3*omega)) > 1e-15:
+			t.Errorf("omega=%v: value %v, want %v", omega, a.Value, (2-omega)/(4-3*omega))
+		case a.SpectralRadius == nil || math.Abs(*a.SpectralRadius-math.Sqrt(1-omega)) > 1e-12 || !a.Stable:
+			t.Errorf("omega=%v: spectral radius %v stable %v, want %v", omega, a.SpectralRadius, a.Stable, math.Sqrt(1-omega))
+		case !slices.Equal(a.States, []string{"gt", "r"}) || !a.Used:
+			t.Errorf("omega=%v: states %v used %v", omega, a.States, a.Used)
+		case fmt.Sprint(a.M, a.B) != "[[1 - omega 1 - omega] [-omega 1 - omega]] [omega omega]":
+			t.Errorf("omega=%v: M, b = %v %v", omega, a.M, a.B)
+		}
+		if _, ok := x.Attenuation["v"]; ok {
+			t.Errorf("v carries the noise non-linearly, but has an attenuation entry")
+		}
+	}
+}
+
 func TestExplainJSONKeys(t *testing.T) {
 	_, keys := explainFiber(t)
-	for _, k := range []string{"optimizer", "source", "hypers", "states", "observe", "host_scalars", "kernel", "step"} {
+	for _, k := range []string{"optimizer", "source", "hypers", "states", "observe", "host_scalars", "kernel", "attenuation", "step"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("explain --json lacks key %q", k)
 		}
