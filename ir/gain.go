@@ -134,25 +134,12 @@ func (g *FiniteGain) At(t int) float64 {
 
 // FilterValues evaluates the filter's model at hypers h: M (row major) and b.
 func (f *Func) FilterValues(fl *Filter, h []float64) (m, b []float64) {
-	vals := map[*Value]float64{}
-	for _, v := range fl.Model.Values {
-		switch v.Op {
-		case OpConst:
-			vals[v] = v.Const
-		case OpHyper:
-			vals[v] = h[f.HyperIndex(v.Name)]
-		case OpStore:
-			m = append(m, vals[v.Args[0]])
-		default:
-			x, y := vals[v.Args[0]], math.NaN()
-			if len(v.Args) > 1 {
-				y = vals[v.Args[1]]
-			}
-			vals[v] = Eval64(v.Op, x, y)
-		}
+	var entries []float64
+	for _, s := range fl.Model.Stores() {
+		entries = append(entries, evalUniform(f, s.Args[0], h))
 	}
 	k := len(fl.States)
-	return m[:k*k], m[k*k:]
+	return entries[:k*k], entries[k*k:]
 }
 
 // CheckStability reports the first filter that is not stable at hypers h,

@@ -120,8 +120,8 @@ func describeUnit(u *pipeline.Unit, h []float64) (*explanation, error) {
 	x.Observe = describeObserve(u.Func, p, h)
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
-	x.Attenuation, x.notLinear, err = describeAttenuation(u.Func, h)
-	return x, err
+	x.Attenuation, x.notLinear = describeAttenuation(u.Func, h)
+	return x, nil
 }
 
 func describeStates(p *interp.Program, h []float64) []stateInfo {

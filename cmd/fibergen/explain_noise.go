@@ -31,10 +31,10 @@ type attenInfo struct {
 
 // describeAttenuation solves the noise model of every state that carries
 // the noise linearly; notLinear says why the others have none.
-func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[string]string, error) {
+func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[string]string) {
 	out, notLinear := map[string]*attenInfo{}, map[string]string{}
 	if fn.Noise == nil {
-		return out, notLinear, nil
+		return out, notLinear
 	}
 	for _, sn := range fn.Noise.States {
 		if sn.Model == nil {
@@ -48,7 +48,7 @@ func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[s
 		}
 		out[sn.State] = attenuationInfo(fn, g, h)
 	}
-	return out, notLinear, nil
+	return out, notLinear
 }
 
 func attenuationInfo(fn *ir.Func, g *ir.Gain, h []float64) *attenInfo {
