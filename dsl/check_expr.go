@@ -193,7 +193,7 @@ func (c *checker) attenuation(x *CallExpr, s *scope) {
 	if len(x.Args) != 1 {
 		return
 	}
-	id, ok := unparen(x.Args[0]).(*Ident)
+	id, ok := Unparen(x.Args[0]).(*Ident)
 	if !ok || c.names[id.Name] == nil || c.names[id.Name].Kind != StateObj {
 		c.errorf(x.Args[0].Pos(), "the argument of %s must be the name of a state", x.Fun.Name)
 		return
@@ -201,7 +201,8 @@ func (c *checker) attenuation(x *CallExpr, s *scope) {
 	c.info.Uses[id] = c.names[id.Name]
 }
 
-func unparen(x Expr) Expr {
+// Unparen returns x without the parentheses around it.
+func Unparen(x Expr) Expr {
 	for {
 		p, ok := x.(*ParenExpr)
 		if !ok {

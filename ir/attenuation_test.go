@@ -2,6 +2,7 @@ package ir
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"os"
@@ -1344,5 +1345,22 @@ func TestGainAt(t *testing.T) {
 		if want := math.Sqrt(k) / (2 - math.Sqrt(k)); attRelErr(v.A, want) > 1e-15 {
 			t.Errorf("sqrt(kappa) gain at kappa=%v: A = %.17g, want %.17g", k, v.A, want)
 		}
+	}
+}
+
+// TestAttenuationHugeCoefficient is a regression test: a coefficient built
+// by repeated squaring once gave every large opaque symbol the same name
+// (its summarized expression) and overflowed poly's exponents (a panic).
+// Such a coefficient now has no model, and attenuation says why.
+func TestAttenuationHugeCoefficient(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("optimizer q\nhyper a = 0.5 in (0, 1)\nstate x = 0\nstep {\n\tp0 = a * a\n")
+	for i := 1; i <= 26; i++ {
+		fmt.Fprintf(&b, "\tp%d = p%d * p%d\n", i, i-1, i-1)
+	}
+	b.WriteString("\tx = p26 * x + g\n\ttheta = theta - attenuation(x) * x\n}\n")
+	_, errs, err := Compile("huge.dsl", []byte(b.String()))
+	if err != nil || len(errs) != 1 || !strings.Contains(errs[0].Msg, "more than 200 operations, too large to solve for") {
+		t.Fatalf("errs %v, err %v; want one error saying the coefficient is too large", errs, err)
 	}
 }

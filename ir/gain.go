@@ -98,15 +98,15 @@ func allFinite(xs []float64) bool {
 type FiniteGain struct {
 	m, b   []float64
 	target int
-	next   int // the step the next term belongs to
-	u      []float64
+	next   int       // the step the next term belongs to
+	u, v   []float64 // u = M^next b; v is scratch for M u
 	sum    float64
 }
 
 // NewFiniteGain returns the finite-time gain of z[target] for the model
 // (m k×k row major, b).
 func NewFiniteGain(m, b []float64, target int) *FiniteGain {
-	return &FiniteGain{m: m, b: b, target: target, u: append([]float64(nil), b...)}
+	return &FiniteGain{m: m, b: b, target: target, u: append([]float64(nil), b...), v: make([]float64, len(b))}
 }
 
 // At returns the gain at step t (from 0).
@@ -119,15 +119,14 @@ func (g *FiniteGain) At(t int) float64 {
 	for ; g.next <= t; g.next++ {
 		x := g.u[g.target]
 		g.sum = g.sum + float64(x*x)
-		u := make([]float64, k)
 		for i := 0; i < k; i++ {
 			s := 0.0
 			for j := 0; j < k; j++ {
 				s = s + float64(g.m[i*k+j]*g.u[j])
 			}
-			u[i] = s
+			g.v[i] = s
 		}
-		g.u = u
+		g.u, g.v = g.v, g.u
 	}
 	return g.sum
 }

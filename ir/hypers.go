@@ -67,6 +67,20 @@ func ParseSetting(s string) (name string, value float64, err error) {
 	return name, value, nil
 }
 
+// CheckHypers reports hypers h (one value per hyper) that are out of range
+// or make a filter unstable.
+func (f *Func) CheckHypers(h []float64) error {
+	if len(h) != len(f.Hypers) {
+		return fmt.Errorf("%s: %d hypers, want %d", f.Name, len(h), len(f.Hypers))
+	}
+	for i, hy := range f.Hypers {
+		if err := hy.Check(h[i]); err != nil {
+			return err
+		}
+	}
+	return f.CheckStability(h)
+}
+
 // ApplySettings returns the defaults overridden by "name=value" settings,
 // each in its range; the filters must be stable at the result
 // (CheckStability).

@@ -46,6 +46,7 @@ type lowerer struct {
 	errs   dsl.ErrorList            // the source's errors found when lowering
 	src    map[*Value]string        // the source of each step value, quoted, for messages
 	attens map[*Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
+	solved map[string]solved        // the solved noise model of each state they name
 }
 
 func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *Value {

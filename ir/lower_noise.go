@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/fibergen/fibergen/dsl"
@@ -10,7 +11,7 @@ import (
 // that resolveAttenuation replaces once the whole step is lowered: the
 // filter of s may be written after the call.
 func (l *lowerer) attenuation(x *dsl.CallExpr) *Value {
-	id, ok := unparen(x.Args[0]).(*dsl.Ident)
+	id, ok := dsl.Unparen(x.Args[0]).(*dsl.Ident)
 	if !ok || len(x.Args) != 1 {
 		return l.fail(x.Pos(), "cannot lower %s without a state", x.Fun.Name)
 	}
@@ -25,22 +26,12 @@ func (l *lowerer) attenuation(x *dsl.CallExpr) *Value {
 	return v
 }
 
-func unparen(x dsl.Expr) dsl.Expr {
-	for {
-		p, ok := x.(*dsl.ParenExpr)
-		if !ok {
-			return x
-		}
-		x = p.X
-	}
-}
-
 // resolveAttenuation runs the noise analysis and gives every state named by
 // attenuation or attenuation_t its Filter; attenuation(s) becomes its closed
 // form where there is one. A state without a linear noise model, or whose
 // filter is unstable at the defaults, is an error at the call.
 func (l *lowerer) resolveAttenuation(fn *Func) {
-	fn.Noise = AnalyzeNoise(fn, l.describe)
+	fn.Noise, l.solved = AnalyzeNoise(fn, l.describe), map[string]solved{}
 	for _, v := range slices.Clone(fn.Step.Values) {
 		call := l.attens[v]
 		if call == nil {
@@ -65,17 +56,7 @@ func (l *lowerer) describe(v *Value) string {
 // closed form of attenuation(s) (nil when numeric); errors go to l.errs at
 // call.
 func (l *lowerer) filter(fn *Func, s string, call *dsl.CallExpr) (*Filter, dsl.Expr) {
-	var sn StateNoise
-	for _, x := range fn.Noise.States {
-		if x.State == s {
-			sn = x
-		}
-	}
-	if sn.Model == nil {
-		l.errs.Addf(call.Pos(), "%s(%s): the noise does not reach %s linearly: %s", call.Fun.Name, s, s, sn.Why)
-		return nil, nil
-	}
-	gain, err := Solve(sn.Model, fn.Noise.Symbols)
+	gain, err := l.gain(fn, s)
 	if err != nil {
 		l.errs.Addf(call.Pos(), "%s(%s): %v", call.Fun.Name, s, err)
 		return nil, nil
@@ -88,6 +69,31 @@ func (l *lowerer) filter(fn *Func, s string, call *dsl.CallExpr) (*Filter, dsl.E
 		}
 	}
 	return fl, gain.Expr()
+}
+
+// solved is the outcome of solving one state's noise model.
+type solved struct {
+	gain *Gain
+	err  error
+}
+
+// gain solves the noise model of state s, once however many calls name it.
+func (l *lowerer) gain(fn *Func, s string) (*Gain, error) {
+	if r, ok := l.solved[s]; ok {
+		return r.gain, r.err
+	}
+	var r solved
+	for _, sn := range fn.Noise.States {
+		switch {
+		case sn.State != s:
+		case sn.Model == nil:
+			r.err = fmt.Errorf("no linear filter with fixed coefficients carries the noise to %s: %s", s, sn.Why)
+		default:
+			r.gain, r.err = Solve(sn.Model, fn.Noise.Symbols)
+		}
+	}
+	l.solved[s] = r
+	return r.gain, r.err
 }
 
 // newFilter adds the Filter of a solved model to fn.

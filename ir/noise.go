@@ -408,12 +408,16 @@ func (a *noiseAnalyzer) intPower(v *Value) (coef, bool) {
 }
 
 // atom makes a uniform value that is not rational in the symbols a symbol
-// of its own, unless it changes from step to step.
+// of its own, known by its expression, unless it changes from step to step
+// or its expression is too large to print (then no closed form can name it).
 func (a *noiseAnalyzer) atom(v *Value) coef {
 	for _, x := range v.Args {
 		if c := a.forms[x].c; c.moving != "" {
 			return c
 		}
+	}
+	if treeSize(v, map[*Value]int{}) > MaxExprNodes {
+		return coef{moving: fmt.Sprintf("is an expression of more than %d operations, too large to solve for", MaxExprNodes)}
 	}
 	return a.symbol(v, ExprString(v))
 }

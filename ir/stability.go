@@ -16,6 +16,8 @@ const (
 	maxConditionTerms = 24
 )
 
+const numericOnly = "the stability of some states is checked numerically only"
+
 // stabilityConditions derives conditions "… > 0" that hold together
 // exactly when every eigenvalue of m lies inside the unit circle. The
 // eigenvalues of m are those of the diagonal blocks of its strongly
@@ -28,12 +30,12 @@ func stabilityConditions(m [][]poly.Frac) (conds []poly.Frac, note string) {
 	for _, block := range components(m) {
 		b := sub(m, block)
 		if len(block) > maxJuryDegree || entryTerms(b) > maxJuryEntryTerms {
-			note = "the stability of some states is checked numerically only"
+			note = numericOnly
 			continue
 		}
 		c := juryConditions(charPoly(b))
 		if slices.ContainsFunc(c, func(f poly.Frac) bool { return f.NumTerms() > maxConditionTerms }) {
-			note = "the stability of some states is checked numerically only"
+			note = numericOnly
 			continue
 		}
 		conds = append(conds, c...)

@@ -26,14 +26,15 @@ func (g *generator) genHost() {
 	for _, v := range kept {
 		hostFields = append(hostFields, jen.Id(fmt.Sprintf("u%d", v.ID)).Add(goType(v)).Comment(ir.ExprString(v)))
 	}
-	for _, fl := range g.finiteGains() {
+	gains := g.finiteGains()
+	for _, fl := range gains {
 		hostFields = append(hostFields, jen.Id(gainField(fl.State)).Op("*").Id("finiteGain").Comment("attenuation_t("+fl.State+")"))
 	}
 	g.file.Comment("Host computes the host scalars for one hyper setting: the values that depend")
 	g.file.Comment("on the hypers alone once, in NewHost, the others at every step. It is not")
 	g.file.Comment("safe for concurrent use: attenuation_t keeps a running sum.")
 	g.file.Type().Id("Host").Struct(hostFields...)
-	g.genNewHost(fixed, kept)
+	g.genNewHost(fixed, kept, gains)
 	g.genScalarsMethod(fixed, kept)
 	g.file.Comment("Hypers returns the hypers the host was made for.")
 	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Hypers").Params().Id("Hypers").Block(jen.Return(jen.Id("c").Dot("h")))
@@ -95,7 +96,7 @@ func (g *generator) finiteGains() []*ir.Filter {
 	return out
 }
 
-func (g *generator) genNewHost(fixed map[*ir.Value]bool, kept []*ir.Value) {
+func (g *generator) genNewHost(fixed map[*ir.Value]bool, kept []*ir.Value, gains []*ir.Filter) {
 	e := g.newEnv()
 	body := []jen.Code{
 		jen.If(jen.Err().Op(":=").Id("h").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
@@ -109,7 +110,7 @@ func (g *generator) genNewHost(fixed map[*ir.Value]bool, kept []*ir.Value) {
 	for _, v := range kept {
 		body = append(body, jen.Id("c").Dot(fmt.Sprintf("u%d", v.ID)).Op("=").Add(e.ref(v)))
 	}
-	for _, fl := range g.finiteGains() {
+	for _, fl := range gains {
 		body = append(body, jen.Id("c").Dot(gainField(fl.State)).Op("=").Id("newFiniteGain").Call(jen.Id(filterFunc(fl.State)).Call(jen.Id("h"))))
 	}
 	body = append(body, jen.Return(jen.Id("c"), jen.Nil()))

@@ -78,17 +78,7 @@ type Scalars struct {
 }
 
 // Check reports hypers h that are out of range or make a filter unstable.
-func (p *Program) Check(h []float64) error {
-	if len(h) != len(p.Func.Hypers) {
-		return fmt.Errorf("%s: %d hypers, want %d", p.Func.Name, len(h), len(p.Func.Hypers))
-	}
-	for i, hy := range p.Func.Hypers {
-		if err := hy.Check(h[i]); err != nil {
-			return err
-		}
-	}
-	return p.Func.CheckStability(h)
-}
+func (p *Program) Check(h []float64) error { return p.Func.CheckHypers(h) }
 
 // HostScalars computes the step's host values for hypers h (one value per
 // hyper, as Func.DefaultHypers) at step t. Values that depend on the hypers
