@@ -23,9 +23,19 @@ install: deps
 ## test: formatting, vet, generated/ up to date, unit and system tests, bounded fuzzing
 test: deps fmt-check vet generate-check unit fuzz
 
+## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
+## installed with apt-get when missing and run as root on Debian
 deps:
 	@command -v $(GO) >/dev/null || { echo "fibergen needs Go 1.26 or newer (https://go.dev/dl); 'go' is not on PATH" >&2; exit 1; }
 	@$(GO) mod download
+	@if ! command -v llc-14 >/dev/null || ! command -v opt-14 >/dev/null || ! command -v ld >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing LLVM 14 and binutils (Debian packages llvm-14, binutils)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-14 binutils >/dev/null; \
+		else \
+			echo "fibergen needs LLVM 14 and a linker: apt-get install -y llvm-14 binutils (as root)" >&2; exit 1; \
+		fi; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -1,12 +1,15 @@
 // Package pipeline runs fibergen's phases on one .dsl source in the order
 // `fibergen build` does — parse and check (dsl), lower and optimize (ir),
-// generate code (codegen/go) — so that the command line and the tests build
-// exactly the same thing from one parse.
+// generate code (codegen/go, codegen/cuda) — so that the command line and the
+// tests build exactly the same thing from one parse. Turning the kernel
+// module into PTX or a shared object needs LLVM's tools and is left to the
+// caller (cuda.Toolchain).
 package pipeline
 
 import (
 	"path/filepath"
 
+	"github.com/fibergen/fibergen/codegen/cuda"
 	gogen "github.com/fibergen/fibergen/codegen/go"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
@@ -20,6 +23,7 @@ type Unit struct {
 	Canonical []byte   // dsl.Format(File)
 	Func      *ir.Func // optimized
 	GoCode    []byte   // the generated Go package
+	Kernels   *cuda.Kernels
 }
 
 // Compile builds src, read from path. A non-empty ErrorList holds the
@@ -40,6 +44,9 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	}
 	u.GoCode, err = gogen.Generate(u.Func, gogen.Options{Source: filepath.Base(path), DSL: u.Canonical})
 	if err != nil {
+		return nil, nil, err
+	}
+	if u.Kernels, err = cuda.Generate(u.Func); err != nil {
 		return nil, nil, err
 	}
 	return u, nil, nil

@@ -281,6 +281,7 @@ func newFiberStepper(t testing.TB, omega float64, n int, sigmaW2 float64) *fiber
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Noise = false // the test adds the noise itself
 	return &fiberStepper{o: o, theta: make([]float32, n), sigmaW2: sigmaW2}
 }
 
@@ -308,6 +309,7 @@ func newDiskStepper(t testing.TB, kappa float64, n int, sigmaW2 float64) *diskSt
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Noise = false // the test adds the noise itself
 	return &diskStepper{o: o, theta: make([]float32, n), sigmaW2: sigmaW2}
 }
 

@@ -38,17 +38,24 @@ type optimizer struct {
 	states  []string // the DSL's states, in order
 	newImpl func(sets []setting, n int) (implementation, error)
 	newRef  func(sets []setting, n int) (reference, bounded, error)
+	pkg     goPackage
+}
+
+// goPackage holds a generated package's Defaults, NewHost and Step, which
+// the kernel tests call through reflection (tests/kernels_test.go).
+type goPackage struct {
+	defaults, newHost, step any
 }
 
 // optimizers lists every optimizers/*.dsl; TestOptimizersRegistered checks
 // that none is missing.
 var optimizers = []*optimizer{
-	{name: "fiber", states: []string{"gt", "r", "m", "v"}, newImpl: newFiberImpl, newRef: newFiberRef},
-	{name: "disk", states: []string{"gt", "m", "v"}, newImpl: newDiskImpl, newRef: newDiskRef},
-	{name: "disk_corr", states: []string{"gt", "m", "v"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef},
-	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef},
-	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef},
-	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef},
+	{name: "fiber", states: []string{"gt", "r", "m", "v"}, newImpl: newFiberImpl, newRef: newFiberRef, pkg: goPackage{fiber.Defaults, fiber.NewHost, fiber.Step}},
+	{name: "disk", states: []string{"gt", "m", "v"}, newImpl: newDiskImpl, newRef: newDiskRef, pkg: goPackage{disk.Defaults, disk.NewHost, disk.Step}},
+	{name: "disk_corr", states: []string{"gt", "m", "v"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step}},
+	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef, pkg: goPackage{abtrack.Defaults, abtrack.NewHost, abtrack.Step}},
+	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef, pkg: goPackage{dp_adamw.Defaults, dp_adamw.NewHost, dp_adamw.Step}},
+	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef, pkg: goPackage{dp_sgd.Defaults, dp_sgd.NewHost, dp_sgd.Step}},
 }
 
 func optimizerNamed(name string) *optimizer {
@@ -96,7 +103,11 @@ func newFiberImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := fiber.New(h, n)
-	return fiberImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberImpl{o}, nil
 }
 
 type fiberRef struct{ *oracle.FiBeR }
@@ -129,7 +140,11 @@ func newDiskImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := disk.New(h, n)
-	return diskImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return diskImpl{o}, nil
 }
 
 type diskRef struct{ *oracle.DiSK }
@@ -157,7 +172,11 @@ func newDiskCorrImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := disk_corr.New(h, n)
-	return diskCorrImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return diskCorrImpl{o}, nil
 }
 
 type diskCorrRef struct{ *oracle.DiSKCorr }
@@ -185,7 +204,11 @@ func newABTrackImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := abtrack.New(h, n)
-	return abTrackImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return abTrackImpl{o}, nil
 }
 
 type abTrackRef struct{ *oracle.ABTrack }
@@ -213,7 +236,11 @@ func newAdamWImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := dp_adamw.New(h, n)
-	return adamWImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return adamWImpl{o}, nil
 }
 
 type adamWRef struct{ *oracle.DPAdamW }
@@ -239,7 +266,11 @@ func newSGDImpl(sets []setting, n int) (implementation, error) {
 		return nil, err
 	}
 	o, err := dp_sgd.New(h, n)
-	return sgdImpl{o}, err
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return sgdImpl{o}, nil
 }
 
 type sgdRef struct{ *oracle.DPSGD }

@@ -55,8 +55,7 @@ var badCases = []badCase{
 	{name: "sigma-w2 not a number", args: "$RUN --sigma-w2 abc", code: 2, msg: `invalid value "abc" for flag -sigma-w2: want a number`},
 	{name: "sigma-w2 overflows", args: "$RUN --sigma-w2 1e400", code: 2, msg: `invalid value "1e400" for flag -sigma-w2: out of the float64 range`},
 	{name: "noise maybe", args: "$RUN --noise maybe", code: 2, msg: `--noise "maybe": want on or off`},
-	{name: "noise on with sigma", args: "$RUN --noise on --sigma-w2 0.5", code: 2, msg: `--noise on is not available yet: .*pass --noise off`},
-	{name: "noise on by default", args: "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --sigma-w2 0.5", code: 2, msg: `--noise on is not available yet`},
+	{name: "backend gpu", args: "$RUN --backend gpu", code: 2, msg: `--backend "gpu": want go or cpu`},
 	{name: "seed negative", args: "$RUN --seed -1", code: 2, msg: `invalid value "-1" for flag -seed: want an integer from 0 to 2\^64-1`},
 	{name: "seed not a number", args: "$RUN --seed abc", code: 2, msg: `invalid value "abc" for flag -seed: want an integer`},
 

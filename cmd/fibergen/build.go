@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/fibergen/fibergen/codegen/cuda"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -29,22 +31,54 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	for _, u := range units {
-		if err := checkOutPath(*out, outFile(*out, u)); err != nil {
-			return fail(stderr, "build", err)
-		}
+	outputs, err := buildOutputs(*out, units)
+	if err != nil {
+		return fail(stderr, "build", err)
 	}
-	for _, u := range units {
-		path := outFile(*out, u)
-		if err := writeFileAtomic(path, u.GoCode); err != nil {
-			return fail(stderr, "build", fmt.Errorf("cannot write %s: %v", path, rootCause(err)))
+	for i, u := range units {
+		for _, o := range outputs[i] {
+			if err := writeFileAtomic(o.path, o.data); err != nil {
+				return fail(stderr, "build", fmt.Errorf("cannot write %s: %v", o.path, rootCause(err)))
+			}
 		}
-		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(path))
+		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(outFile(*out, u)))
 	}
 	return 0
 }
 
-// outFile is where build writes u's Go package under the output directory.
+// output is one file build writes.
+type output struct {
+	path string
+	data []byte
+}
+
+// buildOutputs compiles every unit's PTX and checks every path before
+// anything is written, so that a missing LLVM or an unwritable directory
+// leaves no unit half written.
+func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		return nil, err
+	}
+	all := make([][]output, len(units))
+	for i, u := range units {
+		ptx, err := tc.PTX(u.Kernels.LL, u.Kernels.StepKernel())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", u.Path, err)
+		}
+		base := strings.TrimSuffix(outFile(out, u), ".go")
+		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Kernels.LL)}, {base + ".ptx", ptx}}
+		for _, o := range all[i] {
+			if err := checkOutPath(out, o.path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return all, nil
+}
+
+// outFile is where build writes u's Go package under the output directory;
+// the kernel files lie beside it.
 func outFile(out string, u *pipeline.Unit) string {
 	return filepath.Join(out, u.Func.Name, u.Func.Name+".go")
 }

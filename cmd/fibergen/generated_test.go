@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -61,20 +62,32 @@ func TestRunMatchesGenerated(t *testing.T) {
 	const steps, n = 8, 33
 	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
 	for _, sigma := range []float64{0, 0.25} {
-		for _, name := range shipped {
-			got := runOut(t, name, theta, grads, steps, "--noise", "off", "--sigma-w2", formatFloat(sigma), "--set", "lr=0.05")
-			want := slices.Clone(theta)
-			o := newUpdater(t, name, "lr", 0.05, n)
-			for s := range steps {
-				if err := o.Update(want, grads[s*n:(s+1)*n], sigma); err != nil {
-					t.Fatal(err)
-				}
+		for _, noise := range []string{"off", "on"} {
+			for _, name := range shipped {
+				checkRunMatchesGenerated(t, name, noise, sigma, theta, grads, steps)
 			}
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Errorf("%s sigma_w2 %v: theta[%d] = %v, generated code gives %v", name, sigma, i, got[i], want[i])
-				}
-			}
+		}
+	}
+}
+
+// checkRunMatchesGenerated compares fibergen run with --set lr=0.05, the
+// noise setting and seed 42 against the generated package.
+func checkRunMatchesGenerated(t *testing.T, name, noise string, sigma float64, theta, grads []float32, steps int) {
+	n := len(theta)
+	got := runOut(t, name, theta, grads, steps, "--noise", noise, "--seed", "42", "--sigma-w2", formatFloat(sigma), "--set", "lr=0.05")
+	want := slices.Clone(theta)
+	o := newUpdater(t, name, "lr", 0.05, n)
+	opt := reflect.ValueOf(o).Elem()
+	opt.FieldByName("Noise").SetBool(noise == "on")
+	opt.FieldByName("Seed").SetUint(42)
+	for s := range steps {
+		if err := o.Update(want, grads[s*n:(s+1)*n], sigma); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("%s noise %s sigma_w2 %v: theta[%d] = %v, generated code gives %v", name, noise, sigma, i, got[i], want[i])
 		}
 	}
 }

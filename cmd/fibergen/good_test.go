@@ -64,23 +64,27 @@ func TestBuildMatchesCheckedIn(t *testing.T) {
 	}
 }
 
-// checkGenerated checks that out holds exactly <name>/<name>.go for each
-// name (no temporary files) and that each is the checked-in file.
+// checkGenerated checks that out holds exactly <name>/<name>.{go,ll,ptx}
+// for each name (no temporary files) and that each is the checked-in file.
 func checkGenerated(t *testing.T, out string, names []string) {
 	t.Helper()
 	var want []string
 	for _, name := range names {
-		want = append(want, name, filepath.Join(name, name+".go"))
-		got, err := os.ReadFile(filepath.Join(out, name, name+".go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		golden, err := os.ReadFile(filepath.Join("../../generated", name, name+".go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, golden) {
-			t.Errorf("%s.go differs from generated/%s/%s.go", name, name, name)
+		want = append(want, name)
+		for _, ext := range []string{".go", ".ll", ".ptx"} {
+			file := filepath.Join(name, name+ext)
+			want = append(want, file)
+			got, err := os.ReadFile(filepath.Join(out, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden, err := os.ReadFile(filepath.Join("../../generated", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, golden) {
+				t.Errorf("%s differs from generated/%s", file, file)
+			}
 		}
 	}
 	snap := snapshot(t, out)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,8 +22,9 @@ type runOptions struct {
 	grads, theta, out string
 	sets              listFlag
 	sigmaW2           floatFlag
-	noise             string
+	noise, backend    string
 	seed              uintFlag
+	seedSet           bool
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -32,12 +35,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate")
-	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step: on or off")
-	fs.Var(&o.seed, "seed", "seed of the noise generator")
+	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized)")
+	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
+	fs.StringVar(&o.backend, "backend", "go", "go (the reference) or cpu (the host kernel, built with LLVM)")
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return 2
 	}
+	fs.Visit(func(f *flag.Flag) { o.seedSet = o.seedSet || f.Name == "seed" })
 	if msg := o.validate(files); msg != "" {
 		return usageError(stderr, "run", "%s", msg)
 	}
@@ -45,7 +50,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if u == nil {
 		return 1
 	}
-	if err := o.execute(u); err != nil {
+	if err := o.execute(u, stderr); err != nil {
 		return fail(stderr, "run", err)
 	}
 	return 0
@@ -62,13 +67,13 @@ func (o *runOptions) validate(files []string) string {
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
 	case o.noise != "on" && o.noise != "off":
 		return fmt.Sprintf("--noise %q: want on or off", o.noise)
-	case o.noise == "on" && o.sigmaW2 > 0:
-		return "--noise on is not available yet: the in-kernel noise generator is not built; pass --noise off to treat --grads as already privatized (sigma_w2 still enters the correction terms)"
+	case o.backend != "go" && o.backend != "cpu":
+		return fmt.Sprintf("--backend %q: want go or cpu", o.backend)
 	}
 	return ""
 }
 
-func (o *runOptions) execute(u *pipeline.Unit) error {
+func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	h, err := u.Func.ApplySettings(o.sets)
 	if err != nil {
 		return err
@@ -84,13 +89,30 @@ func (o *runOptions) execute(u *pipeline.Unit) error {
 	if err != nil {
 		return err
 	}
-	if _, err := runtime.Run(interp.Engine{P: p, Hypers: h}, theta.Data, grads.Data, float64(o.sigmaW2)); err != nil {
+	e := interp.Engine{P: p, Hypers: h, Noise: o.noise == "on", Seed: uint64(o.seed)}
+	if e.Noise && !o.seedSet && o.sigmaW2 > 0 {
+		e.Seed = randomSeed()
+		fmt.Fprintf(stderr, "fibergen run: noise seed %d (pass --seed %d to draw the same noise again)\n", e.Seed, e.Seed)
+	}
+	engine, closeEngine, err := newEngine(o.backend, u, e)
+	if err != nil {
+		return err
+	}
+	defer closeEngine()
+	if _, err := runtime.Run(engine, theta.Data, grads.Data, float64(o.sigmaW2)); err != nil {
 		return err
 	}
 	if err := npy.WriteFile(o.out, theta); err != nil {
 		return fmt.Errorf("--out %s: cannot write: %v", o.out, rootCause(err))
 	}
 	return nil
+}
+
+// randomSeed draws a noise seed from the operating system's generator.
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // checkOutFile checks, before any work is done, that a file can be put at

@@ -22,6 +22,6 @@ func ExampleGenerate() {
 		}
 	}
 	// Output:
-	// func Step(s Scalars, theta, g []float32) {
+	// func Step(s Scalars, nz Noise, theta, g []float32) {
 	// theta[i] = v5
 }

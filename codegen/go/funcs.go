@@ -47,9 +47,13 @@ func (g *generator) genStep() {
 	for _, v := range g.scalars {
 		e.names[v] = jen.Id("s").Dot(g.names[v])
 	}
-	var loop []jen.Code
+	loop := []jen.Code{}
 	for _, v := range g.fn.Step.Values {
 		switch {
+		case v.Op == ir.OpLoad && v.Name == "g":
+			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On")).Block(
+				e.names[v].(*jen.Statement).Clone().Op("=").Float32().Call(jen.Add(e.names[v]).Op("+").Float32().Call(
+					jen.Id("s").Dot("SigmaW").Op("*").Id("nz").Dot("draw").Call(jen.Id("i"), jen.Op("&").Id("cache"))))))
 		case v.Op == ir.OpStore:
 			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
 		case !v.Uniform:
@@ -58,10 +62,12 @@ func (g *generator) genStep() {
 	}
 	params := append([]jen.Code{jen.Id("theta"), jen.Id("g")}, g.stateParams()...)
 	g.file.Comment("Step updates theta and the states in place, one coordinate at a time, with")
-	g.file.Comment("the host scalars s of the current step. All buffers must have the same length.")
-	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.List(params...).Index().Float32()).Block(
+	g.file.Comment("the host scalars s of the current step and, if nz.On, the DP noise nz")
+	g.file.Comment("added to g. All buffers must have the same length.")
+	g.file.Func().Id("Step").Params(jen.Id("s").Id("Scalars"), jen.Id("nz").Id("Noise"), jen.List(params...).Index().Float32()).Block(
 		jen.Id("n").Op(":=").Len(jen.Id("theta")),
 		g.lengthCheck(params),
+		jen.Var().Id("cache").Id("noiseCache"),
 		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(loop...),
 	)
 }

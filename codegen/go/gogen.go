@@ -38,6 +38,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.genHost()
 	g.genObservation()
 	g.genInit()
+	g.genNoise()
 	g.genStep()
 	g.genOptimizer()
 	if len(fn.Filters) > 0 {

@@ -18,6 +18,7 @@ func (g *generator) genHost() {
 	for _, v := range g.scalars {
 		fields = append(fields, jen.Id(g.names[v]).Float32().Comment(ir.ExprString(v)))
 	}
+	fields = append(fields, jen.Id("SigmaW").Float32().Comment("sqrt(sigma_w2): the standard deviation of the noise Step draws"))
 	g.file.Comment("Scalars are the host scalars of one step: the uniform values Step reads.")
 	g.file.Type().Id("Scalars").Struct(fields...)
 
@@ -142,6 +143,7 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 	for _, v := range g.scalars {
 		values = append(values, keyValue(g.names[v], e.ref(v)))
 	}
+	values = append(values, keyValue("SigmaW", jen.Float32().Call(jen.Qual("math", "Sqrt").Call(jen.Id("sigmaW2")))))
 	body = append(body, jen.Return(jen.Id("Scalars").Values(append(values, jen.Line())...)))
 	g.file.Comment("Scalars computes the host scalars of step t (from 0) with the DP noise")
 	g.file.Comment("variance per coordinate sigmaW2.")
@@ -206,7 +208,7 @@ func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
 var helperFiles embed.FS
 
 // qualified matches the package references in the helpers' source.
-var qualified = regexp.MustCompile(`\b(math|big)\.([A-Za-z]+)`)
+var qualified = regexp.MustCompile(`\b(math|big)\.([A-Za-z][A-Za-z0-9_]*)`)
 
 // genNoiseHelpers emits the numerics of the filters: the spectral radius
 // always, the exact steady-state solver and the finite-time gain when the

@@ -37,6 +37,7 @@ var reserved = map[string]bool{
 	"float32": true, "float64": true, "len": true, "panic": true, "int": true,
 	"error": true, "string": true, "nil": true, "true": true, "false": true,
 	"maxOf": true, "minOf": true, "abs32": true, "hyperField": true,
+	"nz": true, "cache": true, "noiseCache": true,
 }
 
 var tempName = regexp.MustCompile(`^[uv][0-9]+$`)

@@ -25,8 +25,11 @@ func (g *generator) genOptimizer() {
 	fields := []jen.Code{
 		jen.Id("Hypers").Id("Hypers").Comment("the hypers of the next step; a change is checked there"),
 		jen.Id("T").Int().Comment("steps taken so far; the next step is step T"),
+		jen.Id("Noise").Bool().Comment("Update draws the DP noise (g is the clipped mean gradient); New sets it"),
+		jen.Id("Seed").Uint64().Comment("keys the noise; New draws it from crypto/rand"),
 	}
-	alloc := []jen.Code{keyValue("Hypers", jen.Id("h")), keyValue("host", jen.Id("host"))}
+	alloc := []jen.Code{keyValue("Hypers", jen.Id("h")), keyValue("host", jen.Id("host")),
+		keyValue("Noise", jen.True()), keyValue("Seed", jen.Qual("encoding/binary", "LittleEndian").Dot("Uint64").Call(jen.Id("seed").Index(jen.Op(":"))))}
 	for _, s := range g.fn.States {
 		fields = append(fields, jen.Id(fieldName(s)).Index().Float32().Comment("state "+s))
 		alloc = append(alloc, keyValue(fieldName(s), jen.Make(jen.Index().Float32(), jen.Id("n"))))
@@ -36,27 +39,34 @@ func (g *generator) genOptimizer() {
 	g.file.Type().Id("Optimizer").Struct(fields...)
 
 	g.file.Comment("New checks h and returns an Optimizer for n coordinates with its states")
-	g.file.Comment("at their initial values.")
+	g.file.Comment("at their initial values, drawing the DP noise in Update from a random seed.")
 	g.file.Func().Id("New").Params(jen.Id("h").Id("Hypers"), jen.Id("n").Int()).Params(jen.Op("*").Id("Optimizer"), jen.Error()).Block(
 		jen.List(jen.Id("host"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("h")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Var().Id("seed").Index(jen.Lit(8)).Byte(),
+		jen.Qual("crypto/rand", "Read").Call(jen.Id("seed").Index(jen.Op(":"))),
 		jen.Id("o").Op(":=").Op("&").Id("Optimizer").Values(append(alloc, jen.Line())...),
 		jen.Id("Init").Call(append([]jen.Code{jen.Id("h")}, g.stateFields("o")...)...),
 		jen.Return(jen.Id("o"), jen.Nil()),
 	)
 
 	host := jen.Id("o").Dot("host")
-	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(jen.Id("o").Dot("T"), jen.Id("sigmaW2")), jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
-	g.file.Comment("Update runs step o.T on theta with the privatized gradient g and the DP")
-	g.file.Comment("noise variance per coordinate sigmaW2, then advances o.T. If o.Hypers")
-	g.file.Comment("changed since the last step to a setting NewHost rejects, it returns the")
-	g.file.Comment("error and changes nothing.")
+	nz := jen.Id("Noise").Values(jen.Dict{jen.Id("On"): jen.Id("o").Dot("Noise"), jen.Id("Seed"): jen.Id("o").Dot("Seed"), jen.Id("Step"): jen.Uint32().Call(jen.Id("o").Dot("T"))})
+	args := append([]jen.Code{host.Clone().Dot("Scalars").Call(jen.Id("o").Dot("T"), jen.Id("sigmaW2")), nz, jen.Id("theta"), jen.Id("g")}, g.stateFields("o")...)
+	g.file.Comment("Update runs step o.T on theta with the gradient g and the DP noise")
+	g.file.Comment("variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is")
+	g.file.Comment("the clipped mean gradient and Update adds the noise; without, g is")
+	g.file.Comment("privatized already. If o.Hypers changed since the last step to a setting")
+	g.file.Comment("NewHost rejects, or the noise would run out of steps (2^32), it returns")
+	g.file.Comment("the error and changes nothing.")
 	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(
 		jen.If(host.Clone().Op("==").Nil().Op("||").Add(host.Clone()).Dot("Hypers").Call().Op("!=").Id("o").Dot("Hypers")).Block(
 			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("o").Dot("Hypers")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			host.Clone().Op("=").Id("h"),
 		),
+		jen.If(jen.Id("o").Dot("Noise").Op("&&").Id("o").Dot("T").Op(">=").Lit(1).Op("<<").Lit(32)).Block(
+			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),

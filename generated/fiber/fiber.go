@@ -39,6 +39,9 @@ Optimizer ties them together.
 package fiber
 
 import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -139,19 +142,20 @@ func (f hyperField) check(x float64) error {
 
 // Scalars are the host scalars of one step: the uniform values Step reads.
 type Scalars struct {
-	S0  float32 // 1 - omega
-	S1  float32 // omega
-	S2  float32 // beta1
-	S3  float32 // 1 - beta1
-	S4  float32 // beta2
-	S5  float32 // 1 - beta2
-	S6  float32 // 1 - beta1 ** (t + 1)
-	S7  float32 // 1 - beta2 ** (t + 1)
-	S8  float32 // (2 - omega) / (4 - 3 * omega) * sigma_w2
-	S9  float32 // eps_v
-	S10 float32 // 1 - lr * wd
-	S11 float32 // lr
-	S12 float32 // eps
+	S0     float32 // 1 - omega
+	S1     float32 // omega
+	S2     float32 // beta1
+	S3     float32 // 1 - beta1
+	S4     float32 // beta2
+	S5     float32 // 1 - beta2
+	S6     float32 // 1 - beta1 ** (t + 1)
+	S7     float32 // 1 - beta2 ** (t + 1)
+	S8     float32 // (2 - omega) / (4 - 3 * omega) * sigma_w2
+	S9     float32 // eps_v
+	S10    float32 // 1 - lr * wd
+	S11    float32 // lr
+	S12    float32 // eps
+	SigmaW float32 // sqrt(sigma_w2): the standard deviation of the noise Step draws
 }
 
 // Host computes the host scalars for one hyper setting: the values that depend
@@ -238,19 +242,20 @@ func (c *Host) Scalars(t int, sigmaW2 float64) Scalars {
 	u60 := float64(c.u92 * u59)
 	u61 := float32(u60)
 	return Scalars{
-		S0:  c.u7,
-		S1:  c.u10,
-		S2:  c.u19,
-		S3:  c.u24,
-		S4:  c.u30,
-		S5:  c.u36,
-		S6:  u47,
-		S7:  u56,
-		S8:  u61,
-		S9:  c.u64,
-		S10: c.u72,
-		S11: c.u75,
-		S12: c.u79,
+		S0:     c.u7,
+		S1:     c.u10,
+		S2:     c.u19,
+		S3:     c.u24,
+		S4:     c.u30,
+		S5:     c.u36,
+		S6:     u47,
+		S7:     u56,
+		S8:     u61,
+		S9:     c.u64,
+		S10:    c.u72,
+		S11:    c.u75,
+		S12:    c.u79,
+		SigmaW: float32(math.Sqrt(sigmaW2)),
 	}
 }
 
@@ -285,15 +290,243 @@ func Init(h Hypers, gt, r, m, v []float32) {
 	}
 }
 
+// Noise says whether Step draws the DP noise itself, and which: with On, Step
+// adds s.SigmaW·z to g[i], z the standard Gaussian of global element Offset+i
+// at step Step under Seed, noise site 0, in fibergen's scheme philox4x32-10/box-muller-f32/v1
+// (docs/noise.md), exactly as the generated kernels do; without On, g is taken
+// as privatized already. The same (Seed, Step, element) always gives the same
+// draw, so a shard [Offset, Offset+n) of a larger buffer draws what the whole
+// buffer would there. Never run two steps with the same Seed and Step.
+type Noise struct {
+	On     bool
+	Seed   uint64
+	Step   uint32
+	Offset uint64 // the global index of the buffers' first element
+}
+
+// noiseCache keeps the Gaussians of the last group of four elements drawn.
+type noiseCache struct {
+	group uint64
+	z     [4]float32
+	ok    bool
+}
+
+// draw returns the Gaussian of element i of the buffers.
+func (nz Noise) draw(i int, c *noiseCache) float32 {
+	e := nz.Offset + uint64(i)
+	if !c.ok || c.group != e>>2 {
+		c.group, c.z, c.ok = e>>2, gaussian4(nz.Seed, nz.Step, 0, e>>2), true
+	}
+	return c.z[e&3]
+}
+
+// Philox4x32-10 constants (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011;
+// the same values as Random123 and cuRAND).
+const (
+	philoxM0 = 0xD2511F53 // multiplier applied to ctr[0]
+	philoxM1 = 0xCD9E8D57 // multiplier applied to ctr[2]
+	philoxW0 = 0x9E3779B9 // key bump for key[0] (golden ratio)
+	philoxW1 = 0xBB67AE85 // key bump for key[1] (sqrt(3) - 1)
+)
+
+// philox4x32 is Philox4x32-10: ten rounds, the key bumped between rounds (the first round uses
+// the key as given). One round: (hi0, lo0) = M0·c0, (hi1, lo1) = M1·c2 (64-bit products),
+// c = [hi1^c1^k0, lo1, hi0^c3^k1, lo0]. The words live in locals, not arrays, which makes it
+// about five times faster in Go.
+func philox4x32(ctr [4]uint32, key [2]uint32) [4]uint32 {
+	c0, c1, c2, c3 := ctr[0], ctr[1], ctr[2], ctr[3]
+	k0, k1 := key[0], key[1]
+	for round := 0; round < 10; round++ {
+		if round > 0 {
+			k0 += philoxW0
+			k1 += philoxW1
+		}
+		p0 := uint64(philoxM0) * uint64(c0)
+		p1 := uint64(philoxM1) * uint64(c2)
+		c0, c1, c2, c3 = uint32(p1>>32)^c1^k0, uint32(p1), uint32(p0>>32)^c3^k1, uint32(p0)
+	}
+	return [4]uint32{c0, c1, c2, c3}
+}
+
+// philoxInput is the Philox counter and key of the group of four elements 4*group..4*group+3.
+// (group, step, site) fills the 128-bit counter without overlap, so distinct triples never
+// share a counter; group < 2^62 because it is an element index divided by 4.
+func philoxInput(seed uint64, step, site uint32, group uint64) ([4]uint32, [2]uint32) {
+	ctr := [4]uint32{uint32(group), uint32(group >> 32), step, site}
+	key := [2]uint32{uint32(seed), uint32(seed >> 32)}
+	return ctr, key
+}
+
+// Float32 bit patterns of the fdlibm logf constants (FreeBSD e_logf.c). The bit patterns are
+// normative.
+const (
+	logLg1Bits   = 0x3f2aaaaa // 0.66666662693
+	logLg2Bits   = 0x3eccce13 // 0.40000972152
+	logLg3Bits   = 0x3e91e9ee // 0.28498786688
+	logLg4Bits   = 0x3e789e26 // 0.24279078841
+	logLn2HiBits = 0x3f317180 // 6.9313812256e-01
+	logLn2LoBits = 0x3717f7d1 // 9.0580006145e-06
+)
+
+// log32 is the natural logarithm of a positive normal float32, fdlibm logf's main path used
+// for every input: u = 2^k * (1+f) with 1+f in [sqrt(2)/2, sqrt(2)), then
+// log(1+f) = f - (hfsq - s*(hfsq+R)) with s = f/(2+f) and R a polynomial in s^2.
+func log32(u float32) float32 {
+	lg1 := math.Float32frombits(logLg1Bits)
+	lg2 := math.Float32frombits(logLg2Bits)
+	lg3 := math.Float32frombits(logLg3Bits)
+	lg4 := math.Float32frombits(logLg4Bits)
+	ln2Hi := math.Float32frombits(logLn2HiBits)
+	ln2Lo := math.Float32frombits(logLn2LoBits)
+
+	ix := math.Float32bits(u)
+	k := int32(ix>>23) - 127
+	ix &= 0x007fffff
+	i := (ix + (0x95f64 << 3)) & 0x800000
+	m := math.Float32frombits(ix | (i ^ 0x3f800000)) // normalize m to [sqrt(2)/2, sqrt(2))
+	k += int32(i >> 23)
+	f := m - 1
+
+	s := f / (2 + f)
+	z := float32(s * s)
+	w := float32(z * z)
+	t1 := float32(w * (lg2 + float32(w*lg4)))
+	t2 := float32(z * (lg1 + float32(w*lg3)))
+	r := t2 + t1
+	hfsq := float32(float32(0.5*f) * f)
+	dk := float32(k)
+	return float32(dk*ln2Hi) - ((hfsq - (float32(s*(hfsq+r)) + float32(dk*ln2Lo))) - f)
+}
+
+// Cephes sinf/cosf polynomial coefficients (valid for |x| <= π/4).
+const (
+	sinS3 float32 = -1.9515295891e-4
+	sinS2 float32 = 8.3321608736e-3
+	sinS1 float32 = -1.6666654611e-1
+	cosC3 float32 = 2.443315711809948e-5
+	cosC2 float32 = -1.388731625493765e-3
+	cosC1 float32 = 4.166664568298827e-2
+)
+
+// sin32 is the sine of x for |x| <= π/4 (Cephes sinf): x + x*z*P(z), z = x*x.
+func sin32(x float32) float32 {
+	z := float32(x * x)
+	p := float32(sinS3*z) + sinS2
+	p = float32(p*z) + sinS1
+	p = float32(p * z)
+	p = float32(p * x)
+	return p + x
+}
+
+// cos32 is the cosine of x for |x| <= π/4 (Cephes cosf): 1 - z/2 + z*z*Q(z), z = x*x.
+func cos32(x float32) float32 {
+	z := float32(x * x)
+	p := float32(cosC3*z) + cosC2
+	p = float32(p*z) + cosC1
+	p = float32(p * z)
+	p = float32(p * z)
+	h := float32(0.5 * z)
+	return (p - h) + 1
+}
+
+// twoPowM32 is 2^-32, exact in float32.
+const twoPowM32 float32 = 1.0 / (1 << 32)
+
+// boxMullerRadius is sqrt(-2 log u) with u = (xr + 0.5) * 2^-32 in [2^-33, 1]: the uint32 to
+// float32 conversion rounds to nearest even, then one float32 add and one float32 multiply.
+// The largest radius, at xr = 0, is sqrt(66 ln 2) ≈ 6.7637.
+func boxMullerRadius(xr uint32) float32 {
+	u := (float32(xr) + 0.5) * twoPowM32
+	l := log32(u)
+	t := float32(-2 * l)
+	return float32(math.Sqrt(float64(t)))
+}
+
+// angleStep is the float32 nearest π/2^31, one step of the 32-bit angle in radians.
+const angleStep float32 = math.Pi / 2147483648
+
+// angle splits the Box-Muller angle 2π(xa+0.5)/2^32 into a quadrant q in 0..3 and a reduced
+// angle x with |x| <= π/4 (up to rounding), so that the angle is q·π/2 + x. The reduction is
+// exact integer arithmetic: xa + 2^29 puts the quadrant boundaries at multiples of 2^30.
+func angle(xa uint32) (q uint32, x float32) {
+	y := xa + 0x20000000
+	q = y >> 30
+	f := float32(int32((y & 0x3fffffff) - 0x20000000))
+	f = f + 0.5
+	return q, float32(f * angleStep)
+}
+
+// cosQuadrant is cos(q·π/2 + x) given sn = sin(x) and cs = cos(x); sin(q·π/2 + x) is
+// cosQuadrant(q-1, ...). Only the low two bits of q matter.
+func cosQuadrant(q uint32, sn, cs float32) float32 {
+	switch q & 3 {
+	case 0:
+		return cs
+	case 1:
+		return -sn
+	case 2:
+		return -cs
+	default:
+		return sn
+	}
+}
+
+// gaussian is the standard normal draw of element elem at (seed, step, site). It computes only
+// what the element's lane needs: one Philox call, one radius and one of sin32/cos32.
+func gaussian(seed uint64, step, site uint32, elem uint64) float32 {
+	ctr, key := philoxInput(seed, step, site, elem>>2)
+	x := philox4x32(ctr, key)
+	lane := uint32(elem & 3)
+	xr, xa := x[0], x[1]
+	if lane >= 2 {
+		xr, xa = x[2], x[3]
+	}
+	r := boxMullerRadius(xr)
+	q, a := angle(xa)
+	q -= lane & 1 // odd lanes take sin(θ) = cos(θ - π/2)
+	var v float32
+	if q&1 == 0 {
+		v = cos32(a)
+	} else {
+		v = sin32(a)
+	}
+	if q&3 == 1 || q&3 == 2 {
+		v = -v
+	}
+	return r * v
+}
+
+// gaussian4 is the four draws of elements 4*group..4*group+3 at (seed, step, site), sharing
+// one Philox call and one radius, sine and cosine per pair; element 4*group+i equals
+// gaussian(seed, step, site, 4*group+i) bit for bit.
+func gaussian4(seed uint64, step, site uint32, group uint64) [4]float32 {
+	ctr, key := philoxInput(seed, step, site, group)
+	x := philox4x32(ctr, key)
+	var out [4]float32
+	for p := 0; p < 2; p++ {
+		r := boxMullerRadius(x[2*p])
+		q, a := angle(x[2*p+1])
+		sn, cs := sin32(a), cos32(a)
+		out[2*p] = r * cosQuadrant(q, sn, cs)
+		out[2*p+1] = r * cosQuadrant(q-1, sn, cs)
+	}
+	return out
+}
+
 // Step updates theta and the states in place, one coordinate at a time, with
-// the host scalars s of the current step. All buffers must have the same length.
-func Step(s Scalars, theta, g, gt, r, m, v []float32) {
+// the host scalars s of the current step and, if nz.On, the DP noise nz
+// added to g. All buffers must have the same length.
+func Step(s Scalars, nz Noise, theta, g, gt, r, m, v []float32) {
 	n := len(theta)
 	if len(g) != n || len(gt) != n || len(r) != n || len(m) != n || len(v) != n {
 		panic("fiber.Step: buffers differ in length")
 	}
+	var cache noiseCache
 	for i := 0; i < n; i++ {
 		v0 := g[i]
+		if nz.On {
+			v0 = float32(v0 + float32(s.SigmaW*nz.draw(i, &cache)))
+		}
 		v1 := gt[i]
 		v2 := float32(v0 - v1)
 		v6 := r[i]
@@ -333,6 +566,8 @@ func Step(s Scalars, theta, g, gt, r, m, v []float32) {
 type Optimizer struct {
 	Hypers Hypers    // the hypers of the next step; a change is checked there
 	T      int       // steps taken so far; the next step is step T
+	Noise  bool      // Update draws the DP noise (g is the clipped mean gradient); New sets it
+	Seed   uint64    // keys the noise; New draws it from crypto/rand
 	Gt     []float32 // state gt
 	R      []float32 // state r
 	M      []float32 // state m
@@ -341,15 +576,19 @@ type Optimizer struct {
 }
 
 // New checks h and returns an Optimizer for n coordinates with its states
-// at their initial values.
+// at their initial values, drawing the DP noise in Update from a random seed.
 func New(h Hypers, n int) (*Optimizer, error) {
 	host, err := NewHost(h)
 	if err != nil {
 		return nil, err
 	}
+	var seed [8]byte
+	rand.Read(seed[:])
 	o := &Optimizer{
 		Hypers: h,
 		host:   host,
+		Noise:  true,
+		Seed:   binary.LittleEndian.Uint64(seed[:]),
 		Gt:     make([]float32, n),
 		R:      make([]float32, n),
 		M:      make([]float32, n),
@@ -359,10 +598,12 @@ func New(h Hypers, n int) (*Optimizer, error) {
 	return o, nil
 }
 
-// Update runs step o.T on theta with the privatized gradient g and the DP
-// noise variance per coordinate sigmaW2, then advances o.T. If o.Hypers
-// changed since the last step to a setting NewHost rejects, it returns the
-// error and changes nothing.
+// Update runs step o.T on theta with the gradient g and the DP noise
+// variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is
+// the clipped mean gradient and Update adds the noise; without, g is
+// privatized already. If o.Hypers changed since the last step to a setting
+// NewHost rejects, or the noise would run out of steps (2^32), it returns
+// the error and changes nothing.
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.host == nil || o.host.Hypers() != o.Hypers {
 		h, err := NewHost(o.Hypers)
@@ -371,7 +612,14 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 		}
 		o.host = h
 	}
-	Step(o.host.Scalars(o.T, sigmaW2), theta, g, o.Gt, o.R, o.M, o.V)
+	if o.Noise && o.T >= 1<<32 {
+		return errors.New("fiber: the noise generator counts at most 2^32 steps")
+	}
+	Step(o.host.Scalars(o.T, sigmaW2), Noise{
+		On:   o.Noise,
+		Seed: o.Seed,
+		Step: uint32(o.T),
+	}, theta, g, o.Gt, o.R, o.M, o.V)
 	o.T++
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // Program is an ir.Func prepared for interpretation.
@@ -105,9 +106,13 @@ func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error 
 }
 
 // Engine binds a Program to hyper values; it implements runtime.Engine.
+// With Noise, Step draws the DP noise of package rng into g, as the
+// generated kernels do (g is then the clipped mean gradient).
 type Engine struct {
 	P      *Program
 	Hypers []float64
+	Noise  bool
+	Seed   uint64
 }
 
 // NumStates is the number of state buffers.
@@ -122,8 +127,16 @@ func (e Engine) Init(states [][]float32) error {
 	return e.P.Init(e.Hypers, states)
 }
 
-// Step runs step t.
+// Step runs step t; it does not change g.
 func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]float32) error {
+	if e.Noise {
+		if err := rng.CheckStep(t); err != nil {
+			return err
+		}
+		noisy := make([]float32, len(g))
+		rng.Privatize(noisy, g, rng.SigmaW(sigmaW2), e.Seed, uint32(t), 0)
+		g = noisy
+	}
 	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), theta, g, states)
 }
 

@@ -1,0 +1,66 @@
+package cuda
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// rangeType is the host function's third argument:
+//
+//	struct fibergen_range { int64_t lo, hi, offset; uint64_t seed; uint32_t step, noise; };
+var rangeType = types.NewStruct(i64, i64, i64, i64, i32, i32)
+
+// emitHostFunc emits the host function
+//
+//	void <name>_cpu(float *const *buffers, const float *scalars, const struct fibergen_range *r)
+//
+// which steps the coordinates [r->lo, r->hi) of the buffers, coordinate i
+// having global index r->offset + i; scalars holds the host scalars, then
+// sqrt(sigma_w2).
+func (k *kernel) emitHostFunc() {
+	bufs := ir.NewParam("buffers", types.NewPointer(f32Ptr))
+	scalars := ir.NewParam("scalars", f32Ptr)
+	r := ir.NewParam("range", types.NewPointer(rangeType))
+	f := k.m.NewFunc(k.HostFunc(), types.Void, bufs, scalars, r)
+	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
+	b := f.NewBlock("entry")
+	var a args
+	for i := range k.Buffers {
+		a.ptrs = append(a.ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
+	}
+	for i := range k.Scalars {
+		a.scalars = append(a.scalars, load(b, f32, b.NewGetElementPtr(f32, scalars, i64c(int64(i))), 4))
+	}
+	sigma := a.scalars[len(a.scalars)-1]
+	a.scalars = a.scalars[:len(a.scalars)-1]
+	field := func(i int) value.Value {
+		t := rangeType.Fields[i]
+		return load(b, t, b.NewGetElementPtr(rangeType, r, i32c(0), i32c(uint32(i))), 8>>(i/4))
+	}
+	lo, hi, offset, seed, step, noiseOn := field(0), field(1), field(2), field(3), field(4), field(5)
+	l := splitRange(b, lo, hi, offset)
+	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
+	b.NewCondBr(b.NewICmp(enum.IPredNE, noiseOn, i32c(0)), withNoise, without)
+	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
+	k.hostLoops(f, withNoise, a, l, lo, d)
+	k.hostLoops(f, without, a, l, lo, nil)
+}
+
+// hostLoops emits the host function's loops from block b: the head, the
+// groups of four, the tail.
+func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.Value, d *draw) {
+	one := i64c(1)
+	elements := func(b *ir.Block, i value.Value) *ir.Block {
+		k.element(b, a, i, d)
+		return b
+	}
+	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
+	b = k.forLoop(f, b, "group", i64c(0), l.groups, one, func(b *ir.Block, j value.Value) *ir.Block {
+		k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, false)
+		return b
+	})
+	b = k.forLoop(f, b, "tail", l.tailStart, l.hi, one, elements)
+	b.NewRet(nil)
+}

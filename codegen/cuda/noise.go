@@ -1,0 +1,212 @@
+package cuda
+
+import (
+	"math"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// This file emits fibergen's noise generator (scheme rng.Version, specified
+// in docs/noise.md) into a module: Philox4x32-10 keyed by the seed, with the
+// counter (global group, step, site), and Box-Muller with log and sin/cos
+// built from basic IEEE float32 operations. It follows package rng, the Go
+// reference, operation for operation, so every target draws the same bits.
+
+// noise holds the module's noise functions.
+type noise struct {
+	gaussian  *ir.Func // (seed i64, step i32, site i32, elem i64) float
+	gaussian4 *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+}
+
+// The Philox4x32 multipliers and Weyl key increments.
+const (
+	philoxM0, philoxM1 = 0xD2511F53, 0xCD9E8D57
+	philoxW0, philoxW1 = 0x9E3779B9, 0xBB67AE85
+)
+
+// emitNoise adds the noise functions to m.
+func emitNoise(m *ir.Module) noise {
+	philox := emitPhilox(m)
+	pair := emitPair(m, emitLog32(m), emitSin32(m), emitCos32(m))
+	return noise{emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)}
+}
+
+var philoxOut = types.NewArray(4, i32)
+
+// emitPhilox emits fg_philox(c0, c1, c2, c3, k0, k1) [4 x i32]: ten rounds,
+// the key bumped between rounds.
+func emitPhilox(m *ir.Module) *ir.Func {
+	var params []*ir.Param
+	for _, name := range []string{"c0", "c1", "c2", "c3", "k0", "k1"} {
+		params = append(params, ir.NewParam(name, i32))
+	}
+	f, b := newHelper(m, "fg_philox", philoxOut, params...)
+	c := []value.Value{params[0], params[1], params[2], params[3]}
+	k0, k1 := value.Value(params[4]), value.Value(params[5])
+	for round := 0; round < 10; round++ {
+		if round > 0 {
+			k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+		}
+		hi0, lo0 := mulHiLo(b, philoxM0, c[0])
+		hi1, lo1 := mulHiLo(b, philoxM1, c[2])
+		c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), k0), lo1, b.NewXor(b.NewXor(hi0, c[3]), k1), lo0}
+	}
+	var out value.Value = constantUndef(philoxOut)
+	for i, x := range c {
+		out = b.NewInsertValue(out, x, uint64(i))
+	}
+	b.NewRet(out)
+	return f
+}
+
+// mulHiLo returns the high and low words of the 64-bit product a·x.
+func mulHiLo(b *ir.Block, a uint32, x value.Value) (hi, lo value.Value) {
+	p := b.NewMul(b.NewZExt(x, i64), i64c(int64(a)))
+	return b.NewTrunc(b.NewLShr(p, i64c(32)), i32), b.NewTrunc(p, i32)
+}
+
+// fdlibm's logf coefficients and ln 2 split in two, as float32 bit patterns.
+var (
+	lg1, lg2, lg3, lg4 = f32bits(0x3f2aaaaa), f32bits(0x3eccce13), f32bits(0x3e91e9ee), f32bits(0x3e789e26)
+	ln2Hi, ln2Lo       = f32bits(0x3f317180), f32bits(0x3717f7d1)
+)
+
+func f32bits(b uint32) float32 { return math.Float32frombits(b) }
+
+// emitLog32 emits fg_log32(u): fdlibm's logf main path for positive normal u.
+func emitLog32(m *ir.Module) *ir.Func {
+	u := ir.NewParam("u", f32)
+	f, b := newHelper(m, "fg_log32", f32, u)
+	ix := b.NewBitCast(u, i32)
+	var k value.Value = b.NewSub(b.NewLShr(ix, i32c(23)), i32c(127))
+	mant := b.NewAnd(ix, i32c(0x007fffff))
+	i := b.NewAnd(b.NewAdd(mant, i32c(0x95f64<<3)), i32c(0x800000))
+	x := b.NewBitCast(b.NewOr(mant, b.NewXor(i, i32c(0x3f800000))), f32)
+	k = b.NewAdd(k, b.NewLShr(i, i32c(23)))
+	fv := b.NewFSub(x, f32c(1))
+	s := b.NewFDiv(fv, b.NewFAdd(f32c(2), fv))
+	z := b.NewFMul(s, s)
+	w := b.NewFMul(z, z)
+	t1 := b.NewFMul(w, b.NewFAdd(f32c(lg2), b.NewFMul(w, f32c(lg4))))
+	t2 := b.NewFMul(z, b.NewFAdd(f32c(lg1), b.NewFMul(w, f32c(lg3))))
+	r := b.NewFAdd(t2, t1)
+	hfsq := b.NewFMul(b.NewFMul(f32c(0.5), fv), fv)
+	dk := b.NewSIToFP(k, f32)
+	inner := b.NewFAdd(b.NewFMul(s, b.NewFAdd(hfsq, r)), b.NewFMul(dk, f32c(ln2Lo)))
+	b.NewRet(b.NewFSub(b.NewFMul(dk, f32c(ln2Hi)), b.NewFSub(b.NewFSub(hfsq, inner), fv)))
+	return f
+}
+
+// Cephes' sinf and cosf polynomials on [-π/4, π/4].
+var (
+	sinCoef = [3]float32{-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1}
+	cosCoef = [3]float32{2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2}
+)
+
+// poly2 returns (c0·z + c1)·z + c2.
+func poly2(b *ir.Block, c [3]float32, z value.Value) value.Value {
+	p := b.NewFAdd(b.NewFMul(f32c(c[0]), z), f32c(c[1]))
+	return b.NewFAdd(b.NewFMul(p, z), f32c(c[2]))
+}
+
+// emitSin32 emits fg_sin32(x) = p(z)·z·x + x for |x| <= π/4.
+func emitSin32(m *ir.Module) *ir.Func {
+	x := ir.NewParam("x", f32)
+	f, b := newHelper(m, "fg_sin32", f32, x)
+	z := b.NewFMul(x, x)
+	p := b.NewFMul(b.NewFMul(poly2(b, sinCoef, z), z), x)
+	b.NewRet(b.NewFAdd(p, x))
+	return f
+}
+
+// emitCos32 emits fg_cos32(x) = (p(z)·z·z - 0.5·z) + 1 for |x| <= π/4.
+func emitCos32(m *ir.Module) *ir.Func {
+	x := ir.NewParam("x", f32)
+	f, b := newHelper(m, "fg_cos32", f32, x)
+	z := b.NewFMul(x, x)
+	p := b.NewFMul(b.NewFMul(poly2(b, cosCoef, z), z), z)
+	h := b.NewFMul(f32c(0.5), z)
+	b.NewRet(b.NewFAdd(b.NewFSub(p, h), f32c(1)))
+	return f
+}
+
+// angleScale is the float32 nearest π/2^31: one step of the angle's 30-bit
+// fraction, in radians.
+var angleScale = float32(math.Pi / 2147483648)
+
+// emitPair emits fg_pair(xr, xa) {float, float}: the Box-Muller pair
+// r·cos(θ), r·sin(θ) with r = sqrt(-2 log u), u = (xr + 0.5)·2^-32 and
+// θ = 2π(xa + 0.5)/2^32 = q·π/2 + x, q the quadrant.
+func emitPair(m *ir.Module, log, sin, cos *ir.Func) *ir.Func {
+	xr, xa := ir.NewParam("xr", i32), ir.NewParam("xa", i32)
+	f, b := newHelper(m, "fg_pair", pair, xr, xa)
+	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(xr, f32), f32c(0.5)), f32c(0x1p-32))
+	r := b.NewCall(sqrtF32(m), b.NewFMul(f32c(-2), b.NewCall(log, u)))
+	y := b.NewAdd(xa, i32c(0x20000000))
+	q := b.NewLShr(y, i32c(30))
+	frac := b.NewSub(b.NewAnd(y, i32c(0x3fffffff)), i32c(0x20000000))
+	x := b.NewFMul(b.NewFAdd(b.NewSIToFP(frac, f32), f32c(0.5)), f32c(angleScale))
+	sn, cs := b.NewCall(sin, x), b.NewCall(cos, x)
+	odd := b.NewICmp(enum.IPredNE, b.NewAnd(q, i32c(1)), i32c(0))
+	cosNeg := b.NewICmp(enum.IPredNE, b.NewAnd(b.NewAdd(q, i32c(1)), i32c(2)), i32c(0))
+	sinNeg := b.NewICmp(enum.IPredNE, b.NewAnd(q, i32c(2)), i32c(0))
+	cosV := negateIf(b, cosNeg, b.NewSelect(odd, sn, cs))
+	sinV := negateIf(b, sinNeg, b.NewSelect(odd, cs, sn))
+	var out value.Value = constantUndef(pair)
+	out = b.NewInsertValue(out, b.NewFMul(r, cosV), 0)
+	out = b.NewInsertValue(out, b.NewFMul(r, sinV), 1)
+	b.NewRet(out)
+	return f
+}
+
+// negateIf returns -x where cond holds, else x.
+func negateIf(b *ir.Block, cond, x value.Value) value.Value {
+	return b.NewSelect(cond, bitFlip(b, x, false), x)
+}
+
+// philoxCall calls philox on the counter (group, step, site) and the key seed.
+func philoxCall(b *ir.Block, philox *ir.Func, seed, step, site, group value.Value) value.Value {
+	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
+	hi := func(x value.Value) value.Value { return b.NewTrunc(b.NewLShr(x, i64c(32)), i32) }
+	return b.NewCall(philox, lo(group), hi(group), step, site, lo(seed), hi(seed))
+}
+
+func noiseParams(last string) []*ir.Param {
+	return []*ir.Param{ir.NewParam("seed", i64), ir.NewParam("step", i32), ir.NewParam("site", i32), ir.NewParam(last, i64)}
+}
+
+// emitGaussian emits fg_gaussian(seed, step, site, elem): the Gaussian of
+// one element, lane elem&3 of group elem>>2.
+func emitGaussian(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
+	ps := noiseParams("elem")
+	f, b := newHelper(m, "fg_gaussian", f32, ps...)
+	group, lane := b.NewLShr(ps[3], i64c(2)), b.NewTrunc(b.NewAnd(ps[3], i64c(3)), i32)
+	x := philoxCall(b, philox, ps[0], ps[1], ps[2], group)
+	low := b.NewICmp(enum.IPredULT, lane, i32c(2))
+	xr := b.NewSelect(low, b.NewExtractValue(x, 0), b.NewExtractValue(x, 2))
+	xa := b.NewSelect(low, b.NewExtractValue(x, 1), b.NewExtractValue(x, 3))
+	zs := b.NewCall(pairFn, xr, xa)
+	even := b.NewICmp(enum.IPredEQ, b.NewAnd(lane, i32c(1)), i32c(0))
+	b.NewRet(b.NewSelect(even, b.NewExtractValue(zs, 0), b.NewExtractValue(zs, 1)))
+	return f
+}
+
+// emitGaussian4 emits fg_gaussian4(seed, step, site, group): the Gaussians
+// of the four elements of a group from one Philox call.
+func emitGaussian4(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
+	ps := noiseParams("group")
+	f, b := newHelper(m, "fg_gaussian4", vec4, ps...)
+	x := philoxCall(b, philox, ps[0], ps[1], ps[2], ps[3])
+	var out value.Value = constantUndef(vec4)
+	for p := 0; p < 2; p++ {
+		zs := b.NewCall(pairFn, b.NewExtractValue(x, uint64(2*p)), b.NewExtractValue(x, uint64(2*p+1)))
+		for j := 0; j < 2; j++ {
+			out = b.NewInsertElement(out, b.NewExtractValue(zs, uint64(j)), i32c(uint32(2*p+j)))
+		}
+	}
+	b.NewRet(out)
+	return f
+}

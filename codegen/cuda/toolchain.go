@@ -1,0 +1,186 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"strings"
+	"sync"
+)
+
+// LLVMMajor is the LLVM release whose IR syntax github.com/llir/llvm v0.3.6
+// writes (typed pointers) and whose llc made the checked-in PTX.
+const LLVMMajor = 14
+
+// Toolchain is the set of external programs that turn a module into PTX and
+// into a host shared object: LLVM's opt and llc, and a linker.
+type Toolchain struct {
+	Opt, LLC string // paths of opt and llc, LLVM 14
+	Linker   string // path of ld.lld or ld; "" if none was found
+	Version  string // llc's version, e.g. "14.0.6"
+}
+
+// missingLLVM is the message for a machine without LLVM 14.
+const missingLLVM = "fibergen needs LLVM 14's llc and opt (Debian package llvm-14: apt-get install -y llvm-14)"
+
+// FindToolchain looks for llc-14/opt-14 (or llc/opt of version 14) on PATH
+// and in /usr/lib/llvm-14/bin, and for a linker (ld.lld-14, ld.lld, ld).
+// It looks once per process.
+var FindToolchain = sync.OnceValues(findToolchain)
+
+func findToolchain() (*Toolchain, error) {
+	llc, err := findTool("llc")
+	if err != nil {
+		return nil, err
+	}
+	opt, err := findTool("opt")
+	if err != nil {
+		return nil, err
+	}
+	version, err := toolVersion(llc)
+	if err != nil {
+		return nil, err
+	}
+	tc := &Toolchain{Opt: opt, LLC: llc, Version: version}
+	for _, name := range []string{"ld.lld-14", "ld.lld", "ld"} {
+		if path, err := exec.LookPath(name); err == nil {
+			tc.Linker = path
+			break
+		}
+	}
+	return tc, nil
+}
+
+// findTool finds name-14, then name of version 14.
+func findTool(name string) (string, error) {
+	candidates := []string{name + "-14", filepath.Join("/usr/lib/llvm-14/bin", name), name}
+	var found []string
+	for _, c := range candidates {
+		path, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		if v, err := toolVersion(path); err == nil && majorOf(v) == LLVMMajor {
+			return path, nil
+		} else if err == nil {
+			found = append(found, fmt.Sprintf("%s is LLVM %s", path, v))
+		}
+	}
+	if len(found) > 0 {
+		return "", fmt.Errorf("%s; found only %s", missingLLVM, strings.Join(found, ", "))
+	}
+	return "", fmt.Errorf("%s; no %s-14 or %s on PATH", missingLLVM, name, name)
+}
+
+var versionRE = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)
+
+// toolVersion runs path --version and returns LLVM's version, e.g. "14.0.6".
+func toolVersion(path string) (string, error) {
+	out, err := exec.Command(path, "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %v", path, err)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%s --version does not name an LLVM version", path)
+	}
+	return fmt.Sprintf("%s.%s.%s", m[1], m[2], m[3]), nil
+}
+
+// majorOf returns the major release of a version "14.0.6".
+func majorOf(v string) int {
+	var major int
+	fmt.Sscanf(v, "%d", &major)
+	return major
+}
+
+// The flags of every compilation: no floating-point contraction anywhere, so
+// that each target rounds every operation as the Go reference does.
+var (
+	ptxFlags  = []string{"-O3", "-march=nvptx64", "-mcpu=sm_80", "-nvptx-fma-level=0", "--fp-contract=off"}
+	hostFlags = []string{"-O3", "-filetype=obj", "-relocation-model=pic", "--fp-contract=off"}
+)
+
+// optimize runs opt on the module text ll, keeping only the entry point
+// keep (the other wrapper is dropped) and optionally retargeting it.
+func (tc *Toolchain) optimize(ll, keep string, retarget ...string) ([]byte, error) {
+	args := append([]string{"-S", "-internalize-public-api-list=" + keep, "-passes=internalize,globaldce,default<O3>"}, retarget...)
+	return run(tc.Opt, []byte(ll), args...)
+}
+
+// PTX compiles the kernel k of the module text ll into PTX for sm_80, which
+// the driver JIT-compiles for newer GPUs.
+func (tc *Toolchain) PTX(ll, kernel string) ([]byte, error) {
+	optimized, err := tc.optimize(ll, kernel)
+	if err != nil {
+		return nil, err
+	}
+	return run(tc.LLC, optimized, ptxFlags...)
+}
+
+// hostTargets are the triples and data layouts of the hosts fibergen builds
+// the host kernel for, by GOARCH.
+var hostTargets = map[string][2]string{
+	"amd64": {"x86_64-unknown-linux-gnu", "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"},
+	"arm64": {"aarch64-unknown-linux-gnu", "e-m:e-i8:8:32-i16:16:32-i64:64-i128:128-n32:64-S128"},
+}
+
+// SharedObject compiles the host function fn of the module text ll into a
+// shared object for this machine at path, written atomically.
+func (tc *Toolchain) SharedObject(ll, fn, path string) error {
+	target, ok := hostTargets[goruntime.GOARCH]
+	if !ok || goruntime.GOOS != "linux" {
+		return fmt.Errorf("fibergen builds host kernels for linux/amd64 and linux/arm64, not %s/%s", goruntime.GOOS, goruntime.GOARCH)
+	}
+	if tc.Linker == "" {
+		return errors.New("fibergen needs a linker for the host kernel (Debian package binutils or lld-14: apt-get install -y binutils)")
+	}
+	optimized, err := tc.optimize(ll, fn, "-mtriple="+target[0], "--data-layout="+target[1])
+	if err != nil {
+		return err
+	}
+	obj, err := run(tc.LLC, optimized, hostFlags...)
+	if err != nil {
+		return err
+	}
+	return tc.link(obj, path)
+}
+
+// link links the object file obj into a shared object at path.
+func (tc *Toolchain) link(obj []byte, path string) error {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".fibergen-link-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	in, out := filepath.Join(dir, "kernel.o"), filepath.Join(dir, "kernel.so")
+	if err := os.WriteFile(in, obj, 0o644); err != nil {
+		return err
+	}
+	if _, err := run(tc.Linker, nil, "-shared", "-o", out, in); err != nil {
+		return err
+	}
+	return os.Rename(out, path)
+}
+
+// run runs a tool with stdin and returns its stdout; a failure carries the
+// tool's stderr.
+func run(tool string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.Command(tool, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("%s %s: %s", filepath.Base(tool), strings.Join(args, " "), msg)
+	}
+	return stdout.Bytes(), nil
+}

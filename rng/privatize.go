@@ -1,0 +1,38 @@
+package rng
+
+import (
+	"fmt"
+	"math"
+)
+
+// GradientSite is the noise site of the gradient noise a step kernel draws.
+const GradientSite = 0
+
+// SigmaW is the standard deviation of the noise for the DP noise variance
+// per coordinate sigmaW2, as every target computes it: the float32 nearest
+// sqrt(sigmaW2).
+func SigmaW(sigmaW2 float64) float32 { return float32(math.Sqrt(sigmaW2)) }
+
+// CheckStep reports a step index the noise counter cannot hold.
+func CheckStep(t int) error {
+	if t < 0 || t > math.MaxUint32 {
+		return fmt.Errorf("step %d: the noise generator counts steps 0 to 2^32-1", t)
+	}
+	return nil
+}
+
+// Privatize writes g[i] + sigmaW·z into dst[i], z the Gaussian of global
+// element offset+i at (seed, step, GradientSite): what the generated step
+// kernels and Go packages add to the gradient, bit for bit.
+func Privatize(dst, g []float32, sigmaW float32, seed uint64, step uint32, offset uint64) {
+	var z [4]float32
+	group := ^uint64(0)
+	for i := range g {
+		e := offset + uint64(i)
+		if e>>2 != group {
+			group = e >> 2
+			z = gaussian4(seed, step, GradientSite, group)
+		}
+		dst[i] = g[i] + float32(sigmaW*z[e&3])
+	}
+}

@@ -1,0 +1,56 @@
+// Package rng is fibergen's noise generator: counter-based standard normal draws, a pure
+// function of (seed, step, site, element), that the Go reference, the generated Go packages and
+// the LLVM kernels (CPU and GPU) compute bit for bit identically.
+//
+// A draw is Philox4x32-10 (the counter-based generator of Random123 and cuRAND) followed by a
+// Box-Muller transform evaluated entirely in float32 with fixed polynomials for log, sin and
+// cos, every operation rounded and none fused. There is no state to carry, split or
+// synchronize: any element of any step can be drawn in any order, on any device, and gives the
+// same bits. The scheme, its constants and its measured accuracy and statistical quality are
+// documented in docs/noise.md; its name and version is [Version].
+//
+// The implementation lives in core.go, which is self-contained so that the code generator can
+// copy it ([CoreSource]) into the packages it generates; the exported functions wrap it.
+package rng
+
+import (
+	_ "embed" // for CoreSource
+)
+
+// Version names the noise scheme. Any change that alters a single output bit must change it.
+const Version = "philox4x32-10/box-muller-f32/v1"
+
+// CoreSource is the text of core.go: unexported functions and constants importing only
+// "math", for the code generator to copy (after the package clause) into generated packages.
+//
+//go:embed core.go
+var CoreSource string
+
+// Philox4x32_10 is the Philox4x32-10 block function: ten rounds on the 128-bit counter ctr
+// under the 64-bit key key, as in Random123 and cuRAND.
+func Philox4x32_10(ctr [4]uint32, key [2]uint32) [4]uint32 {
+	return philox4x32(ctr, key)
+}
+
+// Normal is the standard normal draw for element elem of noise site site at step step under
+// seed seed. Site 0 is the gradient noise of the step kernel. Distinct (seed, step, site, elem)
+// never share Philox input; see docs/noise.md.
+func Normal(seed uint64, step, site uint32, elem uint64) float32 {
+	return gaussian(seed, step, site, elem)
+}
+
+// Normal4 is the draws of the four elements 4*group..4*group+3, computed with one Philox call;
+// Normal4(seed, step, site, g)[i] == Normal(seed, step, site, 4*g+i) bit for bit.
+func Normal4(seed uint64, step, site uint32, group uint64) [4]float32 {
+	return gaussian4(seed, step, site, group)
+}
+
+// Log32 is the float32 natural logarithm used by the generator (fdlibm logf's main path),
+// defined for positive normal float32 inputs.
+func Log32(u float32) float32 { return log32(u) }
+
+// Sin32 is the float32 sine used by the generator (Cephes sinf), defined for |x| <= π/4.
+func Sin32(x float32) float32 { return sin32(x) }
+
+// Cos32 is the float32 cosine used by the generator (Cephes cosf), defined for |x| <= π/4.
+func Cos32(x float32) float32 { return cos32(x) }

@@ -1,0 +1,105 @@
+// Package hostkernel loads the host (CPU) kernel of a generated optimizer —
+// the function <name>_cpu of a shared object built from generated/<name>/<name>.ll
+// (see codegen/cuda and docs/kernels.md) — with purego, without cgo, and calls
+// it on Go slices.
+package hostkernel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Range is the kernel's struct fibergen_range: the coordinates [Lo, Hi) of
+// the buffers, whose coordinate 0 has global index Offset, and the noise of
+// the step: Noise != 0 adds sqrt(sigma_w2)·z to g, z the Gaussian of
+// (Seed, Step, global index).
+type Range struct {
+	Lo, Hi, Offset int64
+	Seed           uint64
+	Step, Noise    uint32
+}
+
+// Kernel is one loaded host function.
+type Kernel struct {
+	Name       string // the symbol, e.g. "fiber_cpu"
+	NumBuffers int    // theta, g, then the states
+	NumScalars int    // the step's host scalars, then sqrt(sigma_w2)
+	lib, fn    uintptr
+}
+
+// Open loads the shared object at path and looks up symbol; numBuffers and
+// numScalars describe its arguments (codegen/cuda.Kernels).
+func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
+	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("hostkernel: cannot load %s: %v", path, err)
+	}
+	fn, err := purego.Dlsym(lib, symbol)
+	if err != nil {
+		purego.Dlclose(lib)
+		return nil, fmt.Errorf("hostkernel: %s has no function %s: %v", path, symbol, err)
+	}
+	return &Kernel{Name: symbol, NumBuffers: numBuffers, NumScalars: numScalars, lib: lib, fn: fn}, nil
+}
+
+// Close unloads the shared object; the Kernel must not be used after.
+func (k *Kernel) Close() error {
+	if k.lib == 0 {
+		return nil
+	}
+	err := purego.Dlclose(k.lib)
+	k.lib, k.fn = 0, 0
+	return err
+}
+
+// Run steps the coordinates [r.Lo, r.Hi) of bufs in place. Every buffer
+// must hold at least r.Hi values and no two may overlap.
+func (k *Kernel) Run(bufs [][]float32, scalars []float32, r Range) error {
+	if err := k.check(bufs, scalars, r); err != nil {
+		return err
+	}
+	if r.Hi == r.Lo {
+		return nil
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs := make([]uintptr, len(bufs))
+	for i, b := range bufs {
+		p := unsafe.SliceData(b)
+		pin.Pin(p)
+		ptrs[i] = uintptr(unsafe.Pointer(p))
+	}
+	rp := &Range{}
+	*rp = r
+	for _, p := range []any{&ptrs[0], &scalars[0], rp} {
+		pin.Pin(p)
+	}
+	purego.SyscallN(k.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(unsafe.Pointer(rp)))
+	return nil
+}
+
+// check validates the arguments of Run.
+func (k *Kernel) check(bufs [][]float32, scalars []float32, r Range) error {
+	switch {
+	case k.fn == 0:
+		return errors.New("hostkernel: the kernel is closed")
+	case len(bufs) != k.NumBuffers:
+		return fmt.Errorf("hostkernel: %s takes %d buffers, got %d", k.Name, k.NumBuffers, len(bufs))
+	case len(scalars) != k.NumScalars:
+		return fmt.Errorf("hostkernel: %s takes %d scalars, got %d", k.Name, k.NumScalars, len(scalars))
+	case r.Lo < 0 || r.Hi < r.Lo:
+		return fmt.Errorf("hostkernel: bad range [%d, %d)", r.Lo, r.Hi)
+	case r.Offset < 0 || r.Offset > (1<<62):
+		return fmt.Errorf("hostkernel: offset %d out of range", r.Offset)
+	}
+	for i, b := range bufs {
+		if int64(len(b)) < r.Hi {
+			return fmt.Errorf("hostkernel: buffer %d holds %d values, the range ends at %d", i, len(b), r.Hi)
+		}
+	}
+	return nil
+}

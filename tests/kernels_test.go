@@ -1,0 +1,282 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// kernelSizes are the buffer lengths of the bit-exactness tests: empty,
+// shorter than a group, around the vector width and block sizes, and large.
+var kernelSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 1023, 1024, 1025, 65537, 1<<20 + 3}
+
+// kernelSteps is the number of steps of every kernel run.
+const kernelSteps = 50
+
+// goRef calls a generated package's NewHost, Scalars and Step through
+// reflection, so that one test drives every optimizer.
+type goRef struct {
+	host      reflect.Value // *Host
+	step      reflect.Value // Step
+	noiseType reflect.Type  // Noise
+}
+
+func newGoRef(p goPackage, sets []setting) (*goRef, error) {
+	h := reflect.New(reflect.TypeOf(p.defaults).Out(0))
+	h.Elem().Set(reflect.ValueOf(p.defaults).Call(nil)[0])
+	for _, s := range sets {
+		if err := h.MethodByName("Set").Call([]reflect.Value{reflect.ValueOf(s.name), reflect.ValueOf(s.value)})[0]; !err.IsNil() {
+			return nil, err.Interface().(error)
+		}
+	}
+	out := reflect.ValueOf(p.newHost).Call([]reflect.Value{h.Elem()})
+	if !out[1].IsNil() {
+		return nil, out[1].Interface().(error)
+	}
+	step := reflect.ValueOf(p.step)
+	return &goRef{host: out[0], step: step, noiseType: step.Type().In(1)}, nil
+}
+
+// scalars returns the host scalars of step t as the kernels take them: the
+// fields of Scalars in order (the step's scalars, then SigmaW).
+func (r *goRef) scalars(t int, sigmaW2 float64) (reflect.Value, []float32) {
+	s := r.host.MethodByName("Scalars").Call([]reflect.Value{reflect.ValueOf(t), reflect.ValueOf(sigmaW2)})[0]
+	out := make([]float32, s.NumField())
+	for i := range out {
+		out[i] = float32(s.Field(i).Float())
+	}
+	return s, out
+}
+
+// run calls Step on bufs with the noise of rg.
+func (r *goRef) run(s reflect.Value, rg hostkernel.Range, bufs [][]float32) {
+	nz := reflect.New(r.noiseType).Elem()
+	nz.FieldByName("On").SetBool(rg.Noise != 0)
+	nz.FieldByName("Seed").SetUint(rg.Seed)
+	nz.FieldByName("Step").SetUint(uint64(rg.Step))
+	nz.FieldByName("Offset").SetUint(uint64(rg.Offset))
+	args := []reflect.Value{s, nz}
+	for _, b := range bufs {
+		args = append(args, reflect.ValueOf(b))
+	}
+	r.step.Call(args)
+}
+
+// hostKernels caches the shared objects built from generated/<name>/<name>.ll.
+var hostKernels struct {
+	once sync.Once
+	dir  string
+	tc   *cuda.Toolchain
+	err  error
+}
+
+// hostKernel builds (once per test binary) and loads the host kernel of the
+// checked-in module of opt.
+func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
+	t.Helper()
+	hostKernels.once.Do(func() {
+		hostKernels.tc, hostKernels.err = cuda.FindToolchain()
+		if hostKernels.err == nil {
+			hostKernels.dir, hostKernels.err = os.MkdirTemp("", "fibergen-kernels-")
+		}
+	})
+	if hostKernels.err != nil {
+		t.Fatal(hostKernels.err)
+	}
+	so := filepath.Join(hostKernels.dir, opt.name+".so")
+	if _, err := os.Stat(so); err != nil {
+		ll, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ll"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hostKernels.tc.SharedObject(string(ll), opt.name+"_cpu", so); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := newGoRef(opt.pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, scalars := ref.scalars(0, 0)
+	k, err := hostkernel.Open(so, opt.name+"_cpu", 2+len(opt.states), len(scalars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
+}
+
+// kernelCase is one bit-exactness run: n coordinates starting skew floats
+// into their allocation (so 128-bit alignment differs) at global index
+// offset, with or without noise.
+type kernelCase struct {
+	n, skew int
+	offset  int64
+	noise   bool
+}
+
+func (c kernelCase) String() string {
+	return fmt.Sprintf("n=%d/skew=%d/offset=%d/noise=%v", c.n, c.skew, c.offset, c.noise)
+}
+
+func kernelCases() []kernelCase {
+	var cases []kernelCase
+	for _, n := range kernelSizes {
+		for _, noise := range []bool{false, true} {
+			cases = append(cases, kernelCase{n: n, noise: noise})
+			if n < 1<<20 {
+				cases = append(cases, kernelCase{n: n, skew: 1, offset: 3, noise: noise},
+					kernelCase{n: n, skew: 3, offset: 1<<33 + 2, noise: noise})
+			}
+		}
+	}
+	return cases
+}
+
+// TestHostKernelMatchesGo checks that the host kernel of every shipped
+// optimizer, built by llc from the checked-in .ll, computes the bits of the
+// generated Go reference: every buffer after every step, noise on and off,
+// awkward sizes, misaligned buffers and global offsets.
+func TestHostKernelMatchesGo(t *testing.T) {
+	for _, opt := range optimizers {
+		t.Run(opt.name, func(t *testing.T) {
+			k := hostKernel(t, opt)
+			for _, c := range kernelCases() {
+				if testing.Short() && c.n > 1<<16 {
+					continue
+				}
+				t.Run(c.String(), func(t *testing.T) { checkHostKernel(t, opt, k, c) })
+			}
+		})
+	}
+}
+
+// checkHostKernel runs kernelSteps steps of case c through the Go reference
+// and the host kernel from the same inputs and compares them after each.
+func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kernelCase) {
+	ref, err := newGoRef(opt.pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := kernelBuffers(opt, c)
+	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
+	for step := range kernelSteps {
+		fillGradient(r, want[1], step)
+		copy(got[1], want[1])
+		sigmaW2 := 1e-4 * float64(step%3)
+		s, scalars := ref.scalars(step, sigmaW2)
+		rg := hostkernel.Range{Lo: 0, Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
+		if c.noise {
+			rg.Noise = 1
+		}
+		ref.run(s, rg, want)
+		if err := k.Run(got, scalars, rg); err != nil {
+			t.Fatal(err)
+		}
+		if msg := compareBuffers(opt, want, got); msg != "" {
+			t.Fatalf("step %d: %s", step, msg)
+		}
+	}
+}
+
+// kernelBuffers returns two identical sets of buffers (theta, g, states)
+// of n floats, each starting skew floats into its allocation.
+func kernelBuffers(opt *optimizer, c kernelCase) (a, b [][]float32) {
+	r := rand.New(rand.NewPCG(7, uint64(c.n)))
+	for range 2 + len(opt.states) {
+		x := make([]float32, c.n+c.skew)[c.skew:]
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		a = append(a, x)
+		b = append(b, append(make([]float32, c.skew), x...)[c.skew:])
+	}
+	return a, b
+}
+
+// fillGradient writes step's gradient: mostly Gaussian at varied scales,
+// with zeros, signed zeros and subnormals among them.
+func fillGradient(r *rand.Rand, g []float32, step int) {
+	scales := [5]float64{1e-3, 1e-2, 1e-1, 1, 10}
+	drift := math.Sin(float64(step) / 7)
+	for i := range g {
+		switch i % 11 {
+		case 3:
+			g[i] = float32(math.Copysign(0, -1))
+		case 7:
+			g[i] = float32(1e-41 * r.NormFloat64())
+		default:
+			g[i] = float32(scales[i%5] * (r.NormFloat64() + drift))
+		}
+	}
+}
+
+// compareBuffers returns "" if want and got agree bit for bit, else where
+// they first differ and by how many ULPs at most.
+func compareBuffers(opt *optimizer, want, got [][]float32) string {
+	names := append([]string{"theta", "g"}, opt.states...)
+	for b := range want {
+		if i := firstBitDiff(want[b], got[b]); i >= 0 {
+			return fmt.Sprintf("buffer %s differs first at %d: Go %v (%#08x), kernel %v (%#08x); max ULP difference %d",
+				names[b], i, want[b][i], math.Float32bits(want[b][i]), got[b][i], math.Float32bits(got[b][i]), maxULP(want[b], got[b]))
+		}
+	}
+	return ""
+}
+
+// TestHostKernelShards checks that stepping a buffer in ranges [lo, hi) —
+// the way the runtime splits it over threads — or as shards with their own
+// global offsets gives the bits of one call over the whole buffer.
+func TestHostKernelShards(t *testing.T) {
+	opt := optimizerNamed("fiber")
+	k := hostKernel(t, opt)
+	ref, err := newGoRef(opt.pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4099
+	whole, _ := kernelBuffers(opt, kernelCase{n: n})
+	ranges, _ := kernelBuffers(opt, kernelCase{n: n})
+	shards, _ := kernelBuffers(opt, kernelCase{n: n})
+	cuts := []int64{0, 1, 6, 7, 1000, 2049, 4096, n}
+	for step := range 5 {
+		_, scalars := ref.scalars(step, 1e-3)
+		rg := hostkernel.Range{Hi: n, Seed: 99, Step: uint32(step), Noise: 1}
+		if err := k.Run(whole, scalars, rg); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(cuts); i++ {
+			lo, hi := cuts[i-1], cuts[i]
+			r := rg
+			r.Lo, r.Hi = lo, hi
+			if err := k.Run(ranges, scalars, r); err != nil {
+				t.Fatal(err)
+			}
+			var shard [][]float32
+			for _, b := range shards {
+				shard = append(shard, b[lo:hi])
+			}
+			r.Lo, r.Hi, r.Offset = 0, hi-lo, lo
+			if err := k.Run(shard, scalars, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, got := range map[string][][]float32{"ranges": ranges, "shards": shards} {
+			if msg := compareBuffers(opt, whole, got); msg != "" {
+				t.Fatalf("step %d, %s: %s", step, name, msg)
+			}
+		}
+	}
+	if slices.Equal(whole[0], ranges[0]) && whole[0][0] == 0 {
+		t.Fatal("theta never moved")
+	}
+}
