@@ -1,8 +1,14 @@
 package tests_test
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
+
+	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/ir"
@@ -36,16 +42,39 @@ func BenchmarkFiberStep(b *testing.B) {
 	for i := range g {
 		g[i] = float32(i%7) - 3
 	}
-	b.Run("generated", func(b *testing.B) {
-		opt, _ := fiber.New(fiber.Defaults(), benchN)
-		b.SetBytes(fiberBytes)
-		for b.Loop() {
-			if err := opt.Update(theta, g, 1e-4); err != nil {
-				b.Fatal(err)
+	for _, noise := range []bool{false, true} {
+		b.Run(fmt.Sprintf("generated/noise=%v", noise), func(b *testing.B) {
+			opt, _ := fiber.New(fiber.Defaults(), benchN)
+			opt.Noise = noise
+			b.SetBytes(fiberBytes)
+			for b.Loop() {
+				if err := opt.Update(theta, g, 1e-4); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
-	})
+			b.ReportMetric(rate(b)/copyRate, "of-memcpy")
+		})
+		b.Run(fmt.Sprintf("hostkernel/noise=%v", noise), func(b *testing.B) {
+			k := loadFiberKernel(b)
+			bufs := [][]float32{theta, g}
+			for range 4 {
+				bufs = append(bufs, make([]float32, benchN))
+			}
+			host, _ := fiber.NewHost(fiber.Defaults())
+			scalars := scalarSlice(host.Scalars(0, 1e-4))
+			rg := hostkernel.Range{Hi: benchN, Seed: 1}
+			if noise {
+				rg.Noise = 1
+			}
+			b.SetBytes(fiberBytes)
+			for b.Loop() {
+				if err := k.Run(bufs, scalars, rg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(rate(b)/copyRate, "of-memcpy")
+		})
+	}
 	b.Run("interp", func(b *testing.B) {
 		p := compileFiber(b)
 		h := p.Func.DefaultHypers()
@@ -59,6 +88,39 @@ func BenchmarkFiberStep(b *testing.B) {
 		}
 		b.ReportMetric(rate(b)/copyRate, "of-memcpy")
 	})
+}
+
+// loadFiberKernel builds fiber's host kernel from the checked-in module.
+func loadFiberKernel(b *testing.B) *hostkernel.Kernel {
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ll, err := os.ReadFile("../generated/fiber/fiber.ll")
+	if err != nil {
+		b.Fatal(err)
+	}
+	so := filepath.Join(b.TempDir(), "fiber.so")
+	if err := tc.SharedObject(string(ll), "fiber_cpu", so); err != nil {
+		b.Fatal(err)
+	}
+	k, err := hostkernel.Open(so, "fiber_cpu", 6, 14)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { k.Close() })
+	return k
+}
+
+// scalarSlice lists the fields of a generated Scalars in order: the
+// kernel's scalar arguments.
+func scalarSlice(s any) []float32 {
+	v := reflect.ValueOf(s)
+	out := make([]float32, v.NumField())
+	for i := range out {
+		out[i] = float32(v.Field(i).Float())
+	}
+	return out
 }
 
 func compileFiber(b *testing.B) *interp.Program {

@@ -143,7 +143,7 @@ func probeMain(probes []probe, theta0, grads []float32) string {
 		for _, s := range p.sets {
 			fmt.Fprintf(&b, "\t\tmust(h.Set(%q, %s))\n", s.name, strconv.FormatFloat(s.value, 'g', -1, 64))
 		}
-		fmt.Fprintf(&b, "\t\to, err := %s.New(h, n)\n\t\tmust(err)\n\t\ttheta := floats(theta0)\n", p.name)
+		fmt.Fprintf(&b, "\t\to, err := %s.New(h, n)\n\t\tmust(err)\n\t\to.Seed = %d\n\t\ttheta := floats(theta0)\n", p.name, probeSeed)
 		b.WriteString("\t\tg := floats(grads)\n\t\tfor t := 0; t < steps; t++ {\n\t\t\tmust(o.Update(theta, g[t*n:(t+1)*n], sigmaW2))\n\t\t}\n")
 		fmt.Fprintf(&b, "\t\tfmt.Println(line(%q, theta, o))\n\t}\n", p.name)
 	}
@@ -271,5 +271,10 @@ func stateNames(decls string) []string {
 // runtimeRun runs fn through the interpreter as `fibergen run` does, with
 // the probe's σ_w², and returns the final states.
 func runtimeRun(t *testing.T, fn *ir.Func, sets []setting, theta, grads []float32) ([][]float32, error) {
-	return runtime.Run(interpEngine(t, fn, sets), theta, grads, probeSigmaW2)
+	e := interpEngine(t, fn, sets)
+	e.Noise, e.Seed = true, probeSeed
+	return runtime.Run(e, theta, grads, probeSigmaW2)
 }
+
+// probeSeed keys the noise both the probe and the interpreter draw.
+const probeSeed = 7

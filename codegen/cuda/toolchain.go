@@ -74,7 +74,7 @@ func findTool(name string) (string, error) {
 	if len(found) > 0 {
 		return "", fmt.Errorf("%s; found only %s", missingLLVM, strings.Join(found, ", "))
 	}
-	return "", fmt.Errorf("%s; no %s-14 or %s on PATH", missingLLVM, name, name)
+	return "", fmt.Errorf("%s; no %s-14 or %s on PATH or in /usr/lib/llvm-14/bin", missingLLVM, name, name)
 }
 
 var versionRE = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)

@@ -34,6 +34,9 @@ type Kernel struct {
 // Open loads the shared object at path and looks up symbol; numBuffers and
 // numScalars describe its arguments (codegen/cuda.Kernels).
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
+	if numBuffers < 2 || numScalars < 1 {
+		return nil, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
+	}
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("hostkernel: cannot load %s: %v", path, err)
