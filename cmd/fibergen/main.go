@@ -1,6 +1,7 @@
 // Command fibergen compiles optimizer descriptions written in fibergen's DSL
-// into Go reference code (and, in later versions, fused kernels), explains
-// what it derived, and runs an optimizer over gradients stored in .npy files.
+// into fused kernels (an LLVM module, PTX for NVIDIA GPUs) and Go reference
+// code, explains what it derived, and runs an optimizer over gradients stored
+// in .npy files, drawing the DP noise inside the step.
 //
 // Usage:
 //
@@ -9,6 +10,7 @@
 //	fibergen explain FILE [--ir] [--json] [--set name=value ...]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+//	        [--backend go|cpu]
 //
 // Flags may come before or after the files. Errors in a .dsl file are shown
 // as file:line:col with the source line and a caret; every other error is
@@ -23,11 +25,12 @@ import (
 )
 
 const usage = `usage:
-  fibergen build FILE... [-o DIR]        write DIR/<name>/ (default DIR: generated)
+  fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx} (default DIR: generated)
   fibergen check FILE...                 report errors; exit 1 if there are any
   fibergen explain FILE [--ir] [--json] [--set name=value ...]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+          [--backend go|cpu]
 `
 
 func main() {
