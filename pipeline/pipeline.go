@@ -24,6 +24,7 @@ type Unit struct {
 	Func      *ir.Func // optimized
 	GoCode    []byte   // the generated Go package
 	Kernels   *cuda.Kernels
+	Manifest  []byte // generated/<name>/<name>.json (package manifest)
 }
 
 // Compile builds src, read from path. A non-empty ErrorList holds the
@@ -47,6 +48,9 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 		return nil, nil, err
 	}
 	if u.Kernels, err = cuda.Generate(u.Func); err != nil {
+		return nil, nil, err
+	}
+	if u.Manifest, err = buildManifest(u); err != nil {
 		return nil, nil, err
 	}
 	return u, nil, nil

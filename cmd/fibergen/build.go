@@ -66,8 +66,13 @@ func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", u.Path, err)
 		}
+		so, err := sharedObject(tc, u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", u.Path, err)
+		}
 		base := strings.TrimSuffix(outFile(out, u), ".go")
-		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Kernels.LL)}, {base + ".ptx", ptx}}
+		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Kernels.LL)}, {base + ".ptx", ptx},
+			{base + ".json", u.Manifest}, {base + ".so", so}}
 		for _, o := range all[i] {
 			if err := checkOutPath(out, o.path); err != nil {
 				return nil, err
@@ -75,6 +80,20 @@ func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
 		}
 	}
 	return all, nil
+}
+
+// sharedObject builds u's host kernel for this machine and returns its bytes.
+func sharedObject(tc *cuda.Toolchain, u *pipeline.Unit) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "fibergen-build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, u.Func.Name+".so")
+	if err := tc.SharedObject(u.Kernels.LL, u.Kernels.HostFunc(), path); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }
 
 // outFile is where build writes u's Go package under the output directory;

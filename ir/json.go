@@ -1,0 +1,237 @@
+package ir
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/fibergen/fibergen/dsl"
+)
+
+// This file is the JSON form of a Func: the "ir" member of a manifest, from
+// which a runtime rebuilds the optimizer — hypers and their ranges, the
+// blocks that initialize the states and compute the host scalars, the
+// filters whose stability it checks — without the DSL or LLVM. Func.Noise,
+// the analysis behind explain, is not part of it.
+
+type funcJSON struct {
+	Name    string       `json:"name"`
+	Hypers  []hyperJSON  `json:"hypers"`
+	States  []string     `json:"states"`
+	Observe *Observation `json:"observe,omitempty"`
+	Init    *blockJSON   `json:"init"`
+	ObsArgs *blockJSON   `json:"observe_args"`
+	Step    *blockJSON   `json:"step"`
+	Filters []filterJSON `json:"filters,omitempty"`
+}
+
+type hyperJSON struct {
+	Name    string     `json:"name"`
+	Default jsonFloat  `json:"default"`
+	Range   *rangeJSON `json:"range,omitempty"`
+}
+
+type rangeJSON struct {
+	Lo     string `json:"lo"` // as written in the DSL: "0", "inf", "-inf"
+	Hi     string `json:"hi"`
+	LoOpen bool   `json:"lo_open"`
+	HiOpen bool   `json:"hi_open"`
+}
+
+type blockJSON struct {
+	Name   string      `json:"name"`
+	Values []valueJSON `json:"values"`
+}
+
+// valueJSON is one value; Args are indexes of earlier values of the block.
+type valueJSON struct {
+	Op      string     `json:"op"`
+	Type    string     `json:"type"`
+	Uniform bool       `json:"uniform,omitempty"`
+	Args    []int      `json:"args,omitempty"`
+	Const   *jsonFloat `json:"const,omitempty"`
+	Name    string     `json:"name,omitempty"`
+}
+
+type filterJSON struct {
+	State     string     `json:"state"`
+	States    []string   `json:"states"`
+	Target    int        `json:"target"`
+	Model     *blockJSON `json:"model"`
+	Expr      string     `json:"expr,omitempty"`
+	Stability []string   `json:"stability,omitempty"`
+}
+
+// jsonFloat is a float64 that JSON carries as a number when finite and as
+// the string "+Inf", "-Inf" or "NaN" otherwise.
+type jsonFloat float64
+
+func (x jsonFloat) MarshalJSON() ([]byte, error) {
+	f := float64(x)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return json.Marshal(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return []byte(strconv.FormatFloat(f, 'g', -1, 64)), nil
+}
+
+func (x *jsonFloat) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		s = string(b)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("ir: bad number %s", b)
+	}
+	*x = jsonFloat(f)
+	return nil
+}
+
+// MarshalJSON encodes f; UnmarshalFunc decodes it.
+func (f *Func) MarshalJSON() ([]byte, error) {
+	j := funcJSON{Name: f.Name, States: f.States, Observe: f.Observe,
+		Init: encodeBlock(f.Init), ObsArgs: encodeBlock(f.ObsArgs), Step: encodeBlock(f.Step)}
+	for _, h := range f.Hypers {
+		j.Hypers = append(j.Hypers, encodeHyper(h))
+	}
+	for _, fl := range f.Filters {
+		j.Filters = append(j.Filters, filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
+			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability})
+	}
+	return json.Marshal(j)
+}
+
+func encodeHyper(h Hyper) hyperJSON {
+	j := hyperJSON{Name: h.Name, Default: jsonFloat(h.Default)}
+	if r := h.Range; r != nil {
+		j.Range = &rangeJSON{Lo: r.LoLit, Hi: r.HiLit, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
+	}
+	return j
+}
+
+func encodeBlock(b *Block) *blockJSON {
+	j := &blockJSON{Name: b.Name}
+	index := map[*Value]int{}
+	for i, v := range b.Values {
+		index[v] = i
+		vj := valueJSON{Op: v.Op.String(), Type: v.Type.String(), Uniform: v.Uniform, Name: v.Name}
+		for _, a := range v.Args {
+			vj.Args = append(vj.Args, index[a])
+		}
+		if v.Op == OpConst {
+			c := jsonFloat(v.Const)
+			vj.Const = &c
+		}
+		j.Values = append(j.Values, vj)
+	}
+	return j
+}
+
+// UnmarshalFunc decodes a Func encoded by MarshalJSON and verifies it.
+func UnmarshalFunc(data []byte) (*Func, error) {
+	var j funcJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("ir: %v", err)
+	}
+	f := &Func{Name: j.Name, States: j.States, Observe: j.Observe}
+	for _, h := range j.Hypers {
+		hy, err := decodeHyper(h)
+		if err != nil {
+			return nil, err
+		}
+		f.Hypers = append(f.Hypers, hy)
+	}
+	var err error
+	for _, b := range []struct {
+		dst **Block
+		src *blockJSON
+	}{{&f.Init, j.Init}, {&f.ObsArgs, j.ObsArgs}, {&f.Step, j.Step}} {
+		if *b.dst, err = decodeBlock(b.src); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.decodeFilters(j.Filters); err != nil {
+		return nil, err
+	}
+	if err := Verify(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func decodeHyper(h hyperJSON) (Hyper, error) {
+	hy := Hyper{Name: h.Name, Default: float64(h.Default)}
+	if r := h.Range; r != nil {
+		lo, err1 := strconv.ParseFloat(r.Lo, 64)
+		hi, err2 := strconv.ParseFloat(r.Hi, 64)
+		if err1 != nil || err2 != nil {
+			return hy, fmt.Errorf("ir: hyper %s: bad range [%q, %q]", h.Name, r.Lo, r.Hi)
+		}
+		hy.Range = &dsl.Range{Lo: lo, Hi: hi, LoLit: r.Lo, HiLit: r.Hi, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
+	}
+	return hy, nil
+}
+
+func (f *Func) decodeFilters(filters []filterJSON) error {
+	for _, fj := range filters {
+		model, err := decodeBlock(fj.Model)
+		if err != nil {
+			return err
+		}
+		if fj.Target < 0 || fj.Target >= len(fj.States) {
+			return fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
+		}
+		f.Filters = append(f.Filters, &Filter{State: fj.State, States: fj.States, Target: fj.Target,
+			Model: model, Expr: fj.Expr, Stability: fj.Stability})
+	}
+	return nil
+}
+
+// decodeBlock rebuilds a block; operands must refer to earlier values.
+func decodeBlock(j *blockJSON) (*Block, error) {
+	if j == nil {
+		return nil, fmt.Errorf("ir: a block is missing")
+	}
+	b := &Block{Name: j.Name}
+	for i, vj := range j.Values {
+		op, typ, ok := opNamed(vj.Op), typeNamed(vj.Type), true
+		if op == OpInvalid || typ > F64 {
+			return nil, fmt.Errorf("ir: block %s: value %d: unknown op %q or type %q", j.Name, i, vj.Op, vj.Type)
+		}
+		var args []*Value
+		for _, a := range vj.Args {
+			ok = ok && a >= 0 && a < i
+			if ok {
+				args = append(args, b.Values[a])
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("ir: block %s: value %d: operand out of order", j.Name, i)
+		}
+		v := b.NewValue(op, typ, vj.Uniform, args...)
+		v.Name = vj.Name
+		if vj.Const != nil {
+			v.Const = float64(*vj.Const)
+		}
+	}
+	return b, nil
+}
+
+func opNamed(name string) Op {
+	for op, n := range opNames {
+		if n == name && op != int(OpInvalid) {
+			return Op(op)
+		}
+	}
+	return OpInvalid
+}
+
+func typeNamed(name string) Type {
+	for t := None; t <= F64; t++ {
+		if t.String() == name {
+			return t
+		}
+	}
+	return F64 + 1
+}

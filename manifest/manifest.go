@@ -1,0 +1,127 @@
+// Package manifest is the kernel ABI file that fibergen build writes next to
+// the kernels, generated/<name>/<name>.json: the buffers and their roles, the
+// host scalars and how each is computed (as a DSL expression for people and
+// as the optimizer's IR for programs), the noise scheme, the two-point
+// observation, the kernel files and entry points, and a hash of the source.
+// A runtime needs nothing else — not the .dsl, not LLVM — to run the kernels.
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/fibergen/fibergen/ir"
+)
+
+// Format names this version of the file; a runtime refuses any other.
+const Format = "fibergen-manifest/1"
+
+// Manifest is one optimizer's kernel ABI.
+type Manifest struct {
+	Format       string   `json:"format"`
+	Optimizer    string   `json:"optimizer"`
+	Source       string   `json:"source"`        // the .dsl file name
+	SourceSHA256 string   `json:"source_sha256"` // of the .dsl file's bytes
+	Buffers      []Buffer `json:"buffers"`
+	Scalars      []Scalar `json:"scalars"`
+	RNG          RNG      `json:"rng"`
+	Observe      *Observe `json:"observe,omitempty"`
+	Kernels      Kernels  `json:"kernels"`
+	// IR is the optimizer's IR (ir.Func's JSON form): the runtime computes
+	// the host scalars, initializes the states and checks hypers and filter
+	// stability with it, and can interpret the step where no kernel runs.
+	IR json.RawMessage `json:"ir"`
+}
+
+// Buffer is one float32 array of the kernels, in ABI order.
+type Buffer struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"` // "parameters", "gradient" or "state"
+	DType  string `json:"dtype"`
+	Access string `json:"access"` // "read" or "read-write"
+	Init   string `json:"init,omitempty"`
+}
+
+// Scalar is one float32 kernel argument after the buffers.
+type Scalar struct {
+	Name    string `json:"name"` // the generated Go field: S0, S1, ..., SigmaW
+	Expr    string `json:"expr"` // what it computes, in the DSL
+	PerStep bool   `json:"per_step"`
+}
+
+// RNG describes the in-kernel noise.
+type RNG struct {
+	Scheme  string `json:"scheme"` // rng.Version
+	Site    uint32 `json:"site"`
+	Counter string `json:"counter"`
+	Doc     string `json:"doc"`
+}
+
+// Observe is the two-point observation the trainer forms gradients with.
+type Observe struct {
+	Kind string            `json:"kind"`
+	Args map[string]string `json:"args"` // argument → DSL expression of the hypers and t
+}
+
+// Kernels names the kernel files and entry points.
+type Kernels struct {
+	LL           string `json:"ll"`
+	PTX          string `json:"ptx"`
+	PTXTarget    string `json:"ptx_target"`
+	StepKernel   string `json:"step_kernel"`
+	StepABI      string `json:"step_abi"`
+	HostFunction string `json:"host_function"`
+	HostABI      string `json:"host_abi"`
+	SharedObject string `json:"shared_object"` // built on the user's machine, not checked in
+}
+
+// Read reads and checks a manifest file.
+func Read(path string) (*Manifest, []byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil, fmt.Errorf("%s: not a fibergen manifest: %v", path, err)
+	}
+	if m.Format != Format {
+		return nil, nil, fmt.Errorf("%s: manifest format %q, this fibergen reads %q (rebuild with fibergen build)", path, m.Format, Format)
+	}
+	return &m, data, nil
+}
+
+// Func decodes the manifest's IR.
+func (m *Manifest) Func() (*ir.Func, error) {
+	fn, err := ir.UnmarshalFunc(m.IR)
+	if err != nil {
+		return nil, fmt.Errorf("manifest of %s: %v", m.Optimizer, err)
+	}
+	if fn.Name != m.Optimizer {
+		return nil, fmt.Errorf("manifest of %s holds the IR of %s", m.Optimizer, fn.Name)
+	}
+	return fn, nil
+}
+
+// Hash is the hex SHA-256 of a manifest file's bytes: what a checkpoint
+// records to refuse a resume under another build.
+func Hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Encode returns the manifest as indented JSON with a final newline.
+func (m *Manifest) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// backend runs steps over the optimizer's flat buffers (theta, g, states).
+type backend interface {
+	kind() Backend
+	// firstNonFinite returns the index of the first gradient entry that is
+	// NaN or ±Inf, or -1.
+	firstNonFinite() (int, error)
+	step(a stepArgs) error
+	read(buf, off, n int) ([]float32, error)
+	write(buf, off int, src []float32) error
+	// sync brings the optimizer's host copies of the buffers up to date.
+	sync() error
+	close() error
+}
+
+func (o *Optimizer) newBackend() (backend, error) {
+	switch o.opts.Backend {
+	case CUDA:
+		return newCUDABackend(o)
+	case Go:
+		return &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog}, nil
+	}
+	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog}
+	so := filepath.Join(o.dir, o.m.Kernels.SharedObject)
+	if o.dir == "" || o.m.Kernels.SharedObject == "" {
+		return b, nil
+	}
+	if _, err := os.Stat(so); err != nil {
+		return b, nil // no shared object: the reference, on every core
+	}
+	k, err := hostkernel.Open(so, o.m.Kernels.HostFunction, len(o.m.Buffers), len(o.m.Scalars))
+	if err != nil {
+		return nil, err
+	}
+	b.kernel = k
+	return b, nil
+}
+
+func (opts Options) threads() int {
+	if opts.Threads > 0 {
+		return opts.Threads
+	}
+	return goruntime.GOMAXPROCS(0)
+}
+
+// cpuBackend steps the host buffers on every core: through the host kernel
+// when it is loaded, else through the interpreter. The noise is indexed by
+// global element, so the split does not change a bit.
+type cpuBackend struct {
+	bufs    [][]float32
+	threads int
+	kernel  *hostkernel.Kernel // nil: the reference
+	prog    *interp.Program
+}
+
+func (b *cpuBackend) kind() Backend {
+	if b.kernel == nil {
+		return Go
+	}
+	return CPU
+}
+
+// chunks splits [0, n) into at most b.threads ranges that start at
+// multiples of 4, so that no Philox group is drawn twice.
+func (b *cpuBackend) chunks(n int) [][2]int {
+	per := (n/b.threads + 3) &^ 3
+	per = max(per, 4096)
+	var out [][2]int
+	for lo := 0; lo < n; lo += per {
+		out = append(out, [2]int{lo, min(lo+per, n)})
+	}
+	return out
+}
+
+// parallel runs f on every chunk at once and returns the first error.
+func (b *cpuBackend) parallel(f func(lo, hi int) error) error {
+	cs := b.chunks(len(b.bufs[0]))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(c[0], c[1])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *cpuBackend) firstNonFinite() (int, error) {
+	g := b.bufs[1]
+	first := make([]int, 0, 16)
+	var mu sync.Mutex
+	b.parallel(func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			if x := float64(g[i]); math.IsNaN(x) || math.IsInf(x, 0) {
+				mu.Lock()
+				first = append(first, i)
+				mu.Unlock()
+				return nil
+			}
+		}
+		return nil
+	})
+	if len(first) == 0 {
+		return -1, nil
+	}
+	return minOf(first), nil
+}
+
+func minOf(xs []int) int {
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
+	}
+	return m
+}
+
+func (b *cpuBackend) step(a stepArgs) error {
+	return b.parallel(func(lo, hi int) error {
+		if b.kernel != nil {
+			rg := a.rg
+			rg.Lo, rg.Hi = int64(lo), int64(hi)
+			return b.kernel.Run(b.bufs, a.scalars, rg)
+		}
+		return b.stepReference(a, lo, hi)
+	})
+}
+
+// stepReference runs the interpreter on [lo, hi), drawing the noise of
+// those coordinates' global indexes.
+func (b *cpuBackend) stepReference(a stepArgs, lo, hi int) error {
+	g := make([]float32, hi-lo)
+	rng.Privatize(g, b.bufs[1][lo:hi], a.scalars[len(a.scalars)-1], a.rg.Seed, a.rg.Step, uint64(a.rg.Offset)+uint64(lo))
+	var states [][]float32
+	for _, s := range b.bufs[2:] {
+		states = append(states, s[lo:hi])
+	}
+	return b.prog.Step(a.host, b.bufs[0][lo:hi], g, states)
+}
+
+func (b *cpuBackend) read(buf, off, n int) ([]float32, error) {
+	if off < 0 || n < 0 || off+n > len(b.bufs[buf]) {
+		return nil, fmt.Errorf("runtime: read [%d, %d) of a buffer of %d", off, off+n, len(b.bufs[buf]))
+	}
+	out := make([]float32, n)
+	copy(out, b.bufs[buf][off:])
+	return out, nil
+}
+
+func (b *cpuBackend) write(buf, off int, src []float32) error {
+	if off < 0 || off+len(src) > len(b.bufs[buf]) {
+		return fmt.Errorf("runtime: write [%d, %d) of a buffer of %d", off, off+len(src), len(b.bufs[buf]))
+	}
+	copy(b.bufs[buf][off:], src)
+	return nil
+}
+
+func (b *cpuBackend) sync() error { return nil }
+
+func (b *cpuBackend) close() error {
+	if b.kernel == nil {
+		return nil
+	}
+	return b.kernel.Close()
+}

@@ -1,0 +1,321 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// Backend says where Step runs.
+type Backend string
+
+// The backends. CPU runs the host kernel, built by fibergen build as
+// <name>.so next to the manifest, on every core; where there is none it runs
+// the reference (Go), also on every core. Go is the reference: the IR
+// interpreter, bit-identical with the generated Go package. CUDA runs the
+// PTX kernel on an NVIDIA GPU. All give the same bits.
+const (
+	CPU  Backend = "cpu"
+	Go   Backend = "go"
+	CUDA Backend = "cuda"
+)
+
+// Options configure Open.
+type Options struct {
+	Backend Backend // CPU when empty
+	Threads int     // CPU and Go: goroutines per step; 0: GOMAXPROCS
+	Device  int     // CUDA: the device ordinal
+	// Offset is the global index of this optimizer's first coordinate, for
+	// a trainer that shards one flat parameter vector over workers
+	// (ZeRO/FSDP-style): each shard then draws exactly the noise a single
+	// optimizer over the whole vector would draw there.
+	Offset uint64
+}
+
+// DP is the privacy setting of a step: the clipped-mean gradient gets
+// Gaussian noise of standard deviation sigma_w = NoiseMultiplier·ClipNorm/BatchSize
+// per coordinate.
+type DP struct {
+	ClipNorm        float64 // C, the per-example clipping norm
+	NoiseMultiplier float64 // σ_DP
+	BatchSize       int     // B, examples per step
+}
+
+// SigmaW2 is the noise variance per coordinate, (σ_DP·C/B)².
+func (d DP) SigmaW2() float64 {
+	s := d.NoiseMultiplier * d.ClipNorm / float64(d.BatchSize)
+	return s * s
+}
+
+func (d DP) check() error {
+	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	if !ok(d.ClipNorm) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
+		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.ClipNorm, d.NoiseMultiplier, d.BatchSize)
+	}
+	return nil
+}
+
+// Optimizer is one generated optimizer over the trainer's parameters: the
+// flat buffers of every role (parameters, gradient, each state), the
+// hypers, the DP settings, the seed and the step counter.
+type Optimizer struct {
+	m        *manifest.Manifest
+	hash     string // manifest.Hash of the manifest's bytes
+	dir      string
+	opts     Options
+	prog     *interp.Program
+	hypers   []float64
+	dp       *DP
+	seed     uint64
+	t        int
+	tensors  []*Tensor
+	n        int
+	bufs     [][]float32 // theta, g, states (ABI order); host copies
+	back     backend
+	scalarsV []*ir.Value // the step's host scalars
+}
+
+// Open opens the optimizer that fibergen build wrote into dir
+// (generated/<name>): it reads <name>.json and, for the CPU backend,
+// <name>.so, or for CUDA <name>.ptx. The seed is drawn from crypto/rand;
+// SetSeed fixes it.
+func Open(dir string, opts Options) (*Optimizer, error) {
+	name := filepath.Base(filepath.Clean(dir))
+	m, data, err := manifest.Read(filepath.Join(dir, name+".json"))
+	if err != nil {
+		return nil, err
+	}
+	return open(m, data, dir, opts)
+}
+
+func open(m *manifest.Manifest, data []byte, dir string, opts Options) (*Optimizer, error) {
+	fn, err := m.Func()
+	if err != nil {
+		return nil, err
+	}
+	p, err := interp.New(fn)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Backend == "" {
+		opts.Backend = CPU
+	}
+	if !slices.Contains([]Backend{CPU, Go, CUDA}, opts.Backend) {
+		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go or cuda)", opts.Backend)
+	}
+	o := &Optimizer{m: m, hash: manifest.Hash(data), dir: dir, opts: opts, prog: p,
+		hypers: fn.DefaultHypers(), seed: randomSeed(), scalarsV: ir.HostScalars(fn.Step)}
+	return o, nil
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// Name is the optimizer's name.
+func (o *Optimizer) Name() string { return o.m.Optimizer }
+
+// Manifest is the optimizer's manifest.
+func (o *Optimizer) Manifest() *manifest.Manifest { return o.m }
+
+// Backend is the backend steps run on, once the first step has chosen it
+// (CPU falls back to Go without a shared object); "" before.
+func (o *Optimizer) Backend() Backend {
+	if o.back == nil {
+		return ""
+	}
+	return o.back.kind()
+}
+
+// Len is the number of coordinates registered.
+func (o *Optimizer) Len() int { return o.n }
+
+// Steps is the number of steps taken: the next step is step Steps().
+func (o *Optimizer) Steps() int { return o.t }
+
+// Seed is the noise seed.
+func (o *Optimizer) Seed() uint64 { return o.seed }
+
+// SetSeed fixes the noise seed; only before the first step.
+func (o *Optimizer) SetSeed(seed uint64) error {
+	if o.t > 0 {
+		return errors.New("runtime: the seed can only be set before the first step")
+	}
+	o.seed = seed
+	return nil
+}
+
+// SetDP sets the DP settings of the next steps.
+func (o *Optimizer) SetDP(d DP) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	o.dp = &d
+	return nil
+}
+
+// Hyper returns the value of the named hyper.
+func (o *Optimizer) Hyper(name string) (float64, error) {
+	i := o.prog.Func.HyperIndex(name)
+	if i < 0 {
+		return 0, o.noHyper(name)
+	}
+	return o.hypers[i], nil
+}
+
+// SetHyper sets the named hyper for the next steps, checking its range and
+// the stability of the filters at the new setting.
+func (o *Optimizer) SetHyper(name string, value float64) error {
+	i := o.prog.Func.HyperIndex(name)
+	if i < 0 {
+		return o.noHyper(name)
+	}
+	h := slices.Clone(o.hypers)
+	h[i] = value
+	if err := o.prog.Check(h); err != nil {
+		return fmt.Errorf("runtime: %v", err)
+	}
+	o.hypers = h
+	return nil
+}
+
+func (o *Optimizer) noHyper(name string) error {
+	var names []string
+	for _, h := range o.prog.Func.Hypers {
+		names = append(names, h.Name)
+	}
+	return fmt.Errorf("runtime: %s has no hyper %s (its hypers: %v)", o.Name(), name, names)
+}
+
+// Register adds a parameter tensor, copying its values into the flat
+// parameter buffer; all tensors are registered before the first step.
+func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
+	switch {
+	case o.bufs != nil:
+		return nil, fmt.Errorf("runtime: register %s: tensors are registered before the first step", name)
+	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
+		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
+	}
+	t := &Tensor{Name: name, Offset: o.n, Len: len(params), o: o, init: slices.Clone(params)}
+	o.tensors = append(o.tensors, t)
+	o.n += len(params)
+	return t, nil
+}
+
+// Tensors lists the registered tensors in order.
+func (o *Optimizer) Tensors() []*Tensor { return slices.Clone(o.tensors) }
+
+// ready lays out the flat buffers and starts the backend, once.
+func (o *Optimizer) ready() error {
+	if o.back != nil {
+		return nil
+	}
+	if o.bufs == nil {
+		o.bufs = make([][]float32, 2+o.prog.NumStates())
+		for i := range o.bufs {
+			o.bufs[i] = make([]float32, o.n)
+		}
+		for _, t := range o.tensors {
+			copy(o.bufs[0][t.Offset:], t.init)
+			t.init = nil
+		}
+		if err := o.prog.Init(o.hypers, o.bufs[2:]); err != nil {
+			return err
+		}
+	}
+	b, err := o.newBackend()
+	if err != nil {
+		return err
+	}
+	o.back = b
+	return nil
+}
+
+// stepArgs are what a backend needs for one step besides the buffers.
+type stepArgs struct {
+	host    interp.Scalars // the interpreter's host values
+	scalars []float32      // the kernel's scalar arguments: host scalars, then sigma_w
+	rg      hostkernel.Range
+}
+
+// args computes the arguments of the next step.
+func (o *Optimizer) args() stepArgs {
+	sigmaW2 := o.dp.SigmaW2()
+	s := o.prog.HostScalars(o.hypers, o.t, sigmaW2)
+	out := make([]float32, 0, len(o.scalarsV)+1)
+	for _, v := range o.scalarsV {
+		out = append(out, s.Value(v))
+	}
+	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t), Noise: 1}
+	return stepArgs{host: s, scalars: append(out, rng.SigmaW(sigmaW2)), rg: rg}
+}
+
+// Step runs one step on the gradients set with Tensor.SetGrad (the clipped
+// mean gradient of the batch), drawing the DP noise in the kernel. If a
+// gradient entry is NaN or ±Inf it changes nothing — parameters, states,
+// step counter, noise position — and returns a *NonFiniteError; any other
+// error also leaves the step counter where it was.
+func (o *Optimizer) Step() error {
+	if o.dp == nil {
+		return errors.New("runtime: set the DP settings (SetDP) before the first step")
+	}
+	if err := rng.CheckStep(o.t); err != nil {
+		return fmt.Errorf("runtime: %v", err)
+	}
+	if err := o.ready(); err != nil {
+		return err
+	}
+	if bad, err := o.back.firstNonFinite(); err != nil {
+		return err
+	} else if bad >= 0 {
+		return o.nonFinite(bad)
+	}
+	if err := o.back.step(o.args()); err != nil {
+		return err
+	}
+	o.t++
+	return nil
+}
+
+// NonFiniteError reports a gradient entry that is NaN or ±Inf.
+type NonFiniteError struct {
+	Tensor string
+	Index  int // within the tensor
+	Value  float32
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("runtime: gradient of %s[%d] is %v: step skipped, nothing changed", e.Tensor, e.Index, e.Value)
+}
+
+func (o *Optimizer) nonFinite(i int) error {
+	v, _ := o.back.read(1, i, 1)
+	for _, t := range o.tensors {
+		if i >= t.Offset && i < t.Offset+t.Len {
+			return &NonFiniteError{Tensor: t.Name, Index: i - t.Offset, Value: v[0]}
+		}
+	}
+	return &NonFiniteError{Index: i, Value: v[0]}
+}
+
+// Close releases the backend (device memory, the shared object).
+func (o *Optimizer) Close() error {
+	if o.back == nil {
+		return nil
+	}
+	err := o.back.close()
+	o.back = nil
+	return err
+}

@@ -1,0 +1,297 @@
+package runtime_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// kernelDirs caches, per optimizer, a directory laid out as fibergen build
+// lays out generated/<name>/: the checked-in manifest and a shared object
+// built from the checked-in module (generated/ holds none in a clean clone).
+var kernelDirs sync.Map
+
+func kernelDir(t *testing.T, name string) string {
+	t.Helper()
+	if dir, ok := kernelDirs.Load(name); ok {
+		return dir.(string)
+	}
+	dir := filepath.Join(os.TempDir(), "fibergen-runtime-test-"+name+"-"+randomName())
+	dir = filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "generated", name, name)
+	copyFile(t, src+".json", filepath.Join(dir, name+".json"))
+	copyFile(t, src+".ptx", filepath.Join(dir, name+".ptx"))
+	ll, err := os.ReadFile(src + ".ll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.SharedObject(string(ll), name+"_cpu", filepath.Join(dir, name+".so")); err != nil {
+		t.Fatal(err)
+	}
+	kernelDirs.Store(name, dir)
+	return dir
+}
+
+func randomName() string { return string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) }
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var testDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1.1, BatchSize: 64}
+
+// tensorSizes are the registered tensors: awkward sizes, so tensors start
+// inside Philox groups and at unaligned offsets.
+var tensorSizes = []int{7, 1, 4099, 3, 1024}
+
+func inputs(steps int) (theta []float32, grads [][]float32) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	for _, s := range tensorSizes {
+		n += s
+	}
+	theta = make([]float32, n)
+	for i := range theta {
+		theta[i] = float32(r.NormFloat64())
+	}
+	for range steps {
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = float32(0.1 * r.NormFloat64())
+		}
+		grads = append(grads, g)
+	}
+	return theta, grads
+}
+
+// openFiber opens fiber with the tensors of tensorSizes registered from theta.
+func openFiber(t *testing.T, opts runtime.Options, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
+	t.Helper()
+	o, err := runtime.Open(kernelDir(t, "fiber"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	if err := o.SetDP(testDP); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetSeed(2026); err != nil {
+		t.Fatal(err)
+	}
+	var ts []*runtime.Tensor
+	off := 0
+	for i, s := range tensorSizes {
+		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tn)
+		off += s
+	}
+	return o, ts
+}
+
+// stepAll sets every tensor's gradient from the flat g and steps.
+func stepAll(o *runtime.Optimizer, ts []*runtime.Tensor, g []float32) error {
+	for _, tn := range ts {
+		if err := tn.SetGrad(g[tn.Offset : tn.Offset+tn.Len]); err != nil {
+			return err
+		}
+	}
+	return o.Step()
+}
+
+// flatParams concatenates the tensors' parameters.
+func flatParams(t *testing.T, ts []*runtime.Tensor) []float32 {
+	t.Helper()
+	var out []float32
+	for _, tn := range ts {
+		p, err := tn.Params()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestOptimizerMatchesGenerated runs fiber through the runtime — the host
+// kernel and the reference, on one and on several threads — and through the
+// generated package, from the same seed: the parameters and states agree bit
+// for bit after every step.
+func TestOptimizerMatchesGenerated(t *testing.T) {
+	const steps = 6
+	theta, grads := inputs(steps)
+	ref, err := fiber.New(fiber.Defaults(), len(theta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Seed = 2026
+	want := slices.Clone(theta)
+	var wantAfter [][]float32
+	for _, g := range grads {
+		if err := ref.Update(want, g, testDP.SigmaW2()); err != nil {
+			t.Fatal(err)
+		}
+		wantAfter = append(wantAfter, slices.Clone(want))
+	}
+	for _, c := range []struct {
+		backend runtime.Backend
+		threads int
+	}{{runtime.CPU, 1}, {runtime.CPU, 3}, {runtime.Go, 1}, {runtime.Go, 2}} {
+		o, ts := openFiber(t, runtime.Options{Backend: c.backend, Threads: c.threads}, theta)
+		for s, g := range grads {
+			if err := stepAll(o, ts, g); err != nil {
+				t.Fatal(err)
+			}
+			if got := flatParams(t, ts); !sameBits(got, wantAfter[s]) {
+				t.Fatalf("%s/%d threads, step %d: parameters differ from the generated package", c.backend, c.threads, s)
+			}
+		}
+		if o.Backend() != c.backend || o.Steps() != steps {
+			t.Errorf("backend %s after %d steps, want %s after %d", o.Backend(), o.Steps(), c.backend, steps)
+		}
+		v, _ := ts[2].State("v")
+		if !sameBits(v, ref.V[ts[2].Offset:ts[2].Offset+ts[2].Len]) {
+			t.Errorf("%s: state v differs", c.backend)
+		}
+	}
+}
+
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// TestNonFiniteGradient plants a NaN and an Inf: the step reports the first,
+// changes nothing, and the next good step is the step an optimizer that
+// never saw the bad gradient takes.
+func TestNonFiniteGradient(t *testing.T) {
+	theta, grads := inputs(2)
+	o, ts := openFiber(t, runtime.Options{}, theta)
+	clean, cts := openFiber(t, runtime.Options{}, theta)
+	bad := slices.Clone(grads[0])
+	bad[ts[2].Offset+17] = float32(math.NaN())
+	bad[ts[4].Offset+3] = float32(math.Inf(-1))
+	before := flatParams(t, ts)
+	err := stepAll(o, ts, bad)
+	var nf *runtime.NonFiniteError
+	if !errors.As(err, &nf) || nf.Tensor != "c" || nf.Index != 17 {
+		t.Fatalf("got %v, want a NonFiniteError at c[17]", err)
+	}
+	if o.Steps() != 0 || !sameBits(flatParams(t, ts), before) {
+		t.Fatal("the skipped step changed the step counter or the parameters")
+	}
+	for _, g := range grads {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(clean, cts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sameBits(flatParams(t, ts), flatParams(t, cts)) {
+		t.Error("after a skipped step the trajectory differs from one that never saw it")
+	}
+}
+
+// TestShards splits the flat vector into shards, each its own optimizer
+// with its global offset: together they compute the bits of one optimizer
+// over the whole vector.
+func TestShards(t *testing.T) {
+	theta, grads := inputs(3)
+	whole, wts := openFiber(t, runtime.Options{}, theta)
+	cuts := []int{0, 5, 1030, 4097, len(theta)}
+	var got [][]float32
+	for i := 1; i < len(cuts); i++ {
+		lo, hi := cuts[i-1], cuts[i]
+		o, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{Offset: uint64(lo)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		o.SetDP(testDP)
+		o.SetSeed(2026)
+		tn, err := o.Register("shard", theta[lo:hi])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range grads {
+			if err := stepAll(o, []*runtime.Tensor{tn}, g[lo:hi]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, _ := tn.Params()
+		got = append(got, p)
+	}
+	for _, g := range grads {
+		if err := stepAll(whole, wts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sameBits(slices.Concat(got...), flatParams(t, wts)) {
+		t.Error("the shards differ from the whole")
+	}
+}
+
+// TestOptimizerErrors covers the misuses that must be errors.
+func TestOptimizerErrors(t *testing.T) {
+	o, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	tn, _ := o.Register("w", []float32{1, 2, 3})
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"step without DP", o.Step()},
+		{"bad DP", o.SetDP(runtime.DP{ClipNorm: 0, NoiseMultiplier: 1, BatchSize: 1})},
+		{"unknown hyper", o.SetHyper("nope", 1)},
+		{"out of range", o.SetHyper("omega", 2)},
+		{"unstable", o.SetHyper("omega", 1.4)},
+		{"duplicate tensor", func() error { _, err := o.Register("w", nil); return err }()},
+		{"short gradient", tn.SetGrad([]float32{1})},
+		{"unknown state", func() error { _, err := tn.State("nope"); return err }()},
+		{"late register", func() error {
+			if err := tn.SetGrad([]float32{1, 2, 3}); err != nil {
+				return nil // the test wants the Register error
+			}
+			_, err := o.Register("late", []float32{1})
+			return err
+		}()},
+	} {
+		if c.err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if _, err := runtime.Open(t.TempDir(), runtime.Options{}); err == nil {
+		t.Error("Open of a directory without a manifest succeeded")
+	}
+	if _, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{Backend: "tpu"}); err == nil {
+		t.Error("Open with backend tpu succeeded")
+	}
+}

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Tensor is one registered parameter tensor: coordinates
+// [Offset, Offset+Len) of the optimizer's flat buffers.
+type Tensor struct {
+	Name        string
+	Offset, Len int
+	o           *Optimizer
+	init        []float32 // the values given to Register, until the buffers exist
+}
+
+// SetGrad sets the tensor's gradient for the next step: the clipped mean
+// over the batch of the per-example gradients (the step adds the noise).
+func (t *Tensor) SetGrad(g []float32) error {
+	if len(g) != t.Len {
+		return fmt.Errorf("runtime: gradient of %s has %d values, the tensor %d", t.Name, len(g), t.Len)
+	}
+	if err := t.o.ready(); err != nil {
+		return err
+	}
+	return t.o.back.write(1, t.Offset, g)
+}
+
+// Params returns a copy of the tensor's current parameters.
+func (t *Tensor) Params() ([]float32, error) {
+	if t.o.back == nil && t.o.bufs == nil {
+		return slices.Clone(t.init), nil
+	}
+	if err := t.o.ready(); err != nil {
+		return nil, err
+	}
+	return t.o.back.read(0, t.Offset, t.Len)
+}
+
+// State returns a copy of the tensor's part of the named state.
+func (t *Tensor) State(name string) ([]float32, error) {
+	i := slices.Index(t.o.prog.Func.States, name)
+	if i < 0 {
+		return nil, fmt.Errorf("runtime: %s has no state %s (its states: %v)", t.o.Name(), name, t.o.prog.Func.States)
+	}
+	if err := t.o.ready(); err != nil {
+		return nil, err
+	}
+	return t.o.back.read(2+i, t.Offset, t.Len)
+}
