@@ -90,7 +90,7 @@ var (
 	fusedRE   = regexp.MustCompile(`llvm\.(fma|fmuladd)\b`)
 	calleeRE  = regexp.MustCompile(`\bcall\b[^@]*@([\w.]+)\(`)
 	definedRE = regexp.MustCompile(`(?m)^define\b[^@]*@([\w.]+)\(`)
-	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.f32|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+)$`)
+	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v8f32)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+)$`)
 )
 
 // stripLLComments removes the comments of LLVM IR text (the module has no

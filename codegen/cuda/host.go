@@ -49,7 +49,8 @@ func (k *kernel) emitHostFunc() {
 }
 
 // hostLoops emits the host function's loops from block b: the head, the
-// groups of four, the tail.
+// groups of four hostGroups at a time (SIMD noise), the remaining groups,
+// the tail.
 func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.Value, d *draw) {
 	one := i64c(1)
 	elements := func(b *ir.Block, i value.Value) *ir.Block {
@@ -57,8 +58,14 @@ func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.V
 		return b
 	}
 	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
-	b = k.forLoop(f, b, "group", i64c(0), l.groups, one, func(b *ir.Block, j value.Value) *ir.Block {
-		k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, false)
+	wide := b.NewSDiv(l.groups, i64c(hostGroups))
+	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *ir.Block, q value.Value) *ir.Block {
+		j := b.NewMul(q, i64c(hostGroups))
+		k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, hostGroups, false)
+		return b
+	})
+	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(hostGroups)), l.groups, one, func(b *ir.Block, j value.Value) *ir.Block {
+		k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, false)
 		return b
 	})
 	b = k.forLoop(f, b, "tail", l.tailStart, l.hi, one, elements)

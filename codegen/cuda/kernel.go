@@ -117,7 +117,7 @@ func (k *kernel) gridLoops(f *ir.Func, b *ir.Block, a args, l layout, aligned, t
 		vec bool
 	}{{vec, true}, {scalar, false}} {
 		done := k.forLoop(f, v.b, "group", tid, l.groups, stride, func(b *ir.Block, j value.Value) *ir.Block {
-			k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, v.vec)
+			k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, v.vec)
 			return b
 		})
 		done.NewBr(edge)

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -17,7 +19,6 @@ var (
 	f32Ptr = types.NewPointer(types.Float)
 	vec4   = types.NewVector(4, types.Float)
 	vecPtr = types.NewPointer(vec4)
-	pair   = types.NewStruct(types.Float, types.Float)
 )
 
 func f32c(x float32) *constant.Float { return constant.NewFloat(f32, float64(x)) }
@@ -79,3 +80,62 @@ func intrinsic(m *ir.Module, name string, ret types.Type, params ...types.Type) 
 func sqrtF32(m *ir.Module) *ir.Func { return intrinsic(m, "llvm.sqrt.f32", f32, f32) }
 
 func constantTrue() value.Value { return constant.NewBool(true) }
+
+// lanes is the width of a SIMD noise function: 1 for scalar code, else the
+// number of lanes of its vectors.
+type lanes int
+
+func (w lanes) vec(t types.Type) types.Type {
+	if w == 1 {
+		return t
+	}
+	return types.NewVector(uint64(w), t)
+}
+
+func (w lanes) i32() types.Type { return w.vec(i32) }
+func (w lanes) i64() types.Type { return w.vec(i64) }
+func (w lanes) f32() types.Type { return w.vec(f32) }
+
+// suffix names a width's functions: "" for scalars, "_v4" for four lanes.
+func (w lanes) suffix() string {
+	if w == 1 {
+		return ""
+	}
+	return fmt.Sprintf("_v%d", w)
+}
+
+// konst is c in every lane.
+func (w lanes) konst(c constant.Constant) value.Value {
+	if w == 1 {
+		return c
+	}
+	elems := make([]constant.Constant, w)
+	for i := range elems {
+		elems[i] = c
+	}
+	return constant.NewVector(types.NewVector(uint64(w), c.Type()), elems...)
+}
+
+func (w lanes) u32(x uint32) value.Value { return w.konst(i32c(x)) }
+func (w lanes) u64(x int64) value.Value  { return w.konst(i64c(x)) }
+func (w lanes) f(x float32) value.Value  { return w.konst(f32c(x)) }
+
+// splat puts the scalar x in every lane.
+func (w lanes) splat(b *ir.Block, x value.Value) value.Value {
+	if w == 1 {
+		return x
+	}
+	var v value.Value = constantUndef(w.vec(x.Type()))
+	for i := 0; i < int(w); i++ {
+		v = b.NewInsertElement(v, x, i32c(uint32(i)))
+	}
+	return v
+}
+
+// sqrt is llvm.sqrt of the width's float type: IEEE square root per lane.
+func (w lanes) sqrt(m *ir.Module) *ir.Func {
+	if w == 1 {
+		return sqrtF32(m)
+	}
+	return intrinsic(m, fmt.Sprintf("llvm.sqrt.v%df32", w), w.f32(), w.f32())
+}

@@ -139,49 +139,82 @@ func (k *kernel) element(b *ir.Block, a args, i value.Value, d *draw) {
 	}
 }
 
-// group emits the steps of the four coordinates at indexes base..base+3,
-// which form global group gi, drawing their noise with one Philox call; vec
-// uses 128-bit loads and stores (base must then be 16-byte aligned).
-func (k *kernel) group(b *ir.Block, a args, base, gi value.Value, d *draw, vec bool) {
-	lanes := make([][]value.Value, 4) // lanes[l][buffer]
+// groups emits the steps of the 4·count coordinates at indexes base..,
+// which form the global groups gi.. (count 1: one Philox call; count
+// hostGroups: drawn with SIMD, one group per lane); vec uses 128-bit loads
+// and stores (base must then be 16-byte aligned).
+func (k *kernel) groups(b *ir.Block, a args, base, gi value.Value, d *draw, count int, vec bool) {
+	n := 4 * count
+	lanes := make([][]value.Value, n) // lanes[c][buffer]
 	for _, p := range a.ptrs {
 		ptr := b.NewGetElementPtr(f32, p, base)
-		if vec {
-			v := load(b, vec4, b.NewBitCast(ptr, vecPtr), 16)
-			for l := range lanes {
-				lanes[l] = append(lanes[l], b.NewExtractElement(v, i32c(uint32(l))))
-			}
-			continue
-		}
-		for l := range lanes {
-			lanes[l] = append(lanes[l], load(b, f32, b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4))
+		for c, x := range k.loadCoords(b, ptr, n, vec) {
+			lanes[c] = append(lanes[c], x)
 		}
 	}
-	var z value.Value
-	if d != nil {
-		z = b.NewCall(k.noise.gaussian4, d.seed, d.step, i32c(NoiseSite), gi)
-	}
-	outs := make([][]value.Value, 4)
-	for l := range lanes {
-		var zl value.Value
-		if z != nil {
-			zl = b.NewExtractElement(z, i32c(uint32(l)))
-		}
-		outs[l] = k.step(b, a, lanes[l], d, zl)
+	z := k.drawCoords(b, gi, d, count)
+	outs := make([][]value.Value, n)
+	for c := range lanes {
+		outs[c] = k.step(b, a, lanes[c], d, z(c))
 	}
 	for j, name := range k.stored {
 		ptr := b.NewGetElementPtr(f32, a.ptrs[k.bufferIndex(name)], base)
+		col := make([]value.Value, n)
+		for c := range outs {
+			col[c] = outs[c][j]
+		}
+		k.storeCoords(b, ptr, col, vec)
+	}
+}
+
+// loadCoords loads n floats from ptr, as 128-bit vectors if vec.
+func (k *kernel) loadCoords(b *ir.Block, ptr value.Value, n int, vec bool) []value.Value {
+	var out []value.Value
+	for c := 0; c < n; c += 4 {
 		if vec {
-			var v value.Value = constantUndef(vec4)
-			for l := range outs {
-				v = b.NewInsertElement(v, outs[l][j], i32c(uint32(l)))
+			v := load(b, vec4, b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
+			for l := 0; l < 4; l++ {
+				out = append(out, b.NewExtractElement(v, i32c(uint32(l))))
 			}
-			store(b, v, b.NewBitCast(ptr, vecPtr), 16)
 			continue
 		}
-		for l := range outs {
-			store(b, outs[l][j], b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4)
+		for l := c; l < c+4; l++ {
+			out = append(out, load(b, f32, b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4))
 		}
+	}
+	return out
+}
+
+// storeCoords stores the floats xs at ptr, as 128-bit vectors if vec.
+func (k *kernel) storeCoords(b *ir.Block, ptr value.Value, xs []value.Value, vec bool) {
+	for c := 0; c < len(xs); c += 4 {
+		if !vec {
+			for l := c; l < c+4; l++ {
+				store(b, xs[l], b.NewGetElementPtr(f32, ptr, i64c(int64(l))), 4)
+			}
+			continue
+		}
+		var v value.Value = constantUndef(vec4)
+		for l := 0; l < 4; l++ {
+			v = b.NewInsertElement(v, xs[c+l], i32c(uint32(l)))
+		}
+		store(b, v, b.NewBitCast(b.NewGetElementPtr(f32, ptr, i64c(int64(c))), vecPtr), 16)
+	}
+}
+
+// drawCoords draws the Gaussians of count groups from gi and returns the
+// one of coordinate c; without noise it returns nil for every c.
+func (k *kernel) drawCoords(b *ir.Block, gi value.Value, d *draw, count int) func(c int) value.Value {
+	if d == nil {
+		return func(int) value.Value { return nil }
+	}
+	if count == 1 {
+		z := b.NewCall(k.noise.gaussian4, d.seed, d.step, i32c(NoiseSite), gi)
+		return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
+	}
+	z := b.NewCall(k.noise.gaussianW, d.seed, d.step, i32c(NoiseSite), gi)
+	return func(c int) value.Value {
+		return b.NewExtractElement(b.NewExtractValue(z, uint64(c%4)), i32c(uint32(c/4)))
 	}
 }
 

@@ -17,9 +17,14 @@ import (
 
 // noise holds the module's noise functions.
 type noise struct {
-	gaussian  *ir.Func // (seed i64, step i32, site i32, elem i64) float
-	gaussian4 *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	gaussian   *ir.Func // (seed i64, step i32, site i32, elem i64) float
+	gaussian4  *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	gaussianW  *ir.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
 }
+
+// hostGroups is the number of groups of four coordinates the host
+// function's main loop draws at once, one per SIMD lane.
+const hostGroups = 8
 
 // The Philox4x32 multipliers and Weyl key increments.
 const (
@@ -27,45 +32,56 @@ const (
 	philoxW0, philoxW1 = 0x9E3779B9, 0xBB67AE85
 )
 
-// emitNoise adds the noise functions to m.
+// emitNoise adds the noise functions to m: scalar ones for the NVPTX
+// kernel and the host's head and tail, and four-lane ones for the host's
+// main loop, which draws four groups at once with SIMD operations (the same
+// IEEE operations lane by lane, so the same bits).
 func emitNoise(m *ir.Module) noise {
-	philox := emitPhilox(m)
-	pair := emitPair(m, emitLog32(m), emitSin32(m), emitCos32(m))
-	return noise{emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)}
+	var ns noise
+	for _, w := range []lanes{1, hostGroups} {
+		philox := emitPhilox(m, w)
+		pair := emitPair(m, w, emitLog32(m, w), emitSin32(m, w), emitCos32(m, w))
+		if w == 1 {
+			ns.gaussian, ns.gaussian4 = emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)
+		} else {
+			ns.gaussianW = emitGaussianW(m, w, philox, pair)
+		}
+	}
+	return ns
 }
 
-var philoxOut = types.NewArray(4, i32)
-
-// emitPhilox emits fg_philox(c0, c1, c2, c3, k0, k1) [4 x i32]: ten rounds,
-// the key bumped between rounds.
-func emitPhilox(m *ir.Module) *ir.Func {
+// emitPhilox emits fg_philox(c0, c1, c2, c3, k0, k1) [4 x i32] (w lanes of
+// counters: [4 x <w x i32>]): ten rounds, the key bumped between rounds.
+func emitPhilox(m *ir.Module, w lanes) *ir.Func {
 	var params []*ir.Param
-	for _, name := range []string{"c0", "c1", "c2", "c3", "k0", "k1"} {
-		params = append(params, ir.NewParam(name, i32))
+	for _, name := range []string{"c0", "c1", "c2", "c3"} {
+		params = append(params, ir.NewParam(name, w.i32()))
 	}
-	f, b := newHelper(m, "fg_philox", philoxOut, params...)
+	params = append(params, ir.NewParam("k0", i32), ir.NewParam("k1", i32))
+	out := types.NewArray(4, w.i32())
+	f, b := newHelper(m, "fg_philox"+w.suffix(), out, params...)
 	c := []value.Value{params[0], params[1], params[2], params[3]}
 	k0, k1 := value.Value(params[4]), value.Value(params[5])
 	for round := 0; round < 10; round++ {
 		if round > 0 {
 			k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
 		}
-		hi0, lo0 := mulHiLo(b, philoxM0, c[0])
-		hi1, lo1 := mulHiLo(b, philoxM1, c[2])
-		c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), k0), lo1, b.NewXor(b.NewXor(hi0, c[3]), k1), lo0}
+		hi0, lo0 := mulHiLo(b, w, philoxM0, c[0])
+		hi1, lo1 := mulHiLo(b, w, philoxM1, c[2])
+		c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), w.splat(b, k0)), lo1, b.NewXor(b.NewXor(hi0, c[3]), w.splat(b, k1)), lo0}
 	}
-	var out value.Value = constantUndef(philoxOut)
+	var res value.Value = constantUndef(out)
 	for i, x := range c {
-		out = b.NewInsertValue(out, x, uint64(i))
+		res = b.NewInsertValue(res, x, uint64(i))
 	}
-	b.NewRet(out)
+	b.NewRet(res)
 	return f
 }
 
 // mulHiLo returns the high and low words of the 64-bit product a·x.
-func mulHiLo(b *ir.Block, a uint32, x value.Value) (hi, lo value.Value) {
-	p := b.NewMul(b.NewZExt(x, i64), i64c(int64(a)))
-	return b.NewTrunc(b.NewLShr(p, i64c(32)), i32), b.NewTrunc(p, i32)
+func mulHiLo(b *ir.Block, w lanes, a uint32, x value.Value) (hi, lo value.Value) {
+	p := b.NewMul(b.NewZExt(x, w.i64()), w.u64(int64(a)))
+	return b.NewTrunc(b.NewLShr(p, w.u64(32)), w.i32()), b.NewTrunc(p, w.i32())
 }
 
 // fdlibm's logf coefficients and ln 2 split in two, as float32 bit patterns.
@@ -77,26 +93,26 @@ var (
 func f32bits(b uint32) float32 { return math.Float32frombits(b) }
 
 // emitLog32 emits fg_log32(u): fdlibm's logf main path for positive normal u.
-func emitLog32(m *ir.Module) *ir.Func {
-	u := ir.NewParam("u", f32)
-	f, b := newHelper(m, "fg_log32", f32, u)
-	ix := b.NewBitCast(u, i32)
-	var k value.Value = b.NewSub(b.NewLShr(ix, i32c(23)), i32c(127))
-	mant := b.NewAnd(ix, i32c(0x007fffff))
-	i := b.NewAnd(b.NewAdd(mant, i32c(0x95f64<<3)), i32c(0x800000))
-	x := b.NewBitCast(b.NewOr(mant, b.NewXor(i, i32c(0x3f800000))), f32)
-	k = b.NewAdd(k, b.NewLShr(i, i32c(23)))
-	fv := b.NewFSub(x, f32c(1))
-	s := b.NewFDiv(fv, b.NewFAdd(f32c(2), fv))
+func emitLog32(m *ir.Module, w lanes) *ir.Func {
+	u := ir.NewParam("u", w.f32())
+	f, b := newHelper(m, "fg_log32"+w.suffix(), w.f32(), u)
+	ix := b.NewBitCast(u, w.i32())
+	var k value.Value = b.NewSub(b.NewLShr(ix, w.u32(23)), w.u32(127))
+	mant := b.NewAnd(ix, w.u32(0x007fffff))
+	i := b.NewAnd(b.NewAdd(mant, w.u32(0x95f64<<3)), w.u32(0x800000))
+	x := b.NewBitCast(b.NewOr(mant, b.NewXor(i, w.u32(0x3f800000))), w.f32())
+	k = b.NewAdd(k, b.NewLShr(i, w.u32(23)))
+	fv := b.NewFSub(x, w.f(1))
+	s := b.NewFDiv(fv, b.NewFAdd(w.f(2), fv))
 	z := b.NewFMul(s, s)
-	w := b.NewFMul(z, z)
-	t1 := b.NewFMul(w, b.NewFAdd(f32c(lg2), b.NewFMul(w, f32c(lg4))))
-	t2 := b.NewFMul(z, b.NewFAdd(f32c(lg1), b.NewFMul(w, f32c(lg3))))
+	ww := b.NewFMul(z, z)
+	t1 := b.NewFMul(ww, b.NewFAdd(w.f(lg2), b.NewFMul(ww, w.f(lg4))))
+	t2 := b.NewFMul(z, b.NewFAdd(w.f(lg1), b.NewFMul(ww, w.f(lg3))))
 	r := b.NewFAdd(t2, t1)
-	hfsq := b.NewFMul(b.NewFMul(f32c(0.5), fv), fv)
-	dk := b.NewSIToFP(k, f32)
-	inner := b.NewFAdd(b.NewFMul(s, b.NewFAdd(hfsq, r)), b.NewFMul(dk, f32c(ln2Lo)))
-	b.NewRet(b.NewFSub(b.NewFMul(dk, f32c(ln2Hi)), b.NewFSub(b.NewFSub(hfsq, inner), fv)))
+	hfsq := b.NewFMul(b.NewFMul(w.f(0.5), fv), fv)
+	dk := b.NewSIToFP(k, w.f32())
+	inner := b.NewFAdd(b.NewFMul(s, b.NewFAdd(hfsq, r)), b.NewFMul(dk, w.f(ln2Lo)))
+	b.NewRet(b.NewFSub(b.NewFMul(dk, w.f(ln2Hi)), b.NewFSub(b.NewFSub(hfsq, inner), fv)))
 	return f
 }
 
@@ -107,29 +123,29 @@ var (
 )
 
 // poly2 returns (c0·z + c1)·z + c2.
-func poly2(b *ir.Block, c [3]float32, z value.Value) value.Value {
-	p := b.NewFAdd(b.NewFMul(f32c(c[0]), z), f32c(c[1]))
-	return b.NewFAdd(b.NewFMul(p, z), f32c(c[2]))
+func poly2(b *ir.Block, w lanes, c [3]float32, z value.Value) value.Value {
+	p := b.NewFAdd(b.NewFMul(w.f(c[0]), z), w.f(c[1]))
+	return b.NewFAdd(b.NewFMul(p, z), w.f(c[2]))
 }
 
 // emitSin32 emits fg_sin32(x) = p(z)·z·x + x for |x| <= π/4.
-func emitSin32(m *ir.Module) *ir.Func {
-	x := ir.NewParam("x", f32)
-	f, b := newHelper(m, "fg_sin32", f32, x)
+func emitSin32(m *ir.Module, w lanes) *ir.Func {
+	x := ir.NewParam("x", w.f32())
+	f, b := newHelper(m, "fg_sin32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
-	p := b.NewFMul(b.NewFMul(poly2(b, sinCoef, z), z), x)
+	p := b.NewFMul(b.NewFMul(poly2(b, w, sinCoef, z), z), x)
 	b.NewRet(b.NewFAdd(p, x))
 	return f
 }
 
 // emitCos32 emits fg_cos32(x) = (p(z)·z·z - 0.5·z) + 1 for |x| <= π/4.
-func emitCos32(m *ir.Module) *ir.Func {
-	x := ir.NewParam("x", f32)
-	f, b := newHelper(m, "fg_cos32", f32, x)
+func emitCos32(m *ir.Module, w lanes) *ir.Func {
+	x := ir.NewParam("x", w.f32())
+	f, b := newHelper(m, "fg_cos32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
-	p := b.NewFMul(b.NewFMul(poly2(b, cosCoef, z), z), z)
-	h := b.NewFMul(f32c(0.5), z)
-	b.NewRet(b.NewFAdd(b.NewFSub(p, h), f32c(1)))
+	p := b.NewFMul(b.NewFMul(poly2(b, w, cosCoef, z), z), z)
+	h := b.NewFMul(w.f(0.5), z)
+	b.NewRet(b.NewFAdd(b.NewFSub(p, h), w.f(1)))
 	return f
 }
 
@@ -140,31 +156,33 @@ var angleScale = float32(math.Pi / 2147483648)
 // emitPair emits fg_pair(xr, xa) {float, float}: the Box-Muller pair
 // r·cos(θ), r·sin(θ) with r = sqrt(-2 log u), u = (xr + 0.5)·2^-32 and
 // θ = 2π(xa + 0.5)/2^32 = q·π/2 + x, q the quadrant.
-func emitPair(m *ir.Module, log, sin, cos *ir.Func) *ir.Func {
-	xr, xa := ir.NewParam("xr", i32), ir.NewParam("xa", i32)
-	f, b := newHelper(m, "fg_pair", pair, xr, xa)
-	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(xr, f32), f32c(0.5)), f32c(0x1p-32))
-	r := b.NewCall(sqrtF32(m), b.NewFMul(f32c(-2), b.NewCall(log, u)))
-	y := b.NewAdd(xa, i32c(0x20000000))
-	q := b.NewLShr(y, i32c(30))
-	frac := b.NewSub(b.NewAnd(y, i32c(0x3fffffff)), i32c(0x20000000))
-	x := b.NewFMul(b.NewFAdd(b.NewSIToFP(frac, f32), f32c(0.5)), f32c(angleScale))
+func emitPair(m *ir.Module, w lanes, log, sin, cos *ir.Func) *ir.Func {
+	xr, xa := ir.NewParam("xr", w.i32()), ir.NewParam("xa", w.i32())
+	out := types.NewStruct(w.f32(), w.f32())
+	f, b := newHelper(m, "fg_pair"+w.suffix(), out, xr, xa)
+	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(xr, w.f32()), w.f(0.5)), w.f(0x1p-32))
+	r := b.NewCall(w.sqrt(m), b.NewFMul(w.f(-2), b.NewCall(log, u)))
+	y := b.NewAdd(xa, w.u32(0x20000000))
+	q := b.NewLShr(y, w.u32(30))
+	frac := b.NewSub(b.NewAnd(y, w.u32(0x3fffffff)), w.u32(0x20000000))
+	x := b.NewFMul(b.NewFAdd(b.NewSIToFP(frac, w.f32()), w.f(0.5)), w.f(angleScale))
 	sn, cs := b.NewCall(sin, x), b.NewCall(cos, x)
-	odd := b.NewICmp(enum.IPredNE, b.NewAnd(q, i32c(1)), i32c(0))
-	cosNeg := b.NewICmp(enum.IPredNE, b.NewAnd(b.NewAdd(q, i32c(1)), i32c(2)), i32c(0))
-	sinNeg := b.NewICmp(enum.IPredNE, b.NewAnd(q, i32c(2)), i32c(0))
-	cosV := negateIf(b, cosNeg, b.NewSelect(odd, sn, cs))
-	sinV := negateIf(b, sinNeg, b.NewSelect(odd, cs, sn))
-	var out value.Value = constantUndef(pair)
-	out = b.NewInsertValue(out, b.NewFMul(r, cosV), 0)
-	out = b.NewInsertValue(out, b.NewFMul(r, sinV), 1)
-	b.NewRet(out)
+	odd := b.NewICmp(enum.IPredNE, b.NewAnd(q, w.u32(1)), w.u32(0))
+	cosNeg := b.NewICmp(enum.IPredNE, b.NewAnd(b.NewAdd(q, w.u32(1)), w.u32(2)), w.u32(0))
+	sinNeg := b.NewICmp(enum.IPredNE, b.NewAnd(q, w.u32(2)), w.u32(0))
+	cosV := negateIf(b, w, cosNeg, b.NewSelect(odd, sn, cs))
+	sinV := negateIf(b, w, sinNeg, b.NewSelect(odd, cs, sn))
+	var res value.Value = constantUndef(out)
+	res = b.NewInsertValue(res, b.NewFMul(r, cosV), 0)
+	res = b.NewInsertValue(res, b.NewFMul(r, sinV), 1)
+	b.NewRet(res)
 	return f
 }
 
-// negateIf returns -x where cond holds, else x.
-func negateIf(b *ir.Block, cond, x value.Value) value.Value {
-	return b.NewSelect(cond, bitFlip(b, x, false), x)
+// negateIf returns -x where cond holds, else x, flipping the sign bit.
+func negateIf(b *ir.Block, w lanes, cond, x value.Value) value.Value {
+	flipped := b.NewBitCast(b.NewXor(b.NewBitCast(x, w.i32()), w.u32(0x80000000)), w.f32())
+	return b.NewSelect(cond, flipped, x)
 }
 
 // philoxCall calls philox on the counter (group, step, site) and the key seed.
@@ -172,6 +190,33 @@ func philoxCall(b *ir.Block, philox *ir.Func, seed, step, site, group value.Valu
 	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
 	hi := func(x value.Value) value.Value { return b.NewTrunc(b.NewLShr(x, i64c(32)), i32) }
 	return b.NewCall(philox, lo(group), hi(group), step, site, lo(seed), hi(seed))
+}
+
+// emitGaussianW emits fg_gaussian_v<w>(seed, step, site, group): the
+// Gaussians of the w groups from group, one group per SIMD lane: element i of
+// the result holds lane i of every group (0: r·cos of the first pair, 1: r·sin
+// of the first pair, 2 and 3: of the second pair), its element j group+j.
+func emitGaussianW(m *ir.Module, w lanes, philox, pairFn *ir.Func) *ir.Func {
+	ps := noiseParams("group")
+	out := types.NewArray(4, w.f32())
+	f, b := newHelper(m, "fg_gaussian"+w.suffix(), out, ps...)
+	var groups value.Value = constantUndef(w.i64())
+	for j := 0; j < int(w); j++ {
+		groups = b.NewInsertElement(groups, b.NewAdd(ps[3], i64c(int64(j))), i32c(uint32(j)))
+	}
+	hiGroups := b.NewLShr(groups, w.u64(32))
+	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
+	x := b.NewCall(philox, b.NewTrunc(groups, w.i32()), b.NewTrunc(hiGroups, w.i32()),
+		w.splat(b, ps[1]), w.splat(b, ps[2]), lo(ps[0]), lo(b.NewLShr(ps[0], i64c(32))))
+	var res value.Value = constantUndef(out)
+	for p := 0; p < 2; p++ {
+		zs := b.NewCall(pairFn, b.NewExtractValue(x, uint64(2*p)), b.NewExtractValue(x, uint64(2*p+1)))
+		for j := 0; j < 2; j++ {
+			res = b.NewInsertValue(res, b.NewExtractValue(zs, uint64(j)), uint64(2*p+j))
+		}
+	}
+	b.NewRet(res)
+	return f
 }
 
 func noiseParams(last string) []*ir.Param {

@@ -334,6 +334,501 @@ entry:
 	ret <4 x float> %20
 }
 
+define internal [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %c0, <8 x i32> %c1, <8 x i32> %c2, <8 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <8 x i32> %c0 to <8 x i64>
+	%1 = mul <8 x i64> %0, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%2 = lshr <8 x i64> %1, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%3 = trunc <8 x i64> %2 to <8 x i32>
+	%4 = trunc <8 x i64> %1 to <8 x i32>
+	%5 = zext <8 x i32> %c2 to <8 x i64>
+	%6 = mul <8 x i64> %5, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%7 = lshr <8 x i64> %6, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%8 = trunc <8 x i64> %7 to <8 x i32>
+	%9 = trunc <8 x i64> %6 to <8 x i32>
+	%10 = xor <8 x i32> %8, %c1
+	%11 = insertelement <8 x i32> undef, i32 %k0, i32 0
+	%12 = insertelement <8 x i32> %11, i32 %k0, i32 1
+	%13 = insertelement <8 x i32> %12, i32 %k0, i32 2
+	%14 = insertelement <8 x i32> %13, i32 %k0, i32 3
+	%15 = insertelement <8 x i32> %14, i32 %k0, i32 4
+	%16 = insertelement <8 x i32> %15, i32 %k0, i32 5
+	%17 = insertelement <8 x i32> %16, i32 %k0, i32 6
+	%18 = insertelement <8 x i32> %17, i32 %k0, i32 7
+	%19 = xor <8 x i32> %10, %18
+	%20 = xor <8 x i32> %3, %c3
+	%21 = insertelement <8 x i32> undef, i32 %k1, i32 0
+	%22 = insertelement <8 x i32> %21, i32 %k1, i32 1
+	%23 = insertelement <8 x i32> %22, i32 %k1, i32 2
+	%24 = insertelement <8 x i32> %23, i32 %k1, i32 3
+	%25 = insertelement <8 x i32> %24, i32 %k1, i32 4
+	%26 = insertelement <8 x i32> %25, i32 %k1, i32 5
+	%27 = insertelement <8 x i32> %26, i32 %k1, i32 6
+	%28 = insertelement <8 x i32> %27, i32 %k1, i32 7
+	%29 = xor <8 x i32> %20, %28
+	%30 = add i32 %k0, -1640531527
+	%31 = add i32 %k1, -1150833019
+	%32 = zext <8 x i32> %19 to <8 x i64>
+	%33 = mul <8 x i64> %32, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%34 = lshr <8 x i64> %33, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%35 = trunc <8 x i64> %34 to <8 x i32>
+	%36 = trunc <8 x i64> %33 to <8 x i32>
+	%37 = zext <8 x i32> %29 to <8 x i64>
+	%38 = mul <8 x i64> %37, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%39 = lshr <8 x i64> %38, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%40 = trunc <8 x i64> %39 to <8 x i32>
+	%41 = trunc <8 x i64> %38 to <8 x i32>
+	%42 = xor <8 x i32> %40, %9
+	%43 = insertelement <8 x i32> undef, i32 %30, i32 0
+	%44 = insertelement <8 x i32> %43, i32 %30, i32 1
+	%45 = insertelement <8 x i32> %44, i32 %30, i32 2
+	%46 = insertelement <8 x i32> %45, i32 %30, i32 3
+	%47 = insertelement <8 x i32> %46, i32 %30, i32 4
+	%48 = insertelement <8 x i32> %47, i32 %30, i32 5
+	%49 = insertelement <8 x i32> %48, i32 %30, i32 6
+	%50 = insertelement <8 x i32> %49, i32 %30, i32 7
+	%51 = xor <8 x i32> %42, %50
+	%52 = xor <8 x i32> %35, %4
+	%53 = insertelement <8 x i32> undef, i32 %31, i32 0
+	%54 = insertelement <8 x i32> %53, i32 %31, i32 1
+	%55 = insertelement <8 x i32> %54, i32 %31, i32 2
+	%56 = insertelement <8 x i32> %55, i32 %31, i32 3
+	%57 = insertelement <8 x i32> %56, i32 %31, i32 4
+	%58 = insertelement <8 x i32> %57, i32 %31, i32 5
+	%59 = insertelement <8 x i32> %58, i32 %31, i32 6
+	%60 = insertelement <8 x i32> %59, i32 %31, i32 7
+	%61 = xor <8 x i32> %52, %60
+	%62 = add i32 %30, -1640531527
+	%63 = add i32 %31, -1150833019
+	%64 = zext <8 x i32> %51 to <8 x i64>
+	%65 = mul <8 x i64> %64, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%66 = lshr <8 x i64> %65, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%67 = trunc <8 x i64> %66 to <8 x i32>
+	%68 = trunc <8 x i64> %65 to <8 x i32>
+	%69 = zext <8 x i32> %61 to <8 x i64>
+	%70 = mul <8 x i64> %69, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%71 = lshr <8 x i64> %70, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%72 = trunc <8 x i64> %71 to <8 x i32>
+	%73 = trunc <8 x i64> %70 to <8 x i32>
+	%74 = xor <8 x i32> %72, %41
+	%75 = insertelement <8 x i32> undef, i32 %62, i32 0
+	%76 = insertelement <8 x i32> %75, i32 %62, i32 1
+	%77 = insertelement <8 x i32> %76, i32 %62, i32 2
+	%78 = insertelement <8 x i32> %77, i32 %62, i32 3
+	%79 = insertelement <8 x i32> %78, i32 %62, i32 4
+	%80 = insertelement <8 x i32> %79, i32 %62, i32 5
+	%81 = insertelement <8 x i32> %80, i32 %62, i32 6
+	%82 = insertelement <8 x i32> %81, i32 %62, i32 7
+	%83 = xor <8 x i32> %74, %82
+	%84 = xor <8 x i32> %67, %36
+	%85 = insertelement <8 x i32> undef, i32 %63, i32 0
+	%86 = insertelement <8 x i32> %85, i32 %63, i32 1
+	%87 = insertelement <8 x i32> %86, i32 %63, i32 2
+	%88 = insertelement <8 x i32> %87, i32 %63, i32 3
+	%89 = insertelement <8 x i32> %88, i32 %63, i32 4
+	%90 = insertelement <8 x i32> %89, i32 %63, i32 5
+	%91 = insertelement <8 x i32> %90, i32 %63, i32 6
+	%92 = insertelement <8 x i32> %91, i32 %63, i32 7
+	%93 = xor <8 x i32> %84, %92
+	%94 = add i32 %62, -1640531527
+	%95 = add i32 %63, -1150833019
+	%96 = zext <8 x i32> %83 to <8 x i64>
+	%97 = mul <8 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <8 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = trunc <8 x i64> %98 to <8 x i32>
+	%100 = trunc <8 x i64> %97 to <8 x i32>
+	%101 = zext <8 x i32> %93 to <8 x i64>
+	%102 = mul <8 x i64> %101, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%103 = lshr <8 x i64> %102, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%104 = trunc <8 x i64> %103 to <8 x i32>
+	%105 = trunc <8 x i64> %102 to <8 x i32>
+	%106 = xor <8 x i32> %104, %73
+	%107 = insertelement <8 x i32> undef, i32 %94, i32 0
+	%108 = insertelement <8 x i32> %107, i32 %94, i32 1
+	%109 = insertelement <8 x i32> %108, i32 %94, i32 2
+	%110 = insertelement <8 x i32> %109, i32 %94, i32 3
+	%111 = insertelement <8 x i32> %110, i32 %94, i32 4
+	%112 = insertelement <8 x i32> %111, i32 %94, i32 5
+	%113 = insertelement <8 x i32> %112, i32 %94, i32 6
+	%114 = insertelement <8 x i32> %113, i32 %94, i32 7
+	%115 = xor <8 x i32> %106, %114
+	%116 = xor <8 x i32> %99, %68
+	%117 = insertelement <8 x i32> undef, i32 %95, i32 0
+	%118 = insertelement <8 x i32> %117, i32 %95, i32 1
+	%119 = insertelement <8 x i32> %118, i32 %95, i32 2
+	%120 = insertelement <8 x i32> %119, i32 %95, i32 3
+	%121 = insertelement <8 x i32> %120, i32 %95, i32 4
+	%122 = insertelement <8 x i32> %121, i32 %95, i32 5
+	%123 = insertelement <8 x i32> %122, i32 %95, i32 6
+	%124 = insertelement <8 x i32> %123, i32 %95, i32 7
+	%125 = xor <8 x i32> %116, %124
+	%126 = add i32 %94, -1640531527
+	%127 = add i32 %95, -1150833019
+	%128 = zext <8 x i32> %115 to <8 x i64>
+	%129 = mul <8 x i64> %128, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%130 = lshr <8 x i64> %129, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%131 = trunc <8 x i64> %130 to <8 x i32>
+	%132 = trunc <8 x i64> %129 to <8 x i32>
+	%133 = zext <8 x i32> %125 to <8 x i64>
+	%134 = mul <8 x i64> %133, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%135 = lshr <8 x i64> %134, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%136 = trunc <8 x i64> %135 to <8 x i32>
+	%137 = trunc <8 x i64> %134 to <8 x i32>
+	%138 = xor <8 x i32> %136, %105
+	%139 = insertelement <8 x i32> undef, i32 %126, i32 0
+	%140 = insertelement <8 x i32> %139, i32 %126, i32 1
+	%141 = insertelement <8 x i32> %140, i32 %126, i32 2
+	%142 = insertelement <8 x i32> %141, i32 %126, i32 3
+	%143 = insertelement <8 x i32> %142, i32 %126, i32 4
+	%144 = insertelement <8 x i32> %143, i32 %126, i32 5
+	%145 = insertelement <8 x i32> %144, i32 %126, i32 6
+	%146 = insertelement <8 x i32> %145, i32 %126, i32 7
+	%147 = xor <8 x i32> %138, %146
+	%148 = xor <8 x i32> %131, %100
+	%149 = insertelement <8 x i32> undef, i32 %127, i32 0
+	%150 = insertelement <8 x i32> %149, i32 %127, i32 1
+	%151 = insertelement <8 x i32> %150, i32 %127, i32 2
+	%152 = insertelement <8 x i32> %151, i32 %127, i32 3
+	%153 = insertelement <8 x i32> %152, i32 %127, i32 4
+	%154 = insertelement <8 x i32> %153, i32 %127, i32 5
+	%155 = insertelement <8 x i32> %154, i32 %127, i32 6
+	%156 = insertelement <8 x i32> %155, i32 %127, i32 7
+	%157 = xor <8 x i32> %148, %156
+	%158 = add i32 %126, -1640531527
+	%159 = add i32 %127, -1150833019
+	%160 = zext <8 x i32> %147 to <8 x i64>
+	%161 = mul <8 x i64> %160, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%162 = lshr <8 x i64> %161, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%163 = trunc <8 x i64> %162 to <8 x i32>
+	%164 = trunc <8 x i64> %161 to <8 x i32>
+	%165 = zext <8 x i32> %157 to <8 x i64>
+	%166 = mul <8 x i64> %165, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%167 = lshr <8 x i64> %166, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%168 = trunc <8 x i64> %167 to <8 x i32>
+	%169 = trunc <8 x i64> %166 to <8 x i32>
+	%170 = xor <8 x i32> %168, %137
+	%171 = insertelement <8 x i32> undef, i32 %158, i32 0
+	%172 = insertelement <8 x i32> %171, i32 %158, i32 1
+	%173 = insertelement <8 x i32> %172, i32 %158, i32 2
+	%174 = insertelement <8 x i32> %173, i32 %158, i32 3
+	%175 = insertelement <8 x i32> %174, i32 %158, i32 4
+	%176 = insertelement <8 x i32> %175, i32 %158, i32 5
+	%177 = insertelement <8 x i32> %176, i32 %158, i32 6
+	%178 = insertelement <8 x i32> %177, i32 %158, i32 7
+	%179 = xor <8 x i32> %170, %178
+	%180 = xor <8 x i32> %163, %132
+	%181 = insertelement <8 x i32> undef, i32 %159, i32 0
+	%182 = insertelement <8 x i32> %181, i32 %159, i32 1
+	%183 = insertelement <8 x i32> %182, i32 %159, i32 2
+	%184 = insertelement <8 x i32> %183, i32 %159, i32 3
+	%185 = insertelement <8 x i32> %184, i32 %159, i32 4
+	%186 = insertelement <8 x i32> %185, i32 %159, i32 5
+	%187 = insertelement <8 x i32> %186, i32 %159, i32 6
+	%188 = insertelement <8 x i32> %187, i32 %159, i32 7
+	%189 = xor <8 x i32> %180, %188
+	%190 = add i32 %158, -1640531527
+	%191 = add i32 %159, -1150833019
+	%192 = zext <8 x i32> %179 to <8 x i64>
+	%193 = mul <8 x i64> %192, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%194 = lshr <8 x i64> %193, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%195 = trunc <8 x i64> %194 to <8 x i32>
+	%196 = trunc <8 x i64> %193 to <8 x i32>
+	%197 = zext <8 x i32> %189 to <8 x i64>
+	%198 = mul <8 x i64> %197, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%199 = lshr <8 x i64> %198, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%200 = trunc <8 x i64> %199 to <8 x i32>
+	%201 = trunc <8 x i64> %198 to <8 x i32>
+	%202 = xor <8 x i32> %200, %169
+	%203 = insertelement <8 x i32> undef, i32 %190, i32 0
+	%204 = insertelement <8 x i32> %203, i32 %190, i32 1
+	%205 = insertelement <8 x i32> %204, i32 %190, i32 2
+	%206 = insertelement <8 x i32> %205, i32 %190, i32 3
+	%207 = insertelement <8 x i32> %206, i32 %190, i32 4
+	%208 = insertelement <8 x i32> %207, i32 %190, i32 5
+	%209 = insertelement <8 x i32> %208, i32 %190, i32 6
+	%210 = insertelement <8 x i32> %209, i32 %190, i32 7
+	%211 = xor <8 x i32> %202, %210
+	%212 = xor <8 x i32> %195, %164
+	%213 = insertelement <8 x i32> undef, i32 %191, i32 0
+	%214 = insertelement <8 x i32> %213, i32 %191, i32 1
+	%215 = insertelement <8 x i32> %214, i32 %191, i32 2
+	%216 = insertelement <8 x i32> %215, i32 %191, i32 3
+	%217 = insertelement <8 x i32> %216, i32 %191, i32 4
+	%218 = insertelement <8 x i32> %217, i32 %191, i32 5
+	%219 = insertelement <8 x i32> %218, i32 %191, i32 6
+	%220 = insertelement <8 x i32> %219, i32 %191, i32 7
+	%221 = xor <8 x i32> %212, %220
+	%222 = add i32 %190, -1640531527
+	%223 = add i32 %191, -1150833019
+	%224 = zext <8 x i32> %211 to <8 x i64>
+	%225 = mul <8 x i64> %224, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%226 = lshr <8 x i64> %225, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%227 = trunc <8 x i64> %226 to <8 x i32>
+	%228 = trunc <8 x i64> %225 to <8 x i32>
+	%229 = zext <8 x i32> %221 to <8 x i64>
+	%230 = mul <8 x i64> %229, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%231 = lshr <8 x i64> %230, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%232 = trunc <8 x i64> %231 to <8 x i32>
+	%233 = trunc <8 x i64> %230 to <8 x i32>
+	%234 = xor <8 x i32> %232, %201
+	%235 = insertelement <8 x i32> undef, i32 %222, i32 0
+	%236 = insertelement <8 x i32> %235, i32 %222, i32 1
+	%237 = insertelement <8 x i32> %236, i32 %222, i32 2
+	%238 = insertelement <8 x i32> %237, i32 %222, i32 3
+	%239 = insertelement <8 x i32> %238, i32 %222, i32 4
+	%240 = insertelement <8 x i32> %239, i32 %222, i32 5
+	%241 = insertelement <8 x i32> %240, i32 %222, i32 6
+	%242 = insertelement <8 x i32> %241, i32 %222, i32 7
+	%243 = xor <8 x i32> %234, %242
+	%244 = xor <8 x i32> %227, %196
+	%245 = insertelement <8 x i32> undef, i32 %223, i32 0
+	%246 = insertelement <8 x i32> %245, i32 %223, i32 1
+	%247 = insertelement <8 x i32> %246, i32 %223, i32 2
+	%248 = insertelement <8 x i32> %247, i32 %223, i32 3
+	%249 = insertelement <8 x i32> %248, i32 %223, i32 4
+	%250 = insertelement <8 x i32> %249, i32 %223, i32 5
+	%251 = insertelement <8 x i32> %250, i32 %223, i32 6
+	%252 = insertelement <8 x i32> %251, i32 %223, i32 7
+	%253 = xor <8 x i32> %244, %252
+	%254 = add i32 %222, -1640531527
+	%255 = add i32 %223, -1150833019
+	%256 = zext <8 x i32> %243 to <8 x i64>
+	%257 = mul <8 x i64> %256, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%258 = lshr <8 x i64> %257, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%259 = trunc <8 x i64> %258 to <8 x i32>
+	%260 = trunc <8 x i64> %257 to <8 x i32>
+	%261 = zext <8 x i32> %253 to <8 x i64>
+	%262 = mul <8 x i64> %261, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%263 = lshr <8 x i64> %262, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%264 = trunc <8 x i64> %263 to <8 x i32>
+	%265 = trunc <8 x i64> %262 to <8 x i32>
+	%266 = xor <8 x i32> %264, %233
+	%267 = insertelement <8 x i32> undef, i32 %254, i32 0
+	%268 = insertelement <8 x i32> %267, i32 %254, i32 1
+	%269 = insertelement <8 x i32> %268, i32 %254, i32 2
+	%270 = insertelement <8 x i32> %269, i32 %254, i32 3
+	%271 = insertelement <8 x i32> %270, i32 %254, i32 4
+	%272 = insertelement <8 x i32> %271, i32 %254, i32 5
+	%273 = insertelement <8 x i32> %272, i32 %254, i32 6
+	%274 = insertelement <8 x i32> %273, i32 %254, i32 7
+	%275 = xor <8 x i32> %266, %274
+	%276 = xor <8 x i32> %259, %228
+	%277 = insertelement <8 x i32> undef, i32 %255, i32 0
+	%278 = insertelement <8 x i32> %277, i32 %255, i32 1
+	%279 = insertelement <8 x i32> %278, i32 %255, i32 2
+	%280 = insertelement <8 x i32> %279, i32 %255, i32 3
+	%281 = insertelement <8 x i32> %280, i32 %255, i32 4
+	%282 = insertelement <8 x i32> %281, i32 %255, i32 5
+	%283 = insertelement <8 x i32> %282, i32 %255, i32 6
+	%284 = insertelement <8 x i32> %283, i32 %255, i32 7
+	%285 = xor <8 x i32> %276, %284
+	%286 = add i32 %254, -1640531527
+	%287 = add i32 %255, -1150833019
+	%288 = zext <8 x i32> %275 to <8 x i64>
+	%289 = mul <8 x i64> %288, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%290 = lshr <8 x i64> %289, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%291 = trunc <8 x i64> %290 to <8 x i32>
+	%292 = trunc <8 x i64> %289 to <8 x i32>
+	%293 = zext <8 x i32> %285 to <8 x i64>
+	%294 = mul <8 x i64> %293, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%295 = lshr <8 x i64> %294, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%296 = trunc <8 x i64> %295 to <8 x i32>
+	%297 = trunc <8 x i64> %294 to <8 x i32>
+	%298 = xor <8 x i32> %296, %265
+	%299 = insertelement <8 x i32> undef, i32 %286, i32 0
+	%300 = insertelement <8 x i32> %299, i32 %286, i32 1
+	%301 = insertelement <8 x i32> %300, i32 %286, i32 2
+	%302 = insertelement <8 x i32> %301, i32 %286, i32 3
+	%303 = insertelement <8 x i32> %302, i32 %286, i32 4
+	%304 = insertelement <8 x i32> %303, i32 %286, i32 5
+	%305 = insertelement <8 x i32> %304, i32 %286, i32 6
+	%306 = insertelement <8 x i32> %305, i32 %286, i32 7
+	%307 = xor <8 x i32> %298, %306
+	%308 = xor <8 x i32> %291, %260
+	%309 = insertelement <8 x i32> undef, i32 %287, i32 0
+	%310 = insertelement <8 x i32> %309, i32 %287, i32 1
+	%311 = insertelement <8 x i32> %310, i32 %287, i32 2
+	%312 = insertelement <8 x i32> %311, i32 %287, i32 3
+	%313 = insertelement <8 x i32> %312, i32 %287, i32 4
+	%314 = insertelement <8 x i32> %313, i32 %287, i32 5
+	%315 = insertelement <8 x i32> %314, i32 %287, i32 6
+	%316 = insertelement <8 x i32> %315, i32 %287, i32 7
+	%317 = xor <8 x i32> %308, %316
+	%318 = insertvalue [4 x <8 x i32>] undef, <8 x i32> %307, 0
+	%319 = insertvalue [4 x <8 x i32>] %318, <8 x i32> %297, 1
+	%320 = insertvalue [4 x <8 x i32>] %319, <8 x i32> %317, 2
+	%321 = insertvalue [4 x <8 x i32>] %320, <8 x i32> %292, 3
+	ret [4 x <8 x i32>] %321
+}
+
+define internal <8 x float> @fg_log32_v8(<8 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <8 x float> %u to <8 x i32>
+	%1 = lshr <8 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <8 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <8 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <8 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <8 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <8 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <8 x i32> %3, %6
+	%8 = bitcast <8 x i32> %7 to <8 x float>
+	%9 = lshr <8 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <8 x i32> %2, %9
+	%11 = fsub <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <8 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <8 x float> %11, %12
+	%14 = fmul <8 x float> %13, %13
+	%15 = fmul <8 x float> %14, %14
+	%16 = fmul <8 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <8 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <8 x float> %15, %17
+	%19 = fmul <8 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <8 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <8 x float> %14, %20
+	%22 = fadd <8 x float> %21, %18
+	%23 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <8 x float> %23, %11
+	%25 = sitofp <8 x i32> %10 to <8 x float>
+	%26 = fadd <8 x float> %24, %22
+	%27 = fmul <8 x float> %13, %26
+	%28 = fmul <8 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <8 x float> %27, %28
+	%30 = fmul <8 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <8 x float> %24, %29
+	%32 = fsub <8 x float> %31, %11
+	%33 = fsub <8 x float> %30, %32
+	ret <8 x float> %33
+}
+
+define internal <8 x float> @fg_sin32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <8 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %x
+	%7 = fadd <8 x float> %6, %x
+	ret <8 x float> %7
+}
+
+define internal <8 x float> @fg_cos32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <8 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %0
+	%7 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <8 x float> %6, %7
+	%9 = fadd <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <8 x float> %9
+}
+
+define internal { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %xr, <8 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <8 x i32> %xr to <8 x float>
+	%1 = fadd <8 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <8 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <8 x float> @fg_log32_v8(<8 x float> %2)
+	%4 = fmul <8 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <8 x float> @llvm.sqrt.v8f32(<8 x float> %4)
+	%6 = add <8 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <8 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <8 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <8 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <8 x i32> %9 to <8 x float>
+	%11 = fadd <8 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <8 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <8 x float> @fg_sin32_v8(<8 x float> %12)
+	%14 = call <8 x float> @fg_cos32_v8(<8 x float> %12)
+	%15 = and <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <8 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <8 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <8 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <8 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <8 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <8 x i1> %16, <8 x float> %13, <8 x float> %14
+	%23 = bitcast <8 x float> %22 to <8 x i32>
+	%24 = xor <8 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <8 x i32> %24 to <8 x float>
+	%26 = select <8 x i1> %19, <8 x float> %25, <8 x float> %22
+	%27 = select <8 x i1> %16, <8 x float> %14, <8 x float> %13
+	%28 = bitcast <8 x float> %27 to <8 x i32>
+	%29 = xor <8 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <8 x i32> %29 to <8 x float>
+	%31 = select <8 x i1> %21, <8 x float> %30, <8 x float> %27
+	%32 = fmul <8 x float> %5, %26
+	%33 = insertvalue { <8 x float>, <8 x float> } undef, <8 x float> %32, 0
+	%34 = fmul <8 x float> %5, %31
+	%35 = insertvalue { <8 x float>, <8 x float> } %33, <8 x float> %34, 1
+	ret { <8 x float>, <8 x float> } %35
+}
+
+declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
+
+define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = add i64 %group, 0
+	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
+	%2 = add i64 %group, 1
+	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
+	%4 = add i64 %group, 2
+	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
+	%6 = add i64 %group, 3
+	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
+	%8 = add i64 %group, 4
+	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
+	%10 = add i64 %group, 5
+	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
+	%12 = add i64 %group, 6
+	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
+	%14 = add i64 %group, 7
+	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
+	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%17 = trunc <8 x i64> %15 to <8 x i32>
+	%18 = trunc <8 x i64> %16 to <8 x i32>
+	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
+	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
+	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
+	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
+	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
+	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
+	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
+	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
+	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
+	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
+	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
+	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
+	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
+	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
+	%35 = trunc i64 %seed to i32
+	%36 = lshr i64 %seed, 32
+	%37 = trunc i64 %36 to i32
+	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
+	%39 = extractvalue [4 x <8 x i32>] %38, 0
+	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
+	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
+	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
+	%46 = extractvalue [4 x <8 x i32>] %38, 2
+	%47 = extractvalue [4 x <8 x i32>] %38, 3
+	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
+	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
+	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
+	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
+	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
+	ret [4 x <8 x float>] %52
+}
+
 define internal { float, float, float, float } @disk_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.gt
@@ -439,7 +934,7 @@ edges.3:
 	br label %edge.head.10
 
 group.head.4:
-	%58 = phi i64 [ %7, %vector.1 ], [ %155, %group.5 ]
+	%58 = phi i64 [ %7, %vector.1 ], [ %164, %group.5 ]
 	%59 = icmp slt i64 %58, %19
 	br i1 %59, label %group.5, label %group.done.6
 
@@ -448,126 +943,126 @@ group.5:
 	%61 = add i64 %20, %60
 	%62 = add i64 %24, %58
 	%63 = getelementptr float, float* %p.theta, i64 %61
-	%64 = bitcast float* %63 to <4 x float>*
-	%65 = load <4 x float>, <4 x float>* %64, align 16
-	%66 = extractelement <4 x float> %65, i32 0
-	%67 = extractelement <4 x float> %65, i32 1
-	%68 = extractelement <4 x float> %65, i32 2
-	%69 = extractelement <4 x float> %65, i32 3
-	%70 = getelementptr float, float* %p.g, i64 %61
-	%71 = bitcast float* %70 to <4 x float>*
-	%72 = load <4 x float>, <4 x float>* %71, align 16
-	%73 = extractelement <4 x float> %72, i32 0
-	%74 = extractelement <4 x float> %72, i32 1
-	%75 = extractelement <4 x float> %72, i32 2
-	%76 = extractelement <4 x float> %72, i32 3
-	%77 = getelementptr float, float* %p.gt, i64 %61
-	%78 = bitcast float* %77 to <4 x float>*
-	%79 = load <4 x float>, <4 x float>* %78, align 16
-	%80 = extractelement <4 x float> %79, i32 0
-	%81 = extractelement <4 x float> %79, i32 1
-	%82 = extractelement <4 x float> %79, i32 2
-	%83 = extractelement <4 x float> %79, i32 3
-	%84 = getelementptr float, float* %p.m, i64 %61
-	%85 = bitcast float* %84 to <4 x float>*
-	%86 = load <4 x float>, <4 x float>* %85, align 16
-	%87 = extractelement <4 x float> %86, i32 0
-	%88 = extractelement <4 x float> %86, i32 1
-	%89 = extractelement <4 x float> %86, i32 2
-	%90 = extractelement <4 x float> %86, i32 3
-	%91 = getelementptr float, float* %p.v, i64 %61
-	%92 = bitcast float* %91 to <4 x float>*
-	%93 = load <4 x float>, <4 x float>* %92, align 16
-	%94 = extractelement <4 x float> %93, i32 0
-	%95 = extractelement <4 x float> %93, i32 1
-	%96 = extractelement <4 x float> %93, i32 2
-	%97 = extractelement <4 x float> %93, i32 3
-	%98 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %62)
+	%64 = getelementptr float, float* %63, i64 0
+	%65 = bitcast float* %64 to <4 x float>*
+	%66 = load <4 x float>, <4 x float>* %65, align 16
+	%67 = extractelement <4 x float> %66, i32 0
+	%68 = extractelement <4 x float> %66, i32 1
+	%69 = extractelement <4 x float> %66, i32 2
+	%70 = extractelement <4 x float> %66, i32 3
+	%71 = getelementptr float, float* %p.g, i64 %61
+	%72 = getelementptr float, float* %71, i64 0
+	%73 = bitcast float* %72 to <4 x float>*
+	%74 = load <4 x float>, <4 x float>* %73, align 16
+	%75 = extractelement <4 x float> %74, i32 0
+	%76 = extractelement <4 x float> %74, i32 1
+	%77 = extractelement <4 x float> %74, i32 2
+	%78 = extractelement <4 x float> %74, i32 3
+	%79 = getelementptr float, float* %p.gt, i64 %61
+	%80 = getelementptr float, float* %79, i64 0
+	%81 = bitcast float* %80 to <4 x float>*
+	%82 = load <4 x float>, <4 x float>* %81, align 16
+	%83 = extractelement <4 x float> %82, i32 0
+	%84 = extractelement <4 x float> %82, i32 1
+	%85 = extractelement <4 x float> %82, i32 2
+	%86 = extractelement <4 x float> %82, i32 3
+	%87 = getelementptr float, float* %p.m, i64 %61
+	%88 = getelementptr float, float* %87, i64 0
+	%89 = bitcast float* %88 to <4 x float>*
+	%90 = load <4 x float>, <4 x float>* %89, align 16
+	%91 = extractelement <4 x float> %90, i32 0
+	%92 = extractelement <4 x float> %90, i32 1
+	%93 = extractelement <4 x float> %90, i32 2
+	%94 = extractelement <4 x float> %90, i32 3
+	%95 = getelementptr float, float* %p.v, i64 %61
+	%96 = getelementptr float, float* %95, i64 0
+	%97 = bitcast float* %96 to <4 x float>*
+	%98 = load <4 x float>, <4 x float>* %97, align 16
 	%99 = extractelement <4 x float> %98, i32 0
-	%100 = fmul float %s.11, %99
-	%101 = fadd float %73, %100
-	%102 = call { float, float, float, float } @disk_body(float %66, float %101, float %80, float %87, float %94, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%103 = extractvalue { float, float, float, float } %102, 0
-	%104 = extractvalue { float, float, float, float } %102, 1
-	%105 = extractvalue { float, float, float, float } %102, 2
-	%106 = extractvalue { float, float, float, float } %102, 3
-	%107 = extractelement <4 x float> %98, i32 1
-	%108 = fmul float %s.11, %107
-	%109 = fadd float %74, %108
-	%110 = call { float, float, float, float } @disk_body(float %67, float %109, float %81, float %88, float %95, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%111 = extractvalue { float, float, float, float } %110, 0
-	%112 = extractvalue { float, float, float, float } %110, 1
-	%113 = extractvalue { float, float, float, float } %110, 2
-	%114 = extractvalue { float, float, float, float } %110, 3
-	%115 = extractelement <4 x float> %98, i32 2
-	%116 = fmul float %s.11, %115
-	%117 = fadd float %75, %116
-	%118 = call { float, float, float, float } @disk_body(float %68, float %117, float %82, float %89, float %96, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%119 = extractvalue { float, float, float, float } %118, 0
-	%120 = extractvalue { float, float, float, float } %118, 1
-	%121 = extractvalue { float, float, float, float } %118, 2
-	%122 = extractvalue { float, float, float, float } %118, 3
-	%123 = extractelement <4 x float> %98, i32 3
-	%124 = fmul float %s.11, %123
-	%125 = fadd float %76, %124
-	%126 = call { float, float, float, float } @disk_body(float %69, float %125, float %83, float %90, float %97, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%127 = extractvalue { float, float, float, float } %126, 0
-	%128 = extractvalue { float, float, float, float } %126, 1
-	%129 = extractvalue { float, float, float, float } %126, 2
-	%130 = extractvalue { float, float, float, float } %126, 3
-	%131 = getelementptr float, float* %p.gt, i64 %61
-	%132 = insertelement <4 x float> undef, float %103, i32 0
-	%133 = insertelement <4 x float> %132, float %111, i32 1
-	%134 = insertelement <4 x float> %133, float %119, i32 2
-	%135 = insertelement <4 x float> %134, float %127, i32 3
-	%136 = bitcast float* %131 to <4 x float>*
-	store <4 x float> %135, <4 x float>* %136, align 16
-	%137 = getelementptr float, float* %p.m, i64 %61
-	%138 = insertelement <4 x float> undef, float %104, i32 0
-	%139 = insertelement <4 x float> %138, float %112, i32 1
-	%140 = insertelement <4 x float> %139, float %120, i32 2
-	%141 = insertelement <4 x float> %140, float %128, i32 3
-	%142 = bitcast float* %137 to <4 x float>*
-	store <4 x float> %141, <4 x float>* %142, align 16
-	%143 = getelementptr float, float* %p.v, i64 %61
-	%144 = insertelement <4 x float> undef, float %105, i32 0
-	%145 = insertelement <4 x float> %144, float %113, i32 1
-	%146 = insertelement <4 x float> %145, float %121, i32 2
-	%147 = insertelement <4 x float> %146, float %129, i32 3
-	%148 = bitcast float* %143 to <4 x float>*
-	store <4 x float> %147, <4 x float>* %148, align 16
-	%149 = getelementptr float, float* %p.theta, i64 %61
-	%150 = insertelement <4 x float> undef, float %106, i32 0
-	%151 = insertelement <4 x float> %150, float %114, i32 1
-	%152 = insertelement <4 x float> %151, float %122, i32 2
-	%153 = insertelement <4 x float> %152, float %130, i32 3
-	%154 = bitcast float* %149 to <4 x float>*
-	store <4 x float> %153, <4 x float>* %154, align 16
-	%155 = add i64 %58, %10
+	%100 = extractelement <4 x float> %98, i32 1
+	%101 = extractelement <4 x float> %98, i32 2
+	%102 = extractelement <4 x float> %98, i32 3
+	%103 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %62)
+	%104 = extractelement <4 x float> %103, i32 0
+	%105 = fmul float %s.11, %104
+	%106 = fadd float %75, %105
+	%107 = call { float, float, float, float } @disk_body(float %67, float %106, float %83, float %91, float %99, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%108 = extractvalue { float, float, float, float } %107, 0
+	%109 = extractvalue { float, float, float, float } %107, 1
+	%110 = extractvalue { float, float, float, float } %107, 2
+	%111 = extractvalue { float, float, float, float } %107, 3
+	%112 = extractelement <4 x float> %103, i32 1
+	%113 = fmul float %s.11, %112
+	%114 = fadd float %76, %113
+	%115 = call { float, float, float, float } @disk_body(float %68, float %114, float %84, float %92, float %100, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%116 = extractvalue { float, float, float, float } %115, 0
+	%117 = extractvalue { float, float, float, float } %115, 1
+	%118 = extractvalue { float, float, float, float } %115, 2
+	%119 = extractvalue { float, float, float, float } %115, 3
+	%120 = extractelement <4 x float> %103, i32 2
+	%121 = fmul float %s.11, %120
+	%122 = fadd float %77, %121
+	%123 = call { float, float, float, float } @disk_body(float %69, float %122, float %85, float %93, float %101, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%124 = extractvalue { float, float, float, float } %123, 0
+	%125 = extractvalue { float, float, float, float } %123, 1
+	%126 = extractvalue { float, float, float, float } %123, 2
+	%127 = extractvalue { float, float, float, float } %123, 3
+	%128 = extractelement <4 x float> %103, i32 3
+	%129 = fmul float %s.11, %128
+	%130 = fadd float %78, %129
+	%131 = call { float, float, float, float } @disk_body(float %70, float %130, float %86, float %94, float %102, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%132 = extractvalue { float, float, float, float } %131, 0
+	%133 = extractvalue { float, float, float, float } %131, 1
+	%134 = extractvalue { float, float, float, float } %131, 2
+	%135 = extractvalue { float, float, float, float } %131, 3
+	%136 = getelementptr float, float* %p.gt, i64 %61
+	%137 = insertelement <4 x float> undef, float %108, i32 0
+	%138 = insertelement <4 x float> %137, float %116, i32 1
+	%139 = insertelement <4 x float> %138, float %124, i32 2
+	%140 = insertelement <4 x float> %139, float %132, i32 3
+	%141 = getelementptr float, float* %136, i64 0
+	%142 = bitcast float* %141 to <4 x float>*
+	store <4 x float> %140, <4 x float>* %142, align 16
+	%143 = getelementptr float, float* %p.m, i64 %61
+	%144 = insertelement <4 x float> undef, float %109, i32 0
+	%145 = insertelement <4 x float> %144, float %117, i32 1
+	%146 = insertelement <4 x float> %145, float %125, i32 2
+	%147 = insertelement <4 x float> %146, float %133, i32 3
+	%148 = getelementptr float, float* %143, i64 0
+	%149 = bitcast float* %148 to <4 x float>*
+	store <4 x float> %147, <4 x float>* %149, align 16
+	%150 = getelementptr float, float* %p.v, i64 %61
+	%151 = insertelement <4 x float> undef, float %110, i32 0
+	%152 = insertelement <4 x float> %151, float %118, i32 1
+	%153 = insertelement <4 x float> %152, float %126, i32 2
+	%154 = insertelement <4 x float> %153, float %134, i32 3
+	%155 = getelementptr float, float* %150, i64 0
+	%156 = bitcast float* %155 to <4 x float>*
+	store <4 x float> %154, <4 x float>* %156, align 16
+	%157 = getelementptr float, float* %p.theta, i64 %61
+	%158 = insertelement <4 x float> undef, float %111, i32 0
+	%159 = insertelement <4 x float> %158, float %119, i32 1
+	%160 = insertelement <4 x float> %159, float %127, i32 2
+	%161 = insertelement <4 x float> %160, float %135, i32 3
+	%162 = getelementptr float, float* %157, i64 0
+	%163 = bitcast float* %162 to <4 x float>*
+	store <4 x float> %161, <4 x float>* %163, align 16
+	%164 = add i64 %58, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%156 = phi i64 [ %7, %scalar.2 ], [ %259, %group.8 ]
-	%157 = icmp slt i64 %156, %19
-	br i1 %157, label %group.8, label %group.done.9
+	%165 = phi i64 [ %7, %scalar.2 ], [ %268, %group.8 ]
+	%166 = icmp slt i64 %165, %19
+	br i1 %166, label %group.8, label %group.done.9
 
 group.8:
-	%158 = shl i64 %156, 2
-	%159 = add i64 %20, %158
-	%160 = add i64 %24, %156
-	%161 = getelementptr float, float* %p.theta, i64 %159
-	%162 = getelementptr float, float* %161, i64 0
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %161, i64 1
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %161, i64 2
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %161, i64 3
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %p.g, i64 %159
+	%167 = shl i64 %165, 2
+	%168 = add i64 %20, %167
+	%169 = add i64 %24, %165
+	%170 = getelementptr float, float* %p.theta, i64 %168
 	%171 = getelementptr float, float* %170, i64 0
 	%172 = load float, float* %171, align 4
 	%173 = getelementptr float, float* %170, i64 1
@@ -576,7 +1071,7 @@ group.8:
 	%176 = load float, float* %175, align 4
 	%177 = getelementptr float, float* %170, i64 3
 	%178 = load float, float* %177, align 4
-	%179 = getelementptr float, float* %p.gt, i64 %159
+	%179 = getelementptr float, float* %p.g, i64 %168
 	%180 = getelementptr float, float* %179, i64 0
 	%181 = load float, float* %180, align 4
 	%182 = getelementptr float, float* %179, i64 1
@@ -585,7 +1080,7 @@ group.8:
 	%185 = load float, float* %184, align 4
 	%186 = getelementptr float, float* %179, i64 3
 	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %p.m, i64 %159
+	%188 = getelementptr float, float* %p.gt, i64 %168
 	%189 = getelementptr float, float* %188, i64 0
 	%190 = load float, float* %189, align 4
 	%191 = getelementptr float, float* %188, i64 1
@@ -594,7 +1089,7 @@ group.8:
 	%194 = load float, float* %193, align 4
 	%195 = getelementptr float, float* %188, i64 3
 	%196 = load float, float* %195, align 4
-	%197 = getelementptr float, float* %p.v, i64 %159
+	%197 = getelementptr float, float* %p.m, i64 %168
 	%198 = getelementptr float, float* %197, i64 0
 	%199 = load float, float* %198, align 4
 	%200 = getelementptr float, float* %197, i64 1
@@ -603,119 +1098,128 @@ group.8:
 	%203 = load float, float* %202, align 4
 	%204 = getelementptr float, float* %197, i64 3
 	%205 = load float, float* %204, align 4
-	%206 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %160)
-	%207 = extractelement <4 x float> %206, i32 0
-	%208 = fmul float %s.11, %207
-	%209 = fadd float %172, %208
-	%210 = call { float, float, float, float } @disk_body(float %163, float %209, float %181, float %190, float %199, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%211 = extractvalue { float, float, float, float } %210, 0
-	%212 = extractvalue { float, float, float, float } %210, 1
-	%213 = extractvalue { float, float, float, float } %210, 2
-	%214 = extractvalue { float, float, float, float } %210, 3
-	%215 = extractelement <4 x float> %206, i32 1
-	%216 = fmul float %s.11, %215
-	%217 = fadd float %174, %216
-	%218 = call { float, float, float, float } @disk_body(float %165, float %217, float %183, float %192, float %201, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%219 = extractvalue { float, float, float, float } %218, 0
-	%220 = extractvalue { float, float, float, float } %218, 1
-	%221 = extractvalue { float, float, float, float } %218, 2
-	%222 = extractvalue { float, float, float, float } %218, 3
-	%223 = extractelement <4 x float> %206, i32 2
-	%224 = fmul float %s.11, %223
-	%225 = fadd float %176, %224
-	%226 = call { float, float, float, float } @disk_body(float %167, float %225, float %185, float %194, float %203, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%227 = extractvalue { float, float, float, float } %226, 0
-	%228 = extractvalue { float, float, float, float } %226, 1
-	%229 = extractvalue { float, float, float, float } %226, 2
-	%230 = extractvalue { float, float, float, float } %226, 3
-	%231 = extractelement <4 x float> %206, i32 3
-	%232 = fmul float %s.11, %231
-	%233 = fadd float %178, %232
-	%234 = call { float, float, float, float } @disk_body(float %169, float %233, float %187, float %196, float %205, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%235 = extractvalue { float, float, float, float } %234, 0
-	%236 = extractvalue { float, float, float, float } %234, 1
-	%237 = extractvalue { float, float, float, float } %234, 2
-	%238 = extractvalue { float, float, float, float } %234, 3
-	%239 = getelementptr float, float* %p.gt, i64 %159
-	%240 = getelementptr float, float* %239, i64 0
-	store float %211, float* %240, align 4
-	%241 = getelementptr float, float* %239, i64 1
-	store float %219, float* %241, align 4
-	%242 = getelementptr float, float* %239, i64 2
-	store float %227, float* %242, align 4
-	%243 = getelementptr float, float* %239, i64 3
-	store float %235, float* %243, align 4
-	%244 = getelementptr float, float* %p.m, i64 %159
-	%245 = getelementptr float, float* %244, i64 0
-	store float %212, float* %245, align 4
-	%246 = getelementptr float, float* %244, i64 1
-	store float %220, float* %246, align 4
-	%247 = getelementptr float, float* %244, i64 2
-	store float %228, float* %247, align 4
-	%248 = getelementptr float, float* %244, i64 3
-	store float %236, float* %248, align 4
-	%249 = getelementptr float, float* %p.v, i64 %159
-	%250 = getelementptr float, float* %249, i64 0
-	store float %213, float* %250, align 4
-	%251 = getelementptr float, float* %249, i64 1
-	store float %221, float* %251, align 4
-	%252 = getelementptr float, float* %249, i64 2
-	store float %229, float* %252, align 4
-	%253 = getelementptr float, float* %249, i64 3
-	store float %237, float* %253, align 4
-	%254 = getelementptr float, float* %p.theta, i64 %159
-	%255 = getelementptr float, float* %254, i64 0
-	store float %214, float* %255, align 4
-	%256 = getelementptr float, float* %254, i64 1
-	store float %222, float* %256, align 4
-	%257 = getelementptr float, float* %254, i64 2
-	store float %230, float* %257, align 4
-	%258 = getelementptr float, float* %254, i64 3
-	store float %238, float* %258, align 4
-	%259 = add i64 %156, %10
+	%206 = getelementptr float, float* %p.v, i64 %168
+	%207 = getelementptr float, float* %206, i64 0
+	%208 = load float, float* %207, align 4
+	%209 = getelementptr float, float* %206, i64 1
+	%210 = load float, float* %209, align 4
+	%211 = getelementptr float, float* %206, i64 2
+	%212 = load float, float* %211, align 4
+	%213 = getelementptr float, float* %206, i64 3
+	%214 = load float, float* %213, align 4
+	%215 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %169)
+	%216 = extractelement <4 x float> %215, i32 0
+	%217 = fmul float %s.11, %216
+	%218 = fadd float %181, %217
+	%219 = call { float, float, float, float } @disk_body(float %172, float %218, float %190, float %199, float %208, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%220 = extractvalue { float, float, float, float } %219, 0
+	%221 = extractvalue { float, float, float, float } %219, 1
+	%222 = extractvalue { float, float, float, float } %219, 2
+	%223 = extractvalue { float, float, float, float } %219, 3
+	%224 = extractelement <4 x float> %215, i32 1
+	%225 = fmul float %s.11, %224
+	%226 = fadd float %183, %225
+	%227 = call { float, float, float, float } @disk_body(float %174, float %226, float %192, float %201, float %210, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%228 = extractvalue { float, float, float, float } %227, 0
+	%229 = extractvalue { float, float, float, float } %227, 1
+	%230 = extractvalue { float, float, float, float } %227, 2
+	%231 = extractvalue { float, float, float, float } %227, 3
+	%232 = extractelement <4 x float> %215, i32 2
+	%233 = fmul float %s.11, %232
+	%234 = fadd float %185, %233
+	%235 = call { float, float, float, float } @disk_body(float %176, float %234, float %194, float %203, float %212, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%236 = extractvalue { float, float, float, float } %235, 0
+	%237 = extractvalue { float, float, float, float } %235, 1
+	%238 = extractvalue { float, float, float, float } %235, 2
+	%239 = extractvalue { float, float, float, float } %235, 3
+	%240 = extractelement <4 x float> %215, i32 3
+	%241 = fmul float %s.11, %240
+	%242 = fadd float %187, %241
+	%243 = call { float, float, float, float } @disk_body(float %178, float %242, float %196, float %205, float %214, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%244 = extractvalue { float, float, float, float } %243, 0
+	%245 = extractvalue { float, float, float, float } %243, 1
+	%246 = extractvalue { float, float, float, float } %243, 2
+	%247 = extractvalue { float, float, float, float } %243, 3
+	%248 = getelementptr float, float* %p.gt, i64 %168
+	%249 = getelementptr float, float* %248, i64 0
+	store float %220, float* %249, align 4
+	%250 = getelementptr float, float* %248, i64 1
+	store float %228, float* %250, align 4
+	%251 = getelementptr float, float* %248, i64 2
+	store float %236, float* %251, align 4
+	%252 = getelementptr float, float* %248, i64 3
+	store float %244, float* %252, align 4
+	%253 = getelementptr float, float* %p.m, i64 %168
+	%254 = getelementptr float, float* %253, i64 0
+	store float %221, float* %254, align 4
+	%255 = getelementptr float, float* %253, i64 1
+	store float %229, float* %255, align 4
+	%256 = getelementptr float, float* %253, i64 2
+	store float %237, float* %256, align 4
+	%257 = getelementptr float, float* %253, i64 3
+	store float %245, float* %257, align 4
+	%258 = getelementptr float, float* %p.v, i64 %168
+	%259 = getelementptr float, float* %258, i64 0
+	store float %222, float* %259, align 4
+	%260 = getelementptr float, float* %258, i64 1
+	store float %230, float* %260, align 4
+	%261 = getelementptr float, float* %258, i64 2
+	store float %238, float* %261, align 4
+	%262 = getelementptr float, float* %258, i64 3
+	store float %246, float* %262, align 4
+	%263 = getelementptr float, float* %p.theta, i64 %168
+	%264 = getelementptr float, float* %263, i64 0
+	store float %223, float* %264, align 4
+	%265 = getelementptr float, float* %263, i64 1
+	store float %231, float* %265, align 4
+	%266 = getelementptr float, float* %263, i64 2
+	store float %239, float* %266, align 4
+	%267 = getelementptr float, float* %263, i64 3
+	store float %247, float* %267, align 4
+	%268 = add i64 %165, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%260 = phi i64 [ %7, %edges.3 ], [ %289, %edge.11 ]
-	%261 = icmp slt i64 %260, %57
-	br i1 %261, label %edge.11, label %edge.done.12
+	%269 = phi i64 [ %7, %edges.3 ], [ %298, %edge.11 ]
+	%270 = icmp slt i64 %269, %57
+	br i1 %270, label %edge.11, label %edge.done.12
 
 edge.11:
-	%262 = icmp slt i64 %260, %17
-	%263 = sub i64 %260, %17
-	%264 = add i64 %22, %263
-	%265 = select i1 %262, i64 %260, i64 %264
-	%266 = getelementptr float, float* %p.theta, i64 %265
-	%267 = load float, float* %266, align 4
-	%268 = getelementptr float, float* %p.g, i64 %265
-	%269 = load float, float* %268, align 4
-	%270 = getelementptr float, float* %p.gt, i64 %265
-	%271 = load float, float* %270, align 4
-	%272 = getelementptr float, float* %p.m, i64 %265
-	%273 = load float, float* %272, align 4
-	%274 = getelementptr float, float* %p.v, i64 %265
-	%275 = load float, float* %274, align 4
-	%276 = add i64 %offset, %265
-	%277 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %276)
-	%278 = fmul float %s.11, %277
-	%279 = fadd float %269, %278
-	%280 = call { float, float, float, float } @disk_body(float %267, float %279, float %271, float %273, float %275, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%281 = extractvalue { float, float, float, float } %280, 0
-	%282 = extractvalue { float, float, float, float } %280, 1
-	%283 = extractvalue { float, float, float, float } %280, 2
-	%284 = extractvalue { float, float, float, float } %280, 3
-	%285 = getelementptr float, float* %p.gt, i64 %265
-	store float %281, float* %285, align 4
-	%286 = getelementptr float, float* %p.m, i64 %265
-	store float %282, float* %286, align 4
-	%287 = getelementptr float, float* %p.v, i64 %265
-	store float %283, float* %287, align 4
-	%288 = getelementptr float, float* %p.theta, i64 %265
-	store float %284, float* %288, align 4
-	%289 = add i64 %260, %10
+	%271 = icmp slt i64 %269, %17
+	%272 = sub i64 %269, %17
+	%273 = add i64 %22, %272
+	%274 = select i1 %271, i64 %269, i64 %273
+	%275 = getelementptr float, float* %p.theta, i64 %274
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %p.g, i64 %274
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %p.gt, i64 %274
+	%280 = load float, float* %279, align 4
+	%281 = getelementptr float, float* %p.m, i64 %274
+	%282 = load float, float* %281, align 4
+	%283 = getelementptr float, float* %p.v, i64 %274
+	%284 = load float, float* %283, align 4
+	%285 = add i64 %offset, %274
+	%286 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %285)
+	%287 = fmul float %s.11, %286
+	%288 = fadd float %278, %287
+	%289 = call { float, float, float, float } @disk_body(float %276, float %288, float %280, float %282, float %284, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%290 = extractvalue { float, float, float, float } %289, 0
+	%291 = extractvalue { float, float, float, float } %289, 1
+	%292 = extractvalue { float, float, float, float } %289, 2
+	%293 = extractvalue { float, float, float, float } %289, 3
+	%294 = getelementptr float, float* %p.gt, i64 %274
+	store float %290, float* %294, align 4
+	%295 = getelementptr float, float* %p.m, i64 %274
+	store float %291, float* %295, align 4
+	%296 = getelementptr float, float* %p.v, i64 %274
+	store float %292, float* %296, align 4
+	%297 = getelementptr float, float* %p.theta, i64 %274
+	store float %293, float* %297, align 4
+	%298 = add i64 %269, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -728,136 +1232,127 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%290 = sub i64 %n, %22
-	%291 = add i64 %17, %290
+	%299 = sub i64 %n, %22
+	%300 = add i64 %17, %299
 	br label %edge.head.22
 
 group.head.16:
-	%292 = phi i64 [ %7, %vector.13 ], [ %376, %group.17 ]
-	%293 = icmp slt i64 %292, %19
-	br i1 %293, label %group.17, label %group.done.18
+	%301 = phi i64 [ %7, %vector.13 ], [ %394, %group.17 ]
+	%302 = icmp slt i64 %301, %19
+	br i1 %302, label %group.17, label %group.done.18
 
 group.17:
-	%294 = shl i64 %292, 2
-	%295 = add i64 %20, %294
-	%296 = add i64 %24, %292
-	%297 = getelementptr float, float* %p.theta, i64 %295
-	%298 = bitcast float* %297 to <4 x float>*
-	%299 = load <4 x float>, <4 x float>* %298, align 16
-	%300 = extractelement <4 x float> %299, i32 0
-	%301 = extractelement <4 x float> %299, i32 1
-	%302 = extractelement <4 x float> %299, i32 2
-	%303 = extractelement <4 x float> %299, i32 3
-	%304 = getelementptr float, float* %p.g, i64 %295
-	%305 = bitcast float* %304 to <4 x float>*
-	%306 = load <4 x float>, <4 x float>* %305, align 16
-	%307 = extractelement <4 x float> %306, i32 0
-	%308 = extractelement <4 x float> %306, i32 1
-	%309 = extractelement <4 x float> %306, i32 2
-	%310 = extractelement <4 x float> %306, i32 3
-	%311 = getelementptr float, float* %p.gt, i64 %295
-	%312 = bitcast float* %311 to <4 x float>*
-	%313 = load <4 x float>, <4 x float>* %312, align 16
-	%314 = extractelement <4 x float> %313, i32 0
-	%315 = extractelement <4 x float> %313, i32 1
-	%316 = extractelement <4 x float> %313, i32 2
-	%317 = extractelement <4 x float> %313, i32 3
-	%318 = getelementptr float, float* %p.m, i64 %295
-	%319 = bitcast float* %318 to <4 x float>*
-	%320 = load <4 x float>, <4 x float>* %319, align 16
-	%321 = extractelement <4 x float> %320, i32 0
-	%322 = extractelement <4 x float> %320, i32 1
-	%323 = extractelement <4 x float> %320, i32 2
-	%324 = extractelement <4 x float> %320, i32 3
-	%325 = getelementptr float, float* %p.v, i64 %295
-	%326 = bitcast float* %325 to <4 x float>*
-	%327 = load <4 x float>, <4 x float>* %326, align 16
-	%328 = extractelement <4 x float> %327, i32 0
-	%329 = extractelement <4 x float> %327, i32 1
-	%330 = extractelement <4 x float> %327, i32 2
-	%331 = extractelement <4 x float> %327, i32 3
-	%332 = call { float, float, float, float } @disk_body(float %300, float %307, float %314, float %321, float %328, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%333 = extractvalue { float, float, float, float } %332, 0
-	%334 = extractvalue { float, float, float, float } %332, 1
-	%335 = extractvalue { float, float, float, float } %332, 2
-	%336 = extractvalue { float, float, float, float } %332, 3
-	%337 = call { float, float, float, float } @disk_body(float %301, float %308, float %315, float %322, float %329, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%338 = extractvalue { float, float, float, float } %337, 0
-	%339 = extractvalue { float, float, float, float } %337, 1
-	%340 = extractvalue { float, float, float, float } %337, 2
-	%341 = extractvalue { float, float, float, float } %337, 3
-	%342 = call { float, float, float, float } @disk_body(float %302, float %309, float %316, float %323, float %330, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%343 = extractvalue { float, float, float, float } %342, 0
-	%344 = extractvalue { float, float, float, float } %342, 1
-	%345 = extractvalue { float, float, float, float } %342, 2
-	%346 = extractvalue { float, float, float, float } %342, 3
-	%347 = call { float, float, float, float } @disk_body(float %303, float %310, float %317, float %324, float %331, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%348 = extractvalue { float, float, float, float } %347, 0
-	%349 = extractvalue { float, float, float, float } %347, 1
-	%350 = extractvalue { float, float, float, float } %347, 2
-	%351 = extractvalue { float, float, float, float } %347, 3
-	%352 = getelementptr float, float* %p.gt, i64 %295
-	%353 = insertelement <4 x float> undef, float %333, i32 0
-	%354 = insertelement <4 x float> %353, float %338, i32 1
-	%355 = insertelement <4 x float> %354, float %343, i32 2
-	%356 = insertelement <4 x float> %355, float %348, i32 3
-	%357 = bitcast float* %352 to <4 x float>*
-	store <4 x float> %356, <4 x float>* %357, align 16
-	%358 = getelementptr float, float* %p.m, i64 %295
-	%359 = insertelement <4 x float> undef, float %334, i32 0
-	%360 = insertelement <4 x float> %359, float %339, i32 1
-	%361 = insertelement <4 x float> %360, float %344, i32 2
-	%362 = insertelement <4 x float> %361, float %349, i32 3
-	%363 = bitcast float* %358 to <4 x float>*
-	store <4 x float> %362, <4 x float>* %363, align 16
-	%364 = getelementptr float, float* %p.v, i64 %295
-	%365 = insertelement <4 x float> undef, float %335, i32 0
-	%366 = insertelement <4 x float> %365, float %340, i32 1
-	%367 = insertelement <4 x float> %366, float %345, i32 2
-	%368 = insertelement <4 x float> %367, float %350, i32 3
-	%369 = bitcast float* %364 to <4 x float>*
-	store <4 x float> %368, <4 x float>* %369, align 16
-	%370 = getelementptr float, float* %p.theta, i64 %295
-	%371 = insertelement <4 x float> undef, float %336, i32 0
-	%372 = insertelement <4 x float> %371, float %341, i32 1
-	%373 = insertelement <4 x float> %372, float %346, i32 2
-	%374 = insertelement <4 x float> %373, float %351, i32 3
-	%375 = bitcast float* %370 to <4 x float>*
-	store <4 x float> %374, <4 x float>* %375, align 16
-	%376 = add i64 %292, %10
+	%303 = shl i64 %301, 2
+	%304 = add i64 %20, %303
+	%305 = add i64 %24, %301
+	%306 = getelementptr float, float* %p.theta, i64 %304
+	%307 = getelementptr float, float* %306, i64 0
+	%308 = bitcast float* %307 to <4 x float>*
+	%309 = load <4 x float>, <4 x float>* %308, align 16
+	%310 = extractelement <4 x float> %309, i32 0
+	%311 = extractelement <4 x float> %309, i32 1
+	%312 = extractelement <4 x float> %309, i32 2
+	%313 = extractelement <4 x float> %309, i32 3
+	%314 = getelementptr float, float* %p.g, i64 %304
+	%315 = getelementptr float, float* %314, i64 0
+	%316 = bitcast float* %315 to <4 x float>*
+	%317 = load <4 x float>, <4 x float>* %316, align 16
+	%318 = extractelement <4 x float> %317, i32 0
+	%319 = extractelement <4 x float> %317, i32 1
+	%320 = extractelement <4 x float> %317, i32 2
+	%321 = extractelement <4 x float> %317, i32 3
+	%322 = getelementptr float, float* %p.gt, i64 %304
+	%323 = getelementptr float, float* %322, i64 0
+	%324 = bitcast float* %323 to <4 x float>*
+	%325 = load <4 x float>, <4 x float>* %324, align 16
+	%326 = extractelement <4 x float> %325, i32 0
+	%327 = extractelement <4 x float> %325, i32 1
+	%328 = extractelement <4 x float> %325, i32 2
+	%329 = extractelement <4 x float> %325, i32 3
+	%330 = getelementptr float, float* %p.m, i64 %304
+	%331 = getelementptr float, float* %330, i64 0
+	%332 = bitcast float* %331 to <4 x float>*
+	%333 = load <4 x float>, <4 x float>* %332, align 16
+	%334 = extractelement <4 x float> %333, i32 0
+	%335 = extractelement <4 x float> %333, i32 1
+	%336 = extractelement <4 x float> %333, i32 2
+	%337 = extractelement <4 x float> %333, i32 3
+	%338 = getelementptr float, float* %p.v, i64 %304
+	%339 = getelementptr float, float* %338, i64 0
+	%340 = bitcast float* %339 to <4 x float>*
+	%341 = load <4 x float>, <4 x float>* %340, align 16
+	%342 = extractelement <4 x float> %341, i32 0
+	%343 = extractelement <4 x float> %341, i32 1
+	%344 = extractelement <4 x float> %341, i32 2
+	%345 = extractelement <4 x float> %341, i32 3
+	%346 = call { float, float, float, float } @disk_body(float %310, float %318, float %326, float %334, float %342, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%347 = extractvalue { float, float, float, float } %346, 0
+	%348 = extractvalue { float, float, float, float } %346, 1
+	%349 = extractvalue { float, float, float, float } %346, 2
+	%350 = extractvalue { float, float, float, float } %346, 3
+	%351 = call { float, float, float, float } @disk_body(float %311, float %319, float %327, float %335, float %343, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%352 = extractvalue { float, float, float, float } %351, 0
+	%353 = extractvalue { float, float, float, float } %351, 1
+	%354 = extractvalue { float, float, float, float } %351, 2
+	%355 = extractvalue { float, float, float, float } %351, 3
+	%356 = call { float, float, float, float } @disk_body(float %312, float %320, float %328, float %336, float %344, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%357 = extractvalue { float, float, float, float } %356, 0
+	%358 = extractvalue { float, float, float, float } %356, 1
+	%359 = extractvalue { float, float, float, float } %356, 2
+	%360 = extractvalue { float, float, float, float } %356, 3
+	%361 = call { float, float, float, float } @disk_body(float %313, float %321, float %329, float %337, float %345, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%362 = extractvalue { float, float, float, float } %361, 0
+	%363 = extractvalue { float, float, float, float } %361, 1
+	%364 = extractvalue { float, float, float, float } %361, 2
+	%365 = extractvalue { float, float, float, float } %361, 3
+	%366 = getelementptr float, float* %p.gt, i64 %304
+	%367 = insertelement <4 x float> undef, float %347, i32 0
+	%368 = insertelement <4 x float> %367, float %352, i32 1
+	%369 = insertelement <4 x float> %368, float %357, i32 2
+	%370 = insertelement <4 x float> %369, float %362, i32 3
+	%371 = getelementptr float, float* %366, i64 0
+	%372 = bitcast float* %371 to <4 x float>*
+	store <4 x float> %370, <4 x float>* %372, align 16
+	%373 = getelementptr float, float* %p.m, i64 %304
+	%374 = insertelement <4 x float> undef, float %348, i32 0
+	%375 = insertelement <4 x float> %374, float %353, i32 1
+	%376 = insertelement <4 x float> %375, float %358, i32 2
+	%377 = insertelement <4 x float> %376, float %363, i32 3
+	%378 = getelementptr float, float* %373, i64 0
+	%379 = bitcast float* %378 to <4 x float>*
+	store <4 x float> %377, <4 x float>* %379, align 16
+	%380 = getelementptr float, float* %p.v, i64 %304
+	%381 = insertelement <4 x float> undef, float %349, i32 0
+	%382 = insertelement <4 x float> %381, float %354, i32 1
+	%383 = insertelement <4 x float> %382, float %359, i32 2
+	%384 = insertelement <4 x float> %383, float %364, i32 3
+	%385 = getelementptr float, float* %380, i64 0
+	%386 = bitcast float* %385 to <4 x float>*
+	store <4 x float> %384, <4 x float>* %386, align 16
+	%387 = getelementptr float, float* %p.theta, i64 %304
+	%388 = insertelement <4 x float> undef, float %350, i32 0
+	%389 = insertelement <4 x float> %388, float %355, i32 1
+	%390 = insertelement <4 x float> %389, float %360, i32 2
+	%391 = insertelement <4 x float> %390, float %365, i32 3
+	%392 = getelementptr float, float* %387, i64 0
+	%393 = bitcast float* %392 to <4 x float>*
+	store <4 x float> %391, <4 x float>* %393, align 16
+	%394 = add i64 %301, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%377 = phi i64 [ %7, %scalar.14 ], [ %467, %group.20 ]
-	%378 = icmp slt i64 %377, %19
-	br i1 %378, label %group.20, label %group.done.21
+	%395 = phi i64 [ %7, %scalar.14 ], [ %485, %group.20 ]
+	%396 = icmp slt i64 %395, %19
+	br i1 %396, label %group.20, label %group.done.21
 
 group.20:
-	%379 = shl i64 %377, 2
-	%380 = add i64 %20, %379
-	%381 = add i64 %24, %377
-	%382 = getelementptr float, float* %p.theta, i64 %380
-	%383 = getelementptr float, float* %382, i64 0
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %382, i64 1
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %382, i64 2
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %382, i64 3
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %p.g, i64 %380
-	%392 = getelementptr float, float* %391, i64 0
-	%393 = load float, float* %392, align 4
-	%394 = getelementptr float, float* %391, i64 1
-	%395 = load float, float* %394, align 4
-	%396 = getelementptr float, float* %391, i64 2
-	%397 = load float, float* %396, align 4
-	%398 = getelementptr float, float* %391, i64 3
-	%399 = load float, float* %398, align 4
-	%400 = getelementptr float, float* %p.gt, i64 %380
+	%397 = shl i64 %395, 2
+	%398 = add i64 %20, %397
+	%399 = add i64 %24, %395
+	%400 = getelementptr float, float* %p.theta, i64 %398
 	%401 = getelementptr float, float* %400, i64 0
 	%402 = load float, float* %401, align 4
 	%403 = getelementptr float, float* %400, i64 1
@@ -866,7 +1361,7 @@ group.20:
 	%406 = load float, float* %405, align 4
 	%407 = getelementptr float, float* %400, i64 3
 	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %p.m, i64 %380
+	%409 = getelementptr float, float* %p.g, i64 %398
 	%410 = getelementptr float, float* %409, i64 0
 	%411 = load float, float* %410, align 4
 	%412 = getelementptr float, float* %409, i64 1
@@ -875,7 +1370,7 @@ group.20:
 	%415 = load float, float* %414, align 4
 	%416 = getelementptr float, float* %409, i64 3
 	%417 = load float, float* %416, align 4
-	%418 = getelementptr float, float* %p.v, i64 %380
+	%418 = getelementptr float, float* %p.gt, i64 %398
 	%419 = getelementptr float, float* %418, i64 0
 	%420 = load float, float* %419, align 4
 	%421 = getelementptr float, float* %418, i64 1
@@ -884,102 +1379,120 @@ group.20:
 	%424 = load float, float* %423, align 4
 	%425 = getelementptr float, float* %418, i64 3
 	%426 = load float, float* %425, align 4
-	%427 = call { float, float, float, float } @disk_body(float %384, float %393, float %402, float %411, float %420, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%428 = extractvalue { float, float, float, float } %427, 0
-	%429 = extractvalue { float, float, float, float } %427, 1
-	%430 = extractvalue { float, float, float, float } %427, 2
-	%431 = extractvalue { float, float, float, float } %427, 3
-	%432 = call { float, float, float, float } @disk_body(float %386, float %395, float %404, float %413, float %422, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%433 = extractvalue { float, float, float, float } %432, 0
-	%434 = extractvalue { float, float, float, float } %432, 1
-	%435 = extractvalue { float, float, float, float } %432, 2
-	%436 = extractvalue { float, float, float, float } %432, 3
-	%437 = call { float, float, float, float } @disk_body(float %388, float %397, float %406, float %415, float %424, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%438 = extractvalue { float, float, float, float } %437, 0
-	%439 = extractvalue { float, float, float, float } %437, 1
-	%440 = extractvalue { float, float, float, float } %437, 2
-	%441 = extractvalue { float, float, float, float } %437, 3
-	%442 = call { float, float, float, float } @disk_body(float %390, float %399, float %408, float %417, float %426, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%443 = extractvalue { float, float, float, float } %442, 0
-	%444 = extractvalue { float, float, float, float } %442, 1
-	%445 = extractvalue { float, float, float, float } %442, 2
-	%446 = extractvalue { float, float, float, float } %442, 3
-	%447 = getelementptr float, float* %p.gt, i64 %380
-	%448 = getelementptr float, float* %447, i64 0
-	store float %428, float* %448, align 4
-	%449 = getelementptr float, float* %447, i64 1
-	store float %433, float* %449, align 4
-	%450 = getelementptr float, float* %447, i64 2
-	store float %438, float* %450, align 4
-	%451 = getelementptr float, float* %447, i64 3
-	store float %443, float* %451, align 4
-	%452 = getelementptr float, float* %p.m, i64 %380
-	%453 = getelementptr float, float* %452, i64 0
-	store float %429, float* %453, align 4
-	%454 = getelementptr float, float* %452, i64 1
-	store float %434, float* %454, align 4
-	%455 = getelementptr float, float* %452, i64 2
-	store float %439, float* %455, align 4
-	%456 = getelementptr float, float* %452, i64 3
-	store float %444, float* %456, align 4
-	%457 = getelementptr float, float* %p.v, i64 %380
-	%458 = getelementptr float, float* %457, i64 0
-	store float %430, float* %458, align 4
-	%459 = getelementptr float, float* %457, i64 1
-	store float %435, float* %459, align 4
-	%460 = getelementptr float, float* %457, i64 2
-	store float %440, float* %460, align 4
-	%461 = getelementptr float, float* %457, i64 3
-	store float %445, float* %461, align 4
-	%462 = getelementptr float, float* %p.theta, i64 %380
-	%463 = getelementptr float, float* %462, i64 0
-	store float %431, float* %463, align 4
-	%464 = getelementptr float, float* %462, i64 1
-	store float %436, float* %464, align 4
-	%465 = getelementptr float, float* %462, i64 2
-	store float %441, float* %465, align 4
-	%466 = getelementptr float, float* %462, i64 3
+	%427 = getelementptr float, float* %p.m, i64 %398
+	%428 = getelementptr float, float* %427, i64 0
+	%429 = load float, float* %428, align 4
+	%430 = getelementptr float, float* %427, i64 1
+	%431 = load float, float* %430, align 4
+	%432 = getelementptr float, float* %427, i64 2
+	%433 = load float, float* %432, align 4
+	%434 = getelementptr float, float* %427, i64 3
+	%435 = load float, float* %434, align 4
+	%436 = getelementptr float, float* %p.v, i64 %398
+	%437 = getelementptr float, float* %436, i64 0
+	%438 = load float, float* %437, align 4
+	%439 = getelementptr float, float* %436, i64 1
+	%440 = load float, float* %439, align 4
+	%441 = getelementptr float, float* %436, i64 2
+	%442 = load float, float* %441, align 4
+	%443 = getelementptr float, float* %436, i64 3
+	%444 = load float, float* %443, align 4
+	%445 = call { float, float, float, float } @disk_body(float %402, float %411, float %420, float %429, float %438, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%446 = extractvalue { float, float, float, float } %445, 0
+	%447 = extractvalue { float, float, float, float } %445, 1
+	%448 = extractvalue { float, float, float, float } %445, 2
+	%449 = extractvalue { float, float, float, float } %445, 3
+	%450 = call { float, float, float, float } @disk_body(float %404, float %413, float %422, float %431, float %440, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%451 = extractvalue { float, float, float, float } %450, 0
+	%452 = extractvalue { float, float, float, float } %450, 1
+	%453 = extractvalue { float, float, float, float } %450, 2
+	%454 = extractvalue { float, float, float, float } %450, 3
+	%455 = call { float, float, float, float } @disk_body(float %406, float %415, float %424, float %433, float %442, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%456 = extractvalue { float, float, float, float } %455, 0
+	%457 = extractvalue { float, float, float, float } %455, 1
+	%458 = extractvalue { float, float, float, float } %455, 2
+	%459 = extractvalue { float, float, float, float } %455, 3
+	%460 = call { float, float, float, float } @disk_body(float %408, float %417, float %426, float %435, float %444, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%461 = extractvalue { float, float, float, float } %460, 0
+	%462 = extractvalue { float, float, float, float } %460, 1
+	%463 = extractvalue { float, float, float, float } %460, 2
+	%464 = extractvalue { float, float, float, float } %460, 3
+	%465 = getelementptr float, float* %p.gt, i64 %398
+	%466 = getelementptr float, float* %465, i64 0
 	store float %446, float* %466, align 4
-	%467 = add i64 %377, %10
+	%467 = getelementptr float, float* %465, i64 1
+	store float %451, float* %467, align 4
+	%468 = getelementptr float, float* %465, i64 2
+	store float %456, float* %468, align 4
+	%469 = getelementptr float, float* %465, i64 3
+	store float %461, float* %469, align 4
+	%470 = getelementptr float, float* %p.m, i64 %398
+	%471 = getelementptr float, float* %470, i64 0
+	store float %447, float* %471, align 4
+	%472 = getelementptr float, float* %470, i64 1
+	store float %452, float* %472, align 4
+	%473 = getelementptr float, float* %470, i64 2
+	store float %457, float* %473, align 4
+	%474 = getelementptr float, float* %470, i64 3
+	store float %462, float* %474, align 4
+	%475 = getelementptr float, float* %p.v, i64 %398
+	%476 = getelementptr float, float* %475, i64 0
+	store float %448, float* %476, align 4
+	%477 = getelementptr float, float* %475, i64 1
+	store float %453, float* %477, align 4
+	%478 = getelementptr float, float* %475, i64 2
+	store float %458, float* %478, align 4
+	%479 = getelementptr float, float* %475, i64 3
+	store float %463, float* %479, align 4
+	%480 = getelementptr float, float* %p.theta, i64 %398
+	%481 = getelementptr float, float* %480, i64 0
+	store float %449, float* %481, align 4
+	%482 = getelementptr float, float* %480, i64 1
+	store float %454, float* %482, align 4
+	%483 = getelementptr float, float* %480, i64 2
+	store float %459, float* %483, align 4
+	%484 = getelementptr float, float* %480, i64 3
+	store float %464, float* %484, align 4
+	%485 = add i64 %395, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%468 = phi i64 [ %7, %edges.15 ], [ %493, %edge.23 ]
-	%469 = icmp slt i64 %468, %291
-	br i1 %469, label %edge.23, label %edge.done.24
+	%486 = phi i64 [ %7, %edges.15 ], [ %511, %edge.23 ]
+	%487 = icmp slt i64 %486, %300
+	br i1 %487, label %edge.23, label %edge.done.24
 
 edge.23:
-	%470 = icmp slt i64 %468, %17
-	%471 = sub i64 %468, %17
-	%472 = add i64 %22, %471
-	%473 = select i1 %470, i64 %468, i64 %472
-	%474 = getelementptr float, float* %p.theta, i64 %473
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %p.g, i64 %473
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %p.gt, i64 %473
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %p.m, i64 %473
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %p.v, i64 %473
-	%483 = load float, float* %482, align 4
-	%484 = call { float, float, float, float } @disk_body(float %475, float %477, float %479, float %481, float %483, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%485 = extractvalue { float, float, float, float } %484, 0
-	%486 = extractvalue { float, float, float, float } %484, 1
-	%487 = extractvalue { float, float, float, float } %484, 2
-	%488 = extractvalue { float, float, float, float } %484, 3
-	%489 = getelementptr float, float* %p.gt, i64 %473
-	store float %485, float* %489, align 4
-	%490 = getelementptr float, float* %p.m, i64 %473
-	store float %486, float* %490, align 4
-	%491 = getelementptr float, float* %p.v, i64 %473
-	store float %487, float* %491, align 4
-	%492 = getelementptr float, float* %p.theta, i64 %473
-	store float %488, float* %492, align 4
-	%493 = add i64 %468, %10
+	%488 = icmp slt i64 %486, %17
+	%489 = sub i64 %486, %17
+	%490 = add i64 %22, %489
+	%491 = select i1 %488, i64 %486, i64 %490
+	%492 = getelementptr float, float* %p.theta, i64 %491
+	%493 = load float, float* %492, align 4
+	%494 = getelementptr float, float* %p.g, i64 %491
+	%495 = load float, float* %494, align 4
+	%496 = getelementptr float, float* %p.gt, i64 %491
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %p.m, i64 %491
+	%499 = load float, float* %498, align 4
+	%500 = getelementptr float, float* %p.v, i64 %491
+	%501 = load float, float* %500, align 4
+	%502 = call { float, float, float, float } @disk_body(float %493, float %495, float %497, float %499, float %501, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
+	%503 = extractvalue { float, float, float, float } %502, 0
+	%504 = extractvalue { float, float, float, float } %502, 1
+	%505 = extractvalue { float, float, float, float } %502, 2
+	%506 = extractvalue { float, float, float, float } %502, 3
+	%507 = getelementptr float, float* %p.gt, i64 %491
+	store float %503, float* %507, align 4
+	%508 = getelementptr float, float* %p.m, i64 %491
+	store float %504, float* %508, align 4
+	%509 = getelementptr float, float* %p.v, i64 %491
+	store float %505, float* %509, align 4
+	%510 = getelementptr float, float* %p.theta, i64 %491
+	store float %506, float* %510, align 4
+	%511 = add i64 %486, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -1063,7 +1576,7 @@ with_noise:
 	br label %head.head.25
 
 without_noise:
-	br label %head.head.34
+	br label %head.head.37
 
 head.head.25:
 	%61 = phi i64 [ %35, %with_noise ], [ %86, %head.26 ]
@@ -1102,359 +1615,2014 @@ head.26:
 	br label %head.head.25
 
 head.done.27:
-	br label %group.head.28
+	%87 = sdiv i64 %54, 8
+	br label %wide.head.28
 
-group.head.28:
-	%87 = phi i64 [ 0, %head.done.27 ], [ %190, %group.29 ]
-	%88 = icmp slt i64 %87, %54
-	br i1 %88, label %group.29, label %group.done.30
+wide.head.28:
+	%88 = phi i64 [ 0, %head.done.27 ], [ %840, %wide.29 ]
+	%89 = icmp slt i64 %88, %87
+	br i1 %89, label %wide.29, label %wide.done.30
 
-group.29:
-	%89 = shl i64 %87, 2
-	%90 = add i64 %55, %89
-	%91 = add i64 %59, %87
-	%92 = getelementptr float, float* %1, i64 %90
-	%93 = getelementptr float, float* %92, i64 0
-	%94 = load float, float* %93, align 4
-	%95 = getelementptr float, float* %92, i64 1
+wide.29:
+	%90 = mul i64 %88, 8
+	%91 = shl i64 %90, 2
+	%92 = add i64 %55, %91
+	%93 = add i64 %59, %90
+	%94 = getelementptr float, float* %1, i64 %92
+	%95 = getelementptr float, float* %94, i64 0
 	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %92, i64 2
+	%97 = getelementptr float, float* %94, i64 1
 	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %92, i64 3
+	%99 = getelementptr float, float* %94, i64 2
 	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %3, i64 %90
-	%102 = getelementptr float, float* %101, i64 0
-	%103 = load float, float* %102, align 4
-	%104 = getelementptr float, float* %101, i64 1
-	%105 = load float, float* %104, align 4
-	%106 = getelementptr float, float* %101, i64 2
-	%107 = load float, float* %106, align 4
-	%108 = getelementptr float, float* %101, i64 3
-	%109 = load float, float* %108, align 4
-	%110 = getelementptr float, float* %5, i64 %90
-	%111 = getelementptr float, float* %110, i64 0
+	%101 = getelementptr float, float* %94, i64 3
+	%102 = load float, float* %101, align 4
+	%103 = getelementptr float, float* %94, i64 4
+	%104 = load float, float* %103, align 4
+	%105 = getelementptr float, float* %94, i64 5
+	%106 = load float, float* %105, align 4
+	%107 = getelementptr float, float* %94, i64 6
+	%108 = load float, float* %107, align 4
+	%109 = getelementptr float, float* %94, i64 7
+	%110 = load float, float* %109, align 4
+	%111 = getelementptr float, float* %94, i64 8
 	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %110, i64 1
+	%113 = getelementptr float, float* %94, i64 9
 	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %110, i64 2
+	%115 = getelementptr float, float* %94, i64 10
 	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %110, i64 3
+	%117 = getelementptr float, float* %94, i64 11
 	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %7, i64 %90
-	%120 = getelementptr float, float* %119, i64 0
-	%121 = load float, float* %120, align 4
-	%122 = getelementptr float, float* %119, i64 1
-	%123 = load float, float* %122, align 4
-	%124 = getelementptr float, float* %119, i64 2
-	%125 = load float, float* %124, align 4
-	%126 = getelementptr float, float* %119, i64 3
-	%127 = load float, float* %126, align 4
-	%128 = getelementptr float, float* %9, i64 %90
-	%129 = getelementptr float, float* %128, i64 0
+	%119 = getelementptr float, float* %94, i64 12
+	%120 = load float, float* %119, align 4
+	%121 = getelementptr float, float* %94, i64 13
+	%122 = load float, float* %121, align 4
+	%123 = getelementptr float, float* %94, i64 14
+	%124 = load float, float* %123, align 4
+	%125 = getelementptr float, float* %94, i64 15
+	%126 = load float, float* %125, align 4
+	%127 = getelementptr float, float* %94, i64 16
+	%128 = load float, float* %127, align 4
+	%129 = getelementptr float, float* %94, i64 17
 	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %128, i64 1
+	%131 = getelementptr float, float* %94, i64 18
 	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %128, i64 2
+	%133 = getelementptr float, float* %94, i64 19
 	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %128, i64 3
+	%135 = getelementptr float, float* %94, i64 20
 	%136 = load float, float* %135, align 4
-	%137 = call <4 x float> @fg_gaussian4(i64 %41, i32 %43, i32 0, i64 %91)
-	%138 = extractelement <4 x float> %137, i32 0
-	%139 = fmul float %33, %138
-	%140 = fadd float %103, %139
-	%141 = call { float, float, float, float } @disk_body(float %94, float %140, float %112, float %121, float %130, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%142 = extractvalue { float, float, float, float } %141, 0
-	%143 = extractvalue { float, float, float, float } %141, 1
-	%144 = extractvalue { float, float, float, float } %141, 2
-	%145 = extractvalue { float, float, float, float } %141, 3
-	%146 = extractelement <4 x float> %137, i32 1
-	%147 = fmul float %33, %146
-	%148 = fadd float %105, %147
-	%149 = call { float, float, float, float } @disk_body(float %96, float %148, float %114, float %123, float %132, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%150 = extractvalue { float, float, float, float } %149, 0
-	%151 = extractvalue { float, float, float, float } %149, 1
-	%152 = extractvalue { float, float, float, float } %149, 2
-	%153 = extractvalue { float, float, float, float } %149, 3
-	%154 = extractelement <4 x float> %137, i32 2
-	%155 = fmul float %33, %154
-	%156 = fadd float %107, %155
-	%157 = call { float, float, float, float } @disk_body(float %98, float %156, float %116, float %125, float %134, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%158 = extractvalue { float, float, float, float } %157, 0
-	%159 = extractvalue { float, float, float, float } %157, 1
-	%160 = extractvalue { float, float, float, float } %157, 2
-	%161 = extractvalue { float, float, float, float } %157, 3
-	%162 = extractelement <4 x float> %137, i32 3
-	%163 = fmul float %33, %162
-	%164 = fadd float %109, %163
-	%165 = call { float, float, float, float } @disk_body(float %100, float %164, float %118, float %127, float %136, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%166 = extractvalue { float, float, float, float } %165, 0
-	%167 = extractvalue { float, float, float, float } %165, 1
-	%168 = extractvalue { float, float, float, float } %165, 2
-	%169 = extractvalue { float, float, float, float } %165, 3
-	%170 = getelementptr float, float* %5, i64 %90
-	%171 = getelementptr float, float* %170, i64 0
-	store float %142, float* %171, align 4
-	%172 = getelementptr float, float* %170, i64 1
-	store float %150, float* %172, align 4
-	%173 = getelementptr float, float* %170, i64 2
-	store float %158, float* %173, align 4
-	%174 = getelementptr float, float* %170, i64 3
-	store float %166, float* %174, align 4
-	%175 = getelementptr float, float* %7, i64 %90
-	%176 = getelementptr float, float* %175, i64 0
-	store float %143, float* %176, align 4
-	%177 = getelementptr float, float* %175, i64 1
-	store float %151, float* %177, align 4
-	%178 = getelementptr float, float* %175, i64 2
-	store float %159, float* %178, align 4
-	%179 = getelementptr float, float* %175, i64 3
-	store float %167, float* %179, align 4
-	%180 = getelementptr float, float* %9, i64 %90
-	%181 = getelementptr float, float* %180, i64 0
-	store float %144, float* %181, align 4
-	%182 = getelementptr float, float* %180, i64 1
-	store float %152, float* %182, align 4
-	%183 = getelementptr float, float* %180, i64 2
-	store float %160, float* %183, align 4
-	%184 = getelementptr float, float* %180, i64 3
-	store float %168, float* %184, align 4
-	%185 = getelementptr float, float* %1, i64 %90
-	%186 = getelementptr float, float* %185, i64 0
-	store float %145, float* %186, align 4
-	%187 = getelementptr float, float* %185, i64 1
-	store float %153, float* %187, align 4
-	%188 = getelementptr float, float* %185, i64 2
-	store float %161, float* %188, align 4
-	%189 = getelementptr float, float* %185, i64 3
-	store float %169, float* %189, align 4
-	%190 = add i64 %87, 1
-	br label %group.head.28
+	%137 = getelementptr float, float* %94, i64 21
+	%138 = load float, float* %137, align 4
+	%139 = getelementptr float, float* %94, i64 22
+	%140 = load float, float* %139, align 4
+	%141 = getelementptr float, float* %94, i64 23
+	%142 = load float, float* %141, align 4
+	%143 = getelementptr float, float* %94, i64 24
+	%144 = load float, float* %143, align 4
+	%145 = getelementptr float, float* %94, i64 25
+	%146 = load float, float* %145, align 4
+	%147 = getelementptr float, float* %94, i64 26
+	%148 = load float, float* %147, align 4
+	%149 = getelementptr float, float* %94, i64 27
+	%150 = load float, float* %149, align 4
+	%151 = getelementptr float, float* %94, i64 28
+	%152 = load float, float* %151, align 4
+	%153 = getelementptr float, float* %94, i64 29
+	%154 = load float, float* %153, align 4
+	%155 = getelementptr float, float* %94, i64 30
+	%156 = load float, float* %155, align 4
+	%157 = getelementptr float, float* %94, i64 31
+	%158 = load float, float* %157, align 4
+	%159 = getelementptr float, float* %3, i64 %92
+	%160 = getelementptr float, float* %159, i64 0
+	%161 = load float, float* %160, align 4
+	%162 = getelementptr float, float* %159, i64 1
+	%163 = load float, float* %162, align 4
+	%164 = getelementptr float, float* %159, i64 2
+	%165 = load float, float* %164, align 4
+	%166 = getelementptr float, float* %159, i64 3
+	%167 = load float, float* %166, align 4
+	%168 = getelementptr float, float* %159, i64 4
+	%169 = load float, float* %168, align 4
+	%170 = getelementptr float, float* %159, i64 5
+	%171 = load float, float* %170, align 4
+	%172 = getelementptr float, float* %159, i64 6
+	%173 = load float, float* %172, align 4
+	%174 = getelementptr float, float* %159, i64 7
+	%175 = load float, float* %174, align 4
+	%176 = getelementptr float, float* %159, i64 8
+	%177 = load float, float* %176, align 4
+	%178 = getelementptr float, float* %159, i64 9
+	%179 = load float, float* %178, align 4
+	%180 = getelementptr float, float* %159, i64 10
+	%181 = load float, float* %180, align 4
+	%182 = getelementptr float, float* %159, i64 11
+	%183 = load float, float* %182, align 4
+	%184 = getelementptr float, float* %159, i64 12
+	%185 = load float, float* %184, align 4
+	%186 = getelementptr float, float* %159, i64 13
+	%187 = load float, float* %186, align 4
+	%188 = getelementptr float, float* %159, i64 14
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %159, i64 15
+	%191 = load float, float* %190, align 4
+	%192 = getelementptr float, float* %159, i64 16
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %159, i64 17
+	%195 = load float, float* %194, align 4
+	%196 = getelementptr float, float* %159, i64 18
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %159, i64 19
+	%199 = load float, float* %198, align 4
+	%200 = getelementptr float, float* %159, i64 20
+	%201 = load float, float* %200, align 4
+	%202 = getelementptr float, float* %159, i64 21
+	%203 = load float, float* %202, align 4
+	%204 = getelementptr float, float* %159, i64 22
+	%205 = load float, float* %204, align 4
+	%206 = getelementptr float, float* %159, i64 23
+	%207 = load float, float* %206, align 4
+	%208 = getelementptr float, float* %159, i64 24
+	%209 = load float, float* %208, align 4
+	%210 = getelementptr float, float* %159, i64 25
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %159, i64 26
+	%213 = load float, float* %212, align 4
+	%214 = getelementptr float, float* %159, i64 27
+	%215 = load float, float* %214, align 4
+	%216 = getelementptr float, float* %159, i64 28
+	%217 = load float, float* %216, align 4
+	%218 = getelementptr float, float* %159, i64 29
+	%219 = load float, float* %218, align 4
+	%220 = getelementptr float, float* %159, i64 30
+	%221 = load float, float* %220, align 4
+	%222 = getelementptr float, float* %159, i64 31
+	%223 = load float, float* %222, align 4
+	%224 = getelementptr float, float* %5, i64 %92
+	%225 = getelementptr float, float* %224, i64 0
+	%226 = load float, float* %225, align 4
+	%227 = getelementptr float, float* %224, i64 1
+	%228 = load float, float* %227, align 4
+	%229 = getelementptr float, float* %224, i64 2
+	%230 = load float, float* %229, align 4
+	%231 = getelementptr float, float* %224, i64 3
+	%232 = load float, float* %231, align 4
+	%233 = getelementptr float, float* %224, i64 4
+	%234 = load float, float* %233, align 4
+	%235 = getelementptr float, float* %224, i64 5
+	%236 = load float, float* %235, align 4
+	%237 = getelementptr float, float* %224, i64 6
+	%238 = load float, float* %237, align 4
+	%239 = getelementptr float, float* %224, i64 7
+	%240 = load float, float* %239, align 4
+	%241 = getelementptr float, float* %224, i64 8
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %224, i64 9
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %224, i64 10
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %224, i64 11
+	%248 = load float, float* %247, align 4
+	%249 = getelementptr float, float* %224, i64 12
+	%250 = load float, float* %249, align 4
+	%251 = getelementptr float, float* %224, i64 13
+	%252 = load float, float* %251, align 4
+	%253 = getelementptr float, float* %224, i64 14
+	%254 = load float, float* %253, align 4
+	%255 = getelementptr float, float* %224, i64 15
+	%256 = load float, float* %255, align 4
+	%257 = getelementptr float, float* %224, i64 16
+	%258 = load float, float* %257, align 4
+	%259 = getelementptr float, float* %224, i64 17
+	%260 = load float, float* %259, align 4
+	%261 = getelementptr float, float* %224, i64 18
+	%262 = load float, float* %261, align 4
+	%263 = getelementptr float, float* %224, i64 19
+	%264 = load float, float* %263, align 4
+	%265 = getelementptr float, float* %224, i64 20
+	%266 = load float, float* %265, align 4
+	%267 = getelementptr float, float* %224, i64 21
+	%268 = load float, float* %267, align 4
+	%269 = getelementptr float, float* %224, i64 22
+	%270 = load float, float* %269, align 4
+	%271 = getelementptr float, float* %224, i64 23
+	%272 = load float, float* %271, align 4
+	%273 = getelementptr float, float* %224, i64 24
+	%274 = load float, float* %273, align 4
+	%275 = getelementptr float, float* %224, i64 25
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %224, i64 26
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %224, i64 27
+	%280 = load float, float* %279, align 4
+	%281 = getelementptr float, float* %224, i64 28
+	%282 = load float, float* %281, align 4
+	%283 = getelementptr float, float* %224, i64 29
+	%284 = load float, float* %283, align 4
+	%285 = getelementptr float, float* %224, i64 30
+	%286 = load float, float* %285, align 4
+	%287 = getelementptr float, float* %224, i64 31
+	%288 = load float, float* %287, align 4
+	%289 = getelementptr float, float* %7, i64 %92
+	%290 = getelementptr float, float* %289, i64 0
+	%291 = load float, float* %290, align 4
+	%292 = getelementptr float, float* %289, i64 1
+	%293 = load float, float* %292, align 4
+	%294 = getelementptr float, float* %289, i64 2
+	%295 = load float, float* %294, align 4
+	%296 = getelementptr float, float* %289, i64 3
+	%297 = load float, float* %296, align 4
+	%298 = getelementptr float, float* %289, i64 4
+	%299 = load float, float* %298, align 4
+	%300 = getelementptr float, float* %289, i64 5
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %289, i64 6
+	%303 = load float, float* %302, align 4
+	%304 = getelementptr float, float* %289, i64 7
+	%305 = load float, float* %304, align 4
+	%306 = getelementptr float, float* %289, i64 8
+	%307 = load float, float* %306, align 4
+	%308 = getelementptr float, float* %289, i64 9
+	%309 = load float, float* %308, align 4
+	%310 = getelementptr float, float* %289, i64 10
+	%311 = load float, float* %310, align 4
+	%312 = getelementptr float, float* %289, i64 11
+	%313 = load float, float* %312, align 4
+	%314 = getelementptr float, float* %289, i64 12
+	%315 = load float, float* %314, align 4
+	%316 = getelementptr float, float* %289, i64 13
+	%317 = load float, float* %316, align 4
+	%318 = getelementptr float, float* %289, i64 14
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %289, i64 15
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %289, i64 16
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %289, i64 17
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %289, i64 18
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %289, i64 19
+	%329 = load float, float* %328, align 4
+	%330 = getelementptr float, float* %289, i64 20
+	%331 = load float, float* %330, align 4
+	%332 = getelementptr float, float* %289, i64 21
+	%333 = load float, float* %332, align 4
+	%334 = getelementptr float, float* %289, i64 22
+	%335 = load float, float* %334, align 4
+	%336 = getelementptr float, float* %289, i64 23
+	%337 = load float, float* %336, align 4
+	%338 = getelementptr float, float* %289, i64 24
+	%339 = load float, float* %338, align 4
+	%340 = getelementptr float, float* %289, i64 25
+	%341 = load float, float* %340, align 4
+	%342 = getelementptr float, float* %289, i64 26
+	%343 = load float, float* %342, align 4
+	%344 = getelementptr float, float* %289, i64 27
+	%345 = load float, float* %344, align 4
+	%346 = getelementptr float, float* %289, i64 28
+	%347 = load float, float* %346, align 4
+	%348 = getelementptr float, float* %289, i64 29
+	%349 = load float, float* %348, align 4
+	%350 = getelementptr float, float* %289, i64 30
+	%351 = load float, float* %350, align 4
+	%352 = getelementptr float, float* %289, i64 31
+	%353 = load float, float* %352, align 4
+	%354 = getelementptr float, float* %9, i64 %92
+	%355 = getelementptr float, float* %354, i64 0
+	%356 = load float, float* %355, align 4
+	%357 = getelementptr float, float* %354, i64 1
+	%358 = load float, float* %357, align 4
+	%359 = getelementptr float, float* %354, i64 2
+	%360 = load float, float* %359, align 4
+	%361 = getelementptr float, float* %354, i64 3
+	%362 = load float, float* %361, align 4
+	%363 = getelementptr float, float* %354, i64 4
+	%364 = load float, float* %363, align 4
+	%365 = getelementptr float, float* %354, i64 5
+	%366 = load float, float* %365, align 4
+	%367 = getelementptr float, float* %354, i64 6
+	%368 = load float, float* %367, align 4
+	%369 = getelementptr float, float* %354, i64 7
+	%370 = load float, float* %369, align 4
+	%371 = getelementptr float, float* %354, i64 8
+	%372 = load float, float* %371, align 4
+	%373 = getelementptr float, float* %354, i64 9
+	%374 = load float, float* %373, align 4
+	%375 = getelementptr float, float* %354, i64 10
+	%376 = load float, float* %375, align 4
+	%377 = getelementptr float, float* %354, i64 11
+	%378 = load float, float* %377, align 4
+	%379 = getelementptr float, float* %354, i64 12
+	%380 = load float, float* %379, align 4
+	%381 = getelementptr float, float* %354, i64 13
+	%382 = load float, float* %381, align 4
+	%383 = getelementptr float, float* %354, i64 14
+	%384 = load float, float* %383, align 4
+	%385 = getelementptr float, float* %354, i64 15
+	%386 = load float, float* %385, align 4
+	%387 = getelementptr float, float* %354, i64 16
+	%388 = load float, float* %387, align 4
+	%389 = getelementptr float, float* %354, i64 17
+	%390 = load float, float* %389, align 4
+	%391 = getelementptr float, float* %354, i64 18
+	%392 = load float, float* %391, align 4
+	%393 = getelementptr float, float* %354, i64 19
+	%394 = load float, float* %393, align 4
+	%395 = getelementptr float, float* %354, i64 20
+	%396 = load float, float* %395, align 4
+	%397 = getelementptr float, float* %354, i64 21
+	%398 = load float, float* %397, align 4
+	%399 = getelementptr float, float* %354, i64 22
+	%400 = load float, float* %399, align 4
+	%401 = getelementptr float, float* %354, i64 23
+	%402 = load float, float* %401, align 4
+	%403 = getelementptr float, float* %354, i64 24
+	%404 = load float, float* %403, align 4
+	%405 = getelementptr float, float* %354, i64 25
+	%406 = load float, float* %405, align 4
+	%407 = getelementptr float, float* %354, i64 26
+	%408 = load float, float* %407, align 4
+	%409 = getelementptr float, float* %354, i64 27
+	%410 = load float, float* %409, align 4
+	%411 = getelementptr float, float* %354, i64 28
+	%412 = load float, float* %411, align 4
+	%413 = getelementptr float, float* %354, i64 29
+	%414 = load float, float* %413, align 4
+	%415 = getelementptr float, float* %354, i64 30
+	%416 = load float, float* %415, align 4
+	%417 = getelementptr float, float* %354, i64 31
+	%418 = load float, float* %417, align 4
+	%419 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %41, i32 %43, i32 0, i64 %93)
+	%420 = extractvalue [4 x <8 x float>] %419, 0
+	%421 = extractelement <8 x float> %420, i32 0
+	%422 = fmul float %33, %421
+	%423 = fadd float %161, %422
+	%424 = call { float, float, float, float } @disk_body(float %96, float %423, float %226, float %291, float %356, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%425 = extractvalue { float, float, float, float } %424, 0
+	%426 = extractvalue { float, float, float, float } %424, 1
+	%427 = extractvalue { float, float, float, float } %424, 2
+	%428 = extractvalue { float, float, float, float } %424, 3
+	%429 = extractvalue [4 x <8 x float>] %419, 1
+	%430 = extractelement <8 x float> %429, i32 0
+	%431 = fmul float %33, %430
+	%432 = fadd float %163, %431
+	%433 = call { float, float, float, float } @disk_body(float %98, float %432, float %228, float %293, float %358, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%434 = extractvalue { float, float, float, float } %433, 0
+	%435 = extractvalue { float, float, float, float } %433, 1
+	%436 = extractvalue { float, float, float, float } %433, 2
+	%437 = extractvalue { float, float, float, float } %433, 3
+	%438 = extractvalue [4 x <8 x float>] %419, 2
+	%439 = extractelement <8 x float> %438, i32 0
+	%440 = fmul float %33, %439
+	%441 = fadd float %165, %440
+	%442 = call { float, float, float, float } @disk_body(float %100, float %441, float %230, float %295, float %360, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%443 = extractvalue { float, float, float, float } %442, 0
+	%444 = extractvalue { float, float, float, float } %442, 1
+	%445 = extractvalue { float, float, float, float } %442, 2
+	%446 = extractvalue { float, float, float, float } %442, 3
+	%447 = extractvalue [4 x <8 x float>] %419, 3
+	%448 = extractelement <8 x float> %447, i32 0
+	%449 = fmul float %33, %448
+	%450 = fadd float %167, %449
+	%451 = call { float, float, float, float } @disk_body(float %102, float %450, float %232, float %297, float %362, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%452 = extractvalue { float, float, float, float } %451, 0
+	%453 = extractvalue { float, float, float, float } %451, 1
+	%454 = extractvalue { float, float, float, float } %451, 2
+	%455 = extractvalue { float, float, float, float } %451, 3
+	%456 = extractvalue [4 x <8 x float>] %419, 0
+	%457 = extractelement <8 x float> %456, i32 1
+	%458 = fmul float %33, %457
+	%459 = fadd float %169, %458
+	%460 = call { float, float, float, float } @disk_body(float %104, float %459, float %234, float %299, float %364, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%461 = extractvalue { float, float, float, float } %460, 0
+	%462 = extractvalue { float, float, float, float } %460, 1
+	%463 = extractvalue { float, float, float, float } %460, 2
+	%464 = extractvalue { float, float, float, float } %460, 3
+	%465 = extractvalue [4 x <8 x float>] %419, 1
+	%466 = extractelement <8 x float> %465, i32 1
+	%467 = fmul float %33, %466
+	%468 = fadd float %171, %467
+	%469 = call { float, float, float, float } @disk_body(float %106, float %468, float %236, float %301, float %366, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%470 = extractvalue { float, float, float, float } %469, 0
+	%471 = extractvalue { float, float, float, float } %469, 1
+	%472 = extractvalue { float, float, float, float } %469, 2
+	%473 = extractvalue { float, float, float, float } %469, 3
+	%474 = extractvalue [4 x <8 x float>] %419, 2
+	%475 = extractelement <8 x float> %474, i32 1
+	%476 = fmul float %33, %475
+	%477 = fadd float %173, %476
+	%478 = call { float, float, float, float } @disk_body(float %108, float %477, float %238, float %303, float %368, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%479 = extractvalue { float, float, float, float } %478, 0
+	%480 = extractvalue { float, float, float, float } %478, 1
+	%481 = extractvalue { float, float, float, float } %478, 2
+	%482 = extractvalue { float, float, float, float } %478, 3
+	%483 = extractvalue [4 x <8 x float>] %419, 3
+	%484 = extractelement <8 x float> %483, i32 1
+	%485 = fmul float %33, %484
+	%486 = fadd float %175, %485
+	%487 = call { float, float, float, float } @disk_body(float %110, float %486, float %240, float %305, float %370, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%488 = extractvalue { float, float, float, float } %487, 0
+	%489 = extractvalue { float, float, float, float } %487, 1
+	%490 = extractvalue { float, float, float, float } %487, 2
+	%491 = extractvalue { float, float, float, float } %487, 3
+	%492 = extractvalue [4 x <8 x float>] %419, 0
+	%493 = extractelement <8 x float> %492, i32 2
+	%494 = fmul float %33, %493
+	%495 = fadd float %177, %494
+	%496 = call { float, float, float, float } @disk_body(float %112, float %495, float %242, float %307, float %372, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%497 = extractvalue { float, float, float, float } %496, 0
+	%498 = extractvalue { float, float, float, float } %496, 1
+	%499 = extractvalue { float, float, float, float } %496, 2
+	%500 = extractvalue { float, float, float, float } %496, 3
+	%501 = extractvalue [4 x <8 x float>] %419, 1
+	%502 = extractelement <8 x float> %501, i32 2
+	%503 = fmul float %33, %502
+	%504 = fadd float %179, %503
+	%505 = call { float, float, float, float } @disk_body(float %114, float %504, float %244, float %309, float %374, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%506 = extractvalue { float, float, float, float } %505, 0
+	%507 = extractvalue { float, float, float, float } %505, 1
+	%508 = extractvalue { float, float, float, float } %505, 2
+	%509 = extractvalue { float, float, float, float } %505, 3
+	%510 = extractvalue [4 x <8 x float>] %419, 2
+	%511 = extractelement <8 x float> %510, i32 2
+	%512 = fmul float %33, %511
+	%513 = fadd float %181, %512
+	%514 = call { float, float, float, float } @disk_body(float %116, float %513, float %246, float %311, float %376, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%515 = extractvalue { float, float, float, float } %514, 0
+	%516 = extractvalue { float, float, float, float } %514, 1
+	%517 = extractvalue { float, float, float, float } %514, 2
+	%518 = extractvalue { float, float, float, float } %514, 3
+	%519 = extractvalue [4 x <8 x float>] %419, 3
+	%520 = extractelement <8 x float> %519, i32 2
+	%521 = fmul float %33, %520
+	%522 = fadd float %183, %521
+	%523 = call { float, float, float, float } @disk_body(float %118, float %522, float %248, float %313, float %378, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%524 = extractvalue { float, float, float, float } %523, 0
+	%525 = extractvalue { float, float, float, float } %523, 1
+	%526 = extractvalue { float, float, float, float } %523, 2
+	%527 = extractvalue { float, float, float, float } %523, 3
+	%528 = extractvalue [4 x <8 x float>] %419, 0
+	%529 = extractelement <8 x float> %528, i32 3
+	%530 = fmul float %33, %529
+	%531 = fadd float %185, %530
+	%532 = call { float, float, float, float } @disk_body(float %120, float %531, float %250, float %315, float %380, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%533 = extractvalue { float, float, float, float } %532, 0
+	%534 = extractvalue { float, float, float, float } %532, 1
+	%535 = extractvalue { float, float, float, float } %532, 2
+	%536 = extractvalue { float, float, float, float } %532, 3
+	%537 = extractvalue [4 x <8 x float>] %419, 1
+	%538 = extractelement <8 x float> %537, i32 3
+	%539 = fmul float %33, %538
+	%540 = fadd float %187, %539
+	%541 = call { float, float, float, float } @disk_body(float %122, float %540, float %252, float %317, float %382, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%542 = extractvalue { float, float, float, float } %541, 0
+	%543 = extractvalue { float, float, float, float } %541, 1
+	%544 = extractvalue { float, float, float, float } %541, 2
+	%545 = extractvalue { float, float, float, float } %541, 3
+	%546 = extractvalue [4 x <8 x float>] %419, 2
+	%547 = extractelement <8 x float> %546, i32 3
+	%548 = fmul float %33, %547
+	%549 = fadd float %189, %548
+	%550 = call { float, float, float, float } @disk_body(float %124, float %549, float %254, float %319, float %384, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%551 = extractvalue { float, float, float, float } %550, 0
+	%552 = extractvalue { float, float, float, float } %550, 1
+	%553 = extractvalue { float, float, float, float } %550, 2
+	%554 = extractvalue { float, float, float, float } %550, 3
+	%555 = extractvalue [4 x <8 x float>] %419, 3
+	%556 = extractelement <8 x float> %555, i32 3
+	%557 = fmul float %33, %556
+	%558 = fadd float %191, %557
+	%559 = call { float, float, float, float } @disk_body(float %126, float %558, float %256, float %321, float %386, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%560 = extractvalue { float, float, float, float } %559, 0
+	%561 = extractvalue { float, float, float, float } %559, 1
+	%562 = extractvalue { float, float, float, float } %559, 2
+	%563 = extractvalue { float, float, float, float } %559, 3
+	%564 = extractvalue [4 x <8 x float>] %419, 0
+	%565 = extractelement <8 x float> %564, i32 4
+	%566 = fmul float %33, %565
+	%567 = fadd float %193, %566
+	%568 = call { float, float, float, float } @disk_body(float %128, float %567, float %258, float %323, float %388, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%569 = extractvalue { float, float, float, float } %568, 0
+	%570 = extractvalue { float, float, float, float } %568, 1
+	%571 = extractvalue { float, float, float, float } %568, 2
+	%572 = extractvalue { float, float, float, float } %568, 3
+	%573 = extractvalue [4 x <8 x float>] %419, 1
+	%574 = extractelement <8 x float> %573, i32 4
+	%575 = fmul float %33, %574
+	%576 = fadd float %195, %575
+	%577 = call { float, float, float, float } @disk_body(float %130, float %576, float %260, float %325, float %390, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%578 = extractvalue { float, float, float, float } %577, 0
+	%579 = extractvalue { float, float, float, float } %577, 1
+	%580 = extractvalue { float, float, float, float } %577, 2
+	%581 = extractvalue { float, float, float, float } %577, 3
+	%582 = extractvalue [4 x <8 x float>] %419, 2
+	%583 = extractelement <8 x float> %582, i32 4
+	%584 = fmul float %33, %583
+	%585 = fadd float %197, %584
+	%586 = call { float, float, float, float } @disk_body(float %132, float %585, float %262, float %327, float %392, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%587 = extractvalue { float, float, float, float } %586, 0
+	%588 = extractvalue { float, float, float, float } %586, 1
+	%589 = extractvalue { float, float, float, float } %586, 2
+	%590 = extractvalue { float, float, float, float } %586, 3
+	%591 = extractvalue [4 x <8 x float>] %419, 3
+	%592 = extractelement <8 x float> %591, i32 4
+	%593 = fmul float %33, %592
+	%594 = fadd float %199, %593
+	%595 = call { float, float, float, float } @disk_body(float %134, float %594, float %264, float %329, float %394, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%596 = extractvalue { float, float, float, float } %595, 0
+	%597 = extractvalue { float, float, float, float } %595, 1
+	%598 = extractvalue { float, float, float, float } %595, 2
+	%599 = extractvalue { float, float, float, float } %595, 3
+	%600 = extractvalue [4 x <8 x float>] %419, 0
+	%601 = extractelement <8 x float> %600, i32 5
+	%602 = fmul float %33, %601
+	%603 = fadd float %201, %602
+	%604 = call { float, float, float, float } @disk_body(float %136, float %603, float %266, float %331, float %396, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%605 = extractvalue { float, float, float, float } %604, 0
+	%606 = extractvalue { float, float, float, float } %604, 1
+	%607 = extractvalue { float, float, float, float } %604, 2
+	%608 = extractvalue { float, float, float, float } %604, 3
+	%609 = extractvalue [4 x <8 x float>] %419, 1
+	%610 = extractelement <8 x float> %609, i32 5
+	%611 = fmul float %33, %610
+	%612 = fadd float %203, %611
+	%613 = call { float, float, float, float } @disk_body(float %138, float %612, float %268, float %333, float %398, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%614 = extractvalue { float, float, float, float } %613, 0
+	%615 = extractvalue { float, float, float, float } %613, 1
+	%616 = extractvalue { float, float, float, float } %613, 2
+	%617 = extractvalue { float, float, float, float } %613, 3
+	%618 = extractvalue [4 x <8 x float>] %419, 2
+	%619 = extractelement <8 x float> %618, i32 5
+	%620 = fmul float %33, %619
+	%621 = fadd float %205, %620
+	%622 = call { float, float, float, float } @disk_body(float %140, float %621, float %270, float %335, float %400, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%623 = extractvalue { float, float, float, float } %622, 0
+	%624 = extractvalue { float, float, float, float } %622, 1
+	%625 = extractvalue { float, float, float, float } %622, 2
+	%626 = extractvalue { float, float, float, float } %622, 3
+	%627 = extractvalue [4 x <8 x float>] %419, 3
+	%628 = extractelement <8 x float> %627, i32 5
+	%629 = fmul float %33, %628
+	%630 = fadd float %207, %629
+	%631 = call { float, float, float, float } @disk_body(float %142, float %630, float %272, float %337, float %402, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%632 = extractvalue { float, float, float, float } %631, 0
+	%633 = extractvalue { float, float, float, float } %631, 1
+	%634 = extractvalue { float, float, float, float } %631, 2
+	%635 = extractvalue { float, float, float, float } %631, 3
+	%636 = extractvalue [4 x <8 x float>] %419, 0
+	%637 = extractelement <8 x float> %636, i32 6
+	%638 = fmul float %33, %637
+	%639 = fadd float %209, %638
+	%640 = call { float, float, float, float } @disk_body(float %144, float %639, float %274, float %339, float %404, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%641 = extractvalue { float, float, float, float } %640, 0
+	%642 = extractvalue { float, float, float, float } %640, 1
+	%643 = extractvalue { float, float, float, float } %640, 2
+	%644 = extractvalue { float, float, float, float } %640, 3
+	%645 = extractvalue [4 x <8 x float>] %419, 1
+	%646 = extractelement <8 x float> %645, i32 6
+	%647 = fmul float %33, %646
+	%648 = fadd float %211, %647
+	%649 = call { float, float, float, float } @disk_body(float %146, float %648, float %276, float %341, float %406, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%650 = extractvalue { float, float, float, float } %649, 0
+	%651 = extractvalue { float, float, float, float } %649, 1
+	%652 = extractvalue { float, float, float, float } %649, 2
+	%653 = extractvalue { float, float, float, float } %649, 3
+	%654 = extractvalue [4 x <8 x float>] %419, 2
+	%655 = extractelement <8 x float> %654, i32 6
+	%656 = fmul float %33, %655
+	%657 = fadd float %213, %656
+	%658 = call { float, float, float, float } @disk_body(float %148, float %657, float %278, float %343, float %408, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%659 = extractvalue { float, float, float, float } %658, 0
+	%660 = extractvalue { float, float, float, float } %658, 1
+	%661 = extractvalue { float, float, float, float } %658, 2
+	%662 = extractvalue { float, float, float, float } %658, 3
+	%663 = extractvalue [4 x <8 x float>] %419, 3
+	%664 = extractelement <8 x float> %663, i32 6
+	%665 = fmul float %33, %664
+	%666 = fadd float %215, %665
+	%667 = call { float, float, float, float } @disk_body(float %150, float %666, float %280, float %345, float %410, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%668 = extractvalue { float, float, float, float } %667, 0
+	%669 = extractvalue { float, float, float, float } %667, 1
+	%670 = extractvalue { float, float, float, float } %667, 2
+	%671 = extractvalue { float, float, float, float } %667, 3
+	%672 = extractvalue [4 x <8 x float>] %419, 0
+	%673 = extractelement <8 x float> %672, i32 7
+	%674 = fmul float %33, %673
+	%675 = fadd float %217, %674
+	%676 = call { float, float, float, float } @disk_body(float %152, float %675, float %282, float %347, float %412, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%677 = extractvalue { float, float, float, float } %676, 0
+	%678 = extractvalue { float, float, float, float } %676, 1
+	%679 = extractvalue { float, float, float, float } %676, 2
+	%680 = extractvalue { float, float, float, float } %676, 3
+	%681 = extractvalue [4 x <8 x float>] %419, 1
+	%682 = extractelement <8 x float> %681, i32 7
+	%683 = fmul float %33, %682
+	%684 = fadd float %219, %683
+	%685 = call { float, float, float, float } @disk_body(float %154, float %684, float %284, float %349, float %414, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%686 = extractvalue { float, float, float, float } %685, 0
+	%687 = extractvalue { float, float, float, float } %685, 1
+	%688 = extractvalue { float, float, float, float } %685, 2
+	%689 = extractvalue { float, float, float, float } %685, 3
+	%690 = extractvalue [4 x <8 x float>] %419, 2
+	%691 = extractelement <8 x float> %690, i32 7
+	%692 = fmul float %33, %691
+	%693 = fadd float %221, %692
+	%694 = call { float, float, float, float } @disk_body(float %156, float %693, float %286, float %351, float %416, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%695 = extractvalue { float, float, float, float } %694, 0
+	%696 = extractvalue { float, float, float, float } %694, 1
+	%697 = extractvalue { float, float, float, float } %694, 2
+	%698 = extractvalue { float, float, float, float } %694, 3
+	%699 = extractvalue [4 x <8 x float>] %419, 3
+	%700 = extractelement <8 x float> %699, i32 7
+	%701 = fmul float %33, %700
+	%702 = fadd float %223, %701
+	%703 = call { float, float, float, float } @disk_body(float %158, float %702, float %288, float %353, float %418, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%704 = extractvalue { float, float, float, float } %703, 0
+	%705 = extractvalue { float, float, float, float } %703, 1
+	%706 = extractvalue { float, float, float, float } %703, 2
+	%707 = extractvalue { float, float, float, float } %703, 3
+	%708 = getelementptr float, float* %5, i64 %92
+	%709 = getelementptr float, float* %708, i64 0
+	store float %425, float* %709, align 4
+	%710 = getelementptr float, float* %708, i64 1
+	store float %434, float* %710, align 4
+	%711 = getelementptr float, float* %708, i64 2
+	store float %443, float* %711, align 4
+	%712 = getelementptr float, float* %708, i64 3
+	store float %452, float* %712, align 4
+	%713 = getelementptr float, float* %708, i64 4
+	store float %461, float* %713, align 4
+	%714 = getelementptr float, float* %708, i64 5
+	store float %470, float* %714, align 4
+	%715 = getelementptr float, float* %708, i64 6
+	store float %479, float* %715, align 4
+	%716 = getelementptr float, float* %708, i64 7
+	store float %488, float* %716, align 4
+	%717 = getelementptr float, float* %708, i64 8
+	store float %497, float* %717, align 4
+	%718 = getelementptr float, float* %708, i64 9
+	store float %506, float* %718, align 4
+	%719 = getelementptr float, float* %708, i64 10
+	store float %515, float* %719, align 4
+	%720 = getelementptr float, float* %708, i64 11
+	store float %524, float* %720, align 4
+	%721 = getelementptr float, float* %708, i64 12
+	store float %533, float* %721, align 4
+	%722 = getelementptr float, float* %708, i64 13
+	store float %542, float* %722, align 4
+	%723 = getelementptr float, float* %708, i64 14
+	store float %551, float* %723, align 4
+	%724 = getelementptr float, float* %708, i64 15
+	store float %560, float* %724, align 4
+	%725 = getelementptr float, float* %708, i64 16
+	store float %569, float* %725, align 4
+	%726 = getelementptr float, float* %708, i64 17
+	store float %578, float* %726, align 4
+	%727 = getelementptr float, float* %708, i64 18
+	store float %587, float* %727, align 4
+	%728 = getelementptr float, float* %708, i64 19
+	store float %596, float* %728, align 4
+	%729 = getelementptr float, float* %708, i64 20
+	store float %605, float* %729, align 4
+	%730 = getelementptr float, float* %708, i64 21
+	store float %614, float* %730, align 4
+	%731 = getelementptr float, float* %708, i64 22
+	store float %623, float* %731, align 4
+	%732 = getelementptr float, float* %708, i64 23
+	store float %632, float* %732, align 4
+	%733 = getelementptr float, float* %708, i64 24
+	store float %641, float* %733, align 4
+	%734 = getelementptr float, float* %708, i64 25
+	store float %650, float* %734, align 4
+	%735 = getelementptr float, float* %708, i64 26
+	store float %659, float* %735, align 4
+	%736 = getelementptr float, float* %708, i64 27
+	store float %668, float* %736, align 4
+	%737 = getelementptr float, float* %708, i64 28
+	store float %677, float* %737, align 4
+	%738 = getelementptr float, float* %708, i64 29
+	store float %686, float* %738, align 4
+	%739 = getelementptr float, float* %708, i64 30
+	store float %695, float* %739, align 4
+	%740 = getelementptr float, float* %708, i64 31
+	store float %704, float* %740, align 4
+	%741 = getelementptr float, float* %7, i64 %92
+	%742 = getelementptr float, float* %741, i64 0
+	store float %426, float* %742, align 4
+	%743 = getelementptr float, float* %741, i64 1
+	store float %435, float* %743, align 4
+	%744 = getelementptr float, float* %741, i64 2
+	store float %444, float* %744, align 4
+	%745 = getelementptr float, float* %741, i64 3
+	store float %453, float* %745, align 4
+	%746 = getelementptr float, float* %741, i64 4
+	store float %462, float* %746, align 4
+	%747 = getelementptr float, float* %741, i64 5
+	store float %471, float* %747, align 4
+	%748 = getelementptr float, float* %741, i64 6
+	store float %480, float* %748, align 4
+	%749 = getelementptr float, float* %741, i64 7
+	store float %489, float* %749, align 4
+	%750 = getelementptr float, float* %741, i64 8
+	store float %498, float* %750, align 4
+	%751 = getelementptr float, float* %741, i64 9
+	store float %507, float* %751, align 4
+	%752 = getelementptr float, float* %741, i64 10
+	store float %516, float* %752, align 4
+	%753 = getelementptr float, float* %741, i64 11
+	store float %525, float* %753, align 4
+	%754 = getelementptr float, float* %741, i64 12
+	store float %534, float* %754, align 4
+	%755 = getelementptr float, float* %741, i64 13
+	store float %543, float* %755, align 4
+	%756 = getelementptr float, float* %741, i64 14
+	store float %552, float* %756, align 4
+	%757 = getelementptr float, float* %741, i64 15
+	store float %561, float* %757, align 4
+	%758 = getelementptr float, float* %741, i64 16
+	store float %570, float* %758, align 4
+	%759 = getelementptr float, float* %741, i64 17
+	store float %579, float* %759, align 4
+	%760 = getelementptr float, float* %741, i64 18
+	store float %588, float* %760, align 4
+	%761 = getelementptr float, float* %741, i64 19
+	store float %597, float* %761, align 4
+	%762 = getelementptr float, float* %741, i64 20
+	store float %606, float* %762, align 4
+	%763 = getelementptr float, float* %741, i64 21
+	store float %615, float* %763, align 4
+	%764 = getelementptr float, float* %741, i64 22
+	store float %624, float* %764, align 4
+	%765 = getelementptr float, float* %741, i64 23
+	store float %633, float* %765, align 4
+	%766 = getelementptr float, float* %741, i64 24
+	store float %642, float* %766, align 4
+	%767 = getelementptr float, float* %741, i64 25
+	store float %651, float* %767, align 4
+	%768 = getelementptr float, float* %741, i64 26
+	store float %660, float* %768, align 4
+	%769 = getelementptr float, float* %741, i64 27
+	store float %669, float* %769, align 4
+	%770 = getelementptr float, float* %741, i64 28
+	store float %678, float* %770, align 4
+	%771 = getelementptr float, float* %741, i64 29
+	store float %687, float* %771, align 4
+	%772 = getelementptr float, float* %741, i64 30
+	store float %696, float* %772, align 4
+	%773 = getelementptr float, float* %741, i64 31
+	store float %705, float* %773, align 4
+	%774 = getelementptr float, float* %9, i64 %92
+	%775 = getelementptr float, float* %774, i64 0
+	store float %427, float* %775, align 4
+	%776 = getelementptr float, float* %774, i64 1
+	store float %436, float* %776, align 4
+	%777 = getelementptr float, float* %774, i64 2
+	store float %445, float* %777, align 4
+	%778 = getelementptr float, float* %774, i64 3
+	store float %454, float* %778, align 4
+	%779 = getelementptr float, float* %774, i64 4
+	store float %463, float* %779, align 4
+	%780 = getelementptr float, float* %774, i64 5
+	store float %472, float* %780, align 4
+	%781 = getelementptr float, float* %774, i64 6
+	store float %481, float* %781, align 4
+	%782 = getelementptr float, float* %774, i64 7
+	store float %490, float* %782, align 4
+	%783 = getelementptr float, float* %774, i64 8
+	store float %499, float* %783, align 4
+	%784 = getelementptr float, float* %774, i64 9
+	store float %508, float* %784, align 4
+	%785 = getelementptr float, float* %774, i64 10
+	store float %517, float* %785, align 4
+	%786 = getelementptr float, float* %774, i64 11
+	store float %526, float* %786, align 4
+	%787 = getelementptr float, float* %774, i64 12
+	store float %535, float* %787, align 4
+	%788 = getelementptr float, float* %774, i64 13
+	store float %544, float* %788, align 4
+	%789 = getelementptr float, float* %774, i64 14
+	store float %553, float* %789, align 4
+	%790 = getelementptr float, float* %774, i64 15
+	store float %562, float* %790, align 4
+	%791 = getelementptr float, float* %774, i64 16
+	store float %571, float* %791, align 4
+	%792 = getelementptr float, float* %774, i64 17
+	store float %580, float* %792, align 4
+	%793 = getelementptr float, float* %774, i64 18
+	store float %589, float* %793, align 4
+	%794 = getelementptr float, float* %774, i64 19
+	store float %598, float* %794, align 4
+	%795 = getelementptr float, float* %774, i64 20
+	store float %607, float* %795, align 4
+	%796 = getelementptr float, float* %774, i64 21
+	store float %616, float* %796, align 4
+	%797 = getelementptr float, float* %774, i64 22
+	store float %625, float* %797, align 4
+	%798 = getelementptr float, float* %774, i64 23
+	store float %634, float* %798, align 4
+	%799 = getelementptr float, float* %774, i64 24
+	store float %643, float* %799, align 4
+	%800 = getelementptr float, float* %774, i64 25
+	store float %652, float* %800, align 4
+	%801 = getelementptr float, float* %774, i64 26
+	store float %661, float* %801, align 4
+	%802 = getelementptr float, float* %774, i64 27
+	store float %670, float* %802, align 4
+	%803 = getelementptr float, float* %774, i64 28
+	store float %679, float* %803, align 4
+	%804 = getelementptr float, float* %774, i64 29
+	store float %688, float* %804, align 4
+	%805 = getelementptr float, float* %774, i64 30
+	store float %697, float* %805, align 4
+	%806 = getelementptr float, float* %774, i64 31
+	store float %706, float* %806, align 4
+	%807 = getelementptr float, float* %1, i64 %92
+	%808 = getelementptr float, float* %807, i64 0
+	store float %428, float* %808, align 4
+	%809 = getelementptr float, float* %807, i64 1
+	store float %437, float* %809, align 4
+	%810 = getelementptr float, float* %807, i64 2
+	store float %446, float* %810, align 4
+	%811 = getelementptr float, float* %807, i64 3
+	store float %455, float* %811, align 4
+	%812 = getelementptr float, float* %807, i64 4
+	store float %464, float* %812, align 4
+	%813 = getelementptr float, float* %807, i64 5
+	store float %473, float* %813, align 4
+	%814 = getelementptr float, float* %807, i64 6
+	store float %482, float* %814, align 4
+	%815 = getelementptr float, float* %807, i64 7
+	store float %491, float* %815, align 4
+	%816 = getelementptr float, float* %807, i64 8
+	store float %500, float* %816, align 4
+	%817 = getelementptr float, float* %807, i64 9
+	store float %509, float* %817, align 4
+	%818 = getelementptr float, float* %807, i64 10
+	store float %518, float* %818, align 4
+	%819 = getelementptr float, float* %807, i64 11
+	store float %527, float* %819, align 4
+	%820 = getelementptr float, float* %807, i64 12
+	store float %536, float* %820, align 4
+	%821 = getelementptr float, float* %807, i64 13
+	store float %545, float* %821, align 4
+	%822 = getelementptr float, float* %807, i64 14
+	store float %554, float* %822, align 4
+	%823 = getelementptr float, float* %807, i64 15
+	store float %563, float* %823, align 4
+	%824 = getelementptr float, float* %807, i64 16
+	store float %572, float* %824, align 4
+	%825 = getelementptr float, float* %807, i64 17
+	store float %581, float* %825, align 4
+	%826 = getelementptr float, float* %807, i64 18
+	store float %590, float* %826, align 4
+	%827 = getelementptr float, float* %807, i64 19
+	store float %599, float* %827, align 4
+	%828 = getelementptr float, float* %807, i64 20
+	store float %608, float* %828, align 4
+	%829 = getelementptr float, float* %807, i64 21
+	store float %617, float* %829, align 4
+	%830 = getelementptr float, float* %807, i64 22
+	store float %626, float* %830, align 4
+	%831 = getelementptr float, float* %807, i64 23
+	store float %635, float* %831, align 4
+	%832 = getelementptr float, float* %807, i64 24
+	store float %644, float* %832, align 4
+	%833 = getelementptr float, float* %807, i64 25
+	store float %653, float* %833, align 4
+	%834 = getelementptr float, float* %807, i64 26
+	store float %662, float* %834, align 4
+	%835 = getelementptr float, float* %807, i64 27
+	store float %671, float* %835, align 4
+	%836 = getelementptr float, float* %807, i64 28
+	store float %680, float* %836, align 4
+	%837 = getelementptr float, float* %807, i64 29
+	store float %689, float* %837, align 4
+	%838 = getelementptr float, float* %807, i64 30
+	store float %698, float* %838, align 4
+	%839 = getelementptr float, float* %807, i64 31
+	store float %707, float* %839, align 4
+	%840 = add i64 %88, 1
+	br label %wide.head.28
 
-group.done.30:
-	br label %tail.head.31
+wide.done.30:
+	%841 = mul i64 %87, 8
+	br label %group.head.31
 
-tail.head.31:
-	%191 = phi i64 [ %57, %group.done.30 ], [ %216, %tail.32 ]
-	%192 = icmp slt i64 %191, %37
-	br i1 %192, label %tail.32, label %tail.done.33
+group.head.31:
+	%842 = phi i64 [ %841, %wide.done.30 ], [ %945, %group.32 ]
+	%843 = icmp slt i64 %842, %54
+	br i1 %843, label %group.32, label %group.done.33
 
-tail.32:
-	%193 = getelementptr float, float* %1, i64 %191
-	%194 = load float, float* %193, align 4
-	%195 = getelementptr float, float* %3, i64 %191
-	%196 = load float, float* %195, align 4
-	%197 = getelementptr float, float* %5, i64 %191
-	%198 = load float, float* %197, align 4
-	%199 = getelementptr float, float* %7, i64 %191
-	%200 = load float, float* %199, align 4
-	%201 = getelementptr float, float* %9, i64 %191
-	%202 = load float, float* %201, align 4
-	%203 = add i64 %39, %191
-	%204 = call float @fg_gaussian(i64 %41, i32 %43, i32 0, i64 %203)
-	%205 = fmul float %33, %204
-	%206 = fadd float %196, %205
-	%207 = call { float, float, float, float } @disk_body(float %194, float %206, float %198, float %200, float %202, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%208 = extractvalue { float, float, float, float } %207, 0
-	%209 = extractvalue { float, float, float, float } %207, 1
-	%210 = extractvalue { float, float, float, float } %207, 2
-	%211 = extractvalue { float, float, float, float } %207, 3
-	%212 = getelementptr float, float* %5, i64 %191
-	store float %208, float* %212, align 4
-	%213 = getelementptr float, float* %7, i64 %191
-	store float %209, float* %213, align 4
-	%214 = getelementptr float, float* %9, i64 %191
-	store float %210, float* %214, align 4
-	%215 = getelementptr float, float* %1, i64 %191
-	store float %211, float* %215, align 4
-	%216 = add i64 %191, 1
-	br label %tail.head.31
+group.32:
+	%844 = shl i64 %842, 2
+	%845 = add i64 %55, %844
+	%846 = add i64 %59, %842
+	%847 = getelementptr float, float* %1, i64 %845
+	%848 = getelementptr float, float* %847, i64 0
+	%849 = load float, float* %848, align 4
+	%850 = getelementptr float, float* %847, i64 1
+	%851 = load float, float* %850, align 4
+	%852 = getelementptr float, float* %847, i64 2
+	%853 = load float, float* %852, align 4
+	%854 = getelementptr float, float* %847, i64 3
+	%855 = load float, float* %854, align 4
+	%856 = getelementptr float, float* %3, i64 %845
+	%857 = getelementptr float, float* %856, i64 0
+	%858 = load float, float* %857, align 4
+	%859 = getelementptr float, float* %856, i64 1
+	%860 = load float, float* %859, align 4
+	%861 = getelementptr float, float* %856, i64 2
+	%862 = load float, float* %861, align 4
+	%863 = getelementptr float, float* %856, i64 3
+	%864 = load float, float* %863, align 4
+	%865 = getelementptr float, float* %5, i64 %845
+	%866 = getelementptr float, float* %865, i64 0
+	%867 = load float, float* %866, align 4
+	%868 = getelementptr float, float* %865, i64 1
+	%869 = load float, float* %868, align 4
+	%870 = getelementptr float, float* %865, i64 2
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %865, i64 3
+	%873 = load float, float* %872, align 4
+	%874 = getelementptr float, float* %7, i64 %845
+	%875 = getelementptr float, float* %874, i64 0
+	%876 = load float, float* %875, align 4
+	%877 = getelementptr float, float* %874, i64 1
+	%878 = load float, float* %877, align 4
+	%879 = getelementptr float, float* %874, i64 2
+	%880 = load float, float* %879, align 4
+	%881 = getelementptr float, float* %874, i64 3
+	%882 = load float, float* %881, align 4
+	%883 = getelementptr float, float* %9, i64 %845
+	%884 = getelementptr float, float* %883, i64 0
+	%885 = load float, float* %884, align 4
+	%886 = getelementptr float, float* %883, i64 1
+	%887 = load float, float* %886, align 4
+	%888 = getelementptr float, float* %883, i64 2
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %883, i64 3
+	%891 = load float, float* %890, align 4
+	%892 = call <4 x float> @fg_gaussian4(i64 %41, i32 %43, i32 0, i64 %846)
+	%893 = extractelement <4 x float> %892, i32 0
+	%894 = fmul float %33, %893
+	%895 = fadd float %858, %894
+	%896 = call { float, float, float, float } @disk_body(float %849, float %895, float %867, float %876, float %885, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%897 = extractvalue { float, float, float, float } %896, 0
+	%898 = extractvalue { float, float, float, float } %896, 1
+	%899 = extractvalue { float, float, float, float } %896, 2
+	%900 = extractvalue { float, float, float, float } %896, 3
+	%901 = extractelement <4 x float> %892, i32 1
+	%902 = fmul float %33, %901
+	%903 = fadd float %860, %902
+	%904 = call { float, float, float, float } @disk_body(float %851, float %903, float %869, float %878, float %887, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%905 = extractvalue { float, float, float, float } %904, 0
+	%906 = extractvalue { float, float, float, float } %904, 1
+	%907 = extractvalue { float, float, float, float } %904, 2
+	%908 = extractvalue { float, float, float, float } %904, 3
+	%909 = extractelement <4 x float> %892, i32 2
+	%910 = fmul float %33, %909
+	%911 = fadd float %862, %910
+	%912 = call { float, float, float, float } @disk_body(float %853, float %911, float %871, float %880, float %889, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%913 = extractvalue { float, float, float, float } %912, 0
+	%914 = extractvalue { float, float, float, float } %912, 1
+	%915 = extractvalue { float, float, float, float } %912, 2
+	%916 = extractvalue { float, float, float, float } %912, 3
+	%917 = extractelement <4 x float> %892, i32 3
+	%918 = fmul float %33, %917
+	%919 = fadd float %864, %918
+	%920 = call { float, float, float, float } @disk_body(float %855, float %919, float %873, float %882, float %891, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%921 = extractvalue { float, float, float, float } %920, 0
+	%922 = extractvalue { float, float, float, float } %920, 1
+	%923 = extractvalue { float, float, float, float } %920, 2
+	%924 = extractvalue { float, float, float, float } %920, 3
+	%925 = getelementptr float, float* %5, i64 %845
+	%926 = getelementptr float, float* %925, i64 0
+	store float %897, float* %926, align 4
+	%927 = getelementptr float, float* %925, i64 1
+	store float %905, float* %927, align 4
+	%928 = getelementptr float, float* %925, i64 2
+	store float %913, float* %928, align 4
+	%929 = getelementptr float, float* %925, i64 3
+	store float %921, float* %929, align 4
+	%930 = getelementptr float, float* %7, i64 %845
+	%931 = getelementptr float, float* %930, i64 0
+	store float %898, float* %931, align 4
+	%932 = getelementptr float, float* %930, i64 1
+	store float %906, float* %932, align 4
+	%933 = getelementptr float, float* %930, i64 2
+	store float %914, float* %933, align 4
+	%934 = getelementptr float, float* %930, i64 3
+	store float %922, float* %934, align 4
+	%935 = getelementptr float, float* %9, i64 %845
+	%936 = getelementptr float, float* %935, i64 0
+	store float %899, float* %936, align 4
+	%937 = getelementptr float, float* %935, i64 1
+	store float %907, float* %937, align 4
+	%938 = getelementptr float, float* %935, i64 2
+	store float %915, float* %938, align 4
+	%939 = getelementptr float, float* %935, i64 3
+	store float %923, float* %939, align 4
+	%940 = getelementptr float, float* %1, i64 %845
+	%941 = getelementptr float, float* %940, i64 0
+	store float %900, float* %941, align 4
+	%942 = getelementptr float, float* %940, i64 1
+	store float %908, float* %942, align 4
+	%943 = getelementptr float, float* %940, i64 2
+	store float %916, float* %943, align 4
+	%944 = getelementptr float, float* %940, i64 3
+	store float %924, float* %944, align 4
+	%945 = add i64 %842, 1
+	br label %group.head.31
 
-tail.done.33:
+group.done.33:
+	br label %tail.head.34
+
+tail.head.34:
+	%946 = phi i64 [ %57, %group.done.33 ], [ %971, %tail.35 ]
+	%947 = icmp slt i64 %946, %37
+	br i1 %947, label %tail.35, label %tail.done.36
+
+tail.35:
+	%948 = getelementptr float, float* %1, i64 %946
+	%949 = load float, float* %948, align 4
+	%950 = getelementptr float, float* %3, i64 %946
+	%951 = load float, float* %950, align 4
+	%952 = getelementptr float, float* %5, i64 %946
+	%953 = load float, float* %952, align 4
+	%954 = getelementptr float, float* %7, i64 %946
+	%955 = load float, float* %954, align 4
+	%956 = getelementptr float, float* %9, i64 %946
+	%957 = load float, float* %956, align 4
+	%958 = add i64 %39, %946
+	%959 = call float @fg_gaussian(i64 %41, i32 %43, i32 0, i64 %958)
+	%960 = fmul float %33, %959
+	%961 = fadd float %951, %960
+	%962 = call { float, float, float, float } @disk_body(float %949, float %961, float %953, float %955, float %957, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%963 = extractvalue { float, float, float, float } %962, 0
+	%964 = extractvalue { float, float, float, float } %962, 1
+	%965 = extractvalue { float, float, float, float } %962, 2
+	%966 = extractvalue { float, float, float, float } %962, 3
+	%967 = getelementptr float, float* %5, i64 %946
+	store float %963, float* %967, align 4
+	%968 = getelementptr float, float* %7, i64 %946
+	store float %964, float* %968, align 4
+	%969 = getelementptr float, float* %9, i64 %946
+	store float %965, float* %969, align 4
+	%970 = getelementptr float, float* %1, i64 %946
+	store float %966, float* %970, align 4
+	%971 = add i64 %946, 1
+	br label %tail.head.34
+
+tail.done.36:
 	ret void
 
-head.head.34:
-	%217 = phi i64 [ %35, %without_noise ], [ %238, %head.35 ]
-	%218 = icmp slt i64 %217, %55
-	br i1 %218, label %head.35, label %head.done.36
+head.head.37:
+	%972 = phi i64 [ %35, %without_noise ], [ %993, %head.38 ]
+	%973 = icmp slt i64 %972, %55
+	br i1 %973, label %head.38, label %head.done.39
 
-head.35:
-	%219 = getelementptr float, float* %1, i64 %217
-	%220 = load float, float* %219, align 4
-	%221 = getelementptr float, float* %3, i64 %217
-	%222 = load float, float* %221, align 4
-	%223 = getelementptr float, float* %5, i64 %217
-	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %7, i64 %217
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %9, i64 %217
-	%228 = load float, float* %227, align 4
-	%229 = call { float, float, float, float } @disk_body(float %220, float %222, float %224, float %226, float %228, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%230 = extractvalue { float, float, float, float } %229, 0
-	%231 = extractvalue { float, float, float, float } %229, 1
-	%232 = extractvalue { float, float, float, float } %229, 2
-	%233 = extractvalue { float, float, float, float } %229, 3
-	%234 = getelementptr float, float* %5, i64 %217
-	store float %230, float* %234, align 4
-	%235 = getelementptr float, float* %7, i64 %217
-	store float %231, float* %235, align 4
-	%236 = getelementptr float, float* %9, i64 %217
-	store float %232, float* %236, align 4
-	%237 = getelementptr float, float* %1, i64 %217
-	store float %233, float* %237, align 4
-	%238 = add i64 %217, 1
-	br label %head.head.34
+head.38:
+	%974 = getelementptr float, float* %1, i64 %972
+	%975 = load float, float* %974, align 4
+	%976 = getelementptr float, float* %3, i64 %972
+	%977 = load float, float* %976, align 4
+	%978 = getelementptr float, float* %5, i64 %972
+	%979 = load float, float* %978, align 4
+	%980 = getelementptr float, float* %7, i64 %972
+	%981 = load float, float* %980, align 4
+	%982 = getelementptr float, float* %9, i64 %972
+	%983 = load float, float* %982, align 4
+	%984 = call { float, float, float, float } @disk_body(float %975, float %977, float %979, float %981, float %983, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%985 = extractvalue { float, float, float, float } %984, 0
+	%986 = extractvalue { float, float, float, float } %984, 1
+	%987 = extractvalue { float, float, float, float } %984, 2
+	%988 = extractvalue { float, float, float, float } %984, 3
+	%989 = getelementptr float, float* %5, i64 %972
+	store float %985, float* %989, align 4
+	%990 = getelementptr float, float* %7, i64 %972
+	store float %986, float* %990, align 4
+	%991 = getelementptr float, float* %9, i64 %972
+	store float %987, float* %991, align 4
+	%992 = getelementptr float, float* %1, i64 %972
+	store float %988, float* %992, align 4
+	%993 = add i64 %972, 1
+	br label %head.head.37
 
-head.done.36:
-	br label %group.head.37
+head.done.39:
+	%994 = sdiv i64 %54, 8
+	br label %wide.head.40
 
-group.head.37:
-	%239 = phi i64 [ 0, %head.done.36 ], [ %329, %group.38 ]
-	%240 = icmp slt i64 %239, %54
-	br i1 %240, label %group.38, label %group.done.39
+wide.head.40:
+	%995 = phi i64 [ 0, %head.done.39 ], [ %1618, %wide.41 ]
+	%996 = icmp slt i64 %995, %994
+	br i1 %996, label %wide.41, label %wide.done.42
 
-group.38:
-	%241 = shl i64 %239, 2
-	%242 = add i64 %55, %241
-	%243 = add i64 %59, %239
-	%244 = getelementptr float, float* %1, i64 %242
-	%245 = getelementptr float, float* %244, i64 0
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %244, i64 1
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %244, i64 2
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %244, i64 3
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %3, i64 %242
-	%254 = getelementptr float, float* %253, i64 0
-	%255 = load float, float* %254, align 4
-	%256 = getelementptr float, float* %253, i64 1
-	%257 = load float, float* %256, align 4
-	%258 = getelementptr float, float* %253, i64 2
-	%259 = load float, float* %258, align 4
-	%260 = getelementptr float, float* %253, i64 3
-	%261 = load float, float* %260, align 4
-	%262 = getelementptr float, float* %5, i64 %242
-	%263 = getelementptr float, float* %262, i64 0
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %262, i64 1
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %262, i64 2
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %262, i64 3
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %7, i64 %242
-	%272 = getelementptr float, float* %271, i64 0
-	%273 = load float, float* %272, align 4
-	%274 = getelementptr float, float* %271, i64 1
-	%275 = load float, float* %274, align 4
-	%276 = getelementptr float, float* %271, i64 2
-	%277 = load float, float* %276, align 4
-	%278 = getelementptr float, float* %271, i64 3
-	%279 = load float, float* %278, align 4
-	%280 = getelementptr float, float* %9, i64 %242
-	%281 = getelementptr float, float* %280, i64 0
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %280, i64 1
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %280, i64 2
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %280, i64 3
-	%288 = load float, float* %287, align 4
-	%289 = call { float, float, float, float } @disk_body(float %246, float %255, float %264, float %273, float %282, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%290 = extractvalue { float, float, float, float } %289, 0
-	%291 = extractvalue { float, float, float, float } %289, 1
-	%292 = extractvalue { float, float, float, float } %289, 2
-	%293 = extractvalue { float, float, float, float } %289, 3
-	%294 = call { float, float, float, float } @disk_body(float %248, float %257, float %266, float %275, float %284, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%295 = extractvalue { float, float, float, float } %294, 0
-	%296 = extractvalue { float, float, float, float } %294, 1
-	%297 = extractvalue { float, float, float, float } %294, 2
-	%298 = extractvalue { float, float, float, float } %294, 3
-	%299 = call { float, float, float, float } @disk_body(float %250, float %259, float %268, float %277, float %286, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%300 = extractvalue { float, float, float, float } %299, 0
-	%301 = extractvalue { float, float, float, float } %299, 1
-	%302 = extractvalue { float, float, float, float } %299, 2
-	%303 = extractvalue { float, float, float, float } %299, 3
-	%304 = call { float, float, float, float } @disk_body(float %252, float %261, float %270, float %279, float %288, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%305 = extractvalue { float, float, float, float } %304, 0
-	%306 = extractvalue { float, float, float, float } %304, 1
-	%307 = extractvalue { float, float, float, float } %304, 2
-	%308 = extractvalue { float, float, float, float } %304, 3
-	%309 = getelementptr float, float* %5, i64 %242
-	%310 = getelementptr float, float* %309, i64 0
-	store float %290, float* %310, align 4
-	%311 = getelementptr float, float* %309, i64 1
-	store float %295, float* %311, align 4
-	%312 = getelementptr float, float* %309, i64 2
-	store float %300, float* %312, align 4
-	%313 = getelementptr float, float* %309, i64 3
-	store float %305, float* %313, align 4
-	%314 = getelementptr float, float* %7, i64 %242
-	%315 = getelementptr float, float* %314, i64 0
-	store float %291, float* %315, align 4
-	%316 = getelementptr float, float* %314, i64 1
-	store float %296, float* %316, align 4
-	%317 = getelementptr float, float* %314, i64 2
-	store float %301, float* %317, align 4
-	%318 = getelementptr float, float* %314, i64 3
-	store float %306, float* %318, align 4
-	%319 = getelementptr float, float* %9, i64 %242
-	%320 = getelementptr float, float* %319, i64 0
-	store float %292, float* %320, align 4
-	%321 = getelementptr float, float* %319, i64 1
-	store float %297, float* %321, align 4
-	%322 = getelementptr float, float* %319, i64 2
-	store float %302, float* %322, align 4
-	%323 = getelementptr float, float* %319, i64 3
-	store float %307, float* %323, align 4
-	%324 = getelementptr float, float* %1, i64 %242
-	%325 = getelementptr float, float* %324, i64 0
-	store float %293, float* %325, align 4
-	%326 = getelementptr float, float* %324, i64 1
-	store float %298, float* %326, align 4
-	%327 = getelementptr float, float* %324, i64 2
-	store float %303, float* %327, align 4
-	%328 = getelementptr float, float* %324, i64 3
-	store float %308, float* %328, align 4
-	%329 = add i64 %239, 1
-	br label %group.head.37
+wide.41:
+	%997 = mul i64 %995, 8
+	%998 = shl i64 %997, 2
+	%999 = add i64 %55, %998
+	%1000 = add i64 %59, %997
+	%1001 = getelementptr float, float* %1, i64 %999
+	%1002 = getelementptr float, float* %1001, i64 0
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %1001, i64 1
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %1001, i64 2
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %1001, i64 3
+	%1009 = load float, float* %1008, align 4
+	%1010 = getelementptr float, float* %1001, i64 4
+	%1011 = load float, float* %1010, align 4
+	%1012 = getelementptr float, float* %1001, i64 5
+	%1013 = load float, float* %1012, align 4
+	%1014 = getelementptr float, float* %1001, i64 6
+	%1015 = load float, float* %1014, align 4
+	%1016 = getelementptr float, float* %1001, i64 7
+	%1017 = load float, float* %1016, align 4
+	%1018 = getelementptr float, float* %1001, i64 8
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %1001, i64 9
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %1001, i64 10
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %1001, i64 11
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %1001, i64 12
+	%1027 = load float, float* %1026, align 4
+	%1028 = getelementptr float, float* %1001, i64 13
+	%1029 = load float, float* %1028, align 4
+	%1030 = getelementptr float, float* %1001, i64 14
+	%1031 = load float, float* %1030, align 4
+	%1032 = getelementptr float, float* %1001, i64 15
+	%1033 = load float, float* %1032, align 4
+	%1034 = getelementptr float, float* %1001, i64 16
+	%1035 = load float, float* %1034, align 4
+	%1036 = getelementptr float, float* %1001, i64 17
+	%1037 = load float, float* %1036, align 4
+	%1038 = getelementptr float, float* %1001, i64 18
+	%1039 = load float, float* %1038, align 4
+	%1040 = getelementptr float, float* %1001, i64 19
+	%1041 = load float, float* %1040, align 4
+	%1042 = getelementptr float, float* %1001, i64 20
+	%1043 = load float, float* %1042, align 4
+	%1044 = getelementptr float, float* %1001, i64 21
+	%1045 = load float, float* %1044, align 4
+	%1046 = getelementptr float, float* %1001, i64 22
+	%1047 = load float, float* %1046, align 4
+	%1048 = getelementptr float, float* %1001, i64 23
+	%1049 = load float, float* %1048, align 4
+	%1050 = getelementptr float, float* %1001, i64 24
+	%1051 = load float, float* %1050, align 4
+	%1052 = getelementptr float, float* %1001, i64 25
+	%1053 = load float, float* %1052, align 4
+	%1054 = getelementptr float, float* %1001, i64 26
+	%1055 = load float, float* %1054, align 4
+	%1056 = getelementptr float, float* %1001, i64 27
+	%1057 = load float, float* %1056, align 4
+	%1058 = getelementptr float, float* %1001, i64 28
+	%1059 = load float, float* %1058, align 4
+	%1060 = getelementptr float, float* %1001, i64 29
+	%1061 = load float, float* %1060, align 4
+	%1062 = getelementptr float, float* %1001, i64 30
+	%1063 = load float, float* %1062, align 4
+	%1064 = getelementptr float, float* %1001, i64 31
+	%1065 = load float, float* %1064, align 4
+	%1066 = getelementptr float, float* %3, i64 %999
+	%1067 = getelementptr float, float* %1066, i64 0
+	%1068 = load float, float* %1067, align 4
+	%1069 = getelementptr float, float* %1066, i64 1
+	%1070 = load float, float* %1069, align 4
+	%1071 = getelementptr float, float* %1066, i64 2
+	%1072 = load float, float* %1071, align 4
+	%1073 = getelementptr float, float* %1066, i64 3
+	%1074 = load float, float* %1073, align 4
+	%1075 = getelementptr float, float* %1066, i64 4
+	%1076 = load float, float* %1075, align 4
+	%1077 = getelementptr float, float* %1066, i64 5
+	%1078 = load float, float* %1077, align 4
+	%1079 = getelementptr float, float* %1066, i64 6
+	%1080 = load float, float* %1079, align 4
+	%1081 = getelementptr float, float* %1066, i64 7
+	%1082 = load float, float* %1081, align 4
+	%1083 = getelementptr float, float* %1066, i64 8
+	%1084 = load float, float* %1083, align 4
+	%1085 = getelementptr float, float* %1066, i64 9
+	%1086 = load float, float* %1085, align 4
+	%1087 = getelementptr float, float* %1066, i64 10
+	%1088 = load float, float* %1087, align 4
+	%1089 = getelementptr float, float* %1066, i64 11
+	%1090 = load float, float* %1089, align 4
+	%1091 = getelementptr float, float* %1066, i64 12
+	%1092 = load float, float* %1091, align 4
+	%1093 = getelementptr float, float* %1066, i64 13
+	%1094 = load float, float* %1093, align 4
+	%1095 = getelementptr float, float* %1066, i64 14
+	%1096 = load float, float* %1095, align 4
+	%1097 = getelementptr float, float* %1066, i64 15
+	%1098 = load float, float* %1097, align 4
+	%1099 = getelementptr float, float* %1066, i64 16
+	%1100 = load float, float* %1099, align 4
+	%1101 = getelementptr float, float* %1066, i64 17
+	%1102 = load float, float* %1101, align 4
+	%1103 = getelementptr float, float* %1066, i64 18
+	%1104 = load float, float* %1103, align 4
+	%1105 = getelementptr float, float* %1066, i64 19
+	%1106 = load float, float* %1105, align 4
+	%1107 = getelementptr float, float* %1066, i64 20
+	%1108 = load float, float* %1107, align 4
+	%1109 = getelementptr float, float* %1066, i64 21
+	%1110 = load float, float* %1109, align 4
+	%1111 = getelementptr float, float* %1066, i64 22
+	%1112 = load float, float* %1111, align 4
+	%1113 = getelementptr float, float* %1066, i64 23
+	%1114 = load float, float* %1113, align 4
+	%1115 = getelementptr float, float* %1066, i64 24
+	%1116 = load float, float* %1115, align 4
+	%1117 = getelementptr float, float* %1066, i64 25
+	%1118 = load float, float* %1117, align 4
+	%1119 = getelementptr float, float* %1066, i64 26
+	%1120 = load float, float* %1119, align 4
+	%1121 = getelementptr float, float* %1066, i64 27
+	%1122 = load float, float* %1121, align 4
+	%1123 = getelementptr float, float* %1066, i64 28
+	%1124 = load float, float* %1123, align 4
+	%1125 = getelementptr float, float* %1066, i64 29
+	%1126 = load float, float* %1125, align 4
+	%1127 = getelementptr float, float* %1066, i64 30
+	%1128 = load float, float* %1127, align 4
+	%1129 = getelementptr float, float* %1066, i64 31
+	%1130 = load float, float* %1129, align 4
+	%1131 = getelementptr float, float* %5, i64 %999
+	%1132 = getelementptr float, float* %1131, i64 0
+	%1133 = load float, float* %1132, align 4
+	%1134 = getelementptr float, float* %1131, i64 1
+	%1135 = load float, float* %1134, align 4
+	%1136 = getelementptr float, float* %1131, i64 2
+	%1137 = load float, float* %1136, align 4
+	%1138 = getelementptr float, float* %1131, i64 3
+	%1139 = load float, float* %1138, align 4
+	%1140 = getelementptr float, float* %1131, i64 4
+	%1141 = load float, float* %1140, align 4
+	%1142 = getelementptr float, float* %1131, i64 5
+	%1143 = load float, float* %1142, align 4
+	%1144 = getelementptr float, float* %1131, i64 6
+	%1145 = load float, float* %1144, align 4
+	%1146 = getelementptr float, float* %1131, i64 7
+	%1147 = load float, float* %1146, align 4
+	%1148 = getelementptr float, float* %1131, i64 8
+	%1149 = load float, float* %1148, align 4
+	%1150 = getelementptr float, float* %1131, i64 9
+	%1151 = load float, float* %1150, align 4
+	%1152 = getelementptr float, float* %1131, i64 10
+	%1153 = load float, float* %1152, align 4
+	%1154 = getelementptr float, float* %1131, i64 11
+	%1155 = load float, float* %1154, align 4
+	%1156 = getelementptr float, float* %1131, i64 12
+	%1157 = load float, float* %1156, align 4
+	%1158 = getelementptr float, float* %1131, i64 13
+	%1159 = load float, float* %1158, align 4
+	%1160 = getelementptr float, float* %1131, i64 14
+	%1161 = load float, float* %1160, align 4
+	%1162 = getelementptr float, float* %1131, i64 15
+	%1163 = load float, float* %1162, align 4
+	%1164 = getelementptr float, float* %1131, i64 16
+	%1165 = load float, float* %1164, align 4
+	%1166 = getelementptr float, float* %1131, i64 17
+	%1167 = load float, float* %1166, align 4
+	%1168 = getelementptr float, float* %1131, i64 18
+	%1169 = load float, float* %1168, align 4
+	%1170 = getelementptr float, float* %1131, i64 19
+	%1171 = load float, float* %1170, align 4
+	%1172 = getelementptr float, float* %1131, i64 20
+	%1173 = load float, float* %1172, align 4
+	%1174 = getelementptr float, float* %1131, i64 21
+	%1175 = load float, float* %1174, align 4
+	%1176 = getelementptr float, float* %1131, i64 22
+	%1177 = load float, float* %1176, align 4
+	%1178 = getelementptr float, float* %1131, i64 23
+	%1179 = load float, float* %1178, align 4
+	%1180 = getelementptr float, float* %1131, i64 24
+	%1181 = load float, float* %1180, align 4
+	%1182 = getelementptr float, float* %1131, i64 25
+	%1183 = load float, float* %1182, align 4
+	%1184 = getelementptr float, float* %1131, i64 26
+	%1185 = load float, float* %1184, align 4
+	%1186 = getelementptr float, float* %1131, i64 27
+	%1187 = load float, float* %1186, align 4
+	%1188 = getelementptr float, float* %1131, i64 28
+	%1189 = load float, float* %1188, align 4
+	%1190 = getelementptr float, float* %1131, i64 29
+	%1191 = load float, float* %1190, align 4
+	%1192 = getelementptr float, float* %1131, i64 30
+	%1193 = load float, float* %1192, align 4
+	%1194 = getelementptr float, float* %1131, i64 31
+	%1195 = load float, float* %1194, align 4
+	%1196 = getelementptr float, float* %7, i64 %999
+	%1197 = getelementptr float, float* %1196, i64 0
+	%1198 = load float, float* %1197, align 4
+	%1199 = getelementptr float, float* %1196, i64 1
+	%1200 = load float, float* %1199, align 4
+	%1201 = getelementptr float, float* %1196, i64 2
+	%1202 = load float, float* %1201, align 4
+	%1203 = getelementptr float, float* %1196, i64 3
+	%1204 = load float, float* %1203, align 4
+	%1205 = getelementptr float, float* %1196, i64 4
+	%1206 = load float, float* %1205, align 4
+	%1207 = getelementptr float, float* %1196, i64 5
+	%1208 = load float, float* %1207, align 4
+	%1209 = getelementptr float, float* %1196, i64 6
+	%1210 = load float, float* %1209, align 4
+	%1211 = getelementptr float, float* %1196, i64 7
+	%1212 = load float, float* %1211, align 4
+	%1213 = getelementptr float, float* %1196, i64 8
+	%1214 = load float, float* %1213, align 4
+	%1215 = getelementptr float, float* %1196, i64 9
+	%1216 = load float, float* %1215, align 4
+	%1217 = getelementptr float, float* %1196, i64 10
+	%1218 = load float, float* %1217, align 4
+	%1219 = getelementptr float, float* %1196, i64 11
+	%1220 = load float, float* %1219, align 4
+	%1221 = getelementptr float, float* %1196, i64 12
+	%1222 = load float, float* %1221, align 4
+	%1223 = getelementptr float, float* %1196, i64 13
+	%1224 = load float, float* %1223, align 4
+	%1225 = getelementptr float, float* %1196, i64 14
+	%1226 = load float, float* %1225, align 4
+	%1227 = getelementptr float, float* %1196, i64 15
+	%1228 = load float, float* %1227, align 4
+	%1229 = getelementptr float, float* %1196, i64 16
+	%1230 = load float, float* %1229, align 4
+	%1231 = getelementptr float, float* %1196, i64 17
+	%1232 = load float, float* %1231, align 4
+	%1233 = getelementptr float, float* %1196, i64 18
+	%1234 = load float, float* %1233, align 4
+	%1235 = getelementptr float, float* %1196, i64 19
+	%1236 = load float, float* %1235, align 4
+	%1237 = getelementptr float, float* %1196, i64 20
+	%1238 = load float, float* %1237, align 4
+	%1239 = getelementptr float, float* %1196, i64 21
+	%1240 = load float, float* %1239, align 4
+	%1241 = getelementptr float, float* %1196, i64 22
+	%1242 = load float, float* %1241, align 4
+	%1243 = getelementptr float, float* %1196, i64 23
+	%1244 = load float, float* %1243, align 4
+	%1245 = getelementptr float, float* %1196, i64 24
+	%1246 = load float, float* %1245, align 4
+	%1247 = getelementptr float, float* %1196, i64 25
+	%1248 = load float, float* %1247, align 4
+	%1249 = getelementptr float, float* %1196, i64 26
+	%1250 = load float, float* %1249, align 4
+	%1251 = getelementptr float, float* %1196, i64 27
+	%1252 = load float, float* %1251, align 4
+	%1253 = getelementptr float, float* %1196, i64 28
+	%1254 = load float, float* %1253, align 4
+	%1255 = getelementptr float, float* %1196, i64 29
+	%1256 = load float, float* %1255, align 4
+	%1257 = getelementptr float, float* %1196, i64 30
+	%1258 = load float, float* %1257, align 4
+	%1259 = getelementptr float, float* %1196, i64 31
+	%1260 = load float, float* %1259, align 4
+	%1261 = getelementptr float, float* %9, i64 %999
+	%1262 = getelementptr float, float* %1261, i64 0
+	%1263 = load float, float* %1262, align 4
+	%1264 = getelementptr float, float* %1261, i64 1
+	%1265 = load float, float* %1264, align 4
+	%1266 = getelementptr float, float* %1261, i64 2
+	%1267 = load float, float* %1266, align 4
+	%1268 = getelementptr float, float* %1261, i64 3
+	%1269 = load float, float* %1268, align 4
+	%1270 = getelementptr float, float* %1261, i64 4
+	%1271 = load float, float* %1270, align 4
+	%1272 = getelementptr float, float* %1261, i64 5
+	%1273 = load float, float* %1272, align 4
+	%1274 = getelementptr float, float* %1261, i64 6
+	%1275 = load float, float* %1274, align 4
+	%1276 = getelementptr float, float* %1261, i64 7
+	%1277 = load float, float* %1276, align 4
+	%1278 = getelementptr float, float* %1261, i64 8
+	%1279 = load float, float* %1278, align 4
+	%1280 = getelementptr float, float* %1261, i64 9
+	%1281 = load float, float* %1280, align 4
+	%1282 = getelementptr float, float* %1261, i64 10
+	%1283 = load float, float* %1282, align 4
+	%1284 = getelementptr float, float* %1261, i64 11
+	%1285 = load float, float* %1284, align 4
+	%1286 = getelementptr float, float* %1261, i64 12
+	%1287 = load float, float* %1286, align 4
+	%1288 = getelementptr float, float* %1261, i64 13
+	%1289 = load float, float* %1288, align 4
+	%1290 = getelementptr float, float* %1261, i64 14
+	%1291 = load float, float* %1290, align 4
+	%1292 = getelementptr float, float* %1261, i64 15
+	%1293 = load float, float* %1292, align 4
+	%1294 = getelementptr float, float* %1261, i64 16
+	%1295 = load float, float* %1294, align 4
+	%1296 = getelementptr float, float* %1261, i64 17
+	%1297 = load float, float* %1296, align 4
+	%1298 = getelementptr float, float* %1261, i64 18
+	%1299 = load float, float* %1298, align 4
+	%1300 = getelementptr float, float* %1261, i64 19
+	%1301 = load float, float* %1300, align 4
+	%1302 = getelementptr float, float* %1261, i64 20
+	%1303 = load float, float* %1302, align 4
+	%1304 = getelementptr float, float* %1261, i64 21
+	%1305 = load float, float* %1304, align 4
+	%1306 = getelementptr float, float* %1261, i64 22
+	%1307 = load float, float* %1306, align 4
+	%1308 = getelementptr float, float* %1261, i64 23
+	%1309 = load float, float* %1308, align 4
+	%1310 = getelementptr float, float* %1261, i64 24
+	%1311 = load float, float* %1310, align 4
+	%1312 = getelementptr float, float* %1261, i64 25
+	%1313 = load float, float* %1312, align 4
+	%1314 = getelementptr float, float* %1261, i64 26
+	%1315 = load float, float* %1314, align 4
+	%1316 = getelementptr float, float* %1261, i64 27
+	%1317 = load float, float* %1316, align 4
+	%1318 = getelementptr float, float* %1261, i64 28
+	%1319 = load float, float* %1318, align 4
+	%1320 = getelementptr float, float* %1261, i64 29
+	%1321 = load float, float* %1320, align 4
+	%1322 = getelementptr float, float* %1261, i64 30
+	%1323 = load float, float* %1322, align 4
+	%1324 = getelementptr float, float* %1261, i64 31
+	%1325 = load float, float* %1324, align 4
+	%1326 = call { float, float, float, float } @disk_body(float %1003, float %1068, float %1133, float %1198, float %1263, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1327 = extractvalue { float, float, float, float } %1326, 0
+	%1328 = extractvalue { float, float, float, float } %1326, 1
+	%1329 = extractvalue { float, float, float, float } %1326, 2
+	%1330 = extractvalue { float, float, float, float } %1326, 3
+	%1331 = call { float, float, float, float } @disk_body(float %1005, float %1070, float %1135, float %1200, float %1265, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1332 = extractvalue { float, float, float, float } %1331, 0
+	%1333 = extractvalue { float, float, float, float } %1331, 1
+	%1334 = extractvalue { float, float, float, float } %1331, 2
+	%1335 = extractvalue { float, float, float, float } %1331, 3
+	%1336 = call { float, float, float, float } @disk_body(float %1007, float %1072, float %1137, float %1202, float %1267, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1337 = extractvalue { float, float, float, float } %1336, 0
+	%1338 = extractvalue { float, float, float, float } %1336, 1
+	%1339 = extractvalue { float, float, float, float } %1336, 2
+	%1340 = extractvalue { float, float, float, float } %1336, 3
+	%1341 = call { float, float, float, float } @disk_body(float %1009, float %1074, float %1139, float %1204, float %1269, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1342 = extractvalue { float, float, float, float } %1341, 0
+	%1343 = extractvalue { float, float, float, float } %1341, 1
+	%1344 = extractvalue { float, float, float, float } %1341, 2
+	%1345 = extractvalue { float, float, float, float } %1341, 3
+	%1346 = call { float, float, float, float } @disk_body(float %1011, float %1076, float %1141, float %1206, float %1271, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1347 = extractvalue { float, float, float, float } %1346, 0
+	%1348 = extractvalue { float, float, float, float } %1346, 1
+	%1349 = extractvalue { float, float, float, float } %1346, 2
+	%1350 = extractvalue { float, float, float, float } %1346, 3
+	%1351 = call { float, float, float, float } @disk_body(float %1013, float %1078, float %1143, float %1208, float %1273, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1352 = extractvalue { float, float, float, float } %1351, 0
+	%1353 = extractvalue { float, float, float, float } %1351, 1
+	%1354 = extractvalue { float, float, float, float } %1351, 2
+	%1355 = extractvalue { float, float, float, float } %1351, 3
+	%1356 = call { float, float, float, float } @disk_body(float %1015, float %1080, float %1145, float %1210, float %1275, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1357 = extractvalue { float, float, float, float } %1356, 0
+	%1358 = extractvalue { float, float, float, float } %1356, 1
+	%1359 = extractvalue { float, float, float, float } %1356, 2
+	%1360 = extractvalue { float, float, float, float } %1356, 3
+	%1361 = call { float, float, float, float } @disk_body(float %1017, float %1082, float %1147, float %1212, float %1277, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1362 = extractvalue { float, float, float, float } %1361, 0
+	%1363 = extractvalue { float, float, float, float } %1361, 1
+	%1364 = extractvalue { float, float, float, float } %1361, 2
+	%1365 = extractvalue { float, float, float, float } %1361, 3
+	%1366 = call { float, float, float, float } @disk_body(float %1019, float %1084, float %1149, float %1214, float %1279, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1367 = extractvalue { float, float, float, float } %1366, 0
+	%1368 = extractvalue { float, float, float, float } %1366, 1
+	%1369 = extractvalue { float, float, float, float } %1366, 2
+	%1370 = extractvalue { float, float, float, float } %1366, 3
+	%1371 = call { float, float, float, float } @disk_body(float %1021, float %1086, float %1151, float %1216, float %1281, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1372 = extractvalue { float, float, float, float } %1371, 0
+	%1373 = extractvalue { float, float, float, float } %1371, 1
+	%1374 = extractvalue { float, float, float, float } %1371, 2
+	%1375 = extractvalue { float, float, float, float } %1371, 3
+	%1376 = call { float, float, float, float } @disk_body(float %1023, float %1088, float %1153, float %1218, float %1283, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1377 = extractvalue { float, float, float, float } %1376, 0
+	%1378 = extractvalue { float, float, float, float } %1376, 1
+	%1379 = extractvalue { float, float, float, float } %1376, 2
+	%1380 = extractvalue { float, float, float, float } %1376, 3
+	%1381 = call { float, float, float, float } @disk_body(float %1025, float %1090, float %1155, float %1220, float %1285, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1382 = extractvalue { float, float, float, float } %1381, 0
+	%1383 = extractvalue { float, float, float, float } %1381, 1
+	%1384 = extractvalue { float, float, float, float } %1381, 2
+	%1385 = extractvalue { float, float, float, float } %1381, 3
+	%1386 = call { float, float, float, float } @disk_body(float %1027, float %1092, float %1157, float %1222, float %1287, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1387 = extractvalue { float, float, float, float } %1386, 0
+	%1388 = extractvalue { float, float, float, float } %1386, 1
+	%1389 = extractvalue { float, float, float, float } %1386, 2
+	%1390 = extractvalue { float, float, float, float } %1386, 3
+	%1391 = call { float, float, float, float } @disk_body(float %1029, float %1094, float %1159, float %1224, float %1289, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1392 = extractvalue { float, float, float, float } %1391, 0
+	%1393 = extractvalue { float, float, float, float } %1391, 1
+	%1394 = extractvalue { float, float, float, float } %1391, 2
+	%1395 = extractvalue { float, float, float, float } %1391, 3
+	%1396 = call { float, float, float, float } @disk_body(float %1031, float %1096, float %1161, float %1226, float %1291, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1397 = extractvalue { float, float, float, float } %1396, 0
+	%1398 = extractvalue { float, float, float, float } %1396, 1
+	%1399 = extractvalue { float, float, float, float } %1396, 2
+	%1400 = extractvalue { float, float, float, float } %1396, 3
+	%1401 = call { float, float, float, float } @disk_body(float %1033, float %1098, float %1163, float %1228, float %1293, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1402 = extractvalue { float, float, float, float } %1401, 0
+	%1403 = extractvalue { float, float, float, float } %1401, 1
+	%1404 = extractvalue { float, float, float, float } %1401, 2
+	%1405 = extractvalue { float, float, float, float } %1401, 3
+	%1406 = call { float, float, float, float } @disk_body(float %1035, float %1100, float %1165, float %1230, float %1295, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1407 = extractvalue { float, float, float, float } %1406, 0
+	%1408 = extractvalue { float, float, float, float } %1406, 1
+	%1409 = extractvalue { float, float, float, float } %1406, 2
+	%1410 = extractvalue { float, float, float, float } %1406, 3
+	%1411 = call { float, float, float, float } @disk_body(float %1037, float %1102, float %1167, float %1232, float %1297, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1412 = extractvalue { float, float, float, float } %1411, 0
+	%1413 = extractvalue { float, float, float, float } %1411, 1
+	%1414 = extractvalue { float, float, float, float } %1411, 2
+	%1415 = extractvalue { float, float, float, float } %1411, 3
+	%1416 = call { float, float, float, float } @disk_body(float %1039, float %1104, float %1169, float %1234, float %1299, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1417 = extractvalue { float, float, float, float } %1416, 0
+	%1418 = extractvalue { float, float, float, float } %1416, 1
+	%1419 = extractvalue { float, float, float, float } %1416, 2
+	%1420 = extractvalue { float, float, float, float } %1416, 3
+	%1421 = call { float, float, float, float } @disk_body(float %1041, float %1106, float %1171, float %1236, float %1301, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1422 = extractvalue { float, float, float, float } %1421, 0
+	%1423 = extractvalue { float, float, float, float } %1421, 1
+	%1424 = extractvalue { float, float, float, float } %1421, 2
+	%1425 = extractvalue { float, float, float, float } %1421, 3
+	%1426 = call { float, float, float, float } @disk_body(float %1043, float %1108, float %1173, float %1238, float %1303, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1427 = extractvalue { float, float, float, float } %1426, 0
+	%1428 = extractvalue { float, float, float, float } %1426, 1
+	%1429 = extractvalue { float, float, float, float } %1426, 2
+	%1430 = extractvalue { float, float, float, float } %1426, 3
+	%1431 = call { float, float, float, float } @disk_body(float %1045, float %1110, float %1175, float %1240, float %1305, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1432 = extractvalue { float, float, float, float } %1431, 0
+	%1433 = extractvalue { float, float, float, float } %1431, 1
+	%1434 = extractvalue { float, float, float, float } %1431, 2
+	%1435 = extractvalue { float, float, float, float } %1431, 3
+	%1436 = call { float, float, float, float } @disk_body(float %1047, float %1112, float %1177, float %1242, float %1307, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1437 = extractvalue { float, float, float, float } %1436, 0
+	%1438 = extractvalue { float, float, float, float } %1436, 1
+	%1439 = extractvalue { float, float, float, float } %1436, 2
+	%1440 = extractvalue { float, float, float, float } %1436, 3
+	%1441 = call { float, float, float, float } @disk_body(float %1049, float %1114, float %1179, float %1244, float %1309, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1442 = extractvalue { float, float, float, float } %1441, 0
+	%1443 = extractvalue { float, float, float, float } %1441, 1
+	%1444 = extractvalue { float, float, float, float } %1441, 2
+	%1445 = extractvalue { float, float, float, float } %1441, 3
+	%1446 = call { float, float, float, float } @disk_body(float %1051, float %1116, float %1181, float %1246, float %1311, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1447 = extractvalue { float, float, float, float } %1446, 0
+	%1448 = extractvalue { float, float, float, float } %1446, 1
+	%1449 = extractvalue { float, float, float, float } %1446, 2
+	%1450 = extractvalue { float, float, float, float } %1446, 3
+	%1451 = call { float, float, float, float } @disk_body(float %1053, float %1118, float %1183, float %1248, float %1313, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1452 = extractvalue { float, float, float, float } %1451, 0
+	%1453 = extractvalue { float, float, float, float } %1451, 1
+	%1454 = extractvalue { float, float, float, float } %1451, 2
+	%1455 = extractvalue { float, float, float, float } %1451, 3
+	%1456 = call { float, float, float, float } @disk_body(float %1055, float %1120, float %1185, float %1250, float %1315, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1457 = extractvalue { float, float, float, float } %1456, 0
+	%1458 = extractvalue { float, float, float, float } %1456, 1
+	%1459 = extractvalue { float, float, float, float } %1456, 2
+	%1460 = extractvalue { float, float, float, float } %1456, 3
+	%1461 = call { float, float, float, float } @disk_body(float %1057, float %1122, float %1187, float %1252, float %1317, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1462 = extractvalue { float, float, float, float } %1461, 0
+	%1463 = extractvalue { float, float, float, float } %1461, 1
+	%1464 = extractvalue { float, float, float, float } %1461, 2
+	%1465 = extractvalue { float, float, float, float } %1461, 3
+	%1466 = call { float, float, float, float } @disk_body(float %1059, float %1124, float %1189, float %1254, float %1319, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1467 = extractvalue { float, float, float, float } %1466, 0
+	%1468 = extractvalue { float, float, float, float } %1466, 1
+	%1469 = extractvalue { float, float, float, float } %1466, 2
+	%1470 = extractvalue { float, float, float, float } %1466, 3
+	%1471 = call { float, float, float, float } @disk_body(float %1061, float %1126, float %1191, float %1256, float %1321, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1472 = extractvalue { float, float, float, float } %1471, 0
+	%1473 = extractvalue { float, float, float, float } %1471, 1
+	%1474 = extractvalue { float, float, float, float } %1471, 2
+	%1475 = extractvalue { float, float, float, float } %1471, 3
+	%1476 = call { float, float, float, float } @disk_body(float %1063, float %1128, float %1193, float %1258, float %1323, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1477 = extractvalue { float, float, float, float } %1476, 0
+	%1478 = extractvalue { float, float, float, float } %1476, 1
+	%1479 = extractvalue { float, float, float, float } %1476, 2
+	%1480 = extractvalue { float, float, float, float } %1476, 3
+	%1481 = call { float, float, float, float } @disk_body(float %1065, float %1130, float %1195, float %1260, float %1325, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1482 = extractvalue { float, float, float, float } %1481, 0
+	%1483 = extractvalue { float, float, float, float } %1481, 1
+	%1484 = extractvalue { float, float, float, float } %1481, 2
+	%1485 = extractvalue { float, float, float, float } %1481, 3
+	%1486 = getelementptr float, float* %5, i64 %999
+	%1487 = getelementptr float, float* %1486, i64 0
+	store float %1327, float* %1487, align 4
+	%1488 = getelementptr float, float* %1486, i64 1
+	store float %1332, float* %1488, align 4
+	%1489 = getelementptr float, float* %1486, i64 2
+	store float %1337, float* %1489, align 4
+	%1490 = getelementptr float, float* %1486, i64 3
+	store float %1342, float* %1490, align 4
+	%1491 = getelementptr float, float* %1486, i64 4
+	store float %1347, float* %1491, align 4
+	%1492 = getelementptr float, float* %1486, i64 5
+	store float %1352, float* %1492, align 4
+	%1493 = getelementptr float, float* %1486, i64 6
+	store float %1357, float* %1493, align 4
+	%1494 = getelementptr float, float* %1486, i64 7
+	store float %1362, float* %1494, align 4
+	%1495 = getelementptr float, float* %1486, i64 8
+	store float %1367, float* %1495, align 4
+	%1496 = getelementptr float, float* %1486, i64 9
+	store float %1372, float* %1496, align 4
+	%1497 = getelementptr float, float* %1486, i64 10
+	store float %1377, float* %1497, align 4
+	%1498 = getelementptr float, float* %1486, i64 11
+	store float %1382, float* %1498, align 4
+	%1499 = getelementptr float, float* %1486, i64 12
+	store float %1387, float* %1499, align 4
+	%1500 = getelementptr float, float* %1486, i64 13
+	store float %1392, float* %1500, align 4
+	%1501 = getelementptr float, float* %1486, i64 14
+	store float %1397, float* %1501, align 4
+	%1502 = getelementptr float, float* %1486, i64 15
+	store float %1402, float* %1502, align 4
+	%1503 = getelementptr float, float* %1486, i64 16
+	store float %1407, float* %1503, align 4
+	%1504 = getelementptr float, float* %1486, i64 17
+	store float %1412, float* %1504, align 4
+	%1505 = getelementptr float, float* %1486, i64 18
+	store float %1417, float* %1505, align 4
+	%1506 = getelementptr float, float* %1486, i64 19
+	store float %1422, float* %1506, align 4
+	%1507 = getelementptr float, float* %1486, i64 20
+	store float %1427, float* %1507, align 4
+	%1508 = getelementptr float, float* %1486, i64 21
+	store float %1432, float* %1508, align 4
+	%1509 = getelementptr float, float* %1486, i64 22
+	store float %1437, float* %1509, align 4
+	%1510 = getelementptr float, float* %1486, i64 23
+	store float %1442, float* %1510, align 4
+	%1511 = getelementptr float, float* %1486, i64 24
+	store float %1447, float* %1511, align 4
+	%1512 = getelementptr float, float* %1486, i64 25
+	store float %1452, float* %1512, align 4
+	%1513 = getelementptr float, float* %1486, i64 26
+	store float %1457, float* %1513, align 4
+	%1514 = getelementptr float, float* %1486, i64 27
+	store float %1462, float* %1514, align 4
+	%1515 = getelementptr float, float* %1486, i64 28
+	store float %1467, float* %1515, align 4
+	%1516 = getelementptr float, float* %1486, i64 29
+	store float %1472, float* %1516, align 4
+	%1517 = getelementptr float, float* %1486, i64 30
+	store float %1477, float* %1517, align 4
+	%1518 = getelementptr float, float* %1486, i64 31
+	store float %1482, float* %1518, align 4
+	%1519 = getelementptr float, float* %7, i64 %999
+	%1520 = getelementptr float, float* %1519, i64 0
+	store float %1328, float* %1520, align 4
+	%1521 = getelementptr float, float* %1519, i64 1
+	store float %1333, float* %1521, align 4
+	%1522 = getelementptr float, float* %1519, i64 2
+	store float %1338, float* %1522, align 4
+	%1523 = getelementptr float, float* %1519, i64 3
+	store float %1343, float* %1523, align 4
+	%1524 = getelementptr float, float* %1519, i64 4
+	store float %1348, float* %1524, align 4
+	%1525 = getelementptr float, float* %1519, i64 5
+	store float %1353, float* %1525, align 4
+	%1526 = getelementptr float, float* %1519, i64 6
+	store float %1358, float* %1526, align 4
+	%1527 = getelementptr float, float* %1519, i64 7
+	store float %1363, float* %1527, align 4
+	%1528 = getelementptr float, float* %1519, i64 8
+	store float %1368, float* %1528, align 4
+	%1529 = getelementptr float, float* %1519, i64 9
+	store float %1373, float* %1529, align 4
+	%1530 = getelementptr float, float* %1519, i64 10
+	store float %1378, float* %1530, align 4
+	%1531 = getelementptr float, float* %1519, i64 11
+	store float %1383, float* %1531, align 4
+	%1532 = getelementptr float, float* %1519, i64 12
+	store float %1388, float* %1532, align 4
+	%1533 = getelementptr float, float* %1519, i64 13
+	store float %1393, float* %1533, align 4
+	%1534 = getelementptr float, float* %1519, i64 14
+	store float %1398, float* %1534, align 4
+	%1535 = getelementptr float, float* %1519, i64 15
+	store float %1403, float* %1535, align 4
+	%1536 = getelementptr float, float* %1519, i64 16
+	store float %1408, float* %1536, align 4
+	%1537 = getelementptr float, float* %1519, i64 17
+	store float %1413, float* %1537, align 4
+	%1538 = getelementptr float, float* %1519, i64 18
+	store float %1418, float* %1538, align 4
+	%1539 = getelementptr float, float* %1519, i64 19
+	store float %1423, float* %1539, align 4
+	%1540 = getelementptr float, float* %1519, i64 20
+	store float %1428, float* %1540, align 4
+	%1541 = getelementptr float, float* %1519, i64 21
+	store float %1433, float* %1541, align 4
+	%1542 = getelementptr float, float* %1519, i64 22
+	store float %1438, float* %1542, align 4
+	%1543 = getelementptr float, float* %1519, i64 23
+	store float %1443, float* %1543, align 4
+	%1544 = getelementptr float, float* %1519, i64 24
+	store float %1448, float* %1544, align 4
+	%1545 = getelementptr float, float* %1519, i64 25
+	store float %1453, float* %1545, align 4
+	%1546 = getelementptr float, float* %1519, i64 26
+	store float %1458, float* %1546, align 4
+	%1547 = getelementptr float, float* %1519, i64 27
+	store float %1463, float* %1547, align 4
+	%1548 = getelementptr float, float* %1519, i64 28
+	store float %1468, float* %1548, align 4
+	%1549 = getelementptr float, float* %1519, i64 29
+	store float %1473, float* %1549, align 4
+	%1550 = getelementptr float, float* %1519, i64 30
+	store float %1478, float* %1550, align 4
+	%1551 = getelementptr float, float* %1519, i64 31
+	store float %1483, float* %1551, align 4
+	%1552 = getelementptr float, float* %9, i64 %999
+	%1553 = getelementptr float, float* %1552, i64 0
+	store float %1329, float* %1553, align 4
+	%1554 = getelementptr float, float* %1552, i64 1
+	store float %1334, float* %1554, align 4
+	%1555 = getelementptr float, float* %1552, i64 2
+	store float %1339, float* %1555, align 4
+	%1556 = getelementptr float, float* %1552, i64 3
+	store float %1344, float* %1556, align 4
+	%1557 = getelementptr float, float* %1552, i64 4
+	store float %1349, float* %1557, align 4
+	%1558 = getelementptr float, float* %1552, i64 5
+	store float %1354, float* %1558, align 4
+	%1559 = getelementptr float, float* %1552, i64 6
+	store float %1359, float* %1559, align 4
+	%1560 = getelementptr float, float* %1552, i64 7
+	store float %1364, float* %1560, align 4
+	%1561 = getelementptr float, float* %1552, i64 8
+	store float %1369, float* %1561, align 4
+	%1562 = getelementptr float, float* %1552, i64 9
+	store float %1374, float* %1562, align 4
+	%1563 = getelementptr float, float* %1552, i64 10
+	store float %1379, float* %1563, align 4
+	%1564 = getelementptr float, float* %1552, i64 11
+	store float %1384, float* %1564, align 4
+	%1565 = getelementptr float, float* %1552, i64 12
+	store float %1389, float* %1565, align 4
+	%1566 = getelementptr float, float* %1552, i64 13
+	store float %1394, float* %1566, align 4
+	%1567 = getelementptr float, float* %1552, i64 14
+	store float %1399, float* %1567, align 4
+	%1568 = getelementptr float, float* %1552, i64 15
+	store float %1404, float* %1568, align 4
+	%1569 = getelementptr float, float* %1552, i64 16
+	store float %1409, float* %1569, align 4
+	%1570 = getelementptr float, float* %1552, i64 17
+	store float %1414, float* %1570, align 4
+	%1571 = getelementptr float, float* %1552, i64 18
+	store float %1419, float* %1571, align 4
+	%1572 = getelementptr float, float* %1552, i64 19
+	store float %1424, float* %1572, align 4
+	%1573 = getelementptr float, float* %1552, i64 20
+	store float %1429, float* %1573, align 4
+	%1574 = getelementptr float, float* %1552, i64 21
+	store float %1434, float* %1574, align 4
+	%1575 = getelementptr float, float* %1552, i64 22
+	store float %1439, float* %1575, align 4
+	%1576 = getelementptr float, float* %1552, i64 23
+	store float %1444, float* %1576, align 4
+	%1577 = getelementptr float, float* %1552, i64 24
+	store float %1449, float* %1577, align 4
+	%1578 = getelementptr float, float* %1552, i64 25
+	store float %1454, float* %1578, align 4
+	%1579 = getelementptr float, float* %1552, i64 26
+	store float %1459, float* %1579, align 4
+	%1580 = getelementptr float, float* %1552, i64 27
+	store float %1464, float* %1580, align 4
+	%1581 = getelementptr float, float* %1552, i64 28
+	store float %1469, float* %1581, align 4
+	%1582 = getelementptr float, float* %1552, i64 29
+	store float %1474, float* %1582, align 4
+	%1583 = getelementptr float, float* %1552, i64 30
+	store float %1479, float* %1583, align 4
+	%1584 = getelementptr float, float* %1552, i64 31
+	store float %1484, float* %1584, align 4
+	%1585 = getelementptr float, float* %1, i64 %999
+	%1586 = getelementptr float, float* %1585, i64 0
+	store float %1330, float* %1586, align 4
+	%1587 = getelementptr float, float* %1585, i64 1
+	store float %1335, float* %1587, align 4
+	%1588 = getelementptr float, float* %1585, i64 2
+	store float %1340, float* %1588, align 4
+	%1589 = getelementptr float, float* %1585, i64 3
+	store float %1345, float* %1589, align 4
+	%1590 = getelementptr float, float* %1585, i64 4
+	store float %1350, float* %1590, align 4
+	%1591 = getelementptr float, float* %1585, i64 5
+	store float %1355, float* %1591, align 4
+	%1592 = getelementptr float, float* %1585, i64 6
+	store float %1360, float* %1592, align 4
+	%1593 = getelementptr float, float* %1585, i64 7
+	store float %1365, float* %1593, align 4
+	%1594 = getelementptr float, float* %1585, i64 8
+	store float %1370, float* %1594, align 4
+	%1595 = getelementptr float, float* %1585, i64 9
+	store float %1375, float* %1595, align 4
+	%1596 = getelementptr float, float* %1585, i64 10
+	store float %1380, float* %1596, align 4
+	%1597 = getelementptr float, float* %1585, i64 11
+	store float %1385, float* %1597, align 4
+	%1598 = getelementptr float, float* %1585, i64 12
+	store float %1390, float* %1598, align 4
+	%1599 = getelementptr float, float* %1585, i64 13
+	store float %1395, float* %1599, align 4
+	%1600 = getelementptr float, float* %1585, i64 14
+	store float %1400, float* %1600, align 4
+	%1601 = getelementptr float, float* %1585, i64 15
+	store float %1405, float* %1601, align 4
+	%1602 = getelementptr float, float* %1585, i64 16
+	store float %1410, float* %1602, align 4
+	%1603 = getelementptr float, float* %1585, i64 17
+	store float %1415, float* %1603, align 4
+	%1604 = getelementptr float, float* %1585, i64 18
+	store float %1420, float* %1604, align 4
+	%1605 = getelementptr float, float* %1585, i64 19
+	store float %1425, float* %1605, align 4
+	%1606 = getelementptr float, float* %1585, i64 20
+	store float %1430, float* %1606, align 4
+	%1607 = getelementptr float, float* %1585, i64 21
+	store float %1435, float* %1607, align 4
+	%1608 = getelementptr float, float* %1585, i64 22
+	store float %1440, float* %1608, align 4
+	%1609 = getelementptr float, float* %1585, i64 23
+	store float %1445, float* %1609, align 4
+	%1610 = getelementptr float, float* %1585, i64 24
+	store float %1450, float* %1610, align 4
+	%1611 = getelementptr float, float* %1585, i64 25
+	store float %1455, float* %1611, align 4
+	%1612 = getelementptr float, float* %1585, i64 26
+	store float %1460, float* %1612, align 4
+	%1613 = getelementptr float, float* %1585, i64 27
+	store float %1465, float* %1613, align 4
+	%1614 = getelementptr float, float* %1585, i64 28
+	store float %1470, float* %1614, align 4
+	%1615 = getelementptr float, float* %1585, i64 29
+	store float %1475, float* %1615, align 4
+	%1616 = getelementptr float, float* %1585, i64 30
+	store float %1480, float* %1616, align 4
+	%1617 = getelementptr float, float* %1585, i64 31
+	store float %1485, float* %1617, align 4
+	%1618 = add i64 %995, 1
+	br label %wide.head.40
 
-group.done.39:
-	br label %tail.head.40
+wide.done.42:
+	%1619 = mul i64 %994, 8
+	br label %group.head.43
 
-tail.head.40:
-	%330 = phi i64 [ %57, %group.done.39 ], [ %351, %tail.41 ]
-	%331 = icmp slt i64 %330, %37
-	br i1 %331, label %tail.41, label %tail.done.42
+group.head.43:
+	%1620 = phi i64 [ %1619, %wide.done.42 ], [ %1710, %group.44 ]
+	%1621 = icmp slt i64 %1620, %54
+	br i1 %1621, label %group.44, label %group.done.45
 
-tail.41:
-	%332 = getelementptr float, float* %1, i64 %330
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %3, i64 %330
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %5, i64 %330
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %7, i64 %330
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %9, i64 %330
-	%341 = load float, float* %340, align 4
-	%342 = call { float, float, float, float } @disk_body(float %333, float %335, float %337, float %339, float %341, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%343 = extractvalue { float, float, float, float } %342, 0
-	%344 = extractvalue { float, float, float, float } %342, 1
-	%345 = extractvalue { float, float, float, float } %342, 2
-	%346 = extractvalue { float, float, float, float } %342, 3
-	%347 = getelementptr float, float* %5, i64 %330
-	store float %343, float* %347, align 4
-	%348 = getelementptr float, float* %7, i64 %330
-	store float %344, float* %348, align 4
-	%349 = getelementptr float, float* %9, i64 %330
-	store float %345, float* %349, align 4
-	%350 = getelementptr float, float* %1, i64 %330
-	store float %346, float* %350, align 4
-	%351 = add i64 %330, 1
-	br label %tail.head.40
+group.44:
+	%1622 = shl i64 %1620, 2
+	%1623 = add i64 %55, %1622
+	%1624 = add i64 %59, %1620
+	%1625 = getelementptr float, float* %1, i64 %1623
+	%1626 = getelementptr float, float* %1625, i64 0
+	%1627 = load float, float* %1626, align 4
+	%1628 = getelementptr float, float* %1625, i64 1
+	%1629 = load float, float* %1628, align 4
+	%1630 = getelementptr float, float* %1625, i64 2
+	%1631 = load float, float* %1630, align 4
+	%1632 = getelementptr float, float* %1625, i64 3
+	%1633 = load float, float* %1632, align 4
+	%1634 = getelementptr float, float* %3, i64 %1623
+	%1635 = getelementptr float, float* %1634, i64 0
+	%1636 = load float, float* %1635, align 4
+	%1637 = getelementptr float, float* %1634, i64 1
+	%1638 = load float, float* %1637, align 4
+	%1639 = getelementptr float, float* %1634, i64 2
+	%1640 = load float, float* %1639, align 4
+	%1641 = getelementptr float, float* %1634, i64 3
+	%1642 = load float, float* %1641, align 4
+	%1643 = getelementptr float, float* %5, i64 %1623
+	%1644 = getelementptr float, float* %1643, i64 0
+	%1645 = load float, float* %1644, align 4
+	%1646 = getelementptr float, float* %1643, i64 1
+	%1647 = load float, float* %1646, align 4
+	%1648 = getelementptr float, float* %1643, i64 2
+	%1649 = load float, float* %1648, align 4
+	%1650 = getelementptr float, float* %1643, i64 3
+	%1651 = load float, float* %1650, align 4
+	%1652 = getelementptr float, float* %7, i64 %1623
+	%1653 = getelementptr float, float* %1652, i64 0
+	%1654 = load float, float* %1653, align 4
+	%1655 = getelementptr float, float* %1652, i64 1
+	%1656 = load float, float* %1655, align 4
+	%1657 = getelementptr float, float* %1652, i64 2
+	%1658 = load float, float* %1657, align 4
+	%1659 = getelementptr float, float* %1652, i64 3
+	%1660 = load float, float* %1659, align 4
+	%1661 = getelementptr float, float* %9, i64 %1623
+	%1662 = getelementptr float, float* %1661, i64 0
+	%1663 = load float, float* %1662, align 4
+	%1664 = getelementptr float, float* %1661, i64 1
+	%1665 = load float, float* %1664, align 4
+	%1666 = getelementptr float, float* %1661, i64 2
+	%1667 = load float, float* %1666, align 4
+	%1668 = getelementptr float, float* %1661, i64 3
+	%1669 = load float, float* %1668, align 4
+	%1670 = call { float, float, float, float } @disk_body(float %1627, float %1636, float %1645, float %1654, float %1663, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1671 = extractvalue { float, float, float, float } %1670, 0
+	%1672 = extractvalue { float, float, float, float } %1670, 1
+	%1673 = extractvalue { float, float, float, float } %1670, 2
+	%1674 = extractvalue { float, float, float, float } %1670, 3
+	%1675 = call { float, float, float, float } @disk_body(float %1629, float %1638, float %1647, float %1656, float %1665, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1676 = extractvalue { float, float, float, float } %1675, 0
+	%1677 = extractvalue { float, float, float, float } %1675, 1
+	%1678 = extractvalue { float, float, float, float } %1675, 2
+	%1679 = extractvalue { float, float, float, float } %1675, 3
+	%1680 = call { float, float, float, float } @disk_body(float %1631, float %1640, float %1649, float %1658, float %1667, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1681 = extractvalue { float, float, float, float } %1680, 0
+	%1682 = extractvalue { float, float, float, float } %1680, 1
+	%1683 = extractvalue { float, float, float, float } %1680, 2
+	%1684 = extractvalue { float, float, float, float } %1680, 3
+	%1685 = call { float, float, float, float } @disk_body(float %1633, float %1642, float %1651, float %1660, float %1669, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1686 = extractvalue { float, float, float, float } %1685, 0
+	%1687 = extractvalue { float, float, float, float } %1685, 1
+	%1688 = extractvalue { float, float, float, float } %1685, 2
+	%1689 = extractvalue { float, float, float, float } %1685, 3
+	%1690 = getelementptr float, float* %5, i64 %1623
+	%1691 = getelementptr float, float* %1690, i64 0
+	store float %1671, float* %1691, align 4
+	%1692 = getelementptr float, float* %1690, i64 1
+	store float %1676, float* %1692, align 4
+	%1693 = getelementptr float, float* %1690, i64 2
+	store float %1681, float* %1693, align 4
+	%1694 = getelementptr float, float* %1690, i64 3
+	store float %1686, float* %1694, align 4
+	%1695 = getelementptr float, float* %7, i64 %1623
+	%1696 = getelementptr float, float* %1695, i64 0
+	store float %1672, float* %1696, align 4
+	%1697 = getelementptr float, float* %1695, i64 1
+	store float %1677, float* %1697, align 4
+	%1698 = getelementptr float, float* %1695, i64 2
+	store float %1682, float* %1698, align 4
+	%1699 = getelementptr float, float* %1695, i64 3
+	store float %1687, float* %1699, align 4
+	%1700 = getelementptr float, float* %9, i64 %1623
+	%1701 = getelementptr float, float* %1700, i64 0
+	store float %1673, float* %1701, align 4
+	%1702 = getelementptr float, float* %1700, i64 1
+	store float %1678, float* %1702, align 4
+	%1703 = getelementptr float, float* %1700, i64 2
+	store float %1683, float* %1703, align 4
+	%1704 = getelementptr float, float* %1700, i64 3
+	store float %1688, float* %1704, align 4
+	%1705 = getelementptr float, float* %1, i64 %1623
+	%1706 = getelementptr float, float* %1705, i64 0
+	store float %1674, float* %1706, align 4
+	%1707 = getelementptr float, float* %1705, i64 1
+	store float %1679, float* %1707, align 4
+	%1708 = getelementptr float, float* %1705, i64 2
+	store float %1684, float* %1708, align 4
+	%1709 = getelementptr float, float* %1705, i64 3
+	store float %1689, float* %1709, align 4
+	%1710 = add i64 %1620, 1
+	br label %group.head.43
 
-tail.done.42:
+group.done.45:
+	br label %tail.head.46
+
+tail.head.46:
+	%1711 = phi i64 [ %57, %group.done.45 ], [ %1732, %tail.47 ]
+	%1712 = icmp slt i64 %1711, %37
+	br i1 %1712, label %tail.47, label %tail.done.48
+
+tail.47:
+	%1713 = getelementptr float, float* %1, i64 %1711
+	%1714 = load float, float* %1713, align 4
+	%1715 = getelementptr float, float* %3, i64 %1711
+	%1716 = load float, float* %1715, align 4
+	%1717 = getelementptr float, float* %5, i64 %1711
+	%1718 = load float, float* %1717, align 4
+	%1719 = getelementptr float, float* %7, i64 %1711
+	%1720 = load float, float* %1719, align 4
+	%1721 = getelementptr float, float* %9, i64 %1711
+	%1722 = load float, float* %1721, align 4
+	%1723 = call { float, float, float, float } @disk_body(float %1714, float %1716, float %1718, float %1720, float %1722, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
+	%1724 = extractvalue { float, float, float, float } %1723, 0
+	%1725 = extractvalue { float, float, float, float } %1723, 1
+	%1726 = extractvalue { float, float, float, float } %1723, 2
+	%1727 = extractvalue { float, float, float, float } %1723, 3
+	%1728 = getelementptr float, float* %5, i64 %1711
+	store float %1724, float* %1728, align 4
+	%1729 = getelementptr float, float* %7, i64 %1711
+	store float %1725, float* %1729, align 4
+	%1730 = getelementptr float, float* %9, i64 %1711
+	store float %1726, float* %1730, align 4
+	%1731 = getelementptr float, float* %1, i64 %1711
+	store float %1727, float* %1731, align 4
+	%1732 = add i64 %1711, 1
+	br label %tail.head.46
+
+tail.done.48:
 	ret void
 }

@@ -334,6 +334,501 @@ entry:
 	ret <4 x float> %20
 }
 
+define internal [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %c0, <8 x i32> %c1, <8 x i32> %c2, <8 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <8 x i32> %c0 to <8 x i64>
+	%1 = mul <8 x i64> %0, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%2 = lshr <8 x i64> %1, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%3 = trunc <8 x i64> %2 to <8 x i32>
+	%4 = trunc <8 x i64> %1 to <8 x i32>
+	%5 = zext <8 x i32> %c2 to <8 x i64>
+	%6 = mul <8 x i64> %5, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%7 = lshr <8 x i64> %6, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%8 = trunc <8 x i64> %7 to <8 x i32>
+	%9 = trunc <8 x i64> %6 to <8 x i32>
+	%10 = xor <8 x i32> %8, %c1
+	%11 = insertelement <8 x i32> undef, i32 %k0, i32 0
+	%12 = insertelement <8 x i32> %11, i32 %k0, i32 1
+	%13 = insertelement <8 x i32> %12, i32 %k0, i32 2
+	%14 = insertelement <8 x i32> %13, i32 %k0, i32 3
+	%15 = insertelement <8 x i32> %14, i32 %k0, i32 4
+	%16 = insertelement <8 x i32> %15, i32 %k0, i32 5
+	%17 = insertelement <8 x i32> %16, i32 %k0, i32 6
+	%18 = insertelement <8 x i32> %17, i32 %k0, i32 7
+	%19 = xor <8 x i32> %10, %18
+	%20 = xor <8 x i32> %3, %c3
+	%21 = insertelement <8 x i32> undef, i32 %k1, i32 0
+	%22 = insertelement <8 x i32> %21, i32 %k1, i32 1
+	%23 = insertelement <8 x i32> %22, i32 %k1, i32 2
+	%24 = insertelement <8 x i32> %23, i32 %k1, i32 3
+	%25 = insertelement <8 x i32> %24, i32 %k1, i32 4
+	%26 = insertelement <8 x i32> %25, i32 %k1, i32 5
+	%27 = insertelement <8 x i32> %26, i32 %k1, i32 6
+	%28 = insertelement <8 x i32> %27, i32 %k1, i32 7
+	%29 = xor <8 x i32> %20, %28
+	%30 = add i32 %k0, -1640531527
+	%31 = add i32 %k1, -1150833019
+	%32 = zext <8 x i32> %19 to <8 x i64>
+	%33 = mul <8 x i64> %32, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%34 = lshr <8 x i64> %33, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%35 = trunc <8 x i64> %34 to <8 x i32>
+	%36 = trunc <8 x i64> %33 to <8 x i32>
+	%37 = zext <8 x i32> %29 to <8 x i64>
+	%38 = mul <8 x i64> %37, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%39 = lshr <8 x i64> %38, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%40 = trunc <8 x i64> %39 to <8 x i32>
+	%41 = trunc <8 x i64> %38 to <8 x i32>
+	%42 = xor <8 x i32> %40, %9
+	%43 = insertelement <8 x i32> undef, i32 %30, i32 0
+	%44 = insertelement <8 x i32> %43, i32 %30, i32 1
+	%45 = insertelement <8 x i32> %44, i32 %30, i32 2
+	%46 = insertelement <8 x i32> %45, i32 %30, i32 3
+	%47 = insertelement <8 x i32> %46, i32 %30, i32 4
+	%48 = insertelement <8 x i32> %47, i32 %30, i32 5
+	%49 = insertelement <8 x i32> %48, i32 %30, i32 6
+	%50 = insertelement <8 x i32> %49, i32 %30, i32 7
+	%51 = xor <8 x i32> %42, %50
+	%52 = xor <8 x i32> %35, %4
+	%53 = insertelement <8 x i32> undef, i32 %31, i32 0
+	%54 = insertelement <8 x i32> %53, i32 %31, i32 1
+	%55 = insertelement <8 x i32> %54, i32 %31, i32 2
+	%56 = insertelement <8 x i32> %55, i32 %31, i32 3
+	%57 = insertelement <8 x i32> %56, i32 %31, i32 4
+	%58 = insertelement <8 x i32> %57, i32 %31, i32 5
+	%59 = insertelement <8 x i32> %58, i32 %31, i32 6
+	%60 = insertelement <8 x i32> %59, i32 %31, i32 7
+	%61 = xor <8 x i32> %52, %60
+	%62 = add i32 %30, -1640531527
+	%63 = add i32 %31, -1150833019
+	%64 = zext <8 x i32> %51 to <8 x i64>
+	%65 = mul <8 x i64> %64, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%66 = lshr <8 x i64> %65, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%67 = trunc <8 x i64> %66 to <8 x i32>
+	%68 = trunc <8 x i64> %65 to <8 x i32>
+	%69 = zext <8 x i32> %61 to <8 x i64>
+	%70 = mul <8 x i64> %69, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%71 = lshr <8 x i64> %70, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%72 = trunc <8 x i64> %71 to <8 x i32>
+	%73 = trunc <8 x i64> %70 to <8 x i32>
+	%74 = xor <8 x i32> %72, %41
+	%75 = insertelement <8 x i32> undef, i32 %62, i32 0
+	%76 = insertelement <8 x i32> %75, i32 %62, i32 1
+	%77 = insertelement <8 x i32> %76, i32 %62, i32 2
+	%78 = insertelement <8 x i32> %77, i32 %62, i32 3
+	%79 = insertelement <8 x i32> %78, i32 %62, i32 4
+	%80 = insertelement <8 x i32> %79, i32 %62, i32 5
+	%81 = insertelement <8 x i32> %80, i32 %62, i32 6
+	%82 = insertelement <8 x i32> %81, i32 %62, i32 7
+	%83 = xor <8 x i32> %74, %82
+	%84 = xor <8 x i32> %67, %36
+	%85 = insertelement <8 x i32> undef, i32 %63, i32 0
+	%86 = insertelement <8 x i32> %85, i32 %63, i32 1
+	%87 = insertelement <8 x i32> %86, i32 %63, i32 2
+	%88 = insertelement <8 x i32> %87, i32 %63, i32 3
+	%89 = insertelement <8 x i32> %88, i32 %63, i32 4
+	%90 = insertelement <8 x i32> %89, i32 %63, i32 5
+	%91 = insertelement <8 x i32> %90, i32 %63, i32 6
+	%92 = insertelement <8 x i32> %91, i32 %63, i32 7
+	%93 = xor <8 x i32> %84, %92
+	%94 = add i32 %62, -1640531527
+	%95 = add i32 %63, -1150833019
+	%96 = zext <8 x i32> %83 to <8 x i64>
+	%97 = mul <8 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <8 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = trunc <8 x i64> %98 to <8 x i32>
+	%100 = trunc <8 x i64> %97 to <8 x i32>
+	%101 = zext <8 x i32> %93 to <8 x i64>
+	%102 = mul <8 x i64> %101, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%103 = lshr <8 x i64> %102, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%104 = trunc <8 x i64> %103 to <8 x i32>
+	%105 = trunc <8 x i64> %102 to <8 x i32>
+	%106 = xor <8 x i32> %104, %73
+	%107 = insertelement <8 x i32> undef, i32 %94, i32 0
+	%108 = insertelement <8 x i32> %107, i32 %94, i32 1
+	%109 = insertelement <8 x i32> %108, i32 %94, i32 2
+	%110 = insertelement <8 x i32> %109, i32 %94, i32 3
+	%111 = insertelement <8 x i32> %110, i32 %94, i32 4
+	%112 = insertelement <8 x i32> %111, i32 %94, i32 5
+	%113 = insertelement <8 x i32> %112, i32 %94, i32 6
+	%114 = insertelement <8 x i32> %113, i32 %94, i32 7
+	%115 = xor <8 x i32> %106, %114
+	%116 = xor <8 x i32> %99, %68
+	%117 = insertelement <8 x i32> undef, i32 %95, i32 0
+	%118 = insertelement <8 x i32> %117, i32 %95, i32 1
+	%119 = insertelement <8 x i32> %118, i32 %95, i32 2
+	%120 = insertelement <8 x i32> %119, i32 %95, i32 3
+	%121 = insertelement <8 x i32> %120, i32 %95, i32 4
+	%122 = insertelement <8 x i32> %121, i32 %95, i32 5
+	%123 = insertelement <8 x i32> %122, i32 %95, i32 6
+	%124 = insertelement <8 x i32> %123, i32 %95, i32 7
+	%125 = xor <8 x i32> %116, %124
+	%126 = add i32 %94, -1640531527
+	%127 = add i32 %95, -1150833019
+	%128 = zext <8 x i32> %115 to <8 x i64>
+	%129 = mul <8 x i64> %128, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%130 = lshr <8 x i64> %129, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%131 = trunc <8 x i64> %130 to <8 x i32>
+	%132 = trunc <8 x i64> %129 to <8 x i32>
+	%133 = zext <8 x i32> %125 to <8 x i64>
+	%134 = mul <8 x i64> %133, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%135 = lshr <8 x i64> %134, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%136 = trunc <8 x i64> %135 to <8 x i32>
+	%137 = trunc <8 x i64> %134 to <8 x i32>
+	%138 = xor <8 x i32> %136, %105
+	%139 = insertelement <8 x i32> undef, i32 %126, i32 0
+	%140 = insertelement <8 x i32> %139, i32 %126, i32 1
+	%141 = insertelement <8 x i32> %140, i32 %126, i32 2
+	%142 = insertelement <8 x i32> %141, i32 %126, i32 3
+	%143 = insertelement <8 x i32> %142, i32 %126, i32 4
+	%144 = insertelement <8 x i32> %143, i32 %126, i32 5
+	%145 = insertelement <8 x i32> %144, i32 %126, i32 6
+	%146 = insertelement <8 x i32> %145, i32 %126, i32 7
+	%147 = xor <8 x i32> %138, %146
+	%148 = xor <8 x i32> %131, %100
+	%149 = insertelement <8 x i32> undef, i32 %127, i32 0
+	%150 = insertelement <8 x i32> %149, i32 %127, i32 1
+	%151 = insertelement <8 x i32> %150, i32 %127, i32 2
+	%152 = insertelement <8 x i32> %151, i32 %127, i32 3
+	%153 = insertelement <8 x i32> %152, i32 %127, i32 4
+	%154 = insertelement <8 x i32> %153, i32 %127, i32 5
+	%155 = insertelement <8 x i32> %154, i32 %127, i32 6
+	%156 = insertelement <8 x i32> %155, i32 %127, i32 7
+	%157 = xor <8 x i32> %148, %156
+	%158 = add i32 %126, -1640531527
+	%159 = add i32 %127, -1150833019
+	%160 = zext <8 x i32> %147 to <8 x i64>
+	%161 = mul <8 x i64> %160, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%162 = lshr <8 x i64> %161, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%163 = trunc <8 x i64> %162 to <8 x i32>
+	%164 = trunc <8 x i64> %161 to <8 x i32>
+	%165 = zext <8 x i32> %157 to <8 x i64>
+	%166 = mul <8 x i64> %165, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%167 = lshr <8 x i64> %166, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%168 = trunc <8 x i64> %167 to <8 x i32>
+	%169 = trunc <8 x i64> %166 to <8 x i32>
+	%170 = xor <8 x i32> %168, %137
+	%171 = insertelement <8 x i32> undef, i32 %158, i32 0
+	%172 = insertelement <8 x i32> %171, i32 %158, i32 1
+	%173 = insertelement <8 x i32> %172, i32 %158, i32 2
+	%174 = insertelement <8 x i32> %173, i32 %158, i32 3
+	%175 = insertelement <8 x i32> %174, i32 %158, i32 4
+	%176 = insertelement <8 x i32> %175, i32 %158, i32 5
+	%177 = insertelement <8 x i32> %176, i32 %158, i32 6
+	%178 = insertelement <8 x i32> %177, i32 %158, i32 7
+	%179 = xor <8 x i32> %170, %178
+	%180 = xor <8 x i32> %163, %132
+	%181 = insertelement <8 x i32> undef, i32 %159, i32 0
+	%182 = insertelement <8 x i32> %181, i32 %159, i32 1
+	%183 = insertelement <8 x i32> %182, i32 %159, i32 2
+	%184 = insertelement <8 x i32> %183, i32 %159, i32 3
+	%185 = insertelement <8 x i32> %184, i32 %159, i32 4
+	%186 = insertelement <8 x i32> %185, i32 %159, i32 5
+	%187 = insertelement <8 x i32> %186, i32 %159, i32 6
+	%188 = insertelement <8 x i32> %187, i32 %159, i32 7
+	%189 = xor <8 x i32> %180, %188
+	%190 = add i32 %158, -1640531527
+	%191 = add i32 %159, -1150833019
+	%192 = zext <8 x i32> %179 to <8 x i64>
+	%193 = mul <8 x i64> %192, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%194 = lshr <8 x i64> %193, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%195 = trunc <8 x i64> %194 to <8 x i32>
+	%196 = trunc <8 x i64> %193 to <8 x i32>
+	%197 = zext <8 x i32> %189 to <8 x i64>
+	%198 = mul <8 x i64> %197, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%199 = lshr <8 x i64> %198, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%200 = trunc <8 x i64> %199 to <8 x i32>
+	%201 = trunc <8 x i64> %198 to <8 x i32>
+	%202 = xor <8 x i32> %200, %169
+	%203 = insertelement <8 x i32> undef, i32 %190, i32 0
+	%204 = insertelement <8 x i32> %203, i32 %190, i32 1
+	%205 = insertelement <8 x i32> %204, i32 %190, i32 2
+	%206 = insertelement <8 x i32> %205, i32 %190, i32 3
+	%207 = insertelement <8 x i32> %206, i32 %190, i32 4
+	%208 = insertelement <8 x i32> %207, i32 %190, i32 5
+	%209 = insertelement <8 x i32> %208, i32 %190, i32 6
+	%210 = insertelement <8 x i32> %209, i32 %190, i32 7
+	%211 = xor <8 x i32> %202, %210
+	%212 = xor <8 x i32> %195, %164
+	%213 = insertelement <8 x i32> undef, i32 %191, i32 0
+	%214 = insertelement <8 x i32> %213, i32 %191, i32 1
+	%215 = insertelement <8 x i32> %214, i32 %191, i32 2
+	%216 = insertelement <8 x i32> %215, i32 %191, i32 3
+	%217 = insertelement <8 x i32> %216, i32 %191, i32 4
+	%218 = insertelement <8 x i32> %217, i32 %191, i32 5
+	%219 = insertelement <8 x i32> %218, i32 %191, i32 6
+	%220 = insertelement <8 x i32> %219, i32 %191, i32 7
+	%221 = xor <8 x i32> %212, %220
+	%222 = add i32 %190, -1640531527
+	%223 = add i32 %191, -1150833019
+	%224 = zext <8 x i32> %211 to <8 x i64>
+	%225 = mul <8 x i64> %224, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%226 = lshr <8 x i64> %225, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%227 = trunc <8 x i64> %226 to <8 x i32>
+	%228 = trunc <8 x i64> %225 to <8 x i32>
+	%229 = zext <8 x i32> %221 to <8 x i64>
+	%230 = mul <8 x i64> %229, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%231 = lshr <8 x i64> %230, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%232 = trunc <8 x i64> %231 to <8 x i32>
+	%233 = trunc <8 x i64> %230 to <8 x i32>
+	%234 = xor <8 x i32> %232, %201
+	%235 = insertelement <8 x i32> undef, i32 %222, i32 0
+	%236 = insertelement <8 x i32> %235, i32 %222, i32 1
+	%237 = insertelement <8 x i32> %236, i32 %222, i32 2
+	%238 = insertelement <8 x i32> %237, i32 %222, i32 3
+	%239 = insertelement <8 x i32> %238, i32 %222, i32 4
+	%240 = insertelement <8 x i32> %239, i32 %222, i32 5
+	%241 = insertelement <8 x i32> %240, i32 %222, i32 6
+	%242 = insertelement <8 x i32> %241, i32 %222, i32 7
+	%243 = xor <8 x i32> %234, %242
+	%244 = xor <8 x i32> %227, %196
+	%245 = insertelement <8 x i32> undef, i32 %223, i32 0
+	%246 = insertelement <8 x i32> %245, i32 %223, i32 1
+	%247 = insertelement <8 x i32> %246, i32 %223, i32 2
+	%248 = insertelement <8 x i32> %247, i32 %223, i32 3
+	%249 = insertelement <8 x i32> %248, i32 %223, i32 4
+	%250 = insertelement <8 x i32> %249, i32 %223, i32 5
+	%251 = insertelement <8 x i32> %250, i32 %223, i32 6
+	%252 = insertelement <8 x i32> %251, i32 %223, i32 7
+	%253 = xor <8 x i32> %244, %252
+	%254 = add i32 %222, -1640531527
+	%255 = add i32 %223, -1150833019
+	%256 = zext <8 x i32> %243 to <8 x i64>
+	%257 = mul <8 x i64> %256, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%258 = lshr <8 x i64> %257, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%259 = trunc <8 x i64> %258 to <8 x i32>
+	%260 = trunc <8 x i64> %257 to <8 x i32>
+	%261 = zext <8 x i32> %253 to <8 x i64>
+	%262 = mul <8 x i64> %261, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%263 = lshr <8 x i64> %262, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%264 = trunc <8 x i64> %263 to <8 x i32>
+	%265 = trunc <8 x i64> %262 to <8 x i32>
+	%266 = xor <8 x i32> %264, %233
+	%267 = insertelement <8 x i32> undef, i32 %254, i32 0
+	%268 = insertelement <8 x i32> %267, i32 %254, i32 1
+	%269 = insertelement <8 x i32> %268, i32 %254, i32 2
+	%270 = insertelement <8 x i32> %269, i32 %254, i32 3
+	%271 = insertelement <8 x i32> %270, i32 %254, i32 4
+	%272 = insertelement <8 x i32> %271, i32 %254, i32 5
+	%273 = insertelement <8 x i32> %272, i32 %254, i32 6
+	%274 = insertelement <8 x i32> %273, i32 %254, i32 7
+	%275 = xor <8 x i32> %266, %274
+	%276 = xor <8 x i32> %259, %228
+	%277 = insertelement <8 x i32> undef, i32 %255, i32 0
+	%278 = insertelement <8 x i32> %277, i32 %255, i32 1
+	%279 = insertelement <8 x i32> %278, i32 %255, i32 2
+	%280 = insertelement <8 x i32> %279, i32 %255, i32 3
+	%281 = insertelement <8 x i32> %280, i32 %255, i32 4
+	%282 = insertelement <8 x i32> %281, i32 %255, i32 5
+	%283 = insertelement <8 x i32> %282, i32 %255, i32 6
+	%284 = insertelement <8 x i32> %283, i32 %255, i32 7
+	%285 = xor <8 x i32> %276, %284
+	%286 = add i32 %254, -1640531527
+	%287 = add i32 %255, -1150833019
+	%288 = zext <8 x i32> %275 to <8 x i64>
+	%289 = mul <8 x i64> %288, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%290 = lshr <8 x i64> %289, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%291 = trunc <8 x i64> %290 to <8 x i32>
+	%292 = trunc <8 x i64> %289 to <8 x i32>
+	%293 = zext <8 x i32> %285 to <8 x i64>
+	%294 = mul <8 x i64> %293, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%295 = lshr <8 x i64> %294, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%296 = trunc <8 x i64> %295 to <8 x i32>
+	%297 = trunc <8 x i64> %294 to <8 x i32>
+	%298 = xor <8 x i32> %296, %265
+	%299 = insertelement <8 x i32> undef, i32 %286, i32 0
+	%300 = insertelement <8 x i32> %299, i32 %286, i32 1
+	%301 = insertelement <8 x i32> %300, i32 %286, i32 2
+	%302 = insertelement <8 x i32> %301, i32 %286, i32 3
+	%303 = insertelement <8 x i32> %302, i32 %286, i32 4
+	%304 = insertelement <8 x i32> %303, i32 %286, i32 5
+	%305 = insertelement <8 x i32> %304, i32 %286, i32 6
+	%306 = insertelement <8 x i32> %305, i32 %286, i32 7
+	%307 = xor <8 x i32> %298, %306
+	%308 = xor <8 x i32> %291, %260
+	%309 = insertelement <8 x i32> undef, i32 %287, i32 0
+	%310 = insertelement <8 x i32> %309, i32 %287, i32 1
+	%311 = insertelement <8 x i32> %310, i32 %287, i32 2
+	%312 = insertelement <8 x i32> %311, i32 %287, i32 3
+	%313 = insertelement <8 x i32> %312, i32 %287, i32 4
+	%314 = insertelement <8 x i32> %313, i32 %287, i32 5
+	%315 = insertelement <8 x i32> %314, i32 %287, i32 6
+	%316 = insertelement <8 x i32> %315, i32 %287, i32 7
+	%317 = xor <8 x i32> %308, %316
+	%318 = insertvalue [4 x <8 x i32>] undef, <8 x i32> %307, 0
+	%319 = insertvalue [4 x <8 x i32>] %318, <8 x i32> %297, 1
+	%320 = insertvalue [4 x <8 x i32>] %319, <8 x i32> %317, 2
+	%321 = insertvalue [4 x <8 x i32>] %320, <8 x i32> %292, 3
+	ret [4 x <8 x i32>] %321
+}
+
+define internal <8 x float> @fg_log32_v8(<8 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <8 x float> %u to <8 x i32>
+	%1 = lshr <8 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <8 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <8 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <8 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <8 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <8 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <8 x i32> %3, %6
+	%8 = bitcast <8 x i32> %7 to <8 x float>
+	%9 = lshr <8 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <8 x i32> %2, %9
+	%11 = fsub <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <8 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <8 x float> %11, %12
+	%14 = fmul <8 x float> %13, %13
+	%15 = fmul <8 x float> %14, %14
+	%16 = fmul <8 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <8 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <8 x float> %15, %17
+	%19 = fmul <8 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <8 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <8 x float> %14, %20
+	%22 = fadd <8 x float> %21, %18
+	%23 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <8 x float> %23, %11
+	%25 = sitofp <8 x i32> %10 to <8 x float>
+	%26 = fadd <8 x float> %24, %22
+	%27 = fmul <8 x float> %13, %26
+	%28 = fmul <8 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <8 x float> %27, %28
+	%30 = fmul <8 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <8 x float> %24, %29
+	%32 = fsub <8 x float> %31, %11
+	%33 = fsub <8 x float> %30, %32
+	ret <8 x float> %33
+}
+
+define internal <8 x float> @fg_sin32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <8 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %x
+	%7 = fadd <8 x float> %6, %x
+	ret <8 x float> %7
+}
+
+define internal <8 x float> @fg_cos32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <8 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %0
+	%7 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <8 x float> %6, %7
+	%9 = fadd <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <8 x float> %9
+}
+
+define internal { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %xr, <8 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <8 x i32> %xr to <8 x float>
+	%1 = fadd <8 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <8 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <8 x float> @fg_log32_v8(<8 x float> %2)
+	%4 = fmul <8 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <8 x float> @llvm.sqrt.v8f32(<8 x float> %4)
+	%6 = add <8 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <8 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <8 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <8 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <8 x i32> %9 to <8 x float>
+	%11 = fadd <8 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <8 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <8 x float> @fg_sin32_v8(<8 x float> %12)
+	%14 = call <8 x float> @fg_cos32_v8(<8 x float> %12)
+	%15 = and <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <8 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <8 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <8 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <8 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <8 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <8 x i1> %16, <8 x float> %13, <8 x float> %14
+	%23 = bitcast <8 x float> %22 to <8 x i32>
+	%24 = xor <8 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <8 x i32> %24 to <8 x float>
+	%26 = select <8 x i1> %19, <8 x float> %25, <8 x float> %22
+	%27 = select <8 x i1> %16, <8 x float> %14, <8 x float> %13
+	%28 = bitcast <8 x float> %27 to <8 x i32>
+	%29 = xor <8 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <8 x i32> %29 to <8 x float>
+	%31 = select <8 x i1> %21, <8 x float> %30, <8 x float> %27
+	%32 = fmul <8 x float> %5, %26
+	%33 = insertvalue { <8 x float>, <8 x float> } undef, <8 x float> %32, 0
+	%34 = fmul <8 x float> %5, %31
+	%35 = insertvalue { <8 x float>, <8 x float> } %33, <8 x float> %34, 1
+	ret { <8 x float>, <8 x float> } %35
+}
+
+declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
+
+define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = add i64 %group, 0
+	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
+	%2 = add i64 %group, 1
+	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
+	%4 = add i64 %group, 2
+	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
+	%6 = add i64 %group, 3
+	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
+	%8 = add i64 %group, 4
+	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
+	%10 = add i64 %group, 5
+	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
+	%12 = add i64 %group, 6
+	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
+	%14 = add i64 %group, 7
+	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
+	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%17 = trunc <8 x i64> %15 to <8 x i32>
+	%18 = trunc <8 x i64> %16 to <8 x i32>
+	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
+	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
+	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
+	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
+	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
+	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
+	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
+	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
+	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
+	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
+	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
+	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
+	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
+	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
+	%35 = trunc i64 %seed to i32
+	%36 = lshr i64 %seed, 32
+	%37 = trunc i64 %36 to i32
+	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
+	%39 = extractvalue [4 x <8 x i32>] %38, 0
+	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
+	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
+	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
+	%46 = extractvalue [4 x <8 x i32>] %38, 2
+	%47 = extractvalue [4 x <8 x i32>] %38, 3
+	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
+	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
+	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
+	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
+	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
+	ret [4 x <8 x float>] %52
+}
+
 define internal { float, float, float, float } @disk_corr_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.gt
@@ -444,7 +939,7 @@ edges.3:
 	br label %edge.head.10
 
 group.head.4:
-	%58 = phi i64 [ %7, %vector.1 ], [ %155, %group.5 ]
+	%58 = phi i64 [ %7, %vector.1 ], [ %164, %group.5 ]
 	%59 = icmp slt i64 %58, %19
 	br i1 %59, label %group.5, label %group.done.6
 
@@ -453,126 +948,126 @@ group.5:
 	%61 = add i64 %20, %60
 	%62 = add i64 %24, %58
 	%63 = getelementptr float, float* %p.theta, i64 %61
-	%64 = bitcast float* %63 to <4 x float>*
-	%65 = load <4 x float>, <4 x float>* %64, align 16
-	%66 = extractelement <4 x float> %65, i32 0
-	%67 = extractelement <4 x float> %65, i32 1
-	%68 = extractelement <4 x float> %65, i32 2
-	%69 = extractelement <4 x float> %65, i32 3
-	%70 = getelementptr float, float* %p.g, i64 %61
-	%71 = bitcast float* %70 to <4 x float>*
-	%72 = load <4 x float>, <4 x float>* %71, align 16
-	%73 = extractelement <4 x float> %72, i32 0
-	%74 = extractelement <4 x float> %72, i32 1
-	%75 = extractelement <4 x float> %72, i32 2
-	%76 = extractelement <4 x float> %72, i32 3
-	%77 = getelementptr float, float* %p.gt, i64 %61
-	%78 = bitcast float* %77 to <4 x float>*
-	%79 = load <4 x float>, <4 x float>* %78, align 16
-	%80 = extractelement <4 x float> %79, i32 0
-	%81 = extractelement <4 x float> %79, i32 1
-	%82 = extractelement <4 x float> %79, i32 2
-	%83 = extractelement <4 x float> %79, i32 3
-	%84 = getelementptr float, float* %p.m, i64 %61
-	%85 = bitcast float* %84 to <4 x float>*
-	%86 = load <4 x float>, <4 x float>* %85, align 16
-	%87 = extractelement <4 x float> %86, i32 0
-	%88 = extractelement <4 x float> %86, i32 1
-	%89 = extractelement <4 x float> %86, i32 2
-	%90 = extractelement <4 x float> %86, i32 3
-	%91 = getelementptr float, float* %p.v, i64 %61
-	%92 = bitcast float* %91 to <4 x float>*
-	%93 = load <4 x float>, <4 x float>* %92, align 16
-	%94 = extractelement <4 x float> %93, i32 0
-	%95 = extractelement <4 x float> %93, i32 1
-	%96 = extractelement <4 x float> %93, i32 2
-	%97 = extractelement <4 x float> %93, i32 3
-	%98 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %62)
+	%64 = getelementptr float, float* %63, i64 0
+	%65 = bitcast float* %64 to <4 x float>*
+	%66 = load <4 x float>, <4 x float>* %65, align 16
+	%67 = extractelement <4 x float> %66, i32 0
+	%68 = extractelement <4 x float> %66, i32 1
+	%69 = extractelement <4 x float> %66, i32 2
+	%70 = extractelement <4 x float> %66, i32 3
+	%71 = getelementptr float, float* %p.g, i64 %61
+	%72 = getelementptr float, float* %71, i64 0
+	%73 = bitcast float* %72 to <4 x float>*
+	%74 = load <4 x float>, <4 x float>* %73, align 16
+	%75 = extractelement <4 x float> %74, i32 0
+	%76 = extractelement <4 x float> %74, i32 1
+	%77 = extractelement <4 x float> %74, i32 2
+	%78 = extractelement <4 x float> %74, i32 3
+	%79 = getelementptr float, float* %p.gt, i64 %61
+	%80 = getelementptr float, float* %79, i64 0
+	%81 = bitcast float* %80 to <4 x float>*
+	%82 = load <4 x float>, <4 x float>* %81, align 16
+	%83 = extractelement <4 x float> %82, i32 0
+	%84 = extractelement <4 x float> %82, i32 1
+	%85 = extractelement <4 x float> %82, i32 2
+	%86 = extractelement <4 x float> %82, i32 3
+	%87 = getelementptr float, float* %p.m, i64 %61
+	%88 = getelementptr float, float* %87, i64 0
+	%89 = bitcast float* %88 to <4 x float>*
+	%90 = load <4 x float>, <4 x float>* %89, align 16
+	%91 = extractelement <4 x float> %90, i32 0
+	%92 = extractelement <4 x float> %90, i32 1
+	%93 = extractelement <4 x float> %90, i32 2
+	%94 = extractelement <4 x float> %90, i32 3
+	%95 = getelementptr float, float* %p.v, i64 %61
+	%96 = getelementptr float, float* %95, i64 0
+	%97 = bitcast float* %96 to <4 x float>*
+	%98 = load <4 x float>, <4 x float>* %97, align 16
 	%99 = extractelement <4 x float> %98, i32 0
-	%100 = fmul float %s.13, %99
-	%101 = fadd float %73, %100
-	%102 = call { float, float, float, float } @disk_corr_body(float %66, float %101, float %80, float %87, float %94, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%103 = extractvalue { float, float, float, float } %102, 0
-	%104 = extractvalue { float, float, float, float } %102, 1
-	%105 = extractvalue { float, float, float, float } %102, 2
-	%106 = extractvalue { float, float, float, float } %102, 3
-	%107 = extractelement <4 x float> %98, i32 1
-	%108 = fmul float %s.13, %107
-	%109 = fadd float %74, %108
-	%110 = call { float, float, float, float } @disk_corr_body(float %67, float %109, float %81, float %88, float %95, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%111 = extractvalue { float, float, float, float } %110, 0
-	%112 = extractvalue { float, float, float, float } %110, 1
-	%113 = extractvalue { float, float, float, float } %110, 2
-	%114 = extractvalue { float, float, float, float } %110, 3
-	%115 = extractelement <4 x float> %98, i32 2
-	%116 = fmul float %s.13, %115
-	%117 = fadd float %75, %116
-	%118 = call { float, float, float, float } @disk_corr_body(float %68, float %117, float %82, float %89, float %96, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%119 = extractvalue { float, float, float, float } %118, 0
-	%120 = extractvalue { float, float, float, float } %118, 1
-	%121 = extractvalue { float, float, float, float } %118, 2
-	%122 = extractvalue { float, float, float, float } %118, 3
-	%123 = extractelement <4 x float> %98, i32 3
-	%124 = fmul float %s.13, %123
-	%125 = fadd float %76, %124
-	%126 = call { float, float, float, float } @disk_corr_body(float %69, float %125, float %83, float %90, float %97, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%127 = extractvalue { float, float, float, float } %126, 0
-	%128 = extractvalue { float, float, float, float } %126, 1
-	%129 = extractvalue { float, float, float, float } %126, 2
-	%130 = extractvalue { float, float, float, float } %126, 3
-	%131 = getelementptr float, float* %p.gt, i64 %61
-	%132 = insertelement <4 x float> undef, float %103, i32 0
-	%133 = insertelement <4 x float> %132, float %111, i32 1
-	%134 = insertelement <4 x float> %133, float %119, i32 2
-	%135 = insertelement <4 x float> %134, float %127, i32 3
-	%136 = bitcast float* %131 to <4 x float>*
-	store <4 x float> %135, <4 x float>* %136, align 16
-	%137 = getelementptr float, float* %p.m, i64 %61
-	%138 = insertelement <4 x float> undef, float %104, i32 0
-	%139 = insertelement <4 x float> %138, float %112, i32 1
-	%140 = insertelement <4 x float> %139, float %120, i32 2
-	%141 = insertelement <4 x float> %140, float %128, i32 3
-	%142 = bitcast float* %137 to <4 x float>*
-	store <4 x float> %141, <4 x float>* %142, align 16
-	%143 = getelementptr float, float* %p.v, i64 %61
-	%144 = insertelement <4 x float> undef, float %105, i32 0
-	%145 = insertelement <4 x float> %144, float %113, i32 1
-	%146 = insertelement <4 x float> %145, float %121, i32 2
-	%147 = insertelement <4 x float> %146, float %129, i32 3
-	%148 = bitcast float* %143 to <4 x float>*
-	store <4 x float> %147, <4 x float>* %148, align 16
-	%149 = getelementptr float, float* %p.theta, i64 %61
-	%150 = insertelement <4 x float> undef, float %106, i32 0
-	%151 = insertelement <4 x float> %150, float %114, i32 1
-	%152 = insertelement <4 x float> %151, float %122, i32 2
-	%153 = insertelement <4 x float> %152, float %130, i32 3
-	%154 = bitcast float* %149 to <4 x float>*
-	store <4 x float> %153, <4 x float>* %154, align 16
-	%155 = add i64 %58, %10
+	%100 = extractelement <4 x float> %98, i32 1
+	%101 = extractelement <4 x float> %98, i32 2
+	%102 = extractelement <4 x float> %98, i32 3
+	%103 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %62)
+	%104 = extractelement <4 x float> %103, i32 0
+	%105 = fmul float %s.13, %104
+	%106 = fadd float %75, %105
+	%107 = call { float, float, float, float } @disk_corr_body(float %67, float %106, float %83, float %91, float %99, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%108 = extractvalue { float, float, float, float } %107, 0
+	%109 = extractvalue { float, float, float, float } %107, 1
+	%110 = extractvalue { float, float, float, float } %107, 2
+	%111 = extractvalue { float, float, float, float } %107, 3
+	%112 = extractelement <4 x float> %103, i32 1
+	%113 = fmul float %s.13, %112
+	%114 = fadd float %76, %113
+	%115 = call { float, float, float, float } @disk_corr_body(float %68, float %114, float %84, float %92, float %100, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%116 = extractvalue { float, float, float, float } %115, 0
+	%117 = extractvalue { float, float, float, float } %115, 1
+	%118 = extractvalue { float, float, float, float } %115, 2
+	%119 = extractvalue { float, float, float, float } %115, 3
+	%120 = extractelement <4 x float> %103, i32 2
+	%121 = fmul float %s.13, %120
+	%122 = fadd float %77, %121
+	%123 = call { float, float, float, float } @disk_corr_body(float %69, float %122, float %85, float %93, float %101, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%124 = extractvalue { float, float, float, float } %123, 0
+	%125 = extractvalue { float, float, float, float } %123, 1
+	%126 = extractvalue { float, float, float, float } %123, 2
+	%127 = extractvalue { float, float, float, float } %123, 3
+	%128 = extractelement <4 x float> %103, i32 3
+	%129 = fmul float %s.13, %128
+	%130 = fadd float %78, %129
+	%131 = call { float, float, float, float } @disk_corr_body(float %70, float %130, float %86, float %94, float %102, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%132 = extractvalue { float, float, float, float } %131, 0
+	%133 = extractvalue { float, float, float, float } %131, 1
+	%134 = extractvalue { float, float, float, float } %131, 2
+	%135 = extractvalue { float, float, float, float } %131, 3
+	%136 = getelementptr float, float* %p.gt, i64 %61
+	%137 = insertelement <4 x float> undef, float %108, i32 0
+	%138 = insertelement <4 x float> %137, float %116, i32 1
+	%139 = insertelement <4 x float> %138, float %124, i32 2
+	%140 = insertelement <4 x float> %139, float %132, i32 3
+	%141 = getelementptr float, float* %136, i64 0
+	%142 = bitcast float* %141 to <4 x float>*
+	store <4 x float> %140, <4 x float>* %142, align 16
+	%143 = getelementptr float, float* %p.m, i64 %61
+	%144 = insertelement <4 x float> undef, float %109, i32 0
+	%145 = insertelement <4 x float> %144, float %117, i32 1
+	%146 = insertelement <4 x float> %145, float %125, i32 2
+	%147 = insertelement <4 x float> %146, float %133, i32 3
+	%148 = getelementptr float, float* %143, i64 0
+	%149 = bitcast float* %148 to <4 x float>*
+	store <4 x float> %147, <4 x float>* %149, align 16
+	%150 = getelementptr float, float* %p.v, i64 %61
+	%151 = insertelement <4 x float> undef, float %110, i32 0
+	%152 = insertelement <4 x float> %151, float %118, i32 1
+	%153 = insertelement <4 x float> %152, float %126, i32 2
+	%154 = insertelement <4 x float> %153, float %134, i32 3
+	%155 = getelementptr float, float* %150, i64 0
+	%156 = bitcast float* %155 to <4 x float>*
+	store <4 x float> %154, <4 x float>* %156, align 16
+	%157 = getelementptr float, float* %p.theta, i64 %61
+	%158 = insertelement <4 x float> undef, float %111, i32 0
+	%159 = insertelement <4 x float> %158, float %119, i32 1
+	%160 = insertelement <4 x float> %159, float %127, i32 2
+	%161 = insertelement <4 x float> %160, float %135, i32 3
+	%162 = getelementptr float, float* %157, i64 0
+	%163 = bitcast float* %162 to <4 x float>*
+	store <4 x float> %161, <4 x float>* %163, align 16
+	%164 = add i64 %58, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%156 = phi i64 [ %7, %scalar.2 ], [ %259, %group.8 ]
-	%157 = icmp slt i64 %156, %19
-	br i1 %157, label %group.8, label %group.done.9
+	%165 = phi i64 [ %7, %scalar.2 ], [ %268, %group.8 ]
+	%166 = icmp slt i64 %165, %19
+	br i1 %166, label %group.8, label %group.done.9
 
 group.8:
-	%158 = shl i64 %156, 2
-	%159 = add i64 %20, %158
-	%160 = add i64 %24, %156
-	%161 = getelementptr float, float* %p.theta, i64 %159
-	%162 = getelementptr float, float* %161, i64 0
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %161, i64 1
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %161, i64 2
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %161, i64 3
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %p.g, i64 %159
+	%167 = shl i64 %165, 2
+	%168 = add i64 %20, %167
+	%169 = add i64 %24, %165
+	%170 = getelementptr float, float* %p.theta, i64 %168
 	%171 = getelementptr float, float* %170, i64 0
 	%172 = load float, float* %171, align 4
 	%173 = getelementptr float, float* %170, i64 1
@@ -581,7 +1076,7 @@ group.8:
 	%176 = load float, float* %175, align 4
 	%177 = getelementptr float, float* %170, i64 3
 	%178 = load float, float* %177, align 4
-	%179 = getelementptr float, float* %p.gt, i64 %159
+	%179 = getelementptr float, float* %p.g, i64 %168
 	%180 = getelementptr float, float* %179, i64 0
 	%181 = load float, float* %180, align 4
 	%182 = getelementptr float, float* %179, i64 1
@@ -590,7 +1085,7 @@ group.8:
 	%185 = load float, float* %184, align 4
 	%186 = getelementptr float, float* %179, i64 3
 	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %p.m, i64 %159
+	%188 = getelementptr float, float* %p.gt, i64 %168
 	%189 = getelementptr float, float* %188, i64 0
 	%190 = load float, float* %189, align 4
 	%191 = getelementptr float, float* %188, i64 1
@@ -599,7 +1094,7 @@ group.8:
 	%194 = load float, float* %193, align 4
 	%195 = getelementptr float, float* %188, i64 3
 	%196 = load float, float* %195, align 4
-	%197 = getelementptr float, float* %p.v, i64 %159
+	%197 = getelementptr float, float* %p.m, i64 %168
 	%198 = getelementptr float, float* %197, i64 0
 	%199 = load float, float* %198, align 4
 	%200 = getelementptr float, float* %197, i64 1
@@ -608,119 +1103,128 @@ group.8:
 	%203 = load float, float* %202, align 4
 	%204 = getelementptr float, float* %197, i64 3
 	%205 = load float, float* %204, align 4
-	%206 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %160)
-	%207 = extractelement <4 x float> %206, i32 0
-	%208 = fmul float %s.13, %207
-	%209 = fadd float %172, %208
-	%210 = call { float, float, float, float } @disk_corr_body(float %163, float %209, float %181, float %190, float %199, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%211 = extractvalue { float, float, float, float } %210, 0
-	%212 = extractvalue { float, float, float, float } %210, 1
-	%213 = extractvalue { float, float, float, float } %210, 2
-	%214 = extractvalue { float, float, float, float } %210, 3
-	%215 = extractelement <4 x float> %206, i32 1
-	%216 = fmul float %s.13, %215
-	%217 = fadd float %174, %216
-	%218 = call { float, float, float, float } @disk_corr_body(float %165, float %217, float %183, float %192, float %201, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%219 = extractvalue { float, float, float, float } %218, 0
-	%220 = extractvalue { float, float, float, float } %218, 1
-	%221 = extractvalue { float, float, float, float } %218, 2
-	%222 = extractvalue { float, float, float, float } %218, 3
-	%223 = extractelement <4 x float> %206, i32 2
-	%224 = fmul float %s.13, %223
-	%225 = fadd float %176, %224
-	%226 = call { float, float, float, float } @disk_corr_body(float %167, float %225, float %185, float %194, float %203, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%227 = extractvalue { float, float, float, float } %226, 0
-	%228 = extractvalue { float, float, float, float } %226, 1
-	%229 = extractvalue { float, float, float, float } %226, 2
-	%230 = extractvalue { float, float, float, float } %226, 3
-	%231 = extractelement <4 x float> %206, i32 3
-	%232 = fmul float %s.13, %231
-	%233 = fadd float %178, %232
-	%234 = call { float, float, float, float } @disk_corr_body(float %169, float %233, float %187, float %196, float %205, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%235 = extractvalue { float, float, float, float } %234, 0
-	%236 = extractvalue { float, float, float, float } %234, 1
-	%237 = extractvalue { float, float, float, float } %234, 2
-	%238 = extractvalue { float, float, float, float } %234, 3
-	%239 = getelementptr float, float* %p.gt, i64 %159
-	%240 = getelementptr float, float* %239, i64 0
-	store float %211, float* %240, align 4
-	%241 = getelementptr float, float* %239, i64 1
-	store float %219, float* %241, align 4
-	%242 = getelementptr float, float* %239, i64 2
-	store float %227, float* %242, align 4
-	%243 = getelementptr float, float* %239, i64 3
-	store float %235, float* %243, align 4
-	%244 = getelementptr float, float* %p.m, i64 %159
-	%245 = getelementptr float, float* %244, i64 0
-	store float %212, float* %245, align 4
-	%246 = getelementptr float, float* %244, i64 1
-	store float %220, float* %246, align 4
-	%247 = getelementptr float, float* %244, i64 2
-	store float %228, float* %247, align 4
-	%248 = getelementptr float, float* %244, i64 3
-	store float %236, float* %248, align 4
-	%249 = getelementptr float, float* %p.v, i64 %159
-	%250 = getelementptr float, float* %249, i64 0
-	store float %213, float* %250, align 4
-	%251 = getelementptr float, float* %249, i64 1
-	store float %221, float* %251, align 4
-	%252 = getelementptr float, float* %249, i64 2
-	store float %229, float* %252, align 4
-	%253 = getelementptr float, float* %249, i64 3
-	store float %237, float* %253, align 4
-	%254 = getelementptr float, float* %p.theta, i64 %159
-	%255 = getelementptr float, float* %254, i64 0
-	store float %214, float* %255, align 4
-	%256 = getelementptr float, float* %254, i64 1
-	store float %222, float* %256, align 4
-	%257 = getelementptr float, float* %254, i64 2
-	store float %230, float* %257, align 4
-	%258 = getelementptr float, float* %254, i64 3
-	store float %238, float* %258, align 4
-	%259 = add i64 %156, %10
+	%206 = getelementptr float, float* %p.v, i64 %168
+	%207 = getelementptr float, float* %206, i64 0
+	%208 = load float, float* %207, align 4
+	%209 = getelementptr float, float* %206, i64 1
+	%210 = load float, float* %209, align 4
+	%211 = getelementptr float, float* %206, i64 2
+	%212 = load float, float* %211, align 4
+	%213 = getelementptr float, float* %206, i64 3
+	%214 = load float, float* %213, align 4
+	%215 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %169)
+	%216 = extractelement <4 x float> %215, i32 0
+	%217 = fmul float %s.13, %216
+	%218 = fadd float %181, %217
+	%219 = call { float, float, float, float } @disk_corr_body(float %172, float %218, float %190, float %199, float %208, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%220 = extractvalue { float, float, float, float } %219, 0
+	%221 = extractvalue { float, float, float, float } %219, 1
+	%222 = extractvalue { float, float, float, float } %219, 2
+	%223 = extractvalue { float, float, float, float } %219, 3
+	%224 = extractelement <4 x float> %215, i32 1
+	%225 = fmul float %s.13, %224
+	%226 = fadd float %183, %225
+	%227 = call { float, float, float, float } @disk_corr_body(float %174, float %226, float %192, float %201, float %210, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%228 = extractvalue { float, float, float, float } %227, 0
+	%229 = extractvalue { float, float, float, float } %227, 1
+	%230 = extractvalue { float, float, float, float } %227, 2
+	%231 = extractvalue { float, float, float, float } %227, 3
+	%232 = extractelement <4 x float> %215, i32 2
+	%233 = fmul float %s.13, %232
+	%234 = fadd float %185, %233
+	%235 = call { float, float, float, float } @disk_corr_body(float %176, float %234, float %194, float %203, float %212, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%236 = extractvalue { float, float, float, float } %235, 0
+	%237 = extractvalue { float, float, float, float } %235, 1
+	%238 = extractvalue { float, float, float, float } %235, 2
+	%239 = extractvalue { float, float, float, float } %235, 3
+	%240 = extractelement <4 x float> %215, i32 3
+	%241 = fmul float %s.13, %240
+	%242 = fadd float %187, %241
+	%243 = call { float, float, float, float } @disk_corr_body(float %178, float %242, float %196, float %205, float %214, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%244 = extractvalue { float, float, float, float } %243, 0
+	%245 = extractvalue { float, float, float, float } %243, 1
+	%246 = extractvalue { float, float, float, float } %243, 2
+	%247 = extractvalue { float, float, float, float } %243, 3
+	%248 = getelementptr float, float* %p.gt, i64 %168
+	%249 = getelementptr float, float* %248, i64 0
+	store float %220, float* %249, align 4
+	%250 = getelementptr float, float* %248, i64 1
+	store float %228, float* %250, align 4
+	%251 = getelementptr float, float* %248, i64 2
+	store float %236, float* %251, align 4
+	%252 = getelementptr float, float* %248, i64 3
+	store float %244, float* %252, align 4
+	%253 = getelementptr float, float* %p.m, i64 %168
+	%254 = getelementptr float, float* %253, i64 0
+	store float %221, float* %254, align 4
+	%255 = getelementptr float, float* %253, i64 1
+	store float %229, float* %255, align 4
+	%256 = getelementptr float, float* %253, i64 2
+	store float %237, float* %256, align 4
+	%257 = getelementptr float, float* %253, i64 3
+	store float %245, float* %257, align 4
+	%258 = getelementptr float, float* %p.v, i64 %168
+	%259 = getelementptr float, float* %258, i64 0
+	store float %222, float* %259, align 4
+	%260 = getelementptr float, float* %258, i64 1
+	store float %230, float* %260, align 4
+	%261 = getelementptr float, float* %258, i64 2
+	store float %238, float* %261, align 4
+	%262 = getelementptr float, float* %258, i64 3
+	store float %246, float* %262, align 4
+	%263 = getelementptr float, float* %p.theta, i64 %168
+	%264 = getelementptr float, float* %263, i64 0
+	store float %223, float* %264, align 4
+	%265 = getelementptr float, float* %263, i64 1
+	store float %231, float* %265, align 4
+	%266 = getelementptr float, float* %263, i64 2
+	store float %239, float* %266, align 4
+	%267 = getelementptr float, float* %263, i64 3
+	store float %247, float* %267, align 4
+	%268 = add i64 %165, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%260 = phi i64 [ %7, %edges.3 ], [ %289, %edge.11 ]
-	%261 = icmp slt i64 %260, %57
-	br i1 %261, label %edge.11, label %edge.done.12
+	%269 = phi i64 [ %7, %edges.3 ], [ %298, %edge.11 ]
+	%270 = icmp slt i64 %269, %57
+	br i1 %270, label %edge.11, label %edge.done.12
 
 edge.11:
-	%262 = icmp slt i64 %260, %17
-	%263 = sub i64 %260, %17
-	%264 = add i64 %22, %263
-	%265 = select i1 %262, i64 %260, i64 %264
-	%266 = getelementptr float, float* %p.theta, i64 %265
-	%267 = load float, float* %266, align 4
-	%268 = getelementptr float, float* %p.g, i64 %265
-	%269 = load float, float* %268, align 4
-	%270 = getelementptr float, float* %p.gt, i64 %265
-	%271 = load float, float* %270, align 4
-	%272 = getelementptr float, float* %p.m, i64 %265
-	%273 = load float, float* %272, align 4
-	%274 = getelementptr float, float* %p.v, i64 %265
-	%275 = load float, float* %274, align 4
-	%276 = add i64 %offset, %265
-	%277 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %276)
-	%278 = fmul float %s.13, %277
-	%279 = fadd float %269, %278
-	%280 = call { float, float, float, float } @disk_corr_body(float %267, float %279, float %271, float %273, float %275, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%281 = extractvalue { float, float, float, float } %280, 0
-	%282 = extractvalue { float, float, float, float } %280, 1
-	%283 = extractvalue { float, float, float, float } %280, 2
-	%284 = extractvalue { float, float, float, float } %280, 3
-	%285 = getelementptr float, float* %p.gt, i64 %265
-	store float %281, float* %285, align 4
-	%286 = getelementptr float, float* %p.m, i64 %265
-	store float %282, float* %286, align 4
-	%287 = getelementptr float, float* %p.v, i64 %265
-	store float %283, float* %287, align 4
-	%288 = getelementptr float, float* %p.theta, i64 %265
-	store float %284, float* %288, align 4
-	%289 = add i64 %260, %10
+	%271 = icmp slt i64 %269, %17
+	%272 = sub i64 %269, %17
+	%273 = add i64 %22, %272
+	%274 = select i1 %271, i64 %269, i64 %273
+	%275 = getelementptr float, float* %p.theta, i64 %274
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %p.g, i64 %274
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %p.gt, i64 %274
+	%280 = load float, float* %279, align 4
+	%281 = getelementptr float, float* %p.m, i64 %274
+	%282 = load float, float* %281, align 4
+	%283 = getelementptr float, float* %p.v, i64 %274
+	%284 = load float, float* %283, align 4
+	%285 = add i64 %offset, %274
+	%286 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %285)
+	%287 = fmul float %s.13, %286
+	%288 = fadd float %278, %287
+	%289 = call { float, float, float, float } @disk_corr_body(float %276, float %288, float %280, float %282, float %284, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%290 = extractvalue { float, float, float, float } %289, 0
+	%291 = extractvalue { float, float, float, float } %289, 1
+	%292 = extractvalue { float, float, float, float } %289, 2
+	%293 = extractvalue { float, float, float, float } %289, 3
+	%294 = getelementptr float, float* %p.gt, i64 %274
+	store float %290, float* %294, align 4
+	%295 = getelementptr float, float* %p.m, i64 %274
+	store float %291, float* %295, align 4
+	%296 = getelementptr float, float* %p.v, i64 %274
+	store float %292, float* %296, align 4
+	%297 = getelementptr float, float* %p.theta, i64 %274
+	store float %293, float* %297, align 4
+	%298 = add i64 %269, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -733,136 +1237,127 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%290 = sub i64 %n, %22
-	%291 = add i64 %17, %290
+	%299 = sub i64 %n, %22
+	%300 = add i64 %17, %299
 	br label %edge.head.22
 
 group.head.16:
-	%292 = phi i64 [ %7, %vector.13 ], [ %376, %group.17 ]
-	%293 = icmp slt i64 %292, %19
-	br i1 %293, label %group.17, label %group.done.18
+	%301 = phi i64 [ %7, %vector.13 ], [ %394, %group.17 ]
+	%302 = icmp slt i64 %301, %19
+	br i1 %302, label %group.17, label %group.done.18
 
 group.17:
-	%294 = shl i64 %292, 2
-	%295 = add i64 %20, %294
-	%296 = add i64 %24, %292
-	%297 = getelementptr float, float* %p.theta, i64 %295
-	%298 = bitcast float* %297 to <4 x float>*
-	%299 = load <4 x float>, <4 x float>* %298, align 16
-	%300 = extractelement <4 x float> %299, i32 0
-	%301 = extractelement <4 x float> %299, i32 1
-	%302 = extractelement <4 x float> %299, i32 2
-	%303 = extractelement <4 x float> %299, i32 3
-	%304 = getelementptr float, float* %p.g, i64 %295
-	%305 = bitcast float* %304 to <4 x float>*
-	%306 = load <4 x float>, <4 x float>* %305, align 16
-	%307 = extractelement <4 x float> %306, i32 0
-	%308 = extractelement <4 x float> %306, i32 1
-	%309 = extractelement <4 x float> %306, i32 2
-	%310 = extractelement <4 x float> %306, i32 3
-	%311 = getelementptr float, float* %p.gt, i64 %295
-	%312 = bitcast float* %311 to <4 x float>*
-	%313 = load <4 x float>, <4 x float>* %312, align 16
-	%314 = extractelement <4 x float> %313, i32 0
-	%315 = extractelement <4 x float> %313, i32 1
-	%316 = extractelement <4 x float> %313, i32 2
-	%317 = extractelement <4 x float> %313, i32 3
-	%318 = getelementptr float, float* %p.m, i64 %295
-	%319 = bitcast float* %318 to <4 x float>*
-	%320 = load <4 x float>, <4 x float>* %319, align 16
-	%321 = extractelement <4 x float> %320, i32 0
-	%322 = extractelement <4 x float> %320, i32 1
-	%323 = extractelement <4 x float> %320, i32 2
-	%324 = extractelement <4 x float> %320, i32 3
-	%325 = getelementptr float, float* %p.v, i64 %295
-	%326 = bitcast float* %325 to <4 x float>*
-	%327 = load <4 x float>, <4 x float>* %326, align 16
-	%328 = extractelement <4 x float> %327, i32 0
-	%329 = extractelement <4 x float> %327, i32 1
-	%330 = extractelement <4 x float> %327, i32 2
-	%331 = extractelement <4 x float> %327, i32 3
-	%332 = call { float, float, float, float } @disk_corr_body(float %300, float %307, float %314, float %321, float %328, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%333 = extractvalue { float, float, float, float } %332, 0
-	%334 = extractvalue { float, float, float, float } %332, 1
-	%335 = extractvalue { float, float, float, float } %332, 2
-	%336 = extractvalue { float, float, float, float } %332, 3
-	%337 = call { float, float, float, float } @disk_corr_body(float %301, float %308, float %315, float %322, float %329, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%338 = extractvalue { float, float, float, float } %337, 0
-	%339 = extractvalue { float, float, float, float } %337, 1
-	%340 = extractvalue { float, float, float, float } %337, 2
-	%341 = extractvalue { float, float, float, float } %337, 3
-	%342 = call { float, float, float, float } @disk_corr_body(float %302, float %309, float %316, float %323, float %330, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%343 = extractvalue { float, float, float, float } %342, 0
-	%344 = extractvalue { float, float, float, float } %342, 1
-	%345 = extractvalue { float, float, float, float } %342, 2
-	%346 = extractvalue { float, float, float, float } %342, 3
-	%347 = call { float, float, float, float } @disk_corr_body(float %303, float %310, float %317, float %324, float %331, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%348 = extractvalue { float, float, float, float } %347, 0
-	%349 = extractvalue { float, float, float, float } %347, 1
-	%350 = extractvalue { float, float, float, float } %347, 2
-	%351 = extractvalue { float, float, float, float } %347, 3
-	%352 = getelementptr float, float* %p.gt, i64 %295
-	%353 = insertelement <4 x float> undef, float %333, i32 0
-	%354 = insertelement <4 x float> %353, float %338, i32 1
-	%355 = insertelement <4 x float> %354, float %343, i32 2
-	%356 = insertelement <4 x float> %355, float %348, i32 3
-	%357 = bitcast float* %352 to <4 x float>*
-	store <4 x float> %356, <4 x float>* %357, align 16
-	%358 = getelementptr float, float* %p.m, i64 %295
-	%359 = insertelement <4 x float> undef, float %334, i32 0
-	%360 = insertelement <4 x float> %359, float %339, i32 1
-	%361 = insertelement <4 x float> %360, float %344, i32 2
-	%362 = insertelement <4 x float> %361, float %349, i32 3
-	%363 = bitcast float* %358 to <4 x float>*
-	store <4 x float> %362, <4 x float>* %363, align 16
-	%364 = getelementptr float, float* %p.v, i64 %295
-	%365 = insertelement <4 x float> undef, float %335, i32 0
-	%366 = insertelement <4 x float> %365, float %340, i32 1
-	%367 = insertelement <4 x float> %366, float %345, i32 2
-	%368 = insertelement <4 x float> %367, float %350, i32 3
-	%369 = bitcast float* %364 to <4 x float>*
-	store <4 x float> %368, <4 x float>* %369, align 16
-	%370 = getelementptr float, float* %p.theta, i64 %295
-	%371 = insertelement <4 x float> undef, float %336, i32 0
-	%372 = insertelement <4 x float> %371, float %341, i32 1
-	%373 = insertelement <4 x float> %372, float %346, i32 2
-	%374 = insertelement <4 x float> %373, float %351, i32 3
-	%375 = bitcast float* %370 to <4 x float>*
-	store <4 x float> %374, <4 x float>* %375, align 16
-	%376 = add i64 %292, %10
+	%303 = shl i64 %301, 2
+	%304 = add i64 %20, %303
+	%305 = add i64 %24, %301
+	%306 = getelementptr float, float* %p.theta, i64 %304
+	%307 = getelementptr float, float* %306, i64 0
+	%308 = bitcast float* %307 to <4 x float>*
+	%309 = load <4 x float>, <4 x float>* %308, align 16
+	%310 = extractelement <4 x float> %309, i32 0
+	%311 = extractelement <4 x float> %309, i32 1
+	%312 = extractelement <4 x float> %309, i32 2
+	%313 = extractelement <4 x float> %309, i32 3
+	%314 = getelementptr float, float* %p.g, i64 %304
+	%315 = getelementptr float, float* %314, i64 0
+	%316 = bitcast float* %315 to <4 x float>*
+	%317 = load <4 x float>, <4 x float>* %316, align 16
+	%318 = extractelement <4 x float> %317, i32 0
+	%319 = extractelement <4 x float> %317, i32 1
+	%320 = extractelement <4 x float> %317, i32 2
+	%321 = extractelement <4 x float> %317, i32 3
+	%322 = getelementptr float, float* %p.gt, i64 %304
+	%323 = getelementptr float, float* %322, i64 0
+	%324 = bitcast float* %323 to <4 x float>*
+	%325 = load <4 x float>, <4 x float>* %324, align 16
+	%326 = extractelement <4 x float> %325, i32 0
+	%327 = extractelement <4 x float> %325, i32 1
+	%328 = extractelement <4 x float> %325, i32 2
+	%329 = extractelement <4 x float> %325, i32 3
+	%330 = getelementptr float, float* %p.m, i64 %304
+	%331 = getelementptr float, float* %330, i64 0
+	%332 = bitcast float* %331 to <4 x float>*
+	%333 = load <4 x float>, <4 x float>* %332, align 16
+	%334 = extractelement <4 x float> %333, i32 0
+	%335 = extractelement <4 x float> %333, i32 1
+	%336 = extractelement <4 x float> %333, i32 2
+	%337 = extractelement <4 x float> %333, i32 3
+	%338 = getelementptr float, float* %p.v, i64 %304
+	%339 = getelementptr float, float* %338, i64 0
+	%340 = bitcast float* %339 to <4 x float>*
+	%341 = load <4 x float>, <4 x float>* %340, align 16
+	%342 = extractelement <4 x float> %341, i32 0
+	%343 = extractelement <4 x float> %341, i32 1
+	%344 = extractelement <4 x float> %341, i32 2
+	%345 = extractelement <4 x float> %341, i32 3
+	%346 = call { float, float, float, float } @disk_corr_body(float %310, float %318, float %326, float %334, float %342, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%347 = extractvalue { float, float, float, float } %346, 0
+	%348 = extractvalue { float, float, float, float } %346, 1
+	%349 = extractvalue { float, float, float, float } %346, 2
+	%350 = extractvalue { float, float, float, float } %346, 3
+	%351 = call { float, float, float, float } @disk_corr_body(float %311, float %319, float %327, float %335, float %343, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%352 = extractvalue { float, float, float, float } %351, 0
+	%353 = extractvalue { float, float, float, float } %351, 1
+	%354 = extractvalue { float, float, float, float } %351, 2
+	%355 = extractvalue { float, float, float, float } %351, 3
+	%356 = call { float, float, float, float } @disk_corr_body(float %312, float %320, float %328, float %336, float %344, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%357 = extractvalue { float, float, float, float } %356, 0
+	%358 = extractvalue { float, float, float, float } %356, 1
+	%359 = extractvalue { float, float, float, float } %356, 2
+	%360 = extractvalue { float, float, float, float } %356, 3
+	%361 = call { float, float, float, float } @disk_corr_body(float %313, float %321, float %329, float %337, float %345, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%362 = extractvalue { float, float, float, float } %361, 0
+	%363 = extractvalue { float, float, float, float } %361, 1
+	%364 = extractvalue { float, float, float, float } %361, 2
+	%365 = extractvalue { float, float, float, float } %361, 3
+	%366 = getelementptr float, float* %p.gt, i64 %304
+	%367 = insertelement <4 x float> undef, float %347, i32 0
+	%368 = insertelement <4 x float> %367, float %352, i32 1
+	%369 = insertelement <4 x float> %368, float %357, i32 2
+	%370 = insertelement <4 x float> %369, float %362, i32 3
+	%371 = getelementptr float, float* %366, i64 0
+	%372 = bitcast float* %371 to <4 x float>*
+	store <4 x float> %370, <4 x float>* %372, align 16
+	%373 = getelementptr float, float* %p.m, i64 %304
+	%374 = insertelement <4 x float> undef, float %348, i32 0
+	%375 = insertelement <4 x float> %374, float %353, i32 1
+	%376 = insertelement <4 x float> %375, float %358, i32 2
+	%377 = insertelement <4 x float> %376, float %363, i32 3
+	%378 = getelementptr float, float* %373, i64 0
+	%379 = bitcast float* %378 to <4 x float>*
+	store <4 x float> %377, <4 x float>* %379, align 16
+	%380 = getelementptr float, float* %p.v, i64 %304
+	%381 = insertelement <4 x float> undef, float %349, i32 0
+	%382 = insertelement <4 x float> %381, float %354, i32 1
+	%383 = insertelement <4 x float> %382, float %359, i32 2
+	%384 = insertelement <4 x float> %383, float %364, i32 3
+	%385 = getelementptr float, float* %380, i64 0
+	%386 = bitcast float* %385 to <4 x float>*
+	store <4 x float> %384, <4 x float>* %386, align 16
+	%387 = getelementptr float, float* %p.theta, i64 %304
+	%388 = insertelement <4 x float> undef, float %350, i32 0
+	%389 = insertelement <4 x float> %388, float %355, i32 1
+	%390 = insertelement <4 x float> %389, float %360, i32 2
+	%391 = insertelement <4 x float> %390, float %365, i32 3
+	%392 = getelementptr float, float* %387, i64 0
+	%393 = bitcast float* %392 to <4 x float>*
+	store <4 x float> %391, <4 x float>* %393, align 16
+	%394 = add i64 %301, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%377 = phi i64 [ %7, %scalar.14 ], [ %467, %group.20 ]
-	%378 = icmp slt i64 %377, %19
-	br i1 %378, label %group.20, label %group.done.21
+	%395 = phi i64 [ %7, %scalar.14 ], [ %485, %group.20 ]
+	%396 = icmp slt i64 %395, %19
+	br i1 %396, label %group.20, label %group.done.21
 
 group.20:
-	%379 = shl i64 %377, 2
-	%380 = add i64 %20, %379
-	%381 = add i64 %24, %377
-	%382 = getelementptr float, float* %p.theta, i64 %380
-	%383 = getelementptr float, float* %382, i64 0
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %382, i64 1
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %382, i64 2
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %382, i64 3
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %p.g, i64 %380
-	%392 = getelementptr float, float* %391, i64 0
-	%393 = load float, float* %392, align 4
-	%394 = getelementptr float, float* %391, i64 1
-	%395 = load float, float* %394, align 4
-	%396 = getelementptr float, float* %391, i64 2
-	%397 = load float, float* %396, align 4
-	%398 = getelementptr float, float* %391, i64 3
-	%399 = load float, float* %398, align 4
-	%400 = getelementptr float, float* %p.gt, i64 %380
+	%397 = shl i64 %395, 2
+	%398 = add i64 %20, %397
+	%399 = add i64 %24, %395
+	%400 = getelementptr float, float* %p.theta, i64 %398
 	%401 = getelementptr float, float* %400, i64 0
 	%402 = load float, float* %401, align 4
 	%403 = getelementptr float, float* %400, i64 1
@@ -871,7 +1366,7 @@ group.20:
 	%406 = load float, float* %405, align 4
 	%407 = getelementptr float, float* %400, i64 3
 	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %p.m, i64 %380
+	%409 = getelementptr float, float* %p.g, i64 %398
 	%410 = getelementptr float, float* %409, i64 0
 	%411 = load float, float* %410, align 4
 	%412 = getelementptr float, float* %409, i64 1
@@ -880,7 +1375,7 @@ group.20:
 	%415 = load float, float* %414, align 4
 	%416 = getelementptr float, float* %409, i64 3
 	%417 = load float, float* %416, align 4
-	%418 = getelementptr float, float* %p.v, i64 %380
+	%418 = getelementptr float, float* %p.gt, i64 %398
 	%419 = getelementptr float, float* %418, i64 0
 	%420 = load float, float* %419, align 4
 	%421 = getelementptr float, float* %418, i64 1
@@ -889,102 +1384,120 @@ group.20:
 	%424 = load float, float* %423, align 4
 	%425 = getelementptr float, float* %418, i64 3
 	%426 = load float, float* %425, align 4
-	%427 = call { float, float, float, float } @disk_corr_body(float %384, float %393, float %402, float %411, float %420, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%428 = extractvalue { float, float, float, float } %427, 0
-	%429 = extractvalue { float, float, float, float } %427, 1
-	%430 = extractvalue { float, float, float, float } %427, 2
-	%431 = extractvalue { float, float, float, float } %427, 3
-	%432 = call { float, float, float, float } @disk_corr_body(float %386, float %395, float %404, float %413, float %422, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%433 = extractvalue { float, float, float, float } %432, 0
-	%434 = extractvalue { float, float, float, float } %432, 1
-	%435 = extractvalue { float, float, float, float } %432, 2
-	%436 = extractvalue { float, float, float, float } %432, 3
-	%437 = call { float, float, float, float } @disk_corr_body(float %388, float %397, float %406, float %415, float %424, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%438 = extractvalue { float, float, float, float } %437, 0
-	%439 = extractvalue { float, float, float, float } %437, 1
-	%440 = extractvalue { float, float, float, float } %437, 2
-	%441 = extractvalue { float, float, float, float } %437, 3
-	%442 = call { float, float, float, float } @disk_corr_body(float %390, float %399, float %408, float %417, float %426, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%443 = extractvalue { float, float, float, float } %442, 0
-	%444 = extractvalue { float, float, float, float } %442, 1
-	%445 = extractvalue { float, float, float, float } %442, 2
-	%446 = extractvalue { float, float, float, float } %442, 3
-	%447 = getelementptr float, float* %p.gt, i64 %380
-	%448 = getelementptr float, float* %447, i64 0
-	store float %428, float* %448, align 4
-	%449 = getelementptr float, float* %447, i64 1
-	store float %433, float* %449, align 4
-	%450 = getelementptr float, float* %447, i64 2
-	store float %438, float* %450, align 4
-	%451 = getelementptr float, float* %447, i64 3
-	store float %443, float* %451, align 4
-	%452 = getelementptr float, float* %p.m, i64 %380
-	%453 = getelementptr float, float* %452, i64 0
-	store float %429, float* %453, align 4
-	%454 = getelementptr float, float* %452, i64 1
-	store float %434, float* %454, align 4
-	%455 = getelementptr float, float* %452, i64 2
-	store float %439, float* %455, align 4
-	%456 = getelementptr float, float* %452, i64 3
-	store float %444, float* %456, align 4
-	%457 = getelementptr float, float* %p.v, i64 %380
-	%458 = getelementptr float, float* %457, i64 0
-	store float %430, float* %458, align 4
-	%459 = getelementptr float, float* %457, i64 1
-	store float %435, float* %459, align 4
-	%460 = getelementptr float, float* %457, i64 2
-	store float %440, float* %460, align 4
-	%461 = getelementptr float, float* %457, i64 3
-	store float %445, float* %461, align 4
-	%462 = getelementptr float, float* %p.theta, i64 %380
-	%463 = getelementptr float, float* %462, i64 0
-	store float %431, float* %463, align 4
-	%464 = getelementptr float, float* %462, i64 1
-	store float %436, float* %464, align 4
-	%465 = getelementptr float, float* %462, i64 2
-	store float %441, float* %465, align 4
-	%466 = getelementptr float, float* %462, i64 3
+	%427 = getelementptr float, float* %p.m, i64 %398
+	%428 = getelementptr float, float* %427, i64 0
+	%429 = load float, float* %428, align 4
+	%430 = getelementptr float, float* %427, i64 1
+	%431 = load float, float* %430, align 4
+	%432 = getelementptr float, float* %427, i64 2
+	%433 = load float, float* %432, align 4
+	%434 = getelementptr float, float* %427, i64 3
+	%435 = load float, float* %434, align 4
+	%436 = getelementptr float, float* %p.v, i64 %398
+	%437 = getelementptr float, float* %436, i64 0
+	%438 = load float, float* %437, align 4
+	%439 = getelementptr float, float* %436, i64 1
+	%440 = load float, float* %439, align 4
+	%441 = getelementptr float, float* %436, i64 2
+	%442 = load float, float* %441, align 4
+	%443 = getelementptr float, float* %436, i64 3
+	%444 = load float, float* %443, align 4
+	%445 = call { float, float, float, float } @disk_corr_body(float %402, float %411, float %420, float %429, float %438, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%446 = extractvalue { float, float, float, float } %445, 0
+	%447 = extractvalue { float, float, float, float } %445, 1
+	%448 = extractvalue { float, float, float, float } %445, 2
+	%449 = extractvalue { float, float, float, float } %445, 3
+	%450 = call { float, float, float, float } @disk_corr_body(float %404, float %413, float %422, float %431, float %440, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%451 = extractvalue { float, float, float, float } %450, 0
+	%452 = extractvalue { float, float, float, float } %450, 1
+	%453 = extractvalue { float, float, float, float } %450, 2
+	%454 = extractvalue { float, float, float, float } %450, 3
+	%455 = call { float, float, float, float } @disk_corr_body(float %406, float %415, float %424, float %433, float %442, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%456 = extractvalue { float, float, float, float } %455, 0
+	%457 = extractvalue { float, float, float, float } %455, 1
+	%458 = extractvalue { float, float, float, float } %455, 2
+	%459 = extractvalue { float, float, float, float } %455, 3
+	%460 = call { float, float, float, float } @disk_corr_body(float %408, float %417, float %426, float %435, float %444, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%461 = extractvalue { float, float, float, float } %460, 0
+	%462 = extractvalue { float, float, float, float } %460, 1
+	%463 = extractvalue { float, float, float, float } %460, 2
+	%464 = extractvalue { float, float, float, float } %460, 3
+	%465 = getelementptr float, float* %p.gt, i64 %398
+	%466 = getelementptr float, float* %465, i64 0
 	store float %446, float* %466, align 4
-	%467 = add i64 %377, %10
+	%467 = getelementptr float, float* %465, i64 1
+	store float %451, float* %467, align 4
+	%468 = getelementptr float, float* %465, i64 2
+	store float %456, float* %468, align 4
+	%469 = getelementptr float, float* %465, i64 3
+	store float %461, float* %469, align 4
+	%470 = getelementptr float, float* %p.m, i64 %398
+	%471 = getelementptr float, float* %470, i64 0
+	store float %447, float* %471, align 4
+	%472 = getelementptr float, float* %470, i64 1
+	store float %452, float* %472, align 4
+	%473 = getelementptr float, float* %470, i64 2
+	store float %457, float* %473, align 4
+	%474 = getelementptr float, float* %470, i64 3
+	store float %462, float* %474, align 4
+	%475 = getelementptr float, float* %p.v, i64 %398
+	%476 = getelementptr float, float* %475, i64 0
+	store float %448, float* %476, align 4
+	%477 = getelementptr float, float* %475, i64 1
+	store float %453, float* %477, align 4
+	%478 = getelementptr float, float* %475, i64 2
+	store float %458, float* %478, align 4
+	%479 = getelementptr float, float* %475, i64 3
+	store float %463, float* %479, align 4
+	%480 = getelementptr float, float* %p.theta, i64 %398
+	%481 = getelementptr float, float* %480, i64 0
+	store float %449, float* %481, align 4
+	%482 = getelementptr float, float* %480, i64 1
+	store float %454, float* %482, align 4
+	%483 = getelementptr float, float* %480, i64 2
+	store float %459, float* %483, align 4
+	%484 = getelementptr float, float* %480, i64 3
+	store float %464, float* %484, align 4
+	%485 = add i64 %395, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%468 = phi i64 [ %7, %edges.15 ], [ %493, %edge.23 ]
-	%469 = icmp slt i64 %468, %291
-	br i1 %469, label %edge.23, label %edge.done.24
+	%486 = phi i64 [ %7, %edges.15 ], [ %511, %edge.23 ]
+	%487 = icmp slt i64 %486, %300
+	br i1 %487, label %edge.23, label %edge.done.24
 
 edge.23:
-	%470 = icmp slt i64 %468, %17
-	%471 = sub i64 %468, %17
-	%472 = add i64 %22, %471
-	%473 = select i1 %470, i64 %468, i64 %472
-	%474 = getelementptr float, float* %p.theta, i64 %473
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %p.g, i64 %473
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %p.gt, i64 %473
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %p.m, i64 %473
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %p.v, i64 %473
-	%483 = load float, float* %482, align 4
-	%484 = call { float, float, float, float } @disk_corr_body(float %475, float %477, float %479, float %481, float %483, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%485 = extractvalue { float, float, float, float } %484, 0
-	%486 = extractvalue { float, float, float, float } %484, 1
-	%487 = extractvalue { float, float, float, float } %484, 2
-	%488 = extractvalue { float, float, float, float } %484, 3
-	%489 = getelementptr float, float* %p.gt, i64 %473
-	store float %485, float* %489, align 4
-	%490 = getelementptr float, float* %p.m, i64 %473
-	store float %486, float* %490, align 4
-	%491 = getelementptr float, float* %p.v, i64 %473
-	store float %487, float* %491, align 4
-	%492 = getelementptr float, float* %p.theta, i64 %473
-	store float %488, float* %492, align 4
-	%493 = add i64 %468, %10
+	%488 = icmp slt i64 %486, %17
+	%489 = sub i64 %486, %17
+	%490 = add i64 %22, %489
+	%491 = select i1 %488, i64 %486, i64 %490
+	%492 = getelementptr float, float* %p.theta, i64 %491
+	%493 = load float, float* %492, align 4
+	%494 = getelementptr float, float* %p.g, i64 %491
+	%495 = load float, float* %494, align 4
+	%496 = getelementptr float, float* %p.gt, i64 %491
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %p.m, i64 %491
+	%499 = load float, float* %498, align 4
+	%500 = getelementptr float, float* %p.v, i64 %491
+	%501 = load float, float* %500, align 4
+	%502 = call { float, float, float, float } @disk_corr_body(float %493, float %495, float %497, float %499, float %501, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%503 = extractvalue { float, float, float, float } %502, 0
+	%504 = extractvalue { float, float, float, float } %502, 1
+	%505 = extractvalue { float, float, float, float } %502, 2
+	%506 = extractvalue { float, float, float, float } %502, 3
+	%507 = getelementptr float, float* %p.gt, i64 %491
+	store float %503, float* %507, align 4
+	%508 = getelementptr float, float* %p.m, i64 %491
+	store float %504, float* %508, align 4
+	%509 = getelementptr float, float* %p.v, i64 %491
+	store float %505, float* %509, align 4
+	%510 = getelementptr float, float* %p.theta, i64 %491
+	store float %506, float* %510, align 4
+	%511 = add i64 %486, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -1072,7 +1585,7 @@ with_noise:
 	br label %head.head.25
 
 without_noise:
-	br label %head.head.34
+	br label %head.head.37
 
 head.head.25:
 	%65 = phi i64 [ %39, %with_noise ], [ %90, %head.26 ]
@@ -1111,359 +1624,2014 @@ head.26:
 	br label %head.head.25
 
 head.done.27:
-	br label %group.head.28
+	%91 = sdiv i64 %58, 8
+	br label %wide.head.28
 
-group.head.28:
-	%91 = phi i64 [ 0, %head.done.27 ], [ %194, %group.29 ]
-	%92 = icmp slt i64 %91, %58
-	br i1 %92, label %group.29, label %group.done.30
+wide.head.28:
+	%92 = phi i64 [ 0, %head.done.27 ], [ %844, %wide.29 ]
+	%93 = icmp slt i64 %92, %91
+	br i1 %93, label %wide.29, label %wide.done.30
 
-group.29:
-	%93 = shl i64 %91, 2
-	%94 = add i64 %59, %93
-	%95 = add i64 %63, %91
-	%96 = getelementptr float, float* %1, i64 %94
-	%97 = getelementptr float, float* %96, i64 0
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %96, i64 1
+wide.29:
+	%94 = mul i64 %92, 8
+	%95 = shl i64 %94, 2
+	%96 = add i64 %59, %95
+	%97 = add i64 %63, %94
+	%98 = getelementptr float, float* %1, i64 %96
+	%99 = getelementptr float, float* %98, i64 0
 	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %96, i64 2
+	%101 = getelementptr float, float* %98, i64 1
 	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %96, i64 3
+	%103 = getelementptr float, float* %98, i64 2
 	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %3, i64 %94
-	%106 = getelementptr float, float* %105, i64 0
-	%107 = load float, float* %106, align 4
-	%108 = getelementptr float, float* %105, i64 1
-	%109 = load float, float* %108, align 4
-	%110 = getelementptr float, float* %105, i64 2
-	%111 = load float, float* %110, align 4
-	%112 = getelementptr float, float* %105, i64 3
-	%113 = load float, float* %112, align 4
-	%114 = getelementptr float, float* %5, i64 %94
-	%115 = getelementptr float, float* %114, i64 0
+	%105 = getelementptr float, float* %98, i64 3
+	%106 = load float, float* %105, align 4
+	%107 = getelementptr float, float* %98, i64 4
+	%108 = load float, float* %107, align 4
+	%109 = getelementptr float, float* %98, i64 5
+	%110 = load float, float* %109, align 4
+	%111 = getelementptr float, float* %98, i64 6
+	%112 = load float, float* %111, align 4
+	%113 = getelementptr float, float* %98, i64 7
+	%114 = load float, float* %113, align 4
+	%115 = getelementptr float, float* %98, i64 8
 	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %114, i64 1
+	%117 = getelementptr float, float* %98, i64 9
 	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %114, i64 2
+	%119 = getelementptr float, float* %98, i64 10
 	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %114, i64 3
+	%121 = getelementptr float, float* %98, i64 11
 	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %7, i64 %94
-	%124 = getelementptr float, float* %123, i64 0
-	%125 = load float, float* %124, align 4
-	%126 = getelementptr float, float* %123, i64 1
-	%127 = load float, float* %126, align 4
-	%128 = getelementptr float, float* %123, i64 2
-	%129 = load float, float* %128, align 4
-	%130 = getelementptr float, float* %123, i64 3
-	%131 = load float, float* %130, align 4
-	%132 = getelementptr float, float* %9, i64 %94
-	%133 = getelementptr float, float* %132, i64 0
+	%123 = getelementptr float, float* %98, i64 12
+	%124 = load float, float* %123, align 4
+	%125 = getelementptr float, float* %98, i64 13
+	%126 = load float, float* %125, align 4
+	%127 = getelementptr float, float* %98, i64 14
+	%128 = load float, float* %127, align 4
+	%129 = getelementptr float, float* %98, i64 15
+	%130 = load float, float* %129, align 4
+	%131 = getelementptr float, float* %98, i64 16
+	%132 = load float, float* %131, align 4
+	%133 = getelementptr float, float* %98, i64 17
 	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %132, i64 1
+	%135 = getelementptr float, float* %98, i64 18
 	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %132, i64 2
+	%137 = getelementptr float, float* %98, i64 19
 	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %132, i64 3
+	%139 = getelementptr float, float* %98, i64 20
 	%140 = load float, float* %139, align 4
-	%141 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %95)
-	%142 = extractelement <4 x float> %141, i32 0
-	%143 = fmul float %37, %142
-	%144 = fadd float %107, %143
-	%145 = call { float, float, float, float } @disk_corr_body(float %98, float %144, float %116, float %125, float %134, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%146 = extractvalue { float, float, float, float } %145, 0
-	%147 = extractvalue { float, float, float, float } %145, 1
-	%148 = extractvalue { float, float, float, float } %145, 2
-	%149 = extractvalue { float, float, float, float } %145, 3
-	%150 = extractelement <4 x float> %141, i32 1
-	%151 = fmul float %37, %150
-	%152 = fadd float %109, %151
-	%153 = call { float, float, float, float } @disk_corr_body(float %100, float %152, float %118, float %127, float %136, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%154 = extractvalue { float, float, float, float } %153, 0
-	%155 = extractvalue { float, float, float, float } %153, 1
-	%156 = extractvalue { float, float, float, float } %153, 2
-	%157 = extractvalue { float, float, float, float } %153, 3
-	%158 = extractelement <4 x float> %141, i32 2
-	%159 = fmul float %37, %158
-	%160 = fadd float %111, %159
-	%161 = call { float, float, float, float } @disk_corr_body(float %102, float %160, float %120, float %129, float %138, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%162 = extractvalue { float, float, float, float } %161, 0
-	%163 = extractvalue { float, float, float, float } %161, 1
-	%164 = extractvalue { float, float, float, float } %161, 2
-	%165 = extractvalue { float, float, float, float } %161, 3
-	%166 = extractelement <4 x float> %141, i32 3
-	%167 = fmul float %37, %166
-	%168 = fadd float %113, %167
-	%169 = call { float, float, float, float } @disk_corr_body(float %104, float %168, float %122, float %131, float %140, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%170 = extractvalue { float, float, float, float } %169, 0
-	%171 = extractvalue { float, float, float, float } %169, 1
-	%172 = extractvalue { float, float, float, float } %169, 2
-	%173 = extractvalue { float, float, float, float } %169, 3
-	%174 = getelementptr float, float* %5, i64 %94
-	%175 = getelementptr float, float* %174, i64 0
-	store float %146, float* %175, align 4
-	%176 = getelementptr float, float* %174, i64 1
-	store float %154, float* %176, align 4
-	%177 = getelementptr float, float* %174, i64 2
-	store float %162, float* %177, align 4
-	%178 = getelementptr float, float* %174, i64 3
-	store float %170, float* %178, align 4
-	%179 = getelementptr float, float* %7, i64 %94
-	%180 = getelementptr float, float* %179, i64 0
-	store float %147, float* %180, align 4
-	%181 = getelementptr float, float* %179, i64 1
-	store float %155, float* %181, align 4
-	%182 = getelementptr float, float* %179, i64 2
-	store float %163, float* %182, align 4
-	%183 = getelementptr float, float* %179, i64 3
-	store float %171, float* %183, align 4
-	%184 = getelementptr float, float* %9, i64 %94
-	%185 = getelementptr float, float* %184, i64 0
-	store float %148, float* %185, align 4
-	%186 = getelementptr float, float* %184, i64 1
-	store float %156, float* %186, align 4
-	%187 = getelementptr float, float* %184, i64 2
-	store float %164, float* %187, align 4
-	%188 = getelementptr float, float* %184, i64 3
-	store float %172, float* %188, align 4
-	%189 = getelementptr float, float* %1, i64 %94
-	%190 = getelementptr float, float* %189, i64 0
-	store float %149, float* %190, align 4
-	%191 = getelementptr float, float* %189, i64 1
-	store float %157, float* %191, align 4
-	%192 = getelementptr float, float* %189, i64 2
-	store float %165, float* %192, align 4
-	%193 = getelementptr float, float* %189, i64 3
-	store float %173, float* %193, align 4
-	%194 = add i64 %91, 1
-	br label %group.head.28
+	%141 = getelementptr float, float* %98, i64 21
+	%142 = load float, float* %141, align 4
+	%143 = getelementptr float, float* %98, i64 22
+	%144 = load float, float* %143, align 4
+	%145 = getelementptr float, float* %98, i64 23
+	%146 = load float, float* %145, align 4
+	%147 = getelementptr float, float* %98, i64 24
+	%148 = load float, float* %147, align 4
+	%149 = getelementptr float, float* %98, i64 25
+	%150 = load float, float* %149, align 4
+	%151 = getelementptr float, float* %98, i64 26
+	%152 = load float, float* %151, align 4
+	%153 = getelementptr float, float* %98, i64 27
+	%154 = load float, float* %153, align 4
+	%155 = getelementptr float, float* %98, i64 28
+	%156 = load float, float* %155, align 4
+	%157 = getelementptr float, float* %98, i64 29
+	%158 = load float, float* %157, align 4
+	%159 = getelementptr float, float* %98, i64 30
+	%160 = load float, float* %159, align 4
+	%161 = getelementptr float, float* %98, i64 31
+	%162 = load float, float* %161, align 4
+	%163 = getelementptr float, float* %3, i64 %96
+	%164 = getelementptr float, float* %163, i64 0
+	%165 = load float, float* %164, align 4
+	%166 = getelementptr float, float* %163, i64 1
+	%167 = load float, float* %166, align 4
+	%168 = getelementptr float, float* %163, i64 2
+	%169 = load float, float* %168, align 4
+	%170 = getelementptr float, float* %163, i64 3
+	%171 = load float, float* %170, align 4
+	%172 = getelementptr float, float* %163, i64 4
+	%173 = load float, float* %172, align 4
+	%174 = getelementptr float, float* %163, i64 5
+	%175 = load float, float* %174, align 4
+	%176 = getelementptr float, float* %163, i64 6
+	%177 = load float, float* %176, align 4
+	%178 = getelementptr float, float* %163, i64 7
+	%179 = load float, float* %178, align 4
+	%180 = getelementptr float, float* %163, i64 8
+	%181 = load float, float* %180, align 4
+	%182 = getelementptr float, float* %163, i64 9
+	%183 = load float, float* %182, align 4
+	%184 = getelementptr float, float* %163, i64 10
+	%185 = load float, float* %184, align 4
+	%186 = getelementptr float, float* %163, i64 11
+	%187 = load float, float* %186, align 4
+	%188 = getelementptr float, float* %163, i64 12
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %163, i64 13
+	%191 = load float, float* %190, align 4
+	%192 = getelementptr float, float* %163, i64 14
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %163, i64 15
+	%195 = load float, float* %194, align 4
+	%196 = getelementptr float, float* %163, i64 16
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %163, i64 17
+	%199 = load float, float* %198, align 4
+	%200 = getelementptr float, float* %163, i64 18
+	%201 = load float, float* %200, align 4
+	%202 = getelementptr float, float* %163, i64 19
+	%203 = load float, float* %202, align 4
+	%204 = getelementptr float, float* %163, i64 20
+	%205 = load float, float* %204, align 4
+	%206 = getelementptr float, float* %163, i64 21
+	%207 = load float, float* %206, align 4
+	%208 = getelementptr float, float* %163, i64 22
+	%209 = load float, float* %208, align 4
+	%210 = getelementptr float, float* %163, i64 23
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %163, i64 24
+	%213 = load float, float* %212, align 4
+	%214 = getelementptr float, float* %163, i64 25
+	%215 = load float, float* %214, align 4
+	%216 = getelementptr float, float* %163, i64 26
+	%217 = load float, float* %216, align 4
+	%218 = getelementptr float, float* %163, i64 27
+	%219 = load float, float* %218, align 4
+	%220 = getelementptr float, float* %163, i64 28
+	%221 = load float, float* %220, align 4
+	%222 = getelementptr float, float* %163, i64 29
+	%223 = load float, float* %222, align 4
+	%224 = getelementptr float, float* %163, i64 30
+	%225 = load float, float* %224, align 4
+	%226 = getelementptr float, float* %163, i64 31
+	%227 = load float, float* %226, align 4
+	%228 = getelementptr float, float* %5, i64 %96
+	%229 = getelementptr float, float* %228, i64 0
+	%230 = load float, float* %229, align 4
+	%231 = getelementptr float, float* %228, i64 1
+	%232 = load float, float* %231, align 4
+	%233 = getelementptr float, float* %228, i64 2
+	%234 = load float, float* %233, align 4
+	%235 = getelementptr float, float* %228, i64 3
+	%236 = load float, float* %235, align 4
+	%237 = getelementptr float, float* %228, i64 4
+	%238 = load float, float* %237, align 4
+	%239 = getelementptr float, float* %228, i64 5
+	%240 = load float, float* %239, align 4
+	%241 = getelementptr float, float* %228, i64 6
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %228, i64 7
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %228, i64 8
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %228, i64 9
+	%248 = load float, float* %247, align 4
+	%249 = getelementptr float, float* %228, i64 10
+	%250 = load float, float* %249, align 4
+	%251 = getelementptr float, float* %228, i64 11
+	%252 = load float, float* %251, align 4
+	%253 = getelementptr float, float* %228, i64 12
+	%254 = load float, float* %253, align 4
+	%255 = getelementptr float, float* %228, i64 13
+	%256 = load float, float* %255, align 4
+	%257 = getelementptr float, float* %228, i64 14
+	%258 = load float, float* %257, align 4
+	%259 = getelementptr float, float* %228, i64 15
+	%260 = load float, float* %259, align 4
+	%261 = getelementptr float, float* %228, i64 16
+	%262 = load float, float* %261, align 4
+	%263 = getelementptr float, float* %228, i64 17
+	%264 = load float, float* %263, align 4
+	%265 = getelementptr float, float* %228, i64 18
+	%266 = load float, float* %265, align 4
+	%267 = getelementptr float, float* %228, i64 19
+	%268 = load float, float* %267, align 4
+	%269 = getelementptr float, float* %228, i64 20
+	%270 = load float, float* %269, align 4
+	%271 = getelementptr float, float* %228, i64 21
+	%272 = load float, float* %271, align 4
+	%273 = getelementptr float, float* %228, i64 22
+	%274 = load float, float* %273, align 4
+	%275 = getelementptr float, float* %228, i64 23
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %228, i64 24
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %228, i64 25
+	%280 = load float, float* %279, align 4
+	%281 = getelementptr float, float* %228, i64 26
+	%282 = load float, float* %281, align 4
+	%283 = getelementptr float, float* %228, i64 27
+	%284 = load float, float* %283, align 4
+	%285 = getelementptr float, float* %228, i64 28
+	%286 = load float, float* %285, align 4
+	%287 = getelementptr float, float* %228, i64 29
+	%288 = load float, float* %287, align 4
+	%289 = getelementptr float, float* %228, i64 30
+	%290 = load float, float* %289, align 4
+	%291 = getelementptr float, float* %228, i64 31
+	%292 = load float, float* %291, align 4
+	%293 = getelementptr float, float* %7, i64 %96
+	%294 = getelementptr float, float* %293, i64 0
+	%295 = load float, float* %294, align 4
+	%296 = getelementptr float, float* %293, i64 1
+	%297 = load float, float* %296, align 4
+	%298 = getelementptr float, float* %293, i64 2
+	%299 = load float, float* %298, align 4
+	%300 = getelementptr float, float* %293, i64 3
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %293, i64 4
+	%303 = load float, float* %302, align 4
+	%304 = getelementptr float, float* %293, i64 5
+	%305 = load float, float* %304, align 4
+	%306 = getelementptr float, float* %293, i64 6
+	%307 = load float, float* %306, align 4
+	%308 = getelementptr float, float* %293, i64 7
+	%309 = load float, float* %308, align 4
+	%310 = getelementptr float, float* %293, i64 8
+	%311 = load float, float* %310, align 4
+	%312 = getelementptr float, float* %293, i64 9
+	%313 = load float, float* %312, align 4
+	%314 = getelementptr float, float* %293, i64 10
+	%315 = load float, float* %314, align 4
+	%316 = getelementptr float, float* %293, i64 11
+	%317 = load float, float* %316, align 4
+	%318 = getelementptr float, float* %293, i64 12
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %293, i64 13
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %293, i64 14
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %293, i64 15
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %293, i64 16
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %293, i64 17
+	%329 = load float, float* %328, align 4
+	%330 = getelementptr float, float* %293, i64 18
+	%331 = load float, float* %330, align 4
+	%332 = getelementptr float, float* %293, i64 19
+	%333 = load float, float* %332, align 4
+	%334 = getelementptr float, float* %293, i64 20
+	%335 = load float, float* %334, align 4
+	%336 = getelementptr float, float* %293, i64 21
+	%337 = load float, float* %336, align 4
+	%338 = getelementptr float, float* %293, i64 22
+	%339 = load float, float* %338, align 4
+	%340 = getelementptr float, float* %293, i64 23
+	%341 = load float, float* %340, align 4
+	%342 = getelementptr float, float* %293, i64 24
+	%343 = load float, float* %342, align 4
+	%344 = getelementptr float, float* %293, i64 25
+	%345 = load float, float* %344, align 4
+	%346 = getelementptr float, float* %293, i64 26
+	%347 = load float, float* %346, align 4
+	%348 = getelementptr float, float* %293, i64 27
+	%349 = load float, float* %348, align 4
+	%350 = getelementptr float, float* %293, i64 28
+	%351 = load float, float* %350, align 4
+	%352 = getelementptr float, float* %293, i64 29
+	%353 = load float, float* %352, align 4
+	%354 = getelementptr float, float* %293, i64 30
+	%355 = load float, float* %354, align 4
+	%356 = getelementptr float, float* %293, i64 31
+	%357 = load float, float* %356, align 4
+	%358 = getelementptr float, float* %9, i64 %96
+	%359 = getelementptr float, float* %358, i64 0
+	%360 = load float, float* %359, align 4
+	%361 = getelementptr float, float* %358, i64 1
+	%362 = load float, float* %361, align 4
+	%363 = getelementptr float, float* %358, i64 2
+	%364 = load float, float* %363, align 4
+	%365 = getelementptr float, float* %358, i64 3
+	%366 = load float, float* %365, align 4
+	%367 = getelementptr float, float* %358, i64 4
+	%368 = load float, float* %367, align 4
+	%369 = getelementptr float, float* %358, i64 5
+	%370 = load float, float* %369, align 4
+	%371 = getelementptr float, float* %358, i64 6
+	%372 = load float, float* %371, align 4
+	%373 = getelementptr float, float* %358, i64 7
+	%374 = load float, float* %373, align 4
+	%375 = getelementptr float, float* %358, i64 8
+	%376 = load float, float* %375, align 4
+	%377 = getelementptr float, float* %358, i64 9
+	%378 = load float, float* %377, align 4
+	%379 = getelementptr float, float* %358, i64 10
+	%380 = load float, float* %379, align 4
+	%381 = getelementptr float, float* %358, i64 11
+	%382 = load float, float* %381, align 4
+	%383 = getelementptr float, float* %358, i64 12
+	%384 = load float, float* %383, align 4
+	%385 = getelementptr float, float* %358, i64 13
+	%386 = load float, float* %385, align 4
+	%387 = getelementptr float, float* %358, i64 14
+	%388 = load float, float* %387, align 4
+	%389 = getelementptr float, float* %358, i64 15
+	%390 = load float, float* %389, align 4
+	%391 = getelementptr float, float* %358, i64 16
+	%392 = load float, float* %391, align 4
+	%393 = getelementptr float, float* %358, i64 17
+	%394 = load float, float* %393, align 4
+	%395 = getelementptr float, float* %358, i64 18
+	%396 = load float, float* %395, align 4
+	%397 = getelementptr float, float* %358, i64 19
+	%398 = load float, float* %397, align 4
+	%399 = getelementptr float, float* %358, i64 20
+	%400 = load float, float* %399, align 4
+	%401 = getelementptr float, float* %358, i64 21
+	%402 = load float, float* %401, align 4
+	%403 = getelementptr float, float* %358, i64 22
+	%404 = load float, float* %403, align 4
+	%405 = getelementptr float, float* %358, i64 23
+	%406 = load float, float* %405, align 4
+	%407 = getelementptr float, float* %358, i64 24
+	%408 = load float, float* %407, align 4
+	%409 = getelementptr float, float* %358, i64 25
+	%410 = load float, float* %409, align 4
+	%411 = getelementptr float, float* %358, i64 26
+	%412 = load float, float* %411, align 4
+	%413 = getelementptr float, float* %358, i64 27
+	%414 = load float, float* %413, align 4
+	%415 = getelementptr float, float* %358, i64 28
+	%416 = load float, float* %415, align 4
+	%417 = getelementptr float, float* %358, i64 29
+	%418 = load float, float* %417, align 4
+	%419 = getelementptr float, float* %358, i64 30
+	%420 = load float, float* %419, align 4
+	%421 = getelementptr float, float* %358, i64 31
+	%422 = load float, float* %421, align 4
+	%423 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %45, i32 %47, i32 0, i64 %97)
+	%424 = extractvalue [4 x <8 x float>] %423, 0
+	%425 = extractelement <8 x float> %424, i32 0
+	%426 = fmul float %37, %425
+	%427 = fadd float %165, %426
+	%428 = call { float, float, float, float } @disk_corr_body(float %100, float %427, float %230, float %295, float %360, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%429 = extractvalue { float, float, float, float } %428, 0
+	%430 = extractvalue { float, float, float, float } %428, 1
+	%431 = extractvalue { float, float, float, float } %428, 2
+	%432 = extractvalue { float, float, float, float } %428, 3
+	%433 = extractvalue [4 x <8 x float>] %423, 1
+	%434 = extractelement <8 x float> %433, i32 0
+	%435 = fmul float %37, %434
+	%436 = fadd float %167, %435
+	%437 = call { float, float, float, float } @disk_corr_body(float %102, float %436, float %232, float %297, float %362, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%438 = extractvalue { float, float, float, float } %437, 0
+	%439 = extractvalue { float, float, float, float } %437, 1
+	%440 = extractvalue { float, float, float, float } %437, 2
+	%441 = extractvalue { float, float, float, float } %437, 3
+	%442 = extractvalue [4 x <8 x float>] %423, 2
+	%443 = extractelement <8 x float> %442, i32 0
+	%444 = fmul float %37, %443
+	%445 = fadd float %169, %444
+	%446 = call { float, float, float, float } @disk_corr_body(float %104, float %445, float %234, float %299, float %364, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%447 = extractvalue { float, float, float, float } %446, 0
+	%448 = extractvalue { float, float, float, float } %446, 1
+	%449 = extractvalue { float, float, float, float } %446, 2
+	%450 = extractvalue { float, float, float, float } %446, 3
+	%451 = extractvalue [4 x <8 x float>] %423, 3
+	%452 = extractelement <8 x float> %451, i32 0
+	%453 = fmul float %37, %452
+	%454 = fadd float %171, %453
+	%455 = call { float, float, float, float } @disk_corr_body(float %106, float %454, float %236, float %301, float %366, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%456 = extractvalue { float, float, float, float } %455, 0
+	%457 = extractvalue { float, float, float, float } %455, 1
+	%458 = extractvalue { float, float, float, float } %455, 2
+	%459 = extractvalue { float, float, float, float } %455, 3
+	%460 = extractvalue [4 x <8 x float>] %423, 0
+	%461 = extractelement <8 x float> %460, i32 1
+	%462 = fmul float %37, %461
+	%463 = fadd float %173, %462
+	%464 = call { float, float, float, float } @disk_corr_body(float %108, float %463, float %238, float %303, float %368, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%465 = extractvalue { float, float, float, float } %464, 0
+	%466 = extractvalue { float, float, float, float } %464, 1
+	%467 = extractvalue { float, float, float, float } %464, 2
+	%468 = extractvalue { float, float, float, float } %464, 3
+	%469 = extractvalue [4 x <8 x float>] %423, 1
+	%470 = extractelement <8 x float> %469, i32 1
+	%471 = fmul float %37, %470
+	%472 = fadd float %175, %471
+	%473 = call { float, float, float, float } @disk_corr_body(float %110, float %472, float %240, float %305, float %370, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%474 = extractvalue { float, float, float, float } %473, 0
+	%475 = extractvalue { float, float, float, float } %473, 1
+	%476 = extractvalue { float, float, float, float } %473, 2
+	%477 = extractvalue { float, float, float, float } %473, 3
+	%478 = extractvalue [4 x <8 x float>] %423, 2
+	%479 = extractelement <8 x float> %478, i32 1
+	%480 = fmul float %37, %479
+	%481 = fadd float %177, %480
+	%482 = call { float, float, float, float } @disk_corr_body(float %112, float %481, float %242, float %307, float %372, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%483 = extractvalue { float, float, float, float } %482, 0
+	%484 = extractvalue { float, float, float, float } %482, 1
+	%485 = extractvalue { float, float, float, float } %482, 2
+	%486 = extractvalue { float, float, float, float } %482, 3
+	%487 = extractvalue [4 x <8 x float>] %423, 3
+	%488 = extractelement <8 x float> %487, i32 1
+	%489 = fmul float %37, %488
+	%490 = fadd float %179, %489
+	%491 = call { float, float, float, float } @disk_corr_body(float %114, float %490, float %244, float %309, float %374, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%492 = extractvalue { float, float, float, float } %491, 0
+	%493 = extractvalue { float, float, float, float } %491, 1
+	%494 = extractvalue { float, float, float, float } %491, 2
+	%495 = extractvalue { float, float, float, float } %491, 3
+	%496 = extractvalue [4 x <8 x float>] %423, 0
+	%497 = extractelement <8 x float> %496, i32 2
+	%498 = fmul float %37, %497
+	%499 = fadd float %181, %498
+	%500 = call { float, float, float, float } @disk_corr_body(float %116, float %499, float %246, float %311, float %376, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%501 = extractvalue { float, float, float, float } %500, 0
+	%502 = extractvalue { float, float, float, float } %500, 1
+	%503 = extractvalue { float, float, float, float } %500, 2
+	%504 = extractvalue { float, float, float, float } %500, 3
+	%505 = extractvalue [4 x <8 x float>] %423, 1
+	%506 = extractelement <8 x float> %505, i32 2
+	%507 = fmul float %37, %506
+	%508 = fadd float %183, %507
+	%509 = call { float, float, float, float } @disk_corr_body(float %118, float %508, float %248, float %313, float %378, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%510 = extractvalue { float, float, float, float } %509, 0
+	%511 = extractvalue { float, float, float, float } %509, 1
+	%512 = extractvalue { float, float, float, float } %509, 2
+	%513 = extractvalue { float, float, float, float } %509, 3
+	%514 = extractvalue [4 x <8 x float>] %423, 2
+	%515 = extractelement <8 x float> %514, i32 2
+	%516 = fmul float %37, %515
+	%517 = fadd float %185, %516
+	%518 = call { float, float, float, float } @disk_corr_body(float %120, float %517, float %250, float %315, float %380, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%519 = extractvalue { float, float, float, float } %518, 0
+	%520 = extractvalue { float, float, float, float } %518, 1
+	%521 = extractvalue { float, float, float, float } %518, 2
+	%522 = extractvalue { float, float, float, float } %518, 3
+	%523 = extractvalue [4 x <8 x float>] %423, 3
+	%524 = extractelement <8 x float> %523, i32 2
+	%525 = fmul float %37, %524
+	%526 = fadd float %187, %525
+	%527 = call { float, float, float, float } @disk_corr_body(float %122, float %526, float %252, float %317, float %382, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%528 = extractvalue { float, float, float, float } %527, 0
+	%529 = extractvalue { float, float, float, float } %527, 1
+	%530 = extractvalue { float, float, float, float } %527, 2
+	%531 = extractvalue { float, float, float, float } %527, 3
+	%532 = extractvalue [4 x <8 x float>] %423, 0
+	%533 = extractelement <8 x float> %532, i32 3
+	%534 = fmul float %37, %533
+	%535 = fadd float %189, %534
+	%536 = call { float, float, float, float } @disk_corr_body(float %124, float %535, float %254, float %319, float %384, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%537 = extractvalue { float, float, float, float } %536, 0
+	%538 = extractvalue { float, float, float, float } %536, 1
+	%539 = extractvalue { float, float, float, float } %536, 2
+	%540 = extractvalue { float, float, float, float } %536, 3
+	%541 = extractvalue [4 x <8 x float>] %423, 1
+	%542 = extractelement <8 x float> %541, i32 3
+	%543 = fmul float %37, %542
+	%544 = fadd float %191, %543
+	%545 = call { float, float, float, float } @disk_corr_body(float %126, float %544, float %256, float %321, float %386, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%546 = extractvalue { float, float, float, float } %545, 0
+	%547 = extractvalue { float, float, float, float } %545, 1
+	%548 = extractvalue { float, float, float, float } %545, 2
+	%549 = extractvalue { float, float, float, float } %545, 3
+	%550 = extractvalue [4 x <8 x float>] %423, 2
+	%551 = extractelement <8 x float> %550, i32 3
+	%552 = fmul float %37, %551
+	%553 = fadd float %193, %552
+	%554 = call { float, float, float, float } @disk_corr_body(float %128, float %553, float %258, float %323, float %388, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%555 = extractvalue { float, float, float, float } %554, 0
+	%556 = extractvalue { float, float, float, float } %554, 1
+	%557 = extractvalue { float, float, float, float } %554, 2
+	%558 = extractvalue { float, float, float, float } %554, 3
+	%559 = extractvalue [4 x <8 x float>] %423, 3
+	%560 = extractelement <8 x float> %559, i32 3
+	%561 = fmul float %37, %560
+	%562 = fadd float %195, %561
+	%563 = call { float, float, float, float } @disk_corr_body(float %130, float %562, float %260, float %325, float %390, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%564 = extractvalue { float, float, float, float } %563, 0
+	%565 = extractvalue { float, float, float, float } %563, 1
+	%566 = extractvalue { float, float, float, float } %563, 2
+	%567 = extractvalue { float, float, float, float } %563, 3
+	%568 = extractvalue [4 x <8 x float>] %423, 0
+	%569 = extractelement <8 x float> %568, i32 4
+	%570 = fmul float %37, %569
+	%571 = fadd float %197, %570
+	%572 = call { float, float, float, float } @disk_corr_body(float %132, float %571, float %262, float %327, float %392, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%573 = extractvalue { float, float, float, float } %572, 0
+	%574 = extractvalue { float, float, float, float } %572, 1
+	%575 = extractvalue { float, float, float, float } %572, 2
+	%576 = extractvalue { float, float, float, float } %572, 3
+	%577 = extractvalue [4 x <8 x float>] %423, 1
+	%578 = extractelement <8 x float> %577, i32 4
+	%579 = fmul float %37, %578
+	%580 = fadd float %199, %579
+	%581 = call { float, float, float, float } @disk_corr_body(float %134, float %580, float %264, float %329, float %394, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%582 = extractvalue { float, float, float, float } %581, 0
+	%583 = extractvalue { float, float, float, float } %581, 1
+	%584 = extractvalue { float, float, float, float } %581, 2
+	%585 = extractvalue { float, float, float, float } %581, 3
+	%586 = extractvalue [4 x <8 x float>] %423, 2
+	%587 = extractelement <8 x float> %586, i32 4
+	%588 = fmul float %37, %587
+	%589 = fadd float %201, %588
+	%590 = call { float, float, float, float } @disk_corr_body(float %136, float %589, float %266, float %331, float %396, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%591 = extractvalue { float, float, float, float } %590, 0
+	%592 = extractvalue { float, float, float, float } %590, 1
+	%593 = extractvalue { float, float, float, float } %590, 2
+	%594 = extractvalue { float, float, float, float } %590, 3
+	%595 = extractvalue [4 x <8 x float>] %423, 3
+	%596 = extractelement <8 x float> %595, i32 4
+	%597 = fmul float %37, %596
+	%598 = fadd float %203, %597
+	%599 = call { float, float, float, float } @disk_corr_body(float %138, float %598, float %268, float %333, float %398, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%600 = extractvalue { float, float, float, float } %599, 0
+	%601 = extractvalue { float, float, float, float } %599, 1
+	%602 = extractvalue { float, float, float, float } %599, 2
+	%603 = extractvalue { float, float, float, float } %599, 3
+	%604 = extractvalue [4 x <8 x float>] %423, 0
+	%605 = extractelement <8 x float> %604, i32 5
+	%606 = fmul float %37, %605
+	%607 = fadd float %205, %606
+	%608 = call { float, float, float, float } @disk_corr_body(float %140, float %607, float %270, float %335, float %400, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%609 = extractvalue { float, float, float, float } %608, 0
+	%610 = extractvalue { float, float, float, float } %608, 1
+	%611 = extractvalue { float, float, float, float } %608, 2
+	%612 = extractvalue { float, float, float, float } %608, 3
+	%613 = extractvalue [4 x <8 x float>] %423, 1
+	%614 = extractelement <8 x float> %613, i32 5
+	%615 = fmul float %37, %614
+	%616 = fadd float %207, %615
+	%617 = call { float, float, float, float } @disk_corr_body(float %142, float %616, float %272, float %337, float %402, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%618 = extractvalue { float, float, float, float } %617, 0
+	%619 = extractvalue { float, float, float, float } %617, 1
+	%620 = extractvalue { float, float, float, float } %617, 2
+	%621 = extractvalue { float, float, float, float } %617, 3
+	%622 = extractvalue [4 x <8 x float>] %423, 2
+	%623 = extractelement <8 x float> %622, i32 5
+	%624 = fmul float %37, %623
+	%625 = fadd float %209, %624
+	%626 = call { float, float, float, float } @disk_corr_body(float %144, float %625, float %274, float %339, float %404, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%627 = extractvalue { float, float, float, float } %626, 0
+	%628 = extractvalue { float, float, float, float } %626, 1
+	%629 = extractvalue { float, float, float, float } %626, 2
+	%630 = extractvalue { float, float, float, float } %626, 3
+	%631 = extractvalue [4 x <8 x float>] %423, 3
+	%632 = extractelement <8 x float> %631, i32 5
+	%633 = fmul float %37, %632
+	%634 = fadd float %211, %633
+	%635 = call { float, float, float, float } @disk_corr_body(float %146, float %634, float %276, float %341, float %406, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%636 = extractvalue { float, float, float, float } %635, 0
+	%637 = extractvalue { float, float, float, float } %635, 1
+	%638 = extractvalue { float, float, float, float } %635, 2
+	%639 = extractvalue { float, float, float, float } %635, 3
+	%640 = extractvalue [4 x <8 x float>] %423, 0
+	%641 = extractelement <8 x float> %640, i32 6
+	%642 = fmul float %37, %641
+	%643 = fadd float %213, %642
+	%644 = call { float, float, float, float } @disk_corr_body(float %148, float %643, float %278, float %343, float %408, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%645 = extractvalue { float, float, float, float } %644, 0
+	%646 = extractvalue { float, float, float, float } %644, 1
+	%647 = extractvalue { float, float, float, float } %644, 2
+	%648 = extractvalue { float, float, float, float } %644, 3
+	%649 = extractvalue [4 x <8 x float>] %423, 1
+	%650 = extractelement <8 x float> %649, i32 6
+	%651 = fmul float %37, %650
+	%652 = fadd float %215, %651
+	%653 = call { float, float, float, float } @disk_corr_body(float %150, float %652, float %280, float %345, float %410, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%654 = extractvalue { float, float, float, float } %653, 0
+	%655 = extractvalue { float, float, float, float } %653, 1
+	%656 = extractvalue { float, float, float, float } %653, 2
+	%657 = extractvalue { float, float, float, float } %653, 3
+	%658 = extractvalue [4 x <8 x float>] %423, 2
+	%659 = extractelement <8 x float> %658, i32 6
+	%660 = fmul float %37, %659
+	%661 = fadd float %217, %660
+	%662 = call { float, float, float, float } @disk_corr_body(float %152, float %661, float %282, float %347, float %412, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%663 = extractvalue { float, float, float, float } %662, 0
+	%664 = extractvalue { float, float, float, float } %662, 1
+	%665 = extractvalue { float, float, float, float } %662, 2
+	%666 = extractvalue { float, float, float, float } %662, 3
+	%667 = extractvalue [4 x <8 x float>] %423, 3
+	%668 = extractelement <8 x float> %667, i32 6
+	%669 = fmul float %37, %668
+	%670 = fadd float %219, %669
+	%671 = call { float, float, float, float } @disk_corr_body(float %154, float %670, float %284, float %349, float %414, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%672 = extractvalue { float, float, float, float } %671, 0
+	%673 = extractvalue { float, float, float, float } %671, 1
+	%674 = extractvalue { float, float, float, float } %671, 2
+	%675 = extractvalue { float, float, float, float } %671, 3
+	%676 = extractvalue [4 x <8 x float>] %423, 0
+	%677 = extractelement <8 x float> %676, i32 7
+	%678 = fmul float %37, %677
+	%679 = fadd float %221, %678
+	%680 = call { float, float, float, float } @disk_corr_body(float %156, float %679, float %286, float %351, float %416, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%681 = extractvalue { float, float, float, float } %680, 0
+	%682 = extractvalue { float, float, float, float } %680, 1
+	%683 = extractvalue { float, float, float, float } %680, 2
+	%684 = extractvalue { float, float, float, float } %680, 3
+	%685 = extractvalue [4 x <8 x float>] %423, 1
+	%686 = extractelement <8 x float> %685, i32 7
+	%687 = fmul float %37, %686
+	%688 = fadd float %223, %687
+	%689 = call { float, float, float, float } @disk_corr_body(float %158, float %688, float %288, float %353, float %418, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%690 = extractvalue { float, float, float, float } %689, 0
+	%691 = extractvalue { float, float, float, float } %689, 1
+	%692 = extractvalue { float, float, float, float } %689, 2
+	%693 = extractvalue { float, float, float, float } %689, 3
+	%694 = extractvalue [4 x <8 x float>] %423, 2
+	%695 = extractelement <8 x float> %694, i32 7
+	%696 = fmul float %37, %695
+	%697 = fadd float %225, %696
+	%698 = call { float, float, float, float } @disk_corr_body(float %160, float %697, float %290, float %355, float %420, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%699 = extractvalue { float, float, float, float } %698, 0
+	%700 = extractvalue { float, float, float, float } %698, 1
+	%701 = extractvalue { float, float, float, float } %698, 2
+	%702 = extractvalue { float, float, float, float } %698, 3
+	%703 = extractvalue [4 x <8 x float>] %423, 3
+	%704 = extractelement <8 x float> %703, i32 7
+	%705 = fmul float %37, %704
+	%706 = fadd float %227, %705
+	%707 = call { float, float, float, float } @disk_corr_body(float %162, float %706, float %292, float %357, float %422, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%708 = extractvalue { float, float, float, float } %707, 0
+	%709 = extractvalue { float, float, float, float } %707, 1
+	%710 = extractvalue { float, float, float, float } %707, 2
+	%711 = extractvalue { float, float, float, float } %707, 3
+	%712 = getelementptr float, float* %5, i64 %96
+	%713 = getelementptr float, float* %712, i64 0
+	store float %429, float* %713, align 4
+	%714 = getelementptr float, float* %712, i64 1
+	store float %438, float* %714, align 4
+	%715 = getelementptr float, float* %712, i64 2
+	store float %447, float* %715, align 4
+	%716 = getelementptr float, float* %712, i64 3
+	store float %456, float* %716, align 4
+	%717 = getelementptr float, float* %712, i64 4
+	store float %465, float* %717, align 4
+	%718 = getelementptr float, float* %712, i64 5
+	store float %474, float* %718, align 4
+	%719 = getelementptr float, float* %712, i64 6
+	store float %483, float* %719, align 4
+	%720 = getelementptr float, float* %712, i64 7
+	store float %492, float* %720, align 4
+	%721 = getelementptr float, float* %712, i64 8
+	store float %501, float* %721, align 4
+	%722 = getelementptr float, float* %712, i64 9
+	store float %510, float* %722, align 4
+	%723 = getelementptr float, float* %712, i64 10
+	store float %519, float* %723, align 4
+	%724 = getelementptr float, float* %712, i64 11
+	store float %528, float* %724, align 4
+	%725 = getelementptr float, float* %712, i64 12
+	store float %537, float* %725, align 4
+	%726 = getelementptr float, float* %712, i64 13
+	store float %546, float* %726, align 4
+	%727 = getelementptr float, float* %712, i64 14
+	store float %555, float* %727, align 4
+	%728 = getelementptr float, float* %712, i64 15
+	store float %564, float* %728, align 4
+	%729 = getelementptr float, float* %712, i64 16
+	store float %573, float* %729, align 4
+	%730 = getelementptr float, float* %712, i64 17
+	store float %582, float* %730, align 4
+	%731 = getelementptr float, float* %712, i64 18
+	store float %591, float* %731, align 4
+	%732 = getelementptr float, float* %712, i64 19
+	store float %600, float* %732, align 4
+	%733 = getelementptr float, float* %712, i64 20
+	store float %609, float* %733, align 4
+	%734 = getelementptr float, float* %712, i64 21
+	store float %618, float* %734, align 4
+	%735 = getelementptr float, float* %712, i64 22
+	store float %627, float* %735, align 4
+	%736 = getelementptr float, float* %712, i64 23
+	store float %636, float* %736, align 4
+	%737 = getelementptr float, float* %712, i64 24
+	store float %645, float* %737, align 4
+	%738 = getelementptr float, float* %712, i64 25
+	store float %654, float* %738, align 4
+	%739 = getelementptr float, float* %712, i64 26
+	store float %663, float* %739, align 4
+	%740 = getelementptr float, float* %712, i64 27
+	store float %672, float* %740, align 4
+	%741 = getelementptr float, float* %712, i64 28
+	store float %681, float* %741, align 4
+	%742 = getelementptr float, float* %712, i64 29
+	store float %690, float* %742, align 4
+	%743 = getelementptr float, float* %712, i64 30
+	store float %699, float* %743, align 4
+	%744 = getelementptr float, float* %712, i64 31
+	store float %708, float* %744, align 4
+	%745 = getelementptr float, float* %7, i64 %96
+	%746 = getelementptr float, float* %745, i64 0
+	store float %430, float* %746, align 4
+	%747 = getelementptr float, float* %745, i64 1
+	store float %439, float* %747, align 4
+	%748 = getelementptr float, float* %745, i64 2
+	store float %448, float* %748, align 4
+	%749 = getelementptr float, float* %745, i64 3
+	store float %457, float* %749, align 4
+	%750 = getelementptr float, float* %745, i64 4
+	store float %466, float* %750, align 4
+	%751 = getelementptr float, float* %745, i64 5
+	store float %475, float* %751, align 4
+	%752 = getelementptr float, float* %745, i64 6
+	store float %484, float* %752, align 4
+	%753 = getelementptr float, float* %745, i64 7
+	store float %493, float* %753, align 4
+	%754 = getelementptr float, float* %745, i64 8
+	store float %502, float* %754, align 4
+	%755 = getelementptr float, float* %745, i64 9
+	store float %511, float* %755, align 4
+	%756 = getelementptr float, float* %745, i64 10
+	store float %520, float* %756, align 4
+	%757 = getelementptr float, float* %745, i64 11
+	store float %529, float* %757, align 4
+	%758 = getelementptr float, float* %745, i64 12
+	store float %538, float* %758, align 4
+	%759 = getelementptr float, float* %745, i64 13
+	store float %547, float* %759, align 4
+	%760 = getelementptr float, float* %745, i64 14
+	store float %556, float* %760, align 4
+	%761 = getelementptr float, float* %745, i64 15
+	store float %565, float* %761, align 4
+	%762 = getelementptr float, float* %745, i64 16
+	store float %574, float* %762, align 4
+	%763 = getelementptr float, float* %745, i64 17
+	store float %583, float* %763, align 4
+	%764 = getelementptr float, float* %745, i64 18
+	store float %592, float* %764, align 4
+	%765 = getelementptr float, float* %745, i64 19
+	store float %601, float* %765, align 4
+	%766 = getelementptr float, float* %745, i64 20
+	store float %610, float* %766, align 4
+	%767 = getelementptr float, float* %745, i64 21
+	store float %619, float* %767, align 4
+	%768 = getelementptr float, float* %745, i64 22
+	store float %628, float* %768, align 4
+	%769 = getelementptr float, float* %745, i64 23
+	store float %637, float* %769, align 4
+	%770 = getelementptr float, float* %745, i64 24
+	store float %646, float* %770, align 4
+	%771 = getelementptr float, float* %745, i64 25
+	store float %655, float* %771, align 4
+	%772 = getelementptr float, float* %745, i64 26
+	store float %664, float* %772, align 4
+	%773 = getelementptr float, float* %745, i64 27
+	store float %673, float* %773, align 4
+	%774 = getelementptr float, float* %745, i64 28
+	store float %682, float* %774, align 4
+	%775 = getelementptr float, float* %745, i64 29
+	store float %691, float* %775, align 4
+	%776 = getelementptr float, float* %745, i64 30
+	store float %700, float* %776, align 4
+	%777 = getelementptr float, float* %745, i64 31
+	store float %709, float* %777, align 4
+	%778 = getelementptr float, float* %9, i64 %96
+	%779 = getelementptr float, float* %778, i64 0
+	store float %431, float* %779, align 4
+	%780 = getelementptr float, float* %778, i64 1
+	store float %440, float* %780, align 4
+	%781 = getelementptr float, float* %778, i64 2
+	store float %449, float* %781, align 4
+	%782 = getelementptr float, float* %778, i64 3
+	store float %458, float* %782, align 4
+	%783 = getelementptr float, float* %778, i64 4
+	store float %467, float* %783, align 4
+	%784 = getelementptr float, float* %778, i64 5
+	store float %476, float* %784, align 4
+	%785 = getelementptr float, float* %778, i64 6
+	store float %485, float* %785, align 4
+	%786 = getelementptr float, float* %778, i64 7
+	store float %494, float* %786, align 4
+	%787 = getelementptr float, float* %778, i64 8
+	store float %503, float* %787, align 4
+	%788 = getelementptr float, float* %778, i64 9
+	store float %512, float* %788, align 4
+	%789 = getelementptr float, float* %778, i64 10
+	store float %521, float* %789, align 4
+	%790 = getelementptr float, float* %778, i64 11
+	store float %530, float* %790, align 4
+	%791 = getelementptr float, float* %778, i64 12
+	store float %539, float* %791, align 4
+	%792 = getelementptr float, float* %778, i64 13
+	store float %548, float* %792, align 4
+	%793 = getelementptr float, float* %778, i64 14
+	store float %557, float* %793, align 4
+	%794 = getelementptr float, float* %778, i64 15
+	store float %566, float* %794, align 4
+	%795 = getelementptr float, float* %778, i64 16
+	store float %575, float* %795, align 4
+	%796 = getelementptr float, float* %778, i64 17
+	store float %584, float* %796, align 4
+	%797 = getelementptr float, float* %778, i64 18
+	store float %593, float* %797, align 4
+	%798 = getelementptr float, float* %778, i64 19
+	store float %602, float* %798, align 4
+	%799 = getelementptr float, float* %778, i64 20
+	store float %611, float* %799, align 4
+	%800 = getelementptr float, float* %778, i64 21
+	store float %620, float* %800, align 4
+	%801 = getelementptr float, float* %778, i64 22
+	store float %629, float* %801, align 4
+	%802 = getelementptr float, float* %778, i64 23
+	store float %638, float* %802, align 4
+	%803 = getelementptr float, float* %778, i64 24
+	store float %647, float* %803, align 4
+	%804 = getelementptr float, float* %778, i64 25
+	store float %656, float* %804, align 4
+	%805 = getelementptr float, float* %778, i64 26
+	store float %665, float* %805, align 4
+	%806 = getelementptr float, float* %778, i64 27
+	store float %674, float* %806, align 4
+	%807 = getelementptr float, float* %778, i64 28
+	store float %683, float* %807, align 4
+	%808 = getelementptr float, float* %778, i64 29
+	store float %692, float* %808, align 4
+	%809 = getelementptr float, float* %778, i64 30
+	store float %701, float* %809, align 4
+	%810 = getelementptr float, float* %778, i64 31
+	store float %710, float* %810, align 4
+	%811 = getelementptr float, float* %1, i64 %96
+	%812 = getelementptr float, float* %811, i64 0
+	store float %432, float* %812, align 4
+	%813 = getelementptr float, float* %811, i64 1
+	store float %441, float* %813, align 4
+	%814 = getelementptr float, float* %811, i64 2
+	store float %450, float* %814, align 4
+	%815 = getelementptr float, float* %811, i64 3
+	store float %459, float* %815, align 4
+	%816 = getelementptr float, float* %811, i64 4
+	store float %468, float* %816, align 4
+	%817 = getelementptr float, float* %811, i64 5
+	store float %477, float* %817, align 4
+	%818 = getelementptr float, float* %811, i64 6
+	store float %486, float* %818, align 4
+	%819 = getelementptr float, float* %811, i64 7
+	store float %495, float* %819, align 4
+	%820 = getelementptr float, float* %811, i64 8
+	store float %504, float* %820, align 4
+	%821 = getelementptr float, float* %811, i64 9
+	store float %513, float* %821, align 4
+	%822 = getelementptr float, float* %811, i64 10
+	store float %522, float* %822, align 4
+	%823 = getelementptr float, float* %811, i64 11
+	store float %531, float* %823, align 4
+	%824 = getelementptr float, float* %811, i64 12
+	store float %540, float* %824, align 4
+	%825 = getelementptr float, float* %811, i64 13
+	store float %549, float* %825, align 4
+	%826 = getelementptr float, float* %811, i64 14
+	store float %558, float* %826, align 4
+	%827 = getelementptr float, float* %811, i64 15
+	store float %567, float* %827, align 4
+	%828 = getelementptr float, float* %811, i64 16
+	store float %576, float* %828, align 4
+	%829 = getelementptr float, float* %811, i64 17
+	store float %585, float* %829, align 4
+	%830 = getelementptr float, float* %811, i64 18
+	store float %594, float* %830, align 4
+	%831 = getelementptr float, float* %811, i64 19
+	store float %603, float* %831, align 4
+	%832 = getelementptr float, float* %811, i64 20
+	store float %612, float* %832, align 4
+	%833 = getelementptr float, float* %811, i64 21
+	store float %621, float* %833, align 4
+	%834 = getelementptr float, float* %811, i64 22
+	store float %630, float* %834, align 4
+	%835 = getelementptr float, float* %811, i64 23
+	store float %639, float* %835, align 4
+	%836 = getelementptr float, float* %811, i64 24
+	store float %648, float* %836, align 4
+	%837 = getelementptr float, float* %811, i64 25
+	store float %657, float* %837, align 4
+	%838 = getelementptr float, float* %811, i64 26
+	store float %666, float* %838, align 4
+	%839 = getelementptr float, float* %811, i64 27
+	store float %675, float* %839, align 4
+	%840 = getelementptr float, float* %811, i64 28
+	store float %684, float* %840, align 4
+	%841 = getelementptr float, float* %811, i64 29
+	store float %693, float* %841, align 4
+	%842 = getelementptr float, float* %811, i64 30
+	store float %702, float* %842, align 4
+	%843 = getelementptr float, float* %811, i64 31
+	store float %711, float* %843, align 4
+	%844 = add i64 %92, 1
+	br label %wide.head.28
 
-group.done.30:
-	br label %tail.head.31
+wide.done.30:
+	%845 = mul i64 %91, 8
+	br label %group.head.31
 
-tail.head.31:
-	%195 = phi i64 [ %61, %group.done.30 ], [ %220, %tail.32 ]
-	%196 = icmp slt i64 %195, %41
-	br i1 %196, label %tail.32, label %tail.done.33
+group.head.31:
+	%846 = phi i64 [ %845, %wide.done.30 ], [ %949, %group.32 ]
+	%847 = icmp slt i64 %846, %58
+	br i1 %847, label %group.32, label %group.done.33
 
-tail.32:
-	%197 = getelementptr float, float* %1, i64 %195
-	%198 = load float, float* %197, align 4
-	%199 = getelementptr float, float* %3, i64 %195
-	%200 = load float, float* %199, align 4
-	%201 = getelementptr float, float* %5, i64 %195
-	%202 = load float, float* %201, align 4
-	%203 = getelementptr float, float* %7, i64 %195
-	%204 = load float, float* %203, align 4
-	%205 = getelementptr float, float* %9, i64 %195
-	%206 = load float, float* %205, align 4
-	%207 = add i64 %43, %195
-	%208 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %207)
-	%209 = fmul float %37, %208
-	%210 = fadd float %200, %209
-	%211 = call { float, float, float, float } @disk_corr_body(float %198, float %210, float %202, float %204, float %206, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%212 = extractvalue { float, float, float, float } %211, 0
-	%213 = extractvalue { float, float, float, float } %211, 1
-	%214 = extractvalue { float, float, float, float } %211, 2
-	%215 = extractvalue { float, float, float, float } %211, 3
-	%216 = getelementptr float, float* %5, i64 %195
-	store float %212, float* %216, align 4
-	%217 = getelementptr float, float* %7, i64 %195
-	store float %213, float* %217, align 4
-	%218 = getelementptr float, float* %9, i64 %195
-	store float %214, float* %218, align 4
-	%219 = getelementptr float, float* %1, i64 %195
-	store float %215, float* %219, align 4
-	%220 = add i64 %195, 1
-	br label %tail.head.31
+group.32:
+	%848 = shl i64 %846, 2
+	%849 = add i64 %59, %848
+	%850 = add i64 %63, %846
+	%851 = getelementptr float, float* %1, i64 %849
+	%852 = getelementptr float, float* %851, i64 0
+	%853 = load float, float* %852, align 4
+	%854 = getelementptr float, float* %851, i64 1
+	%855 = load float, float* %854, align 4
+	%856 = getelementptr float, float* %851, i64 2
+	%857 = load float, float* %856, align 4
+	%858 = getelementptr float, float* %851, i64 3
+	%859 = load float, float* %858, align 4
+	%860 = getelementptr float, float* %3, i64 %849
+	%861 = getelementptr float, float* %860, i64 0
+	%862 = load float, float* %861, align 4
+	%863 = getelementptr float, float* %860, i64 1
+	%864 = load float, float* %863, align 4
+	%865 = getelementptr float, float* %860, i64 2
+	%866 = load float, float* %865, align 4
+	%867 = getelementptr float, float* %860, i64 3
+	%868 = load float, float* %867, align 4
+	%869 = getelementptr float, float* %5, i64 %849
+	%870 = getelementptr float, float* %869, i64 0
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %869, i64 1
+	%873 = load float, float* %872, align 4
+	%874 = getelementptr float, float* %869, i64 2
+	%875 = load float, float* %874, align 4
+	%876 = getelementptr float, float* %869, i64 3
+	%877 = load float, float* %876, align 4
+	%878 = getelementptr float, float* %7, i64 %849
+	%879 = getelementptr float, float* %878, i64 0
+	%880 = load float, float* %879, align 4
+	%881 = getelementptr float, float* %878, i64 1
+	%882 = load float, float* %881, align 4
+	%883 = getelementptr float, float* %878, i64 2
+	%884 = load float, float* %883, align 4
+	%885 = getelementptr float, float* %878, i64 3
+	%886 = load float, float* %885, align 4
+	%887 = getelementptr float, float* %9, i64 %849
+	%888 = getelementptr float, float* %887, i64 0
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %887, i64 1
+	%891 = load float, float* %890, align 4
+	%892 = getelementptr float, float* %887, i64 2
+	%893 = load float, float* %892, align 4
+	%894 = getelementptr float, float* %887, i64 3
+	%895 = load float, float* %894, align 4
+	%896 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %850)
+	%897 = extractelement <4 x float> %896, i32 0
+	%898 = fmul float %37, %897
+	%899 = fadd float %862, %898
+	%900 = call { float, float, float, float } @disk_corr_body(float %853, float %899, float %871, float %880, float %889, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%901 = extractvalue { float, float, float, float } %900, 0
+	%902 = extractvalue { float, float, float, float } %900, 1
+	%903 = extractvalue { float, float, float, float } %900, 2
+	%904 = extractvalue { float, float, float, float } %900, 3
+	%905 = extractelement <4 x float> %896, i32 1
+	%906 = fmul float %37, %905
+	%907 = fadd float %864, %906
+	%908 = call { float, float, float, float } @disk_corr_body(float %855, float %907, float %873, float %882, float %891, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%909 = extractvalue { float, float, float, float } %908, 0
+	%910 = extractvalue { float, float, float, float } %908, 1
+	%911 = extractvalue { float, float, float, float } %908, 2
+	%912 = extractvalue { float, float, float, float } %908, 3
+	%913 = extractelement <4 x float> %896, i32 2
+	%914 = fmul float %37, %913
+	%915 = fadd float %866, %914
+	%916 = call { float, float, float, float } @disk_corr_body(float %857, float %915, float %875, float %884, float %893, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%917 = extractvalue { float, float, float, float } %916, 0
+	%918 = extractvalue { float, float, float, float } %916, 1
+	%919 = extractvalue { float, float, float, float } %916, 2
+	%920 = extractvalue { float, float, float, float } %916, 3
+	%921 = extractelement <4 x float> %896, i32 3
+	%922 = fmul float %37, %921
+	%923 = fadd float %868, %922
+	%924 = call { float, float, float, float } @disk_corr_body(float %859, float %923, float %877, float %886, float %895, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%925 = extractvalue { float, float, float, float } %924, 0
+	%926 = extractvalue { float, float, float, float } %924, 1
+	%927 = extractvalue { float, float, float, float } %924, 2
+	%928 = extractvalue { float, float, float, float } %924, 3
+	%929 = getelementptr float, float* %5, i64 %849
+	%930 = getelementptr float, float* %929, i64 0
+	store float %901, float* %930, align 4
+	%931 = getelementptr float, float* %929, i64 1
+	store float %909, float* %931, align 4
+	%932 = getelementptr float, float* %929, i64 2
+	store float %917, float* %932, align 4
+	%933 = getelementptr float, float* %929, i64 3
+	store float %925, float* %933, align 4
+	%934 = getelementptr float, float* %7, i64 %849
+	%935 = getelementptr float, float* %934, i64 0
+	store float %902, float* %935, align 4
+	%936 = getelementptr float, float* %934, i64 1
+	store float %910, float* %936, align 4
+	%937 = getelementptr float, float* %934, i64 2
+	store float %918, float* %937, align 4
+	%938 = getelementptr float, float* %934, i64 3
+	store float %926, float* %938, align 4
+	%939 = getelementptr float, float* %9, i64 %849
+	%940 = getelementptr float, float* %939, i64 0
+	store float %903, float* %940, align 4
+	%941 = getelementptr float, float* %939, i64 1
+	store float %911, float* %941, align 4
+	%942 = getelementptr float, float* %939, i64 2
+	store float %919, float* %942, align 4
+	%943 = getelementptr float, float* %939, i64 3
+	store float %927, float* %943, align 4
+	%944 = getelementptr float, float* %1, i64 %849
+	%945 = getelementptr float, float* %944, i64 0
+	store float %904, float* %945, align 4
+	%946 = getelementptr float, float* %944, i64 1
+	store float %912, float* %946, align 4
+	%947 = getelementptr float, float* %944, i64 2
+	store float %920, float* %947, align 4
+	%948 = getelementptr float, float* %944, i64 3
+	store float %928, float* %948, align 4
+	%949 = add i64 %846, 1
+	br label %group.head.31
 
-tail.done.33:
+group.done.33:
+	br label %tail.head.34
+
+tail.head.34:
+	%950 = phi i64 [ %61, %group.done.33 ], [ %975, %tail.35 ]
+	%951 = icmp slt i64 %950, %41
+	br i1 %951, label %tail.35, label %tail.done.36
+
+tail.35:
+	%952 = getelementptr float, float* %1, i64 %950
+	%953 = load float, float* %952, align 4
+	%954 = getelementptr float, float* %3, i64 %950
+	%955 = load float, float* %954, align 4
+	%956 = getelementptr float, float* %5, i64 %950
+	%957 = load float, float* %956, align 4
+	%958 = getelementptr float, float* %7, i64 %950
+	%959 = load float, float* %958, align 4
+	%960 = getelementptr float, float* %9, i64 %950
+	%961 = load float, float* %960, align 4
+	%962 = add i64 %43, %950
+	%963 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %962)
+	%964 = fmul float %37, %963
+	%965 = fadd float %955, %964
+	%966 = call { float, float, float, float } @disk_corr_body(float %953, float %965, float %957, float %959, float %961, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%967 = extractvalue { float, float, float, float } %966, 0
+	%968 = extractvalue { float, float, float, float } %966, 1
+	%969 = extractvalue { float, float, float, float } %966, 2
+	%970 = extractvalue { float, float, float, float } %966, 3
+	%971 = getelementptr float, float* %5, i64 %950
+	store float %967, float* %971, align 4
+	%972 = getelementptr float, float* %7, i64 %950
+	store float %968, float* %972, align 4
+	%973 = getelementptr float, float* %9, i64 %950
+	store float %969, float* %973, align 4
+	%974 = getelementptr float, float* %1, i64 %950
+	store float %970, float* %974, align 4
+	%975 = add i64 %950, 1
+	br label %tail.head.34
+
+tail.done.36:
 	ret void
 
-head.head.34:
-	%221 = phi i64 [ %39, %without_noise ], [ %242, %head.35 ]
-	%222 = icmp slt i64 %221, %59
-	br i1 %222, label %head.35, label %head.done.36
+head.head.37:
+	%976 = phi i64 [ %39, %without_noise ], [ %997, %head.38 ]
+	%977 = icmp slt i64 %976, %59
+	br i1 %977, label %head.38, label %head.done.39
 
-head.35:
-	%223 = getelementptr float, float* %1, i64 %221
-	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %3, i64 %221
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %5, i64 %221
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %7, i64 %221
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %9, i64 %221
-	%232 = load float, float* %231, align 4
-	%233 = call { float, float, float, float } @disk_corr_body(float %224, float %226, float %228, float %230, float %232, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%234 = extractvalue { float, float, float, float } %233, 0
-	%235 = extractvalue { float, float, float, float } %233, 1
-	%236 = extractvalue { float, float, float, float } %233, 2
-	%237 = extractvalue { float, float, float, float } %233, 3
-	%238 = getelementptr float, float* %5, i64 %221
-	store float %234, float* %238, align 4
-	%239 = getelementptr float, float* %7, i64 %221
-	store float %235, float* %239, align 4
-	%240 = getelementptr float, float* %9, i64 %221
-	store float %236, float* %240, align 4
-	%241 = getelementptr float, float* %1, i64 %221
-	store float %237, float* %241, align 4
-	%242 = add i64 %221, 1
-	br label %head.head.34
+head.38:
+	%978 = getelementptr float, float* %1, i64 %976
+	%979 = load float, float* %978, align 4
+	%980 = getelementptr float, float* %3, i64 %976
+	%981 = load float, float* %980, align 4
+	%982 = getelementptr float, float* %5, i64 %976
+	%983 = load float, float* %982, align 4
+	%984 = getelementptr float, float* %7, i64 %976
+	%985 = load float, float* %984, align 4
+	%986 = getelementptr float, float* %9, i64 %976
+	%987 = load float, float* %986, align 4
+	%988 = call { float, float, float, float } @disk_corr_body(float %979, float %981, float %983, float %985, float %987, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%989 = extractvalue { float, float, float, float } %988, 0
+	%990 = extractvalue { float, float, float, float } %988, 1
+	%991 = extractvalue { float, float, float, float } %988, 2
+	%992 = extractvalue { float, float, float, float } %988, 3
+	%993 = getelementptr float, float* %5, i64 %976
+	store float %989, float* %993, align 4
+	%994 = getelementptr float, float* %7, i64 %976
+	store float %990, float* %994, align 4
+	%995 = getelementptr float, float* %9, i64 %976
+	store float %991, float* %995, align 4
+	%996 = getelementptr float, float* %1, i64 %976
+	store float %992, float* %996, align 4
+	%997 = add i64 %976, 1
+	br label %head.head.37
 
-head.done.36:
-	br label %group.head.37
+head.done.39:
+	%998 = sdiv i64 %58, 8
+	br label %wide.head.40
 
-group.head.37:
-	%243 = phi i64 [ 0, %head.done.36 ], [ %333, %group.38 ]
-	%244 = icmp slt i64 %243, %58
-	br i1 %244, label %group.38, label %group.done.39
+wide.head.40:
+	%999 = phi i64 [ 0, %head.done.39 ], [ %1622, %wide.41 ]
+	%1000 = icmp slt i64 %999, %998
+	br i1 %1000, label %wide.41, label %wide.done.42
 
-group.38:
-	%245 = shl i64 %243, 2
-	%246 = add i64 %59, %245
-	%247 = add i64 %63, %243
-	%248 = getelementptr float, float* %1, i64 %246
-	%249 = getelementptr float, float* %248, i64 0
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %248, i64 1
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %248, i64 2
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %248, i64 3
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %3, i64 %246
-	%258 = getelementptr float, float* %257, i64 0
-	%259 = load float, float* %258, align 4
-	%260 = getelementptr float, float* %257, i64 1
-	%261 = load float, float* %260, align 4
-	%262 = getelementptr float, float* %257, i64 2
-	%263 = load float, float* %262, align 4
-	%264 = getelementptr float, float* %257, i64 3
-	%265 = load float, float* %264, align 4
-	%266 = getelementptr float, float* %5, i64 %246
-	%267 = getelementptr float, float* %266, i64 0
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %266, i64 1
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %266, i64 2
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %266, i64 3
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %7, i64 %246
-	%276 = getelementptr float, float* %275, i64 0
-	%277 = load float, float* %276, align 4
-	%278 = getelementptr float, float* %275, i64 1
-	%279 = load float, float* %278, align 4
-	%280 = getelementptr float, float* %275, i64 2
-	%281 = load float, float* %280, align 4
-	%282 = getelementptr float, float* %275, i64 3
-	%283 = load float, float* %282, align 4
-	%284 = getelementptr float, float* %9, i64 %246
-	%285 = getelementptr float, float* %284, i64 0
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %284, i64 1
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %284, i64 2
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %284, i64 3
-	%292 = load float, float* %291, align 4
-	%293 = call { float, float, float, float } @disk_corr_body(float %250, float %259, float %268, float %277, float %286, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%294 = extractvalue { float, float, float, float } %293, 0
-	%295 = extractvalue { float, float, float, float } %293, 1
-	%296 = extractvalue { float, float, float, float } %293, 2
-	%297 = extractvalue { float, float, float, float } %293, 3
-	%298 = call { float, float, float, float } @disk_corr_body(float %252, float %261, float %270, float %279, float %288, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%299 = extractvalue { float, float, float, float } %298, 0
-	%300 = extractvalue { float, float, float, float } %298, 1
-	%301 = extractvalue { float, float, float, float } %298, 2
-	%302 = extractvalue { float, float, float, float } %298, 3
-	%303 = call { float, float, float, float } @disk_corr_body(float %254, float %263, float %272, float %281, float %290, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%304 = extractvalue { float, float, float, float } %303, 0
-	%305 = extractvalue { float, float, float, float } %303, 1
-	%306 = extractvalue { float, float, float, float } %303, 2
-	%307 = extractvalue { float, float, float, float } %303, 3
-	%308 = call { float, float, float, float } @disk_corr_body(float %256, float %265, float %274, float %283, float %292, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%309 = extractvalue { float, float, float, float } %308, 0
-	%310 = extractvalue { float, float, float, float } %308, 1
-	%311 = extractvalue { float, float, float, float } %308, 2
-	%312 = extractvalue { float, float, float, float } %308, 3
-	%313 = getelementptr float, float* %5, i64 %246
-	%314 = getelementptr float, float* %313, i64 0
-	store float %294, float* %314, align 4
-	%315 = getelementptr float, float* %313, i64 1
-	store float %299, float* %315, align 4
-	%316 = getelementptr float, float* %313, i64 2
-	store float %304, float* %316, align 4
-	%317 = getelementptr float, float* %313, i64 3
-	store float %309, float* %317, align 4
-	%318 = getelementptr float, float* %7, i64 %246
-	%319 = getelementptr float, float* %318, i64 0
-	store float %295, float* %319, align 4
-	%320 = getelementptr float, float* %318, i64 1
-	store float %300, float* %320, align 4
-	%321 = getelementptr float, float* %318, i64 2
-	store float %305, float* %321, align 4
-	%322 = getelementptr float, float* %318, i64 3
-	store float %310, float* %322, align 4
-	%323 = getelementptr float, float* %9, i64 %246
-	%324 = getelementptr float, float* %323, i64 0
-	store float %296, float* %324, align 4
-	%325 = getelementptr float, float* %323, i64 1
-	store float %301, float* %325, align 4
-	%326 = getelementptr float, float* %323, i64 2
-	store float %306, float* %326, align 4
-	%327 = getelementptr float, float* %323, i64 3
-	store float %311, float* %327, align 4
-	%328 = getelementptr float, float* %1, i64 %246
-	%329 = getelementptr float, float* %328, i64 0
-	store float %297, float* %329, align 4
-	%330 = getelementptr float, float* %328, i64 1
-	store float %302, float* %330, align 4
-	%331 = getelementptr float, float* %328, i64 2
-	store float %307, float* %331, align 4
-	%332 = getelementptr float, float* %328, i64 3
-	store float %312, float* %332, align 4
-	%333 = add i64 %243, 1
-	br label %group.head.37
+wide.41:
+	%1001 = mul i64 %999, 8
+	%1002 = shl i64 %1001, 2
+	%1003 = add i64 %59, %1002
+	%1004 = add i64 %63, %1001
+	%1005 = getelementptr float, float* %1, i64 %1003
+	%1006 = getelementptr float, float* %1005, i64 0
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %1005, i64 1
+	%1009 = load float, float* %1008, align 4
+	%1010 = getelementptr float, float* %1005, i64 2
+	%1011 = load float, float* %1010, align 4
+	%1012 = getelementptr float, float* %1005, i64 3
+	%1013 = load float, float* %1012, align 4
+	%1014 = getelementptr float, float* %1005, i64 4
+	%1015 = load float, float* %1014, align 4
+	%1016 = getelementptr float, float* %1005, i64 5
+	%1017 = load float, float* %1016, align 4
+	%1018 = getelementptr float, float* %1005, i64 6
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %1005, i64 7
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %1005, i64 8
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %1005, i64 9
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %1005, i64 10
+	%1027 = load float, float* %1026, align 4
+	%1028 = getelementptr float, float* %1005, i64 11
+	%1029 = load float, float* %1028, align 4
+	%1030 = getelementptr float, float* %1005, i64 12
+	%1031 = load float, float* %1030, align 4
+	%1032 = getelementptr float, float* %1005, i64 13
+	%1033 = load float, float* %1032, align 4
+	%1034 = getelementptr float, float* %1005, i64 14
+	%1035 = load float, float* %1034, align 4
+	%1036 = getelementptr float, float* %1005, i64 15
+	%1037 = load float, float* %1036, align 4
+	%1038 = getelementptr float, float* %1005, i64 16
+	%1039 = load float, float* %1038, align 4
+	%1040 = getelementptr float, float* %1005, i64 17
+	%1041 = load float, float* %1040, align 4
+	%1042 = getelementptr float, float* %1005, i64 18
+	%1043 = load float, float* %1042, align 4
+	%1044 = getelementptr float, float* %1005, i64 19
+	%1045 = load float, float* %1044, align 4
+	%1046 = getelementptr float, float* %1005, i64 20
+	%1047 = load float, float* %1046, align 4
+	%1048 = getelementptr float, float* %1005, i64 21
+	%1049 = load float, float* %1048, align 4
+	%1050 = getelementptr float, float* %1005, i64 22
+	%1051 = load float, float* %1050, align 4
+	%1052 = getelementptr float, float* %1005, i64 23
+	%1053 = load float, float* %1052, align 4
+	%1054 = getelementptr float, float* %1005, i64 24
+	%1055 = load float, float* %1054, align 4
+	%1056 = getelementptr float, float* %1005, i64 25
+	%1057 = load float, float* %1056, align 4
+	%1058 = getelementptr float, float* %1005, i64 26
+	%1059 = load float, float* %1058, align 4
+	%1060 = getelementptr float, float* %1005, i64 27
+	%1061 = load float, float* %1060, align 4
+	%1062 = getelementptr float, float* %1005, i64 28
+	%1063 = load float, float* %1062, align 4
+	%1064 = getelementptr float, float* %1005, i64 29
+	%1065 = load float, float* %1064, align 4
+	%1066 = getelementptr float, float* %1005, i64 30
+	%1067 = load float, float* %1066, align 4
+	%1068 = getelementptr float, float* %1005, i64 31
+	%1069 = load float, float* %1068, align 4
+	%1070 = getelementptr float, float* %3, i64 %1003
+	%1071 = getelementptr float, float* %1070, i64 0
+	%1072 = load float, float* %1071, align 4
+	%1073 = getelementptr float, float* %1070, i64 1
+	%1074 = load float, float* %1073, align 4
+	%1075 = getelementptr float, float* %1070, i64 2
+	%1076 = load float, float* %1075, align 4
+	%1077 = getelementptr float, float* %1070, i64 3
+	%1078 = load float, float* %1077, align 4
+	%1079 = getelementptr float, float* %1070, i64 4
+	%1080 = load float, float* %1079, align 4
+	%1081 = getelementptr float, float* %1070, i64 5
+	%1082 = load float, float* %1081, align 4
+	%1083 = getelementptr float, float* %1070, i64 6
+	%1084 = load float, float* %1083, align 4
+	%1085 = getelementptr float, float* %1070, i64 7
+	%1086 = load float, float* %1085, align 4
+	%1087 = getelementptr float, float* %1070, i64 8
+	%1088 = load float, float* %1087, align 4
+	%1089 = getelementptr float, float* %1070, i64 9
+	%1090 = load float, float* %1089, align 4
+	%1091 = getelementptr float, float* %1070, i64 10
+	%1092 = load float, float* %1091, align 4
+	%1093 = getelementptr float, float* %1070, i64 11
+	%1094 = load float, float* %1093, align 4
+	%1095 = getelementptr float, float* %1070, i64 12
+	%1096 = load float, float* %1095, align 4
+	%1097 = getelementptr float, float* %1070, i64 13
+	%1098 = load float, float* %1097, align 4
+	%1099 = getelementptr float, float* %1070, i64 14
+	%1100 = load float, float* %1099, align 4
+	%1101 = getelementptr float, float* %1070, i64 15
+	%1102 = load float, float* %1101, align 4
+	%1103 = getelementptr float, float* %1070, i64 16
+	%1104 = load float, float* %1103, align 4
+	%1105 = getelementptr float, float* %1070, i64 17
+	%1106 = load float, float* %1105, align 4
+	%1107 = getelementptr float, float* %1070, i64 18
+	%1108 = load float, float* %1107, align 4
+	%1109 = getelementptr float, float* %1070, i64 19
+	%1110 = load float, float* %1109, align 4
+	%1111 = getelementptr float, float* %1070, i64 20
+	%1112 = load float, float* %1111, align 4
+	%1113 = getelementptr float, float* %1070, i64 21
+	%1114 = load float, float* %1113, align 4
+	%1115 = getelementptr float, float* %1070, i64 22
+	%1116 = load float, float* %1115, align 4
+	%1117 = getelementptr float, float* %1070, i64 23
+	%1118 = load float, float* %1117, align 4
+	%1119 = getelementptr float, float* %1070, i64 24
+	%1120 = load float, float* %1119, align 4
+	%1121 = getelementptr float, float* %1070, i64 25
+	%1122 = load float, float* %1121, align 4
+	%1123 = getelementptr float, float* %1070, i64 26
+	%1124 = load float, float* %1123, align 4
+	%1125 = getelementptr float, float* %1070, i64 27
+	%1126 = load float, float* %1125, align 4
+	%1127 = getelementptr float, float* %1070, i64 28
+	%1128 = load float, float* %1127, align 4
+	%1129 = getelementptr float, float* %1070, i64 29
+	%1130 = load float, float* %1129, align 4
+	%1131 = getelementptr float, float* %1070, i64 30
+	%1132 = load float, float* %1131, align 4
+	%1133 = getelementptr float, float* %1070, i64 31
+	%1134 = load float, float* %1133, align 4
+	%1135 = getelementptr float, float* %5, i64 %1003
+	%1136 = getelementptr float, float* %1135, i64 0
+	%1137 = load float, float* %1136, align 4
+	%1138 = getelementptr float, float* %1135, i64 1
+	%1139 = load float, float* %1138, align 4
+	%1140 = getelementptr float, float* %1135, i64 2
+	%1141 = load float, float* %1140, align 4
+	%1142 = getelementptr float, float* %1135, i64 3
+	%1143 = load float, float* %1142, align 4
+	%1144 = getelementptr float, float* %1135, i64 4
+	%1145 = load float, float* %1144, align 4
+	%1146 = getelementptr float, float* %1135, i64 5
+	%1147 = load float, float* %1146, align 4
+	%1148 = getelementptr float, float* %1135, i64 6
+	%1149 = load float, float* %1148, align 4
+	%1150 = getelementptr float, float* %1135, i64 7
+	%1151 = load float, float* %1150, align 4
+	%1152 = getelementptr float, float* %1135, i64 8
+	%1153 = load float, float* %1152, align 4
+	%1154 = getelementptr float, float* %1135, i64 9
+	%1155 = load float, float* %1154, align 4
+	%1156 = getelementptr float, float* %1135, i64 10
+	%1157 = load float, float* %1156, align 4
+	%1158 = getelementptr float, float* %1135, i64 11
+	%1159 = load float, float* %1158, align 4
+	%1160 = getelementptr float, float* %1135, i64 12
+	%1161 = load float, float* %1160, align 4
+	%1162 = getelementptr float, float* %1135, i64 13
+	%1163 = load float, float* %1162, align 4
+	%1164 = getelementptr float, float* %1135, i64 14
+	%1165 = load float, float* %1164, align 4
+	%1166 = getelementptr float, float* %1135, i64 15
+	%1167 = load float, float* %1166, align 4
+	%1168 = getelementptr float, float* %1135, i64 16
+	%1169 = load float, float* %1168, align 4
+	%1170 = getelementptr float, float* %1135, i64 17
+	%1171 = load float, float* %1170, align 4
+	%1172 = getelementptr float, float* %1135, i64 18
+	%1173 = load float, float* %1172, align 4
+	%1174 = getelementptr float, float* %1135, i64 19
+	%1175 = load float, float* %1174, align 4
+	%1176 = getelementptr float, float* %1135, i64 20
+	%1177 = load float, float* %1176, align 4
+	%1178 = getelementptr float, float* %1135, i64 21
+	%1179 = load float, float* %1178, align 4
+	%1180 = getelementptr float, float* %1135, i64 22
+	%1181 = load float, float* %1180, align 4
+	%1182 = getelementptr float, float* %1135, i64 23
+	%1183 = load float, float* %1182, align 4
+	%1184 = getelementptr float, float* %1135, i64 24
+	%1185 = load float, float* %1184, align 4
+	%1186 = getelementptr float, float* %1135, i64 25
+	%1187 = load float, float* %1186, align 4
+	%1188 = getelementptr float, float* %1135, i64 26
+	%1189 = load float, float* %1188, align 4
+	%1190 = getelementptr float, float* %1135, i64 27
+	%1191 = load float, float* %1190, align 4
+	%1192 = getelementptr float, float* %1135, i64 28
+	%1193 = load float, float* %1192, align 4
+	%1194 = getelementptr float, float* %1135, i64 29
+	%1195 = load float, float* %1194, align 4
+	%1196 = getelementptr float, float* %1135, i64 30
+	%1197 = load float, float* %1196, align 4
+	%1198 = getelementptr float, float* %1135, i64 31
+	%1199 = load float, float* %1198, align 4
+	%1200 = getelementptr float, float* %7, i64 %1003
+	%1201 = getelementptr float, float* %1200, i64 0
+	%1202 = load float, float* %1201, align 4
+	%1203 = getelementptr float, float* %1200, i64 1
+	%1204 = load float, float* %1203, align 4
+	%1205 = getelementptr float, float* %1200, i64 2
+	%1206 = load float, float* %1205, align 4
+	%1207 = getelementptr float, float* %1200, i64 3
+	%1208 = load float, float* %1207, align 4
+	%1209 = getelementptr float, float* %1200, i64 4
+	%1210 = load float, float* %1209, align 4
+	%1211 = getelementptr float, float* %1200, i64 5
+	%1212 = load float, float* %1211, align 4
+	%1213 = getelementptr float, float* %1200, i64 6
+	%1214 = load float, float* %1213, align 4
+	%1215 = getelementptr float, float* %1200, i64 7
+	%1216 = load float, float* %1215, align 4
+	%1217 = getelementptr float, float* %1200, i64 8
+	%1218 = load float, float* %1217, align 4
+	%1219 = getelementptr float, float* %1200, i64 9
+	%1220 = load float, float* %1219, align 4
+	%1221 = getelementptr float, float* %1200, i64 10
+	%1222 = load float, float* %1221, align 4
+	%1223 = getelementptr float, float* %1200, i64 11
+	%1224 = load float, float* %1223, align 4
+	%1225 = getelementptr float, float* %1200, i64 12
+	%1226 = load float, float* %1225, align 4
+	%1227 = getelementptr float, float* %1200, i64 13
+	%1228 = load float, float* %1227, align 4
+	%1229 = getelementptr float, float* %1200, i64 14
+	%1230 = load float, float* %1229, align 4
+	%1231 = getelementptr float, float* %1200, i64 15
+	%1232 = load float, float* %1231, align 4
+	%1233 = getelementptr float, float* %1200, i64 16
+	%1234 = load float, float* %1233, align 4
+	%1235 = getelementptr float, float* %1200, i64 17
+	%1236 = load float, float* %1235, align 4
+	%1237 = getelementptr float, float* %1200, i64 18
+	%1238 = load float, float* %1237, align 4
+	%1239 = getelementptr float, float* %1200, i64 19
+	%1240 = load float, float* %1239, align 4
+	%1241 = getelementptr float, float* %1200, i64 20
+	%1242 = load float, float* %1241, align 4
+	%1243 = getelementptr float, float* %1200, i64 21
+	%1244 = load float, float* %1243, align 4
+	%1245 = getelementptr float, float* %1200, i64 22
+	%1246 = load float, float* %1245, align 4
+	%1247 = getelementptr float, float* %1200, i64 23
+	%1248 = load float, float* %1247, align 4
+	%1249 = getelementptr float, float* %1200, i64 24
+	%1250 = load float, float* %1249, align 4
+	%1251 = getelementptr float, float* %1200, i64 25
+	%1252 = load float, float* %1251, align 4
+	%1253 = getelementptr float, float* %1200, i64 26
+	%1254 = load float, float* %1253, align 4
+	%1255 = getelementptr float, float* %1200, i64 27
+	%1256 = load float, float* %1255, align 4
+	%1257 = getelementptr float, float* %1200, i64 28
+	%1258 = load float, float* %1257, align 4
+	%1259 = getelementptr float, float* %1200, i64 29
+	%1260 = load float, float* %1259, align 4
+	%1261 = getelementptr float, float* %1200, i64 30
+	%1262 = load float, float* %1261, align 4
+	%1263 = getelementptr float, float* %1200, i64 31
+	%1264 = load float, float* %1263, align 4
+	%1265 = getelementptr float, float* %9, i64 %1003
+	%1266 = getelementptr float, float* %1265, i64 0
+	%1267 = load float, float* %1266, align 4
+	%1268 = getelementptr float, float* %1265, i64 1
+	%1269 = load float, float* %1268, align 4
+	%1270 = getelementptr float, float* %1265, i64 2
+	%1271 = load float, float* %1270, align 4
+	%1272 = getelementptr float, float* %1265, i64 3
+	%1273 = load float, float* %1272, align 4
+	%1274 = getelementptr float, float* %1265, i64 4
+	%1275 = load float, float* %1274, align 4
+	%1276 = getelementptr float, float* %1265, i64 5
+	%1277 = load float, float* %1276, align 4
+	%1278 = getelementptr float, float* %1265, i64 6
+	%1279 = load float, float* %1278, align 4
+	%1280 = getelementptr float, float* %1265, i64 7
+	%1281 = load float, float* %1280, align 4
+	%1282 = getelementptr float, float* %1265, i64 8
+	%1283 = load float, float* %1282, align 4
+	%1284 = getelementptr float, float* %1265, i64 9
+	%1285 = load float, float* %1284, align 4
+	%1286 = getelementptr float, float* %1265, i64 10
+	%1287 = load float, float* %1286, align 4
+	%1288 = getelementptr float, float* %1265, i64 11
+	%1289 = load float, float* %1288, align 4
+	%1290 = getelementptr float, float* %1265, i64 12
+	%1291 = load float, float* %1290, align 4
+	%1292 = getelementptr float, float* %1265, i64 13
+	%1293 = load float, float* %1292, align 4
+	%1294 = getelementptr float, float* %1265, i64 14
+	%1295 = load float, float* %1294, align 4
+	%1296 = getelementptr float, float* %1265, i64 15
+	%1297 = load float, float* %1296, align 4
+	%1298 = getelementptr float, float* %1265, i64 16
+	%1299 = load float, float* %1298, align 4
+	%1300 = getelementptr float, float* %1265, i64 17
+	%1301 = load float, float* %1300, align 4
+	%1302 = getelementptr float, float* %1265, i64 18
+	%1303 = load float, float* %1302, align 4
+	%1304 = getelementptr float, float* %1265, i64 19
+	%1305 = load float, float* %1304, align 4
+	%1306 = getelementptr float, float* %1265, i64 20
+	%1307 = load float, float* %1306, align 4
+	%1308 = getelementptr float, float* %1265, i64 21
+	%1309 = load float, float* %1308, align 4
+	%1310 = getelementptr float, float* %1265, i64 22
+	%1311 = load float, float* %1310, align 4
+	%1312 = getelementptr float, float* %1265, i64 23
+	%1313 = load float, float* %1312, align 4
+	%1314 = getelementptr float, float* %1265, i64 24
+	%1315 = load float, float* %1314, align 4
+	%1316 = getelementptr float, float* %1265, i64 25
+	%1317 = load float, float* %1316, align 4
+	%1318 = getelementptr float, float* %1265, i64 26
+	%1319 = load float, float* %1318, align 4
+	%1320 = getelementptr float, float* %1265, i64 27
+	%1321 = load float, float* %1320, align 4
+	%1322 = getelementptr float, float* %1265, i64 28
+	%1323 = load float, float* %1322, align 4
+	%1324 = getelementptr float, float* %1265, i64 29
+	%1325 = load float, float* %1324, align 4
+	%1326 = getelementptr float, float* %1265, i64 30
+	%1327 = load float, float* %1326, align 4
+	%1328 = getelementptr float, float* %1265, i64 31
+	%1329 = load float, float* %1328, align 4
+	%1330 = call { float, float, float, float } @disk_corr_body(float %1007, float %1072, float %1137, float %1202, float %1267, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1331 = extractvalue { float, float, float, float } %1330, 0
+	%1332 = extractvalue { float, float, float, float } %1330, 1
+	%1333 = extractvalue { float, float, float, float } %1330, 2
+	%1334 = extractvalue { float, float, float, float } %1330, 3
+	%1335 = call { float, float, float, float } @disk_corr_body(float %1009, float %1074, float %1139, float %1204, float %1269, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1336 = extractvalue { float, float, float, float } %1335, 0
+	%1337 = extractvalue { float, float, float, float } %1335, 1
+	%1338 = extractvalue { float, float, float, float } %1335, 2
+	%1339 = extractvalue { float, float, float, float } %1335, 3
+	%1340 = call { float, float, float, float } @disk_corr_body(float %1011, float %1076, float %1141, float %1206, float %1271, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1341 = extractvalue { float, float, float, float } %1340, 0
+	%1342 = extractvalue { float, float, float, float } %1340, 1
+	%1343 = extractvalue { float, float, float, float } %1340, 2
+	%1344 = extractvalue { float, float, float, float } %1340, 3
+	%1345 = call { float, float, float, float } @disk_corr_body(float %1013, float %1078, float %1143, float %1208, float %1273, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1346 = extractvalue { float, float, float, float } %1345, 0
+	%1347 = extractvalue { float, float, float, float } %1345, 1
+	%1348 = extractvalue { float, float, float, float } %1345, 2
+	%1349 = extractvalue { float, float, float, float } %1345, 3
+	%1350 = call { float, float, float, float } @disk_corr_body(float %1015, float %1080, float %1145, float %1210, float %1275, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1351 = extractvalue { float, float, float, float } %1350, 0
+	%1352 = extractvalue { float, float, float, float } %1350, 1
+	%1353 = extractvalue { float, float, float, float } %1350, 2
+	%1354 = extractvalue { float, float, float, float } %1350, 3
+	%1355 = call { float, float, float, float } @disk_corr_body(float %1017, float %1082, float %1147, float %1212, float %1277, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1356 = extractvalue { float, float, float, float } %1355, 0
+	%1357 = extractvalue { float, float, float, float } %1355, 1
+	%1358 = extractvalue { float, float, float, float } %1355, 2
+	%1359 = extractvalue { float, float, float, float } %1355, 3
+	%1360 = call { float, float, float, float } @disk_corr_body(float %1019, float %1084, float %1149, float %1214, float %1279, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1361 = extractvalue { float, float, float, float } %1360, 0
+	%1362 = extractvalue { float, float, float, float } %1360, 1
+	%1363 = extractvalue { float, float, float, float } %1360, 2
+	%1364 = extractvalue { float, float, float, float } %1360, 3
+	%1365 = call { float, float, float, float } @disk_corr_body(float %1021, float %1086, float %1151, float %1216, float %1281, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1366 = extractvalue { float, float, float, float } %1365, 0
+	%1367 = extractvalue { float, float, float, float } %1365, 1
+	%1368 = extractvalue { float, float, float, float } %1365, 2
+	%1369 = extractvalue { float, float, float, float } %1365, 3
+	%1370 = call { float, float, float, float } @disk_corr_body(float %1023, float %1088, float %1153, float %1218, float %1283, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1371 = extractvalue { float, float, float, float } %1370, 0
+	%1372 = extractvalue { float, float, float, float } %1370, 1
+	%1373 = extractvalue { float, float, float, float } %1370, 2
+	%1374 = extractvalue { float, float, float, float } %1370, 3
+	%1375 = call { float, float, float, float } @disk_corr_body(float %1025, float %1090, float %1155, float %1220, float %1285, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1376 = extractvalue { float, float, float, float } %1375, 0
+	%1377 = extractvalue { float, float, float, float } %1375, 1
+	%1378 = extractvalue { float, float, float, float } %1375, 2
+	%1379 = extractvalue { float, float, float, float } %1375, 3
+	%1380 = call { float, float, float, float } @disk_corr_body(float %1027, float %1092, float %1157, float %1222, float %1287, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1381 = extractvalue { float, float, float, float } %1380, 0
+	%1382 = extractvalue { float, float, float, float } %1380, 1
+	%1383 = extractvalue { float, float, float, float } %1380, 2
+	%1384 = extractvalue { float, float, float, float } %1380, 3
+	%1385 = call { float, float, float, float } @disk_corr_body(float %1029, float %1094, float %1159, float %1224, float %1289, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1386 = extractvalue { float, float, float, float } %1385, 0
+	%1387 = extractvalue { float, float, float, float } %1385, 1
+	%1388 = extractvalue { float, float, float, float } %1385, 2
+	%1389 = extractvalue { float, float, float, float } %1385, 3
+	%1390 = call { float, float, float, float } @disk_corr_body(float %1031, float %1096, float %1161, float %1226, float %1291, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1391 = extractvalue { float, float, float, float } %1390, 0
+	%1392 = extractvalue { float, float, float, float } %1390, 1
+	%1393 = extractvalue { float, float, float, float } %1390, 2
+	%1394 = extractvalue { float, float, float, float } %1390, 3
+	%1395 = call { float, float, float, float } @disk_corr_body(float %1033, float %1098, float %1163, float %1228, float %1293, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1396 = extractvalue { float, float, float, float } %1395, 0
+	%1397 = extractvalue { float, float, float, float } %1395, 1
+	%1398 = extractvalue { float, float, float, float } %1395, 2
+	%1399 = extractvalue { float, float, float, float } %1395, 3
+	%1400 = call { float, float, float, float } @disk_corr_body(float %1035, float %1100, float %1165, float %1230, float %1295, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1401 = extractvalue { float, float, float, float } %1400, 0
+	%1402 = extractvalue { float, float, float, float } %1400, 1
+	%1403 = extractvalue { float, float, float, float } %1400, 2
+	%1404 = extractvalue { float, float, float, float } %1400, 3
+	%1405 = call { float, float, float, float } @disk_corr_body(float %1037, float %1102, float %1167, float %1232, float %1297, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1406 = extractvalue { float, float, float, float } %1405, 0
+	%1407 = extractvalue { float, float, float, float } %1405, 1
+	%1408 = extractvalue { float, float, float, float } %1405, 2
+	%1409 = extractvalue { float, float, float, float } %1405, 3
+	%1410 = call { float, float, float, float } @disk_corr_body(float %1039, float %1104, float %1169, float %1234, float %1299, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1411 = extractvalue { float, float, float, float } %1410, 0
+	%1412 = extractvalue { float, float, float, float } %1410, 1
+	%1413 = extractvalue { float, float, float, float } %1410, 2
+	%1414 = extractvalue { float, float, float, float } %1410, 3
+	%1415 = call { float, float, float, float } @disk_corr_body(float %1041, float %1106, float %1171, float %1236, float %1301, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1416 = extractvalue { float, float, float, float } %1415, 0
+	%1417 = extractvalue { float, float, float, float } %1415, 1
+	%1418 = extractvalue { float, float, float, float } %1415, 2
+	%1419 = extractvalue { float, float, float, float } %1415, 3
+	%1420 = call { float, float, float, float } @disk_corr_body(float %1043, float %1108, float %1173, float %1238, float %1303, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1421 = extractvalue { float, float, float, float } %1420, 0
+	%1422 = extractvalue { float, float, float, float } %1420, 1
+	%1423 = extractvalue { float, float, float, float } %1420, 2
+	%1424 = extractvalue { float, float, float, float } %1420, 3
+	%1425 = call { float, float, float, float } @disk_corr_body(float %1045, float %1110, float %1175, float %1240, float %1305, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1426 = extractvalue { float, float, float, float } %1425, 0
+	%1427 = extractvalue { float, float, float, float } %1425, 1
+	%1428 = extractvalue { float, float, float, float } %1425, 2
+	%1429 = extractvalue { float, float, float, float } %1425, 3
+	%1430 = call { float, float, float, float } @disk_corr_body(float %1047, float %1112, float %1177, float %1242, float %1307, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1431 = extractvalue { float, float, float, float } %1430, 0
+	%1432 = extractvalue { float, float, float, float } %1430, 1
+	%1433 = extractvalue { float, float, float, float } %1430, 2
+	%1434 = extractvalue { float, float, float, float } %1430, 3
+	%1435 = call { float, float, float, float } @disk_corr_body(float %1049, float %1114, float %1179, float %1244, float %1309, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1436 = extractvalue { float, float, float, float } %1435, 0
+	%1437 = extractvalue { float, float, float, float } %1435, 1
+	%1438 = extractvalue { float, float, float, float } %1435, 2
+	%1439 = extractvalue { float, float, float, float } %1435, 3
+	%1440 = call { float, float, float, float } @disk_corr_body(float %1051, float %1116, float %1181, float %1246, float %1311, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1441 = extractvalue { float, float, float, float } %1440, 0
+	%1442 = extractvalue { float, float, float, float } %1440, 1
+	%1443 = extractvalue { float, float, float, float } %1440, 2
+	%1444 = extractvalue { float, float, float, float } %1440, 3
+	%1445 = call { float, float, float, float } @disk_corr_body(float %1053, float %1118, float %1183, float %1248, float %1313, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1446 = extractvalue { float, float, float, float } %1445, 0
+	%1447 = extractvalue { float, float, float, float } %1445, 1
+	%1448 = extractvalue { float, float, float, float } %1445, 2
+	%1449 = extractvalue { float, float, float, float } %1445, 3
+	%1450 = call { float, float, float, float } @disk_corr_body(float %1055, float %1120, float %1185, float %1250, float %1315, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1451 = extractvalue { float, float, float, float } %1450, 0
+	%1452 = extractvalue { float, float, float, float } %1450, 1
+	%1453 = extractvalue { float, float, float, float } %1450, 2
+	%1454 = extractvalue { float, float, float, float } %1450, 3
+	%1455 = call { float, float, float, float } @disk_corr_body(float %1057, float %1122, float %1187, float %1252, float %1317, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1456 = extractvalue { float, float, float, float } %1455, 0
+	%1457 = extractvalue { float, float, float, float } %1455, 1
+	%1458 = extractvalue { float, float, float, float } %1455, 2
+	%1459 = extractvalue { float, float, float, float } %1455, 3
+	%1460 = call { float, float, float, float } @disk_corr_body(float %1059, float %1124, float %1189, float %1254, float %1319, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1461 = extractvalue { float, float, float, float } %1460, 0
+	%1462 = extractvalue { float, float, float, float } %1460, 1
+	%1463 = extractvalue { float, float, float, float } %1460, 2
+	%1464 = extractvalue { float, float, float, float } %1460, 3
+	%1465 = call { float, float, float, float } @disk_corr_body(float %1061, float %1126, float %1191, float %1256, float %1321, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1466 = extractvalue { float, float, float, float } %1465, 0
+	%1467 = extractvalue { float, float, float, float } %1465, 1
+	%1468 = extractvalue { float, float, float, float } %1465, 2
+	%1469 = extractvalue { float, float, float, float } %1465, 3
+	%1470 = call { float, float, float, float } @disk_corr_body(float %1063, float %1128, float %1193, float %1258, float %1323, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1471 = extractvalue { float, float, float, float } %1470, 0
+	%1472 = extractvalue { float, float, float, float } %1470, 1
+	%1473 = extractvalue { float, float, float, float } %1470, 2
+	%1474 = extractvalue { float, float, float, float } %1470, 3
+	%1475 = call { float, float, float, float } @disk_corr_body(float %1065, float %1130, float %1195, float %1260, float %1325, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1476 = extractvalue { float, float, float, float } %1475, 0
+	%1477 = extractvalue { float, float, float, float } %1475, 1
+	%1478 = extractvalue { float, float, float, float } %1475, 2
+	%1479 = extractvalue { float, float, float, float } %1475, 3
+	%1480 = call { float, float, float, float } @disk_corr_body(float %1067, float %1132, float %1197, float %1262, float %1327, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1481 = extractvalue { float, float, float, float } %1480, 0
+	%1482 = extractvalue { float, float, float, float } %1480, 1
+	%1483 = extractvalue { float, float, float, float } %1480, 2
+	%1484 = extractvalue { float, float, float, float } %1480, 3
+	%1485 = call { float, float, float, float } @disk_corr_body(float %1069, float %1134, float %1199, float %1264, float %1329, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1486 = extractvalue { float, float, float, float } %1485, 0
+	%1487 = extractvalue { float, float, float, float } %1485, 1
+	%1488 = extractvalue { float, float, float, float } %1485, 2
+	%1489 = extractvalue { float, float, float, float } %1485, 3
+	%1490 = getelementptr float, float* %5, i64 %1003
+	%1491 = getelementptr float, float* %1490, i64 0
+	store float %1331, float* %1491, align 4
+	%1492 = getelementptr float, float* %1490, i64 1
+	store float %1336, float* %1492, align 4
+	%1493 = getelementptr float, float* %1490, i64 2
+	store float %1341, float* %1493, align 4
+	%1494 = getelementptr float, float* %1490, i64 3
+	store float %1346, float* %1494, align 4
+	%1495 = getelementptr float, float* %1490, i64 4
+	store float %1351, float* %1495, align 4
+	%1496 = getelementptr float, float* %1490, i64 5
+	store float %1356, float* %1496, align 4
+	%1497 = getelementptr float, float* %1490, i64 6
+	store float %1361, float* %1497, align 4
+	%1498 = getelementptr float, float* %1490, i64 7
+	store float %1366, float* %1498, align 4
+	%1499 = getelementptr float, float* %1490, i64 8
+	store float %1371, float* %1499, align 4
+	%1500 = getelementptr float, float* %1490, i64 9
+	store float %1376, float* %1500, align 4
+	%1501 = getelementptr float, float* %1490, i64 10
+	store float %1381, float* %1501, align 4
+	%1502 = getelementptr float, float* %1490, i64 11
+	store float %1386, float* %1502, align 4
+	%1503 = getelementptr float, float* %1490, i64 12
+	store float %1391, float* %1503, align 4
+	%1504 = getelementptr float, float* %1490, i64 13
+	store float %1396, float* %1504, align 4
+	%1505 = getelementptr float, float* %1490, i64 14
+	store float %1401, float* %1505, align 4
+	%1506 = getelementptr float, float* %1490, i64 15
+	store float %1406, float* %1506, align 4
+	%1507 = getelementptr float, float* %1490, i64 16
+	store float %1411, float* %1507, align 4
+	%1508 = getelementptr float, float* %1490, i64 17
+	store float %1416, float* %1508, align 4
+	%1509 = getelementptr float, float* %1490, i64 18
+	store float %1421, float* %1509, align 4
+	%1510 = getelementptr float, float* %1490, i64 19
+	store float %1426, float* %1510, align 4
+	%1511 = getelementptr float, float* %1490, i64 20
+	store float %1431, float* %1511, align 4
+	%1512 = getelementptr float, float* %1490, i64 21
+	store float %1436, float* %1512, align 4
+	%1513 = getelementptr float, float* %1490, i64 22
+	store float %1441, float* %1513, align 4
+	%1514 = getelementptr float, float* %1490, i64 23
+	store float %1446, float* %1514, align 4
+	%1515 = getelementptr float, float* %1490, i64 24
+	store float %1451, float* %1515, align 4
+	%1516 = getelementptr float, float* %1490, i64 25
+	store float %1456, float* %1516, align 4
+	%1517 = getelementptr float, float* %1490, i64 26
+	store float %1461, float* %1517, align 4
+	%1518 = getelementptr float, float* %1490, i64 27
+	store float %1466, float* %1518, align 4
+	%1519 = getelementptr float, float* %1490, i64 28
+	store float %1471, float* %1519, align 4
+	%1520 = getelementptr float, float* %1490, i64 29
+	store float %1476, float* %1520, align 4
+	%1521 = getelementptr float, float* %1490, i64 30
+	store float %1481, float* %1521, align 4
+	%1522 = getelementptr float, float* %1490, i64 31
+	store float %1486, float* %1522, align 4
+	%1523 = getelementptr float, float* %7, i64 %1003
+	%1524 = getelementptr float, float* %1523, i64 0
+	store float %1332, float* %1524, align 4
+	%1525 = getelementptr float, float* %1523, i64 1
+	store float %1337, float* %1525, align 4
+	%1526 = getelementptr float, float* %1523, i64 2
+	store float %1342, float* %1526, align 4
+	%1527 = getelementptr float, float* %1523, i64 3
+	store float %1347, float* %1527, align 4
+	%1528 = getelementptr float, float* %1523, i64 4
+	store float %1352, float* %1528, align 4
+	%1529 = getelementptr float, float* %1523, i64 5
+	store float %1357, float* %1529, align 4
+	%1530 = getelementptr float, float* %1523, i64 6
+	store float %1362, float* %1530, align 4
+	%1531 = getelementptr float, float* %1523, i64 7
+	store float %1367, float* %1531, align 4
+	%1532 = getelementptr float, float* %1523, i64 8
+	store float %1372, float* %1532, align 4
+	%1533 = getelementptr float, float* %1523, i64 9
+	store float %1377, float* %1533, align 4
+	%1534 = getelementptr float, float* %1523, i64 10
+	store float %1382, float* %1534, align 4
+	%1535 = getelementptr float, float* %1523, i64 11
+	store float %1387, float* %1535, align 4
+	%1536 = getelementptr float, float* %1523, i64 12
+	store float %1392, float* %1536, align 4
+	%1537 = getelementptr float, float* %1523, i64 13
+	store float %1397, float* %1537, align 4
+	%1538 = getelementptr float, float* %1523, i64 14
+	store float %1402, float* %1538, align 4
+	%1539 = getelementptr float, float* %1523, i64 15
+	store float %1407, float* %1539, align 4
+	%1540 = getelementptr float, float* %1523, i64 16
+	store float %1412, float* %1540, align 4
+	%1541 = getelementptr float, float* %1523, i64 17
+	store float %1417, float* %1541, align 4
+	%1542 = getelementptr float, float* %1523, i64 18
+	store float %1422, float* %1542, align 4
+	%1543 = getelementptr float, float* %1523, i64 19
+	store float %1427, float* %1543, align 4
+	%1544 = getelementptr float, float* %1523, i64 20
+	store float %1432, float* %1544, align 4
+	%1545 = getelementptr float, float* %1523, i64 21
+	store float %1437, float* %1545, align 4
+	%1546 = getelementptr float, float* %1523, i64 22
+	store float %1442, float* %1546, align 4
+	%1547 = getelementptr float, float* %1523, i64 23
+	store float %1447, float* %1547, align 4
+	%1548 = getelementptr float, float* %1523, i64 24
+	store float %1452, float* %1548, align 4
+	%1549 = getelementptr float, float* %1523, i64 25
+	store float %1457, float* %1549, align 4
+	%1550 = getelementptr float, float* %1523, i64 26
+	store float %1462, float* %1550, align 4
+	%1551 = getelementptr float, float* %1523, i64 27
+	store float %1467, float* %1551, align 4
+	%1552 = getelementptr float, float* %1523, i64 28
+	store float %1472, float* %1552, align 4
+	%1553 = getelementptr float, float* %1523, i64 29
+	store float %1477, float* %1553, align 4
+	%1554 = getelementptr float, float* %1523, i64 30
+	store float %1482, float* %1554, align 4
+	%1555 = getelementptr float, float* %1523, i64 31
+	store float %1487, float* %1555, align 4
+	%1556 = getelementptr float, float* %9, i64 %1003
+	%1557 = getelementptr float, float* %1556, i64 0
+	store float %1333, float* %1557, align 4
+	%1558 = getelementptr float, float* %1556, i64 1
+	store float %1338, float* %1558, align 4
+	%1559 = getelementptr float, float* %1556, i64 2
+	store float %1343, float* %1559, align 4
+	%1560 = getelementptr float, float* %1556, i64 3
+	store float %1348, float* %1560, align 4
+	%1561 = getelementptr float, float* %1556, i64 4
+	store float %1353, float* %1561, align 4
+	%1562 = getelementptr float, float* %1556, i64 5
+	store float %1358, float* %1562, align 4
+	%1563 = getelementptr float, float* %1556, i64 6
+	store float %1363, float* %1563, align 4
+	%1564 = getelementptr float, float* %1556, i64 7
+	store float %1368, float* %1564, align 4
+	%1565 = getelementptr float, float* %1556, i64 8
+	store float %1373, float* %1565, align 4
+	%1566 = getelementptr float, float* %1556, i64 9
+	store float %1378, float* %1566, align 4
+	%1567 = getelementptr float, float* %1556, i64 10
+	store float %1383, float* %1567, align 4
+	%1568 = getelementptr float, float* %1556, i64 11
+	store float %1388, float* %1568, align 4
+	%1569 = getelementptr float, float* %1556, i64 12
+	store float %1393, float* %1569, align 4
+	%1570 = getelementptr float, float* %1556, i64 13
+	store float %1398, float* %1570, align 4
+	%1571 = getelementptr float, float* %1556, i64 14
+	store float %1403, float* %1571, align 4
+	%1572 = getelementptr float, float* %1556, i64 15
+	store float %1408, float* %1572, align 4
+	%1573 = getelementptr float, float* %1556, i64 16
+	store float %1413, float* %1573, align 4
+	%1574 = getelementptr float, float* %1556, i64 17
+	store float %1418, float* %1574, align 4
+	%1575 = getelementptr float, float* %1556, i64 18
+	store float %1423, float* %1575, align 4
+	%1576 = getelementptr float, float* %1556, i64 19
+	store float %1428, float* %1576, align 4
+	%1577 = getelementptr float, float* %1556, i64 20
+	store float %1433, float* %1577, align 4
+	%1578 = getelementptr float, float* %1556, i64 21
+	store float %1438, float* %1578, align 4
+	%1579 = getelementptr float, float* %1556, i64 22
+	store float %1443, float* %1579, align 4
+	%1580 = getelementptr float, float* %1556, i64 23
+	store float %1448, float* %1580, align 4
+	%1581 = getelementptr float, float* %1556, i64 24
+	store float %1453, float* %1581, align 4
+	%1582 = getelementptr float, float* %1556, i64 25
+	store float %1458, float* %1582, align 4
+	%1583 = getelementptr float, float* %1556, i64 26
+	store float %1463, float* %1583, align 4
+	%1584 = getelementptr float, float* %1556, i64 27
+	store float %1468, float* %1584, align 4
+	%1585 = getelementptr float, float* %1556, i64 28
+	store float %1473, float* %1585, align 4
+	%1586 = getelementptr float, float* %1556, i64 29
+	store float %1478, float* %1586, align 4
+	%1587 = getelementptr float, float* %1556, i64 30
+	store float %1483, float* %1587, align 4
+	%1588 = getelementptr float, float* %1556, i64 31
+	store float %1488, float* %1588, align 4
+	%1589 = getelementptr float, float* %1, i64 %1003
+	%1590 = getelementptr float, float* %1589, i64 0
+	store float %1334, float* %1590, align 4
+	%1591 = getelementptr float, float* %1589, i64 1
+	store float %1339, float* %1591, align 4
+	%1592 = getelementptr float, float* %1589, i64 2
+	store float %1344, float* %1592, align 4
+	%1593 = getelementptr float, float* %1589, i64 3
+	store float %1349, float* %1593, align 4
+	%1594 = getelementptr float, float* %1589, i64 4
+	store float %1354, float* %1594, align 4
+	%1595 = getelementptr float, float* %1589, i64 5
+	store float %1359, float* %1595, align 4
+	%1596 = getelementptr float, float* %1589, i64 6
+	store float %1364, float* %1596, align 4
+	%1597 = getelementptr float, float* %1589, i64 7
+	store float %1369, float* %1597, align 4
+	%1598 = getelementptr float, float* %1589, i64 8
+	store float %1374, float* %1598, align 4
+	%1599 = getelementptr float, float* %1589, i64 9
+	store float %1379, float* %1599, align 4
+	%1600 = getelementptr float, float* %1589, i64 10
+	store float %1384, float* %1600, align 4
+	%1601 = getelementptr float, float* %1589, i64 11
+	store float %1389, float* %1601, align 4
+	%1602 = getelementptr float, float* %1589, i64 12
+	store float %1394, float* %1602, align 4
+	%1603 = getelementptr float, float* %1589, i64 13
+	store float %1399, float* %1603, align 4
+	%1604 = getelementptr float, float* %1589, i64 14
+	store float %1404, float* %1604, align 4
+	%1605 = getelementptr float, float* %1589, i64 15
+	store float %1409, float* %1605, align 4
+	%1606 = getelementptr float, float* %1589, i64 16
+	store float %1414, float* %1606, align 4
+	%1607 = getelementptr float, float* %1589, i64 17
+	store float %1419, float* %1607, align 4
+	%1608 = getelementptr float, float* %1589, i64 18
+	store float %1424, float* %1608, align 4
+	%1609 = getelementptr float, float* %1589, i64 19
+	store float %1429, float* %1609, align 4
+	%1610 = getelementptr float, float* %1589, i64 20
+	store float %1434, float* %1610, align 4
+	%1611 = getelementptr float, float* %1589, i64 21
+	store float %1439, float* %1611, align 4
+	%1612 = getelementptr float, float* %1589, i64 22
+	store float %1444, float* %1612, align 4
+	%1613 = getelementptr float, float* %1589, i64 23
+	store float %1449, float* %1613, align 4
+	%1614 = getelementptr float, float* %1589, i64 24
+	store float %1454, float* %1614, align 4
+	%1615 = getelementptr float, float* %1589, i64 25
+	store float %1459, float* %1615, align 4
+	%1616 = getelementptr float, float* %1589, i64 26
+	store float %1464, float* %1616, align 4
+	%1617 = getelementptr float, float* %1589, i64 27
+	store float %1469, float* %1617, align 4
+	%1618 = getelementptr float, float* %1589, i64 28
+	store float %1474, float* %1618, align 4
+	%1619 = getelementptr float, float* %1589, i64 29
+	store float %1479, float* %1619, align 4
+	%1620 = getelementptr float, float* %1589, i64 30
+	store float %1484, float* %1620, align 4
+	%1621 = getelementptr float, float* %1589, i64 31
+	store float %1489, float* %1621, align 4
+	%1622 = add i64 %999, 1
+	br label %wide.head.40
 
-group.done.39:
-	br label %tail.head.40
+wide.done.42:
+	%1623 = mul i64 %998, 8
+	br label %group.head.43
 
-tail.head.40:
-	%334 = phi i64 [ %61, %group.done.39 ], [ %355, %tail.41 ]
-	%335 = icmp slt i64 %334, %41
-	br i1 %335, label %tail.41, label %tail.done.42
+group.head.43:
+	%1624 = phi i64 [ %1623, %wide.done.42 ], [ %1714, %group.44 ]
+	%1625 = icmp slt i64 %1624, %58
+	br i1 %1625, label %group.44, label %group.done.45
 
-tail.41:
-	%336 = getelementptr float, float* %1, i64 %334
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %3, i64 %334
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %5, i64 %334
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %7, i64 %334
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %9, i64 %334
-	%345 = load float, float* %344, align 4
-	%346 = call { float, float, float, float } @disk_corr_body(float %337, float %339, float %341, float %343, float %345, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%347 = extractvalue { float, float, float, float } %346, 0
-	%348 = extractvalue { float, float, float, float } %346, 1
-	%349 = extractvalue { float, float, float, float } %346, 2
-	%350 = extractvalue { float, float, float, float } %346, 3
-	%351 = getelementptr float, float* %5, i64 %334
-	store float %347, float* %351, align 4
-	%352 = getelementptr float, float* %7, i64 %334
-	store float %348, float* %352, align 4
-	%353 = getelementptr float, float* %9, i64 %334
-	store float %349, float* %353, align 4
-	%354 = getelementptr float, float* %1, i64 %334
-	store float %350, float* %354, align 4
-	%355 = add i64 %334, 1
-	br label %tail.head.40
+group.44:
+	%1626 = shl i64 %1624, 2
+	%1627 = add i64 %59, %1626
+	%1628 = add i64 %63, %1624
+	%1629 = getelementptr float, float* %1, i64 %1627
+	%1630 = getelementptr float, float* %1629, i64 0
+	%1631 = load float, float* %1630, align 4
+	%1632 = getelementptr float, float* %1629, i64 1
+	%1633 = load float, float* %1632, align 4
+	%1634 = getelementptr float, float* %1629, i64 2
+	%1635 = load float, float* %1634, align 4
+	%1636 = getelementptr float, float* %1629, i64 3
+	%1637 = load float, float* %1636, align 4
+	%1638 = getelementptr float, float* %3, i64 %1627
+	%1639 = getelementptr float, float* %1638, i64 0
+	%1640 = load float, float* %1639, align 4
+	%1641 = getelementptr float, float* %1638, i64 1
+	%1642 = load float, float* %1641, align 4
+	%1643 = getelementptr float, float* %1638, i64 2
+	%1644 = load float, float* %1643, align 4
+	%1645 = getelementptr float, float* %1638, i64 3
+	%1646 = load float, float* %1645, align 4
+	%1647 = getelementptr float, float* %5, i64 %1627
+	%1648 = getelementptr float, float* %1647, i64 0
+	%1649 = load float, float* %1648, align 4
+	%1650 = getelementptr float, float* %1647, i64 1
+	%1651 = load float, float* %1650, align 4
+	%1652 = getelementptr float, float* %1647, i64 2
+	%1653 = load float, float* %1652, align 4
+	%1654 = getelementptr float, float* %1647, i64 3
+	%1655 = load float, float* %1654, align 4
+	%1656 = getelementptr float, float* %7, i64 %1627
+	%1657 = getelementptr float, float* %1656, i64 0
+	%1658 = load float, float* %1657, align 4
+	%1659 = getelementptr float, float* %1656, i64 1
+	%1660 = load float, float* %1659, align 4
+	%1661 = getelementptr float, float* %1656, i64 2
+	%1662 = load float, float* %1661, align 4
+	%1663 = getelementptr float, float* %1656, i64 3
+	%1664 = load float, float* %1663, align 4
+	%1665 = getelementptr float, float* %9, i64 %1627
+	%1666 = getelementptr float, float* %1665, i64 0
+	%1667 = load float, float* %1666, align 4
+	%1668 = getelementptr float, float* %1665, i64 1
+	%1669 = load float, float* %1668, align 4
+	%1670 = getelementptr float, float* %1665, i64 2
+	%1671 = load float, float* %1670, align 4
+	%1672 = getelementptr float, float* %1665, i64 3
+	%1673 = load float, float* %1672, align 4
+	%1674 = call { float, float, float, float } @disk_corr_body(float %1631, float %1640, float %1649, float %1658, float %1667, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1675 = extractvalue { float, float, float, float } %1674, 0
+	%1676 = extractvalue { float, float, float, float } %1674, 1
+	%1677 = extractvalue { float, float, float, float } %1674, 2
+	%1678 = extractvalue { float, float, float, float } %1674, 3
+	%1679 = call { float, float, float, float } @disk_corr_body(float %1633, float %1642, float %1651, float %1660, float %1669, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1680 = extractvalue { float, float, float, float } %1679, 0
+	%1681 = extractvalue { float, float, float, float } %1679, 1
+	%1682 = extractvalue { float, float, float, float } %1679, 2
+	%1683 = extractvalue { float, float, float, float } %1679, 3
+	%1684 = call { float, float, float, float } @disk_corr_body(float %1635, float %1644, float %1653, float %1662, float %1671, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1685 = extractvalue { float, float, float, float } %1684, 0
+	%1686 = extractvalue { float, float, float, float } %1684, 1
+	%1687 = extractvalue { float, float, float, float } %1684, 2
+	%1688 = extractvalue { float, float, float, float } %1684, 3
+	%1689 = call { float, float, float, float } @disk_corr_body(float %1637, float %1646, float %1655, float %1664, float %1673, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1690 = extractvalue { float, float, float, float } %1689, 0
+	%1691 = extractvalue { float, float, float, float } %1689, 1
+	%1692 = extractvalue { float, float, float, float } %1689, 2
+	%1693 = extractvalue { float, float, float, float } %1689, 3
+	%1694 = getelementptr float, float* %5, i64 %1627
+	%1695 = getelementptr float, float* %1694, i64 0
+	store float %1675, float* %1695, align 4
+	%1696 = getelementptr float, float* %1694, i64 1
+	store float %1680, float* %1696, align 4
+	%1697 = getelementptr float, float* %1694, i64 2
+	store float %1685, float* %1697, align 4
+	%1698 = getelementptr float, float* %1694, i64 3
+	store float %1690, float* %1698, align 4
+	%1699 = getelementptr float, float* %7, i64 %1627
+	%1700 = getelementptr float, float* %1699, i64 0
+	store float %1676, float* %1700, align 4
+	%1701 = getelementptr float, float* %1699, i64 1
+	store float %1681, float* %1701, align 4
+	%1702 = getelementptr float, float* %1699, i64 2
+	store float %1686, float* %1702, align 4
+	%1703 = getelementptr float, float* %1699, i64 3
+	store float %1691, float* %1703, align 4
+	%1704 = getelementptr float, float* %9, i64 %1627
+	%1705 = getelementptr float, float* %1704, i64 0
+	store float %1677, float* %1705, align 4
+	%1706 = getelementptr float, float* %1704, i64 1
+	store float %1682, float* %1706, align 4
+	%1707 = getelementptr float, float* %1704, i64 2
+	store float %1687, float* %1707, align 4
+	%1708 = getelementptr float, float* %1704, i64 3
+	store float %1692, float* %1708, align 4
+	%1709 = getelementptr float, float* %1, i64 %1627
+	%1710 = getelementptr float, float* %1709, i64 0
+	store float %1678, float* %1710, align 4
+	%1711 = getelementptr float, float* %1709, i64 1
+	store float %1683, float* %1711, align 4
+	%1712 = getelementptr float, float* %1709, i64 2
+	store float %1688, float* %1712, align 4
+	%1713 = getelementptr float, float* %1709, i64 3
+	store float %1693, float* %1713, align 4
+	%1714 = add i64 %1624, 1
+	br label %group.head.43
 
-tail.done.42:
+group.done.45:
+	br label %tail.head.46
+
+tail.head.46:
+	%1715 = phi i64 [ %61, %group.done.45 ], [ %1736, %tail.47 ]
+	%1716 = icmp slt i64 %1715, %41
+	br i1 %1716, label %tail.47, label %tail.done.48
+
+tail.47:
+	%1717 = getelementptr float, float* %1, i64 %1715
+	%1718 = load float, float* %1717, align 4
+	%1719 = getelementptr float, float* %3, i64 %1715
+	%1720 = load float, float* %1719, align 4
+	%1721 = getelementptr float, float* %5, i64 %1715
+	%1722 = load float, float* %1721, align 4
+	%1723 = getelementptr float, float* %7, i64 %1715
+	%1724 = load float, float* %1723, align 4
+	%1725 = getelementptr float, float* %9, i64 %1715
+	%1726 = load float, float* %1725, align 4
+	%1727 = call { float, float, float, float } @disk_corr_body(float %1718, float %1720, float %1722, float %1724, float %1726, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1728 = extractvalue { float, float, float, float } %1727, 0
+	%1729 = extractvalue { float, float, float, float } %1727, 1
+	%1730 = extractvalue { float, float, float, float } %1727, 2
+	%1731 = extractvalue { float, float, float, float } %1727, 3
+	%1732 = getelementptr float, float* %5, i64 %1715
+	store float %1728, float* %1732, align 4
+	%1733 = getelementptr float, float* %7, i64 %1715
+	store float %1729, float* %1733, align 4
+	%1734 = getelementptr float, float* %9, i64 %1715
+	store float %1730, float* %1734, align 4
+	%1735 = getelementptr float, float* %1, i64 %1715
+	store float %1731, float* %1735, align 4
+	%1736 = add i64 %1715, 1
+	br label %tail.head.46
+
+tail.done.48:
 	ret void
 }

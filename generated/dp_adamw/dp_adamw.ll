@@ -334,6 +334,501 @@ entry:
 	ret <4 x float> %20
 }
 
+define internal [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %c0, <8 x i32> %c1, <8 x i32> %c2, <8 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <8 x i32> %c0 to <8 x i64>
+	%1 = mul <8 x i64> %0, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%2 = lshr <8 x i64> %1, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%3 = trunc <8 x i64> %2 to <8 x i32>
+	%4 = trunc <8 x i64> %1 to <8 x i32>
+	%5 = zext <8 x i32> %c2 to <8 x i64>
+	%6 = mul <8 x i64> %5, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%7 = lshr <8 x i64> %6, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%8 = trunc <8 x i64> %7 to <8 x i32>
+	%9 = trunc <8 x i64> %6 to <8 x i32>
+	%10 = xor <8 x i32> %8, %c1
+	%11 = insertelement <8 x i32> undef, i32 %k0, i32 0
+	%12 = insertelement <8 x i32> %11, i32 %k0, i32 1
+	%13 = insertelement <8 x i32> %12, i32 %k0, i32 2
+	%14 = insertelement <8 x i32> %13, i32 %k0, i32 3
+	%15 = insertelement <8 x i32> %14, i32 %k0, i32 4
+	%16 = insertelement <8 x i32> %15, i32 %k0, i32 5
+	%17 = insertelement <8 x i32> %16, i32 %k0, i32 6
+	%18 = insertelement <8 x i32> %17, i32 %k0, i32 7
+	%19 = xor <8 x i32> %10, %18
+	%20 = xor <8 x i32> %3, %c3
+	%21 = insertelement <8 x i32> undef, i32 %k1, i32 0
+	%22 = insertelement <8 x i32> %21, i32 %k1, i32 1
+	%23 = insertelement <8 x i32> %22, i32 %k1, i32 2
+	%24 = insertelement <8 x i32> %23, i32 %k1, i32 3
+	%25 = insertelement <8 x i32> %24, i32 %k1, i32 4
+	%26 = insertelement <8 x i32> %25, i32 %k1, i32 5
+	%27 = insertelement <8 x i32> %26, i32 %k1, i32 6
+	%28 = insertelement <8 x i32> %27, i32 %k1, i32 7
+	%29 = xor <8 x i32> %20, %28
+	%30 = add i32 %k0, -1640531527
+	%31 = add i32 %k1, -1150833019
+	%32 = zext <8 x i32> %19 to <8 x i64>
+	%33 = mul <8 x i64> %32, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%34 = lshr <8 x i64> %33, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%35 = trunc <8 x i64> %34 to <8 x i32>
+	%36 = trunc <8 x i64> %33 to <8 x i32>
+	%37 = zext <8 x i32> %29 to <8 x i64>
+	%38 = mul <8 x i64> %37, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%39 = lshr <8 x i64> %38, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%40 = trunc <8 x i64> %39 to <8 x i32>
+	%41 = trunc <8 x i64> %38 to <8 x i32>
+	%42 = xor <8 x i32> %40, %9
+	%43 = insertelement <8 x i32> undef, i32 %30, i32 0
+	%44 = insertelement <8 x i32> %43, i32 %30, i32 1
+	%45 = insertelement <8 x i32> %44, i32 %30, i32 2
+	%46 = insertelement <8 x i32> %45, i32 %30, i32 3
+	%47 = insertelement <8 x i32> %46, i32 %30, i32 4
+	%48 = insertelement <8 x i32> %47, i32 %30, i32 5
+	%49 = insertelement <8 x i32> %48, i32 %30, i32 6
+	%50 = insertelement <8 x i32> %49, i32 %30, i32 7
+	%51 = xor <8 x i32> %42, %50
+	%52 = xor <8 x i32> %35, %4
+	%53 = insertelement <8 x i32> undef, i32 %31, i32 0
+	%54 = insertelement <8 x i32> %53, i32 %31, i32 1
+	%55 = insertelement <8 x i32> %54, i32 %31, i32 2
+	%56 = insertelement <8 x i32> %55, i32 %31, i32 3
+	%57 = insertelement <8 x i32> %56, i32 %31, i32 4
+	%58 = insertelement <8 x i32> %57, i32 %31, i32 5
+	%59 = insertelement <8 x i32> %58, i32 %31, i32 6
+	%60 = insertelement <8 x i32> %59, i32 %31, i32 7
+	%61 = xor <8 x i32> %52, %60
+	%62 = add i32 %30, -1640531527
+	%63 = add i32 %31, -1150833019
+	%64 = zext <8 x i32> %51 to <8 x i64>
+	%65 = mul <8 x i64> %64, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%66 = lshr <8 x i64> %65, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%67 = trunc <8 x i64> %66 to <8 x i32>
+	%68 = trunc <8 x i64> %65 to <8 x i32>
+	%69 = zext <8 x i32> %61 to <8 x i64>
+	%70 = mul <8 x i64> %69, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%71 = lshr <8 x i64> %70, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%72 = trunc <8 x i64> %71 to <8 x i32>
+	%73 = trunc <8 x i64> %70 to <8 x i32>
+	%74 = xor <8 x i32> %72, %41
+	%75 = insertelement <8 x i32> undef, i32 %62, i32 0
+	%76 = insertelement <8 x i32> %75, i32 %62, i32 1
+	%77 = insertelement <8 x i32> %76, i32 %62, i32 2
+	%78 = insertelement <8 x i32> %77, i32 %62, i32 3
+	%79 = insertelement <8 x i32> %78, i32 %62, i32 4
+	%80 = insertelement <8 x i32> %79, i32 %62, i32 5
+	%81 = insertelement <8 x i32> %80, i32 %62, i32 6
+	%82 = insertelement <8 x i32> %81, i32 %62, i32 7
+	%83 = xor <8 x i32> %74, %82
+	%84 = xor <8 x i32> %67, %36
+	%85 = insertelement <8 x i32> undef, i32 %63, i32 0
+	%86 = insertelement <8 x i32> %85, i32 %63, i32 1
+	%87 = insertelement <8 x i32> %86, i32 %63, i32 2
+	%88 = insertelement <8 x i32> %87, i32 %63, i32 3
+	%89 = insertelement <8 x i32> %88, i32 %63, i32 4
+	%90 = insertelement <8 x i32> %89, i32 %63, i32 5
+	%91 = insertelement <8 x i32> %90, i32 %63, i32 6
+	%92 = insertelement <8 x i32> %91, i32 %63, i32 7
+	%93 = xor <8 x i32> %84, %92
+	%94 = add i32 %62, -1640531527
+	%95 = add i32 %63, -1150833019
+	%96 = zext <8 x i32> %83 to <8 x i64>
+	%97 = mul <8 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <8 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = trunc <8 x i64> %98 to <8 x i32>
+	%100 = trunc <8 x i64> %97 to <8 x i32>
+	%101 = zext <8 x i32> %93 to <8 x i64>
+	%102 = mul <8 x i64> %101, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%103 = lshr <8 x i64> %102, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%104 = trunc <8 x i64> %103 to <8 x i32>
+	%105 = trunc <8 x i64> %102 to <8 x i32>
+	%106 = xor <8 x i32> %104, %73
+	%107 = insertelement <8 x i32> undef, i32 %94, i32 0
+	%108 = insertelement <8 x i32> %107, i32 %94, i32 1
+	%109 = insertelement <8 x i32> %108, i32 %94, i32 2
+	%110 = insertelement <8 x i32> %109, i32 %94, i32 3
+	%111 = insertelement <8 x i32> %110, i32 %94, i32 4
+	%112 = insertelement <8 x i32> %111, i32 %94, i32 5
+	%113 = insertelement <8 x i32> %112, i32 %94, i32 6
+	%114 = insertelement <8 x i32> %113, i32 %94, i32 7
+	%115 = xor <8 x i32> %106, %114
+	%116 = xor <8 x i32> %99, %68
+	%117 = insertelement <8 x i32> undef, i32 %95, i32 0
+	%118 = insertelement <8 x i32> %117, i32 %95, i32 1
+	%119 = insertelement <8 x i32> %118, i32 %95, i32 2
+	%120 = insertelement <8 x i32> %119, i32 %95, i32 3
+	%121 = insertelement <8 x i32> %120, i32 %95, i32 4
+	%122 = insertelement <8 x i32> %121, i32 %95, i32 5
+	%123 = insertelement <8 x i32> %122, i32 %95, i32 6
+	%124 = insertelement <8 x i32> %123, i32 %95, i32 7
+	%125 = xor <8 x i32> %116, %124
+	%126 = add i32 %94, -1640531527
+	%127 = add i32 %95, -1150833019
+	%128 = zext <8 x i32> %115 to <8 x i64>
+	%129 = mul <8 x i64> %128, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%130 = lshr <8 x i64> %129, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%131 = trunc <8 x i64> %130 to <8 x i32>
+	%132 = trunc <8 x i64> %129 to <8 x i32>
+	%133 = zext <8 x i32> %125 to <8 x i64>
+	%134 = mul <8 x i64> %133, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%135 = lshr <8 x i64> %134, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%136 = trunc <8 x i64> %135 to <8 x i32>
+	%137 = trunc <8 x i64> %134 to <8 x i32>
+	%138 = xor <8 x i32> %136, %105
+	%139 = insertelement <8 x i32> undef, i32 %126, i32 0
+	%140 = insertelement <8 x i32> %139, i32 %126, i32 1
+	%141 = insertelement <8 x i32> %140, i32 %126, i32 2
+	%142 = insertelement <8 x i32> %141, i32 %126, i32 3
+	%143 = insertelement <8 x i32> %142, i32 %126, i32 4
+	%144 = insertelement <8 x i32> %143, i32 %126, i32 5
+	%145 = insertelement <8 x i32> %144, i32 %126, i32 6
+	%146 = insertelement <8 x i32> %145, i32 %126, i32 7
+	%147 = xor <8 x i32> %138, %146
+	%148 = xor <8 x i32> %131, %100
+	%149 = insertelement <8 x i32> undef, i32 %127, i32 0
+	%150 = insertelement <8 x i32> %149, i32 %127, i32 1
+	%151 = insertelement <8 x i32> %150, i32 %127, i32 2
+	%152 = insertelement <8 x i32> %151, i32 %127, i32 3
+	%153 = insertelement <8 x i32> %152, i32 %127, i32 4
+	%154 = insertelement <8 x i32> %153, i32 %127, i32 5
+	%155 = insertelement <8 x i32> %154, i32 %127, i32 6
+	%156 = insertelement <8 x i32> %155, i32 %127, i32 7
+	%157 = xor <8 x i32> %148, %156
+	%158 = add i32 %126, -1640531527
+	%159 = add i32 %127, -1150833019
+	%160 = zext <8 x i32> %147 to <8 x i64>
+	%161 = mul <8 x i64> %160, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%162 = lshr <8 x i64> %161, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%163 = trunc <8 x i64> %162 to <8 x i32>
+	%164 = trunc <8 x i64> %161 to <8 x i32>
+	%165 = zext <8 x i32> %157 to <8 x i64>
+	%166 = mul <8 x i64> %165, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%167 = lshr <8 x i64> %166, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%168 = trunc <8 x i64> %167 to <8 x i32>
+	%169 = trunc <8 x i64> %166 to <8 x i32>
+	%170 = xor <8 x i32> %168, %137
+	%171 = insertelement <8 x i32> undef, i32 %158, i32 0
+	%172 = insertelement <8 x i32> %171, i32 %158, i32 1
+	%173 = insertelement <8 x i32> %172, i32 %158, i32 2
+	%174 = insertelement <8 x i32> %173, i32 %158, i32 3
+	%175 = insertelement <8 x i32> %174, i32 %158, i32 4
+	%176 = insertelement <8 x i32> %175, i32 %158, i32 5
+	%177 = insertelement <8 x i32> %176, i32 %158, i32 6
+	%178 = insertelement <8 x i32> %177, i32 %158, i32 7
+	%179 = xor <8 x i32> %170, %178
+	%180 = xor <8 x i32> %163, %132
+	%181 = insertelement <8 x i32> undef, i32 %159, i32 0
+	%182 = insertelement <8 x i32> %181, i32 %159, i32 1
+	%183 = insertelement <8 x i32> %182, i32 %159, i32 2
+	%184 = insertelement <8 x i32> %183, i32 %159, i32 3
+	%185 = insertelement <8 x i32> %184, i32 %159, i32 4
+	%186 = insertelement <8 x i32> %185, i32 %159, i32 5
+	%187 = insertelement <8 x i32> %186, i32 %159, i32 6
+	%188 = insertelement <8 x i32> %187, i32 %159, i32 7
+	%189 = xor <8 x i32> %180, %188
+	%190 = add i32 %158, -1640531527
+	%191 = add i32 %159, -1150833019
+	%192 = zext <8 x i32> %179 to <8 x i64>
+	%193 = mul <8 x i64> %192, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%194 = lshr <8 x i64> %193, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%195 = trunc <8 x i64> %194 to <8 x i32>
+	%196 = trunc <8 x i64> %193 to <8 x i32>
+	%197 = zext <8 x i32> %189 to <8 x i64>
+	%198 = mul <8 x i64> %197, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%199 = lshr <8 x i64> %198, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%200 = trunc <8 x i64> %199 to <8 x i32>
+	%201 = trunc <8 x i64> %198 to <8 x i32>
+	%202 = xor <8 x i32> %200, %169
+	%203 = insertelement <8 x i32> undef, i32 %190, i32 0
+	%204 = insertelement <8 x i32> %203, i32 %190, i32 1
+	%205 = insertelement <8 x i32> %204, i32 %190, i32 2
+	%206 = insertelement <8 x i32> %205, i32 %190, i32 3
+	%207 = insertelement <8 x i32> %206, i32 %190, i32 4
+	%208 = insertelement <8 x i32> %207, i32 %190, i32 5
+	%209 = insertelement <8 x i32> %208, i32 %190, i32 6
+	%210 = insertelement <8 x i32> %209, i32 %190, i32 7
+	%211 = xor <8 x i32> %202, %210
+	%212 = xor <8 x i32> %195, %164
+	%213 = insertelement <8 x i32> undef, i32 %191, i32 0
+	%214 = insertelement <8 x i32> %213, i32 %191, i32 1
+	%215 = insertelement <8 x i32> %214, i32 %191, i32 2
+	%216 = insertelement <8 x i32> %215, i32 %191, i32 3
+	%217 = insertelement <8 x i32> %216, i32 %191, i32 4
+	%218 = insertelement <8 x i32> %217, i32 %191, i32 5
+	%219 = insertelement <8 x i32> %218, i32 %191, i32 6
+	%220 = insertelement <8 x i32> %219, i32 %191, i32 7
+	%221 = xor <8 x i32> %212, %220
+	%222 = add i32 %190, -1640531527
+	%223 = add i32 %191, -1150833019
+	%224 = zext <8 x i32> %211 to <8 x i64>
+	%225 = mul <8 x i64> %224, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%226 = lshr <8 x i64> %225, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%227 = trunc <8 x i64> %226 to <8 x i32>
+	%228 = trunc <8 x i64> %225 to <8 x i32>
+	%229 = zext <8 x i32> %221 to <8 x i64>
+	%230 = mul <8 x i64> %229, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%231 = lshr <8 x i64> %230, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%232 = trunc <8 x i64> %231 to <8 x i32>
+	%233 = trunc <8 x i64> %230 to <8 x i32>
+	%234 = xor <8 x i32> %232, %201
+	%235 = insertelement <8 x i32> undef, i32 %222, i32 0
+	%236 = insertelement <8 x i32> %235, i32 %222, i32 1
+	%237 = insertelement <8 x i32> %236, i32 %222, i32 2
+	%238 = insertelement <8 x i32> %237, i32 %222, i32 3
+	%239 = insertelement <8 x i32> %238, i32 %222, i32 4
+	%240 = insertelement <8 x i32> %239, i32 %222, i32 5
+	%241 = insertelement <8 x i32> %240, i32 %222, i32 6
+	%242 = insertelement <8 x i32> %241, i32 %222, i32 7
+	%243 = xor <8 x i32> %234, %242
+	%244 = xor <8 x i32> %227, %196
+	%245 = insertelement <8 x i32> undef, i32 %223, i32 0
+	%246 = insertelement <8 x i32> %245, i32 %223, i32 1
+	%247 = insertelement <8 x i32> %246, i32 %223, i32 2
+	%248 = insertelement <8 x i32> %247, i32 %223, i32 3
+	%249 = insertelement <8 x i32> %248, i32 %223, i32 4
+	%250 = insertelement <8 x i32> %249, i32 %223, i32 5
+	%251 = insertelement <8 x i32> %250, i32 %223, i32 6
+	%252 = insertelement <8 x i32> %251, i32 %223, i32 7
+	%253 = xor <8 x i32> %244, %252
+	%254 = add i32 %222, -1640531527
+	%255 = add i32 %223, -1150833019
+	%256 = zext <8 x i32> %243 to <8 x i64>
+	%257 = mul <8 x i64> %256, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%258 = lshr <8 x i64> %257, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%259 = trunc <8 x i64> %258 to <8 x i32>
+	%260 = trunc <8 x i64> %257 to <8 x i32>
+	%261 = zext <8 x i32> %253 to <8 x i64>
+	%262 = mul <8 x i64> %261, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%263 = lshr <8 x i64> %262, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%264 = trunc <8 x i64> %263 to <8 x i32>
+	%265 = trunc <8 x i64> %262 to <8 x i32>
+	%266 = xor <8 x i32> %264, %233
+	%267 = insertelement <8 x i32> undef, i32 %254, i32 0
+	%268 = insertelement <8 x i32> %267, i32 %254, i32 1
+	%269 = insertelement <8 x i32> %268, i32 %254, i32 2
+	%270 = insertelement <8 x i32> %269, i32 %254, i32 3
+	%271 = insertelement <8 x i32> %270, i32 %254, i32 4
+	%272 = insertelement <8 x i32> %271, i32 %254, i32 5
+	%273 = insertelement <8 x i32> %272, i32 %254, i32 6
+	%274 = insertelement <8 x i32> %273, i32 %254, i32 7
+	%275 = xor <8 x i32> %266, %274
+	%276 = xor <8 x i32> %259, %228
+	%277 = insertelement <8 x i32> undef, i32 %255, i32 0
+	%278 = insertelement <8 x i32> %277, i32 %255, i32 1
+	%279 = insertelement <8 x i32> %278, i32 %255, i32 2
+	%280 = insertelement <8 x i32> %279, i32 %255, i32 3
+	%281 = insertelement <8 x i32> %280, i32 %255, i32 4
+	%282 = insertelement <8 x i32> %281, i32 %255, i32 5
+	%283 = insertelement <8 x i32> %282, i32 %255, i32 6
+	%284 = insertelement <8 x i32> %283, i32 %255, i32 7
+	%285 = xor <8 x i32> %276, %284
+	%286 = add i32 %254, -1640531527
+	%287 = add i32 %255, -1150833019
+	%288 = zext <8 x i32> %275 to <8 x i64>
+	%289 = mul <8 x i64> %288, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%290 = lshr <8 x i64> %289, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%291 = trunc <8 x i64> %290 to <8 x i32>
+	%292 = trunc <8 x i64> %289 to <8 x i32>
+	%293 = zext <8 x i32> %285 to <8 x i64>
+	%294 = mul <8 x i64> %293, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%295 = lshr <8 x i64> %294, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%296 = trunc <8 x i64> %295 to <8 x i32>
+	%297 = trunc <8 x i64> %294 to <8 x i32>
+	%298 = xor <8 x i32> %296, %265
+	%299 = insertelement <8 x i32> undef, i32 %286, i32 0
+	%300 = insertelement <8 x i32> %299, i32 %286, i32 1
+	%301 = insertelement <8 x i32> %300, i32 %286, i32 2
+	%302 = insertelement <8 x i32> %301, i32 %286, i32 3
+	%303 = insertelement <8 x i32> %302, i32 %286, i32 4
+	%304 = insertelement <8 x i32> %303, i32 %286, i32 5
+	%305 = insertelement <8 x i32> %304, i32 %286, i32 6
+	%306 = insertelement <8 x i32> %305, i32 %286, i32 7
+	%307 = xor <8 x i32> %298, %306
+	%308 = xor <8 x i32> %291, %260
+	%309 = insertelement <8 x i32> undef, i32 %287, i32 0
+	%310 = insertelement <8 x i32> %309, i32 %287, i32 1
+	%311 = insertelement <8 x i32> %310, i32 %287, i32 2
+	%312 = insertelement <8 x i32> %311, i32 %287, i32 3
+	%313 = insertelement <8 x i32> %312, i32 %287, i32 4
+	%314 = insertelement <8 x i32> %313, i32 %287, i32 5
+	%315 = insertelement <8 x i32> %314, i32 %287, i32 6
+	%316 = insertelement <8 x i32> %315, i32 %287, i32 7
+	%317 = xor <8 x i32> %308, %316
+	%318 = insertvalue [4 x <8 x i32>] undef, <8 x i32> %307, 0
+	%319 = insertvalue [4 x <8 x i32>] %318, <8 x i32> %297, 1
+	%320 = insertvalue [4 x <8 x i32>] %319, <8 x i32> %317, 2
+	%321 = insertvalue [4 x <8 x i32>] %320, <8 x i32> %292, 3
+	ret [4 x <8 x i32>] %321
+}
+
+define internal <8 x float> @fg_log32_v8(<8 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <8 x float> %u to <8 x i32>
+	%1 = lshr <8 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <8 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <8 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <8 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <8 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <8 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <8 x i32> %3, %6
+	%8 = bitcast <8 x i32> %7 to <8 x float>
+	%9 = lshr <8 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <8 x i32> %2, %9
+	%11 = fsub <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <8 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <8 x float> %11, %12
+	%14 = fmul <8 x float> %13, %13
+	%15 = fmul <8 x float> %14, %14
+	%16 = fmul <8 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <8 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <8 x float> %15, %17
+	%19 = fmul <8 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <8 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <8 x float> %14, %20
+	%22 = fadd <8 x float> %21, %18
+	%23 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <8 x float> %23, %11
+	%25 = sitofp <8 x i32> %10 to <8 x float>
+	%26 = fadd <8 x float> %24, %22
+	%27 = fmul <8 x float> %13, %26
+	%28 = fmul <8 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <8 x float> %27, %28
+	%30 = fmul <8 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <8 x float> %24, %29
+	%32 = fsub <8 x float> %31, %11
+	%33 = fsub <8 x float> %30, %32
+	ret <8 x float> %33
+}
+
+define internal <8 x float> @fg_sin32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <8 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %x
+	%7 = fadd <8 x float> %6, %x
+	ret <8 x float> %7
+}
+
+define internal <8 x float> @fg_cos32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <8 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %0
+	%7 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <8 x float> %6, %7
+	%9 = fadd <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <8 x float> %9
+}
+
+define internal { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %xr, <8 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <8 x i32> %xr to <8 x float>
+	%1 = fadd <8 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <8 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <8 x float> @fg_log32_v8(<8 x float> %2)
+	%4 = fmul <8 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <8 x float> @llvm.sqrt.v8f32(<8 x float> %4)
+	%6 = add <8 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <8 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <8 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <8 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <8 x i32> %9 to <8 x float>
+	%11 = fadd <8 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <8 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <8 x float> @fg_sin32_v8(<8 x float> %12)
+	%14 = call <8 x float> @fg_cos32_v8(<8 x float> %12)
+	%15 = and <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <8 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <8 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <8 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <8 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <8 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <8 x i1> %16, <8 x float> %13, <8 x float> %14
+	%23 = bitcast <8 x float> %22 to <8 x i32>
+	%24 = xor <8 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <8 x i32> %24 to <8 x float>
+	%26 = select <8 x i1> %19, <8 x float> %25, <8 x float> %22
+	%27 = select <8 x i1> %16, <8 x float> %14, <8 x float> %13
+	%28 = bitcast <8 x float> %27 to <8 x i32>
+	%29 = xor <8 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <8 x i32> %29 to <8 x float>
+	%31 = select <8 x i1> %21, <8 x float> %30, <8 x float> %27
+	%32 = fmul <8 x float> %5, %26
+	%33 = insertvalue { <8 x float>, <8 x float> } undef, <8 x float> %32, 0
+	%34 = fmul <8 x float> %5, %31
+	%35 = insertvalue { <8 x float>, <8 x float> } %33, <8 x float> %34, 1
+	ret { <8 x float>, <8 x float> } %35
+}
+
+declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
+
+define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = add i64 %group, 0
+	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
+	%2 = add i64 %group, 1
+	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
+	%4 = add i64 %group, 2
+	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
+	%6 = add i64 %group, 3
+	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
+	%8 = add i64 %group, 4
+	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
+	%10 = add i64 %group, 5
+	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
+	%12 = add i64 %group, 6
+	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
+	%14 = add i64 %group, 7
+	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
+	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%17 = trunc <8 x i64> %15 to <8 x i32>
+	%18 = trunc <8 x i64> %16 to <8 x i32>
+	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
+	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
+	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
+	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
+	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
+	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
+	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
+	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
+	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
+	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
+	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
+	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
+	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
+	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
+	%35 = trunc i64 %seed to i32
+	%36 = lshr i64 %seed, 32
+	%37 = trunc i64 %36 to i32
+	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
+	%39 = extractvalue [4 x <8 x i32>] %38, 0
+	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
+	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
+	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
+	%46 = extractvalue [4 x <8 x i32>] %38, 2
+	%47 = extractvalue [4 x <8 x i32>] %38, 3
+	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
+	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
+	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
+	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
+	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
+	ret [4 x <8 x float>] %52
+}
+
 define internal { float, float, float } @dp_adamw_body(float %v.theta, float %v.g, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.m
@@ -429,7 +924,7 @@ edges.3:
 	br label %edge.head.10
 
 group.head.4:
-	%52 = phi i64 [ %7, %vector.1 ], [ %132, %group.5 ]
+	%52 = phi i64 [ %7, %vector.1 ], [ %139, %group.5 ]
 	%53 = icmp slt i64 %52, %19
 	br i1 %53, label %group.5, label %group.done.6
 
@@ -438,229 +933,236 @@ group.5:
 	%55 = add i64 %20, %54
 	%56 = add i64 %24, %52
 	%57 = getelementptr float, float* %p.theta, i64 %55
-	%58 = bitcast float* %57 to <4 x float>*
-	%59 = load <4 x float>, <4 x float>* %58, align 16
-	%60 = extractelement <4 x float> %59, i32 0
-	%61 = extractelement <4 x float> %59, i32 1
-	%62 = extractelement <4 x float> %59, i32 2
-	%63 = extractelement <4 x float> %59, i32 3
-	%64 = getelementptr float, float* %p.g, i64 %55
-	%65 = bitcast float* %64 to <4 x float>*
-	%66 = load <4 x float>, <4 x float>* %65, align 16
-	%67 = extractelement <4 x float> %66, i32 0
-	%68 = extractelement <4 x float> %66, i32 1
-	%69 = extractelement <4 x float> %66, i32 2
-	%70 = extractelement <4 x float> %66, i32 3
-	%71 = getelementptr float, float* %p.m, i64 %55
-	%72 = bitcast float* %71 to <4 x float>*
-	%73 = load <4 x float>, <4 x float>* %72, align 16
-	%74 = extractelement <4 x float> %73, i32 0
-	%75 = extractelement <4 x float> %73, i32 1
-	%76 = extractelement <4 x float> %73, i32 2
-	%77 = extractelement <4 x float> %73, i32 3
-	%78 = getelementptr float, float* %p.v, i64 %55
-	%79 = bitcast float* %78 to <4 x float>*
-	%80 = load <4 x float>, <4 x float>* %79, align 16
-	%81 = extractelement <4 x float> %80, i32 0
-	%82 = extractelement <4 x float> %80, i32 1
-	%83 = extractelement <4 x float> %80, i32 2
-	%84 = extractelement <4 x float> %80, i32 3
-	%85 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %56)
-	%86 = extractelement <4 x float> %85, i32 0
-	%87 = fmul float %s.9, %86
-	%88 = fadd float %67, %87
-	%89 = call { float, float, float } @dp_adamw_body(float %60, float %88, float %74, float %81, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%90 = extractvalue { float, float, float } %89, 0
-	%91 = extractvalue { float, float, float } %89, 1
-	%92 = extractvalue { float, float, float } %89, 2
-	%93 = extractelement <4 x float> %85, i32 1
-	%94 = fmul float %s.9, %93
-	%95 = fadd float %68, %94
-	%96 = call { float, float, float } @dp_adamw_body(float %61, float %95, float %75, float %82, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%97 = extractvalue { float, float, float } %96, 0
-	%98 = extractvalue { float, float, float } %96, 1
-	%99 = extractvalue { float, float, float } %96, 2
-	%100 = extractelement <4 x float> %85, i32 2
-	%101 = fmul float %s.9, %100
-	%102 = fadd float %69, %101
-	%103 = call { float, float, float } @dp_adamw_body(float %62, float %102, float %76, float %83, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%104 = extractvalue { float, float, float } %103, 0
-	%105 = extractvalue { float, float, float } %103, 1
-	%106 = extractvalue { float, float, float } %103, 2
-	%107 = extractelement <4 x float> %85, i32 3
-	%108 = fmul float %s.9, %107
-	%109 = fadd float %70, %108
-	%110 = call { float, float, float } @dp_adamw_body(float %63, float %109, float %77, float %84, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%111 = extractvalue { float, float, float } %110, 0
-	%112 = extractvalue { float, float, float } %110, 1
-	%113 = extractvalue { float, float, float } %110, 2
-	%114 = getelementptr float, float* %p.m, i64 %55
-	%115 = insertelement <4 x float> undef, float %90, i32 0
-	%116 = insertelement <4 x float> %115, float %97, i32 1
-	%117 = insertelement <4 x float> %116, float %104, i32 2
-	%118 = insertelement <4 x float> %117, float %111, i32 3
-	%119 = bitcast float* %114 to <4 x float>*
-	store <4 x float> %118, <4 x float>* %119, align 16
-	%120 = getelementptr float, float* %p.v, i64 %55
-	%121 = insertelement <4 x float> undef, float %91, i32 0
-	%122 = insertelement <4 x float> %121, float %98, i32 1
-	%123 = insertelement <4 x float> %122, float %105, i32 2
-	%124 = insertelement <4 x float> %123, float %112, i32 3
-	%125 = bitcast float* %120 to <4 x float>*
-	store <4 x float> %124, <4 x float>* %125, align 16
-	%126 = getelementptr float, float* %p.theta, i64 %55
-	%127 = insertelement <4 x float> undef, float %92, i32 0
-	%128 = insertelement <4 x float> %127, float %99, i32 1
-	%129 = insertelement <4 x float> %128, float %106, i32 2
-	%130 = insertelement <4 x float> %129, float %113, i32 3
-	%131 = bitcast float* %126 to <4 x float>*
-	store <4 x float> %130, <4 x float>* %131, align 16
-	%132 = add i64 %52, %10
+	%58 = getelementptr float, float* %57, i64 0
+	%59 = bitcast float* %58 to <4 x float>*
+	%60 = load <4 x float>, <4 x float>* %59, align 16
+	%61 = extractelement <4 x float> %60, i32 0
+	%62 = extractelement <4 x float> %60, i32 1
+	%63 = extractelement <4 x float> %60, i32 2
+	%64 = extractelement <4 x float> %60, i32 3
+	%65 = getelementptr float, float* %p.g, i64 %55
+	%66 = getelementptr float, float* %65, i64 0
+	%67 = bitcast float* %66 to <4 x float>*
+	%68 = load <4 x float>, <4 x float>* %67, align 16
+	%69 = extractelement <4 x float> %68, i32 0
+	%70 = extractelement <4 x float> %68, i32 1
+	%71 = extractelement <4 x float> %68, i32 2
+	%72 = extractelement <4 x float> %68, i32 3
+	%73 = getelementptr float, float* %p.m, i64 %55
+	%74 = getelementptr float, float* %73, i64 0
+	%75 = bitcast float* %74 to <4 x float>*
+	%76 = load <4 x float>, <4 x float>* %75, align 16
+	%77 = extractelement <4 x float> %76, i32 0
+	%78 = extractelement <4 x float> %76, i32 1
+	%79 = extractelement <4 x float> %76, i32 2
+	%80 = extractelement <4 x float> %76, i32 3
+	%81 = getelementptr float, float* %p.v, i64 %55
+	%82 = getelementptr float, float* %81, i64 0
+	%83 = bitcast float* %82 to <4 x float>*
+	%84 = load <4 x float>, <4 x float>* %83, align 16
+	%85 = extractelement <4 x float> %84, i32 0
+	%86 = extractelement <4 x float> %84, i32 1
+	%87 = extractelement <4 x float> %84, i32 2
+	%88 = extractelement <4 x float> %84, i32 3
+	%89 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %56)
+	%90 = extractelement <4 x float> %89, i32 0
+	%91 = fmul float %s.9, %90
+	%92 = fadd float %69, %91
+	%93 = call { float, float, float } @dp_adamw_body(float %61, float %92, float %77, float %85, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%94 = extractvalue { float, float, float } %93, 0
+	%95 = extractvalue { float, float, float } %93, 1
+	%96 = extractvalue { float, float, float } %93, 2
+	%97 = extractelement <4 x float> %89, i32 1
+	%98 = fmul float %s.9, %97
+	%99 = fadd float %70, %98
+	%100 = call { float, float, float } @dp_adamw_body(float %62, float %99, float %78, float %86, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%101 = extractvalue { float, float, float } %100, 0
+	%102 = extractvalue { float, float, float } %100, 1
+	%103 = extractvalue { float, float, float } %100, 2
+	%104 = extractelement <4 x float> %89, i32 2
+	%105 = fmul float %s.9, %104
+	%106 = fadd float %71, %105
+	%107 = call { float, float, float } @dp_adamw_body(float %63, float %106, float %79, float %87, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%108 = extractvalue { float, float, float } %107, 0
+	%109 = extractvalue { float, float, float } %107, 1
+	%110 = extractvalue { float, float, float } %107, 2
+	%111 = extractelement <4 x float> %89, i32 3
+	%112 = fmul float %s.9, %111
+	%113 = fadd float %72, %112
+	%114 = call { float, float, float } @dp_adamw_body(float %64, float %113, float %80, float %88, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%115 = extractvalue { float, float, float } %114, 0
+	%116 = extractvalue { float, float, float } %114, 1
+	%117 = extractvalue { float, float, float } %114, 2
+	%118 = getelementptr float, float* %p.m, i64 %55
+	%119 = insertelement <4 x float> undef, float %94, i32 0
+	%120 = insertelement <4 x float> %119, float %101, i32 1
+	%121 = insertelement <4 x float> %120, float %108, i32 2
+	%122 = insertelement <4 x float> %121, float %115, i32 3
+	%123 = getelementptr float, float* %118, i64 0
+	%124 = bitcast float* %123 to <4 x float>*
+	store <4 x float> %122, <4 x float>* %124, align 16
+	%125 = getelementptr float, float* %p.v, i64 %55
+	%126 = insertelement <4 x float> undef, float %95, i32 0
+	%127 = insertelement <4 x float> %126, float %102, i32 1
+	%128 = insertelement <4 x float> %127, float %109, i32 2
+	%129 = insertelement <4 x float> %128, float %116, i32 3
+	%130 = getelementptr float, float* %125, i64 0
+	%131 = bitcast float* %130 to <4 x float>*
+	store <4 x float> %129, <4 x float>* %131, align 16
+	%132 = getelementptr float, float* %p.theta, i64 %55
+	%133 = insertelement <4 x float> undef, float %96, i32 0
+	%134 = insertelement <4 x float> %133, float %103, i32 1
+	%135 = insertelement <4 x float> %134, float %110, i32 2
+	%136 = insertelement <4 x float> %135, float %117, i32 3
+	%137 = getelementptr float, float* %132, i64 0
+	%138 = bitcast float* %137 to <4 x float>*
+	store <4 x float> %136, <4 x float>* %138, align 16
+	%139 = add i64 %52, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%133 = phi i64 [ %7, %scalar.2 ], [ %218, %group.8 ]
-	%134 = icmp slt i64 %133, %19
-	br i1 %134, label %group.8, label %group.done.9
+	%140 = phi i64 [ %7, %scalar.2 ], [ %225, %group.8 ]
+	%141 = icmp slt i64 %140, %19
+	br i1 %141, label %group.8, label %group.done.9
 
 group.8:
-	%135 = shl i64 %133, 2
-	%136 = add i64 %20, %135
-	%137 = add i64 %24, %133
-	%138 = getelementptr float, float* %p.theta, i64 %136
-	%139 = getelementptr float, float* %138, i64 0
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %138, i64 1
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %138, i64 2
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %138, i64 3
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %p.g, i64 %136
-	%148 = getelementptr float, float* %147, i64 0
+	%142 = shl i64 %140, 2
+	%143 = add i64 %20, %142
+	%144 = add i64 %24, %140
+	%145 = getelementptr float, float* %p.theta, i64 %143
+	%146 = getelementptr float, float* %145, i64 0
+	%147 = load float, float* %146, align 4
+	%148 = getelementptr float, float* %145, i64 1
 	%149 = load float, float* %148, align 4
-	%150 = getelementptr float, float* %147, i64 1
+	%150 = getelementptr float, float* %145, i64 2
 	%151 = load float, float* %150, align 4
-	%152 = getelementptr float, float* %147, i64 2
+	%152 = getelementptr float, float* %145, i64 3
 	%153 = load float, float* %152, align 4
-	%154 = getelementptr float, float* %147, i64 3
-	%155 = load float, float* %154, align 4
-	%156 = getelementptr float, float* %p.m, i64 %136
-	%157 = getelementptr float, float* %156, i64 0
+	%154 = getelementptr float, float* %p.g, i64 %143
+	%155 = getelementptr float, float* %154, i64 0
+	%156 = load float, float* %155, align 4
+	%157 = getelementptr float, float* %154, i64 1
 	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %156, i64 1
+	%159 = getelementptr float, float* %154, i64 2
 	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %156, i64 2
+	%161 = getelementptr float, float* %154, i64 3
 	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %156, i64 3
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %p.v, i64 %136
-	%166 = getelementptr float, float* %165, i64 0
+	%163 = getelementptr float, float* %p.m, i64 %143
+	%164 = getelementptr float, float* %163, i64 0
+	%165 = load float, float* %164, align 4
+	%166 = getelementptr float, float* %163, i64 1
 	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %165, i64 1
+	%168 = getelementptr float, float* %163, i64 2
 	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %165, i64 2
+	%170 = getelementptr float, float* %163, i64 3
 	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %165, i64 3
-	%173 = load float, float* %172, align 4
-	%174 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %137)
-	%175 = extractelement <4 x float> %174, i32 0
-	%176 = fmul float %s.9, %175
-	%177 = fadd float %149, %176
-	%178 = call { float, float, float } @dp_adamw_body(float %140, float %177, float %158, float %167, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%179 = extractvalue { float, float, float } %178, 0
-	%180 = extractvalue { float, float, float } %178, 1
-	%181 = extractvalue { float, float, float } %178, 2
-	%182 = extractelement <4 x float> %174, i32 1
+	%172 = getelementptr float, float* %p.v, i64 %143
+	%173 = getelementptr float, float* %172, i64 0
+	%174 = load float, float* %173, align 4
+	%175 = getelementptr float, float* %172, i64 1
+	%176 = load float, float* %175, align 4
+	%177 = getelementptr float, float* %172, i64 2
+	%178 = load float, float* %177, align 4
+	%179 = getelementptr float, float* %172, i64 3
+	%180 = load float, float* %179, align 4
+	%181 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %144)
+	%182 = extractelement <4 x float> %181, i32 0
 	%183 = fmul float %s.9, %182
-	%184 = fadd float %151, %183
-	%185 = call { float, float, float } @dp_adamw_body(float %142, float %184, float %160, float %169, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%184 = fadd float %156, %183
+	%185 = call { float, float, float } @dp_adamw_body(float %147, float %184, float %165, float %174, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
 	%186 = extractvalue { float, float, float } %185, 0
 	%187 = extractvalue { float, float, float } %185, 1
 	%188 = extractvalue { float, float, float } %185, 2
-	%189 = extractelement <4 x float> %174, i32 2
+	%189 = extractelement <4 x float> %181, i32 1
 	%190 = fmul float %s.9, %189
-	%191 = fadd float %153, %190
-	%192 = call { float, float, float } @dp_adamw_body(float %144, float %191, float %162, float %171, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%191 = fadd float %158, %190
+	%192 = call { float, float, float } @dp_adamw_body(float %149, float %191, float %167, float %176, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
 	%193 = extractvalue { float, float, float } %192, 0
 	%194 = extractvalue { float, float, float } %192, 1
 	%195 = extractvalue { float, float, float } %192, 2
-	%196 = extractelement <4 x float> %174, i32 3
+	%196 = extractelement <4 x float> %181, i32 2
 	%197 = fmul float %s.9, %196
-	%198 = fadd float %155, %197
-	%199 = call { float, float, float } @dp_adamw_body(float %146, float %198, float %164, float %173, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%198 = fadd float %160, %197
+	%199 = call { float, float, float } @dp_adamw_body(float %151, float %198, float %169, float %178, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
 	%200 = extractvalue { float, float, float } %199, 0
 	%201 = extractvalue { float, float, float } %199, 1
 	%202 = extractvalue { float, float, float } %199, 2
-	%203 = getelementptr float, float* %p.m, i64 %136
-	%204 = getelementptr float, float* %203, i64 0
-	store float %179, float* %204, align 4
-	%205 = getelementptr float, float* %203, i64 1
-	store float %186, float* %205, align 4
-	%206 = getelementptr float, float* %203, i64 2
-	store float %193, float* %206, align 4
-	%207 = getelementptr float, float* %203, i64 3
-	store float %200, float* %207, align 4
-	%208 = getelementptr float, float* %p.v, i64 %136
-	%209 = getelementptr float, float* %208, i64 0
-	store float %180, float* %209, align 4
-	%210 = getelementptr float, float* %208, i64 1
-	store float %187, float* %210, align 4
-	%211 = getelementptr float, float* %208, i64 2
-	store float %194, float* %211, align 4
-	%212 = getelementptr float, float* %208, i64 3
-	store float %201, float* %212, align 4
-	%213 = getelementptr float, float* %p.theta, i64 %136
-	%214 = getelementptr float, float* %213, i64 0
-	store float %181, float* %214, align 4
-	%215 = getelementptr float, float* %213, i64 1
-	store float %188, float* %215, align 4
-	%216 = getelementptr float, float* %213, i64 2
-	store float %195, float* %216, align 4
-	%217 = getelementptr float, float* %213, i64 3
-	store float %202, float* %217, align 4
-	%218 = add i64 %133, %10
+	%203 = extractelement <4 x float> %181, i32 3
+	%204 = fmul float %s.9, %203
+	%205 = fadd float %162, %204
+	%206 = call { float, float, float } @dp_adamw_body(float %153, float %205, float %171, float %180, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%207 = extractvalue { float, float, float } %206, 0
+	%208 = extractvalue { float, float, float } %206, 1
+	%209 = extractvalue { float, float, float } %206, 2
+	%210 = getelementptr float, float* %p.m, i64 %143
+	%211 = getelementptr float, float* %210, i64 0
+	store float %186, float* %211, align 4
+	%212 = getelementptr float, float* %210, i64 1
+	store float %193, float* %212, align 4
+	%213 = getelementptr float, float* %210, i64 2
+	store float %200, float* %213, align 4
+	%214 = getelementptr float, float* %210, i64 3
+	store float %207, float* %214, align 4
+	%215 = getelementptr float, float* %p.v, i64 %143
+	%216 = getelementptr float, float* %215, i64 0
+	store float %187, float* %216, align 4
+	%217 = getelementptr float, float* %215, i64 1
+	store float %194, float* %217, align 4
+	%218 = getelementptr float, float* %215, i64 2
+	store float %201, float* %218, align 4
+	%219 = getelementptr float, float* %215, i64 3
+	store float %208, float* %219, align 4
+	%220 = getelementptr float, float* %p.theta, i64 %143
+	%221 = getelementptr float, float* %220, i64 0
+	store float %188, float* %221, align 4
+	%222 = getelementptr float, float* %220, i64 1
+	store float %195, float* %222, align 4
+	%223 = getelementptr float, float* %220, i64 2
+	store float %202, float* %223, align 4
+	%224 = getelementptr float, float* %220, i64 3
+	store float %209, float* %224, align 4
+	%225 = add i64 %140, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%219 = phi i64 [ %7, %edges.3 ], [ %244, %edge.11 ]
-	%220 = icmp slt i64 %219, %51
-	br i1 %220, label %edge.11, label %edge.done.12
+	%226 = phi i64 [ %7, %edges.3 ], [ %251, %edge.11 ]
+	%227 = icmp slt i64 %226, %51
+	br i1 %227, label %edge.11, label %edge.done.12
 
 edge.11:
-	%221 = icmp slt i64 %219, %17
-	%222 = sub i64 %219, %17
-	%223 = add i64 %22, %222
-	%224 = select i1 %221, i64 %219, i64 %223
-	%225 = getelementptr float, float* %p.theta, i64 %224
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %p.g, i64 %224
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %p.m, i64 %224
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %p.v, i64 %224
-	%232 = load float, float* %231, align 4
-	%233 = add i64 %offset, %224
-	%234 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %233)
-	%235 = fmul float %s.9, %234
-	%236 = fadd float %228, %235
-	%237 = call { float, float, float } @dp_adamw_body(float %226, float %236, float %230, float %232, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%238 = extractvalue { float, float, float } %237, 0
-	%239 = extractvalue { float, float, float } %237, 1
-	%240 = extractvalue { float, float, float } %237, 2
-	%241 = getelementptr float, float* %p.m, i64 %224
-	store float %238, float* %241, align 4
-	%242 = getelementptr float, float* %p.v, i64 %224
-	store float %239, float* %242, align 4
-	%243 = getelementptr float, float* %p.theta, i64 %224
-	store float %240, float* %243, align 4
-	%244 = add i64 %219, %10
+	%228 = icmp slt i64 %226, %17
+	%229 = sub i64 %226, %17
+	%230 = add i64 %22, %229
+	%231 = select i1 %228, i64 %226, i64 %230
+	%232 = getelementptr float, float* %p.theta, i64 %231
+	%233 = load float, float* %232, align 4
+	%234 = getelementptr float, float* %p.g, i64 %231
+	%235 = load float, float* %234, align 4
+	%236 = getelementptr float, float* %p.m, i64 %231
+	%237 = load float, float* %236, align 4
+	%238 = getelementptr float, float* %p.v, i64 %231
+	%239 = load float, float* %238, align 4
+	%240 = add i64 %offset, %231
+	%241 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %240)
+	%242 = fmul float %s.9, %241
+	%243 = fadd float %235, %242
+	%244 = call { float, float, float } @dp_adamw_body(float %233, float %243, float %237, float %239, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%245 = extractvalue { float, float, float } %244, 0
+	%246 = extractvalue { float, float, float } %244, 1
+	%247 = extractvalue { float, float, float } %244, 2
+	%248 = getelementptr float, float* %p.m, i64 %231
+	store float %245, float* %248, align 4
+	%249 = getelementptr float, float* %p.v, i64 %231
+	store float %246, float* %249, align 4
+	%250 = getelementptr float, float* %p.theta, i64 %231
+	store float %247, float* %250, align 4
+	%251 = add i64 %226, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -673,213 +1175,220 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%245 = sub i64 %n, %22
-	%246 = add i64 %17, %245
+	%252 = sub i64 %n, %22
+	%253 = add i64 %17, %252
 	br label %edge.head.22
 
 group.head.16:
-	%247 = phi i64 [ %7, %vector.13 ], [ %314, %group.17 ]
-	%248 = icmp slt i64 %247, %19
-	br i1 %248, label %group.17, label %group.done.18
+	%254 = phi i64 [ %7, %vector.13 ], [ %328, %group.17 ]
+	%255 = icmp slt i64 %254, %19
+	br i1 %255, label %group.17, label %group.done.18
 
 group.17:
-	%249 = shl i64 %247, 2
-	%250 = add i64 %20, %249
-	%251 = add i64 %24, %247
-	%252 = getelementptr float, float* %p.theta, i64 %250
-	%253 = bitcast float* %252 to <4 x float>*
-	%254 = load <4 x float>, <4 x float>* %253, align 16
-	%255 = extractelement <4 x float> %254, i32 0
-	%256 = extractelement <4 x float> %254, i32 1
-	%257 = extractelement <4 x float> %254, i32 2
-	%258 = extractelement <4 x float> %254, i32 3
-	%259 = getelementptr float, float* %p.g, i64 %250
-	%260 = bitcast float* %259 to <4 x float>*
-	%261 = load <4 x float>, <4 x float>* %260, align 16
-	%262 = extractelement <4 x float> %261, i32 0
-	%263 = extractelement <4 x float> %261, i32 1
-	%264 = extractelement <4 x float> %261, i32 2
-	%265 = extractelement <4 x float> %261, i32 3
-	%266 = getelementptr float, float* %p.m, i64 %250
-	%267 = bitcast float* %266 to <4 x float>*
-	%268 = load <4 x float>, <4 x float>* %267, align 16
-	%269 = extractelement <4 x float> %268, i32 0
-	%270 = extractelement <4 x float> %268, i32 1
-	%271 = extractelement <4 x float> %268, i32 2
-	%272 = extractelement <4 x float> %268, i32 3
-	%273 = getelementptr float, float* %p.v, i64 %250
-	%274 = bitcast float* %273 to <4 x float>*
-	%275 = load <4 x float>, <4 x float>* %274, align 16
-	%276 = extractelement <4 x float> %275, i32 0
-	%277 = extractelement <4 x float> %275, i32 1
-	%278 = extractelement <4 x float> %275, i32 2
-	%279 = extractelement <4 x float> %275, i32 3
-	%280 = call { float, float, float } @dp_adamw_body(float %255, float %262, float %269, float %276, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%281 = extractvalue { float, float, float } %280, 0
-	%282 = extractvalue { float, float, float } %280, 1
-	%283 = extractvalue { float, float, float } %280, 2
-	%284 = call { float, float, float } @dp_adamw_body(float %256, float %263, float %270, float %277, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%285 = extractvalue { float, float, float } %284, 0
-	%286 = extractvalue { float, float, float } %284, 1
-	%287 = extractvalue { float, float, float } %284, 2
-	%288 = call { float, float, float } @dp_adamw_body(float %257, float %264, float %271, float %278, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%289 = extractvalue { float, float, float } %288, 0
-	%290 = extractvalue { float, float, float } %288, 1
-	%291 = extractvalue { float, float, float } %288, 2
-	%292 = call { float, float, float } @dp_adamw_body(float %258, float %265, float %272, float %279, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%293 = extractvalue { float, float, float } %292, 0
-	%294 = extractvalue { float, float, float } %292, 1
-	%295 = extractvalue { float, float, float } %292, 2
-	%296 = getelementptr float, float* %p.m, i64 %250
-	%297 = insertelement <4 x float> undef, float %281, i32 0
-	%298 = insertelement <4 x float> %297, float %285, i32 1
-	%299 = insertelement <4 x float> %298, float %289, i32 2
-	%300 = insertelement <4 x float> %299, float %293, i32 3
-	%301 = bitcast float* %296 to <4 x float>*
-	store <4 x float> %300, <4 x float>* %301, align 16
-	%302 = getelementptr float, float* %p.v, i64 %250
-	%303 = insertelement <4 x float> undef, float %282, i32 0
-	%304 = insertelement <4 x float> %303, float %286, i32 1
-	%305 = insertelement <4 x float> %304, float %290, i32 2
-	%306 = insertelement <4 x float> %305, float %294, i32 3
-	%307 = bitcast float* %302 to <4 x float>*
-	store <4 x float> %306, <4 x float>* %307, align 16
-	%308 = getelementptr float, float* %p.theta, i64 %250
-	%309 = insertelement <4 x float> undef, float %283, i32 0
-	%310 = insertelement <4 x float> %309, float %287, i32 1
-	%311 = insertelement <4 x float> %310, float %291, i32 2
-	%312 = insertelement <4 x float> %311, float %295, i32 3
-	%313 = bitcast float* %308 to <4 x float>*
-	store <4 x float> %312, <4 x float>* %313, align 16
-	%314 = add i64 %247, %10
+	%256 = shl i64 %254, 2
+	%257 = add i64 %20, %256
+	%258 = add i64 %24, %254
+	%259 = getelementptr float, float* %p.theta, i64 %257
+	%260 = getelementptr float, float* %259, i64 0
+	%261 = bitcast float* %260 to <4 x float>*
+	%262 = load <4 x float>, <4 x float>* %261, align 16
+	%263 = extractelement <4 x float> %262, i32 0
+	%264 = extractelement <4 x float> %262, i32 1
+	%265 = extractelement <4 x float> %262, i32 2
+	%266 = extractelement <4 x float> %262, i32 3
+	%267 = getelementptr float, float* %p.g, i64 %257
+	%268 = getelementptr float, float* %267, i64 0
+	%269 = bitcast float* %268 to <4 x float>*
+	%270 = load <4 x float>, <4 x float>* %269, align 16
+	%271 = extractelement <4 x float> %270, i32 0
+	%272 = extractelement <4 x float> %270, i32 1
+	%273 = extractelement <4 x float> %270, i32 2
+	%274 = extractelement <4 x float> %270, i32 3
+	%275 = getelementptr float, float* %p.m, i64 %257
+	%276 = getelementptr float, float* %275, i64 0
+	%277 = bitcast float* %276 to <4 x float>*
+	%278 = load <4 x float>, <4 x float>* %277, align 16
+	%279 = extractelement <4 x float> %278, i32 0
+	%280 = extractelement <4 x float> %278, i32 1
+	%281 = extractelement <4 x float> %278, i32 2
+	%282 = extractelement <4 x float> %278, i32 3
+	%283 = getelementptr float, float* %p.v, i64 %257
+	%284 = getelementptr float, float* %283, i64 0
+	%285 = bitcast float* %284 to <4 x float>*
+	%286 = load <4 x float>, <4 x float>* %285, align 16
+	%287 = extractelement <4 x float> %286, i32 0
+	%288 = extractelement <4 x float> %286, i32 1
+	%289 = extractelement <4 x float> %286, i32 2
+	%290 = extractelement <4 x float> %286, i32 3
+	%291 = call { float, float, float } @dp_adamw_body(float %263, float %271, float %279, float %287, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%292 = extractvalue { float, float, float } %291, 0
+	%293 = extractvalue { float, float, float } %291, 1
+	%294 = extractvalue { float, float, float } %291, 2
+	%295 = call { float, float, float } @dp_adamw_body(float %264, float %272, float %280, float %288, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%296 = extractvalue { float, float, float } %295, 0
+	%297 = extractvalue { float, float, float } %295, 1
+	%298 = extractvalue { float, float, float } %295, 2
+	%299 = call { float, float, float } @dp_adamw_body(float %265, float %273, float %281, float %289, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%300 = extractvalue { float, float, float } %299, 0
+	%301 = extractvalue { float, float, float } %299, 1
+	%302 = extractvalue { float, float, float } %299, 2
+	%303 = call { float, float, float } @dp_adamw_body(float %266, float %274, float %282, float %290, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%304 = extractvalue { float, float, float } %303, 0
+	%305 = extractvalue { float, float, float } %303, 1
+	%306 = extractvalue { float, float, float } %303, 2
+	%307 = getelementptr float, float* %p.m, i64 %257
+	%308 = insertelement <4 x float> undef, float %292, i32 0
+	%309 = insertelement <4 x float> %308, float %296, i32 1
+	%310 = insertelement <4 x float> %309, float %300, i32 2
+	%311 = insertelement <4 x float> %310, float %304, i32 3
+	%312 = getelementptr float, float* %307, i64 0
+	%313 = bitcast float* %312 to <4 x float>*
+	store <4 x float> %311, <4 x float>* %313, align 16
+	%314 = getelementptr float, float* %p.v, i64 %257
+	%315 = insertelement <4 x float> undef, float %293, i32 0
+	%316 = insertelement <4 x float> %315, float %297, i32 1
+	%317 = insertelement <4 x float> %316, float %301, i32 2
+	%318 = insertelement <4 x float> %317, float %305, i32 3
+	%319 = getelementptr float, float* %314, i64 0
+	%320 = bitcast float* %319 to <4 x float>*
+	store <4 x float> %318, <4 x float>* %320, align 16
+	%321 = getelementptr float, float* %p.theta, i64 %257
+	%322 = insertelement <4 x float> undef, float %294, i32 0
+	%323 = insertelement <4 x float> %322, float %298, i32 1
+	%324 = insertelement <4 x float> %323, float %302, i32 2
+	%325 = insertelement <4 x float> %324, float %306, i32 3
+	%326 = getelementptr float, float* %321, i64 0
+	%327 = bitcast float* %326 to <4 x float>*
+	store <4 x float> %325, <4 x float>* %327, align 16
+	%328 = add i64 %254, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%315 = phi i64 [ %7, %scalar.14 ], [ %387, %group.20 ]
-	%316 = icmp slt i64 %315, %19
-	br i1 %316, label %group.20, label %group.done.21
+	%329 = phi i64 [ %7, %scalar.14 ], [ %401, %group.20 ]
+	%330 = icmp slt i64 %329, %19
+	br i1 %330, label %group.20, label %group.done.21
 
 group.20:
-	%317 = shl i64 %315, 2
-	%318 = add i64 %20, %317
-	%319 = add i64 %24, %315
-	%320 = getelementptr float, float* %p.theta, i64 %318
-	%321 = getelementptr float, float* %320, i64 0
-	%322 = load float, float* %321, align 4
-	%323 = getelementptr float, float* %320, i64 1
-	%324 = load float, float* %323, align 4
-	%325 = getelementptr float, float* %320, i64 2
-	%326 = load float, float* %325, align 4
-	%327 = getelementptr float, float* %320, i64 3
-	%328 = load float, float* %327, align 4
-	%329 = getelementptr float, float* %p.g, i64 %318
-	%330 = getelementptr float, float* %329, i64 0
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %329, i64 1
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %329, i64 2
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %329, i64 3
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %p.m, i64 %318
-	%339 = getelementptr float, float* %338, i64 0
+	%331 = shl i64 %329, 2
+	%332 = add i64 %20, %331
+	%333 = add i64 %24, %329
+	%334 = getelementptr float, float* %p.theta, i64 %332
+	%335 = getelementptr float, float* %334, i64 0
+	%336 = load float, float* %335, align 4
+	%337 = getelementptr float, float* %334, i64 1
+	%338 = load float, float* %337, align 4
+	%339 = getelementptr float, float* %334, i64 2
 	%340 = load float, float* %339, align 4
-	%341 = getelementptr float, float* %338, i64 1
+	%341 = getelementptr float, float* %334, i64 3
 	%342 = load float, float* %341, align 4
-	%343 = getelementptr float, float* %338, i64 2
-	%344 = load float, float* %343, align 4
-	%345 = getelementptr float, float* %338, i64 3
-	%346 = load float, float* %345, align 4
-	%347 = getelementptr float, float* %p.v, i64 %318
-	%348 = getelementptr float, float* %347, i64 0
+	%343 = getelementptr float, float* %p.g, i64 %332
+	%344 = getelementptr float, float* %343, i64 0
+	%345 = load float, float* %344, align 4
+	%346 = getelementptr float, float* %343, i64 1
+	%347 = load float, float* %346, align 4
+	%348 = getelementptr float, float* %343, i64 2
 	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %347, i64 1
+	%350 = getelementptr float, float* %343, i64 3
 	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %347, i64 2
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %347, i64 3
-	%355 = load float, float* %354, align 4
-	%356 = call { float, float, float } @dp_adamw_body(float %322, float %331, float %340, float %349, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%357 = extractvalue { float, float, float } %356, 0
-	%358 = extractvalue { float, float, float } %356, 1
-	%359 = extractvalue { float, float, float } %356, 2
-	%360 = call { float, float, float } @dp_adamw_body(float %324, float %333, float %342, float %351, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%361 = extractvalue { float, float, float } %360, 0
-	%362 = extractvalue { float, float, float } %360, 1
-	%363 = extractvalue { float, float, float } %360, 2
-	%364 = call { float, float, float } @dp_adamw_body(float %326, float %335, float %344, float %353, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%365 = extractvalue { float, float, float } %364, 0
-	%366 = extractvalue { float, float, float } %364, 1
-	%367 = extractvalue { float, float, float } %364, 2
-	%368 = call { float, float, float } @dp_adamw_body(float %328, float %337, float %346, float %355, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%369 = extractvalue { float, float, float } %368, 0
-	%370 = extractvalue { float, float, float } %368, 1
-	%371 = extractvalue { float, float, float } %368, 2
-	%372 = getelementptr float, float* %p.m, i64 %318
-	%373 = getelementptr float, float* %372, i64 0
-	store float %357, float* %373, align 4
-	%374 = getelementptr float, float* %372, i64 1
-	store float %361, float* %374, align 4
-	%375 = getelementptr float, float* %372, i64 2
-	store float %365, float* %375, align 4
-	%376 = getelementptr float, float* %372, i64 3
-	store float %369, float* %376, align 4
-	%377 = getelementptr float, float* %p.v, i64 %318
-	%378 = getelementptr float, float* %377, i64 0
-	store float %358, float* %378, align 4
-	%379 = getelementptr float, float* %377, i64 1
-	store float %362, float* %379, align 4
-	%380 = getelementptr float, float* %377, i64 2
-	store float %366, float* %380, align 4
-	%381 = getelementptr float, float* %377, i64 3
-	store float %370, float* %381, align 4
-	%382 = getelementptr float, float* %p.theta, i64 %318
-	%383 = getelementptr float, float* %382, i64 0
-	store float %359, float* %383, align 4
-	%384 = getelementptr float, float* %382, i64 1
-	store float %363, float* %384, align 4
-	%385 = getelementptr float, float* %382, i64 2
-	store float %367, float* %385, align 4
-	%386 = getelementptr float, float* %382, i64 3
-	store float %371, float* %386, align 4
-	%387 = add i64 %315, %10
+	%352 = getelementptr float, float* %p.m, i64 %332
+	%353 = getelementptr float, float* %352, i64 0
+	%354 = load float, float* %353, align 4
+	%355 = getelementptr float, float* %352, i64 1
+	%356 = load float, float* %355, align 4
+	%357 = getelementptr float, float* %352, i64 2
+	%358 = load float, float* %357, align 4
+	%359 = getelementptr float, float* %352, i64 3
+	%360 = load float, float* %359, align 4
+	%361 = getelementptr float, float* %p.v, i64 %332
+	%362 = getelementptr float, float* %361, i64 0
+	%363 = load float, float* %362, align 4
+	%364 = getelementptr float, float* %361, i64 1
+	%365 = load float, float* %364, align 4
+	%366 = getelementptr float, float* %361, i64 2
+	%367 = load float, float* %366, align 4
+	%368 = getelementptr float, float* %361, i64 3
+	%369 = load float, float* %368, align 4
+	%370 = call { float, float, float } @dp_adamw_body(float %336, float %345, float %354, float %363, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%371 = extractvalue { float, float, float } %370, 0
+	%372 = extractvalue { float, float, float } %370, 1
+	%373 = extractvalue { float, float, float } %370, 2
+	%374 = call { float, float, float } @dp_adamw_body(float %338, float %347, float %356, float %365, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%375 = extractvalue { float, float, float } %374, 0
+	%376 = extractvalue { float, float, float } %374, 1
+	%377 = extractvalue { float, float, float } %374, 2
+	%378 = call { float, float, float } @dp_adamw_body(float %340, float %349, float %358, float %367, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%379 = extractvalue { float, float, float } %378, 0
+	%380 = extractvalue { float, float, float } %378, 1
+	%381 = extractvalue { float, float, float } %378, 2
+	%382 = call { float, float, float } @dp_adamw_body(float %342, float %351, float %360, float %369, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%383 = extractvalue { float, float, float } %382, 0
+	%384 = extractvalue { float, float, float } %382, 1
+	%385 = extractvalue { float, float, float } %382, 2
+	%386 = getelementptr float, float* %p.m, i64 %332
+	%387 = getelementptr float, float* %386, i64 0
+	store float %371, float* %387, align 4
+	%388 = getelementptr float, float* %386, i64 1
+	store float %375, float* %388, align 4
+	%389 = getelementptr float, float* %386, i64 2
+	store float %379, float* %389, align 4
+	%390 = getelementptr float, float* %386, i64 3
+	store float %383, float* %390, align 4
+	%391 = getelementptr float, float* %p.v, i64 %332
+	%392 = getelementptr float, float* %391, i64 0
+	store float %372, float* %392, align 4
+	%393 = getelementptr float, float* %391, i64 1
+	store float %376, float* %393, align 4
+	%394 = getelementptr float, float* %391, i64 2
+	store float %380, float* %394, align 4
+	%395 = getelementptr float, float* %391, i64 3
+	store float %384, float* %395, align 4
+	%396 = getelementptr float, float* %p.theta, i64 %332
+	%397 = getelementptr float, float* %396, i64 0
+	store float %373, float* %397, align 4
+	%398 = getelementptr float, float* %396, i64 1
+	store float %377, float* %398, align 4
+	%399 = getelementptr float, float* %396, i64 2
+	store float %381, float* %399, align 4
+	%400 = getelementptr float, float* %396, i64 3
+	store float %385, float* %400, align 4
+	%401 = add i64 %329, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%388 = phi i64 [ %7, %edges.15 ], [ %409, %edge.23 ]
-	%389 = icmp slt i64 %388, %246
-	br i1 %389, label %edge.23, label %edge.done.24
+	%402 = phi i64 [ %7, %edges.15 ], [ %423, %edge.23 ]
+	%403 = icmp slt i64 %402, %253
+	br i1 %403, label %edge.23, label %edge.done.24
 
 edge.23:
-	%390 = icmp slt i64 %388, %17
-	%391 = sub i64 %388, %17
-	%392 = add i64 %22, %391
-	%393 = select i1 %390, i64 %388, i64 %392
-	%394 = getelementptr float, float* %p.theta, i64 %393
-	%395 = load float, float* %394, align 4
-	%396 = getelementptr float, float* %p.g, i64 %393
-	%397 = load float, float* %396, align 4
-	%398 = getelementptr float, float* %p.m, i64 %393
-	%399 = load float, float* %398, align 4
-	%400 = getelementptr float, float* %p.v, i64 %393
-	%401 = load float, float* %400, align 4
-	%402 = call { float, float, float } @dp_adamw_body(float %395, float %397, float %399, float %401, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
-	%403 = extractvalue { float, float, float } %402, 0
-	%404 = extractvalue { float, float, float } %402, 1
-	%405 = extractvalue { float, float, float } %402, 2
-	%406 = getelementptr float, float* %p.m, i64 %393
-	store float %403, float* %406, align 4
-	%407 = getelementptr float, float* %p.v, i64 %393
-	store float %404, float* %407, align 4
-	%408 = getelementptr float, float* %p.theta, i64 %393
-	store float %405, float* %408, align 4
-	%409 = add i64 %388, %10
+	%404 = icmp slt i64 %402, %17
+	%405 = sub i64 %402, %17
+	%406 = add i64 %22, %405
+	%407 = select i1 %404, i64 %402, i64 %406
+	%408 = getelementptr float, float* %p.theta, i64 %407
+	%409 = load float, float* %408, align 4
+	%410 = getelementptr float, float* %p.g, i64 %407
+	%411 = load float, float* %410, align 4
+	%412 = getelementptr float, float* %p.m, i64 %407
+	%413 = load float, float* %412, align 4
+	%414 = getelementptr float, float* %p.v, i64 %407
+	%415 = load float, float* %414, align 4
+	%416 = call { float, float, float } @dp_adamw_body(float %409, float %411, float %413, float %415, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8)
+	%417 = extractvalue { float, float, float } %416, 0
+	%418 = extractvalue { float, float, float } %416, 1
+	%419 = extractvalue { float, float, float } %416, 2
+	%420 = getelementptr float, float* %p.m, i64 %407
+	store float %417, float* %420, align 4
+	%421 = getelementptr float, float* %p.v, i64 %407
+	store float %418, float* %421, align 4
+	%422 = getelementptr float, float* %p.theta, i64 %407
+	store float %419, float* %422, align 4
+	%423 = add i64 %402, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -957,7 +1466,7 @@ with_noise:
 	br label %head.head.25
 
 without_noise:
-	br label %head.head.34
+	br label %head.head.37
 
 head.head.25:
 	%55 = phi i64 [ %29, %with_noise ], [ %76, %head.26 ]
@@ -991,300 +1500,1631 @@ head.26:
 	br label %head.head.25
 
 head.done.27:
-	br label %group.head.28
+	%77 = sdiv i64 %48, 8
+	br label %wide.head.28
 
-group.head.28:
-	%77 = phi i64 [ 0, %head.done.27 ], [ %162, %group.29 ]
-	%78 = icmp slt i64 %77, %48
-	br i1 %78, label %group.29, label %group.done.30
+wide.head.28:
+	%78 = phi i64 [ 0, %head.done.27 ], [ %700, %wide.29 ]
+	%79 = icmp slt i64 %78, %77
+	br i1 %79, label %wide.29, label %wide.done.30
 
-group.29:
-	%79 = shl i64 %77, 2
-	%80 = add i64 %49, %79
-	%81 = add i64 %53, %77
-	%82 = getelementptr float, float* %1, i64 %80
-	%83 = getelementptr float, float* %82, i64 0
-	%84 = load float, float* %83, align 4
-	%85 = getelementptr float, float* %82, i64 1
+wide.29:
+	%80 = mul i64 %78, 8
+	%81 = shl i64 %80, 2
+	%82 = add i64 %49, %81
+	%83 = add i64 %53, %80
+	%84 = getelementptr float, float* %1, i64 %82
+	%85 = getelementptr float, float* %84, i64 0
 	%86 = load float, float* %85, align 4
-	%87 = getelementptr float, float* %82, i64 2
+	%87 = getelementptr float, float* %84, i64 1
 	%88 = load float, float* %87, align 4
-	%89 = getelementptr float, float* %82, i64 3
+	%89 = getelementptr float, float* %84, i64 2
 	%90 = load float, float* %89, align 4
-	%91 = getelementptr float, float* %3, i64 %80
-	%92 = getelementptr float, float* %91, i64 0
-	%93 = load float, float* %92, align 4
-	%94 = getelementptr float, float* %91, i64 1
-	%95 = load float, float* %94, align 4
-	%96 = getelementptr float, float* %91, i64 2
-	%97 = load float, float* %96, align 4
-	%98 = getelementptr float, float* %91, i64 3
-	%99 = load float, float* %98, align 4
-	%100 = getelementptr float, float* %5, i64 %80
-	%101 = getelementptr float, float* %100, i64 0
+	%91 = getelementptr float, float* %84, i64 3
+	%92 = load float, float* %91, align 4
+	%93 = getelementptr float, float* %84, i64 4
+	%94 = load float, float* %93, align 4
+	%95 = getelementptr float, float* %84, i64 5
+	%96 = load float, float* %95, align 4
+	%97 = getelementptr float, float* %84, i64 6
+	%98 = load float, float* %97, align 4
+	%99 = getelementptr float, float* %84, i64 7
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %84, i64 8
 	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %100, i64 1
+	%103 = getelementptr float, float* %84, i64 9
 	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %100, i64 2
+	%105 = getelementptr float, float* %84, i64 10
 	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %100, i64 3
+	%107 = getelementptr float, float* %84, i64 11
 	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %7, i64 %80
-	%110 = getelementptr float, float* %109, i64 0
-	%111 = load float, float* %110, align 4
-	%112 = getelementptr float, float* %109, i64 1
-	%113 = load float, float* %112, align 4
-	%114 = getelementptr float, float* %109, i64 2
-	%115 = load float, float* %114, align 4
-	%116 = getelementptr float, float* %109, i64 3
-	%117 = load float, float* %116, align 4
-	%118 = call <4 x float> @fg_gaussian4(i64 %35, i32 %37, i32 0, i64 %81)
-	%119 = extractelement <4 x float> %118, i32 0
-	%120 = fmul float %27, %119
-	%121 = fadd float %93, %120
-	%122 = call { float, float, float } @dp_adamw_body(float %84, float %121, float %102, float %111, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%123 = extractvalue { float, float, float } %122, 0
-	%124 = extractvalue { float, float, float } %122, 1
-	%125 = extractvalue { float, float, float } %122, 2
-	%126 = extractelement <4 x float> %118, i32 1
-	%127 = fmul float %27, %126
-	%128 = fadd float %95, %127
-	%129 = call { float, float, float } @dp_adamw_body(float %86, float %128, float %104, float %113, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%130 = extractvalue { float, float, float } %129, 0
-	%131 = extractvalue { float, float, float } %129, 1
-	%132 = extractvalue { float, float, float } %129, 2
-	%133 = extractelement <4 x float> %118, i32 2
-	%134 = fmul float %27, %133
-	%135 = fadd float %97, %134
-	%136 = call { float, float, float } @dp_adamw_body(float %88, float %135, float %106, float %115, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%137 = extractvalue { float, float, float } %136, 0
-	%138 = extractvalue { float, float, float } %136, 1
-	%139 = extractvalue { float, float, float } %136, 2
-	%140 = extractelement <4 x float> %118, i32 3
-	%141 = fmul float %27, %140
-	%142 = fadd float %99, %141
-	%143 = call { float, float, float } @dp_adamw_body(float %90, float %142, float %108, float %117, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%144 = extractvalue { float, float, float } %143, 0
-	%145 = extractvalue { float, float, float } %143, 1
-	%146 = extractvalue { float, float, float } %143, 2
-	%147 = getelementptr float, float* %5, i64 %80
-	%148 = getelementptr float, float* %147, i64 0
-	store float %123, float* %148, align 4
-	%149 = getelementptr float, float* %147, i64 1
-	store float %130, float* %149, align 4
-	%150 = getelementptr float, float* %147, i64 2
-	store float %137, float* %150, align 4
-	%151 = getelementptr float, float* %147, i64 3
-	store float %144, float* %151, align 4
-	%152 = getelementptr float, float* %7, i64 %80
-	%153 = getelementptr float, float* %152, i64 0
-	store float %124, float* %153, align 4
-	%154 = getelementptr float, float* %152, i64 1
-	store float %131, float* %154, align 4
-	%155 = getelementptr float, float* %152, i64 2
-	store float %138, float* %155, align 4
-	%156 = getelementptr float, float* %152, i64 3
-	store float %145, float* %156, align 4
-	%157 = getelementptr float, float* %1, i64 %80
-	%158 = getelementptr float, float* %157, i64 0
-	store float %125, float* %158, align 4
-	%159 = getelementptr float, float* %157, i64 1
-	store float %132, float* %159, align 4
-	%160 = getelementptr float, float* %157, i64 2
-	store float %139, float* %160, align 4
-	%161 = getelementptr float, float* %157, i64 3
-	store float %146, float* %161, align 4
-	%162 = add i64 %77, 1
-	br label %group.head.28
+	%109 = getelementptr float, float* %84, i64 12
+	%110 = load float, float* %109, align 4
+	%111 = getelementptr float, float* %84, i64 13
+	%112 = load float, float* %111, align 4
+	%113 = getelementptr float, float* %84, i64 14
+	%114 = load float, float* %113, align 4
+	%115 = getelementptr float, float* %84, i64 15
+	%116 = load float, float* %115, align 4
+	%117 = getelementptr float, float* %84, i64 16
+	%118 = load float, float* %117, align 4
+	%119 = getelementptr float, float* %84, i64 17
+	%120 = load float, float* %119, align 4
+	%121 = getelementptr float, float* %84, i64 18
+	%122 = load float, float* %121, align 4
+	%123 = getelementptr float, float* %84, i64 19
+	%124 = load float, float* %123, align 4
+	%125 = getelementptr float, float* %84, i64 20
+	%126 = load float, float* %125, align 4
+	%127 = getelementptr float, float* %84, i64 21
+	%128 = load float, float* %127, align 4
+	%129 = getelementptr float, float* %84, i64 22
+	%130 = load float, float* %129, align 4
+	%131 = getelementptr float, float* %84, i64 23
+	%132 = load float, float* %131, align 4
+	%133 = getelementptr float, float* %84, i64 24
+	%134 = load float, float* %133, align 4
+	%135 = getelementptr float, float* %84, i64 25
+	%136 = load float, float* %135, align 4
+	%137 = getelementptr float, float* %84, i64 26
+	%138 = load float, float* %137, align 4
+	%139 = getelementptr float, float* %84, i64 27
+	%140 = load float, float* %139, align 4
+	%141 = getelementptr float, float* %84, i64 28
+	%142 = load float, float* %141, align 4
+	%143 = getelementptr float, float* %84, i64 29
+	%144 = load float, float* %143, align 4
+	%145 = getelementptr float, float* %84, i64 30
+	%146 = load float, float* %145, align 4
+	%147 = getelementptr float, float* %84, i64 31
+	%148 = load float, float* %147, align 4
+	%149 = getelementptr float, float* %3, i64 %82
+	%150 = getelementptr float, float* %149, i64 0
+	%151 = load float, float* %150, align 4
+	%152 = getelementptr float, float* %149, i64 1
+	%153 = load float, float* %152, align 4
+	%154 = getelementptr float, float* %149, i64 2
+	%155 = load float, float* %154, align 4
+	%156 = getelementptr float, float* %149, i64 3
+	%157 = load float, float* %156, align 4
+	%158 = getelementptr float, float* %149, i64 4
+	%159 = load float, float* %158, align 4
+	%160 = getelementptr float, float* %149, i64 5
+	%161 = load float, float* %160, align 4
+	%162 = getelementptr float, float* %149, i64 6
+	%163 = load float, float* %162, align 4
+	%164 = getelementptr float, float* %149, i64 7
+	%165 = load float, float* %164, align 4
+	%166 = getelementptr float, float* %149, i64 8
+	%167 = load float, float* %166, align 4
+	%168 = getelementptr float, float* %149, i64 9
+	%169 = load float, float* %168, align 4
+	%170 = getelementptr float, float* %149, i64 10
+	%171 = load float, float* %170, align 4
+	%172 = getelementptr float, float* %149, i64 11
+	%173 = load float, float* %172, align 4
+	%174 = getelementptr float, float* %149, i64 12
+	%175 = load float, float* %174, align 4
+	%176 = getelementptr float, float* %149, i64 13
+	%177 = load float, float* %176, align 4
+	%178 = getelementptr float, float* %149, i64 14
+	%179 = load float, float* %178, align 4
+	%180 = getelementptr float, float* %149, i64 15
+	%181 = load float, float* %180, align 4
+	%182 = getelementptr float, float* %149, i64 16
+	%183 = load float, float* %182, align 4
+	%184 = getelementptr float, float* %149, i64 17
+	%185 = load float, float* %184, align 4
+	%186 = getelementptr float, float* %149, i64 18
+	%187 = load float, float* %186, align 4
+	%188 = getelementptr float, float* %149, i64 19
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %149, i64 20
+	%191 = load float, float* %190, align 4
+	%192 = getelementptr float, float* %149, i64 21
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %149, i64 22
+	%195 = load float, float* %194, align 4
+	%196 = getelementptr float, float* %149, i64 23
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %149, i64 24
+	%199 = load float, float* %198, align 4
+	%200 = getelementptr float, float* %149, i64 25
+	%201 = load float, float* %200, align 4
+	%202 = getelementptr float, float* %149, i64 26
+	%203 = load float, float* %202, align 4
+	%204 = getelementptr float, float* %149, i64 27
+	%205 = load float, float* %204, align 4
+	%206 = getelementptr float, float* %149, i64 28
+	%207 = load float, float* %206, align 4
+	%208 = getelementptr float, float* %149, i64 29
+	%209 = load float, float* %208, align 4
+	%210 = getelementptr float, float* %149, i64 30
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %149, i64 31
+	%213 = load float, float* %212, align 4
+	%214 = getelementptr float, float* %5, i64 %82
+	%215 = getelementptr float, float* %214, i64 0
+	%216 = load float, float* %215, align 4
+	%217 = getelementptr float, float* %214, i64 1
+	%218 = load float, float* %217, align 4
+	%219 = getelementptr float, float* %214, i64 2
+	%220 = load float, float* %219, align 4
+	%221 = getelementptr float, float* %214, i64 3
+	%222 = load float, float* %221, align 4
+	%223 = getelementptr float, float* %214, i64 4
+	%224 = load float, float* %223, align 4
+	%225 = getelementptr float, float* %214, i64 5
+	%226 = load float, float* %225, align 4
+	%227 = getelementptr float, float* %214, i64 6
+	%228 = load float, float* %227, align 4
+	%229 = getelementptr float, float* %214, i64 7
+	%230 = load float, float* %229, align 4
+	%231 = getelementptr float, float* %214, i64 8
+	%232 = load float, float* %231, align 4
+	%233 = getelementptr float, float* %214, i64 9
+	%234 = load float, float* %233, align 4
+	%235 = getelementptr float, float* %214, i64 10
+	%236 = load float, float* %235, align 4
+	%237 = getelementptr float, float* %214, i64 11
+	%238 = load float, float* %237, align 4
+	%239 = getelementptr float, float* %214, i64 12
+	%240 = load float, float* %239, align 4
+	%241 = getelementptr float, float* %214, i64 13
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %214, i64 14
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %214, i64 15
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %214, i64 16
+	%248 = load float, float* %247, align 4
+	%249 = getelementptr float, float* %214, i64 17
+	%250 = load float, float* %249, align 4
+	%251 = getelementptr float, float* %214, i64 18
+	%252 = load float, float* %251, align 4
+	%253 = getelementptr float, float* %214, i64 19
+	%254 = load float, float* %253, align 4
+	%255 = getelementptr float, float* %214, i64 20
+	%256 = load float, float* %255, align 4
+	%257 = getelementptr float, float* %214, i64 21
+	%258 = load float, float* %257, align 4
+	%259 = getelementptr float, float* %214, i64 22
+	%260 = load float, float* %259, align 4
+	%261 = getelementptr float, float* %214, i64 23
+	%262 = load float, float* %261, align 4
+	%263 = getelementptr float, float* %214, i64 24
+	%264 = load float, float* %263, align 4
+	%265 = getelementptr float, float* %214, i64 25
+	%266 = load float, float* %265, align 4
+	%267 = getelementptr float, float* %214, i64 26
+	%268 = load float, float* %267, align 4
+	%269 = getelementptr float, float* %214, i64 27
+	%270 = load float, float* %269, align 4
+	%271 = getelementptr float, float* %214, i64 28
+	%272 = load float, float* %271, align 4
+	%273 = getelementptr float, float* %214, i64 29
+	%274 = load float, float* %273, align 4
+	%275 = getelementptr float, float* %214, i64 30
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %214, i64 31
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %7, i64 %82
+	%280 = getelementptr float, float* %279, i64 0
+	%281 = load float, float* %280, align 4
+	%282 = getelementptr float, float* %279, i64 1
+	%283 = load float, float* %282, align 4
+	%284 = getelementptr float, float* %279, i64 2
+	%285 = load float, float* %284, align 4
+	%286 = getelementptr float, float* %279, i64 3
+	%287 = load float, float* %286, align 4
+	%288 = getelementptr float, float* %279, i64 4
+	%289 = load float, float* %288, align 4
+	%290 = getelementptr float, float* %279, i64 5
+	%291 = load float, float* %290, align 4
+	%292 = getelementptr float, float* %279, i64 6
+	%293 = load float, float* %292, align 4
+	%294 = getelementptr float, float* %279, i64 7
+	%295 = load float, float* %294, align 4
+	%296 = getelementptr float, float* %279, i64 8
+	%297 = load float, float* %296, align 4
+	%298 = getelementptr float, float* %279, i64 9
+	%299 = load float, float* %298, align 4
+	%300 = getelementptr float, float* %279, i64 10
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %279, i64 11
+	%303 = load float, float* %302, align 4
+	%304 = getelementptr float, float* %279, i64 12
+	%305 = load float, float* %304, align 4
+	%306 = getelementptr float, float* %279, i64 13
+	%307 = load float, float* %306, align 4
+	%308 = getelementptr float, float* %279, i64 14
+	%309 = load float, float* %308, align 4
+	%310 = getelementptr float, float* %279, i64 15
+	%311 = load float, float* %310, align 4
+	%312 = getelementptr float, float* %279, i64 16
+	%313 = load float, float* %312, align 4
+	%314 = getelementptr float, float* %279, i64 17
+	%315 = load float, float* %314, align 4
+	%316 = getelementptr float, float* %279, i64 18
+	%317 = load float, float* %316, align 4
+	%318 = getelementptr float, float* %279, i64 19
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %279, i64 20
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %279, i64 21
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %279, i64 22
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %279, i64 23
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %279, i64 24
+	%329 = load float, float* %328, align 4
+	%330 = getelementptr float, float* %279, i64 25
+	%331 = load float, float* %330, align 4
+	%332 = getelementptr float, float* %279, i64 26
+	%333 = load float, float* %332, align 4
+	%334 = getelementptr float, float* %279, i64 27
+	%335 = load float, float* %334, align 4
+	%336 = getelementptr float, float* %279, i64 28
+	%337 = load float, float* %336, align 4
+	%338 = getelementptr float, float* %279, i64 29
+	%339 = load float, float* %338, align 4
+	%340 = getelementptr float, float* %279, i64 30
+	%341 = load float, float* %340, align 4
+	%342 = getelementptr float, float* %279, i64 31
+	%343 = load float, float* %342, align 4
+	%344 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %35, i32 %37, i32 0, i64 %83)
+	%345 = extractvalue [4 x <8 x float>] %344, 0
+	%346 = extractelement <8 x float> %345, i32 0
+	%347 = fmul float %27, %346
+	%348 = fadd float %151, %347
+	%349 = call { float, float, float } @dp_adamw_body(float %86, float %348, float %216, float %281, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%350 = extractvalue { float, float, float } %349, 0
+	%351 = extractvalue { float, float, float } %349, 1
+	%352 = extractvalue { float, float, float } %349, 2
+	%353 = extractvalue [4 x <8 x float>] %344, 1
+	%354 = extractelement <8 x float> %353, i32 0
+	%355 = fmul float %27, %354
+	%356 = fadd float %153, %355
+	%357 = call { float, float, float } @dp_adamw_body(float %88, float %356, float %218, float %283, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%358 = extractvalue { float, float, float } %357, 0
+	%359 = extractvalue { float, float, float } %357, 1
+	%360 = extractvalue { float, float, float } %357, 2
+	%361 = extractvalue [4 x <8 x float>] %344, 2
+	%362 = extractelement <8 x float> %361, i32 0
+	%363 = fmul float %27, %362
+	%364 = fadd float %155, %363
+	%365 = call { float, float, float } @dp_adamw_body(float %90, float %364, float %220, float %285, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%366 = extractvalue { float, float, float } %365, 0
+	%367 = extractvalue { float, float, float } %365, 1
+	%368 = extractvalue { float, float, float } %365, 2
+	%369 = extractvalue [4 x <8 x float>] %344, 3
+	%370 = extractelement <8 x float> %369, i32 0
+	%371 = fmul float %27, %370
+	%372 = fadd float %157, %371
+	%373 = call { float, float, float } @dp_adamw_body(float %92, float %372, float %222, float %287, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%374 = extractvalue { float, float, float } %373, 0
+	%375 = extractvalue { float, float, float } %373, 1
+	%376 = extractvalue { float, float, float } %373, 2
+	%377 = extractvalue [4 x <8 x float>] %344, 0
+	%378 = extractelement <8 x float> %377, i32 1
+	%379 = fmul float %27, %378
+	%380 = fadd float %159, %379
+	%381 = call { float, float, float } @dp_adamw_body(float %94, float %380, float %224, float %289, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%382 = extractvalue { float, float, float } %381, 0
+	%383 = extractvalue { float, float, float } %381, 1
+	%384 = extractvalue { float, float, float } %381, 2
+	%385 = extractvalue [4 x <8 x float>] %344, 1
+	%386 = extractelement <8 x float> %385, i32 1
+	%387 = fmul float %27, %386
+	%388 = fadd float %161, %387
+	%389 = call { float, float, float } @dp_adamw_body(float %96, float %388, float %226, float %291, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%390 = extractvalue { float, float, float } %389, 0
+	%391 = extractvalue { float, float, float } %389, 1
+	%392 = extractvalue { float, float, float } %389, 2
+	%393 = extractvalue [4 x <8 x float>] %344, 2
+	%394 = extractelement <8 x float> %393, i32 1
+	%395 = fmul float %27, %394
+	%396 = fadd float %163, %395
+	%397 = call { float, float, float } @dp_adamw_body(float %98, float %396, float %228, float %293, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%398 = extractvalue { float, float, float } %397, 0
+	%399 = extractvalue { float, float, float } %397, 1
+	%400 = extractvalue { float, float, float } %397, 2
+	%401 = extractvalue [4 x <8 x float>] %344, 3
+	%402 = extractelement <8 x float> %401, i32 1
+	%403 = fmul float %27, %402
+	%404 = fadd float %165, %403
+	%405 = call { float, float, float } @dp_adamw_body(float %100, float %404, float %230, float %295, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%406 = extractvalue { float, float, float } %405, 0
+	%407 = extractvalue { float, float, float } %405, 1
+	%408 = extractvalue { float, float, float } %405, 2
+	%409 = extractvalue [4 x <8 x float>] %344, 0
+	%410 = extractelement <8 x float> %409, i32 2
+	%411 = fmul float %27, %410
+	%412 = fadd float %167, %411
+	%413 = call { float, float, float } @dp_adamw_body(float %102, float %412, float %232, float %297, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%414 = extractvalue { float, float, float } %413, 0
+	%415 = extractvalue { float, float, float } %413, 1
+	%416 = extractvalue { float, float, float } %413, 2
+	%417 = extractvalue [4 x <8 x float>] %344, 1
+	%418 = extractelement <8 x float> %417, i32 2
+	%419 = fmul float %27, %418
+	%420 = fadd float %169, %419
+	%421 = call { float, float, float } @dp_adamw_body(float %104, float %420, float %234, float %299, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%422 = extractvalue { float, float, float } %421, 0
+	%423 = extractvalue { float, float, float } %421, 1
+	%424 = extractvalue { float, float, float } %421, 2
+	%425 = extractvalue [4 x <8 x float>] %344, 2
+	%426 = extractelement <8 x float> %425, i32 2
+	%427 = fmul float %27, %426
+	%428 = fadd float %171, %427
+	%429 = call { float, float, float } @dp_adamw_body(float %106, float %428, float %236, float %301, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%430 = extractvalue { float, float, float } %429, 0
+	%431 = extractvalue { float, float, float } %429, 1
+	%432 = extractvalue { float, float, float } %429, 2
+	%433 = extractvalue [4 x <8 x float>] %344, 3
+	%434 = extractelement <8 x float> %433, i32 2
+	%435 = fmul float %27, %434
+	%436 = fadd float %173, %435
+	%437 = call { float, float, float } @dp_adamw_body(float %108, float %436, float %238, float %303, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%438 = extractvalue { float, float, float } %437, 0
+	%439 = extractvalue { float, float, float } %437, 1
+	%440 = extractvalue { float, float, float } %437, 2
+	%441 = extractvalue [4 x <8 x float>] %344, 0
+	%442 = extractelement <8 x float> %441, i32 3
+	%443 = fmul float %27, %442
+	%444 = fadd float %175, %443
+	%445 = call { float, float, float } @dp_adamw_body(float %110, float %444, float %240, float %305, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%446 = extractvalue { float, float, float } %445, 0
+	%447 = extractvalue { float, float, float } %445, 1
+	%448 = extractvalue { float, float, float } %445, 2
+	%449 = extractvalue [4 x <8 x float>] %344, 1
+	%450 = extractelement <8 x float> %449, i32 3
+	%451 = fmul float %27, %450
+	%452 = fadd float %177, %451
+	%453 = call { float, float, float } @dp_adamw_body(float %112, float %452, float %242, float %307, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%454 = extractvalue { float, float, float } %453, 0
+	%455 = extractvalue { float, float, float } %453, 1
+	%456 = extractvalue { float, float, float } %453, 2
+	%457 = extractvalue [4 x <8 x float>] %344, 2
+	%458 = extractelement <8 x float> %457, i32 3
+	%459 = fmul float %27, %458
+	%460 = fadd float %179, %459
+	%461 = call { float, float, float } @dp_adamw_body(float %114, float %460, float %244, float %309, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%462 = extractvalue { float, float, float } %461, 0
+	%463 = extractvalue { float, float, float } %461, 1
+	%464 = extractvalue { float, float, float } %461, 2
+	%465 = extractvalue [4 x <8 x float>] %344, 3
+	%466 = extractelement <8 x float> %465, i32 3
+	%467 = fmul float %27, %466
+	%468 = fadd float %181, %467
+	%469 = call { float, float, float } @dp_adamw_body(float %116, float %468, float %246, float %311, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%470 = extractvalue { float, float, float } %469, 0
+	%471 = extractvalue { float, float, float } %469, 1
+	%472 = extractvalue { float, float, float } %469, 2
+	%473 = extractvalue [4 x <8 x float>] %344, 0
+	%474 = extractelement <8 x float> %473, i32 4
+	%475 = fmul float %27, %474
+	%476 = fadd float %183, %475
+	%477 = call { float, float, float } @dp_adamw_body(float %118, float %476, float %248, float %313, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%478 = extractvalue { float, float, float } %477, 0
+	%479 = extractvalue { float, float, float } %477, 1
+	%480 = extractvalue { float, float, float } %477, 2
+	%481 = extractvalue [4 x <8 x float>] %344, 1
+	%482 = extractelement <8 x float> %481, i32 4
+	%483 = fmul float %27, %482
+	%484 = fadd float %185, %483
+	%485 = call { float, float, float } @dp_adamw_body(float %120, float %484, float %250, float %315, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%486 = extractvalue { float, float, float } %485, 0
+	%487 = extractvalue { float, float, float } %485, 1
+	%488 = extractvalue { float, float, float } %485, 2
+	%489 = extractvalue [4 x <8 x float>] %344, 2
+	%490 = extractelement <8 x float> %489, i32 4
+	%491 = fmul float %27, %490
+	%492 = fadd float %187, %491
+	%493 = call { float, float, float } @dp_adamw_body(float %122, float %492, float %252, float %317, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%494 = extractvalue { float, float, float } %493, 0
+	%495 = extractvalue { float, float, float } %493, 1
+	%496 = extractvalue { float, float, float } %493, 2
+	%497 = extractvalue [4 x <8 x float>] %344, 3
+	%498 = extractelement <8 x float> %497, i32 4
+	%499 = fmul float %27, %498
+	%500 = fadd float %189, %499
+	%501 = call { float, float, float } @dp_adamw_body(float %124, float %500, float %254, float %319, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%502 = extractvalue { float, float, float } %501, 0
+	%503 = extractvalue { float, float, float } %501, 1
+	%504 = extractvalue { float, float, float } %501, 2
+	%505 = extractvalue [4 x <8 x float>] %344, 0
+	%506 = extractelement <8 x float> %505, i32 5
+	%507 = fmul float %27, %506
+	%508 = fadd float %191, %507
+	%509 = call { float, float, float } @dp_adamw_body(float %126, float %508, float %256, float %321, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%510 = extractvalue { float, float, float } %509, 0
+	%511 = extractvalue { float, float, float } %509, 1
+	%512 = extractvalue { float, float, float } %509, 2
+	%513 = extractvalue [4 x <8 x float>] %344, 1
+	%514 = extractelement <8 x float> %513, i32 5
+	%515 = fmul float %27, %514
+	%516 = fadd float %193, %515
+	%517 = call { float, float, float } @dp_adamw_body(float %128, float %516, float %258, float %323, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%518 = extractvalue { float, float, float } %517, 0
+	%519 = extractvalue { float, float, float } %517, 1
+	%520 = extractvalue { float, float, float } %517, 2
+	%521 = extractvalue [4 x <8 x float>] %344, 2
+	%522 = extractelement <8 x float> %521, i32 5
+	%523 = fmul float %27, %522
+	%524 = fadd float %195, %523
+	%525 = call { float, float, float } @dp_adamw_body(float %130, float %524, float %260, float %325, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%526 = extractvalue { float, float, float } %525, 0
+	%527 = extractvalue { float, float, float } %525, 1
+	%528 = extractvalue { float, float, float } %525, 2
+	%529 = extractvalue [4 x <8 x float>] %344, 3
+	%530 = extractelement <8 x float> %529, i32 5
+	%531 = fmul float %27, %530
+	%532 = fadd float %197, %531
+	%533 = call { float, float, float } @dp_adamw_body(float %132, float %532, float %262, float %327, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%534 = extractvalue { float, float, float } %533, 0
+	%535 = extractvalue { float, float, float } %533, 1
+	%536 = extractvalue { float, float, float } %533, 2
+	%537 = extractvalue [4 x <8 x float>] %344, 0
+	%538 = extractelement <8 x float> %537, i32 6
+	%539 = fmul float %27, %538
+	%540 = fadd float %199, %539
+	%541 = call { float, float, float } @dp_adamw_body(float %134, float %540, float %264, float %329, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%542 = extractvalue { float, float, float } %541, 0
+	%543 = extractvalue { float, float, float } %541, 1
+	%544 = extractvalue { float, float, float } %541, 2
+	%545 = extractvalue [4 x <8 x float>] %344, 1
+	%546 = extractelement <8 x float> %545, i32 6
+	%547 = fmul float %27, %546
+	%548 = fadd float %201, %547
+	%549 = call { float, float, float } @dp_adamw_body(float %136, float %548, float %266, float %331, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%550 = extractvalue { float, float, float } %549, 0
+	%551 = extractvalue { float, float, float } %549, 1
+	%552 = extractvalue { float, float, float } %549, 2
+	%553 = extractvalue [4 x <8 x float>] %344, 2
+	%554 = extractelement <8 x float> %553, i32 6
+	%555 = fmul float %27, %554
+	%556 = fadd float %203, %555
+	%557 = call { float, float, float } @dp_adamw_body(float %138, float %556, float %268, float %333, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%558 = extractvalue { float, float, float } %557, 0
+	%559 = extractvalue { float, float, float } %557, 1
+	%560 = extractvalue { float, float, float } %557, 2
+	%561 = extractvalue [4 x <8 x float>] %344, 3
+	%562 = extractelement <8 x float> %561, i32 6
+	%563 = fmul float %27, %562
+	%564 = fadd float %205, %563
+	%565 = call { float, float, float } @dp_adamw_body(float %140, float %564, float %270, float %335, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%566 = extractvalue { float, float, float } %565, 0
+	%567 = extractvalue { float, float, float } %565, 1
+	%568 = extractvalue { float, float, float } %565, 2
+	%569 = extractvalue [4 x <8 x float>] %344, 0
+	%570 = extractelement <8 x float> %569, i32 7
+	%571 = fmul float %27, %570
+	%572 = fadd float %207, %571
+	%573 = call { float, float, float } @dp_adamw_body(float %142, float %572, float %272, float %337, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%574 = extractvalue { float, float, float } %573, 0
+	%575 = extractvalue { float, float, float } %573, 1
+	%576 = extractvalue { float, float, float } %573, 2
+	%577 = extractvalue [4 x <8 x float>] %344, 1
+	%578 = extractelement <8 x float> %577, i32 7
+	%579 = fmul float %27, %578
+	%580 = fadd float %209, %579
+	%581 = call { float, float, float } @dp_adamw_body(float %144, float %580, float %274, float %339, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%582 = extractvalue { float, float, float } %581, 0
+	%583 = extractvalue { float, float, float } %581, 1
+	%584 = extractvalue { float, float, float } %581, 2
+	%585 = extractvalue [4 x <8 x float>] %344, 2
+	%586 = extractelement <8 x float> %585, i32 7
+	%587 = fmul float %27, %586
+	%588 = fadd float %211, %587
+	%589 = call { float, float, float } @dp_adamw_body(float %146, float %588, float %276, float %341, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%590 = extractvalue { float, float, float } %589, 0
+	%591 = extractvalue { float, float, float } %589, 1
+	%592 = extractvalue { float, float, float } %589, 2
+	%593 = extractvalue [4 x <8 x float>] %344, 3
+	%594 = extractelement <8 x float> %593, i32 7
+	%595 = fmul float %27, %594
+	%596 = fadd float %213, %595
+	%597 = call { float, float, float } @dp_adamw_body(float %148, float %596, float %278, float %343, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%598 = extractvalue { float, float, float } %597, 0
+	%599 = extractvalue { float, float, float } %597, 1
+	%600 = extractvalue { float, float, float } %597, 2
+	%601 = getelementptr float, float* %5, i64 %82
+	%602 = getelementptr float, float* %601, i64 0
+	store float %350, float* %602, align 4
+	%603 = getelementptr float, float* %601, i64 1
+	store float %358, float* %603, align 4
+	%604 = getelementptr float, float* %601, i64 2
+	store float %366, float* %604, align 4
+	%605 = getelementptr float, float* %601, i64 3
+	store float %374, float* %605, align 4
+	%606 = getelementptr float, float* %601, i64 4
+	store float %382, float* %606, align 4
+	%607 = getelementptr float, float* %601, i64 5
+	store float %390, float* %607, align 4
+	%608 = getelementptr float, float* %601, i64 6
+	store float %398, float* %608, align 4
+	%609 = getelementptr float, float* %601, i64 7
+	store float %406, float* %609, align 4
+	%610 = getelementptr float, float* %601, i64 8
+	store float %414, float* %610, align 4
+	%611 = getelementptr float, float* %601, i64 9
+	store float %422, float* %611, align 4
+	%612 = getelementptr float, float* %601, i64 10
+	store float %430, float* %612, align 4
+	%613 = getelementptr float, float* %601, i64 11
+	store float %438, float* %613, align 4
+	%614 = getelementptr float, float* %601, i64 12
+	store float %446, float* %614, align 4
+	%615 = getelementptr float, float* %601, i64 13
+	store float %454, float* %615, align 4
+	%616 = getelementptr float, float* %601, i64 14
+	store float %462, float* %616, align 4
+	%617 = getelementptr float, float* %601, i64 15
+	store float %470, float* %617, align 4
+	%618 = getelementptr float, float* %601, i64 16
+	store float %478, float* %618, align 4
+	%619 = getelementptr float, float* %601, i64 17
+	store float %486, float* %619, align 4
+	%620 = getelementptr float, float* %601, i64 18
+	store float %494, float* %620, align 4
+	%621 = getelementptr float, float* %601, i64 19
+	store float %502, float* %621, align 4
+	%622 = getelementptr float, float* %601, i64 20
+	store float %510, float* %622, align 4
+	%623 = getelementptr float, float* %601, i64 21
+	store float %518, float* %623, align 4
+	%624 = getelementptr float, float* %601, i64 22
+	store float %526, float* %624, align 4
+	%625 = getelementptr float, float* %601, i64 23
+	store float %534, float* %625, align 4
+	%626 = getelementptr float, float* %601, i64 24
+	store float %542, float* %626, align 4
+	%627 = getelementptr float, float* %601, i64 25
+	store float %550, float* %627, align 4
+	%628 = getelementptr float, float* %601, i64 26
+	store float %558, float* %628, align 4
+	%629 = getelementptr float, float* %601, i64 27
+	store float %566, float* %629, align 4
+	%630 = getelementptr float, float* %601, i64 28
+	store float %574, float* %630, align 4
+	%631 = getelementptr float, float* %601, i64 29
+	store float %582, float* %631, align 4
+	%632 = getelementptr float, float* %601, i64 30
+	store float %590, float* %632, align 4
+	%633 = getelementptr float, float* %601, i64 31
+	store float %598, float* %633, align 4
+	%634 = getelementptr float, float* %7, i64 %82
+	%635 = getelementptr float, float* %634, i64 0
+	store float %351, float* %635, align 4
+	%636 = getelementptr float, float* %634, i64 1
+	store float %359, float* %636, align 4
+	%637 = getelementptr float, float* %634, i64 2
+	store float %367, float* %637, align 4
+	%638 = getelementptr float, float* %634, i64 3
+	store float %375, float* %638, align 4
+	%639 = getelementptr float, float* %634, i64 4
+	store float %383, float* %639, align 4
+	%640 = getelementptr float, float* %634, i64 5
+	store float %391, float* %640, align 4
+	%641 = getelementptr float, float* %634, i64 6
+	store float %399, float* %641, align 4
+	%642 = getelementptr float, float* %634, i64 7
+	store float %407, float* %642, align 4
+	%643 = getelementptr float, float* %634, i64 8
+	store float %415, float* %643, align 4
+	%644 = getelementptr float, float* %634, i64 9
+	store float %423, float* %644, align 4
+	%645 = getelementptr float, float* %634, i64 10
+	store float %431, float* %645, align 4
+	%646 = getelementptr float, float* %634, i64 11
+	store float %439, float* %646, align 4
+	%647 = getelementptr float, float* %634, i64 12
+	store float %447, float* %647, align 4
+	%648 = getelementptr float, float* %634, i64 13
+	store float %455, float* %648, align 4
+	%649 = getelementptr float, float* %634, i64 14
+	store float %463, float* %649, align 4
+	%650 = getelementptr float, float* %634, i64 15
+	store float %471, float* %650, align 4
+	%651 = getelementptr float, float* %634, i64 16
+	store float %479, float* %651, align 4
+	%652 = getelementptr float, float* %634, i64 17
+	store float %487, float* %652, align 4
+	%653 = getelementptr float, float* %634, i64 18
+	store float %495, float* %653, align 4
+	%654 = getelementptr float, float* %634, i64 19
+	store float %503, float* %654, align 4
+	%655 = getelementptr float, float* %634, i64 20
+	store float %511, float* %655, align 4
+	%656 = getelementptr float, float* %634, i64 21
+	store float %519, float* %656, align 4
+	%657 = getelementptr float, float* %634, i64 22
+	store float %527, float* %657, align 4
+	%658 = getelementptr float, float* %634, i64 23
+	store float %535, float* %658, align 4
+	%659 = getelementptr float, float* %634, i64 24
+	store float %543, float* %659, align 4
+	%660 = getelementptr float, float* %634, i64 25
+	store float %551, float* %660, align 4
+	%661 = getelementptr float, float* %634, i64 26
+	store float %559, float* %661, align 4
+	%662 = getelementptr float, float* %634, i64 27
+	store float %567, float* %662, align 4
+	%663 = getelementptr float, float* %634, i64 28
+	store float %575, float* %663, align 4
+	%664 = getelementptr float, float* %634, i64 29
+	store float %583, float* %664, align 4
+	%665 = getelementptr float, float* %634, i64 30
+	store float %591, float* %665, align 4
+	%666 = getelementptr float, float* %634, i64 31
+	store float %599, float* %666, align 4
+	%667 = getelementptr float, float* %1, i64 %82
+	%668 = getelementptr float, float* %667, i64 0
+	store float %352, float* %668, align 4
+	%669 = getelementptr float, float* %667, i64 1
+	store float %360, float* %669, align 4
+	%670 = getelementptr float, float* %667, i64 2
+	store float %368, float* %670, align 4
+	%671 = getelementptr float, float* %667, i64 3
+	store float %376, float* %671, align 4
+	%672 = getelementptr float, float* %667, i64 4
+	store float %384, float* %672, align 4
+	%673 = getelementptr float, float* %667, i64 5
+	store float %392, float* %673, align 4
+	%674 = getelementptr float, float* %667, i64 6
+	store float %400, float* %674, align 4
+	%675 = getelementptr float, float* %667, i64 7
+	store float %408, float* %675, align 4
+	%676 = getelementptr float, float* %667, i64 8
+	store float %416, float* %676, align 4
+	%677 = getelementptr float, float* %667, i64 9
+	store float %424, float* %677, align 4
+	%678 = getelementptr float, float* %667, i64 10
+	store float %432, float* %678, align 4
+	%679 = getelementptr float, float* %667, i64 11
+	store float %440, float* %679, align 4
+	%680 = getelementptr float, float* %667, i64 12
+	store float %448, float* %680, align 4
+	%681 = getelementptr float, float* %667, i64 13
+	store float %456, float* %681, align 4
+	%682 = getelementptr float, float* %667, i64 14
+	store float %464, float* %682, align 4
+	%683 = getelementptr float, float* %667, i64 15
+	store float %472, float* %683, align 4
+	%684 = getelementptr float, float* %667, i64 16
+	store float %480, float* %684, align 4
+	%685 = getelementptr float, float* %667, i64 17
+	store float %488, float* %685, align 4
+	%686 = getelementptr float, float* %667, i64 18
+	store float %496, float* %686, align 4
+	%687 = getelementptr float, float* %667, i64 19
+	store float %504, float* %687, align 4
+	%688 = getelementptr float, float* %667, i64 20
+	store float %512, float* %688, align 4
+	%689 = getelementptr float, float* %667, i64 21
+	store float %520, float* %689, align 4
+	%690 = getelementptr float, float* %667, i64 22
+	store float %528, float* %690, align 4
+	%691 = getelementptr float, float* %667, i64 23
+	store float %536, float* %691, align 4
+	%692 = getelementptr float, float* %667, i64 24
+	store float %544, float* %692, align 4
+	%693 = getelementptr float, float* %667, i64 25
+	store float %552, float* %693, align 4
+	%694 = getelementptr float, float* %667, i64 26
+	store float %560, float* %694, align 4
+	%695 = getelementptr float, float* %667, i64 27
+	store float %568, float* %695, align 4
+	%696 = getelementptr float, float* %667, i64 28
+	store float %576, float* %696, align 4
+	%697 = getelementptr float, float* %667, i64 29
+	store float %584, float* %697, align 4
+	%698 = getelementptr float, float* %667, i64 30
+	store float %592, float* %698, align 4
+	%699 = getelementptr float, float* %667, i64 31
+	store float %600, float* %699, align 4
+	%700 = add i64 %78, 1
+	br label %wide.head.28
 
-group.done.30:
-	br label %tail.head.31
+wide.done.30:
+	%701 = mul i64 %77, 8
+	br label %group.head.31
 
-tail.head.31:
-	%163 = phi i64 [ %51, %group.done.30 ], [ %184, %tail.32 ]
-	%164 = icmp slt i64 %163, %31
-	br i1 %164, label %tail.32, label %tail.done.33
+group.head.31:
+	%702 = phi i64 [ %701, %wide.done.30 ], [ %787, %group.32 ]
+	%703 = icmp slt i64 %702, %48
+	br i1 %703, label %group.32, label %group.done.33
 
-tail.32:
-	%165 = getelementptr float, float* %1, i64 %163
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %3, i64 %163
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %5, i64 %163
-	%170 = load float, float* %169, align 4
-	%171 = getelementptr float, float* %7, i64 %163
-	%172 = load float, float* %171, align 4
-	%173 = add i64 %33, %163
-	%174 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %173)
-	%175 = fmul float %27, %174
-	%176 = fadd float %168, %175
-	%177 = call { float, float, float } @dp_adamw_body(float %166, float %176, float %170, float %172, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%178 = extractvalue { float, float, float } %177, 0
-	%179 = extractvalue { float, float, float } %177, 1
-	%180 = extractvalue { float, float, float } %177, 2
-	%181 = getelementptr float, float* %5, i64 %163
-	store float %178, float* %181, align 4
-	%182 = getelementptr float, float* %7, i64 %163
-	store float %179, float* %182, align 4
-	%183 = getelementptr float, float* %1, i64 %163
-	store float %180, float* %183, align 4
-	%184 = add i64 %163, 1
-	br label %tail.head.31
+group.32:
+	%704 = shl i64 %702, 2
+	%705 = add i64 %49, %704
+	%706 = add i64 %53, %702
+	%707 = getelementptr float, float* %1, i64 %705
+	%708 = getelementptr float, float* %707, i64 0
+	%709 = load float, float* %708, align 4
+	%710 = getelementptr float, float* %707, i64 1
+	%711 = load float, float* %710, align 4
+	%712 = getelementptr float, float* %707, i64 2
+	%713 = load float, float* %712, align 4
+	%714 = getelementptr float, float* %707, i64 3
+	%715 = load float, float* %714, align 4
+	%716 = getelementptr float, float* %3, i64 %705
+	%717 = getelementptr float, float* %716, i64 0
+	%718 = load float, float* %717, align 4
+	%719 = getelementptr float, float* %716, i64 1
+	%720 = load float, float* %719, align 4
+	%721 = getelementptr float, float* %716, i64 2
+	%722 = load float, float* %721, align 4
+	%723 = getelementptr float, float* %716, i64 3
+	%724 = load float, float* %723, align 4
+	%725 = getelementptr float, float* %5, i64 %705
+	%726 = getelementptr float, float* %725, i64 0
+	%727 = load float, float* %726, align 4
+	%728 = getelementptr float, float* %725, i64 1
+	%729 = load float, float* %728, align 4
+	%730 = getelementptr float, float* %725, i64 2
+	%731 = load float, float* %730, align 4
+	%732 = getelementptr float, float* %725, i64 3
+	%733 = load float, float* %732, align 4
+	%734 = getelementptr float, float* %7, i64 %705
+	%735 = getelementptr float, float* %734, i64 0
+	%736 = load float, float* %735, align 4
+	%737 = getelementptr float, float* %734, i64 1
+	%738 = load float, float* %737, align 4
+	%739 = getelementptr float, float* %734, i64 2
+	%740 = load float, float* %739, align 4
+	%741 = getelementptr float, float* %734, i64 3
+	%742 = load float, float* %741, align 4
+	%743 = call <4 x float> @fg_gaussian4(i64 %35, i32 %37, i32 0, i64 %706)
+	%744 = extractelement <4 x float> %743, i32 0
+	%745 = fmul float %27, %744
+	%746 = fadd float %718, %745
+	%747 = call { float, float, float } @dp_adamw_body(float %709, float %746, float %727, float %736, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%748 = extractvalue { float, float, float } %747, 0
+	%749 = extractvalue { float, float, float } %747, 1
+	%750 = extractvalue { float, float, float } %747, 2
+	%751 = extractelement <4 x float> %743, i32 1
+	%752 = fmul float %27, %751
+	%753 = fadd float %720, %752
+	%754 = call { float, float, float } @dp_adamw_body(float %711, float %753, float %729, float %738, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%755 = extractvalue { float, float, float } %754, 0
+	%756 = extractvalue { float, float, float } %754, 1
+	%757 = extractvalue { float, float, float } %754, 2
+	%758 = extractelement <4 x float> %743, i32 2
+	%759 = fmul float %27, %758
+	%760 = fadd float %722, %759
+	%761 = call { float, float, float } @dp_adamw_body(float %713, float %760, float %731, float %740, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%762 = extractvalue { float, float, float } %761, 0
+	%763 = extractvalue { float, float, float } %761, 1
+	%764 = extractvalue { float, float, float } %761, 2
+	%765 = extractelement <4 x float> %743, i32 3
+	%766 = fmul float %27, %765
+	%767 = fadd float %724, %766
+	%768 = call { float, float, float } @dp_adamw_body(float %715, float %767, float %733, float %742, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%769 = extractvalue { float, float, float } %768, 0
+	%770 = extractvalue { float, float, float } %768, 1
+	%771 = extractvalue { float, float, float } %768, 2
+	%772 = getelementptr float, float* %5, i64 %705
+	%773 = getelementptr float, float* %772, i64 0
+	store float %748, float* %773, align 4
+	%774 = getelementptr float, float* %772, i64 1
+	store float %755, float* %774, align 4
+	%775 = getelementptr float, float* %772, i64 2
+	store float %762, float* %775, align 4
+	%776 = getelementptr float, float* %772, i64 3
+	store float %769, float* %776, align 4
+	%777 = getelementptr float, float* %7, i64 %705
+	%778 = getelementptr float, float* %777, i64 0
+	store float %749, float* %778, align 4
+	%779 = getelementptr float, float* %777, i64 1
+	store float %756, float* %779, align 4
+	%780 = getelementptr float, float* %777, i64 2
+	store float %763, float* %780, align 4
+	%781 = getelementptr float, float* %777, i64 3
+	store float %770, float* %781, align 4
+	%782 = getelementptr float, float* %1, i64 %705
+	%783 = getelementptr float, float* %782, i64 0
+	store float %750, float* %783, align 4
+	%784 = getelementptr float, float* %782, i64 1
+	store float %757, float* %784, align 4
+	%785 = getelementptr float, float* %782, i64 2
+	store float %764, float* %785, align 4
+	%786 = getelementptr float, float* %782, i64 3
+	store float %771, float* %786, align 4
+	%787 = add i64 %702, 1
+	br label %group.head.31
 
-tail.done.33:
+group.done.33:
+	br label %tail.head.34
+
+tail.head.34:
+	%788 = phi i64 [ %51, %group.done.33 ], [ %809, %tail.35 ]
+	%789 = icmp slt i64 %788, %31
+	br i1 %789, label %tail.35, label %tail.done.36
+
+tail.35:
+	%790 = getelementptr float, float* %1, i64 %788
+	%791 = load float, float* %790, align 4
+	%792 = getelementptr float, float* %3, i64 %788
+	%793 = load float, float* %792, align 4
+	%794 = getelementptr float, float* %5, i64 %788
+	%795 = load float, float* %794, align 4
+	%796 = getelementptr float, float* %7, i64 %788
+	%797 = load float, float* %796, align 4
+	%798 = add i64 %33, %788
+	%799 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %798)
+	%800 = fmul float %27, %799
+	%801 = fadd float %793, %800
+	%802 = call { float, float, float } @dp_adamw_body(float %791, float %801, float %795, float %797, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%803 = extractvalue { float, float, float } %802, 0
+	%804 = extractvalue { float, float, float } %802, 1
+	%805 = extractvalue { float, float, float } %802, 2
+	%806 = getelementptr float, float* %5, i64 %788
+	store float %803, float* %806, align 4
+	%807 = getelementptr float, float* %7, i64 %788
+	store float %804, float* %807, align 4
+	%808 = getelementptr float, float* %1, i64 %788
+	store float %805, float* %808, align 4
+	%809 = add i64 %788, 1
+	br label %tail.head.34
+
+tail.done.36:
 	ret void
 
-head.head.34:
-	%185 = phi i64 [ %29, %without_noise ], [ %202, %head.35 ]
-	%186 = icmp slt i64 %185, %49
-	br i1 %186, label %head.35, label %head.done.36
+head.head.37:
+	%810 = phi i64 [ %29, %without_noise ], [ %827, %head.38 ]
+	%811 = icmp slt i64 %810, %49
+	br i1 %811, label %head.38, label %head.done.39
 
-head.35:
-	%187 = getelementptr float, float* %1, i64 %185
-	%188 = load float, float* %187, align 4
-	%189 = getelementptr float, float* %3, i64 %185
-	%190 = load float, float* %189, align 4
-	%191 = getelementptr float, float* %5, i64 %185
-	%192 = load float, float* %191, align 4
-	%193 = getelementptr float, float* %7, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = call { float, float, float } @dp_adamw_body(float %188, float %190, float %192, float %194, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%196 = extractvalue { float, float, float } %195, 0
-	%197 = extractvalue { float, float, float } %195, 1
-	%198 = extractvalue { float, float, float } %195, 2
-	%199 = getelementptr float, float* %5, i64 %185
-	store float %196, float* %199, align 4
-	%200 = getelementptr float, float* %7, i64 %185
-	store float %197, float* %200, align 4
-	%201 = getelementptr float, float* %1, i64 %185
-	store float %198, float* %201, align 4
-	%202 = add i64 %185, 1
-	br label %head.head.34
+head.38:
+	%812 = getelementptr float, float* %1, i64 %810
+	%813 = load float, float* %812, align 4
+	%814 = getelementptr float, float* %3, i64 %810
+	%815 = load float, float* %814, align 4
+	%816 = getelementptr float, float* %5, i64 %810
+	%817 = load float, float* %816, align 4
+	%818 = getelementptr float, float* %7, i64 %810
+	%819 = load float, float* %818, align 4
+	%820 = call { float, float, float } @dp_adamw_body(float %813, float %815, float %817, float %819, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%821 = extractvalue { float, float, float } %820, 0
+	%822 = extractvalue { float, float, float } %820, 1
+	%823 = extractvalue { float, float, float } %820, 2
+	%824 = getelementptr float, float* %5, i64 %810
+	store float %821, float* %824, align 4
+	%825 = getelementptr float, float* %7, i64 %810
+	store float %822, float* %825, align 4
+	%826 = getelementptr float, float* %1, i64 %810
+	store float %823, float* %826, align 4
+	%827 = add i64 %810, 1
+	br label %head.head.37
 
-head.done.36:
-	br label %group.head.37
+head.done.39:
+	%828 = sdiv i64 %48, 8
+	br label %wide.head.40
 
-group.head.37:
-	%203 = phi i64 [ 0, %head.done.36 ], [ %275, %group.38 ]
-	%204 = icmp slt i64 %203, %48
-	br i1 %204, label %group.38, label %group.done.39
+wide.head.40:
+	%829 = phi i64 [ 0, %head.done.39 ], [ %1322, %wide.41 ]
+	%830 = icmp slt i64 %829, %828
+	br i1 %830, label %wide.41, label %wide.done.42
 
-group.38:
-	%205 = shl i64 %203, 2
-	%206 = add i64 %49, %205
-	%207 = add i64 %53, %203
-	%208 = getelementptr float, float* %1, i64 %206
-	%209 = getelementptr float, float* %208, i64 0
-	%210 = load float, float* %209, align 4
-	%211 = getelementptr float, float* %208, i64 1
-	%212 = load float, float* %211, align 4
-	%213 = getelementptr float, float* %208, i64 2
-	%214 = load float, float* %213, align 4
-	%215 = getelementptr float, float* %208, i64 3
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %3, i64 %206
-	%218 = getelementptr float, float* %217, i64 0
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %217, i64 1
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %217, i64 2
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %217, i64 3
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %5, i64 %206
-	%227 = getelementptr float, float* %226, i64 0
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %226, i64 1
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %226, i64 2
-	%232 = load float, float* %231, align 4
-	%233 = getelementptr float, float* %226, i64 3
-	%234 = load float, float* %233, align 4
-	%235 = getelementptr float, float* %7, i64 %206
-	%236 = getelementptr float, float* %235, i64 0
-	%237 = load float, float* %236, align 4
-	%238 = getelementptr float, float* %235, i64 1
-	%239 = load float, float* %238, align 4
-	%240 = getelementptr float, float* %235, i64 2
-	%241 = load float, float* %240, align 4
-	%242 = getelementptr float, float* %235, i64 3
-	%243 = load float, float* %242, align 4
-	%244 = call { float, float, float } @dp_adamw_body(float %210, float %219, float %228, float %237, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%245 = extractvalue { float, float, float } %244, 0
-	%246 = extractvalue { float, float, float } %244, 1
-	%247 = extractvalue { float, float, float } %244, 2
-	%248 = call { float, float, float } @dp_adamw_body(float %212, float %221, float %230, float %239, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%249 = extractvalue { float, float, float } %248, 0
-	%250 = extractvalue { float, float, float } %248, 1
-	%251 = extractvalue { float, float, float } %248, 2
-	%252 = call { float, float, float } @dp_adamw_body(float %214, float %223, float %232, float %241, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%253 = extractvalue { float, float, float } %252, 0
-	%254 = extractvalue { float, float, float } %252, 1
-	%255 = extractvalue { float, float, float } %252, 2
-	%256 = call { float, float, float } @dp_adamw_body(float %216, float %225, float %234, float %243, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%257 = extractvalue { float, float, float } %256, 0
-	%258 = extractvalue { float, float, float } %256, 1
-	%259 = extractvalue { float, float, float } %256, 2
-	%260 = getelementptr float, float* %5, i64 %206
-	%261 = getelementptr float, float* %260, i64 0
-	store float %245, float* %261, align 4
-	%262 = getelementptr float, float* %260, i64 1
-	store float %249, float* %262, align 4
-	%263 = getelementptr float, float* %260, i64 2
-	store float %253, float* %263, align 4
-	%264 = getelementptr float, float* %260, i64 3
-	store float %257, float* %264, align 4
-	%265 = getelementptr float, float* %7, i64 %206
-	%266 = getelementptr float, float* %265, i64 0
-	store float %246, float* %266, align 4
-	%267 = getelementptr float, float* %265, i64 1
-	store float %250, float* %267, align 4
-	%268 = getelementptr float, float* %265, i64 2
-	store float %254, float* %268, align 4
-	%269 = getelementptr float, float* %265, i64 3
-	store float %258, float* %269, align 4
-	%270 = getelementptr float, float* %1, i64 %206
-	%271 = getelementptr float, float* %270, i64 0
-	store float %247, float* %271, align 4
-	%272 = getelementptr float, float* %270, i64 1
-	store float %251, float* %272, align 4
-	%273 = getelementptr float, float* %270, i64 2
-	store float %255, float* %273, align 4
-	%274 = getelementptr float, float* %270, i64 3
-	store float %259, float* %274, align 4
-	%275 = add i64 %203, 1
-	br label %group.head.37
+wide.41:
+	%831 = mul i64 %829, 8
+	%832 = shl i64 %831, 2
+	%833 = add i64 %49, %832
+	%834 = add i64 %53, %831
+	%835 = getelementptr float, float* %1, i64 %833
+	%836 = getelementptr float, float* %835, i64 0
+	%837 = load float, float* %836, align 4
+	%838 = getelementptr float, float* %835, i64 1
+	%839 = load float, float* %838, align 4
+	%840 = getelementptr float, float* %835, i64 2
+	%841 = load float, float* %840, align 4
+	%842 = getelementptr float, float* %835, i64 3
+	%843 = load float, float* %842, align 4
+	%844 = getelementptr float, float* %835, i64 4
+	%845 = load float, float* %844, align 4
+	%846 = getelementptr float, float* %835, i64 5
+	%847 = load float, float* %846, align 4
+	%848 = getelementptr float, float* %835, i64 6
+	%849 = load float, float* %848, align 4
+	%850 = getelementptr float, float* %835, i64 7
+	%851 = load float, float* %850, align 4
+	%852 = getelementptr float, float* %835, i64 8
+	%853 = load float, float* %852, align 4
+	%854 = getelementptr float, float* %835, i64 9
+	%855 = load float, float* %854, align 4
+	%856 = getelementptr float, float* %835, i64 10
+	%857 = load float, float* %856, align 4
+	%858 = getelementptr float, float* %835, i64 11
+	%859 = load float, float* %858, align 4
+	%860 = getelementptr float, float* %835, i64 12
+	%861 = load float, float* %860, align 4
+	%862 = getelementptr float, float* %835, i64 13
+	%863 = load float, float* %862, align 4
+	%864 = getelementptr float, float* %835, i64 14
+	%865 = load float, float* %864, align 4
+	%866 = getelementptr float, float* %835, i64 15
+	%867 = load float, float* %866, align 4
+	%868 = getelementptr float, float* %835, i64 16
+	%869 = load float, float* %868, align 4
+	%870 = getelementptr float, float* %835, i64 17
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %835, i64 18
+	%873 = load float, float* %872, align 4
+	%874 = getelementptr float, float* %835, i64 19
+	%875 = load float, float* %874, align 4
+	%876 = getelementptr float, float* %835, i64 20
+	%877 = load float, float* %876, align 4
+	%878 = getelementptr float, float* %835, i64 21
+	%879 = load float, float* %878, align 4
+	%880 = getelementptr float, float* %835, i64 22
+	%881 = load float, float* %880, align 4
+	%882 = getelementptr float, float* %835, i64 23
+	%883 = load float, float* %882, align 4
+	%884 = getelementptr float, float* %835, i64 24
+	%885 = load float, float* %884, align 4
+	%886 = getelementptr float, float* %835, i64 25
+	%887 = load float, float* %886, align 4
+	%888 = getelementptr float, float* %835, i64 26
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %835, i64 27
+	%891 = load float, float* %890, align 4
+	%892 = getelementptr float, float* %835, i64 28
+	%893 = load float, float* %892, align 4
+	%894 = getelementptr float, float* %835, i64 29
+	%895 = load float, float* %894, align 4
+	%896 = getelementptr float, float* %835, i64 30
+	%897 = load float, float* %896, align 4
+	%898 = getelementptr float, float* %835, i64 31
+	%899 = load float, float* %898, align 4
+	%900 = getelementptr float, float* %3, i64 %833
+	%901 = getelementptr float, float* %900, i64 0
+	%902 = load float, float* %901, align 4
+	%903 = getelementptr float, float* %900, i64 1
+	%904 = load float, float* %903, align 4
+	%905 = getelementptr float, float* %900, i64 2
+	%906 = load float, float* %905, align 4
+	%907 = getelementptr float, float* %900, i64 3
+	%908 = load float, float* %907, align 4
+	%909 = getelementptr float, float* %900, i64 4
+	%910 = load float, float* %909, align 4
+	%911 = getelementptr float, float* %900, i64 5
+	%912 = load float, float* %911, align 4
+	%913 = getelementptr float, float* %900, i64 6
+	%914 = load float, float* %913, align 4
+	%915 = getelementptr float, float* %900, i64 7
+	%916 = load float, float* %915, align 4
+	%917 = getelementptr float, float* %900, i64 8
+	%918 = load float, float* %917, align 4
+	%919 = getelementptr float, float* %900, i64 9
+	%920 = load float, float* %919, align 4
+	%921 = getelementptr float, float* %900, i64 10
+	%922 = load float, float* %921, align 4
+	%923 = getelementptr float, float* %900, i64 11
+	%924 = load float, float* %923, align 4
+	%925 = getelementptr float, float* %900, i64 12
+	%926 = load float, float* %925, align 4
+	%927 = getelementptr float, float* %900, i64 13
+	%928 = load float, float* %927, align 4
+	%929 = getelementptr float, float* %900, i64 14
+	%930 = load float, float* %929, align 4
+	%931 = getelementptr float, float* %900, i64 15
+	%932 = load float, float* %931, align 4
+	%933 = getelementptr float, float* %900, i64 16
+	%934 = load float, float* %933, align 4
+	%935 = getelementptr float, float* %900, i64 17
+	%936 = load float, float* %935, align 4
+	%937 = getelementptr float, float* %900, i64 18
+	%938 = load float, float* %937, align 4
+	%939 = getelementptr float, float* %900, i64 19
+	%940 = load float, float* %939, align 4
+	%941 = getelementptr float, float* %900, i64 20
+	%942 = load float, float* %941, align 4
+	%943 = getelementptr float, float* %900, i64 21
+	%944 = load float, float* %943, align 4
+	%945 = getelementptr float, float* %900, i64 22
+	%946 = load float, float* %945, align 4
+	%947 = getelementptr float, float* %900, i64 23
+	%948 = load float, float* %947, align 4
+	%949 = getelementptr float, float* %900, i64 24
+	%950 = load float, float* %949, align 4
+	%951 = getelementptr float, float* %900, i64 25
+	%952 = load float, float* %951, align 4
+	%953 = getelementptr float, float* %900, i64 26
+	%954 = load float, float* %953, align 4
+	%955 = getelementptr float, float* %900, i64 27
+	%956 = load float, float* %955, align 4
+	%957 = getelementptr float, float* %900, i64 28
+	%958 = load float, float* %957, align 4
+	%959 = getelementptr float, float* %900, i64 29
+	%960 = load float, float* %959, align 4
+	%961 = getelementptr float, float* %900, i64 30
+	%962 = load float, float* %961, align 4
+	%963 = getelementptr float, float* %900, i64 31
+	%964 = load float, float* %963, align 4
+	%965 = getelementptr float, float* %5, i64 %833
+	%966 = getelementptr float, float* %965, i64 0
+	%967 = load float, float* %966, align 4
+	%968 = getelementptr float, float* %965, i64 1
+	%969 = load float, float* %968, align 4
+	%970 = getelementptr float, float* %965, i64 2
+	%971 = load float, float* %970, align 4
+	%972 = getelementptr float, float* %965, i64 3
+	%973 = load float, float* %972, align 4
+	%974 = getelementptr float, float* %965, i64 4
+	%975 = load float, float* %974, align 4
+	%976 = getelementptr float, float* %965, i64 5
+	%977 = load float, float* %976, align 4
+	%978 = getelementptr float, float* %965, i64 6
+	%979 = load float, float* %978, align 4
+	%980 = getelementptr float, float* %965, i64 7
+	%981 = load float, float* %980, align 4
+	%982 = getelementptr float, float* %965, i64 8
+	%983 = load float, float* %982, align 4
+	%984 = getelementptr float, float* %965, i64 9
+	%985 = load float, float* %984, align 4
+	%986 = getelementptr float, float* %965, i64 10
+	%987 = load float, float* %986, align 4
+	%988 = getelementptr float, float* %965, i64 11
+	%989 = load float, float* %988, align 4
+	%990 = getelementptr float, float* %965, i64 12
+	%991 = load float, float* %990, align 4
+	%992 = getelementptr float, float* %965, i64 13
+	%993 = load float, float* %992, align 4
+	%994 = getelementptr float, float* %965, i64 14
+	%995 = load float, float* %994, align 4
+	%996 = getelementptr float, float* %965, i64 15
+	%997 = load float, float* %996, align 4
+	%998 = getelementptr float, float* %965, i64 16
+	%999 = load float, float* %998, align 4
+	%1000 = getelementptr float, float* %965, i64 17
+	%1001 = load float, float* %1000, align 4
+	%1002 = getelementptr float, float* %965, i64 18
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %965, i64 19
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %965, i64 20
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %965, i64 21
+	%1009 = load float, float* %1008, align 4
+	%1010 = getelementptr float, float* %965, i64 22
+	%1011 = load float, float* %1010, align 4
+	%1012 = getelementptr float, float* %965, i64 23
+	%1013 = load float, float* %1012, align 4
+	%1014 = getelementptr float, float* %965, i64 24
+	%1015 = load float, float* %1014, align 4
+	%1016 = getelementptr float, float* %965, i64 25
+	%1017 = load float, float* %1016, align 4
+	%1018 = getelementptr float, float* %965, i64 26
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %965, i64 27
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %965, i64 28
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %965, i64 29
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %965, i64 30
+	%1027 = load float, float* %1026, align 4
+	%1028 = getelementptr float, float* %965, i64 31
+	%1029 = load float, float* %1028, align 4
+	%1030 = getelementptr float, float* %7, i64 %833
+	%1031 = getelementptr float, float* %1030, i64 0
+	%1032 = load float, float* %1031, align 4
+	%1033 = getelementptr float, float* %1030, i64 1
+	%1034 = load float, float* %1033, align 4
+	%1035 = getelementptr float, float* %1030, i64 2
+	%1036 = load float, float* %1035, align 4
+	%1037 = getelementptr float, float* %1030, i64 3
+	%1038 = load float, float* %1037, align 4
+	%1039 = getelementptr float, float* %1030, i64 4
+	%1040 = load float, float* %1039, align 4
+	%1041 = getelementptr float, float* %1030, i64 5
+	%1042 = load float, float* %1041, align 4
+	%1043 = getelementptr float, float* %1030, i64 6
+	%1044 = load float, float* %1043, align 4
+	%1045 = getelementptr float, float* %1030, i64 7
+	%1046 = load float, float* %1045, align 4
+	%1047 = getelementptr float, float* %1030, i64 8
+	%1048 = load float, float* %1047, align 4
+	%1049 = getelementptr float, float* %1030, i64 9
+	%1050 = load float, float* %1049, align 4
+	%1051 = getelementptr float, float* %1030, i64 10
+	%1052 = load float, float* %1051, align 4
+	%1053 = getelementptr float, float* %1030, i64 11
+	%1054 = load float, float* %1053, align 4
+	%1055 = getelementptr float, float* %1030, i64 12
+	%1056 = load float, float* %1055, align 4
+	%1057 = getelementptr float, float* %1030, i64 13
+	%1058 = load float, float* %1057, align 4
+	%1059 = getelementptr float, float* %1030, i64 14
+	%1060 = load float, float* %1059, align 4
+	%1061 = getelementptr float, float* %1030, i64 15
+	%1062 = load float, float* %1061, align 4
+	%1063 = getelementptr float, float* %1030, i64 16
+	%1064 = load float, float* %1063, align 4
+	%1065 = getelementptr float, float* %1030, i64 17
+	%1066 = load float, float* %1065, align 4
+	%1067 = getelementptr float, float* %1030, i64 18
+	%1068 = load float, float* %1067, align 4
+	%1069 = getelementptr float, float* %1030, i64 19
+	%1070 = load float, float* %1069, align 4
+	%1071 = getelementptr float, float* %1030, i64 20
+	%1072 = load float, float* %1071, align 4
+	%1073 = getelementptr float, float* %1030, i64 21
+	%1074 = load float, float* %1073, align 4
+	%1075 = getelementptr float, float* %1030, i64 22
+	%1076 = load float, float* %1075, align 4
+	%1077 = getelementptr float, float* %1030, i64 23
+	%1078 = load float, float* %1077, align 4
+	%1079 = getelementptr float, float* %1030, i64 24
+	%1080 = load float, float* %1079, align 4
+	%1081 = getelementptr float, float* %1030, i64 25
+	%1082 = load float, float* %1081, align 4
+	%1083 = getelementptr float, float* %1030, i64 26
+	%1084 = load float, float* %1083, align 4
+	%1085 = getelementptr float, float* %1030, i64 27
+	%1086 = load float, float* %1085, align 4
+	%1087 = getelementptr float, float* %1030, i64 28
+	%1088 = load float, float* %1087, align 4
+	%1089 = getelementptr float, float* %1030, i64 29
+	%1090 = load float, float* %1089, align 4
+	%1091 = getelementptr float, float* %1030, i64 30
+	%1092 = load float, float* %1091, align 4
+	%1093 = getelementptr float, float* %1030, i64 31
+	%1094 = load float, float* %1093, align 4
+	%1095 = call { float, float, float } @dp_adamw_body(float %837, float %902, float %967, float %1032, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1096 = extractvalue { float, float, float } %1095, 0
+	%1097 = extractvalue { float, float, float } %1095, 1
+	%1098 = extractvalue { float, float, float } %1095, 2
+	%1099 = call { float, float, float } @dp_adamw_body(float %839, float %904, float %969, float %1034, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1100 = extractvalue { float, float, float } %1099, 0
+	%1101 = extractvalue { float, float, float } %1099, 1
+	%1102 = extractvalue { float, float, float } %1099, 2
+	%1103 = call { float, float, float } @dp_adamw_body(float %841, float %906, float %971, float %1036, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1104 = extractvalue { float, float, float } %1103, 0
+	%1105 = extractvalue { float, float, float } %1103, 1
+	%1106 = extractvalue { float, float, float } %1103, 2
+	%1107 = call { float, float, float } @dp_adamw_body(float %843, float %908, float %973, float %1038, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1108 = extractvalue { float, float, float } %1107, 0
+	%1109 = extractvalue { float, float, float } %1107, 1
+	%1110 = extractvalue { float, float, float } %1107, 2
+	%1111 = call { float, float, float } @dp_adamw_body(float %845, float %910, float %975, float %1040, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1112 = extractvalue { float, float, float } %1111, 0
+	%1113 = extractvalue { float, float, float } %1111, 1
+	%1114 = extractvalue { float, float, float } %1111, 2
+	%1115 = call { float, float, float } @dp_adamw_body(float %847, float %912, float %977, float %1042, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1116 = extractvalue { float, float, float } %1115, 0
+	%1117 = extractvalue { float, float, float } %1115, 1
+	%1118 = extractvalue { float, float, float } %1115, 2
+	%1119 = call { float, float, float } @dp_adamw_body(float %849, float %914, float %979, float %1044, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1120 = extractvalue { float, float, float } %1119, 0
+	%1121 = extractvalue { float, float, float } %1119, 1
+	%1122 = extractvalue { float, float, float } %1119, 2
+	%1123 = call { float, float, float } @dp_adamw_body(float %851, float %916, float %981, float %1046, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1124 = extractvalue { float, float, float } %1123, 0
+	%1125 = extractvalue { float, float, float } %1123, 1
+	%1126 = extractvalue { float, float, float } %1123, 2
+	%1127 = call { float, float, float } @dp_adamw_body(float %853, float %918, float %983, float %1048, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1128 = extractvalue { float, float, float } %1127, 0
+	%1129 = extractvalue { float, float, float } %1127, 1
+	%1130 = extractvalue { float, float, float } %1127, 2
+	%1131 = call { float, float, float } @dp_adamw_body(float %855, float %920, float %985, float %1050, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1132 = extractvalue { float, float, float } %1131, 0
+	%1133 = extractvalue { float, float, float } %1131, 1
+	%1134 = extractvalue { float, float, float } %1131, 2
+	%1135 = call { float, float, float } @dp_adamw_body(float %857, float %922, float %987, float %1052, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1136 = extractvalue { float, float, float } %1135, 0
+	%1137 = extractvalue { float, float, float } %1135, 1
+	%1138 = extractvalue { float, float, float } %1135, 2
+	%1139 = call { float, float, float } @dp_adamw_body(float %859, float %924, float %989, float %1054, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1140 = extractvalue { float, float, float } %1139, 0
+	%1141 = extractvalue { float, float, float } %1139, 1
+	%1142 = extractvalue { float, float, float } %1139, 2
+	%1143 = call { float, float, float } @dp_adamw_body(float %861, float %926, float %991, float %1056, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1144 = extractvalue { float, float, float } %1143, 0
+	%1145 = extractvalue { float, float, float } %1143, 1
+	%1146 = extractvalue { float, float, float } %1143, 2
+	%1147 = call { float, float, float } @dp_adamw_body(float %863, float %928, float %993, float %1058, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1148 = extractvalue { float, float, float } %1147, 0
+	%1149 = extractvalue { float, float, float } %1147, 1
+	%1150 = extractvalue { float, float, float } %1147, 2
+	%1151 = call { float, float, float } @dp_adamw_body(float %865, float %930, float %995, float %1060, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1152 = extractvalue { float, float, float } %1151, 0
+	%1153 = extractvalue { float, float, float } %1151, 1
+	%1154 = extractvalue { float, float, float } %1151, 2
+	%1155 = call { float, float, float } @dp_adamw_body(float %867, float %932, float %997, float %1062, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1156 = extractvalue { float, float, float } %1155, 0
+	%1157 = extractvalue { float, float, float } %1155, 1
+	%1158 = extractvalue { float, float, float } %1155, 2
+	%1159 = call { float, float, float } @dp_adamw_body(float %869, float %934, float %999, float %1064, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1160 = extractvalue { float, float, float } %1159, 0
+	%1161 = extractvalue { float, float, float } %1159, 1
+	%1162 = extractvalue { float, float, float } %1159, 2
+	%1163 = call { float, float, float } @dp_adamw_body(float %871, float %936, float %1001, float %1066, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1164 = extractvalue { float, float, float } %1163, 0
+	%1165 = extractvalue { float, float, float } %1163, 1
+	%1166 = extractvalue { float, float, float } %1163, 2
+	%1167 = call { float, float, float } @dp_adamw_body(float %873, float %938, float %1003, float %1068, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1168 = extractvalue { float, float, float } %1167, 0
+	%1169 = extractvalue { float, float, float } %1167, 1
+	%1170 = extractvalue { float, float, float } %1167, 2
+	%1171 = call { float, float, float } @dp_adamw_body(float %875, float %940, float %1005, float %1070, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1172 = extractvalue { float, float, float } %1171, 0
+	%1173 = extractvalue { float, float, float } %1171, 1
+	%1174 = extractvalue { float, float, float } %1171, 2
+	%1175 = call { float, float, float } @dp_adamw_body(float %877, float %942, float %1007, float %1072, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1176 = extractvalue { float, float, float } %1175, 0
+	%1177 = extractvalue { float, float, float } %1175, 1
+	%1178 = extractvalue { float, float, float } %1175, 2
+	%1179 = call { float, float, float } @dp_adamw_body(float %879, float %944, float %1009, float %1074, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1180 = extractvalue { float, float, float } %1179, 0
+	%1181 = extractvalue { float, float, float } %1179, 1
+	%1182 = extractvalue { float, float, float } %1179, 2
+	%1183 = call { float, float, float } @dp_adamw_body(float %881, float %946, float %1011, float %1076, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1184 = extractvalue { float, float, float } %1183, 0
+	%1185 = extractvalue { float, float, float } %1183, 1
+	%1186 = extractvalue { float, float, float } %1183, 2
+	%1187 = call { float, float, float } @dp_adamw_body(float %883, float %948, float %1013, float %1078, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1188 = extractvalue { float, float, float } %1187, 0
+	%1189 = extractvalue { float, float, float } %1187, 1
+	%1190 = extractvalue { float, float, float } %1187, 2
+	%1191 = call { float, float, float } @dp_adamw_body(float %885, float %950, float %1015, float %1080, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1192 = extractvalue { float, float, float } %1191, 0
+	%1193 = extractvalue { float, float, float } %1191, 1
+	%1194 = extractvalue { float, float, float } %1191, 2
+	%1195 = call { float, float, float } @dp_adamw_body(float %887, float %952, float %1017, float %1082, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1196 = extractvalue { float, float, float } %1195, 0
+	%1197 = extractvalue { float, float, float } %1195, 1
+	%1198 = extractvalue { float, float, float } %1195, 2
+	%1199 = call { float, float, float } @dp_adamw_body(float %889, float %954, float %1019, float %1084, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1200 = extractvalue { float, float, float } %1199, 0
+	%1201 = extractvalue { float, float, float } %1199, 1
+	%1202 = extractvalue { float, float, float } %1199, 2
+	%1203 = call { float, float, float } @dp_adamw_body(float %891, float %956, float %1021, float %1086, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1204 = extractvalue { float, float, float } %1203, 0
+	%1205 = extractvalue { float, float, float } %1203, 1
+	%1206 = extractvalue { float, float, float } %1203, 2
+	%1207 = call { float, float, float } @dp_adamw_body(float %893, float %958, float %1023, float %1088, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1208 = extractvalue { float, float, float } %1207, 0
+	%1209 = extractvalue { float, float, float } %1207, 1
+	%1210 = extractvalue { float, float, float } %1207, 2
+	%1211 = call { float, float, float } @dp_adamw_body(float %895, float %960, float %1025, float %1090, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1212 = extractvalue { float, float, float } %1211, 0
+	%1213 = extractvalue { float, float, float } %1211, 1
+	%1214 = extractvalue { float, float, float } %1211, 2
+	%1215 = call { float, float, float } @dp_adamw_body(float %897, float %962, float %1027, float %1092, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1216 = extractvalue { float, float, float } %1215, 0
+	%1217 = extractvalue { float, float, float } %1215, 1
+	%1218 = extractvalue { float, float, float } %1215, 2
+	%1219 = call { float, float, float } @dp_adamw_body(float %899, float %964, float %1029, float %1094, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1220 = extractvalue { float, float, float } %1219, 0
+	%1221 = extractvalue { float, float, float } %1219, 1
+	%1222 = extractvalue { float, float, float } %1219, 2
+	%1223 = getelementptr float, float* %5, i64 %833
+	%1224 = getelementptr float, float* %1223, i64 0
+	store float %1096, float* %1224, align 4
+	%1225 = getelementptr float, float* %1223, i64 1
+	store float %1100, float* %1225, align 4
+	%1226 = getelementptr float, float* %1223, i64 2
+	store float %1104, float* %1226, align 4
+	%1227 = getelementptr float, float* %1223, i64 3
+	store float %1108, float* %1227, align 4
+	%1228 = getelementptr float, float* %1223, i64 4
+	store float %1112, float* %1228, align 4
+	%1229 = getelementptr float, float* %1223, i64 5
+	store float %1116, float* %1229, align 4
+	%1230 = getelementptr float, float* %1223, i64 6
+	store float %1120, float* %1230, align 4
+	%1231 = getelementptr float, float* %1223, i64 7
+	store float %1124, float* %1231, align 4
+	%1232 = getelementptr float, float* %1223, i64 8
+	store float %1128, float* %1232, align 4
+	%1233 = getelementptr float, float* %1223, i64 9
+	store float %1132, float* %1233, align 4
+	%1234 = getelementptr float, float* %1223, i64 10
+	store float %1136, float* %1234, align 4
+	%1235 = getelementptr float, float* %1223, i64 11
+	store float %1140, float* %1235, align 4
+	%1236 = getelementptr float, float* %1223, i64 12
+	store float %1144, float* %1236, align 4
+	%1237 = getelementptr float, float* %1223, i64 13
+	store float %1148, float* %1237, align 4
+	%1238 = getelementptr float, float* %1223, i64 14
+	store float %1152, float* %1238, align 4
+	%1239 = getelementptr float, float* %1223, i64 15
+	store float %1156, float* %1239, align 4
+	%1240 = getelementptr float, float* %1223, i64 16
+	store float %1160, float* %1240, align 4
+	%1241 = getelementptr float, float* %1223, i64 17
+	store float %1164, float* %1241, align 4
+	%1242 = getelementptr float, float* %1223, i64 18
+	store float %1168, float* %1242, align 4
+	%1243 = getelementptr float, float* %1223, i64 19
+	store float %1172, float* %1243, align 4
+	%1244 = getelementptr float, float* %1223, i64 20
+	store float %1176, float* %1244, align 4
+	%1245 = getelementptr float, float* %1223, i64 21
+	store float %1180, float* %1245, align 4
+	%1246 = getelementptr float, float* %1223, i64 22
+	store float %1184, float* %1246, align 4
+	%1247 = getelementptr float, float* %1223, i64 23
+	store float %1188, float* %1247, align 4
+	%1248 = getelementptr float, float* %1223, i64 24
+	store float %1192, float* %1248, align 4
+	%1249 = getelementptr float, float* %1223, i64 25
+	store float %1196, float* %1249, align 4
+	%1250 = getelementptr float, float* %1223, i64 26
+	store float %1200, float* %1250, align 4
+	%1251 = getelementptr float, float* %1223, i64 27
+	store float %1204, float* %1251, align 4
+	%1252 = getelementptr float, float* %1223, i64 28
+	store float %1208, float* %1252, align 4
+	%1253 = getelementptr float, float* %1223, i64 29
+	store float %1212, float* %1253, align 4
+	%1254 = getelementptr float, float* %1223, i64 30
+	store float %1216, float* %1254, align 4
+	%1255 = getelementptr float, float* %1223, i64 31
+	store float %1220, float* %1255, align 4
+	%1256 = getelementptr float, float* %7, i64 %833
+	%1257 = getelementptr float, float* %1256, i64 0
+	store float %1097, float* %1257, align 4
+	%1258 = getelementptr float, float* %1256, i64 1
+	store float %1101, float* %1258, align 4
+	%1259 = getelementptr float, float* %1256, i64 2
+	store float %1105, float* %1259, align 4
+	%1260 = getelementptr float, float* %1256, i64 3
+	store float %1109, float* %1260, align 4
+	%1261 = getelementptr float, float* %1256, i64 4
+	store float %1113, float* %1261, align 4
+	%1262 = getelementptr float, float* %1256, i64 5
+	store float %1117, float* %1262, align 4
+	%1263 = getelementptr float, float* %1256, i64 6
+	store float %1121, float* %1263, align 4
+	%1264 = getelementptr float, float* %1256, i64 7
+	store float %1125, float* %1264, align 4
+	%1265 = getelementptr float, float* %1256, i64 8
+	store float %1129, float* %1265, align 4
+	%1266 = getelementptr float, float* %1256, i64 9
+	store float %1133, float* %1266, align 4
+	%1267 = getelementptr float, float* %1256, i64 10
+	store float %1137, float* %1267, align 4
+	%1268 = getelementptr float, float* %1256, i64 11
+	store float %1141, float* %1268, align 4
+	%1269 = getelementptr float, float* %1256, i64 12
+	store float %1145, float* %1269, align 4
+	%1270 = getelementptr float, float* %1256, i64 13
+	store float %1149, float* %1270, align 4
+	%1271 = getelementptr float, float* %1256, i64 14
+	store float %1153, float* %1271, align 4
+	%1272 = getelementptr float, float* %1256, i64 15
+	store float %1157, float* %1272, align 4
+	%1273 = getelementptr float, float* %1256, i64 16
+	store float %1161, float* %1273, align 4
+	%1274 = getelementptr float, float* %1256, i64 17
+	store float %1165, float* %1274, align 4
+	%1275 = getelementptr float, float* %1256, i64 18
+	store float %1169, float* %1275, align 4
+	%1276 = getelementptr float, float* %1256, i64 19
+	store float %1173, float* %1276, align 4
+	%1277 = getelementptr float, float* %1256, i64 20
+	store float %1177, float* %1277, align 4
+	%1278 = getelementptr float, float* %1256, i64 21
+	store float %1181, float* %1278, align 4
+	%1279 = getelementptr float, float* %1256, i64 22
+	store float %1185, float* %1279, align 4
+	%1280 = getelementptr float, float* %1256, i64 23
+	store float %1189, float* %1280, align 4
+	%1281 = getelementptr float, float* %1256, i64 24
+	store float %1193, float* %1281, align 4
+	%1282 = getelementptr float, float* %1256, i64 25
+	store float %1197, float* %1282, align 4
+	%1283 = getelementptr float, float* %1256, i64 26
+	store float %1201, float* %1283, align 4
+	%1284 = getelementptr float, float* %1256, i64 27
+	store float %1205, float* %1284, align 4
+	%1285 = getelementptr float, float* %1256, i64 28
+	store float %1209, float* %1285, align 4
+	%1286 = getelementptr float, float* %1256, i64 29
+	store float %1213, float* %1286, align 4
+	%1287 = getelementptr float, float* %1256, i64 30
+	store float %1217, float* %1287, align 4
+	%1288 = getelementptr float, float* %1256, i64 31
+	store float %1221, float* %1288, align 4
+	%1289 = getelementptr float, float* %1, i64 %833
+	%1290 = getelementptr float, float* %1289, i64 0
+	store float %1098, float* %1290, align 4
+	%1291 = getelementptr float, float* %1289, i64 1
+	store float %1102, float* %1291, align 4
+	%1292 = getelementptr float, float* %1289, i64 2
+	store float %1106, float* %1292, align 4
+	%1293 = getelementptr float, float* %1289, i64 3
+	store float %1110, float* %1293, align 4
+	%1294 = getelementptr float, float* %1289, i64 4
+	store float %1114, float* %1294, align 4
+	%1295 = getelementptr float, float* %1289, i64 5
+	store float %1118, float* %1295, align 4
+	%1296 = getelementptr float, float* %1289, i64 6
+	store float %1122, float* %1296, align 4
+	%1297 = getelementptr float, float* %1289, i64 7
+	store float %1126, float* %1297, align 4
+	%1298 = getelementptr float, float* %1289, i64 8
+	store float %1130, float* %1298, align 4
+	%1299 = getelementptr float, float* %1289, i64 9
+	store float %1134, float* %1299, align 4
+	%1300 = getelementptr float, float* %1289, i64 10
+	store float %1138, float* %1300, align 4
+	%1301 = getelementptr float, float* %1289, i64 11
+	store float %1142, float* %1301, align 4
+	%1302 = getelementptr float, float* %1289, i64 12
+	store float %1146, float* %1302, align 4
+	%1303 = getelementptr float, float* %1289, i64 13
+	store float %1150, float* %1303, align 4
+	%1304 = getelementptr float, float* %1289, i64 14
+	store float %1154, float* %1304, align 4
+	%1305 = getelementptr float, float* %1289, i64 15
+	store float %1158, float* %1305, align 4
+	%1306 = getelementptr float, float* %1289, i64 16
+	store float %1162, float* %1306, align 4
+	%1307 = getelementptr float, float* %1289, i64 17
+	store float %1166, float* %1307, align 4
+	%1308 = getelementptr float, float* %1289, i64 18
+	store float %1170, float* %1308, align 4
+	%1309 = getelementptr float, float* %1289, i64 19
+	store float %1174, float* %1309, align 4
+	%1310 = getelementptr float, float* %1289, i64 20
+	store float %1178, float* %1310, align 4
+	%1311 = getelementptr float, float* %1289, i64 21
+	store float %1182, float* %1311, align 4
+	%1312 = getelementptr float, float* %1289, i64 22
+	store float %1186, float* %1312, align 4
+	%1313 = getelementptr float, float* %1289, i64 23
+	store float %1190, float* %1313, align 4
+	%1314 = getelementptr float, float* %1289, i64 24
+	store float %1194, float* %1314, align 4
+	%1315 = getelementptr float, float* %1289, i64 25
+	store float %1198, float* %1315, align 4
+	%1316 = getelementptr float, float* %1289, i64 26
+	store float %1202, float* %1316, align 4
+	%1317 = getelementptr float, float* %1289, i64 27
+	store float %1206, float* %1317, align 4
+	%1318 = getelementptr float, float* %1289, i64 28
+	store float %1210, float* %1318, align 4
+	%1319 = getelementptr float, float* %1289, i64 29
+	store float %1214, float* %1319, align 4
+	%1320 = getelementptr float, float* %1289, i64 30
+	store float %1218, float* %1320, align 4
+	%1321 = getelementptr float, float* %1289, i64 31
+	store float %1222, float* %1321, align 4
+	%1322 = add i64 %829, 1
+	br label %wide.head.40
 
-group.done.39:
-	br label %tail.head.40
+wide.done.42:
+	%1323 = mul i64 %828, 8
+	br label %group.head.43
 
-tail.head.40:
-	%276 = phi i64 [ %51, %group.done.39 ], [ %293, %tail.41 ]
-	%277 = icmp slt i64 %276, %31
-	br i1 %277, label %tail.41, label %tail.done.42
+group.head.43:
+	%1324 = phi i64 [ %1323, %wide.done.42 ], [ %1396, %group.44 ]
+	%1325 = icmp slt i64 %1324, %48
+	br i1 %1325, label %group.44, label %group.done.45
 
-tail.41:
-	%278 = getelementptr float, float* %1, i64 %276
-	%279 = load float, float* %278, align 4
-	%280 = getelementptr float, float* %3, i64 %276
-	%281 = load float, float* %280, align 4
-	%282 = getelementptr float, float* %5, i64 %276
-	%283 = load float, float* %282, align 4
-	%284 = getelementptr float, float* %7, i64 %276
-	%285 = load float, float* %284, align 4
-	%286 = call { float, float, float } @dp_adamw_body(float %279, float %281, float %283, float %285, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%287 = extractvalue { float, float, float } %286, 0
-	%288 = extractvalue { float, float, float } %286, 1
-	%289 = extractvalue { float, float, float } %286, 2
-	%290 = getelementptr float, float* %5, i64 %276
-	store float %287, float* %290, align 4
-	%291 = getelementptr float, float* %7, i64 %276
-	store float %288, float* %291, align 4
-	%292 = getelementptr float, float* %1, i64 %276
-	store float %289, float* %292, align 4
-	%293 = add i64 %276, 1
-	br label %tail.head.40
+group.44:
+	%1326 = shl i64 %1324, 2
+	%1327 = add i64 %49, %1326
+	%1328 = add i64 %53, %1324
+	%1329 = getelementptr float, float* %1, i64 %1327
+	%1330 = getelementptr float, float* %1329, i64 0
+	%1331 = load float, float* %1330, align 4
+	%1332 = getelementptr float, float* %1329, i64 1
+	%1333 = load float, float* %1332, align 4
+	%1334 = getelementptr float, float* %1329, i64 2
+	%1335 = load float, float* %1334, align 4
+	%1336 = getelementptr float, float* %1329, i64 3
+	%1337 = load float, float* %1336, align 4
+	%1338 = getelementptr float, float* %3, i64 %1327
+	%1339 = getelementptr float, float* %1338, i64 0
+	%1340 = load float, float* %1339, align 4
+	%1341 = getelementptr float, float* %1338, i64 1
+	%1342 = load float, float* %1341, align 4
+	%1343 = getelementptr float, float* %1338, i64 2
+	%1344 = load float, float* %1343, align 4
+	%1345 = getelementptr float, float* %1338, i64 3
+	%1346 = load float, float* %1345, align 4
+	%1347 = getelementptr float, float* %5, i64 %1327
+	%1348 = getelementptr float, float* %1347, i64 0
+	%1349 = load float, float* %1348, align 4
+	%1350 = getelementptr float, float* %1347, i64 1
+	%1351 = load float, float* %1350, align 4
+	%1352 = getelementptr float, float* %1347, i64 2
+	%1353 = load float, float* %1352, align 4
+	%1354 = getelementptr float, float* %1347, i64 3
+	%1355 = load float, float* %1354, align 4
+	%1356 = getelementptr float, float* %7, i64 %1327
+	%1357 = getelementptr float, float* %1356, i64 0
+	%1358 = load float, float* %1357, align 4
+	%1359 = getelementptr float, float* %1356, i64 1
+	%1360 = load float, float* %1359, align 4
+	%1361 = getelementptr float, float* %1356, i64 2
+	%1362 = load float, float* %1361, align 4
+	%1363 = getelementptr float, float* %1356, i64 3
+	%1364 = load float, float* %1363, align 4
+	%1365 = call { float, float, float } @dp_adamw_body(float %1331, float %1340, float %1349, float %1358, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1366 = extractvalue { float, float, float } %1365, 0
+	%1367 = extractvalue { float, float, float } %1365, 1
+	%1368 = extractvalue { float, float, float } %1365, 2
+	%1369 = call { float, float, float } @dp_adamw_body(float %1333, float %1342, float %1351, float %1360, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1370 = extractvalue { float, float, float } %1369, 0
+	%1371 = extractvalue { float, float, float } %1369, 1
+	%1372 = extractvalue { float, float, float } %1369, 2
+	%1373 = call { float, float, float } @dp_adamw_body(float %1335, float %1344, float %1353, float %1362, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1374 = extractvalue { float, float, float } %1373, 0
+	%1375 = extractvalue { float, float, float } %1373, 1
+	%1376 = extractvalue { float, float, float } %1373, 2
+	%1377 = call { float, float, float } @dp_adamw_body(float %1337, float %1346, float %1355, float %1364, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1378 = extractvalue { float, float, float } %1377, 0
+	%1379 = extractvalue { float, float, float } %1377, 1
+	%1380 = extractvalue { float, float, float } %1377, 2
+	%1381 = getelementptr float, float* %5, i64 %1327
+	%1382 = getelementptr float, float* %1381, i64 0
+	store float %1366, float* %1382, align 4
+	%1383 = getelementptr float, float* %1381, i64 1
+	store float %1370, float* %1383, align 4
+	%1384 = getelementptr float, float* %1381, i64 2
+	store float %1374, float* %1384, align 4
+	%1385 = getelementptr float, float* %1381, i64 3
+	store float %1378, float* %1385, align 4
+	%1386 = getelementptr float, float* %7, i64 %1327
+	%1387 = getelementptr float, float* %1386, i64 0
+	store float %1367, float* %1387, align 4
+	%1388 = getelementptr float, float* %1386, i64 1
+	store float %1371, float* %1388, align 4
+	%1389 = getelementptr float, float* %1386, i64 2
+	store float %1375, float* %1389, align 4
+	%1390 = getelementptr float, float* %1386, i64 3
+	store float %1379, float* %1390, align 4
+	%1391 = getelementptr float, float* %1, i64 %1327
+	%1392 = getelementptr float, float* %1391, i64 0
+	store float %1368, float* %1392, align 4
+	%1393 = getelementptr float, float* %1391, i64 1
+	store float %1372, float* %1393, align 4
+	%1394 = getelementptr float, float* %1391, i64 2
+	store float %1376, float* %1394, align 4
+	%1395 = getelementptr float, float* %1391, i64 3
+	store float %1380, float* %1395, align 4
+	%1396 = add i64 %1324, 1
+	br label %group.head.43
 
-tail.done.42:
+group.done.45:
+	br label %tail.head.46
+
+tail.head.46:
+	%1397 = phi i64 [ %51, %group.done.45 ], [ %1414, %tail.47 ]
+	%1398 = icmp slt i64 %1397, %31
+	br i1 %1398, label %tail.47, label %tail.done.48
+
+tail.47:
+	%1399 = getelementptr float, float* %1, i64 %1397
+	%1400 = load float, float* %1399, align 4
+	%1401 = getelementptr float, float* %3, i64 %1397
+	%1402 = load float, float* %1401, align 4
+	%1403 = getelementptr float, float* %5, i64 %1397
+	%1404 = load float, float* %1403, align 4
+	%1405 = getelementptr float, float* %7, i64 %1397
+	%1406 = load float, float* %1405, align 4
+	%1407 = call { float, float, float } @dp_adamw_body(float %1400, float %1402, float %1404, float %1406, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1408 = extractvalue { float, float, float } %1407, 0
+	%1409 = extractvalue { float, float, float } %1407, 1
+	%1410 = extractvalue { float, float, float } %1407, 2
+	%1411 = getelementptr float, float* %5, i64 %1397
+	store float %1408, float* %1411, align 4
+	%1412 = getelementptr float, float* %7, i64 %1397
+	store float %1409, float* %1412, align 4
+	%1413 = getelementptr float, float* %1, i64 %1397
+	store float %1410, float* %1413, align 4
+	%1414 = add i64 %1397, 1
+	br label %tail.head.46
+
+tail.done.48:
 	ret void
 }

@@ -334,6 +334,501 @@ entry:
 	ret <4 x float> %20
 }
 
+define internal [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %c0, <8 x i32> %c1, <8 x i32> %c2, <8 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <8 x i32> %c0 to <8 x i64>
+	%1 = mul <8 x i64> %0, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%2 = lshr <8 x i64> %1, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%3 = trunc <8 x i64> %2 to <8 x i32>
+	%4 = trunc <8 x i64> %1 to <8 x i32>
+	%5 = zext <8 x i32> %c2 to <8 x i64>
+	%6 = mul <8 x i64> %5, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%7 = lshr <8 x i64> %6, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%8 = trunc <8 x i64> %7 to <8 x i32>
+	%9 = trunc <8 x i64> %6 to <8 x i32>
+	%10 = xor <8 x i32> %8, %c1
+	%11 = insertelement <8 x i32> undef, i32 %k0, i32 0
+	%12 = insertelement <8 x i32> %11, i32 %k0, i32 1
+	%13 = insertelement <8 x i32> %12, i32 %k0, i32 2
+	%14 = insertelement <8 x i32> %13, i32 %k0, i32 3
+	%15 = insertelement <8 x i32> %14, i32 %k0, i32 4
+	%16 = insertelement <8 x i32> %15, i32 %k0, i32 5
+	%17 = insertelement <8 x i32> %16, i32 %k0, i32 6
+	%18 = insertelement <8 x i32> %17, i32 %k0, i32 7
+	%19 = xor <8 x i32> %10, %18
+	%20 = xor <8 x i32> %3, %c3
+	%21 = insertelement <8 x i32> undef, i32 %k1, i32 0
+	%22 = insertelement <8 x i32> %21, i32 %k1, i32 1
+	%23 = insertelement <8 x i32> %22, i32 %k1, i32 2
+	%24 = insertelement <8 x i32> %23, i32 %k1, i32 3
+	%25 = insertelement <8 x i32> %24, i32 %k1, i32 4
+	%26 = insertelement <8 x i32> %25, i32 %k1, i32 5
+	%27 = insertelement <8 x i32> %26, i32 %k1, i32 6
+	%28 = insertelement <8 x i32> %27, i32 %k1, i32 7
+	%29 = xor <8 x i32> %20, %28
+	%30 = add i32 %k0, -1640531527
+	%31 = add i32 %k1, -1150833019
+	%32 = zext <8 x i32> %19 to <8 x i64>
+	%33 = mul <8 x i64> %32, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%34 = lshr <8 x i64> %33, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%35 = trunc <8 x i64> %34 to <8 x i32>
+	%36 = trunc <8 x i64> %33 to <8 x i32>
+	%37 = zext <8 x i32> %29 to <8 x i64>
+	%38 = mul <8 x i64> %37, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%39 = lshr <8 x i64> %38, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%40 = trunc <8 x i64> %39 to <8 x i32>
+	%41 = trunc <8 x i64> %38 to <8 x i32>
+	%42 = xor <8 x i32> %40, %9
+	%43 = insertelement <8 x i32> undef, i32 %30, i32 0
+	%44 = insertelement <8 x i32> %43, i32 %30, i32 1
+	%45 = insertelement <8 x i32> %44, i32 %30, i32 2
+	%46 = insertelement <8 x i32> %45, i32 %30, i32 3
+	%47 = insertelement <8 x i32> %46, i32 %30, i32 4
+	%48 = insertelement <8 x i32> %47, i32 %30, i32 5
+	%49 = insertelement <8 x i32> %48, i32 %30, i32 6
+	%50 = insertelement <8 x i32> %49, i32 %30, i32 7
+	%51 = xor <8 x i32> %42, %50
+	%52 = xor <8 x i32> %35, %4
+	%53 = insertelement <8 x i32> undef, i32 %31, i32 0
+	%54 = insertelement <8 x i32> %53, i32 %31, i32 1
+	%55 = insertelement <8 x i32> %54, i32 %31, i32 2
+	%56 = insertelement <8 x i32> %55, i32 %31, i32 3
+	%57 = insertelement <8 x i32> %56, i32 %31, i32 4
+	%58 = insertelement <8 x i32> %57, i32 %31, i32 5
+	%59 = insertelement <8 x i32> %58, i32 %31, i32 6
+	%60 = insertelement <8 x i32> %59, i32 %31, i32 7
+	%61 = xor <8 x i32> %52, %60
+	%62 = add i32 %30, -1640531527
+	%63 = add i32 %31, -1150833019
+	%64 = zext <8 x i32> %51 to <8 x i64>
+	%65 = mul <8 x i64> %64, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%66 = lshr <8 x i64> %65, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%67 = trunc <8 x i64> %66 to <8 x i32>
+	%68 = trunc <8 x i64> %65 to <8 x i32>
+	%69 = zext <8 x i32> %61 to <8 x i64>
+	%70 = mul <8 x i64> %69, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%71 = lshr <8 x i64> %70, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%72 = trunc <8 x i64> %71 to <8 x i32>
+	%73 = trunc <8 x i64> %70 to <8 x i32>
+	%74 = xor <8 x i32> %72, %41
+	%75 = insertelement <8 x i32> undef, i32 %62, i32 0
+	%76 = insertelement <8 x i32> %75, i32 %62, i32 1
+	%77 = insertelement <8 x i32> %76, i32 %62, i32 2
+	%78 = insertelement <8 x i32> %77, i32 %62, i32 3
+	%79 = insertelement <8 x i32> %78, i32 %62, i32 4
+	%80 = insertelement <8 x i32> %79, i32 %62, i32 5
+	%81 = insertelement <8 x i32> %80, i32 %62, i32 6
+	%82 = insertelement <8 x i32> %81, i32 %62, i32 7
+	%83 = xor <8 x i32> %74, %82
+	%84 = xor <8 x i32> %67, %36
+	%85 = insertelement <8 x i32> undef, i32 %63, i32 0
+	%86 = insertelement <8 x i32> %85, i32 %63, i32 1
+	%87 = insertelement <8 x i32> %86, i32 %63, i32 2
+	%88 = insertelement <8 x i32> %87, i32 %63, i32 3
+	%89 = insertelement <8 x i32> %88, i32 %63, i32 4
+	%90 = insertelement <8 x i32> %89, i32 %63, i32 5
+	%91 = insertelement <8 x i32> %90, i32 %63, i32 6
+	%92 = insertelement <8 x i32> %91, i32 %63, i32 7
+	%93 = xor <8 x i32> %84, %92
+	%94 = add i32 %62, -1640531527
+	%95 = add i32 %63, -1150833019
+	%96 = zext <8 x i32> %83 to <8 x i64>
+	%97 = mul <8 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <8 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = trunc <8 x i64> %98 to <8 x i32>
+	%100 = trunc <8 x i64> %97 to <8 x i32>
+	%101 = zext <8 x i32> %93 to <8 x i64>
+	%102 = mul <8 x i64> %101, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%103 = lshr <8 x i64> %102, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%104 = trunc <8 x i64> %103 to <8 x i32>
+	%105 = trunc <8 x i64> %102 to <8 x i32>
+	%106 = xor <8 x i32> %104, %73
+	%107 = insertelement <8 x i32> undef, i32 %94, i32 0
+	%108 = insertelement <8 x i32> %107, i32 %94, i32 1
+	%109 = insertelement <8 x i32> %108, i32 %94, i32 2
+	%110 = insertelement <8 x i32> %109, i32 %94, i32 3
+	%111 = insertelement <8 x i32> %110, i32 %94, i32 4
+	%112 = insertelement <8 x i32> %111, i32 %94, i32 5
+	%113 = insertelement <8 x i32> %112, i32 %94, i32 6
+	%114 = insertelement <8 x i32> %113, i32 %94, i32 7
+	%115 = xor <8 x i32> %106, %114
+	%116 = xor <8 x i32> %99, %68
+	%117 = insertelement <8 x i32> undef, i32 %95, i32 0
+	%118 = insertelement <8 x i32> %117, i32 %95, i32 1
+	%119 = insertelement <8 x i32> %118, i32 %95, i32 2
+	%120 = insertelement <8 x i32> %119, i32 %95, i32 3
+	%121 = insertelement <8 x i32> %120, i32 %95, i32 4
+	%122 = insertelement <8 x i32> %121, i32 %95, i32 5
+	%123 = insertelement <8 x i32> %122, i32 %95, i32 6
+	%124 = insertelement <8 x i32> %123, i32 %95, i32 7
+	%125 = xor <8 x i32> %116, %124
+	%126 = add i32 %94, -1640531527
+	%127 = add i32 %95, -1150833019
+	%128 = zext <8 x i32> %115 to <8 x i64>
+	%129 = mul <8 x i64> %128, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%130 = lshr <8 x i64> %129, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%131 = trunc <8 x i64> %130 to <8 x i32>
+	%132 = trunc <8 x i64> %129 to <8 x i32>
+	%133 = zext <8 x i32> %125 to <8 x i64>
+	%134 = mul <8 x i64> %133, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%135 = lshr <8 x i64> %134, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%136 = trunc <8 x i64> %135 to <8 x i32>
+	%137 = trunc <8 x i64> %134 to <8 x i32>
+	%138 = xor <8 x i32> %136, %105
+	%139 = insertelement <8 x i32> undef, i32 %126, i32 0
+	%140 = insertelement <8 x i32> %139, i32 %126, i32 1
+	%141 = insertelement <8 x i32> %140, i32 %126, i32 2
+	%142 = insertelement <8 x i32> %141, i32 %126, i32 3
+	%143 = insertelement <8 x i32> %142, i32 %126, i32 4
+	%144 = insertelement <8 x i32> %143, i32 %126, i32 5
+	%145 = insertelement <8 x i32> %144, i32 %126, i32 6
+	%146 = insertelement <8 x i32> %145, i32 %126, i32 7
+	%147 = xor <8 x i32> %138, %146
+	%148 = xor <8 x i32> %131, %100
+	%149 = insertelement <8 x i32> undef, i32 %127, i32 0
+	%150 = insertelement <8 x i32> %149, i32 %127, i32 1
+	%151 = insertelement <8 x i32> %150, i32 %127, i32 2
+	%152 = insertelement <8 x i32> %151, i32 %127, i32 3
+	%153 = insertelement <8 x i32> %152, i32 %127, i32 4
+	%154 = insertelement <8 x i32> %153, i32 %127, i32 5
+	%155 = insertelement <8 x i32> %154, i32 %127, i32 6
+	%156 = insertelement <8 x i32> %155, i32 %127, i32 7
+	%157 = xor <8 x i32> %148, %156
+	%158 = add i32 %126, -1640531527
+	%159 = add i32 %127, -1150833019
+	%160 = zext <8 x i32> %147 to <8 x i64>
+	%161 = mul <8 x i64> %160, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%162 = lshr <8 x i64> %161, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%163 = trunc <8 x i64> %162 to <8 x i32>
+	%164 = trunc <8 x i64> %161 to <8 x i32>
+	%165 = zext <8 x i32> %157 to <8 x i64>
+	%166 = mul <8 x i64> %165, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%167 = lshr <8 x i64> %166, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%168 = trunc <8 x i64> %167 to <8 x i32>
+	%169 = trunc <8 x i64> %166 to <8 x i32>
+	%170 = xor <8 x i32> %168, %137
+	%171 = insertelement <8 x i32> undef, i32 %158, i32 0
+	%172 = insertelement <8 x i32> %171, i32 %158, i32 1
+	%173 = insertelement <8 x i32> %172, i32 %158, i32 2
+	%174 = insertelement <8 x i32> %173, i32 %158, i32 3
+	%175 = insertelement <8 x i32> %174, i32 %158, i32 4
+	%176 = insertelement <8 x i32> %175, i32 %158, i32 5
+	%177 = insertelement <8 x i32> %176, i32 %158, i32 6
+	%178 = insertelement <8 x i32> %177, i32 %158, i32 7
+	%179 = xor <8 x i32> %170, %178
+	%180 = xor <8 x i32> %163, %132
+	%181 = insertelement <8 x i32> undef, i32 %159, i32 0
+	%182 = insertelement <8 x i32> %181, i32 %159, i32 1
+	%183 = insertelement <8 x i32> %182, i32 %159, i32 2
+	%184 = insertelement <8 x i32> %183, i32 %159, i32 3
+	%185 = insertelement <8 x i32> %184, i32 %159, i32 4
+	%186 = insertelement <8 x i32> %185, i32 %159, i32 5
+	%187 = insertelement <8 x i32> %186, i32 %159, i32 6
+	%188 = insertelement <8 x i32> %187, i32 %159, i32 7
+	%189 = xor <8 x i32> %180, %188
+	%190 = add i32 %158, -1640531527
+	%191 = add i32 %159, -1150833019
+	%192 = zext <8 x i32> %179 to <8 x i64>
+	%193 = mul <8 x i64> %192, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%194 = lshr <8 x i64> %193, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%195 = trunc <8 x i64> %194 to <8 x i32>
+	%196 = trunc <8 x i64> %193 to <8 x i32>
+	%197 = zext <8 x i32> %189 to <8 x i64>
+	%198 = mul <8 x i64> %197, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%199 = lshr <8 x i64> %198, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%200 = trunc <8 x i64> %199 to <8 x i32>
+	%201 = trunc <8 x i64> %198 to <8 x i32>
+	%202 = xor <8 x i32> %200, %169
+	%203 = insertelement <8 x i32> undef, i32 %190, i32 0
+	%204 = insertelement <8 x i32> %203, i32 %190, i32 1
+	%205 = insertelement <8 x i32> %204, i32 %190, i32 2
+	%206 = insertelement <8 x i32> %205, i32 %190, i32 3
+	%207 = insertelement <8 x i32> %206, i32 %190, i32 4
+	%208 = insertelement <8 x i32> %207, i32 %190, i32 5
+	%209 = insertelement <8 x i32> %208, i32 %190, i32 6
+	%210 = insertelement <8 x i32> %209, i32 %190, i32 7
+	%211 = xor <8 x i32> %202, %210
+	%212 = xor <8 x i32> %195, %164
+	%213 = insertelement <8 x i32> undef, i32 %191, i32 0
+	%214 = insertelement <8 x i32> %213, i32 %191, i32 1
+	%215 = insertelement <8 x i32> %214, i32 %191, i32 2
+	%216 = insertelement <8 x i32> %215, i32 %191, i32 3
+	%217 = insertelement <8 x i32> %216, i32 %191, i32 4
+	%218 = insertelement <8 x i32> %217, i32 %191, i32 5
+	%219 = insertelement <8 x i32> %218, i32 %191, i32 6
+	%220 = insertelement <8 x i32> %219, i32 %191, i32 7
+	%221 = xor <8 x i32> %212, %220
+	%222 = add i32 %190, -1640531527
+	%223 = add i32 %191, -1150833019
+	%224 = zext <8 x i32> %211 to <8 x i64>
+	%225 = mul <8 x i64> %224, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%226 = lshr <8 x i64> %225, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%227 = trunc <8 x i64> %226 to <8 x i32>
+	%228 = trunc <8 x i64> %225 to <8 x i32>
+	%229 = zext <8 x i32> %221 to <8 x i64>
+	%230 = mul <8 x i64> %229, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%231 = lshr <8 x i64> %230, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%232 = trunc <8 x i64> %231 to <8 x i32>
+	%233 = trunc <8 x i64> %230 to <8 x i32>
+	%234 = xor <8 x i32> %232, %201
+	%235 = insertelement <8 x i32> undef, i32 %222, i32 0
+	%236 = insertelement <8 x i32> %235, i32 %222, i32 1
+	%237 = insertelement <8 x i32> %236, i32 %222, i32 2
+	%238 = insertelement <8 x i32> %237, i32 %222, i32 3
+	%239 = insertelement <8 x i32> %238, i32 %222, i32 4
+	%240 = insertelement <8 x i32> %239, i32 %222, i32 5
+	%241 = insertelement <8 x i32> %240, i32 %222, i32 6
+	%242 = insertelement <8 x i32> %241, i32 %222, i32 7
+	%243 = xor <8 x i32> %234, %242
+	%244 = xor <8 x i32> %227, %196
+	%245 = insertelement <8 x i32> undef, i32 %223, i32 0
+	%246 = insertelement <8 x i32> %245, i32 %223, i32 1
+	%247 = insertelement <8 x i32> %246, i32 %223, i32 2
+	%248 = insertelement <8 x i32> %247, i32 %223, i32 3
+	%249 = insertelement <8 x i32> %248, i32 %223, i32 4
+	%250 = insertelement <8 x i32> %249, i32 %223, i32 5
+	%251 = insertelement <8 x i32> %250, i32 %223, i32 6
+	%252 = insertelement <8 x i32> %251, i32 %223, i32 7
+	%253 = xor <8 x i32> %244, %252
+	%254 = add i32 %222, -1640531527
+	%255 = add i32 %223, -1150833019
+	%256 = zext <8 x i32> %243 to <8 x i64>
+	%257 = mul <8 x i64> %256, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%258 = lshr <8 x i64> %257, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%259 = trunc <8 x i64> %258 to <8 x i32>
+	%260 = trunc <8 x i64> %257 to <8 x i32>
+	%261 = zext <8 x i32> %253 to <8 x i64>
+	%262 = mul <8 x i64> %261, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%263 = lshr <8 x i64> %262, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%264 = trunc <8 x i64> %263 to <8 x i32>
+	%265 = trunc <8 x i64> %262 to <8 x i32>
+	%266 = xor <8 x i32> %264, %233
+	%267 = insertelement <8 x i32> undef, i32 %254, i32 0
+	%268 = insertelement <8 x i32> %267, i32 %254, i32 1
+	%269 = insertelement <8 x i32> %268, i32 %254, i32 2
+	%270 = insertelement <8 x i32> %269, i32 %254, i32 3
+	%271 = insertelement <8 x i32> %270, i32 %254, i32 4
+	%272 = insertelement <8 x i32> %271, i32 %254, i32 5
+	%273 = insertelement <8 x i32> %272, i32 %254, i32 6
+	%274 = insertelement <8 x i32> %273, i32 %254, i32 7
+	%275 = xor <8 x i32> %266, %274
+	%276 = xor <8 x i32> %259, %228
+	%277 = insertelement <8 x i32> undef, i32 %255, i32 0
+	%278 = insertelement <8 x i32> %277, i32 %255, i32 1
+	%279 = insertelement <8 x i32> %278, i32 %255, i32 2
+	%280 = insertelement <8 x i32> %279, i32 %255, i32 3
+	%281 = insertelement <8 x i32> %280, i32 %255, i32 4
+	%282 = insertelement <8 x i32> %281, i32 %255, i32 5
+	%283 = insertelement <8 x i32> %282, i32 %255, i32 6
+	%284 = insertelement <8 x i32> %283, i32 %255, i32 7
+	%285 = xor <8 x i32> %276, %284
+	%286 = add i32 %254, -1640531527
+	%287 = add i32 %255, -1150833019
+	%288 = zext <8 x i32> %275 to <8 x i64>
+	%289 = mul <8 x i64> %288, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%290 = lshr <8 x i64> %289, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%291 = trunc <8 x i64> %290 to <8 x i32>
+	%292 = trunc <8 x i64> %289 to <8 x i32>
+	%293 = zext <8 x i32> %285 to <8 x i64>
+	%294 = mul <8 x i64> %293, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%295 = lshr <8 x i64> %294, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%296 = trunc <8 x i64> %295 to <8 x i32>
+	%297 = trunc <8 x i64> %294 to <8 x i32>
+	%298 = xor <8 x i32> %296, %265
+	%299 = insertelement <8 x i32> undef, i32 %286, i32 0
+	%300 = insertelement <8 x i32> %299, i32 %286, i32 1
+	%301 = insertelement <8 x i32> %300, i32 %286, i32 2
+	%302 = insertelement <8 x i32> %301, i32 %286, i32 3
+	%303 = insertelement <8 x i32> %302, i32 %286, i32 4
+	%304 = insertelement <8 x i32> %303, i32 %286, i32 5
+	%305 = insertelement <8 x i32> %304, i32 %286, i32 6
+	%306 = insertelement <8 x i32> %305, i32 %286, i32 7
+	%307 = xor <8 x i32> %298, %306
+	%308 = xor <8 x i32> %291, %260
+	%309 = insertelement <8 x i32> undef, i32 %287, i32 0
+	%310 = insertelement <8 x i32> %309, i32 %287, i32 1
+	%311 = insertelement <8 x i32> %310, i32 %287, i32 2
+	%312 = insertelement <8 x i32> %311, i32 %287, i32 3
+	%313 = insertelement <8 x i32> %312, i32 %287, i32 4
+	%314 = insertelement <8 x i32> %313, i32 %287, i32 5
+	%315 = insertelement <8 x i32> %314, i32 %287, i32 6
+	%316 = insertelement <8 x i32> %315, i32 %287, i32 7
+	%317 = xor <8 x i32> %308, %316
+	%318 = insertvalue [4 x <8 x i32>] undef, <8 x i32> %307, 0
+	%319 = insertvalue [4 x <8 x i32>] %318, <8 x i32> %297, 1
+	%320 = insertvalue [4 x <8 x i32>] %319, <8 x i32> %317, 2
+	%321 = insertvalue [4 x <8 x i32>] %320, <8 x i32> %292, 3
+	ret [4 x <8 x i32>] %321
+}
+
+define internal <8 x float> @fg_log32_v8(<8 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <8 x float> %u to <8 x i32>
+	%1 = lshr <8 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <8 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <8 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <8 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <8 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <8 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <8 x i32> %3, %6
+	%8 = bitcast <8 x i32> %7 to <8 x float>
+	%9 = lshr <8 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <8 x i32> %2, %9
+	%11 = fsub <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <8 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <8 x float> %11, %12
+	%14 = fmul <8 x float> %13, %13
+	%15 = fmul <8 x float> %14, %14
+	%16 = fmul <8 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <8 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <8 x float> %15, %17
+	%19 = fmul <8 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <8 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <8 x float> %14, %20
+	%22 = fadd <8 x float> %21, %18
+	%23 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <8 x float> %23, %11
+	%25 = sitofp <8 x i32> %10 to <8 x float>
+	%26 = fadd <8 x float> %24, %22
+	%27 = fmul <8 x float> %13, %26
+	%28 = fmul <8 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <8 x float> %27, %28
+	%30 = fmul <8 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <8 x float> %24, %29
+	%32 = fsub <8 x float> %31, %11
+	%33 = fsub <8 x float> %30, %32
+	ret <8 x float> %33
+}
+
+define internal <8 x float> @fg_sin32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <8 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %x
+	%7 = fadd <8 x float> %6, %x
+	ret <8 x float> %7
+}
+
+define internal <8 x float> @fg_cos32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <8 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %0
+	%7 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <8 x float> %6, %7
+	%9 = fadd <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <8 x float> %9
+}
+
+define internal { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %xr, <8 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <8 x i32> %xr to <8 x float>
+	%1 = fadd <8 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <8 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <8 x float> @fg_log32_v8(<8 x float> %2)
+	%4 = fmul <8 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <8 x float> @llvm.sqrt.v8f32(<8 x float> %4)
+	%6 = add <8 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <8 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <8 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <8 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <8 x i32> %9 to <8 x float>
+	%11 = fadd <8 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <8 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <8 x float> @fg_sin32_v8(<8 x float> %12)
+	%14 = call <8 x float> @fg_cos32_v8(<8 x float> %12)
+	%15 = and <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <8 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <8 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <8 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <8 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <8 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <8 x i1> %16, <8 x float> %13, <8 x float> %14
+	%23 = bitcast <8 x float> %22 to <8 x i32>
+	%24 = xor <8 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <8 x i32> %24 to <8 x float>
+	%26 = select <8 x i1> %19, <8 x float> %25, <8 x float> %22
+	%27 = select <8 x i1> %16, <8 x float> %14, <8 x float> %13
+	%28 = bitcast <8 x float> %27 to <8 x i32>
+	%29 = xor <8 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <8 x i32> %29 to <8 x float>
+	%31 = select <8 x i1> %21, <8 x float> %30, <8 x float> %27
+	%32 = fmul <8 x float> %5, %26
+	%33 = insertvalue { <8 x float>, <8 x float> } undef, <8 x float> %32, 0
+	%34 = fmul <8 x float> %5, %31
+	%35 = insertvalue { <8 x float>, <8 x float> } %33, <8 x float> %34, 1
+	ret { <8 x float>, <8 x float> } %35
+}
+
+declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
+
+define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = add i64 %group, 0
+	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
+	%2 = add i64 %group, 1
+	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
+	%4 = add i64 %group, 2
+	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
+	%6 = add i64 %group, 3
+	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
+	%8 = add i64 %group, 4
+	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
+	%10 = add i64 %group, 5
+	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
+	%12 = add i64 %group, 6
+	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
+	%14 = add i64 %group, 7
+	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
+	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%17 = trunc <8 x i64> %15 to <8 x i32>
+	%18 = trunc <8 x i64> %16 to <8 x i32>
+	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
+	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
+	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
+	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
+	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
+	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
+	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
+	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
+	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
+	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
+	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
+	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
+	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
+	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
+	%35 = trunc i64 %seed to i32
+	%36 = lshr i64 %seed, 32
+	%37 = trunc i64 %36 to i32
+	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
+	%39 = extractvalue [4 x <8 x i32>] %38, 0
+	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
+	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
+	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
+	%46 = extractvalue [4 x <8 x i32>] %38, 2
+	%47 = extractvalue [4 x <8 x i32>] %38, 3
+	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
+	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
+	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
+	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
+	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
+	ret [4 x <8 x float>] %52
+}
+
 define internal { float } @dp_sgd_body(float %v.theta, float %v.g, float %s.0) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.g
@@ -402,7 +897,7 @@ edges.3:
 	br label %edge.head.10
 
 group.head.4:
-	%40 = phi i64 [ %7, %vector.1 ], [ %86, %group.5 ]
+	%40 = phi i64 [ %7, %vector.1 ], [ %89, %group.5 ]
 	%41 = icmp slt i64 %40, %19
 	br i1 %41, label %group.5, label %group.done.6
 
@@ -411,139 +906,142 @@ group.5:
 	%43 = add i64 %20, %42
 	%44 = add i64 %24, %40
 	%45 = getelementptr float, float* %p.theta, i64 %43
-	%46 = bitcast float* %45 to <4 x float>*
-	%47 = load <4 x float>, <4 x float>* %46, align 16
-	%48 = extractelement <4 x float> %47, i32 0
-	%49 = extractelement <4 x float> %47, i32 1
-	%50 = extractelement <4 x float> %47, i32 2
-	%51 = extractelement <4 x float> %47, i32 3
-	%52 = getelementptr float, float* %p.g, i64 %43
-	%53 = bitcast float* %52 to <4 x float>*
-	%54 = load <4 x float>, <4 x float>* %53, align 16
-	%55 = extractelement <4 x float> %54, i32 0
-	%56 = extractelement <4 x float> %54, i32 1
-	%57 = extractelement <4 x float> %54, i32 2
-	%58 = extractelement <4 x float> %54, i32 3
-	%59 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %44)
-	%60 = extractelement <4 x float> %59, i32 0
-	%61 = fmul float %s.1, %60
-	%62 = fadd float %55, %61
-	%63 = call { float } @dp_sgd_body(float %48, float %62, float %s.0)
-	%64 = extractvalue { float } %63, 0
-	%65 = extractelement <4 x float> %59, i32 1
-	%66 = fmul float %s.1, %65
-	%67 = fadd float %56, %66
-	%68 = call { float } @dp_sgd_body(float %49, float %67, float %s.0)
-	%69 = extractvalue { float } %68, 0
-	%70 = extractelement <4 x float> %59, i32 2
-	%71 = fmul float %s.1, %70
-	%72 = fadd float %57, %71
-	%73 = call { float } @dp_sgd_body(float %50, float %72, float %s.0)
-	%74 = extractvalue { float } %73, 0
-	%75 = extractelement <4 x float> %59, i32 3
-	%76 = fmul float %s.1, %75
-	%77 = fadd float %58, %76
-	%78 = call { float } @dp_sgd_body(float %51, float %77, float %s.0)
-	%79 = extractvalue { float } %78, 0
-	%80 = getelementptr float, float* %p.theta, i64 %43
-	%81 = insertelement <4 x float> undef, float %64, i32 0
-	%82 = insertelement <4 x float> %81, float %69, i32 1
-	%83 = insertelement <4 x float> %82, float %74, i32 2
-	%84 = insertelement <4 x float> %83, float %79, i32 3
-	%85 = bitcast float* %80 to <4 x float>*
-	store <4 x float> %84, <4 x float>* %85, align 16
-	%86 = add i64 %40, %10
+	%46 = getelementptr float, float* %45, i64 0
+	%47 = bitcast float* %46 to <4 x float>*
+	%48 = load <4 x float>, <4 x float>* %47, align 16
+	%49 = extractelement <4 x float> %48, i32 0
+	%50 = extractelement <4 x float> %48, i32 1
+	%51 = extractelement <4 x float> %48, i32 2
+	%52 = extractelement <4 x float> %48, i32 3
+	%53 = getelementptr float, float* %p.g, i64 %43
+	%54 = getelementptr float, float* %53, i64 0
+	%55 = bitcast float* %54 to <4 x float>*
+	%56 = load <4 x float>, <4 x float>* %55, align 16
+	%57 = extractelement <4 x float> %56, i32 0
+	%58 = extractelement <4 x float> %56, i32 1
+	%59 = extractelement <4 x float> %56, i32 2
+	%60 = extractelement <4 x float> %56, i32 3
+	%61 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %44)
+	%62 = extractelement <4 x float> %61, i32 0
+	%63 = fmul float %s.1, %62
+	%64 = fadd float %57, %63
+	%65 = call { float } @dp_sgd_body(float %49, float %64, float %s.0)
+	%66 = extractvalue { float } %65, 0
+	%67 = extractelement <4 x float> %61, i32 1
+	%68 = fmul float %s.1, %67
+	%69 = fadd float %58, %68
+	%70 = call { float } @dp_sgd_body(float %50, float %69, float %s.0)
+	%71 = extractvalue { float } %70, 0
+	%72 = extractelement <4 x float> %61, i32 2
+	%73 = fmul float %s.1, %72
+	%74 = fadd float %59, %73
+	%75 = call { float } @dp_sgd_body(float %51, float %74, float %s.0)
+	%76 = extractvalue { float } %75, 0
+	%77 = extractelement <4 x float> %61, i32 3
+	%78 = fmul float %s.1, %77
+	%79 = fadd float %60, %78
+	%80 = call { float } @dp_sgd_body(float %52, float %79, float %s.0)
+	%81 = extractvalue { float } %80, 0
+	%82 = getelementptr float, float* %p.theta, i64 %43
+	%83 = insertelement <4 x float> undef, float %66, i32 0
+	%84 = insertelement <4 x float> %83, float %71, i32 1
+	%85 = insertelement <4 x float> %84, float %76, i32 2
+	%86 = insertelement <4 x float> %85, float %81, i32 3
+	%87 = getelementptr float, float* %82, i64 0
+	%88 = bitcast float* %87 to <4 x float>*
+	store <4 x float> %86, <4 x float>* %88, align 16
+	%89 = add i64 %40, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%87 = phi i64 [ %7, %scalar.2 ], [ %136, %group.8 ]
-	%88 = icmp slt i64 %87, %19
-	br i1 %88, label %group.8, label %group.done.9
+	%90 = phi i64 [ %7, %scalar.2 ], [ %139, %group.8 ]
+	%91 = icmp slt i64 %90, %19
+	br i1 %91, label %group.8, label %group.done.9
 
 group.8:
-	%89 = shl i64 %87, 2
-	%90 = add i64 %20, %89
-	%91 = add i64 %24, %87
-	%92 = getelementptr float, float* %p.theta, i64 %90
-	%93 = getelementptr float, float* %92, i64 0
-	%94 = load float, float* %93, align 4
-	%95 = getelementptr float, float* %92, i64 1
-	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %92, i64 2
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %92, i64 3
-	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %p.g, i64 %90
-	%102 = getelementptr float, float* %101, i64 0
+	%92 = shl i64 %90, 2
+	%93 = add i64 %20, %92
+	%94 = add i64 %24, %90
+	%95 = getelementptr float, float* %p.theta, i64 %93
+	%96 = getelementptr float, float* %95, i64 0
+	%97 = load float, float* %96, align 4
+	%98 = getelementptr float, float* %95, i64 1
+	%99 = load float, float* %98, align 4
+	%100 = getelementptr float, float* %95, i64 2
+	%101 = load float, float* %100, align 4
+	%102 = getelementptr float, float* %95, i64 3
 	%103 = load float, float* %102, align 4
-	%104 = getelementptr float, float* %101, i64 1
-	%105 = load float, float* %104, align 4
-	%106 = getelementptr float, float* %101, i64 2
-	%107 = load float, float* %106, align 4
-	%108 = getelementptr float, float* %101, i64 3
-	%109 = load float, float* %108, align 4
-	%110 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %91)
-	%111 = extractelement <4 x float> %110, i32 0
-	%112 = fmul float %s.1, %111
-	%113 = fadd float %103, %112
-	%114 = call { float } @dp_sgd_body(float %94, float %113, float %s.0)
-	%115 = extractvalue { float } %114, 0
-	%116 = extractelement <4 x float> %110, i32 1
-	%117 = fmul float %s.1, %116
-	%118 = fadd float %105, %117
-	%119 = call { float } @dp_sgd_body(float %96, float %118, float %s.0)
-	%120 = extractvalue { float } %119, 0
-	%121 = extractelement <4 x float> %110, i32 2
-	%122 = fmul float %s.1, %121
-	%123 = fadd float %107, %122
-	%124 = call { float } @dp_sgd_body(float %98, float %123, float %s.0)
-	%125 = extractvalue { float } %124, 0
-	%126 = extractelement <4 x float> %110, i32 3
-	%127 = fmul float %s.1, %126
-	%128 = fadd float %109, %127
-	%129 = call { float } @dp_sgd_body(float %100, float %128, float %s.0)
-	%130 = extractvalue { float } %129, 0
-	%131 = getelementptr float, float* %p.theta, i64 %90
-	%132 = getelementptr float, float* %131, i64 0
-	store float %115, float* %132, align 4
-	%133 = getelementptr float, float* %131, i64 1
-	store float %120, float* %133, align 4
-	%134 = getelementptr float, float* %131, i64 2
-	store float %125, float* %134, align 4
-	%135 = getelementptr float, float* %131, i64 3
-	store float %130, float* %135, align 4
-	%136 = add i64 %87, %10
+	%104 = getelementptr float, float* %p.g, i64 %93
+	%105 = getelementptr float, float* %104, i64 0
+	%106 = load float, float* %105, align 4
+	%107 = getelementptr float, float* %104, i64 1
+	%108 = load float, float* %107, align 4
+	%109 = getelementptr float, float* %104, i64 2
+	%110 = load float, float* %109, align 4
+	%111 = getelementptr float, float* %104, i64 3
+	%112 = load float, float* %111, align 4
+	%113 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %94)
+	%114 = extractelement <4 x float> %113, i32 0
+	%115 = fmul float %s.1, %114
+	%116 = fadd float %106, %115
+	%117 = call { float } @dp_sgd_body(float %97, float %116, float %s.0)
+	%118 = extractvalue { float } %117, 0
+	%119 = extractelement <4 x float> %113, i32 1
+	%120 = fmul float %s.1, %119
+	%121 = fadd float %108, %120
+	%122 = call { float } @dp_sgd_body(float %99, float %121, float %s.0)
+	%123 = extractvalue { float } %122, 0
+	%124 = extractelement <4 x float> %113, i32 2
+	%125 = fmul float %s.1, %124
+	%126 = fadd float %110, %125
+	%127 = call { float } @dp_sgd_body(float %101, float %126, float %s.0)
+	%128 = extractvalue { float } %127, 0
+	%129 = extractelement <4 x float> %113, i32 3
+	%130 = fmul float %s.1, %129
+	%131 = fadd float %112, %130
+	%132 = call { float } @dp_sgd_body(float %103, float %131, float %s.0)
+	%133 = extractvalue { float } %132, 0
+	%134 = getelementptr float, float* %p.theta, i64 %93
+	%135 = getelementptr float, float* %134, i64 0
+	store float %118, float* %135, align 4
+	%136 = getelementptr float, float* %134, i64 1
+	store float %123, float* %136, align 4
+	%137 = getelementptr float, float* %134, i64 2
+	store float %128, float* %137, align 4
+	%138 = getelementptr float, float* %134, i64 3
+	store float %133, float* %138, align 4
+	%139 = add i64 %90, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%137 = phi i64 [ %7, %edges.3 ], [ %154, %edge.11 ]
-	%138 = icmp slt i64 %137, %39
-	br i1 %138, label %edge.11, label %edge.done.12
+	%140 = phi i64 [ %7, %edges.3 ], [ %157, %edge.11 ]
+	%141 = icmp slt i64 %140, %39
+	br i1 %141, label %edge.11, label %edge.done.12
 
 edge.11:
-	%139 = icmp slt i64 %137, %17
-	%140 = sub i64 %137, %17
-	%141 = add i64 %22, %140
-	%142 = select i1 %139, i64 %137, i64 %141
-	%143 = getelementptr float, float* %p.theta, i64 %142
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %p.g, i64 %142
-	%146 = load float, float* %145, align 4
-	%147 = add i64 %offset, %142
-	%148 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %147)
-	%149 = fmul float %s.1, %148
-	%150 = fadd float %146, %149
-	%151 = call { float } @dp_sgd_body(float %144, float %150, float %s.0)
-	%152 = extractvalue { float } %151, 0
-	%153 = getelementptr float, float* %p.theta, i64 %142
-	store float %152, float* %153, align 4
-	%154 = add i64 %137, %10
+	%142 = icmp slt i64 %140, %17
+	%143 = sub i64 %140, %17
+	%144 = add i64 %22, %143
+	%145 = select i1 %142, i64 %140, i64 %144
+	%146 = getelementptr float, float* %p.theta, i64 %145
+	%147 = load float, float* %146, align 4
+	%148 = getelementptr float, float* %p.g, i64 %145
+	%149 = load float, float* %148, align 4
+	%150 = add i64 %offset, %145
+	%151 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %150)
+	%152 = fmul float %s.1, %151
+	%153 = fadd float %149, %152
+	%154 = call { float } @dp_sgd_body(float %147, float %153, float %s.0)
+	%155 = extractvalue { float } %154, 0
+	%156 = getelementptr float, float* %p.theta, i64 %145
+	store float %155, float* %156, align 4
+	%157 = add i64 %140, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -556,123 +1054,126 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%155 = sub i64 %n, %22
-	%156 = add i64 %17, %155
+	%158 = sub i64 %n, %22
+	%159 = add i64 %17, %158
 	br label %edge.head.22
 
 group.head.16:
-	%157 = phi i64 [ %7, %vector.13 ], [ %190, %group.17 ]
-	%158 = icmp slt i64 %157, %19
-	br i1 %158, label %group.17, label %group.done.18
+	%160 = phi i64 [ %7, %vector.13 ], [ %196, %group.17 ]
+	%161 = icmp slt i64 %160, %19
+	br i1 %161, label %group.17, label %group.done.18
 
 group.17:
-	%159 = shl i64 %157, 2
-	%160 = add i64 %20, %159
-	%161 = add i64 %24, %157
-	%162 = getelementptr float, float* %p.theta, i64 %160
-	%163 = bitcast float* %162 to <4 x float>*
-	%164 = load <4 x float>, <4 x float>* %163, align 16
-	%165 = extractelement <4 x float> %164, i32 0
-	%166 = extractelement <4 x float> %164, i32 1
-	%167 = extractelement <4 x float> %164, i32 2
-	%168 = extractelement <4 x float> %164, i32 3
-	%169 = getelementptr float, float* %p.g, i64 %160
-	%170 = bitcast float* %169 to <4 x float>*
-	%171 = load <4 x float>, <4 x float>* %170, align 16
-	%172 = extractelement <4 x float> %171, i32 0
-	%173 = extractelement <4 x float> %171, i32 1
-	%174 = extractelement <4 x float> %171, i32 2
-	%175 = extractelement <4 x float> %171, i32 3
-	%176 = call { float } @dp_sgd_body(float %165, float %172, float %s.0)
-	%177 = extractvalue { float } %176, 0
-	%178 = call { float } @dp_sgd_body(float %166, float %173, float %s.0)
-	%179 = extractvalue { float } %178, 0
-	%180 = call { float } @dp_sgd_body(float %167, float %174, float %s.0)
-	%181 = extractvalue { float } %180, 0
-	%182 = call { float } @dp_sgd_body(float %168, float %175, float %s.0)
-	%183 = extractvalue { float } %182, 0
-	%184 = getelementptr float, float* %p.theta, i64 %160
-	%185 = insertelement <4 x float> undef, float %177, i32 0
-	%186 = insertelement <4 x float> %185, float %179, i32 1
-	%187 = insertelement <4 x float> %186, float %181, i32 2
-	%188 = insertelement <4 x float> %187, float %183, i32 3
-	%189 = bitcast float* %184 to <4 x float>*
-	store <4 x float> %188, <4 x float>* %189, align 16
-	%190 = add i64 %157, %10
+	%162 = shl i64 %160, 2
+	%163 = add i64 %20, %162
+	%164 = add i64 %24, %160
+	%165 = getelementptr float, float* %p.theta, i64 %163
+	%166 = getelementptr float, float* %165, i64 0
+	%167 = bitcast float* %166 to <4 x float>*
+	%168 = load <4 x float>, <4 x float>* %167, align 16
+	%169 = extractelement <4 x float> %168, i32 0
+	%170 = extractelement <4 x float> %168, i32 1
+	%171 = extractelement <4 x float> %168, i32 2
+	%172 = extractelement <4 x float> %168, i32 3
+	%173 = getelementptr float, float* %p.g, i64 %163
+	%174 = getelementptr float, float* %173, i64 0
+	%175 = bitcast float* %174 to <4 x float>*
+	%176 = load <4 x float>, <4 x float>* %175, align 16
+	%177 = extractelement <4 x float> %176, i32 0
+	%178 = extractelement <4 x float> %176, i32 1
+	%179 = extractelement <4 x float> %176, i32 2
+	%180 = extractelement <4 x float> %176, i32 3
+	%181 = call { float } @dp_sgd_body(float %169, float %177, float %s.0)
+	%182 = extractvalue { float } %181, 0
+	%183 = call { float } @dp_sgd_body(float %170, float %178, float %s.0)
+	%184 = extractvalue { float } %183, 0
+	%185 = call { float } @dp_sgd_body(float %171, float %179, float %s.0)
+	%186 = extractvalue { float } %185, 0
+	%187 = call { float } @dp_sgd_body(float %172, float %180, float %s.0)
+	%188 = extractvalue { float } %187, 0
+	%189 = getelementptr float, float* %p.theta, i64 %163
+	%190 = insertelement <4 x float> undef, float %182, i32 0
+	%191 = insertelement <4 x float> %190, float %184, i32 1
+	%192 = insertelement <4 x float> %191, float %186, i32 2
+	%193 = insertelement <4 x float> %192, float %188, i32 3
+	%194 = getelementptr float, float* %189, i64 0
+	%195 = bitcast float* %194 to <4 x float>*
+	store <4 x float> %193, <4 x float>* %195, align 16
+	%196 = add i64 %160, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%191 = phi i64 [ %7, %scalar.14 ], [ %227, %group.20 ]
-	%192 = icmp slt i64 %191, %19
-	br i1 %192, label %group.20, label %group.done.21
+	%197 = phi i64 [ %7, %scalar.14 ], [ %233, %group.20 ]
+	%198 = icmp slt i64 %197, %19
+	br i1 %198, label %group.20, label %group.done.21
 
 group.20:
-	%193 = shl i64 %191, 2
-	%194 = add i64 %20, %193
-	%195 = add i64 %24, %191
-	%196 = getelementptr float, float* %p.theta, i64 %194
-	%197 = getelementptr float, float* %196, i64 0
-	%198 = load float, float* %197, align 4
-	%199 = getelementptr float, float* %196, i64 1
-	%200 = load float, float* %199, align 4
-	%201 = getelementptr float, float* %196, i64 2
-	%202 = load float, float* %201, align 4
-	%203 = getelementptr float, float* %196, i64 3
+	%199 = shl i64 %197, 2
+	%200 = add i64 %20, %199
+	%201 = add i64 %24, %197
+	%202 = getelementptr float, float* %p.theta, i64 %200
+	%203 = getelementptr float, float* %202, i64 0
 	%204 = load float, float* %203, align 4
-	%205 = getelementptr float, float* %p.g, i64 %194
-	%206 = getelementptr float, float* %205, i64 0
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %205, i64 1
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %205, i64 2
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %205, i64 3
+	%205 = getelementptr float, float* %202, i64 1
+	%206 = load float, float* %205, align 4
+	%207 = getelementptr float, float* %202, i64 2
+	%208 = load float, float* %207, align 4
+	%209 = getelementptr float, float* %202, i64 3
+	%210 = load float, float* %209, align 4
+	%211 = getelementptr float, float* %p.g, i64 %200
+	%212 = getelementptr float, float* %211, i64 0
 	%213 = load float, float* %212, align 4
-	%214 = call { float } @dp_sgd_body(float %198, float %207, float %s.0)
-	%215 = extractvalue { float } %214, 0
-	%216 = call { float } @dp_sgd_body(float %200, float %209, float %s.0)
-	%217 = extractvalue { float } %216, 0
-	%218 = call { float } @dp_sgd_body(float %202, float %211, float %s.0)
-	%219 = extractvalue { float } %218, 0
+	%214 = getelementptr float, float* %211, i64 1
+	%215 = load float, float* %214, align 4
+	%216 = getelementptr float, float* %211, i64 2
+	%217 = load float, float* %216, align 4
+	%218 = getelementptr float, float* %211, i64 3
+	%219 = load float, float* %218, align 4
 	%220 = call { float } @dp_sgd_body(float %204, float %213, float %s.0)
 	%221 = extractvalue { float } %220, 0
-	%222 = getelementptr float, float* %p.theta, i64 %194
-	%223 = getelementptr float, float* %222, i64 0
-	store float %215, float* %223, align 4
-	%224 = getelementptr float, float* %222, i64 1
-	store float %217, float* %224, align 4
-	%225 = getelementptr float, float* %222, i64 2
-	store float %219, float* %225, align 4
-	%226 = getelementptr float, float* %222, i64 3
-	store float %221, float* %226, align 4
-	%227 = add i64 %191, %10
+	%222 = call { float } @dp_sgd_body(float %206, float %215, float %s.0)
+	%223 = extractvalue { float } %222, 0
+	%224 = call { float } @dp_sgd_body(float %208, float %217, float %s.0)
+	%225 = extractvalue { float } %224, 0
+	%226 = call { float } @dp_sgd_body(float %210, float %219, float %s.0)
+	%227 = extractvalue { float } %226, 0
+	%228 = getelementptr float, float* %p.theta, i64 %200
+	%229 = getelementptr float, float* %228, i64 0
+	store float %221, float* %229, align 4
+	%230 = getelementptr float, float* %228, i64 1
+	store float %223, float* %230, align 4
+	%231 = getelementptr float, float* %228, i64 2
+	store float %225, float* %231, align 4
+	%232 = getelementptr float, float* %228, i64 3
+	store float %227, float* %232, align 4
+	%233 = add i64 %197, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%228 = phi i64 [ %7, %edges.15 ], [ %241, %edge.23 ]
-	%229 = icmp slt i64 %228, %156
-	br i1 %229, label %edge.23, label %edge.done.24
+	%234 = phi i64 [ %7, %edges.15 ], [ %247, %edge.23 ]
+	%235 = icmp slt i64 %234, %159
+	br i1 %235, label %edge.23, label %edge.done.24
 
 edge.23:
-	%230 = icmp slt i64 %228, %17
-	%231 = sub i64 %228, %17
-	%232 = add i64 %22, %231
-	%233 = select i1 %230, i64 %228, i64 %232
-	%234 = getelementptr float, float* %p.theta, i64 %233
-	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %p.g, i64 %233
-	%237 = load float, float* %236, align 4
-	%238 = call { float } @dp_sgd_body(float %235, float %237, float %s.0)
-	%239 = extractvalue { float } %238, 0
-	%240 = getelementptr float, float* %p.theta, i64 %233
-	store float %239, float* %240, align 4
-	%241 = add i64 %228, %10
+	%236 = icmp slt i64 %234, %17
+	%237 = sub i64 %234, %17
+	%238 = add i64 %22, %237
+	%239 = select i1 %236, i64 %234, i64 %238
+	%240 = getelementptr float, float* %p.theta, i64 %239
+	%241 = load float, float* %240, align 4
+	%242 = getelementptr float, float* %p.g, i64 %239
+	%243 = load float, float* %242, align 4
+	%244 = call { float } @dp_sgd_body(float %241, float %243, float %s.0)
+	%245 = extractvalue { float } %244, 0
+	%246 = getelementptr float, float* %p.theta, i64 %239
+	store float %245, float* %246, align 4
+	%247 = add i64 %234, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -730,7 +1231,7 @@ with_noise:
 	br label %head.head.25
 
 without_noise:
-	br label %head.head.34
+	br label %head.head.37
 
 head.head.25:
 	%35 = phi i64 [ %9, %with_noise ], [ %48, %head.26 ]
@@ -754,182 +1255,865 @@ head.26:
 	br label %head.head.25
 
 head.done.27:
-	br label %group.head.28
+	%49 = sdiv i64 %28, 8
+	br label %wide.head.28
 
-group.head.28:
-	%49 = phi i64 [ 0, %head.done.27 ], [ %98, %group.29 ]
-	%50 = icmp slt i64 %49, %28
-	br i1 %50, label %group.29, label %group.done.30
+wide.head.28:
+	%50 = phi i64 [ 0, %head.done.27 ], [ %412, %wide.29 ]
+	%51 = icmp slt i64 %50, %49
+	br i1 %51, label %wide.29, label %wide.done.30
 
-group.29:
-	%51 = shl i64 %49, 2
-	%52 = add i64 %29, %51
-	%53 = add i64 %33, %49
-	%54 = getelementptr float, float* %1, i64 %52
-	%55 = getelementptr float, float* %54, i64 0
-	%56 = load float, float* %55, align 4
-	%57 = getelementptr float, float* %54, i64 1
+wide.29:
+	%52 = mul i64 %50, 8
+	%53 = shl i64 %52, 2
+	%54 = add i64 %29, %53
+	%55 = add i64 %33, %52
+	%56 = getelementptr float, float* %1, i64 %54
+	%57 = getelementptr float, float* %56, i64 0
 	%58 = load float, float* %57, align 4
-	%59 = getelementptr float, float* %54, i64 2
+	%59 = getelementptr float, float* %56, i64 1
 	%60 = load float, float* %59, align 4
-	%61 = getelementptr float, float* %54, i64 3
+	%61 = getelementptr float, float* %56, i64 2
 	%62 = load float, float* %61, align 4
-	%63 = getelementptr float, float* %3, i64 %52
-	%64 = getelementptr float, float* %63, i64 0
-	%65 = load float, float* %64, align 4
-	%66 = getelementptr float, float* %63, i64 1
-	%67 = load float, float* %66, align 4
-	%68 = getelementptr float, float* %63, i64 2
-	%69 = load float, float* %68, align 4
-	%70 = getelementptr float, float* %63, i64 3
-	%71 = load float, float* %70, align 4
-	%72 = call <4 x float> @fg_gaussian4(i64 %15, i32 %17, i32 0, i64 %53)
-	%73 = extractelement <4 x float> %72, i32 0
-	%74 = fmul float %7, %73
-	%75 = fadd float %65, %74
-	%76 = call { float } @dp_sgd_body(float %56, float %75, float %5)
-	%77 = extractvalue { float } %76, 0
-	%78 = extractelement <4 x float> %72, i32 1
-	%79 = fmul float %7, %78
-	%80 = fadd float %67, %79
-	%81 = call { float } @dp_sgd_body(float %58, float %80, float %5)
-	%82 = extractvalue { float } %81, 0
-	%83 = extractelement <4 x float> %72, i32 2
-	%84 = fmul float %7, %83
-	%85 = fadd float %69, %84
-	%86 = call { float } @dp_sgd_body(float %60, float %85, float %5)
-	%87 = extractvalue { float } %86, 0
-	%88 = extractelement <4 x float> %72, i32 3
-	%89 = fmul float %7, %88
-	%90 = fadd float %71, %89
-	%91 = call { float } @dp_sgd_body(float %62, float %90, float %5)
-	%92 = extractvalue { float } %91, 0
-	%93 = getelementptr float, float* %1, i64 %52
-	%94 = getelementptr float, float* %93, i64 0
-	store float %77, float* %94, align 4
-	%95 = getelementptr float, float* %93, i64 1
-	store float %82, float* %95, align 4
-	%96 = getelementptr float, float* %93, i64 2
-	store float %87, float* %96, align 4
-	%97 = getelementptr float, float* %93, i64 3
-	store float %92, float* %97, align 4
-	%98 = add i64 %49, 1
-	br label %group.head.28
-
-group.done.30:
-	br label %tail.head.31
-
-tail.head.31:
-	%99 = phi i64 [ %31, %group.done.30 ], [ %112, %tail.32 ]
-	%100 = icmp slt i64 %99, %11
-	br i1 %100, label %tail.32, label %tail.done.33
-
-tail.32:
-	%101 = getelementptr float, float* %1, i64 %99
+	%63 = getelementptr float, float* %56, i64 3
+	%64 = load float, float* %63, align 4
+	%65 = getelementptr float, float* %56, i64 4
+	%66 = load float, float* %65, align 4
+	%67 = getelementptr float, float* %56, i64 5
+	%68 = load float, float* %67, align 4
+	%69 = getelementptr float, float* %56, i64 6
+	%70 = load float, float* %69, align 4
+	%71 = getelementptr float, float* %56, i64 7
+	%72 = load float, float* %71, align 4
+	%73 = getelementptr float, float* %56, i64 8
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %56, i64 9
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %56, i64 10
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %56, i64 11
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %56, i64 12
+	%82 = load float, float* %81, align 4
+	%83 = getelementptr float, float* %56, i64 13
+	%84 = load float, float* %83, align 4
+	%85 = getelementptr float, float* %56, i64 14
+	%86 = load float, float* %85, align 4
+	%87 = getelementptr float, float* %56, i64 15
+	%88 = load float, float* %87, align 4
+	%89 = getelementptr float, float* %56, i64 16
+	%90 = load float, float* %89, align 4
+	%91 = getelementptr float, float* %56, i64 17
+	%92 = load float, float* %91, align 4
+	%93 = getelementptr float, float* %56, i64 18
+	%94 = load float, float* %93, align 4
+	%95 = getelementptr float, float* %56, i64 19
+	%96 = load float, float* %95, align 4
+	%97 = getelementptr float, float* %56, i64 20
+	%98 = load float, float* %97, align 4
+	%99 = getelementptr float, float* %56, i64 21
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %56, i64 22
 	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %3, i64 %99
+	%103 = getelementptr float, float* %56, i64 23
 	%104 = load float, float* %103, align 4
-	%105 = add i64 %13, %99
-	%106 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %105)
-	%107 = fmul float %7, %106
-	%108 = fadd float %104, %107
-	%109 = call { float } @dp_sgd_body(float %102, float %108, float %5)
-	%110 = extractvalue { float } %109, 0
-	%111 = getelementptr float, float* %1, i64 %99
-	store float %110, float* %111, align 4
-	%112 = add i64 %99, 1
-	br label %tail.head.31
+	%105 = getelementptr float, float* %56, i64 24
+	%106 = load float, float* %105, align 4
+	%107 = getelementptr float, float* %56, i64 25
+	%108 = load float, float* %107, align 4
+	%109 = getelementptr float, float* %56, i64 26
+	%110 = load float, float* %109, align 4
+	%111 = getelementptr float, float* %56, i64 27
+	%112 = load float, float* %111, align 4
+	%113 = getelementptr float, float* %56, i64 28
+	%114 = load float, float* %113, align 4
+	%115 = getelementptr float, float* %56, i64 29
+	%116 = load float, float* %115, align 4
+	%117 = getelementptr float, float* %56, i64 30
+	%118 = load float, float* %117, align 4
+	%119 = getelementptr float, float* %56, i64 31
+	%120 = load float, float* %119, align 4
+	%121 = getelementptr float, float* %3, i64 %54
+	%122 = getelementptr float, float* %121, i64 0
+	%123 = load float, float* %122, align 4
+	%124 = getelementptr float, float* %121, i64 1
+	%125 = load float, float* %124, align 4
+	%126 = getelementptr float, float* %121, i64 2
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %121, i64 3
+	%129 = load float, float* %128, align 4
+	%130 = getelementptr float, float* %121, i64 4
+	%131 = load float, float* %130, align 4
+	%132 = getelementptr float, float* %121, i64 5
+	%133 = load float, float* %132, align 4
+	%134 = getelementptr float, float* %121, i64 6
+	%135 = load float, float* %134, align 4
+	%136 = getelementptr float, float* %121, i64 7
+	%137 = load float, float* %136, align 4
+	%138 = getelementptr float, float* %121, i64 8
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %121, i64 9
+	%141 = load float, float* %140, align 4
+	%142 = getelementptr float, float* %121, i64 10
+	%143 = load float, float* %142, align 4
+	%144 = getelementptr float, float* %121, i64 11
+	%145 = load float, float* %144, align 4
+	%146 = getelementptr float, float* %121, i64 12
+	%147 = load float, float* %146, align 4
+	%148 = getelementptr float, float* %121, i64 13
+	%149 = load float, float* %148, align 4
+	%150 = getelementptr float, float* %121, i64 14
+	%151 = load float, float* %150, align 4
+	%152 = getelementptr float, float* %121, i64 15
+	%153 = load float, float* %152, align 4
+	%154 = getelementptr float, float* %121, i64 16
+	%155 = load float, float* %154, align 4
+	%156 = getelementptr float, float* %121, i64 17
+	%157 = load float, float* %156, align 4
+	%158 = getelementptr float, float* %121, i64 18
+	%159 = load float, float* %158, align 4
+	%160 = getelementptr float, float* %121, i64 19
+	%161 = load float, float* %160, align 4
+	%162 = getelementptr float, float* %121, i64 20
+	%163 = load float, float* %162, align 4
+	%164 = getelementptr float, float* %121, i64 21
+	%165 = load float, float* %164, align 4
+	%166 = getelementptr float, float* %121, i64 22
+	%167 = load float, float* %166, align 4
+	%168 = getelementptr float, float* %121, i64 23
+	%169 = load float, float* %168, align 4
+	%170 = getelementptr float, float* %121, i64 24
+	%171 = load float, float* %170, align 4
+	%172 = getelementptr float, float* %121, i64 25
+	%173 = load float, float* %172, align 4
+	%174 = getelementptr float, float* %121, i64 26
+	%175 = load float, float* %174, align 4
+	%176 = getelementptr float, float* %121, i64 27
+	%177 = load float, float* %176, align 4
+	%178 = getelementptr float, float* %121, i64 28
+	%179 = load float, float* %178, align 4
+	%180 = getelementptr float, float* %121, i64 29
+	%181 = load float, float* %180, align 4
+	%182 = getelementptr float, float* %121, i64 30
+	%183 = load float, float* %182, align 4
+	%184 = getelementptr float, float* %121, i64 31
+	%185 = load float, float* %184, align 4
+	%186 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %15, i32 %17, i32 0, i64 %55)
+	%187 = extractvalue [4 x <8 x float>] %186, 0
+	%188 = extractelement <8 x float> %187, i32 0
+	%189 = fmul float %7, %188
+	%190 = fadd float %123, %189
+	%191 = call { float } @dp_sgd_body(float %58, float %190, float %5)
+	%192 = extractvalue { float } %191, 0
+	%193 = extractvalue [4 x <8 x float>] %186, 1
+	%194 = extractelement <8 x float> %193, i32 0
+	%195 = fmul float %7, %194
+	%196 = fadd float %125, %195
+	%197 = call { float } @dp_sgd_body(float %60, float %196, float %5)
+	%198 = extractvalue { float } %197, 0
+	%199 = extractvalue [4 x <8 x float>] %186, 2
+	%200 = extractelement <8 x float> %199, i32 0
+	%201 = fmul float %7, %200
+	%202 = fadd float %127, %201
+	%203 = call { float } @dp_sgd_body(float %62, float %202, float %5)
+	%204 = extractvalue { float } %203, 0
+	%205 = extractvalue [4 x <8 x float>] %186, 3
+	%206 = extractelement <8 x float> %205, i32 0
+	%207 = fmul float %7, %206
+	%208 = fadd float %129, %207
+	%209 = call { float } @dp_sgd_body(float %64, float %208, float %5)
+	%210 = extractvalue { float } %209, 0
+	%211 = extractvalue [4 x <8 x float>] %186, 0
+	%212 = extractelement <8 x float> %211, i32 1
+	%213 = fmul float %7, %212
+	%214 = fadd float %131, %213
+	%215 = call { float } @dp_sgd_body(float %66, float %214, float %5)
+	%216 = extractvalue { float } %215, 0
+	%217 = extractvalue [4 x <8 x float>] %186, 1
+	%218 = extractelement <8 x float> %217, i32 1
+	%219 = fmul float %7, %218
+	%220 = fadd float %133, %219
+	%221 = call { float } @dp_sgd_body(float %68, float %220, float %5)
+	%222 = extractvalue { float } %221, 0
+	%223 = extractvalue [4 x <8 x float>] %186, 2
+	%224 = extractelement <8 x float> %223, i32 1
+	%225 = fmul float %7, %224
+	%226 = fadd float %135, %225
+	%227 = call { float } @dp_sgd_body(float %70, float %226, float %5)
+	%228 = extractvalue { float } %227, 0
+	%229 = extractvalue [4 x <8 x float>] %186, 3
+	%230 = extractelement <8 x float> %229, i32 1
+	%231 = fmul float %7, %230
+	%232 = fadd float %137, %231
+	%233 = call { float } @dp_sgd_body(float %72, float %232, float %5)
+	%234 = extractvalue { float } %233, 0
+	%235 = extractvalue [4 x <8 x float>] %186, 0
+	%236 = extractelement <8 x float> %235, i32 2
+	%237 = fmul float %7, %236
+	%238 = fadd float %139, %237
+	%239 = call { float } @dp_sgd_body(float %74, float %238, float %5)
+	%240 = extractvalue { float } %239, 0
+	%241 = extractvalue [4 x <8 x float>] %186, 1
+	%242 = extractelement <8 x float> %241, i32 2
+	%243 = fmul float %7, %242
+	%244 = fadd float %141, %243
+	%245 = call { float } @dp_sgd_body(float %76, float %244, float %5)
+	%246 = extractvalue { float } %245, 0
+	%247 = extractvalue [4 x <8 x float>] %186, 2
+	%248 = extractelement <8 x float> %247, i32 2
+	%249 = fmul float %7, %248
+	%250 = fadd float %143, %249
+	%251 = call { float } @dp_sgd_body(float %78, float %250, float %5)
+	%252 = extractvalue { float } %251, 0
+	%253 = extractvalue [4 x <8 x float>] %186, 3
+	%254 = extractelement <8 x float> %253, i32 2
+	%255 = fmul float %7, %254
+	%256 = fadd float %145, %255
+	%257 = call { float } @dp_sgd_body(float %80, float %256, float %5)
+	%258 = extractvalue { float } %257, 0
+	%259 = extractvalue [4 x <8 x float>] %186, 0
+	%260 = extractelement <8 x float> %259, i32 3
+	%261 = fmul float %7, %260
+	%262 = fadd float %147, %261
+	%263 = call { float } @dp_sgd_body(float %82, float %262, float %5)
+	%264 = extractvalue { float } %263, 0
+	%265 = extractvalue [4 x <8 x float>] %186, 1
+	%266 = extractelement <8 x float> %265, i32 3
+	%267 = fmul float %7, %266
+	%268 = fadd float %149, %267
+	%269 = call { float } @dp_sgd_body(float %84, float %268, float %5)
+	%270 = extractvalue { float } %269, 0
+	%271 = extractvalue [4 x <8 x float>] %186, 2
+	%272 = extractelement <8 x float> %271, i32 3
+	%273 = fmul float %7, %272
+	%274 = fadd float %151, %273
+	%275 = call { float } @dp_sgd_body(float %86, float %274, float %5)
+	%276 = extractvalue { float } %275, 0
+	%277 = extractvalue [4 x <8 x float>] %186, 3
+	%278 = extractelement <8 x float> %277, i32 3
+	%279 = fmul float %7, %278
+	%280 = fadd float %153, %279
+	%281 = call { float } @dp_sgd_body(float %88, float %280, float %5)
+	%282 = extractvalue { float } %281, 0
+	%283 = extractvalue [4 x <8 x float>] %186, 0
+	%284 = extractelement <8 x float> %283, i32 4
+	%285 = fmul float %7, %284
+	%286 = fadd float %155, %285
+	%287 = call { float } @dp_sgd_body(float %90, float %286, float %5)
+	%288 = extractvalue { float } %287, 0
+	%289 = extractvalue [4 x <8 x float>] %186, 1
+	%290 = extractelement <8 x float> %289, i32 4
+	%291 = fmul float %7, %290
+	%292 = fadd float %157, %291
+	%293 = call { float } @dp_sgd_body(float %92, float %292, float %5)
+	%294 = extractvalue { float } %293, 0
+	%295 = extractvalue [4 x <8 x float>] %186, 2
+	%296 = extractelement <8 x float> %295, i32 4
+	%297 = fmul float %7, %296
+	%298 = fadd float %159, %297
+	%299 = call { float } @dp_sgd_body(float %94, float %298, float %5)
+	%300 = extractvalue { float } %299, 0
+	%301 = extractvalue [4 x <8 x float>] %186, 3
+	%302 = extractelement <8 x float> %301, i32 4
+	%303 = fmul float %7, %302
+	%304 = fadd float %161, %303
+	%305 = call { float } @dp_sgd_body(float %96, float %304, float %5)
+	%306 = extractvalue { float } %305, 0
+	%307 = extractvalue [4 x <8 x float>] %186, 0
+	%308 = extractelement <8 x float> %307, i32 5
+	%309 = fmul float %7, %308
+	%310 = fadd float %163, %309
+	%311 = call { float } @dp_sgd_body(float %98, float %310, float %5)
+	%312 = extractvalue { float } %311, 0
+	%313 = extractvalue [4 x <8 x float>] %186, 1
+	%314 = extractelement <8 x float> %313, i32 5
+	%315 = fmul float %7, %314
+	%316 = fadd float %165, %315
+	%317 = call { float } @dp_sgd_body(float %100, float %316, float %5)
+	%318 = extractvalue { float } %317, 0
+	%319 = extractvalue [4 x <8 x float>] %186, 2
+	%320 = extractelement <8 x float> %319, i32 5
+	%321 = fmul float %7, %320
+	%322 = fadd float %167, %321
+	%323 = call { float } @dp_sgd_body(float %102, float %322, float %5)
+	%324 = extractvalue { float } %323, 0
+	%325 = extractvalue [4 x <8 x float>] %186, 3
+	%326 = extractelement <8 x float> %325, i32 5
+	%327 = fmul float %7, %326
+	%328 = fadd float %169, %327
+	%329 = call { float } @dp_sgd_body(float %104, float %328, float %5)
+	%330 = extractvalue { float } %329, 0
+	%331 = extractvalue [4 x <8 x float>] %186, 0
+	%332 = extractelement <8 x float> %331, i32 6
+	%333 = fmul float %7, %332
+	%334 = fadd float %171, %333
+	%335 = call { float } @dp_sgd_body(float %106, float %334, float %5)
+	%336 = extractvalue { float } %335, 0
+	%337 = extractvalue [4 x <8 x float>] %186, 1
+	%338 = extractelement <8 x float> %337, i32 6
+	%339 = fmul float %7, %338
+	%340 = fadd float %173, %339
+	%341 = call { float } @dp_sgd_body(float %108, float %340, float %5)
+	%342 = extractvalue { float } %341, 0
+	%343 = extractvalue [4 x <8 x float>] %186, 2
+	%344 = extractelement <8 x float> %343, i32 6
+	%345 = fmul float %7, %344
+	%346 = fadd float %175, %345
+	%347 = call { float } @dp_sgd_body(float %110, float %346, float %5)
+	%348 = extractvalue { float } %347, 0
+	%349 = extractvalue [4 x <8 x float>] %186, 3
+	%350 = extractelement <8 x float> %349, i32 6
+	%351 = fmul float %7, %350
+	%352 = fadd float %177, %351
+	%353 = call { float } @dp_sgd_body(float %112, float %352, float %5)
+	%354 = extractvalue { float } %353, 0
+	%355 = extractvalue [4 x <8 x float>] %186, 0
+	%356 = extractelement <8 x float> %355, i32 7
+	%357 = fmul float %7, %356
+	%358 = fadd float %179, %357
+	%359 = call { float } @dp_sgd_body(float %114, float %358, float %5)
+	%360 = extractvalue { float } %359, 0
+	%361 = extractvalue [4 x <8 x float>] %186, 1
+	%362 = extractelement <8 x float> %361, i32 7
+	%363 = fmul float %7, %362
+	%364 = fadd float %181, %363
+	%365 = call { float } @dp_sgd_body(float %116, float %364, float %5)
+	%366 = extractvalue { float } %365, 0
+	%367 = extractvalue [4 x <8 x float>] %186, 2
+	%368 = extractelement <8 x float> %367, i32 7
+	%369 = fmul float %7, %368
+	%370 = fadd float %183, %369
+	%371 = call { float } @dp_sgd_body(float %118, float %370, float %5)
+	%372 = extractvalue { float } %371, 0
+	%373 = extractvalue [4 x <8 x float>] %186, 3
+	%374 = extractelement <8 x float> %373, i32 7
+	%375 = fmul float %7, %374
+	%376 = fadd float %185, %375
+	%377 = call { float } @dp_sgd_body(float %120, float %376, float %5)
+	%378 = extractvalue { float } %377, 0
+	%379 = getelementptr float, float* %1, i64 %54
+	%380 = getelementptr float, float* %379, i64 0
+	store float %192, float* %380, align 4
+	%381 = getelementptr float, float* %379, i64 1
+	store float %198, float* %381, align 4
+	%382 = getelementptr float, float* %379, i64 2
+	store float %204, float* %382, align 4
+	%383 = getelementptr float, float* %379, i64 3
+	store float %210, float* %383, align 4
+	%384 = getelementptr float, float* %379, i64 4
+	store float %216, float* %384, align 4
+	%385 = getelementptr float, float* %379, i64 5
+	store float %222, float* %385, align 4
+	%386 = getelementptr float, float* %379, i64 6
+	store float %228, float* %386, align 4
+	%387 = getelementptr float, float* %379, i64 7
+	store float %234, float* %387, align 4
+	%388 = getelementptr float, float* %379, i64 8
+	store float %240, float* %388, align 4
+	%389 = getelementptr float, float* %379, i64 9
+	store float %246, float* %389, align 4
+	%390 = getelementptr float, float* %379, i64 10
+	store float %252, float* %390, align 4
+	%391 = getelementptr float, float* %379, i64 11
+	store float %258, float* %391, align 4
+	%392 = getelementptr float, float* %379, i64 12
+	store float %264, float* %392, align 4
+	%393 = getelementptr float, float* %379, i64 13
+	store float %270, float* %393, align 4
+	%394 = getelementptr float, float* %379, i64 14
+	store float %276, float* %394, align 4
+	%395 = getelementptr float, float* %379, i64 15
+	store float %282, float* %395, align 4
+	%396 = getelementptr float, float* %379, i64 16
+	store float %288, float* %396, align 4
+	%397 = getelementptr float, float* %379, i64 17
+	store float %294, float* %397, align 4
+	%398 = getelementptr float, float* %379, i64 18
+	store float %300, float* %398, align 4
+	%399 = getelementptr float, float* %379, i64 19
+	store float %306, float* %399, align 4
+	%400 = getelementptr float, float* %379, i64 20
+	store float %312, float* %400, align 4
+	%401 = getelementptr float, float* %379, i64 21
+	store float %318, float* %401, align 4
+	%402 = getelementptr float, float* %379, i64 22
+	store float %324, float* %402, align 4
+	%403 = getelementptr float, float* %379, i64 23
+	store float %330, float* %403, align 4
+	%404 = getelementptr float, float* %379, i64 24
+	store float %336, float* %404, align 4
+	%405 = getelementptr float, float* %379, i64 25
+	store float %342, float* %405, align 4
+	%406 = getelementptr float, float* %379, i64 26
+	store float %348, float* %406, align 4
+	%407 = getelementptr float, float* %379, i64 27
+	store float %354, float* %407, align 4
+	%408 = getelementptr float, float* %379, i64 28
+	store float %360, float* %408, align 4
+	%409 = getelementptr float, float* %379, i64 29
+	store float %366, float* %409, align 4
+	%410 = getelementptr float, float* %379, i64 30
+	store float %372, float* %410, align 4
+	%411 = getelementptr float, float* %379, i64 31
+	store float %378, float* %411, align 4
+	%412 = add i64 %50, 1
+	br label %wide.head.28
 
-tail.done.33:
+wide.done.30:
+	%413 = mul i64 %49, 8
+	br label %group.head.31
+
+group.head.31:
+	%414 = phi i64 [ %413, %wide.done.30 ], [ %463, %group.32 ]
+	%415 = icmp slt i64 %414, %28
+	br i1 %415, label %group.32, label %group.done.33
+
+group.32:
+	%416 = shl i64 %414, 2
+	%417 = add i64 %29, %416
+	%418 = add i64 %33, %414
+	%419 = getelementptr float, float* %1, i64 %417
+	%420 = getelementptr float, float* %419, i64 0
+	%421 = load float, float* %420, align 4
+	%422 = getelementptr float, float* %419, i64 1
+	%423 = load float, float* %422, align 4
+	%424 = getelementptr float, float* %419, i64 2
+	%425 = load float, float* %424, align 4
+	%426 = getelementptr float, float* %419, i64 3
+	%427 = load float, float* %426, align 4
+	%428 = getelementptr float, float* %3, i64 %417
+	%429 = getelementptr float, float* %428, i64 0
+	%430 = load float, float* %429, align 4
+	%431 = getelementptr float, float* %428, i64 1
+	%432 = load float, float* %431, align 4
+	%433 = getelementptr float, float* %428, i64 2
+	%434 = load float, float* %433, align 4
+	%435 = getelementptr float, float* %428, i64 3
+	%436 = load float, float* %435, align 4
+	%437 = call <4 x float> @fg_gaussian4(i64 %15, i32 %17, i32 0, i64 %418)
+	%438 = extractelement <4 x float> %437, i32 0
+	%439 = fmul float %7, %438
+	%440 = fadd float %430, %439
+	%441 = call { float } @dp_sgd_body(float %421, float %440, float %5)
+	%442 = extractvalue { float } %441, 0
+	%443 = extractelement <4 x float> %437, i32 1
+	%444 = fmul float %7, %443
+	%445 = fadd float %432, %444
+	%446 = call { float } @dp_sgd_body(float %423, float %445, float %5)
+	%447 = extractvalue { float } %446, 0
+	%448 = extractelement <4 x float> %437, i32 2
+	%449 = fmul float %7, %448
+	%450 = fadd float %434, %449
+	%451 = call { float } @dp_sgd_body(float %425, float %450, float %5)
+	%452 = extractvalue { float } %451, 0
+	%453 = extractelement <4 x float> %437, i32 3
+	%454 = fmul float %7, %453
+	%455 = fadd float %436, %454
+	%456 = call { float } @dp_sgd_body(float %427, float %455, float %5)
+	%457 = extractvalue { float } %456, 0
+	%458 = getelementptr float, float* %1, i64 %417
+	%459 = getelementptr float, float* %458, i64 0
+	store float %442, float* %459, align 4
+	%460 = getelementptr float, float* %458, i64 1
+	store float %447, float* %460, align 4
+	%461 = getelementptr float, float* %458, i64 2
+	store float %452, float* %461, align 4
+	%462 = getelementptr float, float* %458, i64 3
+	store float %457, float* %462, align 4
+	%463 = add i64 %414, 1
+	br label %group.head.31
+
+group.done.33:
+	br label %tail.head.34
+
+tail.head.34:
+	%464 = phi i64 [ %31, %group.done.33 ], [ %477, %tail.35 ]
+	%465 = icmp slt i64 %464, %11
+	br i1 %465, label %tail.35, label %tail.done.36
+
+tail.35:
+	%466 = getelementptr float, float* %1, i64 %464
+	%467 = load float, float* %466, align 4
+	%468 = getelementptr float, float* %3, i64 %464
+	%469 = load float, float* %468, align 4
+	%470 = add i64 %13, %464
+	%471 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %470)
+	%472 = fmul float %7, %471
+	%473 = fadd float %469, %472
+	%474 = call { float } @dp_sgd_body(float %467, float %473, float %5)
+	%475 = extractvalue { float } %474, 0
+	%476 = getelementptr float, float* %1, i64 %464
+	store float %475, float* %476, align 4
+	%477 = add i64 %464, 1
+	br label %tail.head.34
+
+tail.done.36:
 	ret void
 
-head.head.34:
-	%113 = phi i64 [ %9, %without_noise ], [ %122, %head.35 ]
-	%114 = icmp slt i64 %113, %29
-	br i1 %114, label %head.35, label %head.done.36
+head.head.37:
+	%478 = phi i64 [ %9, %without_noise ], [ %487, %head.38 ]
+	%479 = icmp slt i64 %478, %29
+	br i1 %479, label %head.38, label %head.done.39
 
-head.35:
-	%115 = getelementptr float, float* %1, i64 %113
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %3, i64 %113
-	%118 = load float, float* %117, align 4
-	%119 = call { float } @dp_sgd_body(float %116, float %118, float %5)
-	%120 = extractvalue { float } %119, 0
-	%121 = getelementptr float, float* %1, i64 %113
-	store float %120, float* %121, align 4
-	%122 = add i64 %113, 1
-	br label %head.head.34
+head.38:
+	%480 = getelementptr float, float* %1, i64 %478
+	%481 = load float, float* %480, align 4
+	%482 = getelementptr float, float* %3, i64 %478
+	%483 = load float, float* %482, align 4
+	%484 = call { float } @dp_sgd_body(float %481, float %483, float %5)
+	%485 = extractvalue { float } %484, 0
+	%486 = getelementptr float, float* %1, i64 %478
+	store float %485, float* %486, align 4
+	%487 = add i64 %478, 1
+	br label %head.head.37
 
-head.done.36:
-	br label %group.head.37
+head.done.39:
+	%488 = sdiv i64 %28, 8
+	br label %wide.head.40
 
-group.head.37:
-	%123 = phi i64 [ 0, %head.done.36 ], [ %159, %group.38 ]
-	%124 = icmp slt i64 %123, %28
-	br i1 %124, label %group.38, label %group.done.39
+wide.head.40:
+	%489 = phi i64 [ 0, %head.done.39 ], [ %722, %wide.41 ]
+	%490 = icmp slt i64 %489, %488
+	br i1 %490, label %wide.41, label %wide.done.42
 
-group.38:
-	%125 = shl i64 %123, 2
-	%126 = add i64 %29, %125
-	%127 = add i64 %33, %123
-	%128 = getelementptr float, float* %1, i64 %126
-	%129 = getelementptr float, float* %128, i64 0
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %128, i64 1
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %128, i64 2
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %128, i64 3
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %3, i64 %126
-	%138 = getelementptr float, float* %137, i64 0
-	%139 = load float, float* %138, align 4
-	%140 = getelementptr float, float* %137, i64 1
-	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %137, i64 2
-	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %137, i64 3
-	%145 = load float, float* %144, align 4
-	%146 = call { float } @dp_sgd_body(float %130, float %139, float %5)
-	%147 = extractvalue { float } %146, 0
-	%148 = call { float } @dp_sgd_body(float %132, float %141, float %5)
-	%149 = extractvalue { float } %148, 0
-	%150 = call { float } @dp_sgd_body(float %134, float %143, float %5)
-	%151 = extractvalue { float } %150, 0
-	%152 = call { float } @dp_sgd_body(float %136, float %145, float %5)
-	%153 = extractvalue { float } %152, 0
-	%154 = getelementptr float, float* %1, i64 %126
-	%155 = getelementptr float, float* %154, i64 0
-	store float %147, float* %155, align 4
-	%156 = getelementptr float, float* %154, i64 1
-	store float %149, float* %156, align 4
-	%157 = getelementptr float, float* %154, i64 2
-	store float %151, float* %157, align 4
-	%158 = getelementptr float, float* %154, i64 3
-	store float %153, float* %158, align 4
-	%159 = add i64 %123, 1
-	br label %group.head.37
+wide.41:
+	%491 = mul i64 %489, 8
+	%492 = shl i64 %491, 2
+	%493 = add i64 %29, %492
+	%494 = add i64 %33, %491
+	%495 = getelementptr float, float* %1, i64 %493
+	%496 = getelementptr float, float* %495, i64 0
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %495, i64 1
+	%499 = load float, float* %498, align 4
+	%500 = getelementptr float, float* %495, i64 2
+	%501 = load float, float* %500, align 4
+	%502 = getelementptr float, float* %495, i64 3
+	%503 = load float, float* %502, align 4
+	%504 = getelementptr float, float* %495, i64 4
+	%505 = load float, float* %504, align 4
+	%506 = getelementptr float, float* %495, i64 5
+	%507 = load float, float* %506, align 4
+	%508 = getelementptr float, float* %495, i64 6
+	%509 = load float, float* %508, align 4
+	%510 = getelementptr float, float* %495, i64 7
+	%511 = load float, float* %510, align 4
+	%512 = getelementptr float, float* %495, i64 8
+	%513 = load float, float* %512, align 4
+	%514 = getelementptr float, float* %495, i64 9
+	%515 = load float, float* %514, align 4
+	%516 = getelementptr float, float* %495, i64 10
+	%517 = load float, float* %516, align 4
+	%518 = getelementptr float, float* %495, i64 11
+	%519 = load float, float* %518, align 4
+	%520 = getelementptr float, float* %495, i64 12
+	%521 = load float, float* %520, align 4
+	%522 = getelementptr float, float* %495, i64 13
+	%523 = load float, float* %522, align 4
+	%524 = getelementptr float, float* %495, i64 14
+	%525 = load float, float* %524, align 4
+	%526 = getelementptr float, float* %495, i64 15
+	%527 = load float, float* %526, align 4
+	%528 = getelementptr float, float* %495, i64 16
+	%529 = load float, float* %528, align 4
+	%530 = getelementptr float, float* %495, i64 17
+	%531 = load float, float* %530, align 4
+	%532 = getelementptr float, float* %495, i64 18
+	%533 = load float, float* %532, align 4
+	%534 = getelementptr float, float* %495, i64 19
+	%535 = load float, float* %534, align 4
+	%536 = getelementptr float, float* %495, i64 20
+	%537 = load float, float* %536, align 4
+	%538 = getelementptr float, float* %495, i64 21
+	%539 = load float, float* %538, align 4
+	%540 = getelementptr float, float* %495, i64 22
+	%541 = load float, float* %540, align 4
+	%542 = getelementptr float, float* %495, i64 23
+	%543 = load float, float* %542, align 4
+	%544 = getelementptr float, float* %495, i64 24
+	%545 = load float, float* %544, align 4
+	%546 = getelementptr float, float* %495, i64 25
+	%547 = load float, float* %546, align 4
+	%548 = getelementptr float, float* %495, i64 26
+	%549 = load float, float* %548, align 4
+	%550 = getelementptr float, float* %495, i64 27
+	%551 = load float, float* %550, align 4
+	%552 = getelementptr float, float* %495, i64 28
+	%553 = load float, float* %552, align 4
+	%554 = getelementptr float, float* %495, i64 29
+	%555 = load float, float* %554, align 4
+	%556 = getelementptr float, float* %495, i64 30
+	%557 = load float, float* %556, align 4
+	%558 = getelementptr float, float* %495, i64 31
+	%559 = load float, float* %558, align 4
+	%560 = getelementptr float, float* %3, i64 %493
+	%561 = getelementptr float, float* %560, i64 0
+	%562 = load float, float* %561, align 4
+	%563 = getelementptr float, float* %560, i64 1
+	%564 = load float, float* %563, align 4
+	%565 = getelementptr float, float* %560, i64 2
+	%566 = load float, float* %565, align 4
+	%567 = getelementptr float, float* %560, i64 3
+	%568 = load float, float* %567, align 4
+	%569 = getelementptr float, float* %560, i64 4
+	%570 = load float, float* %569, align 4
+	%571 = getelementptr float, float* %560, i64 5
+	%572 = load float, float* %571, align 4
+	%573 = getelementptr float, float* %560, i64 6
+	%574 = load float, float* %573, align 4
+	%575 = getelementptr float, float* %560, i64 7
+	%576 = load float, float* %575, align 4
+	%577 = getelementptr float, float* %560, i64 8
+	%578 = load float, float* %577, align 4
+	%579 = getelementptr float, float* %560, i64 9
+	%580 = load float, float* %579, align 4
+	%581 = getelementptr float, float* %560, i64 10
+	%582 = load float, float* %581, align 4
+	%583 = getelementptr float, float* %560, i64 11
+	%584 = load float, float* %583, align 4
+	%585 = getelementptr float, float* %560, i64 12
+	%586 = load float, float* %585, align 4
+	%587 = getelementptr float, float* %560, i64 13
+	%588 = load float, float* %587, align 4
+	%589 = getelementptr float, float* %560, i64 14
+	%590 = load float, float* %589, align 4
+	%591 = getelementptr float, float* %560, i64 15
+	%592 = load float, float* %591, align 4
+	%593 = getelementptr float, float* %560, i64 16
+	%594 = load float, float* %593, align 4
+	%595 = getelementptr float, float* %560, i64 17
+	%596 = load float, float* %595, align 4
+	%597 = getelementptr float, float* %560, i64 18
+	%598 = load float, float* %597, align 4
+	%599 = getelementptr float, float* %560, i64 19
+	%600 = load float, float* %599, align 4
+	%601 = getelementptr float, float* %560, i64 20
+	%602 = load float, float* %601, align 4
+	%603 = getelementptr float, float* %560, i64 21
+	%604 = load float, float* %603, align 4
+	%605 = getelementptr float, float* %560, i64 22
+	%606 = load float, float* %605, align 4
+	%607 = getelementptr float, float* %560, i64 23
+	%608 = load float, float* %607, align 4
+	%609 = getelementptr float, float* %560, i64 24
+	%610 = load float, float* %609, align 4
+	%611 = getelementptr float, float* %560, i64 25
+	%612 = load float, float* %611, align 4
+	%613 = getelementptr float, float* %560, i64 26
+	%614 = load float, float* %613, align 4
+	%615 = getelementptr float, float* %560, i64 27
+	%616 = load float, float* %615, align 4
+	%617 = getelementptr float, float* %560, i64 28
+	%618 = load float, float* %617, align 4
+	%619 = getelementptr float, float* %560, i64 29
+	%620 = load float, float* %619, align 4
+	%621 = getelementptr float, float* %560, i64 30
+	%622 = load float, float* %621, align 4
+	%623 = getelementptr float, float* %560, i64 31
+	%624 = load float, float* %623, align 4
+	%625 = call { float } @dp_sgd_body(float %497, float %562, float %5)
+	%626 = extractvalue { float } %625, 0
+	%627 = call { float } @dp_sgd_body(float %499, float %564, float %5)
+	%628 = extractvalue { float } %627, 0
+	%629 = call { float } @dp_sgd_body(float %501, float %566, float %5)
+	%630 = extractvalue { float } %629, 0
+	%631 = call { float } @dp_sgd_body(float %503, float %568, float %5)
+	%632 = extractvalue { float } %631, 0
+	%633 = call { float } @dp_sgd_body(float %505, float %570, float %5)
+	%634 = extractvalue { float } %633, 0
+	%635 = call { float } @dp_sgd_body(float %507, float %572, float %5)
+	%636 = extractvalue { float } %635, 0
+	%637 = call { float } @dp_sgd_body(float %509, float %574, float %5)
+	%638 = extractvalue { float } %637, 0
+	%639 = call { float } @dp_sgd_body(float %511, float %576, float %5)
+	%640 = extractvalue { float } %639, 0
+	%641 = call { float } @dp_sgd_body(float %513, float %578, float %5)
+	%642 = extractvalue { float } %641, 0
+	%643 = call { float } @dp_sgd_body(float %515, float %580, float %5)
+	%644 = extractvalue { float } %643, 0
+	%645 = call { float } @dp_sgd_body(float %517, float %582, float %5)
+	%646 = extractvalue { float } %645, 0
+	%647 = call { float } @dp_sgd_body(float %519, float %584, float %5)
+	%648 = extractvalue { float } %647, 0
+	%649 = call { float } @dp_sgd_body(float %521, float %586, float %5)
+	%650 = extractvalue { float } %649, 0
+	%651 = call { float } @dp_sgd_body(float %523, float %588, float %5)
+	%652 = extractvalue { float } %651, 0
+	%653 = call { float } @dp_sgd_body(float %525, float %590, float %5)
+	%654 = extractvalue { float } %653, 0
+	%655 = call { float } @dp_sgd_body(float %527, float %592, float %5)
+	%656 = extractvalue { float } %655, 0
+	%657 = call { float } @dp_sgd_body(float %529, float %594, float %5)
+	%658 = extractvalue { float } %657, 0
+	%659 = call { float } @dp_sgd_body(float %531, float %596, float %5)
+	%660 = extractvalue { float } %659, 0
+	%661 = call { float } @dp_sgd_body(float %533, float %598, float %5)
+	%662 = extractvalue { float } %661, 0
+	%663 = call { float } @dp_sgd_body(float %535, float %600, float %5)
+	%664 = extractvalue { float } %663, 0
+	%665 = call { float } @dp_sgd_body(float %537, float %602, float %5)
+	%666 = extractvalue { float } %665, 0
+	%667 = call { float } @dp_sgd_body(float %539, float %604, float %5)
+	%668 = extractvalue { float } %667, 0
+	%669 = call { float } @dp_sgd_body(float %541, float %606, float %5)
+	%670 = extractvalue { float } %669, 0
+	%671 = call { float } @dp_sgd_body(float %543, float %608, float %5)
+	%672 = extractvalue { float } %671, 0
+	%673 = call { float } @dp_sgd_body(float %545, float %610, float %5)
+	%674 = extractvalue { float } %673, 0
+	%675 = call { float } @dp_sgd_body(float %547, float %612, float %5)
+	%676 = extractvalue { float } %675, 0
+	%677 = call { float } @dp_sgd_body(float %549, float %614, float %5)
+	%678 = extractvalue { float } %677, 0
+	%679 = call { float } @dp_sgd_body(float %551, float %616, float %5)
+	%680 = extractvalue { float } %679, 0
+	%681 = call { float } @dp_sgd_body(float %553, float %618, float %5)
+	%682 = extractvalue { float } %681, 0
+	%683 = call { float } @dp_sgd_body(float %555, float %620, float %5)
+	%684 = extractvalue { float } %683, 0
+	%685 = call { float } @dp_sgd_body(float %557, float %622, float %5)
+	%686 = extractvalue { float } %685, 0
+	%687 = call { float } @dp_sgd_body(float %559, float %624, float %5)
+	%688 = extractvalue { float } %687, 0
+	%689 = getelementptr float, float* %1, i64 %493
+	%690 = getelementptr float, float* %689, i64 0
+	store float %626, float* %690, align 4
+	%691 = getelementptr float, float* %689, i64 1
+	store float %628, float* %691, align 4
+	%692 = getelementptr float, float* %689, i64 2
+	store float %630, float* %692, align 4
+	%693 = getelementptr float, float* %689, i64 3
+	store float %632, float* %693, align 4
+	%694 = getelementptr float, float* %689, i64 4
+	store float %634, float* %694, align 4
+	%695 = getelementptr float, float* %689, i64 5
+	store float %636, float* %695, align 4
+	%696 = getelementptr float, float* %689, i64 6
+	store float %638, float* %696, align 4
+	%697 = getelementptr float, float* %689, i64 7
+	store float %640, float* %697, align 4
+	%698 = getelementptr float, float* %689, i64 8
+	store float %642, float* %698, align 4
+	%699 = getelementptr float, float* %689, i64 9
+	store float %644, float* %699, align 4
+	%700 = getelementptr float, float* %689, i64 10
+	store float %646, float* %700, align 4
+	%701 = getelementptr float, float* %689, i64 11
+	store float %648, float* %701, align 4
+	%702 = getelementptr float, float* %689, i64 12
+	store float %650, float* %702, align 4
+	%703 = getelementptr float, float* %689, i64 13
+	store float %652, float* %703, align 4
+	%704 = getelementptr float, float* %689, i64 14
+	store float %654, float* %704, align 4
+	%705 = getelementptr float, float* %689, i64 15
+	store float %656, float* %705, align 4
+	%706 = getelementptr float, float* %689, i64 16
+	store float %658, float* %706, align 4
+	%707 = getelementptr float, float* %689, i64 17
+	store float %660, float* %707, align 4
+	%708 = getelementptr float, float* %689, i64 18
+	store float %662, float* %708, align 4
+	%709 = getelementptr float, float* %689, i64 19
+	store float %664, float* %709, align 4
+	%710 = getelementptr float, float* %689, i64 20
+	store float %666, float* %710, align 4
+	%711 = getelementptr float, float* %689, i64 21
+	store float %668, float* %711, align 4
+	%712 = getelementptr float, float* %689, i64 22
+	store float %670, float* %712, align 4
+	%713 = getelementptr float, float* %689, i64 23
+	store float %672, float* %713, align 4
+	%714 = getelementptr float, float* %689, i64 24
+	store float %674, float* %714, align 4
+	%715 = getelementptr float, float* %689, i64 25
+	store float %676, float* %715, align 4
+	%716 = getelementptr float, float* %689, i64 26
+	store float %678, float* %716, align 4
+	%717 = getelementptr float, float* %689, i64 27
+	store float %680, float* %717, align 4
+	%718 = getelementptr float, float* %689, i64 28
+	store float %682, float* %718, align 4
+	%719 = getelementptr float, float* %689, i64 29
+	store float %684, float* %719, align 4
+	%720 = getelementptr float, float* %689, i64 30
+	store float %686, float* %720, align 4
+	%721 = getelementptr float, float* %689, i64 31
+	store float %688, float* %721, align 4
+	%722 = add i64 %489, 1
+	br label %wide.head.40
 
-group.done.39:
-	br label %tail.head.40
+wide.done.42:
+	%723 = mul i64 %488, 8
+	br label %group.head.43
 
-tail.head.40:
-	%160 = phi i64 [ %31, %group.done.39 ], [ %169, %tail.41 ]
-	%161 = icmp slt i64 %160, %11
-	br i1 %161, label %tail.41, label %tail.done.42
+group.head.43:
+	%724 = phi i64 [ %723, %wide.done.42 ], [ %760, %group.44 ]
+	%725 = icmp slt i64 %724, %28
+	br i1 %725, label %group.44, label %group.done.45
 
-tail.41:
-	%162 = getelementptr float, float* %1, i64 %160
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %3, i64 %160
-	%165 = load float, float* %164, align 4
-	%166 = call { float } @dp_sgd_body(float %163, float %165, float %5)
-	%167 = extractvalue { float } %166, 0
-	%168 = getelementptr float, float* %1, i64 %160
-	store float %167, float* %168, align 4
-	%169 = add i64 %160, 1
-	br label %tail.head.40
+group.44:
+	%726 = shl i64 %724, 2
+	%727 = add i64 %29, %726
+	%728 = add i64 %33, %724
+	%729 = getelementptr float, float* %1, i64 %727
+	%730 = getelementptr float, float* %729, i64 0
+	%731 = load float, float* %730, align 4
+	%732 = getelementptr float, float* %729, i64 1
+	%733 = load float, float* %732, align 4
+	%734 = getelementptr float, float* %729, i64 2
+	%735 = load float, float* %734, align 4
+	%736 = getelementptr float, float* %729, i64 3
+	%737 = load float, float* %736, align 4
+	%738 = getelementptr float, float* %3, i64 %727
+	%739 = getelementptr float, float* %738, i64 0
+	%740 = load float, float* %739, align 4
+	%741 = getelementptr float, float* %738, i64 1
+	%742 = load float, float* %741, align 4
+	%743 = getelementptr float, float* %738, i64 2
+	%744 = load float, float* %743, align 4
+	%745 = getelementptr float, float* %738, i64 3
+	%746 = load float, float* %745, align 4
+	%747 = call { float } @dp_sgd_body(float %731, float %740, float %5)
+	%748 = extractvalue { float } %747, 0
+	%749 = call { float } @dp_sgd_body(float %733, float %742, float %5)
+	%750 = extractvalue { float } %749, 0
+	%751 = call { float } @dp_sgd_body(float %735, float %744, float %5)
+	%752 = extractvalue { float } %751, 0
+	%753 = call { float } @dp_sgd_body(float %737, float %746, float %5)
+	%754 = extractvalue { float } %753, 0
+	%755 = getelementptr float, float* %1, i64 %727
+	%756 = getelementptr float, float* %755, i64 0
+	store float %748, float* %756, align 4
+	%757 = getelementptr float, float* %755, i64 1
+	store float %750, float* %757, align 4
+	%758 = getelementptr float, float* %755, i64 2
+	store float %752, float* %758, align 4
+	%759 = getelementptr float, float* %755, i64 3
+	store float %754, float* %759, align 4
+	%760 = add i64 %724, 1
+	br label %group.head.43
 
-tail.done.42:
+group.done.45:
+	br label %tail.head.46
+
+tail.head.46:
+	%761 = phi i64 [ %31, %group.done.45 ], [ %770, %tail.47 ]
+	%762 = icmp slt i64 %761, %11
+	br i1 %762, label %tail.47, label %tail.done.48
+
+tail.47:
+	%763 = getelementptr float, float* %1, i64 %761
+	%764 = load float, float* %763, align 4
+	%765 = getelementptr float, float* %3, i64 %761
+	%766 = load float, float* %765, align 4
+	%767 = call { float } @dp_sgd_body(float %764, float %766, float %5)
+	%768 = extractvalue { float } %767, 0
+	%769 = getelementptr float, float* %1, i64 %761
+	store float %768, float* %769, align 4
+	%770 = add i64 %761, 1
+	br label %tail.head.46
+
+tail.done.48:
 	ret void
 }

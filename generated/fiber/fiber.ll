@@ -334,6 +334,501 @@ entry:
 	ret <4 x float> %20
 }
 
+define internal [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %c0, <8 x i32> %c1, <8 x i32> %c2, <8 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <8 x i32> %c0 to <8 x i64>
+	%1 = mul <8 x i64> %0, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%2 = lshr <8 x i64> %1, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%3 = trunc <8 x i64> %2 to <8 x i32>
+	%4 = trunc <8 x i64> %1 to <8 x i32>
+	%5 = zext <8 x i32> %c2 to <8 x i64>
+	%6 = mul <8 x i64> %5, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%7 = lshr <8 x i64> %6, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%8 = trunc <8 x i64> %7 to <8 x i32>
+	%9 = trunc <8 x i64> %6 to <8 x i32>
+	%10 = xor <8 x i32> %8, %c1
+	%11 = insertelement <8 x i32> undef, i32 %k0, i32 0
+	%12 = insertelement <8 x i32> %11, i32 %k0, i32 1
+	%13 = insertelement <8 x i32> %12, i32 %k0, i32 2
+	%14 = insertelement <8 x i32> %13, i32 %k0, i32 3
+	%15 = insertelement <8 x i32> %14, i32 %k0, i32 4
+	%16 = insertelement <8 x i32> %15, i32 %k0, i32 5
+	%17 = insertelement <8 x i32> %16, i32 %k0, i32 6
+	%18 = insertelement <8 x i32> %17, i32 %k0, i32 7
+	%19 = xor <8 x i32> %10, %18
+	%20 = xor <8 x i32> %3, %c3
+	%21 = insertelement <8 x i32> undef, i32 %k1, i32 0
+	%22 = insertelement <8 x i32> %21, i32 %k1, i32 1
+	%23 = insertelement <8 x i32> %22, i32 %k1, i32 2
+	%24 = insertelement <8 x i32> %23, i32 %k1, i32 3
+	%25 = insertelement <8 x i32> %24, i32 %k1, i32 4
+	%26 = insertelement <8 x i32> %25, i32 %k1, i32 5
+	%27 = insertelement <8 x i32> %26, i32 %k1, i32 6
+	%28 = insertelement <8 x i32> %27, i32 %k1, i32 7
+	%29 = xor <8 x i32> %20, %28
+	%30 = add i32 %k0, -1640531527
+	%31 = add i32 %k1, -1150833019
+	%32 = zext <8 x i32> %19 to <8 x i64>
+	%33 = mul <8 x i64> %32, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%34 = lshr <8 x i64> %33, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%35 = trunc <8 x i64> %34 to <8 x i32>
+	%36 = trunc <8 x i64> %33 to <8 x i32>
+	%37 = zext <8 x i32> %29 to <8 x i64>
+	%38 = mul <8 x i64> %37, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%39 = lshr <8 x i64> %38, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%40 = trunc <8 x i64> %39 to <8 x i32>
+	%41 = trunc <8 x i64> %38 to <8 x i32>
+	%42 = xor <8 x i32> %40, %9
+	%43 = insertelement <8 x i32> undef, i32 %30, i32 0
+	%44 = insertelement <8 x i32> %43, i32 %30, i32 1
+	%45 = insertelement <8 x i32> %44, i32 %30, i32 2
+	%46 = insertelement <8 x i32> %45, i32 %30, i32 3
+	%47 = insertelement <8 x i32> %46, i32 %30, i32 4
+	%48 = insertelement <8 x i32> %47, i32 %30, i32 5
+	%49 = insertelement <8 x i32> %48, i32 %30, i32 6
+	%50 = insertelement <8 x i32> %49, i32 %30, i32 7
+	%51 = xor <8 x i32> %42, %50
+	%52 = xor <8 x i32> %35, %4
+	%53 = insertelement <8 x i32> undef, i32 %31, i32 0
+	%54 = insertelement <8 x i32> %53, i32 %31, i32 1
+	%55 = insertelement <8 x i32> %54, i32 %31, i32 2
+	%56 = insertelement <8 x i32> %55, i32 %31, i32 3
+	%57 = insertelement <8 x i32> %56, i32 %31, i32 4
+	%58 = insertelement <8 x i32> %57, i32 %31, i32 5
+	%59 = insertelement <8 x i32> %58, i32 %31, i32 6
+	%60 = insertelement <8 x i32> %59, i32 %31, i32 7
+	%61 = xor <8 x i32> %52, %60
+	%62 = add i32 %30, -1640531527
+	%63 = add i32 %31, -1150833019
+	%64 = zext <8 x i32> %51 to <8 x i64>
+	%65 = mul <8 x i64> %64, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%66 = lshr <8 x i64> %65, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%67 = trunc <8 x i64> %66 to <8 x i32>
+	%68 = trunc <8 x i64> %65 to <8 x i32>
+	%69 = zext <8 x i32> %61 to <8 x i64>
+	%70 = mul <8 x i64> %69, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%71 = lshr <8 x i64> %70, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%72 = trunc <8 x i64> %71 to <8 x i32>
+	%73 = trunc <8 x i64> %70 to <8 x i32>
+	%74 = xor <8 x i32> %72, %41
+	%75 = insertelement <8 x i32> undef, i32 %62, i32 0
+	%76 = insertelement <8 x i32> %75, i32 %62, i32 1
+	%77 = insertelement <8 x i32> %76, i32 %62, i32 2
+	%78 = insertelement <8 x i32> %77, i32 %62, i32 3
+	%79 = insertelement <8 x i32> %78, i32 %62, i32 4
+	%80 = insertelement <8 x i32> %79, i32 %62, i32 5
+	%81 = insertelement <8 x i32> %80, i32 %62, i32 6
+	%82 = insertelement <8 x i32> %81, i32 %62, i32 7
+	%83 = xor <8 x i32> %74, %82
+	%84 = xor <8 x i32> %67, %36
+	%85 = insertelement <8 x i32> undef, i32 %63, i32 0
+	%86 = insertelement <8 x i32> %85, i32 %63, i32 1
+	%87 = insertelement <8 x i32> %86, i32 %63, i32 2
+	%88 = insertelement <8 x i32> %87, i32 %63, i32 3
+	%89 = insertelement <8 x i32> %88, i32 %63, i32 4
+	%90 = insertelement <8 x i32> %89, i32 %63, i32 5
+	%91 = insertelement <8 x i32> %90, i32 %63, i32 6
+	%92 = insertelement <8 x i32> %91, i32 %63, i32 7
+	%93 = xor <8 x i32> %84, %92
+	%94 = add i32 %62, -1640531527
+	%95 = add i32 %63, -1150833019
+	%96 = zext <8 x i32> %83 to <8 x i64>
+	%97 = mul <8 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <8 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = trunc <8 x i64> %98 to <8 x i32>
+	%100 = trunc <8 x i64> %97 to <8 x i32>
+	%101 = zext <8 x i32> %93 to <8 x i64>
+	%102 = mul <8 x i64> %101, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%103 = lshr <8 x i64> %102, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%104 = trunc <8 x i64> %103 to <8 x i32>
+	%105 = trunc <8 x i64> %102 to <8 x i32>
+	%106 = xor <8 x i32> %104, %73
+	%107 = insertelement <8 x i32> undef, i32 %94, i32 0
+	%108 = insertelement <8 x i32> %107, i32 %94, i32 1
+	%109 = insertelement <8 x i32> %108, i32 %94, i32 2
+	%110 = insertelement <8 x i32> %109, i32 %94, i32 3
+	%111 = insertelement <8 x i32> %110, i32 %94, i32 4
+	%112 = insertelement <8 x i32> %111, i32 %94, i32 5
+	%113 = insertelement <8 x i32> %112, i32 %94, i32 6
+	%114 = insertelement <8 x i32> %113, i32 %94, i32 7
+	%115 = xor <8 x i32> %106, %114
+	%116 = xor <8 x i32> %99, %68
+	%117 = insertelement <8 x i32> undef, i32 %95, i32 0
+	%118 = insertelement <8 x i32> %117, i32 %95, i32 1
+	%119 = insertelement <8 x i32> %118, i32 %95, i32 2
+	%120 = insertelement <8 x i32> %119, i32 %95, i32 3
+	%121 = insertelement <8 x i32> %120, i32 %95, i32 4
+	%122 = insertelement <8 x i32> %121, i32 %95, i32 5
+	%123 = insertelement <8 x i32> %122, i32 %95, i32 6
+	%124 = insertelement <8 x i32> %123, i32 %95, i32 7
+	%125 = xor <8 x i32> %116, %124
+	%126 = add i32 %94, -1640531527
+	%127 = add i32 %95, -1150833019
+	%128 = zext <8 x i32> %115 to <8 x i64>
+	%129 = mul <8 x i64> %128, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%130 = lshr <8 x i64> %129, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%131 = trunc <8 x i64> %130 to <8 x i32>
+	%132 = trunc <8 x i64> %129 to <8 x i32>
+	%133 = zext <8 x i32> %125 to <8 x i64>
+	%134 = mul <8 x i64> %133, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%135 = lshr <8 x i64> %134, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%136 = trunc <8 x i64> %135 to <8 x i32>
+	%137 = trunc <8 x i64> %134 to <8 x i32>
+	%138 = xor <8 x i32> %136, %105
+	%139 = insertelement <8 x i32> undef, i32 %126, i32 0
+	%140 = insertelement <8 x i32> %139, i32 %126, i32 1
+	%141 = insertelement <8 x i32> %140, i32 %126, i32 2
+	%142 = insertelement <8 x i32> %141, i32 %126, i32 3
+	%143 = insertelement <8 x i32> %142, i32 %126, i32 4
+	%144 = insertelement <8 x i32> %143, i32 %126, i32 5
+	%145 = insertelement <8 x i32> %144, i32 %126, i32 6
+	%146 = insertelement <8 x i32> %145, i32 %126, i32 7
+	%147 = xor <8 x i32> %138, %146
+	%148 = xor <8 x i32> %131, %100
+	%149 = insertelement <8 x i32> undef, i32 %127, i32 0
+	%150 = insertelement <8 x i32> %149, i32 %127, i32 1
+	%151 = insertelement <8 x i32> %150, i32 %127, i32 2
+	%152 = insertelement <8 x i32> %151, i32 %127, i32 3
+	%153 = insertelement <8 x i32> %152, i32 %127, i32 4
+	%154 = insertelement <8 x i32> %153, i32 %127, i32 5
+	%155 = insertelement <8 x i32> %154, i32 %127, i32 6
+	%156 = insertelement <8 x i32> %155, i32 %127, i32 7
+	%157 = xor <8 x i32> %148, %156
+	%158 = add i32 %126, -1640531527
+	%159 = add i32 %127, -1150833019
+	%160 = zext <8 x i32> %147 to <8 x i64>
+	%161 = mul <8 x i64> %160, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%162 = lshr <8 x i64> %161, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%163 = trunc <8 x i64> %162 to <8 x i32>
+	%164 = trunc <8 x i64> %161 to <8 x i32>
+	%165 = zext <8 x i32> %157 to <8 x i64>
+	%166 = mul <8 x i64> %165, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%167 = lshr <8 x i64> %166, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%168 = trunc <8 x i64> %167 to <8 x i32>
+	%169 = trunc <8 x i64> %166 to <8 x i32>
+	%170 = xor <8 x i32> %168, %137
+	%171 = insertelement <8 x i32> undef, i32 %158, i32 0
+	%172 = insertelement <8 x i32> %171, i32 %158, i32 1
+	%173 = insertelement <8 x i32> %172, i32 %158, i32 2
+	%174 = insertelement <8 x i32> %173, i32 %158, i32 3
+	%175 = insertelement <8 x i32> %174, i32 %158, i32 4
+	%176 = insertelement <8 x i32> %175, i32 %158, i32 5
+	%177 = insertelement <8 x i32> %176, i32 %158, i32 6
+	%178 = insertelement <8 x i32> %177, i32 %158, i32 7
+	%179 = xor <8 x i32> %170, %178
+	%180 = xor <8 x i32> %163, %132
+	%181 = insertelement <8 x i32> undef, i32 %159, i32 0
+	%182 = insertelement <8 x i32> %181, i32 %159, i32 1
+	%183 = insertelement <8 x i32> %182, i32 %159, i32 2
+	%184 = insertelement <8 x i32> %183, i32 %159, i32 3
+	%185 = insertelement <8 x i32> %184, i32 %159, i32 4
+	%186 = insertelement <8 x i32> %185, i32 %159, i32 5
+	%187 = insertelement <8 x i32> %186, i32 %159, i32 6
+	%188 = insertelement <8 x i32> %187, i32 %159, i32 7
+	%189 = xor <8 x i32> %180, %188
+	%190 = add i32 %158, -1640531527
+	%191 = add i32 %159, -1150833019
+	%192 = zext <8 x i32> %179 to <8 x i64>
+	%193 = mul <8 x i64> %192, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%194 = lshr <8 x i64> %193, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%195 = trunc <8 x i64> %194 to <8 x i32>
+	%196 = trunc <8 x i64> %193 to <8 x i32>
+	%197 = zext <8 x i32> %189 to <8 x i64>
+	%198 = mul <8 x i64> %197, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%199 = lshr <8 x i64> %198, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%200 = trunc <8 x i64> %199 to <8 x i32>
+	%201 = trunc <8 x i64> %198 to <8 x i32>
+	%202 = xor <8 x i32> %200, %169
+	%203 = insertelement <8 x i32> undef, i32 %190, i32 0
+	%204 = insertelement <8 x i32> %203, i32 %190, i32 1
+	%205 = insertelement <8 x i32> %204, i32 %190, i32 2
+	%206 = insertelement <8 x i32> %205, i32 %190, i32 3
+	%207 = insertelement <8 x i32> %206, i32 %190, i32 4
+	%208 = insertelement <8 x i32> %207, i32 %190, i32 5
+	%209 = insertelement <8 x i32> %208, i32 %190, i32 6
+	%210 = insertelement <8 x i32> %209, i32 %190, i32 7
+	%211 = xor <8 x i32> %202, %210
+	%212 = xor <8 x i32> %195, %164
+	%213 = insertelement <8 x i32> undef, i32 %191, i32 0
+	%214 = insertelement <8 x i32> %213, i32 %191, i32 1
+	%215 = insertelement <8 x i32> %214, i32 %191, i32 2
+	%216 = insertelement <8 x i32> %215, i32 %191, i32 3
+	%217 = insertelement <8 x i32> %216, i32 %191, i32 4
+	%218 = insertelement <8 x i32> %217, i32 %191, i32 5
+	%219 = insertelement <8 x i32> %218, i32 %191, i32 6
+	%220 = insertelement <8 x i32> %219, i32 %191, i32 7
+	%221 = xor <8 x i32> %212, %220
+	%222 = add i32 %190, -1640531527
+	%223 = add i32 %191, -1150833019
+	%224 = zext <8 x i32> %211 to <8 x i64>
+	%225 = mul <8 x i64> %224, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%226 = lshr <8 x i64> %225, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%227 = trunc <8 x i64> %226 to <8 x i32>
+	%228 = trunc <8 x i64> %225 to <8 x i32>
+	%229 = zext <8 x i32> %221 to <8 x i64>
+	%230 = mul <8 x i64> %229, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%231 = lshr <8 x i64> %230, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%232 = trunc <8 x i64> %231 to <8 x i32>
+	%233 = trunc <8 x i64> %230 to <8 x i32>
+	%234 = xor <8 x i32> %232, %201
+	%235 = insertelement <8 x i32> undef, i32 %222, i32 0
+	%236 = insertelement <8 x i32> %235, i32 %222, i32 1
+	%237 = insertelement <8 x i32> %236, i32 %222, i32 2
+	%238 = insertelement <8 x i32> %237, i32 %222, i32 3
+	%239 = insertelement <8 x i32> %238, i32 %222, i32 4
+	%240 = insertelement <8 x i32> %239, i32 %222, i32 5
+	%241 = insertelement <8 x i32> %240, i32 %222, i32 6
+	%242 = insertelement <8 x i32> %241, i32 %222, i32 7
+	%243 = xor <8 x i32> %234, %242
+	%244 = xor <8 x i32> %227, %196
+	%245 = insertelement <8 x i32> undef, i32 %223, i32 0
+	%246 = insertelement <8 x i32> %245, i32 %223, i32 1
+	%247 = insertelement <8 x i32> %246, i32 %223, i32 2
+	%248 = insertelement <8 x i32> %247, i32 %223, i32 3
+	%249 = insertelement <8 x i32> %248, i32 %223, i32 4
+	%250 = insertelement <8 x i32> %249, i32 %223, i32 5
+	%251 = insertelement <8 x i32> %250, i32 %223, i32 6
+	%252 = insertelement <8 x i32> %251, i32 %223, i32 7
+	%253 = xor <8 x i32> %244, %252
+	%254 = add i32 %222, -1640531527
+	%255 = add i32 %223, -1150833019
+	%256 = zext <8 x i32> %243 to <8 x i64>
+	%257 = mul <8 x i64> %256, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%258 = lshr <8 x i64> %257, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%259 = trunc <8 x i64> %258 to <8 x i32>
+	%260 = trunc <8 x i64> %257 to <8 x i32>
+	%261 = zext <8 x i32> %253 to <8 x i64>
+	%262 = mul <8 x i64> %261, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%263 = lshr <8 x i64> %262, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%264 = trunc <8 x i64> %263 to <8 x i32>
+	%265 = trunc <8 x i64> %262 to <8 x i32>
+	%266 = xor <8 x i32> %264, %233
+	%267 = insertelement <8 x i32> undef, i32 %254, i32 0
+	%268 = insertelement <8 x i32> %267, i32 %254, i32 1
+	%269 = insertelement <8 x i32> %268, i32 %254, i32 2
+	%270 = insertelement <8 x i32> %269, i32 %254, i32 3
+	%271 = insertelement <8 x i32> %270, i32 %254, i32 4
+	%272 = insertelement <8 x i32> %271, i32 %254, i32 5
+	%273 = insertelement <8 x i32> %272, i32 %254, i32 6
+	%274 = insertelement <8 x i32> %273, i32 %254, i32 7
+	%275 = xor <8 x i32> %266, %274
+	%276 = xor <8 x i32> %259, %228
+	%277 = insertelement <8 x i32> undef, i32 %255, i32 0
+	%278 = insertelement <8 x i32> %277, i32 %255, i32 1
+	%279 = insertelement <8 x i32> %278, i32 %255, i32 2
+	%280 = insertelement <8 x i32> %279, i32 %255, i32 3
+	%281 = insertelement <8 x i32> %280, i32 %255, i32 4
+	%282 = insertelement <8 x i32> %281, i32 %255, i32 5
+	%283 = insertelement <8 x i32> %282, i32 %255, i32 6
+	%284 = insertelement <8 x i32> %283, i32 %255, i32 7
+	%285 = xor <8 x i32> %276, %284
+	%286 = add i32 %254, -1640531527
+	%287 = add i32 %255, -1150833019
+	%288 = zext <8 x i32> %275 to <8 x i64>
+	%289 = mul <8 x i64> %288, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%290 = lshr <8 x i64> %289, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%291 = trunc <8 x i64> %290 to <8 x i32>
+	%292 = trunc <8 x i64> %289 to <8 x i32>
+	%293 = zext <8 x i32> %285 to <8 x i64>
+	%294 = mul <8 x i64> %293, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%295 = lshr <8 x i64> %294, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%296 = trunc <8 x i64> %295 to <8 x i32>
+	%297 = trunc <8 x i64> %294 to <8 x i32>
+	%298 = xor <8 x i32> %296, %265
+	%299 = insertelement <8 x i32> undef, i32 %286, i32 0
+	%300 = insertelement <8 x i32> %299, i32 %286, i32 1
+	%301 = insertelement <8 x i32> %300, i32 %286, i32 2
+	%302 = insertelement <8 x i32> %301, i32 %286, i32 3
+	%303 = insertelement <8 x i32> %302, i32 %286, i32 4
+	%304 = insertelement <8 x i32> %303, i32 %286, i32 5
+	%305 = insertelement <8 x i32> %304, i32 %286, i32 6
+	%306 = insertelement <8 x i32> %305, i32 %286, i32 7
+	%307 = xor <8 x i32> %298, %306
+	%308 = xor <8 x i32> %291, %260
+	%309 = insertelement <8 x i32> undef, i32 %287, i32 0
+	%310 = insertelement <8 x i32> %309, i32 %287, i32 1
+	%311 = insertelement <8 x i32> %310, i32 %287, i32 2
+	%312 = insertelement <8 x i32> %311, i32 %287, i32 3
+	%313 = insertelement <8 x i32> %312, i32 %287, i32 4
+	%314 = insertelement <8 x i32> %313, i32 %287, i32 5
+	%315 = insertelement <8 x i32> %314, i32 %287, i32 6
+	%316 = insertelement <8 x i32> %315, i32 %287, i32 7
+	%317 = xor <8 x i32> %308, %316
+	%318 = insertvalue [4 x <8 x i32>] undef, <8 x i32> %307, 0
+	%319 = insertvalue [4 x <8 x i32>] %318, <8 x i32> %297, 1
+	%320 = insertvalue [4 x <8 x i32>] %319, <8 x i32> %317, 2
+	%321 = insertvalue [4 x <8 x i32>] %320, <8 x i32> %292, 3
+	ret [4 x <8 x i32>] %321
+}
+
+define internal <8 x float> @fg_log32_v8(<8 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <8 x float> %u to <8 x i32>
+	%1 = lshr <8 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <8 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <8 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <8 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <8 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <8 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <8 x i32> %3, %6
+	%8 = bitcast <8 x i32> %7 to <8 x float>
+	%9 = lshr <8 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <8 x i32> %2, %9
+	%11 = fsub <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <8 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <8 x float> %11, %12
+	%14 = fmul <8 x float> %13, %13
+	%15 = fmul <8 x float> %14, %14
+	%16 = fmul <8 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <8 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <8 x float> %15, %17
+	%19 = fmul <8 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <8 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <8 x float> %14, %20
+	%22 = fadd <8 x float> %21, %18
+	%23 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <8 x float> %23, %11
+	%25 = sitofp <8 x i32> %10 to <8 x float>
+	%26 = fadd <8 x float> %24, %22
+	%27 = fmul <8 x float> %13, %26
+	%28 = fmul <8 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <8 x float> %27, %28
+	%30 = fmul <8 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <8 x float> %24, %29
+	%32 = fsub <8 x float> %31, %11
+	%33 = fsub <8 x float> %30, %32
+	ret <8 x float> %33
+}
+
+define internal <8 x float> @fg_sin32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <8 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %x
+	%7 = fadd <8 x float> %6, %x
+	ret <8 x float> %7
+}
+
+define internal <8 x float> @fg_cos32_v8(<8 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <8 x float> %x, %x
+	%1 = fmul <8 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <8 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <8 x float> %2, %0
+	%4 = fadd <8 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <8 x float> %4, %0
+	%6 = fmul <8 x float> %5, %0
+	%7 = fmul <8 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <8 x float> %6, %7
+	%9 = fadd <8 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <8 x float> %9
+}
+
+define internal { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %xr, <8 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <8 x i32> %xr to <8 x float>
+	%1 = fadd <8 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <8 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <8 x float> @fg_log32_v8(<8 x float> %2)
+	%4 = fmul <8 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <8 x float> @llvm.sqrt.v8f32(<8 x float> %4)
+	%6 = add <8 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <8 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <8 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <8 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <8 x i32> %9 to <8 x float>
+	%11 = fadd <8 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <8 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <8 x float> @fg_sin32_v8(<8 x float> %12)
+	%14 = call <8 x float> @fg_cos32_v8(<8 x float> %12)
+	%15 = and <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <8 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <8 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <8 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <8 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <8 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <8 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <8 x i1> %16, <8 x float> %13, <8 x float> %14
+	%23 = bitcast <8 x float> %22 to <8 x i32>
+	%24 = xor <8 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <8 x i32> %24 to <8 x float>
+	%26 = select <8 x i1> %19, <8 x float> %25, <8 x float> %22
+	%27 = select <8 x i1> %16, <8 x float> %14, <8 x float> %13
+	%28 = bitcast <8 x float> %27 to <8 x i32>
+	%29 = xor <8 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <8 x i32> %29 to <8 x float>
+	%31 = select <8 x i1> %21, <8 x float> %30, <8 x float> %27
+	%32 = fmul <8 x float> %5, %26
+	%33 = insertvalue { <8 x float>, <8 x float> } undef, <8 x float> %32, 0
+	%34 = fmul <8 x float> %5, %31
+	%35 = insertvalue { <8 x float>, <8 x float> } %33, <8 x float> %34, 1
+	ret { <8 x float>, <8 x float> } %35
+}
+
+declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
+
+define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = add i64 %group, 0
+	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
+	%2 = add i64 %group, 1
+	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
+	%4 = add i64 %group, 2
+	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
+	%6 = add i64 %group, 3
+	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
+	%8 = add i64 %group, 4
+	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
+	%10 = add i64 %group, 5
+	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
+	%12 = add i64 %group, 6
+	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
+	%14 = add i64 %group, 7
+	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
+	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%17 = trunc <8 x i64> %15 to <8 x i32>
+	%18 = trunc <8 x i64> %16 to <8 x i32>
+	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
+	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
+	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
+	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
+	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
+	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
+	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
+	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
+	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
+	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
+	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
+	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
+	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
+	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
+	%35 = trunc i64 %seed to i32
+	%36 = lshr i64 %seed, 32
+	%37 = trunc i64 %36 to i32
+	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
+	%39 = extractvalue [4 x <8 x i32>] %38, 0
+	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
+	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
+	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
+	%46 = extractvalue [4 x <8 x i32>] %38, 2
+	%47 = extractvalue [4 x <8 x i32>] %38, 3
+	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
+	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
+	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
+	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
+	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
+	ret [4 x <8 x float>] %52
+}
+
 define internal { float, float, float, float, float } @fiber_body(float %v.theta, float %v.g, float %v.gt, float %v.r, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12) alwaysinline nounwind {
 entry:
 	%0 = fsub float %v.g, %v.gt
@@ -453,7 +948,7 @@ edges.3:
 	br label %edge.head.10
 
 group.head.4:
-	%64 = phi i64 [ %7, %vector.1 ], [ %178, %group.5 ]
+	%64 = phi i64 [ %7, %vector.1 ], [ %189, %group.5 ]
 	%65 = icmp slt i64 %64, %19
 	br i1 %65, label %group.5, label %group.done.6
 
@@ -462,319 +957,330 @@ group.5:
 	%67 = add i64 %20, %66
 	%68 = add i64 %24, %64
 	%69 = getelementptr float, float* %p.theta, i64 %67
-	%70 = bitcast float* %69 to <4 x float>*
-	%71 = load <4 x float>, <4 x float>* %70, align 16
-	%72 = extractelement <4 x float> %71, i32 0
-	%73 = extractelement <4 x float> %71, i32 1
-	%74 = extractelement <4 x float> %71, i32 2
-	%75 = extractelement <4 x float> %71, i32 3
-	%76 = getelementptr float, float* %p.g, i64 %67
-	%77 = bitcast float* %76 to <4 x float>*
-	%78 = load <4 x float>, <4 x float>* %77, align 16
-	%79 = extractelement <4 x float> %78, i32 0
-	%80 = extractelement <4 x float> %78, i32 1
-	%81 = extractelement <4 x float> %78, i32 2
-	%82 = extractelement <4 x float> %78, i32 3
-	%83 = getelementptr float, float* %p.gt, i64 %67
-	%84 = bitcast float* %83 to <4 x float>*
-	%85 = load <4 x float>, <4 x float>* %84, align 16
-	%86 = extractelement <4 x float> %85, i32 0
-	%87 = extractelement <4 x float> %85, i32 1
-	%88 = extractelement <4 x float> %85, i32 2
-	%89 = extractelement <4 x float> %85, i32 3
-	%90 = getelementptr float, float* %p.r, i64 %67
-	%91 = bitcast float* %90 to <4 x float>*
-	%92 = load <4 x float>, <4 x float>* %91, align 16
-	%93 = extractelement <4 x float> %92, i32 0
-	%94 = extractelement <4 x float> %92, i32 1
-	%95 = extractelement <4 x float> %92, i32 2
-	%96 = extractelement <4 x float> %92, i32 3
-	%97 = getelementptr float, float* %p.m, i64 %67
-	%98 = bitcast float* %97 to <4 x float>*
-	%99 = load <4 x float>, <4 x float>* %98, align 16
-	%100 = extractelement <4 x float> %99, i32 0
-	%101 = extractelement <4 x float> %99, i32 1
-	%102 = extractelement <4 x float> %99, i32 2
-	%103 = extractelement <4 x float> %99, i32 3
-	%104 = getelementptr float, float* %p.v, i64 %67
-	%105 = bitcast float* %104 to <4 x float>*
-	%106 = load <4 x float>, <4 x float>* %105, align 16
-	%107 = extractelement <4 x float> %106, i32 0
-	%108 = extractelement <4 x float> %106, i32 1
-	%109 = extractelement <4 x float> %106, i32 2
-	%110 = extractelement <4 x float> %106, i32 3
-	%111 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %68)
-	%112 = extractelement <4 x float> %111, i32 0
-	%113 = fmul float %s.13, %112
-	%114 = fadd float %79, %113
-	%115 = call { float, float, float, float, float } @fiber_body(float %72, float %114, float %86, float %93, float %100, float %107, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%116 = extractvalue { float, float, float, float, float } %115, 0
-	%117 = extractvalue { float, float, float, float, float } %115, 1
-	%118 = extractvalue { float, float, float, float, float } %115, 2
-	%119 = extractvalue { float, float, float, float, float } %115, 3
-	%120 = extractvalue { float, float, float, float, float } %115, 4
-	%121 = extractelement <4 x float> %111, i32 1
-	%122 = fmul float %s.13, %121
-	%123 = fadd float %80, %122
-	%124 = call { float, float, float, float, float } @fiber_body(float %73, float %123, float %87, float %94, float %101, float %108, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%125 = extractvalue { float, float, float, float, float } %124, 0
-	%126 = extractvalue { float, float, float, float, float } %124, 1
-	%127 = extractvalue { float, float, float, float, float } %124, 2
-	%128 = extractvalue { float, float, float, float, float } %124, 3
-	%129 = extractvalue { float, float, float, float, float } %124, 4
-	%130 = extractelement <4 x float> %111, i32 2
-	%131 = fmul float %s.13, %130
-	%132 = fadd float %81, %131
-	%133 = call { float, float, float, float, float } @fiber_body(float %74, float %132, float %88, float %95, float %102, float %109, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%134 = extractvalue { float, float, float, float, float } %133, 0
-	%135 = extractvalue { float, float, float, float, float } %133, 1
-	%136 = extractvalue { float, float, float, float, float } %133, 2
-	%137 = extractvalue { float, float, float, float, float } %133, 3
-	%138 = extractvalue { float, float, float, float, float } %133, 4
-	%139 = extractelement <4 x float> %111, i32 3
-	%140 = fmul float %s.13, %139
-	%141 = fadd float %82, %140
-	%142 = call { float, float, float, float, float } @fiber_body(float %75, float %141, float %89, float %96, float %103, float %110, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%143 = extractvalue { float, float, float, float, float } %142, 0
-	%144 = extractvalue { float, float, float, float, float } %142, 1
-	%145 = extractvalue { float, float, float, float, float } %142, 2
-	%146 = extractvalue { float, float, float, float, float } %142, 3
-	%147 = extractvalue { float, float, float, float, float } %142, 4
-	%148 = getelementptr float, float* %p.r, i64 %67
-	%149 = insertelement <4 x float> undef, float %116, i32 0
-	%150 = insertelement <4 x float> %149, float %125, i32 1
-	%151 = insertelement <4 x float> %150, float %134, i32 2
-	%152 = insertelement <4 x float> %151, float %143, i32 3
-	%153 = bitcast float* %148 to <4 x float>*
-	store <4 x float> %152, <4 x float>* %153, align 16
-	%154 = getelementptr float, float* %p.gt, i64 %67
-	%155 = insertelement <4 x float> undef, float %117, i32 0
-	%156 = insertelement <4 x float> %155, float %126, i32 1
-	%157 = insertelement <4 x float> %156, float %135, i32 2
-	%158 = insertelement <4 x float> %157, float %144, i32 3
-	%159 = bitcast float* %154 to <4 x float>*
-	store <4 x float> %158, <4 x float>* %159, align 16
-	%160 = getelementptr float, float* %p.m, i64 %67
-	%161 = insertelement <4 x float> undef, float %118, i32 0
-	%162 = insertelement <4 x float> %161, float %127, i32 1
-	%163 = insertelement <4 x float> %162, float %136, i32 2
-	%164 = insertelement <4 x float> %163, float %145, i32 3
-	%165 = bitcast float* %160 to <4 x float>*
-	store <4 x float> %164, <4 x float>* %165, align 16
-	%166 = getelementptr float, float* %p.v, i64 %67
-	%167 = insertelement <4 x float> undef, float %119, i32 0
-	%168 = insertelement <4 x float> %167, float %128, i32 1
-	%169 = insertelement <4 x float> %168, float %137, i32 2
-	%170 = insertelement <4 x float> %169, float %146, i32 3
-	%171 = bitcast float* %166 to <4 x float>*
-	store <4 x float> %170, <4 x float>* %171, align 16
-	%172 = getelementptr float, float* %p.theta, i64 %67
-	%173 = insertelement <4 x float> undef, float %120, i32 0
-	%174 = insertelement <4 x float> %173, float %129, i32 1
-	%175 = insertelement <4 x float> %174, float %138, i32 2
-	%176 = insertelement <4 x float> %175, float %147, i32 3
-	%177 = bitcast float* %172 to <4 x float>*
-	store <4 x float> %176, <4 x float>* %177, align 16
-	%178 = add i64 %64, %10
+	%70 = getelementptr float, float* %69, i64 0
+	%71 = bitcast float* %70 to <4 x float>*
+	%72 = load <4 x float>, <4 x float>* %71, align 16
+	%73 = extractelement <4 x float> %72, i32 0
+	%74 = extractelement <4 x float> %72, i32 1
+	%75 = extractelement <4 x float> %72, i32 2
+	%76 = extractelement <4 x float> %72, i32 3
+	%77 = getelementptr float, float* %p.g, i64 %67
+	%78 = getelementptr float, float* %77, i64 0
+	%79 = bitcast float* %78 to <4 x float>*
+	%80 = load <4 x float>, <4 x float>* %79, align 16
+	%81 = extractelement <4 x float> %80, i32 0
+	%82 = extractelement <4 x float> %80, i32 1
+	%83 = extractelement <4 x float> %80, i32 2
+	%84 = extractelement <4 x float> %80, i32 3
+	%85 = getelementptr float, float* %p.gt, i64 %67
+	%86 = getelementptr float, float* %85, i64 0
+	%87 = bitcast float* %86 to <4 x float>*
+	%88 = load <4 x float>, <4 x float>* %87, align 16
+	%89 = extractelement <4 x float> %88, i32 0
+	%90 = extractelement <4 x float> %88, i32 1
+	%91 = extractelement <4 x float> %88, i32 2
+	%92 = extractelement <4 x float> %88, i32 3
+	%93 = getelementptr float, float* %p.r, i64 %67
+	%94 = getelementptr float, float* %93, i64 0
+	%95 = bitcast float* %94 to <4 x float>*
+	%96 = load <4 x float>, <4 x float>* %95, align 16
+	%97 = extractelement <4 x float> %96, i32 0
+	%98 = extractelement <4 x float> %96, i32 1
+	%99 = extractelement <4 x float> %96, i32 2
+	%100 = extractelement <4 x float> %96, i32 3
+	%101 = getelementptr float, float* %p.m, i64 %67
+	%102 = getelementptr float, float* %101, i64 0
+	%103 = bitcast float* %102 to <4 x float>*
+	%104 = load <4 x float>, <4 x float>* %103, align 16
+	%105 = extractelement <4 x float> %104, i32 0
+	%106 = extractelement <4 x float> %104, i32 1
+	%107 = extractelement <4 x float> %104, i32 2
+	%108 = extractelement <4 x float> %104, i32 3
+	%109 = getelementptr float, float* %p.v, i64 %67
+	%110 = getelementptr float, float* %109, i64 0
+	%111 = bitcast float* %110 to <4 x float>*
+	%112 = load <4 x float>, <4 x float>* %111, align 16
+	%113 = extractelement <4 x float> %112, i32 0
+	%114 = extractelement <4 x float> %112, i32 1
+	%115 = extractelement <4 x float> %112, i32 2
+	%116 = extractelement <4 x float> %112, i32 3
+	%117 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %68)
+	%118 = extractelement <4 x float> %117, i32 0
+	%119 = fmul float %s.13, %118
+	%120 = fadd float %81, %119
+	%121 = call { float, float, float, float, float } @fiber_body(float %73, float %120, float %89, float %97, float %105, float %113, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%122 = extractvalue { float, float, float, float, float } %121, 0
+	%123 = extractvalue { float, float, float, float, float } %121, 1
+	%124 = extractvalue { float, float, float, float, float } %121, 2
+	%125 = extractvalue { float, float, float, float, float } %121, 3
+	%126 = extractvalue { float, float, float, float, float } %121, 4
+	%127 = extractelement <4 x float> %117, i32 1
+	%128 = fmul float %s.13, %127
+	%129 = fadd float %82, %128
+	%130 = call { float, float, float, float, float } @fiber_body(float %74, float %129, float %90, float %98, float %106, float %114, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%131 = extractvalue { float, float, float, float, float } %130, 0
+	%132 = extractvalue { float, float, float, float, float } %130, 1
+	%133 = extractvalue { float, float, float, float, float } %130, 2
+	%134 = extractvalue { float, float, float, float, float } %130, 3
+	%135 = extractvalue { float, float, float, float, float } %130, 4
+	%136 = extractelement <4 x float> %117, i32 2
+	%137 = fmul float %s.13, %136
+	%138 = fadd float %83, %137
+	%139 = call { float, float, float, float, float } @fiber_body(float %75, float %138, float %91, float %99, float %107, float %115, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%140 = extractvalue { float, float, float, float, float } %139, 0
+	%141 = extractvalue { float, float, float, float, float } %139, 1
+	%142 = extractvalue { float, float, float, float, float } %139, 2
+	%143 = extractvalue { float, float, float, float, float } %139, 3
+	%144 = extractvalue { float, float, float, float, float } %139, 4
+	%145 = extractelement <4 x float> %117, i32 3
+	%146 = fmul float %s.13, %145
+	%147 = fadd float %84, %146
+	%148 = call { float, float, float, float, float } @fiber_body(float %76, float %147, float %92, float %100, float %108, float %116, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%149 = extractvalue { float, float, float, float, float } %148, 0
+	%150 = extractvalue { float, float, float, float, float } %148, 1
+	%151 = extractvalue { float, float, float, float, float } %148, 2
+	%152 = extractvalue { float, float, float, float, float } %148, 3
+	%153 = extractvalue { float, float, float, float, float } %148, 4
+	%154 = getelementptr float, float* %p.r, i64 %67
+	%155 = insertelement <4 x float> undef, float %122, i32 0
+	%156 = insertelement <4 x float> %155, float %131, i32 1
+	%157 = insertelement <4 x float> %156, float %140, i32 2
+	%158 = insertelement <4 x float> %157, float %149, i32 3
+	%159 = getelementptr float, float* %154, i64 0
+	%160 = bitcast float* %159 to <4 x float>*
+	store <4 x float> %158, <4 x float>* %160, align 16
+	%161 = getelementptr float, float* %p.gt, i64 %67
+	%162 = insertelement <4 x float> undef, float %123, i32 0
+	%163 = insertelement <4 x float> %162, float %132, i32 1
+	%164 = insertelement <4 x float> %163, float %141, i32 2
+	%165 = insertelement <4 x float> %164, float %150, i32 3
+	%166 = getelementptr float, float* %161, i64 0
+	%167 = bitcast float* %166 to <4 x float>*
+	store <4 x float> %165, <4 x float>* %167, align 16
+	%168 = getelementptr float, float* %p.m, i64 %67
+	%169 = insertelement <4 x float> undef, float %124, i32 0
+	%170 = insertelement <4 x float> %169, float %133, i32 1
+	%171 = insertelement <4 x float> %170, float %142, i32 2
+	%172 = insertelement <4 x float> %171, float %151, i32 3
+	%173 = getelementptr float, float* %168, i64 0
+	%174 = bitcast float* %173 to <4 x float>*
+	store <4 x float> %172, <4 x float>* %174, align 16
+	%175 = getelementptr float, float* %p.v, i64 %67
+	%176 = insertelement <4 x float> undef, float %125, i32 0
+	%177 = insertelement <4 x float> %176, float %134, i32 1
+	%178 = insertelement <4 x float> %177, float %143, i32 2
+	%179 = insertelement <4 x float> %178, float %152, i32 3
+	%180 = getelementptr float, float* %175, i64 0
+	%181 = bitcast float* %180 to <4 x float>*
+	store <4 x float> %179, <4 x float>* %181, align 16
+	%182 = getelementptr float, float* %p.theta, i64 %67
+	%183 = insertelement <4 x float> undef, float %126, i32 0
+	%184 = insertelement <4 x float> %183, float %135, i32 1
+	%185 = insertelement <4 x float> %184, float %144, i32 2
+	%186 = insertelement <4 x float> %185, float %153, i32 3
+	%187 = getelementptr float, float* %182, i64 0
+	%188 = bitcast float* %187 to <4 x float>*
+	store <4 x float> %186, <4 x float>* %188, align 16
+	%189 = add i64 %64, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%179 = phi i64 [ %7, %scalar.2 ], [ %300, %group.8 ]
-	%180 = icmp slt i64 %179, %19
-	br i1 %180, label %group.8, label %group.done.9
+	%190 = phi i64 [ %7, %scalar.2 ], [ %311, %group.8 ]
+	%191 = icmp slt i64 %190, %19
+	br i1 %191, label %group.8, label %group.done.9
 
 group.8:
-	%181 = shl i64 %179, 2
-	%182 = add i64 %20, %181
-	%183 = add i64 %24, %179
-	%184 = getelementptr float, float* %p.theta, i64 %182
-	%185 = getelementptr float, float* %184, i64 0
-	%186 = load float, float* %185, align 4
-	%187 = getelementptr float, float* %184, i64 1
-	%188 = load float, float* %187, align 4
-	%189 = getelementptr float, float* %184, i64 2
-	%190 = load float, float* %189, align 4
-	%191 = getelementptr float, float* %184, i64 3
-	%192 = load float, float* %191, align 4
-	%193 = getelementptr float, float* %p.g, i64 %182
-	%194 = getelementptr float, float* %193, i64 0
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %193, i64 1
+	%192 = shl i64 %190, 2
+	%193 = add i64 %20, %192
+	%194 = add i64 %24, %190
+	%195 = getelementptr float, float* %p.theta, i64 %193
+	%196 = getelementptr float, float* %195, i64 0
 	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %193, i64 2
+	%198 = getelementptr float, float* %195, i64 1
 	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %193, i64 3
+	%200 = getelementptr float, float* %195, i64 2
 	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %p.gt, i64 %182
-	%203 = getelementptr float, float* %202, i64 0
-	%204 = load float, float* %203, align 4
-	%205 = getelementptr float, float* %202, i64 1
+	%202 = getelementptr float, float* %195, i64 3
+	%203 = load float, float* %202, align 4
+	%204 = getelementptr float, float* %p.g, i64 %193
+	%205 = getelementptr float, float* %204, i64 0
 	%206 = load float, float* %205, align 4
-	%207 = getelementptr float, float* %202, i64 2
+	%207 = getelementptr float, float* %204, i64 1
 	%208 = load float, float* %207, align 4
-	%209 = getelementptr float, float* %202, i64 3
+	%209 = getelementptr float, float* %204, i64 2
 	%210 = load float, float* %209, align 4
-	%211 = getelementptr float, float* %p.r, i64 %182
-	%212 = getelementptr float, float* %211, i64 0
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %211, i64 1
+	%211 = getelementptr float, float* %204, i64 3
+	%212 = load float, float* %211, align 4
+	%213 = getelementptr float, float* %p.gt, i64 %193
+	%214 = getelementptr float, float* %213, i64 0
 	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %211, i64 2
+	%216 = getelementptr float, float* %213, i64 1
 	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %211, i64 3
+	%218 = getelementptr float, float* %213, i64 2
 	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %p.m, i64 %182
-	%221 = getelementptr float, float* %220, i64 0
-	%222 = load float, float* %221, align 4
-	%223 = getelementptr float, float* %220, i64 1
+	%220 = getelementptr float, float* %213, i64 3
+	%221 = load float, float* %220, align 4
+	%222 = getelementptr float, float* %p.r, i64 %193
+	%223 = getelementptr float, float* %222, i64 0
 	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %220, i64 2
+	%225 = getelementptr float, float* %222, i64 1
 	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %220, i64 3
+	%227 = getelementptr float, float* %222, i64 2
 	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %p.v, i64 %182
-	%230 = getelementptr float, float* %229, i64 0
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %229, i64 1
+	%229 = getelementptr float, float* %222, i64 3
+	%230 = load float, float* %229, align 4
+	%231 = getelementptr float, float* %p.m, i64 %193
+	%232 = getelementptr float, float* %231, i64 0
 	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %229, i64 2
+	%234 = getelementptr float, float* %231, i64 1
 	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %229, i64 3
+	%236 = getelementptr float, float* %231, i64 2
 	%237 = load float, float* %236, align 4
-	%238 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %183)
-	%239 = extractelement <4 x float> %238, i32 0
-	%240 = fmul float %s.13, %239
-	%241 = fadd float %195, %240
-	%242 = call { float, float, float, float, float } @fiber_body(float %186, float %241, float %204, float %213, float %222, float %231, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%243 = extractvalue { float, float, float, float, float } %242, 0
-	%244 = extractvalue { float, float, float, float, float } %242, 1
-	%245 = extractvalue { float, float, float, float, float } %242, 2
-	%246 = extractvalue { float, float, float, float, float } %242, 3
-	%247 = extractvalue { float, float, float, float, float } %242, 4
-	%248 = extractelement <4 x float> %238, i32 1
-	%249 = fmul float %s.13, %248
-	%250 = fadd float %197, %249
-	%251 = call { float, float, float, float, float } @fiber_body(float %188, float %250, float %206, float %215, float %224, float %233, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%252 = extractvalue { float, float, float, float, float } %251, 0
-	%253 = extractvalue { float, float, float, float, float } %251, 1
-	%254 = extractvalue { float, float, float, float, float } %251, 2
-	%255 = extractvalue { float, float, float, float, float } %251, 3
-	%256 = extractvalue { float, float, float, float, float } %251, 4
-	%257 = extractelement <4 x float> %238, i32 2
-	%258 = fmul float %s.13, %257
-	%259 = fadd float %199, %258
-	%260 = call { float, float, float, float, float } @fiber_body(float %190, float %259, float %208, float %217, float %226, float %235, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%261 = extractvalue { float, float, float, float, float } %260, 0
-	%262 = extractvalue { float, float, float, float, float } %260, 1
-	%263 = extractvalue { float, float, float, float, float } %260, 2
-	%264 = extractvalue { float, float, float, float, float } %260, 3
-	%265 = extractvalue { float, float, float, float, float } %260, 4
-	%266 = extractelement <4 x float> %238, i32 3
-	%267 = fmul float %s.13, %266
-	%268 = fadd float %201, %267
-	%269 = call { float, float, float, float, float } @fiber_body(float %192, float %268, float %210, float %219, float %228, float %237, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%270 = extractvalue { float, float, float, float, float } %269, 0
-	%271 = extractvalue { float, float, float, float, float } %269, 1
-	%272 = extractvalue { float, float, float, float, float } %269, 2
-	%273 = extractvalue { float, float, float, float, float } %269, 3
-	%274 = extractvalue { float, float, float, float, float } %269, 4
-	%275 = getelementptr float, float* %p.r, i64 %182
-	%276 = getelementptr float, float* %275, i64 0
-	store float %243, float* %276, align 4
-	%277 = getelementptr float, float* %275, i64 1
-	store float %252, float* %277, align 4
-	%278 = getelementptr float, float* %275, i64 2
-	store float %261, float* %278, align 4
-	%279 = getelementptr float, float* %275, i64 3
-	store float %270, float* %279, align 4
-	%280 = getelementptr float, float* %p.gt, i64 %182
-	%281 = getelementptr float, float* %280, i64 0
-	store float %244, float* %281, align 4
-	%282 = getelementptr float, float* %280, i64 1
-	store float %253, float* %282, align 4
-	%283 = getelementptr float, float* %280, i64 2
-	store float %262, float* %283, align 4
-	%284 = getelementptr float, float* %280, i64 3
-	store float %271, float* %284, align 4
-	%285 = getelementptr float, float* %p.m, i64 %182
-	%286 = getelementptr float, float* %285, i64 0
-	store float %245, float* %286, align 4
-	%287 = getelementptr float, float* %285, i64 1
+	%238 = getelementptr float, float* %231, i64 3
+	%239 = load float, float* %238, align 4
+	%240 = getelementptr float, float* %p.v, i64 %193
+	%241 = getelementptr float, float* %240, i64 0
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %240, i64 1
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %240, i64 2
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %240, i64 3
+	%248 = load float, float* %247, align 4
+	%249 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %194)
+	%250 = extractelement <4 x float> %249, i32 0
+	%251 = fmul float %s.13, %250
+	%252 = fadd float %206, %251
+	%253 = call { float, float, float, float, float } @fiber_body(float %197, float %252, float %215, float %224, float %233, float %242, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%254 = extractvalue { float, float, float, float, float } %253, 0
+	%255 = extractvalue { float, float, float, float, float } %253, 1
+	%256 = extractvalue { float, float, float, float, float } %253, 2
+	%257 = extractvalue { float, float, float, float, float } %253, 3
+	%258 = extractvalue { float, float, float, float, float } %253, 4
+	%259 = extractelement <4 x float> %249, i32 1
+	%260 = fmul float %s.13, %259
+	%261 = fadd float %208, %260
+	%262 = call { float, float, float, float, float } @fiber_body(float %199, float %261, float %217, float %226, float %235, float %244, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%263 = extractvalue { float, float, float, float, float } %262, 0
+	%264 = extractvalue { float, float, float, float, float } %262, 1
+	%265 = extractvalue { float, float, float, float, float } %262, 2
+	%266 = extractvalue { float, float, float, float, float } %262, 3
+	%267 = extractvalue { float, float, float, float, float } %262, 4
+	%268 = extractelement <4 x float> %249, i32 2
+	%269 = fmul float %s.13, %268
+	%270 = fadd float %210, %269
+	%271 = call { float, float, float, float, float } @fiber_body(float %201, float %270, float %219, float %228, float %237, float %246, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%272 = extractvalue { float, float, float, float, float } %271, 0
+	%273 = extractvalue { float, float, float, float, float } %271, 1
+	%274 = extractvalue { float, float, float, float, float } %271, 2
+	%275 = extractvalue { float, float, float, float, float } %271, 3
+	%276 = extractvalue { float, float, float, float, float } %271, 4
+	%277 = extractelement <4 x float> %249, i32 3
+	%278 = fmul float %s.13, %277
+	%279 = fadd float %212, %278
+	%280 = call { float, float, float, float, float } @fiber_body(float %203, float %279, float %221, float %230, float %239, float %248, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%281 = extractvalue { float, float, float, float, float } %280, 0
+	%282 = extractvalue { float, float, float, float, float } %280, 1
+	%283 = extractvalue { float, float, float, float, float } %280, 2
+	%284 = extractvalue { float, float, float, float, float } %280, 3
+	%285 = extractvalue { float, float, float, float, float } %280, 4
+	%286 = getelementptr float, float* %p.r, i64 %193
+	%287 = getelementptr float, float* %286, i64 0
 	store float %254, float* %287, align 4
-	%288 = getelementptr float, float* %285, i64 2
+	%288 = getelementptr float, float* %286, i64 1
 	store float %263, float* %288, align 4
-	%289 = getelementptr float, float* %285, i64 3
+	%289 = getelementptr float, float* %286, i64 2
 	store float %272, float* %289, align 4
-	%290 = getelementptr float, float* %p.v, i64 %182
-	%291 = getelementptr float, float* %290, i64 0
-	store float %246, float* %291, align 4
-	%292 = getelementptr float, float* %290, i64 1
+	%290 = getelementptr float, float* %286, i64 3
+	store float %281, float* %290, align 4
+	%291 = getelementptr float, float* %p.gt, i64 %193
+	%292 = getelementptr float, float* %291, i64 0
 	store float %255, float* %292, align 4
-	%293 = getelementptr float, float* %290, i64 2
+	%293 = getelementptr float, float* %291, i64 1
 	store float %264, float* %293, align 4
-	%294 = getelementptr float, float* %290, i64 3
+	%294 = getelementptr float, float* %291, i64 2
 	store float %273, float* %294, align 4
-	%295 = getelementptr float, float* %p.theta, i64 %182
-	%296 = getelementptr float, float* %295, i64 0
-	store float %247, float* %296, align 4
-	%297 = getelementptr float, float* %295, i64 1
+	%295 = getelementptr float, float* %291, i64 3
+	store float %282, float* %295, align 4
+	%296 = getelementptr float, float* %p.m, i64 %193
+	%297 = getelementptr float, float* %296, i64 0
 	store float %256, float* %297, align 4
-	%298 = getelementptr float, float* %295, i64 2
+	%298 = getelementptr float, float* %296, i64 1
 	store float %265, float* %298, align 4
-	%299 = getelementptr float, float* %295, i64 3
+	%299 = getelementptr float, float* %296, i64 2
 	store float %274, float* %299, align 4
-	%300 = add i64 %179, %10
+	%300 = getelementptr float, float* %296, i64 3
+	store float %283, float* %300, align 4
+	%301 = getelementptr float, float* %p.v, i64 %193
+	%302 = getelementptr float, float* %301, i64 0
+	store float %257, float* %302, align 4
+	%303 = getelementptr float, float* %301, i64 1
+	store float %266, float* %303, align 4
+	%304 = getelementptr float, float* %301, i64 2
+	store float %275, float* %304, align 4
+	%305 = getelementptr float, float* %301, i64 3
+	store float %284, float* %305, align 4
+	%306 = getelementptr float, float* %p.theta, i64 %193
+	%307 = getelementptr float, float* %306, i64 0
+	store float %258, float* %307, align 4
+	%308 = getelementptr float, float* %306, i64 1
+	store float %267, float* %308, align 4
+	%309 = getelementptr float, float* %306, i64 2
+	store float %276, float* %309, align 4
+	%310 = getelementptr float, float* %306, i64 3
+	store float %285, float* %310, align 4
+	%311 = add i64 %190, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%301 = phi i64 [ %7, %edges.3 ], [ %334, %edge.11 ]
-	%302 = icmp slt i64 %301, %63
-	br i1 %302, label %edge.11, label %edge.done.12
+	%312 = phi i64 [ %7, %edges.3 ], [ %345, %edge.11 ]
+	%313 = icmp slt i64 %312, %63
+	br i1 %313, label %edge.11, label %edge.done.12
 
 edge.11:
-	%303 = icmp slt i64 %301, %17
-	%304 = sub i64 %301, %17
-	%305 = add i64 %22, %304
-	%306 = select i1 %303, i64 %301, i64 %305
-	%307 = getelementptr float, float* %p.theta, i64 %306
-	%308 = load float, float* %307, align 4
-	%309 = getelementptr float, float* %p.g, i64 %306
-	%310 = load float, float* %309, align 4
-	%311 = getelementptr float, float* %p.gt, i64 %306
-	%312 = load float, float* %311, align 4
-	%313 = getelementptr float, float* %p.r, i64 %306
-	%314 = load float, float* %313, align 4
-	%315 = getelementptr float, float* %p.m, i64 %306
-	%316 = load float, float* %315, align 4
-	%317 = getelementptr float, float* %p.v, i64 %306
-	%318 = load float, float* %317, align 4
-	%319 = add i64 %offset, %306
-	%320 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %319)
-	%321 = fmul float %s.13, %320
-	%322 = fadd float %310, %321
-	%323 = call { float, float, float, float, float } @fiber_body(float %308, float %322, float %312, float %314, float %316, float %318, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%324 = extractvalue { float, float, float, float, float } %323, 0
-	%325 = extractvalue { float, float, float, float, float } %323, 1
-	%326 = extractvalue { float, float, float, float, float } %323, 2
-	%327 = extractvalue { float, float, float, float, float } %323, 3
-	%328 = extractvalue { float, float, float, float, float } %323, 4
-	%329 = getelementptr float, float* %p.r, i64 %306
-	store float %324, float* %329, align 4
-	%330 = getelementptr float, float* %p.gt, i64 %306
-	store float %325, float* %330, align 4
-	%331 = getelementptr float, float* %p.m, i64 %306
-	store float %326, float* %331, align 4
-	%332 = getelementptr float, float* %p.v, i64 %306
-	store float %327, float* %332, align 4
-	%333 = getelementptr float, float* %p.theta, i64 %306
-	store float %328, float* %333, align 4
-	%334 = add i64 %301, %10
+	%314 = icmp slt i64 %312, %17
+	%315 = sub i64 %312, %17
+	%316 = add i64 %22, %315
+	%317 = select i1 %314, i64 %312, i64 %316
+	%318 = getelementptr float, float* %p.theta, i64 %317
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %p.g, i64 %317
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %p.gt, i64 %317
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %p.r, i64 %317
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %p.m, i64 %317
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %p.v, i64 %317
+	%329 = load float, float* %328, align 4
+	%330 = add i64 %offset, %317
+	%331 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %330)
+	%332 = fmul float %s.13, %331
+	%333 = fadd float %321, %332
+	%334 = call { float, float, float, float, float } @fiber_body(float %319, float %333, float %323, float %325, float %327, float %329, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%335 = extractvalue { float, float, float, float, float } %334, 0
+	%336 = extractvalue { float, float, float, float, float } %334, 1
+	%337 = extractvalue { float, float, float, float, float } %334, 2
+	%338 = extractvalue { float, float, float, float, float } %334, 3
+	%339 = extractvalue { float, float, float, float, float } %334, 4
+	%340 = getelementptr float, float* %p.r, i64 %317
+	store float %335, float* %340, align 4
+	%341 = getelementptr float, float* %p.gt, i64 %317
+	store float %336, float* %341, align 4
+	%342 = getelementptr float, float* %p.m, i64 %317
+	store float %337, float* %342, align 4
+	%343 = getelementptr float, float* %p.v, i64 %317
+	store float %338, float* %343, align 4
+	%344 = getelementptr float, float* %p.theta, i64 %317
+	store float %339, float* %344, align 4
+	%345 = add i64 %312, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -787,303 +1293,314 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%335 = sub i64 %n, %22
-	%336 = add i64 %17, %335
+	%346 = sub i64 %n, %22
+	%347 = add i64 %17, %346
 	br label %edge.head.22
 
 group.head.16:
-	%337 = phi i64 [ %7, %vector.13 ], [ %438, %group.17 ]
-	%338 = icmp slt i64 %337, %19
-	br i1 %338, label %group.17, label %group.done.18
+	%348 = phi i64 [ %7, %vector.13 ], [ %460, %group.17 ]
+	%349 = icmp slt i64 %348, %19
+	br i1 %349, label %group.17, label %group.done.18
 
 group.17:
-	%339 = shl i64 %337, 2
-	%340 = add i64 %20, %339
-	%341 = add i64 %24, %337
-	%342 = getelementptr float, float* %p.theta, i64 %340
-	%343 = bitcast float* %342 to <4 x float>*
-	%344 = load <4 x float>, <4 x float>* %343, align 16
-	%345 = extractelement <4 x float> %344, i32 0
-	%346 = extractelement <4 x float> %344, i32 1
-	%347 = extractelement <4 x float> %344, i32 2
-	%348 = extractelement <4 x float> %344, i32 3
-	%349 = getelementptr float, float* %p.g, i64 %340
-	%350 = bitcast float* %349 to <4 x float>*
-	%351 = load <4 x float>, <4 x float>* %350, align 16
-	%352 = extractelement <4 x float> %351, i32 0
-	%353 = extractelement <4 x float> %351, i32 1
-	%354 = extractelement <4 x float> %351, i32 2
-	%355 = extractelement <4 x float> %351, i32 3
-	%356 = getelementptr float, float* %p.gt, i64 %340
-	%357 = bitcast float* %356 to <4 x float>*
-	%358 = load <4 x float>, <4 x float>* %357, align 16
-	%359 = extractelement <4 x float> %358, i32 0
-	%360 = extractelement <4 x float> %358, i32 1
-	%361 = extractelement <4 x float> %358, i32 2
-	%362 = extractelement <4 x float> %358, i32 3
-	%363 = getelementptr float, float* %p.r, i64 %340
-	%364 = bitcast float* %363 to <4 x float>*
-	%365 = load <4 x float>, <4 x float>* %364, align 16
-	%366 = extractelement <4 x float> %365, i32 0
-	%367 = extractelement <4 x float> %365, i32 1
-	%368 = extractelement <4 x float> %365, i32 2
-	%369 = extractelement <4 x float> %365, i32 3
-	%370 = getelementptr float, float* %p.m, i64 %340
+	%350 = shl i64 %348, 2
+	%351 = add i64 %20, %350
+	%352 = add i64 %24, %348
+	%353 = getelementptr float, float* %p.theta, i64 %351
+	%354 = getelementptr float, float* %353, i64 0
+	%355 = bitcast float* %354 to <4 x float>*
+	%356 = load <4 x float>, <4 x float>* %355, align 16
+	%357 = extractelement <4 x float> %356, i32 0
+	%358 = extractelement <4 x float> %356, i32 1
+	%359 = extractelement <4 x float> %356, i32 2
+	%360 = extractelement <4 x float> %356, i32 3
+	%361 = getelementptr float, float* %p.g, i64 %351
+	%362 = getelementptr float, float* %361, i64 0
+	%363 = bitcast float* %362 to <4 x float>*
+	%364 = load <4 x float>, <4 x float>* %363, align 16
+	%365 = extractelement <4 x float> %364, i32 0
+	%366 = extractelement <4 x float> %364, i32 1
+	%367 = extractelement <4 x float> %364, i32 2
+	%368 = extractelement <4 x float> %364, i32 3
+	%369 = getelementptr float, float* %p.gt, i64 %351
+	%370 = getelementptr float, float* %369, i64 0
 	%371 = bitcast float* %370 to <4 x float>*
 	%372 = load <4 x float>, <4 x float>* %371, align 16
 	%373 = extractelement <4 x float> %372, i32 0
 	%374 = extractelement <4 x float> %372, i32 1
 	%375 = extractelement <4 x float> %372, i32 2
 	%376 = extractelement <4 x float> %372, i32 3
-	%377 = getelementptr float, float* %p.v, i64 %340
-	%378 = bitcast float* %377 to <4 x float>*
-	%379 = load <4 x float>, <4 x float>* %378, align 16
-	%380 = extractelement <4 x float> %379, i32 0
-	%381 = extractelement <4 x float> %379, i32 1
-	%382 = extractelement <4 x float> %379, i32 2
-	%383 = extractelement <4 x float> %379, i32 3
-	%384 = call { float, float, float, float, float } @fiber_body(float %345, float %352, float %359, float %366, float %373, float %380, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%385 = extractvalue { float, float, float, float, float } %384, 0
-	%386 = extractvalue { float, float, float, float, float } %384, 1
-	%387 = extractvalue { float, float, float, float, float } %384, 2
-	%388 = extractvalue { float, float, float, float, float } %384, 3
-	%389 = extractvalue { float, float, float, float, float } %384, 4
-	%390 = call { float, float, float, float, float } @fiber_body(float %346, float %353, float %360, float %367, float %374, float %381, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%391 = extractvalue { float, float, float, float, float } %390, 0
-	%392 = extractvalue { float, float, float, float, float } %390, 1
-	%393 = extractvalue { float, float, float, float, float } %390, 2
-	%394 = extractvalue { float, float, float, float, float } %390, 3
-	%395 = extractvalue { float, float, float, float, float } %390, 4
-	%396 = call { float, float, float, float, float } @fiber_body(float %347, float %354, float %361, float %368, float %375, float %382, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%397 = extractvalue { float, float, float, float, float } %396, 0
-	%398 = extractvalue { float, float, float, float, float } %396, 1
-	%399 = extractvalue { float, float, float, float, float } %396, 2
-	%400 = extractvalue { float, float, float, float, float } %396, 3
-	%401 = extractvalue { float, float, float, float, float } %396, 4
-	%402 = call { float, float, float, float, float } @fiber_body(float %348, float %355, float %362, float %369, float %376, float %383, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%403 = extractvalue { float, float, float, float, float } %402, 0
-	%404 = extractvalue { float, float, float, float, float } %402, 1
-	%405 = extractvalue { float, float, float, float, float } %402, 2
-	%406 = extractvalue { float, float, float, float, float } %402, 3
-	%407 = extractvalue { float, float, float, float, float } %402, 4
-	%408 = getelementptr float, float* %p.r, i64 %340
-	%409 = insertelement <4 x float> undef, float %385, i32 0
-	%410 = insertelement <4 x float> %409, float %391, i32 1
-	%411 = insertelement <4 x float> %410, float %397, i32 2
-	%412 = insertelement <4 x float> %411, float %403, i32 3
-	%413 = bitcast float* %408 to <4 x float>*
-	store <4 x float> %412, <4 x float>* %413, align 16
-	%414 = getelementptr float, float* %p.gt, i64 %340
-	%415 = insertelement <4 x float> undef, float %386, i32 0
-	%416 = insertelement <4 x float> %415, float %392, i32 1
-	%417 = insertelement <4 x float> %416, float %398, i32 2
-	%418 = insertelement <4 x float> %417, float %404, i32 3
-	%419 = bitcast float* %414 to <4 x float>*
-	store <4 x float> %418, <4 x float>* %419, align 16
-	%420 = getelementptr float, float* %p.m, i64 %340
-	%421 = insertelement <4 x float> undef, float %387, i32 0
-	%422 = insertelement <4 x float> %421, float %393, i32 1
-	%423 = insertelement <4 x float> %422, float %399, i32 2
-	%424 = insertelement <4 x float> %423, float %405, i32 3
-	%425 = bitcast float* %420 to <4 x float>*
-	store <4 x float> %424, <4 x float>* %425, align 16
-	%426 = getelementptr float, float* %p.v, i64 %340
-	%427 = insertelement <4 x float> undef, float %388, i32 0
-	%428 = insertelement <4 x float> %427, float %394, i32 1
-	%429 = insertelement <4 x float> %428, float %400, i32 2
-	%430 = insertelement <4 x float> %429, float %406, i32 3
-	%431 = bitcast float* %426 to <4 x float>*
-	store <4 x float> %430, <4 x float>* %431, align 16
-	%432 = getelementptr float, float* %p.theta, i64 %340
-	%433 = insertelement <4 x float> undef, float %389, i32 0
-	%434 = insertelement <4 x float> %433, float %395, i32 1
-	%435 = insertelement <4 x float> %434, float %401, i32 2
-	%436 = insertelement <4 x float> %435, float %407, i32 3
-	%437 = bitcast float* %432 to <4 x float>*
-	store <4 x float> %436, <4 x float>* %437, align 16
-	%438 = add i64 %337, %10
+	%377 = getelementptr float, float* %p.r, i64 %351
+	%378 = getelementptr float, float* %377, i64 0
+	%379 = bitcast float* %378 to <4 x float>*
+	%380 = load <4 x float>, <4 x float>* %379, align 16
+	%381 = extractelement <4 x float> %380, i32 0
+	%382 = extractelement <4 x float> %380, i32 1
+	%383 = extractelement <4 x float> %380, i32 2
+	%384 = extractelement <4 x float> %380, i32 3
+	%385 = getelementptr float, float* %p.m, i64 %351
+	%386 = getelementptr float, float* %385, i64 0
+	%387 = bitcast float* %386 to <4 x float>*
+	%388 = load <4 x float>, <4 x float>* %387, align 16
+	%389 = extractelement <4 x float> %388, i32 0
+	%390 = extractelement <4 x float> %388, i32 1
+	%391 = extractelement <4 x float> %388, i32 2
+	%392 = extractelement <4 x float> %388, i32 3
+	%393 = getelementptr float, float* %p.v, i64 %351
+	%394 = getelementptr float, float* %393, i64 0
+	%395 = bitcast float* %394 to <4 x float>*
+	%396 = load <4 x float>, <4 x float>* %395, align 16
+	%397 = extractelement <4 x float> %396, i32 0
+	%398 = extractelement <4 x float> %396, i32 1
+	%399 = extractelement <4 x float> %396, i32 2
+	%400 = extractelement <4 x float> %396, i32 3
+	%401 = call { float, float, float, float, float } @fiber_body(float %357, float %365, float %373, float %381, float %389, float %397, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%402 = extractvalue { float, float, float, float, float } %401, 0
+	%403 = extractvalue { float, float, float, float, float } %401, 1
+	%404 = extractvalue { float, float, float, float, float } %401, 2
+	%405 = extractvalue { float, float, float, float, float } %401, 3
+	%406 = extractvalue { float, float, float, float, float } %401, 4
+	%407 = call { float, float, float, float, float } @fiber_body(float %358, float %366, float %374, float %382, float %390, float %398, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%408 = extractvalue { float, float, float, float, float } %407, 0
+	%409 = extractvalue { float, float, float, float, float } %407, 1
+	%410 = extractvalue { float, float, float, float, float } %407, 2
+	%411 = extractvalue { float, float, float, float, float } %407, 3
+	%412 = extractvalue { float, float, float, float, float } %407, 4
+	%413 = call { float, float, float, float, float } @fiber_body(float %359, float %367, float %375, float %383, float %391, float %399, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%414 = extractvalue { float, float, float, float, float } %413, 0
+	%415 = extractvalue { float, float, float, float, float } %413, 1
+	%416 = extractvalue { float, float, float, float, float } %413, 2
+	%417 = extractvalue { float, float, float, float, float } %413, 3
+	%418 = extractvalue { float, float, float, float, float } %413, 4
+	%419 = call { float, float, float, float, float } @fiber_body(float %360, float %368, float %376, float %384, float %392, float %400, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%420 = extractvalue { float, float, float, float, float } %419, 0
+	%421 = extractvalue { float, float, float, float, float } %419, 1
+	%422 = extractvalue { float, float, float, float, float } %419, 2
+	%423 = extractvalue { float, float, float, float, float } %419, 3
+	%424 = extractvalue { float, float, float, float, float } %419, 4
+	%425 = getelementptr float, float* %p.r, i64 %351
+	%426 = insertelement <4 x float> undef, float %402, i32 0
+	%427 = insertelement <4 x float> %426, float %408, i32 1
+	%428 = insertelement <4 x float> %427, float %414, i32 2
+	%429 = insertelement <4 x float> %428, float %420, i32 3
+	%430 = getelementptr float, float* %425, i64 0
+	%431 = bitcast float* %430 to <4 x float>*
+	store <4 x float> %429, <4 x float>* %431, align 16
+	%432 = getelementptr float, float* %p.gt, i64 %351
+	%433 = insertelement <4 x float> undef, float %403, i32 0
+	%434 = insertelement <4 x float> %433, float %409, i32 1
+	%435 = insertelement <4 x float> %434, float %415, i32 2
+	%436 = insertelement <4 x float> %435, float %421, i32 3
+	%437 = getelementptr float, float* %432, i64 0
+	%438 = bitcast float* %437 to <4 x float>*
+	store <4 x float> %436, <4 x float>* %438, align 16
+	%439 = getelementptr float, float* %p.m, i64 %351
+	%440 = insertelement <4 x float> undef, float %404, i32 0
+	%441 = insertelement <4 x float> %440, float %410, i32 1
+	%442 = insertelement <4 x float> %441, float %416, i32 2
+	%443 = insertelement <4 x float> %442, float %422, i32 3
+	%444 = getelementptr float, float* %439, i64 0
+	%445 = bitcast float* %444 to <4 x float>*
+	store <4 x float> %443, <4 x float>* %445, align 16
+	%446 = getelementptr float, float* %p.v, i64 %351
+	%447 = insertelement <4 x float> undef, float %405, i32 0
+	%448 = insertelement <4 x float> %447, float %411, i32 1
+	%449 = insertelement <4 x float> %448, float %417, i32 2
+	%450 = insertelement <4 x float> %449, float %423, i32 3
+	%451 = getelementptr float, float* %446, i64 0
+	%452 = bitcast float* %451 to <4 x float>*
+	store <4 x float> %450, <4 x float>* %452, align 16
+	%453 = getelementptr float, float* %p.theta, i64 %351
+	%454 = insertelement <4 x float> undef, float %406, i32 0
+	%455 = insertelement <4 x float> %454, float %412, i32 1
+	%456 = insertelement <4 x float> %455, float %418, i32 2
+	%457 = insertelement <4 x float> %456, float %424, i32 3
+	%458 = getelementptr float, float* %453, i64 0
+	%459 = bitcast float* %458 to <4 x float>*
+	store <4 x float> %457, <4 x float>* %459, align 16
+	%460 = add i64 %348, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%439 = phi i64 [ %7, %scalar.14 ], [ %547, %group.20 ]
-	%440 = icmp slt i64 %439, %19
-	br i1 %440, label %group.20, label %group.done.21
+	%461 = phi i64 [ %7, %scalar.14 ], [ %569, %group.20 ]
+	%462 = icmp slt i64 %461, %19
+	br i1 %462, label %group.20, label %group.done.21
 
 group.20:
-	%441 = shl i64 %439, 2
-	%442 = add i64 %20, %441
-	%443 = add i64 %24, %439
-	%444 = getelementptr float, float* %p.theta, i64 %442
-	%445 = getelementptr float, float* %444, i64 0
-	%446 = load float, float* %445, align 4
-	%447 = getelementptr float, float* %444, i64 1
-	%448 = load float, float* %447, align 4
-	%449 = getelementptr float, float* %444, i64 2
-	%450 = load float, float* %449, align 4
-	%451 = getelementptr float, float* %444, i64 3
-	%452 = load float, float* %451, align 4
-	%453 = getelementptr float, float* %p.g, i64 %442
-	%454 = getelementptr float, float* %453, i64 0
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %453, i64 1
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %453, i64 2
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %453, i64 3
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %p.gt, i64 %442
-	%463 = getelementptr float, float* %462, i64 0
-	%464 = load float, float* %463, align 4
-	%465 = getelementptr float, float* %462, i64 1
-	%466 = load float, float* %465, align 4
-	%467 = getelementptr float, float* %462, i64 2
+	%463 = shl i64 %461, 2
+	%464 = add i64 %20, %463
+	%465 = add i64 %24, %461
+	%466 = getelementptr float, float* %p.theta, i64 %464
+	%467 = getelementptr float, float* %466, i64 0
 	%468 = load float, float* %467, align 4
-	%469 = getelementptr float, float* %462, i64 3
+	%469 = getelementptr float, float* %466, i64 1
 	%470 = load float, float* %469, align 4
-	%471 = getelementptr float, float* %p.r, i64 %442
-	%472 = getelementptr float, float* %471, i64 0
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %471, i64 1
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %471, i64 2
+	%471 = getelementptr float, float* %466, i64 2
+	%472 = load float, float* %471, align 4
+	%473 = getelementptr float, float* %466, i64 3
+	%474 = load float, float* %473, align 4
+	%475 = getelementptr float, float* %p.g, i64 %464
+	%476 = getelementptr float, float* %475, i64 0
 	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %471, i64 3
+	%478 = getelementptr float, float* %475, i64 1
 	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %p.m, i64 %442
-	%481 = getelementptr float, float* %480, i64 0
-	%482 = load float, float* %481, align 4
-	%483 = getelementptr float, float* %480, i64 1
-	%484 = load float, float* %483, align 4
-	%485 = getelementptr float, float* %480, i64 2
+	%480 = getelementptr float, float* %475, i64 2
+	%481 = load float, float* %480, align 4
+	%482 = getelementptr float, float* %475, i64 3
+	%483 = load float, float* %482, align 4
+	%484 = getelementptr float, float* %p.gt, i64 %464
+	%485 = getelementptr float, float* %484, i64 0
 	%486 = load float, float* %485, align 4
-	%487 = getelementptr float, float* %480, i64 3
+	%487 = getelementptr float, float* %484, i64 1
 	%488 = load float, float* %487, align 4
-	%489 = getelementptr float, float* %p.v, i64 %442
-	%490 = getelementptr float, float* %489, i64 0
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %489, i64 1
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %489, i64 2
+	%489 = getelementptr float, float* %484, i64 2
+	%490 = load float, float* %489, align 4
+	%491 = getelementptr float, float* %484, i64 3
+	%492 = load float, float* %491, align 4
+	%493 = getelementptr float, float* %p.r, i64 %464
+	%494 = getelementptr float, float* %493, i64 0
 	%495 = load float, float* %494, align 4
-	%496 = getelementptr float, float* %489, i64 3
+	%496 = getelementptr float, float* %493, i64 1
 	%497 = load float, float* %496, align 4
-	%498 = call { float, float, float, float, float } @fiber_body(float %446, float %455, float %464, float %473, float %482, float %491, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%499 = extractvalue { float, float, float, float, float } %498, 0
-	%500 = extractvalue { float, float, float, float, float } %498, 1
-	%501 = extractvalue { float, float, float, float, float } %498, 2
-	%502 = extractvalue { float, float, float, float, float } %498, 3
-	%503 = extractvalue { float, float, float, float, float } %498, 4
-	%504 = call { float, float, float, float, float } @fiber_body(float %448, float %457, float %466, float %475, float %484, float %493, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%505 = extractvalue { float, float, float, float, float } %504, 0
-	%506 = extractvalue { float, float, float, float, float } %504, 1
-	%507 = extractvalue { float, float, float, float, float } %504, 2
-	%508 = extractvalue { float, float, float, float, float } %504, 3
-	%509 = extractvalue { float, float, float, float, float } %504, 4
-	%510 = call { float, float, float, float, float } @fiber_body(float %450, float %459, float %468, float %477, float %486, float %495, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%511 = extractvalue { float, float, float, float, float } %510, 0
-	%512 = extractvalue { float, float, float, float, float } %510, 1
-	%513 = extractvalue { float, float, float, float, float } %510, 2
-	%514 = extractvalue { float, float, float, float, float } %510, 3
-	%515 = extractvalue { float, float, float, float, float } %510, 4
-	%516 = call { float, float, float, float, float } @fiber_body(float %452, float %461, float %470, float %479, float %488, float %497, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%517 = extractvalue { float, float, float, float, float } %516, 0
-	%518 = extractvalue { float, float, float, float, float } %516, 1
-	%519 = extractvalue { float, float, float, float, float } %516, 2
-	%520 = extractvalue { float, float, float, float, float } %516, 3
-	%521 = extractvalue { float, float, float, float, float } %516, 4
-	%522 = getelementptr float, float* %p.r, i64 %442
-	%523 = getelementptr float, float* %522, i64 0
-	store float %499, float* %523, align 4
-	%524 = getelementptr float, float* %522, i64 1
-	store float %505, float* %524, align 4
-	%525 = getelementptr float, float* %522, i64 2
-	store float %511, float* %525, align 4
-	%526 = getelementptr float, float* %522, i64 3
-	store float %517, float* %526, align 4
-	%527 = getelementptr float, float* %p.gt, i64 %442
-	%528 = getelementptr float, float* %527, i64 0
-	store float %500, float* %528, align 4
-	%529 = getelementptr float, float* %527, i64 1
-	store float %506, float* %529, align 4
-	%530 = getelementptr float, float* %527, i64 2
-	store float %512, float* %530, align 4
-	%531 = getelementptr float, float* %527, i64 3
-	store float %518, float* %531, align 4
-	%532 = getelementptr float, float* %p.m, i64 %442
-	%533 = getelementptr float, float* %532, i64 0
-	store float %501, float* %533, align 4
-	%534 = getelementptr float, float* %532, i64 1
-	store float %507, float* %534, align 4
-	%535 = getelementptr float, float* %532, i64 2
-	store float %513, float* %535, align 4
-	%536 = getelementptr float, float* %532, i64 3
-	store float %519, float* %536, align 4
-	%537 = getelementptr float, float* %p.v, i64 %442
-	%538 = getelementptr float, float* %537, i64 0
-	store float %502, float* %538, align 4
-	%539 = getelementptr float, float* %537, i64 1
-	store float %508, float* %539, align 4
-	%540 = getelementptr float, float* %537, i64 2
-	store float %514, float* %540, align 4
-	%541 = getelementptr float, float* %537, i64 3
-	store float %520, float* %541, align 4
-	%542 = getelementptr float, float* %p.theta, i64 %442
-	%543 = getelementptr float, float* %542, i64 0
-	store float %503, float* %543, align 4
-	%544 = getelementptr float, float* %542, i64 1
-	store float %509, float* %544, align 4
-	%545 = getelementptr float, float* %542, i64 2
-	store float %515, float* %545, align 4
-	%546 = getelementptr float, float* %542, i64 3
-	store float %521, float* %546, align 4
-	%547 = add i64 %439, %10
+	%498 = getelementptr float, float* %493, i64 2
+	%499 = load float, float* %498, align 4
+	%500 = getelementptr float, float* %493, i64 3
+	%501 = load float, float* %500, align 4
+	%502 = getelementptr float, float* %p.m, i64 %464
+	%503 = getelementptr float, float* %502, i64 0
+	%504 = load float, float* %503, align 4
+	%505 = getelementptr float, float* %502, i64 1
+	%506 = load float, float* %505, align 4
+	%507 = getelementptr float, float* %502, i64 2
+	%508 = load float, float* %507, align 4
+	%509 = getelementptr float, float* %502, i64 3
+	%510 = load float, float* %509, align 4
+	%511 = getelementptr float, float* %p.v, i64 %464
+	%512 = getelementptr float, float* %511, i64 0
+	%513 = load float, float* %512, align 4
+	%514 = getelementptr float, float* %511, i64 1
+	%515 = load float, float* %514, align 4
+	%516 = getelementptr float, float* %511, i64 2
+	%517 = load float, float* %516, align 4
+	%518 = getelementptr float, float* %511, i64 3
+	%519 = load float, float* %518, align 4
+	%520 = call { float, float, float, float, float } @fiber_body(float %468, float %477, float %486, float %495, float %504, float %513, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%521 = extractvalue { float, float, float, float, float } %520, 0
+	%522 = extractvalue { float, float, float, float, float } %520, 1
+	%523 = extractvalue { float, float, float, float, float } %520, 2
+	%524 = extractvalue { float, float, float, float, float } %520, 3
+	%525 = extractvalue { float, float, float, float, float } %520, 4
+	%526 = call { float, float, float, float, float } @fiber_body(float %470, float %479, float %488, float %497, float %506, float %515, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%527 = extractvalue { float, float, float, float, float } %526, 0
+	%528 = extractvalue { float, float, float, float, float } %526, 1
+	%529 = extractvalue { float, float, float, float, float } %526, 2
+	%530 = extractvalue { float, float, float, float, float } %526, 3
+	%531 = extractvalue { float, float, float, float, float } %526, 4
+	%532 = call { float, float, float, float, float } @fiber_body(float %472, float %481, float %490, float %499, float %508, float %517, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%533 = extractvalue { float, float, float, float, float } %532, 0
+	%534 = extractvalue { float, float, float, float, float } %532, 1
+	%535 = extractvalue { float, float, float, float, float } %532, 2
+	%536 = extractvalue { float, float, float, float, float } %532, 3
+	%537 = extractvalue { float, float, float, float, float } %532, 4
+	%538 = call { float, float, float, float, float } @fiber_body(float %474, float %483, float %492, float %501, float %510, float %519, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%539 = extractvalue { float, float, float, float, float } %538, 0
+	%540 = extractvalue { float, float, float, float, float } %538, 1
+	%541 = extractvalue { float, float, float, float, float } %538, 2
+	%542 = extractvalue { float, float, float, float, float } %538, 3
+	%543 = extractvalue { float, float, float, float, float } %538, 4
+	%544 = getelementptr float, float* %p.r, i64 %464
+	%545 = getelementptr float, float* %544, i64 0
+	store float %521, float* %545, align 4
+	%546 = getelementptr float, float* %544, i64 1
+	store float %527, float* %546, align 4
+	%547 = getelementptr float, float* %544, i64 2
+	store float %533, float* %547, align 4
+	%548 = getelementptr float, float* %544, i64 3
+	store float %539, float* %548, align 4
+	%549 = getelementptr float, float* %p.gt, i64 %464
+	%550 = getelementptr float, float* %549, i64 0
+	store float %522, float* %550, align 4
+	%551 = getelementptr float, float* %549, i64 1
+	store float %528, float* %551, align 4
+	%552 = getelementptr float, float* %549, i64 2
+	store float %534, float* %552, align 4
+	%553 = getelementptr float, float* %549, i64 3
+	store float %540, float* %553, align 4
+	%554 = getelementptr float, float* %p.m, i64 %464
+	%555 = getelementptr float, float* %554, i64 0
+	store float %523, float* %555, align 4
+	%556 = getelementptr float, float* %554, i64 1
+	store float %529, float* %556, align 4
+	%557 = getelementptr float, float* %554, i64 2
+	store float %535, float* %557, align 4
+	%558 = getelementptr float, float* %554, i64 3
+	store float %541, float* %558, align 4
+	%559 = getelementptr float, float* %p.v, i64 %464
+	%560 = getelementptr float, float* %559, i64 0
+	store float %524, float* %560, align 4
+	%561 = getelementptr float, float* %559, i64 1
+	store float %530, float* %561, align 4
+	%562 = getelementptr float, float* %559, i64 2
+	store float %536, float* %562, align 4
+	%563 = getelementptr float, float* %559, i64 3
+	store float %542, float* %563, align 4
+	%564 = getelementptr float, float* %p.theta, i64 %464
+	%565 = getelementptr float, float* %564, i64 0
+	store float %525, float* %565, align 4
+	%566 = getelementptr float, float* %564, i64 1
+	store float %531, float* %566, align 4
+	%567 = getelementptr float, float* %564, i64 2
+	store float %537, float* %567, align 4
+	%568 = getelementptr float, float* %564, i64 3
+	store float %543, float* %568, align 4
+	%569 = add i64 %461, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%548 = phi i64 [ %7, %edges.15 ], [ %577, %edge.23 ]
-	%549 = icmp slt i64 %548, %336
-	br i1 %549, label %edge.23, label %edge.done.24
+	%570 = phi i64 [ %7, %edges.15 ], [ %599, %edge.23 ]
+	%571 = icmp slt i64 %570, %347
+	br i1 %571, label %edge.23, label %edge.done.24
 
 edge.23:
-	%550 = icmp slt i64 %548, %17
-	%551 = sub i64 %548, %17
-	%552 = add i64 %22, %551
-	%553 = select i1 %550, i64 %548, i64 %552
-	%554 = getelementptr float, float* %p.theta, i64 %553
-	%555 = load float, float* %554, align 4
-	%556 = getelementptr float, float* %p.g, i64 %553
-	%557 = load float, float* %556, align 4
-	%558 = getelementptr float, float* %p.gt, i64 %553
-	%559 = load float, float* %558, align 4
-	%560 = getelementptr float, float* %p.r, i64 %553
-	%561 = load float, float* %560, align 4
-	%562 = getelementptr float, float* %p.m, i64 %553
-	%563 = load float, float* %562, align 4
-	%564 = getelementptr float, float* %p.v, i64 %553
-	%565 = load float, float* %564, align 4
-	%566 = call { float, float, float, float, float } @fiber_body(float %555, float %557, float %559, float %561, float %563, float %565, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
-	%567 = extractvalue { float, float, float, float, float } %566, 0
-	%568 = extractvalue { float, float, float, float, float } %566, 1
-	%569 = extractvalue { float, float, float, float, float } %566, 2
-	%570 = extractvalue { float, float, float, float, float } %566, 3
-	%571 = extractvalue { float, float, float, float, float } %566, 4
-	%572 = getelementptr float, float* %p.r, i64 %553
-	store float %567, float* %572, align 4
-	%573 = getelementptr float, float* %p.gt, i64 %553
-	store float %568, float* %573, align 4
-	%574 = getelementptr float, float* %p.m, i64 %553
-	store float %569, float* %574, align 4
-	%575 = getelementptr float, float* %p.v, i64 %553
-	store float %570, float* %575, align 4
-	%576 = getelementptr float, float* %p.theta, i64 %553
-	store float %571, float* %576, align 4
-	%577 = add i64 %548, %10
+	%572 = icmp slt i64 %570, %17
+	%573 = sub i64 %570, %17
+	%574 = add i64 %22, %573
+	%575 = select i1 %572, i64 %570, i64 %574
+	%576 = getelementptr float, float* %p.theta, i64 %575
+	%577 = load float, float* %576, align 4
+	%578 = getelementptr float, float* %p.g, i64 %575
+	%579 = load float, float* %578, align 4
+	%580 = getelementptr float, float* %p.gt, i64 %575
+	%581 = load float, float* %580, align 4
+	%582 = getelementptr float, float* %p.r, i64 %575
+	%583 = load float, float* %582, align 4
+	%584 = getelementptr float, float* %p.m, i64 %575
+	%585 = load float, float* %584, align 4
+	%586 = getelementptr float, float* %p.v, i64 %575
+	%587 = load float, float* %586, align 4
+	%588 = call { float, float, float, float, float } @fiber_body(float %577, float %579, float %581, float %583, float %585, float %587, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12)
+	%589 = extractvalue { float, float, float, float, float } %588, 0
+	%590 = extractvalue { float, float, float, float, float } %588, 1
+	%591 = extractvalue { float, float, float, float, float } %588, 2
+	%592 = extractvalue { float, float, float, float, float } %588, 3
+	%593 = extractvalue { float, float, float, float, float } %588, 4
+	%594 = getelementptr float, float* %p.r, i64 %575
+	store float %589, float* %594, align 4
+	%595 = getelementptr float, float* %p.gt, i64 %575
+	store float %590, float* %595, align 4
+	%596 = getelementptr float, float* %p.m, i64 %575
+	store float %591, float* %596, align 4
+	%597 = getelementptr float, float* %p.v, i64 %575
+	store float %592, float* %597, align 4
+	%598 = getelementptr float, float* %p.theta, i64 %575
+	store float %593, float* %598, align 4
+	%599 = add i64 %570, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -1173,7 +1690,7 @@ with_noise:
 	br label %head.head.25
 
 without_noise:
-	br label %head.head.34
+	br label %head.head.37
 
 head.head.25:
 	%67 = phi i64 [ %41, %with_noise ], [ %96, %head.26 ]
@@ -1217,418 +1734,2397 @@ head.26:
 	br label %head.head.25
 
 head.done.27:
-	br label %group.head.28
+	%97 = sdiv i64 %60, 8
+	br label %wide.head.28
 
-group.head.28:
-	%97 = phi i64 [ 0, %head.done.27 ], [ %218, %group.29 ]
-	%98 = icmp slt i64 %97, %60
-	br i1 %98, label %group.29, label %group.done.30
+wide.head.28:
+	%98 = phi i64 [ 0, %head.done.27 ], [ %980, %wide.29 ]
+	%99 = icmp slt i64 %98, %97
+	br i1 %99, label %wide.29, label %wide.done.30
 
-group.29:
-	%99 = shl i64 %97, 2
-	%100 = add i64 %61, %99
-	%101 = add i64 %65, %97
-	%102 = getelementptr float, float* %1, i64 %100
-	%103 = getelementptr float, float* %102, i64 0
-	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %102, i64 1
+wide.29:
+	%100 = mul i64 %98, 8
+	%101 = shl i64 %100, 2
+	%102 = add i64 %61, %101
+	%103 = add i64 %65, %100
+	%104 = getelementptr float, float* %1, i64 %102
+	%105 = getelementptr float, float* %104, i64 0
 	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %102, i64 2
+	%107 = getelementptr float, float* %104, i64 1
 	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %102, i64 3
+	%109 = getelementptr float, float* %104, i64 2
 	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %3, i64 %100
-	%112 = getelementptr float, float* %111, i64 0
-	%113 = load float, float* %112, align 4
-	%114 = getelementptr float, float* %111, i64 1
-	%115 = load float, float* %114, align 4
-	%116 = getelementptr float, float* %111, i64 2
-	%117 = load float, float* %116, align 4
-	%118 = getelementptr float, float* %111, i64 3
-	%119 = load float, float* %118, align 4
-	%120 = getelementptr float, float* %5, i64 %100
-	%121 = getelementptr float, float* %120, i64 0
+	%111 = getelementptr float, float* %104, i64 3
+	%112 = load float, float* %111, align 4
+	%113 = getelementptr float, float* %104, i64 4
+	%114 = load float, float* %113, align 4
+	%115 = getelementptr float, float* %104, i64 5
+	%116 = load float, float* %115, align 4
+	%117 = getelementptr float, float* %104, i64 6
+	%118 = load float, float* %117, align 4
+	%119 = getelementptr float, float* %104, i64 7
+	%120 = load float, float* %119, align 4
+	%121 = getelementptr float, float* %104, i64 8
 	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %120, i64 1
+	%123 = getelementptr float, float* %104, i64 9
 	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %120, i64 2
+	%125 = getelementptr float, float* %104, i64 10
 	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %120, i64 3
+	%127 = getelementptr float, float* %104, i64 11
 	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %100
-	%130 = getelementptr float, float* %129, i64 0
-	%131 = load float, float* %130, align 4
-	%132 = getelementptr float, float* %129, i64 1
-	%133 = load float, float* %132, align 4
-	%134 = getelementptr float, float* %129, i64 2
-	%135 = load float, float* %134, align 4
-	%136 = getelementptr float, float* %129, i64 3
-	%137 = load float, float* %136, align 4
-	%138 = getelementptr float, float* %9, i64 %100
-	%139 = getelementptr float, float* %138, i64 0
+	%129 = getelementptr float, float* %104, i64 12
+	%130 = load float, float* %129, align 4
+	%131 = getelementptr float, float* %104, i64 13
+	%132 = load float, float* %131, align 4
+	%133 = getelementptr float, float* %104, i64 14
+	%134 = load float, float* %133, align 4
+	%135 = getelementptr float, float* %104, i64 15
+	%136 = load float, float* %135, align 4
+	%137 = getelementptr float, float* %104, i64 16
+	%138 = load float, float* %137, align 4
+	%139 = getelementptr float, float* %104, i64 17
 	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %138, i64 1
+	%141 = getelementptr float, float* %104, i64 18
 	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %138, i64 2
+	%143 = getelementptr float, float* %104, i64 19
 	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %138, i64 3
+	%145 = getelementptr float, float* %104, i64 20
 	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %11, i64 %100
-	%148 = getelementptr float, float* %147, i64 0
-	%149 = load float, float* %148, align 4
-	%150 = getelementptr float, float* %147, i64 1
-	%151 = load float, float* %150, align 4
-	%152 = getelementptr float, float* %147, i64 2
-	%153 = load float, float* %152, align 4
-	%154 = getelementptr float, float* %147, i64 3
-	%155 = load float, float* %154, align 4
-	%156 = call <4 x float> @fg_gaussian4(i64 %47, i32 %49, i32 0, i64 %101)
-	%157 = extractelement <4 x float> %156, i32 0
-	%158 = fmul float %39, %157
-	%159 = fadd float %113, %158
-	%160 = call { float, float, float, float, float } @fiber_body(float %104, float %159, float %122, float %131, float %140, float %149, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%161 = extractvalue { float, float, float, float, float } %160, 0
-	%162 = extractvalue { float, float, float, float, float } %160, 1
-	%163 = extractvalue { float, float, float, float, float } %160, 2
-	%164 = extractvalue { float, float, float, float, float } %160, 3
-	%165 = extractvalue { float, float, float, float, float } %160, 4
-	%166 = extractelement <4 x float> %156, i32 1
-	%167 = fmul float %39, %166
-	%168 = fadd float %115, %167
-	%169 = call { float, float, float, float, float } @fiber_body(float %106, float %168, float %124, float %133, float %142, float %151, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%170 = extractvalue { float, float, float, float, float } %169, 0
-	%171 = extractvalue { float, float, float, float, float } %169, 1
-	%172 = extractvalue { float, float, float, float, float } %169, 2
-	%173 = extractvalue { float, float, float, float, float } %169, 3
-	%174 = extractvalue { float, float, float, float, float } %169, 4
-	%175 = extractelement <4 x float> %156, i32 2
-	%176 = fmul float %39, %175
-	%177 = fadd float %117, %176
-	%178 = call { float, float, float, float, float } @fiber_body(float %108, float %177, float %126, float %135, float %144, float %153, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%179 = extractvalue { float, float, float, float, float } %178, 0
-	%180 = extractvalue { float, float, float, float, float } %178, 1
-	%181 = extractvalue { float, float, float, float, float } %178, 2
-	%182 = extractvalue { float, float, float, float, float } %178, 3
-	%183 = extractvalue { float, float, float, float, float } %178, 4
-	%184 = extractelement <4 x float> %156, i32 3
-	%185 = fmul float %39, %184
-	%186 = fadd float %119, %185
-	%187 = call { float, float, float, float, float } @fiber_body(float %110, float %186, float %128, float %137, float %146, float %155, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%188 = extractvalue { float, float, float, float, float } %187, 0
-	%189 = extractvalue { float, float, float, float, float } %187, 1
-	%190 = extractvalue { float, float, float, float, float } %187, 2
-	%191 = extractvalue { float, float, float, float, float } %187, 3
-	%192 = extractvalue { float, float, float, float, float } %187, 4
-	%193 = getelementptr float, float* %7, i64 %100
-	%194 = getelementptr float, float* %193, i64 0
-	store float %161, float* %194, align 4
-	%195 = getelementptr float, float* %193, i64 1
-	store float %170, float* %195, align 4
-	%196 = getelementptr float, float* %193, i64 2
-	store float %179, float* %196, align 4
-	%197 = getelementptr float, float* %193, i64 3
-	store float %188, float* %197, align 4
-	%198 = getelementptr float, float* %5, i64 %100
-	%199 = getelementptr float, float* %198, i64 0
-	store float %162, float* %199, align 4
-	%200 = getelementptr float, float* %198, i64 1
-	store float %171, float* %200, align 4
-	%201 = getelementptr float, float* %198, i64 2
-	store float %180, float* %201, align 4
-	%202 = getelementptr float, float* %198, i64 3
-	store float %189, float* %202, align 4
-	%203 = getelementptr float, float* %9, i64 %100
-	%204 = getelementptr float, float* %203, i64 0
-	store float %163, float* %204, align 4
-	%205 = getelementptr float, float* %203, i64 1
-	store float %172, float* %205, align 4
-	%206 = getelementptr float, float* %203, i64 2
-	store float %181, float* %206, align 4
-	%207 = getelementptr float, float* %203, i64 3
-	store float %190, float* %207, align 4
-	%208 = getelementptr float, float* %11, i64 %100
-	%209 = getelementptr float, float* %208, i64 0
-	store float %164, float* %209, align 4
-	%210 = getelementptr float, float* %208, i64 1
-	store float %173, float* %210, align 4
-	%211 = getelementptr float, float* %208, i64 2
-	store float %182, float* %211, align 4
-	%212 = getelementptr float, float* %208, i64 3
-	store float %191, float* %212, align 4
-	%213 = getelementptr float, float* %1, i64 %100
-	%214 = getelementptr float, float* %213, i64 0
-	store float %165, float* %214, align 4
-	%215 = getelementptr float, float* %213, i64 1
-	store float %174, float* %215, align 4
-	%216 = getelementptr float, float* %213, i64 2
-	store float %183, float* %216, align 4
-	%217 = getelementptr float, float* %213, i64 3
-	store float %192, float* %217, align 4
-	%218 = add i64 %97, 1
-	br label %group.head.28
+	%147 = getelementptr float, float* %104, i64 21
+	%148 = load float, float* %147, align 4
+	%149 = getelementptr float, float* %104, i64 22
+	%150 = load float, float* %149, align 4
+	%151 = getelementptr float, float* %104, i64 23
+	%152 = load float, float* %151, align 4
+	%153 = getelementptr float, float* %104, i64 24
+	%154 = load float, float* %153, align 4
+	%155 = getelementptr float, float* %104, i64 25
+	%156 = load float, float* %155, align 4
+	%157 = getelementptr float, float* %104, i64 26
+	%158 = load float, float* %157, align 4
+	%159 = getelementptr float, float* %104, i64 27
+	%160 = load float, float* %159, align 4
+	%161 = getelementptr float, float* %104, i64 28
+	%162 = load float, float* %161, align 4
+	%163 = getelementptr float, float* %104, i64 29
+	%164 = load float, float* %163, align 4
+	%165 = getelementptr float, float* %104, i64 30
+	%166 = load float, float* %165, align 4
+	%167 = getelementptr float, float* %104, i64 31
+	%168 = load float, float* %167, align 4
+	%169 = getelementptr float, float* %3, i64 %102
+	%170 = getelementptr float, float* %169, i64 0
+	%171 = load float, float* %170, align 4
+	%172 = getelementptr float, float* %169, i64 1
+	%173 = load float, float* %172, align 4
+	%174 = getelementptr float, float* %169, i64 2
+	%175 = load float, float* %174, align 4
+	%176 = getelementptr float, float* %169, i64 3
+	%177 = load float, float* %176, align 4
+	%178 = getelementptr float, float* %169, i64 4
+	%179 = load float, float* %178, align 4
+	%180 = getelementptr float, float* %169, i64 5
+	%181 = load float, float* %180, align 4
+	%182 = getelementptr float, float* %169, i64 6
+	%183 = load float, float* %182, align 4
+	%184 = getelementptr float, float* %169, i64 7
+	%185 = load float, float* %184, align 4
+	%186 = getelementptr float, float* %169, i64 8
+	%187 = load float, float* %186, align 4
+	%188 = getelementptr float, float* %169, i64 9
+	%189 = load float, float* %188, align 4
+	%190 = getelementptr float, float* %169, i64 10
+	%191 = load float, float* %190, align 4
+	%192 = getelementptr float, float* %169, i64 11
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %169, i64 12
+	%195 = load float, float* %194, align 4
+	%196 = getelementptr float, float* %169, i64 13
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %169, i64 14
+	%199 = load float, float* %198, align 4
+	%200 = getelementptr float, float* %169, i64 15
+	%201 = load float, float* %200, align 4
+	%202 = getelementptr float, float* %169, i64 16
+	%203 = load float, float* %202, align 4
+	%204 = getelementptr float, float* %169, i64 17
+	%205 = load float, float* %204, align 4
+	%206 = getelementptr float, float* %169, i64 18
+	%207 = load float, float* %206, align 4
+	%208 = getelementptr float, float* %169, i64 19
+	%209 = load float, float* %208, align 4
+	%210 = getelementptr float, float* %169, i64 20
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %169, i64 21
+	%213 = load float, float* %212, align 4
+	%214 = getelementptr float, float* %169, i64 22
+	%215 = load float, float* %214, align 4
+	%216 = getelementptr float, float* %169, i64 23
+	%217 = load float, float* %216, align 4
+	%218 = getelementptr float, float* %169, i64 24
+	%219 = load float, float* %218, align 4
+	%220 = getelementptr float, float* %169, i64 25
+	%221 = load float, float* %220, align 4
+	%222 = getelementptr float, float* %169, i64 26
+	%223 = load float, float* %222, align 4
+	%224 = getelementptr float, float* %169, i64 27
+	%225 = load float, float* %224, align 4
+	%226 = getelementptr float, float* %169, i64 28
+	%227 = load float, float* %226, align 4
+	%228 = getelementptr float, float* %169, i64 29
+	%229 = load float, float* %228, align 4
+	%230 = getelementptr float, float* %169, i64 30
+	%231 = load float, float* %230, align 4
+	%232 = getelementptr float, float* %169, i64 31
+	%233 = load float, float* %232, align 4
+	%234 = getelementptr float, float* %5, i64 %102
+	%235 = getelementptr float, float* %234, i64 0
+	%236 = load float, float* %235, align 4
+	%237 = getelementptr float, float* %234, i64 1
+	%238 = load float, float* %237, align 4
+	%239 = getelementptr float, float* %234, i64 2
+	%240 = load float, float* %239, align 4
+	%241 = getelementptr float, float* %234, i64 3
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %234, i64 4
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %234, i64 5
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %234, i64 6
+	%248 = load float, float* %247, align 4
+	%249 = getelementptr float, float* %234, i64 7
+	%250 = load float, float* %249, align 4
+	%251 = getelementptr float, float* %234, i64 8
+	%252 = load float, float* %251, align 4
+	%253 = getelementptr float, float* %234, i64 9
+	%254 = load float, float* %253, align 4
+	%255 = getelementptr float, float* %234, i64 10
+	%256 = load float, float* %255, align 4
+	%257 = getelementptr float, float* %234, i64 11
+	%258 = load float, float* %257, align 4
+	%259 = getelementptr float, float* %234, i64 12
+	%260 = load float, float* %259, align 4
+	%261 = getelementptr float, float* %234, i64 13
+	%262 = load float, float* %261, align 4
+	%263 = getelementptr float, float* %234, i64 14
+	%264 = load float, float* %263, align 4
+	%265 = getelementptr float, float* %234, i64 15
+	%266 = load float, float* %265, align 4
+	%267 = getelementptr float, float* %234, i64 16
+	%268 = load float, float* %267, align 4
+	%269 = getelementptr float, float* %234, i64 17
+	%270 = load float, float* %269, align 4
+	%271 = getelementptr float, float* %234, i64 18
+	%272 = load float, float* %271, align 4
+	%273 = getelementptr float, float* %234, i64 19
+	%274 = load float, float* %273, align 4
+	%275 = getelementptr float, float* %234, i64 20
+	%276 = load float, float* %275, align 4
+	%277 = getelementptr float, float* %234, i64 21
+	%278 = load float, float* %277, align 4
+	%279 = getelementptr float, float* %234, i64 22
+	%280 = load float, float* %279, align 4
+	%281 = getelementptr float, float* %234, i64 23
+	%282 = load float, float* %281, align 4
+	%283 = getelementptr float, float* %234, i64 24
+	%284 = load float, float* %283, align 4
+	%285 = getelementptr float, float* %234, i64 25
+	%286 = load float, float* %285, align 4
+	%287 = getelementptr float, float* %234, i64 26
+	%288 = load float, float* %287, align 4
+	%289 = getelementptr float, float* %234, i64 27
+	%290 = load float, float* %289, align 4
+	%291 = getelementptr float, float* %234, i64 28
+	%292 = load float, float* %291, align 4
+	%293 = getelementptr float, float* %234, i64 29
+	%294 = load float, float* %293, align 4
+	%295 = getelementptr float, float* %234, i64 30
+	%296 = load float, float* %295, align 4
+	%297 = getelementptr float, float* %234, i64 31
+	%298 = load float, float* %297, align 4
+	%299 = getelementptr float, float* %7, i64 %102
+	%300 = getelementptr float, float* %299, i64 0
+	%301 = load float, float* %300, align 4
+	%302 = getelementptr float, float* %299, i64 1
+	%303 = load float, float* %302, align 4
+	%304 = getelementptr float, float* %299, i64 2
+	%305 = load float, float* %304, align 4
+	%306 = getelementptr float, float* %299, i64 3
+	%307 = load float, float* %306, align 4
+	%308 = getelementptr float, float* %299, i64 4
+	%309 = load float, float* %308, align 4
+	%310 = getelementptr float, float* %299, i64 5
+	%311 = load float, float* %310, align 4
+	%312 = getelementptr float, float* %299, i64 6
+	%313 = load float, float* %312, align 4
+	%314 = getelementptr float, float* %299, i64 7
+	%315 = load float, float* %314, align 4
+	%316 = getelementptr float, float* %299, i64 8
+	%317 = load float, float* %316, align 4
+	%318 = getelementptr float, float* %299, i64 9
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %299, i64 10
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %299, i64 11
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %299, i64 12
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %299, i64 13
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %299, i64 14
+	%329 = load float, float* %328, align 4
+	%330 = getelementptr float, float* %299, i64 15
+	%331 = load float, float* %330, align 4
+	%332 = getelementptr float, float* %299, i64 16
+	%333 = load float, float* %332, align 4
+	%334 = getelementptr float, float* %299, i64 17
+	%335 = load float, float* %334, align 4
+	%336 = getelementptr float, float* %299, i64 18
+	%337 = load float, float* %336, align 4
+	%338 = getelementptr float, float* %299, i64 19
+	%339 = load float, float* %338, align 4
+	%340 = getelementptr float, float* %299, i64 20
+	%341 = load float, float* %340, align 4
+	%342 = getelementptr float, float* %299, i64 21
+	%343 = load float, float* %342, align 4
+	%344 = getelementptr float, float* %299, i64 22
+	%345 = load float, float* %344, align 4
+	%346 = getelementptr float, float* %299, i64 23
+	%347 = load float, float* %346, align 4
+	%348 = getelementptr float, float* %299, i64 24
+	%349 = load float, float* %348, align 4
+	%350 = getelementptr float, float* %299, i64 25
+	%351 = load float, float* %350, align 4
+	%352 = getelementptr float, float* %299, i64 26
+	%353 = load float, float* %352, align 4
+	%354 = getelementptr float, float* %299, i64 27
+	%355 = load float, float* %354, align 4
+	%356 = getelementptr float, float* %299, i64 28
+	%357 = load float, float* %356, align 4
+	%358 = getelementptr float, float* %299, i64 29
+	%359 = load float, float* %358, align 4
+	%360 = getelementptr float, float* %299, i64 30
+	%361 = load float, float* %360, align 4
+	%362 = getelementptr float, float* %299, i64 31
+	%363 = load float, float* %362, align 4
+	%364 = getelementptr float, float* %9, i64 %102
+	%365 = getelementptr float, float* %364, i64 0
+	%366 = load float, float* %365, align 4
+	%367 = getelementptr float, float* %364, i64 1
+	%368 = load float, float* %367, align 4
+	%369 = getelementptr float, float* %364, i64 2
+	%370 = load float, float* %369, align 4
+	%371 = getelementptr float, float* %364, i64 3
+	%372 = load float, float* %371, align 4
+	%373 = getelementptr float, float* %364, i64 4
+	%374 = load float, float* %373, align 4
+	%375 = getelementptr float, float* %364, i64 5
+	%376 = load float, float* %375, align 4
+	%377 = getelementptr float, float* %364, i64 6
+	%378 = load float, float* %377, align 4
+	%379 = getelementptr float, float* %364, i64 7
+	%380 = load float, float* %379, align 4
+	%381 = getelementptr float, float* %364, i64 8
+	%382 = load float, float* %381, align 4
+	%383 = getelementptr float, float* %364, i64 9
+	%384 = load float, float* %383, align 4
+	%385 = getelementptr float, float* %364, i64 10
+	%386 = load float, float* %385, align 4
+	%387 = getelementptr float, float* %364, i64 11
+	%388 = load float, float* %387, align 4
+	%389 = getelementptr float, float* %364, i64 12
+	%390 = load float, float* %389, align 4
+	%391 = getelementptr float, float* %364, i64 13
+	%392 = load float, float* %391, align 4
+	%393 = getelementptr float, float* %364, i64 14
+	%394 = load float, float* %393, align 4
+	%395 = getelementptr float, float* %364, i64 15
+	%396 = load float, float* %395, align 4
+	%397 = getelementptr float, float* %364, i64 16
+	%398 = load float, float* %397, align 4
+	%399 = getelementptr float, float* %364, i64 17
+	%400 = load float, float* %399, align 4
+	%401 = getelementptr float, float* %364, i64 18
+	%402 = load float, float* %401, align 4
+	%403 = getelementptr float, float* %364, i64 19
+	%404 = load float, float* %403, align 4
+	%405 = getelementptr float, float* %364, i64 20
+	%406 = load float, float* %405, align 4
+	%407 = getelementptr float, float* %364, i64 21
+	%408 = load float, float* %407, align 4
+	%409 = getelementptr float, float* %364, i64 22
+	%410 = load float, float* %409, align 4
+	%411 = getelementptr float, float* %364, i64 23
+	%412 = load float, float* %411, align 4
+	%413 = getelementptr float, float* %364, i64 24
+	%414 = load float, float* %413, align 4
+	%415 = getelementptr float, float* %364, i64 25
+	%416 = load float, float* %415, align 4
+	%417 = getelementptr float, float* %364, i64 26
+	%418 = load float, float* %417, align 4
+	%419 = getelementptr float, float* %364, i64 27
+	%420 = load float, float* %419, align 4
+	%421 = getelementptr float, float* %364, i64 28
+	%422 = load float, float* %421, align 4
+	%423 = getelementptr float, float* %364, i64 29
+	%424 = load float, float* %423, align 4
+	%425 = getelementptr float, float* %364, i64 30
+	%426 = load float, float* %425, align 4
+	%427 = getelementptr float, float* %364, i64 31
+	%428 = load float, float* %427, align 4
+	%429 = getelementptr float, float* %11, i64 %102
+	%430 = getelementptr float, float* %429, i64 0
+	%431 = load float, float* %430, align 4
+	%432 = getelementptr float, float* %429, i64 1
+	%433 = load float, float* %432, align 4
+	%434 = getelementptr float, float* %429, i64 2
+	%435 = load float, float* %434, align 4
+	%436 = getelementptr float, float* %429, i64 3
+	%437 = load float, float* %436, align 4
+	%438 = getelementptr float, float* %429, i64 4
+	%439 = load float, float* %438, align 4
+	%440 = getelementptr float, float* %429, i64 5
+	%441 = load float, float* %440, align 4
+	%442 = getelementptr float, float* %429, i64 6
+	%443 = load float, float* %442, align 4
+	%444 = getelementptr float, float* %429, i64 7
+	%445 = load float, float* %444, align 4
+	%446 = getelementptr float, float* %429, i64 8
+	%447 = load float, float* %446, align 4
+	%448 = getelementptr float, float* %429, i64 9
+	%449 = load float, float* %448, align 4
+	%450 = getelementptr float, float* %429, i64 10
+	%451 = load float, float* %450, align 4
+	%452 = getelementptr float, float* %429, i64 11
+	%453 = load float, float* %452, align 4
+	%454 = getelementptr float, float* %429, i64 12
+	%455 = load float, float* %454, align 4
+	%456 = getelementptr float, float* %429, i64 13
+	%457 = load float, float* %456, align 4
+	%458 = getelementptr float, float* %429, i64 14
+	%459 = load float, float* %458, align 4
+	%460 = getelementptr float, float* %429, i64 15
+	%461 = load float, float* %460, align 4
+	%462 = getelementptr float, float* %429, i64 16
+	%463 = load float, float* %462, align 4
+	%464 = getelementptr float, float* %429, i64 17
+	%465 = load float, float* %464, align 4
+	%466 = getelementptr float, float* %429, i64 18
+	%467 = load float, float* %466, align 4
+	%468 = getelementptr float, float* %429, i64 19
+	%469 = load float, float* %468, align 4
+	%470 = getelementptr float, float* %429, i64 20
+	%471 = load float, float* %470, align 4
+	%472 = getelementptr float, float* %429, i64 21
+	%473 = load float, float* %472, align 4
+	%474 = getelementptr float, float* %429, i64 22
+	%475 = load float, float* %474, align 4
+	%476 = getelementptr float, float* %429, i64 23
+	%477 = load float, float* %476, align 4
+	%478 = getelementptr float, float* %429, i64 24
+	%479 = load float, float* %478, align 4
+	%480 = getelementptr float, float* %429, i64 25
+	%481 = load float, float* %480, align 4
+	%482 = getelementptr float, float* %429, i64 26
+	%483 = load float, float* %482, align 4
+	%484 = getelementptr float, float* %429, i64 27
+	%485 = load float, float* %484, align 4
+	%486 = getelementptr float, float* %429, i64 28
+	%487 = load float, float* %486, align 4
+	%488 = getelementptr float, float* %429, i64 29
+	%489 = load float, float* %488, align 4
+	%490 = getelementptr float, float* %429, i64 30
+	%491 = load float, float* %490, align 4
+	%492 = getelementptr float, float* %429, i64 31
+	%493 = load float, float* %492, align 4
+	%494 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %47, i32 %49, i32 0, i64 %103)
+	%495 = extractvalue [4 x <8 x float>] %494, 0
+	%496 = extractelement <8 x float> %495, i32 0
+	%497 = fmul float %39, %496
+	%498 = fadd float %171, %497
+	%499 = call { float, float, float, float, float } @fiber_body(float %106, float %498, float %236, float %301, float %366, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%500 = extractvalue { float, float, float, float, float } %499, 0
+	%501 = extractvalue { float, float, float, float, float } %499, 1
+	%502 = extractvalue { float, float, float, float, float } %499, 2
+	%503 = extractvalue { float, float, float, float, float } %499, 3
+	%504 = extractvalue { float, float, float, float, float } %499, 4
+	%505 = extractvalue [4 x <8 x float>] %494, 1
+	%506 = extractelement <8 x float> %505, i32 0
+	%507 = fmul float %39, %506
+	%508 = fadd float %173, %507
+	%509 = call { float, float, float, float, float } @fiber_body(float %108, float %508, float %238, float %303, float %368, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%510 = extractvalue { float, float, float, float, float } %509, 0
+	%511 = extractvalue { float, float, float, float, float } %509, 1
+	%512 = extractvalue { float, float, float, float, float } %509, 2
+	%513 = extractvalue { float, float, float, float, float } %509, 3
+	%514 = extractvalue { float, float, float, float, float } %509, 4
+	%515 = extractvalue [4 x <8 x float>] %494, 2
+	%516 = extractelement <8 x float> %515, i32 0
+	%517 = fmul float %39, %516
+	%518 = fadd float %175, %517
+	%519 = call { float, float, float, float, float } @fiber_body(float %110, float %518, float %240, float %305, float %370, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%520 = extractvalue { float, float, float, float, float } %519, 0
+	%521 = extractvalue { float, float, float, float, float } %519, 1
+	%522 = extractvalue { float, float, float, float, float } %519, 2
+	%523 = extractvalue { float, float, float, float, float } %519, 3
+	%524 = extractvalue { float, float, float, float, float } %519, 4
+	%525 = extractvalue [4 x <8 x float>] %494, 3
+	%526 = extractelement <8 x float> %525, i32 0
+	%527 = fmul float %39, %526
+	%528 = fadd float %177, %527
+	%529 = call { float, float, float, float, float } @fiber_body(float %112, float %528, float %242, float %307, float %372, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%530 = extractvalue { float, float, float, float, float } %529, 0
+	%531 = extractvalue { float, float, float, float, float } %529, 1
+	%532 = extractvalue { float, float, float, float, float } %529, 2
+	%533 = extractvalue { float, float, float, float, float } %529, 3
+	%534 = extractvalue { float, float, float, float, float } %529, 4
+	%535 = extractvalue [4 x <8 x float>] %494, 0
+	%536 = extractelement <8 x float> %535, i32 1
+	%537 = fmul float %39, %536
+	%538 = fadd float %179, %537
+	%539 = call { float, float, float, float, float } @fiber_body(float %114, float %538, float %244, float %309, float %374, float %439, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%540 = extractvalue { float, float, float, float, float } %539, 0
+	%541 = extractvalue { float, float, float, float, float } %539, 1
+	%542 = extractvalue { float, float, float, float, float } %539, 2
+	%543 = extractvalue { float, float, float, float, float } %539, 3
+	%544 = extractvalue { float, float, float, float, float } %539, 4
+	%545 = extractvalue [4 x <8 x float>] %494, 1
+	%546 = extractelement <8 x float> %545, i32 1
+	%547 = fmul float %39, %546
+	%548 = fadd float %181, %547
+	%549 = call { float, float, float, float, float } @fiber_body(float %116, float %548, float %246, float %311, float %376, float %441, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%550 = extractvalue { float, float, float, float, float } %549, 0
+	%551 = extractvalue { float, float, float, float, float } %549, 1
+	%552 = extractvalue { float, float, float, float, float } %549, 2
+	%553 = extractvalue { float, float, float, float, float } %549, 3
+	%554 = extractvalue { float, float, float, float, float } %549, 4
+	%555 = extractvalue [4 x <8 x float>] %494, 2
+	%556 = extractelement <8 x float> %555, i32 1
+	%557 = fmul float %39, %556
+	%558 = fadd float %183, %557
+	%559 = call { float, float, float, float, float } @fiber_body(float %118, float %558, float %248, float %313, float %378, float %443, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%560 = extractvalue { float, float, float, float, float } %559, 0
+	%561 = extractvalue { float, float, float, float, float } %559, 1
+	%562 = extractvalue { float, float, float, float, float } %559, 2
+	%563 = extractvalue { float, float, float, float, float } %559, 3
+	%564 = extractvalue { float, float, float, float, float } %559, 4
+	%565 = extractvalue [4 x <8 x float>] %494, 3
+	%566 = extractelement <8 x float> %565, i32 1
+	%567 = fmul float %39, %566
+	%568 = fadd float %185, %567
+	%569 = call { float, float, float, float, float } @fiber_body(float %120, float %568, float %250, float %315, float %380, float %445, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%570 = extractvalue { float, float, float, float, float } %569, 0
+	%571 = extractvalue { float, float, float, float, float } %569, 1
+	%572 = extractvalue { float, float, float, float, float } %569, 2
+	%573 = extractvalue { float, float, float, float, float } %569, 3
+	%574 = extractvalue { float, float, float, float, float } %569, 4
+	%575 = extractvalue [4 x <8 x float>] %494, 0
+	%576 = extractelement <8 x float> %575, i32 2
+	%577 = fmul float %39, %576
+	%578 = fadd float %187, %577
+	%579 = call { float, float, float, float, float } @fiber_body(float %122, float %578, float %252, float %317, float %382, float %447, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%580 = extractvalue { float, float, float, float, float } %579, 0
+	%581 = extractvalue { float, float, float, float, float } %579, 1
+	%582 = extractvalue { float, float, float, float, float } %579, 2
+	%583 = extractvalue { float, float, float, float, float } %579, 3
+	%584 = extractvalue { float, float, float, float, float } %579, 4
+	%585 = extractvalue [4 x <8 x float>] %494, 1
+	%586 = extractelement <8 x float> %585, i32 2
+	%587 = fmul float %39, %586
+	%588 = fadd float %189, %587
+	%589 = call { float, float, float, float, float } @fiber_body(float %124, float %588, float %254, float %319, float %384, float %449, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%590 = extractvalue { float, float, float, float, float } %589, 0
+	%591 = extractvalue { float, float, float, float, float } %589, 1
+	%592 = extractvalue { float, float, float, float, float } %589, 2
+	%593 = extractvalue { float, float, float, float, float } %589, 3
+	%594 = extractvalue { float, float, float, float, float } %589, 4
+	%595 = extractvalue [4 x <8 x float>] %494, 2
+	%596 = extractelement <8 x float> %595, i32 2
+	%597 = fmul float %39, %596
+	%598 = fadd float %191, %597
+	%599 = call { float, float, float, float, float } @fiber_body(float %126, float %598, float %256, float %321, float %386, float %451, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%600 = extractvalue { float, float, float, float, float } %599, 0
+	%601 = extractvalue { float, float, float, float, float } %599, 1
+	%602 = extractvalue { float, float, float, float, float } %599, 2
+	%603 = extractvalue { float, float, float, float, float } %599, 3
+	%604 = extractvalue { float, float, float, float, float } %599, 4
+	%605 = extractvalue [4 x <8 x float>] %494, 3
+	%606 = extractelement <8 x float> %605, i32 2
+	%607 = fmul float %39, %606
+	%608 = fadd float %193, %607
+	%609 = call { float, float, float, float, float } @fiber_body(float %128, float %608, float %258, float %323, float %388, float %453, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%610 = extractvalue { float, float, float, float, float } %609, 0
+	%611 = extractvalue { float, float, float, float, float } %609, 1
+	%612 = extractvalue { float, float, float, float, float } %609, 2
+	%613 = extractvalue { float, float, float, float, float } %609, 3
+	%614 = extractvalue { float, float, float, float, float } %609, 4
+	%615 = extractvalue [4 x <8 x float>] %494, 0
+	%616 = extractelement <8 x float> %615, i32 3
+	%617 = fmul float %39, %616
+	%618 = fadd float %195, %617
+	%619 = call { float, float, float, float, float } @fiber_body(float %130, float %618, float %260, float %325, float %390, float %455, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%620 = extractvalue { float, float, float, float, float } %619, 0
+	%621 = extractvalue { float, float, float, float, float } %619, 1
+	%622 = extractvalue { float, float, float, float, float } %619, 2
+	%623 = extractvalue { float, float, float, float, float } %619, 3
+	%624 = extractvalue { float, float, float, float, float } %619, 4
+	%625 = extractvalue [4 x <8 x float>] %494, 1
+	%626 = extractelement <8 x float> %625, i32 3
+	%627 = fmul float %39, %626
+	%628 = fadd float %197, %627
+	%629 = call { float, float, float, float, float } @fiber_body(float %132, float %628, float %262, float %327, float %392, float %457, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%630 = extractvalue { float, float, float, float, float } %629, 0
+	%631 = extractvalue { float, float, float, float, float } %629, 1
+	%632 = extractvalue { float, float, float, float, float } %629, 2
+	%633 = extractvalue { float, float, float, float, float } %629, 3
+	%634 = extractvalue { float, float, float, float, float } %629, 4
+	%635 = extractvalue [4 x <8 x float>] %494, 2
+	%636 = extractelement <8 x float> %635, i32 3
+	%637 = fmul float %39, %636
+	%638 = fadd float %199, %637
+	%639 = call { float, float, float, float, float } @fiber_body(float %134, float %638, float %264, float %329, float %394, float %459, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%640 = extractvalue { float, float, float, float, float } %639, 0
+	%641 = extractvalue { float, float, float, float, float } %639, 1
+	%642 = extractvalue { float, float, float, float, float } %639, 2
+	%643 = extractvalue { float, float, float, float, float } %639, 3
+	%644 = extractvalue { float, float, float, float, float } %639, 4
+	%645 = extractvalue [4 x <8 x float>] %494, 3
+	%646 = extractelement <8 x float> %645, i32 3
+	%647 = fmul float %39, %646
+	%648 = fadd float %201, %647
+	%649 = call { float, float, float, float, float } @fiber_body(float %136, float %648, float %266, float %331, float %396, float %461, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%650 = extractvalue { float, float, float, float, float } %649, 0
+	%651 = extractvalue { float, float, float, float, float } %649, 1
+	%652 = extractvalue { float, float, float, float, float } %649, 2
+	%653 = extractvalue { float, float, float, float, float } %649, 3
+	%654 = extractvalue { float, float, float, float, float } %649, 4
+	%655 = extractvalue [4 x <8 x float>] %494, 0
+	%656 = extractelement <8 x float> %655, i32 4
+	%657 = fmul float %39, %656
+	%658 = fadd float %203, %657
+	%659 = call { float, float, float, float, float } @fiber_body(float %138, float %658, float %268, float %333, float %398, float %463, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%660 = extractvalue { float, float, float, float, float } %659, 0
+	%661 = extractvalue { float, float, float, float, float } %659, 1
+	%662 = extractvalue { float, float, float, float, float } %659, 2
+	%663 = extractvalue { float, float, float, float, float } %659, 3
+	%664 = extractvalue { float, float, float, float, float } %659, 4
+	%665 = extractvalue [4 x <8 x float>] %494, 1
+	%666 = extractelement <8 x float> %665, i32 4
+	%667 = fmul float %39, %666
+	%668 = fadd float %205, %667
+	%669 = call { float, float, float, float, float } @fiber_body(float %140, float %668, float %270, float %335, float %400, float %465, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%670 = extractvalue { float, float, float, float, float } %669, 0
+	%671 = extractvalue { float, float, float, float, float } %669, 1
+	%672 = extractvalue { float, float, float, float, float } %669, 2
+	%673 = extractvalue { float, float, float, float, float } %669, 3
+	%674 = extractvalue { float, float, float, float, float } %669, 4
+	%675 = extractvalue [4 x <8 x float>] %494, 2
+	%676 = extractelement <8 x float> %675, i32 4
+	%677 = fmul float %39, %676
+	%678 = fadd float %207, %677
+	%679 = call { float, float, float, float, float } @fiber_body(float %142, float %678, float %272, float %337, float %402, float %467, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%680 = extractvalue { float, float, float, float, float } %679, 0
+	%681 = extractvalue { float, float, float, float, float } %679, 1
+	%682 = extractvalue { float, float, float, float, float } %679, 2
+	%683 = extractvalue { float, float, float, float, float } %679, 3
+	%684 = extractvalue { float, float, float, float, float } %679, 4
+	%685 = extractvalue [4 x <8 x float>] %494, 3
+	%686 = extractelement <8 x float> %685, i32 4
+	%687 = fmul float %39, %686
+	%688 = fadd float %209, %687
+	%689 = call { float, float, float, float, float } @fiber_body(float %144, float %688, float %274, float %339, float %404, float %469, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%690 = extractvalue { float, float, float, float, float } %689, 0
+	%691 = extractvalue { float, float, float, float, float } %689, 1
+	%692 = extractvalue { float, float, float, float, float } %689, 2
+	%693 = extractvalue { float, float, float, float, float } %689, 3
+	%694 = extractvalue { float, float, float, float, float } %689, 4
+	%695 = extractvalue [4 x <8 x float>] %494, 0
+	%696 = extractelement <8 x float> %695, i32 5
+	%697 = fmul float %39, %696
+	%698 = fadd float %211, %697
+	%699 = call { float, float, float, float, float } @fiber_body(float %146, float %698, float %276, float %341, float %406, float %471, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%700 = extractvalue { float, float, float, float, float } %699, 0
+	%701 = extractvalue { float, float, float, float, float } %699, 1
+	%702 = extractvalue { float, float, float, float, float } %699, 2
+	%703 = extractvalue { float, float, float, float, float } %699, 3
+	%704 = extractvalue { float, float, float, float, float } %699, 4
+	%705 = extractvalue [4 x <8 x float>] %494, 1
+	%706 = extractelement <8 x float> %705, i32 5
+	%707 = fmul float %39, %706
+	%708 = fadd float %213, %707
+	%709 = call { float, float, float, float, float } @fiber_body(float %148, float %708, float %278, float %343, float %408, float %473, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%710 = extractvalue { float, float, float, float, float } %709, 0
+	%711 = extractvalue { float, float, float, float, float } %709, 1
+	%712 = extractvalue { float, float, float, float, float } %709, 2
+	%713 = extractvalue { float, float, float, float, float } %709, 3
+	%714 = extractvalue { float, float, float, float, float } %709, 4
+	%715 = extractvalue [4 x <8 x float>] %494, 2
+	%716 = extractelement <8 x float> %715, i32 5
+	%717 = fmul float %39, %716
+	%718 = fadd float %215, %717
+	%719 = call { float, float, float, float, float } @fiber_body(float %150, float %718, float %280, float %345, float %410, float %475, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%720 = extractvalue { float, float, float, float, float } %719, 0
+	%721 = extractvalue { float, float, float, float, float } %719, 1
+	%722 = extractvalue { float, float, float, float, float } %719, 2
+	%723 = extractvalue { float, float, float, float, float } %719, 3
+	%724 = extractvalue { float, float, float, float, float } %719, 4
+	%725 = extractvalue [4 x <8 x float>] %494, 3
+	%726 = extractelement <8 x float> %725, i32 5
+	%727 = fmul float %39, %726
+	%728 = fadd float %217, %727
+	%729 = call { float, float, float, float, float } @fiber_body(float %152, float %728, float %282, float %347, float %412, float %477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%730 = extractvalue { float, float, float, float, float } %729, 0
+	%731 = extractvalue { float, float, float, float, float } %729, 1
+	%732 = extractvalue { float, float, float, float, float } %729, 2
+	%733 = extractvalue { float, float, float, float, float } %729, 3
+	%734 = extractvalue { float, float, float, float, float } %729, 4
+	%735 = extractvalue [4 x <8 x float>] %494, 0
+	%736 = extractelement <8 x float> %735, i32 6
+	%737 = fmul float %39, %736
+	%738 = fadd float %219, %737
+	%739 = call { float, float, float, float, float } @fiber_body(float %154, float %738, float %284, float %349, float %414, float %479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%740 = extractvalue { float, float, float, float, float } %739, 0
+	%741 = extractvalue { float, float, float, float, float } %739, 1
+	%742 = extractvalue { float, float, float, float, float } %739, 2
+	%743 = extractvalue { float, float, float, float, float } %739, 3
+	%744 = extractvalue { float, float, float, float, float } %739, 4
+	%745 = extractvalue [4 x <8 x float>] %494, 1
+	%746 = extractelement <8 x float> %745, i32 6
+	%747 = fmul float %39, %746
+	%748 = fadd float %221, %747
+	%749 = call { float, float, float, float, float } @fiber_body(float %156, float %748, float %286, float %351, float %416, float %481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%750 = extractvalue { float, float, float, float, float } %749, 0
+	%751 = extractvalue { float, float, float, float, float } %749, 1
+	%752 = extractvalue { float, float, float, float, float } %749, 2
+	%753 = extractvalue { float, float, float, float, float } %749, 3
+	%754 = extractvalue { float, float, float, float, float } %749, 4
+	%755 = extractvalue [4 x <8 x float>] %494, 2
+	%756 = extractelement <8 x float> %755, i32 6
+	%757 = fmul float %39, %756
+	%758 = fadd float %223, %757
+	%759 = call { float, float, float, float, float } @fiber_body(float %158, float %758, float %288, float %353, float %418, float %483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%760 = extractvalue { float, float, float, float, float } %759, 0
+	%761 = extractvalue { float, float, float, float, float } %759, 1
+	%762 = extractvalue { float, float, float, float, float } %759, 2
+	%763 = extractvalue { float, float, float, float, float } %759, 3
+	%764 = extractvalue { float, float, float, float, float } %759, 4
+	%765 = extractvalue [4 x <8 x float>] %494, 3
+	%766 = extractelement <8 x float> %765, i32 6
+	%767 = fmul float %39, %766
+	%768 = fadd float %225, %767
+	%769 = call { float, float, float, float, float } @fiber_body(float %160, float %768, float %290, float %355, float %420, float %485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%770 = extractvalue { float, float, float, float, float } %769, 0
+	%771 = extractvalue { float, float, float, float, float } %769, 1
+	%772 = extractvalue { float, float, float, float, float } %769, 2
+	%773 = extractvalue { float, float, float, float, float } %769, 3
+	%774 = extractvalue { float, float, float, float, float } %769, 4
+	%775 = extractvalue [4 x <8 x float>] %494, 0
+	%776 = extractelement <8 x float> %775, i32 7
+	%777 = fmul float %39, %776
+	%778 = fadd float %227, %777
+	%779 = call { float, float, float, float, float } @fiber_body(float %162, float %778, float %292, float %357, float %422, float %487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%780 = extractvalue { float, float, float, float, float } %779, 0
+	%781 = extractvalue { float, float, float, float, float } %779, 1
+	%782 = extractvalue { float, float, float, float, float } %779, 2
+	%783 = extractvalue { float, float, float, float, float } %779, 3
+	%784 = extractvalue { float, float, float, float, float } %779, 4
+	%785 = extractvalue [4 x <8 x float>] %494, 1
+	%786 = extractelement <8 x float> %785, i32 7
+	%787 = fmul float %39, %786
+	%788 = fadd float %229, %787
+	%789 = call { float, float, float, float, float } @fiber_body(float %164, float %788, float %294, float %359, float %424, float %489, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%790 = extractvalue { float, float, float, float, float } %789, 0
+	%791 = extractvalue { float, float, float, float, float } %789, 1
+	%792 = extractvalue { float, float, float, float, float } %789, 2
+	%793 = extractvalue { float, float, float, float, float } %789, 3
+	%794 = extractvalue { float, float, float, float, float } %789, 4
+	%795 = extractvalue [4 x <8 x float>] %494, 2
+	%796 = extractelement <8 x float> %795, i32 7
+	%797 = fmul float %39, %796
+	%798 = fadd float %231, %797
+	%799 = call { float, float, float, float, float } @fiber_body(float %166, float %798, float %296, float %361, float %426, float %491, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%800 = extractvalue { float, float, float, float, float } %799, 0
+	%801 = extractvalue { float, float, float, float, float } %799, 1
+	%802 = extractvalue { float, float, float, float, float } %799, 2
+	%803 = extractvalue { float, float, float, float, float } %799, 3
+	%804 = extractvalue { float, float, float, float, float } %799, 4
+	%805 = extractvalue [4 x <8 x float>] %494, 3
+	%806 = extractelement <8 x float> %805, i32 7
+	%807 = fmul float %39, %806
+	%808 = fadd float %233, %807
+	%809 = call { float, float, float, float, float } @fiber_body(float %168, float %808, float %298, float %363, float %428, float %493, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%810 = extractvalue { float, float, float, float, float } %809, 0
+	%811 = extractvalue { float, float, float, float, float } %809, 1
+	%812 = extractvalue { float, float, float, float, float } %809, 2
+	%813 = extractvalue { float, float, float, float, float } %809, 3
+	%814 = extractvalue { float, float, float, float, float } %809, 4
+	%815 = getelementptr float, float* %7, i64 %102
+	%816 = getelementptr float, float* %815, i64 0
+	store float %500, float* %816, align 4
+	%817 = getelementptr float, float* %815, i64 1
+	store float %510, float* %817, align 4
+	%818 = getelementptr float, float* %815, i64 2
+	store float %520, float* %818, align 4
+	%819 = getelementptr float, float* %815, i64 3
+	store float %530, float* %819, align 4
+	%820 = getelementptr float, float* %815, i64 4
+	store float %540, float* %820, align 4
+	%821 = getelementptr float, float* %815, i64 5
+	store float %550, float* %821, align 4
+	%822 = getelementptr float, float* %815, i64 6
+	store float %560, float* %822, align 4
+	%823 = getelementptr float, float* %815, i64 7
+	store float %570, float* %823, align 4
+	%824 = getelementptr float, float* %815, i64 8
+	store float %580, float* %824, align 4
+	%825 = getelementptr float, float* %815, i64 9
+	store float %590, float* %825, align 4
+	%826 = getelementptr float, float* %815, i64 10
+	store float %600, float* %826, align 4
+	%827 = getelementptr float, float* %815, i64 11
+	store float %610, float* %827, align 4
+	%828 = getelementptr float, float* %815, i64 12
+	store float %620, float* %828, align 4
+	%829 = getelementptr float, float* %815, i64 13
+	store float %630, float* %829, align 4
+	%830 = getelementptr float, float* %815, i64 14
+	store float %640, float* %830, align 4
+	%831 = getelementptr float, float* %815, i64 15
+	store float %650, float* %831, align 4
+	%832 = getelementptr float, float* %815, i64 16
+	store float %660, float* %832, align 4
+	%833 = getelementptr float, float* %815, i64 17
+	store float %670, float* %833, align 4
+	%834 = getelementptr float, float* %815, i64 18
+	store float %680, float* %834, align 4
+	%835 = getelementptr float, float* %815, i64 19
+	store float %690, float* %835, align 4
+	%836 = getelementptr float, float* %815, i64 20
+	store float %700, float* %836, align 4
+	%837 = getelementptr float, float* %815, i64 21
+	store float %710, float* %837, align 4
+	%838 = getelementptr float, float* %815, i64 22
+	store float %720, float* %838, align 4
+	%839 = getelementptr float, float* %815, i64 23
+	store float %730, float* %839, align 4
+	%840 = getelementptr float, float* %815, i64 24
+	store float %740, float* %840, align 4
+	%841 = getelementptr float, float* %815, i64 25
+	store float %750, float* %841, align 4
+	%842 = getelementptr float, float* %815, i64 26
+	store float %760, float* %842, align 4
+	%843 = getelementptr float, float* %815, i64 27
+	store float %770, float* %843, align 4
+	%844 = getelementptr float, float* %815, i64 28
+	store float %780, float* %844, align 4
+	%845 = getelementptr float, float* %815, i64 29
+	store float %790, float* %845, align 4
+	%846 = getelementptr float, float* %815, i64 30
+	store float %800, float* %846, align 4
+	%847 = getelementptr float, float* %815, i64 31
+	store float %810, float* %847, align 4
+	%848 = getelementptr float, float* %5, i64 %102
+	%849 = getelementptr float, float* %848, i64 0
+	store float %501, float* %849, align 4
+	%850 = getelementptr float, float* %848, i64 1
+	store float %511, float* %850, align 4
+	%851 = getelementptr float, float* %848, i64 2
+	store float %521, float* %851, align 4
+	%852 = getelementptr float, float* %848, i64 3
+	store float %531, float* %852, align 4
+	%853 = getelementptr float, float* %848, i64 4
+	store float %541, float* %853, align 4
+	%854 = getelementptr float, float* %848, i64 5
+	store float %551, float* %854, align 4
+	%855 = getelementptr float, float* %848, i64 6
+	store float %561, float* %855, align 4
+	%856 = getelementptr float, float* %848, i64 7
+	store float %571, float* %856, align 4
+	%857 = getelementptr float, float* %848, i64 8
+	store float %581, float* %857, align 4
+	%858 = getelementptr float, float* %848, i64 9
+	store float %591, float* %858, align 4
+	%859 = getelementptr float, float* %848, i64 10
+	store float %601, float* %859, align 4
+	%860 = getelementptr float, float* %848, i64 11
+	store float %611, float* %860, align 4
+	%861 = getelementptr float, float* %848, i64 12
+	store float %621, float* %861, align 4
+	%862 = getelementptr float, float* %848, i64 13
+	store float %631, float* %862, align 4
+	%863 = getelementptr float, float* %848, i64 14
+	store float %641, float* %863, align 4
+	%864 = getelementptr float, float* %848, i64 15
+	store float %651, float* %864, align 4
+	%865 = getelementptr float, float* %848, i64 16
+	store float %661, float* %865, align 4
+	%866 = getelementptr float, float* %848, i64 17
+	store float %671, float* %866, align 4
+	%867 = getelementptr float, float* %848, i64 18
+	store float %681, float* %867, align 4
+	%868 = getelementptr float, float* %848, i64 19
+	store float %691, float* %868, align 4
+	%869 = getelementptr float, float* %848, i64 20
+	store float %701, float* %869, align 4
+	%870 = getelementptr float, float* %848, i64 21
+	store float %711, float* %870, align 4
+	%871 = getelementptr float, float* %848, i64 22
+	store float %721, float* %871, align 4
+	%872 = getelementptr float, float* %848, i64 23
+	store float %731, float* %872, align 4
+	%873 = getelementptr float, float* %848, i64 24
+	store float %741, float* %873, align 4
+	%874 = getelementptr float, float* %848, i64 25
+	store float %751, float* %874, align 4
+	%875 = getelementptr float, float* %848, i64 26
+	store float %761, float* %875, align 4
+	%876 = getelementptr float, float* %848, i64 27
+	store float %771, float* %876, align 4
+	%877 = getelementptr float, float* %848, i64 28
+	store float %781, float* %877, align 4
+	%878 = getelementptr float, float* %848, i64 29
+	store float %791, float* %878, align 4
+	%879 = getelementptr float, float* %848, i64 30
+	store float %801, float* %879, align 4
+	%880 = getelementptr float, float* %848, i64 31
+	store float %811, float* %880, align 4
+	%881 = getelementptr float, float* %9, i64 %102
+	%882 = getelementptr float, float* %881, i64 0
+	store float %502, float* %882, align 4
+	%883 = getelementptr float, float* %881, i64 1
+	store float %512, float* %883, align 4
+	%884 = getelementptr float, float* %881, i64 2
+	store float %522, float* %884, align 4
+	%885 = getelementptr float, float* %881, i64 3
+	store float %532, float* %885, align 4
+	%886 = getelementptr float, float* %881, i64 4
+	store float %542, float* %886, align 4
+	%887 = getelementptr float, float* %881, i64 5
+	store float %552, float* %887, align 4
+	%888 = getelementptr float, float* %881, i64 6
+	store float %562, float* %888, align 4
+	%889 = getelementptr float, float* %881, i64 7
+	store float %572, float* %889, align 4
+	%890 = getelementptr float, float* %881, i64 8
+	store float %582, float* %890, align 4
+	%891 = getelementptr float, float* %881, i64 9
+	store float %592, float* %891, align 4
+	%892 = getelementptr float, float* %881, i64 10
+	store float %602, float* %892, align 4
+	%893 = getelementptr float, float* %881, i64 11
+	store float %612, float* %893, align 4
+	%894 = getelementptr float, float* %881, i64 12
+	store float %622, float* %894, align 4
+	%895 = getelementptr float, float* %881, i64 13
+	store float %632, float* %895, align 4
+	%896 = getelementptr float, float* %881, i64 14
+	store float %642, float* %896, align 4
+	%897 = getelementptr float, float* %881, i64 15
+	store float %652, float* %897, align 4
+	%898 = getelementptr float, float* %881, i64 16
+	store float %662, float* %898, align 4
+	%899 = getelementptr float, float* %881, i64 17
+	store float %672, float* %899, align 4
+	%900 = getelementptr float, float* %881, i64 18
+	store float %682, float* %900, align 4
+	%901 = getelementptr float, float* %881, i64 19
+	store float %692, float* %901, align 4
+	%902 = getelementptr float, float* %881, i64 20
+	store float %702, float* %902, align 4
+	%903 = getelementptr float, float* %881, i64 21
+	store float %712, float* %903, align 4
+	%904 = getelementptr float, float* %881, i64 22
+	store float %722, float* %904, align 4
+	%905 = getelementptr float, float* %881, i64 23
+	store float %732, float* %905, align 4
+	%906 = getelementptr float, float* %881, i64 24
+	store float %742, float* %906, align 4
+	%907 = getelementptr float, float* %881, i64 25
+	store float %752, float* %907, align 4
+	%908 = getelementptr float, float* %881, i64 26
+	store float %762, float* %908, align 4
+	%909 = getelementptr float, float* %881, i64 27
+	store float %772, float* %909, align 4
+	%910 = getelementptr float, float* %881, i64 28
+	store float %782, float* %910, align 4
+	%911 = getelementptr float, float* %881, i64 29
+	store float %792, float* %911, align 4
+	%912 = getelementptr float, float* %881, i64 30
+	store float %802, float* %912, align 4
+	%913 = getelementptr float, float* %881, i64 31
+	store float %812, float* %913, align 4
+	%914 = getelementptr float, float* %11, i64 %102
+	%915 = getelementptr float, float* %914, i64 0
+	store float %503, float* %915, align 4
+	%916 = getelementptr float, float* %914, i64 1
+	store float %513, float* %916, align 4
+	%917 = getelementptr float, float* %914, i64 2
+	store float %523, float* %917, align 4
+	%918 = getelementptr float, float* %914, i64 3
+	store float %533, float* %918, align 4
+	%919 = getelementptr float, float* %914, i64 4
+	store float %543, float* %919, align 4
+	%920 = getelementptr float, float* %914, i64 5
+	store float %553, float* %920, align 4
+	%921 = getelementptr float, float* %914, i64 6
+	store float %563, float* %921, align 4
+	%922 = getelementptr float, float* %914, i64 7
+	store float %573, float* %922, align 4
+	%923 = getelementptr float, float* %914, i64 8
+	store float %583, float* %923, align 4
+	%924 = getelementptr float, float* %914, i64 9
+	store float %593, float* %924, align 4
+	%925 = getelementptr float, float* %914, i64 10
+	store float %603, float* %925, align 4
+	%926 = getelementptr float, float* %914, i64 11
+	store float %613, float* %926, align 4
+	%927 = getelementptr float, float* %914, i64 12
+	store float %623, float* %927, align 4
+	%928 = getelementptr float, float* %914, i64 13
+	store float %633, float* %928, align 4
+	%929 = getelementptr float, float* %914, i64 14
+	store float %643, float* %929, align 4
+	%930 = getelementptr float, float* %914, i64 15
+	store float %653, float* %930, align 4
+	%931 = getelementptr float, float* %914, i64 16
+	store float %663, float* %931, align 4
+	%932 = getelementptr float, float* %914, i64 17
+	store float %673, float* %932, align 4
+	%933 = getelementptr float, float* %914, i64 18
+	store float %683, float* %933, align 4
+	%934 = getelementptr float, float* %914, i64 19
+	store float %693, float* %934, align 4
+	%935 = getelementptr float, float* %914, i64 20
+	store float %703, float* %935, align 4
+	%936 = getelementptr float, float* %914, i64 21
+	store float %713, float* %936, align 4
+	%937 = getelementptr float, float* %914, i64 22
+	store float %723, float* %937, align 4
+	%938 = getelementptr float, float* %914, i64 23
+	store float %733, float* %938, align 4
+	%939 = getelementptr float, float* %914, i64 24
+	store float %743, float* %939, align 4
+	%940 = getelementptr float, float* %914, i64 25
+	store float %753, float* %940, align 4
+	%941 = getelementptr float, float* %914, i64 26
+	store float %763, float* %941, align 4
+	%942 = getelementptr float, float* %914, i64 27
+	store float %773, float* %942, align 4
+	%943 = getelementptr float, float* %914, i64 28
+	store float %783, float* %943, align 4
+	%944 = getelementptr float, float* %914, i64 29
+	store float %793, float* %944, align 4
+	%945 = getelementptr float, float* %914, i64 30
+	store float %803, float* %945, align 4
+	%946 = getelementptr float, float* %914, i64 31
+	store float %813, float* %946, align 4
+	%947 = getelementptr float, float* %1, i64 %102
+	%948 = getelementptr float, float* %947, i64 0
+	store float %504, float* %948, align 4
+	%949 = getelementptr float, float* %947, i64 1
+	store float %514, float* %949, align 4
+	%950 = getelementptr float, float* %947, i64 2
+	store float %524, float* %950, align 4
+	%951 = getelementptr float, float* %947, i64 3
+	store float %534, float* %951, align 4
+	%952 = getelementptr float, float* %947, i64 4
+	store float %544, float* %952, align 4
+	%953 = getelementptr float, float* %947, i64 5
+	store float %554, float* %953, align 4
+	%954 = getelementptr float, float* %947, i64 6
+	store float %564, float* %954, align 4
+	%955 = getelementptr float, float* %947, i64 7
+	store float %574, float* %955, align 4
+	%956 = getelementptr float, float* %947, i64 8
+	store float %584, float* %956, align 4
+	%957 = getelementptr float, float* %947, i64 9
+	store float %594, float* %957, align 4
+	%958 = getelementptr float, float* %947, i64 10
+	store float %604, float* %958, align 4
+	%959 = getelementptr float, float* %947, i64 11
+	store float %614, float* %959, align 4
+	%960 = getelementptr float, float* %947, i64 12
+	store float %624, float* %960, align 4
+	%961 = getelementptr float, float* %947, i64 13
+	store float %634, float* %961, align 4
+	%962 = getelementptr float, float* %947, i64 14
+	store float %644, float* %962, align 4
+	%963 = getelementptr float, float* %947, i64 15
+	store float %654, float* %963, align 4
+	%964 = getelementptr float, float* %947, i64 16
+	store float %664, float* %964, align 4
+	%965 = getelementptr float, float* %947, i64 17
+	store float %674, float* %965, align 4
+	%966 = getelementptr float, float* %947, i64 18
+	store float %684, float* %966, align 4
+	%967 = getelementptr float, float* %947, i64 19
+	store float %694, float* %967, align 4
+	%968 = getelementptr float, float* %947, i64 20
+	store float %704, float* %968, align 4
+	%969 = getelementptr float, float* %947, i64 21
+	store float %714, float* %969, align 4
+	%970 = getelementptr float, float* %947, i64 22
+	store float %724, float* %970, align 4
+	%971 = getelementptr float, float* %947, i64 23
+	store float %734, float* %971, align 4
+	%972 = getelementptr float, float* %947, i64 24
+	store float %744, float* %972, align 4
+	%973 = getelementptr float, float* %947, i64 25
+	store float %754, float* %973, align 4
+	%974 = getelementptr float, float* %947, i64 26
+	store float %764, float* %974, align 4
+	%975 = getelementptr float, float* %947, i64 27
+	store float %774, float* %975, align 4
+	%976 = getelementptr float, float* %947, i64 28
+	store float %784, float* %976, align 4
+	%977 = getelementptr float, float* %947, i64 29
+	store float %794, float* %977, align 4
+	%978 = getelementptr float, float* %947, i64 30
+	store float %804, float* %978, align 4
+	%979 = getelementptr float, float* %947, i64 31
+	store float %814, float* %979, align 4
+	%980 = add i64 %98, 1
+	br label %wide.head.28
 
-group.done.30:
-	br label %tail.head.31
+wide.done.30:
+	%981 = mul i64 %97, 8
+	br label %group.head.31
 
-tail.head.31:
-	%219 = phi i64 [ %63, %group.done.30 ], [ %248, %tail.32 ]
-	%220 = icmp slt i64 %219, %43
-	br i1 %220, label %tail.32, label %tail.done.33
+group.head.31:
+	%982 = phi i64 [ %981, %wide.done.30 ], [ %1103, %group.32 ]
+	%983 = icmp slt i64 %982, %60
+	br i1 %983, label %group.32, label %group.done.33
 
-tail.32:
-	%221 = getelementptr float, float* %1, i64 %219
-	%222 = load float, float* %221, align 4
-	%223 = getelementptr float, float* %3, i64 %219
-	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %5, i64 %219
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %7, i64 %219
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %9, i64 %219
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %11, i64 %219
-	%232 = load float, float* %231, align 4
-	%233 = add i64 %45, %219
-	%234 = call float @fg_gaussian(i64 %47, i32 %49, i32 0, i64 %233)
-	%235 = fmul float %39, %234
-	%236 = fadd float %224, %235
-	%237 = call { float, float, float, float, float } @fiber_body(float %222, float %236, float %226, float %228, float %230, float %232, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%238 = extractvalue { float, float, float, float, float } %237, 0
-	%239 = extractvalue { float, float, float, float, float } %237, 1
-	%240 = extractvalue { float, float, float, float, float } %237, 2
-	%241 = extractvalue { float, float, float, float, float } %237, 3
-	%242 = extractvalue { float, float, float, float, float } %237, 4
-	%243 = getelementptr float, float* %7, i64 %219
-	store float %238, float* %243, align 4
-	%244 = getelementptr float, float* %5, i64 %219
-	store float %239, float* %244, align 4
-	%245 = getelementptr float, float* %9, i64 %219
-	store float %240, float* %245, align 4
-	%246 = getelementptr float, float* %11, i64 %219
-	store float %241, float* %246, align 4
-	%247 = getelementptr float, float* %1, i64 %219
-	store float %242, float* %247, align 4
-	%248 = add i64 %219, 1
-	br label %tail.head.31
+group.32:
+	%984 = shl i64 %982, 2
+	%985 = add i64 %61, %984
+	%986 = add i64 %65, %982
+	%987 = getelementptr float, float* %1, i64 %985
+	%988 = getelementptr float, float* %987, i64 0
+	%989 = load float, float* %988, align 4
+	%990 = getelementptr float, float* %987, i64 1
+	%991 = load float, float* %990, align 4
+	%992 = getelementptr float, float* %987, i64 2
+	%993 = load float, float* %992, align 4
+	%994 = getelementptr float, float* %987, i64 3
+	%995 = load float, float* %994, align 4
+	%996 = getelementptr float, float* %3, i64 %985
+	%997 = getelementptr float, float* %996, i64 0
+	%998 = load float, float* %997, align 4
+	%999 = getelementptr float, float* %996, i64 1
+	%1000 = load float, float* %999, align 4
+	%1001 = getelementptr float, float* %996, i64 2
+	%1002 = load float, float* %1001, align 4
+	%1003 = getelementptr float, float* %996, i64 3
+	%1004 = load float, float* %1003, align 4
+	%1005 = getelementptr float, float* %5, i64 %985
+	%1006 = getelementptr float, float* %1005, i64 0
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %1005, i64 1
+	%1009 = load float, float* %1008, align 4
+	%1010 = getelementptr float, float* %1005, i64 2
+	%1011 = load float, float* %1010, align 4
+	%1012 = getelementptr float, float* %1005, i64 3
+	%1013 = load float, float* %1012, align 4
+	%1014 = getelementptr float, float* %7, i64 %985
+	%1015 = getelementptr float, float* %1014, i64 0
+	%1016 = load float, float* %1015, align 4
+	%1017 = getelementptr float, float* %1014, i64 1
+	%1018 = load float, float* %1017, align 4
+	%1019 = getelementptr float, float* %1014, i64 2
+	%1020 = load float, float* %1019, align 4
+	%1021 = getelementptr float, float* %1014, i64 3
+	%1022 = load float, float* %1021, align 4
+	%1023 = getelementptr float, float* %9, i64 %985
+	%1024 = getelementptr float, float* %1023, i64 0
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %1023, i64 1
+	%1027 = load float, float* %1026, align 4
+	%1028 = getelementptr float, float* %1023, i64 2
+	%1029 = load float, float* %1028, align 4
+	%1030 = getelementptr float, float* %1023, i64 3
+	%1031 = load float, float* %1030, align 4
+	%1032 = getelementptr float, float* %11, i64 %985
+	%1033 = getelementptr float, float* %1032, i64 0
+	%1034 = load float, float* %1033, align 4
+	%1035 = getelementptr float, float* %1032, i64 1
+	%1036 = load float, float* %1035, align 4
+	%1037 = getelementptr float, float* %1032, i64 2
+	%1038 = load float, float* %1037, align 4
+	%1039 = getelementptr float, float* %1032, i64 3
+	%1040 = load float, float* %1039, align 4
+	%1041 = call <4 x float> @fg_gaussian4(i64 %47, i32 %49, i32 0, i64 %986)
+	%1042 = extractelement <4 x float> %1041, i32 0
+	%1043 = fmul float %39, %1042
+	%1044 = fadd float %998, %1043
+	%1045 = call { float, float, float, float, float } @fiber_body(float %989, float %1044, float %1007, float %1016, float %1025, float %1034, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1046 = extractvalue { float, float, float, float, float } %1045, 0
+	%1047 = extractvalue { float, float, float, float, float } %1045, 1
+	%1048 = extractvalue { float, float, float, float, float } %1045, 2
+	%1049 = extractvalue { float, float, float, float, float } %1045, 3
+	%1050 = extractvalue { float, float, float, float, float } %1045, 4
+	%1051 = extractelement <4 x float> %1041, i32 1
+	%1052 = fmul float %39, %1051
+	%1053 = fadd float %1000, %1052
+	%1054 = call { float, float, float, float, float } @fiber_body(float %991, float %1053, float %1009, float %1018, float %1027, float %1036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1055 = extractvalue { float, float, float, float, float } %1054, 0
+	%1056 = extractvalue { float, float, float, float, float } %1054, 1
+	%1057 = extractvalue { float, float, float, float, float } %1054, 2
+	%1058 = extractvalue { float, float, float, float, float } %1054, 3
+	%1059 = extractvalue { float, float, float, float, float } %1054, 4
+	%1060 = extractelement <4 x float> %1041, i32 2
+	%1061 = fmul float %39, %1060
+	%1062 = fadd float %1002, %1061
+	%1063 = call { float, float, float, float, float } @fiber_body(float %993, float %1062, float %1011, float %1020, float %1029, float %1038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1064 = extractvalue { float, float, float, float, float } %1063, 0
+	%1065 = extractvalue { float, float, float, float, float } %1063, 1
+	%1066 = extractvalue { float, float, float, float, float } %1063, 2
+	%1067 = extractvalue { float, float, float, float, float } %1063, 3
+	%1068 = extractvalue { float, float, float, float, float } %1063, 4
+	%1069 = extractelement <4 x float> %1041, i32 3
+	%1070 = fmul float %39, %1069
+	%1071 = fadd float %1004, %1070
+	%1072 = call { float, float, float, float, float } @fiber_body(float %995, float %1071, float %1013, float %1022, float %1031, float %1040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1073 = extractvalue { float, float, float, float, float } %1072, 0
+	%1074 = extractvalue { float, float, float, float, float } %1072, 1
+	%1075 = extractvalue { float, float, float, float, float } %1072, 2
+	%1076 = extractvalue { float, float, float, float, float } %1072, 3
+	%1077 = extractvalue { float, float, float, float, float } %1072, 4
+	%1078 = getelementptr float, float* %7, i64 %985
+	%1079 = getelementptr float, float* %1078, i64 0
+	store float %1046, float* %1079, align 4
+	%1080 = getelementptr float, float* %1078, i64 1
+	store float %1055, float* %1080, align 4
+	%1081 = getelementptr float, float* %1078, i64 2
+	store float %1064, float* %1081, align 4
+	%1082 = getelementptr float, float* %1078, i64 3
+	store float %1073, float* %1082, align 4
+	%1083 = getelementptr float, float* %5, i64 %985
+	%1084 = getelementptr float, float* %1083, i64 0
+	store float %1047, float* %1084, align 4
+	%1085 = getelementptr float, float* %1083, i64 1
+	store float %1056, float* %1085, align 4
+	%1086 = getelementptr float, float* %1083, i64 2
+	store float %1065, float* %1086, align 4
+	%1087 = getelementptr float, float* %1083, i64 3
+	store float %1074, float* %1087, align 4
+	%1088 = getelementptr float, float* %9, i64 %985
+	%1089 = getelementptr float, float* %1088, i64 0
+	store float %1048, float* %1089, align 4
+	%1090 = getelementptr float, float* %1088, i64 1
+	store float %1057, float* %1090, align 4
+	%1091 = getelementptr float, float* %1088, i64 2
+	store float %1066, float* %1091, align 4
+	%1092 = getelementptr float, float* %1088, i64 3
+	store float %1075, float* %1092, align 4
+	%1093 = getelementptr float, float* %11, i64 %985
+	%1094 = getelementptr float, float* %1093, i64 0
+	store float %1049, float* %1094, align 4
+	%1095 = getelementptr float, float* %1093, i64 1
+	store float %1058, float* %1095, align 4
+	%1096 = getelementptr float, float* %1093, i64 2
+	store float %1067, float* %1096, align 4
+	%1097 = getelementptr float, float* %1093, i64 3
+	store float %1076, float* %1097, align 4
+	%1098 = getelementptr float, float* %1, i64 %985
+	%1099 = getelementptr float, float* %1098, i64 0
+	store float %1050, float* %1099, align 4
+	%1100 = getelementptr float, float* %1098, i64 1
+	store float %1059, float* %1100, align 4
+	%1101 = getelementptr float, float* %1098, i64 2
+	store float %1068, float* %1101, align 4
+	%1102 = getelementptr float, float* %1098, i64 3
+	store float %1077, float* %1102, align 4
+	%1103 = add i64 %982, 1
+	br label %group.head.31
 
-tail.done.33:
+group.done.33:
+	br label %tail.head.34
+
+tail.head.34:
+	%1104 = phi i64 [ %63, %group.done.33 ], [ %1133, %tail.35 ]
+	%1105 = icmp slt i64 %1104, %43
+	br i1 %1105, label %tail.35, label %tail.done.36
+
+tail.35:
+	%1106 = getelementptr float, float* %1, i64 %1104
+	%1107 = load float, float* %1106, align 4
+	%1108 = getelementptr float, float* %3, i64 %1104
+	%1109 = load float, float* %1108, align 4
+	%1110 = getelementptr float, float* %5, i64 %1104
+	%1111 = load float, float* %1110, align 4
+	%1112 = getelementptr float, float* %7, i64 %1104
+	%1113 = load float, float* %1112, align 4
+	%1114 = getelementptr float, float* %9, i64 %1104
+	%1115 = load float, float* %1114, align 4
+	%1116 = getelementptr float, float* %11, i64 %1104
+	%1117 = load float, float* %1116, align 4
+	%1118 = add i64 %45, %1104
+	%1119 = call float @fg_gaussian(i64 %47, i32 %49, i32 0, i64 %1118)
+	%1120 = fmul float %39, %1119
+	%1121 = fadd float %1109, %1120
+	%1122 = call { float, float, float, float, float } @fiber_body(float %1107, float %1121, float %1111, float %1113, float %1115, float %1117, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1123 = extractvalue { float, float, float, float, float } %1122, 0
+	%1124 = extractvalue { float, float, float, float, float } %1122, 1
+	%1125 = extractvalue { float, float, float, float, float } %1122, 2
+	%1126 = extractvalue { float, float, float, float, float } %1122, 3
+	%1127 = extractvalue { float, float, float, float, float } %1122, 4
+	%1128 = getelementptr float, float* %7, i64 %1104
+	store float %1123, float* %1128, align 4
+	%1129 = getelementptr float, float* %5, i64 %1104
+	store float %1124, float* %1129, align 4
+	%1130 = getelementptr float, float* %9, i64 %1104
+	store float %1125, float* %1130, align 4
+	%1131 = getelementptr float, float* %11, i64 %1104
+	store float %1126, float* %1131, align 4
+	%1132 = getelementptr float, float* %1, i64 %1104
+	store float %1127, float* %1132, align 4
+	%1133 = add i64 %1104, 1
+	br label %tail.head.34
+
+tail.done.36:
 	ret void
 
-head.head.34:
-	%249 = phi i64 [ %41, %without_noise ], [ %274, %head.35 ]
-	%250 = icmp slt i64 %249, %61
-	br i1 %250, label %head.35, label %head.done.36
+head.head.37:
+	%1134 = phi i64 [ %41, %without_noise ], [ %1159, %head.38 ]
+	%1135 = icmp slt i64 %1134, %61
+	br i1 %1135, label %head.38, label %head.done.39
 
-head.35:
-	%251 = getelementptr float, float* %1, i64 %249
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %3, i64 %249
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %5, i64 %249
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %7, i64 %249
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %9, i64 %249
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %11, i64 %249
-	%262 = load float, float* %261, align 4
-	%263 = call { float, float, float, float, float } @fiber_body(float %252, float %254, float %256, float %258, float %260, float %262, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%264 = extractvalue { float, float, float, float, float } %263, 0
-	%265 = extractvalue { float, float, float, float, float } %263, 1
-	%266 = extractvalue { float, float, float, float, float } %263, 2
-	%267 = extractvalue { float, float, float, float, float } %263, 3
-	%268 = extractvalue { float, float, float, float, float } %263, 4
-	%269 = getelementptr float, float* %7, i64 %249
-	store float %264, float* %269, align 4
-	%270 = getelementptr float, float* %5, i64 %249
-	store float %265, float* %270, align 4
-	%271 = getelementptr float, float* %9, i64 %249
-	store float %266, float* %271, align 4
-	%272 = getelementptr float, float* %11, i64 %249
-	store float %267, float* %272, align 4
-	%273 = getelementptr float, float* %1, i64 %249
-	store float %268, float* %273, align 4
-	%274 = add i64 %249, 1
-	br label %head.head.34
+head.38:
+	%1136 = getelementptr float, float* %1, i64 %1134
+	%1137 = load float, float* %1136, align 4
+	%1138 = getelementptr float, float* %3, i64 %1134
+	%1139 = load float, float* %1138, align 4
+	%1140 = getelementptr float, float* %5, i64 %1134
+	%1141 = load float, float* %1140, align 4
+	%1142 = getelementptr float, float* %7, i64 %1134
+	%1143 = load float, float* %1142, align 4
+	%1144 = getelementptr float, float* %9, i64 %1134
+	%1145 = load float, float* %1144, align 4
+	%1146 = getelementptr float, float* %11, i64 %1134
+	%1147 = load float, float* %1146, align 4
+	%1148 = call { float, float, float, float, float } @fiber_body(float %1137, float %1139, float %1141, float %1143, float %1145, float %1147, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1149 = extractvalue { float, float, float, float, float } %1148, 0
+	%1150 = extractvalue { float, float, float, float, float } %1148, 1
+	%1151 = extractvalue { float, float, float, float, float } %1148, 2
+	%1152 = extractvalue { float, float, float, float, float } %1148, 3
+	%1153 = extractvalue { float, float, float, float, float } %1148, 4
+	%1154 = getelementptr float, float* %7, i64 %1134
+	store float %1149, float* %1154, align 4
+	%1155 = getelementptr float, float* %5, i64 %1134
+	store float %1150, float* %1155, align 4
+	%1156 = getelementptr float, float* %9, i64 %1134
+	store float %1151, float* %1156, align 4
+	%1157 = getelementptr float, float* %11, i64 %1134
+	store float %1152, float* %1157, align 4
+	%1158 = getelementptr float, float* %1, i64 %1134
+	store float %1153, float* %1158, align 4
+	%1159 = add i64 %1134, 1
+	br label %head.head.37
 
-head.done.36:
-	br label %group.head.37
+head.done.39:
+	%1160 = sdiv i64 %60, 8
+	br label %wide.head.40
 
-group.head.37:
-	%275 = phi i64 [ 0, %head.done.36 ], [ %383, %group.38 ]
-	%276 = icmp slt i64 %275, %60
-	br i1 %276, label %group.38, label %group.done.39
+wide.head.40:
+	%1161 = phi i64 [ 0, %head.done.39 ], [ %1914, %wide.41 ]
+	%1162 = icmp slt i64 %1161, %1160
+	br i1 %1162, label %wide.41, label %wide.done.42
 
-group.38:
-	%277 = shl i64 %275, 2
-	%278 = add i64 %61, %277
-	%279 = add i64 %65, %275
-	%280 = getelementptr float, float* %1, i64 %278
-	%281 = getelementptr float, float* %280, i64 0
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %280, i64 1
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %280, i64 2
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %280, i64 3
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %3, i64 %278
-	%290 = getelementptr float, float* %289, i64 0
-	%291 = load float, float* %290, align 4
-	%292 = getelementptr float, float* %289, i64 1
-	%293 = load float, float* %292, align 4
-	%294 = getelementptr float, float* %289, i64 2
-	%295 = load float, float* %294, align 4
-	%296 = getelementptr float, float* %289, i64 3
-	%297 = load float, float* %296, align 4
-	%298 = getelementptr float, float* %5, i64 %278
-	%299 = getelementptr float, float* %298, i64 0
-	%300 = load float, float* %299, align 4
-	%301 = getelementptr float, float* %298, i64 1
-	%302 = load float, float* %301, align 4
-	%303 = getelementptr float, float* %298, i64 2
-	%304 = load float, float* %303, align 4
-	%305 = getelementptr float, float* %298, i64 3
-	%306 = load float, float* %305, align 4
-	%307 = getelementptr float, float* %7, i64 %278
-	%308 = getelementptr float, float* %307, i64 0
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %307, i64 1
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %307, i64 2
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %307, i64 3
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %9, i64 %278
-	%317 = getelementptr float, float* %316, i64 0
-	%318 = load float, float* %317, align 4
-	%319 = getelementptr float, float* %316, i64 1
-	%320 = load float, float* %319, align 4
-	%321 = getelementptr float, float* %316, i64 2
-	%322 = load float, float* %321, align 4
-	%323 = getelementptr float, float* %316, i64 3
-	%324 = load float, float* %323, align 4
-	%325 = getelementptr float, float* %11, i64 %278
-	%326 = getelementptr float, float* %325, i64 0
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %325, i64 1
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %325, i64 2
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %325, i64 3
-	%333 = load float, float* %332, align 4
-	%334 = call { float, float, float, float, float } @fiber_body(float %282, float %291, float %300, float %309, float %318, float %327, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%335 = extractvalue { float, float, float, float, float } %334, 0
-	%336 = extractvalue { float, float, float, float, float } %334, 1
-	%337 = extractvalue { float, float, float, float, float } %334, 2
-	%338 = extractvalue { float, float, float, float, float } %334, 3
-	%339 = extractvalue { float, float, float, float, float } %334, 4
-	%340 = call { float, float, float, float, float } @fiber_body(float %284, float %293, float %302, float %311, float %320, float %329, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%341 = extractvalue { float, float, float, float, float } %340, 0
-	%342 = extractvalue { float, float, float, float, float } %340, 1
-	%343 = extractvalue { float, float, float, float, float } %340, 2
-	%344 = extractvalue { float, float, float, float, float } %340, 3
-	%345 = extractvalue { float, float, float, float, float } %340, 4
-	%346 = call { float, float, float, float, float } @fiber_body(float %286, float %295, float %304, float %313, float %322, float %331, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%347 = extractvalue { float, float, float, float, float } %346, 0
-	%348 = extractvalue { float, float, float, float, float } %346, 1
-	%349 = extractvalue { float, float, float, float, float } %346, 2
-	%350 = extractvalue { float, float, float, float, float } %346, 3
-	%351 = extractvalue { float, float, float, float, float } %346, 4
-	%352 = call { float, float, float, float, float } @fiber_body(float %288, float %297, float %306, float %315, float %324, float %333, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%353 = extractvalue { float, float, float, float, float } %352, 0
-	%354 = extractvalue { float, float, float, float, float } %352, 1
-	%355 = extractvalue { float, float, float, float, float } %352, 2
-	%356 = extractvalue { float, float, float, float, float } %352, 3
-	%357 = extractvalue { float, float, float, float, float } %352, 4
-	%358 = getelementptr float, float* %7, i64 %278
-	%359 = getelementptr float, float* %358, i64 0
-	store float %335, float* %359, align 4
-	%360 = getelementptr float, float* %358, i64 1
-	store float %341, float* %360, align 4
-	%361 = getelementptr float, float* %358, i64 2
-	store float %347, float* %361, align 4
-	%362 = getelementptr float, float* %358, i64 3
-	store float %353, float* %362, align 4
-	%363 = getelementptr float, float* %5, i64 %278
-	%364 = getelementptr float, float* %363, i64 0
-	store float %336, float* %364, align 4
-	%365 = getelementptr float, float* %363, i64 1
-	store float %342, float* %365, align 4
-	%366 = getelementptr float, float* %363, i64 2
-	store float %348, float* %366, align 4
-	%367 = getelementptr float, float* %363, i64 3
-	store float %354, float* %367, align 4
-	%368 = getelementptr float, float* %9, i64 %278
-	%369 = getelementptr float, float* %368, i64 0
-	store float %337, float* %369, align 4
-	%370 = getelementptr float, float* %368, i64 1
-	store float %343, float* %370, align 4
-	%371 = getelementptr float, float* %368, i64 2
-	store float %349, float* %371, align 4
-	%372 = getelementptr float, float* %368, i64 3
-	store float %355, float* %372, align 4
-	%373 = getelementptr float, float* %11, i64 %278
-	%374 = getelementptr float, float* %373, i64 0
-	store float %338, float* %374, align 4
-	%375 = getelementptr float, float* %373, i64 1
-	store float %344, float* %375, align 4
-	%376 = getelementptr float, float* %373, i64 2
-	store float %350, float* %376, align 4
-	%377 = getelementptr float, float* %373, i64 3
-	store float %356, float* %377, align 4
-	%378 = getelementptr float, float* %1, i64 %278
-	%379 = getelementptr float, float* %378, i64 0
-	store float %339, float* %379, align 4
-	%380 = getelementptr float, float* %378, i64 1
-	store float %345, float* %380, align 4
-	%381 = getelementptr float, float* %378, i64 2
-	store float %351, float* %381, align 4
-	%382 = getelementptr float, float* %378, i64 3
-	store float %357, float* %382, align 4
-	%383 = add i64 %275, 1
-	br label %group.head.37
+wide.41:
+	%1163 = mul i64 %1161, 8
+	%1164 = shl i64 %1163, 2
+	%1165 = add i64 %61, %1164
+	%1166 = add i64 %65, %1163
+	%1167 = getelementptr float, float* %1, i64 %1165
+	%1168 = getelementptr float, float* %1167, i64 0
+	%1169 = load float, float* %1168, align 4
+	%1170 = getelementptr float, float* %1167, i64 1
+	%1171 = load float, float* %1170, align 4
+	%1172 = getelementptr float, float* %1167, i64 2
+	%1173 = load float, float* %1172, align 4
+	%1174 = getelementptr float, float* %1167, i64 3
+	%1175 = load float, float* %1174, align 4
+	%1176 = getelementptr float, float* %1167, i64 4
+	%1177 = load float, float* %1176, align 4
+	%1178 = getelementptr float, float* %1167, i64 5
+	%1179 = load float, float* %1178, align 4
+	%1180 = getelementptr float, float* %1167, i64 6
+	%1181 = load float, float* %1180, align 4
+	%1182 = getelementptr float, float* %1167, i64 7
+	%1183 = load float, float* %1182, align 4
+	%1184 = getelementptr float, float* %1167, i64 8
+	%1185 = load float, float* %1184, align 4
+	%1186 = getelementptr float, float* %1167, i64 9
+	%1187 = load float, float* %1186, align 4
+	%1188 = getelementptr float, float* %1167, i64 10
+	%1189 = load float, float* %1188, align 4
+	%1190 = getelementptr float, float* %1167, i64 11
+	%1191 = load float, float* %1190, align 4
+	%1192 = getelementptr float, float* %1167, i64 12
+	%1193 = load float, float* %1192, align 4
+	%1194 = getelementptr float, float* %1167, i64 13
+	%1195 = load float, float* %1194, align 4
+	%1196 = getelementptr float, float* %1167, i64 14
+	%1197 = load float, float* %1196, align 4
+	%1198 = getelementptr float, float* %1167, i64 15
+	%1199 = load float, float* %1198, align 4
+	%1200 = getelementptr float, float* %1167, i64 16
+	%1201 = load float, float* %1200, align 4
+	%1202 = getelementptr float, float* %1167, i64 17
+	%1203 = load float, float* %1202, align 4
+	%1204 = getelementptr float, float* %1167, i64 18
+	%1205 = load float, float* %1204, align 4
+	%1206 = getelementptr float, float* %1167, i64 19
+	%1207 = load float, float* %1206, align 4
+	%1208 = getelementptr float, float* %1167, i64 20
+	%1209 = load float, float* %1208, align 4
+	%1210 = getelementptr float, float* %1167, i64 21
+	%1211 = load float, float* %1210, align 4
+	%1212 = getelementptr float, float* %1167, i64 22
+	%1213 = load float, float* %1212, align 4
+	%1214 = getelementptr float, float* %1167, i64 23
+	%1215 = load float, float* %1214, align 4
+	%1216 = getelementptr float, float* %1167, i64 24
+	%1217 = load float, float* %1216, align 4
+	%1218 = getelementptr float, float* %1167, i64 25
+	%1219 = load float, float* %1218, align 4
+	%1220 = getelementptr float, float* %1167, i64 26
+	%1221 = load float, float* %1220, align 4
+	%1222 = getelementptr float, float* %1167, i64 27
+	%1223 = load float, float* %1222, align 4
+	%1224 = getelementptr float, float* %1167, i64 28
+	%1225 = load float, float* %1224, align 4
+	%1226 = getelementptr float, float* %1167, i64 29
+	%1227 = load float, float* %1226, align 4
+	%1228 = getelementptr float, float* %1167, i64 30
+	%1229 = load float, float* %1228, align 4
+	%1230 = getelementptr float, float* %1167, i64 31
+	%1231 = load float, float* %1230, align 4
+	%1232 = getelementptr float, float* %3, i64 %1165
+	%1233 = getelementptr float, float* %1232, i64 0
+	%1234 = load float, float* %1233, align 4
+	%1235 = getelementptr float, float* %1232, i64 1
+	%1236 = load float, float* %1235, align 4
+	%1237 = getelementptr float, float* %1232, i64 2
+	%1238 = load float, float* %1237, align 4
+	%1239 = getelementptr float, float* %1232, i64 3
+	%1240 = load float, float* %1239, align 4
+	%1241 = getelementptr float, float* %1232, i64 4
+	%1242 = load float, float* %1241, align 4
+	%1243 = getelementptr float, float* %1232, i64 5
+	%1244 = load float, float* %1243, align 4
+	%1245 = getelementptr float, float* %1232, i64 6
+	%1246 = load float, float* %1245, align 4
+	%1247 = getelementptr float, float* %1232, i64 7
+	%1248 = load float, float* %1247, align 4
+	%1249 = getelementptr float, float* %1232, i64 8
+	%1250 = load float, float* %1249, align 4
+	%1251 = getelementptr float, float* %1232, i64 9
+	%1252 = load float, float* %1251, align 4
+	%1253 = getelementptr float, float* %1232, i64 10
+	%1254 = load float, float* %1253, align 4
+	%1255 = getelementptr float, float* %1232, i64 11
+	%1256 = load float, float* %1255, align 4
+	%1257 = getelementptr float, float* %1232, i64 12
+	%1258 = load float, float* %1257, align 4
+	%1259 = getelementptr float, float* %1232, i64 13
+	%1260 = load float, float* %1259, align 4
+	%1261 = getelementptr float, float* %1232, i64 14
+	%1262 = load float, float* %1261, align 4
+	%1263 = getelementptr float, float* %1232, i64 15
+	%1264 = load float, float* %1263, align 4
+	%1265 = getelementptr float, float* %1232, i64 16
+	%1266 = load float, float* %1265, align 4
+	%1267 = getelementptr float, float* %1232, i64 17
+	%1268 = load float, float* %1267, align 4
+	%1269 = getelementptr float, float* %1232, i64 18
+	%1270 = load float, float* %1269, align 4
+	%1271 = getelementptr float, float* %1232, i64 19
+	%1272 = load float, float* %1271, align 4
+	%1273 = getelementptr float, float* %1232, i64 20
+	%1274 = load float, float* %1273, align 4
+	%1275 = getelementptr float, float* %1232, i64 21
+	%1276 = load float, float* %1275, align 4
+	%1277 = getelementptr float, float* %1232, i64 22
+	%1278 = load float, float* %1277, align 4
+	%1279 = getelementptr float, float* %1232, i64 23
+	%1280 = load float, float* %1279, align 4
+	%1281 = getelementptr float, float* %1232, i64 24
+	%1282 = load float, float* %1281, align 4
+	%1283 = getelementptr float, float* %1232, i64 25
+	%1284 = load float, float* %1283, align 4
+	%1285 = getelementptr float, float* %1232, i64 26
+	%1286 = load float, float* %1285, align 4
+	%1287 = getelementptr float, float* %1232, i64 27
+	%1288 = load float, float* %1287, align 4
+	%1289 = getelementptr float, float* %1232, i64 28
+	%1290 = load float, float* %1289, align 4
+	%1291 = getelementptr float, float* %1232, i64 29
+	%1292 = load float, float* %1291, align 4
+	%1293 = getelementptr float, float* %1232, i64 30
+	%1294 = load float, float* %1293, align 4
+	%1295 = getelementptr float, float* %1232, i64 31
+	%1296 = load float, float* %1295, align 4
+	%1297 = getelementptr float, float* %5, i64 %1165
+	%1298 = getelementptr float, float* %1297, i64 0
+	%1299 = load float, float* %1298, align 4
+	%1300 = getelementptr float, float* %1297, i64 1
+	%1301 = load float, float* %1300, align 4
+	%1302 = getelementptr float, float* %1297, i64 2
+	%1303 = load float, float* %1302, align 4
+	%1304 = getelementptr float, float* %1297, i64 3
+	%1305 = load float, float* %1304, align 4
+	%1306 = getelementptr float, float* %1297, i64 4
+	%1307 = load float, float* %1306, align 4
+	%1308 = getelementptr float, float* %1297, i64 5
+	%1309 = load float, float* %1308, align 4
+	%1310 = getelementptr float, float* %1297, i64 6
+	%1311 = load float, float* %1310, align 4
+	%1312 = getelementptr float, float* %1297, i64 7
+	%1313 = load float, float* %1312, align 4
+	%1314 = getelementptr float, float* %1297, i64 8
+	%1315 = load float, float* %1314, align 4
+	%1316 = getelementptr float, float* %1297, i64 9
+	%1317 = load float, float* %1316, align 4
+	%1318 = getelementptr float, float* %1297, i64 10
+	%1319 = load float, float* %1318, align 4
+	%1320 = getelementptr float, float* %1297, i64 11
+	%1321 = load float, float* %1320, align 4
+	%1322 = getelementptr float, float* %1297, i64 12
+	%1323 = load float, float* %1322, align 4
+	%1324 = getelementptr float, float* %1297, i64 13
+	%1325 = load float, float* %1324, align 4
+	%1326 = getelementptr float, float* %1297, i64 14
+	%1327 = load float, float* %1326, align 4
+	%1328 = getelementptr float, float* %1297, i64 15
+	%1329 = load float, float* %1328, align 4
+	%1330 = getelementptr float, float* %1297, i64 16
+	%1331 = load float, float* %1330, align 4
+	%1332 = getelementptr float, float* %1297, i64 17
+	%1333 = load float, float* %1332, align 4
+	%1334 = getelementptr float, float* %1297, i64 18
+	%1335 = load float, float* %1334, align 4
+	%1336 = getelementptr float, float* %1297, i64 19
+	%1337 = load float, float* %1336, align 4
+	%1338 = getelementptr float, float* %1297, i64 20
+	%1339 = load float, float* %1338, align 4
+	%1340 = getelementptr float, float* %1297, i64 21
+	%1341 = load float, float* %1340, align 4
+	%1342 = getelementptr float, float* %1297, i64 22
+	%1343 = load float, float* %1342, align 4
+	%1344 = getelementptr float, float* %1297, i64 23
+	%1345 = load float, float* %1344, align 4
+	%1346 = getelementptr float, float* %1297, i64 24
+	%1347 = load float, float* %1346, align 4
+	%1348 = getelementptr float, float* %1297, i64 25
+	%1349 = load float, float* %1348, align 4
+	%1350 = getelementptr float, float* %1297, i64 26
+	%1351 = load float, float* %1350, align 4
+	%1352 = getelementptr float, float* %1297, i64 27
+	%1353 = load float, float* %1352, align 4
+	%1354 = getelementptr float, float* %1297, i64 28
+	%1355 = load float, float* %1354, align 4
+	%1356 = getelementptr float, float* %1297, i64 29
+	%1357 = load float, float* %1356, align 4
+	%1358 = getelementptr float, float* %1297, i64 30
+	%1359 = load float, float* %1358, align 4
+	%1360 = getelementptr float, float* %1297, i64 31
+	%1361 = load float, float* %1360, align 4
+	%1362 = getelementptr float, float* %7, i64 %1165
+	%1363 = getelementptr float, float* %1362, i64 0
+	%1364 = load float, float* %1363, align 4
+	%1365 = getelementptr float, float* %1362, i64 1
+	%1366 = load float, float* %1365, align 4
+	%1367 = getelementptr float, float* %1362, i64 2
+	%1368 = load float, float* %1367, align 4
+	%1369 = getelementptr float, float* %1362, i64 3
+	%1370 = load float, float* %1369, align 4
+	%1371 = getelementptr float, float* %1362, i64 4
+	%1372 = load float, float* %1371, align 4
+	%1373 = getelementptr float, float* %1362, i64 5
+	%1374 = load float, float* %1373, align 4
+	%1375 = getelementptr float, float* %1362, i64 6
+	%1376 = load float, float* %1375, align 4
+	%1377 = getelementptr float, float* %1362, i64 7
+	%1378 = load float, float* %1377, align 4
+	%1379 = getelementptr float, float* %1362, i64 8
+	%1380 = load float, float* %1379, align 4
+	%1381 = getelementptr float, float* %1362, i64 9
+	%1382 = load float, float* %1381, align 4
+	%1383 = getelementptr float, float* %1362, i64 10
+	%1384 = load float, float* %1383, align 4
+	%1385 = getelementptr float, float* %1362, i64 11
+	%1386 = load float, float* %1385, align 4
+	%1387 = getelementptr float, float* %1362, i64 12
+	%1388 = load float, float* %1387, align 4
+	%1389 = getelementptr float, float* %1362, i64 13
+	%1390 = load float, float* %1389, align 4
+	%1391 = getelementptr float, float* %1362, i64 14
+	%1392 = load float, float* %1391, align 4
+	%1393 = getelementptr float, float* %1362, i64 15
+	%1394 = load float, float* %1393, align 4
+	%1395 = getelementptr float, float* %1362, i64 16
+	%1396 = load float, float* %1395, align 4
+	%1397 = getelementptr float, float* %1362, i64 17
+	%1398 = load float, float* %1397, align 4
+	%1399 = getelementptr float, float* %1362, i64 18
+	%1400 = load float, float* %1399, align 4
+	%1401 = getelementptr float, float* %1362, i64 19
+	%1402 = load float, float* %1401, align 4
+	%1403 = getelementptr float, float* %1362, i64 20
+	%1404 = load float, float* %1403, align 4
+	%1405 = getelementptr float, float* %1362, i64 21
+	%1406 = load float, float* %1405, align 4
+	%1407 = getelementptr float, float* %1362, i64 22
+	%1408 = load float, float* %1407, align 4
+	%1409 = getelementptr float, float* %1362, i64 23
+	%1410 = load float, float* %1409, align 4
+	%1411 = getelementptr float, float* %1362, i64 24
+	%1412 = load float, float* %1411, align 4
+	%1413 = getelementptr float, float* %1362, i64 25
+	%1414 = load float, float* %1413, align 4
+	%1415 = getelementptr float, float* %1362, i64 26
+	%1416 = load float, float* %1415, align 4
+	%1417 = getelementptr float, float* %1362, i64 27
+	%1418 = load float, float* %1417, align 4
+	%1419 = getelementptr float, float* %1362, i64 28
+	%1420 = load float, float* %1419, align 4
+	%1421 = getelementptr float, float* %1362, i64 29
+	%1422 = load float, float* %1421, align 4
+	%1423 = getelementptr float, float* %1362, i64 30
+	%1424 = load float, float* %1423, align 4
+	%1425 = getelementptr float, float* %1362, i64 31
+	%1426 = load float, float* %1425, align 4
+	%1427 = getelementptr float, float* %9, i64 %1165
+	%1428 = getelementptr float, float* %1427, i64 0
+	%1429 = load float, float* %1428, align 4
+	%1430 = getelementptr float, float* %1427, i64 1
+	%1431 = load float, float* %1430, align 4
+	%1432 = getelementptr float, float* %1427, i64 2
+	%1433 = load float, float* %1432, align 4
+	%1434 = getelementptr float, float* %1427, i64 3
+	%1435 = load float, float* %1434, align 4
+	%1436 = getelementptr float, float* %1427, i64 4
+	%1437 = load float, float* %1436, align 4
+	%1438 = getelementptr float, float* %1427, i64 5
+	%1439 = load float, float* %1438, align 4
+	%1440 = getelementptr float, float* %1427, i64 6
+	%1441 = load float, float* %1440, align 4
+	%1442 = getelementptr float, float* %1427, i64 7
+	%1443 = load float, float* %1442, align 4
+	%1444 = getelementptr float, float* %1427, i64 8
+	%1445 = load float, float* %1444, align 4
+	%1446 = getelementptr float, float* %1427, i64 9
+	%1447 = load float, float* %1446, align 4
+	%1448 = getelementptr float, float* %1427, i64 10
+	%1449 = load float, float* %1448, align 4
+	%1450 = getelementptr float, float* %1427, i64 11
+	%1451 = load float, float* %1450, align 4
+	%1452 = getelementptr float, float* %1427, i64 12
+	%1453 = load float, float* %1452, align 4
+	%1454 = getelementptr float, float* %1427, i64 13
+	%1455 = load float, float* %1454, align 4
+	%1456 = getelementptr float, float* %1427, i64 14
+	%1457 = load float, float* %1456, align 4
+	%1458 = getelementptr float, float* %1427, i64 15
+	%1459 = load float, float* %1458, align 4
+	%1460 = getelementptr float, float* %1427, i64 16
+	%1461 = load float, float* %1460, align 4
+	%1462 = getelementptr float, float* %1427, i64 17
+	%1463 = load float, float* %1462, align 4
+	%1464 = getelementptr float, float* %1427, i64 18
+	%1465 = load float, float* %1464, align 4
+	%1466 = getelementptr float, float* %1427, i64 19
+	%1467 = load float, float* %1466, align 4
+	%1468 = getelementptr float, float* %1427, i64 20
+	%1469 = load float, float* %1468, align 4
+	%1470 = getelementptr float, float* %1427, i64 21
+	%1471 = load float, float* %1470, align 4
+	%1472 = getelementptr float, float* %1427, i64 22
+	%1473 = load float, float* %1472, align 4
+	%1474 = getelementptr float, float* %1427, i64 23
+	%1475 = load float, float* %1474, align 4
+	%1476 = getelementptr float, float* %1427, i64 24
+	%1477 = load float, float* %1476, align 4
+	%1478 = getelementptr float, float* %1427, i64 25
+	%1479 = load float, float* %1478, align 4
+	%1480 = getelementptr float, float* %1427, i64 26
+	%1481 = load float, float* %1480, align 4
+	%1482 = getelementptr float, float* %1427, i64 27
+	%1483 = load float, float* %1482, align 4
+	%1484 = getelementptr float, float* %1427, i64 28
+	%1485 = load float, float* %1484, align 4
+	%1486 = getelementptr float, float* %1427, i64 29
+	%1487 = load float, float* %1486, align 4
+	%1488 = getelementptr float, float* %1427, i64 30
+	%1489 = load float, float* %1488, align 4
+	%1490 = getelementptr float, float* %1427, i64 31
+	%1491 = load float, float* %1490, align 4
+	%1492 = getelementptr float, float* %11, i64 %1165
+	%1493 = getelementptr float, float* %1492, i64 0
+	%1494 = load float, float* %1493, align 4
+	%1495 = getelementptr float, float* %1492, i64 1
+	%1496 = load float, float* %1495, align 4
+	%1497 = getelementptr float, float* %1492, i64 2
+	%1498 = load float, float* %1497, align 4
+	%1499 = getelementptr float, float* %1492, i64 3
+	%1500 = load float, float* %1499, align 4
+	%1501 = getelementptr float, float* %1492, i64 4
+	%1502 = load float, float* %1501, align 4
+	%1503 = getelementptr float, float* %1492, i64 5
+	%1504 = load float, float* %1503, align 4
+	%1505 = getelementptr float, float* %1492, i64 6
+	%1506 = load float, float* %1505, align 4
+	%1507 = getelementptr float, float* %1492, i64 7
+	%1508 = load float, float* %1507, align 4
+	%1509 = getelementptr float, float* %1492, i64 8
+	%1510 = load float, float* %1509, align 4
+	%1511 = getelementptr float, float* %1492, i64 9
+	%1512 = load float, float* %1511, align 4
+	%1513 = getelementptr float, float* %1492, i64 10
+	%1514 = load float, float* %1513, align 4
+	%1515 = getelementptr float, float* %1492, i64 11
+	%1516 = load float, float* %1515, align 4
+	%1517 = getelementptr float, float* %1492, i64 12
+	%1518 = load float, float* %1517, align 4
+	%1519 = getelementptr float, float* %1492, i64 13
+	%1520 = load float, float* %1519, align 4
+	%1521 = getelementptr float, float* %1492, i64 14
+	%1522 = load float, float* %1521, align 4
+	%1523 = getelementptr float, float* %1492, i64 15
+	%1524 = load float, float* %1523, align 4
+	%1525 = getelementptr float, float* %1492, i64 16
+	%1526 = load float, float* %1525, align 4
+	%1527 = getelementptr float, float* %1492, i64 17
+	%1528 = load float, float* %1527, align 4
+	%1529 = getelementptr float, float* %1492, i64 18
+	%1530 = load float, float* %1529, align 4
+	%1531 = getelementptr float, float* %1492, i64 19
+	%1532 = load float, float* %1531, align 4
+	%1533 = getelementptr float, float* %1492, i64 20
+	%1534 = load float, float* %1533, align 4
+	%1535 = getelementptr float, float* %1492, i64 21
+	%1536 = load float, float* %1535, align 4
+	%1537 = getelementptr float, float* %1492, i64 22
+	%1538 = load float, float* %1537, align 4
+	%1539 = getelementptr float, float* %1492, i64 23
+	%1540 = load float, float* %1539, align 4
+	%1541 = getelementptr float, float* %1492, i64 24
+	%1542 = load float, float* %1541, align 4
+	%1543 = getelementptr float, float* %1492, i64 25
+	%1544 = load float, float* %1543, align 4
+	%1545 = getelementptr float, float* %1492, i64 26
+	%1546 = load float, float* %1545, align 4
+	%1547 = getelementptr float, float* %1492, i64 27
+	%1548 = load float, float* %1547, align 4
+	%1549 = getelementptr float, float* %1492, i64 28
+	%1550 = load float, float* %1549, align 4
+	%1551 = getelementptr float, float* %1492, i64 29
+	%1552 = load float, float* %1551, align 4
+	%1553 = getelementptr float, float* %1492, i64 30
+	%1554 = load float, float* %1553, align 4
+	%1555 = getelementptr float, float* %1492, i64 31
+	%1556 = load float, float* %1555, align 4
+	%1557 = call { float, float, float, float, float } @fiber_body(float %1169, float %1234, float %1299, float %1364, float %1429, float %1494, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1558 = extractvalue { float, float, float, float, float } %1557, 0
+	%1559 = extractvalue { float, float, float, float, float } %1557, 1
+	%1560 = extractvalue { float, float, float, float, float } %1557, 2
+	%1561 = extractvalue { float, float, float, float, float } %1557, 3
+	%1562 = extractvalue { float, float, float, float, float } %1557, 4
+	%1563 = call { float, float, float, float, float } @fiber_body(float %1171, float %1236, float %1301, float %1366, float %1431, float %1496, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1564 = extractvalue { float, float, float, float, float } %1563, 0
+	%1565 = extractvalue { float, float, float, float, float } %1563, 1
+	%1566 = extractvalue { float, float, float, float, float } %1563, 2
+	%1567 = extractvalue { float, float, float, float, float } %1563, 3
+	%1568 = extractvalue { float, float, float, float, float } %1563, 4
+	%1569 = call { float, float, float, float, float } @fiber_body(float %1173, float %1238, float %1303, float %1368, float %1433, float %1498, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1570 = extractvalue { float, float, float, float, float } %1569, 0
+	%1571 = extractvalue { float, float, float, float, float } %1569, 1
+	%1572 = extractvalue { float, float, float, float, float } %1569, 2
+	%1573 = extractvalue { float, float, float, float, float } %1569, 3
+	%1574 = extractvalue { float, float, float, float, float } %1569, 4
+	%1575 = call { float, float, float, float, float } @fiber_body(float %1175, float %1240, float %1305, float %1370, float %1435, float %1500, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1576 = extractvalue { float, float, float, float, float } %1575, 0
+	%1577 = extractvalue { float, float, float, float, float } %1575, 1
+	%1578 = extractvalue { float, float, float, float, float } %1575, 2
+	%1579 = extractvalue { float, float, float, float, float } %1575, 3
+	%1580 = extractvalue { float, float, float, float, float } %1575, 4
+	%1581 = call { float, float, float, float, float } @fiber_body(float %1177, float %1242, float %1307, float %1372, float %1437, float %1502, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1582 = extractvalue { float, float, float, float, float } %1581, 0
+	%1583 = extractvalue { float, float, float, float, float } %1581, 1
+	%1584 = extractvalue { float, float, float, float, float } %1581, 2
+	%1585 = extractvalue { float, float, float, float, float } %1581, 3
+	%1586 = extractvalue { float, float, float, float, float } %1581, 4
+	%1587 = call { float, float, float, float, float } @fiber_body(float %1179, float %1244, float %1309, float %1374, float %1439, float %1504, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1588 = extractvalue { float, float, float, float, float } %1587, 0
+	%1589 = extractvalue { float, float, float, float, float } %1587, 1
+	%1590 = extractvalue { float, float, float, float, float } %1587, 2
+	%1591 = extractvalue { float, float, float, float, float } %1587, 3
+	%1592 = extractvalue { float, float, float, float, float } %1587, 4
+	%1593 = call { float, float, float, float, float } @fiber_body(float %1181, float %1246, float %1311, float %1376, float %1441, float %1506, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1594 = extractvalue { float, float, float, float, float } %1593, 0
+	%1595 = extractvalue { float, float, float, float, float } %1593, 1
+	%1596 = extractvalue { float, float, float, float, float } %1593, 2
+	%1597 = extractvalue { float, float, float, float, float } %1593, 3
+	%1598 = extractvalue { float, float, float, float, float } %1593, 4
+	%1599 = call { float, float, float, float, float } @fiber_body(float %1183, float %1248, float %1313, float %1378, float %1443, float %1508, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1600 = extractvalue { float, float, float, float, float } %1599, 0
+	%1601 = extractvalue { float, float, float, float, float } %1599, 1
+	%1602 = extractvalue { float, float, float, float, float } %1599, 2
+	%1603 = extractvalue { float, float, float, float, float } %1599, 3
+	%1604 = extractvalue { float, float, float, float, float } %1599, 4
+	%1605 = call { float, float, float, float, float } @fiber_body(float %1185, float %1250, float %1315, float %1380, float %1445, float %1510, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1606 = extractvalue { float, float, float, float, float } %1605, 0
+	%1607 = extractvalue { float, float, float, float, float } %1605, 1
+	%1608 = extractvalue { float, float, float, float, float } %1605, 2
+	%1609 = extractvalue { float, float, float, float, float } %1605, 3
+	%1610 = extractvalue { float, float, float, float, float } %1605, 4
+	%1611 = call { float, float, float, float, float } @fiber_body(float %1187, float %1252, float %1317, float %1382, float %1447, float %1512, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1612 = extractvalue { float, float, float, float, float } %1611, 0
+	%1613 = extractvalue { float, float, float, float, float } %1611, 1
+	%1614 = extractvalue { float, float, float, float, float } %1611, 2
+	%1615 = extractvalue { float, float, float, float, float } %1611, 3
+	%1616 = extractvalue { float, float, float, float, float } %1611, 4
+	%1617 = call { float, float, float, float, float } @fiber_body(float %1189, float %1254, float %1319, float %1384, float %1449, float %1514, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1618 = extractvalue { float, float, float, float, float } %1617, 0
+	%1619 = extractvalue { float, float, float, float, float } %1617, 1
+	%1620 = extractvalue { float, float, float, float, float } %1617, 2
+	%1621 = extractvalue { float, float, float, float, float } %1617, 3
+	%1622 = extractvalue { float, float, float, float, float } %1617, 4
+	%1623 = call { float, float, float, float, float } @fiber_body(float %1191, float %1256, float %1321, float %1386, float %1451, float %1516, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1624 = extractvalue { float, float, float, float, float } %1623, 0
+	%1625 = extractvalue { float, float, float, float, float } %1623, 1
+	%1626 = extractvalue { float, float, float, float, float } %1623, 2
+	%1627 = extractvalue { float, float, float, float, float } %1623, 3
+	%1628 = extractvalue { float, float, float, float, float } %1623, 4
+	%1629 = call { float, float, float, float, float } @fiber_body(float %1193, float %1258, float %1323, float %1388, float %1453, float %1518, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1630 = extractvalue { float, float, float, float, float } %1629, 0
+	%1631 = extractvalue { float, float, float, float, float } %1629, 1
+	%1632 = extractvalue { float, float, float, float, float } %1629, 2
+	%1633 = extractvalue { float, float, float, float, float } %1629, 3
+	%1634 = extractvalue { float, float, float, float, float } %1629, 4
+	%1635 = call { float, float, float, float, float } @fiber_body(float %1195, float %1260, float %1325, float %1390, float %1455, float %1520, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1636 = extractvalue { float, float, float, float, float } %1635, 0
+	%1637 = extractvalue { float, float, float, float, float } %1635, 1
+	%1638 = extractvalue { float, float, float, float, float } %1635, 2
+	%1639 = extractvalue { float, float, float, float, float } %1635, 3
+	%1640 = extractvalue { float, float, float, float, float } %1635, 4
+	%1641 = call { float, float, float, float, float } @fiber_body(float %1197, float %1262, float %1327, float %1392, float %1457, float %1522, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1642 = extractvalue { float, float, float, float, float } %1641, 0
+	%1643 = extractvalue { float, float, float, float, float } %1641, 1
+	%1644 = extractvalue { float, float, float, float, float } %1641, 2
+	%1645 = extractvalue { float, float, float, float, float } %1641, 3
+	%1646 = extractvalue { float, float, float, float, float } %1641, 4
+	%1647 = call { float, float, float, float, float } @fiber_body(float %1199, float %1264, float %1329, float %1394, float %1459, float %1524, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1648 = extractvalue { float, float, float, float, float } %1647, 0
+	%1649 = extractvalue { float, float, float, float, float } %1647, 1
+	%1650 = extractvalue { float, float, float, float, float } %1647, 2
+	%1651 = extractvalue { float, float, float, float, float } %1647, 3
+	%1652 = extractvalue { float, float, float, float, float } %1647, 4
+	%1653 = call { float, float, float, float, float } @fiber_body(float %1201, float %1266, float %1331, float %1396, float %1461, float %1526, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1654 = extractvalue { float, float, float, float, float } %1653, 0
+	%1655 = extractvalue { float, float, float, float, float } %1653, 1
+	%1656 = extractvalue { float, float, float, float, float } %1653, 2
+	%1657 = extractvalue { float, float, float, float, float } %1653, 3
+	%1658 = extractvalue { float, float, float, float, float } %1653, 4
+	%1659 = call { float, float, float, float, float } @fiber_body(float %1203, float %1268, float %1333, float %1398, float %1463, float %1528, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1660 = extractvalue { float, float, float, float, float } %1659, 0
+	%1661 = extractvalue { float, float, float, float, float } %1659, 1
+	%1662 = extractvalue { float, float, float, float, float } %1659, 2
+	%1663 = extractvalue { float, float, float, float, float } %1659, 3
+	%1664 = extractvalue { float, float, float, float, float } %1659, 4
+	%1665 = call { float, float, float, float, float } @fiber_body(float %1205, float %1270, float %1335, float %1400, float %1465, float %1530, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1666 = extractvalue { float, float, float, float, float } %1665, 0
+	%1667 = extractvalue { float, float, float, float, float } %1665, 1
+	%1668 = extractvalue { float, float, float, float, float } %1665, 2
+	%1669 = extractvalue { float, float, float, float, float } %1665, 3
+	%1670 = extractvalue { float, float, float, float, float } %1665, 4
+	%1671 = call { float, float, float, float, float } @fiber_body(float %1207, float %1272, float %1337, float %1402, float %1467, float %1532, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1672 = extractvalue { float, float, float, float, float } %1671, 0
+	%1673 = extractvalue { float, float, float, float, float } %1671, 1
+	%1674 = extractvalue { float, float, float, float, float } %1671, 2
+	%1675 = extractvalue { float, float, float, float, float } %1671, 3
+	%1676 = extractvalue { float, float, float, float, float } %1671, 4
+	%1677 = call { float, float, float, float, float } @fiber_body(float %1209, float %1274, float %1339, float %1404, float %1469, float %1534, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1678 = extractvalue { float, float, float, float, float } %1677, 0
+	%1679 = extractvalue { float, float, float, float, float } %1677, 1
+	%1680 = extractvalue { float, float, float, float, float } %1677, 2
+	%1681 = extractvalue { float, float, float, float, float } %1677, 3
+	%1682 = extractvalue { float, float, float, float, float } %1677, 4
+	%1683 = call { float, float, float, float, float } @fiber_body(float %1211, float %1276, float %1341, float %1406, float %1471, float %1536, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1684 = extractvalue { float, float, float, float, float } %1683, 0
+	%1685 = extractvalue { float, float, float, float, float } %1683, 1
+	%1686 = extractvalue { float, float, float, float, float } %1683, 2
+	%1687 = extractvalue { float, float, float, float, float } %1683, 3
+	%1688 = extractvalue { float, float, float, float, float } %1683, 4
+	%1689 = call { float, float, float, float, float } @fiber_body(float %1213, float %1278, float %1343, float %1408, float %1473, float %1538, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1690 = extractvalue { float, float, float, float, float } %1689, 0
+	%1691 = extractvalue { float, float, float, float, float } %1689, 1
+	%1692 = extractvalue { float, float, float, float, float } %1689, 2
+	%1693 = extractvalue { float, float, float, float, float } %1689, 3
+	%1694 = extractvalue { float, float, float, float, float } %1689, 4
+	%1695 = call { float, float, float, float, float } @fiber_body(float %1215, float %1280, float %1345, float %1410, float %1475, float %1540, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1696 = extractvalue { float, float, float, float, float } %1695, 0
+	%1697 = extractvalue { float, float, float, float, float } %1695, 1
+	%1698 = extractvalue { float, float, float, float, float } %1695, 2
+	%1699 = extractvalue { float, float, float, float, float } %1695, 3
+	%1700 = extractvalue { float, float, float, float, float } %1695, 4
+	%1701 = call { float, float, float, float, float } @fiber_body(float %1217, float %1282, float %1347, float %1412, float %1477, float %1542, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1702 = extractvalue { float, float, float, float, float } %1701, 0
+	%1703 = extractvalue { float, float, float, float, float } %1701, 1
+	%1704 = extractvalue { float, float, float, float, float } %1701, 2
+	%1705 = extractvalue { float, float, float, float, float } %1701, 3
+	%1706 = extractvalue { float, float, float, float, float } %1701, 4
+	%1707 = call { float, float, float, float, float } @fiber_body(float %1219, float %1284, float %1349, float %1414, float %1479, float %1544, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1708 = extractvalue { float, float, float, float, float } %1707, 0
+	%1709 = extractvalue { float, float, float, float, float } %1707, 1
+	%1710 = extractvalue { float, float, float, float, float } %1707, 2
+	%1711 = extractvalue { float, float, float, float, float } %1707, 3
+	%1712 = extractvalue { float, float, float, float, float } %1707, 4
+	%1713 = call { float, float, float, float, float } @fiber_body(float %1221, float %1286, float %1351, float %1416, float %1481, float %1546, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1714 = extractvalue { float, float, float, float, float } %1713, 0
+	%1715 = extractvalue { float, float, float, float, float } %1713, 1
+	%1716 = extractvalue { float, float, float, float, float } %1713, 2
+	%1717 = extractvalue { float, float, float, float, float } %1713, 3
+	%1718 = extractvalue { float, float, float, float, float } %1713, 4
+	%1719 = call { float, float, float, float, float } @fiber_body(float %1223, float %1288, float %1353, float %1418, float %1483, float %1548, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1720 = extractvalue { float, float, float, float, float } %1719, 0
+	%1721 = extractvalue { float, float, float, float, float } %1719, 1
+	%1722 = extractvalue { float, float, float, float, float } %1719, 2
+	%1723 = extractvalue { float, float, float, float, float } %1719, 3
+	%1724 = extractvalue { float, float, float, float, float } %1719, 4
+	%1725 = call { float, float, float, float, float } @fiber_body(float %1225, float %1290, float %1355, float %1420, float %1485, float %1550, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1726 = extractvalue { float, float, float, float, float } %1725, 0
+	%1727 = extractvalue { float, float, float, float, float } %1725, 1
+	%1728 = extractvalue { float, float, float, float, float } %1725, 2
+	%1729 = extractvalue { float, float, float, float, float } %1725, 3
+	%1730 = extractvalue { float, float, float, float, float } %1725, 4
+	%1731 = call { float, float, float, float, float } @fiber_body(float %1227, float %1292, float %1357, float %1422, float %1487, float %1552, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1732 = extractvalue { float, float, float, float, float } %1731, 0
+	%1733 = extractvalue { float, float, float, float, float } %1731, 1
+	%1734 = extractvalue { float, float, float, float, float } %1731, 2
+	%1735 = extractvalue { float, float, float, float, float } %1731, 3
+	%1736 = extractvalue { float, float, float, float, float } %1731, 4
+	%1737 = call { float, float, float, float, float } @fiber_body(float %1229, float %1294, float %1359, float %1424, float %1489, float %1554, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1738 = extractvalue { float, float, float, float, float } %1737, 0
+	%1739 = extractvalue { float, float, float, float, float } %1737, 1
+	%1740 = extractvalue { float, float, float, float, float } %1737, 2
+	%1741 = extractvalue { float, float, float, float, float } %1737, 3
+	%1742 = extractvalue { float, float, float, float, float } %1737, 4
+	%1743 = call { float, float, float, float, float } @fiber_body(float %1231, float %1296, float %1361, float %1426, float %1491, float %1556, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1744 = extractvalue { float, float, float, float, float } %1743, 0
+	%1745 = extractvalue { float, float, float, float, float } %1743, 1
+	%1746 = extractvalue { float, float, float, float, float } %1743, 2
+	%1747 = extractvalue { float, float, float, float, float } %1743, 3
+	%1748 = extractvalue { float, float, float, float, float } %1743, 4
+	%1749 = getelementptr float, float* %7, i64 %1165
+	%1750 = getelementptr float, float* %1749, i64 0
+	store float %1558, float* %1750, align 4
+	%1751 = getelementptr float, float* %1749, i64 1
+	store float %1564, float* %1751, align 4
+	%1752 = getelementptr float, float* %1749, i64 2
+	store float %1570, float* %1752, align 4
+	%1753 = getelementptr float, float* %1749, i64 3
+	store float %1576, float* %1753, align 4
+	%1754 = getelementptr float, float* %1749, i64 4
+	store float %1582, float* %1754, align 4
+	%1755 = getelementptr float, float* %1749, i64 5
+	store float %1588, float* %1755, align 4
+	%1756 = getelementptr float, float* %1749, i64 6
+	store float %1594, float* %1756, align 4
+	%1757 = getelementptr float, float* %1749, i64 7
+	store float %1600, float* %1757, align 4
+	%1758 = getelementptr float, float* %1749, i64 8
+	store float %1606, float* %1758, align 4
+	%1759 = getelementptr float, float* %1749, i64 9
+	store float %1612, float* %1759, align 4
+	%1760 = getelementptr float, float* %1749, i64 10
+	store float %1618, float* %1760, align 4
+	%1761 = getelementptr float, float* %1749, i64 11
+	store float %1624, float* %1761, align 4
+	%1762 = getelementptr float, float* %1749, i64 12
+	store float %1630, float* %1762, align 4
+	%1763 = getelementptr float, float* %1749, i64 13
+	store float %1636, float* %1763, align 4
+	%1764 = getelementptr float, float* %1749, i64 14
+	store float %1642, float* %1764, align 4
+	%1765 = getelementptr float, float* %1749, i64 15
+	store float %1648, float* %1765, align 4
+	%1766 = getelementptr float, float* %1749, i64 16
+	store float %1654, float* %1766, align 4
+	%1767 = getelementptr float, float* %1749, i64 17
+	store float %1660, float* %1767, align 4
+	%1768 = getelementptr float, float* %1749, i64 18
+	store float %1666, float* %1768, align 4
+	%1769 = getelementptr float, float* %1749, i64 19
+	store float %1672, float* %1769, align 4
+	%1770 = getelementptr float, float* %1749, i64 20
+	store float %1678, float* %1770, align 4
+	%1771 = getelementptr float, float* %1749, i64 21
+	store float %1684, float* %1771, align 4
+	%1772 = getelementptr float, float* %1749, i64 22
+	store float %1690, float* %1772, align 4
+	%1773 = getelementptr float, float* %1749, i64 23
+	store float %1696, float* %1773, align 4
+	%1774 = getelementptr float, float* %1749, i64 24
+	store float %1702, float* %1774, align 4
+	%1775 = getelementptr float, float* %1749, i64 25
+	store float %1708, float* %1775, align 4
+	%1776 = getelementptr float, float* %1749, i64 26
+	store float %1714, float* %1776, align 4
+	%1777 = getelementptr float, float* %1749, i64 27
+	store float %1720, float* %1777, align 4
+	%1778 = getelementptr float, float* %1749, i64 28
+	store float %1726, float* %1778, align 4
+	%1779 = getelementptr float, float* %1749, i64 29
+	store float %1732, float* %1779, align 4
+	%1780 = getelementptr float, float* %1749, i64 30
+	store float %1738, float* %1780, align 4
+	%1781 = getelementptr float, float* %1749, i64 31
+	store float %1744, float* %1781, align 4
+	%1782 = getelementptr float, float* %5, i64 %1165
+	%1783 = getelementptr float, float* %1782, i64 0
+	store float %1559, float* %1783, align 4
+	%1784 = getelementptr float, float* %1782, i64 1
+	store float %1565, float* %1784, align 4
+	%1785 = getelementptr float, float* %1782, i64 2
+	store float %1571, float* %1785, align 4
+	%1786 = getelementptr float, float* %1782, i64 3
+	store float %1577, float* %1786, align 4
+	%1787 = getelementptr float, float* %1782, i64 4
+	store float %1583, float* %1787, align 4
+	%1788 = getelementptr float, float* %1782, i64 5
+	store float %1589, float* %1788, align 4
+	%1789 = getelementptr float, float* %1782, i64 6
+	store float %1595, float* %1789, align 4
+	%1790 = getelementptr float, float* %1782, i64 7
+	store float %1601, float* %1790, align 4
+	%1791 = getelementptr float, float* %1782, i64 8
+	store float %1607, float* %1791, align 4
+	%1792 = getelementptr float, float* %1782, i64 9
+	store float %1613, float* %1792, align 4
+	%1793 = getelementptr float, float* %1782, i64 10
+	store float %1619, float* %1793, align 4
+	%1794 = getelementptr float, float* %1782, i64 11
+	store float %1625, float* %1794, align 4
+	%1795 = getelementptr float, float* %1782, i64 12
+	store float %1631, float* %1795, align 4
+	%1796 = getelementptr float, float* %1782, i64 13
+	store float %1637, float* %1796, align 4
+	%1797 = getelementptr float, float* %1782, i64 14
+	store float %1643, float* %1797, align 4
+	%1798 = getelementptr float, float* %1782, i64 15
+	store float %1649, float* %1798, align 4
+	%1799 = getelementptr float, float* %1782, i64 16
+	store float %1655, float* %1799, align 4
+	%1800 = getelementptr float, float* %1782, i64 17
+	store float %1661, float* %1800, align 4
+	%1801 = getelementptr float, float* %1782, i64 18
+	store float %1667, float* %1801, align 4
+	%1802 = getelementptr float, float* %1782, i64 19
+	store float %1673, float* %1802, align 4
+	%1803 = getelementptr float, float* %1782, i64 20
+	store float %1679, float* %1803, align 4
+	%1804 = getelementptr float, float* %1782, i64 21
+	store float %1685, float* %1804, align 4
+	%1805 = getelementptr float, float* %1782, i64 22
+	store float %1691, float* %1805, align 4
+	%1806 = getelementptr float, float* %1782, i64 23
+	store float %1697, float* %1806, align 4
+	%1807 = getelementptr float, float* %1782, i64 24
+	store float %1703, float* %1807, align 4
+	%1808 = getelementptr float, float* %1782, i64 25
+	store float %1709, float* %1808, align 4
+	%1809 = getelementptr float, float* %1782, i64 26
+	store float %1715, float* %1809, align 4
+	%1810 = getelementptr float, float* %1782, i64 27
+	store float %1721, float* %1810, align 4
+	%1811 = getelementptr float, float* %1782, i64 28
+	store float %1727, float* %1811, align 4
+	%1812 = getelementptr float, float* %1782, i64 29
+	store float %1733, float* %1812, align 4
+	%1813 = getelementptr float, float* %1782, i64 30
+	store float %1739, float* %1813, align 4
+	%1814 = getelementptr float, float* %1782, i64 31
+	store float %1745, float* %1814, align 4
+	%1815 = getelementptr float, float* %9, i64 %1165
+	%1816 = getelementptr float, float* %1815, i64 0
+	store float %1560, float* %1816, align 4
+	%1817 = getelementptr float, float* %1815, i64 1
+	store float %1566, float* %1817, align 4
+	%1818 = getelementptr float, float* %1815, i64 2
+	store float %1572, float* %1818, align 4
+	%1819 = getelementptr float, float* %1815, i64 3
+	store float %1578, float* %1819, align 4
+	%1820 = getelementptr float, float* %1815, i64 4
+	store float %1584, float* %1820, align 4
+	%1821 = getelementptr float, float* %1815, i64 5
+	store float %1590, float* %1821, align 4
+	%1822 = getelementptr float, float* %1815, i64 6
+	store float %1596, float* %1822, align 4
+	%1823 = getelementptr float, float* %1815, i64 7
+	store float %1602, float* %1823, align 4
+	%1824 = getelementptr float, float* %1815, i64 8
+	store float %1608, float* %1824, align 4
+	%1825 = getelementptr float, float* %1815, i64 9
+	store float %1614, float* %1825, align 4
+	%1826 = getelementptr float, float* %1815, i64 10
+	store float %1620, float* %1826, align 4
+	%1827 = getelementptr float, float* %1815, i64 11
+	store float %1626, float* %1827, align 4
+	%1828 = getelementptr float, float* %1815, i64 12
+	store float %1632, float* %1828, align 4
+	%1829 = getelementptr float, float* %1815, i64 13
+	store float %1638, float* %1829, align 4
+	%1830 = getelementptr float, float* %1815, i64 14
+	store float %1644, float* %1830, align 4
+	%1831 = getelementptr float, float* %1815, i64 15
+	store float %1650, float* %1831, align 4
+	%1832 = getelementptr float, float* %1815, i64 16
+	store float %1656, float* %1832, align 4
+	%1833 = getelementptr float, float* %1815, i64 17
+	store float %1662, float* %1833, align 4
+	%1834 = getelementptr float, float* %1815, i64 18
+	store float %1668, float* %1834, align 4
+	%1835 = getelementptr float, float* %1815, i64 19
+	store float %1674, float* %1835, align 4
+	%1836 = getelementptr float, float* %1815, i64 20
+	store float %1680, float* %1836, align 4
+	%1837 = getelementptr float, float* %1815, i64 21
+	store float %1686, float* %1837, align 4
+	%1838 = getelementptr float, float* %1815, i64 22
+	store float %1692, float* %1838, align 4
+	%1839 = getelementptr float, float* %1815, i64 23
+	store float %1698, float* %1839, align 4
+	%1840 = getelementptr float, float* %1815, i64 24
+	store float %1704, float* %1840, align 4
+	%1841 = getelementptr float, float* %1815, i64 25
+	store float %1710, float* %1841, align 4
+	%1842 = getelementptr float, float* %1815, i64 26
+	store float %1716, float* %1842, align 4
+	%1843 = getelementptr float, float* %1815, i64 27
+	store float %1722, float* %1843, align 4
+	%1844 = getelementptr float, float* %1815, i64 28
+	store float %1728, float* %1844, align 4
+	%1845 = getelementptr float, float* %1815, i64 29
+	store float %1734, float* %1845, align 4
+	%1846 = getelementptr float, float* %1815, i64 30
+	store float %1740, float* %1846, align 4
+	%1847 = getelementptr float, float* %1815, i64 31
+	store float %1746, float* %1847, align 4
+	%1848 = getelementptr float, float* %11, i64 %1165
+	%1849 = getelementptr float, float* %1848, i64 0
+	store float %1561, float* %1849, align 4
+	%1850 = getelementptr float, float* %1848, i64 1
+	store float %1567, float* %1850, align 4
+	%1851 = getelementptr float, float* %1848, i64 2
+	store float %1573, float* %1851, align 4
+	%1852 = getelementptr float, float* %1848, i64 3
+	store float %1579, float* %1852, align 4
+	%1853 = getelementptr float, float* %1848, i64 4
+	store float %1585, float* %1853, align 4
+	%1854 = getelementptr float, float* %1848, i64 5
+	store float %1591, float* %1854, align 4
+	%1855 = getelementptr float, float* %1848, i64 6
+	store float %1597, float* %1855, align 4
+	%1856 = getelementptr float, float* %1848, i64 7
+	store float %1603, float* %1856, align 4
+	%1857 = getelementptr float, float* %1848, i64 8
+	store float %1609, float* %1857, align 4
+	%1858 = getelementptr float, float* %1848, i64 9
+	store float %1615, float* %1858, align 4
+	%1859 = getelementptr float, float* %1848, i64 10
+	store float %1621, float* %1859, align 4
+	%1860 = getelementptr float, float* %1848, i64 11
+	store float %1627, float* %1860, align 4
+	%1861 = getelementptr float, float* %1848, i64 12
+	store float %1633, float* %1861, align 4
+	%1862 = getelementptr float, float* %1848, i64 13
+	store float %1639, float* %1862, align 4
+	%1863 = getelementptr float, float* %1848, i64 14
+	store float %1645, float* %1863, align 4
+	%1864 = getelementptr float, float* %1848, i64 15
+	store float %1651, float* %1864, align 4
+	%1865 = getelementptr float, float* %1848, i64 16
+	store float %1657, float* %1865, align 4
+	%1866 = getelementptr float, float* %1848, i64 17
+	store float %1663, float* %1866, align 4
+	%1867 = getelementptr float, float* %1848, i64 18
+	store float %1669, float* %1867, align 4
+	%1868 = getelementptr float, float* %1848, i64 19
+	store float %1675, float* %1868, align 4
+	%1869 = getelementptr float, float* %1848, i64 20
+	store float %1681, float* %1869, align 4
+	%1870 = getelementptr float, float* %1848, i64 21
+	store float %1687, float* %1870, align 4
+	%1871 = getelementptr float, float* %1848, i64 22
+	store float %1693, float* %1871, align 4
+	%1872 = getelementptr float, float* %1848, i64 23
+	store float %1699, float* %1872, align 4
+	%1873 = getelementptr float, float* %1848, i64 24
+	store float %1705, float* %1873, align 4
+	%1874 = getelementptr float, float* %1848, i64 25
+	store float %1711, float* %1874, align 4
+	%1875 = getelementptr float, float* %1848, i64 26
+	store float %1717, float* %1875, align 4
+	%1876 = getelementptr float, float* %1848, i64 27
+	store float %1723, float* %1876, align 4
+	%1877 = getelementptr float, float* %1848, i64 28
+	store float %1729, float* %1877, align 4
+	%1878 = getelementptr float, float* %1848, i64 29
+	store float %1735, float* %1878, align 4
+	%1879 = getelementptr float, float* %1848, i64 30
+	store float %1741, float* %1879, align 4
+	%1880 = getelementptr float, float* %1848, i64 31
+	store float %1747, float* %1880, align 4
+	%1881 = getelementptr float, float* %1, i64 %1165
+	%1882 = getelementptr float, float* %1881, i64 0
+	store float %1562, float* %1882, align 4
+	%1883 = getelementptr float, float* %1881, i64 1
+	store float %1568, float* %1883, align 4
+	%1884 = getelementptr float, float* %1881, i64 2
+	store float %1574, float* %1884, align 4
+	%1885 = getelementptr float, float* %1881, i64 3
+	store float %1580, float* %1885, align 4
+	%1886 = getelementptr float, float* %1881, i64 4
+	store float %1586, float* %1886, align 4
+	%1887 = getelementptr float, float* %1881, i64 5
+	store float %1592, float* %1887, align 4
+	%1888 = getelementptr float, float* %1881, i64 6
+	store float %1598, float* %1888, align 4
+	%1889 = getelementptr float, float* %1881, i64 7
+	store float %1604, float* %1889, align 4
+	%1890 = getelementptr float, float* %1881, i64 8
+	store float %1610, float* %1890, align 4
+	%1891 = getelementptr float, float* %1881, i64 9
+	store float %1616, float* %1891, align 4
+	%1892 = getelementptr float, float* %1881, i64 10
+	store float %1622, float* %1892, align 4
+	%1893 = getelementptr float, float* %1881, i64 11
+	store float %1628, float* %1893, align 4
+	%1894 = getelementptr float, float* %1881, i64 12
+	store float %1634, float* %1894, align 4
+	%1895 = getelementptr float, float* %1881, i64 13
+	store float %1640, float* %1895, align 4
+	%1896 = getelementptr float, float* %1881, i64 14
+	store float %1646, float* %1896, align 4
+	%1897 = getelementptr float, float* %1881, i64 15
+	store float %1652, float* %1897, align 4
+	%1898 = getelementptr float, float* %1881, i64 16
+	store float %1658, float* %1898, align 4
+	%1899 = getelementptr float, float* %1881, i64 17
+	store float %1664, float* %1899, align 4
+	%1900 = getelementptr float, float* %1881, i64 18
+	store float %1670, float* %1900, align 4
+	%1901 = getelementptr float, float* %1881, i64 19
+	store float %1676, float* %1901, align 4
+	%1902 = getelementptr float, float* %1881, i64 20
+	store float %1682, float* %1902, align 4
+	%1903 = getelementptr float, float* %1881, i64 21
+	store float %1688, float* %1903, align 4
+	%1904 = getelementptr float, float* %1881, i64 22
+	store float %1694, float* %1904, align 4
+	%1905 = getelementptr float, float* %1881, i64 23
+	store float %1700, float* %1905, align 4
+	%1906 = getelementptr float, float* %1881, i64 24
+	store float %1706, float* %1906, align 4
+	%1907 = getelementptr float, float* %1881, i64 25
+	store float %1712, float* %1907, align 4
+	%1908 = getelementptr float, float* %1881, i64 26
+	store float %1718, float* %1908, align 4
+	%1909 = getelementptr float, float* %1881, i64 27
+	store float %1724, float* %1909, align 4
+	%1910 = getelementptr float, float* %1881, i64 28
+	store float %1730, float* %1910, align 4
+	%1911 = getelementptr float, float* %1881, i64 29
+	store float %1736, float* %1911, align 4
+	%1912 = getelementptr float, float* %1881, i64 30
+	store float %1742, float* %1912, align 4
+	%1913 = getelementptr float, float* %1881, i64 31
+	store float %1748, float* %1913, align 4
+	%1914 = add i64 %1161, 1
+	br label %wide.head.40
 
-group.done.39:
-	br label %tail.head.40
+wide.done.42:
+	%1915 = mul i64 %1160, 8
+	br label %group.head.43
 
-tail.head.40:
-	%384 = phi i64 [ %63, %group.done.39 ], [ %409, %tail.41 ]
-	%385 = icmp slt i64 %384, %43
-	br i1 %385, label %tail.41, label %tail.done.42
+group.head.43:
+	%1916 = phi i64 [ %1915, %wide.done.42 ], [ %2024, %group.44 ]
+	%1917 = icmp slt i64 %1916, %60
+	br i1 %1917, label %group.44, label %group.done.45
 
-tail.41:
-	%386 = getelementptr float, float* %1, i64 %384
-	%387 = load float, float* %386, align 4
-	%388 = getelementptr float, float* %3, i64 %384
-	%389 = load float, float* %388, align 4
-	%390 = getelementptr float, float* %5, i64 %384
-	%391 = load float, float* %390, align 4
-	%392 = getelementptr float, float* %7, i64 %384
-	%393 = load float, float* %392, align 4
-	%394 = getelementptr float, float* %9, i64 %384
-	%395 = load float, float* %394, align 4
-	%396 = getelementptr float, float* %11, i64 %384
-	%397 = load float, float* %396, align 4
-	%398 = call { float, float, float, float, float } @fiber_body(float %387, float %389, float %391, float %393, float %395, float %397, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%399 = extractvalue { float, float, float, float, float } %398, 0
-	%400 = extractvalue { float, float, float, float, float } %398, 1
-	%401 = extractvalue { float, float, float, float, float } %398, 2
-	%402 = extractvalue { float, float, float, float, float } %398, 3
-	%403 = extractvalue { float, float, float, float, float } %398, 4
-	%404 = getelementptr float, float* %7, i64 %384
-	store float %399, float* %404, align 4
-	%405 = getelementptr float, float* %5, i64 %384
-	store float %400, float* %405, align 4
-	%406 = getelementptr float, float* %9, i64 %384
-	store float %401, float* %406, align 4
-	%407 = getelementptr float, float* %11, i64 %384
-	store float %402, float* %407, align 4
-	%408 = getelementptr float, float* %1, i64 %384
-	store float %403, float* %408, align 4
-	%409 = add i64 %384, 1
-	br label %tail.head.40
+group.44:
+	%1918 = shl i64 %1916, 2
+	%1919 = add i64 %61, %1918
+	%1920 = add i64 %65, %1916
+	%1921 = getelementptr float, float* %1, i64 %1919
+	%1922 = getelementptr float, float* %1921, i64 0
+	%1923 = load float, float* %1922, align 4
+	%1924 = getelementptr float, float* %1921, i64 1
+	%1925 = load float, float* %1924, align 4
+	%1926 = getelementptr float, float* %1921, i64 2
+	%1927 = load float, float* %1926, align 4
+	%1928 = getelementptr float, float* %1921, i64 3
+	%1929 = load float, float* %1928, align 4
+	%1930 = getelementptr float, float* %3, i64 %1919
+	%1931 = getelementptr float, float* %1930, i64 0
+	%1932 = load float, float* %1931, align 4
+	%1933 = getelementptr float, float* %1930, i64 1
+	%1934 = load float, float* %1933, align 4
+	%1935 = getelementptr float, float* %1930, i64 2
+	%1936 = load float, float* %1935, align 4
+	%1937 = getelementptr float, float* %1930, i64 3
+	%1938 = load float, float* %1937, align 4
+	%1939 = getelementptr float, float* %5, i64 %1919
+	%1940 = getelementptr float, float* %1939, i64 0
+	%1941 = load float, float* %1940, align 4
+	%1942 = getelementptr float, float* %1939, i64 1
+	%1943 = load float, float* %1942, align 4
+	%1944 = getelementptr float, float* %1939, i64 2
+	%1945 = load float, float* %1944, align 4
+	%1946 = getelementptr float, float* %1939, i64 3
+	%1947 = load float, float* %1946, align 4
+	%1948 = getelementptr float, float* %7, i64 %1919
+	%1949 = getelementptr float, float* %1948, i64 0
+	%1950 = load float, float* %1949, align 4
+	%1951 = getelementptr float, float* %1948, i64 1
+	%1952 = load float, float* %1951, align 4
+	%1953 = getelementptr float, float* %1948, i64 2
+	%1954 = load float, float* %1953, align 4
+	%1955 = getelementptr float, float* %1948, i64 3
+	%1956 = load float, float* %1955, align 4
+	%1957 = getelementptr float, float* %9, i64 %1919
+	%1958 = getelementptr float, float* %1957, i64 0
+	%1959 = load float, float* %1958, align 4
+	%1960 = getelementptr float, float* %1957, i64 1
+	%1961 = load float, float* %1960, align 4
+	%1962 = getelementptr float, float* %1957, i64 2
+	%1963 = load float, float* %1962, align 4
+	%1964 = getelementptr float, float* %1957, i64 3
+	%1965 = load float, float* %1964, align 4
+	%1966 = getelementptr float, float* %11, i64 %1919
+	%1967 = getelementptr float, float* %1966, i64 0
+	%1968 = load float, float* %1967, align 4
+	%1969 = getelementptr float, float* %1966, i64 1
+	%1970 = load float, float* %1969, align 4
+	%1971 = getelementptr float, float* %1966, i64 2
+	%1972 = load float, float* %1971, align 4
+	%1973 = getelementptr float, float* %1966, i64 3
+	%1974 = load float, float* %1973, align 4
+	%1975 = call { float, float, float, float, float } @fiber_body(float %1923, float %1932, float %1941, float %1950, float %1959, float %1968, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1976 = extractvalue { float, float, float, float, float } %1975, 0
+	%1977 = extractvalue { float, float, float, float, float } %1975, 1
+	%1978 = extractvalue { float, float, float, float, float } %1975, 2
+	%1979 = extractvalue { float, float, float, float, float } %1975, 3
+	%1980 = extractvalue { float, float, float, float, float } %1975, 4
+	%1981 = call { float, float, float, float, float } @fiber_body(float %1925, float %1934, float %1943, float %1952, float %1961, float %1970, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1982 = extractvalue { float, float, float, float, float } %1981, 0
+	%1983 = extractvalue { float, float, float, float, float } %1981, 1
+	%1984 = extractvalue { float, float, float, float, float } %1981, 2
+	%1985 = extractvalue { float, float, float, float, float } %1981, 3
+	%1986 = extractvalue { float, float, float, float, float } %1981, 4
+	%1987 = call { float, float, float, float, float } @fiber_body(float %1927, float %1936, float %1945, float %1954, float %1963, float %1972, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1988 = extractvalue { float, float, float, float, float } %1987, 0
+	%1989 = extractvalue { float, float, float, float, float } %1987, 1
+	%1990 = extractvalue { float, float, float, float, float } %1987, 2
+	%1991 = extractvalue { float, float, float, float, float } %1987, 3
+	%1992 = extractvalue { float, float, float, float, float } %1987, 4
+	%1993 = call { float, float, float, float, float } @fiber_body(float %1929, float %1938, float %1947, float %1956, float %1965, float %1974, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1994 = extractvalue { float, float, float, float, float } %1993, 0
+	%1995 = extractvalue { float, float, float, float, float } %1993, 1
+	%1996 = extractvalue { float, float, float, float, float } %1993, 2
+	%1997 = extractvalue { float, float, float, float, float } %1993, 3
+	%1998 = extractvalue { float, float, float, float, float } %1993, 4
+	%1999 = getelementptr float, float* %7, i64 %1919
+	%2000 = getelementptr float, float* %1999, i64 0
+	store float %1976, float* %2000, align 4
+	%2001 = getelementptr float, float* %1999, i64 1
+	store float %1982, float* %2001, align 4
+	%2002 = getelementptr float, float* %1999, i64 2
+	store float %1988, float* %2002, align 4
+	%2003 = getelementptr float, float* %1999, i64 3
+	store float %1994, float* %2003, align 4
+	%2004 = getelementptr float, float* %5, i64 %1919
+	%2005 = getelementptr float, float* %2004, i64 0
+	store float %1977, float* %2005, align 4
+	%2006 = getelementptr float, float* %2004, i64 1
+	store float %1983, float* %2006, align 4
+	%2007 = getelementptr float, float* %2004, i64 2
+	store float %1989, float* %2007, align 4
+	%2008 = getelementptr float, float* %2004, i64 3
+	store float %1995, float* %2008, align 4
+	%2009 = getelementptr float, float* %9, i64 %1919
+	%2010 = getelementptr float, float* %2009, i64 0
+	store float %1978, float* %2010, align 4
+	%2011 = getelementptr float, float* %2009, i64 1
+	store float %1984, float* %2011, align 4
+	%2012 = getelementptr float, float* %2009, i64 2
+	store float %1990, float* %2012, align 4
+	%2013 = getelementptr float, float* %2009, i64 3
+	store float %1996, float* %2013, align 4
+	%2014 = getelementptr float, float* %11, i64 %1919
+	%2015 = getelementptr float, float* %2014, i64 0
+	store float %1979, float* %2015, align 4
+	%2016 = getelementptr float, float* %2014, i64 1
+	store float %1985, float* %2016, align 4
+	%2017 = getelementptr float, float* %2014, i64 2
+	store float %1991, float* %2017, align 4
+	%2018 = getelementptr float, float* %2014, i64 3
+	store float %1997, float* %2018, align 4
+	%2019 = getelementptr float, float* %1, i64 %1919
+	%2020 = getelementptr float, float* %2019, i64 0
+	store float %1980, float* %2020, align 4
+	%2021 = getelementptr float, float* %2019, i64 1
+	store float %1986, float* %2021, align 4
+	%2022 = getelementptr float, float* %2019, i64 2
+	store float %1992, float* %2022, align 4
+	%2023 = getelementptr float, float* %2019, i64 3
+	store float %1998, float* %2023, align 4
+	%2024 = add i64 %1916, 1
+	br label %group.head.43
 
-tail.done.42:
+group.done.45:
+	br label %tail.head.46
+
+tail.head.46:
+	%2025 = phi i64 [ %63, %group.done.45 ], [ %2050, %tail.47 ]
+	%2026 = icmp slt i64 %2025, %43
+	br i1 %2026, label %tail.47, label %tail.done.48
+
+tail.47:
+	%2027 = getelementptr float, float* %1, i64 %2025
+	%2028 = load float, float* %2027, align 4
+	%2029 = getelementptr float, float* %3, i64 %2025
+	%2030 = load float, float* %2029, align 4
+	%2031 = getelementptr float, float* %5, i64 %2025
+	%2032 = load float, float* %2031, align 4
+	%2033 = getelementptr float, float* %7, i64 %2025
+	%2034 = load float, float* %2033, align 4
+	%2035 = getelementptr float, float* %9, i64 %2025
+	%2036 = load float, float* %2035, align 4
+	%2037 = getelementptr float, float* %11, i64 %2025
+	%2038 = load float, float* %2037, align 4
+	%2039 = call { float, float, float, float, float } @fiber_body(float %2028, float %2030, float %2032, float %2034, float %2036, float %2038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%2040 = extractvalue { float, float, float, float, float } %2039, 0
+	%2041 = extractvalue { float, float, float, float, float } %2039, 1
+	%2042 = extractvalue { float, float, float, float, float } %2039, 2
+	%2043 = extractvalue { float, float, float, float, float } %2039, 3
+	%2044 = extractvalue { float, float, float, float, float } %2039, 4
+	%2045 = getelementptr float, float* %7, i64 %2025
+	store float %2040, float* %2045, align 4
+	%2046 = getelementptr float, float* %5, i64 %2025
+	store float %2041, float* %2046, align 4
+	%2047 = getelementptr float, float* %9, i64 %2025
+	store float %2042, float* %2047, align 4
+	%2048 = getelementptr float, float* %11, i64 %2025
+	store float %2043, float* %2048, align 4
+	%2049 = getelementptr float, float* %1, i64 %2025
+	store float %2044, float* %2049, align 4
+	%2050 = add i64 %2025, 1
+	br label %tail.head.46
+
+tail.done.48:
 	ret void
 }
