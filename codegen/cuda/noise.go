@@ -17,9 +17,9 @@ import (
 
 // noise holds the module's noise functions.
 type noise struct {
-	gaussian   *ir.Func // (seed i64, step i32, site i32, elem i64) float
-	gaussian4  *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
-	gaussianW  *ir.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
+	gaussian  *ir.Func // (seed i64, step i32, site i32, elem i64) float
+	gaussian4 *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	gaussianW *ir.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
 }
 
 // hostGroups is the number of groups of four coordinates the host
