@@ -319,3 +319,31 @@ func (o *Optimizer) Close() error {
 	o.back = nil
 	return err
 }
+
+// Observation is how the trainer forms each example's gradient for the next
+// step, before clipping. For Kind "two_point" (FiBeR, DiSK) it is
+// u = A·∇f(θ_t + Lookahead·(θ_t − θ_{t−1}); ξ) + (1−A)·∇f(θ_t; ξ); for Kind ""
+// the plain per-example gradient ∇f(θ_t; ξ).
+type Observation struct {
+	Kind         string
+	A, Lookahead float64
+}
+
+// Observation returns the observation of the next step at the current hypers.
+func (o *Optimizer) Observation() Observation {
+	fn := o.prog.Func
+	if fn.Observe == nil {
+		return Observation{}
+	}
+	obs := Observation{Kind: fn.Observe.Kind}
+	vals := o.prog.Observe(o.hypers, o.t)
+	for i, name := range fn.Observe.Args {
+		switch name {
+		case "a":
+			obs.A = vals[i]
+		case "lookahead":
+			obs.Lookahead = vals[i]
+		}
+	}
+	return obs
+}

@@ -295,3 +295,30 @@ func TestOptimizerErrors(t *testing.T) {
 		t.Error("Open with backend tpu succeeded")
 	}
 }
+
+// TestObservation reports fiber's two-point weights, which follow the hypers.
+func TestObservation(t *testing.T) {
+	o, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	obs := o.Observation()
+	a := (1 - 0.6) / (0.6 * 0.7) // (1 - kappa) / (kappa * gamma) at the defaults
+	if obs.Kind != "two_point" || math.Abs(obs.A-a) > 1e-15 || obs.Lookahead != 0.7 {
+		t.Errorf("observation %+v, want two_point with a = %v, lookahead 0.7", obs, a)
+	}
+	if err := o.SetHyper("gamma", 2); err != nil {
+		t.Fatal(err)
+	}
+	if obs := o.Observation(); obs.Lookahead != 2 {
+		t.Errorf("lookahead %v after gamma = 2", obs.Lookahead)
+	}
+	sgd, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs := sgd.Observation(); obs.Kind != "" {
+		t.Errorf("dp_sgd observes %+v", obs)
+	}
+}

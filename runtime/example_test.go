@@ -1,0 +1,39 @@
+package runtime_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// A trainer opens the optimizer that fibergen build wrote, registers its
+// parameter tensors once, sets the DP settings and then, every iteration,
+// hands over the clipped mean gradient of its batch and steps: the kernel
+// adds the Gaussian noise itself.
+func ExampleOptimizer() {
+	opt, err := runtime.Open("../generated/fiber", runtime.Options{}) // the CPU backend, on every core
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer opt.Close()
+	weight, _ := opt.Register("weight", []float32{0.5, -0.25, 1, 0})
+	bias, _ := opt.Register("bias", []float32{0})
+	if err := opt.SetHyper("lr", 0.01); err != nil {
+		log.Fatal(err)
+	}
+	if err := opt.SetDP(runtime.DP{ClipNorm: 1, NoiseMultiplier: 1.1, BatchSize: 256}); err != nil {
+		log.Fatal(err)
+	}
+	opt.SetSeed(42) // reproducible noise; by default the seed is random
+	for range 3 {
+		weight.SetGrad([]float32{0.1, 0.2, -0.1, 0}) // the batch's clipped mean gradient
+		bias.SetGrad([]float32{0.05})
+		if err := opt.Step(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	w, _ := weight.Params()
+	fmt.Println(opt.Steps(), len(w), opt.Len())
+	// Output: 3 4 5
+}
