@@ -48,7 +48,9 @@ func kernelDir(t *testing.T, name string) string {
 	return dir
 }
 
-func randomName() string { return string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) }
+func randomName() string {
+	return string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26)))
+}
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()

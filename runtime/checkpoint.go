@@ -1,0 +1,635 @@
+package runtime
+
+// Checkpoints.
+//
+// Save writes, and Load reads, everything a run needs to go on bit for bit:
+// the parameters, every state buffer, the step counter, the noise seed, the
+// hypers, the DP settings, the global Offset and the tensor layout, under
+// the optimizer's name and manifest hash. The gradient buffer is not saved:
+// it is an input, set with Tensor.SetGrad before every step.
+//
+// The file, format version 1, byte by byte (integers little-endian):
+//
+//	offset      size  content
+//	0           20    magic "fibergen-checkpoint\n"
+//	20          4     format version, uint32: 1
+//	24          4     H, the header's length in bytes, uint32
+//	28          8     D, the data's length in bytes, uint64: 4·n·len(buffers)
+//	36          4     CRC-32C (Castagnoli) of bytes [0, 36), uint32
+//	40          H     header: one JSON object (checkpointHeader), UTF-8
+//	40+H        D     data: each buffer of the header's "buffers" in order,
+//	                  n float32 values each (IEEE 754 bits, little-endian)
+//	40+H+D      32    SHA-256 of bytes [0, 40+H+D)
+//
+// and nothing after. The preamble's CRC makes the lengths trustworthy before
+// they are used, so that a file shorter than they say is reported as
+// truncated and any changed byte as corrupted (or, in the magic and the
+// version, as not a checkpoint and as another version). The header holds:
+//
+//	"optimizer"        the optimizer's name, e.g. "fiber"
+//	"manifest_sha256"  manifest.Hash of the <name>.json it was opened from
+//	"step"             steps taken: the next step is this one
+//	"seed"             the noise seed (uint64)
+//	"offset"           Options.Offset, the global index of coordinate 0
+//	"hypers"           {"name": value, ...}: every hyper, by name
+//	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
+//	"n"                coordinates per buffer
+//	"tensors"          [{"name", "offset", "len"}, ...] in registration order
+//	"buffers"          the buffers of the data in order: "theta", then the
+//	                   states in the manifest's order
+//
+// Save writes to a temporary file in the target's directory (mode 0600: a
+// checkpoint holds the seed), syncs it, renames it over the target and syncs
+// the directory, so the path always holds either the old file or the whole
+// new one. Load reads the whole file and checks all of it — integrity,
+// version, optimizer, build, offset, layout, hypers, DP settings — before it
+// changes anything.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+const (
+	checkpointMagic   = "fibergen-checkpoint\n"
+	checkpointVersion = 1
+	preambleLen       = 40 // magic, version, H, D, CRC
+	sumLen            = sha256.Size
+	maxCheckpointStep = 1 << 32 // steps 0 to 2^32-1 draw noise; a run can end at 2^32
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// The kinds of Load errors, for errors.Is. Every Load error reads
+// "runtime: load <path>: <what>" on one line.
+var (
+	// ErrNotCheckpoint: the file does not start with the checkpoint magic.
+	ErrNotCheckpoint = errors.New("not a fibergen checkpoint")
+	// ErrCheckpointVersion: a checkpoint of another format version.
+	ErrCheckpointVersion = errors.New("checkpoint format version not supported")
+	// ErrCheckpointTruncated: the file ends before the lengths it records.
+	ErrCheckpointTruncated = errors.New("checkpoint truncated")
+	// ErrCheckpointCorrupted: a checksum does not match, or the file goes on
+	// after the checkpoint's end.
+	ErrCheckpointCorrupted = errors.New("checkpoint corrupted")
+	// ErrCheckpointMismatch: an intact checkpoint of another optimizer, of
+	// another build of it, of another shard or of another tensor layout.
+	ErrCheckpointMismatch = errors.New("checkpoint does not match the optimizer")
+	// ErrStepped: Load into an optimizer that has taken steps.
+	ErrStepped = errors.New("optimizer has taken steps")
+)
+
+// checkpointHeader is the JSON header.
+type checkpointHeader struct {
+	Optimizer      string             `json:"optimizer"`
+	ManifestSHA256 string             `json:"manifest_sha256"`
+	Step           int64              `json:"step"`
+	Seed           uint64             `json:"seed"`
+	Offset         uint64             `json:"offset"`
+	Hypers         map[string]float64 `json:"hypers"`
+	DP             *checkpointDP      `json:"dp,omitempty"`
+	N              int64              `json:"n"`
+	Tensors        []checkpointTensor `json:"tensors"`
+	Buffers        []string           `json:"buffers"`
+}
+
+type checkpointDP struct {
+	ClipNorm        float64 `json:"clip_norm"`
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	BatchSize       int     `json:"batch_size"`
+}
+
+type checkpointTensor struct {
+	Name   string `json:"name"`
+	Offset int64  `json:"offset"`
+	Len    int64  `json:"len"`
+}
+
+func (t checkpointTensor) String() string {
+	return fmt.Sprintf("%s[%d:%d)", t.Name, t.Offset, t.Offset+t.Len)
+}
+
+// checkpointBuffers names the saved buffers: theta, then the states.
+func (o *Optimizer) checkpointBuffers() []string {
+	return append([]string{"theta"}, o.prog.Func.States...)
+}
+
+// bufIndex maps a saved buffer to its index in o.bufs (ABI order: theta,
+// g, states).
+func bufIndex(k int) int {
+	if k == 0 {
+		return 0
+	}
+	return k + 1
+}
+
+func (o *Optimizer) layout() []checkpointTensor {
+	out := make([]checkpointTensor, len(o.tensors))
+	for i, t := range o.tensors {
+		out[i] = checkpointTensor{t.Name, int64(t.Offset), int64(t.Len)}
+	}
+	return out
+}
+
+// Save writes a checkpoint of the optimizer to path atomically: to a
+// temporary file in the same directory, synced, then renamed over path,
+// and the directory synced. On error the file at path, if any, is as it
+// was and no temporary file is left. The file is created with mode 0600:
+// it holds the noise seed, from which anyone can recompute every step's
+// noise and so undo the privacy of the released parameters; keep it as
+// private as the training data. Save changes nothing in the optimizer;
+// it may be called before the first step, and must not run concurrently
+// with Step.
+func (o *Optimizer) Save(path string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("runtime: save %s: %w", path, err)
+		}
+	}()
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := o.writeCheckpoint(f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return errors.New("is a directory")
+		}
+		return err
+	}
+	renamed = true
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable, where the file system can.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return fmt.Errorf("the checkpoint is written but syncing its directory failed: %v", err)
+	}
+	return nil
+}
+
+// SaveTo writes a checkpoint of the optimizer to w, in the format Save
+// writes (see Save for what it holds and why it must be kept private).
+func (o *Optimizer) SaveTo(w io.Writer) error {
+	if err := o.writeCheckpoint(w); err != nil {
+		return fmt.Errorf("runtime: save: %w", err)
+	}
+	return nil
+}
+
+// writeCheckpoint streams the checkpoint to w, encoding the buffers in
+// chunks so that it needs little memory besides them.
+func (o *Optimizer) writeCheckpoint(w io.Writer) error {
+	bufs, err := o.snapshot()
+	if err != nil {
+		return err
+	}
+	h := checkpointHeader{
+		Optimizer:      o.Name(),
+		ManifestSHA256: o.hash,
+		Step:           int64(o.t),
+		Seed:           o.seed,
+		Offset:         o.opts.Offset,
+		Hypers:         map[string]float64{},
+		N:              int64(o.n),
+		Tensors:        o.layout(),
+		Buffers:        o.checkpointBuffers(),
+	}
+	for i, hy := range o.prog.Func.Hypers {
+		h.Hypers[hy.Name] = o.hypers[i]
+	}
+	if o.dp != nil {
+		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
+	}
+	header, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if uint64(len(header)) > math.MaxUint32 {
+		return fmt.Errorf("the header has %d bytes, more than a checkpoint holds", len(header))
+	}
+	pre := make([]byte, preambleLen)
+	copy(pre, checkpointMagic)
+	binary.LittleEndian.PutUint32(pre[20:], checkpointVersion)
+	binary.LittleEndian.PutUint32(pre[24:], uint32(len(header)))
+	binary.LittleEndian.PutUint64(pre[28:], 4*uint64(o.n)*uint64(len(h.Buffers)))
+	binary.LittleEndian.PutUint32(pre[36:], crc32.Checksum(pre[:36], castagnoli))
+
+	sum := sha256.New()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	out := io.MultiWriter(bw, sum)
+	if _, err := out.Write(pre); err != nil {
+		return err
+	}
+	if _, err := out.Write(header); err != nil {
+		return err
+	}
+	const chunk = 1 << 16
+	raw := make([]byte, 4*chunk)
+	for k := range h.Buffers {
+		b := bufs[bufIndex(k)]
+		for off := 0; off < o.n; off += chunk {
+			vals := b[off:min(off+chunk, o.n)]
+			for i, v := range vals {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+			}
+			if _, err := out.Write(raw[:4*len(vals)]); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := bw.Write(sum.Sum(nil)); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// snapshot returns the current buffers (ABI order) without changing
+// anything in the optimizer: the host buffers, brought up to date by the
+// backend's sync once it runs (a device backend copies its buffers back),
+// or, before any buffer exists, the registered parameters and the states'
+// initial values.
+func (o *Optimizer) snapshot() ([][]float32, error) {
+	if o.back != nil {
+		if err := o.back.sync(); err != nil {
+			return nil, err
+		}
+	}
+	bufs := o.bufs
+	if bufs == nil {
+		bufs = make([][]float32, 2+o.prog.NumStates())
+		bufs[0] = make([]float32, o.n)
+		for _, t := range o.tensors {
+			copy(bufs[0][t.Offset:], t.init)
+		}
+		for i := 2; i < len(bufs); i++ {
+			bufs[i] = make([]float32, o.n)
+		}
+		if err := o.prog.Init(o.hypers, bufs[2:]); err != nil {
+			return nil, err
+		}
+	}
+	return bufs, nil
+}
+
+// Load restores the optimizer from a checkpoint that Save wrote: the
+// parameters, the states, the step counter, the seed, the hypers and the DP
+// settings (where the checkpoint has them), so that the steps that follow
+// are bit for bit those of the run that saved it, on any backend. The
+// optimizer must have been opened from the same generated files (the
+// manifest hash), with the same Offset, and have the same tensors
+// registered (names, offsets, lengths, in order). It reads and checks the
+// whole file first: if anything is wrong — truncated, corrupted, another
+// version, optimizer, build, shard or layout — it returns an error that
+// says which (errors.Is with ErrCheckpointTruncated and the others) and
+// changes nothing.
+//
+// Load refuses an optimizer that has taken a step. The noise of step t is
+// a function of the seed, t and the coordinate alone, so an optimizer
+// rolled back to an earlier step would draw again the noise it has already
+// drawn, on other gradients: two releases with the same noise, which the
+// privacy accounting does not cover. The use Load is for is resuming a
+// run that stopped (a crash, a preemption) from its last checkpoint, in a
+// fresh optimizer: the stopped run's steps after the checkpoint are
+// discarded and were never released. For the same reason, resume a
+// checkpoint once, and not while the run that wrote it goes on.
+func (o *Optimizer) Load(path string) error {
+	if err := o.checkFresh(path); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("runtime: load %s: %w", path, err)
+	}
+	return o.load(path, data)
+}
+
+// LoadFrom restores the optimizer from a checkpoint read from r, as Load
+// does from a file; it reads exactly the checkpoint's bytes from r.
+func (o *Optimizer) LoadFrom(r io.Reader) error {
+	const name = "checkpoint"
+	if err := o.checkFresh(name); err != nil {
+		return err
+	}
+	data, err := readCheckpoint(r)
+	if err != nil {
+		return fmt.Errorf("runtime: load %s: %w", name, err)
+	}
+	return o.load(name, data)
+}
+
+func (o *Optimizer) checkFresh(path string) error {
+	if o.t > 0 {
+		return &loadError{path, ErrStepped, fmt.Sprintf("the optimizer has stepped (Steps() = %d); load checkpoints only into a freshly opened optimizer, "+
+			"since one rolled back would draw the noise of its past steps again", o.t)}
+	}
+	return nil
+}
+
+// readCheckpoint reads the preamble and then as many bytes as it says
+// follow; decode judges what came.
+func readCheckpoint(r io.Reader) ([]byte, error) {
+	pre := make([]byte, preambleLen)
+	k, err := io.ReadFull(r, pre)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	pre = pre[:k]
+	total, lerr := preambleTotal(pre)
+	if lerr != nil {
+		return pre, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(r, int64(total)-preambleLen))
+	if err != nil {
+		return nil, err
+	}
+	return append(pre, rest...), nil
+}
+
+// loadError is a Load error of one kind.
+type loadError struct {
+	path string
+	kind error
+	msg  string
+}
+
+func (e *loadError) Error() string { return "runtime: load " + e.path + ": " + e.msg }
+func (e *loadError) Unwrap() error { return e.kind }
+
+// checkpoint is a decoded, checked checkpoint.
+type checkpoint struct {
+	h    checkpointHeader
+	bufs [][]float32 // in h.Buffers order
+}
+
+// preambleTotal checks the preamble and returns the file's total length.
+func preambleTotal(data []byte) (uint64, *loadError) {
+	short := func() *loadError {
+		return &loadError{kind: ErrCheckpointTruncated, msg: fmt.Sprintf("truncated: %d bytes, shorter than the %d-byte preamble", len(data), preambleLen)}
+	}
+	n := min(len(data), len(checkpointMagic))
+	if string(data[:n]) != checkpointMagic[:n] {
+		return 0, &loadError{kind: ErrNotCheckpoint, msg: fmt.Sprintf("not a fibergen checkpoint (it starts %q, not %q)", data[:n], checkpointMagic)}
+	}
+	if len(data) < 24 {
+		return 0, short()
+	}
+	if v := binary.LittleEndian.Uint32(data[20:]); v != checkpointVersion {
+		return 0, &loadError{kind: ErrCheckpointVersion, msg: fmt.Sprintf("checkpoint format version %d, this fibergen reads %d", v, checkpointVersion)}
+	}
+	if len(data) < preambleLen {
+		return 0, short()
+	}
+	if got, want := binary.LittleEndian.Uint32(data[36:]), crc32.Checksum(data[:36], castagnoli); got != want {
+		return 0, &loadError{kind: ErrCheckpointCorrupted, msg: fmt.Sprintf("corrupted: the preamble's CRC-32C is %08x, its bytes give %08x", got, want)}
+	}
+	hl, dl := uint64(binary.LittleEndian.Uint32(data[24:])), binary.LittleEndian.Uint64(data[28:])
+	if dl > 1<<60 {
+		return 0, &loadError{kind: ErrCheckpointCorrupted, msg: fmt.Sprintf("corrupted: a data length of %d bytes", dl)}
+	}
+	return preambleLen + hl + dl + sumLen, nil
+}
+
+// decode checks the file's integrity and decodes it; it does not look at
+// the optimizer.
+func decode(data []byte) (*checkpoint, *loadError) {
+	total, err := preambleTotal(data)
+	if err != nil {
+		return nil, err
+	}
+	corrupted := func(format string, args ...any) *loadError {
+		return &loadError{kind: ErrCheckpointCorrupted, msg: "corrupted: " + fmt.Sprintf(format, args...)}
+	}
+	switch size := uint64(len(data)); {
+	case size < total:
+		return nil, &loadError{kind: ErrCheckpointTruncated, msg: fmt.Sprintf("truncated: %d bytes of the %d its preamble announces", size, total)}
+	case size > total:
+		return nil, corrupted("%d bytes after the checkpoint's end (%d bytes)", size-total, total)
+	}
+	body := data[:total-sumLen]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[total-sumLen:]) {
+		return nil, corrupted("the SHA-256 of its contents does not match the one it records")
+	}
+	hl := int(binary.LittleEndian.Uint32(data[24:]))
+	raw := body[preambleLen+hl:]
+	var c checkpoint
+	dec := json.NewDecoder(bytes.NewReader(body[preambleLen : preambleLen+hl]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c.h); err != nil {
+		return nil, corrupted("malformed header: %v", err)
+	}
+	if dec.More() {
+		return nil, corrupted("malformed header: data after the JSON object")
+	}
+	h := &c.h
+	if h.N < 0 || h.N > int64(len(raw)) || uint64(len(raw)) != 4*uint64(h.N)*uint64(len(h.Buffers)) {
+		return nil, corrupted("the header's %d buffers of %d values do not make the %d bytes of data", len(h.Buffers), h.N, len(raw))
+	}
+	if h.Step < 0 || h.Step > maxCheckpointStep {
+		return nil, corrupted("step %d is out of the range 0 to 2^32", h.Step)
+	}
+	if h.Step > 0 && h.DP == nil {
+		return nil, corrupted("step %d without DP settings", h.Step)
+	}
+	c.bufs = make([][]float32, len(h.Buffers))
+	for k := range c.bufs {
+		b := make([]float32, h.N)
+		for i := range b {
+			b[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		raw = raw[4*h.N:]
+		c.bufs[k] = b
+	}
+	return &c, nil
+}
+
+// load decodes data, checks it against the optimizer and, if all is well,
+// restores the optimizer from it.
+func (o *Optimizer) load(path string, data []byte) error {
+	c, lerr := decode(data)
+	if lerr == nil {
+		lerr = o.match(c)
+	}
+	if lerr != nil {
+		lerr.path = path
+		return lerr
+	}
+	h := &c.h
+	hypers := make([]float64, len(o.prog.Func.Hypers))
+	for i, hy := range o.prog.Func.Hypers {
+		hypers[i] = h.Hypers[hy.Name]
+	}
+	if err := o.restoreBuffers(c.bufs); err != nil {
+		return fmt.Errorf("runtime: load %s: %v", path, err)
+	}
+	o.t = int(h.Step)
+	o.seed = h.Seed
+	o.hypers = hypers
+	if h.DP != nil {
+		o.dp = &DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}
+	}
+	return nil
+}
+
+// match checks an intact checkpoint against the optimizer.
+func (o *Optimizer) match(c *checkpoint) *loadError {
+	h := &c.h
+	mismatch := func(format string, args ...any) *loadError {
+		return &loadError{kind: ErrCheckpointMismatch, msg: fmt.Sprintf(format, args...)}
+	}
+	if h.Optimizer != o.Name() {
+		return mismatch("checkpoint of %s, this optimizer is %s", h.Optimizer, o.Name())
+	}
+	if h.ManifestSHA256 != o.hash {
+		return mismatch("checkpoint made with another build of %s (manifest hash %s, this one's %s); rebuild or use the matching generated/ files",
+			o.Name(), short(h.ManifestSHA256), short(o.hash))
+	}
+	if want := o.checkpointBuffers(); !slices.Equal(h.Buffers, want) {
+		return mismatch("checkpoint holds the buffers %v, this optimizer %v", h.Buffers, want)
+	}
+	if h.Offset != o.opts.Offset {
+		return mismatch("checkpoint of the shard at offset %d, this optimizer's offset is %d", h.Offset, o.opts.Offset)
+	}
+	if err := o.matchLayout(h); err != nil {
+		return mismatch("%v", err)
+	}
+	hypers := make([]float64, len(o.prog.Func.Hypers))
+	for i, hy := range o.prog.Func.Hypers {
+		v, ok := h.Hypers[hy.Name]
+		if !ok {
+			return mismatch("checkpoint has no value for the hyper %s", hy.Name)
+		}
+		hypers[i] = v
+	}
+	if len(h.Hypers) != len(hypers) {
+		var extra []string
+		for name := range h.Hypers {
+			if o.prog.Func.HyperIndex(name) < 0 {
+				extra = append(extra, name)
+			}
+		}
+		slices.Sort(extra)
+		return mismatch("checkpoint has hypers that %s has not: %v", o.Name(), extra)
+	}
+	if err := o.prog.Check(hypers); err != nil {
+		return mismatch("checkpoint's hypers: %v", err)
+	}
+	if h.DP != nil {
+		if err := (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}).check(); err != nil {
+			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
+		}
+	}
+	return nil
+}
+
+func (o *Optimizer) matchLayout(h *checkpointHeader) error {
+	have := o.layout()
+	if h.N == int64(o.n) && slices.Equal(h.Tensors, have) {
+		return nil
+	}
+	msg := fmt.Sprintf("tensor layout differs: checkpoint has %d tensors over %d coordinates, this optimizer %d over %d",
+		len(h.Tensors), h.N, len(have), o.n)
+	for i := range max(len(h.Tensors), len(have)) {
+		a, b := "none", "none"
+		if i < len(h.Tensors) {
+			a = h.Tensors[i].String()
+		}
+		if i < len(have) {
+			b = have[i].String()
+		}
+		if a != b {
+			return fmt.Errorf("%s; tensor %d is %s there, %s here", msg, i, a, b)
+		}
+	}
+	return errors.New(msg)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12] + "…"
+	}
+	return hash
+}
+
+// restoreBuffers puts the checkpoint's buffers (theta, states) in place:
+// as the host buffers where the backend has not started, else through the
+// backend, putting the old values back if a write fails.
+func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
+	switch {
+	case o.back == nil && o.bufs == nil:
+		nb := make([][]float32, 2+o.prog.NumStates())
+		nb[1] = make([]float32, o.n)
+		for k, b := range bufs {
+			nb[bufIndex(k)] = b
+		}
+		o.bufs = nb
+		for _, t := range o.tensors {
+			t.init = nil
+		}
+		return nil
+	case o.back == nil:
+		for k, b := range bufs {
+			copy(o.bufs[bufIndex(k)], b)
+		}
+		return nil
+	}
+	old := make([][]float32, len(bufs))
+	for k := range bufs {
+		v, err := o.back.read(bufIndex(k), 0, o.n)
+		if err != nil {
+			return err
+		}
+		old[k] = v
+	}
+	for k, b := range bufs {
+		if err := o.back.write(bufIndex(k), 0, b); err != nil {
+			for j := range k {
+				if rerr := o.back.write(bufIndex(j), 0, old[j]); rerr != nil {
+					return fmt.Errorf("%v; putting the old values back failed too (%v): the buffers are inconsistent", err, rerr)
+				}
+			}
+			return fmt.Errorf("%v (nothing changed)", err)
+		}
+	}
+	return nil
+}
