@@ -1,0 +1,678 @@
+package runtime_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+)
+
+// The CUDA backend's tests. Those that need a GPU skip without a driver or
+// a device, unless FIBERGEN_REQUIRE_CUDA=1 makes that a failure. They need
+// neither LLVM nor a Go toolchain on the GPU host (the reference they
+// compare with is the Go backend, from the manifest alone): build
+//
+//	CGO_ENABLED=0 go test -c -o runtime.test ./runtime
+//
+// copy the binary and the repository's generated/ there, and run it from
+// runtime/ (cd runtime && FIBERGEN_REQUIRE_CUDA=1 ../runtime.test -test.run CUDA -test.v).
+
+// cudaUsable returns nil when the driver loads and sees a device.
+func cudaUsable() error {
+	drv, err := cudadrv.Load()
+	if err != nil {
+		return err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("the driver sees no device")
+	}
+	return nil
+}
+
+// needCUDA skips the test without a usable device, or fails it when
+// FIBERGEN_REQUIRE_CUDA=1.
+func needCUDA(t *testing.T) {
+	t.Helper()
+	if err := cudaUsable(); err != nil {
+		if os.Getenv("FIBERGEN_REQUIRE_CUDA") == "1" {
+			t.Fatalf("CUDA required (FIBERGEN_REQUIRE_CUDA=1) but not usable: %v", err)
+		}
+		t.Skipf("no CUDA device: %v", err)
+	}
+}
+
+// cudaContext returns the primary context of device 0 (the optimizers'
+// device), released when the test ends: a trainer's own handle on it.
+func cudaContext(t *testing.T) *cudadrv.Context {
+	t.Helper()
+	needCUDA(t)
+	drv, err := cudadrv.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := drv.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("device %s", dev)
+	return ctx
+}
+
+// ptxDir lays out a directory as fibergen build does, with the checked-in
+// manifest and PTX only: the CUDA and Go backends need nothing else (and so
+// no LLVM, which a GPU host may lack).
+func ptxDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "generated", name, name)
+	copyFile(t, src+".json", filepath.Join(dir, name+".json"))
+	copyFile(t, src+".ptx", filepath.Join(dir, name+".ptx"))
+	return dir
+}
+
+// openFiberIn is openFiber on the optimizer in dir.
+func openFiberIn(t *testing.T, dir string, opts runtime.Options, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
+	t.Helper()
+	o, err := runtime.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	if err := o.SetDP(testDP); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetSeed(2026); err != nil {
+		t.Fatal(err)
+	}
+	var ts []*runtime.Tensor
+	off := 0
+	for i, s := range tensorSizes {
+		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tn)
+		off += s
+	}
+	return o, ts
+}
+
+// stateNames are the optimizer's states, in ABI order.
+func stateNames(o *runtime.Optimizer) []string {
+	var out []string
+	for _, b := range o.Manifest().Buffers[2:] {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+// flatState concatenates the tensors' parts of a state.
+func flatState(t *testing.T, ts []*runtime.Tensor, name string) []float32 {
+	t.Helper()
+	var out []float32
+	for _, tn := range ts {
+		s, err := tn.State(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s...)
+	}
+	return out
+}
+
+// firstDiff describes the first coordinate where got and want differ.
+func firstDiff(got, want []float32) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d values, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			return fmt.Sprintf("[%d] = %v (%#08x), want %v (%#08x)", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+	return "no difference"
+}
+
+// TestCUDAUnavailable runs where CUDA is not usable (this is what CI
+// checks): Open with Backend CUDA succeeds, and the first Step (or
+// StepDevice) returns an error naming the driver library, without a panic
+// and without changing anything; Close has nothing to release.
+func TestCUDAUnavailable(t *testing.T) {
+	if err := cudaUsable(); err == nil {
+		t.Skip("CUDA is usable here")
+	}
+	theta, grads := inputs(1)
+	o, ts := openFiberIn(t, ptxDir(t, "fiber"), runtime.Options{Backend: runtime.CUDA}, theta)
+	for i := range 2 {
+		err := stepAll(o, ts, grads[0])
+		if err == nil {
+			t.Fatal("a CUDA step succeeded without a usable driver")
+		}
+		if !strings.Contains(err.Error(), "libcuda") {
+			t.Errorf("error does not mention libcuda: %v", err)
+		}
+		if i == 0 {
+			t.Logf("Step: %v", err)
+		}
+	}
+	if err := o.Step(); err == nil || !strings.Contains(err.Error(), "libcuda") {
+		t.Errorf("Step: %v", err)
+	}
+	if o.Steps() != 0 || o.Backend() != "" {
+		t.Errorf("after failed steps: %d steps, backend %q", o.Steps(), o.Backend())
+	}
+	if err := o.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+
+	d, err := runtime.Open(ptxDir(t, "fiber"), runtime.Options{Backend: runtime.CUDA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetDP(testDP)
+	bufs := []cudadrv.DevicePtr{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000}
+	if err := d.StepDevice(bufs, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
+		t.Errorf("StepDevice: %v", err)
+	}
+	if err := d.InitDeviceStates(bufs, 16); err == nil || !strings.Contains(err.Error(), "libcuda") {
+		t.Errorf("InitDeviceStates: %v", err)
+	}
+	if d.Steps() != 0 {
+		t.Errorf("StepDevice without a driver counted a step")
+	}
+}
+
+// TestStepDeviceErrors covers the misuses StepDevice refuses before it
+// touches the driver (the pointers are never dereferenced).
+func TestStepDeviceErrors(t *testing.T) {
+	dir := ptxDir(t, "fiber")
+	open := func(opts runtime.Options) *runtime.Optimizer {
+		o, err := runtime.Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		if err := o.SetDP(testDP); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	cuda := runtime.Options{Backend: runtime.CUDA}
+	good := []cudadrv.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000}
+	with := func(i int, p cudadrv.DevicePtr) []cudadrv.DevicePtr {
+		b := slices.Clone(good)
+		b[i] = p
+		return b
+	}
+	registered := open(cuda)
+	registered.Register("w", []float32{1, 2, 3})
+	noDP, err := runtime.Open(dir, cuda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noDP.Close()
+	for _, c := range []struct {
+		name   string
+		o      *runtime.Optimizer
+		bufs   []cudadrv.DevicePtr
+		n      int
+		offset uint64
+		want   string
+	}{
+		{"cpu backend", open(runtime.Options{Backend: runtime.CPU}), good, 16, 0, "Backend CUDA"},
+		{"go backend", open(runtime.Options{Backend: runtime.Go}), good, 16, 0, "Backend CUDA"},
+		{"registered tensors", registered, good, 16, 0, "registered tensors"},
+		{"too few buffers", open(cuda), good[:5], 16, 0, "5 buffers given"},
+		{"too many buffers", open(cuda), append(slices.Clone(good), 0x70000), 16, 0, "7 buffers given"},
+		{"negative n", open(cuda), good, -1, 0, "-1 coordinates"},
+		{"null theta", open(cuda), with(0, 0), 16, 0, "null pointer"},
+		{"misaligned g", open(cuda), with(1, 0x20002), 16, 0, "not 4-byte aligned"},
+		{"overlap", open(cuda), with(3, 0x20000+4*15), 16, 0, "overlap"},
+		{"same buffer twice", open(cuda), with(5, 0x10000), 16, 0, "overlap"},
+		{"wraps around", open(cuda), with(2, cudadrv.DevicePtr(math.MaxUint64-7)), 16, 0, "cannot hold"},
+		{"offset too large", open(cuda), good, 16, math.MaxInt64 - 8, "passes 2^63-1"},
+		{"no DP", noDP, good, 16, 0, "SetDP"},
+	} {
+		err := c.o.StepDevice(c.bufs, c.n, c.offset)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
+		}
+		if c.o.Steps() != 0 {
+			t.Errorf("%s: the step counter moved", c.name)
+		}
+	}
+	// Adjacent buffers do not overlap: the arguments pass, and the error
+	// is the missing driver's. Where a driver works these pointers would
+	// reach a kernel, so that half runs only without one.
+	if cudaUsable() != nil {
+		adjacent := []cudadrv.DevicePtr{0x10000, 0x10040, 0x10080, 0x100c0, 0x10100, 0x10140}
+		if err := open(cuda).StepDevice(adjacent, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
+			t.Errorf("adjacent buffers: %v, want the missing driver's error", err)
+		}
+	}
+}
+
+// TestCUDAMatchesCPU steps fiber on the GPU and on the CPU (the Go
+// reference, which the CPU host kernel matches bit for bit) from the same
+// seed: parameters and states agree bit for bit after every step, with the
+// tensors starting at awkward offsets and with a global offset past 2^32.
+func TestCUDAMatchesCPU(t *testing.T) {
+	needCUDA(t)
+	const steps = 6
+	theta, grads := inputs(steps)
+	dir := ptxDir(t, "fiber")
+	for _, offset := range []uint64{0, 1<<33 + 3} {
+		t.Run(fmt.Sprintf("offset=%d", offset), func(t *testing.T) {
+			gpu, gts := openFiberIn(t, dir, runtime.Options{Backend: runtime.CUDA, Offset: offset}, theta)
+			cpu, cts := openFiberIn(t, dir, runtime.Options{Backend: runtime.Go, Offset: offset}, theta)
+			for s, g := range grads {
+				if err := stepAll(gpu, gts, g); err != nil {
+					t.Fatalf("step %d on the GPU: %v", s, err)
+				}
+				if err := stepAll(cpu, cts, g); err != nil {
+					t.Fatal(err)
+				}
+				got, want := flatParams(t, gts), flatParams(t, cts)
+				if !sameBits(got, want) {
+					t.Fatalf("step %d: GPU parameters differ: %s", s, firstDiff(got, want))
+				}
+			}
+			for _, name := range stateNames(gpu) {
+				got, want := flatState(t, gts, name), flatState(t, cts, name)
+				if !sameBits(got, want) {
+					t.Errorf("state %s differs: %s", name, firstDiff(got, want))
+				}
+			}
+			if gpu.Backend() != runtime.CUDA || gpu.Steps() != steps {
+				t.Errorf("backend %s after %d steps, want cuda after %d", gpu.Backend(), gpu.Steps(), steps)
+			}
+		})
+	}
+}
+
+// TestCUDANonFinite plants NaNs and infinities: the GPU guard reports the
+// first, the step changes nothing, and the trajectory afterwards is that of
+// an optimizer that never saw the bad gradient. Large finite values,
+// subnormals and signed zeros pass.
+func TestCUDANonFinite(t *testing.T) {
+	needCUDA(t)
+	theta, grads := inputs(2)
+	dir := ptxDir(t, "fiber")
+	o, ts := openFiberIn(t, dir, runtime.Options{Backend: runtime.CUDA}, theta)
+	clean, cts := openFiberIn(t, dir, runtime.Options{Backend: runtime.CUDA}, theta)
+	n := len(theta)
+	odd := slices.Clone(grads[0])
+	odd[0] = math.MaxFloat32
+	odd[1] = -math.MaxFloat32
+	odd[2] = math.SmallestNonzeroFloat32
+	odd[3] = float32(math.Copysign(0, -1))
+	nan := math.Float32frombits(0x7fc00001)
+	for _, c := range []struct {
+		bad    map[int]float32
+		tensor string
+		index  int
+	}{
+		{map[int]float32{ts[2].Offset + 17: float32(math.NaN()), ts[4].Offset + 3: float32(math.Inf(-1))}, "c", 17},
+		{map[int]float32{0: float32(math.Inf(1))}, "a", 0},
+		{map[int]float32{n - 1: float32(math.Inf(-1))}, "e", ts[4].Len - 1},
+		{map[int]float32{n - 1: nan, 5: math.Float32frombits(0xff800001)}, "a", 5},
+	} {
+		bad := slices.Clone(odd)
+		for i, v := range c.bad {
+			bad[i] = v
+		}
+		before := flatParams(t, ts)
+		err := stepAll(o, ts, bad)
+		var nf *runtime.NonFiniteError
+		if !errors.As(err, &nf) || nf.Tensor != c.tensor || nf.Index != c.index {
+			t.Fatalf("bad entries %v: got %v, want a NonFiniteError at %s[%d]", c.bad, err, c.tensor, c.index)
+		}
+		first := n
+		for i := range c.bad {
+			first = min(first, i)
+		}
+		if math.Float32bits(nf.Value) != math.Float32bits(c.bad[first]) {
+			t.Errorf("reported value %v (%#08x), want %v (%#08x)", nf.Value, math.Float32bits(nf.Value), c.bad[first], math.Float32bits(c.bad[first]))
+		}
+		if o.Steps() != 0 || !sameBits(flatParams(t, ts), before) {
+			t.Fatal("the skipped step changed the step counter or the parameters")
+		}
+	}
+	for _, name := range stateNames(o) {
+		if !sameBits(flatState(t, ts, name), flatState(t, cts, name)) {
+			t.Errorf("the skipped steps changed state %s", name)
+		}
+	}
+	for _, g := range grads {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(clean, cts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := flatParams(t, ts), flatParams(t, cts); !sameBits(got, want) {
+		t.Errorf("after skipped steps the trajectory differs: %s", firstDiff(got, want))
+	}
+	// The finite extremes pass the guard (the step may overflow: no matter).
+	if err := stepAll(o, ts, odd); err != nil {
+		t.Errorf("a gradient with finite extremes: %v", err)
+	}
+}
+
+// deviceArena is a trainer's own allocation, carved into the optimizer's
+// buffers: n floats each, the first skew floats into the arena, each next
+// one stride floats after the last.
+type deviceArena struct {
+	ctx  *cudadrv.Context
+	base cudadrv.DevicePtr
+	bufs []cudadrv.DevicePtr
+	n    int
+	size int // floats in the arena
+}
+
+func newDeviceArena(t *testing.T, ctx *cudadrv.Context, nbuf, n, skew int) *deviceArena {
+	t.Helper()
+	stride := (n + 63) &^ 63
+	if skew%4 != 0 {
+		stride += 1 // every buffer off the 16-byte grid, differently
+	}
+	size := skew + nbuf*stride + 64
+	base, err := ctx.Alloc(4 * size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Free(base); err != nil {
+			t.Error(err)
+		}
+	})
+	// Poison the whole arena: a kernel writing outside its buffer shows.
+	if err := ctx.MemsetD32(base, 0x7fbadbad, size); err != nil {
+		t.Fatal(err)
+	}
+	a := &deviceArena{ctx: ctx, base: base, n: n, size: size}
+	for i := range nbuf {
+		a.bufs = append(a.bufs, base.Add(4*(skew+i*stride)))
+	}
+	return a
+}
+
+func (a *deviceArena) put(t *testing.T, i int, v []float32) {
+	t.Helper()
+	if err := a.ctx.CopyHtoD(a.bufs[i], v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (a *deviceArena) get(t *testing.T, i int) []float32 {
+	t.Helper()
+	out := make([]float32, a.n)
+	if err := a.ctx.CopyDtoH(out, a.bufs[i]); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCUDAStepDevice steps fiber on device buffers the test allocates as a
+// trainer would (one arena, carved up), aligned for the vector path and
+// not, and compares with the Go reference over the same coordinates at the
+// same global offset. The guard skips a bad gradient without touching the
+// trainer's buffers, and the buffers outlive the optimizer.
+func TestCUDAStepDevice(t *testing.T) {
+	ctx := cudaContext(t)
+	dir := ptxDir(t, "fiber")
+	for _, c := range []struct {
+		n      int
+		offset uint64
+		skew   int
+	}{
+		// Large enough that the guard's and the step's grid-stride loops
+		// go round more than once on an H100 (32 blocks of 256 threads per
+		// SM at most).
+		{3<<20 + 3, 12, 0},
+		{10007, 1<<33 + 5, 1},
+		{5, 2, 3},
+	} {
+		t.Run(fmt.Sprintf("n=%d,offset=%d,skew=%d", c.n, c.offset, c.skew), func(t *testing.T) {
+			const steps = 3
+			r := rand.New(rand.NewPCG(uint64(c.n), c.offset))
+			theta := make([]float32, c.n)
+			for i := range theta {
+				theta[i] = float32(r.NormFloat64())
+			}
+			grad := func() []float32 {
+				g := make([]float32, c.n)
+				for i := range g {
+					g[i] = float32(0.1 * r.NormFloat64())
+				}
+				return g
+			}
+
+			ref, err := runtime.Open(dir, runtime.Options{Backend: runtime.Go, Offset: c.offset})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			ref.SetDP(testDP)
+			ref.SetSeed(77)
+			w, err := ref.Register("w", theta)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CUDA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			o.SetDP(testDP)
+			o.SetSeed(77)
+			names := stateNames(o)
+			a := newDeviceArena(t, ctx, 2+len(names), c.n, c.skew)
+			a.put(t, 0, theta)
+			if err := o.InitDeviceStates(a.bufs, c.n); err != nil {
+				t.Fatal(err)
+			}
+			if o.Backend() != runtime.CUDA {
+				t.Errorf("backend %q", o.Backend())
+			}
+			check := func(what string) {
+				t.Helper()
+				p, _ := w.Params()
+				if got := a.get(t, 0); !sameBits(got, p) {
+					t.Fatalf("%s: theta differs: %s", what, firstDiff(got, p))
+				}
+				for i, name := range names {
+					s, err := w.State(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := a.get(t, 2+i); !sameBits(got, s) {
+						t.Fatalf("%s: state %s differs: %s", what, name, firstDiff(got, s))
+					}
+				}
+			}
+			check("initial states")
+
+			for s := range steps {
+				g := grad()
+				a.put(t, 1, g)
+				if err := o.StepDevice(a.bufs, c.n, c.offset); err != nil {
+					t.Fatalf("step %d: %v", s, err)
+				}
+				if err := w.SetGrad(g); err != nil {
+					t.Fatal(err)
+				}
+				if err := ref.Step(); err != nil {
+					t.Fatal(err)
+				}
+				if got := a.get(t, 1); !sameBits(got, g) {
+					t.Fatalf("step %d changed the gradient buffer: %s", s, firstDiff(got, g))
+				}
+				check(fmt.Sprintf("step %d", s))
+			}
+
+			// A bad gradient: reported, nothing changes, including the
+			// arena around the buffers.
+			g := grad()
+			bad := []int{c.n - 1, c.n / 2, c.n/2 + 1}
+			for _, i := range bad {
+				g[i] = float32(math.NaN())
+			}
+			a.put(t, 1, g)
+			all := func() []float32 {
+				out := make([]float32, a.size)
+				if err := ctx.CopyDtoH(out, a.base); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			before := all()
+			err = o.StepDevice(a.bufs, c.n, c.offset)
+			var nf *runtime.NonFiniteError
+			if !errors.As(err, &nf) || nf.Index != c.n/2 || nf.Tensor != "g" || !math.IsNaN(float64(nf.Value)) {
+				t.Fatalf("got %v, want a NonFiniteError at g[%d]", err, c.n/2)
+			}
+			if o.Steps() != steps || !sameBits(all(), before) {
+				t.Fatal("the skipped step changed the step counter or the buffers")
+			}
+
+			// n == 0 counts a step and touches nothing.
+			if err := o.StepDevice(a.bufs, 0, c.offset); err != nil || o.Steps() != steps+1 {
+				t.Fatalf("StepDevice with n = 0: %v, %d steps", err, o.Steps())
+			}
+			if !sameBits(all(), before) {
+				t.Fatal("StepDevice with n = 0 changed the buffers")
+			}
+
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The trainer's memory is the trainer's: still there.
+			if got := a.get(t, 1); !sameBits(got, g) {
+				t.Fatalf("after Close: %s", firstDiff(got, g))
+			}
+		})
+	}
+}
+
+// TestCUDAClose closes a stepped optimizer: the host copies hold the
+// device's values (a new backend starts from them and goes on where the
+// old one stopped), and the device memory is given back.
+func TestCUDAClose(t *testing.T) {
+	ctx := cudaContext(t)
+	dir := ptxDir(t, "fiber")
+	theta, grads := inputs(3)
+	o, ts := openFiberIn(t, dir, runtime.Options{Backend: runtime.CUDA}, theta)
+	ref, rts := openFiberIn(t, dir, runtime.Options{Backend: runtime.Go}, theta)
+	for _, g := range grads[:2] {
+		if err := stepAll(o, ts, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(ref, rts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if o.Backend() != "" {
+		t.Errorf("backend %q after Close", o.Backend())
+	}
+	if got, want := flatParams(t, ts), flatParams(t, rts); !sameBits(got, want) {
+		t.Fatalf("parameters after Close: %s", firstDiff(got, want))
+	}
+	for _, name := range stateNames(o) {
+		if got, want := flatState(t, ts, name), flatState(t, rts, name); !sameBits(got, want) {
+			t.Fatalf("state %s after Close: %s", name, firstDiff(got, want))
+		}
+	}
+	if err := stepAll(o, ts, grads[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := stepAll(ref, rts, grads[2]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := flatParams(t, ts), flatParams(t, rts); !sameBits(got, want) || o.Steps() != 3 {
+		t.Fatalf("step after reopening (%d steps): %s", o.Steps(), firstDiff(got, want))
+	}
+
+	// Memory: an optimizer over 2^25 coordinates holds 6·128 MiB on the
+	// device; after Close the driver has it back. One round first, so that
+	// what the context keeps once a kernel has run (local memory, the JIT
+	// cache) is there before the measurements.
+	const n = 1 << 25
+	big := make([]float32, n)
+	g := make([]float32, n)
+	round := func() (during int64) {
+		o, err := runtime.Open(dir, runtime.Options{Backend: runtime.CUDA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		o.SetDP(testDP)
+		w, err := o.Register("w", big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(o, []*runtime.Tensor{w}, g); err != nil {
+			t.Fatal(err)
+		}
+		free, _, err := ctx.MemInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return free
+	}
+	round()
+	for i := range 3 {
+		before, _, err := ctx.MemInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		during := round()
+		after, _, err := ctx.MemInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: free %d MiB before, %d MiB while open, %d MiB after", i, before>>20, during>>20, after>>20)
+		if before-during < 6*4*n {
+			t.Errorf("round %d: only %d MiB in use while open, want at least %d MiB", i, (before-during)>>20, 6*4*n>>20)
+		}
+		if before-after > 64<<20 {
+			t.Errorf("round %d: %d MiB not given back by Close", i, (before-after)>>20)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+)
+
+// Trainer-owned device buffers: a trainer with its own GPU allocator (a
+// framework's caching allocator, an arena of its own) keeps the parameters,
+// the gradient and the optimizer's states in device memory it owns and has
+// the optimizer step them in place with StepDevice, with no copy through the
+// runtime's flat host buffers. StepDevice's documentation is the guide.
+
+// StepDevice runs one step of the optimizer's CUDA kernel on device buffers
+// the caller owns, in place: bufs holds theta, g, then the states, in the
+// order of Manifest().Buffers (2 + the number of states pointers); n is the
+// number of coordinates in each, and offset the global index of their first
+// coordinate, which places the DP noise: one optimizer per shard of a flat
+// parameter vector, each with the shard's offset and the same seed, draws
+// exactly the noise one optimizer over the whole vector would (Options.Offset
+// does not apply here). It uses the same host scalars, seed and step counter
+// as Step, and the same guard: if an entry of g[0:n] is NaN or ±Inf, the
+// step changes nothing (buffers, step counter, noise position) and returns a
+// *NonFiniteError whose Tensor is the gradient buffer's name and Index the
+// entry's index in g. The step counter advances only when the step
+// succeeds; n == 0 just advances it.
+//
+// The optimizer must be opened with Backend CUDA and have no registered
+// tensors. Its first StepDevice (or InitDeviceStates) starts the backend:
+// it loads the driver and retains the primary context of device
+// Options.Device. The contract on the buffers:
+//
+//   - They are device memory of that device usable from its primary
+//     context — memory from cuMemAlloc or cudaMalloc in the primary context
+//     (the CUDA runtime API's context, the one PyTorch and JAX use), or
+//     managed memory — each at least 4·n bytes, 4-byte aligned. StepDevice
+//     checks the alignment, that no pointer is 0, and that the n-float
+//     ranges do not overlap; it cannot check sizes: a buffer shorter than n
+//     floats makes the kernel fault, which leaves the device's primary
+//     context, the trainer's too, unusable until the process exits.
+//   - They must not overlap (the kernel reads g and some states through the
+//     non-coherent cache and writes theta and the states).
+//   - For the vector path (128-bit loads and stores, one Philox call per
+//     four coordinates on aligned groups) every buffer should be 16-byte
+//     aligned and offset a multiple of 4. Other alignments give the same
+//     bits, through scalar accesses, only slower.
+//   - The kernels run on the legacy default stream of the primary context,
+//     which waits for work on other blocking streams but not for work on
+//     non-blocking streams (cudaStreamNonBlocking, e.g. PyTorch's side
+//     streams): the trainer finishes the work that writes g (and any use of
+//     theta) on such a stream before it calls StepDevice. StepDevice waits
+//     for its kernels before it returns, so the buffers are ready for the
+//     trainer's next work on any stream.
+//   - The states start at their initial values: InitDeviceStates sets them.
+//
+// StepDevice is not safe for concurrent use with other methods of o.
+//
+// A trainer uses it so:
+//
+//	o, err := runtime.Open("generated/fiber", runtime.Options{Backend: runtime.CUDA, Device: 0})
+//	err = o.SetDP(runtime.DP{ClipNorm: 1, NoiseMultiplier: 1.1, BatchSize: 256})
+//	err = o.SetSeed(seed) // the same seed on every shard
+//	// bufs: theta, g, then one buffer per state, in the order of
+//	// o.Manifest().Buffers, n float32s each of the trainer's device memory.
+//	err = o.InitDeviceStates(bufs, n) // once, before the first step
+//	for each batch {
+//		// The trainer writes the clipped mean gradient into bufs[1] and
+//		// waits for that work, then:
+//		err = o.StepDevice(bufs, n, offset)
+//		var nf *runtime.NonFiniteError
+//		if errors.As(err, &nf) {
+//			// nothing changed: skip the batch
+//		}
+//	}
+//	err = o.Close() // the trainer's buffers stay the trainer's
+//
+// The buffers are the trainer's to checkpoint; the optimizer's Save and
+// Load (with no tensor registered) carry the rest: the step counter, the
+// seed, the hypers and the DP settings.
+//
+// A trainer in Go allocates in the same context through cudadrv:
+// cudadrv.Load, Driver.Device(Options.Device), Device.Context (a retain of
+// the primary context), Context.Alloc.
+func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) error {
+	if err := o.checkDevice("StepDevice", bufs, n); err != nil {
+		return err
+	}
+	if offset > math.MaxInt64-uint64(n) {
+		return fmt.Errorf("runtime: StepDevice: global offset %d with %d coordinates passes 2^63-1", offset, n)
+	}
+	if o.dp == nil {
+		return errors.New("runtime: set the DP settings (SetDP) before the first step")
+	}
+	if err := rng.CheckStep(o.t); err != nil {
+		return fmt.Errorf("runtime: %v", err)
+	}
+	k, err := o.deviceKernels()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		bad, err := k.firstNonFinite(bufs[1], n)
+		if err != nil {
+			return err
+		}
+		if bad >= 0 {
+			v, err := k.readFloat(bufs[1].Add(4 * bad))
+			if err != nil {
+				return fmt.Errorf("runtime: reading the non-finite gradient entry %d: %w", bad, err)
+			}
+			return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: v}
+		}
+		a := o.args()
+		a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
+		if err := k.launchStep(bufs, n, a); err != nil {
+			return err
+		}
+	}
+	o.t++
+	return nil
+}
+
+// InitDeviceStates sets the states in bufs (laid out as for StepDevice:
+// theta, g, states; theta and g are not touched) to their initial values
+// under the current hypers, for n coordinates, and waits for the device.
+// Call it before the first StepDevice, after any SetHyper the initial
+// values depend on; the same contract on the buffers applies.
+func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
+	if err := o.checkDevice("InitDeviceStates", bufs, n); err != nil {
+		return err
+	}
+	// Every coordinate of a state starts at the same value: the reference
+	// computes it on one coordinate.
+	states := make([][]float32, o.prog.NumStates())
+	for i := range states {
+		states[i] = make([]float32, 1)
+	}
+	if err := o.prog.Init(o.hypers, states); err != nil {
+		return err
+	}
+	k, err := o.deviceKernels()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	for i, s := range states {
+		if err := k.ctx.MemsetD32(bufs[2+i], math.Float32bits(s[0]), n); err != nil {
+			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[2+i].Name, err)
+		}
+	}
+	if err := k.ctx.Synchronize(); err != nil {
+		return fmt.Errorf("runtime: InitDeviceStates: %w", err)
+	}
+	return nil
+}
+
+// checkDevice checks what can be checked of StepDevice's and
+// InitDeviceStates' arguments without the driver.
+func (o *Optimizer) checkDevice(what string, bufs []cudadrv.DevicePtr, n int) error {
+	if o.opts.Backend != CUDA {
+		return fmt.Errorf("runtime: %s needs an optimizer opened with Backend CUDA, not %q", what, o.opts.Backend)
+	}
+	if len(o.tensors) > 0 {
+		return fmt.Errorf("runtime: %s: %s has registered tensors, which Step steps; StepDevice is for an optimizer without them", what, o.Name())
+	}
+	if want := 2 + o.prog.NumStates(); len(bufs) != want {
+		var names []string
+		for _, b := range o.m.Buffers {
+			names = append(names, b.Name)
+		}
+		return fmt.Errorf("runtime: %s: %d buffers given, %s takes %d: %v", what, len(bufs), o.Name(), want, names)
+	}
+	if n < 0 {
+		return fmt.Errorf("runtime: %s: %d coordinates", what, n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > math.MaxInt64/4 {
+		return fmt.Errorf("runtime: %s: %d coordinates", what, n)
+	}
+	size := 4 * uint64(n)
+	for i, p := range bufs {
+		name := o.bufName(i)
+		switch {
+		case p == 0:
+			return fmt.Errorf("runtime: %s: buffer %s is a null pointer", what, name)
+		case p%4 != 0:
+			return fmt.Errorf("runtime: %s: buffer %s at %#x is not 4-byte aligned", what, name, uint64(p))
+		case uint64(p) > math.MaxUint64-size:
+			return fmt.Errorf("runtime: %s: buffer %s at %#x cannot hold %d floats", what, name, uint64(p), n)
+		}
+		for j, q := range bufs[:i] {
+			if uint64(p) < uint64(q)+size && uint64(q) < uint64(p)+size {
+				return fmt.Errorf("runtime: %s: buffers %s (%#x) and %s (%#x) of %d floats overlap",
+					what, o.bufName(j), uint64(q), name, uint64(p), n)
+			}
+		}
+	}
+	return nil
+}
+
+func (o *Optimizer) bufName(i int) string {
+	if i < len(o.m.Buffers) {
+		return o.m.Buffers[i].Name
+	}
+	return fmt.Sprint(i)
+}
+
+// deviceKernels starts the CUDA backend (with empty flat buffers: no tensor
+// is registered) and returns its kernels.
+func (o *Optimizer) deviceKernels() (*cudaKernels, error) {
+	if err := o.ready(); err != nil {
+		return nil, err
+	}
+	b, ok := o.back.(*cudaBackend)
+	if !ok || b.k == nil {
+		return nil, fmt.Errorf("runtime: the backend of %s is %s, not CUDA", o.Name(), o.back.kind())
+	}
+	return b.k, nil
+}
