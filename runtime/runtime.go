@@ -1,7 +1,19 @@
-// Package runtime drives generated optimizers over training data: an Engine
-// is one implementation of an optimizer's step (the IR interpreter today;
-// the generated host and GPU kernels as they arrive), and Run applies it to
-// a stream of gradients. The .npy reader and writer live in runtime/npy.
+// Package runtime links fibergen's generated kernels into trainers.
+//
+// Optimizer is what a trainer uses: Open reads generated/<name>/ (the
+// manifest <name>.json and the kernel: <name>.so for the CPU, <name>.ptx for
+// CUDA) — never the .dsl, never LLVM — Register adds the model's parameter
+// tensors to one flat buffer per role (parameters, gradient, each state), so
+// a step is one kernel launch however many tensors there are; SetHyper,
+// SetDP (σ_w = σ_DP·C/B) and SetSeed configure it; every iteration the
+// trainer sets each tensor's clipped mean gradient and calls Step, which
+// draws the DP noise inside the kernel. A gradient with a NaN or ±Inf makes
+// Step change nothing and return a *NonFiniteError. Save and Load write and
+// read checkpoints; Options.Offset and StepDevice serve sharded trainers and
+// trainers that own their device buffers. docs/runtime.md is the guide.
+//
+// Engine and Run are the lower-level driver `fibergen run` uses over a
+// stream of gradients in .npy files (runtime/npy).
 package runtime
 
 import "fmt"
