@@ -113,7 +113,7 @@ func (b *cpuBackend) firstNonFinite() (int, error) {
 	var mu sync.Mutex
 	b.parallel(func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
-			if x := float64(g[i]); math.IsNaN(x) || math.IsInf(x, 0) {
+			if math.Float32bits(g[i])&0x7f800000 == 0x7f800000 { // NaN or ±Inf
 				mu.Lock()
 				first = append(first, i)
 				mu.Unlock()

@@ -64,14 +64,18 @@ func TestBuildMatchesCheckedIn(t *testing.T) {
 	}
 }
 
-// checkGenerated checks that out holds exactly <name>/<name>.{go,ll,ptx}
-// for each name (no temporary files) and that each is the checked-in file.
+// checkGenerated checks that out holds exactly <name>/<name>.{go,ll,ptx,json,so}
+// for each name (no temporary files), that each checked-in kind is the
+// checked-in file, and that the shared object is an ELF file.
 func checkGenerated(t *testing.T, out string, names []string) {
 	t.Helper()
 	var want []string
 	for _, name := range names {
-		want = append(want, name)
-		for _, ext := range []string{".go", ".ll", ".ptx"} {
+		want = append(want, name, filepath.Join(name, name+".so"))
+		if so, err := os.ReadFile(filepath.Join(out, name, name+".so")); err != nil || !bytes.HasPrefix(so, []byte("\x7fELF")) {
+			t.Errorf("%s.so is not an ELF shared object (%v)", name, err)
+		}
+		for _, ext := range []string{".go", ".ll", ".ptx", ".json"} {
 			file := filepath.Join(name, name+ext)
 			want = append(want, file)
 			got, err := os.ReadFile(filepath.Join(out, file))

@@ -1,0 +1,472 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+)
+
+// The limits of bench's flags.
+const (
+	benchDefaultN = 1 << 24
+	benchMaxN     = 1 << 31
+	benchMaxSteps = 1000000
+	benchMaxThr   = 4096
+	// benchMaxCopy caps each buffer of the device-to-device copy baseline:
+	// far past any L2 cache, and it keeps the baseline from doubling the
+	// device memory a large n needs.
+	benchMaxCopy = 1 << 30
+)
+
+// benchDP is the privacy setting of the benchmarked steps; the noise is
+// drawn in every step, as in training.
+var benchDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1, BatchSize: 256}
+
+// benchOptions are the flags of fibergen bench.
+type benchOptions struct {
+	n, steps, threads countFlag
+	backend           string
+	asJSON            bool
+	threadsSet        bool
+}
+
+// countFlag is an integer flag in [lo, hi] that takes a binary suffix K, M
+// or G (16M is 16·2^20) and says what it wants when the value is not one.
+type countFlag struct{ v, lo, hi int64 }
+
+func (c *countFlag) String() string { return strconv.FormatInt(c.v, 10) }
+
+func (c *countFlag) Set(s string) error {
+	digits, shift := s, 0
+	if i := len(s) - 1; i > 0 {
+		switch s[i] {
+		case 'k', 'K':
+			digits, shift = s[:i], 10
+		case 'm', 'M':
+			digits, shift = s[:i], 20
+		case 'g', 'G':
+			digits, shift = s[:i], 30
+		}
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || v < c.lo || v > c.hi>>shift {
+		return fmt.Errorf("want an integer from %d to %s", c.lo, formatCount(c.hi))
+	}
+	c.v = v << shift
+	return nil
+}
+
+// formatCount writes a power of two past 2^20 as 2^k, other counts in
+// decimal.
+func formatCount(x int64) string {
+	if x >= 1<<20 && x&(x-1) == 0 {
+		return fmt.Sprintf("2^%d", bits.Len64(uint64(x))-1)
+	}
+	return strconv.FormatInt(x, 10)
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) int {
+	o := benchOptions{
+		n:       countFlag{benchDefaultN, 1, benchMaxN},
+		steps:   countFlag{20, 1, benchMaxSteps},
+		threads: countFlag{int64(goruntime.GOMAXPROCS(0)), 1, benchMaxThr},
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Var(&o.n, "n", "coordinates of the benchmarked tensor (K, M, G: times 2^10, 2^20, 2^30)")
+	fs.Var(&o.steps, "steps", "timed steps")
+	fs.Var(&o.threads, "threads", "cpu and go: goroutines per step and per copy (default GOMAXPROCS)")
+	fs.StringVar(&o.backend, "backend", "cpu", "cpu (the host kernel, built with LLVM), go (the reference) or cuda (the PTX kernel)")
+	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	files, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return 2
+	}
+	fs.Visit(func(f *flag.Flag) { o.threadsSet = o.threadsSet || f.Name == "threads" })
+	switch {
+	case len(files) != 1:
+		return usageError(stderr, "bench", "want exactly one .dsl file, got %d", len(files))
+	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
+		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
+	case o.backend == "cuda" && o.threadsSet:
+		return usageError(stderr, "bench", "--threads applies to the cpu and go backends, not cuda")
+	}
+	u := compileFile(files[0], stderr)
+	if u == nil {
+		return 1
+	}
+	r, err := o.run(u)
+	if err != nil {
+		return fail(stderr, "bench", err)
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return fail(stderr, "bench", err)
+		}
+		return 0
+	}
+	r.print(stdout)
+	return 0
+}
+
+// benchResult is what bench measured; its JSON form is the --json output.
+// Bytes are counted as the step must move them: every buffer read once,
+// every read-write buffer written once; GB are 10^9 bytes.
+type benchResult struct {
+	Optimizer      string  `json:"optimizer"`
+	N              int     `json:"n"`
+	Backend        string  `json:"backend"`
+	Threads        int     `json:"threads"` // cpu and go; 0 for cuda
+	Device         string  `json:"device,omitempty"`
+	Steps          int     `json:"steps"`
+	BuffersRead    int     `json:"buffers_read"`
+	BuffersWritten int     `json:"buffers_written"`
+	BytesPerCoord  int     `json:"bytes_per_coordinate"`
+	BytesPerStep   int64   `json:"bytes_per_step"`
+	MsPerStep      float64 `json:"ms_per_step"`
+	GBps           float64 `json:"gbps"`
+	CopyBytes      int64   `json:"copy_bytes"` // read + written by one copy
+	CopyMs         float64 `json:"copy_ms"`
+	CopyGBps       float64 `json:"copy_gbps"`
+	Ratio          float64 `json:"ratio"` // gbps / copy_gbps
+	// Statistic says how the times were taken: "median" (cpu, go: of
+	// steps step/copy pairs, interleaved) or "mean" (cuda: steps steps back
+	// to back, then steps device copies).
+	Statistic string `json:"statistic"`
+
+	copyThreads int // goroutines of the host copy: Threads, or fewer parts at a small n
+}
+
+// run builds u's kernels for the backend into a temporary directory laid
+// out as generated/<name>/, opens it with the runtime and measures.
+func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
+	tmp, err := os.MkdirTemp("", "fibergen-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, u.Func.Name)
+	if err := writeBenchKernels(dir, u, o.backend); err != nil {
+		return nil, err
+	}
+	opts := runtime.Options{Backend: runtime.Backend(o.backend)}
+	if o.backend != "cuda" {
+		opts.Threads = int(o.threads.v)
+	}
+	opt, err := runtime.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer opt.Close()
+	r, err := newBenchResult(opt.Manifest(), int(o.n.v), int(o.steps.v))
+	if err != nil {
+		return nil, err
+	}
+	r.Backend = o.backend
+	if o.backend != "cuda" {
+		r.Threads = opts.Threads
+	}
+	last, err := setUpBench(opt, r.N)
+	if err != nil {
+		return nil, err
+	}
+	if o.backend == "cuda" {
+		err = r.timeCUDA(opt, last)
+	} else {
+		err = r.timeHost(opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !(r.MsPerStep > 0 && r.CopyMs > 0) {
+		return nil, fmt.Errorf("a step timed at %g ms and a copy at %g ms: the clock is too coarse for n = %d", r.MsPerStep, r.CopyMs, r.N)
+	}
+	r.Backend = string(opt.Backend())
+	r.GBps = float64(r.BytesPerStep) / (r.MsPerStep * 1e-3) / 1e9
+	r.CopyGBps = float64(r.CopyBytes) / (r.CopyMs * 1e-3) / 1e9
+	r.Ratio = r.GBps / r.CopyGBps
+	return r, nil
+}
+
+// writeBenchKernels writes into dir what the runtime's backend reads: the
+// manifest, and the host kernel's shared object (cpu) or the PTX (cuda).
+func writeBenchKernels(dir string, u *pipeline.Unit, backend string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := u.Func.Name
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), u.Manifest, 0o644); err != nil {
+		return err
+	}
+	if backend == "go" {
+		return nil
+	}
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		return err
+	}
+	if backend == "cpu" {
+		return tc.SharedObject(u.Kernels.LL, u.Kernels.HostFunc(), filepath.Join(dir, name+".so"))
+	}
+	ptx, err := tc.PTX(u.Kernels.LL, u.Kernels.StepKernel())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name+".ptx"), ptx, 0o644)
+}
+
+// newBenchResult counts the bytes a step over n coordinates must move from
+// the manifest's buffers.
+func newBenchResult(m *manifest.Manifest, n, steps int) (*benchResult, error) {
+	r := &benchResult{Optimizer: m.Optimizer, N: n, Steps: steps}
+	for _, b := range m.Buffers {
+		switch b.Access {
+		case "read":
+			r.BuffersRead++
+		case "read-write":
+			r.BuffersRead++
+			r.BuffersWritten++
+		default:
+			return nil, fmt.Errorf("manifest of %s: buffer %s has access %q (want read or read-write)", m.Optimizer, b.Name, b.Access)
+		}
+		if b.DType != "float32" {
+			return nil, fmt.Errorf("manifest of %s: buffer %s has dtype %q (want float32)", m.Optimizer, b.Name, b.DType)
+		}
+	}
+	r.BytesPerCoord = 4 * (r.BuffersRead + r.BuffersWritten)
+	r.BytesPerStep = int64(r.BytesPerCoord) * int64(n)
+	return r, nil
+}
+
+// setUpBench registers n random parameters, sets the DP settings, the seed
+// and random gradients, and takes one untimed step, which also touches
+// every buffer. The parameters are two tensors, the last coordinate on its
+// own: reading it back waits for the steps on a device at the cost of one
+// value.
+func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error) {
+	if err := opt.SetDP(benchDP); err != nil {
+		return nil, err
+	}
+	if err := opt.SetSeed(1); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(r.NormFloat64())
+	}
+	var ts []*runtime.Tensor
+	if n > 1 {
+		t, err := opt.Register("w", vals[:n-1])
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	if last, err = opt.Register("last", vals[n-1:]); err != nil {
+		return nil, err
+	}
+	ts = append(ts, last)
+	for i := range vals {
+		vals[i] = float32(0.01 * r.NormFloat64())
+	}
+	for _, t := range ts {
+		if err := t.SetGrad(vals[t.Offset : t.Offset+t.Len]); err != nil {
+			return nil, err
+		}
+	}
+	vals = nil
+	goruntime.GC()
+	if err := opt.Step(); err != nil {
+		return nil, err
+	}
+	return last, nil
+}
+
+// timeHost times steps steps and as many parallel copies of the step's
+// bytes, one after the other, over the same number of goroutines, and keeps
+// the medians.
+func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
+	c := newParallelCopy(r.BytesPerStep, r.Threads)
+	c.run() // warm up: touches dst
+	stepMs := make([]float64, r.Steps)
+	copyMs := make([]float64, r.Steps)
+	for i := range r.Steps {
+		start := time.Now()
+		if err := opt.Step(); err != nil {
+			return err
+		}
+		stepMs[i] = msSince(start)
+		start = time.Now()
+		c.run()
+		copyMs[i] = msSince(start)
+	}
+	r.MsPerStep, r.CopyMs = median(stepMs), median(copyMs)
+	r.CopyBytes, r.copyThreads = c.moved(), len(c.parts)
+	r.Statistic = "median"
+	return nil
+}
+
+// timeCUDA times steps steps back to back, waiting for the last by reading
+// back the one-coordinate tensor last, then steps device-to-device copies
+// of the step's bytes (each buffer capped at benchMaxCopy).
+func (r *benchResult) timeCUDA(opt *runtime.Optimizer, last *runtime.Tensor) error {
+	if _, err := last.Params(); err != nil {
+		return err
+	}
+	start := time.Now()
+	for range r.Steps {
+		if err := opt.Step(); err != nil {
+			return err
+		}
+	}
+	if _, err := last.Params(); err != nil {
+		return err
+	}
+	r.MsPerStep = msSince(start) / float64(r.Steps)
+	d, err := cudadrv.Load()
+	if err != nil {
+		return err
+	}
+	dev, err := d.Device(0)
+	if err != nil {
+		return err
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	half := min((r.BytesPerStep/2+255)&^255, benchMaxCopy)
+	gbps, err := ctx.CopyBandwidth(int(half), r.Steps)
+	if err != nil {
+		return err
+	}
+	r.Device = dev.Name
+	r.CopyBytes = 2 * half
+	r.CopyMs = float64(r.CopyBytes) / (gbps * 1e9) * 1e3
+	r.Statistic = "mean"
+	return nil
+}
+
+// parallelCopy copies src to dst in threads contiguous parts at once.
+type parallelCopy struct {
+	src, dst []byte
+	parts    [][2]int
+}
+
+// newParallelCopy prepares a copy that moves bytes (half read, half
+// written) over threads goroutines; it fills src, so that no page of it is
+// the shared zero page.
+func newParallelCopy(bytes int64, threads int) *parallelCopy {
+	half := int((bytes/2 + 63) &^ 63)
+	c := &parallelCopy{src: make([]byte, half), dst: make([]byte, half)}
+	per := (half/threads + 63) &^ 63
+	for lo := 0; lo < half; lo += per {
+		c.parts = append(c.parts, [2]int{lo, min(lo+per, half)})
+	}
+	c.each(func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			c.src[i] = byte(i*7 + 1)
+		}
+	})
+	return c
+}
+
+func (c *parallelCopy) run() {
+	c.each(func(lo, hi int) { copy(c.dst[lo:hi], c.src[lo:hi]) })
+}
+
+// moved is the bytes one copy reads and writes.
+func (c *parallelCopy) moved() int64 { return 2 * int64(len(c.src)) }
+
+func (c *parallelCopy) each(f func(lo, hi int)) {
+	var wg sync.WaitGroup
+	for _, p := range c.parts {
+		wg.Go(func() { f(p[0], p[1]) })
+	}
+	wg.Wait()
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// print writes the human form of r.
+func (r *benchResult) print(w io.Writer) {
+	head := fmt.Sprintf("%s  n=%d  backend=%s", r.Optimizer, r.N, r.Backend)
+	if r.Backend == "cuda" {
+		head += fmt.Sprintf("  device=%q", r.Device)
+	} else {
+		head += fmt.Sprintf("  threads=%d", r.Threads)
+	}
+	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
+	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %.1f GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), r.GBps)
+	if r.Backend == "cuda" {
+		fmt.Fprintf(w, "  copy   %.1f GB/s  (device-to-device copy of %s)\n", r.CopyGBps, formatBytes(r.CopyBytes))
+	} else {
+		fmt.Fprintf(w, "  copy   %.1f GB/s  (parallel copy of %s, %d %s)\n", r.CopyGBps, formatBytes(r.CopyBytes), r.copyThreads, plural(r.copyThreads, "thread"))
+	}
+	fmt.Fprintf(w, "  ratio  %.2f of copy bandwidth\n", r.Ratio)
+	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written)", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
+	if r.Statistic == "median" {
+		fmt.Fprintf(w, "; medians of %d step/copy pairs, interleaved\n", r.Steps)
+	} else {
+		fmt.Fprintf(w, "; means of %d steps, then of %d copies\n", r.Steps, r.Steps)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// sig3 writes x with three significant digits and no exponent.
+func sig3(x float64) string {
+	if x <= 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	prec := max(0, 2-int(math.Floor(math.Log10(x))))
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
+// formatBytes writes a byte count in kB, MB or GB (powers of 10).
+func formatBytes(b int64) string {
+	x := float64(b)
+	for _, u := range []struct {
+		unit  string
+		scale float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+		if x >= u.scale {
+			return sig3(x/u.scale) + " " + u.unit
+		}
+	}
+	return strconv.FormatInt(b, 10) + " bytes"
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runBench calls cmdBench with args and captures its output.
+func runBench(args ...string) result {
+	var out, errb bytes.Buffer
+	code := cmdBench(args, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// benchLines matches the human output of bench on the cpu or go backend.
+var benchLines = regexp.MustCompile(`^(\w+)  n=(\d+)  backend=(cpu|go)  threads=(\d+)  steps=(\d+)
+  step   ([0-9.]+) ms  \((\d+) bytes/coordinate, ([0-9.]+ (?:bytes|kB|MB|GB))\)  ([0-9.]+) GB/s
+  copy   ([0-9.]+) GB/s  \(parallel copy of ([0-9.]+ (?:bytes|kB|MB|GB)), (\d+) threads?\)
+  ratio  ([0-9.]+) of copy bandwidth
+  bytes/coordinate = 4 × \((\d+) buffers? read \+ (\d+) written\); medians of (\d+) step/copy pairs, interleaved
+$`)
+
+// TestBenchHuman benchmarks two shipped optimizers on both host backends
+// at a small n and checks every line of the output.
+func TestBenchHuman(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		read, written int
+	}{{"dp_sgd", 2, 1}, {"fiber", 6, 5}} {
+		for _, backend := range []string{"cpu", "go"} {
+			r := runBench(optPath(c.name), "--n", "4096", "--steps", "2", "--backend", backend, "--threads", "2")
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("%s/%s: exit %d, stderr %q", c.name, backend, r.code, r.stderr)
+			}
+			m := benchLines.FindStringSubmatch(r.stdout)
+			if m == nil {
+				t.Fatalf("%s/%s: output does not match:\n%s", c.name, backend, r.stdout)
+			}
+			perCoord := 4 * (c.read + c.written)
+			want := map[int]string{1: c.name, 2: "4096", 3: backend, 4: "2", 5: "2", 7: strconv.Itoa(perCoord),
+				8: formatBytes(int64(perCoord * 4096)), 12: "2", 14: strconv.Itoa(c.read), 15: strconv.Itoa(c.written), 16: "2"}
+			for i, w := range want {
+				if m[i] != w {
+					t.Errorf("%s/%s: field %d is %q, want %q in\n%s", c.name, backend, i, m[i], w, r.stdout)
+				}
+			}
+			ms, gbps, copyGBps, ratio := atof(t, m[6]), atof(t, m[9]), atof(t, m[10]), atof(t, m[13])
+			if !(ms > 0 && gbps > 0 && copyGBps > 0 && ratio > 0) {
+				t.Errorf("%s/%s: a measurement is not positive:\n%s", c.name, backend, r.stdout)
+			}
+			if math.Abs(ratio-gbps/copyGBps) > 0.01+0.06*ratio {
+				t.Errorf("%s/%s: ratio %v, but %v / %v GB/s:\n%s", c.name, backend, ratio, gbps, copyGBps, r.stdout)
+			}
+		}
+	}
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// TestBenchJSON checks the keys and values of --json, flags given before
+// and after the file.
+func TestBenchJSON(t *testing.T) {
+	r := runBench("--json", "--backend", "go", optPath("fiber"), "--n", "4K", "--steps", "3", "--threads", "1")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	for k, want := range map[string]any{
+		"optimizer": "fiber", "n": 4096.0, "backend": "go", "threads": 1.0, "steps": 3.0,
+		"buffers_read": 6.0, "buffers_written": 5.0, "bytes_per_coordinate": 44.0,
+		"bytes_per_step": 44.0 * 4096, "statistic": "median",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+	num := map[string]float64{}
+	for _, k := range []string{"ms_per_step", "gbps", "copy_bytes", "copy_ms", "copy_gbps", "ratio"} {
+		x, ok := got[k].(float64)
+		if !ok || !(x > 0) || math.IsInf(x, 0) {
+			t.Errorf("%s = %v, want a positive number", k, got[k])
+		}
+		num[k] = x
+	}
+	if r := num["gbps"] / num["copy_gbps"]; math.Abs(r-num["ratio"]) > 1e-9*r {
+		t.Errorf("ratio %v, gbps / copy_gbps %v", num["ratio"], r)
+	}
+	if g := 44 * 4096 / (num["ms_per_step"] * 1e-3) / 1e9; math.Abs(g-num["gbps"]) > 1e-9*g {
+		t.Errorf("gbps %v, bytes_per_step / ms_per_step %v", num["gbps"], g)
+	}
+	if c := num["copy_bytes"]; c < 44*4096 || c > 44*4096+128 {
+		t.Errorf("copy_bytes %v, want the step's %d (rounded up to 128)", c, 44*4096)
+	}
+	if _, ok := got["device"]; ok {
+		t.Error("device is set for the go backend")
+	}
+}
+
+// TestBenchUsage checks the usage errors: exit 2, one line, no output.
+func TestBenchUsage(t *testing.T) {
+	fiber := optPath("fiber")
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "want exactly one .dsl file, got 0"},
+		{[]string{fiber, fiber}, "want exactly one .dsl file, got 2"},
+		{[]string{fiber, "--n", "0"}, `invalid value "0" for flag -n: want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", "-5"}, `invalid value "-5" for flag -n: want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", "3G"}, `invalid value "3G" for flag -n: want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", fmt.Sprint(1<<31 + 1)}, "for flag -n: want an integer from 1 to 2^31"},
+		{[]string{fiber, "--n", "lots"}, `invalid value "lots" for flag -n`},
+		{[]string{fiber, "--n", "M"}, `invalid value "M" for flag -n`},
+		{[]string{fiber, "--steps", "0"}, `invalid value "0" for flag -steps: want an integer from 1 to 1000000`},
+		{[]string{fiber, "--steps", "2.5"}, `invalid value "2.5" for flag -steps`},
+		{[]string{fiber, "--threads", "0"}, `invalid value "0" for flag -threads: want an integer from 1 to 4096`},
+		{[]string{fiber, "--backend", "tpu"}, `--backend "tpu": want cpu, go or cuda`},
+		{[]string{fiber, "--backend", "cuda", "--threads", "2"}, "--threads applies to the cpu and go backends, not cuda"},
+		{[]string{fiber, "--nope"}, "flag provided but not defined: -nope"},
+	} {
+		r := runBench(c.args...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("bench %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, r.code, r.stdout, r.stderr, c.msg)
+		}
+		checkOneLine(t, r.stderr)
+	}
+}
+
+// TestBenchBadInput checks the input errors: exit 1, no output, a DSL error
+// as file:line:col with its source line and caret, every other error one
+// line.
+func TestBenchBadInput(t *testing.T) {
+	r := runBench("testdata/broken.dsl", "--n", "16", "--steps", "1")
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, "testdata/broken.dsl:") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkDiagnostics(t, r.stderr)
+
+	r = runBench("testdata/no-such.dsl", "--n", "16")
+	if r.code != 1 || r.stdout != "" {
+		t.Errorf("missing file: exit %d, stdout %q", r.code, r.stdout)
+	}
+	checkOneLine(t, r.stderr)
+}
+
+// TestBenchCUDAUnavailable checks that bench on cuda, where the backend or
+// the device is missing, fails with the runtime's error on one line.
+func TestBenchCUDAUnavailable(t *testing.T) {
+	r := runBench(optPath("dp_sgd"), "--backend", "cuda", "--n", "1024", "--steps", "1")
+	if r.code == 0 {
+		t.Skip("a CUDA device ran the benchmark")
+	}
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, "fibergen bench: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkOneLine(t, r.stderr)
+}
+
+func TestBenchFormat(t *testing.T) {
+	for x, want := range map[float64]string{12.34: "12.3", 0.05234: "0.0523", 738.19: "738", 1234.5: "1234", 1: "1.00"} {
+		if got := sig3(x); got != want {
+			t.Errorf("sig3(%v) = %q, want %q", x, got, want)
+		}
+	}
+	for b, want := range map[int64]string{12: "12 bytes", 180224: "180 kB", 738197504: "738 MB", 2952790016: "2.95 GB"} {
+		if got := formatBytes(b); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", b, got, want)
+		}
+	}
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median of 3, 1, 2 = %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median of 4, 1, 3, 2 = %v", got)
+	}
+}
