@@ -31,10 +31,11 @@ func (o *Optimizer) newBackend() (backend, error) {
 	switch o.opts.Backend {
 	case CUDA:
 		return newCUDABackend(o)
-	case Go:
-		return &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog}, nil
 	}
-	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog}
+	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.pkgStep}
+	if o.opts.Backend == Go {
+		return b, nil
+	}
 	so := filepath.Join(o.dir, o.m.Kernels.SharedObject)
 	if o.dir == "" || o.m.Kernels.SharedObject == "" {
 		return b, nil
@@ -58,12 +59,14 @@ func (opts Options) threads() int {
 }
 
 // cpuBackend steps the host buffers on every core: through the host kernel
-// when it is loaded, else through the interpreter. The noise is indexed by
+// when it is loaded, else through the generated package's Go code or the
+// interpreter. The noise is indexed by
 // global element, so the split does not change a bit.
 type cpuBackend struct {
 	bufs    [][]float32
 	threads int
 	kernel  *hostkernel.Kernel // nil: the reference
+	goStep  StepFunc           // the reference from a compiled-in package; nil: the interpreter
 	prog    *interp.Program
 }
 
@@ -142,6 +145,10 @@ func (b *cpuBackend) step(a stepArgs) error {
 			rg := a.rg
 			rg.Lo, rg.Hi = int64(lo), int64(hi)
 			return b.kernel.Run(b.bufs, a.scalars, rg)
+		}
+		if b.goStep != nil {
+			b.goStep(b.bufs, a.scalars, lo, hi, uint64(a.rg.Offset), a.rg.Seed, a.rg.Step, a.rg.Noise != 0)
+			return nil
 		}
 		return b.stepReference(a, lo, hi)
 	})

@@ -3,6 +3,7 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -83,6 +84,7 @@ type Optimizer struct {
 	bufs     [][]float32 // theta, g, states (ABI order); host copies
 	back     backend
 	scalarsV []*ir.Value // the step's host scalars
+	pkgStep  StepFunc    // OpenPackage: the generated package's step
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -96,6 +98,40 @@ func Open(dir string, opts Options) (*Optimizer, error) {
 		return nil, err
 	}
 	return open(m, data, dir, opts)
+}
+
+// StepFunc is a generated package's StepKernel: the step over the
+// coordinates [lo, hi) of bufs with the kernels' scalar arguments.
+type StepFunc func(bufs [][]float32, scalars []float32, lo, hi int, offset, seed uint64, step uint32, noise bool)
+
+// Package is a generated Go package compiled into the trainer, e.g.
+// runtime.Package{Manifest: fiber.Manifest(), Step: fiber.StepKernel}.
+type Package struct {
+	Manifest []byte
+	Step     StepFunc
+}
+
+// OpenPackage opens a generated package compiled into the program: its steps
+// run the package's Go code on every core (Backend CPU or Go), with no kernel
+// file and no LLVM. For the host kernel or CUDA, use Open on the package's
+// directory.
+func OpenPackage(p Package, opts Options) (*Optimizer, error) {
+	if opts.Backend == CUDA {
+		return nil, errors.New("runtime: OpenPackage runs the Go code; open the package's directory with Open for CUDA")
+	}
+	if p.Step == nil {
+		return nil, errors.New("runtime: OpenPackage needs the package's StepKernel")
+	}
+	var m manifest.Manifest
+	if err := json.Unmarshal(p.Manifest, &m); err != nil || m.Format != manifest.Format {
+		return nil, fmt.Errorf("runtime: OpenPackage: not a %s manifest (%v)", manifest.Format, err)
+	}
+	o, err := open(&m, p.Manifest, "", opts)
+	if err != nil {
+		return nil, err
+	}
+	o.pkgStep = p.Step
+	return o, nil
 }
 
 func open(m *manifest.Manifest, data []byte, dir string, opts Options) (*Optimizer, error) {

@@ -324,3 +324,36 @@ func TestObservation(t *testing.T) {
 		t.Errorf("dp_sgd observes %+v", obs)
 	}
 }
+
+// TestOpenPackage runs the generated package compiled into the test through
+// the runtime: the same bits as the host kernel.
+func TestOpenPackage(t *testing.T) {
+	theta, grads := inputs(3)
+	pkg, err := runtime.OpenPackage(runtime.Package{Manifest: fiber.Manifest(), Step: fiber.StepKernel}, runtime.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pkg.Close()
+	pkg.SetDP(testDP)
+	pkg.SetSeed(2026)
+	pt, _ := pkg.Register("all", theta)
+	kernel, kts := openFiber(t, runtime.Options{}, theta)
+	for _, g := range grads {
+		if err := stepAll(pkg, []*runtime.Tensor{pt}, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(kernel, kts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := pt.Params()
+	if !sameBits(got, flatParams(t, kts)) || pkg.Backend() != runtime.Go {
+		t.Errorf("OpenPackage (backend %s) differs from the host kernel", pkg.Backend())
+	}
+	if _, err := runtime.OpenPackage(runtime.Package{Manifest: fiber.Manifest()}, runtime.Options{}); err == nil {
+		t.Error("OpenPackage without a step function succeeded")
+	}
+	if _, err := runtime.OpenPackage(runtime.Package{Manifest: []byte("{}"), Step: fiber.StepKernel}, runtime.Options{}); err == nil {
+		t.Error("OpenPackage of a bad manifest succeeded")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -60,12 +61,14 @@ func TestGeneratedCodeBuilds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn, code, err := generateGo(path, src)
-		if err != nil {
-			t.Errorf("%s: %v", path, err)
+		u, errs, err := pipeline.Compile(path, src)
+		if len(errs) > 0 || err != nil {
+			t.Errorf("%s: %v %v", path, errs, err)
 			continue
 		}
-		writeFile(t, filepath.Join(dir, fn.Name, fn.Name+".go"), string(code))
+		fn := u.Func
+		writeFile(t, filepath.Join(dir, fn.Name, fn.Name+".go"), string(u.GoCode))
+		writeFile(t, filepath.Join(dir, fn.Name, fn.Name+".json"), string(u.Manifest)) // embedded by the package
 		sets, ok := probeSets[fn.Name]
 		if !ok {
 			t.Errorf("%s: add optimizer %s to probeSets", path, fn.Name)

@@ -17,7 +17,7 @@ func ExampleGenerate() {
 		return
 	}
 	for _, line := range strings.Split(string(code), "\n") {
-		if strings.Contains(line, "theta[i] =") || strings.HasPrefix(line, "func Step") {
+		if strings.Contains(line, "theta[i] =") || strings.HasPrefix(line, "func Step(") {
 			fmt.Println(strings.TrimSpace(line))
 		}
 	}

@@ -41,6 +41,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.genNoise()
 	g.genStep()
 	g.genOptimizer()
+	g.genKernelABI()
 	if len(fn.Filters) > 0 {
 		g.genFilters()
 	}

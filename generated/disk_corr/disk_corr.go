@@ -36,6 +36,7 @@ package disk_corr
 
 import (
 	"crypto/rand"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -604,6 +605,45 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	}, theta, g, o.Gt, o.M, o.V)
 	o.T++
 	return nil
+}
+
+//go:embed disk_corr.json
+var manifestJSON []byte
+
+// Manifest returns the optimizer's manifest, disk_corr.json: the kernels' ABI
+// (package manifest), for runtime.OpenPackage.
+func Manifest() []byte {
+	return manifestJSON
+}
+
+// StepKernel is Step with the arguments of the kernels' host function: the
+// coordinates [lo, hi) of bufs (theta, g, then the states), the kernel's
+// scalars (the fields of Scalars in order), the global index of bufs[*][0]
+// and the noise; runtime.OpenPackage calls it on every core.
+func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed uint64, step uint32, noise bool) {
+	s := Scalars{
+		S0:     scalars[0],
+		S1:     scalars[1],
+		S2:     scalars[2],
+		S3:     scalars[3],
+		S4:     scalars[4],
+		S5:     scalars[5],
+		S6:     scalars[6],
+		S7:     scalars[7],
+		S8:     scalars[8],
+		S9:     scalars[9],
+		S10:    scalars[10],
+		S11:    scalars[11],
+		S12:    scalars[12],
+		SigmaW: scalars[13],
+	}
+	nz := Noise{
+		Offset: offset + uint64(lo),
+		On:     noise,
+		Seed:   seed,
+		Step:   step,
+	}
+	Step(s, nz, bufs[0][lo:hi], bufs[1][lo:hi], bufs[2][lo:hi], bufs[3][lo:hi], bufs[4][lo:hi])
 }
 
 // filterGt returns the noise model of state gt at hypers h: z = (gt).

@@ -19,6 +19,7 @@ package dp_sgd
 
 import (
 	"crypto/rand"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -435,4 +436,31 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	}, theta, g)
 	o.T++
 	return nil
+}
+
+//go:embed dp_sgd.json
+var manifestJSON []byte
+
+// Manifest returns the optimizer's manifest, dp_sgd.json: the kernels' ABI
+// (package manifest), for runtime.OpenPackage.
+func Manifest() []byte {
+	return manifestJSON
+}
+
+// StepKernel is Step with the arguments of the kernels' host function: the
+// coordinates [lo, hi) of bufs (theta, g, then the states), the kernel's
+// scalars (the fields of Scalars in order), the global index of bufs[*][0]
+// and the noise; runtime.OpenPackage calls it on every core.
+func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed uint64, step uint32, noise bool) {
+	s := Scalars{
+		S0:     scalars[0],
+		SigmaW: scalars[1],
+	}
+	nz := Noise{
+		Offset: offset + uint64(lo),
+		On:     noise,
+		Seed:   seed,
+		Step:   step,
+	}
+	Step(s, nz, bufs[0][lo:hi], bufs[1][lo:hi])
 }
