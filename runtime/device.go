@@ -98,6 +98,9 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) e
 	if err := rng.CheckStep(o.t); err != nil {
 		return fmt.Errorf("runtime: %v", err)
 	}
+	if err := o.checkBudget(); err != nil {
+		return err
+	}
 	k, err := o.deviceKernels()
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 // Command fibergen compiles optimizer descriptions written in fibergen's DSL
 // into fused kernels (an LLVM module, PTX for NVIDIA GPUs) and Go reference
-// code, explains what it derived, and runs an optimizer over gradients stored
-// in .npy files, drawing the DP noise inside the step.
+// code, explains what it derived, runs an optimizer over gradients stored
+// in .npy files, drawing the DP noise inside the step, benchmarks the step
+// against the machine's copy bandwidth, and accounts for
+// privacy: the ε a run spends, and the noise multiplier that meets a
+// target ε (docs/privacy.md).
 //
 // Usage:
 //
@@ -11,6 +14,11 @@
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
 //	        [--backend go|cpu]
+//	fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+//	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
+//	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
+//	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
+//	        OPTIONS: [--sampling poisson|fixed] [--orders A,B,...] [--series exact|magnitudes] [--json]
 //
 // Flags may come before or after the files. Errors in a .dsl file are shown
 // as file:line:col with the source line and a caret; every other error is
@@ -25,12 +33,20 @@ import (
 )
 
 const usage = `usage:
-  fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx} (default DIR: generated)
+  fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
   fibergen check FILE...                 report errors; exit 1 if there are any
   fibergen explain FILE [--ir] [--json] [--set name=value ...]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
           [--backend go|cpu]
+  fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+                                         time the step against this machine's copy bandwidth
+  fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
+  fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]   the smallest sigma meeting E
+          RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
+               (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
+          OPTIONS: [--sampling poisson|fixed] [--orders A,B,...]
+                   [--series exact|magnitudes] [--json]
 `
 
 func main() {
@@ -40,11 +56,11 @@ func main() {
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fibergen: no command (want build, check, explain or run; fibergen help prints the usage)")
+		fmt.Fprintln(stderr, "fibergen: no command (want bench, build, check, explain, privacy or run; fibergen help prints the usage)")
 		return 2
 	}
 	commands := map[string]func([]string, io.Writer, io.Writer) int{
-		"build": cmdBuild, "check": cmdCheck, "explain": cmdExplain, "run": cmdRun,
+		"bench": cmdBench, "build": cmdBuild, "check": cmdCheck, "explain": cmdExplain, "privacy": cmdPrivacy, "run": cmdRun,
 	}
 	cmd, ok := commands[args[0]]
 	switch {
@@ -52,7 +68,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	case !ok:
-		fmt.Fprintf(stderr, "fibergen: unknown command %q (want build, check, explain or run)\n", args[0])
+		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, check, explain, privacy or run)\n", args[0])
 		return 2
 	}
 	return cmd(args[1:], stdout, stderr)

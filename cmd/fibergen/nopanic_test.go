@@ -14,7 +14,7 @@ import (
 // Vocabulary of the randomized command lines. Paths are relative to the
 // fixture directory, which is the working directory of the test.
 var (
-	randCommands = []string{"build", "check", "explain", "explain", "run", "run", "run", "run", "help"}
+	randCommands = []string{"build", "check", "explain", "explain", "run", "run", "run", "run", "privacy", "privacy", "help"}
 	badCommands  = []string{"frobnicate", "", "-h", "--zzz", "fiber.dsl"}
 	randFiles    = []string{
 		"fiber.dsl", "dp_sgd.dsl", "disk.dsl", "dp_adamw.dsl", "dp_sgd_copy.dsl", "broken.dsl",
@@ -29,22 +29,43 @@ var (
 	randSets    = []string{"lr=0.5", "lr=1e-4", "lr=2", "kappa=0.5", "omega=1", "beta1=1", "lr", "=1", "lr=x", "foo=1", "lr=NaN", "wd=Inf", "lr="}
 	randNumbers = []string{"0", "0", "0.5", "1", "42", "-1", "nan", "inf", "abc", "1e400"}
 	randNoise   = []string{"on", "off", "off", "off", "maybe"}
+	randBackend = []string{"go", "go", "cpu", "gpu"}
 	randBools   = []string{"", "", "", "=true", "=false", "=maybe"}
+	// The privacy command's subcommands, runs and choices.
+	randPrivacySubs = []string{"epsilon", "sigma", "epsilon", "sigma", "delta"}
+	randPrivacyRuns = []string{
+		"--sample-rate 0.01 --steps 100 --delta 1e-5", "--dataset-size 1000 --batch-size 10 --epochs 2",
+		"--sample-rate 0.5 --steps 1000 --delta 1e-8 --sampling fixed", "--sample-rate 1 --steps 1",
+	}
+	randSampling = []string{"poisson", "fixed", "fixed", "shuffle"}
+	randSeries   = []string{"exact", "magnitudes", "abs"}
+	randOrders   = []string{"2,4,8", "1.5,3,64", "1", "x", "2,,3", "20000"}
 	// randFlags maps each flag to the pool its value is drawn from; nil
 	// for boolean flags.
 	randFlags = map[string][]string{
 		"-o": randOuts, "--grads": randNPY, "--theta": randNPY, "--out": randOuts,
-		"--set": randSets, "--sigma-w2": randNumbers, "--seed": randNumbers, "--noise": randNoise,
+		"--set": randSets, "--sigma-w2": randNumbers, "--seed": randNumbers, "--noise": randNoise, "--backend": randBackend,
 		"--ir": nil, "--json": nil, "--zzz": nil, "-h": nil, "--": nil,
+		"--sigma": randNumbers, "--epsilon": randNumbers, "--sample-rate": randNumbers, "--steps": randNumbers,
+		"--delta": randNumbers, "--dataset-size": randNumbers, "--batch-size": randNumbers, "--epochs": randNumbers,
+		"--sampling": randSampling, "--series": randSeries, "--orders": randOrders,
 	}
 	// cmdFlags lists each command's flags.
 	cmdFlags = map[string][]string{
 		"build":   {"-o"},
 		"explain": {"--ir", "--json", "--set"},
-		"run":     {"--grads", "--theta", "--out", "--set", "--sigma-w2", "--seed", "--noise"},
+		"run":     {"--grads", "--theta", "--out", "--set", "--sigma-w2", "--seed", "--noise", "--backend"},
+		"privacy": {
+			"--sigma", "--epsilon", "--sample-rate", "--steps", "--delta", "--dataset-size", "--batch-size",
+			"--epochs", "--sampling", "--series", "--orders", "--json",
+		},
 	}
 	// allFlags are every command's flags and some that none has.
-	allFlags = []string{"-o", "--grads", "--theta", "--out", "--set", "--sigma-w2", "--seed", "--noise", "--ir", "--json", "--zzz", "-h", "--"}
+	allFlags = []string{
+		"-o", "--grads", "--theta", "--out", "--set", "--sigma-w2", "--seed", "--noise", "--backend", "--ir", "--json", "--zzz", "-h", "--",
+		"--sigma", "--epsilon", "--sample-rate", "--steps", "--delta", "--dataset-size", "--batch-size", "--epochs",
+		"--sampling", "--series", "--orders",
+	}
 )
 
 // randArgs builds a command line from the vocabulary: a command, then
@@ -58,7 +79,10 @@ func randArgs(rng *rand.Rand) []string {
 		cmd = pick(badCommands)
 	}
 	args := []string{cmd}
-	if rng.IntN(4) > 0 {
+	switch {
+	case cmd == "privacy":
+		args = append(args, randPrivacyArgs(rng, pick)...)
+	case rng.IntN(4) > 0:
 		args = append(args, pick(randFiles))
 	}
 	if cmd == "run" && rng.IntN(4) > 0 {
@@ -76,6 +100,25 @@ func randArgs(rng *rand.Rand) []string {
 	}
 	args = slices.Concat([]string{cmd}, shuffled(rng, args[1:]))
 	return strings.Fields(strings.Join(args, " ")) // flags with values are one token
+}
+
+// randPrivacyArgs is mostly a subcommand, a run and the --sigma or
+// --epsilon it takes.
+func randPrivacyArgs(rng *rand.Rand, pick func([]string) string) []string {
+	var args []string
+	sub := pick(randPrivacySubs)
+	if rng.IntN(8) > 0 {
+		args = append(args, sub)
+	}
+	if rng.IntN(4) > 0 {
+		args = append(args, pick(randPrivacyRuns))
+	}
+	if rng.IntN(4) > 0 && sub == "sigma" {
+		args = append(args, "--epsilon 2")
+	} else if rng.IntN(4) > 0 {
+		args = append(args, "--sigma 1.5")
+	}
+	return args
 }
 
 // randFlag is a flag of cmd with its value, or one time in eight any flag

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/fibergen/fibergen/privacy"
+)
+
+// privacyOptions are the flags of fibergen privacy.
+type privacyOptions struct {
+	sigma, epsilon, sampleRate, delta, epochs floatFlag
+	steps, datasetSize, batchSize             uintFlag
+	sampling, series, orders                  string
+	json                                      bool
+	given                                     map[string]bool
+}
+
+// privacyRun is what the flags describe: the subcommand, the run and the
+// orders, ready for the accountant.
+type privacyRun struct {
+	sub  string // epsilon or sigma
+	plan privacy.Plan
+	// schedule is set when the run was given as dataset size, batch
+	// size and epochs.
+	schedule *privacy.Schedule
+}
+
+func cmdPrivacy(args []string, stdout, stderr io.Writer) int {
+	o := privacyOptions{given: map[string]bool{}}
+	fs := flag.NewFlagSet("privacy", flag.ContinueOnError)
+	o.define(fs)
+	pos, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return 2
+	}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	r, msg := o.parse(pos)
+	if msg != "" {
+		return usageError(stderr, "privacy", "%s", msg)
+	}
+	if r.sub == "epsilon" {
+		return o.runEpsilon(r, stdout, stderr)
+	}
+	return o.runSigma(r, stdout, stderr)
+}
+
+func (o *privacyOptions) define(fs *flag.FlagSet) {
+	fs.Var(&o.sigma, "sigma", "noise multiplier: noise std over the sensitivity (epsilon)")
+	fs.Var(&o.epsilon, "epsilon", "target epsilon (sigma)")
+	fs.Var(&o.sampleRate, "sample-rate", "sampling rate q = B/N, in (0, 1]")
+	fs.Var(&o.steps, "steps", "number of steps T")
+	fs.Var(&o.delta, "delta", "target delta, in (0, 1) (default with --dataset-size: 1/N^1.1)")
+	fs.Var(&o.datasetSize, "dataset-size", "dataset size N (with --batch-size and --epochs)")
+	fs.Var(&o.batchSize, "batch-size", "batch size B")
+	fs.Var(&o.epochs, "epochs", "number of epochs; steps = epochs × ⌈N/B⌉, rounded up")
+	fs.StringVar(&o.sampling, "sampling", "poisson", "poisson (add/remove one) or fixed (without replacement, replace one)")
+	fs.StringVar(&o.series, "series", "exact", "fractional orders of poisson: exact, or magnitudes (as dp_accounting)")
+	fs.StringVar(&o.orders, "orders", "", "comma-separated Rényi orders (default: privacy.DefaultOrders)")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+}
+
+// parse checks the subcommand and the flags, which need no file, and
+// returns the run or a usage message.
+func (o *privacyOptions) parse(pos []string) (privacyRun, string) {
+	var r privacyRun
+	if msg := o.parseSub(pos, &r); msg != "" {
+		return r, msg
+	}
+	if msg := o.checkNoise(r.sub); msg != "" {
+		return r, msg
+	}
+	if msg := o.parseRun(&r); msg != "" {
+		return r, msg
+	}
+	return r, o.parseMechanism(&r)
+}
+
+// parseSub reads the subcommand, the one positional argument.
+func (o *privacyOptions) parseSub(pos []string, r *privacyRun) string {
+	switch {
+	case len(pos) == 0:
+		return "want a subcommand: epsilon or sigma"
+	case pos[0] != "epsilon" && pos[0] != "sigma":
+		return fmt.Sprintf("unknown subcommand %q (want epsilon or sigma)", pos[0])
+	case len(pos) > 1:
+		return fmt.Sprintf("unexpected argument %q", pos[1])
+	}
+	r.sub = pos[0]
+	return ""
+}
+
+// checkNoise checks --sigma (privacy epsilon) or --epsilon (privacy
+// sigma), whichever the subcommand takes.
+func (o *privacyOptions) checkNoise(sub string) string {
+	want, other := "sigma", "epsilon"
+	if sub == "sigma" {
+		want, other = other, want
+	}
+	v := float64(o.sigma)
+	if want == "epsilon" {
+		v = float64(o.epsilon)
+	}
+	switch {
+	case o.given[other]:
+		return fmt.Sprintf("privacy %s takes --%s, not --%s", sub, want, other)
+	case !o.given[want]:
+		return fmt.Sprintf("--%s is required", want)
+	case want == "sigma" && !(v >= privacy.MinSigma && v <= privacy.MaxSigma):
+		return fmt.Sprintf("--sigma %v: want a value in [%g, %g]", v, privacy.MinSigma, privacy.MaxSigma)
+	case !(v > 0) || math.IsInf(v, 1):
+		return fmt.Sprintf("--epsilon %v: want a finite value > 0", v)
+	}
+	return ""
+}
+
+// parseRun reads the run: --sample-rate and --steps, or --dataset-size,
+// --batch-size and --epochs; and --delta.
+func (o *privacyOptions) parseRun(r *privacyRun) string {
+	rate := o.given["sample-rate"] || o.given["steps"]
+	sched := o.given["dataset-size"] || o.given["batch-size"] || o.given["epochs"]
+	switch {
+	case rate == sched,
+		rate && !(o.given["sample-rate"] && o.given["steps"]),
+		sched && !(o.given["dataset-size"] && o.given["batch-size"] && o.given["epochs"]):
+		return "give --sample-rate and --steps, or --dataset-size, --batch-size and --epochs"
+	case rate:
+		if msg := o.parseRateSteps(r); msg != "" {
+			return msg
+		}
+	default:
+		if msg := o.parseSchedule(r); msg != "" {
+			return msg
+		}
+	}
+	return o.parseDelta(r)
+}
+
+// maxCount bounds the integer flags: 2^53, exact in float64.
+const maxCount = 1 << 53
+
+func (o *privacyOptions) parseRateSteps(r *privacyRun) string {
+	q := float64(o.sampleRate)
+	switch {
+	case !(q > 0 && q <= 1):
+		return fmt.Sprintf("--sample-rate %v: want a value in (0, 1]", q)
+	case o.steps < 1 || o.steps > maxCount:
+		return fmt.Sprintf("--steps %d: want 1 to 2^53", uint64(o.steps))
+	}
+	r.plan.SampleRate, r.plan.Steps = q, int(o.steps)
+	return ""
+}
+
+func (o *privacyOptions) parseSchedule(r *privacyRun) string {
+	n, b, e := uint64(o.datasetSize), uint64(o.batchSize), float64(o.epochs)
+	switch {
+	case n < 1 || n > maxCount:
+		return fmt.Sprintf("--dataset-size %d: want 1 to 2^53", n)
+	case b < 1 || b > n:
+		return fmt.Sprintf("--batch-size %d: want 1 to the --dataset-size %d", b, n)
+	case !(e > 0) || math.IsInf(e, 1):
+		return fmt.Sprintf("--epochs %v: want a finite value > 0", e)
+	}
+	s := &privacy.Schedule{DatasetSize: int(n), BatchSize: int(b), Epochs: e}
+	if s.Steps() > privacy.MaxSteps {
+		return fmt.Sprintf("--epochs %v: the run has more than 2^53 steps", e)
+	}
+	r.schedule = s
+	r.plan.SampleRate, r.plan.Steps = s.SampleRate(), s.Steps()
+	return ""
+}
+
+func (o *privacyOptions) parseDelta(r *privacyRun) string {
+	d := float64(o.delta)
+	switch {
+	case o.given["delta"] && !(d > 0 && d < 1):
+		return fmt.Sprintf("--delta %v: want a value in (0, 1)", d)
+	case o.given["delta"]:
+		r.plan.Delta = d
+	case r.schedule == nil:
+		return "--delta is required with --sample-rate and --steps"
+	case r.schedule.DatasetSize < 2:
+		return "--delta is required with --dataset-size 1 (1/N^1.1 is 1)"
+	default:
+		r.plan.Delta = privacy.DefaultDelta(r.schedule.DatasetSize)
+	}
+	return ""
+}
+
+// parseMechanism reads --sampling, --series and --orders.
+func (o *privacyOptions) parseMechanism(r *privacyRun) string {
+	var err error
+	if r.plan.Sampling, err = privacy.ParseSampling(o.sampling); err != nil {
+		return "--" + err.Error()
+	}
+	if r.plan.Series, err = privacy.ParseSeries(o.series); err != nil {
+		return "--" + err.Error()
+	}
+	if o.given["orders"] {
+		if r.plan.Orders, err = parseOrders(o.orders); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// parseOrders reads a comma-separated list of orders in
+// (1, privacy.MaxOrder].
+func parseOrders(s string) ([]float64, error) {
+	var orders []float64
+	for _, f := range strings.Split(s, ",") {
+		a, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(a > 1 && a <= privacy.MaxOrder) {
+			return nil, fmt.Errorf("--orders %q: want comma-separated orders in (1, %d]", s, privacy.MaxOrder)
+		}
+		orders = append(orders, a)
+	}
+	return orders, nil
+}
+
+// privacyReport is what fibergen privacy prints; its JSON form is the
+// --json output.
+type privacyReport struct {
+	Epsilon       float64  `json:"epsilon"`
+	TargetEpsilon *float64 `json:"target_epsilon,omitempty"`
+	Sigma         float64  `json:"sigma"`
+	Order         float64  `json:"order"`
+	Delta         float64  `json:"delta"`
+	SampleRate    float64  `json:"sample_rate"`
+	Steps         int      `json:"steps"`
+	Sampling      string   `json:"sampling"`
+	Series        string   `json:"series"`
+	DatasetSize   int      `json:"dataset_size,omitempty"`
+	BatchSize     int      `json:"batch_size,omitempty"`
+	Epochs        float64  `json:"epochs,omitempty"`
+}
+
+func (o *privacyOptions) runEpsilon(r privacyRun, stdout, stderr io.Writer) int {
+	g, err := r.plan.Epsilon(float64(o.sigma))
+	if err == nil && math.IsInf(g.Epsilon, 1) {
+		err = fmt.Errorf("epsilon is unbounded at sigma %v", float64(o.sigma))
+	}
+	if err != nil {
+		return fail(stderr, "privacy epsilon", err)
+	}
+	return o.print(stdout, newReport(r, float64(o.sigma), g, nil))
+}
+
+func (o *privacyOptions) runSigma(r privacyRun, stdout, stderr io.Writer) int {
+	target := float64(o.epsilon)
+	sigma, g, err := r.plan.Sigma(target)
+	if err != nil {
+		return fail(stderr, "privacy sigma", err)
+	}
+	return o.print(stdout, newReport(r, sigma, g, &target))
+}
+
+func newReport(r privacyRun, sigma float64, g privacy.Guarantee, target *float64) privacyReport {
+	x := privacyReport{
+		Epsilon: g.Epsilon, TargetEpsilon: target, Sigma: sigma, Order: g.Order, Delta: g.Delta,
+		SampleRate: r.plan.SampleRate, Steps: r.plan.Steps,
+		Sampling: r.plan.Sampling.String(), Series: r.plan.Series.String(),
+	}
+	if s := r.schedule; s != nil {
+		x.DatasetSize, x.BatchSize, x.Epochs = s.DatasetSize, s.BatchSize, s.Epochs
+	}
+	return x
+}
+
+func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(x)
+		return 0
+	}
+	if x.TargetEpsilon != nil {
+		fmt.Fprintf(stdout, "sigma %s: epsilon %.10g <= %g at delta %.4g (order %v)\n", formatUp(x.Sigma, 7), x.Epsilon, *x.TargetEpsilon, x.Delta, x.Order)
+	} else {
+		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (order %v)\n", x.Epsilon, x.Delta, x.Order)
+	}
+	fmt.Fprintf(stdout, "%s; %s\n", describeRun(x), describeSampling(x.Sampling, o.defaultDeltaNote(x)))
+	return 0
+}
+
+// describeRun says how many steps at what rate, and where they came from.
+func describeRun(x privacyReport) string {
+	run := fmt.Sprintf("%d steps at sample rate %.6g", x.Steps, x.SampleRate)
+	if x.DatasetSize == 0 {
+		return run
+	}
+	return fmt.Sprintf("%s (N = %d, B = %d, %g epochs of %d steps)", run, x.DatasetSize, x.BatchSize, x.Epochs, (x.DatasetSize+x.BatchSize-1)/x.BatchSize)
+}
+
+// describeSampling names the sampling, its neighbouring relation and the
+// noise the multiplier stands for.
+func describeSampling(sampling, note string) string {
+	if sampling == "fixed" {
+		return "fixed-size batches without replacement, replace-one adjacency: noise std = sigma × 2 × clip norm" + note
+	}
+	return "Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm" + note
+}
+
+func (o *privacyOptions) defaultDeltaNote(x privacyReport) string {
+	if o.given["delta"] || x.DatasetSize == 0 {
+		return ""
+	}
+	return "; delta = 1/N^1.1"
+}
+
+// formatUp prints x > 0 to digits significant digits, rounded up, so that
+// a noise multiplier copied from the output still meets its target (ε
+// falls as σ grows). The decimal below x is bumped by one unit in its
+// last digit, which puts it above x by at least half a unit.
+func formatUp(x float64, digits int) string {
+	s := strconv.FormatFloat(x, 'e', digits-1, 64)
+	if v, _ := strconv.ParseFloat(s, 64); v >= x {
+		return strconv.FormatFloat(v, 'g', digits, 64)
+	}
+	_, exp, _ := strings.Cut(s, "e")
+	e, _ := strconv.Atoi(exp)
+	v, _ := strconv.ParseFloat(s, 64)
+	step, _ := strconv.ParseFloat(fmt.Sprintf("1e%d", e-digits+1), 64)
+	up, _ := strconv.ParseFloat(strconv.FormatFloat(v+step, 'e', digits-1, 64), 64)
+	return strconv.FormatFloat(up, 'g', digits, 64)
+}

@@ -1,0 +1,66 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/privacy"
+)
+
+// Budget configures the DP noise from a privacy target: the run of Epochs
+// passes over DatasetSize examples in batches of BatchSize (Poisson sampling
+// by default, as the accountant assumes: each example joins each batch
+// independently with probability B/N), per-example gradients clipped to
+// ClipNorm, must spend at most (Epsilon, Delta); Delta 0 means 1/N^1.1.
+type Budget struct {
+	Epsilon    float64
+	Delta      float64
+	ClipNorm   float64
+	Schedule   privacy.Schedule // DatasetSize, BatchSize, Epochs, Sampling
+	accountant *privacy.Accountant
+	sigma      float64
+}
+
+// SetBudget calibrates the noise multiplier to the smallest σ_DP whose run
+// spends at most b.Epsilon (package privacy), sets the DP settings with it,
+// and from then on Spent reports the ε spent so far and Step refuses the
+// steps past the schedule. It returns σ_DP. For fixed-size batches the
+// accountant's σ is relative to the replace-one sensitivity 2C, which the
+// noise follows.
+func (o *Optimizer) SetBudget(b Budget) (float64, error) {
+	if b.Delta != 0 {
+		b.Schedule.Delta = b.Delta
+	}
+	sigma, err := b.Schedule.SigmaFor(b.Epsilon)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: %v", err)
+	}
+	acc, err := b.Schedule.Accountant(sigma)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: %v", err)
+	}
+	std := b.Schedule.NoiseStd(sigma, b.ClipNorm) // σ·sensitivity/B
+	dp := DP{ClipNorm: b.ClipNorm, NoiseMultiplier: std * float64(b.Schedule.BatchSize) / b.ClipNorm, BatchSize: b.Schedule.BatchSize}
+	if err := o.SetDP(dp); err != nil {
+		return 0, err
+	}
+	b.accountant, b.sigma = acc, sigma
+	o.budget = &b
+	return sigma, nil
+}
+
+// Spent returns the (ε, δ) that the steps taken so far have spent under the
+// budget, and false without one.
+func (o *Optimizer) Spent() (privacy.Guarantee, bool) {
+	if o.budget == nil {
+		return privacy.Guarantee{}, false
+	}
+	return o.budget.accountant.EpsilonAfter(o.t), true
+}
+
+// checkBudget refuses a step past the budget's schedule.
+func (o *Optimizer) checkBudget() error {
+	if o.budget == nil || o.t < o.budget.Schedule.Steps() {
+		return nil
+	}
+	return fmt.Errorf("runtime: the privacy budget ε = %v is spent: its schedule plans %d steps", o.budget.Epsilon, o.budget.Schedule.Steps())
+}
