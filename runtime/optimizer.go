@@ -85,6 +85,7 @@ type Optimizer struct {
 	back     backend
 	scalarsV []*ir.Value // the step's host scalars
 	pkgStep  StepFunc    // OpenPackage: the generated package's step
+	budget   *Budget     // SetBudget: the accountant and the planned steps
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -309,6 +310,9 @@ func (o *Optimizer) Step() error {
 	}
 	if err := rng.CheckStep(o.t); err != nil {
 		return fmt.Errorf("runtime: %v", err)
+	}
+	if err := o.checkBudget(); err != nil {
+		return err
 	}
 	if err := o.ready(); err != nil {
 		return err
