@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -77,10 +78,11 @@ type result struct {
 	Steps       int
 	SigmaW      float64 // the noise std per coordinate, σ_DP·C/B
 	Epochs      []epochStats
-	TestAcc     float64 // the trained model's
-	TrueAcc     float64 // the true weights' (the best one can expect)
-	TrueLoss    float64 // the true weights' train loss
-	MajorityAcc float64 // always predicting the training set's majority class
+	TestAcc     float64           // the trained model's
+	TrueAcc     float64           // the true weights' (the best one can expect)
+	TrueLoss    float64           // the true weights' train loss
+	MajorityAcc float64           // always predicting the training set's majority class
+	Privacy     privacy.Guarantee // (ε, δ) spent, Poisson sampling; zero for shuffled batches
 	Weight      []float32
 	Bias        float32
 }
@@ -217,6 +219,17 @@ func (s *sampler) batch(dst []int, k int) []int {
 		s.perm = s.r.Perm(s.n)
 	}
 	return append(dst, s.perm[k*s.b:(k+1)*s.b]...)
+}
+
+// spent is the (ε, δ) that steps Poisson-sampled steps at rate B/N with
+// noise multiplier cfg.Sigma spend, δ = 1/N^1.1 (package privacy).
+func spent(n int, cfg config, steps int) (privacy.Guarantee, error) {
+	p := privacy.Plan{Sampling: privacy.Poisson, SampleRate: float64(cfg.Batch) / float64(n), Steps: steps, Delta: privacy.DefaultDelta(n)}
+	acc, err := p.Accountant(cfg.Sigma)
+	if err != nil {
+		return privacy.Guarantee{}, err
+	}
+	return acc.EpsilonAfter(steps), nil
 }
 
 // run trains one model as cfg says.
@@ -382,6 +395,12 @@ func run(cfg config) (*result, error) {
 	logf("done: %d steps on backend %s, σ_w = %.4g: final test accuracy %.4f, train loss %.4f\n",
 		res.Steps, res.Backend, res.SigmaW, res.TestAcc, res.Epochs[len(res.Epochs)-1].TrainLoss)
 	logf("baselines: the true weights %.4f (train loss %.4f), always the majority class %.4f\n", res.TrueAcc, res.TrueLoss, res.MajorityAcc)
+	if cfg.Sampling == "poisson" {
+		if res.Privacy, err = spent(len(ds.trainX), cfg, res.Steps); err != nil {
+			return nil, err
+		}
+		logf("privacy: (ε = %.3g, δ = %.3g)-DP after %d steps (RDP accountant, Poisson sampling at rate B/N)\n", res.Privacy.Epsilon, res.Privacy.Delta, res.Steps)
+	}
 	return res, nil
 }
 
