@@ -25,7 +25,7 @@ func buildManifest(u *Unit) ([]byte, error) {
 		Format: manifest.Format, Optimizer: fn.Name,
 		Source: filepath.Base(u.Path), SourceSHA256: hex.EncodeToString(sum[:]),
 		Buffers: manifestBuffers(fn, k), Scalars: manifestScalars(fn),
-		RNG: manifest.RNG{Scheme: rng.Version, Site: cuda.NoiseSite,
+		RNG: manifest.RNG{Scheme: rng.Version, Site: rng.GradientSite,
 			Counter: "Philox4x32-10, key (seed lo, seed hi), counter (element/4 lo, element/4 hi, step, site)",
 			Doc:     "docs/noise.md"},
 		Observe: manifestObserve(fn),
