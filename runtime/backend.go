@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -16,9 +15,6 @@ import (
 // backend runs steps over the optimizer's flat buffers (theta, g, states).
 type backend interface {
 	kind() Backend
-	// firstNonFinite returns the index of the first gradient entry that is
-	// NaN or ±Inf, or -1.
-	firstNonFinite() (int, error)
 	step(a stepArgs) error
 	read(buf, off, n int) ([]float32, error)
 	write(buf, off int, src []float32) error
@@ -108,35 +104,6 @@ func (b *cpuBackend) parallel(f func(lo, hi int) error) error {
 		}
 	}
 	return nil
-}
-
-func (b *cpuBackend) firstNonFinite() (int, error) {
-	g := b.bufs[1]
-	first := make([]int, 0, 16)
-	var mu sync.Mutex
-	b.parallel(func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			if math.Float32bits(g[i])&0x7f800000 == 0x7f800000 { // NaN or ±Inf
-				mu.Lock()
-				first = append(first, i)
-				mu.Unlock()
-				return nil
-			}
-		}
-		return nil
-	})
-	if len(first) == 0 {
-		return -1, nil
-	}
-	return minOf(first), nil
-}
-
-func minOf(xs []int) int {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = min(m, x)
-	}
-	return m
 }
 
 func (b *cpuBackend) step(a stepArgs) error {

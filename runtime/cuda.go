@@ -314,10 +314,6 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 
 func (b *cudaBackend) kind() Backend { return CUDA }
 
-func (b *cudaBackend) firstNonFinite() (int, error) {
-	return b.k.firstNonFinite(b.dev[1], b.n)
-}
-
 func (b *cudaBackend) step(a stepArgs) error {
 	return b.k.launchStep(b.dev, b.n, a)
 }

@@ -245,7 +245,7 @@ func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
 	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
 		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
 	}
-	t := &Tensor{Name: name, Offset: o.n, Len: len(params), o: o, init: slices.Clone(params)}
+	t := &Tensor{Name: name, Offset: o.n, Len: len(params), o: o, init: slices.Clone(params), bad: -1}
 	o.tensors = append(o.tensors, t)
 	o.n += len(params)
 	return t, nil
@@ -317,10 +317,8 @@ func (o *Optimizer) Step() error {
 	if err := o.ready(); err != nil {
 		return err
 	}
-	if bad, err := o.back.firstNonFinite(); err != nil {
+	if err := o.checkGradients(); err != nil {
 		return err
-	} else if bad >= 0 {
-		return o.nonFinite(bad)
 	}
 	if err := o.back.step(o.args()); err != nil {
 		return err
@@ -340,14 +338,16 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("runtime: gradient of %s[%d] is %v: step skipped, nothing changed", e.Tensor, e.Index, e.Value)
 }
 
-func (o *Optimizer) nonFinite(i int) error {
-	v, _ := o.back.read(1, i, 1)
+// checkGradients reports the first non-finite gradient entry that SetGrad
+// saw, in tensor order: the check runs while SetGrad copies the gradient in,
+// so a step reads the gradient once.
+func (o *Optimizer) checkGradients() error {
 	for _, t := range o.tensors {
-		if i >= t.Offset && i < t.Offset+t.Len {
-			return &NonFiniteError{Tensor: t.Name, Index: i - t.Offset, Value: v[0]}
+		if t.bad >= 0 {
+			return &NonFiniteError{Tensor: t.Name, Index: t.bad, Value: t.badValue}
 		}
 	}
-	return &NonFiniteError{Index: i, Value: v[0]}
+	return nil
 }
 
 // Close releases the backend (device memory, the shared object).

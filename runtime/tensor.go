@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -12,10 +13,13 @@ type Tensor struct {
 	Offset, Len int
 	o           *Optimizer
 	init        []float32 // the values given to Register, until the buffers exist
+	bad         int       // the first non-finite entry of the last SetGrad, or -1
+	badValue    float32
 }
 
 // SetGrad sets the tensor's gradient for the next step: the clipped mean
-// over the batch of the per-example gradients (the step adds the noise).
+// over the batch of the per-example gradients (the step adds the noise). It
+// notes a NaN or ±Inf among them, which makes Step refuse the step.
 func (t *Tensor) SetGrad(g []float32) error {
 	if len(g) != t.Len {
 		return fmt.Errorf("runtime: gradient of %s has %d values, the tensor %d", t.Name, len(g), t.Len)
@@ -23,7 +27,24 @@ func (t *Tensor) SetGrad(g []float32) error {
 	if err := t.o.ready(); err != nil {
 		return err
 	}
-	return t.o.back.write(1, t.Offset, g)
+	if err := t.o.back.write(1, t.Offset, g); err != nil {
+		return err
+	}
+	t.bad = firstNonFinite(g)
+	if t.bad >= 0 {
+		t.badValue = g[t.bad]
+	}
+	return nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in g, or -1.
+func firstNonFinite(g []float32) int {
+	for i, x := range g {
+		if math.Float32bits(x)&0x7f800000 == 0x7f800000 {
+			return i
+		}
+	}
+	return -1
 }
 
 // Params returns a copy of the tensor's current parameters.
