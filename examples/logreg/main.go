@@ -237,11 +237,45 @@ func run(cfg config) (*result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	logf := func(format string, args ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format, args...)
-		}
+	tr, err := newTrainer(cfg)
+	if err != nil {
+		return nil, err
 	}
+	defer tr.o.Close()
+	res := tr.start()
+	for e := range cfg.Epochs {
+		if err := tr.epoch(res); err != nil {
+			return nil, err
+		}
+		st := res.Epochs[e]
+		tr.logf("epoch %*d/%d: train loss %.4f, test accuracy %.4f\n", len(fmt.Sprint(cfg.Epochs)), e+1, cfg.Epochs, st.TrainLoss, st.TestAcc)
+	}
+	return tr.finish(res)
+}
+
+// trainer is one training run: the optimizer with the model's two tensors,
+// the data, the batch sampler and the buffers of the gradient computation.
+type trainer struct {
+	cfg               config
+	o                 *runtime.Optimizer
+	dir, lrNote       string
+	ds                *dataset
+	wT, bT            *runtime.Tensor
+	smp               *sampler
+	theta, prev, look model // the parameters in float64, before the last step, the look-ahead point
+	u, sum            []float64
+	g                 []float32
+	idx               []int
+}
+
+func (tr *trainer) logf(format string, args ...any) {
+	if tr.cfg.Log != nil {
+		fmt.Fprintf(tr.cfg.Log, format, args...)
+	}
+}
+
+// newTrainer opens and configures the optimizer and registers the model.
+func newTrainer(cfg config) (*trainer, error) {
 	dir, err := findOptimizer(cfg.Optimizer)
 	if err != nil {
 		return nil, err
@@ -250,156 +284,179 @@ func run(cfg config) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer o.Close()
+	tr := &trainer{cfg: cfg, o: o, dir: dir, ds: makeData(cfg.N, cfg.D, cfg.DataSeed)}
+	if err := tr.configure(); err != nil {
+		o.Close()
+		return nil, err
+	}
+	if err := tr.register(); err != nil {
+		o.Close()
+		return nil, err
+	}
+	d := cfg.D
+	tr.theta, tr.prev, tr.look = make(model, d+1), make(model, d+1), make(model, d+1)
+	tr.u, tr.sum, tr.g = make([]float64, d+1), make([]float64, d+1), make([]float32, d+1)
+	tr.smp = &sampler{r: rand.New(rand.NewPCG(o.Seed(), 0x62617463686573)), // "batches"
+		n: len(tr.ds.trainX), b: cfg.Batch, poisson: cfg.Sampling == "poisson"}
+	return tr, nil
+}
 
-	lrNote := ""
+// configure sets the hypers, the DP settings and the seed.
+func (tr *trainer) configure() error {
+	cfg, o := tr.cfg, tr.o
 	if cfg.LR > 0 {
 		if _, err := o.Hyper("lr"); err != nil {
-			lrNote = fmt.Sprintf(" (%s has no hyper lr: -lr ignored)", o.Name())
+			tr.lrNote = fmt.Sprintf(" (%s has no hyper lr: -lr ignored)", o.Name())
 		} else if err := o.SetHyper("lr", cfg.LR); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, s := range cfg.Set {
 		name, value, err := ir.ParseSetting(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := o.SetHyper(name, value); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	dp := runtime.DP{ClipNorm: cfg.Clip, NoiseMultiplier: cfg.Sigma, BatchSize: cfg.Batch}
-	if err := o.SetDP(dp); err != nil {
-		return nil, err
+	if err := o.SetDP(runtime.DP{ClipNorm: cfg.Clip, NoiseMultiplier: cfg.Sigma, BatchSize: cfg.Batch}); err != nil {
+		return err
 	}
 	if cfg.SeedSet {
 		if err := o.SetSeed(cfg.Seed); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if obs := o.Observation(); obs.Kind != "" && obs.Kind != "two_point" {
-		return nil, fmt.Errorf("%s observes %s; this trainer knows only two_point", o.Name(), obs.Kind)
+		return fmt.Errorf("%s observes %s; this trainer knows only two_point", o.Name(), obs.Kind)
 	}
+	return nil
+}
 
-	ds := makeData(cfg.N, cfg.D, cfg.DataSeed)
-	d := cfg.D
-	wT, err := o.Register("weight", make([]float32, d)) // zero: a public start
-	if err != nil {
-		return nil, err
+// register adds the weight and bias tensors, zero (a public start), and
+// starts the backend, so that a backend that cannot run fails before
+// training and the log can say which one runs: a zero gradient, which the
+// first step's overwrites.
+func (tr *trainer) register() error {
+	var err error
+	if tr.wT, err = tr.o.Register("weight", make([]float32, tr.cfg.D)); err != nil {
+		return err
 	}
-	bT, err := o.Register("bias", []float32{0})
-	if err != nil {
-		return nil, err
+	if tr.bT, err = tr.o.Register("bias", []float32{0}); err != nil {
+		return err
 	}
+	if err := tr.wT.SetGrad(make([]float32, tr.cfg.D)); err != nil {
+		return fmt.Errorf("-backend %s: %w", tr.cfg.Backend, err)
+	}
+	return nil
+}
 
-	// Start the backend now, so that a backend that cannot run fails before
-	// training and the log can say which one runs: a zero gradient, which
-	// the first step's overwrites.
-	if err := wT.SetGrad(make([]float32, d)); err != nil {
-		return nil, fmt.Errorf("-backend %s: %w", cfg.Backend, err)
-	}
-
+// start logs the setting and returns the result to fill.
+func (tr *trainer) start() *result {
+	cfg, o, ds := tr.cfg, tr.o, tr.ds
+	dp := runtime.DP{ClipNorm: cfg.Clip, NoiseMultiplier: cfg.Sigma, BatchSize: cfg.Batch}
 	res := &result{Optimizer: o.Name(), Backend: o.Backend(), Seed: o.Seed(), SigmaW: math.Sqrt(dp.SigmaW2())}
-	smp := &sampler{r: rand.New(rand.NewPCG(o.Seed(), 0x62617463686573)), // "batches"
-		n: len(ds.trainX), b: cfg.Batch, poisson: cfg.Sampling == "poisson"}
-	steps := smp.stepsPerEpoch()
-
-	logf("data: %d training and %d test examples, %d features, data seed %d\n", len(ds.trainX), len(ds.testX), d, cfg.DataSeed)
-	logf("optimizer: %s from %s", o.Name(), dir)
+	tr.logf("data: %d training and %d test examples, %d features, data seed %d\n", len(ds.trainX), len(ds.testX), cfg.D, cfg.DataSeed)
+	tr.logf("optimizer: %s from %s", o.Name(), tr.dir)
 	if lr, err := o.Hyper("lr"); err == nil {
-		logf(", lr %g", lr)
+		tr.logf(", lr %g", lr)
 	}
-	logf("%s", lrNote)
+	tr.logf("%s", tr.lrNote)
 	if obs := o.Observation(); obs.Kind == "two_point" {
-		logf(", two-point observation (a = %.4g, lookahead = %.4g)", obs.A, obs.Lookahead)
+		tr.logf(", two-point observation (a = %.4g, lookahead = %.4g)", obs.A, obs.Lookahead)
 	}
-	logf("\n")
-	logf("backend: %s\n", describeBackend(o, dir, cfg.Backend))
+	tr.logf("\nbackend: %s\n", describeBackend(o, tr.dir, cfg.Backend))
 	sampling := fmt.Sprintf("Poisson sampling at rate %.4g", float64(cfg.Batch)/float64(len(ds.trainX)))
-	if !smp.poisson {
+	if !tr.smp.poisson {
 		sampling = "shuffled fixed-size batches"
 	}
 	seedNote := ""
 	if !cfg.SeedSet {
 		seedNote = fmt.Sprintf(" (random; -seed %d repeats the run)", res.Seed)
 	}
-	logf("DP: C = %g, σ_DP = %g, B = %d (%s), σ_w = σ_DP·C/B = %.4g, noise seed %d%s\n",
+	tr.logf("DP: C = %g, σ_DP = %g, B = %d (%s), σ_w = σ_DP·C/B = %.4g, noise seed %d%s\n",
 		cfg.Clip, cfg.Sigma, cfg.Batch, sampling, res.SigmaW, res.Seed, seedNote)
-	logf("training: %d epochs of %d steps\n", cfg.Epochs, steps)
+	tr.logf("training: %d epochs of %d steps\n", cfg.Epochs, tr.smp.stepsPerEpoch())
+	return res
+}
 
-	theta := make(model, d+1) // the parameters the optimizer holds, in float64
-	prev := make(model, d+1)  // and those before the last step
-	look := make(model, d+1)
-	u := make([]float64, d+1)
-	sum := make([]float64, d+1)
-	g := make([]float32, d+1)
-	var idx []int
-	for e := range cfg.Epochs {
-		for k := range steps {
-			idx = smp.batch(idx, k)
-			obs := o.Observation() // of step o.Steps(), at the current hypers
-			a := obs.A
-			var lk model
-			if obs.Kind == "two_point" {
-				for j := range look {
-					look[j] = theta[j] + obs.Lookahead*(theta[j]-prev[j])
-				}
-				lk = look
-			}
-			clear(sum)
-			for _, i := range idx {
-				exampleGrad(u, theta, lk, a, ds.trainX[i], ds.trainY[i])
-				clip(u, cfg.Clip)
-				for j := range sum {
-					sum[j] += u[j]
-				}
-			}
-			for j := range g {
-				g[j] = float32(sum[j] / float64(cfg.Batch))
-			}
-			if err := wT.SetGrad(g[:d]); err != nil {
-				return nil, err
-			}
-			if err := bT.SetGrad(g[d:]); err != nil {
-				return nil, err
-			}
-			if err := o.Step(); err != nil {
-				return nil, fmt.Errorf("step %d: %w", o.Steps(), err)
-			}
-			copy(prev, theta)
-			if err := readParams(theta, wT, bT); err != nil {
-				return nil, err
-			}
+// epoch runs one epoch of steps and records its statistics in res.
+func (tr *trainer) epoch(res *result) error {
+	for k := range tr.smp.stepsPerEpoch() {
+		tr.idx = tr.smp.batch(tr.idx, k)
+		if err := tr.step(); err != nil {
+			return err
 		}
-		st := epochStats{TrainLoss: theta.loss(ds.trainX, ds.trainY), TestAcc: theta.accuracy(ds.testX, ds.testY)}
-		res.Epochs = append(res.Epochs, st)
-		logf("epoch %*d/%d: train loss %.4f, test accuracy %.4f\n", len(fmt.Sprint(cfg.Epochs)), e+1, cfg.Epochs, st.TrainLoss, st.TestAcc)
 	}
+	ds := tr.ds
+	res.Epochs = append(res.Epochs, epochStats{TrainLoss: tr.theta.loss(ds.trainX, ds.trainY), TestAcc: tr.theta.accuracy(ds.testX, ds.testY)})
+	return nil
+}
 
+// step forms the clipped mean gradient of the batch tr.idx — each example's
+// (two-point) gradient clipped to norm C over weight and bias together — and
+// has the optimizer step on it.
+func (tr *trainer) step() error {
+	obs := tr.o.Observation() // of step o.Steps(), at the current hypers
+	var lk model
+	if obs.Kind == "two_point" {
+		for j := range tr.look {
+			tr.look[j] = tr.theta[j] + obs.Lookahead*(tr.theta[j]-tr.prev[j])
+		}
+		lk = tr.look
+	}
+	clear(tr.sum)
+	for _, i := range tr.idx {
+		exampleGrad(tr.u, tr.theta, lk, obs.A, tr.ds.trainX[i], tr.ds.trainY[i])
+		clip(tr.u, tr.cfg.Clip)
+		for j := range tr.sum {
+			tr.sum[j] += tr.u[j]
+		}
+	}
+	for j := range tr.g {
+		tr.g[j] = float32(tr.sum[j] / float64(tr.cfg.Batch))
+	}
+	d := tr.cfg.D
+	if err := tr.wT.SetGrad(tr.g[:d]); err != nil {
+		return err
+	}
+	if err := tr.bT.SetGrad(tr.g[d:]); err != nil {
+		return err
+	}
+	if err := tr.o.Step(); err != nil {
+		return fmt.Errorf("step %d: %w", tr.o.Steps(), err)
+	}
+	copy(tr.prev, tr.theta)
+	return readParams(tr.theta, tr.wT, tr.bT)
+}
+
+// finish fills in the final results and baselines and logs them.
+func (tr *trainer) finish(res *result) (*result, error) {
+	ds, o := tr.ds, tr.o
 	res.Backend, res.Steps = o.Backend(), o.Steps()
-	res.TestAcc = theta.accuracy(ds.testX, ds.testY)
+	res.TestAcc = tr.theta.accuracy(ds.testX, ds.testY)
 	truth := append(model(ds.trueW), ds.trueB)
 	res.TrueAcc = truth.accuracy(ds.testX, ds.testY)
 	res.TrueLoss = truth.loss(ds.trainX, ds.trainY)
 	res.MajorityAcc = majorityAccuracy(ds.trainY, ds.testY)
-	if res.Weight, err = wT.Params(); err != nil {
+	var err error
+	if res.Weight, err = tr.wT.Params(); err != nil {
 		return nil, err
 	}
-	b, err := bT.Params()
+	b, err := tr.bT.Params()
 	if err != nil {
 		return nil, err
 	}
 	res.Bias = b[0]
-
-	logf("done: %d steps on backend %s, σ_w = %.4g: final test accuracy %.4f, train loss %.4f\n",
+	tr.logf("done: %d steps on backend %s, σ_w = %.4g: final test accuracy %.4f, train loss %.4f\n",
 		res.Steps, res.Backend, res.SigmaW, res.TestAcc, res.Epochs[len(res.Epochs)-1].TrainLoss)
-	logf("baselines: the true weights %.4f (train loss %.4f), always the majority class %.4f\n", res.TrueAcc, res.TrueLoss, res.MajorityAcc)
-	if cfg.Sampling == "poisson" {
-		if res.Privacy, err = spent(len(ds.trainX), cfg, res.Steps); err != nil {
+	tr.logf("baselines: the true weights %.4f (train loss %.4f), always the majority class %.4f\n", res.TrueAcc, res.TrueLoss, res.MajorityAcc)
+	if tr.cfg.Sampling == "poisson" {
+		if res.Privacy, err = spent(len(ds.trainX), tr.cfg, res.Steps); err != nil {
 			return nil, err
 		}
-		logf("privacy: (ε = %.3g, δ = %.3g)-DP after %d steps (RDP accountant, Poisson sampling at rate B/N)\n", res.Privacy.Epsilon, res.Privacy.Delta, res.Steps)
+		tr.logf("privacy: (ε = %.3g, δ = %.3g)-DP after %d steps (RDP accountant, Poisson sampling at rate B/N)\n", res.Privacy.Epsilon, res.Privacy.Delta, res.Steps)
 	}
 	return res, nil
 }
