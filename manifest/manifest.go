@@ -77,6 +77,8 @@ type Kernels struct {
 	HostFunction string `json:"host_function"`
 	HostABI      string `json:"host_abi"`
 	SharedObject string `json:"shared_object"` // built on the user's machine, not checked in
+	ABI          string `json:"abi_sha256"`    // the module's ABI stamp, which the shared object exports
+	ABISymbol    string `json:"abi_symbol"`
 }
 
 // Read reads and checks a manifest file.

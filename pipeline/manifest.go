@@ -33,7 +33,7 @@ func buildManifest(u *Unit) ([]byte, error) {
 			LL: fn.Name + ".ll", PTX: fn.Name + ".ptx", PTXTarget: "sm_80",
 			StepKernel: k.StepKernel(), StepABI: stepABI(k),
 			HostFunction: k.HostFunc(), HostABI: "void " + k.HostFunc() + "(float *const *buffers, const float *scalars, const struct fibergen_range { int64_t lo, hi, offset; uint64_t seed; uint32_t step, noise; } *r)",
-			SharedObject: fn.Name + ".so",
+			SharedObject: fn.Name + ".so", ABI: k.ABI, ABISymbol: k.ABISymbol(),
 		},
 		IR: irJSON,
 	}

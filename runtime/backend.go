@@ -43,6 +43,10 @@ func (o *Optimizer) newBackend() (backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if abi, err := k.ABI(o.m.Kernels.ABISymbol); err != nil || abi != o.m.Kernels.ABI {
+		k.Close()
+		return nil, fmt.Errorf("runtime: %s was not built from the %s that %s.json describes (ABI stamp %.12q, want %.12q): rebuild it with fibergen build", so, o.m.Kernels.LL, o.m.Optimizer, abi, o.m.Kernels.ABI)
+	}
 	b.kernel = k
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -355,5 +356,39 @@ func TestOpenPackage(t *testing.T) {
 	}
 	if _, err := runtime.OpenPackage(runtime.Package{Manifest: []byte("{}"), Step: fiber.StepKernel}, runtime.Options{}); err == nil {
 		t.Error("OpenPackage of a bad manifest succeeded")
+	}
+}
+
+// TestStaleSharedObject: a shared object built from another module than the
+// manifest describes is refused with a clear error, not run.
+func TestStaleSharedObject(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fiber")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "generated", "fiber", "fiber")
+	copyFile(t, src+".json", filepath.Join(dir, "fiber.json"))
+	ll, err := os.ReadFile(src + ".ll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := strings.Replace(string(ll), `c"`, `c"0`, 1) // another stamp: as if built from an older fiber.ll
+	stale = strings.Replace(stale, "[65 x i8]", "[66 x i8]", 1)
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.SharedObject(stale, "fiber_cpu", filepath.Join(dir, "fiber.so")); err != nil {
+		t.Fatal(err)
+	}
+	o, err := runtime.Open(dir, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	o.SetDP(testDP)
+	tn, _ := o.Register("w", []float32{1, 2, 3})
+	if err := tn.SetGrad([]float32{0, 0, 0}); err == nil || !strings.Contains(err.Error(), "rebuild it with fibergen build") {
+		t.Errorf("a stale shared object: got %v", err)
 	}
 }

@@ -140,7 +140,8 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	if tc.Linker == "" {
 		return errors.New("fibergen needs a linker for the host kernel (Debian package binutils or lld-14: apt-get install -y binutils)")
 	}
-	optimized, err := tc.optimize(ll, fn, "-mtriple="+target[0], "--data-layout="+target[1])
+	keep := fn + "," + strings.TrimSuffix(fn, "_cpu") + "_abi" // the host function and the module's ABI stamp
+	optimized, err := tc.optimize(ll, keep, "-mtriple="+target[0], "--data-layout="+target[1])
 	if err != nil {
 		return err
 	}

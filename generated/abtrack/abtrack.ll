@@ -4129,3 +4129,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@abtrack_abi = constant [65 x i8] c"56f871fb868093d7a02e9f7113d344f8287b91d7639930093ad1e2d2bb5aa52e\00"

@@ -3626,3 +3626,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@disk_abi = constant [65 x i8] c"3a2e1a87fef5c55579f919ddb573f86777253f7869e5e24691624af0e037e062\00"

@@ -3635,3 +3635,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@disk_corr_abi = constant [65 x i8] c"133349e645995193c53f715a7e3505a7d3915741c4ffbbdf25986b4524698fd1\00"

@@ -3128,3 +3128,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@dp_adamw_abi = constant [65 x i8] c"86c76ef8d0cd73548d477a76016d84c34a11b20f3702fb15b26a667ca7d18901\00"

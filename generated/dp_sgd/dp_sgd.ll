@@ -2117,3 +2117,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@dp_sgd_abi = constant [65 x i8] c"2ad8792b52c449d1a5482a92d593b8c0f4d426868b436e8d99639f9f5d418c04\00"

@@ -4128,3 +4128,6 @@ tail.47:
 tail.done.48:
 	ret void
 }
+
+; The ABI stamp: the SHA-256 of the text above.
+@fiber_abi = constant [65 x i8] c"54d334deec75d2a8c0644f89b3d540cb9363e5899ff124f950112a0c89559d8e\00"

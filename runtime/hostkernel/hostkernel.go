@@ -49,6 +49,19 @@ func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
 	return &Kernel{Name: symbol, NumBuffers: numBuffers, NumScalars: numScalars, lib: lib, fn: fn}, nil
 }
 
+// ABI returns the ABI stamp the shared object exports as symbol (the
+// module's <name>_abi: a NUL-terminated hex SHA-256), to compare with the
+// manifest's.
+func (k *Kernel) ABI(symbol string) (string, error) {
+	addr, err := purego.Dlsym(k.lib, symbol)
+	if err != nil {
+		return "", fmt.Errorf("hostkernel: no ABI stamp %s: %v", symbol, err)
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	b := unsafe.Slice((*byte)(p), 64)
+	return string(b), nil
+}
+
 // Close unloads the shared object; the Kernel must not be used after.
 func (k *Kernel) Close() error {
 	if k.lib == 0 {
