@@ -426,13 +426,13 @@ func (r *benchResult) print(w io.Writer) {
 		head += fmt.Sprintf("  threads=%d", r.Threads)
 	}
 	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
-	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %.1f GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), r.GBps)
+	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
 	if r.Backend == "cuda" {
-		fmt.Fprintf(w, "  copy   %.1f GB/s  (device-to-device copy of %s)\n", r.CopyGBps, formatBytes(r.CopyBytes))
+		fmt.Fprintf(w, "  copy   %s GB/s  (device-to-device copy of %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes))
 	} else {
-		fmt.Fprintf(w, "  copy   %.1f GB/s  (parallel copy of %s, %d %s)\n", r.CopyGBps, formatBytes(r.CopyBytes), r.copyThreads, plural(r.copyThreads, "thread"))
+		fmt.Fprintf(w, "  copy   %s GB/s  (parallel copy of %s, %d %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes), r.copyThreads, plural(r.copyThreads, "thread"))
 	}
-	fmt.Fprintf(w, "  ratio  %.2f of copy bandwidth\n", r.Ratio)
+	fmt.Fprintf(w, "  ratio  %s of copy bandwidth\n", sig3(r.Ratio))
 	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written)", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
 	if r.Statistic == "median" {
 		fmt.Fprintf(w, "; medians of %d step/copy pairs, interleaved\n", r.Steps)

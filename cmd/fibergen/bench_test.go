@@ -54,7 +54,7 @@ func TestBenchHuman(t *testing.T) {
 			if !(ms > 0 && gbps > 0 && copyGBps > 0 && ratio > 0) {
 				t.Errorf("%s/%s: a measurement is not positive:\n%s", c.name, backend, r.stdout)
 			}
-			if math.Abs(ratio-gbps/copyGBps) > 0.01+0.06*ratio {
+			if math.Abs(ratio-gbps/copyGBps) > 0.02*ratio { // three significant digits each
 				t.Errorf("%s/%s: ratio %v, but %v / %v GB/s:\n%s", c.name, backend, ratio, gbps, copyGBps, r.stdout)
 			}
 		}
