@@ -80,8 +80,14 @@ var hostKernels struct {
 }
 
 // hostKernel builds (once per test binary) and loads the host kernel of the
-// checked-in module of opt.
+// checked-in module of opt: the AVX2 twin where the CPU has AVX2.
 func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
+	return loadHostKernel(t, opt, hostkernel.Open)
+}
+
+// loadHostKernel builds (once per test binary) the host kernel of the
+// checked-in module of opt and loads it with open.
+func loadHostKernel(t *testing.T, opt *optimizer, open func(path, symbol string, nb, ns int) (*hostkernel.Kernel, error)) *hostkernel.Kernel {
 	t.Helper()
 	hostKernels.once.Do(func() {
 		hostKernels.tc, hostKernels.err = cuda.FindToolchain()
@@ -107,7 +113,7 @@ func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
 		t.Fatal(err)
 	}
 	_, scalars := ref.scalars(0, 0)
-	k, err := hostkernel.Open(so, opt.name+"_cpu", 2+len(opt.states), len(scalars))
+	k, err := open(so, opt.name+"_cpu", 2+len(opt.states), len(scalars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,15 +152,23 @@ func kernelCases() []kernelCase {
 // optimizer, built by llc from the checked-in .ll, computes the bits of the
 // generated Go reference: every buffer after every step, noise on and off,
 // awkward sizes, misaligned buffers and global offsets.
+// Both entry points are checked: <name>_cpu for the generic CPU (on the
+// sizes up to 65537) and the one hostkernel.Open picks (the AVX2 twin where
+// the CPU has AVX2) on every size.
 func TestHostKernelMatchesGo(t *testing.T) {
 	for _, opt := range optimizers {
 		t.Run(opt.name, func(t *testing.T) {
-			k := hostKernel(t, opt)
-			for _, c := range kernelCases() {
-				if testing.Short() && c.n > 1<<16 {
-					continue
+			for _, v := range []struct {
+				open func(path, symbol string, nb, ns int) (*hostkernel.Kernel, error)
+				maxN int
+			}{{hostkernel.OpenSymbol, 1 << 16}, {hostkernel.Open, 1 << 30}} {
+				k := loadHostKernel(t, opt, v.open)
+				for _, c := range kernelCases() {
+					if c.n > v.maxN || testing.Short() && c.n > 1<<16 {
+						continue
+					}
+					t.Run(k.Name+"/"+c.String(), func(t *testing.T) { checkHostKernel(t, opt, k, c) })
 				}
-				t.Run(c.String(), func(t *testing.T) { checkHostKernel(t, opt, k, c) })
 			}
 		})
 	}

@@ -12,20 +12,42 @@ import (
 //	struct fibergen_range { int64_t lo, hi, offset; uint64_t seed; uint32_t step, noise; };
 var rangeType = types.NewStruct(i64, i64, i64, i64, i32, i32)
 
-// emitHostFunc emits the host function
+// hostParams are the host function's parameters.
+func hostParams() []*ir.Param {
+	return []*ir.Param{ir.NewParam("buffers", types.NewPointer(f32Ptr)), ir.NewParam("scalars", f32Ptr),
+		ir.NewParam("range", types.NewPointer(rangeType))}
+}
+
+// emitHostFuncs emits the host function
 //
 //	void <name>_cpu(float *const *buffers, const float *scalars, const struct fibergen_range *r)
 //
 // which steps the coordinates [r->lo, r->hi) of the buffers, coordinate i
 // having global index r->offset + i; scalars holds the host scalars, then
-// sqrt(sigma_w2).
-func (k *kernel) emitHostFunc() {
-	bufs := ir.NewParam("buffers", types.NewPointer(f32Ptr))
-	scalars := ir.NewParam("scalars", f32Ptr)
-	r := ir.NewParam("range", types.NewPointer(rangeType))
-	f := k.m.NewFunc(k.HostFunc(), types.Void, bufs, scalars, r)
-	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
-	b := f.NewBlock("entry")
+// sqrt(sigma_w2). <name>_cpu_avx2 is the same function compiled for
+// x86-64-v3 (AVX2): the loops live once, in the always-inlined <name>_host,
+// and each entry point gets its own copy for its target. The same IEEE
+// operations run on either, so they compute the same bits.
+func (k *kernel) emitHostFuncs() {
+	host := k.emitHostLoops()
+	for _, v := range []struct {
+		name  string
+		attrs []ir.FuncAttribute
+	}{{k.HostFunc(), nil}, {k.HostFuncAVX2(), []ir.FuncAttribute{ir.AttrPair{Key: "target-cpu", Value: "x86-64-v3"}}}} {
+		ps := hostParams()
+		f := k.m.NewFunc(v.name, types.Void, ps...)
+		f.FuncAttrs = append([]ir.FuncAttribute{enum.FuncAttrNoUnwind}, v.attrs...)
+		b := f.NewBlock("entry")
+		b.NewCall(host, ps[0], ps[1], ps[2])
+		b.NewRet(nil)
+	}
+}
+
+// emitHostLoops emits <name>_host, the host function's loops.
+func (k *kernel) emitHostLoops() *ir.Func {
+	ps := hostParams()
+	bufs, scalars, r := ps[0], ps[1], ps[2]
+	f, b := newHelper(k.m, k.Name+"_host", types.Void, ps...)
 	var a args
 	for i := range k.Buffers {
 		a.ptrs = append(a.ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
@@ -46,6 +68,7 @@ func (k *kernel) emitHostFunc() {
 	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
 	k.hostLoops(f, withNoise, a, l, lo, d)
 	k.hostLoops(f, without, a, l, lo, nil)
+	return f
 }
 
 // hostLoops emits the host function's loops from block b: the head, the

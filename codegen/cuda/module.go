@@ -45,6 +45,9 @@ type Kernels struct {
 func (k *Kernels) StepKernel() string { return k.Name + "_step" }
 func (k *Kernels) HostFunc() string   { return k.Name + "_cpu" }
 
+// HostFuncAVX2 is the host function compiled for x86-64-v3 (AVX2).
+func (k *Kernels) HostFuncAVX2() string { return k.Name + "_cpu_avx2" }
+
 // ABISymbol is the name of the exported ABI stamp.
 func (k *Kernels) ABISymbol() string { return k.Name + "_abi" }
 
@@ -93,7 +96,7 @@ func Generate(fn *fir.Func) (*Kernels, error) {
 		return nil, err
 	}
 	k.emitStepKernel()
-	k.emitHostFunc()
+	k.emitHostFuncs()
 	body := Header + "\n; Kernels of the " + fn.Name + " optimizer: see docs/kernels.md for the ABI.\n" + k.m.String()
 	k.LL, k.ABI = stampABI(body, k.ABISymbol())
 	return &k.Kernels, nil

@@ -141,6 +141,9 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 		return errors.New("fibergen needs a linker for the host kernel (Debian package binutils or lld-14: apt-get install -y binutils)")
 	}
 	keep := fn + "," + strings.TrimSuffix(fn, "_cpu") + "_abi" // the host function and the module's ABI stamp
+	if goruntime.GOARCH == "amd64" {
+		keep += "," + fn + "_avx2" // and its AVX2 twin, which hostkernel.Open prefers where the CPU has AVX2
+	}
 	optimized, err := tc.optimize(ll, keep, "-mtriple="+target[0], "--data-layout="+target[1])
 	if err != nil {
 		return err

@@ -7,7 +7,10 @@ package hostkernel
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -31,9 +34,55 @@ type Kernel struct {
 	lib, fn    uintptr
 }
 
-// Open loads the shared object at path and looks up symbol; numBuffers and
-// numScalars describe its arguments (codegen/cuda.Kernels).
+// Open loads the shared object at path and looks up symbol, or its AVX2
+// twin symbol_avx2 where the CPU has AVX2 and the shared object exports it
+// (the same operations, so the same bits; FIBERGEN_HOST_ISA=generic turns
+// the preference off); numBuffers and numScalars describe its arguments
+// (codegen/cuda.Kernels). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
+	k, err := OpenSymbol(path, symbol, numBuffers, numScalars)
+	if err != nil || !preferAVX2() {
+		return k, err
+	}
+	if fn, err := purego.Dlsym(k.lib, symbol+"_avx2"); err == nil {
+		k.Name, k.fn = symbol+"_avx2", fn
+	}
+	return k, nil
+}
+
+// preferAVX2 reports whether this CPU runs AVX2 code and the user did not
+// ask for the generic host functions.
+var preferAVX2 = sync.OnceValue(func() bool {
+	if runtime.GOARCH != "amd64" || os.Getenv("FIBERGEN_HOST_ISA") == "generic" {
+		return false
+	}
+	info, err := os.ReadFile("/proc/cpuinfo")
+	return err == nil && cpuHasAVX2(string(info))
+})
+
+// cpuHasAVX2 reports whether the flags of /proc/cpuinfo list everything
+// x86-64-v3 needs.
+func cpuHasAVX2(cpuinfo string) bool {
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		if !strings.HasPrefix(line, "flags") {
+			continue
+		}
+		flags := map[string]bool{}
+		for _, f := range strings.Fields(line) {
+			flags[f] = true
+		}
+		for _, need := range []string{"avx", "avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm"} {
+			if !flags[need] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// OpenSymbol is Open without the AVX2 preference: it runs symbol itself.
+func OpenSymbol(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
 	if numBuffers < 2 || numScalars < 1 {
 		return nil, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
 	}

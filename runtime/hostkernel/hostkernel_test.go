@@ -64,7 +64,7 @@ func sequence(n int, start, step float32) []float32 {
 
 func TestRun(t *testing.T) {
 	k := open(t)
-	if k.Name != "tiny_cpu" || k.NumBuffers != 2 || k.NumScalars != 2 {
+	if (k.Name != "tiny_cpu" && k.Name != "tiny_cpu_avx2") || k.NumBuffers != 2 || k.NumScalars != 2 {
 		t.Fatalf("kernel %+v", k)
 	}
 	// theta = 1, 2, ..., 11 and g = 4, 8, ..., 44 with lr = 0.25: every
