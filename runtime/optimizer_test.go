@@ -26,8 +26,7 @@ func kernelDir(t *testing.T, name string) string {
 	if dir, ok := kernelDirs.Load(name); ok {
 		return dir.(string)
 	}
-	dir := filepath.Join(os.TempDir(), "fibergen-runtime-test-"+name+"-"+randomName())
-	dir = filepath.Join(dir, name)
+	dir := filepath.Join(kernelRoot, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +48,18 @@ func kernelDir(t *testing.T, name string) string {
 	return dir
 }
 
-func randomName() string {
-	return string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26))) + string(rune('a'+rand.IntN(26)))
+// kernelRoot holds the kernel directories of one test binary; TestMain
+// removes it.
+var kernelRoot string
+
+func TestMain(m *testing.M) {
+	var err error
+	if kernelRoot, err = os.MkdirTemp("", "fibergen-runtime-test-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(kernelRoot)
+	os.Exit(code)
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -92,7 +92,7 @@ func loadHostKernel(t *testing.T, opt *optimizer, open func(path, symbol string,
 	hostKernels.once.Do(func() {
 		hostKernels.tc, hostKernels.err = cuda.FindToolchain()
 		if hostKernels.err == nil {
-			hostKernels.dir, hostKernels.err = os.MkdirTemp("", "fibergen-kernels-")
+			hostKernels.dir, hostKernels.err = os.MkdirTemp(testTemp, "kernels-")
 		}
 	})
 	if hostKernels.err != nil {

@@ -43,6 +43,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	testTemp = dir
 	fibergenBin, fibergenErr = buildFibergen(dir)
 	return m.Run()
 }
@@ -57,6 +58,9 @@ func buildFibergen(dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// testTemp is a directory TestMain removes when the tests end.
+var testTemp string
 
 // repoPath returns the absolute path of a file in the repository.
 func repoPath(elem ...string) string {
