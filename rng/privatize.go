@@ -1,6 +1,8 @@
 package rng
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -35,4 +37,12 @@ func Privatize(dst, g []float32, sigmaW float32, seed uint64, step uint32, offse
 		}
 		dst[i] = g[i] + float32(sigmaW*z[e&3])
 	}
+}
+
+// RandomSeed draws a noise seed from the operating system's generator, for
+// runs whose user fixed none: two runs never share noise by accident.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }

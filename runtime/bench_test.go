@@ -2,15 +2,11 @@ package runtime_test
 
 import (
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
@@ -30,7 +26,7 @@ const benchN = 1 << 22
 // or on cuda the device-to-device copy (cudadrv.CopyBandwidth). Run it with
 // go test ./runtime -run '^$' -bench Step -benchtime 10x.
 func BenchmarkStep(b *testing.B) {
-	dir := benchKernelDir(b, "fiber")
+	dir := kernelDir(b, "fiber")
 	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go, runtime.CUDA} {
 		b.Run(string(backend), func(b *testing.B) {
 			o, last, bytes := openBench(b, dir, backend)
@@ -61,39 +57,6 @@ func BenchmarkStep(b *testing.B) {
 			b.ReportMetric(copyRate/1e9, "copy-GB/s")
 		})
 	}
-}
-
-// benchKernelDir lays out a directory as fibergen build lays out
-// generated/<name>/ (as kernelDir does, for a benchmark): the checked-in
-// manifest and PTX, and a shared object built from the checked-in module.
-func benchKernelDir(b *testing.B, name string) string {
-	b.Helper()
-	dir := filepath.Join(b.TempDir(), name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	src := filepath.Join("..", "generated", name, name)
-	for _, ext := range []string{".json", ".ptx"} {
-		data, err := os.ReadFile(src + ext)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+ext), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ll, err := os.ReadFile(src + ".ll")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tc, err := cuda.FindToolchain()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := tc.SharedObject(string(ll), name+"_cpu", filepath.Join(dir, name+".so")); err != nil {
-		b.Fatal(err)
-	}
-	return dir
 }
 
 // openBench opens the optimizer in dir on backend with benchN random
@@ -192,48 +155,22 @@ func deviceCopyRate(b *testing.B, bytes int64) float64 {
 	return gbps * 1e9
 }
 
-// hostCopy copies src to dst in contiguous parts, one goroutine each.
+// hostCopy is runtime.HostCopy with the durations of its timed copies.
 type hostCopy struct {
-	src, dst []byte
-	parts    [][2]int
-	times    []time.Duration // of every timed copy
+	*runtime.HostCopy
+	times []time.Duration
 }
 
-// newHostCopy prepares a copy that moves bytes (half read, half written)
-// over threads goroutines; src is filled, so no page of it is the shared
-// zero page, and dst is touched by one untimed copy.
 func newHostCopy(bytes int64, threads int) *hostCopy {
-	half := int((bytes/2 + 63) &^ 63)
-	c := &hostCopy{src: make([]byte, half), dst: make([]byte, half)}
-	per := (half/threads + 63) &^ 63
-	for lo := 0; lo < half; lo += per {
-		c.parts = append(c.parts, [2]int{lo, min(lo+per, half)})
-	}
-	c.each(func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			c.src[i] = byte(i*7 + 1)
-		}
-	})
-	c.run()
-	return c
+	return &hostCopy{HostCopy: runtime.NewHostCopy(bytes, threads)}
 }
-
-func (c *hostCopy) each(f func(lo, hi int)) {
-	var wg sync.WaitGroup
-	for _, p := range c.parts {
-		wg.Go(func() { f(p[0], p[1]) })
-	}
-	wg.Wait()
-}
-
-func (c *hostCopy) run() { c.each(func(lo, hi int) { copy(c.dst[lo:hi], c.src[lo:hi]) }) }
 
 // time runs reps copies and returns their durations, appended to the
 // durations of every earlier call.
 func (c *hostCopy) time(reps int) []time.Duration {
 	for range reps {
 		start := time.Now()
-		c.run()
+		c.Run()
 		c.times = append(c.times, time.Since(start))
 	}
 	return c.times
@@ -247,5 +184,5 @@ func (c *hostCopy) rate(ds []time.Duration) float64 {
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return 2 * float64(len(c.src)) / med.Seconds()
+	return float64(c.Moved()) / med.Seconds()
 }

@@ -17,34 +17,6 @@ import (
 	"github.com/fibergen/fibergen/runtime"
 )
 
-// openSized opens the optimizer name from dir with tensors of the given
-// sizes registered from theta, the DP settings testDP and the seed 2026.
-func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
-	t.Helper()
-	o, err := runtime.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
-	if err := o.SetDP(testDP); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.SetSeed(2026); err != nil {
-		t.Fatal(err)
-	}
-	var ts []*runtime.Tensor
-	off := 0
-	for i, s := range sizes {
-		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, tn)
-		off += s
-	}
-	return o, ts
-}
-
 // allBuffers returns the flat parameters and then every state, flat.
 func allBuffers(t *testing.T, o *runtime.Optimizer, ts []*runtime.Tensor) [][]float32 {
 	t.Helper()

@@ -124,7 +124,7 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 		return nil, fmt.Errorf("runtime: the manifest of %s lists %d buffers, its IR has %d (theta, g and %d states)",
 			o.Name(), len(o.m.Buffers), nb, nb-2)
 	}
-	if ns := len(o.scalarsV) + 1; len(o.m.Scalars) != ns {
+	if ns := o.prog.NumKernelScalars(); len(o.m.Scalars) != ns {
 		return nil, fmt.Errorf("runtime: the manifest of %s lists %d scalars, its IR has %d (host scalars and sigma_w)",
 			o.Name(), len(o.m.Scalars), ns)
 	}

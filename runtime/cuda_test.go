@@ -97,28 +97,7 @@ func ptxDir(t *testing.T, name string) string {
 // openFiberIn is openFiber on the optimizer in dir.
 func openFiberIn(t *testing.T, dir string, opts runtime.Options, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
 	t.Helper()
-	o, err := runtime.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
-	if err := o.SetDP(testDP); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.SetSeed(2026); err != nil {
-		t.Fatal(err)
-	}
-	var ts []*runtime.Tensor
-	off := 0
-	for i, s := range tensorSizes {
-		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, tn)
-		off += s
-	}
-	return o, ts
+	return openSized(t, dir, opts, tensorSizes, theta)
 }
 
 // stateNames are the optimizer's states, in ABI order.

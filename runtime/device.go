@@ -1,11 +1,9 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
-	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
@@ -92,13 +90,7 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) e
 	if offset > math.MaxInt64-uint64(n) {
 		return fmt.Errorf("runtime: StepDevice: global offset %d with %d coordinates passes 2^63-1", offset, n)
 	}
-	if o.dp == nil {
-		return errors.New("runtime: set the DP settings (SetDP) before the first step")
-	}
-	if err := rng.CheckStep(o.t); err != nil {
-		return fmt.Errorf("runtime: %v", err)
-	}
-	if err := o.checkBudget(); err != nil {
+	if err := o.canStep(); err != nil {
 		return err
 	}
 	k, err := o.deviceKernels()

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
@@ -70,22 +67,21 @@ func (d DP) check() error {
 // flat buffers of every role (parameters, gradient, each state), the
 // hypers, the DP settings, the seed and the step counter.
 type Optimizer struct {
-	m        *manifest.Manifest
-	hash     string // manifest.Hash of the manifest's bytes
-	dir      string
-	opts     Options
-	prog     *interp.Program
-	hypers   []float64
-	dp       *DP
-	seed     uint64
-	t        int
-	tensors  []*Tensor
-	n        int
-	bufs     [][]float32 // theta, g, states (ABI order); host copies
-	back     backend
-	scalarsV []*ir.Value // the step's host scalars
-	pkgStep  StepFunc    // OpenPackage: the generated package's step
-	budget   *Budget     // SetBudget: the accountant and the planned steps
+	m       *manifest.Manifest
+	hash    string // manifest.Hash of the manifest's bytes
+	dir     string
+	opts    Options
+	prog    *interp.Program
+	hypers  []float64
+	dp      *DP
+	seed    uint64
+	t       int
+	tensors []*Tensor
+	n       int
+	bufs    [][]float32 // theta, g, states (ABI order); host copies
+	back    backend
+	pkgStep StepFunc // OpenPackage: the generated package's step
+	budget  *Budget  // SetBudget: the accountant and the planned steps
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -151,14 +147,8 @@ func open(m *manifest.Manifest, data []byte, dir string, opts Options) (*Optimiz
 		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go or cuda)", opts.Backend)
 	}
 	o := &Optimizer{m: m, hash: manifest.Hash(data), dir: dir, opts: opts, prog: p,
-		hypers: fn.DefaultHypers(), seed: randomSeed(), scalarsV: ir.HostScalars(fn.Step)}
+		hypers: fn.DefaultHypers(), seed: rng.RandomSeed()}
 	return o, nil
-}
-
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // Name is the optimizer's name.
@@ -291,12 +281,8 @@ type stepArgs struct {
 func (o *Optimizer) args() stepArgs {
 	sigmaW2 := o.dp.SigmaW2()
 	s := o.prog.HostScalars(o.hypers, o.t, sigmaW2)
-	out := make([]float32, 0, len(o.scalarsV)+1)
-	for _, v := range o.scalarsV {
-		out = append(out, s.Value(v))
-	}
 	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t), Noise: 1}
-	return stepArgs{host: s, scalars: append(out, rng.SigmaW(sigmaW2)), rg: rg}
+	return stepArgs{host: s, scalars: o.prog.KernelScalars(s, sigmaW2), rg: rg}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped
@@ -305,13 +291,7 @@ func (o *Optimizer) args() stepArgs {
 // step counter, noise position — and returns a *NonFiniteError; any other
 // error also leaves the step counter where it was.
 func (o *Optimizer) Step() error {
-	if o.dp == nil {
-		return errors.New("runtime: set the DP settings (SetDP) before the first step")
-	}
-	if err := rng.CheckStep(o.t); err != nil {
-		return fmt.Errorf("runtime: %v", err)
-	}
-	if err := o.checkBudget(); err != nil {
+	if err := o.canStep(); err != nil {
 		return err
 	}
 	if err := o.ready(); err != nil {
@@ -325,6 +305,18 @@ func (o *Optimizer) Step() error {
 	}
 	o.t++
 	return nil
+}
+
+// canStep reports what keeps the next step from running: no DP settings, a
+// step the noise counter cannot hold, a spent privacy budget.
+func (o *Optimizer) canStep() error {
+	if o.dp == nil {
+		return errors.New("runtime: set the DP settings (SetDP) before the first step")
+	}
+	if err := rng.CheckStep(o.t); err != nil {
+		return fmt.Errorf("runtime: %v", err)
+	}
+	return o.checkBudget()
 }
 
 // NonFiniteError reports a gradient entry that is NaN or ±Inf.

@@ -21,7 +21,7 @@ import (
 // built from the checked-in module (generated/ holds none in a clean clone).
 var kernelDirs sync.Map
 
-func kernelDir(t *testing.T, name string) string {
+func kernelDir(t testing.TB, name string) string {
 	t.Helper()
 	if dir, ok := kernelDirs.Load(name); ok {
 		return dir.(string)
@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	data, err := os.ReadFile(from)
 	if err != nil {
@@ -102,7 +102,14 @@ func inputs(steps int) (theta []float32, grads [][]float32) {
 // openFiber opens fiber with the tensors of tensorSizes registered from theta.
 func openFiber(t *testing.T, opts runtime.Options, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
 	t.Helper()
-	o, err := runtime.Open(kernelDir(t, "fiber"), opts)
+	return openSized(t, kernelDir(t, "fiber"), opts, tensorSizes, theta)
+}
+
+// openSized opens the optimizer name from dir with tensors of the given
+// sizes registered from theta, the DP settings testDP and the seed 2026.
+func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
+	t.Helper()
+	o, err := runtime.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +122,7 @@ func openFiber(t *testing.T, opts runtime.Options, theta []float32) (*runtime.Op
 	}
 	var ts []*runtime.Tensor
 	off := 0
-	for i, s := range tensorSizes {
+	for i, s := range sizes {
 		tn, err := o.Register(string(rune('a'+i)), theta[off:off+s])
 		if err != nil {
 			t.Fatal(err)

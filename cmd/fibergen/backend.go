@@ -8,7 +8,6 @@ import (
 	goruntime "runtime"
 
 	"github.com/fibergen/fibergen/codegen/cuda"
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
@@ -27,7 +26,7 @@ func newEngine(backend string, u *pipeline.Unit, e interp.Engine) (eng runtime.E
 	if err != nil {
 		return nil, nil, fmt.Errorf("--backend cpu: %v", err)
 	}
-	return &cpuEngine{Engine: e, k: k, scalars: ir.HostScalars(u.Func.Step)}, func() { k.Close() }, nil
+	return &cpuEngine{Engine: e, k: k}, func() { k.Close() }, nil
 }
 
 // loadHostKernel loads the host function of k from a shared object that
@@ -70,8 +69,7 @@ func kernelCacheDir() (string, error) {
 // and initializes the states.
 type cpuEngine struct {
 	interp.Engine
-	k       *hostkernel.Kernel
-	scalars []*ir.Value // the step's host scalars, in ABI order
+	k *hostkernel.Kernel
 }
 
 // Step runs step t through the host kernel; it does not change g.
@@ -79,12 +77,7 @@ func (c *cpuEngine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]
 	if err := rng.CheckStep(t); err != nil {
 		return err
 	}
-	s := c.P.HostScalars(c.Hypers, t, sigmaW2)
-	vals := make([]float32, 0, len(c.scalars)+1)
-	for _, v := range c.scalars {
-		vals = append(vals, s.Value(v))
-	}
-	vals = append(vals, rng.SigmaW(sigmaW2))
+	vals := c.P.KernelScalars(c.P.HostScalars(c.Hypers, t, sigmaW2), sigmaW2)
 	rg := hostkernel.Range{Hi: int64(len(theta)), Seed: c.Seed, Step: uint32(t)}
 	if c.Noise {
 		rg.Noise = 1

@@ -13,7 +13,6 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/fibergen/fibergen/codegen/cuda"
@@ -305,8 +304,7 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 // bytes, one after the other, over the same number of goroutines, and keeps
 // the medians.
 func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
-	c := newParallelCopy(r.BytesPerStep, r.Threads)
-	c.run() // warm up: touches dst
+	c := runtime.NewHostCopy(r.BytesPerStep, r.Threads) // touches every page once
 	stepMs := make([]float64, r.Steps)
 	copyMs := make([]float64, r.Steps)
 	for i := range r.Steps {
@@ -316,11 +314,11 @@ func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
 		}
 		stepMs[i] = msSince(start)
 		start = time.Now()
-		c.run()
+		c.Run()
 		copyMs[i] = msSince(start)
 	}
 	r.MsPerStep, r.CopyMs = median(stepMs), median(copyMs)
-	r.CopyBytes, r.copyThreads = c.moved(), len(c.parts)
+	r.CopyBytes, r.copyThreads = c.Moved(), c.Threads()
 	r.Statistic = "median"
 	return nil
 }
@@ -365,45 +363,6 @@ func (r *benchResult) timeCUDA(opt *runtime.Optimizer, last *runtime.Tensor) err
 	r.CopyMs = float64(r.CopyBytes) / (gbps * 1e9) * 1e3
 	r.Statistic = "mean"
 	return nil
-}
-
-// parallelCopy copies src to dst in threads contiguous parts at once.
-type parallelCopy struct {
-	src, dst []byte
-	parts    [][2]int
-}
-
-// newParallelCopy prepares a copy that moves bytes (half read, half
-// written) over threads goroutines; it fills src, so that no page of it is
-// the shared zero page.
-func newParallelCopy(bytes int64, threads int) *parallelCopy {
-	half := int((bytes/2 + 63) &^ 63)
-	c := &parallelCopy{src: make([]byte, half), dst: make([]byte, half)}
-	per := (half/threads + 63) &^ 63
-	for lo := 0; lo < half; lo += per {
-		c.parts = append(c.parts, [2]int{lo, min(lo+per, half)})
-	}
-	c.each(func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			c.src[i] = byte(i*7 + 1)
-		}
-	})
-	return c
-}
-
-func (c *parallelCopy) run() {
-	c.each(func(lo, hi int) { copy(c.dst[lo:hi], c.src[lo:hi]) })
-}
-
-// moved is the bytes one copy reads and writes.
-func (c *parallelCopy) moved() int64 { return 2 * int64(len(c.src)) }
-
-func (c *parallelCopy) each(f func(lo, hi int)) {
-	var wg sync.WaitGroup
-	for _, p := range c.parts {
-		wg.Go(func() { f(p[0], p[1]) })
-	}
-	wg.Wait()
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
@@ -91,7 +90,7 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	}
 	e := interp.Engine{P: p, Hypers: h, Noise: o.noise == "on", Seed: uint64(o.seed)}
 	if e.Noise && !o.seedSet && o.sigmaW2 > 0 {
-		e.Seed = randomSeed()
+		e.Seed = rng.RandomSeed()
 		fmt.Fprintf(stderr, "fibergen run: noise seed %d (pass --seed %d to draw the same noise again)\n", e.Seed, e.Seed)
 	}
 	engine, closeEngine, err := newEngine(o.backend, u, e)
@@ -106,13 +105,6 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 		return fmt.Errorf("--out %s: cannot write: %v", o.out, rootCause(err))
 	}
 	return nil
-}
-
-// randomSeed draws a noise seed from the operating system's generator.
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // checkOutFile checks, before any work is done, that a file can be put at

@@ -76,9 +76,9 @@ func (k *kernel) instr(b *ir.Block, v *fir.Value, vals map[*fir.Value]value.Valu
 	case fir.OpDiv:
 		return b.NewFDiv(arg(0), arg(1)), nil
 	case fir.OpNeg:
-		return bitFlip(b, arg(0), false), nil
+		return bitFlip(b, 1, arg(0), false), nil
 	case fir.OpAbs:
-		return bitFlip(b, arg(0), true), nil
+		return bitFlip(b, 1, arg(0), true), nil
 	case fir.OpSqrt:
 		return b.NewCall(sqrtF32(k.m), arg(0)), nil
 	case fir.OpMin, fir.OpMax:

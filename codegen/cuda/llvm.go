@@ -34,18 +34,19 @@ func newHelper(m *ir.Module, name string, ret types.Type, params ...*ir.Param) (
 	return f, f.NewBlock("entry")
 }
 
-// bitFlip applies op (xor: negate, and: absolute value) with mask to the bits
-// of x. Integer operations on the sign bit are exact on every target, where
-// fneg and fabs may canonicalize a NaN.
-func bitFlip(b *ir.Block, x value.Value, abs bool) value.Value {
-	bits := b.NewBitCast(x, i32)
+// bitFlip negates x (abs false: xor of the sign bit) or takes its absolute
+// value (abs true: the sign bit cleared), x a float or w lanes of floats.
+// Integer operations on the sign bit are exact on every target, where fneg
+// and fabs may canonicalize a NaN.
+func bitFlip(b *ir.Block, w lanes, x value.Value, abs bool) value.Value {
+	bits := b.NewBitCast(x, w.i32())
 	var out value.Value
 	if abs {
-		out = b.NewAnd(bits, i32c(0x7fffffff))
+		out = b.NewAnd(bits, w.u32(0x7fffffff))
 	} else {
-		out = b.NewXor(bits, i32c(0x80000000))
+		out = b.NewXor(bits, w.u32(0x80000000))
 	}
-	return b.NewBitCast(out, f32)
+	return b.NewBitCast(out, w.f32())
 }
 
 // selectMinMax is the DSL's min or max (dsl.Max): NaN if a is NaN, else b if

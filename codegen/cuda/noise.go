@@ -181,8 +181,7 @@ func emitPair(m *ir.Module, w lanes, log, sin, cos *ir.Func) *ir.Func {
 
 // negateIf returns -x where cond holds, else x, flipping the sign bit.
 func negateIf(b *ir.Block, w lanes, cond, x value.Value) value.Value {
-	flipped := b.NewBitCast(b.NewXor(b.NewBitCast(x, w.i32()), w.u32(0x80000000)), w.f32())
-	return b.NewSelect(cond, flipped, x)
+	return b.NewSelect(cond, bitFlip(b, w, x, false), x)
 }
 
 // philoxCall calls philox on the counter (group, step, site) and the key seed.

@@ -15,10 +15,11 @@ import (
 
 // Program is an ir.Func prepared for interpretation.
 type Program struct {
-	Func   *ir.Func
-	step   *code
-	init   *code
-	obsArg *code
+	Func    *ir.Func
+	step    *code
+	init    *code
+	obsArg  *code
+	scalars []*ir.Value // ir.HostScalars(Func.Step): the kernels' scalar arguments
 }
 
 // New prepares fn, which must be optimized (ir.Optimize) so that each block
@@ -27,7 +28,7 @@ func New(fn *ir.Func) (*Program, error) {
 	if err := ir.Verify(fn); err != nil {
 		return nil, err
 	}
-	p := &Program{Func: fn}
+	p := &Program{Func: fn, scalars: ir.HostScalars(fn.Step)}
 	var err error
 	if p.init, err = compile(fn, fn.Init); err == nil {
 		if p.obsArg, err = compile(fn, fn.ObsArgs); err == nil {
@@ -138,6 +139,20 @@ func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]floa
 		g = noisy
 	}
 	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), theta, g, states)
+}
+
+// NumKernelScalars is the length of KernelScalars' result.
+func (p *Program) NumKernelScalars() int { return len(p.scalars) + 1 }
+
+// KernelScalars returns the scalar arguments of the generated kernels for
+// the step s was computed for: the host scalars (ir.HostScalars order), then
+// sqrt(sigmaW2) (rng.SigmaW), as docs/kernels.md lays them out.
+func (p *Program) KernelScalars(s Scalars, sigmaW2 float64) []float32 {
+	out := make([]float32, 0, len(p.scalars)+1)
+	for _, v := range p.scalars {
+		out = append(out, s.Value(v))
+	}
+	return append(out, rng.SigmaW(sigmaW2))
 }
 
 // Value returns the float32 host value of v, a value of the step block.

@@ -149,33 +149,35 @@ type Elem interface {
 // CopyToDevice copies src to device memory at dst (cuMemcpyHtoD_v2). It
 // returns when the copy is done and src may be reused.
 func CopyToDevice[T Elem](c *Context, dst DevicePtr, src []T) error {
-	if len(src) == 0 {
-		return nil
-	}
-	var zero T
-	p := unsafe.Pointer(unsafe.SliceData(src))
-	n := uintptr(len(src)) * unsafe.Sizeof(zero)
-	var pin runtime.Pinner
-	pin.Pin(p)
-	defer pin.Unpin()
-	leave, err := c.enter()
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return c.d.check("cuMemcpyHtoD_v2", c.d.cuMemcpyHtoD(uint64(dst), p, n))
+	p, n := hostMemory(src)
+	return c.withHostMemory(p, n, func() error {
+		return c.d.check("cuMemcpyHtoD_v2", c.d.cuMemcpyHtoD(uint64(dst), p, n))
+	})
 }
 
 // CopyFromDevice copies len(dst) elements from device memory at src into dst
 // (cuMemcpyDtoH_v2). It waits for earlier work on the default stream, such as
 // kernels writing src, and returns when dst holds the data.
 func CopyFromDevice[T Elem](c *Context, dst []T, src DevicePtr) error {
-	if len(dst) == 0 {
+	p, n := hostMemory(dst)
+	return c.withHostMemory(p, n, func() error {
+		return c.d.check("cuMemcpyDtoH_v2", c.d.cuMemcpyDtoH(p, uint64(src), n))
+	})
+}
+
+// hostMemory returns the address and byte length of s.
+func hostMemory[T Elem](s []T) (unsafe.Pointer, uintptr) {
+	var zero T
+	return unsafe.Pointer(unsafe.SliceData(s)), uintptr(len(s)) * unsafe.Sizeof(zero)
+}
+
+// withHostMemory runs copy, a driver copy to or from the n bytes of host
+// memory at p, with that memory pinned and the context current; n == 0 is
+// a no-op.
+func (c *Context) withHostMemory(p unsafe.Pointer, n uintptr, copy func() error) error {
+	if n == 0 {
 		return nil
 	}
-	var zero T
-	p := unsafe.Pointer(unsafe.SliceData(dst))
-	n := uintptr(len(dst)) * unsafe.Sizeof(zero)
 	var pin runtime.Pinner
 	pin.Pin(p)
 	defer pin.Unpin()
@@ -184,7 +186,7 @@ func CopyFromDevice[T Elem](c *Context, dst []T, src DevicePtr) error {
 		return err
 	}
 	defer leave()
-	return c.d.check("cuMemcpyDtoH_v2", c.d.cuMemcpyDtoH(p, uint64(src), n))
+	return copy()
 }
 
 // CopyHtoD copies src to device memory at dst; see CopyToDevice.

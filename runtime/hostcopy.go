@@ -1,0 +1,47 @@
+package runtime
+
+import "sync"
+
+// HostCopy is the baseline a CPU step is measured against: a copy that
+// moves the same number of bytes (half read, half written), split into
+// contiguous parts over goroutines as the CPU backend splits a step.
+type HostCopy struct {
+	src, dst []byte
+	parts    [][2]int
+}
+
+// NewHostCopy prepares a copy that moves bytes over threads goroutines. It
+// fills the source, so that no page of it is the shared zero page, and runs
+// one untimed copy, so that the destination is touched.
+func NewHostCopy(bytes int64, threads int) *HostCopy {
+	half := int((bytes/2 + 63) &^ 63)
+	c := &HostCopy{src: make([]byte, half), dst: make([]byte, half)}
+	per := (half/max(threads, 1) + 63) &^ 63
+	for lo := 0; lo < half; lo += per {
+		c.parts = append(c.parts, [2]int{lo, min(lo+per, half)})
+	}
+	c.each(func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			c.src[i] = byte(i*7 + 1)
+		}
+	})
+	c.Run()
+	return c
+}
+
+// Run copies once.
+func (c *HostCopy) Run() { c.each(func(lo, hi int) { copy(c.dst[lo:hi], c.src[lo:hi]) }) }
+
+// Moved is the number of bytes one copy reads and writes.
+func (c *HostCopy) Moved() int64 { return 2 * int64(len(c.src)) }
+
+// Threads is the number of goroutines a copy runs on.
+func (c *HostCopy) Threads() int { return len(c.parts) }
+
+func (c *HostCopy) each(f func(lo, hi int)) {
+	var wg sync.WaitGroup
+	for _, p := range c.parts {
+		wg.Go(func() { f(p[0], p[1]) })
+	}
+	wg.Wait()
+}
