@@ -12,6 +12,7 @@ type File struct {
 	States    []*StateDecl
 	Observe   *ObserveDecl // nil if absent
 	Step      *StepDecl    // nil if missing
+	Diags     []*DiagnosticDecl
 }
 
 // Name returns the optimizer's name, or "" when the file declares none.
@@ -100,6 +101,15 @@ type StepDecl struct {
 	Rbrace  Pos
 }
 
+// DiagnosticDecl is `diagnostic KIND(name, ...)`: a per-step statistic of
+// the step's values (for now only clamp_mass) that the runtime computes
+// after a step when asked to.
+type DiagnosticDecl struct {
+	Keyword Pos
+	Kind    *Ident
+	Args    []*Ident
+}
+
 // AssignStmt is `name = expr` inside step: an update of a state or theta, or
 // the binding of a local.
 type AssignStmt struct {
@@ -107,16 +117,18 @@ type AssignStmt struct {
 	RHS Expr
 }
 
-func (d *OptimizerDecl) Pos() Pos { return d.Keyword }
-func (d *HyperDecl) Pos() Pos     { return d.Keyword }
-func (d *StateDecl) Pos() Pos     { return d.Keyword }
-func (d *ObserveDecl) Pos() Pos   { return d.Keyword }
-func (d *StepDecl) Pos() Pos      { return d.Keyword }
-func (*OptimizerDecl) declNode()  {}
-func (*HyperDecl) declNode()      {}
-func (*StateDecl) declNode()      {}
-func (*ObserveDecl) declNode()    {}
-func (*StepDecl) declNode()       {}
+func (d *OptimizerDecl) Pos() Pos  { return d.Keyword }
+func (d *HyperDecl) Pos() Pos      { return d.Keyword }
+func (d *StateDecl) Pos() Pos      { return d.Keyword }
+func (d *ObserveDecl) Pos() Pos    { return d.Keyword }
+func (d *StepDecl) Pos() Pos       { return d.Keyword }
+func (d *DiagnosticDecl) Pos() Pos { return d.Keyword }
+func (*OptimizerDecl) declNode()   {}
+func (*HyperDecl) declNode()       {}
+func (*StateDecl) declNode()       {}
+func (*ObserveDecl) declNode()     {}
+func (*StepDecl) declNode()        {}
+func (*DiagnosticDecl) declNode()  {}
 
 // An Expr is an expression node.
 type Expr interface {

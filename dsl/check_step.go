@@ -10,6 +10,11 @@ var ObserveKinds = map[string][]string{
 	"two_point": {"a", "lookahead"},
 }
 
+// LookaheadState names the state that the compiler adds to a two_point
+// optimizer: the next look-ahead point, written by the step for the
+// trainer. A declared state may not take the name.
+const LookaheadState = "lookahead"
+
 func (c *checker) checkObserve() {
 	d := c.f.Observe
 	if d == nil || d.Kind.Name == "" {
@@ -27,6 +32,20 @@ func (c *checker) checkObserve() {
 	for _, p := range params {
 		if !seen[p] {
 			c.errorf(d.Kind.NamePos, "observe %s needs the argument %s", d.Kind.Name, p)
+		}
+	}
+	c.reserveLookahead(d)
+}
+
+// reserveLookahead rejects a declared state named LookaheadState in a
+// two_point optimizer, whose step writes the look-ahead point there.
+func (c *checker) reserveLookahead(d *ObserveDecl) {
+	if d.Kind.Name != "two_point" {
+		return
+	}
+	for _, s := range c.f.States {
+		if s.Name.Name == LookaheadState {
+			c.errorf(s.Name.NamePos, "state %s: observe two_point writes the next look-ahead point into a state of this name (declared at %s); rename this state", LookaheadState, d.Keyword.LineCol())
 		}
 	}
 }
@@ -57,10 +76,15 @@ func (c *checker) checkStep() {
 		}
 	}
 	assigned := map[*Object]*AssignStmt{}
+	defs := map[string]*AssignStmt{}
 	for _, a := range d.Body {
 		c.expr(a.RHS, s)
 		c.assign(a, s, assigned)
+		if defs[a.LHS.Name] == nil {
+			defs[a.LHS.Name] = a
+		}
 	}
+	c.checkDiagnostics(defs)
 	if !c.partial {
 		c.checkUpdated(d, assigned)
 	}

@@ -97,8 +97,10 @@ func (p *parser) parseDecl() {
 		p.parseObserve()
 	case STEP:
 		p.parseStep()
+	case DIAGNOSTIC:
+		p.parseDiagnostic()
 	default:
-		p.errorExpected("declaration (optimizer, hyper, state, observe or step)")
+		p.errorExpected("declaration (optimizer, hyper, state, observe, step or diagnostic)")
 	}
 }
 
@@ -181,6 +183,23 @@ func (p *parser) parseStep() {
 		return
 	}
 	p.f.Step = d
+	p.add(d)
+}
+
+func (p *parser) parseDiagnostic() {
+	d := &DiagnosticDecl{Keyword: p.pos}
+	p.next()
+	d.Kind = p.parseIdent()
+	p.expect(LPAREN, "'(' after the diagnostic kind")
+	for p.tok != RPAREN && p.tok != SEMI && p.tok != EOF {
+		d.Args = append(d.Args, p.parseIdent())
+		if p.tok != COMMA {
+			break
+		}
+		p.next()
+	}
+	p.expect(RPAREN, "')' or ','")
+	p.f.Diags = append(p.f.Diags, d)
 	p.add(d)
 }
 

@@ -115,6 +115,8 @@ func Format(f *File) []byte {
 				fmt.Fprintf(&b, "\t%s = %s\n", a.LHS.Name, ExprString(a.RHS))
 			}
 			b.WriteString("}\n")
+		case *DiagnosticDecl:
+			fmt.Fprintf(&b, "diagnostic %s(%s)\n", d.Kind.Name, identsString(d.Args))
 		}
 	}
 	return b.Bytes()
@@ -124,6 +126,14 @@ func argsString(args []*Arg) string {
 	parts := make([]string, len(args))
 	for i, a := range args {
 		parts[i] = a.Name.Name + " = " + ExprString(a.Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func identsString(ids []*Ident) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = id.Name
 	}
 	return strings.Join(parts, ", ")
 }

@@ -29,13 +29,14 @@ const (
 	RBRACE // }
 
 	keywordBeg
-	OPTIMIZER // optimizer
-	HYPER     // hyper
-	STATE     // state
-	OBSERVE   // observe
-	STEP      // step
-	IN        // in
-	INF       // inf
+	OPTIMIZER  // optimizer
+	HYPER      // hyper
+	STATE      // state
+	OBSERVE    // observe
+	STEP       // step
+	DIAGNOSTIC // diagnostic
+	IN         // in
+	INF        // inf
 	keywordEnd
 )
 
@@ -45,7 +46,7 @@ var tokens = [...]string{
 	ADD: "+", SUB: "-", MUL: "*", QUO: "/", POW: "**", ASSIGN: "=", COMMA: ",",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
 	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", OBSERVE: "observe",
-	STEP: "step", IN: "in", INF: "inf",
+	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", INF: "inf",
 }
 
 // String returns the token's spelling, or a description for classes of tokens.

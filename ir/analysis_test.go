@@ -82,6 +82,7 @@ func TestHostScalarsOfFiber(t *testing.T) {
 		{"1 - lr * wd", false},
 		{"lr", false},
 		{"eps", false},
+		{"gamma", false}, // the look-ahead point's γ
 	}
 	got := HostScalars(fn.Step)
 	if len(got) != len(want) {

@@ -934,6 +934,37 @@ func TestSpectralRadius(t *testing.T) {
 	}
 }
 
+// TestSpectralRadiusRepeatedPoles checks SpectralRadius on companion
+// matrices of repeated real poles (the form of a second- or third-order
+// IIR filter with a critically damped pole, optimizers/doppler.dsl), whose
+// Jordan blocks rounding splits: the estimate must lie at or above ρ, within
+// the accuracy SpectralRadius documents, and powers of two, where the
+// squarings cancel exactly, must not collapse to 0.
+func TestSpectralRadiusRepeatedPoles(t *testing.T) {
+	for _, p := range []float64{0.5, -0.5, 0.25, 0.125, 0.75, 0.9375, 1, 1.5, 2, -2, 3} {
+		for _, c := range []struct {
+			name string
+			m    []float64
+			tol  float64
+		}{
+			{"double", []float64{2 * p, -p * p, 1, 0}, 1e-5},
+			{"triple", []float64{3 * p, -3 * p * p, p * p * p, 1, 0, 0, 0, 1, 0}, 1e-2},
+		} {
+			k := 2
+			if len(c.m) == 9 {
+				k = 3
+			}
+			rho, want := SpectralRadius(c.m, k), math.Abs(p)
+			if rho < want*(1-1e-12) || rho > want*(1+c.tol) {
+				t.Errorf("%s pole at %v: SpectralRadius %.17g, want %v within a relative %v above", c.name, p, rho, want, c.tol)
+			}
+			if (rho < 1) != (want < 1) {
+				t.Errorf("%s pole at %v: SpectralRadius %.17g gives stable = %v", c.name, p, rho, rho < 1)
+			}
+		}
+	}
+}
+
 // TestSteadyGainMatchesClosedForm checks the numeric solution the host
 // uses against the closed form at the same hypers.
 func TestSteadyGainMatchesClosedForm(t *testing.T) {

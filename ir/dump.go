@@ -24,6 +24,9 @@ func (f *Func) String() string {
 	if f.Observe != nil {
 		fmt.Fprintf(&b, "observe %s(%s)\n", f.Observe.Kind, strings.Join(f.Observe.Args, ", "))
 	}
+	for _, d := range f.Diags {
+		fmt.Fprintf(&b, "diagnostic %s(%s)\n", d.Kind, strings.Join(d.Args, ", "))
+	}
 	for _, blk := range f.Blocks() {
 		b.WriteString(blk.String())
 	}

@@ -30,6 +30,8 @@ func Eval64(op Op, a, b float64) float64 {
 		return dsl.Min(a, b)
 	case OpMax:
 		return dsl.Max(a, b)
+	case OpEq:
+		return eq(a, b)
 	}
 	return math.NaN()
 }
@@ -56,6 +58,8 @@ func Eval32(op Op, a, b float32) float32 {
 		return dsl.Min(a, b)
 	case OpMax:
 		return dsl.Max(a, b)
+	case OpEq:
+		return eq(a, b)
 	}
 	return float32(math.NaN())
 }
@@ -65,8 +69,16 @@ func (o Op) Arity() int {
 	switch o {
 	case OpNeg, OpSqrt, OpAbs, OpF32, OpAttenT, OpStore:
 		return 1
-	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMin, OpMax:
+	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMin, OpMax, OpEq:
 		return 2
+	}
+	return 0
+}
+
+// eq is OpEq: 1 where a and b compare equal (IEEE), else 0.
+func eq[T ~float32 | ~float64](a, b T) T {
+	if a == b {
+		return 1
 	}
 	return 0
 }

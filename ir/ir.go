@@ -47,6 +47,7 @@ const (
 	OpMax
 	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
 	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
+	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
 	OpStore  // Name is theta, a state, an observation output or a model entry; no result
 )
 
@@ -55,7 +56,7 @@ var opNames = [...]string{
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpNeg: "neg", OpAdd: "add",
 	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
-	OpAttenT: "attenuation_t", OpStore: "store",
+	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store",
 }
 
 func (o Op) String() string {
@@ -128,12 +129,13 @@ type Func struct {
 	Name    string
 	Hypers  []Hyper
 	States  []string
-	Observe *Observation // nil without an observe declaration
-	Init    *Block       // stores every state's initial value
-	ObsArgs *Block       // stores the observation's arguments (f64)
-	Step    *Block       // stores theta and every state
-	Filters []*Filter    // the noise models the host needs, one per state named by attenuation or attenuation_t
-	Noise   *Noise       // the noise analysis of the step block, as lowered (nil for a Func built by hand)
+	Observe *Observation  // nil without an observe declaration
+	Init    *Block        // stores every state's initial value
+	ObsArgs *Block        // stores the observation's arguments (f64)
+	Step    *Block        // stores theta and every state
+	Filters []*Filter     // the noise models the host needs, one per state named by attenuation or attenuation_t
+	Noise   *Noise        // the noise analysis of the step block, as lowered (nil for a Func built by hand)
+	Diags   []*Diagnostic // the declared diagnostics, each its own block (lower_diag.go)
 }
 
 // Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
@@ -156,6 +158,9 @@ func (f *Func) Blocks() []*Block {
 	bs := []*Block{f.Init, f.ObsArgs, f.Step}
 	for _, fl := range f.Filters {
 		bs = append(bs, fl.Model)
+	}
+	for _, d := range f.Diags {
+		bs = append(bs, d.Block)
 	}
 	return bs
 }

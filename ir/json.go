@@ -24,6 +24,13 @@ type funcJSON struct {
 	ObsArgs *blockJSON   `json:"observe_args"`
 	Step    *blockJSON   `json:"step"`
 	Filters []filterJSON `json:"filters,omitempty"`
+	Diags   []diagJSON   `json:"diagnostics,omitempty"`
+}
+
+type diagJSON struct {
+	Kind  string     `json:"kind"`
+	Args  []string   `json:"args"`
+	Block *blockJSON `json:"block"`
 }
 
 type hyperJSON struct {
@@ -99,6 +106,9 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 		j.Filters = append(j.Filters, filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
 			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability})
 	}
+	for _, d := range f.Diags {
+		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
+	}
 	return json.Marshal(j)
 }
 
@@ -153,6 +163,13 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	}
 	if err := f.decodeFilters(j.Filters); err != nil {
 		return nil, err
+	}
+	for _, dj := range j.Diags {
+		b, err := decodeBlock(dj.Block)
+		if err != nil {
+			return nil, err
+		}
+		f.Diags = append(f.Diags, &Diagnostic{Kind: dj.Kind, Args: dj.Args, Block: b})
 	}
 	if err := Verify(f); err != nil {
 		return nil, err

@@ -25,8 +25,12 @@ func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
 		return nil, fmt.Errorf("ir: %s has no step block", fn.Name)
 	}
 	fn.Step = l.lowerStep(f.Step)
+	if la := lookaheadArg(f.Observe); la != nil {
+		l.lowerLookahead(fn, la)
+	}
 	if l.err == nil {
 		l.resolveAttenuation(fn)
+		fn.Diags = l.lowerDiagnostics(f, fn)
 	}
 	switch {
 	case l.err != nil:

@@ -169,8 +169,10 @@ init:
   u %2:f64 = mul %0, %1
   u %3:f32 = f32 %2
   u %4:f32 = const 1
+  u %5:f32 = const 0
   u store m, %3
   u store v, %4
+  u store lookahead, %5
 observe:
   u %0:f64 = hyper lr
   u %1:f64 = const 2
@@ -184,6 +186,40 @@ observe:
 	}
 	if fn.Observe == nil || fn.Observe.Kind != "two_point" || strings.Join(fn.Observe.Args, ",") != "a,lookahead" {
 		t.Errorf("Observe = %+v", fn.Observe)
+	}
+}
+
+// TestLowerLookahead checks the look-ahead point a two_point step writes:
+// θ_new + γ·(θ_new − θ_old) in float32 with γ a host scalar, stored last.
+func TestLowerLookahead(t *testing.T) {
+	src := program("hyper lr = 0.5\nhyper gamma = 0.7\nobserve two_point(a = lr, lookahead = 2 * gamma)", "theta = theta - lr * g")
+	fn := lowerSource(t, src)
+	if err := Optimize(fn); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+step:
+  u %0:f64 = hyper lr
+  u %1:f32 = f32 %0
+  u %2:f64 = const 2
+  u %3:f64 = hyper gamma
+  u %4:f64 = mul %2, %3
+  u %5:f32 = f32 %4
+  v %6:f32 = load theta
+  v %7:f32 = load g
+  v %8:f32 = mul %1, %7
+  v %9:f32 = sub %6, %8
+  v store theta, %9
+  v %11:f32 = sub %9, %6
+  v %12:f32 = mul %5, %11
+  v %13:f32 = add %9, %12
+  v store lookahead, %13
+`
+	if got := fn.Step.String(); !sameDump(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := strings.Join(fn.States, " "); got != "lookahead" {
+		t.Errorf("states %q, want the added lookahead", got)
 	}
 }
 

@@ -233,7 +233,7 @@ func toDSL(v *Value) dsl.Expr {
 		return &dsl.Ident{Name: v.Op.String()}
 	case OpAtten, OpAttenT:
 		return &dsl.CallExpr{Fun: &dsl.Ident{Name: v.Op.String()}, Args: []dsl.Expr{&dsl.Ident{Name: v.Name}}}
-	case OpF32:
+	case OpF32, OpStore:
 		return toDSL(v.Args[0])
 	case OpNeg:
 		return &dsl.UnaryExpr{Op: dsl.SUB, X: toDSL(v.Args[0])}

@@ -19,7 +19,7 @@ func Verify(f *Func) error {
 			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
 		}
 	}
-	return nil
+	return f.verifyDiagnostics()
 }
 
 func verifyBlock(b *Block) error {
@@ -108,9 +108,9 @@ func verifyNames(f *Func, b *Block) error {
 		switch {
 		case v.Op == OpHyper && f.HyperIndex(v.Name) < 0:
 			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
-		case v.Op == OpLoad && (b != f.Step || v.Name != "g" && v.Name != "theta" && !slices.Contains(f.States, v.Name)):
+		case v.Op == OpLoad && !f.loadable(b, v.Name):
 			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
-		case (v.Op == OpAtten || v.Op == OpAttenT) && (b != f.Step || f.Filter(v.Name) == nil):
+		case (v.Op == OpAtten || v.Op == OpAttenT) && (b != f.Step && f.diagnostic(b) == nil || f.Filter(v.Name) == nil):
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
@@ -149,6 +149,9 @@ func blockTargets(f *Func, b *Block) []string {
 			return fl.EntryNames()
 		}
 	}
+	if f.diagnostic(b) != nil {
+		return DiagTerms
+	}
 	return nil
 }
 
@@ -169,7 +172,7 @@ func (fl *Filter) EntryNames() []string {
 // storeType is the type of the values b stores: the states' initial and
 // new values are f32; the observation's weights and the models' entries f64.
 func storeType(f *Func, b *Block) Type {
-	if b == f.Init || b == f.Step {
+	if b == f.Init || b == f.Step || f.diagnostic(b) != nil {
 		return F32
 	}
 	return F64

@@ -42,7 +42,7 @@ type Buffer struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"` // "parameters", "gradient" or "state"
 	DType  string `json:"dtype"`
-	Access string `json:"access"` // "read" or "read-write"
+	Access string `json:"access"` // "read", "write" (the look-ahead point) or "read-write"
 	Init   string `json:"init,omitempty"`
 }
 
@@ -79,6 +79,41 @@ type Kernels struct {
 	SharedObject string `json:"shared_object"` // built on the user's machine, not checked in
 	ABI          string `json:"abi_sha256"`    // the module's ABI stamp, which the shared object exports
 	ABISymbol    string `json:"abi_symbol"`
+	// Privatize names the per-example clipping entry points; absent in a
+	// manifest built before they existed.
+	Privatize *Privatize `json:"privatize,omitempty"`
+	// Diagnostics names the entry points of the declared diagnostics
+	// (docs/kernels.md, "Diagnostics"); absent when there are none.
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// Diagnostic names the entry points of one diagnostic, e.g. clamp_mass:
+// they take the step's buffers and scalars, read the states Reads after a
+// step and write one float32 partial of each sum (num, den) per chunk of
+// Chunk coordinates; the value is Σ num / Σ den in float64, chunk order.
+type Diagnostic struct {
+	Kind         string   `json:"kind"`
+	Args         []string `json:"args"`  // the step's names it measures, as declared
+	Reads        []string `json:"reads"` // the states it reads
+	Chunk        int      `json:"chunk"`
+	Kernel       string   `json:"kernel"` // the NVPTX kernel, in the PTX file
+	KernelABI    string   `json:"kernel_abi"`
+	HostFunction string   `json:"host_function"` // in the shared object, with an _avx2 twin on amd64
+	HostABI      string   `json:"host_abi"`
+}
+
+// Privatize names the entry points that clip per-example gradients and
+// average them into the gradient buffer (docs/kernels.md, "Privatize"),
+// each list in the order they run: norms, scales, sum.
+type Privatize struct {
+	Chunk         int      `json:"chunk"`   // coordinates per chunk of the norms reduction
+	Kernels       []string `json:"kernels"` // the NVPTX kernels, in the PTX file
+	KernelABIs    []string `json:"kernel_abis"`
+	HostFunctions []string `json:"host_functions"` // in the shared object, each with an _avx2 twin on amd64
+	HostABI       string   `json:"host_abi"`
+	// TwoSets says that the optimizer observes two points: mode 1 mixes
+	// u = a·look + (1−a)·cur. Without it only mode 0 (cur alone) applies.
+	TwoSets bool `json:"two_sets"`
 }
 
 // Read reads and checks a manifest file.

@@ -39,3 +39,5 @@ step {
 	vbar = max(vhat - attenuation(gt) * sigma_w2, eps_v)
 	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
 }
+
+diagnostic clamp_mass(mhat, vbar)  // the share of the update on the floor eps_v (docs/dsl.md)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/fibergen/fibergen/codegen/cuda"
 	"github.com/fibergen/fibergen/ir"
@@ -34,6 +35,7 @@ func buildManifest(u *Unit) ([]byte, error) {
 			StepKernel: k.StepKernel(), StepABI: stepABI(k),
 			HostFunction: k.HostFunc(), HostABI: "void " + k.HostFunc() + "(float *const *buffers, const float *scalars, const struct fibergen_range { int64_t lo, hi, offset; uint64_t seed; uint32_t step, noise; } *r)",
 			SharedObject: fn.Name + ".so", ABI: k.ABI, ABISymbol: k.ABISymbol(),
+			Privatize: manifestPrivatize(fn, k), Diagnostics: manifestDiagnostics(fn, k),
 		},
 		IR: irJSON,
 	}
@@ -54,8 +56,11 @@ func manifestBuffers(fn *ir.Func, k *cuda.Kernels) []manifest.Buffer {
 		case "g":
 			mb.Role = "gradient"
 		}
-		if b.ReadOnly {
+		switch {
+		case b.ReadOnly:
 			mb.Access = "read"
+		case b.WriteOnly:
+			mb.Access = "write"
 		}
 		out = append(out, mb)
 	}
@@ -91,4 +96,40 @@ func stepABI(k *cuda.Kernels) string {
 		s += fmt.Sprintf("float S%d, ", i)
 	}
 	return s + "float sigma_w, u64 n, u64 offset, u64 seed, u32 step, u32 noise)"
+}
+
+// privatizeHostABI is the signature of every privatize host function.
+const privatizeHostABI = "void %s(const struct fibergen_privatize { const float *cur, *look; float *partials, *scales, *out; " +
+	"int64_t batch, n, lo, hi; double clip; float a, b; uint32_t mode, pad; } *p)"
+
+// privatizeKernelABIs are the privatize kernels' signatures in PTX terms,
+// by phase.
+var privatizeKernelABIs = map[string]string{
+	"norms":  "(float *cur, float *look, float *partials, u64 batch, u64 n, float a, float b, u32 mode)",
+	"scales": "(float *partials, float *scales, u64 batch, u64 nchunks, f64 clip)",
+	"sum":    "(float *cur, float *look, float *scales, float *out, u64 batch, u64 n, float a, float b, u32 mode)",
+}
+
+func manifestPrivatize(fn *ir.Func, k *cuda.Kernels) *manifest.Privatize {
+	p := &manifest.Privatize{Chunk: cuda.ReduceChunk, HostABI: fmt.Sprintf(privatizeHostABI, k.Name+"_privatize_<phase>_cpu"),
+		TwoSets: fn.Observe != nil && fn.Observe.Kind == "two_point"}
+	for _, phase := range cuda.PrivatizePhases {
+		p.Kernels = append(p.Kernels, k.PrivatizeKernel(phase))
+		p.KernelABIs = append(p.KernelABIs, ".entry "+k.PrivatizeKernel(phase)+privatizeKernelABIs[phase])
+		p.HostFunctions = append(p.HostFunctions, k.PrivatizeHostFunc(phase))
+	}
+	return p
+}
+
+// manifestDiagnostics names the entry points of fn's diagnostics.
+func manifestDiagnostics(fn *ir.Func, k *cuda.Kernels) []manifest.Diagnostic {
+	var out []manifest.Diagnostic
+	for _, d := range fn.Diags {
+		kernel, host := k.DiagKernel(d.Kind), k.DiagHostFunc(d.Kind)
+		abi := strings.TrimSuffix(stepABI(k), "u64 n, u64 offset, u64 seed, u32 step, u32 noise)") + "u64 n, float *num, float *den)"
+		out = append(out, manifest.Diagnostic{Kind: d.Kind, Args: d.Args, Reads: d.Reads(fn), Chunk: cuda.ReduceChunk,
+			Kernel: kernel, KernelABI: strings.Replace(abi, k.StepKernel(), kernel, 1),
+			HostFunction: host, HostABI: "void " + host + "(float *const *buffers, const float *scalars, int64_t n, int64_t lo, int64_t hi, float *num, float *den)"})
+	}
+	return out
 }

@@ -47,7 +47,7 @@ func (o *Optimizer) newBackend() (backend, error) {
 		k.Close()
 		return nil, fmt.Errorf("runtime: %s was not built from the %s that %s.json describes (ABI stamp %.12q, want %.12q): rebuild it with fibergen build", so, o.m.Kernels.LL, o.m.Optimizer, abi, o.m.Kernels.ABI)
 	}
-	b.kernel = k
+	b.kernel, b.so, b.privSyms = k, so, privatizeSymbols(o)
 	return b, nil
 }
 
@@ -68,6 +68,11 @@ type cpuBackend struct {
 	kernel  *hostkernel.Kernel // nil: the reference
 	goStep  StepFunc           // the reference from a compiled-in package; nil: the interpreter
 	prog    *interp.Program
+	// The privatize host functions (privatize.go), loaded from so at the
+	// first Privatize; nil: the Go reference.
+	so       string
+	privSyms []string
+	priv     *hostkernel.Privatize
 }
 
 func (b *cpuBackend) kind() Backend {
@@ -157,6 +162,10 @@ func (b *cpuBackend) write(buf, off int, src []float32) error {
 func (b *cpuBackend) sync() error { return nil }
 
 func (b *cpuBackend) close() error {
+	if b.priv != nil {
+		b.priv.Close()
+		b.priv = nil
+	}
 	if b.kernel == nil {
 		return nil
 	}

@@ -107,6 +107,10 @@ type cudaKernels struct {
 	sms      int
 	nbuf     int // buffers the step kernel takes (theta, g, states)
 	nscalar  int // float32 scalars it takes (host scalars, then sigma_w)
+	// privNames are the privatize kernels the manifest names (norms,
+	// scales, sum); privFns them, looked up at the first Privatize.
+	privNames []string
+	privFns   []*cudadrv.Function
 }
 
 // openCUDAKernels loads the driver, retains the primary context of device
@@ -150,6 +154,9 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 		return nil, fmt.Errorf("runtime: cannot start the CUDA backend on device %d (%s): %w", o.opts.Device, dev, err)
 	}
 	k := &cudaKernels{name: o.Name(), ctx: ctx, sms: dev.SMCount, nbuf: len(o.m.Buffers), nscalar: len(o.m.Scalars)}
+	if p := o.m.Kernels.Privatize; p != nil {
+		k.privNames = p.Kernels
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, k.close())
@@ -264,7 +271,7 @@ func (k *cudaKernels) close() error {
 			errs = append(errs, m.Unload())
 		}
 	}
-	k.guardMod, k.mod, k.guard, k.step = nil, nil, nil, nil
+	k.guardMod, k.mod, k.guard, k.step, k.privFns = nil, nil, nil, nil, nil
 	errs = append(errs, k.ctx.Close())
 	k.ctx = nil
 	return errors.Join(errs...)

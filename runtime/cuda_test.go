@@ -174,7 +174,7 @@ func TestCUDAUnavailable(t *testing.T) {
 	}
 	defer d.Close()
 	d.SetDP(testDP)
-	bufs := []cudadrv.DevicePtr{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000}
+	bufs := []cudadrv.DevicePtr{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000} // theta g gt r m v lookahead
 	if err := d.StepDevice(bufs, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
 		t.Errorf("StepDevice: %v", err)
 	}
@@ -202,7 +202,7 @@ func TestStepDeviceErrors(t *testing.T) {
 		return o
 	}
 	cuda := runtime.Options{Backend: runtime.CUDA}
-	good := []cudadrv.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000}
+	good := []cudadrv.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000} // theta g gt r m v lookahead
 	with := func(i int, p cudadrv.DevicePtr) []cudadrv.DevicePtr {
 		b := slices.Clone(good)
 		b[i] = p
@@ -226,8 +226,8 @@ func TestStepDeviceErrors(t *testing.T) {
 		{"cpu backend", open(runtime.Options{Backend: runtime.CPU}), good, 16, 0, "Backend CUDA"},
 		{"go backend", open(runtime.Options{Backend: runtime.Go}), good, 16, 0, "Backend CUDA"},
 		{"registered tensors", registered, good, 16, 0, "registered tensors"},
-		{"too few buffers", open(cuda), good[:5], 16, 0, "5 buffers given"},
-		{"too many buffers", open(cuda), append(slices.Clone(good), 0x70000), 16, 0, "7 buffers given"},
+		{"too few buffers", open(cuda), good[:6], 16, 0, "6 buffers given"},
+		{"too many buffers", open(cuda), append(slices.Clone(good), 0x80000), 16, 0, "8 buffers given"},
 		{"negative n", open(cuda), good, -1, 0, "-1 coordinates"},
 		{"null theta", open(cuda), with(0, 0), 16, 0, "null pointer"},
 		{"misaligned g", open(cuda), with(1, 0x20002), 16, 0, "not 4-byte aligned"},
@@ -249,7 +249,7 @@ func TestStepDeviceErrors(t *testing.T) {
 	// is the missing driver's. Where a driver works these pointers would
 	// reach a kernel, so that half runs only without one.
 	if cudaUsable() != nil {
-		adjacent := []cudadrv.DevicePtr{0x10000, 0x10040, 0x10080, 0x100c0, 0x10100, 0x10140}
+		adjacent := []cudadrv.DevicePtr{0x10000, 0x10040, 0x10080, 0x100c0, 0x10100, 0x10140, 0x10180}
 		if err := open(cuda).StepDevice(adjacent, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
 			t.Errorf("adjacent buffers: %v, want the missing driver's error", err)
 		}

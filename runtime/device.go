@@ -83,7 +83,7 @@ import (
 // A trainer in Go allocates in the same context through cudadrv:
 // cudadrv.Load, Driver.Device(Options.Device), Device.Context (a retain of
 // the primary context), Context.Alloc.
-func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) error {
+func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (err error) {
 	if err := o.checkDevice("StepDevice", bufs, n); err != nil {
 		return err
 	}
@@ -114,6 +114,7 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) e
 		if err := k.launchStep(bufs, n, a); err != nil {
 			return err
 		}
+		defer func() { err = o.deviceDiagnostics(k, bufs, n, a, err) }() // once the step counts (EnableDiagnostics)
 	}
 	o.t++
 	return nil

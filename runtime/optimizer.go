@@ -38,6 +38,12 @@ type Options struct {
 	// (ZeRO/FSDP-style): each shard then draws exactly the noise a single
 	// optimizer over the whole vector would draw there.
 	Offset uint64
+	// AllowExtrapolation opts in to a two_point mixing weight a outside
+	// [0, 1], which SetHyper and Step otherwise refuse with an
+	// *ir.ExtrapolationError: the observation would extrapolate past the
+	// two gradients and could inflate each example's gradient before
+	// clipping (FiBeR paper, Appendix F).
+	AllowExtrapolation bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -80,8 +86,9 @@ type Optimizer struct {
 	n       int
 	bufs    [][]float32 // theta, g, states (ABI order); host copies
 	back    backend
-	pkgStep StepFunc // OpenPackage: the generated package's step
-	budget  *Budget  // SetBudget: the accountant and the planned steps
+	pkgStep StepFunc   // OpenPackage: the generated package's step
+	budget  *Budget    // SetBudget: the accountant and the planned steps
+	diag    *diagState // EnableDiagnostics: nil while they are off
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -202,19 +209,43 @@ func (o *Optimizer) Hyper(name string) (float64, error) {
 	return o.hypers[i], nil
 }
 
-// SetHyper sets the named hyper for the next steps, checking its range and
-// the stability of the filters at the new setting.
+// SetHyper sets the named hyper for the next steps, checking its range, the
+// stability of the filters and the two_point weight at the new setting.
 func (o *Optimizer) SetHyper(name string, value float64) error {
-	i := o.prog.Func.HyperIndex(name)
-	if i < 0 {
-		return o.noHyper(name)
-	}
+	return o.SetHypers(map[string]float64{name: value})
+}
+
+// SetHypers sets several hypers at once, checking the new setting as a
+// whole (one at a time, a step between two stable settings may be
+// unstable); on an error nothing changes.
+func (o *Optimizer) SetHypers(values map[string]float64) error {
 	h := slices.Clone(o.hypers)
-	h[i] = value
+	for name, v := range values {
+		i := o.prog.Func.HyperIndex(name)
+		if i < 0 {
+			return o.noHyper(name)
+		}
+		h[i] = v
+	}
 	if err := o.prog.Check(h); err != nil {
 		return fmt.Errorf("runtime: %v", err)
 	}
+	if err := o.checkObservation(h); err != nil {
+		return err
+	}
 	o.hypers = h
+	return nil
+}
+
+// checkObservation refuses a two_point mixing weight outside [0, 1] at the
+// next step unless Options.AllowExtrapolation.
+func (o *Optimizer) checkObservation(h []float64) error {
+	if o.opts.AllowExtrapolation {
+		return nil
+	}
+	if err := o.prog.Func.CheckObservation(h, o.t); err != nil {
+		return fmt.Errorf("runtime: %w (Options.AllowExtrapolation)", err)
+	}
 	return nil
 }
 
@@ -300,10 +331,14 @@ func (o *Optimizer) Step() error {
 	if err := o.checkGradients(); err != nil {
 		return err
 	}
-	if err := o.back.step(o.args()); err != nil {
+	a := o.args()
+	if err := o.back.step(a); err != nil {
 		return err
 	}
 	o.t++
+	if err := o.runDiagnostics(a); err != nil {
+		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
+	}
 	return nil
 }
 
@@ -315,6 +350,9 @@ func (o *Optimizer) canStep() error {
 	}
 	if err := rng.CheckStep(o.t); err != nil {
 		return fmt.Errorf("runtime: %v", err)
+	}
+	if err := o.checkObservation(o.hypers); err != nil {
+		return err
 	}
 	return o.checkBudget()
 }
@@ -347,7 +385,7 @@ func (o *Optimizer) Close() error {
 	if o.back == nil {
 		return nil
 	}
-	err := o.back.close()
+	err := errors.Join(o.closeDiagnostics(), o.back.close())
 	o.back = nil
 	return err
 }
@@ -361,7 +399,9 @@ type Observation struct {
 	A, Lookahead float64
 }
 
-// Observation returns the observation of the next step at the current hypers.
+// Observation returns the observation of the next step at the current
+// hypers. Tensor.Lookahead gives the point where the trainer evaluates the
+// look-ahead gradients.
 func (o *Optimizer) Observation() Observation {
 	fn := o.prog.Func
 	if fn.Observe == nil {

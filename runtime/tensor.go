@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/fibergen/fibergen/ir"
 )
 
 // Tensor is one registered parameter tensor: coordinates
@@ -68,4 +70,29 @@ func (t *Tensor) State(name string) ([]float32, error) {
 		return nil, err
 	}
 	return t.o.back.read(2+i, t.Offset, t.Len)
+}
+
+// Lookahead returns a copy of the tensor's part of the look-ahead point of
+// the next step, θ_t + γ·(θ_t − θ_{t−1}), where a two_point optimizer's
+// trainer evaluates ∇f(·; ξ) for the first term of the observation
+// (Optimizer.Observation). The step writes it into the state
+// ir.LookaheadState; before the first step it is θ_0 (d_{−1} = 0).
+func (t *Tensor) Lookahead() ([]float32, error) {
+	if t.o.prog.Func.MixingWeight() < 0 {
+		return nil, fmt.Errorf("runtime: %s has no two_point observation, so no look-ahead point", t.o.Name())
+	}
+	if t.o.t == 0 {
+		return t.Params()
+	}
+	return t.State(ir.LookaheadState)
+}
+
+// Grad returns a copy of the tensor's part of the gradient buffer: what
+// SetGrad wrote, or the clipped mean Privatize wrote (the step adds the
+// noise in the kernel and leaves the buffer as it was).
+func (t *Tensor) Grad() ([]float32, error) {
+	if err := t.o.ready(); err != nil {
+		return nil, err
+	}
+	return t.o.back.read(1, t.Offset, t.Len)
 }

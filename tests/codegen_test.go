@@ -147,6 +147,7 @@ func probeMain(probes []probe, theta0, grads []float32) string {
 			fmt.Fprintf(&b, "\t\tmust(h.Set(%q, %s))\n", s.name, strconv.FormatFloat(s.value, 'g', -1, 64))
 		}
 		fmt.Fprintf(&b, "\t\to, err := %s.New(h, n)\n\t\tmust(err)\n\t\to.Seed = %d\n\t\ttheta := floats(theta0)\n", p.name, probeSeed)
+		b.WriteString("\t\tallowExtrapolation(o) // the probes explore settings past the convexity guard\n")
 		b.WriteString("\t\tg := floats(grads)\n\t\tfor t := 0; t < steps; t++ {\n\t\t\tmust(o.Update(theta, g[t*n:(t+1)*n], sigmaW2))\n\t\t}\n")
 		fmt.Fprintf(&b, "\t\tfmt.Println(line(%q, theta, o))\n\t}\n", p.name)
 	}
@@ -166,6 +167,12 @@ func floats(bits []uint32) []float32 {
 		out[i] = math.Float32frombits(b)
 	}
 	return out
+}
+
+func allowExtrapolation(o any) {
+	if f := reflect.ValueOf(o).Elem().FieldByName("AllowExtrapolation"); f.IsValid() {
+		f.SetBool(true)
+	}
 }
 
 func line(name string, theta []float32, o any) string {

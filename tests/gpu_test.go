@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -169,6 +170,117 @@ func checkGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, sh
 		}
 		if msg := compareBuffers(opt, want, got); msg != "" {
 			t.Fatalf("step %d (block %d, grid %d): %s", step, shape[0], shape[1], msg)
+		}
+	}
+}
+
+// gpuPrivatize is one optimizer's privatize kernels (norms, scales, sum),
+// loaded from the checked-in PTX.
+type gpuPrivatize struct {
+	ctx *cudadrv.Context
+	fns []*cudadrv.Function
+	sms int
+}
+
+func loadGPUPrivatize(t *testing.T, ctx *cudadrv.Context, name string) *gpuPrivatize {
+	t.Helper()
+	ptx, err := os.ReadFile(repoPath("generated", name, name+".ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mod.Unload() })
+	k := &gpuPrivatize{ctx: ctx, sms: ctx.Device().SMCount}
+	for _, phase := range []string{"norms", "scales", "sum"} {
+		fn, err := mod.Function(name + "_privatize_" + phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.fns = append(k.fns, fn)
+	}
+	return k
+}
+
+// launch runs kernel i over threads threads in blocks of block (grid 0:
+// enough blocks for every thread) and waits for it.
+func (k *gpuPrivatize) launch(i, threads, block, grid int, args ...any) error {
+	if grid == 0 {
+		grid = cudadrv.GridFor(threads, block, k.sms)
+	}
+	if err := k.fns[i].Launch([3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(block), 1, 1}, 0, args...); err != nil {
+		return err
+	}
+	return k.ctx.Synchronize()
+}
+
+// TestGPUPrivatizeMatchesGo checks the privatize kernels of optimizers with
+// and without a two-point observation against the generated Go reference,
+// bit for bit — the partials, the scales and the clipped mean — on the
+// cases of the host test, misaligned buffers among them, under several
+// launch shapes (the block a multiple of the warp).
+func TestGPUPrivatizeMatchesGo(t *testing.T) {
+	ctx := gpuContext(t)
+	for name, ref := range privRefs {
+		t.Run(name, func(t *testing.T) {
+			k := loadGPUPrivatize(t, ctx, name)
+			for i, c := range privCases() {
+				if name == "dp_sgd" && !math.IsNaN(c.a) {
+					continue
+				}
+				t.Run(c.String(), func(t *testing.T) { checkGPUPrivatize(t, ref, k, c, gpuShapes[i%len(gpuShapes)]) })
+			}
+		})
+	}
+}
+
+func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, shape [2]int) {
+	cur, look := privInputs(c)
+	mode, a32, b32, one, two := privMode(c, cur, look)
+	nchunks := int(hostkernel.Chunks(int64(c.n)))
+	want := privOutputs(c)
+	ref.norms(want.partials, one, two, c.n, a32, b32, 0, c.batch*nchunks)
+	ref.scales(want.scales, want.partials, nchunks, privClip, 0, c.batch)
+	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, 0, c.n)
+	got := privOutputs(c)
+	in := [][]float32{one, two}
+	if two == nil {
+		in = in[:1]
+	}
+	dev := deviceBuffers(t, k.ctx, append(in, got.partials, got.scales, got.out), c.skew)
+	var lookPtr cudadrv.DevicePtr
+	if two != nil {
+		lookPtr = dev[1]
+	}
+	p, s, o := dev[len(dev)-3], dev[len(dev)-2], dev[len(dev)-1]
+	B, n := int64(c.batch), int64(c.n)
+	for _, l := range []struct {
+		kernel, threads int
+		args            []any
+	}{
+		{0, 32 * c.batch * nchunks, []any{dev[0], lookPtr, p, B, n, a32, b32, mode}},
+		{1, c.batch, []any{p, s, B, int64(nchunks), float64(privClip)}},
+		{2, c.n/4 + 4, []any{dev[0], lookPtr, s, o, B, n, a32, b32, mode}},
+	} {
+		if err := k.launch(l.kernel, l.threads, shape[0], shape[1], l.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []struct {
+		name      string
+		ptr       cudadrv.DevicePtr
+		want, got []float32
+	}{{"partials", p, want.partials, got.partials}, {"scales", s, want.scales, got.scales}, {"out", o, want.out, got.out}} {
+		if len(b.got) > 0 {
+			if err := k.ctx.CopyDtoH(b.got, b.ptr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i := firstBitDiff(b.want, b.got); i >= 0 {
+			t.Fatalf("block %d, grid %d: %s differ first at %d: Go %v (%#08x), GPU %v (%#08x)", shape[0], shape[1],
+				b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
 		}
 	}
 }

@@ -29,26 +29,35 @@ func newEngine(backend string, u *pipeline.Unit, e interp.Engine) (eng runtime.E
 	return &cpuEngine{Engine: e, k: k}, func() { k.Close() }, nil
 }
 
-// loadHostKernel loads the host function of k from a shared object that
-// LLVM builds into the user's cache directory, named by a hash of the
-// module, the LLVM version and the machine, so that it is built once.
+// loadHostKernel loads the host function of k from hostKernelFile.
 func loadHostKernel(k *cuda.Kernels) (*hostkernel.Kernel, error) {
-	tc, err := cuda.FindToolchain()
+	so, err := hostKernelFile(k)
 	if err != nil {
 		return nil, err
 	}
+	return hostkernel.Open(so, k.HostFunc(), len(k.Buffers), len(k.Scalars))
+}
+
+// hostKernelFile returns the shared object of k that LLVM builds into the
+// user's cache directory, named by a hash of the module, the LLVM version
+// and the machine, so that it is built once.
+func hostKernelFile(k *cuda.Kernels) (string, error) {
+	tc, err := cuda.FindToolchain()
+	if err != nil {
+		return "", err
+	}
 	dir, err := kernelCacheDir()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	sum := sha256.Sum256([]byte(k.LL + "\x00" + tc.Version + "\x00" + goruntime.GOOS + "/" + goruntime.GOARCH))
 	so := filepath.Join(dir, fmt.Sprintf("%s-%x.so", k.Name, sum[:12]))
 	if _, err := os.Stat(so); err != nil {
 		if err := tc.SharedObject(k.LL, k.HostFunc(), so); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	return hostkernel.Open(so, k.HostFunc(), len(k.Buffers), len(k.Scalars))
+	return so, nil
 }
 
 // kernelCacheDir is $XDG_CACHE_HOME/fibergen (or ~/.cache/fibergen), made

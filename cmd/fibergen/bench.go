@@ -128,7 +128,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 
 // benchResult is what bench measured; its JSON form is the --json output.
 // Bytes are counted as the step must move them: every buffer read once,
-// every read-write buffer written once; GB are 10^9 bytes.
+// every written buffer (read-write or write) written once; GB are 10^9 bytes.
 type benchResult struct {
 	Optimizer      string  `json:"optimizer"`
 	N              int     `json:"n"`
@@ -240,11 +240,13 @@ func newBenchResult(m *manifest.Manifest, n, steps int) (*benchResult, error) {
 		switch b.Access {
 		case "read":
 			r.BuffersRead++
+		case "write":
+			r.BuffersWritten++
 		case "read-write":
 			r.BuffersRead++
 			r.BuffersWritten++
 		default:
-			return nil, fmt.Errorf("manifest of %s: buffer %s has access %q (want read or read-write)", m.Optimizer, b.Name, b.Access)
+			return nil, fmt.Errorf("manifest of %s: buffer %s has access %q (want read, write or read-write)", m.Optimizer, b.Name, b.Access)
 		}
 		if b.DType != "float32" {
 			return nil, fmt.Errorf("manifest of %s: buffer %s has dtype %q (want float32)", m.Optimizer, b.Name, b.DType)

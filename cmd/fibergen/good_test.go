@@ -524,6 +524,19 @@ func TestRunOutIsTheta(t *testing.T) {
 	}
 }
 
+// TestRunAllowExtrapolation runs fiber with a = 1.67 (gamma = 0.4), which
+// run refuses without the opt-in (bad_input_test.go), and checks that the
+// opt-in changes nothing else: gamma shapes only the observation and the
+// look-ahead point, so theta matches the run at the default gamma.
+func TestRunAllowExtrapolation(t *testing.T) {
+	theta, grads := []float32{1, -2, 3}, []float32{0.5, 0.25, -1, 0.1, 0.2, 0.3}
+	want := runOut(t, "fiber", theta, grads, 2, "--noise", "off")
+	got := runOut(t, "fiber", theta, grads, 2, "--noise", "off", "--set", "gamma=0.4", "--allow-extrapolation")
+	if !slices.Equal(got, want) {
+		t.Errorf("theta %v with --allow-extrapolation, want %v", got, want)
+	}
+}
+
 func TestRunFlagOrder(t *testing.T) {
 	theta := []float32{1, 2}
 	g := []float32{1, 1}

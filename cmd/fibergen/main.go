@@ -13,7 +13,9 @@
 //	fibergen explain FILE [--ir] [--json] [--set name=value ...]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-//	        [--backend go|cpu]
+//	        [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+//	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
+//	        [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
 //	fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
@@ -38,7 +40,9 @@ const usage = `usage:
   fibergen explain FILE [--ir] [--json] [--set name=value ...]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-          [--backend go|cpu]
+          [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+  fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
+          [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
   fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
                                          time the step against this machine's copy bandwidth
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends

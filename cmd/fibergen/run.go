@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
@@ -24,6 +26,10 @@ type runOptions struct {
 	noise, backend    string
 	seed              uintFlag
 	seedSet           bool
+	extrapolate       bool
+	diagnostics       bool      // --diagnostics: print clamp_mass after every step
+	stdout            io.Writer // where --diagnostics prints
+	ex                exampleOptions
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -37,12 +43,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
 	fs.StringVar(&o.backend, "backend", "go", "go (the reference) or cpu (the host kernel, built with LLVM)")
+	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
+	fs.BoolVar(&o.diagnostics, "diagnostics", false, "print clamp_mass after every step (the .dsl must declare it)")
+	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
+	fs.StringVar(&o.ex.lookahead, "lookahead-grads", "", "two_point: per-example gradients at the look-ahead point, float32 [T, B, n] .npy")
+	fs.Var(&o.ex.clip, "clip", "with --example-grads: the clipping norm C")
+	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B")
+	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
+	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
+	o.stdout = stdout
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return 2
 	}
-	fs.Visit(func(f *flag.Flag) { o.seedSet = o.seedSet || f.Name == "seed" })
-	if msg := o.validate(files); msg != "" {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.seedSet = given["seed"]
+	if msg := o.validate(files, given); msg != "" {
 		return usageError(stderr, "run", "%s", msg)
 	}
 	u := compileFile(files[0], stderr)
@@ -56,12 +73,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 }
 
 // validate checks the flags that need no file; it returns a message or "".
-func (o *runOptions) validate(files []string) string {
+func (o *runOptions) validate(files []string, given map[string]bool) string {
+	if msg := o.validateExamples(given); msg != "" {
+		return msg
+	}
 	switch {
 	case len(files) != 1:
 		return fmt.Sprintf("want exactly one .dsl file, got %d", len(files))
-	case o.grads == "" || o.theta == "" || o.out == "":
-		return "--grads, --theta and --out are required"
+	case o.grads == "" && o.ex.examples == "" || o.theta == "" || o.out == "":
+		return "--grads (or --example-grads), --theta and --out are required"
 	case math.IsNaN(float64(o.sigmaW2)) || math.IsInf(float64(o.sigmaW2), 0) || o.sigmaW2 < 0:
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
 	case o.noise != "on" && o.noise != "off":
@@ -77,11 +97,20 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkLookaheadOut(u.Func, o.ex.lookaheadOut); err != nil {
+		return err
+	}
+	if o.ex.examples != "" {
+		return o.executeExamples(u, h, stderr)
+	}
 	theta, grads, err := o.readInputs()
 	if err != nil {
 		return err
 	}
-	if err := checkOutFile("--out", o.out); err != nil {
+	if err := o.checkObservation(u.Func, h, grads.Shape[0]); err != nil {
+		return err
+	}
+	if err := o.checkOutputs(); err != nil {
 		return err
 	}
 	p, err := interp.New(u.Func)
@@ -98,11 +127,51 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 		return err
 	}
 	defer closeEngine()
-	if _, err := runtime.Run(engine, theta.Data, grads.Data, float64(o.sigmaW2)); err != nil {
+	if engine, err = o.withDiagnostics(engine, p, h); err != nil {
+		return err
+	}
+	states, err := runtime.Run(engine, theta.Data, grads.Data, float64(o.sigmaW2))
+	if err != nil {
 		return err
 	}
 	if err := npy.WriteFile(o.out, theta); err != nil {
 		return fmt.Errorf("--out %s: cannot write: %v", o.out, rootCause(err))
+	}
+	return o.writeLookahead(u.Func, theta, states, grads.Shape[0])
+}
+
+// checkLookaheadOut refuses --lookahead-out for an optimizer without a
+// two_point observation.
+func checkLookaheadOut(fn *ir.Func, path string) error {
+	if path != "" && fn.MixingWeight() < 0 {
+		return fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", fn.Name)
+	}
+	return nil
+}
+
+// writeLookahead writes --lookahead-out after steps steps: theta itself
+// before the first step, then the state the steps wrote.
+func (o *runOptions) writeLookahead(fn *ir.Func, theta npy.Array, states [][]float32, steps int) error {
+	if o.ex.lookaheadOut == "" {
+		return nil
+	}
+	p := theta
+	if steps > 0 {
+		p = npy.Array{Shape: theta.Shape, Data: states[slices.Index(fn.States, ir.LookaheadState)]}
+	}
+	if err := npy.WriteFile(o.ex.lookaheadOut, p); err != nil {
+		return fmt.Errorf("--lookahead-out %s: cannot write: %v", o.ex.lookaheadOut, rootCause(err))
+	}
+	return nil
+}
+
+// checkObservation refuses a two_point weight a outside [0, 1] at any of
+// the run's steps unless --allow-extrapolation.
+func (o *runOptions) checkObservation(fn *ir.Func, h []float64, steps int) error {
+	for t := 0; t < steps && !o.extrapolate; t++ {
+		if err := fn.CheckObservation(h, t); err != nil {
+			return fmt.Errorf("%w (--allow-extrapolation)", err)
+		}
 	}
 	return nil
 }

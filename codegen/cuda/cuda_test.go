@@ -90,7 +90,7 @@ var (
 	fusedRE   = regexp.MustCompile(`llvm\.(fma|fmuladd)\b`)
 	calleeRE  = regexp.MustCompile(`\bcall\b[^@]*@([\w.]+)\(`)
 	definedRE = regexp.MustCompile(`(?m)^define\b[^@]*@([\w.]+)\(`)
-	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v8f32)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+)$`)
+	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v8f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
 )
 
 // stripLLComments removes the comments of LLVM IR text (the module has no
@@ -179,7 +179,10 @@ var (
 	// fpRoundedRE matches the float operations whose rounding must be
 	// explicit: a .rn keeps ptxas from contracting a mul and an add.
 	fpRoundedRE = regexp.MustCompile(`^(add|sub|mul|div|sqrt)\..*f(32|64)$`)
-	allowedFP   = map[string]bool{"add.rn.f32": true, "sub.rn.f32": true, "mul.rn.f32": true, "div.rn.f32": true, "sqrt.rn.f32": true}
+	// The f64 operations are the privatize scales kernel's norm² sum and
+	// C/sqrt(norm²), float64 by design.
+	allowedFP = map[string]bool{"add.rn.f32": true, "sub.rn.f32": true, "mul.rn.f32": true, "div.rn.f32": true, "sqrt.rn.f32": true,
+		"add.rn.f64": true, "div.rn.f64": true, "sqrt.rn.f64": true}
 )
 
 // ptxMnemonics returns the mnemonics of the instructions of PTX text, with
@@ -205,7 +208,8 @@ func ptxMnemonics(ptx string) map[string]int {
 func checkPTX(t *testing.T, name string, ptx []byte) {
 	t.Helper()
 	text := string(ptx)
-	for _, want := range []string{"\n.target sm_80\n", "\n.visible .entry " + name + "_step("} {
+	for _, want := range []string{"\n.target sm_80\n", "\n.visible .entry " + name + "_step(", "\n.visible .entry " + name + "_privatize_norms(",
+		"\n.visible .entry " + name + "_privatize_scales(", "\n.visible .entry " + name + "_privatize_sum(", "shfl.sync.bfly.b32"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("PTX lacks %q", strings.TrimSpace(want))
 		}
@@ -285,7 +289,7 @@ func TestPTXMnemonics(t *testing.T) {
 			t.Errorf("badPTXRE matches %s: %v, want %v", tc.op, got, tc.bad)
 		}
 	}
-	for _, op := range []string{"add.f32", "mul.f32", "div.full.f32", "div.approx.f32", "sqrt.approx.f32", "add.rn.f64"} {
+	for _, op := range []string{"add.f32", "mul.f32", "div.full.f32", "div.approx.f32", "sqrt.approx.f32", "add.f64", "mul.rn.f64"} {
 		if !fpRoundedRE.MatchString(op) || allowedFP[op] {
 			t.Errorf("%s is not rejected as f32 arithmetic without explicit IEEE rounding", op)
 		}
@@ -304,8 +308,10 @@ func TestPTX(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkPTX(t, name, ptx)
-			if strings.Contains(string(ptx), name+"_cpu") {
-				t.Errorf("PTX holds the host function %s_cpu", name)
+			for _, fn := range []string{name + "_cpu", name + "_privatize_norms_cpu", name + "_privatize_sum_cpu"} {
+				if strings.Contains(string(ptx), fn) {
+					t.Errorf("PTX holds the host function %s", fn)
+				}
 			}
 		})
 	}

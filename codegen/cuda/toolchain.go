@@ -113,10 +113,12 @@ func (tc *Toolchain) optimize(ll, keep string, retarget ...string) ([]byte, erro
 	return run(tc.Opt, []byte(ll), args...)
 }
 
-// PTX compiles the kernel k of the module text ll into PTX for sm_80, which
-// the driver JIT-compiles for newer GPUs.
+// PTX compiles the kernel k of the module text ll, and the module's other
+// NVPTX kernels (the privatize kernels), into PTX for sm_80, which the
+// driver JIT-compiles for newer GPUs.
 func (tc *Toolchain) PTX(ll, kernel string) ([]byte, error) {
-	optimized, err := tc.optimize(ll, kernel)
+	keep := strings.Join(append([]string{kernel}, entryPoints(ll, true, kernel)...), ",")
+	optimized, err := tc.optimize(ll, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +145,11 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	keep := fn + "," + strings.TrimSuffix(fn, "_cpu") + "_abi" // the host function and the module's ABI stamp
 	if goruntime.GOARCH == "amd64" {
 		keep += "," + fn + "_avx2" // and its AVX2 twin, which hostkernel.Open prefers where the CPU has AVX2
+	}
+	for _, other := range entryPoints(ll, false, fn) { // the module's other host functions (privatize)
+		if goruntime.GOARCH == "amd64" || !strings.HasSuffix(other, "_avx2") {
+			keep += "," + other
+		}
 	}
 	optimized, err := tc.optimize(ll, keep, "-mtriple="+target[0], "--data-layout="+target[1])
 	if err != nil {
@@ -187,4 +194,21 @@ func run(tool string, stdin []byte, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %s", filepath.Base(tool), strings.Join(args, " "), msg)
 	}
 	return stdout.Bytes(), nil
+}
+
+// entryDef matches the definition of an exported function in a module's
+// text: group 1 is "ptx_kernel " for an NVPTX kernel, group 2 the name.
+var entryDef = regexp.MustCompile(`(?m)^define (ptx_kernel )?void @([A-Za-z0-9_.]+)\(`)
+
+// entryPoints lists the exported functions of the module text ll other than
+// skip and its AVX2 twin: the NVPTX kernels if kernels, else the host
+// functions (whose code llc cannot compile for the other target).
+func entryPoints(ll string, kernels bool, skip string) []string {
+	var out []string
+	for _, m := range entryDef.FindAllStringSubmatch(ll, -1) {
+		if (m[1] != "") == kernels && m[2] != skip && m[2] != skip+"_avx2" {
+			out = append(out, m[2])
+		}
+	}
+	return out
 }

@@ -94,6 +94,9 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 		return jen.Id("abs32").Call(a)
 	case v.Op == ir.OpAbs:
 		return jen.Qual("math", "Abs").Call(a)
+	case v.Op == ir.OpEq && f32:
+		e.g.helpers["eqOf"] = true
+		return jen.Id("eqOf").Call(a, e.ref(v.Args[1]))
 	case v.Op == ir.OpMin, v.Op == ir.OpMax:
 		name := v.Op.String() + "Of"
 		e.g.helpers[name] = true

@@ -21,6 +21,33 @@ func (g *generator) genObservation() {
 	body = append(body, jen.Return(results...))
 	g.file.Commentf("Observation returns the arguments of the %s observation at step t.", g.fn.Observe.Kind)
 	g.file.Func().Id("Observation").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int()).Parens(jen.List(names...).Float64()).Block(body...)
+	g.genCheckObservation()
+}
+
+// genCheckObservation emits CheckObservation, ir.Func.CheckObservation for
+// the package: a two_point mixing weight a outside [0, 1] is an error that
+// Update returns unless the Optimizer opts in (AllowExtrapolation).
+func (g *generator) genCheckObservation() {
+	i := g.fn.MixingWeight()
+	if i < 0 {
+		return
+	}
+	results := make([]jen.Code, len(g.fn.Observe.Args))
+	for j := range results {
+		results[j] = jen.Id("_")
+	}
+	results[i] = jen.Id("a")
+	expr := ir.ExprString(g.fn.ObsArgs.Stores()[i].Args[0])
+	format, args := g.settingFormat(g.fn.ObsArgs)
+	g.file.Comment("CheckObservation reports a two_point mixing weight a outside [0, 1] at step t:")
+	g.file.Comment("the observation then extrapolates past the two gradients and can inflate")
+	g.file.Comment("each example's gradient before clipping (FiBeR paper, Appendix F).")
+	g.file.Func().Id("CheckObservation").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int()).Error().Block(
+		jen.List(results...).Op(":=").Id("Observation").Call(jen.Id("h"), jen.Id("t")),
+		jen.If(jen.Id("a").Op(">=").Lit(0).Op("&&").Id("a").Op("<=").Lit(1)).Block(jen.Return(jen.Nil())),
+		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(ir.ExtrapolationFormat), jen.Lit(expr), jen.Id("a"),
+			jen.Qual("fmt", "Sprintf").Call(append([]jen.Code{jen.Lit(format)}, args...)...), jen.Id("t"))),
+	)
 }
 
 func (g *generator) genInit() {

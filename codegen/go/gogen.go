@@ -42,9 +42,11 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.genStep()
 	g.genOptimizer()
 	g.genKernelABI()
+	g.genPrivatize()
 	if len(fn.Filters) > 0 {
 		g.genFilters()
 	}
+	g.genDiagnostics()
 	g.genHelpers()
 	if g.err != nil {
 		return nil, g.err

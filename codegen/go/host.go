@@ -177,13 +177,13 @@ func (g *generator) genFilters() {
 	g.genNoiseHelpers()
 }
 
-// stabilityCheck is the check of one filter, with the message of
-// ir.Func.CheckStability.
-func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
+// settingFormat is a format for the hypers block b reads, "name=%v, ...",
+// with their fields in h as arguments (ir.Func's settingOf).
+func (g *generator) settingFormat(b *ir.Block) (string, []jen.Code) {
 	var names []string
 	var args []jen.Code
 	for _, h := range g.fn.Hypers {
-		for _, v := range fl.Model.Values {
+		for _, v := range b.Values {
 			if v.Op == ir.OpHyper && v.Name == h.Name {
 				names = append(names, h.Name+"=%v")
 				args = append(args, jen.Id("h").Dot(exportedName(h.Name)))
@@ -191,10 +191,16 @@ func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
 			}
 		}
 	}
-	setting := strings.Join(names, ", ")
-	if setting == "" {
-		setting = "every hyper setting"
+	if len(names) == 0 {
+		return "every hyper setting", nil
 	}
+	return strings.Join(names, ", "), args
+}
+
+// stabilityCheck is the check of one filter, with the message of
+// ir.Func.CheckStability.
+func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
+	setting, args := g.settingFormat(fl.Model)
 	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, not below 1", fl.State, setting)
 	if len(fl.Stability) > 0 {
 		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"

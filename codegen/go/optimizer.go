@@ -2,6 +2,7 @@ package gogen
 
 import (
 	"github.com/dave/jennifer/jen"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // fieldName is the Optimizer field of a state.
@@ -27,6 +28,9 @@ func (g *generator) genOptimizer() {
 		jen.Id("T").Int().Comment("steps taken so far; the next step is step T"),
 		jen.Id("Noise").Bool().Comment("Update draws the DP noise (g is the clipped mean gradient); New sets it"),
 		jen.Id("Seed").Uint64().Comment("keys the noise; New draws it from crypto/rand"),
+	}
+	if g.fn.MixingWeight() >= 0 {
+		fields = append(fields, jen.Id("AllowExtrapolation").Bool().Comment("opt in to a two_point weight a outside [0, 1] (CheckObservation)"))
 	}
 	alloc := []jen.Code{keyValue("Hypers", jen.Id("h")), keyValue("host", jen.Id("host")),
 		keyValue("Noise", jen.True()), keyValue("Seed", jen.Qual("encoding/binary", "LittleEndian").Dot("Uint64").Call(jen.Id("seed").Index(jen.Op(":"))))}
@@ -59,6 +63,10 @@ func (g *generator) genOptimizer() {
 	g.file.Comment("privatized already. If o.Hypers changed since the last step to a setting")
 	g.file.Comment("NewHost rejects, or the noise would run out of steps (2^32), it returns")
 	g.file.Comment("the error and changes nothing.")
+	if g.fn.MixingWeight() >= 0 {
+		g.file.Comment("So it does for a two_point weight a outside [0, 1] unless")
+		g.file.Comment("o.AllowExtrapolation (CheckObservation).")
+	}
 	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("Update").Params(jen.List(jen.Id("theta"), jen.Id("g")).Index().Float32(), jen.Id("sigmaW2").Float64()).Error().Block(
 		jen.If(host.Clone().Op("==").Nil().Op("||").Add(host.Clone()).Dot("Hypers").Call().Op("!=").Id("o").Dot("Hypers")).Block(
 			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("NewHost").Call(jen.Id("o").Dot("Hypers")),
@@ -67,10 +75,39 @@ func (g *generator) genOptimizer() {
 		),
 		jen.If(jen.Id("o").Dot("Noise").Op("&&").Id("o").Dot("T").Op(">=").Lit(1).Op("<<").Lit(32)).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
+		g.observationCheck(),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),
 	)
+	g.genLookaheadPoint()
+}
+
+// genLookaheadPoint emits Optimizer.LookaheadPoint for a two_point
+// optimizer: where the trainer evaluates the look-ahead gradients.
+func (g *generator) genLookaheadPoint() {
+	if g.fn.MixingWeight() < 0 {
+		return
+	}
+	g.file.Comment("LookaheadPoint returns the look-ahead point of the next step,")
+	g.file.Comment("θ_t + γ·(θ_t − θ_{t−1}), where the trainer evaluates the first gradient")
+	g.file.Comment("of the two_point observation: theta itself before the first step (d_{−1} = 0),")
+	g.file.Comment("then the state that each step writes.")
+	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("LookaheadPoint").Params(jen.Id("theta").Index().Float32()).Index().Float32().Block(
+		jen.If(jen.Id("o").Dot("T").Op("==").Lit(0)).Block(jen.Return(jen.Id("theta"))),
+		jen.Return(jen.Id("o").Dot(fieldName(ir.LookaheadState))),
+	)
+}
+
+// observationCheck is Update's call of CheckObservation, or nothing for an
+// optimizer without a two_point weight.
+func (g *generator) observationCheck() jen.Code {
+	if g.fn.MixingWeight() < 0 {
+		return jen.Null()
+	}
+	return jen.If(jen.Op("!").Id("o").Dot("AllowExtrapolation")).Block(
+		jen.If(jen.Err().Op(":=").Id("CheckObservation").Call(jen.Id("o").Dot("Hypers"), jen.Id("o").Dot("T")), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w (set Optimizer.AllowExtrapolation)"), jen.Err()))))
 }
 
 // genHelpers emits the helper functions the generated code calls.

@@ -140,6 +140,7 @@ type Scalars struct {
 	S8     float32 // 1 - lr * wd
 	S9     float32 // lr
 	S10    float32 // eps
+	S11    float32 // gamma
 	SigmaW float32 // sqrt(sigma_w2): the standard deviation of the noise Step draws
 }
 
@@ -159,6 +160,7 @@ type Host struct {
 	u59 float32 // 1 - lr * wd
 	u62 float32 // lr
 	u66 float32 // eps
+	u73 float32 // gamma
 }
 
 // NewHost checks h (Validate) and computes the host values that depend on the
@@ -188,6 +190,8 @@ func NewHost(h Hypers) (*Host, error) {
 	u62 := float32(u54)
 	u65 := h.Eps
 	u66 := float32(u65)
+	u72 := h.Gamma
+	u73 := float32(u72)
 	c.u4 = u4
 	c.u8 = u8
 	c.u12 = u12
@@ -199,6 +203,7 @@ func NewHost(h Hypers) (*Host, error) {
 	c.u59 = u59
 	c.u62 = u62
 	c.u66 = u66
+	c.u73 = u73
 	return c, nil
 }
 
@@ -225,6 +230,7 @@ func (c *Host) Scalars(t int, sigmaW2 float64) Scalars {
 		S8:     c.u59,
 		S9:     c.u62,
 		S10:    c.u66,
+		S11:    c.u73,
 		SigmaW: float32(math.Sqrt(sigmaW2)),
 	}
 }
@@ -244,8 +250,19 @@ func Observation(h Hypers, t int) (a, lookahead float64) {
 	return u6, u4
 }
 
+// CheckObservation reports a two_point mixing weight a outside [0, 1] at step t:
+// the observation then extrapolates past the two gradients and can inflate
+// each example's gradient before clipping (FiBeR paper, Appendix F).
+func CheckObservation(h Hypers, t int) error {
+	a, _ := Observation(h, t)
+	if a >= 0 && a <= 1 {
+		return nil
+	}
+	return fmt.Errorf("observe two_point: a = %s = %.6g at %s, step %d, is outside [0, 1]: the observation a·∇f(θ + γ·d) + (1 − a)·∇f(θ) then extrapolates past the two gradients and can inflate each example's gradient before clipping (FiBeR paper, Appendix F; for a = (1 − κ)/(κγ) keep γ ≥ (1 − κ)/κ); change the hypers or opt in explicitly", "(1 - kappa) / (kappa * gamma)", a, fmt.Sprintf("kappa=%v, gamma=%v", h.Kappa, h.Gamma), t)
+}
+
 // Init sets every state buffer to its initial value.
-func Init(h Hypers, gt, m, v []float32) {
+func Init(h Hypers, gt, m, v, lookahead []float32) {
 	for i := range gt {
 		gt[i] = float32(0)
 	}
@@ -254,6 +271,9 @@ func Init(h Hypers, gt, m, v []float32) {
 	}
 	for i := range v {
 		v[i] = float32(0)
+	}
+	for i := range lookahead {
+		lookahead[i] = float32(0)
 	}
 }
 
@@ -483,9 +503,9 @@ func gaussian4(seed uint64, step, site uint32, group uint64) [4]float32 {
 // Step updates theta and the states in place, one coordinate at a time, with
 // the host scalars s of the current step and, if nz.On, the DP noise nz
 // added to g. All buffers must have the same length.
-func Step(s Scalars, nz Noise, theta, g, gt, m, v []float32) {
+func Step(s Scalars, nz Noise, theta, g, gt, m, v, lookahead []float32) {
 	n := len(theta)
-	if len(g) != n || len(gt) != n || len(m) != n || len(v) != n {
+	if len(g) != n || len(gt) != n || len(m) != n || len(v) != n || len(lookahead) != n {
 		panic("disk.Step: buffers differ in length")
 	}
 	var cache noiseCache
@@ -520,19 +540,25 @@ func Step(s Scalars, nz Noise, theta, g, gt, m, v []float32) {
 		v68 := float32(v63 / v67)
 		v69 := float32(v60 - v68)
 		theta[i] = v69
+		v74 := float32(v69 - v58)
+		v75 := float32(s.S11 * v74)
+		v76 := float32(v69 + v75)
+		lookahead[i] = v76
 	}
 }
 
 // Optimizer holds the hypers, the state buffers and the step counter.
 type Optimizer struct {
-	Hypers Hypers    // the hypers of the next step; a change is checked there
-	T      int       // steps taken so far; the next step is step T
-	Noise  bool      // Update draws the DP noise (g is the clipped mean gradient); New sets it
-	Seed   uint64    // keys the noise; New draws it from crypto/rand
-	Gt     []float32 // state gt
-	M      []float32 // state m
-	V      []float32 // state v
-	host   *Host
+	Hypers             Hypers    // the hypers of the next step; a change is checked there
+	T                  int       // steps taken so far; the next step is step T
+	Noise              bool      // Update draws the DP noise (g is the clipped mean gradient); New sets it
+	Seed               uint64    // keys the noise; New draws it from crypto/rand
+	AllowExtrapolation bool      // opt in to a two_point weight a outside [0, 1] (CheckObservation)
+	Gt                 []float32 // state gt
+	M                  []float32 // state m
+	V                  []float32 // state v
+	Lookahead          []float32 // state lookahead
+	host               *Host
 }
 
 // New checks h and returns an Optimizer for n coordinates with its states
@@ -545,15 +571,16 @@ func New(h Hypers, n int) (*Optimizer, error) {
 	var seed [8]byte
 	rand.Read(seed[:])
 	o := &Optimizer{
-		Hypers: h,
-		host:   host,
-		Noise:  true,
-		Seed:   binary.LittleEndian.Uint64(seed[:]),
-		Gt:     make([]float32, n),
-		M:      make([]float32, n),
-		V:      make([]float32, n),
+		Hypers:    h,
+		host:      host,
+		Noise:     true,
+		Seed:      binary.LittleEndian.Uint64(seed[:]),
+		Gt:        make([]float32, n),
+		M:         make([]float32, n),
+		V:         make([]float32, n),
+		Lookahead: make([]float32, n),
 	}
-	Init(h, o.Gt, o.M, o.V)
+	Init(h, o.Gt, o.M, o.V, o.Lookahead)
 	return o, nil
 }
 
@@ -563,6 +590,8 @@ func New(h Hypers, n int) (*Optimizer, error) {
 // privatized already. If o.Hypers changed since the last step to a setting
 // NewHost rejects, or the noise would run out of steps (2^32), it returns
 // the error and changes nothing.
+// So it does for a two_point weight a outside [0, 1] unless
+// o.AllowExtrapolation (CheckObservation).
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.host == nil || o.host.Hypers() != o.Hypers {
 		h, err := NewHost(o.Hypers)
@@ -574,13 +603,29 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.Noise && o.T >= 1<<32 {
 		return errors.New("disk: the noise generator counts at most 2^32 steps")
 	}
+	if !o.AllowExtrapolation {
+		if err := CheckObservation(o.Hypers, o.T); err != nil {
+			return fmt.Errorf("%w (set Optimizer.AllowExtrapolation)", err)
+		}
+	}
 	Step(o.host.Scalars(o.T, sigmaW2), Noise{
 		On:   o.Noise,
 		Seed: o.Seed,
 		Step: uint32(o.T),
-	}, theta, g, o.Gt, o.M, o.V)
+	}, theta, g, o.Gt, o.M, o.V, o.Lookahead)
 	o.T++
 	return nil
+}
+
+// LookaheadPoint returns the look-ahead point of the next step,
+// θ_t + γ·(θ_t − θ_{t−1}), where the trainer evaluates the first gradient
+// of the two_point observation: theta itself before the first step (d_{−1} = 0),
+// then the state that each step writes.
+func (o *Optimizer) LookaheadPoint(theta []float32) []float32 {
+	if o.T == 0 {
+		return theta
+	}
+	return o.Lookahead
 }
 
 //go:embed disk.json
@@ -609,7 +654,8 @@ func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed ui
 		S8:     scalars[8],
 		S9:     scalars[9],
 		S10:    scalars[10],
-		SigmaW: scalars[11],
+		S11:    scalars[11],
+		SigmaW: scalars[12],
 	}
 	nz := Noise{
 		Offset: offset + uint64(lo),
@@ -617,5 +663,159 @@ func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed ui
 		Seed:   seed,
 		Step:   step,
 	}
-	Step(s, nz, bufs[0][lo:hi], bufs[1][lo:hi], bufs[2][lo:hi], bufs[3][lo:hi], bufs[4][lo:hi])
+	Step(s, nz, bufs[0][lo:hi], bufs[1][lo:hi], bufs[2][lo:hi], bufs[3][lo:hi], bufs[4][lo:hi], bufs[5][lo:hi])
+}
+
+// ReduceChunk is the number of coordinates of one chunk of a reduction.
+const ReduceChunk = 4096
+
+// reduceChunks is the number of chunks of n coordinates.
+func reduceChunks(n int) int { return (n + ReduceChunk - 1) / ReduceChunk }
+
+// reduceChunk returns the sum of term(i) over chunk c of [0, n) in the
+// order of fibergen's kernels (docs/kernels.md, "Reductions"): coordinate
+// i = c·ReduceChunk + j goes to lane (j mod 128)/4 of 32 float32
+// accumulators, each adding its terms in increasing i, then the butterfly
+// tree acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1; the sum is
+// lane 0's.
+func reduceChunk(c, n int, term func(i int) float32) float32 {
+	var acc [32]float32
+	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
+	for i := start; i < end; i++ {
+		l := (i - start) % 128 / 4
+		acc[l] = float32(acc[l] + term(i))
+	}
+	for off := 16; off >= 1; off /= 2 {
+		var next [32]float32
+		for l := range acc {
+			next[l] = float32(acc[l] + acc[l^off])
+		}
+		acc = next
+	}
+	return acc[0]
+}
+
+// PrivatizeWeights are the float32 weights of the two-point mix
+// u = a·look + b·cur: a and 1 − a, computed in float64 and rounded.
+func PrivatizeWeights(a float64) (a32, b32 float32) { return float32(a), float32(1 - a) }
+
+// privatizeMix returns u at index i of the per-example gradients: cur[i]
+// without look (one set), else a·look[i] + b·cur[i].
+func privatizeMix(cur, look []float32, a, b float32) func(i int) float32 {
+	if look == nil {
+		return func(i int) float32 { return cur[i] }
+	}
+	return func(i int) float32 { return float32(float32(a*look[i]) + float32(b*cur[i])) }
+}
+
+// PrivatizeNorms stores the partial squared norms of the tasks [lo, hi):
+// task t is example t / reduceChunks(n), chunk t % reduceChunks(n), and
+// partials[t] is the reduction of u·u over that chunk of the example's row
+// cur[ξ·n:(ξ+1)·n] (and look's, mixed; see PrivatizeSum). It is the
+// kernels' <name>_privatize_norms.
+func PrivatizeNorms(partials, cur, look []float32, n int, a, b float32, lo, hi int) {
+	nchunks := reduceChunks(n)
+	u := privatizeMix(cur, look, a, b)
+	for t := lo; t < hi; t++ {
+		row := t / nchunks * n
+		partials[t] = reduceChunk(t%nchunks, n, func(i int) float32 {
+			x := u(row + i)
+			return float32(x * x)
+		})
+	}
+}
+
+// PrivatizeScales stores the clipping scales of the examples [lo, hi):
+// norm² is the float64 sum, in chunk order, of the example's nchunks
+// partials, and the scale float32(min(1, clip/sqrt(norm²))), 1 where norm²
+// is 0 and NaN where it is not finite (a NaN or ±Inf gradient, or a square
+// past float32's range), which the caller must reject.
+func PrivatizeScales(scales, partials []float32, nchunks int, clip float64, lo, hi int) {
+	for x := lo; x < hi; x++ {
+		norm2 := 0.0
+		for _, p := range partials[x*nchunks : (x+1)*nchunks] {
+			norm2 = norm2 + float64(p)
+		}
+		scales[x] = clipScale(norm2, clip)
+	}
+}
+
+// clipScale is float32(min(1, clip/sqrt(norm2))): 1 for norm2 0, NaN for a
+// norm2 that is not finite.
+func clipScale(norm2, clip float64) float32 {
+	if !(norm2 < math.Inf(1)) {
+		return math.Float32frombits(0x7fc00000)
+	}
+	if norm2 == 0 {
+		return 1
+	}
+	q := clip / math.Sqrt(norm2)
+	if q < 1 {
+		return float32(q)
+	}
+	return 1
+}
+
+// ClipScales is the scales of ghost clipping, for a trainer that computes
+// the per-example norms itself: with lookNorm nil (one set) norm² is
+// curNorm[ξ]², else a²·lookNorm[ξ]² + 2a(1−a)·dot[ξ] + (1−a)²·curNorm[ξ]²
+// (dot the inner product ⟨look, cur⟩), in float64 and clamped at 0 against
+// rounding; the scale is PrivatizeScales'. It returns the first example
+// whose norm² is not finite, or -1.
+func ClipScales(scales []float32, lookNorm, curNorm, dot []float64, a, clip float64) int {
+	bad := -1
+	for x, c := range curNorm {
+		norm2 := float64(c * c)
+		if lookNorm != nil {
+			b := 1 - a
+			norm2 = float64(float64(float64(a*a)*float64(lookNorm[x]*lookNorm[x]))+float64(float64(2*a*b)*dot[x])) + float64(float64(b*b)*norm2)
+			if norm2 < 0 {
+				norm2 = 0
+			}
+		}
+		scales[x] = clipScale(norm2, clip)
+		if scales[x] != scales[x] && bad < 0 {
+			bad = x
+		}
+	}
+	return bad
+}
+
+// PrivatizeSum stores the clipped mean of the coordinates [lo, hi):
+// out[i] = (Σ_ξ scales[ξ]·u_ξ[i]) / float32(len(scales)), the sum a float32
+// from +0 in example order, u_ξ[i] = cur[ξ·n+i] without look, else
+// a·look[ξ·n+i] + b·cur[ξ·n+i]. It is the kernels' <name>_privatize_sum.
+func PrivatizeSum(out, cur, look, scales []float32, n int, a, b float32, lo, hi int) {
+	u := privatizeMix(cur, look, a, b)
+	batch := float32(len(scales))
+	for i := lo; i < hi; i++ {
+		var acc float32
+		for x, s := range scales {
+			acc = float32(acc + float32(s*u(x*n+i)))
+		}
+		out[i] = acc / batch
+	}
+}
+
+// Privatize writes into out the clipped mean of batch per-example
+// gradients of len(out) coordinates each (rows of cur, and of look for a
+// two-point observation with weight a; look nil: cur alone), each clipped
+// to norm clip: the three phases one after the other, on one core. If an
+// example's squared norm is not finite it returns that example and leaves
+// out unchanged; else -1.
+func Privatize(out, cur, look []float32, batch int, a, clip float64) int {
+	n := len(out)
+	a32, b32 := PrivatizeWeights(a)
+	nchunks := reduceChunks(n)
+	partials := make([]float32, batch*nchunks)
+	PrivatizeNorms(partials, cur, look, n, a32, b32, 0, len(partials))
+	scales := make([]float32, batch)
+	PrivatizeScales(scales, partials, nchunks, clip, 0, batch)
+	for x, s := range scales {
+		if s != s {
+			return x
+		}
+	}
+	PrivatizeSum(out, cur, look, scales, n, a32, b32, 0, n)
+	return -1
 }

@@ -829,21 +829,21 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
-define internal { float, float, float, float } @disk_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10) alwaysinline nounwind {
+define internal { float, float, float, float, float } @disk_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.gt
 	%1 = fmul float %s.1, %v.g
 	%2 = fadd float %0, %1
-	%3 = insertvalue { float, float, float, float } undef, float %2, 0
+	%3 = insertvalue { float, float, float, float, float } undef, float %2, 0
 	%4 = fmul float %s.2, %v.m
 	%5 = fmul float %s.3, %2
 	%6 = fadd float %4, %5
-	%7 = insertvalue { float, float, float, float } %3, float %6, 1
+	%7 = insertvalue { float, float, float, float, float } %3, float %6, 1
 	%8 = fmul float %s.4, %v.v
 	%9 = fmul float %2, %2
 	%10 = fmul float %s.5, %9
 	%11 = fadd float %8, %10
-	%12 = insertvalue { float, float, float, float } %7, float %11, 2
+	%12 = insertvalue { float, float, float, float, float } %7, float %11, 2
 	%13 = fdiv float %6, %s.6
 	%14 = fdiv float %11, %s.7
 	%15 = fmul float %s.8, %v.theta
@@ -852,11 +852,15 @@ entry:
 	%18 = fadd float %17, %s.10
 	%19 = fdiv float %16, %18
 	%20 = fsub float %15, %19
-	%21 = insertvalue { float, float, float, float } %12, float %20, 3
-	ret { float, float, float, float } %21
+	%21 = insertvalue { float, float, float, float, float } %12, float %20, 3
+	%22 = fsub float %20, %v.theta
+	%23 = fmul float %s.11, %22
+	%24 = fadd float %20, %23
+	%25 = insertvalue { float, float, float, float, float } %21, float %24, 4
+	ret { float, float, float, float, float } %25
 }
 
-define ptx_kernel void @disk_step(float* noalias %p.theta, float* noalias readonly %p.g, float* noalias %p.gt, float* noalias %p.m, float* noalias %p.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise) nounwind {
+define ptx_kernel void @disk_step(float* noalias %p.theta, float* noalias readonly %p.g, float* noalias %p.gt, float* noalias %p.m, float* noalias %p.v, float* noalias %p.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, i64 %n, i64 %offset, i64 %seed, i32 %step, i32 %noise) nounwind {
 entry:
 	%0 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
 	%1 = zext i32 %0 to i64
@@ -913,14 +917,20 @@ entry:
 	%52 = and i64 %51, 15
 	%53 = icmp eq i64 %52, 0
 	%54 = and i1 %48, %53
-	%55 = icmp ne i32 %noise, 0
-	br i1 %55, label %with_noise, label %without_noise
+	%55 = ptrtoint float* %p.lookahead to i64
+	%56 = shl i64 %20, 2
+	%57 = add i64 %55, %56
+	%58 = and i64 %57, 15
+	%59 = icmp eq i64 %58, 0
+	%60 = and i1 %54, %59
+	%61 = icmp ne i32 %noise, 0
+	br i1 %61, label %with_noise, label %without_noise
 
 with_noise:
-	br i1 %54, label %vector.1, label %scalar.2
+	br i1 %60, label %vector.1, label %scalar.2
 
 without_noise:
-	br i1 %54, label %vector.13, label %scalar.14
+	br i1 %60, label %vector.13, label %scalar.14
 
 vector.1:
 	br label %group.head.4
@@ -929,297 +939,344 @@ scalar.2:
 	br label %group.head.7
 
 edges.3:
-	%56 = sub i64 %n, %22
-	%57 = add i64 %17, %56
+	%62 = sub i64 %n, %22
+	%63 = add i64 %17, %62
 	br label %edge.head.10
 
 group.head.4:
-	%58 = phi i64 [ %7, %vector.1 ], [ %164, %group.5 ]
-	%59 = icmp slt i64 %58, %19
-	br i1 %59, label %group.5, label %group.done.6
+	%64 = phi i64 [ %7, %vector.1 ], [ %189, %group.5 ]
+	%65 = icmp slt i64 %64, %19
+	br i1 %65, label %group.5, label %group.done.6
 
 group.5:
-	%60 = shl i64 %58, 2
-	%61 = add i64 %20, %60
-	%62 = add i64 %24, %58
-	%63 = getelementptr float, float* %p.theta, i64 %61
-	%64 = getelementptr float, float* %63, i64 0
-	%65 = bitcast float* %64 to <4 x float>*
-	%66 = load <4 x float>, <4 x float>* %65, align 16
-	%67 = extractelement <4 x float> %66, i32 0
-	%68 = extractelement <4 x float> %66, i32 1
-	%69 = extractelement <4 x float> %66, i32 2
-	%70 = extractelement <4 x float> %66, i32 3
-	%71 = getelementptr float, float* %p.g, i64 %61
-	%72 = getelementptr float, float* %71, i64 0
-	%73 = bitcast float* %72 to <4 x float>*
-	%74 = load <4 x float>, <4 x float>* %73, align 16
-	%75 = extractelement <4 x float> %74, i32 0
-	%76 = extractelement <4 x float> %74, i32 1
-	%77 = extractelement <4 x float> %74, i32 2
-	%78 = extractelement <4 x float> %74, i32 3
-	%79 = getelementptr float, float* %p.gt, i64 %61
-	%80 = getelementptr float, float* %79, i64 0
-	%81 = bitcast float* %80 to <4 x float>*
-	%82 = load <4 x float>, <4 x float>* %81, align 16
-	%83 = extractelement <4 x float> %82, i32 0
-	%84 = extractelement <4 x float> %82, i32 1
-	%85 = extractelement <4 x float> %82, i32 2
-	%86 = extractelement <4 x float> %82, i32 3
-	%87 = getelementptr float, float* %p.m, i64 %61
-	%88 = getelementptr float, float* %87, i64 0
-	%89 = bitcast float* %88 to <4 x float>*
-	%90 = load <4 x float>, <4 x float>* %89, align 16
-	%91 = extractelement <4 x float> %90, i32 0
-	%92 = extractelement <4 x float> %90, i32 1
-	%93 = extractelement <4 x float> %90, i32 2
-	%94 = extractelement <4 x float> %90, i32 3
-	%95 = getelementptr float, float* %p.v, i64 %61
-	%96 = getelementptr float, float* %95, i64 0
-	%97 = bitcast float* %96 to <4 x float>*
-	%98 = load <4 x float>, <4 x float>* %97, align 16
-	%99 = extractelement <4 x float> %98, i32 0
-	%100 = extractelement <4 x float> %98, i32 1
-	%101 = extractelement <4 x float> %98, i32 2
-	%102 = extractelement <4 x float> %98, i32 3
-	%103 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %62)
-	%104 = extractelement <4 x float> %103, i32 0
-	%105 = fmul float %s.11, %104
-	%106 = fadd float %75, %105
-	%107 = call { float, float, float, float } @disk_body(float %67, float %106, float %83, float %91, float %99, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%108 = extractvalue { float, float, float, float } %107, 0
-	%109 = extractvalue { float, float, float, float } %107, 1
-	%110 = extractvalue { float, float, float, float } %107, 2
-	%111 = extractvalue { float, float, float, float } %107, 3
-	%112 = extractelement <4 x float> %103, i32 1
-	%113 = fmul float %s.11, %112
-	%114 = fadd float %76, %113
-	%115 = call { float, float, float, float } @disk_body(float %68, float %114, float %84, float %92, float %100, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%116 = extractvalue { float, float, float, float } %115, 0
-	%117 = extractvalue { float, float, float, float } %115, 1
-	%118 = extractvalue { float, float, float, float } %115, 2
-	%119 = extractvalue { float, float, float, float } %115, 3
-	%120 = extractelement <4 x float> %103, i32 2
-	%121 = fmul float %s.11, %120
-	%122 = fadd float %77, %121
-	%123 = call { float, float, float, float } @disk_body(float %69, float %122, float %85, float %93, float %101, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%124 = extractvalue { float, float, float, float } %123, 0
-	%125 = extractvalue { float, float, float, float } %123, 1
-	%126 = extractvalue { float, float, float, float } %123, 2
-	%127 = extractvalue { float, float, float, float } %123, 3
-	%128 = extractelement <4 x float> %103, i32 3
-	%129 = fmul float %s.11, %128
-	%130 = fadd float %78, %129
-	%131 = call { float, float, float, float } @disk_body(float %70, float %130, float %86, float %94, float %102, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%132 = extractvalue { float, float, float, float } %131, 0
-	%133 = extractvalue { float, float, float, float } %131, 1
-	%134 = extractvalue { float, float, float, float } %131, 2
-	%135 = extractvalue { float, float, float, float } %131, 3
-	%136 = getelementptr float, float* %p.gt, i64 %61
-	%137 = insertelement <4 x float> undef, float %108, i32 0
-	%138 = insertelement <4 x float> %137, float %116, i32 1
-	%139 = insertelement <4 x float> %138, float %124, i32 2
-	%140 = insertelement <4 x float> %139, float %132, i32 3
-	%141 = getelementptr float, float* %136, i64 0
-	%142 = bitcast float* %141 to <4 x float>*
-	store <4 x float> %140, <4 x float>* %142, align 16
-	%143 = getelementptr float, float* %p.m, i64 %61
-	%144 = insertelement <4 x float> undef, float %109, i32 0
-	%145 = insertelement <4 x float> %144, float %117, i32 1
-	%146 = insertelement <4 x float> %145, float %125, i32 2
-	%147 = insertelement <4 x float> %146, float %133, i32 3
-	%148 = getelementptr float, float* %143, i64 0
-	%149 = bitcast float* %148 to <4 x float>*
-	store <4 x float> %147, <4 x float>* %149, align 16
-	%150 = getelementptr float, float* %p.v, i64 %61
-	%151 = insertelement <4 x float> undef, float %110, i32 0
-	%152 = insertelement <4 x float> %151, float %118, i32 1
-	%153 = insertelement <4 x float> %152, float %126, i32 2
-	%154 = insertelement <4 x float> %153, float %134, i32 3
-	%155 = getelementptr float, float* %150, i64 0
-	%156 = bitcast float* %155 to <4 x float>*
-	store <4 x float> %154, <4 x float>* %156, align 16
-	%157 = getelementptr float, float* %p.theta, i64 %61
-	%158 = insertelement <4 x float> undef, float %111, i32 0
-	%159 = insertelement <4 x float> %158, float %119, i32 1
-	%160 = insertelement <4 x float> %159, float %127, i32 2
-	%161 = insertelement <4 x float> %160, float %135, i32 3
-	%162 = getelementptr float, float* %157, i64 0
-	%163 = bitcast float* %162 to <4 x float>*
-	store <4 x float> %161, <4 x float>* %163, align 16
-	%164 = add i64 %58, %10
+	%66 = shl i64 %64, 2
+	%67 = add i64 %20, %66
+	%68 = add i64 %24, %64
+	%69 = getelementptr float, float* %p.theta, i64 %67
+	%70 = getelementptr float, float* %69, i64 0
+	%71 = bitcast float* %70 to <4 x float>*
+	%72 = load <4 x float>, <4 x float>* %71, align 16
+	%73 = extractelement <4 x float> %72, i32 0
+	%74 = extractelement <4 x float> %72, i32 1
+	%75 = extractelement <4 x float> %72, i32 2
+	%76 = extractelement <4 x float> %72, i32 3
+	%77 = getelementptr float, float* %p.g, i64 %67
+	%78 = getelementptr float, float* %77, i64 0
+	%79 = bitcast float* %78 to <4 x float>*
+	%80 = load <4 x float>, <4 x float>* %79, align 16
+	%81 = extractelement <4 x float> %80, i32 0
+	%82 = extractelement <4 x float> %80, i32 1
+	%83 = extractelement <4 x float> %80, i32 2
+	%84 = extractelement <4 x float> %80, i32 3
+	%85 = getelementptr float, float* %p.gt, i64 %67
+	%86 = getelementptr float, float* %85, i64 0
+	%87 = bitcast float* %86 to <4 x float>*
+	%88 = load <4 x float>, <4 x float>* %87, align 16
+	%89 = extractelement <4 x float> %88, i32 0
+	%90 = extractelement <4 x float> %88, i32 1
+	%91 = extractelement <4 x float> %88, i32 2
+	%92 = extractelement <4 x float> %88, i32 3
+	%93 = getelementptr float, float* %p.m, i64 %67
+	%94 = getelementptr float, float* %93, i64 0
+	%95 = bitcast float* %94 to <4 x float>*
+	%96 = load <4 x float>, <4 x float>* %95, align 16
+	%97 = extractelement <4 x float> %96, i32 0
+	%98 = extractelement <4 x float> %96, i32 1
+	%99 = extractelement <4 x float> %96, i32 2
+	%100 = extractelement <4 x float> %96, i32 3
+	%101 = getelementptr float, float* %p.v, i64 %67
+	%102 = getelementptr float, float* %101, i64 0
+	%103 = bitcast float* %102 to <4 x float>*
+	%104 = load <4 x float>, <4 x float>* %103, align 16
+	%105 = extractelement <4 x float> %104, i32 0
+	%106 = extractelement <4 x float> %104, i32 1
+	%107 = extractelement <4 x float> %104, i32 2
+	%108 = extractelement <4 x float> %104, i32 3
+	%109 = getelementptr float, float* %p.lookahead, i64 %67
+	%110 = getelementptr float, float* %109, i64 0
+	%111 = bitcast float* %110 to <4 x float>*
+	%112 = load <4 x float>, <4 x float>* %111, align 16
+	%113 = extractelement <4 x float> %112, i32 0
+	%114 = extractelement <4 x float> %112, i32 1
+	%115 = extractelement <4 x float> %112, i32 2
+	%116 = extractelement <4 x float> %112, i32 3
+	%117 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %68)
+	%118 = extractelement <4 x float> %117, i32 0
+	%119 = fmul float %s.12, %118
+	%120 = fadd float %81, %119
+	%121 = call { float, float, float, float, float } @disk_body(float %73, float %120, float %89, float %97, float %105, float %113, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%122 = extractvalue { float, float, float, float, float } %121, 0
+	%123 = extractvalue { float, float, float, float, float } %121, 1
+	%124 = extractvalue { float, float, float, float, float } %121, 2
+	%125 = extractvalue { float, float, float, float, float } %121, 3
+	%126 = extractvalue { float, float, float, float, float } %121, 4
+	%127 = extractelement <4 x float> %117, i32 1
+	%128 = fmul float %s.12, %127
+	%129 = fadd float %82, %128
+	%130 = call { float, float, float, float, float } @disk_body(float %74, float %129, float %90, float %98, float %106, float %114, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%131 = extractvalue { float, float, float, float, float } %130, 0
+	%132 = extractvalue { float, float, float, float, float } %130, 1
+	%133 = extractvalue { float, float, float, float, float } %130, 2
+	%134 = extractvalue { float, float, float, float, float } %130, 3
+	%135 = extractvalue { float, float, float, float, float } %130, 4
+	%136 = extractelement <4 x float> %117, i32 2
+	%137 = fmul float %s.12, %136
+	%138 = fadd float %83, %137
+	%139 = call { float, float, float, float, float } @disk_body(float %75, float %138, float %91, float %99, float %107, float %115, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%140 = extractvalue { float, float, float, float, float } %139, 0
+	%141 = extractvalue { float, float, float, float, float } %139, 1
+	%142 = extractvalue { float, float, float, float, float } %139, 2
+	%143 = extractvalue { float, float, float, float, float } %139, 3
+	%144 = extractvalue { float, float, float, float, float } %139, 4
+	%145 = extractelement <4 x float> %117, i32 3
+	%146 = fmul float %s.12, %145
+	%147 = fadd float %84, %146
+	%148 = call { float, float, float, float, float } @disk_body(float %76, float %147, float %92, float %100, float %108, float %116, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%149 = extractvalue { float, float, float, float, float } %148, 0
+	%150 = extractvalue { float, float, float, float, float } %148, 1
+	%151 = extractvalue { float, float, float, float, float } %148, 2
+	%152 = extractvalue { float, float, float, float, float } %148, 3
+	%153 = extractvalue { float, float, float, float, float } %148, 4
+	%154 = getelementptr float, float* %p.gt, i64 %67
+	%155 = insertelement <4 x float> undef, float %122, i32 0
+	%156 = insertelement <4 x float> %155, float %131, i32 1
+	%157 = insertelement <4 x float> %156, float %140, i32 2
+	%158 = insertelement <4 x float> %157, float %149, i32 3
+	%159 = getelementptr float, float* %154, i64 0
+	%160 = bitcast float* %159 to <4 x float>*
+	store <4 x float> %158, <4 x float>* %160, align 16
+	%161 = getelementptr float, float* %p.m, i64 %67
+	%162 = insertelement <4 x float> undef, float %123, i32 0
+	%163 = insertelement <4 x float> %162, float %132, i32 1
+	%164 = insertelement <4 x float> %163, float %141, i32 2
+	%165 = insertelement <4 x float> %164, float %150, i32 3
+	%166 = getelementptr float, float* %161, i64 0
+	%167 = bitcast float* %166 to <4 x float>*
+	store <4 x float> %165, <4 x float>* %167, align 16
+	%168 = getelementptr float, float* %p.v, i64 %67
+	%169 = insertelement <4 x float> undef, float %124, i32 0
+	%170 = insertelement <4 x float> %169, float %133, i32 1
+	%171 = insertelement <4 x float> %170, float %142, i32 2
+	%172 = insertelement <4 x float> %171, float %151, i32 3
+	%173 = getelementptr float, float* %168, i64 0
+	%174 = bitcast float* %173 to <4 x float>*
+	store <4 x float> %172, <4 x float>* %174, align 16
+	%175 = getelementptr float, float* %p.theta, i64 %67
+	%176 = insertelement <4 x float> undef, float %125, i32 0
+	%177 = insertelement <4 x float> %176, float %134, i32 1
+	%178 = insertelement <4 x float> %177, float %143, i32 2
+	%179 = insertelement <4 x float> %178, float %152, i32 3
+	%180 = getelementptr float, float* %175, i64 0
+	%181 = bitcast float* %180 to <4 x float>*
+	store <4 x float> %179, <4 x float>* %181, align 16
+	%182 = getelementptr float, float* %p.lookahead, i64 %67
+	%183 = insertelement <4 x float> undef, float %126, i32 0
+	%184 = insertelement <4 x float> %183, float %135, i32 1
+	%185 = insertelement <4 x float> %184, float %144, i32 2
+	%186 = insertelement <4 x float> %185, float %153, i32 3
+	%187 = getelementptr float, float* %182, i64 0
+	%188 = bitcast float* %187 to <4 x float>*
+	store <4 x float> %186, <4 x float>* %188, align 16
+	%189 = add i64 %64, %10
 	br label %group.head.4
 
 group.done.6:
 	br label %edges.3
 
 group.head.7:
-	%165 = phi i64 [ %7, %scalar.2 ], [ %268, %group.8 ]
-	%166 = icmp slt i64 %165, %19
-	br i1 %166, label %group.8, label %group.done.9
+	%190 = phi i64 [ %7, %scalar.2 ], [ %311, %group.8 ]
+	%191 = icmp slt i64 %190, %19
+	br i1 %191, label %group.8, label %group.done.9
 
 group.8:
-	%167 = shl i64 %165, 2
-	%168 = add i64 %20, %167
-	%169 = add i64 %24, %165
-	%170 = getelementptr float, float* %p.theta, i64 %168
-	%171 = getelementptr float, float* %170, i64 0
-	%172 = load float, float* %171, align 4
-	%173 = getelementptr float, float* %170, i64 1
-	%174 = load float, float* %173, align 4
-	%175 = getelementptr float, float* %170, i64 2
-	%176 = load float, float* %175, align 4
-	%177 = getelementptr float, float* %170, i64 3
-	%178 = load float, float* %177, align 4
-	%179 = getelementptr float, float* %p.g, i64 %168
-	%180 = getelementptr float, float* %179, i64 0
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %179, i64 1
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %179, i64 2
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %179, i64 3
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %p.gt, i64 %168
-	%189 = getelementptr float, float* %188, i64 0
-	%190 = load float, float* %189, align 4
-	%191 = getelementptr float, float* %188, i64 1
-	%192 = load float, float* %191, align 4
-	%193 = getelementptr float, float* %188, i64 2
-	%194 = load float, float* %193, align 4
-	%195 = getelementptr float, float* %188, i64 3
-	%196 = load float, float* %195, align 4
-	%197 = getelementptr float, float* %p.m, i64 %168
-	%198 = getelementptr float, float* %197, i64 0
+	%192 = shl i64 %190, 2
+	%193 = add i64 %20, %192
+	%194 = add i64 %24, %190
+	%195 = getelementptr float, float* %p.theta, i64 %193
+	%196 = getelementptr float, float* %195, i64 0
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %195, i64 1
 	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %197, i64 1
+	%200 = getelementptr float, float* %195, i64 2
 	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %197, i64 2
+	%202 = getelementptr float, float* %195, i64 3
 	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %197, i64 3
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %p.v, i64 %168
-	%207 = getelementptr float, float* %206, i64 0
+	%204 = getelementptr float, float* %p.g, i64 %193
+	%205 = getelementptr float, float* %204, i64 0
+	%206 = load float, float* %205, align 4
+	%207 = getelementptr float, float* %204, i64 1
 	%208 = load float, float* %207, align 4
-	%209 = getelementptr float, float* %206, i64 1
+	%209 = getelementptr float, float* %204, i64 2
 	%210 = load float, float* %209, align 4
-	%211 = getelementptr float, float* %206, i64 2
+	%211 = getelementptr float, float* %204, i64 3
 	%212 = load float, float* %211, align 4
-	%213 = getelementptr float, float* %206, i64 3
-	%214 = load float, float* %213, align 4
-	%215 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %169)
-	%216 = extractelement <4 x float> %215, i32 0
-	%217 = fmul float %s.11, %216
-	%218 = fadd float %181, %217
-	%219 = call { float, float, float, float } @disk_body(float %172, float %218, float %190, float %199, float %208, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%220 = extractvalue { float, float, float, float } %219, 0
-	%221 = extractvalue { float, float, float, float } %219, 1
-	%222 = extractvalue { float, float, float, float } %219, 2
-	%223 = extractvalue { float, float, float, float } %219, 3
-	%224 = extractelement <4 x float> %215, i32 1
-	%225 = fmul float %s.11, %224
-	%226 = fadd float %183, %225
-	%227 = call { float, float, float, float } @disk_body(float %174, float %226, float %192, float %201, float %210, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%228 = extractvalue { float, float, float, float } %227, 0
-	%229 = extractvalue { float, float, float, float } %227, 1
-	%230 = extractvalue { float, float, float, float } %227, 2
-	%231 = extractvalue { float, float, float, float } %227, 3
-	%232 = extractelement <4 x float> %215, i32 2
-	%233 = fmul float %s.11, %232
-	%234 = fadd float %185, %233
-	%235 = call { float, float, float, float } @disk_body(float %176, float %234, float %194, float %203, float %212, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%236 = extractvalue { float, float, float, float } %235, 0
-	%237 = extractvalue { float, float, float, float } %235, 1
-	%238 = extractvalue { float, float, float, float } %235, 2
-	%239 = extractvalue { float, float, float, float } %235, 3
-	%240 = extractelement <4 x float> %215, i32 3
-	%241 = fmul float %s.11, %240
-	%242 = fadd float %187, %241
-	%243 = call { float, float, float, float } @disk_body(float %178, float %242, float %196, float %205, float %214, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%244 = extractvalue { float, float, float, float } %243, 0
-	%245 = extractvalue { float, float, float, float } %243, 1
-	%246 = extractvalue { float, float, float, float } %243, 2
-	%247 = extractvalue { float, float, float, float } %243, 3
-	%248 = getelementptr float, float* %p.gt, i64 %168
-	%249 = getelementptr float, float* %248, i64 0
-	store float %220, float* %249, align 4
-	%250 = getelementptr float, float* %248, i64 1
-	store float %228, float* %250, align 4
-	%251 = getelementptr float, float* %248, i64 2
-	store float %236, float* %251, align 4
-	%252 = getelementptr float, float* %248, i64 3
-	store float %244, float* %252, align 4
-	%253 = getelementptr float, float* %p.m, i64 %168
-	%254 = getelementptr float, float* %253, i64 0
-	store float %221, float* %254, align 4
-	%255 = getelementptr float, float* %253, i64 1
-	store float %229, float* %255, align 4
-	%256 = getelementptr float, float* %253, i64 2
-	store float %237, float* %256, align 4
-	%257 = getelementptr float, float* %253, i64 3
-	store float %245, float* %257, align 4
-	%258 = getelementptr float, float* %p.v, i64 %168
-	%259 = getelementptr float, float* %258, i64 0
-	store float %222, float* %259, align 4
-	%260 = getelementptr float, float* %258, i64 1
-	store float %230, float* %260, align 4
-	%261 = getelementptr float, float* %258, i64 2
-	store float %238, float* %261, align 4
-	%262 = getelementptr float, float* %258, i64 3
-	store float %246, float* %262, align 4
-	%263 = getelementptr float, float* %p.theta, i64 %168
-	%264 = getelementptr float, float* %263, i64 0
-	store float %223, float* %264, align 4
-	%265 = getelementptr float, float* %263, i64 1
-	store float %231, float* %265, align 4
-	%266 = getelementptr float, float* %263, i64 2
-	store float %239, float* %266, align 4
-	%267 = getelementptr float, float* %263, i64 3
-	store float %247, float* %267, align 4
-	%268 = add i64 %165, %10
+	%213 = getelementptr float, float* %p.gt, i64 %193
+	%214 = getelementptr float, float* %213, i64 0
+	%215 = load float, float* %214, align 4
+	%216 = getelementptr float, float* %213, i64 1
+	%217 = load float, float* %216, align 4
+	%218 = getelementptr float, float* %213, i64 2
+	%219 = load float, float* %218, align 4
+	%220 = getelementptr float, float* %213, i64 3
+	%221 = load float, float* %220, align 4
+	%222 = getelementptr float, float* %p.m, i64 %193
+	%223 = getelementptr float, float* %222, i64 0
+	%224 = load float, float* %223, align 4
+	%225 = getelementptr float, float* %222, i64 1
+	%226 = load float, float* %225, align 4
+	%227 = getelementptr float, float* %222, i64 2
+	%228 = load float, float* %227, align 4
+	%229 = getelementptr float, float* %222, i64 3
+	%230 = load float, float* %229, align 4
+	%231 = getelementptr float, float* %p.v, i64 %193
+	%232 = getelementptr float, float* %231, i64 0
+	%233 = load float, float* %232, align 4
+	%234 = getelementptr float, float* %231, i64 1
+	%235 = load float, float* %234, align 4
+	%236 = getelementptr float, float* %231, i64 2
+	%237 = load float, float* %236, align 4
+	%238 = getelementptr float, float* %231, i64 3
+	%239 = load float, float* %238, align 4
+	%240 = getelementptr float, float* %p.lookahead, i64 %193
+	%241 = getelementptr float, float* %240, i64 0
+	%242 = load float, float* %241, align 4
+	%243 = getelementptr float, float* %240, i64 1
+	%244 = load float, float* %243, align 4
+	%245 = getelementptr float, float* %240, i64 2
+	%246 = load float, float* %245, align 4
+	%247 = getelementptr float, float* %240, i64 3
+	%248 = load float, float* %247, align 4
+	%249 = call <4 x float> @fg_gaussian4(i64 %seed, i32 %step, i32 0, i64 %194)
+	%250 = extractelement <4 x float> %249, i32 0
+	%251 = fmul float %s.12, %250
+	%252 = fadd float %206, %251
+	%253 = call { float, float, float, float, float } @disk_body(float %197, float %252, float %215, float %224, float %233, float %242, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%254 = extractvalue { float, float, float, float, float } %253, 0
+	%255 = extractvalue { float, float, float, float, float } %253, 1
+	%256 = extractvalue { float, float, float, float, float } %253, 2
+	%257 = extractvalue { float, float, float, float, float } %253, 3
+	%258 = extractvalue { float, float, float, float, float } %253, 4
+	%259 = extractelement <4 x float> %249, i32 1
+	%260 = fmul float %s.12, %259
+	%261 = fadd float %208, %260
+	%262 = call { float, float, float, float, float } @disk_body(float %199, float %261, float %217, float %226, float %235, float %244, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%263 = extractvalue { float, float, float, float, float } %262, 0
+	%264 = extractvalue { float, float, float, float, float } %262, 1
+	%265 = extractvalue { float, float, float, float, float } %262, 2
+	%266 = extractvalue { float, float, float, float, float } %262, 3
+	%267 = extractvalue { float, float, float, float, float } %262, 4
+	%268 = extractelement <4 x float> %249, i32 2
+	%269 = fmul float %s.12, %268
+	%270 = fadd float %210, %269
+	%271 = call { float, float, float, float, float } @disk_body(float %201, float %270, float %219, float %228, float %237, float %246, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%272 = extractvalue { float, float, float, float, float } %271, 0
+	%273 = extractvalue { float, float, float, float, float } %271, 1
+	%274 = extractvalue { float, float, float, float, float } %271, 2
+	%275 = extractvalue { float, float, float, float, float } %271, 3
+	%276 = extractvalue { float, float, float, float, float } %271, 4
+	%277 = extractelement <4 x float> %249, i32 3
+	%278 = fmul float %s.12, %277
+	%279 = fadd float %212, %278
+	%280 = call { float, float, float, float, float } @disk_body(float %203, float %279, float %221, float %230, float %239, float %248, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%281 = extractvalue { float, float, float, float, float } %280, 0
+	%282 = extractvalue { float, float, float, float, float } %280, 1
+	%283 = extractvalue { float, float, float, float, float } %280, 2
+	%284 = extractvalue { float, float, float, float, float } %280, 3
+	%285 = extractvalue { float, float, float, float, float } %280, 4
+	%286 = getelementptr float, float* %p.gt, i64 %193
+	%287 = getelementptr float, float* %286, i64 0
+	store float %254, float* %287, align 4
+	%288 = getelementptr float, float* %286, i64 1
+	store float %263, float* %288, align 4
+	%289 = getelementptr float, float* %286, i64 2
+	store float %272, float* %289, align 4
+	%290 = getelementptr float, float* %286, i64 3
+	store float %281, float* %290, align 4
+	%291 = getelementptr float, float* %p.m, i64 %193
+	%292 = getelementptr float, float* %291, i64 0
+	store float %255, float* %292, align 4
+	%293 = getelementptr float, float* %291, i64 1
+	store float %264, float* %293, align 4
+	%294 = getelementptr float, float* %291, i64 2
+	store float %273, float* %294, align 4
+	%295 = getelementptr float, float* %291, i64 3
+	store float %282, float* %295, align 4
+	%296 = getelementptr float, float* %p.v, i64 %193
+	%297 = getelementptr float, float* %296, i64 0
+	store float %256, float* %297, align 4
+	%298 = getelementptr float, float* %296, i64 1
+	store float %265, float* %298, align 4
+	%299 = getelementptr float, float* %296, i64 2
+	store float %274, float* %299, align 4
+	%300 = getelementptr float, float* %296, i64 3
+	store float %283, float* %300, align 4
+	%301 = getelementptr float, float* %p.theta, i64 %193
+	%302 = getelementptr float, float* %301, i64 0
+	store float %257, float* %302, align 4
+	%303 = getelementptr float, float* %301, i64 1
+	store float %266, float* %303, align 4
+	%304 = getelementptr float, float* %301, i64 2
+	store float %275, float* %304, align 4
+	%305 = getelementptr float, float* %301, i64 3
+	store float %284, float* %305, align 4
+	%306 = getelementptr float, float* %p.lookahead, i64 %193
+	%307 = getelementptr float, float* %306, i64 0
+	store float %258, float* %307, align 4
+	%308 = getelementptr float, float* %306, i64 1
+	store float %267, float* %308, align 4
+	%309 = getelementptr float, float* %306, i64 2
+	store float %276, float* %309, align 4
+	%310 = getelementptr float, float* %306, i64 3
+	store float %285, float* %310, align 4
+	%311 = add i64 %190, %10
 	br label %group.head.7
 
 group.done.9:
 	br label %edges.3
 
 edge.head.10:
-	%269 = phi i64 [ %7, %edges.3 ], [ %298, %edge.11 ]
-	%270 = icmp slt i64 %269, %57
-	br i1 %270, label %edge.11, label %edge.done.12
+	%312 = phi i64 [ %7, %edges.3 ], [ %345, %edge.11 ]
+	%313 = icmp slt i64 %312, %63
+	br i1 %313, label %edge.11, label %edge.done.12
 
 edge.11:
-	%271 = icmp slt i64 %269, %17
-	%272 = sub i64 %269, %17
-	%273 = add i64 %22, %272
-	%274 = select i1 %271, i64 %269, i64 %273
-	%275 = getelementptr float, float* %p.theta, i64 %274
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %p.g, i64 %274
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %p.gt, i64 %274
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %p.m, i64 %274
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %p.v, i64 %274
-	%284 = load float, float* %283, align 4
-	%285 = add i64 %offset, %274
-	%286 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %285)
-	%287 = fmul float %s.11, %286
-	%288 = fadd float %278, %287
-	%289 = call { float, float, float, float } @disk_body(float %276, float %288, float %280, float %282, float %284, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%290 = extractvalue { float, float, float, float } %289, 0
-	%291 = extractvalue { float, float, float, float } %289, 1
-	%292 = extractvalue { float, float, float, float } %289, 2
-	%293 = extractvalue { float, float, float, float } %289, 3
-	%294 = getelementptr float, float* %p.gt, i64 %274
-	store float %290, float* %294, align 4
-	%295 = getelementptr float, float* %p.m, i64 %274
-	store float %291, float* %295, align 4
-	%296 = getelementptr float, float* %p.v, i64 %274
-	store float %292, float* %296, align 4
-	%297 = getelementptr float, float* %p.theta, i64 %274
-	store float %293, float* %297, align 4
-	%298 = add i64 %269, %10
+	%314 = icmp slt i64 %312, %17
+	%315 = sub i64 %312, %17
+	%316 = add i64 %22, %315
+	%317 = select i1 %314, i64 %312, i64 %316
+	%318 = getelementptr float, float* %p.theta, i64 %317
+	%319 = load float, float* %318, align 4
+	%320 = getelementptr float, float* %p.g, i64 %317
+	%321 = load float, float* %320, align 4
+	%322 = getelementptr float, float* %p.gt, i64 %317
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %p.m, i64 %317
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %p.v, i64 %317
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %p.lookahead, i64 %317
+	%329 = load float, float* %328, align 4
+	%330 = add i64 %offset, %317
+	%331 = call float @fg_gaussian(i64 %seed, i32 %step, i32 0, i64 %330)
+	%332 = fmul float %s.12, %331
+	%333 = fadd float %321, %332
+	%334 = call { float, float, float, float, float } @disk_body(float %319, float %333, float %323, float %325, float %327, float %329, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%335 = extractvalue { float, float, float, float, float } %334, 0
+	%336 = extractvalue { float, float, float, float, float } %334, 1
+	%337 = extractvalue { float, float, float, float, float } %334, 2
+	%338 = extractvalue { float, float, float, float, float } %334, 3
+	%339 = extractvalue { float, float, float, float, float } %334, 4
+	%340 = getelementptr float, float* %p.gt, i64 %317
+	store float %335, float* %340, align 4
+	%341 = getelementptr float, float* %p.m, i64 %317
+	store float %336, float* %341, align 4
+	%342 = getelementptr float, float* %p.v, i64 %317
+	store float %337, float* %342, align 4
+	%343 = getelementptr float, float* %p.theta, i64 %317
+	store float %338, float* %343, align 4
+	%344 = getelementptr float, float* %p.lookahead, i64 %317
+	store float %339, float* %344, align 4
+	%345 = add i64 %312, %10
 	br label %edge.head.10
 
 edge.done.12:
@@ -1232,267 +1289,314 @@ scalar.14:
 	br label %group.head.19
 
 edges.15:
-	%299 = sub i64 %n, %22
-	%300 = add i64 %17, %299
+	%346 = sub i64 %n, %22
+	%347 = add i64 %17, %346
 	br label %edge.head.22
 
 group.head.16:
-	%301 = phi i64 [ %7, %vector.13 ], [ %394, %group.17 ]
-	%302 = icmp slt i64 %301, %19
-	br i1 %302, label %group.17, label %group.done.18
+	%348 = phi i64 [ %7, %vector.13 ], [ %460, %group.17 ]
+	%349 = icmp slt i64 %348, %19
+	br i1 %349, label %group.17, label %group.done.18
 
 group.17:
-	%303 = shl i64 %301, 2
-	%304 = add i64 %20, %303
-	%305 = add i64 %24, %301
-	%306 = getelementptr float, float* %p.theta, i64 %304
-	%307 = getelementptr float, float* %306, i64 0
-	%308 = bitcast float* %307 to <4 x float>*
-	%309 = load <4 x float>, <4 x float>* %308, align 16
-	%310 = extractelement <4 x float> %309, i32 0
-	%311 = extractelement <4 x float> %309, i32 1
-	%312 = extractelement <4 x float> %309, i32 2
-	%313 = extractelement <4 x float> %309, i32 3
-	%314 = getelementptr float, float* %p.g, i64 %304
-	%315 = getelementptr float, float* %314, i64 0
-	%316 = bitcast float* %315 to <4 x float>*
-	%317 = load <4 x float>, <4 x float>* %316, align 16
-	%318 = extractelement <4 x float> %317, i32 0
-	%319 = extractelement <4 x float> %317, i32 1
-	%320 = extractelement <4 x float> %317, i32 2
-	%321 = extractelement <4 x float> %317, i32 3
-	%322 = getelementptr float, float* %p.gt, i64 %304
-	%323 = getelementptr float, float* %322, i64 0
-	%324 = bitcast float* %323 to <4 x float>*
-	%325 = load <4 x float>, <4 x float>* %324, align 16
-	%326 = extractelement <4 x float> %325, i32 0
-	%327 = extractelement <4 x float> %325, i32 1
-	%328 = extractelement <4 x float> %325, i32 2
-	%329 = extractelement <4 x float> %325, i32 3
-	%330 = getelementptr float, float* %p.m, i64 %304
-	%331 = getelementptr float, float* %330, i64 0
-	%332 = bitcast float* %331 to <4 x float>*
-	%333 = load <4 x float>, <4 x float>* %332, align 16
-	%334 = extractelement <4 x float> %333, i32 0
-	%335 = extractelement <4 x float> %333, i32 1
-	%336 = extractelement <4 x float> %333, i32 2
-	%337 = extractelement <4 x float> %333, i32 3
-	%338 = getelementptr float, float* %p.v, i64 %304
-	%339 = getelementptr float, float* %338, i64 0
-	%340 = bitcast float* %339 to <4 x float>*
-	%341 = load <4 x float>, <4 x float>* %340, align 16
-	%342 = extractelement <4 x float> %341, i32 0
-	%343 = extractelement <4 x float> %341, i32 1
-	%344 = extractelement <4 x float> %341, i32 2
-	%345 = extractelement <4 x float> %341, i32 3
-	%346 = call { float, float, float, float } @disk_body(float %310, float %318, float %326, float %334, float %342, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%347 = extractvalue { float, float, float, float } %346, 0
-	%348 = extractvalue { float, float, float, float } %346, 1
-	%349 = extractvalue { float, float, float, float } %346, 2
-	%350 = extractvalue { float, float, float, float } %346, 3
-	%351 = call { float, float, float, float } @disk_body(float %311, float %319, float %327, float %335, float %343, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%352 = extractvalue { float, float, float, float } %351, 0
-	%353 = extractvalue { float, float, float, float } %351, 1
-	%354 = extractvalue { float, float, float, float } %351, 2
-	%355 = extractvalue { float, float, float, float } %351, 3
-	%356 = call { float, float, float, float } @disk_body(float %312, float %320, float %328, float %336, float %344, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%357 = extractvalue { float, float, float, float } %356, 0
-	%358 = extractvalue { float, float, float, float } %356, 1
-	%359 = extractvalue { float, float, float, float } %356, 2
-	%360 = extractvalue { float, float, float, float } %356, 3
-	%361 = call { float, float, float, float } @disk_body(float %313, float %321, float %329, float %337, float %345, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%362 = extractvalue { float, float, float, float } %361, 0
-	%363 = extractvalue { float, float, float, float } %361, 1
-	%364 = extractvalue { float, float, float, float } %361, 2
-	%365 = extractvalue { float, float, float, float } %361, 3
-	%366 = getelementptr float, float* %p.gt, i64 %304
-	%367 = insertelement <4 x float> undef, float %347, i32 0
-	%368 = insertelement <4 x float> %367, float %352, i32 1
-	%369 = insertelement <4 x float> %368, float %357, i32 2
-	%370 = insertelement <4 x float> %369, float %362, i32 3
-	%371 = getelementptr float, float* %366, i64 0
-	%372 = bitcast float* %371 to <4 x float>*
-	store <4 x float> %370, <4 x float>* %372, align 16
-	%373 = getelementptr float, float* %p.m, i64 %304
-	%374 = insertelement <4 x float> undef, float %348, i32 0
-	%375 = insertelement <4 x float> %374, float %353, i32 1
-	%376 = insertelement <4 x float> %375, float %358, i32 2
-	%377 = insertelement <4 x float> %376, float %363, i32 3
-	%378 = getelementptr float, float* %373, i64 0
+	%350 = shl i64 %348, 2
+	%351 = add i64 %20, %350
+	%352 = add i64 %24, %348
+	%353 = getelementptr float, float* %p.theta, i64 %351
+	%354 = getelementptr float, float* %353, i64 0
+	%355 = bitcast float* %354 to <4 x float>*
+	%356 = load <4 x float>, <4 x float>* %355, align 16
+	%357 = extractelement <4 x float> %356, i32 0
+	%358 = extractelement <4 x float> %356, i32 1
+	%359 = extractelement <4 x float> %356, i32 2
+	%360 = extractelement <4 x float> %356, i32 3
+	%361 = getelementptr float, float* %p.g, i64 %351
+	%362 = getelementptr float, float* %361, i64 0
+	%363 = bitcast float* %362 to <4 x float>*
+	%364 = load <4 x float>, <4 x float>* %363, align 16
+	%365 = extractelement <4 x float> %364, i32 0
+	%366 = extractelement <4 x float> %364, i32 1
+	%367 = extractelement <4 x float> %364, i32 2
+	%368 = extractelement <4 x float> %364, i32 3
+	%369 = getelementptr float, float* %p.gt, i64 %351
+	%370 = getelementptr float, float* %369, i64 0
+	%371 = bitcast float* %370 to <4 x float>*
+	%372 = load <4 x float>, <4 x float>* %371, align 16
+	%373 = extractelement <4 x float> %372, i32 0
+	%374 = extractelement <4 x float> %372, i32 1
+	%375 = extractelement <4 x float> %372, i32 2
+	%376 = extractelement <4 x float> %372, i32 3
+	%377 = getelementptr float, float* %p.m, i64 %351
+	%378 = getelementptr float, float* %377, i64 0
 	%379 = bitcast float* %378 to <4 x float>*
-	store <4 x float> %377, <4 x float>* %379, align 16
-	%380 = getelementptr float, float* %p.v, i64 %304
-	%381 = insertelement <4 x float> undef, float %349, i32 0
-	%382 = insertelement <4 x float> %381, float %354, i32 1
-	%383 = insertelement <4 x float> %382, float %359, i32 2
-	%384 = insertelement <4 x float> %383, float %364, i32 3
-	%385 = getelementptr float, float* %380, i64 0
-	%386 = bitcast float* %385 to <4 x float>*
-	store <4 x float> %384, <4 x float>* %386, align 16
-	%387 = getelementptr float, float* %p.theta, i64 %304
-	%388 = insertelement <4 x float> undef, float %350, i32 0
-	%389 = insertelement <4 x float> %388, float %355, i32 1
-	%390 = insertelement <4 x float> %389, float %360, i32 2
-	%391 = insertelement <4 x float> %390, float %365, i32 3
-	%392 = getelementptr float, float* %387, i64 0
-	%393 = bitcast float* %392 to <4 x float>*
-	store <4 x float> %391, <4 x float>* %393, align 16
-	%394 = add i64 %301, %10
+	%380 = load <4 x float>, <4 x float>* %379, align 16
+	%381 = extractelement <4 x float> %380, i32 0
+	%382 = extractelement <4 x float> %380, i32 1
+	%383 = extractelement <4 x float> %380, i32 2
+	%384 = extractelement <4 x float> %380, i32 3
+	%385 = getelementptr float, float* %p.v, i64 %351
+	%386 = getelementptr float, float* %385, i64 0
+	%387 = bitcast float* %386 to <4 x float>*
+	%388 = load <4 x float>, <4 x float>* %387, align 16
+	%389 = extractelement <4 x float> %388, i32 0
+	%390 = extractelement <4 x float> %388, i32 1
+	%391 = extractelement <4 x float> %388, i32 2
+	%392 = extractelement <4 x float> %388, i32 3
+	%393 = getelementptr float, float* %p.lookahead, i64 %351
+	%394 = getelementptr float, float* %393, i64 0
+	%395 = bitcast float* %394 to <4 x float>*
+	%396 = load <4 x float>, <4 x float>* %395, align 16
+	%397 = extractelement <4 x float> %396, i32 0
+	%398 = extractelement <4 x float> %396, i32 1
+	%399 = extractelement <4 x float> %396, i32 2
+	%400 = extractelement <4 x float> %396, i32 3
+	%401 = call { float, float, float, float, float } @disk_body(float %357, float %365, float %373, float %381, float %389, float %397, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%402 = extractvalue { float, float, float, float, float } %401, 0
+	%403 = extractvalue { float, float, float, float, float } %401, 1
+	%404 = extractvalue { float, float, float, float, float } %401, 2
+	%405 = extractvalue { float, float, float, float, float } %401, 3
+	%406 = extractvalue { float, float, float, float, float } %401, 4
+	%407 = call { float, float, float, float, float } @disk_body(float %358, float %366, float %374, float %382, float %390, float %398, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%408 = extractvalue { float, float, float, float, float } %407, 0
+	%409 = extractvalue { float, float, float, float, float } %407, 1
+	%410 = extractvalue { float, float, float, float, float } %407, 2
+	%411 = extractvalue { float, float, float, float, float } %407, 3
+	%412 = extractvalue { float, float, float, float, float } %407, 4
+	%413 = call { float, float, float, float, float } @disk_body(float %359, float %367, float %375, float %383, float %391, float %399, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%414 = extractvalue { float, float, float, float, float } %413, 0
+	%415 = extractvalue { float, float, float, float, float } %413, 1
+	%416 = extractvalue { float, float, float, float, float } %413, 2
+	%417 = extractvalue { float, float, float, float, float } %413, 3
+	%418 = extractvalue { float, float, float, float, float } %413, 4
+	%419 = call { float, float, float, float, float } @disk_body(float %360, float %368, float %376, float %384, float %392, float %400, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%420 = extractvalue { float, float, float, float, float } %419, 0
+	%421 = extractvalue { float, float, float, float, float } %419, 1
+	%422 = extractvalue { float, float, float, float, float } %419, 2
+	%423 = extractvalue { float, float, float, float, float } %419, 3
+	%424 = extractvalue { float, float, float, float, float } %419, 4
+	%425 = getelementptr float, float* %p.gt, i64 %351
+	%426 = insertelement <4 x float> undef, float %402, i32 0
+	%427 = insertelement <4 x float> %426, float %408, i32 1
+	%428 = insertelement <4 x float> %427, float %414, i32 2
+	%429 = insertelement <4 x float> %428, float %420, i32 3
+	%430 = getelementptr float, float* %425, i64 0
+	%431 = bitcast float* %430 to <4 x float>*
+	store <4 x float> %429, <4 x float>* %431, align 16
+	%432 = getelementptr float, float* %p.m, i64 %351
+	%433 = insertelement <4 x float> undef, float %403, i32 0
+	%434 = insertelement <4 x float> %433, float %409, i32 1
+	%435 = insertelement <4 x float> %434, float %415, i32 2
+	%436 = insertelement <4 x float> %435, float %421, i32 3
+	%437 = getelementptr float, float* %432, i64 0
+	%438 = bitcast float* %437 to <4 x float>*
+	store <4 x float> %436, <4 x float>* %438, align 16
+	%439 = getelementptr float, float* %p.v, i64 %351
+	%440 = insertelement <4 x float> undef, float %404, i32 0
+	%441 = insertelement <4 x float> %440, float %410, i32 1
+	%442 = insertelement <4 x float> %441, float %416, i32 2
+	%443 = insertelement <4 x float> %442, float %422, i32 3
+	%444 = getelementptr float, float* %439, i64 0
+	%445 = bitcast float* %444 to <4 x float>*
+	store <4 x float> %443, <4 x float>* %445, align 16
+	%446 = getelementptr float, float* %p.theta, i64 %351
+	%447 = insertelement <4 x float> undef, float %405, i32 0
+	%448 = insertelement <4 x float> %447, float %411, i32 1
+	%449 = insertelement <4 x float> %448, float %417, i32 2
+	%450 = insertelement <4 x float> %449, float %423, i32 3
+	%451 = getelementptr float, float* %446, i64 0
+	%452 = bitcast float* %451 to <4 x float>*
+	store <4 x float> %450, <4 x float>* %452, align 16
+	%453 = getelementptr float, float* %p.lookahead, i64 %351
+	%454 = insertelement <4 x float> undef, float %406, i32 0
+	%455 = insertelement <4 x float> %454, float %412, i32 1
+	%456 = insertelement <4 x float> %455, float %418, i32 2
+	%457 = insertelement <4 x float> %456, float %424, i32 3
+	%458 = getelementptr float, float* %453, i64 0
+	%459 = bitcast float* %458 to <4 x float>*
+	store <4 x float> %457, <4 x float>* %459, align 16
+	%460 = add i64 %348, %10
 	br label %group.head.16
 
 group.done.18:
 	br label %edges.15
 
 group.head.19:
-	%395 = phi i64 [ %7, %scalar.14 ], [ %485, %group.20 ]
-	%396 = icmp slt i64 %395, %19
-	br i1 %396, label %group.20, label %group.done.21
+	%461 = phi i64 [ %7, %scalar.14 ], [ %569, %group.20 ]
+	%462 = icmp slt i64 %461, %19
+	br i1 %462, label %group.20, label %group.done.21
 
 group.20:
-	%397 = shl i64 %395, 2
-	%398 = add i64 %20, %397
-	%399 = add i64 %24, %395
-	%400 = getelementptr float, float* %p.theta, i64 %398
-	%401 = getelementptr float, float* %400, i64 0
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %400, i64 1
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %400, i64 2
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %400, i64 3
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %p.g, i64 %398
-	%410 = getelementptr float, float* %409, i64 0
-	%411 = load float, float* %410, align 4
-	%412 = getelementptr float, float* %409, i64 1
-	%413 = load float, float* %412, align 4
-	%414 = getelementptr float, float* %409, i64 2
-	%415 = load float, float* %414, align 4
-	%416 = getelementptr float, float* %409, i64 3
-	%417 = load float, float* %416, align 4
-	%418 = getelementptr float, float* %p.gt, i64 %398
-	%419 = getelementptr float, float* %418, i64 0
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %418, i64 1
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %418, i64 2
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %418, i64 3
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %p.m, i64 %398
-	%428 = getelementptr float, float* %427, i64 0
-	%429 = load float, float* %428, align 4
-	%430 = getelementptr float, float* %427, i64 1
-	%431 = load float, float* %430, align 4
-	%432 = getelementptr float, float* %427, i64 2
-	%433 = load float, float* %432, align 4
-	%434 = getelementptr float, float* %427, i64 3
-	%435 = load float, float* %434, align 4
-	%436 = getelementptr float, float* %p.v, i64 %398
-	%437 = getelementptr float, float* %436, i64 0
-	%438 = load float, float* %437, align 4
-	%439 = getelementptr float, float* %436, i64 1
-	%440 = load float, float* %439, align 4
-	%441 = getelementptr float, float* %436, i64 2
-	%442 = load float, float* %441, align 4
-	%443 = getelementptr float, float* %436, i64 3
-	%444 = load float, float* %443, align 4
-	%445 = call { float, float, float, float } @disk_body(float %402, float %411, float %420, float %429, float %438, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%446 = extractvalue { float, float, float, float } %445, 0
-	%447 = extractvalue { float, float, float, float } %445, 1
-	%448 = extractvalue { float, float, float, float } %445, 2
-	%449 = extractvalue { float, float, float, float } %445, 3
-	%450 = call { float, float, float, float } @disk_body(float %404, float %413, float %422, float %431, float %440, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%451 = extractvalue { float, float, float, float } %450, 0
-	%452 = extractvalue { float, float, float, float } %450, 1
-	%453 = extractvalue { float, float, float, float } %450, 2
-	%454 = extractvalue { float, float, float, float } %450, 3
-	%455 = call { float, float, float, float } @disk_body(float %406, float %415, float %424, float %433, float %442, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%456 = extractvalue { float, float, float, float } %455, 0
-	%457 = extractvalue { float, float, float, float } %455, 1
-	%458 = extractvalue { float, float, float, float } %455, 2
-	%459 = extractvalue { float, float, float, float } %455, 3
-	%460 = call { float, float, float, float } @disk_body(float %408, float %417, float %426, float %435, float %444, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%461 = extractvalue { float, float, float, float } %460, 0
-	%462 = extractvalue { float, float, float, float } %460, 1
-	%463 = extractvalue { float, float, float, float } %460, 2
-	%464 = extractvalue { float, float, float, float } %460, 3
-	%465 = getelementptr float, float* %p.gt, i64 %398
-	%466 = getelementptr float, float* %465, i64 0
-	store float %446, float* %466, align 4
-	%467 = getelementptr float, float* %465, i64 1
-	store float %451, float* %467, align 4
-	%468 = getelementptr float, float* %465, i64 2
-	store float %456, float* %468, align 4
-	%469 = getelementptr float, float* %465, i64 3
-	store float %461, float* %469, align 4
-	%470 = getelementptr float, float* %p.m, i64 %398
-	%471 = getelementptr float, float* %470, i64 0
-	store float %447, float* %471, align 4
-	%472 = getelementptr float, float* %470, i64 1
-	store float %452, float* %472, align 4
-	%473 = getelementptr float, float* %470, i64 2
-	store float %457, float* %473, align 4
-	%474 = getelementptr float, float* %470, i64 3
-	store float %462, float* %474, align 4
-	%475 = getelementptr float, float* %p.v, i64 %398
+	%463 = shl i64 %461, 2
+	%464 = add i64 %20, %463
+	%465 = add i64 %24, %461
+	%466 = getelementptr float, float* %p.theta, i64 %464
+	%467 = getelementptr float, float* %466, i64 0
+	%468 = load float, float* %467, align 4
+	%469 = getelementptr float, float* %466, i64 1
+	%470 = load float, float* %469, align 4
+	%471 = getelementptr float, float* %466, i64 2
+	%472 = load float, float* %471, align 4
+	%473 = getelementptr float, float* %466, i64 3
+	%474 = load float, float* %473, align 4
+	%475 = getelementptr float, float* %p.g, i64 %464
 	%476 = getelementptr float, float* %475, i64 0
-	store float %448, float* %476, align 4
-	%477 = getelementptr float, float* %475, i64 1
-	store float %453, float* %477, align 4
-	%478 = getelementptr float, float* %475, i64 2
-	store float %458, float* %478, align 4
-	%479 = getelementptr float, float* %475, i64 3
-	store float %463, float* %479, align 4
-	%480 = getelementptr float, float* %p.theta, i64 %398
-	%481 = getelementptr float, float* %480, i64 0
-	store float %449, float* %481, align 4
-	%482 = getelementptr float, float* %480, i64 1
-	store float %454, float* %482, align 4
-	%483 = getelementptr float, float* %480, i64 2
-	store float %459, float* %483, align 4
-	%484 = getelementptr float, float* %480, i64 3
-	store float %464, float* %484, align 4
-	%485 = add i64 %395, %10
+	%477 = load float, float* %476, align 4
+	%478 = getelementptr float, float* %475, i64 1
+	%479 = load float, float* %478, align 4
+	%480 = getelementptr float, float* %475, i64 2
+	%481 = load float, float* %480, align 4
+	%482 = getelementptr float, float* %475, i64 3
+	%483 = load float, float* %482, align 4
+	%484 = getelementptr float, float* %p.gt, i64 %464
+	%485 = getelementptr float, float* %484, i64 0
+	%486 = load float, float* %485, align 4
+	%487 = getelementptr float, float* %484, i64 1
+	%488 = load float, float* %487, align 4
+	%489 = getelementptr float, float* %484, i64 2
+	%490 = load float, float* %489, align 4
+	%491 = getelementptr float, float* %484, i64 3
+	%492 = load float, float* %491, align 4
+	%493 = getelementptr float, float* %p.m, i64 %464
+	%494 = getelementptr float, float* %493, i64 0
+	%495 = load float, float* %494, align 4
+	%496 = getelementptr float, float* %493, i64 1
+	%497 = load float, float* %496, align 4
+	%498 = getelementptr float, float* %493, i64 2
+	%499 = load float, float* %498, align 4
+	%500 = getelementptr float, float* %493, i64 3
+	%501 = load float, float* %500, align 4
+	%502 = getelementptr float, float* %p.v, i64 %464
+	%503 = getelementptr float, float* %502, i64 0
+	%504 = load float, float* %503, align 4
+	%505 = getelementptr float, float* %502, i64 1
+	%506 = load float, float* %505, align 4
+	%507 = getelementptr float, float* %502, i64 2
+	%508 = load float, float* %507, align 4
+	%509 = getelementptr float, float* %502, i64 3
+	%510 = load float, float* %509, align 4
+	%511 = getelementptr float, float* %p.lookahead, i64 %464
+	%512 = getelementptr float, float* %511, i64 0
+	%513 = load float, float* %512, align 4
+	%514 = getelementptr float, float* %511, i64 1
+	%515 = load float, float* %514, align 4
+	%516 = getelementptr float, float* %511, i64 2
+	%517 = load float, float* %516, align 4
+	%518 = getelementptr float, float* %511, i64 3
+	%519 = load float, float* %518, align 4
+	%520 = call { float, float, float, float, float } @disk_body(float %468, float %477, float %486, float %495, float %504, float %513, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%521 = extractvalue { float, float, float, float, float } %520, 0
+	%522 = extractvalue { float, float, float, float, float } %520, 1
+	%523 = extractvalue { float, float, float, float, float } %520, 2
+	%524 = extractvalue { float, float, float, float, float } %520, 3
+	%525 = extractvalue { float, float, float, float, float } %520, 4
+	%526 = call { float, float, float, float, float } @disk_body(float %470, float %479, float %488, float %497, float %506, float %515, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%527 = extractvalue { float, float, float, float, float } %526, 0
+	%528 = extractvalue { float, float, float, float, float } %526, 1
+	%529 = extractvalue { float, float, float, float, float } %526, 2
+	%530 = extractvalue { float, float, float, float, float } %526, 3
+	%531 = extractvalue { float, float, float, float, float } %526, 4
+	%532 = call { float, float, float, float, float } @disk_body(float %472, float %481, float %490, float %499, float %508, float %517, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%533 = extractvalue { float, float, float, float, float } %532, 0
+	%534 = extractvalue { float, float, float, float, float } %532, 1
+	%535 = extractvalue { float, float, float, float, float } %532, 2
+	%536 = extractvalue { float, float, float, float, float } %532, 3
+	%537 = extractvalue { float, float, float, float, float } %532, 4
+	%538 = call { float, float, float, float, float } @disk_body(float %474, float %483, float %492, float %501, float %510, float %519, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%539 = extractvalue { float, float, float, float, float } %538, 0
+	%540 = extractvalue { float, float, float, float, float } %538, 1
+	%541 = extractvalue { float, float, float, float, float } %538, 2
+	%542 = extractvalue { float, float, float, float, float } %538, 3
+	%543 = extractvalue { float, float, float, float, float } %538, 4
+	%544 = getelementptr float, float* %p.gt, i64 %464
+	%545 = getelementptr float, float* %544, i64 0
+	store float %521, float* %545, align 4
+	%546 = getelementptr float, float* %544, i64 1
+	store float %527, float* %546, align 4
+	%547 = getelementptr float, float* %544, i64 2
+	store float %533, float* %547, align 4
+	%548 = getelementptr float, float* %544, i64 3
+	store float %539, float* %548, align 4
+	%549 = getelementptr float, float* %p.m, i64 %464
+	%550 = getelementptr float, float* %549, i64 0
+	store float %522, float* %550, align 4
+	%551 = getelementptr float, float* %549, i64 1
+	store float %528, float* %551, align 4
+	%552 = getelementptr float, float* %549, i64 2
+	store float %534, float* %552, align 4
+	%553 = getelementptr float, float* %549, i64 3
+	store float %540, float* %553, align 4
+	%554 = getelementptr float, float* %p.v, i64 %464
+	%555 = getelementptr float, float* %554, i64 0
+	store float %523, float* %555, align 4
+	%556 = getelementptr float, float* %554, i64 1
+	store float %529, float* %556, align 4
+	%557 = getelementptr float, float* %554, i64 2
+	store float %535, float* %557, align 4
+	%558 = getelementptr float, float* %554, i64 3
+	store float %541, float* %558, align 4
+	%559 = getelementptr float, float* %p.theta, i64 %464
+	%560 = getelementptr float, float* %559, i64 0
+	store float %524, float* %560, align 4
+	%561 = getelementptr float, float* %559, i64 1
+	store float %530, float* %561, align 4
+	%562 = getelementptr float, float* %559, i64 2
+	store float %536, float* %562, align 4
+	%563 = getelementptr float, float* %559, i64 3
+	store float %542, float* %563, align 4
+	%564 = getelementptr float, float* %p.lookahead, i64 %464
+	%565 = getelementptr float, float* %564, i64 0
+	store float %525, float* %565, align 4
+	%566 = getelementptr float, float* %564, i64 1
+	store float %531, float* %566, align 4
+	%567 = getelementptr float, float* %564, i64 2
+	store float %537, float* %567, align 4
+	%568 = getelementptr float, float* %564, i64 3
+	store float %543, float* %568, align 4
+	%569 = add i64 %461, %10
 	br label %group.head.19
 
 group.done.21:
 	br label %edges.15
 
 edge.head.22:
-	%486 = phi i64 [ %7, %edges.15 ], [ %511, %edge.23 ]
-	%487 = icmp slt i64 %486, %300
-	br i1 %487, label %edge.23, label %edge.done.24
+	%570 = phi i64 [ %7, %edges.15 ], [ %599, %edge.23 ]
+	%571 = icmp slt i64 %570, %347
+	br i1 %571, label %edge.23, label %edge.done.24
 
 edge.23:
-	%488 = icmp slt i64 %486, %17
-	%489 = sub i64 %486, %17
-	%490 = add i64 %22, %489
-	%491 = select i1 %488, i64 %486, i64 %490
-	%492 = getelementptr float, float* %p.theta, i64 %491
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %p.g, i64 %491
-	%495 = load float, float* %494, align 4
-	%496 = getelementptr float, float* %p.gt, i64 %491
-	%497 = load float, float* %496, align 4
-	%498 = getelementptr float, float* %p.m, i64 %491
-	%499 = load float, float* %498, align 4
-	%500 = getelementptr float, float* %p.v, i64 %491
-	%501 = load float, float* %500, align 4
-	%502 = call { float, float, float, float } @disk_body(float %493, float %495, float %497, float %499, float %501, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10)
-	%503 = extractvalue { float, float, float, float } %502, 0
-	%504 = extractvalue { float, float, float, float } %502, 1
-	%505 = extractvalue { float, float, float, float } %502, 2
-	%506 = extractvalue { float, float, float, float } %502, 3
-	%507 = getelementptr float, float* %p.gt, i64 %491
-	store float %503, float* %507, align 4
-	%508 = getelementptr float, float* %p.m, i64 %491
-	store float %504, float* %508, align 4
-	%509 = getelementptr float, float* %p.v, i64 %491
-	store float %505, float* %509, align 4
-	%510 = getelementptr float, float* %p.theta, i64 %491
-	store float %506, float* %510, align 4
-	%511 = add i64 %486, %10
+	%572 = icmp slt i64 %570, %17
+	%573 = sub i64 %570, %17
+	%574 = add i64 %22, %573
+	%575 = select i1 %572, i64 %570, i64 %574
+	%576 = getelementptr float, float* %p.theta, i64 %575
+	%577 = load float, float* %576, align 4
+	%578 = getelementptr float, float* %p.g, i64 %575
+	%579 = load float, float* %578, align 4
+	%580 = getelementptr float, float* %p.gt, i64 %575
+	%581 = load float, float* %580, align 4
+	%582 = getelementptr float, float* %p.m, i64 %575
+	%583 = load float, float* %582, align 4
+	%584 = getelementptr float, float* %p.v, i64 %575
+	%585 = load float, float* %584, align 4
+	%586 = getelementptr float, float* %p.lookahead, i64 %575
+	%587 = load float, float* %586, align 4
+	%588 = call { float, float, float, float, float } @disk_body(float %577, float %579, float %581, float %583, float %585, float %587, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11)
+	%589 = extractvalue { float, float, float, float, float } %588, 0
+	%590 = extractvalue { float, float, float, float, float } %588, 1
+	%591 = extractvalue { float, float, float, float, float } %588, 2
+	%592 = extractvalue { float, float, float, float, float } %588, 3
+	%593 = extractvalue { float, float, float, float, float } %588, 4
+	%594 = getelementptr float, float* %p.gt, i64 %575
+	store float %589, float* %594, align 4
+	%595 = getelementptr float, float* %p.m, i64 %575
+	store float %590, float* %595, align 4
+	%596 = getelementptr float, float* %p.v, i64 %575
+	store float %591, float* %596, align 4
+	%597 = getelementptr float, float* %p.theta, i64 %575
+	store float %592, float* %597, align 4
+	%598 = getelementptr float, float* %p.lookahead, i64 %575
+	store float %593, float* %598, align 4
+	%599 = add i64 %570, %10
 	br label %edge.head.22
 
 edge.done.24:
@@ -1519,58 +1623,62 @@ entry:
 	%7 = load float*, float** %6, align 8
 	%8 = getelementptr float*, float** %buffers, i64 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr float, float* %scalars, i64 0
-	%11 = load float, float* %10, align 4
-	%12 = getelementptr float, float* %scalars, i64 1
+	%10 = getelementptr float*, float** %buffers, i64 5
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float, float* %scalars, i64 0
 	%13 = load float, float* %12, align 4
-	%14 = getelementptr float, float* %scalars, i64 2
+	%14 = getelementptr float, float* %scalars, i64 1
 	%15 = load float, float* %14, align 4
-	%16 = getelementptr float, float* %scalars, i64 3
+	%16 = getelementptr float, float* %scalars, i64 2
 	%17 = load float, float* %16, align 4
-	%18 = getelementptr float, float* %scalars, i64 4
+	%18 = getelementptr float, float* %scalars, i64 3
 	%19 = load float, float* %18, align 4
-	%20 = getelementptr float, float* %scalars, i64 5
+	%20 = getelementptr float, float* %scalars, i64 4
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr float, float* %scalars, i64 6
+	%22 = getelementptr float, float* %scalars, i64 5
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr float, float* %scalars, i64 7
+	%24 = getelementptr float, float* %scalars, i64 6
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr float, float* %scalars, i64 8
+	%26 = getelementptr float, float* %scalars, i64 7
 	%27 = load float, float* %26, align 4
-	%28 = getelementptr float, float* %scalars, i64 9
+	%28 = getelementptr float, float* %scalars, i64 8
 	%29 = load float, float* %28, align 4
-	%30 = getelementptr float, float* %scalars, i64 10
+	%30 = getelementptr float, float* %scalars, i64 9
 	%31 = load float, float* %30, align 4
-	%32 = getelementptr float, float* %scalars, i64 11
+	%32 = getelementptr float, float* %scalars, i64 10
 	%33 = load float, float* %32, align 4
-	%34 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
-	%35 = load i64, i64* %34, align 8
-	%36 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
-	%37 = load i64, i64* %36, align 8
-	%38 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%34 = getelementptr float, float* %scalars, i64 11
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 12
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
 	%39 = load i64, i64* %38, align 8
-	%40 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%40 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
 	%41 = load i64, i64* %40, align 8
-	%42 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
-	%43 = load i32, i32* %42, align 4
-	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
-	%45 = load i32, i32* %44, align 4
-	%46 = sub i64 %37, %35
-	%47 = add i64 %39, %35
-	%48 = and i64 %47, 3
-	%49 = sub i64 4, %48
-	%50 = and i64 %49, 3
-	%51 = icmp slt i64 %50, %46
-	%52 = select i1 %51, i64 %50, i64 %46
-	%53 = sub i64 %46, %52
-	%54 = ashr i64 %53, 2
-	%55 = add i64 %35, %52
-	%56 = shl i64 %54, 2
-	%57 = add i64 %55, %56
-	%58 = add i64 %39, %55
-	%59 = lshr i64 %58, 2
-	%60 = icmp ne i32 %45, 0
-	br i1 %60, label %with_noise, label %without_noise
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%43 = load i64, i64* %42, align 8
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%47 = load i32, i32* %46, align 4
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%49 = load i32, i32* %48, align 4
+	%50 = sub i64 %41, %39
+	%51 = add i64 %43, %39
+	%52 = and i64 %51, 3
+	%53 = sub i64 4, %52
+	%54 = and i64 %53, 3
+	%55 = icmp slt i64 %54, %50
+	%56 = select i1 %55, i64 %54, i64 %50
+	%57 = sub i64 %50, %56
+	%58 = ashr i64 %57, 2
+	%59 = add i64 %39, %56
+	%60 = shl i64 %58, 2
+	%61 = add i64 %59, %60
+	%62 = add i64 %43, %59
+	%63 = lshr i64 %62, 2
+	%64 = icmp ne i32 %49, 0
+	br i1 %64, label %with_noise, label %without_noise
 
 with_noise:
 	br label %head.head.25
@@ -1579,2048 +1687,2436 @@ without_noise:
 	br label %head.head.37
 
 head.head.25:
-	%61 = phi i64 [ %35, %with_noise ], [ %86, %head.26 ]
-	%62 = icmp slt i64 %61, %55
-	br i1 %62, label %head.26, label %head.done.27
+	%65 = phi i64 [ %39, %with_noise ], [ %94, %head.26 ]
+	%66 = icmp slt i64 %65, %59
+	br i1 %66, label %head.26, label %head.done.27
 
 head.26:
-	%63 = getelementptr float, float* %1, i64 %61
-	%64 = load float, float* %63, align 4
-	%65 = getelementptr float, float* %3, i64 %61
-	%66 = load float, float* %65, align 4
-	%67 = getelementptr float, float* %5, i64 %61
+	%67 = getelementptr float, float* %1, i64 %65
 	%68 = load float, float* %67, align 4
-	%69 = getelementptr float, float* %7, i64 %61
+	%69 = getelementptr float, float* %3, i64 %65
 	%70 = load float, float* %69, align 4
-	%71 = getelementptr float, float* %9, i64 %61
+	%71 = getelementptr float, float* %5, i64 %65
 	%72 = load float, float* %71, align 4
-	%73 = add i64 %39, %61
-	%74 = call float @fg_gaussian(i64 %41, i32 %43, i32 0, i64 %73)
-	%75 = fmul float %33, %74
-	%76 = fadd float %66, %75
-	%77 = call { float, float, float, float } @disk_body(float %64, float %76, float %68, float %70, float %72, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%78 = extractvalue { float, float, float, float } %77, 0
-	%79 = extractvalue { float, float, float, float } %77, 1
-	%80 = extractvalue { float, float, float, float } %77, 2
-	%81 = extractvalue { float, float, float, float } %77, 3
-	%82 = getelementptr float, float* %5, i64 %61
-	store float %78, float* %82, align 4
-	%83 = getelementptr float, float* %7, i64 %61
-	store float %79, float* %83, align 4
-	%84 = getelementptr float, float* %9, i64 %61
-	store float %80, float* %84, align 4
-	%85 = getelementptr float, float* %1, i64 %61
-	store float %81, float* %85, align 4
-	%86 = add i64 %61, 1
+	%73 = getelementptr float, float* %7, i64 %65
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %9, i64 %65
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %11, i64 %65
+	%78 = load float, float* %77, align 4
+	%79 = add i64 %43, %65
+	%80 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %79)
+	%81 = fmul float %37, %80
+	%82 = fadd float %70, %81
+	%83 = call { float, float, float, float, float } @disk_body(float %68, float %82, float %72, float %74, float %76, float %78, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%84 = extractvalue { float, float, float, float, float } %83, 0
+	%85 = extractvalue { float, float, float, float, float } %83, 1
+	%86 = extractvalue { float, float, float, float, float } %83, 2
+	%87 = extractvalue { float, float, float, float, float } %83, 3
+	%88 = extractvalue { float, float, float, float, float } %83, 4
+	%89 = getelementptr float, float* %5, i64 %65
+	store float %84, float* %89, align 4
+	%90 = getelementptr float, float* %7, i64 %65
+	store float %85, float* %90, align 4
+	%91 = getelementptr float, float* %9, i64 %65
+	store float %86, float* %91, align 4
+	%92 = getelementptr float, float* %1, i64 %65
+	store float %87, float* %92, align 4
+	%93 = getelementptr float, float* %11, i64 %65
+	store float %88, float* %93, align 4
+	%94 = add i64 %65, 1
 	br label %head.head.25
 
 head.done.27:
-	%87 = sdiv i64 %54, 8
+	%95 = sdiv i64 %58, 8
 	br label %wide.head.28
 
 wide.head.28:
-	%88 = phi i64 [ 0, %head.done.27 ], [ %840, %wide.29 ]
-	%89 = icmp slt i64 %88, %87
-	br i1 %89, label %wide.29, label %wide.done.30
+	%96 = phi i64 [ 0, %head.done.27 ], [ %978, %wide.29 ]
+	%97 = icmp slt i64 %96, %95
+	br i1 %97, label %wide.29, label %wide.done.30
 
 wide.29:
-	%90 = mul i64 %88, 8
-	%91 = shl i64 %90, 2
-	%92 = add i64 %55, %91
-	%93 = add i64 %59, %90
-	%94 = getelementptr float, float* %1, i64 %92
-	%95 = getelementptr float, float* %94, i64 0
-	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %94, i64 1
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %94, i64 2
-	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %94, i64 3
-	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %94, i64 4
+	%98 = mul i64 %96, 8
+	%99 = shl i64 %98, 2
+	%100 = add i64 %59, %99
+	%101 = add i64 %63, %98
+	%102 = getelementptr float, float* %1, i64 %100
+	%103 = getelementptr float, float* %102, i64 0
 	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %94, i64 5
+	%105 = getelementptr float, float* %102, i64 1
 	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %94, i64 6
+	%107 = getelementptr float, float* %102, i64 2
 	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %94, i64 7
+	%109 = getelementptr float, float* %102, i64 3
 	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %94, i64 8
+	%111 = getelementptr float, float* %102, i64 4
 	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %94, i64 9
+	%113 = getelementptr float, float* %102, i64 5
 	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %94, i64 10
+	%115 = getelementptr float, float* %102, i64 6
 	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %94, i64 11
+	%117 = getelementptr float, float* %102, i64 7
 	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %94, i64 12
+	%119 = getelementptr float, float* %102, i64 8
 	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %94, i64 13
+	%121 = getelementptr float, float* %102, i64 9
 	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %94, i64 14
+	%123 = getelementptr float, float* %102, i64 10
 	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %94, i64 15
+	%125 = getelementptr float, float* %102, i64 11
 	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %94, i64 16
+	%127 = getelementptr float, float* %102, i64 12
 	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %94, i64 17
+	%129 = getelementptr float, float* %102, i64 13
 	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %94, i64 18
+	%131 = getelementptr float, float* %102, i64 14
 	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %94, i64 19
+	%133 = getelementptr float, float* %102, i64 15
 	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %94, i64 20
+	%135 = getelementptr float, float* %102, i64 16
 	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %94, i64 21
+	%137 = getelementptr float, float* %102, i64 17
 	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %94, i64 22
+	%139 = getelementptr float, float* %102, i64 18
 	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %94, i64 23
+	%141 = getelementptr float, float* %102, i64 19
 	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %94, i64 24
+	%143 = getelementptr float, float* %102, i64 20
 	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %94, i64 25
+	%145 = getelementptr float, float* %102, i64 21
 	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %94, i64 26
+	%147 = getelementptr float, float* %102, i64 22
 	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %94, i64 27
+	%149 = getelementptr float, float* %102, i64 23
 	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %94, i64 28
+	%151 = getelementptr float, float* %102, i64 24
 	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %94, i64 29
+	%153 = getelementptr float, float* %102, i64 25
 	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %94, i64 30
+	%155 = getelementptr float, float* %102, i64 26
 	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %94, i64 31
+	%157 = getelementptr float, float* %102, i64 27
 	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %3, i64 %92
-	%160 = getelementptr float, float* %159, i64 0
-	%161 = load float, float* %160, align 4
-	%162 = getelementptr float, float* %159, i64 1
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %159, i64 2
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %159, i64 3
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %159, i64 4
+	%159 = getelementptr float, float* %102, i64 28
+	%160 = load float, float* %159, align 4
+	%161 = getelementptr float, float* %102, i64 29
+	%162 = load float, float* %161, align 4
+	%163 = getelementptr float, float* %102, i64 30
+	%164 = load float, float* %163, align 4
+	%165 = getelementptr float, float* %102, i64 31
+	%166 = load float, float* %165, align 4
+	%167 = getelementptr float, float* %3, i64 %100
+	%168 = getelementptr float, float* %167, i64 0
 	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %159, i64 5
+	%170 = getelementptr float, float* %167, i64 1
 	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %159, i64 6
+	%172 = getelementptr float, float* %167, i64 2
 	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %159, i64 7
+	%174 = getelementptr float, float* %167, i64 3
 	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %159, i64 8
+	%176 = getelementptr float, float* %167, i64 4
 	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %159, i64 9
+	%178 = getelementptr float, float* %167, i64 5
 	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %159, i64 10
+	%180 = getelementptr float, float* %167, i64 6
 	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %159, i64 11
+	%182 = getelementptr float, float* %167, i64 7
 	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %159, i64 12
+	%184 = getelementptr float, float* %167, i64 8
 	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %159, i64 13
+	%186 = getelementptr float, float* %167, i64 9
 	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %159, i64 14
+	%188 = getelementptr float, float* %167, i64 10
 	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %159, i64 15
+	%190 = getelementptr float, float* %167, i64 11
 	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %159, i64 16
+	%192 = getelementptr float, float* %167, i64 12
 	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %159, i64 17
+	%194 = getelementptr float, float* %167, i64 13
 	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %159, i64 18
+	%196 = getelementptr float, float* %167, i64 14
 	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %159, i64 19
+	%198 = getelementptr float, float* %167, i64 15
 	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %159, i64 20
+	%200 = getelementptr float, float* %167, i64 16
 	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %159, i64 21
+	%202 = getelementptr float, float* %167, i64 17
 	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %159, i64 22
+	%204 = getelementptr float, float* %167, i64 18
 	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %159, i64 23
+	%206 = getelementptr float, float* %167, i64 19
 	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %159, i64 24
+	%208 = getelementptr float, float* %167, i64 20
 	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %159, i64 25
+	%210 = getelementptr float, float* %167, i64 21
 	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %159, i64 26
+	%212 = getelementptr float, float* %167, i64 22
 	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %159, i64 27
+	%214 = getelementptr float, float* %167, i64 23
 	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %159, i64 28
+	%216 = getelementptr float, float* %167, i64 24
 	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %159, i64 29
+	%218 = getelementptr float, float* %167, i64 25
 	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %159, i64 30
+	%220 = getelementptr float, float* %167, i64 26
 	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %159, i64 31
+	%222 = getelementptr float, float* %167, i64 27
 	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %5, i64 %92
-	%225 = getelementptr float, float* %224, i64 0
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %224, i64 1
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %224, i64 2
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %224, i64 3
-	%232 = load float, float* %231, align 4
-	%233 = getelementptr float, float* %224, i64 4
+	%224 = getelementptr float, float* %167, i64 28
+	%225 = load float, float* %224, align 4
+	%226 = getelementptr float, float* %167, i64 29
+	%227 = load float, float* %226, align 4
+	%228 = getelementptr float, float* %167, i64 30
+	%229 = load float, float* %228, align 4
+	%230 = getelementptr float, float* %167, i64 31
+	%231 = load float, float* %230, align 4
+	%232 = getelementptr float, float* %5, i64 %100
+	%233 = getelementptr float, float* %232, i64 0
 	%234 = load float, float* %233, align 4
-	%235 = getelementptr float, float* %224, i64 5
+	%235 = getelementptr float, float* %232, i64 1
 	%236 = load float, float* %235, align 4
-	%237 = getelementptr float, float* %224, i64 6
+	%237 = getelementptr float, float* %232, i64 2
 	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %224, i64 7
+	%239 = getelementptr float, float* %232, i64 3
 	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %224, i64 8
+	%241 = getelementptr float, float* %232, i64 4
 	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %224, i64 9
+	%243 = getelementptr float, float* %232, i64 5
 	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %224, i64 10
+	%245 = getelementptr float, float* %232, i64 6
 	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %224, i64 11
+	%247 = getelementptr float, float* %232, i64 7
 	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %224, i64 12
+	%249 = getelementptr float, float* %232, i64 8
 	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %224, i64 13
+	%251 = getelementptr float, float* %232, i64 9
 	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %224, i64 14
+	%253 = getelementptr float, float* %232, i64 10
 	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %224, i64 15
+	%255 = getelementptr float, float* %232, i64 11
 	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %224, i64 16
+	%257 = getelementptr float, float* %232, i64 12
 	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %224, i64 17
+	%259 = getelementptr float, float* %232, i64 13
 	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %224, i64 18
+	%261 = getelementptr float, float* %232, i64 14
 	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %224, i64 19
+	%263 = getelementptr float, float* %232, i64 15
 	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %224, i64 20
+	%265 = getelementptr float, float* %232, i64 16
 	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %224, i64 21
+	%267 = getelementptr float, float* %232, i64 17
 	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %224, i64 22
+	%269 = getelementptr float, float* %232, i64 18
 	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %224, i64 23
+	%271 = getelementptr float, float* %232, i64 19
 	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %224, i64 24
+	%273 = getelementptr float, float* %232, i64 20
 	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %224, i64 25
+	%275 = getelementptr float, float* %232, i64 21
 	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %224, i64 26
+	%277 = getelementptr float, float* %232, i64 22
 	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %224, i64 27
+	%279 = getelementptr float, float* %232, i64 23
 	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %224, i64 28
+	%281 = getelementptr float, float* %232, i64 24
 	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %224, i64 29
+	%283 = getelementptr float, float* %232, i64 25
 	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %224, i64 30
+	%285 = getelementptr float, float* %232, i64 26
 	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %224, i64 31
+	%287 = getelementptr float, float* %232, i64 27
 	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %7, i64 %92
-	%290 = getelementptr float, float* %289, i64 0
-	%291 = load float, float* %290, align 4
-	%292 = getelementptr float, float* %289, i64 1
-	%293 = load float, float* %292, align 4
-	%294 = getelementptr float, float* %289, i64 2
-	%295 = load float, float* %294, align 4
-	%296 = getelementptr float, float* %289, i64 3
-	%297 = load float, float* %296, align 4
-	%298 = getelementptr float, float* %289, i64 4
+	%289 = getelementptr float, float* %232, i64 28
+	%290 = load float, float* %289, align 4
+	%291 = getelementptr float, float* %232, i64 29
+	%292 = load float, float* %291, align 4
+	%293 = getelementptr float, float* %232, i64 30
+	%294 = load float, float* %293, align 4
+	%295 = getelementptr float, float* %232, i64 31
+	%296 = load float, float* %295, align 4
+	%297 = getelementptr float, float* %7, i64 %100
+	%298 = getelementptr float, float* %297, i64 0
 	%299 = load float, float* %298, align 4
-	%300 = getelementptr float, float* %289, i64 5
+	%300 = getelementptr float, float* %297, i64 1
 	%301 = load float, float* %300, align 4
-	%302 = getelementptr float, float* %289, i64 6
+	%302 = getelementptr float, float* %297, i64 2
 	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %289, i64 7
+	%304 = getelementptr float, float* %297, i64 3
 	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %289, i64 8
+	%306 = getelementptr float, float* %297, i64 4
 	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %289, i64 9
+	%308 = getelementptr float, float* %297, i64 5
 	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %289, i64 10
+	%310 = getelementptr float, float* %297, i64 6
 	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %289, i64 11
+	%312 = getelementptr float, float* %297, i64 7
 	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %289, i64 12
+	%314 = getelementptr float, float* %297, i64 8
 	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %289, i64 13
+	%316 = getelementptr float, float* %297, i64 9
 	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %289, i64 14
+	%318 = getelementptr float, float* %297, i64 10
 	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %289, i64 15
+	%320 = getelementptr float, float* %297, i64 11
 	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %289, i64 16
+	%322 = getelementptr float, float* %297, i64 12
 	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %289, i64 17
+	%324 = getelementptr float, float* %297, i64 13
 	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %289, i64 18
+	%326 = getelementptr float, float* %297, i64 14
 	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %289, i64 19
+	%328 = getelementptr float, float* %297, i64 15
 	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %289, i64 20
+	%330 = getelementptr float, float* %297, i64 16
 	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %289, i64 21
+	%332 = getelementptr float, float* %297, i64 17
 	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %289, i64 22
+	%334 = getelementptr float, float* %297, i64 18
 	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %289, i64 23
+	%336 = getelementptr float, float* %297, i64 19
 	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %289, i64 24
+	%338 = getelementptr float, float* %297, i64 20
 	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %289, i64 25
+	%340 = getelementptr float, float* %297, i64 21
 	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %289, i64 26
+	%342 = getelementptr float, float* %297, i64 22
 	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %289, i64 27
+	%344 = getelementptr float, float* %297, i64 23
 	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %289, i64 28
+	%346 = getelementptr float, float* %297, i64 24
 	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %289, i64 29
+	%348 = getelementptr float, float* %297, i64 25
 	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %289, i64 30
+	%350 = getelementptr float, float* %297, i64 26
 	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %289, i64 31
+	%352 = getelementptr float, float* %297, i64 27
 	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %9, i64 %92
-	%355 = getelementptr float, float* %354, i64 0
-	%356 = load float, float* %355, align 4
-	%357 = getelementptr float, float* %354, i64 1
-	%358 = load float, float* %357, align 4
-	%359 = getelementptr float, float* %354, i64 2
-	%360 = load float, float* %359, align 4
-	%361 = getelementptr float, float* %354, i64 3
-	%362 = load float, float* %361, align 4
-	%363 = getelementptr float, float* %354, i64 4
+	%354 = getelementptr float, float* %297, i64 28
+	%355 = load float, float* %354, align 4
+	%356 = getelementptr float, float* %297, i64 29
+	%357 = load float, float* %356, align 4
+	%358 = getelementptr float, float* %297, i64 30
+	%359 = load float, float* %358, align 4
+	%360 = getelementptr float, float* %297, i64 31
+	%361 = load float, float* %360, align 4
+	%362 = getelementptr float, float* %9, i64 %100
+	%363 = getelementptr float, float* %362, i64 0
 	%364 = load float, float* %363, align 4
-	%365 = getelementptr float, float* %354, i64 5
+	%365 = getelementptr float, float* %362, i64 1
 	%366 = load float, float* %365, align 4
-	%367 = getelementptr float, float* %354, i64 6
+	%367 = getelementptr float, float* %362, i64 2
 	%368 = load float, float* %367, align 4
-	%369 = getelementptr float, float* %354, i64 7
+	%369 = getelementptr float, float* %362, i64 3
 	%370 = load float, float* %369, align 4
-	%371 = getelementptr float, float* %354, i64 8
+	%371 = getelementptr float, float* %362, i64 4
 	%372 = load float, float* %371, align 4
-	%373 = getelementptr float, float* %354, i64 9
+	%373 = getelementptr float, float* %362, i64 5
 	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %354, i64 10
+	%375 = getelementptr float, float* %362, i64 6
 	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %354, i64 11
+	%377 = getelementptr float, float* %362, i64 7
 	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %354, i64 12
+	%379 = getelementptr float, float* %362, i64 8
 	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %354, i64 13
+	%381 = getelementptr float, float* %362, i64 9
 	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %354, i64 14
+	%383 = getelementptr float, float* %362, i64 10
 	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %354, i64 15
+	%385 = getelementptr float, float* %362, i64 11
 	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %354, i64 16
+	%387 = getelementptr float, float* %362, i64 12
 	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %354, i64 17
+	%389 = getelementptr float, float* %362, i64 13
 	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %354, i64 18
+	%391 = getelementptr float, float* %362, i64 14
 	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %354, i64 19
+	%393 = getelementptr float, float* %362, i64 15
 	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %354, i64 20
+	%395 = getelementptr float, float* %362, i64 16
 	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %354, i64 21
+	%397 = getelementptr float, float* %362, i64 17
 	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %354, i64 22
+	%399 = getelementptr float, float* %362, i64 18
 	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %354, i64 23
+	%401 = getelementptr float, float* %362, i64 19
 	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %354, i64 24
+	%403 = getelementptr float, float* %362, i64 20
 	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %354, i64 25
+	%405 = getelementptr float, float* %362, i64 21
 	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %354, i64 26
+	%407 = getelementptr float, float* %362, i64 22
 	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %354, i64 27
+	%409 = getelementptr float, float* %362, i64 23
 	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %354, i64 28
+	%411 = getelementptr float, float* %362, i64 24
 	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %354, i64 29
+	%413 = getelementptr float, float* %362, i64 25
 	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %354, i64 30
+	%415 = getelementptr float, float* %362, i64 26
 	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %354, i64 31
+	%417 = getelementptr float, float* %362, i64 27
 	%418 = load float, float* %417, align 4
-	%419 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %41, i32 %43, i32 0, i64 %93)
-	%420 = extractvalue [4 x <8 x float>] %419, 0
-	%421 = extractelement <8 x float> %420, i32 0
-	%422 = fmul float %33, %421
-	%423 = fadd float %161, %422
-	%424 = call { float, float, float, float } @disk_body(float %96, float %423, float %226, float %291, float %356, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%425 = extractvalue { float, float, float, float } %424, 0
-	%426 = extractvalue { float, float, float, float } %424, 1
-	%427 = extractvalue { float, float, float, float } %424, 2
-	%428 = extractvalue { float, float, float, float } %424, 3
-	%429 = extractvalue [4 x <8 x float>] %419, 1
-	%430 = extractelement <8 x float> %429, i32 0
-	%431 = fmul float %33, %430
-	%432 = fadd float %163, %431
-	%433 = call { float, float, float, float } @disk_body(float %98, float %432, float %228, float %293, float %358, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%434 = extractvalue { float, float, float, float } %433, 0
-	%435 = extractvalue { float, float, float, float } %433, 1
-	%436 = extractvalue { float, float, float, float } %433, 2
-	%437 = extractvalue { float, float, float, float } %433, 3
-	%438 = extractvalue [4 x <8 x float>] %419, 2
-	%439 = extractelement <8 x float> %438, i32 0
-	%440 = fmul float %33, %439
-	%441 = fadd float %165, %440
-	%442 = call { float, float, float, float } @disk_body(float %100, float %441, float %230, float %295, float %360, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%443 = extractvalue { float, float, float, float } %442, 0
-	%444 = extractvalue { float, float, float, float } %442, 1
-	%445 = extractvalue { float, float, float, float } %442, 2
-	%446 = extractvalue { float, float, float, float } %442, 3
-	%447 = extractvalue [4 x <8 x float>] %419, 3
-	%448 = extractelement <8 x float> %447, i32 0
-	%449 = fmul float %33, %448
-	%450 = fadd float %167, %449
-	%451 = call { float, float, float, float } @disk_body(float %102, float %450, float %232, float %297, float %362, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%452 = extractvalue { float, float, float, float } %451, 0
-	%453 = extractvalue { float, float, float, float } %451, 1
-	%454 = extractvalue { float, float, float, float } %451, 2
-	%455 = extractvalue { float, float, float, float } %451, 3
-	%456 = extractvalue [4 x <8 x float>] %419, 0
-	%457 = extractelement <8 x float> %456, i32 1
-	%458 = fmul float %33, %457
-	%459 = fadd float %169, %458
-	%460 = call { float, float, float, float } @disk_body(float %104, float %459, float %234, float %299, float %364, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%461 = extractvalue { float, float, float, float } %460, 0
-	%462 = extractvalue { float, float, float, float } %460, 1
-	%463 = extractvalue { float, float, float, float } %460, 2
-	%464 = extractvalue { float, float, float, float } %460, 3
-	%465 = extractvalue [4 x <8 x float>] %419, 1
-	%466 = extractelement <8 x float> %465, i32 1
-	%467 = fmul float %33, %466
-	%468 = fadd float %171, %467
-	%469 = call { float, float, float, float } @disk_body(float %106, float %468, float %236, float %301, float %366, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%470 = extractvalue { float, float, float, float } %469, 0
-	%471 = extractvalue { float, float, float, float } %469, 1
-	%472 = extractvalue { float, float, float, float } %469, 2
-	%473 = extractvalue { float, float, float, float } %469, 3
-	%474 = extractvalue [4 x <8 x float>] %419, 2
-	%475 = extractelement <8 x float> %474, i32 1
-	%476 = fmul float %33, %475
-	%477 = fadd float %173, %476
-	%478 = call { float, float, float, float } @disk_body(float %108, float %477, float %238, float %303, float %368, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%479 = extractvalue { float, float, float, float } %478, 0
-	%480 = extractvalue { float, float, float, float } %478, 1
-	%481 = extractvalue { float, float, float, float } %478, 2
-	%482 = extractvalue { float, float, float, float } %478, 3
-	%483 = extractvalue [4 x <8 x float>] %419, 3
-	%484 = extractelement <8 x float> %483, i32 1
-	%485 = fmul float %33, %484
-	%486 = fadd float %175, %485
-	%487 = call { float, float, float, float } @disk_body(float %110, float %486, float %240, float %305, float %370, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%488 = extractvalue { float, float, float, float } %487, 0
-	%489 = extractvalue { float, float, float, float } %487, 1
-	%490 = extractvalue { float, float, float, float } %487, 2
-	%491 = extractvalue { float, float, float, float } %487, 3
-	%492 = extractvalue [4 x <8 x float>] %419, 0
-	%493 = extractelement <8 x float> %492, i32 2
-	%494 = fmul float %33, %493
-	%495 = fadd float %177, %494
-	%496 = call { float, float, float, float } @disk_body(float %112, float %495, float %242, float %307, float %372, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%497 = extractvalue { float, float, float, float } %496, 0
-	%498 = extractvalue { float, float, float, float } %496, 1
-	%499 = extractvalue { float, float, float, float } %496, 2
-	%500 = extractvalue { float, float, float, float } %496, 3
-	%501 = extractvalue [4 x <8 x float>] %419, 1
-	%502 = extractelement <8 x float> %501, i32 2
-	%503 = fmul float %33, %502
-	%504 = fadd float %179, %503
-	%505 = call { float, float, float, float } @disk_body(float %114, float %504, float %244, float %309, float %374, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%506 = extractvalue { float, float, float, float } %505, 0
-	%507 = extractvalue { float, float, float, float } %505, 1
-	%508 = extractvalue { float, float, float, float } %505, 2
-	%509 = extractvalue { float, float, float, float } %505, 3
-	%510 = extractvalue [4 x <8 x float>] %419, 2
-	%511 = extractelement <8 x float> %510, i32 2
-	%512 = fmul float %33, %511
-	%513 = fadd float %181, %512
-	%514 = call { float, float, float, float } @disk_body(float %116, float %513, float %246, float %311, float %376, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%515 = extractvalue { float, float, float, float } %514, 0
-	%516 = extractvalue { float, float, float, float } %514, 1
-	%517 = extractvalue { float, float, float, float } %514, 2
-	%518 = extractvalue { float, float, float, float } %514, 3
-	%519 = extractvalue [4 x <8 x float>] %419, 3
-	%520 = extractelement <8 x float> %519, i32 2
-	%521 = fmul float %33, %520
-	%522 = fadd float %183, %521
-	%523 = call { float, float, float, float } @disk_body(float %118, float %522, float %248, float %313, float %378, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%524 = extractvalue { float, float, float, float } %523, 0
-	%525 = extractvalue { float, float, float, float } %523, 1
-	%526 = extractvalue { float, float, float, float } %523, 2
-	%527 = extractvalue { float, float, float, float } %523, 3
-	%528 = extractvalue [4 x <8 x float>] %419, 0
-	%529 = extractelement <8 x float> %528, i32 3
-	%530 = fmul float %33, %529
-	%531 = fadd float %185, %530
-	%532 = call { float, float, float, float } @disk_body(float %120, float %531, float %250, float %315, float %380, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%533 = extractvalue { float, float, float, float } %532, 0
-	%534 = extractvalue { float, float, float, float } %532, 1
-	%535 = extractvalue { float, float, float, float } %532, 2
-	%536 = extractvalue { float, float, float, float } %532, 3
-	%537 = extractvalue [4 x <8 x float>] %419, 1
-	%538 = extractelement <8 x float> %537, i32 3
-	%539 = fmul float %33, %538
-	%540 = fadd float %187, %539
-	%541 = call { float, float, float, float } @disk_body(float %122, float %540, float %252, float %317, float %382, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%542 = extractvalue { float, float, float, float } %541, 0
-	%543 = extractvalue { float, float, float, float } %541, 1
-	%544 = extractvalue { float, float, float, float } %541, 2
-	%545 = extractvalue { float, float, float, float } %541, 3
-	%546 = extractvalue [4 x <8 x float>] %419, 2
-	%547 = extractelement <8 x float> %546, i32 3
-	%548 = fmul float %33, %547
-	%549 = fadd float %189, %548
-	%550 = call { float, float, float, float } @disk_body(float %124, float %549, float %254, float %319, float %384, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%551 = extractvalue { float, float, float, float } %550, 0
-	%552 = extractvalue { float, float, float, float } %550, 1
-	%553 = extractvalue { float, float, float, float } %550, 2
-	%554 = extractvalue { float, float, float, float } %550, 3
-	%555 = extractvalue [4 x <8 x float>] %419, 3
-	%556 = extractelement <8 x float> %555, i32 3
-	%557 = fmul float %33, %556
-	%558 = fadd float %191, %557
-	%559 = call { float, float, float, float } @disk_body(float %126, float %558, float %256, float %321, float %386, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%560 = extractvalue { float, float, float, float } %559, 0
-	%561 = extractvalue { float, float, float, float } %559, 1
-	%562 = extractvalue { float, float, float, float } %559, 2
-	%563 = extractvalue { float, float, float, float } %559, 3
-	%564 = extractvalue [4 x <8 x float>] %419, 0
-	%565 = extractelement <8 x float> %564, i32 4
-	%566 = fmul float %33, %565
-	%567 = fadd float %193, %566
-	%568 = call { float, float, float, float } @disk_body(float %128, float %567, float %258, float %323, float %388, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%569 = extractvalue { float, float, float, float } %568, 0
-	%570 = extractvalue { float, float, float, float } %568, 1
-	%571 = extractvalue { float, float, float, float } %568, 2
-	%572 = extractvalue { float, float, float, float } %568, 3
-	%573 = extractvalue [4 x <8 x float>] %419, 1
-	%574 = extractelement <8 x float> %573, i32 4
-	%575 = fmul float %33, %574
-	%576 = fadd float %195, %575
-	%577 = call { float, float, float, float } @disk_body(float %130, float %576, float %260, float %325, float %390, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%578 = extractvalue { float, float, float, float } %577, 0
-	%579 = extractvalue { float, float, float, float } %577, 1
-	%580 = extractvalue { float, float, float, float } %577, 2
-	%581 = extractvalue { float, float, float, float } %577, 3
-	%582 = extractvalue [4 x <8 x float>] %419, 2
-	%583 = extractelement <8 x float> %582, i32 4
-	%584 = fmul float %33, %583
-	%585 = fadd float %197, %584
-	%586 = call { float, float, float, float } @disk_body(float %132, float %585, float %262, float %327, float %392, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%587 = extractvalue { float, float, float, float } %586, 0
-	%588 = extractvalue { float, float, float, float } %586, 1
-	%589 = extractvalue { float, float, float, float } %586, 2
-	%590 = extractvalue { float, float, float, float } %586, 3
-	%591 = extractvalue [4 x <8 x float>] %419, 3
-	%592 = extractelement <8 x float> %591, i32 4
-	%593 = fmul float %33, %592
-	%594 = fadd float %199, %593
-	%595 = call { float, float, float, float } @disk_body(float %134, float %594, float %264, float %329, float %394, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%596 = extractvalue { float, float, float, float } %595, 0
-	%597 = extractvalue { float, float, float, float } %595, 1
-	%598 = extractvalue { float, float, float, float } %595, 2
-	%599 = extractvalue { float, float, float, float } %595, 3
-	%600 = extractvalue [4 x <8 x float>] %419, 0
-	%601 = extractelement <8 x float> %600, i32 5
-	%602 = fmul float %33, %601
-	%603 = fadd float %201, %602
-	%604 = call { float, float, float, float } @disk_body(float %136, float %603, float %266, float %331, float %396, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%605 = extractvalue { float, float, float, float } %604, 0
-	%606 = extractvalue { float, float, float, float } %604, 1
-	%607 = extractvalue { float, float, float, float } %604, 2
-	%608 = extractvalue { float, float, float, float } %604, 3
-	%609 = extractvalue [4 x <8 x float>] %419, 1
-	%610 = extractelement <8 x float> %609, i32 5
-	%611 = fmul float %33, %610
-	%612 = fadd float %203, %611
-	%613 = call { float, float, float, float } @disk_body(float %138, float %612, float %268, float %333, float %398, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%614 = extractvalue { float, float, float, float } %613, 0
-	%615 = extractvalue { float, float, float, float } %613, 1
-	%616 = extractvalue { float, float, float, float } %613, 2
-	%617 = extractvalue { float, float, float, float } %613, 3
-	%618 = extractvalue [4 x <8 x float>] %419, 2
-	%619 = extractelement <8 x float> %618, i32 5
-	%620 = fmul float %33, %619
-	%621 = fadd float %205, %620
-	%622 = call { float, float, float, float } @disk_body(float %140, float %621, float %270, float %335, float %400, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%623 = extractvalue { float, float, float, float } %622, 0
-	%624 = extractvalue { float, float, float, float } %622, 1
-	%625 = extractvalue { float, float, float, float } %622, 2
-	%626 = extractvalue { float, float, float, float } %622, 3
-	%627 = extractvalue [4 x <8 x float>] %419, 3
-	%628 = extractelement <8 x float> %627, i32 5
-	%629 = fmul float %33, %628
-	%630 = fadd float %207, %629
-	%631 = call { float, float, float, float } @disk_body(float %142, float %630, float %272, float %337, float %402, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%632 = extractvalue { float, float, float, float } %631, 0
-	%633 = extractvalue { float, float, float, float } %631, 1
-	%634 = extractvalue { float, float, float, float } %631, 2
-	%635 = extractvalue { float, float, float, float } %631, 3
-	%636 = extractvalue [4 x <8 x float>] %419, 0
-	%637 = extractelement <8 x float> %636, i32 6
-	%638 = fmul float %33, %637
-	%639 = fadd float %209, %638
-	%640 = call { float, float, float, float } @disk_body(float %144, float %639, float %274, float %339, float %404, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%641 = extractvalue { float, float, float, float } %640, 0
-	%642 = extractvalue { float, float, float, float } %640, 1
-	%643 = extractvalue { float, float, float, float } %640, 2
-	%644 = extractvalue { float, float, float, float } %640, 3
-	%645 = extractvalue [4 x <8 x float>] %419, 1
-	%646 = extractelement <8 x float> %645, i32 6
-	%647 = fmul float %33, %646
-	%648 = fadd float %211, %647
-	%649 = call { float, float, float, float } @disk_body(float %146, float %648, float %276, float %341, float %406, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%650 = extractvalue { float, float, float, float } %649, 0
-	%651 = extractvalue { float, float, float, float } %649, 1
-	%652 = extractvalue { float, float, float, float } %649, 2
-	%653 = extractvalue { float, float, float, float } %649, 3
-	%654 = extractvalue [4 x <8 x float>] %419, 2
-	%655 = extractelement <8 x float> %654, i32 6
-	%656 = fmul float %33, %655
-	%657 = fadd float %213, %656
-	%658 = call { float, float, float, float } @disk_body(float %148, float %657, float %278, float %343, float %408, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%659 = extractvalue { float, float, float, float } %658, 0
-	%660 = extractvalue { float, float, float, float } %658, 1
-	%661 = extractvalue { float, float, float, float } %658, 2
-	%662 = extractvalue { float, float, float, float } %658, 3
-	%663 = extractvalue [4 x <8 x float>] %419, 3
-	%664 = extractelement <8 x float> %663, i32 6
-	%665 = fmul float %33, %664
-	%666 = fadd float %215, %665
-	%667 = call { float, float, float, float } @disk_body(float %150, float %666, float %280, float %345, float %410, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%668 = extractvalue { float, float, float, float } %667, 0
-	%669 = extractvalue { float, float, float, float } %667, 1
-	%670 = extractvalue { float, float, float, float } %667, 2
-	%671 = extractvalue { float, float, float, float } %667, 3
-	%672 = extractvalue [4 x <8 x float>] %419, 0
-	%673 = extractelement <8 x float> %672, i32 7
-	%674 = fmul float %33, %673
-	%675 = fadd float %217, %674
-	%676 = call { float, float, float, float } @disk_body(float %152, float %675, float %282, float %347, float %412, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%677 = extractvalue { float, float, float, float } %676, 0
-	%678 = extractvalue { float, float, float, float } %676, 1
-	%679 = extractvalue { float, float, float, float } %676, 2
-	%680 = extractvalue { float, float, float, float } %676, 3
-	%681 = extractvalue [4 x <8 x float>] %419, 1
-	%682 = extractelement <8 x float> %681, i32 7
-	%683 = fmul float %33, %682
-	%684 = fadd float %219, %683
-	%685 = call { float, float, float, float } @disk_body(float %154, float %684, float %284, float %349, float %414, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%686 = extractvalue { float, float, float, float } %685, 0
-	%687 = extractvalue { float, float, float, float } %685, 1
-	%688 = extractvalue { float, float, float, float } %685, 2
-	%689 = extractvalue { float, float, float, float } %685, 3
-	%690 = extractvalue [4 x <8 x float>] %419, 2
-	%691 = extractelement <8 x float> %690, i32 7
-	%692 = fmul float %33, %691
-	%693 = fadd float %221, %692
-	%694 = call { float, float, float, float } @disk_body(float %156, float %693, float %286, float %351, float %416, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%695 = extractvalue { float, float, float, float } %694, 0
-	%696 = extractvalue { float, float, float, float } %694, 1
-	%697 = extractvalue { float, float, float, float } %694, 2
-	%698 = extractvalue { float, float, float, float } %694, 3
-	%699 = extractvalue [4 x <8 x float>] %419, 3
-	%700 = extractelement <8 x float> %699, i32 7
-	%701 = fmul float %33, %700
-	%702 = fadd float %223, %701
-	%703 = call { float, float, float, float } @disk_body(float %158, float %702, float %288, float %353, float %418, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%704 = extractvalue { float, float, float, float } %703, 0
-	%705 = extractvalue { float, float, float, float } %703, 1
-	%706 = extractvalue { float, float, float, float } %703, 2
-	%707 = extractvalue { float, float, float, float } %703, 3
-	%708 = getelementptr float, float* %5, i64 %92
-	%709 = getelementptr float, float* %708, i64 0
-	store float %425, float* %709, align 4
-	%710 = getelementptr float, float* %708, i64 1
-	store float %434, float* %710, align 4
-	%711 = getelementptr float, float* %708, i64 2
-	store float %443, float* %711, align 4
-	%712 = getelementptr float, float* %708, i64 3
-	store float %452, float* %712, align 4
-	%713 = getelementptr float, float* %708, i64 4
-	store float %461, float* %713, align 4
-	%714 = getelementptr float, float* %708, i64 5
-	store float %470, float* %714, align 4
-	%715 = getelementptr float, float* %708, i64 6
-	store float %479, float* %715, align 4
-	%716 = getelementptr float, float* %708, i64 7
-	store float %488, float* %716, align 4
-	%717 = getelementptr float, float* %708, i64 8
-	store float %497, float* %717, align 4
-	%718 = getelementptr float, float* %708, i64 9
-	store float %506, float* %718, align 4
-	%719 = getelementptr float, float* %708, i64 10
-	store float %515, float* %719, align 4
-	%720 = getelementptr float, float* %708, i64 11
-	store float %524, float* %720, align 4
-	%721 = getelementptr float, float* %708, i64 12
-	store float %533, float* %721, align 4
-	%722 = getelementptr float, float* %708, i64 13
-	store float %542, float* %722, align 4
-	%723 = getelementptr float, float* %708, i64 14
-	store float %551, float* %723, align 4
-	%724 = getelementptr float, float* %708, i64 15
-	store float %560, float* %724, align 4
-	%725 = getelementptr float, float* %708, i64 16
-	store float %569, float* %725, align 4
-	%726 = getelementptr float, float* %708, i64 17
-	store float %578, float* %726, align 4
-	%727 = getelementptr float, float* %708, i64 18
-	store float %587, float* %727, align 4
-	%728 = getelementptr float, float* %708, i64 19
-	store float %596, float* %728, align 4
-	%729 = getelementptr float, float* %708, i64 20
-	store float %605, float* %729, align 4
-	%730 = getelementptr float, float* %708, i64 21
-	store float %614, float* %730, align 4
-	%731 = getelementptr float, float* %708, i64 22
-	store float %623, float* %731, align 4
-	%732 = getelementptr float, float* %708, i64 23
-	store float %632, float* %732, align 4
-	%733 = getelementptr float, float* %708, i64 24
-	store float %641, float* %733, align 4
-	%734 = getelementptr float, float* %708, i64 25
-	store float %650, float* %734, align 4
-	%735 = getelementptr float, float* %708, i64 26
-	store float %659, float* %735, align 4
-	%736 = getelementptr float, float* %708, i64 27
-	store float %668, float* %736, align 4
-	%737 = getelementptr float, float* %708, i64 28
-	store float %677, float* %737, align 4
-	%738 = getelementptr float, float* %708, i64 29
-	store float %686, float* %738, align 4
-	%739 = getelementptr float, float* %708, i64 30
-	store float %695, float* %739, align 4
-	%740 = getelementptr float, float* %708, i64 31
-	store float %704, float* %740, align 4
-	%741 = getelementptr float, float* %7, i64 %92
-	%742 = getelementptr float, float* %741, i64 0
-	store float %426, float* %742, align 4
-	%743 = getelementptr float, float* %741, i64 1
-	store float %435, float* %743, align 4
-	%744 = getelementptr float, float* %741, i64 2
-	store float %444, float* %744, align 4
-	%745 = getelementptr float, float* %741, i64 3
-	store float %453, float* %745, align 4
-	%746 = getelementptr float, float* %741, i64 4
-	store float %462, float* %746, align 4
-	%747 = getelementptr float, float* %741, i64 5
-	store float %471, float* %747, align 4
-	%748 = getelementptr float, float* %741, i64 6
-	store float %480, float* %748, align 4
-	%749 = getelementptr float, float* %741, i64 7
-	store float %489, float* %749, align 4
-	%750 = getelementptr float, float* %741, i64 8
-	store float %498, float* %750, align 4
-	%751 = getelementptr float, float* %741, i64 9
-	store float %507, float* %751, align 4
-	%752 = getelementptr float, float* %741, i64 10
-	store float %516, float* %752, align 4
-	%753 = getelementptr float, float* %741, i64 11
-	store float %525, float* %753, align 4
-	%754 = getelementptr float, float* %741, i64 12
-	store float %534, float* %754, align 4
-	%755 = getelementptr float, float* %741, i64 13
-	store float %543, float* %755, align 4
-	%756 = getelementptr float, float* %741, i64 14
-	store float %552, float* %756, align 4
-	%757 = getelementptr float, float* %741, i64 15
-	store float %561, float* %757, align 4
-	%758 = getelementptr float, float* %741, i64 16
-	store float %570, float* %758, align 4
-	%759 = getelementptr float, float* %741, i64 17
-	store float %579, float* %759, align 4
-	%760 = getelementptr float, float* %741, i64 18
-	store float %588, float* %760, align 4
-	%761 = getelementptr float, float* %741, i64 19
-	store float %597, float* %761, align 4
-	%762 = getelementptr float, float* %741, i64 20
-	store float %606, float* %762, align 4
-	%763 = getelementptr float, float* %741, i64 21
-	store float %615, float* %763, align 4
-	%764 = getelementptr float, float* %741, i64 22
-	store float %624, float* %764, align 4
-	%765 = getelementptr float, float* %741, i64 23
-	store float %633, float* %765, align 4
-	%766 = getelementptr float, float* %741, i64 24
-	store float %642, float* %766, align 4
-	%767 = getelementptr float, float* %741, i64 25
-	store float %651, float* %767, align 4
-	%768 = getelementptr float, float* %741, i64 26
-	store float %660, float* %768, align 4
-	%769 = getelementptr float, float* %741, i64 27
-	store float %669, float* %769, align 4
-	%770 = getelementptr float, float* %741, i64 28
-	store float %678, float* %770, align 4
-	%771 = getelementptr float, float* %741, i64 29
-	store float %687, float* %771, align 4
-	%772 = getelementptr float, float* %741, i64 30
-	store float %696, float* %772, align 4
-	%773 = getelementptr float, float* %741, i64 31
-	store float %705, float* %773, align 4
-	%774 = getelementptr float, float* %9, i64 %92
-	%775 = getelementptr float, float* %774, i64 0
-	store float %427, float* %775, align 4
-	%776 = getelementptr float, float* %774, i64 1
-	store float %436, float* %776, align 4
-	%777 = getelementptr float, float* %774, i64 2
-	store float %445, float* %777, align 4
-	%778 = getelementptr float, float* %774, i64 3
-	store float %454, float* %778, align 4
-	%779 = getelementptr float, float* %774, i64 4
-	store float %463, float* %779, align 4
-	%780 = getelementptr float, float* %774, i64 5
-	store float %472, float* %780, align 4
-	%781 = getelementptr float, float* %774, i64 6
-	store float %481, float* %781, align 4
-	%782 = getelementptr float, float* %774, i64 7
-	store float %490, float* %782, align 4
-	%783 = getelementptr float, float* %774, i64 8
-	store float %499, float* %783, align 4
-	%784 = getelementptr float, float* %774, i64 9
-	store float %508, float* %784, align 4
-	%785 = getelementptr float, float* %774, i64 10
-	store float %517, float* %785, align 4
-	%786 = getelementptr float, float* %774, i64 11
-	store float %526, float* %786, align 4
-	%787 = getelementptr float, float* %774, i64 12
-	store float %535, float* %787, align 4
-	%788 = getelementptr float, float* %774, i64 13
-	store float %544, float* %788, align 4
-	%789 = getelementptr float, float* %774, i64 14
-	store float %553, float* %789, align 4
-	%790 = getelementptr float, float* %774, i64 15
-	store float %562, float* %790, align 4
-	%791 = getelementptr float, float* %774, i64 16
-	store float %571, float* %791, align 4
-	%792 = getelementptr float, float* %774, i64 17
-	store float %580, float* %792, align 4
-	%793 = getelementptr float, float* %774, i64 18
-	store float %589, float* %793, align 4
-	%794 = getelementptr float, float* %774, i64 19
-	store float %598, float* %794, align 4
-	%795 = getelementptr float, float* %774, i64 20
-	store float %607, float* %795, align 4
-	%796 = getelementptr float, float* %774, i64 21
-	store float %616, float* %796, align 4
-	%797 = getelementptr float, float* %774, i64 22
-	store float %625, float* %797, align 4
-	%798 = getelementptr float, float* %774, i64 23
-	store float %634, float* %798, align 4
-	%799 = getelementptr float, float* %774, i64 24
-	store float %643, float* %799, align 4
-	%800 = getelementptr float, float* %774, i64 25
-	store float %652, float* %800, align 4
-	%801 = getelementptr float, float* %774, i64 26
-	store float %661, float* %801, align 4
-	%802 = getelementptr float, float* %774, i64 27
-	store float %670, float* %802, align 4
-	%803 = getelementptr float, float* %774, i64 28
-	store float %679, float* %803, align 4
-	%804 = getelementptr float, float* %774, i64 29
-	store float %688, float* %804, align 4
-	%805 = getelementptr float, float* %774, i64 30
-	store float %697, float* %805, align 4
-	%806 = getelementptr float, float* %774, i64 31
-	store float %706, float* %806, align 4
-	%807 = getelementptr float, float* %1, i64 %92
-	%808 = getelementptr float, float* %807, i64 0
-	store float %428, float* %808, align 4
-	%809 = getelementptr float, float* %807, i64 1
-	store float %437, float* %809, align 4
-	%810 = getelementptr float, float* %807, i64 2
-	store float %446, float* %810, align 4
-	%811 = getelementptr float, float* %807, i64 3
-	store float %455, float* %811, align 4
-	%812 = getelementptr float, float* %807, i64 4
-	store float %464, float* %812, align 4
-	%813 = getelementptr float, float* %807, i64 5
-	store float %473, float* %813, align 4
-	%814 = getelementptr float, float* %807, i64 6
-	store float %482, float* %814, align 4
-	%815 = getelementptr float, float* %807, i64 7
-	store float %491, float* %815, align 4
-	%816 = getelementptr float, float* %807, i64 8
-	store float %500, float* %816, align 4
-	%817 = getelementptr float, float* %807, i64 9
-	store float %509, float* %817, align 4
-	%818 = getelementptr float, float* %807, i64 10
-	store float %518, float* %818, align 4
-	%819 = getelementptr float, float* %807, i64 11
-	store float %527, float* %819, align 4
-	%820 = getelementptr float, float* %807, i64 12
-	store float %536, float* %820, align 4
-	%821 = getelementptr float, float* %807, i64 13
-	store float %545, float* %821, align 4
-	%822 = getelementptr float, float* %807, i64 14
-	store float %554, float* %822, align 4
-	%823 = getelementptr float, float* %807, i64 15
-	store float %563, float* %823, align 4
-	%824 = getelementptr float, float* %807, i64 16
-	store float %572, float* %824, align 4
-	%825 = getelementptr float, float* %807, i64 17
-	store float %581, float* %825, align 4
-	%826 = getelementptr float, float* %807, i64 18
-	store float %590, float* %826, align 4
-	%827 = getelementptr float, float* %807, i64 19
-	store float %599, float* %827, align 4
-	%828 = getelementptr float, float* %807, i64 20
-	store float %608, float* %828, align 4
-	%829 = getelementptr float, float* %807, i64 21
-	store float %617, float* %829, align 4
-	%830 = getelementptr float, float* %807, i64 22
-	store float %626, float* %830, align 4
-	%831 = getelementptr float, float* %807, i64 23
-	store float %635, float* %831, align 4
-	%832 = getelementptr float, float* %807, i64 24
-	store float %644, float* %832, align 4
-	%833 = getelementptr float, float* %807, i64 25
-	store float %653, float* %833, align 4
-	%834 = getelementptr float, float* %807, i64 26
-	store float %662, float* %834, align 4
-	%835 = getelementptr float, float* %807, i64 27
-	store float %671, float* %835, align 4
-	%836 = getelementptr float, float* %807, i64 28
-	store float %680, float* %836, align 4
-	%837 = getelementptr float, float* %807, i64 29
-	store float %689, float* %837, align 4
-	%838 = getelementptr float, float* %807, i64 30
-	store float %698, float* %838, align 4
-	%839 = getelementptr float, float* %807, i64 31
-	store float %707, float* %839, align 4
-	%840 = add i64 %88, 1
+	%419 = getelementptr float, float* %362, i64 28
+	%420 = load float, float* %419, align 4
+	%421 = getelementptr float, float* %362, i64 29
+	%422 = load float, float* %421, align 4
+	%423 = getelementptr float, float* %362, i64 30
+	%424 = load float, float* %423, align 4
+	%425 = getelementptr float, float* %362, i64 31
+	%426 = load float, float* %425, align 4
+	%427 = getelementptr float, float* %11, i64 %100
+	%428 = getelementptr float, float* %427, i64 0
+	%429 = load float, float* %428, align 4
+	%430 = getelementptr float, float* %427, i64 1
+	%431 = load float, float* %430, align 4
+	%432 = getelementptr float, float* %427, i64 2
+	%433 = load float, float* %432, align 4
+	%434 = getelementptr float, float* %427, i64 3
+	%435 = load float, float* %434, align 4
+	%436 = getelementptr float, float* %427, i64 4
+	%437 = load float, float* %436, align 4
+	%438 = getelementptr float, float* %427, i64 5
+	%439 = load float, float* %438, align 4
+	%440 = getelementptr float, float* %427, i64 6
+	%441 = load float, float* %440, align 4
+	%442 = getelementptr float, float* %427, i64 7
+	%443 = load float, float* %442, align 4
+	%444 = getelementptr float, float* %427, i64 8
+	%445 = load float, float* %444, align 4
+	%446 = getelementptr float, float* %427, i64 9
+	%447 = load float, float* %446, align 4
+	%448 = getelementptr float, float* %427, i64 10
+	%449 = load float, float* %448, align 4
+	%450 = getelementptr float, float* %427, i64 11
+	%451 = load float, float* %450, align 4
+	%452 = getelementptr float, float* %427, i64 12
+	%453 = load float, float* %452, align 4
+	%454 = getelementptr float, float* %427, i64 13
+	%455 = load float, float* %454, align 4
+	%456 = getelementptr float, float* %427, i64 14
+	%457 = load float, float* %456, align 4
+	%458 = getelementptr float, float* %427, i64 15
+	%459 = load float, float* %458, align 4
+	%460 = getelementptr float, float* %427, i64 16
+	%461 = load float, float* %460, align 4
+	%462 = getelementptr float, float* %427, i64 17
+	%463 = load float, float* %462, align 4
+	%464 = getelementptr float, float* %427, i64 18
+	%465 = load float, float* %464, align 4
+	%466 = getelementptr float, float* %427, i64 19
+	%467 = load float, float* %466, align 4
+	%468 = getelementptr float, float* %427, i64 20
+	%469 = load float, float* %468, align 4
+	%470 = getelementptr float, float* %427, i64 21
+	%471 = load float, float* %470, align 4
+	%472 = getelementptr float, float* %427, i64 22
+	%473 = load float, float* %472, align 4
+	%474 = getelementptr float, float* %427, i64 23
+	%475 = load float, float* %474, align 4
+	%476 = getelementptr float, float* %427, i64 24
+	%477 = load float, float* %476, align 4
+	%478 = getelementptr float, float* %427, i64 25
+	%479 = load float, float* %478, align 4
+	%480 = getelementptr float, float* %427, i64 26
+	%481 = load float, float* %480, align 4
+	%482 = getelementptr float, float* %427, i64 27
+	%483 = load float, float* %482, align 4
+	%484 = getelementptr float, float* %427, i64 28
+	%485 = load float, float* %484, align 4
+	%486 = getelementptr float, float* %427, i64 29
+	%487 = load float, float* %486, align 4
+	%488 = getelementptr float, float* %427, i64 30
+	%489 = load float, float* %488, align 4
+	%490 = getelementptr float, float* %427, i64 31
+	%491 = load float, float* %490, align 4
+	%492 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %45, i32 %47, i32 0, i64 %101)
+	%493 = extractvalue [4 x <8 x float>] %492, 0
+	%494 = extractelement <8 x float> %493, i32 0
+	%495 = fmul float %37, %494
+	%496 = fadd float %169, %495
+	%497 = call { float, float, float, float, float } @disk_body(float %104, float %496, float %234, float %299, float %364, float %429, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%498 = extractvalue { float, float, float, float, float } %497, 0
+	%499 = extractvalue { float, float, float, float, float } %497, 1
+	%500 = extractvalue { float, float, float, float, float } %497, 2
+	%501 = extractvalue { float, float, float, float, float } %497, 3
+	%502 = extractvalue { float, float, float, float, float } %497, 4
+	%503 = extractvalue [4 x <8 x float>] %492, 1
+	%504 = extractelement <8 x float> %503, i32 0
+	%505 = fmul float %37, %504
+	%506 = fadd float %171, %505
+	%507 = call { float, float, float, float, float } @disk_body(float %106, float %506, float %236, float %301, float %366, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%508 = extractvalue { float, float, float, float, float } %507, 0
+	%509 = extractvalue { float, float, float, float, float } %507, 1
+	%510 = extractvalue { float, float, float, float, float } %507, 2
+	%511 = extractvalue { float, float, float, float, float } %507, 3
+	%512 = extractvalue { float, float, float, float, float } %507, 4
+	%513 = extractvalue [4 x <8 x float>] %492, 2
+	%514 = extractelement <8 x float> %513, i32 0
+	%515 = fmul float %37, %514
+	%516 = fadd float %173, %515
+	%517 = call { float, float, float, float, float } @disk_body(float %108, float %516, float %238, float %303, float %368, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%518 = extractvalue { float, float, float, float, float } %517, 0
+	%519 = extractvalue { float, float, float, float, float } %517, 1
+	%520 = extractvalue { float, float, float, float, float } %517, 2
+	%521 = extractvalue { float, float, float, float, float } %517, 3
+	%522 = extractvalue { float, float, float, float, float } %517, 4
+	%523 = extractvalue [4 x <8 x float>] %492, 3
+	%524 = extractelement <8 x float> %523, i32 0
+	%525 = fmul float %37, %524
+	%526 = fadd float %175, %525
+	%527 = call { float, float, float, float, float } @disk_body(float %110, float %526, float %240, float %305, float %370, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%528 = extractvalue { float, float, float, float, float } %527, 0
+	%529 = extractvalue { float, float, float, float, float } %527, 1
+	%530 = extractvalue { float, float, float, float, float } %527, 2
+	%531 = extractvalue { float, float, float, float, float } %527, 3
+	%532 = extractvalue { float, float, float, float, float } %527, 4
+	%533 = extractvalue [4 x <8 x float>] %492, 0
+	%534 = extractelement <8 x float> %533, i32 1
+	%535 = fmul float %37, %534
+	%536 = fadd float %177, %535
+	%537 = call { float, float, float, float, float } @disk_body(float %112, float %536, float %242, float %307, float %372, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%538 = extractvalue { float, float, float, float, float } %537, 0
+	%539 = extractvalue { float, float, float, float, float } %537, 1
+	%540 = extractvalue { float, float, float, float, float } %537, 2
+	%541 = extractvalue { float, float, float, float, float } %537, 3
+	%542 = extractvalue { float, float, float, float, float } %537, 4
+	%543 = extractvalue [4 x <8 x float>] %492, 1
+	%544 = extractelement <8 x float> %543, i32 1
+	%545 = fmul float %37, %544
+	%546 = fadd float %179, %545
+	%547 = call { float, float, float, float, float } @disk_body(float %114, float %546, float %244, float %309, float %374, float %439, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%548 = extractvalue { float, float, float, float, float } %547, 0
+	%549 = extractvalue { float, float, float, float, float } %547, 1
+	%550 = extractvalue { float, float, float, float, float } %547, 2
+	%551 = extractvalue { float, float, float, float, float } %547, 3
+	%552 = extractvalue { float, float, float, float, float } %547, 4
+	%553 = extractvalue [4 x <8 x float>] %492, 2
+	%554 = extractelement <8 x float> %553, i32 1
+	%555 = fmul float %37, %554
+	%556 = fadd float %181, %555
+	%557 = call { float, float, float, float, float } @disk_body(float %116, float %556, float %246, float %311, float %376, float %441, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%558 = extractvalue { float, float, float, float, float } %557, 0
+	%559 = extractvalue { float, float, float, float, float } %557, 1
+	%560 = extractvalue { float, float, float, float, float } %557, 2
+	%561 = extractvalue { float, float, float, float, float } %557, 3
+	%562 = extractvalue { float, float, float, float, float } %557, 4
+	%563 = extractvalue [4 x <8 x float>] %492, 3
+	%564 = extractelement <8 x float> %563, i32 1
+	%565 = fmul float %37, %564
+	%566 = fadd float %183, %565
+	%567 = call { float, float, float, float, float } @disk_body(float %118, float %566, float %248, float %313, float %378, float %443, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%568 = extractvalue { float, float, float, float, float } %567, 0
+	%569 = extractvalue { float, float, float, float, float } %567, 1
+	%570 = extractvalue { float, float, float, float, float } %567, 2
+	%571 = extractvalue { float, float, float, float, float } %567, 3
+	%572 = extractvalue { float, float, float, float, float } %567, 4
+	%573 = extractvalue [4 x <8 x float>] %492, 0
+	%574 = extractelement <8 x float> %573, i32 2
+	%575 = fmul float %37, %574
+	%576 = fadd float %185, %575
+	%577 = call { float, float, float, float, float } @disk_body(float %120, float %576, float %250, float %315, float %380, float %445, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%578 = extractvalue { float, float, float, float, float } %577, 0
+	%579 = extractvalue { float, float, float, float, float } %577, 1
+	%580 = extractvalue { float, float, float, float, float } %577, 2
+	%581 = extractvalue { float, float, float, float, float } %577, 3
+	%582 = extractvalue { float, float, float, float, float } %577, 4
+	%583 = extractvalue [4 x <8 x float>] %492, 1
+	%584 = extractelement <8 x float> %583, i32 2
+	%585 = fmul float %37, %584
+	%586 = fadd float %187, %585
+	%587 = call { float, float, float, float, float } @disk_body(float %122, float %586, float %252, float %317, float %382, float %447, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%588 = extractvalue { float, float, float, float, float } %587, 0
+	%589 = extractvalue { float, float, float, float, float } %587, 1
+	%590 = extractvalue { float, float, float, float, float } %587, 2
+	%591 = extractvalue { float, float, float, float, float } %587, 3
+	%592 = extractvalue { float, float, float, float, float } %587, 4
+	%593 = extractvalue [4 x <8 x float>] %492, 2
+	%594 = extractelement <8 x float> %593, i32 2
+	%595 = fmul float %37, %594
+	%596 = fadd float %189, %595
+	%597 = call { float, float, float, float, float } @disk_body(float %124, float %596, float %254, float %319, float %384, float %449, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%598 = extractvalue { float, float, float, float, float } %597, 0
+	%599 = extractvalue { float, float, float, float, float } %597, 1
+	%600 = extractvalue { float, float, float, float, float } %597, 2
+	%601 = extractvalue { float, float, float, float, float } %597, 3
+	%602 = extractvalue { float, float, float, float, float } %597, 4
+	%603 = extractvalue [4 x <8 x float>] %492, 3
+	%604 = extractelement <8 x float> %603, i32 2
+	%605 = fmul float %37, %604
+	%606 = fadd float %191, %605
+	%607 = call { float, float, float, float, float } @disk_body(float %126, float %606, float %256, float %321, float %386, float %451, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%608 = extractvalue { float, float, float, float, float } %607, 0
+	%609 = extractvalue { float, float, float, float, float } %607, 1
+	%610 = extractvalue { float, float, float, float, float } %607, 2
+	%611 = extractvalue { float, float, float, float, float } %607, 3
+	%612 = extractvalue { float, float, float, float, float } %607, 4
+	%613 = extractvalue [4 x <8 x float>] %492, 0
+	%614 = extractelement <8 x float> %613, i32 3
+	%615 = fmul float %37, %614
+	%616 = fadd float %193, %615
+	%617 = call { float, float, float, float, float } @disk_body(float %128, float %616, float %258, float %323, float %388, float %453, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%618 = extractvalue { float, float, float, float, float } %617, 0
+	%619 = extractvalue { float, float, float, float, float } %617, 1
+	%620 = extractvalue { float, float, float, float, float } %617, 2
+	%621 = extractvalue { float, float, float, float, float } %617, 3
+	%622 = extractvalue { float, float, float, float, float } %617, 4
+	%623 = extractvalue [4 x <8 x float>] %492, 1
+	%624 = extractelement <8 x float> %623, i32 3
+	%625 = fmul float %37, %624
+	%626 = fadd float %195, %625
+	%627 = call { float, float, float, float, float } @disk_body(float %130, float %626, float %260, float %325, float %390, float %455, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%628 = extractvalue { float, float, float, float, float } %627, 0
+	%629 = extractvalue { float, float, float, float, float } %627, 1
+	%630 = extractvalue { float, float, float, float, float } %627, 2
+	%631 = extractvalue { float, float, float, float, float } %627, 3
+	%632 = extractvalue { float, float, float, float, float } %627, 4
+	%633 = extractvalue [4 x <8 x float>] %492, 2
+	%634 = extractelement <8 x float> %633, i32 3
+	%635 = fmul float %37, %634
+	%636 = fadd float %197, %635
+	%637 = call { float, float, float, float, float } @disk_body(float %132, float %636, float %262, float %327, float %392, float %457, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%638 = extractvalue { float, float, float, float, float } %637, 0
+	%639 = extractvalue { float, float, float, float, float } %637, 1
+	%640 = extractvalue { float, float, float, float, float } %637, 2
+	%641 = extractvalue { float, float, float, float, float } %637, 3
+	%642 = extractvalue { float, float, float, float, float } %637, 4
+	%643 = extractvalue [4 x <8 x float>] %492, 3
+	%644 = extractelement <8 x float> %643, i32 3
+	%645 = fmul float %37, %644
+	%646 = fadd float %199, %645
+	%647 = call { float, float, float, float, float } @disk_body(float %134, float %646, float %264, float %329, float %394, float %459, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%648 = extractvalue { float, float, float, float, float } %647, 0
+	%649 = extractvalue { float, float, float, float, float } %647, 1
+	%650 = extractvalue { float, float, float, float, float } %647, 2
+	%651 = extractvalue { float, float, float, float, float } %647, 3
+	%652 = extractvalue { float, float, float, float, float } %647, 4
+	%653 = extractvalue [4 x <8 x float>] %492, 0
+	%654 = extractelement <8 x float> %653, i32 4
+	%655 = fmul float %37, %654
+	%656 = fadd float %201, %655
+	%657 = call { float, float, float, float, float } @disk_body(float %136, float %656, float %266, float %331, float %396, float %461, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%658 = extractvalue { float, float, float, float, float } %657, 0
+	%659 = extractvalue { float, float, float, float, float } %657, 1
+	%660 = extractvalue { float, float, float, float, float } %657, 2
+	%661 = extractvalue { float, float, float, float, float } %657, 3
+	%662 = extractvalue { float, float, float, float, float } %657, 4
+	%663 = extractvalue [4 x <8 x float>] %492, 1
+	%664 = extractelement <8 x float> %663, i32 4
+	%665 = fmul float %37, %664
+	%666 = fadd float %203, %665
+	%667 = call { float, float, float, float, float } @disk_body(float %138, float %666, float %268, float %333, float %398, float %463, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%668 = extractvalue { float, float, float, float, float } %667, 0
+	%669 = extractvalue { float, float, float, float, float } %667, 1
+	%670 = extractvalue { float, float, float, float, float } %667, 2
+	%671 = extractvalue { float, float, float, float, float } %667, 3
+	%672 = extractvalue { float, float, float, float, float } %667, 4
+	%673 = extractvalue [4 x <8 x float>] %492, 2
+	%674 = extractelement <8 x float> %673, i32 4
+	%675 = fmul float %37, %674
+	%676 = fadd float %205, %675
+	%677 = call { float, float, float, float, float } @disk_body(float %140, float %676, float %270, float %335, float %400, float %465, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%678 = extractvalue { float, float, float, float, float } %677, 0
+	%679 = extractvalue { float, float, float, float, float } %677, 1
+	%680 = extractvalue { float, float, float, float, float } %677, 2
+	%681 = extractvalue { float, float, float, float, float } %677, 3
+	%682 = extractvalue { float, float, float, float, float } %677, 4
+	%683 = extractvalue [4 x <8 x float>] %492, 3
+	%684 = extractelement <8 x float> %683, i32 4
+	%685 = fmul float %37, %684
+	%686 = fadd float %207, %685
+	%687 = call { float, float, float, float, float } @disk_body(float %142, float %686, float %272, float %337, float %402, float %467, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%688 = extractvalue { float, float, float, float, float } %687, 0
+	%689 = extractvalue { float, float, float, float, float } %687, 1
+	%690 = extractvalue { float, float, float, float, float } %687, 2
+	%691 = extractvalue { float, float, float, float, float } %687, 3
+	%692 = extractvalue { float, float, float, float, float } %687, 4
+	%693 = extractvalue [4 x <8 x float>] %492, 0
+	%694 = extractelement <8 x float> %693, i32 5
+	%695 = fmul float %37, %694
+	%696 = fadd float %209, %695
+	%697 = call { float, float, float, float, float } @disk_body(float %144, float %696, float %274, float %339, float %404, float %469, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%698 = extractvalue { float, float, float, float, float } %697, 0
+	%699 = extractvalue { float, float, float, float, float } %697, 1
+	%700 = extractvalue { float, float, float, float, float } %697, 2
+	%701 = extractvalue { float, float, float, float, float } %697, 3
+	%702 = extractvalue { float, float, float, float, float } %697, 4
+	%703 = extractvalue [4 x <8 x float>] %492, 1
+	%704 = extractelement <8 x float> %703, i32 5
+	%705 = fmul float %37, %704
+	%706 = fadd float %211, %705
+	%707 = call { float, float, float, float, float } @disk_body(float %146, float %706, float %276, float %341, float %406, float %471, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%708 = extractvalue { float, float, float, float, float } %707, 0
+	%709 = extractvalue { float, float, float, float, float } %707, 1
+	%710 = extractvalue { float, float, float, float, float } %707, 2
+	%711 = extractvalue { float, float, float, float, float } %707, 3
+	%712 = extractvalue { float, float, float, float, float } %707, 4
+	%713 = extractvalue [4 x <8 x float>] %492, 2
+	%714 = extractelement <8 x float> %713, i32 5
+	%715 = fmul float %37, %714
+	%716 = fadd float %213, %715
+	%717 = call { float, float, float, float, float } @disk_body(float %148, float %716, float %278, float %343, float %408, float %473, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%718 = extractvalue { float, float, float, float, float } %717, 0
+	%719 = extractvalue { float, float, float, float, float } %717, 1
+	%720 = extractvalue { float, float, float, float, float } %717, 2
+	%721 = extractvalue { float, float, float, float, float } %717, 3
+	%722 = extractvalue { float, float, float, float, float } %717, 4
+	%723 = extractvalue [4 x <8 x float>] %492, 3
+	%724 = extractelement <8 x float> %723, i32 5
+	%725 = fmul float %37, %724
+	%726 = fadd float %215, %725
+	%727 = call { float, float, float, float, float } @disk_body(float %150, float %726, float %280, float %345, float %410, float %475, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%728 = extractvalue { float, float, float, float, float } %727, 0
+	%729 = extractvalue { float, float, float, float, float } %727, 1
+	%730 = extractvalue { float, float, float, float, float } %727, 2
+	%731 = extractvalue { float, float, float, float, float } %727, 3
+	%732 = extractvalue { float, float, float, float, float } %727, 4
+	%733 = extractvalue [4 x <8 x float>] %492, 0
+	%734 = extractelement <8 x float> %733, i32 6
+	%735 = fmul float %37, %734
+	%736 = fadd float %217, %735
+	%737 = call { float, float, float, float, float } @disk_body(float %152, float %736, float %282, float %347, float %412, float %477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%738 = extractvalue { float, float, float, float, float } %737, 0
+	%739 = extractvalue { float, float, float, float, float } %737, 1
+	%740 = extractvalue { float, float, float, float, float } %737, 2
+	%741 = extractvalue { float, float, float, float, float } %737, 3
+	%742 = extractvalue { float, float, float, float, float } %737, 4
+	%743 = extractvalue [4 x <8 x float>] %492, 1
+	%744 = extractelement <8 x float> %743, i32 6
+	%745 = fmul float %37, %744
+	%746 = fadd float %219, %745
+	%747 = call { float, float, float, float, float } @disk_body(float %154, float %746, float %284, float %349, float %414, float %479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%748 = extractvalue { float, float, float, float, float } %747, 0
+	%749 = extractvalue { float, float, float, float, float } %747, 1
+	%750 = extractvalue { float, float, float, float, float } %747, 2
+	%751 = extractvalue { float, float, float, float, float } %747, 3
+	%752 = extractvalue { float, float, float, float, float } %747, 4
+	%753 = extractvalue [4 x <8 x float>] %492, 2
+	%754 = extractelement <8 x float> %753, i32 6
+	%755 = fmul float %37, %754
+	%756 = fadd float %221, %755
+	%757 = call { float, float, float, float, float } @disk_body(float %156, float %756, float %286, float %351, float %416, float %481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%758 = extractvalue { float, float, float, float, float } %757, 0
+	%759 = extractvalue { float, float, float, float, float } %757, 1
+	%760 = extractvalue { float, float, float, float, float } %757, 2
+	%761 = extractvalue { float, float, float, float, float } %757, 3
+	%762 = extractvalue { float, float, float, float, float } %757, 4
+	%763 = extractvalue [4 x <8 x float>] %492, 3
+	%764 = extractelement <8 x float> %763, i32 6
+	%765 = fmul float %37, %764
+	%766 = fadd float %223, %765
+	%767 = call { float, float, float, float, float } @disk_body(float %158, float %766, float %288, float %353, float %418, float %483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%768 = extractvalue { float, float, float, float, float } %767, 0
+	%769 = extractvalue { float, float, float, float, float } %767, 1
+	%770 = extractvalue { float, float, float, float, float } %767, 2
+	%771 = extractvalue { float, float, float, float, float } %767, 3
+	%772 = extractvalue { float, float, float, float, float } %767, 4
+	%773 = extractvalue [4 x <8 x float>] %492, 0
+	%774 = extractelement <8 x float> %773, i32 7
+	%775 = fmul float %37, %774
+	%776 = fadd float %225, %775
+	%777 = call { float, float, float, float, float } @disk_body(float %160, float %776, float %290, float %355, float %420, float %485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%778 = extractvalue { float, float, float, float, float } %777, 0
+	%779 = extractvalue { float, float, float, float, float } %777, 1
+	%780 = extractvalue { float, float, float, float, float } %777, 2
+	%781 = extractvalue { float, float, float, float, float } %777, 3
+	%782 = extractvalue { float, float, float, float, float } %777, 4
+	%783 = extractvalue [4 x <8 x float>] %492, 1
+	%784 = extractelement <8 x float> %783, i32 7
+	%785 = fmul float %37, %784
+	%786 = fadd float %227, %785
+	%787 = call { float, float, float, float, float } @disk_body(float %162, float %786, float %292, float %357, float %422, float %487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%788 = extractvalue { float, float, float, float, float } %787, 0
+	%789 = extractvalue { float, float, float, float, float } %787, 1
+	%790 = extractvalue { float, float, float, float, float } %787, 2
+	%791 = extractvalue { float, float, float, float, float } %787, 3
+	%792 = extractvalue { float, float, float, float, float } %787, 4
+	%793 = extractvalue [4 x <8 x float>] %492, 2
+	%794 = extractelement <8 x float> %793, i32 7
+	%795 = fmul float %37, %794
+	%796 = fadd float %229, %795
+	%797 = call { float, float, float, float, float } @disk_body(float %164, float %796, float %294, float %359, float %424, float %489, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%798 = extractvalue { float, float, float, float, float } %797, 0
+	%799 = extractvalue { float, float, float, float, float } %797, 1
+	%800 = extractvalue { float, float, float, float, float } %797, 2
+	%801 = extractvalue { float, float, float, float, float } %797, 3
+	%802 = extractvalue { float, float, float, float, float } %797, 4
+	%803 = extractvalue [4 x <8 x float>] %492, 3
+	%804 = extractelement <8 x float> %803, i32 7
+	%805 = fmul float %37, %804
+	%806 = fadd float %231, %805
+	%807 = call { float, float, float, float, float } @disk_body(float %166, float %806, float %296, float %361, float %426, float %491, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%808 = extractvalue { float, float, float, float, float } %807, 0
+	%809 = extractvalue { float, float, float, float, float } %807, 1
+	%810 = extractvalue { float, float, float, float, float } %807, 2
+	%811 = extractvalue { float, float, float, float, float } %807, 3
+	%812 = extractvalue { float, float, float, float, float } %807, 4
+	%813 = getelementptr float, float* %5, i64 %100
+	%814 = getelementptr float, float* %813, i64 0
+	store float %498, float* %814, align 4
+	%815 = getelementptr float, float* %813, i64 1
+	store float %508, float* %815, align 4
+	%816 = getelementptr float, float* %813, i64 2
+	store float %518, float* %816, align 4
+	%817 = getelementptr float, float* %813, i64 3
+	store float %528, float* %817, align 4
+	%818 = getelementptr float, float* %813, i64 4
+	store float %538, float* %818, align 4
+	%819 = getelementptr float, float* %813, i64 5
+	store float %548, float* %819, align 4
+	%820 = getelementptr float, float* %813, i64 6
+	store float %558, float* %820, align 4
+	%821 = getelementptr float, float* %813, i64 7
+	store float %568, float* %821, align 4
+	%822 = getelementptr float, float* %813, i64 8
+	store float %578, float* %822, align 4
+	%823 = getelementptr float, float* %813, i64 9
+	store float %588, float* %823, align 4
+	%824 = getelementptr float, float* %813, i64 10
+	store float %598, float* %824, align 4
+	%825 = getelementptr float, float* %813, i64 11
+	store float %608, float* %825, align 4
+	%826 = getelementptr float, float* %813, i64 12
+	store float %618, float* %826, align 4
+	%827 = getelementptr float, float* %813, i64 13
+	store float %628, float* %827, align 4
+	%828 = getelementptr float, float* %813, i64 14
+	store float %638, float* %828, align 4
+	%829 = getelementptr float, float* %813, i64 15
+	store float %648, float* %829, align 4
+	%830 = getelementptr float, float* %813, i64 16
+	store float %658, float* %830, align 4
+	%831 = getelementptr float, float* %813, i64 17
+	store float %668, float* %831, align 4
+	%832 = getelementptr float, float* %813, i64 18
+	store float %678, float* %832, align 4
+	%833 = getelementptr float, float* %813, i64 19
+	store float %688, float* %833, align 4
+	%834 = getelementptr float, float* %813, i64 20
+	store float %698, float* %834, align 4
+	%835 = getelementptr float, float* %813, i64 21
+	store float %708, float* %835, align 4
+	%836 = getelementptr float, float* %813, i64 22
+	store float %718, float* %836, align 4
+	%837 = getelementptr float, float* %813, i64 23
+	store float %728, float* %837, align 4
+	%838 = getelementptr float, float* %813, i64 24
+	store float %738, float* %838, align 4
+	%839 = getelementptr float, float* %813, i64 25
+	store float %748, float* %839, align 4
+	%840 = getelementptr float, float* %813, i64 26
+	store float %758, float* %840, align 4
+	%841 = getelementptr float, float* %813, i64 27
+	store float %768, float* %841, align 4
+	%842 = getelementptr float, float* %813, i64 28
+	store float %778, float* %842, align 4
+	%843 = getelementptr float, float* %813, i64 29
+	store float %788, float* %843, align 4
+	%844 = getelementptr float, float* %813, i64 30
+	store float %798, float* %844, align 4
+	%845 = getelementptr float, float* %813, i64 31
+	store float %808, float* %845, align 4
+	%846 = getelementptr float, float* %7, i64 %100
+	%847 = getelementptr float, float* %846, i64 0
+	store float %499, float* %847, align 4
+	%848 = getelementptr float, float* %846, i64 1
+	store float %509, float* %848, align 4
+	%849 = getelementptr float, float* %846, i64 2
+	store float %519, float* %849, align 4
+	%850 = getelementptr float, float* %846, i64 3
+	store float %529, float* %850, align 4
+	%851 = getelementptr float, float* %846, i64 4
+	store float %539, float* %851, align 4
+	%852 = getelementptr float, float* %846, i64 5
+	store float %549, float* %852, align 4
+	%853 = getelementptr float, float* %846, i64 6
+	store float %559, float* %853, align 4
+	%854 = getelementptr float, float* %846, i64 7
+	store float %569, float* %854, align 4
+	%855 = getelementptr float, float* %846, i64 8
+	store float %579, float* %855, align 4
+	%856 = getelementptr float, float* %846, i64 9
+	store float %589, float* %856, align 4
+	%857 = getelementptr float, float* %846, i64 10
+	store float %599, float* %857, align 4
+	%858 = getelementptr float, float* %846, i64 11
+	store float %609, float* %858, align 4
+	%859 = getelementptr float, float* %846, i64 12
+	store float %619, float* %859, align 4
+	%860 = getelementptr float, float* %846, i64 13
+	store float %629, float* %860, align 4
+	%861 = getelementptr float, float* %846, i64 14
+	store float %639, float* %861, align 4
+	%862 = getelementptr float, float* %846, i64 15
+	store float %649, float* %862, align 4
+	%863 = getelementptr float, float* %846, i64 16
+	store float %659, float* %863, align 4
+	%864 = getelementptr float, float* %846, i64 17
+	store float %669, float* %864, align 4
+	%865 = getelementptr float, float* %846, i64 18
+	store float %679, float* %865, align 4
+	%866 = getelementptr float, float* %846, i64 19
+	store float %689, float* %866, align 4
+	%867 = getelementptr float, float* %846, i64 20
+	store float %699, float* %867, align 4
+	%868 = getelementptr float, float* %846, i64 21
+	store float %709, float* %868, align 4
+	%869 = getelementptr float, float* %846, i64 22
+	store float %719, float* %869, align 4
+	%870 = getelementptr float, float* %846, i64 23
+	store float %729, float* %870, align 4
+	%871 = getelementptr float, float* %846, i64 24
+	store float %739, float* %871, align 4
+	%872 = getelementptr float, float* %846, i64 25
+	store float %749, float* %872, align 4
+	%873 = getelementptr float, float* %846, i64 26
+	store float %759, float* %873, align 4
+	%874 = getelementptr float, float* %846, i64 27
+	store float %769, float* %874, align 4
+	%875 = getelementptr float, float* %846, i64 28
+	store float %779, float* %875, align 4
+	%876 = getelementptr float, float* %846, i64 29
+	store float %789, float* %876, align 4
+	%877 = getelementptr float, float* %846, i64 30
+	store float %799, float* %877, align 4
+	%878 = getelementptr float, float* %846, i64 31
+	store float %809, float* %878, align 4
+	%879 = getelementptr float, float* %9, i64 %100
+	%880 = getelementptr float, float* %879, i64 0
+	store float %500, float* %880, align 4
+	%881 = getelementptr float, float* %879, i64 1
+	store float %510, float* %881, align 4
+	%882 = getelementptr float, float* %879, i64 2
+	store float %520, float* %882, align 4
+	%883 = getelementptr float, float* %879, i64 3
+	store float %530, float* %883, align 4
+	%884 = getelementptr float, float* %879, i64 4
+	store float %540, float* %884, align 4
+	%885 = getelementptr float, float* %879, i64 5
+	store float %550, float* %885, align 4
+	%886 = getelementptr float, float* %879, i64 6
+	store float %560, float* %886, align 4
+	%887 = getelementptr float, float* %879, i64 7
+	store float %570, float* %887, align 4
+	%888 = getelementptr float, float* %879, i64 8
+	store float %580, float* %888, align 4
+	%889 = getelementptr float, float* %879, i64 9
+	store float %590, float* %889, align 4
+	%890 = getelementptr float, float* %879, i64 10
+	store float %600, float* %890, align 4
+	%891 = getelementptr float, float* %879, i64 11
+	store float %610, float* %891, align 4
+	%892 = getelementptr float, float* %879, i64 12
+	store float %620, float* %892, align 4
+	%893 = getelementptr float, float* %879, i64 13
+	store float %630, float* %893, align 4
+	%894 = getelementptr float, float* %879, i64 14
+	store float %640, float* %894, align 4
+	%895 = getelementptr float, float* %879, i64 15
+	store float %650, float* %895, align 4
+	%896 = getelementptr float, float* %879, i64 16
+	store float %660, float* %896, align 4
+	%897 = getelementptr float, float* %879, i64 17
+	store float %670, float* %897, align 4
+	%898 = getelementptr float, float* %879, i64 18
+	store float %680, float* %898, align 4
+	%899 = getelementptr float, float* %879, i64 19
+	store float %690, float* %899, align 4
+	%900 = getelementptr float, float* %879, i64 20
+	store float %700, float* %900, align 4
+	%901 = getelementptr float, float* %879, i64 21
+	store float %710, float* %901, align 4
+	%902 = getelementptr float, float* %879, i64 22
+	store float %720, float* %902, align 4
+	%903 = getelementptr float, float* %879, i64 23
+	store float %730, float* %903, align 4
+	%904 = getelementptr float, float* %879, i64 24
+	store float %740, float* %904, align 4
+	%905 = getelementptr float, float* %879, i64 25
+	store float %750, float* %905, align 4
+	%906 = getelementptr float, float* %879, i64 26
+	store float %760, float* %906, align 4
+	%907 = getelementptr float, float* %879, i64 27
+	store float %770, float* %907, align 4
+	%908 = getelementptr float, float* %879, i64 28
+	store float %780, float* %908, align 4
+	%909 = getelementptr float, float* %879, i64 29
+	store float %790, float* %909, align 4
+	%910 = getelementptr float, float* %879, i64 30
+	store float %800, float* %910, align 4
+	%911 = getelementptr float, float* %879, i64 31
+	store float %810, float* %911, align 4
+	%912 = getelementptr float, float* %1, i64 %100
+	%913 = getelementptr float, float* %912, i64 0
+	store float %501, float* %913, align 4
+	%914 = getelementptr float, float* %912, i64 1
+	store float %511, float* %914, align 4
+	%915 = getelementptr float, float* %912, i64 2
+	store float %521, float* %915, align 4
+	%916 = getelementptr float, float* %912, i64 3
+	store float %531, float* %916, align 4
+	%917 = getelementptr float, float* %912, i64 4
+	store float %541, float* %917, align 4
+	%918 = getelementptr float, float* %912, i64 5
+	store float %551, float* %918, align 4
+	%919 = getelementptr float, float* %912, i64 6
+	store float %561, float* %919, align 4
+	%920 = getelementptr float, float* %912, i64 7
+	store float %571, float* %920, align 4
+	%921 = getelementptr float, float* %912, i64 8
+	store float %581, float* %921, align 4
+	%922 = getelementptr float, float* %912, i64 9
+	store float %591, float* %922, align 4
+	%923 = getelementptr float, float* %912, i64 10
+	store float %601, float* %923, align 4
+	%924 = getelementptr float, float* %912, i64 11
+	store float %611, float* %924, align 4
+	%925 = getelementptr float, float* %912, i64 12
+	store float %621, float* %925, align 4
+	%926 = getelementptr float, float* %912, i64 13
+	store float %631, float* %926, align 4
+	%927 = getelementptr float, float* %912, i64 14
+	store float %641, float* %927, align 4
+	%928 = getelementptr float, float* %912, i64 15
+	store float %651, float* %928, align 4
+	%929 = getelementptr float, float* %912, i64 16
+	store float %661, float* %929, align 4
+	%930 = getelementptr float, float* %912, i64 17
+	store float %671, float* %930, align 4
+	%931 = getelementptr float, float* %912, i64 18
+	store float %681, float* %931, align 4
+	%932 = getelementptr float, float* %912, i64 19
+	store float %691, float* %932, align 4
+	%933 = getelementptr float, float* %912, i64 20
+	store float %701, float* %933, align 4
+	%934 = getelementptr float, float* %912, i64 21
+	store float %711, float* %934, align 4
+	%935 = getelementptr float, float* %912, i64 22
+	store float %721, float* %935, align 4
+	%936 = getelementptr float, float* %912, i64 23
+	store float %731, float* %936, align 4
+	%937 = getelementptr float, float* %912, i64 24
+	store float %741, float* %937, align 4
+	%938 = getelementptr float, float* %912, i64 25
+	store float %751, float* %938, align 4
+	%939 = getelementptr float, float* %912, i64 26
+	store float %761, float* %939, align 4
+	%940 = getelementptr float, float* %912, i64 27
+	store float %771, float* %940, align 4
+	%941 = getelementptr float, float* %912, i64 28
+	store float %781, float* %941, align 4
+	%942 = getelementptr float, float* %912, i64 29
+	store float %791, float* %942, align 4
+	%943 = getelementptr float, float* %912, i64 30
+	store float %801, float* %943, align 4
+	%944 = getelementptr float, float* %912, i64 31
+	store float %811, float* %944, align 4
+	%945 = getelementptr float, float* %11, i64 %100
+	%946 = getelementptr float, float* %945, i64 0
+	store float %502, float* %946, align 4
+	%947 = getelementptr float, float* %945, i64 1
+	store float %512, float* %947, align 4
+	%948 = getelementptr float, float* %945, i64 2
+	store float %522, float* %948, align 4
+	%949 = getelementptr float, float* %945, i64 3
+	store float %532, float* %949, align 4
+	%950 = getelementptr float, float* %945, i64 4
+	store float %542, float* %950, align 4
+	%951 = getelementptr float, float* %945, i64 5
+	store float %552, float* %951, align 4
+	%952 = getelementptr float, float* %945, i64 6
+	store float %562, float* %952, align 4
+	%953 = getelementptr float, float* %945, i64 7
+	store float %572, float* %953, align 4
+	%954 = getelementptr float, float* %945, i64 8
+	store float %582, float* %954, align 4
+	%955 = getelementptr float, float* %945, i64 9
+	store float %592, float* %955, align 4
+	%956 = getelementptr float, float* %945, i64 10
+	store float %602, float* %956, align 4
+	%957 = getelementptr float, float* %945, i64 11
+	store float %612, float* %957, align 4
+	%958 = getelementptr float, float* %945, i64 12
+	store float %622, float* %958, align 4
+	%959 = getelementptr float, float* %945, i64 13
+	store float %632, float* %959, align 4
+	%960 = getelementptr float, float* %945, i64 14
+	store float %642, float* %960, align 4
+	%961 = getelementptr float, float* %945, i64 15
+	store float %652, float* %961, align 4
+	%962 = getelementptr float, float* %945, i64 16
+	store float %662, float* %962, align 4
+	%963 = getelementptr float, float* %945, i64 17
+	store float %672, float* %963, align 4
+	%964 = getelementptr float, float* %945, i64 18
+	store float %682, float* %964, align 4
+	%965 = getelementptr float, float* %945, i64 19
+	store float %692, float* %965, align 4
+	%966 = getelementptr float, float* %945, i64 20
+	store float %702, float* %966, align 4
+	%967 = getelementptr float, float* %945, i64 21
+	store float %712, float* %967, align 4
+	%968 = getelementptr float, float* %945, i64 22
+	store float %722, float* %968, align 4
+	%969 = getelementptr float, float* %945, i64 23
+	store float %732, float* %969, align 4
+	%970 = getelementptr float, float* %945, i64 24
+	store float %742, float* %970, align 4
+	%971 = getelementptr float, float* %945, i64 25
+	store float %752, float* %971, align 4
+	%972 = getelementptr float, float* %945, i64 26
+	store float %762, float* %972, align 4
+	%973 = getelementptr float, float* %945, i64 27
+	store float %772, float* %973, align 4
+	%974 = getelementptr float, float* %945, i64 28
+	store float %782, float* %974, align 4
+	%975 = getelementptr float, float* %945, i64 29
+	store float %792, float* %975, align 4
+	%976 = getelementptr float, float* %945, i64 30
+	store float %802, float* %976, align 4
+	%977 = getelementptr float, float* %945, i64 31
+	store float %812, float* %977, align 4
+	%978 = add i64 %96, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%841 = mul i64 %87, 8
+	%979 = mul i64 %95, 8
 	br label %group.head.31
 
 group.head.31:
-	%842 = phi i64 [ %841, %wide.done.30 ], [ %945, %group.32 ]
-	%843 = icmp slt i64 %842, %54
-	br i1 %843, label %group.32, label %group.done.33
+	%980 = phi i64 [ %979, %wide.done.30 ], [ %1101, %group.32 ]
+	%981 = icmp slt i64 %980, %58
+	br i1 %981, label %group.32, label %group.done.33
 
 group.32:
-	%844 = shl i64 %842, 2
-	%845 = add i64 %55, %844
-	%846 = add i64 %59, %842
-	%847 = getelementptr float, float* %1, i64 %845
-	%848 = getelementptr float, float* %847, i64 0
-	%849 = load float, float* %848, align 4
-	%850 = getelementptr float, float* %847, i64 1
-	%851 = load float, float* %850, align 4
-	%852 = getelementptr float, float* %847, i64 2
-	%853 = load float, float* %852, align 4
-	%854 = getelementptr float, float* %847, i64 3
-	%855 = load float, float* %854, align 4
-	%856 = getelementptr float, float* %3, i64 %845
-	%857 = getelementptr float, float* %856, i64 0
-	%858 = load float, float* %857, align 4
-	%859 = getelementptr float, float* %856, i64 1
-	%860 = load float, float* %859, align 4
-	%861 = getelementptr float, float* %856, i64 2
-	%862 = load float, float* %861, align 4
-	%863 = getelementptr float, float* %856, i64 3
-	%864 = load float, float* %863, align 4
-	%865 = getelementptr float, float* %5, i64 %845
-	%866 = getelementptr float, float* %865, i64 0
-	%867 = load float, float* %866, align 4
-	%868 = getelementptr float, float* %865, i64 1
-	%869 = load float, float* %868, align 4
-	%870 = getelementptr float, float* %865, i64 2
-	%871 = load float, float* %870, align 4
-	%872 = getelementptr float, float* %865, i64 3
-	%873 = load float, float* %872, align 4
-	%874 = getelementptr float, float* %7, i64 %845
-	%875 = getelementptr float, float* %874, i64 0
-	%876 = load float, float* %875, align 4
-	%877 = getelementptr float, float* %874, i64 1
-	%878 = load float, float* %877, align 4
-	%879 = getelementptr float, float* %874, i64 2
-	%880 = load float, float* %879, align 4
-	%881 = getelementptr float, float* %874, i64 3
-	%882 = load float, float* %881, align 4
-	%883 = getelementptr float, float* %9, i64 %845
-	%884 = getelementptr float, float* %883, i64 0
-	%885 = load float, float* %884, align 4
-	%886 = getelementptr float, float* %883, i64 1
-	%887 = load float, float* %886, align 4
-	%888 = getelementptr float, float* %883, i64 2
-	%889 = load float, float* %888, align 4
-	%890 = getelementptr float, float* %883, i64 3
-	%891 = load float, float* %890, align 4
-	%892 = call <4 x float> @fg_gaussian4(i64 %41, i32 %43, i32 0, i64 %846)
-	%893 = extractelement <4 x float> %892, i32 0
-	%894 = fmul float %33, %893
-	%895 = fadd float %858, %894
-	%896 = call { float, float, float, float } @disk_body(float %849, float %895, float %867, float %876, float %885, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%897 = extractvalue { float, float, float, float } %896, 0
-	%898 = extractvalue { float, float, float, float } %896, 1
-	%899 = extractvalue { float, float, float, float } %896, 2
-	%900 = extractvalue { float, float, float, float } %896, 3
-	%901 = extractelement <4 x float> %892, i32 1
-	%902 = fmul float %33, %901
-	%903 = fadd float %860, %902
-	%904 = call { float, float, float, float } @disk_body(float %851, float %903, float %869, float %878, float %887, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%905 = extractvalue { float, float, float, float } %904, 0
-	%906 = extractvalue { float, float, float, float } %904, 1
-	%907 = extractvalue { float, float, float, float } %904, 2
-	%908 = extractvalue { float, float, float, float } %904, 3
-	%909 = extractelement <4 x float> %892, i32 2
-	%910 = fmul float %33, %909
-	%911 = fadd float %862, %910
-	%912 = call { float, float, float, float } @disk_body(float %853, float %911, float %871, float %880, float %889, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%913 = extractvalue { float, float, float, float } %912, 0
-	%914 = extractvalue { float, float, float, float } %912, 1
-	%915 = extractvalue { float, float, float, float } %912, 2
-	%916 = extractvalue { float, float, float, float } %912, 3
-	%917 = extractelement <4 x float> %892, i32 3
-	%918 = fmul float %33, %917
-	%919 = fadd float %864, %918
-	%920 = call { float, float, float, float } @disk_body(float %855, float %919, float %873, float %882, float %891, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%921 = extractvalue { float, float, float, float } %920, 0
-	%922 = extractvalue { float, float, float, float } %920, 1
-	%923 = extractvalue { float, float, float, float } %920, 2
-	%924 = extractvalue { float, float, float, float } %920, 3
-	%925 = getelementptr float, float* %5, i64 %845
-	%926 = getelementptr float, float* %925, i64 0
-	store float %897, float* %926, align 4
-	%927 = getelementptr float, float* %925, i64 1
-	store float %905, float* %927, align 4
-	%928 = getelementptr float, float* %925, i64 2
-	store float %913, float* %928, align 4
-	%929 = getelementptr float, float* %925, i64 3
-	store float %921, float* %929, align 4
-	%930 = getelementptr float, float* %7, i64 %845
-	%931 = getelementptr float, float* %930, i64 0
-	store float %898, float* %931, align 4
-	%932 = getelementptr float, float* %930, i64 1
-	store float %906, float* %932, align 4
-	%933 = getelementptr float, float* %930, i64 2
-	store float %914, float* %933, align 4
-	%934 = getelementptr float, float* %930, i64 3
-	store float %922, float* %934, align 4
-	%935 = getelementptr float, float* %9, i64 %845
-	%936 = getelementptr float, float* %935, i64 0
-	store float %899, float* %936, align 4
-	%937 = getelementptr float, float* %935, i64 1
-	store float %907, float* %937, align 4
-	%938 = getelementptr float, float* %935, i64 2
-	store float %915, float* %938, align 4
-	%939 = getelementptr float, float* %935, i64 3
-	store float %923, float* %939, align 4
-	%940 = getelementptr float, float* %1, i64 %845
-	%941 = getelementptr float, float* %940, i64 0
-	store float %900, float* %941, align 4
-	%942 = getelementptr float, float* %940, i64 1
-	store float %908, float* %942, align 4
-	%943 = getelementptr float, float* %940, i64 2
-	store float %916, float* %943, align 4
-	%944 = getelementptr float, float* %940, i64 3
-	store float %924, float* %944, align 4
-	%945 = add i64 %842, 1
+	%982 = shl i64 %980, 2
+	%983 = add i64 %59, %982
+	%984 = add i64 %63, %980
+	%985 = getelementptr float, float* %1, i64 %983
+	%986 = getelementptr float, float* %985, i64 0
+	%987 = load float, float* %986, align 4
+	%988 = getelementptr float, float* %985, i64 1
+	%989 = load float, float* %988, align 4
+	%990 = getelementptr float, float* %985, i64 2
+	%991 = load float, float* %990, align 4
+	%992 = getelementptr float, float* %985, i64 3
+	%993 = load float, float* %992, align 4
+	%994 = getelementptr float, float* %3, i64 %983
+	%995 = getelementptr float, float* %994, i64 0
+	%996 = load float, float* %995, align 4
+	%997 = getelementptr float, float* %994, i64 1
+	%998 = load float, float* %997, align 4
+	%999 = getelementptr float, float* %994, i64 2
+	%1000 = load float, float* %999, align 4
+	%1001 = getelementptr float, float* %994, i64 3
+	%1002 = load float, float* %1001, align 4
+	%1003 = getelementptr float, float* %5, i64 %983
+	%1004 = getelementptr float, float* %1003, i64 0
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %1003, i64 1
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %1003, i64 2
+	%1009 = load float, float* %1008, align 4
+	%1010 = getelementptr float, float* %1003, i64 3
+	%1011 = load float, float* %1010, align 4
+	%1012 = getelementptr float, float* %7, i64 %983
+	%1013 = getelementptr float, float* %1012, i64 0
+	%1014 = load float, float* %1013, align 4
+	%1015 = getelementptr float, float* %1012, i64 1
+	%1016 = load float, float* %1015, align 4
+	%1017 = getelementptr float, float* %1012, i64 2
+	%1018 = load float, float* %1017, align 4
+	%1019 = getelementptr float, float* %1012, i64 3
+	%1020 = load float, float* %1019, align 4
+	%1021 = getelementptr float, float* %9, i64 %983
+	%1022 = getelementptr float, float* %1021, i64 0
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %1021, i64 1
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %1021, i64 2
+	%1027 = load float, float* %1026, align 4
+	%1028 = getelementptr float, float* %1021, i64 3
+	%1029 = load float, float* %1028, align 4
+	%1030 = getelementptr float, float* %11, i64 %983
+	%1031 = getelementptr float, float* %1030, i64 0
+	%1032 = load float, float* %1031, align 4
+	%1033 = getelementptr float, float* %1030, i64 1
+	%1034 = load float, float* %1033, align 4
+	%1035 = getelementptr float, float* %1030, i64 2
+	%1036 = load float, float* %1035, align 4
+	%1037 = getelementptr float, float* %1030, i64 3
+	%1038 = load float, float* %1037, align 4
+	%1039 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %984)
+	%1040 = extractelement <4 x float> %1039, i32 0
+	%1041 = fmul float %37, %1040
+	%1042 = fadd float %996, %1041
+	%1043 = call { float, float, float, float, float } @disk_body(float %987, float %1042, float %1005, float %1014, float %1023, float %1032, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1044 = extractvalue { float, float, float, float, float } %1043, 0
+	%1045 = extractvalue { float, float, float, float, float } %1043, 1
+	%1046 = extractvalue { float, float, float, float, float } %1043, 2
+	%1047 = extractvalue { float, float, float, float, float } %1043, 3
+	%1048 = extractvalue { float, float, float, float, float } %1043, 4
+	%1049 = extractelement <4 x float> %1039, i32 1
+	%1050 = fmul float %37, %1049
+	%1051 = fadd float %998, %1050
+	%1052 = call { float, float, float, float, float } @disk_body(float %989, float %1051, float %1007, float %1016, float %1025, float %1034, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1053 = extractvalue { float, float, float, float, float } %1052, 0
+	%1054 = extractvalue { float, float, float, float, float } %1052, 1
+	%1055 = extractvalue { float, float, float, float, float } %1052, 2
+	%1056 = extractvalue { float, float, float, float, float } %1052, 3
+	%1057 = extractvalue { float, float, float, float, float } %1052, 4
+	%1058 = extractelement <4 x float> %1039, i32 2
+	%1059 = fmul float %37, %1058
+	%1060 = fadd float %1000, %1059
+	%1061 = call { float, float, float, float, float } @disk_body(float %991, float %1060, float %1009, float %1018, float %1027, float %1036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1062 = extractvalue { float, float, float, float, float } %1061, 0
+	%1063 = extractvalue { float, float, float, float, float } %1061, 1
+	%1064 = extractvalue { float, float, float, float, float } %1061, 2
+	%1065 = extractvalue { float, float, float, float, float } %1061, 3
+	%1066 = extractvalue { float, float, float, float, float } %1061, 4
+	%1067 = extractelement <4 x float> %1039, i32 3
+	%1068 = fmul float %37, %1067
+	%1069 = fadd float %1002, %1068
+	%1070 = call { float, float, float, float, float } @disk_body(float %993, float %1069, float %1011, float %1020, float %1029, float %1038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1071 = extractvalue { float, float, float, float, float } %1070, 0
+	%1072 = extractvalue { float, float, float, float, float } %1070, 1
+	%1073 = extractvalue { float, float, float, float, float } %1070, 2
+	%1074 = extractvalue { float, float, float, float, float } %1070, 3
+	%1075 = extractvalue { float, float, float, float, float } %1070, 4
+	%1076 = getelementptr float, float* %5, i64 %983
+	%1077 = getelementptr float, float* %1076, i64 0
+	store float %1044, float* %1077, align 4
+	%1078 = getelementptr float, float* %1076, i64 1
+	store float %1053, float* %1078, align 4
+	%1079 = getelementptr float, float* %1076, i64 2
+	store float %1062, float* %1079, align 4
+	%1080 = getelementptr float, float* %1076, i64 3
+	store float %1071, float* %1080, align 4
+	%1081 = getelementptr float, float* %7, i64 %983
+	%1082 = getelementptr float, float* %1081, i64 0
+	store float %1045, float* %1082, align 4
+	%1083 = getelementptr float, float* %1081, i64 1
+	store float %1054, float* %1083, align 4
+	%1084 = getelementptr float, float* %1081, i64 2
+	store float %1063, float* %1084, align 4
+	%1085 = getelementptr float, float* %1081, i64 3
+	store float %1072, float* %1085, align 4
+	%1086 = getelementptr float, float* %9, i64 %983
+	%1087 = getelementptr float, float* %1086, i64 0
+	store float %1046, float* %1087, align 4
+	%1088 = getelementptr float, float* %1086, i64 1
+	store float %1055, float* %1088, align 4
+	%1089 = getelementptr float, float* %1086, i64 2
+	store float %1064, float* %1089, align 4
+	%1090 = getelementptr float, float* %1086, i64 3
+	store float %1073, float* %1090, align 4
+	%1091 = getelementptr float, float* %1, i64 %983
+	%1092 = getelementptr float, float* %1091, i64 0
+	store float %1047, float* %1092, align 4
+	%1093 = getelementptr float, float* %1091, i64 1
+	store float %1056, float* %1093, align 4
+	%1094 = getelementptr float, float* %1091, i64 2
+	store float %1065, float* %1094, align 4
+	%1095 = getelementptr float, float* %1091, i64 3
+	store float %1074, float* %1095, align 4
+	%1096 = getelementptr float, float* %11, i64 %983
+	%1097 = getelementptr float, float* %1096, i64 0
+	store float %1048, float* %1097, align 4
+	%1098 = getelementptr float, float* %1096, i64 1
+	store float %1057, float* %1098, align 4
+	%1099 = getelementptr float, float* %1096, i64 2
+	store float %1066, float* %1099, align 4
+	%1100 = getelementptr float, float* %1096, i64 3
+	store float %1075, float* %1100, align 4
+	%1101 = add i64 %980, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%946 = phi i64 [ %57, %group.done.33 ], [ %971, %tail.35 ]
-	%947 = icmp slt i64 %946, %37
-	br i1 %947, label %tail.35, label %tail.done.36
+	%1102 = phi i64 [ %61, %group.done.33 ], [ %1131, %tail.35 ]
+	%1103 = icmp slt i64 %1102, %41
+	br i1 %1103, label %tail.35, label %tail.done.36
 
 tail.35:
-	%948 = getelementptr float, float* %1, i64 %946
-	%949 = load float, float* %948, align 4
-	%950 = getelementptr float, float* %3, i64 %946
-	%951 = load float, float* %950, align 4
-	%952 = getelementptr float, float* %5, i64 %946
-	%953 = load float, float* %952, align 4
-	%954 = getelementptr float, float* %7, i64 %946
-	%955 = load float, float* %954, align 4
-	%956 = getelementptr float, float* %9, i64 %946
-	%957 = load float, float* %956, align 4
-	%958 = add i64 %39, %946
-	%959 = call float @fg_gaussian(i64 %41, i32 %43, i32 0, i64 %958)
-	%960 = fmul float %33, %959
-	%961 = fadd float %951, %960
-	%962 = call { float, float, float, float } @disk_body(float %949, float %961, float %953, float %955, float %957, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%963 = extractvalue { float, float, float, float } %962, 0
-	%964 = extractvalue { float, float, float, float } %962, 1
-	%965 = extractvalue { float, float, float, float } %962, 2
-	%966 = extractvalue { float, float, float, float } %962, 3
-	%967 = getelementptr float, float* %5, i64 %946
-	store float %963, float* %967, align 4
-	%968 = getelementptr float, float* %7, i64 %946
-	store float %964, float* %968, align 4
-	%969 = getelementptr float, float* %9, i64 %946
-	store float %965, float* %969, align 4
-	%970 = getelementptr float, float* %1, i64 %946
-	store float %966, float* %970, align 4
-	%971 = add i64 %946, 1
+	%1104 = getelementptr float, float* %1, i64 %1102
+	%1105 = load float, float* %1104, align 4
+	%1106 = getelementptr float, float* %3, i64 %1102
+	%1107 = load float, float* %1106, align 4
+	%1108 = getelementptr float, float* %5, i64 %1102
+	%1109 = load float, float* %1108, align 4
+	%1110 = getelementptr float, float* %7, i64 %1102
+	%1111 = load float, float* %1110, align 4
+	%1112 = getelementptr float, float* %9, i64 %1102
+	%1113 = load float, float* %1112, align 4
+	%1114 = getelementptr float, float* %11, i64 %1102
+	%1115 = load float, float* %1114, align 4
+	%1116 = add i64 %43, %1102
+	%1117 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %1116)
+	%1118 = fmul float %37, %1117
+	%1119 = fadd float %1107, %1118
+	%1120 = call { float, float, float, float, float } @disk_body(float %1105, float %1119, float %1109, float %1111, float %1113, float %1115, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1121 = extractvalue { float, float, float, float, float } %1120, 0
+	%1122 = extractvalue { float, float, float, float, float } %1120, 1
+	%1123 = extractvalue { float, float, float, float, float } %1120, 2
+	%1124 = extractvalue { float, float, float, float, float } %1120, 3
+	%1125 = extractvalue { float, float, float, float, float } %1120, 4
+	%1126 = getelementptr float, float* %5, i64 %1102
+	store float %1121, float* %1126, align 4
+	%1127 = getelementptr float, float* %7, i64 %1102
+	store float %1122, float* %1127, align 4
+	%1128 = getelementptr float, float* %9, i64 %1102
+	store float %1123, float* %1128, align 4
+	%1129 = getelementptr float, float* %1, i64 %1102
+	store float %1124, float* %1129, align 4
+	%1130 = getelementptr float, float* %11, i64 %1102
+	store float %1125, float* %1130, align 4
+	%1131 = add i64 %1102, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%972 = phi i64 [ %35, %without_noise ], [ %993, %head.38 ]
-	%973 = icmp slt i64 %972, %55
-	br i1 %973, label %head.38, label %head.done.39
+	%1132 = phi i64 [ %39, %without_noise ], [ %1157, %head.38 ]
+	%1133 = icmp slt i64 %1132, %59
+	br i1 %1133, label %head.38, label %head.done.39
 
 head.38:
-	%974 = getelementptr float, float* %1, i64 %972
-	%975 = load float, float* %974, align 4
-	%976 = getelementptr float, float* %3, i64 %972
-	%977 = load float, float* %976, align 4
-	%978 = getelementptr float, float* %5, i64 %972
-	%979 = load float, float* %978, align 4
-	%980 = getelementptr float, float* %7, i64 %972
-	%981 = load float, float* %980, align 4
-	%982 = getelementptr float, float* %9, i64 %972
-	%983 = load float, float* %982, align 4
-	%984 = call { float, float, float, float } @disk_body(float %975, float %977, float %979, float %981, float %983, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%985 = extractvalue { float, float, float, float } %984, 0
-	%986 = extractvalue { float, float, float, float } %984, 1
-	%987 = extractvalue { float, float, float, float } %984, 2
-	%988 = extractvalue { float, float, float, float } %984, 3
-	%989 = getelementptr float, float* %5, i64 %972
-	store float %985, float* %989, align 4
-	%990 = getelementptr float, float* %7, i64 %972
-	store float %986, float* %990, align 4
-	%991 = getelementptr float, float* %9, i64 %972
-	store float %987, float* %991, align 4
-	%992 = getelementptr float, float* %1, i64 %972
-	store float %988, float* %992, align 4
-	%993 = add i64 %972, 1
+	%1134 = getelementptr float, float* %1, i64 %1132
+	%1135 = load float, float* %1134, align 4
+	%1136 = getelementptr float, float* %3, i64 %1132
+	%1137 = load float, float* %1136, align 4
+	%1138 = getelementptr float, float* %5, i64 %1132
+	%1139 = load float, float* %1138, align 4
+	%1140 = getelementptr float, float* %7, i64 %1132
+	%1141 = load float, float* %1140, align 4
+	%1142 = getelementptr float, float* %9, i64 %1132
+	%1143 = load float, float* %1142, align 4
+	%1144 = getelementptr float, float* %11, i64 %1132
+	%1145 = load float, float* %1144, align 4
+	%1146 = call { float, float, float, float, float } @disk_body(float %1135, float %1137, float %1139, float %1141, float %1143, float %1145, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1147 = extractvalue { float, float, float, float, float } %1146, 0
+	%1148 = extractvalue { float, float, float, float, float } %1146, 1
+	%1149 = extractvalue { float, float, float, float, float } %1146, 2
+	%1150 = extractvalue { float, float, float, float, float } %1146, 3
+	%1151 = extractvalue { float, float, float, float, float } %1146, 4
+	%1152 = getelementptr float, float* %5, i64 %1132
+	store float %1147, float* %1152, align 4
+	%1153 = getelementptr float, float* %7, i64 %1132
+	store float %1148, float* %1153, align 4
+	%1154 = getelementptr float, float* %9, i64 %1132
+	store float %1149, float* %1154, align 4
+	%1155 = getelementptr float, float* %1, i64 %1132
+	store float %1150, float* %1155, align 4
+	%1156 = getelementptr float, float* %11, i64 %1132
+	store float %1151, float* %1156, align 4
+	%1157 = add i64 %1132, 1
 	br label %head.head.37
 
 head.done.39:
-	%994 = sdiv i64 %54, 8
+	%1158 = sdiv i64 %58, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%995 = phi i64 [ 0, %head.done.39 ], [ %1618, %wide.41 ]
-	%996 = icmp slt i64 %995, %994
-	br i1 %996, label %wide.41, label %wide.done.42
+	%1159 = phi i64 [ 0, %head.done.39 ], [ %1912, %wide.41 ]
+	%1160 = icmp slt i64 %1159, %1158
+	br i1 %1160, label %wide.41, label %wide.done.42
 
 wide.41:
-	%997 = mul i64 %995, 8
-	%998 = shl i64 %997, 2
-	%999 = add i64 %55, %998
-	%1000 = add i64 %59, %997
-	%1001 = getelementptr float, float* %1, i64 %999
-	%1002 = getelementptr float, float* %1001, i64 0
-	%1003 = load float, float* %1002, align 4
-	%1004 = getelementptr float, float* %1001, i64 1
-	%1005 = load float, float* %1004, align 4
-	%1006 = getelementptr float, float* %1001, i64 2
-	%1007 = load float, float* %1006, align 4
-	%1008 = getelementptr float, float* %1001, i64 3
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %1001, i64 4
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %1001, i64 5
-	%1013 = load float, float* %1012, align 4
-	%1014 = getelementptr float, float* %1001, i64 6
-	%1015 = load float, float* %1014, align 4
-	%1016 = getelementptr float, float* %1001, i64 7
-	%1017 = load float, float* %1016, align 4
-	%1018 = getelementptr float, float* %1001, i64 8
-	%1019 = load float, float* %1018, align 4
-	%1020 = getelementptr float, float* %1001, i64 9
-	%1021 = load float, float* %1020, align 4
-	%1022 = getelementptr float, float* %1001, i64 10
-	%1023 = load float, float* %1022, align 4
-	%1024 = getelementptr float, float* %1001, i64 11
-	%1025 = load float, float* %1024, align 4
-	%1026 = getelementptr float, float* %1001, i64 12
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %1001, i64 13
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %1001, i64 14
-	%1031 = load float, float* %1030, align 4
-	%1032 = getelementptr float, float* %1001, i64 15
-	%1033 = load float, float* %1032, align 4
-	%1034 = getelementptr float, float* %1001, i64 16
-	%1035 = load float, float* %1034, align 4
-	%1036 = getelementptr float, float* %1001, i64 17
-	%1037 = load float, float* %1036, align 4
-	%1038 = getelementptr float, float* %1001, i64 18
-	%1039 = load float, float* %1038, align 4
-	%1040 = getelementptr float, float* %1001, i64 19
-	%1041 = load float, float* %1040, align 4
-	%1042 = getelementptr float, float* %1001, i64 20
-	%1043 = load float, float* %1042, align 4
-	%1044 = getelementptr float, float* %1001, i64 21
-	%1045 = load float, float* %1044, align 4
-	%1046 = getelementptr float, float* %1001, i64 22
-	%1047 = load float, float* %1046, align 4
-	%1048 = getelementptr float, float* %1001, i64 23
-	%1049 = load float, float* %1048, align 4
-	%1050 = getelementptr float, float* %1001, i64 24
-	%1051 = load float, float* %1050, align 4
-	%1052 = getelementptr float, float* %1001, i64 25
-	%1053 = load float, float* %1052, align 4
-	%1054 = getelementptr float, float* %1001, i64 26
-	%1055 = load float, float* %1054, align 4
-	%1056 = getelementptr float, float* %1001, i64 27
-	%1057 = load float, float* %1056, align 4
-	%1058 = getelementptr float, float* %1001, i64 28
-	%1059 = load float, float* %1058, align 4
-	%1060 = getelementptr float, float* %1001, i64 29
-	%1061 = load float, float* %1060, align 4
-	%1062 = getelementptr float, float* %1001, i64 30
-	%1063 = load float, float* %1062, align 4
-	%1064 = getelementptr float, float* %1001, i64 31
-	%1065 = load float, float* %1064, align 4
-	%1066 = getelementptr float, float* %3, i64 %999
-	%1067 = getelementptr float, float* %1066, i64 0
-	%1068 = load float, float* %1067, align 4
-	%1069 = getelementptr float, float* %1066, i64 1
-	%1070 = load float, float* %1069, align 4
-	%1071 = getelementptr float, float* %1066, i64 2
-	%1072 = load float, float* %1071, align 4
-	%1073 = getelementptr float, float* %1066, i64 3
-	%1074 = load float, float* %1073, align 4
-	%1075 = getelementptr float, float* %1066, i64 4
-	%1076 = load float, float* %1075, align 4
-	%1077 = getelementptr float, float* %1066, i64 5
-	%1078 = load float, float* %1077, align 4
-	%1079 = getelementptr float, float* %1066, i64 6
-	%1080 = load float, float* %1079, align 4
-	%1081 = getelementptr float, float* %1066, i64 7
-	%1082 = load float, float* %1081, align 4
-	%1083 = getelementptr float, float* %1066, i64 8
-	%1084 = load float, float* %1083, align 4
-	%1085 = getelementptr float, float* %1066, i64 9
-	%1086 = load float, float* %1085, align 4
-	%1087 = getelementptr float, float* %1066, i64 10
-	%1088 = load float, float* %1087, align 4
-	%1089 = getelementptr float, float* %1066, i64 11
-	%1090 = load float, float* %1089, align 4
-	%1091 = getelementptr float, float* %1066, i64 12
-	%1092 = load float, float* %1091, align 4
-	%1093 = getelementptr float, float* %1066, i64 13
-	%1094 = load float, float* %1093, align 4
-	%1095 = getelementptr float, float* %1066, i64 14
-	%1096 = load float, float* %1095, align 4
-	%1097 = getelementptr float, float* %1066, i64 15
-	%1098 = load float, float* %1097, align 4
-	%1099 = getelementptr float, float* %1066, i64 16
-	%1100 = load float, float* %1099, align 4
-	%1101 = getelementptr float, float* %1066, i64 17
-	%1102 = load float, float* %1101, align 4
-	%1103 = getelementptr float, float* %1066, i64 18
-	%1104 = load float, float* %1103, align 4
-	%1105 = getelementptr float, float* %1066, i64 19
-	%1106 = load float, float* %1105, align 4
-	%1107 = getelementptr float, float* %1066, i64 20
-	%1108 = load float, float* %1107, align 4
-	%1109 = getelementptr float, float* %1066, i64 21
-	%1110 = load float, float* %1109, align 4
-	%1111 = getelementptr float, float* %1066, i64 22
-	%1112 = load float, float* %1111, align 4
-	%1113 = getelementptr float, float* %1066, i64 23
-	%1114 = load float, float* %1113, align 4
-	%1115 = getelementptr float, float* %1066, i64 24
-	%1116 = load float, float* %1115, align 4
-	%1117 = getelementptr float, float* %1066, i64 25
-	%1118 = load float, float* %1117, align 4
-	%1119 = getelementptr float, float* %1066, i64 26
-	%1120 = load float, float* %1119, align 4
-	%1121 = getelementptr float, float* %1066, i64 27
-	%1122 = load float, float* %1121, align 4
-	%1123 = getelementptr float, float* %1066, i64 28
-	%1124 = load float, float* %1123, align 4
-	%1125 = getelementptr float, float* %1066, i64 29
-	%1126 = load float, float* %1125, align 4
-	%1127 = getelementptr float, float* %1066, i64 30
-	%1128 = load float, float* %1127, align 4
-	%1129 = getelementptr float, float* %1066, i64 31
-	%1130 = load float, float* %1129, align 4
-	%1131 = getelementptr float, float* %5, i64 %999
-	%1132 = getelementptr float, float* %1131, i64 0
-	%1133 = load float, float* %1132, align 4
-	%1134 = getelementptr float, float* %1131, i64 1
-	%1135 = load float, float* %1134, align 4
-	%1136 = getelementptr float, float* %1131, i64 2
-	%1137 = load float, float* %1136, align 4
-	%1138 = getelementptr float, float* %1131, i64 3
-	%1139 = load float, float* %1138, align 4
-	%1140 = getelementptr float, float* %1131, i64 4
-	%1141 = load float, float* %1140, align 4
-	%1142 = getelementptr float, float* %1131, i64 5
-	%1143 = load float, float* %1142, align 4
-	%1144 = getelementptr float, float* %1131, i64 6
-	%1145 = load float, float* %1144, align 4
-	%1146 = getelementptr float, float* %1131, i64 7
-	%1147 = load float, float* %1146, align 4
-	%1148 = getelementptr float, float* %1131, i64 8
-	%1149 = load float, float* %1148, align 4
-	%1150 = getelementptr float, float* %1131, i64 9
-	%1151 = load float, float* %1150, align 4
-	%1152 = getelementptr float, float* %1131, i64 10
-	%1153 = load float, float* %1152, align 4
-	%1154 = getelementptr float, float* %1131, i64 11
-	%1155 = load float, float* %1154, align 4
-	%1156 = getelementptr float, float* %1131, i64 12
-	%1157 = load float, float* %1156, align 4
-	%1158 = getelementptr float, float* %1131, i64 13
-	%1159 = load float, float* %1158, align 4
-	%1160 = getelementptr float, float* %1131, i64 14
-	%1161 = load float, float* %1160, align 4
-	%1162 = getelementptr float, float* %1131, i64 15
-	%1163 = load float, float* %1162, align 4
-	%1164 = getelementptr float, float* %1131, i64 16
-	%1165 = load float, float* %1164, align 4
-	%1166 = getelementptr float, float* %1131, i64 17
+	%1161 = mul i64 %1159, 8
+	%1162 = shl i64 %1161, 2
+	%1163 = add i64 %59, %1162
+	%1164 = add i64 %63, %1161
+	%1165 = getelementptr float, float* %1, i64 %1163
+	%1166 = getelementptr float, float* %1165, i64 0
 	%1167 = load float, float* %1166, align 4
-	%1168 = getelementptr float, float* %1131, i64 18
+	%1168 = getelementptr float, float* %1165, i64 1
 	%1169 = load float, float* %1168, align 4
-	%1170 = getelementptr float, float* %1131, i64 19
+	%1170 = getelementptr float, float* %1165, i64 2
 	%1171 = load float, float* %1170, align 4
-	%1172 = getelementptr float, float* %1131, i64 20
+	%1172 = getelementptr float, float* %1165, i64 3
 	%1173 = load float, float* %1172, align 4
-	%1174 = getelementptr float, float* %1131, i64 21
+	%1174 = getelementptr float, float* %1165, i64 4
 	%1175 = load float, float* %1174, align 4
-	%1176 = getelementptr float, float* %1131, i64 22
+	%1176 = getelementptr float, float* %1165, i64 5
 	%1177 = load float, float* %1176, align 4
-	%1178 = getelementptr float, float* %1131, i64 23
+	%1178 = getelementptr float, float* %1165, i64 6
 	%1179 = load float, float* %1178, align 4
-	%1180 = getelementptr float, float* %1131, i64 24
+	%1180 = getelementptr float, float* %1165, i64 7
 	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1131, i64 25
+	%1182 = getelementptr float, float* %1165, i64 8
 	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1131, i64 26
+	%1184 = getelementptr float, float* %1165, i64 9
 	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1131, i64 27
+	%1186 = getelementptr float, float* %1165, i64 10
 	%1187 = load float, float* %1186, align 4
-	%1188 = getelementptr float, float* %1131, i64 28
+	%1188 = getelementptr float, float* %1165, i64 11
 	%1189 = load float, float* %1188, align 4
-	%1190 = getelementptr float, float* %1131, i64 29
+	%1190 = getelementptr float, float* %1165, i64 12
 	%1191 = load float, float* %1190, align 4
-	%1192 = getelementptr float, float* %1131, i64 30
+	%1192 = getelementptr float, float* %1165, i64 13
 	%1193 = load float, float* %1192, align 4
-	%1194 = getelementptr float, float* %1131, i64 31
+	%1194 = getelementptr float, float* %1165, i64 14
 	%1195 = load float, float* %1194, align 4
-	%1196 = getelementptr float, float* %7, i64 %999
-	%1197 = getelementptr float, float* %1196, i64 0
-	%1198 = load float, float* %1197, align 4
-	%1199 = getelementptr float, float* %1196, i64 1
-	%1200 = load float, float* %1199, align 4
-	%1201 = getelementptr float, float* %1196, i64 2
-	%1202 = load float, float* %1201, align 4
-	%1203 = getelementptr float, float* %1196, i64 3
-	%1204 = load float, float* %1203, align 4
-	%1205 = getelementptr float, float* %1196, i64 4
-	%1206 = load float, float* %1205, align 4
-	%1207 = getelementptr float, float* %1196, i64 5
-	%1208 = load float, float* %1207, align 4
-	%1209 = getelementptr float, float* %1196, i64 6
-	%1210 = load float, float* %1209, align 4
-	%1211 = getelementptr float, float* %1196, i64 7
-	%1212 = load float, float* %1211, align 4
-	%1213 = getelementptr float, float* %1196, i64 8
-	%1214 = load float, float* %1213, align 4
-	%1215 = getelementptr float, float* %1196, i64 9
-	%1216 = load float, float* %1215, align 4
-	%1217 = getelementptr float, float* %1196, i64 10
-	%1218 = load float, float* %1217, align 4
-	%1219 = getelementptr float, float* %1196, i64 11
-	%1220 = load float, float* %1219, align 4
-	%1221 = getelementptr float, float* %1196, i64 12
-	%1222 = load float, float* %1221, align 4
-	%1223 = getelementptr float, float* %1196, i64 13
-	%1224 = load float, float* %1223, align 4
-	%1225 = getelementptr float, float* %1196, i64 14
-	%1226 = load float, float* %1225, align 4
-	%1227 = getelementptr float, float* %1196, i64 15
-	%1228 = load float, float* %1227, align 4
-	%1229 = getelementptr float, float* %1196, i64 16
-	%1230 = load float, float* %1229, align 4
-	%1231 = getelementptr float, float* %1196, i64 17
+	%1196 = getelementptr float, float* %1165, i64 15
+	%1197 = load float, float* %1196, align 4
+	%1198 = getelementptr float, float* %1165, i64 16
+	%1199 = load float, float* %1198, align 4
+	%1200 = getelementptr float, float* %1165, i64 17
+	%1201 = load float, float* %1200, align 4
+	%1202 = getelementptr float, float* %1165, i64 18
+	%1203 = load float, float* %1202, align 4
+	%1204 = getelementptr float, float* %1165, i64 19
+	%1205 = load float, float* %1204, align 4
+	%1206 = getelementptr float, float* %1165, i64 20
+	%1207 = load float, float* %1206, align 4
+	%1208 = getelementptr float, float* %1165, i64 21
+	%1209 = load float, float* %1208, align 4
+	%1210 = getelementptr float, float* %1165, i64 22
+	%1211 = load float, float* %1210, align 4
+	%1212 = getelementptr float, float* %1165, i64 23
+	%1213 = load float, float* %1212, align 4
+	%1214 = getelementptr float, float* %1165, i64 24
+	%1215 = load float, float* %1214, align 4
+	%1216 = getelementptr float, float* %1165, i64 25
+	%1217 = load float, float* %1216, align 4
+	%1218 = getelementptr float, float* %1165, i64 26
+	%1219 = load float, float* %1218, align 4
+	%1220 = getelementptr float, float* %1165, i64 27
+	%1221 = load float, float* %1220, align 4
+	%1222 = getelementptr float, float* %1165, i64 28
+	%1223 = load float, float* %1222, align 4
+	%1224 = getelementptr float, float* %1165, i64 29
+	%1225 = load float, float* %1224, align 4
+	%1226 = getelementptr float, float* %1165, i64 30
+	%1227 = load float, float* %1226, align 4
+	%1228 = getelementptr float, float* %1165, i64 31
+	%1229 = load float, float* %1228, align 4
+	%1230 = getelementptr float, float* %3, i64 %1163
+	%1231 = getelementptr float, float* %1230, i64 0
 	%1232 = load float, float* %1231, align 4
-	%1233 = getelementptr float, float* %1196, i64 18
+	%1233 = getelementptr float, float* %1230, i64 1
 	%1234 = load float, float* %1233, align 4
-	%1235 = getelementptr float, float* %1196, i64 19
+	%1235 = getelementptr float, float* %1230, i64 2
 	%1236 = load float, float* %1235, align 4
-	%1237 = getelementptr float, float* %1196, i64 20
+	%1237 = getelementptr float, float* %1230, i64 3
 	%1238 = load float, float* %1237, align 4
-	%1239 = getelementptr float, float* %1196, i64 21
+	%1239 = getelementptr float, float* %1230, i64 4
 	%1240 = load float, float* %1239, align 4
-	%1241 = getelementptr float, float* %1196, i64 22
+	%1241 = getelementptr float, float* %1230, i64 5
 	%1242 = load float, float* %1241, align 4
-	%1243 = getelementptr float, float* %1196, i64 23
+	%1243 = getelementptr float, float* %1230, i64 6
 	%1244 = load float, float* %1243, align 4
-	%1245 = getelementptr float, float* %1196, i64 24
+	%1245 = getelementptr float, float* %1230, i64 7
 	%1246 = load float, float* %1245, align 4
-	%1247 = getelementptr float, float* %1196, i64 25
+	%1247 = getelementptr float, float* %1230, i64 8
 	%1248 = load float, float* %1247, align 4
-	%1249 = getelementptr float, float* %1196, i64 26
+	%1249 = getelementptr float, float* %1230, i64 9
 	%1250 = load float, float* %1249, align 4
-	%1251 = getelementptr float, float* %1196, i64 27
+	%1251 = getelementptr float, float* %1230, i64 10
 	%1252 = load float, float* %1251, align 4
-	%1253 = getelementptr float, float* %1196, i64 28
+	%1253 = getelementptr float, float* %1230, i64 11
 	%1254 = load float, float* %1253, align 4
-	%1255 = getelementptr float, float* %1196, i64 29
+	%1255 = getelementptr float, float* %1230, i64 12
 	%1256 = load float, float* %1255, align 4
-	%1257 = getelementptr float, float* %1196, i64 30
+	%1257 = getelementptr float, float* %1230, i64 13
 	%1258 = load float, float* %1257, align 4
-	%1259 = getelementptr float, float* %1196, i64 31
+	%1259 = getelementptr float, float* %1230, i64 14
 	%1260 = load float, float* %1259, align 4
-	%1261 = getelementptr float, float* %9, i64 %999
-	%1262 = getelementptr float, float* %1261, i64 0
-	%1263 = load float, float* %1262, align 4
-	%1264 = getelementptr float, float* %1261, i64 1
-	%1265 = load float, float* %1264, align 4
-	%1266 = getelementptr float, float* %1261, i64 2
-	%1267 = load float, float* %1266, align 4
-	%1268 = getelementptr float, float* %1261, i64 3
-	%1269 = load float, float* %1268, align 4
-	%1270 = getelementptr float, float* %1261, i64 4
-	%1271 = load float, float* %1270, align 4
-	%1272 = getelementptr float, float* %1261, i64 5
-	%1273 = load float, float* %1272, align 4
-	%1274 = getelementptr float, float* %1261, i64 6
-	%1275 = load float, float* %1274, align 4
-	%1276 = getelementptr float, float* %1261, i64 7
-	%1277 = load float, float* %1276, align 4
-	%1278 = getelementptr float, float* %1261, i64 8
-	%1279 = load float, float* %1278, align 4
-	%1280 = getelementptr float, float* %1261, i64 9
-	%1281 = load float, float* %1280, align 4
-	%1282 = getelementptr float, float* %1261, i64 10
-	%1283 = load float, float* %1282, align 4
-	%1284 = getelementptr float, float* %1261, i64 11
-	%1285 = load float, float* %1284, align 4
-	%1286 = getelementptr float, float* %1261, i64 12
-	%1287 = load float, float* %1286, align 4
-	%1288 = getelementptr float, float* %1261, i64 13
-	%1289 = load float, float* %1288, align 4
-	%1290 = getelementptr float, float* %1261, i64 14
-	%1291 = load float, float* %1290, align 4
-	%1292 = getelementptr float, float* %1261, i64 15
-	%1293 = load float, float* %1292, align 4
-	%1294 = getelementptr float, float* %1261, i64 16
-	%1295 = load float, float* %1294, align 4
-	%1296 = getelementptr float, float* %1261, i64 17
+	%1261 = getelementptr float, float* %1230, i64 15
+	%1262 = load float, float* %1261, align 4
+	%1263 = getelementptr float, float* %1230, i64 16
+	%1264 = load float, float* %1263, align 4
+	%1265 = getelementptr float, float* %1230, i64 17
+	%1266 = load float, float* %1265, align 4
+	%1267 = getelementptr float, float* %1230, i64 18
+	%1268 = load float, float* %1267, align 4
+	%1269 = getelementptr float, float* %1230, i64 19
+	%1270 = load float, float* %1269, align 4
+	%1271 = getelementptr float, float* %1230, i64 20
+	%1272 = load float, float* %1271, align 4
+	%1273 = getelementptr float, float* %1230, i64 21
+	%1274 = load float, float* %1273, align 4
+	%1275 = getelementptr float, float* %1230, i64 22
+	%1276 = load float, float* %1275, align 4
+	%1277 = getelementptr float, float* %1230, i64 23
+	%1278 = load float, float* %1277, align 4
+	%1279 = getelementptr float, float* %1230, i64 24
+	%1280 = load float, float* %1279, align 4
+	%1281 = getelementptr float, float* %1230, i64 25
+	%1282 = load float, float* %1281, align 4
+	%1283 = getelementptr float, float* %1230, i64 26
+	%1284 = load float, float* %1283, align 4
+	%1285 = getelementptr float, float* %1230, i64 27
+	%1286 = load float, float* %1285, align 4
+	%1287 = getelementptr float, float* %1230, i64 28
+	%1288 = load float, float* %1287, align 4
+	%1289 = getelementptr float, float* %1230, i64 29
+	%1290 = load float, float* %1289, align 4
+	%1291 = getelementptr float, float* %1230, i64 30
+	%1292 = load float, float* %1291, align 4
+	%1293 = getelementptr float, float* %1230, i64 31
+	%1294 = load float, float* %1293, align 4
+	%1295 = getelementptr float, float* %5, i64 %1163
+	%1296 = getelementptr float, float* %1295, i64 0
 	%1297 = load float, float* %1296, align 4
-	%1298 = getelementptr float, float* %1261, i64 18
+	%1298 = getelementptr float, float* %1295, i64 1
 	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %1261, i64 19
+	%1300 = getelementptr float, float* %1295, i64 2
 	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %1261, i64 20
+	%1302 = getelementptr float, float* %1295, i64 3
 	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %1261, i64 21
+	%1304 = getelementptr float, float* %1295, i64 4
 	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %1261, i64 22
+	%1306 = getelementptr float, float* %1295, i64 5
 	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %1261, i64 23
+	%1308 = getelementptr float, float* %1295, i64 6
 	%1309 = load float, float* %1308, align 4
-	%1310 = getelementptr float, float* %1261, i64 24
+	%1310 = getelementptr float, float* %1295, i64 7
 	%1311 = load float, float* %1310, align 4
-	%1312 = getelementptr float, float* %1261, i64 25
+	%1312 = getelementptr float, float* %1295, i64 8
 	%1313 = load float, float* %1312, align 4
-	%1314 = getelementptr float, float* %1261, i64 26
+	%1314 = getelementptr float, float* %1295, i64 9
 	%1315 = load float, float* %1314, align 4
-	%1316 = getelementptr float, float* %1261, i64 27
+	%1316 = getelementptr float, float* %1295, i64 10
 	%1317 = load float, float* %1316, align 4
-	%1318 = getelementptr float, float* %1261, i64 28
+	%1318 = getelementptr float, float* %1295, i64 11
 	%1319 = load float, float* %1318, align 4
-	%1320 = getelementptr float, float* %1261, i64 29
+	%1320 = getelementptr float, float* %1295, i64 12
 	%1321 = load float, float* %1320, align 4
-	%1322 = getelementptr float, float* %1261, i64 30
+	%1322 = getelementptr float, float* %1295, i64 13
 	%1323 = load float, float* %1322, align 4
-	%1324 = getelementptr float, float* %1261, i64 31
+	%1324 = getelementptr float, float* %1295, i64 14
 	%1325 = load float, float* %1324, align 4
-	%1326 = call { float, float, float, float } @disk_body(float %1003, float %1068, float %1133, float %1198, float %1263, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1327 = extractvalue { float, float, float, float } %1326, 0
-	%1328 = extractvalue { float, float, float, float } %1326, 1
-	%1329 = extractvalue { float, float, float, float } %1326, 2
-	%1330 = extractvalue { float, float, float, float } %1326, 3
-	%1331 = call { float, float, float, float } @disk_body(float %1005, float %1070, float %1135, float %1200, float %1265, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1332 = extractvalue { float, float, float, float } %1331, 0
-	%1333 = extractvalue { float, float, float, float } %1331, 1
-	%1334 = extractvalue { float, float, float, float } %1331, 2
-	%1335 = extractvalue { float, float, float, float } %1331, 3
-	%1336 = call { float, float, float, float } @disk_body(float %1007, float %1072, float %1137, float %1202, float %1267, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1337 = extractvalue { float, float, float, float } %1336, 0
-	%1338 = extractvalue { float, float, float, float } %1336, 1
-	%1339 = extractvalue { float, float, float, float } %1336, 2
-	%1340 = extractvalue { float, float, float, float } %1336, 3
-	%1341 = call { float, float, float, float } @disk_body(float %1009, float %1074, float %1139, float %1204, float %1269, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1342 = extractvalue { float, float, float, float } %1341, 0
-	%1343 = extractvalue { float, float, float, float } %1341, 1
-	%1344 = extractvalue { float, float, float, float } %1341, 2
-	%1345 = extractvalue { float, float, float, float } %1341, 3
-	%1346 = call { float, float, float, float } @disk_body(float %1011, float %1076, float %1141, float %1206, float %1271, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1347 = extractvalue { float, float, float, float } %1346, 0
-	%1348 = extractvalue { float, float, float, float } %1346, 1
-	%1349 = extractvalue { float, float, float, float } %1346, 2
-	%1350 = extractvalue { float, float, float, float } %1346, 3
-	%1351 = call { float, float, float, float } @disk_body(float %1013, float %1078, float %1143, float %1208, float %1273, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1352 = extractvalue { float, float, float, float } %1351, 0
-	%1353 = extractvalue { float, float, float, float } %1351, 1
-	%1354 = extractvalue { float, float, float, float } %1351, 2
-	%1355 = extractvalue { float, float, float, float } %1351, 3
-	%1356 = call { float, float, float, float } @disk_body(float %1015, float %1080, float %1145, float %1210, float %1275, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1357 = extractvalue { float, float, float, float } %1356, 0
-	%1358 = extractvalue { float, float, float, float } %1356, 1
-	%1359 = extractvalue { float, float, float, float } %1356, 2
-	%1360 = extractvalue { float, float, float, float } %1356, 3
-	%1361 = call { float, float, float, float } @disk_body(float %1017, float %1082, float %1147, float %1212, float %1277, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1362 = extractvalue { float, float, float, float } %1361, 0
-	%1363 = extractvalue { float, float, float, float } %1361, 1
-	%1364 = extractvalue { float, float, float, float } %1361, 2
-	%1365 = extractvalue { float, float, float, float } %1361, 3
-	%1366 = call { float, float, float, float } @disk_body(float %1019, float %1084, float %1149, float %1214, float %1279, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1367 = extractvalue { float, float, float, float } %1366, 0
-	%1368 = extractvalue { float, float, float, float } %1366, 1
-	%1369 = extractvalue { float, float, float, float } %1366, 2
-	%1370 = extractvalue { float, float, float, float } %1366, 3
-	%1371 = call { float, float, float, float } @disk_body(float %1021, float %1086, float %1151, float %1216, float %1281, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1372 = extractvalue { float, float, float, float } %1371, 0
-	%1373 = extractvalue { float, float, float, float } %1371, 1
-	%1374 = extractvalue { float, float, float, float } %1371, 2
-	%1375 = extractvalue { float, float, float, float } %1371, 3
-	%1376 = call { float, float, float, float } @disk_body(float %1023, float %1088, float %1153, float %1218, float %1283, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1377 = extractvalue { float, float, float, float } %1376, 0
-	%1378 = extractvalue { float, float, float, float } %1376, 1
-	%1379 = extractvalue { float, float, float, float } %1376, 2
-	%1380 = extractvalue { float, float, float, float } %1376, 3
-	%1381 = call { float, float, float, float } @disk_body(float %1025, float %1090, float %1155, float %1220, float %1285, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1382 = extractvalue { float, float, float, float } %1381, 0
-	%1383 = extractvalue { float, float, float, float } %1381, 1
-	%1384 = extractvalue { float, float, float, float } %1381, 2
-	%1385 = extractvalue { float, float, float, float } %1381, 3
-	%1386 = call { float, float, float, float } @disk_body(float %1027, float %1092, float %1157, float %1222, float %1287, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1387 = extractvalue { float, float, float, float } %1386, 0
-	%1388 = extractvalue { float, float, float, float } %1386, 1
-	%1389 = extractvalue { float, float, float, float } %1386, 2
-	%1390 = extractvalue { float, float, float, float } %1386, 3
-	%1391 = call { float, float, float, float } @disk_body(float %1029, float %1094, float %1159, float %1224, float %1289, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1392 = extractvalue { float, float, float, float } %1391, 0
-	%1393 = extractvalue { float, float, float, float } %1391, 1
-	%1394 = extractvalue { float, float, float, float } %1391, 2
-	%1395 = extractvalue { float, float, float, float } %1391, 3
-	%1396 = call { float, float, float, float } @disk_body(float %1031, float %1096, float %1161, float %1226, float %1291, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1397 = extractvalue { float, float, float, float } %1396, 0
-	%1398 = extractvalue { float, float, float, float } %1396, 1
-	%1399 = extractvalue { float, float, float, float } %1396, 2
-	%1400 = extractvalue { float, float, float, float } %1396, 3
-	%1401 = call { float, float, float, float } @disk_body(float %1033, float %1098, float %1163, float %1228, float %1293, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1402 = extractvalue { float, float, float, float } %1401, 0
-	%1403 = extractvalue { float, float, float, float } %1401, 1
-	%1404 = extractvalue { float, float, float, float } %1401, 2
-	%1405 = extractvalue { float, float, float, float } %1401, 3
-	%1406 = call { float, float, float, float } @disk_body(float %1035, float %1100, float %1165, float %1230, float %1295, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1407 = extractvalue { float, float, float, float } %1406, 0
-	%1408 = extractvalue { float, float, float, float } %1406, 1
-	%1409 = extractvalue { float, float, float, float } %1406, 2
-	%1410 = extractvalue { float, float, float, float } %1406, 3
-	%1411 = call { float, float, float, float } @disk_body(float %1037, float %1102, float %1167, float %1232, float %1297, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1412 = extractvalue { float, float, float, float } %1411, 0
-	%1413 = extractvalue { float, float, float, float } %1411, 1
-	%1414 = extractvalue { float, float, float, float } %1411, 2
-	%1415 = extractvalue { float, float, float, float } %1411, 3
-	%1416 = call { float, float, float, float } @disk_body(float %1039, float %1104, float %1169, float %1234, float %1299, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1417 = extractvalue { float, float, float, float } %1416, 0
-	%1418 = extractvalue { float, float, float, float } %1416, 1
-	%1419 = extractvalue { float, float, float, float } %1416, 2
-	%1420 = extractvalue { float, float, float, float } %1416, 3
-	%1421 = call { float, float, float, float } @disk_body(float %1041, float %1106, float %1171, float %1236, float %1301, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1422 = extractvalue { float, float, float, float } %1421, 0
-	%1423 = extractvalue { float, float, float, float } %1421, 1
-	%1424 = extractvalue { float, float, float, float } %1421, 2
-	%1425 = extractvalue { float, float, float, float } %1421, 3
-	%1426 = call { float, float, float, float } @disk_body(float %1043, float %1108, float %1173, float %1238, float %1303, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1427 = extractvalue { float, float, float, float } %1426, 0
-	%1428 = extractvalue { float, float, float, float } %1426, 1
-	%1429 = extractvalue { float, float, float, float } %1426, 2
-	%1430 = extractvalue { float, float, float, float } %1426, 3
-	%1431 = call { float, float, float, float } @disk_body(float %1045, float %1110, float %1175, float %1240, float %1305, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1432 = extractvalue { float, float, float, float } %1431, 0
-	%1433 = extractvalue { float, float, float, float } %1431, 1
-	%1434 = extractvalue { float, float, float, float } %1431, 2
-	%1435 = extractvalue { float, float, float, float } %1431, 3
-	%1436 = call { float, float, float, float } @disk_body(float %1047, float %1112, float %1177, float %1242, float %1307, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1437 = extractvalue { float, float, float, float } %1436, 0
-	%1438 = extractvalue { float, float, float, float } %1436, 1
-	%1439 = extractvalue { float, float, float, float } %1436, 2
-	%1440 = extractvalue { float, float, float, float } %1436, 3
-	%1441 = call { float, float, float, float } @disk_body(float %1049, float %1114, float %1179, float %1244, float %1309, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1442 = extractvalue { float, float, float, float } %1441, 0
-	%1443 = extractvalue { float, float, float, float } %1441, 1
-	%1444 = extractvalue { float, float, float, float } %1441, 2
-	%1445 = extractvalue { float, float, float, float } %1441, 3
-	%1446 = call { float, float, float, float } @disk_body(float %1051, float %1116, float %1181, float %1246, float %1311, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1447 = extractvalue { float, float, float, float } %1446, 0
-	%1448 = extractvalue { float, float, float, float } %1446, 1
-	%1449 = extractvalue { float, float, float, float } %1446, 2
-	%1450 = extractvalue { float, float, float, float } %1446, 3
-	%1451 = call { float, float, float, float } @disk_body(float %1053, float %1118, float %1183, float %1248, float %1313, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1452 = extractvalue { float, float, float, float } %1451, 0
-	%1453 = extractvalue { float, float, float, float } %1451, 1
-	%1454 = extractvalue { float, float, float, float } %1451, 2
-	%1455 = extractvalue { float, float, float, float } %1451, 3
-	%1456 = call { float, float, float, float } @disk_body(float %1055, float %1120, float %1185, float %1250, float %1315, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1457 = extractvalue { float, float, float, float } %1456, 0
-	%1458 = extractvalue { float, float, float, float } %1456, 1
-	%1459 = extractvalue { float, float, float, float } %1456, 2
-	%1460 = extractvalue { float, float, float, float } %1456, 3
-	%1461 = call { float, float, float, float } @disk_body(float %1057, float %1122, float %1187, float %1252, float %1317, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1462 = extractvalue { float, float, float, float } %1461, 0
-	%1463 = extractvalue { float, float, float, float } %1461, 1
-	%1464 = extractvalue { float, float, float, float } %1461, 2
-	%1465 = extractvalue { float, float, float, float } %1461, 3
-	%1466 = call { float, float, float, float } @disk_body(float %1059, float %1124, float %1189, float %1254, float %1319, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1467 = extractvalue { float, float, float, float } %1466, 0
-	%1468 = extractvalue { float, float, float, float } %1466, 1
-	%1469 = extractvalue { float, float, float, float } %1466, 2
-	%1470 = extractvalue { float, float, float, float } %1466, 3
-	%1471 = call { float, float, float, float } @disk_body(float %1061, float %1126, float %1191, float %1256, float %1321, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1472 = extractvalue { float, float, float, float } %1471, 0
-	%1473 = extractvalue { float, float, float, float } %1471, 1
-	%1474 = extractvalue { float, float, float, float } %1471, 2
-	%1475 = extractvalue { float, float, float, float } %1471, 3
-	%1476 = call { float, float, float, float } @disk_body(float %1063, float %1128, float %1193, float %1258, float %1323, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1477 = extractvalue { float, float, float, float } %1476, 0
-	%1478 = extractvalue { float, float, float, float } %1476, 1
-	%1479 = extractvalue { float, float, float, float } %1476, 2
-	%1480 = extractvalue { float, float, float, float } %1476, 3
-	%1481 = call { float, float, float, float } @disk_body(float %1065, float %1130, float %1195, float %1260, float %1325, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1482 = extractvalue { float, float, float, float } %1481, 0
-	%1483 = extractvalue { float, float, float, float } %1481, 1
-	%1484 = extractvalue { float, float, float, float } %1481, 2
-	%1485 = extractvalue { float, float, float, float } %1481, 3
-	%1486 = getelementptr float, float* %5, i64 %999
-	%1487 = getelementptr float, float* %1486, i64 0
-	store float %1327, float* %1487, align 4
-	%1488 = getelementptr float, float* %1486, i64 1
-	store float %1332, float* %1488, align 4
-	%1489 = getelementptr float, float* %1486, i64 2
-	store float %1337, float* %1489, align 4
-	%1490 = getelementptr float, float* %1486, i64 3
-	store float %1342, float* %1490, align 4
-	%1491 = getelementptr float, float* %1486, i64 4
-	store float %1347, float* %1491, align 4
-	%1492 = getelementptr float, float* %1486, i64 5
-	store float %1352, float* %1492, align 4
-	%1493 = getelementptr float, float* %1486, i64 6
-	store float %1357, float* %1493, align 4
-	%1494 = getelementptr float, float* %1486, i64 7
-	store float %1362, float* %1494, align 4
-	%1495 = getelementptr float, float* %1486, i64 8
-	store float %1367, float* %1495, align 4
-	%1496 = getelementptr float, float* %1486, i64 9
-	store float %1372, float* %1496, align 4
-	%1497 = getelementptr float, float* %1486, i64 10
-	store float %1377, float* %1497, align 4
-	%1498 = getelementptr float, float* %1486, i64 11
-	store float %1382, float* %1498, align 4
-	%1499 = getelementptr float, float* %1486, i64 12
-	store float %1387, float* %1499, align 4
-	%1500 = getelementptr float, float* %1486, i64 13
-	store float %1392, float* %1500, align 4
-	%1501 = getelementptr float, float* %1486, i64 14
-	store float %1397, float* %1501, align 4
-	%1502 = getelementptr float, float* %1486, i64 15
-	store float %1402, float* %1502, align 4
-	%1503 = getelementptr float, float* %1486, i64 16
-	store float %1407, float* %1503, align 4
-	%1504 = getelementptr float, float* %1486, i64 17
-	store float %1412, float* %1504, align 4
-	%1505 = getelementptr float, float* %1486, i64 18
-	store float %1417, float* %1505, align 4
-	%1506 = getelementptr float, float* %1486, i64 19
-	store float %1422, float* %1506, align 4
-	%1507 = getelementptr float, float* %1486, i64 20
-	store float %1427, float* %1507, align 4
-	%1508 = getelementptr float, float* %1486, i64 21
-	store float %1432, float* %1508, align 4
-	%1509 = getelementptr float, float* %1486, i64 22
-	store float %1437, float* %1509, align 4
-	%1510 = getelementptr float, float* %1486, i64 23
-	store float %1442, float* %1510, align 4
-	%1511 = getelementptr float, float* %1486, i64 24
-	store float %1447, float* %1511, align 4
-	%1512 = getelementptr float, float* %1486, i64 25
-	store float %1452, float* %1512, align 4
-	%1513 = getelementptr float, float* %1486, i64 26
-	store float %1457, float* %1513, align 4
-	%1514 = getelementptr float, float* %1486, i64 27
-	store float %1462, float* %1514, align 4
-	%1515 = getelementptr float, float* %1486, i64 28
-	store float %1467, float* %1515, align 4
-	%1516 = getelementptr float, float* %1486, i64 29
-	store float %1472, float* %1516, align 4
-	%1517 = getelementptr float, float* %1486, i64 30
-	store float %1477, float* %1517, align 4
-	%1518 = getelementptr float, float* %1486, i64 31
-	store float %1482, float* %1518, align 4
-	%1519 = getelementptr float, float* %7, i64 %999
-	%1520 = getelementptr float, float* %1519, i64 0
-	store float %1328, float* %1520, align 4
-	%1521 = getelementptr float, float* %1519, i64 1
-	store float %1333, float* %1521, align 4
-	%1522 = getelementptr float, float* %1519, i64 2
-	store float %1338, float* %1522, align 4
-	%1523 = getelementptr float, float* %1519, i64 3
-	store float %1343, float* %1523, align 4
-	%1524 = getelementptr float, float* %1519, i64 4
-	store float %1348, float* %1524, align 4
-	%1525 = getelementptr float, float* %1519, i64 5
-	store float %1353, float* %1525, align 4
-	%1526 = getelementptr float, float* %1519, i64 6
-	store float %1358, float* %1526, align 4
-	%1527 = getelementptr float, float* %1519, i64 7
-	store float %1363, float* %1527, align 4
-	%1528 = getelementptr float, float* %1519, i64 8
-	store float %1368, float* %1528, align 4
-	%1529 = getelementptr float, float* %1519, i64 9
-	store float %1373, float* %1529, align 4
-	%1530 = getelementptr float, float* %1519, i64 10
-	store float %1378, float* %1530, align 4
-	%1531 = getelementptr float, float* %1519, i64 11
-	store float %1383, float* %1531, align 4
-	%1532 = getelementptr float, float* %1519, i64 12
-	store float %1388, float* %1532, align 4
-	%1533 = getelementptr float, float* %1519, i64 13
-	store float %1393, float* %1533, align 4
-	%1534 = getelementptr float, float* %1519, i64 14
-	store float %1398, float* %1534, align 4
-	%1535 = getelementptr float, float* %1519, i64 15
-	store float %1403, float* %1535, align 4
-	%1536 = getelementptr float, float* %1519, i64 16
-	store float %1408, float* %1536, align 4
-	%1537 = getelementptr float, float* %1519, i64 17
-	store float %1413, float* %1537, align 4
-	%1538 = getelementptr float, float* %1519, i64 18
-	store float %1418, float* %1538, align 4
-	%1539 = getelementptr float, float* %1519, i64 19
-	store float %1423, float* %1539, align 4
-	%1540 = getelementptr float, float* %1519, i64 20
-	store float %1428, float* %1540, align 4
-	%1541 = getelementptr float, float* %1519, i64 21
-	store float %1433, float* %1541, align 4
-	%1542 = getelementptr float, float* %1519, i64 22
-	store float %1438, float* %1542, align 4
-	%1543 = getelementptr float, float* %1519, i64 23
-	store float %1443, float* %1543, align 4
-	%1544 = getelementptr float, float* %1519, i64 24
-	store float %1448, float* %1544, align 4
-	%1545 = getelementptr float, float* %1519, i64 25
-	store float %1453, float* %1545, align 4
-	%1546 = getelementptr float, float* %1519, i64 26
-	store float %1458, float* %1546, align 4
-	%1547 = getelementptr float, float* %1519, i64 27
-	store float %1463, float* %1547, align 4
-	%1548 = getelementptr float, float* %1519, i64 28
-	store float %1468, float* %1548, align 4
-	%1549 = getelementptr float, float* %1519, i64 29
-	store float %1473, float* %1549, align 4
-	%1550 = getelementptr float, float* %1519, i64 30
-	store float %1478, float* %1550, align 4
-	%1551 = getelementptr float, float* %1519, i64 31
-	store float %1483, float* %1551, align 4
-	%1552 = getelementptr float, float* %9, i64 %999
-	%1553 = getelementptr float, float* %1552, i64 0
-	store float %1329, float* %1553, align 4
-	%1554 = getelementptr float, float* %1552, i64 1
-	store float %1334, float* %1554, align 4
-	%1555 = getelementptr float, float* %1552, i64 2
-	store float %1339, float* %1555, align 4
-	%1556 = getelementptr float, float* %1552, i64 3
-	store float %1344, float* %1556, align 4
-	%1557 = getelementptr float, float* %1552, i64 4
-	store float %1349, float* %1557, align 4
-	%1558 = getelementptr float, float* %1552, i64 5
-	store float %1354, float* %1558, align 4
-	%1559 = getelementptr float, float* %1552, i64 6
-	store float %1359, float* %1559, align 4
-	%1560 = getelementptr float, float* %1552, i64 7
-	store float %1364, float* %1560, align 4
-	%1561 = getelementptr float, float* %1552, i64 8
-	store float %1369, float* %1561, align 4
-	%1562 = getelementptr float, float* %1552, i64 9
-	store float %1374, float* %1562, align 4
-	%1563 = getelementptr float, float* %1552, i64 10
-	store float %1379, float* %1563, align 4
-	%1564 = getelementptr float, float* %1552, i64 11
-	store float %1384, float* %1564, align 4
-	%1565 = getelementptr float, float* %1552, i64 12
-	store float %1389, float* %1565, align 4
-	%1566 = getelementptr float, float* %1552, i64 13
-	store float %1394, float* %1566, align 4
-	%1567 = getelementptr float, float* %1552, i64 14
-	store float %1399, float* %1567, align 4
-	%1568 = getelementptr float, float* %1552, i64 15
-	store float %1404, float* %1568, align 4
-	%1569 = getelementptr float, float* %1552, i64 16
-	store float %1409, float* %1569, align 4
-	%1570 = getelementptr float, float* %1552, i64 17
-	store float %1414, float* %1570, align 4
-	%1571 = getelementptr float, float* %1552, i64 18
-	store float %1419, float* %1571, align 4
-	%1572 = getelementptr float, float* %1552, i64 19
-	store float %1424, float* %1572, align 4
-	%1573 = getelementptr float, float* %1552, i64 20
-	store float %1429, float* %1573, align 4
-	%1574 = getelementptr float, float* %1552, i64 21
-	store float %1434, float* %1574, align 4
-	%1575 = getelementptr float, float* %1552, i64 22
-	store float %1439, float* %1575, align 4
-	%1576 = getelementptr float, float* %1552, i64 23
-	store float %1444, float* %1576, align 4
-	%1577 = getelementptr float, float* %1552, i64 24
-	store float %1449, float* %1577, align 4
-	%1578 = getelementptr float, float* %1552, i64 25
-	store float %1454, float* %1578, align 4
-	%1579 = getelementptr float, float* %1552, i64 26
-	store float %1459, float* %1579, align 4
-	%1580 = getelementptr float, float* %1552, i64 27
-	store float %1464, float* %1580, align 4
-	%1581 = getelementptr float, float* %1552, i64 28
-	store float %1469, float* %1581, align 4
-	%1582 = getelementptr float, float* %1552, i64 29
-	store float %1474, float* %1582, align 4
-	%1583 = getelementptr float, float* %1552, i64 30
-	store float %1479, float* %1583, align 4
-	%1584 = getelementptr float, float* %1552, i64 31
-	store float %1484, float* %1584, align 4
-	%1585 = getelementptr float, float* %1, i64 %999
-	%1586 = getelementptr float, float* %1585, i64 0
-	store float %1330, float* %1586, align 4
-	%1587 = getelementptr float, float* %1585, i64 1
-	store float %1335, float* %1587, align 4
-	%1588 = getelementptr float, float* %1585, i64 2
-	store float %1340, float* %1588, align 4
-	%1589 = getelementptr float, float* %1585, i64 3
-	store float %1345, float* %1589, align 4
-	%1590 = getelementptr float, float* %1585, i64 4
-	store float %1350, float* %1590, align 4
-	%1591 = getelementptr float, float* %1585, i64 5
-	store float %1355, float* %1591, align 4
-	%1592 = getelementptr float, float* %1585, i64 6
-	store float %1360, float* %1592, align 4
-	%1593 = getelementptr float, float* %1585, i64 7
-	store float %1365, float* %1593, align 4
-	%1594 = getelementptr float, float* %1585, i64 8
-	store float %1370, float* %1594, align 4
-	%1595 = getelementptr float, float* %1585, i64 9
-	store float %1375, float* %1595, align 4
-	%1596 = getelementptr float, float* %1585, i64 10
-	store float %1380, float* %1596, align 4
-	%1597 = getelementptr float, float* %1585, i64 11
-	store float %1385, float* %1597, align 4
-	%1598 = getelementptr float, float* %1585, i64 12
-	store float %1390, float* %1598, align 4
-	%1599 = getelementptr float, float* %1585, i64 13
-	store float %1395, float* %1599, align 4
-	%1600 = getelementptr float, float* %1585, i64 14
-	store float %1400, float* %1600, align 4
-	%1601 = getelementptr float, float* %1585, i64 15
-	store float %1405, float* %1601, align 4
-	%1602 = getelementptr float, float* %1585, i64 16
-	store float %1410, float* %1602, align 4
-	%1603 = getelementptr float, float* %1585, i64 17
-	store float %1415, float* %1603, align 4
-	%1604 = getelementptr float, float* %1585, i64 18
-	store float %1420, float* %1604, align 4
-	%1605 = getelementptr float, float* %1585, i64 19
-	store float %1425, float* %1605, align 4
-	%1606 = getelementptr float, float* %1585, i64 20
-	store float %1430, float* %1606, align 4
-	%1607 = getelementptr float, float* %1585, i64 21
-	store float %1435, float* %1607, align 4
-	%1608 = getelementptr float, float* %1585, i64 22
-	store float %1440, float* %1608, align 4
-	%1609 = getelementptr float, float* %1585, i64 23
-	store float %1445, float* %1609, align 4
-	%1610 = getelementptr float, float* %1585, i64 24
-	store float %1450, float* %1610, align 4
-	%1611 = getelementptr float, float* %1585, i64 25
-	store float %1455, float* %1611, align 4
-	%1612 = getelementptr float, float* %1585, i64 26
-	store float %1460, float* %1612, align 4
-	%1613 = getelementptr float, float* %1585, i64 27
-	store float %1465, float* %1613, align 4
-	%1614 = getelementptr float, float* %1585, i64 28
-	store float %1470, float* %1614, align 4
-	%1615 = getelementptr float, float* %1585, i64 29
-	store float %1475, float* %1615, align 4
-	%1616 = getelementptr float, float* %1585, i64 30
-	store float %1480, float* %1616, align 4
-	%1617 = getelementptr float, float* %1585, i64 31
-	store float %1485, float* %1617, align 4
-	%1618 = add i64 %995, 1
+	%1326 = getelementptr float, float* %1295, i64 15
+	%1327 = load float, float* %1326, align 4
+	%1328 = getelementptr float, float* %1295, i64 16
+	%1329 = load float, float* %1328, align 4
+	%1330 = getelementptr float, float* %1295, i64 17
+	%1331 = load float, float* %1330, align 4
+	%1332 = getelementptr float, float* %1295, i64 18
+	%1333 = load float, float* %1332, align 4
+	%1334 = getelementptr float, float* %1295, i64 19
+	%1335 = load float, float* %1334, align 4
+	%1336 = getelementptr float, float* %1295, i64 20
+	%1337 = load float, float* %1336, align 4
+	%1338 = getelementptr float, float* %1295, i64 21
+	%1339 = load float, float* %1338, align 4
+	%1340 = getelementptr float, float* %1295, i64 22
+	%1341 = load float, float* %1340, align 4
+	%1342 = getelementptr float, float* %1295, i64 23
+	%1343 = load float, float* %1342, align 4
+	%1344 = getelementptr float, float* %1295, i64 24
+	%1345 = load float, float* %1344, align 4
+	%1346 = getelementptr float, float* %1295, i64 25
+	%1347 = load float, float* %1346, align 4
+	%1348 = getelementptr float, float* %1295, i64 26
+	%1349 = load float, float* %1348, align 4
+	%1350 = getelementptr float, float* %1295, i64 27
+	%1351 = load float, float* %1350, align 4
+	%1352 = getelementptr float, float* %1295, i64 28
+	%1353 = load float, float* %1352, align 4
+	%1354 = getelementptr float, float* %1295, i64 29
+	%1355 = load float, float* %1354, align 4
+	%1356 = getelementptr float, float* %1295, i64 30
+	%1357 = load float, float* %1356, align 4
+	%1358 = getelementptr float, float* %1295, i64 31
+	%1359 = load float, float* %1358, align 4
+	%1360 = getelementptr float, float* %7, i64 %1163
+	%1361 = getelementptr float, float* %1360, i64 0
+	%1362 = load float, float* %1361, align 4
+	%1363 = getelementptr float, float* %1360, i64 1
+	%1364 = load float, float* %1363, align 4
+	%1365 = getelementptr float, float* %1360, i64 2
+	%1366 = load float, float* %1365, align 4
+	%1367 = getelementptr float, float* %1360, i64 3
+	%1368 = load float, float* %1367, align 4
+	%1369 = getelementptr float, float* %1360, i64 4
+	%1370 = load float, float* %1369, align 4
+	%1371 = getelementptr float, float* %1360, i64 5
+	%1372 = load float, float* %1371, align 4
+	%1373 = getelementptr float, float* %1360, i64 6
+	%1374 = load float, float* %1373, align 4
+	%1375 = getelementptr float, float* %1360, i64 7
+	%1376 = load float, float* %1375, align 4
+	%1377 = getelementptr float, float* %1360, i64 8
+	%1378 = load float, float* %1377, align 4
+	%1379 = getelementptr float, float* %1360, i64 9
+	%1380 = load float, float* %1379, align 4
+	%1381 = getelementptr float, float* %1360, i64 10
+	%1382 = load float, float* %1381, align 4
+	%1383 = getelementptr float, float* %1360, i64 11
+	%1384 = load float, float* %1383, align 4
+	%1385 = getelementptr float, float* %1360, i64 12
+	%1386 = load float, float* %1385, align 4
+	%1387 = getelementptr float, float* %1360, i64 13
+	%1388 = load float, float* %1387, align 4
+	%1389 = getelementptr float, float* %1360, i64 14
+	%1390 = load float, float* %1389, align 4
+	%1391 = getelementptr float, float* %1360, i64 15
+	%1392 = load float, float* %1391, align 4
+	%1393 = getelementptr float, float* %1360, i64 16
+	%1394 = load float, float* %1393, align 4
+	%1395 = getelementptr float, float* %1360, i64 17
+	%1396 = load float, float* %1395, align 4
+	%1397 = getelementptr float, float* %1360, i64 18
+	%1398 = load float, float* %1397, align 4
+	%1399 = getelementptr float, float* %1360, i64 19
+	%1400 = load float, float* %1399, align 4
+	%1401 = getelementptr float, float* %1360, i64 20
+	%1402 = load float, float* %1401, align 4
+	%1403 = getelementptr float, float* %1360, i64 21
+	%1404 = load float, float* %1403, align 4
+	%1405 = getelementptr float, float* %1360, i64 22
+	%1406 = load float, float* %1405, align 4
+	%1407 = getelementptr float, float* %1360, i64 23
+	%1408 = load float, float* %1407, align 4
+	%1409 = getelementptr float, float* %1360, i64 24
+	%1410 = load float, float* %1409, align 4
+	%1411 = getelementptr float, float* %1360, i64 25
+	%1412 = load float, float* %1411, align 4
+	%1413 = getelementptr float, float* %1360, i64 26
+	%1414 = load float, float* %1413, align 4
+	%1415 = getelementptr float, float* %1360, i64 27
+	%1416 = load float, float* %1415, align 4
+	%1417 = getelementptr float, float* %1360, i64 28
+	%1418 = load float, float* %1417, align 4
+	%1419 = getelementptr float, float* %1360, i64 29
+	%1420 = load float, float* %1419, align 4
+	%1421 = getelementptr float, float* %1360, i64 30
+	%1422 = load float, float* %1421, align 4
+	%1423 = getelementptr float, float* %1360, i64 31
+	%1424 = load float, float* %1423, align 4
+	%1425 = getelementptr float, float* %9, i64 %1163
+	%1426 = getelementptr float, float* %1425, i64 0
+	%1427 = load float, float* %1426, align 4
+	%1428 = getelementptr float, float* %1425, i64 1
+	%1429 = load float, float* %1428, align 4
+	%1430 = getelementptr float, float* %1425, i64 2
+	%1431 = load float, float* %1430, align 4
+	%1432 = getelementptr float, float* %1425, i64 3
+	%1433 = load float, float* %1432, align 4
+	%1434 = getelementptr float, float* %1425, i64 4
+	%1435 = load float, float* %1434, align 4
+	%1436 = getelementptr float, float* %1425, i64 5
+	%1437 = load float, float* %1436, align 4
+	%1438 = getelementptr float, float* %1425, i64 6
+	%1439 = load float, float* %1438, align 4
+	%1440 = getelementptr float, float* %1425, i64 7
+	%1441 = load float, float* %1440, align 4
+	%1442 = getelementptr float, float* %1425, i64 8
+	%1443 = load float, float* %1442, align 4
+	%1444 = getelementptr float, float* %1425, i64 9
+	%1445 = load float, float* %1444, align 4
+	%1446 = getelementptr float, float* %1425, i64 10
+	%1447 = load float, float* %1446, align 4
+	%1448 = getelementptr float, float* %1425, i64 11
+	%1449 = load float, float* %1448, align 4
+	%1450 = getelementptr float, float* %1425, i64 12
+	%1451 = load float, float* %1450, align 4
+	%1452 = getelementptr float, float* %1425, i64 13
+	%1453 = load float, float* %1452, align 4
+	%1454 = getelementptr float, float* %1425, i64 14
+	%1455 = load float, float* %1454, align 4
+	%1456 = getelementptr float, float* %1425, i64 15
+	%1457 = load float, float* %1456, align 4
+	%1458 = getelementptr float, float* %1425, i64 16
+	%1459 = load float, float* %1458, align 4
+	%1460 = getelementptr float, float* %1425, i64 17
+	%1461 = load float, float* %1460, align 4
+	%1462 = getelementptr float, float* %1425, i64 18
+	%1463 = load float, float* %1462, align 4
+	%1464 = getelementptr float, float* %1425, i64 19
+	%1465 = load float, float* %1464, align 4
+	%1466 = getelementptr float, float* %1425, i64 20
+	%1467 = load float, float* %1466, align 4
+	%1468 = getelementptr float, float* %1425, i64 21
+	%1469 = load float, float* %1468, align 4
+	%1470 = getelementptr float, float* %1425, i64 22
+	%1471 = load float, float* %1470, align 4
+	%1472 = getelementptr float, float* %1425, i64 23
+	%1473 = load float, float* %1472, align 4
+	%1474 = getelementptr float, float* %1425, i64 24
+	%1475 = load float, float* %1474, align 4
+	%1476 = getelementptr float, float* %1425, i64 25
+	%1477 = load float, float* %1476, align 4
+	%1478 = getelementptr float, float* %1425, i64 26
+	%1479 = load float, float* %1478, align 4
+	%1480 = getelementptr float, float* %1425, i64 27
+	%1481 = load float, float* %1480, align 4
+	%1482 = getelementptr float, float* %1425, i64 28
+	%1483 = load float, float* %1482, align 4
+	%1484 = getelementptr float, float* %1425, i64 29
+	%1485 = load float, float* %1484, align 4
+	%1486 = getelementptr float, float* %1425, i64 30
+	%1487 = load float, float* %1486, align 4
+	%1488 = getelementptr float, float* %1425, i64 31
+	%1489 = load float, float* %1488, align 4
+	%1490 = getelementptr float, float* %11, i64 %1163
+	%1491 = getelementptr float, float* %1490, i64 0
+	%1492 = load float, float* %1491, align 4
+	%1493 = getelementptr float, float* %1490, i64 1
+	%1494 = load float, float* %1493, align 4
+	%1495 = getelementptr float, float* %1490, i64 2
+	%1496 = load float, float* %1495, align 4
+	%1497 = getelementptr float, float* %1490, i64 3
+	%1498 = load float, float* %1497, align 4
+	%1499 = getelementptr float, float* %1490, i64 4
+	%1500 = load float, float* %1499, align 4
+	%1501 = getelementptr float, float* %1490, i64 5
+	%1502 = load float, float* %1501, align 4
+	%1503 = getelementptr float, float* %1490, i64 6
+	%1504 = load float, float* %1503, align 4
+	%1505 = getelementptr float, float* %1490, i64 7
+	%1506 = load float, float* %1505, align 4
+	%1507 = getelementptr float, float* %1490, i64 8
+	%1508 = load float, float* %1507, align 4
+	%1509 = getelementptr float, float* %1490, i64 9
+	%1510 = load float, float* %1509, align 4
+	%1511 = getelementptr float, float* %1490, i64 10
+	%1512 = load float, float* %1511, align 4
+	%1513 = getelementptr float, float* %1490, i64 11
+	%1514 = load float, float* %1513, align 4
+	%1515 = getelementptr float, float* %1490, i64 12
+	%1516 = load float, float* %1515, align 4
+	%1517 = getelementptr float, float* %1490, i64 13
+	%1518 = load float, float* %1517, align 4
+	%1519 = getelementptr float, float* %1490, i64 14
+	%1520 = load float, float* %1519, align 4
+	%1521 = getelementptr float, float* %1490, i64 15
+	%1522 = load float, float* %1521, align 4
+	%1523 = getelementptr float, float* %1490, i64 16
+	%1524 = load float, float* %1523, align 4
+	%1525 = getelementptr float, float* %1490, i64 17
+	%1526 = load float, float* %1525, align 4
+	%1527 = getelementptr float, float* %1490, i64 18
+	%1528 = load float, float* %1527, align 4
+	%1529 = getelementptr float, float* %1490, i64 19
+	%1530 = load float, float* %1529, align 4
+	%1531 = getelementptr float, float* %1490, i64 20
+	%1532 = load float, float* %1531, align 4
+	%1533 = getelementptr float, float* %1490, i64 21
+	%1534 = load float, float* %1533, align 4
+	%1535 = getelementptr float, float* %1490, i64 22
+	%1536 = load float, float* %1535, align 4
+	%1537 = getelementptr float, float* %1490, i64 23
+	%1538 = load float, float* %1537, align 4
+	%1539 = getelementptr float, float* %1490, i64 24
+	%1540 = load float, float* %1539, align 4
+	%1541 = getelementptr float, float* %1490, i64 25
+	%1542 = load float, float* %1541, align 4
+	%1543 = getelementptr float, float* %1490, i64 26
+	%1544 = load float, float* %1543, align 4
+	%1545 = getelementptr float, float* %1490, i64 27
+	%1546 = load float, float* %1545, align 4
+	%1547 = getelementptr float, float* %1490, i64 28
+	%1548 = load float, float* %1547, align 4
+	%1549 = getelementptr float, float* %1490, i64 29
+	%1550 = load float, float* %1549, align 4
+	%1551 = getelementptr float, float* %1490, i64 30
+	%1552 = load float, float* %1551, align 4
+	%1553 = getelementptr float, float* %1490, i64 31
+	%1554 = load float, float* %1553, align 4
+	%1555 = call { float, float, float, float, float } @disk_body(float %1167, float %1232, float %1297, float %1362, float %1427, float %1492, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1556 = extractvalue { float, float, float, float, float } %1555, 0
+	%1557 = extractvalue { float, float, float, float, float } %1555, 1
+	%1558 = extractvalue { float, float, float, float, float } %1555, 2
+	%1559 = extractvalue { float, float, float, float, float } %1555, 3
+	%1560 = extractvalue { float, float, float, float, float } %1555, 4
+	%1561 = call { float, float, float, float, float } @disk_body(float %1169, float %1234, float %1299, float %1364, float %1429, float %1494, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1562 = extractvalue { float, float, float, float, float } %1561, 0
+	%1563 = extractvalue { float, float, float, float, float } %1561, 1
+	%1564 = extractvalue { float, float, float, float, float } %1561, 2
+	%1565 = extractvalue { float, float, float, float, float } %1561, 3
+	%1566 = extractvalue { float, float, float, float, float } %1561, 4
+	%1567 = call { float, float, float, float, float } @disk_body(float %1171, float %1236, float %1301, float %1366, float %1431, float %1496, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1568 = extractvalue { float, float, float, float, float } %1567, 0
+	%1569 = extractvalue { float, float, float, float, float } %1567, 1
+	%1570 = extractvalue { float, float, float, float, float } %1567, 2
+	%1571 = extractvalue { float, float, float, float, float } %1567, 3
+	%1572 = extractvalue { float, float, float, float, float } %1567, 4
+	%1573 = call { float, float, float, float, float } @disk_body(float %1173, float %1238, float %1303, float %1368, float %1433, float %1498, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1574 = extractvalue { float, float, float, float, float } %1573, 0
+	%1575 = extractvalue { float, float, float, float, float } %1573, 1
+	%1576 = extractvalue { float, float, float, float, float } %1573, 2
+	%1577 = extractvalue { float, float, float, float, float } %1573, 3
+	%1578 = extractvalue { float, float, float, float, float } %1573, 4
+	%1579 = call { float, float, float, float, float } @disk_body(float %1175, float %1240, float %1305, float %1370, float %1435, float %1500, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1580 = extractvalue { float, float, float, float, float } %1579, 0
+	%1581 = extractvalue { float, float, float, float, float } %1579, 1
+	%1582 = extractvalue { float, float, float, float, float } %1579, 2
+	%1583 = extractvalue { float, float, float, float, float } %1579, 3
+	%1584 = extractvalue { float, float, float, float, float } %1579, 4
+	%1585 = call { float, float, float, float, float } @disk_body(float %1177, float %1242, float %1307, float %1372, float %1437, float %1502, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1586 = extractvalue { float, float, float, float, float } %1585, 0
+	%1587 = extractvalue { float, float, float, float, float } %1585, 1
+	%1588 = extractvalue { float, float, float, float, float } %1585, 2
+	%1589 = extractvalue { float, float, float, float, float } %1585, 3
+	%1590 = extractvalue { float, float, float, float, float } %1585, 4
+	%1591 = call { float, float, float, float, float } @disk_body(float %1179, float %1244, float %1309, float %1374, float %1439, float %1504, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1592 = extractvalue { float, float, float, float, float } %1591, 0
+	%1593 = extractvalue { float, float, float, float, float } %1591, 1
+	%1594 = extractvalue { float, float, float, float, float } %1591, 2
+	%1595 = extractvalue { float, float, float, float, float } %1591, 3
+	%1596 = extractvalue { float, float, float, float, float } %1591, 4
+	%1597 = call { float, float, float, float, float } @disk_body(float %1181, float %1246, float %1311, float %1376, float %1441, float %1506, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1598 = extractvalue { float, float, float, float, float } %1597, 0
+	%1599 = extractvalue { float, float, float, float, float } %1597, 1
+	%1600 = extractvalue { float, float, float, float, float } %1597, 2
+	%1601 = extractvalue { float, float, float, float, float } %1597, 3
+	%1602 = extractvalue { float, float, float, float, float } %1597, 4
+	%1603 = call { float, float, float, float, float } @disk_body(float %1183, float %1248, float %1313, float %1378, float %1443, float %1508, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1604 = extractvalue { float, float, float, float, float } %1603, 0
+	%1605 = extractvalue { float, float, float, float, float } %1603, 1
+	%1606 = extractvalue { float, float, float, float, float } %1603, 2
+	%1607 = extractvalue { float, float, float, float, float } %1603, 3
+	%1608 = extractvalue { float, float, float, float, float } %1603, 4
+	%1609 = call { float, float, float, float, float } @disk_body(float %1185, float %1250, float %1315, float %1380, float %1445, float %1510, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1610 = extractvalue { float, float, float, float, float } %1609, 0
+	%1611 = extractvalue { float, float, float, float, float } %1609, 1
+	%1612 = extractvalue { float, float, float, float, float } %1609, 2
+	%1613 = extractvalue { float, float, float, float, float } %1609, 3
+	%1614 = extractvalue { float, float, float, float, float } %1609, 4
+	%1615 = call { float, float, float, float, float } @disk_body(float %1187, float %1252, float %1317, float %1382, float %1447, float %1512, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1616 = extractvalue { float, float, float, float, float } %1615, 0
+	%1617 = extractvalue { float, float, float, float, float } %1615, 1
+	%1618 = extractvalue { float, float, float, float, float } %1615, 2
+	%1619 = extractvalue { float, float, float, float, float } %1615, 3
+	%1620 = extractvalue { float, float, float, float, float } %1615, 4
+	%1621 = call { float, float, float, float, float } @disk_body(float %1189, float %1254, float %1319, float %1384, float %1449, float %1514, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1622 = extractvalue { float, float, float, float, float } %1621, 0
+	%1623 = extractvalue { float, float, float, float, float } %1621, 1
+	%1624 = extractvalue { float, float, float, float, float } %1621, 2
+	%1625 = extractvalue { float, float, float, float, float } %1621, 3
+	%1626 = extractvalue { float, float, float, float, float } %1621, 4
+	%1627 = call { float, float, float, float, float } @disk_body(float %1191, float %1256, float %1321, float %1386, float %1451, float %1516, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1628 = extractvalue { float, float, float, float, float } %1627, 0
+	%1629 = extractvalue { float, float, float, float, float } %1627, 1
+	%1630 = extractvalue { float, float, float, float, float } %1627, 2
+	%1631 = extractvalue { float, float, float, float, float } %1627, 3
+	%1632 = extractvalue { float, float, float, float, float } %1627, 4
+	%1633 = call { float, float, float, float, float } @disk_body(float %1193, float %1258, float %1323, float %1388, float %1453, float %1518, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1634 = extractvalue { float, float, float, float, float } %1633, 0
+	%1635 = extractvalue { float, float, float, float, float } %1633, 1
+	%1636 = extractvalue { float, float, float, float, float } %1633, 2
+	%1637 = extractvalue { float, float, float, float, float } %1633, 3
+	%1638 = extractvalue { float, float, float, float, float } %1633, 4
+	%1639 = call { float, float, float, float, float } @disk_body(float %1195, float %1260, float %1325, float %1390, float %1455, float %1520, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1640 = extractvalue { float, float, float, float, float } %1639, 0
+	%1641 = extractvalue { float, float, float, float, float } %1639, 1
+	%1642 = extractvalue { float, float, float, float, float } %1639, 2
+	%1643 = extractvalue { float, float, float, float, float } %1639, 3
+	%1644 = extractvalue { float, float, float, float, float } %1639, 4
+	%1645 = call { float, float, float, float, float } @disk_body(float %1197, float %1262, float %1327, float %1392, float %1457, float %1522, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1646 = extractvalue { float, float, float, float, float } %1645, 0
+	%1647 = extractvalue { float, float, float, float, float } %1645, 1
+	%1648 = extractvalue { float, float, float, float, float } %1645, 2
+	%1649 = extractvalue { float, float, float, float, float } %1645, 3
+	%1650 = extractvalue { float, float, float, float, float } %1645, 4
+	%1651 = call { float, float, float, float, float } @disk_body(float %1199, float %1264, float %1329, float %1394, float %1459, float %1524, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1652 = extractvalue { float, float, float, float, float } %1651, 0
+	%1653 = extractvalue { float, float, float, float, float } %1651, 1
+	%1654 = extractvalue { float, float, float, float, float } %1651, 2
+	%1655 = extractvalue { float, float, float, float, float } %1651, 3
+	%1656 = extractvalue { float, float, float, float, float } %1651, 4
+	%1657 = call { float, float, float, float, float } @disk_body(float %1201, float %1266, float %1331, float %1396, float %1461, float %1526, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1658 = extractvalue { float, float, float, float, float } %1657, 0
+	%1659 = extractvalue { float, float, float, float, float } %1657, 1
+	%1660 = extractvalue { float, float, float, float, float } %1657, 2
+	%1661 = extractvalue { float, float, float, float, float } %1657, 3
+	%1662 = extractvalue { float, float, float, float, float } %1657, 4
+	%1663 = call { float, float, float, float, float } @disk_body(float %1203, float %1268, float %1333, float %1398, float %1463, float %1528, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1664 = extractvalue { float, float, float, float, float } %1663, 0
+	%1665 = extractvalue { float, float, float, float, float } %1663, 1
+	%1666 = extractvalue { float, float, float, float, float } %1663, 2
+	%1667 = extractvalue { float, float, float, float, float } %1663, 3
+	%1668 = extractvalue { float, float, float, float, float } %1663, 4
+	%1669 = call { float, float, float, float, float } @disk_body(float %1205, float %1270, float %1335, float %1400, float %1465, float %1530, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1670 = extractvalue { float, float, float, float, float } %1669, 0
+	%1671 = extractvalue { float, float, float, float, float } %1669, 1
+	%1672 = extractvalue { float, float, float, float, float } %1669, 2
+	%1673 = extractvalue { float, float, float, float, float } %1669, 3
+	%1674 = extractvalue { float, float, float, float, float } %1669, 4
+	%1675 = call { float, float, float, float, float } @disk_body(float %1207, float %1272, float %1337, float %1402, float %1467, float %1532, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1676 = extractvalue { float, float, float, float, float } %1675, 0
+	%1677 = extractvalue { float, float, float, float, float } %1675, 1
+	%1678 = extractvalue { float, float, float, float, float } %1675, 2
+	%1679 = extractvalue { float, float, float, float, float } %1675, 3
+	%1680 = extractvalue { float, float, float, float, float } %1675, 4
+	%1681 = call { float, float, float, float, float } @disk_body(float %1209, float %1274, float %1339, float %1404, float %1469, float %1534, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1682 = extractvalue { float, float, float, float, float } %1681, 0
+	%1683 = extractvalue { float, float, float, float, float } %1681, 1
+	%1684 = extractvalue { float, float, float, float, float } %1681, 2
+	%1685 = extractvalue { float, float, float, float, float } %1681, 3
+	%1686 = extractvalue { float, float, float, float, float } %1681, 4
+	%1687 = call { float, float, float, float, float } @disk_body(float %1211, float %1276, float %1341, float %1406, float %1471, float %1536, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1688 = extractvalue { float, float, float, float, float } %1687, 0
+	%1689 = extractvalue { float, float, float, float, float } %1687, 1
+	%1690 = extractvalue { float, float, float, float, float } %1687, 2
+	%1691 = extractvalue { float, float, float, float, float } %1687, 3
+	%1692 = extractvalue { float, float, float, float, float } %1687, 4
+	%1693 = call { float, float, float, float, float } @disk_body(float %1213, float %1278, float %1343, float %1408, float %1473, float %1538, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1694 = extractvalue { float, float, float, float, float } %1693, 0
+	%1695 = extractvalue { float, float, float, float, float } %1693, 1
+	%1696 = extractvalue { float, float, float, float, float } %1693, 2
+	%1697 = extractvalue { float, float, float, float, float } %1693, 3
+	%1698 = extractvalue { float, float, float, float, float } %1693, 4
+	%1699 = call { float, float, float, float, float } @disk_body(float %1215, float %1280, float %1345, float %1410, float %1475, float %1540, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1700 = extractvalue { float, float, float, float, float } %1699, 0
+	%1701 = extractvalue { float, float, float, float, float } %1699, 1
+	%1702 = extractvalue { float, float, float, float, float } %1699, 2
+	%1703 = extractvalue { float, float, float, float, float } %1699, 3
+	%1704 = extractvalue { float, float, float, float, float } %1699, 4
+	%1705 = call { float, float, float, float, float } @disk_body(float %1217, float %1282, float %1347, float %1412, float %1477, float %1542, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1706 = extractvalue { float, float, float, float, float } %1705, 0
+	%1707 = extractvalue { float, float, float, float, float } %1705, 1
+	%1708 = extractvalue { float, float, float, float, float } %1705, 2
+	%1709 = extractvalue { float, float, float, float, float } %1705, 3
+	%1710 = extractvalue { float, float, float, float, float } %1705, 4
+	%1711 = call { float, float, float, float, float } @disk_body(float %1219, float %1284, float %1349, float %1414, float %1479, float %1544, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1712 = extractvalue { float, float, float, float, float } %1711, 0
+	%1713 = extractvalue { float, float, float, float, float } %1711, 1
+	%1714 = extractvalue { float, float, float, float, float } %1711, 2
+	%1715 = extractvalue { float, float, float, float, float } %1711, 3
+	%1716 = extractvalue { float, float, float, float, float } %1711, 4
+	%1717 = call { float, float, float, float, float } @disk_body(float %1221, float %1286, float %1351, float %1416, float %1481, float %1546, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1718 = extractvalue { float, float, float, float, float } %1717, 0
+	%1719 = extractvalue { float, float, float, float, float } %1717, 1
+	%1720 = extractvalue { float, float, float, float, float } %1717, 2
+	%1721 = extractvalue { float, float, float, float, float } %1717, 3
+	%1722 = extractvalue { float, float, float, float, float } %1717, 4
+	%1723 = call { float, float, float, float, float } @disk_body(float %1223, float %1288, float %1353, float %1418, float %1483, float %1548, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1724 = extractvalue { float, float, float, float, float } %1723, 0
+	%1725 = extractvalue { float, float, float, float, float } %1723, 1
+	%1726 = extractvalue { float, float, float, float, float } %1723, 2
+	%1727 = extractvalue { float, float, float, float, float } %1723, 3
+	%1728 = extractvalue { float, float, float, float, float } %1723, 4
+	%1729 = call { float, float, float, float, float } @disk_body(float %1225, float %1290, float %1355, float %1420, float %1485, float %1550, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1730 = extractvalue { float, float, float, float, float } %1729, 0
+	%1731 = extractvalue { float, float, float, float, float } %1729, 1
+	%1732 = extractvalue { float, float, float, float, float } %1729, 2
+	%1733 = extractvalue { float, float, float, float, float } %1729, 3
+	%1734 = extractvalue { float, float, float, float, float } %1729, 4
+	%1735 = call { float, float, float, float, float } @disk_body(float %1227, float %1292, float %1357, float %1422, float %1487, float %1552, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1736 = extractvalue { float, float, float, float, float } %1735, 0
+	%1737 = extractvalue { float, float, float, float, float } %1735, 1
+	%1738 = extractvalue { float, float, float, float, float } %1735, 2
+	%1739 = extractvalue { float, float, float, float, float } %1735, 3
+	%1740 = extractvalue { float, float, float, float, float } %1735, 4
+	%1741 = call { float, float, float, float, float } @disk_body(float %1229, float %1294, float %1359, float %1424, float %1489, float %1554, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1742 = extractvalue { float, float, float, float, float } %1741, 0
+	%1743 = extractvalue { float, float, float, float, float } %1741, 1
+	%1744 = extractvalue { float, float, float, float, float } %1741, 2
+	%1745 = extractvalue { float, float, float, float, float } %1741, 3
+	%1746 = extractvalue { float, float, float, float, float } %1741, 4
+	%1747 = getelementptr float, float* %5, i64 %1163
+	%1748 = getelementptr float, float* %1747, i64 0
+	store float %1556, float* %1748, align 4
+	%1749 = getelementptr float, float* %1747, i64 1
+	store float %1562, float* %1749, align 4
+	%1750 = getelementptr float, float* %1747, i64 2
+	store float %1568, float* %1750, align 4
+	%1751 = getelementptr float, float* %1747, i64 3
+	store float %1574, float* %1751, align 4
+	%1752 = getelementptr float, float* %1747, i64 4
+	store float %1580, float* %1752, align 4
+	%1753 = getelementptr float, float* %1747, i64 5
+	store float %1586, float* %1753, align 4
+	%1754 = getelementptr float, float* %1747, i64 6
+	store float %1592, float* %1754, align 4
+	%1755 = getelementptr float, float* %1747, i64 7
+	store float %1598, float* %1755, align 4
+	%1756 = getelementptr float, float* %1747, i64 8
+	store float %1604, float* %1756, align 4
+	%1757 = getelementptr float, float* %1747, i64 9
+	store float %1610, float* %1757, align 4
+	%1758 = getelementptr float, float* %1747, i64 10
+	store float %1616, float* %1758, align 4
+	%1759 = getelementptr float, float* %1747, i64 11
+	store float %1622, float* %1759, align 4
+	%1760 = getelementptr float, float* %1747, i64 12
+	store float %1628, float* %1760, align 4
+	%1761 = getelementptr float, float* %1747, i64 13
+	store float %1634, float* %1761, align 4
+	%1762 = getelementptr float, float* %1747, i64 14
+	store float %1640, float* %1762, align 4
+	%1763 = getelementptr float, float* %1747, i64 15
+	store float %1646, float* %1763, align 4
+	%1764 = getelementptr float, float* %1747, i64 16
+	store float %1652, float* %1764, align 4
+	%1765 = getelementptr float, float* %1747, i64 17
+	store float %1658, float* %1765, align 4
+	%1766 = getelementptr float, float* %1747, i64 18
+	store float %1664, float* %1766, align 4
+	%1767 = getelementptr float, float* %1747, i64 19
+	store float %1670, float* %1767, align 4
+	%1768 = getelementptr float, float* %1747, i64 20
+	store float %1676, float* %1768, align 4
+	%1769 = getelementptr float, float* %1747, i64 21
+	store float %1682, float* %1769, align 4
+	%1770 = getelementptr float, float* %1747, i64 22
+	store float %1688, float* %1770, align 4
+	%1771 = getelementptr float, float* %1747, i64 23
+	store float %1694, float* %1771, align 4
+	%1772 = getelementptr float, float* %1747, i64 24
+	store float %1700, float* %1772, align 4
+	%1773 = getelementptr float, float* %1747, i64 25
+	store float %1706, float* %1773, align 4
+	%1774 = getelementptr float, float* %1747, i64 26
+	store float %1712, float* %1774, align 4
+	%1775 = getelementptr float, float* %1747, i64 27
+	store float %1718, float* %1775, align 4
+	%1776 = getelementptr float, float* %1747, i64 28
+	store float %1724, float* %1776, align 4
+	%1777 = getelementptr float, float* %1747, i64 29
+	store float %1730, float* %1777, align 4
+	%1778 = getelementptr float, float* %1747, i64 30
+	store float %1736, float* %1778, align 4
+	%1779 = getelementptr float, float* %1747, i64 31
+	store float %1742, float* %1779, align 4
+	%1780 = getelementptr float, float* %7, i64 %1163
+	%1781 = getelementptr float, float* %1780, i64 0
+	store float %1557, float* %1781, align 4
+	%1782 = getelementptr float, float* %1780, i64 1
+	store float %1563, float* %1782, align 4
+	%1783 = getelementptr float, float* %1780, i64 2
+	store float %1569, float* %1783, align 4
+	%1784 = getelementptr float, float* %1780, i64 3
+	store float %1575, float* %1784, align 4
+	%1785 = getelementptr float, float* %1780, i64 4
+	store float %1581, float* %1785, align 4
+	%1786 = getelementptr float, float* %1780, i64 5
+	store float %1587, float* %1786, align 4
+	%1787 = getelementptr float, float* %1780, i64 6
+	store float %1593, float* %1787, align 4
+	%1788 = getelementptr float, float* %1780, i64 7
+	store float %1599, float* %1788, align 4
+	%1789 = getelementptr float, float* %1780, i64 8
+	store float %1605, float* %1789, align 4
+	%1790 = getelementptr float, float* %1780, i64 9
+	store float %1611, float* %1790, align 4
+	%1791 = getelementptr float, float* %1780, i64 10
+	store float %1617, float* %1791, align 4
+	%1792 = getelementptr float, float* %1780, i64 11
+	store float %1623, float* %1792, align 4
+	%1793 = getelementptr float, float* %1780, i64 12
+	store float %1629, float* %1793, align 4
+	%1794 = getelementptr float, float* %1780, i64 13
+	store float %1635, float* %1794, align 4
+	%1795 = getelementptr float, float* %1780, i64 14
+	store float %1641, float* %1795, align 4
+	%1796 = getelementptr float, float* %1780, i64 15
+	store float %1647, float* %1796, align 4
+	%1797 = getelementptr float, float* %1780, i64 16
+	store float %1653, float* %1797, align 4
+	%1798 = getelementptr float, float* %1780, i64 17
+	store float %1659, float* %1798, align 4
+	%1799 = getelementptr float, float* %1780, i64 18
+	store float %1665, float* %1799, align 4
+	%1800 = getelementptr float, float* %1780, i64 19
+	store float %1671, float* %1800, align 4
+	%1801 = getelementptr float, float* %1780, i64 20
+	store float %1677, float* %1801, align 4
+	%1802 = getelementptr float, float* %1780, i64 21
+	store float %1683, float* %1802, align 4
+	%1803 = getelementptr float, float* %1780, i64 22
+	store float %1689, float* %1803, align 4
+	%1804 = getelementptr float, float* %1780, i64 23
+	store float %1695, float* %1804, align 4
+	%1805 = getelementptr float, float* %1780, i64 24
+	store float %1701, float* %1805, align 4
+	%1806 = getelementptr float, float* %1780, i64 25
+	store float %1707, float* %1806, align 4
+	%1807 = getelementptr float, float* %1780, i64 26
+	store float %1713, float* %1807, align 4
+	%1808 = getelementptr float, float* %1780, i64 27
+	store float %1719, float* %1808, align 4
+	%1809 = getelementptr float, float* %1780, i64 28
+	store float %1725, float* %1809, align 4
+	%1810 = getelementptr float, float* %1780, i64 29
+	store float %1731, float* %1810, align 4
+	%1811 = getelementptr float, float* %1780, i64 30
+	store float %1737, float* %1811, align 4
+	%1812 = getelementptr float, float* %1780, i64 31
+	store float %1743, float* %1812, align 4
+	%1813 = getelementptr float, float* %9, i64 %1163
+	%1814 = getelementptr float, float* %1813, i64 0
+	store float %1558, float* %1814, align 4
+	%1815 = getelementptr float, float* %1813, i64 1
+	store float %1564, float* %1815, align 4
+	%1816 = getelementptr float, float* %1813, i64 2
+	store float %1570, float* %1816, align 4
+	%1817 = getelementptr float, float* %1813, i64 3
+	store float %1576, float* %1817, align 4
+	%1818 = getelementptr float, float* %1813, i64 4
+	store float %1582, float* %1818, align 4
+	%1819 = getelementptr float, float* %1813, i64 5
+	store float %1588, float* %1819, align 4
+	%1820 = getelementptr float, float* %1813, i64 6
+	store float %1594, float* %1820, align 4
+	%1821 = getelementptr float, float* %1813, i64 7
+	store float %1600, float* %1821, align 4
+	%1822 = getelementptr float, float* %1813, i64 8
+	store float %1606, float* %1822, align 4
+	%1823 = getelementptr float, float* %1813, i64 9
+	store float %1612, float* %1823, align 4
+	%1824 = getelementptr float, float* %1813, i64 10
+	store float %1618, float* %1824, align 4
+	%1825 = getelementptr float, float* %1813, i64 11
+	store float %1624, float* %1825, align 4
+	%1826 = getelementptr float, float* %1813, i64 12
+	store float %1630, float* %1826, align 4
+	%1827 = getelementptr float, float* %1813, i64 13
+	store float %1636, float* %1827, align 4
+	%1828 = getelementptr float, float* %1813, i64 14
+	store float %1642, float* %1828, align 4
+	%1829 = getelementptr float, float* %1813, i64 15
+	store float %1648, float* %1829, align 4
+	%1830 = getelementptr float, float* %1813, i64 16
+	store float %1654, float* %1830, align 4
+	%1831 = getelementptr float, float* %1813, i64 17
+	store float %1660, float* %1831, align 4
+	%1832 = getelementptr float, float* %1813, i64 18
+	store float %1666, float* %1832, align 4
+	%1833 = getelementptr float, float* %1813, i64 19
+	store float %1672, float* %1833, align 4
+	%1834 = getelementptr float, float* %1813, i64 20
+	store float %1678, float* %1834, align 4
+	%1835 = getelementptr float, float* %1813, i64 21
+	store float %1684, float* %1835, align 4
+	%1836 = getelementptr float, float* %1813, i64 22
+	store float %1690, float* %1836, align 4
+	%1837 = getelementptr float, float* %1813, i64 23
+	store float %1696, float* %1837, align 4
+	%1838 = getelementptr float, float* %1813, i64 24
+	store float %1702, float* %1838, align 4
+	%1839 = getelementptr float, float* %1813, i64 25
+	store float %1708, float* %1839, align 4
+	%1840 = getelementptr float, float* %1813, i64 26
+	store float %1714, float* %1840, align 4
+	%1841 = getelementptr float, float* %1813, i64 27
+	store float %1720, float* %1841, align 4
+	%1842 = getelementptr float, float* %1813, i64 28
+	store float %1726, float* %1842, align 4
+	%1843 = getelementptr float, float* %1813, i64 29
+	store float %1732, float* %1843, align 4
+	%1844 = getelementptr float, float* %1813, i64 30
+	store float %1738, float* %1844, align 4
+	%1845 = getelementptr float, float* %1813, i64 31
+	store float %1744, float* %1845, align 4
+	%1846 = getelementptr float, float* %1, i64 %1163
+	%1847 = getelementptr float, float* %1846, i64 0
+	store float %1559, float* %1847, align 4
+	%1848 = getelementptr float, float* %1846, i64 1
+	store float %1565, float* %1848, align 4
+	%1849 = getelementptr float, float* %1846, i64 2
+	store float %1571, float* %1849, align 4
+	%1850 = getelementptr float, float* %1846, i64 3
+	store float %1577, float* %1850, align 4
+	%1851 = getelementptr float, float* %1846, i64 4
+	store float %1583, float* %1851, align 4
+	%1852 = getelementptr float, float* %1846, i64 5
+	store float %1589, float* %1852, align 4
+	%1853 = getelementptr float, float* %1846, i64 6
+	store float %1595, float* %1853, align 4
+	%1854 = getelementptr float, float* %1846, i64 7
+	store float %1601, float* %1854, align 4
+	%1855 = getelementptr float, float* %1846, i64 8
+	store float %1607, float* %1855, align 4
+	%1856 = getelementptr float, float* %1846, i64 9
+	store float %1613, float* %1856, align 4
+	%1857 = getelementptr float, float* %1846, i64 10
+	store float %1619, float* %1857, align 4
+	%1858 = getelementptr float, float* %1846, i64 11
+	store float %1625, float* %1858, align 4
+	%1859 = getelementptr float, float* %1846, i64 12
+	store float %1631, float* %1859, align 4
+	%1860 = getelementptr float, float* %1846, i64 13
+	store float %1637, float* %1860, align 4
+	%1861 = getelementptr float, float* %1846, i64 14
+	store float %1643, float* %1861, align 4
+	%1862 = getelementptr float, float* %1846, i64 15
+	store float %1649, float* %1862, align 4
+	%1863 = getelementptr float, float* %1846, i64 16
+	store float %1655, float* %1863, align 4
+	%1864 = getelementptr float, float* %1846, i64 17
+	store float %1661, float* %1864, align 4
+	%1865 = getelementptr float, float* %1846, i64 18
+	store float %1667, float* %1865, align 4
+	%1866 = getelementptr float, float* %1846, i64 19
+	store float %1673, float* %1866, align 4
+	%1867 = getelementptr float, float* %1846, i64 20
+	store float %1679, float* %1867, align 4
+	%1868 = getelementptr float, float* %1846, i64 21
+	store float %1685, float* %1868, align 4
+	%1869 = getelementptr float, float* %1846, i64 22
+	store float %1691, float* %1869, align 4
+	%1870 = getelementptr float, float* %1846, i64 23
+	store float %1697, float* %1870, align 4
+	%1871 = getelementptr float, float* %1846, i64 24
+	store float %1703, float* %1871, align 4
+	%1872 = getelementptr float, float* %1846, i64 25
+	store float %1709, float* %1872, align 4
+	%1873 = getelementptr float, float* %1846, i64 26
+	store float %1715, float* %1873, align 4
+	%1874 = getelementptr float, float* %1846, i64 27
+	store float %1721, float* %1874, align 4
+	%1875 = getelementptr float, float* %1846, i64 28
+	store float %1727, float* %1875, align 4
+	%1876 = getelementptr float, float* %1846, i64 29
+	store float %1733, float* %1876, align 4
+	%1877 = getelementptr float, float* %1846, i64 30
+	store float %1739, float* %1877, align 4
+	%1878 = getelementptr float, float* %1846, i64 31
+	store float %1745, float* %1878, align 4
+	%1879 = getelementptr float, float* %11, i64 %1163
+	%1880 = getelementptr float, float* %1879, i64 0
+	store float %1560, float* %1880, align 4
+	%1881 = getelementptr float, float* %1879, i64 1
+	store float %1566, float* %1881, align 4
+	%1882 = getelementptr float, float* %1879, i64 2
+	store float %1572, float* %1882, align 4
+	%1883 = getelementptr float, float* %1879, i64 3
+	store float %1578, float* %1883, align 4
+	%1884 = getelementptr float, float* %1879, i64 4
+	store float %1584, float* %1884, align 4
+	%1885 = getelementptr float, float* %1879, i64 5
+	store float %1590, float* %1885, align 4
+	%1886 = getelementptr float, float* %1879, i64 6
+	store float %1596, float* %1886, align 4
+	%1887 = getelementptr float, float* %1879, i64 7
+	store float %1602, float* %1887, align 4
+	%1888 = getelementptr float, float* %1879, i64 8
+	store float %1608, float* %1888, align 4
+	%1889 = getelementptr float, float* %1879, i64 9
+	store float %1614, float* %1889, align 4
+	%1890 = getelementptr float, float* %1879, i64 10
+	store float %1620, float* %1890, align 4
+	%1891 = getelementptr float, float* %1879, i64 11
+	store float %1626, float* %1891, align 4
+	%1892 = getelementptr float, float* %1879, i64 12
+	store float %1632, float* %1892, align 4
+	%1893 = getelementptr float, float* %1879, i64 13
+	store float %1638, float* %1893, align 4
+	%1894 = getelementptr float, float* %1879, i64 14
+	store float %1644, float* %1894, align 4
+	%1895 = getelementptr float, float* %1879, i64 15
+	store float %1650, float* %1895, align 4
+	%1896 = getelementptr float, float* %1879, i64 16
+	store float %1656, float* %1896, align 4
+	%1897 = getelementptr float, float* %1879, i64 17
+	store float %1662, float* %1897, align 4
+	%1898 = getelementptr float, float* %1879, i64 18
+	store float %1668, float* %1898, align 4
+	%1899 = getelementptr float, float* %1879, i64 19
+	store float %1674, float* %1899, align 4
+	%1900 = getelementptr float, float* %1879, i64 20
+	store float %1680, float* %1900, align 4
+	%1901 = getelementptr float, float* %1879, i64 21
+	store float %1686, float* %1901, align 4
+	%1902 = getelementptr float, float* %1879, i64 22
+	store float %1692, float* %1902, align 4
+	%1903 = getelementptr float, float* %1879, i64 23
+	store float %1698, float* %1903, align 4
+	%1904 = getelementptr float, float* %1879, i64 24
+	store float %1704, float* %1904, align 4
+	%1905 = getelementptr float, float* %1879, i64 25
+	store float %1710, float* %1905, align 4
+	%1906 = getelementptr float, float* %1879, i64 26
+	store float %1716, float* %1906, align 4
+	%1907 = getelementptr float, float* %1879, i64 27
+	store float %1722, float* %1907, align 4
+	%1908 = getelementptr float, float* %1879, i64 28
+	store float %1728, float* %1908, align 4
+	%1909 = getelementptr float, float* %1879, i64 29
+	store float %1734, float* %1909, align 4
+	%1910 = getelementptr float, float* %1879, i64 30
+	store float %1740, float* %1910, align 4
+	%1911 = getelementptr float, float* %1879, i64 31
+	store float %1746, float* %1911, align 4
+	%1912 = add i64 %1159, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1619 = mul i64 %994, 8
+	%1913 = mul i64 %1158, 8
 	br label %group.head.43
 
 group.head.43:
-	%1620 = phi i64 [ %1619, %wide.done.42 ], [ %1710, %group.44 ]
-	%1621 = icmp slt i64 %1620, %54
-	br i1 %1621, label %group.44, label %group.done.45
+	%1914 = phi i64 [ %1913, %wide.done.42 ], [ %2022, %group.44 ]
+	%1915 = icmp slt i64 %1914, %58
+	br i1 %1915, label %group.44, label %group.done.45
 
 group.44:
-	%1622 = shl i64 %1620, 2
-	%1623 = add i64 %55, %1622
-	%1624 = add i64 %59, %1620
-	%1625 = getelementptr float, float* %1, i64 %1623
-	%1626 = getelementptr float, float* %1625, i64 0
-	%1627 = load float, float* %1626, align 4
-	%1628 = getelementptr float, float* %1625, i64 1
-	%1629 = load float, float* %1628, align 4
-	%1630 = getelementptr float, float* %1625, i64 2
-	%1631 = load float, float* %1630, align 4
-	%1632 = getelementptr float, float* %1625, i64 3
-	%1633 = load float, float* %1632, align 4
-	%1634 = getelementptr float, float* %3, i64 %1623
-	%1635 = getelementptr float, float* %1634, i64 0
-	%1636 = load float, float* %1635, align 4
-	%1637 = getelementptr float, float* %1634, i64 1
-	%1638 = load float, float* %1637, align 4
-	%1639 = getelementptr float, float* %1634, i64 2
-	%1640 = load float, float* %1639, align 4
-	%1641 = getelementptr float, float* %1634, i64 3
-	%1642 = load float, float* %1641, align 4
-	%1643 = getelementptr float, float* %5, i64 %1623
-	%1644 = getelementptr float, float* %1643, i64 0
-	%1645 = load float, float* %1644, align 4
-	%1646 = getelementptr float, float* %1643, i64 1
-	%1647 = load float, float* %1646, align 4
-	%1648 = getelementptr float, float* %1643, i64 2
-	%1649 = load float, float* %1648, align 4
-	%1650 = getelementptr float, float* %1643, i64 3
-	%1651 = load float, float* %1650, align 4
-	%1652 = getelementptr float, float* %7, i64 %1623
-	%1653 = getelementptr float, float* %1652, i64 0
-	%1654 = load float, float* %1653, align 4
-	%1655 = getelementptr float, float* %1652, i64 1
-	%1656 = load float, float* %1655, align 4
-	%1657 = getelementptr float, float* %1652, i64 2
-	%1658 = load float, float* %1657, align 4
-	%1659 = getelementptr float, float* %1652, i64 3
-	%1660 = load float, float* %1659, align 4
-	%1661 = getelementptr float, float* %9, i64 %1623
-	%1662 = getelementptr float, float* %1661, i64 0
-	%1663 = load float, float* %1662, align 4
-	%1664 = getelementptr float, float* %1661, i64 1
-	%1665 = load float, float* %1664, align 4
-	%1666 = getelementptr float, float* %1661, i64 2
-	%1667 = load float, float* %1666, align 4
-	%1668 = getelementptr float, float* %1661, i64 3
-	%1669 = load float, float* %1668, align 4
-	%1670 = call { float, float, float, float } @disk_body(float %1627, float %1636, float %1645, float %1654, float %1663, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1671 = extractvalue { float, float, float, float } %1670, 0
-	%1672 = extractvalue { float, float, float, float } %1670, 1
-	%1673 = extractvalue { float, float, float, float } %1670, 2
-	%1674 = extractvalue { float, float, float, float } %1670, 3
-	%1675 = call { float, float, float, float } @disk_body(float %1629, float %1638, float %1647, float %1656, float %1665, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1676 = extractvalue { float, float, float, float } %1675, 0
-	%1677 = extractvalue { float, float, float, float } %1675, 1
-	%1678 = extractvalue { float, float, float, float } %1675, 2
-	%1679 = extractvalue { float, float, float, float } %1675, 3
-	%1680 = call { float, float, float, float } @disk_body(float %1631, float %1640, float %1649, float %1658, float %1667, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1681 = extractvalue { float, float, float, float } %1680, 0
-	%1682 = extractvalue { float, float, float, float } %1680, 1
-	%1683 = extractvalue { float, float, float, float } %1680, 2
-	%1684 = extractvalue { float, float, float, float } %1680, 3
-	%1685 = call { float, float, float, float } @disk_body(float %1633, float %1642, float %1651, float %1660, float %1669, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1686 = extractvalue { float, float, float, float } %1685, 0
-	%1687 = extractvalue { float, float, float, float } %1685, 1
-	%1688 = extractvalue { float, float, float, float } %1685, 2
-	%1689 = extractvalue { float, float, float, float } %1685, 3
-	%1690 = getelementptr float, float* %5, i64 %1623
-	%1691 = getelementptr float, float* %1690, i64 0
-	store float %1671, float* %1691, align 4
-	%1692 = getelementptr float, float* %1690, i64 1
-	store float %1676, float* %1692, align 4
-	%1693 = getelementptr float, float* %1690, i64 2
-	store float %1681, float* %1693, align 4
-	%1694 = getelementptr float, float* %1690, i64 3
-	store float %1686, float* %1694, align 4
-	%1695 = getelementptr float, float* %7, i64 %1623
-	%1696 = getelementptr float, float* %1695, i64 0
-	store float %1672, float* %1696, align 4
-	%1697 = getelementptr float, float* %1695, i64 1
-	store float %1677, float* %1697, align 4
-	%1698 = getelementptr float, float* %1695, i64 2
-	store float %1682, float* %1698, align 4
-	%1699 = getelementptr float, float* %1695, i64 3
-	store float %1687, float* %1699, align 4
-	%1700 = getelementptr float, float* %9, i64 %1623
-	%1701 = getelementptr float, float* %1700, i64 0
-	store float %1673, float* %1701, align 4
-	%1702 = getelementptr float, float* %1700, i64 1
-	store float %1678, float* %1702, align 4
-	%1703 = getelementptr float, float* %1700, i64 2
-	store float %1683, float* %1703, align 4
-	%1704 = getelementptr float, float* %1700, i64 3
-	store float %1688, float* %1704, align 4
-	%1705 = getelementptr float, float* %1, i64 %1623
-	%1706 = getelementptr float, float* %1705, i64 0
-	store float %1674, float* %1706, align 4
-	%1707 = getelementptr float, float* %1705, i64 1
-	store float %1679, float* %1707, align 4
-	%1708 = getelementptr float, float* %1705, i64 2
-	store float %1684, float* %1708, align 4
-	%1709 = getelementptr float, float* %1705, i64 3
-	store float %1689, float* %1709, align 4
-	%1710 = add i64 %1620, 1
+	%1916 = shl i64 %1914, 2
+	%1917 = add i64 %59, %1916
+	%1918 = add i64 %63, %1914
+	%1919 = getelementptr float, float* %1, i64 %1917
+	%1920 = getelementptr float, float* %1919, i64 0
+	%1921 = load float, float* %1920, align 4
+	%1922 = getelementptr float, float* %1919, i64 1
+	%1923 = load float, float* %1922, align 4
+	%1924 = getelementptr float, float* %1919, i64 2
+	%1925 = load float, float* %1924, align 4
+	%1926 = getelementptr float, float* %1919, i64 3
+	%1927 = load float, float* %1926, align 4
+	%1928 = getelementptr float, float* %3, i64 %1917
+	%1929 = getelementptr float, float* %1928, i64 0
+	%1930 = load float, float* %1929, align 4
+	%1931 = getelementptr float, float* %1928, i64 1
+	%1932 = load float, float* %1931, align 4
+	%1933 = getelementptr float, float* %1928, i64 2
+	%1934 = load float, float* %1933, align 4
+	%1935 = getelementptr float, float* %1928, i64 3
+	%1936 = load float, float* %1935, align 4
+	%1937 = getelementptr float, float* %5, i64 %1917
+	%1938 = getelementptr float, float* %1937, i64 0
+	%1939 = load float, float* %1938, align 4
+	%1940 = getelementptr float, float* %1937, i64 1
+	%1941 = load float, float* %1940, align 4
+	%1942 = getelementptr float, float* %1937, i64 2
+	%1943 = load float, float* %1942, align 4
+	%1944 = getelementptr float, float* %1937, i64 3
+	%1945 = load float, float* %1944, align 4
+	%1946 = getelementptr float, float* %7, i64 %1917
+	%1947 = getelementptr float, float* %1946, i64 0
+	%1948 = load float, float* %1947, align 4
+	%1949 = getelementptr float, float* %1946, i64 1
+	%1950 = load float, float* %1949, align 4
+	%1951 = getelementptr float, float* %1946, i64 2
+	%1952 = load float, float* %1951, align 4
+	%1953 = getelementptr float, float* %1946, i64 3
+	%1954 = load float, float* %1953, align 4
+	%1955 = getelementptr float, float* %9, i64 %1917
+	%1956 = getelementptr float, float* %1955, i64 0
+	%1957 = load float, float* %1956, align 4
+	%1958 = getelementptr float, float* %1955, i64 1
+	%1959 = load float, float* %1958, align 4
+	%1960 = getelementptr float, float* %1955, i64 2
+	%1961 = load float, float* %1960, align 4
+	%1962 = getelementptr float, float* %1955, i64 3
+	%1963 = load float, float* %1962, align 4
+	%1964 = getelementptr float, float* %11, i64 %1917
+	%1965 = getelementptr float, float* %1964, i64 0
+	%1966 = load float, float* %1965, align 4
+	%1967 = getelementptr float, float* %1964, i64 1
+	%1968 = load float, float* %1967, align 4
+	%1969 = getelementptr float, float* %1964, i64 2
+	%1970 = load float, float* %1969, align 4
+	%1971 = getelementptr float, float* %1964, i64 3
+	%1972 = load float, float* %1971, align 4
+	%1973 = call { float, float, float, float, float } @disk_body(float %1921, float %1930, float %1939, float %1948, float %1957, float %1966, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1974 = extractvalue { float, float, float, float, float } %1973, 0
+	%1975 = extractvalue { float, float, float, float, float } %1973, 1
+	%1976 = extractvalue { float, float, float, float, float } %1973, 2
+	%1977 = extractvalue { float, float, float, float, float } %1973, 3
+	%1978 = extractvalue { float, float, float, float, float } %1973, 4
+	%1979 = call { float, float, float, float, float } @disk_body(float %1923, float %1932, float %1941, float %1950, float %1959, float %1968, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1980 = extractvalue { float, float, float, float, float } %1979, 0
+	%1981 = extractvalue { float, float, float, float, float } %1979, 1
+	%1982 = extractvalue { float, float, float, float, float } %1979, 2
+	%1983 = extractvalue { float, float, float, float, float } %1979, 3
+	%1984 = extractvalue { float, float, float, float, float } %1979, 4
+	%1985 = call { float, float, float, float, float } @disk_body(float %1925, float %1934, float %1943, float %1952, float %1961, float %1970, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1986 = extractvalue { float, float, float, float, float } %1985, 0
+	%1987 = extractvalue { float, float, float, float, float } %1985, 1
+	%1988 = extractvalue { float, float, float, float, float } %1985, 2
+	%1989 = extractvalue { float, float, float, float, float } %1985, 3
+	%1990 = extractvalue { float, float, float, float, float } %1985, 4
+	%1991 = call { float, float, float, float, float } @disk_body(float %1927, float %1936, float %1945, float %1954, float %1963, float %1972, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1992 = extractvalue { float, float, float, float, float } %1991, 0
+	%1993 = extractvalue { float, float, float, float, float } %1991, 1
+	%1994 = extractvalue { float, float, float, float, float } %1991, 2
+	%1995 = extractvalue { float, float, float, float, float } %1991, 3
+	%1996 = extractvalue { float, float, float, float, float } %1991, 4
+	%1997 = getelementptr float, float* %5, i64 %1917
+	%1998 = getelementptr float, float* %1997, i64 0
+	store float %1974, float* %1998, align 4
+	%1999 = getelementptr float, float* %1997, i64 1
+	store float %1980, float* %1999, align 4
+	%2000 = getelementptr float, float* %1997, i64 2
+	store float %1986, float* %2000, align 4
+	%2001 = getelementptr float, float* %1997, i64 3
+	store float %1992, float* %2001, align 4
+	%2002 = getelementptr float, float* %7, i64 %1917
+	%2003 = getelementptr float, float* %2002, i64 0
+	store float %1975, float* %2003, align 4
+	%2004 = getelementptr float, float* %2002, i64 1
+	store float %1981, float* %2004, align 4
+	%2005 = getelementptr float, float* %2002, i64 2
+	store float %1987, float* %2005, align 4
+	%2006 = getelementptr float, float* %2002, i64 3
+	store float %1993, float* %2006, align 4
+	%2007 = getelementptr float, float* %9, i64 %1917
+	%2008 = getelementptr float, float* %2007, i64 0
+	store float %1976, float* %2008, align 4
+	%2009 = getelementptr float, float* %2007, i64 1
+	store float %1982, float* %2009, align 4
+	%2010 = getelementptr float, float* %2007, i64 2
+	store float %1988, float* %2010, align 4
+	%2011 = getelementptr float, float* %2007, i64 3
+	store float %1994, float* %2011, align 4
+	%2012 = getelementptr float, float* %1, i64 %1917
+	%2013 = getelementptr float, float* %2012, i64 0
+	store float %1977, float* %2013, align 4
+	%2014 = getelementptr float, float* %2012, i64 1
+	store float %1983, float* %2014, align 4
+	%2015 = getelementptr float, float* %2012, i64 2
+	store float %1989, float* %2015, align 4
+	%2016 = getelementptr float, float* %2012, i64 3
+	store float %1995, float* %2016, align 4
+	%2017 = getelementptr float, float* %11, i64 %1917
+	%2018 = getelementptr float, float* %2017, i64 0
+	store float %1978, float* %2018, align 4
+	%2019 = getelementptr float, float* %2017, i64 1
+	store float %1984, float* %2019, align 4
+	%2020 = getelementptr float, float* %2017, i64 2
+	store float %1990, float* %2020, align 4
+	%2021 = getelementptr float, float* %2017, i64 3
+	store float %1996, float* %2021, align 4
+	%2022 = add i64 %1914, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%1711 = phi i64 [ %57, %group.done.45 ], [ %1732, %tail.47 ]
-	%1712 = icmp slt i64 %1711, %37
-	br i1 %1712, label %tail.47, label %tail.done.48
+	%2023 = phi i64 [ %61, %group.done.45 ], [ %2048, %tail.47 ]
+	%2024 = icmp slt i64 %2023, %41
+	br i1 %2024, label %tail.47, label %tail.done.48
 
 tail.47:
-	%1713 = getelementptr float, float* %1, i64 %1711
-	%1714 = load float, float* %1713, align 4
-	%1715 = getelementptr float, float* %3, i64 %1711
-	%1716 = load float, float* %1715, align 4
-	%1717 = getelementptr float, float* %5, i64 %1711
-	%1718 = load float, float* %1717, align 4
-	%1719 = getelementptr float, float* %7, i64 %1711
-	%1720 = load float, float* %1719, align 4
-	%1721 = getelementptr float, float* %9, i64 %1711
-	%1722 = load float, float* %1721, align 4
-	%1723 = call { float, float, float, float } @disk_body(float %1714, float %1716, float %1718, float %1720, float %1722, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31)
-	%1724 = extractvalue { float, float, float, float } %1723, 0
-	%1725 = extractvalue { float, float, float, float } %1723, 1
-	%1726 = extractvalue { float, float, float, float } %1723, 2
-	%1727 = extractvalue { float, float, float, float } %1723, 3
-	%1728 = getelementptr float, float* %5, i64 %1711
-	store float %1724, float* %1728, align 4
-	%1729 = getelementptr float, float* %7, i64 %1711
-	store float %1725, float* %1729, align 4
-	%1730 = getelementptr float, float* %9, i64 %1711
-	store float %1726, float* %1730, align 4
-	%1731 = getelementptr float, float* %1, i64 %1711
-	store float %1727, float* %1731, align 4
-	%1732 = add i64 %1711, 1
+	%2025 = getelementptr float, float* %1, i64 %2023
+	%2026 = load float, float* %2025, align 4
+	%2027 = getelementptr float, float* %3, i64 %2023
+	%2028 = load float, float* %2027, align 4
+	%2029 = getelementptr float, float* %5, i64 %2023
+	%2030 = load float, float* %2029, align 4
+	%2031 = getelementptr float, float* %7, i64 %2023
+	%2032 = load float, float* %2031, align 4
+	%2033 = getelementptr float, float* %9, i64 %2023
+	%2034 = load float, float* %2033, align 4
+	%2035 = getelementptr float, float* %11, i64 %2023
+	%2036 = load float, float* %2035, align 4
+	%2037 = call { float, float, float, float, float } @disk_body(float %2026, float %2028, float %2030, float %2032, float %2034, float %2036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2038 = extractvalue { float, float, float, float, float } %2037, 0
+	%2039 = extractvalue { float, float, float, float, float } %2037, 1
+	%2040 = extractvalue { float, float, float, float, float } %2037, 2
+	%2041 = extractvalue { float, float, float, float, float } %2037, 3
+	%2042 = extractvalue { float, float, float, float, float } %2037, 4
+	%2043 = getelementptr float, float* %5, i64 %2023
+	store float %2038, float* %2043, align 4
+	%2044 = getelementptr float, float* %7, i64 %2023
+	store float %2039, float* %2044, align 4
+	%2045 = getelementptr float, float* %9, i64 %2023
+	store float %2040, float* %2045, align 4
+	%2046 = getelementptr float, float* %1, i64 %2023
+	store float %2041, float* %2046, align 4
+	%2047 = getelementptr float, float* %11, i64 %2023
+	store float %2042, float* %2047, align 4
+	%2048 = add i64 %2023, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -3639,5 +4135,1414 @@ entry:
 	ret void
 }
 
+define ptx_kernel void @disk_privatize_norms(float* noalias readonly %cur, float* noalias readonly %look, float* noalias %partials, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+entry:
+	%0 = icmp ne i32 %mode, 0
+	br i1 %0, label %two_sets, label %one_set
+
+two_sets:
+	%1 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%2 = zext i32 %1 to i64
+	%3 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%4 = zext i32 %3 to i64
+	%5 = mul i64 %4, %2
+	%6 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%7 = zext i32 %6 to i64
+	%8 = add i64 %5, %7
+	%9 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%10 = zext i32 %9 to i64
+	%11 = mul i64 %10, %2
+	%12 = lshr i64 %8, 5
+	%13 = lshr i64 %11, 5
+	%14 = and i64 %8, 31
+	%15 = add i64 %n, 4095
+	%16 = sdiv i64 %15, u0x1000
+	%17 = mul i64 %batch, %16
+	br label %task.head.49
+
+one_set:
+	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%19 = zext i32 %18 to i64
+	%20 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%21 = zext i32 %20 to i64
+	%22 = mul i64 %21, %19
+	%23 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%24 = zext i32 %23 to i64
+	%25 = add i64 %22, %24
+	%26 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%27 = zext i32 %26 to i64
+	%28 = mul i64 %27, %19
+	%29 = lshr i64 %25, 5
+	%30 = lshr i64 %28, 5
+	%31 = and i64 %25, 31
+	%32 = add i64 %n, 4095
+	%33 = sdiv i64 %32, u0x1000
+	%34 = mul i64 %batch, %33
+	br label %task.head.60
+
+task.head.49:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+	%36 = icmp slt i64 %35, %17
+	br i1 %36, label %task.50, label %task.done.51
+
+task.50:
+	%37 = sdiv i64 %35, %16
+	%38 = srem i64 %35, %16
+	%39 = mul i64 %37, %n
+	%40 = getelementptr float, float* %look, i64 %39
+	%41 = mul i64 %37, %n
+	%42 = getelementptr float, float* %cur, i64 %41
+	%43 = mul i64 %38, u0x1000
+	%44 = sub i64 %n, %43
+	%45 = add i64 %44, 127
+	%46 = sdiv i64 %45, 128
+	%47 = icmp slt i64 %46, 32
+	%48 = select i1 %47, i64 %46, i64 32
+	%49 = ptrtoint float* %40 to i64
+	%50 = shl i64 0, 2
+	%51 = add i64 %49, %50
+	%52 = and i64 %51, 15
+	%53 = icmp eq i64 %52, 0
+	%54 = and i1 true, %53
+	%55 = ptrtoint float* %42 to i64
+	%56 = shl i64 0, 2
+	%57 = add i64 %55, %56
+	%58 = and i64 %57, 15
+	%59 = icmp eq i64 %58, 0
+	%60 = and i1 %54, %59
+	br label %row.head.52
+
+task.done.51:
+	ret void
+
+row.head.52:
+	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
+	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+	%63 = icmp slt i64 %61, %48
+	br i1 %63, label %row.53, label %row.done.54
+
+row.53:
+	%64 = mul i64 %61, 128
+	%65 = add i64 %43, %64
+	%66 = shl i64 %14, 2
+	%67 = add i64 %65, %66
+	%68 = add i64 %67, 4
+	%69 = icmp sle i64 %68, %n
+	%70 = and i1 %60, %69
+	br i1 %70, label %then.55, label %else.56
+
+row.done.54:
+	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
+	%72 = fadd float %62, %71
+	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
+	%74 = fadd float %72, %73
+	%75 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %74, i32 4, i32 31)
+	%76 = fadd float %74, %75
+	%77 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %76, i32 2, i32 31)
+	%78 = fadd float %76, %77
+	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
+	%80 = fadd float %78, %79
+	%81 = icmp eq i64 %14, 0
+	br i1 %81, label %lane0.58, label %stored.59
+
+then.55:
+	%82 = getelementptr float, float* %40, i64 %67
+	%83 = getelementptr float, float* %82, i64 0
+	%84 = bitcast float* %83 to <4 x float>*
+	%85 = load <4 x float>, <4 x float>* %84, align 16
+	%86 = extractelement <4 x float> %85, i32 0
+	%87 = extractelement <4 x float> %85, i32 1
+	%88 = extractelement <4 x float> %85, i32 2
+	%89 = extractelement <4 x float> %85, i32 3
+	%90 = getelementptr float, float* %42, i64 %67
+	%91 = getelementptr float, float* %90, i64 0
+	%92 = bitcast float* %91 to <4 x float>*
+	%93 = load <4 x float>, <4 x float>* %92, align 16
+	%94 = extractelement <4 x float> %93, i32 0
+	%95 = extractelement <4 x float> %93, i32 1
+	%96 = extractelement <4 x float> %93, i32 2
+	%97 = extractelement <4 x float> %93, i32 3
+	%98 = add i64 %67, 0
+	%99 = icmp slt i64 %98, %n
+	%100 = fmul float %a, %86
+	%101 = fmul float %b, %94
+	%102 = fadd float %100, %101
+	%103 = fmul float %102, %102
+	%104 = fadd float %62, %103
+	%105 = add i64 %67, 1
+	%106 = icmp slt i64 %105, %n
+	%107 = fmul float %a, %87
+	%108 = fmul float %b, %95
+	%109 = fadd float %107, %108
+	%110 = fmul float %109, %109
+	%111 = fadd float %104, %110
+	%112 = add i64 %67, 2
+	%113 = icmp slt i64 %112, %n
+	%114 = fmul float %a, %88
+	%115 = fmul float %b, %96
+	%116 = fadd float %114, %115
+	%117 = fmul float %116, %116
+	%118 = fadd float %111, %117
+	%119 = add i64 %67, 3
+	%120 = icmp slt i64 %119, %n
+	%121 = fmul float %a, %89
+	%122 = fmul float %b, %97
+	%123 = fadd float %121, %122
+	%124 = fmul float %123, %123
+	%125 = fadd float %118, %124
+	br label %join.57
+
+else.56:
+	%126 = sub i64 %n, 1
+	%127 = add i64 %67, 0
+	%128 = icmp slt i64 %127, %n
+	%129 = select i1 %128, i64 %127, i64 %126
+	%130 = getelementptr float, float* %40, i64 %129
+	%131 = load float, float* %130, align 4
+	%132 = add i64 %67, 1
+	%133 = icmp slt i64 %132, %n
+	%134 = select i1 %133, i64 %132, i64 %126
+	%135 = getelementptr float, float* %40, i64 %134
+	%136 = load float, float* %135, align 4
+	%137 = add i64 %67, 2
+	%138 = icmp slt i64 %137, %n
+	%139 = select i1 %138, i64 %137, i64 %126
+	%140 = getelementptr float, float* %40, i64 %139
+	%141 = load float, float* %140, align 4
+	%142 = add i64 %67, 3
+	%143 = icmp slt i64 %142, %n
+	%144 = select i1 %143, i64 %142, i64 %126
+	%145 = getelementptr float, float* %40, i64 %144
+	%146 = load float, float* %145, align 4
+	%147 = add i64 %67, 0
+	%148 = icmp slt i64 %147, %n
+	%149 = select i1 %148, i64 %147, i64 %126
+	%150 = getelementptr float, float* %42, i64 %149
+	%151 = load float, float* %150, align 4
+	%152 = add i64 %67, 1
+	%153 = icmp slt i64 %152, %n
+	%154 = select i1 %153, i64 %152, i64 %126
+	%155 = getelementptr float, float* %42, i64 %154
+	%156 = load float, float* %155, align 4
+	%157 = add i64 %67, 2
+	%158 = icmp slt i64 %157, %n
+	%159 = select i1 %158, i64 %157, i64 %126
+	%160 = getelementptr float, float* %42, i64 %159
+	%161 = load float, float* %160, align 4
+	%162 = add i64 %67, 3
+	%163 = icmp slt i64 %162, %n
+	%164 = select i1 %163, i64 %162, i64 %126
+	%165 = getelementptr float, float* %42, i64 %164
+	%166 = load float, float* %165, align 4
+	%167 = add i64 %67, 0
+	%168 = icmp slt i64 %167, %n
+	%169 = fmul float %a, %131
+	%170 = fmul float %b, %151
+	%171 = fadd float %169, %170
+	%172 = fmul float %171, %171
+	%173 = select i1 %168, float %172, float 0.0
+	%174 = fadd float %62, %173
+	%175 = add i64 %67, 1
+	%176 = icmp slt i64 %175, %n
+	%177 = fmul float %a, %136
+	%178 = fmul float %b, %156
+	%179 = fadd float %177, %178
+	%180 = fmul float %179, %179
+	%181 = select i1 %176, float %180, float 0.0
+	%182 = fadd float %174, %181
+	%183 = add i64 %67, 2
+	%184 = icmp slt i64 %183, %n
+	%185 = fmul float %a, %141
+	%186 = fmul float %b, %161
+	%187 = fadd float %185, %186
+	%188 = fmul float %187, %187
+	%189 = select i1 %184, float %188, float 0.0
+	%190 = fadd float %182, %189
+	%191 = add i64 %67, 3
+	%192 = icmp slt i64 %191, %n
+	%193 = fmul float %a, %146
+	%194 = fmul float %b, %166
+	%195 = fadd float %193, %194
+	%196 = fmul float %195, %195
+	%197 = select i1 %192, float %196, float 0.0
+	%198 = fadd float %190, %197
+	br label %join.57
+
+join.57:
+	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+	%200 = add i64 %61, 1
+	br label %row.head.52
+
+lane0.58:
+	%201 = getelementptr float, float* %partials, i64 %35
+	store float %80, float* %201, align 4
+	br label %stored.59
+
+stored.59:
+	%202 = add i64 %35, %13
+	br label %task.head.49
+
+task.head.60:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+	%204 = icmp slt i64 %203, %34
+	br i1 %204, label %task.61, label %task.done.62
+
+task.61:
+	%205 = sdiv i64 %203, %33
+	%206 = srem i64 %203, %33
+	%207 = mul i64 %205, %n
+	%208 = getelementptr float, float* %cur, i64 %207
+	%209 = mul i64 %206, u0x1000
+	%210 = sub i64 %n, %209
+	%211 = add i64 %210, 127
+	%212 = sdiv i64 %211, 128
+	%213 = icmp slt i64 %212, 32
+	%214 = select i1 %213, i64 %212, i64 32
+	%215 = ptrtoint float* %208 to i64
+	%216 = shl i64 0, 2
+	%217 = add i64 %215, %216
+	%218 = and i64 %217, 15
+	%219 = icmp eq i64 %218, 0
+	%220 = and i1 true, %219
+	br label %row.head.63
+
+task.done.62:
+	ret void
+
+row.head.63:
+	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
+	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+	%223 = icmp slt i64 %221, %214
+	br i1 %223, label %row.64, label %row.done.65
+
+row.64:
+	%224 = mul i64 %221, 128
+	%225 = add i64 %209, %224
+	%226 = shl i64 %31, 2
+	%227 = add i64 %225, %226
+	%228 = add i64 %227, 4
+	%229 = icmp sle i64 %228, %n
+	%230 = and i1 %220, %229
+	br i1 %230, label %then.66, label %else.67
+
+row.done.65:
+	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
+	%232 = fadd float %222, %231
+	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
+	%234 = fadd float %232, %233
+	%235 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %234, i32 4, i32 31)
+	%236 = fadd float %234, %235
+	%237 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %236, i32 2, i32 31)
+	%238 = fadd float %236, %237
+	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
+	%240 = fadd float %238, %239
+	%241 = icmp eq i64 %31, 0
+	br i1 %241, label %lane0.69, label %stored.70
+
+then.66:
+	%242 = getelementptr float, float* %208, i64 %227
+	%243 = getelementptr float, float* %242, i64 0
+	%244 = bitcast float* %243 to <4 x float>*
+	%245 = load <4 x float>, <4 x float>* %244, align 16
+	%246 = extractelement <4 x float> %245, i32 0
+	%247 = extractelement <4 x float> %245, i32 1
+	%248 = extractelement <4 x float> %245, i32 2
+	%249 = extractelement <4 x float> %245, i32 3
+	%250 = add i64 %227, 0
+	%251 = icmp slt i64 %250, %n
+	%252 = fmul float %246, %246
+	%253 = fadd float %222, %252
+	%254 = add i64 %227, 1
+	%255 = icmp slt i64 %254, %n
+	%256 = fmul float %247, %247
+	%257 = fadd float %253, %256
+	%258 = add i64 %227, 2
+	%259 = icmp slt i64 %258, %n
+	%260 = fmul float %248, %248
+	%261 = fadd float %257, %260
+	%262 = add i64 %227, 3
+	%263 = icmp slt i64 %262, %n
+	%264 = fmul float %249, %249
+	%265 = fadd float %261, %264
+	br label %join.68
+
+else.67:
+	%266 = sub i64 %n, 1
+	%267 = add i64 %227, 0
+	%268 = icmp slt i64 %267, %n
+	%269 = select i1 %268, i64 %267, i64 %266
+	%270 = getelementptr float, float* %208, i64 %269
+	%271 = load float, float* %270, align 4
+	%272 = add i64 %227, 1
+	%273 = icmp slt i64 %272, %n
+	%274 = select i1 %273, i64 %272, i64 %266
+	%275 = getelementptr float, float* %208, i64 %274
+	%276 = load float, float* %275, align 4
+	%277 = add i64 %227, 2
+	%278 = icmp slt i64 %277, %n
+	%279 = select i1 %278, i64 %277, i64 %266
+	%280 = getelementptr float, float* %208, i64 %279
+	%281 = load float, float* %280, align 4
+	%282 = add i64 %227, 3
+	%283 = icmp slt i64 %282, %n
+	%284 = select i1 %283, i64 %282, i64 %266
+	%285 = getelementptr float, float* %208, i64 %284
+	%286 = load float, float* %285, align 4
+	%287 = add i64 %227, 0
+	%288 = icmp slt i64 %287, %n
+	%289 = fmul float %271, %271
+	%290 = select i1 %288, float %289, float 0.0
+	%291 = fadd float %222, %290
+	%292 = add i64 %227, 1
+	%293 = icmp slt i64 %292, %n
+	%294 = fmul float %276, %276
+	%295 = select i1 %293, float %294, float 0.0
+	%296 = fadd float %291, %295
+	%297 = add i64 %227, 2
+	%298 = icmp slt i64 %297, %n
+	%299 = fmul float %281, %281
+	%300 = select i1 %298, float %299, float 0.0
+	%301 = fadd float %296, %300
+	%302 = add i64 %227, 3
+	%303 = icmp slt i64 %302, %n
+	%304 = fmul float %286, %286
+	%305 = select i1 %303, float %304, float 0.0
+	%306 = fadd float %301, %305
+	br label %join.68
+
+join.68:
+	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+	%308 = add i64 %221, 1
+	br label %row.head.63
+
+lane0.69:
+	%309 = getelementptr float, float* %partials, i64 %203
+	store float %240, float* %309, align 4
+	br label %stored.70
+
+stored.70:
+	%310 = add i64 %203, %30
+	br label %task.head.60
+}
+
+declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
+
+define ptx_kernel void @disk_privatize_scales(float* noalias readonly %partials, float* noalias %scales, i64 %batch, i64 %nchunks, double %clip) nounwind {
+entry:
+	%0 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%1 = zext i32 %0 to i64
+	%2 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%3 = zext i32 %2 to i64
+	%4 = mul i64 %3, %1
+	%5 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%6 = zext i32 %5 to i64
+	%7 = add i64 %4, %6
+	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%9 = zext i32 %8 to i64
+	%10 = mul i64 %9, %1
+	br label %example.head.71
+
+example.head.71:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+	%12 = icmp slt i64 %11, %batch
+	br i1 %12, label %example.72, label %example.done.73
+
+example.72:
+	%13 = mul i64 %11, %nchunks
+	%14 = getelementptr float, float* %partials, i64 %13
+	br label %chunk.head.74
+
+example.done.73:
+	ret void
+
+chunk.head.74:
+	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
+	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+	%17 = icmp slt i64 %15, %nchunks
+	br i1 %17, label %chunk.75, label %chunk.done.76
+
+chunk.75:
+	%18 = getelementptr float, float* %14, i64 %15
+	%19 = load float, float* %18, align 4
+	%20 = fpext float %19 to double
+	%21 = fadd double %16, %20
+	%22 = add i64 %15, 1
+	br label %chunk.head.74
+
+chunk.done.76:
+	%23 = call double @llvm.sqrt.f64(double %16)
+	%24 = fdiv double %clip, %23
+	%25 = fcmp olt double %24, 1.0
+	%26 = select i1 %25, double %24, double 1.0
+	%27 = fcmp oeq double %16, 0.0
+	%28 = select i1 %27, double 1.0, double %26
+	%29 = fcmp uge double %16, 0x7FF0000000000000
+	%30 = fptrunc double %28 to float
+	%31 = select i1 %29, float 0x7FF8000000000000, float %30
+	%32 = getelementptr float, float* %scales, i64 %11
+	store float %31, float* %32, align 4
+	%33 = add i64 %11, %10
+	br label %example.head.71
+}
+
+declare double @llvm.sqrt.f64(double %0)
+
+define ptx_kernel void @disk_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+entry:
+	%0 = icmp ne i32 %mode, 0
+	br i1 %0, label %two_sets, label %one_set
+
+two_sets:
+	%1 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%2 = zext i32 %1 to i64
+	%3 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%4 = zext i32 %3 to i64
+	%5 = mul i64 %4, %2
+	%6 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%7 = zext i32 %6 to i64
+	%8 = add i64 %5, %7
+	%9 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%10 = zext i32 %9 to i64
+	%11 = mul i64 %10, %2
+	%12 = ashr i64 %n, 2
+	%13 = and i64 %n, 3
+	%14 = icmp eq i64 %13, 0
+	%15 = ptrtoint float* %look to i64
+	%16 = shl i64 0, 2
+	%17 = add i64 %15, %16
+	%18 = and i64 %17, 15
+	%19 = icmp eq i64 %18, 0
+	%20 = and i1 true, %19
+	%21 = ptrtoint float* %cur to i64
+	%22 = shl i64 0, 2
+	%23 = add i64 %21, %22
+	%24 = and i64 %23, 15
+	%25 = icmp eq i64 %24, 0
+	%26 = and i1 %20, %25
+	%27 = ptrtoint float* %out to i64
+	%28 = shl i64 0, 2
+	%29 = add i64 %27, %28
+	%30 = and i64 %29, 15
+	%31 = icmp eq i64 %30, 0
+	%32 = and i1 %26, %31
+	%33 = and i1 %14, %32
+	br i1 %33, label %vector.77, label %scalar.78
+
+one_set:
+	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%35 = zext i32 %34 to i64
+	%36 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%37 = zext i32 %36 to i64
+	%38 = mul i64 %37, %35
+	%39 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%40 = zext i32 %39 to i64
+	%41 = add i64 %38, %40
+	%42 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%43 = zext i32 %42 to i64
+	%44 = mul i64 %43, %35
+	%45 = ashr i64 %n, 2
+	%46 = and i64 %n, 3
+	%47 = icmp eq i64 %46, 0
+	%48 = ptrtoint float* %cur to i64
+	%49 = shl i64 0, 2
+	%50 = add i64 %48, %49
+	%51 = and i64 %50, 15
+	%52 = icmp eq i64 %51, 0
+	%53 = and i1 true, %52
+	%54 = ptrtoint float* %out to i64
+	%55 = shl i64 0, 2
+	%56 = add i64 %54, %55
+	%57 = and i64 %56, 15
+	%58 = icmp eq i64 %57, 0
+	%59 = and i1 %53, %58
+	%60 = and i1 %47, %59
+	br i1 %60, label %vector.98, label %scalar.99
+
+vector.77:
+	br label %group.head.80
+
+scalar.78:
+	br label %group.head.86
+
+tail.79:
+	%61 = shl i64 %12, 2
+	br label %edge.head.92
+
+group.head.80:
+	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%63 = icmp slt i64 %62, %12
+	br i1 %63, label %group.81, label %group.done.82
+
+group.81:
+	%64 = shl i64 %62, 2
+	br label %example.head.83
+
+group.done.82:
+	br label %tail.79
+
+example.head.83:
+	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+	%67 = icmp slt i64 %65, %batch
+	br i1 %67, label %example.84, label %example.done.85
+
+example.84:
+	%68 = mul i64 %65, %n
+	%69 = add i64 %68, %64
+	%70 = getelementptr float, float* %look, i64 %69
+	%71 = bitcast float* %70 to <4 x float>*
+	%72 = load <4 x float>, <4 x float>* %71, align 16
+	%73 = getelementptr float, float* %cur, i64 %69
+	%74 = bitcast float* %73 to <4 x float>*
+	%75 = load <4 x float>, <4 x float>* %74, align 16
+	%76 = getelementptr float, float* %scales, i64 %65
+	%77 = load float, float* %76, align 4
+	%78 = insertelement <4 x float> undef, float %77, i32 0
+	%79 = shufflevector <4 x float> %78, <4 x float> undef, <4 x i32> zeroinitializer
+	%80 = insertelement <4 x float> undef, float %a, i32 0
+	%81 = shufflevector <4 x float> %80, <4 x float> undef, <4 x i32> zeroinitializer
+	%82 = fmul <4 x float> %81, %72
+	%83 = insertelement <4 x float> undef, float %b, i32 0
+	%84 = shufflevector <4 x float> %83, <4 x float> undef, <4 x i32> zeroinitializer
+	%85 = fmul <4 x float> %84, %75
+	%86 = fadd <4 x float> %82, %85
+	%87 = fmul <4 x float> %79, %86
+	%88 = fadd <4 x float> %66, %87
+	%89 = add i64 %65, 1
+	br label %example.head.83
+
+example.done.85:
+	%90 = sitofp i64 %batch to float
+	%91 = insertelement <4 x float> undef, float %90, i32 0
+	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
+	%93 = fdiv <4 x float> %66, %92
+	%94 = getelementptr float, float* %out, i64 %64
+	%95 = bitcast float* %94 to <4 x float>*
+	store <4 x float> %93, <4 x float>* %95, align 16
+	%96 = add i64 %62, %11
+	br label %group.head.80
+
+group.head.86:
+	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
+	%98 = icmp slt i64 %97, %12
+	br i1 %98, label %group.87, label %group.done.88
+
+group.87:
+	%99 = shl i64 %97, 2
+	br label %example.head.89
+
+group.done.88:
+	br label %tail.79
+
+example.head.89:
+	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
+	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
+	%102 = icmp slt i64 %100, %batch
+	br i1 %102, label %example.90, label %example.done.91
+
+example.90:
+	%103 = mul i64 %100, %n
+	%104 = add i64 %103, %99
+	%105 = getelementptr float, float* %look, i64 %104
+	%106 = bitcast float* %105 to <4 x float>*
+	%107 = load <4 x float>, <4 x float>* %106, align 4
+	%108 = getelementptr float, float* %cur, i64 %104
+	%109 = bitcast float* %108 to <4 x float>*
+	%110 = load <4 x float>, <4 x float>* %109, align 4
+	%111 = getelementptr float, float* %scales, i64 %100
+	%112 = load float, float* %111, align 4
+	%113 = insertelement <4 x float> undef, float %112, i32 0
+	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
+	%115 = insertelement <4 x float> undef, float %a, i32 0
+	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
+	%117 = fmul <4 x float> %116, %107
+	%118 = insertelement <4 x float> undef, float %b, i32 0
+	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
+	%120 = fmul <4 x float> %119, %110
+	%121 = fadd <4 x float> %117, %120
+	%122 = fmul <4 x float> %114, %121
+	%123 = fadd <4 x float> %101, %122
+	%124 = add i64 %100, 1
+	br label %example.head.89
+
+example.done.91:
+	%125 = sitofp i64 %batch to float
+	%126 = insertelement <4 x float> undef, float %125, i32 0
+	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
+	%128 = fdiv <4 x float> %101, %127
+	%129 = getelementptr float, float* %out, i64 %99
+	%130 = bitcast float* %129 to <4 x float>*
+	store <4 x float> %128, <4 x float>* %130, align 4
+	%131 = add i64 %97, %11
+	br label %group.head.86
+
+edge.head.92:
+	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
+	%133 = icmp slt i64 %132, %13
+	br i1 %133, label %edge.93, label %edge.done.94
+
+edge.93:
+	%134 = add i64 %61, %132
+	br label %example.head.95
+
+edge.done.94:
+	ret void
+
+example.head.95:
+	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
+	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
+	%137 = icmp slt i64 %135, %batch
+	br i1 %137, label %example.96, label %example.done.97
+
+example.96:
+	%138 = mul i64 %135, %n
+	%139 = add i64 %138, %134
+	%140 = getelementptr float, float* %look, i64 %139
+	%141 = load float, float* %140, align 4
+	%142 = getelementptr float, float* %cur, i64 %139
+	%143 = load float, float* %142, align 4
+	%144 = getelementptr float, float* %scales, i64 %135
+	%145 = load float, float* %144, align 4
+	%146 = fmul float %a, %141
+	%147 = fmul float %b, %143
+	%148 = fadd float %146, %147
+	%149 = fmul float %145, %148
+	%150 = fadd float %136, %149
+	%151 = add i64 %135, 1
+	br label %example.head.95
+
+example.done.97:
+	%152 = sitofp i64 %batch to float
+	%153 = fdiv float %136, %152
+	%154 = getelementptr float, float* %out, i64 %134
+	store float %153, float* %154, align 4
+	%155 = add i64 %132, %11
+	br label %edge.head.92
+
+vector.98:
+	br label %group.head.101
+
+scalar.99:
+	br label %group.head.107
+
+tail.100:
+	%156 = shl i64 %45, 2
+	br label %edge.head.113
+
+group.head.101:
+	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
+	%158 = icmp slt i64 %157, %45
+	br i1 %158, label %group.102, label %group.done.103
+
+group.102:
+	%159 = shl i64 %157, 2
+	br label %example.head.104
+
+group.done.103:
+	br label %tail.100
+
+example.head.104:
+	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
+	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
+	%162 = icmp slt i64 %160, %batch
+	br i1 %162, label %example.105, label %example.done.106
+
+example.105:
+	%163 = mul i64 %160, %n
+	%164 = add i64 %163, %159
+	%165 = getelementptr float, float* %cur, i64 %164
+	%166 = bitcast float* %165 to <4 x float>*
+	%167 = load <4 x float>, <4 x float>* %166, align 16
+	%168 = getelementptr float, float* %scales, i64 %160
+	%169 = load float, float* %168, align 4
+	%170 = insertelement <4 x float> undef, float %169, i32 0
+	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
+	%172 = fmul <4 x float> %171, %167
+	%173 = fadd <4 x float> %161, %172
+	%174 = add i64 %160, 1
+	br label %example.head.104
+
+example.done.106:
+	%175 = sitofp i64 %batch to float
+	%176 = insertelement <4 x float> undef, float %175, i32 0
+	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
+	%178 = fdiv <4 x float> %161, %177
+	%179 = getelementptr float, float* %out, i64 %159
+	%180 = bitcast float* %179 to <4 x float>*
+	store <4 x float> %178, <4 x float>* %180, align 16
+	%181 = add i64 %157, %44
+	br label %group.head.101
+
+group.head.107:
+	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
+	%183 = icmp slt i64 %182, %45
+	br i1 %183, label %group.108, label %group.done.109
+
+group.108:
+	%184 = shl i64 %182, 2
+	br label %example.head.110
+
+group.done.109:
+	br label %tail.100
+
+example.head.110:
+	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
+	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
+	%187 = icmp slt i64 %185, %batch
+	br i1 %187, label %example.111, label %example.done.112
+
+example.111:
+	%188 = mul i64 %185, %n
+	%189 = add i64 %188, %184
+	%190 = getelementptr float, float* %cur, i64 %189
+	%191 = bitcast float* %190 to <4 x float>*
+	%192 = load <4 x float>, <4 x float>* %191, align 4
+	%193 = getelementptr float, float* %scales, i64 %185
+	%194 = load float, float* %193, align 4
+	%195 = insertelement <4 x float> undef, float %194, i32 0
+	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
+	%197 = fmul <4 x float> %196, %192
+	%198 = fadd <4 x float> %186, %197
+	%199 = add i64 %185, 1
+	br label %example.head.110
+
+example.done.112:
+	%200 = sitofp i64 %batch to float
+	%201 = insertelement <4 x float> undef, float %200, i32 0
+	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
+	%203 = fdiv <4 x float> %186, %202
+	%204 = getelementptr float, float* %out, i64 %184
+	%205 = bitcast float* %204 to <4 x float>*
+	store <4 x float> %203, <4 x float>* %205, align 4
+	%206 = add i64 %182, %44
+	br label %group.head.107
+
+edge.head.113:
+	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
+	%208 = icmp slt i64 %207, %46
+	br i1 %208, label %edge.114, label %edge.done.115
+
+edge.114:
+	%209 = add i64 %156, %207
+	br label %example.head.116
+
+edge.done.115:
+	ret void
+
+example.head.116:
+	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
+	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
+	%212 = icmp slt i64 %210, %batch
+	br i1 %212, label %example.117, label %example.done.118
+
+example.117:
+	%213 = mul i64 %210, %n
+	%214 = add i64 %213, %209
+	%215 = getelementptr float, float* %cur, i64 %214
+	%216 = load float, float* %215, align 4
+	%217 = getelementptr float, float* %scales, i64 %210
+	%218 = load float, float* %217, align 4
+	%219 = fmul float %218, %216
+	%220 = fadd float %211, %219
+	%221 = add i64 %210, 1
+	br label %example.head.116
+
+example.done.118:
+	%222 = sitofp i64 %batch to float
+	%223 = fdiv float %211, %222
+	%224 = getelementptr float, float* %out, i64 %209
+	store float %223, float* %224, align 4
+	%225 = add i64 %207, %44
+	br label %edge.head.113
+}
+
+define internal void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = icmp ne i32 %25, 0
+	br i1 %26, label %two_sets, label %one_set
+
+two_sets:
+	%27 = add i64 %13, 4095
+	%28 = sdiv i64 %27, u0x1000
+	br label %task.head.119
+
+one_set:
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
+	br label %task.head.128
+
+task.head.119:
+	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
+	%32 = icmp slt i64 %31, %17
+	br i1 %32, label %task.120, label %task.done.121
+
+task.120:
+	%33 = sdiv i64 %31, %28
+	%34 = srem i64 %31, %28
+	%35 = mul i64 %33, %13
+	%36 = getelementptr float, float* %3, i64 %35
+	%37 = mul i64 %33, %13
+	%38 = getelementptr float, float* %1, i64 %37
+	%39 = mul i64 %34, u0x1000
+	%40 = sub i64 %13, %39
+	%41 = add i64 %40, 127
+	%42 = sdiv i64 %41, 128
+	%43 = icmp slt i64 %42, 32
+	%44 = select i1 %43, i64 %42, i64 32
+	br label %row.head.122
+
+task.done.121:
+	ret void
+
+row.head.122:
+	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
+	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
+	%47 = icmp slt i64 %45, %44
+	br i1 %47, label %row.123, label %row.done.124
+
+row.123:
+	%48 = mul i64 %45, 128
+	%49 = add i64 %39, %48
+	%50 = add i64 %49, 128
+	%51 = icmp sle i64 %50, %13
+	br i1 %51, label %then.125, label %else.126
+
+row.done.124:
+	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%53 = fadd <32 x float> %46, %52
+	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%55 = fadd <32 x float> %53, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%57 = fadd <32 x float> %55, %56
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%59 = fadd <32 x float> %57, %58
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%61 = fadd <32 x float> %59, %60
+	%62 = extractelement <32 x float> %61, i32 0
+	%63 = getelementptr float, float* %5, i64 %31
+	store float %62, float* %63, align 4
+	%64 = add i64 %31, 1
+	br label %task.head.119
+
+then.125:
+	%65 = getelementptr float, float* %36, i64 %49
+	%66 = bitcast float* %65 to <128 x float>*
+	%67 = load <128 x float>, <128 x float>* %66, align 4
+	%68 = getelementptr float, float* %38, i64 %49
+	%69 = bitcast float* %68 to <128 x float>*
+	%70 = load <128 x float>, <128 x float>* %69, align 4
+	%71 = insertelement <128 x float> undef, float %21, i32 0
+	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
+	%73 = fmul <128 x float> %72, %67
+	%74 = insertelement <128 x float> undef, float %23, i32 0
+	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
+	%76 = fmul <128 x float> %75, %70
+	%77 = fadd <128 x float> %73, %76
+	%78 = fmul <128 x float> %77, %77
+	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%80 = fadd <32 x float> %46, %79
+	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%82 = fadd <32 x float> %80, %81
+	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%84 = fadd <32 x float> %82, %83
+	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%86 = fadd <32 x float> %84, %85
+	br label %join.127
+
+else.126:
+	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
+	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
+	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
+	%92 = icmp slt <128 x i64> %89, %91
+	%93 = getelementptr float, float* %36, i64 %49
+	%94 = bitcast float* %93 to <128 x float>*
+	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
+	%96 = getelementptr float, float* %38, i64 %49
+	%97 = bitcast float* %96 to <128 x float>*
+	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
+	%99 = insertelement <128 x float> undef, float %21, i32 0
+	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
+	%101 = fmul <128 x float> %100, %95
+	%102 = insertelement <128 x float> undef, float %23, i32 0
+	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
+	%104 = fmul <128 x float> %103, %98
+	%105 = fadd <128 x float> %101, %104
+	%106 = fmul <128 x float> %105, %105
+	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
+	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%109 = fadd <32 x float> %46, %108
+	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%111 = fadd <32 x float> %109, %110
+	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%113 = fadd <32 x float> %111, %112
+	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%115 = fadd <32 x float> %113, %114
+	br label %join.127
+
+join.127:
+	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
+	%117 = add i64 %45, 1
+	br label %row.head.122
+
+task.head.128:
+	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
+	%119 = icmp slt i64 %118, %17
+	br i1 %119, label %task.129, label %task.done.130
+
+task.129:
+	%120 = sdiv i64 %118, %30
+	%121 = srem i64 %118, %30
+	%122 = mul i64 %120, %13
+	%123 = getelementptr float, float* %1, i64 %122
+	%124 = mul i64 %121, u0x1000
+	%125 = sub i64 %13, %124
+	%126 = add i64 %125, 127
+	%127 = sdiv i64 %126, 128
+	%128 = icmp slt i64 %127, 32
+	%129 = select i1 %128, i64 %127, i64 32
+	br label %row.head.131
+
+task.done.130:
+	ret void
+
+row.head.131:
+	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
+	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
+	%132 = icmp slt i64 %130, %129
+	br i1 %132, label %row.132, label %row.done.133
+
+row.132:
+	%133 = mul i64 %130, 128
+	%134 = add i64 %124, %133
+	%135 = add i64 %134, 128
+	%136 = icmp sle i64 %135, %13
+	br i1 %136, label %then.134, label %else.135
+
+row.done.133:
+	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%138 = fadd <32 x float> %131, %137
+	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%140 = fadd <32 x float> %138, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%142 = fadd <32 x float> %140, %141
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%144 = fadd <32 x float> %142, %143
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%146 = fadd <32 x float> %144, %145
+	%147 = extractelement <32 x float> %146, i32 0
+	%148 = getelementptr float, float* %5, i64 %118
+	store float %147, float* %148, align 4
+	%149 = add i64 %118, 1
+	br label %task.head.128
+
+then.134:
+	%150 = getelementptr float, float* %123, i64 %134
+	%151 = bitcast float* %150 to <128 x float>*
+	%152 = load <128 x float>, <128 x float>* %151, align 4
+	%153 = fmul <128 x float> %152, %152
+	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%155 = fadd <32 x float> %131, %154
+	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%157 = fadd <32 x float> %155, %156
+	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%159 = fadd <32 x float> %157, %158
+	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%161 = fadd <32 x float> %159, %160
+	br label %join.136
+
+else.135:
+	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
+	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
+	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
+	%167 = icmp slt <128 x i64> %164, %166
+	%168 = getelementptr float, float* %123, i64 %134
+	%169 = bitcast float* %168 to <128 x float>*
+	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
+	%171 = fmul <128 x float> %170, %170
+	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
+	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%174 = fadd <32 x float> %131, %173
+	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%176 = fadd <32 x float> %174, %175
+	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%178 = fadd <32 x float> %176, %177
+	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%180 = fadd <32 x float> %178, %179
+	br label %join.136
+
+join.136:
+	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
+	%182 = add i64 %130, 1
+	br label %row.head.131
+}
+
+declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
+
+define void @disk_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @disk_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define internal void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = add i64 %13, 4095
+	%27 = sdiv i64 %26, u0x1000
+	br label %example.head.137
+
+example.head.137:
+	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
+	%29 = icmp slt i64 %28, %17
+	br i1 %29, label %example.138, label %example.done.139
+
+example.138:
+	%30 = mul i64 %28, %27
+	%31 = getelementptr float, float* %5, i64 %30
+	br label %chunk.head.140
+
+example.done.139:
+	ret void
+
+chunk.head.140:
+	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
+	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
+	%34 = icmp slt i64 %32, %27
+	br i1 %34, label %chunk.141, label %chunk.done.142
+
+chunk.141:
+	%35 = getelementptr float, float* %31, i64 %32
+	%36 = load float, float* %35, align 4
+	%37 = fpext float %36 to double
+	%38 = fadd double %33, %37
+	%39 = add i64 %32, 1
+	br label %chunk.head.140
+
+chunk.done.142:
+	%40 = call double @llvm.sqrt.f64(double %33)
+	%41 = fdiv double %19, %40
+	%42 = fcmp olt double %41, 1.0
+	%43 = select i1 %42, double %41, double 1.0
+	%44 = fcmp oeq double %33, 0.0
+	%45 = select i1 %44, double 1.0, double %43
+	%46 = fcmp uge double %33, 0x7FF0000000000000
+	%47 = fptrunc double %45 to float
+	%48 = select i1 %46, float 0x7FF8000000000000, float %47
+	%49 = getelementptr float, float* %7, i64 %28
+	store float %48, float* %49, align 4
+	%50 = add i64 %28, 1
+	br label %example.head.137
+}
+
+define void @disk_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @disk_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define internal void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = icmp ne i32 %25, 0
+	br i1 %26, label %two_sets, label %one_set
+
+two_sets:
+	%27 = sub i64 %17, %15
+	%28 = sdiv i64 %27, 8
+	br label %wide.head.143
+
+one_set:
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
+	br label %wide.head.155
+
+wide.head.143:
+	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
+	%32 = icmp slt i64 %31, %28
+	br i1 %32, label %wide.144, label %wide.done.145
+
+wide.144:
+	%33 = mul i64 %31, 8
+	%34 = add i64 %15, %33
+	br label %example.head.146
+
+wide.done.145:
+	%35 = mul i64 %28, 8
+	%36 = add i64 %15, %35
+	br label %tail.head.149
+
+example.head.146:
+	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
+	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
+	%39 = icmp slt i64 %37, %11
+	br i1 %39, label %example.147, label %example.done.148
+
+example.147:
+	%40 = mul i64 %37, %13
+	%41 = add i64 %40, %34
+	%42 = getelementptr float, float* %3, i64 %41
+	%43 = bitcast float* %42 to <8 x float>*
+	%44 = load <8 x float>, <8 x float>* %43, align 4
+	%45 = getelementptr float, float* %1, i64 %41
+	%46 = bitcast float* %45 to <8 x float>*
+	%47 = load <8 x float>, <8 x float>* %46, align 4
+	%48 = getelementptr float, float* %7, i64 %37
+	%49 = load float, float* %48, align 4
+	%50 = insertelement <8 x float> undef, float %49, i32 0
+	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
+	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
+	%54 = fmul <8 x float> %53, %44
+	%55 = insertelement <8 x float> undef, float %23, i32 0
+	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
+	%57 = fmul <8 x float> %56, %47
+	%58 = fadd <8 x float> %54, %57
+	%59 = fmul <8 x float> %51, %58
+	%60 = fadd <8 x float> %38, %59
+	%61 = add i64 %37, 1
+	br label %example.head.146
+
+example.done.148:
+	%62 = sitofp i64 %11 to float
+	%63 = insertelement <8 x float> undef, float %62, i32 0
+	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
+	%65 = fdiv <8 x float> %38, %64
+	%66 = getelementptr float, float* %9, i64 %34
+	%67 = bitcast float* %66 to <8 x float>*
+	store <8 x float> %65, <8 x float>* %67, align 4
+	%68 = add i64 %31, 1
+	br label %wide.head.143
+
+tail.head.149:
+	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
+	%70 = icmp slt i64 %69, %17
+	br i1 %70, label %tail.150, label %tail.done.151
+
+tail.150:
+	br label %example.head.152
+
+tail.done.151:
+	ret void
+
+example.head.152:
+	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
+	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
+	%73 = icmp slt i64 %71, %11
+	br i1 %73, label %example.153, label %example.done.154
+
+example.153:
+	%74 = mul i64 %71, %13
+	%75 = add i64 %74, %69
+	%76 = getelementptr float, float* %3, i64 %75
+	%77 = load float, float* %76, align 4
+	%78 = getelementptr float, float* %1, i64 %75
+	%79 = load float, float* %78, align 4
+	%80 = getelementptr float, float* %7, i64 %71
+	%81 = load float, float* %80, align 4
+	%82 = fmul float %21, %77
+	%83 = fmul float %23, %79
+	%84 = fadd float %82, %83
+	%85 = fmul float %81, %84
+	%86 = fadd float %72, %85
+	%87 = add i64 %71, 1
+	br label %example.head.152
+
+example.done.154:
+	%88 = sitofp i64 %11 to float
+	%89 = fdiv float %72, %88
+	%90 = getelementptr float, float* %9, i64 %69
+	store float %89, float* %90, align 4
+	%91 = add i64 %69, 1
+	br label %tail.head.149
+
+wide.head.155:
+	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
+	%93 = icmp slt i64 %92, %30
+	br i1 %93, label %wide.156, label %wide.done.157
+
+wide.156:
+	%94 = mul i64 %92, 8
+	%95 = add i64 %15, %94
+	br label %example.head.158
+
+wide.done.157:
+	%96 = mul i64 %30, 8
+	%97 = add i64 %15, %96
+	br label %tail.head.161
+
+example.head.158:
+	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+	%100 = icmp slt i64 %98, %11
+	br i1 %100, label %example.159, label %example.done.160
+
+example.159:
+	%101 = mul i64 %98, %13
+	%102 = add i64 %101, %95
+	%103 = getelementptr float, float* %1, i64 %102
+	%104 = bitcast float* %103 to <8 x float>*
+	%105 = load <8 x float>, <8 x float>* %104, align 4
+	%106 = getelementptr float, float* %7, i64 %98
+	%107 = load float, float* %106, align 4
+	%108 = insertelement <8 x float> undef, float %107, i32 0
+	%109 = shufflevector <8 x float> %108, <8 x float> undef, <8 x i32> zeroinitializer
+	%110 = fmul <8 x float> %109, %105
+	%111 = fadd <8 x float> %99, %110
+	%112 = add i64 %98, 1
+	br label %example.head.158
+
+example.done.160:
+	%113 = sitofp i64 %11 to float
+	%114 = insertelement <8 x float> undef, float %113, i32 0
+	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
+	%116 = fdiv <8 x float> %99, %115
+	%117 = getelementptr float, float* %9, i64 %95
+	%118 = bitcast float* %117 to <8 x float>*
+	store <8 x float> %116, <8 x float>* %118, align 4
+	%119 = add i64 %92, 1
+	br label %wide.head.155
+
+tail.head.161:
+	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %tail.162, label %tail.done.163
+
+tail.162:
+	br label %example.head.164
+
+tail.done.163:
+	ret void
+
+example.head.164:
+	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
+	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
+	%124 = icmp slt i64 %122, %11
+	br i1 %124, label %example.165, label %example.done.166
+
+example.165:
+	%125 = mul i64 %122, %13
+	%126 = add i64 %125, %120
+	%127 = getelementptr float, float* %1, i64 %126
+	%128 = load float, float* %127, align 4
+	%129 = getelementptr float, float* %7, i64 %122
+	%130 = load float, float* %129, align 4
+	%131 = fmul float %130, %128
+	%132 = fadd float %123, %131
+	%133 = add i64 %122, 1
+	br label %example.head.164
+
+example.done.166:
+	%134 = sitofp i64 %11 to float
+	%135 = fdiv float %123, %134
+	%136 = getelementptr float, float* %9, i64 %120
+	store float %135, float* %136, align 4
+	%137 = add i64 %120, 1
+	br label %tail.head.161
+}
+
+define void @disk_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @disk_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@disk_abi = constant [65 x i8] c"db1351a9e31e95f183e5d9675bec6dc1e3538995e337037c51fb28e8c9f84f9f\00"
+@disk_abi = constant [65 x i8] c"a0639eb7460796e972c799c904bc7b4930d2bfc72338ed57a49805c07902975e\00"

@@ -574,3 +574,157 @@ func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed ui
 	}
 	Step(s, nz, bufs[0][lo:hi], bufs[1][lo:hi], bufs[2][lo:hi], bufs[3][lo:hi])
 }
+
+// ReduceChunk is the number of coordinates of one chunk of a reduction.
+const ReduceChunk = 4096
+
+// reduceChunks is the number of chunks of n coordinates.
+func reduceChunks(n int) int { return (n + ReduceChunk - 1) / ReduceChunk }
+
+// reduceChunk returns the sum of term(i) over chunk c of [0, n) in the
+// order of fibergen's kernels (docs/kernels.md, "Reductions"): coordinate
+// i = c·ReduceChunk + j goes to lane (j mod 128)/4 of 32 float32
+// accumulators, each adding its terms in increasing i, then the butterfly
+// tree acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1; the sum is
+// lane 0's.
+func reduceChunk(c, n int, term func(i int) float32) float32 {
+	var acc [32]float32
+	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
+	for i := start; i < end; i++ {
+		l := (i - start) % 128 / 4
+		acc[l] = float32(acc[l] + term(i))
+	}
+	for off := 16; off >= 1; off /= 2 {
+		var next [32]float32
+		for l := range acc {
+			next[l] = float32(acc[l] + acc[l^off])
+		}
+		acc = next
+	}
+	return acc[0]
+}
+
+// PrivatizeWeights are the float32 weights of the two-point mix
+// u = a·look + b·cur: a and 1 − a, computed in float64 and rounded.
+func PrivatizeWeights(a float64) (a32, b32 float32) { return float32(a), float32(1 - a) }
+
+// privatizeMix returns u at index i of the per-example gradients: cur[i]
+// without look (one set), else a·look[i] + b·cur[i].
+func privatizeMix(cur, look []float32, a, b float32) func(i int) float32 {
+	if look == nil {
+		return func(i int) float32 { return cur[i] }
+	}
+	return func(i int) float32 { return float32(float32(a*look[i]) + float32(b*cur[i])) }
+}
+
+// PrivatizeNorms stores the partial squared norms of the tasks [lo, hi):
+// task t is example t / reduceChunks(n), chunk t % reduceChunks(n), and
+// partials[t] is the reduction of u·u over that chunk of the example's row
+// cur[ξ·n:(ξ+1)·n] (and look's, mixed; see PrivatizeSum). It is the
+// kernels' <name>_privatize_norms.
+func PrivatizeNorms(partials, cur, look []float32, n int, a, b float32, lo, hi int) {
+	nchunks := reduceChunks(n)
+	u := privatizeMix(cur, look, a, b)
+	for t := lo; t < hi; t++ {
+		row := t / nchunks * n
+		partials[t] = reduceChunk(t%nchunks, n, func(i int) float32 {
+			x := u(row + i)
+			return float32(x * x)
+		})
+	}
+}
+
+// PrivatizeScales stores the clipping scales of the examples [lo, hi):
+// norm² is the float64 sum, in chunk order, of the example's nchunks
+// partials, and the scale float32(min(1, clip/sqrt(norm²))), 1 where norm²
+// is 0 and NaN where it is not finite (a NaN or ±Inf gradient, or a square
+// past float32's range), which the caller must reject.
+func PrivatizeScales(scales, partials []float32, nchunks int, clip float64, lo, hi int) {
+	for x := lo; x < hi; x++ {
+		norm2 := 0.0
+		for _, p := range partials[x*nchunks : (x+1)*nchunks] {
+			norm2 = norm2 + float64(p)
+		}
+		scales[x] = clipScale(norm2, clip)
+	}
+}
+
+// clipScale is float32(min(1, clip/sqrt(norm2))): 1 for norm2 0, NaN for a
+// norm2 that is not finite.
+func clipScale(norm2, clip float64) float32 {
+	if !(norm2 < math.Inf(1)) {
+		return math.Float32frombits(0x7fc00000)
+	}
+	if norm2 == 0 {
+		return 1
+	}
+	q := clip / math.Sqrt(norm2)
+	if q < 1 {
+		return float32(q)
+	}
+	return 1
+}
+
+// ClipScales is the scales of ghost clipping, for a trainer that computes
+// the per-example norms itself: with lookNorm nil (one set) norm² is
+// curNorm[ξ]², else a²·lookNorm[ξ]² + 2a(1−a)·dot[ξ] + (1−a)²·curNorm[ξ]²
+// (dot the inner product ⟨look, cur⟩), in float64 and clamped at 0 against
+// rounding; the scale is PrivatizeScales'. It returns the first example
+// whose norm² is not finite, or -1.
+func ClipScales(scales []float32, lookNorm, curNorm, dot []float64, a, clip float64) int {
+	bad := -1
+	for x, c := range curNorm {
+		norm2 := float64(c * c)
+		if lookNorm != nil {
+			b := 1 - a
+			norm2 = float64(float64(float64(a*a)*float64(lookNorm[x]*lookNorm[x]))+float64(float64(2*a*b)*dot[x])) + float64(float64(b*b)*norm2)
+			if norm2 < 0 {
+				norm2 = 0
+			}
+		}
+		scales[x] = clipScale(norm2, clip)
+		if scales[x] != scales[x] && bad < 0 {
+			bad = x
+		}
+	}
+	return bad
+}
+
+// PrivatizeSum stores the clipped mean of the coordinates [lo, hi):
+// out[i] = (Σ_ξ scales[ξ]·u_ξ[i]) / float32(len(scales)), the sum a float32
+// from +0 in example order, u_ξ[i] = cur[ξ·n+i] without look, else
+// a·look[ξ·n+i] + b·cur[ξ·n+i]. It is the kernels' <name>_privatize_sum.
+func PrivatizeSum(out, cur, look, scales []float32, n int, a, b float32, lo, hi int) {
+	u := privatizeMix(cur, look, a, b)
+	batch := float32(len(scales))
+	for i := lo; i < hi; i++ {
+		var acc float32
+		for x, s := range scales {
+			acc = float32(acc + float32(s*u(x*n+i)))
+		}
+		out[i] = acc / batch
+	}
+}
+
+// Privatize writes into out the clipped mean of batch per-example
+// gradients of len(out) coordinates each (rows of cur, and of look for a
+// two-point observation with weight a; look nil: cur alone), each clipped
+// to norm clip: the three phases one after the other, on one core. If an
+// example's squared norm is not finite it returns that example and leaves
+// out unchanged; else -1.
+func Privatize(out, cur, look []float32, batch int, a, clip float64) int {
+	n := len(out)
+	a32, b32 := PrivatizeWeights(a)
+	nchunks := reduceChunks(n)
+	partials := make([]float32, batch*nchunks)
+	PrivatizeNorms(partials, cur, look, n, a32, b32, 0, len(partials))
+	scales := make([]float32, batch)
+	PrivatizeScales(scales, partials, nchunks, clip, 0, batch)
+	for x, s := range scales {
+		if s != s {
+			return x
+		}
+	}
+	PrivatizeSum(out, cur, look, scales, n, a32, b32, 0, n)
+	return -1
+}

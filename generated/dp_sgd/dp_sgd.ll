@@ -2130,5 +2130,1414 @@ entry:
 	ret void
 }
 
+define ptx_kernel void @dp_sgd_privatize_norms(float* noalias readonly %cur, float* noalias readonly %look, float* noalias %partials, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+entry:
+	%0 = icmp ne i32 %mode, 0
+	br i1 %0, label %two_sets, label %one_set
+
+two_sets:
+	%1 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%2 = zext i32 %1 to i64
+	%3 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%4 = zext i32 %3 to i64
+	%5 = mul i64 %4, %2
+	%6 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%7 = zext i32 %6 to i64
+	%8 = add i64 %5, %7
+	%9 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%10 = zext i32 %9 to i64
+	%11 = mul i64 %10, %2
+	%12 = lshr i64 %8, 5
+	%13 = lshr i64 %11, 5
+	%14 = and i64 %8, 31
+	%15 = add i64 %n, 4095
+	%16 = sdiv i64 %15, u0x1000
+	%17 = mul i64 %batch, %16
+	br label %task.head.49
+
+one_set:
+	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%19 = zext i32 %18 to i64
+	%20 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%21 = zext i32 %20 to i64
+	%22 = mul i64 %21, %19
+	%23 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%24 = zext i32 %23 to i64
+	%25 = add i64 %22, %24
+	%26 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%27 = zext i32 %26 to i64
+	%28 = mul i64 %27, %19
+	%29 = lshr i64 %25, 5
+	%30 = lshr i64 %28, 5
+	%31 = and i64 %25, 31
+	%32 = add i64 %n, 4095
+	%33 = sdiv i64 %32, u0x1000
+	%34 = mul i64 %batch, %33
+	br label %task.head.60
+
+task.head.49:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+	%36 = icmp slt i64 %35, %17
+	br i1 %36, label %task.50, label %task.done.51
+
+task.50:
+	%37 = sdiv i64 %35, %16
+	%38 = srem i64 %35, %16
+	%39 = mul i64 %37, %n
+	%40 = getelementptr float, float* %look, i64 %39
+	%41 = mul i64 %37, %n
+	%42 = getelementptr float, float* %cur, i64 %41
+	%43 = mul i64 %38, u0x1000
+	%44 = sub i64 %n, %43
+	%45 = add i64 %44, 127
+	%46 = sdiv i64 %45, 128
+	%47 = icmp slt i64 %46, 32
+	%48 = select i1 %47, i64 %46, i64 32
+	%49 = ptrtoint float* %40 to i64
+	%50 = shl i64 0, 2
+	%51 = add i64 %49, %50
+	%52 = and i64 %51, 15
+	%53 = icmp eq i64 %52, 0
+	%54 = and i1 true, %53
+	%55 = ptrtoint float* %42 to i64
+	%56 = shl i64 0, 2
+	%57 = add i64 %55, %56
+	%58 = and i64 %57, 15
+	%59 = icmp eq i64 %58, 0
+	%60 = and i1 %54, %59
+	br label %row.head.52
+
+task.done.51:
+	ret void
+
+row.head.52:
+	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
+	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+	%63 = icmp slt i64 %61, %48
+	br i1 %63, label %row.53, label %row.done.54
+
+row.53:
+	%64 = mul i64 %61, 128
+	%65 = add i64 %43, %64
+	%66 = shl i64 %14, 2
+	%67 = add i64 %65, %66
+	%68 = add i64 %67, 4
+	%69 = icmp sle i64 %68, %n
+	%70 = and i1 %60, %69
+	br i1 %70, label %then.55, label %else.56
+
+row.done.54:
+	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
+	%72 = fadd float %62, %71
+	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
+	%74 = fadd float %72, %73
+	%75 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %74, i32 4, i32 31)
+	%76 = fadd float %74, %75
+	%77 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %76, i32 2, i32 31)
+	%78 = fadd float %76, %77
+	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
+	%80 = fadd float %78, %79
+	%81 = icmp eq i64 %14, 0
+	br i1 %81, label %lane0.58, label %stored.59
+
+then.55:
+	%82 = getelementptr float, float* %40, i64 %67
+	%83 = getelementptr float, float* %82, i64 0
+	%84 = bitcast float* %83 to <4 x float>*
+	%85 = load <4 x float>, <4 x float>* %84, align 16
+	%86 = extractelement <4 x float> %85, i32 0
+	%87 = extractelement <4 x float> %85, i32 1
+	%88 = extractelement <4 x float> %85, i32 2
+	%89 = extractelement <4 x float> %85, i32 3
+	%90 = getelementptr float, float* %42, i64 %67
+	%91 = getelementptr float, float* %90, i64 0
+	%92 = bitcast float* %91 to <4 x float>*
+	%93 = load <4 x float>, <4 x float>* %92, align 16
+	%94 = extractelement <4 x float> %93, i32 0
+	%95 = extractelement <4 x float> %93, i32 1
+	%96 = extractelement <4 x float> %93, i32 2
+	%97 = extractelement <4 x float> %93, i32 3
+	%98 = add i64 %67, 0
+	%99 = icmp slt i64 %98, %n
+	%100 = fmul float %a, %86
+	%101 = fmul float %b, %94
+	%102 = fadd float %100, %101
+	%103 = fmul float %102, %102
+	%104 = fadd float %62, %103
+	%105 = add i64 %67, 1
+	%106 = icmp slt i64 %105, %n
+	%107 = fmul float %a, %87
+	%108 = fmul float %b, %95
+	%109 = fadd float %107, %108
+	%110 = fmul float %109, %109
+	%111 = fadd float %104, %110
+	%112 = add i64 %67, 2
+	%113 = icmp slt i64 %112, %n
+	%114 = fmul float %a, %88
+	%115 = fmul float %b, %96
+	%116 = fadd float %114, %115
+	%117 = fmul float %116, %116
+	%118 = fadd float %111, %117
+	%119 = add i64 %67, 3
+	%120 = icmp slt i64 %119, %n
+	%121 = fmul float %a, %89
+	%122 = fmul float %b, %97
+	%123 = fadd float %121, %122
+	%124 = fmul float %123, %123
+	%125 = fadd float %118, %124
+	br label %join.57
+
+else.56:
+	%126 = sub i64 %n, 1
+	%127 = add i64 %67, 0
+	%128 = icmp slt i64 %127, %n
+	%129 = select i1 %128, i64 %127, i64 %126
+	%130 = getelementptr float, float* %40, i64 %129
+	%131 = load float, float* %130, align 4
+	%132 = add i64 %67, 1
+	%133 = icmp slt i64 %132, %n
+	%134 = select i1 %133, i64 %132, i64 %126
+	%135 = getelementptr float, float* %40, i64 %134
+	%136 = load float, float* %135, align 4
+	%137 = add i64 %67, 2
+	%138 = icmp slt i64 %137, %n
+	%139 = select i1 %138, i64 %137, i64 %126
+	%140 = getelementptr float, float* %40, i64 %139
+	%141 = load float, float* %140, align 4
+	%142 = add i64 %67, 3
+	%143 = icmp slt i64 %142, %n
+	%144 = select i1 %143, i64 %142, i64 %126
+	%145 = getelementptr float, float* %40, i64 %144
+	%146 = load float, float* %145, align 4
+	%147 = add i64 %67, 0
+	%148 = icmp slt i64 %147, %n
+	%149 = select i1 %148, i64 %147, i64 %126
+	%150 = getelementptr float, float* %42, i64 %149
+	%151 = load float, float* %150, align 4
+	%152 = add i64 %67, 1
+	%153 = icmp slt i64 %152, %n
+	%154 = select i1 %153, i64 %152, i64 %126
+	%155 = getelementptr float, float* %42, i64 %154
+	%156 = load float, float* %155, align 4
+	%157 = add i64 %67, 2
+	%158 = icmp slt i64 %157, %n
+	%159 = select i1 %158, i64 %157, i64 %126
+	%160 = getelementptr float, float* %42, i64 %159
+	%161 = load float, float* %160, align 4
+	%162 = add i64 %67, 3
+	%163 = icmp slt i64 %162, %n
+	%164 = select i1 %163, i64 %162, i64 %126
+	%165 = getelementptr float, float* %42, i64 %164
+	%166 = load float, float* %165, align 4
+	%167 = add i64 %67, 0
+	%168 = icmp slt i64 %167, %n
+	%169 = fmul float %a, %131
+	%170 = fmul float %b, %151
+	%171 = fadd float %169, %170
+	%172 = fmul float %171, %171
+	%173 = select i1 %168, float %172, float 0.0
+	%174 = fadd float %62, %173
+	%175 = add i64 %67, 1
+	%176 = icmp slt i64 %175, %n
+	%177 = fmul float %a, %136
+	%178 = fmul float %b, %156
+	%179 = fadd float %177, %178
+	%180 = fmul float %179, %179
+	%181 = select i1 %176, float %180, float 0.0
+	%182 = fadd float %174, %181
+	%183 = add i64 %67, 2
+	%184 = icmp slt i64 %183, %n
+	%185 = fmul float %a, %141
+	%186 = fmul float %b, %161
+	%187 = fadd float %185, %186
+	%188 = fmul float %187, %187
+	%189 = select i1 %184, float %188, float 0.0
+	%190 = fadd float %182, %189
+	%191 = add i64 %67, 3
+	%192 = icmp slt i64 %191, %n
+	%193 = fmul float %a, %146
+	%194 = fmul float %b, %166
+	%195 = fadd float %193, %194
+	%196 = fmul float %195, %195
+	%197 = select i1 %192, float %196, float 0.0
+	%198 = fadd float %190, %197
+	br label %join.57
+
+join.57:
+	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+	%200 = add i64 %61, 1
+	br label %row.head.52
+
+lane0.58:
+	%201 = getelementptr float, float* %partials, i64 %35
+	store float %80, float* %201, align 4
+	br label %stored.59
+
+stored.59:
+	%202 = add i64 %35, %13
+	br label %task.head.49
+
+task.head.60:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+	%204 = icmp slt i64 %203, %34
+	br i1 %204, label %task.61, label %task.done.62
+
+task.61:
+	%205 = sdiv i64 %203, %33
+	%206 = srem i64 %203, %33
+	%207 = mul i64 %205, %n
+	%208 = getelementptr float, float* %cur, i64 %207
+	%209 = mul i64 %206, u0x1000
+	%210 = sub i64 %n, %209
+	%211 = add i64 %210, 127
+	%212 = sdiv i64 %211, 128
+	%213 = icmp slt i64 %212, 32
+	%214 = select i1 %213, i64 %212, i64 32
+	%215 = ptrtoint float* %208 to i64
+	%216 = shl i64 0, 2
+	%217 = add i64 %215, %216
+	%218 = and i64 %217, 15
+	%219 = icmp eq i64 %218, 0
+	%220 = and i1 true, %219
+	br label %row.head.63
+
+task.done.62:
+	ret void
+
+row.head.63:
+	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
+	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+	%223 = icmp slt i64 %221, %214
+	br i1 %223, label %row.64, label %row.done.65
+
+row.64:
+	%224 = mul i64 %221, 128
+	%225 = add i64 %209, %224
+	%226 = shl i64 %31, 2
+	%227 = add i64 %225, %226
+	%228 = add i64 %227, 4
+	%229 = icmp sle i64 %228, %n
+	%230 = and i1 %220, %229
+	br i1 %230, label %then.66, label %else.67
+
+row.done.65:
+	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
+	%232 = fadd float %222, %231
+	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
+	%234 = fadd float %232, %233
+	%235 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %234, i32 4, i32 31)
+	%236 = fadd float %234, %235
+	%237 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %236, i32 2, i32 31)
+	%238 = fadd float %236, %237
+	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
+	%240 = fadd float %238, %239
+	%241 = icmp eq i64 %31, 0
+	br i1 %241, label %lane0.69, label %stored.70
+
+then.66:
+	%242 = getelementptr float, float* %208, i64 %227
+	%243 = getelementptr float, float* %242, i64 0
+	%244 = bitcast float* %243 to <4 x float>*
+	%245 = load <4 x float>, <4 x float>* %244, align 16
+	%246 = extractelement <4 x float> %245, i32 0
+	%247 = extractelement <4 x float> %245, i32 1
+	%248 = extractelement <4 x float> %245, i32 2
+	%249 = extractelement <4 x float> %245, i32 3
+	%250 = add i64 %227, 0
+	%251 = icmp slt i64 %250, %n
+	%252 = fmul float %246, %246
+	%253 = fadd float %222, %252
+	%254 = add i64 %227, 1
+	%255 = icmp slt i64 %254, %n
+	%256 = fmul float %247, %247
+	%257 = fadd float %253, %256
+	%258 = add i64 %227, 2
+	%259 = icmp slt i64 %258, %n
+	%260 = fmul float %248, %248
+	%261 = fadd float %257, %260
+	%262 = add i64 %227, 3
+	%263 = icmp slt i64 %262, %n
+	%264 = fmul float %249, %249
+	%265 = fadd float %261, %264
+	br label %join.68
+
+else.67:
+	%266 = sub i64 %n, 1
+	%267 = add i64 %227, 0
+	%268 = icmp slt i64 %267, %n
+	%269 = select i1 %268, i64 %267, i64 %266
+	%270 = getelementptr float, float* %208, i64 %269
+	%271 = load float, float* %270, align 4
+	%272 = add i64 %227, 1
+	%273 = icmp slt i64 %272, %n
+	%274 = select i1 %273, i64 %272, i64 %266
+	%275 = getelementptr float, float* %208, i64 %274
+	%276 = load float, float* %275, align 4
+	%277 = add i64 %227, 2
+	%278 = icmp slt i64 %277, %n
+	%279 = select i1 %278, i64 %277, i64 %266
+	%280 = getelementptr float, float* %208, i64 %279
+	%281 = load float, float* %280, align 4
+	%282 = add i64 %227, 3
+	%283 = icmp slt i64 %282, %n
+	%284 = select i1 %283, i64 %282, i64 %266
+	%285 = getelementptr float, float* %208, i64 %284
+	%286 = load float, float* %285, align 4
+	%287 = add i64 %227, 0
+	%288 = icmp slt i64 %287, %n
+	%289 = fmul float %271, %271
+	%290 = select i1 %288, float %289, float 0.0
+	%291 = fadd float %222, %290
+	%292 = add i64 %227, 1
+	%293 = icmp slt i64 %292, %n
+	%294 = fmul float %276, %276
+	%295 = select i1 %293, float %294, float 0.0
+	%296 = fadd float %291, %295
+	%297 = add i64 %227, 2
+	%298 = icmp slt i64 %297, %n
+	%299 = fmul float %281, %281
+	%300 = select i1 %298, float %299, float 0.0
+	%301 = fadd float %296, %300
+	%302 = add i64 %227, 3
+	%303 = icmp slt i64 %302, %n
+	%304 = fmul float %286, %286
+	%305 = select i1 %303, float %304, float 0.0
+	%306 = fadd float %301, %305
+	br label %join.68
+
+join.68:
+	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+	%308 = add i64 %221, 1
+	br label %row.head.63
+
+lane0.69:
+	%309 = getelementptr float, float* %partials, i64 %203
+	store float %240, float* %309, align 4
+	br label %stored.70
+
+stored.70:
+	%310 = add i64 %203, %30
+	br label %task.head.60
+}
+
+declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
+
+define ptx_kernel void @dp_sgd_privatize_scales(float* noalias readonly %partials, float* noalias %scales, i64 %batch, i64 %nchunks, double %clip) nounwind {
+entry:
+	%0 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%1 = zext i32 %0 to i64
+	%2 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%3 = zext i32 %2 to i64
+	%4 = mul i64 %3, %1
+	%5 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%6 = zext i32 %5 to i64
+	%7 = add i64 %4, %6
+	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%9 = zext i32 %8 to i64
+	%10 = mul i64 %9, %1
+	br label %example.head.71
+
+example.head.71:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+	%12 = icmp slt i64 %11, %batch
+	br i1 %12, label %example.72, label %example.done.73
+
+example.72:
+	%13 = mul i64 %11, %nchunks
+	%14 = getelementptr float, float* %partials, i64 %13
+	br label %chunk.head.74
+
+example.done.73:
+	ret void
+
+chunk.head.74:
+	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
+	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+	%17 = icmp slt i64 %15, %nchunks
+	br i1 %17, label %chunk.75, label %chunk.done.76
+
+chunk.75:
+	%18 = getelementptr float, float* %14, i64 %15
+	%19 = load float, float* %18, align 4
+	%20 = fpext float %19 to double
+	%21 = fadd double %16, %20
+	%22 = add i64 %15, 1
+	br label %chunk.head.74
+
+chunk.done.76:
+	%23 = call double @llvm.sqrt.f64(double %16)
+	%24 = fdiv double %clip, %23
+	%25 = fcmp olt double %24, 1.0
+	%26 = select i1 %25, double %24, double 1.0
+	%27 = fcmp oeq double %16, 0.0
+	%28 = select i1 %27, double 1.0, double %26
+	%29 = fcmp uge double %16, 0x7FF0000000000000
+	%30 = fptrunc double %28 to float
+	%31 = select i1 %29, float 0x7FF8000000000000, float %30
+	%32 = getelementptr float, float* %scales, i64 %11
+	store float %31, float* %32, align 4
+	%33 = add i64 %11, %10
+	br label %example.head.71
+}
+
+declare double @llvm.sqrt.f64(double %0)
+
+define ptx_kernel void @dp_sgd_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+entry:
+	%0 = icmp ne i32 %mode, 0
+	br i1 %0, label %two_sets, label %one_set
+
+two_sets:
+	%1 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%2 = zext i32 %1 to i64
+	%3 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%4 = zext i32 %3 to i64
+	%5 = mul i64 %4, %2
+	%6 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%7 = zext i32 %6 to i64
+	%8 = add i64 %5, %7
+	%9 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%10 = zext i32 %9 to i64
+	%11 = mul i64 %10, %2
+	%12 = ashr i64 %n, 2
+	%13 = and i64 %n, 3
+	%14 = icmp eq i64 %13, 0
+	%15 = ptrtoint float* %look to i64
+	%16 = shl i64 0, 2
+	%17 = add i64 %15, %16
+	%18 = and i64 %17, 15
+	%19 = icmp eq i64 %18, 0
+	%20 = and i1 true, %19
+	%21 = ptrtoint float* %cur to i64
+	%22 = shl i64 0, 2
+	%23 = add i64 %21, %22
+	%24 = and i64 %23, 15
+	%25 = icmp eq i64 %24, 0
+	%26 = and i1 %20, %25
+	%27 = ptrtoint float* %out to i64
+	%28 = shl i64 0, 2
+	%29 = add i64 %27, %28
+	%30 = and i64 %29, 15
+	%31 = icmp eq i64 %30, 0
+	%32 = and i1 %26, %31
+	%33 = and i1 %14, %32
+	br i1 %33, label %vector.77, label %scalar.78
+
+one_set:
+	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+	%35 = zext i32 %34 to i64
+	%36 = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+	%37 = zext i32 %36 to i64
+	%38 = mul i64 %37, %35
+	%39 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+	%40 = zext i32 %39 to i64
+	%41 = add i64 %38, %40
+	%42 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
+	%43 = zext i32 %42 to i64
+	%44 = mul i64 %43, %35
+	%45 = ashr i64 %n, 2
+	%46 = and i64 %n, 3
+	%47 = icmp eq i64 %46, 0
+	%48 = ptrtoint float* %cur to i64
+	%49 = shl i64 0, 2
+	%50 = add i64 %48, %49
+	%51 = and i64 %50, 15
+	%52 = icmp eq i64 %51, 0
+	%53 = and i1 true, %52
+	%54 = ptrtoint float* %out to i64
+	%55 = shl i64 0, 2
+	%56 = add i64 %54, %55
+	%57 = and i64 %56, 15
+	%58 = icmp eq i64 %57, 0
+	%59 = and i1 %53, %58
+	%60 = and i1 %47, %59
+	br i1 %60, label %vector.98, label %scalar.99
+
+vector.77:
+	br label %group.head.80
+
+scalar.78:
+	br label %group.head.86
+
+tail.79:
+	%61 = shl i64 %12, 2
+	br label %edge.head.92
+
+group.head.80:
+	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%63 = icmp slt i64 %62, %12
+	br i1 %63, label %group.81, label %group.done.82
+
+group.81:
+	%64 = shl i64 %62, 2
+	br label %example.head.83
+
+group.done.82:
+	br label %tail.79
+
+example.head.83:
+	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+	%67 = icmp slt i64 %65, %batch
+	br i1 %67, label %example.84, label %example.done.85
+
+example.84:
+	%68 = mul i64 %65, %n
+	%69 = add i64 %68, %64
+	%70 = getelementptr float, float* %look, i64 %69
+	%71 = bitcast float* %70 to <4 x float>*
+	%72 = load <4 x float>, <4 x float>* %71, align 16
+	%73 = getelementptr float, float* %cur, i64 %69
+	%74 = bitcast float* %73 to <4 x float>*
+	%75 = load <4 x float>, <4 x float>* %74, align 16
+	%76 = getelementptr float, float* %scales, i64 %65
+	%77 = load float, float* %76, align 4
+	%78 = insertelement <4 x float> undef, float %77, i32 0
+	%79 = shufflevector <4 x float> %78, <4 x float> undef, <4 x i32> zeroinitializer
+	%80 = insertelement <4 x float> undef, float %a, i32 0
+	%81 = shufflevector <4 x float> %80, <4 x float> undef, <4 x i32> zeroinitializer
+	%82 = fmul <4 x float> %81, %72
+	%83 = insertelement <4 x float> undef, float %b, i32 0
+	%84 = shufflevector <4 x float> %83, <4 x float> undef, <4 x i32> zeroinitializer
+	%85 = fmul <4 x float> %84, %75
+	%86 = fadd <4 x float> %82, %85
+	%87 = fmul <4 x float> %79, %86
+	%88 = fadd <4 x float> %66, %87
+	%89 = add i64 %65, 1
+	br label %example.head.83
+
+example.done.85:
+	%90 = sitofp i64 %batch to float
+	%91 = insertelement <4 x float> undef, float %90, i32 0
+	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
+	%93 = fdiv <4 x float> %66, %92
+	%94 = getelementptr float, float* %out, i64 %64
+	%95 = bitcast float* %94 to <4 x float>*
+	store <4 x float> %93, <4 x float>* %95, align 16
+	%96 = add i64 %62, %11
+	br label %group.head.80
+
+group.head.86:
+	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
+	%98 = icmp slt i64 %97, %12
+	br i1 %98, label %group.87, label %group.done.88
+
+group.87:
+	%99 = shl i64 %97, 2
+	br label %example.head.89
+
+group.done.88:
+	br label %tail.79
+
+example.head.89:
+	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
+	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
+	%102 = icmp slt i64 %100, %batch
+	br i1 %102, label %example.90, label %example.done.91
+
+example.90:
+	%103 = mul i64 %100, %n
+	%104 = add i64 %103, %99
+	%105 = getelementptr float, float* %look, i64 %104
+	%106 = bitcast float* %105 to <4 x float>*
+	%107 = load <4 x float>, <4 x float>* %106, align 4
+	%108 = getelementptr float, float* %cur, i64 %104
+	%109 = bitcast float* %108 to <4 x float>*
+	%110 = load <4 x float>, <4 x float>* %109, align 4
+	%111 = getelementptr float, float* %scales, i64 %100
+	%112 = load float, float* %111, align 4
+	%113 = insertelement <4 x float> undef, float %112, i32 0
+	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
+	%115 = insertelement <4 x float> undef, float %a, i32 0
+	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
+	%117 = fmul <4 x float> %116, %107
+	%118 = insertelement <4 x float> undef, float %b, i32 0
+	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
+	%120 = fmul <4 x float> %119, %110
+	%121 = fadd <4 x float> %117, %120
+	%122 = fmul <4 x float> %114, %121
+	%123 = fadd <4 x float> %101, %122
+	%124 = add i64 %100, 1
+	br label %example.head.89
+
+example.done.91:
+	%125 = sitofp i64 %batch to float
+	%126 = insertelement <4 x float> undef, float %125, i32 0
+	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
+	%128 = fdiv <4 x float> %101, %127
+	%129 = getelementptr float, float* %out, i64 %99
+	%130 = bitcast float* %129 to <4 x float>*
+	store <4 x float> %128, <4 x float>* %130, align 4
+	%131 = add i64 %97, %11
+	br label %group.head.86
+
+edge.head.92:
+	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
+	%133 = icmp slt i64 %132, %13
+	br i1 %133, label %edge.93, label %edge.done.94
+
+edge.93:
+	%134 = add i64 %61, %132
+	br label %example.head.95
+
+edge.done.94:
+	ret void
+
+example.head.95:
+	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
+	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
+	%137 = icmp slt i64 %135, %batch
+	br i1 %137, label %example.96, label %example.done.97
+
+example.96:
+	%138 = mul i64 %135, %n
+	%139 = add i64 %138, %134
+	%140 = getelementptr float, float* %look, i64 %139
+	%141 = load float, float* %140, align 4
+	%142 = getelementptr float, float* %cur, i64 %139
+	%143 = load float, float* %142, align 4
+	%144 = getelementptr float, float* %scales, i64 %135
+	%145 = load float, float* %144, align 4
+	%146 = fmul float %a, %141
+	%147 = fmul float %b, %143
+	%148 = fadd float %146, %147
+	%149 = fmul float %145, %148
+	%150 = fadd float %136, %149
+	%151 = add i64 %135, 1
+	br label %example.head.95
+
+example.done.97:
+	%152 = sitofp i64 %batch to float
+	%153 = fdiv float %136, %152
+	%154 = getelementptr float, float* %out, i64 %134
+	store float %153, float* %154, align 4
+	%155 = add i64 %132, %11
+	br label %edge.head.92
+
+vector.98:
+	br label %group.head.101
+
+scalar.99:
+	br label %group.head.107
+
+tail.100:
+	%156 = shl i64 %45, 2
+	br label %edge.head.113
+
+group.head.101:
+	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
+	%158 = icmp slt i64 %157, %45
+	br i1 %158, label %group.102, label %group.done.103
+
+group.102:
+	%159 = shl i64 %157, 2
+	br label %example.head.104
+
+group.done.103:
+	br label %tail.100
+
+example.head.104:
+	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
+	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
+	%162 = icmp slt i64 %160, %batch
+	br i1 %162, label %example.105, label %example.done.106
+
+example.105:
+	%163 = mul i64 %160, %n
+	%164 = add i64 %163, %159
+	%165 = getelementptr float, float* %cur, i64 %164
+	%166 = bitcast float* %165 to <4 x float>*
+	%167 = load <4 x float>, <4 x float>* %166, align 16
+	%168 = getelementptr float, float* %scales, i64 %160
+	%169 = load float, float* %168, align 4
+	%170 = insertelement <4 x float> undef, float %169, i32 0
+	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
+	%172 = fmul <4 x float> %171, %167
+	%173 = fadd <4 x float> %161, %172
+	%174 = add i64 %160, 1
+	br label %example.head.104
+
+example.done.106:
+	%175 = sitofp i64 %batch to float
+	%176 = insertelement <4 x float> undef, float %175, i32 0
+	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
+	%178 = fdiv <4 x float> %161, %177
+	%179 = getelementptr float, float* %out, i64 %159
+	%180 = bitcast float* %179 to <4 x float>*
+	store <4 x float> %178, <4 x float>* %180, align 16
+	%181 = add i64 %157, %44
+	br label %group.head.101
+
+group.head.107:
+	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
+	%183 = icmp slt i64 %182, %45
+	br i1 %183, label %group.108, label %group.done.109
+
+group.108:
+	%184 = shl i64 %182, 2
+	br label %example.head.110
+
+group.done.109:
+	br label %tail.100
+
+example.head.110:
+	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
+	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
+	%187 = icmp slt i64 %185, %batch
+	br i1 %187, label %example.111, label %example.done.112
+
+example.111:
+	%188 = mul i64 %185, %n
+	%189 = add i64 %188, %184
+	%190 = getelementptr float, float* %cur, i64 %189
+	%191 = bitcast float* %190 to <4 x float>*
+	%192 = load <4 x float>, <4 x float>* %191, align 4
+	%193 = getelementptr float, float* %scales, i64 %185
+	%194 = load float, float* %193, align 4
+	%195 = insertelement <4 x float> undef, float %194, i32 0
+	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
+	%197 = fmul <4 x float> %196, %192
+	%198 = fadd <4 x float> %186, %197
+	%199 = add i64 %185, 1
+	br label %example.head.110
+
+example.done.112:
+	%200 = sitofp i64 %batch to float
+	%201 = insertelement <4 x float> undef, float %200, i32 0
+	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
+	%203 = fdiv <4 x float> %186, %202
+	%204 = getelementptr float, float* %out, i64 %184
+	%205 = bitcast float* %204 to <4 x float>*
+	store <4 x float> %203, <4 x float>* %205, align 4
+	%206 = add i64 %182, %44
+	br label %group.head.107
+
+edge.head.113:
+	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
+	%208 = icmp slt i64 %207, %46
+	br i1 %208, label %edge.114, label %edge.done.115
+
+edge.114:
+	%209 = add i64 %156, %207
+	br label %example.head.116
+
+edge.done.115:
+	ret void
+
+example.head.116:
+	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
+	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
+	%212 = icmp slt i64 %210, %batch
+	br i1 %212, label %example.117, label %example.done.118
+
+example.117:
+	%213 = mul i64 %210, %n
+	%214 = add i64 %213, %209
+	%215 = getelementptr float, float* %cur, i64 %214
+	%216 = load float, float* %215, align 4
+	%217 = getelementptr float, float* %scales, i64 %210
+	%218 = load float, float* %217, align 4
+	%219 = fmul float %218, %216
+	%220 = fadd float %211, %219
+	%221 = add i64 %210, 1
+	br label %example.head.116
+
+example.done.118:
+	%222 = sitofp i64 %batch to float
+	%223 = fdiv float %211, %222
+	%224 = getelementptr float, float* %out, i64 %209
+	store float %223, float* %224, align 4
+	%225 = add i64 %207, %44
+	br label %edge.head.113
+}
+
+define internal void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = icmp ne i32 %25, 0
+	br i1 %26, label %two_sets, label %one_set
+
+two_sets:
+	%27 = add i64 %13, 4095
+	%28 = sdiv i64 %27, u0x1000
+	br label %task.head.119
+
+one_set:
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
+	br label %task.head.128
+
+task.head.119:
+	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
+	%32 = icmp slt i64 %31, %17
+	br i1 %32, label %task.120, label %task.done.121
+
+task.120:
+	%33 = sdiv i64 %31, %28
+	%34 = srem i64 %31, %28
+	%35 = mul i64 %33, %13
+	%36 = getelementptr float, float* %3, i64 %35
+	%37 = mul i64 %33, %13
+	%38 = getelementptr float, float* %1, i64 %37
+	%39 = mul i64 %34, u0x1000
+	%40 = sub i64 %13, %39
+	%41 = add i64 %40, 127
+	%42 = sdiv i64 %41, 128
+	%43 = icmp slt i64 %42, 32
+	%44 = select i1 %43, i64 %42, i64 32
+	br label %row.head.122
+
+task.done.121:
+	ret void
+
+row.head.122:
+	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
+	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
+	%47 = icmp slt i64 %45, %44
+	br i1 %47, label %row.123, label %row.done.124
+
+row.123:
+	%48 = mul i64 %45, 128
+	%49 = add i64 %39, %48
+	%50 = add i64 %49, 128
+	%51 = icmp sle i64 %50, %13
+	br i1 %51, label %then.125, label %else.126
+
+row.done.124:
+	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%53 = fadd <32 x float> %46, %52
+	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%55 = fadd <32 x float> %53, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%57 = fadd <32 x float> %55, %56
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%59 = fadd <32 x float> %57, %58
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%61 = fadd <32 x float> %59, %60
+	%62 = extractelement <32 x float> %61, i32 0
+	%63 = getelementptr float, float* %5, i64 %31
+	store float %62, float* %63, align 4
+	%64 = add i64 %31, 1
+	br label %task.head.119
+
+then.125:
+	%65 = getelementptr float, float* %36, i64 %49
+	%66 = bitcast float* %65 to <128 x float>*
+	%67 = load <128 x float>, <128 x float>* %66, align 4
+	%68 = getelementptr float, float* %38, i64 %49
+	%69 = bitcast float* %68 to <128 x float>*
+	%70 = load <128 x float>, <128 x float>* %69, align 4
+	%71 = insertelement <128 x float> undef, float %21, i32 0
+	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
+	%73 = fmul <128 x float> %72, %67
+	%74 = insertelement <128 x float> undef, float %23, i32 0
+	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
+	%76 = fmul <128 x float> %75, %70
+	%77 = fadd <128 x float> %73, %76
+	%78 = fmul <128 x float> %77, %77
+	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%80 = fadd <32 x float> %46, %79
+	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%82 = fadd <32 x float> %80, %81
+	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%84 = fadd <32 x float> %82, %83
+	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%86 = fadd <32 x float> %84, %85
+	br label %join.127
+
+else.126:
+	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
+	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
+	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
+	%92 = icmp slt <128 x i64> %89, %91
+	%93 = getelementptr float, float* %36, i64 %49
+	%94 = bitcast float* %93 to <128 x float>*
+	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
+	%96 = getelementptr float, float* %38, i64 %49
+	%97 = bitcast float* %96 to <128 x float>*
+	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
+	%99 = insertelement <128 x float> undef, float %21, i32 0
+	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
+	%101 = fmul <128 x float> %100, %95
+	%102 = insertelement <128 x float> undef, float %23, i32 0
+	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
+	%104 = fmul <128 x float> %103, %98
+	%105 = fadd <128 x float> %101, %104
+	%106 = fmul <128 x float> %105, %105
+	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
+	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%109 = fadd <32 x float> %46, %108
+	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%111 = fadd <32 x float> %109, %110
+	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%113 = fadd <32 x float> %111, %112
+	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%115 = fadd <32 x float> %113, %114
+	br label %join.127
+
+join.127:
+	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
+	%117 = add i64 %45, 1
+	br label %row.head.122
+
+task.head.128:
+	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
+	%119 = icmp slt i64 %118, %17
+	br i1 %119, label %task.129, label %task.done.130
+
+task.129:
+	%120 = sdiv i64 %118, %30
+	%121 = srem i64 %118, %30
+	%122 = mul i64 %120, %13
+	%123 = getelementptr float, float* %1, i64 %122
+	%124 = mul i64 %121, u0x1000
+	%125 = sub i64 %13, %124
+	%126 = add i64 %125, 127
+	%127 = sdiv i64 %126, 128
+	%128 = icmp slt i64 %127, 32
+	%129 = select i1 %128, i64 %127, i64 32
+	br label %row.head.131
+
+task.done.130:
+	ret void
+
+row.head.131:
+	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
+	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
+	%132 = icmp slt i64 %130, %129
+	br i1 %132, label %row.132, label %row.done.133
+
+row.132:
+	%133 = mul i64 %130, 128
+	%134 = add i64 %124, %133
+	%135 = add i64 %134, 128
+	%136 = icmp sle i64 %135, %13
+	br i1 %136, label %then.134, label %else.135
+
+row.done.133:
+	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%138 = fadd <32 x float> %131, %137
+	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%140 = fadd <32 x float> %138, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%142 = fadd <32 x float> %140, %141
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%144 = fadd <32 x float> %142, %143
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%146 = fadd <32 x float> %144, %145
+	%147 = extractelement <32 x float> %146, i32 0
+	%148 = getelementptr float, float* %5, i64 %118
+	store float %147, float* %148, align 4
+	%149 = add i64 %118, 1
+	br label %task.head.128
+
+then.134:
+	%150 = getelementptr float, float* %123, i64 %134
+	%151 = bitcast float* %150 to <128 x float>*
+	%152 = load <128 x float>, <128 x float>* %151, align 4
+	%153 = fmul <128 x float> %152, %152
+	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%155 = fadd <32 x float> %131, %154
+	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%157 = fadd <32 x float> %155, %156
+	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%159 = fadd <32 x float> %157, %158
+	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%161 = fadd <32 x float> %159, %160
+	br label %join.136
+
+else.135:
+	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
+	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
+	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
+	%167 = icmp slt <128 x i64> %164, %166
+	%168 = getelementptr float, float* %123, i64 %134
+	%169 = bitcast float* %168 to <128 x float>*
+	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
+	%171 = fmul <128 x float> %170, %170
+	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
+	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%174 = fadd <32 x float> %131, %173
+	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%176 = fadd <32 x float> %174, %175
+	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%178 = fadd <32 x float> %176, %177
+	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%180 = fadd <32 x float> %178, %179
+	br label %join.136
+
+join.136:
+	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
+	%182 = add i64 %130, 1
+	br label %row.head.131
+}
+
+declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
+
+define void @dp_sgd_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @dp_sgd_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define internal void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = add i64 %13, 4095
+	%27 = sdiv i64 %26, u0x1000
+	br label %example.head.137
+
+example.head.137:
+	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
+	%29 = icmp slt i64 %28, %17
+	br i1 %29, label %example.138, label %example.done.139
+
+example.138:
+	%30 = mul i64 %28, %27
+	%31 = getelementptr float, float* %5, i64 %30
+	br label %chunk.head.140
+
+example.done.139:
+	ret void
+
+chunk.head.140:
+	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
+	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
+	%34 = icmp slt i64 %32, %27
+	br i1 %34, label %chunk.141, label %chunk.done.142
+
+chunk.141:
+	%35 = getelementptr float, float* %31, i64 %32
+	%36 = load float, float* %35, align 4
+	%37 = fpext float %36 to double
+	%38 = fadd double %33, %37
+	%39 = add i64 %32, 1
+	br label %chunk.head.140
+
+chunk.done.142:
+	%40 = call double @llvm.sqrt.f64(double %33)
+	%41 = fdiv double %19, %40
+	%42 = fcmp olt double %41, 1.0
+	%43 = select i1 %42, double %41, double 1.0
+	%44 = fcmp oeq double %33, 0.0
+	%45 = select i1 %44, double 1.0, double %43
+	%46 = fcmp uge double %33, 0x7FF0000000000000
+	%47 = fptrunc double %45 to float
+	%48 = select i1 %46, float 0x7FF8000000000000, float %47
+	%49 = getelementptr float, float* %7, i64 %28
+	store float %48, float* %49, align 4
+	%50 = add i64 %28, 1
+	br label %example.head.137
+}
+
+define void @dp_sgd_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @dp_sgd_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define internal void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%17 = load i64, i64* %16, align 8
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%19 = load double, double* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
+	%25 = load i32, i32* %24, align 4
+	%26 = icmp ne i32 %25, 0
+	br i1 %26, label %two_sets, label %one_set
+
+two_sets:
+	%27 = sub i64 %17, %15
+	%28 = sdiv i64 %27, 8
+	br label %wide.head.143
+
+one_set:
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
+	br label %wide.head.155
+
+wide.head.143:
+	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
+	%32 = icmp slt i64 %31, %28
+	br i1 %32, label %wide.144, label %wide.done.145
+
+wide.144:
+	%33 = mul i64 %31, 8
+	%34 = add i64 %15, %33
+	br label %example.head.146
+
+wide.done.145:
+	%35 = mul i64 %28, 8
+	%36 = add i64 %15, %35
+	br label %tail.head.149
+
+example.head.146:
+	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
+	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
+	%39 = icmp slt i64 %37, %11
+	br i1 %39, label %example.147, label %example.done.148
+
+example.147:
+	%40 = mul i64 %37, %13
+	%41 = add i64 %40, %34
+	%42 = getelementptr float, float* %3, i64 %41
+	%43 = bitcast float* %42 to <8 x float>*
+	%44 = load <8 x float>, <8 x float>* %43, align 4
+	%45 = getelementptr float, float* %1, i64 %41
+	%46 = bitcast float* %45 to <8 x float>*
+	%47 = load <8 x float>, <8 x float>* %46, align 4
+	%48 = getelementptr float, float* %7, i64 %37
+	%49 = load float, float* %48, align 4
+	%50 = insertelement <8 x float> undef, float %49, i32 0
+	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
+	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
+	%54 = fmul <8 x float> %53, %44
+	%55 = insertelement <8 x float> undef, float %23, i32 0
+	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
+	%57 = fmul <8 x float> %56, %47
+	%58 = fadd <8 x float> %54, %57
+	%59 = fmul <8 x float> %51, %58
+	%60 = fadd <8 x float> %38, %59
+	%61 = add i64 %37, 1
+	br label %example.head.146
+
+example.done.148:
+	%62 = sitofp i64 %11 to float
+	%63 = insertelement <8 x float> undef, float %62, i32 0
+	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
+	%65 = fdiv <8 x float> %38, %64
+	%66 = getelementptr float, float* %9, i64 %34
+	%67 = bitcast float* %66 to <8 x float>*
+	store <8 x float> %65, <8 x float>* %67, align 4
+	%68 = add i64 %31, 1
+	br label %wide.head.143
+
+tail.head.149:
+	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
+	%70 = icmp slt i64 %69, %17
+	br i1 %70, label %tail.150, label %tail.done.151
+
+tail.150:
+	br label %example.head.152
+
+tail.done.151:
+	ret void
+
+example.head.152:
+	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
+	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
+	%73 = icmp slt i64 %71, %11
+	br i1 %73, label %example.153, label %example.done.154
+
+example.153:
+	%74 = mul i64 %71, %13
+	%75 = add i64 %74, %69
+	%76 = getelementptr float, float* %3, i64 %75
+	%77 = load float, float* %76, align 4
+	%78 = getelementptr float, float* %1, i64 %75
+	%79 = load float, float* %78, align 4
+	%80 = getelementptr float, float* %7, i64 %71
+	%81 = load float, float* %80, align 4
+	%82 = fmul float %21, %77
+	%83 = fmul float %23, %79
+	%84 = fadd float %82, %83
+	%85 = fmul float %81, %84
+	%86 = fadd float %72, %85
+	%87 = add i64 %71, 1
+	br label %example.head.152
+
+example.done.154:
+	%88 = sitofp i64 %11 to float
+	%89 = fdiv float %72, %88
+	%90 = getelementptr float, float* %9, i64 %69
+	store float %89, float* %90, align 4
+	%91 = add i64 %69, 1
+	br label %tail.head.149
+
+wide.head.155:
+	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
+	%93 = icmp slt i64 %92, %30
+	br i1 %93, label %wide.156, label %wide.done.157
+
+wide.156:
+	%94 = mul i64 %92, 8
+	%95 = add i64 %15, %94
+	br label %example.head.158
+
+wide.done.157:
+	%96 = mul i64 %30, 8
+	%97 = add i64 %15, %96
+	br label %tail.head.161
+
+example.head.158:
+	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+	%100 = icmp slt i64 %98, %11
+	br i1 %100, label %example.159, label %example.done.160
+
+example.159:
+	%101 = mul i64 %98, %13
+	%102 = add i64 %101, %95
+	%103 = getelementptr float, float* %1, i64 %102
+	%104 = bitcast float* %103 to <8 x float>*
+	%105 = load <8 x float>, <8 x float>* %104, align 4
+	%106 = getelementptr float, float* %7, i64 %98
+	%107 = load float, float* %106, align 4
+	%108 = insertelement <8 x float> undef, float %107, i32 0
+	%109 = shufflevector <8 x float> %108, <8 x float> undef, <8 x i32> zeroinitializer
+	%110 = fmul <8 x float> %109, %105
+	%111 = fadd <8 x float> %99, %110
+	%112 = add i64 %98, 1
+	br label %example.head.158
+
+example.done.160:
+	%113 = sitofp i64 %11 to float
+	%114 = insertelement <8 x float> undef, float %113, i32 0
+	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
+	%116 = fdiv <8 x float> %99, %115
+	%117 = getelementptr float, float* %9, i64 %95
+	%118 = bitcast float* %117 to <8 x float>*
+	store <8 x float> %116, <8 x float>* %118, align 4
+	%119 = add i64 %92, 1
+	br label %wide.head.155
+
+tail.head.161:
+	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %tail.162, label %tail.done.163
+
+tail.162:
+	br label %example.head.164
+
+tail.done.163:
+	ret void
+
+example.head.164:
+	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
+	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
+	%124 = icmp slt i64 %122, %11
+	br i1 %124, label %example.165, label %example.done.166
+
+example.165:
+	%125 = mul i64 %122, %13
+	%126 = add i64 %125, %120
+	%127 = getelementptr float, float* %1, i64 %126
+	%128 = load float, float* %127, align 4
+	%129 = getelementptr float, float* %7, i64 %122
+	%130 = load float, float* %129, align 4
+	%131 = fmul float %130, %128
+	%132 = fadd float %123, %131
+	%133 = add i64 %122, 1
+	br label %example.head.164
+
+example.done.166:
+	%134 = sitofp i64 %11 to float
+	%135 = fdiv float %123, %134
+	%136 = getelementptr float, float* %9, i64 %120
+	store float %135, float* %136, align 4
+	%137 = add i64 %120, 1
+	br label %tail.head.161
+}
+
+define void @dp_sgd_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+entry:
+	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
+define void @dp_sgd_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_sgd_abi = constant [65 x i8] c"db4298fe0045e2301d7ff9e323baf7182c82441005d3a5502992ca0233b7cd1d\00"
+@dp_sgd_abi = constant [65 x i8] c"4332f5dd996bd01e131761298eacf40e5b3ad87ae490fffafa163e4df94e457f\00"

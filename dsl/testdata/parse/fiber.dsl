@@ -38,3 +38,8 @@ step {
 	vbar = max(vhat - (2 - omega) / (4 - 3 * omega) * sigma_w2, eps_v)
 	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
 }
+
+diagnostic clamp_mass(
+	mhat,   // the first moment whose mass is measured
+	vbar,   // max(..., eps_v): on the floor or not
+)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// exampleRun writes theta [n] and per-example gradients [T, B, n] (and the
+// look-ahead ones when look is not nil), runs fibergen run in per-example
+// mode with flags and returns theta, the clipped means and the look-ahead
+// point it wrote.
+func exampleRun(t *testing.T, name string, theta, cur, look []float32, steps, batch int, flags ...string) (out, clipped, ahead []float32) {
+	t.Helper()
+	dir := t.TempDir()
+	n := len(theta)
+	args := []string{"run", optPath(name), "--theta", writeNPY(t, dir, "theta.npy", []int{n}, theta),
+		"--example-grads", writeNPY(t, dir, "cur.npy", []int{steps, batch, n}, cur),
+		"--out", filepath.Join(dir, "out.npy"), "--clipped-out", filepath.Join(dir, "clipped.npy")}
+	if look != nil {
+		args = append(args, "--lookahead-grads", writeNPY(t, dir, "look.npy", []int{steps, batch, n}, look),
+			"--lookahead-out", filepath.Join(dir, "ahead.npy"))
+	}
+	mustRun(t, append(args, flags...)...)
+	out, clipped = readNPY(t, filepath.Join(dir, "out.npy")).Data, readNPY(t, filepath.Join(dir, "clipped.npy")).Data
+	if look != nil {
+		ahead = readNPY(t, filepath.Join(dir, "ahead.npy")).Data
+	}
+	return out, clipped, ahead
+}
+
+// TestRunExampleGradsSGD clips by hand-made examples: (3, 4) has norm 5 and
+// is scaled by C/5 = 0.2 to (0.6, 0.8); (0.3, 0.4) is below C = 1 and kept;
+// (0, 0) has norm 0 and is kept. Their mean over B = 3 is (0.3, 0.4); DP-SGD
+// without noise then moves theta by −lr times it. Both backends agree to
+// the bit.
+func TestRunExampleGradsSGD(t *testing.T) {
+	cur := []float32{3, 4, 0.3, 0.4, 0, 0}
+	var prev []float32
+	for _, backend := range []string{"go", "cpu"} {
+		out, clipped, _ := exampleRun(t, "dp_sgd", []float32{1, 2}, cur, nil, 1, 3,
+			"--clip", "1", "--noise-multiplier", "0", "--set", "lr=0.5", "--backend", backend)
+		for i, want := range []float64{0.3, 0.4} {
+			if math.Abs(float64(clipped[i])-want) > 1e-7 {
+				t.Errorf("%s: clipped[%d] = %v, want %v", backend, i, clipped[i], want)
+			}
+			if th := []float64{1, 2}[i] - 0.5*want; math.Abs(float64(out[i])-th) > 1e-6 {
+				t.Errorf("%s: theta[%d] = %v, want %v", backend, i, out[i], th)
+			}
+		}
+		if prev != nil && !slices.Equal(prev, append(out, clipped...)) {
+			t.Errorf("cpu %v, go %v", append(out, clipped...), prev)
+		}
+		prev = append(out, clipped...)
+	}
+}
+
+// TestRunExampleGradsTwoPoint mixes two points for fiber: with kappa = 0.5
+// and gamma = 1, a = (1 − κ)/(κγ) = 1, so u is the look-ahead gradient
+// alone; with gamma = 2, a = 0.5 and u is the average of the two.
+func TestRunExampleGradsTwoPoint(t *testing.T) {
+	cur, look := []float32{0, 0.5}, []float32{0.2, 0.1}
+	tests := []struct {
+		gamma string
+		want  []float64
+	}{
+		{"1", []float64{0.2, 0.1}},
+		{"2", []float64{0.1, 0.3}},
+	}
+	for _, tt := range tests {
+		out, clipped, ahead := exampleRun(t, "fiber", []float32{1, -1}, cur, look, 1, 1,
+			"--clip", "10", "--noise-multiplier", "0", "--set", "kappa=0.5", "--set", "gamma="+tt.gamma)
+		for i, want := range tt.want {
+			if math.Abs(float64(clipped[i])-want) > 1e-7 {
+				t.Errorf("gamma %s: clipped[%d] = %v, want %v", tt.gamma, i, clipped[i], want)
+			}
+		}
+		g := float32(2)
+		if tt.gamma == "1" {
+			g = 1
+		}
+		theta0 := []float32{1, -1}
+		for i := range out {
+			if want := out[i] + float32(g*(out[i]-theta0[i])); ahead[i] != want {
+				t.Errorf("gamma %s: lookahead[%d] = %v, want %v", tt.gamma, i, ahead[i], want)
+			}
+		}
+	}
+}
+
+// TestRunExampleGradsDiagnostics checks --diagnostics in the per-example
+// mode: a huge eps_v puts every coordinate on the floor.
+func TestRunExampleGradsDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	r := mustRun(t, "run", optPath("dp_adambc"), "--theta", writeNPY(t, dir, "theta.npy", []int{2}, []float32{1, 2}),
+		"--example-grads", writeNPY(t, dir, "cur.npy", []int{2, 1, 2}, []float32{0.5, -1, 2, 0.25}),
+		"--clip", "1", "--noise-multiplier", "0", "--set", "eps_v=1", "--diagnostics", "--out", filepath.Join(dir, "out.npy"))
+	if want := "step 0: clamp_mass = 1\nstep 1: clamp_mass = 1\n"; r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRunDiagnostics checks the lines --diagnostics prints at the ends of
+// the scale — a floor above every corrected second moment clamps every
+// coordinate (clamp_mass 1), a zero floor without noise clamps none (0) —
+// and that the flag leaves the output file alone.
+func TestRunDiagnostics(t *testing.T) {
+	theta, grads := []float32{1, -2, 3}, []float32{0.5, 0.25, -1, 0.1, 0.2, 0.3}
+	for _, c := range []struct {
+		set, want string
+	}{
+		{"eps_v=1", "step 0: clamp_mass = 1\nstep 1: clamp_mass = 1\n"},
+		{"eps_v=0", "step 0: clamp_mass = 0\nstep 1: clamp_mass = 0\n"},
+	} {
+		th, g, out := runInputs(t, theta, grads, 2)
+		r := mustRun(t, "run", optPath("fiber"), "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--set", c.set, "--diagnostics")
+		if r.stdout != c.want {
+			t.Errorf("--set %s --diagnostics printed\n%s\nwant\n%s", c.set, r.stdout, c.want)
+		}
+		want := runOut(t, "fiber", theta, grads, 2, "--noise", "off", "--set", c.set)
+		if got := readNPY(t, out).Data; !slices.Equal(got, want) {
+			t.Errorf("--set %s: theta %v with --diagnostics, %v without", c.set, got, want)
+		}
+	}
+}
+
+// TestRunDiagnosticsUndeclared checks the error for an optimizer that
+// declares no clamp_mass.
+func TestRunDiagnosticsUndeclared(t *testing.T) {
+	th, g, out := runInputs(t, []float32{1, 2}, []float32{1, 1}, 1)
+	r := runMain("run", optPath("dp_sgd"), "--grads", g, "--theta", th, "--out", out, "--diagnostics")
+	if r.code != 1 || !strings.Contains(r.stderr, "--diagnostics: dp_sgd declares no diagnostic clamp_mass") {
+		t.Errorf("exit status %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,246 @@
+package cuda
+
+import (
+	"math"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// This file emits the privatize kernels (docs/kernels.md, "Privatize"):
+// per-example clipping of the gradients u = cur (mode 0) or
+// u = a·look + b·cur (mode 1), in three phases — the chunked squared norms
+// (the reduction of reduce.go), the per-example scales
+// min(1, C/sqrt(norm²)) in float64, and the clipped mean
+// Σ_ξ scale_ξ·u_ξ / B — each as an NVPTX kernel <name>_privatize_<phase>
+// and a host function <name>_privatize_<phase>_cpu with its AVX2 twin.
+
+// PrivatizePhases are the privatize kernels in the order they run.
+var PrivatizePhases = []string{"norms", "scales", "sum"}
+
+// PrivatizeKernel is the NVPTX kernel of a phase, e.g. fiber_privatize_norms.
+func (k *Kernels) PrivatizeKernel(phase string) string { return k.Name + "_privatize_" + phase }
+
+// PrivatizeHostFunc is the host function of a phase, e.g.
+// fiber_privatize_norms_cpu; its AVX2 twin adds _avx2.
+func (k *Kernels) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + "_cpu" }
+
+// privatizeType is the host functions' only argument:
+//
+//	struct fibergen_privatize {
+//		const float *cur, *look; // [batch][n]; look is read in mode 1 only
+//		float *partials;         // [batch][chunks(n)]
+//		float *scales;           // [batch]
+//		float *out;              // [n]
+//		int64_t batch, n, lo, hi;
+//		double clip;             // C
+//		float a, b;              // mode 1: u = a·look + b·cur
+//		uint32_t mode, pad;
+//	};
+var privatizeType = types.NewStruct(f32Ptr, f32Ptr, f32Ptr, f32Ptr, f32Ptr, i64, i64, i64, i64, types.Double, f32, f32, i32, i32)
+
+// privArgs are the values the privatize code reads.
+type privArgs struct {
+	cur, look, partials, scales, out value.Value
+	batch, n, lo, hi, clip, a, b     value.Value
+	mode                             value.Value
+}
+
+// inputs returns the rows a mode reads: [look, cur] for mode 1 (two
+// sets), [cur] for mode 0.
+func (p privArgs) inputs(two bool) []value.Value {
+	if two {
+		return []value.Value{p.look, p.cur}
+	}
+	return []value.Value{p.cur}
+}
+
+// mix emits u from the values in of the inputs: cur, or a·look + b·cur
+// (each product rounded, no contraction).
+func (p privArgs) mix(b *ir.Block, w lanes, in []value.Value) value.Value {
+	if len(in) == 1 {
+		return in[0]
+	}
+	return b.NewFAdd(b.NewFMul(broadcast(b, w, p.a), in[0]), b.NewFMul(broadcast(b, w, p.b), in[1]))
+}
+
+// norms is the reduction of the squared norms: the one term u·u.
+func (p privArgs) norms(two bool) reduction {
+	return reduction{inputs: len(p.inputs(two)), sums: 1, terms: func(b *ir.Block, w lanes, in []value.Value) []value.Value {
+		u := p.mix(b, w, in)
+		return []value.Value{b.NewFMul(u, u)}
+	}}
+}
+
+// emitPrivatize emits the three kernels and the three host functions.
+func (k *kernel) emitPrivatize() {
+	k.emitNormsKernel()
+	k.emitScalesKernel()
+	k.emitSumKernel()
+	k.emitPrivatizeHost()
+}
+
+// privParam is a noalias float* parameter, readonly if ro.
+func privParam(name string, ro bool) *ir.Param {
+	p := ir.NewParam(name, f32Ptr)
+	p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
+	if ro {
+		p.Attrs = append(p.Attrs, enum.ParamAttrReadOnly)
+	}
+	return p
+}
+
+// newKernel adds the NVPTX kernel name with params and returns its entry.
+func (k *kernel) newKernel(name string, params ...*ir.Param) (*ir.Func, *ir.Block) {
+	f := k.m.NewFunc(name, types.Void, params...)
+	f.CallingConv = enum.CallingConvPTXKernel
+	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
+	return f, f.NewBlock("entry")
+}
+
+// byMode branches on mode != 0 and emits body for mode 1 (two sets) and
+// mode 0 (one set); each returns the block it ends in, which returns.
+func (k *kernel) byMode(f *ir.Func, b *ir.Block, mode value.Value, body func(b *ir.Block, two bool) *ir.Block) {
+	two, one := f.NewBlock("two_sets"), f.NewBlock("one_set")
+	b.NewCondBr(b.NewICmp(enum.IPredNE, mode, i32c(0)), two, one)
+	body(two, true).NewRet(nil)
+	body(one, false).NewRet(nil)
+}
+
+// emitNormsKernel emits
+//
+//	<name>_privatize_norms(const float *cur, const float *look, float *partials,
+//	                       i64 batch, i64 n, float a, float b, u32 mode)
+//
+// one warp per (example, chunk) task, grid-stride.
+func (k *kernel) emitNormsKernel() {
+	cur, look, partials := privParam("cur", true), privParam("look", true), privParam("partials", false)
+	batch, n, a, bb, mode := ir.NewParam("batch", i64), ir.NewParam("n", i64), ir.NewParam("a", f32), ir.NewParam("b", f32), ir.NewParam("mode", i32)
+	f, b := k.newKernel(k.PrivatizeKernel("norms"), cur, look, partials, batch, n, a, bb, mode)
+	p := privArgs{cur: cur, look: look, a: a, b: bb}
+	k.byMode(f, b, mode, func(b *ir.Block, two bool) *ir.Block {
+		return k.warpReduce(f, b, p.norms(two), p.inputs(two), []value.Value{partials}, batch, n)
+	})
+}
+
+// emitScalesKernel emits
+//
+//	<name>_privatize_scales(const float *partials, float *scales, i64 batch, i64 nchunks, double clip)
+//
+// one thread per example, grid-stride.
+func (k *kernel) emitScalesKernel() {
+	partials, scales := privParam("partials", true), privParam("scales", false)
+	batch, nchunks, clip := ir.NewParam("batch", i64), ir.NewParam("nchunks", i64), ir.NewParam("clip", types.Double)
+	f, b := k.newKernel(k.PrivatizeKernel("scales"), partials, scales, batch, nchunks, clip)
+	tid, stride := k.threadIndex(b)
+	k.forLoop(f, b, "example", tid, batch, stride, func(b *ir.Block, x value.Value) *ir.Block {
+		return k.exampleScale(f, b, partials, scales, x, nchunks, clip)
+	}).NewRet(nil)
+}
+
+// exampleScale emits scales[x] = float32(min(1, C/sqrt(norm²))), norm² the
+// float64 sum of the partials of example x in chunk order (1 where norm² is
+// 0, NaN where it is not finite).
+func (k *kernel) exampleScale(f *ir.Func, b *ir.Block, partials, scales, x, nchunks, clip value.Value) *ir.Block {
+	row := b.NewGetElementPtr(f32, partials, b.NewMul(x, nchunks))
+	f64 := types.Double
+	b, sum := k.loopCarry(f, b, "chunk", i64c(0), nchunks, i64c(1), []value.Value{constant.NewFloat(f64, 0)},
+		func(b *ir.Block, c value.Value, s []value.Value) (*ir.Block, []value.Value) {
+			return b, []value.Value{b.NewFAdd(s[0], b.NewFPExt(load(b, f32, b.NewGetElementPtr(f32, row, c), 4), f64))}
+		})
+	norm2, one := sum[0], constant.NewFloat(f64, 1)
+	q := b.NewFDiv(clip, b.NewCall(intrinsic(k.m, "llvm.sqrt.f64", f64, f64), norm2))
+	s := b.NewSelect(b.NewFCmp(enum.FPredOLT, q, one), q, one)
+	s = b.NewSelect(b.NewFCmp(enum.FPredOEQ, norm2, constant.NewFloat(f64, 0)), one, s)
+	bad := b.NewFCmp(enum.FPredUGE, norm2, constant.NewFloat(f64, math.Inf(1)))
+	s32 := b.NewSelect(bad, constant.NewFloat(f32, math.NaN()), b.NewFPTrunc(s, f32))
+	store(b, s32, b.NewGetElementPtr(f32, scales, x), 4)
+	return b
+}
+
+// emitSumKernel emits
+//
+//	<name>_privatize_sum(const float *cur, const float *look, const float *scales, float *out,
+//	                     i64 batch, i64 n, float a, float b, u32 mode)
+//
+// a grid-stride loop over the groups of four coordinates (128-bit loads and
+// stores when every row and out are 16-byte aligned), then over the tail.
+func (k *kernel) emitSumKernel() {
+	cur, look, scales, out := privParam("cur", true), privParam("look", true), privParam("scales", true), privParam("out", false)
+	batch, n, a, bb, mode := ir.NewParam("batch", i64), ir.NewParam("n", i64), ir.NewParam("a", f32), ir.NewParam("b", f32), ir.NewParam("mode", i32)
+	f, b := k.newKernel(k.PrivatizeKernel("sum"), cur, look, scales, out, batch, n, a, bb, mode)
+	p := privArgs{cur: cur, look: look, scales: scales, out: out, batch: batch, n: n, a: a, b: bb}
+	k.byMode(f, b, mode, func(b *ir.Block, two bool) *ir.Block {
+		return k.sumGrid(f, b, p, two)
+	})
+}
+
+// sumGrid emits the sum kernel's loops for one mode.
+func (k *kernel) sumGrid(f *ir.Func, b *ir.Block, p privArgs, two bool) *ir.Block {
+	tid, stride := k.threadIndex(b)
+	ins := p.inputs(two)
+	groups, tail := b.NewAShr(p.n, i64c(2)), b.NewAnd(p.n, i64c(3))
+	nAligned := b.NewICmp(enum.IPredEQ, tail, i64c(0))
+	aligned := b.NewAnd(nAligned, k.aligned(b, append(append([]value.Value(nil), ins...), p.out), i64c(0)))
+	vec, scalar, edge := f.NewBlock(k.label("vector")), f.NewBlock(k.label("scalar")), f.NewBlock(k.label("tail"))
+	b.NewCondBr(aligned, vec, scalar)
+	for _, v := range []struct {
+		b   *ir.Block
+		vec bool
+	}{{vec, true}, {scalar, false}} {
+		k.forLoop(f, v.b, "group", tid, groups, stride, func(b *ir.Block, j value.Value) *ir.Block {
+			return k.sumAt(f, b, p, ins, b.NewShl(j, i64c(2)), 4, v.vec)
+		}).NewBr(edge)
+	}
+	start := edge.NewShl(groups, i64c(2))
+	return k.forLoop(f, edge, "edge", tid, tail, stride, func(b *ir.Block, e value.Value) *ir.Block {
+		return k.sumAt(f, b, p, ins, b.NewAdd(start, e), 1, false)
+	})
+}
+
+// sumAt emits out[i..i+w) = (Σ_ξ scales[ξ]·u_ξ[i..i+w)) / float32(batch),
+// the sum from +0 in example order; aligned: 128-bit accesses.
+func (k *kernel) sumAt(f *ir.Func, b *ir.Block, p privArgs, ins []value.Value, i value.Value, w lanes, aligned bool) *ir.Block {
+	b, acc := k.loopCarry(f, b, "example", i64c(0), p.batch, i64c(1), []value.Value{zero(w)},
+		func(b *ir.Block, x value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+			at := b.NewAdd(b.NewMul(x, p.n), i)
+			var in []value.Value
+			for _, ptr := range ins {
+				in = append(in, loadLanes(b, b.NewGetElementPtr(f32, ptr, at), w, aligned))
+			}
+			s := broadcast(b, w, load(b, f32, b.NewGetElementPtr(f32, p.scales, x), 4))
+			return b, []value.Value{b.NewFAdd(acc[0], b.NewFMul(s, p.mix(b, w, in)))}
+		})
+	mean := b.NewFDiv(acc[0], broadcast(b, w, b.NewSIToFP(p.batch, f32)))
+	storeLanes(b, mean, b.NewGetElementPtr(f32, p.out, i), w, aligned)
+	return b
+}
+
+// loadLanes loads w floats at ptr as one vector (16-byte aligned if
+// aligned), or one float for w 1.
+func loadLanes(b *ir.Block, ptr value.Value, w lanes, aligned bool) value.Value {
+	if w == 1 {
+		return load(b, f32, ptr, 4)
+	}
+	align := 4
+	if aligned {
+		align = 16
+	}
+	return load(b, w.f32(), b.NewBitCast(ptr, types.NewPointer(w.f32())), align)
+}
+
+// storeLanes is loadLanes' store.
+func storeLanes(b *ir.Block, x, ptr value.Value, w lanes, aligned bool) {
+	if w == 1 {
+		store(b, x, ptr, 4)
+		return
+	}
+	align := 4
+	if aligned {
+		align = 16
+	}
+	store(b, x, b.NewBitCast(ptr, types.NewPointer(w.f32())), align)
+}

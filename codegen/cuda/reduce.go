@@ -1,0 +1,289 @@
+package cuda
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// This file emits fibergen's chunked reduction, whose order is fixed so that
+// the PTX kernels, the host functions and the Go reference (codegen/go's
+// reduceChunk) compute the same bits (docs/kernels.md, "Reductions"). The
+// input is rows of n elements; row r's chunk c covers the elements
+// [c·ReduceChunk, min((c+1)·ReduceChunk, n)). The sum of a chunk runs on 32
+// float32 lane accumulators starting at +0: element j of the chunk belongs
+// to lane (j mod 128)/4, each lane adds its elements in increasing j
+// (acc = acc + term, the term rounded to float32 first), elements at or past
+// n are skipped; then the butterfly tree, for off = 16, 8, 4, 2, 1:
+// acc_l = acc_l + acc_(l xor off) for every lane at once. The sum is lane 0's.
+
+// ReduceChunk is the number of elements of one chunk of a reduction.
+const ReduceChunk = 4096
+
+const (
+	reduceLanes = 32              // accumulators per chunk: the lanes of a warp
+	reduceRow   = 4 * reduceLanes // elements per row of a chunk: four per lane
+	rowsPerTask = ReduceChunk / reduceRow
+)
+
+// reduction is a chunked sum of per-element terms.
+type reduction struct {
+	// inputs are the float arrays read: row r of input k starts at
+	// ins[k] + r·n.
+	inputs int
+	// terms returns the float32 terms to sum at one element (w lanes of
+	// elements), from the inputs' values there; every result is a sum of its
+	// own. An emitter calls it once per copy of the loop it emits.
+	terms func(b *ir.Block, w lanes, in []value.Value) []value.Value
+	sums  int // how many values terms returns
+}
+
+// chunkCount emits ceil(n / ReduceChunk) for n >= 0.
+func chunkCount(b *ir.Block, n value.Value) value.Value {
+	return b.NewSDiv(b.NewAdd(n, i64c(ReduceChunk-1)), i64c(ReduceChunk))
+}
+
+// taskRows emits where the task t (row·nchunks + chunk) starts: the row
+// pointers of the inputs, the chunk's first element and the number of rows
+// of reduceRow elements it has (the last may be partial).
+func taskRows(b *ir.Block, ins []value.Value, t, n, nchunks value.Value) (rows []value.Value, start, count value.Value) {
+	row, c := b.NewSDiv(t, nchunks), b.NewSRem(t, nchunks)
+	for _, p := range ins {
+		rows = append(rows, b.NewGetElementPtr(f32, p, b.NewMul(row, n)))
+	}
+	start = b.NewMul(c, i64c(ReduceChunk))
+	left := b.NewSDiv(b.NewAdd(b.NewSub(n, start), i64c(reduceRow-1)), i64c(reduceRow))
+	count = b.NewSelect(b.NewICmp(enum.IPredSLT, left, i64c(rowsPerTask)), left, i64c(rowsPerTask))
+	return rows, start, count
+}
+
+// zeros returns count float32 +0 of width w.
+func zeros(w lanes, count int) []value.Value {
+	out := make([]value.Value, count)
+	for i := range out {
+		out[i] = zero(w)
+	}
+	return out
+}
+
+// zero is +0 in every lane of w.
+func zero(w lanes) value.Value {
+	if w == 1 {
+		return f32c(0)
+	}
+	return constant.NewZeroInitializer(w.f32())
+}
+
+// loopCarry emits `for i := start; i < end; i += step { vals = body(vals) }`
+// after block b (signed i64 comparison) and returns the block after the
+// loop and the values after it.
+func (k *kernel) loopCarry(f *ir.Func, b *ir.Block, name string, start, end, step value.Value, init []value.Value,
+	body func(b *ir.Block, i value.Value, vals []value.Value) (*ir.Block, []value.Value)) (*ir.Block, []value.Value) {
+	head, loop, exit := f.NewBlock(k.label(name+".head")), f.NewBlock(k.label(name)), f.NewBlock(k.label(name+".done"))
+	b.NewBr(head)
+	i := head.NewPhi(ir.NewIncoming(start, b))
+	phis, vals := make([]*ir.InstPhi, len(init)), make([]value.Value, len(init))
+	for j, v := range init {
+		phis[j] = head.NewPhi(ir.NewIncoming(v, b))
+		vals[j] = phis[j]
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, end), loop, exit)
+	last, next := body(loop, i, vals)
+	inc := last.NewAdd(i, step)
+	last.NewBr(head)
+	i.Incs = append(i.Incs, ir.NewIncoming(inc, last))
+	for j := range phis {
+		phis[j].Incs = append(phis[j].Incs, ir.NewIncoming(next[j], last))
+	}
+	return exit, vals
+}
+
+// ifElse emits `if cond { then } else { els }` after block b; both branches
+// return the same number of values, which the block after them joins.
+func (k *kernel) ifElse(f *ir.Func, b *ir.Block, cond value.Value,
+	then, els func(b *ir.Block) (*ir.Block, []value.Value)) (*ir.Block, []value.Value) {
+	tb, eb, join := f.NewBlock(k.label("then")), f.NewBlock(k.label("else")), f.NewBlock(k.label("join"))
+	b.NewCondBr(cond, tb, eb)
+	tEnd, tVals := then(tb)
+	eEnd, eVals := els(eb)
+	tEnd.NewBr(join)
+	eEnd.NewBr(join)
+	out := make([]value.Value, len(tVals))
+	for i := range tVals {
+		out[i] = join.NewPhi(ir.NewIncoming(tVals[i], tEnd), ir.NewIncoming(eVals[i], eEnd))
+	}
+	return join, out
+}
+
+// warpReduce emits, from block b of the NVPTX kernel f, the reduction r of
+// rows×chunks(n) tasks: warp w of the grid (the block size a multiple of
+// 32) takes the tasks w, w + warps, …, and lane 0 stores sum s of task t at
+// outs[s] + t. Every lane of a warp runs the same iterations, so all reach
+// the shuffles. It returns the block after the loop.
+func (k *kernel) warpReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []value.Value, rows, n value.Value) *ir.Block {
+	tid, stride := k.threadIndex(b)
+	warp, warps, lane := b.NewLShr(tid, i64c(5)), b.NewLShr(stride, i64c(5)), b.NewAnd(tid, i64c(reduceLanes-1))
+	nchunks := chunkCount(b, n)
+	tasks := b.NewMul(rows, nchunks)
+	return k.forLoop(f, b, "task", warp, tasks, warps, func(b *ir.Block, t value.Value) *ir.Block {
+		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
+		aligned := k.aligned(b, ptrs, i64c(0))
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(1, r.sums), func(b *ir.Block, row value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+			base := b.NewAdd(b.NewAdd(start, b.NewMul(row, i64c(reduceRow))), b.NewShl(lane, i64c(2)))
+			return k.laneTerms(f, b, r, ptrs, base, n, aligned, acc)
+		})
+		for _, off := range []uint32{16, 8, 4, 2, 1} {
+			for s := range acc {
+				other := b.NewCall(intrinsic(k.m, "llvm.nvvm.shfl.sync.bfly.f32", f32, i32, f32, i32, i32), i32c(0xffffffff), acc[s], i32c(off), i32c(0x1f))
+				acc[s] = b.NewFAdd(acc[s], other)
+			}
+		}
+		store0, done := f.NewBlock(k.label("lane0")), f.NewBlock(k.label("stored"))
+		b.NewCondBr(b.NewICmp(enum.IPredEQ, lane, i64c(0)), store0, done)
+		for s := range acc {
+			store(store0, acc[s], store0.NewGetElementPtr(f32, outs[s], t), 4)
+		}
+		store0.NewBr(done)
+		return done
+	})
+}
+
+// laneTerms adds to acc the terms of one lane's four elements base..base+3
+// of the rows ptrs, in order: one 128-bit load per input where the rows are
+// aligned and the four elements lie below n, else four loads at indexes
+// clamped below n, the terms of the elements past n skipped.
+func (k *kernel) laneTerms(f *ir.Func, b *ir.Block, r reduction, ptrs []value.Value, base, n, aligned value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+	full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(4)), n)
+	add := func(b *ir.Block, vals [][]value.Value, masked bool) []value.Value {
+		out := append([]value.Value(nil), acc...)
+		for e := range 4 {
+			var in []value.Value
+			for _, v := range vals {
+				in = append(in, v[e])
+			}
+			inRange := b.NewICmp(enum.IPredSLT, b.NewAdd(base, i64c(int64(e))), n)
+			for s, t := range r.terms(b, 1, in) {
+				if masked {
+					t = b.NewSelect(inRange, t, f32c(0))
+				}
+				out[s] = b.NewFAdd(out[s], t)
+			}
+		}
+		return out
+	}
+	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *ir.Block) (*ir.Block, []value.Value) {
+		var vals [][]value.Value
+		for _, p := range ptrs {
+			vals = append(vals, k.loadCoords(b, b.NewGetElementPtr(f32, p, base), 4, true))
+		}
+		return b, add(b, vals, false)
+	}, func(b *ir.Block) (*ir.Block, []value.Value) {
+		last := b.NewSub(n, i64c(1))
+		var vals [][]value.Value
+		for _, p := range ptrs {
+			var v []value.Value
+			for e := range 4 {
+				i := b.NewAdd(base, i64c(int64(e)))
+				at := b.NewSelect(b.NewICmp(enum.IPredSLT, i, n), i, last)
+				v = append(v, load(b, f32, b.NewGetElementPtr(f32, p, at), 4))
+			}
+			vals = append(vals, v)
+		}
+		return b, add(b, vals, true)
+	})
+}
+
+// hostReduce emits, from block b of the host function f, the reduction r
+// of the tasks [lo, hi) (task t = row·chunks(n) + chunk), storing sum s of
+// task t at outs[s] + t. The 32 lane accumulators are one <32 x float>
+// vector; a row of 128 elements is one <128 x float> load per input (a
+// masked load for a row that ends past n). It returns the block after the
+// loop.
+func (k *kernel) hostReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []value.Value, n, lo, hi value.Value) *ir.Block {
+	nchunks := chunkCount(b, n)
+	return k.forLoop(f, b, "task", lo, hi, i64c(1), func(b *ir.Block, t value.Value) *ir.Block {
+		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(reduceLanes, r.sums), func(b *ir.Block, row value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
+			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
+			return k.ifElse(f, b, full, func(b *ir.Block) (*ir.Block, []value.Value) {
+				return b, k.rowTerms(b, r, ptrs, base, nil, acc)
+			}, func(b *ir.Block) (*ir.Block, []value.Value) {
+				return b, k.rowTerms(b, r, ptrs, base, rowMask(b, base, n), acc)
+			})
+		})
+		for _, off := range []int{16, 8, 4, 2, 1} {
+			for s := range acc {
+				acc[s] = b.NewFAdd(acc[s], b.NewShuffleVector(acc[s], constantUndef(acc[s].Type()), laneMask(func(l int) int { return l ^ off })))
+			}
+		}
+		for s := range acc {
+			store(b, b.NewExtractElement(acc[s], i32c(0)), b.NewGetElementPtr(f32, outs[s], t), 4)
+		}
+		return b
+	})
+}
+
+// rowVec is one row of a reduction on the host: <128 x float>.
+var rowVec = types.NewVector(reduceRow, f32)
+
+// rowMask emits the mask of the elements base..base+127 that lie below n.
+func rowMask(b *ir.Block, base, n value.Value) value.Value {
+	w := lanes(reduceRow)
+	idx := make([]constant.Constant, reduceRow)
+	for e := range idx {
+		idx[e] = i64c(int64(e))
+	}
+	at := b.NewAdd(broadcast(b, w, base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
+	return b.NewICmp(enum.IPredSLT, at, broadcast(b, w, n))
+}
+
+// rowTerms adds the terms of the row base..base+127 of ptrs to the lane
+// accumulators acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in
+// turn. mask nil loads the whole row; else the elements it clears are
+// neither loaded nor added.
+func (k *kernel) rowTerms(b *ir.Block, r reduction, ptrs []value.Value, base, mask value.Value, acc []value.Value) []value.Value {
+	w := lanes(reduceRow)
+	var in []value.Value
+	for _, p := range ptrs {
+		ptr := b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec))
+		if mask == nil {
+			in = append(in, load(b, rowVec, ptr, 4))
+			continue
+		}
+		ml := intrinsic(k.m, "llvm.masked.load.v128f32.p0v128f32", rowVec, types.NewPointer(rowVec), i32, types.NewVector(reduceRow, i1), rowVec)
+		in = append(in, b.NewCall(ml, ptr, i32c(4), mask, zero(w)))
+	}
+	out := append([]value.Value(nil), acc...)
+	for s, t := range r.terms(b, w, in) {
+		if mask != nil {
+			t = b.NewSelect(mask, t, zero(w))
+		}
+		for j := range 4 {
+			out[s] = b.NewFAdd(out[s], b.NewShuffleVector(t, constantUndef(rowVec), laneMask(func(l int) int { return 4*l + j })))
+		}
+	}
+	return out
+}
+
+// laneMask is the shufflevector mask that takes element pick(l) into lane l
+// of the 32 lanes.
+func laneMask(pick func(l int) int) constant.Constant {
+	idx := make([]constant.Constant, reduceLanes)
+	for l := range idx {
+		idx[l] = i32c(uint32(pick(l)))
+	}
+	return constant.NewVector(types.NewVector(reduceLanes, i32), idx...)
+}
+
+// broadcast puts the scalar x in every lane of w (an insertelement and a
+// shufflevector, however wide w is).
+func broadcast(b *ir.Block, w lanes, x value.Value) value.Value {
+	if w == 1 {
+		return x
+	}
+	v := b.NewInsertElement(constantUndef(w.vec(x.Type())), x, i32c(0))
+	return b.NewShuffleVector(v, constantUndef(v.Type()), constant.NewZeroInitializer(types.NewVector(uint64(w), i32)))
+}

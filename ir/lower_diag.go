@@ -1,0 +1,134 @@
+package ir
+
+import (
+	"github.com/fibergen/fibergen/dsl"
+)
+
+// lowerDiagnostics lowers the file's diagnostic declarations, once the step
+// is lowered (l.env holds the value of every name at its end). Each becomes
+// a block of its own that recomputes the measured values from the states
+// after the step, so the step itself does not change: off, a diagnostic
+// costs nothing.
+func (l *lowerer) lowerDiagnostics(f *dsl.File, fn *Func) []*Diagnostic {
+	var out []*Diagnostic
+	for _, d := range f.Diags {
+		if dg := l.lowerClampMass(d, fn); dg != nil {
+			out = append(out, dg)
+		}
+	}
+	return out
+}
+
+// lowerClampMass lowers clamp_mass(mhat, vbar) to a block that stores, per
+// coordinate, num = eq(vbar, floor) * |mhat| and den = |mhat|.
+func (l *lowerer) lowerClampMass(d *dsl.DiagnosticDecl, fn *Func) *Diagnostic {
+	if d.Kind.Name != "clamp_mass" || len(d.Args) != 2 {
+		l.fail(d.Kind.NamePos, "cannot lower diagnostic %s", d.Kind.Name)
+		return nil
+	}
+	mhat, vbar := l.env[d.Args[0].Name], l.env[d.Args[1].Name]
+	switch {
+	case mhat == nil || vbar == nil:
+		l.fail(d.Kind.NamePos, "diagnostic %s names a value the step does not bind", d.Kind.Name)
+		return nil
+	case mhat.Uniform:
+		l.errs.Addf(d.Args[0].NamePos, "diagnostic clamp_mass needs %s per-coordinate, but the step gives it a per-step uniform value", d.Args[0].Name)
+		return nil
+	case vbar.Uniform || vbar.Op != OpMax:
+		l.errs.Addf(d.Args[1].NamePos, "diagnostic clamp_mass needs %s per-coordinate, as max(x, floor) with a per-coordinate x", d.Args[1].Name)
+		return nil
+	}
+	c := newDiagCopier(fn, d.Kind.Name)
+	m, v, floor := c.copy(mhat), c.copy(vbar), c.copy(vbar.Args[1])
+	if c.needs != "" {
+		l.errs.Addf(d.Args[c.blameArg(mhat)].NamePos, "clamp_mass needs %s and %s computable from the updated states and the step's scalars, but %s reads %s",
+			d.Args[0].Name, d.Args[1].Name, d.Args[c.blameArg(mhat)].Name, c.needs)
+		return nil
+	}
+	abs := c.b.NewValue(OpAbs, F32, false, m)
+	num := c.b.NewValue(OpMul, F32, false, c.b.NewValue(OpEq, F32, false, v, floor), abs)
+	c.store("num", num)
+	c.store("den", abs)
+	return &Diagnostic{Kind: d.Kind.Name, Args: []string{d.Args[0].Name, d.Args[1].Name}, Block: c.b}
+}
+
+// diagCopier copies the backward slice of step values into a diagnostic
+// block, turning each per-coordinate value the step stores into a state
+// into a load of that state, which after the step holds exactly that value.
+type diagCopier struct {
+	b      *Block
+	stored map[*Value]string // per-coordinate step value → the state it is stored in
+	memo   map[*Value]*Value
+	needs  string // what the slice reads that the states after the step do not give; "" if nothing
+	blame  *Value // the root being copied when needs was set
+	root   *Value
+}
+
+func newDiagCopier(fn *Func, name string) *diagCopier {
+	c := &diagCopier{b: &Block{Name: name}, stored: map[*Value]string{}, memo: map[*Value]*Value{}}
+	for _, st := range fn.Step.Stores() {
+		x := st.Args[0]
+		if st.Name != "theta" && !x.Uniform && c.stored[x] == "" {
+			c.stored[x] = st.Name
+		}
+	}
+	return c
+}
+
+// copy returns the diagnostic block's value for the step value v.
+func (c *diagCopier) copy(v *Value) *Value {
+	if c.root == nil {
+		c.root = v
+		defer func() { c.root = nil }()
+	}
+	if nv := c.memo[v]; nv != nil {
+		return nv
+	}
+	var nv *Value
+	switch state := c.stored[v]; {
+	case state != "":
+		nv = c.b.NewValue(OpLoad, F32, false)
+		nv.Name = state
+	case v.Op == OpLoad:
+		c.missing(v)
+		nv = c.b.NewValue(OpConst, F32, true)
+	default:
+		args := make([]*Value, len(v.Args))
+		for i, a := range v.Args {
+			args[i] = c.copy(a)
+		}
+		nv = c.b.NewValue(v.Op, v.Type, v.Uniform, args...)
+		nv.Const, nv.Name = v.Const, v.Name
+	}
+	c.memo[v] = nv
+	return nv
+}
+
+// missing records a load of the step that the states after it cannot give.
+func (c *diagCopier) missing(v *Value) {
+	if c.needs != "" {
+		return
+	}
+	c.blame = c.root
+	switch v.Name {
+	case "g":
+		c.needs = "g, the step's privatized gradient"
+	case "theta":
+		c.needs = "theta from before the step"
+	default:
+		c.needs = "state " + v.Name + " from before the step"
+	}
+}
+
+// blameArg is the index of the declared name whose slice needed c.needs.
+func (c *diagCopier) blameArg(mhat *Value) int {
+	if c.blame == mhat {
+		return 0
+	}
+	return 1
+}
+
+func (c *diagCopier) store(name string, v *Value) {
+	s := c.b.NewValue(OpStore, None, false, v)
+	s.Name = name
+}

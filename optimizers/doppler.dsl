@@ -1,0 +1,74 @@
+// DOPPLER: DP-AdamW on a second-order low-pass (IIR) filter of the
+// privatized gradient, with the filter-aware second-moment correction.
+//
+// Source: Zhang et al., "DOPPLER: Differentially Private Optimizers with
+// Low-pass Filter for Privacy Noise Reduction" (NeurIPS 2024), the FiBeR
+// paper's low-pass baseline (Section 5): the privatized gradient g passes a
+// linear time-invariant low-pass filter before the optimizer's moments,
+//     y_t = b0 * g_t + b1 * g_{t-1} - a1 * y_{t-1} - a2 * y_{t-2},
+// here of order two (two poles, one zero), with the coefficients as hypers.
+// AdamW with bias correction runs on y, and its bias-corrected second
+// moment is reduced by the filtered DP-noise variance A * sigma_w2 and
+// floored at eps_v, as in FiBeR and DiSK-CORR. fibergen derives
+// A = attenuation(y), the squared l2 gain of the filter,
+//     ((b0**2 + b1**2) * (1 + a2) - 2 * a1 * b0 * b1)
+//         / ((1 - a2) * ((1 + a2)**2 - a1**2)),
+// and rejects coefficients outside the stability triangle
+// |a2| < 1, 1 + a1 + a2 > 0, 1 - a1 + a2 > 0.
+//
+// Defaults: a double pole at z = 0.5 (a1 = -1, a2 = 0.25, critically
+// damped, no overshoot) and a zero at z = -1 (b0 = b1), which removes the
+// highest frequency entirely, scaled to unit DC gain
+// (b0 + b1) / (1 + a1 + a2) = 1, so b0 = b1 = 0.125: a constant gradient
+// passes unchanged while white DP noise keeps A = 1/6 of its variance.
+// Every default is exact in binary. The coefficients are free: keep
+// (b0 + b1) = (1 + a1 + a2) when changing them, or the filter rescales the
+// gradient (AdamW is nearly scale-invariant, but the correction is not).
+//
+// DOPPLER also divides the filter output by the filter's step response
+// c_t (c_t = b0 + b1 * [t >= 1] - a1 * c_{t-1} - a2 * c_{t-2}, from zero),
+// which undoes the shrinkage of the first outputs from the zero initial
+// state. c_t is the same for every coordinate, but it is a recursion over
+// t, and the DSL has per-coordinate states only (a uniform value must be
+// an expression of hypers, t and sigma_w2; a closed form through the
+// poles differs for distinct, repeated and complex poles, and complex ones
+// need cos and sin, which the DSL lacks). Carrying c_t in two per-coordinate
+// states would add two buffers of memory traffic to every step for one
+// number per step, so this file leaves it out: AdamW's own bias
+// correction and its scale invariance absorb most of it, and the
+// shrinkage decays as the filter's impulse response does (at the
+// defaults, c_t > 0.99 from t = 9 on). See docs/optimizers.md.
+
+optimizer doppler
+
+hyper lr = 1e-3 in (0, inf)
+hyper beta1 = 0.9 in [0, 1)
+hyper beta2 = 0.999 in [0, 1)
+hyper eps = 1e-8 in (0, inf)
+hyper wd = 0 in [0, inf)          // decoupled weight decay (lambda)
+hyper b0 = 0.125                  // weight of g_t
+hyper b1 = 0.125                  // weight of g_{t-1}
+hyper a1 = -1 in (-2, 2)          // feedback of y_{t-1} (with a minus sign)
+hyper a2 = 0.25 in (-1, 1)        // feedback of y_{t-2} (with a minus sign)
+hyper eps_v = 1e-8 in [0, inf)    // floor of the corrected second moment
+
+state y = 0    // the filtered gradient y_t
+state y1 = 0   // y_{t-1}
+state g1 = 0   // g_{t-1}
+state m = 0
+state v = 0
+
+step {
+	yprev = y
+	y = b0 * g + b1 * g1 - a1 * y - a2 * y1
+	y1 = yprev
+	g1 = g
+	m = beta1 * m + (1 - beta1) * y
+	v = beta2 * v + (1 - beta2) * (y * y)
+	mhat = m / (1 - beta1 ** (t + 1))
+	vhat = v / (1 - beta2 ** (t + 1))
+	vbar = max(vhat - attenuation(y) * sigma_w2, eps_v)
+	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
+}
+
+diagnostic clamp_mass(mhat, vbar)  // the share of the update on the floor eps_v (docs/dsl.md)

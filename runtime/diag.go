@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+)
+
+// ClampMassKind is the diagnostic ClampMass reports (docs/dsl.md).
+const ClampMassKind = "clamp_mass"
+
+// diagState is what the diagnostics need once enabled: the interpreter's
+// form (the reference), the manifest's entry points, and the last value.
+type diagState struct {
+	ref   *interp.Diagnostic
+	entry manifest.Diagnostic
+	host  *diagHost // the host function, on the CPU backend with a shared object
+	value float64
+	steps int // the step the value is of, plus 1; 0: none yet
+}
+
+// EnableDiagnostics turns on the optimizer's clamp_mass diagnostic: after
+// each successful Step, the runtime runs the diagnostic's kernel on the
+// states the step left and ClampMass returns its value. It is off by
+// default, and off it costs nothing: the step kernel is the same either
+// way. An optimizer whose .dsl declares no `diagnostic clamp_mass(...)` is
+// an error.
+func (o *Optimizer) EnableDiagnostics() error {
+	if o.diag != nil {
+		return nil
+	}
+	ref, err := o.prog.Diagnostic(ClampMassKind)
+	if err != nil {
+		return fmt.Errorf("runtime: %v", err)
+	}
+	i := slices.IndexFunc(o.m.Kernels.Diagnostics, func(d manifest.Diagnostic) bool { return d.Kind == ClampMassKind })
+	if i < 0 {
+		return fmt.Errorf("runtime: the manifest of %s names no %s entry points: rebuild it with fibergen build", o.Name(), ClampMassKind)
+	}
+	o.diag = &diagState{ref: ref, entry: o.m.Kernels.Diagnostics[i]}
+	return nil
+}
+
+// ClampMass returns the clamp_mass of the last step (docs/dsl.md): the share
+// of Σ|mhat| on the coordinates whose vbar sits on its floor, 0 when
+// Σ|mhat| = 0. It is an error before EnableDiagnostics or before a step has
+// run with them on.
+func (o *Optimizer) ClampMass() (float64, error) {
+	switch {
+	case o.diag == nil:
+		return 0, errors.New("runtime: diagnostics are off (EnableDiagnostics)")
+	case o.diag.steps == 0:
+		return 0, errors.New("runtime: no step has run since EnableDiagnostics")
+	}
+	return o.diag.value, nil
+}
+
+// runDiagnostics computes the diagnostics of the step just run with args a.
+func (o *Optimizer) runDiagnostics(a stepArgs) error {
+	if o.diag == nil {
+		return nil
+	}
+	chunks := interp.Chunks(o.n)
+	num, den := make([]float32, chunks), make([]float32, chunks)
+	var err error
+	switch b := o.back.(type) {
+	case *cudaBackend:
+		err = b.diagPartials(o.diag.entry, a.scalars, num, den)
+	case *cpuBackend:
+		err = o.cpuDiagPartials(b, a.scalars, num, den)
+	default:
+		err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.Backend())
+	}
+	if err != nil {
+		return err
+	}
+	o.diag.value, o.diag.steps = interp.Ratio(num, den), o.t
+	return nil
+}
+
+// cpuDiagPartials computes the partials on every core: with the host
+// function where the shared object is loaded, else with the interpreter.
+// Each core takes whole chunks, so the split does not change a bit.
+func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) error {
+	if b.kernel != nil && o.diag.host == nil {
+		avx2 := strings.HasSuffix(b.kernel.Name, "_avx2") // the twin the step runs
+		h, err := openDiagHost(filepath.Join(o.dir, o.m.Kernels.SharedObject), o.diag.entry.HostFunction, avx2)
+		if err != nil {
+			return err
+		}
+		o.diag.host = h
+	}
+	per := max((len(num)+b.threads-1)/b.threads, 1)
+	return parallelChunks(len(num), per, func(lo, hi int) error {
+		if o.diag.host != nil {
+			o.diag.host.run(b.bufs, scalars, int64(o.n), lo, hi, num, den)
+			return nil
+		}
+		start, end := lo*interp.ReduceChunk, min(hi*interp.ReduceChunk, o.n)
+		var states [][]float32
+		for _, s := range b.bufs[2:] {
+			states = append(states, s[start:end])
+		}
+		return o.diag.ref.Partials(scalars, states, num[lo:hi], den[lo:hi])
+	})
+}
+
+// parallelChunks runs f on the chunk ranges [lo, lo+per) of [0, n) at once.
+func parallelChunks(n, per int, f func(lo, hi int) error) error {
+	errs := make(chan error, n/per+1)
+	count := 0
+	for lo := 0; lo < n; lo += per {
+		count++
+		go func() { errs <- f(lo, min(lo+per, n)) }()
+	}
+	var all []error
+	for range count {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// diagHost is a diagnostic's loaded host function (docs/kernels.md):
+// void f(float *const *buffers, const float *scalars, int64_t n, int64_t lo,
+// int64_t hi, float *num, float *den).
+type diagHost struct {
+	lib, fn uintptr
+}
+
+// openDiagHost loads symbol, or its AVX2 twin where the CPU has AVX2, from
+// the shared object at path (already loaded by the step's host kernel, so
+// this takes a reference to it).
+func openDiagHost(path, symbol string, avx2 bool) (*diagHost, error) {
+	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: cannot load %s: %v", path, err)
+	}
+	for _, s := range []string{symbol + "_avx2", symbol} {
+		if s != symbol && !avx2 {
+			continue
+		}
+		if fn, err := purego.Dlsym(lib, s); err == nil {
+			return &diagHost{lib: lib, fn: fn}, nil
+		}
+	}
+	purego.Dlclose(lib)
+	return nil, fmt.Errorf("runtime: %s has no function %s: rebuild it with fibergen build", path, symbol)
+}
+
+// run computes the partials of the chunks [lo, hi) of the n coordinates.
+func (h *diagHost) run(bufs [][]float32, scalars []float32, n int64, lo, hi int, num, den []float32) {
+	if lo >= hi {
+		return
+	}
+	var pin goruntime.Pinner
+	defer pin.Unpin()
+	ptrs := make([]uintptr, len(bufs))
+	for i, b := range bufs {
+		if len(b) > 0 {
+			p := unsafe.SliceData(b)
+			pin.Pin(p)
+			ptrs[i] = uintptr(unsafe.Pointer(p))
+		}
+	}
+	for _, p := range []*float32{&scalars[0], &num[0], &den[0]} {
+		pin.Pin(p)
+	}
+	pin.Pin(&ptrs[0])
+	purego.SyscallN(h.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(n),
+		uintptr(lo), uintptr(hi), uintptr(unsafe.Pointer(&num[0])), uintptr(unsafe.Pointer(&den[0])))
+}
+
+// closeDiagnostics releases the diagnostic's host function, if loaded.
+func (o *Optimizer) closeDiagnostics() error {
+	if o.diag == nil {
+		return nil
+	}
+	err := o.diag.host.close()
+	o.diag.host = nil
+	return err
+}
+
+func (h *diagHost) close() error {
+	if h == nil || h.lib == 0 {
+		return nil
+	}
+	err := purego.Dlclose(h.lib)
+	h.lib, h.fn = 0, 0
+	return err
+}
+
+// diagPartials runs the diagnostic's kernel over the device buffers, one
+// warp per chunk, and copies the partials back.
+func (b *cudaBackend) diagPartials(e manifest.Diagnostic, scalars, num, den []float32) error {
+	return b.k.diagPartials(e, b.dev, b.n, scalars, num, den)
+}
+
+// deviceDiagnostics computes the diagnostics of the StepDevice that just
+// ran on the trainer's buffers with args a; err is the step's own result.
+func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, n int, a stepArgs, err error) error {
+	if err != nil || o.diag == nil {
+		return err
+	}
+	chunks := interp.Chunks(n)
+	num, den := make([]float32, chunks), make([]float32, chunks)
+	if err := k.diagPartials(o.diag.entry, bufs, n, a.scalars, num, den); err != nil {
+		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
+	}
+	o.diag.value, o.diag.steps = interp.Ratio(num, den), o.t
+	return nil
+}
+
+// diagPartials runs the diagnostic's kernel e over the n coordinates of the
+// device buffers bufs (theta, g, states), one warp per chunk, and copies
+// the partials back.
+func (k *cudaKernels) diagPartials(e manifest.Diagnostic, bufs []cudadrv.DevicePtr, n int, scalars, num, den []float32) error {
+	if len(num) == 0 {
+		return nil
+	}
+	fn, err := k.mod.Function(e.Kernel)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	out, err := k.ctx.Alloc(8 * len(num))
+	if err != nil {
+		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
+	}
+	defer k.ctx.Free(out)
+	var args []any
+	for _, p := range bufs {
+		args = append(args, p)
+	}
+	for _, s := range scalars {
+		args = append(args, s)
+	}
+	args = append(args, int64(n), out, out.Add(4*len(num)))
+	grid := cudadrv.GridFor(32*len(num), cudaBlock, k.sms)
+	if err := fn.Launch([3]uint32{uint32(grid)}, [3]uint32{cudaBlock}, 0, args...); err != nil {
+		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
+	}
+	if err := k.ctx.CopyDtoH(num, out); err != nil {
+		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
+	}
+	if err := k.ctx.CopyDtoH(den, out.Add(4*len(num))); err != nil {
+		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
+	}
+	return nil
+}

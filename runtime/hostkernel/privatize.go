@@ -1,0 +1,167 @@
+package hostkernel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// PrivatizeArgs are the arguments of the privatize host functions, the
+// kernels' struct fibergen_privatize (docs/kernels.md, "Privatize"): the
+// per-example gradients Cur and Look ([Batch][N] row major; Look is read
+// in Mode 1 only, u = A·look + B·cur), the norm partials
+// ([Batch][chunks(N)]), the scales ([Batch]) and Out ([N]). [Lo, Hi) are
+// the tasks of Norms (example·chunks(N) + chunk), the examples of Scales,
+// the coordinates of Sum.
+type PrivatizeArgs struct {
+	Cur, Look             []float32
+	Partials, Scales, Out []float32
+	Batch, N, Lo, Hi      int64
+	Clip                  float64
+	A, B                  float32
+	Mode                  uint32
+}
+
+// privatizeC is struct fibergen_privatize.
+type privatizeC struct {
+	cur, look, partials, scales, out uintptr
+	batch, n, lo, hi                 int64
+	clip                             float64
+	a, b                             float32
+	mode, pad                        uint32
+}
+
+// Privatize is an optimizer's loaded privatize host functions: norms,
+// scales and sum.
+type Privatize struct {
+	Names [3]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx2"
+	lib   uintptr
+	fns   [3]uintptr
+}
+
+// OpenPrivatize loads the shared object at path and looks up the three
+// host functions symbols (norms, scales, sum), preferring their AVX2 twins
+// as Open does.
+func OpenPrivatize(path string, symbols []string) (*Privatize, error) {
+	if len(symbols) != 3 {
+		return nil, fmt.Errorf("hostkernel: the privatize functions are norms, scales and sum, not %q", symbols)
+	}
+	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("hostkernel: cannot load %s: %v", path, err)
+	}
+	p := &Privatize{lib: lib}
+	for i, s := range symbols {
+		if fn, err := purego.Dlsym(lib, s+"_avx2"); err == nil && preferAVX2() {
+			p.Names[i], p.fns[i] = s+"_avx2", fn
+			continue
+		}
+		fn, err := purego.Dlsym(lib, s)
+		if err != nil {
+			purego.Dlclose(lib)
+			return nil, fmt.Errorf("hostkernel: %s has no function %s: %v", path, s, err)
+		}
+		p.Names[i], p.fns[i] = s, fn
+	}
+	return p, nil
+}
+
+// Close unloads the shared object; p must not be used after.
+func (p *Privatize) Close() error {
+	if p.lib == 0 {
+		return nil
+	}
+	err := purego.Dlclose(p.lib)
+	p.lib, p.fns = 0, [3]uintptr{}
+	return err
+}
+
+// Chunks is the number of norm partials of one example of n coordinates.
+func Chunks(n int64) int64 { return (n + 4095) / 4096 }
+
+// Norms stores the partial squared norms of the tasks [a.Lo, a.Hi).
+func (p *Privatize) Norms(a PrivatizeArgs) error {
+	if err := a.checkRows(); err != nil {
+		return err
+	}
+	if err := a.checkRange("tasks", a.Batch*Chunks(a.N)); err != nil {
+		return err
+	}
+	return p.call(0, a, int64(len(a.Partials)) >= a.Batch*Chunks(a.N))
+}
+
+// Scales stores the scales of the examples [a.Lo, a.Hi).
+func (p *Privatize) Scales(a PrivatizeArgs) error {
+	if err := a.checkRange("examples", a.Batch); err != nil {
+		return err
+	}
+	if !(a.Clip > 0) || a.Clip > 1e300 {
+		return fmt.Errorf("hostkernel: clipping norm %v: want a finite C > 0", a.Clip)
+	}
+	return p.call(1, a, int64(len(a.Partials)) >= a.Batch*Chunks(a.N) && int64(len(a.Scales)) >= a.Batch)
+}
+
+// Sum stores the clipped mean of the coordinates [a.Lo, a.Hi).
+func (p *Privatize) Sum(a PrivatizeArgs) error {
+	if err := a.checkRows(); err != nil {
+		return err
+	}
+	if err := a.checkRange("coordinates", a.N); err != nil {
+		return err
+	}
+	return p.call(2, a, a.Batch > 0 && int64(len(a.Scales)) >= a.Batch && int64(len(a.Out)) >= a.N)
+}
+
+// checkRows checks the gradients' lengths.
+func (a PrivatizeArgs) checkRows() error {
+	switch {
+	case a.Batch < 0 || a.N < 0:
+		return fmt.Errorf("hostkernel: %d examples of %d coordinates", a.Batch, a.N)
+	case a.Mode > 1:
+		return fmt.Errorf("hostkernel: privatize mode %d (want 0 or 1)", a.Mode)
+	case int64(len(a.Cur)) < a.Batch*a.N:
+		return fmt.Errorf("hostkernel: cur holds %d values, want %d examples of %d", len(a.Cur), a.Batch, a.N)
+	case a.Mode == 1 && int64(len(a.Look)) < a.Batch*a.N:
+		return fmt.Errorf("hostkernel: look holds %d values, want %d examples of %d", len(a.Look), a.Batch, a.N)
+	}
+	return nil
+}
+
+// checkRange checks that [a.Lo, a.Hi) lies in [0, end).
+func (a PrivatizeArgs) checkRange(what string, end int64) error {
+	if a.Lo < 0 || a.Hi < a.Lo || a.Hi > end {
+		return fmt.Errorf("hostkernel: %s [%d, %d) outside [0, %d)", what, a.Lo, a.Hi, end)
+	}
+	return nil
+}
+
+// call runs function i on a once sized (the buffers it writes are long
+// enough); an empty range runs nothing.
+func (p *Privatize) call(i int, a PrivatizeArgs, sized bool) error {
+	switch {
+	case p.fns[i] == 0:
+		return errors.New("hostkernel: the privatize functions are closed")
+	case !sized:
+		return fmt.Errorf("hostkernel: %s: a buffer is too short for %d examples of %d coordinates", p.Names[i], a.Batch, a.N)
+	case a.Hi == a.Lo:
+		return nil
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptr := func(s []float32) uintptr {
+		if len(s) == 0 {
+			return 0
+		}
+		d := unsafe.SliceData(s)
+		pin.Pin(d)
+		return uintptr(unsafe.Pointer(d))
+	}
+	c := &privatizeC{cur: ptr(a.Cur), look: ptr(a.Look), partials: ptr(a.Partials), scales: ptr(a.Scales), out: ptr(a.Out),
+		batch: a.Batch, n: a.N, lo: a.Lo, hi: a.Hi, clip: a.Clip, a: a.A, b: a.B, mode: a.Mode}
+	pin.Pin(c)
+	purego.SyscallN(p.fns[i], uintptr(unsafe.Pointer(c)))
+	return nil
+}

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// This file privatizes per-example gradients (docs/runtime.md,
+// "Per-example clipping"): it mixes each example's two gradients as the
+// optimizer's observation says, clips every example to norm DP.ClipNorm and
+// writes the mean over DP.BatchSize examples into the gradient buffer, for
+// Step to add the noise. The CPU backend runs the kernels' privatize host
+// functions on every core (their Go reference where there is no shared
+// object), CUDA its privatize kernels; all give the same bits.
+
+// PrivatizeStats describes one privatization.
+type PrivatizeStats struct {
+	Scales  []float32 // per example: min(1, C/‖u‖), the factor its gradient was scaled by
+	Clipped int       // examples whose norm exceeded C
+}
+
+// NonFiniteExampleError reports an example whose squared norm is not
+// finite: its gradient holds a NaN or ±Inf, or squares past float32's range.
+type NonFiniteExampleError struct {
+	Example int
+}
+
+func (e *NonFiniteExampleError) Error() string {
+	return fmt.Sprintf("runtime: example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32): privatize skipped, nothing changed", e.Example)
+}
+
+// privJob is one privatization for a backend.
+type privJob struct {
+	cur, look []float32 // rows [batch][n]; look is read in mode 1
+	batch, n  int
+	a, b      float32 // mode 1: u = a·look + b·cur
+	mode      uint32
+	clip      float64
+	scales    []float32 // given (ClipScales): only the sum runs
+}
+
+// privatizer is a backend that runs the privatize kernels: it computes the
+// scales unless the job has them, and writes the clipped mean into the
+// gradient buffer unless an example is not finite, returning the scales.
+type privatizer interface {
+	privatize(j privJob) ([]float32, error)
+}
+
+// Privatize sets the gradient of the next step to the clipped mean of the
+// batch's per-example gradients: cur holds ∇f(θ_t; ξ) of DP.BatchSize
+// examples, each a row of Len() values (the registered tensors in order);
+// look holds ∇f at Observation().Lookahead for a two-point optimizer, nil
+// for the others. Each example's u = A·look + (1−A)·cur (A from
+// Observation) is clipped to norm DP.ClipNorm; Step then adds the noise. An
+// example with a NaN or ±Inf entry makes it return a
+// *NonFiniteExampleError and change nothing.
+func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
+	j, err := o.privJob(cur, look)
+	if err != nil {
+		return PrivatizeStats{}, err
+	}
+	return o.runPrivatize(j)
+}
+
+// PrivatizeScaled is Privatize with the scales given, e.g. by ClipScales:
+// out = Σ_ξ scales[ξ]·u_ξ / B.
+func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats, error) {
+	j, err := o.privJob(cur, look)
+	if err != nil {
+		return PrivatizeStats{}, err
+	}
+	if len(scales) != j.batch {
+		return PrivatizeStats{}, fmt.Errorf("runtime: %d scales for a batch of %d", len(scales), j.batch)
+	}
+	for ex, s := range scales {
+		if !(s >= 0 && s <= 1) {
+			return PrivatizeStats{}, fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
+		}
+	}
+	j.scales = scales
+	return o.runPrivatize(j)
+}
+
+// runPrivatize runs j on the backend and clears the non-finite marks of
+// SetGrad, as the whole gradient buffer now holds the clipped mean.
+func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
+	p, ok := o.back.(privatizer)
+	if !ok {
+		return PrivatizeStats{}, fmt.Errorf("runtime: the %s backend cannot privatize", o.back.kind())
+	}
+	scales, err := p.privatize(j)
+	if err != nil {
+		return PrivatizeStats{}, err
+	}
+	for _, t := range o.tensors {
+		t.bad = -1
+	}
+	st := PrivatizeStats{Scales: scales}
+	for _, s := range scales {
+		if s < 1 {
+			st.Clipped++
+		}
+	}
+	return st, nil
+}
+
+// privJob checks the arguments of Privatize and picks the mode: one set
+// (cur; look where A is 1) or the two-point mix.
+func (o *Optimizer) privJob(cur, look []float32) (privJob, error) {
+	if o.dp == nil {
+		return privJob{}, errors.New("runtime: set the DP settings (SetDP) before Privatize: they give C and B")
+	}
+	if err := o.ready(); err != nil {
+		return privJob{}, err
+	}
+	j := privJob{cur: cur, batch: o.dp.BatchSize, n: o.n, clip: o.dp.ClipNorm}
+	obs := o.Observation()
+	switch {
+	case len(cur) != j.batch*j.n:
+		return privJob{}, fmt.Errorf("runtime: cur holds %d values, want %d examples of %d", len(cur), j.batch, j.n)
+	case look != nil && obs.Kind != "two_point":
+		return privJob{}, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
+	case look == nil && obs.Kind == "two_point" && obs.A != 0:
+		return privJob{}, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
+	case look != nil && len(look) != len(cur):
+		return privJob{}, fmt.Errorf("runtime: look holds %d values, cur %d", len(look), len(cur))
+	}
+	switch {
+	case look == nil || obs.A == 0:
+	case obs.A == 1:
+		j.cur = look
+	default:
+		j.look, j.mode = look, 1
+		j.a, j.b = float32(obs.A), float32(1-obs.A)
+	}
+	return j, nil
+}
+
+// ClipScales returns the per-example clipping scales of ghost clipping,
+// for a trainer that computes the norms itself (docs/runtime.md): curNorm
+// holds ‖∇f(θ_t; ξ)‖ of DP.BatchSize examples; for a two-point optimizer
+// lookNorm holds ‖∇f(look; ξ)‖ and dot ⟨∇f(look; ξ), ∇f(θ_t; ξ)⟩ (else
+// both nil). The mixed norm² = A²‖look‖² + 2A(1−A)⟨look, cur⟩ + (1−A)²‖cur‖²
+// is computed in float64 and clamped at 0, the scale is
+// float32(min(1, C/sqrt(norm²))), 1 for norm² = 0. A norm that is not
+// finite gives a *NonFiniteExampleError.
+func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, error) {
+	if o.dp == nil {
+		return nil, errors.New("runtime: set the DP settings (SetDP) before ClipScales: they give C and B")
+	}
+	obs := o.Observation()
+	switch {
+	case len(curNorm) != o.dp.BatchSize:
+		return nil, fmt.Errorf("runtime: %d norms for a batch of %d", len(curNorm), o.dp.BatchSize)
+	case (lookNorm == nil) != (dot == nil):
+		return nil, errors.New("runtime: ClipScales takes lookNorm and dot together")
+	case lookNorm != nil && (len(lookNorm) != len(curNorm) || len(dot) != len(curNorm)):
+		return nil, fmt.Errorf("runtime: %d look norms and %d inner products for %d examples", len(lookNorm), len(dot), len(curNorm))
+	case lookNorm != nil && obs.Kind != "two_point":
+		return nil, fmt.Errorf("runtime: %s has no two-point observation: pass lookNorm = dot = nil", o.Name())
+	}
+	scales := make([]float32, len(curNorm))
+	if bad := clipScales(scales, lookNorm, curNorm, dot, obs.A, o.dp.ClipNorm); bad >= 0 {
+		return nil, &NonFiniteExampleError{Example: bad}
+	}
+	return scales, nil
+}
+
+// firstNaN returns the index of the first NaN in s, or -1.
+func firstNaN(s []float32) int {
+	for i, x := range s {
+		if x != x {
+			return i
+		}
+	}
+	return -1
+}
+
+// privatize runs j on the host: through the shared object's privatize
+// functions, split over the cores, else through the Go reference.
+func (b *cpuBackend) privatize(j privJob) ([]float32, error) {
+	if err := b.openPrivatize(); err != nil {
+		return nil, err
+	}
+	nchunks := int(hostkernel.Chunks(int64(j.n)))
+	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: b.bufs[1],
+		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Mode: j.mode}
+	if args.Scales == nil {
+		args.Partials, args.Scales = make([]float32, j.batch*nchunks), make([]float32, j.batch)
+		if err := b.split(j.batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {
+			return nil, err
+		}
+		if err := b.privPhase(1, args, 0, j.batch); err != nil {
+			return nil, err
+		}
+		if bad := firstNaN(args.Scales); bad >= 0 {
+			return nil, &NonFiniteExampleError{Example: bad}
+		}
+	}
+	if err := b.split(j.n, 4096, func(lo, hi int) error { return b.privPhase(2, args, lo, hi) }); err != nil {
+		return nil, err
+	}
+	return args.Scales, nil
+}
+
+// privPhase runs phase 0 (norms), 1 (scales) or 2 (sum) over [lo, hi).
+func (b *cpuBackend) privPhase(phase int, a hostkernel.PrivatizeArgs, lo, hi int) error {
+	a.Lo, a.Hi = int64(lo), int64(hi)
+	if b.priv != nil {
+		return [3]func(hostkernel.PrivatizeArgs) error{b.priv.Norms, b.priv.Scales, b.priv.Sum}[phase](a)
+	}
+	privReference(phase, a)
+	return nil
+}
+
+// split runs f on at most b.threads pieces of [0, n), each at least min
+// long, at once, and returns the first error.
+func (b *cpuBackend) split(n, least int, f func(lo, hi int) error) error {
+	per := max((n+b.threads-1)/b.threads, least)
+	var wg sync.WaitGroup
+	var errs []error
+	var mu sync.Mutex
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(lo, min(lo+per, n)); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// openPrivatize loads the privatize host functions of the shared object
+// the step kernel came from, once; the Go backend and a shared object
+// built before they existed use the Go reference.
+func (b *cpuBackend) openPrivatize() error {
+	if b.priv != nil || b.kernel == nil || b.so == "" || b.privSyms == nil {
+		return nil
+	}
+	p, err := hostkernel.OpenPrivatize(b.so, b.privSyms)
+	if err != nil {
+		return fmt.Errorf("runtime: %v (rebuild it with fibergen build)", err)
+	}
+	b.priv = p
+	return nil
+}
+
+// privatizeSymbols returns the manifest's privatize host functions, nil
+// where it lists none.
+func privatizeSymbols(o *Optimizer) []string {
+	if o.m.Kernels.Privatize == nil {
+		return nil
+	}
+	return o.m.Kernels.Privatize.HostFunctions
+}

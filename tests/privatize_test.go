@@ -1,0 +1,283 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/fibergen/fibergen/generated/disk"
+	"github.com/fibergen/fibergen/generated/dp_sgd"
+	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
+)
+
+// privRef is a generated package's Go reference of the privatize kernels.
+type privRef struct {
+	norms  func(partials, cur, look []float32, n int, a, b float32, lo, hi int)
+	scales func(scales, partials []float32, nchunks int, clip float64, lo, hi int)
+	sum    func(out, cur, look, scales []float32, n int, a, b float32, lo, hi int)
+}
+
+// privRefs are the packages the privatize tests drive: two with a two-point
+// observation and one without.
+var privRefs = map[string]privRef{
+	"disk":   {disk.PrivatizeNorms, disk.PrivatizeScales, disk.PrivatizeSum},
+	"fiber":  {fiber.PrivatizeNorms, fiber.PrivatizeScales, fiber.PrivatizeSum},
+	"dp_sgd": {dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum},
+}
+
+// privCase is one privatize run: batch examples of n coordinates, the mix
+// weight a (NaN: one set, no look), buffers skew floats into their
+// allocations.
+type privCase struct {
+	batch, n, skew int
+	a              float64
+}
+
+func (c privCase) String() string {
+	return fmt.Sprintf("B=%d/n=%d/skew=%d/a=%v", c.batch, c.n, c.skew, c.a)
+}
+
+// privCases are the sizes around the chunk (4096) and row (128) bounds, the
+// batch sizes and the mixes of the bit-exactness tests.
+func privCases() []privCase {
+	var cases []privCase
+	sizes := []int{0, 1, 5, 4095, 4096, 4097, 3*4096 + 129, 65537}
+	for i, b := range []int{1, 2, 3, 7, 33} {
+		for j, n := range sizes {
+			if b*n > 40*65537 {
+				continue
+			}
+			for k, a := range []float64{math.NaN(), 0, 0.3, 0.9523809523809523, 1} {
+				cases = append(cases, privCase{batch: b, n: n, skew: (i + j + k) % 4, a: a})
+			}
+		}
+	}
+	return cases
+}
+
+// privInputs returns the rows cur and look of case c (look nil for one
+// set), skew floats into their allocations: example ξ's rows are scaled so
+// that some have norms above the clipping norm privClip and some below;
+// every fifth example is zero.
+func privInputs(c privCase) (cur, look []float32) {
+	r := rand.New(rand.NewPCG(uint64(c.batch), uint64(c.n)))
+	rows := func() []float32 {
+		x := make([]float32, c.batch*c.n+c.skew)[c.skew:]
+		for ex := range c.batch {
+			scale := math.Pow(10, float64(ex%7-4)) / math.Sqrt(float64(max(c.n, 1)))
+			if ex%5 == 4 {
+				scale = 0
+			}
+			fillGradient(r, x[ex*c.n:(ex+1)*c.n], ex)
+			for i := ex * c.n; i < (ex+1)*c.n; i++ {
+				x[i] = float32(float64(x[i]) * scale * 100)
+			}
+		}
+		return x
+	}
+	cur = rows()
+	if !math.IsNaN(c.a) {
+		look = rows()
+	}
+	return cur, look
+}
+
+// privClip is the clipping norm of the privatize tests.
+const privClip = 1.0
+
+// privMode returns the kernels' mode, weights and look for case c: one set
+// (cur, or look as the one set at a = 1) or the two-point mix.
+func privMode(c privCase, cur, look []float32) (mode uint32, a32, b32 float32, one, two []float32) {
+	switch {
+	case math.IsNaN(c.a) || c.a == 0:
+		return 0, 0, 0, cur, nil
+	case c.a == 1:
+		return 0, 0, 0, look, nil
+	}
+	a32, b32 = disk.PrivatizeWeights(c.a)
+	return 1, a32, b32, cur, look
+}
+
+// cuts splits [0, end) into pieces at awkward places.
+func cuts(end int) [][2]int {
+	points := []int{0, end / 3, end/3 + 1, 2*end/3 + 3, end}
+	var out [][2]int
+	for i := 1; i < len(points); i++ {
+		lo, hi := min(points[i-1], end), min(points[i], end)
+		if hi > lo {
+			out = append(out, [2]int{lo, hi})
+		}
+	}
+	return out
+}
+
+// privatizeKernels builds (once) and loads opt's privatize host functions.
+func privatizeKernels(t *testing.T, name string) *hostkernel.Privatize {
+	t.Helper()
+	hostKernel(t, optimizerNamed(name)) // builds the shared object
+	var syms []string
+	for _, phase := range []string{"norms", "scales", "sum"} {
+		syms = append(syms, name+"_privatize_"+phase+"_cpu")
+	}
+	p, err := hostkernel.OpenPrivatize(filepath.Join(hostKernels.dir, name+".so"), syms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestPrivatizeHostMatchesGo checks the privatize host functions against
+// the generated Go reference bit for bit: the partials, the scales and the
+// clipped mean, the host functions run over pieces of their ranges the way
+// the runtime splits them over threads.
+func TestPrivatizeHostMatchesGo(t *testing.T) {
+	for name, ref := range privRefs {
+		t.Run(name, func(t *testing.T) {
+			k := privatizeKernels(t, name)
+			t.Logf("running %v", k.Names)
+			for _, c := range privCases() {
+				if name == "dp_sgd" && !math.IsNaN(c.a) || testing.Short() && c.n > 4097 {
+					continue
+				}
+				t.Run(c.String(), func(t *testing.T) { checkPrivatize(t, ref, k, c) })
+			}
+		})
+	}
+}
+
+func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCase) {
+	cur, look := privInputs(c)
+	mode, a32, b32, one, two := privMode(c, cur, look)
+	nchunks := int(hostkernel.Chunks(int64(c.n)))
+	tasks := c.batch * nchunks
+	want := privOutputs(c)
+	ref.norms(want.partials, one, two, c.n, a32, b32, 0, tasks)
+	ref.scales(want.scales, want.partials, nchunks, privClip, 0, c.batch)
+	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, 0, c.n)
+	got := privOutputs(c)
+	args := hostkernel.PrivatizeArgs{Cur: one, Look: two, Partials: got.partials, Scales: got.scales, Out: got.out,
+		Batch: int64(c.batch), N: int64(c.n), Clip: privClip, A: a32, B: b32, Mode: mode}
+	for _, phase := range []struct {
+		run func(hostkernel.PrivatizeArgs) error
+		end int
+	}{{k.Norms, tasks}, {k.Scales, c.batch}, {k.Sum, c.n}} {
+		for _, r := range cuts(phase.end) {
+			args.Lo, args.Hi = int64(r[0]), int64(r[1])
+			if err := phase.run(args); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, b := range []struct {
+		name      string
+		want, got []float32
+	}{{"partials", want.partials, got.partials}, {"scales", want.scales, got.scales}, {"out", want.out, got.out}} {
+		if i := firstBitDiff(b.want, b.got); i >= 0 {
+			t.Fatalf("%s differ first at %d: Go %v (%#08x), kernel %v (%#08x)", b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
+		}
+	}
+	checkClipped(t, c, want.scales)
+}
+
+// privBuffers are the outputs of one privatize run.
+type privBuffers struct{ partials, scales, out []float32 }
+
+// privOutputs returns output buffers for case c, skewed as its inputs,
+// filled with a value the kernels overwrite.
+func privOutputs(c privCase) privBuffers {
+	buf := func(n int) []float32 {
+		x := make([]float32, n+c.skew)[c.skew:]
+		for i := range x {
+			x[i] = -7
+		}
+		return x
+	}
+	return privBuffers{buf(c.batch * int(hostkernel.Chunks(int64(c.n)))), buf(c.batch), buf(c.n)}
+}
+
+// checkClipped checks that the cases exercise what they are meant to: zero
+// examples get scale 1, and some examples of a large enough case are
+// clipped while others are not.
+func checkClipped(t *testing.T, c privCase, scales []float32) {
+	t.Helper()
+	clipped := 0
+	for ex, s := range scales {
+		if ex%5 == 4 && s != 1 || !(s > 0 && s <= 1) {
+			t.Fatalf("example %d: scale %v", ex, s)
+		}
+		if s < 1 {
+			clipped++
+		}
+	}
+	if c.batch >= 7 && c.n > 0 && (clipped == 0 || clipped == c.batch) {
+		t.Fatalf("%d of %d examples clipped: the case tests too little", clipped, c.batch)
+	}
+}
+
+// TestPrivatizeNonFinite checks that an example with a NaN or ±Inf entry,
+// or whose squares overflow float32, gets a NaN scale on both sides, and the
+// others their usual scales.
+func TestPrivatizeNonFinite(t *testing.T) {
+	k := privatizeKernels(t, "disk")
+	const batch, n = 3, 5000
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(-1)), 1e30} {
+		cur := make([]float32, batch*n)
+		for i := range cur {
+			cur[i] = 0.01
+		}
+		cur[n+4097] = bad
+		nchunks := int(hostkernel.Chunks(n))
+		want := make([]float32, batch)
+		partials := make([]float32, batch*nchunks)
+		disk.PrivatizeNorms(partials, cur, nil, n, 0, 0, 0, len(partials))
+		disk.PrivatizeScales(want, partials, nchunks, privClip, 0, batch)
+		got := make([]float32, batch)
+		args := hostkernel.PrivatizeArgs{Cur: cur, Partials: make([]float32, batch*nchunks), Scales: got,
+			Batch: batch, N: n, Clip: privClip, Hi: int64(batch * nchunks)}
+		if err := k.Norms(args); err != nil {
+			t.Fatal(err)
+		}
+		args.Hi = batch
+		if err := k.Scales(args); err != nil {
+			t.Fatal(err)
+		}
+		if firstBitDiff(want, got) >= 0 || !math.IsNaN(float64(got[1])) || math.IsNaN(float64(got[0])) || got[0] != got[2] {
+			t.Errorf("entry %v: scales Go %v, kernel %v; want NaN for example 1 alone", bad, want, got)
+		}
+	}
+}
+
+// TestPrivatizeArgErrors checks that the host functions refuse arguments
+// that would read or write out of bounds.
+func TestPrivatizeArgErrors(t *testing.T) {
+	k := privatizeKernels(t, "disk")
+	cur := make([]float32, 2*10)
+	good := hostkernel.PrivatizeArgs{Cur: cur, Partials: make([]float32, 2), Scales: make([]float32, 2), Out: make([]float32, 10),
+		Batch: 2, N: 10, Clip: 1, Hi: 2}
+	for _, c := range []struct {
+		name string
+		edit func(a *hostkernel.PrivatizeArgs)
+		run  func(hostkernel.PrivatizeArgs) error
+	}{
+		{"short cur", func(a *hostkernel.PrivatizeArgs) { a.Cur = cur[:19] }, k.Norms},
+		{"mode 1 without look", func(a *hostkernel.PrivatizeArgs) { a.Mode = 1 }, k.Sum},
+		{"tasks past the end", func(a *hostkernel.PrivatizeArgs) { a.Hi = 3 }, k.Norms},
+		{"short partials", func(a *hostkernel.PrivatizeArgs) { a.Partials = a.Partials[:1] }, k.Scales},
+		{"clip 0", func(a *hostkernel.PrivatizeArgs) { a.Clip = 0 }, k.Scales},
+		{"range backwards", func(a *hostkernel.PrivatizeArgs) { a.Lo = 2; a.Hi = 1 }, k.Sum},
+		{"mode 2", func(a *hostkernel.PrivatizeArgs) { a.Mode = 2 }, k.Norms},
+	} {
+		a := good
+		c.edit(&a)
+		if err := c.run(a); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if err := k.Norms(good); err != nil {
+		t.Errorf("good arguments: %v", err)
+	}
+}
