@@ -10,9 +10,9 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
@@ -70,7 +70,7 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	if o.diag == nil {
 		return nil
 	}
-	chunks := interp.Chunks(o.n)
+	chunks := reduce.ReduceChunks(o.n)
 	num, den := make([]float32, chunks), make([]float32, chunks)
 	var err error
 	switch b := o.back.(type) {
@@ -84,7 +84,7 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	if err != nil {
 		return err
 	}
-	o.diag.value, o.diag.steps = interp.Ratio(num, den), o.t
+	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) 
 			o.diag.host.run(b.bufs, scalars, int64(o.n), lo, hi, num, den)
 			return nil
 		}
-		start, end := lo*interp.ReduceChunk, min(hi*interp.ReduceChunk, o.n)
+		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, o.n)
 		var states [][]float32
 		for _, s := range b.bufs[2:] {
 			states = append(states, s[start:end])
@@ -211,12 +211,12 @@ func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, 
 	if err != nil || o.diag == nil {
 		return err
 	}
-	chunks := interp.Chunks(n)
+	chunks := reduce.ReduceChunks(n)
 	num, den := make([]float32, chunks), make([]float32, chunks)
 	if err := k.diagPartials(o.diag.entry, bufs, n, a.scalars, num, den); err != nil {
 		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
 	}
-	o.diag.value, o.diag.steps = interp.Ratio(num, den), o.t
+	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -163,7 +164,7 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 		return nil, fmt.Errorf("runtime: %s has no two-point observation: pass lookNorm = dot = nil", o.Name())
 	}
 	scales := make([]float32, len(curNorm))
-	if bad := clipScales(scales, lookNorm, curNorm, dot, obs.A, o.dp.ClipNorm); bad >= 0 {
+	if bad := reduce.ClipScales(scales, lookNorm, curNorm, dot, obs.A, o.dp.ClipNorm); bad >= 0 {
 		return nil, &NonFiniteExampleError{Example: bad}
 	}
 	return scales, nil
@@ -185,7 +186,7 @@ func (b *cpuBackend) privatize(j privJob) ([]float32, error) {
 	if err := b.openPrivatize(); err != nil {
 		return nil, err
 	}
-	nchunks := int(hostkernel.Chunks(int64(j.n)))
+	nchunks := reduce.ReduceChunks(j.n)
 	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: b.bufs[1],
 		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Mode: j.mode}
 	if args.Scales == nil {

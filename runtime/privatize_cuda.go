@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
-	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // privatize runs j on the GPU: the rows are copied into device buffers
@@ -61,7 +61,7 @@ func (b *cudaBackend) privatize(j privJob) (_ []float32, err error) {
 // or a *NonFiniteExampleError.
 func (b *cudaBackend) deviceScales(fns []*cudadrv.Function, j privJob, cur, look, scales cudadrv.DevicePtr,
 	upload func([]float32, int) (cudadrv.DevicePtr, error)) ([]float32, error) {
-	nchunks := int(hostkernel.Chunks(int64(j.n)))
+	nchunks := reduce.ReduceChunks(j.n)
 	partials, err := upload(nil, j.batch*nchunks)
 	if err != nil {
 		return nil, err

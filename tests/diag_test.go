@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-
 	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk_corr"
 	"github.com/fibergen/fibergen/generated/doppler"
@@ -24,6 +23,7 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/reduce"
 )
 
 // diagSizes are the lengths of the clamp_mass tests: empty, shorter than a
@@ -205,7 +205,7 @@ func TestClampMassTargets(t *testing.T) {
 
 func (d *diagTarget) checkSize(t *testing.T, r *rand.Rand, n int) {
 	bufs := diagBuffers(r, d.nbuf, n)
-	c := interp.Chunks(n)
+	c := reduce.ReduceChunks(n)
 	want := [2][]float32{make([]float32, c), make([]float32, c)}
 	d.goPartials(bufs, want[0], want[1])
 	got := [2][]float32{make([]float32, c), make([]float32, c)}
@@ -286,7 +286,7 @@ func TestClampMassFormula(t *testing.T) {
 
 // ratio is clamp_mass of the Go reference's partials.
 func (d *diagTarget) ratio(bufs [][]float32) float64 {
-	c := interp.Chunks(len(bufs[0]))
+	c := reduce.ReduceChunks(len(bufs[0]))
 	num, den := make([]float32, c), make([]float32, c)
 	d.goPartials(bufs, num, den)
 	return fiber.Ratio(num, den)
@@ -318,7 +318,7 @@ func TestClampMassExtremes(t *testing.T) {
 				m[i] = float32(r.NormFloat64())
 			}
 		}
-		num, den := make([]float32, interp.Chunks(n)), make([]float32, interp.Chunks(n))
+		num, den := make([]float32, reduce.ReduceChunks(n)), make([]float32, reduce.ReduceChunks(n))
 		fiber.ClampMass(s, m, v, num, den)
 		if got := fiber.Ratio(num, den); got != c.want {
 			t.Errorf("eps_v=%v sigma_w2=%v zero m=%v: clamp_mass %v, want %v", c.epsV, c.sigmaW2, c.zeroM, got, c.want)

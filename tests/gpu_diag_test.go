@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
@@ -50,7 +50,7 @@ func loadGPUFunction(t *testing.T, ctx *cudadrv.Context, name, symbol string) *c
 func checkGPUClampMass(t *testing.T, ctx *cudadrv.Context, d *diagTarget, fn *cudadrv.Function, r *rand.Rand, n int, shape [2]int) {
 	t.Helper()
 	bufs := diagBuffers(r, d.nbuf, n)
-	c := interp.Chunks(n)
+	c := reduce.ReduceChunks(n)
 	want := [2][]float32{make([]float32, c), make([]float32, c)}
 	d.goPartials(bufs, want[0], want[1])
 	if c == 0 {

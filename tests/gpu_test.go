@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -239,7 +240,7 @@ func TestGPUPrivatizeMatchesGo(t *testing.T) {
 func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, shape [2]int) {
 	cur, look := privInputs(c)
 	mode, a32, b32, one, two := privMode(c, cur, look)
-	nchunks := int(hostkernel.Chunks(int64(c.n)))
+	nchunks := reduce.ReduceChunks(c.n)
 	want := privOutputs(c)
 	ref.norms(want.partials, one, two, c.n, a32, b32, 0, c.batch*nchunks)
 	ref.scales(want.scales, want.partials, nchunks, privClip, 0, c.batch)

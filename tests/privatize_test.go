@@ -10,6 +10,7 @@ import (
 	"github.com/fibergen/fibergen/generated/disk"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -152,7 +153,7 @@ func TestPrivatizeHostMatchesGo(t *testing.T) {
 func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCase) {
 	cur, look := privInputs(c)
 	mode, a32, b32, one, two := privMode(c, cur, look)
-	nchunks := int(hostkernel.Chunks(int64(c.n)))
+	nchunks := reduce.ReduceChunks(c.n)
 	tasks := c.batch * nchunks
 	want := privOutputs(c)
 	ref.norms(want.partials, one, two, c.n, a32, b32, 0, tasks)
@@ -196,7 +197,7 @@ func privOutputs(c privCase) privBuffers {
 		}
 		return x
 	}
-	return privBuffers{buf(c.batch * int(hostkernel.Chunks(int64(c.n)))), buf(c.batch), buf(c.n)}
+	return privBuffers{buf(c.batch * reduce.ReduceChunks(c.n)), buf(c.batch), buf(c.n)}
 }
 
 // checkClipped checks that the cases exercise what they are meant to: zero
@@ -230,7 +231,7 @@ func TestPrivatizeNonFinite(t *testing.T) {
 			cur[i] = 0.01
 		}
 		cur[n+4097] = bad
-		nchunks := int(hostkernel.Chunks(n))
+		nchunks := reduce.ReduceChunks(int(n))
 		want := make([]float32, batch)
 		partials := make([]float32, batch*nchunks)
 		disk.PrivatizeNorms(partials, cur, nil, n, 0, 0, 0, len(partials))

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -40,14 +41,14 @@ func (e *diagEngine) Step(t int, sigmaW2 float64, theta, g []float32, states [][
 	if err := e.Engine.Step(t, sigmaW2, theta, g, states); err != nil {
 		return err
 	}
-	if n := interp.Chunks(len(theta)); n != len(e.num) {
+	if n := reduce.ReduceChunks(len(theta)); n != len(e.num) {
 		e.num, e.den = make([]float32, n), make([]float32, n)
 	}
 	scalars := e.p.KernelScalars(e.p.HostScalars(e.h, t, sigmaW2), sigmaW2)
 	if err := e.d.Partials(scalars, states, e.num, e.den); err != nil {
 		return err
 	}
-	return printClampMass(e.out, t, interp.Ratio(e.num, e.den))
+	return printClampMass(e.out, t, reduce.Ratio(e.num, e.den))
 }
 
 // printClampMass prints the --diagnostics line of step t.

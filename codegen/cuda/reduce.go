@@ -6,11 +6,13 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/fibergen/fibergen/reduce"
 )
 
 // This file emits fibergen's chunked reduction, whose order is fixed so that
-// the PTX kernels, the host functions and the Go reference (codegen/go's
-// reduceChunk) compute the same bits (docs/kernels.md, "Reductions"). The
+// the PTX kernels, the host functions and the Go reference (package reduce's
+// SumChunk) compute the same bits (docs/kernels.md, "Reductions"). The
 // input is rows of n elements; row r's chunk c covers the elements
 // [c·ReduceChunk, min((c+1)·ReduceChunk, n)). The sum of a chunk runs on 32
 // float32 lane accumulators starting at +0: element j of the chunk belongs
@@ -19,8 +21,9 @@ import (
 // n are skipped; then the butterfly tree, for off = 16, 8, 4, 2, 1:
 // acc_l = acc_l + acc_(l xor off) for every lane at once. The sum is lane 0's.
 
-// ReduceChunk is the number of elements of one chunk of a reduction.
-const ReduceChunk = 4096
+// ReduceChunk is the number of elements of one chunk of a reduction, that of
+// the Go reference (package reduce).
+const ReduceChunk = reduce.ReduceChunk
 
 const (
 	reduceLanes = 32              // accumulators per chunk: the lanes of a warp

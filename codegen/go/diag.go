@@ -6,15 +6,12 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/reduce"
 )
 
-// reduceChunk is the chunk of the diagnostics' sums (docs/kernels.md,
-// "Reductions"), the ReduceChunk of the generated package (genReduce);
-// interp.ReduceChunk is the same number.
-const reduceChunk = 4096
-
 // genDiagnostics emits, for each declared diagnostic, the function that
-// computes its chunk partials, e.g. ClampMass, and ClampMassRatio.
+// computes its chunk partials, e.g. ClampMass; Ratio (package reduce's core,
+// genPrivatize) turns them into its value.
 func (g *generator) genDiagnostics() {
 	if len(g.fn.Diags) == 0 {
 		return
@@ -22,23 +19,12 @@ func (g *generator) genDiagnostics() {
 	for _, d := range g.fn.Diags {
 		g.genDiagnostic(d)
 	}
-	g.genReduce()
 	g.genEqOf()
-	g.file.Comment("Ratio is a diagnostic's value from its chunk partials: the float64 sums of")
-	g.file.Comment("num and of den in chunk order, num/den, and 0 when den is 0.")
-	g.file.Func().Id("Ratio").Params(jen.List(jen.Id("num"), jen.Id("den")).Index().Float32()).Float64().Block(
-		jen.Var().List(jen.Id("sn"), jen.Id("sd")).Float64(),
-		jen.For(jen.Id("c").Op(":=").Range().Id("num")).Block(
-			jen.Id("sn").Op("+=").Float64().Call(jen.Id("num").Index(jen.Id("c"))),
-			jen.Id("sd").Op("+=").Float64().Call(jen.Id("den").Index(jen.Id("c")))),
-		jen.If(jen.Id("sd").Op("==").Lit(0)).Block(jen.Return(jen.Lit(0))),
-		jen.Return(jen.Id("sn").Op("/").Id("sd")),
-	)
 }
 
 // genDiagnostic emits the partials function of d: a loop over the chunks
-// of 4096 coordinates that computes d's block per coordinate into the term
-// arrays and sums each chunk with chunkSum.
+// of ReduceChunk coordinates that computes d's block per coordinate into the
+// term arrays and sums each chunk with SumChunk.
 func (g *generator) genDiagnostic(d *ir.Diagnostic) {
 	idx, err := d.ScalarIndexes(g.fn)
 	if err != nil {
@@ -58,8 +44,8 @@ func (g *generator) genDiagnostic(d *ir.Diagnostic) {
 	first := jen.Id(localName(d.Reads(g.fn)[0]))
 	g.file.Commentf("%s computes the chunk partials of the %s diagnostic, `diagnostic %s(%s)`,", name, d.Kind, d.Kind, strings.Join(d.Args, ", "))
 	g.file.Comment("from the states after a step and that step's host scalars s: for chunk c of")
-	g.file.Commentf("%d coordinates, num[c] sums eq(%s, floor)·|%s| and den[c] sums |%s|, in the", reduceChunk, d.Args[1], d.Args[0], d.Args[0])
-	g.file.Comment("kernels' order (reduceChunk). len(num) and len(den) must be reduceChunks(n);")
+	g.file.Commentf("%d coordinates, num[c] sums eq(%s, floor)·|%s| and den[c] sums |%s|, in the", reduce.ReduceChunk, d.Args[1], d.Args[0], d.Args[0])
+	g.file.Comment("kernels' order (SumChunk). len(num) and len(den) must be ReduceChunks(n);")
 	g.file.Comment("the value is Ratio(num, den).")
 	g.file.Func().Id(name).Params(jen.Id("s").Id("Scalars"), jen.List(params...).Index().Float32(), jen.List(jen.Id("num"), jen.Id("den")).Index().Float32()).Block(
 		jen.Id("n").Op(":=").Len(first),
@@ -68,8 +54,8 @@ func (g *generator) genDiagnostic(d *ir.Diagnostic) {
 		jen.For(jen.Id("c").Op(":=").Range().Id("num")).Block(
 			jen.List(jen.Id("lo"), jen.Id("hi")).Op(":=").Id("c").Op("*").Id("ReduceChunk").Op(",").Min(jen.Parens(jen.Id("c").Op("+").Lit(1)).Op("*").Id("ReduceChunk"), jen.Id("n")),
 			jen.For(jen.Id("i").Op(":=").Id("lo"), jen.Id("i").Op("<").Id("hi"), jen.Id("i").Op("++")).Block(loop...),
-			jen.Id("num").Index(jen.Id("c")).Op("=").Id("reduceChunk").Call(jen.Id("c"), jen.Id("n"), termOf("tn")),
-			jen.Id("den").Index(jen.Id("c")).Op("=").Id("reduceChunk").Call(jen.Id("c"), jen.Id("n"), termOf("td")),
+			jen.Id("num").Index(jen.Id("c")).Op("=").Id("SumChunk").Call(jen.Id("c"), jen.Id("n"), termOf("tn")),
+			jen.Id("den").Index(jen.Id("c")).Op("=").Id("SumChunk").Call(jen.Id("c"), jen.Id("n"), termOf("td")),
 		),
 	)
 }
@@ -91,14 +77,14 @@ func (g *generator) diagLoop(e *env, d *ir.Diagnostic) []jen.Code {
 }
 
 func (g *generator) diagLengthCheck(name string, params []jen.Code) jen.Code {
-	cond := jen.Len(jen.Id("num")).Op("!=").Id("reduceChunks").Call(jen.Id("n")).Op("||").Len(jen.Id("den")).Op("!=").Len(jen.Id("num"))
+	cond := jen.Len(jen.Id("num")).Op("!=").Id("ReduceChunks").Call(jen.Id("n")).Op("||").Len(jen.Id("den")).Op("!=").Len(jen.Id("num"))
 	for _, p := range params[1:] {
 		cond = cond.Op("||").Len(p).Op("!=").Id("n")
 	}
 	return jen.If(cond).Block(jen.Panic(jen.Lit(fmt.Sprintf("%s.%s: buffers differ in length or the partials do not fit", g.fn.Name, name))))
 }
 
-// termOf is the term function of reduceChunk that reads the chunk's term
+// termOf is the term function of SumChunk that reads the chunk's term
 // array arr: func(i int) float32 { return arr[i-lo] }.
 func termOf(arr string) jen.Code {
 	return jen.Func().Params(jen.Id("i").Int()).Float32().Block(jen.Return(jen.Id(arr).Index(jen.Id("i").Op("-").Id("lo"))))

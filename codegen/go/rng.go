@@ -30,7 +30,7 @@ func (g *generator) genNoise() {
 		jen.Id("Offset").Uint64().Comment("the global index of the buffers' first element"),
 	)
 	g.file.Add(rawCode(noiseDraw))
-	g.file.Add(rawCode(rngCore()))
+	g.file.Add(rawCode(coreSource(rng.CoreSource)))
 }
 
 // noiseDraw draws one element's Gaussian through the group of four that
@@ -53,10 +53,10 @@ func (nz Noise) draw(i int, c *noiseCache) float32 {
 }
 `
 
-// rngCore is the source of package rng's core without its package clause
-// and imports: the generated package carries its own copy.
-func rngCore() string {
-	src := rng.CoreSource
+// coreSource is the source of a package's core.go (rng's, reduce's)
+// without its package clause and imports: the generated package carries its
+// own copy.
+func coreSource(src string) string {
 	if i := strings.Index(src, "\nimport "); i >= 0 {
 		src = src[i+1:]
 		if strings.HasPrefix(src, "import (") {

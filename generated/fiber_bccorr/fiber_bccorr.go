@@ -705,16 +705,16 @@ func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed ui
 // ReduceChunk is the number of coordinates of one chunk of a reduction.
 const ReduceChunk = 4096
 
-// reduceChunks is the number of chunks of n coordinates.
-func reduceChunks(n int) int { return (n + ReduceChunk - 1) / ReduceChunk }
+// ReduceChunks is the number of chunks of n coordinates.
+func ReduceChunks(n int) int { return (n + ReduceChunk - 1) / ReduceChunk }
 
-// reduceChunk returns the sum of term(i) over chunk c of [0, n) in the
+// SumChunk returns the sum of term(i) over chunk c of [0, n) in the
 // order of fibergen's kernels (docs/kernels.md, "Reductions"): coordinate
 // i = c·ReduceChunk + j goes to lane (j mod 128)/4 of 32 float32
 // accumulators, each adding its terms in increasing i, then the butterfly
 // tree acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1; the sum is
 // lane 0's.
-func reduceChunk(c, n int, term func(i int) float32) float32 {
+func SumChunk(c, n int, term func(i int) float32) float32 {
 	var acc [32]float32
 	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
 	for i := start; i < end; i++ {
@@ -731,6 +731,20 @@ func reduceChunk(c, n int, term func(i int) float32) float32 {
 	return acc[0]
 }
 
+// Ratio is a diagnostic's value from its chunk partials: the float64 sums
+// of num and of den in chunk order, num/den, and 0 when den is 0.
+func Ratio(num, den []float32) float64 {
+	var sn, sd float64
+	for c := range num {
+		sn += float64(num[c])
+		sd += float64(den[c])
+	}
+	if sd == 0 {
+		return 0
+	}
+	return sn / sd
+}
+
 // PrivatizeWeights are the float32 weights of the two-point mix
 // u = a·look + b·cur: a and 1 − a, computed in float64 and rounded.
 func PrivatizeWeights(a float64) (a32, b32 float32) { return float32(a), float32(1 - a) }
@@ -745,16 +759,16 @@ func privatizeMix(cur, look []float32, a, b float32) func(i int) float32 {
 }
 
 // PrivatizeNorms stores the partial squared norms of the tasks [lo, hi):
-// task t is example t / reduceChunks(n), chunk t % reduceChunks(n), and
+// task t is example t / ReduceChunks(n), chunk t % ReduceChunks(n), and
 // partials[t] is the reduction of u·u over that chunk of the example's row
 // cur[ξ·n:(ξ+1)·n] (and look's, mixed; see PrivatizeSum). It is the
 // kernels' <name>_privatize_norms.
 func PrivatizeNorms(partials, cur, look []float32, n int, a, b float32, lo, hi int) {
-	nchunks := reduceChunks(n)
+	nchunks := ReduceChunks(n)
 	u := privatizeMix(cur, look, a, b)
 	for t := lo; t < hi; t++ {
 		row := t / nchunks * n
-		partials[t] = reduceChunk(t%nchunks, n, func(i int) float32 {
+		partials[t] = SumChunk(t%nchunks, n, func(i int) float32 {
 			x := u(row + i)
 			return float32(x * x)
 		})
@@ -842,7 +856,7 @@ func PrivatizeSum(out, cur, look, scales []float32, n int, a, b float32, lo, hi 
 func Privatize(out, cur, look []float32, batch int, a, clip float64) int {
 	n := len(out)
 	a32, b32 := PrivatizeWeights(a)
-	nchunks := reduceChunks(n)
+	nchunks := ReduceChunks(n)
 	partials := make([]float32, batch*nchunks)
 	PrivatizeNorms(partials, cur, look, n, a32, b32, 0, len(partials))
 	scales := make([]float32, batch)
@@ -859,11 +873,11 @@ func Privatize(out, cur, look []float32, batch int, a, clip float64) int {
 // ClampMass computes the chunk partials of the clamp_mass diagnostic, `diagnostic clamp_mass(mhat, vbar)`,
 // from the states after a step and that step's host scalars s: for chunk c of
 // 4096 coordinates, num[c] sums eq(vbar, floor)·|mhat| and den[c] sums |mhat|, in the
-// kernels' order (reduceChunk). len(num) and len(den) must be reduceChunks(n);
+// kernels' order (SumChunk). len(num) and len(den) must be ReduceChunks(n);
 // the value is Ratio(num, den).
 func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 	n := len(m)
-	if len(num) != reduceChunks(n) || len(den) != len(num) || len(v) != n {
+	if len(num) != ReduceChunks(n) || len(den) != len(num) || len(v) != n {
 		panic("fiber_bccorr.ClampMass: buffers differ in length or the partials do not fit")
 	}
 	var tn, td [ReduceChunk]float32
@@ -882,10 +896,10 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			tn[i-lo] = v28
 			td[i-lo] = v26
 		}
-		num[c] = reduceChunk(c, n, func(i int) float32 {
+		num[c] = SumChunk(c, n, func(i int) float32 {
 			return tn[i-lo]
 		})
-		den[c] = reduceChunk(c, n, func(i int) float32 {
+		den[c] = SumChunk(c, n, func(i int) float32 {
 			return td[i-lo]
 		})
 	}
@@ -897,20 +911,6 @@ func eqOf(a, b float32) float32 {
 		return 1
 	}
 	return 0
-}
-
-// Ratio is a diagnostic's value from its chunk partials: the float64 sums of
-// num and of den in chunk order, num/den, and 0 when den is 0.
-func Ratio(num, den []float32) float64 {
-	var sn, sd float64
-	for c := range num {
-		sn += float64(num[c])
-		sd += float64(den[c])
-	}
-	if sd == 0 {
-		return 0
-	}
-	return sn / sd
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.

@@ -5,32 +5,8 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/reduce"
 )
-
-// ReduceChunk is the number of coordinates of one chunk of a diagnostic's
-// sums (docs/kernels.md, "Reductions"): every backend sums the terms of a
-// chunk in the order of ChunkSum and reports one float32 partial per chunk.
-const ReduceChunk = 4096
-
-// ChunkSum sums the terms of one chunk (at most ReduceChunk) in the fixed
-// order of the kernels: 32 float32 lane accumulators from +0, term j added
-// to lane (j mod 128)/4 in increasing j, then the butterfly tree (for off =
-// 16, 8, 4, 2, 1: acc_l = acc_l + acc_(l xor off)); the sum is lane 0's.
-func ChunkSum(terms []float32) float32 {
-	var acc [32]float32
-	for j, x := range terms {
-		l := (j % 128) / 4
-		acc[l] = float32(acc[l] + x)
-	}
-	for off := 16; off >= 1; off /= 2 {
-		var next [32]float32
-		for l := range acc {
-			next[l] = float32(acc[l] + acc[l^off])
-		}
-		acc = next
-	}
-	return acc[0]
-}
 
 // Diagnostic is a diagnostic of the Func prepared for interpretation.
 type Diagnostic struct {
@@ -68,32 +44,29 @@ func (p *Program) Diagnostic(kind string) (*Diagnostic, error) {
 
 func storeName(b *ir.Block, i int) string { return b.Values[i].Name }
 
-// Chunks is the number of chunk partials of n coordinates.
-func Chunks(n int) int { return (n + ReduceChunk - 1) / ReduceChunk }
-
 // Partials computes the chunk partials of the diagnostic's sums over the
 // coordinates of states, the step's state buffers after the step (in
 // Func.States order, all of one length n): num[c] and den[c] for each chunk
-// c < Chunks(n). scalars are the step kernel's scalar arguments of the step
+// c < reduce.ReduceChunks(n). scalars are the step kernel's scalar arguments of the step
 // that just ran (Program.KernelScalars).
 func (d *Diagnostic) Partials(scalars []float32, states [][]float32, num, den []float32) error {
 	n := 0
 	if len(states) > 0 {
 		n = len(states[0])
 	}
-	if len(num) != Chunks(n) || len(den) != Chunks(n) {
-		return fmt.Errorf("%s: %d coordinates need %d partials, got %d and %d", d.Kind, n, Chunks(n), len(num), len(den))
+	if len(num) != reduce.ReduceChunks(n) || len(den) != reduce.ReduceChunks(n) {
+		return fmt.Errorf("%s: %d coordinates need %d partials, got %d and %d", d.Kind, n, reduce.ReduceChunks(n), len(num), len(den))
 	}
 	host := d.hostRegs(scalars)
-	terms := [2][]float32{make([]float32, ReduceChunk), make([]float32, ReduceChunk)}
+	terms := [2][]float32{make([]float32, reduce.ReduceChunk), make([]float32, reduce.ReduceChunk)}
 	for c := range num {
-		lo, hi := c*ReduceChunk, min((c+1)*ReduceChunk, n)
+		lo, hi := c*reduce.ReduceChunk, min((c+1)*reduce.ReduceChunk, n)
 		bufs := [][]float32{terms[0][:hi-lo], terms[1][:hi-lo]}
 		for _, s := range states {
 			bufs = append(bufs, s[lo:hi])
 		}
 		d.code.run(host, bufs)
-		num[c], den[c] = ChunkSum(bufs[0]), ChunkSum(bufs[1])
+		num[c], den[c] = chunkSum(bufs[0]), chunkSum(bufs[1])
 	}
 	return nil
 }
@@ -115,16 +88,8 @@ func (d *Diagnostic) hostRegs(scalars []float32) regs {
 	return r
 }
 
-// Ratio is the diagnostic's value from its chunk partials: the float64 sums
-// of num and of den in chunk order, num/den, and 0 when den is 0.
-func Ratio(num, den []float32) float64 {
-	var sn, sd float64
-	for c := range num {
-		sn += float64(num[c])
-		sd += float64(den[c])
-	}
-	if sd == 0 {
-		return 0
-	}
-	return sn / sd
+// chunkSum sums one chunk's terms, terms[j] for coordinate j of the chunk,
+// in the kernels' order (reduce.SumChunk).
+func chunkSum(terms []float32) float32 {
+	return reduce.SumChunk(0, len(terms), func(j int) float32 { return terms[j] })
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/fibergen/fibergen/reduce"
 )
 
 // PrivatizeArgs are the arguments of the privatize host functions, the
@@ -79,18 +80,18 @@ func (p *Privatize) Close() error {
 	return err
 }
 
-// Chunks is the number of norm partials of one example of n coordinates.
-func Chunks(n int64) int64 { return (n + 4095) / 4096 }
+// chunks is the number of norm partials of one example of n coordinates.
+func chunks(n int64) int64 { return int64(reduce.ReduceChunks(int(n))) }
 
 // Norms stores the partial squared norms of the tasks [a.Lo, a.Hi).
 func (p *Privatize) Norms(a PrivatizeArgs) error {
 	if err := a.checkRows(); err != nil {
 		return err
 	}
-	if err := a.checkRange("tasks", a.Batch*Chunks(a.N)); err != nil {
+	if err := a.checkRange("tasks", a.Batch*chunks(a.N)); err != nil {
 		return err
 	}
-	return p.call(0, a, int64(len(a.Partials)) >= a.Batch*Chunks(a.N))
+	return p.call(0, a, int64(len(a.Partials)) >= a.Batch*chunks(a.N))
 }
 
 // Scales stores the scales of the examples [a.Lo, a.Hi).
@@ -101,7 +102,7 @@ func (p *Privatize) Scales(a PrivatizeArgs) error {
 	if !(a.Clip > 0) || a.Clip > 1e300 {
 		return fmt.Errorf("hostkernel: clipping norm %v: want a finite C > 0", a.Clip)
 	}
-	return p.call(1, a, int64(len(a.Partials)) >= a.Batch*Chunks(a.N) && int64(len(a.Scales)) >= a.Batch)
+	return p.call(1, a, int64(len(a.Partials)) >= a.Batch*chunks(a.N) && int64(len(a.Scales)) >= a.Batch)
 }
 
 // Sum stores the clipped mean of the coordinates [a.Lo, a.Hi).

@@ -1,0 +1,21 @@
+// Package reduce is the Go reference of fibergen's fixed-order reductions:
+// the chunked lane-tree sum that the kernels compute per chunk of
+// ReduceChunk coordinates (docs/kernels.md, "Reductions") — the per-example
+// norms of per-example clipping and the clamp_mass diagnostic — and the
+// privatize functions built on it (Privatize: mix, clip, average).
+//
+// The same operations in the same order as the kernels' reductions, so the
+// same bits. fibergen copies core.go ([CoreSource]) into every package it
+// generates; the runtime and the interpreter call this package.
+package reduce
+
+import (
+	_ "embed" // for CoreSource
+)
+
+// CoreSource is the text of core.go, which imports only math: fibergen
+// copies it, without its package clause and imports, into the packages it
+// generates.
+//
+//go:embed core.go
+var CoreSource string

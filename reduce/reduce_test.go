@@ -1,0 +1,78 @@
+package reduce
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// laneOrderSum sums chunk c of xs the way docs/kernels.md describes the
+// kernels' reduction, written independently of SumChunk: the lanes first,
+// each over its own coordinates in increasing order, then the tree level by
+// level.
+func laneOrderSum(xs []float32, c int) float32 {
+	var lanes [32]float32
+	for l := range 32 {
+		for row := 0; row < ReduceChunk/128; row++ {
+			for k := range 4 {
+				if i := c*ReduceChunk + row*128 + 4*l + k; i < len(xs) {
+					lanes[l] = lanes[l] + xs[i]
+				}
+			}
+		}
+	}
+	for _, off := range []int{16, 8, 4, 2, 1} {
+		prev := lanes
+		for l := range lanes {
+			lanes[l] = prev[l] + prev[l^off]
+		}
+	}
+	return lanes[0]
+}
+
+func TestSumChunkOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 5, 127, 128, 4095, 4096, 4097, 3*4096 + 129} {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4)))
+		}
+		for c := range ReduceChunks(n) {
+			got := SumChunk(c, n, func(i int) float32 { return xs[i] })
+			if want := laneOrderSum(xs, c); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("n %d chunk %d: SumChunk %v, the lane order %v", n, c, got, want)
+			}
+		}
+	}
+}
+
+func TestRatio(t *testing.T) {
+	tests := []struct {
+		num, den []float32
+		want     float64
+	}{
+		{nil, nil, 0},
+		{[]float32{0, 0}, []float32{0, 0}, 0},
+		{[]float32{1, 2}, []float32{2, 6}, 0.375},
+		{[]float32{3}, []float32{3}, 1},
+	}
+	for _, tt := range tests {
+		if got := Ratio(tt.num, tt.den); got != tt.want {
+			t.Errorf("Ratio(%v, %v) = %v, want %v", tt.num, tt.den, got, tt.want)
+		}
+	}
+}
+
+// TestClipScales checks ghost clipping against the norms of explicit
+// vectors: look = (3, 0), cur = (0, 4) mixed with a = 0.5 is (1.5, 2), of
+// norm 2.5, so C = 1 scales it by 0.4.
+func TestClipScales(t *testing.T) {
+	scales := make([]float32, 2)
+	bad := ClipScales(scales, []float64{3, 0}, []float64{4, 0}, []float64{0, 0}, 0.5, 1)
+	if bad != -1 || scales[0] != 0.4 || scales[1] != 1 {
+		t.Errorf("ClipScales = %v (bad %d), want [0.4 1]", scales, bad)
+	}
+	if bad := ClipScales(scales, nil, []float64{math.Inf(1)}, nil, 0, 1); bad != 0 {
+		t.Errorf("an infinite norm: bad %d, want 0", bad)
+	}
+}
