@@ -15,10 +15,14 @@ package tests
 //   - Impulse response: g = 1 at step 0 and 0 afterwards; the sum of the
 //     squares of the state's values is A (float32 accumulation aside).
 //
-// Both run the generated packages (fiber, disk) and the interpreter on
-// filters written in the DSL here.
+// Both run the generated packages (fiber, disk, doppler) and the
+// interpreter on filters written in the DSL here. DOPPLER's second-order
+// filter is also checked against the variance of an ARMA(2,1) process
+// (oracle.DopplerAttenuation), and fiber_ft's attenuation_t against the
+// paper's Σ_t recursion (oracle.FiniteAttenuation).
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -26,12 +30,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fibergen/fibergen/generated/disk"
+	"github.com/fibergen/fibergen/generated/doppler"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/tests/oracle"
 )
 
 var mcSeed = flag.Uint64("mc.seed", 0x5eedfeb1, "seed of the Monte Carlo attenuation tests (TestMonteCarlo*)")
@@ -310,7 +318,66 @@ func newDiskStepper(t testing.TB, kappa float64, n int, sigmaW2 float64) *diskSt
 		t.Fatal(err)
 	}
 	o.Noise = false // the test adds the noise itself
+	// The observation's weight a = (1 − κ)/(κγ) leaves [0, 1] for small κ;
+	// the filter under test does not read it.
+	o.AllowExtrapolation = true
 	return &diskStepper{o: o, theta: make([]float32, n), sigmaW2: sigmaW2}
+}
+
+type dopplerStepper struct {
+	o       *doppler.Optimizer
+	theta   []float32
+	sigmaW2 float64
+}
+
+func (s *dopplerStepper) step(g []float32) error { return s.o.Update(s.theta, g, s.sigmaW2) }
+func (s *dopplerStepper) state(name string) []float32 {
+	switch name {
+	case "y":
+		return s.o.Y
+	case "y1":
+		return s.o.Y1
+	}
+	panic("doppler has no filtered state " + name)
+}
+
+// dopplerSettings are filter coefficients of DOPPLER's low-pass, all of
+// unit DC gain: the defaults (a double pole at 0.5 and a zero at −1),
+// complex poles of modulus √0.4 and of modulus √0.7 with a negative b1, and
+// two distinct real poles, 0.9 and 0.5, with a zero at −1.
+var dopplerSettings = [][]string{
+	nil,
+	{"a1=-1.2", "a2=0.4", "b0=0.1", "b1=0.1"},
+	{"a1=-1.5", "a2=0.7", "b0=0.3", "b1=-0.1"},
+	{"a1=-1.4", "a2=0.45", "b0=0.025", "b1=0.025"},
+}
+
+func newDopplerStepper(t testing.TB, sets []string, n int, sigmaW2 float64) *dopplerStepper {
+	t.Helper()
+	h := doppler.Defaults()
+	for _, kv := range sets {
+		name, value, _ := strings.Cut(kv, "=")
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Set(name, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := doppler.New(h, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Noise = false // the test adds the noise itself
+	return &dopplerStepper{o: o, theta: make([]float32, n), sigmaW2: sigmaW2}
+}
+
+// dopplerARMA is the variance of y per unit noise variance from the ARMA(2,1)
+// formula, at the hypers h of doppler.dsl compiled as fn.
+func dopplerARMA(fn *ir.Func, h []float64) float64 {
+	at := func(name string) float64 { return h[fn.HyperIndex(name)] }
+	return oracle.DopplerAttenuation(at("b0"), at("b1"), at("a1"), at("a2"))
 }
 
 type interpStepper struct {
@@ -401,8 +468,15 @@ func runMonteCarlo(t *testing.T, c mcCase, n int, sigma float64, rng *rand.Rand)
 		}
 		if slices.Contains(mcEarly, step) {
 			for s := range c.states {
-				want := early[s].At(step)
-				checkVariance(t, fmt.Sprintf("%s: %s after step %d (attenuation_t)", c.name, s, step), sampleVariance(c.run.state(s))/s2, want, n)
+				want, got := early[s].At(step), sampleVariance(c.run.state(s))/s2
+				what := fmt.Sprintf("%s: %s after step %d (attenuation_t)", c.name, s, step)
+				if want == 0 { // the noise has not reached s yet (a delayed copy)
+					if got != 0 {
+						t.Errorf("%s: variance/σ² = %.6g, derived 0", what, got)
+					}
+					continue
+				}
+				checkVariance(t, what, got, want, n)
 			}
 		}
 	}
@@ -470,6 +544,105 @@ func TestMonteCarloAttenuationDisk(t *testing.T) {
 			}
 			runMonteCarlo(t, c, n, 1.3, mcRand(uint64(200+i)))
 		})
+	}
+}
+
+// TestMonteCarloAttenuationDoppler runs the generated DOPPLER filter on
+// pure noise: the variance of y and of its delayed copy y1 must be the
+// derived attenuation, which must be the ARMA(2,1) variance.
+func TestMonteCarloAttenuationDoppler(t *testing.T) {
+	fn := attenShipped(t, "doppler")
+	settings := dopplerSettings
+	if testing.Short() {
+		settings = settings[:2]
+	}
+	for i, set := range settings {
+		t.Run(fmt.Sprintf("%v", set), func(t *testing.T) {
+			t.Parallel()
+			h, err := fn.ApplySettings(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := mcN
+			c := mcCase{
+				name: fmt.Sprintf("doppler %v", set),
+				run:  newDopplerStepper(t, set, n, 0.8),
+				states: map[string]attenModel{
+					"y":  attenModelAt(t, fn, "y", h),
+					"y1": attenModelAt(t, fn, "y1", h),
+				},
+			}
+			if want := dopplerARMA(fn, h); math.Abs(c.states["y"].a-want) > 1e-12*want {
+				t.Errorf("derived A(y) = %.17g, ARMA(2,1) variance %.17g", c.states["y"].a, want)
+			}
+			runMonteCarlo(t, c, n, 0.9, mcRand(uint64(500+i)))
+		})
+	}
+}
+
+// TestDopplerStabilityMatchesIR holds the generated package's stability
+// check (Hypers.Validate, with its copy of ir.SpectralRadius) to fibergen's
+// (Func.CheckStability) over a grid of DOPPLER's feedback coefficients,
+// inside and outside the stability triangle, and on its repeated real poles
+// p (a1 = −2p, a2 = p²), which rounding can make defective.
+func TestDopplerStabilityMatchesIR(t *testing.T) {
+	fn := attenShipped(t, "doppler")
+	var points [][2]float64
+	for a1 := -1.95; a1 < 2; a1 += 0.15 {
+		for a2 := -0.95; a2 < 1; a2 += 0.1 {
+			points = append(points, [2]float64{a1, a2})
+		}
+	}
+	for _, p := range []float64{0.5, -0.5, 0.25, 0.75, -0.75, 0.875, 0.9375} {
+		points = append(points, [2]float64{-2 * p, p * p})
+	}
+	stable := 0
+	for _, pt := range points {
+		sets := []string{fmt.Sprintf("a1=%v", pt[0]), fmt.Sprintf("a2=%v", pt[1])}
+		h := fn.DefaultHypers()
+		h[fn.HyperIndex("a1")], h[fn.HyperIndex("a2")] = pt[0], pt[1]
+		gh := doppler.Defaults()
+		if err := errors.Join(gh.Set("a1", pt[0]), gh.Set("a2", pt[1])); err != nil {
+			t.Fatal(err)
+		}
+		irErr, genErr := fn.CheckStability(h), gh.Validate()
+		margin := min(1+pt[0]+pt[1], 1-pt[0]+pt[1], 1-math.Abs(pt[1]))
+		if jury := margin > 0; math.Abs(margin) > 1e-9 && jury != (irErr == nil) {
+			t.Errorf("%v: CheckStability = %v, but Jury's conditions say stable = %v", sets, irErr, jury)
+		}
+		if (irErr == nil) != (genErr == nil) || irErr != nil && irErr.Error() != genErr.Error() {
+			t.Errorf("%v: CheckStability = %v, generated Validate = %v", sets, irErr, genErr)
+		}
+		if irErr == nil {
+			stable++
+		}
+	}
+	if stable == 0 || stable == len(points) {
+		t.Errorf("%d of %d points stable: the grid misses one side of the triangle", stable, len(points))
+	}
+}
+
+// TestFiniteAttenuationMatchesPaper checks attenuation_t(gt) of fiber_ft,
+// as the host computes it (ir.FiniteGain on the derived model), against
+// A_t(ω) from the Σ_t recursion of the paper's finite-time lemma.
+func TestFiniteAttenuationMatchesPaper(t *testing.T) {
+	fn := attenShipped(t, "fiber_ft")
+	for _, w := range []float64{0.05, 0.3, 0.9, 1} {
+		h, err := fn.ApplySettings([]string{fmt.Sprintf("omega=%v", w)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		am := attenModelAt(t, fn, "gt", h)
+		fg := am.finite()
+		for step := range 200 {
+			got, want := fg.At(step), oracle.FiniteAttenuation(w, step)
+			if math.Abs(got-want) > 1e-12*want {
+				t.Fatalf("omega=%v, step %d: attenuation_t(gt) = %.17g, the lemma's A_t %.17g", w, step, got, want)
+			}
+		}
+		if want := oracle.Attenuation(w); math.Abs(fg.At(10000)-want) > 1e-12*want {
+			t.Errorf("omega=%v: A_t after 10000 steps is %.17g, want A(ω) = %.17g", w, fg.At(10000), want)
+		}
 	}
 }
 
@@ -638,6 +811,20 @@ func TestImpulseResponseAttenuation(t *testing.T) {
 			am := attenModelAt(t, fn, "gt", h)
 			checkImpulse(t, fmt.Sprintf("generated disk kappa=%v", k), newDiskStepper(t, k, 1, 0.5), "gt", am)
 			checkImpulse(t, fmt.Sprintf("interpreted disk kappa=%v", k), newInterpStepper(t, fn, h, 1, 0.5), "gt", am)
+		}
+	})
+	t.Run("doppler", func(t *testing.T) {
+		fn := attenShipped(t, "doppler")
+		for _, set := range dopplerSettings {
+			h, err := fn.ApplySettings(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"y", "y1"} {
+				am := attenModelAt(t, fn, s, h)
+				checkImpulse(t, fmt.Sprintf("generated doppler %v", set), newDopplerStepper(t, set, 1, 0.5), s, am)
+				checkImpulse(t, fmt.Sprintf("interpreted doppler %v", set), newInterpStepper(t, fn, h, 1, 0.5), s, am)
+			}
 		}
 	})
 	dsls := []struct {

@@ -184,7 +184,17 @@ func (b fiberBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, h
 	vbar := func(vhat ev) ev { // v̄_t = max(v̂_t − A(ω) σ_w², ε_v)
 		return maxE(sub(vhat, host(b.atten*sigmaW2)), host(h.EpsV))
 	}
-	return adamW(h.AdamW, t, theta, gt, &st[2], &st[3], vbar)
+	next := adamW(h.AdamW, t, theta, gt, &st[2], &st[3], vbar)
+	st[4] = lookahead(h.Gamma, theta, next)
+	return next
+}
+
+// lookahead is the state lookahead = θ_{t+1} + γ (θ_{t+1} − θ_t) that the
+// compiler adds to a two_point optimizer (oracle.LookaheadPoint): three
+// float32 operations on the bounds of θ_t and θ_{t+1}, whose errors add up
+// in the difference, as nothing here shows that they cancel.
+func lookahead(gamma float64, theta, next ev) ev {
+	return add(next, mul(host(gamma), sub(next, theta)))
 }
 
 // filter is the innovation filter ν = g − g̃, r = (1−ω) r + ω ν, g̃ = g̃ + r,
@@ -258,13 +268,16 @@ type diskBound struct {
 func (b diskBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, _ *float64) ev {
 	k := b.h.Kappa
 	st[0] = add(mul(host(1-k), st[0]), mul(host(k), exact(g))) // g̃_t = (1−κ) g̃_{t-1} + κ g_t
-	if !b.corrected {
-		return adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], uncorrected)
+	correct := uncorrected
+	if b.corrected {
+		a := oracle.DiSKCorrAttenuation(k)
+		correct = func(vhat ev) ev {
+			return maxE(sub(vhat, host(a*sigmaW2)), host(b.epsV)) // v̄_t
+		}
 	}
-	a := oracle.DiSKCorrAttenuation(k)
-	return adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], func(vhat ev) ev {
-		return maxE(sub(vhat, host(a*sigmaW2)), host(b.epsV)) // v̄_t
-	})
+	next := adamW(b.h.AdamW, t, theta, st[0], &st[1], &st[2], correct)
+	st[3] = lookahead(b.h.Gamma, theta, next)
+	return next
 }
 
 // abTrackBound is the alpha-beta tracker's step in ev arithmetic; the

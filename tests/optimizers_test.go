@@ -6,9 +6,15 @@ import (
 	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk"
 	"github.com/fibergen/fibergen/generated/disk_corr"
+	"github.com/fibergen/fibergen/generated/doppler"
+	"github.com/fibergen/fibergen/generated/dp_adam"
+	"github.com/fibergen/fibergen/generated/dp_adambc"
 	"github.com/fibergen/fibergen/generated/dp_adamw"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_ft"
+	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/tests/oracle"
 )
 
@@ -50,12 +56,18 @@ type goPackage struct {
 // optimizers lists every optimizers/*.dsl; TestOptimizersRegistered checks
 // that none is missing.
 var optimizers = []*optimizer{
-	{name: "fiber", states: []string{"gt", "r", "m", "v"}, newImpl: newFiberImpl, newRef: newFiberRef, pkg: goPackage{fiber.Defaults, fiber.NewHost, fiber.Step}},
-	{name: "disk", states: []string{"gt", "m", "v"}, newImpl: newDiskImpl, newRef: newDiskRef, pkg: goPackage{disk.Defaults, disk.NewHost, disk.Step}},
-	{name: "disk_corr", states: []string{"gt", "m", "v"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step}},
+	{name: "fiber", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberImpl, newRef: newFiberRef, pkg: goPackage{fiber.Defaults, fiber.NewHost, fiber.Step}},
+	{name: "disk", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskImpl, newRef: newDiskRef, pkg: goPackage{disk.Defaults, disk.NewHost, disk.Step}},
+	{name: "disk_corr", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step}},
 	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef, pkg: goPackage{abtrack.Defaults, abtrack.NewHost, abtrack.Step}},
 	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef, pkg: goPackage{dp_adamw.Defaults, dp_adamw.NewHost, dp_adamw.Step}},
 	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef, pkg: goPackage{dp_sgd.Defaults, dp_sgd.NewHost, dp_sgd.Step}},
+	{name: "dp_adam", states: []string{"m", "v"}, newImpl: newAdamImpl, newRef: newAdamRef, pkg: goPackage{dp_adam.Defaults, dp_adam.NewHost, dp_adam.Step}},
+	{name: "dp_adambc", states: []string{"m", "v"}, newImpl: newAdamBCImpl, newRef: newAdamBCRef, pkg: goPackage{dp_adambc.Defaults, dp_adambc.NewHost, dp_adambc.Step}},
+	{name: "fiber_nocorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNoCorrImpl, newRef: newFiberNoCorrRef, pkg: goPackage{fiber_nocorr.Defaults, fiber_nocorr.NewHost, fiber_nocorr.Step}},
+	{name: "fiber_bccorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberBCCorrImpl, newRef: newFiberBCCorrRef, pkg: goPackage{fiber_bccorr.Defaults, fiber_bccorr.NewHost, fiber_bccorr.Step}},
+	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step}},
+	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step}},
 }
 
 func optimizerNamed(name string) *optimizer {
@@ -95,7 +107,7 @@ func adamWFields(h *oracle.AdamW) map[string]*float64 {
 
 type fiberImpl struct{ *fiber.Optimizer }
 
-func (o fiberImpl) States() [][]float32 { return [][]float32{o.Gt, o.R, o.M, o.V} }
+func (o fiberImpl) States() [][]float32 { return [][]float32{o.Gt, o.R, o.M, o.V, o.Lookahead} }
 
 func newFiberImpl(sets []setting, n int) (implementation, error) {
 	h := fiber.Defaults()
@@ -112,7 +124,7 @@ func newFiberImpl(sets []setting, n int) (implementation, error) {
 
 type fiberRef struct{ *oracle.FiBeR }
 
-func (o fiberRef) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V} }
+func (o fiberRef) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V, o.Lookahead} }
 func (o fiberRef) SetT(t int)          { o.T = t }
 
 func fiberHypers(sets []setting) (oracle.FiBeRHypers, error) {
@@ -132,7 +144,7 @@ func newFiberRef(sets []setting, n int) (reference, bounded, error) {
 
 type diskImpl struct{ *disk.Optimizer }
 
-func (o diskImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V} }
+func (o diskImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V, o.Lookahead} }
 
 func newDiskImpl(sets []setting, n int) (implementation, error) {
 	h := disk.Defaults()
@@ -149,7 +161,7 @@ func newDiskImpl(sets []setting, n int) (implementation, error) {
 
 type diskRef struct{ *oracle.DiSK }
 
-func (o diskRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V} }
+func (o diskRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V, o.Lookahead} }
 func (o diskRef) SetT(t int)          { o.T = t }
 
 func newDiskRef(sets []setting, n int) (reference, bounded, error) {
@@ -164,7 +176,7 @@ func newDiskRef(sets []setting, n int) (reference, bounded, error) {
 
 type diskCorrImpl struct{ *disk_corr.Optimizer }
 
-func (o diskCorrImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V} }
+func (o diskCorrImpl) States() [][]float32 { return [][]float32{o.Gt, o.M, o.V, o.Lookahead} }
 
 func newDiskCorrImpl(sets []setting, n int) (implementation, error) {
 	h := disk_corr.Defaults()
@@ -181,7 +193,7 @@ func newDiskCorrImpl(sets []setting, n int) (implementation, error) {
 
 type diskCorrRef struct{ *oracle.DiSKCorr }
 
-func (o diskCorrRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V} }
+func (o diskCorrRef) States() [][]float64 { return [][]float64{o.G, o.M, o.V, o.Lookahead} }
 func (o diskCorrRef) SetT(t int)          { o.T = t }
 
 func newDiskCorrRef(sets []setting, n int) (reference, bounded, error) {
@@ -284,4 +296,203 @@ func newSGDRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return sgdRef{oracle.NewDPSGD(lr)}, sgdBound{lr}, nil
+}
+
+type adamImpl struct{ *dp_adam.Optimizer }
+
+func (o adamImpl) States() [][]float32 { return [][]float32{o.M, o.V} }
+
+func newAdamImpl(sets []setting, n int) (implementation, error) {
+	h := dp_adam.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_adam.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return adamImpl{o}, nil
+}
+
+type adamRef struct{ *oracle.DPAdam }
+
+func (o adamRef) States() [][]float64 { return [][]float64{o.M, o.V} }
+func (o adamRef) SetT(t int)          { o.T = t }
+
+func newAdamRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.DefaultAdamW()
+	if err := setFields(adamWFields(&h), sets); err != nil {
+		return nil, nil, err
+	}
+	return adamRef{oracle.NewDPAdam(h, n)}, adamBound{h}, nil
+}
+
+type adamBCImpl struct{ *dp_adambc.Optimizer }
+
+func (o adamBCImpl) States() [][]float32 { return [][]float32{o.M, o.V} }
+
+func newAdamBCImpl(sets []setting, n int) (implementation, error) {
+	h := dp_adambc.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_adambc.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return adamBCImpl{o}, nil
+}
+
+type adamBCRef struct{ *oracle.DPAdamBC }
+
+func (o adamBCRef) States() [][]float64 { return [][]float64{o.M, o.V} }
+func (o adamBCRef) SetT(t int)          { o.T = t }
+
+func newAdamBCRef(sets []setting, n int) (reference, bounded, error) {
+	h, epsV := oracle.DefaultAdamW(), 1e-8
+	fields := adamWFields(&h)
+	fields["eps_v"] = &epsV
+	if err := setFields(fields, sets); err != nil {
+		return nil, nil, err
+	}
+	return adamBCRef{oracle.NewDPAdamBC(h, epsV, n)}, adamBCBound{h: h, epsV: epsV}, nil
+}
+
+// fiberStates are the state buffers of a generated FiBeR variant.
+type fiberStates struct{ gt, r, m, v, lookahead []float32 }
+
+func (s fiberStates) States() [][]float32 { return [][]float32{s.gt, s.r, s.m, s.v, s.lookahead} }
+
+type fiberNoCorrImpl struct {
+	*fiber_nocorr.Optimizer
+	fiberStates
+}
+
+func newFiberNoCorrImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_nocorr.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_nocorr.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberNoCorrImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
+}
+
+type fiberBCCorrImpl struct {
+	*fiber_bccorr.Optimizer
+	fiberStates
+}
+
+func newFiberBCCorrImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_bccorr.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_bccorr.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberBCCorrImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
+}
+
+type fiberFTImpl struct {
+	*fiber_ft.Optimizer
+	fiberStates
+}
+
+func newFiberFTImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_ft.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_ft.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberFTImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
+}
+
+// fiberOracleStates are the state buffers of a FiBeR oracle, with SetT.
+type fiberOracleStates struct{ *oracle.FiBeR }
+
+func (o fiberOracleStates) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V, o.Lookahead} }
+func (o fiberOracleStates) SetT(t int)          { o.T = t }
+
+// fiberVariantRef is a FiBeR ablation's oracle: its own Step, FiBeR's states.
+type fiberVariantRef struct {
+	step func(theta, g []float64, sigmaW2 float64)
+	fiberOracleStates
+}
+
+func (o fiberVariantRef) Step(theta, g []float64, sigmaW2 float64) { o.step(theta, g, sigmaW2) }
+
+func newFiberNoCorrRef(sets []setting, n int) (reference, bounded, error) {
+	h, err := fiberHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := oracle.NewFiBeRNoCorr(h, n)
+	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberAblationBound(h, noCorrection), nil
+}
+
+func newFiberBCCorrRef(sets []setting, n int) (reference, bounded, error) {
+	h, err := fiberHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := oracle.NewFiBeRBCCorr(h, n)
+	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberAblationBound(h, fullCorrection), nil
+}
+
+func newFiberFTRef(sets []setting, n int) (reference, bounded, error) {
+	h, err := fiberHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := oracle.NewFiBeRFT(h, n)
+	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberAblationBound(h, finiteTimeCorrection), nil
+}
+
+type dopplerImpl struct{ *doppler.Optimizer }
+
+func (o dopplerImpl) States() [][]float32 { return [][]float32{o.Y, o.Y1, o.G1, o.M, o.V} }
+
+func newDopplerImpl(sets []setting, n int) (implementation, error) {
+	h := doppler.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := doppler.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return dopplerImpl{o}, nil
+}
+
+type dopplerRef struct{ *oracle.Doppler }
+
+func (o dopplerRef) States() [][]float64 { return [][]float64{o.Y, o.Y1, o.G1, o.M, o.V} }
+func (o dopplerRef) SetT(t int)          { o.T = t }
+
+func dopplerHypers(sets []setting) (oracle.DopplerHypers, error) {
+	h := oracle.DefaultDoppler()
+	fields := adamWFields(&h.AdamW)
+	fields["b0"], fields["b1"], fields["a1"], fields["a2"], fields["eps_v"] = &h.B0, &h.B1, &h.A1, &h.A2, &h.EpsV
+	return h, setFields(fields, sets)
+}
+
+func newDopplerRef(sets []setting, n int) (reference, bounded, error) {
+	h, err := dopplerHypers(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dopplerRef{oracle.NewDoppler(h, n)}, newDopplerBound(h), nil
 }

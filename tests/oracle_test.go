@@ -20,20 +20,23 @@ const oracleSteps = 256
 
 // hyperSets are the hypers each optimizer runs with: the defaults, then
 // overrides through the generated Hypers.Set and `fibergen run --set`.
+// Where κ moves, γ moves with it to keep the two_point weight
+// a = (1 − κ)/(κγ) in [0, 1], which Update requires, and to check the
+// look-ahead point with another γ.
 var hyperSets = map[string][][]setting{
 	"fiber": {
 		nil,
-		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.3}},
+		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.3}, {"gamma", 2.5}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
 	},
 	"disk": {
 		nil,
-		{{"wd", 0.01}, {"kappa", 0.3}},
+		{{"wd", 0.01}, {"kappa", 0.3}, {"gamma", 2.5}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"kappa", 1}},
 	},
 	"disk_corr": {
 		nil,
-		{{"wd", 0.01}, {"kappa", 0.3}, {"eps_v", 1e-6}},
+		{{"wd", 0.01}, {"kappa", 0.3}, {"gamma", 2.5}, {"eps_v", 1e-6}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"kappa", 1}},
 	},
 	"abtrack": {
@@ -49,6 +52,38 @@ var hyperSets = map[string][][]setting{
 	"dp_sgd": {
 		nil,
 		{{"lr", 0.05}},
+	},
+	"dp_adam": {
+		nil,
+		{{"wd", 0.01}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"wd", 0.1}},
+	},
+	"dp_adambc": {
+		nil,
+		{{"wd", 0.01}, {"eps_v", 1e-6}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 0}, {"eps_v", 1e-6}}, // Tang et al.'s form: no ε
+	},
+	"fiber_nocorr": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"eps_v", 0}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
+	},
+	"fiber_bccorr": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.8}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
+	},
+	"fiber_ft": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.3}}, // A_t approaches A slowly: ρ = √0.7
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
+	},
+	"doppler": {
+		nil,
+		// Complex poles of modulus √0.4 (a resonant low-pass), unit DC gain.
+		{{"wd", 0.01}, {"a1", -1.2}, {"a2", 0.4}, {"b0", 0.1}, {"b1", 0.1}},
+		// A first-order EMA with κ = 0.5: a2 = b1 = 0.
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"a1", -0.5}, {"a2", 0}, {"b0", 0.5}, {"b1", 0}},
 	},
 }
 
@@ -441,7 +476,8 @@ func withOmega(h oracle.FiBeRHypers, omega float64) oracle.FiBeRHypers {
 
 // TestOracleFirstStep checks the oracles themselves against the closed form
 // of their first step from zero state, worked out by hand: g̃_0 = ω g for
-// FiBeR and κ g for DiSK, m̂_0 = g̃_0, v̂_0 = g̃_0².
+// FiBeR and its ablations (with A_0 = ω² for the finite-time one), κ g for
+// DiSK and b0 g for DOPPLER's filter, m̂_0 = g̃_0, v̂_0 = g̃_0².
 func TestOracleFirstStep(t *testing.T) {
 	const theta0, g, sigmaW2 = 0.5, -0.3, 0.01
 	f := oracle.DefaultFiBeR()
@@ -454,6 +490,18 @@ func TestOracleFirstStep(t *testing.T) {
 	wantDisk := theta0 - d.Lr*gtD/(math.Abs(gtD)+d.Eps)
 	w := oracle.DefaultAdamW()
 	wantAdamW := theta0 - w.Lr*g/(math.Abs(g)+w.Eps)
+	coupled := w
+	coupled.Wd = 0.1
+	gw := g + coupled.Wd*theta0 // DP-Adam's moments see g + λθ
+	wantAdam := theta0 - w.Lr*gw/(math.Abs(gw)+w.Eps)
+	wantAdamBC := theta0 - w.Lr*g/(math.Sqrt(math.Max(g*g-sigmaW2, 1e-8))+w.Eps)
+	fiberWith := func(c float64) float64 { // FiBeR's first step with the correction c
+		return (1-f.Lr*f.Wd)*theta0 - f.Lr*gtF/(math.Sqrt(math.Max(gtF*gtF-c, f.EpsV))+f.Eps)
+	}
+	p := oracle.DefaultDoppler()
+	yP := p.B0 * g // y_0 = b0 g
+	aP := ((p.B0*p.B0+p.B1*p.B1)*(1+p.A2) - 2*p.A1*p.B0*p.B1) / ((1 - p.A2) * ((1+p.A2)*(1+p.A2) - p.A1*p.A1))
+	wantDoppler := theta0 - p.Lr*yP/(math.Sqrt(math.Max(yP*yP-aP*sigmaW2, p.EpsV))+p.Eps)
 	for _, c := range []struct {
 		name string
 		step func(theta, g []float64, sigmaW2 float64)
@@ -463,11 +511,64 @@ func TestOracleFirstStep(t *testing.T) {
 		{"disk", oracle.NewDiSK(d, 1).Step, wantDisk},
 		{"dp_adamw", oracle.NewDPAdamW(w, 1).Step, wantAdamW},
 		{"dp_sgd", oracle.NewDPSGD(0.1).Step, theta0 - 0.1*g},
+		{"dp_adam", oracle.NewDPAdam(coupled, 1).Step, wantAdam},
+		{"dp_adambc", oracle.NewDPAdamBC(w, 1e-8, 1).Step, wantAdamBC},
+		{"fiber_nocorr", oracle.NewFiBeRNoCorr(f, 1).Step, fiberWith(0)},
+		{"fiber_bccorr", oracle.NewFiBeRBCCorr(f, 1).Step, fiberWith(sigmaW2)},
+		{"fiber_ft", oracle.NewFiBeRFT(f, 1).Step, fiberWith(f.Omega * f.Omega * sigmaW2)}, // A_0 = ω²
+		{"doppler", oracle.NewDoppler(p, 1).Step, wantDoppler},
 	} {
 		theta := []float64{theta0}
 		c.step(theta, []float64{g}, sigmaW2)
 		if math.Abs(theta[0]-c.want) > 1e-15 {
 			t.Errorf("%s: θ_1 = %.17g, want %.17g", c.name, theta[0], c.want)
+		}
+	}
+}
+
+// TestOracleDiscriminatesFamily shows, as TestOracleDiscriminates does for
+// FiBeR, that the bound tells each added optimizer from its nearest
+// relative: the relative's bound, restarted from the implementation's state
+// before each step, must miss the implementation on a share of the
+// (coordinate, step) pairs, while the optimizer's own bound misses none.
+func TestOracleDiscriminatesFamily(t *testing.T) {
+	adamW, fiberH, dop := oracle.DefaultAdamW(), oracle.DefaultFiBeR(), oracle.DefaultDoppler()
+	decayed := adamW
+	decayed.Wd = 0.01
+	slowFiber := withOmega(fiberH, 0.3)
+	shiftedPole := dop
+	shiftedPole.A2 = 0.26
+	for _, m := range []struct {
+		name, opt   string
+		sets        []setting
+		b           bounded
+		minStepwise float64
+	}{
+		{"dp_adam", "dp_adam", []setting{{"wd", 0.01}}, adamBound{decayed}, 0},
+		{"dp_adam: decoupled instead of coupled weight decay", "dp_adam", []setting{{"wd", 0.01}}, adamWBound{decayed}, 0.3},
+		{"dp_adambc", "dp_adambc", nil, adamBCBound{h: adamW, epsV: 1e-8}, 0},
+		{"dp_adambc: no correction (DP-AdamW)", "dp_adambc", nil, adamWBound{adamW}, 0.3},
+		{"fiber_bccorr", "fiber_bccorr", nil, newFiberAblationBound(fiberH, fullCorrection), 0},
+		{"fiber_bccorr: A(ω) instead of 1 (FiBeR)", "fiber_bccorr", nil, newFiberBound(fiberH), 0.3},
+		{"fiber_nocorr", "fiber_nocorr", nil, newFiberAblationBound(fiberH, noCorrection), 0},
+		{"fiber_nocorr: A(ω) subtracted (FiBeR)", "fiber_nocorr", nil, newFiberBound(fiberH), 0.3},
+		{"fiber_ft", "fiber_ft", []setting{{"omega", 0.3}}, newFiberAblationBound(slowFiber, finiteTimeCorrection), 0},
+		// A − A_t shrinks as (1 − ω)^t, so only the first steps of the 256
+		// can differ by more than rounding: 2% is 5 steps.
+		{"fiber_ft: A(ω) instead of A_t(ω) (FiBeR)", "fiber_ft", []setting{{"omega", 0.3}}, newFiberBound(slowFiber), 0.02},
+		{"doppler", "doppler", nil, newDopplerBound(dop), 0},
+		{"doppler: a2 = 0.26 instead of 0.25", "doppler", nil, newDopplerBound(shiftedPole), 0.3},
+	} {
+		c := oracleCase{opt: optimizerNamed(m.opt), stream: streams[0], sets: m.sets, seed: 7, n: 512}
+		theta0, grads := c.inputs()
+		stepwise, _ := missedShares(t, c, theta0, grads, m.b, c.stream.sigmaW2)
+		t.Logf("%s: outside the bound on %.2f%% of the (coordinate, step) pairs", m.name, 100*stepwise)
+		switch {
+		case m.minStepwise == 0 && stepwise > 0:
+			t.Errorf("%s: outside its own bound on %.3g%% of the pairs, want none", m.name, 100*stepwise)
+		case stepwise < m.minStepwise:
+			t.Errorf("%s: outside the bound on only %.2f%% of the pairs (want %.0f%%): the bound cannot tell this mistake from rounding",
+				m.name, 100*stepwise, 100*m.minStepwise)
 		}
 	}
 }

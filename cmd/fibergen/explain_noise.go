@@ -37,7 +37,11 @@ func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[s
 		return out, notLinear
 	}
 	for _, sn := range fn.Noise.States {
-		if sn.Model == nil {
+		switch {
+		case sn.State == ir.LookaheadState && sn.Model == nil:
+			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
+			continue
+		case sn.Model == nil:
 			notLinear[sn.State] = sn.Why
 			continue
 		}

@@ -148,7 +148,7 @@ func TestExplainHuman(t *testing.T) {
 		"host scalars (uniform: computed once per step in float64, passed to the kernel as float32):",
 		"= 1 - omega", // a constant host scalar
 		"varies with t or sigma_w2",
-		"kernel (varying: per coordinate, float32): reads g gt r m v theta; writes r gt m v theta;",
+		"kernel (varying: per coordinate, float32): reads g gt r m v theta; writes r gt m v theta lookahead;",
 		"a          = (1 - kappa) / (kappa * gamma) = 0.9523809523809524 at t = 0",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -269,7 +269,7 @@ func TestExplainJSONValues(t *testing.T) {
 			t.Errorf("state %s starts at %g, want 0", s.Name, s.Init)
 		}
 	}
-	if !slices.Equal(states, []string{"gt", "r", "m", "v"}) {
+	if !slices.Equal(states, []string{"gt", "r", "m", "v", "lookahead"}) {
 		t.Errorf("states %q", states)
 	}
 	beta1 := 0.9 // a variable: the host computes 1 - beta1 in float64

@@ -10,40 +10,127 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/runtime"
 )
 
-// runFile runs an optimizer with flags and returns the bytes of the output
-// file.
-func runFile(t *testing.T, name string, theta, grads []float32, steps int, flags ...string) []byte {
+// backendNames are the shipped optimizers whose backends
+// TestRunBackendsIdentical compares: all of them.
+var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler"}
+
+// TestRunBackendsIdentical checks that --backend go and --backend cpu agree
+// bit for bit for every shipped optimizer, noise on and off: on θ and every
+// state at sizes around the groups of four the noise is drawn in, through
+// the engines that `fibergen run` builds (newEngine), compiling each
+// optimizer once; and through the command at the largest size, on the bytes
+// of --out and of --lookahead-out. Each run of the command compiles the
+// DSL, which costs far more than the steps, so the sizes do not go through
+// it.
+func TestRunBackendsIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const steps, sigmaW2 = 4, 0.3
+	sizes := []int{0, 1, 3, 5, 1025}
+	thetas, grads := make([][]float32, len(sizes)), make([][]float32, len(sizes))
+	for i, n := range sizes {
+		thetas[i], grads[i] = randFloats(r, n), randFloats(r, steps*n)
+	}
+	for _, name := range backendNames {
+		t.Run(name, func(t *testing.T) {
+			var diag strings.Builder
+			u := compileFile(optPath(name), &diag)
+			if u == nil {
+				t.Fatalf("%s", diag.String())
+			}
+			h, err := u.Func.ApplySettings(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := interp.New(u.Func)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufNames := append([]string{"theta"}, u.Func.States...)
+			for _, noise := range []string{"on", "off"} {
+				e := interp.Engine{P: p, Hypers: h, Noise: noise == "on", Seed: 11}
+				goEngine, cpuEngine := openEngine(t, "go", u, e), openEngine(t, "cpu", u, e)
+				for i, n := range sizes {
+					want := runEngine(t, goEngine, thetas[i], grads[i], sigmaW2)
+					got := runEngine(t, cpuEngine, thetas[i], grads[i], sigmaW2)
+					for k := range want {
+						if !sameBits(got[k], want[k]) {
+							t.Errorf("%s n=%d noise %s: the cpu backend's %s differs from the go backend's", name, n, noise, bufNames[k])
+						}
+					}
+				}
+			}
+			last := len(sizes) - 1
+			lookahead := u.Func.MixingWeight() >= 0
+			for _, noise := range []string{"on", "off"} {
+				flags := []string{"--noise", noise, "--sigma-w2", strconv.FormatFloat(sigmaW2, 'g', -1, 64), "--seed", "11"}
+				a := runFiles(t, name, thetas[last], grads[last], steps, lookahead, append(flags, "--backend", "go")...)
+				b := runFiles(t, name, thetas[last], grads[last], steps, lookahead, append(flags, "--backend", "cpu")...)
+				for k, what := range []string{"--out", "--lookahead-out"}[:len(a)] {
+					if !bytes.Equal(a[k], b[k]) {
+						t.Errorf("%s n=%d noise %s: the cpu backend's %s file differs from the go backend's", name, sizes[last], noise, what)
+					}
+				}
+			}
+		})
+	}
+}
+
+// openEngine returns the engine of backend for u and e, closed when the
+// test ends.
+func openEngine(t *testing.T, backend string, u *pipeline.Unit, e interp.Engine) runtime.Engine {
 	t.Helper()
-	th, g, out := runInputs(t, theta, grads, steps)
-	mustRun(t, append([]string{"run", optPath(name), "--grads", g, "--theta", th, "--out", out}, flags...)...)
-	data, err := os.ReadFile(out)
+	eng, closeEngine, err := newEngine(backend, u, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	t.Cleanup(closeEngine)
+	return eng
 }
 
-// TestRunBackendsIdentical checks that --backend go and --backend cpu write
-// byte-identical files for every shipped optimizer, noise on and off, at
-// sizes around the groups of four the noise is drawn in.
-func TestRunBackendsIdentical(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	const steps = 4
-	for _, n := range []int{0, 1, 3, 5, 1025} {
-		theta, grads := randFloats(r, n), randFloats(r, steps*n)
-		for _, name := range []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd"} {
-			for _, noise := range []string{"on", "off"} {
-				flags := []string{"--noise", noise, "--sigma-w2", "0.3", "--seed", "11"}
-				a := runFile(t, name, theta, grads, steps, append(flags, "--backend", "go")...)
-				b := runFile(t, name, theta, grads, steps, append(flags, "--backend", "cpu")...)
-				if !bytes.Equal(a, b) {
-					t.Errorf("%s n=%d noise %s: the cpu backend's file differs from the go backend's", name, n, noise)
-				}
-			}
-		}
+// runEngine runs eng on copies of theta and grads and returns θ and the
+// states.
+func runEngine(t *testing.T, eng runtime.Engine, theta, grads []float32, sigmaW2 float64) [][]float32 {
+	t.Helper()
+	theta = slices.Clone(theta)
+	states, err := runtime.Run(eng, theta, slices.Clone(grads), sigmaW2)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return append([][]float32{theta}, states...)
+}
+
+// sameBits reports whether a and b hold the same float32 bit patterns.
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// runFiles runs an optimizer with flags and returns the bytes of the --out
+// file and, with lookahead, of the --lookahead-out file.
+func runFiles(t *testing.T, name string, theta, grads []float32, steps int, lookahead bool, flags ...string) [][]byte {
+	t.Helper()
+	th, g, out := runInputs(t, theta, grads, steps)
+	paths := []string{out}
+	args := append([]string{"run", optPath(name), "--grads", g, "--theta", th, "--out", out}, flags...)
+	if lookahead {
+		paths = append(paths, out+".lookahead.npy")
+		args = append(args, "--lookahead-out", paths[1])
+	}
+	mustRun(t, args...)
+	var files [][]byte
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	return files
 }
 
 // TestRunNoiseStatistics runs DP-SGD from theta = 0 on zero gradients for

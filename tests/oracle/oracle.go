@@ -1,8 +1,11 @@
 // Package oracle holds hand-written float64 reference implementations of the
-// optimizers in the FiBeR paper: FiBeR (Algorithm 2), DiSK (the EMA filter of
-// eq. (4) fed to AdamW) and DiSK-CORR (Appendix B.6), DP-AdamW and DP-SGD
-// (Algorithm 1), and an alpha-beta tracker with the attenuation of its level
-// from the tracking literature.
+// optimizers in the FiBeR paper: FiBeR (Algorithm 2) and its ablations
+// (FiBeR_NO_CORR, FiBeR_BC_CORR, the finite-time correction of Appendix D),
+// DiSK (the EMA filter of eq. (4) fed to AdamW) and DiSK-CORR (Appendix
+// B.6), DP-Adam, DP-AdamW, DP-AdamBC (Tang et al. 2024) and DP-SGD
+// (Algorithm 1), a DOPPLER-style second-order low-pass filter (Zhang et al.
+// 2024) with the noise gain of an ARMA(2,1) process, and an alpha-beta
+// tracker with the attenuation of its level from the tracking literature.
 //
 // The code is transcribed from the paper's equations and never from
 // fibergen's DSL, IR or generated code, so that a bug shared by every
@@ -31,7 +34,8 @@ func DefaultAdamW() AdamW {
 }
 
 // FiBeRHypers are FiBeR's hypers. Kappa and Gamma shape only the two-point
-// observation that produces g_t; they do not enter the step.
+// observation that produces g_t; they do not enter the update of θ, and
+// Gamma places the look-ahead point of the next observation.
 type FiBeRHypers struct {
 	AdamW
 	Kappa float64 // κ
@@ -55,23 +59,38 @@ func Attenuation(omega float64) float64 {
 // FiBeR is Algorithm 2: innovation filtering, AdamW moments on the filtered
 // gradient and the filter-aware second-moment correction.
 type FiBeR struct {
-	H FiBeRHypers
-	T int       // t, the index of the next step (from 0)
-	G []float64 // g̃_{t-1}, the filtered gradient
-	R []float64 // r_{t-1}, the smoothed innovation
-	M []float64 // m_{t-1}
-	V []float64 // v_{t-1}
+	H         FiBeRHypers
+	T         int       // t, the index of the next step (from 0)
+	G         []float64 // g̃_{t-1}, the filtered gradient
+	R         []float64 // r_{t-1}, the smoothed innovation
+	M         []float64 // m_{t-1}
+	V         []float64 // v_{t-1}
+	Lookahead []float64 // θ_t + γ d_{t-1} (LookaheadPoint), written by step t−1; 0 before step 0
 }
 
-// NewFiBeR returns FiBeR over n coordinates with g̃ = r = m = v = 0.
+// NewFiBeR returns FiBeR over n coordinates with g̃ = r = m = v = 0 and the
+// look-ahead point 0.
 func NewFiBeR(h FiBeRHypers, n int) *FiBeR {
-	return &FiBeR{H: h, G: make([]float64, n), R: make([]float64, n), M: make([]float64, n), V: make([]float64, n)}
+	return &FiBeR{H: h, G: make([]float64, n), R: make([]float64, n), M: make([]float64, n), V: make([]float64, n),
+		Lookahead: make([]float64, n)}
+}
+
+// LookaheadPoint is the point θ_{t+1} + γ d_t, d_t = θ_{t+1} − θ_t, where the
+// two-point observation of step t+1 evaluates its first gradient (Algorithm
+// 2, eq. (2): u_{t+1} = a ∇f(θ_{t+1} + γ d_t) + (1 − a) ∇f(θ_{t+1})).
+func LookaheadPoint(thetaNext, theta, gamma float64) float64 {
+	return thetaNext + gamma*(thetaNext-theta)
 }
 
 // Step runs step t on theta with the privatized gradient g.
 func (o *FiBeR) Step(theta, g []float64, sigmaW2 float64) {
+	o.step(theta, g, Attenuation(o.H.Omega)*sigmaW2) // σ²_filt = A(ω) σ_w²
+}
+
+// step runs Algorithm 2 with the second moment reduced by sigmaFilt2, the
+// DP-noise variance the correction assumes in g̃_t.
+func (o *FiBeR) step(theta, g []float64, sigmaFilt2 float64) {
 	h, t := o.H, float64(o.T)
-	sigmaFilt2 := Attenuation(h.Omega) * sigmaW2 // σ²_filt = A(ω) σ_w²
 	for i := range theta {
 		nu := g[i] - o.G[i]                                                   // ν_t = g_t − g̃_{t-1}
 		o.R[i] = (1-h.Omega)*o.R[i] + h.Omega*nu                              // r_t = (1−ω) r_{t-1} + ω ν_t
@@ -81,12 +100,15 @@ func (o *FiBeR) Step(theta, g []float64, sigmaW2 float64) {
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t = m_t / (1 − β1^{t+1})
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t = v_t / (1 − β2^{t+1})
 		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)                             // v̄_t = max(v̂_t − σ²_filt, ε_v)
+		prev := theta[i]                                                      // θ_t
 		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps) // θ_{t+1}
+		o.Lookahead[i] = LookaheadPoint(theta[i], prev, h.Gamma)              // θ_{t+1} + γ d_t
 	}
 	o.T++
 }
 
-// DiSKHypers are DiSK's hypers; Gamma shapes only the observation.
+// DiSKHypers are DiSK's hypers; Gamma shapes only the observation and
+// places its look-ahead point.
 type DiSKHypers struct {
 	AdamW
 	Kappa float64 // κ, the filter gain
@@ -101,16 +123,18 @@ func DefaultDiSK() DiSKHypers {
 // DiSK is the EMA filter g̃_t = (1 − κ) g̃_{t-1} + κ g_t (eq. (4)) feeding
 // AdamW with bias correction and no noise correction.
 type DiSK struct {
-	H DiSKHypers
-	T int       // t, the index of the next step
-	G []float64 // g̃_{t-1}
-	M []float64 // m_{t-1}
-	V []float64 // v_{t-1}
+	H         DiSKHypers
+	T         int       // t, the index of the next step
+	G         []float64 // g̃_{t-1}
+	M         []float64 // m_{t-1}
+	V         []float64 // v_{t-1}
+	Lookahead []float64 // θ_t + γ d_{t-1}, as FiBeR's
 }
 
-// NewDiSK returns DiSK over n coordinates with g̃ = m = v = 0.
+// NewDiSK returns DiSK over n coordinates with g̃ = m = v = 0 and the
+// look-ahead point 0.
 func NewDiSK(h DiSKHypers, n int) *DiSK {
-	return &DiSK{H: h, G: make([]float64, n), M: make([]float64, n), V: make([]float64, n)}
+	return &DiSK{H: h, G: make([]float64, n), M: make([]float64, n), V: make([]float64, n), Lookahead: make([]float64, n)}
 }
 
 // Step runs step t on theta with the privatized gradient g; sigmaW2 is
@@ -123,7 +147,9 @@ func (o *DiSK) Step(theta, g []float64, sigmaW2 float64) {
 		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(o.G[i]*o.G[i])                 // v_t
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t
+		prev := theta[i]                                                      // θ_t
 		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vHat)+h.Eps) // θ_{t+1}
+		o.Lookahead[i] = LookaheadPoint(theta[i], prev, h.Gamma)              // θ_{t+1} + γ d_t
 	}
 	o.T++
 }
@@ -199,7 +225,9 @@ func (o *DiSKCorr) Step(theta, g []float64, sigmaW2 float64) {
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t
 		vBar := math.Max(vHat-sigmaFilt2, o.EpsV)                             // v̄_t
+		prev := theta[i]                                                      // θ_t
 		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps) // θ_{t+1}
+		o.Lookahead[i] = LookaheadPoint(theta[i], prev, h.Gamma)              // θ_{t+1} + γ d_t
 	}
 	o.T++
 }
@@ -251,6 +279,213 @@ func (o *ABTrack) Step(theta, g []float64, sigmaW2 float64) {
 		o.S[i] = o.S[i] + h.Beta*nu
 		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*o.L[i]
 		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(o.L[i]*o.L[i])
+		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))
+		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))
+		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)
+		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps)
+	}
+	o.T++
+}
+
+// DPAdam is Adam (Kingma and Ba 2015, Algorithm 1) with bias correction
+// run directly on the privatized gradient, with torch.optim.Adam's coupled
+// L2 weight decay: the moments see g_t + λ θ_t, and the update has no
+// decoupled decay.
+type DPAdam struct {
+	H AdamW     // Wd is the coupled L2 coefficient
+	T int       // t, the index of the next step
+	M []float64 // m_{t-1}
+	V []float64 // v_{t-1}
+}
+
+// NewDPAdam returns DP-Adam over n coordinates with m = v = 0.
+func NewDPAdam(h AdamW, n int) *DPAdam {
+	return &DPAdam{H: h, M: make([]float64, n), V: make([]float64, n)}
+}
+
+// Step runs step t on theta with the privatized gradient g; sigmaW2 is unused.
+func (o *DPAdam) Step(theta, g []float64, sigmaW2 float64) {
+	h, t := o.H, float64(o.T)
+	for i := range theta {
+		gw := g[i] + h.Wd*theta[i]                              // g_t + λ θ_t
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*gw                // m_t
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(gw*gw)           // v_t
+		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))           // m̂_t
+		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))           // v̂_t
+		theta[i] = theta[i] - h.Lr*mHat/(math.Sqrt(vHat)+h.Eps) // θ_{t+1}
+	}
+	o.T++
+}
+
+// DPAdamBC is DP-AdamBC (Tang, Shpilevskiy and Lécuyer 2024, Algorithm 1):
+// DP-AdamW whose bias-corrected second moment is reduced by the whole DP
+// noise variance Φ = σ_w² and floored at γ' = ε_v, v̄_t = max(v̂_t − σ_w², ε_v);
+// the FiBeR paper's correction with A = 1 and no filter.
+type DPAdamBC struct {
+	DPAdamW
+	EpsV float64 // ε_v, Tang et al.'s γ'
+}
+
+// NewDPAdamBC returns DP-AdamBC over n coordinates with m = v = 0.
+func NewDPAdamBC(h AdamW, epsV float64, n int) *DPAdamBC {
+	return &DPAdamBC{DPAdamW: *NewDPAdamW(h, n), EpsV: epsV}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *DPAdamBC) Step(theta, g []float64, sigmaW2 float64) {
+	h, t := o.H, float64(o.T)
+	for i := range theta {
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*g[i]                            // m_t
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(g[i]*g[i])                     // v_t
+		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t
+		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t
+		vBar := math.Max(vHat-sigmaW2, o.EpsV)                                // v̄_t = max(v̂_t − Φ, γ')
+		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps) // θ_{t+1}
+	}
+	o.T++
+}
+
+// FiBeRNoCorr is the FiBeR paper's FiBeR_NO_CORR ablation (Section 5):
+// Algorithm 2 with the correction disabled by A(ω) = 0, v̄_t = max(v̂_t, ε_v).
+type FiBeRNoCorr struct{ FiBeR }
+
+// NewFiBeRNoCorr returns FiBeR_NO_CORR over n coordinates with every state 0.
+func NewFiBeRNoCorr(h FiBeRHypers, n int) *FiBeRNoCorr {
+	return &FiBeRNoCorr{*NewFiBeR(h, n)}
+}
+
+// Step runs step t on theta with the privatized gradient g; sigmaW2 is
+// unused.
+func (o *FiBeRNoCorr) Step(theta, g []float64, sigmaW2 float64) { o.step(theta, g, 0) }
+
+// FiBeRBCCorr is the FiBeR paper's FiBeR_BC_CORR ablation (Section 5):
+// Algorithm 2 with Tang et al.'s correction, which ignores the filter's
+// attenuation: v̄_t = max(v̂_t − σ_w², ε_v), that is A = 1.
+type FiBeRBCCorr struct{ FiBeR }
+
+// NewFiBeRBCCorr returns FiBeR_BC_CORR over n coordinates with every state 0.
+func NewFiBeRBCCorr(h FiBeRHypers, n int) *FiBeRBCCorr {
+	return &FiBeRBCCorr{*NewFiBeR(h, n)}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *FiBeRBCCorr) Step(theta, g []float64, sigmaW2 float64) { o.step(theta, g, sigmaW2) }
+
+// FiniteAttenuation is A_t(ω), the variance of the innovation filter's
+// output g̃_t per unit σ_w² after the noise of steps 0..t from zero state
+// (Appendix D, Lemma "Finite-time DP noise bound for the innovation
+// filter"): A_t = e1ᵀ Σ_t e1 with Σ_t = M Σ_{t-1} Mᵀ + ω² b bᵀ, Σ_{-1} = 0,
+// M = [[1−ω, 1−ω], [−ω, 1−ω]] on (g̃, r) and b = (1, 1). It is 0 for t < 0.
+func FiniteAttenuation(omega float64, t int) float64 {
+	var s finiteSigma
+	for range t + 1 {
+		s.next(omega)
+	}
+	return s[0][0]
+}
+
+// finiteSigma is the lemma's Σ_t per unit σ_w².
+type finiteSigma [2][2]float64
+
+// next advances Σ_{t-1} to Σ_t = M Σ_{t-1} Mᵀ + ω² b bᵀ.
+func (s *finiteSigma) next(omega float64) {
+	m := [2][2]float64{{1 - omega, 1 - omega}, {-omega, 1 - omega}}
+	var ms, out finiteSigma // M Σ, then M Σ Mᵀ + Q
+	for i := range 2 {
+		for j := range 2 {
+			ms[i][j] = m[i][0]*s[0][j] + m[i][1]*s[1][j]
+		}
+	}
+	q := omega * omega // Q = ω² b bᵀ, every entry ω² since b = (1, 1)
+	for i := range 2 {
+		for j := range 2 {
+			out[i][j] = ms[i][0]*m[j][0] + ms[i][1]*m[j][1] + q
+		}
+	}
+	*s = out
+}
+
+// FiBeRFT is FiBeR with the finite-time correction of Appendix D: step t
+// subtracts A_t(ω) σ_w², the variance the noise of steps 0..t has built up
+// in g̃_t, instead of its limit A(ω) σ_w².
+type FiBeRFT struct {
+	FiBeR
+	sigma  finiteSigma // Σ_{sigmaT}
+	sigmaT int         // the step Σ belongs to; -1 for Σ_{-1} = 0
+}
+
+// NewFiBeRFT returns FiBeR-FT over n coordinates with every state 0.
+func NewFiBeRFT(h FiBeRHypers, n int) *FiBeRFT {
+	return &FiBeRFT{FiBeR: *NewFiBeR(h, n), sigmaT: -1}
+}
+
+// Step runs step t on theta with the privatized gradient g. Σ_t advances
+// with the steps; after T was moved, it is recomputed from Σ_{-1} = 0.
+func (o *FiBeRFT) Step(theta, g []float64, sigmaW2 float64) {
+	if o.sigmaT >= o.T {
+		o.sigma, o.sigmaT = finiteSigma{}, -1
+	}
+	for o.sigmaT < o.T {
+		o.sigma.next(o.H.Omega)
+		o.sigmaT++
+	}
+	o.step(theta, g, o.sigma[0][0]*sigmaW2) // σ²_filt = A_t(ω) σ_w²
+}
+
+// DopplerHypers are the hypers of a second-order low-pass filter
+// y_t = b0 g_t + b1 g_{t-1} − a1 y_{t-1} − a2 y_{t-2} feeding AdamW.
+type DopplerHypers struct {
+	AdamW
+	B0, B1 float64 // the feed-forward coefficients
+	A1, A2 float64 // the feedback coefficients, with the sign convention above
+	EpsV   float64 // ε_v
+}
+
+// DefaultDoppler returns a double pole at 0.5 (a1 = −1, a2 = 1/4), a zero at
+// −1 and unit DC gain (b0 = b1 = 1/8), ε_v = 1e-8 and AdamW defaults.
+func DefaultDoppler() DopplerHypers {
+	return DopplerHypers{AdamW: DefaultAdamW(), B0: 0.125, B1: 0.125, A1: -1, A2: 0.25, EpsV: 1e-8}
+}
+
+// DopplerAttenuation is the variance of the filter's output per unit
+// variance of white noise at its input: the variance γ0 of the ARMA(2,1)
+// process y_t + a1 y_{t-1} + a2 y_{t-2} = b0 w_t + b1 w_{t-1}. With
+// E[y_t w_t] = b0 and E[y_t w_{t-1}] = b1 − a1 b0, the Yule–Walker
+// equations γ0 = −a1 γ1 − a2 γ2 + b0² + b1 (b1 − a1 b0),
+// γ1 = −a1 γ0 − a2 γ1 + b0 b1 and γ2 = −a1 γ1 − a2 γ0 give
+// γ0 = ((b0² + b1²)(1 + a2) − 2 a1 b0 b1) / ((1 − a2)((1 + a2)² − a1²)).
+func DopplerAttenuation(b0, b1, a1, a2 float64) float64 {
+	return ((b0*b0+b1*b1)*(1+a2) - 2*a1*b0*b1) / ((1 - a2) * ((1+a2)*(1+a2) - a1*a1))
+}
+
+// Doppler is AdamW on the output of a DOPPLER-style second-order low-pass
+// filter of g (Zhang et al. 2024), with the second moment corrected by the
+// filter's noise gain and floored at ε_v.
+type Doppler struct {
+	H  DopplerHypers
+	T  int       // t, the index of the next step
+	Y  []float64 // y_{t-1}
+	Y1 []float64 // y_{t-2}
+	G1 []float64 // g_{t-1}
+	M  []float64
+	V  []float64
+}
+
+// NewDoppler returns the filter over n coordinates with every state 0.
+func NewDoppler(h DopplerHypers, n int) *Doppler {
+	return &Doppler{H: h, Y: make([]float64, n), Y1: make([]float64, n), G1: make([]float64, n),
+		M: make([]float64, n), V: make([]float64, n)}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *Doppler) Step(theta, g []float64, sigmaW2 float64) {
+	h, t := o.H, float64(o.T)
+	sigmaFilt2 := DopplerAttenuation(h.B0, h.B1, h.A1, h.A2) * sigmaW2
+	for i := range theta {
+		y := h.B0*g[i] + h.B1*o.G1[i] - h.A1*o.Y[i] - h.A2*o.Y1[i] // y_t
+		o.Y1[i], o.Y[i], o.G1[i] = o.Y[i], y, g[i]
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*y
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(y*y)
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))
 		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)
