@@ -103,8 +103,9 @@ type Diagnostic struct {
 }
 
 // Privatize names the entry points that clip per-example gradients and
-// average them into the gradient buffer (docs/kernels.md, "Privatize"),
-// each list in the order they run: norms, scales, sum.
+// write their sum over a divisor, the expected batch size, into the
+// gradient buffer (docs/kernels.md, "Privatize"), each list in the order
+// they run: norms, scales, sum.
 type Privatize struct {
 	Chunk         int      `json:"chunk"`   // coordinates per chunk of the norms reduction
 	Kernels       []string `json:"kernels"` // the NVPTX kernels, in the PTX file

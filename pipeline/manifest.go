@@ -100,14 +100,14 @@ func stepABI(k *cuda.Kernels) string {
 
 // privatizeHostABI is the signature of every privatize host function.
 const privatizeHostABI = "void %s(const struct fibergen_privatize { const float *cur, *look; float *partials, *scales, *out; " +
-	"int64_t batch, n, lo, hi; double clip; float a, b; uint32_t mode, pad; } *p)"
+	"int64_t batch, n, lo, hi; double clip; float a, b, divisor; uint32_t mode; } *p)"
 
 // privatizeKernelABIs are the privatize kernels' signatures in PTX terms,
 // by phase.
 var privatizeKernelABIs = map[string]string{
 	"norms":  "(float *cur, float *look, float *partials, u64 batch, u64 n, float a, float b, u32 mode)",
 	"scales": "(float *partials, float *scales, u64 batch, u64 nchunks, f64 clip)",
-	"sum":    "(float *cur, float *look, float *scales, float *out, u64 batch, u64 n, float a, float b, u32 mode)",
+	"sum":    "(float *cur, float *look, float *scales, float *out, u64 batch, u64 n, float a, float b, float divisor, u32 mode)",
 }
 
 func manifestPrivatize(fn *ir.Func, k *cuda.Kernels) *manifest.Privatize {

@@ -2,7 +2,8 @@
 // the chunked lane-tree sum that the kernels compute per chunk of
 // ReduceChunk coordinates (docs/kernels.md, "Reductions") — the per-example
 // norms of per-example clipping and the clamp_mass diagnostic — and the
-// privatize functions built on it (Privatize: mix, clip, average).
+// privatize functions built on it (Privatize: mix, clip, sum, divide by the
+// expected batch size).
 //
 // The same operations in the same order as the kernels' reductions, so the
 // same bits. fibergen copies core.go ([CoreSource]) into every package it

@@ -76,3 +76,26 @@ func TestClipScales(t *testing.T) {
 		t.Errorf("an infinite norm: bad %d, want 0", bad)
 	}
 }
+
+// TestPrivatizeDivisor checks that the clipped sum is divided by the
+// divisor, not by the number of rows: no rows give +0 everywhere, and
+// doubling the divisor halves every coordinate exactly (scaling by 2
+// commutes with rounding away from the subnormals).
+func TestPrivatizeDivisor(t *testing.T) {
+	cur := []float32{3, 4, 0.3, 0.4, 0.1, -0.7}
+	const n = 2
+	for _, rows := range []int{0, 1, 3} {
+		byRows, byTwice := []float32{-7, -7}, []float32{-7, -7}
+		if bad := Privatize(byRows, cur[:rows*n], nil, rows, float32(max(rows, 1)), 0, 1); bad != -1 {
+			t.Fatalf("%d rows: example %d not finite", rows, bad)
+		}
+		if bad := Privatize(byTwice, cur[:rows*n], nil, rows, float32(2*max(rows, 1)), 0, 1); bad != -1 {
+			t.Fatalf("%d rows: example %d not finite", rows, bad)
+		}
+		for i := range n {
+			if rows == 0 && math.Float32bits(byRows[i]) != 0 || byTwice[i] != byRows[i]/2 {
+				t.Errorf("%d rows, coordinate %d: %v over rows, %v over twice the rows", rows, i, byRows[i], byTwice[i])
+			}
+		}
+	}
+}

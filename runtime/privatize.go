@@ -12,14 +12,15 @@ import (
 // This file privatizes per-example gradients (docs/runtime.md,
 // "Per-example clipping"): it mixes each example's two gradients as the
 // optimizer's observation says, clips every example to norm DP.ClipNorm and
-// writes the mean over DP.BatchSize examples into the gradient buffer, for
-// Step to add the noise. The CPU backend runs the kernels' privatize host
+// writes their sum divided by DP.BatchSize (the expected batch size, however
+// many examples were drawn) into the gradient buffer, for Step to add the
+// noise. The CPU backend runs the kernels' privatize host
 // functions on every core (their Go reference where there is no shared
 // object), CUDA its privatize kernels; all give the same bits.
 
 // PrivatizeStats describes one privatization.
 type PrivatizeStats struct {
-	Scales  []float32 // per example: min(1, C/‖u‖), the factor its gradient was scaled by
+	Scales  []float32 // per example given: min(1, C/‖u‖), the factor its gradient was scaled by
 	Clipped int       // examples whose norm exceeded C
 }
 
@@ -36,28 +37,33 @@ func (e *NonFiniteExampleError) Error() string {
 // privJob is one privatization for a backend.
 type privJob struct {
 	cur, look []float32 // rows [batch][n]; look is read in mode 1
-	batch, n  int
-	a, b      float32 // mode 1: u = a·look + b·cur
+	batch, n  int       // batch: the examples given
+	a, b      float32   // mode 1: u = a·look + b·cur
+	divisor   float32   // float32(DP.BatchSize), exact
 	mode      uint32
 	clip      float64
 	scales    []float32 // given (ClipScales): only the sum runs
 }
 
 // privatizer is a backend that runs the privatize kernels: it computes the
-// scales unless the job has them, and writes the clipped mean into the
-// gradient buffer unless an example is not finite, returning the scales.
+// scales unless the job has them, and writes the clipped sum over the
+// divisor into the gradient buffer unless an example is not finite,
+// returning the scales.
 type privatizer interface {
 	privatize(j privJob) ([]float32, error)
 }
 
-// Privatize sets the gradient of the next step to the clipped mean of the
-// batch's per-example gradients: cur holds ∇f(θ_t; ξ) of DP.BatchSize
-// examples, each a row of Len() values (the registered tensors in order);
-// look holds ∇f at Observation().Lookahead for a two-point optimizer, nil
-// for the others. Each example's u = A·look + (1−A)·cur (A from
-// Observation) is clipped to norm DP.ClipNorm; Step then adds the noise. An
-// example with a NaN or ±Inf entry makes it return a
-// *NonFiniteExampleError and change nothing.
+// Privatize sets the gradient of the next step to the clipped per-example
+// gradients of the batch, summed and divided by DP.BatchSize: cur holds
+// ∇f(θ_t; ξ) of k examples, each a row of Len() values (the registered
+// tensors in order), k = len(cur)/Len() any whole number — under Poisson
+// sampling the examples drawn (0 included: the gradient is then 0), with
+// a fixed batch size k = DP.BatchSize; look holds ∇f at the look-ahead
+// point (Tensor.Lookahead) for a two-point optimizer (nil will do for no
+// examples), nil for the others.
+// Each example's u = A·look + (1−A)·cur (A from Observation) is clipped to
+// norm DP.ClipNorm; Step then adds the noise. An example with a NaN or ±Inf
+// entry makes it return a *NonFiniteExampleError and change nothing.
 func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
 	j, err := o.privJob(cur, look)
 	if err != nil {
@@ -66,15 +72,15 @@ func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
 	return o.runPrivatize(j)
 }
 
-// PrivatizeScaled is Privatize with the scales given, e.g. by ClipScales:
-// out = Σ_ξ scales[ξ]·u_ξ / B.
+// PrivatizeScaled is Privatize with the scales given, one per example,
+// e.g. by ClipScales: out = Σ_ξ scales[ξ]·u_ξ / DP.BatchSize.
 func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats, error) {
 	j, err := o.privJob(cur, look)
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
 	if len(scales) != j.batch {
-		return PrivatizeStats{}, fmt.Errorf("runtime: %d scales for a batch of %d", len(scales), j.batch)
+		return PrivatizeStats{}, fmt.Errorf("runtime: %d scales for %d examples", len(scales), j.batch)
 	}
 	for ex, s := range scales {
 		if !(s >= 0 && s <= 1) {
@@ -86,7 +92,7 @@ func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats
 }
 
 // runPrivatize runs j on the backend and clears the non-finite marks of
-// SetGrad, as the whole gradient buffer now holds the clipped mean.
+// SetGrad, as the whole gradient buffer now holds the clipped sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	p, ok := o.back.(privatizer)
 	if !ok {
@@ -117,14 +123,20 @@ func (o *Optimizer) privJob(cur, look []float32) (privJob, error) {
 	if err := o.ready(); err != nil {
 		return privJob{}, err
 	}
-	j := privJob{cur: cur, batch: o.dp.BatchSize, n: o.n, clip: o.dp.ClipNorm}
+	divisor, err := o.privDivisor()
+	if err != nil {
+		return privJob{}, err
+	}
+	k, err := o.privRows(cur)
+	if err != nil {
+		return privJob{}, err
+	}
+	j := privJob{cur: cur, batch: k, n: o.n, clip: o.dp.ClipNorm, divisor: divisor}
 	obs := o.Observation()
 	switch {
-	case len(cur) != j.batch*j.n:
-		return privJob{}, fmt.Errorf("runtime: cur holds %d values, want %d examples of %d", len(cur), j.batch, j.n)
 	case look != nil && obs.Kind != "two_point":
 		return privJob{}, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
-	case look == nil && obs.Kind == "two_point" && obs.A != 0:
+	case look == nil && obs.Kind == "two_point" && obs.A != 0 && k > 0:
 		return privJob{}, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
 	case look != nil && len(look) != len(cur):
 		return privJob{}, fmt.Errorf("runtime: look holds %d values, cur %d", len(look), len(cur))
@@ -140,9 +152,34 @@ func (o *Optimizer) privJob(cur, look []float32) (privJob, error) {
 	return j, nil
 }
 
+// maxPrivBatch is the largest DP.BatchSize that Privatize divides by:
+// float32 holds every whole number up to 2^24 exactly.
+const maxPrivBatch = 1 << 24
+
+// privDivisor returns the divisor of the clipped sum, float32(DP.BatchSize),
+// refusing a batch size that float32 would round.
+func (o *Optimizer) privDivisor() (float32, error) {
+	if o.dp.BatchSize > maxPrivBatch {
+		return 0, fmt.Errorf("runtime: Privatize divides by float32(B), exact up to 2^24 = %d; DP.BatchSize %d is larger", maxPrivBatch, o.dp.BatchSize)
+	}
+	return float32(o.dp.BatchSize), nil
+}
+
+// privRows returns the number of examples of cur, rows of Len() values.
+func (o *Optimizer) privRows(cur []float32) (int, error) {
+	switch {
+	case o.n == 0 && len(cur) == 0:
+		return 0, nil
+	case o.n == 0 || len(cur)%o.n != 0:
+		return 0, fmt.Errorf("runtime: cur holds %d values, not a whole number of examples of %d", len(cur), o.n)
+	}
+	return len(cur) / o.n, nil
+}
+
 // ClipScales returns the per-example clipping scales of ghost clipping,
 // for a trainer that computes the norms itself (docs/runtime.md): curNorm
-// holds ‖∇f(θ_t; ξ)‖ of DP.BatchSize examples; for a two-point optimizer
+// holds ‖∇f(θ_t; ξ)‖ of the k examples given (any number, as for
+// Privatize); for a two-point optimizer
 // lookNorm holds ‖∇f(look; ξ)‖ and dot ⟨∇f(look; ξ), ∇f(θ_t; ξ)⟩ (else
 // both nil). The mixed norm² = A²‖look‖² + 2A(1−A)⟨look, cur⟩ + (1−A)²‖cur‖²
 // is computed in float64 and clamped at 0, the scale is
@@ -154,8 +191,6 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 	}
 	obs := o.Observation()
 	switch {
-	case len(curNorm) != o.dp.BatchSize:
-		return nil, fmt.Errorf("runtime: %d norms for a batch of %d", len(curNorm), o.dp.BatchSize)
 	case (lookNorm == nil) != (dot == nil):
 		return nil, errors.New("runtime: ClipScales takes lookNorm and dot together")
 	case lookNorm != nil && (len(lookNorm) != len(curNorm) || len(dot) != len(curNorm)):
@@ -188,7 +223,7 @@ func (b *cpuBackend) privatize(j privJob) ([]float32, error) {
 	}
 	nchunks := reduce.ReduceChunks(j.n)
 	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: b.bufs[1],
-		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Mode: j.mode}
+		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Divisor: j.divisor, Mode: j.mode}
 	if args.Scales == nil {
 		args.Partials, args.Scales = make([]float32, j.batch*nchunks), make([]float32, j.batch)
 		if err := b.split(j.batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {

@@ -10,8 +10,8 @@ import (
 
 // privatize runs j on the GPU: the rows are copied into device buffers
 // made for the call, the norms and scales kernels run, the scales come
-// back for the non-finite check, and the sum kernel writes the clipped
-// mean into the device gradient buffer.
+// back for the non-finite check, and the sum kernel writes the clipped sum
+// over the divisor into the device gradient buffer.
 func (b *cudaBackend) privatize(j privJob) (_ []float32, err error) {
 	fns, err := b.k.privatizeFuncs()
 	if err != nil {
@@ -53,7 +53,7 @@ func (b *cudaBackend) privatize(j privJob) (_ []float32, err error) {
 			return nil, err
 		}
 	}
-	err = b.k.launch(fns[2], j.n/4+4, cur, look, scales, b.dev[1], int64(j.batch), int64(j.n), j.a, j.b, j.mode)
+	err = b.k.launch(fns[2], j.n/4+4, cur, look, scales, b.dev[1], int64(j.batch), int64(j.n), j.a, j.b, j.divisor, j.mode)
 	return j.scales, err
 }
 

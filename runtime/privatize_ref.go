@@ -21,6 +21,6 @@ func privReference(phase int, a hostkernel.PrivatizeArgs) {
 	case 1:
 		reduce.PrivatizeScales(a.Scales, a.Partials, reduce.ReduceChunks(n), a.Clip, lo, hi)
 	case 2:
-		reduce.PrivatizeSum(a.Out, a.Cur, look, a.Scales[:a.Batch], n, a.A, a.B, lo, hi)
+		reduce.PrivatizeSum(a.Out, a.Cur, look, a.Scales[:a.Batch], n, a.A, a.B, a.Divisor, lo, hi)
 	}
 }

@@ -49,57 +49,67 @@ func openPrivatizing(t *testing.T, name string, backend runtime.Backend, batch i
 
 // TestPrivatizeMatchesGenerated checks, on the host kernel (cpu) and the
 // Go reference (go), that Privatize writes into the gradient buffer the
-// bits of the generated package's Privatize: DP-SGD with lr 1 and no noise
-// from θ = 0 leaves θ = −g exactly.
+// bits of the generated package's Privatize, for k = B examples and for the
+// k ≠ B of Poisson sampling (none, fewer, more), the sum divided by B:
+// DP-SGD with lr 1 and no noise from θ = 0 leaves θ = −g exactly.
 func TestPrivatizeMatchesGenerated(t *testing.T) {
 	const batch = 9
 	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} {
-		t.Run(string(backend), func(t *testing.T) {
-			o, ts := openPrivatizing(t, "dp_sgd", backend, batch)
-			if err := o.SetHyper("lr", 1); err != nil {
-				t.Fatal(err)
-			}
-			cur := exampleRows(1, batch, o.Len())
-			st, err := o.Privatize(cur, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Step(); err != nil {
-				t.Fatal(err)
-			}
-			if o.Backend() != backend {
-				t.Fatalf("ran on %s", o.Backend())
-			}
-			want := make([]float32, o.Len())
-			if bad := dp_sgd.Privatize(want, cur, nil, batch, 0, 1); bad >= 0 {
-				t.Fatalf("example %d not finite", bad)
-			}
-			got := flatParams(t, ts)
-			for i := range got {
-				got[i] = -got[i]
-			}
-			// θ = 0 − g, so −θ is g up to the sign of a zero, which == ignores.
-			if !slices.ContainsFunc(want, func(x float32) bool { return x != 0 }) || !slices.Equal(got, want) {
-				t.Fatalf("clipped mean differs from dp_sgd.Privatize: %v… vs %v…", got[:4], want[:4])
-			}
-			if st.Clipped == 0 || st.Clipped == batch || len(st.Scales) != batch || st.Scales[3] != 1 {
-				t.Errorf("stats %+v: want some examples clipped, example 3 (zero) at scale 1", st)
-			}
-		})
+		for _, k := range []int{batch, 0, 5, 2*batch + 1} {
+			t.Run(fmt.Sprintf("%s/k=%d", backend, k), func(t *testing.T) { checkPrivatizeRows(t, backend, batch, k) })
+		}
+	}
+}
+
+// checkPrivatizeRows privatizes k examples with DP.BatchSize batch on
+// backend and compares the step's −θ with dp_sgd.Privatize.
+func checkPrivatizeRows(t *testing.T, backend runtime.Backend, batch, k int) {
+	o, ts := openPrivatizing(t, "dp_sgd", backend, batch)
+	if err := o.SetHyper("lr", 1); err != nil {
+		t.Fatal(err)
+	}
+	cur := exampleRows(1, k, o.Len())
+	st, err := o.Privatize(cur, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Backend() != backend {
+		t.Fatalf("ran on %s", o.Backend())
+	}
+	want := make([]float32, o.Len())
+	if bad := dp_sgd.Privatize(want, cur, nil, k, float32(batch), 0, 1); bad >= 0 {
+		t.Fatalf("example %d not finite", bad)
+	}
+	got := flatParams(t, ts)
+	for i := range got {
+		got[i] = -got[i]
+	}
+	// θ = 0 − g, so −θ is g up to the sign of a zero, which == ignores.
+	nonzero := slices.ContainsFunc(want, func(x float32) bool { return x != 0 })
+	if nonzero != (k > 0) || !slices.Equal(got, want) {
+		t.Fatalf("clipped sum over B differs from dp_sgd.Privatize: %v… vs %v…", got[:4], want[:4])
+	}
+	if len(st.Scales) != k || k >= 5 && (st.Clipped == 0 || st.Clipped == k || st.Scales[3] != 1) {
+		t.Errorf("stats %+v: want %d scales, some examples clipped, example 3 (zero) at scale 1", st, k)
 	}
 }
 
 // TestPrivatizeTwoPointBackendsAgree checks that DiSK's two-point
 // privatization and the steps after it give the same bits on the host
-// kernel and the Go reference, and that PrivatizeScaled with the scales
-// Privatize returned does too.
+// kernel and the Go reference, with k = B examples and the k ≠ B of Poisson
+// sampling, and that PrivatizeScaled with the scales Privatize returned
+// does too.
 func TestPrivatizeTwoPointBackendsAgree(t *testing.T) {
 	const batch = 6
+	rows := []int{batch, 0, 2*batch + 1, 2}
 	var results [][]float32
 	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go, runtime.CPU} {
 		o, ts := openPrivatizing(t, "disk", backend, batch)
-		for step := range 3 {
-			cur, look := exampleRows(uint64(10+step), batch, o.Len()), exampleRows(uint64(20+step), batch, o.Len())
+		for step, k := range rows {
+			cur, look := exampleRows(uint64(10+step), k, o.Len()), exampleRows(uint64(20+step), k, o.Len())
 			st, err := o.Privatize(cur, look)
 			if err != nil {
 				t.Fatal(err)
@@ -118,6 +128,36 @@ func TestPrivatizeTwoPointBackendsAgree(t *testing.T) {
 	for i := 1; i < len(results); i++ {
 		if !slices.Equal(results[0], results[i]) {
 			t.Errorf("run %d differs from the host kernel's", i)
+		}
+	}
+}
+
+// TestPrivatizeNoExamples checks that a Poisson batch that drew no
+// examples sets the gradient to zero, whatever SetGrad put there, on both
+// host backends, nil rows included (a two-point optimizer needs no look
+// then).
+func TestPrivatizeNoExamples(t *testing.T) {
+	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} {
+		for _, name := range []string{"disk", "dp_sgd"} {
+			o, ts := openPrivatizing(t, name, backend, 4)
+			for _, tn := range ts {
+				if err := tn.SetGrad(slices.Repeat([]float32{0.5}, tn.Len)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := o.Privatize(nil, nil)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", backend, name, err)
+			}
+			for _, tn := range ts {
+				g, err := tn.Grad()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.ContainsFunc(g, func(x float32) bool { return math.Float32bits(x) != 0 }) || len(st.Scales) != 0 {
+					t.Errorf("%s/%s: tensor %s: gradient %v…, %d scales; want +0 and none", backend, name, tn.Name, g[:min(4, len(g))], len(st.Scales))
+				}
+			}
 		}
 	}
 }
@@ -147,6 +187,16 @@ func TestPrivatizeErrors(t *testing.T) {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, []float32{1, 1.5, 0})
 			return err
 		}, "not in [0, 1]"},
+		{"a scale short", "dp_sgd", func(o *runtime.Optimizer) error {
+			_, err := o.PrivatizeScaled(exampleRows(1, batch+1, o.Len()), nil, []float32{1, 1, 1})
+			return err
+		}, "3 scales for 4 examples"},
+		{"B past 2^24", "dp_sgd", func(o *runtime.Optimizer) error {
+			if err := o.SetDP(runtime.DP{ClipNorm: 1, BatchSize: 1<<24 + 1}); err != nil {
+				return err
+			}
+			return privatize(o, exampleRows(1, batch, o.Len()), nil)
+		}, "exact up to 2^24"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := stepAfter(t, c.opt, nil)

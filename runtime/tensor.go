@@ -88,8 +88,8 @@ func (t *Tensor) Lookahead() ([]float32, error) {
 }
 
 // Grad returns a copy of the tensor's part of the gradient buffer: what
-// SetGrad wrote, or the clipped mean Privatize wrote (the step adds the
-// noise in the kernel and leaves the buffer as it was).
+// SetGrad wrote, or the clipped sum over DP.BatchSize that Privatize wrote
+// (the step adds the noise in the kernel and leaves the buffer as it was).
 func (t *Tensor) Grad() ([]float32, error) {
 	if err := t.o.ready(); err != nil {
 		return nil, err

@@ -16,7 +16,16 @@ type clipCase struct {
 	name      string
 	cur, look [][]float64 // per example; look nil: one set
 	a, c      float64
-	want      []float64 // the clipped mean
+	b         float64   // the divisor, the expected batch size; 0: len(cur)
+	want      []float64 // the clipped sum over the divisor
+}
+
+// divisor is the batch size the case divides by.
+func (c clipCase) divisor() float64 {
+	if c.b == 0 {
+		return float64(len(c.cur))
+	}
+	return c.b
 }
 
 // sparse returns a vector of n zeros with the given entries set.
@@ -29,8 +38,9 @@ func sparse(n int, at map[int]float64) []float64 {
 }
 
 // clipCases are 3-4-5 triangles above, below and at the clipping norm,
-// zero examples, B = 1, two-point mixes and a triangle whose legs lie in
-// different chunks of the norms reduction.
+// zero examples, B = 1, two-point mixes, a triangle whose legs lie in
+// different chunks of the norms reduction, and Poisson batches of k
+// examples over the expected B: none, fewer and more.
 var clipCases = []clipCase{
 	{name: "B=1 above C", cur: [][]float64{{3, 4}}, c: 1, want: []float64{0.6, 0.8}},
 	{name: "B=1 below C", cur: [][]float64{{0.3, 0.4}}, c: 1, want: []float64{0.3, 0.4}},
@@ -44,13 +54,17 @@ var clipCases = []clipCase{
 	{name: "mix below C", cur: [][]float64{{1, 1}}, look: [][]float64{{-1, 3}}, a: 0.5, c: 10, want: []float64{0, 2}},
 	{name: "legs in two chunks", cur: [][]float64{sparse(3*4096+129, map[int]float64{5: 3, 3*4096 + 100: 4})}, c: 1,
 		want: sparse(3*4096+129, map[int]float64{5: 0.6, 3*4096 + 100: 0.8})},
+	{name: "k=2 of B=4", cur: [][]float64{{3, 4}, {0.3, 0.4}}, c: 1, b: 4, want: []float64{0.225, 0.3}},
+	{name: "k=3 of B=2", cur: [][]float64{{6, 8}, {0.3, 0.4}, {0, 0}}, c: 2, b: 2, want: []float64{0.75, 1}},
+	{name: "k=0 of B=5", cur: [][]float64{}, c: 1, b: 5, want: []float64{0, 0, 0}},
+	{name: "mix k=1 of B=2", cur: [][]float64{{0, 8}}, look: [][]float64{{6, 0}}, a: 0.5, c: 1, b: 2, want: []float64{0.3, 0.4}},
 }
 
 // TestClipOracle checks the oracle's clipped mean on the hand-made cases:
 // the answers are exact up to float64 rounding.
 func TestClipOracle(t *testing.T) {
 	for _, c := range clipCases {
-		got := oracle.ClippedMean(c.cur, c.look, c.a, c.c)
+		got := oracle.ClippedMean(c.cur, c.look, len(c.want), c.a, c.c, c.divisor())
 		for i := range c.want {
 			if math.Abs(got[i]-c.want[i]) > 4*u64*math.Abs(c.want[i]) {
 				t.Errorf("%s: coordinate %d = %.17g, want %.17g", c.name, i, got[i], c.want[i])
@@ -69,10 +83,10 @@ func TestClipGenerated(t *testing.T) {
 		if look == nil {
 			privatize = dp_sgd.Privatize
 		}
-		if bad := privatize(out, cur, look, len(c.cur), c.a, c.c); bad >= 0 {
+		if bad := privatize(out, cur, look, len(c.cur), float32(c.divisor()), c.a, c.c); bad >= 0 {
 			t.Fatalf("%s: example %d not finite", c.name, bad)
 		}
-		bound := privatizeBound(c.cur, c.look, c.a, c.c)
+		bound := privatizeBound(c.cur, c.look, len(c.want), c.a, c.c, c.divisor())
 		for i := range c.want {
 			if d := math.Abs(float64(out[i]) - c.want[i]); !within(d, bound[i]) {
 				t.Errorf("%s: coordinate %d = %.9g, want %.17g (|difference| %.3g > bound %.3g)", c.name, i, out[i], c.want[i], d, bound[i])
@@ -114,22 +128,22 @@ func flatRows(rows [][]float64) []float32 {
 	return out
 }
 
-// privatizeBound bounds, per coordinate, how far the float32 clipped mean
-// of the kernels can be from the oracle's, both computed from the float32
-// inputs. To first order in the unit roundoff u (uOp: the float32
+// privatizeBound bounds, per coordinate, how far the float32 clipped sum
+// over the divisor b of the kernels can be from the oracle's, both computed
+// from the float32 inputs (k = len(cur) examples of n coordinates). To first order in the unit roundoff u (uOp: the float32
 // rounding plus the oracle's float64 ones): u = a·look + b·cur is off by
 // 3u relative to |a·look| + |b·cur| (a and b rounded, two products, one
 // sum); the squared norm by (k + 5 + 1 + 6)u relative, k ≤ 128 the terms of
 // one lane of a chunk, 5 the tree, 1 the square, 6 twice u's error (the
 // float64 sum of the partials adds nothing at this order); the scale
 // C/sqrt(norm²) by half that plus sqrt, division and the float32
-// conversion; each term scale·u by those plus its product; the sum over B
-// examples by γ_B of Σ|terms|, and the division by B one more u.
-func privatizeBound(cur, look [][]float64, a, c float64) []float64 {
-	n, batch := len(cur[0]), len(cur)
-	k := min(n, 4096) / 32
-	scaleErr := float64(k+5+1+6)/2 + 3
-	factor := float64(batch) + 1 + 3 + 1 + scaleErr
+// conversion; each term scale·u by those plus its product; the sum over k
+// examples by γ_k of Σ|terms|, and the division by b one more u.
+func privatizeBound(cur, look [][]float64, n int, a, c, b float64) []float64 {
+	rows := len(cur)
+	lane := min(n, 4096) / 32
+	scaleErr := float64(lane+5+1+6)/2 + 3
+	factor := float64(rows) + 1 + 3 + 1 + scaleErr
 	bound := make([]float64, n)
 	for ex := range cur {
 		var l []float64
@@ -146,15 +160,17 @@ func privatizeBound(cur, look [][]float64, a, c float64) []float64 {
 		}
 	}
 	for i := range bound {
-		bound[i] = uOp*factor*bound[i]/float64(batch) + float64(batch+4)*tiny
+		bound[i] = uOp*factor*bound[i]/b + float64(rows+4)*tiny
 	}
 	return bound
 }
 
 // TestDiSKPrivatizedOracle runs DiSK end to end: every step, per-example
-// gradients at θ_t and at the look-ahead point, mixed with the step's a,
-// clipped and averaged by the generated package's Privatize and by the
-// oracle (within privatizeBound), plus Gaussian noise w the test draws,
+// gradients at θ_t and at the look-ahead point of k examples, k running
+// through 0 … 2B as Poisson sampling might draw them, mixed with the step's
+// a, clipped, summed and divided by B by the generated package's Privatize
+// and by the oracle (within privatizeBound), plus Gaussian noise w the
+// test draws,
 // then the generated step (its own noise off) against the DiSK oracle's
 // EMA and AdamW restarted from the package's state before every step
 // (within the rounding bound of bound_test.go).
@@ -170,28 +186,30 @@ func TestDiSKPrivatizedOracle(t *testing.T) {
 	theta := initialTheta(r, n)
 	tracker := c.newTracker(t, "stepwise", theta)
 	privCheck := &boundCheck{what: "privatized gradient"}
-	clipped := 0
+	clipped, examples := 0, 0
 	for s := range steps {
 		a, _ := disk.Observation(disk.Defaults(), s)
-		cur, look := exampleGradients(r, batch, n), exampleGradients(r, batch, n)
+		k := s * 5 % (2*batch + 1) // every k in [0, 2B] within 2B+1 steps
+		cur, look := exampleGradients(r, k, n), exampleGradients(r, k, n)
 		cur32, look32 := flatRows(cur), flatRows(look)
 		g := make([]float32, n)
-		if bad := disk.Privatize(g, cur32, look32, batch, a, clip); bad >= 0 {
+		if bad := disk.Privatize(g, cur32, look32, k, batch, a, clip); bad >= 0 {
 			t.Fatalf("step %d: example %d not finite", s, bad)
 		}
-		cur, look = reread(cur32, batch), reread(look32, batch)
-		want := oracle.ClippedMean(cur, look, a, clip)
-		bound := privatizeBound(cur, look, a, clip)
+		cur, look = reread(cur32, k, n), reread(look32, k, n)
+		want := oracle.ClippedMean(cur, look, n, a, clip, batch)
+		bound := privatizeBound(cur, look, n, a, clip, batch)
 		evs := make([]ev, n)
 		for i := range evs {
 			evs[i] = ev{x: want[i], e: bound[i], lo: negInf}
 		}
 		privCheck.check(s, "g", g, evs)
-		for ex := range batch {
+		for ex := range k {
 			if oracle.Norm(oracle.Mix(cur[ex], look[ex], a)) > clip {
 				clipped++
 			}
 		}
+		examples += k
 		for i := range g { // the noise, added in float32 as the step kernel does
 			g[i] = g[i] + float32(sigma*clip/batch*r.NormFloat64())
 		}
@@ -204,8 +222,8 @@ func TestDiSKPrivatizedOracle(t *testing.T) {
 	}
 	privCheck.report(t)
 	tracker.check.report(t)
-	if clipped == 0 || clipped == batch*steps || slices.Equal(theta, initialTheta(rand.New(rand.NewPCG(2026, 3)), n)) {
-		t.Errorf("%d of %d examples clipped, θ moved: the run tests too little", clipped, batch*steps)
+	if clipped == 0 || clipped == examples || slices.Equal(theta, initialTheta(rand.New(rand.NewPCG(2026, 3)), n)) {
+		t.Errorf("%d of %d examples clipped, θ moved: the run tests too little", clipped, examples)
 	}
 }
 
@@ -227,10 +245,10 @@ func exampleGradients(r *rand.Rand, batch, n int) [][]float64 {
 	return rows
 }
 
-// reread returns the float32 rows as float64, the inputs both sides share.
-func reread(flat []float32, batch int) [][]float64 {
-	n := len(flat) / batch
-	rows := make([][]float64, batch)
+// reread returns the k float32 rows of n as float64, the inputs both sides
+// share.
+func reread(flat []float32, k, n int) [][]float64 {
+	rows := make([][]float64, k)
 	for ex := range rows {
 		rows[ex] = to64(flat[ex*n : (ex+1)*n])
 	}

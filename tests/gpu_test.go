@@ -219,9 +219,10 @@ func (k *gpuPrivatize) launch(i, threads, block, grid int, args ...any) error {
 
 // TestGPUPrivatizeMatchesGo checks the privatize kernels of optimizers with
 // and without a two-point observation against the generated Go reference,
-// bit for bit — the partials, the scales and the clipped mean — on the
-// cases of the host test, misaligned buffers among them, under several
-// launch shapes (the block a multiple of the warp).
+// bit for bit — the partials, the scales and the clipped sum over the
+// divisor — on the cases of the host test, k ≠ B and misaligned buffers
+// among them, under several launch shapes (the block a multiple of the
+// warp).
 func TestGPUPrivatizeMatchesGo(t *testing.T) {
 	ctx := gpuContext(t)
 	for name, ref := range privRefs {
@@ -244,7 +245,7 @@ func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, s
 	want := privOutputs(c)
 	ref.norms(want.partials, one, two, c.n, a32, b32, 0, c.batch*nchunks)
 	ref.scales(want.scales, want.partials, nchunks, privClip, 0, c.batch)
-	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, 0, c.n)
+	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, c.divisor(), 0, c.n)
 	got := privOutputs(c)
 	in := [][]float32{one, two}
 	if two == nil {
@@ -263,7 +264,7 @@ func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, s
 	}{
 		{0, 32 * c.batch * nchunks, []any{dev[0], lookPtr, p, B, n, a32, b32, mode}},
 		{1, c.batch, []any{p, s, B, int64(nchunks), float64(privClip)}},
-		{2, c.n/4 + 4, []any{dev[0], lookPtr, s, o, B, n, a32, b32, mode}},
+		{2, c.n/4 + 4, []any{dev[0], lookPtr, s, o, B, n, a32, b32, c.divisor(), mode}},
 	} {
 		if err := k.launch(l.kernel, l.threads, shape[0], shape[1], l.args...); err != nil {
 			t.Fatal(err)
@@ -284,4 +285,5 @@ func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, s
 				b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
 		}
 	}
+	checkNoExamples(t, c, got.out)
 }

@@ -18,7 +18,7 @@ import (
 type privRef struct {
 	norms  func(partials, cur, look []float32, n int, a, b float32, lo, hi int)
 	scales func(scales, partials []float32, nchunks int, clip float64, lo, hi int)
-	sum    func(out, cur, look, scales []float32, n int, a, b float32, lo, hi int)
+	sum    func(out, cur, look, scales []float32, n int, a, b, divisor float32, lo, hi int)
 }
 
 // privRefs are the packages the privatize tests drive: two with a two-point
@@ -29,20 +29,25 @@ var privRefs = map[string]privRef{
 	"dp_sgd": {dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum},
 }
 
-// privCase is one privatize run: batch examples of n coordinates, the mix
-// weight a (NaN: one set, no look), buffers skew floats into their
-// allocations.
+// privCase is one privatize run: batch examples of n coordinates whose
+// clipped sum is divided by float32(expected), the mix weight a (NaN: one
+// set, no look), buffers skew floats into their allocations.
 type privCase struct {
-	batch, n, skew int
-	a              float64
+	batch, expected, n, skew int
+	a                        float64
 }
 
 func (c privCase) String() string {
-	return fmt.Sprintf("B=%d/n=%d/skew=%d/a=%v", c.batch, c.n, c.skew, c.a)
+	return fmt.Sprintf("k=%d/B=%d/n=%d/skew=%d/a=%v", c.batch, c.expected, c.n, c.skew, c.a)
 }
 
+// divisor is the sum's divisor of case c, as the runtime passes it.
+func (c privCase) divisor() float32 { return float32(c.expected) }
+
 // privCases are the sizes around the chunk (4096) and row (128) bounds, the
-// batch sizes and the mixes of the bit-exactness tests.
+// batch sizes and the mixes of the bit-exactness tests: k = B examples, and
+// k ≠ B as Poisson sampling gives them — none, fewer and more than B, and
+// B = 2^24, the largest the runtime allows.
 func privCases() []privCase {
 	var cases []privCase
 	sizes := []int{0, 1, 5, 4095, 4096, 4097, 3*4096 + 129, 65537}
@@ -52,7 +57,14 @@ func privCases() []privCase {
 				continue
 			}
 			for k, a := range []float64{math.NaN(), 0, 0.3, 0.9523809523809523, 1} {
-				cases = append(cases, privCase{batch: b, n: n, skew: (i + j + k) % 4, a: a})
+				cases = append(cases, privCase{batch: b, expected: b, n: n, skew: (i + j + k) % 4, a: a})
+			}
+		}
+	}
+	for i, kb := range [][2]int{{0, 4}, {3, 8}, {7, 5}, {2, 1 << 24}} {
+		for j, n := range sizes {
+			for k, a := range []float64{math.NaN(), 0.3} {
+				cases = append(cases, privCase{batch: kb[0], expected: kb[1], n: n, skew: (i + j + k) % 4, a: a})
 			}
 		}
 	}
@@ -133,8 +145,8 @@ func privatizeKernels(t *testing.T, name string) *hostkernel.Privatize {
 
 // TestPrivatizeHostMatchesGo checks the privatize host functions against
 // the generated Go reference bit for bit: the partials, the scales and the
-// clipped mean, the host functions run over pieces of their ranges the way
-// the runtime splits them over threads.
+// clipped sum over the divisor, the host functions run over pieces of
+// their ranges the way the runtime splits them over threads.
 func TestPrivatizeHostMatchesGo(t *testing.T) {
 	for name, ref := range privRefs {
 		t.Run(name, func(t *testing.T) {
@@ -158,10 +170,10 @@ func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCa
 	want := privOutputs(c)
 	ref.norms(want.partials, one, two, c.n, a32, b32, 0, tasks)
 	ref.scales(want.scales, want.partials, nchunks, privClip, 0, c.batch)
-	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, 0, c.n)
+	ref.sum(want.out, one, two, want.scales, c.n, a32, b32, c.divisor(), 0, c.n)
 	got := privOutputs(c)
 	args := hostkernel.PrivatizeArgs{Cur: one, Look: two, Partials: got.partials, Scales: got.scales, Out: got.out,
-		Batch: int64(c.batch), N: int64(c.n), Clip: privClip, A: a32, B: b32, Mode: mode}
+		Batch: int64(c.batch), N: int64(c.n), Clip: privClip, A: a32, B: b32, Divisor: c.divisor(), Mode: mode}
 	for _, phase := range []struct {
 		run func(hostkernel.PrivatizeArgs) error
 		end int
@@ -182,6 +194,18 @@ func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCa
 		}
 	}
 	checkClipped(t, c, want.scales)
+	checkNoExamples(t, c, got.out)
+}
+
+// checkNoExamples checks that a case without examples sets every
+// coordinate to +0.
+func checkNoExamples(t *testing.T, c privCase, out []float32) {
+	t.Helper()
+	for i, x := range out {
+		if c.batch == 0 && math.Float32bits(x) != 0 {
+			t.Fatalf("no examples: coordinate %d = %v, want +0", i, x)
+		}
+	}
 }
 
 // privBuffers are the outputs of one privatize run.
@@ -258,7 +282,7 @@ func TestPrivatizeArgErrors(t *testing.T) {
 	k := privatizeKernels(t, "disk")
 	cur := make([]float32, 2*10)
 	good := hostkernel.PrivatizeArgs{Cur: cur, Partials: make([]float32, 2), Scales: make([]float32, 2), Out: make([]float32, 10),
-		Batch: 2, N: 10, Clip: 1, Hi: 2}
+		Batch: 2, N: 10, Clip: 1, Divisor: 2, Hi: 2}
 	for _, c := range []struct {
 		name string
 		edit func(a *hostkernel.PrivatizeArgs)
@@ -271,6 +295,10 @@ func TestPrivatizeArgErrors(t *testing.T) {
 		{"clip 0", func(a *hostkernel.PrivatizeArgs) { a.Clip = 0 }, k.Scales},
 		{"range backwards", func(a *hostkernel.PrivatizeArgs) { a.Lo = 2; a.Hi = 1 }, k.Sum},
 		{"mode 2", func(a *hostkernel.PrivatizeArgs) { a.Mode = 2 }, k.Norms},
+		{"divisor 0", func(a *hostkernel.PrivatizeArgs) { a.Divisor = 0 }, k.Sum},
+		{"divisor NaN", func(a *hostkernel.PrivatizeArgs) { a.Divisor = float32(math.NaN()) }, k.Sum},
+		{"divisor +Inf", func(a *hostkernel.PrivatizeArgs) { a.Divisor = float32(math.Inf(1)) }, k.Sum},
+		{"short scales", func(a *hostkernel.PrivatizeArgs) { a.Scales = a.Scales[:1] }, k.Sum},
 	} {
 		a := good
 		c.edit(&a)
@@ -280,5 +308,13 @@ func TestPrivatizeArgErrors(t *testing.T) {
 	}
 	if err := k.Norms(good); err != nil {
 		t.Errorf("good arguments: %v", err)
+	}
+	if err := k.Sum(good); err != nil {
+		t.Errorf("good arguments: %v", err)
+	}
+	none := good
+	none.Batch, none.Cur, none.Scales = 0, nil, nil
+	if err := k.Sum(none); err != nil {
+		t.Errorf("no examples: %v", err)
 	}
 }

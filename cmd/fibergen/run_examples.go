@@ -172,7 +172,10 @@ func (o *runOptions) kernelDir(u *pipeline.Unit) (string, error) {
 	return dir, nil
 }
 
-// configure sets the hypers, the DP settings and the seed.
+// configure sets the hypers, the DP settings and the seed. The DP batch
+// size is batch, the B dimension of the [T, B, n] gradients: every step
+// privatizes B rows, a fixed-size batch, so Privatize's divisor (the
+// expected batch size) is the number of rows.
 func (o *runOptions) configure(opt *runtime.Optimizer, fn *ir.Func, h []float64, batch int, stderr io.Writer) error {
 	set := map[string]float64{}
 	for i, hy := range fn.Hypers {

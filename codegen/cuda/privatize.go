@@ -14,8 +14,9 @@ import (
 // per-example clipping of the gradients u = cur (mode 0) or
 // u = a·look + b·cur (mode 1), in three phases — the chunked squared norms
 // (the reduction of reduce.go), the per-example scales
-// min(1, C/sqrt(norm²)) in float64, and the clipped mean
-// Σ_ξ scale_ξ·u_ξ / B — each as an NVPTX kernel <name>_privatize_<phase>
+// min(1, C/sqrt(norm²)) in float64, and the clipped sum over the divisor
+// Σ_ξ scale_ξ·u_ξ / d (d the expected batch size, whatever the number of
+// examples) — each as an NVPTX kernel <name>_privatize_<phase>
 // and a host function <name>_privatize_<phase>_cpu with its AVX2 twin.
 
 // PrivatizePhases are the privatize kernels in the order they run.
@@ -35,18 +36,19 @@ func (k *Kernels) PrivatizeHostFunc(phase string) string { return k.PrivatizeKer
 //		float *partials;         // [batch][chunks(n)]
 //		float *scales;           // [batch]
 //		float *out;              // [n]
-//		int64_t batch, n, lo, hi;
+//		int64_t batch, n, lo, hi; // batch: the examples given, any number
 //		double clip;             // C
 //		float a, b;              // mode 1: u = a·look + b·cur
-//		uint32_t mode, pad;
+//		float divisor;           // the sum's divisor, the expected batch size
+//		uint32_t mode;
 //	};
-var privatizeType = types.NewStruct(f32Ptr, f32Ptr, f32Ptr, f32Ptr, f32Ptr, i64, i64, i64, i64, types.Double, f32, f32, i32, i32)
+var privatizeType = types.NewStruct(f32Ptr, f32Ptr, f32Ptr, f32Ptr, f32Ptr, i64, i64, i64, i64, types.Double, f32, f32, f32, i32)
 
 // privArgs are the values the privatize code reads.
 type privArgs struct {
 	cur, look, partials, scales, out value.Value
 	batch, n, lo, hi, clip, a, b     value.Value
-	mode                             value.Value
+	divisor, mode                    value.Value
 }
 
 // inputs returns the rows a mode reads: [look, cur] for mode 1 (two
@@ -164,15 +166,16 @@ func (k *kernel) exampleScale(f *ir.Func, b *ir.Block, partials, scales, x, nchu
 // emitSumKernel emits
 //
 //	<name>_privatize_sum(const float *cur, const float *look, const float *scales, float *out,
-//	                     i64 batch, i64 n, float a, float b, u32 mode)
+//	                     i64 batch, i64 n, float a, float b, float divisor, u32 mode)
 //
 // a grid-stride loop over the groups of four coordinates (128-bit loads and
 // stores when every row and out are 16-byte aligned), then over the tail.
 func (k *kernel) emitSumKernel() {
 	cur, look, scales, out := privParam("cur", true), privParam("look", true), privParam("scales", true), privParam("out", false)
 	batch, n, a, bb, mode := ir.NewParam("batch", i64), ir.NewParam("n", i64), ir.NewParam("a", f32), ir.NewParam("b", f32), ir.NewParam("mode", i32)
-	f, b := k.newKernel(k.PrivatizeKernel("sum"), cur, look, scales, out, batch, n, a, bb, mode)
-	p := privArgs{cur: cur, look: look, scales: scales, out: out, batch: batch, n: n, a: a, b: bb}
+	divisor := ir.NewParam("divisor", f32)
+	f, b := k.newKernel(k.PrivatizeKernel("sum"), cur, look, scales, out, batch, n, a, bb, divisor, mode)
+	p := privArgs{cur: cur, look: look, scales: scales, out: out, batch: batch, n: n, a: a, b: bb, divisor: divisor}
 	k.byMode(f, b, mode, func(b *ir.Block, two bool) *ir.Block {
 		return k.sumGrid(f, b, p, two)
 	})
@@ -201,8 +204,9 @@ func (k *kernel) sumGrid(f *ir.Func, b *ir.Block, p privArgs, two bool) *ir.Bloc
 	})
 }
 
-// sumAt emits out[i..i+w) = (Σ_ξ scales[ξ]·u_ξ[i..i+w)) / float32(batch),
-// the sum from +0 in example order; aligned: 128-bit accesses.
+// sumAt emits out[i..i+w) = (Σ_ξ scales[ξ]·u_ξ[i..i+w)) / divisor, the
+// sum from +0 in example order over the batch examples given (+0 for none);
+// aligned: 128-bit accesses.
 func (k *kernel) sumAt(f *ir.Func, b *ir.Block, p privArgs, ins []value.Value, i value.Value, w lanes, aligned bool) *ir.Block {
 	b, acc := k.loopCarry(f, b, "example", i64c(0), p.batch, i64c(1), []value.Value{zero(w)},
 		func(b *ir.Block, x value.Value, acc []value.Value) (*ir.Block, []value.Value) {
@@ -214,7 +218,7 @@ func (k *kernel) sumAt(f *ir.Func, b *ir.Block, p privArgs, ins []value.Value, i
 			s := broadcast(b, w, load(b, f32, b.NewGetElementPtr(f32, p.scales, x), 4))
 			return b, []value.Value{b.NewFAdd(acc[0], b.NewFMul(s, p.mix(b, w, in)))}
 		})
-	mean := b.NewFDiv(acc[0], broadcast(b, w, b.NewSIToFP(p.batch, f32)))
+	mean := b.NewFDiv(acc[0], broadcast(b, w, p.divisor))
 	storeLanes(b, mean, b.NewGetElementPtr(f32, p.out, i), w, aligned)
 	return b
 }

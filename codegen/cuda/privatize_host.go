@@ -13,7 +13,8 @@ import (
 //
 // and their AVX2 twins: norms stores the partials of the tasks [lo, hi)
 // (task = example·chunks(n) + chunk), scales the scales of the examples
-// [lo, hi), sum the clipped mean of the coordinates [lo, hi).
+// [lo, hi), sum the clipped sum over the divisor of the coordinates
+// [lo, hi).
 func (k *kernel) emitPrivatizeHost() {
 	for _, phase := range PrivatizePhases {
 		f, b := newHelper(k.m, k.PrivatizeKernel(phase)+"_host", types.Void, ir.NewParam("p", types.NewPointer(privatizeType)))
@@ -64,7 +65,8 @@ func loadPrivArgs(b *ir.Block, p value.Value) privArgs {
 		return load(b, t, b.NewGetElementPtr(privatizeType, p, i32c(0), i32c(uint32(i))), align)
 	}
 	return privArgs{cur: field(0), look: field(1), partials: field(2), scales: field(3), out: field(4),
-		batch: field(5), n: field(6), lo: field(7), hi: field(8), clip: field(9), a: field(10), b: field(11), mode: field(12)}
+		batch: field(5), n: field(6), lo: field(7), hi: field(8), clip: field(9), a: field(10), b: field(11),
+		divisor: field(12), mode: field(13)}
 }
 
 // hostSumLanes is the number of coordinates the host sum does at once.

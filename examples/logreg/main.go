@@ -1,9 +1,12 @@
 // Command logreg trains logistic regression with differential privacy
 // through a generated fibergen optimizer, end to end: it generates a
 // synthetic binary classification data set, samples batches, computes every
-// example's gradient by hand, clips each to norm C over all the parameters
-// (weight and bias together), passes the clipped mean to the runtime, and
-// lets the optimizer's kernel add the Gaussian noise and take the step.
+// example's gradient by hand — at θ_t and, for a two-point optimizer, at the
+// look-ahead point the runtime keeps (Tensor.Lookahead) — and hands the
+// rows to the runtime's Privatize, whose kernels mix each example's two
+// gradients as the observation says, clip it to norm C over all the
+// parameters (weight and bias together) and divide the sum by B; the
+// optimizer's step kernel then adds the Gaussian noise and takes the step.
 //
 // From the repository root, after `make build`:
 //
@@ -11,9 +14,10 @@
 //
 // The batches are Poisson-sampled by default (every training example joins
 // each batch independently with probability B/N_train, the sampling that
-// DP-SGD's accountants analyse; the clipped gradients are summed and divided
-// by the expected batch size B); -sampling shuffle takes fixed-size batches
-// of B from a fresh permutation every epoch instead.
+// DP-SGD's accountants analyse: the trainer passes the k examples drawn and
+// the runtime divides the clipped sum by the expected batch size B);
+// -sampling shuffle takes fixed-size batches of B from a fresh permutation
+// every epoch instead.
 //
 // Only the trained weights are differentially private: the per-epoch train
 // loss and test accuracy it prints are diagnostics computed from the data
@@ -131,7 +135,7 @@ func makeData(n, d int, seed uint64) *dataset {
 }
 
 // model is logistic regression's parameters in float64: the weights, then
-// the bias, the order the gradient vectors use.
+// the bias, the order of the registered tensors and of the gradient rows.
 type model []float64
 
 func (m model) logit(x []float64) float64 { return dot(m[:len(x)], x) + m[len(x)] }
@@ -157,31 +161,20 @@ func (m model) loss(xs [][]float64, ys []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// exampleGrad writes into u (length d+1) the vector that one example
-// contributes before clipping: the gradient of its logistic loss,
-// (sigmoid(z) - y)·[x, 1], or with a two-point observation
-// a·∇f(θ + lookahead·Δθ) + (1 - a)·∇f(θ), which for this model is the same
-// vector [x, 1] times a·(sigmoid(z₁) - y) + (1 - a)·(sigmoid(z₀) - y).
-// look is the look-ahead point θ + lookahead·Δθ (nil without observation).
-func exampleGrad(u []float64, theta, look model, a float64, x []float64, y float64) {
-	c := sigmoid(theta.logit(x)) - y
-	if look != nil {
-		c = a*(sigmoid(look.logit(x))-y) + (1-a)*c
+// appendGrads appends to dst the gradient of the logistic loss at theta of
+// each example idx names, one row of d+1 float32 per example:
+// (sigmoid(z) − y)·[x, 1], the weight's coordinates then the bias's, the
+// order of the registered tensors.
+func (ds *dataset) appendGrads(dst []float32, theta model, idx []int) []float32 {
+	for _, i := range idx {
+		x := ds.trainX[i]
+		c := sigmoid(theta.logit(x)) - ds.trainY[i]
+		for _, xj := range x {
+			dst = append(dst, float32(c*xj))
+		}
+		dst = append(dst, float32(c))
 	}
-	for j, xj := range x {
-		u[j] = c * xj
-	}
-	u[len(x)] = c
-}
-
-// clip scales v in place to L2 norm c if its norm exceeds c, and returns
-// its norm before clipping.
-func clip(v []float64, c float64) float64 {
-	n := norm(v)
-	if n > c {
-		scale(v, c/n)
-	}
-	return n
+	return dst
 }
 
 // sampler draws the indexes of each step's batch.
@@ -256,16 +249,15 @@ func run(cfg config) (*result, error) {
 // trainer is one training run: the optimizer with the model's two tensors,
 // the data, the batch sampler and the buffers of the gradient computation.
 type trainer struct {
-	cfg               config
-	o                 *runtime.Optimizer
-	dir, lrNote       string
-	ds                *dataset
-	wT, bT            *runtime.Tensor
-	smp               *sampler
-	theta, prev, look model // the parameters in float64, before the last step, the look-ahead point
-	u, sum            []float64
-	g                 []float32
-	idx               []int
+	cfg         config
+	o           *runtime.Optimizer
+	dir, lrNote string
+	ds          *dataset
+	wT, bT      *runtime.Tensor
+	smp         *sampler
+	theta, look model     // the parameters and the look-ahead point, in float64
+	cur, lk     []float32 // the batch's gradient rows at theta and at look, [k][d+1]
+	idx         []int     // the batch: k training examples
 }
 
 func (tr *trainer) logf(format string, args ...any) {
@@ -293,9 +285,7 @@ func newTrainer(cfg config) (*trainer, error) {
 		o.Close()
 		return nil, err
 	}
-	d := cfg.D
-	tr.theta, tr.prev, tr.look = make(model, d+1), make(model, d+1), make(model, d+1)
-	tr.u, tr.sum, tr.g = make([]float64, d+1), make([]float64, d+1), make([]float32, d+1)
+	tr.theta, tr.look = make(model, cfg.D+1), make(model, cfg.D+1)
 	tr.smp = &sampler{r: rand.New(rand.NewPCG(o.Seed(), 0x62617463686573)), // "batches"
 		n: len(tr.ds.trainX), b: cfg.Batch, poisson: cfg.Sampling == "poisson"}
 	return tr, nil
@@ -394,41 +384,37 @@ func (tr *trainer) epoch(res *result) error {
 	return nil
 }
 
-// step forms the clipped mean gradient of the batch tr.idx — each example's
-// (two-point) gradient clipped to norm C over weight and bias together — and
-// has the optimizer step on it.
+// step privatizes the batch tr.idx and has the optimizer step on it.
 func (tr *trainer) step() error {
-	obs := tr.o.Observation() // of step o.Steps(), at the current hypers
-	var lk model
-	if obs.Kind == "two_point" {
-		for j := range tr.look {
-			tr.look[j] = tr.theta[j] + obs.Lookahead*(tr.theta[j]-tr.prev[j])
-		}
-		lk = tr.look
-	}
-	clear(tr.sum)
-	for _, i := range tr.idx {
-		exampleGrad(tr.u, tr.theta, lk, obs.A, tr.ds.trainX[i], tr.ds.trainY[i])
-		clip(tr.u, tr.cfg.Clip)
-		for j := range tr.sum {
-			tr.sum[j] += tr.u[j]
-		}
-	}
-	for j := range tr.g {
-		tr.g[j] = float32(tr.sum[j] / float64(tr.cfg.Batch))
-	}
-	d := tr.cfg.D
-	if err := tr.wT.SetGrad(tr.g[:d]); err != nil {
-		return err
-	}
-	if err := tr.bT.SetGrad(tr.g[d:]); err != nil {
+	if err := tr.privatize(); err != nil {
 		return err
 	}
 	if err := tr.o.Step(); err != nil {
 		return fmt.Errorf("step %d: %w", tr.o.Steps(), err)
 	}
-	copy(tr.prev, tr.theta)
-	return readParams(tr.theta, tr.wT, tr.bT)
+	return readModel(tr.theta, (*runtime.Tensor).Params, tr.wT, tr.bT)
+}
+
+// privatize hands the runtime the gradient rows of the batch tr.idx, k of
+// them (under Poisson sampling k varies and may be 0): at θ_t, and for a
+// two-point optimizer also at the look-ahead point the runtime keeps. The
+// runtime mixes each example's two rows with the observation's a, clips
+// the mix to norm C over weight and bias together and writes the sum over
+// B into the gradient buffer, for the step to add the noise to.
+func (tr *trainer) privatize() error {
+	tr.cur = tr.ds.appendGrads(tr.cur[:0], tr.theta, tr.idx)
+	var look []float32
+	if tr.o.Observation().Kind == "two_point" {
+		if err := readModel(tr.look, (*runtime.Tensor).Lookahead, tr.wT, tr.bT); err != nil {
+			return err
+		}
+		tr.lk = tr.ds.appendGrads(tr.lk[:0], tr.look, tr.idx)
+		look = tr.lk
+	}
+	if _, err := tr.o.Privatize(tr.cur, look); err != nil {
+		return fmt.Errorf("step %d: %w", tr.o.Steps(), err)
+	}
+	return nil
 }
 
 // finish fills in the final results and baselines and logs them.
@@ -481,13 +467,15 @@ func describeBackend(o *runtime.Optimizer, dir, asked string) string {
 	}
 }
 
-// readParams reads the optimizer's parameters into theta.
-func readParams(theta model, wT, bT *runtime.Tensor) error {
-	w, err := wT.Params()
+// readModel reads into theta what read returns of the weight and bias
+// tensors: their parameters (Tensor.Params) or their look-ahead point
+// (Tensor.Lookahead).
+func readModel(theta model, read func(*runtime.Tensor) ([]float32, error), wT, bT *runtime.Tensor) error {
+	w, err := read(wT)
 	if err != nil {
 		return err
 	}
-	b, err := bT.Params()
+	b, err := read(bT)
 	if err != nil {
 		return err
 	}
@@ -648,8 +636,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&cfg.DataSeed, "data-seed", 1, "seed of the synthetic data set")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./examples/logreg [flags]\n\n"+
-			"Trains logistic regression on synthetic data with DP (per-example clipping, noise added\n"+
-			"by the generated optimizer's kernel) and prints the learning curve and baselines.\n\nFlags:\n")
+			"Trains logistic regression on synthetic data with DP (per-example clipping and noise by\n"+
+			"the generated optimizer's kernels) and prints the learning curve and baselines.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

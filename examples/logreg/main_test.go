@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/runtime"
 )
 
 // small is the run CI trains: fiber from the checked-in manifest (in a clean
@@ -94,75 +95,128 @@ func TestSeeds(t *testing.T) {
 	}
 }
 
-// TestClip: a vector longer than C is scaled to norm C (to float64
-// rounding) in its own direction, a shorter one and the zero vector are
-// unchanged, and clip reports the norm before clipping.
-func TestClip(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 1))
-	for range 1000 {
-		c := math.Exp(4 * (r.Float64() - 0.5))
-		v := make([]float64, 1+r.IntN(30))
-		for i := range v {
-			v[i] = r.NormFloat64() * math.Exp(6*(r.Float64()-0.5))
-		}
-		orig := slices.Clone(v)
-		n := clip(v, c)
-		if n != norm(orig) {
-			t.Fatalf("clip returned %v, the norm is %v", n, norm(orig))
-		}
-		if n <= c {
-			if !slices.Equal(v, orig) {
-				t.Fatalf("norm %v <= C = %v, but clip changed the vector", n, c)
+// TestPrivatizedGradient checks one step's privatized gradient end to end,
+// for fiber (two points; after two steps, so that the look-ahead point is
+// not θ) and DP-AdamW (one set): what the runtime writes into the gradient
+// buffer from the trainer's rows matches a float64 hand computation — each
+// example's gradient at θ_t and at the runtime's look-ahead point, mixed
+// with the observation's a, clipped to C, summed and divided by the
+// expected batch size B, not by the k examples of the Poisson batch —
+// within float32 rounding; and a first batch of no examples replaces the
+// gradient by zero.
+func TestPrivatizedGradient(t *testing.T) {
+	for _, name := range []string{"fiber", "dp_adamw"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := small(5)
+			cfg.Optimizer, cfg.Clip = filepath.Join("..", "..", "generated", name), 0.7
+			tr, err := newTrainer(cfg)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if got := norm(v); math.Abs(got-c) > 1e-12*c {
-			t.Fatalf("norm %v > C = %v clipped to norm %v", n, c, got)
-		}
-		for i := range v {
-			if math.Abs(v[i]-orig[i]*c/n) > 1e-12*math.Abs(orig[i]) {
-				t.Fatalf("clipping changed the direction: %v -> %v", orig, v)
+			defer tr.o.Close()
+			if err := tr.wT.SetGrad(slices.Repeat([]float32{0.5}, cfg.D)); err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	zero := make([]float64, 5)
-	if n := clip(zero, 1); n != 0 || slices.ContainsFunc(zero, func(x float64) bool { return x != 0 }) {
-		t.Errorf("the zero vector: norm %v, clipped to %v", n, zero)
+			if err := tr.privatize(); err != nil { // no examples yet, nil rows
+				t.Fatal(err)
+			}
+			if g := gradient(t, tr); slices.ContainsFunc(g, func(x float32) bool { return x != 0 }) {
+				t.Errorf("no examples: gradient %v, want 0", g)
+			}
+			for k := range 3 {
+				tr.idx = tr.smp.batch(tr.idx, k)
+				if k < 2 {
+					if err := tr.step(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if len(tr.idx) == cfg.Batch {
+				t.Fatalf("the batch holds B = %d examples: pick a seed whose Poisson batch does not", cfg.Batch)
+			}
+			want, bound := handPrivatized(t, tr)
+			if err := tr.privatize(); err != nil {
+				t.Fatal(err)
+			}
+			got, worst := gradient(t, tr), 0.0
+			for i := range want {
+				d := math.Abs(float64(got[i]) - want[i])
+				if !(d <= bound[i]) {
+					t.Errorf("coordinate %d: %v, by hand %v (|difference| %.3g > bound %.3g)", i, got[i], want[i], d, bound[i])
+				}
+				worst = max(worst, d/bound[i])
+			}
+			t.Logf("k = %d examples, B = %d: worst |difference| / bound %.3g", len(tr.idx), cfg.Batch, worst)
+		})
 	}
 }
 
-// TestClippedGradients: every example's vector, as the trainer forms it
-// (with and without the two-point observation) and clips it, has norm at
-// most C, and the clip is active on part of the data at C = 0.5.
-func TestClippedGradients(t *testing.T) {
-	ds := makeData(2000, 10, 3)
-	r := rand.New(rand.NewPCG(3, 3))
-	theta, prev := make(model, 11), make(model, 11)
-	for i := range theta {
-		theta[i], prev[i] = r.NormFloat64(), r.NormFloat64()
+// handPrivatized computes in float64 the privatized gradient of the batch
+// tr.idx at the optimizer's parameters and look-ahead point, and a bound on
+// how far the kernels' float32 result may be from it: (k + 32)·2^-24 of
+// Σ_ξ scale_ξ·(|a·look_ξ| + |(1−a)·cur_ξ|)/B per coordinate — the rows
+// rounded to float32, the mix, the clipping scale, a sum of k terms and
+// the division, each a few roundings, with room. It checks that the
+// clipping is active on some examples and not on others.
+func handPrivatized(t *testing.T, tr *trainer) (want, bound []float64) {
+	t.Helper()
+	theta, look := make(model, tr.cfg.D+1), model(nil)
+	if err := readModel(theta, (*runtime.Tensor).Params, tr.wT, tr.bT); err != nil {
+		t.Fatal(err)
 	}
-	look := make(model, 11)
-	for j := range look {
-		look[j] = theta[j] + 0.7*(theta[j]-prev[j])
-	}
-	u := make([]float64, 11)
-	for _, c := range []float64{0.5, 1} {
-		for _, lk := range []model{nil, look} {
-			clipped := 0
-			for i, x := range ds.trainX {
-				exampleGrad(u, theta, lk, 0.95, x, ds.trainY[i])
-				if clip(u, c) > c {
-					clipped++
-				}
-				if n := norm(u); n > c*(1+1e-12) {
-					t.Fatalf("C = %v: example %d's clipped vector has norm %v", c, i, n)
-				}
-			}
-			if c == 0.5 && clipped == 0 {
-				t.Error("C = 0.5: no example was clipped; the test checks nothing")
-			}
+	obs := tr.o.Observation()
+	if obs.Kind == "two_point" {
+		look = make(model, len(theta))
+		if err := readModel(look, (*runtime.Tensor).Lookahead, tr.wT, tr.bT); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(look, theta) {
+			t.Fatal("the look-ahead point is θ: the test checks too little")
 		}
 	}
+	want, bound = make([]float64, len(theta)), make([]float64, len(theta))
+	clipped := 0
+	for _, i := range tr.idx {
+		x, y := tr.ds.trainX[i], tr.ds.trainY[i]
+		c := sigmoid(theta.logit(x)) - y
+		mix, mag := c, math.Abs(c)
+		if look != nil {
+			l := sigmoid(look.logit(x)) - y
+			mix, mag = obs.A*l+(1-obs.A)*c, math.Abs(obs.A*l)+math.Abs((1-obs.A)*c)
+		}
+		u := append(append([]float64(nil), x...), 1) // the row is mix·[x, 1]
+		s := math.Min(1, tr.cfg.Clip/(math.Abs(mix)*norm(u)))
+		if s < 1 {
+			clipped++
+		}
+		for j, xj := range u {
+			want[j] += s * mix * xj
+			bound[j] += s * mag * math.Abs(xj)
+		}
+	}
+	if clipped == 0 || clipped == len(tr.idx) {
+		t.Fatalf("%d of %d examples clipped: the test checks too little", clipped, len(tr.idx))
+	}
+	B, k := float64(tr.cfg.Batch), float64(len(tr.idx))
+	for j := range want {
+		want[j] /= B
+		bound[j] = (k+32)*0x1p-24*bound[j]/B + (k+4)*0x1p-149
+	}
+	return want, bound
+}
+
+// gradient returns the gradient buffer of the weight and bias tensors.
+func gradient(t *testing.T, tr *trainer) []float32 {
+	t.Helper()
+	w, err := tr.wT.Grad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.bT.Grad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(w, b...)
 }
 
 // TestCLIErrors: misuse exits non-zero with one line that says what to do.

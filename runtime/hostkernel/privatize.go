@@ -3,6 +3,7 @@ package hostkernel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 
@@ -12,17 +13,20 @@ import (
 
 // PrivatizeArgs are the arguments of the privatize host functions, the
 // kernels' struct fibergen_privatize (docs/kernels.md, "Privatize"): the
-// per-example gradients Cur and Look ([Batch][N] row major; Look is read
-// in Mode 1 only, u = A·look + B·cur), the norm partials
-// ([Batch][chunks(N)]), the scales ([Batch]) and Out ([N]). [Lo, Hi) are
-// the tasks of Norms (example·chunks(N) + chunk), the examples of Scales,
-// the coordinates of Sum.
+// per-example gradients Cur and Look ([Batch][N] row major, Batch the
+// examples given, any number; Look is read in Mode 1 only,
+// u = A·look + B·cur), the norm partials ([Batch][chunks(N)]), the scales
+// ([Batch]) and Out ([N]), which Sum sets to the clipped sum over Divisor
+// (the expected batch size). [Lo, Hi) are the tasks of Norms
+// (example·chunks(N) + chunk), the examples of Scales, the coordinates of
+// Sum.
 type PrivatizeArgs struct {
 	Cur, Look             []float32
 	Partials, Scales, Out []float32
 	Batch, N, Lo, Hi      int64
 	Clip                  float64
 	A, B                  float32
+	Divisor               float32
 	Mode                  uint32
 }
 
@@ -31,8 +35,8 @@ type privatizeC struct {
 	cur, look, partials, scales, out uintptr
 	batch, n, lo, hi                 int64
 	clip                             float64
-	a, b                             float32
-	mode, pad                        uint32
+	a, b, divisor                    float32
+	mode                             uint32
 }
 
 // Privatize is an optimizer's loaded privatize host functions: norms,
@@ -105,7 +109,8 @@ func (p *Privatize) Scales(a PrivatizeArgs) error {
 	return p.call(1, a, int64(len(a.Partials)) >= a.Batch*chunks(a.N) && int64(len(a.Scales)) >= a.Batch)
 }
 
-// Sum stores the clipped mean of the coordinates [a.Lo, a.Hi).
+// Sum stores the clipped sum over a.Divisor of the coordinates
+// [a.Lo, a.Hi); with no examples, +0.
 func (p *Privatize) Sum(a PrivatizeArgs) error {
 	if err := a.checkRows(); err != nil {
 		return err
@@ -113,7 +118,10 @@ func (p *Privatize) Sum(a PrivatizeArgs) error {
 	if err := a.checkRange("coordinates", a.N); err != nil {
 		return err
 	}
-	return p.call(2, a, a.Batch > 0 && int64(len(a.Scales)) >= a.Batch && int64(len(a.Out)) >= a.N)
+	if !(a.Divisor > 0) || math.IsInf(float64(a.Divisor), 1) {
+		return fmt.Errorf("hostkernel: divisor %v: want a finite d > 0, the expected batch size", a.Divisor)
+	}
+	return p.call(2, a, int64(len(a.Scales)) >= a.Batch && int64(len(a.Out)) >= a.N)
 }
 
 // checkRows checks the gradients' lengths.
@@ -161,7 +169,7 @@ func (p *Privatize) call(i int, a PrivatizeArgs, sized bool) error {
 		return uintptr(unsafe.Pointer(d))
 	}
 	c := &privatizeC{cur: ptr(a.Cur), look: ptr(a.Look), partials: ptr(a.Partials), scales: ptr(a.Scales), out: ptr(a.Out),
-		batch: a.Batch, n: a.N, lo: a.Lo, hi: a.Hi, clip: a.Clip, a: a.A, b: a.B, mode: a.Mode}
+		batch: a.Batch, n: a.N, lo: a.Lo, hi: a.Hi, clip: a.Clip, a: a.A, b: a.B, divisor: a.Divisor, mode: a.Mode}
 	pin.Pin(c)
 	purego.SyscallN(p.fns[i], uintptr(unsafe.Pointer(c)))
 	return nil

@@ -6,7 +6,8 @@ import "math"
 // the Gaussian noise: each example's gradient u(ξ) = a·∇f(look; ξ) +
 // (1−a)·∇f(θ_t; ξ) (or ∇f(θ_t; ξ) alone for an optimizer without a
 // two-point observation) is clipped to L2 norm at most C, and the clipped
-// gradients are averaged over the batch. Everything is float64.
+// gradients are summed and divided by the (expected) batch size B.
+// Everything is float64.
 
 // Mix returns u = a·look + (1−a)·cur, or cur itself (a copy) when look is
 // nil.
@@ -50,13 +51,14 @@ func Clip(u []float64, c float64) []float64 {
 	return out
 }
 
-// ClippedMean is (1/B) Σ_ξ clip_C(u(ξ)) over the B examples, u(ξ) the mix
-// of cur[ξ] and look[ξ] (look nil: cur[ξ] alone).
-func ClippedMean(cur, look [][]float64, a, c float64) []float64 {
-	if len(cur) == 0 {
-		return nil
-	}
-	mean := make([]float64, len(cur[0]))
+// ClippedMean is (1/b) Σ_ξ clip_C(u(ξ)) over the len(cur) examples given,
+// each of n coordinates, u(ξ) the mix of cur[ξ] and look[ξ] (look nil:
+// cur[ξ] alone), b the expected batch size: with a fixed batch size there
+// are b examples and this is their mean; under Poisson sampling (each
+// example joins with probability B/N) their number is random, possibly 0,
+// and dividing by the expected B keeps the sensitivity C/B.
+func ClippedMean(cur, look [][]float64, n int, a, c, b float64) []float64 {
+	mean := make([]float64, n)
 	for ex := range cur {
 		var l []float64
 		if look != nil {
@@ -67,7 +69,7 @@ func ClippedMean(cur, look [][]float64, a, c float64) []float64 {
 		}
 	}
 	for i := range mean {
-		mean[i] /= float64(len(cur))
+		mean[i] /= b
 	}
 	return mean
 }
