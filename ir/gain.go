@@ -240,20 +240,28 @@ func evalFrac(f poly.Frac, vals []*big.Rat) float64 {
 
 // evalUniform computes a uniform value of hypers and constants at h.
 func evalUniform(fn *Func, v *Value, h []float64) float64 {
+	return evalUniformAt(fn, v, h, math.NaN())
+}
+
+// evalUniformAt computes a uniform value of hypers, t and constants at
+// hypers h and step t.
+func evalUniformAt(fn *Func, v *Value, h []float64, t float64) float64 {
 	switch v.Op {
 	case OpConst:
 		return v.Const
 	case OpHyper:
 		return h[fn.HyperIndex(v.Name)]
+	case OpStepIndex:
+		return t
 	case OpF32:
-		return float64(float32(evalUniform(fn, v.Args[0], h)))
+		return float64(float32(evalUniformAt(fn, v.Args[0], h, t)))
 	}
 	if v.Op.Arity() == 0 {
 		return math.NaN()
 	}
-	x, y := evalUniform(fn, v.Args[0], h), math.NaN()
+	x, y := evalUniformAt(fn, v.Args[0], h, t), math.NaN()
 	if len(v.Args) > 1 {
-		y = evalUniform(fn, v.Args[1], h)
+		y = evalUniformAt(fn, v.Args[1], h, t)
 	}
 	return Eval64(v.Op, x, y)
 }

@@ -1,9 +1,6 @@
 package ir
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // ExtrapolationError reports a two_point mixing weight a outside [0, 1]:
 // the observation u = a·∇f(θ_t + γ·d_{t−1}) + (1 − a)·∇f(θ_t) is then no
@@ -50,37 +47,11 @@ func (f *Func) ObservationAt(h []float64, t int) []float64 {
 	if f.Observe == nil {
 		return nil
 	}
-	vals := map[*Value]float64{}
 	var out []float64
-	for _, v := range f.ObsArgs.Values {
-		vals[v] = f.observeValue(v, vals, h, t)
-		if v.Op == OpStore {
-			out = append(out, vals[v.Args[0]])
-		}
+	for _, st := range f.ObsArgs.Stores() {
+		out = append(out, evalUniformAt(f, st.Args[0], h, float64(t)))
 	}
 	return out
-}
-
-// observeValue computes one value of the observe block.
-func (f *Func) observeValue(v *Value, vals map[*Value]float64, h []float64, t int) float64 {
-	switch v.Op {
-	case OpConst:
-		return v.Const
-	case OpHyper:
-		return h[f.HyperIndex(v.Name)]
-	case OpStepIndex:
-		return float64(t)
-	case OpStore:
-		return 0
-	}
-	x, y := math.NaN(), math.NaN()
-	if len(v.Args) > 0 {
-		x = vals[v.Args[0]]
-	}
-	if len(v.Args) > 1 {
-		y = vals[v.Args[1]]
-	}
-	return Eval64(v.Op, x, y)
 }
 
 // CheckObservation reports, as an *ExtrapolationError, a two_point mixing
