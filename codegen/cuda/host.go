@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"github.com/fibergen/fibergen/rng"
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -84,7 +85,7 @@ func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.V
 	wide := b.NewSDiv(l.groups, i64c(hostGroups))
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *ir.Block, q value.Value) *ir.Block {
 		j := b.NewMul(q, i64c(hostGroups))
-		k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, hostGroups, false)
+		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d)
 		return b
 	})
 	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(hostGroups)), l.groups, one, func(b *ir.Block, j value.Value) *ir.Block {
@@ -93,4 +94,48 @@ func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.V
 	})
 	b = k.forLoop(f, b, "tail", l.tailStart, l.hi, one, elements)
 	b.NewRet(nil)
+}
+
+// wideGroups emits the steps of the 4·hostGroups coordinates from index
+// base, the global groups gi..: every buffer is read and written as four
+// vectors of hostGroups floats, and the noise comes in the same coordinate
+// order (gaussianC) and is added to g as whole vectors — g + sigma·z, the
+// operations k.step would apply lane by lane — so that no pass breaks the
+// noise vectors into single elements to rebuild them in another order.
+func (k *kernel) wideGroups(b *ir.Block, a args, base, gi value.Value, d *draw) {
+	w := lanes(hostGroups)
+	vt := w.f32()
+	vecAt := func(p value.Value, v int) value.Value {
+		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*hostGroups)))), types.NewPointer(vt))
+	}
+	var z value.Value
+	if d != nil {
+		z = b.NewCall(k.noise.gaussianC, d.seed, d.step, i32c(rng.GradientSite), gi)
+	}
+	coords := make([][]value.Value, 4*hostGroups) // coords[c][buffer]
+	for i, p := range a.ptrs {
+		for v := 0; v < 4; v++ {
+			x := load(b, vt, vecAt(p, v), 4)
+			if z != nil && i == k.bufferIndex("g") {
+				x = b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), b.NewExtractValue(z, uint64(v))))
+			}
+			for l := 0; l < hostGroups; l++ {
+				coords[v*hostGroups+l] = append(coords[v*hostGroups+l], b.NewExtractElement(x, i32c(uint32(l))))
+			}
+		}
+	}
+	outs := make([][]value.Value, len(coords))
+	for c := range coords {
+		outs[c] = k.step(b, a, coords[c], nil, nil)
+	}
+	for j, name := range k.stored {
+		p := a.ptrs[k.bufferIndex(name)]
+		for v := 0; v < 4; v++ {
+			var x value.Value = constantUndef(vt)
+			for l := 0; l < hostGroups; l++ {
+				x = b.NewInsertElement(x, outs[v*hostGroups+l][j], i32c(uint32(l)))
+			}
+			store(b, x, vecAt(p, v), 4)
+		}
+	}
 }

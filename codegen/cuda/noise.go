@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
@@ -20,6 +21,7 @@ type noise struct {
 	gaussian  *ir.Func // (seed i64, step i32, site i32, elem i64) float
 	gaussian4 *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
 	gaussianW *ir.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
+	gaussianC *ir.Func // the same Gaussians in coordinate order: element v holds coordinates hostGroups·v..
 }
 
 // hostGroups is the number of groups of four coordinates the host
@@ -33,9 +35,9 @@ const (
 )
 
 // emitNoise adds the noise functions to m: scalar ones for the NVPTX
-// kernel and the host's head and tail, and four-lane ones for the host's
-// main loop, which draws four groups at once with SIMD operations (the same
-// IEEE operations lane by lane, so the same bits).
+// kernel and the host's head and tail, and hostGroups-lane ones for the
+// host's main loop, which draws hostGroups groups at once with SIMD
+// operations (the same IEEE operations lane by lane, so the same bits).
 func emitNoise(m *ir.Module) noise {
 	var ns noise
 	for _, w := range []lanes{1, hostGroups} {
@@ -45,6 +47,7 @@ func emitNoise(m *ir.Module) noise {
 			ns.gaussian, ns.gaussian4 = emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)
 		} else {
 			ns.gaussianW = emitGaussianW(m, w, philox, pair)
+			ns.gaussianC = emitGaussianC(m, w, ns.gaussianW)
 		}
 	}
 	return ns
@@ -62,13 +65,17 @@ func emitPhilox(m *ir.Module, w lanes) *ir.Func {
 	f, b := newHelper(m, "fg_philox"+w.suffix(), out, params...)
 	c := []value.Value{params[0], params[1], params[2], params[3]}
 	k0, k1 := value.Value(params[4]), value.Value(params[5])
-	for round := 0; round < 10; round++ {
-		if round > 0 {
-			k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+	if w > 1 {
+		c = philoxWide(b, w, c, k0, k1)
+	} else {
+		for round := 0; round < 10; round++ {
+			if round > 0 {
+				k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+			}
+			hi0, lo0 := mulHiLo(b, w, philoxM0, c[0])
+			hi1, lo1 := mulHiLo(b, w, philoxM1, c[2])
+			c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), w.splat(b, k0)), lo1, b.NewXor(b.NewXor(hi0, c[3]), w.splat(b, k1)), lo0}
 		}
-		hi0, lo0 := mulHiLo(b, w, philoxM0, c[0])
-		hi1, lo1 := mulHiLo(b, w, philoxM1, c[2])
-		c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), w.splat(b, k0)), lo1, b.NewXor(b.NewXor(hi0, c[3]), w.splat(b, k1)), lo0}
 	}
 	var res value.Value = constantUndef(out)
 	for i, x := range c {
@@ -76,6 +83,38 @@ func emitPhilox(m *ir.Module, w lanes) *ir.Func {
 	}
 	b.NewRet(res)
 	return f
+}
+
+// philoxWide runs the ten rounds on w lanes of counters c with the same
+// integer results as the scalar rounds, but keeps every word in a 64-bit
+// lane whose high half is ignored: the multiplies read only the low halves
+// (x86's vpmuludq does exactly this), the low word of a product is the
+// product itself, and xor never carries garbage down. This avoids packing
+// and unpacking 32-bit lanes around every multiply, which is what LLVM
+// emits for zext-mul-trunc on <8 x i32>.
+func philoxWide(b *ir.Block, w lanes, c []value.Value, k0, k1 value.Value) []value.Value {
+	wide := make([]value.Value, 4)
+	for i, x := range c {
+		wide[i] = b.NewZExt(x, w.i64())
+	}
+	mask := w.u64(0xffffffff)
+	mul := func(a uint32, x value.Value) (hi, p value.Value) {
+		p = b.NewMul(b.NewAnd(x, mask), w.u64(int64(a)))
+		return b.NewLShr(p, w.u64(32)), p
+	}
+	key := func(k value.Value) value.Value { return w.splat(b, b.NewZExt(k, i64)) }
+	for round := 0; round < 10; round++ {
+		if round > 0 {
+			k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+		}
+		hi0, p0 := mul(philoxM0, wide[0])
+		hi1, p1 := mul(philoxM1, wide[2])
+		wide = []value.Value{b.NewXor(b.NewXor(hi1, wide[1]), key(k0)), p1, b.NewXor(b.NewXor(hi0, wide[3]), key(k1)), p0}
+	}
+	for i, x := range wide {
+		c[i] = b.NewTrunc(x, w.i32())
+	}
+	return c
 }
 
 // mulHiLo returns the high and low words of the 64-bit product a·x.
@@ -253,4 +292,93 @@ func emitGaussian4(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
 	}
 	b.NewRet(out)
 	return f
+}
+
+// emitGaussianC emits fg_gaussian_c<w>(seed, step, site, group): the result
+// of gw (lane order: element i, lane j is coordinate 4j+i) transposed to
+// coordinate order (element v, lane l is coordinate w·v+l), so that the host
+// loop can load and store whole vectors. The transpose is spelled as the
+// unpack/blend pattern of a 4×4 transpose per 128-bit block plus a final
+// block gather (12 shuffles for 8 lanes); left to itself, LLVM built it from
+// single-element inserts. Only lanes move: the bits are gw's.
+func emitGaussianC(m *ir.Module, w lanes, gw *ir.Func) *ir.Func {
+	ps := noiseParams("group")
+	out := types.NewArray(4, w.f32())
+	f, b := newHelper(m, "fg_gaussian_c"+w.suffix()[2:], out, ps...)
+	z := b.NewCall(gw, ps[0], ps[1], ps[2], ps[3])
+	r := make([]value.Value, 4)
+	for i := range r {
+		r[i] = b.NewExtractValue(z, uint64(i))
+	}
+	// Within each block of four lanes: t0/t1 interleave r0 and r1, t2/t3
+	// r2 and r3; u_k then holds, in block m, the four values of group 4m+k.
+	t := []value.Value{
+		shuffle(b, w, r[0], r[1], blockMask(w, 0, 4, 1, 5)), shuffle(b, w, r[0], r[1], blockMask(w, 2, 6, 3, 7)),
+		shuffle(b, w, r[2], r[3], blockMask(w, 0, 4, 1, 5)), shuffle(b, w, r[2], r[3], blockMask(w, 2, 6, 3, 7)),
+	}
+	u := []value.Value{
+		shuffle(b, w, t[0], t[2], blockMask(w, 0, 1, 4, 5)), shuffle(b, w, t[0], t[2], blockMask(w, 2, 3, 6, 7)),
+		shuffle(b, w, t[1], t[3], blockMask(w, 0, 1, 4, 5)), shuffle(b, w, t[1], t[3], blockMask(w, 2, 3, 6, 7)),
+	}
+	var res value.Value = constantUndef(out)
+	for v := 0; v < 4; v++ {
+		res = b.NewInsertValue(res, gatherGroups(b, w, u, v), uint64(v))
+	}
+	b.NewRet(res)
+	return f
+}
+
+// blockMask is the shuffle mask that applies the four-lane pattern p (0-3:
+// the first operand's lanes of the block, 4-7: the second's) to every block
+// of four lanes.
+func blockMask(w lanes, p ...int) []int {
+	var mask []int
+	for blk := 0; blk < int(w); blk += 4 {
+		for _, x := range p {
+			if x < 4 {
+				mask = append(mask, blk+x)
+			} else {
+				mask = append(mask, int(w)+blk+x-4)
+			}
+		}
+	}
+	return mask
+}
+
+// gatherGroups returns output vector v of the transpose: groups
+// v·w/4 .. v·w/4+w/4-1, group g being block g/4 of u[g%4]; pairs of
+// sources are merged with two-operand shuffles.
+func gatherGroups(b *ir.Block, w lanes, u []value.Value, v int) value.Value {
+	per := int(w) / 4
+	var acc value.Value
+	for g := v * per; g < (v+1)*per; g++ {
+		src, blk := u[g%4], g/4
+		var mask []int
+		if acc == nil {
+			for j := 0; j < int(w); j++ {
+				mask = append(mask, (blk*4+j%4)%int(w))
+			}
+			acc = shuffle(b, w, src, src, mask)
+			continue
+		}
+		pos := (g - v*per) * 4
+		for j := 0; j < int(w); j++ {
+			if j >= pos && j < pos+4 {
+				mask = append(mask, int(w)+blk*4+j-pos)
+			} else {
+				mask = append(mask, j)
+			}
+		}
+		acc = shuffle(b, w, acc, src, mask)
+	}
+	return acc
+}
+
+// shuffle is a shufflevector of x and y with the given lane mask.
+func shuffle(b *ir.Block, w lanes, x, y value.Value, mask []int) value.Value {
+	elems := make([]constant.Constant, len(mask))
+	for i, m := range mask {
+		elems[i] = i32c(uint32(m))
+	}
+	return b.NewShuffleVector(x, y, constant.NewVector(types.NewVector(uint64(w), i32), elems...))
 }

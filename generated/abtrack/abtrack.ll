@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float } @abtrack_body(float %v.theta, float %v.g, float %v.gt, float %v.s, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12) alwaysinline nounwind {
 entry:
 	%0 = fadd float %v.gt, %v.s
@@ -1727,7 +1757,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%98 = phi i64 [ 0, %head.done.27 ], [ %980, %wide.29 ]
+	%98 = phi i64 [ 0, %head.done.27 ], [ %849, %wide.29 ]
 	%99 = icmp slt i64 %98, %97
 	br i1 %99, label %wide.29, label %wide.done.30
 
@@ -1736,2382 +1766,1924 @@ wide.29:
 	%101 = shl i64 %100, 2
 	%102 = add i64 %61, %101
 	%103 = add i64 %65, %100
-	%104 = getelementptr float, float* %1, i64 %102
-	%105 = getelementptr float, float* %104, i64 0
-	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %104, i64 1
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %104, i64 2
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %104, i64 3
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %104, i64 4
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %104, i64 5
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %104, i64 6
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %104, i64 7
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %104, i64 8
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %104, i64 9
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %104, i64 10
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %104, i64 11
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %104, i64 12
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %104, i64 13
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %104, i64 14
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %104, i64 15
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %104, i64 16
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %104, i64 17
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %104, i64 18
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %104, i64 19
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %104, i64 20
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %104, i64 21
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %104, i64 22
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %104, i64 23
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %104, i64 24
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %104, i64 25
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %104, i64 26
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %104, i64 27
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %104, i64 28
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %104, i64 29
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %104, i64 30
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %104, i64 31
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %3, i64 %102
-	%170 = getelementptr float, float* %169, i64 0
-	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %169, i64 1
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %169, i64 2
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %169, i64 3
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %169, i64 4
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %169, i64 5
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %169, i64 6
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %169, i64 7
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %169, i64 8
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %169, i64 9
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %169, i64 10
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %169, i64 11
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %169, i64 12
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %169, i64 13
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %169, i64 14
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %169, i64 15
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %169, i64 16
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %169, i64 17
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %169, i64 18
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %169, i64 19
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %169, i64 20
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %169, i64 21
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %169, i64 22
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %169, i64 23
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %169, i64 24
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %169, i64 25
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %169, i64 26
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %169, i64 27
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %169, i64 28
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %169, i64 29
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %169, i64 30
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %169, i64 31
-	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %5, i64 %102
-	%235 = getelementptr float, float* %234, i64 0
-	%236 = load float, float* %235, align 4
-	%237 = getelementptr float, float* %234, i64 1
-	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %234, i64 2
-	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %234, i64 3
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %234, i64 4
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %234, i64 5
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %234, i64 6
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %234, i64 7
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %234, i64 8
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %234, i64 9
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %234, i64 10
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %234, i64 11
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %234, i64 12
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %234, i64 13
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %234, i64 14
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %234, i64 15
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %234, i64 16
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %234, i64 17
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %234, i64 18
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %234, i64 19
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %234, i64 20
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %234, i64 21
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %234, i64 22
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %234, i64 23
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %234, i64 24
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %234, i64 25
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %234, i64 26
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %234, i64 27
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %234, i64 28
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %234, i64 29
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %234, i64 30
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %234, i64 31
-	%298 = load float, float* %297, align 4
-	%299 = getelementptr float, float* %7, i64 %102
-	%300 = getelementptr float, float* %299, i64 0
-	%301 = load float, float* %300, align 4
-	%302 = getelementptr float, float* %299, i64 1
-	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %299, i64 2
-	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %299, i64 3
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %299, i64 4
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %299, i64 5
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %299, i64 6
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %299, i64 7
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %299, i64 8
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %299, i64 9
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %299, i64 10
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %299, i64 11
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %299, i64 12
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %299, i64 13
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %299, i64 14
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %299, i64 15
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %299, i64 16
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %299, i64 17
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %299, i64 18
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %299, i64 19
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %299, i64 20
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %299, i64 21
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %299, i64 22
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %299, i64 23
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %299, i64 24
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %299, i64 25
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %299, i64 26
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %299, i64 27
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %299, i64 28
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %299, i64 29
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %299, i64 30
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %299, i64 31
-	%363 = load float, float* %362, align 4
-	%364 = getelementptr float, float* %9, i64 %102
-	%365 = getelementptr float, float* %364, i64 0
-	%366 = load float, float* %365, align 4
-	%367 = getelementptr float, float* %364, i64 1
-	%368 = load float, float* %367, align 4
-	%369 = getelementptr float, float* %364, i64 2
-	%370 = load float, float* %369, align 4
-	%371 = getelementptr float, float* %364, i64 3
-	%372 = load float, float* %371, align 4
-	%373 = getelementptr float, float* %364, i64 4
-	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %364, i64 5
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %364, i64 6
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %364, i64 7
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %364, i64 8
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %364, i64 9
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %364, i64 10
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %364, i64 11
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %364, i64 12
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %364, i64 13
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %364, i64 14
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %364, i64 15
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %364, i64 16
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %364, i64 17
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %364, i64 18
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %364, i64 19
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %364, i64 20
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %364, i64 21
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %364, i64 22
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %364, i64 23
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %364, i64 24
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %364, i64 25
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %364, i64 26
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %364, i64 27
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %364, i64 28
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %364, i64 29
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %364, i64 30
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %364, i64 31
-	%428 = load float, float* %427, align 4
-	%429 = getelementptr float, float* %11, i64 %102
-	%430 = getelementptr float, float* %429, i64 0
-	%431 = load float, float* %430, align 4
-	%432 = getelementptr float, float* %429, i64 1
-	%433 = load float, float* %432, align 4
-	%434 = getelementptr float, float* %429, i64 2
-	%435 = load float, float* %434, align 4
-	%436 = getelementptr float, float* %429, i64 3
-	%437 = load float, float* %436, align 4
-	%438 = getelementptr float, float* %429, i64 4
-	%439 = load float, float* %438, align 4
-	%440 = getelementptr float, float* %429, i64 5
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %429, i64 6
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %429, i64 7
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %429, i64 8
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %429, i64 9
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %429, i64 10
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %429, i64 11
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %429, i64 12
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %429, i64 13
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %429, i64 14
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %429, i64 15
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %429, i64 16
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %429, i64 17
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %429, i64 18
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %429, i64 19
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %429, i64 20
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %429, i64 21
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %429, i64 22
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %429, i64 23
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %429, i64 24
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %429, i64 25
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %429, i64 26
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %429, i64 27
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %429, i64 28
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %429, i64 29
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %429, i64 30
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %429, i64 31
-	%493 = load float, float* %492, align 4
-	%494 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %47, i32 %49, i32 0, i64 %103)
-	%495 = extractvalue [4 x <8 x float>] %494, 0
-	%496 = extractelement <8 x float> %495, i32 0
-	%497 = fmul float %39, %496
-	%498 = fadd float %171, %497
-	%499 = call { float, float, float, float, float } @abtrack_body(float %106, float %498, float %236, float %301, float %366, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%500 = extractvalue { float, float, float, float, float } %499, 0
-	%501 = extractvalue { float, float, float, float, float } %499, 1
-	%502 = extractvalue { float, float, float, float, float } %499, 2
-	%503 = extractvalue { float, float, float, float, float } %499, 3
-	%504 = extractvalue { float, float, float, float, float } %499, 4
-	%505 = extractvalue [4 x <8 x float>] %494, 1
-	%506 = extractelement <8 x float> %505, i32 0
-	%507 = fmul float %39, %506
-	%508 = fadd float %173, %507
-	%509 = call { float, float, float, float, float } @abtrack_body(float %108, float %508, float %238, float %303, float %368, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%104 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %47, i32 %49, i32 0, i64 %103)
+	%105 = add i64 %102, 0
+	%106 = getelementptr float, float* %1, i64 %105
+	%107 = bitcast float* %106 to <8 x float>*
+	%108 = load <8 x float>, <8 x float>* %107, align 4
+	%109 = extractelement <8 x float> %108, i32 0
+	%110 = extractelement <8 x float> %108, i32 1
+	%111 = extractelement <8 x float> %108, i32 2
+	%112 = extractelement <8 x float> %108, i32 3
+	%113 = extractelement <8 x float> %108, i32 4
+	%114 = extractelement <8 x float> %108, i32 5
+	%115 = extractelement <8 x float> %108, i32 6
+	%116 = extractelement <8 x float> %108, i32 7
+	%117 = add i64 %102, 8
+	%118 = getelementptr float, float* %1, i64 %117
+	%119 = bitcast float* %118 to <8 x float>*
+	%120 = load <8 x float>, <8 x float>* %119, align 4
+	%121 = extractelement <8 x float> %120, i32 0
+	%122 = extractelement <8 x float> %120, i32 1
+	%123 = extractelement <8 x float> %120, i32 2
+	%124 = extractelement <8 x float> %120, i32 3
+	%125 = extractelement <8 x float> %120, i32 4
+	%126 = extractelement <8 x float> %120, i32 5
+	%127 = extractelement <8 x float> %120, i32 6
+	%128 = extractelement <8 x float> %120, i32 7
+	%129 = add i64 %102, 16
+	%130 = getelementptr float, float* %1, i64 %129
+	%131 = bitcast float* %130 to <8 x float>*
+	%132 = load <8 x float>, <8 x float>* %131, align 4
+	%133 = extractelement <8 x float> %132, i32 0
+	%134 = extractelement <8 x float> %132, i32 1
+	%135 = extractelement <8 x float> %132, i32 2
+	%136 = extractelement <8 x float> %132, i32 3
+	%137 = extractelement <8 x float> %132, i32 4
+	%138 = extractelement <8 x float> %132, i32 5
+	%139 = extractelement <8 x float> %132, i32 6
+	%140 = extractelement <8 x float> %132, i32 7
+	%141 = add i64 %102, 24
+	%142 = getelementptr float, float* %1, i64 %141
+	%143 = bitcast float* %142 to <8 x float>*
+	%144 = load <8 x float>, <8 x float>* %143, align 4
+	%145 = extractelement <8 x float> %144, i32 0
+	%146 = extractelement <8 x float> %144, i32 1
+	%147 = extractelement <8 x float> %144, i32 2
+	%148 = extractelement <8 x float> %144, i32 3
+	%149 = extractelement <8 x float> %144, i32 4
+	%150 = extractelement <8 x float> %144, i32 5
+	%151 = extractelement <8 x float> %144, i32 6
+	%152 = extractelement <8 x float> %144, i32 7
+	%153 = add i64 %102, 0
+	%154 = getelementptr float, float* %3, i64 %153
+	%155 = bitcast float* %154 to <8 x float>*
+	%156 = load <8 x float>, <8 x float>* %155, align 4
+	%157 = insertelement <8 x float> undef, float %39, i32 0
+	%158 = insertelement <8 x float> %157, float %39, i32 1
+	%159 = insertelement <8 x float> %158, float %39, i32 2
+	%160 = insertelement <8 x float> %159, float %39, i32 3
+	%161 = insertelement <8 x float> %160, float %39, i32 4
+	%162 = insertelement <8 x float> %161, float %39, i32 5
+	%163 = insertelement <8 x float> %162, float %39, i32 6
+	%164 = insertelement <8 x float> %163, float %39, i32 7
+	%165 = extractvalue [4 x <8 x float>] %104, 0
+	%166 = fmul <8 x float> %164, %165
+	%167 = fadd <8 x float> %156, %166
+	%168 = extractelement <8 x float> %167, i32 0
+	%169 = extractelement <8 x float> %167, i32 1
+	%170 = extractelement <8 x float> %167, i32 2
+	%171 = extractelement <8 x float> %167, i32 3
+	%172 = extractelement <8 x float> %167, i32 4
+	%173 = extractelement <8 x float> %167, i32 5
+	%174 = extractelement <8 x float> %167, i32 6
+	%175 = extractelement <8 x float> %167, i32 7
+	%176 = add i64 %102, 8
+	%177 = getelementptr float, float* %3, i64 %176
+	%178 = bitcast float* %177 to <8 x float>*
+	%179 = load <8 x float>, <8 x float>* %178, align 4
+	%180 = insertelement <8 x float> undef, float %39, i32 0
+	%181 = insertelement <8 x float> %180, float %39, i32 1
+	%182 = insertelement <8 x float> %181, float %39, i32 2
+	%183 = insertelement <8 x float> %182, float %39, i32 3
+	%184 = insertelement <8 x float> %183, float %39, i32 4
+	%185 = insertelement <8 x float> %184, float %39, i32 5
+	%186 = insertelement <8 x float> %185, float %39, i32 6
+	%187 = insertelement <8 x float> %186, float %39, i32 7
+	%188 = extractvalue [4 x <8 x float>] %104, 1
+	%189 = fmul <8 x float> %187, %188
+	%190 = fadd <8 x float> %179, %189
+	%191 = extractelement <8 x float> %190, i32 0
+	%192 = extractelement <8 x float> %190, i32 1
+	%193 = extractelement <8 x float> %190, i32 2
+	%194 = extractelement <8 x float> %190, i32 3
+	%195 = extractelement <8 x float> %190, i32 4
+	%196 = extractelement <8 x float> %190, i32 5
+	%197 = extractelement <8 x float> %190, i32 6
+	%198 = extractelement <8 x float> %190, i32 7
+	%199 = add i64 %102, 16
+	%200 = getelementptr float, float* %3, i64 %199
+	%201 = bitcast float* %200 to <8 x float>*
+	%202 = load <8 x float>, <8 x float>* %201, align 4
+	%203 = insertelement <8 x float> undef, float %39, i32 0
+	%204 = insertelement <8 x float> %203, float %39, i32 1
+	%205 = insertelement <8 x float> %204, float %39, i32 2
+	%206 = insertelement <8 x float> %205, float %39, i32 3
+	%207 = insertelement <8 x float> %206, float %39, i32 4
+	%208 = insertelement <8 x float> %207, float %39, i32 5
+	%209 = insertelement <8 x float> %208, float %39, i32 6
+	%210 = insertelement <8 x float> %209, float %39, i32 7
+	%211 = extractvalue [4 x <8 x float>] %104, 2
+	%212 = fmul <8 x float> %210, %211
+	%213 = fadd <8 x float> %202, %212
+	%214 = extractelement <8 x float> %213, i32 0
+	%215 = extractelement <8 x float> %213, i32 1
+	%216 = extractelement <8 x float> %213, i32 2
+	%217 = extractelement <8 x float> %213, i32 3
+	%218 = extractelement <8 x float> %213, i32 4
+	%219 = extractelement <8 x float> %213, i32 5
+	%220 = extractelement <8 x float> %213, i32 6
+	%221 = extractelement <8 x float> %213, i32 7
+	%222 = add i64 %102, 24
+	%223 = getelementptr float, float* %3, i64 %222
+	%224 = bitcast float* %223 to <8 x float>*
+	%225 = load <8 x float>, <8 x float>* %224, align 4
+	%226 = insertelement <8 x float> undef, float %39, i32 0
+	%227 = insertelement <8 x float> %226, float %39, i32 1
+	%228 = insertelement <8 x float> %227, float %39, i32 2
+	%229 = insertelement <8 x float> %228, float %39, i32 3
+	%230 = insertelement <8 x float> %229, float %39, i32 4
+	%231 = insertelement <8 x float> %230, float %39, i32 5
+	%232 = insertelement <8 x float> %231, float %39, i32 6
+	%233 = insertelement <8 x float> %232, float %39, i32 7
+	%234 = extractvalue [4 x <8 x float>] %104, 3
+	%235 = fmul <8 x float> %233, %234
+	%236 = fadd <8 x float> %225, %235
+	%237 = extractelement <8 x float> %236, i32 0
+	%238 = extractelement <8 x float> %236, i32 1
+	%239 = extractelement <8 x float> %236, i32 2
+	%240 = extractelement <8 x float> %236, i32 3
+	%241 = extractelement <8 x float> %236, i32 4
+	%242 = extractelement <8 x float> %236, i32 5
+	%243 = extractelement <8 x float> %236, i32 6
+	%244 = extractelement <8 x float> %236, i32 7
+	%245 = add i64 %102, 0
+	%246 = getelementptr float, float* %5, i64 %245
+	%247 = bitcast float* %246 to <8 x float>*
+	%248 = load <8 x float>, <8 x float>* %247, align 4
+	%249 = extractelement <8 x float> %248, i32 0
+	%250 = extractelement <8 x float> %248, i32 1
+	%251 = extractelement <8 x float> %248, i32 2
+	%252 = extractelement <8 x float> %248, i32 3
+	%253 = extractelement <8 x float> %248, i32 4
+	%254 = extractelement <8 x float> %248, i32 5
+	%255 = extractelement <8 x float> %248, i32 6
+	%256 = extractelement <8 x float> %248, i32 7
+	%257 = add i64 %102, 8
+	%258 = getelementptr float, float* %5, i64 %257
+	%259 = bitcast float* %258 to <8 x float>*
+	%260 = load <8 x float>, <8 x float>* %259, align 4
+	%261 = extractelement <8 x float> %260, i32 0
+	%262 = extractelement <8 x float> %260, i32 1
+	%263 = extractelement <8 x float> %260, i32 2
+	%264 = extractelement <8 x float> %260, i32 3
+	%265 = extractelement <8 x float> %260, i32 4
+	%266 = extractelement <8 x float> %260, i32 5
+	%267 = extractelement <8 x float> %260, i32 6
+	%268 = extractelement <8 x float> %260, i32 7
+	%269 = add i64 %102, 16
+	%270 = getelementptr float, float* %5, i64 %269
+	%271 = bitcast float* %270 to <8 x float>*
+	%272 = load <8 x float>, <8 x float>* %271, align 4
+	%273 = extractelement <8 x float> %272, i32 0
+	%274 = extractelement <8 x float> %272, i32 1
+	%275 = extractelement <8 x float> %272, i32 2
+	%276 = extractelement <8 x float> %272, i32 3
+	%277 = extractelement <8 x float> %272, i32 4
+	%278 = extractelement <8 x float> %272, i32 5
+	%279 = extractelement <8 x float> %272, i32 6
+	%280 = extractelement <8 x float> %272, i32 7
+	%281 = add i64 %102, 24
+	%282 = getelementptr float, float* %5, i64 %281
+	%283 = bitcast float* %282 to <8 x float>*
+	%284 = load <8 x float>, <8 x float>* %283, align 4
+	%285 = extractelement <8 x float> %284, i32 0
+	%286 = extractelement <8 x float> %284, i32 1
+	%287 = extractelement <8 x float> %284, i32 2
+	%288 = extractelement <8 x float> %284, i32 3
+	%289 = extractelement <8 x float> %284, i32 4
+	%290 = extractelement <8 x float> %284, i32 5
+	%291 = extractelement <8 x float> %284, i32 6
+	%292 = extractelement <8 x float> %284, i32 7
+	%293 = add i64 %102, 0
+	%294 = getelementptr float, float* %7, i64 %293
+	%295 = bitcast float* %294 to <8 x float>*
+	%296 = load <8 x float>, <8 x float>* %295, align 4
+	%297 = extractelement <8 x float> %296, i32 0
+	%298 = extractelement <8 x float> %296, i32 1
+	%299 = extractelement <8 x float> %296, i32 2
+	%300 = extractelement <8 x float> %296, i32 3
+	%301 = extractelement <8 x float> %296, i32 4
+	%302 = extractelement <8 x float> %296, i32 5
+	%303 = extractelement <8 x float> %296, i32 6
+	%304 = extractelement <8 x float> %296, i32 7
+	%305 = add i64 %102, 8
+	%306 = getelementptr float, float* %7, i64 %305
+	%307 = bitcast float* %306 to <8 x float>*
+	%308 = load <8 x float>, <8 x float>* %307, align 4
+	%309 = extractelement <8 x float> %308, i32 0
+	%310 = extractelement <8 x float> %308, i32 1
+	%311 = extractelement <8 x float> %308, i32 2
+	%312 = extractelement <8 x float> %308, i32 3
+	%313 = extractelement <8 x float> %308, i32 4
+	%314 = extractelement <8 x float> %308, i32 5
+	%315 = extractelement <8 x float> %308, i32 6
+	%316 = extractelement <8 x float> %308, i32 7
+	%317 = add i64 %102, 16
+	%318 = getelementptr float, float* %7, i64 %317
+	%319 = bitcast float* %318 to <8 x float>*
+	%320 = load <8 x float>, <8 x float>* %319, align 4
+	%321 = extractelement <8 x float> %320, i32 0
+	%322 = extractelement <8 x float> %320, i32 1
+	%323 = extractelement <8 x float> %320, i32 2
+	%324 = extractelement <8 x float> %320, i32 3
+	%325 = extractelement <8 x float> %320, i32 4
+	%326 = extractelement <8 x float> %320, i32 5
+	%327 = extractelement <8 x float> %320, i32 6
+	%328 = extractelement <8 x float> %320, i32 7
+	%329 = add i64 %102, 24
+	%330 = getelementptr float, float* %7, i64 %329
+	%331 = bitcast float* %330 to <8 x float>*
+	%332 = load <8 x float>, <8 x float>* %331, align 4
+	%333 = extractelement <8 x float> %332, i32 0
+	%334 = extractelement <8 x float> %332, i32 1
+	%335 = extractelement <8 x float> %332, i32 2
+	%336 = extractelement <8 x float> %332, i32 3
+	%337 = extractelement <8 x float> %332, i32 4
+	%338 = extractelement <8 x float> %332, i32 5
+	%339 = extractelement <8 x float> %332, i32 6
+	%340 = extractelement <8 x float> %332, i32 7
+	%341 = add i64 %102, 0
+	%342 = getelementptr float, float* %9, i64 %341
+	%343 = bitcast float* %342 to <8 x float>*
+	%344 = load <8 x float>, <8 x float>* %343, align 4
+	%345 = extractelement <8 x float> %344, i32 0
+	%346 = extractelement <8 x float> %344, i32 1
+	%347 = extractelement <8 x float> %344, i32 2
+	%348 = extractelement <8 x float> %344, i32 3
+	%349 = extractelement <8 x float> %344, i32 4
+	%350 = extractelement <8 x float> %344, i32 5
+	%351 = extractelement <8 x float> %344, i32 6
+	%352 = extractelement <8 x float> %344, i32 7
+	%353 = add i64 %102, 8
+	%354 = getelementptr float, float* %9, i64 %353
+	%355 = bitcast float* %354 to <8 x float>*
+	%356 = load <8 x float>, <8 x float>* %355, align 4
+	%357 = extractelement <8 x float> %356, i32 0
+	%358 = extractelement <8 x float> %356, i32 1
+	%359 = extractelement <8 x float> %356, i32 2
+	%360 = extractelement <8 x float> %356, i32 3
+	%361 = extractelement <8 x float> %356, i32 4
+	%362 = extractelement <8 x float> %356, i32 5
+	%363 = extractelement <8 x float> %356, i32 6
+	%364 = extractelement <8 x float> %356, i32 7
+	%365 = add i64 %102, 16
+	%366 = getelementptr float, float* %9, i64 %365
+	%367 = bitcast float* %366 to <8 x float>*
+	%368 = load <8 x float>, <8 x float>* %367, align 4
+	%369 = extractelement <8 x float> %368, i32 0
+	%370 = extractelement <8 x float> %368, i32 1
+	%371 = extractelement <8 x float> %368, i32 2
+	%372 = extractelement <8 x float> %368, i32 3
+	%373 = extractelement <8 x float> %368, i32 4
+	%374 = extractelement <8 x float> %368, i32 5
+	%375 = extractelement <8 x float> %368, i32 6
+	%376 = extractelement <8 x float> %368, i32 7
+	%377 = add i64 %102, 24
+	%378 = getelementptr float, float* %9, i64 %377
+	%379 = bitcast float* %378 to <8 x float>*
+	%380 = load <8 x float>, <8 x float>* %379, align 4
+	%381 = extractelement <8 x float> %380, i32 0
+	%382 = extractelement <8 x float> %380, i32 1
+	%383 = extractelement <8 x float> %380, i32 2
+	%384 = extractelement <8 x float> %380, i32 3
+	%385 = extractelement <8 x float> %380, i32 4
+	%386 = extractelement <8 x float> %380, i32 5
+	%387 = extractelement <8 x float> %380, i32 6
+	%388 = extractelement <8 x float> %380, i32 7
+	%389 = add i64 %102, 0
+	%390 = getelementptr float, float* %11, i64 %389
+	%391 = bitcast float* %390 to <8 x float>*
+	%392 = load <8 x float>, <8 x float>* %391, align 4
+	%393 = extractelement <8 x float> %392, i32 0
+	%394 = extractelement <8 x float> %392, i32 1
+	%395 = extractelement <8 x float> %392, i32 2
+	%396 = extractelement <8 x float> %392, i32 3
+	%397 = extractelement <8 x float> %392, i32 4
+	%398 = extractelement <8 x float> %392, i32 5
+	%399 = extractelement <8 x float> %392, i32 6
+	%400 = extractelement <8 x float> %392, i32 7
+	%401 = add i64 %102, 8
+	%402 = getelementptr float, float* %11, i64 %401
+	%403 = bitcast float* %402 to <8 x float>*
+	%404 = load <8 x float>, <8 x float>* %403, align 4
+	%405 = extractelement <8 x float> %404, i32 0
+	%406 = extractelement <8 x float> %404, i32 1
+	%407 = extractelement <8 x float> %404, i32 2
+	%408 = extractelement <8 x float> %404, i32 3
+	%409 = extractelement <8 x float> %404, i32 4
+	%410 = extractelement <8 x float> %404, i32 5
+	%411 = extractelement <8 x float> %404, i32 6
+	%412 = extractelement <8 x float> %404, i32 7
+	%413 = add i64 %102, 16
+	%414 = getelementptr float, float* %11, i64 %413
+	%415 = bitcast float* %414 to <8 x float>*
+	%416 = load <8 x float>, <8 x float>* %415, align 4
+	%417 = extractelement <8 x float> %416, i32 0
+	%418 = extractelement <8 x float> %416, i32 1
+	%419 = extractelement <8 x float> %416, i32 2
+	%420 = extractelement <8 x float> %416, i32 3
+	%421 = extractelement <8 x float> %416, i32 4
+	%422 = extractelement <8 x float> %416, i32 5
+	%423 = extractelement <8 x float> %416, i32 6
+	%424 = extractelement <8 x float> %416, i32 7
+	%425 = add i64 %102, 24
+	%426 = getelementptr float, float* %11, i64 %425
+	%427 = bitcast float* %426 to <8 x float>*
+	%428 = load <8 x float>, <8 x float>* %427, align 4
+	%429 = extractelement <8 x float> %428, i32 0
+	%430 = extractelement <8 x float> %428, i32 1
+	%431 = extractelement <8 x float> %428, i32 2
+	%432 = extractelement <8 x float> %428, i32 3
+	%433 = extractelement <8 x float> %428, i32 4
+	%434 = extractelement <8 x float> %428, i32 5
+	%435 = extractelement <8 x float> %428, i32 6
+	%436 = extractelement <8 x float> %428, i32 7
+	%437 = call { float, float, float, float, float } @abtrack_body(float %109, float %168, float %249, float %297, float %345, float %393, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%438 = extractvalue { float, float, float, float, float } %437, 0
+	%439 = extractvalue { float, float, float, float, float } %437, 1
+	%440 = extractvalue { float, float, float, float, float } %437, 2
+	%441 = extractvalue { float, float, float, float, float } %437, 3
+	%442 = extractvalue { float, float, float, float, float } %437, 4
+	%443 = call { float, float, float, float, float } @abtrack_body(float %110, float %169, float %250, float %298, float %346, float %394, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%444 = extractvalue { float, float, float, float, float } %443, 0
+	%445 = extractvalue { float, float, float, float, float } %443, 1
+	%446 = extractvalue { float, float, float, float, float } %443, 2
+	%447 = extractvalue { float, float, float, float, float } %443, 3
+	%448 = extractvalue { float, float, float, float, float } %443, 4
+	%449 = call { float, float, float, float, float } @abtrack_body(float %111, float %170, float %251, float %299, float %347, float %395, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%450 = extractvalue { float, float, float, float, float } %449, 0
+	%451 = extractvalue { float, float, float, float, float } %449, 1
+	%452 = extractvalue { float, float, float, float, float } %449, 2
+	%453 = extractvalue { float, float, float, float, float } %449, 3
+	%454 = extractvalue { float, float, float, float, float } %449, 4
+	%455 = call { float, float, float, float, float } @abtrack_body(float %112, float %171, float %252, float %300, float %348, float %396, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%456 = extractvalue { float, float, float, float, float } %455, 0
+	%457 = extractvalue { float, float, float, float, float } %455, 1
+	%458 = extractvalue { float, float, float, float, float } %455, 2
+	%459 = extractvalue { float, float, float, float, float } %455, 3
+	%460 = extractvalue { float, float, float, float, float } %455, 4
+	%461 = call { float, float, float, float, float } @abtrack_body(float %113, float %172, float %253, float %301, float %349, float %397, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%462 = extractvalue { float, float, float, float, float } %461, 0
+	%463 = extractvalue { float, float, float, float, float } %461, 1
+	%464 = extractvalue { float, float, float, float, float } %461, 2
+	%465 = extractvalue { float, float, float, float, float } %461, 3
+	%466 = extractvalue { float, float, float, float, float } %461, 4
+	%467 = call { float, float, float, float, float } @abtrack_body(float %114, float %173, float %254, float %302, float %350, float %398, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%468 = extractvalue { float, float, float, float, float } %467, 0
+	%469 = extractvalue { float, float, float, float, float } %467, 1
+	%470 = extractvalue { float, float, float, float, float } %467, 2
+	%471 = extractvalue { float, float, float, float, float } %467, 3
+	%472 = extractvalue { float, float, float, float, float } %467, 4
+	%473 = call { float, float, float, float, float } @abtrack_body(float %115, float %174, float %255, float %303, float %351, float %399, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%474 = extractvalue { float, float, float, float, float } %473, 0
+	%475 = extractvalue { float, float, float, float, float } %473, 1
+	%476 = extractvalue { float, float, float, float, float } %473, 2
+	%477 = extractvalue { float, float, float, float, float } %473, 3
+	%478 = extractvalue { float, float, float, float, float } %473, 4
+	%479 = call { float, float, float, float, float } @abtrack_body(float %116, float %175, float %256, float %304, float %352, float %400, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%480 = extractvalue { float, float, float, float, float } %479, 0
+	%481 = extractvalue { float, float, float, float, float } %479, 1
+	%482 = extractvalue { float, float, float, float, float } %479, 2
+	%483 = extractvalue { float, float, float, float, float } %479, 3
+	%484 = extractvalue { float, float, float, float, float } %479, 4
+	%485 = call { float, float, float, float, float } @abtrack_body(float %121, float %191, float %261, float %309, float %357, float %405, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%486 = extractvalue { float, float, float, float, float } %485, 0
+	%487 = extractvalue { float, float, float, float, float } %485, 1
+	%488 = extractvalue { float, float, float, float, float } %485, 2
+	%489 = extractvalue { float, float, float, float, float } %485, 3
+	%490 = extractvalue { float, float, float, float, float } %485, 4
+	%491 = call { float, float, float, float, float } @abtrack_body(float %122, float %192, float %262, float %310, float %358, float %406, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%492 = extractvalue { float, float, float, float, float } %491, 0
+	%493 = extractvalue { float, float, float, float, float } %491, 1
+	%494 = extractvalue { float, float, float, float, float } %491, 2
+	%495 = extractvalue { float, float, float, float, float } %491, 3
+	%496 = extractvalue { float, float, float, float, float } %491, 4
+	%497 = call { float, float, float, float, float } @abtrack_body(float %123, float %193, float %263, float %311, float %359, float %407, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%498 = extractvalue { float, float, float, float, float } %497, 0
+	%499 = extractvalue { float, float, float, float, float } %497, 1
+	%500 = extractvalue { float, float, float, float, float } %497, 2
+	%501 = extractvalue { float, float, float, float, float } %497, 3
+	%502 = extractvalue { float, float, float, float, float } %497, 4
+	%503 = call { float, float, float, float, float } @abtrack_body(float %124, float %194, float %264, float %312, float %360, float %408, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%504 = extractvalue { float, float, float, float, float } %503, 0
+	%505 = extractvalue { float, float, float, float, float } %503, 1
+	%506 = extractvalue { float, float, float, float, float } %503, 2
+	%507 = extractvalue { float, float, float, float, float } %503, 3
+	%508 = extractvalue { float, float, float, float, float } %503, 4
+	%509 = call { float, float, float, float, float } @abtrack_body(float %125, float %195, float %265, float %313, float %361, float %409, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
 	%510 = extractvalue { float, float, float, float, float } %509, 0
 	%511 = extractvalue { float, float, float, float, float } %509, 1
 	%512 = extractvalue { float, float, float, float, float } %509, 2
 	%513 = extractvalue { float, float, float, float, float } %509, 3
 	%514 = extractvalue { float, float, float, float, float } %509, 4
-	%515 = extractvalue [4 x <8 x float>] %494, 2
-	%516 = extractelement <8 x float> %515, i32 0
-	%517 = fmul float %39, %516
-	%518 = fadd float %175, %517
-	%519 = call { float, float, float, float, float } @abtrack_body(float %110, float %518, float %240, float %305, float %370, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%520 = extractvalue { float, float, float, float, float } %519, 0
-	%521 = extractvalue { float, float, float, float, float } %519, 1
-	%522 = extractvalue { float, float, float, float, float } %519, 2
-	%523 = extractvalue { float, float, float, float, float } %519, 3
-	%524 = extractvalue { float, float, float, float, float } %519, 4
-	%525 = extractvalue [4 x <8 x float>] %494, 3
-	%526 = extractelement <8 x float> %525, i32 0
-	%527 = fmul float %39, %526
-	%528 = fadd float %177, %527
-	%529 = call { float, float, float, float, float } @abtrack_body(float %112, float %528, float %242, float %307, float %372, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%530 = extractvalue { float, float, float, float, float } %529, 0
-	%531 = extractvalue { float, float, float, float, float } %529, 1
-	%532 = extractvalue { float, float, float, float, float } %529, 2
-	%533 = extractvalue { float, float, float, float, float } %529, 3
-	%534 = extractvalue { float, float, float, float, float } %529, 4
-	%535 = extractvalue [4 x <8 x float>] %494, 0
-	%536 = extractelement <8 x float> %535, i32 1
-	%537 = fmul float %39, %536
-	%538 = fadd float %179, %537
-	%539 = call { float, float, float, float, float } @abtrack_body(float %114, float %538, float %244, float %309, float %374, float %439, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%515 = call { float, float, float, float, float } @abtrack_body(float %126, float %196, float %266, float %314, float %362, float %410, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%516 = extractvalue { float, float, float, float, float } %515, 0
+	%517 = extractvalue { float, float, float, float, float } %515, 1
+	%518 = extractvalue { float, float, float, float, float } %515, 2
+	%519 = extractvalue { float, float, float, float, float } %515, 3
+	%520 = extractvalue { float, float, float, float, float } %515, 4
+	%521 = call { float, float, float, float, float } @abtrack_body(float %127, float %197, float %267, float %315, float %363, float %411, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%522 = extractvalue { float, float, float, float, float } %521, 0
+	%523 = extractvalue { float, float, float, float, float } %521, 1
+	%524 = extractvalue { float, float, float, float, float } %521, 2
+	%525 = extractvalue { float, float, float, float, float } %521, 3
+	%526 = extractvalue { float, float, float, float, float } %521, 4
+	%527 = call { float, float, float, float, float } @abtrack_body(float %128, float %198, float %268, float %316, float %364, float %412, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%528 = extractvalue { float, float, float, float, float } %527, 0
+	%529 = extractvalue { float, float, float, float, float } %527, 1
+	%530 = extractvalue { float, float, float, float, float } %527, 2
+	%531 = extractvalue { float, float, float, float, float } %527, 3
+	%532 = extractvalue { float, float, float, float, float } %527, 4
+	%533 = call { float, float, float, float, float } @abtrack_body(float %133, float %214, float %273, float %321, float %369, float %417, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%534 = extractvalue { float, float, float, float, float } %533, 0
+	%535 = extractvalue { float, float, float, float, float } %533, 1
+	%536 = extractvalue { float, float, float, float, float } %533, 2
+	%537 = extractvalue { float, float, float, float, float } %533, 3
+	%538 = extractvalue { float, float, float, float, float } %533, 4
+	%539 = call { float, float, float, float, float } @abtrack_body(float %134, float %215, float %274, float %322, float %370, float %418, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
 	%540 = extractvalue { float, float, float, float, float } %539, 0
 	%541 = extractvalue { float, float, float, float, float } %539, 1
 	%542 = extractvalue { float, float, float, float, float } %539, 2
 	%543 = extractvalue { float, float, float, float, float } %539, 3
 	%544 = extractvalue { float, float, float, float, float } %539, 4
-	%545 = extractvalue [4 x <8 x float>] %494, 1
-	%546 = extractelement <8 x float> %545, i32 1
-	%547 = fmul float %39, %546
-	%548 = fadd float %181, %547
-	%549 = call { float, float, float, float, float } @abtrack_body(float %116, float %548, float %246, float %311, float %376, float %441, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%550 = extractvalue { float, float, float, float, float } %549, 0
-	%551 = extractvalue { float, float, float, float, float } %549, 1
-	%552 = extractvalue { float, float, float, float, float } %549, 2
-	%553 = extractvalue { float, float, float, float, float } %549, 3
-	%554 = extractvalue { float, float, float, float, float } %549, 4
-	%555 = extractvalue [4 x <8 x float>] %494, 2
-	%556 = extractelement <8 x float> %555, i32 1
-	%557 = fmul float %39, %556
-	%558 = fadd float %183, %557
-	%559 = call { float, float, float, float, float } @abtrack_body(float %118, float %558, float %248, float %313, float %378, float %443, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%560 = extractvalue { float, float, float, float, float } %559, 0
-	%561 = extractvalue { float, float, float, float, float } %559, 1
-	%562 = extractvalue { float, float, float, float, float } %559, 2
-	%563 = extractvalue { float, float, float, float, float } %559, 3
-	%564 = extractvalue { float, float, float, float, float } %559, 4
-	%565 = extractvalue [4 x <8 x float>] %494, 3
-	%566 = extractelement <8 x float> %565, i32 1
-	%567 = fmul float %39, %566
-	%568 = fadd float %185, %567
-	%569 = call { float, float, float, float, float } @abtrack_body(float %120, float %568, float %250, float %315, float %380, float %445, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%545 = call { float, float, float, float, float } @abtrack_body(float %135, float %216, float %275, float %323, float %371, float %419, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%546 = extractvalue { float, float, float, float, float } %545, 0
+	%547 = extractvalue { float, float, float, float, float } %545, 1
+	%548 = extractvalue { float, float, float, float, float } %545, 2
+	%549 = extractvalue { float, float, float, float, float } %545, 3
+	%550 = extractvalue { float, float, float, float, float } %545, 4
+	%551 = call { float, float, float, float, float } @abtrack_body(float %136, float %217, float %276, float %324, float %372, float %420, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%552 = extractvalue { float, float, float, float, float } %551, 0
+	%553 = extractvalue { float, float, float, float, float } %551, 1
+	%554 = extractvalue { float, float, float, float, float } %551, 2
+	%555 = extractvalue { float, float, float, float, float } %551, 3
+	%556 = extractvalue { float, float, float, float, float } %551, 4
+	%557 = call { float, float, float, float, float } @abtrack_body(float %137, float %218, float %277, float %325, float %373, float %421, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%558 = extractvalue { float, float, float, float, float } %557, 0
+	%559 = extractvalue { float, float, float, float, float } %557, 1
+	%560 = extractvalue { float, float, float, float, float } %557, 2
+	%561 = extractvalue { float, float, float, float, float } %557, 3
+	%562 = extractvalue { float, float, float, float, float } %557, 4
+	%563 = call { float, float, float, float, float } @abtrack_body(float %138, float %219, float %278, float %326, float %374, float %422, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%564 = extractvalue { float, float, float, float, float } %563, 0
+	%565 = extractvalue { float, float, float, float, float } %563, 1
+	%566 = extractvalue { float, float, float, float, float } %563, 2
+	%567 = extractvalue { float, float, float, float, float } %563, 3
+	%568 = extractvalue { float, float, float, float, float } %563, 4
+	%569 = call { float, float, float, float, float } @abtrack_body(float %139, float %220, float %279, float %327, float %375, float %423, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
 	%570 = extractvalue { float, float, float, float, float } %569, 0
 	%571 = extractvalue { float, float, float, float, float } %569, 1
 	%572 = extractvalue { float, float, float, float, float } %569, 2
 	%573 = extractvalue { float, float, float, float, float } %569, 3
 	%574 = extractvalue { float, float, float, float, float } %569, 4
-	%575 = extractvalue [4 x <8 x float>] %494, 0
-	%576 = extractelement <8 x float> %575, i32 2
-	%577 = fmul float %39, %576
-	%578 = fadd float %187, %577
-	%579 = call { float, float, float, float, float } @abtrack_body(float %122, float %578, float %252, float %317, float %382, float %447, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%580 = extractvalue { float, float, float, float, float } %579, 0
-	%581 = extractvalue { float, float, float, float, float } %579, 1
-	%582 = extractvalue { float, float, float, float, float } %579, 2
-	%583 = extractvalue { float, float, float, float, float } %579, 3
-	%584 = extractvalue { float, float, float, float, float } %579, 4
-	%585 = extractvalue [4 x <8 x float>] %494, 1
-	%586 = extractelement <8 x float> %585, i32 2
-	%587 = fmul float %39, %586
-	%588 = fadd float %189, %587
-	%589 = call { float, float, float, float, float } @abtrack_body(float %124, float %588, float %254, float %319, float %384, float %449, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%590 = extractvalue { float, float, float, float, float } %589, 0
-	%591 = extractvalue { float, float, float, float, float } %589, 1
-	%592 = extractvalue { float, float, float, float, float } %589, 2
-	%593 = extractvalue { float, float, float, float, float } %589, 3
-	%594 = extractvalue { float, float, float, float, float } %589, 4
-	%595 = extractvalue [4 x <8 x float>] %494, 2
-	%596 = extractelement <8 x float> %595, i32 2
-	%597 = fmul float %39, %596
-	%598 = fadd float %191, %597
-	%599 = call { float, float, float, float, float } @abtrack_body(float %126, float %598, float %256, float %321, float %386, float %451, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%575 = call { float, float, float, float, float } @abtrack_body(float %140, float %221, float %280, float %328, float %376, float %424, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%576 = extractvalue { float, float, float, float, float } %575, 0
+	%577 = extractvalue { float, float, float, float, float } %575, 1
+	%578 = extractvalue { float, float, float, float, float } %575, 2
+	%579 = extractvalue { float, float, float, float, float } %575, 3
+	%580 = extractvalue { float, float, float, float, float } %575, 4
+	%581 = call { float, float, float, float, float } @abtrack_body(float %145, float %237, float %285, float %333, float %381, float %429, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%582 = extractvalue { float, float, float, float, float } %581, 0
+	%583 = extractvalue { float, float, float, float, float } %581, 1
+	%584 = extractvalue { float, float, float, float, float } %581, 2
+	%585 = extractvalue { float, float, float, float, float } %581, 3
+	%586 = extractvalue { float, float, float, float, float } %581, 4
+	%587 = call { float, float, float, float, float } @abtrack_body(float %146, float %238, float %286, float %334, float %382, float %430, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%588 = extractvalue { float, float, float, float, float } %587, 0
+	%589 = extractvalue { float, float, float, float, float } %587, 1
+	%590 = extractvalue { float, float, float, float, float } %587, 2
+	%591 = extractvalue { float, float, float, float, float } %587, 3
+	%592 = extractvalue { float, float, float, float, float } %587, 4
+	%593 = call { float, float, float, float, float } @abtrack_body(float %147, float %239, float %287, float %335, float %383, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%594 = extractvalue { float, float, float, float, float } %593, 0
+	%595 = extractvalue { float, float, float, float, float } %593, 1
+	%596 = extractvalue { float, float, float, float, float } %593, 2
+	%597 = extractvalue { float, float, float, float, float } %593, 3
+	%598 = extractvalue { float, float, float, float, float } %593, 4
+	%599 = call { float, float, float, float, float } @abtrack_body(float %148, float %240, float %288, float %336, float %384, float %432, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
 	%600 = extractvalue { float, float, float, float, float } %599, 0
 	%601 = extractvalue { float, float, float, float, float } %599, 1
 	%602 = extractvalue { float, float, float, float, float } %599, 2
 	%603 = extractvalue { float, float, float, float, float } %599, 3
 	%604 = extractvalue { float, float, float, float, float } %599, 4
-	%605 = extractvalue [4 x <8 x float>] %494, 3
-	%606 = extractelement <8 x float> %605, i32 2
-	%607 = fmul float %39, %606
-	%608 = fadd float %193, %607
-	%609 = call { float, float, float, float, float } @abtrack_body(float %128, float %608, float %258, float %323, float %388, float %453, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%610 = extractvalue { float, float, float, float, float } %609, 0
-	%611 = extractvalue { float, float, float, float, float } %609, 1
-	%612 = extractvalue { float, float, float, float, float } %609, 2
-	%613 = extractvalue { float, float, float, float, float } %609, 3
-	%614 = extractvalue { float, float, float, float, float } %609, 4
-	%615 = extractvalue [4 x <8 x float>] %494, 0
-	%616 = extractelement <8 x float> %615, i32 3
-	%617 = fmul float %39, %616
-	%618 = fadd float %195, %617
-	%619 = call { float, float, float, float, float } @abtrack_body(float %130, float %618, float %260, float %325, float %390, float %455, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%620 = extractvalue { float, float, float, float, float } %619, 0
-	%621 = extractvalue { float, float, float, float, float } %619, 1
-	%622 = extractvalue { float, float, float, float, float } %619, 2
-	%623 = extractvalue { float, float, float, float, float } %619, 3
-	%624 = extractvalue { float, float, float, float, float } %619, 4
-	%625 = extractvalue [4 x <8 x float>] %494, 1
-	%626 = extractelement <8 x float> %625, i32 3
-	%627 = fmul float %39, %626
-	%628 = fadd float %197, %627
-	%629 = call { float, float, float, float, float } @abtrack_body(float %132, float %628, float %262, float %327, float %392, float %457, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%630 = extractvalue { float, float, float, float, float } %629, 0
-	%631 = extractvalue { float, float, float, float, float } %629, 1
-	%632 = extractvalue { float, float, float, float, float } %629, 2
-	%633 = extractvalue { float, float, float, float, float } %629, 3
-	%634 = extractvalue { float, float, float, float, float } %629, 4
-	%635 = extractvalue [4 x <8 x float>] %494, 2
-	%636 = extractelement <8 x float> %635, i32 3
-	%637 = fmul float %39, %636
-	%638 = fadd float %199, %637
-	%639 = call { float, float, float, float, float } @abtrack_body(float %134, float %638, float %264, float %329, float %394, float %459, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%640 = extractvalue { float, float, float, float, float } %639, 0
-	%641 = extractvalue { float, float, float, float, float } %639, 1
-	%642 = extractvalue { float, float, float, float, float } %639, 2
-	%643 = extractvalue { float, float, float, float, float } %639, 3
-	%644 = extractvalue { float, float, float, float, float } %639, 4
-	%645 = extractvalue [4 x <8 x float>] %494, 3
-	%646 = extractelement <8 x float> %645, i32 3
-	%647 = fmul float %39, %646
-	%648 = fadd float %201, %647
-	%649 = call { float, float, float, float, float } @abtrack_body(float %136, float %648, float %266, float %331, float %396, float %461, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%650 = extractvalue { float, float, float, float, float } %649, 0
-	%651 = extractvalue { float, float, float, float, float } %649, 1
-	%652 = extractvalue { float, float, float, float, float } %649, 2
-	%653 = extractvalue { float, float, float, float, float } %649, 3
-	%654 = extractvalue { float, float, float, float, float } %649, 4
-	%655 = extractvalue [4 x <8 x float>] %494, 0
-	%656 = extractelement <8 x float> %655, i32 4
-	%657 = fmul float %39, %656
-	%658 = fadd float %203, %657
-	%659 = call { float, float, float, float, float } @abtrack_body(float %138, float %658, float %268, float %333, float %398, float %463, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%660 = extractvalue { float, float, float, float, float } %659, 0
-	%661 = extractvalue { float, float, float, float, float } %659, 1
-	%662 = extractvalue { float, float, float, float, float } %659, 2
-	%663 = extractvalue { float, float, float, float, float } %659, 3
-	%664 = extractvalue { float, float, float, float, float } %659, 4
-	%665 = extractvalue [4 x <8 x float>] %494, 1
-	%666 = extractelement <8 x float> %665, i32 4
-	%667 = fmul float %39, %666
-	%668 = fadd float %205, %667
-	%669 = call { float, float, float, float, float } @abtrack_body(float %140, float %668, float %270, float %335, float %400, float %465, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%670 = extractvalue { float, float, float, float, float } %669, 0
-	%671 = extractvalue { float, float, float, float, float } %669, 1
-	%672 = extractvalue { float, float, float, float, float } %669, 2
-	%673 = extractvalue { float, float, float, float, float } %669, 3
-	%674 = extractvalue { float, float, float, float, float } %669, 4
-	%675 = extractvalue [4 x <8 x float>] %494, 2
-	%676 = extractelement <8 x float> %675, i32 4
-	%677 = fmul float %39, %676
-	%678 = fadd float %207, %677
-	%679 = call { float, float, float, float, float } @abtrack_body(float %142, float %678, float %272, float %337, float %402, float %467, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%680 = extractvalue { float, float, float, float, float } %679, 0
-	%681 = extractvalue { float, float, float, float, float } %679, 1
-	%682 = extractvalue { float, float, float, float, float } %679, 2
-	%683 = extractvalue { float, float, float, float, float } %679, 3
-	%684 = extractvalue { float, float, float, float, float } %679, 4
-	%685 = extractvalue [4 x <8 x float>] %494, 3
-	%686 = extractelement <8 x float> %685, i32 4
-	%687 = fmul float %39, %686
-	%688 = fadd float %209, %687
-	%689 = call { float, float, float, float, float } @abtrack_body(float %144, float %688, float %274, float %339, float %404, float %469, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%690 = extractvalue { float, float, float, float, float } %689, 0
-	%691 = extractvalue { float, float, float, float, float } %689, 1
-	%692 = extractvalue { float, float, float, float, float } %689, 2
-	%693 = extractvalue { float, float, float, float, float } %689, 3
-	%694 = extractvalue { float, float, float, float, float } %689, 4
-	%695 = extractvalue [4 x <8 x float>] %494, 0
-	%696 = extractelement <8 x float> %695, i32 5
-	%697 = fmul float %39, %696
-	%698 = fadd float %211, %697
-	%699 = call { float, float, float, float, float } @abtrack_body(float %146, float %698, float %276, float %341, float %406, float %471, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%700 = extractvalue { float, float, float, float, float } %699, 0
-	%701 = extractvalue { float, float, float, float, float } %699, 1
-	%702 = extractvalue { float, float, float, float, float } %699, 2
-	%703 = extractvalue { float, float, float, float, float } %699, 3
-	%704 = extractvalue { float, float, float, float, float } %699, 4
-	%705 = extractvalue [4 x <8 x float>] %494, 1
-	%706 = extractelement <8 x float> %705, i32 5
-	%707 = fmul float %39, %706
-	%708 = fadd float %213, %707
-	%709 = call { float, float, float, float, float } @abtrack_body(float %148, float %708, float %278, float %343, float %408, float %473, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%710 = extractvalue { float, float, float, float, float } %709, 0
-	%711 = extractvalue { float, float, float, float, float } %709, 1
-	%712 = extractvalue { float, float, float, float, float } %709, 2
-	%713 = extractvalue { float, float, float, float, float } %709, 3
-	%714 = extractvalue { float, float, float, float, float } %709, 4
-	%715 = extractvalue [4 x <8 x float>] %494, 2
-	%716 = extractelement <8 x float> %715, i32 5
-	%717 = fmul float %39, %716
-	%718 = fadd float %215, %717
-	%719 = call { float, float, float, float, float } @abtrack_body(float %150, float %718, float %280, float %345, float %410, float %475, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%720 = extractvalue { float, float, float, float, float } %719, 0
-	%721 = extractvalue { float, float, float, float, float } %719, 1
-	%722 = extractvalue { float, float, float, float, float } %719, 2
-	%723 = extractvalue { float, float, float, float, float } %719, 3
-	%724 = extractvalue { float, float, float, float, float } %719, 4
-	%725 = extractvalue [4 x <8 x float>] %494, 3
-	%726 = extractelement <8 x float> %725, i32 5
-	%727 = fmul float %39, %726
-	%728 = fadd float %217, %727
-	%729 = call { float, float, float, float, float } @abtrack_body(float %152, float %728, float %282, float %347, float %412, float %477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%730 = extractvalue { float, float, float, float, float } %729, 0
-	%731 = extractvalue { float, float, float, float, float } %729, 1
-	%732 = extractvalue { float, float, float, float, float } %729, 2
-	%733 = extractvalue { float, float, float, float, float } %729, 3
-	%734 = extractvalue { float, float, float, float, float } %729, 4
-	%735 = extractvalue [4 x <8 x float>] %494, 0
-	%736 = extractelement <8 x float> %735, i32 6
-	%737 = fmul float %39, %736
-	%738 = fadd float %219, %737
-	%739 = call { float, float, float, float, float } @abtrack_body(float %154, float %738, float %284, float %349, float %414, float %479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%740 = extractvalue { float, float, float, float, float } %739, 0
-	%741 = extractvalue { float, float, float, float, float } %739, 1
-	%742 = extractvalue { float, float, float, float, float } %739, 2
-	%743 = extractvalue { float, float, float, float, float } %739, 3
-	%744 = extractvalue { float, float, float, float, float } %739, 4
-	%745 = extractvalue [4 x <8 x float>] %494, 1
-	%746 = extractelement <8 x float> %745, i32 6
-	%747 = fmul float %39, %746
-	%748 = fadd float %221, %747
-	%749 = call { float, float, float, float, float } @abtrack_body(float %156, float %748, float %286, float %351, float %416, float %481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%750 = extractvalue { float, float, float, float, float } %749, 0
-	%751 = extractvalue { float, float, float, float, float } %749, 1
-	%752 = extractvalue { float, float, float, float, float } %749, 2
-	%753 = extractvalue { float, float, float, float, float } %749, 3
-	%754 = extractvalue { float, float, float, float, float } %749, 4
-	%755 = extractvalue [4 x <8 x float>] %494, 2
-	%756 = extractelement <8 x float> %755, i32 6
-	%757 = fmul float %39, %756
-	%758 = fadd float %223, %757
-	%759 = call { float, float, float, float, float } @abtrack_body(float %158, float %758, float %288, float %353, float %418, float %483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%760 = extractvalue { float, float, float, float, float } %759, 0
-	%761 = extractvalue { float, float, float, float, float } %759, 1
-	%762 = extractvalue { float, float, float, float, float } %759, 2
-	%763 = extractvalue { float, float, float, float, float } %759, 3
-	%764 = extractvalue { float, float, float, float, float } %759, 4
-	%765 = extractvalue [4 x <8 x float>] %494, 3
-	%766 = extractelement <8 x float> %765, i32 6
-	%767 = fmul float %39, %766
-	%768 = fadd float %225, %767
-	%769 = call { float, float, float, float, float } @abtrack_body(float %160, float %768, float %290, float %355, float %420, float %485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%770 = extractvalue { float, float, float, float, float } %769, 0
-	%771 = extractvalue { float, float, float, float, float } %769, 1
-	%772 = extractvalue { float, float, float, float, float } %769, 2
-	%773 = extractvalue { float, float, float, float, float } %769, 3
-	%774 = extractvalue { float, float, float, float, float } %769, 4
-	%775 = extractvalue [4 x <8 x float>] %494, 0
-	%776 = extractelement <8 x float> %775, i32 7
-	%777 = fmul float %39, %776
-	%778 = fadd float %227, %777
-	%779 = call { float, float, float, float, float } @abtrack_body(float %162, float %778, float %292, float %357, float %422, float %487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%780 = extractvalue { float, float, float, float, float } %779, 0
-	%781 = extractvalue { float, float, float, float, float } %779, 1
-	%782 = extractvalue { float, float, float, float, float } %779, 2
-	%783 = extractvalue { float, float, float, float, float } %779, 3
-	%784 = extractvalue { float, float, float, float, float } %779, 4
-	%785 = extractvalue [4 x <8 x float>] %494, 1
-	%786 = extractelement <8 x float> %785, i32 7
-	%787 = fmul float %39, %786
-	%788 = fadd float %229, %787
-	%789 = call { float, float, float, float, float } @abtrack_body(float %164, float %788, float %294, float %359, float %424, float %489, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%790 = extractvalue { float, float, float, float, float } %789, 0
-	%791 = extractvalue { float, float, float, float, float } %789, 1
-	%792 = extractvalue { float, float, float, float, float } %789, 2
-	%793 = extractvalue { float, float, float, float, float } %789, 3
-	%794 = extractvalue { float, float, float, float, float } %789, 4
-	%795 = extractvalue [4 x <8 x float>] %494, 2
-	%796 = extractelement <8 x float> %795, i32 7
-	%797 = fmul float %39, %796
-	%798 = fadd float %231, %797
-	%799 = call { float, float, float, float, float } @abtrack_body(float %166, float %798, float %296, float %361, float %426, float %491, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%800 = extractvalue { float, float, float, float, float } %799, 0
-	%801 = extractvalue { float, float, float, float, float } %799, 1
-	%802 = extractvalue { float, float, float, float, float } %799, 2
-	%803 = extractvalue { float, float, float, float, float } %799, 3
-	%804 = extractvalue { float, float, float, float, float } %799, 4
-	%805 = extractvalue [4 x <8 x float>] %494, 3
-	%806 = extractelement <8 x float> %805, i32 7
-	%807 = fmul float %39, %806
-	%808 = fadd float %233, %807
-	%809 = call { float, float, float, float, float } @abtrack_body(float %168, float %808, float %298, float %363, float %428, float %493, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%810 = extractvalue { float, float, float, float, float } %809, 0
-	%811 = extractvalue { float, float, float, float, float } %809, 1
-	%812 = extractvalue { float, float, float, float, float } %809, 2
-	%813 = extractvalue { float, float, float, float, float } %809, 3
-	%814 = extractvalue { float, float, float, float, float } %809, 4
-	%815 = getelementptr float, float* %5, i64 %102
-	%816 = getelementptr float, float* %815, i64 0
-	store float %500, float* %816, align 4
-	%817 = getelementptr float, float* %815, i64 1
-	store float %510, float* %817, align 4
-	%818 = getelementptr float, float* %815, i64 2
-	store float %520, float* %818, align 4
-	%819 = getelementptr float, float* %815, i64 3
-	store float %530, float* %819, align 4
-	%820 = getelementptr float, float* %815, i64 4
-	store float %540, float* %820, align 4
-	%821 = getelementptr float, float* %815, i64 5
-	store float %550, float* %821, align 4
-	%822 = getelementptr float, float* %815, i64 6
-	store float %560, float* %822, align 4
-	%823 = getelementptr float, float* %815, i64 7
-	store float %570, float* %823, align 4
-	%824 = getelementptr float, float* %815, i64 8
-	store float %580, float* %824, align 4
-	%825 = getelementptr float, float* %815, i64 9
-	store float %590, float* %825, align 4
-	%826 = getelementptr float, float* %815, i64 10
-	store float %600, float* %826, align 4
-	%827 = getelementptr float, float* %815, i64 11
-	store float %610, float* %827, align 4
-	%828 = getelementptr float, float* %815, i64 12
-	store float %620, float* %828, align 4
-	%829 = getelementptr float, float* %815, i64 13
-	store float %630, float* %829, align 4
-	%830 = getelementptr float, float* %815, i64 14
-	store float %640, float* %830, align 4
-	%831 = getelementptr float, float* %815, i64 15
-	store float %650, float* %831, align 4
-	%832 = getelementptr float, float* %815, i64 16
-	store float %660, float* %832, align 4
-	%833 = getelementptr float, float* %815, i64 17
-	store float %670, float* %833, align 4
-	%834 = getelementptr float, float* %815, i64 18
-	store float %680, float* %834, align 4
-	%835 = getelementptr float, float* %815, i64 19
-	store float %690, float* %835, align 4
-	%836 = getelementptr float, float* %815, i64 20
-	store float %700, float* %836, align 4
-	%837 = getelementptr float, float* %815, i64 21
-	store float %710, float* %837, align 4
-	%838 = getelementptr float, float* %815, i64 22
-	store float %720, float* %838, align 4
-	%839 = getelementptr float, float* %815, i64 23
-	store float %730, float* %839, align 4
-	%840 = getelementptr float, float* %815, i64 24
-	store float %740, float* %840, align 4
-	%841 = getelementptr float, float* %815, i64 25
-	store float %750, float* %841, align 4
-	%842 = getelementptr float, float* %815, i64 26
-	store float %760, float* %842, align 4
-	%843 = getelementptr float, float* %815, i64 27
-	store float %770, float* %843, align 4
-	%844 = getelementptr float, float* %815, i64 28
-	store float %780, float* %844, align 4
-	%845 = getelementptr float, float* %815, i64 29
-	store float %790, float* %845, align 4
-	%846 = getelementptr float, float* %815, i64 30
-	store float %800, float* %846, align 4
-	%847 = getelementptr float, float* %815, i64 31
-	store float %810, float* %847, align 4
-	%848 = getelementptr float, float* %7, i64 %102
-	%849 = getelementptr float, float* %848, i64 0
-	store float %501, float* %849, align 4
-	%850 = getelementptr float, float* %848, i64 1
-	store float %511, float* %850, align 4
-	%851 = getelementptr float, float* %848, i64 2
-	store float %521, float* %851, align 4
-	%852 = getelementptr float, float* %848, i64 3
-	store float %531, float* %852, align 4
-	%853 = getelementptr float, float* %848, i64 4
-	store float %541, float* %853, align 4
-	%854 = getelementptr float, float* %848, i64 5
-	store float %551, float* %854, align 4
-	%855 = getelementptr float, float* %848, i64 6
-	store float %561, float* %855, align 4
-	%856 = getelementptr float, float* %848, i64 7
-	store float %571, float* %856, align 4
-	%857 = getelementptr float, float* %848, i64 8
-	store float %581, float* %857, align 4
-	%858 = getelementptr float, float* %848, i64 9
-	store float %591, float* %858, align 4
-	%859 = getelementptr float, float* %848, i64 10
-	store float %601, float* %859, align 4
-	%860 = getelementptr float, float* %848, i64 11
-	store float %611, float* %860, align 4
-	%861 = getelementptr float, float* %848, i64 12
-	store float %621, float* %861, align 4
-	%862 = getelementptr float, float* %848, i64 13
-	store float %631, float* %862, align 4
-	%863 = getelementptr float, float* %848, i64 14
-	store float %641, float* %863, align 4
-	%864 = getelementptr float, float* %848, i64 15
-	store float %651, float* %864, align 4
-	%865 = getelementptr float, float* %848, i64 16
-	store float %661, float* %865, align 4
-	%866 = getelementptr float, float* %848, i64 17
-	store float %671, float* %866, align 4
-	%867 = getelementptr float, float* %848, i64 18
-	store float %681, float* %867, align 4
-	%868 = getelementptr float, float* %848, i64 19
-	store float %691, float* %868, align 4
-	%869 = getelementptr float, float* %848, i64 20
-	store float %701, float* %869, align 4
-	%870 = getelementptr float, float* %848, i64 21
-	store float %711, float* %870, align 4
-	%871 = getelementptr float, float* %848, i64 22
-	store float %721, float* %871, align 4
-	%872 = getelementptr float, float* %848, i64 23
-	store float %731, float* %872, align 4
-	%873 = getelementptr float, float* %848, i64 24
-	store float %741, float* %873, align 4
-	%874 = getelementptr float, float* %848, i64 25
-	store float %751, float* %874, align 4
-	%875 = getelementptr float, float* %848, i64 26
-	store float %761, float* %875, align 4
-	%876 = getelementptr float, float* %848, i64 27
-	store float %771, float* %876, align 4
-	%877 = getelementptr float, float* %848, i64 28
-	store float %781, float* %877, align 4
-	%878 = getelementptr float, float* %848, i64 29
-	store float %791, float* %878, align 4
-	%879 = getelementptr float, float* %848, i64 30
-	store float %801, float* %879, align 4
-	%880 = getelementptr float, float* %848, i64 31
-	store float %811, float* %880, align 4
-	%881 = getelementptr float, float* %9, i64 %102
-	%882 = getelementptr float, float* %881, i64 0
-	store float %502, float* %882, align 4
-	%883 = getelementptr float, float* %881, i64 1
-	store float %512, float* %883, align 4
-	%884 = getelementptr float, float* %881, i64 2
-	store float %522, float* %884, align 4
-	%885 = getelementptr float, float* %881, i64 3
-	store float %532, float* %885, align 4
-	%886 = getelementptr float, float* %881, i64 4
-	store float %542, float* %886, align 4
-	%887 = getelementptr float, float* %881, i64 5
-	store float %552, float* %887, align 4
-	%888 = getelementptr float, float* %881, i64 6
-	store float %562, float* %888, align 4
-	%889 = getelementptr float, float* %881, i64 7
-	store float %572, float* %889, align 4
-	%890 = getelementptr float, float* %881, i64 8
-	store float %582, float* %890, align 4
-	%891 = getelementptr float, float* %881, i64 9
-	store float %592, float* %891, align 4
-	%892 = getelementptr float, float* %881, i64 10
-	store float %602, float* %892, align 4
-	%893 = getelementptr float, float* %881, i64 11
-	store float %612, float* %893, align 4
-	%894 = getelementptr float, float* %881, i64 12
-	store float %622, float* %894, align 4
-	%895 = getelementptr float, float* %881, i64 13
-	store float %632, float* %895, align 4
-	%896 = getelementptr float, float* %881, i64 14
-	store float %642, float* %896, align 4
-	%897 = getelementptr float, float* %881, i64 15
-	store float %652, float* %897, align 4
-	%898 = getelementptr float, float* %881, i64 16
-	store float %662, float* %898, align 4
-	%899 = getelementptr float, float* %881, i64 17
-	store float %672, float* %899, align 4
-	%900 = getelementptr float, float* %881, i64 18
-	store float %682, float* %900, align 4
-	%901 = getelementptr float, float* %881, i64 19
-	store float %692, float* %901, align 4
-	%902 = getelementptr float, float* %881, i64 20
-	store float %702, float* %902, align 4
-	%903 = getelementptr float, float* %881, i64 21
-	store float %712, float* %903, align 4
-	%904 = getelementptr float, float* %881, i64 22
-	store float %722, float* %904, align 4
-	%905 = getelementptr float, float* %881, i64 23
-	store float %732, float* %905, align 4
-	%906 = getelementptr float, float* %881, i64 24
-	store float %742, float* %906, align 4
-	%907 = getelementptr float, float* %881, i64 25
-	store float %752, float* %907, align 4
-	%908 = getelementptr float, float* %881, i64 26
-	store float %762, float* %908, align 4
-	%909 = getelementptr float, float* %881, i64 27
-	store float %772, float* %909, align 4
-	%910 = getelementptr float, float* %881, i64 28
-	store float %782, float* %910, align 4
-	%911 = getelementptr float, float* %881, i64 29
-	store float %792, float* %911, align 4
-	%912 = getelementptr float, float* %881, i64 30
-	store float %802, float* %912, align 4
-	%913 = getelementptr float, float* %881, i64 31
-	store float %812, float* %913, align 4
-	%914 = getelementptr float, float* %11, i64 %102
-	%915 = getelementptr float, float* %914, i64 0
-	store float %503, float* %915, align 4
-	%916 = getelementptr float, float* %914, i64 1
-	store float %513, float* %916, align 4
-	%917 = getelementptr float, float* %914, i64 2
-	store float %523, float* %917, align 4
-	%918 = getelementptr float, float* %914, i64 3
-	store float %533, float* %918, align 4
-	%919 = getelementptr float, float* %914, i64 4
-	store float %543, float* %919, align 4
-	%920 = getelementptr float, float* %914, i64 5
-	store float %553, float* %920, align 4
-	%921 = getelementptr float, float* %914, i64 6
-	store float %563, float* %921, align 4
-	%922 = getelementptr float, float* %914, i64 7
-	store float %573, float* %922, align 4
-	%923 = getelementptr float, float* %914, i64 8
-	store float %583, float* %923, align 4
-	%924 = getelementptr float, float* %914, i64 9
-	store float %593, float* %924, align 4
-	%925 = getelementptr float, float* %914, i64 10
-	store float %603, float* %925, align 4
-	%926 = getelementptr float, float* %914, i64 11
-	store float %613, float* %926, align 4
-	%927 = getelementptr float, float* %914, i64 12
-	store float %623, float* %927, align 4
-	%928 = getelementptr float, float* %914, i64 13
-	store float %633, float* %928, align 4
-	%929 = getelementptr float, float* %914, i64 14
-	store float %643, float* %929, align 4
-	%930 = getelementptr float, float* %914, i64 15
-	store float %653, float* %930, align 4
-	%931 = getelementptr float, float* %914, i64 16
-	store float %663, float* %931, align 4
-	%932 = getelementptr float, float* %914, i64 17
-	store float %673, float* %932, align 4
-	%933 = getelementptr float, float* %914, i64 18
-	store float %683, float* %933, align 4
-	%934 = getelementptr float, float* %914, i64 19
-	store float %693, float* %934, align 4
-	%935 = getelementptr float, float* %914, i64 20
-	store float %703, float* %935, align 4
-	%936 = getelementptr float, float* %914, i64 21
-	store float %713, float* %936, align 4
-	%937 = getelementptr float, float* %914, i64 22
-	store float %723, float* %937, align 4
-	%938 = getelementptr float, float* %914, i64 23
-	store float %733, float* %938, align 4
-	%939 = getelementptr float, float* %914, i64 24
-	store float %743, float* %939, align 4
-	%940 = getelementptr float, float* %914, i64 25
-	store float %753, float* %940, align 4
-	%941 = getelementptr float, float* %914, i64 26
-	store float %763, float* %941, align 4
-	%942 = getelementptr float, float* %914, i64 27
-	store float %773, float* %942, align 4
-	%943 = getelementptr float, float* %914, i64 28
-	store float %783, float* %943, align 4
-	%944 = getelementptr float, float* %914, i64 29
-	store float %793, float* %944, align 4
-	%945 = getelementptr float, float* %914, i64 30
-	store float %803, float* %945, align 4
-	%946 = getelementptr float, float* %914, i64 31
-	store float %813, float* %946, align 4
-	%947 = getelementptr float, float* %1, i64 %102
-	%948 = getelementptr float, float* %947, i64 0
-	store float %504, float* %948, align 4
-	%949 = getelementptr float, float* %947, i64 1
-	store float %514, float* %949, align 4
-	%950 = getelementptr float, float* %947, i64 2
-	store float %524, float* %950, align 4
-	%951 = getelementptr float, float* %947, i64 3
-	store float %534, float* %951, align 4
-	%952 = getelementptr float, float* %947, i64 4
-	store float %544, float* %952, align 4
-	%953 = getelementptr float, float* %947, i64 5
-	store float %554, float* %953, align 4
-	%954 = getelementptr float, float* %947, i64 6
-	store float %564, float* %954, align 4
-	%955 = getelementptr float, float* %947, i64 7
-	store float %574, float* %955, align 4
-	%956 = getelementptr float, float* %947, i64 8
-	store float %584, float* %956, align 4
-	%957 = getelementptr float, float* %947, i64 9
-	store float %594, float* %957, align 4
-	%958 = getelementptr float, float* %947, i64 10
-	store float %604, float* %958, align 4
-	%959 = getelementptr float, float* %947, i64 11
-	store float %614, float* %959, align 4
-	%960 = getelementptr float, float* %947, i64 12
-	store float %624, float* %960, align 4
-	%961 = getelementptr float, float* %947, i64 13
-	store float %634, float* %961, align 4
-	%962 = getelementptr float, float* %947, i64 14
-	store float %644, float* %962, align 4
-	%963 = getelementptr float, float* %947, i64 15
-	store float %654, float* %963, align 4
-	%964 = getelementptr float, float* %947, i64 16
-	store float %664, float* %964, align 4
-	%965 = getelementptr float, float* %947, i64 17
-	store float %674, float* %965, align 4
-	%966 = getelementptr float, float* %947, i64 18
-	store float %684, float* %966, align 4
-	%967 = getelementptr float, float* %947, i64 19
-	store float %694, float* %967, align 4
-	%968 = getelementptr float, float* %947, i64 20
-	store float %704, float* %968, align 4
-	%969 = getelementptr float, float* %947, i64 21
-	store float %714, float* %969, align 4
-	%970 = getelementptr float, float* %947, i64 22
-	store float %724, float* %970, align 4
-	%971 = getelementptr float, float* %947, i64 23
-	store float %734, float* %971, align 4
-	%972 = getelementptr float, float* %947, i64 24
-	store float %744, float* %972, align 4
-	%973 = getelementptr float, float* %947, i64 25
-	store float %754, float* %973, align 4
-	%974 = getelementptr float, float* %947, i64 26
-	store float %764, float* %974, align 4
-	%975 = getelementptr float, float* %947, i64 27
-	store float %774, float* %975, align 4
-	%976 = getelementptr float, float* %947, i64 28
-	store float %784, float* %976, align 4
-	%977 = getelementptr float, float* %947, i64 29
-	store float %794, float* %977, align 4
-	%978 = getelementptr float, float* %947, i64 30
-	store float %804, float* %978, align 4
-	%979 = getelementptr float, float* %947, i64 31
-	store float %814, float* %979, align 4
-	%980 = add i64 %98, 1
+	%605 = call { float, float, float, float, float } @abtrack_body(float %149, float %241, float %289, float %337, float %385, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%606 = extractvalue { float, float, float, float, float } %605, 0
+	%607 = extractvalue { float, float, float, float, float } %605, 1
+	%608 = extractvalue { float, float, float, float, float } %605, 2
+	%609 = extractvalue { float, float, float, float, float } %605, 3
+	%610 = extractvalue { float, float, float, float, float } %605, 4
+	%611 = call { float, float, float, float, float } @abtrack_body(float %150, float %242, float %290, float %338, float %386, float %434, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%612 = extractvalue { float, float, float, float, float } %611, 0
+	%613 = extractvalue { float, float, float, float, float } %611, 1
+	%614 = extractvalue { float, float, float, float, float } %611, 2
+	%615 = extractvalue { float, float, float, float, float } %611, 3
+	%616 = extractvalue { float, float, float, float, float } %611, 4
+	%617 = call { float, float, float, float, float } @abtrack_body(float %151, float %243, float %291, float %339, float %387, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%618 = extractvalue { float, float, float, float, float } %617, 0
+	%619 = extractvalue { float, float, float, float, float } %617, 1
+	%620 = extractvalue { float, float, float, float, float } %617, 2
+	%621 = extractvalue { float, float, float, float, float } %617, 3
+	%622 = extractvalue { float, float, float, float, float } %617, 4
+	%623 = call { float, float, float, float, float } @abtrack_body(float %152, float %244, float %292, float %340, float %388, float %436, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%624 = extractvalue { float, float, float, float, float } %623, 0
+	%625 = extractvalue { float, float, float, float, float } %623, 1
+	%626 = extractvalue { float, float, float, float, float } %623, 2
+	%627 = extractvalue { float, float, float, float, float } %623, 3
+	%628 = extractvalue { float, float, float, float, float } %623, 4
+	%629 = insertelement <8 x float> undef, float %438, i32 0
+	%630 = insertelement <8 x float> %629, float %444, i32 1
+	%631 = insertelement <8 x float> %630, float %450, i32 2
+	%632 = insertelement <8 x float> %631, float %456, i32 3
+	%633 = insertelement <8 x float> %632, float %462, i32 4
+	%634 = insertelement <8 x float> %633, float %468, i32 5
+	%635 = insertelement <8 x float> %634, float %474, i32 6
+	%636 = insertelement <8 x float> %635, float %480, i32 7
+	%637 = add i64 %102, 0
+	%638 = getelementptr float, float* %5, i64 %637
+	%639 = bitcast float* %638 to <8 x float>*
+	store <8 x float> %636, <8 x float>* %639, align 4
+	%640 = insertelement <8 x float> undef, float %486, i32 0
+	%641 = insertelement <8 x float> %640, float %492, i32 1
+	%642 = insertelement <8 x float> %641, float %498, i32 2
+	%643 = insertelement <8 x float> %642, float %504, i32 3
+	%644 = insertelement <8 x float> %643, float %510, i32 4
+	%645 = insertelement <8 x float> %644, float %516, i32 5
+	%646 = insertelement <8 x float> %645, float %522, i32 6
+	%647 = insertelement <8 x float> %646, float %528, i32 7
+	%648 = add i64 %102, 8
+	%649 = getelementptr float, float* %5, i64 %648
+	%650 = bitcast float* %649 to <8 x float>*
+	store <8 x float> %647, <8 x float>* %650, align 4
+	%651 = insertelement <8 x float> undef, float %534, i32 0
+	%652 = insertelement <8 x float> %651, float %540, i32 1
+	%653 = insertelement <8 x float> %652, float %546, i32 2
+	%654 = insertelement <8 x float> %653, float %552, i32 3
+	%655 = insertelement <8 x float> %654, float %558, i32 4
+	%656 = insertelement <8 x float> %655, float %564, i32 5
+	%657 = insertelement <8 x float> %656, float %570, i32 6
+	%658 = insertelement <8 x float> %657, float %576, i32 7
+	%659 = add i64 %102, 16
+	%660 = getelementptr float, float* %5, i64 %659
+	%661 = bitcast float* %660 to <8 x float>*
+	store <8 x float> %658, <8 x float>* %661, align 4
+	%662 = insertelement <8 x float> undef, float %582, i32 0
+	%663 = insertelement <8 x float> %662, float %588, i32 1
+	%664 = insertelement <8 x float> %663, float %594, i32 2
+	%665 = insertelement <8 x float> %664, float %600, i32 3
+	%666 = insertelement <8 x float> %665, float %606, i32 4
+	%667 = insertelement <8 x float> %666, float %612, i32 5
+	%668 = insertelement <8 x float> %667, float %618, i32 6
+	%669 = insertelement <8 x float> %668, float %624, i32 7
+	%670 = add i64 %102, 24
+	%671 = getelementptr float, float* %5, i64 %670
+	%672 = bitcast float* %671 to <8 x float>*
+	store <8 x float> %669, <8 x float>* %672, align 4
+	%673 = insertelement <8 x float> undef, float %439, i32 0
+	%674 = insertelement <8 x float> %673, float %445, i32 1
+	%675 = insertelement <8 x float> %674, float %451, i32 2
+	%676 = insertelement <8 x float> %675, float %457, i32 3
+	%677 = insertelement <8 x float> %676, float %463, i32 4
+	%678 = insertelement <8 x float> %677, float %469, i32 5
+	%679 = insertelement <8 x float> %678, float %475, i32 6
+	%680 = insertelement <8 x float> %679, float %481, i32 7
+	%681 = add i64 %102, 0
+	%682 = getelementptr float, float* %7, i64 %681
+	%683 = bitcast float* %682 to <8 x float>*
+	store <8 x float> %680, <8 x float>* %683, align 4
+	%684 = insertelement <8 x float> undef, float %487, i32 0
+	%685 = insertelement <8 x float> %684, float %493, i32 1
+	%686 = insertelement <8 x float> %685, float %499, i32 2
+	%687 = insertelement <8 x float> %686, float %505, i32 3
+	%688 = insertelement <8 x float> %687, float %511, i32 4
+	%689 = insertelement <8 x float> %688, float %517, i32 5
+	%690 = insertelement <8 x float> %689, float %523, i32 6
+	%691 = insertelement <8 x float> %690, float %529, i32 7
+	%692 = add i64 %102, 8
+	%693 = getelementptr float, float* %7, i64 %692
+	%694 = bitcast float* %693 to <8 x float>*
+	store <8 x float> %691, <8 x float>* %694, align 4
+	%695 = insertelement <8 x float> undef, float %535, i32 0
+	%696 = insertelement <8 x float> %695, float %541, i32 1
+	%697 = insertelement <8 x float> %696, float %547, i32 2
+	%698 = insertelement <8 x float> %697, float %553, i32 3
+	%699 = insertelement <8 x float> %698, float %559, i32 4
+	%700 = insertelement <8 x float> %699, float %565, i32 5
+	%701 = insertelement <8 x float> %700, float %571, i32 6
+	%702 = insertelement <8 x float> %701, float %577, i32 7
+	%703 = add i64 %102, 16
+	%704 = getelementptr float, float* %7, i64 %703
+	%705 = bitcast float* %704 to <8 x float>*
+	store <8 x float> %702, <8 x float>* %705, align 4
+	%706 = insertelement <8 x float> undef, float %583, i32 0
+	%707 = insertelement <8 x float> %706, float %589, i32 1
+	%708 = insertelement <8 x float> %707, float %595, i32 2
+	%709 = insertelement <8 x float> %708, float %601, i32 3
+	%710 = insertelement <8 x float> %709, float %607, i32 4
+	%711 = insertelement <8 x float> %710, float %613, i32 5
+	%712 = insertelement <8 x float> %711, float %619, i32 6
+	%713 = insertelement <8 x float> %712, float %625, i32 7
+	%714 = add i64 %102, 24
+	%715 = getelementptr float, float* %7, i64 %714
+	%716 = bitcast float* %715 to <8 x float>*
+	store <8 x float> %713, <8 x float>* %716, align 4
+	%717 = insertelement <8 x float> undef, float %440, i32 0
+	%718 = insertelement <8 x float> %717, float %446, i32 1
+	%719 = insertelement <8 x float> %718, float %452, i32 2
+	%720 = insertelement <8 x float> %719, float %458, i32 3
+	%721 = insertelement <8 x float> %720, float %464, i32 4
+	%722 = insertelement <8 x float> %721, float %470, i32 5
+	%723 = insertelement <8 x float> %722, float %476, i32 6
+	%724 = insertelement <8 x float> %723, float %482, i32 7
+	%725 = add i64 %102, 0
+	%726 = getelementptr float, float* %9, i64 %725
+	%727 = bitcast float* %726 to <8 x float>*
+	store <8 x float> %724, <8 x float>* %727, align 4
+	%728 = insertelement <8 x float> undef, float %488, i32 0
+	%729 = insertelement <8 x float> %728, float %494, i32 1
+	%730 = insertelement <8 x float> %729, float %500, i32 2
+	%731 = insertelement <8 x float> %730, float %506, i32 3
+	%732 = insertelement <8 x float> %731, float %512, i32 4
+	%733 = insertelement <8 x float> %732, float %518, i32 5
+	%734 = insertelement <8 x float> %733, float %524, i32 6
+	%735 = insertelement <8 x float> %734, float %530, i32 7
+	%736 = add i64 %102, 8
+	%737 = getelementptr float, float* %9, i64 %736
+	%738 = bitcast float* %737 to <8 x float>*
+	store <8 x float> %735, <8 x float>* %738, align 4
+	%739 = insertelement <8 x float> undef, float %536, i32 0
+	%740 = insertelement <8 x float> %739, float %542, i32 1
+	%741 = insertelement <8 x float> %740, float %548, i32 2
+	%742 = insertelement <8 x float> %741, float %554, i32 3
+	%743 = insertelement <8 x float> %742, float %560, i32 4
+	%744 = insertelement <8 x float> %743, float %566, i32 5
+	%745 = insertelement <8 x float> %744, float %572, i32 6
+	%746 = insertelement <8 x float> %745, float %578, i32 7
+	%747 = add i64 %102, 16
+	%748 = getelementptr float, float* %9, i64 %747
+	%749 = bitcast float* %748 to <8 x float>*
+	store <8 x float> %746, <8 x float>* %749, align 4
+	%750 = insertelement <8 x float> undef, float %584, i32 0
+	%751 = insertelement <8 x float> %750, float %590, i32 1
+	%752 = insertelement <8 x float> %751, float %596, i32 2
+	%753 = insertelement <8 x float> %752, float %602, i32 3
+	%754 = insertelement <8 x float> %753, float %608, i32 4
+	%755 = insertelement <8 x float> %754, float %614, i32 5
+	%756 = insertelement <8 x float> %755, float %620, i32 6
+	%757 = insertelement <8 x float> %756, float %626, i32 7
+	%758 = add i64 %102, 24
+	%759 = getelementptr float, float* %9, i64 %758
+	%760 = bitcast float* %759 to <8 x float>*
+	store <8 x float> %757, <8 x float>* %760, align 4
+	%761 = insertelement <8 x float> undef, float %441, i32 0
+	%762 = insertelement <8 x float> %761, float %447, i32 1
+	%763 = insertelement <8 x float> %762, float %453, i32 2
+	%764 = insertelement <8 x float> %763, float %459, i32 3
+	%765 = insertelement <8 x float> %764, float %465, i32 4
+	%766 = insertelement <8 x float> %765, float %471, i32 5
+	%767 = insertelement <8 x float> %766, float %477, i32 6
+	%768 = insertelement <8 x float> %767, float %483, i32 7
+	%769 = add i64 %102, 0
+	%770 = getelementptr float, float* %11, i64 %769
+	%771 = bitcast float* %770 to <8 x float>*
+	store <8 x float> %768, <8 x float>* %771, align 4
+	%772 = insertelement <8 x float> undef, float %489, i32 0
+	%773 = insertelement <8 x float> %772, float %495, i32 1
+	%774 = insertelement <8 x float> %773, float %501, i32 2
+	%775 = insertelement <8 x float> %774, float %507, i32 3
+	%776 = insertelement <8 x float> %775, float %513, i32 4
+	%777 = insertelement <8 x float> %776, float %519, i32 5
+	%778 = insertelement <8 x float> %777, float %525, i32 6
+	%779 = insertelement <8 x float> %778, float %531, i32 7
+	%780 = add i64 %102, 8
+	%781 = getelementptr float, float* %11, i64 %780
+	%782 = bitcast float* %781 to <8 x float>*
+	store <8 x float> %779, <8 x float>* %782, align 4
+	%783 = insertelement <8 x float> undef, float %537, i32 0
+	%784 = insertelement <8 x float> %783, float %543, i32 1
+	%785 = insertelement <8 x float> %784, float %549, i32 2
+	%786 = insertelement <8 x float> %785, float %555, i32 3
+	%787 = insertelement <8 x float> %786, float %561, i32 4
+	%788 = insertelement <8 x float> %787, float %567, i32 5
+	%789 = insertelement <8 x float> %788, float %573, i32 6
+	%790 = insertelement <8 x float> %789, float %579, i32 7
+	%791 = add i64 %102, 16
+	%792 = getelementptr float, float* %11, i64 %791
+	%793 = bitcast float* %792 to <8 x float>*
+	store <8 x float> %790, <8 x float>* %793, align 4
+	%794 = insertelement <8 x float> undef, float %585, i32 0
+	%795 = insertelement <8 x float> %794, float %591, i32 1
+	%796 = insertelement <8 x float> %795, float %597, i32 2
+	%797 = insertelement <8 x float> %796, float %603, i32 3
+	%798 = insertelement <8 x float> %797, float %609, i32 4
+	%799 = insertelement <8 x float> %798, float %615, i32 5
+	%800 = insertelement <8 x float> %799, float %621, i32 6
+	%801 = insertelement <8 x float> %800, float %627, i32 7
+	%802 = add i64 %102, 24
+	%803 = getelementptr float, float* %11, i64 %802
+	%804 = bitcast float* %803 to <8 x float>*
+	store <8 x float> %801, <8 x float>* %804, align 4
+	%805 = insertelement <8 x float> undef, float %442, i32 0
+	%806 = insertelement <8 x float> %805, float %448, i32 1
+	%807 = insertelement <8 x float> %806, float %454, i32 2
+	%808 = insertelement <8 x float> %807, float %460, i32 3
+	%809 = insertelement <8 x float> %808, float %466, i32 4
+	%810 = insertelement <8 x float> %809, float %472, i32 5
+	%811 = insertelement <8 x float> %810, float %478, i32 6
+	%812 = insertelement <8 x float> %811, float %484, i32 7
+	%813 = add i64 %102, 0
+	%814 = getelementptr float, float* %1, i64 %813
+	%815 = bitcast float* %814 to <8 x float>*
+	store <8 x float> %812, <8 x float>* %815, align 4
+	%816 = insertelement <8 x float> undef, float %490, i32 0
+	%817 = insertelement <8 x float> %816, float %496, i32 1
+	%818 = insertelement <8 x float> %817, float %502, i32 2
+	%819 = insertelement <8 x float> %818, float %508, i32 3
+	%820 = insertelement <8 x float> %819, float %514, i32 4
+	%821 = insertelement <8 x float> %820, float %520, i32 5
+	%822 = insertelement <8 x float> %821, float %526, i32 6
+	%823 = insertelement <8 x float> %822, float %532, i32 7
+	%824 = add i64 %102, 8
+	%825 = getelementptr float, float* %1, i64 %824
+	%826 = bitcast float* %825 to <8 x float>*
+	store <8 x float> %823, <8 x float>* %826, align 4
+	%827 = insertelement <8 x float> undef, float %538, i32 0
+	%828 = insertelement <8 x float> %827, float %544, i32 1
+	%829 = insertelement <8 x float> %828, float %550, i32 2
+	%830 = insertelement <8 x float> %829, float %556, i32 3
+	%831 = insertelement <8 x float> %830, float %562, i32 4
+	%832 = insertelement <8 x float> %831, float %568, i32 5
+	%833 = insertelement <8 x float> %832, float %574, i32 6
+	%834 = insertelement <8 x float> %833, float %580, i32 7
+	%835 = add i64 %102, 16
+	%836 = getelementptr float, float* %1, i64 %835
+	%837 = bitcast float* %836 to <8 x float>*
+	store <8 x float> %834, <8 x float>* %837, align 4
+	%838 = insertelement <8 x float> undef, float %586, i32 0
+	%839 = insertelement <8 x float> %838, float %592, i32 1
+	%840 = insertelement <8 x float> %839, float %598, i32 2
+	%841 = insertelement <8 x float> %840, float %604, i32 3
+	%842 = insertelement <8 x float> %841, float %610, i32 4
+	%843 = insertelement <8 x float> %842, float %616, i32 5
+	%844 = insertelement <8 x float> %843, float %622, i32 6
+	%845 = insertelement <8 x float> %844, float %628, i32 7
+	%846 = add i64 %102, 24
+	%847 = getelementptr float, float* %1, i64 %846
+	%848 = bitcast float* %847 to <8 x float>*
+	store <8 x float> %845, <8 x float>* %848, align 4
+	%849 = add i64 %98, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%981 = mul i64 %97, 8
+	%850 = mul i64 %97, 8
 	br label %group.head.31
 
 group.head.31:
-	%982 = phi i64 [ %981, %wide.done.30 ], [ %1103, %group.32 ]
-	%983 = icmp slt i64 %982, %60
-	br i1 %983, label %group.32, label %group.done.33
+	%851 = phi i64 [ %850, %wide.done.30 ], [ %972, %group.32 ]
+	%852 = icmp slt i64 %851, %60
+	br i1 %852, label %group.32, label %group.done.33
 
 group.32:
-	%984 = shl i64 %982, 2
-	%985 = add i64 %61, %984
-	%986 = add i64 %65, %982
-	%987 = getelementptr float, float* %1, i64 %985
-	%988 = getelementptr float, float* %987, i64 0
-	%989 = load float, float* %988, align 4
-	%990 = getelementptr float, float* %987, i64 1
-	%991 = load float, float* %990, align 4
-	%992 = getelementptr float, float* %987, i64 2
-	%993 = load float, float* %992, align 4
-	%994 = getelementptr float, float* %987, i64 3
-	%995 = load float, float* %994, align 4
-	%996 = getelementptr float, float* %3, i64 %985
-	%997 = getelementptr float, float* %996, i64 0
-	%998 = load float, float* %997, align 4
-	%999 = getelementptr float, float* %996, i64 1
-	%1000 = load float, float* %999, align 4
-	%1001 = getelementptr float, float* %996, i64 2
-	%1002 = load float, float* %1001, align 4
-	%1003 = getelementptr float, float* %996, i64 3
-	%1004 = load float, float* %1003, align 4
-	%1005 = getelementptr float, float* %5, i64 %985
-	%1006 = getelementptr float, float* %1005, i64 0
-	%1007 = load float, float* %1006, align 4
-	%1008 = getelementptr float, float* %1005, i64 1
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %1005, i64 2
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %1005, i64 3
-	%1013 = load float, float* %1012, align 4
-	%1014 = getelementptr float, float* %7, i64 %985
-	%1015 = getelementptr float, float* %1014, i64 0
-	%1016 = load float, float* %1015, align 4
-	%1017 = getelementptr float, float* %1014, i64 1
-	%1018 = load float, float* %1017, align 4
-	%1019 = getelementptr float, float* %1014, i64 2
-	%1020 = load float, float* %1019, align 4
-	%1021 = getelementptr float, float* %1014, i64 3
-	%1022 = load float, float* %1021, align 4
-	%1023 = getelementptr float, float* %9, i64 %985
-	%1024 = getelementptr float, float* %1023, i64 0
-	%1025 = load float, float* %1024, align 4
-	%1026 = getelementptr float, float* %1023, i64 1
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %1023, i64 2
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %1023, i64 3
-	%1031 = load float, float* %1030, align 4
-	%1032 = getelementptr float, float* %11, i64 %985
-	%1033 = getelementptr float, float* %1032, i64 0
-	%1034 = load float, float* %1033, align 4
-	%1035 = getelementptr float, float* %1032, i64 1
-	%1036 = load float, float* %1035, align 4
-	%1037 = getelementptr float, float* %1032, i64 2
-	%1038 = load float, float* %1037, align 4
-	%1039 = getelementptr float, float* %1032, i64 3
-	%1040 = load float, float* %1039, align 4
-	%1041 = call <4 x float> @fg_gaussian4(i64 %47, i32 %49, i32 0, i64 %986)
-	%1042 = extractelement <4 x float> %1041, i32 0
-	%1043 = fmul float %39, %1042
-	%1044 = fadd float %998, %1043
-	%1045 = call { float, float, float, float, float } @abtrack_body(float %989, float %1044, float %1007, float %1016, float %1025, float %1034, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1046 = extractvalue { float, float, float, float, float } %1045, 0
-	%1047 = extractvalue { float, float, float, float, float } %1045, 1
-	%1048 = extractvalue { float, float, float, float, float } %1045, 2
-	%1049 = extractvalue { float, float, float, float, float } %1045, 3
-	%1050 = extractvalue { float, float, float, float, float } %1045, 4
-	%1051 = extractelement <4 x float> %1041, i32 1
-	%1052 = fmul float %39, %1051
-	%1053 = fadd float %1000, %1052
-	%1054 = call { float, float, float, float, float } @abtrack_body(float %991, float %1053, float %1009, float %1018, float %1027, float %1036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1055 = extractvalue { float, float, float, float, float } %1054, 0
-	%1056 = extractvalue { float, float, float, float, float } %1054, 1
-	%1057 = extractvalue { float, float, float, float, float } %1054, 2
-	%1058 = extractvalue { float, float, float, float, float } %1054, 3
-	%1059 = extractvalue { float, float, float, float, float } %1054, 4
-	%1060 = extractelement <4 x float> %1041, i32 2
-	%1061 = fmul float %39, %1060
-	%1062 = fadd float %1002, %1061
-	%1063 = call { float, float, float, float, float } @abtrack_body(float %993, float %1062, float %1011, float %1020, float %1029, float %1038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1064 = extractvalue { float, float, float, float, float } %1063, 0
-	%1065 = extractvalue { float, float, float, float, float } %1063, 1
-	%1066 = extractvalue { float, float, float, float, float } %1063, 2
-	%1067 = extractvalue { float, float, float, float, float } %1063, 3
-	%1068 = extractvalue { float, float, float, float, float } %1063, 4
-	%1069 = extractelement <4 x float> %1041, i32 3
-	%1070 = fmul float %39, %1069
-	%1071 = fadd float %1004, %1070
-	%1072 = call { float, float, float, float, float } @abtrack_body(float %995, float %1071, float %1013, float %1022, float %1031, float %1040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1073 = extractvalue { float, float, float, float, float } %1072, 0
-	%1074 = extractvalue { float, float, float, float, float } %1072, 1
-	%1075 = extractvalue { float, float, float, float, float } %1072, 2
-	%1076 = extractvalue { float, float, float, float, float } %1072, 3
-	%1077 = extractvalue { float, float, float, float, float } %1072, 4
-	%1078 = getelementptr float, float* %5, i64 %985
-	%1079 = getelementptr float, float* %1078, i64 0
-	store float %1046, float* %1079, align 4
-	%1080 = getelementptr float, float* %1078, i64 1
-	store float %1055, float* %1080, align 4
-	%1081 = getelementptr float, float* %1078, i64 2
-	store float %1064, float* %1081, align 4
-	%1082 = getelementptr float, float* %1078, i64 3
-	store float %1073, float* %1082, align 4
-	%1083 = getelementptr float, float* %7, i64 %985
-	%1084 = getelementptr float, float* %1083, i64 0
-	store float %1047, float* %1084, align 4
-	%1085 = getelementptr float, float* %1083, i64 1
-	store float %1056, float* %1085, align 4
-	%1086 = getelementptr float, float* %1083, i64 2
-	store float %1065, float* %1086, align 4
-	%1087 = getelementptr float, float* %1083, i64 3
-	store float %1074, float* %1087, align 4
-	%1088 = getelementptr float, float* %9, i64 %985
-	%1089 = getelementptr float, float* %1088, i64 0
-	store float %1048, float* %1089, align 4
-	%1090 = getelementptr float, float* %1088, i64 1
-	store float %1057, float* %1090, align 4
-	%1091 = getelementptr float, float* %1088, i64 2
-	store float %1066, float* %1091, align 4
-	%1092 = getelementptr float, float* %1088, i64 3
-	store float %1075, float* %1092, align 4
-	%1093 = getelementptr float, float* %11, i64 %985
-	%1094 = getelementptr float, float* %1093, i64 0
-	store float %1049, float* %1094, align 4
-	%1095 = getelementptr float, float* %1093, i64 1
-	store float %1058, float* %1095, align 4
-	%1096 = getelementptr float, float* %1093, i64 2
-	store float %1067, float* %1096, align 4
-	%1097 = getelementptr float, float* %1093, i64 3
-	store float %1076, float* %1097, align 4
-	%1098 = getelementptr float, float* %1, i64 %985
-	%1099 = getelementptr float, float* %1098, i64 0
-	store float %1050, float* %1099, align 4
-	%1100 = getelementptr float, float* %1098, i64 1
-	store float %1059, float* %1100, align 4
-	%1101 = getelementptr float, float* %1098, i64 2
-	store float %1068, float* %1101, align 4
-	%1102 = getelementptr float, float* %1098, i64 3
-	store float %1077, float* %1102, align 4
-	%1103 = add i64 %982, 1
+	%853 = shl i64 %851, 2
+	%854 = add i64 %61, %853
+	%855 = add i64 %65, %851
+	%856 = getelementptr float, float* %1, i64 %854
+	%857 = getelementptr float, float* %856, i64 0
+	%858 = load float, float* %857, align 4
+	%859 = getelementptr float, float* %856, i64 1
+	%860 = load float, float* %859, align 4
+	%861 = getelementptr float, float* %856, i64 2
+	%862 = load float, float* %861, align 4
+	%863 = getelementptr float, float* %856, i64 3
+	%864 = load float, float* %863, align 4
+	%865 = getelementptr float, float* %3, i64 %854
+	%866 = getelementptr float, float* %865, i64 0
+	%867 = load float, float* %866, align 4
+	%868 = getelementptr float, float* %865, i64 1
+	%869 = load float, float* %868, align 4
+	%870 = getelementptr float, float* %865, i64 2
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %865, i64 3
+	%873 = load float, float* %872, align 4
+	%874 = getelementptr float, float* %5, i64 %854
+	%875 = getelementptr float, float* %874, i64 0
+	%876 = load float, float* %875, align 4
+	%877 = getelementptr float, float* %874, i64 1
+	%878 = load float, float* %877, align 4
+	%879 = getelementptr float, float* %874, i64 2
+	%880 = load float, float* %879, align 4
+	%881 = getelementptr float, float* %874, i64 3
+	%882 = load float, float* %881, align 4
+	%883 = getelementptr float, float* %7, i64 %854
+	%884 = getelementptr float, float* %883, i64 0
+	%885 = load float, float* %884, align 4
+	%886 = getelementptr float, float* %883, i64 1
+	%887 = load float, float* %886, align 4
+	%888 = getelementptr float, float* %883, i64 2
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %883, i64 3
+	%891 = load float, float* %890, align 4
+	%892 = getelementptr float, float* %9, i64 %854
+	%893 = getelementptr float, float* %892, i64 0
+	%894 = load float, float* %893, align 4
+	%895 = getelementptr float, float* %892, i64 1
+	%896 = load float, float* %895, align 4
+	%897 = getelementptr float, float* %892, i64 2
+	%898 = load float, float* %897, align 4
+	%899 = getelementptr float, float* %892, i64 3
+	%900 = load float, float* %899, align 4
+	%901 = getelementptr float, float* %11, i64 %854
+	%902 = getelementptr float, float* %901, i64 0
+	%903 = load float, float* %902, align 4
+	%904 = getelementptr float, float* %901, i64 1
+	%905 = load float, float* %904, align 4
+	%906 = getelementptr float, float* %901, i64 2
+	%907 = load float, float* %906, align 4
+	%908 = getelementptr float, float* %901, i64 3
+	%909 = load float, float* %908, align 4
+	%910 = call <4 x float> @fg_gaussian4(i64 %47, i32 %49, i32 0, i64 %855)
+	%911 = extractelement <4 x float> %910, i32 0
+	%912 = fmul float %39, %911
+	%913 = fadd float %867, %912
+	%914 = call { float, float, float, float, float } @abtrack_body(float %858, float %913, float %876, float %885, float %894, float %903, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%915 = extractvalue { float, float, float, float, float } %914, 0
+	%916 = extractvalue { float, float, float, float, float } %914, 1
+	%917 = extractvalue { float, float, float, float, float } %914, 2
+	%918 = extractvalue { float, float, float, float, float } %914, 3
+	%919 = extractvalue { float, float, float, float, float } %914, 4
+	%920 = extractelement <4 x float> %910, i32 1
+	%921 = fmul float %39, %920
+	%922 = fadd float %869, %921
+	%923 = call { float, float, float, float, float } @abtrack_body(float %860, float %922, float %878, float %887, float %896, float %905, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%924 = extractvalue { float, float, float, float, float } %923, 0
+	%925 = extractvalue { float, float, float, float, float } %923, 1
+	%926 = extractvalue { float, float, float, float, float } %923, 2
+	%927 = extractvalue { float, float, float, float, float } %923, 3
+	%928 = extractvalue { float, float, float, float, float } %923, 4
+	%929 = extractelement <4 x float> %910, i32 2
+	%930 = fmul float %39, %929
+	%931 = fadd float %871, %930
+	%932 = call { float, float, float, float, float } @abtrack_body(float %862, float %931, float %880, float %889, float %898, float %907, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%933 = extractvalue { float, float, float, float, float } %932, 0
+	%934 = extractvalue { float, float, float, float, float } %932, 1
+	%935 = extractvalue { float, float, float, float, float } %932, 2
+	%936 = extractvalue { float, float, float, float, float } %932, 3
+	%937 = extractvalue { float, float, float, float, float } %932, 4
+	%938 = extractelement <4 x float> %910, i32 3
+	%939 = fmul float %39, %938
+	%940 = fadd float %873, %939
+	%941 = call { float, float, float, float, float } @abtrack_body(float %864, float %940, float %882, float %891, float %900, float %909, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%942 = extractvalue { float, float, float, float, float } %941, 0
+	%943 = extractvalue { float, float, float, float, float } %941, 1
+	%944 = extractvalue { float, float, float, float, float } %941, 2
+	%945 = extractvalue { float, float, float, float, float } %941, 3
+	%946 = extractvalue { float, float, float, float, float } %941, 4
+	%947 = getelementptr float, float* %5, i64 %854
+	%948 = getelementptr float, float* %947, i64 0
+	store float %915, float* %948, align 4
+	%949 = getelementptr float, float* %947, i64 1
+	store float %924, float* %949, align 4
+	%950 = getelementptr float, float* %947, i64 2
+	store float %933, float* %950, align 4
+	%951 = getelementptr float, float* %947, i64 3
+	store float %942, float* %951, align 4
+	%952 = getelementptr float, float* %7, i64 %854
+	%953 = getelementptr float, float* %952, i64 0
+	store float %916, float* %953, align 4
+	%954 = getelementptr float, float* %952, i64 1
+	store float %925, float* %954, align 4
+	%955 = getelementptr float, float* %952, i64 2
+	store float %934, float* %955, align 4
+	%956 = getelementptr float, float* %952, i64 3
+	store float %943, float* %956, align 4
+	%957 = getelementptr float, float* %9, i64 %854
+	%958 = getelementptr float, float* %957, i64 0
+	store float %917, float* %958, align 4
+	%959 = getelementptr float, float* %957, i64 1
+	store float %926, float* %959, align 4
+	%960 = getelementptr float, float* %957, i64 2
+	store float %935, float* %960, align 4
+	%961 = getelementptr float, float* %957, i64 3
+	store float %944, float* %961, align 4
+	%962 = getelementptr float, float* %11, i64 %854
+	%963 = getelementptr float, float* %962, i64 0
+	store float %918, float* %963, align 4
+	%964 = getelementptr float, float* %962, i64 1
+	store float %927, float* %964, align 4
+	%965 = getelementptr float, float* %962, i64 2
+	store float %936, float* %965, align 4
+	%966 = getelementptr float, float* %962, i64 3
+	store float %945, float* %966, align 4
+	%967 = getelementptr float, float* %1, i64 %854
+	%968 = getelementptr float, float* %967, i64 0
+	store float %919, float* %968, align 4
+	%969 = getelementptr float, float* %967, i64 1
+	store float %928, float* %969, align 4
+	%970 = getelementptr float, float* %967, i64 2
+	store float %937, float* %970, align 4
+	%971 = getelementptr float, float* %967, i64 3
+	store float %946, float* %971, align 4
+	%972 = add i64 %851, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1104 = phi i64 [ %63, %group.done.33 ], [ %1133, %tail.35 ]
-	%1105 = icmp slt i64 %1104, %43
-	br i1 %1105, label %tail.35, label %tail.done.36
+	%973 = phi i64 [ %63, %group.done.33 ], [ %1002, %tail.35 ]
+	%974 = icmp slt i64 %973, %43
+	br i1 %974, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1106 = getelementptr float, float* %1, i64 %1104
-	%1107 = load float, float* %1106, align 4
-	%1108 = getelementptr float, float* %3, i64 %1104
-	%1109 = load float, float* %1108, align 4
-	%1110 = getelementptr float, float* %5, i64 %1104
-	%1111 = load float, float* %1110, align 4
-	%1112 = getelementptr float, float* %7, i64 %1104
-	%1113 = load float, float* %1112, align 4
-	%1114 = getelementptr float, float* %9, i64 %1104
-	%1115 = load float, float* %1114, align 4
-	%1116 = getelementptr float, float* %11, i64 %1104
-	%1117 = load float, float* %1116, align 4
-	%1118 = add i64 %45, %1104
-	%1119 = call float @fg_gaussian(i64 %47, i32 %49, i32 0, i64 %1118)
-	%1120 = fmul float %39, %1119
-	%1121 = fadd float %1109, %1120
-	%1122 = call { float, float, float, float, float } @abtrack_body(float %1107, float %1121, float %1111, float %1113, float %1115, float %1117, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1123 = extractvalue { float, float, float, float, float } %1122, 0
-	%1124 = extractvalue { float, float, float, float, float } %1122, 1
-	%1125 = extractvalue { float, float, float, float, float } %1122, 2
-	%1126 = extractvalue { float, float, float, float, float } %1122, 3
-	%1127 = extractvalue { float, float, float, float, float } %1122, 4
-	%1128 = getelementptr float, float* %5, i64 %1104
-	store float %1123, float* %1128, align 4
-	%1129 = getelementptr float, float* %7, i64 %1104
-	store float %1124, float* %1129, align 4
-	%1130 = getelementptr float, float* %9, i64 %1104
-	store float %1125, float* %1130, align 4
-	%1131 = getelementptr float, float* %11, i64 %1104
-	store float %1126, float* %1131, align 4
-	%1132 = getelementptr float, float* %1, i64 %1104
-	store float %1127, float* %1132, align 4
-	%1133 = add i64 %1104, 1
+	%975 = getelementptr float, float* %1, i64 %973
+	%976 = load float, float* %975, align 4
+	%977 = getelementptr float, float* %3, i64 %973
+	%978 = load float, float* %977, align 4
+	%979 = getelementptr float, float* %5, i64 %973
+	%980 = load float, float* %979, align 4
+	%981 = getelementptr float, float* %7, i64 %973
+	%982 = load float, float* %981, align 4
+	%983 = getelementptr float, float* %9, i64 %973
+	%984 = load float, float* %983, align 4
+	%985 = getelementptr float, float* %11, i64 %973
+	%986 = load float, float* %985, align 4
+	%987 = add i64 %45, %973
+	%988 = call float @fg_gaussian(i64 %47, i32 %49, i32 0, i64 %987)
+	%989 = fmul float %39, %988
+	%990 = fadd float %978, %989
+	%991 = call { float, float, float, float, float } @abtrack_body(float %976, float %990, float %980, float %982, float %984, float %986, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%992 = extractvalue { float, float, float, float, float } %991, 0
+	%993 = extractvalue { float, float, float, float, float } %991, 1
+	%994 = extractvalue { float, float, float, float, float } %991, 2
+	%995 = extractvalue { float, float, float, float, float } %991, 3
+	%996 = extractvalue { float, float, float, float, float } %991, 4
+	%997 = getelementptr float, float* %5, i64 %973
+	store float %992, float* %997, align 4
+	%998 = getelementptr float, float* %7, i64 %973
+	store float %993, float* %998, align 4
+	%999 = getelementptr float, float* %9, i64 %973
+	store float %994, float* %999, align 4
+	%1000 = getelementptr float, float* %11, i64 %973
+	store float %995, float* %1000, align 4
+	%1001 = getelementptr float, float* %1, i64 %973
+	store float %996, float* %1001, align 4
+	%1002 = add i64 %973, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1134 = phi i64 [ %41, %without_noise ], [ %1159, %head.38 ]
-	%1135 = icmp slt i64 %1134, %61
-	br i1 %1135, label %head.38, label %head.done.39
+	%1003 = phi i64 [ %41, %without_noise ], [ %1028, %head.38 ]
+	%1004 = icmp slt i64 %1003, %61
+	br i1 %1004, label %head.38, label %head.done.39
 
 head.38:
-	%1136 = getelementptr float, float* %1, i64 %1134
-	%1137 = load float, float* %1136, align 4
-	%1138 = getelementptr float, float* %3, i64 %1134
-	%1139 = load float, float* %1138, align 4
-	%1140 = getelementptr float, float* %5, i64 %1134
-	%1141 = load float, float* %1140, align 4
-	%1142 = getelementptr float, float* %7, i64 %1134
-	%1143 = load float, float* %1142, align 4
-	%1144 = getelementptr float, float* %9, i64 %1134
-	%1145 = load float, float* %1144, align 4
-	%1146 = getelementptr float, float* %11, i64 %1134
-	%1147 = load float, float* %1146, align 4
-	%1148 = call { float, float, float, float, float } @abtrack_body(float %1137, float %1139, float %1141, float %1143, float %1145, float %1147, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1149 = extractvalue { float, float, float, float, float } %1148, 0
-	%1150 = extractvalue { float, float, float, float, float } %1148, 1
-	%1151 = extractvalue { float, float, float, float, float } %1148, 2
-	%1152 = extractvalue { float, float, float, float, float } %1148, 3
-	%1153 = extractvalue { float, float, float, float, float } %1148, 4
-	%1154 = getelementptr float, float* %5, i64 %1134
-	store float %1149, float* %1154, align 4
-	%1155 = getelementptr float, float* %7, i64 %1134
-	store float %1150, float* %1155, align 4
-	%1156 = getelementptr float, float* %9, i64 %1134
-	store float %1151, float* %1156, align 4
-	%1157 = getelementptr float, float* %11, i64 %1134
-	store float %1152, float* %1157, align 4
-	%1158 = getelementptr float, float* %1, i64 %1134
-	store float %1153, float* %1158, align 4
-	%1159 = add i64 %1134, 1
+	%1005 = getelementptr float, float* %1, i64 %1003
+	%1006 = load float, float* %1005, align 4
+	%1007 = getelementptr float, float* %3, i64 %1003
+	%1008 = load float, float* %1007, align 4
+	%1009 = getelementptr float, float* %5, i64 %1003
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %7, i64 %1003
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %9, i64 %1003
+	%1014 = load float, float* %1013, align 4
+	%1015 = getelementptr float, float* %11, i64 %1003
+	%1016 = load float, float* %1015, align 4
+	%1017 = call { float, float, float, float, float } @abtrack_body(float %1006, float %1008, float %1010, float %1012, float %1014, float %1016, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1018 = extractvalue { float, float, float, float, float } %1017, 0
+	%1019 = extractvalue { float, float, float, float, float } %1017, 1
+	%1020 = extractvalue { float, float, float, float, float } %1017, 2
+	%1021 = extractvalue { float, float, float, float, float } %1017, 3
+	%1022 = extractvalue { float, float, float, float, float } %1017, 4
+	%1023 = getelementptr float, float* %5, i64 %1003
+	store float %1018, float* %1023, align 4
+	%1024 = getelementptr float, float* %7, i64 %1003
+	store float %1019, float* %1024, align 4
+	%1025 = getelementptr float, float* %9, i64 %1003
+	store float %1020, float* %1025, align 4
+	%1026 = getelementptr float, float* %11, i64 %1003
+	store float %1021, float* %1026, align 4
+	%1027 = getelementptr float, float* %1, i64 %1003
+	store float %1022, float* %1027, align 4
+	%1028 = add i64 %1003, 1
 	br label %head.head.37
 
 head.done.39:
-	%1160 = sdiv i64 %60, 8
+	%1029 = sdiv i64 %60, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1161 = phi i64 [ 0, %head.done.39 ], [ %1914, %wide.41 ]
-	%1162 = icmp slt i64 %1161, %1160
-	br i1 %1162, label %wide.41, label %wide.done.42
+	%1030 = phi i64 [ 0, %head.done.39 ], [ %1736, %wide.41 ]
+	%1031 = icmp slt i64 %1030, %1029
+	br i1 %1031, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1163 = mul i64 %1161, 8
-	%1164 = shl i64 %1163, 2
-	%1165 = add i64 %61, %1164
-	%1166 = add i64 %65, %1163
-	%1167 = getelementptr float, float* %1, i64 %1165
-	%1168 = getelementptr float, float* %1167, i64 0
-	%1169 = load float, float* %1168, align 4
-	%1170 = getelementptr float, float* %1167, i64 1
-	%1171 = load float, float* %1170, align 4
-	%1172 = getelementptr float, float* %1167, i64 2
-	%1173 = load float, float* %1172, align 4
-	%1174 = getelementptr float, float* %1167, i64 3
-	%1175 = load float, float* %1174, align 4
-	%1176 = getelementptr float, float* %1167, i64 4
-	%1177 = load float, float* %1176, align 4
-	%1178 = getelementptr float, float* %1167, i64 5
-	%1179 = load float, float* %1178, align 4
-	%1180 = getelementptr float, float* %1167, i64 6
-	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1167, i64 7
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1167, i64 8
-	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1167, i64 9
-	%1187 = load float, float* %1186, align 4
-	%1188 = getelementptr float, float* %1167, i64 10
-	%1189 = load float, float* %1188, align 4
-	%1190 = getelementptr float, float* %1167, i64 11
-	%1191 = load float, float* %1190, align 4
-	%1192 = getelementptr float, float* %1167, i64 12
-	%1193 = load float, float* %1192, align 4
-	%1194 = getelementptr float, float* %1167, i64 13
-	%1195 = load float, float* %1194, align 4
-	%1196 = getelementptr float, float* %1167, i64 14
-	%1197 = load float, float* %1196, align 4
-	%1198 = getelementptr float, float* %1167, i64 15
-	%1199 = load float, float* %1198, align 4
-	%1200 = getelementptr float, float* %1167, i64 16
-	%1201 = load float, float* %1200, align 4
-	%1202 = getelementptr float, float* %1167, i64 17
-	%1203 = load float, float* %1202, align 4
-	%1204 = getelementptr float, float* %1167, i64 18
-	%1205 = load float, float* %1204, align 4
-	%1206 = getelementptr float, float* %1167, i64 19
-	%1207 = load float, float* %1206, align 4
-	%1208 = getelementptr float, float* %1167, i64 20
-	%1209 = load float, float* %1208, align 4
-	%1210 = getelementptr float, float* %1167, i64 21
-	%1211 = load float, float* %1210, align 4
-	%1212 = getelementptr float, float* %1167, i64 22
-	%1213 = load float, float* %1212, align 4
-	%1214 = getelementptr float, float* %1167, i64 23
-	%1215 = load float, float* %1214, align 4
-	%1216 = getelementptr float, float* %1167, i64 24
-	%1217 = load float, float* %1216, align 4
-	%1218 = getelementptr float, float* %1167, i64 25
-	%1219 = load float, float* %1218, align 4
-	%1220 = getelementptr float, float* %1167, i64 26
-	%1221 = load float, float* %1220, align 4
-	%1222 = getelementptr float, float* %1167, i64 27
-	%1223 = load float, float* %1222, align 4
-	%1224 = getelementptr float, float* %1167, i64 28
-	%1225 = load float, float* %1224, align 4
-	%1226 = getelementptr float, float* %1167, i64 29
-	%1227 = load float, float* %1226, align 4
-	%1228 = getelementptr float, float* %1167, i64 30
-	%1229 = load float, float* %1228, align 4
-	%1230 = getelementptr float, float* %1167, i64 31
-	%1231 = load float, float* %1230, align 4
-	%1232 = getelementptr float, float* %3, i64 %1165
-	%1233 = getelementptr float, float* %1232, i64 0
-	%1234 = load float, float* %1233, align 4
-	%1235 = getelementptr float, float* %1232, i64 1
-	%1236 = load float, float* %1235, align 4
-	%1237 = getelementptr float, float* %1232, i64 2
-	%1238 = load float, float* %1237, align 4
-	%1239 = getelementptr float, float* %1232, i64 3
-	%1240 = load float, float* %1239, align 4
-	%1241 = getelementptr float, float* %1232, i64 4
-	%1242 = load float, float* %1241, align 4
-	%1243 = getelementptr float, float* %1232, i64 5
-	%1244 = load float, float* %1243, align 4
-	%1245 = getelementptr float, float* %1232, i64 6
-	%1246 = load float, float* %1245, align 4
-	%1247 = getelementptr float, float* %1232, i64 7
-	%1248 = load float, float* %1247, align 4
-	%1249 = getelementptr float, float* %1232, i64 8
-	%1250 = load float, float* %1249, align 4
-	%1251 = getelementptr float, float* %1232, i64 9
-	%1252 = load float, float* %1251, align 4
-	%1253 = getelementptr float, float* %1232, i64 10
-	%1254 = load float, float* %1253, align 4
-	%1255 = getelementptr float, float* %1232, i64 11
-	%1256 = load float, float* %1255, align 4
-	%1257 = getelementptr float, float* %1232, i64 12
-	%1258 = load float, float* %1257, align 4
-	%1259 = getelementptr float, float* %1232, i64 13
-	%1260 = load float, float* %1259, align 4
-	%1261 = getelementptr float, float* %1232, i64 14
-	%1262 = load float, float* %1261, align 4
-	%1263 = getelementptr float, float* %1232, i64 15
-	%1264 = load float, float* %1263, align 4
-	%1265 = getelementptr float, float* %1232, i64 16
-	%1266 = load float, float* %1265, align 4
-	%1267 = getelementptr float, float* %1232, i64 17
-	%1268 = load float, float* %1267, align 4
-	%1269 = getelementptr float, float* %1232, i64 18
-	%1270 = load float, float* %1269, align 4
-	%1271 = getelementptr float, float* %1232, i64 19
-	%1272 = load float, float* %1271, align 4
-	%1273 = getelementptr float, float* %1232, i64 20
-	%1274 = load float, float* %1273, align 4
-	%1275 = getelementptr float, float* %1232, i64 21
-	%1276 = load float, float* %1275, align 4
-	%1277 = getelementptr float, float* %1232, i64 22
-	%1278 = load float, float* %1277, align 4
-	%1279 = getelementptr float, float* %1232, i64 23
-	%1280 = load float, float* %1279, align 4
-	%1281 = getelementptr float, float* %1232, i64 24
-	%1282 = load float, float* %1281, align 4
-	%1283 = getelementptr float, float* %1232, i64 25
-	%1284 = load float, float* %1283, align 4
-	%1285 = getelementptr float, float* %1232, i64 26
-	%1286 = load float, float* %1285, align 4
-	%1287 = getelementptr float, float* %1232, i64 27
-	%1288 = load float, float* %1287, align 4
-	%1289 = getelementptr float, float* %1232, i64 28
-	%1290 = load float, float* %1289, align 4
-	%1291 = getelementptr float, float* %1232, i64 29
-	%1292 = load float, float* %1291, align 4
-	%1293 = getelementptr float, float* %1232, i64 30
-	%1294 = load float, float* %1293, align 4
-	%1295 = getelementptr float, float* %1232, i64 31
-	%1296 = load float, float* %1295, align 4
-	%1297 = getelementptr float, float* %5, i64 %1165
-	%1298 = getelementptr float, float* %1297, i64 0
-	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %1297, i64 1
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %1297, i64 2
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %1297, i64 3
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %1297, i64 4
-	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %1297, i64 5
-	%1309 = load float, float* %1308, align 4
-	%1310 = getelementptr float, float* %1297, i64 6
-	%1311 = load float, float* %1310, align 4
-	%1312 = getelementptr float, float* %1297, i64 7
-	%1313 = load float, float* %1312, align 4
-	%1314 = getelementptr float, float* %1297, i64 8
-	%1315 = load float, float* %1314, align 4
-	%1316 = getelementptr float, float* %1297, i64 9
-	%1317 = load float, float* %1316, align 4
-	%1318 = getelementptr float, float* %1297, i64 10
-	%1319 = load float, float* %1318, align 4
-	%1320 = getelementptr float, float* %1297, i64 11
-	%1321 = load float, float* %1320, align 4
-	%1322 = getelementptr float, float* %1297, i64 12
-	%1323 = load float, float* %1322, align 4
-	%1324 = getelementptr float, float* %1297, i64 13
-	%1325 = load float, float* %1324, align 4
-	%1326 = getelementptr float, float* %1297, i64 14
-	%1327 = load float, float* %1326, align 4
-	%1328 = getelementptr float, float* %1297, i64 15
-	%1329 = load float, float* %1328, align 4
-	%1330 = getelementptr float, float* %1297, i64 16
-	%1331 = load float, float* %1330, align 4
-	%1332 = getelementptr float, float* %1297, i64 17
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1297, i64 18
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1297, i64 19
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1297, i64 20
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1297, i64 21
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1297, i64 22
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1297, i64 23
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1297, i64 24
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1297, i64 25
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1297, i64 26
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1297, i64 27
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1297, i64 28
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1297, i64 29
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1297, i64 30
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %1297, i64 31
-	%1361 = load float, float* %1360, align 4
-	%1362 = getelementptr float, float* %7, i64 %1165
-	%1363 = getelementptr float, float* %1362, i64 0
-	%1364 = load float, float* %1363, align 4
-	%1365 = getelementptr float, float* %1362, i64 1
-	%1366 = load float, float* %1365, align 4
-	%1367 = getelementptr float, float* %1362, i64 2
-	%1368 = load float, float* %1367, align 4
-	%1369 = getelementptr float, float* %1362, i64 3
-	%1370 = load float, float* %1369, align 4
-	%1371 = getelementptr float, float* %1362, i64 4
-	%1372 = load float, float* %1371, align 4
-	%1373 = getelementptr float, float* %1362, i64 5
-	%1374 = load float, float* %1373, align 4
-	%1375 = getelementptr float, float* %1362, i64 6
-	%1376 = load float, float* %1375, align 4
-	%1377 = getelementptr float, float* %1362, i64 7
-	%1378 = load float, float* %1377, align 4
-	%1379 = getelementptr float, float* %1362, i64 8
-	%1380 = load float, float* %1379, align 4
-	%1381 = getelementptr float, float* %1362, i64 9
-	%1382 = load float, float* %1381, align 4
-	%1383 = getelementptr float, float* %1362, i64 10
-	%1384 = load float, float* %1383, align 4
-	%1385 = getelementptr float, float* %1362, i64 11
-	%1386 = load float, float* %1385, align 4
-	%1387 = getelementptr float, float* %1362, i64 12
-	%1388 = load float, float* %1387, align 4
-	%1389 = getelementptr float, float* %1362, i64 13
-	%1390 = load float, float* %1389, align 4
-	%1391 = getelementptr float, float* %1362, i64 14
-	%1392 = load float, float* %1391, align 4
-	%1393 = getelementptr float, float* %1362, i64 15
-	%1394 = load float, float* %1393, align 4
-	%1395 = getelementptr float, float* %1362, i64 16
-	%1396 = load float, float* %1395, align 4
-	%1397 = getelementptr float, float* %1362, i64 17
-	%1398 = load float, float* %1397, align 4
-	%1399 = getelementptr float, float* %1362, i64 18
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1362, i64 19
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1362, i64 20
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1362, i64 21
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1362, i64 22
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1362, i64 23
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1362, i64 24
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1362, i64 25
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1362, i64 26
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1362, i64 27
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1362, i64 28
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1362, i64 29
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1362, i64 30
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %1362, i64 31
-	%1426 = load float, float* %1425, align 4
-	%1427 = getelementptr float, float* %9, i64 %1165
-	%1428 = getelementptr float, float* %1427, i64 0
-	%1429 = load float, float* %1428, align 4
-	%1430 = getelementptr float, float* %1427, i64 1
-	%1431 = load float, float* %1430, align 4
-	%1432 = getelementptr float, float* %1427, i64 2
-	%1433 = load float, float* %1432, align 4
-	%1434 = getelementptr float, float* %1427, i64 3
-	%1435 = load float, float* %1434, align 4
-	%1436 = getelementptr float, float* %1427, i64 4
-	%1437 = load float, float* %1436, align 4
-	%1438 = getelementptr float, float* %1427, i64 5
-	%1439 = load float, float* %1438, align 4
-	%1440 = getelementptr float, float* %1427, i64 6
-	%1441 = load float, float* %1440, align 4
-	%1442 = getelementptr float, float* %1427, i64 7
-	%1443 = load float, float* %1442, align 4
-	%1444 = getelementptr float, float* %1427, i64 8
-	%1445 = load float, float* %1444, align 4
-	%1446 = getelementptr float, float* %1427, i64 9
-	%1447 = load float, float* %1446, align 4
-	%1448 = getelementptr float, float* %1427, i64 10
-	%1449 = load float, float* %1448, align 4
-	%1450 = getelementptr float, float* %1427, i64 11
-	%1451 = load float, float* %1450, align 4
-	%1452 = getelementptr float, float* %1427, i64 12
-	%1453 = load float, float* %1452, align 4
-	%1454 = getelementptr float, float* %1427, i64 13
-	%1455 = load float, float* %1454, align 4
-	%1456 = getelementptr float, float* %1427, i64 14
-	%1457 = load float, float* %1456, align 4
-	%1458 = getelementptr float, float* %1427, i64 15
-	%1459 = load float, float* %1458, align 4
-	%1460 = getelementptr float, float* %1427, i64 16
-	%1461 = load float, float* %1460, align 4
-	%1462 = getelementptr float, float* %1427, i64 17
-	%1463 = load float, float* %1462, align 4
-	%1464 = getelementptr float, float* %1427, i64 18
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1427, i64 19
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1427, i64 20
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1427, i64 21
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1427, i64 22
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1427, i64 23
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1427, i64 24
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1427, i64 25
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1427, i64 26
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1427, i64 27
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1427, i64 28
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1427, i64 29
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1427, i64 30
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %1427, i64 31
-	%1491 = load float, float* %1490, align 4
-	%1492 = getelementptr float, float* %11, i64 %1165
-	%1493 = getelementptr float, float* %1492, i64 0
-	%1494 = load float, float* %1493, align 4
-	%1495 = getelementptr float, float* %1492, i64 1
-	%1496 = load float, float* %1495, align 4
-	%1497 = getelementptr float, float* %1492, i64 2
-	%1498 = load float, float* %1497, align 4
-	%1499 = getelementptr float, float* %1492, i64 3
-	%1500 = load float, float* %1499, align 4
-	%1501 = getelementptr float, float* %1492, i64 4
-	%1502 = load float, float* %1501, align 4
-	%1503 = getelementptr float, float* %1492, i64 5
-	%1504 = load float, float* %1503, align 4
-	%1505 = getelementptr float, float* %1492, i64 6
-	%1506 = load float, float* %1505, align 4
-	%1507 = getelementptr float, float* %1492, i64 7
-	%1508 = load float, float* %1507, align 4
-	%1509 = getelementptr float, float* %1492, i64 8
-	%1510 = load float, float* %1509, align 4
-	%1511 = getelementptr float, float* %1492, i64 9
-	%1512 = load float, float* %1511, align 4
-	%1513 = getelementptr float, float* %1492, i64 10
-	%1514 = load float, float* %1513, align 4
-	%1515 = getelementptr float, float* %1492, i64 11
-	%1516 = load float, float* %1515, align 4
-	%1517 = getelementptr float, float* %1492, i64 12
-	%1518 = load float, float* %1517, align 4
-	%1519 = getelementptr float, float* %1492, i64 13
-	%1520 = load float, float* %1519, align 4
-	%1521 = getelementptr float, float* %1492, i64 14
-	%1522 = load float, float* %1521, align 4
-	%1523 = getelementptr float, float* %1492, i64 15
-	%1524 = load float, float* %1523, align 4
-	%1525 = getelementptr float, float* %1492, i64 16
-	%1526 = load float, float* %1525, align 4
-	%1527 = getelementptr float, float* %1492, i64 17
-	%1528 = load float, float* %1527, align 4
-	%1529 = getelementptr float, float* %1492, i64 18
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1492, i64 19
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1492, i64 20
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1492, i64 21
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1492, i64 22
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1492, i64 23
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1492, i64 24
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1492, i64 25
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1492, i64 26
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1492, i64 27
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1492, i64 28
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1492, i64 29
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1492, i64 30
-	%1554 = load float, float* %1553, align 4
-	%1555 = getelementptr float, float* %1492, i64 31
-	%1556 = load float, float* %1555, align 4
-	%1557 = call { float, float, float, float, float } @abtrack_body(float %1169, float %1234, float %1299, float %1364, float %1429, float %1494, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1558 = extractvalue { float, float, float, float, float } %1557, 0
-	%1559 = extractvalue { float, float, float, float, float } %1557, 1
-	%1560 = extractvalue { float, float, float, float, float } %1557, 2
-	%1561 = extractvalue { float, float, float, float, float } %1557, 3
-	%1562 = extractvalue { float, float, float, float, float } %1557, 4
-	%1563 = call { float, float, float, float, float } @abtrack_body(float %1171, float %1236, float %1301, float %1366, float %1431, float %1496, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1564 = extractvalue { float, float, float, float, float } %1563, 0
-	%1565 = extractvalue { float, float, float, float, float } %1563, 1
-	%1566 = extractvalue { float, float, float, float, float } %1563, 2
-	%1567 = extractvalue { float, float, float, float, float } %1563, 3
-	%1568 = extractvalue { float, float, float, float, float } %1563, 4
-	%1569 = call { float, float, float, float, float } @abtrack_body(float %1173, float %1238, float %1303, float %1368, float %1433, float %1498, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1570 = extractvalue { float, float, float, float, float } %1569, 0
-	%1571 = extractvalue { float, float, float, float, float } %1569, 1
-	%1572 = extractvalue { float, float, float, float, float } %1569, 2
-	%1573 = extractvalue { float, float, float, float, float } %1569, 3
-	%1574 = extractvalue { float, float, float, float, float } %1569, 4
-	%1575 = call { float, float, float, float, float } @abtrack_body(float %1175, float %1240, float %1305, float %1370, float %1435, float %1500, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1576 = extractvalue { float, float, float, float, float } %1575, 0
-	%1577 = extractvalue { float, float, float, float, float } %1575, 1
-	%1578 = extractvalue { float, float, float, float, float } %1575, 2
-	%1579 = extractvalue { float, float, float, float, float } %1575, 3
-	%1580 = extractvalue { float, float, float, float, float } %1575, 4
-	%1581 = call { float, float, float, float, float } @abtrack_body(float %1177, float %1242, float %1307, float %1372, float %1437, float %1502, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1582 = extractvalue { float, float, float, float, float } %1581, 0
-	%1583 = extractvalue { float, float, float, float, float } %1581, 1
-	%1584 = extractvalue { float, float, float, float, float } %1581, 2
-	%1585 = extractvalue { float, float, float, float, float } %1581, 3
-	%1586 = extractvalue { float, float, float, float, float } %1581, 4
-	%1587 = call { float, float, float, float, float } @abtrack_body(float %1179, float %1244, float %1309, float %1374, float %1439, float %1504, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1588 = extractvalue { float, float, float, float, float } %1587, 0
-	%1589 = extractvalue { float, float, float, float, float } %1587, 1
-	%1590 = extractvalue { float, float, float, float, float } %1587, 2
-	%1591 = extractvalue { float, float, float, float, float } %1587, 3
-	%1592 = extractvalue { float, float, float, float, float } %1587, 4
-	%1593 = call { float, float, float, float, float } @abtrack_body(float %1181, float %1246, float %1311, float %1376, float %1441, float %1506, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1594 = extractvalue { float, float, float, float, float } %1593, 0
-	%1595 = extractvalue { float, float, float, float, float } %1593, 1
-	%1596 = extractvalue { float, float, float, float, float } %1593, 2
-	%1597 = extractvalue { float, float, float, float, float } %1593, 3
-	%1598 = extractvalue { float, float, float, float, float } %1593, 4
-	%1599 = call { float, float, float, float, float } @abtrack_body(float %1183, float %1248, float %1313, float %1378, float %1443, float %1508, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1600 = extractvalue { float, float, float, float, float } %1599, 0
-	%1601 = extractvalue { float, float, float, float, float } %1599, 1
-	%1602 = extractvalue { float, float, float, float, float } %1599, 2
-	%1603 = extractvalue { float, float, float, float, float } %1599, 3
-	%1604 = extractvalue { float, float, float, float, float } %1599, 4
-	%1605 = call { float, float, float, float, float } @abtrack_body(float %1185, float %1250, float %1315, float %1380, float %1445, float %1510, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1606 = extractvalue { float, float, float, float, float } %1605, 0
-	%1607 = extractvalue { float, float, float, float, float } %1605, 1
-	%1608 = extractvalue { float, float, float, float, float } %1605, 2
-	%1609 = extractvalue { float, float, float, float, float } %1605, 3
-	%1610 = extractvalue { float, float, float, float, float } %1605, 4
-	%1611 = call { float, float, float, float, float } @abtrack_body(float %1187, float %1252, float %1317, float %1382, float %1447, float %1512, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1612 = extractvalue { float, float, float, float, float } %1611, 0
-	%1613 = extractvalue { float, float, float, float, float } %1611, 1
-	%1614 = extractvalue { float, float, float, float, float } %1611, 2
-	%1615 = extractvalue { float, float, float, float, float } %1611, 3
-	%1616 = extractvalue { float, float, float, float, float } %1611, 4
-	%1617 = call { float, float, float, float, float } @abtrack_body(float %1189, float %1254, float %1319, float %1384, float %1449, float %1514, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1618 = extractvalue { float, float, float, float, float } %1617, 0
-	%1619 = extractvalue { float, float, float, float, float } %1617, 1
-	%1620 = extractvalue { float, float, float, float, float } %1617, 2
-	%1621 = extractvalue { float, float, float, float, float } %1617, 3
-	%1622 = extractvalue { float, float, float, float, float } %1617, 4
-	%1623 = call { float, float, float, float, float } @abtrack_body(float %1191, float %1256, float %1321, float %1386, float %1451, float %1516, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1624 = extractvalue { float, float, float, float, float } %1623, 0
-	%1625 = extractvalue { float, float, float, float, float } %1623, 1
-	%1626 = extractvalue { float, float, float, float, float } %1623, 2
-	%1627 = extractvalue { float, float, float, float, float } %1623, 3
-	%1628 = extractvalue { float, float, float, float, float } %1623, 4
-	%1629 = call { float, float, float, float, float } @abtrack_body(float %1193, float %1258, float %1323, float %1388, float %1453, float %1518, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1630 = extractvalue { float, float, float, float, float } %1629, 0
-	%1631 = extractvalue { float, float, float, float, float } %1629, 1
-	%1632 = extractvalue { float, float, float, float, float } %1629, 2
-	%1633 = extractvalue { float, float, float, float, float } %1629, 3
-	%1634 = extractvalue { float, float, float, float, float } %1629, 4
-	%1635 = call { float, float, float, float, float } @abtrack_body(float %1195, float %1260, float %1325, float %1390, float %1455, float %1520, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1636 = extractvalue { float, float, float, float, float } %1635, 0
-	%1637 = extractvalue { float, float, float, float, float } %1635, 1
-	%1638 = extractvalue { float, float, float, float, float } %1635, 2
-	%1639 = extractvalue { float, float, float, float, float } %1635, 3
-	%1640 = extractvalue { float, float, float, float, float } %1635, 4
-	%1641 = call { float, float, float, float, float } @abtrack_body(float %1197, float %1262, float %1327, float %1392, float %1457, float %1522, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1642 = extractvalue { float, float, float, float, float } %1641, 0
-	%1643 = extractvalue { float, float, float, float, float } %1641, 1
-	%1644 = extractvalue { float, float, float, float, float } %1641, 2
-	%1645 = extractvalue { float, float, float, float, float } %1641, 3
-	%1646 = extractvalue { float, float, float, float, float } %1641, 4
-	%1647 = call { float, float, float, float, float } @abtrack_body(float %1199, float %1264, float %1329, float %1394, float %1459, float %1524, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1648 = extractvalue { float, float, float, float, float } %1647, 0
-	%1649 = extractvalue { float, float, float, float, float } %1647, 1
-	%1650 = extractvalue { float, float, float, float, float } %1647, 2
-	%1651 = extractvalue { float, float, float, float, float } %1647, 3
-	%1652 = extractvalue { float, float, float, float, float } %1647, 4
-	%1653 = call { float, float, float, float, float } @abtrack_body(float %1201, float %1266, float %1331, float %1396, float %1461, float %1526, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1654 = extractvalue { float, float, float, float, float } %1653, 0
-	%1655 = extractvalue { float, float, float, float, float } %1653, 1
-	%1656 = extractvalue { float, float, float, float, float } %1653, 2
-	%1657 = extractvalue { float, float, float, float, float } %1653, 3
-	%1658 = extractvalue { float, float, float, float, float } %1653, 4
-	%1659 = call { float, float, float, float, float } @abtrack_body(float %1203, float %1268, float %1333, float %1398, float %1463, float %1528, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1660 = extractvalue { float, float, float, float, float } %1659, 0
-	%1661 = extractvalue { float, float, float, float, float } %1659, 1
-	%1662 = extractvalue { float, float, float, float, float } %1659, 2
-	%1663 = extractvalue { float, float, float, float, float } %1659, 3
-	%1664 = extractvalue { float, float, float, float, float } %1659, 4
-	%1665 = call { float, float, float, float, float } @abtrack_body(float %1205, float %1270, float %1335, float %1400, float %1465, float %1530, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1666 = extractvalue { float, float, float, float, float } %1665, 0
-	%1667 = extractvalue { float, float, float, float, float } %1665, 1
-	%1668 = extractvalue { float, float, float, float, float } %1665, 2
-	%1669 = extractvalue { float, float, float, float, float } %1665, 3
-	%1670 = extractvalue { float, float, float, float, float } %1665, 4
-	%1671 = call { float, float, float, float, float } @abtrack_body(float %1207, float %1272, float %1337, float %1402, float %1467, float %1532, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1672 = extractvalue { float, float, float, float, float } %1671, 0
-	%1673 = extractvalue { float, float, float, float, float } %1671, 1
-	%1674 = extractvalue { float, float, float, float, float } %1671, 2
-	%1675 = extractvalue { float, float, float, float, float } %1671, 3
-	%1676 = extractvalue { float, float, float, float, float } %1671, 4
-	%1677 = call { float, float, float, float, float } @abtrack_body(float %1209, float %1274, float %1339, float %1404, float %1469, float %1534, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1678 = extractvalue { float, float, float, float, float } %1677, 0
-	%1679 = extractvalue { float, float, float, float, float } %1677, 1
-	%1680 = extractvalue { float, float, float, float, float } %1677, 2
-	%1681 = extractvalue { float, float, float, float, float } %1677, 3
-	%1682 = extractvalue { float, float, float, float, float } %1677, 4
-	%1683 = call { float, float, float, float, float } @abtrack_body(float %1211, float %1276, float %1341, float %1406, float %1471, float %1536, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1684 = extractvalue { float, float, float, float, float } %1683, 0
-	%1685 = extractvalue { float, float, float, float, float } %1683, 1
-	%1686 = extractvalue { float, float, float, float, float } %1683, 2
-	%1687 = extractvalue { float, float, float, float, float } %1683, 3
-	%1688 = extractvalue { float, float, float, float, float } %1683, 4
-	%1689 = call { float, float, float, float, float } @abtrack_body(float %1213, float %1278, float %1343, float %1408, float %1473, float %1538, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1690 = extractvalue { float, float, float, float, float } %1689, 0
-	%1691 = extractvalue { float, float, float, float, float } %1689, 1
-	%1692 = extractvalue { float, float, float, float, float } %1689, 2
-	%1693 = extractvalue { float, float, float, float, float } %1689, 3
-	%1694 = extractvalue { float, float, float, float, float } %1689, 4
-	%1695 = call { float, float, float, float, float } @abtrack_body(float %1215, float %1280, float %1345, float %1410, float %1475, float %1540, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1696 = extractvalue { float, float, float, float, float } %1695, 0
-	%1697 = extractvalue { float, float, float, float, float } %1695, 1
-	%1698 = extractvalue { float, float, float, float, float } %1695, 2
-	%1699 = extractvalue { float, float, float, float, float } %1695, 3
-	%1700 = extractvalue { float, float, float, float, float } %1695, 4
-	%1701 = call { float, float, float, float, float } @abtrack_body(float %1217, float %1282, float %1347, float %1412, float %1477, float %1542, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1702 = extractvalue { float, float, float, float, float } %1701, 0
-	%1703 = extractvalue { float, float, float, float, float } %1701, 1
-	%1704 = extractvalue { float, float, float, float, float } %1701, 2
-	%1705 = extractvalue { float, float, float, float, float } %1701, 3
-	%1706 = extractvalue { float, float, float, float, float } %1701, 4
-	%1707 = call { float, float, float, float, float } @abtrack_body(float %1219, float %1284, float %1349, float %1414, float %1479, float %1544, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1708 = extractvalue { float, float, float, float, float } %1707, 0
-	%1709 = extractvalue { float, float, float, float, float } %1707, 1
-	%1710 = extractvalue { float, float, float, float, float } %1707, 2
-	%1711 = extractvalue { float, float, float, float, float } %1707, 3
-	%1712 = extractvalue { float, float, float, float, float } %1707, 4
-	%1713 = call { float, float, float, float, float } @abtrack_body(float %1221, float %1286, float %1351, float %1416, float %1481, float %1546, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1714 = extractvalue { float, float, float, float, float } %1713, 0
-	%1715 = extractvalue { float, float, float, float, float } %1713, 1
-	%1716 = extractvalue { float, float, float, float, float } %1713, 2
-	%1717 = extractvalue { float, float, float, float, float } %1713, 3
-	%1718 = extractvalue { float, float, float, float, float } %1713, 4
-	%1719 = call { float, float, float, float, float } @abtrack_body(float %1223, float %1288, float %1353, float %1418, float %1483, float %1548, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1720 = extractvalue { float, float, float, float, float } %1719, 0
-	%1721 = extractvalue { float, float, float, float, float } %1719, 1
-	%1722 = extractvalue { float, float, float, float, float } %1719, 2
-	%1723 = extractvalue { float, float, float, float, float } %1719, 3
-	%1724 = extractvalue { float, float, float, float, float } %1719, 4
-	%1725 = call { float, float, float, float, float } @abtrack_body(float %1225, float %1290, float %1355, float %1420, float %1485, float %1550, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1726 = extractvalue { float, float, float, float, float } %1725, 0
-	%1727 = extractvalue { float, float, float, float, float } %1725, 1
-	%1728 = extractvalue { float, float, float, float, float } %1725, 2
-	%1729 = extractvalue { float, float, float, float, float } %1725, 3
-	%1730 = extractvalue { float, float, float, float, float } %1725, 4
-	%1731 = call { float, float, float, float, float } @abtrack_body(float %1227, float %1292, float %1357, float %1422, float %1487, float %1552, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1732 = extractvalue { float, float, float, float, float } %1731, 0
-	%1733 = extractvalue { float, float, float, float, float } %1731, 1
-	%1734 = extractvalue { float, float, float, float, float } %1731, 2
-	%1735 = extractvalue { float, float, float, float, float } %1731, 3
-	%1736 = extractvalue { float, float, float, float, float } %1731, 4
-	%1737 = call { float, float, float, float, float } @abtrack_body(float %1229, float %1294, float %1359, float %1424, float %1489, float %1554, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1738 = extractvalue { float, float, float, float, float } %1737, 0
-	%1739 = extractvalue { float, float, float, float, float } %1737, 1
-	%1740 = extractvalue { float, float, float, float, float } %1737, 2
-	%1741 = extractvalue { float, float, float, float, float } %1737, 3
-	%1742 = extractvalue { float, float, float, float, float } %1737, 4
-	%1743 = call { float, float, float, float, float } @abtrack_body(float %1231, float %1296, float %1361, float %1426, float %1491, float %1556, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1744 = extractvalue { float, float, float, float, float } %1743, 0
-	%1745 = extractvalue { float, float, float, float, float } %1743, 1
-	%1746 = extractvalue { float, float, float, float, float } %1743, 2
-	%1747 = extractvalue { float, float, float, float, float } %1743, 3
-	%1748 = extractvalue { float, float, float, float, float } %1743, 4
-	%1749 = getelementptr float, float* %5, i64 %1165
-	%1750 = getelementptr float, float* %1749, i64 0
-	store float %1558, float* %1750, align 4
-	%1751 = getelementptr float, float* %1749, i64 1
-	store float %1564, float* %1751, align 4
-	%1752 = getelementptr float, float* %1749, i64 2
-	store float %1570, float* %1752, align 4
-	%1753 = getelementptr float, float* %1749, i64 3
-	store float %1576, float* %1753, align 4
-	%1754 = getelementptr float, float* %1749, i64 4
-	store float %1582, float* %1754, align 4
-	%1755 = getelementptr float, float* %1749, i64 5
-	store float %1588, float* %1755, align 4
-	%1756 = getelementptr float, float* %1749, i64 6
-	store float %1594, float* %1756, align 4
-	%1757 = getelementptr float, float* %1749, i64 7
-	store float %1600, float* %1757, align 4
-	%1758 = getelementptr float, float* %1749, i64 8
-	store float %1606, float* %1758, align 4
-	%1759 = getelementptr float, float* %1749, i64 9
-	store float %1612, float* %1759, align 4
-	%1760 = getelementptr float, float* %1749, i64 10
-	store float %1618, float* %1760, align 4
-	%1761 = getelementptr float, float* %1749, i64 11
-	store float %1624, float* %1761, align 4
-	%1762 = getelementptr float, float* %1749, i64 12
-	store float %1630, float* %1762, align 4
-	%1763 = getelementptr float, float* %1749, i64 13
-	store float %1636, float* %1763, align 4
-	%1764 = getelementptr float, float* %1749, i64 14
-	store float %1642, float* %1764, align 4
-	%1765 = getelementptr float, float* %1749, i64 15
-	store float %1648, float* %1765, align 4
-	%1766 = getelementptr float, float* %1749, i64 16
-	store float %1654, float* %1766, align 4
-	%1767 = getelementptr float, float* %1749, i64 17
-	store float %1660, float* %1767, align 4
-	%1768 = getelementptr float, float* %1749, i64 18
-	store float %1666, float* %1768, align 4
-	%1769 = getelementptr float, float* %1749, i64 19
-	store float %1672, float* %1769, align 4
-	%1770 = getelementptr float, float* %1749, i64 20
-	store float %1678, float* %1770, align 4
-	%1771 = getelementptr float, float* %1749, i64 21
-	store float %1684, float* %1771, align 4
-	%1772 = getelementptr float, float* %1749, i64 22
-	store float %1690, float* %1772, align 4
-	%1773 = getelementptr float, float* %1749, i64 23
-	store float %1696, float* %1773, align 4
-	%1774 = getelementptr float, float* %1749, i64 24
-	store float %1702, float* %1774, align 4
-	%1775 = getelementptr float, float* %1749, i64 25
-	store float %1708, float* %1775, align 4
-	%1776 = getelementptr float, float* %1749, i64 26
-	store float %1714, float* %1776, align 4
-	%1777 = getelementptr float, float* %1749, i64 27
-	store float %1720, float* %1777, align 4
-	%1778 = getelementptr float, float* %1749, i64 28
-	store float %1726, float* %1778, align 4
-	%1779 = getelementptr float, float* %1749, i64 29
-	store float %1732, float* %1779, align 4
-	%1780 = getelementptr float, float* %1749, i64 30
-	store float %1738, float* %1780, align 4
-	%1781 = getelementptr float, float* %1749, i64 31
-	store float %1744, float* %1781, align 4
-	%1782 = getelementptr float, float* %7, i64 %1165
-	%1783 = getelementptr float, float* %1782, i64 0
-	store float %1559, float* %1783, align 4
-	%1784 = getelementptr float, float* %1782, i64 1
-	store float %1565, float* %1784, align 4
-	%1785 = getelementptr float, float* %1782, i64 2
-	store float %1571, float* %1785, align 4
-	%1786 = getelementptr float, float* %1782, i64 3
-	store float %1577, float* %1786, align 4
-	%1787 = getelementptr float, float* %1782, i64 4
-	store float %1583, float* %1787, align 4
-	%1788 = getelementptr float, float* %1782, i64 5
-	store float %1589, float* %1788, align 4
-	%1789 = getelementptr float, float* %1782, i64 6
-	store float %1595, float* %1789, align 4
-	%1790 = getelementptr float, float* %1782, i64 7
-	store float %1601, float* %1790, align 4
-	%1791 = getelementptr float, float* %1782, i64 8
-	store float %1607, float* %1791, align 4
-	%1792 = getelementptr float, float* %1782, i64 9
-	store float %1613, float* %1792, align 4
-	%1793 = getelementptr float, float* %1782, i64 10
-	store float %1619, float* %1793, align 4
-	%1794 = getelementptr float, float* %1782, i64 11
-	store float %1625, float* %1794, align 4
-	%1795 = getelementptr float, float* %1782, i64 12
-	store float %1631, float* %1795, align 4
-	%1796 = getelementptr float, float* %1782, i64 13
-	store float %1637, float* %1796, align 4
-	%1797 = getelementptr float, float* %1782, i64 14
-	store float %1643, float* %1797, align 4
-	%1798 = getelementptr float, float* %1782, i64 15
-	store float %1649, float* %1798, align 4
-	%1799 = getelementptr float, float* %1782, i64 16
-	store float %1655, float* %1799, align 4
-	%1800 = getelementptr float, float* %1782, i64 17
-	store float %1661, float* %1800, align 4
-	%1801 = getelementptr float, float* %1782, i64 18
-	store float %1667, float* %1801, align 4
-	%1802 = getelementptr float, float* %1782, i64 19
-	store float %1673, float* %1802, align 4
-	%1803 = getelementptr float, float* %1782, i64 20
-	store float %1679, float* %1803, align 4
-	%1804 = getelementptr float, float* %1782, i64 21
-	store float %1685, float* %1804, align 4
-	%1805 = getelementptr float, float* %1782, i64 22
-	store float %1691, float* %1805, align 4
-	%1806 = getelementptr float, float* %1782, i64 23
-	store float %1697, float* %1806, align 4
-	%1807 = getelementptr float, float* %1782, i64 24
-	store float %1703, float* %1807, align 4
-	%1808 = getelementptr float, float* %1782, i64 25
-	store float %1709, float* %1808, align 4
-	%1809 = getelementptr float, float* %1782, i64 26
-	store float %1715, float* %1809, align 4
-	%1810 = getelementptr float, float* %1782, i64 27
-	store float %1721, float* %1810, align 4
-	%1811 = getelementptr float, float* %1782, i64 28
-	store float %1727, float* %1811, align 4
-	%1812 = getelementptr float, float* %1782, i64 29
-	store float %1733, float* %1812, align 4
-	%1813 = getelementptr float, float* %1782, i64 30
-	store float %1739, float* %1813, align 4
-	%1814 = getelementptr float, float* %1782, i64 31
-	store float %1745, float* %1814, align 4
-	%1815 = getelementptr float, float* %9, i64 %1165
-	%1816 = getelementptr float, float* %1815, i64 0
-	store float %1560, float* %1816, align 4
-	%1817 = getelementptr float, float* %1815, i64 1
-	store float %1566, float* %1817, align 4
-	%1818 = getelementptr float, float* %1815, i64 2
-	store float %1572, float* %1818, align 4
-	%1819 = getelementptr float, float* %1815, i64 3
-	store float %1578, float* %1819, align 4
-	%1820 = getelementptr float, float* %1815, i64 4
-	store float %1584, float* %1820, align 4
-	%1821 = getelementptr float, float* %1815, i64 5
-	store float %1590, float* %1821, align 4
-	%1822 = getelementptr float, float* %1815, i64 6
-	store float %1596, float* %1822, align 4
-	%1823 = getelementptr float, float* %1815, i64 7
-	store float %1602, float* %1823, align 4
-	%1824 = getelementptr float, float* %1815, i64 8
-	store float %1608, float* %1824, align 4
-	%1825 = getelementptr float, float* %1815, i64 9
-	store float %1614, float* %1825, align 4
-	%1826 = getelementptr float, float* %1815, i64 10
-	store float %1620, float* %1826, align 4
-	%1827 = getelementptr float, float* %1815, i64 11
-	store float %1626, float* %1827, align 4
-	%1828 = getelementptr float, float* %1815, i64 12
-	store float %1632, float* %1828, align 4
-	%1829 = getelementptr float, float* %1815, i64 13
-	store float %1638, float* %1829, align 4
-	%1830 = getelementptr float, float* %1815, i64 14
-	store float %1644, float* %1830, align 4
-	%1831 = getelementptr float, float* %1815, i64 15
-	store float %1650, float* %1831, align 4
-	%1832 = getelementptr float, float* %1815, i64 16
-	store float %1656, float* %1832, align 4
-	%1833 = getelementptr float, float* %1815, i64 17
-	store float %1662, float* %1833, align 4
-	%1834 = getelementptr float, float* %1815, i64 18
-	store float %1668, float* %1834, align 4
-	%1835 = getelementptr float, float* %1815, i64 19
-	store float %1674, float* %1835, align 4
-	%1836 = getelementptr float, float* %1815, i64 20
-	store float %1680, float* %1836, align 4
-	%1837 = getelementptr float, float* %1815, i64 21
-	store float %1686, float* %1837, align 4
-	%1838 = getelementptr float, float* %1815, i64 22
-	store float %1692, float* %1838, align 4
-	%1839 = getelementptr float, float* %1815, i64 23
-	store float %1698, float* %1839, align 4
-	%1840 = getelementptr float, float* %1815, i64 24
-	store float %1704, float* %1840, align 4
-	%1841 = getelementptr float, float* %1815, i64 25
-	store float %1710, float* %1841, align 4
-	%1842 = getelementptr float, float* %1815, i64 26
-	store float %1716, float* %1842, align 4
-	%1843 = getelementptr float, float* %1815, i64 27
-	store float %1722, float* %1843, align 4
-	%1844 = getelementptr float, float* %1815, i64 28
-	store float %1728, float* %1844, align 4
-	%1845 = getelementptr float, float* %1815, i64 29
-	store float %1734, float* %1845, align 4
-	%1846 = getelementptr float, float* %1815, i64 30
-	store float %1740, float* %1846, align 4
-	%1847 = getelementptr float, float* %1815, i64 31
-	store float %1746, float* %1847, align 4
-	%1848 = getelementptr float, float* %11, i64 %1165
-	%1849 = getelementptr float, float* %1848, i64 0
-	store float %1561, float* %1849, align 4
-	%1850 = getelementptr float, float* %1848, i64 1
-	store float %1567, float* %1850, align 4
-	%1851 = getelementptr float, float* %1848, i64 2
-	store float %1573, float* %1851, align 4
-	%1852 = getelementptr float, float* %1848, i64 3
-	store float %1579, float* %1852, align 4
-	%1853 = getelementptr float, float* %1848, i64 4
-	store float %1585, float* %1853, align 4
-	%1854 = getelementptr float, float* %1848, i64 5
-	store float %1591, float* %1854, align 4
-	%1855 = getelementptr float, float* %1848, i64 6
-	store float %1597, float* %1855, align 4
-	%1856 = getelementptr float, float* %1848, i64 7
-	store float %1603, float* %1856, align 4
-	%1857 = getelementptr float, float* %1848, i64 8
-	store float %1609, float* %1857, align 4
-	%1858 = getelementptr float, float* %1848, i64 9
-	store float %1615, float* %1858, align 4
-	%1859 = getelementptr float, float* %1848, i64 10
-	store float %1621, float* %1859, align 4
-	%1860 = getelementptr float, float* %1848, i64 11
-	store float %1627, float* %1860, align 4
-	%1861 = getelementptr float, float* %1848, i64 12
-	store float %1633, float* %1861, align 4
-	%1862 = getelementptr float, float* %1848, i64 13
-	store float %1639, float* %1862, align 4
-	%1863 = getelementptr float, float* %1848, i64 14
-	store float %1645, float* %1863, align 4
-	%1864 = getelementptr float, float* %1848, i64 15
-	store float %1651, float* %1864, align 4
-	%1865 = getelementptr float, float* %1848, i64 16
-	store float %1657, float* %1865, align 4
-	%1866 = getelementptr float, float* %1848, i64 17
-	store float %1663, float* %1866, align 4
-	%1867 = getelementptr float, float* %1848, i64 18
-	store float %1669, float* %1867, align 4
-	%1868 = getelementptr float, float* %1848, i64 19
-	store float %1675, float* %1868, align 4
-	%1869 = getelementptr float, float* %1848, i64 20
-	store float %1681, float* %1869, align 4
-	%1870 = getelementptr float, float* %1848, i64 21
-	store float %1687, float* %1870, align 4
-	%1871 = getelementptr float, float* %1848, i64 22
-	store float %1693, float* %1871, align 4
-	%1872 = getelementptr float, float* %1848, i64 23
-	store float %1699, float* %1872, align 4
-	%1873 = getelementptr float, float* %1848, i64 24
-	store float %1705, float* %1873, align 4
-	%1874 = getelementptr float, float* %1848, i64 25
-	store float %1711, float* %1874, align 4
-	%1875 = getelementptr float, float* %1848, i64 26
-	store float %1717, float* %1875, align 4
-	%1876 = getelementptr float, float* %1848, i64 27
-	store float %1723, float* %1876, align 4
-	%1877 = getelementptr float, float* %1848, i64 28
-	store float %1729, float* %1877, align 4
-	%1878 = getelementptr float, float* %1848, i64 29
-	store float %1735, float* %1878, align 4
-	%1879 = getelementptr float, float* %1848, i64 30
-	store float %1741, float* %1879, align 4
-	%1880 = getelementptr float, float* %1848, i64 31
-	store float %1747, float* %1880, align 4
-	%1881 = getelementptr float, float* %1, i64 %1165
-	%1882 = getelementptr float, float* %1881, i64 0
-	store float %1562, float* %1882, align 4
-	%1883 = getelementptr float, float* %1881, i64 1
-	store float %1568, float* %1883, align 4
-	%1884 = getelementptr float, float* %1881, i64 2
-	store float %1574, float* %1884, align 4
-	%1885 = getelementptr float, float* %1881, i64 3
-	store float %1580, float* %1885, align 4
-	%1886 = getelementptr float, float* %1881, i64 4
-	store float %1586, float* %1886, align 4
-	%1887 = getelementptr float, float* %1881, i64 5
-	store float %1592, float* %1887, align 4
-	%1888 = getelementptr float, float* %1881, i64 6
-	store float %1598, float* %1888, align 4
-	%1889 = getelementptr float, float* %1881, i64 7
-	store float %1604, float* %1889, align 4
-	%1890 = getelementptr float, float* %1881, i64 8
-	store float %1610, float* %1890, align 4
-	%1891 = getelementptr float, float* %1881, i64 9
-	store float %1616, float* %1891, align 4
-	%1892 = getelementptr float, float* %1881, i64 10
-	store float %1622, float* %1892, align 4
-	%1893 = getelementptr float, float* %1881, i64 11
-	store float %1628, float* %1893, align 4
-	%1894 = getelementptr float, float* %1881, i64 12
-	store float %1634, float* %1894, align 4
-	%1895 = getelementptr float, float* %1881, i64 13
-	store float %1640, float* %1895, align 4
-	%1896 = getelementptr float, float* %1881, i64 14
-	store float %1646, float* %1896, align 4
-	%1897 = getelementptr float, float* %1881, i64 15
-	store float %1652, float* %1897, align 4
-	%1898 = getelementptr float, float* %1881, i64 16
-	store float %1658, float* %1898, align 4
-	%1899 = getelementptr float, float* %1881, i64 17
-	store float %1664, float* %1899, align 4
-	%1900 = getelementptr float, float* %1881, i64 18
-	store float %1670, float* %1900, align 4
-	%1901 = getelementptr float, float* %1881, i64 19
-	store float %1676, float* %1901, align 4
-	%1902 = getelementptr float, float* %1881, i64 20
-	store float %1682, float* %1902, align 4
-	%1903 = getelementptr float, float* %1881, i64 21
-	store float %1688, float* %1903, align 4
-	%1904 = getelementptr float, float* %1881, i64 22
-	store float %1694, float* %1904, align 4
-	%1905 = getelementptr float, float* %1881, i64 23
-	store float %1700, float* %1905, align 4
-	%1906 = getelementptr float, float* %1881, i64 24
-	store float %1706, float* %1906, align 4
-	%1907 = getelementptr float, float* %1881, i64 25
-	store float %1712, float* %1907, align 4
-	%1908 = getelementptr float, float* %1881, i64 26
-	store float %1718, float* %1908, align 4
-	%1909 = getelementptr float, float* %1881, i64 27
-	store float %1724, float* %1909, align 4
-	%1910 = getelementptr float, float* %1881, i64 28
-	store float %1730, float* %1910, align 4
-	%1911 = getelementptr float, float* %1881, i64 29
-	store float %1736, float* %1911, align 4
-	%1912 = getelementptr float, float* %1881, i64 30
-	store float %1742, float* %1912, align 4
-	%1913 = getelementptr float, float* %1881, i64 31
-	store float %1748, float* %1913, align 4
-	%1914 = add i64 %1161, 1
+	%1032 = mul i64 %1030, 8
+	%1033 = shl i64 %1032, 2
+	%1034 = add i64 %61, %1033
+	%1035 = add i64 %65, %1032
+	%1036 = add i64 %1034, 0
+	%1037 = getelementptr float, float* %1, i64 %1036
+	%1038 = bitcast float* %1037 to <8 x float>*
+	%1039 = load <8 x float>, <8 x float>* %1038, align 4
+	%1040 = extractelement <8 x float> %1039, i32 0
+	%1041 = extractelement <8 x float> %1039, i32 1
+	%1042 = extractelement <8 x float> %1039, i32 2
+	%1043 = extractelement <8 x float> %1039, i32 3
+	%1044 = extractelement <8 x float> %1039, i32 4
+	%1045 = extractelement <8 x float> %1039, i32 5
+	%1046 = extractelement <8 x float> %1039, i32 6
+	%1047 = extractelement <8 x float> %1039, i32 7
+	%1048 = add i64 %1034, 8
+	%1049 = getelementptr float, float* %1, i64 %1048
+	%1050 = bitcast float* %1049 to <8 x float>*
+	%1051 = load <8 x float>, <8 x float>* %1050, align 4
+	%1052 = extractelement <8 x float> %1051, i32 0
+	%1053 = extractelement <8 x float> %1051, i32 1
+	%1054 = extractelement <8 x float> %1051, i32 2
+	%1055 = extractelement <8 x float> %1051, i32 3
+	%1056 = extractelement <8 x float> %1051, i32 4
+	%1057 = extractelement <8 x float> %1051, i32 5
+	%1058 = extractelement <8 x float> %1051, i32 6
+	%1059 = extractelement <8 x float> %1051, i32 7
+	%1060 = add i64 %1034, 16
+	%1061 = getelementptr float, float* %1, i64 %1060
+	%1062 = bitcast float* %1061 to <8 x float>*
+	%1063 = load <8 x float>, <8 x float>* %1062, align 4
+	%1064 = extractelement <8 x float> %1063, i32 0
+	%1065 = extractelement <8 x float> %1063, i32 1
+	%1066 = extractelement <8 x float> %1063, i32 2
+	%1067 = extractelement <8 x float> %1063, i32 3
+	%1068 = extractelement <8 x float> %1063, i32 4
+	%1069 = extractelement <8 x float> %1063, i32 5
+	%1070 = extractelement <8 x float> %1063, i32 6
+	%1071 = extractelement <8 x float> %1063, i32 7
+	%1072 = add i64 %1034, 24
+	%1073 = getelementptr float, float* %1, i64 %1072
+	%1074 = bitcast float* %1073 to <8 x float>*
+	%1075 = load <8 x float>, <8 x float>* %1074, align 4
+	%1076 = extractelement <8 x float> %1075, i32 0
+	%1077 = extractelement <8 x float> %1075, i32 1
+	%1078 = extractelement <8 x float> %1075, i32 2
+	%1079 = extractelement <8 x float> %1075, i32 3
+	%1080 = extractelement <8 x float> %1075, i32 4
+	%1081 = extractelement <8 x float> %1075, i32 5
+	%1082 = extractelement <8 x float> %1075, i32 6
+	%1083 = extractelement <8 x float> %1075, i32 7
+	%1084 = add i64 %1034, 0
+	%1085 = getelementptr float, float* %3, i64 %1084
+	%1086 = bitcast float* %1085 to <8 x float>*
+	%1087 = load <8 x float>, <8 x float>* %1086, align 4
+	%1088 = extractelement <8 x float> %1087, i32 0
+	%1089 = extractelement <8 x float> %1087, i32 1
+	%1090 = extractelement <8 x float> %1087, i32 2
+	%1091 = extractelement <8 x float> %1087, i32 3
+	%1092 = extractelement <8 x float> %1087, i32 4
+	%1093 = extractelement <8 x float> %1087, i32 5
+	%1094 = extractelement <8 x float> %1087, i32 6
+	%1095 = extractelement <8 x float> %1087, i32 7
+	%1096 = add i64 %1034, 8
+	%1097 = getelementptr float, float* %3, i64 %1096
+	%1098 = bitcast float* %1097 to <8 x float>*
+	%1099 = load <8 x float>, <8 x float>* %1098, align 4
+	%1100 = extractelement <8 x float> %1099, i32 0
+	%1101 = extractelement <8 x float> %1099, i32 1
+	%1102 = extractelement <8 x float> %1099, i32 2
+	%1103 = extractelement <8 x float> %1099, i32 3
+	%1104 = extractelement <8 x float> %1099, i32 4
+	%1105 = extractelement <8 x float> %1099, i32 5
+	%1106 = extractelement <8 x float> %1099, i32 6
+	%1107 = extractelement <8 x float> %1099, i32 7
+	%1108 = add i64 %1034, 16
+	%1109 = getelementptr float, float* %3, i64 %1108
+	%1110 = bitcast float* %1109 to <8 x float>*
+	%1111 = load <8 x float>, <8 x float>* %1110, align 4
+	%1112 = extractelement <8 x float> %1111, i32 0
+	%1113 = extractelement <8 x float> %1111, i32 1
+	%1114 = extractelement <8 x float> %1111, i32 2
+	%1115 = extractelement <8 x float> %1111, i32 3
+	%1116 = extractelement <8 x float> %1111, i32 4
+	%1117 = extractelement <8 x float> %1111, i32 5
+	%1118 = extractelement <8 x float> %1111, i32 6
+	%1119 = extractelement <8 x float> %1111, i32 7
+	%1120 = add i64 %1034, 24
+	%1121 = getelementptr float, float* %3, i64 %1120
+	%1122 = bitcast float* %1121 to <8 x float>*
+	%1123 = load <8 x float>, <8 x float>* %1122, align 4
+	%1124 = extractelement <8 x float> %1123, i32 0
+	%1125 = extractelement <8 x float> %1123, i32 1
+	%1126 = extractelement <8 x float> %1123, i32 2
+	%1127 = extractelement <8 x float> %1123, i32 3
+	%1128 = extractelement <8 x float> %1123, i32 4
+	%1129 = extractelement <8 x float> %1123, i32 5
+	%1130 = extractelement <8 x float> %1123, i32 6
+	%1131 = extractelement <8 x float> %1123, i32 7
+	%1132 = add i64 %1034, 0
+	%1133 = getelementptr float, float* %5, i64 %1132
+	%1134 = bitcast float* %1133 to <8 x float>*
+	%1135 = load <8 x float>, <8 x float>* %1134, align 4
+	%1136 = extractelement <8 x float> %1135, i32 0
+	%1137 = extractelement <8 x float> %1135, i32 1
+	%1138 = extractelement <8 x float> %1135, i32 2
+	%1139 = extractelement <8 x float> %1135, i32 3
+	%1140 = extractelement <8 x float> %1135, i32 4
+	%1141 = extractelement <8 x float> %1135, i32 5
+	%1142 = extractelement <8 x float> %1135, i32 6
+	%1143 = extractelement <8 x float> %1135, i32 7
+	%1144 = add i64 %1034, 8
+	%1145 = getelementptr float, float* %5, i64 %1144
+	%1146 = bitcast float* %1145 to <8 x float>*
+	%1147 = load <8 x float>, <8 x float>* %1146, align 4
+	%1148 = extractelement <8 x float> %1147, i32 0
+	%1149 = extractelement <8 x float> %1147, i32 1
+	%1150 = extractelement <8 x float> %1147, i32 2
+	%1151 = extractelement <8 x float> %1147, i32 3
+	%1152 = extractelement <8 x float> %1147, i32 4
+	%1153 = extractelement <8 x float> %1147, i32 5
+	%1154 = extractelement <8 x float> %1147, i32 6
+	%1155 = extractelement <8 x float> %1147, i32 7
+	%1156 = add i64 %1034, 16
+	%1157 = getelementptr float, float* %5, i64 %1156
+	%1158 = bitcast float* %1157 to <8 x float>*
+	%1159 = load <8 x float>, <8 x float>* %1158, align 4
+	%1160 = extractelement <8 x float> %1159, i32 0
+	%1161 = extractelement <8 x float> %1159, i32 1
+	%1162 = extractelement <8 x float> %1159, i32 2
+	%1163 = extractelement <8 x float> %1159, i32 3
+	%1164 = extractelement <8 x float> %1159, i32 4
+	%1165 = extractelement <8 x float> %1159, i32 5
+	%1166 = extractelement <8 x float> %1159, i32 6
+	%1167 = extractelement <8 x float> %1159, i32 7
+	%1168 = add i64 %1034, 24
+	%1169 = getelementptr float, float* %5, i64 %1168
+	%1170 = bitcast float* %1169 to <8 x float>*
+	%1171 = load <8 x float>, <8 x float>* %1170, align 4
+	%1172 = extractelement <8 x float> %1171, i32 0
+	%1173 = extractelement <8 x float> %1171, i32 1
+	%1174 = extractelement <8 x float> %1171, i32 2
+	%1175 = extractelement <8 x float> %1171, i32 3
+	%1176 = extractelement <8 x float> %1171, i32 4
+	%1177 = extractelement <8 x float> %1171, i32 5
+	%1178 = extractelement <8 x float> %1171, i32 6
+	%1179 = extractelement <8 x float> %1171, i32 7
+	%1180 = add i64 %1034, 0
+	%1181 = getelementptr float, float* %7, i64 %1180
+	%1182 = bitcast float* %1181 to <8 x float>*
+	%1183 = load <8 x float>, <8 x float>* %1182, align 4
+	%1184 = extractelement <8 x float> %1183, i32 0
+	%1185 = extractelement <8 x float> %1183, i32 1
+	%1186 = extractelement <8 x float> %1183, i32 2
+	%1187 = extractelement <8 x float> %1183, i32 3
+	%1188 = extractelement <8 x float> %1183, i32 4
+	%1189 = extractelement <8 x float> %1183, i32 5
+	%1190 = extractelement <8 x float> %1183, i32 6
+	%1191 = extractelement <8 x float> %1183, i32 7
+	%1192 = add i64 %1034, 8
+	%1193 = getelementptr float, float* %7, i64 %1192
+	%1194 = bitcast float* %1193 to <8 x float>*
+	%1195 = load <8 x float>, <8 x float>* %1194, align 4
+	%1196 = extractelement <8 x float> %1195, i32 0
+	%1197 = extractelement <8 x float> %1195, i32 1
+	%1198 = extractelement <8 x float> %1195, i32 2
+	%1199 = extractelement <8 x float> %1195, i32 3
+	%1200 = extractelement <8 x float> %1195, i32 4
+	%1201 = extractelement <8 x float> %1195, i32 5
+	%1202 = extractelement <8 x float> %1195, i32 6
+	%1203 = extractelement <8 x float> %1195, i32 7
+	%1204 = add i64 %1034, 16
+	%1205 = getelementptr float, float* %7, i64 %1204
+	%1206 = bitcast float* %1205 to <8 x float>*
+	%1207 = load <8 x float>, <8 x float>* %1206, align 4
+	%1208 = extractelement <8 x float> %1207, i32 0
+	%1209 = extractelement <8 x float> %1207, i32 1
+	%1210 = extractelement <8 x float> %1207, i32 2
+	%1211 = extractelement <8 x float> %1207, i32 3
+	%1212 = extractelement <8 x float> %1207, i32 4
+	%1213 = extractelement <8 x float> %1207, i32 5
+	%1214 = extractelement <8 x float> %1207, i32 6
+	%1215 = extractelement <8 x float> %1207, i32 7
+	%1216 = add i64 %1034, 24
+	%1217 = getelementptr float, float* %7, i64 %1216
+	%1218 = bitcast float* %1217 to <8 x float>*
+	%1219 = load <8 x float>, <8 x float>* %1218, align 4
+	%1220 = extractelement <8 x float> %1219, i32 0
+	%1221 = extractelement <8 x float> %1219, i32 1
+	%1222 = extractelement <8 x float> %1219, i32 2
+	%1223 = extractelement <8 x float> %1219, i32 3
+	%1224 = extractelement <8 x float> %1219, i32 4
+	%1225 = extractelement <8 x float> %1219, i32 5
+	%1226 = extractelement <8 x float> %1219, i32 6
+	%1227 = extractelement <8 x float> %1219, i32 7
+	%1228 = add i64 %1034, 0
+	%1229 = getelementptr float, float* %9, i64 %1228
+	%1230 = bitcast float* %1229 to <8 x float>*
+	%1231 = load <8 x float>, <8 x float>* %1230, align 4
+	%1232 = extractelement <8 x float> %1231, i32 0
+	%1233 = extractelement <8 x float> %1231, i32 1
+	%1234 = extractelement <8 x float> %1231, i32 2
+	%1235 = extractelement <8 x float> %1231, i32 3
+	%1236 = extractelement <8 x float> %1231, i32 4
+	%1237 = extractelement <8 x float> %1231, i32 5
+	%1238 = extractelement <8 x float> %1231, i32 6
+	%1239 = extractelement <8 x float> %1231, i32 7
+	%1240 = add i64 %1034, 8
+	%1241 = getelementptr float, float* %9, i64 %1240
+	%1242 = bitcast float* %1241 to <8 x float>*
+	%1243 = load <8 x float>, <8 x float>* %1242, align 4
+	%1244 = extractelement <8 x float> %1243, i32 0
+	%1245 = extractelement <8 x float> %1243, i32 1
+	%1246 = extractelement <8 x float> %1243, i32 2
+	%1247 = extractelement <8 x float> %1243, i32 3
+	%1248 = extractelement <8 x float> %1243, i32 4
+	%1249 = extractelement <8 x float> %1243, i32 5
+	%1250 = extractelement <8 x float> %1243, i32 6
+	%1251 = extractelement <8 x float> %1243, i32 7
+	%1252 = add i64 %1034, 16
+	%1253 = getelementptr float, float* %9, i64 %1252
+	%1254 = bitcast float* %1253 to <8 x float>*
+	%1255 = load <8 x float>, <8 x float>* %1254, align 4
+	%1256 = extractelement <8 x float> %1255, i32 0
+	%1257 = extractelement <8 x float> %1255, i32 1
+	%1258 = extractelement <8 x float> %1255, i32 2
+	%1259 = extractelement <8 x float> %1255, i32 3
+	%1260 = extractelement <8 x float> %1255, i32 4
+	%1261 = extractelement <8 x float> %1255, i32 5
+	%1262 = extractelement <8 x float> %1255, i32 6
+	%1263 = extractelement <8 x float> %1255, i32 7
+	%1264 = add i64 %1034, 24
+	%1265 = getelementptr float, float* %9, i64 %1264
+	%1266 = bitcast float* %1265 to <8 x float>*
+	%1267 = load <8 x float>, <8 x float>* %1266, align 4
+	%1268 = extractelement <8 x float> %1267, i32 0
+	%1269 = extractelement <8 x float> %1267, i32 1
+	%1270 = extractelement <8 x float> %1267, i32 2
+	%1271 = extractelement <8 x float> %1267, i32 3
+	%1272 = extractelement <8 x float> %1267, i32 4
+	%1273 = extractelement <8 x float> %1267, i32 5
+	%1274 = extractelement <8 x float> %1267, i32 6
+	%1275 = extractelement <8 x float> %1267, i32 7
+	%1276 = add i64 %1034, 0
+	%1277 = getelementptr float, float* %11, i64 %1276
+	%1278 = bitcast float* %1277 to <8 x float>*
+	%1279 = load <8 x float>, <8 x float>* %1278, align 4
+	%1280 = extractelement <8 x float> %1279, i32 0
+	%1281 = extractelement <8 x float> %1279, i32 1
+	%1282 = extractelement <8 x float> %1279, i32 2
+	%1283 = extractelement <8 x float> %1279, i32 3
+	%1284 = extractelement <8 x float> %1279, i32 4
+	%1285 = extractelement <8 x float> %1279, i32 5
+	%1286 = extractelement <8 x float> %1279, i32 6
+	%1287 = extractelement <8 x float> %1279, i32 7
+	%1288 = add i64 %1034, 8
+	%1289 = getelementptr float, float* %11, i64 %1288
+	%1290 = bitcast float* %1289 to <8 x float>*
+	%1291 = load <8 x float>, <8 x float>* %1290, align 4
+	%1292 = extractelement <8 x float> %1291, i32 0
+	%1293 = extractelement <8 x float> %1291, i32 1
+	%1294 = extractelement <8 x float> %1291, i32 2
+	%1295 = extractelement <8 x float> %1291, i32 3
+	%1296 = extractelement <8 x float> %1291, i32 4
+	%1297 = extractelement <8 x float> %1291, i32 5
+	%1298 = extractelement <8 x float> %1291, i32 6
+	%1299 = extractelement <8 x float> %1291, i32 7
+	%1300 = add i64 %1034, 16
+	%1301 = getelementptr float, float* %11, i64 %1300
+	%1302 = bitcast float* %1301 to <8 x float>*
+	%1303 = load <8 x float>, <8 x float>* %1302, align 4
+	%1304 = extractelement <8 x float> %1303, i32 0
+	%1305 = extractelement <8 x float> %1303, i32 1
+	%1306 = extractelement <8 x float> %1303, i32 2
+	%1307 = extractelement <8 x float> %1303, i32 3
+	%1308 = extractelement <8 x float> %1303, i32 4
+	%1309 = extractelement <8 x float> %1303, i32 5
+	%1310 = extractelement <8 x float> %1303, i32 6
+	%1311 = extractelement <8 x float> %1303, i32 7
+	%1312 = add i64 %1034, 24
+	%1313 = getelementptr float, float* %11, i64 %1312
+	%1314 = bitcast float* %1313 to <8 x float>*
+	%1315 = load <8 x float>, <8 x float>* %1314, align 4
+	%1316 = extractelement <8 x float> %1315, i32 0
+	%1317 = extractelement <8 x float> %1315, i32 1
+	%1318 = extractelement <8 x float> %1315, i32 2
+	%1319 = extractelement <8 x float> %1315, i32 3
+	%1320 = extractelement <8 x float> %1315, i32 4
+	%1321 = extractelement <8 x float> %1315, i32 5
+	%1322 = extractelement <8 x float> %1315, i32 6
+	%1323 = extractelement <8 x float> %1315, i32 7
+	%1324 = call { float, float, float, float, float } @abtrack_body(float %1040, float %1088, float %1136, float %1184, float %1232, float %1280, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1325 = extractvalue { float, float, float, float, float } %1324, 0
+	%1326 = extractvalue { float, float, float, float, float } %1324, 1
+	%1327 = extractvalue { float, float, float, float, float } %1324, 2
+	%1328 = extractvalue { float, float, float, float, float } %1324, 3
+	%1329 = extractvalue { float, float, float, float, float } %1324, 4
+	%1330 = call { float, float, float, float, float } @abtrack_body(float %1041, float %1089, float %1137, float %1185, float %1233, float %1281, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1331 = extractvalue { float, float, float, float, float } %1330, 0
+	%1332 = extractvalue { float, float, float, float, float } %1330, 1
+	%1333 = extractvalue { float, float, float, float, float } %1330, 2
+	%1334 = extractvalue { float, float, float, float, float } %1330, 3
+	%1335 = extractvalue { float, float, float, float, float } %1330, 4
+	%1336 = call { float, float, float, float, float } @abtrack_body(float %1042, float %1090, float %1138, float %1186, float %1234, float %1282, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1337 = extractvalue { float, float, float, float, float } %1336, 0
+	%1338 = extractvalue { float, float, float, float, float } %1336, 1
+	%1339 = extractvalue { float, float, float, float, float } %1336, 2
+	%1340 = extractvalue { float, float, float, float, float } %1336, 3
+	%1341 = extractvalue { float, float, float, float, float } %1336, 4
+	%1342 = call { float, float, float, float, float } @abtrack_body(float %1043, float %1091, float %1139, float %1187, float %1235, float %1283, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1343 = extractvalue { float, float, float, float, float } %1342, 0
+	%1344 = extractvalue { float, float, float, float, float } %1342, 1
+	%1345 = extractvalue { float, float, float, float, float } %1342, 2
+	%1346 = extractvalue { float, float, float, float, float } %1342, 3
+	%1347 = extractvalue { float, float, float, float, float } %1342, 4
+	%1348 = call { float, float, float, float, float } @abtrack_body(float %1044, float %1092, float %1140, float %1188, float %1236, float %1284, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1349 = extractvalue { float, float, float, float, float } %1348, 0
+	%1350 = extractvalue { float, float, float, float, float } %1348, 1
+	%1351 = extractvalue { float, float, float, float, float } %1348, 2
+	%1352 = extractvalue { float, float, float, float, float } %1348, 3
+	%1353 = extractvalue { float, float, float, float, float } %1348, 4
+	%1354 = call { float, float, float, float, float } @abtrack_body(float %1045, float %1093, float %1141, float %1189, float %1237, float %1285, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1355 = extractvalue { float, float, float, float, float } %1354, 0
+	%1356 = extractvalue { float, float, float, float, float } %1354, 1
+	%1357 = extractvalue { float, float, float, float, float } %1354, 2
+	%1358 = extractvalue { float, float, float, float, float } %1354, 3
+	%1359 = extractvalue { float, float, float, float, float } %1354, 4
+	%1360 = call { float, float, float, float, float } @abtrack_body(float %1046, float %1094, float %1142, float %1190, float %1238, float %1286, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1361 = extractvalue { float, float, float, float, float } %1360, 0
+	%1362 = extractvalue { float, float, float, float, float } %1360, 1
+	%1363 = extractvalue { float, float, float, float, float } %1360, 2
+	%1364 = extractvalue { float, float, float, float, float } %1360, 3
+	%1365 = extractvalue { float, float, float, float, float } %1360, 4
+	%1366 = call { float, float, float, float, float } @abtrack_body(float %1047, float %1095, float %1143, float %1191, float %1239, float %1287, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1367 = extractvalue { float, float, float, float, float } %1366, 0
+	%1368 = extractvalue { float, float, float, float, float } %1366, 1
+	%1369 = extractvalue { float, float, float, float, float } %1366, 2
+	%1370 = extractvalue { float, float, float, float, float } %1366, 3
+	%1371 = extractvalue { float, float, float, float, float } %1366, 4
+	%1372 = call { float, float, float, float, float } @abtrack_body(float %1052, float %1100, float %1148, float %1196, float %1244, float %1292, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1373 = extractvalue { float, float, float, float, float } %1372, 0
+	%1374 = extractvalue { float, float, float, float, float } %1372, 1
+	%1375 = extractvalue { float, float, float, float, float } %1372, 2
+	%1376 = extractvalue { float, float, float, float, float } %1372, 3
+	%1377 = extractvalue { float, float, float, float, float } %1372, 4
+	%1378 = call { float, float, float, float, float } @abtrack_body(float %1053, float %1101, float %1149, float %1197, float %1245, float %1293, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1379 = extractvalue { float, float, float, float, float } %1378, 0
+	%1380 = extractvalue { float, float, float, float, float } %1378, 1
+	%1381 = extractvalue { float, float, float, float, float } %1378, 2
+	%1382 = extractvalue { float, float, float, float, float } %1378, 3
+	%1383 = extractvalue { float, float, float, float, float } %1378, 4
+	%1384 = call { float, float, float, float, float } @abtrack_body(float %1054, float %1102, float %1150, float %1198, float %1246, float %1294, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1385 = extractvalue { float, float, float, float, float } %1384, 0
+	%1386 = extractvalue { float, float, float, float, float } %1384, 1
+	%1387 = extractvalue { float, float, float, float, float } %1384, 2
+	%1388 = extractvalue { float, float, float, float, float } %1384, 3
+	%1389 = extractvalue { float, float, float, float, float } %1384, 4
+	%1390 = call { float, float, float, float, float } @abtrack_body(float %1055, float %1103, float %1151, float %1199, float %1247, float %1295, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1391 = extractvalue { float, float, float, float, float } %1390, 0
+	%1392 = extractvalue { float, float, float, float, float } %1390, 1
+	%1393 = extractvalue { float, float, float, float, float } %1390, 2
+	%1394 = extractvalue { float, float, float, float, float } %1390, 3
+	%1395 = extractvalue { float, float, float, float, float } %1390, 4
+	%1396 = call { float, float, float, float, float } @abtrack_body(float %1056, float %1104, float %1152, float %1200, float %1248, float %1296, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1397 = extractvalue { float, float, float, float, float } %1396, 0
+	%1398 = extractvalue { float, float, float, float, float } %1396, 1
+	%1399 = extractvalue { float, float, float, float, float } %1396, 2
+	%1400 = extractvalue { float, float, float, float, float } %1396, 3
+	%1401 = extractvalue { float, float, float, float, float } %1396, 4
+	%1402 = call { float, float, float, float, float } @abtrack_body(float %1057, float %1105, float %1153, float %1201, float %1249, float %1297, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1403 = extractvalue { float, float, float, float, float } %1402, 0
+	%1404 = extractvalue { float, float, float, float, float } %1402, 1
+	%1405 = extractvalue { float, float, float, float, float } %1402, 2
+	%1406 = extractvalue { float, float, float, float, float } %1402, 3
+	%1407 = extractvalue { float, float, float, float, float } %1402, 4
+	%1408 = call { float, float, float, float, float } @abtrack_body(float %1058, float %1106, float %1154, float %1202, float %1250, float %1298, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1409 = extractvalue { float, float, float, float, float } %1408, 0
+	%1410 = extractvalue { float, float, float, float, float } %1408, 1
+	%1411 = extractvalue { float, float, float, float, float } %1408, 2
+	%1412 = extractvalue { float, float, float, float, float } %1408, 3
+	%1413 = extractvalue { float, float, float, float, float } %1408, 4
+	%1414 = call { float, float, float, float, float } @abtrack_body(float %1059, float %1107, float %1155, float %1203, float %1251, float %1299, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1415 = extractvalue { float, float, float, float, float } %1414, 0
+	%1416 = extractvalue { float, float, float, float, float } %1414, 1
+	%1417 = extractvalue { float, float, float, float, float } %1414, 2
+	%1418 = extractvalue { float, float, float, float, float } %1414, 3
+	%1419 = extractvalue { float, float, float, float, float } %1414, 4
+	%1420 = call { float, float, float, float, float } @abtrack_body(float %1064, float %1112, float %1160, float %1208, float %1256, float %1304, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1421 = extractvalue { float, float, float, float, float } %1420, 0
+	%1422 = extractvalue { float, float, float, float, float } %1420, 1
+	%1423 = extractvalue { float, float, float, float, float } %1420, 2
+	%1424 = extractvalue { float, float, float, float, float } %1420, 3
+	%1425 = extractvalue { float, float, float, float, float } %1420, 4
+	%1426 = call { float, float, float, float, float } @abtrack_body(float %1065, float %1113, float %1161, float %1209, float %1257, float %1305, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1427 = extractvalue { float, float, float, float, float } %1426, 0
+	%1428 = extractvalue { float, float, float, float, float } %1426, 1
+	%1429 = extractvalue { float, float, float, float, float } %1426, 2
+	%1430 = extractvalue { float, float, float, float, float } %1426, 3
+	%1431 = extractvalue { float, float, float, float, float } %1426, 4
+	%1432 = call { float, float, float, float, float } @abtrack_body(float %1066, float %1114, float %1162, float %1210, float %1258, float %1306, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1433 = extractvalue { float, float, float, float, float } %1432, 0
+	%1434 = extractvalue { float, float, float, float, float } %1432, 1
+	%1435 = extractvalue { float, float, float, float, float } %1432, 2
+	%1436 = extractvalue { float, float, float, float, float } %1432, 3
+	%1437 = extractvalue { float, float, float, float, float } %1432, 4
+	%1438 = call { float, float, float, float, float } @abtrack_body(float %1067, float %1115, float %1163, float %1211, float %1259, float %1307, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1439 = extractvalue { float, float, float, float, float } %1438, 0
+	%1440 = extractvalue { float, float, float, float, float } %1438, 1
+	%1441 = extractvalue { float, float, float, float, float } %1438, 2
+	%1442 = extractvalue { float, float, float, float, float } %1438, 3
+	%1443 = extractvalue { float, float, float, float, float } %1438, 4
+	%1444 = call { float, float, float, float, float } @abtrack_body(float %1068, float %1116, float %1164, float %1212, float %1260, float %1308, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1445 = extractvalue { float, float, float, float, float } %1444, 0
+	%1446 = extractvalue { float, float, float, float, float } %1444, 1
+	%1447 = extractvalue { float, float, float, float, float } %1444, 2
+	%1448 = extractvalue { float, float, float, float, float } %1444, 3
+	%1449 = extractvalue { float, float, float, float, float } %1444, 4
+	%1450 = call { float, float, float, float, float } @abtrack_body(float %1069, float %1117, float %1165, float %1213, float %1261, float %1309, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1451 = extractvalue { float, float, float, float, float } %1450, 0
+	%1452 = extractvalue { float, float, float, float, float } %1450, 1
+	%1453 = extractvalue { float, float, float, float, float } %1450, 2
+	%1454 = extractvalue { float, float, float, float, float } %1450, 3
+	%1455 = extractvalue { float, float, float, float, float } %1450, 4
+	%1456 = call { float, float, float, float, float } @abtrack_body(float %1070, float %1118, float %1166, float %1214, float %1262, float %1310, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1457 = extractvalue { float, float, float, float, float } %1456, 0
+	%1458 = extractvalue { float, float, float, float, float } %1456, 1
+	%1459 = extractvalue { float, float, float, float, float } %1456, 2
+	%1460 = extractvalue { float, float, float, float, float } %1456, 3
+	%1461 = extractvalue { float, float, float, float, float } %1456, 4
+	%1462 = call { float, float, float, float, float } @abtrack_body(float %1071, float %1119, float %1167, float %1215, float %1263, float %1311, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1463 = extractvalue { float, float, float, float, float } %1462, 0
+	%1464 = extractvalue { float, float, float, float, float } %1462, 1
+	%1465 = extractvalue { float, float, float, float, float } %1462, 2
+	%1466 = extractvalue { float, float, float, float, float } %1462, 3
+	%1467 = extractvalue { float, float, float, float, float } %1462, 4
+	%1468 = call { float, float, float, float, float } @abtrack_body(float %1076, float %1124, float %1172, float %1220, float %1268, float %1316, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1469 = extractvalue { float, float, float, float, float } %1468, 0
+	%1470 = extractvalue { float, float, float, float, float } %1468, 1
+	%1471 = extractvalue { float, float, float, float, float } %1468, 2
+	%1472 = extractvalue { float, float, float, float, float } %1468, 3
+	%1473 = extractvalue { float, float, float, float, float } %1468, 4
+	%1474 = call { float, float, float, float, float } @abtrack_body(float %1077, float %1125, float %1173, float %1221, float %1269, float %1317, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1475 = extractvalue { float, float, float, float, float } %1474, 0
+	%1476 = extractvalue { float, float, float, float, float } %1474, 1
+	%1477 = extractvalue { float, float, float, float, float } %1474, 2
+	%1478 = extractvalue { float, float, float, float, float } %1474, 3
+	%1479 = extractvalue { float, float, float, float, float } %1474, 4
+	%1480 = call { float, float, float, float, float } @abtrack_body(float %1078, float %1126, float %1174, float %1222, float %1270, float %1318, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1481 = extractvalue { float, float, float, float, float } %1480, 0
+	%1482 = extractvalue { float, float, float, float, float } %1480, 1
+	%1483 = extractvalue { float, float, float, float, float } %1480, 2
+	%1484 = extractvalue { float, float, float, float, float } %1480, 3
+	%1485 = extractvalue { float, float, float, float, float } %1480, 4
+	%1486 = call { float, float, float, float, float } @abtrack_body(float %1079, float %1127, float %1175, float %1223, float %1271, float %1319, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1487 = extractvalue { float, float, float, float, float } %1486, 0
+	%1488 = extractvalue { float, float, float, float, float } %1486, 1
+	%1489 = extractvalue { float, float, float, float, float } %1486, 2
+	%1490 = extractvalue { float, float, float, float, float } %1486, 3
+	%1491 = extractvalue { float, float, float, float, float } %1486, 4
+	%1492 = call { float, float, float, float, float } @abtrack_body(float %1080, float %1128, float %1176, float %1224, float %1272, float %1320, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1493 = extractvalue { float, float, float, float, float } %1492, 0
+	%1494 = extractvalue { float, float, float, float, float } %1492, 1
+	%1495 = extractvalue { float, float, float, float, float } %1492, 2
+	%1496 = extractvalue { float, float, float, float, float } %1492, 3
+	%1497 = extractvalue { float, float, float, float, float } %1492, 4
+	%1498 = call { float, float, float, float, float } @abtrack_body(float %1081, float %1129, float %1177, float %1225, float %1273, float %1321, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1499 = extractvalue { float, float, float, float, float } %1498, 0
+	%1500 = extractvalue { float, float, float, float, float } %1498, 1
+	%1501 = extractvalue { float, float, float, float, float } %1498, 2
+	%1502 = extractvalue { float, float, float, float, float } %1498, 3
+	%1503 = extractvalue { float, float, float, float, float } %1498, 4
+	%1504 = call { float, float, float, float, float } @abtrack_body(float %1082, float %1130, float %1178, float %1226, float %1274, float %1322, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1505 = extractvalue { float, float, float, float, float } %1504, 0
+	%1506 = extractvalue { float, float, float, float, float } %1504, 1
+	%1507 = extractvalue { float, float, float, float, float } %1504, 2
+	%1508 = extractvalue { float, float, float, float, float } %1504, 3
+	%1509 = extractvalue { float, float, float, float, float } %1504, 4
+	%1510 = call { float, float, float, float, float } @abtrack_body(float %1083, float %1131, float %1179, float %1227, float %1275, float %1323, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1511 = extractvalue { float, float, float, float, float } %1510, 0
+	%1512 = extractvalue { float, float, float, float, float } %1510, 1
+	%1513 = extractvalue { float, float, float, float, float } %1510, 2
+	%1514 = extractvalue { float, float, float, float, float } %1510, 3
+	%1515 = extractvalue { float, float, float, float, float } %1510, 4
+	%1516 = insertelement <8 x float> undef, float %1325, i32 0
+	%1517 = insertelement <8 x float> %1516, float %1331, i32 1
+	%1518 = insertelement <8 x float> %1517, float %1337, i32 2
+	%1519 = insertelement <8 x float> %1518, float %1343, i32 3
+	%1520 = insertelement <8 x float> %1519, float %1349, i32 4
+	%1521 = insertelement <8 x float> %1520, float %1355, i32 5
+	%1522 = insertelement <8 x float> %1521, float %1361, i32 6
+	%1523 = insertelement <8 x float> %1522, float %1367, i32 7
+	%1524 = add i64 %1034, 0
+	%1525 = getelementptr float, float* %5, i64 %1524
+	%1526 = bitcast float* %1525 to <8 x float>*
+	store <8 x float> %1523, <8 x float>* %1526, align 4
+	%1527 = insertelement <8 x float> undef, float %1373, i32 0
+	%1528 = insertelement <8 x float> %1527, float %1379, i32 1
+	%1529 = insertelement <8 x float> %1528, float %1385, i32 2
+	%1530 = insertelement <8 x float> %1529, float %1391, i32 3
+	%1531 = insertelement <8 x float> %1530, float %1397, i32 4
+	%1532 = insertelement <8 x float> %1531, float %1403, i32 5
+	%1533 = insertelement <8 x float> %1532, float %1409, i32 6
+	%1534 = insertelement <8 x float> %1533, float %1415, i32 7
+	%1535 = add i64 %1034, 8
+	%1536 = getelementptr float, float* %5, i64 %1535
+	%1537 = bitcast float* %1536 to <8 x float>*
+	store <8 x float> %1534, <8 x float>* %1537, align 4
+	%1538 = insertelement <8 x float> undef, float %1421, i32 0
+	%1539 = insertelement <8 x float> %1538, float %1427, i32 1
+	%1540 = insertelement <8 x float> %1539, float %1433, i32 2
+	%1541 = insertelement <8 x float> %1540, float %1439, i32 3
+	%1542 = insertelement <8 x float> %1541, float %1445, i32 4
+	%1543 = insertelement <8 x float> %1542, float %1451, i32 5
+	%1544 = insertelement <8 x float> %1543, float %1457, i32 6
+	%1545 = insertelement <8 x float> %1544, float %1463, i32 7
+	%1546 = add i64 %1034, 16
+	%1547 = getelementptr float, float* %5, i64 %1546
+	%1548 = bitcast float* %1547 to <8 x float>*
+	store <8 x float> %1545, <8 x float>* %1548, align 4
+	%1549 = insertelement <8 x float> undef, float %1469, i32 0
+	%1550 = insertelement <8 x float> %1549, float %1475, i32 1
+	%1551 = insertelement <8 x float> %1550, float %1481, i32 2
+	%1552 = insertelement <8 x float> %1551, float %1487, i32 3
+	%1553 = insertelement <8 x float> %1552, float %1493, i32 4
+	%1554 = insertelement <8 x float> %1553, float %1499, i32 5
+	%1555 = insertelement <8 x float> %1554, float %1505, i32 6
+	%1556 = insertelement <8 x float> %1555, float %1511, i32 7
+	%1557 = add i64 %1034, 24
+	%1558 = getelementptr float, float* %5, i64 %1557
+	%1559 = bitcast float* %1558 to <8 x float>*
+	store <8 x float> %1556, <8 x float>* %1559, align 4
+	%1560 = insertelement <8 x float> undef, float %1326, i32 0
+	%1561 = insertelement <8 x float> %1560, float %1332, i32 1
+	%1562 = insertelement <8 x float> %1561, float %1338, i32 2
+	%1563 = insertelement <8 x float> %1562, float %1344, i32 3
+	%1564 = insertelement <8 x float> %1563, float %1350, i32 4
+	%1565 = insertelement <8 x float> %1564, float %1356, i32 5
+	%1566 = insertelement <8 x float> %1565, float %1362, i32 6
+	%1567 = insertelement <8 x float> %1566, float %1368, i32 7
+	%1568 = add i64 %1034, 0
+	%1569 = getelementptr float, float* %7, i64 %1568
+	%1570 = bitcast float* %1569 to <8 x float>*
+	store <8 x float> %1567, <8 x float>* %1570, align 4
+	%1571 = insertelement <8 x float> undef, float %1374, i32 0
+	%1572 = insertelement <8 x float> %1571, float %1380, i32 1
+	%1573 = insertelement <8 x float> %1572, float %1386, i32 2
+	%1574 = insertelement <8 x float> %1573, float %1392, i32 3
+	%1575 = insertelement <8 x float> %1574, float %1398, i32 4
+	%1576 = insertelement <8 x float> %1575, float %1404, i32 5
+	%1577 = insertelement <8 x float> %1576, float %1410, i32 6
+	%1578 = insertelement <8 x float> %1577, float %1416, i32 7
+	%1579 = add i64 %1034, 8
+	%1580 = getelementptr float, float* %7, i64 %1579
+	%1581 = bitcast float* %1580 to <8 x float>*
+	store <8 x float> %1578, <8 x float>* %1581, align 4
+	%1582 = insertelement <8 x float> undef, float %1422, i32 0
+	%1583 = insertelement <8 x float> %1582, float %1428, i32 1
+	%1584 = insertelement <8 x float> %1583, float %1434, i32 2
+	%1585 = insertelement <8 x float> %1584, float %1440, i32 3
+	%1586 = insertelement <8 x float> %1585, float %1446, i32 4
+	%1587 = insertelement <8 x float> %1586, float %1452, i32 5
+	%1588 = insertelement <8 x float> %1587, float %1458, i32 6
+	%1589 = insertelement <8 x float> %1588, float %1464, i32 7
+	%1590 = add i64 %1034, 16
+	%1591 = getelementptr float, float* %7, i64 %1590
+	%1592 = bitcast float* %1591 to <8 x float>*
+	store <8 x float> %1589, <8 x float>* %1592, align 4
+	%1593 = insertelement <8 x float> undef, float %1470, i32 0
+	%1594 = insertelement <8 x float> %1593, float %1476, i32 1
+	%1595 = insertelement <8 x float> %1594, float %1482, i32 2
+	%1596 = insertelement <8 x float> %1595, float %1488, i32 3
+	%1597 = insertelement <8 x float> %1596, float %1494, i32 4
+	%1598 = insertelement <8 x float> %1597, float %1500, i32 5
+	%1599 = insertelement <8 x float> %1598, float %1506, i32 6
+	%1600 = insertelement <8 x float> %1599, float %1512, i32 7
+	%1601 = add i64 %1034, 24
+	%1602 = getelementptr float, float* %7, i64 %1601
+	%1603 = bitcast float* %1602 to <8 x float>*
+	store <8 x float> %1600, <8 x float>* %1603, align 4
+	%1604 = insertelement <8 x float> undef, float %1327, i32 0
+	%1605 = insertelement <8 x float> %1604, float %1333, i32 1
+	%1606 = insertelement <8 x float> %1605, float %1339, i32 2
+	%1607 = insertelement <8 x float> %1606, float %1345, i32 3
+	%1608 = insertelement <8 x float> %1607, float %1351, i32 4
+	%1609 = insertelement <8 x float> %1608, float %1357, i32 5
+	%1610 = insertelement <8 x float> %1609, float %1363, i32 6
+	%1611 = insertelement <8 x float> %1610, float %1369, i32 7
+	%1612 = add i64 %1034, 0
+	%1613 = getelementptr float, float* %9, i64 %1612
+	%1614 = bitcast float* %1613 to <8 x float>*
+	store <8 x float> %1611, <8 x float>* %1614, align 4
+	%1615 = insertelement <8 x float> undef, float %1375, i32 0
+	%1616 = insertelement <8 x float> %1615, float %1381, i32 1
+	%1617 = insertelement <8 x float> %1616, float %1387, i32 2
+	%1618 = insertelement <8 x float> %1617, float %1393, i32 3
+	%1619 = insertelement <8 x float> %1618, float %1399, i32 4
+	%1620 = insertelement <8 x float> %1619, float %1405, i32 5
+	%1621 = insertelement <8 x float> %1620, float %1411, i32 6
+	%1622 = insertelement <8 x float> %1621, float %1417, i32 7
+	%1623 = add i64 %1034, 8
+	%1624 = getelementptr float, float* %9, i64 %1623
+	%1625 = bitcast float* %1624 to <8 x float>*
+	store <8 x float> %1622, <8 x float>* %1625, align 4
+	%1626 = insertelement <8 x float> undef, float %1423, i32 0
+	%1627 = insertelement <8 x float> %1626, float %1429, i32 1
+	%1628 = insertelement <8 x float> %1627, float %1435, i32 2
+	%1629 = insertelement <8 x float> %1628, float %1441, i32 3
+	%1630 = insertelement <8 x float> %1629, float %1447, i32 4
+	%1631 = insertelement <8 x float> %1630, float %1453, i32 5
+	%1632 = insertelement <8 x float> %1631, float %1459, i32 6
+	%1633 = insertelement <8 x float> %1632, float %1465, i32 7
+	%1634 = add i64 %1034, 16
+	%1635 = getelementptr float, float* %9, i64 %1634
+	%1636 = bitcast float* %1635 to <8 x float>*
+	store <8 x float> %1633, <8 x float>* %1636, align 4
+	%1637 = insertelement <8 x float> undef, float %1471, i32 0
+	%1638 = insertelement <8 x float> %1637, float %1477, i32 1
+	%1639 = insertelement <8 x float> %1638, float %1483, i32 2
+	%1640 = insertelement <8 x float> %1639, float %1489, i32 3
+	%1641 = insertelement <8 x float> %1640, float %1495, i32 4
+	%1642 = insertelement <8 x float> %1641, float %1501, i32 5
+	%1643 = insertelement <8 x float> %1642, float %1507, i32 6
+	%1644 = insertelement <8 x float> %1643, float %1513, i32 7
+	%1645 = add i64 %1034, 24
+	%1646 = getelementptr float, float* %9, i64 %1645
+	%1647 = bitcast float* %1646 to <8 x float>*
+	store <8 x float> %1644, <8 x float>* %1647, align 4
+	%1648 = insertelement <8 x float> undef, float %1328, i32 0
+	%1649 = insertelement <8 x float> %1648, float %1334, i32 1
+	%1650 = insertelement <8 x float> %1649, float %1340, i32 2
+	%1651 = insertelement <8 x float> %1650, float %1346, i32 3
+	%1652 = insertelement <8 x float> %1651, float %1352, i32 4
+	%1653 = insertelement <8 x float> %1652, float %1358, i32 5
+	%1654 = insertelement <8 x float> %1653, float %1364, i32 6
+	%1655 = insertelement <8 x float> %1654, float %1370, i32 7
+	%1656 = add i64 %1034, 0
+	%1657 = getelementptr float, float* %11, i64 %1656
+	%1658 = bitcast float* %1657 to <8 x float>*
+	store <8 x float> %1655, <8 x float>* %1658, align 4
+	%1659 = insertelement <8 x float> undef, float %1376, i32 0
+	%1660 = insertelement <8 x float> %1659, float %1382, i32 1
+	%1661 = insertelement <8 x float> %1660, float %1388, i32 2
+	%1662 = insertelement <8 x float> %1661, float %1394, i32 3
+	%1663 = insertelement <8 x float> %1662, float %1400, i32 4
+	%1664 = insertelement <8 x float> %1663, float %1406, i32 5
+	%1665 = insertelement <8 x float> %1664, float %1412, i32 6
+	%1666 = insertelement <8 x float> %1665, float %1418, i32 7
+	%1667 = add i64 %1034, 8
+	%1668 = getelementptr float, float* %11, i64 %1667
+	%1669 = bitcast float* %1668 to <8 x float>*
+	store <8 x float> %1666, <8 x float>* %1669, align 4
+	%1670 = insertelement <8 x float> undef, float %1424, i32 0
+	%1671 = insertelement <8 x float> %1670, float %1430, i32 1
+	%1672 = insertelement <8 x float> %1671, float %1436, i32 2
+	%1673 = insertelement <8 x float> %1672, float %1442, i32 3
+	%1674 = insertelement <8 x float> %1673, float %1448, i32 4
+	%1675 = insertelement <8 x float> %1674, float %1454, i32 5
+	%1676 = insertelement <8 x float> %1675, float %1460, i32 6
+	%1677 = insertelement <8 x float> %1676, float %1466, i32 7
+	%1678 = add i64 %1034, 16
+	%1679 = getelementptr float, float* %11, i64 %1678
+	%1680 = bitcast float* %1679 to <8 x float>*
+	store <8 x float> %1677, <8 x float>* %1680, align 4
+	%1681 = insertelement <8 x float> undef, float %1472, i32 0
+	%1682 = insertelement <8 x float> %1681, float %1478, i32 1
+	%1683 = insertelement <8 x float> %1682, float %1484, i32 2
+	%1684 = insertelement <8 x float> %1683, float %1490, i32 3
+	%1685 = insertelement <8 x float> %1684, float %1496, i32 4
+	%1686 = insertelement <8 x float> %1685, float %1502, i32 5
+	%1687 = insertelement <8 x float> %1686, float %1508, i32 6
+	%1688 = insertelement <8 x float> %1687, float %1514, i32 7
+	%1689 = add i64 %1034, 24
+	%1690 = getelementptr float, float* %11, i64 %1689
+	%1691 = bitcast float* %1690 to <8 x float>*
+	store <8 x float> %1688, <8 x float>* %1691, align 4
+	%1692 = insertelement <8 x float> undef, float %1329, i32 0
+	%1693 = insertelement <8 x float> %1692, float %1335, i32 1
+	%1694 = insertelement <8 x float> %1693, float %1341, i32 2
+	%1695 = insertelement <8 x float> %1694, float %1347, i32 3
+	%1696 = insertelement <8 x float> %1695, float %1353, i32 4
+	%1697 = insertelement <8 x float> %1696, float %1359, i32 5
+	%1698 = insertelement <8 x float> %1697, float %1365, i32 6
+	%1699 = insertelement <8 x float> %1698, float %1371, i32 7
+	%1700 = add i64 %1034, 0
+	%1701 = getelementptr float, float* %1, i64 %1700
+	%1702 = bitcast float* %1701 to <8 x float>*
+	store <8 x float> %1699, <8 x float>* %1702, align 4
+	%1703 = insertelement <8 x float> undef, float %1377, i32 0
+	%1704 = insertelement <8 x float> %1703, float %1383, i32 1
+	%1705 = insertelement <8 x float> %1704, float %1389, i32 2
+	%1706 = insertelement <8 x float> %1705, float %1395, i32 3
+	%1707 = insertelement <8 x float> %1706, float %1401, i32 4
+	%1708 = insertelement <8 x float> %1707, float %1407, i32 5
+	%1709 = insertelement <8 x float> %1708, float %1413, i32 6
+	%1710 = insertelement <8 x float> %1709, float %1419, i32 7
+	%1711 = add i64 %1034, 8
+	%1712 = getelementptr float, float* %1, i64 %1711
+	%1713 = bitcast float* %1712 to <8 x float>*
+	store <8 x float> %1710, <8 x float>* %1713, align 4
+	%1714 = insertelement <8 x float> undef, float %1425, i32 0
+	%1715 = insertelement <8 x float> %1714, float %1431, i32 1
+	%1716 = insertelement <8 x float> %1715, float %1437, i32 2
+	%1717 = insertelement <8 x float> %1716, float %1443, i32 3
+	%1718 = insertelement <8 x float> %1717, float %1449, i32 4
+	%1719 = insertelement <8 x float> %1718, float %1455, i32 5
+	%1720 = insertelement <8 x float> %1719, float %1461, i32 6
+	%1721 = insertelement <8 x float> %1720, float %1467, i32 7
+	%1722 = add i64 %1034, 16
+	%1723 = getelementptr float, float* %1, i64 %1722
+	%1724 = bitcast float* %1723 to <8 x float>*
+	store <8 x float> %1721, <8 x float>* %1724, align 4
+	%1725 = insertelement <8 x float> undef, float %1473, i32 0
+	%1726 = insertelement <8 x float> %1725, float %1479, i32 1
+	%1727 = insertelement <8 x float> %1726, float %1485, i32 2
+	%1728 = insertelement <8 x float> %1727, float %1491, i32 3
+	%1729 = insertelement <8 x float> %1728, float %1497, i32 4
+	%1730 = insertelement <8 x float> %1729, float %1503, i32 5
+	%1731 = insertelement <8 x float> %1730, float %1509, i32 6
+	%1732 = insertelement <8 x float> %1731, float %1515, i32 7
+	%1733 = add i64 %1034, 24
+	%1734 = getelementptr float, float* %1, i64 %1733
+	%1735 = bitcast float* %1734 to <8 x float>*
+	store <8 x float> %1732, <8 x float>* %1735, align 4
+	%1736 = add i64 %1030, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1915 = mul i64 %1160, 8
+	%1737 = mul i64 %1029, 8
 	br label %group.head.43
 
 group.head.43:
-	%1916 = phi i64 [ %1915, %wide.done.42 ], [ %2024, %group.44 ]
-	%1917 = icmp slt i64 %1916, %60
-	br i1 %1917, label %group.44, label %group.done.45
+	%1738 = phi i64 [ %1737, %wide.done.42 ], [ %1846, %group.44 ]
+	%1739 = icmp slt i64 %1738, %60
+	br i1 %1739, label %group.44, label %group.done.45
 
 group.44:
-	%1918 = shl i64 %1916, 2
-	%1919 = add i64 %61, %1918
-	%1920 = add i64 %65, %1916
-	%1921 = getelementptr float, float* %1, i64 %1919
-	%1922 = getelementptr float, float* %1921, i64 0
-	%1923 = load float, float* %1922, align 4
-	%1924 = getelementptr float, float* %1921, i64 1
-	%1925 = load float, float* %1924, align 4
-	%1926 = getelementptr float, float* %1921, i64 2
-	%1927 = load float, float* %1926, align 4
-	%1928 = getelementptr float, float* %1921, i64 3
-	%1929 = load float, float* %1928, align 4
-	%1930 = getelementptr float, float* %3, i64 %1919
-	%1931 = getelementptr float, float* %1930, i64 0
-	%1932 = load float, float* %1931, align 4
-	%1933 = getelementptr float, float* %1930, i64 1
-	%1934 = load float, float* %1933, align 4
-	%1935 = getelementptr float, float* %1930, i64 2
-	%1936 = load float, float* %1935, align 4
-	%1937 = getelementptr float, float* %1930, i64 3
-	%1938 = load float, float* %1937, align 4
-	%1939 = getelementptr float, float* %5, i64 %1919
-	%1940 = getelementptr float, float* %1939, i64 0
-	%1941 = load float, float* %1940, align 4
-	%1942 = getelementptr float, float* %1939, i64 1
-	%1943 = load float, float* %1942, align 4
-	%1944 = getelementptr float, float* %1939, i64 2
-	%1945 = load float, float* %1944, align 4
-	%1946 = getelementptr float, float* %1939, i64 3
-	%1947 = load float, float* %1946, align 4
-	%1948 = getelementptr float, float* %7, i64 %1919
-	%1949 = getelementptr float, float* %1948, i64 0
-	%1950 = load float, float* %1949, align 4
-	%1951 = getelementptr float, float* %1948, i64 1
-	%1952 = load float, float* %1951, align 4
-	%1953 = getelementptr float, float* %1948, i64 2
-	%1954 = load float, float* %1953, align 4
-	%1955 = getelementptr float, float* %1948, i64 3
-	%1956 = load float, float* %1955, align 4
-	%1957 = getelementptr float, float* %9, i64 %1919
-	%1958 = getelementptr float, float* %1957, i64 0
-	%1959 = load float, float* %1958, align 4
-	%1960 = getelementptr float, float* %1957, i64 1
-	%1961 = load float, float* %1960, align 4
-	%1962 = getelementptr float, float* %1957, i64 2
-	%1963 = load float, float* %1962, align 4
-	%1964 = getelementptr float, float* %1957, i64 3
-	%1965 = load float, float* %1964, align 4
-	%1966 = getelementptr float, float* %11, i64 %1919
-	%1967 = getelementptr float, float* %1966, i64 0
-	%1968 = load float, float* %1967, align 4
-	%1969 = getelementptr float, float* %1966, i64 1
-	%1970 = load float, float* %1969, align 4
-	%1971 = getelementptr float, float* %1966, i64 2
-	%1972 = load float, float* %1971, align 4
-	%1973 = getelementptr float, float* %1966, i64 3
-	%1974 = load float, float* %1973, align 4
-	%1975 = call { float, float, float, float, float } @abtrack_body(float %1923, float %1932, float %1941, float %1950, float %1959, float %1968, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1976 = extractvalue { float, float, float, float, float } %1975, 0
-	%1977 = extractvalue { float, float, float, float, float } %1975, 1
-	%1978 = extractvalue { float, float, float, float, float } %1975, 2
-	%1979 = extractvalue { float, float, float, float, float } %1975, 3
-	%1980 = extractvalue { float, float, float, float, float } %1975, 4
-	%1981 = call { float, float, float, float, float } @abtrack_body(float %1925, float %1934, float %1943, float %1952, float %1961, float %1970, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1982 = extractvalue { float, float, float, float, float } %1981, 0
-	%1983 = extractvalue { float, float, float, float, float } %1981, 1
-	%1984 = extractvalue { float, float, float, float, float } %1981, 2
-	%1985 = extractvalue { float, float, float, float, float } %1981, 3
-	%1986 = extractvalue { float, float, float, float, float } %1981, 4
-	%1987 = call { float, float, float, float, float } @abtrack_body(float %1927, float %1936, float %1945, float %1954, float %1963, float %1972, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1988 = extractvalue { float, float, float, float, float } %1987, 0
-	%1989 = extractvalue { float, float, float, float, float } %1987, 1
-	%1990 = extractvalue { float, float, float, float, float } %1987, 2
-	%1991 = extractvalue { float, float, float, float, float } %1987, 3
-	%1992 = extractvalue { float, float, float, float, float } %1987, 4
-	%1993 = call { float, float, float, float, float } @abtrack_body(float %1929, float %1938, float %1947, float %1956, float %1965, float %1974, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%1994 = extractvalue { float, float, float, float, float } %1993, 0
-	%1995 = extractvalue { float, float, float, float, float } %1993, 1
-	%1996 = extractvalue { float, float, float, float, float } %1993, 2
-	%1997 = extractvalue { float, float, float, float, float } %1993, 3
-	%1998 = extractvalue { float, float, float, float, float } %1993, 4
-	%1999 = getelementptr float, float* %5, i64 %1919
-	%2000 = getelementptr float, float* %1999, i64 0
-	store float %1976, float* %2000, align 4
-	%2001 = getelementptr float, float* %1999, i64 1
-	store float %1982, float* %2001, align 4
-	%2002 = getelementptr float, float* %1999, i64 2
-	store float %1988, float* %2002, align 4
-	%2003 = getelementptr float, float* %1999, i64 3
-	store float %1994, float* %2003, align 4
-	%2004 = getelementptr float, float* %7, i64 %1919
-	%2005 = getelementptr float, float* %2004, i64 0
-	store float %1977, float* %2005, align 4
-	%2006 = getelementptr float, float* %2004, i64 1
-	store float %1983, float* %2006, align 4
-	%2007 = getelementptr float, float* %2004, i64 2
-	store float %1989, float* %2007, align 4
-	%2008 = getelementptr float, float* %2004, i64 3
-	store float %1995, float* %2008, align 4
-	%2009 = getelementptr float, float* %9, i64 %1919
-	%2010 = getelementptr float, float* %2009, i64 0
-	store float %1978, float* %2010, align 4
-	%2011 = getelementptr float, float* %2009, i64 1
-	store float %1984, float* %2011, align 4
-	%2012 = getelementptr float, float* %2009, i64 2
-	store float %1990, float* %2012, align 4
-	%2013 = getelementptr float, float* %2009, i64 3
-	store float %1996, float* %2013, align 4
-	%2014 = getelementptr float, float* %11, i64 %1919
-	%2015 = getelementptr float, float* %2014, i64 0
-	store float %1979, float* %2015, align 4
-	%2016 = getelementptr float, float* %2014, i64 1
-	store float %1985, float* %2016, align 4
-	%2017 = getelementptr float, float* %2014, i64 2
-	store float %1991, float* %2017, align 4
-	%2018 = getelementptr float, float* %2014, i64 3
-	store float %1997, float* %2018, align 4
-	%2019 = getelementptr float, float* %1, i64 %1919
-	%2020 = getelementptr float, float* %2019, i64 0
-	store float %1980, float* %2020, align 4
-	%2021 = getelementptr float, float* %2019, i64 1
-	store float %1986, float* %2021, align 4
-	%2022 = getelementptr float, float* %2019, i64 2
-	store float %1992, float* %2022, align 4
-	%2023 = getelementptr float, float* %2019, i64 3
-	store float %1998, float* %2023, align 4
-	%2024 = add i64 %1916, 1
+	%1740 = shl i64 %1738, 2
+	%1741 = add i64 %61, %1740
+	%1742 = add i64 %65, %1738
+	%1743 = getelementptr float, float* %1, i64 %1741
+	%1744 = getelementptr float, float* %1743, i64 0
+	%1745 = load float, float* %1744, align 4
+	%1746 = getelementptr float, float* %1743, i64 1
+	%1747 = load float, float* %1746, align 4
+	%1748 = getelementptr float, float* %1743, i64 2
+	%1749 = load float, float* %1748, align 4
+	%1750 = getelementptr float, float* %1743, i64 3
+	%1751 = load float, float* %1750, align 4
+	%1752 = getelementptr float, float* %3, i64 %1741
+	%1753 = getelementptr float, float* %1752, i64 0
+	%1754 = load float, float* %1753, align 4
+	%1755 = getelementptr float, float* %1752, i64 1
+	%1756 = load float, float* %1755, align 4
+	%1757 = getelementptr float, float* %1752, i64 2
+	%1758 = load float, float* %1757, align 4
+	%1759 = getelementptr float, float* %1752, i64 3
+	%1760 = load float, float* %1759, align 4
+	%1761 = getelementptr float, float* %5, i64 %1741
+	%1762 = getelementptr float, float* %1761, i64 0
+	%1763 = load float, float* %1762, align 4
+	%1764 = getelementptr float, float* %1761, i64 1
+	%1765 = load float, float* %1764, align 4
+	%1766 = getelementptr float, float* %1761, i64 2
+	%1767 = load float, float* %1766, align 4
+	%1768 = getelementptr float, float* %1761, i64 3
+	%1769 = load float, float* %1768, align 4
+	%1770 = getelementptr float, float* %7, i64 %1741
+	%1771 = getelementptr float, float* %1770, i64 0
+	%1772 = load float, float* %1771, align 4
+	%1773 = getelementptr float, float* %1770, i64 1
+	%1774 = load float, float* %1773, align 4
+	%1775 = getelementptr float, float* %1770, i64 2
+	%1776 = load float, float* %1775, align 4
+	%1777 = getelementptr float, float* %1770, i64 3
+	%1778 = load float, float* %1777, align 4
+	%1779 = getelementptr float, float* %9, i64 %1741
+	%1780 = getelementptr float, float* %1779, i64 0
+	%1781 = load float, float* %1780, align 4
+	%1782 = getelementptr float, float* %1779, i64 1
+	%1783 = load float, float* %1782, align 4
+	%1784 = getelementptr float, float* %1779, i64 2
+	%1785 = load float, float* %1784, align 4
+	%1786 = getelementptr float, float* %1779, i64 3
+	%1787 = load float, float* %1786, align 4
+	%1788 = getelementptr float, float* %11, i64 %1741
+	%1789 = getelementptr float, float* %1788, i64 0
+	%1790 = load float, float* %1789, align 4
+	%1791 = getelementptr float, float* %1788, i64 1
+	%1792 = load float, float* %1791, align 4
+	%1793 = getelementptr float, float* %1788, i64 2
+	%1794 = load float, float* %1793, align 4
+	%1795 = getelementptr float, float* %1788, i64 3
+	%1796 = load float, float* %1795, align 4
+	%1797 = call { float, float, float, float, float } @abtrack_body(float %1745, float %1754, float %1763, float %1772, float %1781, float %1790, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1798 = extractvalue { float, float, float, float, float } %1797, 0
+	%1799 = extractvalue { float, float, float, float, float } %1797, 1
+	%1800 = extractvalue { float, float, float, float, float } %1797, 2
+	%1801 = extractvalue { float, float, float, float, float } %1797, 3
+	%1802 = extractvalue { float, float, float, float, float } %1797, 4
+	%1803 = call { float, float, float, float, float } @abtrack_body(float %1747, float %1756, float %1765, float %1774, float %1783, float %1792, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1804 = extractvalue { float, float, float, float, float } %1803, 0
+	%1805 = extractvalue { float, float, float, float, float } %1803, 1
+	%1806 = extractvalue { float, float, float, float, float } %1803, 2
+	%1807 = extractvalue { float, float, float, float, float } %1803, 3
+	%1808 = extractvalue { float, float, float, float, float } %1803, 4
+	%1809 = call { float, float, float, float, float } @abtrack_body(float %1749, float %1758, float %1767, float %1776, float %1785, float %1794, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1810 = extractvalue { float, float, float, float, float } %1809, 0
+	%1811 = extractvalue { float, float, float, float, float } %1809, 1
+	%1812 = extractvalue { float, float, float, float, float } %1809, 2
+	%1813 = extractvalue { float, float, float, float, float } %1809, 3
+	%1814 = extractvalue { float, float, float, float, float } %1809, 4
+	%1815 = call { float, float, float, float, float } @abtrack_body(float %1751, float %1760, float %1769, float %1778, float %1787, float %1796, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1816 = extractvalue { float, float, float, float, float } %1815, 0
+	%1817 = extractvalue { float, float, float, float, float } %1815, 1
+	%1818 = extractvalue { float, float, float, float, float } %1815, 2
+	%1819 = extractvalue { float, float, float, float, float } %1815, 3
+	%1820 = extractvalue { float, float, float, float, float } %1815, 4
+	%1821 = getelementptr float, float* %5, i64 %1741
+	%1822 = getelementptr float, float* %1821, i64 0
+	store float %1798, float* %1822, align 4
+	%1823 = getelementptr float, float* %1821, i64 1
+	store float %1804, float* %1823, align 4
+	%1824 = getelementptr float, float* %1821, i64 2
+	store float %1810, float* %1824, align 4
+	%1825 = getelementptr float, float* %1821, i64 3
+	store float %1816, float* %1825, align 4
+	%1826 = getelementptr float, float* %7, i64 %1741
+	%1827 = getelementptr float, float* %1826, i64 0
+	store float %1799, float* %1827, align 4
+	%1828 = getelementptr float, float* %1826, i64 1
+	store float %1805, float* %1828, align 4
+	%1829 = getelementptr float, float* %1826, i64 2
+	store float %1811, float* %1829, align 4
+	%1830 = getelementptr float, float* %1826, i64 3
+	store float %1817, float* %1830, align 4
+	%1831 = getelementptr float, float* %9, i64 %1741
+	%1832 = getelementptr float, float* %1831, i64 0
+	store float %1800, float* %1832, align 4
+	%1833 = getelementptr float, float* %1831, i64 1
+	store float %1806, float* %1833, align 4
+	%1834 = getelementptr float, float* %1831, i64 2
+	store float %1812, float* %1834, align 4
+	%1835 = getelementptr float, float* %1831, i64 3
+	store float %1818, float* %1835, align 4
+	%1836 = getelementptr float, float* %11, i64 %1741
+	%1837 = getelementptr float, float* %1836, i64 0
+	store float %1801, float* %1837, align 4
+	%1838 = getelementptr float, float* %1836, i64 1
+	store float %1807, float* %1838, align 4
+	%1839 = getelementptr float, float* %1836, i64 2
+	store float %1813, float* %1839, align 4
+	%1840 = getelementptr float, float* %1836, i64 3
+	store float %1819, float* %1840, align 4
+	%1841 = getelementptr float, float* %1, i64 %1741
+	%1842 = getelementptr float, float* %1841, i64 0
+	store float %1802, float* %1842, align 4
+	%1843 = getelementptr float, float* %1841, i64 1
+	store float %1808, float* %1843, align 4
+	%1844 = getelementptr float, float* %1841, i64 2
+	store float %1814, float* %1844, align 4
+	%1845 = getelementptr float, float* %1841, i64 3
+	store float %1820, float* %1845, align 4
+	%1846 = add i64 %1738, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2025 = phi i64 [ %63, %group.done.45 ], [ %2050, %tail.47 ]
-	%2026 = icmp slt i64 %2025, %43
-	br i1 %2026, label %tail.47, label %tail.done.48
+	%1847 = phi i64 [ %63, %group.done.45 ], [ %1872, %tail.47 ]
+	%1848 = icmp slt i64 %1847, %43
+	br i1 %1848, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2027 = getelementptr float, float* %1, i64 %2025
-	%2028 = load float, float* %2027, align 4
-	%2029 = getelementptr float, float* %3, i64 %2025
-	%2030 = load float, float* %2029, align 4
-	%2031 = getelementptr float, float* %5, i64 %2025
-	%2032 = load float, float* %2031, align 4
-	%2033 = getelementptr float, float* %7, i64 %2025
-	%2034 = load float, float* %2033, align 4
-	%2035 = getelementptr float, float* %9, i64 %2025
-	%2036 = load float, float* %2035, align 4
-	%2037 = getelementptr float, float* %11, i64 %2025
-	%2038 = load float, float* %2037, align 4
-	%2039 = call { float, float, float, float, float } @abtrack_body(float %2028, float %2030, float %2032, float %2034, float %2036, float %2038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
-	%2040 = extractvalue { float, float, float, float, float } %2039, 0
-	%2041 = extractvalue { float, float, float, float, float } %2039, 1
-	%2042 = extractvalue { float, float, float, float, float } %2039, 2
-	%2043 = extractvalue { float, float, float, float, float } %2039, 3
-	%2044 = extractvalue { float, float, float, float, float } %2039, 4
-	%2045 = getelementptr float, float* %5, i64 %2025
-	store float %2040, float* %2045, align 4
-	%2046 = getelementptr float, float* %7, i64 %2025
-	store float %2041, float* %2046, align 4
-	%2047 = getelementptr float, float* %9, i64 %2025
-	store float %2042, float* %2047, align 4
-	%2048 = getelementptr float, float* %11, i64 %2025
-	store float %2043, float* %2048, align 4
-	%2049 = getelementptr float, float* %1, i64 %2025
-	store float %2044, float* %2049, align 4
-	%2050 = add i64 %2025, 1
+	%1849 = getelementptr float, float* %1, i64 %1847
+	%1850 = load float, float* %1849, align 4
+	%1851 = getelementptr float, float* %3, i64 %1847
+	%1852 = load float, float* %1851, align 4
+	%1853 = getelementptr float, float* %5, i64 %1847
+	%1854 = load float, float* %1853, align 4
+	%1855 = getelementptr float, float* %7, i64 %1847
+	%1856 = load float, float* %1855, align 4
+	%1857 = getelementptr float, float* %9, i64 %1847
+	%1858 = load float, float* %1857, align 4
+	%1859 = getelementptr float, float* %11, i64 %1847
+	%1860 = load float, float* %1859, align 4
+	%1861 = call { float, float, float, float, float } @abtrack_body(float %1850, float %1852, float %1854, float %1856, float %1858, float %1860, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37)
+	%1862 = extractvalue { float, float, float, float, float } %1861, 0
+	%1863 = extractvalue { float, float, float, float, float } %1861, 1
+	%1864 = extractvalue { float, float, float, float, float } %1861, 2
+	%1865 = extractvalue { float, float, float, float, float } %1861, 3
+	%1866 = extractvalue { float, float, float, float, float } %1861, 4
+	%1867 = getelementptr float, float* %5, i64 %1847
+	store float %1862, float* %1867, align 4
+	%1868 = getelementptr float, float* %7, i64 %1847
+	store float %1863, float* %1868, align 4
+	%1869 = getelementptr float, float* %9, i64 %1847
+	store float %1864, float* %1869, align 4
+	%1870 = getelementptr float, float* %11, i64 %1847
+	store float %1865, float* %1870, align 4
+	%1871 = getelementptr float, float* %1, i64 %1847
+	store float %1866, float* %1871, align 4
+	%1872 = add i64 %1847, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -4582,7 +4154,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @abtrack_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @abtrack_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -4664,7 +4236,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -4707,111 +4279,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -4821,589 +4390,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @abtrack_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @abtrack_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @abtrack_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @abtrack_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @abtrack_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @abtrack_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @abtrack_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @abtrack_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5412,39 +4983,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5453,7 +5023,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5479,20 +5049,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5501,41 +5070,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @abtrack_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @abtrack_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @abtrack_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @abtrack_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @abtrack_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -6094,4 +5662,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@abtrack_abi = constant [65 x i8] c"72442ceadcca61cca5137142d1f7be1c08ce92b90c608487d1a583af2a5d2300\00"
+@abtrack_abi = constant [65 x i8] c"99f306fe2937830f0b5cab0c70e2642cfe0c2a2908df3554e7bff879b4918cad\00"

@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float } @disk_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.gt
@@ -1720,7 +1750,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%96 = phi i64 [ 0, %head.done.27 ], [ %978, %wide.29 ]
+	%96 = phi i64 [ 0, %head.done.27 ], [ %847, %wide.29 ]
 	%97 = icmp slt i64 %96, %95
 	br i1 %97, label %wide.29, label %wide.done.30
 
@@ -1729,2382 +1759,1924 @@ wide.29:
 	%99 = shl i64 %98, 2
 	%100 = add i64 %59, %99
 	%101 = add i64 %63, %98
-	%102 = getelementptr float, float* %1, i64 %100
-	%103 = getelementptr float, float* %102, i64 0
-	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %102, i64 1
-	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %102, i64 2
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %102, i64 3
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %102, i64 4
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %102, i64 5
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %102, i64 6
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %102, i64 7
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %102, i64 8
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %102, i64 9
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %102, i64 10
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %102, i64 11
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %102, i64 12
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %102, i64 13
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %102, i64 14
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %102, i64 15
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %102, i64 16
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %102, i64 17
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %102, i64 18
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %102, i64 19
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %102, i64 20
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %102, i64 21
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %102, i64 22
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %102, i64 23
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %102, i64 24
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %102, i64 25
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %102, i64 26
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %102, i64 27
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %102, i64 28
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %102, i64 29
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %102, i64 30
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %102, i64 31
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %3, i64 %100
-	%168 = getelementptr float, float* %167, i64 0
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %167, i64 1
-	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %167, i64 2
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %167, i64 3
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %167, i64 4
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %167, i64 5
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %167, i64 6
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %167, i64 7
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %167, i64 8
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %167, i64 9
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %167, i64 10
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %167, i64 11
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %167, i64 12
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %167, i64 13
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %167, i64 14
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %167, i64 15
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %167, i64 16
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %167, i64 17
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %167, i64 18
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %167, i64 19
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %167, i64 20
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %167, i64 21
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %167, i64 22
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %167, i64 23
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %167, i64 24
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %167, i64 25
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %167, i64 26
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %167, i64 27
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %167, i64 28
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %167, i64 29
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %167, i64 30
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %167, i64 31
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %5, i64 %100
-	%233 = getelementptr float, float* %232, i64 0
-	%234 = load float, float* %233, align 4
-	%235 = getelementptr float, float* %232, i64 1
-	%236 = load float, float* %235, align 4
-	%237 = getelementptr float, float* %232, i64 2
-	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %232, i64 3
-	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %232, i64 4
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %232, i64 5
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %232, i64 6
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %232, i64 7
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %232, i64 8
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %232, i64 9
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %232, i64 10
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %232, i64 11
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %232, i64 12
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %232, i64 13
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %232, i64 14
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %232, i64 15
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %232, i64 16
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %232, i64 17
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %232, i64 18
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %232, i64 19
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %232, i64 20
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %232, i64 21
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %232, i64 22
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %232, i64 23
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %232, i64 24
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %232, i64 25
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %232, i64 26
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %232, i64 27
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %232, i64 28
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %232, i64 29
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %232, i64 30
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %232, i64 31
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %7, i64 %100
-	%298 = getelementptr float, float* %297, i64 0
-	%299 = load float, float* %298, align 4
-	%300 = getelementptr float, float* %297, i64 1
-	%301 = load float, float* %300, align 4
-	%302 = getelementptr float, float* %297, i64 2
-	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %297, i64 3
-	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %297, i64 4
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %297, i64 5
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %297, i64 6
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %297, i64 7
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %297, i64 8
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %297, i64 9
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %297, i64 10
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %297, i64 11
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %297, i64 12
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %297, i64 13
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %297, i64 14
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %297, i64 15
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %297, i64 16
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %297, i64 17
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %297, i64 18
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %297, i64 19
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %297, i64 20
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %297, i64 21
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %297, i64 22
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %297, i64 23
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %297, i64 24
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %297, i64 25
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %297, i64 26
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %297, i64 27
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %297, i64 28
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %297, i64 29
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %297, i64 30
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %297, i64 31
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %9, i64 %100
-	%363 = getelementptr float, float* %362, i64 0
-	%364 = load float, float* %363, align 4
-	%365 = getelementptr float, float* %362, i64 1
-	%366 = load float, float* %365, align 4
-	%367 = getelementptr float, float* %362, i64 2
-	%368 = load float, float* %367, align 4
-	%369 = getelementptr float, float* %362, i64 3
-	%370 = load float, float* %369, align 4
-	%371 = getelementptr float, float* %362, i64 4
-	%372 = load float, float* %371, align 4
-	%373 = getelementptr float, float* %362, i64 5
-	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %362, i64 6
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %362, i64 7
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %362, i64 8
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %362, i64 9
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %362, i64 10
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %362, i64 11
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %362, i64 12
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %362, i64 13
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %362, i64 14
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %362, i64 15
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %362, i64 16
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %362, i64 17
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %362, i64 18
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %362, i64 19
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %362, i64 20
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %362, i64 21
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %362, i64 22
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %362, i64 23
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %362, i64 24
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %362, i64 25
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %362, i64 26
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %362, i64 27
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %362, i64 28
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %362, i64 29
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %362, i64 30
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %362, i64 31
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %11, i64 %100
-	%428 = getelementptr float, float* %427, i64 0
-	%429 = load float, float* %428, align 4
-	%430 = getelementptr float, float* %427, i64 1
-	%431 = load float, float* %430, align 4
-	%432 = getelementptr float, float* %427, i64 2
-	%433 = load float, float* %432, align 4
-	%434 = getelementptr float, float* %427, i64 3
-	%435 = load float, float* %434, align 4
-	%436 = getelementptr float, float* %427, i64 4
-	%437 = load float, float* %436, align 4
-	%438 = getelementptr float, float* %427, i64 5
-	%439 = load float, float* %438, align 4
-	%440 = getelementptr float, float* %427, i64 6
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %427, i64 7
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %427, i64 8
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %427, i64 9
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %427, i64 10
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %427, i64 11
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %427, i64 12
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %427, i64 13
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %427, i64 14
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %427, i64 15
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %427, i64 16
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %427, i64 17
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %427, i64 18
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %427, i64 19
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %427, i64 20
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %427, i64 21
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %427, i64 22
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %427, i64 23
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %427, i64 24
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %427, i64 25
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %427, i64 26
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %427, i64 27
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %427, i64 28
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %427, i64 29
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %427, i64 30
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %427, i64 31
-	%491 = load float, float* %490, align 4
-	%492 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %45, i32 %47, i32 0, i64 %101)
-	%493 = extractvalue [4 x <8 x float>] %492, 0
-	%494 = extractelement <8 x float> %493, i32 0
-	%495 = fmul float %37, %494
-	%496 = fadd float %169, %495
-	%497 = call { float, float, float, float, float } @disk_body(float %104, float %496, float %234, float %299, float %364, float %429, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%498 = extractvalue { float, float, float, float, float } %497, 0
-	%499 = extractvalue { float, float, float, float, float } %497, 1
-	%500 = extractvalue { float, float, float, float, float } %497, 2
-	%501 = extractvalue { float, float, float, float, float } %497, 3
-	%502 = extractvalue { float, float, float, float, float } %497, 4
-	%503 = extractvalue [4 x <8 x float>] %492, 1
-	%504 = extractelement <8 x float> %503, i32 0
-	%505 = fmul float %37, %504
-	%506 = fadd float %171, %505
-	%507 = call { float, float, float, float, float } @disk_body(float %106, float %506, float %236, float %301, float %366, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%102 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %45, i32 %47, i32 0, i64 %101)
+	%103 = add i64 %100, 0
+	%104 = getelementptr float, float* %1, i64 %103
+	%105 = bitcast float* %104 to <8 x float>*
+	%106 = load <8 x float>, <8 x float>* %105, align 4
+	%107 = extractelement <8 x float> %106, i32 0
+	%108 = extractelement <8 x float> %106, i32 1
+	%109 = extractelement <8 x float> %106, i32 2
+	%110 = extractelement <8 x float> %106, i32 3
+	%111 = extractelement <8 x float> %106, i32 4
+	%112 = extractelement <8 x float> %106, i32 5
+	%113 = extractelement <8 x float> %106, i32 6
+	%114 = extractelement <8 x float> %106, i32 7
+	%115 = add i64 %100, 8
+	%116 = getelementptr float, float* %1, i64 %115
+	%117 = bitcast float* %116 to <8 x float>*
+	%118 = load <8 x float>, <8 x float>* %117, align 4
+	%119 = extractelement <8 x float> %118, i32 0
+	%120 = extractelement <8 x float> %118, i32 1
+	%121 = extractelement <8 x float> %118, i32 2
+	%122 = extractelement <8 x float> %118, i32 3
+	%123 = extractelement <8 x float> %118, i32 4
+	%124 = extractelement <8 x float> %118, i32 5
+	%125 = extractelement <8 x float> %118, i32 6
+	%126 = extractelement <8 x float> %118, i32 7
+	%127 = add i64 %100, 16
+	%128 = getelementptr float, float* %1, i64 %127
+	%129 = bitcast float* %128 to <8 x float>*
+	%130 = load <8 x float>, <8 x float>* %129, align 4
+	%131 = extractelement <8 x float> %130, i32 0
+	%132 = extractelement <8 x float> %130, i32 1
+	%133 = extractelement <8 x float> %130, i32 2
+	%134 = extractelement <8 x float> %130, i32 3
+	%135 = extractelement <8 x float> %130, i32 4
+	%136 = extractelement <8 x float> %130, i32 5
+	%137 = extractelement <8 x float> %130, i32 6
+	%138 = extractelement <8 x float> %130, i32 7
+	%139 = add i64 %100, 24
+	%140 = getelementptr float, float* %1, i64 %139
+	%141 = bitcast float* %140 to <8 x float>*
+	%142 = load <8 x float>, <8 x float>* %141, align 4
+	%143 = extractelement <8 x float> %142, i32 0
+	%144 = extractelement <8 x float> %142, i32 1
+	%145 = extractelement <8 x float> %142, i32 2
+	%146 = extractelement <8 x float> %142, i32 3
+	%147 = extractelement <8 x float> %142, i32 4
+	%148 = extractelement <8 x float> %142, i32 5
+	%149 = extractelement <8 x float> %142, i32 6
+	%150 = extractelement <8 x float> %142, i32 7
+	%151 = add i64 %100, 0
+	%152 = getelementptr float, float* %3, i64 %151
+	%153 = bitcast float* %152 to <8 x float>*
+	%154 = load <8 x float>, <8 x float>* %153, align 4
+	%155 = insertelement <8 x float> undef, float %37, i32 0
+	%156 = insertelement <8 x float> %155, float %37, i32 1
+	%157 = insertelement <8 x float> %156, float %37, i32 2
+	%158 = insertelement <8 x float> %157, float %37, i32 3
+	%159 = insertelement <8 x float> %158, float %37, i32 4
+	%160 = insertelement <8 x float> %159, float %37, i32 5
+	%161 = insertelement <8 x float> %160, float %37, i32 6
+	%162 = insertelement <8 x float> %161, float %37, i32 7
+	%163 = extractvalue [4 x <8 x float>] %102, 0
+	%164 = fmul <8 x float> %162, %163
+	%165 = fadd <8 x float> %154, %164
+	%166 = extractelement <8 x float> %165, i32 0
+	%167 = extractelement <8 x float> %165, i32 1
+	%168 = extractelement <8 x float> %165, i32 2
+	%169 = extractelement <8 x float> %165, i32 3
+	%170 = extractelement <8 x float> %165, i32 4
+	%171 = extractelement <8 x float> %165, i32 5
+	%172 = extractelement <8 x float> %165, i32 6
+	%173 = extractelement <8 x float> %165, i32 7
+	%174 = add i64 %100, 8
+	%175 = getelementptr float, float* %3, i64 %174
+	%176 = bitcast float* %175 to <8 x float>*
+	%177 = load <8 x float>, <8 x float>* %176, align 4
+	%178 = insertelement <8 x float> undef, float %37, i32 0
+	%179 = insertelement <8 x float> %178, float %37, i32 1
+	%180 = insertelement <8 x float> %179, float %37, i32 2
+	%181 = insertelement <8 x float> %180, float %37, i32 3
+	%182 = insertelement <8 x float> %181, float %37, i32 4
+	%183 = insertelement <8 x float> %182, float %37, i32 5
+	%184 = insertelement <8 x float> %183, float %37, i32 6
+	%185 = insertelement <8 x float> %184, float %37, i32 7
+	%186 = extractvalue [4 x <8 x float>] %102, 1
+	%187 = fmul <8 x float> %185, %186
+	%188 = fadd <8 x float> %177, %187
+	%189 = extractelement <8 x float> %188, i32 0
+	%190 = extractelement <8 x float> %188, i32 1
+	%191 = extractelement <8 x float> %188, i32 2
+	%192 = extractelement <8 x float> %188, i32 3
+	%193 = extractelement <8 x float> %188, i32 4
+	%194 = extractelement <8 x float> %188, i32 5
+	%195 = extractelement <8 x float> %188, i32 6
+	%196 = extractelement <8 x float> %188, i32 7
+	%197 = add i64 %100, 16
+	%198 = getelementptr float, float* %3, i64 %197
+	%199 = bitcast float* %198 to <8 x float>*
+	%200 = load <8 x float>, <8 x float>* %199, align 4
+	%201 = insertelement <8 x float> undef, float %37, i32 0
+	%202 = insertelement <8 x float> %201, float %37, i32 1
+	%203 = insertelement <8 x float> %202, float %37, i32 2
+	%204 = insertelement <8 x float> %203, float %37, i32 3
+	%205 = insertelement <8 x float> %204, float %37, i32 4
+	%206 = insertelement <8 x float> %205, float %37, i32 5
+	%207 = insertelement <8 x float> %206, float %37, i32 6
+	%208 = insertelement <8 x float> %207, float %37, i32 7
+	%209 = extractvalue [4 x <8 x float>] %102, 2
+	%210 = fmul <8 x float> %208, %209
+	%211 = fadd <8 x float> %200, %210
+	%212 = extractelement <8 x float> %211, i32 0
+	%213 = extractelement <8 x float> %211, i32 1
+	%214 = extractelement <8 x float> %211, i32 2
+	%215 = extractelement <8 x float> %211, i32 3
+	%216 = extractelement <8 x float> %211, i32 4
+	%217 = extractelement <8 x float> %211, i32 5
+	%218 = extractelement <8 x float> %211, i32 6
+	%219 = extractelement <8 x float> %211, i32 7
+	%220 = add i64 %100, 24
+	%221 = getelementptr float, float* %3, i64 %220
+	%222 = bitcast float* %221 to <8 x float>*
+	%223 = load <8 x float>, <8 x float>* %222, align 4
+	%224 = insertelement <8 x float> undef, float %37, i32 0
+	%225 = insertelement <8 x float> %224, float %37, i32 1
+	%226 = insertelement <8 x float> %225, float %37, i32 2
+	%227 = insertelement <8 x float> %226, float %37, i32 3
+	%228 = insertelement <8 x float> %227, float %37, i32 4
+	%229 = insertelement <8 x float> %228, float %37, i32 5
+	%230 = insertelement <8 x float> %229, float %37, i32 6
+	%231 = insertelement <8 x float> %230, float %37, i32 7
+	%232 = extractvalue [4 x <8 x float>] %102, 3
+	%233 = fmul <8 x float> %231, %232
+	%234 = fadd <8 x float> %223, %233
+	%235 = extractelement <8 x float> %234, i32 0
+	%236 = extractelement <8 x float> %234, i32 1
+	%237 = extractelement <8 x float> %234, i32 2
+	%238 = extractelement <8 x float> %234, i32 3
+	%239 = extractelement <8 x float> %234, i32 4
+	%240 = extractelement <8 x float> %234, i32 5
+	%241 = extractelement <8 x float> %234, i32 6
+	%242 = extractelement <8 x float> %234, i32 7
+	%243 = add i64 %100, 0
+	%244 = getelementptr float, float* %5, i64 %243
+	%245 = bitcast float* %244 to <8 x float>*
+	%246 = load <8 x float>, <8 x float>* %245, align 4
+	%247 = extractelement <8 x float> %246, i32 0
+	%248 = extractelement <8 x float> %246, i32 1
+	%249 = extractelement <8 x float> %246, i32 2
+	%250 = extractelement <8 x float> %246, i32 3
+	%251 = extractelement <8 x float> %246, i32 4
+	%252 = extractelement <8 x float> %246, i32 5
+	%253 = extractelement <8 x float> %246, i32 6
+	%254 = extractelement <8 x float> %246, i32 7
+	%255 = add i64 %100, 8
+	%256 = getelementptr float, float* %5, i64 %255
+	%257 = bitcast float* %256 to <8 x float>*
+	%258 = load <8 x float>, <8 x float>* %257, align 4
+	%259 = extractelement <8 x float> %258, i32 0
+	%260 = extractelement <8 x float> %258, i32 1
+	%261 = extractelement <8 x float> %258, i32 2
+	%262 = extractelement <8 x float> %258, i32 3
+	%263 = extractelement <8 x float> %258, i32 4
+	%264 = extractelement <8 x float> %258, i32 5
+	%265 = extractelement <8 x float> %258, i32 6
+	%266 = extractelement <8 x float> %258, i32 7
+	%267 = add i64 %100, 16
+	%268 = getelementptr float, float* %5, i64 %267
+	%269 = bitcast float* %268 to <8 x float>*
+	%270 = load <8 x float>, <8 x float>* %269, align 4
+	%271 = extractelement <8 x float> %270, i32 0
+	%272 = extractelement <8 x float> %270, i32 1
+	%273 = extractelement <8 x float> %270, i32 2
+	%274 = extractelement <8 x float> %270, i32 3
+	%275 = extractelement <8 x float> %270, i32 4
+	%276 = extractelement <8 x float> %270, i32 5
+	%277 = extractelement <8 x float> %270, i32 6
+	%278 = extractelement <8 x float> %270, i32 7
+	%279 = add i64 %100, 24
+	%280 = getelementptr float, float* %5, i64 %279
+	%281 = bitcast float* %280 to <8 x float>*
+	%282 = load <8 x float>, <8 x float>* %281, align 4
+	%283 = extractelement <8 x float> %282, i32 0
+	%284 = extractelement <8 x float> %282, i32 1
+	%285 = extractelement <8 x float> %282, i32 2
+	%286 = extractelement <8 x float> %282, i32 3
+	%287 = extractelement <8 x float> %282, i32 4
+	%288 = extractelement <8 x float> %282, i32 5
+	%289 = extractelement <8 x float> %282, i32 6
+	%290 = extractelement <8 x float> %282, i32 7
+	%291 = add i64 %100, 0
+	%292 = getelementptr float, float* %7, i64 %291
+	%293 = bitcast float* %292 to <8 x float>*
+	%294 = load <8 x float>, <8 x float>* %293, align 4
+	%295 = extractelement <8 x float> %294, i32 0
+	%296 = extractelement <8 x float> %294, i32 1
+	%297 = extractelement <8 x float> %294, i32 2
+	%298 = extractelement <8 x float> %294, i32 3
+	%299 = extractelement <8 x float> %294, i32 4
+	%300 = extractelement <8 x float> %294, i32 5
+	%301 = extractelement <8 x float> %294, i32 6
+	%302 = extractelement <8 x float> %294, i32 7
+	%303 = add i64 %100, 8
+	%304 = getelementptr float, float* %7, i64 %303
+	%305 = bitcast float* %304 to <8 x float>*
+	%306 = load <8 x float>, <8 x float>* %305, align 4
+	%307 = extractelement <8 x float> %306, i32 0
+	%308 = extractelement <8 x float> %306, i32 1
+	%309 = extractelement <8 x float> %306, i32 2
+	%310 = extractelement <8 x float> %306, i32 3
+	%311 = extractelement <8 x float> %306, i32 4
+	%312 = extractelement <8 x float> %306, i32 5
+	%313 = extractelement <8 x float> %306, i32 6
+	%314 = extractelement <8 x float> %306, i32 7
+	%315 = add i64 %100, 16
+	%316 = getelementptr float, float* %7, i64 %315
+	%317 = bitcast float* %316 to <8 x float>*
+	%318 = load <8 x float>, <8 x float>* %317, align 4
+	%319 = extractelement <8 x float> %318, i32 0
+	%320 = extractelement <8 x float> %318, i32 1
+	%321 = extractelement <8 x float> %318, i32 2
+	%322 = extractelement <8 x float> %318, i32 3
+	%323 = extractelement <8 x float> %318, i32 4
+	%324 = extractelement <8 x float> %318, i32 5
+	%325 = extractelement <8 x float> %318, i32 6
+	%326 = extractelement <8 x float> %318, i32 7
+	%327 = add i64 %100, 24
+	%328 = getelementptr float, float* %7, i64 %327
+	%329 = bitcast float* %328 to <8 x float>*
+	%330 = load <8 x float>, <8 x float>* %329, align 4
+	%331 = extractelement <8 x float> %330, i32 0
+	%332 = extractelement <8 x float> %330, i32 1
+	%333 = extractelement <8 x float> %330, i32 2
+	%334 = extractelement <8 x float> %330, i32 3
+	%335 = extractelement <8 x float> %330, i32 4
+	%336 = extractelement <8 x float> %330, i32 5
+	%337 = extractelement <8 x float> %330, i32 6
+	%338 = extractelement <8 x float> %330, i32 7
+	%339 = add i64 %100, 0
+	%340 = getelementptr float, float* %9, i64 %339
+	%341 = bitcast float* %340 to <8 x float>*
+	%342 = load <8 x float>, <8 x float>* %341, align 4
+	%343 = extractelement <8 x float> %342, i32 0
+	%344 = extractelement <8 x float> %342, i32 1
+	%345 = extractelement <8 x float> %342, i32 2
+	%346 = extractelement <8 x float> %342, i32 3
+	%347 = extractelement <8 x float> %342, i32 4
+	%348 = extractelement <8 x float> %342, i32 5
+	%349 = extractelement <8 x float> %342, i32 6
+	%350 = extractelement <8 x float> %342, i32 7
+	%351 = add i64 %100, 8
+	%352 = getelementptr float, float* %9, i64 %351
+	%353 = bitcast float* %352 to <8 x float>*
+	%354 = load <8 x float>, <8 x float>* %353, align 4
+	%355 = extractelement <8 x float> %354, i32 0
+	%356 = extractelement <8 x float> %354, i32 1
+	%357 = extractelement <8 x float> %354, i32 2
+	%358 = extractelement <8 x float> %354, i32 3
+	%359 = extractelement <8 x float> %354, i32 4
+	%360 = extractelement <8 x float> %354, i32 5
+	%361 = extractelement <8 x float> %354, i32 6
+	%362 = extractelement <8 x float> %354, i32 7
+	%363 = add i64 %100, 16
+	%364 = getelementptr float, float* %9, i64 %363
+	%365 = bitcast float* %364 to <8 x float>*
+	%366 = load <8 x float>, <8 x float>* %365, align 4
+	%367 = extractelement <8 x float> %366, i32 0
+	%368 = extractelement <8 x float> %366, i32 1
+	%369 = extractelement <8 x float> %366, i32 2
+	%370 = extractelement <8 x float> %366, i32 3
+	%371 = extractelement <8 x float> %366, i32 4
+	%372 = extractelement <8 x float> %366, i32 5
+	%373 = extractelement <8 x float> %366, i32 6
+	%374 = extractelement <8 x float> %366, i32 7
+	%375 = add i64 %100, 24
+	%376 = getelementptr float, float* %9, i64 %375
+	%377 = bitcast float* %376 to <8 x float>*
+	%378 = load <8 x float>, <8 x float>* %377, align 4
+	%379 = extractelement <8 x float> %378, i32 0
+	%380 = extractelement <8 x float> %378, i32 1
+	%381 = extractelement <8 x float> %378, i32 2
+	%382 = extractelement <8 x float> %378, i32 3
+	%383 = extractelement <8 x float> %378, i32 4
+	%384 = extractelement <8 x float> %378, i32 5
+	%385 = extractelement <8 x float> %378, i32 6
+	%386 = extractelement <8 x float> %378, i32 7
+	%387 = add i64 %100, 0
+	%388 = getelementptr float, float* %11, i64 %387
+	%389 = bitcast float* %388 to <8 x float>*
+	%390 = load <8 x float>, <8 x float>* %389, align 4
+	%391 = extractelement <8 x float> %390, i32 0
+	%392 = extractelement <8 x float> %390, i32 1
+	%393 = extractelement <8 x float> %390, i32 2
+	%394 = extractelement <8 x float> %390, i32 3
+	%395 = extractelement <8 x float> %390, i32 4
+	%396 = extractelement <8 x float> %390, i32 5
+	%397 = extractelement <8 x float> %390, i32 6
+	%398 = extractelement <8 x float> %390, i32 7
+	%399 = add i64 %100, 8
+	%400 = getelementptr float, float* %11, i64 %399
+	%401 = bitcast float* %400 to <8 x float>*
+	%402 = load <8 x float>, <8 x float>* %401, align 4
+	%403 = extractelement <8 x float> %402, i32 0
+	%404 = extractelement <8 x float> %402, i32 1
+	%405 = extractelement <8 x float> %402, i32 2
+	%406 = extractelement <8 x float> %402, i32 3
+	%407 = extractelement <8 x float> %402, i32 4
+	%408 = extractelement <8 x float> %402, i32 5
+	%409 = extractelement <8 x float> %402, i32 6
+	%410 = extractelement <8 x float> %402, i32 7
+	%411 = add i64 %100, 16
+	%412 = getelementptr float, float* %11, i64 %411
+	%413 = bitcast float* %412 to <8 x float>*
+	%414 = load <8 x float>, <8 x float>* %413, align 4
+	%415 = extractelement <8 x float> %414, i32 0
+	%416 = extractelement <8 x float> %414, i32 1
+	%417 = extractelement <8 x float> %414, i32 2
+	%418 = extractelement <8 x float> %414, i32 3
+	%419 = extractelement <8 x float> %414, i32 4
+	%420 = extractelement <8 x float> %414, i32 5
+	%421 = extractelement <8 x float> %414, i32 6
+	%422 = extractelement <8 x float> %414, i32 7
+	%423 = add i64 %100, 24
+	%424 = getelementptr float, float* %11, i64 %423
+	%425 = bitcast float* %424 to <8 x float>*
+	%426 = load <8 x float>, <8 x float>* %425, align 4
+	%427 = extractelement <8 x float> %426, i32 0
+	%428 = extractelement <8 x float> %426, i32 1
+	%429 = extractelement <8 x float> %426, i32 2
+	%430 = extractelement <8 x float> %426, i32 3
+	%431 = extractelement <8 x float> %426, i32 4
+	%432 = extractelement <8 x float> %426, i32 5
+	%433 = extractelement <8 x float> %426, i32 6
+	%434 = extractelement <8 x float> %426, i32 7
+	%435 = call { float, float, float, float, float } @disk_body(float %107, float %166, float %247, float %295, float %343, float %391, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%436 = extractvalue { float, float, float, float, float } %435, 0
+	%437 = extractvalue { float, float, float, float, float } %435, 1
+	%438 = extractvalue { float, float, float, float, float } %435, 2
+	%439 = extractvalue { float, float, float, float, float } %435, 3
+	%440 = extractvalue { float, float, float, float, float } %435, 4
+	%441 = call { float, float, float, float, float } @disk_body(float %108, float %167, float %248, float %296, float %344, float %392, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%442 = extractvalue { float, float, float, float, float } %441, 0
+	%443 = extractvalue { float, float, float, float, float } %441, 1
+	%444 = extractvalue { float, float, float, float, float } %441, 2
+	%445 = extractvalue { float, float, float, float, float } %441, 3
+	%446 = extractvalue { float, float, float, float, float } %441, 4
+	%447 = call { float, float, float, float, float } @disk_body(float %109, float %168, float %249, float %297, float %345, float %393, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%448 = extractvalue { float, float, float, float, float } %447, 0
+	%449 = extractvalue { float, float, float, float, float } %447, 1
+	%450 = extractvalue { float, float, float, float, float } %447, 2
+	%451 = extractvalue { float, float, float, float, float } %447, 3
+	%452 = extractvalue { float, float, float, float, float } %447, 4
+	%453 = call { float, float, float, float, float } @disk_body(float %110, float %169, float %250, float %298, float %346, float %394, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%454 = extractvalue { float, float, float, float, float } %453, 0
+	%455 = extractvalue { float, float, float, float, float } %453, 1
+	%456 = extractvalue { float, float, float, float, float } %453, 2
+	%457 = extractvalue { float, float, float, float, float } %453, 3
+	%458 = extractvalue { float, float, float, float, float } %453, 4
+	%459 = call { float, float, float, float, float } @disk_body(float %111, float %170, float %251, float %299, float %347, float %395, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%460 = extractvalue { float, float, float, float, float } %459, 0
+	%461 = extractvalue { float, float, float, float, float } %459, 1
+	%462 = extractvalue { float, float, float, float, float } %459, 2
+	%463 = extractvalue { float, float, float, float, float } %459, 3
+	%464 = extractvalue { float, float, float, float, float } %459, 4
+	%465 = call { float, float, float, float, float } @disk_body(float %112, float %171, float %252, float %300, float %348, float %396, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%466 = extractvalue { float, float, float, float, float } %465, 0
+	%467 = extractvalue { float, float, float, float, float } %465, 1
+	%468 = extractvalue { float, float, float, float, float } %465, 2
+	%469 = extractvalue { float, float, float, float, float } %465, 3
+	%470 = extractvalue { float, float, float, float, float } %465, 4
+	%471 = call { float, float, float, float, float } @disk_body(float %113, float %172, float %253, float %301, float %349, float %397, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%472 = extractvalue { float, float, float, float, float } %471, 0
+	%473 = extractvalue { float, float, float, float, float } %471, 1
+	%474 = extractvalue { float, float, float, float, float } %471, 2
+	%475 = extractvalue { float, float, float, float, float } %471, 3
+	%476 = extractvalue { float, float, float, float, float } %471, 4
+	%477 = call { float, float, float, float, float } @disk_body(float %114, float %173, float %254, float %302, float %350, float %398, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%478 = extractvalue { float, float, float, float, float } %477, 0
+	%479 = extractvalue { float, float, float, float, float } %477, 1
+	%480 = extractvalue { float, float, float, float, float } %477, 2
+	%481 = extractvalue { float, float, float, float, float } %477, 3
+	%482 = extractvalue { float, float, float, float, float } %477, 4
+	%483 = call { float, float, float, float, float } @disk_body(float %119, float %189, float %259, float %307, float %355, float %403, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%484 = extractvalue { float, float, float, float, float } %483, 0
+	%485 = extractvalue { float, float, float, float, float } %483, 1
+	%486 = extractvalue { float, float, float, float, float } %483, 2
+	%487 = extractvalue { float, float, float, float, float } %483, 3
+	%488 = extractvalue { float, float, float, float, float } %483, 4
+	%489 = call { float, float, float, float, float } @disk_body(float %120, float %190, float %260, float %308, float %356, float %404, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%490 = extractvalue { float, float, float, float, float } %489, 0
+	%491 = extractvalue { float, float, float, float, float } %489, 1
+	%492 = extractvalue { float, float, float, float, float } %489, 2
+	%493 = extractvalue { float, float, float, float, float } %489, 3
+	%494 = extractvalue { float, float, float, float, float } %489, 4
+	%495 = call { float, float, float, float, float } @disk_body(float %121, float %191, float %261, float %309, float %357, float %405, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%496 = extractvalue { float, float, float, float, float } %495, 0
+	%497 = extractvalue { float, float, float, float, float } %495, 1
+	%498 = extractvalue { float, float, float, float, float } %495, 2
+	%499 = extractvalue { float, float, float, float, float } %495, 3
+	%500 = extractvalue { float, float, float, float, float } %495, 4
+	%501 = call { float, float, float, float, float } @disk_body(float %122, float %192, float %262, float %310, float %358, float %406, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%502 = extractvalue { float, float, float, float, float } %501, 0
+	%503 = extractvalue { float, float, float, float, float } %501, 1
+	%504 = extractvalue { float, float, float, float, float } %501, 2
+	%505 = extractvalue { float, float, float, float, float } %501, 3
+	%506 = extractvalue { float, float, float, float, float } %501, 4
+	%507 = call { float, float, float, float, float } @disk_body(float %123, float %193, float %263, float %311, float %359, float %407, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
 	%508 = extractvalue { float, float, float, float, float } %507, 0
 	%509 = extractvalue { float, float, float, float, float } %507, 1
 	%510 = extractvalue { float, float, float, float, float } %507, 2
 	%511 = extractvalue { float, float, float, float, float } %507, 3
 	%512 = extractvalue { float, float, float, float, float } %507, 4
-	%513 = extractvalue [4 x <8 x float>] %492, 2
-	%514 = extractelement <8 x float> %513, i32 0
-	%515 = fmul float %37, %514
-	%516 = fadd float %173, %515
-	%517 = call { float, float, float, float, float } @disk_body(float %108, float %516, float %238, float %303, float %368, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%518 = extractvalue { float, float, float, float, float } %517, 0
-	%519 = extractvalue { float, float, float, float, float } %517, 1
-	%520 = extractvalue { float, float, float, float, float } %517, 2
-	%521 = extractvalue { float, float, float, float, float } %517, 3
-	%522 = extractvalue { float, float, float, float, float } %517, 4
-	%523 = extractvalue [4 x <8 x float>] %492, 3
-	%524 = extractelement <8 x float> %523, i32 0
-	%525 = fmul float %37, %524
-	%526 = fadd float %175, %525
-	%527 = call { float, float, float, float, float } @disk_body(float %110, float %526, float %240, float %305, float %370, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%528 = extractvalue { float, float, float, float, float } %527, 0
-	%529 = extractvalue { float, float, float, float, float } %527, 1
-	%530 = extractvalue { float, float, float, float, float } %527, 2
-	%531 = extractvalue { float, float, float, float, float } %527, 3
-	%532 = extractvalue { float, float, float, float, float } %527, 4
-	%533 = extractvalue [4 x <8 x float>] %492, 0
-	%534 = extractelement <8 x float> %533, i32 1
-	%535 = fmul float %37, %534
-	%536 = fadd float %177, %535
-	%537 = call { float, float, float, float, float } @disk_body(float %112, float %536, float %242, float %307, float %372, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%513 = call { float, float, float, float, float } @disk_body(float %124, float %194, float %264, float %312, float %360, float %408, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%514 = extractvalue { float, float, float, float, float } %513, 0
+	%515 = extractvalue { float, float, float, float, float } %513, 1
+	%516 = extractvalue { float, float, float, float, float } %513, 2
+	%517 = extractvalue { float, float, float, float, float } %513, 3
+	%518 = extractvalue { float, float, float, float, float } %513, 4
+	%519 = call { float, float, float, float, float } @disk_body(float %125, float %195, float %265, float %313, float %361, float %409, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%520 = extractvalue { float, float, float, float, float } %519, 0
+	%521 = extractvalue { float, float, float, float, float } %519, 1
+	%522 = extractvalue { float, float, float, float, float } %519, 2
+	%523 = extractvalue { float, float, float, float, float } %519, 3
+	%524 = extractvalue { float, float, float, float, float } %519, 4
+	%525 = call { float, float, float, float, float } @disk_body(float %126, float %196, float %266, float %314, float %362, float %410, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%526 = extractvalue { float, float, float, float, float } %525, 0
+	%527 = extractvalue { float, float, float, float, float } %525, 1
+	%528 = extractvalue { float, float, float, float, float } %525, 2
+	%529 = extractvalue { float, float, float, float, float } %525, 3
+	%530 = extractvalue { float, float, float, float, float } %525, 4
+	%531 = call { float, float, float, float, float } @disk_body(float %131, float %212, float %271, float %319, float %367, float %415, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%532 = extractvalue { float, float, float, float, float } %531, 0
+	%533 = extractvalue { float, float, float, float, float } %531, 1
+	%534 = extractvalue { float, float, float, float, float } %531, 2
+	%535 = extractvalue { float, float, float, float, float } %531, 3
+	%536 = extractvalue { float, float, float, float, float } %531, 4
+	%537 = call { float, float, float, float, float } @disk_body(float %132, float %213, float %272, float %320, float %368, float %416, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
 	%538 = extractvalue { float, float, float, float, float } %537, 0
 	%539 = extractvalue { float, float, float, float, float } %537, 1
 	%540 = extractvalue { float, float, float, float, float } %537, 2
 	%541 = extractvalue { float, float, float, float, float } %537, 3
 	%542 = extractvalue { float, float, float, float, float } %537, 4
-	%543 = extractvalue [4 x <8 x float>] %492, 1
-	%544 = extractelement <8 x float> %543, i32 1
-	%545 = fmul float %37, %544
-	%546 = fadd float %179, %545
-	%547 = call { float, float, float, float, float } @disk_body(float %114, float %546, float %244, float %309, float %374, float %439, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%548 = extractvalue { float, float, float, float, float } %547, 0
-	%549 = extractvalue { float, float, float, float, float } %547, 1
-	%550 = extractvalue { float, float, float, float, float } %547, 2
-	%551 = extractvalue { float, float, float, float, float } %547, 3
-	%552 = extractvalue { float, float, float, float, float } %547, 4
-	%553 = extractvalue [4 x <8 x float>] %492, 2
-	%554 = extractelement <8 x float> %553, i32 1
-	%555 = fmul float %37, %554
-	%556 = fadd float %181, %555
-	%557 = call { float, float, float, float, float } @disk_body(float %116, float %556, float %246, float %311, float %376, float %441, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%558 = extractvalue { float, float, float, float, float } %557, 0
-	%559 = extractvalue { float, float, float, float, float } %557, 1
-	%560 = extractvalue { float, float, float, float, float } %557, 2
-	%561 = extractvalue { float, float, float, float, float } %557, 3
-	%562 = extractvalue { float, float, float, float, float } %557, 4
-	%563 = extractvalue [4 x <8 x float>] %492, 3
-	%564 = extractelement <8 x float> %563, i32 1
-	%565 = fmul float %37, %564
-	%566 = fadd float %183, %565
-	%567 = call { float, float, float, float, float } @disk_body(float %118, float %566, float %248, float %313, float %378, float %443, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%543 = call { float, float, float, float, float } @disk_body(float %133, float %214, float %273, float %321, float %369, float %417, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%544 = extractvalue { float, float, float, float, float } %543, 0
+	%545 = extractvalue { float, float, float, float, float } %543, 1
+	%546 = extractvalue { float, float, float, float, float } %543, 2
+	%547 = extractvalue { float, float, float, float, float } %543, 3
+	%548 = extractvalue { float, float, float, float, float } %543, 4
+	%549 = call { float, float, float, float, float } @disk_body(float %134, float %215, float %274, float %322, float %370, float %418, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%550 = extractvalue { float, float, float, float, float } %549, 0
+	%551 = extractvalue { float, float, float, float, float } %549, 1
+	%552 = extractvalue { float, float, float, float, float } %549, 2
+	%553 = extractvalue { float, float, float, float, float } %549, 3
+	%554 = extractvalue { float, float, float, float, float } %549, 4
+	%555 = call { float, float, float, float, float } @disk_body(float %135, float %216, float %275, float %323, float %371, float %419, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%556 = extractvalue { float, float, float, float, float } %555, 0
+	%557 = extractvalue { float, float, float, float, float } %555, 1
+	%558 = extractvalue { float, float, float, float, float } %555, 2
+	%559 = extractvalue { float, float, float, float, float } %555, 3
+	%560 = extractvalue { float, float, float, float, float } %555, 4
+	%561 = call { float, float, float, float, float } @disk_body(float %136, float %217, float %276, float %324, float %372, float %420, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%562 = extractvalue { float, float, float, float, float } %561, 0
+	%563 = extractvalue { float, float, float, float, float } %561, 1
+	%564 = extractvalue { float, float, float, float, float } %561, 2
+	%565 = extractvalue { float, float, float, float, float } %561, 3
+	%566 = extractvalue { float, float, float, float, float } %561, 4
+	%567 = call { float, float, float, float, float } @disk_body(float %137, float %218, float %277, float %325, float %373, float %421, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
 	%568 = extractvalue { float, float, float, float, float } %567, 0
 	%569 = extractvalue { float, float, float, float, float } %567, 1
 	%570 = extractvalue { float, float, float, float, float } %567, 2
 	%571 = extractvalue { float, float, float, float, float } %567, 3
 	%572 = extractvalue { float, float, float, float, float } %567, 4
-	%573 = extractvalue [4 x <8 x float>] %492, 0
-	%574 = extractelement <8 x float> %573, i32 2
-	%575 = fmul float %37, %574
-	%576 = fadd float %185, %575
-	%577 = call { float, float, float, float, float } @disk_body(float %120, float %576, float %250, float %315, float %380, float %445, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%578 = extractvalue { float, float, float, float, float } %577, 0
-	%579 = extractvalue { float, float, float, float, float } %577, 1
-	%580 = extractvalue { float, float, float, float, float } %577, 2
-	%581 = extractvalue { float, float, float, float, float } %577, 3
-	%582 = extractvalue { float, float, float, float, float } %577, 4
-	%583 = extractvalue [4 x <8 x float>] %492, 1
-	%584 = extractelement <8 x float> %583, i32 2
-	%585 = fmul float %37, %584
-	%586 = fadd float %187, %585
-	%587 = call { float, float, float, float, float } @disk_body(float %122, float %586, float %252, float %317, float %382, float %447, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%588 = extractvalue { float, float, float, float, float } %587, 0
-	%589 = extractvalue { float, float, float, float, float } %587, 1
-	%590 = extractvalue { float, float, float, float, float } %587, 2
-	%591 = extractvalue { float, float, float, float, float } %587, 3
-	%592 = extractvalue { float, float, float, float, float } %587, 4
-	%593 = extractvalue [4 x <8 x float>] %492, 2
-	%594 = extractelement <8 x float> %593, i32 2
-	%595 = fmul float %37, %594
-	%596 = fadd float %189, %595
-	%597 = call { float, float, float, float, float } @disk_body(float %124, float %596, float %254, float %319, float %384, float %449, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%573 = call { float, float, float, float, float } @disk_body(float %138, float %219, float %278, float %326, float %374, float %422, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%574 = extractvalue { float, float, float, float, float } %573, 0
+	%575 = extractvalue { float, float, float, float, float } %573, 1
+	%576 = extractvalue { float, float, float, float, float } %573, 2
+	%577 = extractvalue { float, float, float, float, float } %573, 3
+	%578 = extractvalue { float, float, float, float, float } %573, 4
+	%579 = call { float, float, float, float, float } @disk_body(float %143, float %235, float %283, float %331, float %379, float %427, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%580 = extractvalue { float, float, float, float, float } %579, 0
+	%581 = extractvalue { float, float, float, float, float } %579, 1
+	%582 = extractvalue { float, float, float, float, float } %579, 2
+	%583 = extractvalue { float, float, float, float, float } %579, 3
+	%584 = extractvalue { float, float, float, float, float } %579, 4
+	%585 = call { float, float, float, float, float } @disk_body(float %144, float %236, float %284, float %332, float %380, float %428, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%586 = extractvalue { float, float, float, float, float } %585, 0
+	%587 = extractvalue { float, float, float, float, float } %585, 1
+	%588 = extractvalue { float, float, float, float, float } %585, 2
+	%589 = extractvalue { float, float, float, float, float } %585, 3
+	%590 = extractvalue { float, float, float, float, float } %585, 4
+	%591 = call { float, float, float, float, float } @disk_body(float %145, float %237, float %285, float %333, float %381, float %429, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%592 = extractvalue { float, float, float, float, float } %591, 0
+	%593 = extractvalue { float, float, float, float, float } %591, 1
+	%594 = extractvalue { float, float, float, float, float } %591, 2
+	%595 = extractvalue { float, float, float, float, float } %591, 3
+	%596 = extractvalue { float, float, float, float, float } %591, 4
+	%597 = call { float, float, float, float, float } @disk_body(float %146, float %238, float %286, float %334, float %382, float %430, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
 	%598 = extractvalue { float, float, float, float, float } %597, 0
 	%599 = extractvalue { float, float, float, float, float } %597, 1
 	%600 = extractvalue { float, float, float, float, float } %597, 2
 	%601 = extractvalue { float, float, float, float, float } %597, 3
 	%602 = extractvalue { float, float, float, float, float } %597, 4
-	%603 = extractvalue [4 x <8 x float>] %492, 3
-	%604 = extractelement <8 x float> %603, i32 2
-	%605 = fmul float %37, %604
-	%606 = fadd float %191, %605
-	%607 = call { float, float, float, float, float } @disk_body(float %126, float %606, float %256, float %321, float %386, float %451, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%608 = extractvalue { float, float, float, float, float } %607, 0
-	%609 = extractvalue { float, float, float, float, float } %607, 1
-	%610 = extractvalue { float, float, float, float, float } %607, 2
-	%611 = extractvalue { float, float, float, float, float } %607, 3
-	%612 = extractvalue { float, float, float, float, float } %607, 4
-	%613 = extractvalue [4 x <8 x float>] %492, 0
-	%614 = extractelement <8 x float> %613, i32 3
-	%615 = fmul float %37, %614
-	%616 = fadd float %193, %615
-	%617 = call { float, float, float, float, float } @disk_body(float %128, float %616, float %258, float %323, float %388, float %453, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%618 = extractvalue { float, float, float, float, float } %617, 0
-	%619 = extractvalue { float, float, float, float, float } %617, 1
-	%620 = extractvalue { float, float, float, float, float } %617, 2
-	%621 = extractvalue { float, float, float, float, float } %617, 3
-	%622 = extractvalue { float, float, float, float, float } %617, 4
-	%623 = extractvalue [4 x <8 x float>] %492, 1
-	%624 = extractelement <8 x float> %623, i32 3
-	%625 = fmul float %37, %624
-	%626 = fadd float %195, %625
-	%627 = call { float, float, float, float, float } @disk_body(float %130, float %626, float %260, float %325, float %390, float %455, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%628 = extractvalue { float, float, float, float, float } %627, 0
-	%629 = extractvalue { float, float, float, float, float } %627, 1
-	%630 = extractvalue { float, float, float, float, float } %627, 2
-	%631 = extractvalue { float, float, float, float, float } %627, 3
-	%632 = extractvalue { float, float, float, float, float } %627, 4
-	%633 = extractvalue [4 x <8 x float>] %492, 2
-	%634 = extractelement <8 x float> %633, i32 3
-	%635 = fmul float %37, %634
-	%636 = fadd float %197, %635
-	%637 = call { float, float, float, float, float } @disk_body(float %132, float %636, float %262, float %327, float %392, float %457, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%638 = extractvalue { float, float, float, float, float } %637, 0
-	%639 = extractvalue { float, float, float, float, float } %637, 1
-	%640 = extractvalue { float, float, float, float, float } %637, 2
-	%641 = extractvalue { float, float, float, float, float } %637, 3
-	%642 = extractvalue { float, float, float, float, float } %637, 4
-	%643 = extractvalue [4 x <8 x float>] %492, 3
-	%644 = extractelement <8 x float> %643, i32 3
-	%645 = fmul float %37, %644
-	%646 = fadd float %199, %645
-	%647 = call { float, float, float, float, float } @disk_body(float %134, float %646, float %264, float %329, float %394, float %459, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%648 = extractvalue { float, float, float, float, float } %647, 0
-	%649 = extractvalue { float, float, float, float, float } %647, 1
-	%650 = extractvalue { float, float, float, float, float } %647, 2
-	%651 = extractvalue { float, float, float, float, float } %647, 3
-	%652 = extractvalue { float, float, float, float, float } %647, 4
-	%653 = extractvalue [4 x <8 x float>] %492, 0
-	%654 = extractelement <8 x float> %653, i32 4
-	%655 = fmul float %37, %654
-	%656 = fadd float %201, %655
-	%657 = call { float, float, float, float, float } @disk_body(float %136, float %656, float %266, float %331, float %396, float %461, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%658 = extractvalue { float, float, float, float, float } %657, 0
-	%659 = extractvalue { float, float, float, float, float } %657, 1
-	%660 = extractvalue { float, float, float, float, float } %657, 2
-	%661 = extractvalue { float, float, float, float, float } %657, 3
-	%662 = extractvalue { float, float, float, float, float } %657, 4
-	%663 = extractvalue [4 x <8 x float>] %492, 1
-	%664 = extractelement <8 x float> %663, i32 4
-	%665 = fmul float %37, %664
-	%666 = fadd float %203, %665
-	%667 = call { float, float, float, float, float } @disk_body(float %138, float %666, float %268, float %333, float %398, float %463, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%668 = extractvalue { float, float, float, float, float } %667, 0
-	%669 = extractvalue { float, float, float, float, float } %667, 1
-	%670 = extractvalue { float, float, float, float, float } %667, 2
-	%671 = extractvalue { float, float, float, float, float } %667, 3
-	%672 = extractvalue { float, float, float, float, float } %667, 4
-	%673 = extractvalue [4 x <8 x float>] %492, 2
-	%674 = extractelement <8 x float> %673, i32 4
-	%675 = fmul float %37, %674
-	%676 = fadd float %205, %675
-	%677 = call { float, float, float, float, float } @disk_body(float %140, float %676, float %270, float %335, float %400, float %465, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%678 = extractvalue { float, float, float, float, float } %677, 0
-	%679 = extractvalue { float, float, float, float, float } %677, 1
-	%680 = extractvalue { float, float, float, float, float } %677, 2
-	%681 = extractvalue { float, float, float, float, float } %677, 3
-	%682 = extractvalue { float, float, float, float, float } %677, 4
-	%683 = extractvalue [4 x <8 x float>] %492, 3
-	%684 = extractelement <8 x float> %683, i32 4
-	%685 = fmul float %37, %684
-	%686 = fadd float %207, %685
-	%687 = call { float, float, float, float, float } @disk_body(float %142, float %686, float %272, float %337, float %402, float %467, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%688 = extractvalue { float, float, float, float, float } %687, 0
-	%689 = extractvalue { float, float, float, float, float } %687, 1
-	%690 = extractvalue { float, float, float, float, float } %687, 2
-	%691 = extractvalue { float, float, float, float, float } %687, 3
-	%692 = extractvalue { float, float, float, float, float } %687, 4
-	%693 = extractvalue [4 x <8 x float>] %492, 0
-	%694 = extractelement <8 x float> %693, i32 5
-	%695 = fmul float %37, %694
-	%696 = fadd float %209, %695
-	%697 = call { float, float, float, float, float } @disk_body(float %144, float %696, float %274, float %339, float %404, float %469, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%698 = extractvalue { float, float, float, float, float } %697, 0
-	%699 = extractvalue { float, float, float, float, float } %697, 1
-	%700 = extractvalue { float, float, float, float, float } %697, 2
-	%701 = extractvalue { float, float, float, float, float } %697, 3
-	%702 = extractvalue { float, float, float, float, float } %697, 4
-	%703 = extractvalue [4 x <8 x float>] %492, 1
-	%704 = extractelement <8 x float> %703, i32 5
-	%705 = fmul float %37, %704
-	%706 = fadd float %211, %705
-	%707 = call { float, float, float, float, float } @disk_body(float %146, float %706, float %276, float %341, float %406, float %471, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%708 = extractvalue { float, float, float, float, float } %707, 0
-	%709 = extractvalue { float, float, float, float, float } %707, 1
-	%710 = extractvalue { float, float, float, float, float } %707, 2
-	%711 = extractvalue { float, float, float, float, float } %707, 3
-	%712 = extractvalue { float, float, float, float, float } %707, 4
-	%713 = extractvalue [4 x <8 x float>] %492, 2
-	%714 = extractelement <8 x float> %713, i32 5
-	%715 = fmul float %37, %714
-	%716 = fadd float %213, %715
-	%717 = call { float, float, float, float, float } @disk_body(float %148, float %716, float %278, float %343, float %408, float %473, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%718 = extractvalue { float, float, float, float, float } %717, 0
-	%719 = extractvalue { float, float, float, float, float } %717, 1
-	%720 = extractvalue { float, float, float, float, float } %717, 2
-	%721 = extractvalue { float, float, float, float, float } %717, 3
-	%722 = extractvalue { float, float, float, float, float } %717, 4
-	%723 = extractvalue [4 x <8 x float>] %492, 3
-	%724 = extractelement <8 x float> %723, i32 5
-	%725 = fmul float %37, %724
-	%726 = fadd float %215, %725
-	%727 = call { float, float, float, float, float } @disk_body(float %150, float %726, float %280, float %345, float %410, float %475, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%728 = extractvalue { float, float, float, float, float } %727, 0
-	%729 = extractvalue { float, float, float, float, float } %727, 1
-	%730 = extractvalue { float, float, float, float, float } %727, 2
-	%731 = extractvalue { float, float, float, float, float } %727, 3
-	%732 = extractvalue { float, float, float, float, float } %727, 4
-	%733 = extractvalue [4 x <8 x float>] %492, 0
-	%734 = extractelement <8 x float> %733, i32 6
-	%735 = fmul float %37, %734
-	%736 = fadd float %217, %735
-	%737 = call { float, float, float, float, float } @disk_body(float %152, float %736, float %282, float %347, float %412, float %477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%738 = extractvalue { float, float, float, float, float } %737, 0
-	%739 = extractvalue { float, float, float, float, float } %737, 1
-	%740 = extractvalue { float, float, float, float, float } %737, 2
-	%741 = extractvalue { float, float, float, float, float } %737, 3
-	%742 = extractvalue { float, float, float, float, float } %737, 4
-	%743 = extractvalue [4 x <8 x float>] %492, 1
-	%744 = extractelement <8 x float> %743, i32 6
-	%745 = fmul float %37, %744
-	%746 = fadd float %219, %745
-	%747 = call { float, float, float, float, float } @disk_body(float %154, float %746, float %284, float %349, float %414, float %479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%748 = extractvalue { float, float, float, float, float } %747, 0
-	%749 = extractvalue { float, float, float, float, float } %747, 1
-	%750 = extractvalue { float, float, float, float, float } %747, 2
-	%751 = extractvalue { float, float, float, float, float } %747, 3
-	%752 = extractvalue { float, float, float, float, float } %747, 4
-	%753 = extractvalue [4 x <8 x float>] %492, 2
-	%754 = extractelement <8 x float> %753, i32 6
-	%755 = fmul float %37, %754
-	%756 = fadd float %221, %755
-	%757 = call { float, float, float, float, float } @disk_body(float %156, float %756, float %286, float %351, float %416, float %481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%758 = extractvalue { float, float, float, float, float } %757, 0
-	%759 = extractvalue { float, float, float, float, float } %757, 1
-	%760 = extractvalue { float, float, float, float, float } %757, 2
-	%761 = extractvalue { float, float, float, float, float } %757, 3
-	%762 = extractvalue { float, float, float, float, float } %757, 4
-	%763 = extractvalue [4 x <8 x float>] %492, 3
-	%764 = extractelement <8 x float> %763, i32 6
-	%765 = fmul float %37, %764
-	%766 = fadd float %223, %765
-	%767 = call { float, float, float, float, float } @disk_body(float %158, float %766, float %288, float %353, float %418, float %483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%768 = extractvalue { float, float, float, float, float } %767, 0
-	%769 = extractvalue { float, float, float, float, float } %767, 1
-	%770 = extractvalue { float, float, float, float, float } %767, 2
-	%771 = extractvalue { float, float, float, float, float } %767, 3
-	%772 = extractvalue { float, float, float, float, float } %767, 4
-	%773 = extractvalue [4 x <8 x float>] %492, 0
-	%774 = extractelement <8 x float> %773, i32 7
-	%775 = fmul float %37, %774
-	%776 = fadd float %225, %775
-	%777 = call { float, float, float, float, float } @disk_body(float %160, float %776, float %290, float %355, float %420, float %485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%778 = extractvalue { float, float, float, float, float } %777, 0
-	%779 = extractvalue { float, float, float, float, float } %777, 1
-	%780 = extractvalue { float, float, float, float, float } %777, 2
-	%781 = extractvalue { float, float, float, float, float } %777, 3
-	%782 = extractvalue { float, float, float, float, float } %777, 4
-	%783 = extractvalue [4 x <8 x float>] %492, 1
-	%784 = extractelement <8 x float> %783, i32 7
-	%785 = fmul float %37, %784
-	%786 = fadd float %227, %785
-	%787 = call { float, float, float, float, float } @disk_body(float %162, float %786, float %292, float %357, float %422, float %487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%788 = extractvalue { float, float, float, float, float } %787, 0
-	%789 = extractvalue { float, float, float, float, float } %787, 1
-	%790 = extractvalue { float, float, float, float, float } %787, 2
-	%791 = extractvalue { float, float, float, float, float } %787, 3
-	%792 = extractvalue { float, float, float, float, float } %787, 4
-	%793 = extractvalue [4 x <8 x float>] %492, 2
-	%794 = extractelement <8 x float> %793, i32 7
-	%795 = fmul float %37, %794
-	%796 = fadd float %229, %795
-	%797 = call { float, float, float, float, float } @disk_body(float %164, float %796, float %294, float %359, float %424, float %489, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%798 = extractvalue { float, float, float, float, float } %797, 0
-	%799 = extractvalue { float, float, float, float, float } %797, 1
-	%800 = extractvalue { float, float, float, float, float } %797, 2
-	%801 = extractvalue { float, float, float, float, float } %797, 3
-	%802 = extractvalue { float, float, float, float, float } %797, 4
-	%803 = extractvalue [4 x <8 x float>] %492, 3
-	%804 = extractelement <8 x float> %803, i32 7
-	%805 = fmul float %37, %804
-	%806 = fadd float %231, %805
-	%807 = call { float, float, float, float, float } @disk_body(float %166, float %806, float %296, float %361, float %426, float %491, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%808 = extractvalue { float, float, float, float, float } %807, 0
-	%809 = extractvalue { float, float, float, float, float } %807, 1
-	%810 = extractvalue { float, float, float, float, float } %807, 2
-	%811 = extractvalue { float, float, float, float, float } %807, 3
-	%812 = extractvalue { float, float, float, float, float } %807, 4
-	%813 = getelementptr float, float* %5, i64 %100
-	%814 = getelementptr float, float* %813, i64 0
-	store float %498, float* %814, align 4
-	%815 = getelementptr float, float* %813, i64 1
-	store float %508, float* %815, align 4
-	%816 = getelementptr float, float* %813, i64 2
-	store float %518, float* %816, align 4
-	%817 = getelementptr float, float* %813, i64 3
-	store float %528, float* %817, align 4
-	%818 = getelementptr float, float* %813, i64 4
-	store float %538, float* %818, align 4
-	%819 = getelementptr float, float* %813, i64 5
-	store float %548, float* %819, align 4
-	%820 = getelementptr float, float* %813, i64 6
-	store float %558, float* %820, align 4
-	%821 = getelementptr float, float* %813, i64 7
-	store float %568, float* %821, align 4
-	%822 = getelementptr float, float* %813, i64 8
-	store float %578, float* %822, align 4
-	%823 = getelementptr float, float* %813, i64 9
-	store float %588, float* %823, align 4
-	%824 = getelementptr float, float* %813, i64 10
-	store float %598, float* %824, align 4
-	%825 = getelementptr float, float* %813, i64 11
-	store float %608, float* %825, align 4
-	%826 = getelementptr float, float* %813, i64 12
-	store float %618, float* %826, align 4
-	%827 = getelementptr float, float* %813, i64 13
-	store float %628, float* %827, align 4
-	%828 = getelementptr float, float* %813, i64 14
-	store float %638, float* %828, align 4
-	%829 = getelementptr float, float* %813, i64 15
-	store float %648, float* %829, align 4
-	%830 = getelementptr float, float* %813, i64 16
-	store float %658, float* %830, align 4
-	%831 = getelementptr float, float* %813, i64 17
-	store float %668, float* %831, align 4
-	%832 = getelementptr float, float* %813, i64 18
-	store float %678, float* %832, align 4
-	%833 = getelementptr float, float* %813, i64 19
-	store float %688, float* %833, align 4
-	%834 = getelementptr float, float* %813, i64 20
-	store float %698, float* %834, align 4
-	%835 = getelementptr float, float* %813, i64 21
-	store float %708, float* %835, align 4
-	%836 = getelementptr float, float* %813, i64 22
-	store float %718, float* %836, align 4
-	%837 = getelementptr float, float* %813, i64 23
-	store float %728, float* %837, align 4
-	%838 = getelementptr float, float* %813, i64 24
-	store float %738, float* %838, align 4
-	%839 = getelementptr float, float* %813, i64 25
-	store float %748, float* %839, align 4
-	%840 = getelementptr float, float* %813, i64 26
-	store float %758, float* %840, align 4
-	%841 = getelementptr float, float* %813, i64 27
-	store float %768, float* %841, align 4
-	%842 = getelementptr float, float* %813, i64 28
-	store float %778, float* %842, align 4
-	%843 = getelementptr float, float* %813, i64 29
-	store float %788, float* %843, align 4
-	%844 = getelementptr float, float* %813, i64 30
-	store float %798, float* %844, align 4
-	%845 = getelementptr float, float* %813, i64 31
-	store float %808, float* %845, align 4
-	%846 = getelementptr float, float* %7, i64 %100
-	%847 = getelementptr float, float* %846, i64 0
-	store float %499, float* %847, align 4
-	%848 = getelementptr float, float* %846, i64 1
-	store float %509, float* %848, align 4
-	%849 = getelementptr float, float* %846, i64 2
-	store float %519, float* %849, align 4
-	%850 = getelementptr float, float* %846, i64 3
-	store float %529, float* %850, align 4
-	%851 = getelementptr float, float* %846, i64 4
-	store float %539, float* %851, align 4
-	%852 = getelementptr float, float* %846, i64 5
-	store float %549, float* %852, align 4
-	%853 = getelementptr float, float* %846, i64 6
-	store float %559, float* %853, align 4
-	%854 = getelementptr float, float* %846, i64 7
-	store float %569, float* %854, align 4
-	%855 = getelementptr float, float* %846, i64 8
-	store float %579, float* %855, align 4
-	%856 = getelementptr float, float* %846, i64 9
-	store float %589, float* %856, align 4
-	%857 = getelementptr float, float* %846, i64 10
-	store float %599, float* %857, align 4
-	%858 = getelementptr float, float* %846, i64 11
-	store float %609, float* %858, align 4
-	%859 = getelementptr float, float* %846, i64 12
-	store float %619, float* %859, align 4
-	%860 = getelementptr float, float* %846, i64 13
-	store float %629, float* %860, align 4
-	%861 = getelementptr float, float* %846, i64 14
-	store float %639, float* %861, align 4
-	%862 = getelementptr float, float* %846, i64 15
-	store float %649, float* %862, align 4
-	%863 = getelementptr float, float* %846, i64 16
-	store float %659, float* %863, align 4
-	%864 = getelementptr float, float* %846, i64 17
-	store float %669, float* %864, align 4
-	%865 = getelementptr float, float* %846, i64 18
-	store float %679, float* %865, align 4
-	%866 = getelementptr float, float* %846, i64 19
-	store float %689, float* %866, align 4
-	%867 = getelementptr float, float* %846, i64 20
-	store float %699, float* %867, align 4
-	%868 = getelementptr float, float* %846, i64 21
-	store float %709, float* %868, align 4
-	%869 = getelementptr float, float* %846, i64 22
-	store float %719, float* %869, align 4
-	%870 = getelementptr float, float* %846, i64 23
-	store float %729, float* %870, align 4
-	%871 = getelementptr float, float* %846, i64 24
-	store float %739, float* %871, align 4
-	%872 = getelementptr float, float* %846, i64 25
-	store float %749, float* %872, align 4
-	%873 = getelementptr float, float* %846, i64 26
-	store float %759, float* %873, align 4
-	%874 = getelementptr float, float* %846, i64 27
-	store float %769, float* %874, align 4
-	%875 = getelementptr float, float* %846, i64 28
-	store float %779, float* %875, align 4
-	%876 = getelementptr float, float* %846, i64 29
-	store float %789, float* %876, align 4
-	%877 = getelementptr float, float* %846, i64 30
-	store float %799, float* %877, align 4
-	%878 = getelementptr float, float* %846, i64 31
-	store float %809, float* %878, align 4
-	%879 = getelementptr float, float* %9, i64 %100
-	%880 = getelementptr float, float* %879, i64 0
-	store float %500, float* %880, align 4
-	%881 = getelementptr float, float* %879, i64 1
-	store float %510, float* %881, align 4
-	%882 = getelementptr float, float* %879, i64 2
-	store float %520, float* %882, align 4
-	%883 = getelementptr float, float* %879, i64 3
-	store float %530, float* %883, align 4
-	%884 = getelementptr float, float* %879, i64 4
-	store float %540, float* %884, align 4
-	%885 = getelementptr float, float* %879, i64 5
-	store float %550, float* %885, align 4
-	%886 = getelementptr float, float* %879, i64 6
-	store float %560, float* %886, align 4
-	%887 = getelementptr float, float* %879, i64 7
-	store float %570, float* %887, align 4
-	%888 = getelementptr float, float* %879, i64 8
-	store float %580, float* %888, align 4
-	%889 = getelementptr float, float* %879, i64 9
-	store float %590, float* %889, align 4
-	%890 = getelementptr float, float* %879, i64 10
-	store float %600, float* %890, align 4
-	%891 = getelementptr float, float* %879, i64 11
-	store float %610, float* %891, align 4
-	%892 = getelementptr float, float* %879, i64 12
-	store float %620, float* %892, align 4
-	%893 = getelementptr float, float* %879, i64 13
-	store float %630, float* %893, align 4
-	%894 = getelementptr float, float* %879, i64 14
-	store float %640, float* %894, align 4
-	%895 = getelementptr float, float* %879, i64 15
-	store float %650, float* %895, align 4
-	%896 = getelementptr float, float* %879, i64 16
-	store float %660, float* %896, align 4
-	%897 = getelementptr float, float* %879, i64 17
-	store float %670, float* %897, align 4
-	%898 = getelementptr float, float* %879, i64 18
-	store float %680, float* %898, align 4
-	%899 = getelementptr float, float* %879, i64 19
-	store float %690, float* %899, align 4
-	%900 = getelementptr float, float* %879, i64 20
-	store float %700, float* %900, align 4
-	%901 = getelementptr float, float* %879, i64 21
-	store float %710, float* %901, align 4
-	%902 = getelementptr float, float* %879, i64 22
-	store float %720, float* %902, align 4
-	%903 = getelementptr float, float* %879, i64 23
-	store float %730, float* %903, align 4
-	%904 = getelementptr float, float* %879, i64 24
-	store float %740, float* %904, align 4
-	%905 = getelementptr float, float* %879, i64 25
-	store float %750, float* %905, align 4
-	%906 = getelementptr float, float* %879, i64 26
-	store float %760, float* %906, align 4
-	%907 = getelementptr float, float* %879, i64 27
-	store float %770, float* %907, align 4
-	%908 = getelementptr float, float* %879, i64 28
-	store float %780, float* %908, align 4
-	%909 = getelementptr float, float* %879, i64 29
-	store float %790, float* %909, align 4
-	%910 = getelementptr float, float* %879, i64 30
-	store float %800, float* %910, align 4
-	%911 = getelementptr float, float* %879, i64 31
-	store float %810, float* %911, align 4
-	%912 = getelementptr float, float* %1, i64 %100
-	%913 = getelementptr float, float* %912, i64 0
-	store float %501, float* %913, align 4
-	%914 = getelementptr float, float* %912, i64 1
-	store float %511, float* %914, align 4
-	%915 = getelementptr float, float* %912, i64 2
-	store float %521, float* %915, align 4
-	%916 = getelementptr float, float* %912, i64 3
-	store float %531, float* %916, align 4
-	%917 = getelementptr float, float* %912, i64 4
-	store float %541, float* %917, align 4
-	%918 = getelementptr float, float* %912, i64 5
-	store float %551, float* %918, align 4
-	%919 = getelementptr float, float* %912, i64 6
-	store float %561, float* %919, align 4
-	%920 = getelementptr float, float* %912, i64 7
-	store float %571, float* %920, align 4
-	%921 = getelementptr float, float* %912, i64 8
-	store float %581, float* %921, align 4
-	%922 = getelementptr float, float* %912, i64 9
-	store float %591, float* %922, align 4
-	%923 = getelementptr float, float* %912, i64 10
-	store float %601, float* %923, align 4
-	%924 = getelementptr float, float* %912, i64 11
-	store float %611, float* %924, align 4
-	%925 = getelementptr float, float* %912, i64 12
-	store float %621, float* %925, align 4
-	%926 = getelementptr float, float* %912, i64 13
-	store float %631, float* %926, align 4
-	%927 = getelementptr float, float* %912, i64 14
-	store float %641, float* %927, align 4
-	%928 = getelementptr float, float* %912, i64 15
-	store float %651, float* %928, align 4
-	%929 = getelementptr float, float* %912, i64 16
-	store float %661, float* %929, align 4
-	%930 = getelementptr float, float* %912, i64 17
-	store float %671, float* %930, align 4
-	%931 = getelementptr float, float* %912, i64 18
-	store float %681, float* %931, align 4
-	%932 = getelementptr float, float* %912, i64 19
-	store float %691, float* %932, align 4
-	%933 = getelementptr float, float* %912, i64 20
-	store float %701, float* %933, align 4
-	%934 = getelementptr float, float* %912, i64 21
-	store float %711, float* %934, align 4
-	%935 = getelementptr float, float* %912, i64 22
-	store float %721, float* %935, align 4
-	%936 = getelementptr float, float* %912, i64 23
-	store float %731, float* %936, align 4
-	%937 = getelementptr float, float* %912, i64 24
-	store float %741, float* %937, align 4
-	%938 = getelementptr float, float* %912, i64 25
-	store float %751, float* %938, align 4
-	%939 = getelementptr float, float* %912, i64 26
-	store float %761, float* %939, align 4
-	%940 = getelementptr float, float* %912, i64 27
-	store float %771, float* %940, align 4
-	%941 = getelementptr float, float* %912, i64 28
-	store float %781, float* %941, align 4
-	%942 = getelementptr float, float* %912, i64 29
-	store float %791, float* %942, align 4
-	%943 = getelementptr float, float* %912, i64 30
-	store float %801, float* %943, align 4
-	%944 = getelementptr float, float* %912, i64 31
-	store float %811, float* %944, align 4
-	%945 = getelementptr float, float* %11, i64 %100
-	%946 = getelementptr float, float* %945, i64 0
-	store float %502, float* %946, align 4
-	%947 = getelementptr float, float* %945, i64 1
-	store float %512, float* %947, align 4
-	%948 = getelementptr float, float* %945, i64 2
-	store float %522, float* %948, align 4
-	%949 = getelementptr float, float* %945, i64 3
-	store float %532, float* %949, align 4
-	%950 = getelementptr float, float* %945, i64 4
-	store float %542, float* %950, align 4
-	%951 = getelementptr float, float* %945, i64 5
-	store float %552, float* %951, align 4
-	%952 = getelementptr float, float* %945, i64 6
-	store float %562, float* %952, align 4
-	%953 = getelementptr float, float* %945, i64 7
-	store float %572, float* %953, align 4
-	%954 = getelementptr float, float* %945, i64 8
-	store float %582, float* %954, align 4
-	%955 = getelementptr float, float* %945, i64 9
-	store float %592, float* %955, align 4
-	%956 = getelementptr float, float* %945, i64 10
-	store float %602, float* %956, align 4
-	%957 = getelementptr float, float* %945, i64 11
-	store float %612, float* %957, align 4
-	%958 = getelementptr float, float* %945, i64 12
-	store float %622, float* %958, align 4
-	%959 = getelementptr float, float* %945, i64 13
-	store float %632, float* %959, align 4
-	%960 = getelementptr float, float* %945, i64 14
-	store float %642, float* %960, align 4
-	%961 = getelementptr float, float* %945, i64 15
-	store float %652, float* %961, align 4
-	%962 = getelementptr float, float* %945, i64 16
-	store float %662, float* %962, align 4
-	%963 = getelementptr float, float* %945, i64 17
-	store float %672, float* %963, align 4
-	%964 = getelementptr float, float* %945, i64 18
-	store float %682, float* %964, align 4
-	%965 = getelementptr float, float* %945, i64 19
-	store float %692, float* %965, align 4
-	%966 = getelementptr float, float* %945, i64 20
-	store float %702, float* %966, align 4
-	%967 = getelementptr float, float* %945, i64 21
-	store float %712, float* %967, align 4
-	%968 = getelementptr float, float* %945, i64 22
-	store float %722, float* %968, align 4
-	%969 = getelementptr float, float* %945, i64 23
-	store float %732, float* %969, align 4
-	%970 = getelementptr float, float* %945, i64 24
-	store float %742, float* %970, align 4
-	%971 = getelementptr float, float* %945, i64 25
-	store float %752, float* %971, align 4
-	%972 = getelementptr float, float* %945, i64 26
-	store float %762, float* %972, align 4
-	%973 = getelementptr float, float* %945, i64 27
-	store float %772, float* %973, align 4
-	%974 = getelementptr float, float* %945, i64 28
-	store float %782, float* %974, align 4
-	%975 = getelementptr float, float* %945, i64 29
-	store float %792, float* %975, align 4
-	%976 = getelementptr float, float* %945, i64 30
-	store float %802, float* %976, align 4
-	%977 = getelementptr float, float* %945, i64 31
-	store float %812, float* %977, align 4
-	%978 = add i64 %96, 1
+	%603 = call { float, float, float, float, float } @disk_body(float %147, float %239, float %287, float %335, float %383, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%604 = extractvalue { float, float, float, float, float } %603, 0
+	%605 = extractvalue { float, float, float, float, float } %603, 1
+	%606 = extractvalue { float, float, float, float, float } %603, 2
+	%607 = extractvalue { float, float, float, float, float } %603, 3
+	%608 = extractvalue { float, float, float, float, float } %603, 4
+	%609 = call { float, float, float, float, float } @disk_body(float %148, float %240, float %288, float %336, float %384, float %432, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%610 = extractvalue { float, float, float, float, float } %609, 0
+	%611 = extractvalue { float, float, float, float, float } %609, 1
+	%612 = extractvalue { float, float, float, float, float } %609, 2
+	%613 = extractvalue { float, float, float, float, float } %609, 3
+	%614 = extractvalue { float, float, float, float, float } %609, 4
+	%615 = call { float, float, float, float, float } @disk_body(float %149, float %241, float %289, float %337, float %385, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%616 = extractvalue { float, float, float, float, float } %615, 0
+	%617 = extractvalue { float, float, float, float, float } %615, 1
+	%618 = extractvalue { float, float, float, float, float } %615, 2
+	%619 = extractvalue { float, float, float, float, float } %615, 3
+	%620 = extractvalue { float, float, float, float, float } %615, 4
+	%621 = call { float, float, float, float, float } @disk_body(float %150, float %242, float %290, float %338, float %386, float %434, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%622 = extractvalue { float, float, float, float, float } %621, 0
+	%623 = extractvalue { float, float, float, float, float } %621, 1
+	%624 = extractvalue { float, float, float, float, float } %621, 2
+	%625 = extractvalue { float, float, float, float, float } %621, 3
+	%626 = extractvalue { float, float, float, float, float } %621, 4
+	%627 = insertelement <8 x float> undef, float %436, i32 0
+	%628 = insertelement <8 x float> %627, float %442, i32 1
+	%629 = insertelement <8 x float> %628, float %448, i32 2
+	%630 = insertelement <8 x float> %629, float %454, i32 3
+	%631 = insertelement <8 x float> %630, float %460, i32 4
+	%632 = insertelement <8 x float> %631, float %466, i32 5
+	%633 = insertelement <8 x float> %632, float %472, i32 6
+	%634 = insertelement <8 x float> %633, float %478, i32 7
+	%635 = add i64 %100, 0
+	%636 = getelementptr float, float* %5, i64 %635
+	%637 = bitcast float* %636 to <8 x float>*
+	store <8 x float> %634, <8 x float>* %637, align 4
+	%638 = insertelement <8 x float> undef, float %484, i32 0
+	%639 = insertelement <8 x float> %638, float %490, i32 1
+	%640 = insertelement <8 x float> %639, float %496, i32 2
+	%641 = insertelement <8 x float> %640, float %502, i32 3
+	%642 = insertelement <8 x float> %641, float %508, i32 4
+	%643 = insertelement <8 x float> %642, float %514, i32 5
+	%644 = insertelement <8 x float> %643, float %520, i32 6
+	%645 = insertelement <8 x float> %644, float %526, i32 7
+	%646 = add i64 %100, 8
+	%647 = getelementptr float, float* %5, i64 %646
+	%648 = bitcast float* %647 to <8 x float>*
+	store <8 x float> %645, <8 x float>* %648, align 4
+	%649 = insertelement <8 x float> undef, float %532, i32 0
+	%650 = insertelement <8 x float> %649, float %538, i32 1
+	%651 = insertelement <8 x float> %650, float %544, i32 2
+	%652 = insertelement <8 x float> %651, float %550, i32 3
+	%653 = insertelement <8 x float> %652, float %556, i32 4
+	%654 = insertelement <8 x float> %653, float %562, i32 5
+	%655 = insertelement <8 x float> %654, float %568, i32 6
+	%656 = insertelement <8 x float> %655, float %574, i32 7
+	%657 = add i64 %100, 16
+	%658 = getelementptr float, float* %5, i64 %657
+	%659 = bitcast float* %658 to <8 x float>*
+	store <8 x float> %656, <8 x float>* %659, align 4
+	%660 = insertelement <8 x float> undef, float %580, i32 0
+	%661 = insertelement <8 x float> %660, float %586, i32 1
+	%662 = insertelement <8 x float> %661, float %592, i32 2
+	%663 = insertelement <8 x float> %662, float %598, i32 3
+	%664 = insertelement <8 x float> %663, float %604, i32 4
+	%665 = insertelement <8 x float> %664, float %610, i32 5
+	%666 = insertelement <8 x float> %665, float %616, i32 6
+	%667 = insertelement <8 x float> %666, float %622, i32 7
+	%668 = add i64 %100, 24
+	%669 = getelementptr float, float* %5, i64 %668
+	%670 = bitcast float* %669 to <8 x float>*
+	store <8 x float> %667, <8 x float>* %670, align 4
+	%671 = insertelement <8 x float> undef, float %437, i32 0
+	%672 = insertelement <8 x float> %671, float %443, i32 1
+	%673 = insertelement <8 x float> %672, float %449, i32 2
+	%674 = insertelement <8 x float> %673, float %455, i32 3
+	%675 = insertelement <8 x float> %674, float %461, i32 4
+	%676 = insertelement <8 x float> %675, float %467, i32 5
+	%677 = insertelement <8 x float> %676, float %473, i32 6
+	%678 = insertelement <8 x float> %677, float %479, i32 7
+	%679 = add i64 %100, 0
+	%680 = getelementptr float, float* %7, i64 %679
+	%681 = bitcast float* %680 to <8 x float>*
+	store <8 x float> %678, <8 x float>* %681, align 4
+	%682 = insertelement <8 x float> undef, float %485, i32 0
+	%683 = insertelement <8 x float> %682, float %491, i32 1
+	%684 = insertelement <8 x float> %683, float %497, i32 2
+	%685 = insertelement <8 x float> %684, float %503, i32 3
+	%686 = insertelement <8 x float> %685, float %509, i32 4
+	%687 = insertelement <8 x float> %686, float %515, i32 5
+	%688 = insertelement <8 x float> %687, float %521, i32 6
+	%689 = insertelement <8 x float> %688, float %527, i32 7
+	%690 = add i64 %100, 8
+	%691 = getelementptr float, float* %7, i64 %690
+	%692 = bitcast float* %691 to <8 x float>*
+	store <8 x float> %689, <8 x float>* %692, align 4
+	%693 = insertelement <8 x float> undef, float %533, i32 0
+	%694 = insertelement <8 x float> %693, float %539, i32 1
+	%695 = insertelement <8 x float> %694, float %545, i32 2
+	%696 = insertelement <8 x float> %695, float %551, i32 3
+	%697 = insertelement <8 x float> %696, float %557, i32 4
+	%698 = insertelement <8 x float> %697, float %563, i32 5
+	%699 = insertelement <8 x float> %698, float %569, i32 6
+	%700 = insertelement <8 x float> %699, float %575, i32 7
+	%701 = add i64 %100, 16
+	%702 = getelementptr float, float* %7, i64 %701
+	%703 = bitcast float* %702 to <8 x float>*
+	store <8 x float> %700, <8 x float>* %703, align 4
+	%704 = insertelement <8 x float> undef, float %581, i32 0
+	%705 = insertelement <8 x float> %704, float %587, i32 1
+	%706 = insertelement <8 x float> %705, float %593, i32 2
+	%707 = insertelement <8 x float> %706, float %599, i32 3
+	%708 = insertelement <8 x float> %707, float %605, i32 4
+	%709 = insertelement <8 x float> %708, float %611, i32 5
+	%710 = insertelement <8 x float> %709, float %617, i32 6
+	%711 = insertelement <8 x float> %710, float %623, i32 7
+	%712 = add i64 %100, 24
+	%713 = getelementptr float, float* %7, i64 %712
+	%714 = bitcast float* %713 to <8 x float>*
+	store <8 x float> %711, <8 x float>* %714, align 4
+	%715 = insertelement <8 x float> undef, float %438, i32 0
+	%716 = insertelement <8 x float> %715, float %444, i32 1
+	%717 = insertelement <8 x float> %716, float %450, i32 2
+	%718 = insertelement <8 x float> %717, float %456, i32 3
+	%719 = insertelement <8 x float> %718, float %462, i32 4
+	%720 = insertelement <8 x float> %719, float %468, i32 5
+	%721 = insertelement <8 x float> %720, float %474, i32 6
+	%722 = insertelement <8 x float> %721, float %480, i32 7
+	%723 = add i64 %100, 0
+	%724 = getelementptr float, float* %9, i64 %723
+	%725 = bitcast float* %724 to <8 x float>*
+	store <8 x float> %722, <8 x float>* %725, align 4
+	%726 = insertelement <8 x float> undef, float %486, i32 0
+	%727 = insertelement <8 x float> %726, float %492, i32 1
+	%728 = insertelement <8 x float> %727, float %498, i32 2
+	%729 = insertelement <8 x float> %728, float %504, i32 3
+	%730 = insertelement <8 x float> %729, float %510, i32 4
+	%731 = insertelement <8 x float> %730, float %516, i32 5
+	%732 = insertelement <8 x float> %731, float %522, i32 6
+	%733 = insertelement <8 x float> %732, float %528, i32 7
+	%734 = add i64 %100, 8
+	%735 = getelementptr float, float* %9, i64 %734
+	%736 = bitcast float* %735 to <8 x float>*
+	store <8 x float> %733, <8 x float>* %736, align 4
+	%737 = insertelement <8 x float> undef, float %534, i32 0
+	%738 = insertelement <8 x float> %737, float %540, i32 1
+	%739 = insertelement <8 x float> %738, float %546, i32 2
+	%740 = insertelement <8 x float> %739, float %552, i32 3
+	%741 = insertelement <8 x float> %740, float %558, i32 4
+	%742 = insertelement <8 x float> %741, float %564, i32 5
+	%743 = insertelement <8 x float> %742, float %570, i32 6
+	%744 = insertelement <8 x float> %743, float %576, i32 7
+	%745 = add i64 %100, 16
+	%746 = getelementptr float, float* %9, i64 %745
+	%747 = bitcast float* %746 to <8 x float>*
+	store <8 x float> %744, <8 x float>* %747, align 4
+	%748 = insertelement <8 x float> undef, float %582, i32 0
+	%749 = insertelement <8 x float> %748, float %588, i32 1
+	%750 = insertelement <8 x float> %749, float %594, i32 2
+	%751 = insertelement <8 x float> %750, float %600, i32 3
+	%752 = insertelement <8 x float> %751, float %606, i32 4
+	%753 = insertelement <8 x float> %752, float %612, i32 5
+	%754 = insertelement <8 x float> %753, float %618, i32 6
+	%755 = insertelement <8 x float> %754, float %624, i32 7
+	%756 = add i64 %100, 24
+	%757 = getelementptr float, float* %9, i64 %756
+	%758 = bitcast float* %757 to <8 x float>*
+	store <8 x float> %755, <8 x float>* %758, align 4
+	%759 = insertelement <8 x float> undef, float %439, i32 0
+	%760 = insertelement <8 x float> %759, float %445, i32 1
+	%761 = insertelement <8 x float> %760, float %451, i32 2
+	%762 = insertelement <8 x float> %761, float %457, i32 3
+	%763 = insertelement <8 x float> %762, float %463, i32 4
+	%764 = insertelement <8 x float> %763, float %469, i32 5
+	%765 = insertelement <8 x float> %764, float %475, i32 6
+	%766 = insertelement <8 x float> %765, float %481, i32 7
+	%767 = add i64 %100, 0
+	%768 = getelementptr float, float* %1, i64 %767
+	%769 = bitcast float* %768 to <8 x float>*
+	store <8 x float> %766, <8 x float>* %769, align 4
+	%770 = insertelement <8 x float> undef, float %487, i32 0
+	%771 = insertelement <8 x float> %770, float %493, i32 1
+	%772 = insertelement <8 x float> %771, float %499, i32 2
+	%773 = insertelement <8 x float> %772, float %505, i32 3
+	%774 = insertelement <8 x float> %773, float %511, i32 4
+	%775 = insertelement <8 x float> %774, float %517, i32 5
+	%776 = insertelement <8 x float> %775, float %523, i32 6
+	%777 = insertelement <8 x float> %776, float %529, i32 7
+	%778 = add i64 %100, 8
+	%779 = getelementptr float, float* %1, i64 %778
+	%780 = bitcast float* %779 to <8 x float>*
+	store <8 x float> %777, <8 x float>* %780, align 4
+	%781 = insertelement <8 x float> undef, float %535, i32 0
+	%782 = insertelement <8 x float> %781, float %541, i32 1
+	%783 = insertelement <8 x float> %782, float %547, i32 2
+	%784 = insertelement <8 x float> %783, float %553, i32 3
+	%785 = insertelement <8 x float> %784, float %559, i32 4
+	%786 = insertelement <8 x float> %785, float %565, i32 5
+	%787 = insertelement <8 x float> %786, float %571, i32 6
+	%788 = insertelement <8 x float> %787, float %577, i32 7
+	%789 = add i64 %100, 16
+	%790 = getelementptr float, float* %1, i64 %789
+	%791 = bitcast float* %790 to <8 x float>*
+	store <8 x float> %788, <8 x float>* %791, align 4
+	%792 = insertelement <8 x float> undef, float %583, i32 0
+	%793 = insertelement <8 x float> %792, float %589, i32 1
+	%794 = insertelement <8 x float> %793, float %595, i32 2
+	%795 = insertelement <8 x float> %794, float %601, i32 3
+	%796 = insertelement <8 x float> %795, float %607, i32 4
+	%797 = insertelement <8 x float> %796, float %613, i32 5
+	%798 = insertelement <8 x float> %797, float %619, i32 6
+	%799 = insertelement <8 x float> %798, float %625, i32 7
+	%800 = add i64 %100, 24
+	%801 = getelementptr float, float* %1, i64 %800
+	%802 = bitcast float* %801 to <8 x float>*
+	store <8 x float> %799, <8 x float>* %802, align 4
+	%803 = insertelement <8 x float> undef, float %440, i32 0
+	%804 = insertelement <8 x float> %803, float %446, i32 1
+	%805 = insertelement <8 x float> %804, float %452, i32 2
+	%806 = insertelement <8 x float> %805, float %458, i32 3
+	%807 = insertelement <8 x float> %806, float %464, i32 4
+	%808 = insertelement <8 x float> %807, float %470, i32 5
+	%809 = insertelement <8 x float> %808, float %476, i32 6
+	%810 = insertelement <8 x float> %809, float %482, i32 7
+	%811 = add i64 %100, 0
+	%812 = getelementptr float, float* %11, i64 %811
+	%813 = bitcast float* %812 to <8 x float>*
+	store <8 x float> %810, <8 x float>* %813, align 4
+	%814 = insertelement <8 x float> undef, float %488, i32 0
+	%815 = insertelement <8 x float> %814, float %494, i32 1
+	%816 = insertelement <8 x float> %815, float %500, i32 2
+	%817 = insertelement <8 x float> %816, float %506, i32 3
+	%818 = insertelement <8 x float> %817, float %512, i32 4
+	%819 = insertelement <8 x float> %818, float %518, i32 5
+	%820 = insertelement <8 x float> %819, float %524, i32 6
+	%821 = insertelement <8 x float> %820, float %530, i32 7
+	%822 = add i64 %100, 8
+	%823 = getelementptr float, float* %11, i64 %822
+	%824 = bitcast float* %823 to <8 x float>*
+	store <8 x float> %821, <8 x float>* %824, align 4
+	%825 = insertelement <8 x float> undef, float %536, i32 0
+	%826 = insertelement <8 x float> %825, float %542, i32 1
+	%827 = insertelement <8 x float> %826, float %548, i32 2
+	%828 = insertelement <8 x float> %827, float %554, i32 3
+	%829 = insertelement <8 x float> %828, float %560, i32 4
+	%830 = insertelement <8 x float> %829, float %566, i32 5
+	%831 = insertelement <8 x float> %830, float %572, i32 6
+	%832 = insertelement <8 x float> %831, float %578, i32 7
+	%833 = add i64 %100, 16
+	%834 = getelementptr float, float* %11, i64 %833
+	%835 = bitcast float* %834 to <8 x float>*
+	store <8 x float> %832, <8 x float>* %835, align 4
+	%836 = insertelement <8 x float> undef, float %584, i32 0
+	%837 = insertelement <8 x float> %836, float %590, i32 1
+	%838 = insertelement <8 x float> %837, float %596, i32 2
+	%839 = insertelement <8 x float> %838, float %602, i32 3
+	%840 = insertelement <8 x float> %839, float %608, i32 4
+	%841 = insertelement <8 x float> %840, float %614, i32 5
+	%842 = insertelement <8 x float> %841, float %620, i32 6
+	%843 = insertelement <8 x float> %842, float %626, i32 7
+	%844 = add i64 %100, 24
+	%845 = getelementptr float, float* %11, i64 %844
+	%846 = bitcast float* %845 to <8 x float>*
+	store <8 x float> %843, <8 x float>* %846, align 4
+	%847 = add i64 %96, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%979 = mul i64 %95, 8
+	%848 = mul i64 %95, 8
 	br label %group.head.31
 
 group.head.31:
-	%980 = phi i64 [ %979, %wide.done.30 ], [ %1101, %group.32 ]
-	%981 = icmp slt i64 %980, %58
-	br i1 %981, label %group.32, label %group.done.33
+	%849 = phi i64 [ %848, %wide.done.30 ], [ %970, %group.32 ]
+	%850 = icmp slt i64 %849, %58
+	br i1 %850, label %group.32, label %group.done.33
 
 group.32:
-	%982 = shl i64 %980, 2
-	%983 = add i64 %59, %982
-	%984 = add i64 %63, %980
-	%985 = getelementptr float, float* %1, i64 %983
-	%986 = getelementptr float, float* %985, i64 0
-	%987 = load float, float* %986, align 4
-	%988 = getelementptr float, float* %985, i64 1
-	%989 = load float, float* %988, align 4
-	%990 = getelementptr float, float* %985, i64 2
-	%991 = load float, float* %990, align 4
-	%992 = getelementptr float, float* %985, i64 3
-	%993 = load float, float* %992, align 4
-	%994 = getelementptr float, float* %3, i64 %983
-	%995 = getelementptr float, float* %994, i64 0
-	%996 = load float, float* %995, align 4
-	%997 = getelementptr float, float* %994, i64 1
-	%998 = load float, float* %997, align 4
-	%999 = getelementptr float, float* %994, i64 2
-	%1000 = load float, float* %999, align 4
-	%1001 = getelementptr float, float* %994, i64 3
-	%1002 = load float, float* %1001, align 4
-	%1003 = getelementptr float, float* %5, i64 %983
-	%1004 = getelementptr float, float* %1003, i64 0
-	%1005 = load float, float* %1004, align 4
-	%1006 = getelementptr float, float* %1003, i64 1
-	%1007 = load float, float* %1006, align 4
-	%1008 = getelementptr float, float* %1003, i64 2
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %1003, i64 3
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %7, i64 %983
-	%1013 = getelementptr float, float* %1012, i64 0
-	%1014 = load float, float* %1013, align 4
-	%1015 = getelementptr float, float* %1012, i64 1
-	%1016 = load float, float* %1015, align 4
-	%1017 = getelementptr float, float* %1012, i64 2
-	%1018 = load float, float* %1017, align 4
-	%1019 = getelementptr float, float* %1012, i64 3
-	%1020 = load float, float* %1019, align 4
-	%1021 = getelementptr float, float* %9, i64 %983
-	%1022 = getelementptr float, float* %1021, i64 0
-	%1023 = load float, float* %1022, align 4
-	%1024 = getelementptr float, float* %1021, i64 1
-	%1025 = load float, float* %1024, align 4
-	%1026 = getelementptr float, float* %1021, i64 2
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %1021, i64 3
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %11, i64 %983
-	%1031 = getelementptr float, float* %1030, i64 0
-	%1032 = load float, float* %1031, align 4
-	%1033 = getelementptr float, float* %1030, i64 1
-	%1034 = load float, float* %1033, align 4
-	%1035 = getelementptr float, float* %1030, i64 2
-	%1036 = load float, float* %1035, align 4
-	%1037 = getelementptr float, float* %1030, i64 3
-	%1038 = load float, float* %1037, align 4
-	%1039 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %984)
-	%1040 = extractelement <4 x float> %1039, i32 0
-	%1041 = fmul float %37, %1040
-	%1042 = fadd float %996, %1041
-	%1043 = call { float, float, float, float, float } @disk_body(float %987, float %1042, float %1005, float %1014, float %1023, float %1032, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1044 = extractvalue { float, float, float, float, float } %1043, 0
-	%1045 = extractvalue { float, float, float, float, float } %1043, 1
-	%1046 = extractvalue { float, float, float, float, float } %1043, 2
-	%1047 = extractvalue { float, float, float, float, float } %1043, 3
-	%1048 = extractvalue { float, float, float, float, float } %1043, 4
-	%1049 = extractelement <4 x float> %1039, i32 1
-	%1050 = fmul float %37, %1049
-	%1051 = fadd float %998, %1050
-	%1052 = call { float, float, float, float, float } @disk_body(float %989, float %1051, float %1007, float %1016, float %1025, float %1034, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1053 = extractvalue { float, float, float, float, float } %1052, 0
-	%1054 = extractvalue { float, float, float, float, float } %1052, 1
-	%1055 = extractvalue { float, float, float, float, float } %1052, 2
-	%1056 = extractvalue { float, float, float, float, float } %1052, 3
-	%1057 = extractvalue { float, float, float, float, float } %1052, 4
-	%1058 = extractelement <4 x float> %1039, i32 2
-	%1059 = fmul float %37, %1058
-	%1060 = fadd float %1000, %1059
-	%1061 = call { float, float, float, float, float } @disk_body(float %991, float %1060, float %1009, float %1018, float %1027, float %1036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1062 = extractvalue { float, float, float, float, float } %1061, 0
-	%1063 = extractvalue { float, float, float, float, float } %1061, 1
-	%1064 = extractvalue { float, float, float, float, float } %1061, 2
-	%1065 = extractvalue { float, float, float, float, float } %1061, 3
-	%1066 = extractvalue { float, float, float, float, float } %1061, 4
-	%1067 = extractelement <4 x float> %1039, i32 3
-	%1068 = fmul float %37, %1067
-	%1069 = fadd float %1002, %1068
-	%1070 = call { float, float, float, float, float } @disk_body(float %993, float %1069, float %1011, float %1020, float %1029, float %1038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1071 = extractvalue { float, float, float, float, float } %1070, 0
-	%1072 = extractvalue { float, float, float, float, float } %1070, 1
-	%1073 = extractvalue { float, float, float, float, float } %1070, 2
-	%1074 = extractvalue { float, float, float, float, float } %1070, 3
-	%1075 = extractvalue { float, float, float, float, float } %1070, 4
-	%1076 = getelementptr float, float* %5, i64 %983
-	%1077 = getelementptr float, float* %1076, i64 0
-	store float %1044, float* %1077, align 4
-	%1078 = getelementptr float, float* %1076, i64 1
-	store float %1053, float* %1078, align 4
-	%1079 = getelementptr float, float* %1076, i64 2
-	store float %1062, float* %1079, align 4
-	%1080 = getelementptr float, float* %1076, i64 3
-	store float %1071, float* %1080, align 4
-	%1081 = getelementptr float, float* %7, i64 %983
-	%1082 = getelementptr float, float* %1081, i64 0
-	store float %1045, float* %1082, align 4
-	%1083 = getelementptr float, float* %1081, i64 1
-	store float %1054, float* %1083, align 4
-	%1084 = getelementptr float, float* %1081, i64 2
-	store float %1063, float* %1084, align 4
-	%1085 = getelementptr float, float* %1081, i64 3
-	store float %1072, float* %1085, align 4
-	%1086 = getelementptr float, float* %9, i64 %983
-	%1087 = getelementptr float, float* %1086, i64 0
-	store float %1046, float* %1087, align 4
-	%1088 = getelementptr float, float* %1086, i64 1
-	store float %1055, float* %1088, align 4
-	%1089 = getelementptr float, float* %1086, i64 2
-	store float %1064, float* %1089, align 4
-	%1090 = getelementptr float, float* %1086, i64 3
-	store float %1073, float* %1090, align 4
-	%1091 = getelementptr float, float* %1, i64 %983
-	%1092 = getelementptr float, float* %1091, i64 0
-	store float %1047, float* %1092, align 4
-	%1093 = getelementptr float, float* %1091, i64 1
-	store float %1056, float* %1093, align 4
-	%1094 = getelementptr float, float* %1091, i64 2
-	store float %1065, float* %1094, align 4
-	%1095 = getelementptr float, float* %1091, i64 3
-	store float %1074, float* %1095, align 4
-	%1096 = getelementptr float, float* %11, i64 %983
-	%1097 = getelementptr float, float* %1096, i64 0
-	store float %1048, float* %1097, align 4
-	%1098 = getelementptr float, float* %1096, i64 1
-	store float %1057, float* %1098, align 4
-	%1099 = getelementptr float, float* %1096, i64 2
-	store float %1066, float* %1099, align 4
-	%1100 = getelementptr float, float* %1096, i64 3
-	store float %1075, float* %1100, align 4
-	%1101 = add i64 %980, 1
+	%851 = shl i64 %849, 2
+	%852 = add i64 %59, %851
+	%853 = add i64 %63, %849
+	%854 = getelementptr float, float* %1, i64 %852
+	%855 = getelementptr float, float* %854, i64 0
+	%856 = load float, float* %855, align 4
+	%857 = getelementptr float, float* %854, i64 1
+	%858 = load float, float* %857, align 4
+	%859 = getelementptr float, float* %854, i64 2
+	%860 = load float, float* %859, align 4
+	%861 = getelementptr float, float* %854, i64 3
+	%862 = load float, float* %861, align 4
+	%863 = getelementptr float, float* %3, i64 %852
+	%864 = getelementptr float, float* %863, i64 0
+	%865 = load float, float* %864, align 4
+	%866 = getelementptr float, float* %863, i64 1
+	%867 = load float, float* %866, align 4
+	%868 = getelementptr float, float* %863, i64 2
+	%869 = load float, float* %868, align 4
+	%870 = getelementptr float, float* %863, i64 3
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %5, i64 %852
+	%873 = getelementptr float, float* %872, i64 0
+	%874 = load float, float* %873, align 4
+	%875 = getelementptr float, float* %872, i64 1
+	%876 = load float, float* %875, align 4
+	%877 = getelementptr float, float* %872, i64 2
+	%878 = load float, float* %877, align 4
+	%879 = getelementptr float, float* %872, i64 3
+	%880 = load float, float* %879, align 4
+	%881 = getelementptr float, float* %7, i64 %852
+	%882 = getelementptr float, float* %881, i64 0
+	%883 = load float, float* %882, align 4
+	%884 = getelementptr float, float* %881, i64 1
+	%885 = load float, float* %884, align 4
+	%886 = getelementptr float, float* %881, i64 2
+	%887 = load float, float* %886, align 4
+	%888 = getelementptr float, float* %881, i64 3
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %9, i64 %852
+	%891 = getelementptr float, float* %890, i64 0
+	%892 = load float, float* %891, align 4
+	%893 = getelementptr float, float* %890, i64 1
+	%894 = load float, float* %893, align 4
+	%895 = getelementptr float, float* %890, i64 2
+	%896 = load float, float* %895, align 4
+	%897 = getelementptr float, float* %890, i64 3
+	%898 = load float, float* %897, align 4
+	%899 = getelementptr float, float* %11, i64 %852
+	%900 = getelementptr float, float* %899, i64 0
+	%901 = load float, float* %900, align 4
+	%902 = getelementptr float, float* %899, i64 1
+	%903 = load float, float* %902, align 4
+	%904 = getelementptr float, float* %899, i64 2
+	%905 = load float, float* %904, align 4
+	%906 = getelementptr float, float* %899, i64 3
+	%907 = load float, float* %906, align 4
+	%908 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %853)
+	%909 = extractelement <4 x float> %908, i32 0
+	%910 = fmul float %37, %909
+	%911 = fadd float %865, %910
+	%912 = call { float, float, float, float, float } @disk_body(float %856, float %911, float %874, float %883, float %892, float %901, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%913 = extractvalue { float, float, float, float, float } %912, 0
+	%914 = extractvalue { float, float, float, float, float } %912, 1
+	%915 = extractvalue { float, float, float, float, float } %912, 2
+	%916 = extractvalue { float, float, float, float, float } %912, 3
+	%917 = extractvalue { float, float, float, float, float } %912, 4
+	%918 = extractelement <4 x float> %908, i32 1
+	%919 = fmul float %37, %918
+	%920 = fadd float %867, %919
+	%921 = call { float, float, float, float, float } @disk_body(float %858, float %920, float %876, float %885, float %894, float %903, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%922 = extractvalue { float, float, float, float, float } %921, 0
+	%923 = extractvalue { float, float, float, float, float } %921, 1
+	%924 = extractvalue { float, float, float, float, float } %921, 2
+	%925 = extractvalue { float, float, float, float, float } %921, 3
+	%926 = extractvalue { float, float, float, float, float } %921, 4
+	%927 = extractelement <4 x float> %908, i32 2
+	%928 = fmul float %37, %927
+	%929 = fadd float %869, %928
+	%930 = call { float, float, float, float, float } @disk_body(float %860, float %929, float %878, float %887, float %896, float %905, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%931 = extractvalue { float, float, float, float, float } %930, 0
+	%932 = extractvalue { float, float, float, float, float } %930, 1
+	%933 = extractvalue { float, float, float, float, float } %930, 2
+	%934 = extractvalue { float, float, float, float, float } %930, 3
+	%935 = extractvalue { float, float, float, float, float } %930, 4
+	%936 = extractelement <4 x float> %908, i32 3
+	%937 = fmul float %37, %936
+	%938 = fadd float %871, %937
+	%939 = call { float, float, float, float, float } @disk_body(float %862, float %938, float %880, float %889, float %898, float %907, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%940 = extractvalue { float, float, float, float, float } %939, 0
+	%941 = extractvalue { float, float, float, float, float } %939, 1
+	%942 = extractvalue { float, float, float, float, float } %939, 2
+	%943 = extractvalue { float, float, float, float, float } %939, 3
+	%944 = extractvalue { float, float, float, float, float } %939, 4
+	%945 = getelementptr float, float* %5, i64 %852
+	%946 = getelementptr float, float* %945, i64 0
+	store float %913, float* %946, align 4
+	%947 = getelementptr float, float* %945, i64 1
+	store float %922, float* %947, align 4
+	%948 = getelementptr float, float* %945, i64 2
+	store float %931, float* %948, align 4
+	%949 = getelementptr float, float* %945, i64 3
+	store float %940, float* %949, align 4
+	%950 = getelementptr float, float* %7, i64 %852
+	%951 = getelementptr float, float* %950, i64 0
+	store float %914, float* %951, align 4
+	%952 = getelementptr float, float* %950, i64 1
+	store float %923, float* %952, align 4
+	%953 = getelementptr float, float* %950, i64 2
+	store float %932, float* %953, align 4
+	%954 = getelementptr float, float* %950, i64 3
+	store float %941, float* %954, align 4
+	%955 = getelementptr float, float* %9, i64 %852
+	%956 = getelementptr float, float* %955, i64 0
+	store float %915, float* %956, align 4
+	%957 = getelementptr float, float* %955, i64 1
+	store float %924, float* %957, align 4
+	%958 = getelementptr float, float* %955, i64 2
+	store float %933, float* %958, align 4
+	%959 = getelementptr float, float* %955, i64 3
+	store float %942, float* %959, align 4
+	%960 = getelementptr float, float* %1, i64 %852
+	%961 = getelementptr float, float* %960, i64 0
+	store float %916, float* %961, align 4
+	%962 = getelementptr float, float* %960, i64 1
+	store float %925, float* %962, align 4
+	%963 = getelementptr float, float* %960, i64 2
+	store float %934, float* %963, align 4
+	%964 = getelementptr float, float* %960, i64 3
+	store float %943, float* %964, align 4
+	%965 = getelementptr float, float* %11, i64 %852
+	%966 = getelementptr float, float* %965, i64 0
+	store float %917, float* %966, align 4
+	%967 = getelementptr float, float* %965, i64 1
+	store float %926, float* %967, align 4
+	%968 = getelementptr float, float* %965, i64 2
+	store float %935, float* %968, align 4
+	%969 = getelementptr float, float* %965, i64 3
+	store float %944, float* %969, align 4
+	%970 = add i64 %849, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1102 = phi i64 [ %61, %group.done.33 ], [ %1131, %tail.35 ]
-	%1103 = icmp slt i64 %1102, %41
-	br i1 %1103, label %tail.35, label %tail.done.36
+	%971 = phi i64 [ %61, %group.done.33 ], [ %1000, %tail.35 ]
+	%972 = icmp slt i64 %971, %41
+	br i1 %972, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1104 = getelementptr float, float* %1, i64 %1102
-	%1105 = load float, float* %1104, align 4
-	%1106 = getelementptr float, float* %3, i64 %1102
-	%1107 = load float, float* %1106, align 4
-	%1108 = getelementptr float, float* %5, i64 %1102
-	%1109 = load float, float* %1108, align 4
-	%1110 = getelementptr float, float* %7, i64 %1102
-	%1111 = load float, float* %1110, align 4
-	%1112 = getelementptr float, float* %9, i64 %1102
-	%1113 = load float, float* %1112, align 4
-	%1114 = getelementptr float, float* %11, i64 %1102
-	%1115 = load float, float* %1114, align 4
-	%1116 = add i64 %43, %1102
-	%1117 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %1116)
-	%1118 = fmul float %37, %1117
-	%1119 = fadd float %1107, %1118
-	%1120 = call { float, float, float, float, float } @disk_body(float %1105, float %1119, float %1109, float %1111, float %1113, float %1115, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1121 = extractvalue { float, float, float, float, float } %1120, 0
-	%1122 = extractvalue { float, float, float, float, float } %1120, 1
-	%1123 = extractvalue { float, float, float, float, float } %1120, 2
-	%1124 = extractvalue { float, float, float, float, float } %1120, 3
-	%1125 = extractvalue { float, float, float, float, float } %1120, 4
-	%1126 = getelementptr float, float* %5, i64 %1102
-	store float %1121, float* %1126, align 4
-	%1127 = getelementptr float, float* %7, i64 %1102
-	store float %1122, float* %1127, align 4
-	%1128 = getelementptr float, float* %9, i64 %1102
-	store float %1123, float* %1128, align 4
-	%1129 = getelementptr float, float* %1, i64 %1102
-	store float %1124, float* %1129, align 4
-	%1130 = getelementptr float, float* %11, i64 %1102
-	store float %1125, float* %1130, align 4
-	%1131 = add i64 %1102, 1
+	%973 = getelementptr float, float* %1, i64 %971
+	%974 = load float, float* %973, align 4
+	%975 = getelementptr float, float* %3, i64 %971
+	%976 = load float, float* %975, align 4
+	%977 = getelementptr float, float* %5, i64 %971
+	%978 = load float, float* %977, align 4
+	%979 = getelementptr float, float* %7, i64 %971
+	%980 = load float, float* %979, align 4
+	%981 = getelementptr float, float* %9, i64 %971
+	%982 = load float, float* %981, align 4
+	%983 = getelementptr float, float* %11, i64 %971
+	%984 = load float, float* %983, align 4
+	%985 = add i64 %43, %971
+	%986 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %985)
+	%987 = fmul float %37, %986
+	%988 = fadd float %976, %987
+	%989 = call { float, float, float, float, float } @disk_body(float %974, float %988, float %978, float %980, float %982, float %984, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%990 = extractvalue { float, float, float, float, float } %989, 0
+	%991 = extractvalue { float, float, float, float, float } %989, 1
+	%992 = extractvalue { float, float, float, float, float } %989, 2
+	%993 = extractvalue { float, float, float, float, float } %989, 3
+	%994 = extractvalue { float, float, float, float, float } %989, 4
+	%995 = getelementptr float, float* %5, i64 %971
+	store float %990, float* %995, align 4
+	%996 = getelementptr float, float* %7, i64 %971
+	store float %991, float* %996, align 4
+	%997 = getelementptr float, float* %9, i64 %971
+	store float %992, float* %997, align 4
+	%998 = getelementptr float, float* %1, i64 %971
+	store float %993, float* %998, align 4
+	%999 = getelementptr float, float* %11, i64 %971
+	store float %994, float* %999, align 4
+	%1000 = add i64 %971, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1132 = phi i64 [ %39, %without_noise ], [ %1157, %head.38 ]
-	%1133 = icmp slt i64 %1132, %59
-	br i1 %1133, label %head.38, label %head.done.39
+	%1001 = phi i64 [ %39, %without_noise ], [ %1026, %head.38 ]
+	%1002 = icmp slt i64 %1001, %59
+	br i1 %1002, label %head.38, label %head.done.39
 
 head.38:
-	%1134 = getelementptr float, float* %1, i64 %1132
-	%1135 = load float, float* %1134, align 4
-	%1136 = getelementptr float, float* %3, i64 %1132
-	%1137 = load float, float* %1136, align 4
-	%1138 = getelementptr float, float* %5, i64 %1132
-	%1139 = load float, float* %1138, align 4
-	%1140 = getelementptr float, float* %7, i64 %1132
-	%1141 = load float, float* %1140, align 4
-	%1142 = getelementptr float, float* %9, i64 %1132
-	%1143 = load float, float* %1142, align 4
-	%1144 = getelementptr float, float* %11, i64 %1132
-	%1145 = load float, float* %1144, align 4
-	%1146 = call { float, float, float, float, float } @disk_body(float %1135, float %1137, float %1139, float %1141, float %1143, float %1145, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1147 = extractvalue { float, float, float, float, float } %1146, 0
-	%1148 = extractvalue { float, float, float, float, float } %1146, 1
-	%1149 = extractvalue { float, float, float, float, float } %1146, 2
-	%1150 = extractvalue { float, float, float, float, float } %1146, 3
-	%1151 = extractvalue { float, float, float, float, float } %1146, 4
-	%1152 = getelementptr float, float* %5, i64 %1132
-	store float %1147, float* %1152, align 4
-	%1153 = getelementptr float, float* %7, i64 %1132
-	store float %1148, float* %1153, align 4
-	%1154 = getelementptr float, float* %9, i64 %1132
-	store float %1149, float* %1154, align 4
-	%1155 = getelementptr float, float* %1, i64 %1132
-	store float %1150, float* %1155, align 4
-	%1156 = getelementptr float, float* %11, i64 %1132
-	store float %1151, float* %1156, align 4
-	%1157 = add i64 %1132, 1
+	%1003 = getelementptr float, float* %1, i64 %1001
+	%1004 = load float, float* %1003, align 4
+	%1005 = getelementptr float, float* %3, i64 %1001
+	%1006 = load float, float* %1005, align 4
+	%1007 = getelementptr float, float* %5, i64 %1001
+	%1008 = load float, float* %1007, align 4
+	%1009 = getelementptr float, float* %7, i64 %1001
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %9, i64 %1001
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %11, i64 %1001
+	%1014 = load float, float* %1013, align 4
+	%1015 = call { float, float, float, float, float } @disk_body(float %1004, float %1006, float %1008, float %1010, float %1012, float %1014, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1016 = extractvalue { float, float, float, float, float } %1015, 0
+	%1017 = extractvalue { float, float, float, float, float } %1015, 1
+	%1018 = extractvalue { float, float, float, float, float } %1015, 2
+	%1019 = extractvalue { float, float, float, float, float } %1015, 3
+	%1020 = extractvalue { float, float, float, float, float } %1015, 4
+	%1021 = getelementptr float, float* %5, i64 %1001
+	store float %1016, float* %1021, align 4
+	%1022 = getelementptr float, float* %7, i64 %1001
+	store float %1017, float* %1022, align 4
+	%1023 = getelementptr float, float* %9, i64 %1001
+	store float %1018, float* %1023, align 4
+	%1024 = getelementptr float, float* %1, i64 %1001
+	store float %1019, float* %1024, align 4
+	%1025 = getelementptr float, float* %11, i64 %1001
+	store float %1020, float* %1025, align 4
+	%1026 = add i64 %1001, 1
 	br label %head.head.37
 
 head.done.39:
-	%1158 = sdiv i64 %58, 8
+	%1027 = sdiv i64 %58, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1159 = phi i64 [ 0, %head.done.39 ], [ %1912, %wide.41 ]
-	%1160 = icmp slt i64 %1159, %1158
-	br i1 %1160, label %wide.41, label %wide.done.42
+	%1028 = phi i64 [ 0, %head.done.39 ], [ %1734, %wide.41 ]
+	%1029 = icmp slt i64 %1028, %1027
+	br i1 %1029, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1161 = mul i64 %1159, 8
-	%1162 = shl i64 %1161, 2
-	%1163 = add i64 %59, %1162
-	%1164 = add i64 %63, %1161
-	%1165 = getelementptr float, float* %1, i64 %1163
-	%1166 = getelementptr float, float* %1165, i64 0
-	%1167 = load float, float* %1166, align 4
-	%1168 = getelementptr float, float* %1165, i64 1
-	%1169 = load float, float* %1168, align 4
-	%1170 = getelementptr float, float* %1165, i64 2
-	%1171 = load float, float* %1170, align 4
-	%1172 = getelementptr float, float* %1165, i64 3
-	%1173 = load float, float* %1172, align 4
-	%1174 = getelementptr float, float* %1165, i64 4
-	%1175 = load float, float* %1174, align 4
-	%1176 = getelementptr float, float* %1165, i64 5
-	%1177 = load float, float* %1176, align 4
-	%1178 = getelementptr float, float* %1165, i64 6
-	%1179 = load float, float* %1178, align 4
-	%1180 = getelementptr float, float* %1165, i64 7
-	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1165, i64 8
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1165, i64 9
-	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1165, i64 10
-	%1187 = load float, float* %1186, align 4
-	%1188 = getelementptr float, float* %1165, i64 11
-	%1189 = load float, float* %1188, align 4
-	%1190 = getelementptr float, float* %1165, i64 12
-	%1191 = load float, float* %1190, align 4
-	%1192 = getelementptr float, float* %1165, i64 13
-	%1193 = load float, float* %1192, align 4
-	%1194 = getelementptr float, float* %1165, i64 14
-	%1195 = load float, float* %1194, align 4
-	%1196 = getelementptr float, float* %1165, i64 15
-	%1197 = load float, float* %1196, align 4
-	%1198 = getelementptr float, float* %1165, i64 16
-	%1199 = load float, float* %1198, align 4
-	%1200 = getelementptr float, float* %1165, i64 17
-	%1201 = load float, float* %1200, align 4
-	%1202 = getelementptr float, float* %1165, i64 18
-	%1203 = load float, float* %1202, align 4
-	%1204 = getelementptr float, float* %1165, i64 19
-	%1205 = load float, float* %1204, align 4
-	%1206 = getelementptr float, float* %1165, i64 20
-	%1207 = load float, float* %1206, align 4
-	%1208 = getelementptr float, float* %1165, i64 21
-	%1209 = load float, float* %1208, align 4
-	%1210 = getelementptr float, float* %1165, i64 22
-	%1211 = load float, float* %1210, align 4
-	%1212 = getelementptr float, float* %1165, i64 23
-	%1213 = load float, float* %1212, align 4
-	%1214 = getelementptr float, float* %1165, i64 24
-	%1215 = load float, float* %1214, align 4
-	%1216 = getelementptr float, float* %1165, i64 25
-	%1217 = load float, float* %1216, align 4
-	%1218 = getelementptr float, float* %1165, i64 26
-	%1219 = load float, float* %1218, align 4
-	%1220 = getelementptr float, float* %1165, i64 27
-	%1221 = load float, float* %1220, align 4
-	%1222 = getelementptr float, float* %1165, i64 28
-	%1223 = load float, float* %1222, align 4
-	%1224 = getelementptr float, float* %1165, i64 29
-	%1225 = load float, float* %1224, align 4
-	%1226 = getelementptr float, float* %1165, i64 30
-	%1227 = load float, float* %1226, align 4
-	%1228 = getelementptr float, float* %1165, i64 31
-	%1229 = load float, float* %1228, align 4
-	%1230 = getelementptr float, float* %3, i64 %1163
-	%1231 = getelementptr float, float* %1230, i64 0
-	%1232 = load float, float* %1231, align 4
-	%1233 = getelementptr float, float* %1230, i64 1
-	%1234 = load float, float* %1233, align 4
-	%1235 = getelementptr float, float* %1230, i64 2
-	%1236 = load float, float* %1235, align 4
-	%1237 = getelementptr float, float* %1230, i64 3
-	%1238 = load float, float* %1237, align 4
-	%1239 = getelementptr float, float* %1230, i64 4
-	%1240 = load float, float* %1239, align 4
-	%1241 = getelementptr float, float* %1230, i64 5
-	%1242 = load float, float* %1241, align 4
-	%1243 = getelementptr float, float* %1230, i64 6
-	%1244 = load float, float* %1243, align 4
-	%1245 = getelementptr float, float* %1230, i64 7
-	%1246 = load float, float* %1245, align 4
-	%1247 = getelementptr float, float* %1230, i64 8
-	%1248 = load float, float* %1247, align 4
-	%1249 = getelementptr float, float* %1230, i64 9
-	%1250 = load float, float* %1249, align 4
-	%1251 = getelementptr float, float* %1230, i64 10
-	%1252 = load float, float* %1251, align 4
-	%1253 = getelementptr float, float* %1230, i64 11
-	%1254 = load float, float* %1253, align 4
-	%1255 = getelementptr float, float* %1230, i64 12
-	%1256 = load float, float* %1255, align 4
-	%1257 = getelementptr float, float* %1230, i64 13
-	%1258 = load float, float* %1257, align 4
-	%1259 = getelementptr float, float* %1230, i64 14
-	%1260 = load float, float* %1259, align 4
-	%1261 = getelementptr float, float* %1230, i64 15
-	%1262 = load float, float* %1261, align 4
-	%1263 = getelementptr float, float* %1230, i64 16
-	%1264 = load float, float* %1263, align 4
-	%1265 = getelementptr float, float* %1230, i64 17
-	%1266 = load float, float* %1265, align 4
-	%1267 = getelementptr float, float* %1230, i64 18
-	%1268 = load float, float* %1267, align 4
-	%1269 = getelementptr float, float* %1230, i64 19
-	%1270 = load float, float* %1269, align 4
-	%1271 = getelementptr float, float* %1230, i64 20
-	%1272 = load float, float* %1271, align 4
-	%1273 = getelementptr float, float* %1230, i64 21
-	%1274 = load float, float* %1273, align 4
-	%1275 = getelementptr float, float* %1230, i64 22
-	%1276 = load float, float* %1275, align 4
-	%1277 = getelementptr float, float* %1230, i64 23
-	%1278 = load float, float* %1277, align 4
-	%1279 = getelementptr float, float* %1230, i64 24
-	%1280 = load float, float* %1279, align 4
-	%1281 = getelementptr float, float* %1230, i64 25
-	%1282 = load float, float* %1281, align 4
-	%1283 = getelementptr float, float* %1230, i64 26
-	%1284 = load float, float* %1283, align 4
-	%1285 = getelementptr float, float* %1230, i64 27
-	%1286 = load float, float* %1285, align 4
-	%1287 = getelementptr float, float* %1230, i64 28
-	%1288 = load float, float* %1287, align 4
-	%1289 = getelementptr float, float* %1230, i64 29
-	%1290 = load float, float* %1289, align 4
-	%1291 = getelementptr float, float* %1230, i64 30
-	%1292 = load float, float* %1291, align 4
-	%1293 = getelementptr float, float* %1230, i64 31
-	%1294 = load float, float* %1293, align 4
-	%1295 = getelementptr float, float* %5, i64 %1163
-	%1296 = getelementptr float, float* %1295, i64 0
-	%1297 = load float, float* %1296, align 4
-	%1298 = getelementptr float, float* %1295, i64 1
-	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %1295, i64 2
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %1295, i64 3
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %1295, i64 4
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %1295, i64 5
-	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %1295, i64 6
-	%1309 = load float, float* %1308, align 4
-	%1310 = getelementptr float, float* %1295, i64 7
-	%1311 = load float, float* %1310, align 4
-	%1312 = getelementptr float, float* %1295, i64 8
-	%1313 = load float, float* %1312, align 4
-	%1314 = getelementptr float, float* %1295, i64 9
-	%1315 = load float, float* %1314, align 4
-	%1316 = getelementptr float, float* %1295, i64 10
-	%1317 = load float, float* %1316, align 4
-	%1318 = getelementptr float, float* %1295, i64 11
-	%1319 = load float, float* %1318, align 4
-	%1320 = getelementptr float, float* %1295, i64 12
-	%1321 = load float, float* %1320, align 4
-	%1322 = getelementptr float, float* %1295, i64 13
-	%1323 = load float, float* %1322, align 4
-	%1324 = getelementptr float, float* %1295, i64 14
-	%1325 = load float, float* %1324, align 4
-	%1326 = getelementptr float, float* %1295, i64 15
-	%1327 = load float, float* %1326, align 4
-	%1328 = getelementptr float, float* %1295, i64 16
-	%1329 = load float, float* %1328, align 4
-	%1330 = getelementptr float, float* %1295, i64 17
-	%1331 = load float, float* %1330, align 4
-	%1332 = getelementptr float, float* %1295, i64 18
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1295, i64 19
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1295, i64 20
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1295, i64 21
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1295, i64 22
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1295, i64 23
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1295, i64 24
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1295, i64 25
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1295, i64 26
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1295, i64 27
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1295, i64 28
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1295, i64 29
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1295, i64 30
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1295, i64 31
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %7, i64 %1163
-	%1361 = getelementptr float, float* %1360, i64 0
-	%1362 = load float, float* %1361, align 4
-	%1363 = getelementptr float, float* %1360, i64 1
-	%1364 = load float, float* %1363, align 4
-	%1365 = getelementptr float, float* %1360, i64 2
-	%1366 = load float, float* %1365, align 4
-	%1367 = getelementptr float, float* %1360, i64 3
-	%1368 = load float, float* %1367, align 4
-	%1369 = getelementptr float, float* %1360, i64 4
-	%1370 = load float, float* %1369, align 4
-	%1371 = getelementptr float, float* %1360, i64 5
-	%1372 = load float, float* %1371, align 4
-	%1373 = getelementptr float, float* %1360, i64 6
-	%1374 = load float, float* %1373, align 4
-	%1375 = getelementptr float, float* %1360, i64 7
-	%1376 = load float, float* %1375, align 4
-	%1377 = getelementptr float, float* %1360, i64 8
-	%1378 = load float, float* %1377, align 4
-	%1379 = getelementptr float, float* %1360, i64 9
-	%1380 = load float, float* %1379, align 4
-	%1381 = getelementptr float, float* %1360, i64 10
-	%1382 = load float, float* %1381, align 4
-	%1383 = getelementptr float, float* %1360, i64 11
-	%1384 = load float, float* %1383, align 4
-	%1385 = getelementptr float, float* %1360, i64 12
-	%1386 = load float, float* %1385, align 4
-	%1387 = getelementptr float, float* %1360, i64 13
-	%1388 = load float, float* %1387, align 4
-	%1389 = getelementptr float, float* %1360, i64 14
-	%1390 = load float, float* %1389, align 4
-	%1391 = getelementptr float, float* %1360, i64 15
-	%1392 = load float, float* %1391, align 4
-	%1393 = getelementptr float, float* %1360, i64 16
-	%1394 = load float, float* %1393, align 4
-	%1395 = getelementptr float, float* %1360, i64 17
-	%1396 = load float, float* %1395, align 4
-	%1397 = getelementptr float, float* %1360, i64 18
-	%1398 = load float, float* %1397, align 4
-	%1399 = getelementptr float, float* %1360, i64 19
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1360, i64 20
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1360, i64 21
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1360, i64 22
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1360, i64 23
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1360, i64 24
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1360, i64 25
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1360, i64 26
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1360, i64 27
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1360, i64 28
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1360, i64 29
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1360, i64 30
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1360, i64 31
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %9, i64 %1163
-	%1426 = getelementptr float, float* %1425, i64 0
-	%1427 = load float, float* %1426, align 4
-	%1428 = getelementptr float, float* %1425, i64 1
-	%1429 = load float, float* %1428, align 4
-	%1430 = getelementptr float, float* %1425, i64 2
-	%1431 = load float, float* %1430, align 4
-	%1432 = getelementptr float, float* %1425, i64 3
-	%1433 = load float, float* %1432, align 4
-	%1434 = getelementptr float, float* %1425, i64 4
-	%1435 = load float, float* %1434, align 4
-	%1436 = getelementptr float, float* %1425, i64 5
-	%1437 = load float, float* %1436, align 4
-	%1438 = getelementptr float, float* %1425, i64 6
-	%1439 = load float, float* %1438, align 4
-	%1440 = getelementptr float, float* %1425, i64 7
-	%1441 = load float, float* %1440, align 4
-	%1442 = getelementptr float, float* %1425, i64 8
-	%1443 = load float, float* %1442, align 4
-	%1444 = getelementptr float, float* %1425, i64 9
-	%1445 = load float, float* %1444, align 4
-	%1446 = getelementptr float, float* %1425, i64 10
-	%1447 = load float, float* %1446, align 4
-	%1448 = getelementptr float, float* %1425, i64 11
-	%1449 = load float, float* %1448, align 4
-	%1450 = getelementptr float, float* %1425, i64 12
-	%1451 = load float, float* %1450, align 4
-	%1452 = getelementptr float, float* %1425, i64 13
-	%1453 = load float, float* %1452, align 4
-	%1454 = getelementptr float, float* %1425, i64 14
-	%1455 = load float, float* %1454, align 4
-	%1456 = getelementptr float, float* %1425, i64 15
-	%1457 = load float, float* %1456, align 4
-	%1458 = getelementptr float, float* %1425, i64 16
-	%1459 = load float, float* %1458, align 4
-	%1460 = getelementptr float, float* %1425, i64 17
-	%1461 = load float, float* %1460, align 4
-	%1462 = getelementptr float, float* %1425, i64 18
-	%1463 = load float, float* %1462, align 4
-	%1464 = getelementptr float, float* %1425, i64 19
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1425, i64 20
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1425, i64 21
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1425, i64 22
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1425, i64 23
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1425, i64 24
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1425, i64 25
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1425, i64 26
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1425, i64 27
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1425, i64 28
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1425, i64 29
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1425, i64 30
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1425, i64 31
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %11, i64 %1163
-	%1491 = getelementptr float, float* %1490, i64 0
-	%1492 = load float, float* %1491, align 4
-	%1493 = getelementptr float, float* %1490, i64 1
-	%1494 = load float, float* %1493, align 4
-	%1495 = getelementptr float, float* %1490, i64 2
-	%1496 = load float, float* %1495, align 4
-	%1497 = getelementptr float, float* %1490, i64 3
-	%1498 = load float, float* %1497, align 4
-	%1499 = getelementptr float, float* %1490, i64 4
-	%1500 = load float, float* %1499, align 4
-	%1501 = getelementptr float, float* %1490, i64 5
-	%1502 = load float, float* %1501, align 4
-	%1503 = getelementptr float, float* %1490, i64 6
-	%1504 = load float, float* %1503, align 4
-	%1505 = getelementptr float, float* %1490, i64 7
-	%1506 = load float, float* %1505, align 4
-	%1507 = getelementptr float, float* %1490, i64 8
-	%1508 = load float, float* %1507, align 4
-	%1509 = getelementptr float, float* %1490, i64 9
-	%1510 = load float, float* %1509, align 4
-	%1511 = getelementptr float, float* %1490, i64 10
-	%1512 = load float, float* %1511, align 4
-	%1513 = getelementptr float, float* %1490, i64 11
-	%1514 = load float, float* %1513, align 4
-	%1515 = getelementptr float, float* %1490, i64 12
-	%1516 = load float, float* %1515, align 4
-	%1517 = getelementptr float, float* %1490, i64 13
-	%1518 = load float, float* %1517, align 4
-	%1519 = getelementptr float, float* %1490, i64 14
-	%1520 = load float, float* %1519, align 4
-	%1521 = getelementptr float, float* %1490, i64 15
-	%1522 = load float, float* %1521, align 4
-	%1523 = getelementptr float, float* %1490, i64 16
-	%1524 = load float, float* %1523, align 4
-	%1525 = getelementptr float, float* %1490, i64 17
-	%1526 = load float, float* %1525, align 4
-	%1527 = getelementptr float, float* %1490, i64 18
-	%1528 = load float, float* %1527, align 4
-	%1529 = getelementptr float, float* %1490, i64 19
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1490, i64 20
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1490, i64 21
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1490, i64 22
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1490, i64 23
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1490, i64 24
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1490, i64 25
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1490, i64 26
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1490, i64 27
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1490, i64 28
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1490, i64 29
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1490, i64 30
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1490, i64 31
-	%1554 = load float, float* %1553, align 4
-	%1555 = call { float, float, float, float, float } @disk_body(float %1167, float %1232, float %1297, float %1362, float %1427, float %1492, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1556 = extractvalue { float, float, float, float, float } %1555, 0
-	%1557 = extractvalue { float, float, float, float, float } %1555, 1
-	%1558 = extractvalue { float, float, float, float, float } %1555, 2
-	%1559 = extractvalue { float, float, float, float, float } %1555, 3
-	%1560 = extractvalue { float, float, float, float, float } %1555, 4
-	%1561 = call { float, float, float, float, float } @disk_body(float %1169, float %1234, float %1299, float %1364, float %1429, float %1494, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1562 = extractvalue { float, float, float, float, float } %1561, 0
-	%1563 = extractvalue { float, float, float, float, float } %1561, 1
-	%1564 = extractvalue { float, float, float, float, float } %1561, 2
-	%1565 = extractvalue { float, float, float, float, float } %1561, 3
-	%1566 = extractvalue { float, float, float, float, float } %1561, 4
-	%1567 = call { float, float, float, float, float } @disk_body(float %1171, float %1236, float %1301, float %1366, float %1431, float %1496, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1568 = extractvalue { float, float, float, float, float } %1567, 0
-	%1569 = extractvalue { float, float, float, float, float } %1567, 1
-	%1570 = extractvalue { float, float, float, float, float } %1567, 2
-	%1571 = extractvalue { float, float, float, float, float } %1567, 3
-	%1572 = extractvalue { float, float, float, float, float } %1567, 4
-	%1573 = call { float, float, float, float, float } @disk_body(float %1173, float %1238, float %1303, float %1368, float %1433, float %1498, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1574 = extractvalue { float, float, float, float, float } %1573, 0
-	%1575 = extractvalue { float, float, float, float, float } %1573, 1
-	%1576 = extractvalue { float, float, float, float, float } %1573, 2
-	%1577 = extractvalue { float, float, float, float, float } %1573, 3
-	%1578 = extractvalue { float, float, float, float, float } %1573, 4
-	%1579 = call { float, float, float, float, float } @disk_body(float %1175, float %1240, float %1305, float %1370, float %1435, float %1500, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1580 = extractvalue { float, float, float, float, float } %1579, 0
-	%1581 = extractvalue { float, float, float, float, float } %1579, 1
-	%1582 = extractvalue { float, float, float, float, float } %1579, 2
-	%1583 = extractvalue { float, float, float, float, float } %1579, 3
-	%1584 = extractvalue { float, float, float, float, float } %1579, 4
-	%1585 = call { float, float, float, float, float } @disk_body(float %1177, float %1242, float %1307, float %1372, float %1437, float %1502, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1586 = extractvalue { float, float, float, float, float } %1585, 0
-	%1587 = extractvalue { float, float, float, float, float } %1585, 1
-	%1588 = extractvalue { float, float, float, float, float } %1585, 2
-	%1589 = extractvalue { float, float, float, float, float } %1585, 3
-	%1590 = extractvalue { float, float, float, float, float } %1585, 4
-	%1591 = call { float, float, float, float, float } @disk_body(float %1179, float %1244, float %1309, float %1374, float %1439, float %1504, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1592 = extractvalue { float, float, float, float, float } %1591, 0
-	%1593 = extractvalue { float, float, float, float, float } %1591, 1
-	%1594 = extractvalue { float, float, float, float, float } %1591, 2
-	%1595 = extractvalue { float, float, float, float, float } %1591, 3
-	%1596 = extractvalue { float, float, float, float, float } %1591, 4
-	%1597 = call { float, float, float, float, float } @disk_body(float %1181, float %1246, float %1311, float %1376, float %1441, float %1506, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1598 = extractvalue { float, float, float, float, float } %1597, 0
-	%1599 = extractvalue { float, float, float, float, float } %1597, 1
-	%1600 = extractvalue { float, float, float, float, float } %1597, 2
-	%1601 = extractvalue { float, float, float, float, float } %1597, 3
-	%1602 = extractvalue { float, float, float, float, float } %1597, 4
-	%1603 = call { float, float, float, float, float } @disk_body(float %1183, float %1248, float %1313, float %1378, float %1443, float %1508, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1604 = extractvalue { float, float, float, float, float } %1603, 0
-	%1605 = extractvalue { float, float, float, float, float } %1603, 1
-	%1606 = extractvalue { float, float, float, float, float } %1603, 2
-	%1607 = extractvalue { float, float, float, float, float } %1603, 3
-	%1608 = extractvalue { float, float, float, float, float } %1603, 4
-	%1609 = call { float, float, float, float, float } @disk_body(float %1185, float %1250, float %1315, float %1380, float %1445, float %1510, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1610 = extractvalue { float, float, float, float, float } %1609, 0
-	%1611 = extractvalue { float, float, float, float, float } %1609, 1
-	%1612 = extractvalue { float, float, float, float, float } %1609, 2
-	%1613 = extractvalue { float, float, float, float, float } %1609, 3
-	%1614 = extractvalue { float, float, float, float, float } %1609, 4
-	%1615 = call { float, float, float, float, float } @disk_body(float %1187, float %1252, float %1317, float %1382, float %1447, float %1512, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1616 = extractvalue { float, float, float, float, float } %1615, 0
-	%1617 = extractvalue { float, float, float, float, float } %1615, 1
-	%1618 = extractvalue { float, float, float, float, float } %1615, 2
-	%1619 = extractvalue { float, float, float, float, float } %1615, 3
-	%1620 = extractvalue { float, float, float, float, float } %1615, 4
-	%1621 = call { float, float, float, float, float } @disk_body(float %1189, float %1254, float %1319, float %1384, float %1449, float %1514, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1622 = extractvalue { float, float, float, float, float } %1621, 0
-	%1623 = extractvalue { float, float, float, float, float } %1621, 1
-	%1624 = extractvalue { float, float, float, float, float } %1621, 2
-	%1625 = extractvalue { float, float, float, float, float } %1621, 3
-	%1626 = extractvalue { float, float, float, float, float } %1621, 4
-	%1627 = call { float, float, float, float, float } @disk_body(float %1191, float %1256, float %1321, float %1386, float %1451, float %1516, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1628 = extractvalue { float, float, float, float, float } %1627, 0
-	%1629 = extractvalue { float, float, float, float, float } %1627, 1
-	%1630 = extractvalue { float, float, float, float, float } %1627, 2
-	%1631 = extractvalue { float, float, float, float, float } %1627, 3
-	%1632 = extractvalue { float, float, float, float, float } %1627, 4
-	%1633 = call { float, float, float, float, float } @disk_body(float %1193, float %1258, float %1323, float %1388, float %1453, float %1518, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1634 = extractvalue { float, float, float, float, float } %1633, 0
-	%1635 = extractvalue { float, float, float, float, float } %1633, 1
-	%1636 = extractvalue { float, float, float, float, float } %1633, 2
-	%1637 = extractvalue { float, float, float, float, float } %1633, 3
-	%1638 = extractvalue { float, float, float, float, float } %1633, 4
-	%1639 = call { float, float, float, float, float } @disk_body(float %1195, float %1260, float %1325, float %1390, float %1455, float %1520, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1640 = extractvalue { float, float, float, float, float } %1639, 0
-	%1641 = extractvalue { float, float, float, float, float } %1639, 1
-	%1642 = extractvalue { float, float, float, float, float } %1639, 2
-	%1643 = extractvalue { float, float, float, float, float } %1639, 3
-	%1644 = extractvalue { float, float, float, float, float } %1639, 4
-	%1645 = call { float, float, float, float, float } @disk_body(float %1197, float %1262, float %1327, float %1392, float %1457, float %1522, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1646 = extractvalue { float, float, float, float, float } %1645, 0
-	%1647 = extractvalue { float, float, float, float, float } %1645, 1
-	%1648 = extractvalue { float, float, float, float, float } %1645, 2
-	%1649 = extractvalue { float, float, float, float, float } %1645, 3
-	%1650 = extractvalue { float, float, float, float, float } %1645, 4
-	%1651 = call { float, float, float, float, float } @disk_body(float %1199, float %1264, float %1329, float %1394, float %1459, float %1524, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1652 = extractvalue { float, float, float, float, float } %1651, 0
-	%1653 = extractvalue { float, float, float, float, float } %1651, 1
-	%1654 = extractvalue { float, float, float, float, float } %1651, 2
-	%1655 = extractvalue { float, float, float, float, float } %1651, 3
-	%1656 = extractvalue { float, float, float, float, float } %1651, 4
-	%1657 = call { float, float, float, float, float } @disk_body(float %1201, float %1266, float %1331, float %1396, float %1461, float %1526, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1658 = extractvalue { float, float, float, float, float } %1657, 0
-	%1659 = extractvalue { float, float, float, float, float } %1657, 1
-	%1660 = extractvalue { float, float, float, float, float } %1657, 2
-	%1661 = extractvalue { float, float, float, float, float } %1657, 3
-	%1662 = extractvalue { float, float, float, float, float } %1657, 4
-	%1663 = call { float, float, float, float, float } @disk_body(float %1203, float %1268, float %1333, float %1398, float %1463, float %1528, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1664 = extractvalue { float, float, float, float, float } %1663, 0
-	%1665 = extractvalue { float, float, float, float, float } %1663, 1
-	%1666 = extractvalue { float, float, float, float, float } %1663, 2
-	%1667 = extractvalue { float, float, float, float, float } %1663, 3
-	%1668 = extractvalue { float, float, float, float, float } %1663, 4
-	%1669 = call { float, float, float, float, float } @disk_body(float %1205, float %1270, float %1335, float %1400, float %1465, float %1530, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1670 = extractvalue { float, float, float, float, float } %1669, 0
-	%1671 = extractvalue { float, float, float, float, float } %1669, 1
-	%1672 = extractvalue { float, float, float, float, float } %1669, 2
-	%1673 = extractvalue { float, float, float, float, float } %1669, 3
-	%1674 = extractvalue { float, float, float, float, float } %1669, 4
-	%1675 = call { float, float, float, float, float } @disk_body(float %1207, float %1272, float %1337, float %1402, float %1467, float %1532, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1676 = extractvalue { float, float, float, float, float } %1675, 0
-	%1677 = extractvalue { float, float, float, float, float } %1675, 1
-	%1678 = extractvalue { float, float, float, float, float } %1675, 2
-	%1679 = extractvalue { float, float, float, float, float } %1675, 3
-	%1680 = extractvalue { float, float, float, float, float } %1675, 4
-	%1681 = call { float, float, float, float, float } @disk_body(float %1209, float %1274, float %1339, float %1404, float %1469, float %1534, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1682 = extractvalue { float, float, float, float, float } %1681, 0
-	%1683 = extractvalue { float, float, float, float, float } %1681, 1
-	%1684 = extractvalue { float, float, float, float, float } %1681, 2
-	%1685 = extractvalue { float, float, float, float, float } %1681, 3
-	%1686 = extractvalue { float, float, float, float, float } %1681, 4
-	%1687 = call { float, float, float, float, float } @disk_body(float %1211, float %1276, float %1341, float %1406, float %1471, float %1536, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1688 = extractvalue { float, float, float, float, float } %1687, 0
-	%1689 = extractvalue { float, float, float, float, float } %1687, 1
-	%1690 = extractvalue { float, float, float, float, float } %1687, 2
-	%1691 = extractvalue { float, float, float, float, float } %1687, 3
-	%1692 = extractvalue { float, float, float, float, float } %1687, 4
-	%1693 = call { float, float, float, float, float } @disk_body(float %1213, float %1278, float %1343, float %1408, float %1473, float %1538, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1694 = extractvalue { float, float, float, float, float } %1693, 0
-	%1695 = extractvalue { float, float, float, float, float } %1693, 1
-	%1696 = extractvalue { float, float, float, float, float } %1693, 2
-	%1697 = extractvalue { float, float, float, float, float } %1693, 3
-	%1698 = extractvalue { float, float, float, float, float } %1693, 4
-	%1699 = call { float, float, float, float, float } @disk_body(float %1215, float %1280, float %1345, float %1410, float %1475, float %1540, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1700 = extractvalue { float, float, float, float, float } %1699, 0
-	%1701 = extractvalue { float, float, float, float, float } %1699, 1
-	%1702 = extractvalue { float, float, float, float, float } %1699, 2
-	%1703 = extractvalue { float, float, float, float, float } %1699, 3
-	%1704 = extractvalue { float, float, float, float, float } %1699, 4
-	%1705 = call { float, float, float, float, float } @disk_body(float %1217, float %1282, float %1347, float %1412, float %1477, float %1542, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1706 = extractvalue { float, float, float, float, float } %1705, 0
-	%1707 = extractvalue { float, float, float, float, float } %1705, 1
-	%1708 = extractvalue { float, float, float, float, float } %1705, 2
-	%1709 = extractvalue { float, float, float, float, float } %1705, 3
-	%1710 = extractvalue { float, float, float, float, float } %1705, 4
-	%1711 = call { float, float, float, float, float } @disk_body(float %1219, float %1284, float %1349, float %1414, float %1479, float %1544, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1712 = extractvalue { float, float, float, float, float } %1711, 0
-	%1713 = extractvalue { float, float, float, float, float } %1711, 1
-	%1714 = extractvalue { float, float, float, float, float } %1711, 2
-	%1715 = extractvalue { float, float, float, float, float } %1711, 3
-	%1716 = extractvalue { float, float, float, float, float } %1711, 4
-	%1717 = call { float, float, float, float, float } @disk_body(float %1221, float %1286, float %1351, float %1416, float %1481, float %1546, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1718 = extractvalue { float, float, float, float, float } %1717, 0
-	%1719 = extractvalue { float, float, float, float, float } %1717, 1
-	%1720 = extractvalue { float, float, float, float, float } %1717, 2
-	%1721 = extractvalue { float, float, float, float, float } %1717, 3
-	%1722 = extractvalue { float, float, float, float, float } %1717, 4
-	%1723 = call { float, float, float, float, float } @disk_body(float %1223, float %1288, float %1353, float %1418, float %1483, float %1548, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1724 = extractvalue { float, float, float, float, float } %1723, 0
-	%1725 = extractvalue { float, float, float, float, float } %1723, 1
-	%1726 = extractvalue { float, float, float, float, float } %1723, 2
-	%1727 = extractvalue { float, float, float, float, float } %1723, 3
-	%1728 = extractvalue { float, float, float, float, float } %1723, 4
-	%1729 = call { float, float, float, float, float } @disk_body(float %1225, float %1290, float %1355, float %1420, float %1485, float %1550, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1730 = extractvalue { float, float, float, float, float } %1729, 0
-	%1731 = extractvalue { float, float, float, float, float } %1729, 1
-	%1732 = extractvalue { float, float, float, float, float } %1729, 2
-	%1733 = extractvalue { float, float, float, float, float } %1729, 3
-	%1734 = extractvalue { float, float, float, float, float } %1729, 4
-	%1735 = call { float, float, float, float, float } @disk_body(float %1227, float %1292, float %1357, float %1422, float %1487, float %1552, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1736 = extractvalue { float, float, float, float, float } %1735, 0
-	%1737 = extractvalue { float, float, float, float, float } %1735, 1
-	%1738 = extractvalue { float, float, float, float, float } %1735, 2
-	%1739 = extractvalue { float, float, float, float, float } %1735, 3
-	%1740 = extractvalue { float, float, float, float, float } %1735, 4
-	%1741 = call { float, float, float, float, float } @disk_body(float %1229, float %1294, float %1359, float %1424, float %1489, float %1554, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1742 = extractvalue { float, float, float, float, float } %1741, 0
-	%1743 = extractvalue { float, float, float, float, float } %1741, 1
-	%1744 = extractvalue { float, float, float, float, float } %1741, 2
-	%1745 = extractvalue { float, float, float, float, float } %1741, 3
-	%1746 = extractvalue { float, float, float, float, float } %1741, 4
-	%1747 = getelementptr float, float* %5, i64 %1163
-	%1748 = getelementptr float, float* %1747, i64 0
-	store float %1556, float* %1748, align 4
-	%1749 = getelementptr float, float* %1747, i64 1
-	store float %1562, float* %1749, align 4
-	%1750 = getelementptr float, float* %1747, i64 2
-	store float %1568, float* %1750, align 4
-	%1751 = getelementptr float, float* %1747, i64 3
-	store float %1574, float* %1751, align 4
-	%1752 = getelementptr float, float* %1747, i64 4
-	store float %1580, float* %1752, align 4
-	%1753 = getelementptr float, float* %1747, i64 5
-	store float %1586, float* %1753, align 4
-	%1754 = getelementptr float, float* %1747, i64 6
-	store float %1592, float* %1754, align 4
-	%1755 = getelementptr float, float* %1747, i64 7
-	store float %1598, float* %1755, align 4
-	%1756 = getelementptr float, float* %1747, i64 8
-	store float %1604, float* %1756, align 4
-	%1757 = getelementptr float, float* %1747, i64 9
-	store float %1610, float* %1757, align 4
-	%1758 = getelementptr float, float* %1747, i64 10
-	store float %1616, float* %1758, align 4
-	%1759 = getelementptr float, float* %1747, i64 11
-	store float %1622, float* %1759, align 4
-	%1760 = getelementptr float, float* %1747, i64 12
-	store float %1628, float* %1760, align 4
-	%1761 = getelementptr float, float* %1747, i64 13
-	store float %1634, float* %1761, align 4
-	%1762 = getelementptr float, float* %1747, i64 14
-	store float %1640, float* %1762, align 4
-	%1763 = getelementptr float, float* %1747, i64 15
-	store float %1646, float* %1763, align 4
-	%1764 = getelementptr float, float* %1747, i64 16
-	store float %1652, float* %1764, align 4
-	%1765 = getelementptr float, float* %1747, i64 17
-	store float %1658, float* %1765, align 4
-	%1766 = getelementptr float, float* %1747, i64 18
-	store float %1664, float* %1766, align 4
-	%1767 = getelementptr float, float* %1747, i64 19
-	store float %1670, float* %1767, align 4
-	%1768 = getelementptr float, float* %1747, i64 20
-	store float %1676, float* %1768, align 4
-	%1769 = getelementptr float, float* %1747, i64 21
-	store float %1682, float* %1769, align 4
-	%1770 = getelementptr float, float* %1747, i64 22
-	store float %1688, float* %1770, align 4
-	%1771 = getelementptr float, float* %1747, i64 23
-	store float %1694, float* %1771, align 4
-	%1772 = getelementptr float, float* %1747, i64 24
-	store float %1700, float* %1772, align 4
-	%1773 = getelementptr float, float* %1747, i64 25
-	store float %1706, float* %1773, align 4
-	%1774 = getelementptr float, float* %1747, i64 26
-	store float %1712, float* %1774, align 4
-	%1775 = getelementptr float, float* %1747, i64 27
-	store float %1718, float* %1775, align 4
-	%1776 = getelementptr float, float* %1747, i64 28
-	store float %1724, float* %1776, align 4
-	%1777 = getelementptr float, float* %1747, i64 29
-	store float %1730, float* %1777, align 4
-	%1778 = getelementptr float, float* %1747, i64 30
-	store float %1736, float* %1778, align 4
-	%1779 = getelementptr float, float* %1747, i64 31
-	store float %1742, float* %1779, align 4
-	%1780 = getelementptr float, float* %7, i64 %1163
-	%1781 = getelementptr float, float* %1780, i64 0
-	store float %1557, float* %1781, align 4
-	%1782 = getelementptr float, float* %1780, i64 1
-	store float %1563, float* %1782, align 4
-	%1783 = getelementptr float, float* %1780, i64 2
-	store float %1569, float* %1783, align 4
-	%1784 = getelementptr float, float* %1780, i64 3
-	store float %1575, float* %1784, align 4
-	%1785 = getelementptr float, float* %1780, i64 4
-	store float %1581, float* %1785, align 4
-	%1786 = getelementptr float, float* %1780, i64 5
-	store float %1587, float* %1786, align 4
-	%1787 = getelementptr float, float* %1780, i64 6
-	store float %1593, float* %1787, align 4
-	%1788 = getelementptr float, float* %1780, i64 7
-	store float %1599, float* %1788, align 4
-	%1789 = getelementptr float, float* %1780, i64 8
-	store float %1605, float* %1789, align 4
-	%1790 = getelementptr float, float* %1780, i64 9
-	store float %1611, float* %1790, align 4
-	%1791 = getelementptr float, float* %1780, i64 10
-	store float %1617, float* %1791, align 4
-	%1792 = getelementptr float, float* %1780, i64 11
-	store float %1623, float* %1792, align 4
-	%1793 = getelementptr float, float* %1780, i64 12
-	store float %1629, float* %1793, align 4
-	%1794 = getelementptr float, float* %1780, i64 13
-	store float %1635, float* %1794, align 4
-	%1795 = getelementptr float, float* %1780, i64 14
-	store float %1641, float* %1795, align 4
-	%1796 = getelementptr float, float* %1780, i64 15
-	store float %1647, float* %1796, align 4
-	%1797 = getelementptr float, float* %1780, i64 16
-	store float %1653, float* %1797, align 4
-	%1798 = getelementptr float, float* %1780, i64 17
-	store float %1659, float* %1798, align 4
-	%1799 = getelementptr float, float* %1780, i64 18
-	store float %1665, float* %1799, align 4
-	%1800 = getelementptr float, float* %1780, i64 19
-	store float %1671, float* %1800, align 4
-	%1801 = getelementptr float, float* %1780, i64 20
-	store float %1677, float* %1801, align 4
-	%1802 = getelementptr float, float* %1780, i64 21
-	store float %1683, float* %1802, align 4
-	%1803 = getelementptr float, float* %1780, i64 22
-	store float %1689, float* %1803, align 4
-	%1804 = getelementptr float, float* %1780, i64 23
-	store float %1695, float* %1804, align 4
-	%1805 = getelementptr float, float* %1780, i64 24
-	store float %1701, float* %1805, align 4
-	%1806 = getelementptr float, float* %1780, i64 25
-	store float %1707, float* %1806, align 4
-	%1807 = getelementptr float, float* %1780, i64 26
-	store float %1713, float* %1807, align 4
-	%1808 = getelementptr float, float* %1780, i64 27
-	store float %1719, float* %1808, align 4
-	%1809 = getelementptr float, float* %1780, i64 28
-	store float %1725, float* %1809, align 4
-	%1810 = getelementptr float, float* %1780, i64 29
-	store float %1731, float* %1810, align 4
-	%1811 = getelementptr float, float* %1780, i64 30
-	store float %1737, float* %1811, align 4
-	%1812 = getelementptr float, float* %1780, i64 31
-	store float %1743, float* %1812, align 4
-	%1813 = getelementptr float, float* %9, i64 %1163
-	%1814 = getelementptr float, float* %1813, i64 0
-	store float %1558, float* %1814, align 4
-	%1815 = getelementptr float, float* %1813, i64 1
-	store float %1564, float* %1815, align 4
-	%1816 = getelementptr float, float* %1813, i64 2
-	store float %1570, float* %1816, align 4
-	%1817 = getelementptr float, float* %1813, i64 3
-	store float %1576, float* %1817, align 4
-	%1818 = getelementptr float, float* %1813, i64 4
-	store float %1582, float* %1818, align 4
-	%1819 = getelementptr float, float* %1813, i64 5
-	store float %1588, float* %1819, align 4
-	%1820 = getelementptr float, float* %1813, i64 6
-	store float %1594, float* %1820, align 4
-	%1821 = getelementptr float, float* %1813, i64 7
-	store float %1600, float* %1821, align 4
-	%1822 = getelementptr float, float* %1813, i64 8
-	store float %1606, float* %1822, align 4
-	%1823 = getelementptr float, float* %1813, i64 9
-	store float %1612, float* %1823, align 4
-	%1824 = getelementptr float, float* %1813, i64 10
-	store float %1618, float* %1824, align 4
-	%1825 = getelementptr float, float* %1813, i64 11
-	store float %1624, float* %1825, align 4
-	%1826 = getelementptr float, float* %1813, i64 12
-	store float %1630, float* %1826, align 4
-	%1827 = getelementptr float, float* %1813, i64 13
-	store float %1636, float* %1827, align 4
-	%1828 = getelementptr float, float* %1813, i64 14
-	store float %1642, float* %1828, align 4
-	%1829 = getelementptr float, float* %1813, i64 15
-	store float %1648, float* %1829, align 4
-	%1830 = getelementptr float, float* %1813, i64 16
-	store float %1654, float* %1830, align 4
-	%1831 = getelementptr float, float* %1813, i64 17
-	store float %1660, float* %1831, align 4
-	%1832 = getelementptr float, float* %1813, i64 18
-	store float %1666, float* %1832, align 4
-	%1833 = getelementptr float, float* %1813, i64 19
-	store float %1672, float* %1833, align 4
-	%1834 = getelementptr float, float* %1813, i64 20
-	store float %1678, float* %1834, align 4
-	%1835 = getelementptr float, float* %1813, i64 21
-	store float %1684, float* %1835, align 4
-	%1836 = getelementptr float, float* %1813, i64 22
-	store float %1690, float* %1836, align 4
-	%1837 = getelementptr float, float* %1813, i64 23
-	store float %1696, float* %1837, align 4
-	%1838 = getelementptr float, float* %1813, i64 24
-	store float %1702, float* %1838, align 4
-	%1839 = getelementptr float, float* %1813, i64 25
-	store float %1708, float* %1839, align 4
-	%1840 = getelementptr float, float* %1813, i64 26
-	store float %1714, float* %1840, align 4
-	%1841 = getelementptr float, float* %1813, i64 27
-	store float %1720, float* %1841, align 4
-	%1842 = getelementptr float, float* %1813, i64 28
-	store float %1726, float* %1842, align 4
-	%1843 = getelementptr float, float* %1813, i64 29
-	store float %1732, float* %1843, align 4
-	%1844 = getelementptr float, float* %1813, i64 30
-	store float %1738, float* %1844, align 4
-	%1845 = getelementptr float, float* %1813, i64 31
-	store float %1744, float* %1845, align 4
-	%1846 = getelementptr float, float* %1, i64 %1163
-	%1847 = getelementptr float, float* %1846, i64 0
-	store float %1559, float* %1847, align 4
-	%1848 = getelementptr float, float* %1846, i64 1
-	store float %1565, float* %1848, align 4
-	%1849 = getelementptr float, float* %1846, i64 2
-	store float %1571, float* %1849, align 4
-	%1850 = getelementptr float, float* %1846, i64 3
-	store float %1577, float* %1850, align 4
-	%1851 = getelementptr float, float* %1846, i64 4
-	store float %1583, float* %1851, align 4
-	%1852 = getelementptr float, float* %1846, i64 5
-	store float %1589, float* %1852, align 4
-	%1853 = getelementptr float, float* %1846, i64 6
-	store float %1595, float* %1853, align 4
-	%1854 = getelementptr float, float* %1846, i64 7
-	store float %1601, float* %1854, align 4
-	%1855 = getelementptr float, float* %1846, i64 8
-	store float %1607, float* %1855, align 4
-	%1856 = getelementptr float, float* %1846, i64 9
-	store float %1613, float* %1856, align 4
-	%1857 = getelementptr float, float* %1846, i64 10
-	store float %1619, float* %1857, align 4
-	%1858 = getelementptr float, float* %1846, i64 11
-	store float %1625, float* %1858, align 4
-	%1859 = getelementptr float, float* %1846, i64 12
-	store float %1631, float* %1859, align 4
-	%1860 = getelementptr float, float* %1846, i64 13
-	store float %1637, float* %1860, align 4
-	%1861 = getelementptr float, float* %1846, i64 14
-	store float %1643, float* %1861, align 4
-	%1862 = getelementptr float, float* %1846, i64 15
-	store float %1649, float* %1862, align 4
-	%1863 = getelementptr float, float* %1846, i64 16
-	store float %1655, float* %1863, align 4
-	%1864 = getelementptr float, float* %1846, i64 17
-	store float %1661, float* %1864, align 4
-	%1865 = getelementptr float, float* %1846, i64 18
-	store float %1667, float* %1865, align 4
-	%1866 = getelementptr float, float* %1846, i64 19
-	store float %1673, float* %1866, align 4
-	%1867 = getelementptr float, float* %1846, i64 20
-	store float %1679, float* %1867, align 4
-	%1868 = getelementptr float, float* %1846, i64 21
-	store float %1685, float* %1868, align 4
-	%1869 = getelementptr float, float* %1846, i64 22
-	store float %1691, float* %1869, align 4
-	%1870 = getelementptr float, float* %1846, i64 23
-	store float %1697, float* %1870, align 4
-	%1871 = getelementptr float, float* %1846, i64 24
-	store float %1703, float* %1871, align 4
-	%1872 = getelementptr float, float* %1846, i64 25
-	store float %1709, float* %1872, align 4
-	%1873 = getelementptr float, float* %1846, i64 26
-	store float %1715, float* %1873, align 4
-	%1874 = getelementptr float, float* %1846, i64 27
-	store float %1721, float* %1874, align 4
-	%1875 = getelementptr float, float* %1846, i64 28
-	store float %1727, float* %1875, align 4
-	%1876 = getelementptr float, float* %1846, i64 29
-	store float %1733, float* %1876, align 4
-	%1877 = getelementptr float, float* %1846, i64 30
-	store float %1739, float* %1877, align 4
-	%1878 = getelementptr float, float* %1846, i64 31
-	store float %1745, float* %1878, align 4
-	%1879 = getelementptr float, float* %11, i64 %1163
-	%1880 = getelementptr float, float* %1879, i64 0
-	store float %1560, float* %1880, align 4
-	%1881 = getelementptr float, float* %1879, i64 1
-	store float %1566, float* %1881, align 4
-	%1882 = getelementptr float, float* %1879, i64 2
-	store float %1572, float* %1882, align 4
-	%1883 = getelementptr float, float* %1879, i64 3
-	store float %1578, float* %1883, align 4
-	%1884 = getelementptr float, float* %1879, i64 4
-	store float %1584, float* %1884, align 4
-	%1885 = getelementptr float, float* %1879, i64 5
-	store float %1590, float* %1885, align 4
-	%1886 = getelementptr float, float* %1879, i64 6
-	store float %1596, float* %1886, align 4
-	%1887 = getelementptr float, float* %1879, i64 7
-	store float %1602, float* %1887, align 4
-	%1888 = getelementptr float, float* %1879, i64 8
-	store float %1608, float* %1888, align 4
-	%1889 = getelementptr float, float* %1879, i64 9
-	store float %1614, float* %1889, align 4
-	%1890 = getelementptr float, float* %1879, i64 10
-	store float %1620, float* %1890, align 4
-	%1891 = getelementptr float, float* %1879, i64 11
-	store float %1626, float* %1891, align 4
-	%1892 = getelementptr float, float* %1879, i64 12
-	store float %1632, float* %1892, align 4
-	%1893 = getelementptr float, float* %1879, i64 13
-	store float %1638, float* %1893, align 4
-	%1894 = getelementptr float, float* %1879, i64 14
-	store float %1644, float* %1894, align 4
-	%1895 = getelementptr float, float* %1879, i64 15
-	store float %1650, float* %1895, align 4
-	%1896 = getelementptr float, float* %1879, i64 16
-	store float %1656, float* %1896, align 4
-	%1897 = getelementptr float, float* %1879, i64 17
-	store float %1662, float* %1897, align 4
-	%1898 = getelementptr float, float* %1879, i64 18
-	store float %1668, float* %1898, align 4
-	%1899 = getelementptr float, float* %1879, i64 19
-	store float %1674, float* %1899, align 4
-	%1900 = getelementptr float, float* %1879, i64 20
-	store float %1680, float* %1900, align 4
-	%1901 = getelementptr float, float* %1879, i64 21
-	store float %1686, float* %1901, align 4
-	%1902 = getelementptr float, float* %1879, i64 22
-	store float %1692, float* %1902, align 4
-	%1903 = getelementptr float, float* %1879, i64 23
-	store float %1698, float* %1903, align 4
-	%1904 = getelementptr float, float* %1879, i64 24
-	store float %1704, float* %1904, align 4
-	%1905 = getelementptr float, float* %1879, i64 25
-	store float %1710, float* %1905, align 4
-	%1906 = getelementptr float, float* %1879, i64 26
-	store float %1716, float* %1906, align 4
-	%1907 = getelementptr float, float* %1879, i64 27
-	store float %1722, float* %1907, align 4
-	%1908 = getelementptr float, float* %1879, i64 28
-	store float %1728, float* %1908, align 4
-	%1909 = getelementptr float, float* %1879, i64 29
-	store float %1734, float* %1909, align 4
-	%1910 = getelementptr float, float* %1879, i64 30
-	store float %1740, float* %1910, align 4
-	%1911 = getelementptr float, float* %1879, i64 31
-	store float %1746, float* %1911, align 4
-	%1912 = add i64 %1159, 1
+	%1030 = mul i64 %1028, 8
+	%1031 = shl i64 %1030, 2
+	%1032 = add i64 %59, %1031
+	%1033 = add i64 %63, %1030
+	%1034 = add i64 %1032, 0
+	%1035 = getelementptr float, float* %1, i64 %1034
+	%1036 = bitcast float* %1035 to <8 x float>*
+	%1037 = load <8 x float>, <8 x float>* %1036, align 4
+	%1038 = extractelement <8 x float> %1037, i32 0
+	%1039 = extractelement <8 x float> %1037, i32 1
+	%1040 = extractelement <8 x float> %1037, i32 2
+	%1041 = extractelement <8 x float> %1037, i32 3
+	%1042 = extractelement <8 x float> %1037, i32 4
+	%1043 = extractelement <8 x float> %1037, i32 5
+	%1044 = extractelement <8 x float> %1037, i32 6
+	%1045 = extractelement <8 x float> %1037, i32 7
+	%1046 = add i64 %1032, 8
+	%1047 = getelementptr float, float* %1, i64 %1046
+	%1048 = bitcast float* %1047 to <8 x float>*
+	%1049 = load <8 x float>, <8 x float>* %1048, align 4
+	%1050 = extractelement <8 x float> %1049, i32 0
+	%1051 = extractelement <8 x float> %1049, i32 1
+	%1052 = extractelement <8 x float> %1049, i32 2
+	%1053 = extractelement <8 x float> %1049, i32 3
+	%1054 = extractelement <8 x float> %1049, i32 4
+	%1055 = extractelement <8 x float> %1049, i32 5
+	%1056 = extractelement <8 x float> %1049, i32 6
+	%1057 = extractelement <8 x float> %1049, i32 7
+	%1058 = add i64 %1032, 16
+	%1059 = getelementptr float, float* %1, i64 %1058
+	%1060 = bitcast float* %1059 to <8 x float>*
+	%1061 = load <8 x float>, <8 x float>* %1060, align 4
+	%1062 = extractelement <8 x float> %1061, i32 0
+	%1063 = extractelement <8 x float> %1061, i32 1
+	%1064 = extractelement <8 x float> %1061, i32 2
+	%1065 = extractelement <8 x float> %1061, i32 3
+	%1066 = extractelement <8 x float> %1061, i32 4
+	%1067 = extractelement <8 x float> %1061, i32 5
+	%1068 = extractelement <8 x float> %1061, i32 6
+	%1069 = extractelement <8 x float> %1061, i32 7
+	%1070 = add i64 %1032, 24
+	%1071 = getelementptr float, float* %1, i64 %1070
+	%1072 = bitcast float* %1071 to <8 x float>*
+	%1073 = load <8 x float>, <8 x float>* %1072, align 4
+	%1074 = extractelement <8 x float> %1073, i32 0
+	%1075 = extractelement <8 x float> %1073, i32 1
+	%1076 = extractelement <8 x float> %1073, i32 2
+	%1077 = extractelement <8 x float> %1073, i32 3
+	%1078 = extractelement <8 x float> %1073, i32 4
+	%1079 = extractelement <8 x float> %1073, i32 5
+	%1080 = extractelement <8 x float> %1073, i32 6
+	%1081 = extractelement <8 x float> %1073, i32 7
+	%1082 = add i64 %1032, 0
+	%1083 = getelementptr float, float* %3, i64 %1082
+	%1084 = bitcast float* %1083 to <8 x float>*
+	%1085 = load <8 x float>, <8 x float>* %1084, align 4
+	%1086 = extractelement <8 x float> %1085, i32 0
+	%1087 = extractelement <8 x float> %1085, i32 1
+	%1088 = extractelement <8 x float> %1085, i32 2
+	%1089 = extractelement <8 x float> %1085, i32 3
+	%1090 = extractelement <8 x float> %1085, i32 4
+	%1091 = extractelement <8 x float> %1085, i32 5
+	%1092 = extractelement <8 x float> %1085, i32 6
+	%1093 = extractelement <8 x float> %1085, i32 7
+	%1094 = add i64 %1032, 8
+	%1095 = getelementptr float, float* %3, i64 %1094
+	%1096 = bitcast float* %1095 to <8 x float>*
+	%1097 = load <8 x float>, <8 x float>* %1096, align 4
+	%1098 = extractelement <8 x float> %1097, i32 0
+	%1099 = extractelement <8 x float> %1097, i32 1
+	%1100 = extractelement <8 x float> %1097, i32 2
+	%1101 = extractelement <8 x float> %1097, i32 3
+	%1102 = extractelement <8 x float> %1097, i32 4
+	%1103 = extractelement <8 x float> %1097, i32 5
+	%1104 = extractelement <8 x float> %1097, i32 6
+	%1105 = extractelement <8 x float> %1097, i32 7
+	%1106 = add i64 %1032, 16
+	%1107 = getelementptr float, float* %3, i64 %1106
+	%1108 = bitcast float* %1107 to <8 x float>*
+	%1109 = load <8 x float>, <8 x float>* %1108, align 4
+	%1110 = extractelement <8 x float> %1109, i32 0
+	%1111 = extractelement <8 x float> %1109, i32 1
+	%1112 = extractelement <8 x float> %1109, i32 2
+	%1113 = extractelement <8 x float> %1109, i32 3
+	%1114 = extractelement <8 x float> %1109, i32 4
+	%1115 = extractelement <8 x float> %1109, i32 5
+	%1116 = extractelement <8 x float> %1109, i32 6
+	%1117 = extractelement <8 x float> %1109, i32 7
+	%1118 = add i64 %1032, 24
+	%1119 = getelementptr float, float* %3, i64 %1118
+	%1120 = bitcast float* %1119 to <8 x float>*
+	%1121 = load <8 x float>, <8 x float>* %1120, align 4
+	%1122 = extractelement <8 x float> %1121, i32 0
+	%1123 = extractelement <8 x float> %1121, i32 1
+	%1124 = extractelement <8 x float> %1121, i32 2
+	%1125 = extractelement <8 x float> %1121, i32 3
+	%1126 = extractelement <8 x float> %1121, i32 4
+	%1127 = extractelement <8 x float> %1121, i32 5
+	%1128 = extractelement <8 x float> %1121, i32 6
+	%1129 = extractelement <8 x float> %1121, i32 7
+	%1130 = add i64 %1032, 0
+	%1131 = getelementptr float, float* %5, i64 %1130
+	%1132 = bitcast float* %1131 to <8 x float>*
+	%1133 = load <8 x float>, <8 x float>* %1132, align 4
+	%1134 = extractelement <8 x float> %1133, i32 0
+	%1135 = extractelement <8 x float> %1133, i32 1
+	%1136 = extractelement <8 x float> %1133, i32 2
+	%1137 = extractelement <8 x float> %1133, i32 3
+	%1138 = extractelement <8 x float> %1133, i32 4
+	%1139 = extractelement <8 x float> %1133, i32 5
+	%1140 = extractelement <8 x float> %1133, i32 6
+	%1141 = extractelement <8 x float> %1133, i32 7
+	%1142 = add i64 %1032, 8
+	%1143 = getelementptr float, float* %5, i64 %1142
+	%1144 = bitcast float* %1143 to <8 x float>*
+	%1145 = load <8 x float>, <8 x float>* %1144, align 4
+	%1146 = extractelement <8 x float> %1145, i32 0
+	%1147 = extractelement <8 x float> %1145, i32 1
+	%1148 = extractelement <8 x float> %1145, i32 2
+	%1149 = extractelement <8 x float> %1145, i32 3
+	%1150 = extractelement <8 x float> %1145, i32 4
+	%1151 = extractelement <8 x float> %1145, i32 5
+	%1152 = extractelement <8 x float> %1145, i32 6
+	%1153 = extractelement <8 x float> %1145, i32 7
+	%1154 = add i64 %1032, 16
+	%1155 = getelementptr float, float* %5, i64 %1154
+	%1156 = bitcast float* %1155 to <8 x float>*
+	%1157 = load <8 x float>, <8 x float>* %1156, align 4
+	%1158 = extractelement <8 x float> %1157, i32 0
+	%1159 = extractelement <8 x float> %1157, i32 1
+	%1160 = extractelement <8 x float> %1157, i32 2
+	%1161 = extractelement <8 x float> %1157, i32 3
+	%1162 = extractelement <8 x float> %1157, i32 4
+	%1163 = extractelement <8 x float> %1157, i32 5
+	%1164 = extractelement <8 x float> %1157, i32 6
+	%1165 = extractelement <8 x float> %1157, i32 7
+	%1166 = add i64 %1032, 24
+	%1167 = getelementptr float, float* %5, i64 %1166
+	%1168 = bitcast float* %1167 to <8 x float>*
+	%1169 = load <8 x float>, <8 x float>* %1168, align 4
+	%1170 = extractelement <8 x float> %1169, i32 0
+	%1171 = extractelement <8 x float> %1169, i32 1
+	%1172 = extractelement <8 x float> %1169, i32 2
+	%1173 = extractelement <8 x float> %1169, i32 3
+	%1174 = extractelement <8 x float> %1169, i32 4
+	%1175 = extractelement <8 x float> %1169, i32 5
+	%1176 = extractelement <8 x float> %1169, i32 6
+	%1177 = extractelement <8 x float> %1169, i32 7
+	%1178 = add i64 %1032, 0
+	%1179 = getelementptr float, float* %7, i64 %1178
+	%1180 = bitcast float* %1179 to <8 x float>*
+	%1181 = load <8 x float>, <8 x float>* %1180, align 4
+	%1182 = extractelement <8 x float> %1181, i32 0
+	%1183 = extractelement <8 x float> %1181, i32 1
+	%1184 = extractelement <8 x float> %1181, i32 2
+	%1185 = extractelement <8 x float> %1181, i32 3
+	%1186 = extractelement <8 x float> %1181, i32 4
+	%1187 = extractelement <8 x float> %1181, i32 5
+	%1188 = extractelement <8 x float> %1181, i32 6
+	%1189 = extractelement <8 x float> %1181, i32 7
+	%1190 = add i64 %1032, 8
+	%1191 = getelementptr float, float* %7, i64 %1190
+	%1192 = bitcast float* %1191 to <8 x float>*
+	%1193 = load <8 x float>, <8 x float>* %1192, align 4
+	%1194 = extractelement <8 x float> %1193, i32 0
+	%1195 = extractelement <8 x float> %1193, i32 1
+	%1196 = extractelement <8 x float> %1193, i32 2
+	%1197 = extractelement <8 x float> %1193, i32 3
+	%1198 = extractelement <8 x float> %1193, i32 4
+	%1199 = extractelement <8 x float> %1193, i32 5
+	%1200 = extractelement <8 x float> %1193, i32 6
+	%1201 = extractelement <8 x float> %1193, i32 7
+	%1202 = add i64 %1032, 16
+	%1203 = getelementptr float, float* %7, i64 %1202
+	%1204 = bitcast float* %1203 to <8 x float>*
+	%1205 = load <8 x float>, <8 x float>* %1204, align 4
+	%1206 = extractelement <8 x float> %1205, i32 0
+	%1207 = extractelement <8 x float> %1205, i32 1
+	%1208 = extractelement <8 x float> %1205, i32 2
+	%1209 = extractelement <8 x float> %1205, i32 3
+	%1210 = extractelement <8 x float> %1205, i32 4
+	%1211 = extractelement <8 x float> %1205, i32 5
+	%1212 = extractelement <8 x float> %1205, i32 6
+	%1213 = extractelement <8 x float> %1205, i32 7
+	%1214 = add i64 %1032, 24
+	%1215 = getelementptr float, float* %7, i64 %1214
+	%1216 = bitcast float* %1215 to <8 x float>*
+	%1217 = load <8 x float>, <8 x float>* %1216, align 4
+	%1218 = extractelement <8 x float> %1217, i32 0
+	%1219 = extractelement <8 x float> %1217, i32 1
+	%1220 = extractelement <8 x float> %1217, i32 2
+	%1221 = extractelement <8 x float> %1217, i32 3
+	%1222 = extractelement <8 x float> %1217, i32 4
+	%1223 = extractelement <8 x float> %1217, i32 5
+	%1224 = extractelement <8 x float> %1217, i32 6
+	%1225 = extractelement <8 x float> %1217, i32 7
+	%1226 = add i64 %1032, 0
+	%1227 = getelementptr float, float* %9, i64 %1226
+	%1228 = bitcast float* %1227 to <8 x float>*
+	%1229 = load <8 x float>, <8 x float>* %1228, align 4
+	%1230 = extractelement <8 x float> %1229, i32 0
+	%1231 = extractelement <8 x float> %1229, i32 1
+	%1232 = extractelement <8 x float> %1229, i32 2
+	%1233 = extractelement <8 x float> %1229, i32 3
+	%1234 = extractelement <8 x float> %1229, i32 4
+	%1235 = extractelement <8 x float> %1229, i32 5
+	%1236 = extractelement <8 x float> %1229, i32 6
+	%1237 = extractelement <8 x float> %1229, i32 7
+	%1238 = add i64 %1032, 8
+	%1239 = getelementptr float, float* %9, i64 %1238
+	%1240 = bitcast float* %1239 to <8 x float>*
+	%1241 = load <8 x float>, <8 x float>* %1240, align 4
+	%1242 = extractelement <8 x float> %1241, i32 0
+	%1243 = extractelement <8 x float> %1241, i32 1
+	%1244 = extractelement <8 x float> %1241, i32 2
+	%1245 = extractelement <8 x float> %1241, i32 3
+	%1246 = extractelement <8 x float> %1241, i32 4
+	%1247 = extractelement <8 x float> %1241, i32 5
+	%1248 = extractelement <8 x float> %1241, i32 6
+	%1249 = extractelement <8 x float> %1241, i32 7
+	%1250 = add i64 %1032, 16
+	%1251 = getelementptr float, float* %9, i64 %1250
+	%1252 = bitcast float* %1251 to <8 x float>*
+	%1253 = load <8 x float>, <8 x float>* %1252, align 4
+	%1254 = extractelement <8 x float> %1253, i32 0
+	%1255 = extractelement <8 x float> %1253, i32 1
+	%1256 = extractelement <8 x float> %1253, i32 2
+	%1257 = extractelement <8 x float> %1253, i32 3
+	%1258 = extractelement <8 x float> %1253, i32 4
+	%1259 = extractelement <8 x float> %1253, i32 5
+	%1260 = extractelement <8 x float> %1253, i32 6
+	%1261 = extractelement <8 x float> %1253, i32 7
+	%1262 = add i64 %1032, 24
+	%1263 = getelementptr float, float* %9, i64 %1262
+	%1264 = bitcast float* %1263 to <8 x float>*
+	%1265 = load <8 x float>, <8 x float>* %1264, align 4
+	%1266 = extractelement <8 x float> %1265, i32 0
+	%1267 = extractelement <8 x float> %1265, i32 1
+	%1268 = extractelement <8 x float> %1265, i32 2
+	%1269 = extractelement <8 x float> %1265, i32 3
+	%1270 = extractelement <8 x float> %1265, i32 4
+	%1271 = extractelement <8 x float> %1265, i32 5
+	%1272 = extractelement <8 x float> %1265, i32 6
+	%1273 = extractelement <8 x float> %1265, i32 7
+	%1274 = add i64 %1032, 0
+	%1275 = getelementptr float, float* %11, i64 %1274
+	%1276 = bitcast float* %1275 to <8 x float>*
+	%1277 = load <8 x float>, <8 x float>* %1276, align 4
+	%1278 = extractelement <8 x float> %1277, i32 0
+	%1279 = extractelement <8 x float> %1277, i32 1
+	%1280 = extractelement <8 x float> %1277, i32 2
+	%1281 = extractelement <8 x float> %1277, i32 3
+	%1282 = extractelement <8 x float> %1277, i32 4
+	%1283 = extractelement <8 x float> %1277, i32 5
+	%1284 = extractelement <8 x float> %1277, i32 6
+	%1285 = extractelement <8 x float> %1277, i32 7
+	%1286 = add i64 %1032, 8
+	%1287 = getelementptr float, float* %11, i64 %1286
+	%1288 = bitcast float* %1287 to <8 x float>*
+	%1289 = load <8 x float>, <8 x float>* %1288, align 4
+	%1290 = extractelement <8 x float> %1289, i32 0
+	%1291 = extractelement <8 x float> %1289, i32 1
+	%1292 = extractelement <8 x float> %1289, i32 2
+	%1293 = extractelement <8 x float> %1289, i32 3
+	%1294 = extractelement <8 x float> %1289, i32 4
+	%1295 = extractelement <8 x float> %1289, i32 5
+	%1296 = extractelement <8 x float> %1289, i32 6
+	%1297 = extractelement <8 x float> %1289, i32 7
+	%1298 = add i64 %1032, 16
+	%1299 = getelementptr float, float* %11, i64 %1298
+	%1300 = bitcast float* %1299 to <8 x float>*
+	%1301 = load <8 x float>, <8 x float>* %1300, align 4
+	%1302 = extractelement <8 x float> %1301, i32 0
+	%1303 = extractelement <8 x float> %1301, i32 1
+	%1304 = extractelement <8 x float> %1301, i32 2
+	%1305 = extractelement <8 x float> %1301, i32 3
+	%1306 = extractelement <8 x float> %1301, i32 4
+	%1307 = extractelement <8 x float> %1301, i32 5
+	%1308 = extractelement <8 x float> %1301, i32 6
+	%1309 = extractelement <8 x float> %1301, i32 7
+	%1310 = add i64 %1032, 24
+	%1311 = getelementptr float, float* %11, i64 %1310
+	%1312 = bitcast float* %1311 to <8 x float>*
+	%1313 = load <8 x float>, <8 x float>* %1312, align 4
+	%1314 = extractelement <8 x float> %1313, i32 0
+	%1315 = extractelement <8 x float> %1313, i32 1
+	%1316 = extractelement <8 x float> %1313, i32 2
+	%1317 = extractelement <8 x float> %1313, i32 3
+	%1318 = extractelement <8 x float> %1313, i32 4
+	%1319 = extractelement <8 x float> %1313, i32 5
+	%1320 = extractelement <8 x float> %1313, i32 6
+	%1321 = extractelement <8 x float> %1313, i32 7
+	%1322 = call { float, float, float, float, float } @disk_body(float %1038, float %1086, float %1134, float %1182, float %1230, float %1278, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1323 = extractvalue { float, float, float, float, float } %1322, 0
+	%1324 = extractvalue { float, float, float, float, float } %1322, 1
+	%1325 = extractvalue { float, float, float, float, float } %1322, 2
+	%1326 = extractvalue { float, float, float, float, float } %1322, 3
+	%1327 = extractvalue { float, float, float, float, float } %1322, 4
+	%1328 = call { float, float, float, float, float } @disk_body(float %1039, float %1087, float %1135, float %1183, float %1231, float %1279, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1329 = extractvalue { float, float, float, float, float } %1328, 0
+	%1330 = extractvalue { float, float, float, float, float } %1328, 1
+	%1331 = extractvalue { float, float, float, float, float } %1328, 2
+	%1332 = extractvalue { float, float, float, float, float } %1328, 3
+	%1333 = extractvalue { float, float, float, float, float } %1328, 4
+	%1334 = call { float, float, float, float, float } @disk_body(float %1040, float %1088, float %1136, float %1184, float %1232, float %1280, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1335 = extractvalue { float, float, float, float, float } %1334, 0
+	%1336 = extractvalue { float, float, float, float, float } %1334, 1
+	%1337 = extractvalue { float, float, float, float, float } %1334, 2
+	%1338 = extractvalue { float, float, float, float, float } %1334, 3
+	%1339 = extractvalue { float, float, float, float, float } %1334, 4
+	%1340 = call { float, float, float, float, float } @disk_body(float %1041, float %1089, float %1137, float %1185, float %1233, float %1281, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1341 = extractvalue { float, float, float, float, float } %1340, 0
+	%1342 = extractvalue { float, float, float, float, float } %1340, 1
+	%1343 = extractvalue { float, float, float, float, float } %1340, 2
+	%1344 = extractvalue { float, float, float, float, float } %1340, 3
+	%1345 = extractvalue { float, float, float, float, float } %1340, 4
+	%1346 = call { float, float, float, float, float } @disk_body(float %1042, float %1090, float %1138, float %1186, float %1234, float %1282, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1347 = extractvalue { float, float, float, float, float } %1346, 0
+	%1348 = extractvalue { float, float, float, float, float } %1346, 1
+	%1349 = extractvalue { float, float, float, float, float } %1346, 2
+	%1350 = extractvalue { float, float, float, float, float } %1346, 3
+	%1351 = extractvalue { float, float, float, float, float } %1346, 4
+	%1352 = call { float, float, float, float, float } @disk_body(float %1043, float %1091, float %1139, float %1187, float %1235, float %1283, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1353 = extractvalue { float, float, float, float, float } %1352, 0
+	%1354 = extractvalue { float, float, float, float, float } %1352, 1
+	%1355 = extractvalue { float, float, float, float, float } %1352, 2
+	%1356 = extractvalue { float, float, float, float, float } %1352, 3
+	%1357 = extractvalue { float, float, float, float, float } %1352, 4
+	%1358 = call { float, float, float, float, float } @disk_body(float %1044, float %1092, float %1140, float %1188, float %1236, float %1284, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1359 = extractvalue { float, float, float, float, float } %1358, 0
+	%1360 = extractvalue { float, float, float, float, float } %1358, 1
+	%1361 = extractvalue { float, float, float, float, float } %1358, 2
+	%1362 = extractvalue { float, float, float, float, float } %1358, 3
+	%1363 = extractvalue { float, float, float, float, float } %1358, 4
+	%1364 = call { float, float, float, float, float } @disk_body(float %1045, float %1093, float %1141, float %1189, float %1237, float %1285, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1365 = extractvalue { float, float, float, float, float } %1364, 0
+	%1366 = extractvalue { float, float, float, float, float } %1364, 1
+	%1367 = extractvalue { float, float, float, float, float } %1364, 2
+	%1368 = extractvalue { float, float, float, float, float } %1364, 3
+	%1369 = extractvalue { float, float, float, float, float } %1364, 4
+	%1370 = call { float, float, float, float, float } @disk_body(float %1050, float %1098, float %1146, float %1194, float %1242, float %1290, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1371 = extractvalue { float, float, float, float, float } %1370, 0
+	%1372 = extractvalue { float, float, float, float, float } %1370, 1
+	%1373 = extractvalue { float, float, float, float, float } %1370, 2
+	%1374 = extractvalue { float, float, float, float, float } %1370, 3
+	%1375 = extractvalue { float, float, float, float, float } %1370, 4
+	%1376 = call { float, float, float, float, float } @disk_body(float %1051, float %1099, float %1147, float %1195, float %1243, float %1291, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1377 = extractvalue { float, float, float, float, float } %1376, 0
+	%1378 = extractvalue { float, float, float, float, float } %1376, 1
+	%1379 = extractvalue { float, float, float, float, float } %1376, 2
+	%1380 = extractvalue { float, float, float, float, float } %1376, 3
+	%1381 = extractvalue { float, float, float, float, float } %1376, 4
+	%1382 = call { float, float, float, float, float } @disk_body(float %1052, float %1100, float %1148, float %1196, float %1244, float %1292, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1383 = extractvalue { float, float, float, float, float } %1382, 0
+	%1384 = extractvalue { float, float, float, float, float } %1382, 1
+	%1385 = extractvalue { float, float, float, float, float } %1382, 2
+	%1386 = extractvalue { float, float, float, float, float } %1382, 3
+	%1387 = extractvalue { float, float, float, float, float } %1382, 4
+	%1388 = call { float, float, float, float, float } @disk_body(float %1053, float %1101, float %1149, float %1197, float %1245, float %1293, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1389 = extractvalue { float, float, float, float, float } %1388, 0
+	%1390 = extractvalue { float, float, float, float, float } %1388, 1
+	%1391 = extractvalue { float, float, float, float, float } %1388, 2
+	%1392 = extractvalue { float, float, float, float, float } %1388, 3
+	%1393 = extractvalue { float, float, float, float, float } %1388, 4
+	%1394 = call { float, float, float, float, float } @disk_body(float %1054, float %1102, float %1150, float %1198, float %1246, float %1294, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1395 = extractvalue { float, float, float, float, float } %1394, 0
+	%1396 = extractvalue { float, float, float, float, float } %1394, 1
+	%1397 = extractvalue { float, float, float, float, float } %1394, 2
+	%1398 = extractvalue { float, float, float, float, float } %1394, 3
+	%1399 = extractvalue { float, float, float, float, float } %1394, 4
+	%1400 = call { float, float, float, float, float } @disk_body(float %1055, float %1103, float %1151, float %1199, float %1247, float %1295, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1401 = extractvalue { float, float, float, float, float } %1400, 0
+	%1402 = extractvalue { float, float, float, float, float } %1400, 1
+	%1403 = extractvalue { float, float, float, float, float } %1400, 2
+	%1404 = extractvalue { float, float, float, float, float } %1400, 3
+	%1405 = extractvalue { float, float, float, float, float } %1400, 4
+	%1406 = call { float, float, float, float, float } @disk_body(float %1056, float %1104, float %1152, float %1200, float %1248, float %1296, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1407 = extractvalue { float, float, float, float, float } %1406, 0
+	%1408 = extractvalue { float, float, float, float, float } %1406, 1
+	%1409 = extractvalue { float, float, float, float, float } %1406, 2
+	%1410 = extractvalue { float, float, float, float, float } %1406, 3
+	%1411 = extractvalue { float, float, float, float, float } %1406, 4
+	%1412 = call { float, float, float, float, float } @disk_body(float %1057, float %1105, float %1153, float %1201, float %1249, float %1297, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1413 = extractvalue { float, float, float, float, float } %1412, 0
+	%1414 = extractvalue { float, float, float, float, float } %1412, 1
+	%1415 = extractvalue { float, float, float, float, float } %1412, 2
+	%1416 = extractvalue { float, float, float, float, float } %1412, 3
+	%1417 = extractvalue { float, float, float, float, float } %1412, 4
+	%1418 = call { float, float, float, float, float } @disk_body(float %1062, float %1110, float %1158, float %1206, float %1254, float %1302, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1419 = extractvalue { float, float, float, float, float } %1418, 0
+	%1420 = extractvalue { float, float, float, float, float } %1418, 1
+	%1421 = extractvalue { float, float, float, float, float } %1418, 2
+	%1422 = extractvalue { float, float, float, float, float } %1418, 3
+	%1423 = extractvalue { float, float, float, float, float } %1418, 4
+	%1424 = call { float, float, float, float, float } @disk_body(float %1063, float %1111, float %1159, float %1207, float %1255, float %1303, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1425 = extractvalue { float, float, float, float, float } %1424, 0
+	%1426 = extractvalue { float, float, float, float, float } %1424, 1
+	%1427 = extractvalue { float, float, float, float, float } %1424, 2
+	%1428 = extractvalue { float, float, float, float, float } %1424, 3
+	%1429 = extractvalue { float, float, float, float, float } %1424, 4
+	%1430 = call { float, float, float, float, float } @disk_body(float %1064, float %1112, float %1160, float %1208, float %1256, float %1304, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1431 = extractvalue { float, float, float, float, float } %1430, 0
+	%1432 = extractvalue { float, float, float, float, float } %1430, 1
+	%1433 = extractvalue { float, float, float, float, float } %1430, 2
+	%1434 = extractvalue { float, float, float, float, float } %1430, 3
+	%1435 = extractvalue { float, float, float, float, float } %1430, 4
+	%1436 = call { float, float, float, float, float } @disk_body(float %1065, float %1113, float %1161, float %1209, float %1257, float %1305, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1437 = extractvalue { float, float, float, float, float } %1436, 0
+	%1438 = extractvalue { float, float, float, float, float } %1436, 1
+	%1439 = extractvalue { float, float, float, float, float } %1436, 2
+	%1440 = extractvalue { float, float, float, float, float } %1436, 3
+	%1441 = extractvalue { float, float, float, float, float } %1436, 4
+	%1442 = call { float, float, float, float, float } @disk_body(float %1066, float %1114, float %1162, float %1210, float %1258, float %1306, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1443 = extractvalue { float, float, float, float, float } %1442, 0
+	%1444 = extractvalue { float, float, float, float, float } %1442, 1
+	%1445 = extractvalue { float, float, float, float, float } %1442, 2
+	%1446 = extractvalue { float, float, float, float, float } %1442, 3
+	%1447 = extractvalue { float, float, float, float, float } %1442, 4
+	%1448 = call { float, float, float, float, float } @disk_body(float %1067, float %1115, float %1163, float %1211, float %1259, float %1307, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1449 = extractvalue { float, float, float, float, float } %1448, 0
+	%1450 = extractvalue { float, float, float, float, float } %1448, 1
+	%1451 = extractvalue { float, float, float, float, float } %1448, 2
+	%1452 = extractvalue { float, float, float, float, float } %1448, 3
+	%1453 = extractvalue { float, float, float, float, float } %1448, 4
+	%1454 = call { float, float, float, float, float } @disk_body(float %1068, float %1116, float %1164, float %1212, float %1260, float %1308, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1455 = extractvalue { float, float, float, float, float } %1454, 0
+	%1456 = extractvalue { float, float, float, float, float } %1454, 1
+	%1457 = extractvalue { float, float, float, float, float } %1454, 2
+	%1458 = extractvalue { float, float, float, float, float } %1454, 3
+	%1459 = extractvalue { float, float, float, float, float } %1454, 4
+	%1460 = call { float, float, float, float, float } @disk_body(float %1069, float %1117, float %1165, float %1213, float %1261, float %1309, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1461 = extractvalue { float, float, float, float, float } %1460, 0
+	%1462 = extractvalue { float, float, float, float, float } %1460, 1
+	%1463 = extractvalue { float, float, float, float, float } %1460, 2
+	%1464 = extractvalue { float, float, float, float, float } %1460, 3
+	%1465 = extractvalue { float, float, float, float, float } %1460, 4
+	%1466 = call { float, float, float, float, float } @disk_body(float %1074, float %1122, float %1170, float %1218, float %1266, float %1314, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1467 = extractvalue { float, float, float, float, float } %1466, 0
+	%1468 = extractvalue { float, float, float, float, float } %1466, 1
+	%1469 = extractvalue { float, float, float, float, float } %1466, 2
+	%1470 = extractvalue { float, float, float, float, float } %1466, 3
+	%1471 = extractvalue { float, float, float, float, float } %1466, 4
+	%1472 = call { float, float, float, float, float } @disk_body(float %1075, float %1123, float %1171, float %1219, float %1267, float %1315, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1473 = extractvalue { float, float, float, float, float } %1472, 0
+	%1474 = extractvalue { float, float, float, float, float } %1472, 1
+	%1475 = extractvalue { float, float, float, float, float } %1472, 2
+	%1476 = extractvalue { float, float, float, float, float } %1472, 3
+	%1477 = extractvalue { float, float, float, float, float } %1472, 4
+	%1478 = call { float, float, float, float, float } @disk_body(float %1076, float %1124, float %1172, float %1220, float %1268, float %1316, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1479 = extractvalue { float, float, float, float, float } %1478, 0
+	%1480 = extractvalue { float, float, float, float, float } %1478, 1
+	%1481 = extractvalue { float, float, float, float, float } %1478, 2
+	%1482 = extractvalue { float, float, float, float, float } %1478, 3
+	%1483 = extractvalue { float, float, float, float, float } %1478, 4
+	%1484 = call { float, float, float, float, float } @disk_body(float %1077, float %1125, float %1173, float %1221, float %1269, float %1317, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1485 = extractvalue { float, float, float, float, float } %1484, 0
+	%1486 = extractvalue { float, float, float, float, float } %1484, 1
+	%1487 = extractvalue { float, float, float, float, float } %1484, 2
+	%1488 = extractvalue { float, float, float, float, float } %1484, 3
+	%1489 = extractvalue { float, float, float, float, float } %1484, 4
+	%1490 = call { float, float, float, float, float } @disk_body(float %1078, float %1126, float %1174, float %1222, float %1270, float %1318, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1491 = extractvalue { float, float, float, float, float } %1490, 0
+	%1492 = extractvalue { float, float, float, float, float } %1490, 1
+	%1493 = extractvalue { float, float, float, float, float } %1490, 2
+	%1494 = extractvalue { float, float, float, float, float } %1490, 3
+	%1495 = extractvalue { float, float, float, float, float } %1490, 4
+	%1496 = call { float, float, float, float, float } @disk_body(float %1079, float %1127, float %1175, float %1223, float %1271, float %1319, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1497 = extractvalue { float, float, float, float, float } %1496, 0
+	%1498 = extractvalue { float, float, float, float, float } %1496, 1
+	%1499 = extractvalue { float, float, float, float, float } %1496, 2
+	%1500 = extractvalue { float, float, float, float, float } %1496, 3
+	%1501 = extractvalue { float, float, float, float, float } %1496, 4
+	%1502 = call { float, float, float, float, float } @disk_body(float %1080, float %1128, float %1176, float %1224, float %1272, float %1320, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1503 = extractvalue { float, float, float, float, float } %1502, 0
+	%1504 = extractvalue { float, float, float, float, float } %1502, 1
+	%1505 = extractvalue { float, float, float, float, float } %1502, 2
+	%1506 = extractvalue { float, float, float, float, float } %1502, 3
+	%1507 = extractvalue { float, float, float, float, float } %1502, 4
+	%1508 = call { float, float, float, float, float } @disk_body(float %1081, float %1129, float %1177, float %1225, float %1273, float %1321, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1509 = extractvalue { float, float, float, float, float } %1508, 0
+	%1510 = extractvalue { float, float, float, float, float } %1508, 1
+	%1511 = extractvalue { float, float, float, float, float } %1508, 2
+	%1512 = extractvalue { float, float, float, float, float } %1508, 3
+	%1513 = extractvalue { float, float, float, float, float } %1508, 4
+	%1514 = insertelement <8 x float> undef, float %1323, i32 0
+	%1515 = insertelement <8 x float> %1514, float %1329, i32 1
+	%1516 = insertelement <8 x float> %1515, float %1335, i32 2
+	%1517 = insertelement <8 x float> %1516, float %1341, i32 3
+	%1518 = insertelement <8 x float> %1517, float %1347, i32 4
+	%1519 = insertelement <8 x float> %1518, float %1353, i32 5
+	%1520 = insertelement <8 x float> %1519, float %1359, i32 6
+	%1521 = insertelement <8 x float> %1520, float %1365, i32 7
+	%1522 = add i64 %1032, 0
+	%1523 = getelementptr float, float* %5, i64 %1522
+	%1524 = bitcast float* %1523 to <8 x float>*
+	store <8 x float> %1521, <8 x float>* %1524, align 4
+	%1525 = insertelement <8 x float> undef, float %1371, i32 0
+	%1526 = insertelement <8 x float> %1525, float %1377, i32 1
+	%1527 = insertelement <8 x float> %1526, float %1383, i32 2
+	%1528 = insertelement <8 x float> %1527, float %1389, i32 3
+	%1529 = insertelement <8 x float> %1528, float %1395, i32 4
+	%1530 = insertelement <8 x float> %1529, float %1401, i32 5
+	%1531 = insertelement <8 x float> %1530, float %1407, i32 6
+	%1532 = insertelement <8 x float> %1531, float %1413, i32 7
+	%1533 = add i64 %1032, 8
+	%1534 = getelementptr float, float* %5, i64 %1533
+	%1535 = bitcast float* %1534 to <8 x float>*
+	store <8 x float> %1532, <8 x float>* %1535, align 4
+	%1536 = insertelement <8 x float> undef, float %1419, i32 0
+	%1537 = insertelement <8 x float> %1536, float %1425, i32 1
+	%1538 = insertelement <8 x float> %1537, float %1431, i32 2
+	%1539 = insertelement <8 x float> %1538, float %1437, i32 3
+	%1540 = insertelement <8 x float> %1539, float %1443, i32 4
+	%1541 = insertelement <8 x float> %1540, float %1449, i32 5
+	%1542 = insertelement <8 x float> %1541, float %1455, i32 6
+	%1543 = insertelement <8 x float> %1542, float %1461, i32 7
+	%1544 = add i64 %1032, 16
+	%1545 = getelementptr float, float* %5, i64 %1544
+	%1546 = bitcast float* %1545 to <8 x float>*
+	store <8 x float> %1543, <8 x float>* %1546, align 4
+	%1547 = insertelement <8 x float> undef, float %1467, i32 0
+	%1548 = insertelement <8 x float> %1547, float %1473, i32 1
+	%1549 = insertelement <8 x float> %1548, float %1479, i32 2
+	%1550 = insertelement <8 x float> %1549, float %1485, i32 3
+	%1551 = insertelement <8 x float> %1550, float %1491, i32 4
+	%1552 = insertelement <8 x float> %1551, float %1497, i32 5
+	%1553 = insertelement <8 x float> %1552, float %1503, i32 6
+	%1554 = insertelement <8 x float> %1553, float %1509, i32 7
+	%1555 = add i64 %1032, 24
+	%1556 = getelementptr float, float* %5, i64 %1555
+	%1557 = bitcast float* %1556 to <8 x float>*
+	store <8 x float> %1554, <8 x float>* %1557, align 4
+	%1558 = insertelement <8 x float> undef, float %1324, i32 0
+	%1559 = insertelement <8 x float> %1558, float %1330, i32 1
+	%1560 = insertelement <8 x float> %1559, float %1336, i32 2
+	%1561 = insertelement <8 x float> %1560, float %1342, i32 3
+	%1562 = insertelement <8 x float> %1561, float %1348, i32 4
+	%1563 = insertelement <8 x float> %1562, float %1354, i32 5
+	%1564 = insertelement <8 x float> %1563, float %1360, i32 6
+	%1565 = insertelement <8 x float> %1564, float %1366, i32 7
+	%1566 = add i64 %1032, 0
+	%1567 = getelementptr float, float* %7, i64 %1566
+	%1568 = bitcast float* %1567 to <8 x float>*
+	store <8 x float> %1565, <8 x float>* %1568, align 4
+	%1569 = insertelement <8 x float> undef, float %1372, i32 0
+	%1570 = insertelement <8 x float> %1569, float %1378, i32 1
+	%1571 = insertelement <8 x float> %1570, float %1384, i32 2
+	%1572 = insertelement <8 x float> %1571, float %1390, i32 3
+	%1573 = insertelement <8 x float> %1572, float %1396, i32 4
+	%1574 = insertelement <8 x float> %1573, float %1402, i32 5
+	%1575 = insertelement <8 x float> %1574, float %1408, i32 6
+	%1576 = insertelement <8 x float> %1575, float %1414, i32 7
+	%1577 = add i64 %1032, 8
+	%1578 = getelementptr float, float* %7, i64 %1577
+	%1579 = bitcast float* %1578 to <8 x float>*
+	store <8 x float> %1576, <8 x float>* %1579, align 4
+	%1580 = insertelement <8 x float> undef, float %1420, i32 0
+	%1581 = insertelement <8 x float> %1580, float %1426, i32 1
+	%1582 = insertelement <8 x float> %1581, float %1432, i32 2
+	%1583 = insertelement <8 x float> %1582, float %1438, i32 3
+	%1584 = insertelement <8 x float> %1583, float %1444, i32 4
+	%1585 = insertelement <8 x float> %1584, float %1450, i32 5
+	%1586 = insertelement <8 x float> %1585, float %1456, i32 6
+	%1587 = insertelement <8 x float> %1586, float %1462, i32 7
+	%1588 = add i64 %1032, 16
+	%1589 = getelementptr float, float* %7, i64 %1588
+	%1590 = bitcast float* %1589 to <8 x float>*
+	store <8 x float> %1587, <8 x float>* %1590, align 4
+	%1591 = insertelement <8 x float> undef, float %1468, i32 0
+	%1592 = insertelement <8 x float> %1591, float %1474, i32 1
+	%1593 = insertelement <8 x float> %1592, float %1480, i32 2
+	%1594 = insertelement <8 x float> %1593, float %1486, i32 3
+	%1595 = insertelement <8 x float> %1594, float %1492, i32 4
+	%1596 = insertelement <8 x float> %1595, float %1498, i32 5
+	%1597 = insertelement <8 x float> %1596, float %1504, i32 6
+	%1598 = insertelement <8 x float> %1597, float %1510, i32 7
+	%1599 = add i64 %1032, 24
+	%1600 = getelementptr float, float* %7, i64 %1599
+	%1601 = bitcast float* %1600 to <8 x float>*
+	store <8 x float> %1598, <8 x float>* %1601, align 4
+	%1602 = insertelement <8 x float> undef, float %1325, i32 0
+	%1603 = insertelement <8 x float> %1602, float %1331, i32 1
+	%1604 = insertelement <8 x float> %1603, float %1337, i32 2
+	%1605 = insertelement <8 x float> %1604, float %1343, i32 3
+	%1606 = insertelement <8 x float> %1605, float %1349, i32 4
+	%1607 = insertelement <8 x float> %1606, float %1355, i32 5
+	%1608 = insertelement <8 x float> %1607, float %1361, i32 6
+	%1609 = insertelement <8 x float> %1608, float %1367, i32 7
+	%1610 = add i64 %1032, 0
+	%1611 = getelementptr float, float* %9, i64 %1610
+	%1612 = bitcast float* %1611 to <8 x float>*
+	store <8 x float> %1609, <8 x float>* %1612, align 4
+	%1613 = insertelement <8 x float> undef, float %1373, i32 0
+	%1614 = insertelement <8 x float> %1613, float %1379, i32 1
+	%1615 = insertelement <8 x float> %1614, float %1385, i32 2
+	%1616 = insertelement <8 x float> %1615, float %1391, i32 3
+	%1617 = insertelement <8 x float> %1616, float %1397, i32 4
+	%1618 = insertelement <8 x float> %1617, float %1403, i32 5
+	%1619 = insertelement <8 x float> %1618, float %1409, i32 6
+	%1620 = insertelement <8 x float> %1619, float %1415, i32 7
+	%1621 = add i64 %1032, 8
+	%1622 = getelementptr float, float* %9, i64 %1621
+	%1623 = bitcast float* %1622 to <8 x float>*
+	store <8 x float> %1620, <8 x float>* %1623, align 4
+	%1624 = insertelement <8 x float> undef, float %1421, i32 0
+	%1625 = insertelement <8 x float> %1624, float %1427, i32 1
+	%1626 = insertelement <8 x float> %1625, float %1433, i32 2
+	%1627 = insertelement <8 x float> %1626, float %1439, i32 3
+	%1628 = insertelement <8 x float> %1627, float %1445, i32 4
+	%1629 = insertelement <8 x float> %1628, float %1451, i32 5
+	%1630 = insertelement <8 x float> %1629, float %1457, i32 6
+	%1631 = insertelement <8 x float> %1630, float %1463, i32 7
+	%1632 = add i64 %1032, 16
+	%1633 = getelementptr float, float* %9, i64 %1632
+	%1634 = bitcast float* %1633 to <8 x float>*
+	store <8 x float> %1631, <8 x float>* %1634, align 4
+	%1635 = insertelement <8 x float> undef, float %1469, i32 0
+	%1636 = insertelement <8 x float> %1635, float %1475, i32 1
+	%1637 = insertelement <8 x float> %1636, float %1481, i32 2
+	%1638 = insertelement <8 x float> %1637, float %1487, i32 3
+	%1639 = insertelement <8 x float> %1638, float %1493, i32 4
+	%1640 = insertelement <8 x float> %1639, float %1499, i32 5
+	%1641 = insertelement <8 x float> %1640, float %1505, i32 6
+	%1642 = insertelement <8 x float> %1641, float %1511, i32 7
+	%1643 = add i64 %1032, 24
+	%1644 = getelementptr float, float* %9, i64 %1643
+	%1645 = bitcast float* %1644 to <8 x float>*
+	store <8 x float> %1642, <8 x float>* %1645, align 4
+	%1646 = insertelement <8 x float> undef, float %1326, i32 0
+	%1647 = insertelement <8 x float> %1646, float %1332, i32 1
+	%1648 = insertelement <8 x float> %1647, float %1338, i32 2
+	%1649 = insertelement <8 x float> %1648, float %1344, i32 3
+	%1650 = insertelement <8 x float> %1649, float %1350, i32 4
+	%1651 = insertelement <8 x float> %1650, float %1356, i32 5
+	%1652 = insertelement <8 x float> %1651, float %1362, i32 6
+	%1653 = insertelement <8 x float> %1652, float %1368, i32 7
+	%1654 = add i64 %1032, 0
+	%1655 = getelementptr float, float* %1, i64 %1654
+	%1656 = bitcast float* %1655 to <8 x float>*
+	store <8 x float> %1653, <8 x float>* %1656, align 4
+	%1657 = insertelement <8 x float> undef, float %1374, i32 0
+	%1658 = insertelement <8 x float> %1657, float %1380, i32 1
+	%1659 = insertelement <8 x float> %1658, float %1386, i32 2
+	%1660 = insertelement <8 x float> %1659, float %1392, i32 3
+	%1661 = insertelement <8 x float> %1660, float %1398, i32 4
+	%1662 = insertelement <8 x float> %1661, float %1404, i32 5
+	%1663 = insertelement <8 x float> %1662, float %1410, i32 6
+	%1664 = insertelement <8 x float> %1663, float %1416, i32 7
+	%1665 = add i64 %1032, 8
+	%1666 = getelementptr float, float* %1, i64 %1665
+	%1667 = bitcast float* %1666 to <8 x float>*
+	store <8 x float> %1664, <8 x float>* %1667, align 4
+	%1668 = insertelement <8 x float> undef, float %1422, i32 0
+	%1669 = insertelement <8 x float> %1668, float %1428, i32 1
+	%1670 = insertelement <8 x float> %1669, float %1434, i32 2
+	%1671 = insertelement <8 x float> %1670, float %1440, i32 3
+	%1672 = insertelement <8 x float> %1671, float %1446, i32 4
+	%1673 = insertelement <8 x float> %1672, float %1452, i32 5
+	%1674 = insertelement <8 x float> %1673, float %1458, i32 6
+	%1675 = insertelement <8 x float> %1674, float %1464, i32 7
+	%1676 = add i64 %1032, 16
+	%1677 = getelementptr float, float* %1, i64 %1676
+	%1678 = bitcast float* %1677 to <8 x float>*
+	store <8 x float> %1675, <8 x float>* %1678, align 4
+	%1679 = insertelement <8 x float> undef, float %1470, i32 0
+	%1680 = insertelement <8 x float> %1679, float %1476, i32 1
+	%1681 = insertelement <8 x float> %1680, float %1482, i32 2
+	%1682 = insertelement <8 x float> %1681, float %1488, i32 3
+	%1683 = insertelement <8 x float> %1682, float %1494, i32 4
+	%1684 = insertelement <8 x float> %1683, float %1500, i32 5
+	%1685 = insertelement <8 x float> %1684, float %1506, i32 6
+	%1686 = insertelement <8 x float> %1685, float %1512, i32 7
+	%1687 = add i64 %1032, 24
+	%1688 = getelementptr float, float* %1, i64 %1687
+	%1689 = bitcast float* %1688 to <8 x float>*
+	store <8 x float> %1686, <8 x float>* %1689, align 4
+	%1690 = insertelement <8 x float> undef, float %1327, i32 0
+	%1691 = insertelement <8 x float> %1690, float %1333, i32 1
+	%1692 = insertelement <8 x float> %1691, float %1339, i32 2
+	%1693 = insertelement <8 x float> %1692, float %1345, i32 3
+	%1694 = insertelement <8 x float> %1693, float %1351, i32 4
+	%1695 = insertelement <8 x float> %1694, float %1357, i32 5
+	%1696 = insertelement <8 x float> %1695, float %1363, i32 6
+	%1697 = insertelement <8 x float> %1696, float %1369, i32 7
+	%1698 = add i64 %1032, 0
+	%1699 = getelementptr float, float* %11, i64 %1698
+	%1700 = bitcast float* %1699 to <8 x float>*
+	store <8 x float> %1697, <8 x float>* %1700, align 4
+	%1701 = insertelement <8 x float> undef, float %1375, i32 0
+	%1702 = insertelement <8 x float> %1701, float %1381, i32 1
+	%1703 = insertelement <8 x float> %1702, float %1387, i32 2
+	%1704 = insertelement <8 x float> %1703, float %1393, i32 3
+	%1705 = insertelement <8 x float> %1704, float %1399, i32 4
+	%1706 = insertelement <8 x float> %1705, float %1405, i32 5
+	%1707 = insertelement <8 x float> %1706, float %1411, i32 6
+	%1708 = insertelement <8 x float> %1707, float %1417, i32 7
+	%1709 = add i64 %1032, 8
+	%1710 = getelementptr float, float* %11, i64 %1709
+	%1711 = bitcast float* %1710 to <8 x float>*
+	store <8 x float> %1708, <8 x float>* %1711, align 4
+	%1712 = insertelement <8 x float> undef, float %1423, i32 0
+	%1713 = insertelement <8 x float> %1712, float %1429, i32 1
+	%1714 = insertelement <8 x float> %1713, float %1435, i32 2
+	%1715 = insertelement <8 x float> %1714, float %1441, i32 3
+	%1716 = insertelement <8 x float> %1715, float %1447, i32 4
+	%1717 = insertelement <8 x float> %1716, float %1453, i32 5
+	%1718 = insertelement <8 x float> %1717, float %1459, i32 6
+	%1719 = insertelement <8 x float> %1718, float %1465, i32 7
+	%1720 = add i64 %1032, 16
+	%1721 = getelementptr float, float* %11, i64 %1720
+	%1722 = bitcast float* %1721 to <8 x float>*
+	store <8 x float> %1719, <8 x float>* %1722, align 4
+	%1723 = insertelement <8 x float> undef, float %1471, i32 0
+	%1724 = insertelement <8 x float> %1723, float %1477, i32 1
+	%1725 = insertelement <8 x float> %1724, float %1483, i32 2
+	%1726 = insertelement <8 x float> %1725, float %1489, i32 3
+	%1727 = insertelement <8 x float> %1726, float %1495, i32 4
+	%1728 = insertelement <8 x float> %1727, float %1501, i32 5
+	%1729 = insertelement <8 x float> %1728, float %1507, i32 6
+	%1730 = insertelement <8 x float> %1729, float %1513, i32 7
+	%1731 = add i64 %1032, 24
+	%1732 = getelementptr float, float* %11, i64 %1731
+	%1733 = bitcast float* %1732 to <8 x float>*
+	store <8 x float> %1730, <8 x float>* %1733, align 4
+	%1734 = add i64 %1028, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1913 = mul i64 %1158, 8
+	%1735 = mul i64 %1027, 8
 	br label %group.head.43
 
 group.head.43:
-	%1914 = phi i64 [ %1913, %wide.done.42 ], [ %2022, %group.44 ]
-	%1915 = icmp slt i64 %1914, %58
-	br i1 %1915, label %group.44, label %group.done.45
+	%1736 = phi i64 [ %1735, %wide.done.42 ], [ %1844, %group.44 ]
+	%1737 = icmp slt i64 %1736, %58
+	br i1 %1737, label %group.44, label %group.done.45
 
 group.44:
-	%1916 = shl i64 %1914, 2
-	%1917 = add i64 %59, %1916
-	%1918 = add i64 %63, %1914
-	%1919 = getelementptr float, float* %1, i64 %1917
-	%1920 = getelementptr float, float* %1919, i64 0
-	%1921 = load float, float* %1920, align 4
-	%1922 = getelementptr float, float* %1919, i64 1
-	%1923 = load float, float* %1922, align 4
-	%1924 = getelementptr float, float* %1919, i64 2
-	%1925 = load float, float* %1924, align 4
-	%1926 = getelementptr float, float* %1919, i64 3
-	%1927 = load float, float* %1926, align 4
-	%1928 = getelementptr float, float* %3, i64 %1917
-	%1929 = getelementptr float, float* %1928, i64 0
-	%1930 = load float, float* %1929, align 4
-	%1931 = getelementptr float, float* %1928, i64 1
-	%1932 = load float, float* %1931, align 4
-	%1933 = getelementptr float, float* %1928, i64 2
-	%1934 = load float, float* %1933, align 4
-	%1935 = getelementptr float, float* %1928, i64 3
-	%1936 = load float, float* %1935, align 4
-	%1937 = getelementptr float, float* %5, i64 %1917
-	%1938 = getelementptr float, float* %1937, i64 0
-	%1939 = load float, float* %1938, align 4
-	%1940 = getelementptr float, float* %1937, i64 1
-	%1941 = load float, float* %1940, align 4
-	%1942 = getelementptr float, float* %1937, i64 2
-	%1943 = load float, float* %1942, align 4
-	%1944 = getelementptr float, float* %1937, i64 3
-	%1945 = load float, float* %1944, align 4
-	%1946 = getelementptr float, float* %7, i64 %1917
-	%1947 = getelementptr float, float* %1946, i64 0
-	%1948 = load float, float* %1947, align 4
-	%1949 = getelementptr float, float* %1946, i64 1
-	%1950 = load float, float* %1949, align 4
-	%1951 = getelementptr float, float* %1946, i64 2
-	%1952 = load float, float* %1951, align 4
-	%1953 = getelementptr float, float* %1946, i64 3
-	%1954 = load float, float* %1953, align 4
-	%1955 = getelementptr float, float* %9, i64 %1917
-	%1956 = getelementptr float, float* %1955, i64 0
-	%1957 = load float, float* %1956, align 4
-	%1958 = getelementptr float, float* %1955, i64 1
-	%1959 = load float, float* %1958, align 4
-	%1960 = getelementptr float, float* %1955, i64 2
-	%1961 = load float, float* %1960, align 4
-	%1962 = getelementptr float, float* %1955, i64 3
-	%1963 = load float, float* %1962, align 4
-	%1964 = getelementptr float, float* %11, i64 %1917
-	%1965 = getelementptr float, float* %1964, i64 0
-	%1966 = load float, float* %1965, align 4
-	%1967 = getelementptr float, float* %1964, i64 1
-	%1968 = load float, float* %1967, align 4
-	%1969 = getelementptr float, float* %1964, i64 2
-	%1970 = load float, float* %1969, align 4
-	%1971 = getelementptr float, float* %1964, i64 3
-	%1972 = load float, float* %1971, align 4
-	%1973 = call { float, float, float, float, float } @disk_body(float %1921, float %1930, float %1939, float %1948, float %1957, float %1966, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1974 = extractvalue { float, float, float, float, float } %1973, 0
-	%1975 = extractvalue { float, float, float, float, float } %1973, 1
-	%1976 = extractvalue { float, float, float, float, float } %1973, 2
-	%1977 = extractvalue { float, float, float, float, float } %1973, 3
-	%1978 = extractvalue { float, float, float, float, float } %1973, 4
-	%1979 = call { float, float, float, float, float } @disk_body(float %1923, float %1932, float %1941, float %1950, float %1959, float %1968, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1980 = extractvalue { float, float, float, float, float } %1979, 0
-	%1981 = extractvalue { float, float, float, float, float } %1979, 1
-	%1982 = extractvalue { float, float, float, float, float } %1979, 2
-	%1983 = extractvalue { float, float, float, float, float } %1979, 3
-	%1984 = extractvalue { float, float, float, float, float } %1979, 4
-	%1985 = call { float, float, float, float, float } @disk_body(float %1925, float %1934, float %1943, float %1952, float %1961, float %1970, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1986 = extractvalue { float, float, float, float, float } %1985, 0
-	%1987 = extractvalue { float, float, float, float, float } %1985, 1
-	%1988 = extractvalue { float, float, float, float, float } %1985, 2
-	%1989 = extractvalue { float, float, float, float, float } %1985, 3
-	%1990 = extractvalue { float, float, float, float, float } %1985, 4
-	%1991 = call { float, float, float, float, float } @disk_body(float %1927, float %1936, float %1945, float %1954, float %1963, float %1972, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%1992 = extractvalue { float, float, float, float, float } %1991, 0
-	%1993 = extractvalue { float, float, float, float, float } %1991, 1
-	%1994 = extractvalue { float, float, float, float, float } %1991, 2
-	%1995 = extractvalue { float, float, float, float, float } %1991, 3
-	%1996 = extractvalue { float, float, float, float, float } %1991, 4
-	%1997 = getelementptr float, float* %5, i64 %1917
-	%1998 = getelementptr float, float* %1997, i64 0
-	store float %1974, float* %1998, align 4
-	%1999 = getelementptr float, float* %1997, i64 1
-	store float %1980, float* %1999, align 4
-	%2000 = getelementptr float, float* %1997, i64 2
-	store float %1986, float* %2000, align 4
-	%2001 = getelementptr float, float* %1997, i64 3
-	store float %1992, float* %2001, align 4
-	%2002 = getelementptr float, float* %7, i64 %1917
-	%2003 = getelementptr float, float* %2002, i64 0
-	store float %1975, float* %2003, align 4
-	%2004 = getelementptr float, float* %2002, i64 1
-	store float %1981, float* %2004, align 4
-	%2005 = getelementptr float, float* %2002, i64 2
-	store float %1987, float* %2005, align 4
-	%2006 = getelementptr float, float* %2002, i64 3
-	store float %1993, float* %2006, align 4
-	%2007 = getelementptr float, float* %9, i64 %1917
-	%2008 = getelementptr float, float* %2007, i64 0
-	store float %1976, float* %2008, align 4
-	%2009 = getelementptr float, float* %2007, i64 1
-	store float %1982, float* %2009, align 4
-	%2010 = getelementptr float, float* %2007, i64 2
-	store float %1988, float* %2010, align 4
-	%2011 = getelementptr float, float* %2007, i64 3
-	store float %1994, float* %2011, align 4
-	%2012 = getelementptr float, float* %1, i64 %1917
-	%2013 = getelementptr float, float* %2012, i64 0
-	store float %1977, float* %2013, align 4
-	%2014 = getelementptr float, float* %2012, i64 1
-	store float %1983, float* %2014, align 4
-	%2015 = getelementptr float, float* %2012, i64 2
-	store float %1989, float* %2015, align 4
-	%2016 = getelementptr float, float* %2012, i64 3
-	store float %1995, float* %2016, align 4
-	%2017 = getelementptr float, float* %11, i64 %1917
-	%2018 = getelementptr float, float* %2017, i64 0
-	store float %1978, float* %2018, align 4
-	%2019 = getelementptr float, float* %2017, i64 1
-	store float %1984, float* %2019, align 4
-	%2020 = getelementptr float, float* %2017, i64 2
-	store float %1990, float* %2020, align 4
-	%2021 = getelementptr float, float* %2017, i64 3
-	store float %1996, float* %2021, align 4
-	%2022 = add i64 %1914, 1
+	%1738 = shl i64 %1736, 2
+	%1739 = add i64 %59, %1738
+	%1740 = add i64 %63, %1736
+	%1741 = getelementptr float, float* %1, i64 %1739
+	%1742 = getelementptr float, float* %1741, i64 0
+	%1743 = load float, float* %1742, align 4
+	%1744 = getelementptr float, float* %1741, i64 1
+	%1745 = load float, float* %1744, align 4
+	%1746 = getelementptr float, float* %1741, i64 2
+	%1747 = load float, float* %1746, align 4
+	%1748 = getelementptr float, float* %1741, i64 3
+	%1749 = load float, float* %1748, align 4
+	%1750 = getelementptr float, float* %3, i64 %1739
+	%1751 = getelementptr float, float* %1750, i64 0
+	%1752 = load float, float* %1751, align 4
+	%1753 = getelementptr float, float* %1750, i64 1
+	%1754 = load float, float* %1753, align 4
+	%1755 = getelementptr float, float* %1750, i64 2
+	%1756 = load float, float* %1755, align 4
+	%1757 = getelementptr float, float* %1750, i64 3
+	%1758 = load float, float* %1757, align 4
+	%1759 = getelementptr float, float* %5, i64 %1739
+	%1760 = getelementptr float, float* %1759, i64 0
+	%1761 = load float, float* %1760, align 4
+	%1762 = getelementptr float, float* %1759, i64 1
+	%1763 = load float, float* %1762, align 4
+	%1764 = getelementptr float, float* %1759, i64 2
+	%1765 = load float, float* %1764, align 4
+	%1766 = getelementptr float, float* %1759, i64 3
+	%1767 = load float, float* %1766, align 4
+	%1768 = getelementptr float, float* %7, i64 %1739
+	%1769 = getelementptr float, float* %1768, i64 0
+	%1770 = load float, float* %1769, align 4
+	%1771 = getelementptr float, float* %1768, i64 1
+	%1772 = load float, float* %1771, align 4
+	%1773 = getelementptr float, float* %1768, i64 2
+	%1774 = load float, float* %1773, align 4
+	%1775 = getelementptr float, float* %1768, i64 3
+	%1776 = load float, float* %1775, align 4
+	%1777 = getelementptr float, float* %9, i64 %1739
+	%1778 = getelementptr float, float* %1777, i64 0
+	%1779 = load float, float* %1778, align 4
+	%1780 = getelementptr float, float* %1777, i64 1
+	%1781 = load float, float* %1780, align 4
+	%1782 = getelementptr float, float* %1777, i64 2
+	%1783 = load float, float* %1782, align 4
+	%1784 = getelementptr float, float* %1777, i64 3
+	%1785 = load float, float* %1784, align 4
+	%1786 = getelementptr float, float* %11, i64 %1739
+	%1787 = getelementptr float, float* %1786, i64 0
+	%1788 = load float, float* %1787, align 4
+	%1789 = getelementptr float, float* %1786, i64 1
+	%1790 = load float, float* %1789, align 4
+	%1791 = getelementptr float, float* %1786, i64 2
+	%1792 = load float, float* %1791, align 4
+	%1793 = getelementptr float, float* %1786, i64 3
+	%1794 = load float, float* %1793, align 4
+	%1795 = call { float, float, float, float, float } @disk_body(float %1743, float %1752, float %1761, float %1770, float %1779, float %1788, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1796 = extractvalue { float, float, float, float, float } %1795, 0
+	%1797 = extractvalue { float, float, float, float, float } %1795, 1
+	%1798 = extractvalue { float, float, float, float, float } %1795, 2
+	%1799 = extractvalue { float, float, float, float, float } %1795, 3
+	%1800 = extractvalue { float, float, float, float, float } %1795, 4
+	%1801 = call { float, float, float, float, float } @disk_body(float %1745, float %1754, float %1763, float %1772, float %1781, float %1790, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1802 = extractvalue { float, float, float, float, float } %1801, 0
+	%1803 = extractvalue { float, float, float, float, float } %1801, 1
+	%1804 = extractvalue { float, float, float, float, float } %1801, 2
+	%1805 = extractvalue { float, float, float, float, float } %1801, 3
+	%1806 = extractvalue { float, float, float, float, float } %1801, 4
+	%1807 = call { float, float, float, float, float } @disk_body(float %1747, float %1756, float %1765, float %1774, float %1783, float %1792, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1808 = extractvalue { float, float, float, float, float } %1807, 0
+	%1809 = extractvalue { float, float, float, float, float } %1807, 1
+	%1810 = extractvalue { float, float, float, float, float } %1807, 2
+	%1811 = extractvalue { float, float, float, float, float } %1807, 3
+	%1812 = extractvalue { float, float, float, float, float } %1807, 4
+	%1813 = call { float, float, float, float, float } @disk_body(float %1749, float %1758, float %1767, float %1776, float %1785, float %1794, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1814 = extractvalue { float, float, float, float, float } %1813, 0
+	%1815 = extractvalue { float, float, float, float, float } %1813, 1
+	%1816 = extractvalue { float, float, float, float, float } %1813, 2
+	%1817 = extractvalue { float, float, float, float, float } %1813, 3
+	%1818 = extractvalue { float, float, float, float, float } %1813, 4
+	%1819 = getelementptr float, float* %5, i64 %1739
+	%1820 = getelementptr float, float* %1819, i64 0
+	store float %1796, float* %1820, align 4
+	%1821 = getelementptr float, float* %1819, i64 1
+	store float %1802, float* %1821, align 4
+	%1822 = getelementptr float, float* %1819, i64 2
+	store float %1808, float* %1822, align 4
+	%1823 = getelementptr float, float* %1819, i64 3
+	store float %1814, float* %1823, align 4
+	%1824 = getelementptr float, float* %7, i64 %1739
+	%1825 = getelementptr float, float* %1824, i64 0
+	store float %1797, float* %1825, align 4
+	%1826 = getelementptr float, float* %1824, i64 1
+	store float %1803, float* %1826, align 4
+	%1827 = getelementptr float, float* %1824, i64 2
+	store float %1809, float* %1827, align 4
+	%1828 = getelementptr float, float* %1824, i64 3
+	store float %1815, float* %1828, align 4
+	%1829 = getelementptr float, float* %9, i64 %1739
+	%1830 = getelementptr float, float* %1829, i64 0
+	store float %1798, float* %1830, align 4
+	%1831 = getelementptr float, float* %1829, i64 1
+	store float %1804, float* %1831, align 4
+	%1832 = getelementptr float, float* %1829, i64 2
+	store float %1810, float* %1832, align 4
+	%1833 = getelementptr float, float* %1829, i64 3
+	store float %1816, float* %1833, align 4
+	%1834 = getelementptr float, float* %1, i64 %1739
+	%1835 = getelementptr float, float* %1834, i64 0
+	store float %1799, float* %1835, align 4
+	%1836 = getelementptr float, float* %1834, i64 1
+	store float %1805, float* %1836, align 4
+	%1837 = getelementptr float, float* %1834, i64 2
+	store float %1811, float* %1837, align 4
+	%1838 = getelementptr float, float* %1834, i64 3
+	store float %1817, float* %1838, align 4
+	%1839 = getelementptr float, float* %11, i64 %1739
+	%1840 = getelementptr float, float* %1839, i64 0
+	store float %1800, float* %1840, align 4
+	%1841 = getelementptr float, float* %1839, i64 1
+	store float %1806, float* %1841, align 4
+	%1842 = getelementptr float, float* %1839, i64 2
+	store float %1812, float* %1842, align 4
+	%1843 = getelementptr float, float* %1839, i64 3
+	store float %1818, float* %1843, align 4
+	%1844 = add i64 %1736, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2023 = phi i64 [ %61, %group.done.45 ], [ %2048, %tail.47 ]
-	%2024 = icmp slt i64 %2023, %41
-	br i1 %2024, label %tail.47, label %tail.done.48
+	%1845 = phi i64 [ %61, %group.done.45 ], [ %1870, %tail.47 ]
+	%1846 = icmp slt i64 %1845, %41
+	br i1 %1846, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2025 = getelementptr float, float* %1, i64 %2023
-	%2026 = load float, float* %2025, align 4
-	%2027 = getelementptr float, float* %3, i64 %2023
-	%2028 = load float, float* %2027, align 4
-	%2029 = getelementptr float, float* %5, i64 %2023
-	%2030 = load float, float* %2029, align 4
-	%2031 = getelementptr float, float* %7, i64 %2023
-	%2032 = load float, float* %2031, align 4
-	%2033 = getelementptr float, float* %9, i64 %2023
-	%2034 = load float, float* %2033, align 4
-	%2035 = getelementptr float, float* %11, i64 %2023
-	%2036 = load float, float* %2035, align 4
-	%2037 = call { float, float, float, float, float } @disk_body(float %2026, float %2028, float %2030, float %2032, float %2034, float %2036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
-	%2038 = extractvalue { float, float, float, float, float } %2037, 0
-	%2039 = extractvalue { float, float, float, float, float } %2037, 1
-	%2040 = extractvalue { float, float, float, float, float } %2037, 2
-	%2041 = extractvalue { float, float, float, float, float } %2037, 3
-	%2042 = extractvalue { float, float, float, float, float } %2037, 4
-	%2043 = getelementptr float, float* %5, i64 %2023
-	store float %2038, float* %2043, align 4
-	%2044 = getelementptr float, float* %7, i64 %2023
-	store float %2039, float* %2044, align 4
-	%2045 = getelementptr float, float* %9, i64 %2023
-	store float %2040, float* %2045, align 4
-	%2046 = getelementptr float, float* %1, i64 %2023
-	store float %2041, float* %2046, align 4
-	%2047 = getelementptr float, float* %11, i64 %2023
-	store float %2042, float* %2047, align 4
-	%2048 = add i64 %2023, 1
+	%1847 = getelementptr float, float* %1, i64 %1845
+	%1848 = load float, float* %1847, align 4
+	%1849 = getelementptr float, float* %3, i64 %1845
+	%1850 = load float, float* %1849, align 4
+	%1851 = getelementptr float, float* %5, i64 %1845
+	%1852 = load float, float* %1851, align 4
+	%1853 = getelementptr float, float* %7, i64 %1845
+	%1854 = load float, float* %1853, align 4
+	%1855 = getelementptr float, float* %9, i64 %1845
+	%1856 = load float, float* %1855, align 4
+	%1857 = getelementptr float, float* %11, i64 %1845
+	%1858 = load float, float* %1857, align 4
+	%1859 = call { float, float, float, float, float } @disk_body(float %1848, float %1850, float %1852, float %1854, float %1856, float %1858, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1860 = extractvalue { float, float, float, float, float } %1859, 0
+	%1861 = extractvalue { float, float, float, float, float } %1859, 1
+	%1862 = extractvalue { float, float, float, float, float } %1859, 2
+	%1863 = extractvalue { float, float, float, float, float } %1859, 3
+	%1864 = extractvalue { float, float, float, float, float } %1859, 4
+	%1865 = getelementptr float, float* %5, i64 %1845
+	store float %1860, float* %1865, align 4
+	%1866 = getelementptr float, float* %7, i64 %1845
+	store float %1861, float* %1866, align 4
+	%1867 = getelementptr float, float* %9, i64 %1845
+	store float %1862, float* %1867, align 4
+	%1868 = getelementptr float, float* %1, i64 %1845
+	store float %1863, float* %1868, align 4
+	%1869 = getelementptr float, float* %11, i64 %1845
+	store float %1864, float* %1869, align 4
+	%1870 = add i64 %1845, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -4575,7 +4147,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @disk_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @disk_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -4657,7 +4229,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -4700,111 +4272,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -4814,589 +4383,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @disk_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @disk_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5405,39 +4976,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5446,7 +5016,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5472,20 +5042,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5494,43 +5063,42 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @disk_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@disk_abi = constant [65 x i8] c"e0ef6da67844421ead2f840ea7f1189b2502f12e0f037374bfaa0f456d1febf2\00"
+@disk_abi = constant [65 x i8] c"9ec16b6f2687c398edd64964863fb51c479717da358961c5d391aaf3f656a89e\00"

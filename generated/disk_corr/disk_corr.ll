@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float } @disk_corr_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, float %s.13) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.gt
@@ -1729,7 +1759,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%100 = phi i64 [ 0, %head.done.27 ], [ %982, %wide.29 ]
+	%100 = phi i64 [ 0, %head.done.27 ], [ %851, %wide.29 ]
 	%101 = icmp slt i64 %100, %99
 	br i1 %101, label %wide.29, label %wide.done.30
 
@@ -1738,2382 +1768,1924 @@ wide.29:
 	%103 = shl i64 %102, 2
 	%104 = add i64 %63, %103
 	%105 = add i64 %67, %102
-	%106 = getelementptr float, float* %1, i64 %104
-	%107 = getelementptr float, float* %106, i64 0
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %106, i64 1
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %106, i64 2
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %106, i64 3
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %106, i64 4
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %106, i64 5
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %106, i64 6
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %106, i64 7
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %106, i64 8
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %106, i64 9
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %106, i64 10
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %106, i64 11
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %106, i64 12
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %106, i64 13
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %106, i64 14
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %106, i64 15
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %106, i64 16
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %106, i64 17
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %106, i64 18
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %106, i64 19
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %106, i64 20
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %106, i64 21
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %106, i64 22
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %106, i64 23
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %106, i64 24
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %106, i64 25
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %106, i64 26
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %106, i64 27
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %106, i64 28
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %106, i64 29
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %106, i64 30
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %106, i64 31
-	%170 = load float, float* %169, align 4
-	%171 = getelementptr float, float* %3, i64 %104
-	%172 = getelementptr float, float* %171, i64 0
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %171, i64 1
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %171, i64 2
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %171, i64 3
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %171, i64 4
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %171, i64 5
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %171, i64 6
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %171, i64 7
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %171, i64 8
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %171, i64 9
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %171, i64 10
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %171, i64 11
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %171, i64 12
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %171, i64 13
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %171, i64 14
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %171, i64 15
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %171, i64 16
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %171, i64 17
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %171, i64 18
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %171, i64 19
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %171, i64 20
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %171, i64 21
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %171, i64 22
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %171, i64 23
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %171, i64 24
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %171, i64 25
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %171, i64 26
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %171, i64 27
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %171, i64 28
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %171, i64 29
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %171, i64 30
-	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %171, i64 31
-	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %5, i64 %104
-	%237 = getelementptr float, float* %236, i64 0
-	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %236, i64 1
-	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %236, i64 2
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %236, i64 3
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %236, i64 4
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %236, i64 5
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %236, i64 6
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %236, i64 7
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %236, i64 8
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %236, i64 9
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %236, i64 10
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %236, i64 11
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %236, i64 12
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %236, i64 13
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %236, i64 14
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %236, i64 15
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %236, i64 16
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %236, i64 17
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %236, i64 18
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %236, i64 19
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %236, i64 20
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %236, i64 21
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %236, i64 22
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %236, i64 23
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %236, i64 24
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %236, i64 25
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %236, i64 26
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %236, i64 27
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %236, i64 28
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %236, i64 29
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %236, i64 30
-	%298 = load float, float* %297, align 4
-	%299 = getelementptr float, float* %236, i64 31
-	%300 = load float, float* %299, align 4
-	%301 = getelementptr float, float* %7, i64 %104
-	%302 = getelementptr float, float* %301, i64 0
-	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %301, i64 1
-	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %301, i64 2
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %301, i64 3
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %301, i64 4
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %301, i64 5
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %301, i64 6
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %301, i64 7
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %301, i64 8
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %301, i64 9
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %301, i64 10
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %301, i64 11
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %301, i64 12
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %301, i64 13
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %301, i64 14
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %301, i64 15
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %301, i64 16
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %301, i64 17
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %301, i64 18
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %301, i64 19
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %301, i64 20
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %301, i64 21
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %301, i64 22
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %301, i64 23
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %301, i64 24
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %301, i64 25
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %301, i64 26
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %301, i64 27
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %301, i64 28
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %301, i64 29
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %301, i64 30
-	%363 = load float, float* %362, align 4
-	%364 = getelementptr float, float* %301, i64 31
-	%365 = load float, float* %364, align 4
-	%366 = getelementptr float, float* %9, i64 %104
-	%367 = getelementptr float, float* %366, i64 0
-	%368 = load float, float* %367, align 4
-	%369 = getelementptr float, float* %366, i64 1
-	%370 = load float, float* %369, align 4
-	%371 = getelementptr float, float* %366, i64 2
-	%372 = load float, float* %371, align 4
-	%373 = getelementptr float, float* %366, i64 3
-	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %366, i64 4
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %366, i64 5
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %366, i64 6
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %366, i64 7
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %366, i64 8
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %366, i64 9
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %366, i64 10
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %366, i64 11
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %366, i64 12
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %366, i64 13
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %366, i64 14
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %366, i64 15
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %366, i64 16
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %366, i64 17
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %366, i64 18
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %366, i64 19
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %366, i64 20
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %366, i64 21
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %366, i64 22
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %366, i64 23
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %366, i64 24
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %366, i64 25
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %366, i64 26
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %366, i64 27
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %366, i64 28
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %366, i64 29
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %366, i64 30
-	%428 = load float, float* %427, align 4
-	%429 = getelementptr float, float* %366, i64 31
-	%430 = load float, float* %429, align 4
-	%431 = getelementptr float, float* %11, i64 %104
-	%432 = getelementptr float, float* %431, i64 0
-	%433 = load float, float* %432, align 4
-	%434 = getelementptr float, float* %431, i64 1
-	%435 = load float, float* %434, align 4
-	%436 = getelementptr float, float* %431, i64 2
-	%437 = load float, float* %436, align 4
-	%438 = getelementptr float, float* %431, i64 3
-	%439 = load float, float* %438, align 4
-	%440 = getelementptr float, float* %431, i64 4
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %431, i64 5
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %431, i64 6
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %431, i64 7
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %431, i64 8
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %431, i64 9
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %431, i64 10
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %431, i64 11
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %431, i64 12
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %431, i64 13
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %431, i64 14
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %431, i64 15
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %431, i64 16
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %431, i64 17
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %431, i64 18
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %431, i64 19
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %431, i64 20
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %431, i64 21
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %431, i64 22
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %431, i64 23
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %431, i64 24
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %431, i64 25
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %431, i64 26
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %431, i64 27
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %431, i64 28
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %431, i64 29
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %431, i64 30
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %431, i64 31
-	%495 = load float, float* %494, align 4
-	%496 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %49, i32 %51, i32 0, i64 %105)
-	%497 = extractvalue [4 x <8 x float>] %496, 0
-	%498 = extractelement <8 x float> %497, i32 0
-	%499 = fmul float %41, %498
-	%500 = fadd float %173, %499
-	%501 = call { float, float, float, float, float } @disk_corr_body(float %108, float %500, float %238, float %303, float %368, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%502 = extractvalue { float, float, float, float, float } %501, 0
-	%503 = extractvalue { float, float, float, float, float } %501, 1
-	%504 = extractvalue { float, float, float, float, float } %501, 2
-	%505 = extractvalue { float, float, float, float, float } %501, 3
-	%506 = extractvalue { float, float, float, float, float } %501, 4
-	%507 = extractvalue [4 x <8 x float>] %496, 1
-	%508 = extractelement <8 x float> %507, i32 0
-	%509 = fmul float %41, %508
-	%510 = fadd float %175, %509
-	%511 = call { float, float, float, float, float } @disk_corr_body(float %110, float %510, float %240, float %305, float %370, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%106 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %49, i32 %51, i32 0, i64 %105)
+	%107 = add i64 %104, 0
+	%108 = getelementptr float, float* %1, i64 %107
+	%109 = bitcast float* %108 to <8 x float>*
+	%110 = load <8 x float>, <8 x float>* %109, align 4
+	%111 = extractelement <8 x float> %110, i32 0
+	%112 = extractelement <8 x float> %110, i32 1
+	%113 = extractelement <8 x float> %110, i32 2
+	%114 = extractelement <8 x float> %110, i32 3
+	%115 = extractelement <8 x float> %110, i32 4
+	%116 = extractelement <8 x float> %110, i32 5
+	%117 = extractelement <8 x float> %110, i32 6
+	%118 = extractelement <8 x float> %110, i32 7
+	%119 = add i64 %104, 8
+	%120 = getelementptr float, float* %1, i64 %119
+	%121 = bitcast float* %120 to <8 x float>*
+	%122 = load <8 x float>, <8 x float>* %121, align 4
+	%123 = extractelement <8 x float> %122, i32 0
+	%124 = extractelement <8 x float> %122, i32 1
+	%125 = extractelement <8 x float> %122, i32 2
+	%126 = extractelement <8 x float> %122, i32 3
+	%127 = extractelement <8 x float> %122, i32 4
+	%128 = extractelement <8 x float> %122, i32 5
+	%129 = extractelement <8 x float> %122, i32 6
+	%130 = extractelement <8 x float> %122, i32 7
+	%131 = add i64 %104, 16
+	%132 = getelementptr float, float* %1, i64 %131
+	%133 = bitcast float* %132 to <8 x float>*
+	%134 = load <8 x float>, <8 x float>* %133, align 4
+	%135 = extractelement <8 x float> %134, i32 0
+	%136 = extractelement <8 x float> %134, i32 1
+	%137 = extractelement <8 x float> %134, i32 2
+	%138 = extractelement <8 x float> %134, i32 3
+	%139 = extractelement <8 x float> %134, i32 4
+	%140 = extractelement <8 x float> %134, i32 5
+	%141 = extractelement <8 x float> %134, i32 6
+	%142 = extractelement <8 x float> %134, i32 7
+	%143 = add i64 %104, 24
+	%144 = getelementptr float, float* %1, i64 %143
+	%145 = bitcast float* %144 to <8 x float>*
+	%146 = load <8 x float>, <8 x float>* %145, align 4
+	%147 = extractelement <8 x float> %146, i32 0
+	%148 = extractelement <8 x float> %146, i32 1
+	%149 = extractelement <8 x float> %146, i32 2
+	%150 = extractelement <8 x float> %146, i32 3
+	%151 = extractelement <8 x float> %146, i32 4
+	%152 = extractelement <8 x float> %146, i32 5
+	%153 = extractelement <8 x float> %146, i32 6
+	%154 = extractelement <8 x float> %146, i32 7
+	%155 = add i64 %104, 0
+	%156 = getelementptr float, float* %3, i64 %155
+	%157 = bitcast float* %156 to <8 x float>*
+	%158 = load <8 x float>, <8 x float>* %157, align 4
+	%159 = insertelement <8 x float> undef, float %41, i32 0
+	%160 = insertelement <8 x float> %159, float %41, i32 1
+	%161 = insertelement <8 x float> %160, float %41, i32 2
+	%162 = insertelement <8 x float> %161, float %41, i32 3
+	%163 = insertelement <8 x float> %162, float %41, i32 4
+	%164 = insertelement <8 x float> %163, float %41, i32 5
+	%165 = insertelement <8 x float> %164, float %41, i32 6
+	%166 = insertelement <8 x float> %165, float %41, i32 7
+	%167 = extractvalue [4 x <8 x float>] %106, 0
+	%168 = fmul <8 x float> %166, %167
+	%169 = fadd <8 x float> %158, %168
+	%170 = extractelement <8 x float> %169, i32 0
+	%171 = extractelement <8 x float> %169, i32 1
+	%172 = extractelement <8 x float> %169, i32 2
+	%173 = extractelement <8 x float> %169, i32 3
+	%174 = extractelement <8 x float> %169, i32 4
+	%175 = extractelement <8 x float> %169, i32 5
+	%176 = extractelement <8 x float> %169, i32 6
+	%177 = extractelement <8 x float> %169, i32 7
+	%178 = add i64 %104, 8
+	%179 = getelementptr float, float* %3, i64 %178
+	%180 = bitcast float* %179 to <8 x float>*
+	%181 = load <8 x float>, <8 x float>* %180, align 4
+	%182 = insertelement <8 x float> undef, float %41, i32 0
+	%183 = insertelement <8 x float> %182, float %41, i32 1
+	%184 = insertelement <8 x float> %183, float %41, i32 2
+	%185 = insertelement <8 x float> %184, float %41, i32 3
+	%186 = insertelement <8 x float> %185, float %41, i32 4
+	%187 = insertelement <8 x float> %186, float %41, i32 5
+	%188 = insertelement <8 x float> %187, float %41, i32 6
+	%189 = insertelement <8 x float> %188, float %41, i32 7
+	%190 = extractvalue [4 x <8 x float>] %106, 1
+	%191 = fmul <8 x float> %189, %190
+	%192 = fadd <8 x float> %181, %191
+	%193 = extractelement <8 x float> %192, i32 0
+	%194 = extractelement <8 x float> %192, i32 1
+	%195 = extractelement <8 x float> %192, i32 2
+	%196 = extractelement <8 x float> %192, i32 3
+	%197 = extractelement <8 x float> %192, i32 4
+	%198 = extractelement <8 x float> %192, i32 5
+	%199 = extractelement <8 x float> %192, i32 6
+	%200 = extractelement <8 x float> %192, i32 7
+	%201 = add i64 %104, 16
+	%202 = getelementptr float, float* %3, i64 %201
+	%203 = bitcast float* %202 to <8 x float>*
+	%204 = load <8 x float>, <8 x float>* %203, align 4
+	%205 = insertelement <8 x float> undef, float %41, i32 0
+	%206 = insertelement <8 x float> %205, float %41, i32 1
+	%207 = insertelement <8 x float> %206, float %41, i32 2
+	%208 = insertelement <8 x float> %207, float %41, i32 3
+	%209 = insertelement <8 x float> %208, float %41, i32 4
+	%210 = insertelement <8 x float> %209, float %41, i32 5
+	%211 = insertelement <8 x float> %210, float %41, i32 6
+	%212 = insertelement <8 x float> %211, float %41, i32 7
+	%213 = extractvalue [4 x <8 x float>] %106, 2
+	%214 = fmul <8 x float> %212, %213
+	%215 = fadd <8 x float> %204, %214
+	%216 = extractelement <8 x float> %215, i32 0
+	%217 = extractelement <8 x float> %215, i32 1
+	%218 = extractelement <8 x float> %215, i32 2
+	%219 = extractelement <8 x float> %215, i32 3
+	%220 = extractelement <8 x float> %215, i32 4
+	%221 = extractelement <8 x float> %215, i32 5
+	%222 = extractelement <8 x float> %215, i32 6
+	%223 = extractelement <8 x float> %215, i32 7
+	%224 = add i64 %104, 24
+	%225 = getelementptr float, float* %3, i64 %224
+	%226 = bitcast float* %225 to <8 x float>*
+	%227 = load <8 x float>, <8 x float>* %226, align 4
+	%228 = insertelement <8 x float> undef, float %41, i32 0
+	%229 = insertelement <8 x float> %228, float %41, i32 1
+	%230 = insertelement <8 x float> %229, float %41, i32 2
+	%231 = insertelement <8 x float> %230, float %41, i32 3
+	%232 = insertelement <8 x float> %231, float %41, i32 4
+	%233 = insertelement <8 x float> %232, float %41, i32 5
+	%234 = insertelement <8 x float> %233, float %41, i32 6
+	%235 = insertelement <8 x float> %234, float %41, i32 7
+	%236 = extractvalue [4 x <8 x float>] %106, 3
+	%237 = fmul <8 x float> %235, %236
+	%238 = fadd <8 x float> %227, %237
+	%239 = extractelement <8 x float> %238, i32 0
+	%240 = extractelement <8 x float> %238, i32 1
+	%241 = extractelement <8 x float> %238, i32 2
+	%242 = extractelement <8 x float> %238, i32 3
+	%243 = extractelement <8 x float> %238, i32 4
+	%244 = extractelement <8 x float> %238, i32 5
+	%245 = extractelement <8 x float> %238, i32 6
+	%246 = extractelement <8 x float> %238, i32 7
+	%247 = add i64 %104, 0
+	%248 = getelementptr float, float* %5, i64 %247
+	%249 = bitcast float* %248 to <8 x float>*
+	%250 = load <8 x float>, <8 x float>* %249, align 4
+	%251 = extractelement <8 x float> %250, i32 0
+	%252 = extractelement <8 x float> %250, i32 1
+	%253 = extractelement <8 x float> %250, i32 2
+	%254 = extractelement <8 x float> %250, i32 3
+	%255 = extractelement <8 x float> %250, i32 4
+	%256 = extractelement <8 x float> %250, i32 5
+	%257 = extractelement <8 x float> %250, i32 6
+	%258 = extractelement <8 x float> %250, i32 7
+	%259 = add i64 %104, 8
+	%260 = getelementptr float, float* %5, i64 %259
+	%261 = bitcast float* %260 to <8 x float>*
+	%262 = load <8 x float>, <8 x float>* %261, align 4
+	%263 = extractelement <8 x float> %262, i32 0
+	%264 = extractelement <8 x float> %262, i32 1
+	%265 = extractelement <8 x float> %262, i32 2
+	%266 = extractelement <8 x float> %262, i32 3
+	%267 = extractelement <8 x float> %262, i32 4
+	%268 = extractelement <8 x float> %262, i32 5
+	%269 = extractelement <8 x float> %262, i32 6
+	%270 = extractelement <8 x float> %262, i32 7
+	%271 = add i64 %104, 16
+	%272 = getelementptr float, float* %5, i64 %271
+	%273 = bitcast float* %272 to <8 x float>*
+	%274 = load <8 x float>, <8 x float>* %273, align 4
+	%275 = extractelement <8 x float> %274, i32 0
+	%276 = extractelement <8 x float> %274, i32 1
+	%277 = extractelement <8 x float> %274, i32 2
+	%278 = extractelement <8 x float> %274, i32 3
+	%279 = extractelement <8 x float> %274, i32 4
+	%280 = extractelement <8 x float> %274, i32 5
+	%281 = extractelement <8 x float> %274, i32 6
+	%282 = extractelement <8 x float> %274, i32 7
+	%283 = add i64 %104, 24
+	%284 = getelementptr float, float* %5, i64 %283
+	%285 = bitcast float* %284 to <8 x float>*
+	%286 = load <8 x float>, <8 x float>* %285, align 4
+	%287 = extractelement <8 x float> %286, i32 0
+	%288 = extractelement <8 x float> %286, i32 1
+	%289 = extractelement <8 x float> %286, i32 2
+	%290 = extractelement <8 x float> %286, i32 3
+	%291 = extractelement <8 x float> %286, i32 4
+	%292 = extractelement <8 x float> %286, i32 5
+	%293 = extractelement <8 x float> %286, i32 6
+	%294 = extractelement <8 x float> %286, i32 7
+	%295 = add i64 %104, 0
+	%296 = getelementptr float, float* %7, i64 %295
+	%297 = bitcast float* %296 to <8 x float>*
+	%298 = load <8 x float>, <8 x float>* %297, align 4
+	%299 = extractelement <8 x float> %298, i32 0
+	%300 = extractelement <8 x float> %298, i32 1
+	%301 = extractelement <8 x float> %298, i32 2
+	%302 = extractelement <8 x float> %298, i32 3
+	%303 = extractelement <8 x float> %298, i32 4
+	%304 = extractelement <8 x float> %298, i32 5
+	%305 = extractelement <8 x float> %298, i32 6
+	%306 = extractelement <8 x float> %298, i32 7
+	%307 = add i64 %104, 8
+	%308 = getelementptr float, float* %7, i64 %307
+	%309 = bitcast float* %308 to <8 x float>*
+	%310 = load <8 x float>, <8 x float>* %309, align 4
+	%311 = extractelement <8 x float> %310, i32 0
+	%312 = extractelement <8 x float> %310, i32 1
+	%313 = extractelement <8 x float> %310, i32 2
+	%314 = extractelement <8 x float> %310, i32 3
+	%315 = extractelement <8 x float> %310, i32 4
+	%316 = extractelement <8 x float> %310, i32 5
+	%317 = extractelement <8 x float> %310, i32 6
+	%318 = extractelement <8 x float> %310, i32 7
+	%319 = add i64 %104, 16
+	%320 = getelementptr float, float* %7, i64 %319
+	%321 = bitcast float* %320 to <8 x float>*
+	%322 = load <8 x float>, <8 x float>* %321, align 4
+	%323 = extractelement <8 x float> %322, i32 0
+	%324 = extractelement <8 x float> %322, i32 1
+	%325 = extractelement <8 x float> %322, i32 2
+	%326 = extractelement <8 x float> %322, i32 3
+	%327 = extractelement <8 x float> %322, i32 4
+	%328 = extractelement <8 x float> %322, i32 5
+	%329 = extractelement <8 x float> %322, i32 6
+	%330 = extractelement <8 x float> %322, i32 7
+	%331 = add i64 %104, 24
+	%332 = getelementptr float, float* %7, i64 %331
+	%333 = bitcast float* %332 to <8 x float>*
+	%334 = load <8 x float>, <8 x float>* %333, align 4
+	%335 = extractelement <8 x float> %334, i32 0
+	%336 = extractelement <8 x float> %334, i32 1
+	%337 = extractelement <8 x float> %334, i32 2
+	%338 = extractelement <8 x float> %334, i32 3
+	%339 = extractelement <8 x float> %334, i32 4
+	%340 = extractelement <8 x float> %334, i32 5
+	%341 = extractelement <8 x float> %334, i32 6
+	%342 = extractelement <8 x float> %334, i32 7
+	%343 = add i64 %104, 0
+	%344 = getelementptr float, float* %9, i64 %343
+	%345 = bitcast float* %344 to <8 x float>*
+	%346 = load <8 x float>, <8 x float>* %345, align 4
+	%347 = extractelement <8 x float> %346, i32 0
+	%348 = extractelement <8 x float> %346, i32 1
+	%349 = extractelement <8 x float> %346, i32 2
+	%350 = extractelement <8 x float> %346, i32 3
+	%351 = extractelement <8 x float> %346, i32 4
+	%352 = extractelement <8 x float> %346, i32 5
+	%353 = extractelement <8 x float> %346, i32 6
+	%354 = extractelement <8 x float> %346, i32 7
+	%355 = add i64 %104, 8
+	%356 = getelementptr float, float* %9, i64 %355
+	%357 = bitcast float* %356 to <8 x float>*
+	%358 = load <8 x float>, <8 x float>* %357, align 4
+	%359 = extractelement <8 x float> %358, i32 0
+	%360 = extractelement <8 x float> %358, i32 1
+	%361 = extractelement <8 x float> %358, i32 2
+	%362 = extractelement <8 x float> %358, i32 3
+	%363 = extractelement <8 x float> %358, i32 4
+	%364 = extractelement <8 x float> %358, i32 5
+	%365 = extractelement <8 x float> %358, i32 6
+	%366 = extractelement <8 x float> %358, i32 7
+	%367 = add i64 %104, 16
+	%368 = getelementptr float, float* %9, i64 %367
+	%369 = bitcast float* %368 to <8 x float>*
+	%370 = load <8 x float>, <8 x float>* %369, align 4
+	%371 = extractelement <8 x float> %370, i32 0
+	%372 = extractelement <8 x float> %370, i32 1
+	%373 = extractelement <8 x float> %370, i32 2
+	%374 = extractelement <8 x float> %370, i32 3
+	%375 = extractelement <8 x float> %370, i32 4
+	%376 = extractelement <8 x float> %370, i32 5
+	%377 = extractelement <8 x float> %370, i32 6
+	%378 = extractelement <8 x float> %370, i32 7
+	%379 = add i64 %104, 24
+	%380 = getelementptr float, float* %9, i64 %379
+	%381 = bitcast float* %380 to <8 x float>*
+	%382 = load <8 x float>, <8 x float>* %381, align 4
+	%383 = extractelement <8 x float> %382, i32 0
+	%384 = extractelement <8 x float> %382, i32 1
+	%385 = extractelement <8 x float> %382, i32 2
+	%386 = extractelement <8 x float> %382, i32 3
+	%387 = extractelement <8 x float> %382, i32 4
+	%388 = extractelement <8 x float> %382, i32 5
+	%389 = extractelement <8 x float> %382, i32 6
+	%390 = extractelement <8 x float> %382, i32 7
+	%391 = add i64 %104, 0
+	%392 = getelementptr float, float* %11, i64 %391
+	%393 = bitcast float* %392 to <8 x float>*
+	%394 = load <8 x float>, <8 x float>* %393, align 4
+	%395 = extractelement <8 x float> %394, i32 0
+	%396 = extractelement <8 x float> %394, i32 1
+	%397 = extractelement <8 x float> %394, i32 2
+	%398 = extractelement <8 x float> %394, i32 3
+	%399 = extractelement <8 x float> %394, i32 4
+	%400 = extractelement <8 x float> %394, i32 5
+	%401 = extractelement <8 x float> %394, i32 6
+	%402 = extractelement <8 x float> %394, i32 7
+	%403 = add i64 %104, 8
+	%404 = getelementptr float, float* %11, i64 %403
+	%405 = bitcast float* %404 to <8 x float>*
+	%406 = load <8 x float>, <8 x float>* %405, align 4
+	%407 = extractelement <8 x float> %406, i32 0
+	%408 = extractelement <8 x float> %406, i32 1
+	%409 = extractelement <8 x float> %406, i32 2
+	%410 = extractelement <8 x float> %406, i32 3
+	%411 = extractelement <8 x float> %406, i32 4
+	%412 = extractelement <8 x float> %406, i32 5
+	%413 = extractelement <8 x float> %406, i32 6
+	%414 = extractelement <8 x float> %406, i32 7
+	%415 = add i64 %104, 16
+	%416 = getelementptr float, float* %11, i64 %415
+	%417 = bitcast float* %416 to <8 x float>*
+	%418 = load <8 x float>, <8 x float>* %417, align 4
+	%419 = extractelement <8 x float> %418, i32 0
+	%420 = extractelement <8 x float> %418, i32 1
+	%421 = extractelement <8 x float> %418, i32 2
+	%422 = extractelement <8 x float> %418, i32 3
+	%423 = extractelement <8 x float> %418, i32 4
+	%424 = extractelement <8 x float> %418, i32 5
+	%425 = extractelement <8 x float> %418, i32 6
+	%426 = extractelement <8 x float> %418, i32 7
+	%427 = add i64 %104, 24
+	%428 = getelementptr float, float* %11, i64 %427
+	%429 = bitcast float* %428 to <8 x float>*
+	%430 = load <8 x float>, <8 x float>* %429, align 4
+	%431 = extractelement <8 x float> %430, i32 0
+	%432 = extractelement <8 x float> %430, i32 1
+	%433 = extractelement <8 x float> %430, i32 2
+	%434 = extractelement <8 x float> %430, i32 3
+	%435 = extractelement <8 x float> %430, i32 4
+	%436 = extractelement <8 x float> %430, i32 5
+	%437 = extractelement <8 x float> %430, i32 6
+	%438 = extractelement <8 x float> %430, i32 7
+	%439 = call { float, float, float, float, float } @disk_corr_body(float %111, float %170, float %251, float %299, float %347, float %395, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%440 = extractvalue { float, float, float, float, float } %439, 0
+	%441 = extractvalue { float, float, float, float, float } %439, 1
+	%442 = extractvalue { float, float, float, float, float } %439, 2
+	%443 = extractvalue { float, float, float, float, float } %439, 3
+	%444 = extractvalue { float, float, float, float, float } %439, 4
+	%445 = call { float, float, float, float, float } @disk_corr_body(float %112, float %171, float %252, float %300, float %348, float %396, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%446 = extractvalue { float, float, float, float, float } %445, 0
+	%447 = extractvalue { float, float, float, float, float } %445, 1
+	%448 = extractvalue { float, float, float, float, float } %445, 2
+	%449 = extractvalue { float, float, float, float, float } %445, 3
+	%450 = extractvalue { float, float, float, float, float } %445, 4
+	%451 = call { float, float, float, float, float } @disk_corr_body(float %113, float %172, float %253, float %301, float %349, float %397, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%452 = extractvalue { float, float, float, float, float } %451, 0
+	%453 = extractvalue { float, float, float, float, float } %451, 1
+	%454 = extractvalue { float, float, float, float, float } %451, 2
+	%455 = extractvalue { float, float, float, float, float } %451, 3
+	%456 = extractvalue { float, float, float, float, float } %451, 4
+	%457 = call { float, float, float, float, float } @disk_corr_body(float %114, float %173, float %254, float %302, float %350, float %398, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%458 = extractvalue { float, float, float, float, float } %457, 0
+	%459 = extractvalue { float, float, float, float, float } %457, 1
+	%460 = extractvalue { float, float, float, float, float } %457, 2
+	%461 = extractvalue { float, float, float, float, float } %457, 3
+	%462 = extractvalue { float, float, float, float, float } %457, 4
+	%463 = call { float, float, float, float, float } @disk_corr_body(float %115, float %174, float %255, float %303, float %351, float %399, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%464 = extractvalue { float, float, float, float, float } %463, 0
+	%465 = extractvalue { float, float, float, float, float } %463, 1
+	%466 = extractvalue { float, float, float, float, float } %463, 2
+	%467 = extractvalue { float, float, float, float, float } %463, 3
+	%468 = extractvalue { float, float, float, float, float } %463, 4
+	%469 = call { float, float, float, float, float } @disk_corr_body(float %116, float %175, float %256, float %304, float %352, float %400, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%470 = extractvalue { float, float, float, float, float } %469, 0
+	%471 = extractvalue { float, float, float, float, float } %469, 1
+	%472 = extractvalue { float, float, float, float, float } %469, 2
+	%473 = extractvalue { float, float, float, float, float } %469, 3
+	%474 = extractvalue { float, float, float, float, float } %469, 4
+	%475 = call { float, float, float, float, float } @disk_corr_body(float %117, float %176, float %257, float %305, float %353, float %401, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%476 = extractvalue { float, float, float, float, float } %475, 0
+	%477 = extractvalue { float, float, float, float, float } %475, 1
+	%478 = extractvalue { float, float, float, float, float } %475, 2
+	%479 = extractvalue { float, float, float, float, float } %475, 3
+	%480 = extractvalue { float, float, float, float, float } %475, 4
+	%481 = call { float, float, float, float, float } @disk_corr_body(float %118, float %177, float %258, float %306, float %354, float %402, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%482 = extractvalue { float, float, float, float, float } %481, 0
+	%483 = extractvalue { float, float, float, float, float } %481, 1
+	%484 = extractvalue { float, float, float, float, float } %481, 2
+	%485 = extractvalue { float, float, float, float, float } %481, 3
+	%486 = extractvalue { float, float, float, float, float } %481, 4
+	%487 = call { float, float, float, float, float } @disk_corr_body(float %123, float %193, float %263, float %311, float %359, float %407, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%488 = extractvalue { float, float, float, float, float } %487, 0
+	%489 = extractvalue { float, float, float, float, float } %487, 1
+	%490 = extractvalue { float, float, float, float, float } %487, 2
+	%491 = extractvalue { float, float, float, float, float } %487, 3
+	%492 = extractvalue { float, float, float, float, float } %487, 4
+	%493 = call { float, float, float, float, float } @disk_corr_body(float %124, float %194, float %264, float %312, float %360, float %408, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%494 = extractvalue { float, float, float, float, float } %493, 0
+	%495 = extractvalue { float, float, float, float, float } %493, 1
+	%496 = extractvalue { float, float, float, float, float } %493, 2
+	%497 = extractvalue { float, float, float, float, float } %493, 3
+	%498 = extractvalue { float, float, float, float, float } %493, 4
+	%499 = call { float, float, float, float, float } @disk_corr_body(float %125, float %195, float %265, float %313, float %361, float %409, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%500 = extractvalue { float, float, float, float, float } %499, 0
+	%501 = extractvalue { float, float, float, float, float } %499, 1
+	%502 = extractvalue { float, float, float, float, float } %499, 2
+	%503 = extractvalue { float, float, float, float, float } %499, 3
+	%504 = extractvalue { float, float, float, float, float } %499, 4
+	%505 = call { float, float, float, float, float } @disk_corr_body(float %126, float %196, float %266, float %314, float %362, float %410, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%506 = extractvalue { float, float, float, float, float } %505, 0
+	%507 = extractvalue { float, float, float, float, float } %505, 1
+	%508 = extractvalue { float, float, float, float, float } %505, 2
+	%509 = extractvalue { float, float, float, float, float } %505, 3
+	%510 = extractvalue { float, float, float, float, float } %505, 4
+	%511 = call { float, float, float, float, float } @disk_corr_body(float %127, float %197, float %267, float %315, float %363, float %411, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%512 = extractvalue { float, float, float, float, float } %511, 0
 	%513 = extractvalue { float, float, float, float, float } %511, 1
 	%514 = extractvalue { float, float, float, float, float } %511, 2
 	%515 = extractvalue { float, float, float, float, float } %511, 3
 	%516 = extractvalue { float, float, float, float, float } %511, 4
-	%517 = extractvalue [4 x <8 x float>] %496, 2
-	%518 = extractelement <8 x float> %517, i32 0
-	%519 = fmul float %41, %518
-	%520 = fadd float %177, %519
-	%521 = call { float, float, float, float, float } @disk_corr_body(float %112, float %520, float %242, float %307, float %372, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%522 = extractvalue { float, float, float, float, float } %521, 0
-	%523 = extractvalue { float, float, float, float, float } %521, 1
-	%524 = extractvalue { float, float, float, float, float } %521, 2
-	%525 = extractvalue { float, float, float, float, float } %521, 3
-	%526 = extractvalue { float, float, float, float, float } %521, 4
-	%527 = extractvalue [4 x <8 x float>] %496, 3
-	%528 = extractelement <8 x float> %527, i32 0
-	%529 = fmul float %41, %528
-	%530 = fadd float %179, %529
-	%531 = call { float, float, float, float, float } @disk_corr_body(float %114, float %530, float %244, float %309, float %374, float %439, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%532 = extractvalue { float, float, float, float, float } %531, 0
-	%533 = extractvalue { float, float, float, float, float } %531, 1
-	%534 = extractvalue { float, float, float, float, float } %531, 2
-	%535 = extractvalue { float, float, float, float, float } %531, 3
-	%536 = extractvalue { float, float, float, float, float } %531, 4
-	%537 = extractvalue [4 x <8 x float>] %496, 0
-	%538 = extractelement <8 x float> %537, i32 1
-	%539 = fmul float %41, %538
-	%540 = fadd float %181, %539
-	%541 = call { float, float, float, float, float } @disk_corr_body(float %116, float %540, float %246, float %311, float %376, float %441, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%517 = call { float, float, float, float, float } @disk_corr_body(float %128, float %198, float %268, float %316, float %364, float %412, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%518 = extractvalue { float, float, float, float, float } %517, 0
+	%519 = extractvalue { float, float, float, float, float } %517, 1
+	%520 = extractvalue { float, float, float, float, float } %517, 2
+	%521 = extractvalue { float, float, float, float, float } %517, 3
+	%522 = extractvalue { float, float, float, float, float } %517, 4
+	%523 = call { float, float, float, float, float } @disk_corr_body(float %129, float %199, float %269, float %317, float %365, float %413, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%524 = extractvalue { float, float, float, float, float } %523, 0
+	%525 = extractvalue { float, float, float, float, float } %523, 1
+	%526 = extractvalue { float, float, float, float, float } %523, 2
+	%527 = extractvalue { float, float, float, float, float } %523, 3
+	%528 = extractvalue { float, float, float, float, float } %523, 4
+	%529 = call { float, float, float, float, float } @disk_corr_body(float %130, float %200, float %270, float %318, float %366, float %414, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%530 = extractvalue { float, float, float, float, float } %529, 0
+	%531 = extractvalue { float, float, float, float, float } %529, 1
+	%532 = extractvalue { float, float, float, float, float } %529, 2
+	%533 = extractvalue { float, float, float, float, float } %529, 3
+	%534 = extractvalue { float, float, float, float, float } %529, 4
+	%535 = call { float, float, float, float, float } @disk_corr_body(float %135, float %216, float %275, float %323, float %371, float %419, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%536 = extractvalue { float, float, float, float, float } %535, 0
+	%537 = extractvalue { float, float, float, float, float } %535, 1
+	%538 = extractvalue { float, float, float, float, float } %535, 2
+	%539 = extractvalue { float, float, float, float, float } %535, 3
+	%540 = extractvalue { float, float, float, float, float } %535, 4
+	%541 = call { float, float, float, float, float } @disk_corr_body(float %136, float %217, float %276, float %324, float %372, float %420, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%542 = extractvalue { float, float, float, float, float } %541, 0
 	%543 = extractvalue { float, float, float, float, float } %541, 1
 	%544 = extractvalue { float, float, float, float, float } %541, 2
 	%545 = extractvalue { float, float, float, float, float } %541, 3
 	%546 = extractvalue { float, float, float, float, float } %541, 4
-	%547 = extractvalue [4 x <8 x float>] %496, 1
-	%548 = extractelement <8 x float> %547, i32 1
-	%549 = fmul float %41, %548
-	%550 = fadd float %183, %549
-	%551 = call { float, float, float, float, float } @disk_corr_body(float %118, float %550, float %248, float %313, float %378, float %443, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%552 = extractvalue { float, float, float, float, float } %551, 0
-	%553 = extractvalue { float, float, float, float, float } %551, 1
-	%554 = extractvalue { float, float, float, float, float } %551, 2
-	%555 = extractvalue { float, float, float, float, float } %551, 3
-	%556 = extractvalue { float, float, float, float, float } %551, 4
-	%557 = extractvalue [4 x <8 x float>] %496, 2
-	%558 = extractelement <8 x float> %557, i32 1
-	%559 = fmul float %41, %558
-	%560 = fadd float %185, %559
-	%561 = call { float, float, float, float, float } @disk_corr_body(float %120, float %560, float %250, float %315, float %380, float %445, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%562 = extractvalue { float, float, float, float, float } %561, 0
-	%563 = extractvalue { float, float, float, float, float } %561, 1
-	%564 = extractvalue { float, float, float, float, float } %561, 2
-	%565 = extractvalue { float, float, float, float, float } %561, 3
-	%566 = extractvalue { float, float, float, float, float } %561, 4
-	%567 = extractvalue [4 x <8 x float>] %496, 3
-	%568 = extractelement <8 x float> %567, i32 1
-	%569 = fmul float %41, %568
-	%570 = fadd float %187, %569
-	%571 = call { float, float, float, float, float } @disk_corr_body(float %122, float %570, float %252, float %317, float %382, float %447, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%547 = call { float, float, float, float, float } @disk_corr_body(float %137, float %218, float %277, float %325, float %373, float %421, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%548 = extractvalue { float, float, float, float, float } %547, 0
+	%549 = extractvalue { float, float, float, float, float } %547, 1
+	%550 = extractvalue { float, float, float, float, float } %547, 2
+	%551 = extractvalue { float, float, float, float, float } %547, 3
+	%552 = extractvalue { float, float, float, float, float } %547, 4
+	%553 = call { float, float, float, float, float } @disk_corr_body(float %138, float %219, float %278, float %326, float %374, float %422, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%554 = extractvalue { float, float, float, float, float } %553, 0
+	%555 = extractvalue { float, float, float, float, float } %553, 1
+	%556 = extractvalue { float, float, float, float, float } %553, 2
+	%557 = extractvalue { float, float, float, float, float } %553, 3
+	%558 = extractvalue { float, float, float, float, float } %553, 4
+	%559 = call { float, float, float, float, float } @disk_corr_body(float %139, float %220, float %279, float %327, float %375, float %423, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%560 = extractvalue { float, float, float, float, float } %559, 0
+	%561 = extractvalue { float, float, float, float, float } %559, 1
+	%562 = extractvalue { float, float, float, float, float } %559, 2
+	%563 = extractvalue { float, float, float, float, float } %559, 3
+	%564 = extractvalue { float, float, float, float, float } %559, 4
+	%565 = call { float, float, float, float, float } @disk_corr_body(float %140, float %221, float %280, float %328, float %376, float %424, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%566 = extractvalue { float, float, float, float, float } %565, 0
+	%567 = extractvalue { float, float, float, float, float } %565, 1
+	%568 = extractvalue { float, float, float, float, float } %565, 2
+	%569 = extractvalue { float, float, float, float, float } %565, 3
+	%570 = extractvalue { float, float, float, float, float } %565, 4
+	%571 = call { float, float, float, float, float } @disk_corr_body(float %141, float %222, float %281, float %329, float %377, float %425, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%572 = extractvalue { float, float, float, float, float } %571, 0
 	%573 = extractvalue { float, float, float, float, float } %571, 1
 	%574 = extractvalue { float, float, float, float, float } %571, 2
 	%575 = extractvalue { float, float, float, float, float } %571, 3
 	%576 = extractvalue { float, float, float, float, float } %571, 4
-	%577 = extractvalue [4 x <8 x float>] %496, 0
-	%578 = extractelement <8 x float> %577, i32 2
-	%579 = fmul float %41, %578
-	%580 = fadd float %189, %579
-	%581 = call { float, float, float, float, float } @disk_corr_body(float %124, float %580, float %254, float %319, float %384, float %449, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%582 = extractvalue { float, float, float, float, float } %581, 0
-	%583 = extractvalue { float, float, float, float, float } %581, 1
-	%584 = extractvalue { float, float, float, float, float } %581, 2
-	%585 = extractvalue { float, float, float, float, float } %581, 3
-	%586 = extractvalue { float, float, float, float, float } %581, 4
-	%587 = extractvalue [4 x <8 x float>] %496, 1
-	%588 = extractelement <8 x float> %587, i32 2
-	%589 = fmul float %41, %588
-	%590 = fadd float %191, %589
-	%591 = call { float, float, float, float, float } @disk_corr_body(float %126, float %590, float %256, float %321, float %386, float %451, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%592 = extractvalue { float, float, float, float, float } %591, 0
-	%593 = extractvalue { float, float, float, float, float } %591, 1
-	%594 = extractvalue { float, float, float, float, float } %591, 2
-	%595 = extractvalue { float, float, float, float, float } %591, 3
-	%596 = extractvalue { float, float, float, float, float } %591, 4
-	%597 = extractvalue [4 x <8 x float>] %496, 2
-	%598 = extractelement <8 x float> %597, i32 2
-	%599 = fmul float %41, %598
-	%600 = fadd float %193, %599
-	%601 = call { float, float, float, float, float } @disk_corr_body(float %128, float %600, float %258, float %323, float %388, float %453, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%577 = call { float, float, float, float, float } @disk_corr_body(float %142, float %223, float %282, float %330, float %378, float %426, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%578 = extractvalue { float, float, float, float, float } %577, 0
+	%579 = extractvalue { float, float, float, float, float } %577, 1
+	%580 = extractvalue { float, float, float, float, float } %577, 2
+	%581 = extractvalue { float, float, float, float, float } %577, 3
+	%582 = extractvalue { float, float, float, float, float } %577, 4
+	%583 = call { float, float, float, float, float } @disk_corr_body(float %147, float %239, float %287, float %335, float %383, float %431, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%584 = extractvalue { float, float, float, float, float } %583, 0
+	%585 = extractvalue { float, float, float, float, float } %583, 1
+	%586 = extractvalue { float, float, float, float, float } %583, 2
+	%587 = extractvalue { float, float, float, float, float } %583, 3
+	%588 = extractvalue { float, float, float, float, float } %583, 4
+	%589 = call { float, float, float, float, float } @disk_corr_body(float %148, float %240, float %288, float %336, float %384, float %432, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%590 = extractvalue { float, float, float, float, float } %589, 0
+	%591 = extractvalue { float, float, float, float, float } %589, 1
+	%592 = extractvalue { float, float, float, float, float } %589, 2
+	%593 = extractvalue { float, float, float, float, float } %589, 3
+	%594 = extractvalue { float, float, float, float, float } %589, 4
+	%595 = call { float, float, float, float, float } @disk_corr_body(float %149, float %241, float %289, float %337, float %385, float %433, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%596 = extractvalue { float, float, float, float, float } %595, 0
+	%597 = extractvalue { float, float, float, float, float } %595, 1
+	%598 = extractvalue { float, float, float, float, float } %595, 2
+	%599 = extractvalue { float, float, float, float, float } %595, 3
+	%600 = extractvalue { float, float, float, float, float } %595, 4
+	%601 = call { float, float, float, float, float } @disk_corr_body(float %150, float %242, float %290, float %338, float %386, float %434, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%602 = extractvalue { float, float, float, float, float } %601, 0
 	%603 = extractvalue { float, float, float, float, float } %601, 1
 	%604 = extractvalue { float, float, float, float, float } %601, 2
 	%605 = extractvalue { float, float, float, float, float } %601, 3
 	%606 = extractvalue { float, float, float, float, float } %601, 4
-	%607 = extractvalue [4 x <8 x float>] %496, 3
-	%608 = extractelement <8 x float> %607, i32 2
-	%609 = fmul float %41, %608
-	%610 = fadd float %195, %609
-	%611 = call { float, float, float, float, float } @disk_corr_body(float %130, float %610, float %260, float %325, float %390, float %455, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%612 = extractvalue { float, float, float, float, float } %611, 0
-	%613 = extractvalue { float, float, float, float, float } %611, 1
-	%614 = extractvalue { float, float, float, float, float } %611, 2
-	%615 = extractvalue { float, float, float, float, float } %611, 3
-	%616 = extractvalue { float, float, float, float, float } %611, 4
-	%617 = extractvalue [4 x <8 x float>] %496, 0
-	%618 = extractelement <8 x float> %617, i32 3
-	%619 = fmul float %41, %618
-	%620 = fadd float %197, %619
-	%621 = call { float, float, float, float, float } @disk_corr_body(float %132, float %620, float %262, float %327, float %392, float %457, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%622 = extractvalue { float, float, float, float, float } %621, 0
-	%623 = extractvalue { float, float, float, float, float } %621, 1
-	%624 = extractvalue { float, float, float, float, float } %621, 2
-	%625 = extractvalue { float, float, float, float, float } %621, 3
-	%626 = extractvalue { float, float, float, float, float } %621, 4
-	%627 = extractvalue [4 x <8 x float>] %496, 1
-	%628 = extractelement <8 x float> %627, i32 3
-	%629 = fmul float %41, %628
-	%630 = fadd float %199, %629
-	%631 = call { float, float, float, float, float } @disk_corr_body(float %134, float %630, float %264, float %329, float %394, float %459, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%632 = extractvalue { float, float, float, float, float } %631, 0
-	%633 = extractvalue { float, float, float, float, float } %631, 1
-	%634 = extractvalue { float, float, float, float, float } %631, 2
-	%635 = extractvalue { float, float, float, float, float } %631, 3
-	%636 = extractvalue { float, float, float, float, float } %631, 4
-	%637 = extractvalue [4 x <8 x float>] %496, 2
-	%638 = extractelement <8 x float> %637, i32 3
-	%639 = fmul float %41, %638
-	%640 = fadd float %201, %639
-	%641 = call { float, float, float, float, float } @disk_corr_body(float %136, float %640, float %266, float %331, float %396, float %461, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%642 = extractvalue { float, float, float, float, float } %641, 0
-	%643 = extractvalue { float, float, float, float, float } %641, 1
-	%644 = extractvalue { float, float, float, float, float } %641, 2
-	%645 = extractvalue { float, float, float, float, float } %641, 3
-	%646 = extractvalue { float, float, float, float, float } %641, 4
-	%647 = extractvalue [4 x <8 x float>] %496, 3
-	%648 = extractelement <8 x float> %647, i32 3
-	%649 = fmul float %41, %648
-	%650 = fadd float %203, %649
-	%651 = call { float, float, float, float, float } @disk_corr_body(float %138, float %650, float %268, float %333, float %398, float %463, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%652 = extractvalue { float, float, float, float, float } %651, 0
-	%653 = extractvalue { float, float, float, float, float } %651, 1
-	%654 = extractvalue { float, float, float, float, float } %651, 2
-	%655 = extractvalue { float, float, float, float, float } %651, 3
-	%656 = extractvalue { float, float, float, float, float } %651, 4
-	%657 = extractvalue [4 x <8 x float>] %496, 0
-	%658 = extractelement <8 x float> %657, i32 4
-	%659 = fmul float %41, %658
-	%660 = fadd float %205, %659
-	%661 = call { float, float, float, float, float } @disk_corr_body(float %140, float %660, float %270, float %335, float %400, float %465, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%662 = extractvalue { float, float, float, float, float } %661, 0
-	%663 = extractvalue { float, float, float, float, float } %661, 1
-	%664 = extractvalue { float, float, float, float, float } %661, 2
-	%665 = extractvalue { float, float, float, float, float } %661, 3
-	%666 = extractvalue { float, float, float, float, float } %661, 4
-	%667 = extractvalue [4 x <8 x float>] %496, 1
-	%668 = extractelement <8 x float> %667, i32 4
-	%669 = fmul float %41, %668
-	%670 = fadd float %207, %669
-	%671 = call { float, float, float, float, float } @disk_corr_body(float %142, float %670, float %272, float %337, float %402, float %467, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%672 = extractvalue { float, float, float, float, float } %671, 0
-	%673 = extractvalue { float, float, float, float, float } %671, 1
-	%674 = extractvalue { float, float, float, float, float } %671, 2
-	%675 = extractvalue { float, float, float, float, float } %671, 3
-	%676 = extractvalue { float, float, float, float, float } %671, 4
-	%677 = extractvalue [4 x <8 x float>] %496, 2
-	%678 = extractelement <8 x float> %677, i32 4
-	%679 = fmul float %41, %678
-	%680 = fadd float %209, %679
-	%681 = call { float, float, float, float, float } @disk_corr_body(float %144, float %680, float %274, float %339, float %404, float %469, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%682 = extractvalue { float, float, float, float, float } %681, 0
-	%683 = extractvalue { float, float, float, float, float } %681, 1
-	%684 = extractvalue { float, float, float, float, float } %681, 2
-	%685 = extractvalue { float, float, float, float, float } %681, 3
-	%686 = extractvalue { float, float, float, float, float } %681, 4
-	%687 = extractvalue [4 x <8 x float>] %496, 3
-	%688 = extractelement <8 x float> %687, i32 4
-	%689 = fmul float %41, %688
-	%690 = fadd float %211, %689
-	%691 = call { float, float, float, float, float } @disk_corr_body(float %146, float %690, float %276, float %341, float %406, float %471, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%692 = extractvalue { float, float, float, float, float } %691, 0
-	%693 = extractvalue { float, float, float, float, float } %691, 1
-	%694 = extractvalue { float, float, float, float, float } %691, 2
-	%695 = extractvalue { float, float, float, float, float } %691, 3
-	%696 = extractvalue { float, float, float, float, float } %691, 4
-	%697 = extractvalue [4 x <8 x float>] %496, 0
-	%698 = extractelement <8 x float> %697, i32 5
-	%699 = fmul float %41, %698
-	%700 = fadd float %213, %699
-	%701 = call { float, float, float, float, float } @disk_corr_body(float %148, float %700, float %278, float %343, float %408, float %473, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%702 = extractvalue { float, float, float, float, float } %701, 0
-	%703 = extractvalue { float, float, float, float, float } %701, 1
-	%704 = extractvalue { float, float, float, float, float } %701, 2
-	%705 = extractvalue { float, float, float, float, float } %701, 3
-	%706 = extractvalue { float, float, float, float, float } %701, 4
-	%707 = extractvalue [4 x <8 x float>] %496, 1
-	%708 = extractelement <8 x float> %707, i32 5
-	%709 = fmul float %41, %708
-	%710 = fadd float %215, %709
-	%711 = call { float, float, float, float, float } @disk_corr_body(float %150, float %710, float %280, float %345, float %410, float %475, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%712 = extractvalue { float, float, float, float, float } %711, 0
-	%713 = extractvalue { float, float, float, float, float } %711, 1
-	%714 = extractvalue { float, float, float, float, float } %711, 2
-	%715 = extractvalue { float, float, float, float, float } %711, 3
-	%716 = extractvalue { float, float, float, float, float } %711, 4
-	%717 = extractvalue [4 x <8 x float>] %496, 2
-	%718 = extractelement <8 x float> %717, i32 5
-	%719 = fmul float %41, %718
-	%720 = fadd float %217, %719
-	%721 = call { float, float, float, float, float } @disk_corr_body(float %152, float %720, float %282, float %347, float %412, float %477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%722 = extractvalue { float, float, float, float, float } %721, 0
-	%723 = extractvalue { float, float, float, float, float } %721, 1
-	%724 = extractvalue { float, float, float, float, float } %721, 2
-	%725 = extractvalue { float, float, float, float, float } %721, 3
-	%726 = extractvalue { float, float, float, float, float } %721, 4
-	%727 = extractvalue [4 x <8 x float>] %496, 3
-	%728 = extractelement <8 x float> %727, i32 5
-	%729 = fmul float %41, %728
-	%730 = fadd float %219, %729
-	%731 = call { float, float, float, float, float } @disk_corr_body(float %154, float %730, float %284, float %349, float %414, float %479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%732 = extractvalue { float, float, float, float, float } %731, 0
-	%733 = extractvalue { float, float, float, float, float } %731, 1
-	%734 = extractvalue { float, float, float, float, float } %731, 2
-	%735 = extractvalue { float, float, float, float, float } %731, 3
-	%736 = extractvalue { float, float, float, float, float } %731, 4
-	%737 = extractvalue [4 x <8 x float>] %496, 0
-	%738 = extractelement <8 x float> %737, i32 6
-	%739 = fmul float %41, %738
-	%740 = fadd float %221, %739
-	%741 = call { float, float, float, float, float } @disk_corr_body(float %156, float %740, float %286, float %351, float %416, float %481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%742 = extractvalue { float, float, float, float, float } %741, 0
-	%743 = extractvalue { float, float, float, float, float } %741, 1
-	%744 = extractvalue { float, float, float, float, float } %741, 2
-	%745 = extractvalue { float, float, float, float, float } %741, 3
-	%746 = extractvalue { float, float, float, float, float } %741, 4
-	%747 = extractvalue [4 x <8 x float>] %496, 1
-	%748 = extractelement <8 x float> %747, i32 6
-	%749 = fmul float %41, %748
-	%750 = fadd float %223, %749
-	%751 = call { float, float, float, float, float } @disk_corr_body(float %158, float %750, float %288, float %353, float %418, float %483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%752 = extractvalue { float, float, float, float, float } %751, 0
-	%753 = extractvalue { float, float, float, float, float } %751, 1
-	%754 = extractvalue { float, float, float, float, float } %751, 2
-	%755 = extractvalue { float, float, float, float, float } %751, 3
-	%756 = extractvalue { float, float, float, float, float } %751, 4
-	%757 = extractvalue [4 x <8 x float>] %496, 2
-	%758 = extractelement <8 x float> %757, i32 6
-	%759 = fmul float %41, %758
-	%760 = fadd float %225, %759
-	%761 = call { float, float, float, float, float } @disk_corr_body(float %160, float %760, float %290, float %355, float %420, float %485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%762 = extractvalue { float, float, float, float, float } %761, 0
-	%763 = extractvalue { float, float, float, float, float } %761, 1
-	%764 = extractvalue { float, float, float, float, float } %761, 2
-	%765 = extractvalue { float, float, float, float, float } %761, 3
-	%766 = extractvalue { float, float, float, float, float } %761, 4
-	%767 = extractvalue [4 x <8 x float>] %496, 3
-	%768 = extractelement <8 x float> %767, i32 6
-	%769 = fmul float %41, %768
-	%770 = fadd float %227, %769
-	%771 = call { float, float, float, float, float } @disk_corr_body(float %162, float %770, float %292, float %357, float %422, float %487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%772 = extractvalue { float, float, float, float, float } %771, 0
-	%773 = extractvalue { float, float, float, float, float } %771, 1
-	%774 = extractvalue { float, float, float, float, float } %771, 2
-	%775 = extractvalue { float, float, float, float, float } %771, 3
-	%776 = extractvalue { float, float, float, float, float } %771, 4
-	%777 = extractvalue [4 x <8 x float>] %496, 0
-	%778 = extractelement <8 x float> %777, i32 7
-	%779 = fmul float %41, %778
-	%780 = fadd float %229, %779
-	%781 = call { float, float, float, float, float } @disk_corr_body(float %164, float %780, float %294, float %359, float %424, float %489, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%782 = extractvalue { float, float, float, float, float } %781, 0
-	%783 = extractvalue { float, float, float, float, float } %781, 1
-	%784 = extractvalue { float, float, float, float, float } %781, 2
-	%785 = extractvalue { float, float, float, float, float } %781, 3
-	%786 = extractvalue { float, float, float, float, float } %781, 4
-	%787 = extractvalue [4 x <8 x float>] %496, 1
-	%788 = extractelement <8 x float> %787, i32 7
-	%789 = fmul float %41, %788
-	%790 = fadd float %231, %789
-	%791 = call { float, float, float, float, float } @disk_corr_body(float %166, float %790, float %296, float %361, float %426, float %491, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%792 = extractvalue { float, float, float, float, float } %791, 0
-	%793 = extractvalue { float, float, float, float, float } %791, 1
-	%794 = extractvalue { float, float, float, float, float } %791, 2
-	%795 = extractvalue { float, float, float, float, float } %791, 3
-	%796 = extractvalue { float, float, float, float, float } %791, 4
-	%797 = extractvalue [4 x <8 x float>] %496, 2
-	%798 = extractelement <8 x float> %797, i32 7
-	%799 = fmul float %41, %798
-	%800 = fadd float %233, %799
-	%801 = call { float, float, float, float, float } @disk_corr_body(float %168, float %800, float %298, float %363, float %428, float %493, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%802 = extractvalue { float, float, float, float, float } %801, 0
-	%803 = extractvalue { float, float, float, float, float } %801, 1
-	%804 = extractvalue { float, float, float, float, float } %801, 2
-	%805 = extractvalue { float, float, float, float, float } %801, 3
-	%806 = extractvalue { float, float, float, float, float } %801, 4
-	%807 = extractvalue [4 x <8 x float>] %496, 3
-	%808 = extractelement <8 x float> %807, i32 7
-	%809 = fmul float %41, %808
-	%810 = fadd float %235, %809
-	%811 = call { float, float, float, float, float } @disk_corr_body(float %170, float %810, float %300, float %365, float %430, float %495, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%812 = extractvalue { float, float, float, float, float } %811, 0
-	%813 = extractvalue { float, float, float, float, float } %811, 1
-	%814 = extractvalue { float, float, float, float, float } %811, 2
-	%815 = extractvalue { float, float, float, float, float } %811, 3
-	%816 = extractvalue { float, float, float, float, float } %811, 4
-	%817 = getelementptr float, float* %5, i64 %104
-	%818 = getelementptr float, float* %817, i64 0
-	store float %502, float* %818, align 4
-	%819 = getelementptr float, float* %817, i64 1
-	store float %512, float* %819, align 4
-	%820 = getelementptr float, float* %817, i64 2
-	store float %522, float* %820, align 4
-	%821 = getelementptr float, float* %817, i64 3
-	store float %532, float* %821, align 4
-	%822 = getelementptr float, float* %817, i64 4
-	store float %542, float* %822, align 4
-	%823 = getelementptr float, float* %817, i64 5
-	store float %552, float* %823, align 4
-	%824 = getelementptr float, float* %817, i64 6
-	store float %562, float* %824, align 4
-	%825 = getelementptr float, float* %817, i64 7
-	store float %572, float* %825, align 4
-	%826 = getelementptr float, float* %817, i64 8
-	store float %582, float* %826, align 4
-	%827 = getelementptr float, float* %817, i64 9
-	store float %592, float* %827, align 4
-	%828 = getelementptr float, float* %817, i64 10
-	store float %602, float* %828, align 4
-	%829 = getelementptr float, float* %817, i64 11
-	store float %612, float* %829, align 4
-	%830 = getelementptr float, float* %817, i64 12
-	store float %622, float* %830, align 4
-	%831 = getelementptr float, float* %817, i64 13
-	store float %632, float* %831, align 4
-	%832 = getelementptr float, float* %817, i64 14
-	store float %642, float* %832, align 4
-	%833 = getelementptr float, float* %817, i64 15
-	store float %652, float* %833, align 4
-	%834 = getelementptr float, float* %817, i64 16
-	store float %662, float* %834, align 4
-	%835 = getelementptr float, float* %817, i64 17
-	store float %672, float* %835, align 4
-	%836 = getelementptr float, float* %817, i64 18
-	store float %682, float* %836, align 4
-	%837 = getelementptr float, float* %817, i64 19
-	store float %692, float* %837, align 4
-	%838 = getelementptr float, float* %817, i64 20
-	store float %702, float* %838, align 4
-	%839 = getelementptr float, float* %817, i64 21
-	store float %712, float* %839, align 4
-	%840 = getelementptr float, float* %817, i64 22
-	store float %722, float* %840, align 4
-	%841 = getelementptr float, float* %817, i64 23
-	store float %732, float* %841, align 4
-	%842 = getelementptr float, float* %817, i64 24
-	store float %742, float* %842, align 4
-	%843 = getelementptr float, float* %817, i64 25
-	store float %752, float* %843, align 4
-	%844 = getelementptr float, float* %817, i64 26
-	store float %762, float* %844, align 4
-	%845 = getelementptr float, float* %817, i64 27
-	store float %772, float* %845, align 4
-	%846 = getelementptr float, float* %817, i64 28
-	store float %782, float* %846, align 4
-	%847 = getelementptr float, float* %817, i64 29
-	store float %792, float* %847, align 4
-	%848 = getelementptr float, float* %817, i64 30
-	store float %802, float* %848, align 4
-	%849 = getelementptr float, float* %817, i64 31
-	store float %812, float* %849, align 4
-	%850 = getelementptr float, float* %7, i64 %104
-	%851 = getelementptr float, float* %850, i64 0
-	store float %503, float* %851, align 4
-	%852 = getelementptr float, float* %850, i64 1
-	store float %513, float* %852, align 4
-	%853 = getelementptr float, float* %850, i64 2
-	store float %523, float* %853, align 4
-	%854 = getelementptr float, float* %850, i64 3
-	store float %533, float* %854, align 4
-	%855 = getelementptr float, float* %850, i64 4
-	store float %543, float* %855, align 4
-	%856 = getelementptr float, float* %850, i64 5
-	store float %553, float* %856, align 4
-	%857 = getelementptr float, float* %850, i64 6
-	store float %563, float* %857, align 4
-	%858 = getelementptr float, float* %850, i64 7
-	store float %573, float* %858, align 4
-	%859 = getelementptr float, float* %850, i64 8
-	store float %583, float* %859, align 4
-	%860 = getelementptr float, float* %850, i64 9
-	store float %593, float* %860, align 4
-	%861 = getelementptr float, float* %850, i64 10
-	store float %603, float* %861, align 4
-	%862 = getelementptr float, float* %850, i64 11
-	store float %613, float* %862, align 4
-	%863 = getelementptr float, float* %850, i64 12
-	store float %623, float* %863, align 4
-	%864 = getelementptr float, float* %850, i64 13
-	store float %633, float* %864, align 4
-	%865 = getelementptr float, float* %850, i64 14
-	store float %643, float* %865, align 4
-	%866 = getelementptr float, float* %850, i64 15
-	store float %653, float* %866, align 4
-	%867 = getelementptr float, float* %850, i64 16
-	store float %663, float* %867, align 4
-	%868 = getelementptr float, float* %850, i64 17
-	store float %673, float* %868, align 4
-	%869 = getelementptr float, float* %850, i64 18
-	store float %683, float* %869, align 4
-	%870 = getelementptr float, float* %850, i64 19
-	store float %693, float* %870, align 4
-	%871 = getelementptr float, float* %850, i64 20
-	store float %703, float* %871, align 4
-	%872 = getelementptr float, float* %850, i64 21
-	store float %713, float* %872, align 4
-	%873 = getelementptr float, float* %850, i64 22
-	store float %723, float* %873, align 4
-	%874 = getelementptr float, float* %850, i64 23
-	store float %733, float* %874, align 4
-	%875 = getelementptr float, float* %850, i64 24
-	store float %743, float* %875, align 4
-	%876 = getelementptr float, float* %850, i64 25
-	store float %753, float* %876, align 4
-	%877 = getelementptr float, float* %850, i64 26
-	store float %763, float* %877, align 4
-	%878 = getelementptr float, float* %850, i64 27
-	store float %773, float* %878, align 4
-	%879 = getelementptr float, float* %850, i64 28
-	store float %783, float* %879, align 4
-	%880 = getelementptr float, float* %850, i64 29
-	store float %793, float* %880, align 4
-	%881 = getelementptr float, float* %850, i64 30
-	store float %803, float* %881, align 4
-	%882 = getelementptr float, float* %850, i64 31
-	store float %813, float* %882, align 4
-	%883 = getelementptr float, float* %9, i64 %104
-	%884 = getelementptr float, float* %883, i64 0
-	store float %504, float* %884, align 4
-	%885 = getelementptr float, float* %883, i64 1
-	store float %514, float* %885, align 4
-	%886 = getelementptr float, float* %883, i64 2
-	store float %524, float* %886, align 4
-	%887 = getelementptr float, float* %883, i64 3
-	store float %534, float* %887, align 4
-	%888 = getelementptr float, float* %883, i64 4
-	store float %544, float* %888, align 4
-	%889 = getelementptr float, float* %883, i64 5
-	store float %554, float* %889, align 4
-	%890 = getelementptr float, float* %883, i64 6
-	store float %564, float* %890, align 4
-	%891 = getelementptr float, float* %883, i64 7
-	store float %574, float* %891, align 4
-	%892 = getelementptr float, float* %883, i64 8
-	store float %584, float* %892, align 4
-	%893 = getelementptr float, float* %883, i64 9
-	store float %594, float* %893, align 4
-	%894 = getelementptr float, float* %883, i64 10
-	store float %604, float* %894, align 4
-	%895 = getelementptr float, float* %883, i64 11
-	store float %614, float* %895, align 4
-	%896 = getelementptr float, float* %883, i64 12
-	store float %624, float* %896, align 4
-	%897 = getelementptr float, float* %883, i64 13
-	store float %634, float* %897, align 4
-	%898 = getelementptr float, float* %883, i64 14
-	store float %644, float* %898, align 4
-	%899 = getelementptr float, float* %883, i64 15
-	store float %654, float* %899, align 4
-	%900 = getelementptr float, float* %883, i64 16
-	store float %664, float* %900, align 4
-	%901 = getelementptr float, float* %883, i64 17
-	store float %674, float* %901, align 4
-	%902 = getelementptr float, float* %883, i64 18
-	store float %684, float* %902, align 4
-	%903 = getelementptr float, float* %883, i64 19
-	store float %694, float* %903, align 4
-	%904 = getelementptr float, float* %883, i64 20
-	store float %704, float* %904, align 4
-	%905 = getelementptr float, float* %883, i64 21
-	store float %714, float* %905, align 4
-	%906 = getelementptr float, float* %883, i64 22
-	store float %724, float* %906, align 4
-	%907 = getelementptr float, float* %883, i64 23
-	store float %734, float* %907, align 4
-	%908 = getelementptr float, float* %883, i64 24
-	store float %744, float* %908, align 4
-	%909 = getelementptr float, float* %883, i64 25
-	store float %754, float* %909, align 4
-	%910 = getelementptr float, float* %883, i64 26
-	store float %764, float* %910, align 4
-	%911 = getelementptr float, float* %883, i64 27
-	store float %774, float* %911, align 4
-	%912 = getelementptr float, float* %883, i64 28
-	store float %784, float* %912, align 4
-	%913 = getelementptr float, float* %883, i64 29
-	store float %794, float* %913, align 4
-	%914 = getelementptr float, float* %883, i64 30
-	store float %804, float* %914, align 4
-	%915 = getelementptr float, float* %883, i64 31
-	store float %814, float* %915, align 4
-	%916 = getelementptr float, float* %1, i64 %104
-	%917 = getelementptr float, float* %916, i64 0
-	store float %505, float* %917, align 4
-	%918 = getelementptr float, float* %916, i64 1
-	store float %515, float* %918, align 4
-	%919 = getelementptr float, float* %916, i64 2
-	store float %525, float* %919, align 4
-	%920 = getelementptr float, float* %916, i64 3
-	store float %535, float* %920, align 4
-	%921 = getelementptr float, float* %916, i64 4
-	store float %545, float* %921, align 4
-	%922 = getelementptr float, float* %916, i64 5
-	store float %555, float* %922, align 4
-	%923 = getelementptr float, float* %916, i64 6
-	store float %565, float* %923, align 4
-	%924 = getelementptr float, float* %916, i64 7
-	store float %575, float* %924, align 4
-	%925 = getelementptr float, float* %916, i64 8
-	store float %585, float* %925, align 4
-	%926 = getelementptr float, float* %916, i64 9
-	store float %595, float* %926, align 4
-	%927 = getelementptr float, float* %916, i64 10
-	store float %605, float* %927, align 4
-	%928 = getelementptr float, float* %916, i64 11
-	store float %615, float* %928, align 4
-	%929 = getelementptr float, float* %916, i64 12
-	store float %625, float* %929, align 4
-	%930 = getelementptr float, float* %916, i64 13
-	store float %635, float* %930, align 4
-	%931 = getelementptr float, float* %916, i64 14
-	store float %645, float* %931, align 4
-	%932 = getelementptr float, float* %916, i64 15
-	store float %655, float* %932, align 4
-	%933 = getelementptr float, float* %916, i64 16
-	store float %665, float* %933, align 4
-	%934 = getelementptr float, float* %916, i64 17
-	store float %675, float* %934, align 4
-	%935 = getelementptr float, float* %916, i64 18
-	store float %685, float* %935, align 4
-	%936 = getelementptr float, float* %916, i64 19
-	store float %695, float* %936, align 4
-	%937 = getelementptr float, float* %916, i64 20
-	store float %705, float* %937, align 4
-	%938 = getelementptr float, float* %916, i64 21
-	store float %715, float* %938, align 4
-	%939 = getelementptr float, float* %916, i64 22
-	store float %725, float* %939, align 4
-	%940 = getelementptr float, float* %916, i64 23
-	store float %735, float* %940, align 4
-	%941 = getelementptr float, float* %916, i64 24
-	store float %745, float* %941, align 4
-	%942 = getelementptr float, float* %916, i64 25
-	store float %755, float* %942, align 4
-	%943 = getelementptr float, float* %916, i64 26
-	store float %765, float* %943, align 4
-	%944 = getelementptr float, float* %916, i64 27
-	store float %775, float* %944, align 4
-	%945 = getelementptr float, float* %916, i64 28
-	store float %785, float* %945, align 4
-	%946 = getelementptr float, float* %916, i64 29
-	store float %795, float* %946, align 4
-	%947 = getelementptr float, float* %916, i64 30
-	store float %805, float* %947, align 4
-	%948 = getelementptr float, float* %916, i64 31
-	store float %815, float* %948, align 4
-	%949 = getelementptr float, float* %11, i64 %104
-	%950 = getelementptr float, float* %949, i64 0
-	store float %506, float* %950, align 4
-	%951 = getelementptr float, float* %949, i64 1
-	store float %516, float* %951, align 4
-	%952 = getelementptr float, float* %949, i64 2
-	store float %526, float* %952, align 4
-	%953 = getelementptr float, float* %949, i64 3
-	store float %536, float* %953, align 4
-	%954 = getelementptr float, float* %949, i64 4
-	store float %546, float* %954, align 4
-	%955 = getelementptr float, float* %949, i64 5
-	store float %556, float* %955, align 4
-	%956 = getelementptr float, float* %949, i64 6
-	store float %566, float* %956, align 4
-	%957 = getelementptr float, float* %949, i64 7
-	store float %576, float* %957, align 4
-	%958 = getelementptr float, float* %949, i64 8
-	store float %586, float* %958, align 4
-	%959 = getelementptr float, float* %949, i64 9
-	store float %596, float* %959, align 4
-	%960 = getelementptr float, float* %949, i64 10
-	store float %606, float* %960, align 4
-	%961 = getelementptr float, float* %949, i64 11
-	store float %616, float* %961, align 4
-	%962 = getelementptr float, float* %949, i64 12
-	store float %626, float* %962, align 4
-	%963 = getelementptr float, float* %949, i64 13
-	store float %636, float* %963, align 4
-	%964 = getelementptr float, float* %949, i64 14
-	store float %646, float* %964, align 4
-	%965 = getelementptr float, float* %949, i64 15
-	store float %656, float* %965, align 4
-	%966 = getelementptr float, float* %949, i64 16
-	store float %666, float* %966, align 4
-	%967 = getelementptr float, float* %949, i64 17
-	store float %676, float* %967, align 4
-	%968 = getelementptr float, float* %949, i64 18
-	store float %686, float* %968, align 4
-	%969 = getelementptr float, float* %949, i64 19
-	store float %696, float* %969, align 4
-	%970 = getelementptr float, float* %949, i64 20
-	store float %706, float* %970, align 4
-	%971 = getelementptr float, float* %949, i64 21
-	store float %716, float* %971, align 4
-	%972 = getelementptr float, float* %949, i64 22
-	store float %726, float* %972, align 4
-	%973 = getelementptr float, float* %949, i64 23
-	store float %736, float* %973, align 4
-	%974 = getelementptr float, float* %949, i64 24
-	store float %746, float* %974, align 4
-	%975 = getelementptr float, float* %949, i64 25
-	store float %756, float* %975, align 4
-	%976 = getelementptr float, float* %949, i64 26
-	store float %766, float* %976, align 4
-	%977 = getelementptr float, float* %949, i64 27
-	store float %776, float* %977, align 4
-	%978 = getelementptr float, float* %949, i64 28
-	store float %786, float* %978, align 4
-	%979 = getelementptr float, float* %949, i64 29
-	store float %796, float* %979, align 4
-	%980 = getelementptr float, float* %949, i64 30
-	store float %806, float* %980, align 4
-	%981 = getelementptr float, float* %949, i64 31
-	store float %816, float* %981, align 4
-	%982 = add i64 %100, 1
+	%607 = call { float, float, float, float, float } @disk_corr_body(float %151, float %243, float %291, float %339, float %387, float %435, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%608 = extractvalue { float, float, float, float, float } %607, 0
+	%609 = extractvalue { float, float, float, float, float } %607, 1
+	%610 = extractvalue { float, float, float, float, float } %607, 2
+	%611 = extractvalue { float, float, float, float, float } %607, 3
+	%612 = extractvalue { float, float, float, float, float } %607, 4
+	%613 = call { float, float, float, float, float } @disk_corr_body(float %152, float %244, float %292, float %340, float %388, float %436, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%614 = extractvalue { float, float, float, float, float } %613, 0
+	%615 = extractvalue { float, float, float, float, float } %613, 1
+	%616 = extractvalue { float, float, float, float, float } %613, 2
+	%617 = extractvalue { float, float, float, float, float } %613, 3
+	%618 = extractvalue { float, float, float, float, float } %613, 4
+	%619 = call { float, float, float, float, float } @disk_corr_body(float %153, float %245, float %293, float %341, float %389, float %437, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%620 = extractvalue { float, float, float, float, float } %619, 0
+	%621 = extractvalue { float, float, float, float, float } %619, 1
+	%622 = extractvalue { float, float, float, float, float } %619, 2
+	%623 = extractvalue { float, float, float, float, float } %619, 3
+	%624 = extractvalue { float, float, float, float, float } %619, 4
+	%625 = call { float, float, float, float, float } @disk_corr_body(float %154, float %246, float %294, float %342, float %390, float %438, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%626 = extractvalue { float, float, float, float, float } %625, 0
+	%627 = extractvalue { float, float, float, float, float } %625, 1
+	%628 = extractvalue { float, float, float, float, float } %625, 2
+	%629 = extractvalue { float, float, float, float, float } %625, 3
+	%630 = extractvalue { float, float, float, float, float } %625, 4
+	%631 = insertelement <8 x float> undef, float %440, i32 0
+	%632 = insertelement <8 x float> %631, float %446, i32 1
+	%633 = insertelement <8 x float> %632, float %452, i32 2
+	%634 = insertelement <8 x float> %633, float %458, i32 3
+	%635 = insertelement <8 x float> %634, float %464, i32 4
+	%636 = insertelement <8 x float> %635, float %470, i32 5
+	%637 = insertelement <8 x float> %636, float %476, i32 6
+	%638 = insertelement <8 x float> %637, float %482, i32 7
+	%639 = add i64 %104, 0
+	%640 = getelementptr float, float* %5, i64 %639
+	%641 = bitcast float* %640 to <8 x float>*
+	store <8 x float> %638, <8 x float>* %641, align 4
+	%642 = insertelement <8 x float> undef, float %488, i32 0
+	%643 = insertelement <8 x float> %642, float %494, i32 1
+	%644 = insertelement <8 x float> %643, float %500, i32 2
+	%645 = insertelement <8 x float> %644, float %506, i32 3
+	%646 = insertelement <8 x float> %645, float %512, i32 4
+	%647 = insertelement <8 x float> %646, float %518, i32 5
+	%648 = insertelement <8 x float> %647, float %524, i32 6
+	%649 = insertelement <8 x float> %648, float %530, i32 7
+	%650 = add i64 %104, 8
+	%651 = getelementptr float, float* %5, i64 %650
+	%652 = bitcast float* %651 to <8 x float>*
+	store <8 x float> %649, <8 x float>* %652, align 4
+	%653 = insertelement <8 x float> undef, float %536, i32 0
+	%654 = insertelement <8 x float> %653, float %542, i32 1
+	%655 = insertelement <8 x float> %654, float %548, i32 2
+	%656 = insertelement <8 x float> %655, float %554, i32 3
+	%657 = insertelement <8 x float> %656, float %560, i32 4
+	%658 = insertelement <8 x float> %657, float %566, i32 5
+	%659 = insertelement <8 x float> %658, float %572, i32 6
+	%660 = insertelement <8 x float> %659, float %578, i32 7
+	%661 = add i64 %104, 16
+	%662 = getelementptr float, float* %5, i64 %661
+	%663 = bitcast float* %662 to <8 x float>*
+	store <8 x float> %660, <8 x float>* %663, align 4
+	%664 = insertelement <8 x float> undef, float %584, i32 0
+	%665 = insertelement <8 x float> %664, float %590, i32 1
+	%666 = insertelement <8 x float> %665, float %596, i32 2
+	%667 = insertelement <8 x float> %666, float %602, i32 3
+	%668 = insertelement <8 x float> %667, float %608, i32 4
+	%669 = insertelement <8 x float> %668, float %614, i32 5
+	%670 = insertelement <8 x float> %669, float %620, i32 6
+	%671 = insertelement <8 x float> %670, float %626, i32 7
+	%672 = add i64 %104, 24
+	%673 = getelementptr float, float* %5, i64 %672
+	%674 = bitcast float* %673 to <8 x float>*
+	store <8 x float> %671, <8 x float>* %674, align 4
+	%675 = insertelement <8 x float> undef, float %441, i32 0
+	%676 = insertelement <8 x float> %675, float %447, i32 1
+	%677 = insertelement <8 x float> %676, float %453, i32 2
+	%678 = insertelement <8 x float> %677, float %459, i32 3
+	%679 = insertelement <8 x float> %678, float %465, i32 4
+	%680 = insertelement <8 x float> %679, float %471, i32 5
+	%681 = insertelement <8 x float> %680, float %477, i32 6
+	%682 = insertelement <8 x float> %681, float %483, i32 7
+	%683 = add i64 %104, 0
+	%684 = getelementptr float, float* %7, i64 %683
+	%685 = bitcast float* %684 to <8 x float>*
+	store <8 x float> %682, <8 x float>* %685, align 4
+	%686 = insertelement <8 x float> undef, float %489, i32 0
+	%687 = insertelement <8 x float> %686, float %495, i32 1
+	%688 = insertelement <8 x float> %687, float %501, i32 2
+	%689 = insertelement <8 x float> %688, float %507, i32 3
+	%690 = insertelement <8 x float> %689, float %513, i32 4
+	%691 = insertelement <8 x float> %690, float %519, i32 5
+	%692 = insertelement <8 x float> %691, float %525, i32 6
+	%693 = insertelement <8 x float> %692, float %531, i32 7
+	%694 = add i64 %104, 8
+	%695 = getelementptr float, float* %7, i64 %694
+	%696 = bitcast float* %695 to <8 x float>*
+	store <8 x float> %693, <8 x float>* %696, align 4
+	%697 = insertelement <8 x float> undef, float %537, i32 0
+	%698 = insertelement <8 x float> %697, float %543, i32 1
+	%699 = insertelement <8 x float> %698, float %549, i32 2
+	%700 = insertelement <8 x float> %699, float %555, i32 3
+	%701 = insertelement <8 x float> %700, float %561, i32 4
+	%702 = insertelement <8 x float> %701, float %567, i32 5
+	%703 = insertelement <8 x float> %702, float %573, i32 6
+	%704 = insertelement <8 x float> %703, float %579, i32 7
+	%705 = add i64 %104, 16
+	%706 = getelementptr float, float* %7, i64 %705
+	%707 = bitcast float* %706 to <8 x float>*
+	store <8 x float> %704, <8 x float>* %707, align 4
+	%708 = insertelement <8 x float> undef, float %585, i32 0
+	%709 = insertelement <8 x float> %708, float %591, i32 1
+	%710 = insertelement <8 x float> %709, float %597, i32 2
+	%711 = insertelement <8 x float> %710, float %603, i32 3
+	%712 = insertelement <8 x float> %711, float %609, i32 4
+	%713 = insertelement <8 x float> %712, float %615, i32 5
+	%714 = insertelement <8 x float> %713, float %621, i32 6
+	%715 = insertelement <8 x float> %714, float %627, i32 7
+	%716 = add i64 %104, 24
+	%717 = getelementptr float, float* %7, i64 %716
+	%718 = bitcast float* %717 to <8 x float>*
+	store <8 x float> %715, <8 x float>* %718, align 4
+	%719 = insertelement <8 x float> undef, float %442, i32 0
+	%720 = insertelement <8 x float> %719, float %448, i32 1
+	%721 = insertelement <8 x float> %720, float %454, i32 2
+	%722 = insertelement <8 x float> %721, float %460, i32 3
+	%723 = insertelement <8 x float> %722, float %466, i32 4
+	%724 = insertelement <8 x float> %723, float %472, i32 5
+	%725 = insertelement <8 x float> %724, float %478, i32 6
+	%726 = insertelement <8 x float> %725, float %484, i32 7
+	%727 = add i64 %104, 0
+	%728 = getelementptr float, float* %9, i64 %727
+	%729 = bitcast float* %728 to <8 x float>*
+	store <8 x float> %726, <8 x float>* %729, align 4
+	%730 = insertelement <8 x float> undef, float %490, i32 0
+	%731 = insertelement <8 x float> %730, float %496, i32 1
+	%732 = insertelement <8 x float> %731, float %502, i32 2
+	%733 = insertelement <8 x float> %732, float %508, i32 3
+	%734 = insertelement <8 x float> %733, float %514, i32 4
+	%735 = insertelement <8 x float> %734, float %520, i32 5
+	%736 = insertelement <8 x float> %735, float %526, i32 6
+	%737 = insertelement <8 x float> %736, float %532, i32 7
+	%738 = add i64 %104, 8
+	%739 = getelementptr float, float* %9, i64 %738
+	%740 = bitcast float* %739 to <8 x float>*
+	store <8 x float> %737, <8 x float>* %740, align 4
+	%741 = insertelement <8 x float> undef, float %538, i32 0
+	%742 = insertelement <8 x float> %741, float %544, i32 1
+	%743 = insertelement <8 x float> %742, float %550, i32 2
+	%744 = insertelement <8 x float> %743, float %556, i32 3
+	%745 = insertelement <8 x float> %744, float %562, i32 4
+	%746 = insertelement <8 x float> %745, float %568, i32 5
+	%747 = insertelement <8 x float> %746, float %574, i32 6
+	%748 = insertelement <8 x float> %747, float %580, i32 7
+	%749 = add i64 %104, 16
+	%750 = getelementptr float, float* %9, i64 %749
+	%751 = bitcast float* %750 to <8 x float>*
+	store <8 x float> %748, <8 x float>* %751, align 4
+	%752 = insertelement <8 x float> undef, float %586, i32 0
+	%753 = insertelement <8 x float> %752, float %592, i32 1
+	%754 = insertelement <8 x float> %753, float %598, i32 2
+	%755 = insertelement <8 x float> %754, float %604, i32 3
+	%756 = insertelement <8 x float> %755, float %610, i32 4
+	%757 = insertelement <8 x float> %756, float %616, i32 5
+	%758 = insertelement <8 x float> %757, float %622, i32 6
+	%759 = insertelement <8 x float> %758, float %628, i32 7
+	%760 = add i64 %104, 24
+	%761 = getelementptr float, float* %9, i64 %760
+	%762 = bitcast float* %761 to <8 x float>*
+	store <8 x float> %759, <8 x float>* %762, align 4
+	%763 = insertelement <8 x float> undef, float %443, i32 0
+	%764 = insertelement <8 x float> %763, float %449, i32 1
+	%765 = insertelement <8 x float> %764, float %455, i32 2
+	%766 = insertelement <8 x float> %765, float %461, i32 3
+	%767 = insertelement <8 x float> %766, float %467, i32 4
+	%768 = insertelement <8 x float> %767, float %473, i32 5
+	%769 = insertelement <8 x float> %768, float %479, i32 6
+	%770 = insertelement <8 x float> %769, float %485, i32 7
+	%771 = add i64 %104, 0
+	%772 = getelementptr float, float* %1, i64 %771
+	%773 = bitcast float* %772 to <8 x float>*
+	store <8 x float> %770, <8 x float>* %773, align 4
+	%774 = insertelement <8 x float> undef, float %491, i32 0
+	%775 = insertelement <8 x float> %774, float %497, i32 1
+	%776 = insertelement <8 x float> %775, float %503, i32 2
+	%777 = insertelement <8 x float> %776, float %509, i32 3
+	%778 = insertelement <8 x float> %777, float %515, i32 4
+	%779 = insertelement <8 x float> %778, float %521, i32 5
+	%780 = insertelement <8 x float> %779, float %527, i32 6
+	%781 = insertelement <8 x float> %780, float %533, i32 7
+	%782 = add i64 %104, 8
+	%783 = getelementptr float, float* %1, i64 %782
+	%784 = bitcast float* %783 to <8 x float>*
+	store <8 x float> %781, <8 x float>* %784, align 4
+	%785 = insertelement <8 x float> undef, float %539, i32 0
+	%786 = insertelement <8 x float> %785, float %545, i32 1
+	%787 = insertelement <8 x float> %786, float %551, i32 2
+	%788 = insertelement <8 x float> %787, float %557, i32 3
+	%789 = insertelement <8 x float> %788, float %563, i32 4
+	%790 = insertelement <8 x float> %789, float %569, i32 5
+	%791 = insertelement <8 x float> %790, float %575, i32 6
+	%792 = insertelement <8 x float> %791, float %581, i32 7
+	%793 = add i64 %104, 16
+	%794 = getelementptr float, float* %1, i64 %793
+	%795 = bitcast float* %794 to <8 x float>*
+	store <8 x float> %792, <8 x float>* %795, align 4
+	%796 = insertelement <8 x float> undef, float %587, i32 0
+	%797 = insertelement <8 x float> %796, float %593, i32 1
+	%798 = insertelement <8 x float> %797, float %599, i32 2
+	%799 = insertelement <8 x float> %798, float %605, i32 3
+	%800 = insertelement <8 x float> %799, float %611, i32 4
+	%801 = insertelement <8 x float> %800, float %617, i32 5
+	%802 = insertelement <8 x float> %801, float %623, i32 6
+	%803 = insertelement <8 x float> %802, float %629, i32 7
+	%804 = add i64 %104, 24
+	%805 = getelementptr float, float* %1, i64 %804
+	%806 = bitcast float* %805 to <8 x float>*
+	store <8 x float> %803, <8 x float>* %806, align 4
+	%807 = insertelement <8 x float> undef, float %444, i32 0
+	%808 = insertelement <8 x float> %807, float %450, i32 1
+	%809 = insertelement <8 x float> %808, float %456, i32 2
+	%810 = insertelement <8 x float> %809, float %462, i32 3
+	%811 = insertelement <8 x float> %810, float %468, i32 4
+	%812 = insertelement <8 x float> %811, float %474, i32 5
+	%813 = insertelement <8 x float> %812, float %480, i32 6
+	%814 = insertelement <8 x float> %813, float %486, i32 7
+	%815 = add i64 %104, 0
+	%816 = getelementptr float, float* %11, i64 %815
+	%817 = bitcast float* %816 to <8 x float>*
+	store <8 x float> %814, <8 x float>* %817, align 4
+	%818 = insertelement <8 x float> undef, float %492, i32 0
+	%819 = insertelement <8 x float> %818, float %498, i32 1
+	%820 = insertelement <8 x float> %819, float %504, i32 2
+	%821 = insertelement <8 x float> %820, float %510, i32 3
+	%822 = insertelement <8 x float> %821, float %516, i32 4
+	%823 = insertelement <8 x float> %822, float %522, i32 5
+	%824 = insertelement <8 x float> %823, float %528, i32 6
+	%825 = insertelement <8 x float> %824, float %534, i32 7
+	%826 = add i64 %104, 8
+	%827 = getelementptr float, float* %11, i64 %826
+	%828 = bitcast float* %827 to <8 x float>*
+	store <8 x float> %825, <8 x float>* %828, align 4
+	%829 = insertelement <8 x float> undef, float %540, i32 0
+	%830 = insertelement <8 x float> %829, float %546, i32 1
+	%831 = insertelement <8 x float> %830, float %552, i32 2
+	%832 = insertelement <8 x float> %831, float %558, i32 3
+	%833 = insertelement <8 x float> %832, float %564, i32 4
+	%834 = insertelement <8 x float> %833, float %570, i32 5
+	%835 = insertelement <8 x float> %834, float %576, i32 6
+	%836 = insertelement <8 x float> %835, float %582, i32 7
+	%837 = add i64 %104, 16
+	%838 = getelementptr float, float* %11, i64 %837
+	%839 = bitcast float* %838 to <8 x float>*
+	store <8 x float> %836, <8 x float>* %839, align 4
+	%840 = insertelement <8 x float> undef, float %588, i32 0
+	%841 = insertelement <8 x float> %840, float %594, i32 1
+	%842 = insertelement <8 x float> %841, float %600, i32 2
+	%843 = insertelement <8 x float> %842, float %606, i32 3
+	%844 = insertelement <8 x float> %843, float %612, i32 4
+	%845 = insertelement <8 x float> %844, float %618, i32 5
+	%846 = insertelement <8 x float> %845, float %624, i32 6
+	%847 = insertelement <8 x float> %846, float %630, i32 7
+	%848 = add i64 %104, 24
+	%849 = getelementptr float, float* %11, i64 %848
+	%850 = bitcast float* %849 to <8 x float>*
+	store <8 x float> %847, <8 x float>* %850, align 4
+	%851 = add i64 %100, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%983 = mul i64 %99, 8
+	%852 = mul i64 %99, 8
 	br label %group.head.31
 
 group.head.31:
-	%984 = phi i64 [ %983, %wide.done.30 ], [ %1105, %group.32 ]
-	%985 = icmp slt i64 %984, %62
-	br i1 %985, label %group.32, label %group.done.33
+	%853 = phi i64 [ %852, %wide.done.30 ], [ %974, %group.32 ]
+	%854 = icmp slt i64 %853, %62
+	br i1 %854, label %group.32, label %group.done.33
 
 group.32:
-	%986 = shl i64 %984, 2
-	%987 = add i64 %63, %986
-	%988 = add i64 %67, %984
-	%989 = getelementptr float, float* %1, i64 %987
-	%990 = getelementptr float, float* %989, i64 0
-	%991 = load float, float* %990, align 4
-	%992 = getelementptr float, float* %989, i64 1
-	%993 = load float, float* %992, align 4
-	%994 = getelementptr float, float* %989, i64 2
-	%995 = load float, float* %994, align 4
-	%996 = getelementptr float, float* %989, i64 3
-	%997 = load float, float* %996, align 4
-	%998 = getelementptr float, float* %3, i64 %987
-	%999 = getelementptr float, float* %998, i64 0
-	%1000 = load float, float* %999, align 4
-	%1001 = getelementptr float, float* %998, i64 1
-	%1002 = load float, float* %1001, align 4
-	%1003 = getelementptr float, float* %998, i64 2
-	%1004 = load float, float* %1003, align 4
-	%1005 = getelementptr float, float* %998, i64 3
-	%1006 = load float, float* %1005, align 4
-	%1007 = getelementptr float, float* %5, i64 %987
-	%1008 = getelementptr float, float* %1007, i64 0
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %1007, i64 1
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %1007, i64 2
-	%1013 = load float, float* %1012, align 4
-	%1014 = getelementptr float, float* %1007, i64 3
-	%1015 = load float, float* %1014, align 4
-	%1016 = getelementptr float, float* %7, i64 %987
-	%1017 = getelementptr float, float* %1016, i64 0
-	%1018 = load float, float* %1017, align 4
-	%1019 = getelementptr float, float* %1016, i64 1
-	%1020 = load float, float* %1019, align 4
-	%1021 = getelementptr float, float* %1016, i64 2
-	%1022 = load float, float* %1021, align 4
-	%1023 = getelementptr float, float* %1016, i64 3
-	%1024 = load float, float* %1023, align 4
-	%1025 = getelementptr float, float* %9, i64 %987
-	%1026 = getelementptr float, float* %1025, i64 0
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %1025, i64 1
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %1025, i64 2
-	%1031 = load float, float* %1030, align 4
-	%1032 = getelementptr float, float* %1025, i64 3
-	%1033 = load float, float* %1032, align 4
-	%1034 = getelementptr float, float* %11, i64 %987
-	%1035 = getelementptr float, float* %1034, i64 0
-	%1036 = load float, float* %1035, align 4
-	%1037 = getelementptr float, float* %1034, i64 1
-	%1038 = load float, float* %1037, align 4
-	%1039 = getelementptr float, float* %1034, i64 2
-	%1040 = load float, float* %1039, align 4
-	%1041 = getelementptr float, float* %1034, i64 3
-	%1042 = load float, float* %1041, align 4
-	%1043 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %988)
-	%1044 = extractelement <4 x float> %1043, i32 0
-	%1045 = fmul float %41, %1044
-	%1046 = fadd float %1000, %1045
-	%1047 = call { float, float, float, float, float } @disk_corr_body(float %991, float %1046, float %1009, float %1018, float %1027, float %1036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1048 = extractvalue { float, float, float, float, float } %1047, 0
-	%1049 = extractvalue { float, float, float, float, float } %1047, 1
-	%1050 = extractvalue { float, float, float, float, float } %1047, 2
-	%1051 = extractvalue { float, float, float, float, float } %1047, 3
-	%1052 = extractvalue { float, float, float, float, float } %1047, 4
-	%1053 = extractelement <4 x float> %1043, i32 1
-	%1054 = fmul float %41, %1053
-	%1055 = fadd float %1002, %1054
-	%1056 = call { float, float, float, float, float } @disk_corr_body(float %993, float %1055, float %1011, float %1020, float %1029, float %1038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1057 = extractvalue { float, float, float, float, float } %1056, 0
-	%1058 = extractvalue { float, float, float, float, float } %1056, 1
-	%1059 = extractvalue { float, float, float, float, float } %1056, 2
-	%1060 = extractvalue { float, float, float, float, float } %1056, 3
-	%1061 = extractvalue { float, float, float, float, float } %1056, 4
-	%1062 = extractelement <4 x float> %1043, i32 2
-	%1063 = fmul float %41, %1062
-	%1064 = fadd float %1004, %1063
-	%1065 = call { float, float, float, float, float } @disk_corr_body(float %995, float %1064, float %1013, float %1022, float %1031, float %1040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1066 = extractvalue { float, float, float, float, float } %1065, 0
-	%1067 = extractvalue { float, float, float, float, float } %1065, 1
-	%1068 = extractvalue { float, float, float, float, float } %1065, 2
-	%1069 = extractvalue { float, float, float, float, float } %1065, 3
-	%1070 = extractvalue { float, float, float, float, float } %1065, 4
-	%1071 = extractelement <4 x float> %1043, i32 3
-	%1072 = fmul float %41, %1071
-	%1073 = fadd float %1006, %1072
-	%1074 = call { float, float, float, float, float } @disk_corr_body(float %997, float %1073, float %1015, float %1024, float %1033, float %1042, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1075 = extractvalue { float, float, float, float, float } %1074, 0
-	%1076 = extractvalue { float, float, float, float, float } %1074, 1
-	%1077 = extractvalue { float, float, float, float, float } %1074, 2
-	%1078 = extractvalue { float, float, float, float, float } %1074, 3
-	%1079 = extractvalue { float, float, float, float, float } %1074, 4
-	%1080 = getelementptr float, float* %5, i64 %987
-	%1081 = getelementptr float, float* %1080, i64 0
-	store float %1048, float* %1081, align 4
-	%1082 = getelementptr float, float* %1080, i64 1
-	store float %1057, float* %1082, align 4
-	%1083 = getelementptr float, float* %1080, i64 2
-	store float %1066, float* %1083, align 4
-	%1084 = getelementptr float, float* %1080, i64 3
-	store float %1075, float* %1084, align 4
-	%1085 = getelementptr float, float* %7, i64 %987
-	%1086 = getelementptr float, float* %1085, i64 0
-	store float %1049, float* %1086, align 4
-	%1087 = getelementptr float, float* %1085, i64 1
-	store float %1058, float* %1087, align 4
-	%1088 = getelementptr float, float* %1085, i64 2
-	store float %1067, float* %1088, align 4
-	%1089 = getelementptr float, float* %1085, i64 3
-	store float %1076, float* %1089, align 4
-	%1090 = getelementptr float, float* %9, i64 %987
-	%1091 = getelementptr float, float* %1090, i64 0
-	store float %1050, float* %1091, align 4
-	%1092 = getelementptr float, float* %1090, i64 1
-	store float %1059, float* %1092, align 4
-	%1093 = getelementptr float, float* %1090, i64 2
-	store float %1068, float* %1093, align 4
-	%1094 = getelementptr float, float* %1090, i64 3
-	store float %1077, float* %1094, align 4
-	%1095 = getelementptr float, float* %1, i64 %987
-	%1096 = getelementptr float, float* %1095, i64 0
-	store float %1051, float* %1096, align 4
-	%1097 = getelementptr float, float* %1095, i64 1
-	store float %1060, float* %1097, align 4
-	%1098 = getelementptr float, float* %1095, i64 2
-	store float %1069, float* %1098, align 4
-	%1099 = getelementptr float, float* %1095, i64 3
-	store float %1078, float* %1099, align 4
-	%1100 = getelementptr float, float* %11, i64 %987
-	%1101 = getelementptr float, float* %1100, i64 0
-	store float %1052, float* %1101, align 4
-	%1102 = getelementptr float, float* %1100, i64 1
-	store float %1061, float* %1102, align 4
-	%1103 = getelementptr float, float* %1100, i64 2
-	store float %1070, float* %1103, align 4
-	%1104 = getelementptr float, float* %1100, i64 3
-	store float %1079, float* %1104, align 4
-	%1105 = add i64 %984, 1
+	%855 = shl i64 %853, 2
+	%856 = add i64 %63, %855
+	%857 = add i64 %67, %853
+	%858 = getelementptr float, float* %1, i64 %856
+	%859 = getelementptr float, float* %858, i64 0
+	%860 = load float, float* %859, align 4
+	%861 = getelementptr float, float* %858, i64 1
+	%862 = load float, float* %861, align 4
+	%863 = getelementptr float, float* %858, i64 2
+	%864 = load float, float* %863, align 4
+	%865 = getelementptr float, float* %858, i64 3
+	%866 = load float, float* %865, align 4
+	%867 = getelementptr float, float* %3, i64 %856
+	%868 = getelementptr float, float* %867, i64 0
+	%869 = load float, float* %868, align 4
+	%870 = getelementptr float, float* %867, i64 1
+	%871 = load float, float* %870, align 4
+	%872 = getelementptr float, float* %867, i64 2
+	%873 = load float, float* %872, align 4
+	%874 = getelementptr float, float* %867, i64 3
+	%875 = load float, float* %874, align 4
+	%876 = getelementptr float, float* %5, i64 %856
+	%877 = getelementptr float, float* %876, i64 0
+	%878 = load float, float* %877, align 4
+	%879 = getelementptr float, float* %876, i64 1
+	%880 = load float, float* %879, align 4
+	%881 = getelementptr float, float* %876, i64 2
+	%882 = load float, float* %881, align 4
+	%883 = getelementptr float, float* %876, i64 3
+	%884 = load float, float* %883, align 4
+	%885 = getelementptr float, float* %7, i64 %856
+	%886 = getelementptr float, float* %885, i64 0
+	%887 = load float, float* %886, align 4
+	%888 = getelementptr float, float* %885, i64 1
+	%889 = load float, float* %888, align 4
+	%890 = getelementptr float, float* %885, i64 2
+	%891 = load float, float* %890, align 4
+	%892 = getelementptr float, float* %885, i64 3
+	%893 = load float, float* %892, align 4
+	%894 = getelementptr float, float* %9, i64 %856
+	%895 = getelementptr float, float* %894, i64 0
+	%896 = load float, float* %895, align 4
+	%897 = getelementptr float, float* %894, i64 1
+	%898 = load float, float* %897, align 4
+	%899 = getelementptr float, float* %894, i64 2
+	%900 = load float, float* %899, align 4
+	%901 = getelementptr float, float* %894, i64 3
+	%902 = load float, float* %901, align 4
+	%903 = getelementptr float, float* %11, i64 %856
+	%904 = getelementptr float, float* %903, i64 0
+	%905 = load float, float* %904, align 4
+	%906 = getelementptr float, float* %903, i64 1
+	%907 = load float, float* %906, align 4
+	%908 = getelementptr float, float* %903, i64 2
+	%909 = load float, float* %908, align 4
+	%910 = getelementptr float, float* %903, i64 3
+	%911 = load float, float* %910, align 4
+	%912 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %857)
+	%913 = extractelement <4 x float> %912, i32 0
+	%914 = fmul float %41, %913
+	%915 = fadd float %869, %914
+	%916 = call { float, float, float, float, float } @disk_corr_body(float %860, float %915, float %878, float %887, float %896, float %905, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%917 = extractvalue { float, float, float, float, float } %916, 0
+	%918 = extractvalue { float, float, float, float, float } %916, 1
+	%919 = extractvalue { float, float, float, float, float } %916, 2
+	%920 = extractvalue { float, float, float, float, float } %916, 3
+	%921 = extractvalue { float, float, float, float, float } %916, 4
+	%922 = extractelement <4 x float> %912, i32 1
+	%923 = fmul float %41, %922
+	%924 = fadd float %871, %923
+	%925 = call { float, float, float, float, float } @disk_corr_body(float %862, float %924, float %880, float %889, float %898, float %907, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%926 = extractvalue { float, float, float, float, float } %925, 0
+	%927 = extractvalue { float, float, float, float, float } %925, 1
+	%928 = extractvalue { float, float, float, float, float } %925, 2
+	%929 = extractvalue { float, float, float, float, float } %925, 3
+	%930 = extractvalue { float, float, float, float, float } %925, 4
+	%931 = extractelement <4 x float> %912, i32 2
+	%932 = fmul float %41, %931
+	%933 = fadd float %873, %932
+	%934 = call { float, float, float, float, float } @disk_corr_body(float %864, float %933, float %882, float %891, float %900, float %909, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%935 = extractvalue { float, float, float, float, float } %934, 0
+	%936 = extractvalue { float, float, float, float, float } %934, 1
+	%937 = extractvalue { float, float, float, float, float } %934, 2
+	%938 = extractvalue { float, float, float, float, float } %934, 3
+	%939 = extractvalue { float, float, float, float, float } %934, 4
+	%940 = extractelement <4 x float> %912, i32 3
+	%941 = fmul float %41, %940
+	%942 = fadd float %875, %941
+	%943 = call { float, float, float, float, float } @disk_corr_body(float %866, float %942, float %884, float %893, float %902, float %911, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%944 = extractvalue { float, float, float, float, float } %943, 0
+	%945 = extractvalue { float, float, float, float, float } %943, 1
+	%946 = extractvalue { float, float, float, float, float } %943, 2
+	%947 = extractvalue { float, float, float, float, float } %943, 3
+	%948 = extractvalue { float, float, float, float, float } %943, 4
+	%949 = getelementptr float, float* %5, i64 %856
+	%950 = getelementptr float, float* %949, i64 0
+	store float %917, float* %950, align 4
+	%951 = getelementptr float, float* %949, i64 1
+	store float %926, float* %951, align 4
+	%952 = getelementptr float, float* %949, i64 2
+	store float %935, float* %952, align 4
+	%953 = getelementptr float, float* %949, i64 3
+	store float %944, float* %953, align 4
+	%954 = getelementptr float, float* %7, i64 %856
+	%955 = getelementptr float, float* %954, i64 0
+	store float %918, float* %955, align 4
+	%956 = getelementptr float, float* %954, i64 1
+	store float %927, float* %956, align 4
+	%957 = getelementptr float, float* %954, i64 2
+	store float %936, float* %957, align 4
+	%958 = getelementptr float, float* %954, i64 3
+	store float %945, float* %958, align 4
+	%959 = getelementptr float, float* %9, i64 %856
+	%960 = getelementptr float, float* %959, i64 0
+	store float %919, float* %960, align 4
+	%961 = getelementptr float, float* %959, i64 1
+	store float %928, float* %961, align 4
+	%962 = getelementptr float, float* %959, i64 2
+	store float %937, float* %962, align 4
+	%963 = getelementptr float, float* %959, i64 3
+	store float %946, float* %963, align 4
+	%964 = getelementptr float, float* %1, i64 %856
+	%965 = getelementptr float, float* %964, i64 0
+	store float %920, float* %965, align 4
+	%966 = getelementptr float, float* %964, i64 1
+	store float %929, float* %966, align 4
+	%967 = getelementptr float, float* %964, i64 2
+	store float %938, float* %967, align 4
+	%968 = getelementptr float, float* %964, i64 3
+	store float %947, float* %968, align 4
+	%969 = getelementptr float, float* %11, i64 %856
+	%970 = getelementptr float, float* %969, i64 0
+	store float %921, float* %970, align 4
+	%971 = getelementptr float, float* %969, i64 1
+	store float %930, float* %971, align 4
+	%972 = getelementptr float, float* %969, i64 2
+	store float %939, float* %972, align 4
+	%973 = getelementptr float, float* %969, i64 3
+	store float %948, float* %973, align 4
+	%974 = add i64 %853, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1106 = phi i64 [ %65, %group.done.33 ], [ %1135, %tail.35 ]
-	%1107 = icmp slt i64 %1106, %45
-	br i1 %1107, label %tail.35, label %tail.done.36
+	%975 = phi i64 [ %65, %group.done.33 ], [ %1004, %tail.35 ]
+	%976 = icmp slt i64 %975, %45
+	br i1 %976, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1108 = getelementptr float, float* %1, i64 %1106
-	%1109 = load float, float* %1108, align 4
-	%1110 = getelementptr float, float* %3, i64 %1106
-	%1111 = load float, float* %1110, align 4
-	%1112 = getelementptr float, float* %5, i64 %1106
-	%1113 = load float, float* %1112, align 4
-	%1114 = getelementptr float, float* %7, i64 %1106
-	%1115 = load float, float* %1114, align 4
-	%1116 = getelementptr float, float* %9, i64 %1106
-	%1117 = load float, float* %1116, align 4
-	%1118 = getelementptr float, float* %11, i64 %1106
-	%1119 = load float, float* %1118, align 4
-	%1120 = add i64 %47, %1106
-	%1121 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %1120)
-	%1122 = fmul float %41, %1121
-	%1123 = fadd float %1111, %1122
-	%1124 = call { float, float, float, float, float } @disk_corr_body(float %1109, float %1123, float %1113, float %1115, float %1117, float %1119, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1125 = extractvalue { float, float, float, float, float } %1124, 0
-	%1126 = extractvalue { float, float, float, float, float } %1124, 1
-	%1127 = extractvalue { float, float, float, float, float } %1124, 2
-	%1128 = extractvalue { float, float, float, float, float } %1124, 3
-	%1129 = extractvalue { float, float, float, float, float } %1124, 4
-	%1130 = getelementptr float, float* %5, i64 %1106
-	store float %1125, float* %1130, align 4
-	%1131 = getelementptr float, float* %7, i64 %1106
-	store float %1126, float* %1131, align 4
-	%1132 = getelementptr float, float* %9, i64 %1106
-	store float %1127, float* %1132, align 4
-	%1133 = getelementptr float, float* %1, i64 %1106
-	store float %1128, float* %1133, align 4
-	%1134 = getelementptr float, float* %11, i64 %1106
-	store float %1129, float* %1134, align 4
-	%1135 = add i64 %1106, 1
+	%977 = getelementptr float, float* %1, i64 %975
+	%978 = load float, float* %977, align 4
+	%979 = getelementptr float, float* %3, i64 %975
+	%980 = load float, float* %979, align 4
+	%981 = getelementptr float, float* %5, i64 %975
+	%982 = load float, float* %981, align 4
+	%983 = getelementptr float, float* %7, i64 %975
+	%984 = load float, float* %983, align 4
+	%985 = getelementptr float, float* %9, i64 %975
+	%986 = load float, float* %985, align 4
+	%987 = getelementptr float, float* %11, i64 %975
+	%988 = load float, float* %987, align 4
+	%989 = add i64 %47, %975
+	%990 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %989)
+	%991 = fmul float %41, %990
+	%992 = fadd float %980, %991
+	%993 = call { float, float, float, float, float } @disk_corr_body(float %978, float %992, float %982, float %984, float %986, float %988, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%994 = extractvalue { float, float, float, float, float } %993, 0
+	%995 = extractvalue { float, float, float, float, float } %993, 1
+	%996 = extractvalue { float, float, float, float, float } %993, 2
+	%997 = extractvalue { float, float, float, float, float } %993, 3
+	%998 = extractvalue { float, float, float, float, float } %993, 4
+	%999 = getelementptr float, float* %5, i64 %975
+	store float %994, float* %999, align 4
+	%1000 = getelementptr float, float* %7, i64 %975
+	store float %995, float* %1000, align 4
+	%1001 = getelementptr float, float* %9, i64 %975
+	store float %996, float* %1001, align 4
+	%1002 = getelementptr float, float* %1, i64 %975
+	store float %997, float* %1002, align 4
+	%1003 = getelementptr float, float* %11, i64 %975
+	store float %998, float* %1003, align 4
+	%1004 = add i64 %975, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1136 = phi i64 [ %43, %without_noise ], [ %1161, %head.38 ]
-	%1137 = icmp slt i64 %1136, %63
-	br i1 %1137, label %head.38, label %head.done.39
+	%1005 = phi i64 [ %43, %without_noise ], [ %1030, %head.38 ]
+	%1006 = icmp slt i64 %1005, %63
+	br i1 %1006, label %head.38, label %head.done.39
 
 head.38:
-	%1138 = getelementptr float, float* %1, i64 %1136
-	%1139 = load float, float* %1138, align 4
-	%1140 = getelementptr float, float* %3, i64 %1136
-	%1141 = load float, float* %1140, align 4
-	%1142 = getelementptr float, float* %5, i64 %1136
-	%1143 = load float, float* %1142, align 4
-	%1144 = getelementptr float, float* %7, i64 %1136
-	%1145 = load float, float* %1144, align 4
-	%1146 = getelementptr float, float* %9, i64 %1136
-	%1147 = load float, float* %1146, align 4
-	%1148 = getelementptr float, float* %11, i64 %1136
-	%1149 = load float, float* %1148, align 4
-	%1150 = call { float, float, float, float, float } @disk_corr_body(float %1139, float %1141, float %1143, float %1145, float %1147, float %1149, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1151 = extractvalue { float, float, float, float, float } %1150, 0
-	%1152 = extractvalue { float, float, float, float, float } %1150, 1
-	%1153 = extractvalue { float, float, float, float, float } %1150, 2
-	%1154 = extractvalue { float, float, float, float, float } %1150, 3
-	%1155 = extractvalue { float, float, float, float, float } %1150, 4
-	%1156 = getelementptr float, float* %5, i64 %1136
-	store float %1151, float* %1156, align 4
-	%1157 = getelementptr float, float* %7, i64 %1136
-	store float %1152, float* %1157, align 4
-	%1158 = getelementptr float, float* %9, i64 %1136
-	store float %1153, float* %1158, align 4
-	%1159 = getelementptr float, float* %1, i64 %1136
-	store float %1154, float* %1159, align 4
-	%1160 = getelementptr float, float* %11, i64 %1136
-	store float %1155, float* %1160, align 4
-	%1161 = add i64 %1136, 1
+	%1007 = getelementptr float, float* %1, i64 %1005
+	%1008 = load float, float* %1007, align 4
+	%1009 = getelementptr float, float* %3, i64 %1005
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %5, i64 %1005
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %7, i64 %1005
+	%1014 = load float, float* %1013, align 4
+	%1015 = getelementptr float, float* %9, i64 %1005
+	%1016 = load float, float* %1015, align 4
+	%1017 = getelementptr float, float* %11, i64 %1005
+	%1018 = load float, float* %1017, align 4
+	%1019 = call { float, float, float, float, float } @disk_corr_body(float %1008, float %1010, float %1012, float %1014, float %1016, float %1018, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1020 = extractvalue { float, float, float, float, float } %1019, 0
+	%1021 = extractvalue { float, float, float, float, float } %1019, 1
+	%1022 = extractvalue { float, float, float, float, float } %1019, 2
+	%1023 = extractvalue { float, float, float, float, float } %1019, 3
+	%1024 = extractvalue { float, float, float, float, float } %1019, 4
+	%1025 = getelementptr float, float* %5, i64 %1005
+	store float %1020, float* %1025, align 4
+	%1026 = getelementptr float, float* %7, i64 %1005
+	store float %1021, float* %1026, align 4
+	%1027 = getelementptr float, float* %9, i64 %1005
+	store float %1022, float* %1027, align 4
+	%1028 = getelementptr float, float* %1, i64 %1005
+	store float %1023, float* %1028, align 4
+	%1029 = getelementptr float, float* %11, i64 %1005
+	store float %1024, float* %1029, align 4
+	%1030 = add i64 %1005, 1
 	br label %head.head.37
 
 head.done.39:
-	%1162 = sdiv i64 %62, 8
+	%1031 = sdiv i64 %62, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1163 = phi i64 [ 0, %head.done.39 ], [ %1916, %wide.41 ]
-	%1164 = icmp slt i64 %1163, %1162
-	br i1 %1164, label %wide.41, label %wide.done.42
+	%1032 = phi i64 [ 0, %head.done.39 ], [ %1738, %wide.41 ]
+	%1033 = icmp slt i64 %1032, %1031
+	br i1 %1033, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1165 = mul i64 %1163, 8
-	%1166 = shl i64 %1165, 2
-	%1167 = add i64 %63, %1166
-	%1168 = add i64 %67, %1165
-	%1169 = getelementptr float, float* %1, i64 %1167
-	%1170 = getelementptr float, float* %1169, i64 0
-	%1171 = load float, float* %1170, align 4
-	%1172 = getelementptr float, float* %1169, i64 1
-	%1173 = load float, float* %1172, align 4
-	%1174 = getelementptr float, float* %1169, i64 2
-	%1175 = load float, float* %1174, align 4
-	%1176 = getelementptr float, float* %1169, i64 3
-	%1177 = load float, float* %1176, align 4
-	%1178 = getelementptr float, float* %1169, i64 4
-	%1179 = load float, float* %1178, align 4
-	%1180 = getelementptr float, float* %1169, i64 5
-	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1169, i64 6
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1169, i64 7
-	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1169, i64 8
-	%1187 = load float, float* %1186, align 4
-	%1188 = getelementptr float, float* %1169, i64 9
-	%1189 = load float, float* %1188, align 4
-	%1190 = getelementptr float, float* %1169, i64 10
-	%1191 = load float, float* %1190, align 4
-	%1192 = getelementptr float, float* %1169, i64 11
-	%1193 = load float, float* %1192, align 4
-	%1194 = getelementptr float, float* %1169, i64 12
-	%1195 = load float, float* %1194, align 4
-	%1196 = getelementptr float, float* %1169, i64 13
-	%1197 = load float, float* %1196, align 4
-	%1198 = getelementptr float, float* %1169, i64 14
-	%1199 = load float, float* %1198, align 4
-	%1200 = getelementptr float, float* %1169, i64 15
-	%1201 = load float, float* %1200, align 4
-	%1202 = getelementptr float, float* %1169, i64 16
-	%1203 = load float, float* %1202, align 4
-	%1204 = getelementptr float, float* %1169, i64 17
-	%1205 = load float, float* %1204, align 4
-	%1206 = getelementptr float, float* %1169, i64 18
-	%1207 = load float, float* %1206, align 4
-	%1208 = getelementptr float, float* %1169, i64 19
-	%1209 = load float, float* %1208, align 4
-	%1210 = getelementptr float, float* %1169, i64 20
-	%1211 = load float, float* %1210, align 4
-	%1212 = getelementptr float, float* %1169, i64 21
-	%1213 = load float, float* %1212, align 4
-	%1214 = getelementptr float, float* %1169, i64 22
-	%1215 = load float, float* %1214, align 4
-	%1216 = getelementptr float, float* %1169, i64 23
-	%1217 = load float, float* %1216, align 4
-	%1218 = getelementptr float, float* %1169, i64 24
-	%1219 = load float, float* %1218, align 4
-	%1220 = getelementptr float, float* %1169, i64 25
-	%1221 = load float, float* %1220, align 4
-	%1222 = getelementptr float, float* %1169, i64 26
-	%1223 = load float, float* %1222, align 4
-	%1224 = getelementptr float, float* %1169, i64 27
-	%1225 = load float, float* %1224, align 4
-	%1226 = getelementptr float, float* %1169, i64 28
-	%1227 = load float, float* %1226, align 4
-	%1228 = getelementptr float, float* %1169, i64 29
-	%1229 = load float, float* %1228, align 4
-	%1230 = getelementptr float, float* %1169, i64 30
-	%1231 = load float, float* %1230, align 4
-	%1232 = getelementptr float, float* %1169, i64 31
-	%1233 = load float, float* %1232, align 4
-	%1234 = getelementptr float, float* %3, i64 %1167
-	%1235 = getelementptr float, float* %1234, i64 0
-	%1236 = load float, float* %1235, align 4
-	%1237 = getelementptr float, float* %1234, i64 1
-	%1238 = load float, float* %1237, align 4
-	%1239 = getelementptr float, float* %1234, i64 2
-	%1240 = load float, float* %1239, align 4
-	%1241 = getelementptr float, float* %1234, i64 3
-	%1242 = load float, float* %1241, align 4
-	%1243 = getelementptr float, float* %1234, i64 4
-	%1244 = load float, float* %1243, align 4
-	%1245 = getelementptr float, float* %1234, i64 5
-	%1246 = load float, float* %1245, align 4
-	%1247 = getelementptr float, float* %1234, i64 6
-	%1248 = load float, float* %1247, align 4
-	%1249 = getelementptr float, float* %1234, i64 7
-	%1250 = load float, float* %1249, align 4
-	%1251 = getelementptr float, float* %1234, i64 8
-	%1252 = load float, float* %1251, align 4
-	%1253 = getelementptr float, float* %1234, i64 9
-	%1254 = load float, float* %1253, align 4
-	%1255 = getelementptr float, float* %1234, i64 10
-	%1256 = load float, float* %1255, align 4
-	%1257 = getelementptr float, float* %1234, i64 11
-	%1258 = load float, float* %1257, align 4
-	%1259 = getelementptr float, float* %1234, i64 12
-	%1260 = load float, float* %1259, align 4
-	%1261 = getelementptr float, float* %1234, i64 13
-	%1262 = load float, float* %1261, align 4
-	%1263 = getelementptr float, float* %1234, i64 14
-	%1264 = load float, float* %1263, align 4
-	%1265 = getelementptr float, float* %1234, i64 15
-	%1266 = load float, float* %1265, align 4
-	%1267 = getelementptr float, float* %1234, i64 16
-	%1268 = load float, float* %1267, align 4
-	%1269 = getelementptr float, float* %1234, i64 17
-	%1270 = load float, float* %1269, align 4
-	%1271 = getelementptr float, float* %1234, i64 18
-	%1272 = load float, float* %1271, align 4
-	%1273 = getelementptr float, float* %1234, i64 19
-	%1274 = load float, float* %1273, align 4
-	%1275 = getelementptr float, float* %1234, i64 20
-	%1276 = load float, float* %1275, align 4
-	%1277 = getelementptr float, float* %1234, i64 21
-	%1278 = load float, float* %1277, align 4
-	%1279 = getelementptr float, float* %1234, i64 22
-	%1280 = load float, float* %1279, align 4
-	%1281 = getelementptr float, float* %1234, i64 23
-	%1282 = load float, float* %1281, align 4
-	%1283 = getelementptr float, float* %1234, i64 24
-	%1284 = load float, float* %1283, align 4
-	%1285 = getelementptr float, float* %1234, i64 25
-	%1286 = load float, float* %1285, align 4
-	%1287 = getelementptr float, float* %1234, i64 26
-	%1288 = load float, float* %1287, align 4
-	%1289 = getelementptr float, float* %1234, i64 27
-	%1290 = load float, float* %1289, align 4
-	%1291 = getelementptr float, float* %1234, i64 28
-	%1292 = load float, float* %1291, align 4
-	%1293 = getelementptr float, float* %1234, i64 29
-	%1294 = load float, float* %1293, align 4
-	%1295 = getelementptr float, float* %1234, i64 30
-	%1296 = load float, float* %1295, align 4
-	%1297 = getelementptr float, float* %1234, i64 31
-	%1298 = load float, float* %1297, align 4
-	%1299 = getelementptr float, float* %5, i64 %1167
-	%1300 = getelementptr float, float* %1299, i64 0
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %1299, i64 1
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %1299, i64 2
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %1299, i64 3
-	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %1299, i64 4
-	%1309 = load float, float* %1308, align 4
-	%1310 = getelementptr float, float* %1299, i64 5
-	%1311 = load float, float* %1310, align 4
-	%1312 = getelementptr float, float* %1299, i64 6
-	%1313 = load float, float* %1312, align 4
-	%1314 = getelementptr float, float* %1299, i64 7
-	%1315 = load float, float* %1314, align 4
-	%1316 = getelementptr float, float* %1299, i64 8
-	%1317 = load float, float* %1316, align 4
-	%1318 = getelementptr float, float* %1299, i64 9
-	%1319 = load float, float* %1318, align 4
-	%1320 = getelementptr float, float* %1299, i64 10
-	%1321 = load float, float* %1320, align 4
-	%1322 = getelementptr float, float* %1299, i64 11
-	%1323 = load float, float* %1322, align 4
-	%1324 = getelementptr float, float* %1299, i64 12
-	%1325 = load float, float* %1324, align 4
-	%1326 = getelementptr float, float* %1299, i64 13
-	%1327 = load float, float* %1326, align 4
-	%1328 = getelementptr float, float* %1299, i64 14
-	%1329 = load float, float* %1328, align 4
-	%1330 = getelementptr float, float* %1299, i64 15
-	%1331 = load float, float* %1330, align 4
-	%1332 = getelementptr float, float* %1299, i64 16
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1299, i64 17
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1299, i64 18
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1299, i64 19
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1299, i64 20
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1299, i64 21
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1299, i64 22
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1299, i64 23
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1299, i64 24
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1299, i64 25
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1299, i64 26
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1299, i64 27
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1299, i64 28
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1299, i64 29
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %1299, i64 30
-	%1361 = load float, float* %1360, align 4
-	%1362 = getelementptr float, float* %1299, i64 31
-	%1363 = load float, float* %1362, align 4
-	%1364 = getelementptr float, float* %7, i64 %1167
-	%1365 = getelementptr float, float* %1364, i64 0
-	%1366 = load float, float* %1365, align 4
-	%1367 = getelementptr float, float* %1364, i64 1
-	%1368 = load float, float* %1367, align 4
-	%1369 = getelementptr float, float* %1364, i64 2
-	%1370 = load float, float* %1369, align 4
-	%1371 = getelementptr float, float* %1364, i64 3
-	%1372 = load float, float* %1371, align 4
-	%1373 = getelementptr float, float* %1364, i64 4
-	%1374 = load float, float* %1373, align 4
-	%1375 = getelementptr float, float* %1364, i64 5
-	%1376 = load float, float* %1375, align 4
-	%1377 = getelementptr float, float* %1364, i64 6
-	%1378 = load float, float* %1377, align 4
-	%1379 = getelementptr float, float* %1364, i64 7
-	%1380 = load float, float* %1379, align 4
-	%1381 = getelementptr float, float* %1364, i64 8
-	%1382 = load float, float* %1381, align 4
-	%1383 = getelementptr float, float* %1364, i64 9
-	%1384 = load float, float* %1383, align 4
-	%1385 = getelementptr float, float* %1364, i64 10
-	%1386 = load float, float* %1385, align 4
-	%1387 = getelementptr float, float* %1364, i64 11
-	%1388 = load float, float* %1387, align 4
-	%1389 = getelementptr float, float* %1364, i64 12
-	%1390 = load float, float* %1389, align 4
-	%1391 = getelementptr float, float* %1364, i64 13
-	%1392 = load float, float* %1391, align 4
-	%1393 = getelementptr float, float* %1364, i64 14
-	%1394 = load float, float* %1393, align 4
-	%1395 = getelementptr float, float* %1364, i64 15
-	%1396 = load float, float* %1395, align 4
-	%1397 = getelementptr float, float* %1364, i64 16
-	%1398 = load float, float* %1397, align 4
-	%1399 = getelementptr float, float* %1364, i64 17
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1364, i64 18
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1364, i64 19
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1364, i64 20
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1364, i64 21
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1364, i64 22
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1364, i64 23
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1364, i64 24
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1364, i64 25
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1364, i64 26
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1364, i64 27
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1364, i64 28
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1364, i64 29
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %1364, i64 30
-	%1426 = load float, float* %1425, align 4
-	%1427 = getelementptr float, float* %1364, i64 31
-	%1428 = load float, float* %1427, align 4
-	%1429 = getelementptr float, float* %9, i64 %1167
-	%1430 = getelementptr float, float* %1429, i64 0
-	%1431 = load float, float* %1430, align 4
-	%1432 = getelementptr float, float* %1429, i64 1
-	%1433 = load float, float* %1432, align 4
-	%1434 = getelementptr float, float* %1429, i64 2
-	%1435 = load float, float* %1434, align 4
-	%1436 = getelementptr float, float* %1429, i64 3
-	%1437 = load float, float* %1436, align 4
-	%1438 = getelementptr float, float* %1429, i64 4
-	%1439 = load float, float* %1438, align 4
-	%1440 = getelementptr float, float* %1429, i64 5
-	%1441 = load float, float* %1440, align 4
-	%1442 = getelementptr float, float* %1429, i64 6
-	%1443 = load float, float* %1442, align 4
-	%1444 = getelementptr float, float* %1429, i64 7
-	%1445 = load float, float* %1444, align 4
-	%1446 = getelementptr float, float* %1429, i64 8
-	%1447 = load float, float* %1446, align 4
-	%1448 = getelementptr float, float* %1429, i64 9
-	%1449 = load float, float* %1448, align 4
-	%1450 = getelementptr float, float* %1429, i64 10
-	%1451 = load float, float* %1450, align 4
-	%1452 = getelementptr float, float* %1429, i64 11
-	%1453 = load float, float* %1452, align 4
-	%1454 = getelementptr float, float* %1429, i64 12
-	%1455 = load float, float* %1454, align 4
-	%1456 = getelementptr float, float* %1429, i64 13
-	%1457 = load float, float* %1456, align 4
-	%1458 = getelementptr float, float* %1429, i64 14
-	%1459 = load float, float* %1458, align 4
-	%1460 = getelementptr float, float* %1429, i64 15
-	%1461 = load float, float* %1460, align 4
-	%1462 = getelementptr float, float* %1429, i64 16
-	%1463 = load float, float* %1462, align 4
-	%1464 = getelementptr float, float* %1429, i64 17
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1429, i64 18
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1429, i64 19
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1429, i64 20
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1429, i64 21
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1429, i64 22
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1429, i64 23
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1429, i64 24
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1429, i64 25
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1429, i64 26
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1429, i64 27
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1429, i64 28
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1429, i64 29
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %1429, i64 30
-	%1491 = load float, float* %1490, align 4
-	%1492 = getelementptr float, float* %1429, i64 31
-	%1493 = load float, float* %1492, align 4
-	%1494 = getelementptr float, float* %11, i64 %1167
-	%1495 = getelementptr float, float* %1494, i64 0
-	%1496 = load float, float* %1495, align 4
-	%1497 = getelementptr float, float* %1494, i64 1
-	%1498 = load float, float* %1497, align 4
-	%1499 = getelementptr float, float* %1494, i64 2
-	%1500 = load float, float* %1499, align 4
-	%1501 = getelementptr float, float* %1494, i64 3
-	%1502 = load float, float* %1501, align 4
-	%1503 = getelementptr float, float* %1494, i64 4
-	%1504 = load float, float* %1503, align 4
-	%1505 = getelementptr float, float* %1494, i64 5
-	%1506 = load float, float* %1505, align 4
-	%1507 = getelementptr float, float* %1494, i64 6
-	%1508 = load float, float* %1507, align 4
-	%1509 = getelementptr float, float* %1494, i64 7
-	%1510 = load float, float* %1509, align 4
-	%1511 = getelementptr float, float* %1494, i64 8
-	%1512 = load float, float* %1511, align 4
-	%1513 = getelementptr float, float* %1494, i64 9
-	%1514 = load float, float* %1513, align 4
-	%1515 = getelementptr float, float* %1494, i64 10
-	%1516 = load float, float* %1515, align 4
-	%1517 = getelementptr float, float* %1494, i64 11
-	%1518 = load float, float* %1517, align 4
-	%1519 = getelementptr float, float* %1494, i64 12
-	%1520 = load float, float* %1519, align 4
-	%1521 = getelementptr float, float* %1494, i64 13
-	%1522 = load float, float* %1521, align 4
-	%1523 = getelementptr float, float* %1494, i64 14
-	%1524 = load float, float* %1523, align 4
-	%1525 = getelementptr float, float* %1494, i64 15
-	%1526 = load float, float* %1525, align 4
-	%1527 = getelementptr float, float* %1494, i64 16
-	%1528 = load float, float* %1527, align 4
-	%1529 = getelementptr float, float* %1494, i64 17
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1494, i64 18
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1494, i64 19
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1494, i64 20
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1494, i64 21
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1494, i64 22
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1494, i64 23
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1494, i64 24
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1494, i64 25
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1494, i64 26
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1494, i64 27
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1494, i64 28
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1494, i64 29
-	%1554 = load float, float* %1553, align 4
-	%1555 = getelementptr float, float* %1494, i64 30
-	%1556 = load float, float* %1555, align 4
-	%1557 = getelementptr float, float* %1494, i64 31
-	%1558 = load float, float* %1557, align 4
-	%1559 = call { float, float, float, float, float } @disk_corr_body(float %1171, float %1236, float %1301, float %1366, float %1431, float %1496, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1560 = extractvalue { float, float, float, float, float } %1559, 0
-	%1561 = extractvalue { float, float, float, float, float } %1559, 1
-	%1562 = extractvalue { float, float, float, float, float } %1559, 2
-	%1563 = extractvalue { float, float, float, float, float } %1559, 3
-	%1564 = extractvalue { float, float, float, float, float } %1559, 4
-	%1565 = call { float, float, float, float, float } @disk_corr_body(float %1173, float %1238, float %1303, float %1368, float %1433, float %1498, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1566 = extractvalue { float, float, float, float, float } %1565, 0
-	%1567 = extractvalue { float, float, float, float, float } %1565, 1
-	%1568 = extractvalue { float, float, float, float, float } %1565, 2
-	%1569 = extractvalue { float, float, float, float, float } %1565, 3
-	%1570 = extractvalue { float, float, float, float, float } %1565, 4
-	%1571 = call { float, float, float, float, float } @disk_corr_body(float %1175, float %1240, float %1305, float %1370, float %1435, float %1500, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1572 = extractvalue { float, float, float, float, float } %1571, 0
-	%1573 = extractvalue { float, float, float, float, float } %1571, 1
-	%1574 = extractvalue { float, float, float, float, float } %1571, 2
-	%1575 = extractvalue { float, float, float, float, float } %1571, 3
-	%1576 = extractvalue { float, float, float, float, float } %1571, 4
-	%1577 = call { float, float, float, float, float } @disk_corr_body(float %1177, float %1242, float %1307, float %1372, float %1437, float %1502, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1578 = extractvalue { float, float, float, float, float } %1577, 0
-	%1579 = extractvalue { float, float, float, float, float } %1577, 1
-	%1580 = extractvalue { float, float, float, float, float } %1577, 2
-	%1581 = extractvalue { float, float, float, float, float } %1577, 3
-	%1582 = extractvalue { float, float, float, float, float } %1577, 4
-	%1583 = call { float, float, float, float, float } @disk_corr_body(float %1179, float %1244, float %1309, float %1374, float %1439, float %1504, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1584 = extractvalue { float, float, float, float, float } %1583, 0
-	%1585 = extractvalue { float, float, float, float, float } %1583, 1
-	%1586 = extractvalue { float, float, float, float, float } %1583, 2
-	%1587 = extractvalue { float, float, float, float, float } %1583, 3
-	%1588 = extractvalue { float, float, float, float, float } %1583, 4
-	%1589 = call { float, float, float, float, float } @disk_corr_body(float %1181, float %1246, float %1311, float %1376, float %1441, float %1506, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1590 = extractvalue { float, float, float, float, float } %1589, 0
-	%1591 = extractvalue { float, float, float, float, float } %1589, 1
-	%1592 = extractvalue { float, float, float, float, float } %1589, 2
-	%1593 = extractvalue { float, float, float, float, float } %1589, 3
-	%1594 = extractvalue { float, float, float, float, float } %1589, 4
-	%1595 = call { float, float, float, float, float } @disk_corr_body(float %1183, float %1248, float %1313, float %1378, float %1443, float %1508, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1596 = extractvalue { float, float, float, float, float } %1595, 0
-	%1597 = extractvalue { float, float, float, float, float } %1595, 1
-	%1598 = extractvalue { float, float, float, float, float } %1595, 2
-	%1599 = extractvalue { float, float, float, float, float } %1595, 3
-	%1600 = extractvalue { float, float, float, float, float } %1595, 4
-	%1601 = call { float, float, float, float, float } @disk_corr_body(float %1185, float %1250, float %1315, float %1380, float %1445, float %1510, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1602 = extractvalue { float, float, float, float, float } %1601, 0
-	%1603 = extractvalue { float, float, float, float, float } %1601, 1
-	%1604 = extractvalue { float, float, float, float, float } %1601, 2
-	%1605 = extractvalue { float, float, float, float, float } %1601, 3
-	%1606 = extractvalue { float, float, float, float, float } %1601, 4
-	%1607 = call { float, float, float, float, float } @disk_corr_body(float %1187, float %1252, float %1317, float %1382, float %1447, float %1512, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1608 = extractvalue { float, float, float, float, float } %1607, 0
-	%1609 = extractvalue { float, float, float, float, float } %1607, 1
-	%1610 = extractvalue { float, float, float, float, float } %1607, 2
-	%1611 = extractvalue { float, float, float, float, float } %1607, 3
-	%1612 = extractvalue { float, float, float, float, float } %1607, 4
-	%1613 = call { float, float, float, float, float } @disk_corr_body(float %1189, float %1254, float %1319, float %1384, float %1449, float %1514, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1614 = extractvalue { float, float, float, float, float } %1613, 0
-	%1615 = extractvalue { float, float, float, float, float } %1613, 1
-	%1616 = extractvalue { float, float, float, float, float } %1613, 2
-	%1617 = extractvalue { float, float, float, float, float } %1613, 3
-	%1618 = extractvalue { float, float, float, float, float } %1613, 4
-	%1619 = call { float, float, float, float, float } @disk_corr_body(float %1191, float %1256, float %1321, float %1386, float %1451, float %1516, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1620 = extractvalue { float, float, float, float, float } %1619, 0
-	%1621 = extractvalue { float, float, float, float, float } %1619, 1
-	%1622 = extractvalue { float, float, float, float, float } %1619, 2
-	%1623 = extractvalue { float, float, float, float, float } %1619, 3
-	%1624 = extractvalue { float, float, float, float, float } %1619, 4
-	%1625 = call { float, float, float, float, float } @disk_corr_body(float %1193, float %1258, float %1323, float %1388, float %1453, float %1518, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1626 = extractvalue { float, float, float, float, float } %1625, 0
-	%1627 = extractvalue { float, float, float, float, float } %1625, 1
-	%1628 = extractvalue { float, float, float, float, float } %1625, 2
-	%1629 = extractvalue { float, float, float, float, float } %1625, 3
-	%1630 = extractvalue { float, float, float, float, float } %1625, 4
-	%1631 = call { float, float, float, float, float } @disk_corr_body(float %1195, float %1260, float %1325, float %1390, float %1455, float %1520, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1632 = extractvalue { float, float, float, float, float } %1631, 0
-	%1633 = extractvalue { float, float, float, float, float } %1631, 1
-	%1634 = extractvalue { float, float, float, float, float } %1631, 2
-	%1635 = extractvalue { float, float, float, float, float } %1631, 3
-	%1636 = extractvalue { float, float, float, float, float } %1631, 4
-	%1637 = call { float, float, float, float, float } @disk_corr_body(float %1197, float %1262, float %1327, float %1392, float %1457, float %1522, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1638 = extractvalue { float, float, float, float, float } %1637, 0
-	%1639 = extractvalue { float, float, float, float, float } %1637, 1
-	%1640 = extractvalue { float, float, float, float, float } %1637, 2
-	%1641 = extractvalue { float, float, float, float, float } %1637, 3
-	%1642 = extractvalue { float, float, float, float, float } %1637, 4
-	%1643 = call { float, float, float, float, float } @disk_corr_body(float %1199, float %1264, float %1329, float %1394, float %1459, float %1524, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1644 = extractvalue { float, float, float, float, float } %1643, 0
-	%1645 = extractvalue { float, float, float, float, float } %1643, 1
-	%1646 = extractvalue { float, float, float, float, float } %1643, 2
-	%1647 = extractvalue { float, float, float, float, float } %1643, 3
-	%1648 = extractvalue { float, float, float, float, float } %1643, 4
-	%1649 = call { float, float, float, float, float } @disk_corr_body(float %1201, float %1266, float %1331, float %1396, float %1461, float %1526, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1650 = extractvalue { float, float, float, float, float } %1649, 0
-	%1651 = extractvalue { float, float, float, float, float } %1649, 1
-	%1652 = extractvalue { float, float, float, float, float } %1649, 2
-	%1653 = extractvalue { float, float, float, float, float } %1649, 3
-	%1654 = extractvalue { float, float, float, float, float } %1649, 4
-	%1655 = call { float, float, float, float, float } @disk_corr_body(float %1203, float %1268, float %1333, float %1398, float %1463, float %1528, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1656 = extractvalue { float, float, float, float, float } %1655, 0
-	%1657 = extractvalue { float, float, float, float, float } %1655, 1
-	%1658 = extractvalue { float, float, float, float, float } %1655, 2
-	%1659 = extractvalue { float, float, float, float, float } %1655, 3
-	%1660 = extractvalue { float, float, float, float, float } %1655, 4
-	%1661 = call { float, float, float, float, float } @disk_corr_body(float %1205, float %1270, float %1335, float %1400, float %1465, float %1530, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1662 = extractvalue { float, float, float, float, float } %1661, 0
-	%1663 = extractvalue { float, float, float, float, float } %1661, 1
-	%1664 = extractvalue { float, float, float, float, float } %1661, 2
-	%1665 = extractvalue { float, float, float, float, float } %1661, 3
-	%1666 = extractvalue { float, float, float, float, float } %1661, 4
-	%1667 = call { float, float, float, float, float } @disk_corr_body(float %1207, float %1272, float %1337, float %1402, float %1467, float %1532, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1668 = extractvalue { float, float, float, float, float } %1667, 0
-	%1669 = extractvalue { float, float, float, float, float } %1667, 1
-	%1670 = extractvalue { float, float, float, float, float } %1667, 2
-	%1671 = extractvalue { float, float, float, float, float } %1667, 3
-	%1672 = extractvalue { float, float, float, float, float } %1667, 4
-	%1673 = call { float, float, float, float, float } @disk_corr_body(float %1209, float %1274, float %1339, float %1404, float %1469, float %1534, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1674 = extractvalue { float, float, float, float, float } %1673, 0
-	%1675 = extractvalue { float, float, float, float, float } %1673, 1
-	%1676 = extractvalue { float, float, float, float, float } %1673, 2
-	%1677 = extractvalue { float, float, float, float, float } %1673, 3
-	%1678 = extractvalue { float, float, float, float, float } %1673, 4
-	%1679 = call { float, float, float, float, float } @disk_corr_body(float %1211, float %1276, float %1341, float %1406, float %1471, float %1536, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1680 = extractvalue { float, float, float, float, float } %1679, 0
-	%1681 = extractvalue { float, float, float, float, float } %1679, 1
-	%1682 = extractvalue { float, float, float, float, float } %1679, 2
-	%1683 = extractvalue { float, float, float, float, float } %1679, 3
-	%1684 = extractvalue { float, float, float, float, float } %1679, 4
-	%1685 = call { float, float, float, float, float } @disk_corr_body(float %1213, float %1278, float %1343, float %1408, float %1473, float %1538, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1686 = extractvalue { float, float, float, float, float } %1685, 0
-	%1687 = extractvalue { float, float, float, float, float } %1685, 1
-	%1688 = extractvalue { float, float, float, float, float } %1685, 2
-	%1689 = extractvalue { float, float, float, float, float } %1685, 3
-	%1690 = extractvalue { float, float, float, float, float } %1685, 4
-	%1691 = call { float, float, float, float, float } @disk_corr_body(float %1215, float %1280, float %1345, float %1410, float %1475, float %1540, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1692 = extractvalue { float, float, float, float, float } %1691, 0
-	%1693 = extractvalue { float, float, float, float, float } %1691, 1
-	%1694 = extractvalue { float, float, float, float, float } %1691, 2
-	%1695 = extractvalue { float, float, float, float, float } %1691, 3
-	%1696 = extractvalue { float, float, float, float, float } %1691, 4
-	%1697 = call { float, float, float, float, float } @disk_corr_body(float %1217, float %1282, float %1347, float %1412, float %1477, float %1542, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1698 = extractvalue { float, float, float, float, float } %1697, 0
-	%1699 = extractvalue { float, float, float, float, float } %1697, 1
-	%1700 = extractvalue { float, float, float, float, float } %1697, 2
-	%1701 = extractvalue { float, float, float, float, float } %1697, 3
-	%1702 = extractvalue { float, float, float, float, float } %1697, 4
-	%1703 = call { float, float, float, float, float } @disk_corr_body(float %1219, float %1284, float %1349, float %1414, float %1479, float %1544, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1704 = extractvalue { float, float, float, float, float } %1703, 0
-	%1705 = extractvalue { float, float, float, float, float } %1703, 1
-	%1706 = extractvalue { float, float, float, float, float } %1703, 2
-	%1707 = extractvalue { float, float, float, float, float } %1703, 3
-	%1708 = extractvalue { float, float, float, float, float } %1703, 4
-	%1709 = call { float, float, float, float, float } @disk_corr_body(float %1221, float %1286, float %1351, float %1416, float %1481, float %1546, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1710 = extractvalue { float, float, float, float, float } %1709, 0
-	%1711 = extractvalue { float, float, float, float, float } %1709, 1
-	%1712 = extractvalue { float, float, float, float, float } %1709, 2
-	%1713 = extractvalue { float, float, float, float, float } %1709, 3
-	%1714 = extractvalue { float, float, float, float, float } %1709, 4
-	%1715 = call { float, float, float, float, float } @disk_corr_body(float %1223, float %1288, float %1353, float %1418, float %1483, float %1548, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1716 = extractvalue { float, float, float, float, float } %1715, 0
-	%1717 = extractvalue { float, float, float, float, float } %1715, 1
-	%1718 = extractvalue { float, float, float, float, float } %1715, 2
-	%1719 = extractvalue { float, float, float, float, float } %1715, 3
-	%1720 = extractvalue { float, float, float, float, float } %1715, 4
-	%1721 = call { float, float, float, float, float } @disk_corr_body(float %1225, float %1290, float %1355, float %1420, float %1485, float %1550, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1722 = extractvalue { float, float, float, float, float } %1721, 0
-	%1723 = extractvalue { float, float, float, float, float } %1721, 1
-	%1724 = extractvalue { float, float, float, float, float } %1721, 2
-	%1725 = extractvalue { float, float, float, float, float } %1721, 3
-	%1726 = extractvalue { float, float, float, float, float } %1721, 4
-	%1727 = call { float, float, float, float, float } @disk_corr_body(float %1227, float %1292, float %1357, float %1422, float %1487, float %1552, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1728 = extractvalue { float, float, float, float, float } %1727, 0
-	%1729 = extractvalue { float, float, float, float, float } %1727, 1
-	%1730 = extractvalue { float, float, float, float, float } %1727, 2
-	%1731 = extractvalue { float, float, float, float, float } %1727, 3
-	%1732 = extractvalue { float, float, float, float, float } %1727, 4
-	%1733 = call { float, float, float, float, float } @disk_corr_body(float %1229, float %1294, float %1359, float %1424, float %1489, float %1554, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1734 = extractvalue { float, float, float, float, float } %1733, 0
-	%1735 = extractvalue { float, float, float, float, float } %1733, 1
-	%1736 = extractvalue { float, float, float, float, float } %1733, 2
-	%1737 = extractvalue { float, float, float, float, float } %1733, 3
-	%1738 = extractvalue { float, float, float, float, float } %1733, 4
-	%1739 = call { float, float, float, float, float } @disk_corr_body(float %1231, float %1296, float %1361, float %1426, float %1491, float %1556, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1740 = extractvalue { float, float, float, float, float } %1739, 0
-	%1741 = extractvalue { float, float, float, float, float } %1739, 1
-	%1742 = extractvalue { float, float, float, float, float } %1739, 2
-	%1743 = extractvalue { float, float, float, float, float } %1739, 3
-	%1744 = extractvalue { float, float, float, float, float } %1739, 4
-	%1745 = call { float, float, float, float, float } @disk_corr_body(float %1233, float %1298, float %1363, float %1428, float %1493, float %1558, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1746 = extractvalue { float, float, float, float, float } %1745, 0
-	%1747 = extractvalue { float, float, float, float, float } %1745, 1
-	%1748 = extractvalue { float, float, float, float, float } %1745, 2
-	%1749 = extractvalue { float, float, float, float, float } %1745, 3
-	%1750 = extractvalue { float, float, float, float, float } %1745, 4
-	%1751 = getelementptr float, float* %5, i64 %1167
-	%1752 = getelementptr float, float* %1751, i64 0
-	store float %1560, float* %1752, align 4
-	%1753 = getelementptr float, float* %1751, i64 1
-	store float %1566, float* %1753, align 4
-	%1754 = getelementptr float, float* %1751, i64 2
-	store float %1572, float* %1754, align 4
-	%1755 = getelementptr float, float* %1751, i64 3
-	store float %1578, float* %1755, align 4
-	%1756 = getelementptr float, float* %1751, i64 4
-	store float %1584, float* %1756, align 4
-	%1757 = getelementptr float, float* %1751, i64 5
-	store float %1590, float* %1757, align 4
-	%1758 = getelementptr float, float* %1751, i64 6
-	store float %1596, float* %1758, align 4
-	%1759 = getelementptr float, float* %1751, i64 7
-	store float %1602, float* %1759, align 4
-	%1760 = getelementptr float, float* %1751, i64 8
-	store float %1608, float* %1760, align 4
-	%1761 = getelementptr float, float* %1751, i64 9
-	store float %1614, float* %1761, align 4
-	%1762 = getelementptr float, float* %1751, i64 10
-	store float %1620, float* %1762, align 4
-	%1763 = getelementptr float, float* %1751, i64 11
-	store float %1626, float* %1763, align 4
-	%1764 = getelementptr float, float* %1751, i64 12
-	store float %1632, float* %1764, align 4
-	%1765 = getelementptr float, float* %1751, i64 13
-	store float %1638, float* %1765, align 4
-	%1766 = getelementptr float, float* %1751, i64 14
-	store float %1644, float* %1766, align 4
-	%1767 = getelementptr float, float* %1751, i64 15
-	store float %1650, float* %1767, align 4
-	%1768 = getelementptr float, float* %1751, i64 16
-	store float %1656, float* %1768, align 4
-	%1769 = getelementptr float, float* %1751, i64 17
-	store float %1662, float* %1769, align 4
-	%1770 = getelementptr float, float* %1751, i64 18
-	store float %1668, float* %1770, align 4
-	%1771 = getelementptr float, float* %1751, i64 19
-	store float %1674, float* %1771, align 4
-	%1772 = getelementptr float, float* %1751, i64 20
-	store float %1680, float* %1772, align 4
-	%1773 = getelementptr float, float* %1751, i64 21
-	store float %1686, float* %1773, align 4
-	%1774 = getelementptr float, float* %1751, i64 22
-	store float %1692, float* %1774, align 4
-	%1775 = getelementptr float, float* %1751, i64 23
-	store float %1698, float* %1775, align 4
-	%1776 = getelementptr float, float* %1751, i64 24
-	store float %1704, float* %1776, align 4
-	%1777 = getelementptr float, float* %1751, i64 25
-	store float %1710, float* %1777, align 4
-	%1778 = getelementptr float, float* %1751, i64 26
-	store float %1716, float* %1778, align 4
-	%1779 = getelementptr float, float* %1751, i64 27
-	store float %1722, float* %1779, align 4
-	%1780 = getelementptr float, float* %1751, i64 28
-	store float %1728, float* %1780, align 4
-	%1781 = getelementptr float, float* %1751, i64 29
-	store float %1734, float* %1781, align 4
-	%1782 = getelementptr float, float* %1751, i64 30
-	store float %1740, float* %1782, align 4
-	%1783 = getelementptr float, float* %1751, i64 31
-	store float %1746, float* %1783, align 4
-	%1784 = getelementptr float, float* %7, i64 %1167
-	%1785 = getelementptr float, float* %1784, i64 0
-	store float %1561, float* %1785, align 4
-	%1786 = getelementptr float, float* %1784, i64 1
-	store float %1567, float* %1786, align 4
-	%1787 = getelementptr float, float* %1784, i64 2
-	store float %1573, float* %1787, align 4
-	%1788 = getelementptr float, float* %1784, i64 3
-	store float %1579, float* %1788, align 4
-	%1789 = getelementptr float, float* %1784, i64 4
-	store float %1585, float* %1789, align 4
-	%1790 = getelementptr float, float* %1784, i64 5
-	store float %1591, float* %1790, align 4
-	%1791 = getelementptr float, float* %1784, i64 6
-	store float %1597, float* %1791, align 4
-	%1792 = getelementptr float, float* %1784, i64 7
-	store float %1603, float* %1792, align 4
-	%1793 = getelementptr float, float* %1784, i64 8
-	store float %1609, float* %1793, align 4
-	%1794 = getelementptr float, float* %1784, i64 9
-	store float %1615, float* %1794, align 4
-	%1795 = getelementptr float, float* %1784, i64 10
-	store float %1621, float* %1795, align 4
-	%1796 = getelementptr float, float* %1784, i64 11
-	store float %1627, float* %1796, align 4
-	%1797 = getelementptr float, float* %1784, i64 12
-	store float %1633, float* %1797, align 4
-	%1798 = getelementptr float, float* %1784, i64 13
-	store float %1639, float* %1798, align 4
-	%1799 = getelementptr float, float* %1784, i64 14
-	store float %1645, float* %1799, align 4
-	%1800 = getelementptr float, float* %1784, i64 15
-	store float %1651, float* %1800, align 4
-	%1801 = getelementptr float, float* %1784, i64 16
-	store float %1657, float* %1801, align 4
-	%1802 = getelementptr float, float* %1784, i64 17
-	store float %1663, float* %1802, align 4
-	%1803 = getelementptr float, float* %1784, i64 18
-	store float %1669, float* %1803, align 4
-	%1804 = getelementptr float, float* %1784, i64 19
-	store float %1675, float* %1804, align 4
-	%1805 = getelementptr float, float* %1784, i64 20
-	store float %1681, float* %1805, align 4
-	%1806 = getelementptr float, float* %1784, i64 21
-	store float %1687, float* %1806, align 4
-	%1807 = getelementptr float, float* %1784, i64 22
-	store float %1693, float* %1807, align 4
-	%1808 = getelementptr float, float* %1784, i64 23
-	store float %1699, float* %1808, align 4
-	%1809 = getelementptr float, float* %1784, i64 24
-	store float %1705, float* %1809, align 4
-	%1810 = getelementptr float, float* %1784, i64 25
-	store float %1711, float* %1810, align 4
-	%1811 = getelementptr float, float* %1784, i64 26
-	store float %1717, float* %1811, align 4
-	%1812 = getelementptr float, float* %1784, i64 27
-	store float %1723, float* %1812, align 4
-	%1813 = getelementptr float, float* %1784, i64 28
-	store float %1729, float* %1813, align 4
-	%1814 = getelementptr float, float* %1784, i64 29
-	store float %1735, float* %1814, align 4
-	%1815 = getelementptr float, float* %1784, i64 30
-	store float %1741, float* %1815, align 4
-	%1816 = getelementptr float, float* %1784, i64 31
-	store float %1747, float* %1816, align 4
-	%1817 = getelementptr float, float* %9, i64 %1167
-	%1818 = getelementptr float, float* %1817, i64 0
-	store float %1562, float* %1818, align 4
-	%1819 = getelementptr float, float* %1817, i64 1
-	store float %1568, float* %1819, align 4
-	%1820 = getelementptr float, float* %1817, i64 2
-	store float %1574, float* %1820, align 4
-	%1821 = getelementptr float, float* %1817, i64 3
-	store float %1580, float* %1821, align 4
-	%1822 = getelementptr float, float* %1817, i64 4
-	store float %1586, float* %1822, align 4
-	%1823 = getelementptr float, float* %1817, i64 5
-	store float %1592, float* %1823, align 4
-	%1824 = getelementptr float, float* %1817, i64 6
-	store float %1598, float* %1824, align 4
-	%1825 = getelementptr float, float* %1817, i64 7
-	store float %1604, float* %1825, align 4
-	%1826 = getelementptr float, float* %1817, i64 8
-	store float %1610, float* %1826, align 4
-	%1827 = getelementptr float, float* %1817, i64 9
-	store float %1616, float* %1827, align 4
-	%1828 = getelementptr float, float* %1817, i64 10
-	store float %1622, float* %1828, align 4
-	%1829 = getelementptr float, float* %1817, i64 11
-	store float %1628, float* %1829, align 4
-	%1830 = getelementptr float, float* %1817, i64 12
-	store float %1634, float* %1830, align 4
-	%1831 = getelementptr float, float* %1817, i64 13
-	store float %1640, float* %1831, align 4
-	%1832 = getelementptr float, float* %1817, i64 14
-	store float %1646, float* %1832, align 4
-	%1833 = getelementptr float, float* %1817, i64 15
-	store float %1652, float* %1833, align 4
-	%1834 = getelementptr float, float* %1817, i64 16
-	store float %1658, float* %1834, align 4
-	%1835 = getelementptr float, float* %1817, i64 17
-	store float %1664, float* %1835, align 4
-	%1836 = getelementptr float, float* %1817, i64 18
-	store float %1670, float* %1836, align 4
-	%1837 = getelementptr float, float* %1817, i64 19
-	store float %1676, float* %1837, align 4
-	%1838 = getelementptr float, float* %1817, i64 20
-	store float %1682, float* %1838, align 4
-	%1839 = getelementptr float, float* %1817, i64 21
-	store float %1688, float* %1839, align 4
-	%1840 = getelementptr float, float* %1817, i64 22
-	store float %1694, float* %1840, align 4
-	%1841 = getelementptr float, float* %1817, i64 23
-	store float %1700, float* %1841, align 4
-	%1842 = getelementptr float, float* %1817, i64 24
-	store float %1706, float* %1842, align 4
-	%1843 = getelementptr float, float* %1817, i64 25
-	store float %1712, float* %1843, align 4
-	%1844 = getelementptr float, float* %1817, i64 26
-	store float %1718, float* %1844, align 4
-	%1845 = getelementptr float, float* %1817, i64 27
-	store float %1724, float* %1845, align 4
-	%1846 = getelementptr float, float* %1817, i64 28
-	store float %1730, float* %1846, align 4
-	%1847 = getelementptr float, float* %1817, i64 29
-	store float %1736, float* %1847, align 4
-	%1848 = getelementptr float, float* %1817, i64 30
-	store float %1742, float* %1848, align 4
-	%1849 = getelementptr float, float* %1817, i64 31
-	store float %1748, float* %1849, align 4
-	%1850 = getelementptr float, float* %1, i64 %1167
-	%1851 = getelementptr float, float* %1850, i64 0
-	store float %1563, float* %1851, align 4
-	%1852 = getelementptr float, float* %1850, i64 1
-	store float %1569, float* %1852, align 4
-	%1853 = getelementptr float, float* %1850, i64 2
-	store float %1575, float* %1853, align 4
-	%1854 = getelementptr float, float* %1850, i64 3
-	store float %1581, float* %1854, align 4
-	%1855 = getelementptr float, float* %1850, i64 4
-	store float %1587, float* %1855, align 4
-	%1856 = getelementptr float, float* %1850, i64 5
-	store float %1593, float* %1856, align 4
-	%1857 = getelementptr float, float* %1850, i64 6
-	store float %1599, float* %1857, align 4
-	%1858 = getelementptr float, float* %1850, i64 7
-	store float %1605, float* %1858, align 4
-	%1859 = getelementptr float, float* %1850, i64 8
-	store float %1611, float* %1859, align 4
-	%1860 = getelementptr float, float* %1850, i64 9
-	store float %1617, float* %1860, align 4
-	%1861 = getelementptr float, float* %1850, i64 10
-	store float %1623, float* %1861, align 4
-	%1862 = getelementptr float, float* %1850, i64 11
-	store float %1629, float* %1862, align 4
-	%1863 = getelementptr float, float* %1850, i64 12
-	store float %1635, float* %1863, align 4
-	%1864 = getelementptr float, float* %1850, i64 13
-	store float %1641, float* %1864, align 4
-	%1865 = getelementptr float, float* %1850, i64 14
-	store float %1647, float* %1865, align 4
-	%1866 = getelementptr float, float* %1850, i64 15
-	store float %1653, float* %1866, align 4
-	%1867 = getelementptr float, float* %1850, i64 16
-	store float %1659, float* %1867, align 4
-	%1868 = getelementptr float, float* %1850, i64 17
-	store float %1665, float* %1868, align 4
-	%1869 = getelementptr float, float* %1850, i64 18
-	store float %1671, float* %1869, align 4
-	%1870 = getelementptr float, float* %1850, i64 19
-	store float %1677, float* %1870, align 4
-	%1871 = getelementptr float, float* %1850, i64 20
-	store float %1683, float* %1871, align 4
-	%1872 = getelementptr float, float* %1850, i64 21
-	store float %1689, float* %1872, align 4
-	%1873 = getelementptr float, float* %1850, i64 22
-	store float %1695, float* %1873, align 4
-	%1874 = getelementptr float, float* %1850, i64 23
-	store float %1701, float* %1874, align 4
-	%1875 = getelementptr float, float* %1850, i64 24
-	store float %1707, float* %1875, align 4
-	%1876 = getelementptr float, float* %1850, i64 25
-	store float %1713, float* %1876, align 4
-	%1877 = getelementptr float, float* %1850, i64 26
-	store float %1719, float* %1877, align 4
-	%1878 = getelementptr float, float* %1850, i64 27
-	store float %1725, float* %1878, align 4
-	%1879 = getelementptr float, float* %1850, i64 28
-	store float %1731, float* %1879, align 4
-	%1880 = getelementptr float, float* %1850, i64 29
-	store float %1737, float* %1880, align 4
-	%1881 = getelementptr float, float* %1850, i64 30
-	store float %1743, float* %1881, align 4
-	%1882 = getelementptr float, float* %1850, i64 31
-	store float %1749, float* %1882, align 4
-	%1883 = getelementptr float, float* %11, i64 %1167
-	%1884 = getelementptr float, float* %1883, i64 0
-	store float %1564, float* %1884, align 4
-	%1885 = getelementptr float, float* %1883, i64 1
-	store float %1570, float* %1885, align 4
-	%1886 = getelementptr float, float* %1883, i64 2
-	store float %1576, float* %1886, align 4
-	%1887 = getelementptr float, float* %1883, i64 3
-	store float %1582, float* %1887, align 4
-	%1888 = getelementptr float, float* %1883, i64 4
-	store float %1588, float* %1888, align 4
-	%1889 = getelementptr float, float* %1883, i64 5
-	store float %1594, float* %1889, align 4
-	%1890 = getelementptr float, float* %1883, i64 6
-	store float %1600, float* %1890, align 4
-	%1891 = getelementptr float, float* %1883, i64 7
-	store float %1606, float* %1891, align 4
-	%1892 = getelementptr float, float* %1883, i64 8
-	store float %1612, float* %1892, align 4
-	%1893 = getelementptr float, float* %1883, i64 9
-	store float %1618, float* %1893, align 4
-	%1894 = getelementptr float, float* %1883, i64 10
-	store float %1624, float* %1894, align 4
-	%1895 = getelementptr float, float* %1883, i64 11
-	store float %1630, float* %1895, align 4
-	%1896 = getelementptr float, float* %1883, i64 12
-	store float %1636, float* %1896, align 4
-	%1897 = getelementptr float, float* %1883, i64 13
-	store float %1642, float* %1897, align 4
-	%1898 = getelementptr float, float* %1883, i64 14
-	store float %1648, float* %1898, align 4
-	%1899 = getelementptr float, float* %1883, i64 15
-	store float %1654, float* %1899, align 4
-	%1900 = getelementptr float, float* %1883, i64 16
-	store float %1660, float* %1900, align 4
-	%1901 = getelementptr float, float* %1883, i64 17
-	store float %1666, float* %1901, align 4
-	%1902 = getelementptr float, float* %1883, i64 18
-	store float %1672, float* %1902, align 4
-	%1903 = getelementptr float, float* %1883, i64 19
-	store float %1678, float* %1903, align 4
-	%1904 = getelementptr float, float* %1883, i64 20
-	store float %1684, float* %1904, align 4
-	%1905 = getelementptr float, float* %1883, i64 21
-	store float %1690, float* %1905, align 4
-	%1906 = getelementptr float, float* %1883, i64 22
-	store float %1696, float* %1906, align 4
-	%1907 = getelementptr float, float* %1883, i64 23
-	store float %1702, float* %1907, align 4
-	%1908 = getelementptr float, float* %1883, i64 24
-	store float %1708, float* %1908, align 4
-	%1909 = getelementptr float, float* %1883, i64 25
-	store float %1714, float* %1909, align 4
-	%1910 = getelementptr float, float* %1883, i64 26
-	store float %1720, float* %1910, align 4
-	%1911 = getelementptr float, float* %1883, i64 27
-	store float %1726, float* %1911, align 4
-	%1912 = getelementptr float, float* %1883, i64 28
-	store float %1732, float* %1912, align 4
-	%1913 = getelementptr float, float* %1883, i64 29
-	store float %1738, float* %1913, align 4
-	%1914 = getelementptr float, float* %1883, i64 30
-	store float %1744, float* %1914, align 4
-	%1915 = getelementptr float, float* %1883, i64 31
-	store float %1750, float* %1915, align 4
-	%1916 = add i64 %1163, 1
+	%1034 = mul i64 %1032, 8
+	%1035 = shl i64 %1034, 2
+	%1036 = add i64 %63, %1035
+	%1037 = add i64 %67, %1034
+	%1038 = add i64 %1036, 0
+	%1039 = getelementptr float, float* %1, i64 %1038
+	%1040 = bitcast float* %1039 to <8 x float>*
+	%1041 = load <8 x float>, <8 x float>* %1040, align 4
+	%1042 = extractelement <8 x float> %1041, i32 0
+	%1043 = extractelement <8 x float> %1041, i32 1
+	%1044 = extractelement <8 x float> %1041, i32 2
+	%1045 = extractelement <8 x float> %1041, i32 3
+	%1046 = extractelement <8 x float> %1041, i32 4
+	%1047 = extractelement <8 x float> %1041, i32 5
+	%1048 = extractelement <8 x float> %1041, i32 6
+	%1049 = extractelement <8 x float> %1041, i32 7
+	%1050 = add i64 %1036, 8
+	%1051 = getelementptr float, float* %1, i64 %1050
+	%1052 = bitcast float* %1051 to <8 x float>*
+	%1053 = load <8 x float>, <8 x float>* %1052, align 4
+	%1054 = extractelement <8 x float> %1053, i32 0
+	%1055 = extractelement <8 x float> %1053, i32 1
+	%1056 = extractelement <8 x float> %1053, i32 2
+	%1057 = extractelement <8 x float> %1053, i32 3
+	%1058 = extractelement <8 x float> %1053, i32 4
+	%1059 = extractelement <8 x float> %1053, i32 5
+	%1060 = extractelement <8 x float> %1053, i32 6
+	%1061 = extractelement <8 x float> %1053, i32 7
+	%1062 = add i64 %1036, 16
+	%1063 = getelementptr float, float* %1, i64 %1062
+	%1064 = bitcast float* %1063 to <8 x float>*
+	%1065 = load <8 x float>, <8 x float>* %1064, align 4
+	%1066 = extractelement <8 x float> %1065, i32 0
+	%1067 = extractelement <8 x float> %1065, i32 1
+	%1068 = extractelement <8 x float> %1065, i32 2
+	%1069 = extractelement <8 x float> %1065, i32 3
+	%1070 = extractelement <8 x float> %1065, i32 4
+	%1071 = extractelement <8 x float> %1065, i32 5
+	%1072 = extractelement <8 x float> %1065, i32 6
+	%1073 = extractelement <8 x float> %1065, i32 7
+	%1074 = add i64 %1036, 24
+	%1075 = getelementptr float, float* %1, i64 %1074
+	%1076 = bitcast float* %1075 to <8 x float>*
+	%1077 = load <8 x float>, <8 x float>* %1076, align 4
+	%1078 = extractelement <8 x float> %1077, i32 0
+	%1079 = extractelement <8 x float> %1077, i32 1
+	%1080 = extractelement <8 x float> %1077, i32 2
+	%1081 = extractelement <8 x float> %1077, i32 3
+	%1082 = extractelement <8 x float> %1077, i32 4
+	%1083 = extractelement <8 x float> %1077, i32 5
+	%1084 = extractelement <8 x float> %1077, i32 6
+	%1085 = extractelement <8 x float> %1077, i32 7
+	%1086 = add i64 %1036, 0
+	%1087 = getelementptr float, float* %3, i64 %1086
+	%1088 = bitcast float* %1087 to <8 x float>*
+	%1089 = load <8 x float>, <8 x float>* %1088, align 4
+	%1090 = extractelement <8 x float> %1089, i32 0
+	%1091 = extractelement <8 x float> %1089, i32 1
+	%1092 = extractelement <8 x float> %1089, i32 2
+	%1093 = extractelement <8 x float> %1089, i32 3
+	%1094 = extractelement <8 x float> %1089, i32 4
+	%1095 = extractelement <8 x float> %1089, i32 5
+	%1096 = extractelement <8 x float> %1089, i32 6
+	%1097 = extractelement <8 x float> %1089, i32 7
+	%1098 = add i64 %1036, 8
+	%1099 = getelementptr float, float* %3, i64 %1098
+	%1100 = bitcast float* %1099 to <8 x float>*
+	%1101 = load <8 x float>, <8 x float>* %1100, align 4
+	%1102 = extractelement <8 x float> %1101, i32 0
+	%1103 = extractelement <8 x float> %1101, i32 1
+	%1104 = extractelement <8 x float> %1101, i32 2
+	%1105 = extractelement <8 x float> %1101, i32 3
+	%1106 = extractelement <8 x float> %1101, i32 4
+	%1107 = extractelement <8 x float> %1101, i32 5
+	%1108 = extractelement <8 x float> %1101, i32 6
+	%1109 = extractelement <8 x float> %1101, i32 7
+	%1110 = add i64 %1036, 16
+	%1111 = getelementptr float, float* %3, i64 %1110
+	%1112 = bitcast float* %1111 to <8 x float>*
+	%1113 = load <8 x float>, <8 x float>* %1112, align 4
+	%1114 = extractelement <8 x float> %1113, i32 0
+	%1115 = extractelement <8 x float> %1113, i32 1
+	%1116 = extractelement <8 x float> %1113, i32 2
+	%1117 = extractelement <8 x float> %1113, i32 3
+	%1118 = extractelement <8 x float> %1113, i32 4
+	%1119 = extractelement <8 x float> %1113, i32 5
+	%1120 = extractelement <8 x float> %1113, i32 6
+	%1121 = extractelement <8 x float> %1113, i32 7
+	%1122 = add i64 %1036, 24
+	%1123 = getelementptr float, float* %3, i64 %1122
+	%1124 = bitcast float* %1123 to <8 x float>*
+	%1125 = load <8 x float>, <8 x float>* %1124, align 4
+	%1126 = extractelement <8 x float> %1125, i32 0
+	%1127 = extractelement <8 x float> %1125, i32 1
+	%1128 = extractelement <8 x float> %1125, i32 2
+	%1129 = extractelement <8 x float> %1125, i32 3
+	%1130 = extractelement <8 x float> %1125, i32 4
+	%1131 = extractelement <8 x float> %1125, i32 5
+	%1132 = extractelement <8 x float> %1125, i32 6
+	%1133 = extractelement <8 x float> %1125, i32 7
+	%1134 = add i64 %1036, 0
+	%1135 = getelementptr float, float* %5, i64 %1134
+	%1136 = bitcast float* %1135 to <8 x float>*
+	%1137 = load <8 x float>, <8 x float>* %1136, align 4
+	%1138 = extractelement <8 x float> %1137, i32 0
+	%1139 = extractelement <8 x float> %1137, i32 1
+	%1140 = extractelement <8 x float> %1137, i32 2
+	%1141 = extractelement <8 x float> %1137, i32 3
+	%1142 = extractelement <8 x float> %1137, i32 4
+	%1143 = extractelement <8 x float> %1137, i32 5
+	%1144 = extractelement <8 x float> %1137, i32 6
+	%1145 = extractelement <8 x float> %1137, i32 7
+	%1146 = add i64 %1036, 8
+	%1147 = getelementptr float, float* %5, i64 %1146
+	%1148 = bitcast float* %1147 to <8 x float>*
+	%1149 = load <8 x float>, <8 x float>* %1148, align 4
+	%1150 = extractelement <8 x float> %1149, i32 0
+	%1151 = extractelement <8 x float> %1149, i32 1
+	%1152 = extractelement <8 x float> %1149, i32 2
+	%1153 = extractelement <8 x float> %1149, i32 3
+	%1154 = extractelement <8 x float> %1149, i32 4
+	%1155 = extractelement <8 x float> %1149, i32 5
+	%1156 = extractelement <8 x float> %1149, i32 6
+	%1157 = extractelement <8 x float> %1149, i32 7
+	%1158 = add i64 %1036, 16
+	%1159 = getelementptr float, float* %5, i64 %1158
+	%1160 = bitcast float* %1159 to <8 x float>*
+	%1161 = load <8 x float>, <8 x float>* %1160, align 4
+	%1162 = extractelement <8 x float> %1161, i32 0
+	%1163 = extractelement <8 x float> %1161, i32 1
+	%1164 = extractelement <8 x float> %1161, i32 2
+	%1165 = extractelement <8 x float> %1161, i32 3
+	%1166 = extractelement <8 x float> %1161, i32 4
+	%1167 = extractelement <8 x float> %1161, i32 5
+	%1168 = extractelement <8 x float> %1161, i32 6
+	%1169 = extractelement <8 x float> %1161, i32 7
+	%1170 = add i64 %1036, 24
+	%1171 = getelementptr float, float* %5, i64 %1170
+	%1172 = bitcast float* %1171 to <8 x float>*
+	%1173 = load <8 x float>, <8 x float>* %1172, align 4
+	%1174 = extractelement <8 x float> %1173, i32 0
+	%1175 = extractelement <8 x float> %1173, i32 1
+	%1176 = extractelement <8 x float> %1173, i32 2
+	%1177 = extractelement <8 x float> %1173, i32 3
+	%1178 = extractelement <8 x float> %1173, i32 4
+	%1179 = extractelement <8 x float> %1173, i32 5
+	%1180 = extractelement <8 x float> %1173, i32 6
+	%1181 = extractelement <8 x float> %1173, i32 7
+	%1182 = add i64 %1036, 0
+	%1183 = getelementptr float, float* %7, i64 %1182
+	%1184 = bitcast float* %1183 to <8 x float>*
+	%1185 = load <8 x float>, <8 x float>* %1184, align 4
+	%1186 = extractelement <8 x float> %1185, i32 0
+	%1187 = extractelement <8 x float> %1185, i32 1
+	%1188 = extractelement <8 x float> %1185, i32 2
+	%1189 = extractelement <8 x float> %1185, i32 3
+	%1190 = extractelement <8 x float> %1185, i32 4
+	%1191 = extractelement <8 x float> %1185, i32 5
+	%1192 = extractelement <8 x float> %1185, i32 6
+	%1193 = extractelement <8 x float> %1185, i32 7
+	%1194 = add i64 %1036, 8
+	%1195 = getelementptr float, float* %7, i64 %1194
+	%1196 = bitcast float* %1195 to <8 x float>*
+	%1197 = load <8 x float>, <8 x float>* %1196, align 4
+	%1198 = extractelement <8 x float> %1197, i32 0
+	%1199 = extractelement <8 x float> %1197, i32 1
+	%1200 = extractelement <8 x float> %1197, i32 2
+	%1201 = extractelement <8 x float> %1197, i32 3
+	%1202 = extractelement <8 x float> %1197, i32 4
+	%1203 = extractelement <8 x float> %1197, i32 5
+	%1204 = extractelement <8 x float> %1197, i32 6
+	%1205 = extractelement <8 x float> %1197, i32 7
+	%1206 = add i64 %1036, 16
+	%1207 = getelementptr float, float* %7, i64 %1206
+	%1208 = bitcast float* %1207 to <8 x float>*
+	%1209 = load <8 x float>, <8 x float>* %1208, align 4
+	%1210 = extractelement <8 x float> %1209, i32 0
+	%1211 = extractelement <8 x float> %1209, i32 1
+	%1212 = extractelement <8 x float> %1209, i32 2
+	%1213 = extractelement <8 x float> %1209, i32 3
+	%1214 = extractelement <8 x float> %1209, i32 4
+	%1215 = extractelement <8 x float> %1209, i32 5
+	%1216 = extractelement <8 x float> %1209, i32 6
+	%1217 = extractelement <8 x float> %1209, i32 7
+	%1218 = add i64 %1036, 24
+	%1219 = getelementptr float, float* %7, i64 %1218
+	%1220 = bitcast float* %1219 to <8 x float>*
+	%1221 = load <8 x float>, <8 x float>* %1220, align 4
+	%1222 = extractelement <8 x float> %1221, i32 0
+	%1223 = extractelement <8 x float> %1221, i32 1
+	%1224 = extractelement <8 x float> %1221, i32 2
+	%1225 = extractelement <8 x float> %1221, i32 3
+	%1226 = extractelement <8 x float> %1221, i32 4
+	%1227 = extractelement <8 x float> %1221, i32 5
+	%1228 = extractelement <8 x float> %1221, i32 6
+	%1229 = extractelement <8 x float> %1221, i32 7
+	%1230 = add i64 %1036, 0
+	%1231 = getelementptr float, float* %9, i64 %1230
+	%1232 = bitcast float* %1231 to <8 x float>*
+	%1233 = load <8 x float>, <8 x float>* %1232, align 4
+	%1234 = extractelement <8 x float> %1233, i32 0
+	%1235 = extractelement <8 x float> %1233, i32 1
+	%1236 = extractelement <8 x float> %1233, i32 2
+	%1237 = extractelement <8 x float> %1233, i32 3
+	%1238 = extractelement <8 x float> %1233, i32 4
+	%1239 = extractelement <8 x float> %1233, i32 5
+	%1240 = extractelement <8 x float> %1233, i32 6
+	%1241 = extractelement <8 x float> %1233, i32 7
+	%1242 = add i64 %1036, 8
+	%1243 = getelementptr float, float* %9, i64 %1242
+	%1244 = bitcast float* %1243 to <8 x float>*
+	%1245 = load <8 x float>, <8 x float>* %1244, align 4
+	%1246 = extractelement <8 x float> %1245, i32 0
+	%1247 = extractelement <8 x float> %1245, i32 1
+	%1248 = extractelement <8 x float> %1245, i32 2
+	%1249 = extractelement <8 x float> %1245, i32 3
+	%1250 = extractelement <8 x float> %1245, i32 4
+	%1251 = extractelement <8 x float> %1245, i32 5
+	%1252 = extractelement <8 x float> %1245, i32 6
+	%1253 = extractelement <8 x float> %1245, i32 7
+	%1254 = add i64 %1036, 16
+	%1255 = getelementptr float, float* %9, i64 %1254
+	%1256 = bitcast float* %1255 to <8 x float>*
+	%1257 = load <8 x float>, <8 x float>* %1256, align 4
+	%1258 = extractelement <8 x float> %1257, i32 0
+	%1259 = extractelement <8 x float> %1257, i32 1
+	%1260 = extractelement <8 x float> %1257, i32 2
+	%1261 = extractelement <8 x float> %1257, i32 3
+	%1262 = extractelement <8 x float> %1257, i32 4
+	%1263 = extractelement <8 x float> %1257, i32 5
+	%1264 = extractelement <8 x float> %1257, i32 6
+	%1265 = extractelement <8 x float> %1257, i32 7
+	%1266 = add i64 %1036, 24
+	%1267 = getelementptr float, float* %9, i64 %1266
+	%1268 = bitcast float* %1267 to <8 x float>*
+	%1269 = load <8 x float>, <8 x float>* %1268, align 4
+	%1270 = extractelement <8 x float> %1269, i32 0
+	%1271 = extractelement <8 x float> %1269, i32 1
+	%1272 = extractelement <8 x float> %1269, i32 2
+	%1273 = extractelement <8 x float> %1269, i32 3
+	%1274 = extractelement <8 x float> %1269, i32 4
+	%1275 = extractelement <8 x float> %1269, i32 5
+	%1276 = extractelement <8 x float> %1269, i32 6
+	%1277 = extractelement <8 x float> %1269, i32 7
+	%1278 = add i64 %1036, 0
+	%1279 = getelementptr float, float* %11, i64 %1278
+	%1280 = bitcast float* %1279 to <8 x float>*
+	%1281 = load <8 x float>, <8 x float>* %1280, align 4
+	%1282 = extractelement <8 x float> %1281, i32 0
+	%1283 = extractelement <8 x float> %1281, i32 1
+	%1284 = extractelement <8 x float> %1281, i32 2
+	%1285 = extractelement <8 x float> %1281, i32 3
+	%1286 = extractelement <8 x float> %1281, i32 4
+	%1287 = extractelement <8 x float> %1281, i32 5
+	%1288 = extractelement <8 x float> %1281, i32 6
+	%1289 = extractelement <8 x float> %1281, i32 7
+	%1290 = add i64 %1036, 8
+	%1291 = getelementptr float, float* %11, i64 %1290
+	%1292 = bitcast float* %1291 to <8 x float>*
+	%1293 = load <8 x float>, <8 x float>* %1292, align 4
+	%1294 = extractelement <8 x float> %1293, i32 0
+	%1295 = extractelement <8 x float> %1293, i32 1
+	%1296 = extractelement <8 x float> %1293, i32 2
+	%1297 = extractelement <8 x float> %1293, i32 3
+	%1298 = extractelement <8 x float> %1293, i32 4
+	%1299 = extractelement <8 x float> %1293, i32 5
+	%1300 = extractelement <8 x float> %1293, i32 6
+	%1301 = extractelement <8 x float> %1293, i32 7
+	%1302 = add i64 %1036, 16
+	%1303 = getelementptr float, float* %11, i64 %1302
+	%1304 = bitcast float* %1303 to <8 x float>*
+	%1305 = load <8 x float>, <8 x float>* %1304, align 4
+	%1306 = extractelement <8 x float> %1305, i32 0
+	%1307 = extractelement <8 x float> %1305, i32 1
+	%1308 = extractelement <8 x float> %1305, i32 2
+	%1309 = extractelement <8 x float> %1305, i32 3
+	%1310 = extractelement <8 x float> %1305, i32 4
+	%1311 = extractelement <8 x float> %1305, i32 5
+	%1312 = extractelement <8 x float> %1305, i32 6
+	%1313 = extractelement <8 x float> %1305, i32 7
+	%1314 = add i64 %1036, 24
+	%1315 = getelementptr float, float* %11, i64 %1314
+	%1316 = bitcast float* %1315 to <8 x float>*
+	%1317 = load <8 x float>, <8 x float>* %1316, align 4
+	%1318 = extractelement <8 x float> %1317, i32 0
+	%1319 = extractelement <8 x float> %1317, i32 1
+	%1320 = extractelement <8 x float> %1317, i32 2
+	%1321 = extractelement <8 x float> %1317, i32 3
+	%1322 = extractelement <8 x float> %1317, i32 4
+	%1323 = extractelement <8 x float> %1317, i32 5
+	%1324 = extractelement <8 x float> %1317, i32 6
+	%1325 = extractelement <8 x float> %1317, i32 7
+	%1326 = call { float, float, float, float, float } @disk_corr_body(float %1042, float %1090, float %1138, float %1186, float %1234, float %1282, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1327 = extractvalue { float, float, float, float, float } %1326, 0
+	%1328 = extractvalue { float, float, float, float, float } %1326, 1
+	%1329 = extractvalue { float, float, float, float, float } %1326, 2
+	%1330 = extractvalue { float, float, float, float, float } %1326, 3
+	%1331 = extractvalue { float, float, float, float, float } %1326, 4
+	%1332 = call { float, float, float, float, float } @disk_corr_body(float %1043, float %1091, float %1139, float %1187, float %1235, float %1283, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1333 = extractvalue { float, float, float, float, float } %1332, 0
+	%1334 = extractvalue { float, float, float, float, float } %1332, 1
+	%1335 = extractvalue { float, float, float, float, float } %1332, 2
+	%1336 = extractvalue { float, float, float, float, float } %1332, 3
+	%1337 = extractvalue { float, float, float, float, float } %1332, 4
+	%1338 = call { float, float, float, float, float } @disk_corr_body(float %1044, float %1092, float %1140, float %1188, float %1236, float %1284, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1339 = extractvalue { float, float, float, float, float } %1338, 0
+	%1340 = extractvalue { float, float, float, float, float } %1338, 1
+	%1341 = extractvalue { float, float, float, float, float } %1338, 2
+	%1342 = extractvalue { float, float, float, float, float } %1338, 3
+	%1343 = extractvalue { float, float, float, float, float } %1338, 4
+	%1344 = call { float, float, float, float, float } @disk_corr_body(float %1045, float %1093, float %1141, float %1189, float %1237, float %1285, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1345 = extractvalue { float, float, float, float, float } %1344, 0
+	%1346 = extractvalue { float, float, float, float, float } %1344, 1
+	%1347 = extractvalue { float, float, float, float, float } %1344, 2
+	%1348 = extractvalue { float, float, float, float, float } %1344, 3
+	%1349 = extractvalue { float, float, float, float, float } %1344, 4
+	%1350 = call { float, float, float, float, float } @disk_corr_body(float %1046, float %1094, float %1142, float %1190, float %1238, float %1286, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1351 = extractvalue { float, float, float, float, float } %1350, 0
+	%1352 = extractvalue { float, float, float, float, float } %1350, 1
+	%1353 = extractvalue { float, float, float, float, float } %1350, 2
+	%1354 = extractvalue { float, float, float, float, float } %1350, 3
+	%1355 = extractvalue { float, float, float, float, float } %1350, 4
+	%1356 = call { float, float, float, float, float } @disk_corr_body(float %1047, float %1095, float %1143, float %1191, float %1239, float %1287, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1357 = extractvalue { float, float, float, float, float } %1356, 0
+	%1358 = extractvalue { float, float, float, float, float } %1356, 1
+	%1359 = extractvalue { float, float, float, float, float } %1356, 2
+	%1360 = extractvalue { float, float, float, float, float } %1356, 3
+	%1361 = extractvalue { float, float, float, float, float } %1356, 4
+	%1362 = call { float, float, float, float, float } @disk_corr_body(float %1048, float %1096, float %1144, float %1192, float %1240, float %1288, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1363 = extractvalue { float, float, float, float, float } %1362, 0
+	%1364 = extractvalue { float, float, float, float, float } %1362, 1
+	%1365 = extractvalue { float, float, float, float, float } %1362, 2
+	%1366 = extractvalue { float, float, float, float, float } %1362, 3
+	%1367 = extractvalue { float, float, float, float, float } %1362, 4
+	%1368 = call { float, float, float, float, float } @disk_corr_body(float %1049, float %1097, float %1145, float %1193, float %1241, float %1289, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1369 = extractvalue { float, float, float, float, float } %1368, 0
+	%1370 = extractvalue { float, float, float, float, float } %1368, 1
+	%1371 = extractvalue { float, float, float, float, float } %1368, 2
+	%1372 = extractvalue { float, float, float, float, float } %1368, 3
+	%1373 = extractvalue { float, float, float, float, float } %1368, 4
+	%1374 = call { float, float, float, float, float } @disk_corr_body(float %1054, float %1102, float %1150, float %1198, float %1246, float %1294, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1375 = extractvalue { float, float, float, float, float } %1374, 0
+	%1376 = extractvalue { float, float, float, float, float } %1374, 1
+	%1377 = extractvalue { float, float, float, float, float } %1374, 2
+	%1378 = extractvalue { float, float, float, float, float } %1374, 3
+	%1379 = extractvalue { float, float, float, float, float } %1374, 4
+	%1380 = call { float, float, float, float, float } @disk_corr_body(float %1055, float %1103, float %1151, float %1199, float %1247, float %1295, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1381 = extractvalue { float, float, float, float, float } %1380, 0
+	%1382 = extractvalue { float, float, float, float, float } %1380, 1
+	%1383 = extractvalue { float, float, float, float, float } %1380, 2
+	%1384 = extractvalue { float, float, float, float, float } %1380, 3
+	%1385 = extractvalue { float, float, float, float, float } %1380, 4
+	%1386 = call { float, float, float, float, float } @disk_corr_body(float %1056, float %1104, float %1152, float %1200, float %1248, float %1296, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1387 = extractvalue { float, float, float, float, float } %1386, 0
+	%1388 = extractvalue { float, float, float, float, float } %1386, 1
+	%1389 = extractvalue { float, float, float, float, float } %1386, 2
+	%1390 = extractvalue { float, float, float, float, float } %1386, 3
+	%1391 = extractvalue { float, float, float, float, float } %1386, 4
+	%1392 = call { float, float, float, float, float } @disk_corr_body(float %1057, float %1105, float %1153, float %1201, float %1249, float %1297, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1393 = extractvalue { float, float, float, float, float } %1392, 0
+	%1394 = extractvalue { float, float, float, float, float } %1392, 1
+	%1395 = extractvalue { float, float, float, float, float } %1392, 2
+	%1396 = extractvalue { float, float, float, float, float } %1392, 3
+	%1397 = extractvalue { float, float, float, float, float } %1392, 4
+	%1398 = call { float, float, float, float, float } @disk_corr_body(float %1058, float %1106, float %1154, float %1202, float %1250, float %1298, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1399 = extractvalue { float, float, float, float, float } %1398, 0
+	%1400 = extractvalue { float, float, float, float, float } %1398, 1
+	%1401 = extractvalue { float, float, float, float, float } %1398, 2
+	%1402 = extractvalue { float, float, float, float, float } %1398, 3
+	%1403 = extractvalue { float, float, float, float, float } %1398, 4
+	%1404 = call { float, float, float, float, float } @disk_corr_body(float %1059, float %1107, float %1155, float %1203, float %1251, float %1299, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1405 = extractvalue { float, float, float, float, float } %1404, 0
+	%1406 = extractvalue { float, float, float, float, float } %1404, 1
+	%1407 = extractvalue { float, float, float, float, float } %1404, 2
+	%1408 = extractvalue { float, float, float, float, float } %1404, 3
+	%1409 = extractvalue { float, float, float, float, float } %1404, 4
+	%1410 = call { float, float, float, float, float } @disk_corr_body(float %1060, float %1108, float %1156, float %1204, float %1252, float %1300, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1411 = extractvalue { float, float, float, float, float } %1410, 0
+	%1412 = extractvalue { float, float, float, float, float } %1410, 1
+	%1413 = extractvalue { float, float, float, float, float } %1410, 2
+	%1414 = extractvalue { float, float, float, float, float } %1410, 3
+	%1415 = extractvalue { float, float, float, float, float } %1410, 4
+	%1416 = call { float, float, float, float, float } @disk_corr_body(float %1061, float %1109, float %1157, float %1205, float %1253, float %1301, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1417 = extractvalue { float, float, float, float, float } %1416, 0
+	%1418 = extractvalue { float, float, float, float, float } %1416, 1
+	%1419 = extractvalue { float, float, float, float, float } %1416, 2
+	%1420 = extractvalue { float, float, float, float, float } %1416, 3
+	%1421 = extractvalue { float, float, float, float, float } %1416, 4
+	%1422 = call { float, float, float, float, float } @disk_corr_body(float %1066, float %1114, float %1162, float %1210, float %1258, float %1306, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1423 = extractvalue { float, float, float, float, float } %1422, 0
+	%1424 = extractvalue { float, float, float, float, float } %1422, 1
+	%1425 = extractvalue { float, float, float, float, float } %1422, 2
+	%1426 = extractvalue { float, float, float, float, float } %1422, 3
+	%1427 = extractvalue { float, float, float, float, float } %1422, 4
+	%1428 = call { float, float, float, float, float } @disk_corr_body(float %1067, float %1115, float %1163, float %1211, float %1259, float %1307, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1429 = extractvalue { float, float, float, float, float } %1428, 0
+	%1430 = extractvalue { float, float, float, float, float } %1428, 1
+	%1431 = extractvalue { float, float, float, float, float } %1428, 2
+	%1432 = extractvalue { float, float, float, float, float } %1428, 3
+	%1433 = extractvalue { float, float, float, float, float } %1428, 4
+	%1434 = call { float, float, float, float, float } @disk_corr_body(float %1068, float %1116, float %1164, float %1212, float %1260, float %1308, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1435 = extractvalue { float, float, float, float, float } %1434, 0
+	%1436 = extractvalue { float, float, float, float, float } %1434, 1
+	%1437 = extractvalue { float, float, float, float, float } %1434, 2
+	%1438 = extractvalue { float, float, float, float, float } %1434, 3
+	%1439 = extractvalue { float, float, float, float, float } %1434, 4
+	%1440 = call { float, float, float, float, float } @disk_corr_body(float %1069, float %1117, float %1165, float %1213, float %1261, float %1309, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1441 = extractvalue { float, float, float, float, float } %1440, 0
+	%1442 = extractvalue { float, float, float, float, float } %1440, 1
+	%1443 = extractvalue { float, float, float, float, float } %1440, 2
+	%1444 = extractvalue { float, float, float, float, float } %1440, 3
+	%1445 = extractvalue { float, float, float, float, float } %1440, 4
+	%1446 = call { float, float, float, float, float } @disk_corr_body(float %1070, float %1118, float %1166, float %1214, float %1262, float %1310, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1447 = extractvalue { float, float, float, float, float } %1446, 0
+	%1448 = extractvalue { float, float, float, float, float } %1446, 1
+	%1449 = extractvalue { float, float, float, float, float } %1446, 2
+	%1450 = extractvalue { float, float, float, float, float } %1446, 3
+	%1451 = extractvalue { float, float, float, float, float } %1446, 4
+	%1452 = call { float, float, float, float, float } @disk_corr_body(float %1071, float %1119, float %1167, float %1215, float %1263, float %1311, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1453 = extractvalue { float, float, float, float, float } %1452, 0
+	%1454 = extractvalue { float, float, float, float, float } %1452, 1
+	%1455 = extractvalue { float, float, float, float, float } %1452, 2
+	%1456 = extractvalue { float, float, float, float, float } %1452, 3
+	%1457 = extractvalue { float, float, float, float, float } %1452, 4
+	%1458 = call { float, float, float, float, float } @disk_corr_body(float %1072, float %1120, float %1168, float %1216, float %1264, float %1312, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1459 = extractvalue { float, float, float, float, float } %1458, 0
+	%1460 = extractvalue { float, float, float, float, float } %1458, 1
+	%1461 = extractvalue { float, float, float, float, float } %1458, 2
+	%1462 = extractvalue { float, float, float, float, float } %1458, 3
+	%1463 = extractvalue { float, float, float, float, float } %1458, 4
+	%1464 = call { float, float, float, float, float } @disk_corr_body(float %1073, float %1121, float %1169, float %1217, float %1265, float %1313, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1465 = extractvalue { float, float, float, float, float } %1464, 0
+	%1466 = extractvalue { float, float, float, float, float } %1464, 1
+	%1467 = extractvalue { float, float, float, float, float } %1464, 2
+	%1468 = extractvalue { float, float, float, float, float } %1464, 3
+	%1469 = extractvalue { float, float, float, float, float } %1464, 4
+	%1470 = call { float, float, float, float, float } @disk_corr_body(float %1078, float %1126, float %1174, float %1222, float %1270, float %1318, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1471 = extractvalue { float, float, float, float, float } %1470, 0
+	%1472 = extractvalue { float, float, float, float, float } %1470, 1
+	%1473 = extractvalue { float, float, float, float, float } %1470, 2
+	%1474 = extractvalue { float, float, float, float, float } %1470, 3
+	%1475 = extractvalue { float, float, float, float, float } %1470, 4
+	%1476 = call { float, float, float, float, float } @disk_corr_body(float %1079, float %1127, float %1175, float %1223, float %1271, float %1319, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1477 = extractvalue { float, float, float, float, float } %1476, 0
+	%1478 = extractvalue { float, float, float, float, float } %1476, 1
+	%1479 = extractvalue { float, float, float, float, float } %1476, 2
+	%1480 = extractvalue { float, float, float, float, float } %1476, 3
+	%1481 = extractvalue { float, float, float, float, float } %1476, 4
+	%1482 = call { float, float, float, float, float } @disk_corr_body(float %1080, float %1128, float %1176, float %1224, float %1272, float %1320, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1483 = extractvalue { float, float, float, float, float } %1482, 0
+	%1484 = extractvalue { float, float, float, float, float } %1482, 1
+	%1485 = extractvalue { float, float, float, float, float } %1482, 2
+	%1486 = extractvalue { float, float, float, float, float } %1482, 3
+	%1487 = extractvalue { float, float, float, float, float } %1482, 4
+	%1488 = call { float, float, float, float, float } @disk_corr_body(float %1081, float %1129, float %1177, float %1225, float %1273, float %1321, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1489 = extractvalue { float, float, float, float, float } %1488, 0
+	%1490 = extractvalue { float, float, float, float, float } %1488, 1
+	%1491 = extractvalue { float, float, float, float, float } %1488, 2
+	%1492 = extractvalue { float, float, float, float, float } %1488, 3
+	%1493 = extractvalue { float, float, float, float, float } %1488, 4
+	%1494 = call { float, float, float, float, float } @disk_corr_body(float %1082, float %1130, float %1178, float %1226, float %1274, float %1322, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1495 = extractvalue { float, float, float, float, float } %1494, 0
+	%1496 = extractvalue { float, float, float, float, float } %1494, 1
+	%1497 = extractvalue { float, float, float, float, float } %1494, 2
+	%1498 = extractvalue { float, float, float, float, float } %1494, 3
+	%1499 = extractvalue { float, float, float, float, float } %1494, 4
+	%1500 = call { float, float, float, float, float } @disk_corr_body(float %1083, float %1131, float %1179, float %1227, float %1275, float %1323, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1501 = extractvalue { float, float, float, float, float } %1500, 0
+	%1502 = extractvalue { float, float, float, float, float } %1500, 1
+	%1503 = extractvalue { float, float, float, float, float } %1500, 2
+	%1504 = extractvalue { float, float, float, float, float } %1500, 3
+	%1505 = extractvalue { float, float, float, float, float } %1500, 4
+	%1506 = call { float, float, float, float, float } @disk_corr_body(float %1084, float %1132, float %1180, float %1228, float %1276, float %1324, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1507 = extractvalue { float, float, float, float, float } %1506, 0
+	%1508 = extractvalue { float, float, float, float, float } %1506, 1
+	%1509 = extractvalue { float, float, float, float, float } %1506, 2
+	%1510 = extractvalue { float, float, float, float, float } %1506, 3
+	%1511 = extractvalue { float, float, float, float, float } %1506, 4
+	%1512 = call { float, float, float, float, float } @disk_corr_body(float %1085, float %1133, float %1181, float %1229, float %1277, float %1325, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1513 = extractvalue { float, float, float, float, float } %1512, 0
+	%1514 = extractvalue { float, float, float, float, float } %1512, 1
+	%1515 = extractvalue { float, float, float, float, float } %1512, 2
+	%1516 = extractvalue { float, float, float, float, float } %1512, 3
+	%1517 = extractvalue { float, float, float, float, float } %1512, 4
+	%1518 = insertelement <8 x float> undef, float %1327, i32 0
+	%1519 = insertelement <8 x float> %1518, float %1333, i32 1
+	%1520 = insertelement <8 x float> %1519, float %1339, i32 2
+	%1521 = insertelement <8 x float> %1520, float %1345, i32 3
+	%1522 = insertelement <8 x float> %1521, float %1351, i32 4
+	%1523 = insertelement <8 x float> %1522, float %1357, i32 5
+	%1524 = insertelement <8 x float> %1523, float %1363, i32 6
+	%1525 = insertelement <8 x float> %1524, float %1369, i32 7
+	%1526 = add i64 %1036, 0
+	%1527 = getelementptr float, float* %5, i64 %1526
+	%1528 = bitcast float* %1527 to <8 x float>*
+	store <8 x float> %1525, <8 x float>* %1528, align 4
+	%1529 = insertelement <8 x float> undef, float %1375, i32 0
+	%1530 = insertelement <8 x float> %1529, float %1381, i32 1
+	%1531 = insertelement <8 x float> %1530, float %1387, i32 2
+	%1532 = insertelement <8 x float> %1531, float %1393, i32 3
+	%1533 = insertelement <8 x float> %1532, float %1399, i32 4
+	%1534 = insertelement <8 x float> %1533, float %1405, i32 5
+	%1535 = insertelement <8 x float> %1534, float %1411, i32 6
+	%1536 = insertelement <8 x float> %1535, float %1417, i32 7
+	%1537 = add i64 %1036, 8
+	%1538 = getelementptr float, float* %5, i64 %1537
+	%1539 = bitcast float* %1538 to <8 x float>*
+	store <8 x float> %1536, <8 x float>* %1539, align 4
+	%1540 = insertelement <8 x float> undef, float %1423, i32 0
+	%1541 = insertelement <8 x float> %1540, float %1429, i32 1
+	%1542 = insertelement <8 x float> %1541, float %1435, i32 2
+	%1543 = insertelement <8 x float> %1542, float %1441, i32 3
+	%1544 = insertelement <8 x float> %1543, float %1447, i32 4
+	%1545 = insertelement <8 x float> %1544, float %1453, i32 5
+	%1546 = insertelement <8 x float> %1545, float %1459, i32 6
+	%1547 = insertelement <8 x float> %1546, float %1465, i32 7
+	%1548 = add i64 %1036, 16
+	%1549 = getelementptr float, float* %5, i64 %1548
+	%1550 = bitcast float* %1549 to <8 x float>*
+	store <8 x float> %1547, <8 x float>* %1550, align 4
+	%1551 = insertelement <8 x float> undef, float %1471, i32 0
+	%1552 = insertelement <8 x float> %1551, float %1477, i32 1
+	%1553 = insertelement <8 x float> %1552, float %1483, i32 2
+	%1554 = insertelement <8 x float> %1553, float %1489, i32 3
+	%1555 = insertelement <8 x float> %1554, float %1495, i32 4
+	%1556 = insertelement <8 x float> %1555, float %1501, i32 5
+	%1557 = insertelement <8 x float> %1556, float %1507, i32 6
+	%1558 = insertelement <8 x float> %1557, float %1513, i32 7
+	%1559 = add i64 %1036, 24
+	%1560 = getelementptr float, float* %5, i64 %1559
+	%1561 = bitcast float* %1560 to <8 x float>*
+	store <8 x float> %1558, <8 x float>* %1561, align 4
+	%1562 = insertelement <8 x float> undef, float %1328, i32 0
+	%1563 = insertelement <8 x float> %1562, float %1334, i32 1
+	%1564 = insertelement <8 x float> %1563, float %1340, i32 2
+	%1565 = insertelement <8 x float> %1564, float %1346, i32 3
+	%1566 = insertelement <8 x float> %1565, float %1352, i32 4
+	%1567 = insertelement <8 x float> %1566, float %1358, i32 5
+	%1568 = insertelement <8 x float> %1567, float %1364, i32 6
+	%1569 = insertelement <8 x float> %1568, float %1370, i32 7
+	%1570 = add i64 %1036, 0
+	%1571 = getelementptr float, float* %7, i64 %1570
+	%1572 = bitcast float* %1571 to <8 x float>*
+	store <8 x float> %1569, <8 x float>* %1572, align 4
+	%1573 = insertelement <8 x float> undef, float %1376, i32 0
+	%1574 = insertelement <8 x float> %1573, float %1382, i32 1
+	%1575 = insertelement <8 x float> %1574, float %1388, i32 2
+	%1576 = insertelement <8 x float> %1575, float %1394, i32 3
+	%1577 = insertelement <8 x float> %1576, float %1400, i32 4
+	%1578 = insertelement <8 x float> %1577, float %1406, i32 5
+	%1579 = insertelement <8 x float> %1578, float %1412, i32 6
+	%1580 = insertelement <8 x float> %1579, float %1418, i32 7
+	%1581 = add i64 %1036, 8
+	%1582 = getelementptr float, float* %7, i64 %1581
+	%1583 = bitcast float* %1582 to <8 x float>*
+	store <8 x float> %1580, <8 x float>* %1583, align 4
+	%1584 = insertelement <8 x float> undef, float %1424, i32 0
+	%1585 = insertelement <8 x float> %1584, float %1430, i32 1
+	%1586 = insertelement <8 x float> %1585, float %1436, i32 2
+	%1587 = insertelement <8 x float> %1586, float %1442, i32 3
+	%1588 = insertelement <8 x float> %1587, float %1448, i32 4
+	%1589 = insertelement <8 x float> %1588, float %1454, i32 5
+	%1590 = insertelement <8 x float> %1589, float %1460, i32 6
+	%1591 = insertelement <8 x float> %1590, float %1466, i32 7
+	%1592 = add i64 %1036, 16
+	%1593 = getelementptr float, float* %7, i64 %1592
+	%1594 = bitcast float* %1593 to <8 x float>*
+	store <8 x float> %1591, <8 x float>* %1594, align 4
+	%1595 = insertelement <8 x float> undef, float %1472, i32 0
+	%1596 = insertelement <8 x float> %1595, float %1478, i32 1
+	%1597 = insertelement <8 x float> %1596, float %1484, i32 2
+	%1598 = insertelement <8 x float> %1597, float %1490, i32 3
+	%1599 = insertelement <8 x float> %1598, float %1496, i32 4
+	%1600 = insertelement <8 x float> %1599, float %1502, i32 5
+	%1601 = insertelement <8 x float> %1600, float %1508, i32 6
+	%1602 = insertelement <8 x float> %1601, float %1514, i32 7
+	%1603 = add i64 %1036, 24
+	%1604 = getelementptr float, float* %7, i64 %1603
+	%1605 = bitcast float* %1604 to <8 x float>*
+	store <8 x float> %1602, <8 x float>* %1605, align 4
+	%1606 = insertelement <8 x float> undef, float %1329, i32 0
+	%1607 = insertelement <8 x float> %1606, float %1335, i32 1
+	%1608 = insertelement <8 x float> %1607, float %1341, i32 2
+	%1609 = insertelement <8 x float> %1608, float %1347, i32 3
+	%1610 = insertelement <8 x float> %1609, float %1353, i32 4
+	%1611 = insertelement <8 x float> %1610, float %1359, i32 5
+	%1612 = insertelement <8 x float> %1611, float %1365, i32 6
+	%1613 = insertelement <8 x float> %1612, float %1371, i32 7
+	%1614 = add i64 %1036, 0
+	%1615 = getelementptr float, float* %9, i64 %1614
+	%1616 = bitcast float* %1615 to <8 x float>*
+	store <8 x float> %1613, <8 x float>* %1616, align 4
+	%1617 = insertelement <8 x float> undef, float %1377, i32 0
+	%1618 = insertelement <8 x float> %1617, float %1383, i32 1
+	%1619 = insertelement <8 x float> %1618, float %1389, i32 2
+	%1620 = insertelement <8 x float> %1619, float %1395, i32 3
+	%1621 = insertelement <8 x float> %1620, float %1401, i32 4
+	%1622 = insertelement <8 x float> %1621, float %1407, i32 5
+	%1623 = insertelement <8 x float> %1622, float %1413, i32 6
+	%1624 = insertelement <8 x float> %1623, float %1419, i32 7
+	%1625 = add i64 %1036, 8
+	%1626 = getelementptr float, float* %9, i64 %1625
+	%1627 = bitcast float* %1626 to <8 x float>*
+	store <8 x float> %1624, <8 x float>* %1627, align 4
+	%1628 = insertelement <8 x float> undef, float %1425, i32 0
+	%1629 = insertelement <8 x float> %1628, float %1431, i32 1
+	%1630 = insertelement <8 x float> %1629, float %1437, i32 2
+	%1631 = insertelement <8 x float> %1630, float %1443, i32 3
+	%1632 = insertelement <8 x float> %1631, float %1449, i32 4
+	%1633 = insertelement <8 x float> %1632, float %1455, i32 5
+	%1634 = insertelement <8 x float> %1633, float %1461, i32 6
+	%1635 = insertelement <8 x float> %1634, float %1467, i32 7
+	%1636 = add i64 %1036, 16
+	%1637 = getelementptr float, float* %9, i64 %1636
+	%1638 = bitcast float* %1637 to <8 x float>*
+	store <8 x float> %1635, <8 x float>* %1638, align 4
+	%1639 = insertelement <8 x float> undef, float %1473, i32 0
+	%1640 = insertelement <8 x float> %1639, float %1479, i32 1
+	%1641 = insertelement <8 x float> %1640, float %1485, i32 2
+	%1642 = insertelement <8 x float> %1641, float %1491, i32 3
+	%1643 = insertelement <8 x float> %1642, float %1497, i32 4
+	%1644 = insertelement <8 x float> %1643, float %1503, i32 5
+	%1645 = insertelement <8 x float> %1644, float %1509, i32 6
+	%1646 = insertelement <8 x float> %1645, float %1515, i32 7
+	%1647 = add i64 %1036, 24
+	%1648 = getelementptr float, float* %9, i64 %1647
+	%1649 = bitcast float* %1648 to <8 x float>*
+	store <8 x float> %1646, <8 x float>* %1649, align 4
+	%1650 = insertelement <8 x float> undef, float %1330, i32 0
+	%1651 = insertelement <8 x float> %1650, float %1336, i32 1
+	%1652 = insertelement <8 x float> %1651, float %1342, i32 2
+	%1653 = insertelement <8 x float> %1652, float %1348, i32 3
+	%1654 = insertelement <8 x float> %1653, float %1354, i32 4
+	%1655 = insertelement <8 x float> %1654, float %1360, i32 5
+	%1656 = insertelement <8 x float> %1655, float %1366, i32 6
+	%1657 = insertelement <8 x float> %1656, float %1372, i32 7
+	%1658 = add i64 %1036, 0
+	%1659 = getelementptr float, float* %1, i64 %1658
+	%1660 = bitcast float* %1659 to <8 x float>*
+	store <8 x float> %1657, <8 x float>* %1660, align 4
+	%1661 = insertelement <8 x float> undef, float %1378, i32 0
+	%1662 = insertelement <8 x float> %1661, float %1384, i32 1
+	%1663 = insertelement <8 x float> %1662, float %1390, i32 2
+	%1664 = insertelement <8 x float> %1663, float %1396, i32 3
+	%1665 = insertelement <8 x float> %1664, float %1402, i32 4
+	%1666 = insertelement <8 x float> %1665, float %1408, i32 5
+	%1667 = insertelement <8 x float> %1666, float %1414, i32 6
+	%1668 = insertelement <8 x float> %1667, float %1420, i32 7
+	%1669 = add i64 %1036, 8
+	%1670 = getelementptr float, float* %1, i64 %1669
+	%1671 = bitcast float* %1670 to <8 x float>*
+	store <8 x float> %1668, <8 x float>* %1671, align 4
+	%1672 = insertelement <8 x float> undef, float %1426, i32 0
+	%1673 = insertelement <8 x float> %1672, float %1432, i32 1
+	%1674 = insertelement <8 x float> %1673, float %1438, i32 2
+	%1675 = insertelement <8 x float> %1674, float %1444, i32 3
+	%1676 = insertelement <8 x float> %1675, float %1450, i32 4
+	%1677 = insertelement <8 x float> %1676, float %1456, i32 5
+	%1678 = insertelement <8 x float> %1677, float %1462, i32 6
+	%1679 = insertelement <8 x float> %1678, float %1468, i32 7
+	%1680 = add i64 %1036, 16
+	%1681 = getelementptr float, float* %1, i64 %1680
+	%1682 = bitcast float* %1681 to <8 x float>*
+	store <8 x float> %1679, <8 x float>* %1682, align 4
+	%1683 = insertelement <8 x float> undef, float %1474, i32 0
+	%1684 = insertelement <8 x float> %1683, float %1480, i32 1
+	%1685 = insertelement <8 x float> %1684, float %1486, i32 2
+	%1686 = insertelement <8 x float> %1685, float %1492, i32 3
+	%1687 = insertelement <8 x float> %1686, float %1498, i32 4
+	%1688 = insertelement <8 x float> %1687, float %1504, i32 5
+	%1689 = insertelement <8 x float> %1688, float %1510, i32 6
+	%1690 = insertelement <8 x float> %1689, float %1516, i32 7
+	%1691 = add i64 %1036, 24
+	%1692 = getelementptr float, float* %1, i64 %1691
+	%1693 = bitcast float* %1692 to <8 x float>*
+	store <8 x float> %1690, <8 x float>* %1693, align 4
+	%1694 = insertelement <8 x float> undef, float %1331, i32 0
+	%1695 = insertelement <8 x float> %1694, float %1337, i32 1
+	%1696 = insertelement <8 x float> %1695, float %1343, i32 2
+	%1697 = insertelement <8 x float> %1696, float %1349, i32 3
+	%1698 = insertelement <8 x float> %1697, float %1355, i32 4
+	%1699 = insertelement <8 x float> %1698, float %1361, i32 5
+	%1700 = insertelement <8 x float> %1699, float %1367, i32 6
+	%1701 = insertelement <8 x float> %1700, float %1373, i32 7
+	%1702 = add i64 %1036, 0
+	%1703 = getelementptr float, float* %11, i64 %1702
+	%1704 = bitcast float* %1703 to <8 x float>*
+	store <8 x float> %1701, <8 x float>* %1704, align 4
+	%1705 = insertelement <8 x float> undef, float %1379, i32 0
+	%1706 = insertelement <8 x float> %1705, float %1385, i32 1
+	%1707 = insertelement <8 x float> %1706, float %1391, i32 2
+	%1708 = insertelement <8 x float> %1707, float %1397, i32 3
+	%1709 = insertelement <8 x float> %1708, float %1403, i32 4
+	%1710 = insertelement <8 x float> %1709, float %1409, i32 5
+	%1711 = insertelement <8 x float> %1710, float %1415, i32 6
+	%1712 = insertelement <8 x float> %1711, float %1421, i32 7
+	%1713 = add i64 %1036, 8
+	%1714 = getelementptr float, float* %11, i64 %1713
+	%1715 = bitcast float* %1714 to <8 x float>*
+	store <8 x float> %1712, <8 x float>* %1715, align 4
+	%1716 = insertelement <8 x float> undef, float %1427, i32 0
+	%1717 = insertelement <8 x float> %1716, float %1433, i32 1
+	%1718 = insertelement <8 x float> %1717, float %1439, i32 2
+	%1719 = insertelement <8 x float> %1718, float %1445, i32 3
+	%1720 = insertelement <8 x float> %1719, float %1451, i32 4
+	%1721 = insertelement <8 x float> %1720, float %1457, i32 5
+	%1722 = insertelement <8 x float> %1721, float %1463, i32 6
+	%1723 = insertelement <8 x float> %1722, float %1469, i32 7
+	%1724 = add i64 %1036, 16
+	%1725 = getelementptr float, float* %11, i64 %1724
+	%1726 = bitcast float* %1725 to <8 x float>*
+	store <8 x float> %1723, <8 x float>* %1726, align 4
+	%1727 = insertelement <8 x float> undef, float %1475, i32 0
+	%1728 = insertelement <8 x float> %1727, float %1481, i32 1
+	%1729 = insertelement <8 x float> %1728, float %1487, i32 2
+	%1730 = insertelement <8 x float> %1729, float %1493, i32 3
+	%1731 = insertelement <8 x float> %1730, float %1499, i32 4
+	%1732 = insertelement <8 x float> %1731, float %1505, i32 5
+	%1733 = insertelement <8 x float> %1732, float %1511, i32 6
+	%1734 = insertelement <8 x float> %1733, float %1517, i32 7
+	%1735 = add i64 %1036, 24
+	%1736 = getelementptr float, float* %11, i64 %1735
+	%1737 = bitcast float* %1736 to <8 x float>*
+	store <8 x float> %1734, <8 x float>* %1737, align 4
+	%1738 = add i64 %1032, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1917 = mul i64 %1162, 8
+	%1739 = mul i64 %1031, 8
 	br label %group.head.43
 
 group.head.43:
-	%1918 = phi i64 [ %1917, %wide.done.42 ], [ %2026, %group.44 ]
-	%1919 = icmp slt i64 %1918, %62
-	br i1 %1919, label %group.44, label %group.done.45
+	%1740 = phi i64 [ %1739, %wide.done.42 ], [ %1848, %group.44 ]
+	%1741 = icmp slt i64 %1740, %62
+	br i1 %1741, label %group.44, label %group.done.45
 
 group.44:
-	%1920 = shl i64 %1918, 2
-	%1921 = add i64 %63, %1920
-	%1922 = add i64 %67, %1918
-	%1923 = getelementptr float, float* %1, i64 %1921
-	%1924 = getelementptr float, float* %1923, i64 0
-	%1925 = load float, float* %1924, align 4
-	%1926 = getelementptr float, float* %1923, i64 1
-	%1927 = load float, float* %1926, align 4
-	%1928 = getelementptr float, float* %1923, i64 2
-	%1929 = load float, float* %1928, align 4
-	%1930 = getelementptr float, float* %1923, i64 3
-	%1931 = load float, float* %1930, align 4
-	%1932 = getelementptr float, float* %3, i64 %1921
-	%1933 = getelementptr float, float* %1932, i64 0
-	%1934 = load float, float* %1933, align 4
-	%1935 = getelementptr float, float* %1932, i64 1
-	%1936 = load float, float* %1935, align 4
-	%1937 = getelementptr float, float* %1932, i64 2
-	%1938 = load float, float* %1937, align 4
-	%1939 = getelementptr float, float* %1932, i64 3
-	%1940 = load float, float* %1939, align 4
-	%1941 = getelementptr float, float* %5, i64 %1921
-	%1942 = getelementptr float, float* %1941, i64 0
-	%1943 = load float, float* %1942, align 4
-	%1944 = getelementptr float, float* %1941, i64 1
-	%1945 = load float, float* %1944, align 4
-	%1946 = getelementptr float, float* %1941, i64 2
-	%1947 = load float, float* %1946, align 4
-	%1948 = getelementptr float, float* %1941, i64 3
-	%1949 = load float, float* %1948, align 4
-	%1950 = getelementptr float, float* %7, i64 %1921
-	%1951 = getelementptr float, float* %1950, i64 0
-	%1952 = load float, float* %1951, align 4
-	%1953 = getelementptr float, float* %1950, i64 1
-	%1954 = load float, float* %1953, align 4
-	%1955 = getelementptr float, float* %1950, i64 2
-	%1956 = load float, float* %1955, align 4
-	%1957 = getelementptr float, float* %1950, i64 3
-	%1958 = load float, float* %1957, align 4
-	%1959 = getelementptr float, float* %9, i64 %1921
-	%1960 = getelementptr float, float* %1959, i64 0
-	%1961 = load float, float* %1960, align 4
-	%1962 = getelementptr float, float* %1959, i64 1
-	%1963 = load float, float* %1962, align 4
-	%1964 = getelementptr float, float* %1959, i64 2
-	%1965 = load float, float* %1964, align 4
-	%1966 = getelementptr float, float* %1959, i64 3
-	%1967 = load float, float* %1966, align 4
-	%1968 = getelementptr float, float* %11, i64 %1921
-	%1969 = getelementptr float, float* %1968, i64 0
-	%1970 = load float, float* %1969, align 4
-	%1971 = getelementptr float, float* %1968, i64 1
-	%1972 = load float, float* %1971, align 4
-	%1973 = getelementptr float, float* %1968, i64 2
-	%1974 = load float, float* %1973, align 4
-	%1975 = getelementptr float, float* %1968, i64 3
-	%1976 = load float, float* %1975, align 4
-	%1977 = call { float, float, float, float, float } @disk_corr_body(float %1925, float %1934, float %1943, float %1952, float %1961, float %1970, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1978 = extractvalue { float, float, float, float, float } %1977, 0
-	%1979 = extractvalue { float, float, float, float, float } %1977, 1
-	%1980 = extractvalue { float, float, float, float, float } %1977, 2
-	%1981 = extractvalue { float, float, float, float, float } %1977, 3
-	%1982 = extractvalue { float, float, float, float, float } %1977, 4
-	%1983 = call { float, float, float, float, float } @disk_corr_body(float %1927, float %1936, float %1945, float %1954, float %1963, float %1972, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1984 = extractvalue { float, float, float, float, float } %1983, 0
-	%1985 = extractvalue { float, float, float, float, float } %1983, 1
-	%1986 = extractvalue { float, float, float, float, float } %1983, 2
-	%1987 = extractvalue { float, float, float, float, float } %1983, 3
-	%1988 = extractvalue { float, float, float, float, float } %1983, 4
-	%1989 = call { float, float, float, float, float } @disk_corr_body(float %1929, float %1938, float %1947, float %1956, float %1965, float %1974, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1990 = extractvalue { float, float, float, float, float } %1989, 0
-	%1991 = extractvalue { float, float, float, float, float } %1989, 1
-	%1992 = extractvalue { float, float, float, float, float } %1989, 2
-	%1993 = extractvalue { float, float, float, float, float } %1989, 3
-	%1994 = extractvalue { float, float, float, float, float } %1989, 4
-	%1995 = call { float, float, float, float, float } @disk_corr_body(float %1931, float %1940, float %1949, float %1958, float %1967, float %1976, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1996 = extractvalue { float, float, float, float, float } %1995, 0
-	%1997 = extractvalue { float, float, float, float, float } %1995, 1
-	%1998 = extractvalue { float, float, float, float, float } %1995, 2
-	%1999 = extractvalue { float, float, float, float, float } %1995, 3
-	%2000 = extractvalue { float, float, float, float, float } %1995, 4
-	%2001 = getelementptr float, float* %5, i64 %1921
-	%2002 = getelementptr float, float* %2001, i64 0
-	store float %1978, float* %2002, align 4
-	%2003 = getelementptr float, float* %2001, i64 1
-	store float %1984, float* %2003, align 4
-	%2004 = getelementptr float, float* %2001, i64 2
-	store float %1990, float* %2004, align 4
-	%2005 = getelementptr float, float* %2001, i64 3
-	store float %1996, float* %2005, align 4
-	%2006 = getelementptr float, float* %7, i64 %1921
-	%2007 = getelementptr float, float* %2006, i64 0
-	store float %1979, float* %2007, align 4
-	%2008 = getelementptr float, float* %2006, i64 1
-	store float %1985, float* %2008, align 4
-	%2009 = getelementptr float, float* %2006, i64 2
-	store float %1991, float* %2009, align 4
-	%2010 = getelementptr float, float* %2006, i64 3
-	store float %1997, float* %2010, align 4
-	%2011 = getelementptr float, float* %9, i64 %1921
-	%2012 = getelementptr float, float* %2011, i64 0
-	store float %1980, float* %2012, align 4
-	%2013 = getelementptr float, float* %2011, i64 1
-	store float %1986, float* %2013, align 4
-	%2014 = getelementptr float, float* %2011, i64 2
-	store float %1992, float* %2014, align 4
-	%2015 = getelementptr float, float* %2011, i64 3
-	store float %1998, float* %2015, align 4
-	%2016 = getelementptr float, float* %1, i64 %1921
-	%2017 = getelementptr float, float* %2016, i64 0
-	store float %1981, float* %2017, align 4
-	%2018 = getelementptr float, float* %2016, i64 1
-	store float %1987, float* %2018, align 4
-	%2019 = getelementptr float, float* %2016, i64 2
-	store float %1993, float* %2019, align 4
-	%2020 = getelementptr float, float* %2016, i64 3
-	store float %1999, float* %2020, align 4
-	%2021 = getelementptr float, float* %11, i64 %1921
-	%2022 = getelementptr float, float* %2021, i64 0
-	store float %1982, float* %2022, align 4
-	%2023 = getelementptr float, float* %2021, i64 1
-	store float %1988, float* %2023, align 4
-	%2024 = getelementptr float, float* %2021, i64 2
-	store float %1994, float* %2024, align 4
-	%2025 = getelementptr float, float* %2021, i64 3
-	store float %2000, float* %2025, align 4
-	%2026 = add i64 %1918, 1
+	%1742 = shl i64 %1740, 2
+	%1743 = add i64 %63, %1742
+	%1744 = add i64 %67, %1740
+	%1745 = getelementptr float, float* %1, i64 %1743
+	%1746 = getelementptr float, float* %1745, i64 0
+	%1747 = load float, float* %1746, align 4
+	%1748 = getelementptr float, float* %1745, i64 1
+	%1749 = load float, float* %1748, align 4
+	%1750 = getelementptr float, float* %1745, i64 2
+	%1751 = load float, float* %1750, align 4
+	%1752 = getelementptr float, float* %1745, i64 3
+	%1753 = load float, float* %1752, align 4
+	%1754 = getelementptr float, float* %3, i64 %1743
+	%1755 = getelementptr float, float* %1754, i64 0
+	%1756 = load float, float* %1755, align 4
+	%1757 = getelementptr float, float* %1754, i64 1
+	%1758 = load float, float* %1757, align 4
+	%1759 = getelementptr float, float* %1754, i64 2
+	%1760 = load float, float* %1759, align 4
+	%1761 = getelementptr float, float* %1754, i64 3
+	%1762 = load float, float* %1761, align 4
+	%1763 = getelementptr float, float* %5, i64 %1743
+	%1764 = getelementptr float, float* %1763, i64 0
+	%1765 = load float, float* %1764, align 4
+	%1766 = getelementptr float, float* %1763, i64 1
+	%1767 = load float, float* %1766, align 4
+	%1768 = getelementptr float, float* %1763, i64 2
+	%1769 = load float, float* %1768, align 4
+	%1770 = getelementptr float, float* %1763, i64 3
+	%1771 = load float, float* %1770, align 4
+	%1772 = getelementptr float, float* %7, i64 %1743
+	%1773 = getelementptr float, float* %1772, i64 0
+	%1774 = load float, float* %1773, align 4
+	%1775 = getelementptr float, float* %1772, i64 1
+	%1776 = load float, float* %1775, align 4
+	%1777 = getelementptr float, float* %1772, i64 2
+	%1778 = load float, float* %1777, align 4
+	%1779 = getelementptr float, float* %1772, i64 3
+	%1780 = load float, float* %1779, align 4
+	%1781 = getelementptr float, float* %9, i64 %1743
+	%1782 = getelementptr float, float* %1781, i64 0
+	%1783 = load float, float* %1782, align 4
+	%1784 = getelementptr float, float* %1781, i64 1
+	%1785 = load float, float* %1784, align 4
+	%1786 = getelementptr float, float* %1781, i64 2
+	%1787 = load float, float* %1786, align 4
+	%1788 = getelementptr float, float* %1781, i64 3
+	%1789 = load float, float* %1788, align 4
+	%1790 = getelementptr float, float* %11, i64 %1743
+	%1791 = getelementptr float, float* %1790, i64 0
+	%1792 = load float, float* %1791, align 4
+	%1793 = getelementptr float, float* %1790, i64 1
+	%1794 = load float, float* %1793, align 4
+	%1795 = getelementptr float, float* %1790, i64 2
+	%1796 = load float, float* %1795, align 4
+	%1797 = getelementptr float, float* %1790, i64 3
+	%1798 = load float, float* %1797, align 4
+	%1799 = call { float, float, float, float, float } @disk_corr_body(float %1747, float %1756, float %1765, float %1774, float %1783, float %1792, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1800 = extractvalue { float, float, float, float, float } %1799, 0
+	%1801 = extractvalue { float, float, float, float, float } %1799, 1
+	%1802 = extractvalue { float, float, float, float, float } %1799, 2
+	%1803 = extractvalue { float, float, float, float, float } %1799, 3
+	%1804 = extractvalue { float, float, float, float, float } %1799, 4
+	%1805 = call { float, float, float, float, float } @disk_corr_body(float %1749, float %1758, float %1767, float %1776, float %1785, float %1794, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1806 = extractvalue { float, float, float, float, float } %1805, 0
+	%1807 = extractvalue { float, float, float, float, float } %1805, 1
+	%1808 = extractvalue { float, float, float, float, float } %1805, 2
+	%1809 = extractvalue { float, float, float, float, float } %1805, 3
+	%1810 = extractvalue { float, float, float, float, float } %1805, 4
+	%1811 = call { float, float, float, float, float } @disk_corr_body(float %1751, float %1760, float %1769, float %1778, float %1787, float %1796, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1812 = extractvalue { float, float, float, float, float } %1811, 0
+	%1813 = extractvalue { float, float, float, float, float } %1811, 1
+	%1814 = extractvalue { float, float, float, float, float } %1811, 2
+	%1815 = extractvalue { float, float, float, float, float } %1811, 3
+	%1816 = extractvalue { float, float, float, float, float } %1811, 4
+	%1817 = call { float, float, float, float, float } @disk_corr_body(float %1753, float %1762, float %1771, float %1780, float %1789, float %1798, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1818 = extractvalue { float, float, float, float, float } %1817, 0
+	%1819 = extractvalue { float, float, float, float, float } %1817, 1
+	%1820 = extractvalue { float, float, float, float, float } %1817, 2
+	%1821 = extractvalue { float, float, float, float, float } %1817, 3
+	%1822 = extractvalue { float, float, float, float, float } %1817, 4
+	%1823 = getelementptr float, float* %5, i64 %1743
+	%1824 = getelementptr float, float* %1823, i64 0
+	store float %1800, float* %1824, align 4
+	%1825 = getelementptr float, float* %1823, i64 1
+	store float %1806, float* %1825, align 4
+	%1826 = getelementptr float, float* %1823, i64 2
+	store float %1812, float* %1826, align 4
+	%1827 = getelementptr float, float* %1823, i64 3
+	store float %1818, float* %1827, align 4
+	%1828 = getelementptr float, float* %7, i64 %1743
+	%1829 = getelementptr float, float* %1828, i64 0
+	store float %1801, float* %1829, align 4
+	%1830 = getelementptr float, float* %1828, i64 1
+	store float %1807, float* %1830, align 4
+	%1831 = getelementptr float, float* %1828, i64 2
+	store float %1813, float* %1831, align 4
+	%1832 = getelementptr float, float* %1828, i64 3
+	store float %1819, float* %1832, align 4
+	%1833 = getelementptr float, float* %9, i64 %1743
+	%1834 = getelementptr float, float* %1833, i64 0
+	store float %1802, float* %1834, align 4
+	%1835 = getelementptr float, float* %1833, i64 1
+	store float %1808, float* %1835, align 4
+	%1836 = getelementptr float, float* %1833, i64 2
+	store float %1814, float* %1836, align 4
+	%1837 = getelementptr float, float* %1833, i64 3
+	store float %1820, float* %1837, align 4
+	%1838 = getelementptr float, float* %1, i64 %1743
+	%1839 = getelementptr float, float* %1838, i64 0
+	store float %1803, float* %1839, align 4
+	%1840 = getelementptr float, float* %1838, i64 1
+	store float %1809, float* %1840, align 4
+	%1841 = getelementptr float, float* %1838, i64 2
+	store float %1815, float* %1841, align 4
+	%1842 = getelementptr float, float* %1838, i64 3
+	store float %1821, float* %1842, align 4
+	%1843 = getelementptr float, float* %11, i64 %1743
+	%1844 = getelementptr float, float* %1843, i64 0
+	store float %1804, float* %1844, align 4
+	%1845 = getelementptr float, float* %1843, i64 1
+	store float %1810, float* %1845, align 4
+	%1846 = getelementptr float, float* %1843, i64 2
+	store float %1816, float* %1846, align 4
+	%1847 = getelementptr float, float* %1843, i64 3
+	store float %1822, float* %1847, align 4
+	%1848 = add i64 %1740, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2027 = phi i64 [ %65, %group.done.45 ], [ %2052, %tail.47 ]
-	%2028 = icmp slt i64 %2027, %45
-	br i1 %2028, label %tail.47, label %tail.done.48
+	%1849 = phi i64 [ %65, %group.done.45 ], [ %1874, %tail.47 ]
+	%1850 = icmp slt i64 %1849, %45
+	br i1 %1850, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2029 = getelementptr float, float* %1, i64 %2027
-	%2030 = load float, float* %2029, align 4
-	%2031 = getelementptr float, float* %3, i64 %2027
-	%2032 = load float, float* %2031, align 4
-	%2033 = getelementptr float, float* %5, i64 %2027
-	%2034 = load float, float* %2033, align 4
-	%2035 = getelementptr float, float* %7, i64 %2027
-	%2036 = load float, float* %2035, align 4
-	%2037 = getelementptr float, float* %9, i64 %2027
-	%2038 = load float, float* %2037, align 4
-	%2039 = getelementptr float, float* %11, i64 %2027
-	%2040 = load float, float* %2039, align 4
-	%2041 = call { float, float, float, float, float } @disk_corr_body(float %2030, float %2032, float %2034, float %2036, float %2038, float %2040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2042 = extractvalue { float, float, float, float, float } %2041, 0
-	%2043 = extractvalue { float, float, float, float, float } %2041, 1
-	%2044 = extractvalue { float, float, float, float, float } %2041, 2
-	%2045 = extractvalue { float, float, float, float, float } %2041, 3
-	%2046 = extractvalue { float, float, float, float, float } %2041, 4
-	%2047 = getelementptr float, float* %5, i64 %2027
-	store float %2042, float* %2047, align 4
-	%2048 = getelementptr float, float* %7, i64 %2027
-	store float %2043, float* %2048, align 4
-	%2049 = getelementptr float, float* %9, i64 %2027
-	store float %2044, float* %2049, align 4
-	%2050 = getelementptr float, float* %1, i64 %2027
-	store float %2045, float* %2050, align 4
-	%2051 = getelementptr float, float* %11, i64 %2027
-	store float %2046, float* %2051, align 4
-	%2052 = add i64 %2027, 1
+	%1851 = getelementptr float, float* %1, i64 %1849
+	%1852 = load float, float* %1851, align 4
+	%1853 = getelementptr float, float* %3, i64 %1849
+	%1854 = load float, float* %1853, align 4
+	%1855 = getelementptr float, float* %5, i64 %1849
+	%1856 = load float, float* %1855, align 4
+	%1857 = getelementptr float, float* %7, i64 %1849
+	%1858 = load float, float* %1857, align 4
+	%1859 = getelementptr float, float* %9, i64 %1849
+	%1860 = load float, float* %1859, align 4
+	%1861 = getelementptr float, float* %11, i64 %1849
+	%1862 = load float, float* %1861, align 4
+	%1863 = call { float, float, float, float, float } @disk_corr_body(float %1852, float %1854, float %1856, float %1858, float %1860, float %1862, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1864 = extractvalue { float, float, float, float, float } %1863, 0
+	%1865 = extractvalue { float, float, float, float, float } %1863, 1
+	%1866 = extractvalue { float, float, float, float, float } %1863, 2
+	%1867 = extractvalue { float, float, float, float, float } %1863, 3
+	%1868 = extractvalue { float, float, float, float, float } %1863, 4
+	%1869 = getelementptr float, float* %5, i64 %1849
+	store float %1864, float* %1869, align 4
+	%1870 = getelementptr float, float* %7, i64 %1849
+	store float %1865, float* %1870, align 4
+	%1871 = getelementptr float, float* %9, i64 %1849
+	store float %1866, float* %1871, align 4
+	%1872 = getelementptr float, float* %1, i64 %1849
+	store float %1867, float* %1872, align 4
+	%1873 = getelementptr float, float* %11, i64 %1849
+	store float %1868, float* %1873, align 4
+	%1874 = add i64 %1849, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -4584,7 +4156,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @disk_corr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @disk_corr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -4666,7 +4238,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -4709,111 +4281,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -4823,589 +4392,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @disk_corr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_corr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_corr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_corr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @disk_corr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_corr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_corr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_corr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5414,39 +4985,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5455,7 +5025,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5481,20 +5051,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5503,41 +5072,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @disk_corr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @disk_corr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @disk_corr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @disk_corr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -6098,4 +5666,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@disk_corr_abi = constant [65 x i8] c"1e6e8702ed0241da9ad5e5a53433d49abf198ac685e1cc23c2d3ba2f70df41cb\00"
+@disk_corr_abi = constant [65 x i8] c"76b0d9825397702d2fa971dd03b6fb0f8c90d9a55b3b7f26554bffbcbb36cce2\00"

@@ -829,42 +829,45 @@ func ClipScales(scales []float32, lookNorm, curNorm, dot []float64, a, clip floa
 	return bad
 }
 
-// PrivatizeSum stores the clipped mean of the coordinates [lo, hi):
-// out[i] = (Σ_ξ scales[ξ]·u_ξ[i]) / float32(len(scales)), the sum a float32
-// from +0 in example order, u_ξ[i] = cur[ξ·n+i] without look, else
-// a·look[ξ·n+i] + b·cur[ξ·n+i]. It is the kernels' <name>_privatize_sum.
-func PrivatizeSum(out, cur, look, scales []float32, n int, a, b float32, lo, hi int) {
+// PrivatizeSum stores the clipped sum over divisor of the coordinates
+// [lo, hi): out[i] = (Σ_ξ scales[ξ]·u_ξ[i]) / divisor over the len(scales)
+// examples given, the sum a float32 from +0 in example order,
+// u_ξ[i] = cur[ξ·n+i] without look, else a·look[ξ·n+i] + b·cur[ξ·n+i]. The
+// divisor is the expected batch size, not the number of examples (Poisson
+// sampling gives a random number, possibly 0, whose sum is then +0). It is
+// the kernels' <name>_privatize_sum.
+func PrivatizeSum(out, cur, look, scales []float32, n int, a, b, divisor float32, lo, hi int) {
 	u := privatizeMix(cur, look, a, b)
-	batch := float32(len(scales))
 	for i := lo; i < hi; i++ {
 		var acc float32
 		for x, s := range scales {
 			acc = float32(acc + float32(s*u(x*n+i)))
 		}
-		out[i] = acc / batch
+		out[i] = acc / divisor
 	}
 }
 
-// Privatize writes into out the clipped mean of batch per-example
-// gradients of len(out) coordinates each (rows of cur, and of look for a
-// two-point observation with weight a; look nil: cur alone), each clipped
-// to norm clip: the three phases one after the other, on one core. If an
-// example's squared norm is not finite it returns that example and leaves
-// out unchanged; else -1.
-func Privatize(out, cur, look []float32, batch int, a, clip float64) int {
+// Privatize writes into out the clipped sum over divisor of rows
+// per-example gradients of len(out) coordinates each (rows of cur, and of
+// look for a two-point observation with weight a; look nil: cur alone),
+// each clipped to norm clip: the three phases one after the other, on one
+// core. The divisor is the expected batch size (float32(B)); rows may be
+// any number, 0 included. If an example's squared norm is not finite it
+// returns that example and leaves out unchanged; else -1.
+func Privatize(out, cur, look []float32, rows int, divisor float32, a, clip float64) int {
 	n := len(out)
 	a32, b32 := PrivatizeWeights(a)
 	nchunks := ReduceChunks(n)
-	partials := make([]float32, batch*nchunks)
+	partials := make([]float32, rows*nchunks)
 	PrivatizeNorms(partials, cur, look, n, a32, b32, 0, len(partials))
-	scales := make([]float32, batch)
-	PrivatizeScales(scales, partials, nchunks, clip, 0, batch)
+	scales := make([]float32, rows)
+	PrivatizeScales(scales, partials, nchunks, clip, 0, rows)
 	for x, s := range scales {
 		if s != s {
 			return x
 		}
 	}
-	PrivatizeSum(out, cur, look, scales, n, a32, b32, 0, n)
+	PrivatizeSum(out, cur, look, scales, n, a32, b32, divisor, 0, n)
 	return -1
 }
 

@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float, float } @doppler_body(float %v.theta, float %v.g, float %v.y, float %v.y1, float %v.g1, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, float %s.13, float %s.14) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.g
@@ -1840,7 +1870,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%108 = phi i64 [ 0, %head.done.27 ], [ %1120, %wide.29 ]
+	%108 = phi i64 [ 0, %head.done.27 ], [ %983, %wide.29 ]
 	%109 = icmp slt i64 %108, %107
 	br i1 %109, label %wide.29, label %wide.done.30
 
@@ -1849,2765 +1879,2239 @@ wide.29:
 	%111 = shl i64 %110, 2
 	%112 = add i64 %67, %111
 	%113 = add i64 %71, %110
-	%114 = getelementptr float, float* %1, i64 %112
-	%115 = getelementptr float, float* %114, i64 0
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %114, i64 1
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %114, i64 2
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %114, i64 3
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %114, i64 4
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %114, i64 5
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %114, i64 6
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %114, i64 7
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %114, i64 8
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %114, i64 9
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %114, i64 10
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %114, i64 11
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %114, i64 12
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %114, i64 13
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %114, i64 14
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %114, i64 15
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %114, i64 16
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %114, i64 17
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %114, i64 18
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %114, i64 19
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %114, i64 20
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %114, i64 21
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %114, i64 22
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %114, i64 23
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %114, i64 24
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %114, i64 25
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %114, i64 26
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %114, i64 27
-	%170 = load float, float* %169, align 4
-	%171 = getelementptr float, float* %114, i64 28
-	%172 = load float, float* %171, align 4
-	%173 = getelementptr float, float* %114, i64 29
-	%174 = load float, float* %173, align 4
-	%175 = getelementptr float, float* %114, i64 30
-	%176 = load float, float* %175, align 4
-	%177 = getelementptr float, float* %114, i64 31
-	%178 = load float, float* %177, align 4
-	%179 = getelementptr float, float* %3, i64 %112
-	%180 = getelementptr float, float* %179, i64 0
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %179, i64 1
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %179, i64 2
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %179, i64 3
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %179, i64 4
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %179, i64 5
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %179, i64 6
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %179, i64 7
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %179, i64 8
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %179, i64 9
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %179, i64 10
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %179, i64 11
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %179, i64 12
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %179, i64 13
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %179, i64 14
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %179, i64 15
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %179, i64 16
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %179, i64 17
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %179, i64 18
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %179, i64 19
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %179, i64 20
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %179, i64 21
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %179, i64 22
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %179, i64 23
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %179, i64 24
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %179, i64 25
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %179, i64 26
-	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %179, i64 27
-	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %179, i64 28
-	%237 = load float, float* %236, align 4
-	%238 = getelementptr float, float* %179, i64 29
-	%239 = load float, float* %238, align 4
-	%240 = getelementptr float, float* %179, i64 30
-	%241 = load float, float* %240, align 4
-	%242 = getelementptr float, float* %179, i64 31
-	%243 = load float, float* %242, align 4
-	%244 = getelementptr float, float* %5, i64 %112
-	%245 = getelementptr float, float* %244, i64 0
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %244, i64 1
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %244, i64 2
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %244, i64 3
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %244, i64 4
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %244, i64 5
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %244, i64 6
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %244, i64 7
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %244, i64 8
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %244, i64 9
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %244, i64 10
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %244, i64 11
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %244, i64 12
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %244, i64 13
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %244, i64 14
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %244, i64 15
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %244, i64 16
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %244, i64 17
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %244, i64 18
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %244, i64 19
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %244, i64 20
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %244, i64 21
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %244, i64 22
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %244, i64 23
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %244, i64 24
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %244, i64 25
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %244, i64 26
-	%298 = load float, float* %297, align 4
-	%299 = getelementptr float, float* %244, i64 27
-	%300 = load float, float* %299, align 4
-	%301 = getelementptr float, float* %244, i64 28
-	%302 = load float, float* %301, align 4
-	%303 = getelementptr float, float* %244, i64 29
-	%304 = load float, float* %303, align 4
-	%305 = getelementptr float, float* %244, i64 30
-	%306 = load float, float* %305, align 4
-	%307 = getelementptr float, float* %244, i64 31
-	%308 = load float, float* %307, align 4
-	%309 = getelementptr float, float* %7, i64 %112
-	%310 = getelementptr float, float* %309, i64 0
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %309, i64 1
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %309, i64 2
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %309, i64 3
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %309, i64 4
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %309, i64 5
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %309, i64 6
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %309, i64 7
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %309, i64 8
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %309, i64 9
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %309, i64 10
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %309, i64 11
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %309, i64 12
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %309, i64 13
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %309, i64 14
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %309, i64 15
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %309, i64 16
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %309, i64 17
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %309, i64 18
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %309, i64 19
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %309, i64 20
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %309, i64 21
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %309, i64 22
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %309, i64 23
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %309, i64 24
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %309, i64 25
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %309, i64 26
-	%363 = load float, float* %362, align 4
-	%364 = getelementptr float, float* %309, i64 27
-	%365 = load float, float* %364, align 4
-	%366 = getelementptr float, float* %309, i64 28
-	%367 = load float, float* %366, align 4
-	%368 = getelementptr float, float* %309, i64 29
-	%369 = load float, float* %368, align 4
-	%370 = getelementptr float, float* %309, i64 30
-	%371 = load float, float* %370, align 4
-	%372 = getelementptr float, float* %309, i64 31
-	%373 = load float, float* %372, align 4
-	%374 = getelementptr float, float* %9, i64 %112
-	%375 = getelementptr float, float* %374, i64 0
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %374, i64 1
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %374, i64 2
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %374, i64 3
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %374, i64 4
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %374, i64 5
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %374, i64 6
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %374, i64 7
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %374, i64 8
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %374, i64 9
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %374, i64 10
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %374, i64 11
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %374, i64 12
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %374, i64 13
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %374, i64 14
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %374, i64 15
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %374, i64 16
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %374, i64 17
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %374, i64 18
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %374, i64 19
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %374, i64 20
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %374, i64 21
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %374, i64 22
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %374, i64 23
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %374, i64 24
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %374, i64 25
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %374, i64 26
-	%428 = load float, float* %427, align 4
-	%429 = getelementptr float, float* %374, i64 27
-	%430 = load float, float* %429, align 4
-	%431 = getelementptr float, float* %374, i64 28
-	%432 = load float, float* %431, align 4
-	%433 = getelementptr float, float* %374, i64 29
-	%434 = load float, float* %433, align 4
-	%435 = getelementptr float, float* %374, i64 30
-	%436 = load float, float* %435, align 4
-	%437 = getelementptr float, float* %374, i64 31
-	%438 = load float, float* %437, align 4
-	%439 = getelementptr float, float* %11, i64 %112
-	%440 = getelementptr float, float* %439, i64 0
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %439, i64 1
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %439, i64 2
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %439, i64 3
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %439, i64 4
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %439, i64 5
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %439, i64 6
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %439, i64 7
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %439, i64 8
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %439, i64 9
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %439, i64 10
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %439, i64 11
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %439, i64 12
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %439, i64 13
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %439, i64 14
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %439, i64 15
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %439, i64 16
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %439, i64 17
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %439, i64 18
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %439, i64 19
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %439, i64 20
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %439, i64 21
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %439, i64 22
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %439, i64 23
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %439, i64 24
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %439, i64 25
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %439, i64 26
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %439, i64 27
-	%495 = load float, float* %494, align 4
-	%496 = getelementptr float, float* %439, i64 28
-	%497 = load float, float* %496, align 4
-	%498 = getelementptr float, float* %439, i64 29
-	%499 = load float, float* %498, align 4
-	%500 = getelementptr float, float* %439, i64 30
-	%501 = load float, float* %500, align 4
-	%502 = getelementptr float, float* %439, i64 31
-	%503 = load float, float* %502, align 4
-	%504 = getelementptr float, float* %13, i64 %112
-	%505 = getelementptr float, float* %504, i64 0
-	%506 = load float, float* %505, align 4
-	%507 = getelementptr float, float* %504, i64 1
-	%508 = load float, float* %507, align 4
-	%509 = getelementptr float, float* %504, i64 2
-	%510 = load float, float* %509, align 4
-	%511 = getelementptr float, float* %504, i64 3
-	%512 = load float, float* %511, align 4
-	%513 = getelementptr float, float* %504, i64 4
-	%514 = load float, float* %513, align 4
-	%515 = getelementptr float, float* %504, i64 5
-	%516 = load float, float* %515, align 4
-	%517 = getelementptr float, float* %504, i64 6
-	%518 = load float, float* %517, align 4
-	%519 = getelementptr float, float* %504, i64 7
-	%520 = load float, float* %519, align 4
-	%521 = getelementptr float, float* %504, i64 8
-	%522 = load float, float* %521, align 4
-	%523 = getelementptr float, float* %504, i64 9
-	%524 = load float, float* %523, align 4
-	%525 = getelementptr float, float* %504, i64 10
-	%526 = load float, float* %525, align 4
-	%527 = getelementptr float, float* %504, i64 11
-	%528 = load float, float* %527, align 4
-	%529 = getelementptr float, float* %504, i64 12
-	%530 = load float, float* %529, align 4
-	%531 = getelementptr float, float* %504, i64 13
-	%532 = load float, float* %531, align 4
-	%533 = getelementptr float, float* %504, i64 14
-	%534 = load float, float* %533, align 4
-	%535 = getelementptr float, float* %504, i64 15
-	%536 = load float, float* %535, align 4
-	%537 = getelementptr float, float* %504, i64 16
-	%538 = load float, float* %537, align 4
-	%539 = getelementptr float, float* %504, i64 17
-	%540 = load float, float* %539, align 4
-	%541 = getelementptr float, float* %504, i64 18
-	%542 = load float, float* %541, align 4
-	%543 = getelementptr float, float* %504, i64 19
-	%544 = load float, float* %543, align 4
-	%545 = getelementptr float, float* %504, i64 20
-	%546 = load float, float* %545, align 4
-	%547 = getelementptr float, float* %504, i64 21
-	%548 = load float, float* %547, align 4
-	%549 = getelementptr float, float* %504, i64 22
-	%550 = load float, float* %549, align 4
-	%551 = getelementptr float, float* %504, i64 23
-	%552 = load float, float* %551, align 4
-	%553 = getelementptr float, float* %504, i64 24
-	%554 = load float, float* %553, align 4
-	%555 = getelementptr float, float* %504, i64 25
-	%556 = load float, float* %555, align 4
-	%557 = getelementptr float, float* %504, i64 26
-	%558 = load float, float* %557, align 4
-	%559 = getelementptr float, float* %504, i64 27
-	%560 = load float, float* %559, align 4
-	%561 = getelementptr float, float* %504, i64 28
-	%562 = load float, float* %561, align 4
-	%563 = getelementptr float, float* %504, i64 29
-	%564 = load float, float* %563, align 4
-	%565 = getelementptr float, float* %504, i64 30
-	%566 = load float, float* %565, align 4
-	%567 = getelementptr float, float* %504, i64 31
-	%568 = load float, float* %567, align 4
-	%569 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %53, i32 %55, i32 0, i64 %113)
-	%570 = extractvalue [4 x <8 x float>] %569, 0
-	%571 = extractelement <8 x float> %570, i32 0
-	%572 = fmul float %45, %571
-	%573 = fadd float %181, %572
-	%574 = call { float, float, float, float, float, float } @doppler_body(float %116, float %573, float %246, float %311, float %376, float %441, float %506, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%575 = extractvalue { float, float, float, float, float, float } %574, 0
-	%576 = extractvalue { float, float, float, float, float, float } %574, 1
-	%577 = extractvalue { float, float, float, float, float, float } %574, 2
-	%578 = extractvalue { float, float, float, float, float, float } %574, 3
-	%579 = extractvalue { float, float, float, float, float, float } %574, 4
-	%580 = extractvalue { float, float, float, float, float, float } %574, 5
-	%581 = extractvalue [4 x <8 x float>] %569, 1
-	%582 = extractelement <8 x float> %581, i32 0
-	%583 = fmul float %45, %582
-	%584 = fadd float %183, %583
-	%585 = call { float, float, float, float, float, float } @doppler_body(float %118, float %584, float %248, float %313, float %378, float %443, float %508, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%586 = extractvalue { float, float, float, float, float, float } %585, 0
-	%587 = extractvalue { float, float, float, float, float, float } %585, 1
-	%588 = extractvalue { float, float, float, float, float, float } %585, 2
-	%589 = extractvalue { float, float, float, float, float, float } %585, 3
-	%590 = extractvalue { float, float, float, float, float, float } %585, 4
-	%591 = extractvalue { float, float, float, float, float, float } %585, 5
-	%592 = extractvalue [4 x <8 x float>] %569, 2
-	%593 = extractelement <8 x float> %592, i32 0
-	%594 = fmul float %45, %593
-	%595 = fadd float %185, %594
-	%596 = call { float, float, float, float, float, float } @doppler_body(float %120, float %595, float %250, float %315, float %380, float %445, float %510, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%597 = extractvalue { float, float, float, float, float, float } %596, 0
-	%598 = extractvalue { float, float, float, float, float, float } %596, 1
-	%599 = extractvalue { float, float, float, float, float, float } %596, 2
-	%600 = extractvalue { float, float, float, float, float, float } %596, 3
-	%601 = extractvalue { float, float, float, float, float, float } %596, 4
-	%602 = extractvalue { float, float, float, float, float, float } %596, 5
-	%603 = extractvalue [4 x <8 x float>] %569, 3
-	%604 = extractelement <8 x float> %603, i32 0
-	%605 = fmul float %45, %604
-	%606 = fadd float %187, %605
-	%607 = call { float, float, float, float, float, float } @doppler_body(float %122, float %606, float %252, float %317, float %382, float %447, float %512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%114 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %53, i32 %55, i32 0, i64 %113)
+	%115 = add i64 %112, 0
+	%116 = getelementptr float, float* %1, i64 %115
+	%117 = bitcast float* %116 to <8 x float>*
+	%118 = load <8 x float>, <8 x float>* %117, align 4
+	%119 = extractelement <8 x float> %118, i32 0
+	%120 = extractelement <8 x float> %118, i32 1
+	%121 = extractelement <8 x float> %118, i32 2
+	%122 = extractelement <8 x float> %118, i32 3
+	%123 = extractelement <8 x float> %118, i32 4
+	%124 = extractelement <8 x float> %118, i32 5
+	%125 = extractelement <8 x float> %118, i32 6
+	%126 = extractelement <8 x float> %118, i32 7
+	%127 = add i64 %112, 8
+	%128 = getelementptr float, float* %1, i64 %127
+	%129 = bitcast float* %128 to <8 x float>*
+	%130 = load <8 x float>, <8 x float>* %129, align 4
+	%131 = extractelement <8 x float> %130, i32 0
+	%132 = extractelement <8 x float> %130, i32 1
+	%133 = extractelement <8 x float> %130, i32 2
+	%134 = extractelement <8 x float> %130, i32 3
+	%135 = extractelement <8 x float> %130, i32 4
+	%136 = extractelement <8 x float> %130, i32 5
+	%137 = extractelement <8 x float> %130, i32 6
+	%138 = extractelement <8 x float> %130, i32 7
+	%139 = add i64 %112, 16
+	%140 = getelementptr float, float* %1, i64 %139
+	%141 = bitcast float* %140 to <8 x float>*
+	%142 = load <8 x float>, <8 x float>* %141, align 4
+	%143 = extractelement <8 x float> %142, i32 0
+	%144 = extractelement <8 x float> %142, i32 1
+	%145 = extractelement <8 x float> %142, i32 2
+	%146 = extractelement <8 x float> %142, i32 3
+	%147 = extractelement <8 x float> %142, i32 4
+	%148 = extractelement <8 x float> %142, i32 5
+	%149 = extractelement <8 x float> %142, i32 6
+	%150 = extractelement <8 x float> %142, i32 7
+	%151 = add i64 %112, 24
+	%152 = getelementptr float, float* %1, i64 %151
+	%153 = bitcast float* %152 to <8 x float>*
+	%154 = load <8 x float>, <8 x float>* %153, align 4
+	%155 = extractelement <8 x float> %154, i32 0
+	%156 = extractelement <8 x float> %154, i32 1
+	%157 = extractelement <8 x float> %154, i32 2
+	%158 = extractelement <8 x float> %154, i32 3
+	%159 = extractelement <8 x float> %154, i32 4
+	%160 = extractelement <8 x float> %154, i32 5
+	%161 = extractelement <8 x float> %154, i32 6
+	%162 = extractelement <8 x float> %154, i32 7
+	%163 = add i64 %112, 0
+	%164 = getelementptr float, float* %3, i64 %163
+	%165 = bitcast float* %164 to <8 x float>*
+	%166 = load <8 x float>, <8 x float>* %165, align 4
+	%167 = insertelement <8 x float> undef, float %45, i32 0
+	%168 = insertelement <8 x float> %167, float %45, i32 1
+	%169 = insertelement <8 x float> %168, float %45, i32 2
+	%170 = insertelement <8 x float> %169, float %45, i32 3
+	%171 = insertelement <8 x float> %170, float %45, i32 4
+	%172 = insertelement <8 x float> %171, float %45, i32 5
+	%173 = insertelement <8 x float> %172, float %45, i32 6
+	%174 = insertelement <8 x float> %173, float %45, i32 7
+	%175 = extractvalue [4 x <8 x float>] %114, 0
+	%176 = fmul <8 x float> %174, %175
+	%177 = fadd <8 x float> %166, %176
+	%178 = extractelement <8 x float> %177, i32 0
+	%179 = extractelement <8 x float> %177, i32 1
+	%180 = extractelement <8 x float> %177, i32 2
+	%181 = extractelement <8 x float> %177, i32 3
+	%182 = extractelement <8 x float> %177, i32 4
+	%183 = extractelement <8 x float> %177, i32 5
+	%184 = extractelement <8 x float> %177, i32 6
+	%185 = extractelement <8 x float> %177, i32 7
+	%186 = add i64 %112, 8
+	%187 = getelementptr float, float* %3, i64 %186
+	%188 = bitcast float* %187 to <8 x float>*
+	%189 = load <8 x float>, <8 x float>* %188, align 4
+	%190 = insertelement <8 x float> undef, float %45, i32 0
+	%191 = insertelement <8 x float> %190, float %45, i32 1
+	%192 = insertelement <8 x float> %191, float %45, i32 2
+	%193 = insertelement <8 x float> %192, float %45, i32 3
+	%194 = insertelement <8 x float> %193, float %45, i32 4
+	%195 = insertelement <8 x float> %194, float %45, i32 5
+	%196 = insertelement <8 x float> %195, float %45, i32 6
+	%197 = insertelement <8 x float> %196, float %45, i32 7
+	%198 = extractvalue [4 x <8 x float>] %114, 1
+	%199 = fmul <8 x float> %197, %198
+	%200 = fadd <8 x float> %189, %199
+	%201 = extractelement <8 x float> %200, i32 0
+	%202 = extractelement <8 x float> %200, i32 1
+	%203 = extractelement <8 x float> %200, i32 2
+	%204 = extractelement <8 x float> %200, i32 3
+	%205 = extractelement <8 x float> %200, i32 4
+	%206 = extractelement <8 x float> %200, i32 5
+	%207 = extractelement <8 x float> %200, i32 6
+	%208 = extractelement <8 x float> %200, i32 7
+	%209 = add i64 %112, 16
+	%210 = getelementptr float, float* %3, i64 %209
+	%211 = bitcast float* %210 to <8 x float>*
+	%212 = load <8 x float>, <8 x float>* %211, align 4
+	%213 = insertelement <8 x float> undef, float %45, i32 0
+	%214 = insertelement <8 x float> %213, float %45, i32 1
+	%215 = insertelement <8 x float> %214, float %45, i32 2
+	%216 = insertelement <8 x float> %215, float %45, i32 3
+	%217 = insertelement <8 x float> %216, float %45, i32 4
+	%218 = insertelement <8 x float> %217, float %45, i32 5
+	%219 = insertelement <8 x float> %218, float %45, i32 6
+	%220 = insertelement <8 x float> %219, float %45, i32 7
+	%221 = extractvalue [4 x <8 x float>] %114, 2
+	%222 = fmul <8 x float> %220, %221
+	%223 = fadd <8 x float> %212, %222
+	%224 = extractelement <8 x float> %223, i32 0
+	%225 = extractelement <8 x float> %223, i32 1
+	%226 = extractelement <8 x float> %223, i32 2
+	%227 = extractelement <8 x float> %223, i32 3
+	%228 = extractelement <8 x float> %223, i32 4
+	%229 = extractelement <8 x float> %223, i32 5
+	%230 = extractelement <8 x float> %223, i32 6
+	%231 = extractelement <8 x float> %223, i32 7
+	%232 = add i64 %112, 24
+	%233 = getelementptr float, float* %3, i64 %232
+	%234 = bitcast float* %233 to <8 x float>*
+	%235 = load <8 x float>, <8 x float>* %234, align 4
+	%236 = insertelement <8 x float> undef, float %45, i32 0
+	%237 = insertelement <8 x float> %236, float %45, i32 1
+	%238 = insertelement <8 x float> %237, float %45, i32 2
+	%239 = insertelement <8 x float> %238, float %45, i32 3
+	%240 = insertelement <8 x float> %239, float %45, i32 4
+	%241 = insertelement <8 x float> %240, float %45, i32 5
+	%242 = insertelement <8 x float> %241, float %45, i32 6
+	%243 = insertelement <8 x float> %242, float %45, i32 7
+	%244 = extractvalue [4 x <8 x float>] %114, 3
+	%245 = fmul <8 x float> %243, %244
+	%246 = fadd <8 x float> %235, %245
+	%247 = extractelement <8 x float> %246, i32 0
+	%248 = extractelement <8 x float> %246, i32 1
+	%249 = extractelement <8 x float> %246, i32 2
+	%250 = extractelement <8 x float> %246, i32 3
+	%251 = extractelement <8 x float> %246, i32 4
+	%252 = extractelement <8 x float> %246, i32 5
+	%253 = extractelement <8 x float> %246, i32 6
+	%254 = extractelement <8 x float> %246, i32 7
+	%255 = add i64 %112, 0
+	%256 = getelementptr float, float* %5, i64 %255
+	%257 = bitcast float* %256 to <8 x float>*
+	%258 = load <8 x float>, <8 x float>* %257, align 4
+	%259 = extractelement <8 x float> %258, i32 0
+	%260 = extractelement <8 x float> %258, i32 1
+	%261 = extractelement <8 x float> %258, i32 2
+	%262 = extractelement <8 x float> %258, i32 3
+	%263 = extractelement <8 x float> %258, i32 4
+	%264 = extractelement <8 x float> %258, i32 5
+	%265 = extractelement <8 x float> %258, i32 6
+	%266 = extractelement <8 x float> %258, i32 7
+	%267 = add i64 %112, 8
+	%268 = getelementptr float, float* %5, i64 %267
+	%269 = bitcast float* %268 to <8 x float>*
+	%270 = load <8 x float>, <8 x float>* %269, align 4
+	%271 = extractelement <8 x float> %270, i32 0
+	%272 = extractelement <8 x float> %270, i32 1
+	%273 = extractelement <8 x float> %270, i32 2
+	%274 = extractelement <8 x float> %270, i32 3
+	%275 = extractelement <8 x float> %270, i32 4
+	%276 = extractelement <8 x float> %270, i32 5
+	%277 = extractelement <8 x float> %270, i32 6
+	%278 = extractelement <8 x float> %270, i32 7
+	%279 = add i64 %112, 16
+	%280 = getelementptr float, float* %5, i64 %279
+	%281 = bitcast float* %280 to <8 x float>*
+	%282 = load <8 x float>, <8 x float>* %281, align 4
+	%283 = extractelement <8 x float> %282, i32 0
+	%284 = extractelement <8 x float> %282, i32 1
+	%285 = extractelement <8 x float> %282, i32 2
+	%286 = extractelement <8 x float> %282, i32 3
+	%287 = extractelement <8 x float> %282, i32 4
+	%288 = extractelement <8 x float> %282, i32 5
+	%289 = extractelement <8 x float> %282, i32 6
+	%290 = extractelement <8 x float> %282, i32 7
+	%291 = add i64 %112, 24
+	%292 = getelementptr float, float* %5, i64 %291
+	%293 = bitcast float* %292 to <8 x float>*
+	%294 = load <8 x float>, <8 x float>* %293, align 4
+	%295 = extractelement <8 x float> %294, i32 0
+	%296 = extractelement <8 x float> %294, i32 1
+	%297 = extractelement <8 x float> %294, i32 2
+	%298 = extractelement <8 x float> %294, i32 3
+	%299 = extractelement <8 x float> %294, i32 4
+	%300 = extractelement <8 x float> %294, i32 5
+	%301 = extractelement <8 x float> %294, i32 6
+	%302 = extractelement <8 x float> %294, i32 7
+	%303 = add i64 %112, 0
+	%304 = getelementptr float, float* %7, i64 %303
+	%305 = bitcast float* %304 to <8 x float>*
+	%306 = load <8 x float>, <8 x float>* %305, align 4
+	%307 = extractelement <8 x float> %306, i32 0
+	%308 = extractelement <8 x float> %306, i32 1
+	%309 = extractelement <8 x float> %306, i32 2
+	%310 = extractelement <8 x float> %306, i32 3
+	%311 = extractelement <8 x float> %306, i32 4
+	%312 = extractelement <8 x float> %306, i32 5
+	%313 = extractelement <8 x float> %306, i32 6
+	%314 = extractelement <8 x float> %306, i32 7
+	%315 = add i64 %112, 8
+	%316 = getelementptr float, float* %7, i64 %315
+	%317 = bitcast float* %316 to <8 x float>*
+	%318 = load <8 x float>, <8 x float>* %317, align 4
+	%319 = extractelement <8 x float> %318, i32 0
+	%320 = extractelement <8 x float> %318, i32 1
+	%321 = extractelement <8 x float> %318, i32 2
+	%322 = extractelement <8 x float> %318, i32 3
+	%323 = extractelement <8 x float> %318, i32 4
+	%324 = extractelement <8 x float> %318, i32 5
+	%325 = extractelement <8 x float> %318, i32 6
+	%326 = extractelement <8 x float> %318, i32 7
+	%327 = add i64 %112, 16
+	%328 = getelementptr float, float* %7, i64 %327
+	%329 = bitcast float* %328 to <8 x float>*
+	%330 = load <8 x float>, <8 x float>* %329, align 4
+	%331 = extractelement <8 x float> %330, i32 0
+	%332 = extractelement <8 x float> %330, i32 1
+	%333 = extractelement <8 x float> %330, i32 2
+	%334 = extractelement <8 x float> %330, i32 3
+	%335 = extractelement <8 x float> %330, i32 4
+	%336 = extractelement <8 x float> %330, i32 5
+	%337 = extractelement <8 x float> %330, i32 6
+	%338 = extractelement <8 x float> %330, i32 7
+	%339 = add i64 %112, 24
+	%340 = getelementptr float, float* %7, i64 %339
+	%341 = bitcast float* %340 to <8 x float>*
+	%342 = load <8 x float>, <8 x float>* %341, align 4
+	%343 = extractelement <8 x float> %342, i32 0
+	%344 = extractelement <8 x float> %342, i32 1
+	%345 = extractelement <8 x float> %342, i32 2
+	%346 = extractelement <8 x float> %342, i32 3
+	%347 = extractelement <8 x float> %342, i32 4
+	%348 = extractelement <8 x float> %342, i32 5
+	%349 = extractelement <8 x float> %342, i32 6
+	%350 = extractelement <8 x float> %342, i32 7
+	%351 = add i64 %112, 0
+	%352 = getelementptr float, float* %9, i64 %351
+	%353 = bitcast float* %352 to <8 x float>*
+	%354 = load <8 x float>, <8 x float>* %353, align 4
+	%355 = extractelement <8 x float> %354, i32 0
+	%356 = extractelement <8 x float> %354, i32 1
+	%357 = extractelement <8 x float> %354, i32 2
+	%358 = extractelement <8 x float> %354, i32 3
+	%359 = extractelement <8 x float> %354, i32 4
+	%360 = extractelement <8 x float> %354, i32 5
+	%361 = extractelement <8 x float> %354, i32 6
+	%362 = extractelement <8 x float> %354, i32 7
+	%363 = add i64 %112, 8
+	%364 = getelementptr float, float* %9, i64 %363
+	%365 = bitcast float* %364 to <8 x float>*
+	%366 = load <8 x float>, <8 x float>* %365, align 4
+	%367 = extractelement <8 x float> %366, i32 0
+	%368 = extractelement <8 x float> %366, i32 1
+	%369 = extractelement <8 x float> %366, i32 2
+	%370 = extractelement <8 x float> %366, i32 3
+	%371 = extractelement <8 x float> %366, i32 4
+	%372 = extractelement <8 x float> %366, i32 5
+	%373 = extractelement <8 x float> %366, i32 6
+	%374 = extractelement <8 x float> %366, i32 7
+	%375 = add i64 %112, 16
+	%376 = getelementptr float, float* %9, i64 %375
+	%377 = bitcast float* %376 to <8 x float>*
+	%378 = load <8 x float>, <8 x float>* %377, align 4
+	%379 = extractelement <8 x float> %378, i32 0
+	%380 = extractelement <8 x float> %378, i32 1
+	%381 = extractelement <8 x float> %378, i32 2
+	%382 = extractelement <8 x float> %378, i32 3
+	%383 = extractelement <8 x float> %378, i32 4
+	%384 = extractelement <8 x float> %378, i32 5
+	%385 = extractelement <8 x float> %378, i32 6
+	%386 = extractelement <8 x float> %378, i32 7
+	%387 = add i64 %112, 24
+	%388 = getelementptr float, float* %9, i64 %387
+	%389 = bitcast float* %388 to <8 x float>*
+	%390 = load <8 x float>, <8 x float>* %389, align 4
+	%391 = extractelement <8 x float> %390, i32 0
+	%392 = extractelement <8 x float> %390, i32 1
+	%393 = extractelement <8 x float> %390, i32 2
+	%394 = extractelement <8 x float> %390, i32 3
+	%395 = extractelement <8 x float> %390, i32 4
+	%396 = extractelement <8 x float> %390, i32 5
+	%397 = extractelement <8 x float> %390, i32 6
+	%398 = extractelement <8 x float> %390, i32 7
+	%399 = add i64 %112, 0
+	%400 = getelementptr float, float* %11, i64 %399
+	%401 = bitcast float* %400 to <8 x float>*
+	%402 = load <8 x float>, <8 x float>* %401, align 4
+	%403 = extractelement <8 x float> %402, i32 0
+	%404 = extractelement <8 x float> %402, i32 1
+	%405 = extractelement <8 x float> %402, i32 2
+	%406 = extractelement <8 x float> %402, i32 3
+	%407 = extractelement <8 x float> %402, i32 4
+	%408 = extractelement <8 x float> %402, i32 5
+	%409 = extractelement <8 x float> %402, i32 6
+	%410 = extractelement <8 x float> %402, i32 7
+	%411 = add i64 %112, 8
+	%412 = getelementptr float, float* %11, i64 %411
+	%413 = bitcast float* %412 to <8 x float>*
+	%414 = load <8 x float>, <8 x float>* %413, align 4
+	%415 = extractelement <8 x float> %414, i32 0
+	%416 = extractelement <8 x float> %414, i32 1
+	%417 = extractelement <8 x float> %414, i32 2
+	%418 = extractelement <8 x float> %414, i32 3
+	%419 = extractelement <8 x float> %414, i32 4
+	%420 = extractelement <8 x float> %414, i32 5
+	%421 = extractelement <8 x float> %414, i32 6
+	%422 = extractelement <8 x float> %414, i32 7
+	%423 = add i64 %112, 16
+	%424 = getelementptr float, float* %11, i64 %423
+	%425 = bitcast float* %424 to <8 x float>*
+	%426 = load <8 x float>, <8 x float>* %425, align 4
+	%427 = extractelement <8 x float> %426, i32 0
+	%428 = extractelement <8 x float> %426, i32 1
+	%429 = extractelement <8 x float> %426, i32 2
+	%430 = extractelement <8 x float> %426, i32 3
+	%431 = extractelement <8 x float> %426, i32 4
+	%432 = extractelement <8 x float> %426, i32 5
+	%433 = extractelement <8 x float> %426, i32 6
+	%434 = extractelement <8 x float> %426, i32 7
+	%435 = add i64 %112, 24
+	%436 = getelementptr float, float* %11, i64 %435
+	%437 = bitcast float* %436 to <8 x float>*
+	%438 = load <8 x float>, <8 x float>* %437, align 4
+	%439 = extractelement <8 x float> %438, i32 0
+	%440 = extractelement <8 x float> %438, i32 1
+	%441 = extractelement <8 x float> %438, i32 2
+	%442 = extractelement <8 x float> %438, i32 3
+	%443 = extractelement <8 x float> %438, i32 4
+	%444 = extractelement <8 x float> %438, i32 5
+	%445 = extractelement <8 x float> %438, i32 6
+	%446 = extractelement <8 x float> %438, i32 7
+	%447 = add i64 %112, 0
+	%448 = getelementptr float, float* %13, i64 %447
+	%449 = bitcast float* %448 to <8 x float>*
+	%450 = load <8 x float>, <8 x float>* %449, align 4
+	%451 = extractelement <8 x float> %450, i32 0
+	%452 = extractelement <8 x float> %450, i32 1
+	%453 = extractelement <8 x float> %450, i32 2
+	%454 = extractelement <8 x float> %450, i32 3
+	%455 = extractelement <8 x float> %450, i32 4
+	%456 = extractelement <8 x float> %450, i32 5
+	%457 = extractelement <8 x float> %450, i32 6
+	%458 = extractelement <8 x float> %450, i32 7
+	%459 = add i64 %112, 8
+	%460 = getelementptr float, float* %13, i64 %459
+	%461 = bitcast float* %460 to <8 x float>*
+	%462 = load <8 x float>, <8 x float>* %461, align 4
+	%463 = extractelement <8 x float> %462, i32 0
+	%464 = extractelement <8 x float> %462, i32 1
+	%465 = extractelement <8 x float> %462, i32 2
+	%466 = extractelement <8 x float> %462, i32 3
+	%467 = extractelement <8 x float> %462, i32 4
+	%468 = extractelement <8 x float> %462, i32 5
+	%469 = extractelement <8 x float> %462, i32 6
+	%470 = extractelement <8 x float> %462, i32 7
+	%471 = add i64 %112, 16
+	%472 = getelementptr float, float* %13, i64 %471
+	%473 = bitcast float* %472 to <8 x float>*
+	%474 = load <8 x float>, <8 x float>* %473, align 4
+	%475 = extractelement <8 x float> %474, i32 0
+	%476 = extractelement <8 x float> %474, i32 1
+	%477 = extractelement <8 x float> %474, i32 2
+	%478 = extractelement <8 x float> %474, i32 3
+	%479 = extractelement <8 x float> %474, i32 4
+	%480 = extractelement <8 x float> %474, i32 5
+	%481 = extractelement <8 x float> %474, i32 6
+	%482 = extractelement <8 x float> %474, i32 7
+	%483 = add i64 %112, 24
+	%484 = getelementptr float, float* %13, i64 %483
+	%485 = bitcast float* %484 to <8 x float>*
+	%486 = load <8 x float>, <8 x float>* %485, align 4
+	%487 = extractelement <8 x float> %486, i32 0
+	%488 = extractelement <8 x float> %486, i32 1
+	%489 = extractelement <8 x float> %486, i32 2
+	%490 = extractelement <8 x float> %486, i32 3
+	%491 = extractelement <8 x float> %486, i32 4
+	%492 = extractelement <8 x float> %486, i32 5
+	%493 = extractelement <8 x float> %486, i32 6
+	%494 = extractelement <8 x float> %486, i32 7
+	%495 = call { float, float, float, float, float, float } @doppler_body(float %119, float %178, float %259, float %307, float %355, float %403, float %451, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%496 = extractvalue { float, float, float, float, float, float } %495, 0
+	%497 = extractvalue { float, float, float, float, float, float } %495, 1
+	%498 = extractvalue { float, float, float, float, float, float } %495, 2
+	%499 = extractvalue { float, float, float, float, float, float } %495, 3
+	%500 = extractvalue { float, float, float, float, float, float } %495, 4
+	%501 = extractvalue { float, float, float, float, float, float } %495, 5
+	%502 = call { float, float, float, float, float, float } @doppler_body(float %120, float %179, float %260, float %308, float %356, float %404, float %452, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%503 = extractvalue { float, float, float, float, float, float } %502, 0
+	%504 = extractvalue { float, float, float, float, float, float } %502, 1
+	%505 = extractvalue { float, float, float, float, float, float } %502, 2
+	%506 = extractvalue { float, float, float, float, float, float } %502, 3
+	%507 = extractvalue { float, float, float, float, float, float } %502, 4
+	%508 = extractvalue { float, float, float, float, float, float } %502, 5
+	%509 = call { float, float, float, float, float, float } @doppler_body(float %121, float %180, float %261, float %309, float %357, float %405, float %453, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%510 = extractvalue { float, float, float, float, float, float } %509, 0
+	%511 = extractvalue { float, float, float, float, float, float } %509, 1
+	%512 = extractvalue { float, float, float, float, float, float } %509, 2
+	%513 = extractvalue { float, float, float, float, float, float } %509, 3
+	%514 = extractvalue { float, float, float, float, float, float } %509, 4
+	%515 = extractvalue { float, float, float, float, float, float } %509, 5
+	%516 = call { float, float, float, float, float, float } @doppler_body(float %122, float %181, float %262, float %310, float %358, float %406, float %454, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%517 = extractvalue { float, float, float, float, float, float } %516, 0
+	%518 = extractvalue { float, float, float, float, float, float } %516, 1
+	%519 = extractvalue { float, float, float, float, float, float } %516, 2
+	%520 = extractvalue { float, float, float, float, float, float } %516, 3
+	%521 = extractvalue { float, float, float, float, float, float } %516, 4
+	%522 = extractvalue { float, float, float, float, float, float } %516, 5
+	%523 = call { float, float, float, float, float, float } @doppler_body(float %123, float %182, float %263, float %311, float %359, float %407, float %455, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%524 = extractvalue { float, float, float, float, float, float } %523, 0
+	%525 = extractvalue { float, float, float, float, float, float } %523, 1
+	%526 = extractvalue { float, float, float, float, float, float } %523, 2
+	%527 = extractvalue { float, float, float, float, float, float } %523, 3
+	%528 = extractvalue { float, float, float, float, float, float } %523, 4
+	%529 = extractvalue { float, float, float, float, float, float } %523, 5
+	%530 = call { float, float, float, float, float, float } @doppler_body(float %124, float %183, float %264, float %312, float %360, float %408, float %456, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%531 = extractvalue { float, float, float, float, float, float } %530, 0
+	%532 = extractvalue { float, float, float, float, float, float } %530, 1
+	%533 = extractvalue { float, float, float, float, float, float } %530, 2
+	%534 = extractvalue { float, float, float, float, float, float } %530, 3
+	%535 = extractvalue { float, float, float, float, float, float } %530, 4
+	%536 = extractvalue { float, float, float, float, float, float } %530, 5
+	%537 = call { float, float, float, float, float, float } @doppler_body(float %125, float %184, float %265, float %313, float %361, float %409, float %457, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%538 = extractvalue { float, float, float, float, float, float } %537, 0
+	%539 = extractvalue { float, float, float, float, float, float } %537, 1
+	%540 = extractvalue { float, float, float, float, float, float } %537, 2
+	%541 = extractvalue { float, float, float, float, float, float } %537, 3
+	%542 = extractvalue { float, float, float, float, float, float } %537, 4
+	%543 = extractvalue { float, float, float, float, float, float } %537, 5
+	%544 = call { float, float, float, float, float, float } @doppler_body(float %126, float %185, float %266, float %314, float %362, float %410, float %458, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%545 = extractvalue { float, float, float, float, float, float } %544, 0
+	%546 = extractvalue { float, float, float, float, float, float } %544, 1
+	%547 = extractvalue { float, float, float, float, float, float } %544, 2
+	%548 = extractvalue { float, float, float, float, float, float } %544, 3
+	%549 = extractvalue { float, float, float, float, float, float } %544, 4
+	%550 = extractvalue { float, float, float, float, float, float } %544, 5
+	%551 = call { float, float, float, float, float, float } @doppler_body(float %131, float %201, float %271, float %319, float %367, float %415, float %463, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%552 = extractvalue { float, float, float, float, float, float } %551, 0
+	%553 = extractvalue { float, float, float, float, float, float } %551, 1
+	%554 = extractvalue { float, float, float, float, float, float } %551, 2
+	%555 = extractvalue { float, float, float, float, float, float } %551, 3
+	%556 = extractvalue { float, float, float, float, float, float } %551, 4
+	%557 = extractvalue { float, float, float, float, float, float } %551, 5
+	%558 = call { float, float, float, float, float, float } @doppler_body(float %132, float %202, float %272, float %320, float %368, float %416, float %464, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%559 = extractvalue { float, float, float, float, float, float } %558, 0
+	%560 = extractvalue { float, float, float, float, float, float } %558, 1
+	%561 = extractvalue { float, float, float, float, float, float } %558, 2
+	%562 = extractvalue { float, float, float, float, float, float } %558, 3
+	%563 = extractvalue { float, float, float, float, float, float } %558, 4
+	%564 = extractvalue { float, float, float, float, float, float } %558, 5
+	%565 = call { float, float, float, float, float, float } @doppler_body(float %133, float %203, float %273, float %321, float %369, float %417, float %465, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%566 = extractvalue { float, float, float, float, float, float } %565, 0
+	%567 = extractvalue { float, float, float, float, float, float } %565, 1
+	%568 = extractvalue { float, float, float, float, float, float } %565, 2
+	%569 = extractvalue { float, float, float, float, float, float } %565, 3
+	%570 = extractvalue { float, float, float, float, float, float } %565, 4
+	%571 = extractvalue { float, float, float, float, float, float } %565, 5
+	%572 = call { float, float, float, float, float, float } @doppler_body(float %134, float %204, float %274, float %322, float %370, float %418, float %466, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%573 = extractvalue { float, float, float, float, float, float } %572, 0
+	%574 = extractvalue { float, float, float, float, float, float } %572, 1
+	%575 = extractvalue { float, float, float, float, float, float } %572, 2
+	%576 = extractvalue { float, float, float, float, float, float } %572, 3
+	%577 = extractvalue { float, float, float, float, float, float } %572, 4
+	%578 = extractvalue { float, float, float, float, float, float } %572, 5
+	%579 = call { float, float, float, float, float, float } @doppler_body(float %135, float %205, float %275, float %323, float %371, float %419, float %467, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%580 = extractvalue { float, float, float, float, float, float } %579, 0
+	%581 = extractvalue { float, float, float, float, float, float } %579, 1
+	%582 = extractvalue { float, float, float, float, float, float } %579, 2
+	%583 = extractvalue { float, float, float, float, float, float } %579, 3
+	%584 = extractvalue { float, float, float, float, float, float } %579, 4
+	%585 = extractvalue { float, float, float, float, float, float } %579, 5
+	%586 = call { float, float, float, float, float, float } @doppler_body(float %136, float %206, float %276, float %324, float %372, float %420, float %468, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%587 = extractvalue { float, float, float, float, float, float } %586, 0
+	%588 = extractvalue { float, float, float, float, float, float } %586, 1
+	%589 = extractvalue { float, float, float, float, float, float } %586, 2
+	%590 = extractvalue { float, float, float, float, float, float } %586, 3
+	%591 = extractvalue { float, float, float, float, float, float } %586, 4
+	%592 = extractvalue { float, float, float, float, float, float } %586, 5
+	%593 = call { float, float, float, float, float, float } @doppler_body(float %137, float %207, float %277, float %325, float %373, float %421, float %469, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%594 = extractvalue { float, float, float, float, float, float } %593, 0
+	%595 = extractvalue { float, float, float, float, float, float } %593, 1
+	%596 = extractvalue { float, float, float, float, float, float } %593, 2
+	%597 = extractvalue { float, float, float, float, float, float } %593, 3
+	%598 = extractvalue { float, float, float, float, float, float } %593, 4
+	%599 = extractvalue { float, float, float, float, float, float } %593, 5
+	%600 = call { float, float, float, float, float, float } @doppler_body(float %138, float %208, float %278, float %326, float %374, float %422, float %470, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%601 = extractvalue { float, float, float, float, float, float } %600, 0
+	%602 = extractvalue { float, float, float, float, float, float } %600, 1
+	%603 = extractvalue { float, float, float, float, float, float } %600, 2
+	%604 = extractvalue { float, float, float, float, float, float } %600, 3
+	%605 = extractvalue { float, float, float, float, float, float } %600, 4
+	%606 = extractvalue { float, float, float, float, float, float } %600, 5
+	%607 = call { float, float, float, float, float, float } @doppler_body(float %143, float %224, float %283, float %331, float %379, float %427, float %475, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
 	%608 = extractvalue { float, float, float, float, float, float } %607, 0
 	%609 = extractvalue { float, float, float, float, float, float } %607, 1
 	%610 = extractvalue { float, float, float, float, float, float } %607, 2
 	%611 = extractvalue { float, float, float, float, float, float } %607, 3
 	%612 = extractvalue { float, float, float, float, float, float } %607, 4
 	%613 = extractvalue { float, float, float, float, float, float } %607, 5
-	%614 = extractvalue [4 x <8 x float>] %569, 0
-	%615 = extractelement <8 x float> %614, i32 1
-	%616 = fmul float %45, %615
-	%617 = fadd float %189, %616
-	%618 = call { float, float, float, float, float, float } @doppler_body(float %124, float %617, float %254, float %319, float %384, float %449, float %514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%619 = extractvalue { float, float, float, float, float, float } %618, 0
-	%620 = extractvalue { float, float, float, float, float, float } %618, 1
-	%621 = extractvalue { float, float, float, float, float, float } %618, 2
-	%622 = extractvalue { float, float, float, float, float, float } %618, 3
-	%623 = extractvalue { float, float, float, float, float, float } %618, 4
-	%624 = extractvalue { float, float, float, float, float, float } %618, 5
-	%625 = extractvalue [4 x <8 x float>] %569, 1
-	%626 = extractelement <8 x float> %625, i32 1
-	%627 = fmul float %45, %626
-	%628 = fadd float %191, %627
-	%629 = call { float, float, float, float, float, float } @doppler_body(float %126, float %628, float %256, float %321, float %386, float %451, float %516, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%630 = extractvalue { float, float, float, float, float, float } %629, 0
-	%631 = extractvalue { float, float, float, float, float, float } %629, 1
-	%632 = extractvalue { float, float, float, float, float, float } %629, 2
-	%633 = extractvalue { float, float, float, float, float, float } %629, 3
-	%634 = extractvalue { float, float, float, float, float, float } %629, 4
-	%635 = extractvalue { float, float, float, float, float, float } %629, 5
-	%636 = extractvalue [4 x <8 x float>] %569, 2
-	%637 = extractelement <8 x float> %636, i32 1
-	%638 = fmul float %45, %637
-	%639 = fadd float %193, %638
-	%640 = call { float, float, float, float, float, float } @doppler_body(float %128, float %639, float %258, float %323, float %388, float %453, float %518, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%641 = extractvalue { float, float, float, float, float, float } %640, 0
-	%642 = extractvalue { float, float, float, float, float, float } %640, 1
-	%643 = extractvalue { float, float, float, float, float, float } %640, 2
-	%644 = extractvalue { float, float, float, float, float, float } %640, 3
-	%645 = extractvalue { float, float, float, float, float, float } %640, 4
-	%646 = extractvalue { float, float, float, float, float, float } %640, 5
-	%647 = extractvalue [4 x <8 x float>] %569, 3
-	%648 = extractelement <8 x float> %647, i32 1
-	%649 = fmul float %45, %648
-	%650 = fadd float %195, %649
-	%651 = call { float, float, float, float, float, float } @doppler_body(float %130, float %650, float %260, float %325, float %390, float %455, float %520, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%652 = extractvalue { float, float, float, float, float, float } %651, 0
-	%653 = extractvalue { float, float, float, float, float, float } %651, 1
-	%654 = extractvalue { float, float, float, float, float, float } %651, 2
-	%655 = extractvalue { float, float, float, float, float, float } %651, 3
-	%656 = extractvalue { float, float, float, float, float, float } %651, 4
-	%657 = extractvalue { float, float, float, float, float, float } %651, 5
-	%658 = extractvalue [4 x <8 x float>] %569, 0
-	%659 = extractelement <8 x float> %658, i32 2
-	%660 = fmul float %45, %659
-	%661 = fadd float %197, %660
-	%662 = call { float, float, float, float, float, float } @doppler_body(float %132, float %661, float %262, float %327, float %392, float %457, float %522, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%663 = extractvalue { float, float, float, float, float, float } %662, 0
-	%664 = extractvalue { float, float, float, float, float, float } %662, 1
-	%665 = extractvalue { float, float, float, float, float, float } %662, 2
-	%666 = extractvalue { float, float, float, float, float, float } %662, 3
-	%667 = extractvalue { float, float, float, float, float, float } %662, 4
-	%668 = extractvalue { float, float, float, float, float, float } %662, 5
-	%669 = extractvalue [4 x <8 x float>] %569, 1
-	%670 = extractelement <8 x float> %669, i32 2
-	%671 = fmul float %45, %670
-	%672 = fadd float %199, %671
-	%673 = call { float, float, float, float, float, float } @doppler_body(float %134, float %672, float %264, float %329, float %394, float %459, float %524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%674 = extractvalue { float, float, float, float, float, float } %673, 0
-	%675 = extractvalue { float, float, float, float, float, float } %673, 1
-	%676 = extractvalue { float, float, float, float, float, float } %673, 2
-	%677 = extractvalue { float, float, float, float, float, float } %673, 3
-	%678 = extractvalue { float, float, float, float, float, float } %673, 4
-	%679 = extractvalue { float, float, float, float, float, float } %673, 5
-	%680 = extractvalue [4 x <8 x float>] %569, 2
-	%681 = extractelement <8 x float> %680, i32 2
-	%682 = fmul float %45, %681
-	%683 = fadd float %201, %682
-	%684 = call { float, float, float, float, float, float } @doppler_body(float %136, float %683, float %266, float %331, float %396, float %461, float %526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%614 = call { float, float, float, float, float, float } @doppler_body(float %144, float %225, float %284, float %332, float %380, float %428, float %476, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%615 = extractvalue { float, float, float, float, float, float } %614, 0
+	%616 = extractvalue { float, float, float, float, float, float } %614, 1
+	%617 = extractvalue { float, float, float, float, float, float } %614, 2
+	%618 = extractvalue { float, float, float, float, float, float } %614, 3
+	%619 = extractvalue { float, float, float, float, float, float } %614, 4
+	%620 = extractvalue { float, float, float, float, float, float } %614, 5
+	%621 = call { float, float, float, float, float, float } @doppler_body(float %145, float %226, float %285, float %333, float %381, float %429, float %477, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%622 = extractvalue { float, float, float, float, float, float } %621, 0
+	%623 = extractvalue { float, float, float, float, float, float } %621, 1
+	%624 = extractvalue { float, float, float, float, float, float } %621, 2
+	%625 = extractvalue { float, float, float, float, float, float } %621, 3
+	%626 = extractvalue { float, float, float, float, float, float } %621, 4
+	%627 = extractvalue { float, float, float, float, float, float } %621, 5
+	%628 = call { float, float, float, float, float, float } @doppler_body(float %146, float %227, float %286, float %334, float %382, float %430, float %478, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%629 = extractvalue { float, float, float, float, float, float } %628, 0
+	%630 = extractvalue { float, float, float, float, float, float } %628, 1
+	%631 = extractvalue { float, float, float, float, float, float } %628, 2
+	%632 = extractvalue { float, float, float, float, float, float } %628, 3
+	%633 = extractvalue { float, float, float, float, float, float } %628, 4
+	%634 = extractvalue { float, float, float, float, float, float } %628, 5
+	%635 = call { float, float, float, float, float, float } @doppler_body(float %147, float %228, float %287, float %335, float %383, float %431, float %479, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%636 = extractvalue { float, float, float, float, float, float } %635, 0
+	%637 = extractvalue { float, float, float, float, float, float } %635, 1
+	%638 = extractvalue { float, float, float, float, float, float } %635, 2
+	%639 = extractvalue { float, float, float, float, float, float } %635, 3
+	%640 = extractvalue { float, float, float, float, float, float } %635, 4
+	%641 = extractvalue { float, float, float, float, float, float } %635, 5
+	%642 = call { float, float, float, float, float, float } @doppler_body(float %148, float %229, float %288, float %336, float %384, float %432, float %480, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%643 = extractvalue { float, float, float, float, float, float } %642, 0
+	%644 = extractvalue { float, float, float, float, float, float } %642, 1
+	%645 = extractvalue { float, float, float, float, float, float } %642, 2
+	%646 = extractvalue { float, float, float, float, float, float } %642, 3
+	%647 = extractvalue { float, float, float, float, float, float } %642, 4
+	%648 = extractvalue { float, float, float, float, float, float } %642, 5
+	%649 = call { float, float, float, float, float, float } @doppler_body(float %149, float %230, float %289, float %337, float %385, float %433, float %481, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%650 = extractvalue { float, float, float, float, float, float } %649, 0
+	%651 = extractvalue { float, float, float, float, float, float } %649, 1
+	%652 = extractvalue { float, float, float, float, float, float } %649, 2
+	%653 = extractvalue { float, float, float, float, float, float } %649, 3
+	%654 = extractvalue { float, float, float, float, float, float } %649, 4
+	%655 = extractvalue { float, float, float, float, float, float } %649, 5
+	%656 = call { float, float, float, float, float, float } @doppler_body(float %150, float %231, float %290, float %338, float %386, float %434, float %482, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%657 = extractvalue { float, float, float, float, float, float } %656, 0
+	%658 = extractvalue { float, float, float, float, float, float } %656, 1
+	%659 = extractvalue { float, float, float, float, float, float } %656, 2
+	%660 = extractvalue { float, float, float, float, float, float } %656, 3
+	%661 = extractvalue { float, float, float, float, float, float } %656, 4
+	%662 = extractvalue { float, float, float, float, float, float } %656, 5
+	%663 = call { float, float, float, float, float, float } @doppler_body(float %155, float %247, float %295, float %343, float %391, float %439, float %487, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%664 = extractvalue { float, float, float, float, float, float } %663, 0
+	%665 = extractvalue { float, float, float, float, float, float } %663, 1
+	%666 = extractvalue { float, float, float, float, float, float } %663, 2
+	%667 = extractvalue { float, float, float, float, float, float } %663, 3
+	%668 = extractvalue { float, float, float, float, float, float } %663, 4
+	%669 = extractvalue { float, float, float, float, float, float } %663, 5
+	%670 = call { float, float, float, float, float, float } @doppler_body(float %156, float %248, float %296, float %344, float %392, float %440, float %488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%671 = extractvalue { float, float, float, float, float, float } %670, 0
+	%672 = extractvalue { float, float, float, float, float, float } %670, 1
+	%673 = extractvalue { float, float, float, float, float, float } %670, 2
+	%674 = extractvalue { float, float, float, float, float, float } %670, 3
+	%675 = extractvalue { float, float, float, float, float, float } %670, 4
+	%676 = extractvalue { float, float, float, float, float, float } %670, 5
+	%677 = call { float, float, float, float, float, float } @doppler_body(float %157, float %249, float %297, float %345, float %393, float %441, float %489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%678 = extractvalue { float, float, float, float, float, float } %677, 0
+	%679 = extractvalue { float, float, float, float, float, float } %677, 1
+	%680 = extractvalue { float, float, float, float, float, float } %677, 2
+	%681 = extractvalue { float, float, float, float, float, float } %677, 3
+	%682 = extractvalue { float, float, float, float, float, float } %677, 4
+	%683 = extractvalue { float, float, float, float, float, float } %677, 5
+	%684 = call { float, float, float, float, float, float } @doppler_body(float %158, float %250, float %298, float %346, float %394, float %442, float %490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
 	%685 = extractvalue { float, float, float, float, float, float } %684, 0
 	%686 = extractvalue { float, float, float, float, float, float } %684, 1
 	%687 = extractvalue { float, float, float, float, float, float } %684, 2
 	%688 = extractvalue { float, float, float, float, float, float } %684, 3
 	%689 = extractvalue { float, float, float, float, float, float } %684, 4
 	%690 = extractvalue { float, float, float, float, float, float } %684, 5
-	%691 = extractvalue [4 x <8 x float>] %569, 3
-	%692 = extractelement <8 x float> %691, i32 2
-	%693 = fmul float %45, %692
-	%694 = fadd float %203, %693
-	%695 = call { float, float, float, float, float, float } @doppler_body(float %138, float %694, float %268, float %333, float %398, float %463, float %528, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%696 = extractvalue { float, float, float, float, float, float } %695, 0
-	%697 = extractvalue { float, float, float, float, float, float } %695, 1
-	%698 = extractvalue { float, float, float, float, float, float } %695, 2
-	%699 = extractvalue { float, float, float, float, float, float } %695, 3
-	%700 = extractvalue { float, float, float, float, float, float } %695, 4
-	%701 = extractvalue { float, float, float, float, float, float } %695, 5
-	%702 = extractvalue [4 x <8 x float>] %569, 0
-	%703 = extractelement <8 x float> %702, i32 3
-	%704 = fmul float %45, %703
-	%705 = fadd float %205, %704
-	%706 = call { float, float, float, float, float, float } @doppler_body(float %140, float %705, float %270, float %335, float %400, float %465, float %530, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%707 = extractvalue { float, float, float, float, float, float } %706, 0
-	%708 = extractvalue { float, float, float, float, float, float } %706, 1
-	%709 = extractvalue { float, float, float, float, float, float } %706, 2
-	%710 = extractvalue { float, float, float, float, float, float } %706, 3
-	%711 = extractvalue { float, float, float, float, float, float } %706, 4
-	%712 = extractvalue { float, float, float, float, float, float } %706, 5
-	%713 = extractvalue [4 x <8 x float>] %569, 1
-	%714 = extractelement <8 x float> %713, i32 3
-	%715 = fmul float %45, %714
-	%716 = fadd float %207, %715
-	%717 = call { float, float, float, float, float, float } @doppler_body(float %142, float %716, float %272, float %337, float %402, float %467, float %532, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%718 = extractvalue { float, float, float, float, float, float } %717, 0
-	%719 = extractvalue { float, float, float, float, float, float } %717, 1
-	%720 = extractvalue { float, float, float, float, float, float } %717, 2
-	%721 = extractvalue { float, float, float, float, float, float } %717, 3
-	%722 = extractvalue { float, float, float, float, float, float } %717, 4
-	%723 = extractvalue { float, float, float, float, float, float } %717, 5
-	%724 = extractvalue [4 x <8 x float>] %569, 2
-	%725 = extractelement <8 x float> %724, i32 3
-	%726 = fmul float %45, %725
-	%727 = fadd float %209, %726
-	%728 = call { float, float, float, float, float, float } @doppler_body(float %144, float %727, float %274, float %339, float %404, float %469, float %534, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%729 = extractvalue { float, float, float, float, float, float } %728, 0
-	%730 = extractvalue { float, float, float, float, float, float } %728, 1
-	%731 = extractvalue { float, float, float, float, float, float } %728, 2
-	%732 = extractvalue { float, float, float, float, float, float } %728, 3
-	%733 = extractvalue { float, float, float, float, float, float } %728, 4
-	%734 = extractvalue { float, float, float, float, float, float } %728, 5
-	%735 = extractvalue [4 x <8 x float>] %569, 3
-	%736 = extractelement <8 x float> %735, i32 3
-	%737 = fmul float %45, %736
-	%738 = fadd float %211, %737
-	%739 = call { float, float, float, float, float, float } @doppler_body(float %146, float %738, float %276, float %341, float %406, float %471, float %536, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%740 = extractvalue { float, float, float, float, float, float } %739, 0
-	%741 = extractvalue { float, float, float, float, float, float } %739, 1
-	%742 = extractvalue { float, float, float, float, float, float } %739, 2
-	%743 = extractvalue { float, float, float, float, float, float } %739, 3
-	%744 = extractvalue { float, float, float, float, float, float } %739, 4
-	%745 = extractvalue { float, float, float, float, float, float } %739, 5
-	%746 = extractvalue [4 x <8 x float>] %569, 0
-	%747 = extractelement <8 x float> %746, i32 4
-	%748 = fmul float %45, %747
-	%749 = fadd float %213, %748
-	%750 = call { float, float, float, float, float, float } @doppler_body(float %148, float %749, float %278, float %343, float %408, float %473, float %538, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%751 = extractvalue { float, float, float, float, float, float } %750, 0
-	%752 = extractvalue { float, float, float, float, float, float } %750, 1
-	%753 = extractvalue { float, float, float, float, float, float } %750, 2
-	%754 = extractvalue { float, float, float, float, float, float } %750, 3
-	%755 = extractvalue { float, float, float, float, float, float } %750, 4
-	%756 = extractvalue { float, float, float, float, float, float } %750, 5
-	%757 = extractvalue [4 x <8 x float>] %569, 1
-	%758 = extractelement <8 x float> %757, i32 4
-	%759 = fmul float %45, %758
-	%760 = fadd float %215, %759
-	%761 = call { float, float, float, float, float, float } @doppler_body(float %150, float %760, float %280, float %345, float %410, float %475, float %540, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%762 = extractvalue { float, float, float, float, float, float } %761, 0
-	%763 = extractvalue { float, float, float, float, float, float } %761, 1
-	%764 = extractvalue { float, float, float, float, float, float } %761, 2
-	%765 = extractvalue { float, float, float, float, float, float } %761, 3
-	%766 = extractvalue { float, float, float, float, float, float } %761, 4
-	%767 = extractvalue { float, float, float, float, float, float } %761, 5
-	%768 = extractvalue [4 x <8 x float>] %569, 2
-	%769 = extractelement <8 x float> %768, i32 4
-	%770 = fmul float %45, %769
-	%771 = fadd float %217, %770
-	%772 = call { float, float, float, float, float, float } @doppler_body(float %152, float %771, float %282, float %347, float %412, float %477, float %542, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%773 = extractvalue { float, float, float, float, float, float } %772, 0
-	%774 = extractvalue { float, float, float, float, float, float } %772, 1
-	%775 = extractvalue { float, float, float, float, float, float } %772, 2
-	%776 = extractvalue { float, float, float, float, float, float } %772, 3
-	%777 = extractvalue { float, float, float, float, float, float } %772, 4
-	%778 = extractvalue { float, float, float, float, float, float } %772, 5
-	%779 = extractvalue [4 x <8 x float>] %569, 3
-	%780 = extractelement <8 x float> %779, i32 4
-	%781 = fmul float %45, %780
-	%782 = fadd float %219, %781
-	%783 = call { float, float, float, float, float, float } @doppler_body(float %154, float %782, float %284, float %349, float %414, float %479, float %544, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%784 = extractvalue { float, float, float, float, float, float } %783, 0
-	%785 = extractvalue { float, float, float, float, float, float } %783, 1
-	%786 = extractvalue { float, float, float, float, float, float } %783, 2
-	%787 = extractvalue { float, float, float, float, float, float } %783, 3
-	%788 = extractvalue { float, float, float, float, float, float } %783, 4
-	%789 = extractvalue { float, float, float, float, float, float } %783, 5
-	%790 = extractvalue [4 x <8 x float>] %569, 0
-	%791 = extractelement <8 x float> %790, i32 5
-	%792 = fmul float %45, %791
-	%793 = fadd float %221, %792
-	%794 = call { float, float, float, float, float, float } @doppler_body(float %156, float %793, float %286, float %351, float %416, float %481, float %546, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%795 = extractvalue { float, float, float, float, float, float } %794, 0
-	%796 = extractvalue { float, float, float, float, float, float } %794, 1
-	%797 = extractvalue { float, float, float, float, float, float } %794, 2
-	%798 = extractvalue { float, float, float, float, float, float } %794, 3
-	%799 = extractvalue { float, float, float, float, float, float } %794, 4
-	%800 = extractvalue { float, float, float, float, float, float } %794, 5
-	%801 = extractvalue [4 x <8 x float>] %569, 1
-	%802 = extractelement <8 x float> %801, i32 5
-	%803 = fmul float %45, %802
-	%804 = fadd float %223, %803
-	%805 = call { float, float, float, float, float, float } @doppler_body(float %158, float %804, float %288, float %353, float %418, float %483, float %548, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%806 = extractvalue { float, float, float, float, float, float } %805, 0
-	%807 = extractvalue { float, float, float, float, float, float } %805, 1
-	%808 = extractvalue { float, float, float, float, float, float } %805, 2
-	%809 = extractvalue { float, float, float, float, float, float } %805, 3
-	%810 = extractvalue { float, float, float, float, float, float } %805, 4
-	%811 = extractvalue { float, float, float, float, float, float } %805, 5
-	%812 = extractvalue [4 x <8 x float>] %569, 2
-	%813 = extractelement <8 x float> %812, i32 5
-	%814 = fmul float %45, %813
-	%815 = fadd float %225, %814
-	%816 = call { float, float, float, float, float, float } @doppler_body(float %160, float %815, float %290, float %355, float %420, float %485, float %550, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%817 = extractvalue { float, float, float, float, float, float } %816, 0
-	%818 = extractvalue { float, float, float, float, float, float } %816, 1
-	%819 = extractvalue { float, float, float, float, float, float } %816, 2
-	%820 = extractvalue { float, float, float, float, float, float } %816, 3
-	%821 = extractvalue { float, float, float, float, float, float } %816, 4
-	%822 = extractvalue { float, float, float, float, float, float } %816, 5
-	%823 = extractvalue [4 x <8 x float>] %569, 3
-	%824 = extractelement <8 x float> %823, i32 5
-	%825 = fmul float %45, %824
-	%826 = fadd float %227, %825
-	%827 = call { float, float, float, float, float, float } @doppler_body(float %162, float %826, float %292, float %357, float %422, float %487, float %552, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%828 = extractvalue { float, float, float, float, float, float } %827, 0
-	%829 = extractvalue { float, float, float, float, float, float } %827, 1
-	%830 = extractvalue { float, float, float, float, float, float } %827, 2
-	%831 = extractvalue { float, float, float, float, float, float } %827, 3
-	%832 = extractvalue { float, float, float, float, float, float } %827, 4
-	%833 = extractvalue { float, float, float, float, float, float } %827, 5
-	%834 = extractvalue [4 x <8 x float>] %569, 0
-	%835 = extractelement <8 x float> %834, i32 6
-	%836 = fmul float %45, %835
-	%837 = fadd float %229, %836
-	%838 = call { float, float, float, float, float, float } @doppler_body(float %164, float %837, float %294, float %359, float %424, float %489, float %554, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%839 = extractvalue { float, float, float, float, float, float } %838, 0
-	%840 = extractvalue { float, float, float, float, float, float } %838, 1
-	%841 = extractvalue { float, float, float, float, float, float } %838, 2
-	%842 = extractvalue { float, float, float, float, float, float } %838, 3
-	%843 = extractvalue { float, float, float, float, float, float } %838, 4
-	%844 = extractvalue { float, float, float, float, float, float } %838, 5
-	%845 = extractvalue [4 x <8 x float>] %569, 1
-	%846 = extractelement <8 x float> %845, i32 6
-	%847 = fmul float %45, %846
-	%848 = fadd float %231, %847
-	%849 = call { float, float, float, float, float, float } @doppler_body(float %166, float %848, float %296, float %361, float %426, float %491, float %556, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%850 = extractvalue { float, float, float, float, float, float } %849, 0
-	%851 = extractvalue { float, float, float, float, float, float } %849, 1
-	%852 = extractvalue { float, float, float, float, float, float } %849, 2
-	%853 = extractvalue { float, float, float, float, float, float } %849, 3
-	%854 = extractvalue { float, float, float, float, float, float } %849, 4
-	%855 = extractvalue { float, float, float, float, float, float } %849, 5
-	%856 = extractvalue [4 x <8 x float>] %569, 2
-	%857 = extractelement <8 x float> %856, i32 6
-	%858 = fmul float %45, %857
-	%859 = fadd float %233, %858
-	%860 = call { float, float, float, float, float, float } @doppler_body(float %168, float %859, float %298, float %363, float %428, float %493, float %558, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%861 = extractvalue { float, float, float, float, float, float } %860, 0
-	%862 = extractvalue { float, float, float, float, float, float } %860, 1
-	%863 = extractvalue { float, float, float, float, float, float } %860, 2
-	%864 = extractvalue { float, float, float, float, float, float } %860, 3
-	%865 = extractvalue { float, float, float, float, float, float } %860, 4
-	%866 = extractvalue { float, float, float, float, float, float } %860, 5
-	%867 = extractvalue [4 x <8 x float>] %569, 3
-	%868 = extractelement <8 x float> %867, i32 6
-	%869 = fmul float %45, %868
-	%870 = fadd float %235, %869
-	%871 = call { float, float, float, float, float, float } @doppler_body(float %170, float %870, float %300, float %365, float %430, float %495, float %560, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%872 = extractvalue { float, float, float, float, float, float } %871, 0
-	%873 = extractvalue { float, float, float, float, float, float } %871, 1
-	%874 = extractvalue { float, float, float, float, float, float } %871, 2
-	%875 = extractvalue { float, float, float, float, float, float } %871, 3
-	%876 = extractvalue { float, float, float, float, float, float } %871, 4
-	%877 = extractvalue { float, float, float, float, float, float } %871, 5
-	%878 = extractvalue [4 x <8 x float>] %569, 0
-	%879 = extractelement <8 x float> %878, i32 7
-	%880 = fmul float %45, %879
-	%881 = fadd float %237, %880
-	%882 = call { float, float, float, float, float, float } @doppler_body(float %172, float %881, float %302, float %367, float %432, float %497, float %562, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%883 = extractvalue { float, float, float, float, float, float } %882, 0
-	%884 = extractvalue { float, float, float, float, float, float } %882, 1
-	%885 = extractvalue { float, float, float, float, float, float } %882, 2
-	%886 = extractvalue { float, float, float, float, float, float } %882, 3
-	%887 = extractvalue { float, float, float, float, float, float } %882, 4
-	%888 = extractvalue { float, float, float, float, float, float } %882, 5
-	%889 = extractvalue [4 x <8 x float>] %569, 1
-	%890 = extractelement <8 x float> %889, i32 7
-	%891 = fmul float %45, %890
-	%892 = fadd float %239, %891
-	%893 = call { float, float, float, float, float, float } @doppler_body(float %174, float %892, float %304, float %369, float %434, float %499, float %564, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%894 = extractvalue { float, float, float, float, float, float } %893, 0
-	%895 = extractvalue { float, float, float, float, float, float } %893, 1
-	%896 = extractvalue { float, float, float, float, float, float } %893, 2
-	%897 = extractvalue { float, float, float, float, float, float } %893, 3
-	%898 = extractvalue { float, float, float, float, float, float } %893, 4
-	%899 = extractvalue { float, float, float, float, float, float } %893, 5
-	%900 = extractvalue [4 x <8 x float>] %569, 2
-	%901 = extractelement <8 x float> %900, i32 7
-	%902 = fmul float %45, %901
-	%903 = fadd float %241, %902
-	%904 = call { float, float, float, float, float, float } @doppler_body(float %176, float %903, float %306, float %371, float %436, float %501, float %566, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%905 = extractvalue { float, float, float, float, float, float } %904, 0
-	%906 = extractvalue { float, float, float, float, float, float } %904, 1
-	%907 = extractvalue { float, float, float, float, float, float } %904, 2
-	%908 = extractvalue { float, float, float, float, float, float } %904, 3
-	%909 = extractvalue { float, float, float, float, float, float } %904, 4
-	%910 = extractvalue { float, float, float, float, float, float } %904, 5
-	%911 = extractvalue [4 x <8 x float>] %569, 3
-	%912 = extractelement <8 x float> %911, i32 7
-	%913 = fmul float %45, %912
-	%914 = fadd float %243, %913
-	%915 = call { float, float, float, float, float, float } @doppler_body(float %178, float %914, float %308, float %373, float %438, float %503, float %568, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%916 = extractvalue { float, float, float, float, float, float } %915, 0
-	%917 = extractvalue { float, float, float, float, float, float } %915, 1
-	%918 = extractvalue { float, float, float, float, float, float } %915, 2
-	%919 = extractvalue { float, float, float, float, float, float } %915, 3
-	%920 = extractvalue { float, float, float, float, float, float } %915, 4
-	%921 = extractvalue { float, float, float, float, float, float } %915, 5
-	%922 = getelementptr float, float* %5, i64 %112
-	%923 = getelementptr float, float* %922, i64 0
-	store float %575, float* %923, align 4
-	%924 = getelementptr float, float* %922, i64 1
-	store float %586, float* %924, align 4
-	%925 = getelementptr float, float* %922, i64 2
-	store float %597, float* %925, align 4
-	%926 = getelementptr float, float* %922, i64 3
-	store float %608, float* %926, align 4
-	%927 = getelementptr float, float* %922, i64 4
-	store float %619, float* %927, align 4
-	%928 = getelementptr float, float* %922, i64 5
-	store float %630, float* %928, align 4
-	%929 = getelementptr float, float* %922, i64 6
-	store float %641, float* %929, align 4
-	%930 = getelementptr float, float* %922, i64 7
-	store float %652, float* %930, align 4
-	%931 = getelementptr float, float* %922, i64 8
-	store float %663, float* %931, align 4
-	%932 = getelementptr float, float* %922, i64 9
-	store float %674, float* %932, align 4
-	%933 = getelementptr float, float* %922, i64 10
-	store float %685, float* %933, align 4
-	%934 = getelementptr float, float* %922, i64 11
-	store float %696, float* %934, align 4
-	%935 = getelementptr float, float* %922, i64 12
-	store float %707, float* %935, align 4
-	%936 = getelementptr float, float* %922, i64 13
-	store float %718, float* %936, align 4
-	%937 = getelementptr float, float* %922, i64 14
-	store float %729, float* %937, align 4
-	%938 = getelementptr float, float* %922, i64 15
-	store float %740, float* %938, align 4
-	%939 = getelementptr float, float* %922, i64 16
-	store float %751, float* %939, align 4
-	%940 = getelementptr float, float* %922, i64 17
-	store float %762, float* %940, align 4
-	%941 = getelementptr float, float* %922, i64 18
-	store float %773, float* %941, align 4
-	%942 = getelementptr float, float* %922, i64 19
-	store float %784, float* %942, align 4
-	%943 = getelementptr float, float* %922, i64 20
-	store float %795, float* %943, align 4
-	%944 = getelementptr float, float* %922, i64 21
-	store float %806, float* %944, align 4
-	%945 = getelementptr float, float* %922, i64 22
-	store float %817, float* %945, align 4
-	%946 = getelementptr float, float* %922, i64 23
-	store float %828, float* %946, align 4
-	%947 = getelementptr float, float* %922, i64 24
-	store float %839, float* %947, align 4
-	%948 = getelementptr float, float* %922, i64 25
-	store float %850, float* %948, align 4
-	%949 = getelementptr float, float* %922, i64 26
-	store float %861, float* %949, align 4
-	%950 = getelementptr float, float* %922, i64 27
-	store float %872, float* %950, align 4
-	%951 = getelementptr float, float* %922, i64 28
-	store float %883, float* %951, align 4
-	%952 = getelementptr float, float* %922, i64 29
-	store float %894, float* %952, align 4
-	%953 = getelementptr float, float* %922, i64 30
-	store float %905, float* %953, align 4
-	%954 = getelementptr float, float* %922, i64 31
-	store float %916, float* %954, align 4
-	%955 = getelementptr float, float* %7, i64 %112
-	%956 = getelementptr float, float* %955, i64 0
-	store float %576, float* %956, align 4
-	%957 = getelementptr float, float* %955, i64 1
-	store float %587, float* %957, align 4
-	%958 = getelementptr float, float* %955, i64 2
-	store float %598, float* %958, align 4
-	%959 = getelementptr float, float* %955, i64 3
-	store float %609, float* %959, align 4
-	%960 = getelementptr float, float* %955, i64 4
-	store float %620, float* %960, align 4
-	%961 = getelementptr float, float* %955, i64 5
-	store float %631, float* %961, align 4
-	%962 = getelementptr float, float* %955, i64 6
-	store float %642, float* %962, align 4
-	%963 = getelementptr float, float* %955, i64 7
-	store float %653, float* %963, align 4
-	%964 = getelementptr float, float* %955, i64 8
-	store float %664, float* %964, align 4
-	%965 = getelementptr float, float* %955, i64 9
-	store float %675, float* %965, align 4
-	%966 = getelementptr float, float* %955, i64 10
-	store float %686, float* %966, align 4
-	%967 = getelementptr float, float* %955, i64 11
-	store float %697, float* %967, align 4
-	%968 = getelementptr float, float* %955, i64 12
-	store float %708, float* %968, align 4
-	%969 = getelementptr float, float* %955, i64 13
-	store float %719, float* %969, align 4
-	%970 = getelementptr float, float* %955, i64 14
-	store float %730, float* %970, align 4
-	%971 = getelementptr float, float* %955, i64 15
-	store float %741, float* %971, align 4
-	%972 = getelementptr float, float* %955, i64 16
-	store float %752, float* %972, align 4
-	%973 = getelementptr float, float* %955, i64 17
-	store float %763, float* %973, align 4
-	%974 = getelementptr float, float* %955, i64 18
-	store float %774, float* %974, align 4
-	%975 = getelementptr float, float* %955, i64 19
-	store float %785, float* %975, align 4
-	%976 = getelementptr float, float* %955, i64 20
-	store float %796, float* %976, align 4
-	%977 = getelementptr float, float* %955, i64 21
-	store float %807, float* %977, align 4
-	%978 = getelementptr float, float* %955, i64 22
-	store float %818, float* %978, align 4
-	%979 = getelementptr float, float* %955, i64 23
-	store float %829, float* %979, align 4
-	%980 = getelementptr float, float* %955, i64 24
-	store float %840, float* %980, align 4
-	%981 = getelementptr float, float* %955, i64 25
-	store float %851, float* %981, align 4
-	%982 = getelementptr float, float* %955, i64 26
-	store float %862, float* %982, align 4
-	%983 = getelementptr float, float* %955, i64 27
-	store float %873, float* %983, align 4
-	%984 = getelementptr float, float* %955, i64 28
-	store float %884, float* %984, align 4
-	%985 = getelementptr float, float* %955, i64 29
-	store float %895, float* %985, align 4
-	%986 = getelementptr float, float* %955, i64 30
-	store float %906, float* %986, align 4
-	%987 = getelementptr float, float* %955, i64 31
-	store float %917, float* %987, align 4
-	%988 = getelementptr float, float* %9, i64 %112
-	%989 = getelementptr float, float* %988, i64 0
-	store float %577, float* %989, align 4
-	%990 = getelementptr float, float* %988, i64 1
-	store float %588, float* %990, align 4
-	%991 = getelementptr float, float* %988, i64 2
-	store float %599, float* %991, align 4
-	%992 = getelementptr float, float* %988, i64 3
-	store float %610, float* %992, align 4
-	%993 = getelementptr float, float* %988, i64 4
-	store float %621, float* %993, align 4
-	%994 = getelementptr float, float* %988, i64 5
-	store float %632, float* %994, align 4
-	%995 = getelementptr float, float* %988, i64 6
-	store float %643, float* %995, align 4
-	%996 = getelementptr float, float* %988, i64 7
-	store float %654, float* %996, align 4
-	%997 = getelementptr float, float* %988, i64 8
-	store float %665, float* %997, align 4
-	%998 = getelementptr float, float* %988, i64 9
-	store float %676, float* %998, align 4
-	%999 = getelementptr float, float* %988, i64 10
-	store float %687, float* %999, align 4
-	%1000 = getelementptr float, float* %988, i64 11
-	store float %698, float* %1000, align 4
-	%1001 = getelementptr float, float* %988, i64 12
-	store float %709, float* %1001, align 4
-	%1002 = getelementptr float, float* %988, i64 13
-	store float %720, float* %1002, align 4
-	%1003 = getelementptr float, float* %988, i64 14
-	store float %731, float* %1003, align 4
-	%1004 = getelementptr float, float* %988, i64 15
-	store float %742, float* %1004, align 4
-	%1005 = getelementptr float, float* %988, i64 16
-	store float %753, float* %1005, align 4
-	%1006 = getelementptr float, float* %988, i64 17
-	store float %764, float* %1006, align 4
-	%1007 = getelementptr float, float* %988, i64 18
-	store float %775, float* %1007, align 4
-	%1008 = getelementptr float, float* %988, i64 19
-	store float %786, float* %1008, align 4
-	%1009 = getelementptr float, float* %988, i64 20
-	store float %797, float* %1009, align 4
-	%1010 = getelementptr float, float* %988, i64 21
-	store float %808, float* %1010, align 4
-	%1011 = getelementptr float, float* %988, i64 22
-	store float %819, float* %1011, align 4
-	%1012 = getelementptr float, float* %988, i64 23
-	store float %830, float* %1012, align 4
-	%1013 = getelementptr float, float* %988, i64 24
-	store float %841, float* %1013, align 4
-	%1014 = getelementptr float, float* %988, i64 25
-	store float %852, float* %1014, align 4
-	%1015 = getelementptr float, float* %988, i64 26
-	store float %863, float* %1015, align 4
-	%1016 = getelementptr float, float* %988, i64 27
-	store float %874, float* %1016, align 4
-	%1017 = getelementptr float, float* %988, i64 28
-	store float %885, float* %1017, align 4
-	%1018 = getelementptr float, float* %988, i64 29
-	store float %896, float* %1018, align 4
-	%1019 = getelementptr float, float* %988, i64 30
-	store float %907, float* %1019, align 4
-	%1020 = getelementptr float, float* %988, i64 31
-	store float %918, float* %1020, align 4
-	%1021 = getelementptr float, float* %11, i64 %112
-	%1022 = getelementptr float, float* %1021, i64 0
-	store float %578, float* %1022, align 4
-	%1023 = getelementptr float, float* %1021, i64 1
-	store float %589, float* %1023, align 4
-	%1024 = getelementptr float, float* %1021, i64 2
-	store float %600, float* %1024, align 4
-	%1025 = getelementptr float, float* %1021, i64 3
-	store float %611, float* %1025, align 4
-	%1026 = getelementptr float, float* %1021, i64 4
-	store float %622, float* %1026, align 4
-	%1027 = getelementptr float, float* %1021, i64 5
-	store float %633, float* %1027, align 4
-	%1028 = getelementptr float, float* %1021, i64 6
-	store float %644, float* %1028, align 4
-	%1029 = getelementptr float, float* %1021, i64 7
-	store float %655, float* %1029, align 4
-	%1030 = getelementptr float, float* %1021, i64 8
-	store float %666, float* %1030, align 4
-	%1031 = getelementptr float, float* %1021, i64 9
-	store float %677, float* %1031, align 4
-	%1032 = getelementptr float, float* %1021, i64 10
-	store float %688, float* %1032, align 4
-	%1033 = getelementptr float, float* %1021, i64 11
-	store float %699, float* %1033, align 4
-	%1034 = getelementptr float, float* %1021, i64 12
-	store float %710, float* %1034, align 4
-	%1035 = getelementptr float, float* %1021, i64 13
-	store float %721, float* %1035, align 4
-	%1036 = getelementptr float, float* %1021, i64 14
-	store float %732, float* %1036, align 4
-	%1037 = getelementptr float, float* %1021, i64 15
-	store float %743, float* %1037, align 4
-	%1038 = getelementptr float, float* %1021, i64 16
-	store float %754, float* %1038, align 4
-	%1039 = getelementptr float, float* %1021, i64 17
-	store float %765, float* %1039, align 4
-	%1040 = getelementptr float, float* %1021, i64 18
-	store float %776, float* %1040, align 4
-	%1041 = getelementptr float, float* %1021, i64 19
-	store float %787, float* %1041, align 4
-	%1042 = getelementptr float, float* %1021, i64 20
-	store float %798, float* %1042, align 4
-	%1043 = getelementptr float, float* %1021, i64 21
-	store float %809, float* %1043, align 4
-	%1044 = getelementptr float, float* %1021, i64 22
-	store float %820, float* %1044, align 4
-	%1045 = getelementptr float, float* %1021, i64 23
-	store float %831, float* %1045, align 4
-	%1046 = getelementptr float, float* %1021, i64 24
-	store float %842, float* %1046, align 4
-	%1047 = getelementptr float, float* %1021, i64 25
-	store float %853, float* %1047, align 4
-	%1048 = getelementptr float, float* %1021, i64 26
-	store float %864, float* %1048, align 4
-	%1049 = getelementptr float, float* %1021, i64 27
-	store float %875, float* %1049, align 4
-	%1050 = getelementptr float, float* %1021, i64 28
-	store float %886, float* %1050, align 4
-	%1051 = getelementptr float, float* %1021, i64 29
-	store float %897, float* %1051, align 4
-	%1052 = getelementptr float, float* %1021, i64 30
-	store float %908, float* %1052, align 4
-	%1053 = getelementptr float, float* %1021, i64 31
-	store float %919, float* %1053, align 4
-	%1054 = getelementptr float, float* %13, i64 %112
-	%1055 = getelementptr float, float* %1054, i64 0
-	store float %579, float* %1055, align 4
-	%1056 = getelementptr float, float* %1054, i64 1
-	store float %590, float* %1056, align 4
-	%1057 = getelementptr float, float* %1054, i64 2
-	store float %601, float* %1057, align 4
-	%1058 = getelementptr float, float* %1054, i64 3
-	store float %612, float* %1058, align 4
-	%1059 = getelementptr float, float* %1054, i64 4
-	store float %623, float* %1059, align 4
-	%1060 = getelementptr float, float* %1054, i64 5
-	store float %634, float* %1060, align 4
-	%1061 = getelementptr float, float* %1054, i64 6
-	store float %645, float* %1061, align 4
-	%1062 = getelementptr float, float* %1054, i64 7
-	store float %656, float* %1062, align 4
-	%1063 = getelementptr float, float* %1054, i64 8
-	store float %667, float* %1063, align 4
-	%1064 = getelementptr float, float* %1054, i64 9
-	store float %678, float* %1064, align 4
-	%1065 = getelementptr float, float* %1054, i64 10
-	store float %689, float* %1065, align 4
-	%1066 = getelementptr float, float* %1054, i64 11
-	store float %700, float* %1066, align 4
-	%1067 = getelementptr float, float* %1054, i64 12
-	store float %711, float* %1067, align 4
-	%1068 = getelementptr float, float* %1054, i64 13
-	store float %722, float* %1068, align 4
-	%1069 = getelementptr float, float* %1054, i64 14
-	store float %733, float* %1069, align 4
-	%1070 = getelementptr float, float* %1054, i64 15
-	store float %744, float* %1070, align 4
-	%1071 = getelementptr float, float* %1054, i64 16
-	store float %755, float* %1071, align 4
-	%1072 = getelementptr float, float* %1054, i64 17
-	store float %766, float* %1072, align 4
-	%1073 = getelementptr float, float* %1054, i64 18
-	store float %777, float* %1073, align 4
-	%1074 = getelementptr float, float* %1054, i64 19
-	store float %788, float* %1074, align 4
-	%1075 = getelementptr float, float* %1054, i64 20
-	store float %799, float* %1075, align 4
-	%1076 = getelementptr float, float* %1054, i64 21
-	store float %810, float* %1076, align 4
-	%1077 = getelementptr float, float* %1054, i64 22
-	store float %821, float* %1077, align 4
-	%1078 = getelementptr float, float* %1054, i64 23
-	store float %832, float* %1078, align 4
-	%1079 = getelementptr float, float* %1054, i64 24
-	store float %843, float* %1079, align 4
-	%1080 = getelementptr float, float* %1054, i64 25
-	store float %854, float* %1080, align 4
-	%1081 = getelementptr float, float* %1054, i64 26
-	store float %865, float* %1081, align 4
-	%1082 = getelementptr float, float* %1054, i64 27
-	store float %876, float* %1082, align 4
-	%1083 = getelementptr float, float* %1054, i64 28
-	store float %887, float* %1083, align 4
-	%1084 = getelementptr float, float* %1054, i64 29
-	store float %898, float* %1084, align 4
-	%1085 = getelementptr float, float* %1054, i64 30
-	store float %909, float* %1085, align 4
-	%1086 = getelementptr float, float* %1054, i64 31
-	store float %920, float* %1086, align 4
-	%1087 = getelementptr float, float* %1, i64 %112
-	%1088 = getelementptr float, float* %1087, i64 0
-	store float %580, float* %1088, align 4
-	%1089 = getelementptr float, float* %1087, i64 1
-	store float %591, float* %1089, align 4
-	%1090 = getelementptr float, float* %1087, i64 2
-	store float %602, float* %1090, align 4
-	%1091 = getelementptr float, float* %1087, i64 3
-	store float %613, float* %1091, align 4
-	%1092 = getelementptr float, float* %1087, i64 4
-	store float %624, float* %1092, align 4
-	%1093 = getelementptr float, float* %1087, i64 5
-	store float %635, float* %1093, align 4
-	%1094 = getelementptr float, float* %1087, i64 6
-	store float %646, float* %1094, align 4
-	%1095 = getelementptr float, float* %1087, i64 7
-	store float %657, float* %1095, align 4
-	%1096 = getelementptr float, float* %1087, i64 8
-	store float %668, float* %1096, align 4
-	%1097 = getelementptr float, float* %1087, i64 9
-	store float %679, float* %1097, align 4
-	%1098 = getelementptr float, float* %1087, i64 10
-	store float %690, float* %1098, align 4
-	%1099 = getelementptr float, float* %1087, i64 11
-	store float %701, float* %1099, align 4
-	%1100 = getelementptr float, float* %1087, i64 12
-	store float %712, float* %1100, align 4
-	%1101 = getelementptr float, float* %1087, i64 13
-	store float %723, float* %1101, align 4
-	%1102 = getelementptr float, float* %1087, i64 14
-	store float %734, float* %1102, align 4
-	%1103 = getelementptr float, float* %1087, i64 15
-	store float %745, float* %1103, align 4
-	%1104 = getelementptr float, float* %1087, i64 16
-	store float %756, float* %1104, align 4
-	%1105 = getelementptr float, float* %1087, i64 17
-	store float %767, float* %1105, align 4
-	%1106 = getelementptr float, float* %1087, i64 18
-	store float %778, float* %1106, align 4
-	%1107 = getelementptr float, float* %1087, i64 19
-	store float %789, float* %1107, align 4
-	%1108 = getelementptr float, float* %1087, i64 20
-	store float %800, float* %1108, align 4
-	%1109 = getelementptr float, float* %1087, i64 21
-	store float %811, float* %1109, align 4
-	%1110 = getelementptr float, float* %1087, i64 22
-	store float %822, float* %1110, align 4
-	%1111 = getelementptr float, float* %1087, i64 23
-	store float %833, float* %1111, align 4
-	%1112 = getelementptr float, float* %1087, i64 24
-	store float %844, float* %1112, align 4
-	%1113 = getelementptr float, float* %1087, i64 25
-	store float %855, float* %1113, align 4
-	%1114 = getelementptr float, float* %1087, i64 26
-	store float %866, float* %1114, align 4
-	%1115 = getelementptr float, float* %1087, i64 27
-	store float %877, float* %1115, align 4
-	%1116 = getelementptr float, float* %1087, i64 28
-	store float %888, float* %1116, align 4
-	%1117 = getelementptr float, float* %1087, i64 29
-	store float %899, float* %1117, align 4
-	%1118 = getelementptr float, float* %1087, i64 30
-	store float %910, float* %1118, align 4
-	%1119 = getelementptr float, float* %1087, i64 31
-	store float %921, float* %1119, align 4
-	%1120 = add i64 %108, 1
+	%691 = call { float, float, float, float, float, float } @doppler_body(float %159, float %251, float %299, float %347, float %395, float %443, float %491, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%692 = extractvalue { float, float, float, float, float, float } %691, 0
+	%693 = extractvalue { float, float, float, float, float, float } %691, 1
+	%694 = extractvalue { float, float, float, float, float, float } %691, 2
+	%695 = extractvalue { float, float, float, float, float, float } %691, 3
+	%696 = extractvalue { float, float, float, float, float, float } %691, 4
+	%697 = extractvalue { float, float, float, float, float, float } %691, 5
+	%698 = call { float, float, float, float, float, float } @doppler_body(float %160, float %252, float %300, float %348, float %396, float %444, float %492, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%699 = extractvalue { float, float, float, float, float, float } %698, 0
+	%700 = extractvalue { float, float, float, float, float, float } %698, 1
+	%701 = extractvalue { float, float, float, float, float, float } %698, 2
+	%702 = extractvalue { float, float, float, float, float, float } %698, 3
+	%703 = extractvalue { float, float, float, float, float, float } %698, 4
+	%704 = extractvalue { float, float, float, float, float, float } %698, 5
+	%705 = call { float, float, float, float, float, float } @doppler_body(float %161, float %253, float %301, float %349, float %397, float %445, float %493, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%706 = extractvalue { float, float, float, float, float, float } %705, 0
+	%707 = extractvalue { float, float, float, float, float, float } %705, 1
+	%708 = extractvalue { float, float, float, float, float, float } %705, 2
+	%709 = extractvalue { float, float, float, float, float, float } %705, 3
+	%710 = extractvalue { float, float, float, float, float, float } %705, 4
+	%711 = extractvalue { float, float, float, float, float, float } %705, 5
+	%712 = call { float, float, float, float, float, float } @doppler_body(float %162, float %254, float %302, float %350, float %398, float %446, float %494, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%713 = extractvalue { float, float, float, float, float, float } %712, 0
+	%714 = extractvalue { float, float, float, float, float, float } %712, 1
+	%715 = extractvalue { float, float, float, float, float, float } %712, 2
+	%716 = extractvalue { float, float, float, float, float, float } %712, 3
+	%717 = extractvalue { float, float, float, float, float, float } %712, 4
+	%718 = extractvalue { float, float, float, float, float, float } %712, 5
+	%719 = insertelement <8 x float> undef, float %496, i32 0
+	%720 = insertelement <8 x float> %719, float %503, i32 1
+	%721 = insertelement <8 x float> %720, float %510, i32 2
+	%722 = insertelement <8 x float> %721, float %517, i32 3
+	%723 = insertelement <8 x float> %722, float %524, i32 4
+	%724 = insertelement <8 x float> %723, float %531, i32 5
+	%725 = insertelement <8 x float> %724, float %538, i32 6
+	%726 = insertelement <8 x float> %725, float %545, i32 7
+	%727 = add i64 %112, 0
+	%728 = getelementptr float, float* %5, i64 %727
+	%729 = bitcast float* %728 to <8 x float>*
+	store <8 x float> %726, <8 x float>* %729, align 4
+	%730 = insertelement <8 x float> undef, float %552, i32 0
+	%731 = insertelement <8 x float> %730, float %559, i32 1
+	%732 = insertelement <8 x float> %731, float %566, i32 2
+	%733 = insertelement <8 x float> %732, float %573, i32 3
+	%734 = insertelement <8 x float> %733, float %580, i32 4
+	%735 = insertelement <8 x float> %734, float %587, i32 5
+	%736 = insertelement <8 x float> %735, float %594, i32 6
+	%737 = insertelement <8 x float> %736, float %601, i32 7
+	%738 = add i64 %112, 8
+	%739 = getelementptr float, float* %5, i64 %738
+	%740 = bitcast float* %739 to <8 x float>*
+	store <8 x float> %737, <8 x float>* %740, align 4
+	%741 = insertelement <8 x float> undef, float %608, i32 0
+	%742 = insertelement <8 x float> %741, float %615, i32 1
+	%743 = insertelement <8 x float> %742, float %622, i32 2
+	%744 = insertelement <8 x float> %743, float %629, i32 3
+	%745 = insertelement <8 x float> %744, float %636, i32 4
+	%746 = insertelement <8 x float> %745, float %643, i32 5
+	%747 = insertelement <8 x float> %746, float %650, i32 6
+	%748 = insertelement <8 x float> %747, float %657, i32 7
+	%749 = add i64 %112, 16
+	%750 = getelementptr float, float* %5, i64 %749
+	%751 = bitcast float* %750 to <8 x float>*
+	store <8 x float> %748, <8 x float>* %751, align 4
+	%752 = insertelement <8 x float> undef, float %664, i32 0
+	%753 = insertelement <8 x float> %752, float %671, i32 1
+	%754 = insertelement <8 x float> %753, float %678, i32 2
+	%755 = insertelement <8 x float> %754, float %685, i32 3
+	%756 = insertelement <8 x float> %755, float %692, i32 4
+	%757 = insertelement <8 x float> %756, float %699, i32 5
+	%758 = insertelement <8 x float> %757, float %706, i32 6
+	%759 = insertelement <8 x float> %758, float %713, i32 7
+	%760 = add i64 %112, 24
+	%761 = getelementptr float, float* %5, i64 %760
+	%762 = bitcast float* %761 to <8 x float>*
+	store <8 x float> %759, <8 x float>* %762, align 4
+	%763 = insertelement <8 x float> undef, float %497, i32 0
+	%764 = insertelement <8 x float> %763, float %504, i32 1
+	%765 = insertelement <8 x float> %764, float %511, i32 2
+	%766 = insertelement <8 x float> %765, float %518, i32 3
+	%767 = insertelement <8 x float> %766, float %525, i32 4
+	%768 = insertelement <8 x float> %767, float %532, i32 5
+	%769 = insertelement <8 x float> %768, float %539, i32 6
+	%770 = insertelement <8 x float> %769, float %546, i32 7
+	%771 = add i64 %112, 0
+	%772 = getelementptr float, float* %7, i64 %771
+	%773 = bitcast float* %772 to <8 x float>*
+	store <8 x float> %770, <8 x float>* %773, align 4
+	%774 = insertelement <8 x float> undef, float %553, i32 0
+	%775 = insertelement <8 x float> %774, float %560, i32 1
+	%776 = insertelement <8 x float> %775, float %567, i32 2
+	%777 = insertelement <8 x float> %776, float %574, i32 3
+	%778 = insertelement <8 x float> %777, float %581, i32 4
+	%779 = insertelement <8 x float> %778, float %588, i32 5
+	%780 = insertelement <8 x float> %779, float %595, i32 6
+	%781 = insertelement <8 x float> %780, float %602, i32 7
+	%782 = add i64 %112, 8
+	%783 = getelementptr float, float* %7, i64 %782
+	%784 = bitcast float* %783 to <8 x float>*
+	store <8 x float> %781, <8 x float>* %784, align 4
+	%785 = insertelement <8 x float> undef, float %609, i32 0
+	%786 = insertelement <8 x float> %785, float %616, i32 1
+	%787 = insertelement <8 x float> %786, float %623, i32 2
+	%788 = insertelement <8 x float> %787, float %630, i32 3
+	%789 = insertelement <8 x float> %788, float %637, i32 4
+	%790 = insertelement <8 x float> %789, float %644, i32 5
+	%791 = insertelement <8 x float> %790, float %651, i32 6
+	%792 = insertelement <8 x float> %791, float %658, i32 7
+	%793 = add i64 %112, 16
+	%794 = getelementptr float, float* %7, i64 %793
+	%795 = bitcast float* %794 to <8 x float>*
+	store <8 x float> %792, <8 x float>* %795, align 4
+	%796 = insertelement <8 x float> undef, float %665, i32 0
+	%797 = insertelement <8 x float> %796, float %672, i32 1
+	%798 = insertelement <8 x float> %797, float %679, i32 2
+	%799 = insertelement <8 x float> %798, float %686, i32 3
+	%800 = insertelement <8 x float> %799, float %693, i32 4
+	%801 = insertelement <8 x float> %800, float %700, i32 5
+	%802 = insertelement <8 x float> %801, float %707, i32 6
+	%803 = insertelement <8 x float> %802, float %714, i32 7
+	%804 = add i64 %112, 24
+	%805 = getelementptr float, float* %7, i64 %804
+	%806 = bitcast float* %805 to <8 x float>*
+	store <8 x float> %803, <8 x float>* %806, align 4
+	%807 = insertelement <8 x float> undef, float %498, i32 0
+	%808 = insertelement <8 x float> %807, float %505, i32 1
+	%809 = insertelement <8 x float> %808, float %512, i32 2
+	%810 = insertelement <8 x float> %809, float %519, i32 3
+	%811 = insertelement <8 x float> %810, float %526, i32 4
+	%812 = insertelement <8 x float> %811, float %533, i32 5
+	%813 = insertelement <8 x float> %812, float %540, i32 6
+	%814 = insertelement <8 x float> %813, float %547, i32 7
+	%815 = add i64 %112, 0
+	%816 = getelementptr float, float* %9, i64 %815
+	%817 = bitcast float* %816 to <8 x float>*
+	store <8 x float> %814, <8 x float>* %817, align 4
+	%818 = insertelement <8 x float> undef, float %554, i32 0
+	%819 = insertelement <8 x float> %818, float %561, i32 1
+	%820 = insertelement <8 x float> %819, float %568, i32 2
+	%821 = insertelement <8 x float> %820, float %575, i32 3
+	%822 = insertelement <8 x float> %821, float %582, i32 4
+	%823 = insertelement <8 x float> %822, float %589, i32 5
+	%824 = insertelement <8 x float> %823, float %596, i32 6
+	%825 = insertelement <8 x float> %824, float %603, i32 7
+	%826 = add i64 %112, 8
+	%827 = getelementptr float, float* %9, i64 %826
+	%828 = bitcast float* %827 to <8 x float>*
+	store <8 x float> %825, <8 x float>* %828, align 4
+	%829 = insertelement <8 x float> undef, float %610, i32 0
+	%830 = insertelement <8 x float> %829, float %617, i32 1
+	%831 = insertelement <8 x float> %830, float %624, i32 2
+	%832 = insertelement <8 x float> %831, float %631, i32 3
+	%833 = insertelement <8 x float> %832, float %638, i32 4
+	%834 = insertelement <8 x float> %833, float %645, i32 5
+	%835 = insertelement <8 x float> %834, float %652, i32 6
+	%836 = insertelement <8 x float> %835, float %659, i32 7
+	%837 = add i64 %112, 16
+	%838 = getelementptr float, float* %9, i64 %837
+	%839 = bitcast float* %838 to <8 x float>*
+	store <8 x float> %836, <8 x float>* %839, align 4
+	%840 = insertelement <8 x float> undef, float %666, i32 0
+	%841 = insertelement <8 x float> %840, float %673, i32 1
+	%842 = insertelement <8 x float> %841, float %680, i32 2
+	%843 = insertelement <8 x float> %842, float %687, i32 3
+	%844 = insertelement <8 x float> %843, float %694, i32 4
+	%845 = insertelement <8 x float> %844, float %701, i32 5
+	%846 = insertelement <8 x float> %845, float %708, i32 6
+	%847 = insertelement <8 x float> %846, float %715, i32 7
+	%848 = add i64 %112, 24
+	%849 = getelementptr float, float* %9, i64 %848
+	%850 = bitcast float* %849 to <8 x float>*
+	store <8 x float> %847, <8 x float>* %850, align 4
+	%851 = insertelement <8 x float> undef, float %499, i32 0
+	%852 = insertelement <8 x float> %851, float %506, i32 1
+	%853 = insertelement <8 x float> %852, float %513, i32 2
+	%854 = insertelement <8 x float> %853, float %520, i32 3
+	%855 = insertelement <8 x float> %854, float %527, i32 4
+	%856 = insertelement <8 x float> %855, float %534, i32 5
+	%857 = insertelement <8 x float> %856, float %541, i32 6
+	%858 = insertelement <8 x float> %857, float %548, i32 7
+	%859 = add i64 %112, 0
+	%860 = getelementptr float, float* %11, i64 %859
+	%861 = bitcast float* %860 to <8 x float>*
+	store <8 x float> %858, <8 x float>* %861, align 4
+	%862 = insertelement <8 x float> undef, float %555, i32 0
+	%863 = insertelement <8 x float> %862, float %562, i32 1
+	%864 = insertelement <8 x float> %863, float %569, i32 2
+	%865 = insertelement <8 x float> %864, float %576, i32 3
+	%866 = insertelement <8 x float> %865, float %583, i32 4
+	%867 = insertelement <8 x float> %866, float %590, i32 5
+	%868 = insertelement <8 x float> %867, float %597, i32 6
+	%869 = insertelement <8 x float> %868, float %604, i32 7
+	%870 = add i64 %112, 8
+	%871 = getelementptr float, float* %11, i64 %870
+	%872 = bitcast float* %871 to <8 x float>*
+	store <8 x float> %869, <8 x float>* %872, align 4
+	%873 = insertelement <8 x float> undef, float %611, i32 0
+	%874 = insertelement <8 x float> %873, float %618, i32 1
+	%875 = insertelement <8 x float> %874, float %625, i32 2
+	%876 = insertelement <8 x float> %875, float %632, i32 3
+	%877 = insertelement <8 x float> %876, float %639, i32 4
+	%878 = insertelement <8 x float> %877, float %646, i32 5
+	%879 = insertelement <8 x float> %878, float %653, i32 6
+	%880 = insertelement <8 x float> %879, float %660, i32 7
+	%881 = add i64 %112, 16
+	%882 = getelementptr float, float* %11, i64 %881
+	%883 = bitcast float* %882 to <8 x float>*
+	store <8 x float> %880, <8 x float>* %883, align 4
+	%884 = insertelement <8 x float> undef, float %667, i32 0
+	%885 = insertelement <8 x float> %884, float %674, i32 1
+	%886 = insertelement <8 x float> %885, float %681, i32 2
+	%887 = insertelement <8 x float> %886, float %688, i32 3
+	%888 = insertelement <8 x float> %887, float %695, i32 4
+	%889 = insertelement <8 x float> %888, float %702, i32 5
+	%890 = insertelement <8 x float> %889, float %709, i32 6
+	%891 = insertelement <8 x float> %890, float %716, i32 7
+	%892 = add i64 %112, 24
+	%893 = getelementptr float, float* %11, i64 %892
+	%894 = bitcast float* %893 to <8 x float>*
+	store <8 x float> %891, <8 x float>* %894, align 4
+	%895 = insertelement <8 x float> undef, float %500, i32 0
+	%896 = insertelement <8 x float> %895, float %507, i32 1
+	%897 = insertelement <8 x float> %896, float %514, i32 2
+	%898 = insertelement <8 x float> %897, float %521, i32 3
+	%899 = insertelement <8 x float> %898, float %528, i32 4
+	%900 = insertelement <8 x float> %899, float %535, i32 5
+	%901 = insertelement <8 x float> %900, float %542, i32 6
+	%902 = insertelement <8 x float> %901, float %549, i32 7
+	%903 = add i64 %112, 0
+	%904 = getelementptr float, float* %13, i64 %903
+	%905 = bitcast float* %904 to <8 x float>*
+	store <8 x float> %902, <8 x float>* %905, align 4
+	%906 = insertelement <8 x float> undef, float %556, i32 0
+	%907 = insertelement <8 x float> %906, float %563, i32 1
+	%908 = insertelement <8 x float> %907, float %570, i32 2
+	%909 = insertelement <8 x float> %908, float %577, i32 3
+	%910 = insertelement <8 x float> %909, float %584, i32 4
+	%911 = insertelement <8 x float> %910, float %591, i32 5
+	%912 = insertelement <8 x float> %911, float %598, i32 6
+	%913 = insertelement <8 x float> %912, float %605, i32 7
+	%914 = add i64 %112, 8
+	%915 = getelementptr float, float* %13, i64 %914
+	%916 = bitcast float* %915 to <8 x float>*
+	store <8 x float> %913, <8 x float>* %916, align 4
+	%917 = insertelement <8 x float> undef, float %612, i32 0
+	%918 = insertelement <8 x float> %917, float %619, i32 1
+	%919 = insertelement <8 x float> %918, float %626, i32 2
+	%920 = insertelement <8 x float> %919, float %633, i32 3
+	%921 = insertelement <8 x float> %920, float %640, i32 4
+	%922 = insertelement <8 x float> %921, float %647, i32 5
+	%923 = insertelement <8 x float> %922, float %654, i32 6
+	%924 = insertelement <8 x float> %923, float %661, i32 7
+	%925 = add i64 %112, 16
+	%926 = getelementptr float, float* %13, i64 %925
+	%927 = bitcast float* %926 to <8 x float>*
+	store <8 x float> %924, <8 x float>* %927, align 4
+	%928 = insertelement <8 x float> undef, float %668, i32 0
+	%929 = insertelement <8 x float> %928, float %675, i32 1
+	%930 = insertelement <8 x float> %929, float %682, i32 2
+	%931 = insertelement <8 x float> %930, float %689, i32 3
+	%932 = insertelement <8 x float> %931, float %696, i32 4
+	%933 = insertelement <8 x float> %932, float %703, i32 5
+	%934 = insertelement <8 x float> %933, float %710, i32 6
+	%935 = insertelement <8 x float> %934, float %717, i32 7
+	%936 = add i64 %112, 24
+	%937 = getelementptr float, float* %13, i64 %936
+	%938 = bitcast float* %937 to <8 x float>*
+	store <8 x float> %935, <8 x float>* %938, align 4
+	%939 = insertelement <8 x float> undef, float %501, i32 0
+	%940 = insertelement <8 x float> %939, float %508, i32 1
+	%941 = insertelement <8 x float> %940, float %515, i32 2
+	%942 = insertelement <8 x float> %941, float %522, i32 3
+	%943 = insertelement <8 x float> %942, float %529, i32 4
+	%944 = insertelement <8 x float> %943, float %536, i32 5
+	%945 = insertelement <8 x float> %944, float %543, i32 6
+	%946 = insertelement <8 x float> %945, float %550, i32 7
+	%947 = add i64 %112, 0
+	%948 = getelementptr float, float* %1, i64 %947
+	%949 = bitcast float* %948 to <8 x float>*
+	store <8 x float> %946, <8 x float>* %949, align 4
+	%950 = insertelement <8 x float> undef, float %557, i32 0
+	%951 = insertelement <8 x float> %950, float %564, i32 1
+	%952 = insertelement <8 x float> %951, float %571, i32 2
+	%953 = insertelement <8 x float> %952, float %578, i32 3
+	%954 = insertelement <8 x float> %953, float %585, i32 4
+	%955 = insertelement <8 x float> %954, float %592, i32 5
+	%956 = insertelement <8 x float> %955, float %599, i32 6
+	%957 = insertelement <8 x float> %956, float %606, i32 7
+	%958 = add i64 %112, 8
+	%959 = getelementptr float, float* %1, i64 %958
+	%960 = bitcast float* %959 to <8 x float>*
+	store <8 x float> %957, <8 x float>* %960, align 4
+	%961 = insertelement <8 x float> undef, float %613, i32 0
+	%962 = insertelement <8 x float> %961, float %620, i32 1
+	%963 = insertelement <8 x float> %962, float %627, i32 2
+	%964 = insertelement <8 x float> %963, float %634, i32 3
+	%965 = insertelement <8 x float> %964, float %641, i32 4
+	%966 = insertelement <8 x float> %965, float %648, i32 5
+	%967 = insertelement <8 x float> %966, float %655, i32 6
+	%968 = insertelement <8 x float> %967, float %662, i32 7
+	%969 = add i64 %112, 16
+	%970 = getelementptr float, float* %1, i64 %969
+	%971 = bitcast float* %970 to <8 x float>*
+	store <8 x float> %968, <8 x float>* %971, align 4
+	%972 = insertelement <8 x float> undef, float %669, i32 0
+	%973 = insertelement <8 x float> %972, float %676, i32 1
+	%974 = insertelement <8 x float> %973, float %683, i32 2
+	%975 = insertelement <8 x float> %974, float %690, i32 3
+	%976 = insertelement <8 x float> %975, float %697, i32 4
+	%977 = insertelement <8 x float> %976, float %704, i32 5
+	%978 = insertelement <8 x float> %977, float %711, i32 6
+	%979 = insertelement <8 x float> %978, float %718, i32 7
+	%980 = add i64 %112, 24
+	%981 = getelementptr float, float* %1, i64 %980
+	%982 = bitcast float* %981 to <8 x float>*
+	store <8 x float> %979, <8 x float>* %982, align 4
+	%983 = add i64 %108, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%1121 = mul i64 %107, 8
+	%984 = mul i64 %107, 8
 	br label %group.head.31
 
 group.head.31:
-	%1122 = phi i64 [ %1121, %wide.done.30 ], [ %1261, %group.32 ]
-	%1123 = icmp slt i64 %1122, %66
-	br i1 %1123, label %group.32, label %group.done.33
+	%985 = phi i64 [ %984, %wide.done.30 ], [ %1124, %group.32 ]
+	%986 = icmp slt i64 %985, %66
+	br i1 %986, label %group.32, label %group.done.33
 
 group.32:
-	%1124 = shl i64 %1122, 2
-	%1125 = add i64 %67, %1124
-	%1126 = add i64 %71, %1122
-	%1127 = getelementptr float, float* %1, i64 %1125
-	%1128 = getelementptr float, float* %1127, i64 0
-	%1129 = load float, float* %1128, align 4
-	%1130 = getelementptr float, float* %1127, i64 1
-	%1131 = load float, float* %1130, align 4
-	%1132 = getelementptr float, float* %1127, i64 2
-	%1133 = load float, float* %1132, align 4
-	%1134 = getelementptr float, float* %1127, i64 3
-	%1135 = load float, float* %1134, align 4
-	%1136 = getelementptr float, float* %3, i64 %1125
-	%1137 = getelementptr float, float* %1136, i64 0
-	%1138 = load float, float* %1137, align 4
-	%1139 = getelementptr float, float* %1136, i64 1
-	%1140 = load float, float* %1139, align 4
-	%1141 = getelementptr float, float* %1136, i64 2
-	%1142 = load float, float* %1141, align 4
-	%1143 = getelementptr float, float* %1136, i64 3
-	%1144 = load float, float* %1143, align 4
-	%1145 = getelementptr float, float* %5, i64 %1125
-	%1146 = getelementptr float, float* %1145, i64 0
-	%1147 = load float, float* %1146, align 4
-	%1148 = getelementptr float, float* %1145, i64 1
-	%1149 = load float, float* %1148, align 4
-	%1150 = getelementptr float, float* %1145, i64 2
-	%1151 = load float, float* %1150, align 4
-	%1152 = getelementptr float, float* %1145, i64 3
-	%1153 = load float, float* %1152, align 4
-	%1154 = getelementptr float, float* %7, i64 %1125
-	%1155 = getelementptr float, float* %1154, i64 0
-	%1156 = load float, float* %1155, align 4
-	%1157 = getelementptr float, float* %1154, i64 1
-	%1158 = load float, float* %1157, align 4
-	%1159 = getelementptr float, float* %1154, i64 2
-	%1160 = load float, float* %1159, align 4
-	%1161 = getelementptr float, float* %1154, i64 3
-	%1162 = load float, float* %1161, align 4
-	%1163 = getelementptr float, float* %9, i64 %1125
-	%1164 = getelementptr float, float* %1163, i64 0
-	%1165 = load float, float* %1164, align 4
-	%1166 = getelementptr float, float* %1163, i64 1
-	%1167 = load float, float* %1166, align 4
-	%1168 = getelementptr float, float* %1163, i64 2
-	%1169 = load float, float* %1168, align 4
-	%1170 = getelementptr float, float* %1163, i64 3
-	%1171 = load float, float* %1170, align 4
-	%1172 = getelementptr float, float* %11, i64 %1125
-	%1173 = getelementptr float, float* %1172, i64 0
-	%1174 = load float, float* %1173, align 4
-	%1175 = getelementptr float, float* %1172, i64 1
-	%1176 = load float, float* %1175, align 4
-	%1177 = getelementptr float, float* %1172, i64 2
-	%1178 = load float, float* %1177, align 4
-	%1179 = getelementptr float, float* %1172, i64 3
-	%1180 = load float, float* %1179, align 4
-	%1181 = getelementptr float, float* %13, i64 %1125
-	%1182 = getelementptr float, float* %1181, i64 0
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1181, i64 1
-	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1181, i64 2
-	%1187 = load float, float* %1186, align 4
-	%1188 = getelementptr float, float* %1181, i64 3
-	%1189 = load float, float* %1188, align 4
-	%1190 = call <4 x float> @fg_gaussian4(i64 %53, i32 %55, i32 0, i64 %1126)
-	%1191 = extractelement <4 x float> %1190, i32 0
-	%1192 = fmul float %45, %1191
-	%1193 = fadd float %1138, %1192
-	%1194 = call { float, float, float, float, float, float } @doppler_body(float %1129, float %1193, float %1147, float %1156, float %1165, float %1174, float %1183, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1195 = extractvalue { float, float, float, float, float, float } %1194, 0
-	%1196 = extractvalue { float, float, float, float, float, float } %1194, 1
-	%1197 = extractvalue { float, float, float, float, float, float } %1194, 2
-	%1198 = extractvalue { float, float, float, float, float, float } %1194, 3
-	%1199 = extractvalue { float, float, float, float, float, float } %1194, 4
-	%1200 = extractvalue { float, float, float, float, float, float } %1194, 5
-	%1201 = extractelement <4 x float> %1190, i32 1
-	%1202 = fmul float %45, %1201
-	%1203 = fadd float %1140, %1202
-	%1204 = call { float, float, float, float, float, float } @doppler_body(float %1131, float %1203, float %1149, float %1158, float %1167, float %1176, float %1185, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1205 = extractvalue { float, float, float, float, float, float } %1204, 0
-	%1206 = extractvalue { float, float, float, float, float, float } %1204, 1
-	%1207 = extractvalue { float, float, float, float, float, float } %1204, 2
-	%1208 = extractvalue { float, float, float, float, float, float } %1204, 3
-	%1209 = extractvalue { float, float, float, float, float, float } %1204, 4
-	%1210 = extractvalue { float, float, float, float, float, float } %1204, 5
-	%1211 = extractelement <4 x float> %1190, i32 2
-	%1212 = fmul float %45, %1211
-	%1213 = fadd float %1142, %1212
-	%1214 = call { float, float, float, float, float, float } @doppler_body(float %1133, float %1213, float %1151, float %1160, float %1169, float %1178, float %1187, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1215 = extractvalue { float, float, float, float, float, float } %1214, 0
-	%1216 = extractvalue { float, float, float, float, float, float } %1214, 1
-	%1217 = extractvalue { float, float, float, float, float, float } %1214, 2
-	%1218 = extractvalue { float, float, float, float, float, float } %1214, 3
-	%1219 = extractvalue { float, float, float, float, float, float } %1214, 4
-	%1220 = extractvalue { float, float, float, float, float, float } %1214, 5
-	%1221 = extractelement <4 x float> %1190, i32 3
-	%1222 = fmul float %45, %1221
-	%1223 = fadd float %1144, %1222
-	%1224 = call { float, float, float, float, float, float } @doppler_body(float %1135, float %1223, float %1153, float %1162, float %1171, float %1180, float %1189, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1225 = extractvalue { float, float, float, float, float, float } %1224, 0
-	%1226 = extractvalue { float, float, float, float, float, float } %1224, 1
-	%1227 = extractvalue { float, float, float, float, float, float } %1224, 2
-	%1228 = extractvalue { float, float, float, float, float, float } %1224, 3
-	%1229 = extractvalue { float, float, float, float, float, float } %1224, 4
-	%1230 = extractvalue { float, float, float, float, float, float } %1224, 5
-	%1231 = getelementptr float, float* %5, i64 %1125
-	%1232 = getelementptr float, float* %1231, i64 0
-	store float %1195, float* %1232, align 4
-	%1233 = getelementptr float, float* %1231, i64 1
-	store float %1205, float* %1233, align 4
-	%1234 = getelementptr float, float* %1231, i64 2
-	store float %1215, float* %1234, align 4
-	%1235 = getelementptr float, float* %1231, i64 3
-	store float %1225, float* %1235, align 4
-	%1236 = getelementptr float, float* %7, i64 %1125
-	%1237 = getelementptr float, float* %1236, i64 0
-	store float %1196, float* %1237, align 4
-	%1238 = getelementptr float, float* %1236, i64 1
-	store float %1206, float* %1238, align 4
-	%1239 = getelementptr float, float* %1236, i64 2
-	store float %1216, float* %1239, align 4
-	%1240 = getelementptr float, float* %1236, i64 3
-	store float %1226, float* %1240, align 4
-	%1241 = getelementptr float, float* %9, i64 %1125
-	%1242 = getelementptr float, float* %1241, i64 0
-	store float %1197, float* %1242, align 4
-	%1243 = getelementptr float, float* %1241, i64 1
-	store float %1207, float* %1243, align 4
-	%1244 = getelementptr float, float* %1241, i64 2
-	store float %1217, float* %1244, align 4
-	%1245 = getelementptr float, float* %1241, i64 3
-	store float %1227, float* %1245, align 4
-	%1246 = getelementptr float, float* %11, i64 %1125
-	%1247 = getelementptr float, float* %1246, i64 0
-	store float %1198, float* %1247, align 4
-	%1248 = getelementptr float, float* %1246, i64 1
-	store float %1208, float* %1248, align 4
-	%1249 = getelementptr float, float* %1246, i64 2
-	store float %1218, float* %1249, align 4
-	%1250 = getelementptr float, float* %1246, i64 3
-	store float %1228, float* %1250, align 4
-	%1251 = getelementptr float, float* %13, i64 %1125
-	%1252 = getelementptr float, float* %1251, i64 0
-	store float %1199, float* %1252, align 4
-	%1253 = getelementptr float, float* %1251, i64 1
-	store float %1209, float* %1253, align 4
-	%1254 = getelementptr float, float* %1251, i64 2
-	store float %1219, float* %1254, align 4
-	%1255 = getelementptr float, float* %1251, i64 3
-	store float %1229, float* %1255, align 4
-	%1256 = getelementptr float, float* %1, i64 %1125
-	%1257 = getelementptr float, float* %1256, i64 0
-	store float %1200, float* %1257, align 4
-	%1258 = getelementptr float, float* %1256, i64 1
-	store float %1210, float* %1258, align 4
-	%1259 = getelementptr float, float* %1256, i64 2
-	store float %1220, float* %1259, align 4
-	%1260 = getelementptr float, float* %1256, i64 3
-	store float %1230, float* %1260, align 4
-	%1261 = add i64 %1122, 1
+	%987 = shl i64 %985, 2
+	%988 = add i64 %67, %987
+	%989 = add i64 %71, %985
+	%990 = getelementptr float, float* %1, i64 %988
+	%991 = getelementptr float, float* %990, i64 0
+	%992 = load float, float* %991, align 4
+	%993 = getelementptr float, float* %990, i64 1
+	%994 = load float, float* %993, align 4
+	%995 = getelementptr float, float* %990, i64 2
+	%996 = load float, float* %995, align 4
+	%997 = getelementptr float, float* %990, i64 3
+	%998 = load float, float* %997, align 4
+	%999 = getelementptr float, float* %3, i64 %988
+	%1000 = getelementptr float, float* %999, i64 0
+	%1001 = load float, float* %1000, align 4
+	%1002 = getelementptr float, float* %999, i64 1
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %999, i64 2
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %999, i64 3
+	%1007 = load float, float* %1006, align 4
+	%1008 = getelementptr float, float* %5, i64 %988
+	%1009 = getelementptr float, float* %1008, i64 0
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %1008, i64 1
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %1008, i64 2
+	%1014 = load float, float* %1013, align 4
+	%1015 = getelementptr float, float* %1008, i64 3
+	%1016 = load float, float* %1015, align 4
+	%1017 = getelementptr float, float* %7, i64 %988
+	%1018 = getelementptr float, float* %1017, i64 0
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %1017, i64 1
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %1017, i64 2
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %1017, i64 3
+	%1025 = load float, float* %1024, align 4
+	%1026 = getelementptr float, float* %9, i64 %988
+	%1027 = getelementptr float, float* %1026, i64 0
+	%1028 = load float, float* %1027, align 4
+	%1029 = getelementptr float, float* %1026, i64 1
+	%1030 = load float, float* %1029, align 4
+	%1031 = getelementptr float, float* %1026, i64 2
+	%1032 = load float, float* %1031, align 4
+	%1033 = getelementptr float, float* %1026, i64 3
+	%1034 = load float, float* %1033, align 4
+	%1035 = getelementptr float, float* %11, i64 %988
+	%1036 = getelementptr float, float* %1035, i64 0
+	%1037 = load float, float* %1036, align 4
+	%1038 = getelementptr float, float* %1035, i64 1
+	%1039 = load float, float* %1038, align 4
+	%1040 = getelementptr float, float* %1035, i64 2
+	%1041 = load float, float* %1040, align 4
+	%1042 = getelementptr float, float* %1035, i64 3
+	%1043 = load float, float* %1042, align 4
+	%1044 = getelementptr float, float* %13, i64 %988
+	%1045 = getelementptr float, float* %1044, i64 0
+	%1046 = load float, float* %1045, align 4
+	%1047 = getelementptr float, float* %1044, i64 1
+	%1048 = load float, float* %1047, align 4
+	%1049 = getelementptr float, float* %1044, i64 2
+	%1050 = load float, float* %1049, align 4
+	%1051 = getelementptr float, float* %1044, i64 3
+	%1052 = load float, float* %1051, align 4
+	%1053 = call <4 x float> @fg_gaussian4(i64 %53, i32 %55, i32 0, i64 %989)
+	%1054 = extractelement <4 x float> %1053, i32 0
+	%1055 = fmul float %45, %1054
+	%1056 = fadd float %1001, %1055
+	%1057 = call { float, float, float, float, float, float } @doppler_body(float %992, float %1056, float %1010, float %1019, float %1028, float %1037, float %1046, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1058 = extractvalue { float, float, float, float, float, float } %1057, 0
+	%1059 = extractvalue { float, float, float, float, float, float } %1057, 1
+	%1060 = extractvalue { float, float, float, float, float, float } %1057, 2
+	%1061 = extractvalue { float, float, float, float, float, float } %1057, 3
+	%1062 = extractvalue { float, float, float, float, float, float } %1057, 4
+	%1063 = extractvalue { float, float, float, float, float, float } %1057, 5
+	%1064 = extractelement <4 x float> %1053, i32 1
+	%1065 = fmul float %45, %1064
+	%1066 = fadd float %1003, %1065
+	%1067 = call { float, float, float, float, float, float } @doppler_body(float %994, float %1066, float %1012, float %1021, float %1030, float %1039, float %1048, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1068 = extractvalue { float, float, float, float, float, float } %1067, 0
+	%1069 = extractvalue { float, float, float, float, float, float } %1067, 1
+	%1070 = extractvalue { float, float, float, float, float, float } %1067, 2
+	%1071 = extractvalue { float, float, float, float, float, float } %1067, 3
+	%1072 = extractvalue { float, float, float, float, float, float } %1067, 4
+	%1073 = extractvalue { float, float, float, float, float, float } %1067, 5
+	%1074 = extractelement <4 x float> %1053, i32 2
+	%1075 = fmul float %45, %1074
+	%1076 = fadd float %1005, %1075
+	%1077 = call { float, float, float, float, float, float } @doppler_body(float %996, float %1076, float %1014, float %1023, float %1032, float %1041, float %1050, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1078 = extractvalue { float, float, float, float, float, float } %1077, 0
+	%1079 = extractvalue { float, float, float, float, float, float } %1077, 1
+	%1080 = extractvalue { float, float, float, float, float, float } %1077, 2
+	%1081 = extractvalue { float, float, float, float, float, float } %1077, 3
+	%1082 = extractvalue { float, float, float, float, float, float } %1077, 4
+	%1083 = extractvalue { float, float, float, float, float, float } %1077, 5
+	%1084 = extractelement <4 x float> %1053, i32 3
+	%1085 = fmul float %45, %1084
+	%1086 = fadd float %1007, %1085
+	%1087 = call { float, float, float, float, float, float } @doppler_body(float %998, float %1086, float %1016, float %1025, float %1034, float %1043, float %1052, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1088 = extractvalue { float, float, float, float, float, float } %1087, 0
+	%1089 = extractvalue { float, float, float, float, float, float } %1087, 1
+	%1090 = extractvalue { float, float, float, float, float, float } %1087, 2
+	%1091 = extractvalue { float, float, float, float, float, float } %1087, 3
+	%1092 = extractvalue { float, float, float, float, float, float } %1087, 4
+	%1093 = extractvalue { float, float, float, float, float, float } %1087, 5
+	%1094 = getelementptr float, float* %5, i64 %988
+	%1095 = getelementptr float, float* %1094, i64 0
+	store float %1058, float* %1095, align 4
+	%1096 = getelementptr float, float* %1094, i64 1
+	store float %1068, float* %1096, align 4
+	%1097 = getelementptr float, float* %1094, i64 2
+	store float %1078, float* %1097, align 4
+	%1098 = getelementptr float, float* %1094, i64 3
+	store float %1088, float* %1098, align 4
+	%1099 = getelementptr float, float* %7, i64 %988
+	%1100 = getelementptr float, float* %1099, i64 0
+	store float %1059, float* %1100, align 4
+	%1101 = getelementptr float, float* %1099, i64 1
+	store float %1069, float* %1101, align 4
+	%1102 = getelementptr float, float* %1099, i64 2
+	store float %1079, float* %1102, align 4
+	%1103 = getelementptr float, float* %1099, i64 3
+	store float %1089, float* %1103, align 4
+	%1104 = getelementptr float, float* %9, i64 %988
+	%1105 = getelementptr float, float* %1104, i64 0
+	store float %1060, float* %1105, align 4
+	%1106 = getelementptr float, float* %1104, i64 1
+	store float %1070, float* %1106, align 4
+	%1107 = getelementptr float, float* %1104, i64 2
+	store float %1080, float* %1107, align 4
+	%1108 = getelementptr float, float* %1104, i64 3
+	store float %1090, float* %1108, align 4
+	%1109 = getelementptr float, float* %11, i64 %988
+	%1110 = getelementptr float, float* %1109, i64 0
+	store float %1061, float* %1110, align 4
+	%1111 = getelementptr float, float* %1109, i64 1
+	store float %1071, float* %1111, align 4
+	%1112 = getelementptr float, float* %1109, i64 2
+	store float %1081, float* %1112, align 4
+	%1113 = getelementptr float, float* %1109, i64 3
+	store float %1091, float* %1113, align 4
+	%1114 = getelementptr float, float* %13, i64 %988
+	%1115 = getelementptr float, float* %1114, i64 0
+	store float %1062, float* %1115, align 4
+	%1116 = getelementptr float, float* %1114, i64 1
+	store float %1072, float* %1116, align 4
+	%1117 = getelementptr float, float* %1114, i64 2
+	store float %1082, float* %1117, align 4
+	%1118 = getelementptr float, float* %1114, i64 3
+	store float %1092, float* %1118, align 4
+	%1119 = getelementptr float, float* %1, i64 %988
+	%1120 = getelementptr float, float* %1119, i64 0
+	store float %1063, float* %1120, align 4
+	%1121 = getelementptr float, float* %1119, i64 1
+	store float %1073, float* %1121, align 4
+	%1122 = getelementptr float, float* %1119, i64 2
+	store float %1083, float* %1122, align 4
+	%1123 = getelementptr float, float* %1119, i64 3
+	store float %1093, float* %1123, align 4
+	%1124 = add i64 %985, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1262 = phi i64 [ %69, %group.done.33 ], [ %1295, %tail.35 ]
-	%1263 = icmp slt i64 %1262, %49
-	br i1 %1263, label %tail.35, label %tail.done.36
+	%1125 = phi i64 [ %69, %group.done.33 ], [ %1158, %tail.35 ]
+	%1126 = icmp slt i64 %1125, %49
+	br i1 %1126, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1264 = getelementptr float, float* %1, i64 %1262
-	%1265 = load float, float* %1264, align 4
-	%1266 = getelementptr float, float* %3, i64 %1262
-	%1267 = load float, float* %1266, align 4
-	%1268 = getelementptr float, float* %5, i64 %1262
-	%1269 = load float, float* %1268, align 4
-	%1270 = getelementptr float, float* %7, i64 %1262
-	%1271 = load float, float* %1270, align 4
-	%1272 = getelementptr float, float* %9, i64 %1262
-	%1273 = load float, float* %1272, align 4
-	%1274 = getelementptr float, float* %11, i64 %1262
-	%1275 = load float, float* %1274, align 4
-	%1276 = getelementptr float, float* %13, i64 %1262
-	%1277 = load float, float* %1276, align 4
-	%1278 = add i64 %51, %1262
-	%1279 = call float @fg_gaussian(i64 %53, i32 %55, i32 0, i64 %1278)
-	%1280 = fmul float %45, %1279
-	%1281 = fadd float %1267, %1280
-	%1282 = call { float, float, float, float, float, float } @doppler_body(float %1265, float %1281, float %1269, float %1271, float %1273, float %1275, float %1277, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1283 = extractvalue { float, float, float, float, float, float } %1282, 0
-	%1284 = extractvalue { float, float, float, float, float, float } %1282, 1
-	%1285 = extractvalue { float, float, float, float, float, float } %1282, 2
-	%1286 = extractvalue { float, float, float, float, float, float } %1282, 3
-	%1287 = extractvalue { float, float, float, float, float, float } %1282, 4
-	%1288 = extractvalue { float, float, float, float, float, float } %1282, 5
-	%1289 = getelementptr float, float* %5, i64 %1262
-	store float %1283, float* %1289, align 4
-	%1290 = getelementptr float, float* %7, i64 %1262
-	store float %1284, float* %1290, align 4
-	%1291 = getelementptr float, float* %9, i64 %1262
-	store float %1285, float* %1291, align 4
-	%1292 = getelementptr float, float* %11, i64 %1262
-	store float %1286, float* %1292, align 4
-	%1293 = getelementptr float, float* %13, i64 %1262
-	store float %1287, float* %1293, align 4
-	%1294 = getelementptr float, float* %1, i64 %1262
-	store float %1288, float* %1294, align 4
-	%1295 = add i64 %1262, 1
+	%1127 = getelementptr float, float* %1, i64 %1125
+	%1128 = load float, float* %1127, align 4
+	%1129 = getelementptr float, float* %3, i64 %1125
+	%1130 = load float, float* %1129, align 4
+	%1131 = getelementptr float, float* %5, i64 %1125
+	%1132 = load float, float* %1131, align 4
+	%1133 = getelementptr float, float* %7, i64 %1125
+	%1134 = load float, float* %1133, align 4
+	%1135 = getelementptr float, float* %9, i64 %1125
+	%1136 = load float, float* %1135, align 4
+	%1137 = getelementptr float, float* %11, i64 %1125
+	%1138 = load float, float* %1137, align 4
+	%1139 = getelementptr float, float* %13, i64 %1125
+	%1140 = load float, float* %1139, align 4
+	%1141 = add i64 %51, %1125
+	%1142 = call float @fg_gaussian(i64 %53, i32 %55, i32 0, i64 %1141)
+	%1143 = fmul float %45, %1142
+	%1144 = fadd float %1130, %1143
+	%1145 = call { float, float, float, float, float, float } @doppler_body(float %1128, float %1144, float %1132, float %1134, float %1136, float %1138, float %1140, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1146 = extractvalue { float, float, float, float, float, float } %1145, 0
+	%1147 = extractvalue { float, float, float, float, float, float } %1145, 1
+	%1148 = extractvalue { float, float, float, float, float, float } %1145, 2
+	%1149 = extractvalue { float, float, float, float, float, float } %1145, 3
+	%1150 = extractvalue { float, float, float, float, float, float } %1145, 4
+	%1151 = extractvalue { float, float, float, float, float, float } %1145, 5
+	%1152 = getelementptr float, float* %5, i64 %1125
+	store float %1146, float* %1152, align 4
+	%1153 = getelementptr float, float* %7, i64 %1125
+	store float %1147, float* %1153, align 4
+	%1154 = getelementptr float, float* %9, i64 %1125
+	store float %1148, float* %1154, align 4
+	%1155 = getelementptr float, float* %11, i64 %1125
+	store float %1149, float* %1155, align 4
+	%1156 = getelementptr float, float* %13, i64 %1125
+	store float %1150, float* %1156, align 4
+	%1157 = getelementptr float, float* %1, i64 %1125
+	store float %1151, float* %1157, align 4
+	%1158 = add i64 %1125, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1296 = phi i64 [ %47, %without_noise ], [ %1325, %head.38 ]
-	%1297 = icmp slt i64 %1296, %67
-	br i1 %1297, label %head.38, label %head.done.39
+	%1159 = phi i64 [ %47, %without_noise ], [ %1188, %head.38 ]
+	%1160 = icmp slt i64 %1159, %67
+	br i1 %1160, label %head.38, label %head.done.39
 
 head.38:
-	%1298 = getelementptr float, float* %1, i64 %1296
-	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %3, i64 %1296
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %5, i64 %1296
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %7, i64 %1296
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %9, i64 %1296
-	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %11, i64 %1296
-	%1309 = load float, float* %1308, align 4
-	%1310 = getelementptr float, float* %13, i64 %1296
-	%1311 = load float, float* %1310, align 4
-	%1312 = call { float, float, float, float, float, float } @doppler_body(float %1299, float %1301, float %1303, float %1305, float %1307, float %1309, float %1311, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1313 = extractvalue { float, float, float, float, float, float } %1312, 0
-	%1314 = extractvalue { float, float, float, float, float, float } %1312, 1
-	%1315 = extractvalue { float, float, float, float, float, float } %1312, 2
-	%1316 = extractvalue { float, float, float, float, float, float } %1312, 3
-	%1317 = extractvalue { float, float, float, float, float, float } %1312, 4
-	%1318 = extractvalue { float, float, float, float, float, float } %1312, 5
-	%1319 = getelementptr float, float* %5, i64 %1296
-	store float %1313, float* %1319, align 4
-	%1320 = getelementptr float, float* %7, i64 %1296
-	store float %1314, float* %1320, align 4
-	%1321 = getelementptr float, float* %9, i64 %1296
-	store float %1315, float* %1321, align 4
-	%1322 = getelementptr float, float* %11, i64 %1296
-	store float %1316, float* %1322, align 4
-	%1323 = getelementptr float, float* %13, i64 %1296
-	store float %1317, float* %1323, align 4
-	%1324 = getelementptr float, float* %1, i64 %1296
-	store float %1318, float* %1324, align 4
-	%1325 = add i64 %1296, 1
+	%1161 = getelementptr float, float* %1, i64 %1159
+	%1162 = load float, float* %1161, align 4
+	%1163 = getelementptr float, float* %3, i64 %1159
+	%1164 = load float, float* %1163, align 4
+	%1165 = getelementptr float, float* %5, i64 %1159
+	%1166 = load float, float* %1165, align 4
+	%1167 = getelementptr float, float* %7, i64 %1159
+	%1168 = load float, float* %1167, align 4
+	%1169 = getelementptr float, float* %9, i64 %1159
+	%1170 = load float, float* %1169, align 4
+	%1171 = getelementptr float, float* %11, i64 %1159
+	%1172 = load float, float* %1171, align 4
+	%1173 = getelementptr float, float* %13, i64 %1159
+	%1174 = load float, float* %1173, align 4
+	%1175 = call { float, float, float, float, float, float } @doppler_body(float %1162, float %1164, float %1166, float %1168, float %1170, float %1172, float %1174, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1176 = extractvalue { float, float, float, float, float, float } %1175, 0
+	%1177 = extractvalue { float, float, float, float, float, float } %1175, 1
+	%1178 = extractvalue { float, float, float, float, float, float } %1175, 2
+	%1179 = extractvalue { float, float, float, float, float, float } %1175, 3
+	%1180 = extractvalue { float, float, float, float, float, float } %1175, 4
+	%1181 = extractvalue { float, float, float, float, float, float } %1175, 5
+	%1182 = getelementptr float, float* %5, i64 %1159
+	store float %1176, float* %1182, align 4
+	%1183 = getelementptr float, float* %7, i64 %1159
+	store float %1177, float* %1183, align 4
+	%1184 = getelementptr float, float* %9, i64 %1159
+	store float %1178, float* %1184, align 4
+	%1185 = getelementptr float, float* %11, i64 %1159
+	store float %1179, float* %1185, align 4
+	%1186 = getelementptr float, float* %13, i64 %1159
+	store float %1180, float* %1186, align 4
+	%1187 = getelementptr float, float* %1, i64 %1159
+	store float %1181, float* %1187, align 4
+	%1188 = add i64 %1159, 1
 	br label %head.head.37
 
 head.done.39:
-	%1326 = sdiv i64 %66, 8
+	%1189 = sdiv i64 %66, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1327 = phi i64 [ 0, %head.done.39 ], [ %2210, %wide.41 ]
-	%1328 = icmp slt i64 %1327, %1326
-	br i1 %1328, label %wide.41, label %wide.done.42
+	%1190 = phi i64 [ 0, %head.done.39 ], [ %2020, %wide.41 ]
+	%1191 = icmp slt i64 %1190, %1189
+	br i1 %1191, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1329 = mul i64 %1327, 8
-	%1330 = shl i64 %1329, 2
-	%1331 = add i64 %67, %1330
-	%1332 = add i64 %71, %1329
-	%1333 = getelementptr float, float* %1, i64 %1331
-	%1334 = getelementptr float, float* %1333, i64 0
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1333, i64 1
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1333, i64 2
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1333, i64 3
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1333, i64 4
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1333, i64 5
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1333, i64 6
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1333, i64 7
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1333, i64 8
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1333, i64 9
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1333, i64 10
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1333, i64 11
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1333, i64 12
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %1333, i64 13
-	%1361 = load float, float* %1360, align 4
-	%1362 = getelementptr float, float* %1333, i64 14
-	%1363 = load float, float* %1362, align 4
-	%1364 = getelementptr float, float* %1333, i64 15
-	%1365 = load float, float* %1364, align 4
-	%1366 = getelementptr float, float* %1333, i64 16
-	%1367 = load float, float* %1366, align 4
-	%1368 = getelementptr float, float* %1333, i64 17
-	%1369 = load float, float* %1368, align 4
-	%1370 = getelementptr float, float* %1333, i64 18
-	%1371 = load float, float* %1370, align 4
-	%1372 = getelementptr float, float* %1333, i64 19
-	%1373 = load float, float* %1372, align 4
-	%1374 = getelementptr float, float* %1333, i64 20
-	%1375 = load float, float* %1374, align 4
-	%1376 = getelementptr float, float* %1333, i64 21
-	%1377 = load float, float* %1376, align 4
-	%1378 = getelementptr float, float* %1333, i64 22
-	%1379 = load float, float* %1378, align 4
-	%1380 = getelementptr float, float* %1333, i64 23
-	%1381 = load float, float* %1380, align 4
-	%1382 = getelementptr float, float* %1333, i64 24
-	%1383 = load float, float* %1382, align 4
-	%1384 = getelementptr float, float* %1333, i64 25
-	%1385 = load float, float* %1384, align 4
-	%1386 = getelementptr float, float* %1333, i64 26
-	%1387 = load float, float* %1386, align 4
-	%1388 = getelementptr float, float* %1333, i64 27
-	%1389 = load float, float* %1388, align 4
-	%1390 = getelementptr float, float* %1333, i64 28
-	%1391 = load float, float* %1390, align 4
-	%1392 = getelementptr float, float* %1333, i64 29
-	%1393 = load float, float* %1392, align 4
-	%1394 = getelementptr float, float* %1333, i64 30
-	%1395 = load float, float* %1394, align 4
-	%1396 = getelementptr float, float* %1333, i64 31
-	%1397 = load float, float* %1396, align 4
-	%1398 = getelementptr float, float* %3, i64 %1331
-	%1399 = getelementptr float, float* %1398, i64 0
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1398, i64 1
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1398, i64 2
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1398, i64 3
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1398, i64 4
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1398, i64 5
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1398, i64 6
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1398, i64 7
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1398, i64 8
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1398, i64 9
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1398, i64 10
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1398, i64 11
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1398, i64 12
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %1398, i64 13
-	%1426 = load float, float* %1425, align 4
-	%1427 = getelementptr float, float* %1398, i64 14
-	%1428 = load float, float* %1427, align 4
-	%1429 = getelementptr float, float* %1398, i64 15
-	%1430 = load float, float* %1429, align 4
-	%1431 = getelementptr float, float* %1398, i64 16
-	%1432 = load float, float* %1431, align 4
-	%1433 = getelementptr float, float* %1398, i64 17
-	%1434 = load float, float* %1433, align 4
-	%1435 = getelementptr float, float* %1398, i64 18
-	%1436 = load float, float* %1435, align 4
-	%1437 = getelementptr float, float* %1398, i64 19
-	%1438 = load float, float* %1437, align 4
-	%1439 = getelementptr float, float* %1398, i64 20
-	%1440 = load float, float* %1439, align 4
-	%1441 = getelementptr float, float* %1398, i64 21
-	%1442 = load float, float* %1441, align 4
-	%1443 = getelementptr float, float* %1398, i64 22
-	%1444 = load float, float* %1443, align 4
-	%1445 = getelementptr float, float* %1398, i64 23
-	%1446 = load float, float* %1445, align 4
-	%1447 = getelementptr float, float* %1398, i64 24
-	%1448 = load float, float* %1447, align 4
-	%1449 = getelementptr float, float* %1398, i64 25
-	%1450 = load float, float* %1449, align 4
-	%1451 = getelementptr float, float* %1398, i64 26
-	%1452 = load float, float* %1451, align 4
-	%1453 = getelementptr float, float* %1398, i64 27
-	%1454 = load float, float* %1453, align 4
-	%1455 = getelementptr float, float* %1398, i64 28
-	%1456 = load float, float* %1455, align 4
-	%1457 = getelementptr float, float* %1398, i64 29
-	%1458 = load float, float* %1457, align 4
-	%1459 = getelementptr float, float* %1398, i64 30
-	%1460 = load float, float* %1459, align 4
-	%1461 = getelementptr float, float* %1398, i64 31
-	%1462 = load float, float* %1461, align 4
-	%1463 = getelementptr float, float* %5, i64 %1331
-	%1464 = getelementptr float, float* %1463, i64 0
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1463, i64 1
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1463, i64 2
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1463, i64 3
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1463, i64 4
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1463, i64 5
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1463, i64 6
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1463, i64 7
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1463, i64 8
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1463, i64 9
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1463, i64 10
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1463, i64 11
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1463, i64 12
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %1463, i64 13
-	%1491 = load float, float* %1490, align 4
-	%1492 = getelementptr float, float* %1463, i64 14
-	%1493 = load float, float* %1492, align 4
-	%1494 = getelementptr float, float* %1463, i64 15
-	%1495 = load float, float* %1494, align 4
-	%1496 = getelementptr float, float* %1463, i64 16
-	%1497 = load float, float* %1496, align 4
-	%1498 = getelementptr float, float* %1463, i64 17
-	%1499 = load float, float* %1498, align 4
-	%1500 = getelementptr float, float* %1463, i64 18
-	%1501 = load float, float* %1500, align 4
-	%1502 = getelementptr float, float* %1463, i64 19
-	%1503 = load float, float* %1502, align 4
-	%1504 = getelementptr float, float* %1463, i64 20
-	%1505 = load float, float* %1504, align 4
-	%1506 = getelementptr float, float* %1463, i64 21
-	%1507 = load float, float* %1506, align 4
-	%1508 = getelementptr float, float* %1463, i64 22
-	%1509 = load float, float* %1508, align 4
-	%1510 = getelementptr float, float* %1463, i64 23
-	%1511 = load float, float* %1510, align 4
-	%1512 = getelementptr float, float* %1463, i64 24
-	%1513 = load float, float* %1512, align 4
-	%1514 = getelementptr float, float* %1463, i64 25
-	%1515 = load float, float* %1514, align 4
-	%1516 = getelementptr float, float* %1463, i64 26
-	%1517 = load float, float* %1516, align 4
-	%1518 = getelementptr float, float* %1463, i64 27
-	%1519 = load float, float* %1518, align 4
-	%1520 = getelementptr float, float* %1463, i64 28
-	%1521 = load float, float* %1520, align 4
-	%1522 = getelementptr float, float* %1463, i64 29
-	%1523 = load float, float* %1522, align 4
-	%1524 = getelementptr float, float* %1463, i64 30
-	%1525 = load float, float* %1524, align 4
-	%1526 = getelementptr float, float* %1463, i64 31
-	%1527 = load float, float* %1526, align 4
-	%1528 = getelementptr float, float* %7, i64 %1331
-	%1529 = getelementptr float, float* %1528, i64 0
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1528, i64 1
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1528, i64 2
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1528, i64 3
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1528, i64 4
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1528, i64 5
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1528, i64 6
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1528, i64 7
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1528, i64 8
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1528, i64 9
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1528, i64 10
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1528, i64 11
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1528, i64 12
-	%1554 = load float, float* %1553, align 4
-	%1555 = getelementptr float, float* %1528, i64 13
-	%1556 = load float, float* %1555, align 4
-	%1557 = getelementptr float, float* %1528, i64 14
-	%1558 = load float, float* %1557, align 4
-	%1559 = getelementptr float, float* %1528, i64 15
-	%1560 = load float, float* %1559, align 4
-	%1561 = getelementptr float, float* %1528, i64 16
-	%1562 = load float, float* %1561, align 4
-	%1563 = getelementptr float, float* %1528, i64 17
-	%1564 = load float, float* %1563, align 4
-	%1565 = getelementptr float, float* %1528, i64 18
-	%1566 = load float, float* %1565, align 4
-	%1567 = getelementptr float, float* %1528, i64 19
-	%1568 = load float, float* %1567, align 4
-	%1569 = getelementptr float, float* %1528, i64 20
-	%1570 = load float, float* %1569, align 4
-	%1571 = getelementptr float, float* %1528, i64 21
-	%1572 = load float, float* %1571, align 4
-	%1573 = getelementptr float, float* %1528, i64 22
-	%1574 = load float, float* %1573, align 4
-	%1575 = getelementptr float, float* %1528, i64 23
-	%1576 = load float, float* %1575, align 4
-	%1577 = getelementptr float, float* %1528, i64 24
-	%1578 = load float, float* %1577, align 4
-	%1579 = getelementptr float, float* %1528, i64 25
-	%1580 = load float, float* %1579, align 4
-	%1581 = getelementptr float, float* %1528, i64 26
-	%1582 = load float, float* %1581, align 4
-	%1583 = getelementptr float, float* %1528, i64 27
-	%1584 = load float, float* %1583, align 4
-	%1585 = getelementptr float, float* %1528, i64 28
-	%1586 = load float, float* %1585, align 4
-	%1587 = getelementptr float, float* %1528, i64 29
-	%1588 = load float, float* %1587, align 4
-	%1589 = getelementptr float, float* %1528, i64 30
-	%1590 = load float, float* %1589, align 4
-	%1591 = getelementptr float, float* %1528, i64 31
-	%1592 = load float, float* %1591, align 4
-	%1593 = getelementptr float, float* %9, i64 %1331
-	%1594 = getelementptr float, float* %1593, i64 0
-	%1595 = load float, float* %1594, align 4
-	%1596 = getelementptr float, float* %1593, i64 1
-	%1597 = load float, float* %1596, align 4
-	%1598 = getelementptr float, float* %1593, i64 2
-	%1599 = load float, float* %1598, align 4
-	%1600 = getelementptr float, float* %1593, i64 3
-	%1601 = load float, float* %1600, align 4
-	%1602 = getelementptr float, float* %1593, i64 4
-	%1603 = load float, float* %1602, align 4
-	%1604 = getelementptr float, float* %1593, i64 5
-	%1605 = load float, float* %1604, align 4
-	%1606 = getelementptr float, float* %1593, i64 6
-	%1607 = load float, float* %1606, align 4
-	%1608 = getelementptr float, float* %1593, i64 7
-	%1609 = load float, float* %1608, align 4
-	%1610 = getelementptr float, float* %1593, i64 8
-	%1611 = load float, float* %1610, align 4
-	%1612 = getelementptr float, float* %1593, i64 9
-	%1613 = load float, float* %1612, align 4
-	%1614 = getelementptr float, float* %1593, i64 10
-	%1615 = load float, float* %1614, align 4
-	%1616 = getelementptr float, float* %1593, i64 11
-	%1617 = load float, float* %1616, align 4
-	%1618 = getelementptr float, float* %1593, i64 12
-	%1619 = load float, float* %1618, align 4
-	%1620 = getelementptr float, float* %1593, i64 13
-	%1621 = load float, float* %1620, align 4
-	%1622 = getelementptr float, float* %1593, i64 14
-	%1623 = load float, float* %1622, align 4
-	%1624 = getelementptr float, float* %1593, i64 15
-	%1625 = load float, float* %1624, align 4
-	%1626 = getelementptr float, float* %1593, i64 16
-	%1627 = load float, float* %1626, align 4
-	%1628 = getelementptr float, float* %1593, i64 17
-	%1629 = load float, float* %1628, align 4
-	%1630 = getelementptr float, float* %1593, i64 18
-	%1631 = load float, float* %1630, align 4
-	%1632 = getelementptr float, float* %1593, i64 19
-	%1633 = load float, float* %1632, align 4
-	%1634 = getelementptr float, float* %1593, i64 20
-	%1635 = load float, float* %1634, align 4
-	%1636 = getelementptr float, float* %1593, i64 21
-	%1637 = load float, float* %1636, align 4
-	%1638 = getelementptr float, float* %1593, i64 22
-	%1639 = load float, float* %1638, align 4
-	%1640 = getelementptr float, float* %1593, i64 23
-	%1641 = load float, float* %1640, align 4
-	%1642 = getelementptr float, float* %1593, i64 24
-	%1643 = load float, float* %1642, align 4
-	%1644 = getelementptr float, float* %1593, i64 25
-	%1645 = load float, float* %1644, align 4
-	%1646 = getelementptr float, float* %1593, i64 26
-	%1647 = load float, float* %1646, align 4
-	%1648 = getelementptr float, float* %1593, i64 27
-	%1649 = load float, float* %1648, align 4
-	%1650 = getelementptr float, float* %1593, i64 28
-	%1651 = load float, float* %1650, align 4
-	%1652 = getelementptr float, float* %1593, i64 29
-	%1653 = load float, float* %1652, align 4
-	%1654 = getelementptr float, float* %1593, i64 30
-	%1655 = load float, float* %1654, align 4
-	%1656 = getelementptr float, float* %1593, i64 31
-	%1657 = load float, float* %1656, align 4
-	%1658 = getelementptr float, float* %11, i64 %1331
-	%1659 = getelementptr float, float* %1658, i64 0
-	%1660 = load float, float* %1659, align 4
-	%1661 = getelementptr float, float* %1658, i64 1
-	%1662 = load float, float* %1661, align 4
-	%1663 = getelementptr float, float* %1658, i64 2
-	%1664 = load float, float* %1663, align 4
-	%1665 = getelementptr float, float* %1658, i64 3
-	%1666 = load float, float* %1665, align 4
-	%1667 = getelementptr float, float* %1658, i64 4
-	%1668 = load float, float* %1667, align 4
-	%1669 = getelementptr float, float* %1658, i64 5
-	%1670 = load float, float* %1669, align 4
-	%1671 = getelementptr float, float* %1658, i64 6
-	%1672 = load float, float* %1671, align 4
-	%1673 = getelementptr float, float* %1658, i64 7
-	%1674 = load float, float* %1673, align 4
-	%1675 = getelementptr float, float* %1658, i64 8
-	%1676 = load float, float* %1675, align 4
-	%1677 = getelementptr float, float* %1658, i64 9
-	%1678 = load float, float* %1677, align 4
-	%1679 = getelementptr float, float* %1658, i64 10
-	%1680 = load float, float* %1679, align 4
-	%1681 = getelementptr float, float* %1658, i64 11
-	%1682 = load float, float* %1681, align 4
-	%1683 = getelementptr float, float* %1658, i64 12
-	%1684 = load float, float* %1683, align 4
-	%1685 = getelementptr float, float* %1658, i64 13
-	%1686 = load float, float* %1685, align 4
-	%1687 = getelementptr float, float* %1658, i64 14
-	%1688 = load float, float* %1687, align 4
-	%1689 = getelementptr float, float* %1658, i64 15
-	%1690 = load float, float* %1689, align 4
-	%1691 = getelementptr float, float* %1658, i64 16
-	%1692 = load float, float* %1691, align 4
-	%1693 = getelementptr float, float* %1658, i64 17
-	%1694 = load float, float* %1693, align 4
-	%1695 = getelementptr float, float* %1658, i64 18
-	%1696 = load float, float* %1695, align 4
-	%1697 = getelementptr float, float* %1658, i64 19
-	%1698 = load float, float* %1697, align 4
-	%1699 = getelementptr float, float* %1658, i64 20
-	%1700 = load float, float* %1699, align 4
-	%1701 = getelementptr float, float* %1658, i64 21
-	%1702 = load float, float* %1701, align 4
-	%1703 = getelementptr float, float* %1658, i64 22
-	%1704 = load float, float* %1703, align 4
-	%1705 = getelementptr float, float* %1658, i64 23
-	%1706 = load float, float* %1705, align 4
-	%1707 = getelementptr float, float* %1658, i64 24
-	%1708 = load float, float* %1707, align 4
-	%1709 = getelementptr float, float* %1658, i64 25
-	%1710 = load float, float* %1709, align 4
-	%1711 = getelementptr float, float* %1658, i64 26
-	%1712 = load float, float* %1711, align 4
-	%1713 = getelementptr float, float* %1658, i64 27
-	%1714 = load float, float* %1713, align 4
-	%1715 = getelementptr float, float* %1658, i64 28
-	%1716 = load float, float* %1715, align 4
-	%1717 = getelementptr float, float* %1658, i64 29
-	%1718 = load float, float* %1717, align 4
-	%1719 = getelementptr float, float* %1658, i64 30
-	%1720 = load float, float* %1719, align 4
-	%1721 = getelementptr float, float* %1658, i64 31
-	%1722 = load float, float* %1721, align 4
-	%1723 = getelementptr float, float* %13, i64 %1331
-	%1724 = getelementptr float, float* %1723, i64 0
-	%1725 = load float, float* %1724, align 4
-	%1726 = getelementptr float, float* %1723, i64 1
-	%1727 = load float, float* %1726, align 4
-	%1728 = getelementptr float, float* %1723, i64 2
-	%1729 = load float, float* %1728, align 4
-	%1730 = getelementptr float, float* %1723, i64 3
-	%1731 = load float, float* %1730, align 4
-	%1732 = getelementptr float, float* %1723, i64 4
-	%1733 = load float, float* %1732, align 4
-	%1734 = getelementptr float, float* %1723, i64 5
-	%1735 = load float, float* %1734, align 4
-	%1736 = getelementptr float, float* %1723, i64 6
-	%1737 = load float, float* %1736, align 4
-	%1738 = getelementptr float, float* %1723, i64 7
-	%1739 = load float, float* %1738, align 4
-	%1740 = getelementptr float, float* %1723, i64 8
-	%1741 = load float, float* %1740, align 4
-	%1742 = getelementptr float, float* %1723, i64 9
-	%1743 = load float, float* %1742, align 4
-	%1744 = getelementptr float, float* %1723, i64 10
-	%1745 = load float, float* %1744, align 4
-	%1746 = getelementptr float, float* %1723, i64 11
-	%1747 = load float, float* %1746, align 4
-	%1748 = getelementptr float, float* %1723, i64 12
-	%1749 = load float, float* %1748, align 4
-	%1750 = getelementptr float, float* %1723, i64 13
-	%1751 = load float, float* %1750, align 4
-	%1752 = getelementptr float, float* %1723, i64 14
-	%1753 = load float, float* %1752, align 4
-	%1754 = getelementptr float, float* %1723, i64 15
-	%1755 = load float, float* %1754, align 4
-	%1756 = getelementptr float, float* %1723, i64 16
-	%1757 = load float, float* %1756, align 4
-	%1758 = getelementptr float, float* %1723, i64 17
-	%1759 = load float, float* %1758, align 4
-	%1760 = getelementptr float, float* %1723, i64 18
-	%1761 = load float, float* %1760, align 4
-	%1762 = getelementptr float, float* %1723, i64 19
-	%1763 = load float, float* %1762, align 4
-	%1764 = getelementptr float, float* %1723, i64 20
-	%1765 = load float, float* %1764, align 4
-	%1766 = getelementptr float, float* %1723, i64 21
-	%1767 = load float, float* %1766, align 4
-	%1768 = getelementptr float, float* %1723, i64 22
-	%1769 = load float, float* %1768, align 4
-	%1770 = getelementptr float, float* %1723, i64 23
-	%1771 = load float, float* %1770, align 4
-	%1772 = getelementptr float, float* %1723, i64 24
-	%1773 = load float, float* %1772, align 4
-	%1774 = getelementptr float, float* %1723, i64 25
-	%1775 = load float, float* %1774, align 4
-	%1776 = getelementptr float, float* %1723, i64 26
-	%1777 = load float, float* %1776, align 4
-	%1778 = getelementptr float, float* %1723, i64 27
-	%1779 = load float, float* %1778, align 4
-	%1780 = getelementptr float, float* %1723, i64 28
-	%1781 = load float, float* %1780, align 4
-	%1782 = getelementptr float, float* %1723, i64 29
-	%1783 = load float, float* %1782, align 4
-	%1784 = getelementptr float, float* %1723, i64 30
-	%1785 = load float, float* %1784, align 4
-	%1786 = getelementptr float, float* %1723, i64 31
-	%1787 = load float, float* %1786, align 4
-	%1788 = call { float, float, float, float, float, float } @doppler_body(float %1335, float %1400, float %1465, float %1530, float %1595, float %1660, float %1725, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1789 = extractvalue { float, float, float, float, float, float } %1788, 0
-	%1790 = extractvalue { float, float, float, float, float, float } %1788, 1
-	%1791 = extractvalue { float, float, float, float, float, float } %1788, 2
-	%1792 = extractvalue { float, float, float, float, float, float } %1788, 3
-	%1793 = extractvalue { float, float, float, float, float, float } %1788, 4
-	%1794 = extractvalue { float, float, float, float, float, float } %1788, 5
-	%1795 = call { float, float, float, float, float, float } @doppler_body(float %1337, float %1402, float %1467, float %1532, float %1597, float %1662, float %1727, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1796 = extractvalue { float, float, float, float, float, float } %1795, 0
-	%1797 = extractvalue { float, float, float, float, float, float } %1795, 1
-	%1798 = extractvalue { float, float, float, float, float, float } %1795, 2
-	%1799 = extractvalue { float, float, float, float, float, float } %1795, 3
-	%1800 = extractvalue { float, float, float, float, float, float } %1795, 4
-	%1801 = extractvalue { float, float, float, float, float, float } %1795, 5
-	%1802 = call { float, float, float, float, float, float } @doppler_body(float %1339, float %1404, float %1469, float %1534, float %1599, float %1664, float %1729, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1803 = extractvalue { float, float, float, float, float, float } %1802, 0
-	%1804 = extractvalue { float, float, float, float, float, float } %1802, 1
-	%1805 = extractvalue { float, float, float, float, float, float } %1802, 2
-	%1806 = extractvalue { float, float, float, float, float, float } %1802, 3
-	%1807 = extractvalue { float, float, float, float, float, float } %1802, 4
-	%1808 = extractvalue { float, float, float, float, float, float } %1802, 5
-	%1809 = call { float, float, float, float, float, float } @doppler_body(float %1341, float %1406, float %1471, float %1536, float %1601, float %1666, float %1731, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1810 = extractvalue { float, float, float, float, float, float } %1809, 0
-	%1811 = extractvalue { float, float, float, float, float, float } %1809, 1
-	%1812 = extractvalue { float, float, float, float, float, float } %1809, 2
-	%1813 = extractvalue { float, float, float, float, float, float } %1809, 3
-	%1814 = extractvalue { float, float, float, float, float, float } %1809, 4
-	%1815 = extractvalue { float, float, float, float, float, float } %1809, 5
-	%1816 = call { float, float, float, float, float, float } @doppler_body(float %1343, float %1408, float %1473, float %1538, float %1603, float %1668, float %1733, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1817 = extractvalue { float, float, float, float, float, float } %1816, 0
-	%1818 = extractvalue { float, float, float, float, float, float } %1816, 1
-	%1819 = extractvalue { float, float, float, float, float, float } %1816, 2
-	%1820 = extractvalue { float, float, float, float, float, float } %1816, 3
-	%1821 = extractvalue { float, float, float, float, float, float } %1816, 4
-	%1822 = extractvalue { float, float, float, float, float, float } %1816, 5
-	%1823 = call { float, float, float, float, float, float } @doppler_body(float %1345, float %1410, float %1475, float %1540, float %1605, float %1670, float %1735, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1824 = extractvalue { float, float, float, float, float, float } %1823, 0
-	%1825 = extractvalue { float, float, float, float, float, float } %1823, 1
-	%1826 = extractvalue { float, float, float, float, float, float } %1823, 2
-	%1827 = extractvalue { float, float, float, float, float, float } %1823, 3
-	%1828 = extractvalue { float, float, float, float, float, float } %1823, 4
-	%1829 = extractvalue { float, float, float, float, float, float } %1823, 5
-	%1830 = call { float, float, float, float, float, float } @doppler_body(float %1347, float %1412, float %1477, float %1542, float %1607, float %1672, float %1737, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1831 = extractvalue { float, float, float, float, float, float } %1830, 0
-	%1832 = extractvalue { float, float, float, float, float, float } %1830, 1
-	%1833 = extractvalue { float, float, float, float, float, float } %1830, 2
-	%1834 = extractvalue { float, float, float, float, float, float } %1830, 3
-	%1835 = extractvalue { float, float, float, float, float, float } %1830, 4
-	%1836 = extractvalue { float, float, float, float, float, float } %1830, 5
-	%1837 = call { float, float, float, float, float, float } @doppler_body(float %1349, float %1414, float %1479, float %1544, float %1609, float %1674, float %1739, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1838 = extractvalue { float, float, float, float, float, float } %1837, 0
-	%1839 = extractvalue { float, float, float, float, float, float } %1837, 1
-	%1840 = extractvalue { float, float, float, float, float, float } %1837, 2
-	%1841 = extractvalue { float, float, float, float, float, float } %1837, 3
-	%1842 = extractvalue { float, float, float, float, float, float } %1837, 4
-	%1843 = extractvalue { float, float, float, float, float, float } %1837, 5
-	%1844 = call { float, float, float, float, float, float } @doppler_body(float %1351, float %1416, float %1481, float %1546, float %1611, float %1676, float %1741, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1845 = extractvalue { float, float, float, float, float, float } %1844, 0
-	%1846 = extractvalue { float, float, float, float, float, float } %1844, 1
-	%1847 = extractvalue { float, float, float, float, float, float } %1844, 2
-	%1848 = extractvalue { float, float, float, float, float, float } %1844, 3
-	%1849 = extractvalue { float, float, float, float, float, float } %1844, 4
-	%1850 = extractvalue { float, float, float, float, float, float } %1844, 5
-	%1851 = call { float, float, float, float, float, float } @doppler_body(float %1353, float %1418, float %1483, float %1548, float %1613, float %1678, float %1743, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1852 = extractvalue { float, float, float, float, float, float } %1851, 0
-	%1853 = extractvalue { float, float, float, float, float, float } %1851, 1
-	%1854 = extractvalue { float, float, float, float, float, float } %1851, 2
-	%1855 = extractvalue { float, float, float, float, float, float } %1851, 3
-	%1856 = extractvalue { float, float, float, float, float, float } %1851, 4
-	%1857 = extractvalue { float, float, float, float, float, float } %1851, 5
-	%1858 = call { float, float, float, float, float, float } @doppler_body(float %1355, float %1420, float %1485, float %1550, float %1615, float %1680, float %1745, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1859 = extractvalue { float, float, float, float, float, float } %1858, 0
-	%1860 = extractvalue { float, float, float, float, float, float } %1858, 1
-	%1861 = extractvalue { float, float, float, float, float, float } %1858, 2
-	%1862 = extractvalue { float, float, float, float, float, float } %1858, 3
-	%1863 = extractvalue { float, float, float, float, float, float } %1858, 4
-	%1864 = extractvalue { float, float, float, float, float, float } %1858, 5
-	%1865 = call { float, float, float, float, float, float } @doppler_body(float %1357, float %1422, float %1487, float %1552, float %1617, float %1682, float %1747, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1866 = extractvalue { float, float, float, float, float, float } %1865, 0
-	%1867 = extractvalue { float, float, float, float, float, float } %1865, 1
-	%1868 = extractvalue { float, float, float, float, float, float } %1865, 2
-	%1869 = extractvalue { float, float, float, float, float, float } %1865, 3
-	%1870 = extractvalue { float, float, float, float, float, float } %1865, 4
-	%1871 = extractvalue { float, float, float, float, float, float } %1865, 5
-	%1872 = call { float, float, float, float, float, float } @doppler_body(float %1359, float %1424, float %1489, float %1554, float %1619, float %1684, float %1749, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1873 = extractvalue { float, float, float, float, float, float } %1872, 0
-	%1874 = extractvalue { float, float, float, float, float, float } %1872, 1
-	%1875 = extractvalue { float, float, float, float, float, float } %1872, 2
-	%1876 = extractvalue { float, float, float, float, float, float } %1872, 3
-	%1877 = extractvalue { float, float, float, float, float, float } %1872, 4
-	%1878 = extractvalue { float, float, float, float, float, float } %1872, 5
-	%1879 = call { float, float, float, float, float, float } @doppler_body(float %1361, float %1426, float %1491, float %1556, float %1621, float %1686, float %1751, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1880 = extractvalue { float, float, float, float, float, float } %1879, 0
-	%1881 = extractvalue { float, float, float, float, float, float } %1879, 1
-	%1882 = extractvalue { float, float, float, float, float, float } %1879, 2
-	%1883 = extractvalue { float, float, float, float, float, float } %1879, 3
-	%1884 = extractvalue { float, float, float, float, float, float } %1879, 4
-	%1885 = extractvalue { float, float, float, float, float, float } %1879, 5
-	%1886 = call { float, float, float, float, float, float } @doppler_body(float %1363, float %1428, float %1493, float %1558, float %1623, float %1688, float %1753, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1887 = extractvalue { float, float, float, float, float, float } %1886, 0
-	%1888 = extractvalue { float, float, float, float, float, float } %1886, 1
-	%1889 = extractvalue { float, float, float, float, float, float } %1886, 2
-	%1890 = extractvalue { float, float, float, float, float, float } %1886, 3
-	%1891 = extractvalue { float, float, float, float, float, float } %1886, 4
-	%1892 = extractvalue { float, float, float, float, float, float } %1886, 5
-	%1893 = call { float, float, float, float, float, float } @doppler_body(float %1365, float %1430, float %1495, float %1560, float %1625, float %1690, float %1755, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1894 = extractvalue { float, float, float, float, float, float } %1893, 0
-	%1895 = extractvalue { float, float, float, float, float, float } %1893, 1
-	%1896 = extractvalue { float, float, float, float, float, float } %1893, 2
-	%1897 = extractvalue { float, float, float, float, float, float } %1893, 3
-	%1898 = extractvalue { float, float, float, float, float, float } %1893, 4
-	%1899 = extractvalue { float, float, float, float, float, float } %1893, 5
-	%1900 = call { float, float, float, float, float, float } @doppler_body(float %1367, float %1432, float %1497, float %1562, float %1627, float %1692, float %1757, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1901 = extractvalue { float, float, float, float, float, float } %1900, 0
-	%1902 = extractvalue { float, float, float, float, float, float } %1900, 1
-	%1903 = extractvalue { float, float, float, float, float, float } %1900, 2
-	%1904 = extractvalue { float, float, float, float, float, float } %1900, 3
-	%1905 = extractvalue { float, float, float, float, float, float } %1900, 4
-	%1906 = extractvalue { float, float, float, float, float, float } %1900, 5
-	%1907 = call { float, float, float, float, float, float } @doppler_body(float %1369, float %1434, float %1499, float %1564, float %1629, float %1694, float %1759, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1908 = extractvalue { float, float, float, float, float, float } %1907, 0
-	%1909 = extractvalue { float, float, float, float, float, float } %1907, 1
-	%1910 = extractvalue { float, float, float, float, float, float } %1907, 2
-	%1911 = extractvalue { float, float, float, float, float, float } %1907, 3
-	%1912 = extractvalue { float, float, float, float, float, float } %1907, 4
-	%1913 = extractvalue { float, float, float, float, float, float } %1907, 5
-	%1914 = call { float, float, float, float, float, float } @doppler_body(float %1371, float %1436, float %1501, float %1566, float %1631, float %1696, float %1761, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1915 = extractvalue { float, float, float, float, float, float } %1914, 0
-	%1916 = extractvalue { float, float, float, float, float, float } %1914, 1
-	%1917 = extractvalue { float, float, float, float, float, float } %1914, 2
-	%1918 = extractvalue { float, float, float, float, float, float } %1914, 3
-	%1919 = extractvalue { float, float, float, float, float, float } %1914, 4
-	%1920 = extractvalue { float, float, float, float, float, float } %1914, 5
-	%1921 = call { float, float, float, float, float, float } @doppler_body(float %1373, float %1438, float %1503, float %1568, float %1633, float %1698, float %1763, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1922 = extractvalue { float, float, float, float, float, float } %1921, 0
-	%1923 = extractvalue { float, float, float, float, float, float } %1921, 1
-	%1924 = extractvalue { float, float, float, float, float, float } %1921, 2
-	%1925 = extractvalue { float, float, float, float, float, float } %1921, 3
-	%1926 = extractvalue { float, float, float, float, float, float } %1921, 4
-	%1927 = extractvalue { float, float, float, float, float, float } %1921, 5
-	%1928 = call { float, float, float, float, float, float } @doppler_body(float %1375, float %1440, float %1505, float %1570, float %1635, float %1700, float %1765, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1929 = extractvalue { float, float, float, float, float, float } %1928, 0
-	%1930 = extractvalue { float, float, float, float, float, float } %1928, 1
-	%1931 = extractvalue { float, float, float, float, float, float } %1928, 2
-	%1932 = extractvalue { float, float, float, float, float, float } %1928, 3
-	%1933 = extractvalue { float, float, float, float, float, float } %1928, 4
-	%1934 = extractvalue { float, float, float, float, float, float } %1928, 5
-	%1935 = call { float, float, float, float, float, float } @doppler_body(float %1377, float %1442, float %1507, float %1572, float %1637, float %1702, float %1767, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1936 = extractvalue { float, float, float, float, float, float } %1935, 0
-	%1937 = extractvalue { float, float, float, float, float, float } %1935, 1
-	%1938 = extractvalue { float, float, float, float, float, float } %1935, 2
-	%1939 = extractvalue { float, float, float, float, float, float } %1935, 3
-	%1940 = extractvalue { float, float, float, float, float, float } %1935, 4
-	%1941 = extractvalue { float, float, float, float, float, float } %1935, 5
-	%1942 = call { float, float, float, float, float, float } @doppler_body(float %1379, float %1444, float %1509, float %1574, float %1639, float %1704, float %1769, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1943 = extractvalue { float, float, float, float, float, float } %1942, 0
-	%1944 = extractvalue { float, float, float, float, float, float } %1942, 1
-	%1945 = extractvalue { float, float, float, float, float, float } %1942, 2
-	%1946 = extractvalue { float, float, float, float, float, float } %1942, 3
-	%1947 = extractvalue { float, float, float, float, float, float } %1942, 4
-	%1948 = extractvalue { float, float, float, float, float, float } %1942, 5
-	%1949 = call { float, float, float, float, float, float } @doppler_body(float %1381, float %1446, float %1511, float %1576, float %1641, float %1706, float %1771, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1950 = extractvalue { float, float, float, float, float, float } %1949, 0
-	%1951 = extractvalue { float, float, float, float, float, float } %1949, 1
-	%1952 = extractvalue { float, float, float, float, float, float } %1949, 2
-	%1953 = extractvalue { float, float, float, float, float, float } %1949, 3
-	%1954 = extractvalue { float, float, float, float, float, float } %1949, 4
-	%1955 = extractvalue { float, float, float, float, float, float } %1949, 5
-	%1956 = call { float, float, float, float, float, float } @doppler_body(float %1383, float %1448, float %1513, float %1578, float %1643, float %1708, float %1773, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1957 = extractvalue { float, float, float, float, float, float } %1956, 0
-	%1958 = extractvalue { float, float, float, float, float, float } %1956, 1
-	%1959 = extractvalue { float, float, float, float, float, float } %1956, 2
-	%1960 = extractvalue { float, float, float, float, float, float } %1956, 3
-	%1961 = extractvalue { float, float, float, float, float, float } %1956, 4
-	%1962 = extractvalue { float, float, float, float, float, float } %1956, 5
-	%1963 = call { float, float, float, float, float, float } @doppler_body(float %1385, float %1450, float %1515, float %1580, float %1645, float %1710, float %1775, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1964 = extractvalue { float, float, float, float, float, float } %1963, 0
-	%1965 = extractvalue { float, float, float, float, float, float } %1963, 1
-	%1966 = extractvalue { float, float, float, float, float, float } %1963, 2
-	%1967 = extractvalue { float, float, float, float, float, float } %1963, 3
-	%1968 = extractvalue { float, float, float, float, float, float } %1963, 4
-	%1969 = extractvalue { float, float, float, float, float, float } %1963, 5
-	%1970 = call { float, float, float, float, float, float } @doppler_body(float %1387, float %1452, float %1517, float %1582, float %1647, float %1712, float %1777, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1971 = extractvalue { float, float, float, float, float, float } %1970, 0
-	%1972 = extractvalue { float, float, float, float, float, float } %1970, 1
-	%1973 = extractvalue { float, float, float, float, float, float } %1970, 2
-	%1974 = extractvalue { float, float, float, float, float, float } %1970, 3
-	%1975 = extractvalue { float, float, float, float, float, float } %1970, 4
-	%1976 = extractvalue { float, float, float, float, float, float } %1970, 5
-	%1977 = call { float, float, float, float, float, float } @doppler_body(float %1389, float %1454, float %1519, float %1584, float %1649, float %1714, float %1779, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1978 = extractvalue { float, float, float, float, float, float } %1977, 0
-	%1979 = extractvalue { float, float, float, float, float, float } %1977, 1
-	%1980 = extractvalue { float, float, float, float, float, float } %1977, 2
-	%1981 = extractvalue { float, float, float, float, float, float } %1977, 3
-	%1982 = extractvalue { float, float, float, float, float, float } %1977, 4
-	%1983 = extractvalue { float, float, float, float, float, float } %1977, 5
-	%1984 = call { float, float, float, float, float, float } @doppler_body(float %1391, float %1456, float %1521, float %1586, float %1651, float %1716, float %1781, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1985 = extractvalue { float, float, float, float, float, float } %1984, 0
-	%1986 = extractvalue { float, float, float, float, float, float } %1984, 1
-	%1987 = extractvalue { float, float, float, float, float, float } %1984, 2
-	%1988 = extractvalue { float, float, float, float, float, float } %1984, 3
-	%1989 = extractvalue { float, float, float, float, float, float } %1984, 4
-	%1990 = extractvalue { float, float, float, float, float, float } %1984, 5
-	%1991 = call { float, float, float, float, float, float } @doppler_body(float %1393, float %1458, float %1523, float %1588, float %1653, float %1718, float %1783, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1992 = extractvalue { float, float, float, float, float, float } %1991, 0
-	%1993 = extractvalue { float, float, float, float, float, float } %1991, 1
-	%1994 = extractvalue { float, float, float, float, float, float } %1991, 2
-	%1995 = extractvalue { float, float, float, float, float, float } %1991, 3
-	%1996 = extractvalue { float, float, float, float, float, float } %1991, 4
-	%1997 = extractvalue { float, float, float, float, float, float } %1991, 5
-	%1998 = call { float, float, float, float, float, float } @doppler_body(float %1395, float %1460, float %1525, float %1590, float %1655, float %1720, float %1785, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%1999 = extractvalue { float, float, float, float, float, float } %1998, 0
-	%2000 = extractvalue { float, float, float, float, float, float } %1998, 1
-	%2001 = extractvalue { float, float, float, float, float, float } %1998, 2
-	%2002 = extractvalue { float, float, float, float, float, float } %1998, 3
-	%2003 = extractvalue { float, float, float, float, float, float } %1998, 4
-	%2004 = extractvalue { float, float, float, float, float, float } %1998, 5
-	%2005 = call { float, float, float, float, float, float } @doppler_body(float %1397, float %1462, float %1527, float %1592, float %1657, float %1722, float %1787, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2006 = extractvalue { float, float, float, float, float, float } %2005, 0
-	%2007 = extractvalue { float, float, float, float, float, float } %2005, 1
-	%2008 = extractvalue { float, float, float, float, float, float } %2005, 2
-	%2009 = extractvalue { float, float, float, float, float, float } %2005, 3
-	%2010 = extractvalue { float, float, float, float, float, float } %2005, 4
-	%2011 = extractvalue { float, float, float, float, float, float } %2005, 5
-	%2012 = getelementptr float, float* %5, i64 %1331
-	%2013 = getelementptr float, float* %2012, i64 0
-	store float %1789, float* %2013, align 4
-	%2014 = getelementptr float, float* %2012, i64 1
-	store float %1796, float* %2014, align 4
-	%2015 = getelementptr float, float* %2012, i64 2
-	store float %1803, float* %2015, align 4
-	%2016 = getelementptr float, float* %2012, i64 3
-	store float %1810, float* %2016, align 4
-	%2017 = getelementptr float, float* %2012, i64 4
-	store float %1817, float* %2017, align 4
-	%2018 = getelementptr float, float* %2012, i64 5
-	store float %1824, float* %2018, align 4
-	%2019 = getelementptr float, float* %2012, i64 6
-	store float %1831, float* %2019, align 4
-	%2020 = getelementptr float, float* %2012, i64 7
-	store float %1838, float* %2020, align 4
-	%2021 = getelementptr float, float* %2012, i64 8
-	store float %1845, float* %2021, align 4
-	%2022 = getelementptr float, float* %2012, i64 9
-	store float %1852, float* %2022, align 4
-	%2023 = getelementptr float, float* %2012, i64 10
-	store float %1859, float* %2023, align 4
-	%2024 = getelementptr float, float* %2012, i64 11
-	store float %1866, float* %2024, align 4
-	%2025 = getelementptr float, float* %2012, i64 12
-	store float %1873, float* %2025, align 4
-	%2026 = getelementptr float, float* %2012, i64 13
-	store float %1880, float* %2026, align 4
-	%2027 = getelementptr float, float* %2012, i64 14
-	store float %1887, float* %2027, align 4
-	%2028 = getelementptr float, float* %2012, i64 15
-	store float %1894, float* %2028, align 4
-	%2029 = getelementptr float, float* %2012, i64 16
-	store float %1901, float* %2029, align 4
-	%2030 = getelementptr float, float* %2012, i64 17
-	store float %1908, float* %2030, align 4
-	%2031 = getelementptr float, float* %2012, i64 18
-	store float %1915, float* %2031, align 4
-	%2032 = getelementptr float, float* %2012, i64 19
-	store float %1922, float* %2032, align 4
-	%2033 = getelementptr float, float* %2012, i64 20
-	store float %1929, float* %2033, align 4
-	%2034 = getelementptr float, float* %2012, i64 21
-	store float %1936, float* %2034, align 4
-	%2035 = getelementptr float, float* %2012, i64 22
-	store float %1943, float* %2035, align 4
-	%2036 = getelementptr float, float* %2012, i64 23
-	store float %1950, float* %2036, align 4
-	%2037 = getelementptr float, float* %2012, i64 24
-	store float %1957, float* %2037, align 4
-	%2038 = getelementptr float, float* %2012, i64 25
-	store float %1964, float* %2038, align 4
-	%2039 = getelementptr float, float* %2012, i64 26
-	store float %1971, float* %2039, align 4
-	%2040 = getelementptr float, float* %2012, i64 27
-	store float %1978, float* %2040, align 4
-	%2041 = getelementptr float, float* %2012, i64 28
-	store float %1985, float* %2041, align 4
-	%2042 = getelementptr float, float* %2012, i64 29
-	store float %1992, float* %2042, align 4
-	%2043 = getelementptr float, float* %2012, i64 30
-	store float %1999, float* %2043, align 4
-	%2044 = getelementptr float, float* %2012, i64 31
-	store float %2006, float* %2044, align 4
-	%2045 = getelementptr float, float* %7, i64 %1331
-	%2046 = getelementptr float, float* %2045, i64 0
-	store float %1790, float* %2046, align 4
-	%2047 = getelementptr float, float* %2045, i64 1
-	store float %1797, float* %2047, align 4
-	%2048 = getelementptr float, float* %2045, i64 2
-	store float %1804, float* %2048, align 4
-	%2049 = getelementptr float, float* %2045, i64 3
-	store float %1811, float* %2049, align 4
-	%2050 = getelementptr float, float* %2045, i64 4
-	store float %1818, float* %2050, align 4
-	%2051 = getelementptr float, float* %2045, i64 5
-	store float %1825, float* %2051, align 4
-	%2052 = getelementptr float, float* %2045, i64 6
-	store float %1832, float* %2052, align 4
-	%2053 = getelementptr float, float* %2045, i64 7
-	store float %1839, float* %2053, align 4
-	%2054 = getelementptr float, float* %2045, i64 8
-	store float %1846, float* %2054, align 4
-	%2055 = getelementptr float, float* %2045, i64 9
-	store float %1853, float* %2055, align 4
-	%2056 = getelementptr float, float* %2045, i64 10
-	store float %1860, float* %2056, align 4
-	%2057 = getelementptr float, float* %2045, i64 11
-	store float %1867, float* %2057, align 4
-	%2058 = getelementptr float, float* %2045, i64 12
-	store float %1874, float* %2058, align 4
-	%2059 = getelementptr float, float* %2045, i64 13
-	store float %1881, float* %2059, align 4
-	%2060 = getelementptr float, float* %2045, i64 14
-	store float %1888, float* %2060, align 4
-	%2061 = getelementptr float, float* %2045, i64 15
-	store float %1895, float* %2061, align 4
-	%2062 = getelementptr float, float* %2045, i64 16
-	store float %1902, float* %2062, align 4
-	%2063 = getelementptr float, float* %2045, i64 17
-	store float %1909, float* %2063, align 4
-	%2064 = getelementptr float, float* %2045, i64 18
-	store float %1916, float* %2064, align 4
-	%2065 = getelementptr float, float* %2045, i64 19
-	store float %1923, float* %2065, align 4
-	%2066 = getelementptr float, float* %2045, i64 20
-	store float %1930, float* %2066, align 4
-	%2067 = getelementptr float, float* %2045, i64 21
-	store float %1937, float* %2067, align 4
-	%2068 = getelementptr float, float* %2045, i64 22
-	store float %1944, float* %2068, align 4
-	%2069 = getelementptr float, float* %2045, i64 23
-	store float %1951, float* %2069, align 4
-	%2070 = getelementptr float, float* %2045, i64 24
-	store float %1958, float* %2070, align 4
-	%2071 = getelementptr float, float* %2045, i64 25
-	store float %1965, float* %2071, align 4
-	%2072 = getelementptr float, float* %2045, i64 26
-	store float %1972, float* %2072, align 4
-	%2073 = getelementptr float, float* %2045, i64 27
-	store float %1979, float* %2073, align 4
-	%2074 = getelementptr float, float* %2045, i64 28
-	store float %1986, float* %2074, align 4
-	%2075 = getelementptr float, float* %2045, i64 29
-	store float %1993, float* %2075, align 4
-	%2076 = getelementptr float, float* %2045, i64 30
-	store float %2000, float* %2076, align 4
-	%2077 = getelementptr float, float* %2045, i64 31
-	store float %2007, float* %2077, align 4
-	%2078 = getelementptr float, float* %9, i64 %1331
-	%2079 = getelementptr float, float* %2078, i64 0
-	store float %1791, float* %2079, align 4
-	%2080 = getelementptr float, float* %2078, i64 1
-	store float %1798, float* %2080, align 4
-	%2081 = getelementptr float, float* %2078, i64 2
-	store float %1805, float* %2081, align 4
-	%2082 = getelementptr float, float* %2078, i64 3
-	store float %1812, float* %2082, align 4
-	%2083 = getelementptr float, float* %2078, i64 4
-	store float %1819, float* %2083, align 4
-	%2084 = getelementptr float, float* %2078, i64 5
-	store float %1826, float* %2084, align 4
-	%2085 = getelementptr float, float* %2078, i64 6
-	store float %1833, float* %2085, align 4
-	%2086 = getelementptr float, float* %2078, i64 7
-	store float %1840, float* %2086, align 4
-	%2087 = getelementptr float, float* %2078, i64 8
-	store float %1847, float* %2087, align 4
-	%2088 = getelementptr float, float* %2078, i64 9
-	store float %1854, float* %2088, align 4
-	%2089 = getelementptr float, float* %2078, i64 10
-	store float %1861, float* %2089, align 4
-	%2090 = getelementptr float, float* %2078, i64 11
-	store float %1868, float* %2090, align 4
-	%2091 = getelementptr float, float* %2078, i64 12
-	store float %1875, float* %2091, align 4
-	%2092 = getelementptr float, float* %2078, i64 13
-	store float %1882, float* %2092, align 4
-	%2093 = getelementptr float, float* %2078, i64 14
-	store float %1889, float* %2093, align 4
-	%2094 = getelementptr float, float* %2078, i64 15
-	store float %1896, float* %2094, align 4
-	%2095 = getelementptr float, float* %2078, i64 16
-	store float %1903, float* %2095, align 4
-	%2096 = getelementptr float, float* %2078, i64 17
-	store float %1910, float* %2096, align 4
-	%2097 = getelementptr float, float* %2078, i64 18
-	store float %1917, float* %2097, align 4
-	%2098 = getelementptr float, float* %2078, i64 19
-	store float %1924, float* %2098, align 4
-	%2099 = getelementptr float, float* %2078, i64 20
-	store float %1931, float* %2099, align 4
-	%2100 = getelementptr float, float* %2078, i64 21
-	store float %1938, float* %2100, align 4
-	%2101 = getelementptr float, float* %2078, i64 22
-	store float %1945, float* %2101, align 4
-	%2102 = getelementptr float, float* %2078, i64 23
-	store float %1952, float* %2102, align 4
-	%2103 = getelementptr float, float* %2078, i64 24
-	store float %1959, float* %2103, align 4
-	%2104 = getelementptr float, float* %2078, i64 25
-	store float %1966, float* %2104, align 4
-	%2105 = getelementptr float, float* %2078, i64 26
-	store float %1973, float* %2105, align 4
-	%2106 = getelementptr float, float* %2078, i64 27
-	store float %1980, float* %2106, align 4
-	%2107 = getelementptr float, float* %2078, i64 28
-	store float %1987, float* %2107, align 4
-	%2108 = getelementptr float, float* %2078, i64 29
-	store float %1994, float* %2108, align 4
-	%2109 = getelementptr float, float* %2078, i64 30
-	store float %2001, float* %2109, align 4
-	%2110 = getelementptr float, float* %2078, i64 31
-	store float %2008, float* %2110, align 4
-	%2111 = getelementptr float, float* %11, i64 %1331
-	%2112 = getelementptr float, float* %2111, i64 0
-	store float %1792, float* %2112, align 4
-	%2113 = getelementptr float, float* %2111, i64 1
-	store float %1799, float* %2113, align 4
-	%2114 = getelementptr float, float* %2111, i64 2
-	store float %1806, float* %2114, align 4
-	%2115 = getelementptr float, float* %2111, i64 3
-	store float %1813, float* %2115, align 4
-	%2116 = getelementptr float, float* %2111, i64 4
-	store float %1820, float* %2116, align 4
-	%2117 = getelementptr float, float* %2111, i64 5
-	store float %1827, float* %2117, align 4
-	%2118 = getelementptr float, float* %2111, i64 6
-	store float %1834, float* %2118, align 4
-	%2119 = getelementptr float, float* %2111, i64 7
-	store float %1841, float* %2119, align 4
-	%2120 = getelementptr float, float* %2111, i64 8
-	store float %1848, float* %2120, align 4
-	%2121 = getelementptr float, float* %2111, i64 9
-	store float %1855, float* %2121, align 4
-	%2122 = getelementptr float, float* %2111, i64 10
-	store float %1862, float* %2122, align 4
-	%2123 = getelementptr float, float* %2111, i64 11
-	store float %1869, float* %2123, align 4
-	%2124 = getelementptr float, float* %2111, i64 12
-	store float %1876, float* %2124, align 4
-	%2125 = getelementptr float, float* %2111, i64 13
-	store float %1883, float* %2125, align 4
-	%2126 = getelementptr float, float* %2111, i64 14
-	store float %1890, float* %2126, align 4
-	%2127 = getelementptr float, float* %2111, i64 15
-	store float %1897, float* %2127, align 4
-	%2128 = getelementptr float, float* %2111, i64 16
-	store float %1904, float* %2128, align 4
-	%2129 = getelementptr float, float* %2111, i64 17
-	store float %1911, float* %2129, align 4
-	%2130 = getelementptr float, float* %2111, i64 18
-	store float %1918, float* %2130, align 4
-	%2131 = getelementptr float, float* %2111, i64 19
-	store float %1925, float* %2131, align 4
-	%2132 = getelementptr float, float* %2111, i64 20
-	store float %1932, float* %2132, align 4
-	%2133 = getelementptr float, float* %2111, i64 21
-	store float %1939, float* %2133, align 4
-	%2134 = getelementptr float, float* %2111, i64 22
-	store float %1946, float* %2134, align 4
-	%2135 = getelementptr float, float* %2111, i64 23
-	store float %1953, float* %2135, align 4
-	%2136 = getelementptr float, float* %2111, i64 24
-	store float %1960, float* %2136, align 4
-	%2137 = getelementptr float, float* %2111, i64 25
-	store float %1967, float* %2137, align 4
-	%2138 = getelementptr float, float* %2111, i64 26
-	store float %1974, float* %2138, align 4
-	%2139 = getelementptr float, float* %2111, i64 27
-	store float %1981, float* %2139, align 4
-	%2140 = getelementptr float, float* %2111, i64 28
-	store float %1988, float* %2140, align 4
-	%2141 = getelementptr float, float* %2111, i64 29
-	store float %1995, float* %2141, align 4
-	%2142 = getelementptr float, float* %2111, i64 30
-	store float %2002, float* %2142, align 4
-	%2143 = getelementptr float, float* %2111, i64 31
-	store float %2009, float* %2143, align 4
-	%2144 = getelementptr float, float* %13, i64 %1331
-	%2145 = getelementptr float, float* %2144, i64 0
-	store float %1793, float* %2145, align 4
-	%2146 = getelementptr float, float* %2144, i64 1
-	store float %1800, float* %2146, align 4
-	%2147 = getelementptr float, float* %2144, i64 2
-	store float %1807, float* %2147, align 4
-	%2148 = getelementptr float, float* %2144, i64 3
-	store float %1814, float* %2148, align 4
-	%2149 = getelementptr float, float* %2144, i64 4
-	store float %1821, float* %2149, align 4
-	%2150 = getelementptr float, float* %2144, i64 5
-	store float %1828, float* %2150, align 4
-	%2151 = getelementptr float, float* %2144, i64 6
-	store float %1835, float* %2151, align 4
-	%2152 = getelementptr float, float* %2144, i64 7
-	store float %1842, float* %2152, align 4
-	%2153 = getelementptr float, float* %2144, i64 8
-	store float %1849, float* %2153, align 4
-	%2154 = getelementptr float, float* %2144, i64 9
-	store float %1856, float* %2154, align 4
-	%2155 = getelementptr float, float* %2144, i64 10
-	store float %1863, float* %2155, align 4
-	%2156 = getelementptr float, float* %2144, i64 11
-	store float %1870, float* %2156, align 4
-	%2157 = getelementptr float, float* %2144, i64 12
-	store float %1877, float* %2157, align 4
-	%2158 = getelementptr float, float* %2144, i64 13
-	store float %1884, float* %2158, align 4
-	%2159 = getelementptr float, float* %2144, i64 14
-	store float %1891, float* %2159, align 4
-	%2160 = getelementptr float, float* %2144, i64 15
-	store float %1898, float* %2160, align 4
-	%2161 = getelementptr float, float* %2144, i64 16
-	store float %1905, float* %2161, align 4
-	%2162 = getelementptr float, float* %2144, i64 17
-	store float %1912, float* %2162, align 4
-	%2163 = getelementptr float, float* %2144, i64 18
-	store float %1919, float* %2163, align 4
-	%2164 = getelementptr float, float* %2144, i64 19
-	store float %1926, float* %2164, align 4
-	%2165 = getelementptr float, float* %2144, i64 20
-	store float %1933, float* %2165, align 4
-	%2166 = getelementptr float, float* %2144, i64 21
-	store float %1940, float* %2166, align 4
-	%2167 = getelementptr float, float* %2144, i64 22
-	store float %1947, float* %2167, align 4
-	%2168 = getelementptr float, float* %2144, i64 23
-	store float %1954, float* %2168, align 4
-	%2169 = getelementptr float, float* %2144, i64 24
-	store float %1961, float* %2169, align 4
-	%2170 = getelementptr float, float* %2144, i64 25
-	store float %1968, float* %2170, align 4
-	%2171 = getelementptr float, float* %2144, i64 26
-	store float %1975, float* %2171, align 4
-	%2172 = getelementptr float, float* %2144, i64 27
-	store float %1982, float* %2172, align 4
-	%2173 = getelementptr float, float* %2144, i64 28
-	store float %1989, float* %2173, align 4
-	%2174 = getelementptr float, float* %2144, i64 29
-	store float %1996, float* %2174, align 4
-	%2175 = getelementptr float, float* %2144, i64 30
-	store float %2003, float* %2175, align 4
-	%2176 = getelementptr float, float* %2144, i64 31
-	store float %2010, float* %2176, align 4
-	%2177 = getelementptr float, float* %1, i64 %1331
-	%2178 = getelementptr float, float* %2177, i64 0
-	store float %1794, float* %2178, align 4
-	%2179 = getelementptr float, float* %2177, i64 1
-	store float %1801, float* %2179, align 4
-	%2180 = getelementptr float, float* %2177, i64 2
-	store float %1808, float* %2180, align 4
-	%2181 = getelementptr float, float* %2177, i64 3
-	store float %1815, float* %2181, align 4
-	%2182 = getelementptr float, float* %2177, i64 4
-	store float %1822, float* %2182, align 4
-	%2183 = getelementptr float, float* %2177, i64 5
-	store float %1829, float* %2183, align 4
-	%2184 = getelementptr float, float* %2177, i64 6
-	store float %1836, float* %2184, align 4
-	%2185 = getelementptr float, float* %2177, i64 7
-	store float %1843, float* %2185, align 4
-	%2186 = getelementptr float, float* %2177, i64 8
-	store float %1850, float* %2186, align 4
-	%2187 = getelementptr float, float* %2177, i64 9
-	store float %1857, float* %2187, align 4
-	%2188 = getelementptr float, float* %2177, i64 10
-	store float %1864, float* %2188, align 4
-	%2189 = getelementptr float, float* %2177, i64 11
-	store float %1871, float* %2189, align 4
-	%2190 = getelementptr float, float* %2177, i64 12
-	store float %1878, float* %2190, align 4
-	%2191 = getelementptr float, float* %2177, i64 13
-	store float %1885, float* %2191, align 4
-	%2192 = getelementptr float, float* %2177, i64 14
-	store float %1892, float* %2192, align 4
-	%2193 = getelementptr float, float* %2177, i64 15
-	store float %1899, float* %2193, align 4
-	%2194 = getelementptr float, float* %2177, i64 16
-	store float %1906, float* %2194, align 4
-	%2195 = getelementptr float, float* %2177, i64 17
-	store float %1913, float* %2195, align 4
-	%2196 = getelementptr float, float* %2177, i64 18
-	store float %1920, float* %2196, align 4
-	%2197 = getelementptr float, float* %2177, i64 19
-	store float %1927, float* %2197, align 4
-	%2198 = getelementptr float, float* %2177, i64 20
-	store float %1934, float* %2198, align 4
-	%2199 = getelementptr float, float* %2177, i64 21
-	store float %1941, float* %2199, align 4
-	%2200 = getelementptr float, float* %2177, i64 22
-	store float %1948, float* %2200, align 4
-	%2201 = getelementptr float, float* %2177, i64 23
-	store float %1955, float* %2201, align 4
-	%2202 = getelementptr float, float* %2177, i64 24
-	store float %1962, float* %2202, align 4
-	%2203 = getelementptr float, float* %2177, i64 25
-	store float %1969, float* %2203, align 4
-	%2204 = getelementptr float, float* %2177, i64 26
-	store float %1976, float* %2204, align 4
-	%2205 = getelementptr float, float* %2177, i64 27
-	store float %1983, float* %2205, align 4
-	%2206 = getelementptr float, float* %2177, i64 28
-	store float %1990, float* %2206, align 4
-	%2207 = getelementptr float, float* %2177, i64 29
-	store float %1997, float* %2207, align 4
-	%2208 = getelementptr float, float* %2177, i64 30
-	store float %2004, float* %2208, align 4
-	%2209 = getelementptr float, float* %2177, i64 31
-	store float %2011, float* %2209, align 4
-	%2210 = add i64 %1327, 1
+	%1192 = mul i64 %1190, 8
+	%1193 = shl i64 %1192, 2
+	%1194 = add i64 %67, %1193
+	%1195 = add i64 %71, %1192
+	%1196 = add i64 %1194, 0
+	%1197 = getelementptr float, float* %1, i64 %1196
+	%1198 = bitcast float* %1197 to <8 x float>*
+	%1199 = load <8 x float>, <8 x float>* %1198, align 4
+	%1200 = extractelement <8 x float> %1199, i32 0
+	%1201 = extractelement <8 x float> %1199, i32 1
+	%1202 = extractelement <8 x float> %1199, i32 2
+	%1203 = extractelement <8 x float> %1199, i32 3
+	%1204 = extractelement <8 x float> %1199, i32 4
+	%1205 = extractelement <8 x float> %1199, i32 5
+	%1206 = extractelement <8 x float> %1199, i32 6
+	%1207 = extractelement <8 x float> %1199, i32 7
+	%1208 = add i64 %1194, 8
+	%1209 = getelementptr float, float* %1, i64 %1208
+	%1210 = bitcast float* %1209 to <8 x float>*
+	%1211 = load <8 x float>, <8 x float>* %1210, align 4
+	%1212 = extractelement <8 x float> %1211, i32 0
+	%1213 = extractelement <8 x float> %1211, i32 1
+	%1214 = extractelement <8 x float> %1211, i32 2
+	%1215 = extractelement <8 x float> %1211, i32 3
+	%1216 = extractelement <8 x float> %1211, i32 4
+	%1217 = extractelement <8 x float> %1211, i32 5
+	%1218 = extractelement <8 x float> %1211, i32 6
+	%1219 = extractelement <8 x float> %1211, i32 7
+	%1220 = add i64 %1194, 16
+	%1221 = getelementptr float, float* %1, i64 %1220
+	%1222 = bitcast float* %1221 to <8 x float>*
+	%1223 = load <8 x float>, <8 x float>* %1222, align 4
+	%1224 = extractelement <8 x float> %1223, i32 0
+	%1225 = extractelement <8 x float> %1223, i32 1
+	%1226 = extractelement <8 x float> %1223, i32 2
+	%1227 = extractelement <8 x float> %1223, i32 3
+	%1228 = extractelement <8 x float> %1223, i32 4
+	%1229 = extractelement <8 x float> %1223, i32 5
+	%1230 = extractelement <8 x float> %1223, i32 6
+	%1231 = extractelement <8 x float> %1223, i32 7
+	%1232 = add i64 %1194, 24
+	%1233 = getelementptr float, float* %1, i64 %1232
+	%1234 = bitcast float* %1233 to <8 x float>*
+	%1235 = load <8 x float>, <8 x float>* %1234, align 4
+	%1236 = extractelement <8 x float> %1235, i32 0
+	%1237 = extractelement <8 x float> %1235, i32 1
+	%1238 = extractelement <8 x float> %1235, i32 2
+	%1239 = extractelement <8 x float> %1235, i32 3
+	%1240 = extractelement <8 x float> %1235, i32 4
+	%1241 = extractelement <8 x float> %1235, i32 5
+	%1242 = extractelement <8 x float> %1235, i32 6
+	%1243 = extractelement <8 x float> %1235, i32 7
+	%1244 = add i64 %1194, 0
+	%1245 = getelementptr float, float* %3, i64 %1244
+	%1246 = bitcast float* %1245 to <8 x float>*
+	%1247 = load <8 x float>, <8 x float>* %1246, align 4
+	%1248 = extractelement <8 x float> %1247, i32 0
+	%1249 = extractelement <8 x float> %1247, i32 1
+	%1250 = extractelement <8 x float> %1247, i32 2
+	%1251 = extractelement <8 x float> %1247, i32 3
+	%1252 = extractelement <8 x float> %1247, i32 4
+	%1253 = extractelement <8 x float> %1247, i32 5
+	%1254 = extractelement <8 x float> %1247, i32 6
+	%1255 = extractelement <8 x float> %1247, i32 7
+	%1256 = add i64 %1194, 8
+	%1257 = getelementptr float, float* %3, i64 %1256
+	%1258 = bitcast float* %1257 to <8 x float>*
+	%1259 = load <8 x float>, <8 x float>* %1258, align 4
+	%1260 = extractelement <8 x float> %1259, i32 0
+	%1261 = extractelement <8 x float> %1259, i32 1
+	%1262 = extractelement <8 x float> %1259, i32 2
+	%1263 = extractelement <8 x float> %1259, i32 3
+	%1264 = extractelement <8 x float> %1259, i32 4
+	%1265 = extractelement <8 x float> %1259, i32 5
+	%1266 = extractelement <8 x float> %1259, i32 6
+	%1267 = extractelement <8 x float> %1259, i32 7
+	%1268 = add i64 %1194, 16
+	%1269 = getelementptr float, float* %3, i64 %1268
+	%1270 = bitcast float* %1269 to <8 x float>*
+	%1271 = load <8 x float>, <8 x float>* %1270, align 4
+	%1272 = extractelement <8 x float> %1271, i32 0
+	%1273 = extractelement <8 x float> %1271, i32 1
+	%1274 = extractelement <8 x float> %1271, i32 2
+	%1275 = extractelement <8 x float> %1271, i32 3
+	%1276 = extractelement <8 x float> %1271, i32 4
+	%1277 = extractelement <8 x float> %1271, i32 5
+	%1278 = extractelement <8 x float> %1271, i32 6
+	%1279 = extractelement <8 x float> %1271, i32 7
+	%1280 = add i64 %1194, 24
+	%1281 = getelementptr float, float* %3, i64 %1280
+	%1282 = bitcast float* %1281 to <8 x float>*
+	%1283 = load <8 x float>, <8 x float>* %1282, align 4
+	%1284 = extractelement <8 x float> %1283, i32 0
+	%1285 = extractelement <8 x float> %1283, i32 1
+	%1286 = extractelement <8 x float> %1283, i32 2
+	%1287 = extractelement <8 x float> %1283, i32 3
+	%1288 = extractelement <8 x float> %1283, i32 4
+	%1289 = extractelement <8 x float> %1283, i32 5
+	%1290 = extractelement <8 x float> %1283, i32 6
+	%1291 = extractelement <8 x float> %1283, i32 7
+	%1292 = add i64 %1194, 0
+	%1293 = getelementptr float, float* %5, i64 %1292
+	%1294 = bitcast float* %1293 to <8 x float>*
+	%1295 = load <8 x float>, <8 x float>* %1294, align 4
+	%1296 = extractelement <8 x float> %1295, i32 0
+	%1297 = extractelement <8 x float> %1295, i32 1
+	%1298 = extractelement <8 x float> %1295, i32 2
+	%1299 = extractelement <8 x float> %1295, i32 3
+	%1300 = extractelement <8 x float> %1295, i32 4
+	%1301 = extractelement <8 x float> %1295, i32 5
+	%1302 = extractelement <8 x float> %1295, i32 6
+	%1303 = extractelement <8 x float> %1295, i32 7
+	%1304 = add i64 %1194, 8
+	%1305 = getelementptr float, float* %5, i64 %1304
+	%1306 = bitcast float* %1305 to <8 x float>*
+	%1307 = load <8 x float>, <8 x float>* %1306, align 4
+	%1308 = extractelement <8 x float> %1307, i32 0
+	%1309 = extractelement <8 x float> %1307, i32 1
+	%1310 = extractelement <8 x float> %1307, i32 2
+	%1311 = extractelement <8 x float> %1307, i32 3
+	%1312 = extractelement <8 x float> %1307, i32 4
+	%1313 = extractelement <8 x float> %1307, i32 5
+	%1314 = extractelement <8 x float> %1307, i32 6
+	%1315 = extractelement <8 x float> %1307, i32 7
+	%1316 = add i64 %1194, 16
+	%1317 = getelementptr float, float* %5, i64 %1316
+	%1318 = bitcast float* %1317 to <8 x float>*
+	%1319 = load <8 x float>, <8 x float>* %1318, align 4
+	%1320 = extractelement <8 x float> %1319, i32 0
+	%1321 = extractelement <8 x float> %1319, i32 1
+	%1322 = extractelement <8 x float> %1319, i32 2
+	%1323 = extractelement <8 x float> %1319, i32 3
+	%1324 = extractelement <8 x float> %1319, i32 4
+	%1325 = extractelement <8 x float> %1319, i32 5
+	%1326 = extractelement <8 x float> %1319, i32 6
+	%1327 = extractelement <8 x float> %1319, i32 7
+	%1328 = add i64 %1194, 24
+	%1329 = getelementptr float, float* %5, i64 %1328
+	%1330 = bitcast float* %1329 to <8 x float>*
+	%1331 = load <8 x float>, <8 x float>* %1330, align 4
+	%1332 = extractelement <8 x float> %1331, i32 0
+	%1333 = extractelement <8 x float> %1331, i32 1
+	%1334 = extractelement <8 x float> %1331, i32 2
+	%1335 = extractelement <8 x float> %1331, i32 3
+	%1336 = extractelement <8 x float> %1331, i32 4
+	%1337 = extractelement <8 x float> %1331, i32 5
+	%1338 = extractelement <8 x float> %1331, i32 6
+	%1339 = extractelement <8 x float> %1331, i32 7
+	%1340 = add i64 %1194, 0
+	%1341 = getelementptr float, float* %7, i64 %1340
+	%1342 = bitcast float* %1341 to <8 x float>*
+	%1343 = load <8 x float>, <8 x float>* %1342, align 4
+	%1344 = extractelement <8 x float> %1343, i32 0
+	%1345 = extractelement <8 x float> %1343, i32 1
+	%1346 = extractelement <8 x float> %1343, i32 2
+	%1347 = extractelement <8 x float> %1343, i32 3
+	%1348 = extractelement <8 x float> %1343, i32 4
+	%1349 = extractelement <8 x float> %1343, i32 5
+	%1350 = extractelement <8 x float> %1343, i32 6
+	%1351 = extractelement <8 x float> %1343, i32 7
+	%1352 = add i64 %1194, 8
+	%1353 = getelementptr float, float* %7, i64 %1352
+	%1354 = bitcast float* %1353 to <8 x float>*
+	%1355 = load <8 x float>, <8 x float>* %1354, align 4
+	%1356 = extractelement <8 x float> %1355, i32 0
+	%1357 = extractelement <8 x float> %1355, i32 1
+	%1358 = extractelement <8 x float> %1355, i32 2
+	%1359 = extractelement <8 x float> %1355, i32 3
+	%1360 = extractelement <8 x float> %1355, i32 4
+	%1361 = extractelement <8 x float> %1355, i32 5
+	%1362 = extractelement <8 x float> %1355, i32 6
+	%1363 = extractelement <8 x float> %1355, i32 7
+	%1364 = add i64 %1194, 16
+	%1365 = getelementptr float, float* %7, i64 %1364
+	%1366 = bitcast float* %1365 to <8 x float>*
+	%1367 = load <8 x float>, <8 x float>* %1366, align 4
+	%1368 = extractelement <8 x float> %1367, i32 0
+	%1369 = extractelement <8 x float> %1367, i32 1
+	%1370 = extractelement <8 x float> %1367, i32 2
+	%1371 = extractelement <8 x float> %1367, i32 3
+	%1372 = extractelement <8 x float> %1367, i32 4
+	%1373 = extractelement <8 x float> %1367, i32 5
+	%1374 = extractelement <8 x float> %1367, i32 6
+	%1375 = extractelement <8 x float> %1367, i32 7
+	%1376 = add i64 %1194, 24
+	%1377 = getelementptr float, float* %7, i64 %1376
+	%1378 = bitcast float* %1377 to <8 x float>*
+	%1379 = load <8 x float>, <8 x float>* %1378, align 4
+	%1380 = extractelement <8 x float> %1379, i32 0
+	%1381 = extractelement <8 x float> %1379, i32 1
+	%1382 = extractelement <8 x float> %1379, i32 2
+	%1383 = extractelement <8 x float> %1379, i32 3
+	%1384 = extractelement <8 x float> %1379, i32 4
+	%1385 = extractelement <8 x float> %1379, i32 5
+	%1386 = extractelement <8 x float> %1379, i32 6
+	%1387 = extractelement <8 x float> %1379, i32 7
+	%1388 = add i64 %1194, 0
+	%1389 = getelementptr float, float* %9, i64 %1388
+	%1390 = bitcast float* %1389 to <8 x float>*
+	%1391 = load <8 x float>, <8 x float>* %1390, align 4
+	%1392 = extractelement <8 x float> %1391, i32 0
+	%1393 = extractelement <8 x float> %1391, i32 1
+	%1394 = extractelement <8 x float> %1391, i32 2
+	%1395 = extractelement <8 x float> %1391, i32 3
+	%1396 = extractelement <8 x float> %1391, i32 4
+	%1397 = extractelement <8 x float> %1391, i32 5
+	%1398 = extractelement <8 x float> %1391, i32 6
+	%1399 = extractelement <8 x float> %1391, i32 7
+	%1400 = add i64 %1194, 8
+	%1401 = getelementptr float, float* %9, i64 %1400
+	%1402 = bitcast float* %1401 to <8 x float>*
+	%1403 = load <8 x float>, <8 x float>* %1402, align 4
+	%1404 = extractelement <8 x float> %1403, i32 0
+	%1405 = extractelement <8 x float> %1403, i32 1
+	%1406 = extractelement <8 x float> %1403, i32 2
+	%1407 = extractelement <8 x float> %1403, i32 3
+	%1408 = extractelement <8 x float> %1403, i32 4
+	%1409 = extractelement <8 x float> %1403, i32 5
+	%1410 = extractelement <8 x float> %1403, i32 6
+	%1411 = extractelement <8 x float> %1403, i32 7
+	%1412 = add i64 %1194, 16
+	%1413 = getelementptr float, float* %9, i64 %1412
+	%1414 = bitcast float* %1413 to <8 x float>*
+	%1415 = load <8 x float>, <8 x float>* %1414, align 4
+	%1416 = extractelement <8 x float> %1415, i32 0
+	%1417 = extractelement <8 x float> %1415, i32 1
+	%1418 = extractelement <8 x float> %1415, i32 2
+	%1419 = extractelement <8 x float> %1415, i32 3
+	%1420 = extractelement <8 x float> %1415, i32 4
+	%1421 = extractelement <8 x float> %1415, i32 5
+	%1422 = extractelement <8 x float> %1415, i32 6
+	%1423 = extractelement <8 x float> %1415, i32 7
+	%1424 = add i64 %1194, 24
+	%1425 = getelementptr float, float* %9, i64 %1424
+	%1426 = bitcast float* %1425 to <8 x float>*
+	%1427 = load <8 x float>, <8 x float>* %1426, align 4
+	%1428 = extractelement <8 x float> %1427, i32 0
+	%1429 = extractelement <8 x float> %1427, i32 1
+	%1430 = extractelement <8 x float> %1427, i32 2
+	%1431 = extractelement <8 x float> %1427, i32 3
+	%1432 = extractelement <8 x float> %1427, i32 4
+	%1433 = extractelement <8 x float> %1427, i32 5
+	%1434 = extractelement <8 x float> %1427, i32 6
+	%1435 = extractelement <8 x float> %1427, i32 7
+	%1436 = add i64 %1194, 0
+	%1437 = getelementptr float, float* %11, i64 %1436
+	%1438 = bitcast float* %1437 to <8 x float>*
+	%1439 = load <8 x float>, <8 x float>* %1438, align 4
+	%1440 = extractelement <8 x float> %1439, i32 0
+	%1441 = extractelement <8 x float> %1439, i32 1
+	%1442 = extractelement <8 x float> %1439, i32 2
+	%1443 = extractelement <8 x float> %1439, i32 3
+	%1444 = extractelement <8 x float> %1439, i32 4
+	%1445 = extractelement <8 x float> %1439, i32 5
+	%1446 = extractelement <8 x float> %1439, i32 6
+	%1447 = extractelement <8 x float> %1439, i32 7
+	%1448 = add i64 %1194, 8
+	%1449 = getelementptr float, float* %11, i64 %1448
+	%1450 = bitcast float* %1449 to <8 x float>*
+	%1451 = load <8 x float>, <8 x float>* %1450, align 4
+	%1452 = extractelement <8 x float> %1451, i32 0
+	%1453 = extractelement <8 x float> %1451, i32 1
+	%1454 = extractelement <8 x float> %1451, i32 2
+	%1455 = extractelement <8 x float> %1451, i32 3
+	%1456 = extractelement <8 x float> %1451, i32 4
+	%1457 = extractelement <8 x float> %1451, i32 5
+	%1458 = extractelement <8 x float> %1451, i32 6
+	%1459 = extractelement <8 x float> %1451, i32 7
+	%1460 = add i64 %1194, 16
+	%1461 = getelementptr float, float* %11, i64 %1460
+	%1462 = bitcast float* %1461 to <8 x float>*
+	%1463 = load <8 x float>, <8 x float>* %1462, align 4
+	%1464 = extractelement <8 x float> %1463, i32 0
+	%1465 = extractelement <8 x float> %1463, i32 1
+	%1466 = extractelement <8 x float> %1463, i32 2
+	%1467 = extractelement <8 x float> %1463, i32 3
+	%1468 = extractelement <8 x float> %1463, i32 4
+	%1469 = extractelement <8 x float> %1463, i32 5
+	%1470 = extractelement <8 x float> %1463, i32 6
+	%1471 = extractelement <8 x float> %1463, i32 7
+	%1472 = add i64 %1194, 24
+	%1473 = getelementptr float, float* %11, i64 %1472
+	%1474 = bitcast float* %1473 to <8 x float>*
+	%1475 = load <8 x float>, <8 x float>* %1474, align 4
+	%1476 = extractelement <8 x float> %1475, i32 0
+	%1477 = extractelement <8 x float> %1475, i32 1
+	%1478 = extractelement <8 x float> %1475, i32 2
+	%1479 = extractelement <8 x float> %1475, i32 3
+	%1480 = extractelement <8 x float> %1475, i32 4
+	%1481 = extractelement <8 x float> %1475, i32 5
+	%1482 = extractelement <8 x float> %1475, i32 6
+	%1483 = extractelement <8 x float> %1475, i32 7
+	%1484 = add i64 %1194, 0
+	%1485 = getelementptr float, float* %13, i64 %1484
+	%1486 = bitcast float* %1485 to <8 x float>*
+	%1487 = load <8 x float>, <8 x float>* %1486, align 4
+	%1488 = extractelement <8 x float> %1487, i32 0
+	%1489 = extractelement <8 x float> %1487, i32 1
+	%1490 = extractelement <8 x float> %1487, i32 2
+	%1491 = extractelement <8 x float> %1487, i32 3
+	%1492 = extractelement <8 x float> %1487, i32 4
+	%1493 = extractelement <8 x float> %1487, i32 5
+	%1494 = extractelement <8 x float> %1487, i32 6
+	%1495 = extractelement <8 x float> %1487, i32 7
+	%1496 = add i64 %1194, 8
+	%1497 = getelementptr float, float* %13, i64 %1496
+	%1498 = bitcast float* %1497 to <8 x float>*
+	%1499 = load <8 x float>, <8 x float>* %1498, align 4
+	%1500 = extractelement <8 x float> %1499, i32 0
+	%1501 = extractelement <8 x float> %1499, i32 1
+	%1502 = extractelement <8 x float> %1499, i32 2
+	%1503 = extractelement <8 x float> %1499, i32 3
+	%1504 = extractelement <8 x float> %1499, i32 4
+	%1505 = extractelement <8 x float> %1499, i32 5
+	%1506 = extractelement <8 x float> %1499, i32 6
+	%1507 = extractelement <8 x float> %1499, i32 7
+	%1508 = add i64 %1194, 16
+	%1509 = getelementptr float, float* %13, i64 %1508
+	%1510 = bitcast float* %1509 to <8 x float>*
+	%1511 = load <8 x float>, <8 x float>* %1510, align 4
+	%1512 = extractelement <8 x float> %1511, i32 0
+	%1513 = extractelement <8 x float> %1511, i32 1
+	%1514 = extractelement <8 x float> %1511, i32 2
+	%1515 = extractelement <8 x float> %1511, i32 3
+	%1516 = extractelement <8 x float> %1511, i32 4
+	%1517 = extractelement <8 x float> %1511, i32 5
+	%1518 = extractelement <8 x float> %1511, i32 6
+	%1519 = extractelement <8 x float> %1511, i32 7
+	%1520 = add i64 %1194, 24
+	%1521 = getelementptr float, float* %13, i64 %1520
+	%1522 = bitcast float* %1521 to <8 x float>*
+	%1523 = load <8 x float>, <8 x float>* %1522, align 4
+	%1524 = extractelement <8 x float> %1523, i32 0
+	%1525 = extractelement <8 x float> %1523, i32 1
+	%1526 = extractelement <8 x float> %1523, i32 2
+	%1527 = extractelement <8 x float> %1523, i32 3
+	%1528 = extractelement <8 x float> %1523, i32 4
+	%1529 = extractelement <8 x float> %1523, i32 5
+	%1530 = extractelement <8 x float> %1523, i32 6
+	%1531 = extractelement <8 x float> %1523, i32 7
+	%1532 = call { float, float, float, float, float, float } @doppler_body(float %1200, float %1248, float %1296, float %1344, float %1392, float %1440, float %1488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1533 = extractvalue { float, float, float, float, float, float } %1532, 0
+	%1534 = extractvalue { float, float, float, float, float, float } %1532, 1
+	%1535 = extractvalue { float, float, float, float, float, float } %1532, 2
+	%1536 = extractvalue { float, float, float, float, float, float } %1532, 3
+	%1537 = extractvalue { float, float, float, float, float, float } %1532, 4
+	%1538 = extractvalue { float, float, float, float, float, float } %1532, 5
+	%1539 = call { float, float, float, float, float, float } @doppler_body(float %1201, float %1249, float %1297, float %1345, float %1393, float %1441, float %1489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1540 = extractvalue { float, float, float, float, float, float } %1539, 0
+	%1541 = extractvalue { float, float, float, float, float, float } %1539, 1
+	%1542 = extractvalue { float, float, float, float, float, float } %1539, 2
+	%1543 = extractvalue { float, float, float, float, float, float } %1539, 3
+	%1544 = extractvalue { float, float, float, float, float, float } %1539, 4
+	%1545 = extractvalue { float, float, float, float, float, float } %1539, 5
+	%1546 = call { float, float, float, float, float, float } @doppler_body(float %1202, float %1250, float %1298, float %1346, float %1394, float %1442, float %1490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1547 = extractvalue { float, float, float, float, float, float } %1546, 0
+	%1548 = extractvalue { float, float, float, float, float, float } %1546, 1
+	%1549 = extractvalue { float, float, float, float, float, float } %1546, 2
+	%1550 = extractvalue { float, float, float, float, float, float } %1546, 3
+	%1551 = extractvalue { float, float, float, float, float, float } %1546, 4
+	%1552 = extractvalue { float, float, float, float, float, float } %1546, 5
+	%1553 = call { float, float, float, float, float, float } @doppler_body(float %1203, float %1251, float %1299, float %1347, float %1395, float %1443, float %1491, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1554 = extractvalue { float, float, float, float, float, float } %1553, 0
+	%1555 = extractvalue { float, float, float, float, float, float } %1553, 1
+	%1556 = extractvalue { float, float, float, float, float, float } %1553, 2
+	%1557 = extractvalue { float, float, float, float, float, float } %1553, 3
+	%1558 = extractvalue { float, float, float, float, float, float } %1553, 4
+	%1559 = extractvalue { float, float, float, float, float, float } %1553, 5
+	%1560 = call { float, float, float, float, float, float } @doppler_body(float %1204, float %1252, float %1300, float %1348, float %1396, float %1444, float %1492, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1561 = extractvalue { float, float, float, float, float, float } %1560, 0
+	%1562 = extractvalue { float, float, float, float, float, float } %1560, 1
+	%1563 = extractvalue { float, float, float, float, float, float } %1560, 2
+	%1564 = extractvalue { float, float, float, float, float, float } %1560, 3
+	%1565 = extractvalue { float, float, float, float, float, float } %1560, 4
+	%1566 = extractvalue { float, float, float, float, float, float } %1560, 5
+	%1567 = call { float, float, float, float, float, float } @doppler_body(float %1205, float %1253, float %1301, float %1349, float %1397, float %1445, float %1493, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1568 = extractvalue { float, float, float, float, float, float } %1567, 0
+	%1569 = extractvalue { float, float, float, float, float, float } %1567, 1
+	%1570 = extractvalue { float, float, float, float, float, float } %1567, 2
+	%1571 = extractvalue { float, float, float, float, float, float } %1567, 3
+	%1572 = extractvalue { float, float, float, float, float, float } %1567, 4
+	%1573 = extractvalue { float, float, float, float, float, float } %1567, 5
+	%1574 = call { float, float, float, float, float, float } @doppler_body(float %1206, float %1254, float %1302, float %1350, float %1398, float %1446, float %1494, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1575 = extractvalue { float, float, float, float, float, float } %1574, 0
+	%1576 = extractvalue { float, float, float, float, float, float } %1574, 1
+	%1577 = extractvalue { float, float, float, float, float, float } %1574, 2
+	%1578 = extractvalue { float, float, float, float, float, float } %1574, 3
+	%1579 = extractvalue { float, float, float, float, float, float } %1574, 4
+	%1580 = extractvalue { float, float, float, float, float, float } %1574, 5
+	%1581 = call { float, float, float, float, float, float } @doppler_body(float %1207, float %1255, float %1303, float %1351, float %1399, float %1447, float %1495, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1582 = extractvalue { float, float, float, float, float, float } %1581, 0
+	%1583 = extractvalue { float, float, float, float, float, float } %1581, 1
+	%1584 = extractvalue { float, float, float, float, float, float } %1581, 2
+	%1585 = extractvalue { float, float, float, float, float, float } %1581, 3
+	%1586 = extractvalue { float, float, float, float, float, float } %1581, 4
+	%1587 = extractvalue { float, float, float, float, float, float } %1581, 5
+	%1588 = call { float, float, float, float, float, float } @doppler_body(float %1212, float %1260, float %1308, float %1356, float %1404, float %1452, float %1500, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1589 = extractvalue { float, float, float, float, float, float } %1588, 0
+	%1590 = extractvalue { float, float, float, float, float, float } %1588, 1
+	%1591 = extractvalue { float, float, float, float, float, float } %1588, 2
+	%1592 = extractvalue { float, float, float, float, float, float } %1588, 3
+	%1593 = extractvalue { float, float, float, float, float, float } %1588, 4
+	%1594 = extractvalue { float, float, float, float, float, float } %1588, 5
+	%1595 = call { float, float, float, float, float, float } @doppler_body(float %1213, float %1261, float %1309, float %1357, float %1405, float %1453, float %1501, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1596 = extractvalue { float, float, float, float, float, float } %1595, 0
+	%1597 = extractvalue { float, float, float, float, float, float } %1595, 1
+	%1598 = extractvalue { float, float, float, float, float, float } %1595, 2
+	%1599 = extractvalue { float, float, float, float, float, float } %1595, 3
+	%1600 = extractvalue { float, float, float, float, float, float } %1595, 4
+	%1601 = extractvalue { float, float, float, float, float, float } %1595, 5
+	%1602 = call { float, float, float, float, float, float } @doppler_body(float %1214, float %1262, float %1310, float %1358, float %1406, float %1454, float %1502, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1603 = extractvalue { float, float, float, float, float, float } %1602, 0
+	%1604 = extractvalue { float, float, float, float, float, float } %1602, 1
+	%1605 = extractvalue { float, float, float, float, float, float } %1602, 2
+	%1606 = extractvalue { float, float, float, float, float, float } %1602, 3
+	%1607 = extractvalue { float, float, float, float, float, float } %1602, 4
+	%1608 = extractvalue { float, float, float, float, float, float } %1602, 5
+	%1609 = call { float, float, float, float, float, float } @doppler_body(float %1215, float %1263, float %1311, float %1359, float %1407, float %1455, float %1503, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1610 = extractvalue { float, float, float, float, float, float } %1609, 0
+	%1611 = extractvalue { float, float, float, float, float, float } %1609, 1
+	%1612 = extractvalue { float, float, float, float, float, float } %1609, 2
+	%1613 = extractvalue { float, float, float, float, float, float } %1609, 3
+	%1614 = extractvalue { float, float, float, float, float, float } %1609, 4
+	%1615 = extractvalue { float, float, float, float, float, float } %1609, 5
+	%1616 = call { float, float, float, float, float, float } @doppler_body(float %1216, float %1264, float %1312, float %1360, float %1408, float %1456, float %1504, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1617 = extractvalue { float, float, float, float, float, float } %1616, 0
+	%1618 = extractvalue { float, float, float, float, float, float } %1616, 1
+	%1619 = extractvalue { float, float, float, float, float, float } %1616, 2
+	%1620 = extractvalue { float, float, float, float, float, float } %1616, 3
+	%1621 = extractvalue { float, float, float, float, float, float } %1616, 4
+	%1622 = extractvalue { float, float, float, float, float, float } %1616, 5
+	%1623 = call { float, float, float, float, float, float } @doppler_body(float %1217, float %1265, float %1313, float %1361, float %1409, float %1457, float %1505, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1624 = extractvalue { float, float, float, float, float, float } %1623, 0
+	%1625 = extractvalue { float, float, float, float, float, float } %1623, 1
+	%1626 = extractvalue { float, float, float, float, float, float } %1623, 2
+	%1627 = extractvalue { float, float, float, float, float, float } %1623, 3
+	%1628 = extractvalue { float, float, float, float, float, float } %1623, 4
+	%1629 = extractvalue { float, float, float, float, float, float } %1623, 5
+	%1630 = call { float, float, float, float, float, float } @doppler_body(float %1218, float %1266, float %1314, float %1362, float %1410, float %1458, float %1506, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1631 = extractvalue { float, float, float, float, float, float } %1630, 0
+	%1632 = extractvalue { float, float, float, float, float, float } %1630, 1
+	%1633 = extractvalue { float, float, float, float, float, float } %1630, 2
+	%1634 = extractvalue { float, float, float, float, float, float } %1630, 3
+	%1635 = extractvalue { float, float, float, float, float, float } %1630, 4
+	%1636 = extractvalue { float, float, float, float, float, float } %1630, 5
+	%1637 = call { float, float, float, float, float, float } @doppler_body(float %1219, float %1267, float %1315, float %1363, float %1411, float %1459, float %1507, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1638 = extractvalue { float, float, float, float, float, float } %1637, 0
+	%1639 = extractvalue { float, float, float, float, float, float } %1637, 1
+	%1640 = extractvalue { float, float, float, float, float, float } %1637, 2
+	%1641 = extractvalue { float, float, float, float, float, float } %1637, 3
+	%1642 = extractvalue { float, float, float, float, float, float } %1637, 4
+	%1643 = extractvalue { float, float, float, float, float, float } %1637, 5
+	%1644 = call { float, float, float, float, float, float } @doppler_body(float %1224, float %1272, float %1320, float %1368, float %1416, float %1464, float %1512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1645 = extractvalue { float, float, float, float, float, float } %1644, 0
+	%1646 = extractvalue { float, float, float, float, float, float } %1644, 1
+	%1647 = extractvalue { float, float, float, float, float, float } %1644, 2
+	%1648 = extractvalue { float, float, float, float, float, float } %1644, 3
+	%1649 = extractvalue { float, float, float, float, float, float } %1644, 4
+	%1650 = extractvalue { float, float, float, float, float, float } %1644, 5
+	%1651 = call { float, float, float, float, float, float } @doppler_body(float %1225, float %1273, float %1321, float %1369, float %1417, float %1465, float %1513, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1652 = extractvalue { float, float, float, float, float, float } %1651, 0
+	%1653 = extractvalue { float, float, float, float, float, float } %1651, 1
+	%1654 = extractvalue { float, float, float, float, float, float } %1651, 2
+	%1655 = extractvalue { float, float, float, float, float, float } %1651, 3
+	%1656 = extractvalue { float, float, float, float, float, float } %1651, 4
+	%1657 = extractvalue { float, float, float, float, float, float } %1651, 5
+	%1658 = call { float, float, float, float, float, float } @doppler_body(float %1226, float %1274, float %1322, float %1370, float %1418, float %1466, float %1514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1659 = extractvalue { float, float, float, float, float, float } %1658, 0
+	%1660 = extractvalue { float, float, float, float, float, float } %1658, 1
+	%1661 = extractvalue { float, float, float, float, float, float } %1658, 2
+	%1662 = extractvalue { float, float, float, float, float, float } %1658, 3
+	%1663 = extractvalue { float, float, float, float, float, float } %1658, 4
+	%1664 = extractvalue { float, float, float, float, float, float } %1658, 5
+	%1665 = call { float, float, float, float, float, float } @doppler_body(float %1227, float %1275, float %1323, float %1371, float %1419, float %1467, float %1515, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1666 = extractvalue { float, float, float, float, float, float } %1665, 0
+	%1667 = extractvalue { float, float, float, float, float, float } %1665, 1
+	%1668 = extractvalue { float, float, float, float, float, float } %1665, 2
+	%1669 = extractvalue { float, float, float, float, float, float } %1665, 3
+	%1670 = extractvalue { float, float, float, float, float, float } %1665, 4
+	%1671 = extractvalue { float, float, float, float, float, float } %1665, 5
+	%1672 = call { float, float, float, float, float, float } @doppler_body(float %1228, float %1276, float %1324, float %1372, float %1420, float %1468, float %1516, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1673 = extractvalue { float, float, float, float, float, float } %1672, 0
+	%1674 = extractvalue { float, float, float, float, float, float } %1672, 1
+	%1675 = extractvalue { float, float, float, float, float, float } %1672, 2
+	%1676 = extractvalue { float, float, float, float, float, float } %1672, 3
+	%1677 = extractvalue { float, float, float, float, float, float } %1672, 4
+	%1678 = extractvalue { float, float, float, float, float, float } %1672, 5
+	%1679 = call { float, float, float, float, float, float } @doppler_body(float %1229, float %1277, float %1325, float %1373, float %1421, float %1469, float %1517, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1680 = extractvalue { float, float, float, float, float, float } %1679, 0
+	%1681 = extractvalue { float, float, float, float, float, float } %1679, 1
+	%1682 = extractvalue { float, float, float, float, float, float } %1679, 2
+	%1683 = extractvalue { float, float, float, float, float, float } %1679, 3
+	%1684 = extractvalue { float, float, float, float, float, float } %1679, 4
+	%1685 = extractvalue { float, float, float, float, float, float } %1679, 5
+	%1686 = call { float, float, float, float, float, float } @doppler_body(float %1230, float %1278, float %1326, float %1374, float %1422, float %1470, float %1518, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1687 = extractvalue { float, float, float, float, float, float } %1686, 0
+	%1688 = extractvalue { float, float, float, float, float, float } %1686, 1
+	%1689 = extractvalue { float, float, float, float, float, float } %1686, 2
+	%1690 = extractvalue { float, float, float, float, float, float } %1686, 3
+	%1691 = extractvalue { float, float, float, float, float, float } %1686, 4
+	%1692 = extractvalue { float, float, float, float, float, float } %1686, 5
+	%1693 = call { float, float, float, float, float, float } @doppler_body(float %1231, float %1279, float %1327, float %1375, float %1423, float %1471, float %1519, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1694 = extractvalue { float, float, float, float, float, float } %1693, 0
+	%1695 = extractvalue { float, float, float, float, float, float } %1693, 1
+	%1696 = extractvalue { float, float, float, float, float, float } %1693, 2
+	%1697 = extractvalue { float, float, float, float, float, float } %1693, 3
+	%1698 = extractvalue { float, float, float, float, float, float } %1693, 4
+	%1699 = extractvalue { float, float, float, float, float, float } %1693, 5
+	%1700 = call { float, float, float, float, float, float } @doppler_body(float %1236, float %1284, float %1332, float %1380, float %1428, float %1476, float %1524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1701 = extractvalue { float, float, float, float, float, float } %1700, 0
+	%1702 = extractvalue { float, float, float, float, float, float } %1700, 1
+	%1703 = extractvalue { float, float, float, float, float, float } %1700, 2
+	%1704 = extractvalue { float, float, float, float, float, float } %1700, 3
+	%1705 = extractvalue { float, float, float, float, float, float } %1700, 4
+	%1706 = extractvalue { float, float, float, float, float, float } %1700, 5
+	%1707 = call { float, float, float, float, float, float } @doppler_body(float %1237, float %1285, float %1333, float %1381, float %1429, float %1477, float %1525, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1708 = extractvalue { float, float, float, float, float, float } %1707, 0
+	%1709 = extractvalue { float, float, float, float, float, float } %1707, 1
+	%1710 = extractvalue { float, float, float, float, float, float } %1707, 2
+	%1711 = extractvalue { float, float, float, float, float, float } %1707, 3
+	%1712 = extractvalue { float, float, float, float, float, float } %1707, 4
+	%1713 = extractvalue { float, float, float, float, float, float } %1707, 5
+	%1714 = call { float, float, float, float, float, float } @doppler_body(float %1238, float %1286, float %1334, float %1382, float %1430, float %1478, float %1526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1715 = extractvalue { float, float, float, float, float, float } %1714, 0
+	%1716 = extractvalue { float, float, float, float, float, float } %1714, 1
+	%1717 = extractvalue { float, float, float, float, float, float } %1714, 2
+	%1718 = extractvalue { float, float, float, float, float, float } %1714, 3
+	%1719 = extractvalue { float, float, float, float, float, float } %1714, 4
+	%1720 = extractvalue { float, float, float, float, float, float } %1714, 5
+	%1721 = call { float, float, float, float, float, float } @doppler_body(float %1239, float %1287, float %1335, float %1383, float %1431, float %1479, float %1527, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1722 = extractvalue { float, float, float, float, float, float } %1721, 0
+	%1723 = extractvalue { float, float, float, float, float, float } %1721, 1
+	%1724 = extractvalue { float, float, float, float, float, float } %1721, 2
+	%1725 = extractvalue { float, float, float, float, float, float } %1721, 3
+	%1726 = extractvalue { float, float, float, float, float, float } %1721, 4
+	%1727 = extractvalue { float, float, float, float, float, float } %1721, 5
+	%1728 = call { float, float, float, float, float, float } @doppler_body(float %1240, float %1288, float %1336, float %1384, float %1432, float %1480, float %1528, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1729 = extractvalue { float, float, float, float, float, float } %1728, 0
+	%1730 = extractvalue { float, float, float, float, float, float } %1728, 1
+	%1731 = extractvalue { float, float, float, float, float, float } %1728, 2
+	%1732 = extractvalue { float, float, float, float, float, float } %1728, 3
+	%1733 = extractvalue { float, float, float, float, float, float } %1728, 4
+	%1734 = extractvalue { float, float, float, float, float, float } %1728, 5
+	%1735 = call { float, float, float, float, float, float } @doppler_body(float %1241, float %1289, float %1337, float %1385, float %1433, float %1481, float %1529, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1736 = extractvalue { float, float, float, float, float, float } %1735, 0
+	%1737 = extractvalue { float, float, float, float, float, float } %1735, 1
+	%1738 = extractvalue { float, float, float, float, float, float } %1735, 2
+	%1739 = extractvalue { float, float, float, float, float, float } %1735, 3
+	%1740 = extractvalue { float, float, float, float, float, float } %1735, 4
+	%1741 = extractvalue { float, float, float, float, float, float } %1735, 5
+	%1742 = call { float, float, float, float, float, float } @doppler_body(float %1242, float %1290, float %1338, float %1386, float %1434, float %1482, float %1530, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1743 = extractvalue { float, float, float, float, float, float } %1742, 0
+	%1744 = extractvalue { float, float, float, float, float, float } %1742, 1
+	%1745 = extractvalue { float, float, float, float, float, float } %1742, 2
+	%1746 = extractvalue { float, float, float, float, float, float } %1742, 3
+	%1747 = extractvalue { float, float, float, float, float, float } %1742, 4
+	%1748 = extractvalue { float, float, float, float, float, float } %1742, 5
+	%1749 = call { float, float, float, float, float, float } @doppler_body(float %1243, float %1291, float %1339, float %1387, float %1435, float %1483, float %1531, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%1750 = extractvalue { float, float, float, float, float, float } %1749, 0
+	%1751 = extractvalue { float, float, float, float, float, float } %1749, 1
+	%1752 = extractvalue { float, float, float, float, float, float } %1749, 2
+	%1753 = extractvalue { float, float, float, float, float, float } %1749, 3
+	%1754 = extractvalue { float, float, float, float, float, float } %1749, 4
+	%1755 = extractvalue { float, float, float, float, float, float } %1749, 5
+	%1756 = insertelement <8 x float> undef, float %1533, i32 0
+	%1757 = insertelement <8 x float> %1756, float %1540, i32 1
+	%1758 = insertelement <8 x float> %1757, float %1547, i32 2
+	%1759 = insertelement <8 x float> %1758, float %1554, i32 3
+	%1760 = insertelement <8 x float> %1759, float %1561, i32 4
+	%1761 = insertelement <8 x float> %1760, float %1568, i32 5
+	%1762 = insertelement <8 x float> %1761, float %1575, i32 6
+	%1763 = insertelement <8 x float> %1762, float %1582, i32 7
+	%1764 = add i64 %1194, 0
+	%1765 = getelementptr float, float* %5, i64 %1764
+	%1766 = bitcast float* %1765 to <8 x float>*
+	store <8 x float> %1763, <8 x float>* %1766, align 4
+	%1767 = insertelement <8 x float> undef, float %1589, i32 0
+	%1768 = insertelement <8 x float> %1767, float %1596, i32 1
+	%1769 = insertelement <8 x float> %1768, float %1603, i32 2
+	%1770 = insertelement <8 x float> %1769, float %1610, i32 3
+	%1771 = insertelement <8 x float> %1770, float %1617, i32 4
+	%1772 = insertelement <8 x float> %1771, float %1624, i32 5
+	%1773 = insertelement <8 x float> %1772, float %1631, i32 6
+	%1774 = insertelement <8 x float> %1773, float %1638, i32 7
+	%1775 = add i64 %1194, 8
+	%1776 = getelementptr float, float* %5, i64 %1775
+	%1777 = bitcast float* %1776 to <8 x float>*
+	store <8 x float> %1774, <8 x float>* %1777, align 4
+	%1778 = insertelement <8 x float> undef, float %1645, i32 0
+	%1779 = insertelement <8 x float> %1778, float %1652, i32 1
+	%1780 = insertelement <8 x float> %1779, float %1659, i32 2
+	%1781 = insertelement <8 x float> %1780, float %1666, i32 3
+	%1782 = insertelement <8 x float> %1781, float %1673, i32 4
+	%1783 = insertelement <8 x float> %1782, float %1680, i32 5
+	%1784 = insertelement <8 x float> %1783, float %1687, i32 6
+	%1785 = insertelement <8 x float> %1784, float %1694, i32 7
+	%1786 = add i64 %1194, 16
+	%1787 = getelementptr float, float* %5, i64 %1786
+	%1788 = bitcast float* %1787 to <8 x float>*
+	store <8 x float> %1785, <8 x float>* %1788, align 4
+	%1789 = insertelement <8 x float> undef, float %1701, i32 0
+	%1790 = insertelement <8 x float> %1789, float %1708, i32 1
+	%1791 = insertelement <8 x float> %1790, float %1715, i32 2
+	%1792 = insertelement <8 x float> %1791, float %1722, i32 3
+	%1793 = insertelement <8 x float> %1792, float %1729, i32 4
+	%1794 = insertelement <8 x float> %1793, float %1736, i32 5
+	%1795 = insertelement <8 x float> %1794, float %1743, i32 6
+	%1796 = insertelement <8 x float> %1795, float %1750, i32 7
+	%1797 = add i64 %1194, 24
+	%1798 = getelementptr float, float* %5, i64 %1797
+	%1799 = bitcast float* %1798 to <8 x float>*
+	store <8 x float> %1796, <8 x float>* %1799, align 4
+	%1800 = insertelement <8 x float> undef, float %1534, i32 0
+	%1801 = insertelement <8 x float> %1800, float %1541, i32 1
+	%1802 = insertelement <8 x float> %1801, float %1548, i32 2
+	%1803 = insertelement <8 x float> %1802, float %1555, i32 3
+	%1804 = insertelement <8 x float> %1803, float %1562, i32 4
+	%1805 = insertelement <8 x float> %1804, float %1569, i32 5
+	%1806 = insertelement <8 x float> %1805, float %1576, i32 6
+	%1807 = insertelement <8 x float> %1806, float %1583, i32 7
+	%1808 = add i64 %1194, 0
+	%1809 = getelementptr float, float* %7, i64 %1808
+	%1810 = bitcast float* %1809 to <8 x float>*
+	store <8 x float> %1807, <8 x float>* %1810, align 4
+	%1811 = insertelement <8 x float> undef, float %1590, i32 0
+	%1812 = insertelement <8 x float> %1811, float %1597, i32 1
+	%1813 = insertelement <8 x float> %1812, float %1604, i32 2
+	%1814 = insertelement <8 x float> %1813, float %1611, i32 3
+	%1815 = insertelement <8 x float> %1814, float %1618, i32 4
+	%1816 = insertelement <8 x float> %1815, float %1625, i32 5
+	%1817 = insertelement <8 x float> %1816, float %1632, i32 6
+	%1818 = insertelement <8 x float> %1817, float %1639, i32 7
+	%1819 = add i64 %1194, 8
+	%1820 = getelementptr float, float* %7, i64 %1819
+	%1821 = bitcast float* %1820 to <8 x float>*
+	store <8 x float> %1818, <8 x float>* %1821, align 4
+	%1822 = insertelement <8 x float> undef, float %1646, i32 0
+	%1823 = insertelement <8 x float> %1822, float %1653, i32 1
+	%1824 = insertelement <8 x float> %1823, float %1660, i32 2
+	%1825 = insertelement <8 x float> %1824, float %1667, i32 3
+	%1826 = insertelement <8 x float> %1825, float %1674, i32 4
+	%1827 = insertelement <8 x float> %1826, float %1681, i32 5
+	%1828 = insertelement <8 x float> %1827, float %1688, i32 6
+	%1829 = insertelement <8 x float> %1828, float %1695, i32 7
+	%1830 = add i64 %1194, 16
+	%1831 = getelementptr float, float* %7, i64 %1830
+	%1832 = bitcast float* %1831 to <8 x float>*
+	store <8 x float> %1829, <8 x float>* %1832, align 4
+	%1833 = insertelement <8 x float> undef, float %1702, i32 0
+	%1834 = insertelement <8 x float> %1833, float %1709, i32 1
+	%1835 = insertelement <8 x float> %1834, float %1716, i32 2
+	%1836 = insertelement <8 x float> %1835, float %1723, i32 3
+	%1837 = insertelement <8 x float> %1836, float %1730, i32 4
+	%1838 = insertelement <8 x float> %1837, float %1737, i32 5
+	%1839 = insertelement <8 x float> %1838, float %1744, i32 6
+	%1840 = insertelement <8 x float> %1839, float %1751, i32 7
+	%1841 = add i64 %1194, 24
+	%1842 = getelementptr float, float* %7, i64 %1841
+	%1843 = bitcast float* %1842 to <8 x float>*
+	store <8 x float> %1840, <8 x float>* %1843, align 4
+	%1844 = insertelement <8 x float> undef, float %1535, i32 0
+	%1845 = insertelement <8 x float> %1844, float %1542, i32 1
+	%1846 = insertelement <8 x float> %1845, float %1549, i32 2
+	%1847 = insertelement <8 x float> %1846, float %1556, i32 3
+	%1848 = insertelement <8 x float> %1847, float %1563, i32 4
+	%1849 = insertelement <8 x float> %1848, float %1570, i32 5
+	%1850 = insertelement <8 x float> %1849, float %1577, i32 6
+	%1851 = insertelement <8 x float> %1850, float %1584, i32 7
+	%1852 = add i64 %1194, 0
+	%1853 = getelementptr float, float* %9, i64 %1852
+	%1854 = bitcast float* %1853 to <8 x float>*
+	store <8 x float> %1851, <8 x float>* %1854, align 4
+	%1855 = insertelement <8 x float> undef, float %1591, i32 0
+	%1856 = insertelement <8 x float> %1855, float %1598, i32 1
+	%1857 = insertelement <8 x float> %1856, float %1605, i32 2
+	%1858 = insertelement <8 x float> %1857, float %1612, i32 3
+	%1859 = insertelement <8 x float> %1858, float %1619, i32 4
+	%1860 = insertelement <8 x float> %1859, float %1626, i32 5
+	%1861 = insertelement <8 x float> %1860, float %1633, i32 6
+	%1862 = insertelement <8 x float> %1861, float %1640, i32 7
+	%1863 = add i64 %1194, 8
+	%1864 = getelementptr float, float* %9, i64 %1863
+	%1865 = bitcast float* %1864 to <8 x float>*
+	store <8 x float> %1862, <8 x float>* %1865, align 4
+	%1866 = insertelement <8 x float> undef, float %1647, i32 0
+	%1867 = insertelement <8 x float> %1866, float %1654, i32 1
+	%1868 = insertelement <8 x float> %1867, float %1661, i32 2
+	%1869 = insertelement <8 x float> %1868, float %1668, i32 3
+	%1870 = insertelement <8 x float> %1869, float %1675, i32 4
+	%1871 = insertelement <8 x float> %1870, float %1682, i32 5
+	%1872 = insertelement <8 x float> %1871, float %1689, i32 6
+	%1873 = insertelement <8 x float> %1872, float %1696, i32 7
+	%1874 = add i64 %1194, 16
+	%1875 = getelementptr float, float* %9, i64 %1874
+	%1876 = bitcast float* %1875 to <8 x float>*
+	store <8 x float> %1873, <8 x float>* %1876, align 4
+	%1877 = insertelement <8 x float> undef, float %1703, i32 0
+	%1878 = insertelement <8 x float> %1877, float %1710, i32 1
+	%1879 = insertelement <8 x float> %1878, float %1717, i32 2
+	%1880 = insertelement <8 x float> %1879, float %1724, i32 3
+	%1881 = insertelement <8 x float> %1880, float %1731, i32 4
+	%1882 = insertelement <8 x float> %1881, float %1738, i32 5
+	%1883 = insertelement <8 x float> %1882, float %1745, i32 6
+	%1884 = insertelement <8 x float> %1883, float %1752, i32 7
+	%1885 = add i64 %1194, 24
+	%1886 = getelementptr float, float* %9, i64 %1885
+	%1887 = bitcast float* %1886 to <8 x float>*
+	store <8 x float> %1884, <8 x float>* %1887, align 4
+	%1888 = insertelement <8 x float> undef, float %1536, i32 0
+	%1889 = insertelement <8 x float> %1888, float %1543, i32 1
+	%1890 = insertelement <8 x float> %1889, float %1550, i32 2
+	%1891 = insertelement <8 x float> %1890, float %1557, i32 3
+	%1892 = insertelement <8 x float> %1891, float %1564, i32 4
+	%1893 = insertelement <8 x float> %1892, float %1571, i32 5
+	%1894 = insertelement <8 x float> %1893, float %1578, i32 6
+	%1895 = insertelement <8 x float> %1894, float %1585, i32 7
+	%1896 = add i64 %1194, 0
+	%1897 = getelementptr float, float* %11, i64 %1896
+	%1898 = bitcast float* %1897 to <8 x float>*
+	store <8 x float> %1895, <8 x float>* %1898, align 4
+	%1899 = insertelement <8 x float> undef, float %1592, i32 0
+	%1900 = insertelement <8 x float> %1899, float %1599, i32 1
+	%1901 = insertelement <8 x float> %1900, float %1606, i32 2
+	%1902 = insertelement <8 x float> %1901, float %1613, i32 3
+	%1903 = insertelement <8 x float> %1902, float %1620, i32 4
+	%1904 = insertelement <8 x float> %1903, float %1627, i32 5
+	%1905 = insertelement <8 x float> %1904, float %1634, i32 6
+	%1906 = insertelement <8 x float> %1905, float %1641, i32 7
+	%1907 = add i64 %1194, 8
+	%1908 = getelementptr float, float* %11, i64 %1907
+	%1909 = bitcast float* %1908 to <8 x float>*
+	store <8 x float> %1906, <8 x float>* %1909, align 4
+	%1910 = insertelement <8 x float> undef, float %1648, i32 0
+	%1911 = insertelement <8 x float> %1910, float %1655, i32 1
+	%1912 = insertelement <8 x float> %1911, float %1662, i32 2
+	%1913 = insertelement <8 x float> %1912, float %1669, i32 3
+	%1914 = insertelement <8 x float> %1913, float %1676, i32 4
+	%1915 = insertelement <8 x float> %1914, float %1683, i32 5
+	%1916 = insertelement <8 x float> %1915, float %1690, i32 6
+	%1917 = insertelement <8 x float> %1916, float %1697, i32 7
+	%1918 = add i64 %1194, 16
+	%1919 = getelementptr float, float* %11, i64 %1918
+	%1920 = bitcast float* %1919 to <8 x float>*
+	store <8 x float> %1917, <8 x float>* %1920, align 4
+	%1921 = insertelement <8 x float> undef, float %1704, i32 0
+	%1922 = insertelement <8 x float> %1921, float %1711, i32 1
+	%1923 = insertelement <8 x float> %1922, float %1718, i32 2
+	%1924 = insertelement <8 x float> %1923, float %1725, i32 3
+	%1925 = insertelement <8 x float> %1924, float %1732, i32 4
+	%1926 = insertelement <8 x float> %1925, float %1739, i32 5
+	%1927 = insertelement <8 x float> %1926, float %1746, i32 6
+	%1928 = insertelement <8 x float> %1927, float %1753, i32 7
+	%1929 = add i64 %1194, 24
+	%1930 = getelementptr float, float* %11, i64 %1929
+	%1931 = bitcast float* %1930 to <8 x float>*
+	store <8 x float> %1928, <8 x float>* %1931, align 4
+	%1932 = insertelement <8 x float> undef, float %1537, i32 0
+	%1933 = insertelement <8 x float> %1932, float %1544, i32 1
+	%1934 = insertelement <8 x float> %1933, float %1551, i32 2
+	%1935 = insertelement <8 x float> %1934, float %1558, i32 3
+	%1936 = insertelement <8 x float> %1935, float %1565, i32 4
+	%1937 = insertelement <8 x float> %1936, float %1572, i32 5
+	%1938 = insertelement <8 x float> %1937, float %1579, i32 6
+	%1939 = insertelement <8 x float> %1938, float %1586, i32 7
+	%1940 = add i64 %1194, 0
+	%1941 = getelementptr float, float* %13, i64 %1940
+	%1942 = bitcast float* %1941 to <8 x float>*
+	store <8 x float> %1939, <8 x float>* %1942, align 4
+	%1943 = insertelement <8 x float> undef, float %1593, i32 0
+	%1944 = insertelement <8 x float> %1943, float %1600, i32 1
+	%1945 = insertelement <8 x float> %1944, float %1607, i32 2
+	%1946 = insertelement <8 x float> %1945, float %1614, i32 3
+	%1947 = insertelement <8 x float> %1946, float %1621, i32 4
+	%1948 = insertelement <8 x float> %1947, float %1628, i32 5
+	%1949 = insertelement <8 x float> %1948, float %1635, i32 6
+	%1950 = insertelement <8 x float> %1949, float %1642, i32 7
+	%1951 = add i64 %1194, 8
+	%1952 = getelementptr float, float* %13, i64 %1951
+	%1953 = bitcast float* %1952 to <8 x float>*
+	store <8 x float> %1950, <8 x float>* %1953, align 4
+	%1954 = insertelement <8 x float> undef, float %1649, i32 0
+	%1955 = insertelement <8 x float> %1954, float %1656, i32 1
+	%1956 = insertelement <8 x float> %1955, float %1663, i32 2
+	%1957 = insertelement <8 x float> %1956, float %1670, i32 3
+	%1958 = insertelement <8 x float> %1957, float %1677, i32 4
+	%1959 = insertelement <8 x float> %1958, float %1684, i32 5
+	%1960 = insertelement <8 x float> %1959, float %1691, i32 6
+	%1961 = insertelement <8 x float> %1960, float %1698, i32 7
+	%1962 = add i64 %1194, 16
+	%1963 = getelementptr float, float* %13, i64 %1962
+	%1964 = bitcast float* %1963 to <8 x float>*
+	store <8 x float> %1961, <8 x float>* %1964, align 4
+	%1965 = insertelement <8 x float> undef, float %1705, i32 0
+	%1966 = insertelement <8 x float> %1965, float %1712, i32 1
+	%1967 = insertelement <8 x float> %1966, float %1719, i32 2
+	%1968 = insertelement <8 x float> %1967, float %1726, i32 3
+	%1969 = insertelement <8 x float> %1968, float %1733, i32 4
+	%1970 = insertelement <8 x float> %1969, float %1740, i32 5
+	%1971 = insertelement <8 x float> %1970, float %1747, i32 6
+	%1972 = insertelement <8 x float> %1971, float %1754, i32 7
+	%1973 = add i64 %1194, 24
+	%1974 = getelementptr float, float* %13, i64 %1973
+	%1975 = bitcast float* %1974 to <8 x float>*
+	store <8 x float> %1972, <8 x float>* %1975, align 4
+	%1976 = insertelement <8 x float> undef, float %1538, i32 0
+	%1977 = insertelement <8 x float> %1976, float %1545, i32 1
+	%1978 = insertelement <8 x float> %1977, float %1552, i32 2
+	%1979 = insertelement <8 x float> %1978, float %1559, i32 3
+	%1980 = insertelement <8 x float> %1979, float %1566, i32 4
+	%1981 = insertelement <8 x float> %1980, float %1573, i32 5
+	%1982 = insertelement <8 x float> %1981, float %1580, i32 6
+	%1983 = insertelement <8 x float> %1982, float %1587, i32 7
+	%1984 = add i64 %1194, 0
+	%1985 = getelementptr float, float* %1, i64 %1984
+	%1986 = bitcast float* %1985 to <8 x float>*
+	store <8 x float> %1983, <8 x float>* %1986, align 4
+	%1987 = insertelement <8 x float> undef, float %1594, i32 0
+	%1988 = insertelement <8 x float> %1987, float %1601, i32 1
+	%1989 = insertelement <8 x float> %1988, float %1608, i32 2
+	%1990 = insertelement <8 x float> %1989, float %1615, i32 3
+	%1991 = insertelement <8 x float> %1990, float %1622, i32 4
+	%1992 = insertelement <8 x float> %1991, float %1629, i32 5
+	%1993 = insertelement <8 x float> %1992, float %1636, i32 6
+	%1994 = insertelement <8 x float> %1993, float %1643, i32 7
+	%1995 = add i64 %1194, 8
+	%1996 = getelementptr float, float* %1, i64 %1995
+	%1997 = bitcast float* %1996 to <8 x float>*
+	store <8 x float> %1994, <8 x float>* %1997, align 4
+	%1998 = insertelement <8 x float> undef, float %1650, i32 0
+	%1999 = insertelement <8 x float> %1998, float %1657, i32 1
+	%2000 = insertelement <8 x float> %1999, float %1664, i32 2
+	%2001 = insertelement <8 x float> %2000, float %1671, i32 3
+	%2002 = insertelement <8 x float> %2001, float %1678, i32 4
+	%2003 = insertelement <8 x float> %2002, float %1685, i32 5
+	%2004 = insertelement <8 x float> %2003, float %1692, i32 6
+	%2005 = insertelement <8 x float> %2004, float %1699, i32 7
+	%2006 = add i64 %1194, 16
+	%2007 = getelementptr float, float* %1, i64 %2006
+	%2008 = bitcast float* %2007 to <8 x float>*
+	store <8 x float> %2005, <8 x float>* %2008, align 4
+	%2009 = insertelement <8 x float> undef, float %1706, i32 0
+	%2010 = insertelement <8 x float> %2009, float %1713, i32 1
+	%2011 = insertelement <8 x float> %2010, float %1720, i32 2
+	%2012 = insertelement <8 x float> %2011, float %1727, i32 3
+	%2013 = insertelement <8 x float> %2012, float %1734, i32 4
+	%2014 = insertelement <8 x float> %2013, float %1741, i32 5
+	%2015 = insertelement <8 x float> %2014, float %1748, i32 6
+	%2016 = insertelement <8 x float> %2015, float %1755, i32 7
+	%2017 = add i64 %1194, 24
+	%2018 = getelementptr float, float* %1, i64 %2017
+	%2019 = bitcast float* %2018 to <8 x float>*
+	store <8 x float> %2016, <8 x float>* %2019, align 4
+	%2020 = add i64 %1190, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%2211 = mul i64 %1326, 8
+	%2021 = mul i64 %1189, 8
 	br label %group.head.43
 
 group.head.43:
-	%2212 = phi i64 [ %2211, %wide.done.42 ], [ %2338, %group.44 ]
-	%2213 = icmp slt i64 %2212, %66
-	br i1 %2213, label %group.44, label %group.done.45
+	%2022 = phi i64 [ %2021, %wide.done.42 ], [ %2148, %group.44 ]
+	%2023 = icmp slt i64 %2022, %66
+	br i1 %2023, label %group.44, label %group.done.45
 
 group.44:
-	%2214 = shl i64 %2212, 2
-	%2215 = add i64 %67, %2214
-	%2216 = add i64 %71, %2212
-	%2217 = getelementptr float, float* %1, i64 %2215
-	%2218 = getelementptr float, float* %2217, i64 0
-	%2219 = load float, float* %2218, align 4
-	%2220 = getelementptr float, float* %2217, i64 1
-	%2221 = load float, float* %2220, align 4
-	%2222 = getelementptr float, float* %2217, i64 2
-	%2223 = load float, float* %2222, align 4
-	%2224 = getelementptr float, float* %2217, i64 3
-	%2225 = load float, float* %2224, align 4
-	%2226 = getelementptr float, float* %3, i64 %2215
-	%2227 = getelementptr float, float* %2226, i64 0
-	%2228 = load float, float* %2227, align 4
-	%2229 = getelementptr float, float* %2226, i64 1
-	%2230 = load float, float* %2229, align 4
-	%2231 = getelementptr float, float* %2226, i64 2
-	%2232 = load float, float* %2231, align 4
-	%2233 = getelementptr float, float* %2226, i64 3
-	%2234 = load float, float* %2233, align 4
-	%2235 = getelementptr float, float* %5, i64 %2215
-	%2236 = getelementptr float, float* %2235, i64 0
-	%2237 = load float, float* %2236, align 4
-	%2238 = getelementptr float, float* %2235, i64 1
-	%2239 = load float, float* %2238, align 4
-	%2240 = getelementptr float, float* %2235, i64 2
-	%2241 = load float, float* %2240, align 4
-	%2242 = getelementptr float, float* %2235, i64 3
-	%2243 = load float, float* %2242, align 4
-	%2244 = getelementptr float, float* %7, i64 %2215
-	%2245 = getelementptr float, float* %2244, i64 0
-	%2246 = load float, float* %2245, align 4
-	%2247 = getelementptr float, float* %2244, i64 1
-	%2248 = load float, float* %2247, align 4
-	%2249 = getelementptr float, float* %2244, i64 2
-	%2250 = load float, float* %2249, align 4
-	%2251 = getelementptr float, float* %2244, i64 3
-	%2252 = load float, float* %2251, align 4
-	%2253 = getelementptr float, float* %9, i64 %2215
-	%2254 = getelementptr float, float* %2253, i64 0
-	%2255 = load float, float* %2254, align 4
-	%2256 = getelementptr float, float* %2253, i64 1
-	%2257 = load float, float* %2256, align 4
-	%2258 = getelementptr float, float* %2253, i64 2
-	%2259 = load float, float* %2258, align 4
-	%2260 = getelementptr float, float* %2253, i64 3
-	%2261 = load float, float* %2260, align 4
-	%2262 = getelementptr float, float* %11, i64 %2215
-	%2263 = getelementptr float, float* %2262, i64 0
-	%2264 = load float, float* %2263, align 4
-	%2265 = getelementptr float, float* %2262, i64 1
-	%2266 = load float, float* %2265, align 4
-	%2267 = getelementptr float, float* %2262, i64 2
-	%2268 = load float, float* %2267, align 4
-	%2269 = getelementptr float, float* %2262, i64 3
-	%2270 = load float, float* %2269, align 4
-	%2271 = getelementptr float, float* %13, i64 %2215
-	%2272 = getelementptr float, float* %2271, i64 0
-	%2273 = load float, float* %2272, align 4
-	%2274 = getelementptr float, float* %2271, i64 1
-	%2275 = load float, float* %2274, align 4
-	%2276 = getelementptr float, float* %2271, i64 2
-	%2277 = load float, float* %2276, align 4
-	%2278 = getelementptr float, float* %2271, i64 3
-	%2279 = load float, float* %2278, align 4
-	%2280 = call { float, float, float, float, float, float } @doppler_body(float %2219, float %2228, float %2237, float %2246, float %2255, float %2264, float %2273, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2281 = extractvalue { float, float, float, float, float, float } %2280, 0
-	%2282 = extractvalue { float, float, float, float, float, float } %2280, 1
-	%2283 = extractvalue { float, float, float, float, float, float } %2280, 2
-	%2284 = extractvalue { float, float, float, float, float, float } %2280, 3
-	%2285 = extractvalue { float, float, float, float, float, float } %2280, 4
-	%2286 = extractvalue { float, float, float, float, float, float } %2280, 5
-	%2287 = call { float, float, float, float, float, float } @doppler_body(float %2221, float %2230, float %2239, float %2248, float %2257, float %2266, float %2275, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2288 = extractvalue { float, float, float, float, float, float } %2287, 0
-	%2289 = extractvalue { float, float, float, float, float, float } %2287, 1
-	%2290 = extractvalue { float, float, float, float, float, float } %2287, 2
-	%2291 = extractvalue { float, float, float, float, float, float } %2287, 3
-	%2292 = extractvalue { float, float, float, float, float, float } %2287, 4
-	%2293 = extractvalue { float, float, float, float, float, float } %2287, 5
-	%2294 = call { float, float, float, float, float, float } @doppler_body(float %2223, float %2232, float %2241, float %2250, float %2259, float %2268, float %2277, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2295 = extractvalue { float, float, float, float, float, float } %2294, 0
-	%2296 = extractvalue { float, float, float, float, float, float } %2294, 1
-	%2297 = extractvalue { float, float, float, float, float, float } %2294, 2
-	%2298 = extractvalue { float, float, float, float, float, float } %2294, 3
-	%2299 = extractvalue { float, float, float, float, float, float } %2294, 4
-	%2300 = extractvalue { float, float, float, float, float, float } %2294, 5
-	%2301 = call { float, float, float, float, float, float } @doppler_body(float %2225, float %2234, float %2243, float %2252, float %2261, float %2270, float %2279, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2302 = extractvalue { float, float, float, float, float, float } %2301, 0
-	%2303 = extractvalue { float, float, float, float, float, float } %2301, 1
-	%2304 = extractvalue { float, float, float, float, float, float } %2301, 2
-	%2305 = extractvalue { float, float, float, float, float, float } %2301, 3
-	%2306 = extractvalue { float, float, float, float, float, float } %2301, 4
-	%2307 = extractvalue { float, float, float, float, float, float } %2301, 5
-	%2308 = getelementptr float, float* %5, i64 %2215
-	%2309 = getelementptr float, float* %2308, i64 0
-	store float %2281, float* %2309, align 4
-	%2310 = getelementptr float, float* %2308, i64 1
-	store float %2288, float* %2310, align 4
-	%2311 = getelementptr float, float* %2308, i64 2
-	store float %2295, float* %2311, align 4
-	%2312 = getelementptr float, float* %2308, i64 3
-	store float %2302, float* %2312, align 4
-	%2313 = getelementptr float, float* %7, i64 %2215
-	%2314 = getelementptr float, float* %2313, i64 0
-	store float %2282, float* %2314, align 4
-	%2315 = getelementptr float, float* %2313, i64 1
-	store float %2289, float* %2315, align 4
-	%2316 = getelementptr float, float* %2313, i64 2
-	store float %2296, float* %2316, align 4
-	%2317 = getelementptr float, float* %2313, i64 3
-	store float %2303, float* %2317, align 4
-	%2318 = getelementptr float, float* %9, i64 %2215
-	%2319 = getelementptr float, float* %2318, i64 0
-	store float %2283, float* %2319, align 4
-	%2320 = getelementptr float, float* %2318, i64 1
-	store float %2290, float* %2320, align 4
-	%2321 = getelementptr float, float* %2318, i64 2
-	store float %2297, float* %2321, align 4
-	%2322 = getelementptr float, float* %2318, i64 3
-	store float %2304, float* %2322, align 4
-	%2323 = getelementptr float, float* %11, i64 %2215
-	%2324 = getelementptr float, float* %2323, i64 0
-	store float %2284, float* %2324, align 4
-	%2325 = getelementptr float, float* %2323, i64 1
-	store float %2291, float* %2325, align 4
-	%2326 = getelementptr float, float* %2323, i64 2
-	store float %2298, float* %2326, align 4
-	%2327 = getelementptr float, float* %2323, i64 3
-	store float %2305, float* %2327, align 4
-	%2328 = getelementptr float, float* %13, i64 %2215
-	%2329 = getelementptr float, float* %2328, i64 0
-	store float %2285, float* %2329, align 4
-	%2330 = getelementptr float, float* %2328, i64 1
-	store float %2292, float* %2330, align 4
-	%2331 = getelementptr float, float* %2328, i64 2
-	store float %2299, float* %2331, align 4
-	%2332 = getelementptr float, float* %2328, i64 3
-	store float %2306, float* %2332, align 4
-	%2333 = getelementptr float, float* %1, i64 %2215
-	%2334 = getelementptr float, float* %2333, i64 0
-	store float %2286, float* %2334, align 4
-	%2335 = getelementptr float, float* %2333, i64 1
-	store float %2293, float* %2335, align 4
-	%2336 = getelementptr float, float* %2333, i64 2
-	store float %2300, float* %2336, align 4
-	%2337 = getelementptr float, float* %2333, i64 3
-	store float %2307, float* %2337, align 4
-	%2338 = add i64 %2212, 1
+	%2024 = shl i64 %2022, 2
+	%2025 = add i64 %67, %2024
+	%2026 = add i64 %71, %2022
+	%2027 = getelementptr float, float* %1, i64 %2025
+	%2028 = getelementptr float, float* %2027, i64 0
+	%2029 = load float, float* %2028, align 4
+	%2030 = getelementptr float, float* %2027, i64 1
+	%2031 = load float, float* %2030, align 4
+	%2032 = getelementptr float, float* %2027, i64 2
+	%2033 = load float, float* %2032, align 4
+	%2034 = getelementptr float, float* %2027, i64 3
+	%2035 = load float, float* %2034, align 4
+	%2036 = getelementptr float, float* %3, i64 %2025
+	%2037 = getelementptr float, float* %2036, i64 0
+	%2038 = load float, float* %2037, align 4
+	%2039 = getelementptr float, float* %2036, i64 1
+	%2040 = load float, float* %2039, align 4
+	%2041 = getelementptr float, float* %2036, i64 2
+	%2042 = load float, float* %2041, align 4
+	%2043 = getelementptr float, float* %2036, i64 3
+	%2044 = load float, float* %2043, align 4
+	%2045 = getelementptr float, float* %5, i64 %2025
+	%2046 = getelementptr float, float* %2045, i64 0
+	%2047 = load float, float* %2046, align 4
+	%2048 = getelementptr float, float* %2045, i64 1
+	%2049 = load float, float* %2048, align 4
+	%2050 = getelementptr float, float* %2045, i64 2
+	%2051 = load float, float* %2050, align 4
+	%2052 = getelementptr float, float* %2045, i64 3
+	%2053 = load float, float* %2052, align 4
+	%2054 = getelementptr float, float* %7, i64 %2025
+	%2055 = getelementptr float, float* %2054, i64 0
+	%2056 = load float, float* %2055, align 4
+	%2057 = getelementptr float, float* %2054, i64 1
+	%2058 = load float, float* %2057, align 4
+	%2059 = getelementptr float, float* %2054, i64 2
+	%2060 = load float, float* %2059, align 4
+	%2061 = getelementptr float, float* %2054, i64 3
+	%2062 = load float, float* %2061, align 4
+	%2063 = getelementptr float, float* %9, i64 %2025
+	%2064 = getelementptr float, float* %2063, i64 0
+	%2065 = load float, float* %2064, align 4
+	%2066 = getelementptr float, float* %2063, i64 1
+	%2067 = load float, float* %2066, align 4
+	%2068 = getelementptr float, float* %2063, i64 2
+	%2069 = load float, float* %2068, align 4
+	%2070 = getelementptr float, float* %2063, i64 3
+	%2071 = load float, float* %2070, align 4
+	%2072 = getelementptr float, float* %11, i64 %2025
+	%2073 = getelementptr float, float* %2072, i64 0
+	%2074 = load float, float* %2073, align 4
+	%2075 = getelementptr float, float* %2072, i64 1
+	%2076 = load float, float* %2075, align 4
+	%2077 = getelementptr float, float* %2072, i64 2
+	%2078 = load float, float* %2077, align 4
+	%2079 = getelementptr float, float* %2072, i64 3
+	%2080 = load float, float* %2079, align 4
+	%2081 = getelementptr float, float* %13, i64 %2025
+	%2082 = getelementptr float, float* %2081, i64 0
+	%2083 = load float, float* %2082, align 4
+	%2084 = getelementptr float, float* %2081, i64 1
+	%2085 = load float, float* %2084, align 4
+	%2086 = getelementptr float, float* %2081, i64 2
+	%2087 = load float, float* %2086, align 4
+	%2088 = getelementptr float, float* %2081, i64 3
+	%2089 = load float, float* %2088, align 4
+	%2090 = call { float, float, float, float, float, float } @doppler_body(float %2029, float %2038, float %2047, float %2056, float %2065, float %2074, float %2083, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%2091 = extractvalue { float, float, float, float, float, float } %2090, 0
+	%2092 = extractvalue { float, float, float, float, float, float } %2090, 1
+	%2093 = extractvalue { float, float, float, float, float, float } %2090, 2
+	%2094 = extractvalue { float, float, float, float, float, float } %2090, 3
+	%2095 = extractvalue { float, float, float, float, float, float } %2090, 4
+	%2096 = extractvalue { float, float, float, float, float, float } %2090, 5
+	%2097 = call { float, float, float, float, float, float } @doppler_body(float %2031, float %2040, float %2049, float %2058, float %2067, float %2076, float %2085, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%2098 = extractvalue { float, float, float, float, float, float } %2097, 0
+	%2099 = extractvalue { float, float, float, float, float, float } %2097, 1
+	%2100 = extractvalue { float, float, float, float, float, float } %2097, 2
+	%2101 = extractvalue { float, float, float, float, float, float } %2097, 3
+	%2102 = extractvalue { float, float, float, float, float, float } %2097, 4
+	%2103 = extractvalue { float, float, float, float, float, float } %2097, 5
+	%2104 = call { float, float, float, float, float, float } @doppler_body(float %2033, float %2042, float %2051, float %2060, float %2069, float %2078, float %2087, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%2105 = extractvalue { float, float, float, float, float, float } %2104, 0
+	%2106 = extractvalue { float, float, float, float, float, float } %2104, 1
+	%2107 = extractvalue { float, float, float, float, float, float } %2104, 2
+	%2108 = extractvalue { float, float, float, float, float, float } %2104, 3
+	%2109 = extractvalue { float, float, float, float, float, float } %2104, 4
+	%2110 = extractvalue { float, float, float, float, float, float } %2104, 5
+	%2111 = call { float, float, float, float, float, float } @doppler_body(float %2035, float %2044, float %2053, float %2062, float %2071, float %2080, float %2089, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%2112 = extractvalue { float, float, float, float, float, float } %2111, 0
+	%2113 = extractvalue { float, float, float, float, float, float } %2111, 1
+	%2114 = extractvalue { float, float, float, float, float, float } %2111, 2
+	%2115 = extractvalue { float, float, float, float, float, float } %2111, 3
+	%2116 = extractvalue { float, float, float, float, float, float } %2111, 4
+	%2117 = extractvalue { float, float, float, float, float, float } %2111, 5
+	%2118 = getelementptr float, float* %5, i64 %2025
+	%2119 = getelementptr float, float* %2118, i64 0
+	store float %2091, float* %2119, align 4
+	%2120 = getelementptr float, float* %2118, i64 1
+	store float %2098, float* %2120, align 4
+	%2121 = getelementptr float, float* %2118, i64 2
+	store float %2105, float* %2121, align 4
+	%2122 = getelementptr float, float* %2118, i64 3
+	store float %2112, float* %2122, align 4
+	%2123 = getelementptr float, float* %7, i64 %2025
+	%2124 = getelementptr float, float* %2123, i64 0
+	store float %2092, float* %2124, align 4
+	%2125 = getelementptr float, float* %2123, i64 1
+	store float %2099, float* %2125, align 4
+	%2126 = getelementptr float, float* %2123, i64 2
+	store float %2106, float* %2126, align 4
+	%2127 = getelementptr float, float* %2123, i64 3
+	store float %2113, float* %2127, align 4
+	%2128 = getelementptr float, float* %9, i64 %2025
+	%2129 = getelementptr float, float* %2128, i64 0
+	store float %2093, float* %2129, align 4
+	%2130 = getelementptr float, float* %2128, i64 1
+	store float %2100, float* %2130, align 4
+	%2131 = getelementptr float, float* %2128, i64 2
+	store float %2107, float* %2131, align 4
+	%2132 = getelementptr float, float* %2128, i64 3
+	store float %2114, float* %2132, align 4
+	%2133 = getelementptr float, float* %11, i64 %2025
+	%2134 = getelementptr float, float* %2133, i64 0
+	store float %2094, float* %2134, align 4
+	%2135 = getelementptr float, float* %2133, i64 1
+	store float %2101, float* %2135, align 4
+	%2136 = getelementptr float, float* %2133, i64 2
+	store float %2108, float* %2136, align 4
+	%2137 = getelementptr float, float* %2133, i64 3
+	store float %2115, float* %2137, align 4
+	%2138 = getelementptr float, float* %13, i64 %2025
+	%2139 = getelementptr float, float* %2138, i64 0
+	store float %2095, float* %2139, align 4
+	%2140 = getelementptr float, float* %2138, i64 1
+	store float %2102, float* %2140, align 4
+	%2141 = getelementptr float, float* %2138, i64 2
+	store float %2109, float* %2141, align 4
+	%2142 = getelementptr float, float* %2138, i64 3
+	store float %2116, float* %2142, align 4
+	%2143 = getelementptr float, float* %1, i64 %2025
+	%2144 = getelementptr float, float* %2143, i64 0
+	store float %2096, float* %2144, align 4
+	%2145 = getelementptr float, float* %2143, i64 1
+	store float %2103, float* %2145, align 4
+	%2146 = getelementptr float, float* %2143, i64 2
+	store float %2110, float* %2146, align 4
+	%2147 = getelementptr float, float* %2143, i64 3
+	store float %2117, float* %2147, align 4
+	%2148 = add i64 %2022, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2339 = phi i64 [ %69, %group.done.45 ], [ %2368, %tail.47 ]
-	%2340 = icmp slt i64 %2339, %49
-	br i1 %2340, label %tail.47, label %tail.done.48
+	%2149 = phi i64 [ %69, %group.done.45 ], [ %2178, %tail.47 ]
+	%2150 = icmp slt i64 %2149, %49
+	br i1 %2150, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2341 = getelementptr float, float* %1, i64 %2339
-	%2342 = load float, float* %2341, align 4
-	%2343 = getelementptr float, float* %3, i64 %2339
-	%2344 = load float, float* %2343, align 4
-	%2345 = getelementptr float, float* %5, i64 %2339
-	%2346 = load float, float* %2345, align 4
-	%2347 = getelementptr float, float* %7, i64 %2339
-	%2348 = load float, float* %2347, align 4
-	%2349 = getelementptr float, float* %9, i64 %2339
-	%2350 = load float, float* %2349, align 4
-	%2351 = getelementptr float, float* %11, i64 %2339
-	%2352 = load float, float* %2351, align 4
-	%2353 = getelementptr float, float* %13, i64 %2339
-	%2354 = load float, float* %2353, align 4
-	%2355 = call { float, float, float, float, float, float } @doppler_body(float %2342, float %2344, float %2346, float %2348, float %2350, float %2352, float %2354, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
-	%2356 = extractvalue { float, float, float, float, float, float } %2355, 0
-	%2357 = extractvalue { float, float, float, float, float, float } %2355, 1
-	%2358 = extractvalue { float, float, float, float, float, float } %2355, 2
-	%2359 = extractvalue { float, float, float, float, float, float } %2355, 3
-	%2360 = extractvalue { float, float, float, float, float, float } %2355, 4
-	%2361 = extractvalue { float, float, float, float, float, float } %2355, 5
-	%2362 = getelementptr float, float* %5, i64 %2339
-	store float %2356, float* %2362, align 4
-	%2363 = getelementptr float, float* %7, i64 %2339
-	store float %2357, float* %2363, align 4
-	%2364 = getelementptr float, float* %9, i64 %2339
-	store float %2358, float* %2364, align 4
-	%2365 = getelementptr float, float* %11, i64 %2339
-	store float %2359, float* %2365, align 4
-	%2366 = getelementptr float, float* %13, i64 %2339
-	store float %2360, float* %2366, align 4
-	%2367 = getelementptr float, float* %1, i64 %2339
-	store float %2361, float* %2367, align 4
-	%2368 = add i64 %2339, 1
+	%2151 = getelementptr float, float* %1, i64 %2149
+	%2152 = load float, float* %2151, align 4
+	%2153 = getelementptr float, float* %3, i64 %2149
+	%2154 = load float, float* %2153, align 4
+	%2155 = getelementptr float, float* %5, i64 %2149
+	%2156 = load float, float* %2155, align 4
+	%2157 = getelementptr float, float* %7, i64 %2149
+	%2158 = load float, float* %2157, align 4
+	%2159 = getelementptr float, float* %9, i64 %2149
+	%2160 = load float, float* %2159, align 4
+	%2161 = getelementptr float, float* %11, i64 %2149
+	%2162 = load float, float* %2161, align 4
+	%2163 = getelementptr float, float* %13, i64 %2149
+	%2164 = load float, float* %2163, align 4
+	%2165 = call { float, float, float, float, float, float } @doppler_body(float %2152, float %2154, float %2156, float %2158, float %2160, float %2162, float %2164, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41, float %43)
+	%2166 = extractvalue { float, float, float, float, float, float } %2165, 0
+	%2167 = extractvalue { float, float, float, float, float, float } %2165, 1
+	%2168 = extractvalue { float, float, float, float, float, float } %2165, 2
+	%2169 = extractvalue { float, float, float, float, float, float } %2165, 3
+	%2170 = extractvalue { float, float, float, float, float, float } %2165, 4
+	%2171 = extractvalue { float, float, float, float, float, float } %2165, 5
+	%2172 = getelementptr float, float* %5, i64 %2149
+	store float %2166, float* %2172, align 4
+	%2173 = getelementptr float, float* %7, i64 %2149
+	store float %2167, float* %2173, align 4
+	%2174 = getelementptr float, float* %9, i64 %2149
+	store float %2168, float* %2174, align 4
+	%2175 = getelementptr float, float* %11, i64 %2149
+	store float %2169, float* %2175, align 4
+	%2176 = getelementptr float, float* %13, i64 %2149
+	store float %2170, float* %2176, align 4
+	%2177 = getelementptr float, float* %1, i64 %2149
+	store float %2171, float* %2177, align 4
+	%2178 = add i64 %2149, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -5078,7 +4582,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @doppler_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @doppler_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -5160,7 +4664,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -5203,111 +4707,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -5317,589 +4818,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @doppler_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @doppler_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @doppler_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @doppler_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @doppler_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @doppler_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @doppler_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @doppler_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5908,39 +5411,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5949,7 +5451,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5975,20 +5477,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5997,41 +5498,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @doppler_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @doppler_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @doppler_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @doppler_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @doppler_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -6596,4 +6096,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@doppler_abi = constant [65 x i8] c"bbd86bee91a35fe8fb957c42bb8d208f678eeab90362b6c42fcbb7491a01f049\00"
+@doppler_abi = constant [65 x i8] c"711844033cc3566bfb99265295ed81077f91af3b1a3a4b7d64561f1efc295a0d\00"

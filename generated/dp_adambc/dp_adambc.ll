@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float } @dp_adambc_body(float %v.theta, float %v.g, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.m
@@ -1501,7 +1531,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%82 = phi i64 [ 0, %head.done.27 ], [ %704, %wide.29 ]
+	%82 = phi i64 [ 0, %head.done.27 ], [ %585, %wide.29 ]
 	%83 = icmp slt i64 %82, %81
 	br i1 %83, label %wide.29, label %wide.done.30
 
@@ -1510,1616 +1540,1294 @@ wide.29:
 	%85 = shl i64 %84, 2
 	%86 = add i64 %53, %85
 	%87 = add i64 %57, %84
-	%88 = getelementptr float, float* %1, i64 %86
-	%89 = getelementptr float, float* %88, i64 0
-	%90 = load float, float* %89, align 4
-	%91 = getelementptr float, float* %88, i64 1
-	%92 = load float, float* %91, align 4
-	%93 = getelementptr float, float* %88, i64 2
-	%94 = load float, float* %93, align 4
-	%95 = getelementptr float, float* %88, i64 3
-	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %88, i64 4
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %88, i64 5
-	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %88, i64 6
-	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %88, i64 7
-	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %88, i64 8
-	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %88, i64 9
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %88, i64 10
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %88, i64 11
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %88, i64 12
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %88, i64 13
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %88, i64 14
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %88, i64 15
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %88, i64 16
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %88, i64 17
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %88, i64 18
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %88, i64 19
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %88, i64 20
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %88, i64 21
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %88, i64 22
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %88, i64 23
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %88, i64 24
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %88, i64 25
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %88, i64 26
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %88, i64 27
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %88, i64 28
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %88, i64 29
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %88, i64 30
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %88, i64 31
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %3, i64 %86
-	%154 = getelementptr float, float* %153, i64 0
-	%155 = load float, float* %154, align 4
-	%156 = getelementptr float, float* %153, i64 1
-	%157 = load float, float* %156, align 4
-	%158 = getelementptr float, float* %153, i64 2
-	%159 = load float, float* %158, align 4
-	%160 = getelementptr float, float* %153, i64 3
-	%161 = load float, float* %160, align 4
-	%162 = getelementptr float, float* %153, i64 4
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %153, i64 5
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %153, i64 6
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %153, i64 7
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %153, i64 8
-	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %153, i64 9
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %153, i64 10
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %153, i64 11
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %153, i64 12
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %153, i64 13
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %153, i64 14
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %153, i64 15
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %153, i64 16
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %153, i64 17
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %153, i64 18
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %153, i64 19
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %153, i64 20
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %153, i64 21
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %153, i64 22
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %153, i64 23
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %153, i64 24
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %153, i64 25
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %153, i64 26
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %153, i64 27
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %153, i64 28
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %153, i64 29
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %153, i64 30
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %153, i64 31
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %5, i64 %86
-	%219 = getelementptr float, float* %218, i64 0
-	%220 = load float, float* %219, align 4
-	%221 = getelementptr float, float* %218, i64 1
-	%222 = load float, float* %221, align 4
-	%223 = getelementptr float, float* %218, i64 2
-	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %218, i64 3
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %218, i64 4
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %218, i64 5
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %218, i64 6
-	%232 = load float, float* %231, align 4
-	%233 = getelementptr float, float* %218, i64 7
-	%234 = load float, float* %233, align 4
-	%235 = getelementptr float, float* %218, i64 8
-	%236 = load float, float* %235, align 4
-	%237 = getelementptr float, float* %218, i64 9
-	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %218, i64 10
-	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %218, i64 11
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %218, i64 12
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %218, i64 13
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %218, i64 14
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %218, i64 15
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %218, i64 16
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %218, i64 17
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %218, i64 18
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %218, i64 19
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %218, i64 20
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %218, i64 21
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %218, i64 22
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %218, i64 23
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %218, i64 24
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %218, i64 25
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %218, i64 26
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %218, i64 27
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %218, i64 28
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %218, i64 29
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %218, i64 30
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %218, i64 31
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %7, i64 %86
-	%284 = getelementptr float, float* %283, i64 0
-	%285 = load float, float* %284, align 4
-	%286 = getelementptr float, float* %283, i64 1
-	%287 = load float, float* %286, align 4
-	%288 = getelementptr float, float* %283, i64 2
-	%289 = load float, float* %288, align 4
-	%290 = getelementptr float, float* %283, i64 3
-	%291 = load float, float* %290, align 4
-	%292 = getelementptr float, float* %283, i64 4
-	%293 = load float, float* %292, align 4
-	%294 = getelementptr float, float* %283, i64 5
-	%295 = load float, float* %294, align 4
-	%296 = getelementptr float, float* %283, i64 6
-	%297 = load float, float* %296, align 4
-	%298 = getelementptr float, float* %283, i64 7
-	%299 = load float, float* %298, align 4
-	%300 = getelementptr float, float* %283, i64 8
-	%301 = load float, float* %300, align 4
-	%302 = getelementptr float, float* %283, i64 9
-	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %283, i64 10
-	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %283, i64 11
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %283, i64 12
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %283, i64 13
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %283, i64 14
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %283, i64 15
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %283, i64 16
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %283, i64 17
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %283, i64 18
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %283, i64 19
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %283, i64 20
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %283, i64 21
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %283, i64 22
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %283, i64 23
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %283, i64 24
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %283, i64 25
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %283, i64 26
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %283, i64 27
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %283, i64 28
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %283, i64 29
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %283, i64 30
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %283, i64 31
-	%347 = load float, float* %346, align 4
-	%348 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %39, i32 %41, i32 0, i64 %87)
-	%349 = extractvalue [4 x <8 x float>] %348, 0
-	%350 = extractelement <8 x float> %349, i32 0
-	%351 = fmul float %31, %350
-	%352 = fadd float %155, %351
-	%353 = call { float, float, float } @dp_adambc_body(float %90, float %352, float %220, float %285, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%88 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %39, i32 %41, i32 0, i64 %87)
+	%89 = add i64 %86, 0
+	%90 = getelementptr float, float* %1, i64 %89
+	%91 = bitcast float* %90 to <8 x float>*
+	%92 = load <8 x float>, <8 x float>* %91, align 4
+	%93 = extractelement <8 x float> %92, i32 0
+	%94 = extractelement <8 x float> %92, i32 1
+	%95 = extractelement <8 x float> %92, i32 2
+	%96 = extractelement <8 x float> %92, i32 3
+	%97 = extractelement <8 x float> %92, i32 4
+	%98 = extractelement <8 x float> %92, i32 5
+	%99 = extractelement <8 x float> %92, i32 6
+	%100 = extractelement <8 x float> %92, i32 7
+	%101 = add i64 %86, 8
+	%102 = getelementptr float, float* %1, i64 %101
+	%103 = bitcast float* %102 to <8 x float>*
+	%104 = load <8 x float>, <8 x float>* %103, align 4
+	%105 = extractelement <8 x float> %104, i32 0
+	%106 = extractelement <8 x float> %104, i32 1
+	%107 = extractelement <8 x float> %104, i32 2
+	%108 = extractelement <8 x float> %104, i32 3
+	%109 = extractelement <8 x float> %104, i32 4
+	%110 = extractelement <8 x float> %104, i32 5
+	%111 = extractelement <8 x float> %104, i32 6
+	%112 = extractelement <8 x float> %104, i32 7
+	%113 = add i64 %86, 16
+	%114 = getelementptr float, float* %1, i64 %113
+	%115 = bitcast float* %114 to <8 x float>*
+	%116 = load <8 x float>, <8 x float>* %115, align 4
+	%117 = extractelement <8 x float> %116, i32 0
+	%118 = extractelement <8 x float> %116, i32 1
+	%119 = extractelement <8 x float> %116, i32 2
+	%120 = extractelement <8 x float> %116, i32 3
+	%121 = extractelement <8 x float> %116, i32 4
+	%122 = extractelement <8 x float> %116, i32 5
+	%123 = extractelement <8 x float> %116, i32 6
+	%124 = extractelement <8 x float> %116, i32 7
+	%125 = add i64 %86, 24
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = bitcast float* %126 to <8 x float>*
+	%128 = load <8 x float>, <8 x float>* %127, align 4
+	%129 = extractelement <8 x float> %128, i32 0
+	%130 = extractelement <8 x float> %128, i32 1
+	%131 = extractelement <8 x float> %128, i32 2
+	%132 = extractelement <8 x float> %128, i32 3
+	%133 = extractelement <8 x float> %128, i32 4
+	%134 = extractelement <8 x float> %128, i32 5
+	%135 = extractelement <8 x float> %128, i32 6
+	%136 = extractelement <8 x float> %128, i32 7
+	%137 = add i64 %86, 0
+	%138 = getelementptr float, float* %3, i64 %137
+	%139 = bitcast float* %138 to <8 x float>*
+	%140 = load <8 x float>, <8 x float>* %139, align 4
+	%141 = insertelement <8 x float> undef, float %31, i32 0
+	%142 = insertelement <8 x float> %141, float %31, i32 1
+	%143 = insertelement <8 x float> %142, float %31, i32 2
+	%144 = insertelement <8 x float> %143, float %31, i32 3
+	%145 = insertelement <8 x float> %144, float %31, i32 4
+	%146 = insertelement <8 x float> %145, float %31, i32 5
+	%147 = insertelement <8 x float> %146, float %31, i32 6
+	%148 = insertelement <8 x float> %147, float %31, i32 7
+	%149 = extractvalue [4 x <8 x float>] %88, 0
+	%150 = fmul <8 x float> %148, %149
+	%151 = fadd <8 x float> %140, %150
+	%152 = extractelement <8 x float> %151, i32 0
+	%153 = extractelement <8 x float> %151, i32 1
+	%154 = extractelement <8 x float> %151, i32 2
+	%155 = extractelement <8 x float> %151, i32 3
+	%156 = extractelement <8 x float> %151, i32 4
+	%157 = extractelement <8 x float> %151, i32 5
+	%158 = extractelement <8 x float> %151, i32 6
+	%159 = extractelement <8 x float> %151, i32 7
+	%160 = add i64 %86, 8
+	%161 = getelementptr float, float* %3, i64 %160
+	%162 = bitcast float* %161 to <8 x float>*
+	%163 = load <8 x float>, <8 x float>* %162, align 4
+	%164 = insertelement <8 x float> undef, float %31, i32 0
+	%165 = insertelement <8 x float> %164, float %31, i32 1
+	%166 = insertelement <8 x float> %165, float %31, i32 2
+	%167 = insertelement <8 x float> %166, float %31, i32 3
+	%168 = insertelement <8 x float> %167, float %31, i32 4
+	%169 = insertelement <8 x float> %168, float %31, i32 5
+	%170 = insertelement <8 x float> %169, float %31, i32 6
+	%171 = insertelement <8 x float> %170, float %31, i32 7
+	%172 = extractvalue [4 x <8 x float>] %88, 1
+	%173 = fmul <8 x float> %171, %172
+	%174 = fadd <8 x float> %163, %173
+	%175 = extractelement <8 x float> %174, i32 0
+	%176 = extractelement <8 x float> %174, i32 1
+	%177 = extractelement <8 x float> %174, i32 2
+	%178 = extractelement <8 x float> %174, i32 3
+	%179 = extractelement <8 x float> %174, i32 4
+	%180 = extractelement <8 x float> %174, i32 5
+	%181 = extractelement <8 x float> %174, i32 6
+	%182 = extractelement <8 x float> %174, i32 7
+	%183 = add i64 %86, 16
+	%184 = getelementptr float, float* %3, i64 %183
+	%185 = bitcast float* %184 to <8 x float>*
+	%186 = load <8 x float>, <8 x float>* %185, align 4
+	%187 = insertelement <8 x float> undef, float %31, i32 0
+	%188 = insertelement <8 x float> %187, float %31, i32 1
+	%189 = insertelement <8 x float> %188, float %31, i32 2
+	%190 = insertelement <8 x float> %189, float %31, i32 3
+	%191 = insertelement <8 x float> %190, float %31, i32 4
+	%192 = insertelement <8 x float> %191, float %31, i32 5
+	%193 = insertelement <8 x float> %192, float %31, i32 6
+	%194 = insertelement <8 x float> %193, float %31, i32 7
+	%195 = extractvalue [4 x <8 x float>] %88, 2
+	%196 = fmul <8 x float> %194, %195
+	%197 = fadd <8 x float> %186, %196
+	%198 = extractelement <8 x float> %197, i32 0
+	%199 = extractelement <8 x float> %197, i32 1
+	%200 = extractelement <8 x float> %197, i32 2
+	%201 = extractelement <8 x float> %197, i32 3
+	%202 = extractelement <8 x float> %197, i32 4
+	%203 = extractelement <8 x float> %197, i32 5
+	%204 = extractelement <8 x float> %197, i32 6
+	%205 = extractelement <8 x float> %197, i32 7
+	%206 = add i64 %86, 24
+	%207 = getelementptr float, float* %3, i64 %206
+	%208 = bitcast float* %207 to <8 x float>*
+	%209 = load <8 x float>, <8 x float>* %208, align 4
+	%210 = insertelement <8 x float> undef, float %31, i32 0
+	%211 = insertelement <8 x float> %210, float %31, i32 1
+	%212 = insertelement <8 x float> %211, float %31, i32 2
+	%213 = insertelement <8 x float> %212, float %31, i32 3
+	%214 = insertelement <8 x float> %213, float %31, i32 4
+	%215 = insertelement <8 x float> %214, float %31, i32 5
+	%216 = insertelement <8 x float> %215, float %31, i32 6
+	%217 = insertelement <8 x float> %216, float %31, i32 7
+	%218 = extractvalue [4 x <8 x float>] %88, 3
+	%219 = fmul <8 x float> %217, %218
+	%220 = fadd <8 x float> %209, %219
+	%221 = extractelement <8 x float> %220, i32 0
+	%222 = extractelement <8 x float> %220, i32 1
+	%223 = extractelement <8 x float> %220, i32 2
+	%224 = extractelement <8 x float> %220, i32 3
+	%225 = extractelement <8 x float> %220, i32 4
+	%226 = extractelement <8 x float> %220, i32 5
+	%227 = extractelement <8 x float> %220, i32 6
+	%228 = extractelement <8 x float> %220, i32 7
+	%229 = add i64 %86, 0
+	%230 = getelementptr float, float* %5, i64 %229
+	%231 = bitcast float* %230 to <8 x float>*
+	%232 = load <8 x float>, <8 x float>* %231, align 4
+	%233 = extractelement <8 x float> %232, i32 0
+	%234 = extractelement <8 x float> %232, i32 1
+	%235 = extractelement <8 x float> %232, i32 2
+	%236 = extractelement <8 x float> %232, i32 3
+	%237 = extractelement <8 x float> %232, i32 4
+	%238 = extractelement <8 x float> %232, i32 5
+	%239 = extractelement <8 x float> %232, i32 6
+	%240 = extractelement <8 x float> %232, i32 7
+	%241 = add i64 %86, 8
+	%242 = getelementptr float, float* %5, i64 %241
+	%243 = bitcast float* %242 to <8 x float>*
+	%244 = load <8 x float>, <8 x float>* %243, align 4
+	%245 = extractelement <8 x float> %244, i32 0
+	%246 = extractelement <8 x float> %244, i32 1
+	%247 = extractelement <8 x float> %244, i32 2
+	%248 = extractelement <8 x float> %244, i32 3
+	%249 = extractelement <8 x float> %244, i32 4
+	%250 = extractelement <8 x float> %244, i32 5
+	%251 = extractelement <8 x float> %244, i32 6
+	%252 = extractelement <8 x float> %244, i32 7
+	%253 = add i64 %86, 16
+	%254 = getelementptr float, float* %5, i64 %253
+	%255 = bitcast float* %254 to <8 x float>*
+	%256 = load <8 x float>, <8 x float>* %255, align 4
+	%257 = extractelement <8 x float> %256, i32 0
+	%258 = extractelement <8 x float> %256, i32 1
+	%259 = extractelement <8 x float> %256, i32 2
+	%260 = extractelement <8 x float> %256, i32 3
+	%261 = extractelement <8 x float> %256, i32 4
+	%262 = extractelement <8 x float> %256, i32 5
+	%263 = extractelement <8 x float> %256, i32 6
+	%264 = extractelement <8 x float> %256, i32 7
+	%265 = add i64 %86, 24
+	%266 = getelementptr float, float* %5, i64 %265
+	%267 = bitcast float* %266 to <8 x float>*
+	%268 = load <8 x float>, <8 x float>* %267, align 4
+	%269 = extractelement <8 x float> %268, i32 0
+	%270 = extractelement <8 x float> %268, i32 1
+	%271 = extractelement <8 x float> %268, i32 2
+	%272 = extractelement <8 x float> %268, i32 3
+	%273 = extractelement <8 x float> %268, i32 4
+	%274 = extractelement <8 x float> %268, i32 5
+	%275 = extractelement <8 x float> %268, i32 6
+	%276 = extractelement <8 x float> %268, i32 7
+	%277 = add i64 %86, 0
+	%278 = getelementptr float, float* %7, i64 %277
+	%279 = bitcast float* %278 to <8 x float>*
+	%280 = load <8 x float>, <8 x float>* %279, align 4
+	%281 = extractelement <8 x float> %280, i32 0
+	%282 = extractelement <8 x float> %280, i32 1
+	%283 = extractelement <8 x float> %280, i32 2
+	%284 = extractelement <8 x float> %280, i32 3
+	%285 = extractelement <8 x float> %280, i32 4
+	%286 = extractelement <8 x float> %280, i32 5
+	%287 = extractelement <8 x float> %280, i32 6
+	%288 = extractelement <8 x float> %280, i32 7
+	%289 = add i64 %86, 8
+	%290 = getelementptr float, float* %7, i64 %289
+	%291 = bitcast float* %290 to <8 x float>*
+	%292 = load <8 x float>, <8 x float>* %291, align 4
+	%293 = extractelement <8 x float> %292, i32 0
+	%294 = extractelement <8 x float> %292, i32 1
+	%295 = extractelement <8 x float> %292, i32 2
+	%296 = extractelement <8 x float> %292, i32 3
+	%297 = extractelement <8 x float> %292, i32 4
+	%298 = extractelement <8 x float> %292, i32 5
+	%299 = extractelement <8 x float> %292, i32 6
+	%300 = extractelement <8 x float> %292, i32 7
+	%301 = add i64 %86, 16
+	%302 = getelementptr float, float* %7, i64 %301
+	%303 = bitcast float* %302 to <8 x float>*
+	%304 = load <8 x float>, <8 x float>* %303, align 4
+	%305 = extractelement <8 x float> %304, i32 0
+	%306 = extractelement <8 x float> %304, i32 1
+	%307 = extractelement <8 x float> %304, i32 2
+	%308 = extractelement <8 x float> %304, i32 3
+	%309 = extractelement <8 x float> %304, i32 4
+	%310 = extractelement <8 x float> %304, i32 5
+	%311 = extractelement <8 x float> %304, i32 6
+	%312 = extractelement <8 x float> %304, i32 7
+	%313 = add i64 %86, 24
+	%314 = getelementptr float, float* %7, i64 %313
+	%315 = bitcast float* %314 to <8 x float>*
+	%316 = load <8 x float>, <8 x float>* %315, align 4
+	%317 = extractelement <8 x float> %316, i32 0
+	%318 = extractelement <8 x float> %316, i32 1
+	%319 = extractelement <8 x float> %316, i32 2
+	%320 = extractelement <8 x float> %316, i32 3
+	%321 = extractelement <8 x float> %316, i32 4
+	%322 = extractelement <8 x float> %316, i32 5
+	%323 = extractelement <8 x float> %316, i32 6
+	%324 = extractelement <8 x float> %316, i32 7
+	%325 = call { float, float, float } @dp_adambc_body(float %93, float %152, float %233, float %281, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%326 = extractvalue { float, float, float } %325, 0
+	%327 = extractvalue { float, float, float } %325, 1
+	%328 = extractvalue { float, float, float } %325, 2
+	%329 = call { float, float, float } @dp_adambc_body(float %94, float %153, float %234, float %282, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%330 = extractvalue { float, float, float } %329, 0
+	%331 = extractvalue { float, float, float } %329, 1
+	%332 = extractvalue { float, float, float } %329, 2
+	%333 = call { float, float, float } @dp_adambc_body(float %95, float %154, float %235, float %283, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%334 = extractvalue { float, float, float } %333, 0
+	%335 = extractvalue { float, float, float } %333, 1
+	%336 = extractvalue { float, float, float } %333, 2
+	%337 = call { float, float, float } @dp_adambc_body(float %96, float %155, float %236, float %284, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%338 = extractvalue { float, float, float } %337, 0
+	%339 = extractvalue { float, float, float } %337, 1
+	%340 = extractvalue { float, float, float } %337, 2
+	%341 = call { float, float, float } @dp_adambc_body(float %97, float %156, float %237, float %285, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%342 = extractvalue { float, float, float } %341, 0
+	%343 = extractvalue { float, float, float } %341, 1
+	%344 = extractvalue { float, float, float } %341, 2
+	%345 = call { float, float, float } @dp_adambc_body(float %98, float %157, float %238, float %286, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%346 = extractvalue { float, float, float } %345, 0
+	%347 = extractvalue { float, float, float } %345, 1
+	%348 = extractvalue { float, float, float } %345, 2
+	%349 = call { float, float, float } @dp_adambc_body(float %99, float %158, float %239, float %287, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%350 = extractvalue { float, float, float } %349, 0
+	%351 = extractvalue { float, float, float } %349, 1
+	%352 = extractvalue { float, float, float } %349, 2
+	%353 = call { float, float, float } @dp_adambc_body(float %100, float %159, float %240, float %288, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%354 = extractvalue { float, float, float } %353, 0
 	%355 = extractvalue { float, float, float } %353, 1
 	%356 = extractvalue { float, float, float } %353, 2
-	%357 = extractvalue [4 x <8 x float>] %348, 1
-	%358 = extractelement <8 x float> %357, i32 0
-	%359 = fmul float %31, %358
-	%360 = fadd float %157, %359
-	%361 = call { float, float, float } @dp_adambc_body(float %92, float %360, float %222, float %287, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%357 = call { float, float, float } @dp_adambc_body(float %105, float %175, float %245, float %293, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%358 = extractvalue { float, float, float } %357, 0
+	%359 = extractvalue { float, float, float } %357, 1
+	%360 = extractvalue { float, float, float } %357, 2
+	%361 = call { float, float, float } @dp_adambc_body(float %106, float %176, float %246, float %294, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%362 = extractvalue { float, float, float } %361, 0
 	%363 = extractvalue { float, float, float } %361, 1
 	%364 = extractvalue { float, float, float } %361, 2
-	%365 = extractvalue [4 x <8 x float>] %348, 2
-	%366 = extractelement <8 x float> %365, i32 0
-	%367 = fmul float %31, %366
-	%368 = fadd float %159, %367
-	%369 = call { float, float, float } @dp_adambc_body(float %94, float %368, float %224, float %289, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%365 = call { float, float, float } @dp_adambc_body(float %107, float %177, float %247, float %295, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%366 = extractvalue { float, float, float } %365, 0
+	%367 = extractvalue { float, float, float } %365, 1
+	%368 = extractvalue { float, float, float } %365, 2
+	%369 = call { float, float, float } @dp_adambc_body(float %108, float %178, float %248, float %296, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%370 = extractvalue { float, float, float } %369, 0
 	%371 = extractvalue { float, float, float } %369, 1
 	%372 = extractvalue { float, float, float } %369, 2
-	%373 = extractvalue [4 x <8 x float>] %348, 3
-	%374 = extractelement <8 x float> %373, i32 0
-	%375 = fmul float %31, %374
-	%376 = fadd float %161, %375
-	%377 = call { float, float, float } @dp_adambc_body(float %96, float %376, float %226, float %291, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%373 = call { float, float, float } @dp_adambc_body(float %109, float %179, float %249, float %297, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%374 = extractvalue { float, float, float } %373, 0
+	%375 = extractvalue { float, float, float } %373, 1
+	%376 = extractvalue { float, float, float } %373, 2
+	%377 = call { float, float, float } @dp_adambc_body(float %110, float %180, float %250, float %298, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%378 = extractvalue { float, float, float } %377, 0
 	%379 = extractvalue { float, float, float } %377, 1
 	%380 = extractvalue { float, float, float } %377, 2
-	%381 = extractvalue [4 x <8 x float>] %348, 0
-	%382 = extractelement <8 x float> %381, i32 1
-	%383 = fmul float %31, %382
-	%384 = fadd float %163, %383
-	%385 = call { float, float, float } @dp_adambc_body(float %98, float %384, float %228, float %293, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%381 = call { float, float, float } @dp_adambc_body(float %111, float %181, float %251, float %299, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%382 = extractvalue { float, float, float } %381, 0
+	%383 = extractvalue { float, float, float } %381, 1
+	%384 = extractvalue { float, float, float } %381, 2
+	%385 = call { float, float, float } @dp_adambc_body(float %112, float %182, float %252, float %300, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%386 = extractvalue { float, float, float } %385, 0
 	%387 = extractvalue { float, float, float } %385, 1
 	%388 = extractvalue { float, float, float } %385, 2
-	%389 = extractvalue [4 x <8 x float>] %348, 1
-	%390 = extractelement <8 x float> %389, i32 1
-	%391 = fmul float %31, %390
-	%392 = fadd float %165, %391
-	%393 = call { float, float, float } @dp_adambc_body(float %100, float %392, float %230, float %295, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%389 = call { float, float, float } @dp_adambc_body(float %117, float %198, float %257, float %305, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%390 = extractvalue { float, float, float } %389, 0
+	%391 = extractvalue { float, float, float } %389, 1
+	%392 = extractvalue { float, float, float } %389, 2
+	%393 = call { float, float, float } @dp_adambc_body(float %118, float %199, float %258, float %306, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%394 = extractvalue { float, float, float } %393, 0
 	%395 = extractvalue { float, float, float } %393, 1
 	%396 = extractvalue { float, float, float } %393, 2
-	%397 = extractvalue [4 x <8 x float>] %348, 2
-	%398 = extractelement <8 x float> %397, i32 1
-	%399 = fmul float %31, %398
-	%400 = fadd float %167, %399
-	%401 = call { float, float, float } @dp_adambc_body(float %102, float %400, float %232, float %297, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%397 = call { float, float, float } @dp_adambc_body(float %119, float %200, float %259, float %307, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%398 = extractvalue { float, float, float } %397, 0
+	%399 = extractvalue { float, float, float } %397, 1
+	%400 = extractvalue { float, float, float } %397, 2
+	%401 = call { float, float, float } @dp_adambc_body(float %120, float %201, float %260, float %308, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%402 = extractvalue { float, float, float } %401, 0
 	%403 = extractvalue { float, float, float } %401, 1
 	%404 = extractvalue { float, float, float } %401, 2
-	%405 = extractvalue [4 x <8 x float>] %348, 3
-	%406 = extractelement <8 x float> %405, i32 1
-	%407 = fmul float %31, %406
-	%408 = fadd float %169, %407
-	%409 = call { float, float, float } @dp_adambc_body(float %104, float %408, float %234, float %299, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%405 = call { float, float, float } @dp_adambc_body(float %121, float %202, float %261, float %309, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%406 = extractvalue { float, float, float } %405, 0
+	%407 = extractvalue { float, float, float } %405, 1
+	%408 = extractvalue { float, float, float } %405, 2
+	%409 = call { float, float, float } @dp_adambc_body(float %122, float %203, float %262, float %310, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%410 = extractvalue { float, float, float } %409, 0
 	%411 = extractvalue { float, float, float } %409, 1
 	%412 = extractvalue { float, float, float } %409, 2
-	%413 = extractvalue [4 x <8 x float>] %348, 0
-	%414 = extractelement <8 x float> %413, i32 2
-	%415 = fmul float %31, %414
-	%416 = fadd float %171, %415
-	%417 = call { float, float, float } @dp_adambc_body(float %106, float %416, float %236, float %301, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%413 = call { float, float, float } @dp_adambc_body(float %123, float %204, float %263, float %311, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%414 = extractvalue { float, float, float } %413, 0
+	%415 = extractvalue { float, float, float } %413, 1
+	%416 = extractvalue { float, float, float } %413, 2
+	%417 = call { float, float, float } @dp_adambc_body(float %124, float %205, float %264, float %312, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%418 = extractvalue { float, float, float } %417, 0
 	%419 = extractvalue { float, float, float } %417, 1
 	%420 = extractvalue { float, float, float } %417, 2
-	%421 = extractvalue [4 x <8 x float>] %348, 1
-	%422 = extractelement <8 x float> %421, i32 2
-	%423 = fmul float %31, %422
-	%424 = fadd float %173, %423
-	%425 = call { float, float, float } @dp_adambc_body(float %108, float %424, float %238, float %303, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%421 = call { float, float, float } @dp_adambc_body(float %129, float %221, float %269, float %317, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%422 = extractvalue { float, float, float } %421, 0
+	%423 = extractvalue { float, float, float } %421, 1
+	%424 = extractvalue { float, float, float } %421, 2
+	%425 = call { float, float, float } @dp_adambc_body(float %130, float %222, float %270, float %318, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%426 = extractvalue { float, float, float } %425, 0
 	%427 = extractvalue { float, float, float } %425, 1
 	%428 = extractvalue { float, float, float } %425, 2
-	%429 = extractvalue [4 x <8 x float>] %348, 2
-	%430 = extractelement <8 x float> %429, i32 2
-	%431 = fmul float %31, %430
-	%432 = fadd float %175, %431
-	%433 = call { float, float, float } @dp_adambc_body(float %110, float %432, float %240, float %305, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%429 = call { float, float, float } @dp_adambc_body(float %131, float %223, float %271, float %319, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%430 = extractvalue { float, float, float } %429, 0
+	%431 = extractvalue { float, float, float } %429, 1
+	%432 = extractvalue { float, float, float } %429, 2
+	%433 = call { float, float, float } @dp_adambc_body(float %132, float %224, float %272, float %320, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%434 = extractvalue { float, float, float } %433, 0
 	%435 = extractvalue { float, float, float } %433, 1
 	%436 = extractvalue { float, float, float } %433, 2
-	%437 = extractvalue [4 x <8 x float>] %348, 3
-	%438 = extractelement <8 x float> %437, i32 2
-	%439 = fmul float %31, %438
-	%440 = fadd float %177, %439
-	%441 = call { float, float, float } @dp_adambc_body(float %112, float %440, float %242, float %307, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%437 = call { float, float, float } @dp_adambc_body(float %133, float %225, float %273, float %321, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%438 = extractvalue { float, float, float } %437, 0
+	%439 = extractvalue { float, float, float } %437, 1
+	%440 = extractvalue { float, float, float } %437, 2
+	%441 = call { float, float, float } @dp_adambc_body(float %134, float %226, float %274, float %322, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%442 = extractvalue { float, float, float } %441, 0
 	%443 = extractvalue { float, float, float } %441, 1
 	%444 = extractvalue { float, float, float } %441, 2
-	%445 = extractvalue [4 x <8 x float>] %348, 0
-	%446 = extractelement <8 x float> %445, i32 3
-	%447 = fmul float %31, %446
-	%448 = fadd float %179, %447
-	%449 = call { float, float, float } @dp_adambc_body(float %114, float %448, float %244, float %309, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%445 = call { float, float, float } @dp_adambc_body(float %135, float %227, float %275, float %323, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%446 = extractvalue { float, float, float } %445, 0
+	%447 = extractvalue { float, float, float } %445, 1
+	%448 = extractvalue { float, float, float } %445, 2
+	%449 = call { float, float, float } @dp_adambc_body(float %136, float %228, float %276, float %324, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
 	%450 = extractvalue { float, float, float } %449, 0
 	%451 = extractvalue { float, float, float } %449, 1
 	%452 = extractvalue { float, float, float } %449, 2
-	%453 = extractvalue [4 x <8 x float>] %348, 1
-	%454 = extractelement <8 x float> %453, i32 3
-	%455 = fmul float %31, %454
-	%456 = fadd float %181, %455
-	%457 = call { float, float, float } @dp_adambc_body(float %116, float %456, float %246, float %311, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%458 = extractvalue { float, float, float } %457, 0
-	%459 = extractvalue { float, float, float } %457, 1
-	%460 = extractvalue { float, float, float } %457, 2
-	%461 = extractvalue [4 x <8 x float>] %348, 2
-	%462 = extractelement <8 x float> %461, i32 3
-	%463 = fmul float %31, %462
-	%464 = fadd float %183, %463
-	%465 = call { float, float, float } @dp_adambc_body(float %118, float %464, float %248, float %313, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%466 = extractvalue { float, float, float } %465, 0
-	%467 = extractvalue { float, float, float } %465, 1
-	%468 = extractvalue { float, float, float } %465, 2
-	%469 = extractvalue [4 x <8 x float>] %348, 3
-	%470 = extractelement <8 x float> %469, i32 3
-	%471 = fmul float %31, %470
-	%472 = fadd float %185, %471
-	%473 = call { float, float, float } @dp_adambc_body(float %120, float %472, float %250, float %315, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%474 = extractvalue { float, float, float } %473, 0
-	%475 = extractvalue { float, float, float } %473, 1
-	%476 = extractvalue { float, float, float } %473, 2
-	%477 = extractvalue [4 x <8 x float>] %348, 0
-	%478 = extractelement <8 x float> %477, i32 4
-	%479 = fmul float %31, %478
-	%480 = fadd float %187, %479
-	%481 = call { float, float, float } @dp_adambc_body(float %122, float %480, float %252, float %317, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%482 = extractvalue { float, float, float } %481, 0
-	%483 = extractvalue { float, float, float } %481, 1
-	%484 = extractvalue { float, float, float } %481, 2
-	%485 = extractvalue [4 x <8 x float>] %348, 1
-	%486 = extractelement <8 x float> %485, i32 4
-	%487 = fmul float %31, %486
-	%488 = fadd float %189, %487
-	%489 = call { float, float, float } @dp_adambc_body(float %124, float %488, float %254, float %319, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%490 = extractvalue { float, float, float } %489, 0
-	%491 = extractvalue { float, float, float } %489, 1
-	%492 = extractvalue { float, float, float } %489, 2
-	%493 = extractvalue [4 x <8 x float>] %348, 2
-	%494 = extractelement <8 x float> %493, i32 4
-	%495 = fmul float %31, %494
-	%496 = fadd float %191, %495
-	%497 = call { float, float, float } @dp_adambc_body(float %126, float %496, float %256, float %321, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%498 = extractvalue { float, float, float } %497, 0
-	%499 = extractvalue { float, float, float } %497, 1
-	%500 = extractvalue { float, float, float } %497, 2
-	%501 = extractvalue [4 x <8 x float>] %348, 3
-	%502 = extractelement <8 x float> %501, i32 4
-	%503 = fmul float %31, %502
-	%504 = fadd float %193, %503
-	%505 = call { float, float, float } @dp_adambc_body(float %128, float %504, float %258, float %323, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%506 = extractvalue { float, float, float } %505, 0
-	%507 = extractvalue { float, float, float } %505, 1
-	%508 = extractvalue { float, float, float } %505, 2
-	%509 = extractvalue [4 x <8 x float>] %348, 0
-	%510 = extractelement <8 x float> %509, i32 5
-	%511 = fmul float %31, %510
-	%512 = fadd float %195, %511
-	%513 = call { float, float, float } @dp_adambc_body(float %130, float %512, float %260, float %325, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%514 = extractvalue { float, float, float } %513, 0
-	%515 = extractvalue { float, float, float } %513, 1
-	%516 = extractvalue { float, float, float } %513, 2
-	%517 = extractvalue [4 x <8 x float>] %348, 1
-	%518 = extractelement <8 x float> %517, i32 5
-	%519 = fmul float %31, %518
-	%520 = fadd float %197, %519
-	%521 = call { float, float, float } @dp_adambc_body(float %132, float %520, float %262, float %327, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%522 = extractvalue { float, float, float } %521, 0
-	%523 = extractvalue { float, float, float } %521, 1
-	%524 = extractvalue { float, float, float } %521, 2
-	%525 = extractvalue [4 x <8 x float>] %348, 2
-	%526 = extractelement <8 x float> %525, i32 5
-	%527 = fmul float %31, %526
-	%528 = fadd float %199, %527
-	%529 = call { float, float, float } @dp_adambc_body(float %134, float %528, float %264, float %329, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%530 = extractvalue { float, float, float } %529, 0
-	%531 = extractvalue { float, float, float } %529, 1
-	%532 = extractvalue { float, float, float } %529, 2
-	%533 = extractvalue [4 x <8 x float>] %348, 3
-	%534 = extractelement <8 x float> %533, i32 5
-	%535 = fmul float %31, %534
-	%536 = fadd float %201, %535
-	%537 = call { float, float, float } @dp_adambc_body(float %136, float %536, float %266, float %331, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%538 = extractvalue { float, float, float } %537, 0
-	%539 = extractvalue { float, float, float } %537, 1
-	%540 = extractvalue { float, float, float } %537, 2
-	%541 = extractvalue [4 x <8 x float>] %348, 0
-	%542 = extractelement <8 x float> %541, i32 6
-	%543 = fmul float %31, %542
-	%544 = fadd float %203, %543
-	%545 = call { float, float, float } @dp_adambc_body(float %138, float %544, float %268, float %333, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%546 = extractvalue { float, float, float } %545, 0
-	%547 = extractvalue { float, float, float } %545, 1
-	%548 = extractvalue { float, float, float } %545, 2
-	%549 = extractvalue [4 x <8 x float>] %348, 1
-	%550 = extractelement <8 x float> %549, i32 6
-	%551 = fmul float %31, %550
-	%552 = fadd float %205, %551
-	%553 = call { float, float, float } @dp_adambc_body(float %140, float %552, float %270, float %335, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%554 = extractvalue { float, float, float } %553, 0
-	%555 = extractvalue { float, float, float } %553, 1
-	%556 = extractvalue { float, float, float } %553, 2
-	%557 = extractvalue [4 x <8 x float>] %348, 2
-	%558 = extractelement <8 x float> %557, i32 6
-	%559 = fmul float %31, %558
-	%560 = fadd float %207, %559
-	%561 = call { float, float, float } @dp_adambc_body(float %142, float %560, float %272, float %337, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%562 = extractvalue { float, float, float } %561, 0
-	%563 = extractvalue { float, float, float } %561, 1
-	%564 = extractvalue { float, float, float } %561, 2
-	%565 = extractvalue [4 x <8 x float>] %348, 3
-	%566 = extractelement <8 x float> %565, i32 6
-	%567 = fmul float %31, %566
-	%568 = fadd float %209, %567
-	%569 = call { float, float, float } @dp_adambc_body(float %144, float %568, float %274, float %339, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%570 = extractvalue { float, float, float } %569, 0
-	%571 = extractvalue { float, float, float } %569, 1
-	%572 = extractvalue { float, float, float } %569, 2
-	%573 = extractvalue [4 x <8 x float>] %348, 0
-	%574 = extractelement <8 x float> %573, i32 7
-	%575 = fmul float %31, %574
-	%576 = fadd float %211, %575
-	%577 = call { float, float, float } @dp_adambc_body(float %146, float %576, float %276, float %341, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%578 = extractvalue { float, float, float } %577, 0
-	%579 = extractvalue { float, float, float } %577, 1
-	%580 = extractvalue { float, float, float } %577, 2
-	%581 = extractvalue [4 x <8 x float>] %348, 1
-	%582 = extractelement <8 x float> %581, i32 7
-	%583 = fmul float %31, %582
-	%584 = fadd float %213, %583
-	%585 = call { float, float, float } @dp_adambc_body(float %148, float %584, float %278, float %343, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%586 = extractvalue { float, float, float } %585, 0
-	%587 = extractvalue { float, float, float } %585, 1
-	%588 = extractvalue { float, float, float } %585, 2
-	%589 = extractvalue [4 x <8 x float>] %348, 2
-	%590 = extractelement <8 x float> %589, i32 7
-	%591 = fmul float %31, %590
-	%592 = fadd float %215, %591
-	%593 = call { float, float, float } @dp_adambc_body(float %150, float %592, float %280, float %345, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%594 = extractvalue { float, float, float } %593, 0
-	%595 = extractvalue { float, float, float } %593, 1
-	%596 = extractvalue { float, float, float } %593, 2
-	%597 = extractvalue [4 x <8 x float>] %348, 3
-	%598 = extractelement <8 x float> %597, i32 7
-	%599 = fmul float %31, %598
-	%600 = fadd float %217, %599
-	%601 = call { float, float, float } @dp_adambc_body(float %152, float %600, float %282, float %347, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%602 = extractvalue { float, float, float } %601, 0
-	%603 = extractvalue { float, float, float } %601, 1
-	%604 = extractvalue { float, float, float } %601, 2
-	%605 = getelementptr float, float* %5, i64 %86
-	%606 = getelementptr float, float* %605, i64 0
-	store float %354, float* %606, align 4
-	%607 = getelementptr float, float* %605, i64 1
-	store float %362, float* %607, align 4
-	%608 = getelementptr float, float* %605, i64 2
-	store float %370, float* %608, align 4
-	%609 = getelementptr float, float* %605, i64 3
-	store float %378, float* %609, align 4
-	%610 = getelementptr float, float* %605, i64 4
-	store float %386, float* %610, align 4
-	%611 = getelementptr float, float* %605, i64 5
-	store float %394, float* %611, align 4
-	%612 = getelementptr float, float* %605, i64 6
-	store float %402, float* %612, align 4
-	%613 = getelementptr float, float* %605, i64 7
-	store float %410, float* %613, align 4
-	%614 = getelementptr float, float* %605, i64 8
-	store float %418, float* %614, align 4
-	%615 = getelementptr float, float* %605, i64 9
-	store float %426, float* %615, align 4
-	%616 = getelementptr float, float* %605, i64 10
-	store float %434, float* %616, align 4
-	%617 = getelementptr float, float* %605, i64 11
-	store float %442, float* %617, align 4
-	%618 = getelementptr float, float* %605, i64 12
-	store float %450, float* %618, align 4
-	%619 = getelementptr float, float* %605, i64 13
-	store float %458, float* %619, align 4
-	%620 = getelementptr float, float* %605, i64 14
-	store float %466, float* %620, align 4
-	%621 = getelementptr float, float* %605, i64 15
-	store float %474, float* %621, align 4
-	%622 = getelementptr float, float* %605, i64 16
-	store float %482, float* %622, align 4
-	%623 = getelementptr float, float* %605, i64 17
-	store float %490, float* %623, align 4
-	%624 = getelementptr float, float* %605, i64 18
-	store float %498, float* %624, align 4
-	%625 = getelementptr float, float* %605, i64 19
-	store float %506, float* %625, align 4
-	%626 = getelementptr float, float* %605, i64 20
-	store float %514, float* %626, align 4
-	%627 = getelementptr float, float* %605, i64 21
-	store float %522, float* %627, align 4
-	%628 = getelementptr float, float* %605, i64 22
-	store float %530, float* %628, align 4
-	%629 = getelementptr float, float* %605, i64 23
-	store float %538, float* %629, align 4
-	%630 = getelementptr float, float* %605, i64 24
-	store float %546, float* %630, align 4
-	%631 = getelementptr float, float* %605, i64 25
-	store float %554, float* %631, align 4
-	%632 = getelementptr float, float* %605, i64 26
-	store float %562, float* %632, align 4
-	%633 = getelementptr float, float* %605, i64 27
-	store float %570, float* %633, align 4
-	%634 = getelementptr float, float* %605, i64 28
-	store float %578, float* %634, align 4
-	%635 = getelementptr float, float* %605, i64 29
-	store float %586, float* %635, align 4
-	%636 = getelementptr float, float* %605, i64 30
-	store float %594, float* %636, align 4
-	%637 = getelementptr float, float* %605, i64 31
-	store float %602, float* %637, align 4
-	%638 = getelementptr float, float* %7, i64 %86
-	%639 = getelementptr float, float* %638, i64 0
-	store float %355, float* %639, align 4
-	%640 = getelementptr float, float* %638, i64 1
-	store float %363, float* %640, align 4
-	%641 = getelementptr float, float* %638, i64 2
-	store float %371, float* %641, align 4
-	%642 = getelementptr float, float* %638, i64 3
-	store float %379, float* %642, align 4
-	%643 = getelementptr float, float* %638, i64 4
-	store float %387, float* %643, align 4
-	%644 = getelementptr float, float* %638, i64 5
-	store float %395, float* %644, align 4
-	%645 = getelementptr float, float* %638, i64 6
-	store float %403, float* %645, align 4
-	%646 = getelementptr float, float* %638, i64 7
-	store float %411, float* %646, align 4
-	%647 = getelementptr float, float* %638, i64 8
-	store float %419, float* %647, align 4
-	%648 = getelementptr float, float* %638, i64 9
-	store float %427, float* %648, align 4
-	%649 = getelementptr float, float* %638, i64 10
-	store float %435, float* %649, align 4
-	%650 = getelementptr float, float* %638, i64 11
-	store float %443, float* %650, align 4
-	%651 = getelementptr float, float* %638, i64 12
-	store float %451, float* %651, align 4
-	%652 = getelementptr float, float* %638, i64 13
-	store float %459, float* %652, align 4
-	%653 = getelementptr float, float* %638, i64 14
-	store float %467, float* %653, align 4
-	%654 = getelementptr float, float* %638, i64 15
-	store float %475, float* %654, align 4
-	%655 = getelementptr float, float* %638, i64 16
-	store float %483, float* %655, align 4
-	%656 = getelementptr float, float* %638, i64 17
-	store float %491, float* %656, align 4
-	%657 = getelementptr float, float* %638, i64 18
-	store float %499, float* %657, align 4
-	%658 = getelementptr float, float* %638, i64 19
-	store float %507, float* %658, align 4
-	%659 = getelementptr float, float* %638, i64 20
-	store float %515, float* %659, align 4
-	%660 = getelementptr float, float* %638, i64 21
-	store float %523, float* %660, align 4
-	%661 = getelementptr float, float* %638, i64 22
-	store float %531, float* %661, align 4
-	%662 = getelementptr float, float* %638, i64 23
-	store float %539, float* %662, align 4
-	%663 = getelementptr float, float* %638, i64 24
-	store float %547, float* %663, align 4
-	%664 = getelementptr float, float* %638, i64 25
-	store float %555, float* %664, align 4
-	%665 = getelementptr float, float* %638, i64 26
-	store float %563, float* %665, align 4
-	%666 = getelementptr float, float* %638, i64 27
-	store float %571, float* %666, align 4
-	%667 = getelementptr float, float* %638, i64 28
-	store float %579, float* %667, align 4
-	%668 = getelementptr float, float* %638, i64 29
-	store float %587, float* %668, align 4
-	%669 = getelementptr float, float* %638, i64 30
-	store float %595, float* %669, align 4
-	%670 = getelementptr float, float* %638, i64 31
-	store float %603, float* %670, align 4
-	%671 = getelementptr float, float* %1, i64 %86
-	%672 = getelementptr float, float* %671, i64 0
-	store float %356, float* %672, align 4
-	%673 = getelementptr float, float* %671, i64 1
-	store float %364, float* %673, align 4
-	%674 = getelementptr float, float* %671, i64 2
-	store float %372, float* %674, align 4
-	%675 = getelementptr float, float* %671, i64 3
-	store float %380, float* %675, align 4
-	%676 = getelementptr float, float* %671, i64 4
-	store float %388, float* %676, align 4
-	%677 = getelementptr float, float* %671, i64 5
-	store float %396, float* %677, align 4
-	%678 = getelementptr float, float* %671, i64 6
-	store float %404, float* %678, align 4
-	%679 = getelementptr float, float* %671, i64 7
-	store float %412, float* %679, align 4
-	%680 = getelementptr float, float* %671, i64 8
-	store float %420, float* %680, align 4
-	%681 = getelementptr float, float* %671, i64 9
-	store float %428, float* %681, align 4
-	%682 = getelementptr float, float* %671, i64 10
-	store float %436, float* %682, align 4
-	%683 = getelementptr float, float* %671, i64 11
-	store float %444, float* %683, align 4
-	%684 = getelementptr float, float* %671, i64 12
-	store float %452, float* %684, align 4
-	%685 = getelementptr float, float* %671, i64 13
-	store float %460, float* %685, align 4
-	%686 = getelementptr float, float* %671, i64 14
-	store float %468, float* %686, align 4
-	%687 = getelementptr float, float* %671, i64 15
-	store float %476, float* %687, align 4
-	%688 = getelementptr float, float* %671, i64 16
-	store float %484, float* %688, align 4
-	%689 = getelementptr float, float* %671, i64 17
-	store float %492, float* %689, align 4
-	%690 = getelementptr float, float* %671, i64 18
-	store float %500, float* %690, align 4
-	%691 = getelementptr float, float* %671, i64 19
-	store float %508, float* %691, align 4
-	%692 = getelementptr float, float* %671, i64 20
-	store float %516, float* %692, align 4
-	%693 = getelementptr float, float* %671, i64 21
-	store float %524, float* %693, align 4
-	%694 = getelementptr float, float* %671, i64 22
-	store float %532, float* %694, align 4
-	%695 = getelementptr float, float* %671, i64 23
-	store float %540, float* %695, align 4
-	%696 = getelementptr float, float* %671, i64 24
-	store float %548, float* %696, align 4
-	%697 = getelementptr float, float* %671, i64 25
-	store float %556, float* %697, align 4
-	%698 = getelementptr float, float* %671, i64 26
-	store float %564, float* %698, align 4
-	%699 = getelementptr float, float* %671, i64 27
-	store float %572, float* %699, align 4
-	%700 = getelementptr float, float* %671, i64 28
-	store float %580, float* %700, align 4
-	%701 = getelementptr float, float* %671, i64 29
-	store float %588, float* %701, align 4
-	%702 = getelementptr float, float* %671, i64 30
-	store float %596, float* %702, align 4
-	%703 = getelementptr float, float* %671, i64 31
-	store float %604, float* %703, align 4
-	%704 = add i64 %82, 1
+	%453 = insertelement <8 x float> undef, float %326, i32 0
+	%454 = insertelement <8 x float> %453, float %330, i32 1
+	%455 = insertelement <8 x float> %454, float %334, i32 2
+	%456 = insertelement <8 x float> %455, float %338, i32 3
+	%457 = insertelement <8 x float> %456, float %342, i32 4
+	%458 = insertelement <8 x float> %457, float %346, i32 5
+	%459 = insertelement <8 x float> %458, float %350, i32 6
+	%460 = insertelement <8 x float> %459, float %354, i32 7
+	%461 = add i64 %86, 0
+	%462 = getelementptr float, float* %5, i64 %461
+	%463 = bitcast float* %462 to <8 x float>*
+	store <8 x float> %460, <8 x float>* %463, align 4
+	%464 = insertelement <8 x float> undef, float %358, i32 0
+	%465 = insertelement <8 x float> %464, float %362, i32 1
+	%466 = insertelement <8 x float> %465, float %366, i32 2
+	%467 = insertelement <8 x float> %466, float %370, i32 3
+	%468 = insertelement <8 x float> %467, float %374, i32 4
+	%469 = insertelement <8 x float> %468, float %378, i32 5
+	%470 = insertelement <8 x float> %469, float %382, i32 6
+	%471 = insertelement <8 x float> %470, float %386, i32 7
+	%472 = add i64 %86, 8
+	%473 = getelementptr float, float* %5, i64 %472
+	%474 = bitcast float* %473 to <8 x float>*
+	store <8 x float> %471, <8 x float>* %474, align 4
+	%475 = insertelement <8 x float> undef, float %390, i32 0
+	%476 = insertelement <8 x float> %475, float %394, i32 1
+	%477 = insertelement <8 x float> %476, float %398, i32 2
+	%478 = insertelement <8 x float> %477, float %402, i32 3
+	%479 = insertelement <8 x float> %478, float %406, i32 4
+	%480 = insertelement <8 x float> %479, float %410, i32 5
+	%481 = insertelement <8 x float> %480, float %414, i32 6
+	%482 = insertelement <8 x float> %481, float %418, i32 7
+	%483 = add i64 %86, 16
+	%484 = getelementptr float, float* %5, i64 %483
+	%485 = bitcast float* %484 to <8 x float>*
+	store <8 x float> %482, <8 x float>* %485, align 4
+	%486 = insertelement <8 x float> undef, float %422, i32 0
+	%487 = insertelement <8 x float> %486, float %426, i32 1
+	%488 = insertelement <8 x float> %487, float %430, i32 2
+	%489 = insertelement <8 x float> %488, float %434, i32 3
+	%490 = insertelement <8 x float> %489, float %438, i32 4
+	%491 = insertelement <8 x float> %490, float %442, i32 5
+	%492 = insertelement <8 x float> %491, float %446, i32 6
+	%493 = insertelement <8 x float> %492, float %450, i32 7
+	%494 = add i64 %86, 24
+	%495 = getelementptr float, float* %5, i64 %494
+	%496 = bitcast float* %495 to <8 x float>*
+	store <8 x float> %493, <8 x float>* %496, align 4
+	%497 = insertelement <8 x float> undef, float %327, i32 0
+	%498 = insertelement <8 x float> %497, float %331, i32 1
+	%499 = insertelement <8 x float> %498, float %335, i32 2
+	%500 = insertelement <8 x float> %499, float %339, i32 3
+	%501 = insertelement <8 x float> %500, float %343, i32 4
+	%502 = insertelement <8 x float> %501, float %347, i32 5
+	%503 = insertelement <8 x float> %502, float %351, i32 6
+	%504 = insertelement <8 x float> %503, float %355, i32 7
+	%505 = add i64 %86, 0
+	%506 = getelementptr float, float* %7, i64 %505
+	%507 = bitcast float* %506 to <8 x float>*
+	store <8 x float> %504, <8 x float>* %507, align 4
+	%508 = insertelement <8 x float> undef, float %359, i32 0
+	%509 = insertelement <8 x float> %508, float %363, i32 1
+	%510 = insertelement <8 x float> %509, float %367, i32 2
+	%511 = insertelement <8 x float> %510, float %371, i32 3
+	%512 = insertelement <8 x float> %511, float %375, i32 4
+	%513 = insertelement <8 x float> %512, float %379, i32 5
+	%514 = insertelement <8 x float> %513, float %383, i32 6
+	%515 = insertelement <8 x float> %514, float %387, i32 7
+	%516 = add i64 %86, 8
+	%517 = getelementptr float, float* %7, i64 %516
+	%518 = bitcast float* %517 to <8 x float>*
+	store <8 x float> %515, <8 x float>* %518, align 4
+	%519 = insertelement <8 x float> undef, float %391, i32 0
+	%520 = insertelement <8 x float> %519, float %395, i32 1
+	%521 = insertelement <8 x float> %520, float %399, i32 2
+	%522 = insertelement <8 x float> %521, float %403, i32 3
+	%523 = insertelement <8 x float> %522, float %407, i32 4
+	%524 = insertelement <8 x float> %523, float %411, i32 5
+	%525 = insertelement <8 x float> %524, float %415, i32 6
+	%526 = insertelement <8 x float> %525, float %419, i32 7
+	%527 = add i64 %86, 16
+	%528 = getelementptr float, float* %7, i64 %527
+	%529 = bitcast float* %528 to <8 x float>*
+	store <8 x float> %526, <8 x float>* %529, align 4
+	%530 = insertelement <8 x float> undef, float %423, i32 0
+	%531 = insertelement <8 x float> %530, float %427, i32 1
+	%532 = insertelement <8 x float> %531, float %431, i32 2
+	%533 = insertelement <8 x float> %532, float %435, i32 3
+	%534 = insertelement <8 x float> %533, float %439, i32 4
+	%535 = insertelement <8 x float> %534, float %443, i32 5
+	%536 = insertelement <8 x float> %535, float %447, i32 6
+	%537 = insertelement <8 x float> %536, float %451, i32 7
+	%538 = add i64 %86, 24
+	%539 = getelementptr float, float* %7, i64 %538
+	%540 = bitcast float* %539 to <8 x float>*
+	store <8 x float> %537, <8 x float>* %540, align 4
+	%541 = insertelement <8 x float> undef, float %328, i32 0
+	%542 = insertelement <8 x float> %541, float %332, i32 1
+	%543 = insertelement <8 x float> %542, float %336, i32 2
+	%544 = insertelement <8 x float> %543, float %340, i32 3
+	%545 = insertelement <8 x float> %544, float %344, i32 4
+	%546 = insertelement <8 x float> %545, float %348, i32 5
+	%547 = insertelement <8 x float> %546, float %352, i32 6
+	%548 = insertelement <8 x float> %547, float %356, i32 7
+	%549 = add i64 %86, 0
+	%550 = getelementptr float, float* %1, i64 %549
+	%551 = bitcast float* %550 to <8 x float>*
+	store <8 x float> %548, <8 x float>* %551, align 4
+	%552 = insertelement <8 x float> undef, float %360, i32 0
+	%553 = insertelement <8 x float> %552, float %364, i32 1
+	%554 = insertelement <8 x float> %553, float %368, i32 2
+	%555 = insertelement <8 x float> %554, float %372, i32 3
+	%556 = insertelement <8 x float> %555, float %376, i32 4
+	%557 = insertelement <8 x float> %556, float %380, i32 5
+	%558 = insertelement <8 x float> %557, float %384, i32 6
+	%559 = insertelement <8 x float> %558, float %388, i32 7
+	%560 = add i64 %86, 8
+	%561 = getelementptr float, float* %1, i64 %560
+	%562 = bitcast float* %561 to <8 x float>*
+	store <8 x float> %559, <8 x float>* %562, align 4
+	%563 = insertelement <8 x float> undef, float %392, i32 0
+	%564 = insertelement <8 x float> %563, float %396, i32 1
+	%565 = insertelement <8 x float> %564, float %400, i32 2
+	%566 = insertelement <8 x float> %565, float %404, i32 3
+	%567 = insertelement <8 x float> %566, float %408, i32 4
+	%568 = insertelement <8 x float> %567, float %412, i32 5
+	%569 = insertelement <8 x float> %568, float %416, i32 6
+	%570 = insertelement <8 x float> %569, float %420, i32 7
+	%571 = add i64 %86, 16
+	%572 = getelementptr float, float* %1, i64 %571
+	%573 = bitcast float* %572 to <8 x float>*
+	store <8 x float> %570, <8 x float>* %573, align 4
+	%574 = insertelement <8 x float> undef, float %424, i32 0
+	%575 = insertelement <8 x float> %574, float %428, i32 1
+	%576 = insertelement <8 x float> %575, float %432, i32 2
+	%577 = insertelement <8 x float> %576, float %436, i32 3
+	%578 = insertelement <8 x float> %577, float %440, i32 4
+	%579 = insertelement <8 x float> %578, float %444, i32 5
+	%580 = insertelement <8 x float> %579, float %448, i32 6
+	%581 = insertelement <8 x float> %580, float %452, i32 7
+	%582 = add i64 %86, 24
+	%583 = getelementptr float, float* %1, i64 %582
+	%584 = bitcast float* %583 to <8 x float>*
+	store <8 x float> %581, <8 x float>* %584, align 4
+	%585 = add i64 %82, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%705 = mul i64 %81, 8
+	%586 = mul i64 %81, 8
 	br label %group.head.31
 
 group.head.31:
-	%706 = phi i64 [ %705, %wide.done.30 ], [ %791, %group.32 ]
-	%707 = icmp slt i64 %706, %52
-	br i1 %707, label %group.32, label %group.done.33
+	%587 = phi i64 [ %586, %wide.done.30 ], [ %672, %group.32 ]
+	%588 = icmp slt i64 %587, %52
+	br i1 %588, label %group.32, label %group.done.33
 
 group.32:
-	%708 = shl i64 %706, 2
-	%709 = add i64 %53, %708
-	%710 = add i64 %57, %706
-	%711 = getelementptr float, float* %1, i64 %709
-	%712 = getelementptr float, float* %711, i64 0
-	%713 = load float, float* %712, align 4
-	%714 = getelementptr float, float* %711, i64 1
-	%715 = load float, float* %714, align 4
-	%716 = getelementptr float, float* %711, i64 2
-	%717 = load float, float* %716, align 4
-	%718 = getelementptr float, float* %711, i64 3
-	%719 = load float, float* %718, align 4
-	%720 = getelementptr float, float* %3, i64 %709
-	%721 = getelementptr float, float* %720, i64 0
-	%722 = load float, float* %721, align 4
-	%723 = getelementptr float, float* %720, i64 1
-	%724 = load float, float* %723, align 4
-	%725 = getelementptr float, float* %720, i64 2
-	%726 = load float, float* %725, align 4
-	%727 = getelementptr float, float* %720, i64 3
-	%728 = load float, float* %727, align 4
-	%729 = getelementptr float, float* %5, i64 %709
-	%730 = getelementptr float, float* %729, i64 0
-	%731 = load float, float* %730, align 4
-	%732 = getelementptr float, float* %729, i64 1
-	%733 = load float, float* %732, align 4
-	%734 = getelementptr float, float* %729, i64 2
-	%735 = load float, float* %734, align 4
-	%736 = getelementptr float, float* %729, i64 3
-	%737 = load float, float* %736, align 4
-	%738 = getelementptr float, float* %7, i64 %709
-	%739 = getelementptr float, float* %738, i64 0
-	%740 = load float, float* %739, align 4
-	%741 = getelementptr float, float* %738, i64 1
-	%742 = load float, float* %741, align 4
-	%743 = getelementptr float, float* %738, i64 2
-	%744 = load float, float* %743, align 4
-	%745 = getelementptr float, float* %738, i64 3
-	%746 = load float, float* %745, align 4
-	%747 = call <4 x float> @fg_gaussian4(i64 %39, i32 %41, i32 0, i64 %710)
-	%748 = extractelement <4 x float> %747, i32 0
-	%749 = fmul float %31, %748
-	%750 = fadd float %722, %749
-	%751 = call { float, float, float } @dp_adambc_body(float %713, float %750, float %731, float %740, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%752 = extractvalue { float, float, float } %751, 0
-	%753 = extractvalue { float, float, float } %751, 1
-	%754 = extractvalue { float, float, float } %751, 2
-	%755 = extractelement <4 x float> %747, i32 1
-	%756 = fmul float %31, %755
-	%757 = fadd float %724, %756
-	%758 = call { float, float, float } @dp_adambc_body(float %715, float %757, float %733, float %742, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%759 = extractvalue { float, float, float } %758, 0
-	%760 = extractvalue { float, float, float } %758, 1
-	%761 = extractvalue { float, float, float } %758, 2
-	%762 = extractelement <4 x float> %747, i32 2
-	%763 = fmul float %31, %762
-	%764 = fadd float %726, %763
-	%765 = call { float, float, float } @dp_adambc_body(float %717, float %764, float %735, float %744, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%766 = extractvalue { float, float, float } %765, 0
-	%767 = extractvalue { float, float, float } %765, 1
-	%768 = extractvalue { float, float, float } %765, 2
-	%769 = extractelement <4 x float> %747, i32 3
-	%770 = fmul float %31, %769
-	%771 = fadd float %728, %770
-	%772 = call { float, float, float } @dp_adambc_body(float %719, float %771, float %737, float %746, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%773 = extractvalue { float, float, float } %772, 0
-	%774 = extractvalue { float, float, float } %772, 1
-	%775 = extractvalue { float, float, float } %772, 2
-	%776 = getelementptr float, float* %5, i64 %709
-	%777 = getelementptr float, float* %776, i64 0
-	store float %752, float* %777, align 4
-	%778 = getelementptr float, float* %776, i64 1
-	store float %759, float* %778, align 4
-	%779 = getelementptr float, float* %776, i64 2
-	store float %766, float* %779, align 4
-	%780 = getelementptr float, float* %776, i64 3
-	store float %773, float* %780, align 4
-	%781 = getelementptr float, float* %7, i64 %709
-	%782 = getelementptr float, float* %781, i64 0
-	store float %753, float* %782, align 4
-	%783 = getelementptr float, float* %781, i64 1
-	store float %760, float* %783, align 4
-	%784 = getelementptr float, float* %781, i64 2
-	store float %767, float* %784, align 4
-	%785 = getelementptr float, float* %781, i64 3
-	store float %774, float* %785, align 4
-	%786 = getelementptr float, float* %1, i64 %709
-	%787 = getelementptr float, float* %786, i64 0
-	store float %754, float* %787, align 4
-	%788 = getelementptr float, float* %786, i64 1
-	store float %761, float* %788, align 4
-	%789 = getelementptr float, float* %786, i64 2
-	store float %768, float* %789, align 4
-	%790 = getelementptr float, float* %786, i64 3
-	store float %775, float* %790, align 4
-	%791 = add i64 %706, 1
+	%589 = shl i64 %587, 2
+	%590 = add i64 %53, %589
+	%591 = add i64 %57, %587
+	%592 = getelementptr float, float* %1, i64 %590
+	%593 = getelementptr float, float* %592, i64 0
+	%594 = load float, float* %593, align 4
+	%595 = getelementptr float, float* %592, i64 1
+	%596 = load float, float* %595, align 4
+	%597 = getelementptr float, float* %592, i64 2
+	%598 = load float, float* %597, align 4
+	%599 = getelementptr float, float* %592, i64 3
+	%600 = load float, float* %599, align 4
+	%601 = getelementptr float, float* %3, i64 %590
+	%602 = getelementptr float, float* %601, i64 0
+	%603 = load float, float* %602, align 4
+	%604 = getelementptr float, float* %601, i64 1
+	%605 = load float, float* %604, align 4
+	%606 = getelementptr float, float* %601, i64 2
+	%607 = load float, float* %606, align 4
+	%608 = getelementptr float, float* %601, i64 3
+	%609 = load float, float* %608, align 4
+	%610 = getelementptr float, float* %5, i64 %590
+	%611 = getelementptr float, float* %610, i64 0
+	%612 = load float, float* %611, align 4
+	%613 = getelementptr float, float* %610, i64 1
+	%614 = load float, float* %613, align 4
+	%615 = getelementptr float, float* %610, i64 2
+	%616 = load float, float* %615, align 4
+	%617 = getelementptr float, float* %610, i64 3
+	%618 = load float, float* %617, align 4
+	%619 = getelementptr float, float* %7, i64 %590
+	%620 = getelementptr float, float* %619, i64 0
+	%621 = load float, float* %620, align 4
+	%622 = getelementptr float, float* %619, i64 1
+	%623 = load float, float* %622, align 4
+	%624 = getelementptr float, float* %619, i64 2
+	%625 = load float, float* %624, align 4
+	%626 = getelementptr float, float* %619, i64 3
+	%627 = load float, float* %626, align 4
+	%628 = call <4 x float> @fg_gaussian4(i64 %39, i32 %41, i32 0, i64 %591)
+	%629 = extractelement <4 x float> %628, i32 0
+	%630 = fmul float %31, %629
+	%631 = fadd float %603, %630
+	%632 = call { float, float, float } @dp_adambc_body(float %594, float %631, float %612, float %621, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%633 = extractvalue { float, float, float } %632, 0
+	%634 = extractvalue { float, float, float } %632, 1
+	%635 = extractvalue { float, float, float } %632, 2
+	%636 = extractelement <4 x float> %628, i32 1
+	%637 = fmul float %31, %636
+	%638 = fadd float %605, %637
+	%639 = call { float, float, float } @dp_adambc_body(float %596, float %638, float %614, float %623, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%640 = extractvalue { float, float, float } %639, 0
+	%641 = extractvalue { float, float, float } %639, 1
+	%642 = extractvalue { float, float, float } %639, 2
+	%643 = extractelement <4 x float> %628, i32 2
+	%644 = fmul float %31, %643
+	%645 = fadd float %607, %644
+	%646 = call { float, float, float } @dp_adambc_body(float %598, float %645, float %616, float %625, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%647 = extractvalue { float, float, float } %646, 0
+	%648 = extractvalue { float, float, float } %646, 1
+	%649 = extractvalue { float, float, float } %646, 2
+	%650 = extractelement <4 x float> %628, i32 3
+	%651 = fmul float %31, %650
+	%652 = fadd float %609, %651
+	%653 = call { float, float, float } @dp_adambc_body(float %600, float %652, float %618, float %627, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%654 = extractvalue { float, float, float } %653, 0
+	%655 = extractvalue { float, float, float } %653, 1
+	%656 = extractvalue { float, float, float } %653, 2
+	%657 = getelementptr float, float* %5, i64 %590
+	%658 = getelementptr float, float* %657, i64 0
+	store float %633, float* %658, align 4
+	%659 = getelementptr float, float* %657, i64 1
+	store float %640, float* %659, align 4
+	%660 = getelementptr float, float* %657, i64 2
+	store float %647, float* %660, align 4
+	%661 = getelementptr float, float* %657, i64 3
+	store float %654, float* %661, align 4
+	%662 = getelementptr float, float* %7, i64 %590
+	%663 = getelementptr float, float* %662, i64 0
+	store float %634, float* %663, align 4
+	%664 = getelementptr float, float* %662, i64 1
+	store float %641, float* %664, align 4
+	%665 = getelementptr float, float* %662, i64 2
+	store float %648, float* %665, align 4
+	%666 = getelementptr float, float* %662, i64 3
+	store float %655, float* %666, align 4
+	%667 = getelementptr float, float* %1, i64 %590
+	%668 = getelementptr float, float* %667, i64 0
+	store float %635, float* %668, align 4
+	%669 = getelementptr float, float* %667, i64 1
+	store float %642, float* %669, align 4
+	%670 = getelementptr float, float* %667, i64 2
+	store float %649, float* %670, align 4
+	%671 = getelementptr float, float* %667, i64 3
+	store float %656, float* %671, align 4
+	%672 = add i64 %587, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%792 = phi i64 [ %55, %group.done.33 ], [ %813, %tail.35 ]
-	%793 = icmp slt i64 %792, %35
-	br i1 %793, label %tail.35, label %tail.done.36
+	%673 = phi i64 [ %55, %group.done.33 ], [ %694, %tail.35 ]
+	%674 = icmp slt i64 %673, %35
+	br i1 %674, label %tail.35, label %tail.done.36
 
 tail.35:
-	%794 = getelementptr float, float* %1, i64 %792
-	%795 = load float, float* %794, align 4
-	%796 = getelementptr float, float* %3, i64 %792
-	%797 = load float, float* %796, align 4
-	%798 = getelementptr float, float* %5, i64 %792
-	%799 = load float, float* %798, align 4
-	%800 = getelementptr float, float* %7, i64 %792
-	%801 = load float, float* %800, align 4
-	%802 = add i64 %37, %792
-	%803 = call float @fg_gaussian(i64 %39, i32 %41, i32 0, i64 %802)
-	%804 = fmul float %31, %803
-	%805 = fadd float %797, %804
-	%806 = call { float, float, float } @dp_adambc_body(float %795, float %805, float %799, float %801, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%807 = extractvalue { float, float, float } %806, 0
-	%808 = extractvalue { float, float, float } %806, 1
-	%809 = extractvalue { float, float, float } %806, 2
-	%810 = getelementptr float, float* %5, i64 %792
-	store float %807, float* %810, align 4
-	%811 = getelementptr float, float* %7, i64 %792
-	store float %808, float* %811, align 4
-	%812 = getelementptr float, float* %1, i64 %792
-	store float %809, float* %812, align 4
-	%813 = add i64 %792, 1
+	%675 = getelementptr float, float* %1, i64 %673
+	%676 = load float, float* %675, align 4
+	%677 = getelementptr float, float* %3, i64 %673
+	%678 = load float, float* %677, align 4
+	%679 = getelementptr float, float* %5, i64 %673
+	%680 = load float, float* %679, align 4
+	%681 = getelementptr float, float* %7, i64 %673
+	%682 = load float, float* %681, align 4
+	%683 = add i64 %37, %673
+	%684 = call float @fg_gaussian(i64 %39, i32 %41, i32 0, i64 %683)
+	%685 = fmul float %31, %684
+	%686 = fadd float %678, %685
+	%687 = call { float, float, float } @dp_adambc_body(float %676, float %686, float %680, float %682, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%688 = extractvalue { float, float, float } %687, 0
+	%689 = extractvalue { float, float, float } %687, 1
+	%690 = extractvalue { float, float, float } %687, 2
+	%691 = getelementptr float, float* %5, i64 %673
+	store float %688, float* %691, align 4
+	%692 = getelementptr float, float* %7, i64 %673
+	store float %689, float* %692, align 4
+	%693 = getelementptr float, float* %1, i64 %673
+	store float %690, float* %693, align 4
+	%694 = add i64 %673, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%814 = phi i64 [ %33, %without_noise ], [ %831, %head.38 ]
-	%815 = icmp slt i64 %814, %53
-	br i1 %815, label %head.38, label %head.done.39
+	%695 = phi i64 [ %33, %without_noise ], [ %712, %head.38 ]
+	%696 = icmp slt i64 %695, %53
+	br i1 %696, label %head.38, label %head.done.39
 
 head.38:
-	%816 = getelementptr float, float* %1, i64 %814
-	%817 = load float, float* %816, align 4
-	%818 = getelementptr float, float* %3, i64 %814
-	%819 = load float, float* %818, align 4
-	%820 = getelementptr float, float* %5, i64 %814
-	%821 = load float, float* %820, align 4
-	%822 = getelementptr float, float* %7, i64 %814
-	%823 = load float, float* %822, align 4
-	%824 = call { float, float, float } @dp_adambc_body(float %817, float %819, float %821, float %823, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%825 = extractvalue { float, float, float } %824, 0
-	%826 = extractvalue { float, float, float } %824, 1
-	%827 = extractvalue { float, float, float } %824, 2
-	%828 = getelementptr float, float* %5, i64 %814
-	store float %825, float* %828, align 4
-	%829 = getelementptr float, float* %7, i64 %814
-	store float %826, float* %829, align 4
-	%830 = getelementptr float, float* %1, i64 %814
-	store float %827, float* %830, align 4
-	%831 = add i64 %814, 1
+	%697 = getelementptr float, float* %1, i64 %695
+	%698 = load float, float* %697, align 4
+	%699 = getelementptr float, float* %3, i64 %695
+	%700 = load float, float* %699, align 4
+	%701 = getelementptr float, float* %5, i64 %695
+	%702 = load float, float* %701, align 4
+	%703 = getelementptr float, float* %7, i64 %695
+	%704 = load float, float* %703, align 4
+	%705 = call { float, float, float } @dp_adambc_body(float %698, float %700, float %702, float %704, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%706 = extractvalue { float, float, float } %705, 0
+	%707 = extractvalue { float, float, float } %705, 1
+	%708 = extractvalue { float, float, float } %705, 2
+	%709 = getelementptr float, float* %5, i64 %695
+	store float %706, float* %709, align 4
+	%710 = getelementptr float, float* %7, i64 %695
+	store float %707, float* %710, align 4
+	%711 = getelementptr float, float* %1, i64 %695
+	store float %708, float* %711, align 4
+	%712 = add i64 %695, 1
 	br label %head.head.37
 
 head.done.39:
-	%832 = sdiv i64 %52, 8
+	%713 = sdiv i64 %52, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%833 = phi i64 [ 0, %head.done.39 ], [ %1326, %wide.41 ]
-	%834 = icmp slt i64 %833, %832
-	br i1 %834, label %wide.41, label %wide.done.42
+	%714 = phi i64 [ 0, %head.done.39 ], [ %1172, %wide.41 ]
+	%715 = icmp slt i64 %714, %713
+	br i1 %715, label %wide.41, label %wide.done.42
 
 wide.41:
-	%835 = mul i64 %833, 8
-	%836 = shl i64 %835, 2
-	%837 = add i64 %53, %836
-	%838 = add i64 %57, %835
-	%839 = getelementptr float, float* %1, i64 %837
-	%840 = getelementptr float, float* %839, i64 0
-	%841 = load float, float* %840, align 4
-	%842 = getelementptr float, float* %839, i64 1
-	%843 = load float, float* %842, align 4
-	%844 = getelementptr float, float* %839, i64 2
-	%845 = load float, float* %844, align 4
-	%846 = getelementptr float, float* %839, i64 3
-	%847 = load float, float* %846, align 4
-	%848 = getelementptr float, float* %839, i64 4
-	%849 = load float, float* %848, align 4
-	%850 = getelementptr float, float* %839, i64 5
-	%851 = load float, float* %850, align 4
-	%852 = getelementptr float, float* %839, i64 6
-	%853 = load float, float* %852, align 4
-	%854 = getelementptr float, float* %839, i64 7
-	%855 = load float, float* %854, align 4
-	%856 = getelementptr float, float* %839, i64 8
-	%857 = load float, float* %856, align 4
-	%858 = getelementptr float, float* %839, i64 9
-	%859 = load float, float* %858, align 4
-	%860 = getelementptr float, float* %839, i64 10
-	%861 = load float, float* %860, align 4
-	%862 = getelementptr float, float* %839, i64 11
-	%863 = load float, float* %862, align 4
-	%864 = getelementptr float, float* %839, i64 12
-	%865 = load float, float* %864, align 4
-	%866 = getelementptr float, float* %839, i64 13
-	%867 = load float, float* %866, align 4
-	%868 = getelementptr float, float* %839, i64 14
-	%869 = load float, float* %868, align 4
-	%870 = getelementptr float, float* %839, i64 15
-	%871 = load float, float* %870, align 4
-	%872 = getelementptr float, float* %839, i64 16
-	%873 = load float, float* %872, align 4
-	%874 = getelementptr float, float* %839, i64 17
-	%875 = load float, float* %874, align 4
-	%876 = getelementptr float, float* %839, i64 18
-	%877 = load float, float* %876, align 4
-	%878 = getelementptr float, float* %839, i64 19
-	%879 = load float, float* %878, align 4
-	%880 = getelementptr float, float* %839, i64 20
-	%881 = load float, float* %880, align 4
-	%882 = getelementptr float, float* %839, i64 21
-	%883 = load float, float* %882, align 4
-	%884 = getelementptr float, float* %839, i64 22
-	%885 = load float, float* %884, align 4
-	%886 = getelementptr float, float* %839, i64 23
-	%887 = load float, float* %886, align 4
-	%888 = getelementptr float, float* %839, i64 24
-	%889 = load float, float* %888, align 4
-	%890 = getelementptr float, float* %839, i64 25
-	%891 = load float, float* %890, align 4
-	%892 = getelementptr float, float* %839, i64 26
-	%893 = load float, float* %892, align 4
-	%894 = getelementptr float, float* %839, i64 27
-	%895 = load float, float* %894, align 4
-	%896 = getelementptr float, float* %839, i64 28
-	%897 = load float, float* %896, align 4
-	%898 = getelementptr float, float* %839, i64 29
-	%899 = load float, float* %898, align 4
-	%900 = getelementptr float, float* %839, i64 30
-	%901 = load float, float* %900, align 4
-	%902 = getelementptr float, float* %839, i64 31
-	%903 = load float, float* %902, align 4
-	%904 = getelementptr float, float* %3, i64 %837
-	%905 = getelementptr float, float* %904, i64 0
-	%906 = load float, float* %905, align 4
-	%907 = getelementptr float, float* %904, i64 1
-	%908 = load float, float* %907, align 4
-	%909 = getelementptr float, float* %904, i64 2
-	%910 = load float, float* %909, align 4
-	%911 = getelementptr float, float* %904, i64 3
-	%912 = load float, float* %911, align 4
-	%913 = getelementptr float, float* %904, i64 4
-	%914 = load float, float* %913, align 4
-	%915 = getelementptr float, float* %904, i64 5
-	%916 = load float, float* %915, align 4
-	%917 = getelementptr float, float* %904, i64 6
-	%918 = load float, float* %917, align 4
-	%919 = getelementptr float, float* %904, i64 7
-	%920 = load float, float* %919, align 4
-	%921 = getelementptr float, float* %904, i64 8
-	%922 = load float, float* %921, align 4
-	%923 = getelementptr float, float* %904, i64 9
-	%924 = load float, float* %923, align 4
-	%925 = getelementptr float, float* %904, i64 10
-	%926 = load float, float* %925, align 4
-	%927 = getelementptr float, float* %904, i64 11
-	%928 = load float, float* %927, align 4
-	%929 = getelementptr float, float* %904, i64 12
-	%930 = load float, float* %929, align 4
-	%931 = getelementptr float, float* %904, i64 13
-	%932 = load float, float* %931, align 4
-	%933 = getelementptr float, float* %904, i64 14
-	%934 = load float, float* %933, align 4
-	%935 = getelementptr float, float* %904, i64 15
-	%936 = load float, float* %935, align 4
-	%937 = getelementptr float, float* %904, i64 16
-	%938 = load float, float* %937, align 4
-	%939 = getelementptr float, float* %904, i64 17
-	%940 = load float, float* %939, align 4
-	%941 = getelementptr float, float* %904, i64 18
-	%942 = load float, float* %941, align 4
-	%943 = getelementptr float, float* %904, i64 19
-	%944 = load float, float* %943, align 4
-	%945 = getelementptr float, float* %904, i64 20
-	%946 = load float, float* %945, align 4
-	%947 = getelementptr float, float* %904, i64 21
-	%948 = load float, float* %947, align 4
-	%949 = getelementptr float, float* %904, i64 22
-	%950 = load float, float* %949, align 4
-	%951 = getelementptr float, float* %904, i64 23
-	%952 = load float, float* %951, align 4
-	%953 = getelementptr float, float* %904, i64 24
-	%954 = load float, float* %953, align 4
-	%955 = getelementptr float, float* %904, i64 25
-	%956 = load float, float* %955, align 4
-	%957 = getelementptr float, float* %904, i64 26
-	%958 = load float, float* %957, align 4
-	%959 = getelementptr float, float* %904, i64 27
-	%960 = load float, float* %959, align 4
-	%961 = getelementptr float, float* %904, i64 28
-	%962 = load float, float* %961, align 4
-	%963 = getelementptr float, float* %904, i64 29
-	%964 = load float, float* %963, align 4
-	%965 = getelementptr float, float* %904, i64 30
-	%966 = load float, float* %965, align 4
-	%967 = getelementptr float, float* %904, i64 31
-	%968 = load float, float* %967, align 4
-	%969 = getelementptr float, float* %5, i64 %837
-	%970 = getelementptr float, float* %969, i64 0
-	%971 = load float, float* %970, align 4
-	%972 = getelementptr float, float* %969, i64 1
-	%973 = load float, float* %972, align 4
-	%974 = getelementptr float, float* %969, i64 2
-	%975 = load float, float* %974, align 4
-	%976 = getelementptr float, float* %969, i64 3
-	%977 = load float, float* %976, align 4
-	%978 = getelementptr float, float* %969, i64 4
-	%979 = load float, float* %978, align 4
-	%980 = getelementptr float, float* %969, i64 5
-	%981 = load float, float* %980, align 4
-	%982 = getelementptr float, float* %969, i64 6
-	%983 = load float, float* %982, align 4
-	%984 = getelementptr float, float* %969, i64 7
-	%985 = load float, float* %984, align 4
-	%986 = getelementptr float, float* %969, i64 8
-	%987 = load float, float* %986, align 4
-	%988 = getelementptr float, float* %969, i64 9
-	%989 = load float, float* %988, align 4
-	%990 = getelementptr float, float* %969, i64 10
-	%991 = load float, float* %990, align 4
-	%992 = getelementptr float, float* %969, i64 11
-	%993 = load float, float* %992, align 4
-	%994 = getelementptr float, float* %969, i64 12
-	%995 = load float, float* %994, align 4
-	%996 = getelementptr float, float* %969, i64 13
-	%997 = load float, float* %996, align 4
-	%998 = getelementptr float, float* %969, i64 14
-	%999 = load float, float* %998, align 4
-	%1000 = getelementptr float, float* %969, i64 15
-	%1001 = load float, float* %1000, align 4
-	%1002 = getelementptr float, float* %969, i64 16
-	%1003 = load float, float* %1002, align 4
-	%1004 = getelementptr float, float* %969, i64 17
-	%1005 = load float, float* %1004, align 4
-	%1006 = getelementptr float, float* %969, i64 18
-	%1007 = load float, float* %1006, align 4
-	%1008 = getelementptr float, float* %969, i64 19
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %969, i64 20
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %969, i64 21
-	%1013 = load float, float* %1012, align 4
-	%1014 = getelementptr float, float* %969, i64 22
-	%1015 = load float, float* %1014, align 4
-	%1016 = getelementptr float, float* %969, i64 23
-	%1017 = load float, float* %1016, align 4
-	%1018 = getelementptr float, float* %969, i64 24
-	%1019 = load float, float* %1018, align 4
-	%1020 = getelementptr float, float* %969, i64 25
-	%1021 = load float, float* %1020, align 4
-	%1022 = getelementptr float, float* %969, i64 26
-	%1023 = load float, float* %1022, align 4
-	%1024 = getelementptr float, float* %969, i64 27
-	%1025 = load float, float* %1024, align 4
-	%1026 = getelementptr float, float* %969, i64 28
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %969, i64 29
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %969, i64 30
-	%1031 = load float, float* %1030, align 4
-	%1032 = getelementptr float, float* %969, i64 31
-	%1033 = load float, float* %1032, align 4
-	%1034 = getelementptr float, float* %7, i64 %837
-	%1035 = getelementptr float, float* %1034, i64 0
-	%1036 = load float, float* %1035, align 4
-	%1037 = getelementptr float, float* %1034, i64 1
-	%1038 = load float, float* %1037, align 4
-	%1039 = getelementptr float, float* %1034, i64 2
-	%1040 = load float, float* %1039, align 4
-	%1041 = getelementptr float, float* %1034, i64 3
-	%1042 = load float, float* %1041, align 4
-	%1043 = getelementptr float, float* %1034, i64 4
-	%1044 = load float, float* %1043, align 4
-	%1045 = getelementptr float, float* %1034, i64 5
-	%1046 = load float, float* %1045, align 4
-	%1047 = getelementptr float, float* %1034, i64 6
-	%1048 = load float, float* %1047, align 4
-	%1049 = getelementptr float, float* %1034, i64 7
-	%1050 = load float, float* %1049, align 4
-	%1051 = getelementptr float, float* %1034, i64 8
-	%1052 = load float, float* %1051, align 4
-	%1053 = getelementptr float, float* %1034, i64 9
-	%1054 = load float, float* %1053, align 4
-	%1055 = getelementptr float, float* %1034, i64 10
-	%1056 = load float, float* %1055, align 4
-	%1057 = getelementptr float, float* %1034, i64 11
-	%1058 = load float, float* %1057, align 4
-	%1059 = getelementptr float, float* %1034, i64 12
-	%1060 = load float, float* %1059, align 4
-	%1061 = getelementptr float, float* %1034, i64 13
-	%1062 = load float, float* %1061, align 4
-	%1063 = getelementptr float, float* %1034, i64 14
-	%1064 = load float, float* %1063, align 4
-	%1065 = getelementptr float, float* %1034, i64 15
-	%1066 = load float, float* %1065, align 4
-	%1067 = getelementptr float, float* %1034, i64 16
-	%1068 = load float, float* %1067, align 4
-	%1069 = getelementptr float, float* %1034, i64 17
-	%1070 = load float, float* %1069, align 4
-	%1071 = getelementptr float, float* %1034, i64 18
-	%1072 = load float, float* %1071, align 4
-	%1073 = getelementptr float, float* %1034, i64 19
-	%1074 = load float, float* %1073, align 4
-	%1075 = getelementptr float, float* %1034, i64 20
-	%1076 = load float, float* %1075, align 4
-	%1077 = getelementptr float, float* %1034, i64 21
-	%1078 = load float, float* %1077, align 4
-	%1079 = getelementptr float, float* %1034, i64 22
-	%1080 = load float, float* %1079, align 4
-	%1081 = getelementptr float, float* %1034, i64 23
-	%1082 = load float, float* %1081, align 4
-	%1083 = getelementptr float, float* %1034, i64 24
-	%1084 = load float, float* %1083, align 4
-	%1085 = getelementptr float, float* %1034, i64 25
-	%1086 = load float, float* %1085, align 4
-	%1087 = getelementptr float, float* %1034, i64 26
-	%1088 = load float, float* %1087, align 4
-	%1089 = getelementptr float, float* %1034, i64 27
-	%1090 = load float, float* %1089, align 4
-	%1091 = getelementptr float, float* %1034, i64 28
-	%1092 = load float, float* %1091, align 4
-	%1093 = getelementptr float, float* %1034, i64 29
-	%1094 = load float, float* %1093, align 4
-	%1095 = getelementptr float, float* %1034, i64 30
-	%1096 = load float, float* %1095, align 4
-	%1097 = getelementptr float, float* %1034, i64 31
-	%1098 = load float, float* %1097, align 4
-	%1099 = call { float, float, float } @dp_adambc_body(float %841, float %906, float %971, float %1036, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1100 = extractvalue { float, float, float } %1099, 0
-	%1101 = extractvalue { float, float, float } %1099, 1
-	%1102 = extractvalue { float, float, float } %1099, 2
-	%1103 = call { float, float, float } @dp_adambc_body(float %843, float %908, float %973, float %1038, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1104 = extractvalue { float, float, float } %1103, 0
-	%1105 = extractvalue { float, float, float } %1103, 1
-	%1106 = extractvalue { float, float, float } %1103, 2
-	%1107 = call { float, float, float } @dp_adambc_body(float %845, float %910, float %975, float %1040, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1108 = extractvalue { float, float, float } %1107, 0
-	%1109 = extractvalue { float, float, float } %1107, 1
-	%1110 = extractvalue { float, float, float } %1107, 2
-	%1111 = call { float, float, float } @dp_adambc_body(float %847, float %912, float %977, float %1042, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1112 = extractvalue { float, float, float } %1111, 0
-	%1113 = extractvalue { float, float, float } %1111, 1
-	%1114 = extractvalue { float, float, float } %1111, 2
-	%1115 = call { float, float, float } @dp_adambc_body(float %849, float %914, float %979, float %1044, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1116 = extractvalue { float, float, float } %1115, 0
-	%1117 = extractvalue { float, float, float } %1115, 1
-	%1118 = extractvalue { float, float, float } %1115, 2
-	%1119 = call { float, float, float } @dp_adambc_body(float %851, float %916, float %981, float %1046, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1120 = extractvalue { float, float, float } %1119, 0
-	%1121 = extractvalue { float, float, float } %1119, 1
-	%1122 = extractvalue { float, float, float } %1119, 2
-	%1123 = call { float, float, float } @dp_adambc_body(float %853, float %918, float %983, float %1048, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1124 = extractvalue { float, float, float } %1123, 0
-	%1125 = extractvalue { float, float, float } %1123, 1
-	%1126 = extractvalue { float, float, float } %1123, 2
-	%1127 = call { float, float, float } @dp_adambc_body(float %855, float %920, float %985, float %1050, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1128 = extractvalue { float, float, float } %1127, 0
-	%1129 = extractvalue { float, float, float } %1127, 1
-	%1130 = extractvalue { float, float, float } %1127, 2
-	%1131 = call { float, float, float } @dp_adambc_body(float %857, float %922, float %987, float %1052, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1132 = extractvalue { float, float, float } %1131, 0
-	%1133 = extractvalue { float, float, float } %1131, 1
-	%1134 = extractvalue { float, float, float } %1131, 2
-	%1135 = call { float, float, float } @dp_adambc_body(float %859, float %924, float %989, float %1054, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1136 = extractvalue { float, float, float } %1135, 0
-	%1137 = extractvalue { float, float, float } %1135, 1
-	%1138 = extractvalue { float, float, float } %1135, 2
-	%1139 = call { float, float, float } @dp_adambc_body(float %861, float %926, float %991, float %1056, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1140 = extractvalue { float, float, float } %1139, 0
-	%1141 = extractvalue { float, float, float } %1139, 1
-	%1142 = extractvalue { float, float, float } %1139, 2
-	%1143 = call { float, float, float } @dp_adambc_body(float %863, float %928, float %993, float %1058, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1144 = extractvalue { float, float, float } %1143, 0
-	%1145 = extractvalue { float, float, float } %1143, 1
-	%1146 = extractvalue { float, float, float } %1143, 2
-	%1147 = call { float, float, float } @dp_adambc_body(float %865, float %930, float %995, float %1060, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1148 = extractvalue { float, float, float } %1147, 0
-	%1149 = extractvalue { float, float, float } %1147, 1
-	%1150 = extractvalue { float, float, float } %1147, 2
-	%1151 = call { float, float, float } @dp_adambc_body(float %867, float %932, float %997, float %1062, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1152 = extractvalue { float, float, float } %1151, 0
-	%1153 = extractvalue { float, float, float } %1151, 1
-	%1154 = extractvalue { float, float, float } %1151, 2
-	%1155 = call { float, float, float } @dp_adambc_body(float %869, float %934, float %999, float %1064, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1156 = extractvalue { float, float, float } %1155, 0
-	%1157 = extractvalue { float, float, float } %1155, 1
-	%1158 = extractvalue { float, float, float } %1155, 2
-	%1159 = call { float, float, float } @dp_adambc_body(float %871, float %936, float %1001, float %1066, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1160 = extractvalue { float, float, float } %1159, 0
-	%1161 = extractvalue { float, float, float } %1159, 1
-	%1162 = extractvalue { float, float, float } %1159, 2
-	%1163 = call { float, float, float } @dp_adambc_body(float %873, float %938, float %1003, float %1068, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1164 = extractvalue { float, float, float } %1163, 0
-	%1165 = extractvalue { float, float, float } %1163, 1
-	%1166 = extractvalue { float, float, float } %1163, 2
-	%1167 = call { float, float, float } @dp_adambc_body(float %875, float %940, float %1005, float %1070, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1168 = extractvalue { float, float, float } %1167, 0
-	%1169 = extractvalue { float, float, float } %1167, 1
-	%1170 = extractvalue { float, float, float } %1167, 2
-	%1171 = call { float, float, float } @dp_adambc_body(float %877, float %942, float %1007, float %1072, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1172 = extractvalue { float, float, float } %1171, 0
-	%1173 = extractvalue { float, float, float } %1171, 1
-	%1174 = extractvalue { float, float, float } %1171, 2
-	%1175 = call { float, float, float } @dp_adambc_body(float %879, float %944, float %1009, float %1074, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1176 = extractvalue { float, float, float } %1175, 0
-	%1177 = extractvalue { float, float, float } %1175, 1
-	%1178 = extractvalue { float, float, float } %1175, 2
-	%1179 = call { float, float, float } @dp_adambc_body(float %881, float %946, float %1011, float %1076, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1180 = extractvalue { float, float, float } %1179, 0
-	%1181 = extractvalue { float, float, float } %1179, 1
-	%1182 = extractvalue { float, float, float } %1179, 2
-	%1183 = call { float, float, float } @dp_adambc_body(float %883, float %948, float %1013, float %1078, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1184 = extractvalue { float, float, float } %1183, 0
-	%1185 = extractvalue { float, float, float } %1183, 1
-	%1186 = extractvalue { float, float, float } %1183, 2
-	%1187 = call { float, float, float } @dp_adambc_body(float %885, float %950, float %1015, float %1080, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1188 = extractvalue { float, float, float } %1187, 0
-	%1189 = extractvalue { float, float, float } %1187, 1
-	%1190 = extractvalue { float, float, float } %1187, 2
-	%1191 = call { float, float, float } @dp_adambc_body(float %887, float %952, float %1017, float %1082, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1192 = extractvalue { float, float, float } %1191, 0
-	%1193 = extractvalue { float, float, float } %1191, 1
-	%1194 = extractvalue { float, float, float } %1191, 2
-	%1195 = call { float, float, float } @dp_adambc_body(float %889, float %954, float %1019, float %1084, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1196 = extractvalue { float, float, float } %1195, 0
-	%1197 = extractvalue { float, float, float } %1195, 1
-	%1198 = extractvalue { float, float, float } %1195, 2
-	%1199 = call { float, float, float } @dp_adambc_body(float %891, float %956, float %1021, float %1086, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1200 = extractvalue { float, float, float } %1199, 0
-	%1201 = extractvalue { float, float, float } %1199, 1
-	%1202 = extractvalue { float, float, float } %1199, 2
-	%1203 = call { float, float, float } @dp_adambc_body(float %893, float %958, float %1023, float %1088, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1204 = extractvalue { float, float, float } %1203, 0
-	%1205 = extractvalue { float, float, float } %1203, 1
-	%1206 = extractvalue { float, float, float } %1203, 2
-	%1207 = call { float, float, float } @dp_adambc_body(float %895, float %960, float %1025, float %1090, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1208 = extractvalue { float, float, float } %1207, 0
-	%1209 = extractvalue { float, float, float } %1207, 1
-	%1210 = extractvalue { float, float, float } %1207, 2
-	%1211 = call { float, float, float } @dp_adambc_body(float %897, float %962, float %1027, float %1092, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1212 = extractvalue { float, float, float } %1211, 0
-	%1213 = extractvalue { float, float, float } %1211, 1
-	%1214 = extractvalue { float, float, float } %1211, 2
-	%1215 = call { float, float, float } @dp_adambc_body(float %899, float %964, float %1029, float %1094, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1216 = extractvalue { float, float, float } %1215, 0
-	%1217 = extractvalue { float, float, float } %1215, 1
-	%1218 = extractvalue { float, float, float } %1215, 2
-	%1219 = call { float, float, float } @dp_adambc_body(float %901, float %966, float %1031, float %1096, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1220 = extractvalue { float, float, float } %1219, 0
-	%1221 = extractvalue { float, float, float } %1219, 1
-	%1222 = extractvalue { float, float, float } %1219, 2
-	%1223 = call { float, float, float } @dp_adambc_body(float %903, float %968, float %1033, float %1098, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1224 = extractvalue { float, float, float } %1223, 0
-	%1225 = extractvalue { float, float, float } %1223, 1
-	%1226 = extractvalue { float, float, float } %1223, 2
-	%1227 = getelementptr float, float* %5, i64 %837
-	%1228 = getelementptr float, float* %1227, i64 0
-	store float %1100, float* %1228, align 4
-	%1229 = getelementptr float, float* %1227, i64 1
-	store float %1104, float* %1229, align 4
-	%1230 = getelementptr float, float* %1227, i64 2
-	store float %1108, float* %1230, align 4
-	%1231 = getelementptr float, float* %1227, i64 3
-	store float %1112, float* %1231, align 4
-	%1232 = getelementptr float, float* %1227, i64 4
-	store float %1116, float* %1232, align 4
-	%1233 = getelementptr float, float* %1227, i64 5
-	store float %1120, float* %1233, align 4
-	%1234 = getelementptr float, float* %1227, i64 6
-	store float %1124, float* %1234, align 4
-	%1235 = getelementptr float, float* %1227, i64 7
-	store float %1128, float* %1235, align 4
-	%1236 = getelementptr float, float* %1227, i64 8
-	store float %1132, float* %1236, align 4
-	%1237 = getelementptr float, float* %1227, i64 9
-	store float %1136, float* %1237, align 4
-	%1238 = getelementptr float, float* %1227, i64 10
-	store float %1140, float* %1238, align 4
-	%1239 = getelementptr float, float* %1227, i64 11
-	store float %1144, float* %1239, align 4
-	%1240 = getelementptr float, float* %1227, i64 12
-	store float %1148, float* %1240, align 4
-	%1241 = getelementptr float, float* %1227, i64 13
-	store float %1152, float* %1241, align 4
-	%1242 = getelementptr float, float* %1227, i64 14
-	store float %1156, float* %1242, align 4
-	%1243 = getelementptr float, float* %1227, i64 15
-	store float %1160, float* %1243, align 4
-	%1244 = getelementptr float, float* %1227, i64 16
-	store float %1164, float* %1244, align 4
-	%1245 = getelementptr float, float* %1227, i64 17
-	store float %1168, float* %1245, align 4
-	%1246 = getelementptr float, float* %1227, i64 18
-	store float %1172, float* %1246, align 4
-	%1247 = getelementptr float, float* %1227, i64 19
-	store float %1176, float* %1247, align 4
-	%1248 = getelementptr float, float* %1227, i64 20
-	store float %1180, float* %1248, align 4
-	%1249 = getelementptr float, float* %1227, i64 21
-	store float %1184, float* %1249, align 4
-	%1250 = getelementptr float, float* %1227, i64 22
-	store float %1188, float* %1250, align 4
-	%1251 = getelementptr float, float* %1227, i64 23
-	store float %1192, float* %1251, align 4
-	%1252 = getelementptr float, float* %1227, i64 24
-	store float %1196, float* %1252, align 4
-	%1253 = getelementptr float, float* %1227, i64 25
-	store float %1200, float* %1253, align 4
-	%1254 = getelementptr float, float* %1227, i64 26
-	store float %1204, float* %1254, align 4
-	%1255 = getelementptr float, float* %1227, i64 27
-	store float %1208, float* %1255, align 4
-	%1256 = getelementptr float, float* %1227, i64 28
-	store float %1212, float* %1256, align 4
-	%1257 = getelementptr float, float* %1227, i64 29
-	store float %1216, float* %1257, align 4
-	%1258 = getelementptr float, float* %1227, i64 30
-	store float %1220, float* %1258, align 4
-	%1259 = getelementptr float, float* %1227, i64 31
-	store float %1224, float* %1259, align 4
-	%1260 = getelementptr float, float* %7, i64 %837
-	%1261 = getelementptr float, float* %1260, i64 0
-	store float %1101, float* %1261, align 4
-	%1262 = getelementptr float, float* %1260, i64 1
-	store float %1105, float* %1262, align 4
-	%1263 = getelementptr float, float* %1260, i64 2
-	store float %1109, float* %1263, align 4
-	%1264 = getelementptr float, float* %1260, i64 3
-	store float %1113, float* %1264, align 4
-	%1265 = getelementptr float, float* %1260, i64 4
-	store float %1117, float* %1265, align 4
-	%1266 = getelementptr float, float* %1260, i64 5
-	store float %1121, float* %1266, align 4
-	%1267 = getelementptr float, float* %1260, i64 6
-	store float %1125, float* %1267, align 4
-	%1268 = getelementptr float, float* %1260, i64 7
-	store float %1129, float* %1268, align 4
-	%1269 = getelementptr float, float* %1260, i64 8
-	store float %1133, float* %1269, align 4
-	%1270 = getelementptr float, float* %1260, i64 9
-	store float %1137, float* %1270, align 4
-	%1271 = getelementptr float, float* %1260, i64 10
-	store float %1141, float* %1271, align 4
-	%1272 = getelementptr float, float* %1260, i64 11
-	store float %1145, float* %1272, align 4
-	%1273 = getelementptr float, float* %1260, i64 12
-	store float %1149, float* %1273, align 4
-	%1274 = getelementptr float, float* %1260, i64 13
-	store float %1153, float* %1274, align 4
-	%1275 = getelementptr float, float* %1260, i64 14
-	store float %1157, float* %1275, align 4
-	%1276 = getelementptr float, float* %1260, i64 15
-	store float %1161, float* %1276, align 4
-	%1277 = getelementptr float, float* %1260, i64 16
-	store float %1165, float* %1277, align 4
-	%1278 = getelementptr float, float* %1260, i64 17
-	store float %1169, float* %1278, align 4
-	%1279 = getelementptr float, float* %1260, i64 18
-	store float %1173, float* %1279, align 4
-	%1280 = getelementptr float, float* %1260, i64 19
-	store float %1177, float* %1280, align 4
-	%1281 = getelementptr float, float* %1260, i64 20
-	store float %1181, float* %1281, align 4
-	%1282 = getelementptr float, float* %1260, i64 21
-	store float %1185, float* %1282, align 4
-	%1283 = getelementptr float, float* %1260, i64 22
-	store float %1189, float* %1283, align 4
-	%1284 = getelementptr float, float* %1260, i64 23
-	store float %1193, float* %1284, align 4
-	%1285 = getelementptr float, float* %1260, i64 24
-	store float %1197, float* %1285, align 4
-	%1286 = getelementptr float, float* %1260, i64 25
-	store float %1201, float* %1286, align 4
-	%1287 = getelementptr float, float* %1260, i64 26
-	store float %1205, float* %1287, align 4
-	%1288 = getelementptr float, float* %1260, i64 27
-	store float %1209, float* %1288, align 4
-	%1289 = getelementptr float, float* %1260, i64 28
-	store float %1213, float* %1289, align 4
-	%1290 = getelementptr float, float* %1260, i64 29
-	store float %1217, float* %1290, align 4
-	%1291 = getelementptr float, float* %1260, i64 30
-	store float %1221, float* %1291, align 4
-	%1292 = getelementptr float, float* %1260, i64 31
-	store float %1225, float* %1292, align 4
-	%1293 = getelementptr float, float* %1, i64 %837
-	%1294 = getelementptr float, float* %1293, i64 0
-	store float %1102, float* %1294, align 4
-	%1295 = getelementptr float, float* %1293, i64 1
-	store float %1106, float* %1295, align 4
-	%1296 = getelementptr float, float* %1293, i64 2
-	store float %1110, float* %1296, align 4
-	%1297 = getelementptr float, float* %1293, i64 3
-	store float %1114, float* %1297, align 4
-	%1298 = getelementptr float, float* %1293, i64 4
-	store float %1118, float* %1298, align 4
-	%1299 = getelementptr float, float* %1293, i64 5
-	store float %1122, float* %1299, align 4
-	%1300 = getelementptr float, float* %1293, i64 6
-	store float %1126, float* %1300, align 4
-	%1301 = getelementptr float, float* %1293, i64 7
-	store float %1130, float* %1301, align 4
-	%1302 = getelementptr float, float* %1293, i64 8
-	store float %1134, float* %1302, align 4
-	%1303 = getelementptr float, float* %1293, i64 9
-	store float %1138, float* %1303, align 4
-	%1304 = getelementptr float, float* %1293, i64 10
-	store float %1142, float* %1304, align 4
-	%1305 = getelementptr float, float* %1293, i64 11
-	store float %1146, float* %1305, align 4
-	%1306 = getelementptr float, float* %1293, i64 12
-	store float %1150, float* %1306, align 4
-	%1307 = getelementptr float, float* %1293, i64 13
-	store float %1154, float* %1307, align 4
-	%1308 = getelementptr float, float* %1293, i64 14
-	store float %1158, float* %1308, align 4
-	%1309 = getelementptr float, float* %1293, i64 15
-	store float %1162, float* %1309, align 4
-	%1310 = getelementptr float, float* %1293, i64 16
-	store float %1166, float* %1310, align 4
-	%1311 = getelementptr float, float* %1293, i64 17
-	store float %1170, float* %1311, align 4
-	%1312 = getelementptr float, float* %1293, i64 18
-	store float %1174, float* %1312, align 4
-	%1313 = getelementptr float, float* %1293, i64 19
-	store float %1178, float* %1313, align 4
-	%1314 = getelementptr float, float* %1293, i64 20
-	store float %1182, float* %1314, align 4
-	%1315 = getelementptr float, float* %1293, i64 21
-	store float %1186, float* %1315, align 4
-	%1316 = getelementptr float, float* %1293, i64 22
-	store float %1190, float* %1316, align 4
-	%1317 = getelementptr float, float* %1293, i64 23
-	store float %1194, float* %1317, align 4
-	%1318 = getelementptr float, float* %1293, i64 24
-	store float %1198, float* %1318, align 4
-	%1319 = getelementptr float, float* %1293, i64 25
-	store float %1202, float* %1319, align 4
-	%1320 = getelementptr float, float* %1293, i64 26
-	store float %1206, float* %1320, align 4
-	%1321 = getelementptr float, float* %1293, i64 27
-	store float %1210, float* %1321, align 4
-	%1322 = getelementptr float, float* %1293, i64 28
-	store float %1214, float* %1322, align 4
-	%1323 = getelementptr float, float* %1293, i64 29
-	store float %1218, float* %1323, align 4
-	%1324 = getelementptr float, float* %1293, i64 30
-	store float %1222, float* %1324, align 4
-	%1325 = getelementptr float, float* %1293, i64 31
-	store float %1226, float* %1325, align 4
-	%1326 = add i64 %833, 1
+	%716 = mul i64 %714, 8
+	%717 = shl i64 %716, 2
+	%718 = add i64 %53, %717
+	%719 = add i64 %57, %716
+	%720 = add i64 %718, 0
+	%721 = getelementptr float, float* %1, i64 %720
+	%722 = bitcast float* %721 to <8 x float>*
+	%723 = load <8 x float>, <8 x float>* %722, align 4
+	%724 = extractelement <8 x float> %723, i32 0
+	%725 = extractelement <8 x float> %723, i32 1
+	%726 = extractelement <8 x float> %723, i32 2
+	%727 = extractelement <8 x float> %723, i32 3
+	%728 = extractelement <8 x float> %723, i32 4
+	%729 = extractelement <8 x float> %723, i32 5
+	%730 = extractelement <8 x float> %723, i32 6
+	%731 = extractelement <8 x float> %723, i32 7
+	%732 = add i64 %718, 8
+	%733 = getelementptr float, float* %1, i64 %732
+	%734 = bitcast float* %733 to <8 x float>*
+	%735 = load <8 x float>, <8 x float>* %734, align 4
+	%736 = extractelement <8 x float> %735, i32 0
+	%737 = extractelement <8 x float> %735, i32 1
+	%738 = extractelement <8 x float> %735, i32 2
+	%739 = extractelement <8 x float> %735, i32 3
+	%740 = extractelement <8 x float> %735, i32 4
+	%741 = extractelement <8 x float> %735, i32 5
+	%742 = extractelement <8 x float> %735, i32 6
+	%743 = extractelement <8 x float> %735, i32 7
+	%744 = add i64 %718, 16
+	%745 = getelementptr float, float* %1, i64 %744
+	%746 = bitcast float* %745 to <8 x float>*
+	%747 = load <8 x float>, <8 x float>* %746, align 4
+	%748 = extractelement <8 x float> %747, i32 0
+	%749 = extractelement <8 x float> %747, i32 1
+	%750 = extractelement <8 x float> %747, i32 2
+	%751 = extractelement <8 x float> %747, i32 3
+	%752 = extractelement <8 x float> %747, i32 4
+	%753 = extractelement <8 x float> %747, i32 5
+	%754 = extractelement <8 x float> %747, i32 6
+	%755 = extractelement <8 x float> %747, i32 7
+	%756 = add i64 %718, 24
+	%757 = getelementptr float, float* %1, i64 %756
+	%758 = bitcast float* %757 to <8 x float>*
+	%759 = load <8 x float>, <8 x float>* %758, align 4
+	%760 = extractelement <8 x float> %759, i32 0
+	%761 = extractelement <8 x float> %759, i32 1
+	%762 = extractelement <8 x float> %759, i32 2
+	%763 = extractelement <8 x float> %759, i32 3
+	%764 = extractelement <8 x float> %759, i32 4
+	%765 = extractelement <8 x float> %759, i32 5
+	%766 = extractelement <8 x float> %759, i32 6
+	%767 = extractelement <8 x float> %759, i32 7
+	%768 = add i64 %718, 0
+	%769 = getelementptr float, float* %3, i64 %768
+	%770 = bitcast float* %769 to <8 x float>*
+	%771 = load <8 x float>, <8 x float>* %770, align 4
+	%772 = extractelement <8 x float> %771, i32 0
+	%773 = extractelement <8 x float> %771, i32 1
+	%774 = extractelement <8 x float> %771, i32 2
+	%775 = extractelement <8 x float> %771, i32 3
+	%776 = extractelement <8 x float> %771, i32 4
+	%777 = extractelement <8 x float> %771, i32 5
+	%778 = extractelement <8 x float> %771, i32 6
+	%779 = extractelement <8 x float> %771, i32 7
+	%780 = add i64 %718, 8
+	%781 = getelementptr float, float* %3, i64 %780
+	%782 = bitcast float* %781 to <8 x float>*
+	%783 = load <8 x float>, <8 x float>* %782, align 4
+	%784 = extractelement <8 x float> %783, i32 0
+	%785 = extractelement <8 x float> %783, i32 1
+	%786 = extractelement <8 x float> %783, i32 2
+	%787 = extractelement <8 x float> %783, i32 3
+	%788 = extractelement <8 x float> %783, i32 4
+	%789 = extractelement <8 x float> %783, i32 5
+	%790 = extractelement <8 x float> %783, i32 6
+	%791 = extractelement <8 x float> %783, i32 7
+	%792 = add i64 %718, 16
+	%793 = getelementptr float, float* %3, i64 %792
+	%794 = bitcast float* %793 to <8 x float>*
+	%795 = load <8 x float>, <8 x float>* %794, align 4
+	%796 = extractelement <8 x float> %795, i32 0
+	%797 = extractelement <8 x float> %795, i32 1
+	%798 = extractelement <8 x float> %795, i32 2
+	%799 = extractelement <8 x float> %795, i32 3
+	%800 = extractelement <8 x float> %795, i32 4
+	%801 = extractelement <8 x float> %795, i32 5
+	%802 = extractelement <8 x float> %795, i32 6
+	%803 = extractelement <8 x float> %795, i32 7
+	%804 = add i64 %718, 24
+	%805 = getelementptr float, float* %3, i64 %804
+	%806 = bitcast float* %805 to <8 x float>*
+	%807 = load <8 x float>, <8 x float>* %806, align 4
+	%808 = extractelement <8 x float> %807, i32 0
+	%809 = extractelement <8 x float> %807, i32 1
+	%810 = extractelement <8 x float> %807, i32 2
+	%811 = extractelement <8 x float> %807, i32 3
+	%812 = extractelement <8 x float> %807, i32 4
+	%813 = extractelement <8 x float> %807, i32 5
+	%814 = extractelement <8 x float> %807, i32 6
+	%815 = extractelement <8 x float> %807, i32 7
+	%816 = add i64 %718, 0
+	%817 = getelementptr float, float* %5, i64 %816
+	%818 = bitcast float* %817 to <8 x float>*
+	%819 = load <8 x float>, <8 x float>* %818, align 4
+	%820 = extractelement <8 x float> %819, i32 0
+	%821 = extractelement <8 x float> %819, i32 1
+	%822 = extractelement <8 x float> %819, i32 2
+	%823 = extractelement <8 x float> %819, i32 3
+	%824 = extractelement <8 x float> %819, i32 4
+	%825 = extractelement <8 x float> %819, i32 5
+	%826 = extractelement <8 x float> %819, i32 6
+	%827 = extractelement <8 x float> %819, i32 7
+	%828 = add i64 %718, 8
+	%829 = getelementptr float, float* %5, i64 %828
+	%830 = bitcast float* %829 to <8 x float>*
+	%831 = load <8 x float>, <8 x float>* %830, align 4
+	%832 = extractelement <8 x float> %831, i32 0
+	%833 = extractelement <8 x float> %831, i32 1
+	%834 = extractelement <8 x float> %831, i32 2
+	%835 = extractelement <8 x float> %831, i32 3
+	%836 = extractelement <8 x float> %831, i32 4
+	%837 = extractelement <8 x float> %831, i32 5
+	%838 = extractelement <8 x float> %831, i32 6
+	%839 = extractelement <8 x float> %831, i32 7
+	%840 = add i64 %718, 16
+	%841 = getelementptr float, float* %5, i64 %840
+	%842 = bitcast float* %841 to <8 x float>*
+	%843 = load <8 x float>, <8 x float>* %842, align 4
+	%844 = extractelement <8 x float> %843, i32 0
+	%845 = extractelement <8 x float> %843, i32 1
+	%846 = extractelement <8 x float> %843, i32 2
+	%847 = extractelement <8 x float> %843, i32 3
+	%848 = extractelement <8 x float> %843, i32 4
+	%849 = extractelement <8 x float> %843, i32 5
+	%850 = extractelement <8 x float> %843, i32 6
+	%851 = extractelement <8 x float> %843, i32 7
+	%852 = add i64 %718, 24
+	%853 = getelementptr float, float* %5, i64 %852
+	%854 = bitcast float* %853 to <8 x float>*
+	%855 = load <8 x float>, <8 x float>* %854, align 4
+	%856 = extractelement <8 x float> %855, i32 0
+	%857 = extractelement <8 x float> %855, i32 1
+	%858 = extractelement <8 x float> %855, i32 2
+	%859 = extractelement <8 x float> %855, i32 3
+	%860 = extractelement <8 x float> %855, i32 4
+	%861 = extractelement <8 x float> %855, i32 5
+	%862 = extractelement <8 x float> %855, i32 6
+	%863 = extractelement <8 x float> %855, i32 7
+	%864 = add i64 %718, 0
+	%865 = getelementptr float, float* %7, i64 %864
+	%866 = bitcast float* %865 to <8 x float>*
+	%867 = load <8 x float>, <8 x float>* %866, align 4
+	%868 = extractelement <8 x float> %867, i32 0
+	%869 = extractelement <8 x float> %867, i32 1
+	%870 = extractelement <8 x float> %867, i32 2
+	%871 = extractelement <8 x float> %867, i32 3
+	%872 = extractelement <8 x float> %867, i32 4
+	%873 = extractelement <8 x float> %867, i32 5
+	%874 = extractelement <8 x float> %867, i32 6
+	%875 = extractelement <8 x float> %867, i32 7
+	%876 = add i64 %718, 8
+	%877 = getelementptr float, float* %7, i64 %876
+	%878 = bitcast float* %877 to <8 x float>*
+	%879 = load <8 x float>, <8 x float>* %878, align 4
+	%880 = extractelement <8 x float> %879, i32 0
+	%881 = extractelement <8 x float> %879, i32 1
+	%882 = extractelement <8 x float> %879, i32 2
+	%883 = extractelement <8 x float> %879, i32 3
+	%884 = extractelement <8 x float> %879, i32 4
+	%885 = extractelement <8 x float> %879, i32 5
+	%886 = extractelement <8 x float> %879, i32 6
+	%887 = extractelement <8 x float> %879, i32 7
+	%888 = add i64 %718, 16
+	%889 = getelementptr float, float* %7, i64 %888
+	%890 = bitcast float* %889 to <8 x float>*
+	%891 = load <8 x float>, <8 x float>* %890, align 4
+	%892 = extractelement <8 x float> %891, i32 0
+	%893 = extractelement <8 x float> %891, i32 1
+	%894 = extractelement <8 x float> %891, i32 2
+	%895 = extractelement <8 x float> %891, i32 3
+	%896 = extractelement <8 x float> %891, i32 4
+	%897 = extractelement <8 x float> %891, i32 5
+	%898 = extractelement <8 x float> %891, i32 6
+	%899 = extractelement <8 x float> %891, i32 7
+	%900 = add i64 %718, 24
+	%901 = getelementptr float, float* %7, i64 %900
+	%902 = bitcast float* %901 to <8 x float>*
+	%903 = load <8 x float>, <8 x float>* %902, align 4
+	%904 = extractelement <8 x float> %903, i32 0
+	%905 = extractelement <8 x float> %903, i32 1
+	%906 = extractelement <8 x float> %903, i32 2
+	%907 = extractelement <8 x float> %903, i32 3
+	%908 = extractelement <8 x float> %903, i32 4
+	%909 = extractelement <8 x float> %903, i32 5
+	%910 = extractelement <8 x float> %903, i32 6
+	%911 = extractelement <8 x float> %903, i32 7
+	%912 = call { float, float, float } @dp_adambc_body(float %724, float %772, float %820, float %868, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%913 = extractvalue { float, float, float } %912, 0
+	%914 = extractvalue { float, float, float } %912, 1
+	%915 = extractvalue { float, float, float } %912, 2
+	%916 = call { float, float, float } @dp_adambc_body(float %725, float %773, float %821, float %869, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%917 = extractvalue { float, float, float } %916, 0
+	%918 = extractvalue { float, float, float } %916, 1
+	%919 = extractvalue { float, float, float } %916, 2
+	%920 = call { float, float, float } @dp_adambc_body(float %726, float %774, float %822, float %870, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%921 = extractvalue { float, float, float } %920, 0
+	%922 = extractvalue { float, float, float } %920, 1
+	%923 = extractvalue { float, float, float } %920, 2
+	%924 = call { float, float, float } @dp_adambc_body(float %727, float %775, float %823, float %871, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%925 = extractvalue { float, float, float } %924, 0
+	%926 = extractvalue { float, float, float } %924, 1
+	%927 = extractvalue { float, float, float } %924, 2
+	%928 = call { float, float, float } @dp_adambc_body(float %728, float %776, float %824, float %872, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%929 = extractvalue { float, float, float } %928, 0
+	%930 = extractvalue { float, float, float } %928, 1
+	%931 = extractvalue { float, float, float } %928, 2
+	%932 = call { float, float, float } @dp_adambc_body(float %729, float %777, float %825, float %873, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%933 = extractvalue { float, float, float } %932, 0
+	%934 = extractvalue { float, float, float } %932, 1
+	%935 = extractvalue { float, float, float } %932, 2
+	%936 = call { float, float, float } @dp_adambc_body(float %730, float %778, float %826, float %874, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%937 = extractvalue { float, float, float } %936, 0
+	%938 = extractvalue { float, float, float } %936, 1
+	%939 = extractvalue { float, float, float } %936, 2
+	%940 = call { float, float, float } @dp_adambc_body(float %731, float %779, float %827, float %875, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%941 = extractvalue { float, float, float } %940, 0
+	%942 = extractvalue { float, float, float } %940, 1
+	%943 = extractvalue { float, float, float } %940, 2
+	%944 = call { float, float, float } @dp_adambc_body(float %736, float %784, float %832, float %880, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%945 = extractvalue { float, float, float } %944, 0
+	%946 = extractvalue { float, float, float } %944, 1
+	%947 = extractvalue { float, float, float } %944, 2
+	%948 = call { float, float, float } @dp_adambc_body(float %737, float %785, float %833, float %881, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%949 = extractvalue { float, float, float } %948, 0
+	%950 = extractvalue { float, float, float } %948, 1
+	%951 = extractvalue { float, float, float } %948, 2
+	%952 = call { float, float, float } @dp_adambc_body(float %738, float %786, float %834, float %882, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%953 = extractvalue { float, float, float } %952, 0
+	%954 = extractvalue { float, float, float } %952, 1
+	%955 = extractvalue { float, float, float } %952, 2
+	%956 = call { float, float, float } @dp_adambc_body(float %739, float %787, float %835, float %883, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%957 = extractvalue { float, float, float } %956, 0
+	%958 = extractvalue { float, float, float } %956, 1
+	%959 = extractvalue { float, float, float } %956, 2
+	%960 = call { float, float, float } @dp_adambc_body(float %740, float %788, float %836, float %884, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%961 = extractvalue { float, float, float } %960, 0
+	%962 = extractvalue { float, float, float } %960, 1
+	%963 = extractvalue { float, float, float } %960, 2
+	%964 = call { float, float, float } @dp_adambc_body(float %741, float %789, float %837, float %885, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%965 = extractvalue { float, float, float } %964, 0
+	%966 = extractvalue { float, float, float } %964, 1
+	%967 = extractvalue { float, float, float } %964, 2
+	%968 = call { float, float, float } @dp_adambc_body(float %742, float %790, float %838, float %886, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%969 = extractvalue { float, float, float } %968, 0
+	%970 = extractvalue { float, float, float } %968, 1
+	%971 = extractvalue { float, float, float } %968, 2
+	%972 = call { float, float, float } @dp_adambc_body(float %743, float %791, float %839, float %887, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%973 = extractvalue { float, float, float } %972, 0
+	%974 = extractvalue { float, float, float } %972, 1
+	%975 = extractvalue { float, float, float } %972, 2
+	%976 = call { float, float, float } @dp_adambc_body(float %748, float %796, float %844, float %892, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%977 = extractvalue { float, float, float } %976, 0
+	%978 = extractvalue { float, float, float } %976, 1
+	%979 = extractvalue { float, float, float } %976, 2
+	%980 = call { float, float, float } @dp_adambc_body(float %749, float %797, float %845, float %893, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%981 = extractvalue { float, float, float } %980, 0
+	%982 = extractvalue { float, float, float } %980, 1
+	%983 = extractvalue { float, float, float } %980, 2
+	%984 = call { float, float, float } @dp_adambc_body(float %750, float %798, float %846, float %894, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%985 = extractvalue { float, float, float } %984, 0
+	%986 = extractvalue { float, float, float } %984, 1
+	%987 = extractvalue { float, float, float } %984, 2
+	%988 = call { float, float, float } @dp_adambc_body(float %751, float %799, float %847, float %895, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%989 = extractvalue { float, float, float } %988, 0
+	%990 = extractvalue { float, float, float } %988, 1
+	%991 = extractvalue { float, float, float } %988, 2
+	%992 = call { float, float, float } @dp_adambc_body(float %752, float %800, float %848, float %896, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%993 = extractvalue { float, float, float } %992, 0
+	%994 = extractvalue { float, float, float } %992, 1
+	%995 = extractvalue { float, float, float } %992, 2
+	%996 = call { float, float, float } @dp_adambc_body(float %753, float %801, float %849, float %897, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%997 = extractvalue { float, float, float } %996, 0
+	%998 = extractvalue { float, float, float } %996, 1
+	%999 = extractvalue { float, float, float } %996, 2
+	%1000 = call { float, float, float } @dp_adambc_body(float %754, float %802, float %850, float %898, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1001 = extractvalue { float, float, float } %1000, 0
+	%1002 = extractvalue { float, float, float } %1000, 1
+	%1003 = extractvalue { float, float, float } %1000, 2
+	%1004 = call { float, float, float } @dp_adambc_body(float %755, float %803, float %851, float %899, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1005 = extractvalue { float, float, float } %1004, 0
+	%1006 = extractvalue { float, float, float } %1004, 1
+	%1007 = extractvalue { float, float, float } %1004, 2
+	%1008 = call { float, float, float } @dp_adambc_body(float %760, float %808, float %856, float %904, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1009 = extractvalue { float, float, float } %1008, 0
+	%1010 = extractvalue { float, float, float } %1008, 1
+	%1011 = extractvalue { float, float, float } %1008, 2
+	%1012 = call { float, float, float } @dp_adambc_body(float %761, float %809, float %857, float %905, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1013 = extractvalue { float, float, float } %1012, 0
+	%1014 = extractvalue { float, float, float } %1012, 1
+	%1015 = extractvalue { float, float, float } %1012, 2
+	%1016 = call { float, float, float } @dp_adambc_body(float %762, float %810, float %858, float %906, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1017 = extractvalue { float, float, float } %1016, 0
+	%1018 = extractvalue { float, float, float } %1016, 1
+	%1019 = extractvalue { float, float, float } %1016, 2
+	%1020 = call { float, float, float } @dp_adambc_body(float %763, float %811, float %859, float %907, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1021 = extractvalue { float, float, float } %1020, 0
+	%1022 = extractvalue { float, float, float } %1020, 1
+	%1023 = extractvalue { float, float, float } %1020, 2
+	%1024 = call { float, float, float } @dp_adambc_body(float %764, float %812, float %860, float %908, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1025 = extractvalue { float, float, float } %1024, 0
+	%1026 = extractvalue { float, float, float } %1024, 1
+	%1027 = extractvalue { float, float, float } %1024, 2
+	%1028 = call { float, float, float } @dp_adambc_body(float %765, float %813, float %861, float %909, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1029 = extractvalue { float, float, float } %1028, 0
+	%1030 = extractvalue { float, float, float } %1028, 1
+	%1031 = extractvalue { float, float, float } %1028, 2
+	%1032 = call { float, float, float } @dp_adambc_body(float %766, float %814, float %862, float %910, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1033 = extractvalue { float, float, float } %1032, 0
+	%1034 = extractvalue { float, float, float } %1032, 1
+	%1035 = extractvalue { float, float, float } %1032, 2
+	%1036 = call { float, float, float } @dp_adambc_body(float %767, float %815, float %863, float %911, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1037 = extractvalue { float, float, float } %1036, 0
+	%1038 = extractvalue { float, float, float } %1036, 1
+	%1039 = extractvalue { float, float, float } %1036, 2
+	%1040 = insertelement <8 x float> undef, float %913, i32 0
+	%1041 = insertelement <8 x float> %1040, float %917, i32 1
+	%1042 = insertelement <8 x float> %1041, float %921, i32 2
+	%1043 = insertelement <8 x float> %1042, float %925, i32 3
+	%1044 = insertelement <8 x float> %1043, float %929, i32 4
+	%1045 = insertelement <8 x float> %1044, float %933, i32 5
+	%1046 = insertelement <8 x float> %1045, float %937, i32 6
+	%1047 = insertelement <8 x float> %1046, float %941, i32 7
+	%1048 = add i64 %718, 0
+	%1049 = getelementptr float, float* %5, i64 %1048
+	%1050 = bitcast float* %1049 to <8 x float>*
+	store <8 x float> %1047, <8 x float>* %1050, align 4
+	%1051 = insertelement <8 x float> undef, float %945, i32 0
+	%1052 = insertelement <8 x float> %1051, float %949, i32 1
+	%1053 = insertelement <8 x float> %1052, float %953, i32 2
+	%1054 = insertelement <8 x float> %1053, float %957, i32 3
+	%1055 = insertelement <8 x float> %1054, float %961, i32 4
+	%1056 = insertelement <8 x float> %1055, float %965, i32 5
+	%1057 = insertelement <8 x float> %1056, float %969, i32 6
+	%1058 = insertelement <8 x float> %1057, float %973, i32 7
+	%1059 = add i64 %718, 8
+	%1060 = getelementptr float, float* %5, i64 %1059
+	%1061 = bitcast float* %1060 to <8 x float>*
+	store <8 x float> %1058, <8 x float>* %1061, align 4
+	%1062 = insertelement <8 x float> undef, float %977, i32 0
+	%1063 = insertelement <8 x float> %1062, float %981, i32 1
+	%1064 = insertelement <8 x float> %1063, float %985, i32 2
+	%1065 = insertelement <8 x float> %1064, float %989, i32 3
+	%1066 = insertelement <8 x float> %1065, float %993, i32 4
+	%1067 = insertelement <8 x float> %1066, float %997, i32 5
+	%1068 = insertelement <8 x float> %1067, float %1001, i32 6
+	%1069 = insertelement <8 x float> %1068, float %1005, i32 7
+	%1070 = add i64 %718, 16
+	%1071 = getelementptr float, float* %5, i64 %1070
+	%1072 = bitcast float* %1071 to <8 x float>*
+	store <8 x float> %1069, <8 x float>* %1072, align 4
+	%1073 = insertelement <8 x float> undef, float %1009, i32 0
+	%1074 = insertelement <8 x float> %1073, float %1013, i32 1
+	%1075 = insertelement <8 x float> %1074, float %1017, i32 2
+	%1076 = insertelement <8 x float> %1075, float %1021, i32 3
+	%1077 = insertelement <8 x float> %1076, float %1025, i32 4
+	%1078 = insertelement <8 x float> %1077, float %1029, i32 5
+	%1079 = insertelement <8 x float> %1078, float %1033, i32 6
+	%1080 = insertelement <8 x float> %1079, float %1037, i32 7
+	%1081 = add i64 %718, 24
+	%1082 = getelementptr float, float* %5, i64 %1081
+	%1083 = bitcast float* %1082 to <8 x float>*
+	store <8 x float> %1080, <8 x float>* %1083, align 4
+	%1084 = insertelement <8 x float> undef, float %914, i32 0
+	%1085 = insertelement <8 x float> %1084, float %918, i32 1
+	%1086 = insertelement <8 x float> %1085, float %922, i32 2
+	%1087 = insertelement <8 x float> %1086, float %926, i32 3
+	%1088 = insertelement <8 x float> %1087, float %930, i32 4
+	%1089 = insertelement <8 x float> %1088, float %934, i32 5
+	%1090 = insertelement <8 x float> %1089, float %938, i32 6
+	%1091 = insertelement <8 x float> %1090, float %942, i32 7
+	%1092 = add i64 %718, 0
+	%1093 = getelementptr float, float* %7, i64 %1092
+	%1094 = bitcast float* %1093 to <8 x float>*
+	store <8 x float> %1091, <8 x float>* %1094, align 4
+	%1095 = insertelement <8 x float> undef, float %946, i32 0
+	%1096 = insertelement <8 x float> %1095, float %950, i32 1
+	%1097 = insertelement <8 x float> %1096, float %954, i32 2
+	%1098 = insertelement <8 x float> %1097, float %958, i32 3
+	%1099 = insertelement <8 x float> %1098, float %962, i32 4
+	%1100 = insertelement <8 x float> %1099, float %966, i32 5
+	%1101 = insertelement <8 x float> %1100, float %970, i32 6
+	%1102 = insertelement <8 x float> %1101, float %974, i32 7
+	%1103 = add i64 %718, 8
+	%1104 = getelementptr float, float* %7, i64 %1103
+	%1105 = bitcast float* %1104 to <8 x float>*
+	store <8 x float> %1102, <8 x float>* %1105, align 4
+	%1106 = insertelement <8 x float> undef, float %978, i32 0
+	%1107 = insertelement <8 x float> %1106, float %982, i32 1
+	%1108 = insertelement <8 x float> %1107, float %986, i32 2
+	%1109 = insertelement <8 x float> %1108, float %990, i32 3
+	%1110 = insertelement <8 x float> %1109, float %994, i32 4
+	%1111 = insertelement <8 x float> %1110, float %998, i32 5
+	%1112 = insertelement <8 x float> %1111, float %1002, i32 6
+	%1113 = insertelement <8 x float> %1112, float %1006, i32 7
+	%1114 = add i64 %718, 16
+	%1115 = getelementptr float, float* %7, i64 %1114
+	%1116 = bitcast float* %1115 to <8 x float>*
+	store <8 x float> %1113, <8 x float>* %1116, align 4
+	%1117 = insertelement <8 x float> undef, float %1010, i32 0
+	%1118 = insertelement <8 x float> %1117, float %1014, i32 1
+	%1119 = insertelement <8 x float> %1118, float %1018, i32 2
+	%1120 = insertelement <8 x float> %1119, float %1022, i32 3
+	%1121 = insertelement <8 x float> %1120, float %1026, i32 4
+	%1122 = insertelement <8 x float> %1121, float %1030, i32 5
+	%1123 = insertelement <8 x float> %1122, float %1034, i32 6
+	%1124 = insertelement <8 x float> %1123, float %1038, i32 7
+	%1125 = add i64 %718, 24
+	%1126 = getelementptr float, float* %7, i64 %1125
+	%1127 = bitcast float* %1126 to <8 x float>*
+	store <8 x float> %1124, <8 x float>* %1127, align 4
+	%1128 = insertelement <8 x float> undef, float %915, i32 0
+	%1129 = insertelement <8 x float> %1128, float %919, i32 1
+	%1130 = insertelement <8 x float> %1129, float %923, i32 2
+	%1131 = insertelement <8 x float> %1130, float %927, i32 3
+	%1132 = insertelement <8 x float> %1131, float %931, i32 4
+	%1133 = insertelement <8 x float> %1132, float %935, i32 5
+	%1134 = insertelement <8 x float> %1133, float %939, i32 6
+	%1135 = insertelement <8 x float> %1134, float %943, i32 7
+	%1136 = add i64 %718, 0
+	%1137 = getelementptr float, float* %1, i64 %1136
+	%1138 = bitcast float* %1137 to <8 x float>*
+	store <8 x float> %1135, <8 x float>* %1138, align 4
+	%1139 = insertelement <8 x float> undef, float %947, i32 0
+	%1140 = insertelement <8 x float> %1139, float %951, i32 1
+	%1141 = insertelement <8 x float> %1140, float %955, i32 2
+	%1142 = insertelement <8 x float> %1141, float %959, i32 3
+	%1143 = insertelement <8 x float> %1142, float %963, i32 4
+	%1144 = insertelement <8 x float> %1143, float %967, i32 5
+	%1145 = insertelement <8 x float> %1144, float %971, i32 6
+	%1146 = insertelement <8 x float> %1145, float %975, i32 7
+	%1147 = add i64 %718, 8
+	%1148 = getelementptr float, float* %1, i64 %1147
+	%1149 = bitcast float* %1148 to <8 x float>*
+	store <8 x float> %1146, <8 x float>* %1149, align 4
+	%1150 = insertelement <8 x float> undef, float %979, i32 0
+	%1151 = insertelement <8 x float> %1150, float %983, i32 1
+	%1152 = insertelement <8 x float> %1151, float %987, i32 2
+	%1153 = insertelement <8 x float> %1152, float %991, i32 3
+	%1154 = insertelement <8 x float> %1153, float %995, i32 4
+	%1155 = insertelement <8 x float> %1154, float %999, i32 5
+	%1156 = insertelement <8 x float> %1155, float %1003, i32 6
+	%1157 = insertelement <8 x float> %1156, float %1007, i32 7
+	%1158 = add i64 %718, 16
+	%1159 = getelementptr float, float* %1, i64 %1158
+	%1160 = bitcast float* %1159 to <8 x float>*
+	store <8 x float> %1157, <8 x float>* %1160, align 4
+	%1161 = insertelement <8 x float> undef, float %1011, i32 0
+	%1162 = insertelement <8 x float> %1161, float %1015, i32 1
+	%1163 = insertelement <8 x float> %1162, float %1019, i32 2
+	%1164 = insertelement <8 x float> %1163, float %1023, i32 3
+	%1165 = insertelement <8 x float> %1164, float %1027, i32 4
+	%1166 = insertelement <8 x float> %1165, float %1031, i32 5
+	%1167 = insertelement <8 x float> %1166, float %1035, i32 6
+	%1168 = insertelement <8 x float> %1167, float %1039, i32 7
+	%1169 = add i64 %718, 24
+	%1170 = getelementptr float, float* %1, i64 %1169
+	%1171 = bitcast float* %1170 to <8 x float>*
+	store <8 x float> %1168, <8 x float>* %1171, align 4
+	%1172 = add i64 %714, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1327 = mul i64 %832, 8
+	%1173 = mul i64 %713, 8
 	br label %group.head.43
 
 group.head.43:
-	%1328 = phi i64 [ %1327, %wide.done.42 ], [ %1400, %group.44 ]
-	%1329 = icmp slt i64 %1328, %52
-	br i1 %1329, label %group.44, label %group.done.45
+	%1174 = phi i64 [ %1173, %wide.done.42 ], [ %1246, %group.44 ]
+	%1175 = icmp slt i64 %1174, %52
+	br i1 %1175, label %group.44, label %group.done.45
 
 group.44:
-	%1330 = shl i64 %1328, 2
-	%1331 = add i64 %53, %1330
-	%1332 = add i64 %57, %1328
-	%1333 = getelementptr float, float* %1, i64 %1331
-	%1334 = getelementptr float, float* %1333, i64 0
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1333, i64 1
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1333, i64 2
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1333, i64 3
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %3, i64 %1331
-	%1343 = getelementptr float, float* %1342, i64 0
-	%1344 = load float, float* %1343, align 4
-	%1345 = getelementptr float, float* %1342, i64 1
-	%1346 = load float, float* %1345, align 4
-	%1347 = getelementptr float, float* %1342, i64 2
-	%1348 = load float, float* %1347, align 4
-	%1349 = getelementptr float, float* %1342, i64 3
-	%1350 = load float, float* %1349, align 4
-	%1351 = getelementptr float, float* %5, i64 %1331
-	%1352 = getelementptr float, float* %1351, i64 0
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1351, i64 1
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1351, i64 2
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1351, i64 3
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %7, i64 %1331
-	%1361 = getelementptr float, float* %1360, i64 0
-	%1362 = load float, float* %1361, align 4
-	%1363 = getelementptr float, float* %1360, i64 1
-	%1364 = load float, float* %1363, align 4
-	%1365 = getelementptr float, float* %1360, i64 2
-	%1366 = load float, float* %1365, align 4
-	%1367 = getelementptr float, float* %1360, i64 3
-	%1368 = load float, float* %1367, align 4
-	%1369 = call { float, float, float } @dp_adambc_body(float %1335, float %1344, float %1353, float %1362, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1370 = extractvalue { float, float, float } %1369, 0
-	%1371 = extractvalue { float, float, float } %1369, 1
-	%1372 = extractvalue { float, float, float } %1369, 2
-	%1373 = call { float, float, float } @dp_adambc_body(float %1337, float %1346, float %1355, float %1364, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1374 = extractvalue { float, float, float } %1373, 0
-	%1375 = extractvalue { float, float, float } %1373, 1
-	%1376 = extractvalue { float, float, float } %1373, 2
-	%1377 = call { float, float, float } @dp_adambc_body(float %1339, float %1348, float %1357, float %1366, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1378 = extractvalue { float, float, float } %1377, 0
-	%1379 = extractvalue { float, float, float } %1377, 1
-	%1380 = extractvalue { float, float, float } %1377, 2
-	%1381 = call { float, float, float } @dp_adambc_body(float %1341, float %1350, float %1359, float %1368, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1382 = extractvalue { float, float, float } %1381, 0
-	%1383 = extractvalue { float, float, float } %1381, 1
-	%1384 = extractvalue { float, float, float } %1381, 2
-	%1385 = getelementptr float, float* %5, i64 %1331
-	%1386 = getelementptr float, float* %1385, i64 0
-	store float %1370, float* %1386, align 4
-	%1387 = getelementptr float, float* %1385, i64 1
-	store float %1374, float* %1387, align 4
-	%1388 = getelementptr float, float* %1385, i64 2
-	store float %1378, float* %1388, align 4
-	%1389 = getelementptr float, float* %1385, i64 3
-	store float %1382, float* %1389, align 4
-	%1390 = getelementptr float, float* %7, i64 %1331
-	%1391 = getelementptr float, float* %1390, i64 0
-	store float %1371, float* %1391, align 4
-	%1392 = getelementptr float, float* %1390, i64 1
-	store float %1375, float* %1392, align 4
-	%1393 = getelementptr float, float* %1390, i64 2
-	store float %1379, float* %1393, align 4
-	%1394 = getelementptr float, float* %1390, i64 3
-	store float %1383, float* %1394, align 4
-	%1395 = getelementptr float, float* %1, i64 %1331
-	%1396 = getelementptr float, float* %1395, i64 0
-	store float %1372, float* %1396, align 4
-	%1397 = getelementptr float, float* %1395, i64 1
-	store float %1376, float* %1397, align 4
-	%1398 = getelementptr float, float* %1395, i64 2
-	store float %1380, float* %1398, align 4
-	%1399 = getelementptr float, float* %1395, i64 3
-	store float %1384, float* %1399, align 4
-	%1400 = add i64 %1328, 1
+	%1176 = shl i64 %1174, 2
+	%1177 = add i64 %53, %1176
+	%1178 = add i64 %57, %1174
+	%1179 = getelementptr float, float* %1, i64 %1177
+	%1180 = getelementptr float, float* %1179, i64 0
+	%1181 = load float, float* %1180, align 4
+	%1182 = getelementptr float, float* %1179, i64 1
+	%1183 = load float, float* %1182, align 4
+	%1184 = getelementptr float, float* %1179, i64 2
+	%1185 = load float, float* %1184, align 4
+	%1186 = getelementptr float, float* %1179, i64 3
+	%1187 = load float, float* %1186, align 4
+	%1188 = getelementptr float, float* %3, i64 %1177
+	%1189 = getelementptr float, float* %1188, i64 0
+	%1190 = load float, float* %1189, align 4
+	%1191 = getelementptr float, float* %1188, i64 1
+	%1192 = load float, float* %1191, align 4
+	%1193 = getelementptr float, float* %1188, i64 2
+	%1194 = load float, float* %1193, align 4
+	%1195 = getelementptr float, float* %1188, i64 3
+	%1196 = load float, float* %1195, align 4
+	%1197 = getelementptr float, float* %5, i64 %1177
+	%1198 = getelementptr float, float* %1197, i64 0
+	%1199 = load float, float* %1198, align 4
+	%1200 = getelementptr float, float* %1197, i64 1
+	%1201 = load float, float* %1200, align 4
+	%1202 = getelementptr float, float* %1197, i64 2
+	%1203 = load float, float* %1202, align 4
+	%1204 = getelementptr float, float* %1197, i64 3
+	%1205 = load float, float* %1204, align 4
+	%1206 = getelementptr float, float* %7, i64 %1177
+	%1207 = getelementptr float, float* %1206, i64 0
+	%1208 = load float, float* %1207, align 4
+	%1209 = getelementptr float, float* %1206, i64 1
+	%1210 = load float, float* %1209, align 4
+	%1211 = getelementptr float, float* %1206, i64 2
+	%1212 = load float, float* %1211, align 4
+	%1213 = getelementptr float, float* %1206, i64 3
+	%1214 = load float, float* %1213, align 4
+	%1215 = call { float, float, float } @dp_adambc_body(float %1181, float %1190, float %1199, float %1208, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1216 = extractvalue { float, float, float } %1215, 0
+	%1217 = extractvalue { float, float, float } %1215, 1
+	%1218 = extractvalue { float, float, float } %1215, 2
+	%1219 = call { float, float, float } @dp_adambc_body(float %1183, float %1192, float %1201, float %1210, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1220 = extractvalue { float, float, float } %1219, 0
+	%1221 = extractvalue { float, float, float } %1219, 1
+	%1222 = extractvalue { float, float, float } %1219, 2
+	%1223 = call { float, float, float } @dp_adambc_body(float %1185, float %1194, float %1203, float %1212, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1224 = extractvalue { float, float, float } %1223, 0
+	%1225 = extractvalue { float, float, float } %1223, 1
+	%1226 = extractvalue { float, float, float } %1223, 2
+	%1227 = call { float, float, float } @dp_adambc_body(float %1187, float %1196, float %1205, float %1214, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1228 = extractvalue { float, float, float } %1227, 0
+	%1229 = extractvalue { float, float, float } %1227, 1
+	%1230 = extractvalue { float, float, float } %1227, 2
+	%1231 = getelementptr float, float* %5, i64 %1177
+	%1232 = getelementptr float, float* %1231, i64 0
+	store float %1216, float* %1232, align 4
+	%1233 = getelementptr float, float* %1231, i64 1
+	store float %1220, float* %1233, align 4
+	%1234 = getelementptr float, float* %1231, i64 2
+	store float %1224, float* %1234, align 4
+	%1235 = getelementptr float, float* %1231, i64 3
+	store float %1228, float* %1235, align 4
+	%1236 = getelementptr float, float* %7, i64 %1177
+	%1237 = getelementptr float, float* %1236, i64 0
+	store float %1217, float* %1237, align 4
+	%1238 = getelementptr float, float* %1236, i64 1
+	store float %1221, float* %1238, align 4
+	%1239 = getelementptr float, float* %1236, i64 2
+	store float %1225, float* %1239, align 4
+	%1240 = getelementptr float, float* %1236, i64 3
+	store float %1229, float* %1240, align 4
+	%1241 = getelementptr float, float* %1, i64 %1177
+	%1242 = getelementptr float, float* %1241, i64 0
+	store float %1218, float* %1242, align 4
+	%1243 = getelementptr float, float* %1241, i64 1
+	store float %1222, float* %1243, align 4
+	%1244 = getelementptr float, float* %1241, i64 2
+	store float %1226, float* %1244, align 4
+	%1245 = getelementptr float, float* %1241, i64 3
+	store float %1230, float* %1245, align 4
+	%1246 = add i64 %1174, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%1401 = phi i64 [ %55, %group.done.45 ], [ %1418, %tail.47 ]
-	%1402 = icmp slt i64 %1401, %35
-	br i1 %1402, label %tail.47, label %tail.done.48
+	%1247 = phi i64 [ %55, %group.done.45 ], [ %1264, %tail.47 ]
+	%1248 = icmp slt i64 %1247, %35
+	br i1 %1248, label %tail.47, label %tail.done.48
 
 tail.47:
-	%1403 = getelementptr float, float* %1, i64 %1401
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %3, i64 %1401
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %5, i64 %1401
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %7, i64 %1401
-	%1410 = load float, float* %1409, align 4
-	%1411 = call { float, float, float } @dp_adambc_body(float %1404, float %1406, float %1408, float %1410, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
-	%1412 = extractvalue { float, float, float } %1411, 0
-	%1413 = extractvalue { float, float, float } %1411, 1
-	%1414 = extractvalue { float, float, float } %1411, 2
-	%1415 = getelementptr float, float* %5, i64 %1401
-	store float %1412, float* %1415, align 4
-	%1416 = getelementptr float, float* %7, i64 %1401
-	store float %1413, float* %1416, align 4
-	%1417 = getelementptr float, float* %1, i64 %1401
-	store float %1414, float* %1417, align 4
-	%1418 = add i64 %1401, 1
+	%1249 = getelementptr float, float* %1, i64 %1247
+	%1250 = load float, float* %1249, align 4
+	%1251 = getelementptr float, float* %3, i64 %1247
+	%1252 = load float, float* %1251, align 4
+	%1253 = getelementptr float, float* %5, i64 %1247
+	%1254 = load float, float* %1253, align 4
+	%1255 = getelementptr float, float* %7, i64 %1247
+	%1256 = load float, float* %1255, align 4
+	%1257 = call { float, float, float } @dp_adambc_body(float %1250, float %1252, float %1254, float %1256, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29)
+	%1258 = extractvalue { float, float, float } %1257, 0
+	%1259 = extractvalue { float, float, float } %1257, 1
+	%1260 = extractvalue { float, float, float } %1257, 2
+	%1261 = getelementptr float, float* %5, i64 %1247
+	store float %1258, float* %1261, align 4
+	%1262 = getelementptr float, float* %7, i64 %1247
+	store float %1259, float* %1262, align 4
+	%1263 = getelementptr float, float* %1, i64 %1247
+	store float %1260, float* %1263, align 4
+	%1264 = add i64 %1247, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -3590,7 +3298,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @dp_adambc_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @dp_adambc_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -3672,7 +3380,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -3715,111 +3423,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -3829,589 +3534,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @dp_adambc_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adambc_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @dp_adambc_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adambc_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -4420,39 +4127,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -4461,7 +4167,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -4487,20 +4193,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -4509,41 +4214,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @dp_adambc_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adambc_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -5094,4 +4798,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_adambc_abi = constant [65 x i8] c"ede838e2071224fab748a68b4225ba256e28bb5dc639ba17068eab5608b1efa5\00"
+@dp_adambc_abi = constant [65 x i8] c"1456a36e85fc7b53abec9e09d33f42a87825f507285519b025dca1ed7dc81e2e\00"

@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float } @dp_adamw_body(float %v.theta, float %v.g, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.m
@@ -1492,7 +1522,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%78 = phi i64 [ 0, %head.done.27 ], [ %700, %wide.29 ]
+	%78 = phi i64 [ 0, %head.done.27 ], [ %581, %wide.29 ]
 	%79 = icmp slt i64 %78, %77
 	br i1 %79, label %wide.29, label %wide.done.30
 
@@ -1501,1616 +1531,1294 @@ wide.29:
 	%81 = shl i64 %80, 2
 	%82 = add i64 %49, %81
 	%83 = add i64 %53, %80
-	%84 = getelementptr float, float* %1, i64 %82
-	%85 = getelementptr float, float* %84, i64 0
-	%86 = load float, float* %85, align 4
-	%87 = getelementptr float, float* %84, i64 1
-	%88 = load float, float* %87, align 4
-	%89 = getelementptr float, float* %84, i64 2
-	%90 = load float, float* %89, align 4
-	%91 = getelementptr float, float* %84, i64 3
-	%92 = load float, float* %91, align 4
-	%93 = getelementptr float, float* %84, i64 4
-	%94 = load float, float* %93, align 4
-	%95 = getelementptr float, float* %84, i64 5
-	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %84, i64 6
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %84, i64 7
-	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %84, i64 8
-	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %84, i64 9
-	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %84, i64 10
-	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %84, i64 11
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %84, i64 12
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %84, i64 13
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %84, i64 14
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %84, i64 15
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %84, i64 16
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %84, i64 17
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %84, i64 18
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %84, i64 19
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %84, i64 20
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %84, i64 21
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %84, i64 22
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %84, i64 23
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %84, i64 24
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %84, i64 25
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %84, i64 26
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %84, i64 27
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %84, i64 28
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %84, i64 29
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %84, i64 30
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %84, i64 31
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %3, i64 %82
-	%150 = getelementptr float, float* %149, i64 0
-	%151 = load float, float* %150, align 4
-	%152 = getelementptr float, float* %149, i64 1
-	%153 = load float, float* %152, align 4
-	%154 = getelementptr float, float* %149, i64 2
-	%155 = load float, float* %154, align 4
-	%156 = getelementptr float, float* %149, i64 3
-	%157 = load float, float* %156, align 4
-	%158 = getelementptr float, float* %149, i64 4
-	%159 = load float, float* %158, align 4
-	%160 = getelementptr float, float* %149, i64 5
-	%161 = load float, float* %160, align 4
-	%162 = getelementptr float, float* %149, i64 6
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %149, i64 7
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %149, i64 8
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %149, i64 9
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %149, i64 10
-	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %149, i64 11
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %149, i64 12
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %149, i64 13
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %149, i64 14
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %149, i64 15
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %149, i64 16
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %149, i64 17
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %149, i64 18
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %149, i64 19
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %149, i64 20
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %149, i64 21
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %149, i64 22
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %149, i64 23
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %149, i64 24
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %149, i64 25
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %149, i64 26
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %149, i64 27
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %149, i64 28
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %149, i64 29
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %149, i64 30
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %149, i64 31
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %5, i64 %82
-	%215 = getelementptr float, float* %214, i64 0
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %214, i64 1
-	%218 = load float, float* %217, align 4
-	%219 = getelementptr float, float* %214, i64 2
-	%220 = load float, float* %219, align 4
-	%221 = getelementptr float, float* %214, i64 3
-	%222 = load float, float* %221, align 4
-	%223 = getelementptr float, float* %214, i64 4
-	%224 = load float, float* %223, align 4
-	%225 = getelementptr float, float* %214, i64 5
-	%226 = load float, float* %225, align 4
-	%227 = getelementptr float, float* %214, i64 6
-	%228 = load float, float* %227, align 4
-	%229 = getelementptr float, float* %214, i64 7
-	%230 = load float, float* %229, align 4
-	%231 = getelementptr float, float* %214, i64 8
-	%232 = load float, float* %231, align 4
-	%233 = getelementptr float, float* %214, i64 9
-	%234 = load float, float* %233, align 4
-	%235 = getelementptr float, float* %214, i64 10
-	%236 = load float, float* %235, align 4
-	%237 = getelementptr float, float* %214, i64 11
-	%238 = load float, float* %237, align 4
-	%239 = getelementptr float, float* %214, i64 12
-	%240 = load float, float* %239, align 4
-	%241 = getelementptr float, float* %214, i64 13
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %214, i64 14
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %214, i64 15
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %214, i64 16
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %214, i64 17
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %214, i64 18
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %214, i64 19
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %214, i64 20
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %214, i64 21
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %214, i64 22
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %214, i64 23
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %214, i64 24
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %214, i64 25
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %214, i64 26
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %214, i64 27
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %214, i64 28
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %214, i64 29
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %214, i64 30
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %214, i64 31
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %7, i64 %82
-	%280 = getelementptr float, float* %279, i64 0
-	%281 = load float, float* %280, align 4
-	%282 = getelementptr float, float* %279, i64 1
-	%283 = load float, float* %282, align 4
-	%284 = getelementptr float, float* %279, i64 2
-	%285 = load float, float* %284, align 4
-	%286 = getelementptr float, float* %279, i64 3
-	%287 = load float, float* %286, align 4
-	%288 = getelementptr float, float* %279, i64 4
-	%289 = load float, float* %288, align 4
-	%290 = getelementptr float, float* %279, i64 5
-	%291 = load float, float* %290, align 4
-	%292 = getelementptr float, float* %279, i64 6
-	%293 = load float, float* %292, align 4
-	%294 = getelementptr float, float* %279, i64 7
-	%295 = load float, float* %294, align 4
-	%296 = getelementptr float, float* %279, i64 8
-	%297 = load float, float* %296, align 4
-	%298 = getelementptr float, float* %279, i64 9
-	%299 = load float, float* %298, align 4
-	%300 = getelementptr float, float* %279, i64 10
-	%301 = load float, float* %300, align 4
-	%302 = getelementptr float, float* %279, i64 11
-	%303 = load float, float* %302, align 4
-	%304 = getelementptr float, float* %279, i64 12
-	%305 = load float, float* %304, align 4
-	%306 = getelementptr float, float* %279, i64 13
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %279, i64 14
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %279, i64 15
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %279, i64 16
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %279, i64 17
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %279, i64 18
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %279, i64 19
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %279, i64 20
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %279, i64 21
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %279, i64 22
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %279, i64 23
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %279, i64 24
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %279, i64 25
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %279, i64 26
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %279, i64 27
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %279, i64 28
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %279, i64 29
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %279, i64 30
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %279, i64 31
-	%343 = load float, float* %342, align 4
-	%344 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %35, i32 %37, i32 0, i64 %83)
-	%345 = extractvalue [4 x <8 x float>] %344, 0
-	%346 = extractelement <8 x float> %345, i32 0
-	%347 = fmul float %27, %346
-	%348 = fadd float %151, %347
-	%349 = call { float, float, float } @dp_adamw_body(float %86, float %348, float %216, float %281, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%84 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %35, i32 %37, i32 0, i64 %83)
+	%85 = add i64 %82, 0
+	%86 = getelementptr float, float* %1, i64 %85
+	%87 = bitcast float* %86 to <8 x float>*
+	%88 = load <8 x float>, <8 x float>* %87, align 4
+	%89 = extractelement <8 x float> %88, i32 0
+	%90 = extractelement <8 x float> %88, i32 1
+	%91 = extractelement <8 x float> %88, i32 2
+	%92 = extractelement <8 x float> %88, i32 3
+	%93 = extractelement <8 x float> %88, i32 4
+	%94 = extractelement <8 x float> %88, i32 5
+	%95 = extractelement <8 x float> %88, i32 6
+	%96 = extractelement <8 x float> %88, i32 7
+	%97 = add i64 %82, 8
+	%98 = getelementptr float, float* %1, i64 %97
+	%99 = bitcast float* %98 to <8 x float>*
+	%100 = load <8 x float>, <8 x float>* %99, align 4
+	%101 = extractelement <8 x float> %100, i32 0
+	%102 = extractelement <8 x float> %100, i32 1
+	%103 = extractelement <8 x float> %100, i32 2
+	%104 = extractelement <8 x float> %100, i32 3
+	%105 = extractelement <8 x float> %100, i32 4
+	%106 = extractelement <8 x float> %100, i32 5
+	%107 = extractelement <8 x float> %100, i32 6
+	%108 = extractelement <8 x float> %100, i32 7
+	%109 = add i64 %82, 16
+	%110 = getelementptr float, float* %1, i64 %109
+	%111 = bitcast float* %110 to <8 x float>*
+	%112 = load <8 x float>, <8 x float>* %111, align 4
+	%113 = extractelement <8 x float> %112, i32 0
+	%114 = extractelement <8 x float> %112, i32 1
+	%115 = extractelement <8 x float> %112, i32 2
+	%116 = extractelement <8 x float> %112, i32 3
+	%117 = extractelement <8 x float> %112, i32 4
+	%118 = extractelement <8 x float> %112, i32 5
+	%119 = extractelement <8 x float> %112, i32 6
+	%120 = extractelement <8 x float> %112, i32 7
+	%121 = add i64 %82, 24
+	%122 = getelementptr float, float* %1, i64 %121
+	%123 = bitcast float* %122 to <8 x float>*
+	%124 = load <8 x float>, <8 x float>* %123, align 4
+	%125 = extractelement <8 x float> %124, i32 0
+	%126 = extractelement <8 x float> %124, i32 1
+	%127 = extractelement <8 x float> %124, i32 2
+	%128 = extractelement <8 x float> %124, i32 3
+	%129 = extractelement <8 x float> %124, i32 4
+	%130 = extractelement <8 x float> %124, i32 5
+	%131 = extractelement <8 x float> %124, i32 6
+	%132 = extractelement <8 x float> %124, i32 7
+	%133 = add i64 %82, 0
+	%134 = getelementptr float, float* %3, i64 %133
+	%135 = bitcast float* %134 to <8 x float>*
+	%136 = load <8 x float>, <8 x float>* %135, align 4
+	%137 = insertelement <8 x float> undef, float %27, i32 0
+	%138 = insertelement <8 x float> %137, float %27, i32 1
+	%139 = insertelement <8 x float> %138, float %27, i32 2
+	%140 = insertelement <8 x float> %139, float %27, i32 3
+	%141 = insertelement <8 x float> %140, float %27, i32 4
+	%142 = insertelement <8 x float> %141, float %27, i32 5
+	%143 = insertelement <8 x float> %142, float %27, i32 6
+	%144 = insertelement <8 x float> %143, float %27, i32 7
+	%145 = extractvalue [4 x <8 x float>] %84, 0
+	%146 = fmul <8 x float> %144, %145
+	%147 = fadd <8 x float> %136, %146
+	%148 = extractelement <8 x float> %147, i32 0
+	%149 = extractelement <8 x float> %147, i32 1
+	%150 = extractelement <8 x float> %147, i32 2
+	%151 = extractelement <8 x float> %147, i32 3
+	%152 = extractelement <8 x float> %147, i32 4
+	%153 = extractelement <8 x float> %147, i32 5
+	%154 = extractelement <8 x float> %147, i32 6
+	%155 = extractelement <8 x float> %147, i32 7
+	%156 = add i64 %82, 8
+	%157 = getelementptr float, float* %3, i64 %156
+	%158 = bitcast float* %157 to <8 x float>*
+	%159 = load <8 x float>, <8 x float>* %158, align 4
+	%160 = insertelement <8 x float> undef, float %27, i32 0
+	%161 = insertelement <8 x float> %160, float %27, i32 1
+	%162 = insertelement <8 x float> %161, float %27, i32 2
+	%163 = insertelement <8 x float> %162, float %27, i32 3
+	%164 = insertelement <8 x float> %163, float %27, i32 4
+	%165 = insertelement <8 x float> %164, float %27, i32 5
+	%166 = insertelement <8 x float> %165, float %27, i32 6
+	%167 = insertelement <8 x float> %166, float %27, i32 7
+	%168 = extractvalue [4 x <8 x float>] %84, 1
+	%169 = fmul <8 x float> %167, %168
+	%170 = fadd <8 x float> %159, %169
+	%171 = extractelement <8 x float> %170, i32 0
+	%172 = extractelement <8 x float> %170, i32 1
+	%173 = extractelement <8 x float> %170, i32 2
+	%174 = extractelement <8 x float> %170, i32 3
+	%175 = extractelement <8 x float> %170, i32 4
+	%176 = extractelement <8 x float> %170, i32 5
+	%177 = extractelement <8 x float> %170, i32 6
+	%178 = extractelement <8 x float> %170, i32 7
+	%179 = add i64 %82, 16
+	%180 = getelementptr float, float* %3, i64 %179
+	%181 = bitcast float* %180 to <8 x float>*
+	%182 = load <8 x float>, <8 x float>* %181, align 4
+	%183 = insertelement <8 x float> undef, float %27, i32 0
+	%184 = insertelement <8 x float> %183, float %27, i32 1
+	%185 = insertelement <8 x float> %184, float %27, i32 2
+	%186 = insertelement <8 x float> %185, float %27, i32 3
+	%187 = insertelement <8 x float> %186, float %27, i32 4
+	%188 = insertelement <8 x float> %187, float %27, i32 5
+	%189 = insertelement <8 x float> %188, float %27, i32 6
+	%190 = insertelement <8 x float> %189, float %27, i32 7
+	%191 = extractvalue [4 x <8 x float>] %84, 2
+	%192 = fmul <8 x float> %190, %191
+	%193 = fadd <8 x float> %182, %192
+	%194 = extractelement <8 x float> %193, i32 0
+	%195 = extractelement <8 x float> %193, i32 1
+	%196 = extractelement <8 x float> %193, i32 2
+	%197 = extractelement <8 x float> %193, i32 3
+	%198 = extractelement <8 x float> %193, i32 4
+	%199 = extractelement <8 x float> %193, i32 5
+	%200 = extractelement <8 x float> %193, i32 6
+	%201 = extractelement <8 x float> %193, i32 7
+	%202 = add i64 %82, 24
+	%203 = getelementptr float, float* %3, i64 %202
+	%204 = bitcast float* %203 to <8 x float>*
+	%205 = load <8 x float>, <8 x float>* %204, align 4
+	%206 = insertelement <8 x float> undef, float %27, i32 0
+	%207 = insertelement <8 x float> %206, float %27, i32 1
+	%208 = insertelement <8 x float> %207, float %27, i32 2
+	%209 = insertelement <8 x float> %208, float %27, i32 3
+	%210 = insertelement <8 x float> %209, float %27, i32 4
+	%211 = insertelement <8 x float> %210, float %27, i32 5
+	%212 = insertelement <8 x float> %211, float %27, i32 6
+	%213 = insertelement <8 x float> %212, float %27, i32 7
+	%214 = extractvalue [4 x <8 x float>] %84, 3
+	%215 = fmul <8 x float> %213, %214
+	%216 = fadd <8 x float> %205, %215
+	%217 = extractelement <8 x float> %216, i32 0
+	%218 = extractelement <8 x float> %216, i32 1
+	%219 = extractelement <8 x float> %216, i32 2
+	%220 = extractelement <8 x float> %216, i32 3
+	%221 = extractelement <8 x float> %216, i32 4
+	%222 = extractelement <8 x float> %216, i32 5
+	%223 = extractelement <8 x float> %216, i32 6
+	%224 = extractelement <8 x float> %216, i32 7
+	%225 = add i64 %82, 0
+	%226 = getelementptr float, float* %5, i64 %225
+	%227 = bitcast float* %226 to <8 x float>*
+	%228 = load <8 x float>, <8 x float>* %227, align 4
+	%229 = extractelement <8 x float> %228, i32 0
+	%230 = extractelement <8 x float> %228, i32 1
+	%231 = extractelement <8 x float> %228, i32 2
+	%232 = extractelement <8 x float> %228, i32 3
+	%233 = extractelement <8 x float> %228, i32 4
+	%234 = extractelement <8 x float> %228, i32 5
+	%235 = extractelement <8 x float> %228, i32 6
+	%236 = extractelement <8 x float> %228, i32 7
+	%237 = add i64 %82, 8
+	%238 = getelementptr float, float* %5, i64 %237
+	%239 = bitcast float* %238 to <8 x float>*
+	%240 = load <8 x float>, <8 x float>* %239, align 4
+	%241 = extractelement <8 x float> %240, i32 0
+	%242 = extractelement <8 x float> %240, i32 1
+	%243 = extractelement <8 x float> %240, i32 2
+	%244 = extractelement <8 x float> %240, i32 3
+	%245 = extractelement <8 x float> %240, i32 4
+	%246 = extractelement <8 x float> %240, i32 5
+	%247 = extractelement <8 x float> %240, i32 6
+	%248 = extractelement <8 x float> %240, i32 7
+	%249 = add i64 %82, 16
+	%250 = getelementptr float, float* %5, i64 %249
+	%251 = bitcast float* %250 to <8 x float>*
+	%252 = load <8 x float>, <8 x float>* %251, align 4
+	%253 = extractelement <8 x float> %252, i32 0
+	%254 = extractelement <8 x float> %252, i32 1
+	%255 = extractelement <8 x float> %252, i32 2
+	%256 = extractelement <8 x float> %252, i32 3
+	%257 = extractelement <8 x float> %252, i32 4
+	%258 = extractelement <8 x float> %252, i32 5
+	%259 = extractelement <8 x float> %252, i32 6
+	%260 = extractelement <8 x float> %252, i32 7
+	%261 = add i64 %82, 24
+	%262 = getelementptr float, float* %5, i64 %261
+	%263 = bitcast float* %262 to <8 x float>*
+	%264 = load <8 x float>, <8 x float>* %263, align 4
+	%265 = extractelement <8 x float> %264, i32 0
+	%266 = extractelement <8 x float> %264, i32 1
+	%267 = extractelement <8 x float> %264, i32 2
+	%268 = extractelement <8 x float> %264, i32 3
+	%269 = extractelement <8 x float> %264, i32 4
+	%270 = extractelement <8 x float> %264, i32 5
+	%271 = extractelement <8 x float> %264, i32 6
+	%272 = extractelement <8 x float> %264, i32 7
+	%273 = add i64 %82, 0
+	%274 = getelementptr float, float* %7, i64 %273
+	%275 = bitcast float* %274 to <8 x float>*
+	%276 = load <8 x float>, <8 x float>* %275, align 4
+	%277 = extractelement <8 x float> %276, i32 0
+	%278 = extractelement <8 x float> %276, i32 1
+	%279 = extractelement <8 x float> %276, i32 2
+	%280 = extractelement <8 x float> %276, i32 3
+	%281 = extractelement <8 x float> %276, i32 4
+	%282 = extractelement <8 x float> %276, i32 5
+	%283 = extractelement <8 x float> %276, i32 6
+	%284 = extractelement <8 x float> %276, i32 7
+	%285 = add i64 %82, 8
+	%286 = getelementptr float, float* %7, i64 %285
+	%287 = bitcast float* %286 to <8 x float>*
+	%288 = load <8 x float>, <8 x float>* %287, align 4
+	%289 = extractelement <8 x float> %288, i32 0
+	%290 = extractelement <8 x float> %288, i32 1
+	%291 = extractelement <8 x float> %288, i32 2
+	%292 = extractelement <8 x float> %288, i32 3
+	%293 = extractelement <8 x float> %288, i32 4
+	%294 = extractelement <8 x float> %288, i32 5
+	%295 = extractelement <8 x float> %288, i32 6
+	%296 = extractelement <8 x float> %288, i32 7
+	%297 = add i64 %82, 16
+	%298 = getelementptr float, float* %7, i64 %297
+	%299 = bitcast float* %298 to <8 x float>*
+	%300 = load <8 x float>, <8 x float>* %299, align 4
+	%301 = extractelement <8 x float> %300, i32 0
+	%302 = extractelement <8 x float> %300, i32 1
+	%303 = extractelement <8 x float> %300, i32 2
+	%304 = extractelement <8 x float> %300, i32 3
+	%305 = extractelement <8 x float> %300, i32 4
+	%306 = extractelement <8 x float> %300, i32 5
+	%307 = extractelement <8 x float> %300, i32 6
+	%308 = extractelement <8 x float> %300, i32 7
+	%309 = add i64 %82, 24
+	%310 = getelementptr float, float* %7, i64 %309
+	%311 = bitcast float* %310 to <8 x float>*
+	%312 = load <8 x float>, <8 x float>* %311, align 4
+	%313 = extractelement <8 x float> %312, i32 0
+	%314 = extractelement <8 x float> %312, i32 1
+	%315 = extractelement <8 x float> %312, i32 2
+	%316 = extractelement <8 x float> %312, i32 3
+	%317 = extractelement <8 x float> %312, i32 4
+	%318 = extractelement <8 x float> %312, i32 5
+	%319 = extractelement <8 x float> %312, i32 6
+	%320 = extractelement <8 x float> %312, i32 7
+	%321 = call { float, float, float } @dp_adamw_body(float %89, float %148, float %229, float %277, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%322 = extractvalue { float, float, float } %321, 0
+	%323 = extractvalue { float, float, float } %321, 1
+	%324 = extractvalue { float, float, float } %321, 2
+	%325 = call { float, float, float } @dp_adamw_body(float %90, float %149, float %230, float %278, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%326 = extractvalue { float, float, float } %325, 0
+	%327 = extractvalue { float, float, float } %325, 1
+	%328 = extractvalue { float, float, float } %325, 2
+	%329 = call { float, float, float } @dp_adamw_body(float %91, float %150, float %231, float %279, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%330 = extractvalue { float, float, float } %329, 0
+	%331 = extractvalue { float, float, float } %329, 1
+	%332 = extractvalue { float, float, float } %329, 2
+	%333 = call { float, float, float } @dp_adamw_body(float %92, float %151, float %232, float %280, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%334 = extractvalue { float, float, float } %333, 0
+	%335 = extractvalue { float, float, float } %333, 1
+	%336 = extractvalue { float, float, float } %333, 2
+	%337 = call { float, float, float } @dp_adamw_body(float %93, float %152, float %233, float %281, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%338 = extractvalue { float, float, float } %337, 0
+	%339 = extractvalue { float, float, float } %337, 1
+	%340 = extractvalue { float, float, float } %337, 2
+	%341 = call { float, float, float } @dp_adamw_body(float %94, float %153, float %234, float %282, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%342 = extractvalue { float, float, float } %341, 0
+	%343 = extractvalue { float, float, float } %341, 1
+	%344 = extractvalue { float, float, float } %341, 2
+	%345 = call { float, float, float } @dp_adamw_body(float %95, float %154, float %235, float %283, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%346 = extractvalue { float, float, float } %345, 0
+	%347 = extractvalue { float, float, float } %345, 1
+	%348 = extractvalue { float, float, float } %345, 2
+	%349 = call { float, float, float } @dp_adamw_body(float %96, float %155, float %236, float %284, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%350 = extractvalue { float, float, float } %349, 0
 	%351 = extractvalue { float, float, float } %349, 1
 	%352 = extractvalue { float, float, float } %349, 2
-	%353 = extractvalue [4 x <8 x float>] %344, 1
-	%354 = extractelement <8 x float> %353, i32 0
-	%355 = fmul float %27, %354
-	%356 = fadd float %153, %355
-	%357 = call { float, float, float } @dp_adamw_body(float %88, float %356, float %218, float %283, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%353 = call { float, float, float } @dp_adamw_body(float %101, float %171, float %241, float %289, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%354 = extractvalue { float, float, float } %353, 0
+	%355 = extractvalue { float, float, float } %353, 1
+	%356 = extractvalue { float, float, float } %353, 2
+	%357 = call { float, float, float } @dp_adamw_body(float %102, float %172, float %242, float %290, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%358 = extractvalue { float, float, float } %357, 0
 	%359 = extractvalue { float, float, float } %357, 1
 	%360 = extractvalue { float, float, float } %357, 2
-	%361 = extractvalue [4 x <8 x float>] %344, 2
-	%362 = extractelement <8 x float> %361, i32 0
-	%363 = fmul float %27, %362
-	%364 = fadd float %155, %363
-	%365 = call { float, float, float } @dp_adamw_body(float %90, float %364, float %220, float %285, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%361 = call { float, float, float } @dp_adamw_body(float %103, float %173, float %243, float %291, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%362 = extractvalue { float, float, float } %361, 0
+	%363 = extractvalue { float, float, float } %361, 1
+	%364 = extractvalue { float, float, float } %361, 2
+	%365 = call { float, float, float } @dp_adamw_body(float %104, float %174, float %244, float %292, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%366 = extractvalue { float, float, float } %365, 0
 	%367 = extractvalue { float, float, float } %365, 1
 	%368 = extractvalue { float, float, float } %365, 2
-	%369 = extractvalue [4 x <8 x float>] %344, 3
-	%370 = extractelement <8 x float> %369, i32 0
-	%371 = fmul float %27, %370
-	%372 = fadd float %157, %371
-	%373 = call { float, float, float } @dp_adamw_body(float %92, float %372, float %222, float %287, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%369 = call { float, float, float } @dp_adamw_body(float %105, float %175, float %245, float %293, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%370 = extractvalue { float, float, float } %369, 0
+	%371 = extractvalue { float, float, float } %369, 1
+	%372 = extractvalue { float, float, float } %369, 2
+	%373 = call { float, float, float } @dp_adamw_body(float %106, float %176, float %246, float %294, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%374 = extractvalue { float, float, float } %373, 0
 	%375 = extractvalue { float, float, float } %373, 1
 	%376 = extractvalue { float, float, float } %373, 2
-	%377 = extractvalue [4 x <8 x float>] %344, 0
-	%378 = extractelement <8 x float> %377, i32 1
-	%379 = fmul float %27, %378
-	%380 = fadd float %159, %379
-	%381 = call { float, float, float } @dp_adamw_body(float %94, float %380, float %224, float %289, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%377 = call { float, float, float } @dp_adamw_body(float %107, float %177, float %247, float %295, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%378 = extractvalue { float, float, float } %377, 0
+	%379 = extractvalue { float, float, float } %377, 1
+	%380 = extractvalue { float, float, float } %377, 2
+	%381 = call { float, float, float } @dp_adamw_body(float %108, float %178, float %248, float %296, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%382 = extractvalue { float, float, float } %381, 0
 	%383 = extractvalue { float, float, float } %381, 1
 	%384 = extractvalue { float, float, float } %381, 2
-	%385 = extractvalue [4 x <8 x float>] %344, 1
-	%386 = extractelement <8 x float> %385, i32 1
-	%387 = fmul float %27, %386
-	%388 = fadd float %161, %387
-	%389 = call { float, float, float } @dp_adamw_body(float %96, float %388, float %226, float %291, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%385 = call { float, float, float } @dp_adamw_body(float %113, float %194, float %253, float %301, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%386 = extractvalue { float, float, float } %385, 0
+	%387 = extractvalue { float, float, float } %385, 1
+	%388 = extractvalue { float, float, float } %385, 2
+	%389 = call { float, float, float } @dp_adamw_body(float %114, float %195, float %254, float %302, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%390 = extractvalue { float, float, float } %389, 0
 	%391 = extractvalue { float, float, float } %389, 1
 	%392 = extractvalue { float, float, float } %389, 2
-	%393 = extractvalue [4 x <8 x float>] %344, 2
-	%394 = extractelement <8 x float> %393, i32 1
-	%395 = fmul float %27, %394
-	%396 = fadd float %163, %395
-	%397 = call { float, float, float } @dp_adamw_body(float %98, float %396, float %228, float %293, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%393 = call { float, float, float } @dp_adamw_body(float %115, float %196, float %255, float %303, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%394 = extractvalue { float, float, float } %393, 0
+	%395 = extractvalue { float, float, float } %393, 1
+	%396 = extractvalue { float, float, float } %393, 2
+	%397 = call { float, float, float } @dp_adamw_body(float %116, float %197, float %256, float %304, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%398 = extractvalue { float, float, float } %397, 0
 	%399 = extractvalue { float, float, float } %397, 1
 	%400 = extractvalue { float, float, float } %397, 2
-	%401 = extractvalue [4 x <8 x float>] %344, 3
-	%402 = extractelement <8 x float> %401, i32 1
-	%403 = fmul float %27, %402
-	%404 = fadd float %165, %403
-	%405 = call { float, float, float } @dp_adamw_body(float %100, float %404, float %230, float %295, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%401 = call { float, float, float } @dp_adamw_body(float %117, float %198, float %257, float %305, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%402 = extractvalue { float, float, float } %401, 0
+	%403 = extractvalue { float, float, float } %401, 1
+	%404 = extractvalue { float, float, float } %401, 2
+	%405 = call { float, float, float } @dp_adamw_body(float %118, float %199, float %258, float %306, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%406 = extractvalue { float, float, float } %405, 0
 	%407 = extractvalue { float, float, float } %405, 1
 	%408 = extractvalue { float, float, float } %405, 2
-	%409 = extractvalue [4 x <8 x float>] %344, 0
-	%410 = extractelement <8 x float> %409, i32 2
-	%411 = fmul float %27, %410
-	%412 = fadd float %167, %411
-	%413 = call { float, float, float } @dp_adamw_body(float %102, float %412, float %232, float %297, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%409 = call { float, float, float } @dp_adamw_body(float %119, float %200, float %259, float %307, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%410 = extractvalue { float, float, float } %409, 0
+	%411 = extractvalue { float, float, float } %409, 1
+	%412 = extractvalue { float, float, float } %409, 2
+	%413 = call { float, float, float } @dp_adamw_body(float %120, float %201, float %260, float %308, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%414 = extractvalue { float, float, float } %413, 0
 	%415 = extractvalue { float, float, float } %413, 1
 	%416 = extractvalue { float, float, float } %413, 2
-	%417 = extractvalue [4 x <8 x float>] %344, 1
-	%418 = extractelement <8 x float> %417, i32 2
-	%419 = fmul float %27, %418
-	%420 = fadd float %169, %419
-	%421 = call { float, float, float } @dp_adamw_body(float %104, float %420, float %234, float %299, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%417 = call { float, float, float } @dp_adamw_body(float %125, float %217, float %265, float %313, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%418 = extractvalue { float, float, float } %417, 0
+	%419 = extractvalue { float, float, float } %417, 1
+	%420 = extractvalue { float, float, float } %417, 2
+	%421 = call { float, float, float } @dp_adamw_body(float %126, float %218, float %266, float %314, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%422 = extractvalue { float, float, float } %421, 0
 	%423 = extractvalue { float, float, float } %421, 1
 	%424 = extractvalue { float, float, float } %421, 2
-	%425 = extractvalue [4 x <8 x float>] %344, 2
-	%426 = extractelement <8 x float> %425, i32 2
-	%427 = fmul float %27, %426
-	%428 = fadd float %171, %427
-	%429 = call { float, float, float } @dp_adamw_body(float %106, float %428, float %236, float %301, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%425 = call { float, float, float } @dp_adamw_body(float %127, float %219, float %267, float %315, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%426 = extractvalue { float, float, float } %425, 0
+	%427 = extractvalue { float, float, float } %425, 1
+	%428 = extractvalue { float, float, float } %425, 2
+	%429 = call { float, float, float } @dp_adamw_body(float %128, float %220, float %268, float %316, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%430 = extractvalue { float, float, float } %429, 0
 	%431 = extractvalue { float, float, float } %429, 1
 	%432 = extractvalue { float, float, float } %429, 2
-	%433 = extractvalue [4 x <8 x float>] %344, 3
-	%434 = extractelement <8 x float> %433, i32 2
-	%435 = fmul float %27, %434
-	%436 = fadd float %173, %435
-	%437 = call { float, float, float } @dp_adamw_body(float %108, float %436, float %238, float %303, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%433 = call { float, float, float } @dp_adamw_body(float %129, float %221, float %269, float %317, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%434 = extractvalue { float, float, float } %433, 0
+	%435 = extractvalue { float, float, float } %433, 1
+	%436 = extractvalue { float, float, float } %433, 2
+	%437 = call { float, float, float } @dp_adamw_body(float %130, float %222, float %270, float %318, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%438 = extractvalue { float, float, float } %437, 0
 	%439 = extractvalue { float, float, float } %437, 1
 	%440 = extractvalue { float, float, float } %437, 2
-	%441 = extractvalue [4 x <8 x float>] %344, 0
-	%442 = extractelement <8 x float> %441, i32 3
-	%443 = fmul float %27, %442
-	%444 = fadd float %175, %443
-	%445 = call { float, float, float } @dp_adamw_body(float %110, float %444, float %240, float %305, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%441 = call { float, float, float } @dp_adamw_body(float %131, float %223, float %271, float %319, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%442 = extractvalue { float, float, float } %441, 0
+	%443 = extractvalue { float, float, float } %441, 1
+	%444 = extractvalue { float, float, float } %441, 2
+	%445 = call { float, float, float } @dp_adamw_body(float %132, float %224, float %272, float %320, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
 	%446 = extractvalue { float, float, float } %445, 0
 	%447 = extractvalue { float, float, float } %445, 1
 	%448 = extractvalue { float, float, float } %445, 2
-	%449 = extractvalue [4 x <8 x float>] %344, 1
-	%450 = extractelement <8 x float> %449, i32 3
-	%451 = fmul float %27, %450
-	%452 = fadd float %177, %451
-	%453 = call { float, float, float } @dp_adamw_body(float %112, float %452, float %242, float %307, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%454 = extractvalue { float, float, float } %453, 0
-	%455 = extractvalue { float, float, float } %453, 1
-	%456 = extractvalue { float, float, float } %453, 2
-	%457 = extractvalue [4 x <8 x float>] %344, 2
-	%458 = extractelement <8 x float> %457, i32 3
-	%459 = fmul float %27, %458
-	%460 = fadd float %179, %459
-	%461 = call { float, float, float } @dp_adamw_body(float %114, float %460, float %244, float %309, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%462 = extractvalue { float, float, float } %461, 0
-	%463 = extractvalue { float, float, float } %461, 1
-	%464 = extractvalue { float, float, float } %461, 2
-	%465 = extractvalue [4 x <8 x float>] %344, 3
-	%466 = extractelement <8 x float> %465, i32 3
-	%467 = fmul float %27, %466
-	%468 = fadd float %181, %467
-	%469 = call { float, float, float } @dp_adamw_body(float %116, float %468, float %246, float %311, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%470 = extractvalue { float, float, float } %469, 0
-	%471 = extractvalue { float, float, float } %469, 1
-	%472 = extractvalue { float, float, float } %469, 2
-	%473 = extractvalue [4 x <8 x float>] %344, 0
-	%474 = extractelement <8 x float> %473, i32 4
-	%475 = fmul float %27, %474
-	%476 = fadd float %183, %475
-	%477 = call { float, float, float } @dp_adamw_body(float %118, float %476, float %248, float %313, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%478 = extractvalue { float, float, float } %477, 0
-	%479 = extractvalue { float, float, float } %477, 1
-	%480 = extractvalue { float, float, float } %477, 2
-	%481 = extractvalue [4 x <8 x float>] %344, 1
-	%482 = extractelement <8 x float> %481, i32 4
-	%483 = fmul float %27, %482
-	%484 = fadd float %185, %483
-	%485 = call { float, float, float } @dp_adamw_body(float %120, float %484, float %250, float %315, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%486 = extractvalue { float, float, float } %485, 0
-	%487 = extractvalue { float, float, float } %485, 1
-	%488 = extractvalue { float, float, float } %485, 2
-	%489 = extractvalue [4 x <8 x float>] %344, 2
-	%490 = extractelement <8 x float> %489, i32 4
-	%491 = fmul float %27, %490
-	%492 = fadd float %187, %491
-	%493 = call { float, float, float } @dp_adamw_body(float %122, float %492, float %252, float %317, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%494 = extractvalue { float, float, float } %493, 0
-	%495 = extractvalue { float, float, float } %493, 1
-	%496 = extractvalue { float, float, float } %493, 2
-	%497 = extractvalue [4 x <8 x float>] %344, 3
-	%498 = extractelement <8 x float> %497, i32 4
-	%499 = fmul float %27, %498
-	%500 = fadd float %189, %499
-	%501 = call { float, float, float } @dp_adamw_body(float %124, float %500, float %254, float %319, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%502 = extractvalue { float, float, float } %501, 0
-	%503 = extractvalue { float, float, float } %501, 1
-	%504 = extractvalue { float, float, float } %501, 2
-	%505 = extractvalue [4 x <8 x float>] %344, 0
-	%506 = extractelement <8 x float> %505, i32 5
-	%507 = fmul float %27, %506
-	%508 = fadd float %191, %507
-	%509 = call { float, float, float } @dp_adamw_body(float %126, float %508, float %256, float %321, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%510 = extractvalue { float, float, float } %509, 0
-	%511 = extractvalue { float, float, float } %509, 1
-	%512 = extractvalue { float, float, float } %509, 2
-	%513 = extractvalue [4 x <8 x float>] %344, 1
-	%514 = extractelement <8 x float> %513, i32 5
-	%515 = fmul float %27, %514
-	%516 = fadd float %193, %515
-	%517 = call { float, float, float } @dp_adamw_body(float %128, float %516, float %258, float %323, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%518 = extractvalue { float, float, float } %517, 0
-	%519 = extractvalue { float, float, float } %517, 1
-	%520 = extractvalue { float, float, float } %517, 2
-	%521 = extractvalue [4 x <8 x float>] %344, 2
-	%522 = extractelement <8 x float> %521, i32 5
-	%523 = fmul float %27, %522
-	%524 = fadd float %195, %523
-	%525 = call { float, float, float } @dp_adamw_body(float %130, float %524, float %260, float %325, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%526 = extractvalue { float, float, float } %525, 0
-	%527 = extractvalue { float, float, float } %525, 1
-	%528 = extractvalue { float, float, float } %525, 2
-	%529 = extractvalue [4 x <8 x float>] %344, 3
-	%530 = extractelement <8 x float> %529, i32 5
-	%531 = fmul float %27, %530
-	%532 = fadd float %197, %531
-	%533 = call { float, float, float } @dp_adamw_body(float %132, float %532, float %262, float %327, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%534 = extractvalue { float, float, float } %533, 0
-	%535 = extractvalue { float, float, float } %533, 1
-	%536 = extractvalue { float, float, float } %533, 2
-	%537 = extractvalue [4 x <8 x float>] %344, 0
-	%538 = extractelement <8 x float> %537, i32 6
-	%539 = fmul float %27, %538
-	%540 = fadd float %199, %539
-	%541 = call { float, float, float } @dp_adamw_body(float %134, float %540, float %264, float %329, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%542 = extractvalue { float, float, float } %541, 0
-	%543 = extractvalue { float, float, float } %541, 1
-	%544 = extractvalue { float, float, float } %541, 2
-	%545 = extractvalue [4 x <8 x float>] %344, 1
-	%546 = extractelement <8 x float> %545, i32 6
-	%547 = fmul float %27, %546
-	%548 = fadd float %201, %547
-	%549 = call { float, float, float } @dp_adamw_body(float %136, float %548, float %266, float %331, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%550 = extractvalue { float, float, float } %549, 0
-	%551 = extractvalue { float, float, float } %549, 1
-	%552 = extractvalue { float, float, float } %549, 2
-	%553 = extractvalue [4 x <8 x float>] %344, 2
-	%554 = extractelement <8 x float> %553, i32 6
-	%555 = fmul float %27, %554
-	%556 = fadd float %203, %555
-	%557 = call { float, float, float } @dp_adamw_body(float %138, float %556, float %268, float %333, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%558 = extractvalue { float, float, float } %557, 0
-	%559 = extractvalue { float, float, float } %557, 1
-	%560 = extractvalue { float, float, float } %557, 2
-	%561 = extractvalue [4 x <8 x float>] %344, 3
-	%562 = extractelement <8 x float> %561, i32 6
-	%563 = fmul float %27, %562
-	%564 = fadd float %205, %563
-	%565 = call { float, float, float } @dp_adamw_body(float %140, float %564, float %270, float %335, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%566 = extractvalue { float, float, float } %565, 0
-	%567 = extractvalue { float, float, float } %565, 1
-	%568 = extractvalue { float, float, float } %565, 2
-	%569 = extractvalue [4 x <8 x float>] %344, 0
-	%570 = extractelement <8 x float> %569, i32 7
-	%571 = fmul float %27, %570
-	%572 = fadd float %207, %571
-	%573 = call { float, float, float } @dp_adamw_body(float %142, float %572, float %272, float %337, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%574 = extractvalue { float, float, float } %573, 0
-	%575 = extractvalue { float, float, float } %573, 1
-	%576 = extractvalue { float, float, float } %573, 2
-	%577 = extractvalue [4 x <8 x float>] %344, 1
-	%578 = extractelement <8 x float> %577, i32 7
-	%579 = fmul float %27, %578
-	%580 = fadd float %209, %579
-	%581 = call { float, float, float } @dp_adamw_body(float %144, float %580, float %274, float %339, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%582 = extractvalue { float, float, float } %581, 0
-	%583 = extractvalue { float, float, float } %581, 1
-	%584 = extractvalue { float, float, float } %581, 2
-	%585 = extractvalue [4 x <8 x float>] %344, 2
-	%586 = extractelement <8 x float> %585, i32 7
-	%587 = fmul float %27, %586
-	%588 = fadd float %211, %587
-	%589 = call { float, float, float } @dp_adamw_body(float %146, float %588, float %276, float %341, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%590 = extractvalue { float, float, float } %589, 0
-	%591 = extractvalue { float, float, float } %589, 1
-	%592 = extractvalue { float, float, float } %589, 2
-	%593 = extractvalue [4 x <8 x float>] %344, 3
-	%594 = extractelement <8 x float> %593, i32 7
-	%595 = fmul float %27, %594
-	%596 = fadd float %213, %595
-	%597 = call { float, float, float } @dp_adamw_body(float %148, float %596, float %278, float %343, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%598 = extractvalue { float, float, float } %597, 0
-	%599 = extractvalue { float, float, float } %597, 1
-	%600 = extractvalue { float, float, float } %597, 2
-	%601 = getelementptr float, float* %5, i64 %82
-	%602 = getelementptr float, float* %601, i64 0
-	store float %350, float* %602, align 4
-	%603 = getelementptr float, float* %601, i64 1
-	store float %358, float* %603, align 4
-	%604 = getelementptr float, float* %601, i64 2
-	store float %366, float* %604, align 4
-	%605 = getelementptr float, float* %601, i64 3
-	store float %374, float* %605, align 4
-	%606 = getelementptr float, float* %601, i64 4
-	store float %382, float* %606, align 4
-	%607 = getelementptr float, float* %601, i64 5
-	store float %390, float* %607, align 4
-	%608 = getelementptr float, float* %601, i64 6
-	store float %398, float* %608, align 4
-	%609 = getelementptr float, float* %601, i64 7
-	store float %406, float* %609, align 4
-	%610 = getelementptr float, float* %601, i64 8
-	store float %414, float* %610, align 4
-	%611 = getelementptr float, float* %601, i64 9
-	store float %422, float* %611, align 4
-	%612 = getelementptr float, float* %601, i64 10
-	store float %430, float* %612, align 4
-	%613 = getelementptr float, float* %601, i64 11
-	store float %438, float* %613, align 4
-	%614 = getelementptr float, float* %601, i64 12
-	store float %446, float* %614, align 4
-	%615 = getelementptr float, float* %601, i64 13
-	store float %454, float* %615, align 4
-	%616 = getelementptr float, float* %601, i64 14
-	store float %462, float* %616, align 4
-	%617 = getelementptr float, float* %601, i64 15
-	store float %470, float* %617, align 4
-	%618 = getelementptr float, float* %601, i64 16
-	store float %478, float* %618, align 4
-	%619 = getelementptr float, float* %601, i64 17
-	store float %486, float* %619, align 4
-	%620 = getelementptr float, float* %601, i64 18
-	store float %494, float* %620, align 4
-	%621 = getelementptr float, float* %601, i64 19
-	store float %502, float* %621, align 4
-	%622 = getelementptr float, float* %601, i64 20
-	store float %510, float* %622, align 4
-	%623 = getelementptr float, float* %601, i64 21
-	store float %518, float* %623, align 4
-	%624 = getelementptr float, float* %601, i64 22
-	store float %526, float* %624, align 4
-	%625 = getelementptr float, float* %601, i64 23
-	store float %534, float* %625, align 4
-	%626 = getelementptr float, float* %601, i64 24
-	store float %542, float* %626, align 4
-	%627 = getelementptr float, float* %601, i64 25
-	store float %550, float* %627, align 4
-	%628 = getelementptr float, float* %601, i64 26
-	store float %558, float* %628, align 4
-	%629 = getelementptr float, float* %601, i64 27
-	store float %566, float* %629, align 4
-	%630 = getelementptr float, float* %601, i64 28
-	store float %574, float* %630, align 4
-	%631 = getelementptr float, float* %601, i64 29
-	store float %582, float* %631, align 4
-	%632 = getelementptr float, float* %601, i64 30
-	store float %590, float* %632, align 4
-	%633 = getelementptr float, float* %601, i64 31
-	store float %598, float* %633, align 4
-	%634 = getelementptr float, float* %7, i64 %82
-	%635 = getelementptr float, float* %634, i64 0
-	store float %351, float* %635, align 4
-	%636 = getelementptr float, float* %634, i64 1
-	store float %359, float* %636, align 4
-	%637 = getelementptr float, float* %634, i64 2
-	store float %367, float* %637, align 4
-	%638 = getelementptr float, float* %634, i64 3
-	store float %375, float* %638, align 4
-	%639 = getelementptr float, float* %634, i64 4
-	store float %383, float* %639, align 4
-	%640 = getelementptr float, float* %634, i64 5
-	store float %391, float* %640, align 4
-	%641 = getelementptr float, float* %634, i64 6
-	store float %399, float* %641, align 4
-	%642 = getelementptr float, float* %634, i64 7
-	store float %407, float* %642, align 4
-	%643 = getelementptr float, float* %634, i64 8
-	store float %415, float* %643, align 4
-	%644 = getelementptr float, float* %634, i64 9
-	store float %423, float* %644, align 4
-	%645 = getelementptr float, float* %634, i64 10
-	store float %431, float* %645, align 4
-	%646 = getelementptr float, float* %634, i64 11
-	store float %439, float* %646, align 4
-	%647 = getelementptr float, float* %634, i64 12
-	store float %447, float* %647, align 4
-	%648 = getelementptr float, float* %634, i64 13
-	store float %455, float* %648, align 4
-	%649 = getelementptr float, float* %634, i64 14
-	store float %463, float* %649, align 4
-	%650 = getelementptr float, float* %634, i64 15
-	store float %471, float* %650, align 4
-	%651 = getelementptr float, float* %634, i64 16
-	store float %479, float* %651, align 4
-	%652 = getelementptr float, float* %634, i64 17
-	store float %487, float* %652, align 4
-	%653 = getelementptr float, float* %634, i64 18
-	store float %495, float* %653, align 4
-	%654 = getelementptr float, float* %634, i64 19
-	store float %503, float* %654, align 4
-	%655 = getelementptr float, float* %634, i64 20
-	store float %511, float* %655, align 4
-	%656 = getelementptr float, float* %634, i64 21
-	store float %519, float* %656, align 4
-	%657 = getelementptr float, float* %634, i64 22
-	store float %527, float* %657, align 4
-	%658 = getelementptr float, float* %634, i64 23
-	store float %535, float* %658, align 4
-	%659 = getelementptr float, float* %634, i64 24
-	store float %543, float* %659, align 4
-	%660 = getelementptr float, float* %634, i64 25
-	store float %551, float* %660, align 4
-	%661 = getelementptr float, float* %634, i64 26
-	store float %559, float* %661, align 4
-	%662 = getelementptr float, float* %634, i64 27
-	store float %567, float* %662, align 4
-	%663 = getelementptr float, float* %634, i64 28
-	store float %575, float* %663, align 4
-	%664 = getelementptr float, float* %634, i64 29
-	store float %583, float* %664, align 4
-	%665 = getelementptr float, float* %634, i64 30
-	store float %591, float* %665, align 4
-	%666 = getelementptr float, float* %634, i64 31
-	store float %599, float* %666, align 4
-	%667 = getelementptr float, float* %1, i64 %82
-	%668 = getelementptr float, float* %667, i64 0
-	store float %352, float* %668, align 4
-	%669 = getelementptr float, float* %667, i64 1
-	store float %360, float* %669, align 4
-	%670 = getelementptr float, float* %667, i64 2
-	store float %368, float* %670, align 4
-	%671 = getelementptr float, float* %667, i64 3
-	store float %376, float* %671, align 4
-	%672 = getelementptr float, float* %667, i64 4
-	store float %384, float* %672, align 4
-	%673 = getelementptr float, float* %667, i64 5
-	store float %392, float* %673, align 4
-	%674 = getelementptr float, float* %667, i64 6
-	store float %400, float* %674, align 4
-	%675 = getelementptr float, float* %667, i64 7
-	store float %408, float* %675, align 4
-	%676 = getelementptr float, float* %667, i64 8
-	store float %416, float* %676, align 4
-	%677 = getelementptr float, float* %667, i64 9
-	store float %424, float* %677, align 4
-	%678 = getelementptr float, float* %667, i64 10
-	store float %432, float* %678, align 4
-	%679 = getelementptr float, float* %667, i64 11
-	store float %440, float* %679, align 4
-	%680 = getelementptr float, float* %667, i64 12
-	store float %448, float* %680, align 4
-	%681 = getelementptr float, float* %667, i64 13
-	store float %456, float* %681, align 4
-	%682 = getelementptr float, float* %667, i64 14
-	store float %464, float* %682, align 4
-	%683 = getelementptr float, float* %667, i64 15
-	store float %472, float* %683, align 4
-	%684 = getelementptr float, float* %667, i64 16
-	store float %480, float* %684, align 4
-	%685 = getelementptr float, float* %667, i64 17
-	store float %488, float* %685, align 4
-	%686 = getelementptr float, float* %667, i64 18
-	store float %496, float* %686, align 4
-	%687 = getelementptr float, float* %667, i64 19
-	store float %504, float* %687, align 4
-	%688 = getelementptr float, float* %667, i64 20
-	store float %512, float* %688, align 4
-	%689 = getelementptr float, float* %667, i64 21
-	store float %520, float* %689, align 4
-	%690 = getelementptr float, float* %667, i64 22
-	store float %528, float* %690, align 4
-	%691 = getelementptr float, float* %667, i64 23
-	store float %536, float* %691, align 4
-	%692 = getelementptr float, float* %667, i64 24
-	store float %544, float* %692, align 4
-	%693 = getelementptr float, float* %667, i64 25
-	store float %552, float* %693, align 4
-	%694 = getelementptr float, float* %667, i64 26
-	store float %560, float* %694, align 4
-	%695 = getelementptr float, float* %667, i64 27
-	store float %568, float* %695, align 4
-	%696 = getelementptr float, float* %667, i64 28
-	store float %576, float* %696, align 4
-	%697 = getelementptr float, float* %667, i64 29
-	store float %584, float* %697, align 4
-	%698 = getelementptr float, float* %667, i64 30
-	store float %592, float* %698, align 4
-	%699 = getelementptr float, float* %667, i64 31
-	store float %600, float* %699, align 4
-	%700 = add i64 %78, 1
+	%449 = insertelement <8 x float> undef, float %322, i32 0
+	%450 = insertelement <8 x float> %449, float %326, i32 1
+	%451 = insertelement <8 x float> %450, float %330, i32 2
+	%452 = insertelement <8 x float> %451, float %334, i32 3
+	%453 = insertelement <8 x float> %452, float %338, i32 4
+	%454 = insertelement <8 x float> %453, float %342, i32 5
+	%455 = insertelement <8 x float> %454, float %346, i32 6
+	%456 = insertelement <8 x float> %455, float %350, i32 7
+	%457 = add i64 %82, 0
+	%458 = getelementptr float, float* %5, i64 %457
+	%459 = bitcast float* %458 to <8 x float>*
+	store <8 x float> %456, <8 x float>* %459, align 4
+	%460 = insertelement <8 x float> undef, float %354, i32 0
+	%461 = insertelement <8 x float> %460, float %358, i32 1
+	%462 = insertelement <8 x float> %461, float %362, i32 2
+	%463 = insertelement <8 x float> %462, float %366, i32 3
+	%464 = insertelement <8 x float> %463, float %370, i32 4
+	%465 = insertelement <8 x float> %464, float %374, i32 5
+	%466 = insertelement <8 x float> %465, float %378, i32 6
+	%467 = insertelement <8 x float> %466, float %382, i32 7
+	%468 = add i64 %82, 8
+	%469 = getelementptr float, float* %5, i64 %468
+	%470 = bitcast float* %469 to <8 x float>*
+	store <8 x float> %467, <8 x float>* %470, align 4
+	%471 = insertelement <8 x float> undef, float %386, i32 0
+	%472 = insertelement <8 x float> %471, float %390, i32 1
+	%473 = insertelement <8 x float> %472, float %394, i32 2
+	%474 = insertelement <8 x float> %473, float %398, i32 3
+	%475 = insertelement <8 x float> %474, float %402, i32 4
+	%476 = insertelement <8 x float> %475, float %406, i32 5
+	%477 = insertelement <8 x float> %476, float %410, i32 6
+	%478 = insertelement <8 x float> %477, float %414, i32 7
+	%479 = add i64 %82, 16
+	%480 = getelementptr float, float* %5, i64 %479
+	%481 = bitcast float* %480 to <8 x float>*
+	store <8 x float> %478, <8 x float>* %481, align 4
+	%482 = insertelement <8 x float> undef, float %418, i32 0
+	%483 = insertelement <8 x float> %482, float %422, i32 1
+	%484 = insertelement <8 x float> %483, float %426, i32 2
+	%485 = insertelement <8 x float> %484, float %430, i32 3
+	%486 = insertelement <8 x float> %485, float %434, i32 4
+	%487 = insertelement <8 x float> %486, float %438, i32 5
+	%488 = insertelement <8 x float> %487, float %442, i32 6
+	%489 = insertelement <8 x float> %488, float %446, i32 7
+	%490 = add i64 %82, 24
+	%491 = getelementptr float, float* %5, i64 %490
+	%492 = bitcast float* %491 to <8 x float>*
+	store <8 x float> %489, <8 x float>* %492, align 4
+	%493 = insertelement <8 x float> undef, float %323, i32 0
+	%494 = insertelement <8 x float> %493, float %327, i32 1
+	%495 = insertelement <8 x float> %494, float %331, i32 2
+	%496 = insertelement <8 x float> %495, float %335, i32 3
+	%497 = insertelement <8 x float> %496, float %339, i32 4
+	%498 = insertelement <8 x float> %497, float %343, i32 5
+	%499 = insertelement <8 x float> %498, float %347, i32 6
+	%500 = insertelement <8 x float> %499, float %351, i32 7
+	%501 = add i64 %82, 0
+	%502 = getelementptr float, float* %7, i64 %501
+	%503 = bitcast float* %502 to <8 x float>*
+	store <8 x float> %500, <8 x float>* %503, align 4
+	%504 = insertelement <8 x float> undef, float %355, i32 0
+	%505 = insertelement <8 x float> %504, float %359, i32 1
+	%506 = insertelement <8 x float> %505, float %363, i32 2
+	%507 = insertelement <8 x float> %506, float %367, i32 3
+	%508 = insertelement <8 x float> %507, float %371, i32 4
+	%509 = insertelement <8 x float> %508, float %375, i32 5
+	%510 = insertelement <8 x float> %509, float %379, i32 6
+	%511 = insertelement <8 x float> %510, float %383, i32 7
+	%512 = add i64 %82, 8
+	%513 = getelementptr float, float* %7, i64 %512
+	%514 = bitcast float* %513 to <8 x float>*
+	store <8 x float> %511, <8 x float>* %514, align 4
+	%515 = insertelement <8 x float> undef, float %387, i32 0
+	%516 = insertelement <8 x float> %515, float %391, i32 1
+	%517 = insertelement <8 x float> %516, float %395, i32 2
+	%518 = insertelement <8 x float> %517, float %399, i32 3
+	%519 = insertelement <8 x float> %518, float %403, i32 4
+	%520 = insertelement <8 x float> %519, float %407, i32 5
+	%521 = insertelement <8 x float> %520, float %411, i32 6
+	%522 = insertelement <8 x float> %521, float %415, i32 7
+	%523 = add i64 %82, 16
+	%524 = getelementptr float, float* %7, i64 %523
+	%525 = bitcast float* %524 to <8 x float>*
+	store <8 x float> %522, <8 x float>* %525, align 4
+	%526 = insertelement <8 x float> undef, float %419, i32 0
+	%527 = insertelement <8 x float> %526, float %423, i32 1
+	%528 = insertelement <8 x float> %527, float %427, i32 2
+	%529 = insertelement <8 x float> %528, float %431, i32 3
+	%530 = insertelement <8 x float> %529, float %435, i32 4
+	%531 = insertelement <8 x float> %530, float %439, i32 5
+	%532 = insertelement <8 x float> %531, float %443, i32 6
+	%533 = insertelement <8 x float> %532, float %447, i32 7
+	%534 = add i64 %82, 24
+	%535 = getelementptr float, float* %7, i64 %534
+	%536 = bitcast float* %535 to <8 x float>*
+	store <8 x float> %533, <8 x float>* %536, align 4
+	%537 = insertelement <8 x float> undef, float %324, i32 0
+	%538 = insertelement <8 x float> %537, float %328, i32 1
+	%539 = insertelement <8 x float> %538, float %332, i32 2
+	%540 = insertelement <8 x float> %539, float %336, i32 3
+	%541 = insertelement <8 x float> %540, float %340, i32 4
+	%542 = insertelement <8 x float> %541, float %344, i32 5
+	%543 = insertelement <8 x float> %542, float %348, i32 6
+	%544 = insertelement <8 x float> %543, float %352, i32 7
+	%545 = add i64 %82, 0
+	%546 = getelementptr float, float* %1, i64 %545
+	%547 = bitcast float* %546 to <8 x float>*
+	store <8 x float> %544, <8 x float>* %547, align 4
+	%548 = insertelement <8 x float> undef, float %356, i32 0
+	%549 = insertelement <8 x float> %548, float %360, i32 1
+	%550 = insertelement <8 x float> %549, float %364, i32 2
+	%551 = insertelement <8 x float> %550, float %368, i32 3
+	%552 = insertelement <8 x float> %551, float %372, i32 4
+	%553 = insertelement <8 x float> %552, float %376, i32 5
+	%554 = insertelement <8 x float> %553, float %380, i32 6
+	%555 = insertelement <8 x float> %554, float %384, i32 7
+	%556 = add i64 %82, 8
+	%557 = getelementptr float, float* %1, i64 %556
+	%558 = bitcast float* %557 to <8 x float>*
+	store <8 x float> %555, <8 x float>* %558, align 4
+	%559 = insertelement <8 x float> undef, float %388, i32 0
+	%560 = insertelement <8 x float> %559, float %392, i32 1
+	%561 = insertelement <8 x float> %560, float %396, i32 2
+	%562 = insertelement <8 x float> %561, float %400, i32 3
+	%563 = insertelement <8 x float> %562, float %404, i32 4
+	%564 = insertelement <8 x float> %563, float %408, i32 5
+	%565 = insertelement <8 x float> %564, float %412, i32 6
+	%566 = insertelement <8 x float> %565, float %416, i32 7
+	%567 = add i64 %82, 16
+	%568 = getelementptr float, float* %1, i64 %567
+	%569 = bitcast float* %568 to <8 x float>*
+	store <8 x float> %566, <8 x float>* %569, align 4
+	%570 = insertelement <8 x float> undef, float %420, i32 0
+	%571 = insertelement <8 x float> %570, float %424, i32 1
+	%572 = insertelement <8 x float> %571, float %428, i32 2
+	%573 = insertelement <8 x float> %572, float %432, i32 3
+	%574 = insertelement <8 x float> %573, float %436, i32 4
+	%575 = insertelement <8 x float> %574, float %440, i32 5
+	%576 = insertelement <8 x float> %575, float %444, i32 6
+	%577 = insertelement <8 x float> %576, float %448, i32 7
+	%578 = add i64 %82, 24
+	%579 = getelementptr float, float* %1, i64 %578
+	%580 = bitcast float* %579 to <8 x float>*
+	store <8 x float> %577, <8 x float>* %580, align 4
+	%581 = add i64 %78, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%701 = mul i64 %77, 8
+	%582 = mul i64 %77, 8
 	br label %group.head.31
 
 group.head.31:
-	%702 = phi i64 [ %701, %wide.done.30 ], [ %787, %group.32 ]
-	%703 = icmp slt i64 %702, %48
-	br i1 %703, label %group.32, label %group.done.33
+	%583 = phi i64 [ %582, %wide.done.30 ], [ %668, %group.32 ]
+	%584 = icmp slt i64 %583, %48
+	br i1 %584, label %group.32, label %group.done.33
 
 group.32:
-	%704 = shl i64 %702, 2
-	%705 = add i64 %49, %704
-	%706 = add i64 %53, %702
-	%707 = getelementptr float, float* %1, i64 %705
-	%708 = getelementptr float, float* %707, i64 0
-	%709 = load float, float* %708, align 4
-	%710 = getelementptr float, float* %707, i64 1
-	%711 = load float, float* %710, align 4
-	%712 = getelementptr float, float* %707, i64 2
-	%713 = load float, float* %712, align 4
-	%714 = getelementptr float, float* %707, i64 3
-	%715 = load float, float* %714, align 4
-	%716 = getelementptr float, float* %3, i64 %705
-	%717 = getelementptr float, float* %716, i64 0
-	%718 = load float, float* %717, align 4
-	%719 = getelementptr float, float* %716, i64 1
-	%720 = load float, float* %719, align 4
-	%721 = getelementptr float, float* %716, i64 2
-	%722 = load float, float* %721, align 4
-	%723 = getelementptr float, float* %716, i64 3
-	%724 = load float, float* %723, align 4
-	%725 = getelementptr float, float* %5, i64 %705
-	%726 = getelementptr float, float* %725, i64 0
-	%727 = load float, float* %726, align 4
-	%728 = getelementptr float, float* %725, i64 1
-	%729 = load float, float* %728, align 4
-	%730 = getelementptr float, float* %725, i64 2
-	%731 = load float, float* %730, align 4
-	%732 = getelementptr float, float* %725, i64 3
-	%733 = load float, float* %732, align 4
-	%734 = getelementptr float, float* %7, i64 %705
-	%735 = getelementptr float, float* %734, i64 0
-	%736 = load float, float* %735, align 4
-	%737 = getelementptr float, float* %734, i64 1
-	%738 = load float, float* %737, align 4
-	%739 = getelementptr float, float* %734, i64 2
-	%740 = load float, float* %739, align 4
-	%741 = getelementptr float, float* %734, i64 3
-	%742 = load float, float* %741, align 4
-	%743 = call <4 x float> @fg_gaussian4(i64 %35, i32 %37, i32 0, i64 %706)
-	%744 = extractelement <4 x float> %743, i32 0
-	%745 = fmul float %27, %744
-	%746 = fadd float %718, %745
-	%747 = call { float, float, float } @dp_adamw_body(float %709, float %746, float %727, float %736, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%748 = extractvalue { float, float, float } %747, 0
-	%749 = extractvalue { float, float, float } %747, 1
-	%750 = extractvalue { float, float, float } %747, 2
-	%751 = extractelement <4 x float> %743, i32 1
-	%752 = fmul float %27, %751
-	%753 = fadd float %720, %752
-	%754 = call { float, float, float } @dp_adamw_body(float %711, float %753, float %729, float %738, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%755 = extractvalue { float, float, float } %754, 0
-	%756 = extractvalue { float, float, float } %754, 1
-	%757 = extractvalue { float, float, float } %754, 2
-	%758 = extractelement <4 x float> %743, i32 2
-	%759 = fmul float %27, %758
-	%760 = fadd float %722, %759
-	%761 = call { float, float, float } @dp_adamw_body(float %713, float %760, float %731, float %740, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%762 = extractvalue { float, float, float } %761, 0
-	%763 = extractvalue { float, float, float } %761, 1
-	%764 = extractvalue { float, float, float } %761, 2
-	%765 = extractelement <4 x float> %743, i32 3
-	%766 = fmul float %27, %765
-	%767 = fadd float %724, %766
-	%768 = call { float, float, float } @dp_adamw_body(float %715, float %767, float %733, float %742, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%769 = extractvalue { float, float, float } %768, 0
-	%770 = extractvalue { float, float, float } %768, 1
-	%771 = extractvalue { float, float, float } %768, 2
-	%772 = getelementptr float, float* %5, i64 %705
-	%773 = getelementptr float, float* %772, i64 0
-	store float %748, float* %773, align 4
-	%774 = getelementptr float, float* %772, i64 1
-	store float %755, float* %774, align 4
-	%775 = getelementptr float, float* %772, i64 2
-	store float %762, float* %775, align 4
-	%776 = getelementptr float, float* %772, i64 3
-	store float %769, float* %776, align 4
-	%777 = getelementptr float, float* %7, i64 %705
-	%778 = getelementptr float, float* %777, i64 0
-	store float %749, float* %778, align 4
-	%779 = getelementptr float, float* %777, i64 1
-	store float %756, float* %779, align 4
-	%780 = getelementptr float, float* %777, i64 2
-	store float %763, float* %780, align 4
-	%781 = getelementptr float, float* %777, i64 3
-	store float %770, float* %781, align 4
-	%782 = getelementptr float, float* %1, i64 %705
-	%783 = getelementptr float, float* %782, i64 0
-	store float %750, float* %783, align 4
-	%784 = getelementptr float, float* %782, i64 1
-	store float %757, float* %784, align 4
-	%785 = getelementptr float, float* %782, i64 2
-	store float %764, float* %785, align 4
-	%786 = getelementptr float, float* %782, i64 3
-	store float %771, float* %786, align 4
-	%787 = add i64 %702, 1
+	%585 = shl i64 %583, 2
+	%586 = add i64 %49, %585
+	%587 = add i64 %53, %583
+	%588 = getelementptr float, float* %1, i64 %586
+	%589 = getelementptr float, float* %588, i64 0
+	%590 = load float, float* %589, align 4
+	%591 = getelementptr float, float* %588, i64 1
+	%592 = load float, float* %591, align 4
+	%593 = getelementptr float, float* %588, i64 2
+	%594 = load float, float* %593, align 4
+	%595 = getelementptr float, float* %588, i64 3
+	%596 = load float, float* %595, align 4
+	%597 = getelementptr float, float* %3, i64 %586
+	%598 = getelementptr float, float* %597, i64 0
+	%599 = load float, float* %598, align 4
+	%600 = getelementptr float, float* %597, i64 1
+	%601 = load float, float* %600, align 4
+	%602 = getelementptr float, float* %597, i64 2
+	%603 = load float, float* %602, align 4
+	%604 = getelementptr float, float* %597, i64 3
+	%605 = load float, float* %604, align 4
+	%606 = getelementptr float, float* %5, i64 %586
+	%607 = getelementptr float, float* %606, i64 0
+	%608 = load float, float* %607, align 4
+	%609 = getelementptr float, float* %606, i64 1
+	%610 = load float, float* %609, align 4
+	%611 = getelementptr float, float* %606, i64 2
+	%612 = load float, float* %611, align 4
+	%613 = getelementptr float, float* %606, i64 3
+	%614 = load float, float* %613, align 4
+	%615 = getelementptr float, float* %7, i64 %586
+	%616 = getelementptr float, float* %615, i64 0
+	%617 = load float, float* %616, align 4
+	%618 = getelementptr float, float* %615, i64 1
+	%619 = load float, float* %618, align 4
+	%620 = getelementptr float, float* %615, i64 2
+	%621 = load float, float* %620, align 4
+	%622 = getelementptr float, float* %615, i64 3
+	%623 = load float, float* %622, align 4
+	%624 = call <4 x float> @fg_gaussian4(i64 %35, i32 %37, i32 0, i64 %587)
+	%625 = extractelement <4 x float> %624, i32 0
+	%626 = fmul float %27, %625
+	%627 = fadd float %599, %626
+	%628 = call { float, float, float } @dp_adamw_body(float %590, float %627, float %608, float %617, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%629 = extractvalue { float, float, float } %628, 0
+	%630 = extractvalue { float, float, float } %628, 1
+	%631 = extractvalue { float, float, float } %628, 2
+	%632 = extractelement <4 x float> %624, i32 1
+	%633 = fmul float %27, %632
+	%634 = fadd float %601, %633
+	%635 = call { float, float, float } @dp_adamw_body(float %592, float %634, float %610, float %619, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%636 = extractvalue { float, float, float } %635, 0
+	%637 = extractvalue { float, float, float } %635, 1
+	%638 = extractvalue { float, float, float } %635, 2
+	%639 = extractelement <4 x float> %624, i32 2
+	%640 = fmul float %27, %639
+	%641 = fadd float %603, %640
+	%642 = call { float, float, float } @dp_adamw_body(float %594, float %641, float %612, float %621, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%643 = extractvalue { float, float, float } %642, 0
+	%644 = extractvalue { float, float, float } %642, 1
+	%645 = extractvalue { float, float, float } %642, 2
+	%646 = extractelement <4 x float> %624, i32 3
+	%647 = fmul float %27, %646
+	%648 = fadd float %605, %647
+	%649 = call { float, float, float } @dp_adamw_body(float %596, float %648, float %614, float %623, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%650 = extractvalue { float, float, float } %649, 0
+	%651 = extractvalue { float, float, float } %649, 1
+	%652 = extractvalue { float, float, float } %649, 2
+	%653 = getelementptr float, float* %5, i64 %586
+	%654 = getelementptr float, float* %653, i64 0
+	store float %629, float* %654, align 4
+	%655 = getelementptr float, float* %653, i64 1
+	store float %636, float* %655, align 4
+	%656 = getelementptr float, float* %653, i64 2
+	store float %643, float* %656, align 4
+	%657 = getelementptr float, float* %653, i64 3
+	store float %650, float* %657, align 4
+	%658 = getelementptr float, float* %7, i64 %586
+	%659 = getelementptr float, float* %658, i64 0
+	store float %630, float* %659, align 4
+	%660 = getelementptr float, float* %658, i64 1
+	store float %637, float* %660, align 4
+	%661 = getelementptr float, float* %658, i64 2
+	store float %644, float* %661, align 4
+	%662 = getelementptr float, float* %658, i64 3
+	store float %651, float* %662, align 4
+	%663 = getelementptr float, float* %1, i64 %586
+	%664 = getelementptr float, float* %663, i64 0
+	store float %631, float* %664, align 4
+	%665 = getelementptr float, float* %663, i64 1
+	store float %638, float* %665, align 4
+	%666 = getelementptr float, float* %663, i64 2
+	store float %645, float* %666, align 4
+	%667 = getelementptr float, float* %663, i64 3
+	store float %652, float* %667, align 4
+	%668 = add i64 %583, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%788 = phi i64 [ %51, %group.done.33 ], [ %809, %tail.35 ]
-	%789 = icmp slt i64 %788, %31
-	br i1 %789, label %tail.35, label %tail.done.36
+	%669 = phi i64 [ %51, %group.done.33 ], [ %690, %tail.35 ]
+	%670 = icmp slt i64 %669, %31
+	br i1 %670, label %tail.35, label %tail.done.36
 
 tail.35:
-	%790 = getelementptr float, float* %1, i64 %788
-	%791 = load float, float* %790, align 4
-	%792 = getelementptr float, float* %3, i64 %788
-	%793 = load float, float* %792, align 4
-	%794 = getelementptr float, float* %5, i64 %788
-	%795 = load float, float* %794, align 4
-	%796 = getelementptr float, float* %7, i64 %788
-	%797 = load float, float* %796, align 4
-	%798 = add i64 %33, %788
-	%799 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %798)
-	%800 = fmul float %27, %799
-	%801 = fadd float %793, %800
-	%802 = call { float, float, float } @dp_adamw_body(float %791, float %801, float %795, float %797, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%803 = extractvalue { float, float, float } %802, 0
-	%804 = extractvalue { float, float, float } %802, 1
-	%805 = extractvalue { float, float, float } %802, 2
-	%806 = getelementptr float, float* %5, i64 %788
-	store float %803, float* %806, align 4
-	%807 = getelementptr float, float* %7, i64 %788
-	store float %804, float* %807, align 4
-	%808 = getelementptr float, float* %1, i64 %788
-	store float %805, float* %808, align 4
-	%809 = add i64 %788, 1
+	%671 = getelementptr float, float* %1, i64 %669
+	%672 = load float, float* %671, align 4
+	%673 = getelementptr float, float* %3, i64 %669
+	%674 = load float, float* %673, align 4
+	%675 = getelementptr float, float* %5, i64 %669
+	%676 = load float, float* %675, align 4
+	%677 = getelementptr float, float* %7, i64 %669
+	%678 = load float, float* %677, align 4
+	%679 = add i64 %33, %669
+	%680 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %679)
+	%681 = fmul float %27, %680
+	%682 = fadd float %674, %681
+	%683 = call { float, float, float } @dp_adamw_body(float %672, float %682, float %676, float %678, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%684 = extractvalue { float, float, float } %683, 0
+	%685 = extractvalue { float, float, float } %683, 1
+	%686 = extractvalue { float, float, float } %683, 2
+	%687 = getelementptr float, float* %5, i64 %669
+	store float %684, float* %687, align 4
+	%688 = getelementptr float, float* %7, i64 %669
+	store float %685, float* %688, align 4
+	%689 = getelementptr float, float* %1, i64 %669
+	store float %686, float* %689, align 4
+	%690 = add i64 %669, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%810 = phi i64 [ %29, %without_noise ], [ %827, %head.38 ]
-	%811 = icmp slt i64 %810, %49
-	br i1 %811, label %head.38, label %head.done.39
+	%691 = phi i64 [ %29, %without_noise ], [ %708, %head.38 ]
+	%692 = icmp slt i64 %691, %49
+	br i1 %692, label %head.38, label %head.done.39
 
 head.38:
-	%812 = getelementptr float, float* %1, i64 %810
-	%813 = load float, float* %812, align 4
-	%814 = getelementptr float, float* %3, i64 %810
-	%815 = load float, float* %814, align 4
-	%816 = getelementptr float, float* %5, i64 %810
-	%817 = load float, float* %816, align 4
-	%818 = getelementptr float, float* %7, i64 %810
-	%819 = load float, float* %818, align 4
-	%820 = call { float, float, float } @dp_adamw_body(float %813, float %815, float %817, float %819, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%821 = extractvalue { float, float, float } %820, 0
-	%822 = extractvalue { float, float, float } %820, 1
-	%823 = extractvalue { float, float, float } %820, 2
-	%824 = getelementptr float, float* %5, i64 %810
-	store float %821, float* %824, align 4
-	%825 = getelementptr float, float* %7, i64 %810
-	store float %822, float* %825, align 4
-	%826 = getelementptr float, float* %1, i64 %810
-	store float %823, float* %826, align 4
-	%827 = add i64 %810, 1
+	%693 = getelementptr float, float* %1, i64 %691
+	%694 = load float, float* %693, align 4
+	%695 = getelementptr float, float* %3, i64 %691
+	%696 = load float, float* %695, align 4
+	%697 = getelementptr float, float* %5, i64 %691
+	%698 = load float, float* %697, align 4
+	%699 = getelementptr float, float* %7, i64 %691
+	%700 = load float, float* %699, align 4
+	%701 = call { float, float, float } @dp_adamw_body(float %694, float %696, float %698, float %700, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%702 = extractvalue { float, float, float } %701, 0
+	%703 = extractvalue { float, float, float } %701, 1
+	%704 = extractvalue { float, float, float } %701, 2
+	%705 = getelementptr float, float* %5, i64 %691
+	store float %702, float* %705, align 4
+	%706 = getelementptr float, float* %7, i64 %691
+	store float %703, float* %706, align 4
+	%707 = getelementptr float, float* %1, i64 %691
+	store float %704, float* %707, align 4
+	%708 = add i64 %691, 1
 	br label %head.head.37
 
 head.done.39:
-	%828 = sdiv i64 %48, 8
+	%709 = sdiv i64 %48, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%829 = phi i64 [ 0, %head.done.39 ], [ %1322, %wide.41 ]
-	%830 = icmp slt i64 %829, %828
-	br i1 %830, label %wide.41, label %wide.done.42
+	%710 = phi i64 [ 0, %head.done.39 ], [ %1168, %wide.41 ]
+	%711 = icmp slt i64 %710, %709
+	br i1 %711, label %wide.41, label %wide.done.42
 
 wide.41:
-	%831 = mul i64 %829, 8
-	%832 = shl i64 %831, 2
-	%833 = add i64 %49, %832
-	%834 = add i64 %53, %831
-	%835 = getelementptr float, float* %1, i64 %833
-	%836 = getelementptr float, float* %835, i64 0
-	%837 = load float, float* %836, align 4
-	%838 = getelementptr float, float* %835, i64 1
-	%839 = load float, float* %838, align 4
-	%840 = getelementptr float, float* %835, i64 2
-	%841 = load float, float* %840, align 4
-	%842 = getelementptr float, float* %835, i64 3
-	%843 = load float, float* %842, align 4
-	%844 = getelementptr float, float* %835, i64 4
-	%845 = load float, float* %844, align 4
-	%846 = getelementptr float, float* %835, i64 5
-	%847 = load float, float* %846, align 4
-	%848 = getelementptr float, float* %835, i64 6
-	%849 = load float, float* %848, align 4
-	%850 = getelementptr float, float* %835, i64 7
-	%851 = load float, float* %850, align 4
-	%852 = getelementptr float, float* %835, i64 8
-	%853 = load float, float* %852, align 4
-	%854 = getelementptr float, float* %835, i64 9
-	%855 = load float, float* %854, align 4
-	%856 = getelementptr float, float* %835, i64 10
-	%857 = load float, float* %856, align 4
-	%858 = getelementptr float, float* %835, i64 11
-	%859 = load float, float* %858, align 4
-	%860 = getelementptr float, float* %835, i64 12
-	%861 = load float, float* %860, align 4
-	%862 = getelementptr float, float* %835, i64 13
-	%863 = load float, float* %862, align 4
-	%864 = getelementptr float, float* %835, i64 14
-	%865 = load float, float* %864, align 4
-	%866 = getelementptr float, float* %835, i64 15
-	%867 = load float, float* %866, align 4
-	%868 = getelementptr float, float* %835, i64 16
-	%869 = load float, float* %868, align 4
-	%870 = getelementptr float, float* %835, i64 17
-	%871 = load float, float* %870, align 4
-	%872 = getelementptr float, float* %835, i64 18
-	%873 = load float, float* %872, align 4
-	%874 = getelementptr float, float* %835, i64 19
-	%875 = load float, float* %874, align 4
-	%876 = getelementptr float, float* %835, i64 20
-	%877 = load float, float* %876, align 4
-	%878 = getelementptr float, float* %835, i64 21
-	%879 = load float, float* %878, align 4
-	%880 = getelementptr float, float* %835, i64 22
-	%881 = load float, float* %880, align 4
-	%882 = getelementptr float, float* %835, i64 23
-	%883 = load float, float* %882, align 4
-	%884 = getelementptr float, float* %835, i64 24
-	%885 = load float, float* %884, align 4
-	%886 = getelementptr float, float* %835, i64 25
-	%887 = load float, float* %886, align 4
-	%888 = getelementptr float, float* %835, i64 26
-	%889 = load float, float* %888, align 4
-	%890 = getelementptr float, float* %835, i64 27
-	%891 = load float, float* %890, align 4
-	%892 = getelementptr float, float* %835, i64 28
-	%893 = load float, float* %892, align 4
-	%894 = getelementptr float, float* %835, i64 29
-	%895 = load float, float* %894, align 4
-	%896 = getelementptr float, float* %835, i64 30
-	%897 = load float, float* %896, align 4
-	%898 = getelementptr float, float* %835, i64 31
-	%899 = load float, float* %898, align 4
-	%900 = getelementptr float, float* %3, i64 %833
-	%901 = getelementptr float, float* %900, i64 0
-	%902 = load float, float* %901, align 4
-	%903 = getelementptr float, float* %900, i64 1
-	%904 = load float, float* %903, align 4
-	%905 = getelementptr float, float* %900, i64 2
-	%906 = load float, float* %905, align 4
-	%907 = getelementptr float, float* %900, i64 3
-	%908 = load float, float* %907, align 4
-	%909 = getelementptr float, float* %900, i64 4
-	%910 = load float, float* %909, align 4
-	%911 = getelementptr float, float* %900, i64 5
-	%912 = load float, float* %911, align 4
-	%913 = getelementptr float, float* %900, i64 6
-	%914 = load float, float* %913, align 4
-	%915 = getelementptr float, float* %900, i64 7
-	%916 = load float, float* %915, align 4
-	%917 = getelementptr float, float* %900, i64 8
-	%918 = load float, float* %917, align 4
-	%919 = getelementptr float, float* %900, i64 9
-	%920 = load float, float* %919, align 4
-	%921 = getelementptr float, float* %900, i64 10
-	%922 = load float, float* %921, align 4
-	%923 = getelementptr float, float* %900, i64 11
-	%924 = load float, float* %923, align 4
-	%925 = getelementptr float, float* %900, i64 12
-	%926 = load float, float* %925, align 4
-	%927 = getelementptr float, float* %900, i64 13
-	%928 = load float, float* %927, align 4
-	%929 = getelementptr float, float* %900, i64 14
-	%930 = load float, float* %929, align 4
-	%931 = getelementptr float, float* %900, i64 15
-	%932 = load float, float* %931, align 4
-	%933 = getelementptr float, float* %900, i64 16
-	%934 = load float, float* %933, align 4
-	%935 = getelementptr float, float* %900, i64 17
-	%936 = load float, float* %935, align 4
-	%937 = getelementptr float, float* %900, i64 18
-	%938 = load float, float* %937, align 4
-	%939 = getelementptr float, float* %900, i64 19
-	%940 = load float, float* %939, align 4
-	%941 = getelementptr float, float* %900, i64 20
-	%942 = load float, float* %941, align 4
-	%943 = getelementptr float, float* %900, i64 21
-	%944 = load float, float* %943, align 4
-	%945 = getelementptr float, float* %900, i64 22
-	%946 = load float, float* %945, align 4
-	%947 = getelementptr float, float* %900, i64 23
-	%948 = load float, float* %947, align 4
-	%949 = getelementptr float, float* %900, i64 24
-	%950 = load float, float* %949, align 4
-	%951 = getelementptr float, float* %900, i64 25
-	%952 = load float, float* %951, align 4
-	%953 = getelementptr float, float* %900, i64 26
-	%954 = load float, float* %953, align 4
-	%955 = getelementptr float, float* %900, i64 27
-	%956 = load float, float* %955, align 4
-	%957 = getelementptr float, float* %900, i64 28
-	%958 = load float, float* %957, align 4
-	%959 = getelementptr float, float* %900, i64 29
-	%960 = load float, float* %959, align 4
-	%961 = getelementptr float, float* %900, i64 30
-	%962 = load float, float* %961, align 4
-	%963 = getelementptr float, float* %900, i64 31
-	%964 = load float, float* %963, align 4
-	%965 = getelementptr float, float* %5, i64 %833
-	%966 = getelementptr float, float* %965, i64 0
-	%967 = load float, float* %966, align 4
-	%968 = getelementptr float, float* %965, i64 1
-	%969 = load float, float* %968, align 4
-	%970 = getelementptr float, float* %965, i64 2
-	%971 = load float, float* %970, align 4
-	%972 = getelementptr float, float* %965, i64 3
-	%973 = load float, float* %972, align 4
-	%974 = getelementptr float, float* %965, i64 4
-	%975 = load float, float* %974, align 4
-	%976 = getelementptr float, float* %965, i64 5
-	%977 = load float, float* %976, align 4
-	%978 = getelementptr float, float* %965, i64 6
-	%979 = load float, float* %978, align 4
-	%980 = getelementptr float, float* %965, i64 7
-	%981 = load float, float* %980, align 4
-	%982 = getelementptr float, float* %965, i64 8
-	%983 = load float, float* %982, align 4
-	%984 = getelementptr float, float* %965, i64 9
-	%985 = load float, float* %984, align 4
-	%986 = getelementptr float, float* %965, i64 10
-	%987 = load float, float* %986, align 4
-	%988 = getelementptr float, float* %965, i64 11
-	%989 = load float, float* %988, align 4
-	%990 = getelementptr float, float* %965, i64 12
-	%991 = load float, float* %990, align 4
-	%992 = getelementptr float, float* %965, i64 13
-	%993 = load float, float* %992, align 4
-	%994 = getelementptr float, float* %965, i64 14
-	%995 = load float, float* %994, align 4
-	%996 = getelementptr float, float* %965, i64 15
-	%997 = load float, float* %996, align 4
-	%998 = getelementptr float, float* %965, i64 16
-	%999 = load float, float* %998, align 4
-	%1000 = getelementptr float, float* %965, i64 17
-	%1001 = load float, float* %1000, align 4
-	%1002 = getelementptr float, float* %965, i64 18
-	%1003 = load float, float* %1002, align 4
-	%1004 = getelementptr float, float* %965, i64 19
-	%1005 = load float, float* %1004, align 4
-	%1006 = getelementptr float, float* %965, i64 20
-	%1007 = load float, float* %1006, align 4
-	%1008 = getelementptr float, float* %965, i64 21
-	%1009 = load float, float* %1008, align 4
-	%1010 = getelementptr float, float* %965, i64 22
-	%1011 = load float, float* %1010, align 4
-	%1012 = getelementptr float, float* %965, i64 23
-	%1013 = load float, float* %1012, align 4
-	%1014 = getelementptr float, float* %965, i64 24
-	%1015 = load float, float* %1014, align 4
-	%1016 = getelementptr float, float* %965, i64 25
-	%1017 = load float, float* %1016, align 4
-	%1018 = getelementptr float, float* %965, i64 26
-	%1019 = load float, float* %1018, align 4
-	%1020 = getelementptr float, float* %965, i64 27
-	%1021 = load float, float* %1020, align 4
-	%1022 = getelementptr float, float* %965, i64 28
-	%1023 = load float, float* %1022, align 4
-	%1024 = getelementptr float, float* %965, i64 29
-	%1025 = load float, float* %1024, align 4
-	%1026 = getelementptr float, float* %965, i64 30
-	%1027 = load float, float* %1026, align 4
-	%1028 = getelementptr float, float* %965, i64 31
-	%1029 = load float, float* %1028, align 4
-	%1030 = getelementptr float, float* %7, i64 %833
-	%1031 = getelementptr float, float* %1030, i64 0
-	%1032 = load float, float* %1031, align 4
-	%1033 = getelementptr float, float* %1030, i64 1
-	%1034 = load float, float* %1033, align 4
-	%1035 = getelementptr float, float* %1030, i64 2
-	%1036 = load float, float* %1035, align 4
-	%1037 = getelementptr float, float* %1030, i64 3
-	%1038 = load float, float* %1037, align 4
-	%1039 = getelementptr float, float* %1030, i64 4
-	%1040 = load float, float* %1039, align 4
-	%1041 = getelementptr float, float* %1030, i64 5
-	%1042 = load float, float* %1041, align 4
-	%1043 = getelementptr float, float* %1030, i64 6
-	%1044 = load float, float* %1043, align 4
-	%1045 = getelementptr float, float* %1030, i64 7
-	%1046 = load float, float* %1045, align 4
-	%1047 = getelementptr float, float* %1030, i64 8
-	%1048 = load float, float* %1047, align 4
-	%1049 = getelementptr float, float* %1030, i64 9
-	%1050 = load float, float* %1049, align 4
-	%1051 = getelementptr float, float* %1030, i64 10
-	%1052 = load float, float* %1051, align 4
-	%1053 = getelementptr float, float* %1030, i64 11
-	%1054 = load float, float* %1053, align 4
-	%1055 = getelementptr float, float* %1030, i64 12
-	%1056 = load float, float* %1055, align 4
-	%1057 = getelementptr float, float* %1030, i64 13
-	%1058 = load float, float* %1057, align 4
-	%1059 = getelementptr float, float* %1030, i64 14
-	%1060 = load float, float* %1059, align 4
-	%1061 = getelementptr float, float* %1030, i64 15
-	%1062 = load float, float* %1061, align 4
-	%1063 = getelementptr float, float* %1030, i64 16
-	%1064 = load float, float* %1063, align 4
-	%1065 = getelementptr float, float* %1030, i64 17
-	%1066 = load float, float* %1065, align 4
-	%1067 = getelementptr float, float* %1030, i64 18
-	%1068 = load float, float* %1067, align 4
-	%1069 = getelementptr float, float* %1030, i64 19
-	%1070 = load float, float* %1069, align 4
-	%1071 = getelementptr float, float* %1030, i64 20
-	%1072 = load float, float* %1071, align 4
-	%1073 = getelementptr float, float* %1030, i64 21
-	%1074 = load float, float* %1073, align 4
-	%1075 = getelementptr float, float* %1030, i64 22
-	%1076 = load float, float* %1075, align 4
-	%1077 = getelementptr float, float* %1030, i64 23
-	%1078 = load float, float* %1077, align 4
-	%1079 = getelementptr float, float* %1030, i64 24
-	%1080 = load float, float* %1079, align 4
-	%1081 = getelementptr float, float* %1030, i64 25
-	%1082 = load float, float* %1081, align 4
-	%1083 = getelementptr float, float* %1030, i64 26
-	%1084 = load float, float* %1083, align 4
-	%1085 = getelementptr float, float* %1030, i64 27
-	%1086 = load float, float* %1085, align 4
-	%1087 = getelementptr float, float* %1030, i64 28
-	%1088 = load float, float* %1087, align 4
-	%1089 = getelementptr float, float* %1030, i64 29
-	%1090 = load float, float* %1089, align 4
-	%1091 = getelementptr float, float* %1030, i64 30
-	%1092 = load float, float* %1091, align 4
-	%1093 = getelementptr float, float* %1030, i64 31
-	%1094 = load float, float* %1093, align 4
-	%1095 = call { float, float, float } @dp_adamw_body(float %837, float %902, float %967, float %1032, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1096 = extractvalue { float, float, float } %1095, 0
-	%1097 = extractvalue { float, float, float } %1095, 1
-	%1098 = extractvalue { float, float, float } %1095, 2
-	%1099 = call { float, float, float } @dp_adamw_body(float %839, float %904, float %969, float %1034, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1100 = extractvalue { float, float, float } %1099, 0
-	%1101 = extractvalue { float, float, float } %1099, 1
-	%1102 = extractvalue { float, float, float } %1099, 2
-	%1103 = call { float, float, float } @dp_adamw_body(float %841, float %906, float %971, float %1036, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1104 = extractvalue { float, float, float } %1103, 0
-	%1105 = extractvalue { float, float, float } %1103, 1
-	%1106 = extractvalue { float, float, float } %1103, 2
-	%1107 = call { float, float, float } @dp_adamw_body(float %843, float %908, float %973, float %1038, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1108 = extractvalue { float, float, float } %1107, 0
-	%1109 = extractvalue { float, float, float } %1107, 1
-	%1110 = extractvalue { float, float, float } %1107, 2
-	%1111 = call { float, float, float } @dp_adamw_body(float %845, float %910, float %975, float %1040, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1112 = extractvalue { float, float, float } %1111, 0
-	%1113 = extractvalue { float, float, float } %1111, 1
-	%1114 = extractvalue { float, float, float } %1111, 2
-	%1115 = call { float, float, float } @dp_adamw_body(float %847, float %912, float %977, float %1042, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1116 = extractvalue { float, float, float } %1115, 0
-	%1117 = extractvalue { float, float, float } %1115, 1
-	%1118 = extractvalue { float, float, float } %1115, 2
-	%1119 = call { float, float, float } @dp_adamw_body(float %849, float %914, float %979, float %1044, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1120 = extractvalue { float, float, float } %1119, 0
-	%1121 = extractvalue { float, float, float } %1119, 1
-	%1122 = extractvalue { float, float, float } %1119, 2
-	%1123 = call { float, float, float } @dp_adamw_body(float %851, float %916, float %981, float %1046, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1124 = extractvalue { float, float, float } %1123, 0
-	%1125 = extractvalue { float, float, float } %1123, 1
-	%1126 = extractvalue { float, float, float } %1123, 2
-	%1127 = call { float, float, float } @dp_adamw_body(float %853, float %918, float %983, float %1048, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1128 = extractvalue { float, float, float } %1127, 0
-	%1129 = extractvalue { float, float, float } %1127, 1
-	%1130 = extractvalue { float, float, float } %1127, 2
-	%1131 = call { float, float, float } @dp_adamw_body(float %855, float %920, float %985, float %1050, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1132 = extractvalue { float, float, float } %1131, 0
-	%1133 = extractvalue { float, float, float } %1131, 1
-	%1134 = extractvalue { float, float, float } %1131, 2
-	%1135 = call { float, float, float } @dp_adamw_body(float %857, float %922, float %987, float %1052, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1136 = extractvalue { float, float, float } %1135, 0
-	%1137 = extractvalue { float, float, float } %1135, 1
-	%1138 = extractvalue { float, float, float } %1135, 2
-	%1139 = call { float, float, float } @dp_adamw_body(float %859, float %924, float %989, float %1054, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1140 = extractvalue { float, float, float } %1139, 0
-	%1141 = extractvalue { float, float, float } %1139, 1
-	%1142 = extractvalue { float, float, float } %1139, 2
-	%1143 = call { float, float, float } @dp_adamw_body(float %861, float %926, float %991, float %1056, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1144 = extractvalue { float, float, float } %1143, 0
-	%1145 = extractvalue { float, float, float } %1143, 1
-	%1146 = extractvalue { float, float, float } %1143, 2
-	%1147 = call { float, float, float } @dp_adamw_body(float %863, float %928, float %993, float %1058, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1148 = extractvalue { float, float, float } %1147, 0
-	%1149 = extractvalue { float, float, float } %1147, 1
-	%1150 = extractvalue { float, float, float } %1147, 2
-	%1151 = call { float, float, float } @dp_adamw_body(float %865, float %930, float %995, float %1060, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1152 = extractvalue { float, float, float } %1151, 0
-	%1153 = extractvalue { float, float, float } %1151, 1
-	%1154 = extractvalue { float, float, float } %1151, 2
-	%1155 = call { float, float, float } @dp_adamw_body(float %867, float %932, float %997, float %1062, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1156 = extractvalue { float, float, float } %1155, 0
-	%1157 = extractvalue { float, float, float } %1155, 1
-	%1158 = extractvalue { float, float, float } %1155, 2
-	%1159 = call { float, float, float } @dp_adamw_body(float %869, float %934, float %999, float %1064, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1160 = extractvalue { float, float, float } %1159, 0
-	%1161 = extractvalue { float, float, float } %1159, 1
-	%1162 = extractvalue { float, float, float } %1159, 2
-	%1163 = call { float, float, float } @dp_adamw_body(float %871, float %936, float %1001, float %1066, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1164 = extractvalue { float, float, float } %1163, 0
-	%1165 = extractvalue { float, float, float } %1163, 1
-	%1166 = extractvalue { float, float, float } %1163, 2
-	%1167 = call { float, float, float } @dp_adamw_body(float %873, float %938, float %1003, float %1068, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1168 = extractvalue { float, float, float } %1167, 0
-	%1169 = extractvalue { float, float, float } %1167, 1
-	%1170 = extractvalue { float, float, float } %1167, 2
-	%1171 = call { float, float, float } @dp_adamw_body(float %875, float %940, float %1005, float %1070, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1172 = extractvalue { float, float, float } %1171, 0
-	%1173 = extractvalue { float, float, float } %1171, 1
-	%1174 = extractvalue { float, float, float } %1171, 2
-	%1175 = call { float, float, float } @dp_adamw_body(float %877, float %942, float %1007, float %1072, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1176 = extractvalue { float, float, float } %1175, 0
-	%1177 = extractvalue { float, float, float } %1175, 1
-	%1178 = extractvalue { float, float, float } %1175, 2
-	%1179 = call { float, float, float } @dp_adamw_body(float %879, float %944, float %1009, float %1074, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1180 = extractvalue { float, float, float } %1179, 0
-	%1181 = extractvalue { float, float, float } %1179, 1
-	%1182 = extractvalue { float, float, float } %1179, 2
-	%1183 = call { float, float, float } @dp_adamw_body(float %881, float %946, float %1011, float %1076, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1184 = extractvalue { float, float, float } %1183, 0
-	%1185 = extractvalue { float, float, float } %1183, 1
-	%1186 = extractvalue { float, float, float } %1183, 2
-	%1187 = call { float, float, float } @dp_adamw_body(float %883, float %948, float %1013, float %1078, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1188 = extractvalue { float, float, float } %1187, 0
-	%1189 = extractvalue { float, float, float } %1187, 1
-	%1190 = extractvalue { float, float, float } %1187, 2
-	%1191 = call { float, float, float } @dp_adamw_body(float %885, float %950, float %1015, float %1080, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1192 = extractvalue { float, float, float } %1191, 0
-	%1193 = extractvalue { float, float, float } %1191, 1
-	%1194 = extractvalue { float, float, float } %1191, 2
-	%1195 = call { float, float, float } @dp_adamw_body(float %887, float %952, float %1017, float %1082, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1196 = extractvalue { float, float, float } %1195, 0
-	%1197 = extractvalue { float, float, float } %1195, 1
-	%1198 = extractvalue { float, float, float } %1195, 2
-	%1199 = call { float, float, float } @dp_adamw_body(float %889, float %954, float %1019, float %1084, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1200 = extractvalue { float, float, float } %1199, 0
-	%1201 = extractvalue { float, float, float } %1199, 1
-	%1202 = extractvalue { float, float, float } %1199, 2
-	%1203 = call { float, float, float } @dp_adamw_body(float %891, float %956, float %1021, float %1086, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1204 = extractvalue { float, float, float } %1203, 0
-	%1205 = extractvalue { float, float, float } %1203, 1
-	%1206 = extractvalue { float, float, float } %1203, 2
-	%1207 = call { float, float, float } @dp_adamw_body(float %893, float %958, float %1023, float %1088, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1208 = extractvalue { float, float, float } %1207, 0
-	%1209 = extractvalue { float, float, float } %1207, 1
-	%1210 = extractvalue { float, float, float } %1207, 2
-	%1211 = call { float, float, float } @dp_adamw_body(float %895, float %960, float %1025, float %1090, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1212 = extractvalue { float, float, float } %1211, 0
-	%1213 = extractvalue { float, float, float } %1211, 1
-	%1214 = extractvalue { float, float, float } %1211, 2
-	%1215 = call { float, float, float } @dp_adamw_body(float %897, float %962, float %1027, float %1092, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1216 = extractvalue { float, float, float } %1215, 0
-	%1217 = extractvalue { float, float, float } %1215, 1
-	%1218 = extractvalue { float, float, float } %1215, 2
-	%1219 = call { float, float, float } @dp_adamw_body(float %899, float %964, float %1029, float %1094, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1220 = extractvalue { float, float, float } %1219, 0
-	%1221 = extractvalue { float, float, float } %1219, 1
-	%1222 = extractvalue { float, float, float } %1219, 2
-	%1223 = getelementptr float, float* %5, i64 %833
-	%1224 = getelementptr float, float* %1223, i64 0
-	store float %1096, float* %1224, align 4
-	%1225 = getelementptr float, float* %1223, i64 1
-	store float %1100, float* %1225, align 4
-	%1226 = getelementptr float, float* %1223, i64 2
-	store float %1104, float* %1226, align 4
-	%1227 = getelementptr float, float* %1223, i64 3
-	store float %1108, float* %1227, align 4
-	%1228 = getelementptr float, float* %1223, i64 4
-	store float %1112, float* %1228, align 4
-	%1229 = getelementptr float, float* %1223, i64 5
-	store float %1116, float* %1229, align 4
-	%1230 = getelementptr float, float* %1223, i64 6
-	store float %1120, float* %1230, align 4
-	%1231 = getelementptr float, float* %1223, i64 7
-	store float %1124, float* %1231, align 4
-	%1232 = getelementptr float, float* %1223, i64 8
-	store float %1128, float* %1232, align 4
-	%1233 = getelementptr float, float* %1223, i64 9
-	store float %1132, float* %1233, align 4
-	%1234 = getelementptr float, float* %1223, i64 10
-	store float %1136, float* %1234, align 4
-	%1235 = getelementptr float, float* %1223, i64 11
-	store float %1140, float* %1235, align 4
-	%1236 = getelementptr float, float* %1223, i64 12
-	store float %1144, float* %1236, align 4
-	%1237 = getelementptr float, float* %1223, i64 13
-	store float %1148, float* %1237, align 4
-	%1238 = getelementptr float, float* %1223, i64 14
-	store float %1152, float* %1238, align 4
-	%1239 = getelementptr float, float* %1223, i64 15
-	store float %1156, float* %1239, align 4
-	%1240 = getelementptr float, float* %1223, i64 16
-	store float %1160, float* %1240, align 4
-	%1241 = getelementptr float, float* %1223, i64 17
-	store float %1164, float* %1241, align 4
-	%1242 = getelementptr float, float* %1223, i64 18
-	store float %1168, float* %1242, align 4
-	%1243 = getelementptr float, float* %1223, i64 19
-	store float %1172, float* %1243, align 4
-	%1244 = getelementptr float, float* %1223, i64 20
-	store float %1176, float* %1244, align 4
-	%1245 = getelementptr float, float* %1223, i64 21
-	store float %1180, float* %1245, align 4
-	%1246 = getelementptr float, float* %1223, i64 22
-	store float %1184, float* %1246, align 4
-	%1247 = getelementptr float, float* %1223, i64 23
-	store float %1188, float* %1247, align 4
-	%1248 = getelementptr float, float* %1223, i64 24
-	store float %1192, float* %1248, align 4
-	%1249 = getelementptr float, float* %1223, i64 25
-	store float %1196, float* %1249, align 4
-	%1250 = getelementptr float, float* %1223, i64 26
-	store float %1200, float* %1250, align 4
-	%1251 = getelementptr float, float* %1223, i64 27
-	store float %1204, float* %1251, align 4
-	%1252 = getelementptr float, float* %1223, i64 28
-	store float %1208, float* %1252, align 4
-	%1253 = getelementptr float, float* %1223, i64 29
-	store float %1212, float* %1253, align 4
-	%1254 = getelementptr float, float* %1223, i64 30
-	store float %1216, float* %1254, align 4
-	%1255 = getelementptr float, float* %1223, i64 31
-	store float %1220, float* %1255, align 4
-	%1256 = getelementptr float, float* %7, i64 %833
-	%1257 = getelementptr float, float* %1256, i64 0
-	store float %1097, float* %1257, align 4
-	%1258 = getelementptr float, float* %1256, i64 1
-	store float %1101, float* %1258, align 4
-	%1259 = getelementptr float, float* %1256, i64 2
-	store float %1105, float* %1259, align 4
-	%1260 = getelementptr float, float* %1256, i64 3
-	store float %1109, float* %1260, align 4
-	%1261 = getelementptr float, float* %1256, i64 4
-	store float %1113, float* %1261, align 4
-	%1262 = getelementptr float, float* %1256, i64 5
-	store float %1117, float* %1262, align 4
-	%1263 = getelementptr float, float* %1256, i64 6
-	store float %1121, float* %1263, align 4
-	%1264 = getelementptr float, float* %1256, i64 7
-	store float %1125, float* %1264, align 4
-	%1265 = getelementptr float, float* %1256, i64 8
-	store float %1129, float* %1265, align 4
-	%1266 = getelementptr float, float* %1256, i64 9
-	store float %1133, float* %1266, align 4
-	%1267 = getelementptr float, float* %1256, i64 10
-	store float %1137, float* %1267, align 4
-	%1268 = getelementptr float, float* %1256, i64 11
-	store float %1141, float* %1268, align 4
-	%1269 = getelementptr float, float* %1256, i64 12
-	store float %1145, float* %1269, align 4
-	%1270 = getelementptr float, float* %1256, i64 13
-	store float %1149, float* %1270, align 4
-	%1271 = getelementptr float, float* %1256, i64 14
-	store float %1153, float* %1271, align 4
-	%1272 = getelementptr float, float* %1256, i64 15
-	store float %1157, float* %1272, align 4
-	%1273 = getelementptr float, float* %1256, i64 16
-	store float %1161, float* %1273, align 4
-	%1274 = getelementptr float, float* %1256, i64 17
-	store float %1165, float* %1274, align 4
-	%1275 = getelementptr float, float* %1256, i64 18
-	store float %1169, float* %1275, align 4
-	%1276 = getelementptr float, float* %1256, i64 19
-	store float %1173, float* %1276, align 4
-	%1277 = getelementptr float, float* %1256, i64 20
-	store float %1177, float* %1277, align 4
-	%1278 = getelementptr float, float* %1256, i64 21
-	store float %1181, float* %1278, align 4
-	%1279 = getelementptr float, float* %1256, i64 22
-	store float %1185, float* %1279, align 4
-	%1280 = getelementptr float, float* %1256, i64 23
-	store float %1189, float* %1280, align 4
-	%1281 = getelementptr float, float* %1256, i64 24
-	store float %1193, float* %1281, align 4
-	%1282 = getelementptr float, float* %1256, i64 25
-	store float %1197, float* %1282, align 4
-	%1283 = getelementptr float, float* %1256, i64 26
-	store float %1201, float* %1283, align 4
-	%1284 = getelementptr float, float* %1256, i64 27
-	store float %1205, float* %1284, align 4
-	%1285 = getelementptr float, float* %1256, i64 28
-	store float %1209, float* %1285, align 4
-	%1286 = getelementptr float, float* %1256, i64 29
-	store float %1213, float* %1286, align 4
-	%1287 = getelementptr float, float* %1256, i64 30
-	store float %1217, float* %1287, align 4
-	%1288 = getelementptr float, float* %1256, i64 31
-	store float %1221, float* %1288, align 4
-	%1289 = getelementptr float, float* %1, i64 %833
-	%1290 = getelementptr float, float* %1289, i64 0
-	store float %1098, float* %1290, align 4
-	%1291 = getelementptr float, float* %1289, i64 1
-	store float %1102, float* %1291, align 4
-	%1292 = getelementptr float, float* %1289, i64 2
-	store float %1106, float* %1292, align 4
-	%1293 = getelementptr float, float* %1289, i64 3
-	store float %1110, float* %1293, align 4
-	%1294 = getelementptr float, float* %1289, i64 4
-	store float %1114, float* %1294, align 4
-	%1295 = getelementptr float, float* %1289, i64 5
-	store float %1118, float* %1295, align 4
-	%1296 = getelementptr float, float* %1289, i64 6
-	store float %1122, float* %1296, align 4
-	%1297 = getelementptr float, float* %1289, i64 7
-	store float %1126, float* %1297, align 4
-	%1298 = getelementptr float, float* %1289, i64 8
-	store float %1130, float* %1298, align 4
-	%1299 = getelementptr float, float* %1289, i64 9
-	store float %1134, float* %1299, align 4
-	%1300 = getelementptr float, float* %1289, i64 10
-	store float %1138, float* %1300, align 4
-	%1301 = getelementptr float, float* %1289, i64 11
-	store float %1142, float* %1301, align 4
-	%1302 = getelementptr float, float* %1289, i64 12
-	store float %1146, float* %1302, align 4
-	%1303 = getelementptr float, float* %1289, i64 13
-	store float %1150, float* %1303, align 4
-	%1304 = getelementptr float, float* %1289, i64 14
-	store float %1154, float* %1304, align 4
-	%1305 = getelementptr float, float* %1289, i64 15
-	store float %1158, float* %1305, align 4
-	%1306 = getelementptr float, float* %1289, i64 16
-	store float %1162, float* %1306, align 4
-	%1307 = getelementptr float, float* %1289, i64 17
-	store float %1166, float* %1307, align 4
-	%1308 = getelementptr float, float* %1289, i64 18
-	store float %1170, float* %1308, align 4
-	%1309 = getelementptr float, float* %1289, i64 19
-	store float %1174, float* %1309, align 4
-	%1310 = getelementptr float, float* %1289, i64 20
-	store float %1178, float* %1310, align 4
-	%1311 = getelementptr float, float* %1289, i64 21
-	store float %1182, float* %1311, align 4
-	%1312 = getelementptr float, float* %1289, i64 22
-	store float %1186, float* %1312, align 4
-	%1313 = getelementptr float, float* %1289, i64 23
-	store float %1190, float* %1313, align 4
-	%1314 = getelementptr float, float* %1289, i64 24
-	store float %1194, float* %1314, align 4
-	%1315 = getelementptr float, float* %1289, i64 25
-	store float %1198, float* %1315, align 4
-	%1316 = getelementptr float, float* %1289, i64 26
-	store float %1202, float* %1316, align 4
-	%1317 = getelementptr float, float* %1289, i64 27
-	store float %1206, float* %1317, align 4
-	%1318 = getelementptr float, float* %1289, i64 28
-	store float %1210, float* %1318, align 4
-	%1319 = getelementptr float, float* %1289, i64 29
-	store float %1214, float* %1319, align 4
-	%1320 = getelementptr float, float* %1289, i64 30
-	store float %1218, float* %1320, align 4
-	%1321 = getelementptr float, float* %1289, i64 31
-	store float %1222, float* %1321, align 4
-	%1322 = add i64 %829, 1
+	%712 = mul i64 %710, 8
+	%713 = shl i64 %712, 2
+	%714 = add i64 %49, %713
+	%715 = add i64 %53, %712
+	%716 = add i64 %714, 0
+	%717 = getelementptr float, float* %1, i64 %716
+	%718 = bitcast float* %717 to <8 x float>*
+	%719 = load <8 x float>, <8 x float>* %718, align 4
+	%720 = extractelement <8 x float> %719, i32 0
+	%721 = extractelement <8 x float> %719, i32 1
+	%722 = extractelement <8 x float> %719, i32 2
+	%723 = extractelement <8 x float> %719, i32 3
+	%724 = extractelement <8 x float> %719, i32 4
+	%725 = extractelement <8 x float> %719, i32 5
+	%726 = extractelement <8 x float> %719, i32 6
+	%727 = extractelement <8 x float> %719, i32 7
+	%728 = add i64 %714, 8
+	%729 = getelementptr float, float* %1, i64 %728
+	%730 = bitcast float* %729 to <8 x float>*
+	%731 = load <8 x float>, <8 x float>* %730, align 4
+	%732 = extractelement <8 x float> %731, i32 0
+	%733 = extractelement <8 x float> %731, i32 1
+	%734 = extractelement <8 x float> %731, i32 2
+	%735 = extractelement <8 x float> %731, i32 3
+	%736 = extractelement <8 x float> %731, i32 4
+	%737 = extractelement <8 x float> %731, i32 5
+	%738 = extractelement <8 x float> %731, i32 6
+	%739 = extractelement <8 x float> %731, i32 7
+	%740 = add i64 %714, 16
+	%741 = getelementptr float, float* %1, i64 %740
+	%742 = bitcast float* %741 to <8 x float>*
+	%743 = load <8 x float>, <8 x float>* %742, align 4
+	%744 = extractelement <8 x float> %743, i32 0
+	%745 = extractelement <8 x float> %743, i32 1
+	%746 = extractelement <8 x float> %743, i32 2
+	%747 = extractelement <8 x float> %743, i32 3
+	%748 = extractelement <8 x float> %743, i32 4
+	%749 = extractelement <8 x float> %743, i32 5
+	%750 = extractelement <8 x float> %743, i32 6
+	%751 = extractelement <8 x float> %743, i32 7
+	%752 = add i64 %714, 24
+	%753 = getelementptr float, float* %1, i64 %752
+	%754 = bitcast float* %753 to <8 x float>*
+	%755 = load <8 x float>, <8 x float>* %754, align 4
+	%756 = extractelement <8 x float> %755, i32 0
+	%757 = extractelement <8 x float> %755, i32 1
+	%758 = extractelement <8 x float> %755, i32 2
+	%759 = extractelement <8 x float> %755, i32 3
+	%760 = extractelement <8 x float> %755, i32 4
+	%761 = extractelement <8 x float> %755, i32 5
+	%762 = extractelement <8 x float> %755, i32 6
+	%763 = extractelement <8 x float> %755, i32 7
+	%764 = add i64 %714, 0
+	%765 = getelementptr float, float* %3, i64 %764
+	%766 = bitcast float* %765 to <8 x float>*
+	%767 = load <8 x float>, <8 x float>* %766, align 4
+	%768 = extractelement <8 x float> %767, i32 0
+	%769 = extractelement <8 x float> %767, i32 1
+	%770 = extractelement <8 x float> %767, i32 2
+	%771 = extractelement <8 x float> %767, i32 3
+	%772 = extractelement <8 x float> %767, i32 4
+	%773 = extractelement <8 x float> %767, i32 5
+	%774 = extractelement <8 x float> %767, i32 6
+	%775 = extractelement <8 x float> %767, i32 7
+	%776 = add i64 %714, 8
+	%777 = getelementptr float, float* %3, i64 %776
+	%778 = bitcast float* %777 to <8 x float>*
+	%779 = load <8 x float>, <8 x float>* %778, align 4
+	%780 = extractelement <8 x float> %779, i32 0
+	%781 = extractelement <8 x float> %779, i32 1
+	%782 = extractelement <8 x float> %779, i32 2
+	%783 = extractelement <8 x float> %779, i32 3
+	%784 = extractelement <8 x float> %779, i32 4
+	%785 = extractelement <8 x float> %779, i32 5
+	%786 = extractelement <8 x float> %779, i32 6
+	%787 = extractelement <8 x float> %779, i32 7
+	%788 = add i64 %714, 16
+	%789 = getelementptr float, float* %3, i64 %788
+	%790 = bitcast float* %789 to <8 x float>*
+	%791 = load <8 x float>, <8 x float>* %790, align 4
+	%792 = extractelement <8 x float> %791, i32 0
+	%793 = extractelement <8 x float> %791, i32 1
+	%794 = extractelement <8 x float> %791, i32 2
+	%795 = extractelement <8 x float> %791, i32 3
+	%796 = extractelement <8 x float> %791, i32 4
+	%797 = extractelement <8 x float> %791, i32 5
+	%798 = extractelement <8 x float> %791, i32 6
+	%799 = extractelement <8 x float> %791, i32 7
+	%800 = add i64 %714, 24
+	%801 = getelementptr float, float* %3, i64 %800
+	%802 = bitcast float* %801 to <8 x float>*
+	%803 = load <8 x float>, <8 x float>* %802, align 4
+	%804 = extractelement <8 x float> %803, i32 0
+	%805 = extractelement <8 x float> %803, i32 1
+	%806 = extractelement <8 x float> %803, i32 2
+	%807 = extractelement <8 x float> %803, i32 3
+	%808 = extractelement <8 x float> %803, i32 4
+	%809 = extractelement <8 x float> %803, i32 5
+	%810 = extractelement <8 x float> %803, i32 6
+	%811 = extractelement <8 x float> %803, i32 7
+	%812 = add i64 %714, 0
+	%813 = getelementptr float, float* %5, i64 %812
+	%814 = bitcast float* %813 to <8 x float>*
+	%815 = load <8 x float>, <8 x float>* %814, align 4
+	%816 = extractelement <8 x float> %815, i32 0
+	%817 = extractelement <8 x float> %815, i32 1
+	%818 = extractelement <8 x float> %815, i32 2
+	%819 = extractelement <8 x float> %815, i32 3
+	%820 = extractelement <8 x float> %815, i32 4
+	%821 = extractelement <8 x float> %815, i32 5
+	%822 = extractelement <8 x float> %815, i32 6
+	%823 = extractelement <8 x float> %815, i32 7
+	%824 = add i64 %714, 8
+	%825 = getelementptr float, float* %5, i64 %824
+	%826 = bitcast float* %825 to <8 x float>*
+	%827 = load <8 x float>, <8 x float>* %826, align 4
+	%828 = extractelement <8 x float> %827, i32 0
+	%829 = extractelement <8 x float> %827, i32 1
+	%830 = extractelement <8 x float> %827, i32 2
+	%831 = extractelement <8 x float> %827, i32 3
+	%832 = extractelement <8 x float> %827, i32 4
+	%833 = extractelement <8 x float> %827, i32 5
+	%834 = extractelement <8 x float> %827, i32 6
+	%835 = extractelement <8 x float> %827, i32 7
+	%836 = add i64 %714, 16
+	%837 = getelementptr float, float* %5, i64 %836
+	%838 = bitcast float* %837 to <8 x float>*
+	%839 = load <8 x float>, <8 x float>* %838, align 4
+	%840 = extractelement <8 x float> %839, i32 0
+	%841 = extractelement <8 x float> %839, i32 1
+	%842 = extractelement <8 x float> %839, i32 2
+	%843 = extractelement <8 x float> %839, i32 3
+	%844 = extractelement <8 x float> %839, i32 4
+	%845 = extractelement <8 x float> %839, i32 5
+	%846 = extractelement <8 x float> %839, i32 6
+	%847 = extractelement <8 x float> %839, i32 7
+	%848 = add i64 %714, 24
+	%849 = getelementptr float, float* %5, i64 %848
+	%850 = bitcast float* %849 to <8 x float>*
+	%851 = load <8 x float>, <8 x float>* %850, align 4
+	%852 = extractelement <8 x float> %851, i32 0
+	%853 = extractelement <8 x float> %851, i32 1
+	%854 = extractelement <8 x float> %851, i32 2
+	%855 = extractelement <8 x float> %851, i32 3
+	%856 = extractelement <8 x float> %851, i32 4
+	%857 = extractelement <8 x float> %851, i32 5
+	%858 = extractelement <8 x float> %851, i32 6
+	%859 = extractelement <8 x float> %851, i32 7
+	%860 = add i64 %714, 0
+	%861 = getelementptr float, float* %7, i64 %860
+	%862 = bitcast float* %861 to <8 x float>*
+	%863 = load <8 x float>, <8 x float>* %862, align 4
+	%864 = extractelement <8 x float> %863, i32 0
+	%865 = extractelement <8 x float> %863, i32 1
+	%866 = extractelement <8 x float> %863, i32 2
+	%867 = extractelement <8 x float> %863, i32 3
+	%868 = extractelement <8 x float> %863, i32 4
+	%869 = extractelement <8 x float> %863, i32 5
+	%870 = extractelement <8 x float> %863, i32 6
+	%871 = extractelement <8 x float> %863, i32 7
+	%872 = add i64 %714, 8
+	%873 = getelementptr float, float* %7, i64 %872
+	%874 = bitcast float* %873 to <8 x float>*
+	%875 = load <8 x float>, <8 x float>* %874, align 4
+	%876 = extractelement <8 x float> %875, i32 0
+	%877 = extractelement <8 x float> %875, i32 1
+	%878 = extractelement <8 x float> %875, i32 2
+	%879 = extractelement <8 x float> %875, i32 3
+	%880 = extractelement <8 x float> %875, i32 4
+	%881 = extractelement <8 x float> %875, i32 5
+	%882 = extractelement <8 x float> %875, i32 6
+	%883 = extractelement <8 x float> %875, i32 7
+	%884 = add i64 %714, 16
+	%885 = getelementptr float, float* %7, i64 %884
+	%886 = bitcast float* %885 to <8 x float>*
+	%887 = load <8 x float>, <8 x float>* %886, align 4
+	%888 = extractelement <8 x float> %887, i32 0
+	%889 = extractelement <8 x float> %887, i32 1
+	%890 = extractelement <8 x float> %887, i32 2
+	%891 = extractelement <8 x float> %887, i32 3
+	%892 = extractelement <8 x float> %887, i32 4
+	%893 = extractelement <8 x float> %887, i32 5
+	%894 = extractelement <8 x float> %887, i32 6
+	%895 = extractelement <8 x float> %887, i32 7
+	%896 = add i64 %714, 24
+	%897 = getelementptr float, float* %7, i64 %896
+	%898 = bitcast float* %897 to <8 x float>*
+	%899 = load <8 x float>, <8 x float>* %898, align 4
+	%900 = extractelement <8 x float> %899, i32 0
+	%901 = extractelement <8 x float> %899, i32 1
+	%902 = extractelement <8 x float> %899, i32 2
+	%903 = extractelement <8 x float> %899, i32 3
+	%904 = extractelement <8 x float> %899, i32 4
+	%905 = extractelement <8 x float> %899, i32 5
+	%906 = extractelement <8 x float> %899, i32 6
+	%907 = extractelement <8 x float> %899, i32 7
+	%908 = call { float, float, float } @dp_adamw_body(float %720, float %768, float %816, float %864, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%909 = extractvalue { float, float, float } %908, 0
+	%910 = extractvalue { float, float, float } %908, 1
+	%911 = extractvalue { float, float, float } %908, 2
+	%912 = call { float, float, float } @dp_adamw_body(float %721, float %769, float %817, float %865, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%913 = extractvalue { float, float, float } %912, 0
+	%914 = extractvalue { float, float, float } %912, 1
+	%915 = extractvalue { float, float, float } %912, 2
+	%916 = call { float, float, float } @dp_adamw_body(float %722, float %770, float %818, float %866, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%917 = extractvalue { float, float, float } %916, 0
+	%918 = extractvalue { float, float, float } %916, 1
+	%919 = extractvalue { float, float, float } %916, 2
+	%920 = call { float, float, float } @dp_adamw_body(float %723, float %771, float %819, float %867, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%921 = extractvalue { float, float, float } %920, 0
+	%922 = extractvalue { float, float, float } %920, 1
+	%923 = extractvalue { float, float, float } %920, 2
+	%924 = call { float, float, float } @dp_adamw_body(float %724, float %772, float %820, float %868, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%925 = extractvalue { float, float, float } %924, 0
+	%926 = extractvalue { float, float, float } %924, 1
+	%927 = extractvalue { float, float, float } %924, 2
+	%928 = call { float, float, float } @dp_adamw_body(float %725, float %773, float %821, float %869, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%929 = extractvalue { float, float, float } %928, 0
+	%930 = extractvalue { float, float, float } %928, 1
+	%931 = extractvalue { float, float, float } %928, 2
+	%932 = call { float, float, float } @dp_adamw_body(float %726, float %774, float %822, float %870, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%933 = extractvalue { float, float, float } %932, 0
+	%934 = extractvalue { float, float, float } %932, 1
+	%935 = extractvalue { float, float, float } %932, 2
+	%936 = call { float, float, float } @dp_adamw_body(float %727, float %775, float %823, float %871, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%937 = extractvalue { float, float, float } %936, 0
+	%938 = extractvalue { float, float, float } %936, 1
+	%939 = extractvalue { float, float, float } %936, 2
+	%940 = call { float, float, float } @dp_adamw_body(float %732, float %780, float %828, float %876, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%941 = extractvalue { float, float, float } %940, 0
+	%942 = extractvalue { float, float, float } %940, 1
+	%943 = extractvalue { float, float, float } %940, 2
+	%944 = call { float, float, float } @dp_adamw_body(float %733, float %781, float %829, float %877, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%945 = extractvalue { float, float, float } %944, 0
+	%946 = extractvalue { float, float, float } %944, 1
+	%947 = extractvalue { float, float, float } %944, 2
+	%948 = call { float, float, float } @dp_adamw_body(float %734, float %782, float %830, float %878, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%949 = extractvalue { float, float, float } %948, 0
+	%950 = extractvalue { float, float, float } %948, 1
+	%951 = extractvalue { float, float, float } %948, 2
+	%952 = call { float, float, float } @dp_adamw_body(float %735, float %783, float %831, float %879, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%953 = extractvalue { float, float, float } %952, 0
+	%954 = extractvalue { float, float, float } %952, 1
+	%955 = extractvalue { float, float, float } %952, 2
+	%956 = call { float, float, float } @dp_adamw_body(float %736, float %784, float %832, float %880, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%957 = extractvalue { float, float, float } %956, 0
+	%958 = extractvalue { float, float, float } %956, 1
+	%959 = extractvalue { float, float, float } %956, 2
+	%960 = call { float, float, float } @dp_adamw_body(float %737, float %785, float %833, float %881, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%961 = extractvalue { float, float, float } %960, 0
+	%962 = extractvalue { float, float, float } %960, 1
+	%963 = extractvalue { float, float, float } %960, 2
+	%964 = call { float, float, float } @dp_adamw_body(float %738, float %786, float %834, float %882, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%965 = extractvalue { float, float, float } %964, 0
+	%966 = extractvalue { float, float, float } %964, 1
+	%967 = extractvalue { float, float, float } %964, 2
+	%968 = call { float, float, float } @dp_adamw_body(float %739, float %787, float %835, float %883, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%969 = extractvalue { float, float, float } %968, 0
+	%970 = extractvalue { float, float, float } %968, 1
+	%971 = extractvalue { float, float, float } %968, 2
+	%972 = call { float, float, float } @dp_adamw_body(float %744, float %792, float %840, float %888, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%973 = extractvalue { float, float, float } %972, 0
+	%974 = extractvalue { float, float, float } %972, 1
+	%975 = extractvalue { float, float, float } %972, 2
+	%976 = call { float, float, float } @dp_adamw_body(float %745, float %793, float %841, float %889, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%977 = extractvalue { float, float, float } %976, 0
+	%978 = extractvalue { float, float, float } %976, 1
+	%979 = extractvalue { float, float, float } %976, 2
+	%980 = call { float, float, float } @dp_adamw_body(float %746, float %794, float %842, float %890, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%981 = extractvalue { float, float, float } %980, 0
+	%982 = extractvalue { float, float, float } %980, 1
+	%983 = extractvalue { float, float, float } %980, 2
+	%984 = call { float, float, float } @dp_adamw_body(float %747, float %795, float %843, float %891, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%985 = extractvalue { float, float, float } %984, 0
+	%986 = extractvalue { float, float, float } %984, 1
+	%987 = extractvalue { float, float, float } %984, 2
+	%988 = call { float, float, float } @dp_adamw_body(float %748, float %796, float %844, float %892, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%989 = extractvalue { float, float, float } %988, 0
+	%990 = extractvalue { float, float, float } %988, 1
+	%991 = extractvalue { float, float, float } %988, 2
+	%992 = call { float, float, float } @dp_adamw_body(float %749, float %797, float %845, float %893, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%993 = extractvalue { float, float, float } %992, 0
+	%994 = extractvalue { float, float, float } %992, 1
+	%995 = extractvalue { float, float, float } %992, 2
+	%996 = call { float, float, float } @dp_adamw_body(float %750, float %798, float %846, float %894, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%997 = extractvalue { float, float, float } %996, 0
+	%998 = extractvalue { float, float, float } %996, 1
+	%999 = extractvalue { float, float, float } %996, 2
+	%1000 = call { float, float, float } @dp_adamw_body(float %751, float %799, float %847, float %895, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1001 = extractvalue { float, float, float } %1000, 0
+	%1002 = extractvalue { float, float, float } %1000, 1
+	%1003 = extractvalue { float, float, float } %1000, 2
+	%1004 = call { float, float, float } @dp_adamw_body(float %756, float %804, float %852, float %900, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1005 = extractvalue { float, float, float } %1004, 0
+	%1006 = extractvalue { float, float, float } %1004, 1
+	%1007 = extractvalue { float, float, float } %1004, 2
+	%1008 = call { float, float, float } @dp_adamw_body(float %757, float %805, float %853, float %901, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1009 = extractvalue { float, float, float } %1008, 0
+	%1010 = extractvalue { float, float, float } %1008, 1
+	%1011 = extractvalue { float, float, float } %1008, 2
+	%1012 = call { float, float, float } @dp_adamw_body(float %758, float %806, float %854, float %902, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1013 = extractvalue { float, float, float } %1012, 0
+	%1014 = extractvalue { float, float, float } %1012, 1
+	%1015 = extractvalue { float, float, float } %1012, 2
+	%1016 = call { float, float, float } @dp_adamw_body(float %759, float %807, float %855, float %903, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1017 = extractvalue { float, float, float } %1016, 0
+	%1018 = extractvalue { float, float, float } %1016, 1
+	%1019 = extractvalue { float, float, float } %1016, 2
+	%1020 = call { float, float, float } @dp_adamw_body(float %760, float %808, float %856, float %904, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1021 = extractvalue { float, float, float } %1020, 0
+	%1022 = extractvalue { float, float, float } %1020, 1
+	%1023 = extractvalue { float, float, float } %1020, 2
+	%1024 = call { float, float, float } @dp_adamw_body(float %761, float %809, float %857, float %905, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1025 = extractvalue { float, float, float } %1024, 0
+	%1026 = extractvalue { float, float, float } %1024, 1
+	%1027 = extractvalue { float, float, float } %1024, 2
+	%1028 = call { float, float, float } @dp_adamw_body(float %762, float %810, float %858, float %906, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1029 = extractvalue { float, float, float } %1028, 0
+	%1030 = extractvalue { float, float, float } %1028, 1
+	%1031 = extractvalue { float, float, float } %1028, 2
+	%1032 = call { float, float, float } @dp_adamw_body(float %763, float %811, float %859, float %907, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1033 = extractvalue { float, float, float } %1032, 0
+	%1034 = extractvalue { float, float, float } %1032, 1
+	%1035 = extractvalue { float, float, float } %1032, 2
+	%1036 = insertelement <8 x float> undef, float %909, i32 0
+	%1037 = insertelement <8 x float> %1036, float %913, i32 1
+	%1038 = insertelement <8 x float> %1037, float %917, i32 2
+	%1039 = insertelement <8 x float> %1038, float %921, i32 3
+	%1040 = insertelement <8 x float> %1039, float %925, i32 4
+	%1041 = insertelement <8 x float> %1040, float %929, i32 5
+	%1042 = insertelement <8 x float> %1041, float %933, i32 6
+	%1043 = insertelement <8 x float> %1042, float %937, i32 7
+	%1044 = add i64 %714, 0
+	%1045 = getelementptr float, float* %5, i64 %1044
+	%1046 = bitcast float* %1045 to <8 x float>*
+	store <8 x float> %1043, <8 x float>* %1046, align 4
+	%1047 = insertelement <8 x float> undef, float %941, i32 0
+	%1048 = insertelement <8 x float> %1047, float %945, i32 1
+	%1049 = insertelement <8 x float> %1048, float %949, i32 2
+	%1050 = insertelement <8 x float> %1049, float %953, i32 3
+	%1051 = insertelement <8 x float> %1050, float %957, i32 4
+	%1052 = insertelement <8 x float> %1051, float %961, i32 5
+	%1053 = insertelement <8 x float> %1052, float %965, i32 6
+	%1054 = insertelement <8 x float> %1053, float %969, i32 7
+	%1055 = add i64 %714, 8
+	%1056 = getelementptr float, float* %5, i64 %1055
+	%1057 = bitcast float* %1056 to <8 x float>*
+	store <8 x float> %1054, <8 x float>* %1057, align 4
+	%1058 = insertelement <8 x float> undef, float %973, i32 0
+	%1059 = insertelement <8 x float> %1058, float %977, i32 1
+	%1060 = insertelement <8 x float> %1059, float %981, i32 2
+	%1061 = insertelement <8 x float> %1060, float %985, i32 3
+	%1062 = insertelement <8 x float> %1061, float %989, i32 4
+	%1063 = insertelement <8 x float> %1062, float %993, i32 5
+	%1064 = insertelement <8 x float> %1063, float %997, i32 6
+	%1065 = insertelement <8 x float> %1064, float %1001, i32 7
+	%1066 = add i64 %714, 16
+	%1067 = getelementptr float, float* %5, i64 %1066
+	%1068 = bitcast float* %1067 to <8 x float>*
+	store <8 x float> %1065, <8 x float>* %1068, align 4
+	%1069 = insertelement <8 x float> undef, float %1005, i32 0
+	%1070 = insertelement <8 x float> %1069, float %1009, i32 1
+	%1071 = insertelement <8 x float> %1070, float %1013, i32 2
+	%1072 = insertelement <8 x float> %1071, float %1017, i32 3
+	%1073 = insertelement <8 x float> %1072, float %1021, i32 4
+	%1074 = insertelement <8 x float> %1073, float %1025, i32 5
+	%1075 = insertelement <8 x float> %1074, float %1029, i32 6
+	%1076 = insertelement <8 x float> %1075, float %1033, i32 7
+	%1077 = add i64 %714, 24
+	%1078 = getelementptr float, float* %5, i64 %1077
+	%1079 = bitcast float* %1078 to <8 x float>*
+	store <8 x float> %1076, <8 x float>* %1079, align 4
+	%1080 = insertelement <8 x float> undef, float %910, i32 0
+	%1081 = insertelement <8 x float> %1080, float %914, i32 1
+	%1082 = insertelement <8 x float> %1081, float %918, i32 2
+	%1083 = insertelement <8 x float> %1082, float %922, i32 3
+	%1084 = insertelement <8 x float> %1083, float %926, i32 4
+	%1085 = insertelement <8 x float> %1084, float %930, i32 5
+	%1086 = insertelement <8 x float> %1085, float %934, i32 6
+	%1087 = insertelement <8 x float> %1086, float %938, i32 7
+	%1088 = add i64 %714, 0
+	%1089 = getelementptr float, float* %7, i64 %1088
+	%1090 = bitcast float* %1089 to <8 x float>*
+	store <8 x float> %1087, <8 x float>* %1090, align 4
+	%1091 = insertelement <8 x float> undef, float %942, i32 0
+	%1092 = insertelement <8 x float> %1091, float %946, i32 1
+	%1093 = insertelement <8 x float> %1092, float %950, i32 2
+	%1094 = insertelement <8 x float> %1093, float %954, i32 3
+	%1095 = insertelement <8 x float> %1094, float %958, i32 4
+	%1096 = insertelement <8 x float> %1095, float %962, i32 5
+	%1097 = insertelement <8 x float> %1096, float %966, i32 6
+	%1098 = insertelement <8 x float> %1097, float %970, i32 7
+	%1099 = add i64 %714, 8
+	%1100 = getelementptr float, float* %7, i64 %1099
+	%1101 = bitcast float* %1100 to <8 x float>*
+	store <8 x float> %1098, <8 x float>* %1101, align 4
+	%1102 = insertelement <8 x float> undef, float %974, i32 0
+	%1103 = insertelement <8 x float> %1102, float %978, i32 1
+	%1104 = insertelement <8 x float> %1103, float %982, i32 2
+	%1105 = insertelement <8 x float> %1104, float %986, i32 3
+	%1106 = insertelement <8 x float> %1105, float %990, i32 4
+	%1107 = insertelement <8 x float> %1106, float %994, i32 5
+	%1108 = insertelement <8 x float> %1107, float %998, i32 6
+	%1109 = insertelement <8 x float> %1108, float %1002, i32 7
+	%1110 = add i64 %714, 16
+	%1111 = getelementptr float, float* %7, i64 %1110
+	%1112 = bitcast float* %1111 to <8 x float>*
+	store <8 x float> %1109, <8 x float>* %1112, align 4
+	%1113 = insertelement <8 x float> undef, float %1006, i32 0
+	%1114 = insertelement <8 x float> %1113, float %1010, i32 1
+	%1115 = insertelement <8 x float> %1114, float %1014, i32 2
+	%1116 = insertelement <8 x float> %1115, float %1018, i32 3
+	%1117 = insertelement <8 x float> %1116, float %1022, i32 4
+	%1118 = insertelement <8 x float> %1117, float %1026, i32 5
+	%1119 = insertelement <8 x float> %1118, float %1030, i32 6
+	%1120 = insertelement <8 x float> %1119, float %1034, i32 7
+	%1121 = add i64 %714, 24
+	%1122 = getelementptr float, float* %7, i64 %1121
+	%1123 = bitcast float* %1122 to <8 x float>*
+	store <8 x float> %1120, <8 x float>* %1123, align 4
+	%1124 = insertelement <8 x float> undef, float %911, i32 0
+	%1125 = insertelement <8 x float> %1124, float %915, i32 1
+	%1126 = insertelement <8 x float> %1125, float %919, i32 2
+	%1127 = insertelement <8 x float> %1126, float %923, i32 3
+	%1128 = insertelement <8 x float> %1127, float %927, i32 4
+	%1129 = insertelement <8 x float> %1128, float %931, i32 5
+	%1130 = insertelement <8 x float> %1129, float %935, i32 6
+	%1131 = insertelement <8 x float> %1130, float %939, i32 7
+	%1132 = add i64 %714, 0
+	%1133 = getelementptr float, float* %1, i64 %1132
+	%1134 = bitcast float* %1133 to <8 x float>*
+	store <8 x float> %1131, <8 x float>* %1134, align 4
+	%1135 = insertelement <8 x float> undef, float %943, i32 0
+	%1136 = insertelement <8 x float> %1135, float %947, i32 1
+	%1137 = insertelement <8 x float> %1136, float %951, i32 2
+	%1138 = insertelement <8 x float> %1137, float %955, i32 3
+	%1139 = insertelement <8 x float> %1138, float %959, i32 4
+	%1140 = insertelement <8 x float> %1139, float %963, i32 5
+	%1141 = insertelement <8 x float> %1140, float %967, i32 6
+	%1142 = insertelement <8 x float> %1141, float %971, i32 7
+	%1143 = add i64 %714, 8
+	%1144 = getelementptr float, float* %1, i64 %1143
+	%1145 = bitcast float* %1144 to <8 x float>*
+	store <8 x float> %1142, <8 x float>* %1145, align 4
+	%1146 = insertelement <8 x float> undef, float %975, i32 0
+	%1147 = insertelement <8 x float> %1146, float %979, i32 1
+	%1148 = insertelement <8 x float> %1147, float %983, i32 2
+	%1149 = insertelement <8 x float> %1148, float %987, i32 3
+	%1150 = insertelement <8 x float> %1149, float %991, i32 4
+	%1151 = insertelement <8 x float> %1150, float %995, i32 5
+	%1152 = insertelement <8 x float> %1151, float %999, i32 6
+	%1153 = insertelement <8 x float> %1152, float %1003, i32 7
+	%1154 = add i64 %714, 16
+	%1155 = getelementptr float, float* %1, i64 %1154
+	%1156 = bitcast float* %1155 to <8 x float>*
+	store <8 x float> %1153, <8 x float>* %1156, align 4
+	%1157 = insertelement <8 x float> undef, float %1007, i32 0
+	%1158 = insertelement <8 x float> %1157, float %1011, i32 1
+	%1159 = insertelement <8 x float> %1158, float %1015, i32 2
+	%1160 = insertelement <8 x float> %1159, float %1019, i32 3
+	%1161 = insertelement <8 x float> %1160, float %1023, i32 4
+	%1162 = insertelement <8 x float> %1161, float %1027, i32 5
+	%1163 = insertelement <8 x float> %1162, float %1031, i32 6
+	%1164 = insertelement <8 x float> %1163, float %1035, i32 7
+	%1165 = add i64 %714, 24
+	%1166 = getelementptr float, float* %1, i64 %1165
+	%1167 = bitcast float* %1166 to <8 x float>*
+	store <8 x float> %1164, <8 x float>* %1167, align 4
+	%1168 = add i64 %710, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%1323 = mul i64 %828, 8
+	%1169 = mul i64 %709, 8
 	br label %group.head.43
 
 group.head.43:
-	%1324 = phi i64 [ %1323, %wide.done.42 ], [ %1396, %group.44 ]
-	%1325 = icmp slt i64 %1324, %48
-	br i1 %1325, label %group.44, label %group.done.45
+	%1170 = phi i64 [ %1169, %wide.done.42 ], [ %1242, %group.44 ]
+	%1171 = icmp slt i64 %1170, %48
+	br i1 %1171, label %group.44, label %group.done.45
 
 group.44:
-	%1326 = shl i64 %1324, 2
-	%1327 = add i64 %49, %1326
-	%1328 = add i64 %53, %1324
-	%1329 = getelementptr float, float* %1, i64 %1327
-	%1330 = getelementptr float, float* %1329, i64 0
-	%1331 = load float, float* %1330, align 4
-	%1332 = getelementptr float, float* %1329, i64 1
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1329, i64 2
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1329, i64 3
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %3, i64 %1327
-	%1339 = getelementptr float, float* %1338, i64 0
-	%1340 = load float, float* %1339, align 4
-	%1341 = getelementptr float, float* %1338, i64 1
-	%1342 = load float, float* %1341, align 4
-	%1343 = getelementptr float, float* %1338, i64 2
-	%1344 = load float, float* %1343, align 4
-	%1345 = getelementptr float, float* %1338, i64 3
-	%1346 = load float, float* %1345, align 4
-	%1347 = getelementptr float, float* %5, i64 %1327
-	%1348 = getelementptr float, float* %1347, i64 0
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1347, i64 1
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1347, i64 2
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1347, i64 3
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %7, i64 %1327
-	%1357 = getelementptr float, float* %1356, i64 0
-	%1358 = load float, float* %1357, align 4
-	%1359 = getelementptr float, float* %1356, i64 1
-	%1360 = load float, float* %1359, align 4
-	%1361 = getelementptr float, float* %1356, i64 2
-	%1362 = load float, float* %1361, align 4
-	%1363 = getelementptr float, float* %1356, i64 3
-	%1364 = load float, float* %1363, align 4
-	%1365 = call { float, float, float } @dp_adamw_body(float %1331, float %1340, float %1349, float %1358, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1366 = extractvalue { float, float, float } %1365, 0
-	%1367 = extractvalue { float, float, float } %1365, 1
-	%1368 = extractvalue { float, float, float } %1365, 2
-	%1369 = call { float, float, float } @dp_adamw_body(float %1333, float %1342, float %1351, float %1360, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1370 = extractvalue { float, float, float } %1369, 0
-	%1371 = extractvalue { float, float, float } %1369, 1
-	%1372 = extractvalue { float, float, float } %1369, 2
-	%1373 = call { float, float, float } @dp_adamw_body(float %1335, float %1344, float %1353, float %1362, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1374 = extractvalue { float, float, float } %1373, 0
-	%1375 = extractvalue { float, float, float } %1373, 1
-	%1376 = extractvalue { float, float, float } %1373, 2
-	%1377 = call { float, float, float } @dp_adamw_body(float %1337, float %1346, float %1355, float %1364, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1378 = extractvalue { float, float, float } %1377, 0
-	%1379 = extractvalue { float, float, float } %1377, 1
-	%1380 = extractvalue { float, float, float } %1377, 2
-	%1381 = getelementptr float, float* %5, i64 %1327
-	%1382 = getelementptr float, float* %1381, i64 0
-	store float %1366, float* %1382, align 4
-	%1383 = getelementptr float, float* %1381, i64 1
-	store float %1370, float* %1383, align 4
-	%1384 = getelementptr float, float* %1381, i64 2
-	store float %1374, float* %1384, align 4
-	%1385 = getelementptr float, float* %1381, i64 3
-	store float %1378, float* %1385, align 4
-	%1386 = getelementptr float, float* %7, i64 %1327
-	%1387 = getelementptr float, float* %1386, i64 0
-	store float %1367, float* %1387, align 4
-	%1388 = getelementptr float, float* %1386, i64 1
-	store float %1371, float* %1388, align 4
-	%1389 = getelementptr float, float* %1386, i64 2
-	store float %1375, float* %1389, align 4
-	%1390 = getelementptr float, float* %1386, i64 3
-	store float %1379, float* %1390, align 4
-	%1391 = getelementptr float, float* %1, i64 %1327
-	%1392 = getelementptr float, float* %1391, i64 0
-	store float %1368, float* %1392, align 4
-	%1393 = getelementptr float, float* %1391, i64 1
-	store float %1372, float* %1393, align 4
-	%1394 = getelementptr float, float* %1391, i64 2
-	store float %1376, float* %1394, align 4
-	%1395 = getelementptr float, float* %1391, i64 3
-	store float %1380, float* %1395, align 4
-	%1396 = add i64 %1324, 1
+	%1172 = shl i64 %1170, 2
+	%1173 = add i64 %49, %1172
+	%1174 = add i64 %53, %1170
+	%1175 = getelementptr float, float* %1, i64 %1173
+	%1176 = getelementptr float, float* %1175, i64 0
+	%1177 = load float, float* %1176, align 4
+	%1178 = getelementptr float, float* %1175, i64 1
+	%1179 = load float, float* %1178, align 4
+	%1180 = getelementptr float, float* %1175, i64 2
+	%1181 = load float, float* %1180, align 4
+	%1182 = getelementptr float, float* %1175, i64 3
+	%1183 = load float, float* %1182, align 4
+	%1184 = getelementptr float, float* %3, i64 %1173
+	%1185 = getelementptr float, float* %1184, i64 0
+	%1186 = load float, float* %1185, align 4
+	%1187 = getelementptr float, float* %1184, i64 1
+	%1188 = load float, float* %1187, align 4
+	%1189 = getelementptr float, float* %1184, i64 2
+	%1190 = load float, float* %1189, align 4
+	%1191 = getelementptr float, float* %1184, i64 3
+	%1192 = load float, float* %1191, align 4
+	%1193 = getelementptr float, float* %5, i64 %1173
+	%1194 = getelementptr float, float* %1193, i64 0
+	%1195 = load float, float* %1194, align 4
+	%1196 = getelementptr float, float* %1193, i64 1
+	%1197 = load float, float* %1196, align 4
+	%1198 = getelementptr float, float* %1193, i64 2
+	%1199 = load float, float* %1198, align 4
+	%1200 = getelementptr float, float* %1193, i64 3
+	%1201 = load float, float* %1200, align 4
+	%1202 = getelementptr float, float* %7, i64 %1173
+	%1203 = getelementptr float, float* %1202, i64 0
+	%1204 = load float, float* %1203, align 4
+	%1205 = getelementptr float, float* %1202, i64 1
+	%1206 = load float, float* %1205, align 4
+	%1207 = getelementptr float, float* %1202, i64 2
+	%1208 = load float, float* %1207, align 4
+	%1209 = getelementptr float, float* %1202, i64 3
+	%1210 = load float, float* %1209, align 4
+	%1211 = call { float, float, float } @dp_adamw_body(float %1177, float %1186, float %1195, float %1204, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1212 = extractvalue { float, float, float } %1211, 0
+	%1213 = extractvalue { float, float, float } %1211, 1
+	%1214 = extractvalue { float, float, float } %1211, 2
+	%1215 = call { float, float, float } @dp_adamw_body(float %1179, float %1188, float %1197, float %1206, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1216 = extractvalue { float, float, float } %1215, 0
+	%1217 = extractvalue { float, float, float } %1215, 1
+	%1218 = extractvalue { float, float, float } %1215, 2
+	%1219 = call { float, float, float } @dp_adamw_body(float %1181, float %1190, float %1199, float %1208, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1220 = extractvalue { float, float, float } %1219, 0
+	%1221 = extractvalue { float, float, float } %1219, 1
+	%1222 = extractvalue { float, float, float } %1219, 2
+	%1223 = call { float, float, float } @dp_adamw_body(float %1183, float %1192, float %1201, float %1210, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1224 = extractvalue { float, float, float } %1223, 0
+	%1225 = extractvalue { float, float, float } %1223, 1
+	%1226 = extractvalue { float, float, float } %1223, 2
+	%1227 = getelementptr float, float* %5, i64 %1173
+	%1228 = getelementptr float, float* %1227, i64 0
+	store float %1212, float* %1228, align 4
+	%1229 = getelementptr float, float* %1227, i64 1
+	store float %1216, float* %1229, align 4
+	%1230 = getelementptr float, float* %1227, i64 2
+	store float %1220, float* %1230, align 4
+	%1231 = getelementptr float, float* %1227, i64 3
+	store float %1224, float* %1231, align 4
+	%1232 = getelementptr float, float* %7, i64 %1173
+	%1233 = getelementptr float, float* %1232, i64 0
+	store float %1213, float* %1233, align 4
+	%1234 = getelementptr float, float* %1232, i64 1
+	store float %1217, float* %1234, align 4
+	%1235 = getelementptr float, float* %1232, i64 2
+	store float %1221, float* %1235, align 4
+	%1236 = getelementptr float, float* %1232, i64 3
+	store float %1225, float* %1236, align 4
+	%1237 = getelementptr float, float* %1, i64 %1173
+	%1238 = getelementptr float, float* %1237, i64 0
+	store float %1214, float* %1238, align 4
+	%1239 = getelementptr float, float* %1237, i64 1
+	store float %1218, float* %1239, align 4
+	%1240 = getelementptr float, float* %1237, i64 2
+	store float %1222, float* %1240, align 4
+	%1241 = getelementptr float, float* %1237, i64 3
+	store float %1226, float* %1241, align 4
+	%1242 = add i64 %1170, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%1397 = phi i64 [ %51, %group.done.45 ], [ %1414, %tail.47 ]
-	%1398 = icmp slt i64 %1397, %31
-	br i1 %1398, label %tail.47, label %tail.done.48
+	%1243 = phi i64 [ %51, %group.done.45 ], [ %1260, %tail.47 ]
+	%1244 = icmp slt i64 %1243, %31
+	br i1 %1244, label %tail.47, label %tail.done.48
 
 tail.47:
-	%1399 = getelementptr float, float* %1, i64 %1397
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %3, i64 %1397
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %5, i64 %1397
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %7, i64 %1397
-	%1406 = load float, float* %1405, align 4
-	%1407 = call { float, float, float } @dp_adamw_body(float %1400, float %1402, float %1404, float %1406, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
-	%1408 = extractvalue { float, float, float } %1407, 0
-	%1409 = extractvalue { float, float, float } %1407, 1
-	%1410 = extractvalue { float, float, float } %1407, 2
-	%1411 = getelementptr float, float* %5, i64 %1397
-	store float %1408, float* %1411, align 4
-	%1412 = getelementptr float, float* %7, i64 %1397
-	store float %1409, float* %1412, align 4
-	%1413 = getelementptr float, float* %1, i64 %1397
-	store float %1410, float* %1413, align 4
-	%1414 = add i64 %1397, 1
+	%1245 = getelementptr float, float* %1, i64 %1243
+	%1246 = load float, float* %1245, align 4
+	%1247 = getelementptr float, float* %3, i64 %1243
+	%1248 = load float, float* %1247, align 4
+	%1249 = getelementptr float, float* %5, i64 %1243
+	%1250 = load float, float* %1249, align 4
+	%1251 = getelementptr float, float* %7, i64 %1243
+	%1252 = load float, float* %1251, align 4
+	%1253 = call { float, float, float } @dp_adamw_body(float %1246, float %1248, float %1250, float %1252, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1254 = extractvalue { float, float, float } %1253, 0
+	%1255 = extractvalue { float, float, float } %1253, 1
+	%1256 = extractvalue { float, float, float } %1253, 2
+	%1257 = getelementptr float, float* %5, i64 %1243
+	store float %1254, float* %1257, align 4
+	%1258 = getelementptr float, float* %7, i64 %1243
+	store float %1255, float* %1258, align 4
+	%1259 = getelementptr float, float* %1, i64 %1243
+	store float %1256, float* %1259, align 4
+	%1260 = add i64 %1243, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -3581,7 +3289,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @dp_adamw_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @dp_adamw_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -3663,7 +3371,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -3706,111 +3414,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -3820,589 +3525,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @dp_adamw_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adamw_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adamw_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adamw_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @dp_adamw_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adamw_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adamw_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adamw_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -4411,39 +4118,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -4452,7 +4158,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -4478,20 +4184,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -4500,43 +4205,42 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @dp_adamw_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_adamw_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adamw_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adamw_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_adamw_abi = constant [65 x i8] c"c5ced48e12a120a509803dbb8ed0a2bbc27b3458eadf6a4d0ecdf2cbcac01437\00"
+@dp_adamw_abi = constant [65 x i8] c"13c83c6618fc1972e9c972cbdd2745488dcf0dbdd5742b5b76a58484abc55168\00"

@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float } @dp_sgd_body(float %v.theta, float %v.g, float %s.0) alwaysinline nounwind {
 entry:
 	%0 = fmul float %s.0, %v.g
@@ -1247,7 +1277,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%50 = phi i64 [ 0, %head.done.27 ], [ %412, %wide.29 ]
+	%50 = phi i64 [ 0, %head.done.27 ], [ %305, %wide.29 ]
 	%51 = icmp slt i64 %50, %49
 	br i1 %51, label %wide.29, label %wide.done.30
 
@@ -1256,850 +1286,664 @@ wide.29:
 	%53 = shl i64 %52, 2
 	%54 = add i64 %29, %53
 	%55 = add i64 %33, %52
-	%56 = getelementptr float, float* %1, i64 %54
-	%57 = getelementptr float, float* %56, i64 0
-	%58 = load float, float* %57, align 4
-	%59 = getelementptr float, float* %56, i64 1
-	%60 = load float, float* %59, align 4
-	%61 = getelementptr float, float* %56, i64 2
-	%62 = load float, float* %61, align 4
-	%63 = getelementptr float, float* %56, i64 3
-	%64 = load float, float* %63, align 4
-	%65 = getelementptr float, float* %56, i64 4
-	%66 = load float, float* %65, align 4
-	%67 = getelementptr float, float* %56, i64 5
-	%68 = load float, float* %67, align 4
-	%69 = getelementptr float, float* %56, i64 6
-	%70 = load float, float* %69, align 4
-	%71 = getelementptr float, float* %56, i64 7
-	%72 = load float, float* %71, align 4
-	%73 = getelementptr float, float* %56, i64 8
-	%74 = load float, float* %73, align 4
-	%75 = getelementptr float, float* %56, i64 9
-	%76 = load float, float* %75, align 4
-	%77 = getelementptr float, float* %56, i64 10
-	%78 = load float, float* %77, align 4
-	%79 = getelementptr float, float* %56, i64 11
-	%80 = load float, float* %79, align 4
-	%81 = getelementptr float, float* %56, i64 12
-	%82 = load float, float* %81, align 4
-	%83 = getelementptr float, float* %56, i64 13
-	%84 = load float, float* %83, align 4
-	%85 = getelementptr float, float* %56, i64 14
-	%86 = load float, float* %85, align 4
-	%87 = getelementptr float, float* %56, i64 15
-	%88 = load float, float* %87, align 4
-	%89 = getelementptr float, float* %56, i64 16
-	%90 = load float, float* %89, align 4
-	%91 = getelementptr float, float* %56, i64 17
-	%92 = load float, float* %91, align 4
-	%93 = getelementptr float, float* %56, i64 18
-	%94 = load float, float* %93, align 4
-	%95 = getelementptr float, float* %56, i64 19
-	%96 = load float, float* %95, align 4
-	%97 = getelementptr float, float* %56, i64 20
-	%98 = load float, float* %97, align 4
-	%99 = getelementptr float, float* %56, i64 21
-	%100 = load float, float* %99, align 4
-	%101 = getelementptr float, float* %56, i64 22
-	%102 = load float, float* %101, align 4
-	%103 = getelementptr float, float* %56, i64 23
-	%104 = load float, float* %103, align 4
-	%105 = getelementptr float, float* %56, i64 24
-	%106 = load float, float* %105, align 4
-	%107 = getelementptr float, float* %56, i64 25
-	%108 = load float, float* %107, align 4
-	%109 = getelementptr float, float* %56, i64 26
-	%110 = load float, float* %109, align 4
-	%111 = getelementptr float, float* %56, i64 27
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %56, i64 28
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %56, i64 29
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %56, i64 30
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %56, i64 31
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %3, i64 %54
-	%122 = getelementptr float, float* %121, i64 0
-	%123 = load float, float* %122, align 4
-	%124 = getelementptr float, float* %121, i64 1
-	%125 = load float, float* %124, align 4
-	%126 = getelementptr float, float* %121, i64 2
-	%127 = load float, float* %126, align 4
-	%128 = getelementptr float, float* %121, i64 3
-	%129 = load float, float* %128, align 4
-	%130 = getelementptr float, float* %121, i64 4
-	%131 = load float, float* %130, align 4
-	%132 = getelementptr float, float* %121, i64 5
-	%133 = load float, float* %132, align 4
-	%134 = getelementptr float, float* %121, i64 6
-	%135 = load float, float* %134, align 4
-	%136 = getelementptr float, float* %121, i64 7
-	%137 = load float, float* %136, align 4
-	%138 = getelementptr float, float* %121, i64 8
-	%139 = load float, float* %138, align 4
-	%140 = getelementptr float, float* %121, i64 9
-	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %121, i64 10
-	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %121, i64 11
-	%145 = load float, float* %144, align 4
-	%146 = getelementptr float, float* %121, i64 12
-	%147 = load float, float* %146, align 4
-	%148 = getelementptr float, float* %121, i64 13
-	%149 = load float, float* %148, align 4
-	%150 = getelementptr float, float* %121, i64 14
-	%151 = load float, float* %150, align 4
-	%152 = getelementptr float, float* %121, i64 15
-	%153 = load float, float* %152, align 4
-	%154 = getelementptr float, float* %121, i64 16
-	%155 = load float, float* %154, align 4
-	%156 = getelementptr float, float* %121, i64 17
-	%157 = load float, float* %156, align 4
-	%158 = getelementptr float, float* %121, i64 18
-	%159 = load float, float* %158, align 4
-	%160 = getelementptr float, float* %121, i64 19
-	%161 = load float, float* %160, align 4
-	%162 = getelementptr float, float* %121, i64 20
-	%163 = load float, float* %162, align 4
-	%164 = getelementptr float, float* %121, i64 21
-	%165 = load float, float* %164, align 4
-	%166 = getelementptr float, float* %121, i64 22
-	%167 = load float, float* %166, align 4
-	%168 = getelementptr float, float* %121, i64 23
-	%169 = load float, float* %168, align 4
-	%170 = getelementptr float, float* %121, i64 24
-	%171 = load float, float* %170, align 4
-	%172 = getelementptr float, float* %121, i64 25
-	%173 = load float, float* %172, align 4
-	%174 = getelementptr float, float* %121, i64 26
-	%175 = load float, float* %174, align 4
-	%176 = getelementptr float, float* %121, i64 27
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %121, i64 28
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %121, i64 29
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %121, i64 30
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %121, i64 31
-	%185 = load float, float* %184, align 4
-	%186 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %15, i32 %17, i32 0, i64 %55)
-	%187 = extractvalue [4 x <8 x float>] %186, 0
-	%188 = extractelement <8 x float> %187, i32 0
-	%189 = fmul float %7, %188
-	%190 = fadd float %123, %189
-	%191 = call { float } @dp_sgd_body(float %58, float %190, float %5)
-	%192 = extractvalue { float } %191, 0
-	%193 = extractvalue [4 x <8 x float>] %186, 1
-	%194 = extractelement <8 x float> %193, i32 0
-	%195 = fmul float %7, %194
-	%196 = fadd float %125, %195
-	%197 = call { float } @dp_sgd_body(float %60, float %196, float %5)
+	%56 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %15, i32 %17, i32 0, i64 %55)
+	%57 = add i64 %54, 0
+	%58 = getelementptr float, float* %1, i64 %57
+	%59 = bitcast float* %58 to <8 x float>*
+	%60 = load <8 x float>, <8 x float>* %59, align 4
+	%61 = extractelement <8 x float> %60, i32 0
+	%62 = extractelement <8 x float> %60, i32 1
+	%63 = extractelement <8 x float> %60, i32 2
+	%64 = extractelement <8 x float> %60, i32 3
+	%65 = extractelement <8 x float> %60, i32 4
+	%66 = extractelement <8 x float> %60, i32 5
+	%67 = extractelement <8 x float> %60, i32 6
+	%68 = extractelement <8 x float> %60, i32 7
+	%69 = add i64 %54, 8
+	%70 = getelementptr float, float* %1, i64 %69
+	%71 = bitcast float* %70 to <8 x float>*
+	%72 = load <8 x float>, <8 x float>* %71, align 4
+	%73 = extractelement <8 x float> %72, i32 0
+	%74 = extractelement <8 x float> %72, i32 1
+	%75 = extractelement <8 x float> %72, i32 2
+	%76 = extractelement <8 x float> %72, i32 3
+	%77 = extractelement <8 x float> %72, i32 4
+	%78 = extractelement <8 x float> %72, i32 5
+	%79 = extractelement <8 x float> %72, i32 6
+	%80 = extractelement <8 x float> %72, i32 7
+	%81 = add i64 %54, 16
+	%82 = getelementptr float, float* %1, i64 %81
+	%83 = bitcast float* %82 to <8 x float>*
+	%84 = load <8 x float>, <8 x float>* %83, align 4
+	%85 = extractelement <8 x float> %84, i32 0
+	%86 = extractelement <8 x float> %84, i32 1
+	%87 = extractelement <8 x float> %84, i32 2
+	%88 = extractelement <8 x float> %84, i32 3
+	%89 = extractelement <8 x float> %84, i32 4
+	%90 = extractelement <8 x float> %84, i32 5
+	%91 = extractelement <8 x float> %84, i32 6
+	%92 = extractelement <8 x float> %84, i32 7
+	%93 = add i64 %54, 24
+	%94 = getelementptr float, float* %1, i64 %93
+	%95 = bitcast float* %94 to <8 x float>*
+	%96 = load <8 x float>, <8 x float>* %95, align 4
+	%97 = extractelement <8 x float> %96, i32 0
+	%98 = extractelement <8 x float> %96, i32 1
+	%99 = extractelement <8 x float> %96, i32 2
+	%100 = extractelement <8 x float> %96, i32 3
+	%101 = extractelement <8 x float> %96, i32 4
+	%102 = extractelement <8 x float> %96, i32 5
+	%103 = extractelement <8 x float> %96, i32 6
+	%104 = extractelement <8 x float> %96, i32 7
+	%105 = add i64 %54, 0
+	%106 = getelementptr float, float* %3, i64 %105
+	%107 = bitcast float* %106 to <8 x float>*
+	%108 = load <8 x float>, <8 x float>* %107, align 4
+	%109 = insertelement <8 x float> undef, float %7, i32 0
+	%110 = insertelement <8 x float> %109, float %7, i32 1
+	%111 = insertelement <8 x float> %110, float %7, i32 2
+	%112 = insertelement <8 x float> %111, float %7, i32 3
+	%113 = insertelement <8 x float> %112, float %7, i32 4
+	%114 = insertelement <8 x float> %113, float %7, i32 5
+	%115 = insertelement <8 x float> %114, float %7, i32 6
+	%116 = insertelement <8 x float> %115, float %7, i32 7
+	%117 = extractvalue [4 x <8 x float>] %56, 0
+	%118 = fmul <8 x float> %116, %117
+	%119 = fadd <8 x float> %108, %118
+	%120 = extractelement <8 x float> %119, i32 0
+	%121 = extractelement <8 x float> %119, i32 1
+	%122 = extractelement <8 x float> %119, i32 2
+	%123 = extractelement <8 x float> %119, i32 3
+	%124 = extractelement <8 x float> %119, i32 4
+	%125 = extractelement <8 x float> %119, i32 5
+	%126 = extractelement <8 x float> %119, i32 6
+	%127 = extractelement <8 x float> %119, i32 7
+	%128 = add i64 %54, 8
+	%129 = getelementptr float, float* %3, i64 %128
+	%130 = bitcast float* %129 to <8 x float>*
+	%131 = load <8 x float>, <8 x float>* %130, align 4
+	%132 = insertelement <8 x float> undef, float %7, i32 0
+	%133 = insertelement <8 x float> %132, float %7, i32 1
+	%134 = insertelement <8 x float> %133, float %7, i32 2
+	%135 = insertelement <8 x float> %134, float %7, i32 3
+	%136 = insertelement <8 x float> %135, float %7, i32 4
+	%137 = insertelement <8 x float> %136, float %7, i32 5
+	%138 = insertelement <8 x float> %137, float %7, i32 6
+	%139 = insertelement <8 x float> %138, float %7, i32 7
+	%140 = extractvalue [4 x <8 x float>] %56, 1
+	%141 = fmul <8 x float> %139, %140
+	%142 = fadd <8 x float> %131, %141
+	%143 = extractelement <8 x float> %142, i32 0
+	%144 = extractelement <8 x float> %142, i32 1
+	%145 = extractelement <8 x float> %142, i32 2
+	%146 = extractelement <8 x float> %142, i32 3
+	%147 = extractelement <8 x float> %142, i32 4
+	%148 = extractelement <8 x float> %142, i32 5
+	%149 = extractelement <8 x float> %142, i32 6
+	%150 = extractelement <8 x float> %142, i32 7
+	%151 = add i64 %54, 16
+	%152 = getelementptr float, float* %3, i64 %151
+	%153 = bitcast float* %152 to <8 x float>*
+	%154 = load <8 x float>, <8 x float>* %153, align 4
+	%155 = insertelement <8 x float> undef, float %7, i32 0
+	%156 = insertelement <8 x float> %155, float %7, i32 1
+	%157 = insertelement <8 x float> %156, float %7, i32 2
+	%158 = insertelement <8 x float> %157, float %7, i32 3
+	%159 = insertelement <8 x float> %158, float %7, i32 4
+	%160 = insertelement <8 x float> %159, float %7, i32 5
+	%161 = insertelement <8 x float> %160, float %7, i32 6
+	%162 = insertelement <8 x float> %161, float %7, i32 7
+	%163 = extractvalue [4 x <8 x float>] %56, 2
+	%164 = fmul <8 x float> %162, %163
+	%165 = fadd <8 x float> %154, %164
+	%166 = extractelement <8 x float> %165, i32 0
+	%167 = extractelement <8 x float> %165, i32 1
+	%168 = extractelement <8 x float> %165, i32 2
+	%169 = extractelement <8 x float> %165, i32 3
+	%170 = extractelement <8 x float> %165, i32 4
+	%171 = extractelement <8 x float> %165, i32 5
+	%172 = extractelement <8 x float> %165, i32 6
+	%173 = extractelement <8 x float> %165, i32 7
+	%174 = add i64 %54, 24
+	%175 = getelementptr float, float* %3, i64 %174
+	%176 = bitcast float* %175 to <8 x float>*
+	%177 = load <8 x float>, <8 x float>* %176, align 4
+	%178 = insertelement <8 x float> undef, float %7, i32 0
+	%179 = insertelement <8 x float> %178, float %7, i32 1
+	%180 = insertelement <8 x float> %179, float %7, i32 2
+	%181 = insertelement <8 x float> %180, float %7, i32 3
+	%182 = insertelement <8 x float> %181, float %7, i32 4
+	%183 = insertelement <8 x float> %182, float %7, i32 5
+	%184 = insertelement <8 x float> %183, float %7, i32 6
+	%185 = insertelement <8 x float> %184, float %7, i32 7
+	%186 = extractvalue [4 x <8 x float>] %56, 3
+	%187 = fmul <8 x float> %185, %186
+	%188 = fadd <8 x float> %177, %187
+	%189 = extractelement <8 x float> %188, i32 0
+	%190 = extractelement <8 x float> %188, i32 1
+	%191 = extractelement <8 x float> %188, i32 2
+	%192 = extractelement <8 x float> %188, i32 3
+	%193 = extractelement <8 x float> %188, i32 4
+	%194 = extractelement <8 x float> %188, i32 5
+	%195 = extractelement <8 x float> %188, i32 6
+	%196 = extractelement <8 x float> %188, i32 7
+	%197 = call { float } @dp_sgd_body(float %61, float %120, float %5)
 	%198 = extractvalue { float } %197, 0
-	%199 = extractvalue [4 x <8 x float>] %186, 2
-	%200 = extractelement <8 x float> %199, i32 0
-	%201 = fmul float %7, %200
-	%202 = fadd float %127, %201
-	%203 = call { float } @dp_sgd_body(float %62, float %202, float %5)
+	%199 = call { float } @dp_sgd_body(float %62, float %121, float %5)
+	%200 = extractvalue { float } %199, 0
+	%201 = call { float } @dp_sgd_body(float %63, float %122, float %5)
+	%202 = extractvalue { float } %201, 0
+	%203 = call { float } @dp_sgd_body(float %64, float %123, float %5)
 	%204 = extractvalue { float } %203, 0
-	%205 = extractvalue [4 x <8 x float>] %186, 3
-	%206 = extractelement <8 x float> %205, i32 0
-	%207 = fmul float %7, %206
-	%208 = fadd float %129, %207
-	%209 = call { float } @dp_sgd_body(float %64, float %208, float %5)
+	%205 = call { float } @dp_sgd_body(float %65, float %124, float %5)
+	%206 = extractvalue { float } %205, 0
+	%207 = call { float } @dp_sgd_body(float %66, float %125, float %5)
+	%208 = extractvalue { float } %207, 0
+	%209 = call { float } @dp_sgd_body(float %67, float %126, float %5)
 	%210 = extractvalue { float } %209, 0
-	%211 = extractvalue [4 x <8 x float>] %186, 0
-	%212 = extractelement <8 x float> %211, i32 1
-	%213 = fmul float %7, %212
-	%214 = fadd float %131, %213
-	%215 = call { float } @dp_sgd_body(float %66, float %214, float %5)
+	%211 = call { float } @dp_sgd_body(float %68, float %127, float %5)
+	%212 = extractvalue { float } %211, 0
+	%213 = call { float } @dp_sgd_body(float %73, float %143, float %5)
+	%214 = extractvalue { float } %213, 0
+	%215 = call { float } @dp_sgd_body(float %74, float %144, float %5)
 	%216 = extractvalue { float } %215, 0
-	%217 = extractvalue [4 x <8 x float>] %186, 1
-	%218 = extractelement <8 x float> %217, i32 1
-	%219 = fmul float %7, %218
-	%220 = fadd float %133, %219
-	%221 = call { float } @dp_sgd_body(float %68, float %220, float %5)
+	%217 = call { float } @dp_sgd_body(float %75, float %145, float %5)
+	%218 = extractvalue { float } %217, 0
+	%219 = call { float } @dp_sgd_body(float %76, float %146, float %5)
+	%220 = extractvalue { float } %219, 0
+	%221 = call { float } @dp_sgd_body(float %77, float %147, float %5)
 	%222 = extractvalue { float } %221, 0
-	%223 = extractvalue [4 x <8 x float>] %186, 2
-	%224 = extractelement <8 x float> %223, i32 1
-	%225 = fmul float %7, %224
-	%226 = fadd float %135, %225
-	%227 = call { float } @dp_sgd_body(float %70, float %226, float %5)
+	%223 = call { float } @dp_sgd_body(float %78, float %148, float %5)
+	%224 = extractvalue { float } %223, 0
+	%225 = call { float } @dp_sgd_body(float %79, float %149, float %5)
+	%226 = extractvalue { float } %225, 0
+	%227 = call { float } @dp_sgd_body(float %80, float %150, float %5)
 	%228 = extractvalue { float } %227, 0
-	%229 = extractvalue [4 x <8 x float>] %186, 3
-	%230 = extractelement <8 x float> %229, i32 1
-	%231 = fmul float %7, %230
-	%232 = fadd float %137, %231
-	%233 = call { float } @dp_sgd_body(float %72, float %232, float %5)
+	%229 = call { float } @dp_sgd_body(float %85, float %166, float %5)
+	%230 = extractvalue { float } %229, 0
+	%231 = call { float } @dp_sgd_body(float %86, float %167, float %5)
+	%232 = extractvalue { float } %231, 0
+	%233 = call { float } @dp_sgd_body(float %87, float %168, float %5)
 	%234 = extractvalue { float } %233, 0
-	%235 = extractvalue [4 x <8 x float>] %186, 0
-	%236 = extractelement <8 x float> %235, i32 2
-	%237 = fmul float %7, %236
-	%238 = fadd float %139, %237
-	%239 = call { float } @dp_sgd_body(float %74, float %238, float %5)
+	%235 = call { float } @dp_sgd_body(float %88, float %169, float %5)
+	%236 = extractvalue { float } %235, 0
+	%237 = call { float } @dp_sgd_body(float %89, float %170, float %5)
+	%238 = extractvalue { float } %237, 0
+	%239 = call { float } @dp_sgd_body(float %90, float %171, float %5)
 	%240 = extractvalue { float } %239, 0
-	%241 = extractvalue [4 x <8 x float>] %186, 1
-	%242 = extractelement <8 x float> %241, i32 2
-	%243 = fmul float %7, %242
-	%244 = fadd float %141, %243
-	%245 = call { float } @dp_sgd_body(float %76, float %244, float %5)
+	%241 = call { float } @dp_sgd_body(float %91, float %172, float %5)
+	%242 = extractvalue { float } %241, 0
+	%243 = call { float } @dp_sgd_body(float %92, float %173, float %5)
+	%244 = extractvalue { float } %243, 0
+	%245 = call { float } @dp_sgd_body(float %97, float %189, float %5)
 	%246 = extractvalue { float } %245, 0
-	%247 = extractvalue [4 x <8 x float>] %186, 2
-	%248 = extractelement <8 x float> %247, i32 2
-	%249 = fmul float %7, %248
-	%250 = fadd float %143, %249
-	%251 = call { float } @dp_sgd_body(float %78, float %250, float %5)
+	%247 = call { float } @dp_sgd_body(float %98, float %190, float %5)
+	%248 = extractvalue { float } %247, 0
+	%249 = call { float } @dp_sgd_body(float %99, float %191, float %5)
+	%250 = extractvalue { float } %249, 0
+	%251 = call { float } @dp_sgd_body(float %100, float %192, float %5)
 	%252 = extractvalue { float } %251, 0
-	%253 = extractvalue [4 x <8 x float>] %186, 3
-	%254 = extractelement <8 x float> %253, i32 2
-	%255 = fmul float %7, %254
-	%256 = fadd float %145, %255
-	%257 = call { float } @dp_sgd_body(float %80, float %256, float %5)
+	%253 = call { float } @dp_sgd_body(float %101, float %193, float %5)
+	%254 = extractvalue { float } %253, 0
+	%255 = call { float } @dp_sgd_body(float %102, float %194, float %5)
+	%256 = extractvalue { float } %255, 0
+	%257 = call { float } @dp_sgd_body(float %103, float %195, float %5)
 	%258 = extractvalue { float } %257, 0
-	%259 = extractvalue [4 x <8 x float>] %186, 0
-	%260 = extractelement <8 x float> %259, i32 3
-	%261 = fmul float %7, %260
-	%262 = fadd float %147, %261
-	%263 = call { float } @dp_sgd_body(float %82, float %262, float %5)
-	%264 = extractvalue { float } %263, 0
-	%265 = extractvalue [4 x <8 x float>] %186, 1
-	%266 = extractelement <8 x float> %265, i32 3
-	%267 = fmul float %7, %266
-	%268 = fadd float %149, %267
-	%269 = call { float } @dp_sgd_body(float %84, float %268, float %5)
-	%270 = extractvalue { float } %269, 0
-	%271 = extractvalue [4 x <8 x float>] %186, 2
-	%272 = extractelement <8 x float> %271, i32 3
-	%273 = fmul float %7, %272
-	%274 = fadd float %151, %273
-	%275 = call { float } @dp_sgd_body(float %86, float %274, float %5)
-	%276 = extractvalue { float } %275, 0
-	%277 = extractvalue [4 x <8 x float>] %186, 3
-	%278 = extractelement <8 x float> %277, i32 3
-	%279 = fmul float %7, %278
-	%280 = fadd float %153, %279
-	%281 = call { float } @dp_sgd_body(float %88, float %280, float %5)
-	%282 = extractvalue { float } %281, 0
-	%283 = extractvalue [4 x <8 x float>] %186, 0
-	%284 = extractelement <8 x float> %283, i32 4
-	%285 = fmul float %7, %284
-	%286 = fadd float %155, %285
-	%287 = call { float } @dp_sgd_body(float %90, float %286, float %5)
-	%288 = extractvalue { float } %287, 0
-	%289 = extractvalue [4 x <8 x float>] %186, 1
-	%290 = extractelement <8 x float> %289, i32 4
-	%291 = fmul float %7, %290
-	%292 = fadd float %157, %291
-	%293 = call { float } @dp_sgd_body(float %92, float %292, float %5)
-	%294 = extractvalue { float } %293, 0
-	%295 = extractvalue [4 x <8 x float>] %186, 2
-	%296 = extractelement <8 x float> %295, i32 4
-	%297 = fmul float %7, %296
-	%298 = fadd float %159, %297
-	%299 = call { float } @dp_sgd_body(float %94, float %298, float %5)
-	%300 = extractvalue { float } %299, 0
-	%301 = extractvalue [4 x <8 x float>] %186, 3
-	%302 = extractelement <8 x float> %301, i32 4
-	%303 = fmul float %7, %302
-	%304 = fadd float %161, %303
-	%305 = call { float } @dp_sgd_body(float %96, float %304, float %5)
-	%306 = extractvalue { float } %305, 0
-	%307 = extractvalue [4 x <8 x float>] %186, 0
-	%308 = extractelement <8 x float> %307, i32 5
-	%309 = fmul float %7, %308
-	%310 = fadd float %163, %309
-	%311 = call { float } @dp_sgd_body(float %98, float %310, float %5)
-	%312 = extractvalue { float } %311, 0
-	%313 = extractvalue [4 x <8 x float>] %186, 1
-	%314 = extractelement <8 x float> %313, i32 5
-	%315 = fmul float %7, %314
-	%316 = fadd float %165, %315
-	%317 = call { float } @dp_sgd_body(float %100, float %316, float %5)
-	%318 = extractvalue { float } %317, 0
-	%319 = extractvalue [4 x <8 x float>] %186, 2
-	%320 = extractelement <8 x float> %319, i32 5
-	%321 = fmul float %7, %320
-	%322 = fadd float %167, %321
-	%323 = call { float } @dp_sgd_body(float %102, float %322, float %5)
-	%324 = extractvalue { float } %323, 0
-	%325 = extractvalue [4 x <8 x float>] %186, 3
-	%326 = extractelement <8 x float> %325, i32 5
-	%327 = fmul float %7, %326
-	%328 = fadd float %169, %327
-	%329 = call { float } @dp_sgd_body(float %104, float %328, float %5)
-	%330 = extractvalue { float } %329, 0
-	%331 = extractvalue [4 x <8 x float>] %186, 0
-	%332 = extractelement <8 x float> %331, i32 6
-	%333 = fmul float %7, %332
-	%334 = fadd float %171, %333
-	%335 = call { float } @dp_sgd_body(float %106, float %334, float %5)
-	%336 = extractvalue { float } %335, 0
-	%337 = extractvalue [4 x <8 x float>] %186, 1
-	%338 = extractelement <8 x float> %337, i32 6
-	%339 = fmul float %7, %338
-	%340 = fadd float %173, %339
-	%341 = call { float } @dp_sgd_body(float %108, float %340, float %5)
-	%342 = extractvalue { float } %341, 0
-	%343 = extractvalue [4 x <8 x float>] %186, 2
-	%344 = extractelement <8 x float> %343, i32 6
-	%345 = fmul float %7, %344
-	%346 = fadd float %175, %345
-	%347 = call { float } @dp_sgd_body(float %110, float %346, float %5)
-	%348 = extractvalue { float } %347, 0
-	%349 = extractvalue [4 x <8 x float>] %186, 3
-	%350 = extractelement <8 x float> %349, i32 6
-	%351 = fmul float %7, %350
-	%352 = fadd float %177, %351
-	%353 = call { float } @dp_sgd_body(float %112, float %352, float %5)
-	%354 = extractvalue { float } %353, 0
-	%355 = extractvalue [4 x <8 x float>] %186, 0
-	%356 = extractelement <8 x float> %355, i32 7
-	%357 = fmul float %7, %356
-	%358 = fadd float %179, %357
-	%359 = call { float } @dp_sgd_body(float %114, float %358, float %5)
-	%360 = extractvalue { float } %359, 0
-	%361 = extractvalue [4 x <8 x float>] %186, 1
-	%362 = extractelement <8 x float> %361, i32 7
-	%363 = fmul float %7, %362
-	%364 = fadd float %181, %363
-	%365 = call { float } @dp_sgd_body(float %116, float %364, float %5)
-	%366 = extractvalue { float } %365, 0
-	%367 = extractvalue [4 x <8 x float>] %186, 2
-	%368 = extractelement <8 x float> %367, i32 7
-	%369 = fmul float %7, %368
-	%370 = fadd float %183, %369
-	%371 = call { float } @dp_sgd_body(float %118, float %370, float %5)
-	%372 = extractvalue { float } %371, 0
-	%373 = extractvalue [4 x <8 x float>] %186, 3
-	%374 = extractelement <8 x float> %373, i32 7
-	%375 = fmul float %7, %374
-	%376 = fadd float %185, %375
-	%377 = call { float } @dp_sgd_body(float %120, float %376, float %5)
-	%378 = extractvalue { float } %377, 0
-	%379 = getelementptr float, float* %1, i64 %54
-	%380 = getelementptr float, float* %379, i64 0
-	store float %192, float* %380, align 4
-	%381 = getelementptr float, float* %379, i64 1
-	store float %198, float* %381, align 4
-	%382 = getelementptr float, float* %379, i64 2
-	store float %204, float* %382, align 4
-	%383 = getelementptr float, float* %379, i64 3
-	store float %210, float* %383, align 4
-	%384 = getelementptr float, float* %379, i64 4
-	store float %216, float* %384, align 4
-	%385 = getelementptr float, float* %379, i64 5
-	store float %222, float* %385, align 4
-	%386 = getelementptr float, float* %379, i64 6
-	store float %228, float* %386, align 4
-	%387 = getelementptr float, float* %379, i64 7
-	store float %234, float* %387, align 4
-	%388 = getelementptr float, float* %379, i64 8
-	store float %240, float* %388, align 4
-	%389 = getelementptr float, float* %379, i64 9
-	store float %246, float* %389, align 4
-	%390 = getelementptr float, float* %379, i64 10
-	store float %252, float* %390, align 4
-	%391 = getelementptr float, float* %379, i64 11
-	store float %258, float* %391, align 4
-	%392 = getelementptr float, float* %379, i64 12
-	store float %264, float* %392, align 4
-	%393 = getelementptr float, float* %379, i64 13
-	store float %270, float* %393, align 4
-	%394 = getelementptr float, float* %379, i64 14
-	store float %276, float* %394, align 4
-	%395 = getelementptr float, float* %379, i64 15
-	store float %282, float* %395, align 4
-	%396 = getelementptr float, float* %379, i64 16
-	store float %288, float* %396, align 4
-	%397 = getelementptr float, float* %379, i64 17
-	store float %294, float* %397, align 4
-	%398 = getelementptr float, float* %379, i64 18
-	store float %300, float* %398, align 4
-	%399 = getelementptr float, float* %379, i64 19
-	store float %306, float* %399, align 4
-	%400 = getelementptr float, float* %379, i64 20
-	store float %312, float* %400, align 4
-	%401 = getelementptr float, float* %379, i64 21
-	store float %318, float* %401, align 4
-	%402 = getelementptr float, float* %379, i64 22
-	store float %324, float* %402, align 4
-	%403 = getelementptr float, float* %379, i64 23
-	store float %330, float* %403, align 4
-	%404 = getelementptr float, float* %379, i64 24
-	store float %336, float* %404, align 4
-	%405 = getelementptr float, float* %379, i64 25
-	store float %342, float* %405, align 4
-	%406 = getelementptr float, float* %379, i64 26
-	store float %348, float* %406, align 4
-	%407 = getelementptr float, float* %379, i64 27
-	store float %354, float* %407, align 4
-	%408 = getelementptr float, float* %379, i64 28
-	store float %360, float* %408, align 4
-	%409 = getelementptr float, float* %379, i64 29
-	store float %366, float* %409, align 4
-	%410 = getelementptr float, float* %379, i64 30
-	store float %372, float* %410, align 4
-	%411 = getelementptr float, float* %379, i64 31
-	store float %378, float* %411, align 4
-	%412 = add i64 %50, 1
+	%259 = call { float } @dp_sgd_body(float %104, float %196, float %5)
+	%260 = extractvalue { float } %259, 0
+	%261 = insertelement <8 x float> undef, float %198, i32 0
+	%262 = insertelement <8 x float> %261, float %200, i32 1
+	%263 = insertelement <8 x float> %262, float %202, i32 2
+	%264 = insertelement <8 x float> %263, float %204, i32 3
+	%265 = insertelement <8 x float> %264, float %206, i32 4
+	%266 = insertelement <8 x float> %265, float %208, i32 5
+	%267 = insertelement <8 x float> %266, float %210, i32 6
+	%268 = insertelement <8 x float> %267, float %212, i32 7
+	%269 = add i64 %54, 0
+	%270 = getelementptr float, float* %1, i64 %269
+	%271 = bitcast float* %270 to <8 x float>*
+	store <8 x float> %268, <8 x float>* %271, align 4
+	%272 = insertelement <8 x float> undef, float %214, i32 0
+	%273 = insertelement <8 x float> %272, float %216, i32 1
+	%274 = insertelement <8 x float> %273, float %218, i32 2
+	%275 = insertelement <8 x float> %274, float %220, i32 3
+	%276 = insertelement <8 x float> %275, float %222, i32 4
+	%277 = insertelement <8 x float> %276, float %224, i32 5
+	%278 = insertelement <8 x float> %277, float %226, i32 6
+	%279 = insertelement <8 x float> %278, float %228, i32 7
+	%280 = add i64 %54, 8
+	%281 = getelementptr float, float* %1, i64 %280
+	%282 = bitcast float* %281 to <8 x float>*
+	store <8 x float> %279, <8 x float>* %282, align 4
+	%283 = insertelement <8 x float> undef, float %230, i32 0
+	%284 = insertelement <8 x float> %283, float %232, i32 1
+	%285 = insertelement <8 x float> %284, float %234, i32 2
+	%286 = insertelement <8 x float> %285, float %236, i32 3
+	%287 = insertelement <8 x float> %286, float %238, i32 4
+	%288 = insertelement <8 x float> %287, float %240, i32 5
+	%289 = insertelement <8 x float> %288, float %242, i32 6
+	%290 = insertelement <8 x float> %289, float %244, i32 7
+	%291 = add i64 %54, 16
+	%292 = getelementptr float, float* %1, i64 %291
+	%293 = bitcast float* %292 to <8 x float>*
+	store <8 x float> %290, <8 x float>* %293, align 4
+	%294 = insertelement <8 x float> undef, float %246, i32 0
+	%295 = insertelement <8 x float> %294, float %248, i32 1
+	%296 = insertelement <8 x float> %295, float %250, i32 2
+	%297 = insertelement <8 x float> %296, float %252, i32 3
+	%298 = insertelement <8 x float> %297, float %254, i32 4
+	%299 = insertelement <8 x float> %298, float %256, i32 5
+	%300 = insertelement <8 x float> %299, float %258, i32 6
+	%301 = insertelement <8 x float> %300, float %260, i32 7
+	%302 = add i64 %54, 24
+	%303 = getelementptr float, float* %1, i64 %302
+	%304 = bitcast float* %303 to <8 x float>*
+	store <8 x float> %301, <8 x float>* %304, align 4
+	%305 = add i64 %50, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%413 = mul i64 %49, 8
+	%306 = mul i64 %49, 8
 	br label %group.head.31
 
 group.head.31:
-	%414 = phi i64 [ %413, %wide.done.30 ], [ %463, %group.32 ]
-	%415 = icmp slt i64 %414, %28
-	br i1 %415, label %group.32, label %group.done.33
+	%307 = phi i64 [ %306, %wide.done.30 ], [ %356, %group.32 ]
+	%308 = icmp slt i64 %307, %28
+	br i1 %308, label %group.32, label %group.done.33
 
 group.32:
-	%416 = shl i64 %414, 2
-	%417 = add i64 %29, %416
-	%418 = add i64 %33, %414
-	%419 = getelementptr float, float* %1, i64 %417
-	%420 = getelementptr float, float* %419, i64 0
-	%421 = load float, float* %420, align 4
-	%422 = getelementptr float, float* %419, i64 1
-	%423 = load float, float* %422, align 4
-	%424 = getelementptr float, float* %419, i64 2
-	%425 = load float, float* %424, align 4
-	%426 = getelementptr float, float* %419, i64 3
-	%427 = load float, float* %426, align 4
-	%428 = getelementptr float, float* %3, i64 %417
-	%429 = getelementptr float, float* %428, i64 0
-	%430 = load float, float* %429, align 4
-	%431 = getelementptr float, float* %428, i64 1
-	%432 = load float, float* %431, align 4
-	%433 = getelementptr float, float* %428, i64 2
-	%434 = load float, float* %433, align 4
-	%435 = getelementptr float, float* %428, i64 3
-	%436 = load float, float* %435, align 4
-	%437 = call <4 x float> @fg_gaussian4(i64 %15, i32 %17, i32 0, i64 %418)
-	%438 = extractelement <4 x float> %437, i32 0
-	%439 = fmul float %7, %438
-	%440 = fadd float %430, %439
-	%441 = call { float } @dp_sgd_body(float %421, float %440, float %5)
-	%442 = extractvalue { float } %441, 0
-	%443 = extractelement <4 x float> %437, i32 1
-	%444 = fmul float %7, %443
-	%445 = fadd float %432, %444
-	%446 = call { float } @dp_sgd_body(float %423, float %445, float %5)
-	%447 = extractvalue { float } %446, 0
-	%448 = extractelement <4 x float> %437, i32 2
-	%449 = fmul float %7, %448
-	%450 = fadd float %434, %449
-	%451 = call { float } @dp_sgd_body(float %425, float %450, float %5)
-	%452 = extractvalue { float } %451, 0
-	%453 = extractelement <4 x float> %437, i32 3
-	%454 = fmul float %7, %453
-	%455 = fadd float %436, %454
-	%456 = call { float } @dp_sgd_body(float %427, float %455, float %5)
-	%457 = extractvalue { float } %456, 0
-	%458 = getelementptr float, float* %1, i64 %417
-	%459 = getelementptr float, float* %458, i64 0
-	store float %442, float* %459, align 4
-	%460 = getelementptr float, float* %458, i64 1
-	store float %447, float* %460, align 4
-	%461 = getelementptr float, float* %458, i64 2
-	store float %452, float* %461, align 4
-	%462 = getelementptr float, float* %458, i64 3
-	store float %457, float* %462, align 4
-	%463 = add i64 %414, 1
+	%309 = shl i64 %307, 2
+	%310 = add i64 %29, %309
+	%311 = add i64 %33, %307
+	%312 = getelementptr float, float* %1, i64 %310
+	%313 = getelementptr float, float* %312, i64 0
+	%314 = load float, float* %313, align 4
+	%315 = getelementptr float, float* %312, i64 1
+	%316 = load float, float* %315, align 4
+	%317 = getelementptr float, float* %312, i64 2
+	%318 = load float, float* %317, align 4
+	%319 = getelementptr float, float* %312, i64 3
+	%320 = load float, float* %319, align 4
+	%321 = getelementptr float, float* %3, i64 %310
+	%322 = getelementptr float, float* %321, i64 0
+	%323 = load float, float* %322, align 4
+	%324 = getelementptr float, float* %321, i64 1
+	%325 = load float, float* %324, align 4
+	%326 = getelementptr float, float* %321, i64 2
+	%327 = load float, float* %326, align 4
+	%328 = getelementptr float, float* %321, i64 3
+	%329 = load float, float* %328, align 4
+	%330 = call <4 x float> @fg_gaussian4(i64 %15, i32 %17, i32 0, i64 %311)
+	%331 = extractelement <4 x float> %330, i32 0
+	%332 = fmul float %7, %331
+	%333 = fadd float %323, %332
+	%334 = call { float } @dp_sgd_body(float %314, float %333, float %5)
+	%335 = extractvalue { float } %334, 0
+	%336 = extractelement <4 x float> %330, i32 1
+	%337 = fmul float %7, %336
+	%338 = fadd float %325, %337
+	%339 = call { float } @dp_sgd_body(float %316, float %338, float %5)
+	%340 = extractvalue { float } %339, 0
+	%341 = extractelement <4 x float> %330, i32 2
+	%342 = fmul float %7, %341
+	%343 = fadd float %327, %342
+	%344 = call { float } @dp_sgd_body(float %318, float %343, float %5)
+	%345 = extractvalue { float } %344, 0
+	%346 = extractelement <4 x float> %330, i32 3
+	%347 = fmul float %7, %346
+	%348 = fadd float %329, %347
+	%349 = call { float } @dp_sgd_body(float %320, float %348, float %5)
+	%350 = extractvalue { float } %349, 0
+	%351 = getelementptr float, float* %1, i64 %310
+	%352 = getelementptr float, float* %351, i64 0
+	store float %335, float* %352, align 4
+	%353 = getelementptr float, float* %351, i64 1
+	store float %340, float* %353, align 4
+	%354 = getelementptr float, float* %351, i64 2
+	store float %345, float* %354, align 4
+	%355 = getelementptr float, float* %351, i64 3
+	store float %350, float* %355, align 4
+	%356 = add i64 %307, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%464 = phi i64 [ %31, %group.done.33 ], [ %477, %tail.35 ]
-	%465 = icmp slt i64 %464, %11
-	br i1 %465, label %tail.35, label %tail.done.36
+	%357 = phi i64 [ %31, %group.done.33 ], [ %370, %tail.35 ]
+	%358 = icmp slt i64 %357, %11
+	br i1 %358, label %tail.35, label %tail.done.36
 
 tail.35:
-	%466 = getelementptr float, float* %1, i64 %464
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %3, i64 %464
-	%469 = load float, float* %468, align 4
-	%470 = add i64 %13, %464
-	%471 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %470)
-	%472 = fmul float %7, %471
-	%473 = fadd float %469, %472
-	%474 = call { float } @dp_sgd_body(float %467, float %473, float %5)
-	%475 = extractvalue { float } %474, 0
-	%476 = getelementptr float, float* %1, i64 %464
-	store float %475, float* %476, align 4
-	%477 = add i64 %464, 1
+	%359 = getelementptr float, float* %1, i64 %357
+	%360 = load float, float* %359, align 4
+	%361 = getelementptr float, float* %3, i64 %357
+	%362 = load float, float* %361, align 4
+	%363 = add i64 %13, %357
+	%364 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %363)
+	%365 = fmul float %7, %364
+	%366 = fadd float %362, %365
+	%367 = call { float } @dp_sgd_body(float %360, float %366, float %5)
+	%368 = extractvalue { float } %367, 0
+	%369 = getelementptr float, float* %1, i64 %357
+	store float %368, float* %369, align 4
+	%370 = add i64 %357, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%478 = phi i64 [ %9, %without_noise ], [ %487, %head.38 ]
-	%479 = icmp slt i64 %478, %29
-	br i1 %479, label %head.38, label %head.done.39
+	%371 = phi i64 [ %9, %without_noise ], [ %380, %head.38 ]
+	%372 = icmp slt i64 %371, %29
+	br i1 %372, label %head.38, label %head.done.39
 
 head.38:
-	%480 = getelementptr float, float* %1, i64 %478
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %3, i64 %478
-	%483 = load float, float* %482, align 4
-	%484 = call { float } @dp_sgd_body(float %481, float %483, float %5)
-	%485 = extractvalue { float } %484, 0
-	%486 = getelementptr float, float* %1, i64 %478
-	store float %485, float* %486, align 4
-	%487 = add i64 %478, 1
+	%373 = getelementptr float, float* %1, i64 %371
+	%374 = load float, float* %373, align 4
+	%375 = getelementptr float, float* %3, i64 %371
+	%376 = load float, float* %375, align 4
+	%377 = call { float } @dp_sgd_body(float %374, float %376, float %5)
+	%378 = extractvalue { float } %377, 0
+	%379 = getelementptr float, float* %1, i64 %371
+	store float %378, float* %379, align 4
+	%380 = add i64 %371, 1
 	br label %head.head.37
 
 head.done.39:
-	%488 = sdiv i64 %28, 8
+	%381 = sdiv i64 %28, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%489 = phi i64 [ 0, %head.done.39 ], [ %722, %wide.41 ]
-	%490 = icmp slt i64 %489, %488
-	br i1 %490, label %wide.41, label %wide.done.42
+	%382 = phi i64 [ 0, %head.done.39 ], [ %592, %wide.41 ]
+	%383 = icmp slt i64 %382, %381
+	br i1 %383, label %wide.41, label %wide.done.42
 
 wide.41:
-	%491 = mul i64 %489, 8
-	%492 = shl i64 %491, 2
-	%493 = add i64 %29, %492
-	%494 = add i64 %33, %491
-	%495 = getelementptr float, float* %1, i64 %493
-	%496 = getelementptr float, float* %495, i64 0
-	%497 = load float, float* %496, align 4
-	%498 = getelementptr float, float* %495, i64 1
-	%499 = load float, float* %498, align 4
-	%500 = getelementptr float, float* %495, i64 2
-	%501 = load float, float* %500, align 4
-	%502 = getelementptr float, float* %495, i64 3
-	%503 = load float, float* %502, align 4
-	%504 = getelementptr float, float* %495, i64 4
-	%505 = load float, float* %504, align 4
-	%506 = getelementptr float, float* %495, i64 5
-	%507 = load float, float* %506, align 4
-	%508 = getelementptr float, float* %495, i64 6
-	%509 = load float, float* %508, align 4
-	%510 = getelementptr float, float* %495, i64 7
-	%511 = load float, float* %510, align 4
-	%512 = getelementptr float, float* %495, i64 8
-	%513 = load float, float* %512, align 4
-	%514 = getelementptr float, float* %495, i64 9
-	%515 = load float, float* %514, align 4
-	%516 = getelementptr float, float* %495, i64 10
-	%517 = load float, float* %516, align 4
-	%518 = getelementptr float, float* %495, i64 11
-	%519 = load float, float* %518, align 4
-	%520 = getelementptr float, float* %495, i64 12
-	%521 = load float, float* %520, align 4
-	%522 = getelementptr float, float* %495, i64 13
-	%523 = load float, float* %522, align 4
-	%524 = getelementptr float, float* %495, i64 14
-	%525 = load float, float* %524, align 4
-	%526 = getelementptr float, float* %495, i64 15
-	%527 = load float, float* %526, align 4
-	%528 = getelementptr float, float* %495, i64 16
-	%529 = load float, float* %528, align 4
-	%530 = getelementptr float, float* %495, i64 17
-	%531 = load float, float* %530, align 4
-	%532 = getelementptr float, float* %495, i64 18
-	%533 = load float, float* %532, align 4
-	%534 = getelementptr float, float* %495, i64 19
-	%535 = load float, float* %534, align 4
-	%536 = getelementptr float, float* %495, i64 20
-	%537 = load float, float* %536, align 4
-	%538 = getelementptr float, float* %495, i64 21
-	%539 = load float, float* %538, align 4
-	%540 = getelementptr float, float* %495, i64 22
-	%541 = load float, float* %540, align 4
-	%542 = getelementptr float, float* %495, i64 23
-	%543 = load float, float* %542, align 4
-	%544 = getelementptr float, float* %495, i64 24
-	%545 = load float, float* %544, align 4
-	%546 = getelementptr float, float* %495, i64 25
-	%547 = load float, float* %546, align 4
-	%548 = getelementptr float, float* %495, i64 26
-	%549 = load float, float* %548, align 4
-	%550 = getelementptr float, float* %495, i64 27
-	%551 = load float, float* %550, align 4
-	%552 = getelementptr float, float* %495, i64 28
-	%553 = load float, float* %552, align 4
-	%554 = getelementptr float, float* %495, i64 29
-	%555 = load float, float* %554, align 4
-	%556 = getelementptr float, float* %495, i64 30
-	%557 = load float, float* %556, align 4
-	%558 = getelementptr float, float* %495, i64 31
-	%559 = load float, float* %558, align 4
-	%560 = getelementptr float, float* %3, i64 %493
-	%561 = getelementptr float, float* %560, i64 0
-	%562 = load float, float* %561, align 4
-	%563 = getelementptr float, float* %560, i64 1
-	%564 = load float, float* %563, align 4
-	%565 = getelementptr float, float* %560, i64 2
-	%566 = load float, float* %565, align 4
-	%567 = getelementptr float, float* %560, i64 3
-	%568 = load float, float* %567, align 4
-	%569 = getelementptr float, float* %560, i64 4
-	%570 = load float, float* %569, align 4
-	%571 = getelementptr float, float* %560, i64 5
-	%572 = load float, float* %571, align 4
-	%573 = getelementptr float, float* %560, i64 6
-	%574 = load float, float* %573, align 4
-	%575 = getelementptr float, float* %560, i64 7
-	%576 = load float, float* %575, align 4
-	%577 = getelementptr float, float* %560, i64 8
-	%578 = load float, float* %577, align 4
-	%579 = getelementptr float, float* %560, i64 9
-	%580 = load float, float* %579, align 4
-	%581 = getelementptr float, float* %560, i64 10
-	%582 = load float, float* %581, align 4
-	%583 = getelementptr float, float* %560, i64 11
-	%584 = load float, float* %583, align 4
-	%585 = getelementptr float, float* %560, i64 12
-	%586 = load float, float* %585, align 4
-	%587 = getelementptr float, float* %560, i64 13
-	%588 = load float, float* %587, align 4
-	%589 = getelementptr float, float* %560, i64 14
-	%590 = load float, float* %589, align 4
-	%591 = getelementptr float, float* %560, i64 15
-	%592 = load float, float* %591, align 4
-	%593 = getelementptr float, float* %560, i64 16
-	%594 = load float, float* %593, align 4
-	%595 = getelementptr float, float* %560, i64 17
-	%596 = load float, float* %595, align 4
-	%597 = getelementptr float, float* %560, i64 18
-	%598 = load float, float* %597, align 4
-	%599 = getelementptr float, float* %560, i64 19
-	%600 = load float, float* %599, align 4
-	%601 = getelementptr float, float* %560, i64 20
-	%602 = load float, float* %601, align 4
-	%603 = getelementptr float, float* %560, i64 21
-	%604 = load float, float* %603, align 4
-	%605 = getelementptr float, float* %560, i64 22
-	%606 = load float, float* %605, align 4
-	%607 = getelementptr float, float* %560, i64 23
-	%608 = load float, float* %607, align 4
-	%609 = getelementptr float, float* %560, i64 24
-	%610 = load float, float* %609, align 4
-	%611 = getelementptr float, float* %560, i64 25
-	%612 = load float, float* %611, align 4
-	%613 = getelementptr float, float* %560, i64 26
-	%614 = load float, float* %613, align 4
-	%615 = getelementptr float, float* %560, i64 27
-	%616 = load float, float* %615, align 4
-	%617 = getelementptr float, float* %560, i64 28
-	%618 = load float, float* %617, align 4
-	%619 = getelementptr float, float* %560, i64 29
-	%620 = load float, float* %619, align 4
-	%621 = getelementptr float, float* %560, i64 30
-	%622 = load float, float* %621, align 4
-	%623 = getelementptr float, float* %560, i64 31
-	%624 = load float, float* %623, align 4
-	%625 = call { float } @dp_sgd_body(float %497, float %562, float %5)
-	%626 = extractvalue { float } %625, 0
-	%627 = call { float } @dp_sgd_body(float %499, float %564, float %5)
-	%628 = extractvalue { float } %627, 0
-	%629 = call { float } @dp_sgd_body(float %501, float %566, float %5)
-	%630 = extractvalue { float } %629, 0
-	%631 = call { float } @dp_sgd_body(float %503, float %568, float %5)
-	%632 = extractvalue { float } %631, 0
-	%633 = call { float } @dp_sgd_body(float %505, float %570, float %5)
-	%634 = extractvalue { float } %633, 0
-	%635 = call { float } @dp_sgd_body(float %507, float %572, float %5)
-	%636 = extractvalue { float } %635, 0
-	%637 = call { float } @dp_sgd_body(float %509, float %574, float %5)
-	%638 = extractvalue { float } %637, 0
-	%639 = call { float } @dp_sgd_body(float %511, float %576, float %5)
-	%640 = extractvalue { float } %639, 0
-	%641 = call { float } @dp_sgd_body(float %513, float %578, float %5)
-	%642 = extractvalue { float } %641, 0
-	%643 = call { float } @dp_sgd_body(float %515, float %580, float %5)
-	%644 = extractvalue { float } %643, 0
-	%645 = call { float } @dp_sgd_body(float %517, float %582, float %5)
-	%646 = extractvalue { float } %645, 0
-	%647 = call { float } @dp_sgd_body(float %519, float %584, float %5)
-	%648 = extractvalue { float } %647, 0
-	%649 = call { float } @dp_sgd_body(float %521, float %586, float %5)
-	%650 = extractvalue { float } %649, 0
-	%651 = call { float } @dp_sgd_body(float %523, float %588, float %5)
-	%652 = extractvalue { float } %651, 0
-	%653 = call { float } @dp_sgd_body(float %525, float %590, float %5)
-	%654 = extractvalue { float } %653, 0
-	%655 = call { float } @dp_sgd_body(float %527, float %592, float %5)
-	%656 = extractvalue { float } %655, 0
-	%657 = call { float } @dp_sgd_body(float %529, float %594, float %5)
-	%658 = extractvalue { float } %657, 0
-	%659 = call { float } @dp_sgd_body(float %531, float %596, float %5)
-	%660 = extractvalue { float } %659, 0
-	%661 = call { float } @dp_sgd_body(float %533, float %598, float %5)
-	%662 = extractvalue { float } %661, 0
-	%663 = call { float } @dp_sgd_body(float %535, float %600, float %5)
-	%664 = extractvalue { float } %663, 0
-	%665 = call { float } @dp_sgd_body(float %537, float %602, float %5)
-	%666 = extractvalue { float } %665, 0
-	%667 = call { float } @dp_sgd_body(float %539, float %604, float %5)
-	%668 = extractvalue { float } %667, 0
-	%669 = call { float } @dp_sgd_body(float %541, float %606, float %5)
-	%670 = extractvalue { float } %669, 0
-	%671 = call { float } @dp_sgd_body(float %543, float %608, float %5)
-	%672 = extractvalue { float } %671, 0
-	%673 = call { float } @dp_sgd_body(float %545, float %610, float %5)
-	%674 = extractvalue { float } %673, 0
-	%675 = call { float } @dp_sgd_body(float %547, float %612, float %5)
-	%676 = extractvalue { float } %675, 0
-	%677 = call { float } @dp_sgd_body(float %549, float %614, float %5)
-	%678 = extractvalue { float } %677, 0
-	%679 = call { float } @dp_sgd_body(float %551, float %616, float %5)
-	%680 = extractvalue { float } %679, 0
-	%681 = call { float } @dp_sgd_body(float %553, float %618, float %5)
-	%682 = extractvalue { float } %681, 0
-	%683 = call { float } @dp_sgd_body(float %555, float %620, float %5)
-	%684 = extractvalue { float } %683, 0
-	%685 = call { float } @dp_sgd_body(float %557, float %622, float %5)
-	%686 = extractvalue { float } %685, 0
-	%687 = call { float } @dp_sgd_body(float %559, float %624, float %5)
-	%688 = extractvalue { float } %687, 0
-	%689 = getelementptr float, float* %1, i64 %493
-	%690 = getelementptr float, float* %689, i64 0
-	store float %626, float* %690, align 4
-	%691 = getelementptr float, float* %689, i64 1
-	store float %628, float* %691, align 4
-	%692 = getelementptr float, float* %689, i64 2
-	store float %630, float* %692, align 4
-	%693 = getelementptr float, float* %689, i64 3
-	store float %632, float* %693, align 4
-	%694 = getelementptr float, float* %689, i64 4
-	store float %634, float* %694, align 4
-	%695 = getelementptr float, float* %689, i64 5
-	store float %636, float* %695, align 4
-	%696 = getelementptr float, float* %689, i64 6
-	store float %638, float* %696, align 4
-	%697 = getelementptr float, float* %689, i64 7
-	store float %640, float* %697, align 4
-	%698 = getelementptr float, float* %689, i64 8
-	store float %642, float* %698, align 4
-	%699 = getelementptr float, float* %689, i64 9
-	store float %644, float* %699, align 4
-	%700 = getelementptr float, float* %689, i64 10
-	store float %646, float* %700, align 4
-	%701 = getelementptr float, float* %689, i64 11
-	store float %648, float* %701, align 4
-	%702 = getelementptr float, float* %689, i64 12
-	store float %650, float* %702, align 4
-	%703 = getelementptr float, float* %689, i64 13
-	store float %652, float* %703, align 4
-	%704 = getelementptr float, float* %689, i64 14
-	store float %654, float* %704, align 4
-	%705 = getelementptr float, float* %689, i64 15
-	store float %656, float* %705, align 4
-	%706 = getelementptr float, float* %689, i64 16
-	store float %658, float* %706, align 4
-	%707 = getelementptr float, float* %689, i64 17
-	store float %660, float* %707, align 4
-	%708 = getelementptr float, float* %689, i64 18
-	store float %662, float* %708, align 4
-	%709 = getelementptr float, float* %689, i64 19
-	store float %664, float* %709, align 4
-	%710 = getelementptr float, float* %689, i64 20
-	store float %666, float* %710, align 4
-	%711 = getelementptr float, float* %689, i64 21
-	store float %668, float* %711, align 4
-	%712 = getelementptr float, float* %689, i64 22
-	store float %670, float* %712, align 4
-	%713 = getelementptr float, float* %689, i64 23
-	store float %672, float* %713, align 4
-	%714 = getelementptr float, float* %689, i64 24
-	store float %674, float* %714, align 4
-	%715 = getelementptr float, float* %689, i64 25
-	store float %676, float* %715, align 4
-	%716 = getelementptr float, float* %689, i64 26
-	store float %678, float* %716, align 4
-	%717 = getelementptr float, float* %689, i64 27
-	store float %680, float* %717, align 4
-	%718 = getelementptr float, float* %689, i64 28
-	store float %682, float* %718, align 4
-	%719 = getelementptr float, float* %689, i64 29
-	store float %684, float* %719, align 4
-	%720 = getelementptr float, float* %689, i64 30
-	store float %686, float* %720, align 4
-	%721 = getelementptr float, float* %689, i64 31
-	store float %688, float* %721, align 4
-	%722 = add i64 %489, 1
+	%384 = mul i64 %382, 8
+	%385 = shl i64 %384, 2
+	%386 = add i64 %29, %385
+	%387 = add i64 %33, %384
+	%388 = add i64 %386, 0
+	%389 = getelementptr float, float* %1, i64 %388
+	%390 = bitcast float* %389 to <8 x float>*
+	%391 = load <8 x float>, <8 x float>* %390, align 4
+	%392 = extractelement <8 x float> %391, i32 0
+	%393 = extractelement <8 x float> %391, i32 1
+	%394 = extractelement <8 x float> %391, i32 2
+	%395 = extractelement <8 x float> %391, i32 3
+	%396 = extractelement <8 x float> %391, i32 4
+	%397 = extractelement <8 x float> %391, i32 5
+	%398 = extractelement <8 x float> %391, i32 6
+	%399 = extractelement <8 x float> %391, i32 7
+	%400 = add i64 %386, 8
+	%401 = getelementptr float, float* %1, i64 %400
+	%402 = bitcast float* %401 to <8 x float>*
+	%403 = load <8 x float>, <8 x float>* %402, align 4
+	%404 = extractelement <8 x float> %403, i32 0
+	%405 = extractelement <8 x float> %403, i32 1
+	%406 = extractelement <8 x float> %403, i32 2
+	%407 = extractelement <8 x float> %403, i32 3
+	%408 = extractelement <8 x float> %403, i32 4
+	%409 = extractelement <8 x float> %403, i32 5
+	%410 = extractelement <8 x float> %403, i32 6
+	%411 = extractelement <8 x float> %403, i32 7
+	%412 = add i64 %386, 16
+	%413 = getelementptr float, float* %1, i64 %412
+	%414 = bitcast float* %413 to <8 x float>*
+	%415 = load <8 x float>, <8 x float>* %414, align 4
+	%416 = extractelement <8 x float> %415, i32 0
+	%417 = extractelement <8 x float> %415, i32 1
+	%418 = extractelement <8 x float> %415, i32 2
+	%419 = extractelement <8 x float> %415, i32 3
+	%420 = extractelement <8 x float> %415, i32 4
+	%421 = extractelement <8 x float> %415, i32 5
+	%422 = extractelement <8 x float> %415, i32 6
+	%423 = extractelement <8 x float> %415, i32 7
+	%424 = add i64 %386, 24
+	%425 = getelementptr float, float* %1, i64 %424
+	%426 = bitcast float* %425 to <8 x float>*
+	%427 = load <8 x float>, <8 x float>* %426, align 4
+	%428 = extractelement <8 x float> %427, i32 0
+	%429 = extractelement <8 x float> %427, i32 1
+	%430 = extractelement <8 x float> %427, i32 2
+	%431 = extractelement <8 x float> %427, i32 3
+	%432 = extractelement <8 x float> %427, i32 4
+	%433 = extractelement <8 x float> %427, i32 5
+	%434 = extractelement <8 x float> %427, i32 6
+	%435 = extractelement <8 x float> %427, i32 7
+	%436 = add i64 %386, 0
+	%437 = getelementptr float, float* %3, i64 %436
+	%438 = bitcast float* %437 to <8 x float>*
+	%439 = load <8 x float>, <8 x float>* %438, align 4
+	%440 = extractelement <8 x float> %439, i32 0
+	%441 = extractelement <8 x float> %439, i32 1
+	%442 = extractelement <8 x float> %439, i32 2
+	%443 = extractelement <8 x float> %439, i32 3
+	%444 = extractelement <8 x float> %439, i32 4
+	%445 = extractelement <8 x float> %439, i32 5
+	%446 = extractelement <8 x float> %439, i32 6
+	%447 = extractelement <8 x float> %439, i32 7
+	%448 = add i64 %386, 8
+	%449 = getelementptr float, float* %3, i64 %448
+	%450 = bitcast float* %449 to <8 x float>*
+	%451 = load <8 x float>, <8 x float>* %450, align 4
+	%452 = extractelement <8 x float> %451, i32 0
+	%453 = extractelement <8 x float> %451, i32 1
+	%454 = extractelement <8 x float> %451, i32 2
+	%455 = extractelement <8 x float> %451, i32 3
+	%456 = extractelement <8 x float> %451, i32 4
+	%457 = extractelement <8 x float> %451, i32 5
+	%458 = extractelement <8 x float> %451, i32 6
+	%459 = extractelement <8 x float> %451, i32 7
+	%460 = add i64 %386, 16
+	%461 = getelementptr float, float* %3, i64 %460
+	%462 = bitcast float* %461 to <8 x float>*
+	%463 = load <8 x float>, <8 x float>* %462, align 4
+	%464 = extractelement <8 x float> %463, i32 0
+	%465 = extractelement <8 x float> %463, i32 1
+	%466 = extractelement <8 x float> %463, i32 2
+	%467 = extractelement <8 x float> %463, i32 3
+	%468 = extractelement <8 x float> %463, i32 4
+	%469 = extractelement <8 x float> %463, i32 5
+	%470 = extractelement <8 x float> %463, i32 6
+	%471 = extractelement <8 x float> %463, i32 7
+	%472 = add i64 %386, 24
+	%473 = getelementptr float, float* %3, i64 %472
+	%474 = bitcast float* %473 to <8 x float>*
+	%475 = load <8 x float>, <8 x float>* %474, align 4
+	%476 = extractelement <8 x float> %475, i32 0
+	%477 = extractelement <8 x float> %475, i32 1
+	%478 = extractelement <8 x float> %475, i32 2
+	%479 = extractelement <8 x float> %475, i32 3
+	%480 = extractelement <8 x float> %475, i32 4
+	%481 = extractelement <8 x float> %475, i32 5
+	%482 = extractelement <8 x float> %475, i32 6
+	%483 = extractelement <8 x float> %475, i32 7
+	%484 = call { float } @dp_sgd_body(float %392, float %440, float %5)
+	%485 = extractvalue { float } %484, 0
+	%486 = call { float } @dp_sgd_body(float %393, float %441, float %5)
+	%487 = extractvalue { float } %486, 0
+	%488 = call { float } @dp_sgd_body(float %394, float %442, float %5)
+	%489 = extractvalue { float } %488, 0
+	%490 = call { float } @dp_sgd_body(float %395, float %443, float %5)
+	%491 = extractvalue { float } %490, 0
+	%492 = call { float } @dp_sgd_body(float %396, float %444, float %5)
+	%493 = extractvalue { float } %492, 0
+	%494 = call { float } @dp_sgd_body(float %397, float %445, float %5)
+	%495 = extractvalue { float } %494, 0
+	%496 = call { float } @dp_sgd_body(float %398, float %446, float %5)
+	%497 = extractvalue { float } %496, 0
+	%498 = call { float } @dp_sgd_body(float %399, float %447, float %5)
+	%499 = extractvalue { float } %498, 0
+	%500 = call { float } @dp_sgd_body(float %404, float %452, float %5)
+	%501 = extractvalue { float } %500, 0
+	%502 = call { float } @dp_sgd_body(float %405, float %453, float %5)
+	%503 = extractvalue { float } %502, 0
+	%504 = call { float } @dp_sgd_body(float %406, float %454, float %5)
+	%505 = extractvalue { float } %504, 0
+	%506 = call { float } @dp_sgd_body(float %407, float %455, float %5)
+	%507 = extractvalue { float } %506, 0
+	%508 = call { float } @dp_sgd_body(float %408, float %456, float %5)
+	%509 = extractvalue { float } %508, 0
+	%510 = call { float } @dp_sgd_body(float %409, float %457, float %5)
+	%511 = extractvalue { float } %510, 0
+	%512 = call { float } @dp_sgd_body(float %410, float %458, float %5)
+	%513 = extractvalue { float } %512, 0
+	%514 = call { float } @dp_sgd_body(float %411, float %459, float %5)
+	%515 = extractvalue { float } %514, 0
+	%516 = call { float } @dp_sgd_body(float %416, float %464, float %5)
+	%517 = extractvalue { float } %516, 0
+	%518 = call { float } @dp_sgd_body(float %417, float %465, float %5)
+	%519 = extractvalue { float } %518, 0
+	%520 = call { float } @dp_sgd_body(float %418, float %466, float %5)
+	%521 = extractvalue { float } %520, 0
+	%522 = call { float } @dp_sgd_body(float %419, float %467, float %5)
+	%523 = extractvalue { float } %522, 0
+	%524 = call { float } @dp_sgd_body(float %420, float %468, float %5)
+	%525 = extractvalue { float } %524, 0
+	%526 = call { float } @dp_sgd_body(float %421, float %469, float %5)
+	%527 = extractvalue { float } %526, 0
+	%528 = call { float } @dp_sgd_body(float %422, float %470, float %5)
+	%529 = extractvalue { float } %528, 0
+	%530 = call { float } @dp_sgd_body(float %423, float %471, float %5)
+	%531 = extractvalue { float } %530, 0
+	%532 = call { float } @dp_sgd_body(float %428, float %476, float %5)
+	%533 = extractvalue { float } %532, 0
+	%534 = call { float } @dp_sgd_body(float %429, float %477, float %5)
+	%535 = extractvalue { float } %534, 0
+	%536 = call { float } @dp_sgd_body(float %430, float %478, float %5)
+	%537 = extractvalue { float } %536, 0
+	%538 = call { float } @dp_sgd_body(float %431, float %479, float %5)
+	%539 = extractvalue { float } %538, 0
+	%540 = call { float } @dp_sgd_body(float %432, float %480, float %5)
+	%541 = extractvalue { float } %540, 0
+	%542 = call { float } @dp_sgd_body(float %433, float %481, float %5)
+	%543 = extractvalue { float } %542, 0
+	%544 = call { float } @dp_sgd_body(float %434, float %482, float %5)
+	%545 = extractvalue { float } %544, 0
+	%546 = call { float } @dp_sgd_body(float %435, float %483, float %5)
+	%547 = extractvalue { float } %546, 0
+	%548 = insertelement <8 x float> undef, float %485, i32 0
+	%549 = insertelement <8 x float> %548, float %487, i32 1
+	%550 = insertelement <8 x float> %549, float %489, i32 2
+	%551 = insertelement <8 x float> %550, float %491, i32 3
+	%552 = insertelement <8 x float> %551, float %493, i32 4
+	%553 = insertelement <8 x float> %552, float %495, i32 5
+	%554 = insertelement <8 x float> %553, float %497, i32 6
+	%555 = insertelement <8 x float> %554, float %499, i32 7
+	%556 = add i64 %386, 0
+	%557 = getelementptr float, float* %1, i64 %556
+	%558 = bitcast float* %557 to <8 x float>*
+	store <8 x float> %555, <8 x float>* %558, align 4
+	%559 = insertelement <8 x float> undef, float %501, i32 0
+	%560 = insertelement <8 x float> %559, float %503, i32 1
+	%561 = insertelement <8 x float> %560, float %505, i32 2
+	%562 = insertelement <8 x float> %561, float %507, i32 3
+	%563 = insertelement <8 x float> %562, float %509, i32 4
+	%564 = insertelement <8 x float> %563, float %511, i32 5
+	%565 = insertelement <8 x float> %564, float %513, i32 6
+	%566 = insertelement <8 x float> %565, float %515, i32 7
+	%567 = add i64 %386, 8
+	%568 = getelementptr float, float* %1, i64 %567
+	%569 = bitcast float* %568 to <8 x float>*
+	store <8 x float> %566, <8 x float>* %569, align 4
+	%570 = insertelement <8 x float> undef, float %517, i32 0
+	%571 = insertelement <8 x float> %570, float %519, i32 1
+	%572 = insertelement <8 x float> %571, float %521, i32 2
+	%573 = insertelement <8 x float> %572, float %523, i32 3
+	%574 = insertelement <8 x float> %573, float %525, i32 4
+	%575 = insertelement <8 x float> %574, float %527, i32 5
+	%576 = insertelement <8 x float> %575, float %529, i32 6
+	%577 = insertelement <8 x float> %576, float %531, i32 7
+	%578 = add i64 %386, 16
+	%579 = getelementptr float, float* %1, i64 %578
+	%580 = bitcast float* %579 to <8 x float>*
+	store <8 x float> %577, <8 x float>* %580, align 4
+	%581 = insertelement <8 x float> undef, float %533, i32 0
+	%582 = insertelement <8 x float> %581, float %535, i32 1
+	%583 = insertelement <8 x float> %582, float %537, i32 2
+	%584 = insertelement <8 x float> %583, float %539, i32 3
+	%585 = insertelement <8 x float> %584, float %541, i32 4
+	%586 = insertelement <8 x float> %585, float %543, i32 5
+	%587 = insertelement <8 x float> %586, float %545, i32 6
+	%588 = insertelement <8 x float> %587, float %547, i32 7
+	%589 = add i64 %386, 24
+	%590 = getelementptr float, float* %1, i64 %589
+	%591 = bitcast float* %590 to <8 x float>*
+	store <8 x float> %588, <8 x float>* %591, align 4
+	%592 = add i64 %382, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%723 = mul i64 %488, 8
+	%593 = mul i64 %381, 8
 	br label %group.head.43
 
 group.head.43:
-	%724 = phi i64 [ %723, %wide.done.42 ], [ %760, %group.44 ]
-	%725 = icmp slt i64 %724, %28
-	br i1 %725, label %group.44, label %group.done.45
+	%594 = phi i64 [ %593, %wide.done.42 ], [ %630, %group.44 ]
+	%595 = icmp slt i64 %594, %28
+	br i1 %595, label %group.44, label %group.done.45
 
 group.44:
-	%726 = shl i64 %724, 2
-	%727 = add i64 %29, %726
-	%728 = add i64 %33, %724
-	%729 = getelementptr float, float* %1, i64 %727
-	%730 = getelementptr float, float* %729, i64 0
-	%731 = load float, float* %730, align 4
-	%732 = getelementptr float, float* %729, i64 1
-	%733 = load float, float* %732, align 4
-	%734 = getelementptr float, float* %729, i64 2
-	%735 = load float, float* %734, align 4
-	%736 = getelementptr float, float* %729, i64 3
-	%737 = load float, float* %736, align 4
-	%738 = getelementptr float, float* %3, i64 %727
-	%739 = getelementptr float, float* %738, i64 0
-	%740 = load float, float* %739, align 4
-	%741 = getelementptr float, float* %738, i64 1
-	%742 = load float, float* %741, align 4
-	%743 = getelementptr float, float* %738, i64 2
-	%744 = load float, float* %743, align 4
-	%745 = getelementptr float, float* %738, i64 3
-	%746 = load float, float* %745, align 4
-	%747 = call { float } @dp_sgd_body(float %731, float %740, float %5)
-	%748 = extractvalue { float } %747, 0
-	%749 = call { float } @dp_sgd_body(float %733, float %742, float %5)
-	%750 = extractvalue { float } %749, 0
-	%751 = call { float } @dp_sgd_body(float %735, float %744, float %5)
-	%752 = extractvalue { float } %751, 0
-	%753 = call { float } @dp_sgd_body(float %737, float %746, float %5)
-	%754 = extractvalue { float } %753, 0
-	%755 = getelementptr float, float* %1, i64 %727
-	%756 = getelementptr float, float* %755, i64 0
-	store float %748, float* %756, align 4
-	%757 = getelementptr float, float* %755, i64 1
-	store float %750, float* %757, align 4
-	%758 = getelementptr float, float* %755, i64 2
-	store float %752, float* %758, align 4
-	%759 = getelementptr float, float* %755, i64 3
-	store float %754, float* %759, align 4
-	%760 = add i64 %724, 1
+	%596 = shl i64 %594, 2
+	%597 = add i64 %29, %596
+	%598 = add i64 %33, %594
+	%599 = getelementptr float, float* %1, i64 %597
+	%600 = getelementptr float, float* %599, i64 0
+	%601 = load float, float* %600, align 4
+	%602 = getelementptr float, float* %599, i64 1
+	%603 = load float, float* %602, align 4
+	%604 = getelementptr float, float* %599, i64 2
+	%605 = load float, float* %604, align 4
+	%606 = getelementptr float, float* %599, i64 3
+	%607 = load float, float* %606, align 4
+	%608 = getelementptr float, float* %3, i64 %597
+	%609 = getelementptr float, float* %608, i64 0
+	%610 = load float, float* %609, align 4
+	%611 = getelementptr float, float* %608, i64 1
+	%612 = load float, float* %611, align 4
+	%613 = getelementptr float, float* %608, i64 2
+	%614 = load float, float* %613, align 4
+	%615 = getelementptr float, float* %608, i64 3
+	%616 = load float, float* %615, align 4
+	%617 = call { float } @dp_sgd_body(float %601, float %610, float %5)
+	%618 = extractvalue { float } %617, 0
+	%619 = call { float } @dp_sgd_body(float %603, float %612, float %5)
+	%620 = extractvalue { float } %619, 0
+	%621 = call { float } @dp_sgd_body(float %605, float %614, float %5)
+	%622 = extractvalue { float } %621, 0
+	%623 = call { float } @dp_sgd_body(float %607, float %616, float %5)
+	%624 = extractvalue { float } %623, 0
+	%625 = getelementptr float, float* %1, i64 %597
+	%626 = getelementptr float, float* %625, i64 0
+	store float %618, float* %626, align 4
+	%627 = getelementptr float, float* %625, i64 1
+	store float %620, float* %627, align 4
+	%628 = getelementptr float, float* %625, i64 2
+	store float %622, float* %628, align 4
+	%629 = getelementptr float, float* %625, i64 3
+	store float %624, float* %629, align 4
+	%630 = add i64 %594, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%761 = phi i64 [ %31, %group.done.45 ], [ %770, %tail.47 ]
-	%762 = icmp slt i64 %761, %11
-	br i1 %762, label %tail.47, label %tail.done.48
+	%631 = phi i64 [ %31, %group.done.45 ], [ %640, %tail.47 ]
+	%632 = icmp slt i64 %631, %11
+	br i1 %632, label %tail.47, label %tail.done.48
 
 tail.47:
-	%763 = getelementptr float, float* %1, i64 %761
-	%764 = load float, float* %763, align 4
-	%765 = getelementptr float, float* %3, i64 %761
-	%766 = load float, float* %765, align 4
-	%767 = call { float } @dp_sgd_body(float %764, float %766, float %5)
-	%768 = extractvalue { float } %767, 0
-	%769 = getelementptr float, float* %1, i64 %761
-	store float %768, float* %769, align 4
-	%770 = add i64 %761, 1
+	%633 = getelementptr float, float* %1, i64 %631
+	%634 = load float, float* %633, align 4
+	%635 = getelementptr float, float* %3, i64 %631
+	%636 = load float, float* %635, align 4
+	%637 = call { float } @dp_sgd_body(float %634, float %636, float %5)
+	%638 = extractvalue { float } %637, 0
+	%639 = getelementptr float, float* %1, i64 %631
+	store float %638, float* %639, align 4
+	%640 = add i64 %631, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -2570,7 +2414,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @dp_sgd_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @dp_sgd_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -2652,7 +2496,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -2695,111 +2539,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -2809,589 +2650,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @dp_sgd_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_sgd_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_sgd_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_sgd_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @dp_sgd_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_sgd_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_sgd_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_sgd_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -3400,39 +3243,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -3441,7 +3283,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -3467,20 +3309,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -3489,43 +3330,42 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @dp_sgd_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @dp_sgd_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_sgd_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_sgd_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_sgd_abi = constant [65 x i8] c"21b15481be237c0332c31132b89690f658bbb3c0148c0314a98850412da73fac\00"
+@dp_sgd_abi = constant [65 x i8] c"3c7d0b7a59d5d4ea1f0142a86713fb7a81e5765a17aa89fc56d32cfc9b7cbb80\00"

@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float, float } @fiber_bccorr_body(float %v.theta, float %v.g, float %v.gt, float %v.r, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, float %s.13) alwaysinline nounwind {
 entry:
 	%0 = fsub float %v.g, %v.gt
@@ -1839,7 +1869,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%106 = phi i64 [ 0, %head.done.27 ], [ %1118, %wide.29 ]
+	%106 = phi i64 [ 0, %head.done.27 ], [ %981, %wide.29 ]
 	%107 = icmp slt i64 %106, %105
 	br i1 %107, label %wide.29, label %wide.done.30
 
@@ -1848,2765 +1878,2239 @@ wide.29:
 	%109 = shl i64 %108, 2
 	%110 = add i64 %65, %109
 	%111 = add i64 %69, %108
-	%112 = getelementptr float, float* %1, i64 %110
-	%113 = getelementptr float, float* %112, i64 0
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %112, i64 1
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %112, i64 2
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %112, i64 3
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %112, i64 4
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %112, i64 5
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %112, i64 6
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %112, i64 7
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %112, i64 8
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %112, i64 9
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %112, i64 10
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %112, i64 11
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %112, i64 12
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %112, i64 13
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %112, i64 14
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %112, i64 15
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %112, i64 16
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %112, i64 17
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %112, i64 18
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %112, i64 19
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %112, i64 20
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %112, i64 21
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %112, i64 22
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %112, i64 23
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %112, i64 24
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %112, i64 25
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %112, i64 26
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %112, i64 27
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %112, i64 28
-	%170 = load float, float* %169, align 4
-	%171 = getelementptr float, float* %112, i64 29
-	%172 = load float, float* %171, align 4
-	%173 = getelementptr float, float* %112, i64 30
-	%174 = load float, float* %173, align 4
-	%175 = getelementptr float, float* %112, i64 31
-	%176 = load float, float* %175, align 4
-	%177 = getelementptr float, float* %3, i64 %110
-	%178 = getelementptr float, float* %177, i64 0
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %177, i64 1
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %177, i64 2
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %177, i64 3
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %177, i64 4
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %177, i64 5
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %177, i64 6
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %177, i64 7
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %177, i64 8
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %177, i64 9
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %177, i64 10
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %177, i64 11
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %177, i64 12
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %177, i64 13
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %177, i64 14
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %177, i64 15
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %177, i64 16
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %177, i64 17
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %177, i64 18
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %177, i64 19
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %177, i64 20
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %177, i64 21
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %177, i64 22
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %177, i64 23
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %177, i64 24
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %177, i64 25
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %177, i64 26
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %177, i64 27
-	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %177, i64 28
-	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %177, i64 29
-	%237 = load float, float* %236, align 4
-	%238 = getelementptr float, float* %177, i64 30
-	%239 = load float, float* %238, align 4
-	%240 = getelementptr float, float* %177, i64 31
-	%241 = load float, float* %240, align 4
-	%242 = getelementptr float, float* %5, i64 %110
-	%243 = getelementptr float, float* %242, i64 0
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %242, i64 1
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %242, i64 2
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %242, i64 3
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %242, i64 4
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %242, i64 5
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %242, i64 6
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %242, i64 7
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %242, i64 8
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %242, i64 9
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %242, i64 10
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %242, i64 11
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %242, i64 12
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %242, i64 13
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %242, i64 14
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %242, i64 15
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %242, i64 16
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %242, i64 17
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %242, i64 18
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %242, i64 19
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %242, i64 20
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %242, i64 21
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %242, i64 22
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %242, i64 23
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %242, i64 24
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %242, i64 25
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %242, i64 26
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %242, i64 27
-	%298 = load float, float* %297, align 4
-	%299 = getelementptr float, float* %242, i64 28
-	%300 = load float, float* %299, align 4
-	%301 = getelementptr float, float* %242, i64 29
-	%302 = load float, float* %301, align 4
-	%303 = getelementptr float, float* %242, i64 30
-	%304 = load float, float* %303, align 4
-	%305 = getelementptr float, float* %242, i64 31
-	%306 = load float, float* %305, align 4
-	%307 = getelementptr float, float* %7, i64 %110
-	%308 = getelementptr float, float* %307, i64 0
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %307, i64 1
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %307, i64 2
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %307, i64 3
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %307, i64 4
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %307, i64 5
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %307, i64 6
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %307, i64 7
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %307, i64 8
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %307, i64 9
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %307, i64 10
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %307, i64 11
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %307, i64 12
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %307, i64 13
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %307, i64 14
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %307, i64 15
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %307, i64 16
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %307, i64 17
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %307, i64 18
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %307, i64 19
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %307, i64 20
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %307, i64 21
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %307, i64 22
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %307, i64 23
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %307, i64 24
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %307, i64 25
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %307, i64 26
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %307, i64 27
-	%363 = load float, float* %362, align 4
-	%364 = getelementptr float, float* %307, i64 28
-	%365 = load float, float* %364, align 4
-	%366 = getelementptr float, float* %307, i64 29
-	%367 = load float, float* %366, align 4
-	%368 = getelementptr float, float* %307, i64 30
-	%369 = load float, float* %368, align 4
-	%370 = getelementptr float, float* %307, i64 31
-	%371 = load float, float* %370, align 4
-	%372 = getelementptr float, float* %9, i64 %110
-	%373 = getelementptr float, float* %372, i64 0
-	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %372, i64 1
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %372, i64 2
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %372, i64 3
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %372, i64 4
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %372, i64 5
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %372, i64 6
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %372, i64 7
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %372, i64 8
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %372, i64 9
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %372, i64 10
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %372, i64 11
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %372, i64 12
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %372, i64 13
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %372, i64 14
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %372, i64 15
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %372, i64 16
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %372, i64 17
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %372, i64 18
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %372, i64 19
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %372, i64 20
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %372, i64 21
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %372, i64 22
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %372, i64 23
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %372, i64 24
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %372, i64 25
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %372, i64 26
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %372, i64 27
-	%428 = load float, float* %427, align 4
-	%429 = getelementptr float, float* %372, i64 28
-	%430 = load float, float* %429, align 4
-	%431 = getelementptr float, float* %372, i64 29
-	%432 = load float, float* %431, align 4
-	%433 = getelementptr float, float* %372, i64 30
-	%434 = load float, float* %433, align 4
-	%435 = getelementptr float, float* %372, i64 31
-	%436 = load float, float* %435, align 4
-	%437 = getelementptr float, float* %11, i64 %110
-	%438 = getelementptr float, float* %437, i64 0
-	%439 = load float, float* %438, align 4
-	%440 = getelementptr float, float* %437, i64 1
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %437, i64 2
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %437, i64 3
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %437, i64 4
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %437, i64 5
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %437, i64 6
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %437, i64 7
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %437, i64 8
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %437, i64 9
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %437, i64 10
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %437, i64 11
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %437, i64 12
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %437, i64 13
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %437, i64 14
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %437, i64 15
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %437, i64 16
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %437, i64 17
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %437, i64 18
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %437, i64 19
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %437, i64 20
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %437, i64 21
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %437, i64 22
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %437, i64 23
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %437, i64 24
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %437, i64 25
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %437, i64 26
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %437, i64 27
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %437, i64 28
-	%495 = load float, float* %494, align 4
-	%496 = getelementptr float, float* %437, i64 29
-	%497 = load float, float* %496, align 4
-	%498 = getelementptr float, float* %437, i64 30
-	%499 = load float, float* %498, align 4
-	%500 = getelementptr float, float* %437, i64 31
-	%501 = load float, float* %500, align 4
-	%502 = getelementptr float, float* %13, i64 %110
-	%503 = getelementptr float, float* %502, i64 0
-	%504 = load float, float* %503, align 4
-	%505 = getelementptr float, float* %502, i64 1
-	%506 = load float, float* %505, align 4
-	%507 = getelementptr float, float* %502, i64 2
-	%508 = load float, float* %507, align 4
-	%509 = getelementptr float, float* %502, i64 3
-	%510 = load float, float* %509, align 4
-	%511 = getelementptr float, float* %502, i64 4
-	%512 = load float, float* %511, align 4
-	%513 = getelementptr float, float* %502, i64 5
-	%514 = load float, float* %513, align 4
-	%515 = getelementptr float, float* %502, i64 6
-	%516 = load float, float* %515, align 4
-	%517 = getelementptr float, float* %502, i64 7
-	%518 = load float, float* %517, align 4
-	%519 = getelementptr float, float* %502, i64 8
-	%520 = load float, float* %519, align 4
-	%521 = getelementptr float, float* %502, i64 9
-	%522 = load float, float* %521, align 4
-	%523 = getelementptr float, float* %502, i64 10
-	%524 = load float, float* %523, align 4
-	%525 = getelementptr float, float* %502, i64 11
-	%526 = load float, float* %525, align 4
-	%527 = getelementptr float, float* %502, i64 12
-	%528 = load float, float* %527, align 4
-	%529 = getelementptr float, float* %502, i64 13
-	%530 = load float, float* %529, align 4
-	%531 = getelementptr float, float* %502, i64 14
-	%532 = load float, float* %531, align 4
-	%533 = getelementptr float, float* %502, i64 15
-	%534 = load float, float* %533, align 4
-	%535 = getelementptr float, float* %502, i64 16
-	%536 = load float, float* %535, align 4
-	%537 = getelementptr float, float* %502, i64 17
-	%538 = load float, float* %537, align 4
-	%539 = getelementptr float, float* %502, i64 18
-	%540 = load float, float* %539, align 4
-	%541 = getelementptr float, float* %502, i64 19
-	%542 = load float, float* %541, align 4
-	%543 = getelementptr float, float* %502, i64 20
-	%544 = load float, float* %543, align 4
-	%545 = getelementptr float, float* %502, i64 21
-	%546 = load float, float* %545, align 4
-	%547 = getelementptr float, float* %502, i64 22
-	%548 = load float, float* %547, align 4
-	%549 = getelementptr float, float* %502, i64 23
-	%550 = load float, float* %549, align 4
-	%551 = getelementptr float, float* %502, i64 24
-	%552 = load float, float* %551, align 4
-	%553 = getelementptr float, float* %502, i64 25
-	%554 = load float, float* %553, align 4
-	%555 = getelementptr float, float* %502, i64 26
-	%556 = load float, float* %555, align 4
-	%557 = getelementptr float, float* %502, i64 27
-	%558 = load float, float* %557, align 4
-	%559 = getelementptr float, float* %502, i64 28
-	%560 = load float, float* %559, align 4
-	%561 = getelementptr float, float* %502, i64 29
-	%562 = load float, float* %561, align 4
-	%563 = getelementptr float, float* %502, i64 30
-	%564 = load float, float* %563, align 4
-	%565 = getelementptr float, float* %502, i64 31
-	%566 = load float, float* %565, align 4
-	%567 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %51, i32 %53, i32 0, i64 %111)
-	%568 = extractvalue [4 x <8 x float>] %567, 0
-	%569 = extractelement <8 x float> %568, i32 0
-	%570 = fmul float %43, %569
-	%571 = fadd float %179, %570
-	%572 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %114, float %571, float %244, float %309, float %374, float %439, float %504, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%573 = extractvalue { float, float, float, float, float, float } %572, 0
-	%574 = extractvalue { float, float, float, float, float, float } %572, 1
-	%575 = extractvalue { float, float, float, float, float, float } %572, 2
-	%576 = extractvalue { float, float, float, float, float, float } %572, 3
-	%577 = extractvalue { float, float, float, float, float, float } %572, 4
-	%578 = extractvalue { float, float, float, float, float, float } %572, 5
-	%579 = extractvalue [4 x <8 x float>] %567, 1
-	%580 = extractelement <8 x float> %579, i32 0
-	%581 = fmul float %43, %580
-	%582 = fadd float %181, %581
-	%583 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %116, float %582, float %246, float %311, float %376, float %441, float %506, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%584 = extractvalue { float, float, float, float, float, float } %583, 0
-	%585 = extractvalue { float, float, float, float, float, float } %583, 1
-	%586 = extractvalue { float, float, float, float, float, float } %583, 2
-	%587 = extractvalue { float, float, float, float, float, float } %583, 3
-	%588 = extractvalue { float, float, float, float, float, float } %583, 4
-	%589 = extractvalue { float, float, float, float, float, float } %583, 5
-	%590 = extractvalue [4 x <8 x float>] %567, 2
-	%591 = extractelement <8 x float> %590, i32 0
-	%592 = fmul float %43, %591
-	%593 = fadd float %183, %592
-	%594 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %118, float %593, float %248, float %313, float %378, float %443, float %508, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%595 = extractvalue { float, float, float, float, float, float } %594, 0
-	%596 = extractvalue { float, float, float, float, float, float } %594, 1
-	%597 = extractvalue { float, float, float, float, float, float } %594, 2
-	%598 = extractvalue { float, float, float, float, float, float } %594, 3
-	%599 = extractvalue { float, float, float, float, float, float } %594, 4
-	%600 = extractvalue { float, float, float, float, float, float } %594, 5
-	%601 = extractvalue [4 x <8 x float>] %567, 3
-	%602 = extractelement <8 x float> %601, i32 0
-	%603 = fmul float %43, %602
-	%604 = fadd float %185, %603
-	%605 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %120, float %604, float %250, float %315, float %380, float %445, float %510, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%112 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %51, i32 %53, i32 0, i64 %111)
+	%113 = add i64 %110, 0
+	%114 = getelementptr float, float* %1, i64 %113
+	%115 = bitcast float* %114 to <8 x float>*
+	%116 = load <8 x float>, <8 x float>* %115, align 4
+	%117 = extractelement <8 x float> %116, i32 0
+	%118 = extractelement <8 x float> %116, i32 1
+	%119 = extractelement <8 x float> %116, i32 2
+	%120 = extractelement <8 x float> %116, i32 3
+	%121 = extractelement <8 x float> %116, i32 4
+	%122 = extractelement <8 x float> %116, i32 5
+	%123 = extractelement <8 x float> %116, i32 6
+	%124 = extractelement <8 x float> %116, i32 7
+	%125 = add i64 %110, 8
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = bitcast float* %126 to <8 x float>*
+	%128 = load <8 x float>, <8 x float>* %127, align 4
+	%129 = extractelement <8 x float> %128, i32 0
+	%130 = extractelement <8 x float> %128, i32 1
+	%131 = extractelement <8 x float> %128, i32 2
+	%132 = extractelement <8 x float> %128, i32 3
+	%133 = extractelement <8 x float> %128, i32 4
+	%134 = extractelement <8 x float> %128, i32 5
+	%135 = extractelement <8 x float> %128, i32 6
+	%136 = extractelement <8 x float> %128, i32 7
+	%137 = add i64 %110, 16
+	%138 = getelementptr float, float* %1, i64 %137
+	%139 = bitcast float* %138 to <8 x float>*
+	%140 = load <8 x float>, <8 x float>* %139, align 4
+	%141 = extractelement <8 x float> %140, i32 0
+	%142 = extractelement <8 x float> %140, i32 1
+	%143 = extractelement <8 x float> %140, i32 2
+	%144 = extractelement <8 x float> %140, i32 3
+	%145 = extractelement <8 x float> %140, i32 4
+	%146 = extractelement <8 x float> %140, i32 5
+	%147 = extractelement <8 x float> %140, i32 6
+	%148 = extractelement <8 x float> %140, i32 7
+	%149 = add i64 %110, 24
+	%150 = getelementptr float, float* %1, i64 %149
+	%151 = bitcast float* %150 to <8 x float>*
+	%152 = load <8 x float>, <8 x float>* %151, align 4
+	%153 = extractelement <8 x float> %152, i32 0
+	%154 = extractelement <8 x float> %152, i32 1
+	%155 = extractelement <8 x float> %152, i32 2
+	%156 = extractelement <8 x float> %152, i32 3
+	%157 = extractelement <8 x float> %152, i32 4
+	%158 = extractelement <8 x float> %152, i32 5
+	%159 = extractelement <8 x float> %152, i32 6
+	%160 = extractelement <8 x float> %152, i32 7
+	%161 = add i64 %110, 0
+	%162 = getelementptr float, float* %3, i64 %161
+	%163 = bitcast float* %162 to <8 x float>*
+	%164 = load <8 x float>, <8 x float>* %163, align 4
+	%165 = insertelement <8 x float> undef, float %43, i32 0
+	%166 = insertelement <8 x float> %165, float %43, i32 1
+	%167 = insertelement <8 x float> %166, float %43, i32 2
+	%168 = insertelement <8 x float> %167, float %43, i32 3
+	%169 = insertelement <8 x float> %168, float %43, i32 4
+	%170 = insertelement <8 x float> %169, float %43, i32 5
+	%171 = insertelement <8 x float> %170, float %43, i32 6
+	%172 = insertelement <8 x float> %171, float %43, i32 7
+	%173 = extractvalue [4 x <8 x float>] %112, 0
+	%174 = fmul <8 x float> %172, %173
+	%175 = fadd <8 x float> %164, %174
+	%176 = extractelement <8 x float> %175, i32 0
+	%177 = extractelement <8 x float> %175, i32 1
+	%178 = extractelement <8 x float> %175, i32 2
+	%179 = extractelement <8 x float> %175, i32 3
+	%180 = extractelement <8 x float> %175, i32 4
+	%181 = extractelement <8 x float> %175, i32 5
+	%182 = extractelement <8 x float> %175, i32 6
+	%183 = extractelement <8 x float> %175, i32 7
+	%184 = add i64 %110, 8
+	%185 = getelementptr float, float* %3, i64 %184
+	%186 = bitcast float* %185 to <8 x float>*
+	%187 = load <8 x float>, <8 x float>* %186, align 4
+	%188 = insertelement <8 x float> undef, float %43, i32 0
+	%189 = insertelement <8 x float> %188, float %43, i32 1
+	%190 = insertelement <8 x float> %189, float %43, i32 2
+	%191 = insertelement <8 x float> %190, float %43, i32 3
+	%192 = insertelement <8 x float> %191, float %43, i32 4
+	%193 = insertelement <8 x float> %192, float %43, i32 5
+	%194 = insertelement <8 x float> %193, float %43, i32 6
+	%195 = insertelement <8 x float> %194, float %43, i32 7
+	%196 = extractvalue [4 x <8 x float>] %112, 1
+	%197 = fmul <8 x float> %195, %196
+	%198 = fadd <8 x float> %187, %197
+	%199 = extractelement <8 x float> %198, i32 0
+	%200 = extractelement <8 x float> %198, i32 1
+	%201 = extractelement <8 x float> %198, i32 2
+	%202 = extractelement <8 x float> %198, i32 3
+	%203 = extractelement <8 x float> %198, i32 4
+	%204 = extractelement <8 x float> %198, i32 5
+	%205 = extractelement <8 x float> %198, i32 6
+	%206 = extractelement <8 x float> %198, i32 7
+	%207 = add i64 %110, 16
+	%208 = getelementptr float, float* %3, i64 %207
+	%209 = bitcast float* %208 to <8 x float>*
+	%210 = load <8 x float>, <8 x float>* %209, align 4
+	%211 = insertelement <8 x float> undef, float %43, i32 0
+	%212 = insertelement <8 x float> %211, float %43, i32 1
+	%213 = insertelement <8 x float> %212, float %43, i32 2
+	%214 = insertelement <8 x float> %213, float %43, i32 3
+	%215 = insertelement <8 x float> %214, float %43, i32 4
+	%216 = insertelement <8 x float> %215, float %43, i32 5
+	%217 = insertelement <8 x float> %216, float %43, i32 6
+	%218 = insertelement <8 x float> %217, float %43, i32 7
+	%219 = extractvalue [4 x <8 x float>] %112, 2
+	%220 = fmul <8 x float> %218, %219
+	%221 = fadd <8 x float> %210, %220
+	%222 = extractelement <8 x float> %221, i32 0
+	%223 = extractelement <8 x float> %221, i32 1
+	%224 = extractelement <8 x float> %221, i32 2
+	%225 = extractelement <8 x float> %221, i32 3
+	%226 = extractelement <8 x float> %221, i32 4
+	%227 = extractelement <8 x float> %221, i32 5
+	%228 = extractelement <8 x float> %221, i32 6
+	%229 = extractelement <8 x float> %221, i32 7
+	%230 = add i64 %110, 24
+	%231 = getelementptr float, float* %3, i64 %230
+	%232 = bitcast float* %231 to <8 x float>*
+	%233 = load <8 x float>, <8 x float>* %232, align 4
+	%234 = insertelement <8 x float> undef, float %43, i32 0
+	%235 = insertelement <8 x float> %234, float %43, i32 1
+	%236 = insertelement <8 x float> %235, float %43, i32 2
+	%237 = insertelement <8 x float> %236, float %43, i32 3
+	%238 = insertelement <8 x float> %237, float %43, i32 4
+	%239 = insertelement <8 x float> %238, float %43, i32 5
+	%240 = insertelement <8 x float> %239, float %43, i32 6
+	%241 = insertelement <8 x float> %240, float %43, i32 7
+	%242 = extractvalue [4 x <8 x float>] %112, 3
+	%243 = fmul <8 x float> %241, %242
+	%244 = fadd <8 x float> %233, %243
+	%245 = extractelement <8 x float> %244, i32 0
+	%246 = extractelement <8 x float> %244, i32 1
+	%247 = extractelement <8 x float> %244, i32 2
+	%248 = extractelement <8 x float> %244, i32 3
+	%249 = extractelement <8 x float> %244, i32 4
+	%250 = extractelement <8 x float> %244, i32 5
+	%251 = extractelement <8 x float> %244, i32 6
+	%252 = extractelement <8 x float> %244, i32 7
+	%253 = add i64 %110, 0
+	%254 = getelementptr float, float* %5, i64 %253
+	%255 = bitcast float* %254 to <8 x float>*
+	%256 = load <8 x float>, <8 x float>* %255, align 4
+	%257 = extractelement <8 x float> %256, i32 0
+	%258 = extractelement <8 x float> %256, i32 1
+	%259 = extractelement <8 x float> %256, i32 2
+	%260 = extractelement <8 x float> %256, i32 3
+	%261 = extractelement <8 x float> %256, i32 4
+	%262 = extractelement <8 x float> %256, i32 5
+	%263 = extractelement <8 x float> %256, i32 6
+	%264 = extractelement <8 x float> %256, i32 7
+	%265 = add i64 %110, 8
+	%266 = getelementptr float, float* %5, i64 %265
+	%267 = bitcast float* %266 to <8 x float>*
+	%268 = load <8 x float>, <8 x float>* %267, align 4
+	%269 = extractelement <8 x float> %268, i32 0
+	%270 = extractelement <8 x float> %268, i32 1
+	%271 = extractelement <8 x float> %268, i32 2
+	%272 = extractelement <8 x float> %268, i32 3
+	%273 = extractelement <8 x float> %268, i32 4
+	%274 = extractelement <8 x float> %268, i32 5
+	%275 = extractelement <8 x float> %268, i32 6
+	%276 = extractelement <8 x float> %268, i32 7
+	%277 = add i64 %110, 16
+	%278 = getelementptr float, float* %5, i64 %277
+	%279 = bitcast float* %278 to <8 x float>*
+	%280 = load <8 x float>, <8 x float>* %279, align 4
+	%281 = extractelement <8 x float> %280, i32 0
+	%282 = extractelement <8 x float> %280, i32 1
+	%283 = extractelement <8 x float> %280, i32 2
+	%284 = extractelement <8 x float> %280, i32 3
+	%285 = extractelement <8 x float> %280, i32 4
+	%286 = extractelement <8 x float> %280, i32 5
+	%287 = extractelement <8 x float> %280, i32 6
+	%288 = extractelement <8 x float> %280, i32 7
+	%289 = add i64 %110, 24
+	%290 = getelementptr float, float* %5, i64 %289
+	%291 = bitcast float* %290 to <8 x float>*
+	%292 = load <8 x float>, <8 x float>* %291, align 4
+	%293 = extractelement <8 x float> %292, i32 0
+	%294 = extractelement <8 x float> %292, i32 1
+	%295 = extractelement <8 x float> %292, i32 2
+	%296 = extractelement <8 x float> %292, i32 3
+	%297 = extractelement <8 x float> %292, i32 4
+	%298 = extractelement <8 x float> %292, i32 5
+	%299 = extractelement <8 x float> %292, i32 6
+	%300 = extractelement <8 x float> %292, i32 7
+	%301 = add i64 %110, 0
+	%302 = getelementptr float, float* %7, i64 %301
+	%303 = bitcast float* %302 to <8 x float>*
+	%304 = load <8 x float>, <8 x float>* %303, align 4
+	%305 = extractelement <8 x float> %304, i32 0
+	%306 = extractelement <8 x float> %304, i32 1
+	%307 = extractelement <8 x float> %304, i32 2
+	%308 = extractelement <8 x float> %304, i32 3
+	%309 = extractelement <8 x float> %304, i32 4
+	%310 = extractelement <8 x float> %304, i32 5
+	%311 = extractelement <8 x float> %304, i32 6
+	%312 = extractelement <8 x float> %304, i32 7
+	%313 = add i64 %110, 8
+	%314 = getelementptr float, float* %7, i64 %313
+	%315 = bitcast float* %314 to <8 x float>*
+	%316 = load <8 x float>, <8 x float>* %315, align 4
+	%317 = extractelement <8 x float> %316, i32 0
+	%318 = extractelement <8 x float> %316, i32 1
+	%319 = extractelement <8 x float> %316, i32 2
+	%320 = extractelement <8 x float> %316, i32 3
+	%321 = extractelement <8 x float> %316, i32 4
+	%322 = extractelement <8 x float> %316, i32 5
+	%323 = extractelement <8 x float> %316, i32 6
+	%324 = extractelement <8 x float> %316, i32 7
+	%325 = add i64 %110, 16
+	%326 = getelementptr float, float* %7, i64 %325
+	%327 = bitcast float* %326 to <8 x float>*
+	%328 = load <8 x float>, <8 x float>* %327, align 4
+	%329 = extractelement <8 x float> %328, i32 0
+	%330 = extractelement <8 x float> %328, i32 1
+	%331 = extractelement <8 x float> %328, i32 2
+	%332 = extractelement <8 x float> %328, i32 3
+	%333 = extractelement <8 x float> %328, i32 4
+	%334 = extractelement <8 x float> %328, i32 5
+	%335 = extractelement <8 x float> %328, i32 6
+	%336 = extractelement <8 x float> %328, i32 7
+	%337 = add i64 %110, 24
+	%338 = getelementptr float, float* %7, i64 %337
+	%339 = bitcast float* %338 to <8 x float>*
+	%340 = load <8 x float>, <8 x float>* %339, align 4
+	%341 = extractelement <8 x float> %340, i32 0
+	%342 = extractelement <8 x float> %340, i32 1
+	%343 = extractelement <8 x float> %340, i32 2
+	%344 = extractelement <8 x float> %340, i32 3
+	%345 = extractelement <8 x float> %340, i32 4
+	%346 = extractelement <8 x float> %340, i32 5
+	%347 = extractelement <8 x float> %340, i32 6
+	%348 = extractelement <8 x float> %340, i32 7
+	%349 = add i64 %110, 0
+	%350 = getelementptr float, float* %9, i64 %349
+	%351 = bitcast float* %350 to <8 x float>*
+	%352 = load <8 x float>, <8 x float>* %351, align 4
+	%353 = extractelement <8 x float> %352, i32 0
+	%354 = extractelement <8 x float> %352, i32 1
+	%355 = extractelement <8 x float> %352, i32 2
+	%356 = extractelement <8 x float> %352, i32 3
+	%357 = extractelement <8 x float> %352, i32 4
+	%358 = extractelement <8 x float> %352, i32 5
+	%359 = extractelement <8 x float> %352, i32 6
+	%360 = extractelement <8 x float> %352, i32 7
+	%361 = add i64 %110, 8
+	%362 = getelementptr float, float* %9, i64 %361
+	%363 = bitcast float* %362 to <8 x float>*
+	%364 = load <8 x float>, <8 x float>* %363, align 4
+	%365 = extractelement <8 x float> %364, i32 0
+	%366 = extractelement <8 x float> %364, i32 1
+	%367 = extractelement <8 x float> %364, i32 2
+	%368 = extractelement <8 x float> %364, i32 3
+	%369 = extractelement <8 x float> %364, i32 4
+	%370 = extractelement <8 x float> %364, i32 5
+	%371 = extractelement <8 x float> %364, i32 6
+	%372 = extractelement <8 x float> %364, i32 7
+	%373 = add i64 %110, 16
+	%374 = getelementptr float, float* %9, i64 %373
+	%375 = bitcast float* %374 to <8 x float>*
+	%376 = load <8 x float>, <8 x float>* %375, align 4
+	%377 = extractelement <8 x float> %376, i32 0
+	%378 = extractelement <8 x float> %376, i32 1
+	%379 = extractelement <8 x float> %376, i32 2
+	%380 = extractelement <8 x float> %376, i32 3
+	%381 = extractelement <8 x float> %376, i32 4
+	%382 = extractelement <8 x float> %376, i32 5
+	%383 = extractelement <8 x float> %376, i32 6
+	%384 = extractelement <8 x float> %376, i32 7
+	%385 = add i64 %110, 24
+	%386 = getelementptr float, float* %9, i64 %385
+	%387 = bitcast float* %386 to <8 x float>*
+	%388 = load <8 x float>, <8 x float>* %387, align 4
+	%389 = extractelement <8 x float> %388, i32 0
+	%390 = extractelement <8 x float> %388, i32 1
+	%391 = extractelement <8 x float> %388, i32 2
+	%392 = extractelement <8 x float> %388, i32 3
+	%393 = extractelement <8 x float> %388, i32 4
+	%394 = extractelement <8 x float> %388, i32 5
+	%395 = extractelement <8 x float> %388, i32 6
+	%396 = extractelement <8 x float> %388, i32 7
+	%397 = add i64 %110, 0
+	%398 = getelementptr float, float* %11, i64 %397
+	%399 = bitcast float* %398 to <8 x float>*
+	%400 = load <8 x float>, <8 x float>* %399, align 4
+	%401 = extractelement <8 x float> %400, i32 0
+	%402 = extractelement <8 x float> %400, i32 1
+	%403 = extractelement <8 x float> %400, i32 2
+	%404 = extractelement <8 x float> %400, i32 3
+	%405 = extractelement <8 x float> %400, i32 4
+	%406 = extractelement <8 x float> %400, i32 5
+	%407 = extractelement <8 x float> %400, i32 6
+	%408 = extractelement <8 x float> %400, i32 7
+	%409 = add i64 %110, 8
+	%410 = getelementptr float, float* %11, i64 %409
+	%411 = bitcast float* %410 to <8 x float>*
+	%412 = load <8 x float>, <8 x float>* %411, align 4
+	%413 = extractelement <8 x float> %412, i32 0
+	%414 = extractelement <8 x float> %412, i32 1
+	%415 = extractelement <8 x float> %412, i32 2
+	%416 = extractelement <8 x float> %412, i32 3
+	%417 = extractelement <8 x float> %412, i32 4
+	%418 = extractelement <8 x float> %412, i32 5
+	%419 = extractelement <8 x float> %412, i32 6
+	%420 = extractelement <8 x float> %412, i32 7
+	%421 = add i64 %110, 16
+	%422 = getelementptr float, float* %11, i64 %421
+	%423 = bitcast float* %422 to <8 x float>*
+	%424 = load <8 x float>, <8 x float>* %423, align 4
+	%425 = extractelement <8 x float> %424, i32 0
+	%426 = extractelement <8 x float> %424, i32 1
+	%427 = extractelement <8 x float> %424, i32 2
+	%428 = extractelement <8 x float> %424, i32 3
+	%429 = extractelement <8 x float> %424, i32 4
+	%430 = extractelement <8 x float> %424, i32 5
+	%431 = extractelement <8 x float> %424, i32 6
+	%432 = extractelement <8 x float> %424, i32 7
+	%433 = add i64 %110, 24
+	%434 = getelementptr float, float* %11, i64 %433
+	%435 = bitcast float* %434 to <8 x float>*
+	%436 = load <8 x float>, <8 x float>* %435, align 4
+	%437 = extractelement <8 x float> %436, i32 0
+	%438 = extractelement <8 x float> %436, i32 1
+	%439 = extractelement <8 x float> %436, i32 2
+	%440 = extractelement <8 x float> %436, i32 3
+	%441 = extractelement <8 x float> %436, i32 4
+	%442 = extractelement <8 x float> %436, i32 5
+	%443 = extractelement <8 x float> %436, i32 6
+	%444 = extractelement <8 x float> %436, i32 7
+	%445 = add i64 %110, 0
+	%446 = getelementptr float, float* %13, i64 %445
+	%447 = bitcast float* %446 to <8 x float>*
+	%448 = load <8 x float>, <8 x float>* %447, align 4
+	%449 = extractelement <8 x float> %448, i32 0
+	%450 = extractelement <8 x float> %448, i32 1
+	%451 = extractelement <8 x float> %448, i32 2
+	%452 = extractelement <8 x float> %448, i32 3
+	%453 = extractelement <8 x float> %448, i32 4
+	%454 = extractelement <8 x float> %448, i32 5
+	%455 = extractelement <8 x float> %448, i32 6
+	%456 = extractelement <8 x float> %448, i32 7
+	%457 = add i64 %110, 8
+	%458 = getelementptr float, float* %13, i64 %457
+	%459 = bitcast float* %458 to <8 x float>*
+	%460 = load <8 x float>, <8 x float>* %459, align 4
+	%461 = extractelement <8 x float> %460, i32 0
+	%462 = extractelement <8 x float> %460, i32 1
+	%463 = extractelement <8 x float> %460, i32 2
+	%464 = extractelement <8 x float> %460, i32 3
+	%465 = extractelement <8 x float> %460, i32 4
+	%466 = extractelement <8 x float> %460, i32 5
+	%467 = extractelement <8 x float> %460, i32 6
+	%468 = extractelement <8 x float> %460, i32 7
+	%469 = add i64 %110, 16
+	%470 = getelementptr float, float* %13, i64 %469
+	%471 = bitcast float* %470 to <8 x float>*
+	%472 = load <8 x float>, <8 x float>* %471, align 4
+	%473 = extractelement <8 x float> %472, i32 0
+	%474 = extractelement <8 x float> %472, i32 1
+	%475 = extractelement <8 x float> %472, i32 2
+	%476 = extractelement <8 x float> %472, i32 3
+	%477 = extractelement <8 x float> %472, i32 4
+	%478 = extractelement <8 x float> %472, i32 5
+	%479 = extractelement <8 x float> %472, i32 6
+	%480 = extractelement <8 x float> %472, i32 7
+	%481 = add i64 %110, 24
+	%482 = getelementptr float, float* %13, i64 %481
+	%483 = bitcast float* %482 to <8 x float>*
+	%484 = load <8 x float>, <8 x float>* %483, align 4
+	%485 = extractelement <8 x float> %484, i32 0
+	%486 = extractelement <8 x float> %484, i32 1
+	%487 = extractelement <8 x float> %484, i32 2
+	%488 = extractelement <8 x float> %484, i32 3
+	%489 = extractelement <8 x float> %484, i32 4
+	%490 = extractelement <8 x float> %484, i32 5
+	%491 = extractelement <8 x float> %484, i32 6
+	%492 = extractelement <8 x float> %484, i32 7
+	%493 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %117, float %176, float %257, float %305, float %353, float %401, float %449, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%494 = extractvalue { float, float, float, float, float, float } %493, 0
+	%495 = extractvalue { float, float, float, float, float, float } %493, 1
+	%496 = extractvalue { float, float, float, float, float, float } %493, 2
+	%497 = extractvalue { float, float, float, float, float, float } %493, 3
+	%498 = extractvalue { float, float, float, float, float, float } %493, 4
+	%499 = extractvalue { float, float, float, float, float, float } %493, 5
+	%500 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %118, float %177, float %258, float %306, float %354, float %402, float %450, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%501 = extractvalue { float, float, float, float, float, float } %500, 0
+	%502 = extractvalue { float, float, float, float, float, float } %500, 1
+	%503 = extractvalue { float, float, float, float, float, float } %500, 2
+	%504 = extractvalue { float, float, float, float, float, float } %500, 3
+	%505 = extractvalue { float, float, float, float, float, float } %500, 4
+	%506 = extractvalue { float, float, float, float, float, float } %500, 5
+	%507 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %119, float %178, float %259, float %307, float %355, float %403, float %451, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%508 = extractvalue { float, float, float, float, float, float } %507, 0
+	%509 = extractvalue { float, float, float, float, float, float } %507, 1
+	%510 = extractvalue { float, float, float, float, float, float } %507, 2
+	%511 = extractvalue { float, float, float, float, float, float } %507, 3
+	%512 = extractvalue { float, float, float, float, float, float } %507, 4
+	%513 = extractvalue { float, float, float, float, float, float } %507, 5
+	%514 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %120, float %179, float %260, float %308, float %356, float %404, float %452, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%515 = extractvalue { float, float, float, float, float, float } %514, 0
+	%516 = extractvalue { float, float, float, float, float, float } %514, 1
+	%517 = extractvalue { float, float, float, float, float, float } %514, 2
+	%518 = extractvalue { float, float, float, float, float, float } %514, 3
+	%519 = extractvalue { float, float, float, float, float, float } %514, 4
+	%520 = extractvalue { float, float, float, float, float, float } %514, 5
+	%521 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %121, float %180, float %261, float %309, float %357, float %405, float %453, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%522 = extractvalue { float, float, float, float, float, float } %521, 0
+	%523 = extractvalue { float, float, float, float, float, float } %521, 1
+	%524 = extractvalue { float, float, float, float, float, float } %521, 2
+	%525 = extractvalue { float, float, float, float, float, float } %521, 3
+	%526 = extractvalue { float, float, float, float, float, float } %521, 4
+	%527 = extractvalue { float, float, float, float, float, float } %521, 5
+	%528 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %122, float %181, float %262, float %310, float %358, float %406, float %454, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%529 = extractvalue { float, float, float, float, float, float } %528, 0
+	%530 = extractvalue { float, float, float, float, float, float } %528, 1
+	%531 = extractvalue { float, float, float, float, float, float } %528, 2
+	%532 = extractvalue { float, float, float, float, float, float } %528, 3
+	%533 = extractvalue { float, float, float, float, float, float } %528, 4
+	%534 = extractvalue { float, float, float, float, float, float } %528, 5
+	%535 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %123, float %182, float %263, float %311, float %359, float %407, float %455, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%536 = extractvalue { float, float, float, float, float, float } %535, 0
+	%537 = extractvalue { float, float, float, float, float, float } %535, 1
+	%538 = extractvalue { float, float, float, float, float, float } %535, 2
+	%539 = extractvalue { float, float, float, float, float, float } %535, 3
+	%540 = extractvalue { float, float, float, float, float, float } %535, 4
+	%541 = extractvalue { float, float, float, float, float, float } %535, 5
+	%542 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %124, float %183, float %264, float %312, float %360, float %408, float %456, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%543 = extractvalue { float, float, float, float, float, float } %542, 0
+	%544 = extractvalue { float, float, float, float, float, float } %542, 1
+	%545 = extractvalue { float, float, float, float, float, float } %542, 2
+	%546 = extractvalue { float, float, float, float, float, float } %542, 3
+	%547 = extractvalue { float, float, float, float, float, float } %542, 4
+	%548 = extractvalue { float, float, float, float, float, float } %542, 5
+	%549 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %129, float %199, float %269, float %317, float %365, float %413, float %461, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%550 = extractvalue { float, float, float, float, float, float } %549, 0
+	%551 = extractvalue { float, float, float, float, float, float } %549, 1
+	%552 = extractvalue { float, float, float, float, float, float } %549, 2
+	%553 = extractvalue { float, float, float, float, float, float } %549, 3
+	%554 = extractvalue { float, float, float, float, float, float } %549, 4
+	%555 = extractvalue { float, float, float, float, float, float } %549, 5
+	%556 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %130, float %200, float %270, float %318, float %366, float %414, float %462, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%557 = extractvalue { float, float, float, float, float, float } %556, 0
+	%558 = extractvalue { float, float, float, float, float, float } %556, 1
+	%559 = extractvalue { float, float, float, float, float, float } %556, 2
+	%560 = extractvalue { float, float, float, float, float, float } %556, 3
+	%561 = extractvalue { float, float, float, float, float, float } %556, 4
+	%562 = extractvalue { float, float, float, float, float, float } %556, 5
+	%563 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %131, float %201, float %271, float %319, float %367, float %415, float %463, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%564 = extractvalue { float, float, float, float, float, float } %563, 0
+	%565 = extractvalue { float, float, float, float, float, float } %563, 1
+	%566 = extractvalue { float, float, float, float, float, float } %563, 2
+	%567 = extractvalue { float, float, float, float, float, float } %563, 3
+	%568 = extractvalue { float, float, float, float, float, float } %563, 4
+	%569 = extractvalue { float, float, float, float, float, float } %563, 5
+	%570 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %132, float %202, float %272, float %320, float %368, float %416, float %464, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%571 = extractvalue { float, float, float, float, float, float } %570, 0
+	%572 = extractvalue { float, float, float, float, float, float } %570, 1
+	%573 = extractvalue { float, float, float, float, float, float } %570, 2
+	%574 = extractvalue { float, float, float, float, float, float } %570, 3
+	%575 = extractvalue { float, float, float, float, float, float } %570, 4
+	%576 = extractvalue { float, float, float, float, float, float } %570, 5
+	%577 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %133, float %203, float %273, float %321, float %369, float %417, float %465, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%578 = extractvalue { float, float, float, float, float, float } %577, 0
+	%579 = extractvalue { float, float, float, float, float, float } %577, 1
+	%580 = extractvalue { float, float, float, float, float, float } %577, 2
+	%581 = extractvalue { float, float, float, float, float, float } %577, 3
+	%582 = extractvalue { float, float, float, float, float, float } %577, 4
+	%583 = extractvalue { float, float, float, float, float, float } %577, 5
+	%584 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %134, float %204, float %274, float %322, float %370, float %418, float %466, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%585 = extractvalue { float, float, float, float, float, float } %584, 0
+	%586 = extractvalue { float, float, float, float, float, float } %584, 1
+	%587 = extractvalue { float, float, float, float, float, float } %584, 2
+	%588 = extractvalue { float, float, float, float, float, float } %584, 3
+	%589 = extractvalue { float, float, float, float, float, float } %584, 4
+	%590 = extractvalue { float, float, float, float, float, float } %584, 5
+	%591 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %135, float %205, float %275, float %323, float %371, float %419, float %467, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%592 = extractvalue { float, float, float, float, float, float } %591, 0
+	%593 = extractvalue { float, float, float, float, float, float } %591, 1
+	%594 = extractvalue { float, float, float, float, float, float } %591, 2
+	%595 = extractvalue { float, float, float, float, float, float } %591, 3
+	%596 = extractvalue { float, float, float, float, float, float } %591, 4
+	%597 = extractvalue { float, float, float, float, float, float } %591, 5
+	%598 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %136, float %206, float %276, float %324, float %372, float %420, float %468, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%599 = extractvalue { float, float, float, float, float, float } %598, 0
+	%600 = extractvalue { float, float, float, float, float, float } %598, 1
+	%601 = extractvalue { float, float, float, float, float, float } %598, 2
+	%602 = extractvalue { float, float, float, float, float, float } %598, 3
+	%603 = extractvalue { float, float, float, float, float, float } %598, 4
+	%604 = extractvalue { float, float, float, float, float, float } %598, 5
+	%605 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %141, float %222, float %281, float %329, float %377, float %425, float %473, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
 	%606 = extractvalue { float, float, float, float, float, float } %605, 0
 	%607 = extractvalue { float, float, float, float, float, float } %605, 1
 	%608 = extractvalue { float, float, float, float, float, float } %605, 2
 	%609 = extractvalue { float, float, float, float, float, float } %605, 3
 	%610 = extractvalue { float, float, float, float, float, float } %605, 4
 	%611 = extractvalue { float, float, float, float, float, float } %605, 5
-	%612 = extractvalue [4 x <8 x float>] %567, 0
-	%613 = extractelement <8 x float> %612, i32 1
-	%614 = fmul float %43, %613
-	%615 = fadd float %187, %614
-	%616 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %122, float %615, float %252, float %317, float %382, float %447, float %512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%617 = extractvalue { float, float, float, float, float, float } %616, 0
-	%618 = extractvalue { float, float, float, float, float, float } %616, 1
-	%619 = extractvalue { float, float, float, float, float, float } %616, 2
-	%620 = extractvalue { float, float, float, float, float, float } %616, 3
-	%621 = extractvalue { float, float, float, float, float, float } %616, 4
-	%622 = extractvalue { float, float, float, float, float, float } %616, 5
-	%623 = extractvalue [4 x <8 x float>] %567, 1
-	%624 = extractelement <8 x float> %623, i32 1
-	%625 = fmul float %43, %624
-	%626 = fadd float %189, %625
-	%627 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %124, float %626, float %254, float %319, float %384, float %449, float %514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%628 = extractvalue { float, float, float, float, float, float } %627, 0
-	%629 = extractvalue { float, float, float, float, float, float } %627, 1
-	%630 = extractvalue { float, float, float, float, float, float } %627, 2
-	%631 = extractvalue { float, float, float, float, float, float } %627, 3
-	%632 = extractvalue { float, float, float, float, float, float } %627, 4
-	%633 = extractvalue { float, float, float, float, float, float } %627, 5
-	%634 = extractvalue [4 x <8 x float>] %567, 2
-	%635 = extractelement <8 x float> %634, i32 1
-	%636 = fmul float %43, %635
-	%637 = fadd float %191, %636
-	%638 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %126, float %637, float %256, float %321, float %386, float %451, float %516, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%639 = extractvalue { float, float, float, float, float, float } %638, 0
-	%640 = extractvalue { float, float, float, float, float, float } %638, 1
-	%641 = extractvalue { float, float, float, float, float, float } %638, 2
-	%642 = extractvalue { float, float, float, float, float, float } %638, 3
-	%643 = extractvalue { float, float, float, float, float, float } %638, 4
-	%644 = extractvalue { float, float, float, float, float, float } %638, 5
-	%645 = extractvalue [4 x <8 x float>] %567, 3
-	%646 = extractelement <8 x float> %645, i32 1
-	%647 = fmul float %43, %646
-	%648 = fadd float %193, %647
-	%649 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %128, float %648, float %258, float %323, float %388, float %453, float %518, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%650 = extractvalue { float, float, float, float, float, float } %649, 0
-	%651 = extractvalue { float, float, float, float, float, float } %649, 1
-	%652 = extractvalue { float, float, float, float, float, float } %649, 2
-	%653 = extractvalue { float, float, float, float, float, float } %649, 3
-	%654 = extractvalue { float, float, float, float, float, float } %649, 4
-	%655 = extractvalue { float, float, float, float, float, float } %649, 5
-	%656 = extractvalue [4 x <8 x float>] %567, 0
-	%657 = extractelement <8 x float> %656, i32 2
-	%658 = fmul float %43, %657
-	%659 = fadd float %195, %658
-	%660 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %130, float %659, float %260, float %325, float %390, float %455, float %520, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%661 = extractvalue { float, float, float, float, float, float } %660, 0
-	%662 = extractvalue { float, float, float, float, float, float } %660, 1
-	%663 = extractvalue { float, float, float, float, float, float } %660, 2
-	%664 = extractvalue { float, float, float, float, float, float } %660, 3
-	%665 = extractvalue { float, float, float, float, float, float } %660, 4
-	%666 = extractvalue { float, float, float, float, float, float } %660, 5
-	%667 = extractvalue [4 x <8 x float>] %567, 1
-	%668 = extractelement <8 x float> %667, i32 2
-	%669 = fmul float %43, %668
-	%670 = fadd float %197, %669
-	%671 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %132, float %670, float %262, float %327, float %392, float %457, float %522, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%672 = extractvalue { float, float, float, float, float, float } %671, 0
-	%673 = extractvalue { float, float, float, float, float, float } %671, 1
-	%674 = extractvalue { float, float, float, float, float, float } %671, 2
-	%675 = extractvalue { float, float, float, float, float, float } %671, 3
-	%676 = extractvalue { float, float, float, float, float, float } %671, 4
-	%677 = extractvalue { float, float, float, float, float, float } %671, 5
-	%678 = extractvalue [4 x <8 x float>] %567, 2
-	%679 = extractelement <8 x float> %678, i32 2
-	%680 = fmul float %43, %679
-	%681 = fadd float %199, %680
-	%682 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %134, float %681, float %264, float %329, float %394, float %459, float %524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%612 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %142, float %223, float %282, float %330, float %378, float %426, float %474, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%613 = extractvalue { float, float, float, float, float, float } %612, 0
+	%614 = extractvalue { float, float, float, float, float, float } %612, 1
+	%615 = extractvalue { float, float, float, float, float, float } %612, 2
+	%616 = extractvalue { float, float, float, float, float, float } %612, 3
+	%617 = extractvalue { float, float, float, float, float, float } %612, 4
+	%618 = extractvalue { float, float, float, float, float, float } %612, 5
+	%619 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %143, float %224, float %283, float %331, float %379, float %427, float %475, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%620 = extractvalue { float, float, float, float, float, float } %619, 0
+	%621 = extractvalue { float, float, float, float, float, float } %619, 1
+	%622 = extractvalue { float, float, float, float, float, float } %619, 2
+	%623 = extractvalue { float, float, float, float, float, float } %619, 3
+	%624 = extractvalue { float, float, float, float, float, float } %619, 4
+	%625 = extractvalue { float, float, float, float, float, float } %619, 5
+	%626 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %144, float %225, float %284, float %332, float %380, float %428, float %476, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%627 = extractvalue { float, float, float, float, float, float } %626, 0
+	%628 = extractvalue { float, float, float, float, float, float } %626, 1
+	%629 = extractvalue { float, float, float, float, float, float } %626, 2
+	%630 = extractvalue { float, float, float, float, float, float } %626, 3
+	%631 = extractvalue { float, float, float, float, float, float } %626, 4
+	%632 = extractvalue { float, float, float, float, float, float } %626, 5
+	%633 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %145, float %226, float %285, float %333, float %381, float %429, float %477, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%634 = extractvalue { float, float, float, float, float, float } %633, 0
+	%635 = extractvalue { float, float, float, float, float, float } %633, 1
+	%636 = extractvalue { float, float, float, float, float, float } %633, 2
+	%637 = extractvalue { float, float, float, float, float, float } %633, 3
+	%638 = extractvalue { float, float, float, float, float, float } %633, 4
+	%639 = extractvalue { float, float, float, float, float, float } %633, 5
+	%640 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %146, float %227, float %286, float %334, float %382, float %430, float %478, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%641 = extractvalue { float, float, float, float, float, float } %640, 0
+	%642 = extractvalue { float, float, float, float, float, float } %640, 1
+	%643 = extractvalue { float, float, float, float, float, float } %640, 2
+	%644 = extractvalue { float, float, float, float, float, float } %640, 3
+	%645 = extractvalue { float, float, float, float, float, float } %640, 4
+	%646 = extractvalue { float, float, float, float, float, float } %640, 5
+	%647 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %147, float %228, float %287, float %335, float %383, float %431, float %479, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%648 = extractvalue { float, float, float, float, float, float } %647, 0
+	%649 = extractvalue { float, float, float, float, float, float } %647, 1
+	%650 = extractvalue { float, float, float, float, float, float } %647, 2
+	%651 = extractvalue { float, float, float, float, float, float } %647, 3
+	%652 = extractvalue { float, float, float, float, float, float } %647, 4
+	%653 = extractvalue { float, float, float, float, float, float } %647, 5
+	%654 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %148, float %229, float %288, float %336, float %384, float %432, float %480, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%655 = extractvalue { float, float, float, float, float, float } %654, 0
+	%656 = extractvalue { float, float, float, float, float, float } %654, 1
+	%657 = extractvalue { float, float, float, float, float, float } %654, 2
+	%658 = extractvalue { float, float, float, float, float, float } %654, 3
+	%659 = extractvalue { float, float, float, float, float, float } %654, 4
+	%660 = extractvalue { float, float, float, float, float, float } %654, 5
+	%661 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %153, float %245, float %293, float %341, float %389, float %437, float %485, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%662 = extractvalue { float, float, float, float, float, float } %661, 0
+	%663 = extractvalue { float, float, float, float, float, float } %661, 1
+	%664 = extractvalue { float, float, float, float, float, float } %661, 2
+	%665 = extractvalue { float, float, float, float, float, float } %661, 3
+	%666 = extractvalue { float, float, float, float, float, float } %661, 4
+	%667 = extractvalue { float, float, float, float, float, float } %661, 5
+	%668 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %154, float %246, float %294, float %342, float %390, float %438, float %486, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%669 = extractvalue { float, float, float, float, float, float } %668, 0
+	%670 = extractvalue { float, float, float, float, float, float } %668, 1
+	%671 = extractvalue { float, float, float, float, float, float } %668, 2
+	%672 = extractvalue { float, float, float, float, float, float } %668, 3
+	%673 = extractvalue { float, float, float, float, float, float } %668, 4
+	%674 = extractvalue { float, float, float, float, float, float } %668, 5
+	%675 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %155, float %247, float %295, float %343, float %391, float %439, float %487, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%676 = extractvalue { float, float, float, float, float, float } %675, 0
+	%677 = extractvalue { float, float, float, float, float, float } %675, 1
+	%678 = extractvalue { float, float, float, float, float, float } %675, 2
+	%679 = extractvalue { float, float, float, float, float, float } %675, 3
+	%680 = extractvalue { float, float, float, float, float, float } %675, 4
+	%681 = extractvalue { float, float, float, float, float, float } %675, 5
+	%682 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %156, float %248, float %296, float %344, float %392, float %440, float %488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
 	%683 = extractvalue { float, float, float, float, float, float } %682, 0
 	%684 = extractvalue { float, float, float, float, float, float } %682, 1
 	%685 = extractvalue { float, float, float, float, float, float } %682, 2
 	%686 = extractvalue { float, float, float, float, float, float } %682, 3
 	%687 = extractvalue { float, float, float, float, float, float } %682, 4
 	%688 = extractvalue { float, float, float, float, float, float } %682, 5
-	%689 = extractvalue [4 x <8 x float>] %567, 3
-	%690 = extractelement <8 x float> %689, i32 2
-	%691 = fmul float %43, %690
-	%692 = fadd float %201, %691
-	%693 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %136, float %692, float %266, float %331, float %396, float %461, float %526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%694 = extractvalue { float, float, float, float, float, float } %693, 0
-	%695 = extractvalue { float, float, float, float, float, float } %693, 1
-	%696 = extractvalue { float, float, float, float, float, float } %693, 2
-	%697 = extractvalue { float, float, float, float, float, float } %693, 3
-	%698 = extractvalue { float, float, float, float, float, float } %693, 4
-	%699 = extractvalue { float, float, float, float, float, float } %693, 5
-	%700 = extractvalue [4 x <8 x float>] %567, 0
-	%701 = extractelement <8 x float> %700, i32 3
-	%702 = fmul float %43, %701
-	%703 = fadd float %203, %702
-	%704 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %138, float %703, float %268, float %333, float %398, float %463, float %528, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%705 = extractvalue { float, float, float, float, float, float } %704, 0
-	%706 = extractvalue { float, float, float, float, float, float } %704, 1
-	%707 = extractvalue { float, float, float, float, float, float } %704, 2
-	%708 = extractvalue { float, float, float, float, float, float } %704, 3
-	%709 = extractvalue { float, float, float, float, float, float } %704, 4
-	%710 = extractvalue { float, float, float, float, float, float } %704, 5
-	%711 = extractvalue [4 x <8 x float>] %567, 1
-	%712 = extractelement <8 x float> %711, i32 3
-	%713 = fmul float %43, %712
-	%714 = fadd float %205, %713
-	%715 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %140, float %714, float %270, float %335, float %400, float %465, float %530, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%716 = extractvalue { float, float, float, float, float, float } %715, 0
-	%717 = extractvalue { float, float, float, float, float, float } %715, 1
-	%718 = extractvalue { float, float, float, float, float, float } %715, 2
-	%719 = extractvalue { float, float, float, float, float, float } %715, 3
-	%720 = extractvalue { float, float, float, float, float, float } %715, 4
-	%721 = extractvalue { float, float, float, float, float, float } %715, 5
-	%722 = extractvalue [4 x <8 x float>] %567, 2
-	%723 = extractelement <8 x float> %722, i32 3
-	%724 = fmul float %43, %723
-	%725 = fadd float %207, %724
-	%726 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %142, float %725, float %272, float %337, float %402, float %467, float %532, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%727 = extractvalue { float, float, float, float, float, float } %726, 0
-	%728 = extractvalue { float, float, float, float, float, float } %726, 1
-	%729 = extractvalue { float, float, float, float, float, float } %726, 2
-	%730 = extractvalue { float, float, float, float, float, float } %726, 3
-	%731 = extractvalue { float, float, float, float, float, float } %726, 4
-	%732 = extractvalue { float, float, float, float, float, float } %726, 5
-	%733 = extractvalue [4 x <8 x float>] %567, 3
-	%734 = extractelement <8 x float> %733, i32 3
-	%735 = fmul float %43, %734
-	%736 = fadd float %209, %735
-	%737 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %144, float %736, float %274, float %339, float %404, float %469, float %534, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%738 = extractvalue { float, float, float, float, float, float } %737, 0
-	%739 = extractvalue { float, float, float, float, float, float } %737, 1
-	%740 = extractvalue { float, float, float, float, float, float } %737, 2
-	%741 = extractvalue { float, float, float, float, float, float } %737, 3
-	%742 = extractvalue { float, float, float, float, float, float } %737, 4
-	%743 = extractvalue { float, float, float, float, float, float } %737, 5
-	%744 = extractvalue [4 x <8 x float>] %567, 0
-	%745 = extractelement <8 x float> %744, i32 4
-	%746 = fmul float %43, %745
-	%747 = fadd float %211, %746
-	%748 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %146, float %747, float %276, float %341, float %406, float %471, float %536, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%749 = extractvalue { float, float, float, float, float, float } %748, 0
-	%750 = extractvalue { float, float, float, float, float, float } %748, 1
-	%751 = extractvalue { float, float, float, float, float, float } %748, 2
-	%752 = extractvalue { float, float, float, float, float, float } %748, 3
-	%753 = extractvalue { float, float, float, float, float, float } %748, 4
-	%754 = extractvalue { float, float, float, float, float, float } %748, 5
-	%755 = extractvalue [4 x <8 x float>] %567, 1
-	%756 = extractelement <8 x float> %755, i32 4
-	%757 = fmul float %43, %756
-	%758 = fadd float %213, %757
-	%759 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %148, float %758, float %278, float %343, float %408, float %473, float %538, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%760 = extractvalue { float, float, float, float, float, float } %759, 0
-	%761 = extractvalue { float, float, float, float, float, float } %759, 1
-	%762 = extractvalue { float, float, float, float, float, float } %759, 2
-	%763 = extractvalue { float, float, float, float, float, float } %759, 3
-	%764 = extractvalue { float, float, float, float, float, float } %759, 4
-	%765 = extractvalue { float, float, float, float, float, float } %759, 5
-	%766 = extractvalue [4 x <8 x float>] %567, 2
-	%767 = extractelement <8 x float> %766, i32 4
-	%768 = fmul float %43, %767
-	%769 = fadd float %215, %768
-	%770 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %150, float %769, float %280, float %345, float %410, float %475, float %540, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%771 = extractvalue { float, float, float, float, float, float } %770, 0
-	%772 = extractvalue { float, float, float, float, float, float } %770, 1
-	%773 = extractvalue { float, float, float, float, float, float } %770, 2
-	%774 = extractvalue { float, float, float, float, float, float } %770, 3
-	%775 = extractvalue { float, float, float, float, float, float } %770, 4
-	%776 = extractvalue { float, float, float, float, float, float } %770, 5
-	%777 = extractvalue [4 x <8 x float>] %567, 3
-	%778 = extractelement <8 x float> %777, i32 4
-	%779 = fmul float %43, %778
-	%780 = fadd float %217, %779
-	%781 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %152, float %780, float %282, float %347, float %412, float %477, float %542, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%782 = extractvalue { float, float, float, float, float, float } %781, 0
-	%783 = extractvalue { float, float, float, float, float, float } %781, 1
-	%784 = extractvalue { float, float, float, float, float, float } %781, 2
-	%785 = extractvalue { float, float, float, float, float, float } %781, 3
-	%786 = extractvalue { float, float, float, float, float, float } %781, 4
-	%787 = extractvalue { float, float, float, float, float, float } %781, 5
-	%788 = extractvalue [4 x <8 x float>] %567, 0
-	%789 = extractelement <8 x float> %788, i32 5
-	%790 = fmul float %43, %789
-	%791 = fadd float %219, %790
-	%792 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %154, float %791, float %284, float %349, float %414, float %479, float %544, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%793 = extractvalue { float, float, float, float, float, float } %792, 0
-	%794 = extractvalue { float, float, float, float, float, float } %792, 1
-	%795 = extractvalue { float, float, float, float, float, float } %792, 2
-	%796 = extractvalue { float, float, float, float, float, float } %792, 3
-	%797 = extractvalue { float, float, float, float, float, float } %792, 4
-	%798 = extractvalue { float, float, float, float, float, float } %792, 5
-	%799 = extractvalue [4 x <8 x float>] %567, 1
-	%800 = extractelement <8 x float> %799, i32 5
-	%801 = fmul float %43, %800
-	%802 = fadd float %221, %801
-	%803 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %156, float %802, float %286, float %351, float %416, float %481, float %546, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%804 = extractvalue { float, float, float, float, float, float } %803, 0
-	%805 = extractvalue { float, float, float, float, float, float } %803, 1
-	%806 = extractvalue { float, float, float, float, float, float } %803, 2
-	%807 = extractvalue { float, float, float, float, float, float } %803, 3
-	%808 = extractvalue { float, float, float, float, float, float } %803, 4
-	%809 = extractvalue { float, float, float, float, float, float } %803, 5
-	%810 = extractvalue [4 x <8 x float>] %567, 2
-	%811 = extractelement <8 x float> %810, i32 5
-	%812 = fmul float %43, %811
-	%813 = fadd float %223, %812
-	%814 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %158, float %813, float %288, float %353, float %418, float %483, float %548, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%815 = extractvalue { float, float, float, float, float, float } %814, 0
-	%816 = extractvalue { float, float, float, float, float, float } %814, 1
-	%817 = extractvalue { float, float, float, float, float, float } %814, 2
-	%818 = extractvalue { float, float, float, float, float, float } %814, 3
-	%819 = extractvalue { float, float, float, float, float, float } %814, 4
-	%820 = extractvalue { float, float, float, float, float, float } %814, 5
-	%821 = extractvalue [4 x <8 x float>] %567, 3
-	%822 = extractelement <8 x float> %821, i32 5
-	%823 = fmul float %43, %822
-	%824 = fadd float %225, %823
-	%825 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %160, float %824, float %290, float %355, float %420, float %485, float %550, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%826 = extractvalue { float, float, float, float, float, float } %825, 0
-	%827 = extractvalue { float, float, float, float, float, float } %825, 1
-	%828 = extractvalue { float, float, float, float, float, float } %825, 2
-	%829 = extractvalue { float, float, float, float, float, float } %825, 3
-	%830 = extractvalue { float, float, float, float, float, float } %825, 4
-	%831 = extractvalue { float, float, float, float, float, float } %825, 5
-	%832 = extractvalue [4 x <8 x float>] %567, 0
-	%833 = extractelement <8 x float> %832, i32 6
-	%834 = fmul float %43, %833
-	%835 = fadd float %227, %834
-	%836 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %162, float %835, float %292, float %357, float %422, float %487, float %552, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%837 = extractvalue { float, float, float, float, float, float } %836, 0
-	%838 = extractvalue { float, float, float, float, float, float } %836, 1
-	%839 = extractvalue { float, float, float, float, float, float } %836, 2
-	%840 = extractvalue { float, float, float, float, float, float } %836, 3
-	%841 = extractvalue { float, float, float, float, float, float } %836, 4
-	%842 = extractvalue { float, float, float, float, float, float } %836, 5
-	%843 = extractvalue [4 x <8 x float>] %567, 1
-	%844 = extractelement <8 x float> %843, i32 6
-	%845 = fmul float %43, %844
-	%846 = fadd float %229, %845
-	%847 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %164, float %846, float %294, float %359, float %424, float %489, float %554, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%848 = extractvalue { float, float, float, float, float, float } %847, 0
-	%849 = extractvalue { float, float, float, float, float, float } %847, 1
-	%850 = extractvalue { float, float, float, float, float, float } %847, 2
-	%851 = extractvalue { float, float, float, float, float, float } %847, 3
-	%852 = extractvalue { float, float, float, float, float, float } %847, 4
-	%853 = extractvalue { float, float, float, float, float, float } %847, 5
-	%854 = extractvalue [4 x <8 x float>] %567, 2
-	%855 = extractelement <8 x float> %854, i32 6
-	%856 = fmul float %43, %855
-	%857 = fadd float %231, %856
-	%858 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %166, float %857, float %296, float %361, float %426, float %491, float %556, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%859 = extractvalue { float, float, float, float, float, float } %858, 0
-	%860 = extractvalue { float, float, float, float, float, float } %858, 1
-	%861 = extractvalue { float, float, float, float, float, float } %858, 2
-	%862 = extractvalue { float, float, float, float, float, float } %858, 3
-	%863 = extractvalue { float, float, float, float, float, float } %858, 4
-	%864 = extractvalue { float, float, float, float, float, float } %858, 5
-	%865 = extractvalue [4 x <8 x float>] %567, 3
-	%866 = extractelement <8 x float> %865, i32 6
-	%867 = fmul float %43, %866
-	%868 = fadd float %233, %867
-	%869 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %168, float %868, float %298, float %363, float %428, float %493, float %558, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%870 = extractvalue { float, float, float, float, float, float } %869, 0
-	%871 = extractvalue { float, float, float, float, float, float } %869, 1
-	%872 = extractvalue { float, float, float, float, float, float } %869, 2
-	%873 = extractvalue { float, float, float, float, float, float } %869, 3
-	%874 = extractvalue { float, float, float, float, float, float } %869, 4
-	%875 = extractvalue { float, float, float, float, float, float } %869, 5
-	%876 = extractvalue [4 x <8 x float>] %567, 0
-	%877 = extractelement <8 x float> %876, i32 7
-	%878 = fmul float %43, %877
-	%879 = fadd float %235, %878
-	%880 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %170, float %879, float %300, float %365, float %430, float %495, float %560, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%881 = extractvalue { float, float, float, float, float, float } %880, 0
-	%882 = extractvalue { float, float, float, float, float, float } %880, 1
-	%883 = extractvalue { float, float, float, float, float, float } %880, 2
-	%884 = extractvalue { float, float, float, float, float, float } %880, 3
-	%885 = extractvalue { float, float, float, float, float, float } %880, 4
-	%886 = extractvalue { float, float, float, float, float, float } %880, 5
-	%887 = extractvalue [4 x <8 x float>] %567, 1
-	%888 = extractelement <8 x float> %887, i32 7
-	%889 = fmul float %43, %888
-	%890 = fadd float %237, %889
-	%891 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %172, float %890, float %302, float %367, float %432, float %497, float %562, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%892 = extractvalue { float, float, float, float, float, float } %891, 0
-	%893 = extractvalue { float, float, float, float, float, float } %891, 1
-	%894 = extractvalue { float, float, float, float, float, float } %891, 2
-	%895 = extractvalue { float, float, float, float, float, float } %891, 3
-	%896 = extractvalue { float, float, float, float, float, float } %891, 4
-	%897 = extractvalue { float, float, float, float, float, float } %891, 5
-	%898 = extractvalue [4 x <8 x float>] %567, 2
-	%899 = extractelement <8 x float> %898, i32 7
-	%900 = fmul float %43, %899
-	%901 = fadd float %239, %900
-	%902 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %174, float %901, float %304, float %369, float %434, float %499, float %564, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%903 = extractvalue { float, float, float, float, float, float } %902, 0
-	%904 = extractvalue { float, float, float, float, float, float } %902, 1
-	%905 = extractvalue { float, float, float, float, float, float } %902, 2
-	%906 = extractvalue { float, float, float, float, float, float } %902, 3
-	%907 = extractvalue { float, float, float, float, float, float } %902, 4
-	%908 = extractvalue { float, float, float, float, float, float } %902, 5
-	%909 = extractvalue [4 x <8 x float>] %567, 3
-	%910 = extractelement <8 x float> %909, i32 7
-	%911 = fmul float %43, %910
-	%912 = fadd float %241, %911
-	%913 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %176, float %912, float %306, float %371, float %436, float %501, float %566, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%914 = extractvalue { float, float, float, float, float, float } %913, 0
-	%915 = extractvalue { float, float, float, float, float, float } %913, 1
-	%916 = extractvalue { float, float, float, float, float, float } %913, 2
-	%917 = extractvalue { float, float, float, float, float, float } %913, 3
-	%918 = extractvalue { float, float, float, float, float, float } %913, 4
-	%919 = extractvalue { float, float, float, float, float, float } %913, 5
-	%920 = getelementptr float, float* %7, i64 %110
-	%921 = getelementptr float, float* %920, i64 0
-	store float %573, float* %921, align 4
-	%922 = getelementptr float, float* %920, i64 1
-	store float %584, float* %922, align 4
-	%923 = getelementptr float, float* %920, i64 2
-	store float %595, float* %923, align 4
-	%924 = getelementptr float, float* %920, i64 3
-	store float %606, float* %924, align 4
-	%925 = getelementptr float, float* %920, i64 4
-	store float %617, float* %925, align 4
-	%926 = getelementptr float, float* %920, i64 5
-	store float %628, float* %926, align 4
-	%927 = getelementptr float, float* %920, i64 6
-	store float %639, float* %927, align 4
-	%928 = getelementptr float, float* %920, i64 7
-	store float %650, float* %928, align 4
-	%929 = getelementptr float, float* %920, i64 8
-	store float %661, float* %929, align 4
-	%930 = getelementptr float, float* %920, i64 9
-	store float %672, float* %930, align 4
-	%931 = getelementptr float, float* %920, i64 10
-	store float %683, float* %931, align 4
-	%932 = getelementptr float, float* %920, i64 11
-	store float %694, float* %932, align 4
-	%933 = getelementptr float, float* %920, i64 12
-	store float %705, float* %933, align 4
-	%934 = getelementptr float, float* %920, i64 13
-	store float %716, float* %934, align 4
-	%935 = getelementptr float, float* %920, i64 14
-	store float %727, float* %935, align 4
-	%936 = getelementptr float, float* %920, i64 15
-	store float %738, float* %936, align 4
-	%937 = getelementptr float, float* %920, i64 16
-	store float %749, float* %937, align 4
-	%938 = getelementptr float, float* %920, i64 17
-	store float %760, float* %938, align 4
-	%939 = getelementptr float, float* %920, i64 18
-	store float %771, float* %939, align 4
-	%940 = getelementptr float, float* %920, i64 19
-	store float %782, float* %940, align 4
-	%941 = getelementptr float, float* %920, i64 20
-	store float %793, float* %941, align 4
-	%942 = getelementptr float, float* %920, i64 21
-	store float %804, float* %942, align 4
-	%943 = getelementptr float, float* %920, i64 22
-	store float %815, float* %943, align 4
-	%944 = getelementptr float, float* %920, i64 23
-	store float %826, float* %944, align 4
-	%945 = getelementptr float, float* %920, i64 24
-	store float %837, float* %945, align 4
-	%946 = getelementptr float, float* %920, i64 25
-	store float %848, float* %946, align 4
-	%947 = getelementptr float, float* %920, i64 26
-	store float %859, float* %947, align 4
-	%948 = getelementptr float, float* %920, i64 27
-	store float %870, float* %948, align 4
-	%949 = getelementptr float, float* %920, i64 28
-	store float %881, float* %949, align 4
-	%950 = getelementptr float, float* %920, i64 29
-	store float %892, float* %950, align 4
-	%951 = getelementptr float, float* %920, i64 30
-	store float %903, float* %951, align 4
-	%952 = getelementptr float, float* %920, i64 31
-	store float %914, float* %952, align 4
-	%953 = getelementptr float, float* %5, i64 %110
-	%954 = getelementptr float, float* %953, i64 0
-	store float %574, float* %954, align 4
-	%955 = getelementptr float, float* %953, i64 1
-	store float %585, float* %955, align 4
-	%956 = getelementptr float, float* %953, i64 2
-	store float %596, float* %956, align 4
-	%957 = getelementptr float, float* %953, i64 3
-	store float %607, float* %957, align 4
-	%958 = getelementptr float, float* %953, i64 4
-	store float %618, float* %958, align 4
-	%959 = getelementptr float, float* %953, i64 5
-	store float %629, float* %959, align 4
-	%960 = getelementptr float, float* %953, i64 6
-	store float %640, float* %960, align 4
-	%961 = getelementptr float, float* %953, i64 7
-	store float %651, float* %961, align 4
-	%962 = getelementptr float, float* %953, i64 8
-	store float %662, float* %962, align 4
-	%963 = getelementptr float, float* %953, i64 9
-	store float %673, float* %963, align 4
-	%964 = getelementptr float, float* %953, i64 10
-	store float %684, float* %964, align 4
-	%965 = getelementptr float, float* %953, i64 11
-	store float %695, float* %965, align 4
-	%966 = getelementptr float, float* %953, i64 12
-	store float %706, float* %966, align 4
-	%967 = getelementptr float, float* %953, i64 13
-	store float %717, float* %967, align 4
-	%968 = getelementptr float, float* %953, i64 14
-	store float %728, float* %968, align 4
-	%969 = getelementptr float, float* %953, i64 15
-	store float %739, float* %969, align 4
-	%970 = getelementptr float, float* %953, i64 16
-	store float %750, float* %970, align 4
-	%971 = getelementptr float, float* %953, i64 17
-	store float %761, float* %971, align 4
-	%972 = getelementptr float, float* %953, i64 18
-	store float %772, float* %972, align 4
-	%973 = getelementptr float, float* %953, i64 19
-	store float %783, float* %973, align 4
-	%974 = getelementptr float, float* %953, i64 20
-	store float %794, float* %974, align 4
-	%975 = getelementptr float, float* %953, i64 21
-	store float %805, float* %975, align 4
-	%976 = getelementptr float, float* %953, i64 22
-	store float %816, float* %976, align 4
-	%977 = getelementptr float, float* %953, i64 23
-	store float %827, float* %977, align 4
-	%978 = getelementptr float, float* %953, i64 24
-	store float %838, float* %978, align 4
-	%979 = getelementptr float, float* %953, i64 25
-	store float %849, float* %979, align 4
-	%980 = getelementptr float, float* %953, i64 26
-	store float %860, float* %980, align 4
-	%981 = getelementptr float, float* %953, i64 27
-	store float %871, float* %981, align 4
-	%982 = getelementptr float, float* %953, i64 28
-	store float %882, float* %982, align 4
-	%983 = getelementptr float, float* %953, i64 29
-	store float %893, float* %983, align 4
-	%984 = getelementptr float, float* %953, i64 30
-	store float %904, float* %984, align 4
-	%985 = getelementptr float, float* %953, i64 31
-	store float %915, float* %985, align 4
-	%986 = getelementptr float, float* %9, i64 %110
-	%987 = getelementptr float, float* %986, i64 0
-	store float %575, float* %987, align 4
-	%988 = getelementptr float, float* %986, i64 1
-	store float %586, float* %988, align 4
-	%989 = getelementptr float, float* %986, i64 2
-	store float %597, float* %989, align 4
-	%990 = getelementptr float, float* %986, i64 3
-	store float %608, float* %990, align 4
-	%991 = getelementptr float, float* %986, i64 4
-	store float %619, float* %991, align 4
-	%992 = getelementptr float, float* %986, i64 5
-	store float %630, float* %992, align 4
-	%993 = getelementptr float, float* %986, i64 6
-	store float %641, float* %993, align 4
-	%994 = getelementptr float, float* %986, i64 7
-	store float %652, float* %994, align 4
-	%995 = getelementptr float, float* %986, i64 8
-	store float %663, float* %995, align 4
-	%996 = getelementptr float, float* %986, i64 9
-	store float %674, float* %996, align 4
-	%997 = getelementptr float, float* %986, i64 10
-	store float %685, float* %997, align 4
-	%998 = getelementptr float, float* %986, i64 11
-	store float %696, float* %998, align 4
-	%999 = getelementptr float, float* %986, i64 12
-	store float %707, float* %999, align 4
-	%1000 = getelementptr float, float* %986, i64 13
-	store float %718, float* %1000, align 4
-	%1001 = getelementptr float, float* %986, i64 14
-	store float %729, float* %1001, align 4
-	%1002 = getelementptr float, float* %986, i64 15
-	store float %740, float* %1002, align 4
-	%1003 = getelementptr float, float* %986, i64 16
-	store float %751, float* %1003, align 4
-	%1004 = getelementptr float, float* %986, i64 17
-	store float %762, float* %1004, align 4
-	%1005 = getelementptr float, float* %986, i64 18
-	store float %773, float* %1005, align 4
-	%1006 = getelementptr float, float* %986, i64 19
-	store float %784, float* %1006, align 4
-	%1007 = getelementptr float, float* %986, i64 20
-	store float %795, float* %1007, align 4
-	%1008 = getelementptr float, float* %986, i64 21
-	store float %806, float* %1008, align 4
-	%1009 = getelementptr float, float* %986, i64 22
-	store float %817, float* %1009, align 4
-	%1010 = getelementptr float, float* %986, i64 23
-	store float %828, float* %1010, align 4
-	%1011 = getelementptr float, float* %986, i64 24
-	store float %839, float* %1011, align 4
-	%1012 = getelementptr float, float* %986, i64 25
-	store float %850, float* %1012, align 4
-	%1013 = getelementptr float, float* %986, i64 26
-	store float %861, float* %1013, align 4
-	%1014 = getelementptr float, float* %986, i64 27
-	store float %872, float* %1014, align 4
-	%1015 = getelementptr float, float* %986, i64 28
-	store float %883, float* %1015, align 4
-	%1016 = getelementptr float, float* %986, i64 29
-	store float %894, float* %1016, align 4
-	%1017 = getelementptr float, float* %986, i64 30
-	store float %905, float* %1017, align 4
-	%1018 = getelementptr float, float* %986, i64 31
-	store float %916, float* %1018, align 4
-	%1019 = getelementptr float, float* %11, i64 %110
-	%1020 = getelementptr float, float* %1019, i64 0
-	store float %576, float* %1020, align 4
-	%1021 = getelementptr float, float* %1019, i64 1
-	store float %587, float* %1021, align 4
-	%1022 = getelementptr float, float* %1019, i64 2
-	store float %598, float* %1022, align 4
-	%1023 = getelementptr float, float* %1019, i64 3
-	store float %609, float* %1023, align 4
-	%1024 = getelementptr float, float* %1019, i64 4
-	store float %620, float* %1024, align 4
-	%1025 = getelementptr float, float* %1019, i64 5
-	store float %631, float* %1025, align 4
-	%1026 = getelementptr float, float* %1019, i64 6
-	store float %642, float* %1026, align 4
-	%1027 = getelementptr float, float* %1019, i64 7
-	store float %653, float* %1027, align 4
-	%1028 = getelementptr float, float* %1019, i64 8
-	store float %664, float* %1028, align 4
-	%1029 = getelementptr float, float* %1019, i64 9
-	store float %675, float* %1029, align 4
-	%1030 = getelementptr float, float* %1019, i64 10
-	store float %686, float* %1030, align 4
-	%1031 = getelementptr float, float* %1019, i64 11
-	store float %697, float* %1031, align 4
-	%1032 = getelementptr float, float* %1019, i64 12
-	store float %708, float* %1032, align 4
-	%1033 = getelementptr float, float* %1019, i64 13
-	store float %719, float* %1033, align 4
-	%1034 = getelementptr float, float* %1019, i64 14
-	store float %730, float* %1034, align 4
-	%1035 = getelementptr float, float* %1019, i64 15
-	store float %741, float* %1035, align 4
-	%1036 = getelementptr float, float* %1019, i64 16
-	store float %752, float* %1036, align 4
-	%1037 = getelementptr float, float* %1019, i64 17
-	store float %763, float* %1037, align 4
-	%1038 = getelementptr float, float* %1019, i64 18
-	store float %774, float* %1038, align 4
-	%1039 = getelementptr float, float* %1019, i64 19
-	store float %785, float* %1039, align 4
-	%1040 = getelementptr float, float* %1019, i64 20
-	store float %796, float* %1040, align 4
-	%1041 = getelementptr float, float* %1019, i64 21
-	store float %807, float* %1041, align 4
-	%1042 = getelementptr float, float* %1019, i64 22
-	store float %818, float* %1042, align 4
-	%1043 = getelementptr float, float* %1019, i64 23
-	store float %829, float* %1043, align 4
-	%1044 = getelementptr float, float* %1019, i64 24
-	store float %840, float* %1044, align 4
-	%1045 = getelementptr float, float* %1019, i64 25
-	store float %851, float* %1045, align 4
-	%1046 = getelementptr float, float* %1019, i64 26
-	store float %862, float* %1046, align 4
-	%1047 = getelementptr float, float* %1019, i64 27
-	store float %873, float* %1047, align 4
-	%1048 = getelementptr float, float* %1019, i64 28
-	store float %884, float* %1048, align 4
-	%1049 = getelementptr float, float* %1019, i64 29
-	store float %895, float* %1049, align 4
-	%1050 = getelementptr float, float* %1019, i64 30
-	store float %906, float* %1050, align 4
-	%1051 = getelementptr float, float* %1019, i64 31
-	store float %917, float* %1051, align 4
-	%1052 = getelementptr float, float* %1, i64 %110
-	%1053 = getelementptr float, float* %1052, i64 0
-	store float %577, float* %1053, align 4
-	%1054 = getelementptr float, float* %1052, i64 1
-	store float %588, float* %1054, align 4
-	%1055 = getelementptr float, float* %1052, i64 2
-	store float %599, float* %1055, align 4
-	%1056 = getelementptr float, float* %1052, i64 3
-	store float %610, float* %1056, align 4
-	%1057 = getelementptr float, float* %1052, i64 4
-	store float %621, float* %1057, align 4
-	%1058 = getelementptr float, float* %1052, i64 5
-	store float %632, float* %1058, align 4
-	%1059 = getelementptr float, float* %1052, i64 6
-	store float %643, float* %1059, align 4
-	%1060 = getelementptr float, float* %1052, i64 7
-	store float %654, float* %1060, align 4
-	%1061 = getelementptr float, float* %1052, i64 8
-	store float %665, float* %1061, align 4
-	%1062 = getelementptr float, float* %1052, i64 9
-	store float %676, float* %1062, align 4
-	%1063 = getelementptr float, float* %1052, i64 10
-	store float %687, float* %1063, align 4
-	%1064 = getelementptr float, float* %1052, i64 11
-	store float %698, float* %1064, align 4
-	%1065 = getelementptr float, float* %1052, i64 12
-	store float %709, float* %1065, align 4
-	%1066 = getelementptr float, float* %1052, i64 13
-	store float %720, float* %1066, align 4
-	%1067 = getelementptr float, float* %1052, i64 14
-	store float %731, float* %1067, align 4
-	%1068 = getelementptr float, float* %1052, i64 15
-	store float %742, float* %1068, align 4
-	%1069 = getelementptr float, float* %1052, i64 16
-	store float %753, float* %1069, align 4
-	%1070 = getelementptr float, float* %1052, i64 17
-	store float %764, float* %1070, align 4
-	%1071 = getelementptr float, float* %1052, i64 18
-	store float %775, float* %1071, align 4
-	%1072 = getelementptr float, float* %1052, i64 19
-	store float %786, float* %1072, align 4
-	%1073 = getelementptr float, float* %1052, i64 20
-	store float %797, float* %1073, align 4
-	%1074 = getelementptr float, float* %1052, i64 21
-	store float %808, float* %1074, align 4
-	%1075 = getelementptr float, float* %1052, i64 22
-	store float %819, float* %1075, align 4
-	%1076 = getelementptr float, float* %1052, i64 23
-	store float %830, float* %1076, align 4
-	%1077 = getelementptr float, float* %1052, i64 24
-	store float %841, float* %1077, align 4
-	%1078 = getelementptr float, float* %1052, i64 25
-	store float %852, float* %1078, align 4
-	%1079 = getelementptr float, float* %1052, i64 26
-	store float %863, float* %1079, align 4
-	%1080 = getelementptr float, float* %1052, i64 27
-	store float %874, float* %1080, align 4
-	%1081 = getelementptr float, float* %1052, i64 28
-	store float %885, float* %1081, align 4
-	%1082 = getelementptr float, float* %1052, i64 29
-	store float %896, float* %1082, align 4
-	%1083 = getelementptr float, float* %1052, i64 30
-	store float %907, float* %1083, align 4
-	%1084 = getelementptr float, float* %1052, i64 31
-	store float %918, float* %1084, align 4
-	%1085 = getelementptr float, float* %13, i64 %110
-	%1086 = getelementptr float, float* %1085, i64 0
-	store float %578, float* %1086, align 4
-	%1087 = getelementptr float, float* %1085, i64 1
-	store float %589, float* %1087, align 4
-	%1088 = getelementptr float, float* %1085, i64 2
-	store float %600, float* %1088, align 4
-	%1089 = getelementptr float, float* %1085, i64 3
-	store float %611, float* %1089, align 4
-	%1090 = getelementptr float, float* %1085, i64 4
-	store float %622, float* %1090, align 4
-	%1091 = getelementptr float, float* %1085, i64 5
-	store float %633, float* %1091, align 4
-	%1092 = getelementptr float, float* %1085, i64 6
-	store float %644, float* %1092, align 4
-	%1093 = getelementptr float, float* %1085, i64 7
-	store float %655, float* %1093, align 4
-	%1094 = getelementptr float, float* %1085, i64 8
-	store float %666, float* %1094, align 4
-	%1095 = getelementptr float, float* %1085, i64 9
-	store float %677, float* %1095, align 4
-	%1096 = getelementptr float, float* %1085, i64 10
-	store float %688, float* %1096, align 4
-	%1097 = getelementptr float, float* %1085, i64 11
-	store float %699, float* %1097, align 4
-	%1098 = getelementptr float, float* %1085, i64 12
-	store float %710, float* %1098, align 4
-	%1099 = getelementptr float, float* %1085, i64 13
-	store float %721, float* %1099, align 4
-	%1100 = getelementptr float, float* %1085, i64 14
-	store float %732, float* %1100, align 4
-	%1101 = getelementptr float, float* %1085, i64 15
-	store float %743, float* %1101, align 4
-	%1102 = getelementptr float, float* %1085, i64 16
-	store float %754, float* %1102, align 4
-	%1103 = getelementptr float, float* %1085, i64 17
-	store float %765, float* %1103, align 4
-	%1104 = getelementptr float, float* %1085, i64 18
-	store float %776, float* %1104, align 4
-	%1105 = getelementptr float, float* %1085, i64 19
-	store float %787, float* %1105, align 4
-	%1106 = getelementptr float, float* %1085, i64 20
-	store float %798, float* %1106, align 4
-	%1107 = getelementptr float, float* %1085, i64 21
-	store float %809, float* %1107, align 4
-	%1108 = getelementptr float, float* %1085, i64 22
-	store float %820, float* %1108, align 4
-	%1109 = getelementptr float, float* %1085, i64 23
-	store float %831, float* %1109, align 4
-	%1110 = getelementptr float, float* %1085, i64 24
-	store float %842, float* %1110, align 4
-	%1111 = getelementptr float, float* %1085, i64 25
-	store float %853, float* %1111, align 4
-	%1112 = getelementptr float, float* %1085, i64 26
-	store float %864, float* %1112, align 4
-	%1113 = getelementptr float, float* %1085, i64 27
-	store float %875, float* %1113, align 4
-	%1114 = getelementptr float, float* %1085, i64 28
-	store float %886, float* %1114, align 4
-	%1115 = getelementptr float, float* %1085, i64 29
-	store float %897, float* %1115, align 4
-	%1116 = getelementptr float, float* %1085, i64 30
-	store float %908, float* %1116, align 4
-	%1117 = getelementptr float, float* %1085, i64 31
-	store float %919, float* %1117, align 4
-	%1118 = add i64 %106, 1
+	%689 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %157, float %249, float %297, float %345, float %393, float %441, float %489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%690 = extractvalue { float, float, float, float, float, float } %689, 0
+	%691 = extractvalue { float, float, float, float, float, float } %689, 1
+	%692 = extractvalue { float, float, float, float, float, float } %689, 2
+	%693 = extractvalue { float, float, float, float, float, float } %689, 3
+	%694 = extractvalue { float, float, float, float, float, float } %689, 4
+	%695 = extractvalue { float, float, float, float, float, float } %689, 5
+	%696 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %158, float %250, float %298, float %346, float %394, float %442, float %490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%697 = extractvalue { float, float, float, float, float, float } %696, 0
+	%698 = extractvalue { float, float, float, float, float, float } %696, 1
+	%699 = extractvalue { float, float, float, float, float, float } %696, 2
+	%700 = extractvalue { float, float, float, float, float, float } %696, 3
+	%701 = extractvalue { float, float, float, float, float, float } %696, 4
+	%702 = extractvalue { float, float, float, float, float, float } %696, 5
+	%703 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %159, float %251, float %299, float %347, float %395, float %443, float %491, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%704 = extractvalue { float, float, float, float, float, float } %703, 0
+	%705 = extractvalue { float, float, float, float, float, float } %703, 1
+	%706 = extractvalue { float, float, float, float, float, float } %703, 2
+	%707 = extractvalue { float, float, float, float, float, float } %703, 3
+	%708 = extractvalue { float, float, float, float, float, float } %703, 4
+	%709 = extractvalue { float, float, float, float, float, float } %703, 5
+	%710 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %160, float %252, float %300, float %348, float %396, float %444, float %492, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%711 = extractvalue { float, float, float, float, float, float } %710, 0
+	%712 = extractvalue { float, float, float, float, float, float } %710, 1
+	%713 = extractvalue { float, float, float, float, float, float } %710, 2
+	%714 = extractvalue { float, float, float, float, float, float } %710, 3
+	%715 = extractvalue { float, float, float, float, float, float } %710, 4
+	%716 = extractvalue { float, float, float, float, float, float } %710, 5
+	%717 = insertelement <8 x float> undef, float %494, i32 0
+	%718 = insertelement <8 x float> %717, float %501, i32 1
+	%719 = insertelement <8 x float> %718, float %508, i32 2
+	%720 = insertelement <8 x float> %719, float %515, i32 3
+	%721 = insertelement <8 x float> %720, float %522, i32 4
+	%722 = insertelement <8 x float> %721, float %529, i32 5
+	%723 = insertelement <8 x float> %722, float %536, i32 6
+	%724 = insertelement <8 x float> %723, float %543, i32 7
+	%725 = add i64 %110, 0
+	%726 = getelementptr float, float* %7, i64 %725
+	%727 = bitcast float* %726 to <8 x float>*
+	store <8 x float> %724, <8 x float>* %727, align 4
+	%728 = insertelement <8 x float> undef, float %550, i32 0
+	%729 = insertelement <8 x float> %728, float %557, i32 1
+	%730 = insertelement <8 x float> %729, float %564, i32 2
+	%731 = insertelement <8 x float> %730, float %571, i32 3
+	%732 = insertelement <8 x float> %731, float %578, i32 4
+	%733 = insertelement <8 x float> %732, float %585, i32 5
+	%734 = insertelement <8 x float> %733, float %592, i32 6
+	%735 = insertelement <8 x float> %734, float %599, i32 7
+	%736 = add i64 %110, 8
+	%737 = getelementptr float, float* %7, i64 %736
+	%738 = bitcast float* %737 to <8 x float>*
+	store <8 x float> %735, <8 x float>* %738, align 4
+	%739 = insertelement <8 x float> undef, float %606, i32 0
+	%740 = insertelement <8 x float> %739, float %613, i32 1
+	%741 = insertelement <8 x float> %740, float %620, i32 2
+	%742 = insertelement <8 x float> %741, float %627, i32 3
+	%743 = insertelement <8 x float> %742, float %634, i32 4
+	%744 = insertelement <8 x float> %743, float %641, i32 5
+	%745 = insertelement <8 x float> %744, float %648, i32 6
+	%746 = insertelement <8 x float> %745, float %655, i32 7
+	%747 = add i64 %110, 16
+	%748 = getelementptr float, float* %7, i64 %747
+	%749 = bitcast float* %748 to <8 x float>*
+	store <8 x float> %746, <8 x float>* %749, align 4
+	%750 = insertelement <8 x float> undef, float %662, i32 0
+	%751 = insertelement <8 x float> %750, float %669, i32 1
+	%752 = insertelement <8 x float> %751, float %676, i32 2
+	%753 = insertelement <8 x float> %752, float %683, i32 3
+	%754 = insertelement <8 x float> %753, float %690, i32 4
+	%755 = insertelement <8 x float> %754, float %697, i32 5
+	%756 = insertelement <8 x float> %755, float %704, i32 6
+	%757 = insertelement <8 x float> %756, float %711, i32 7
+	%758 = add i64 %110, 24
+	%759 = getelementptr float, float* %7, i64 %758
+	%760 = bitcast float* %759 to <8 x float>*
+	store <8 x float> %757, <8 x float>* %760, align 4
+	%761 = insertelement <8 x float> undef, float %495, i32 0
+	%762 = insertelement <8 x float> %761, float %502, i32 1
+	%763 = insertelement <8 x float> %762, float %509, i32 2
+	%764 = insertelement <8 x float> %763, float %516, i32 3
+	%765 = insertelement <8 x float> %764, float %523, i32 4
+	%766 = insertelement <8 x float> %765, float %530, i32 5
+	%767 = insertelement <8 x float> %766, float %537, i32 6
+	%768 = insertelement <8 x float> %767, float %544, i32 7
+	%769 = add i64 %110, 0
+	%770 = getelementptr float, float* %5, i64 %769
+	%771 = bitcast float* %770 to <8 x float>*
+	store <8 x float> %768, <8 x float>* %771, align 4
+	%772 = insertelement <8 x float> undef, float %551, i32 0
+	%773 = insertelement <8 x float> %772, float %558, i32 1
+	%774 = insertelement <8 x float> %773, float %565, i32 2
+	%775 = insertelement <8 x float> %774, float %572, i32 3
+	%776 = insertelement <8 x float> %775, float %579, i32 4
+	%777 = insertelement <8 x float> %776, float %586, i32 5
+	%778 = insertelement <8 x float> %777, float %593, i32 6
+	%779 = insertelement <8 x float> %778, float %600, i32 7
+	%780 = add i64 %110, 8
+	%781 = getelementptr float, float* %5, i64 %780
+	%782 = bitcast float* %781 to <8 x float>*
+	store <8 x float> %779, <8 x float>* %782, align 4
+	%783 = insertelement <8 x float> undef, float %607, i32 0
+	%784 = insertelement <8 x float> %783, float %614, i32 1
+	%785 = insertelement <8 x float> %784, float %621, i32 2
+	%786 = insertelement <8 x float> %785, float %628, i32 3
+	%787 = insertelement <8 x float> %786, float %635, i32 4
+	%788 = insertelement <8 x float> %787, float %642, i32 5
+	%789 = insertelement <8 x float> %788, float %649, i32 6
+	%790 = insertelement <8 x float> %789, float %656, i32 7
+	%791 = add i64 %110, 16
+	%792 = getelementptr float, float* %5, i64 %791
+	%793 = bitcast float* %792 to <8 x float>*
+	store <8 x float> %790, <8 x float>* %793, align 4
+	%794 = insertelement <8 x float> undef, float %663, i32 0
+	%795 = insertelement <8 x float> %794, float %670, i32 1
+	%796 = insertelement <8 x float> %795, float %677, i32 2
+	%797 = insertelement <8 x float> %796, float %684, i32 3
+	%798 = insertelement <8 x float> %797, float %691, i32 4
+	%799 = insertelement <8 x float> %798, float %698, i32 5
+	%800 = insertelement <8 x float> %799, float %705, i32 6
+	%801 = insertelement <8 x float> %800, float %712, i32 7
+	%802 = add i64 %110, 24
+	%803 = getelementptr float, float* %5, i64 %802
+	%804 = bitcast float* %803 to <8 x float>*
+	store <8 x float> %801, <8 x float>* %804, align 4
+	%805 = insertelement <8 x float> undef, float %496, i32 0
+	%806 = insertelement <8 x float> %805, float %503, i32 1
+	%807 = insertelement <8 x float> %806, float %510, i32 2
+	%808 = insertelement <8 x float> %807, float %517, i32 3
+	%809 = insertelement <8 x float> %808, float %524, i32 4
+	%810 = insertelement <8 x float> %809, float %531, i32 5
+	%811 = insertelement <8 x float> %810, float %538, i32 6
+	%812 = insertelement <8 x float> %811, float %545, i32 7
+	%813 = add i64 %110, 0
+	%814 = getelementptr float, float* %9, i64 %813
+	%815 = bitcast float* %814 to <8 x float>*
+	store <8 x float> %812, <8 x float>* %815, align 4
+	%816 = insertelement <8 x float> undef, float %552, i32 0
+	%817 = insertelement <8 x float> %816, float %559, i32 1
+	%818 = insertelement <8 x float> %817, float %566, i32 2
+	%819 = insertelement <8 x float> %818, float %573, i32 3
+	%820 = insertelement <8 x float> %819, float %580, i32 4
+	%821 = insertelement <8 x float> %820, float %587, i32 5
+	%822 = insertelement <8 x float> %821, float %594, i32 6
+	%823 = insertelement <8 x float> %822, float %601, i32 7
+	%824 = add i64 %110, 8
+	%825 = getelementptr float, float* %9, i64 %824
+	%826 = bitcast float* %825 to <8 x float>*
+	store <8 x float> %823, <8 x float>* %826, align 4
+	%827 = insertelement <8 x float> undef, float %608, i32 0
+	%828 = insertelement <8 x float> %827, float %615, i32 1
+	%829 = insertelement <8 x float> %828, float %622, i32 2
+	%830 = insertelement <8 x float> %829, float %629, i32 3
+	%831 = insertelement <8 x float> %830, float %636, i32 4
+	%832 = insertelement <8 x float> %831, float %643, i32 5
+	%833 = insertelement <8 x float> %832, float %650, i32 6
+	%834 = insertelement <8 x float> %833, float %657, i32 7
+	%835 = add i64 %110, 16
+	%836 = getelementptr float, float* %9, i64 %835
+	%837 = bitcast float* %836 to <8 x float>*
+	store <8 x float> %834, <8 x float>* %837, align 4
+	%838 = insertelement <8 x float> undef, float %664, i32 0
+	%839 = insertelement <8 x float> %838, float %671, i32 1
+	%840 = insertelement <8 x float> %839, float %678, i32 2
+	%841 = insertelement <8 x float> %840, float %685, i32 3
+	%842 = insertelement <8 x float> %841, float %692, i32 4
+	%843 = insertelement <8 x float> %842, float %699, i32 5
+	%844 = insertelement <8 x float> %843, float %706, i32 6
+	%845 = insertelement <8 x float> %844, float %713, i32 7
+	%846 = add i64 %110, 24
+	%847 = getelementptr float, float* %9, i64 %846
+	%848 = bitcast float* %847 to <8 x float>*
+	store <8 x float> %845, <8 x float>* %848, align 4
+	%849 = insertelement <8 x float> undef, float %497, i32 0
+	%850 = insertelement <8 x float> %849, float %504, i32 1
+	%851 = insertelement <8 x float> %850, float %511, i32 2
+	%852 = insertelement <8 x float> %851, float %518, i32 3
+	%853 = insertelement <8 x float> %852, float %525, i32 4
+	%854 = insertelement <8 x float> %853, float %532, i32 5
+	%855 = insertelement <8 x float> %854, float %539, i32 6
+	%856 = insertelement <8 x float> %855, float %546, i32 7
+	%857 = add i64 %110, 0
+	%858 = getelementptr float, float* %11, i64 %857
+	%859 = bitcast float* %858 to <8 x float>*
+	store <8 x float> %856, <8 x float>* %859, align 4
+	%860 = insertelement <8 x float> undef, float %553, i32 0
+	%861 = insertelement <8 x float> %860, float %560, i32 1
+	%862 = insertelement <8 x float> %861, float %567, i32 2
+	%863 = insertelement <8 x float> %862, float %574, i32 3
+	%864 = insertelement <8 x float> %863, float %581, i32 4
+	%865 = insertelement <8 x float> %864, float %588, i32 5
+	%866 = insertelement <8 x float> %865, float %595, i32 6
+	%867 = insertelement <8 x float> %866, float %602, i32 7
+	%868 = add i64 %110, 8
+	%869 = getelementptr float, float* %11, i64 %868
+	%870 = bitcast float* %869 to <8 x float>*
+	store <8 x float> %867, <8 x float>* %870, align 4
+	%871 = insertelement <8 x float> undef, float %609, i32 0
+	%872 = insertelement <8 x float> %871, float %616, i32 1
+	%873 = insertelement <8 x float> %872, float %623, i32 2
+	%874 = insertelement <8 x float> %873, float %630, i32 3
+	%875 = insertelement <8 x float> %874, float %637, i32 4
+	%876 = insertelement <8 x float> %875, float %644, i32 5
+	%877 = insertelement <8 x float> %876, float %651, i32 6
+	%878 = insertelement <8 x float> %877, float %658, i32 7
+	%879 = add i64 %110, 16
+	%880 = getelementptr float, float* %11, i64 %879
+	%881 = bitcast float* %880 to <8 x float>*
+	store <8 x float> %878, <8 x float>* %881, align 4
+	%882 = insertelement <8 x float> undef, float %665, i32 0
+	%883 = insertelement <8 x float> %882, float %672, i32 1
+	%884 = insertelement <8 x float> %883, float %679, i32 2
+	%885 = insertelement <8 x float> %884, float %686, i32 3
+	%886 = insertelement <8 x float> %885, float %693, i32 4
+	%887 = insertelement <8 x float> %886, float %700, i32 5
+	%888 = insertelement <8 x float> %887, float %707, i32 6
+	%889 = insertelement <8 x float> %888, float %714, i32 7
+	%890 = add i64 %110, 24
+	%891 = getelementptr float, float* %11, i64 %890
+	%892 = bitcast float* %891 to <8 x float>*
+	store <8 x float> %889, <8 x float>* %892, align 4
+	%893 = insertelement <8 x float> undef, float %498, i32 0
+	%894 = insertelement <8 x float> %893, float %505, i32 1
+	%895 = insertelement <8 x float> %894, float %512, i32 2
+	%896 = insertelement <8 x float> %895, float %519, i32 3
+	%897 = insertelement <8 x float> %896, float %526, i32 4
+	%898 = insertelement <8 x float> %897, float %533, i32 5
+	%899 = insertelement <8 x float> %898, float %540, i32 6
+	%900 = insertelement <8 x float> %899, float %547, i32 7
+	%901 = add i64 %110, 0
+	%902 = getelementptr float, float* %1, i64 %901
+	%903 = bitcast float* %902 to <8 x float>*
+	store <8 x float> %900, <8 x float>* %903, align 4
+	%904 = insertelement <8 x float> undef, float %554, i32 0
+	%905 = insertelement <8 x float> %904, float %561, i32 1
+	%906 = insertelement <8 x float> %905, float %568, i32 2
+	%907 = insertelement <8 x float> %906, float %575, i32 3
+	%908 = insertelement <8 x float> %907, float %582, i32 4
+	%909 = insertelement <8 x float> %908, float %589, i32 5
+	%910 = insertelement <8 x float> %909, float %596, i32 6
+	%911 = insertelement <8 x float> %910, float %603, i32 7
+	%912 = add i64 %110, 8
+	%913 = getelementptr float, float* %1, i64 %912
+	%914 = bitcast float* %913 to <8 x float>*
+	store <8 x float> %911, <8 x float>* %914, align 4
+	%915 = insertelement <8 x float> undef, float %610, i32 0
+	%916 = insertelement <8 x float> %915, float %617, i32 1
+	%917 = insertelement <8 x float> %916, float %624, i32 2
+	%918 = insertelement <8 x float> %917, float %631, i32 3
+	%919 = insertelement <8 x float> %918, float %638, i32 4
+	%920 = insertelement <8 x float> %919, float %645, i32 5
+	%921 = insertelement <8 x float> %920, float %652, i32 6
+	%922 = insertelement <8 x float> %921, float %659, i32 7
+	%923 = add i64 %110, 16
+	%924 = getelementptr float, float* %1, i64 %923
+	%925 = bitcast float* %924 to <8 x float>*
+	store <8 x float> %922, <8 x float>* %925, align 4
+	%926 = insertelement <8 x float> undef, float %666, i32 0
+	%927 = insertelement <8 x float> %926, float %673, i32 1
+	%928 = insertelement <8 x float> %927, float %680, i32 2
+	%929 = insertelement <8 x float> %928, float %687, i32 3
+	%930 = insertelement <8 x float> %929, float %694, i32 4
+	%931 = insertelement <8 x float> %930, float %701, i32 5
+	%932 = insertelement <8 x float> %931, float %708, i32 6
+	%933 = insertelement <8 x float> %932, float %715, i32 7
+	%934 = add i64 %110, 24
+	%935 = getelementptr float, float* %1, i64 %934
+	%936 = bitcast float* %935 to <8 x float>*
+	store <8 x float> %933, <8 x float>* %936, align 4
+	%937 = insertelement <8 x float> undef, float %499, i32 0
+	%938 = insertelement <8 x float> %937, float %506, i32 1
+	%939 = insertelement <8 x float> %938, float %513, i32 2
+	%940 = insertelement <8 x float> %939, float %520, i32 3
+	%941 = insertelement <8 x float> %940, float %527, i32 4
+	%942 = insertelement <8 x float> %941, float %534, i32 5
+	%943 = insertelement <8 x float> %942, float %541, i32 6
+	%944 = insertelement <8 x float> %943, float %548, i32 7
+	%945 = add i64 %110, 0
+	%946 = getelementptr float, float* %13, i64 %945
+	%947 = bitcast float* %946 to <8 x float>*
+	store <8 x float> %944, <8 x float>* %947, align 4
+	%948 = insertelement <8 x float> undef, float %555, i32 0
+	%949 = insertelement <8 x float> %948, float %562, i32 1
+	%950 = insertelement <8 x float> %949, float %569, i32 2
+	%951 = insertelement <8 x float> %950, float %576, i32 3
+	%952 = insertelement <8 x float> %951, float %583, i32 4
+	%953 = insertelement <8 x float> %952, float %590, i32 5
+	%954 = insertelement <8 x float> %953, float %597, i32 6
+	%955 = insertelement <8 x float> %954, float %604, i32 7
+	%956 = add i64 %110, 8
+	%957 = getelementptr float, float* %13, i64 %956
+	%958 = bitcast float* %957 to <8 x float>*
+	store <8 x float> %955, <8 x float>* %958, align 4
+	%959 = insertelement <8 x float> undef, float %611, i32 0
+	%960 = insertelement <8 x float> %959, float %618, i32 1
+	%961 = insertelement <8 x float> %960, float %625, i32 2
+	%962 = insertelement <8 x float> %961, float %632, i32 3
+	%963 = insertelement <8 x float> %962, float %639, i32 4
+	%964 = insertelement <8 x float> %963, float %646, i32 5
+	%965 = insertelement <8 x float> %964, float %653, i32 6
+	%966 = insertelement <8 x float> %965, float %660, i32 7
+	%967 = add i64 %110, 16
+	%968 = getelementptr float, float* %13, i64 %967
+	%969 = bitcast float* %968 to <8 x float>*
+	store <8 x float> %966, <8 x float>* %969, align 4
+	%970 = insertelement <8 x float> undef, float %667, i32 0
+	%971 = insertelement <8 x float> %970, float %674, i32 1
+	%972 = insertelement <8 x float> %971, float %681, i32 2
+	%973 = insertelement <8 x float> %972, float %688, i32 3
+	%974 = insertelement <8 x float> %973, float %695, i32 4
+	%975 = insertelement <8 x float> %974, float %702, i32 5
+	%976 = insertelement <8 x float> %975, float %709, i32 6
+	%977 = insertelement <8 x float> %976, float %716, i32 7
+	%978 = add i64 %110, 24
+	%979 = getelementptr float, float* %13, i64 %978
+	%980 = bitcast float* %979 to <8 x float>*
+	store <8 x float> %977, <8 x float>* %980, align 4
+	%981 = add i64 %106, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%1119 = mul i64 %105, 8
+	%982 = mul i64 %105, 8
 	br label %group.head.31
 
 group.head.31:
-	%1120 = phi i64 [ %1119, %wide.done.30 ], [ %1259, %group.32 ]
-	%1121 = icmp slt i64 %1120, %64
-	br i1 %1121, label %group.32, label %group.done.33
+	%983 = phi i64 [ %982, %wide.done.30 ], [ %1122, %group.32 ]
+	%984 = icmp slt i64 %983, %64
+	br i1 %984, label %group.32, label %group.done.33
 
 group.32:
-	%1122 = shl i64 %1120, 2
-	%1123 = add i64 %65, %1122
-	%1124 = add i64 %69, %1120
-	%1125 = getelementptr float, float* %1, i64 %1123
-	%1126 = getelementptr float, float* %1125, i64 0
-	%1127 = load float, float* %1126, align 4
-	%1128 = getelementptr float, float* %1125, i64 1
-	%1129 = load float, float* %1128, align 4
-	%1130 = getelementptr float, float* %1125, i64 2
-	%1131 = load float, float* %1130, align 4
-	%1132 = getelementptr float, float* %1125, i64 3
-	%1133 = load float, float* %1132, align 4
-	%1134 = getelementptr float, float* %3, i64 %1123
-	%1135 = getelementptr float, float* %1134, i64 0
-	%1136 = load float, float* %1135, align 4
-	%1137 = getelementptr float, float* %1134, i64 1
-	%1138 = load float, float* %1137, align 4
-	%1139 = getelementptr float, float* %1134, i64 2
-	%1140 = load float, float* %1139, align 4
-	%1141 = getelementptr float, float* %1134, i64 3
-	%1142 = load float, float* %1141, align 4
-	%1143 = getelementptr float, float* %5, i64 %1123
-	%1144 = getelementptr float, float* %1143, i64 0
-	%1145 = load float, float* %1144, align 4
-	%1146 = getelementptr float, float* %1143, i64 1
-	%1147 = load float, float* %1146, align 4
-	%1148 = getelementptr float, float* %1143, i64 2
-	%1149 = load float, float* %1148, align 4
-	%1150 = getelementptr float, float* %1143, i64 3
-	%1151 = load float, float* %1150, align 4
-	%1152 = getelementptr float, float* %7, i64 %1123
-	%1153 = getelementptr float, float* %1152, i64 0
-	%1154 = load float, float* %1153, align 4
-	%1155 = getelementptr float, float* %1152, i64 1
-	%1156 = load float, float* %1155, align 4
-	%1157 = getelementptr float, float* %1152, i64 2
-	%1158 = load float, float* %1157, align 4
-	%1159 = getelementptr float, float* %1152, i64 3
-	%1160 = load float, float* %1159, align 4
-	%1161 = getelementptr float, float* %9, i64 %1123
-	%1162 = getelementptr float, float* %1161, i64 0
-	%1163 = load float, float* %1162, align 4
-	%1164 = getelementptr float, float* %1161, i64 1
-	%1165 = load float, float* %1164, align 4
-	%1166 = getelementptr float, float* %1161, i64 2
-	%1167 = load float, float* %1166, align 4
-	%1168 = getelementptr float, float* %1161, i64 3
-	%1169 = load float, float* %1168, align 4
-	%1170 = getelementptr float, float* %11, i64 %1123
-	%1171 = getelementptr float, float* %1170, i64 0
-	%1172 = load float, float* %1171, align 4
-	%1173 = getelementptr float, float* %1170, i64 1
-	%1174 = load float, float* %1173, align 4
-	%1175 = getelementptr float, float* %1170, i64 2
-	%1176 = load float, float* %1175, align 4
-	%1177 = getelementptr float, float* %1170, i64 3
-	%1178 = load float, float* %1177, align 4
-	%1179 = getelementptr float, float* %13, i64 %1123
-	%1180 = getelementptr float, float* %1179, i64 0
-	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1179, i64 1
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1179, i64 2
-	%1185 = load float, float* %1184, align 4
-	%1186 = getelementptr float, float* %1179, i64 3
-	%1187 = load float, float* %1186, align 4
-	%1188 = call <4 x float> @fg_gaussian4(i64 %51, i32 %53, i32 0, i64 %1124)
-	%1189 = extractelement <4 x float> %1188, i32 0
-	%1190 = fmul float %43, %1189
-	%1191 = fadd float %1136, %1190
-	%1192 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1127, float %1191, float %1145, float %1154, float %1163, float %1172, float %1181, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1193 = extractvalue { float, float, float, float, float, float } %1192, 0
-	%1194 = extractvalue { float, float, float, float, float, float } %1192, 1
-	%1195 = extractvalue { float, float, float, float, float, float } %1192, 2
-	%1196 = extractvalue { float, float, float, float, float, float } %1192, 3
-	%1197 = extractvalue { float, float, float, float, float, float } %1192, 4
-	%1198 = extractvalue { float, float, float, float, float, float } %1192, 5
-	%1199 = extractelement <4 x float> %1188, i32 1
-	%1200 = fmul float %43, %1199
-	%1201 = fadd float %1138, %1200
-	%1202 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1129, float %1201, float %1147, float %1156, float %1165, float %1174, float %1183, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1203 = extractvalue { float, float, float, float, float, float } %1202, 0
-	%1204 = extractvalue { float, float, float, float, float, float } %1202, 1
-	%1205 = extractvalue { float, float, float, float, float, float } %1202, 2
-	%1206 = extractvalue { float, float, float, float, float, float } %1202, 3
-	%1207 = extractvalue { float, float, float, float, float, float } %1202, 4
-	%1208 = extractvalue { float, float, float, float, float, float } %1202, 5
-	%1209 = extractelement <4 x float> %1188, i32 2
-	%1210 = fmul float %43, %1209
-	%1211 = fadd float %1140, %1210
-	%1212 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1131, float %1211, float %1149, float %1158, float %1167, float %1176, float %1185, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1213 = extractvalue { float, float, float, float, float, float } %1212, 0
-	%1214 = extractvalue { float, float, float, float, float, float } %1212, 1
-	%1215 = extractvalue { float, float, float, float, float, float } %1212, 2
-	%1216 = extractvalue { float, float, float, float, float, float } %1212, 3
-	%1217 = extractvalue { float, float, float, float, float, float } %1212, 4
-	%1218 = extractvalue { float, float, float, float, float, float } %1212, 5
-	%1219 = extractelement <4 x float> %1188, i32 3
-	%1220 = fmul float %43, %1219
-	%1221 = fadd float %1142, %1220
-	%1222 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1133, float %1221, float %1151, float %1160, float %1169, float %1178, float %1187, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1223 = extractvalue { float, float, float, float, float, float } %1222, 0
-	%1224 = extractvalue { float, float, float, float, float, float } %1222, 1
-	%1225 = extractvalue { float, float, float, float, float, float } %1222, 2
-	%1226 = extractvalue { float, float, float, float, float, float } %1222, 3
-	%1227 = extractvalue { float, float, float, float, float, float } %1222, 4
-	%1228 = extractvalue { float, float, float, float, float, float } %1222, 5
-	%1229 = getelementptr float, float* %7, i64 %1123
-	%1230 = getelementptr float, float* %1229, i64 0
-	store float %1193, float* %1230, align 4
-	%1231 = getelementptr float, float* %1229, i64 1
-	store float %1203, float* %1231, align 4
-	%1232 = getelementptr float, float* %1229, i64 2
-	store float %1213, float* %1232, align 4
-	%1233 = getelementptr float, float* %1229, i64 3
-	store float %1223, float* %1233, align 4
-	%1234 = getelementptr float, float* %5, i64 %1123
-	%1235 = getelementptr float, float* %1234, i64 0
-	store float %1194, float* %1235, align 4
-	%1236 = getelementptr float, float* %1234, i64 1
-	store float %1204, float* %1236, align 4
-	%1237 = getelementptr float, float* %1234, i64 2
-	store float %1214, float* %1237, align 4
-	%1238 = getelementptr float, float* %1234, i64 3
-	store float %1224, float* %1238, align 4
-	%1239 = getelementptr float, float* %9, i64 %1123
-	%1240 = getelementptr float, float* %1239, i64 0
-	store float %1195, float* %1240, align 4
-	%1241 = getelementptr float, float* %1239, i64 1
-	store float %1205, float* %1241, align 4
-	%1242 = getelementptr float, float* %1239, i64 2
-	store float %1215, float* %1242, align 4
-	%1243 = getelementptr float, float* %1239, i64 3
-	store float %1225, float* %1243, align 4
-	%1244 = getelementptr float, float* %11, i64 %1123
-	%1245 = getelementptr float, float* %1244, i64 0
-	store float %1196, float* %1245, align 4
-	%1246 = getelementptr float, float* %1244, i64 1
-	store float %1206, float* %1246, align 4
-	%1247 = getelementptr float, float* %1244, i64 2
-	store float %1216, float* %1247, align 4
-	%1248 = getelementptr float, float* %1244, i64 3
-	store float %1226, float* %1248, align 4
-	%1249 = getelementptr float, float* %1, i64 %1123
-	%1250 = getelementptr float, float* %1249, i64 0
-	store float %1197, float* %1250, align 4
-	%1251 = getelementptr float, float* %1249, i64 1
-	store float %1207, float* %1251, align 4
-	%1252 = getelementptr float, float* %1249, i64 2
-	store float %1217, float* %1252, align 4
-	%1253 = getelementptr float, float* %1249, i64 3
-	store float %1227, float* %1253, align 4
-	%1254 = getelementptr float, float* %13, i64 %1123
-	%1255 = getelementptr float, float* %1254, i64 0
-	store float %1198, float* %1255, align 4
-	%1256 = getelementptr float, float* %1254, i64 1
-	store float %1208, float* %1256, align 4
-	%1257 = getelementptr float, float* %1254, i64 2
-	store float %1218, float* %1257, align 4
-	%1258 = getelementptr float, float* %1254, i64 3
-	store float %1228, float* %1258, align 4
-	%1259 = add i64 %1120, 1
+	%985 = shl i64 %983, 2
+	%986 = add i64 %65, %985
+	%987 = add i64 %69, %983
+	%988 = getelementptr float, float* %1, i64 %986
+	%989 = getelementptr float, float* %988, i64 0
+	%990 = load float, float* %989, align 4
+	%991 = getelementptr float, float* %988, i64 1
+	%992 = load float, float* %991, align 4
+	%993 = getelementptr float, float* %988, i64 2
+	%994 = load float, float* %993, align 4
+	%995 = getelementptr float, float* %988, i64 3
+	%996 = load float, float* %995, align 4
+	%997 = getelementptr float, float* %3, i64 %986
+	%998 = getelementptr float, float* %997, i64 0
+	%999 = load float, float* %998, align 4
+	%1000 = getelementptr float, float* %997, i64 1
+	%1001 = load float, float* %1000, align 4
+	%1002 = getelementptr float, float* %997, i64 2
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %997, i64 3
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %5, i64 %986
+	%1007 = getelementptr float, float* %1006, i64 0
+	%1008 = load float, float* %1007, align 4
+	%1009 = getelementptr float, float* %1006, i64 1
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %1006, i64 2
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %1006, i64 3
+	%1014 = load float, float* %1013, align 4
+	%1015 = getelementptr float, float* %7, i64 %986
+	%1016 = getelementptr float, float* %1015, i64 0
+	%1017 = load float, float* %1016, align 4
+	%1018 = getelementptr float, float* %1015, i64 1
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %1015, i64 2
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %1015, i64 3
+	%1023 = load float, float* %1022, align 4
+	%1024 = getelementptr float, float* %9, i64 %986
+	%1025 = getelementptr float, float* %1024, i64 0
+	%1026 = load float, float* %1025, align 4
+	%1027 = getelementptr float, float* %1024, i64 1
+	%1028 = load float, float* %1027, align 4
+	%1029 = getelementptr float, float* %1024, i64 2
+	%1030 = load float, float* %1029, align 4
+	%1031 = getelementptr float, float* %1024, i64 3
+	%1032 = load float, float* %1031, align 4
+	%1033 = getelementptr float, float* %11, i64 %986
+	%1034 = getelementptr float, float* %1033, i64 0
+	%1035 = load float, float* %1034, align 4
+	%1036 = getelementptr float, float* %1033, i64 1
+	%1037 = load float, float* %1036, align 4
+	%1038 = getelementptr float, float* %1033, i64 2
+	%1039 = load float, float* %1038, align 4
+	%1040 = getelementptr float, float* %1033, i64 3
+	%1041 = load float, float* %1040, align 4
+	%1042 = getelementptr float, float* %13, i64 %986
+	%1043 = getelementptr float, float* %1042, i64 0
+	%1044 = load float, float* %1043, align 4
+	%1045 = getelementptr float, float* %1042, i64 1
+	%1046 = load float, float* %1045, align 4
+	%1047 = getelementptr float, float* %1042, i64 2
+	%1048 = load float, float* %1047, align 4
+	%1049 = getelementptr float, float* %1042, i64 3
+	%1050 = load float, float* %1049, align 4
+	%1051 = call <4 x float> @fg_gaussian4(i64 %51, i32 %53, i32 0, i64 %987)
+	%1052 = extractelement <4 x float> %1051, i32 0
+	%1053 = fmul float %43, %1052
+	%1054 = fadd float %999, %1053
+	%1055 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %990, float %1054, float %1008, float %1017, float %1026, float %1035, float %1044, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1056 = extractvalue { float, float, float, float, float, float } %1055, 0
+	%1057 = extractvalue { float, float, float, float, float, float } %1055, 1
+	%1058 = extractvalue { float, float, float, float, float, float } %1055, 2
+	%1059 = extractvalue { float, float, float, float, float, float } %1055, 3
+	%1060 = extractvalue { float, float, float, float, float, float } %1055, 4
+	%1061 = extractvalue { float, float, float, float, float, float } %1055, 5
+	%1062 = extractelement <4 x float> %1051, i32 1
+	%1063 = fmul float %43, %1062
+	%1064 = fadd float %1001, %1063
+	%1065 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %992, float %1064, float %1010, float %1019, float %1028, float %1037, float %1046, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1066 = extractvalue { float, float, float, float, float, float } %1065, 0
+	%1067 = extractvalue { float, float, float, float, float, float } %1065, 1
+	%1068 = extractvalue { float, float, float, float, float, float } %1065, 2
+	%1069 = extractvalue { float, float, float, float, float, float } %1065, 3
+	%1070 = extractvalue { float, float, float, float, float, float } %1065, 4
+	%1071 = extractvalue { float, float, float, float, float, float } %1065, 5
+	%1072 = extractelement <4 x float> %1051, i32 2
+	%1073 = fmul float %43, %1072
+	%1074 = fadd float %1003, %1073
+	%1075 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %994, float %1074, float %1012, float %1021, float %1030, float %1039, float %1048, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1076 = extractvalue { float, float, float, float, float, float } %1075, 0
+	%1077 = extractvalue { float, float, float, float, float, float } %1075, 1
+	%1078 = extractvalue { float, float, float, float, float, float } %1075, 2
+	%1079 = extractvalue { float, float, float, float, float, float } %1075, 3
+	%1080 = extractvalue { float, float, float, float, float, float } %1075, 4
+	%1081 = extractvalue { float, float, float, float, float, float } %1075, 5
+	%1082 = extractelement <4 x float> %1051, i32 3
+	%1083 = fmul float %43, %1082
+	%1084 = fadd float %1005, %1083
+	%1085 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %996, float %1084, float %1014, float %1023, float %1032, float %1041, float %1050, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1086 = extractvalue { float, float, float, float, float, float } %1085, 0
+	%1087 = extractvalue { float, float, float, float, float, float } %1085, 1
+	%1088 = extractvalue { float, float, float, float, float, float } %1085, 2
+	%1089 = extractvalue { float, float, float, float, float, float } %1085, 3
+	%1090 = extractvalue { float, float, float, float, float, float } %1085, 4
+	%1091 = extractvalue { float, float, float, float, float, float } %1085, 5
+	%1092 = getelementptr float, float* %7, i64 %986
+	%1093 = getelementptr float, float* %1092, i64 0
+	store float %1056, float* %1093, align 4
+	%1094 = getelementptr float, float* %1092, i64 1
+	store float %1066, float* %1094, align 4
+	%1095 = getelementptr float, float* %1092, i64 2
+	store float %1076, float* %1095, align 4
+	%1096 = getelementptr float, float* %1092, i64 3
+	store float %1086, float* %1096, align 4
+	%1097 = getelementptr float, float* %5, i64 %986
+	%1098 = getelementptr float, float* %1097, i64 0
+	store float %1057, float* %1098, align 4
+	%1099 = getelementptr float, float* %1097, i64 1
+	store float %1067, float* %1099, align 4
+	%1100 = getelementptr float, float* %1097, i64 2
+	store float %1077, float* %1100, align 4
+	%1101 = getelementptr float, float* %1097, i64 3
+	store float %1087, float* %1101, align 4
+	%1102 = getelementptr float, float* %9, i64 %986
+	%1103 = getelementptr float, float* %1102, i64 0
+	store float %1058, float* %1103, align 4
+	%1104 = getelementptr float, float* %1102, i64 1
+	store float %1068, float* %1104, align 4
+	%1105 = getelementptr float, float* %1102, i64 2
+	store float %1078, float* %1105, align 4
+	%1106 = getelementptr float, float* %1102, i64 3
+	store float %1088, float* %1106, align 4
+	%1107 = getelementptr float, float* %11, i64 %986
+	%1108 = getelementptr float, float* %1107, i64 0
+	store float %1059, float* %1108, align 4
+	%1109 = getelementptr float, float* %1107, i64 1
+	store float %1069, float* %1109, align 4
+	%1110 = getelementptr float, float* %1107, i64 2
+	store float %1079, float* %1110, align 4
+	%1111 = getelementptr float, float* %1107, i64 3
+	store float %1089, float* %1111, align 4
+	%1112 = getelementptr float, float* %1, i64 %986
+	%1113 = getelementptr float, float* %1112, i64 0
+	store float %1060, float* %1113, align 4
+	%1114 = getelementptr float, float* %1112, i64 1
+	store float %1070, float* %1114, align 4
+	%1115 = getelementptr float, float* %1112, i64 2
+	store float %1080, float* %1115, align 4
+	%1116 = getelementptr float, float* %1112, i64 3
+	store float %1090, float* %1116, align 4
+	%1117 = getelementptr float, float* %13, i64 %986
+	%1118 = getelementptr float, float* %1117, i64 0
+	store float %1061, float* %1118, align 4
+	%1119 = getelementptr float, float* %1117, i64 1
+	store float %1071, float* %1119, align 4
+	%1120 = getelementptr float, float* %1117, i64 2
+	store float %1081, float* %1120, align 4
+	%1121 = getelementptr float, float* %1117, i64 3
+	store float %1091, float* %1121, align 4
+	%1122 = add i64 %983, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1260 = phi i64 [ %67, %group.done.33 ], [ %1293, %tail.35 ]
-	%1261 = icmp slt i64 %1260, %47
-	br i1 %1261, label %tail.35, label %tail.done.36
+	%1123 = phi i64 [ %67, %group.done.33 ], [ %1156, %tail.35 ]
+	%1124 = icmp slt i64 %1123, %47
+	br i1 %1124, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1262 = getelementptr float, float* %1, i64 %1260
-	%1263 = load float, float* %1262, align 4
-	%1264 = getelementptr float, float* %3, i64 %1260
-	%1265 = load float, float* %1264, align 4
-	%1266 = getelementptr float, float* %5, i64 %1260
-	%1267 = load float, float* %1266, align 4
-	%1268 = getelementptr float, float* %7, i64 %1260
-	%1269 = load float, float* %1268, align 4
-	%1270 = getelementptr float, float* %9, i64 %1260
-	%1271 = load float, float* %1270, align 4
-	%1272 = getelementptr float, float* %11, i64 %1260
-	%1273 = load float, float* %1272, align 4
-	%1274 = getelementptr float, float* %13, i64 %1260
-	%1275 = load float, float* %1274, align 4
-	%1276 = add i64 %49, %1260
-	%1277 = call float @fg_gaussian(i64 %51, i32 %53, i32 0, i64 %1276)
-	%1278 = fmul float %43, %1277
-	%1279 = fadd float %1265, %1278
-	%1280 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1263, float %1279, float %1267, float %1269, float %1271, float %1273, float %1275, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1281 = extractvalue { float, float, float, float, float, float } %1280, 0
-	%1282 = extractvalue { float, float, float, float, float, float } %1280, 1
-	%1283 = extractvalue { float, float, float, float, float, float } %1280, 2
-	%1284 = extractvalue { float, float, float, float, float, float } %1280, 3
-	%1285 = extractvalue { float, float, float, float, float, float } %1280, 4
-	%1286 = extractvalue { float, float, float, float, float, float } %1280, 5
-	%1287 = getelementptr float, float* %7, i64 %1260
-	store float %1281, float* %1287, align 4
-	%1288 = getelementptr float, float* %5, i64 %1260
-	store float %1282, float* %1288, align 4
-	%1289 = getelementptr float, float* %9, i64 %1260
-	store float %1283, float* %1289, align 4
-	%1290 = getelementptr float, float* %11, i64 %1260
-	store float %1284, float* %1290, align 4
-	%1291 = getelementptr float, float* %1, i64 %1260
-	store float %1285, float* %1291, align 4
-	%1292 = getelementptr float, float* %13, i64 %1260
-	store float %1286, float* %1292, align 4
-	%1293 = add i64 %1260, 1
+	%1125 = getelementptr float, float* %1, i64 %1123
+	%1126 = load float, float* %1125, align 4
+	%1127 = getelementptr float, float* %3, i64 %1123
+	%1128 = load float, float* %1127, align 4
+	%1129 = getelementptr float, float* %5, i64 %1123
+	%1130 = load float, float* %1129, align 4
+	%1131 = getelementptr float, float* %7, i64 %1123
+	%1132 = load float, float* %1131, align 4
+	%1133 = getelementptr float, float* %9, i64 %1123
+	%1134 = load float, float* %1133, align 4
+	%1135 = getelementptr float, float* %11, i64 %1123
+	%1136 = load float, float* %1135, align 4
+	%1137 = getelementptr float, float* %13, i64 %1123
+	%1138 = load float, float* %1137, align 4
+	%1139 = add i64 %49, %1123
+	%1140 = call float @fg_gaussian(i64 %51, i32 %53, i32 0, i64 %1139)
+	%1141 = fmul float %43, %1140
+	%1142 = fadd float %1128, %1141
+	%1143 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1126, float %1142, float %1130, float %1132, float %1134, float %1136, float %1138, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1144 = extractvalue { float, float, float, float, float, float } %1143, 0
+	%1145 = extractvalue { float, float, float, float, float, float } %1143, 1
+	%1146 = extractvalue { float, float, float, float, float, float } %1143, 2
+	%1147 = extractvalue { float, float, float, float, float, float } %1143, 3
+	%1148 = extractvalue { float, float, float, float, float, float } %1143, 4
+	%1149 = extractvalue { float, float, float, float, float, float } %1143, 5
+	%1150 = getelementptr float, float* %7, i64 %1123
+	store float %1144, float* %1150, align 4
+	%1151 = getelementptr float, float* %5, i64 %1123
+	store float %1145, float* %1151, align 4
+	%1152 = getelementptr float, float* %9, i64 %1123
+	store float %1146, float* %1152, align 4
+	%1153 = getelementptr float, float* %11, i64 %1123
+	store float %1147, float* %1153, align 4
+	%1154 = getelementptr float, float* %1, i64 %1123
+	store float %1148, float* %1154, align 4
+	%1155 = getelementptr float, float* %13, i64 %1123
+	store float %1149, float* %1155, align 4
+	%1156 = add i64 %1123, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1294 = phi i64 [ %45, %without_noise ], [ %1323, %head.38 ]
-	%1295 = icmp slt i64 %1294, %65
-	br i1 %1295, label %head.38, label %head.done.39
+	%1157 = phi i64 [ %45, %without_noise ], [ %1186, %head.38 ]
+	%1158 = icmp slt i64 %1157, %65
+	br i1 %1158, label %head.38, label %head.done.39
 
 head.38:
-	%1296 = getelementptr float, float* %1, i64 %1294
-	%1297 = load float, float* %1296, align 4
-	%1298 = getelementptr float, float* %3, i64 %1294
-	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %5, i64 %1294
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %7, i64 %1294
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %9, i64 %1294
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %11, i64 %1294
-	%1307 = load float, float* %1306, align 4
-	%1308 = getelementptr float, float* %13, i64 %1294
-	%1309 = load float, float* %1308, align 4
-	%1310 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1297, float %1299, float %1301, float %1303, float %1305, float %1307, float %1309, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1311 = extractvalue { float, float, float, float, float, float } %1310, 0
-	%1312 = extractvalue { float, float, float, float, float, float } %1310, 1
-	%1313 = extractvalue { float, float, float, float, float, float } %1310, 2
-	%1314 = extractvalue { float, float, float, float, float, float } %1310, 3
-	%1315 = extractvalue { float, float, float, float, float, float } %1310, 4
-	%1316 = extractvalue { float, float, float, float, float, float } %1310, 5
-	%1317 = getelementptr float, float* %7, i64 %1294
-	store float %1311, float* %1317, align 4
-	%1318 = getelementptr float, float* %5, i64 %1294
-	store float %1312, float* %1318, align 4
-	%1319 = getelementptr float, float* %9, i64 %1294
-	store float %1313, float* %1319, align 4
-	%1320 = getelementptr float, float* %11, i64 %1294
-	store float %1314, float* %1320, align 4
-	%1321 = getelementptr float, float* %1, i64 %1294
-	store float %1315, float* %1321, align 4
-	%1322 = getelementptr float, float* %13, i64 %1294
-	store float %1316, float* %1322, align 4
-	%1323 = add i64 %1294, 1
+	%1159 = getelementptr float, float* %1, i64 %1157
+	%1160 = load float, float* %1159, align 4
+	%1161 = getelementptr float, float* %3, i64 %1157
+	%1162 = load float, float* %1161, align 4
+	%1163 = getelementptr float, float* %5, i64 %1157
+	%1164 = load float, float* %1163, align 4
+	%1165 = getelementptr float, float* %7, i64 %1157
+	%1166 = load float, float* %1165, align 4
+	%1167 = getelementptr float, float* %9, i64 %1157
+	%1168 = load float, float* %1167, align 4
+	%1169 = getelementptr float, float* %11, i64 %1157
+	%1170 = load float, float* %1169, align 4
+	%1171 = getelementptr float, float* %13, i64 %1157
+	%1172 = load float, float* %1171, align 4
+	%1173 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1160, float %1162, float %1164, float %1166, float %1168, float %1170, float %1172, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1174 = extractvalue { float, float, float, float, float, float } %1173, 0
+	%1175 = extractvalue { float, float, float, float, float, float } %1173, 1
+	%1176 = extractvalue { float, float, float, float, float, float } %1173, 2
+	%1177 = extractvalue { float, float, float, float, float, float } %1173, 3
+	%1178 = extractvalue { float, float, float, float, float, float } %1173, 4
+	%1179 = extractvalue { float, float, float, float, float, float } %1173, 5
+	%1180 = getelementptr float, float* %7, i64 %1157
+	store float %1174, float* %1180, align 4
+	%1181 = getelementptr float, float* %5, i64 %1157
+	store float %1175, float* %1181, align 4
+	%1182 = getelementptr float, float* %9, i64 %1157
+	store float %1176, float* %1182, align 4
+	%1183 = getelementptr float, float* %11, i64 %1157
+	store float %1177, float* %1183, align 4
+	%1184 = getelementptr float, float* %1, i64 %1157
+	store float %1178, float* %1184, align 4
+	%1185 = getelementptr float, float* %13, i64 %1157
+	store float %1179, float* %1185, align 4
+	%1186 = add i64 %1157, 1
 	br label %head.head.37
 
 head.done.39:
-	%1324 = sdiv i64 %64, 8
+	%1187 = sdiv i64 %64, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1325 = phi i64 [ 0, %head.done.39 ], [ %2208, %wide.41 ]
-	%1326 = icmp slt i64 %1325, %1324
-	br i1 %1326, label %wide.41, label %wide.done.42
+	%1188 = phi i64 [ 0, %head.done.39 ], [ %2018, %wide.41 ]
+	%1189 = icmp slt i64 %1188, %1187
+	br i1 %1189, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1327 = mul i64 %1325, 8
-	%1328 = shl i64 %1327, 2
-	%1329 = add i64 %65, %1328
-	%1330 = add i64 %69, %1327
-	%1331 = getelementptr float, float* %1, i64 %1329
-	%1332 = getelementptr float, float* %1331, i64 0
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1331, i64 1
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1331, i64 2
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1331, i64 3
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1331, i64 4
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1331, i64 5
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1331, i64 6
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1331, i64 7
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1331, i64 8
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1331, i64 9
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1331, i64 10
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1331, i64 11
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1331, i64 12
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1331, i64 13
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %1331, i64 14
-	%1361 = load float, float* %1360, align 4
-	%1362 = getelementptr float, float* %1331, i64 15
-	%1363 = load float, float* %1362, align 4
-	%1364 = getelementptr float, float* %1331, i64 16
-	%1365 = load float, float* %1364, align 4
-	%1366 = getelementptr float, float* %1331, i64 17
-	%1367 = load float, float* %1366, align 4
-	%1368 = getelementptr float, float* %1331, i64 18
-	%1369 = load float, float* %1368, align 4
-	%1370 = getelementptr float, float* %1331, i64 19
-	%1371 = load float, float* %1370, align 4
-	%1372 = getelementptr float, float* %1331, i64 20
-	%1373 = load float, float* %1372, align 4
-	%1374 = getelementptr float, float* %1331, i64 21
-	%1375 = load float, float* %1374, align 4
-	%1376 = getelementptr float, float* %1331, i64 22
-	%1377 = load float, float* %1376, align 4
-	%1378 = getelementptr float, float* %1331, i64 23
-	%1379 = load float, float* %1378, align 4
-	%1380 = getelementptr float, float* %1331, i64 24
-	%1381 = load float, float* %1380, align 4
-	%1382 = getelementptr float, float* %1331, i64 25
-	%1383 = load float, float* %1382, align 4
-	%1384 = getelementptr float, float* %1331, i64 26
-	%1385 = load float, float* %1384, align 4
-	%1386 = getelementptr float, float* %1331, i64 27
-	%1387 = load float, float* %1386, align 4
-	%1388 = getelementptr float, float* %1331, i64 28
-	%1389 = load float, float* %1388, align 4
-	%1390 = getelementptr float, float* %1331, i64 29
-	%1391 = load float, float* %1390, align 4
-	%1392 = getelementptr float, float* %1331, i64 30
-	%1393 = load float, float* %1392, align 4
-	%1394 = getelementptr float, float* %1331, i64 31
-	%1395 = load float, float* %1394, align 4
-	%1396 = getelementptr float, float* %3, i64 %1329
-	%1397 = getelementptr float, float* %1396, i64 0
-	%1398 = load float, float* %1397, align 4
-	%1399 = getelementptr float, float* %1396, i64 1
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1396, i64 2
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1396, i64 3
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1396, i64 4
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1396, i64 5
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1396, i64 6
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1396, i64 7
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1396, i64 8
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1396, i64 9
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1396, i64 10
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1396, i64 11
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1396, i64 12
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1396, i64 13
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %1396, i64 14
-	%1426 = load float, float* %1425, align 4
-	%1427 = getelementptr float, float* %1396, i64 15
-	%1428 = load float, float* %1427, align 4
-	%1429 = getelementptr float, float* %1396, i64 16
-	%1430 = load float, float* %1429, align 4
-	%1431 = getelementptr float, float* %1396, i64 17
-	%1432 = load float, float* %1431, align 4
-	%1433 = getelementptr float, float* %1396, i64 18
-	%1434 = load float, float* %1433, align 4
-	%1435 = getelementptr float, float* %1396, i64 19
-	%1436 = load float, float* %1435, align 4
-	%1437 = getelementptr float, float* %1396, i64 20
-	%1438 = load float, float* %1437, align 4
-	%1439 = getelementptr float, float* %1396, i64 21
-	%1440 = load float, float* %1439, align 4
-	%1441 = getelementptr float, float* %1396, i64 22
-	%1442 = load float, float* %1441, align 4
-	%1443 = getelementptr float, float* %1396, i64 23
-	%1444 = load float, float* %1443, align 4
-	%1445 = getelementptr float, float* %1396, i64 24
-	%1446 = load float, float* %1445, align 4
-	%1447 = getelementptr float, float* %1396, i64 25
-	%1448 = load float, float* %1447, align 4
-	%1449 = getelementptr float, float* %1396, i64 26
-	%1450 = load float, float* %1449, align 4
-	%1451 = getelementptr float, float* %1396, i64 27
-	%1452 = load float, float* %1451, align 4
-	%1453 = getelementptr float, float* %1396, i64 28
-	%1454 = load float, float* %1453, align 4
-	%1455 = getelementptr float, float* %1396, i64 29
-	%1456 = load float, float* %1455, align 4
-	%1457 = getelementptr float, float* %1396, i64 30
-	%1458 = load float, float* %1457, align 4
-	%1459 = getelementptr float, float* %1396, i64 31
-	%1460 = load float, float* %1459, align 4
-	%1461 = getelementptr float, float* %5, i64 %1329
-	%1462 = getelementptr float, float* %1461, i64 0
-	%1463 = load float, float* %1462, align 4
-	%1464 = getelementptr float, float* %1461, i64 1
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1461, i64 2
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1461, i64 3
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1461, i64 4
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1461, i64 5
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1461, i64 6
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1461, i64 7
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1461, i64 8
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1461, i64 9
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1461, i64 10
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1461, i64 11
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1461, i64 12
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1461, i64 13
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %1461, i64 14
-	%1491 = load float, float* %1490, align 4
-	%1492 = getelementptr float, float* %1461, i64 15
-	%1493 = load float, float* %1492, align 4
-	%1494 = getelementptr float, float* %1461, i64 16
-	%1495 = load float, float* %1494, align 4
-	%1496 = getelementptr float, float* %1461, i64 17
-	%1497 = load float, float* %1496, align 4
-	%1498 = getelementptr float, float* %1461, i64 18
-	%1499 = load float, float* %1498, align 4
-	%1500 = getelementptr float, float* %1461, i64 19
-	%1501 = load float, float* %1500, align 4
-	%1502 = getelementptr float, float* %1461, i64 20
-	%1503 = load float, float* %1502, align 4
-	%1504 = getelementptr float, float* %1461, i64 21
-	%1505 = load float, float* %1504, align 4
-	%1506 = getelementptr float, float* %1461, i64 22
-	%1507 = load float, float* %1506, align 4
-	%1508 = getelementptr float, float* %1461, i64 23
-	%1509 = load float, float* %1508, align 4
-	%1510 = getelementptr float, float* %1461, i64 24
-	%1511 = load float, float* %1510, align 4
-	%1512 = getelementptr float, float* %1461, i64 25
-	%1513 = load float, float* %1512, align 4
-	%1514 = getelementptr float, float* %1461, i64 26
-	%1515 = load float, float* %1514, align 4
-	%1516 = getelementptr float, float* %1461, i64 27
-	%1517 = load float, float* %1516, align 4
-	%1518 = getelementptr float, float* %1461, i64 28
-	%1519 = load float, float* %1518, align 4
-	%1520 = getelementptr float, float* %1461, i64 29
-	%1521 = load float, float* %1520, align 4
-	%1522 = getelementptr float, float* %1461, i64 30
-	%1523 = load float, float* %1522, align 4
-	%1524 = getelementptr float, float* %1461, i64 31
-	%1525 = load float, float* %1524, align 4
-	%1526 = getelementptr float, float* %7, i64 %1329
-	%1527 = getelementptr float, float* %1526, i64 0
-	%1528 = load float, float* %1527, align 4
-	%1529 = getelementptr float, float* %1526, i64 1
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1526, i64 2
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1526, i64 3
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1526, i64 4
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1526, i64 5
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1526, i64 6
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1526, i64 7
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1526, i64 8
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1526, i64 9
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1526, i64 10
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1526, i64 11
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1526, i64 12
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1526, i64 13
-	%1554 = load float, float* %1553, align 4
-	%1555 = getelementptr float, float* %1526, i64 14
-	%1556 = load float, float* %1555, align 4
-	%1557 = getelementptr float, float* %1526, i64 15
-	%1558 = load float, float* %1557, align 4
-	%1559 = getelementptr float, float* %1526, i64 16
-	%1560 = load float, float* %1559, align 4
-	%1561 = getelementptr float, float* %1526, i64 17
-	%1562 = load float, float* %1561, align 4
-	%1563 = getelementptr float, float* %1526, i64 18
-	%1564 = load float, float* %1563, align 4
-	%1565 = getelementptr float, float* %1526, i64 19
-	%1566 = load float, float* %1565, align 4
-	%1567 = getelementptr float, float* %1526, i64 20
-	%1568 = load float, float* %1567, align 4
-	%1569 = getelementptr float, float* %1526, i64 21
-	%1570 = load float, float* %1569, align 4
-	%1571 = getelementptr float, float* %1526, i64 22
-	%1572 = load float, float* %1571, align 4
-	%1573 = getelementptr float, float* %1526, i64 23
-	%1574 = load float, float* %1573, align 4
-	%1575 = getelementptr float, float* %1526, i64 24
-	%1576 = load float, float* %1575, align 4
-	%1577 = getelementptr float, float* %1526, i64 25
-	%1578 = load float, float* %1577, align 4
-	%1579 = getelementptr float, float* %1526, i64 26
-	%1580 = load float, float* %1579, align 4
-	%1581 = getelementptr float, float* %1526, i64 27
-	%1582 = load float, float* %1581, align 4
-	%1583 = getelementptr float, float* %1526, i64 28
-	%1584 = load float, float* %1583, align 4
-	%1585 = getelementptr float, float* %1526, i64 29
-	%1586 = load float, float* %1585, align 4
-	%1587 = getelementptr float, float* %1526, i64 30
-	%1588 = load float, float* %1587, align 4
-	%1589 = getelementptr float, float* %1526, i64 31
-	%1590 = load float, float* %1589, align 4
-	%1591 = getelementptr float, float* %9, i64 %1329
-	%1592 = getelementptr float, float* %1591, i64 0
-	%1593 = load float, float* %1592, align 4
-	%1594 = getelementptr float, float* %1591, i64 1
-	%1595 = load float, float* %1594, align 4
-	%1596 = getelementptr float, float* %1591, i64 2
-	%1597 = load float, float* %1596, align 4
-	%1598 = getelementptr float, float* %1591, i64 3
-	%1599 = load float, float* %1598, align 4
-	%1600 = getelementptr float, float* %1591, i64 4
-	%1601 = load float, float* %1600, align 4
-	%1602 = getelementptr float, float* %1591, i64 5
-	%1603 = load float, float* %1602, align 4
-	%1604 = getelementptr float, float* %1591, i64 6
-	%1605 = load float, float* %1604, align 4
-	%1606 = getelementptr float, float* %1591, i64 7
-	%1607 = load float, float* %1606, align 4
-	%1608 = getelementptr float, float* %1591, i64 8
-	%1609 = load float, float* %1608, align 4
-	%1610 = getelementptr float, float* %1591, i64 9
-	%1611 = load float, float* %1610, align 4
-	%1612 = getelementptr float, float* %1591, i64 10
-	%1613 = load float, float* %1612, align 4
-	%1614 = getelementptr float, float* %1591, i64 11
-	%1615 = load float, float* %1614, align 4
-	%1616 = getelementptr float, float* %1591, i64 12
-	%1617 = load float, float* %1616, align 4
-	%1618 = getelementptr float, float* %1591, i64 13
-	%1619 = load float, float* %1618, align 4
-	%1620 = getelementptr float, float* %1591, i64 14
-	%1621 = load float, float* %1620, align 4
-	%1622 = getelementptr float, float* %1591, i64 15
-	%1623 = load float, float* %1622, align 4
-	%1624 = getelementptr float, float* %1591, i64 16
-	%1625 = load float, float* %1624, align 4
-	%1626 = getelementptr float, float* %1591, i64 17
-	%1627 = load float, float* %1626, align 4
-	%1628 = getelementptr float, float* %1591, i64 18
-	%1629 = load float, float* %1628, align 4
-	%1630 = getelementptr float, float* %1591, i64 19
-	%1631 = load float, float* %1630, align 4
-	%1632 = getelementptr float, float* %1591, i64 20
-	%1633 = load float, float* %1632, align 4
-	%1634 = getelementptr float, float* %1591, i64 21
-	%1635 = load float, float* %1634, align 4
-	%1636 = getelementptr float, float* %1591, i64 22
-	%1637 = load float, float* %1636, align 4
-	%1638 = getelementptr float, float* %1591, i64 23
-	%1639 = load float, float* %1638, align 4
-	%1640 = getelementptr float, float* %1591, i64 24
-	%1641 = load float, float* %1640, align 4
-	%1642 = getelementptr float, float* %1591, i64 25
-	%1643 = load float, float* %1642, align 4
-	%1644 = getelementptr float, float* %1591, i64 26
-	%1645 = load float, float* %1644, align 4
-	%1646 = getelementptr float, float* %1591, i64 27
-	%1647 = load float, float* %1646, align 4
-	%1648 = getelementptr float, float* %1591, i64 28
-	%1649 = load float, float* %1648, align 4
-	%1650 = getelementptr float, float* %1591, i64 29
-	%1651 = load float, float* %1650, align 4
-	%1652 = getelementptr float, float* %1591, i64 30
-	%1653 = load float, float* %1652, align 4
-	%1654 = getelementptr float, float* %1591, i64 31
-	%1655 = load float, float* %1654, align 4
-	%1656 = getelementptr float, float* %11, i64 %1329
-	%1657 = getelementptr float, float* %1656, i64 0
-	%1658 = load float, float* %1657, align 4
-	%1659 = getelementptr float, float* %1656, i64 1
-	%1660 = load float, float* %1659, align 4
-	%1661 = getelementptr float, float* %1656, i64 2
-	%1662 = load float, float* %1661, align 4
-	%1663 = getelementptr float, float* %1656, i64 3
-	%1664 = load float, float* %1663, align 4
-	%1665 = getelementptr float, float* %1656, i64 4
-	%1666 = load float, float* %1665, align 4
-	%1667 = getelementptr float, float* %1656, i64 5
-	%1668 = load float, float* %1667, align 4
-	%1669 = getelementptr float, float* %1656, i64 6
-	%1670 = load float, float* %1669, align 4
-	%1671 = getelementptr float, float* %1656, i64 7
-	%1672 = load float, float* %1671, align 4
-	%1673 = getelementptr float, float* %1656, i64 8
-	%1674 = load float, float* %1673, align 4
-	%1675 = getelementptr float, float* %1656, i64 9
-	%1676 = load float, float* %1675, align 4
-	%1677 = getelementptr float, float* %1656, i64 10
-	%1678 = load float, float* %1677, align 4
-	%1679 = getelementptr float, float* %1656, i64 11
-	%1680 = load float, float* %1679, align 4
-	%1681 = getelementptr float, float* %1656, i64 12
-	%1682 = load float, float* %1681, align 4
-	%1683 = getelementptr float, float* %1656, i64 13
-	%1684 = load float, float* %1683, align 4
-	%1685 = getelementptr float, float* %1656, i64 14
-	%1686 = load float, float* %1685, align 4
-	%1687 = getelementptr float, float* %1656, i64 15
-	%1688 = load float, float* %1687, align 4
-	%1689 = getelementptr float, float* %1656, i64 16
-	%1690 = load float, float* %1689, align 4
-	%1691 = getelementptr float, float* %1656, i64 17
-	%1692 = load float, float* %1691, align 4
-	%1693 = getelementptr float, float* %1656, i64 18
-	%1694 = load float, float* %1693, align 4
-	%1695 = getelementptr float, float* %1656, i64 19
-	%1696 = load float, float* %1695, align 4
-	%1697 = getelementptr float, float* %1656, i64 20
-	%1698 = load float, float* %1697, align 4
-	%1699 = getelementptr float, float* %1656, i64 21
-	%1700 = load float, float* %1699, align 4
-	%1701 = getelementptr float, float* %1656, i64 22
-	%1702 = load float, float* %1701, align 4
-	%1703 = getelementptr float, float* %1656, i64 23
-	%1704 = load float, float* %1703, align 4
-	%1705 = getelementptr float, float* %1656, i64 24
-	%1706 = load float, float* %1705, align 4
-	%1707 = getelementptr float, float* %1656, i64 25
-	%1708 = load float, float* %1707, align 4
-	%1709 = getelementptr float, float* %1656, i64 26
-	%1710 = load float, float* %1709, align 4
-	%1711 = getelementptr float, float* %1656, i64 27
-	%1712 = load float, float* %1711, align 4
-	%1713 = getelementptr float, float* %1656, i64 28
-	%1714 = load float, float* %1713, align 4
-	%1715 = getelementptr float, float* %1656, i64 29
-	%1716 = load float, float* %1715, align 4
-	%1717 = getelementptr float, float* %1656, i64 30
-	%1718 = load float, float* %1717, align 4
-	%1719 = getelementptr float, float* %1656, i64 31
-	%1720 = load float, float* %1719, align 4
-	%1721 = getelementptr float, float* %13, i64 %1329
-	%1722 = getelementptr float, float* %1721, i64 0
-	%1723 = load float, float* %1722, align 4
-	%1724 = getelementptr float, float* %1721, i64 1
-	%1725 = load float, float* %1724, align 4
-	%1726 = getelementptr float, float* %1721, i64 2
-	%1727 = load float, float* %1726, align 4
-	%1728 = getelementptr float, float* %1721, i64 3
-	%1729 = load float, float* %1728, align 4
-	%1730 = getelementptr float, float* %1721, i64 4
-	%1731 = load float, float* %1730, align 4
-	%1732 = getelementptr float, float* %1721, i64 5
-	%1733 = load float, float* %1732, align 4
-	%1734 = getelementptr float, float* %1721, i64 6
-	%1735 = load float, float* %1734, align 4
-	%1736 = getelementptr float, float* %1721, i64 7
-	%1737 = load float, float* %1736, align 4
-	%1738 = getelementptr float, float* %1721, i64 8
-	%1739 = load float, float* %1738, align 4
-	%1740 = getelementptr float, float* %1721, i64 9
-	%1741 = load float, float* %1740, align 4
-	%1742 = getelementptr float, float* %1721, i64 10
-	%1743 = load float, float* %1742, align 4
-	%1744 = getelementptr float, float* %1721, i64 11
-	%1745 = load float, float* %1744, align 4
-	%1746 = getelementptr float, float* %1721, i64 12
-	%1747 = load float, float* %1746, align 4
-	%1748 = getelementptr float, float* %1721, i64 13
-	%1749 = load float, float* %1748, align 4
-	%1750 = getelementptr float, float* %1721, i64 14
-	%1751 = load float, float* %1750, align 4
-	%1752 = getelementptr float, float* %1721, i64 15
-	%1753 = load float, float* %1752, align 4
-	%1754 = getelementptr float, float* %1721, i64 16
-	%1755 = load float, float* %1754, align 4
-	%1756 = getelementptr float, float* %1721, i64 17
-	%1757 = load float, float* %1756, align 4
-	%1758 = getelementptr float, float* %1721, i64 18
-	%1759 = load float, float* %1758, align 4
-	%1760 = getelementptr float, float* %1721, i64 19
-	%1761 = load float, float* %1760, align 4
-	%1762 = getelementptr float, float* %1721, i64 20
-	%1763 = load float, float* %1762, align 4
-	%1764 = getelementptr float, float* %1721, i64 21
-	%1765 = load float, float* %1764, align 4
-	%1766 = getelementptr float, float* %1721, i64 22
-	%1767 = load float, float* %1766, align 4
-	%1768 = getelementptr float, float* %1721, i64 23
-	%1769 = load float, float* %1768, align 4
-	%1770 = getelementptr float, float* %1721, i64 24
-	%1771 = load float, float* %1770, align 4
-	%1772 = getelementptr float, float* %1721, i64 25
-	%1773 = load float, float* %1772, align 4
-	%1774 = getelementptr float, float* %1721, i64 26
-	%1775 = load float, float* %1774, align 4
-	%1776 = getelementptr float, float* %1721, i64 27
-	%1777 = load float, float* %1776, align 4
-	%1778 = getelementptr float, float* %1721, i64 28
-	%1779 = load float, float* %1778, align 4
-	%1780 = getelementptr float, float* %1721, i64 29
-	%1781 = load float, float* %1780, align 4
-	%1782 = getelementptr float, float* %1721, i64 30
-	%1783 = load float, float* %1782, align 4
-	%1784 = getelementptr float, float* %1721, i64 31
-	%1785 = load float, float* %1784, align 4
-	%1786 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1333, float %1398, float %1463, float %1528, float %1593, float %1658, float %1723, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1787 = extractvalue { float, float, float, float, float, float } %1786, 0
-	%1788 = extractvalue { float, float, float, float, float, float } %1786, 1
-	%1789 = extractvalue { float, float, float, float, float, float } %1786, 2
-	%1790 = extractvalue { float, float, float, float, float, float } %1786, 3
-	%1791 = extractvalue { float, float, float, float, float, float } %1786, 4
-	%1792 = extractvalue { float, float, float, float, float, float } %1786, 5
-	%1793 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1335, float %1400, float %1465, float %1530, float %1595, float %1660, float %1725, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1794 = extractvalue { float, float, float, float, float, float } %1793, 0
-	%1795 = extractvalue { float, float, float, float, float, float } %1793, 1
-	%1796 = extractvalue { float, float, float, float, float, float } %1793, 2
-	%1797 = extractvalue { float, float, float, float, float, float } %1793, 3
-	%1798 = extractvalue { float, float, float, float, float, float } %1793, 4
-	%1799 = extractvalue { float, float, float, float, float, float } %1793, 5
-	%1800 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1337, float %1402, float %1467, float %1532, float %1597, float %1662, float %1727, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1801 = extractvalue { float, float, float, float, float, float } %1800, 0
-	%1802 = extractvalue { float, float, float, float, float, float } %1800, 1
-	%1803 = extractvalue { float, float, float, float, float, float } %1800, 2
-	%1804 = extractvalue { float, float, float, float, float, float } %1800, 3
-	%1805 = extractvalue { float, float, float, float, float, float } %1800, 4
-	%1806 = extractvalue { float, float, float, float, float, float } %1800, 5
-	%1807 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1339, float %1404, float %1469, float %1534, float %1599, float %1664, float %1729, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1808 = extractvalue { float, float, float, float, float, float } %1807, 0
-	%1809 = extractvalue { float, float, float, float, float, float } %1807, 1
-	%1810 = extractvalue { float, float, float, float, float, float } %1807, 2
-	%1811 = extractvalue { float, float, float, float, float, float } %1807, 3
-	%1812 = extractvalue { float, float, float, float, float, float } %1807, 4
-	%1813 = extractvalue { float, float, float, float, float, float } %1807, 5
-	%1814 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1341, float %1406, float %1471, float %1536, float %1601, float %1666, float %1731, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1815 = extractvalue { float, float, float, float, float, float } %1814, 0
-	%1816 = extractvalue { float, float, float, float, float, float } %1814, 1
-	%1817 = extractvalue { float, float, float, float, float, float } %1814, 2
-	%1818 = extractvalue { float, float, float, float, float, float } %1814, 3
-	%1819 = extractvalue { float, float, float, float, float, float } %1814, 4
-	%1820 = extractvalue { float, float, float, float, float, float } %1814, 5
-	%1821 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1343, float %1408, float %1473, float %1538, float %1603, float %1668, float %1733, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1822 = extractvalue { float, float, float, float, float, float } %1821, 0
-	%1823 = extractvalue { float, float, float, float, float, float } %1821, 1
-	%1824 = extractvalue { float, float, float, float, float, float } %1821, 2
-	%1825 = extractvalue { float, float, float, float, float, float } %1821, 3
-	%1826 = extractvalue { float, float, float, float, float, float } %1821, 4
-	%1827 = extractvalue { float, float, float, float, float, float } %1821, 5
-	%1828 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1345, float %1410, float %1475, float %1540, float %1605, float %1670, float %1735, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1829 = extractvalue { float, float, float, float, float, float } %1828, 0
-	%1830 = extractvalue { float, float, float, float, float, float } %1828, 1
-	%1831 = extractvalue { float, float, float, float, float, float } %1828, 2
-	%1832 = extractvalue { float, float, float, float, float, float } %1828, 3
-	%1833 = extractvalue { float, float, float, float, float, float } %1828, 4
-	%1834 = extractvalue { float, float, float, float, float, float } %1828, 5
-	%1835 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1347, float %1412, float %1477, float %1542, float %1607, float %1672, float %1737, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1836 = extractvalue { float, float, float, float, float, float } %1835, 0
-	%1837 = extractvalue { float, float, float, float, float, float } %1835, 1
-	%1838 = extractvalue { float, float, float, float, float, float } %1835, 2
-	%1839 = extractvalue { float, float, float, float, float, float } %1835, 3
-	%1840 = extractvalue { float, float, float, float, float, float } %1835, 4
-	%1841 = extractvalue { float, float, float, float, float, float } %1835, 5
-	%1842 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1349, float %1414, float %1479, float %1544, float %1609, float %1674, float %1739, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1843 = extractvalue { float, float, float, float, float, float } %1842, 0
-	%1844 = extractvalue { float, float, float, float, float, float } %1842, 1
-	%1845 = extractvalue { float, float, float, float, float, float } %1842, 2
-	%1846 = extractvalue { float, float, float, float, float, float } %1842, 3
-	%1847 = extractvalue { float, float, float, float, float, float } %1842, 4
-	%1848 = extractvalue { float, float, float, float, float, float } %1842, 5
-	%1849 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1351, float %1416, float %1481, float %1546, float %1611, float %1676, float %1741, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1850 = extractvalue { float, float, float, float, float, float } %1849, 0
-	%1851 = extractvalue { float, float, float, float, float, float } %1849, 1
-	%1852 = extractvalue { float, float, float, float, float, float } %1849, 2
-	%1853 = extractvalue { float, float, float, float, float, float } %1849, 3
-	%1854 = extractvalue { float, float, float, float, float, float } %1849, 4
-	%1855 = extractvalue { float, float, float, float, float, float } %1849, 5
-	%1856 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1353, float %1418, float %1483, float %1548, float %1613, float %1678, float %1743, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1857 = extractvalue { float, float, float, float, float, float } %1856, 0
-	%1858 = extractvalue { float, float, float, float, float, float } %1856, 1
-	%1859 = extractvalue { float, float, float, float, float, float } %1856, 2
-	%1860 = extractvalue { float, float, float, float, float, float } %1856, 3
-	%1861 = extractvalue { float, float, float, float, float, float } %1856, 4
-	%1862 = extractvalue { float, float, float, float, float, float } %1856, 5
-	%1863 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1355, float %1420, float %1485, float %1550, float %1615, float %1680, float %1745, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1864 = extractvalue { float, float, float, float, float, float } %1863, 0
-	%1865 = extractvalue { float, float, float, float, float, float } %1863, 1
-	%1866 = extractvalue { float, float, float, float, float, float } %1863, 2
-	%1867 = extractvalue { float, float, float, float, float, float } %1863, 3
-	%1868 = extractvalue { float, float, float, float, float, float } %1863, 4
-	%1869 = extractvalue { float, float, float, float, float, float } %1863, 5
-	%1870 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1357, float %1422, float %1487, float %1552, float %1617, float %1682, float %1747, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1871 = extractvalue { float, float, float, float, float, float } %1870, 0
-	%1872 = extractvalue { float, float, float, float, float, float } %1870, 1
-	%1873 = extractvalue { float, float, float, float, float, float } %1870, 2
-	%1874 = extractvalue { float, float, float, float, float, float } %1870, 3
-	%1875 = extractvalue { float, float, float, float, float, float } %1870, 4
-	%1876 = extractvalue { float, float, float, float, float, float } %1870, 5
-	%1877 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1359, float %1424, float %1489, float %1554, float %1619, float %1684, float %1749, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1878 = extractvalue { float, float, float, float, float, float } %1877, 0
-	%1879 = extractvalue { float, float, float, float, float, float } %1877, 1
-	%1880 = extractvalue { float, float, float, float, float, float } %1877, 2
-	%1881 = extractvalue { float, float, float, float, float, float } %1877, 3
-	%1882 = extractvalue { float, float, float, float, float, float } %1877, 4
-	%1883 = extractvalue { float, float, float, float, float, float } %1877, 5
-	%1884 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1361, float %1426, float %1491, float %1556, float %1621, float %1686, float %1751, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1885 = extractvalue { float, float, float, float, float, float } %1884, 0
-	%1886 = extractvalue { float, float, float, float, float, float } %1884, 1
-	%1887 = extractvalue { float, float, float, float, float, float } %1884, 2
-	%1888 = extractvalue { float, float, float, float, float, float } %1884, 3
-	%1889 = extractvalue { float, float, float, float, float, float } %1884, 4
-	%1890 = extractvalue { float, float, float, float, float, float } %1884, 5
-	%1891 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1363, float %1428, float %1493, float %1558, float %1623, float %1688, float %1753, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1892 = extractvalue { float, float, float, float, float, float } %1891, 0
-	%1893 = extractvalue { float, float, float, float, float, float } %1891, 1
-	%1894 = extractvalue { float, float, float, float, float, float } %1891, 2
-	%1895 = extractvalue { float, float, float, float, float, float } %1891, 3
-	%1896 = extractvalue { float, float, float, float, float, float } %1891, 4
-	%1897 = extractvalue { float, float, float, float, float, float } %1891, 5
-	%1898 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1365, float %1430, float %1495, float %1560, float %1625, float %1690, float %1755, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1899 = extractvalue { float, float, float, float, float, float } %1898, 0
-	%1900 = extractvalue { float, float, float, float, float, float } %1898, 1
-	%1901 = extractvalue { float, float, float, float, float, float } %1898, 2
-	%1902 = extractvalue { float, float, float, float, float, float } %1898, 3
-	%1903 = extractvalue { float, float, float, float, float, float } %1898, 4
-	%1904 = extractvalue { float, float, float, float, float, float } %1898, 5
-	%1905 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1367, float %1432, float %1497, float %1562, float %1627, float %1692, float %1757, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1906 = extractvalue { float, float, float, float, float, float } %1905, 0
-	%1907 = extractvalue { float, float, float, float, float, float } %1905, 1
-	%1908 = extractvalue { float, float, float, float, float, float } %1905, 2
-	%1909 = extractvalue { float, float, float, float, float, float } %1905, 3
-	%1910 = extractvalue { float, float, float, float, float, float } %1905, 4
-	%1911 = extractvalue { float, float, float, float, float, float } %1905, 5
-	%1912 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1369, float %1434, float %1499, float %1564, float %1629, float %1694, float %1759, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1913 = extractvalue { float, float, float, float, float, float } %1912, 0
-	%1914 = extractvalue { float, float, float, float, float, float } %1912, 1
-	%1915 = extractvalue { float, float, float, float, float, float } %1912, 2
-	%1916 = extractvalue { float, float, float, float, float, float } %1912, 3
-	%1917 = extractvalue { float, float, float, float, float, float } %1912, 4
-	%1918 = extractvalue { float, float, float, float, float, float } %1912, 5
-	%1919 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1371, float %1436, float %1501, float %1566, float %1631, float %1696, float %1761, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1920 = extractvalue { float, float, float, float, float, float } %1919, 0
-	%1921 = extractvalue { float, float, float, float, float, float } %1919, 1
-	%1922 = extractvalue { float, float, float, float, float, float } %1919, 2
-	%1923 = extractvalue { float, float, float, float, float, float } %1919, 3
-	%1924 = extractvalue { float, float, float, float, float, float } %1919, 4
-	%1925 = extractvalue { float, float, float, float, float, float } %1919, 5
-	%1926 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1373, float %1438, float %1503, float %1568, float %1633, float %1698, float %1763, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1927 = extractvalue { float, float, float, float, float, float } %1926, 0
-	%1928 = extractvalue { float, float, float, float, float, float } %1926, 1
-	%1929 = extractvalue { float, float, float, float, float, float } %1926, 2
-	%1930 = extractvalue { float, float, float, float, float, float } %1926, 3
-	%1931 = extractvalue { float, float, float, float, float, float } %1926, 4
-	%1932 = extractvalue { float, float, float, float, float, float } %1926, 5
-	%1933 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1375, float %1440, float %1505, float %1570, float %1635, float %1700, float %1765, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1934 = extractvalue { float, float, float, float, float, float } %1933, 0
-	%1935 = extractvalue { float, float, float, float, float, float } %1933, 1
-	%1936 = extractvalue { float, float, float, float, float, float } %1933, 2
-	%1937 = extractvalue { float, float, float, float, float, float } %1933, 3
-	%1938 = extractvalue { float, float, float, float, float, float } %1933, 4
-	%1939 = extractvalue { float, float, float, float, float, float } %1933, 5
-	%1940 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1377, float %1442, float %1507, float %1572, float %1637, float %1702, float %1767, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1941 = extractvalue { float, float, float, float, float, float } %1940, 0
-	%1942 = extractvalue { float, float, float, float, float, float } %1940, 1
-	%1943 = extractvalue { float, float, float, float, float, float } %1940, 2
-	%1944 = extractvalue { float, float, float, float, float, float } %1940, 3
-	%1945 = extractvalue { float, float, float, float, float, float } %1940, 4
-	%1946 = extractvalue { float, float, float, float, float, float } %1940, 5
-	%1947 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1379, float %1444, float %1509, float %1574, float %1639, float %1704, float %1769, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1948 = extractvalue { float, float, float, float, float, float } %1947, 0
-	%1949 = extractvalue { float, float, float, float, float, float } %1947, 1
-	%1950 = extractvalue { float, float, float, float, float, float } %1947, 2
-	%1951 = extractvalue { float, float, float, float, float, float } %1947, 3
-	%1952 = extractvalue { float, float, float, float, float, float } %1947, 4
-	%1953 = extractvalue { float, float, float, float, float, float } %1947, 5
-	%1954 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1381, float %1446, float %1511, float %1576, float %1641, float %1706, float %1771, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1955 = extractvalue { float, float, float, float, float, float } %1954, 0
-	%1956 = extractvalue { float, float, float, float, float, float } %1954, 1
-	%1957 = extractvalue { float, float, float, float, float, float } %1954, 2
-	%1958 = extractvalue { float, float, float, float, float, float } %1954, 3
-	%1959 = extractvalue { float, float, float, float, float, float } %1954, 4
-	%1960 = extractvalue { float, float, float, float, float, float } %1954, 5
-	%1961 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1383, float %1448, float %1513, float %1578, float %1643, float %1708, float %1773, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1962 = extractvalue { float, float, float, float, float, float } %1961, 0
-	%1963 = extractvalue { float, float, float, float, float, float } %1961, 1
-	%1964 = extractvalue { float, float, float, float, float, float } %1961, 2
-	%1965 = extractvalue { float, float, float, float, float, float } %1961, 3
-	%1966 = extractvalue { float, float, float, float, float, float } %1961, 4
-	%1967 = extractvalue { float, float, float, float, float, float } %1961, 5
-	%1968 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1385, float %1450, float %1515, float %1580, float %1645, float %1710, float %1775, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1969 = extractvalue { float, float, float, float, float, float } %1968, 0
-	%1970 = extractvalue { float, float, float, float, float, float } %1968, 1
-	%1971 = extractvalue { float, float, float, float, float, float } %1968, 2
-	%1972 = extractvalue { float, float, float, float, float, float } %1968, 3
-	%1973 = extractvalue { float, float, float, float, float, float } %1968, 4
-	%1974 = extractvalue { float, float, float, float, float, float } %1968, 5
-	%1975 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1387, float %1452, float %1517, float %1582, float %1647, float %1712, float %1777, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1976 = extractvalue { float, float, float, float, float, float } %1975, 0
-	%1977 = extractvalue { float, float, float, float, float, float } %1975, 1
-	%1978 = extractvalue { float, float, float, float, float, float } %1975, 2
-	%1979 = extractvalue { float, float, float, float, float, float } %1975, 3
-	%1980 = extractvalue { float, float, float, float, float, float } %1975, 4
-	%1981 = extractvalue { float, float, float, float, float, float } %1975, 5
-	%1982 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1389, float %1454, float %1519, float %1584, float %1649, float %1714, float %1779, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1983 = extractvalue { float, float, float, float, float, float } %1982, 0
-	%1984 = extractvalue { float, float, float, float, float, float } %1982, 1
-	%1985 = extractvalue { float, float, float, float, float, float } %1982, 2
-	%1986 = extractvalue { float, float, float, float, float, float } %1982, 3
-	%1987 = extractvalue { float, float, float, float, float, float } %1982, 4
-	%1988 = extractvalue { float, float, float, float, float, float } %1982, 5
-	%1989 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1391, float %1456, float %1521, float %1586, float %1651, float %1716, float %1781, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1990 = extractvalue { float, float, float, float, float, float } %1989, 0
-	%1991 = extractvalue { float, float, float, float, float, float } %1989, 1
-	%1992 = extractvalue { float, float, float, float, float, float } %1989, 2
-	%1993 = extractvalue { float, float, float, float, float, float } %1989, 3
-	%1994 = extractvalue { float, float, float, float, float, float } %1989, 4
-	%1995 = extractvalue { float, float, float, float, float, float } %1989, 5
-	%1996 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1393, float %1458, float %1523, float %1588, float %1653, float %1718, float %1783, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%1997 = extractvalue { float, float, float, float, float, float } %1996, 0
-	%1998 = extractvalue { float, float, float, float, float, float } %1996, 1
-	%1999 = extractvalue { float, float, float, float, float, float } %1996, 2
-	%2000 = extractvalue { float, float, float, float, float, float } %1996, 3
-	%2001 = extractvalue { float, float, float, float, float, float } %1996, 4
-	%2002 = extractvalue { float, float, float, float, float, float } %1996, 5
-	%2003 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1395, float %1460, float %1525, float %1590, float %1655, float %1720, float %1785, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2004 = extractvalue { float, float, float, float, float, float } %2003, 0
-	%2005 = extractvalue { float, float, float, float, float, float } %2003, 1
-	%2006 = extractvalue { float, float, float, float, float, float } %2003, 2
-	%2007 = extractvalue { float, float, float, float, float, float } %2003, 3
-	%2008 = extractvalue { float, float, float, float, float, float } %2003, 4
-	%2009 = extractvalue { float, float, float, float, float, float } %2003, 5
-	%2010 = getelementptr float, float* %7, i64 %1329
-	%2011 = getelementptr float, float* %2010, i64 0
-	store float %1787, float* %2011, align 4
-	%2012 = getelementptr float, float* %2010, i64 1
-	store float %1794, float* %2012, align 4
-	%2013 = getelementptr float, float* %2010, i64 2
-	store float %1801, float* %2013, align 4
-	%2014 = getelementptr float, float* %2010, i64 3
-	store float %1808, float* %2014, align 4
-	%2015 = getelementptr float, float* %2010, i64 4
-	store float %1815, float* %2015, align 4
-	%2016 = getelementptr float, float* %2010, i64 5
-	store float %1822, float* %2016, align 4
-	%2017 = getelementptr float, float* %2010, i64 6
-	store float %1829, float* %2017, align 4
-	%2018 = getelementptr float, float* %2010, i64 7
-	store float %1836, float* %2018, align 4
-	%2019 = getelementptr float, float* %2010, i64 8
-	store float %1843, float* %2019, align 4
-	%2020 = getelementptr float, float* %2010, i64 9
-	store float %1850, float* %2020, align 4
-	%2021 = getelementptr float, float* %2010, i64 10
-	store float %1857, float* %2021, align 4
-	%2022 = getelementptr float, float* %2010, i64 11
-	store float %1864, float* %2022, align 4
-	%2023 = getelementptr float, float* %2010, i64 12
-	store float %1871, float* %2023, align 4
-	%2024 = getelementptr float, float* %2010, i64 13
-	store float %1878, float* %2024, align 4
-	%2025 = getelementptr float, float* %2010, i64 14
-	store float %1885, float* %2025, align 4
-	%2026 = getelementptr float, float* %2010, i64 15
-	store float %1892, float* %2026, align 4
-	%2027 = getelementptr float, float* %2010, i64 16
-	store float %1899, float* %2027, align 4
-	%2028 = getelementptr float, float* %2010, i64 17
-	store float %1906, float* %2028, align 4
-	%2029 = getelementptr float, float* %2010, i64 18
-	store float %1913, float* %2029, align 4
-	%2030 = getelementptr float, float* %2010, i64 19
-	store float %1920, float* %2030, align 4
-	%2031 = getelementptr float, float* %2010, i64 20
-	store float %1927, float* %2031, align 4
-	%2032 = getelementptr float, float* %2010, i64 21
-	store float %1934, float* %2032, align 4
-	%2033 = getelementptr float, float* %2010, i64 22
-	store float %1941, float* %2033, align 4
-	%2034 = getelementptr float, float* %2010, i64 23
-	store float %1948, float* %2034, align 4
-	%2035 = getelementptr float, float* %2010, i64 24
-	store float %1955, float* %2035, align 4
-	%2036 = getelementptr float, float* %2010, i64 25
-	store float %1962, float* %2036, align 4
-	%2037 = getelementptr float, float* %2010, i64 26
-	store float %1969, float* %2037, align 4
-	%2038 = getelementptr float, float* %2010, i64 27
-	store float %1976, float* %2038, align 4
-	%2039 = getelementptr float, float* %2010, i64 28
-	store float %1983, float* %2039, align 4
-	%2040 = getelementptr float, float* %2010, i64 29
-	store float %1990, float* %2040, align 4
-	%2041 = getelementptr float, float* %2010, i64 30
-	store float %1997, float* %2041, align 4
-	%2042 = getelementptr float, float* %2010, i64 31
-	store float %2004, float* %2042, align 4
-	%2043 = getelementptr float, float* %5, i64 %1329
-	%2044 = getelementptr float, float* %2043, i64 0
-	store float %1788, float* %2044, align 4
-	%2045 = getelementptr float, float* %2043, i64 1
-	store float %1795, float* %2045, align 4
-	%2046 = getelementptr float, float* %2043, i64 2
-	store float %1802, float* %2046, align 4
-	%2047 = getelementptr float, float* %2043, i64 3
-	store float %1809, float* %2047, align 4
-	%2048 = getelementptr float, float* %2043, i64 4
-	store float %1816, float* %2048, align 4
-	%2049 = getelementptr float, float* %2043, i64 5
-	store float %1823, float* %2049, align 4
-	%2050 = getelementptr float, float* %2043, i64 6
-	store float %1830, float* %2050, align 4
-	%2051 = getelementptr float, float* %2043, i64 7
-	store float %1837, float* %2051, align 4
-	%2052 = getelementptr float, float* %2043, i64 8
-	store float %1844, float* %2052, align 4
-	%2053 = getelementptr float, float* %2043, i64 9
-	store float %1851, float* %2053, align 4
-	%2054 = getelementptr float, float* %2043, i64 10
-	store float %1858, float* %2054, align 4
-	%2055 = getelementptr float, float* %2043, i64 11
-	store float %1865, float* %2055, align 4
-	%2056 = getelementptr float, float* %2043, i64 12
-	store float %1872, float* %2056, align 4
-	%2057 = getelementptr float, float* %2043, i64 13
-	store float %1879, float* %2057, align 4
-	%2058 = getelementptr float, float* %2043, i64 14
-	store float %1886, float* %2058, align 4
-	%2059 = getelementptr float, float* %2043, i64 15
-	store float %1893, float* %2059, align 4
-	%2060 = getelementptr float, float* %2043, i64 16
-	store float %1900, float* %2060, align 4
-	%2061 = getelementptr float, float* %2043, i64 17
-	store float %1907, float* %2061, align 4
-	%2062 = getelementptr float, float* %2043, i64 18
-	store float %1914, float* %2062, align 4
-	%2063 = getelementptr float, float* %2043, i64 19
-	store float %1921, float* %2063, align 4
-	%2064 = getelementptr float, float* %2043, i64 20
-	store float %1928, float* %2064, align 4
-	%2065 = getelementptr float, float* %2043, i64 21
-	store float %1935, float* %2065, align 4
-	%2066 = getelementptr float, float* %2043, i64 22
-	store float %1942, float* %2066, align 4
-	%2067 = getelementptr float, float* %2043, i64 23
-	store float %1949, float* %2067, align 4
-	%2068 = getelementptr float, float* %2043, i64 24
-	store float %1956, float* %2068, align 4
-	%2069 = getelementptr float, float* %2043, i64 25
-	store float %1963, float* %2069, align 4
-	%2070 = getelementptr float, float* %2043, i64 26
-	store float %1970, float* %2070, align 4
-	%2071 = getelementptr float, float* %2043, i64 27
-	store float %1977, float* %2071, align 4
-	%2072 = getelementptr float, float* %2043, i64 28
-	store float %1984, float* %2072, align 4
-	%2073 = getelementptr float, float* %2043, i64 29
-	store float %1991, float* %2073, align 4
-	%2074 = getelementptr float, float* %2043, i64 30
-	store float %1998, float* %2074, align 4
-	%2075 = getelementptr float, float* %2043, i64 31
-	store float %2005, float* %2075, align 4
-	%2076 = getelementptr float, float* %9, i64 %1329
-	%2077 = getelementptr float, float* %2076, i64 0
-	store float %1789, float* %2077, align 4
-	%2078 = getelementptr float, float* %2076, i64 1
-	store float %1796, float* %2078, align 4
-	%2079 = getelementptr float, float* %2076, i64 2
-	store float %1803, float* %2079, align 4
-	%2080 = getelementptr float, float* %2076, i64 3
-	store float %1810, float* %2080, align 4
-	%2081 = getelementptr float, float* %2076, i64 4
-	store float %1817, float* %2081, align 4
-	%2082 = getelementptr float, float* %2076, i64 5
-	store float %1824, float* %2082, align 4
-	%2083 = getelementptr float, float* %2076, i64 6
-	store float %1831, float* %2083, align 4
-	%2084 = getelementptr float, float* %2076, i64 7
-	store float %1838, float* %2084, align 4
-	%2085 = getelementptr float, float* %2076, i64 8
-	store float %1845, float* %2085, align 4
-	%2086 = getelementptr float, float* %2076, i64 9
-	store float %1852, float* %2086, align 4
-	%2087 = getelementptr float, float* %2076, i64 10
-	store float %1859, float* %2087, align 4
-	%2088 = getelementptr float, float* %2076, i64 11
-	store float %1866, float* %2088, align 4
-	%2089 = getelementptr float, float* %2076, i64 12
-	store float %1873, float* %2089, align 4
-	%2090 = getelementptr float, float* %2076, i64 13
-	store float %1880, float* %2090, align 4
-	%2091 = getelementptr float, float* %2076, i64 14
-	store float %1887, float* %2091, align 4
-	%2092 = getelementptr float, float* %2076, i64 15
-	store float %1894, float* %2092, align 4
-	%2093 = getelementptr float, float* %2076, i64 16
-	store float %1901, float* %2093, align 4
-	%2094 = getelementptr float, float* %2076, i64 17
-	store float %1908, float* %2094, align 4
-	%2095 = getelementptr float, float* %2076, i64 18
-	store float %1915, float* %2095, align 4
-	%2096 = getelementptr float, float* %2076, i64 19
-	store float %1922, float* %2096, align 4
-	%2097 = getelementptr float, float* %2076, i64 20
-	store float %1929, float* %2097, align 4
-	%2098 = getelementptr float, float* %2076, i64 21
-	store float %1936, float* %2098, align 4
-	%2099 = getelementptr float, float* %2076, i64 22
-	store float %1943, float* %2099, align 4
-	%2100 = getelementptr float, float* %2076, i64 23
-	store float %1950, float* %2100, align 4
-	%2101 = getelementptr float, float* %2076, i64 24
-	store float %1957, float* %2101, align 4
-	%2102 = getelementptr float, float* %2076, i64 25
-	store float %1964, float* %2102, align 4
-	%2103 = getelementptr float, float* %2076, i64 26
-	store float %1971, float* %2103, align 4
-	%2104 = getelementptr float, float* %2076, i64 27
-	store float %1978, float* %2104, align 4
-	%2105 = getelementptr float, float* %2076, i64 28
-	store float %1985, float* %2105, align 4
-	%2106 = getelementptr float, float* %2076, i64 29
-	store float %1992, float* %2106, align 4
-	%2107 = getelementptr float, float* %2076, i64 30
-	store float %1999, float* %2107, align 4
-	%2108 = getelementptr float, float* %2076, i64 31
-	store float %2006, float* %2108, align 4
-	%2109 = getelementptr float, float* %11, i64 %1329
-	%2110 = getelementptr float, float* %2109, i64 0
-	store float %1790, float* %2110, align 4
-	%2111 = getelementptr float, float* %2109, i64 1
-	store float %1797, float* %2111, align 4
-	%2112 = getelementptr float, float* %2109, i64 2
-	store float %1804, float* %2112, align 4
-	%2113 = getelementptr float, float* %2109, i64 3
-	store float %1811, float* %2113, align 4
-	%2114 = getelementptr float, float* %2109, i64 4
-	store float %1818, float* %2114, align 4
-	%2115 = getelementptr float, float* %2109, i64 5
-	store float %1825, float* %2115, align 4
-	%2116 = getelementptr float, float* %2109, i64 6
-	store float %1832, float* %2116, align 4
-	%2117 = getelementptr float, float* %2109, i64 7
-	store float %1839, float* %2117, align 4
-	%2118 = getelementptr float, float* %2109, i64 8
-	store float %1846, float* %2118, align 4
-	%2119 = getelementptr float, float* %2109, i64 9
-	store float %1853, float* %2119, align 4
-	%2120 = getelementptr float, float* %2109, i64 10
-	store float %1860, float* %2120, align 4
-	%2121 = getelementptr float, float* %2109, i64 11
-	store float %1867, float* %2121, align 4
-	%2122 = getelementptr float, float* %2109, i64 12
-	store float %1874, float* %2122, align 4
-	%2123 = getelementptr float, float* %2109, i64 13
-	store float %1881, float* %2123, align 4
-	%2124 = getelementptr float, float* %2109, i64 14
-	store float %1888, float* %2124, align 4
-	%2125 = getelementptr float, float* %2109, i64 15
-	store float %1895, float* %2125, align 4
-	%2126 = getelementptr float, float* %2109, i64 16
-	store float %1902, float* %2126, align 4
-	%2127 = getelementptr float, float* %2109, i64 17
-	store float %1909, float* %2127, align 4
-	%2128 = getelementptr float, float* %2109, i64 18
-	store float %1916, float* %2128, align 4
-	%2129 = getelementptr float, float* %2109, i64 19
-	store float %1923, float* %2129, align 4
-	%2130 = getelementptr float, float* %2109, i64 20
-	store float %1930, float* %2130, align 4
-	%2131 = getelementptr float, float* %2109, i64 21
-	store float %1937, float* %2131, align 4
-	%2132 = getelementptr float, float* %2109, i64 22
-	store float %1944, float* %2132, align 4
-	%2133 = getelementptr float, float* %2109, i64 23
-	store float %1951, float* %2133, align 4
-	%2134 = getelementptr float, float* %2109, i64 24
-	store float %1958, float* %2134, align 4
-	%2135 = getelementptr float, float* %2109, i64 25
-	store float %1965, float* %2135, align 4
-	%2136 = getelementptr float, float* %2109, i64 26
-	store float %1972, float* %2136, align 4
-	%2137 = getelementptr float, float* %2109, i64 27
-	store float %1979, float* %2137, align 4
-	%2138 = getelementptr float, float* %2109, i64 28
-	store float %1986, float* %2138, align 4
-	%2139 = getelementptr float, float* %2109, i64 29
-	store float %1993, float* %2139, align 4
-	%2140 = getelementptr float, float* %2109, i64 30
-	store float %2000, float* %2140, align 4
-	%2141 = getelementptr float, float* %2109, i64 31
-	store float %2007, float* %2141, align 4
-	%2142 = getelementptr float, float* %1, i64 %1329
-	%2143 = getelementptr float, float* %2142, i64 0
-	store float %1791, float* %2143, align 4
-	%2144 = getelementptr float, float* %2142, i64 1
-	store float %1798, float* %2144, align 4
-	%2145 = getelementptr float, float* %2142, i64 2
-	store float %1805, float* %2145, align 4
-	%2146 = getelementptr float, float* %2142, i64 3
-	store float %1812, float* %2146, align 4
-	%2147 = getelementptr float, float* %2142, i64 4
-	store float %1819, float* %2147, align 4
-	%2148 = getelementptr float, float* %2142, i64 5
-	store float %1826, float* %2148, align 4
-	%2149 = getelementptr float, float* %2142, i64 6
-	store float %1833, float* %2149, align 4
-	%2150 = getelementptr float, float* %2142, i64 7
-	store float %1840, float* %2150, align 4
-	%2151 = getelementptr float, float* %2142, i64 8
-	store float %1847, float* %2151, align 4
-	%2152 = getelementptr float, float* %2142, i64 9
-	store float %1854, float* %2152, align 4
-	%2153 = getelementptr float, float* %2142, i64 10
-	store float %1861, float* %2153, align 4
-	%2154 = getelementptr float, float* %2142, i64 11
-	store float %1868, float* %2154, align 4
-	%2155 = getelementptr float, float* %2142, i64 12
-	store float %1875, float* %2155, align 4
-	%2156 = getelementptr float, float* %2142, i64 13
-	store float %1882, float* %2156, align 4
-	%2157 = getelementptr float, float* %2142, i64 14
-	store float %1889, float* %2157, align 4
-	%2158 = getelementptr float, float* %2142, i64 15
-	store float %1896, float* %2158, align 4
-	%2159 = getelementptr float, float* %2142, i64 16
-	store float %1903, float* %2159, align 4
-	%2160 = getelementptr float, float* %2142, i64 17
-	store float %1910, float* %2160, align 4
-	%2161 = getelementptr float, float* %2142, i64 18
-	store float %1917, float* %2161, align 4
-	%2162 = getelementptr float, float* %2142, i64 19
-	store float %1924, float* %2162, align 4
-	%2163 = getelementptr float, float* %2142, i64 20
-	store float %1931, float* %2163, align 4
-	%2164 = getelementptr float, float* %2142, i64 21
-	store float %1938, float* %2164, align 4
-	%2165 = getelementptr float, float* %2142, i64 22
-	store float %1945, float* %2165, align 4
-	%2166 = getelementptr float, float* %2142, i64 23
-	store float %1952, float* %2166, align 4
-	%2167 = getelementptr float, float* %2142, i64 24
-	store float %1959, float* %2167, align 4
-	%2168 = getelementptr float, float* %2142, i64 25
-	store float %1966, float* %2168, align 4
-	%2169 = getelementptr float, float* %2142, i64 26
-	store float %1973, float* %2169, align 4
-	%2170 = getelementptr float, float* %2142, i64 27
-	store float %1980, float* %2170, align 4
-	%2171 = getelementptr float, float* %2142, i64 28
-	store float %1987, float* %2171, align 4
-	%2172 = getelementptr float, float* %2142, i64 29
-	store float %1994, float* %2172, align 4
-	%2173 = getelementptr float, float* %2142, i64 30
-	store float %2001, float* %2173, align 4
-	%2174 = getelementptr float, float* %2142, i64 31
-	store float %2008, float* %2174, align 4
-	%2175 = getelementptr float, float* %13, i64 %1329
-	%2176 = getelementptr float, float* %2175, i64 0
-	store float %1792, float* %2176, align 4
-	%2177 = getelementptr float, float* %2175, i64 1
-	store float %1799, float* %2177, align 4
-	%2178 = getelementptr float, float* %2175, i64 2
-	store float %1806, float* %2178, align 4
-	%2179 = getelementptr float, float* %2175, i64 3
-	store float %1813, float* %2179, align 4
-	%2180 = getelementptr float, float* %2175, i64 4
-	store float %1820, float* %2180, align 4
-	%2181 = getelementptr float, float* %2175, i64 5
-	store float %1827, float* %2181, align 4
-	%2182 = getelementptr float, float* %2175, i64 6
-	store float %1834, float* %2182, align 4
-	%2183 = getelementptr float, float* %2175, i64 7
-	store float %1841, float* %2183, align 4
-	%2184 = getelementptr float, float* %2175, i64 8
-	store float %1848, float* %2184, align 4
-	%2185 = getelementptr float, float* %2175, i64 9
-	store float %1855, float* %2185, align 4
-	%2186 = getelementptr float, float* %2175, i64 10
-	store float %1862, float* %2186, align 4
-	%2187 = getelementptr float, float* %2175, i64 11
-	store float %1869, float* %2187, align 4
-	%2188 = getelementptr float, float* %2175, i64 12
-	store float %1876, float* %2188, align 4
-	%2189 = getelementptr float, float* %2175, i64 13
-	store float %1883, float* %2189, align 4
-	%2190 = getelementptr float, float* %2175, i64 14
-	store float %1890, float* %2190, align 4
-	%2191 = getelementptr float, float* %2175, i64 15
-	store float %1897, float* %2191, align 4
-	%2192 = getelementptr float, float* %2175, i64 16
-	store float %1904, float* %2192, align 4
-	%2193 = getelementptr float, float* %2175, i64 17
-	store float %1911, float* %2193, align 4
-	%2194 = getelementptr float, float* %2175, i64 18
-	store float %1918, float* %2194, align 4
-	%2195 = getelementptr float, float* %2175, i64 19
-	store float %1925, float* %2195, align 4
-	%2196 = getelementptr float, float* %2175, i64 20
-	store float %1932, float* %2196, align 4
-	%2197 = getelementptr float, float* %2175, i64 21
-	store float %1939, float* %2197, align 4
-	%2198 = getelementptr float, float* %2175, i64 22
-	store float %1946, float* %2198, align 4
-	%2199 = getelementptr float, float* %2175, i64 23
-	store float %1953, float* %2199, align 4
-	%2200 = getelementptr float, float* %2175, i64 24
-	store float %1960, float* %2200, align 4
-	%2201 = getelementptr float, float* %2175, i64 25
-	store float %1967, float* %2201, align 4
-	%2202 = getelementptr float, float* %2175, i64 26
-	store float %1974, float* %2202, align 4
-	%2203 = getelementptr float, float* %2175, i64 27
-	store float %1981, float* %2203, align 4
-	%2204 = getelementptr float, float* %2175, i64 28
-	store float %1988, float* %2204, align 4
-	%2205 = getelementptr float, float* %2175, i64 29
-	store float %1995, float* %2205, align 4
-	%2206 = getelementptr float, float* %2175, i64 30
-	store float %2002, float* %2206, align 4
-	%2207 = getelementptr float, float* %2175, i64 31
-	store float %2009, float* %2207, align 4
-	%2208 = add i64 %1325, 1
+	%1190 = mul i64 %1188, 8
+	%1191 = shl i64 %1190, 2
+	%1192 = add i64 %65, %1191
+	%1193 = add i64 %69, %1190
+	%1194 = add i64 %1192, 0
+	%1195 = getelementptr float, float* %1, i64 %1194
+	%1196 = bitcast float* %1195 to <8 x float>*
+	%1197 = load <8 x float>, <8 x float>* %1196, align 4
+	%1198 = extractelement <8 x float> %1197, i32 0
+	%1199 = extractelement <8 x float> %1197, i32 1
+	%1200 = extractelement <8 x float> %1197, i32 2
+	%1201 = extractelement <8 x float> %1197, i32 3
+	%1202 = extractelement <8 x float> %1197, i32 4
+	%1203 = extractelement <8 x float> %1197, i32 5
+	%1204 = extractelement <8 x float> %1197, i32 6
+	%1205 = extractelement <8 x float> %1197, i32 7
+	%1206 = add i64 %1192, 8
+	%1207 = getelementptr float, float* %1, i64 %1206
+	%1208 = bitcast float* %1207 to <8 x float>*
+	%1209 = load <8 x float>, <8 x float>* %1208, align 4
+	%1210 = extractelement <8 x float> %1209, i32 0
+	%1211 = extractelement <8 x float> %1209, i32 1
+	%1212 = extractelement <8 x float> %1209, i32 2
+	%1213 = extractelement <8 x float> %1209, i32 3
+	%1214 = extractelement <8 x float> %1209, i32 4
+	%1215 = extractelement <8 x float> %1209, i32 5
+	%1216 = extractelement <8 x float> %1209, i32 6
+	%1217 = extractelement <8 x float> %1209, i32 7
+	%1218 = add i64 %1192, 16
+	%1219 = getelementptr float, float* %1, i64 %1218
+	%1220 = bitcast float* %1219 to <8 x float>*
+	%1221 = load <8 x float>, <8 x float>* %1220, align 4
+	%1222 = extractelement <8 x float> %1221, i32 0
+	%1223 = extractelement <8 x float> %1221, i32 1
+	%1224 = extractelement <8 x float> %1221, i32 2
+	%1225 = extractelement <8 x float> %1221, i32 3
+	%1226 = extractelement <8 x float> %1221, i32 4
+	%1227 = extractelement <8 x float> %1221, i32 5
+	%1228 = extractelement <8 x float> %1221, i32 6
+	%1229 = extractelement <8 x float> %1221, i32 7
+	%1230 = add i64 %1192, 24
+	%1231 = getelementptr float, float* %1, i64 %1230
+	%1232 = bitcast float* %1231 to <8 x float>*
+	%1233 = load <8 x float>, <8 x float>* %1232, align 4
+	%1234 = extractelement <8 x float> %1233, i32 0
+	%1235 = extractelement <8 x float> %1233, i32 1
+	%1236 = extractelement <8 x float> %1233, i32 2
+	%1237 = extractelement <8 x float> %1233, i32 3
+	%1238 = extractelement <8 x float> %1233, i32 4
+	%1239 = extractelement <8 x float> %1233, i32 5
+	%1240 = extractelement <8 x float> %1233, i32 6
+	%1241 = extractelement <8 x float> %1233, i32 7
+	%1242 = add i64 %1192, 0
+	%1243 = getelementptr float, float* %3, i64 %1242
+	%1244 = bitcast float* %1243 to <8 x float>*
+	%1245 = load <8 x float>, <8 x float>* %1244, align 4
+	%1246 = extractelement <8 x float> %1245, i32 0
+	%1247 = extractelement <8 x float> %1245, i32 1
+	%1248 = extractelement <8 x float> %1245, i32 2
+	%1249 = extractelement <8 x float> %1245, i32 3
+	%1250 = extractelement <8 x float> %1245, i32 4
+	%1251 = extractelement <8 x float> %1245, i32 5
+	%1252 = extractelement <8 x float> %1245, i32 6
+	%1253 = extractelement <8 x float> %1245, i32 7
+	%1254 = add i64 %1192, 8
+	%1255 = getelementptr float, float* %3, i64 %1254
+	%1256 = bitcast float* %1255 to <8 x float>*
+	%1257 = load <8 x float>, <8 x float>* %1256, align 4
+	%1258 = extractelement <8 x float> %1257, i32 0
+	%1259 = extractelement <8 x float> %1257, i32 1
+	%1260 = extractelement <8 x float> %1257, i32 2
+	%1261 = extractelement <8 x float> %1257, i32 3
+	%1262 = extractelement <8 x float> %1257, i32 4
+	%1263 = extractelement <8 x float> %1257, i32 5
+	%1264 = extractelement <8 x float> %1257, i32 6
+	%1265 = extractelement <8 x float> %1257, i32 7
+	%1266 = add i64 %1192, 16
+	%1267 = getelementptr float, float* %3, i64 %1266
+	%1268 = bitcast float* %1267 to <8 x float>*
+	%1269 = load <8 x float>, <8 x float>* %1268, align 4
+	%1270 = extractelement <8 x float> %1269, i32 0
+	%1271 = extractelement <8 x float> %1269, i32 1
+	%1272 = extractelement <8 x float> %1269, i32 2
+	%1273 = extractelement <8 x float> %1269, i32 3
+	%1274 = extractelement <8 x float> %1269, i32 4
+	%1275 = extractelement <8 x float> %1269, i32 5
+	%1276 = extractelement <8 x float> %1269, i32 6
+	%1277 = extractelement <8 x float> %1269, i32 7
+	%1278 = add i64 %1192, 24
+	%1279 = getelementptr float, float* %3, i64 %1278
+	%1280 = bitcast float* %1279 to <8 x float>*
+	%1281 = load <8 x float>, <8 x float>* %1280, align 4
+	%1282 = extractelement <8 x float> %1281, i32 0
+	%1283 = extractelement <8 x float> %1281, i32 1
+	%1284 = extractelement <8 x float> %1281, i32 2
+	%1285 = extractelement <8 x float> %1281, i32 3
+	%1286 = extractelement <8 x float> %1281, i32 4
+	%1287 = extractelement <8 x float> %1281, i32 5
+	%1288 = extractelement <8 x float> %1281, i32 6
+	%1289 = extractelement <8 x float> %1281, i32 7
+	%1290 = add i64 %1192, 0
+	%1291 = getelementptr float, float* %5, i64 %1290
+	%1292 = bitcast float* %1291 to <8 x float>*
+	%1293 = load <8 x float>, <8 x float>* %1292, align 4
+	%1294 = extractelement <8 x float> %1293, i32 0
+	%1295 = extractelement <8 x float> %1293, i32 1
+	%1296 = extractelement <8 x float> %1293, i32 2
+	%1297 = extractelement <8 x float> %1293, i32 3
+	%1298 = extractelement <8 x float> %1293, i32 4
+	%1299 = extractelement <8 x float> %1293, i32 5
+	%1300 = extractelement <8 x float> %1293, i32 6
+	%1301 = extractelement <8 x float> %1293, i32 7
+	%1302 = add i64 %1192, 8
+	%1303 = getelementptr float, float* %5, i64 %1302
+	%1304 = bitcast float* %1303 to <8 x float>*
+	%1305 = load <8 x float>, <8 x float>* %1304, align 4
+	%1306 = extractelement <8 x float> %1305, i32 0
+	%1307 = extractelement <8 x float> %1305, i32 1
+	%1308 = extractelement <8 x float> %1305, i32 2
+	%1309 = extractelement <8 x float> %1305, i32 3
+	%1310 = extractelement <8 x float> %1305, i32 4
+	%1311 = extractelement <8 x float> %1305, i32 5
+	%1312 = extractelement <8 x float> %1305, i32 6
+	%1313 = extractelement <8 x float> %1305, i32 7
+	%1314 = add i64 %1192, 16
+	%1315 = getelementptr float, float* %5, i64 %1314
+	%1316 = bitcast float* %1315 to <8 x float>*
+	%1317 = load <8 x float>, <8 x float>* %1316, align 4
+	%1318 = extractelement <8 x float> %1317, i32 0
+	%1319 = extractelement <8 x float> %1317, i32 1
+	%1320 = extractelement <8 x float> %1317, i32 2
+	%1321 = extractelement <8 x float> %1317, i32 3
+	%1322 = extractelement <8 x float> %1317, i32 4
+	%1323 = extractelement <8 x float> %1317, i32 5
+	%1324 = extractelement <8 x float> %1317, i32 6
+	%1325 = extractelement <8 x float> %1317, i32 7
+	%1326 = add i64 %1192, 24
+	%1327 = getelementptr float, float* %5, i64 %1326
+	%1328 = bitcast float* %1327 to <8 x float>*
+	%1329 = load <8 x float>, <8 x float>* %1328, align 4
+	%1330 = extractelement <8 x float> %1329, i32 0
+	%1331 = extractelement <8 x float> %1329, i32 1
+	%1332 = extractelement <8 x float> %1329, i32 2
+	%1333 = extractelement <8 x float> %1329, i32 3
+	%1334 = extractelement <8 x float> %1329, i32 4
+	%1335 = extractelement <8 x float> %1329, i32 5
+	%1336 = extractelement <8 x float> %1329, i32 6
+	%1337 = extractelement <8 x float> %1329, i32 7
+	%1338 = add i64 %1192, 0
+	%1339 = getelementptr float, float* %7, i64 %1338
+	%1340 = bitcast float* %1339 to <8 x float>*
+	%1341 = load <8 x float>, <8 x float>* %1340, align 4
+	%1342 = extractelement <8 x float> %1341, i32 0
+	%1343 = extractelement <8 x float> %1341, i32 1
+	%1344 = extractelement <8 x float> %1341, i32 2
+	%1345 = extractelement <8 x float> %1341, i32 3
+	%1346 = extractelement <8 x float> %1341, i32 4
+	%1347 = extractelement <8 x float> %1341, i32 5
+	%1348 = extractelement <8 x float> %1341, i32 6
+	%1349 = extractelement <8 x float> %1341, i32 7
+	%1350 = add i64 %1192, 8
+	%1351 = getelementptr float, float* %7, i64 %1350
+	%1352 = bitcast float* %1351 to <8 x float>*
+	%1353 = load <8 x float>, <8 x float>* %1352, align 4
+	%1354 = extractelement <8 x float> %1353, i32 0
+	%1355 = extractelement <8 x float> %1353, i32 1
+	%1356 = extractelement <8 x float> %1353, i32 2
+	%1357 = extractelement <8 x float> %1353, i32 3
+	%1358 = extractelement <8 x float> %1353, i32 4
+	%1359 = extractelement <8 x float> %1353, i32 5
+	%1360 = extractelement <8 x float> %1353, i32 6
+	%1361 = extractelement <8 x float> %1353, i32 7
+	%1362 = add i64 %1192, 16
+	%1363 = getelementptr float, float* %7, i64 %1362
+	%1364 = bitcast float* %1363 to <8 x float>*
+	%1365 = load <8 x float>, <8 x float>* %1364, align 4
+	%1366 = extractelement <8 x float> %1365, i32 0
+	%1367 = extractelement <8 x float> %1365, i32 1
+	%1368 = extractelement <8 x float> %1365, i32 2
+	%1369 = extractelement <8 x float> %1365, i32 3
+	%1370 = extractelement <8 x float> %1365, i32 4
+	%1371 = extractelement <8 x float> %1365, i32 5
+	%1372 = extractelement <8 x float> %1365, i32 6
+	%1373 = extractelement <8 x float> %1365, i32 7
+	%1374 = add i64 %1192, 24
+	%1375 = getelementptr float, float* %7, i64 %1374
+	%1376 = bitcast float* %1375 to <8 x float>*
+	%1377 = load <8 x float>, <8 x float>* %1376, align 4
+	%1378 = extractelement <8 x float> %1377, i32 0
+	%1379 = extractelement <8 x float> %1377, i32 1
+	%1380 = extractelement <8 x float> %1377, i32 2
+	%1381 = extractelement <8 x float> %1377, i32 3
+	%1382 = extractelement <8 x float> %1377, i32 4
+	%1383 = extractelement <8 x float> %1377, i32 5
+	%1384 = extractelement <8 x float> %1377, i32 6
+	%1385 = extractelement <8 x float> %1377, i32 7
+	%1386 = add i64 %1192, 0
+	%1387 = getelementptr float, float* %9, i64 %1386
+	%1388 = bitcast float* %1387 to <8 x float>*
+	%1389 = load <8 x float>, <8 x float>* %1388, align 4
+	%1390 = extractelement <8 x float> %1389, i32 0
+	%1391 = extractelement <8 x float> %1389, i32 1
+	%1392 = extractelement <8 x float> %1389, i32 2
+	%1393 = extractelement <8 x float> %1389, i32 3
+	%1394 = extractelement <8 x float> %1389, i32 4
+	%1395 = extractelement <8 x float> %1389, i32 5
+	%1396 = extractelement <8 x float> %1389, i32 6
+	%1397 = extractelement <8 x float> %1389, i32 7
+	%1398 = add i64 %1192, 8
+	%1399 = getelementptr float, float* %9, i64 %1398
+	%1400 = bitcast float* %1399 to <8 x float>*
+	%1401 = load <8 x float>, <8 x float>* %1400, align 4
+	%1402 = extractelement <8 x float> %1401, i32 0
+	%1403 = extractelement <8 x float> %1401, i32 1
+	%1404 = extractelement <8 x float> %1401, i32 2
+	%1405 = extractelement <8 x float> %1401, i32 3
+	%1406 = extractelement <8 x float> %1401, i32 4
+	%1407 = extractelement <8 x float> %1401, i32 5
+	%1408 = extractelement <8 x float> %1401, i32 6
+	%1409 = extractelement <8 x float> %1401, i32 7
+	%1410 = add i64 %1192, 16
+	%1411 = getelementptr float, float* %9, i64 %1410
+	%1412 = bitcast float* %1411 to <8 x float>*
+	%1413 = load <8 x float>, <8 x float>* %1412, align 4
+	%1414 = extractelement <8 x float> %1413, i32 0
+	%1415 = extractelement <8 x float> %1413, i32 1
+	%1416 = extractelement <8 x float> %1413, i32 2
+	%1417 = extractelement <8 x float> %1413, i32 3
+	%1418 = extractelement <8 x float> %1413, i32 4
+	%1419 = extractelement <8 x float> %1413, i32 5
+	%1420 = extractelement <8 x float> %1413, i32 6
+	%1421 = extractelement <8 x float> %1413, i32 7
+	%1422 = add i64 %1192, 24
+	%1423 = getelementptr float, float* %9, i64 %1422
+	%1424 = bitcast float* %1423 to <8 x float>*
+	%1425 = load <8 x float>, <8 x float>* %1424, align 4
+	%1426 = extractelement <8 x float> %1425, i32 0
+	%1427 = extractelement <8 x float> %1425, i32 1
+	%1428 = extractelement <8 x float> %1425, i32 2
+	%1429 = extractelement <8 x float> %1425, i32 3
+	%1430 = extractelement <8 x float> %1425, i32 4
+	%1431 = extractelement <8 x float> %1425, i32 5
+	%1432 = extractelement <8 x float> %1425, i32 6
+	%1433 = extractelement <8 x float> %1425, i32 7
+	%1434 = add i64 %1192, 0
+	%1435 = getelementptr float, float* %11, i64 %1434
+	%1436 = bitcast float* %1435 to <8 x float>*
+	%1437 = load <8 x float>, <8 x float>* %1436, align 4
+	%1438 = extractelement <8 x float> %1437, i32 0
+	%1439 = extractelement <8 x float> %1437, i32 1
+	%1440 = extractelement <8 x float> %1437, i32 2
+	%1441 = extractelement <8 x float> %1437, i32 3
+	%1442 = extractelement <8 x float> %1437, i32 4
+	%1443 = extractelement <8 x float> %1437, i32 5
+	%1444 = extractelement <8 x float> %1437, i32 6
+	%1445 = extractelement <8 x float> %1437, i32 7
+	%1446 = add i64 %1192, 8
+	%1447 = getelementptr float, float* %11, i64 %1446
+	%1448 = bitcast float* %1447 to <8 x float>*
+	%1449 = load <8 x float>, <8 x float>* %1448, align 4
+	%1450 = extractelement <8 x float> %1449, i32 0
+	%1451 = extractelement <8 x float> %1449, i32 1
+	%1452 = extractelement <8 x float> %1449, i32 2
+	%1453 = extractelement <8 x float> %1449, i32 3
+	%1454 = extractelement <8 x float> %1449, i32 4
+	%1455 = extractelement <8 x float> %1449, i32 5
+	%1456 = extractelement <8 x float> %1449, i32 6
+	%1457 = extractelement <8 x float> %1449, i32 7
+	%1458 = add i64 %1192, 16
+	%1459 = getelementptr float, float* %11, i64 %1458
+	%1460 = bitcast float* %1459 to <8 x float>*
+	%1461 = load <8 x float>, <8 x float>* %1460, align 4
+	%1462 = extractelement <8 x float> %1461, i32 0
+	%1463 = extractelement <8 x float> %1461, i32 1
+	%1464 = extractelement <8 x float> %1461, i32 2
+	%1465 = extractelement <8 x float> %1461, i32 3
+	%1466 = extractelement <8 x float> %1461, i32 4
+	%1467 = extractelement <8 x float> %1461, i32 5
+	%1468 = extractelement <8 x float> %1461, i32 6
+	%1469 = extractelement <8 x float> %1461, i32 7
+	%1470 = add i64 %1192, 24
+	%1471 = getelementptr float, float* %11, i64 %1470
+	%1472 = bitcast float* %1471 to <8 x float>*
+	%1473 = load <8 x float>, <8 x float>* %1472, align 4
+	%1474 = extractelement <8 x float> %1473, i32 0
+	%1475 = extractelement <8 x float> %1473, i32 1
+	%1476 = extractelement <8 x float> %1473, i32 2
+	%1477 = extractelement <8 x float> %1473, i32 3
+	%1478 = extractelement <8 x float> %1473, i32 4
+	%1479 = extractelement <8 x float> %1473, i32 5
+	%1480 = extractelement <8 x float> %1473, i32 6
+	%1481 = extractelement <8 x float> %1473, i32 7
+	%1482 = add i64 %1192, 0
+	%1483 = getelementptr float, float* %13, i64 %1482
+	%1484 = bitcast float* %1483 to <8 x float>*
+	%1485 = load <8 x float>, <8 x float>* %1484, align 4
+	%1486 = extractelement <8 x float> %1485, i32 0
+	%1487 = extractelement <8 x float> %1485, i32 1
+	%1488 = extractelement <8 x float> %1485, i32 2
+	%1489 = extractelement <8 x float> %1485, i32 3
+	%1490 = extractelement <8 x float> %1485, i32 4
+	%1491 = extractelement <8 x float> %1485, i32 5
+	%1492 = extractelement <8 x float> %1485, i32 6
+	%1493 = extractelement <8 x float> %1485, i32 7
+	%1494 = add i64 %1192, 8
+	%1495 = getelementptr float, float* %13, i64 %1494
+	%1496 = bitcast float* %1495 to <8 x float>*
+	%1497 = load <8 x float>, <8 x float>* %1496, align 4
+	%1498 = extractelement <8 x float> %1497, i32 0
+	%1499 = extractelement <8 x float> %1497, i32 1
+	%1500 = extractelement <8 x float> %1497, i32 2
+	%1501 = extractelement <8 x float> %1497, i32 3
+	%1502 = extractelement <8 x float> %1497, i32 4
+	%1503 = extractelement <8 x float> %1497, i32 5
+	%1504 = extractelement <8 x float> %1497, i32 6
+	%1505 = extractelement <8 x float> %1497, i32 7
+	%1506 = add i64 %1192, 16
+	%1507 = getelementptr float, float* %13, i64 %1506
+	%1508 = bitcast float* %1507 to <8 x float>*
+	%1509 = load <8 x float>, <8 x float>* %1508, align 4
+	%1510 = extractelement <8 x float> %1509, i32 0
+	%1511 = extractelement <8 x float> %1509, i32 1
+	%1512 = extractelement <8 x float> %1509, i32 2
+	%1513 = extractelement <8 x float> %1509, i32 3
+	%1514 = extractelement <8 x float> %1509, i32 4
+	%1515 = extractelement <8 x float> %1509, i32 5
+	%1516 = extractelement <8 x float> %1509, i32 6
+	%1517 = extractelement <8 x float> %1509, i32 7
+	%1518 = add i64 %1192, 24
+	%1519 = getelementptr float, float* %13, i64 %1518
+	%1520 = bitcast float* %1519 to <8 x float>*
+	%1521 = load <8 x float>, <8 x float>* %1520, align 4
+	%1522 = extractelement <8 x float> %1521, i32 0
+	%1523 = extractelement <8 x float> %1521, i32 1
+	%1524 = extractelement <8 x float> %1521, i32 2
+	%1525 = extractelement <8 x float> %1521, i32 3
+	%1526 = extractelement <8 x float> %1521, i32 4
+	%1527 = extractelement <8 x float> %1521, i32 5
+	%1528 = extractelement <8 x float> %1521, i32 6
+	%1529 = extractelement <8 x float> %1521, i32 7
+	%1530 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1198, float %1246, float %1294, float %1342, float %1390, float %1438, float %1486, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1531 = extractvalue { float, float, float, float, float, float } %1530, 0
+	%1532 = extractvalue { float, float, float, float, float, float } %1530, 1
+	%1533 = extractvalue { float, float, float, float, float, float } %1530, 2
+	%1534 = extractvalue { float, float, float, float, float, float } %1530, 3
+	%1535 = extractvalue { float, float, float, float, float, float } %1530, 4
+	%1536 = extractvalue { float, float, float, float, float, float } %1530, 5
+	%1537 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1199, float %1247, float %1295, float %1343, float %1391, float %1439, float %1487, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1538 = extractvalue { float, float, float, float, float, float } %1537, 0
+	%1539 = extractvalue { float, float, float, float, float, float } %1537, 1
+	%1540 = extractvalue { float, float, float, float, float, float } %1537, 2
+	%1541 = extractvalue { float, float, float, float, float, float } %1537, 3
+	%1542 = extractvalue { float, float, float, float, float, float } %1537, 4
+	%1543 = extractvalue { float, float, float, float, float, float } %1537, 5
+	%1544 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1200, float %1248, float %1296, float %1344, float %1392, float %1440, float %1488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1545 = extractvalue { float, float, float, float, float, float } %1544, 0
+	%1546 = extractvalue { float, float, float, float, float, float } %1544, 1
+	%1547 = extractvalue { float, float, float, float, float, float } %1544, 2
+	%1548 = extractvalue { float, float, float, float, float, float } %1544, 3
+	%1549 = extractvalue { float, float, float, float, float, float } %1544, 4
+	%1550 = extractvalue { float, float, float, float, float, float } %1544, 5
+	%1551 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1201, float %1249, float %1297, float %1345, float %1393, float %1441, float %1489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1552 = extractvalue { float, float, float, float, float, float } %1551, 0
+	%1553 = extractvalue { float, float, float, float, float, float } %1551, 1
+	%1554 = extractvalue { float, float, float, float, float, float } %1551, 2
+	%1555 = extractvalue { float, float, float, float, float, float } %1551, 3
+	%1556 = extractvalue { float, float, float, float, float, float } %1551, 4
+	%1557 = extractvalue { float, float, float, float, float, float } %1551, 5
+	%1558 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1202, float %1250, float %1298, float %1346, float %1394, float %1442, float %1490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1559 = extractvalue { float, float, float, float, float, float } %1558, 0
+	%1560 = extractvalue { float, float, float, float, float, float } %1558, 1
+	%1561 = extractvalue { float, float, float, float, float, float } %1558, 2
+	%1562 = extractvalue { float, float, float, float, float, float } %1558, 3
+	%1563 = extractvalue { float, float, float, float, float, float } %1558, 4
+	%1564 = extractvalue { float, float, float, float, float, float } %1558, 5
+	%1565 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1203, float %1251, float %1299, float %1347, float %1395, float %1443, float %1491, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1566 = extractvalue { float, float, float, float, float, float } %1565, 0
+	%1567 = extractvalue { float, float, float, float, float, float } %1565, 1
+	%1568 = extractvalue { float, float, float, float, float, float } %1565, 2
+	%1569 = extractvalue { float, float, float, float, float, float } %1565, 3
+	%1570 = extractvalue { float, float, float, float, float, float } %1565, 4
+	%1571 = extractvalue { float, float, float, float, float, float } %1565, 5
+	%1572 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1204, float %1252, float %1300, float %1348, float %1396, float %1444, float %1492, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1573 = extractvalue { float, float, float, float, float, float } %1572, 0
+	%1574 = extractvalue { float, float, float, float, float, float } %1572, 1
+	%1575 = extractvalue { float, float, float, float, float, float } %1572, 2
+	%1576 = extractvalue { float, float, float, float, float, float } %1572, 3
+	%1577 = extractvalue { float, float, float, float, float, float } %1572, 4
+	%1578 = extractvalue { float, float, float, float, float, float } %1572, 5
+	%1579 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1205, float %1253, float %1301, float %1349, float %1397, float %1445, float %1493, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1580 = extractvalue { float, float, float, float, float, float } %1579, 0
+	%1581 = extractvalue { float, float, float, float, float, float } %1579, 1
+	%1582 = extractvalue { float, float, float, float, float, float } %1579, 2
+	%1583 = extractvalue { float, float, float, float, float, float } %1579, 3
+	%1584 = extractvalue { float, float, float, float, float, float } %1579, 4
+	%1585 = extractvalue { float, float, float, float, float, float } %1579, 5
+	%1586 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1210, float %1258, float %1306, float %1354, float %1402, float %1450, float %1498, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1587 = extractvalue { float, float, float, float, float, float } %1586, 0
+	%1588 = extractvalue { float, float, float, float, float, float } %1586, 1
+	%1589 = extractvalue { float, float, float, float, float, float } %1586, 2
+	%1590 = extractvalue { float, float, float, float, float, float } %1586, 3
+	%1591 = extractvalue { float, float, float, float, float, float } %1586, 4
+	%1592 = extractvalue { float, float, float, float, float, float } %1586, 5
+	%1593 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1211, float %1259, float %1307, float %1355, float %1403, float %1451, float %1499, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1594 = extractvalue { float, float, float, float, float, float } %1593, 0
+	%1595 = extractvalue { float, float, float, float, float, float } %1593, 1
+	%1596 = extractvalue { float, float, float, float, float, float } %1593, 2
+	%1597 = extractvalue { float, float, float, float, float, float } %1593, 3
+	%1598 = extractvalue { float, float, float, float, float, float } %1593, 4
+	%1599 = extractvalue { float, float, float, float, float, float } %1593, 5
+	%1600 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1212, float %1260, float %1308, float %1356, float %1404, float %1452, float %1500, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1601 = extractvalue { float, float, float, float, float, float } %1600, 0
+	%1602 = extractvalue { float, float, float, float, float, float } %1600, 1
+	%1603 = extractvalue { float, float, float, float, float, float } %1600, 2
+	%1604 = extractvalue { float, float, float, float, float, float } %1600, 3
+	%1605 = extractvalue { float, float, float, float, float, float } %1600, 4
+	%1606 = extractvalue { float, float, float, float, float, float } %1600, 5
+	%1607 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1213, float %1261, float %1309, float %1357, float %1405, float %1453, float %1501, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1608 = extractvalue { float, float, float, float, float, float } %1607, 0
+	%1609 = extractvalue { float, float, float, float, float, float } %1607, 1
+	%1610 = extractvalue { float, float, float, float, float, float } %1607, 2
+	%1611 = extractvalue { float, float, float, float, float, float } %1607, 3
+	%1612 = extractvalue { float, float, float, float, float, float } %1607, 4
+	%1613 = extractvalue { float, float, float, float, float, float } %1607, 5
+	%1614 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1214, float %1262, float %1310, float %1358, float %1406, float %1454, float %1502, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1615 = extractvalue { float, float, float, float, float, float } %1614, 0
+	%1616 = extractvalue { float, float, float, float, float, float } %1614, 1
+	%1617 = extractvalue { float, float, float, float, float, float } %1614, 2
+	%1618 = extractvalue { float, float, float, float, float, float } %1614, 3
+	%1619 = extractvalue { float, float, float, float, float, float } %1614, 4
+	%1620 = extractvalue { float, float, float, float, float, float } %1614, 5
+	%1621 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1215, float %1263, float %1311, float %1359, float %1407, float %1455, float %1503, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1622 = extractvalue { float, float, float, float, float, float } %1621, 0
+	%1623 = extractvalue { float, float, float, float, float, float } %1621, 1
+	%1624 = extractvalue { float, float, float, float, float, float } %1621, 2
+	%1625 = extractvalue { float, float, float, float, float, float } %1621, 3
+	%1626 = extractvalue { float, float, float, float, float, float } %1621, 4
+	%1627 = extractvalue { float, float, float, float, float, float } %1621, 5
+	%1628 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1216, float %1264, float %1312, float %1360, float %1408, float %1456, float %1504, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1629 = extractvalue { float, float, float, float, float, float } %1628, 0
+	%1630 = extractvalue { float, float, float, float, float, float } %1628, 1
+	%1631 = extractvalue { float, float, float, float, float, float } %1628, 2
+	%1632 = extractvalue { float, float, float, float, float, float } %1628, 3
+	%1633 = extractvalue { float, float, float, float, float, float } %1628, 4
+	%1634 = extractvalue { float, float, float, float, float, float } %1628, 5
+	%1635 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1217, float %1265, float %1313, float %1361, float %1409, float %1457, float %1505, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1636 = extractvalue { float, float, float, float, float, float } %1635, 0
+	%1637 = extractvalue { float, float, float, float, float, float } %1635, 1
+	%1638 = extractvalue { float, float, float, float, float, float } %1635, 2
+	%1639 = extractvalue { float, float, float, float, float, float } %1635, 3
+	%1640 = extractvalue { float, float, float, float, float, float } %1635, 4
+	%1641 = extractvalue { float, float, float, float, float, float } %1635, 5
+	%1642 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1222, float %1270, float %1318, float %1366, float %1414, float %1462, float %1510, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1643 = extractvalue { float, float, float, float, float, float } %1642, 0
+	%1644 = extractvalue { float, float, float, float, float, float } %1642, 1
+	%1645 = extractvalue { float, float, float, float, float, float } %1642, 2
+	%1646 = extractvalue { float, float, float, float, float, float } %1642, 3
+	%1647 = extractvalue { float, float, float, float, float, float } %1642, 4
+	%1648 = extractvalue { float, float, float, float, float, float } %1642, 5
+	%1649 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1223, float %1271, float %1319, float %1367, float %1415, float %1463, float %1511, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1650 = extractvalue { float, float, float, float, float, float } %1649, 0
+	%1651 = extractvalue { float, float, float, float, float, float } %1649, 1
+	%1652 = extractvalue { float, float, float, float, float, float } %1649, 2
+	%1653 = extractvalue { float, float, float, float, float, float } %1649, 3
+	%1654 = extractvalue { float, float, float, float, float, float } %1649, 4
+	%1655 = extractvalue { float, float, float, float, float, float } %1649, 5
+	%1656 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1224, float %1272, float %1320, float %1368, float %1416, float %1464, float %1512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1657 = extractvalue { float, float, float, float, float, float } %1656, 0
+	%1658 = extractvalue { float, float, float, float, float, float } %1656, 1
+	%1659 = extractvalue { float, float, float, float, float, float } %1656, 2
+	%1660 = extractvalue { float, float, float, float, float, float } %1656, 3
+	%1661 = extractvalue { float, float, float, float, float, float } %1656, 4
+	%1662 = extractvalue { float, float, float, float, float, float } %1656, 5
+	%1663 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1225, float %1273, float %1321, float %1369, float %1417, float %1465, float %1513, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1664 = extractvalue { float, float, float, float, float, float } %1663, 0
+	%1665 = extractvalue { float, float, float, float, float, float } %1663, 1
+	%1666 = extractvalue { float, float, float, float, float, float } %1663, 2
+	%1667 = extractvalue { float, float, float, float, float, float } %1663, 3
+	%1668 = extractvalue { float, float, float, float, float, float } %1663, 4
+	%1669 = extractvalue { float, float, float, float, float, float } %1663, 5
+	%1670 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1226, float %1274, float %1322, float %1370, float %1418, float %1466, float %1514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1671 = extractvalue { float, float, float, float, float, float } %1670, 0
+	%1672 = extractvalue { float, float, float, float, float, float } %1670, 1
+	%1673 = extractvalue { float, float, float, float, float, float } %1670, 2
+	%1674 = extractvalue { float, float, float, float, float, float } %1670, 3
+	%1675 = extractvalue { float, float, float, float, float, float } %1670, 4
+	%1676 = extractvalue { float, float, float, float, float, float } %1670, 5
+	%1677 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1227, float %1275, float %1323, float %1371, float %1419, float %1467, float %1515, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1678 = extractvalue { float, float, float, float, float, float } %1677, 0
+	%1679 = extractvalue { float, float, float, float, float, float } %1677, 1
+	%1680 = extractvalue { float, float, float, float, float, float } %1677, 2
+	%1681 = extractvalue { float, float, float, float, float, float } %1677, 3
+	%1682 = extractvalue { float, float, float, float, float, float } %1677, 4
+	%1683 = extractvalue { float, float, float, float, float, float } %1677, 5
+	%1684 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1228, float %1276, float %1324, float %1372, float %1420, float %1468, float %1516, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1685 = extractvalue { float, float, float, float, float, float } %1684, 0
+	%1686 = extractvalue { float, float, float, float, float, float } %1684, 1
+	%1687 = extractvalue { float, float, float, float, float, float } %1684, 2
+	%1688 = extractvalue { float, float, float, float, float, float } %1684, 3
+	%1689 = extractvalue { float, float, float, float, float, float } %1684, 4
+	%1690 = extractvalue { float, float, float, float, float, float } %1684, 5
+	%1691 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1229, float %1277, float %1325, float %1373, float %1421, float %1469, float %1517, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1692 = extractvalue { float, float, float, float, float, float } %1691, 0
+	%1693 = extractvalue { float, float, float, float, float, float } %1691, 1
+	%1694 = extractvalue { float, float, float, float, float, float } %1691, 2
+	%1695 = extractvalue { float, float, float, float, float, float } %1691, 3
+	%1696 = extractvalue { float, float, float, float, float, float } %1691, 4
+	%1697 = extractvalue { float, float, float, float, float, float } %1691, 5
+	%1698 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1234, float %1282, float %1330, float %1378, float %1426, float %1474, float %1522, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1699 = extractvalue { float, float, float, float, float, float } %1698, 0
+	%1700 = extractvalue { float, float, float, float, float, float } %1698, 1
+	%1701 = extractvalue { float, float, float, float, float, float } %1698, 2
+	%1702 = extractvalue { float, float, float, float, float, float } %1698, 3
+	%1703 = extractvalue { float, float, float, float, float, float } %1698, 4
+	%1704 = extractvalue { float, float, float, float, float, float } %1698, 5
+	%1705 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1235, float %1283, float %1331, float %1379, float %1427, float %1475, float %1523, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1706 = extractvalue { float, float, float, float, float, float } %1705, 0
+	%1707 = extractvalue { float, float, float, float, float, float } %1705, 1
+	%1708 = extractvalue { float, float, float, float, float, float } %1705, 2
+	%1709 = extractvalue { float, float, float, float, float, float } %1705, 3
+	%1710 = extractvalue { float, float, float, float, float, float } %1705, 4
+	%1711 = extractvalue { float, float, float, float, float, float } %1705, 5
+	%1712 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1236, float %1284, float %1332, float %1380, float %1428, float %1476, float %1524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1713 = extractvalue { float, float, float, float, float, float } %1712, 0
+	%1714 = extractvalue { float, float, float, float, float, float } %1712, 1
+	%1715 = extractvalue { float, float, float, float, float, float } %1712, 2
+	%1716 = extractvalue { float, float, float, float, float, float } %1712, 3
+	%1717 = extractvalue { float, float, float, float, float, float } %1712, 4
+	%1718 = extractvalue { float, float, float, float, float, float } %1712, 5
+	%1719 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1237, float %1285, float %1333, float %1381, float %1429, float %1477, float %1525, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1720 = extractvalue { float, float, float, float, float, float } %1719, 0
+	%1721 = extractvalue { float, float, float, float, float, float } %1719, 1
+	%1722 = extractvalue { float, float, float, float, float, float } %1719, 2
+	%1723 = extractvalue { float, float, float, float, float, float } %1719, 3
+	%1724 = extractvalue { float, float, float, float, float, float } %1719, 4
+	%1725 = extractvalue { float, float, float, float, float, float } %1719, 5
+	%1726 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1238, float %1286, float %1334, float %1382, float %1430, float %1478, float %1526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1727 = extractvalue { float, float, float, float, float, float } %1726, 0
+	%1728 = extractvalue { float, float, float, float, float, float } %1726, 1
+	%1729 = extractvalue { float, float, float, float, float, float } %1726, 2
+	%1730 = extractvalue { float, float, float, float, float, float } %1726, 3
+	%1731 = extractvalue { float, float, float, float, float, float } %1726, 4
+	%1732 = extractvalue { float, float, float, float, float, float } %1726, 5
+	%1733 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1239, float %1287, float %1335, float %1383, float %1431, float %1479, float %1527, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1734 = extractvalue { float, float, float, float, float, float } %1733, 0
+	%1735 = extractvalue { float, float, float, float, float, float } %1733, 1
+	%1736 = extractvalue { float, float, float, float, float, float } %1733, 2
+	%1737 = extractvalue { float, float, float, float, float, float } %1733, 3
+	%1738 = extractvalue { float, float, float, float, float, float } %1733, 4
+	%1739 = extractvalue { float, float, float, float, float, float } %1733, 5
+	%1740 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1240, float %1288, float %1336, float %1384, float %1432, float %1480, float %1528, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1741 = extractvalue { float, float, float, float, float, float } %1740, 0
+	%1742 = extractvalue { float, float, float, float, float, float } %1740, 1
+	%1743 = extractvalue { float, float, float, float, float, float } %1740, 2
+	%1744 = extractvalue { float, float, float, float, float, float } %1740, 3
+	%1745 = extractvalue { float, float, float, float, float, float } %1740, 4
+	%1746 = extractvalue { float, float, float, float, float, float } %1740, 5
+	%1747 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %1241, float %1289, float %1337, float %1385, float %1433, float %1481, float %1529, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1748 = extractvalue { float, float, float, float, float, float } %1747, 0
+	%1749 = extractvalue { float, float, float, float, float, float } %1747, 1
+	%1750 = extractvalue { float, float, float, float, float, float } %1747, 2
+	%1751 = extractvalue { float, float, float, float, float, float } %1747, 3
+	%1752 = extractvalue { float, float, float, float, float, float } %1747, 4
+	%1753 = extractvalue { float, float, float, float, float, float } %1747, 5
+	%1754 = insertelement <8 x float> undef, float %1531, i32 0
+	%1755 = insertelement <8 x float> %1754, float %1538, i32 1
+	%1756 = insertelement <8 x float> %1755, float %1545, i32 2
+	%1757 = insertelement <8 x float> %1756, float %1552, i32 3
+	%1758 = insertelement <8 x float> %1757, float %1559, i32 4
+	%1759 = insertelement <8 x float> %1758, float %1566, i32 5
+	%1760 = insertelement <8 x float> %1759, float %1573, i32 6
+	%1761 = insertelement <8 x float> %1760, float %1580, i32 7
+	%1762 = add i64 %1192, 0
+	%1763 = getelementptr float, float* %7, i64 %1762
+	%1764 = bitcast float* %1763 to <8 x float>*
+	store <8 x float> %1761, <8 x float>* %1764, align 4
+	%1765 = insertelement <8 x float> undef, float %1587, i32 0
+	%1766 = insertelement <8 x float> %1765, float %1594, i32 1
+	%1767 = insertelement <8 x float> %1766, float %1601, i32 2
+	%1768 = insertelement <8 x float> %1767, float %1608, i32 3
+	%1769 = insertelement <8 x float> %1768, float %1615, i32 4
+	%1770 = insertelement <8 x float> %1769, float %1622, i32 5
+	%1771 = insertelement <8 x float> %1770, float %1629, i32 6
+	%1772 = insertelement <8 x float> %1771, float %1636, i32 7
+	%1773 = add i64 %1192, 8
+	%1774 = getelementptr float, float* %7, i64 %1773
+	%1775 = bitcast float* %1774 to <8 x float>*
+	store <8 x float> %1772, <8 x float>* %1775, align 4
+	%1776 = insertelement <8 x float> undef, float %1643, i32 0
+	%1777 = insertelement <8 x float> %1776, float %1650, i32 1
+	%1778 = insertelement <8 x float> %1777, float %1657, i32 2
+	%1779 = insertelement <8 x float> %1778, float %1664, i32 3
+	%1780 = insertelement <8 x float> %1779, float %1671, i32 4
+	%1781 = insertelement <8 x float> %1780, float %1678, i32 5
+	%1782 = insertelement <8 x float> %1781, float %1685, i32 6
+	%1783 = insertelement <8 x float> %1782, float %1692, i32 7
+	%1784 = add i64 %1192, 16
+	%1785 = getelementptr float, float* %7, i64 %1784
+	%1786 = bitcast float* %1785 to <8 x float>*
+	store <8 x float> %1783, <8 x float>* %1786, align 4
+	%1787 = insertelement <8 x float> undef, float %1699, i32 0
+	%1788 = insertelement <8 x float> %1787, float %1706, i32 1
+	%1789 = insertelement <8 x float> %1788, float %1713, i32 2
+	%1790 = insertelement <8 x float> %1789, float %1720, i32 3
+	%1791 = insertelement <8 x float> %1790, float %1727, i32 4
+	%1792 = insertelement <8 x float> %1791, float %1734, i32 5
+	%1793 = insertelement <8 x float> %1792, float %1741, i32 6
+	%1794 = insertelement <8 x float> %1793, float %1748, i32 7
+	%1795 = add i64 %1192, 24
+	%1796 = getelementptr float, float* %7, i64 %1795
+	%1797 = bitcast float* %1796 to <8 x float>*
+	store <8 x float> %1794, <8 x float>* %1797, align 4
+	%1798 = insertelement <8 x float> undef, float %1532, i32 0
+	%1799 = insertelement <8 x float> %1798, float %1539, i32 1
+	%1800 = insertelement <8 x float> %1799, float %1546, i32 2
+	%1801 = insertelement <8 x float> %1800, float %1553, i32 3
+	%1802 = insertelement <8 x float> %1801, float %1560, i32 4
+	%1803 = insertelement <8 x float> %1802, float %1567, i32 5
+	%1804 = insertelement <8 x float> %1803, float %1574, i32 6
+	%1805 = insertelement <8 x float> %1804, float %1581, i32 7
+	%1806 = add i64 %1192, 0
+	%1807 = getelementptr float, float* %5, i64 %1806
+	%1808 = bitcast float* %1807 to <8 x float>*
+	store <8 x float> %1805, <8 x float>* %1808, align 4
+	%1809 = insertelement <8 x float> undef, float %1588, i32 0
+	%1810 = insertelement <8 x float> %1809, float %1595, i32 1
+	%1811 = insertelement <8 x float> %1810, float %1602, i32 2
+	%1812 = insertelement <8 x float> %1811, float %1609, i32 3
+	%1813 = insertelement <8 x float> %1812, float %1616, i32 4
+	%1814 = insertelement <8 x float> %1813, float %1623, i32 5
+	%1815 = insertelement <8 x float> %1814, float %1630, i32 6
+	%1816 = insertelement <8 x float> %1815, float %1637, i32 7
+	%1817 = add i64 %1192, 8
+	%1818 = getelementptr float, float* %5, i64 %1817
+	%1819 = bitcast float* %1818 to <8 x float>*
+	store <8 x float> %1816, <8 x float>* %1819, align 4
+	%1820 = insertelement <8 x float> undef, float %1644, i32 0
+	%1821 = insertelement <8 x float> %1820, float %1651, i32 1
+	%1822 = insertelement <8 x float> %1821, float %1658, i32 2
+	%1823 = insertelement <8 x float> %1822, float %1665, i32 3
+	%1824 = insertelement <8 x float> %1823, float %1672, i32 4
+	%1825 = insertelement <8 x float> %1824, float %1679, i32 5
+	%1826 = insertelement <8 x float> %1825, float %1686, i32 6
+	%1827 = insertelement <8 x float> %1826, float %1693, i32 7
+	%1828 = add i64 %1192, 16
+	%1829 = getelementptr float, float* %5, i64 %1828
+	%1830 = bitcast float* %1829 to <8 x float>*
+	store <8 x float> %1827, <8 x float>* %1830, align 4
+	%1831 = insertelement <8 x float> undef, float %1700, i32 0
+	%1832 = insertelement <8 x float> %1831, float %1707, i32 1
+	%1833 = insertelement <8 x float> %1832, float %1714, i32 2
+	%1834 = insertelement <8 x float> %1833, float %1721, i32 3
+	%1835 = insertelement <8 x float> %1834, float %1728, i32 4
+	%1836 = insertelement <8 x float> %1835, float %1735, i32 5
+	%1837 = insertelement <8 x float> %1836, float %1742, i32 6
+	%1838 = insertelement <8 x float> %1837, float %1749, i32 7
+	%1839 = add i64 %1192, 24
+	%1840 = getelementptr float, float* %5, i64 %1839
+	%1841 = bitcast float* %1840 to <8 x float>*
+	store <8 x float> %1838, <8 x float>* %1841, align 4
+	%1842 = insertelement <8 x float> undef, float %1533, i32 0
+	%1843 = insertelement <8 x float> %1842, float %1540, i32 1
+	%1844 = insertelement <8 x float> %1843, float %1547, i32 2
+	%1845 = insertelement <8 x float> %1844, float %1554, i32 3
+	%1846 = insertelement <8 x float> %1845, float %1561, i32 4
+	%1847 = insertelement <8 x float> %1846, float %1568, i32 5
+	%1848 = insertelement <8 x float> %1847, float %1575, i32 6
+	%1849 = insertelement <8 x float> %1848, float %1582, i32 7
+	%1850 = add i64 %1192, 0
+	%1851 = getelementptr float, float* %9, i64 %1850
+	%1852 = bitcast float* %1851 to <8 x float>*
+	store <8 x float> %1849, <8 x float>* %1852, align 4
+	%1853 = insertelement <8 x float> undef, float %1589, i32 0
+	%1854 = insertelement <8 x float> %1853, float %1596, i32 1
+	%1855 = insertelement <8 x float> %1854, float %1603, i32 2
+	%1856 = insertelement <8 x float> %1855, float %1610, i32 3
+	%1857 = insertelement <8 x float> %1856, float %1617, i32 4
+	%1858 = insertelement <8 x float> %1857, float %1624, i32 5
+	%1859 = insertelement <8 x float> %1858, float %1631, i32 6
+	%1860 = insertelement <8 x float> %1859, float %1638, i32 7
+	%1861 = add i64 %1192, 8
+	%1862 = getelementptr float, float* %9, i64 %1861
+	%1863 = bitcast float* %1862 to <8 x float>*
+	store <8 x float> %1860, <8 x float>* %1863, align 4
+	%1864 = insertelement <8 x float> undef, float %1645, i32 0
+	%1865 = insertelement <8 x float> %1864, float %1652, i32 1
+	%1866 = insertelement <8 x float> %1865, float %1659, i32 2
+	%1867 = insertelement <8 x float> %1866, float %1666, i32 3
+	%1868 = insertelement <8 x float> %1867, float %1673, i32 4
+	%1869 = insertelement <8 x float> %1868, float %1680, i32 5
+	%1870 = insertelement <8 x float> %1869, float %1687, i32 6
+	%1871 = insertelement <8 x float> %1870, float %1694, i32 7
+	%1872 = add i64 %1192, 16
+	%1873 = getelementptr float, float* %9, i64 %1872
+	%1874 = bitcast float* %1873 to <8 x float>*
+	store <8 x float> %1871, <8 x float>* %1874, align 4
+	%1875 = insertelement <8 x float> undef, float %1701, i32 0
+	%1876 = insertelement <8 x float> %1875, float %1708, i32 1
+	%1877 = insertelement <8 x float> %1876, float %1715, i32 2
+	%1878 = insertelement <8 x float> %1877, float %1722, i32 3
+	%1879 = insertelement <8 x float> %1878, float %1729, i32 4
+	%1880 = insertelement <8 x float> %1879, float %1736, i32 5
+	%1881 = insertelement <8 x float> %1880, float %1743, i32 6
+	%1882 = insertelement <8 x float> %1881, float %1750, i32 7
+	%1883 = add i64 %1192, 24
+	%1884 = getelementptr float, float* %9, i64 %1883
+	%1885 = bitcast float* %1884 to <8 x float>*
+	store <8 x float> %1882, <8 x float>* %1885, align 4
+	%1886 = insertelement <8 x float> undef, float %1534, i32 0
+	%1887 = insertelement <8 x float> %1886, float %1541, i32 1
+	%1888 = insertelement <8 x float> %1887, float %1548, i32 2
+	%1889 = insertelement <8 x float> %1888, float %1555, i32 3
+	%1890 = insertelement <8 x float> %1889, float %1562, i32 4
+	%1891 = insertelement <8 x float> %1890, float %1569, i32 5
+	%1892 = insertelement <8 x float> %1891, float %1576, i32 6
+	%1893 = insertelement <8 x float> %1892, float %1583, i32 7
+	%1894 = add i64 %1192, 0
+	%1895 = getelementptr float, float* %11, i64 %1894
+	%1896 = bitcast float* %1895 to <8 x float>*
+	store <8 x float> %1893, <8 x float>* %1896, align 4
+	%1897 = insertelement <8 x float> undef, float %1590, i32 0
+	%1898 = insertelement <8 x float> %1897, float %1597, i32 1
+	%1899 = insertelement <8 x float> %1898, float %1604, i32 2
+	%1900 = insertelement <8 x float> %1899, float %1611, i32 3
+	%1901 = insertelement <8 x float> %1900, float %1618, i32 4
+	%1902 = insertelement <8 x float> %1901, float %1625, i32 5
+	%1903 = insertelement <8 x float> %1902, float %1632, i32 6
+	%1904 = insertelement <8 x float> %1903, float %1639, i32 7
+	%1905 = add i64 %1192, 8
+	%1906 = getelementptr float, float* %11, i64 %1905
+	%1907 = bitcast float* %1906 to <8 x float>*
+	store <8 x float> %1904, <8 x float>* %1907, align 4
+	%1908 = insertelement <8 x float> undef, float %1646, i32 0
+	%1909 = insertelement <8 x float> %1908, float %1653, i32 1
+	%1910 = insertelement <8 x float> %1909, float %1660, i32 2
+	%1911 = insertelement <8 x float> %1910, float %1667, i32 3
+	%1912 = insertelement <8 x float> %1911, float %1674, i32 4
+	%1913 = insertelement <8 x float> %1912, float %1681, i32 5
+	%1914 = insertelement <8 x float> %1913, float %1688, i32 6
+	%1915 = insertelement <8 x float> %1914, float %1695, i32 7
+	%1916 = add i64 %1192, 16
+	%1917 = getelementptr float, float* %11, i64 %1916
+	%1918 = bitcast float* %1917 to <8 x float>*
+	store <8 x float> %1915, <8 x float>* %1918, align 4
+	%1919 = insertelement <8 x float> undef, float %1702, i32 0
+	%1920 = insertelement <8 x float> %1919, float %1709, i32 1
+	%1921 = insertelement <8 x float> %1920, float %1716, i32 2
+	%1922 = insertelement <8 x float> %1921, float %1723, i32 3
+	%1923 = insertelement <8 x float> %1922, float %1730, i32 4
+	%1924 = insertelement <8 x float> %1923, float %1737, i32 5
+	%1925 = insertelement <8 x float> %1924, float %1744, i32 6
+	%1926 = insertelement <8 x float> %1925, float %1751, i32 7
+	%1927 = add i64 %1192, 24
+	%1928 = getelementptr float, float* %11, i64 %1927
+	%1929 = bitcast float* %1928 to <8 x float>*
+	store <8 x float> %1926, <8 x float>* %1929, align 4
+	%1930 = insertelement <8 x float> undef, float %1535, i32 0
+	%1931 = insertelement <8 x float> %1930, float %1542, i32 1
+	%1932 = insertelement <8 x float> %1931, float %1549, i32 2
+	%1933 = insertelement <8 x float> %1932, float %1556, i32 3
+	%1934 = insertelement <8 x float> %1933, float %1563, i32 4
+	%1935 = insertelement <8 x float> %1934, float %1570, i32 5
+	%1936 = insertelement <8 x float> %1935, float %1577, i32 6
+	%1937 = insertelement <8 x float> %1936, float %1584, i32 7
+	%1938 = add i64 %1192, 0
+	%1939 = getelementptr float, float* %1, i64 %1938
+	%1940 = bitcast float* %1939 to <8 x float>*
+	store <8 x float> %1937, <8 x float>* %1940, align 4
+	%1941 = insertelement <8 x float> undef, float %1591, i32 0
+	%1942 = insertelement <8 x float> %1941, float %1598, i32 1
+	%1943 = insertelement <8 x float> %1942, float %1605, i32 2
+	%1944 = insertelement <8 x float> %1943, float %1612, i32 3
+	%1945 = insertelement <8 x float> %1944, float %1619, i32 4
+	%1946 = insertelement <8 x float> %1945, float %1626, i32 5
+	%1947 = insertelement <8 x float> %1946, float %1633, i32 6
+	%1948 = insertelement <8 x float> %1947, float %1640, i32 7
+	%1949 = add i64 %1192, 8
+	%1950 = getelementptr float, float* %1, i64 %1949
+	%1951 = bitcast float* %1950 to <8 x float>*
+	store <8 x float> %1948, <8 x float>* %1951, align 4
+	%1952 = insertelement <8 x float> undef, float %1647, i32 0
+	%1953 = insertelement <8 x float> %1952, float %1654, i32 1
+	%1954 = insertelement <8 x float> %1953, float %1661, i32 2
+	%1955 = insertelement <8 x float> %1954, float %1668, i32 3
+	%1956 = insertelement <8 x float> %1955, float %1675, i32 4
+	%1957 = insertelement <8 x float> %1956, float %1682, i32 5
+	%1958 = insertelement <8 x float> %1957, float %1689, i32 6
+	%1959 = insertelement <8 x float> %1958, float %1696, i32 7
+	%1960 = add i64 %1192, 16
+	%1961 = getelementptr float, float* %1, i64 %1960
+	%1962 = bitcast float* %1961 to <8 x float>*
+	store <8 x float> %1959, <8 x float>* %1962, align 4
+	%1963 = insertelement <8 x float> undef, float %1703, i32 0
+	%1964 = insertelement <8 x float> %1963, float %1710, i32 1
+	%1965 = insertelement <8 x float> %1964, float %1717, i32 2
+	%1966 = insertelement <8 x float> %1965, float %1724, i32 3
+	%1967 = insertelement <8 x float> %1966, float %1731, i32 4
+	%1968 = insertelement <8 x float> %1967, float %1738, i32 5
+	%1969 = insertelement <8 x float> %1968, float %1745, i32 6
+	%1970 = insertelement <8 x float> %1969, float %1752, i32 7
+	%1971 = add i64 %1192, 24
+	%1972 = getelementptr float, float* %1, i64 %1971
+	%1973 = bitcast float* %1972 to <8 x float>*
+	store <8 x float> %1970, <8 x float>* %1973, align 4
+	%1974 = insertelement <8 x float> undef, float %1536, i32 0
+	%1975 = insertelement <8 x float> %1974, float %1543, i32 1
+	%1976 = insertelement <8 x float> %1975, float %1550, i32 2
+	%1977 = insertelement <8 x float> %1976, float %1557, i32 3
+	%1978 = insertelement <8 x float> %1977, float %1564, i32 4
+	%1979 = insertelement <8 x float> %1978, float %1571, i32 5
+	%1980 = insertelement <8 x float> %1979, float %1578, i32 6
+	%1981 = insertelement <8 x float> %1980, float %1585, i32 7
+	%1982 = add i64 %1192, 0
+	%1983 = getelementptr float, float* %13, i64 %1982
+	%1984 = bitcast float* %1983 to <8 x float>*
+	store <8 x float> %1981, <8 x float>* %1984, align 4
+	%1985 = insertelement <8 x float> undef, float %1592, i32 0
+	%1986 = insertelement <8 x float> %1985, float %1599, i32 1
+	%1987 = insertelement <8 x float> %1986, float %1606, i32 2
+	%1988 = insertelement <8 x float> %1987, float %1613, i32 3
+	%1989 = insertelement <8 x float> %1988, float %1620, i32 4
+	%1990 = insertelement <8 x float> %1989, float %1627, i32 5
+	%1991 = insertelement <8 x float> %1990, float %1634, i32 6
+	%1992 = insertelement <8 x float> %1991, float %1641, i32 7
+	%1993 = add i64 %1192, 8
+	%1994 = getelementptr float, float* %13, i64 %1993
+	%1995 = bitcast float* %1994 to <8 x float>*
+	store <8 x float> %1992, <8 x float>* %1995, align 4
+	%1996 = insertelement <8 x float> undef, float %1648, i32 0
+	%1997 = insertelement <8 x float> %1996, float %1655, i32 1
+	%1998 = insertelement <8 x float> %1997, float %1662, i32 2
+	%1999 = insertelement <8 x float> %1998, float %1669, i32 3
+	%2000 = insertelement <8 x float> %1999, float %1676, i32 4
+	%2001 = insertelement <8 x float> %2000, float %1683, i32 5
+	%2002 = insertelement <8 x float> %2001, float %1690, i32 6
+	%2003 = insertelement <8 x float> %2002, float %1697, i32 7
+	%2004 = add i64 %1192, 16
+	%2005 = getelementptr float, float* %13, i64 %2004
+	%2006 = bitcast float* %2005 to <8 x float>*
+	store <8 x float> %2003, <8 x float>* %2006, align 4
+	%2007 = insertelement <8 x float> undef, float %1704, i32 0
+	%2008 = insertelement <8 x float> %2007, float %1711, i32 1
+	%2009 = insertelement <8 x float> %2008, float %1718, i32 2
+	%2010 = insertelement <8 x float> %2009, float %1725, i32 3
+	%2011 = insertelement <8 x float> %2010, float %1732, i32 4
+	%2012 = insertelement <8 x float> %2011, float %1739, i32 5
+	%2013 = insertelement <8 x float> %2012, float %1746, i32 6
+	%2014 = insertelement <8 x float> %2013, float %1753, i32 7
+	%2015 = add i64 %1192, 24
+	%2016 = getelementptr float, float* %13, i64 %2015
+	%2017 = bitcast float* %2016 to <8 x float>*
+	store <8 x float> %2014, <8 x float>* %2017, align 4
+	%2018 = add i64 %1188, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%2209 = mul i64 %1324, 8
+	%2019 = mul i64 %1187, 8
 	br label %group.head.43
 
 group.head.43:
-	%2210 = phi i64 [ %2209, %wide.done.42 ], [ %2336, %group.44 ]
-	%2211 = icmp slt i64 %2210, %64
-	br i1 %2211, label %group.44, label %group.done.45
+	%2020 = phi i64 [ %2019, %wide.done.42 ], [ %2146, %group.44 ]
+	%2021 = icmp slt i64 %2020, %64
+	br i1 %2021, label %group.44, label %group.done.45
 
 group.44:
-	%2212 = shl i64 %2210, 2
-	%2213 = add i64 %65, %2212
-	%2214 = add i64 %69, %2210
-	%2215 = getelementptr float, float* %1, i64 %2213
-	%2216 = getelementptr float, float* %2215, i64 0
-	%2217 = load float, float* %2216, align 4
-	%2218 = getelementptr float, float* %2215, i64 1
-	%2219 = load float, float* %2218, align 4
-	%2220 = getelementptr float, float* %2215, i64 2
-	%2221 = load float, float* %2220, align 4
-	%2222 = getelementptr float, float* %2215, i64 3
-	%2223 = load float, float* %2222, align 4
-	%2224 = getelementptr float, float* %3, i64 %2213
-	%2225 = getelementptr float, float* %2224, i64 0
-	%2226 = load float, float* %2225, align 4
-	%2227 = getelementptr float, float* %2224, i64 1
-	%2228 = load float, float* %2227, align 4
-	%2229 = getelementptr float, float* %2224, i64 2
-	%2230 = load float, float* %2229, align 4
-	%2231 = getelementptr float, float* %2224, i64 3
-	%2232 = load float, float* %2231, align 4
-	%2233 = getelementptr float, float* %5, i64 %2213
-	%2234 = getelementptr float, float* %2233, i64 0
-	%2235 = load float, float* %2234, align 4
-	%2236 = getelementptr float, float* %2233, i64 1
-	%2237 = load float, float* %2236, align 4
-	%2238 = getelementptr float, float* %2233, i64 2
-	%2239 = load float, float* %2238, align 4
-	%2240 = getelementptr float, float* %2233, i64 3
-	%2241 = load float, float* %2240, align 4
-	%2242 = getelementptr float, float* %7, i64 %2213
-	%2243 = getelementptr float, float* %2242, i64 0
-	%2244 = load float, float* %2243, align 4
-	%2245 = getelementptr float, float* %2242, i64 1
-	%2246 = load float, float* %2245, align 4
-	%2247 = getelementptr float, float* %2242, i64 2
-	%2248 = load float, float* %2247, align 4
-	%2249 = getelementptr float, float* %2242, i64 3
-	%2250 = load float, float* %2249, align 4
-	%2251 = getelementptr float, float* %9, i64 %2213
-	%2252 = getelementptr float, float* %2251, i64 0
-	%2253 = load float, float* %2252, align 4
-	%2254 = getelementptr float, float* %2251, i64 1
-	%2255 = load float, float* %2254, align 4
-	%2256 = getelementptr float, float* %2251, i64 2
-	%2257 = load float, float* %2256, align 4
-	%2258 = getelementptr float, float* %2251, i64 3
-	%2259 = load float, float* %2258, align 4
-	%2260 = getelementptr float, float* %11, i64 %2213
-	%2261 = getelementptr float, float* %2260, i64 0
-	%2262 = load float, float* %2261, align 4
-	%2263 = getelementptr float, float* %2260, i64 1
-	%2264 = load float, float* %2263, align 4
-	%2265 = getelementptr float, float* %2260, i64 2
-	%2266 = load float, float* %2265, align 4
-	%2267 = getelementptr float, float* %2260, i64 3
-	%2268 = load float, float* %2267, align 4
-	%2269 = getelementptr float, float* %13, i64 %2213
-	%2270 = getelementptr float, float* %2269, i64 0
-	%2271 = load float, float* %2270, align 4
-	%2272 = getelementptr float, float* %2269, i64 1
-	%2273 = load float, float* %2272, align 4
-	%2274 = getelementptr float, float* %2269, i64 2
-	%2275 = load float, float* %2274, align 4
-	%2276 = getelementptr float, float* %2269, i64 3
-	%2277 = load float, float* %2276, align 4
-	%2278 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2217, float %2226, float %2235, float %2244, float %2253, float %2262, float %2271, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2279 = extractvalue { float, float, float, float, float, float } %2278, 0
-	%2280 = extractvalue { float, float, float, float, float, float } %2278, 1
-	%2281 = extractvalue { float, float, float, float, float, float } %2278, 2
-	%2282 = extractvalue { float, float, float, float, float, float } %2278, 3
-	%2283 = extractvalue { float, float, float, float, float, float } %2278, 4
-	%2284 = extractvalue { float, float, float, float, float, float } %2278, 5
-	%2285 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2219, float %2228, float %2237, float %2246, float %2255, float %2264, float %2273, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2286 = extractvalue { float, float, float, float, float, float } %2285, 0
-	%2287 = extractvalue { float, float, float, float, float, float } %2285, 1
-	%2288 = extractvalue { float, float, float, float, float, float } %2285, 2
-	%2289 = extractvalue { float, float, float, float, float, float } %2285, 3
-	%2290 = extractvalue { float, float, float, float, float, float } %2285, 4
-	%2291 = extractvalue { float, float, float, float, float, float } %2285, 5
-	%2292 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2221, float %2230, float %2239, float %2248, float %2257, float %2266, float %2275, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2293 = extractvalue { float, float, float, float, float, float } %2292, 0
-	%2294 = extractvalue { float, float, float, float, float, float } %2292, 1
-	%2295 = extractvalue { float, float, float, float, float, float } %2292, 2
-	%2296 = extractvalue { float, float, float, float, float, float } %2292, 3
-	%2297 = extractvalue { float, float, float, float, float, float } %2292, 4
-	%2298 = extractvalue { float, float, float, float, float, float } %2292, 5
-	%2299 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2223, float %2232, float %2241, float %2250, float %2259, float %2268, float %2277, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2300 = extractvalue { float, float, float, float, float, float } %2299, 0
-	%2301 = extractvalue { float, float, float, float, float, float } %2299, 1
-	%2302 = extractvalue { float, float, float, float, float, float } %2299, 2
-	%2303 = extractvalue { float, float, float, float, float, float } %2299, 3
-	%2304 = extractvalue { float, float, float, float, float, float } %2299, 4
-	%2305 = extractvalue { float, float, float, float, float, float } %2299, 5
-	%2306 = getelementptr float, float* %7, i64 %2213
-	%2307 = getelementptr float, float* %2306, i64 0
-	store float %2279, float* %2307, align 4
-	%2308 = getelementptr float, float* %2306, i64 1
-	store float %2286, float* %2308, align 4
-	%2309 = getelementptr float, float* %2306, i64 2
-	store float %2293, float* %2309, align 4
-	%2310 = getelementptr float, float* %2306, i64 3
-	store float %2300, float* %2310, align 4
-	%2311 = getelementptr float, float* %5, i64 %2213
-	%2312 = getelementptr float, float* %2311, i64 0
-	store float %2280, float* %2312, align 4
-	%2313 = getelementptr float, float* %2311, i64 1
-	store float %2287, float* %2313, align 4
-	%2314 = getelementptr float, float* %2311, i64 2
-	store float %2294, float* %2314, align 4
-	%2315 = getelementptr float, float* %2311, i64 3
-	store float %2301, float* %2315, align 4
-	%2316 = getelementptr float, float* %9, i64 %2213
-	%2317 = getelementptr float, float* %2316, i64 0
-	store float %2281, float* %2317, align 4
-	%2318 = getelementptr float, float* %2316, i64 1
-	store float %2288, float* %2318, align 4
-	%2319 = getelementptr float, float* %2316, i64 2
-	store float %2295, float* %2319, align 4
-	%2320 = getelementptr float, float* %2316, i64 3
-	store float %2302, float* %2320, align 4
-	%2321 = getelementptr float, float* %11, i64 %2213
-	%2322 = getelementptr float, float* %2321, i64 0
-	store float %2282, float* %2322, align 4
-	%2323 = getelementptr float, float* %2321, i64 1
-	store float %2289, float* %2323, align 4
-	%2324 = getelementptr float, float* %2321, i64 2
-	store float %2296, float* %2324, align 4
-	%2325 = getelementptr float, float* %2321, i64 3
-	store float %2303, float* %2325, align 4
-	%2326 = getelementptr float, float* %1, i64 %2213
-	%2327 = getelementptr float, float* %2326, i64 0
-	store float %2283, float* %2327, align 4
-	%2328 = getelementptr float, float* %2326, i64 1
-	store float %2290, float* %2328, align 4
-	%2329 = getelementptr float, float* %2326, i64 2
-	store float %2297, float* %2329, align 4
-	%2330 = getelementptr float, float* %2326, i64 3
-	store float %2304, float* %2330, align 4
-	%2331 = getelementptr float, float* %13, i64 %2213
-	%2332 = getelementptr float, float* %2331, i64 0
-	store float %2284, float* %2332, align 4
-	%2333 = getelementptr float, float* %2331, i64 1
-	store float %2291, float* %2333, align 4
-	%2334 = getelementptr float, float* %2331, i64 2
-	store float %2298, float* %2334, align 4
-	%2335 = getelementptr float, float* %2331, i64 3
-	store float %2305, float* %2335, align 4
-	%2336 = add i64 %2210, 1
+	%2022 = shl i64 %2020, 2
+	%2023 = add i64 %65, %2022
+	%2024 = add i64 %69, %2020
+	%2025 = getelementptr float, float* %1, i64 %2023
+	%2026 = getelementptr float, float* %2025, i64 0
+	%2027 = load float, float* %2026, align 4
+	%2028 = getelementptr float, float* %2025, i64 1
+	%2029 = load float, float* %2028, align 4
+	%2030 = getelementptr float, float* %2025, i64 2
+	%2031 = load float, float* %2030, align 4
+	%2032 = getelementptr float, float* %2025, i64 3
+	%2033 = load float, float* %2032, align 4
+	%2034 = getelementptr float, float* %3, i64 %2023
+	%2035 = getelementptr float, float* %2034, i64 0
+	%2036 = load float, float* %2035, align 4
+	%2037 = getelementptr float, float* %2034, i64 1
+	%2038 = load float, float* %2037, align 4
+	%2039 = getelementptr float, float* %2034, i64 2
+	%2040 = load float, float* %2039, align 4
+	%2041 = getelementptr float, float* %2034, i64 3
+	%2042 = load float, float* %2041, align 4
+	%2043 = getelementptr float, float* %5, i64 %2023
+	%2044 = getelementptr float, float* %2043, i64 0
+	%2045 = load float, float* %2044, align 4
+	%2046 = getelementptr float, float* %2043, i64 1
+	%2047 = load float, float* %2046, align 4
+	%2048 = getelementptr float, float* %2043, i64 2
+	%2049 = load float, float* %2048, align 4
+	%2050 = getelementptr float, float* %2043, i64 3
+	%2051 = load float, float* %2050, align 4
+	%2052 = getelementptr float, float* %7, i64 %2023
+	%2053 = getelementptr float, float* %2052, i64 0
+	%2054 = load float, float* %2053, align 4
+	%2055 = getelementptr float, float* %2052, i64 1
+	%2056 = load float, float* %2055, align 4
+	%2057 = getelementptr float, float* %2052, i64 2
+	%2058 = load float, float* %2057, align 4
+	%2059 = getelementptr float, float* %2052, i64 3
+	%2060 = load float, float* %2059, align 4
+	%2061 = getelementptr float, float* %9, i64 %2023
+	%2062 = getelementptr float, float* %2061, i64 0
+	%2063 = load float, float* %2062, align 4
+	%2064 = getelementptr float, float* %2061, i64 1
+	%2065 = load float, float* %2064, align 4
+	%2066 = getelementptr float, float* %2061, i64 2
+	%2067 = load float, float* %2066, align 4
+	%2068 = getelementptr float, float* %2061, i64 3
+	%2069 = load float, float* %2068, align 4
+	%2070 = getelementptr float, float* %11, i64 %2023
+	%2071 = getelementptr float, float* %2070, i64 0
+	%2072 = load float, float* %2071, align 4
+	%2073 = getelementptr float, float* %2070, i64 1
+	%2074 = load float, float* %2073, align 4
+	%2075 = getelementptr float, float* %2070, i64 2
+	%2076 = load float, float* %2075, align 4
+	%2077 = getelementptr float, float* %2070, i64 3
+	%2078 = load float, float* %2077, align 4
+	%2079 = getelementptr float, float* %13, i64 %2023
+	%2080 = getelementptr float, float* %2079, i64 0
+	%2081 = load float, float* %2080, align 4
+	%2082 = getelementptr float, float* %2079, i64 1
+	%2083 = load float, float* %2082, align 4
+	%2084 = getelementptr float, float* %2079, i64 2
+	%2085 = load float, float* %2084, align 4
+	%2086 = getelementptr float, float* %2079, i64 3
+	%2087 = load float, float* %2086, align 4
+	%2088 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2027, float %2036, float %2045, float %2054, float %2063, float %2072, float %2081, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2089 = extractvalue { float, float, float, float, float, float } %2088, 0
+	%2090 = extractvalue { float, float, float, float, float, float } %2088, 1
+	%2091 = extractvalue { float, float, float, float, float, float } %2088, 2
+	%2092 = extractvalue { float, float, float, float, float, float } %2088, 3
+	%2093 = extractvalue { float, float, float, float, float, float } %2088, 4
+	%2094 = extractvalue { float, float, float, float, float, float } %2088, 5
+	%2095 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2029, float %2038, float %2047, float %2056, float %2065, float %2074, float %2083, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2096 = extractvalue { float, float, float, float, float, float } %2095, 0
+	%2097 = extractvalue { float, float, float, float, float, float } %2095, 1
+	%2098 = extractvalue { float, float, float, float, float, float } %2095, 2
+	%2099 = extractvalue { float, float, float, float, float, float } %2095, 3
+	%2100 = extractvalue { float, float, float, float, float, float } %2095, 4
+	%2101 = extractvalue { float, float, float, float, float, float } %2095, 5
+	%2102 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2031, float %2040, float %2049, float %2058, float %2067, float %2076, float %2085, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2103 = extractvalue { float, float, float, float, float, float } %2102, 0
+	%2104 = extractvalue { float, float, float, float, float, float } %2102, 1
+	%2105 = extractvalue { float, float, float, float, float, float } %2102, 2
+	%2106 = extractvalue { float, float, float, float, float, float } %2102, 3
+	%2107 = extractvalue { float, float, float, float, float, float } %2102, 4
+	%2108 = extractvalue { float, float, float, float, float, float } %2102, 5
+	%2109 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2033, float %2042, float %2051, float %2060, float %2069, float %2078, float %2087, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2110 = extractvalue { float, float, float, float, float, float } %2109, 0
+	%2111 = extractvalue { float, float, float, float, float, float } %2109, 1
+	%2112 = extractvalue { float, float, float, float, float, float } %2109, 2
+	%2113 = extractvalue { float, float, float, float, float, float } %2109, 3
+	%2114 = extractvalue { float, float, float, float, float, float } %2109, 4
+	%2115 = extractvalue { float, float, float, float, float, float } %2109, 5
+	%2116 = getelementptr float, float* %7, i64 %2023
+	%2117 = getelementptr float, float* %2116, i64 0
+	store float %2089, float* %2117, align 4
+	%2118 = getelementptr float, float* %2116, i64 1
+	store float %2096, float* %2118, align 4
+	%2119 = getelementptr float, float* %2116, i64 2
+	store float %2103, float* %2119, align 4
+	%2120 = getelementptr float, float* %2116, i64 3
+	store float %2110, float* %2120, align 4
+	%2121 = getelementptr float, float* %5, i64 %2023
+	%2122 = getelementptr float, float* %2121, i64 0
+	store float %2090, float* %2122, align 4
+	%2123 = getelementptr float, float* %2121, i64 1
+	store float %2097, float* %2123, align 4
+	%2124 = getelementptr float, float* %2121, i64 2
+	store float %2104, float* %2124, align 4
+	%2125 = getelementptr float, float* %2121, i64 3
+	store float %2111, float* %2125, align 4
+	%2126 = getelementptr float, float* %9, i64 %2023
+	%2127 = getelementptr float, float* %2126, i64 0
+	store float %2091, float* %2127, align 4
+	%2128 = getelementptr float, float* %2126, i64 1
+	store float %2098, float* %2128, align 4
+	%2129 = getelementptr float, float* %2126, i64 2
+	store float %2105, float* %2129, align 4
+	%2130 = getelementptr float, float* %2126, i64 3
+	store float %2112, float* %2130, align 4
+	%2131 = getelementptr float, float* %11, i64 %2023
+	%2132 = getelementptr float, float* %2131, i64 0
+	store float %2092, float* %2132, align 4
+	%2133 = getelementptr float, float* %2131, i64 1
+	store float %2099, float* %2133, align 4
+	%2134 = getelementptr float, float* %2131, i64 2
+	store float %2106, float* %2134, align 4
+	%2135 = getelementptr float, float* %2131, i64 3
+	store float %2113, float* %2135, align 4
+	%2136 = getelementptr float, float* %1, i64 %2023
+	%2137 = getelementptr float, float* %2136, i64 0
+	store float %2093, float* %2137, align 4
+	%2138 = getelementptr float, float* %2136, i64 1
+	store float %2100, float* %2138, align 4
+	%2139 = getelementptr float, float* %2136, i64 2
+	store float %2107, float* %2139, align 4
+	%2140 = getelementptr float, float* %2136, i64 3
+	store float %2114, float* %2140, align 4
+	%2141 = getelementptr float, float* %13, i64 %2023
+	%2142 = getelementptr float, float* %2141, i64 0
+	store float %2094, float* %2142, align 4
+	%2143 = getelementptr float, float* %2141, i64 1
+	store float %2101, float* %2143, align 4
+	%2144 = getelementptr float, float* %2141, i64 2
+	store float %2108, float* %2144, align 4
+	%2145 = getelementptr float, float* %2141, i64 3
+	store float %2115, float* %2145, align 4
+	%2146 = add i64 %2020, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2337 = phi i64 [ %67, %group.done.45 ], [ %2366, %tail.47 ]
-	%2338 = icmp slt i64 %2337, %47
-	br i1 %2338, label %tail.47, label %tail.done.48
+	%2147 = phi i64 [ %67, %group.done.45 ], [ %2176, %tail.47 ]
+	%2148 = icmp slt i64 %2147, %47
+	br i1 %2148, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2339 = getelementptr float, float* %1, i64 %2337
-	%2340 = load float, float* %2339, align 4
-	%2341 = getelementptr float, float* %3, i64 %2337
-	%2342 = load float, float* %2341, align 4
-	%2343 = getelementptr float, float* %5, i64 %2337
-	%2344 = load float, float* %2343, align 4
-	%2345 = getelementptr float, float* %7, i64 %2337
-	%2346 = load float, float* %2345, align 4
-	%2347 = getelementptr float, float* %9, i64 %2337
-	%2348 = load float, float* %2347, align 4
-	%2349 = getelementptr float, float* %11, i64 %2337
-	%2350 = load float, float* %2349, align 4
-	%2351 = getelementptr float, float* %13, i64 %2337
-	%2352 = load float, float* %2351, align 4
-	%2353 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2340, float %2342, float %2344, float %2346, float %2348, float %2350, float %2352, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
-	%2354 = extractvalue { float, float, float, float, float, float } %2353, 0
-	%2355 = extractvalue { float, float, float, float, float, float } %2353, 1
-	%2356 = extractvalue { float, float, float, float, float, float } %2353, 2
-	%2357 = extractvalue { float, float, float, float, float, float } %2353, 3
-	%2358 = extractvalue { float, float, float, float, float, float } %2353, 4
-	%2359 = extractvalue { float, float, float, float, float, float } %2353, 5
-	%2360 = getelementptr float, float* %7, i64 %2337
-	store float %2354, float* %2360, align 4
-	%2361 = getelementptr float, float* %5, i64 %2337
-	store float %2355, float* %2361, align 4
-	%2362 = getelementptr float, float* %9, i64 %2337
-	store float %2356, float* %2362, align 4
-	%2363 = getelementptr float, float* %11, i64 %2337
-	store float %2357, float* %2363, align 4
-	%2364 = getelementptr float, float* %1, i64 %2337
-	store float %2358, float* %2364, align 4
-	%2365 = getelementptr float, float* %13, i64 %2337
-	store float %2359, float* %2365, align 4
-	%2366 = add i64 %2337, 1
+	%2149 = getelementptr float, float* %1, i64 %2147
+	%2150 = load float, float* %2149, align 4
+	%2151 = getelementptr float, float* %3, i64 %2147
+	%2152 = load float, float* %2151, align 4
+	%2153 = getelementptr float, float* %5, i64 %2147
+	%2154 = load float, float* %2153, align 4
+	%2155 = getelementptr float, float* %7, i64 %2147
+	%2156 = load float, float* %2155, align 4
+	%2157 = getelementptr float, float* %9, i64 %2147
+	%2158 = load float, float* %2157, align 4
+	%2159 = getelementptr float, float* %11, i64 %2147
+	%2160 = load float, float* %2159, align 4
+	%2161 = getelementptr float, float* %13, i64 %2147
+	%2162 = load float, float* %2161, align 4
+	%2163 = call { float, float, float, float, float, float } @fiber_bccorr_body(float %2150, float %2152, float %2154, float %2156, float %2158, float %2160, float %2162, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2164 = extractvalue { float, float, float, float, float, float } %2163, 0
+	%2165 = extractvalue { float, float, float, float, float, float } %2163, 1
+	%2166 = extractvalue { float, float, float, float, float, float } %2163, 2
+	%2167 = extractvalue { float, float, float, float, float, float } %2163, 3
+	%2168 = extractvalue { float, float, float, float, float, float } %2163, 4
+	%2169 = extractvalue { float, float, float, float, float, float } %2163, 5
+	%2170 = getelementptr float, float* %7, i64 %2147
+	store float %2164, float* %2170, align 4
+	%2171 = getelementptr float, float* %5, i64 %2147
+	store float %2165, float* %2171, align 4
+	%2172 = getelementptr float, float* %9, i64 %2147
+	store float %2166, float* %2172, align 4
+	%2173 = getelementptr float, float* %11, i64 %2147
+	store float %2167, float* %2173, align 4
+	%2174 = getelementptr float, float* %1, i64 %2147
+	store float %2168, float* %2174, align 4
+	%2175 = getelementptr float, float* %13, i64 %2147
+	store float %2169, float* %2175, align 4
+	%2176 = add i64 %2147, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -5077,7 +4581,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @fiber_bccorr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @fiber_bccorr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -5159,7 +4663,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -5202,111 +4706,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -5316,589 +4817,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @fiber_bccorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_bccorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_bccorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_bccorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @fiber_bccorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_bccorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_bccorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_bccorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5907,39 +5410,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5948,7 +5450,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5974,20 +5476,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5996,41 +5497,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @fiber_bccorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_bccorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_bccorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_bccorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -6593,4 +6093,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_bccorr_abi = constant [65 x i8] c"9f7fa5d38ea67fba82eac8b1a53c2b185b78cf0cba977ba4ee2b00bef1518be6\00"
+@fiber_bccorr_abi = constant [65 x i8] c"db7c04f692dfad7dece90a0986790b095117575669505c6aba315cb5be7043d3\00"

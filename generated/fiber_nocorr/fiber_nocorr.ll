@@ -817,6 +817,36 @@ entry:
 	ret [4 x <8 x float>] %52
 }
 
+define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <8 x float>] %0, 0
+	%2 = extractvalue [4 x <8 x float>] %0, 1
+	%3 = extractvalue [4 x <8 x float>] %0, 2
+	%4 = extractvalue [4 x <8 x float>] %0, 3
+	%5 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%6 = shufflevector <8 x float> %1, <8 x float> %2, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%7 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 0, i32 8, i32 1, i32 9, i32 4, i32 12, i32 5, i32 13>
+	%8 = shufflevector <8 x float> %3, <8 x float> %4, <8 x i32> <i32 2, i32 10, i32 3, i32 11, i32 6, i32 14, i32 7, i32 15>
+	%9 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%10 = shufflevector <8 x float> %5, <8 x float> %7, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%11 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 0, i32 1, i32 8, i32 9, i32 4, i32 5, i32 12, i32 13>
+	%12 = shufflevector <8 x float> %6, <8 x float> %8, <8 x i32> <i32 2, i32 3, i32 10, i32 11, i32 6, i32 7, i32 14, i32 15>
+	%13 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <8 x float> %13, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%15 = insertvalue [4 x <8 x float>] undef, <8 x float> %14, 0
+	%16 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%17 = shufflevector <8 x float> %16, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 8, i32 9, i32 10, i32 11>
+	%18 = insertvalue [4 x <8 x float>] %15, <8 x float> %17, 1
+	%19 = shufflevector <8 x float> %9, <8 x float> %9, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%20 = shufflevector <8 x float> %19, <8 x float> %10, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%21 = insertvalue [4 x <8 x float>] %18, <8 x float> %20, 2
+	%22 = shufflevector <8 x float> %11, <8 x float> %11, <8 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
+	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
+	ret [4 x <8 x float>] %24
+}
+
 define internal { float, float, float, float, float, float } @fiber_nocorr_body(float %v.theta, float %v.g, float %v.gt, float %v.r, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12) alwaysinline nounwind {
 entry:
 	%0 = fsub float %v.g, %v.gt
@@ -1836,7 +1866,7 @@ head.done.27:
 	br label %wide.head.28
 
 wide.head.28:
-	%104 = phi i64 [ 0, %head.done.27 ], [ %1116, %wide.29 ]
+	%104 = phi i64 [ 0, %head.done.27 ], [ %979, %wide.29 ]
 	%105 = icmp slt i64 %104, %103
 	br i1 %105, label %wide.29, label %wide.done.30
 
@@ -1845,2765 +1875,2239 @@ wide.29:
 	%107 = shl i64 %106, 2
 	%108 = add i64 %63, %107
 	%109 = add i64 %67, %106
-	%110 = getelementptr float, float* %1, i64 %108
-	%111 = getelementptr float, float* %110, i64 0
-	%112 = load float, float* %111, align 4
-	%113 = getelementptr float, float* %110, i64 1
-	%114 = load float, float* %113, align 4
-	%115 = getelementptr float, float* %110, i64 2
-	%116 = load float, float* %115, align 4
-	%117 = getelementptr float, float* %110, i64 3
-	%118 = load float, float* %117, align 4
-	%119 = getelementptr float, float* %110, i64 4
-	%120 = load float, float* %119, align 4
-	%121 = getelementptr float, float* %110, i64 5
-	%122 = load float, float* %121, align 4
-	%123 = getelementptr float, float* %110, i64 6
-	%124 = load float, float* %123, align 4
-	%125 = getelementptr float, float* %110, i64 7
-	%126 = load float, float* %125, align 4
-	%127 = getelementptr float, float* %110, i64 8
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %110, i64 9
-	%130 = load float, float* %129, align 4
-	%131 = getelementptr float, float* %110, i64 10
-	%132 = load float, float* %131, align 4
-	%133 = getelementptr float, float* %110, i64 11
-	%134 = load float, float* %133, align 4
-	%135 = getelementptr float, float* %110, i64 12
-	%136 = load float, float* %135, align 4
-	%137 = getelementptr float, float* %110, i64 13
-	%138 = load float, float* %137, align 4
-	%139 = getelementptr float, float* %110, i64 14
-	%140 = load float, float* %139, align 4
-	%141 = getelementptr float, float* %110, i64 15
-	%142 = load float, float* %141, align 4
-	%143 = getelementptr float, float* %110, i64 16
-	%144 = load float, float* %143, align 4
-	%145 = getelementptr float, float* %110, i64 17
-	%146 = load float, float* %145, align 4
-	%147 = getelementptr float, float* %110, i64 18
-	%148 = load float, float* %147, align 4
-	%149 = getelementptr float, float* %110, i64 19
-	%150 = load float, float* %149, align 4
-	%151 = getelementptr float, float* %110, i64 20
-	%152 = load float, float* %151, align 4
-	%153 = getelementptr float, float* %110, i64 21
-	%154 = load float, float* %153, align 4
-	%155 = getelementptr float, float* %110, i64 22
-	%156 = load float, float* %155, align 4
-	%157 = getelementptr float, float* %110, i64 23
-	%158 = load float, float* %157, align 4
-	%159 = getelementptr float, float* %110, i64 24
-	%160 = load float, float* %159, align 4
-	%161 = getelementptr float, float* %110, i64 25
-	%162 = load float, float* %161, align 4
-	%163 = getelementptr float, float* %110, i64 26
-	%164 = load float, float* %163, align 4
-	%165 = getelementptr float, float* %110, i64 27
-	%166 = load float, float* %165, align 4
-	%167 = getelementptr float, float* %110, i64 28
-	%168 = load float, float* %167, align 4
-	%169 = getelementptr float, float* %110, i64 29
-	%170 = load float, float* %169, align 4
-	%171 = getelementptr float, float* %110, i64 30
-	%172 = load float, float* %171, align 4
-	%173 = getelementptr float, float* %110, i64 31
-	%174 = load float, float* %173, align 4
-	%175 = getelementptr float, float* %3, i64 %108
-	%176 = getelementptr float, float* %175, i64 0
-	%177 = load float, float* %176, align 4
-	%178 = getelementptr float, float* %175, i64 1
-	%179 = load float, float* %178, align 4
-	%180 = getelementptr float, float* %175, i64 2
-	%181 = load float, float* %180, align 4
-	%182 = getelementptr float, float* %175, i64 3
-	%183 = load float, float* %182, align 4
-	%184 = getelementptr float, float* %175, i64 4
-	%185 = load float, float* %184, align 4
-	%186 = getelementptr float, float* %175, i64 5
-	%187 = load float, float* %186, align 4
-	%188 = getelementptr float, float* %175, i64 6
-	%189 = load float, float* %188, align 4
-	%190 = getelementptr float, float* %175, i64 7
-	%191 = load float, float* %190, align 4
-	%192 = getelementptr float, float* %175, i64 8
-	%193 = load float, float* %192, align 4
-	%194 = getelementptr float, float* %175, i64 9
-	%195 = load float, float* %194, align 4
-	%196 = getelementptr float, float* %175, i64 10
-	%197 = load float, float* %196, align 4
-	%198 = getelementptr float, float* %175, i64 11
-	%199 = load float, float* %198, align 4
-	%200 = getelementptr float, float* %175, i64 12
-	%201 = load float, float* %200, align 4
-	%202 = getelementptr float, float* %175, i64 13
-	%203 = load float, float* %202, align 4
-	%204 = getelementptr float, float* %175, i64 14
-	%205 = load float, float* %204, align 4
-	%206 = getelementptr float, float* %175, i64 15
-	%207 = load float, float* %206, align 4
-	%208 = getelementptr float, float* %175, i64 16
-	%209 = load float, float* %208, align 4
-	%210 = getelementptr float, float* %175, i64 17
-	%211 = load float, float* %210, align 4
-	%212 = getelementptr float, float* %175, i64 18
-	%213 = load float, float* %212, align 4
-	%214 = getelementptr float, float* %175, i64 19
-	%215 = load float, float* %214, align 4
-	%216 = getelementptr float, float* %175, i64 20
-	%217 = load float, float* %216, align 4
-	%218 = getelementptr float, float* %175, i64 21
-	%219 = load float, float* %218, align 4
-	%220 = getelementptr float, float* %175, i64 22
-	%221 = load float, float* %220, align 4
-	%222 = getelementptr float, float* %175, i64 23
-	%223 = load float, float* %222, align 4
-	%224 = getelementptr float, float* %175, i64 24
-	%225 = load float, float* %224, align 4
-	%226 = getelementptr float, float* %175, i64 25
-	%227 = load float, float* %226, align 4
-	%228 = getelementptr float, float* %175, i64 26
-	%229 = load float, float* %228, align 4
-	%230 = getelementptr float, float* %175, i64 27
-	%231 = load float, float* %230, align 4
-	%232 = getelementptr float, float* %175, i64 28
-	%233 = load float, float* %232, align 4
-	%234 = getelementptr float, float* %175, i64 29
-	%235 = load float, float* %234, align 4
-	%236 = getelementptr float, float* %175, i64 30
-	%237 = load float, float* %236, align 4
-	%238 = getelementptr float, float* %175, i64 31
-	%239 = load float, float* %238, align 4
-	%240 = getelementptr float, float* %5, i64 %108
-	%241 = getelementptr float, float* %240, i64 0
-	%242 = load float, float* %241, align 4
-	%243 = getelementptr float, float* %240, i64 1
-	%244 = load float, float* %243, align 4
-	%245 = getelementptr float, float* %240, i64 2
-	%246 = load float, float* %245, align 4
-	%247 = getelementptr float, float* %240, i64 3
-	%248 = load float, float* %247, align 4
-	%249 = getelementptr float, float* %240, i64 4
-	%250 = load float, float* %249, align 4
-	%251 = getelementptr float, float* %240, i64 5
-	%252 = load float, float* %251, align 4
-	%253 = getelementptr float, float* %240, i64 6
-	%254 = load float, float* %253, align 4
-	%255 = getelementptr float, float* %240, i64 7
-	%256 = load float, float* %255, align 4
-	%257 = getelementptr float, float* %240, i64 8
-	%258 = load float, float* %257, align 4
-	%259 = getelementptr float, float* %240, i64 9
-	%260 = load float, float* %259, align 4
-	%261 = getelementptr float, float* %240, i64 10
-	%262 = load float, float* %261, align 4
-	%263 = getelementptr float, float* %240, i64 11
-	%264 = load float, float* %263, align 4
-	%265 = getelementptr float, float* %240, i64 12
-	%266 = load float, float* %265, align 4
-	%267 = getelementptr float, float* %240, i64 13
-	%268 = load float, float* %267, align 4
-	%269 = getelementptr float, float* %240, i64 14
-	%270 = load float, float* %269, align 4
-	%271 = getelementptr float, float* %240, i64 15
-	%272 = load float, float* %271, align 4
-	%273 = getelementptr float, float* %240, i64 16
-	%274 = load float, float* %273, align 4
-	%275 = getelementptr float, float* %240, i64 17
-	%276 = load float, float* %275, align 4
-	%277 = getelementptr float, float* %240, i64 18
-	%278 = load float, float* %277, align 4
-	%279 = getelementptr float, float* %240, i64 19
-	%280 = load float, float* %279, align 4
-	%281 = getelementptr float, float* %240, i64 20
-	%282 = load float, float* %281, align 4
-	%283 = getelementptr float, float* %240, i64 21
-	%284 = load float, float* %283, align 4
-	%285 = getelementptr float, float* %240, i64 22
-	%286 = load float, float* %285, align 4
-	%287 = getelementptr float, float* %240, i64 23
-	%288 = load float, float* %287, align 4
-	%289 = getelementptr float, float* %240, i64 24
-	%290 = load float, float* %289, align 4
-	%291 = getelementptr float, float* %240, i64 25
-	%292 = load float, float* %291, align 4
-	%293 = getelementptr float, float* %240, i64 26
-	%294 = load float, float* %293, align 4
-	%295 = getelementptr float, float* %240, i64 27
-	%296 = load float, float* %295, align 4
-	%297 = getelementptr float, float* %240, i64 28
-	%298 = load float, float* %297, align 4
-	%299 = getelementptr float, float* %240, i64 29
-	%300 = load float, float* %299, align 4
-	%301 = getelementptr float, float* %240, i64 30
-	%302 = load float, float* %301, align 4
-	%303 = getelementptr float, float* %240, i64 31
-	%304 = load float, float* %303, align 4
-	%305 = getelementptr float, float* %7, i64 %108
-	%306 = getelementptr float, float* %305, i64 0
-	%307 = load float, float* %306, align 4
-	%308 = getelementptr float, float* %305, i64 1
-	%309 = load float, float* %308, align 4
-	%310 = getelementptr float, float* %305, i64 2
-	%311 = load float, float* %310, align 4
-	%312 = getelementptr float, float* %305, i64 3
-	%313 = load float, float* %312, align 4
-	%314 = getelementptr float, float* %305, i64 4
-	%315 = load float, float* %314, align 4
-	%316 = getelementptr float, float* %305, i64 5
-	%317 = load float, float* %316, align 4
-	%318 = getelementptr float, float* %305, i64 6
-	%319 = load float, float* %318, align 4
-	%320 = getelementptr float, float* %305, i64 7
-	%321 = load float, float* %320, align 4
-	%322 = getelementptr float, float* %305, i64 8
-	%323 = load float, float* %322, align 4
-	%324 = getelementptr float, float* %305, i64 9
-	%325 = load float, float* %324, align 4
-	%326 = getelementptr float, float* %305, i64 10
-	%327 = load float, float* %326, align 4
-	%328 = getelementptr float, float* %305, i64 11
-	%329 = load float, float* %328, align 4
-	%330 = getelementptr float, float* %305, i64 12
-	%331 = load float, float* %330, align 4
-	%332 = getelementptr float, float* %305, i64 13
-	%333 = load float, float* %332, align 4
-	%334 = getelementptr float, float* %305, i64 14
-	%335 = load float, float* %334, align 4
-	%336 = getelementptr float, float* %305, i64 15
-	%337 = load float, float* %336, align 4
-	%338 = getelementptr float, float* %305, i64 16
-	%339 = load float, float* %338, align 4
-	%340 = getelementptr float, float* %305, i64 17
-	%341 = load float, float* %340, align 4
-	%342 = getelementptr float, float* %305, i64 18
-	%343 = load float, float* %342, align 4
-	%344 = getelementptr float, float* %305, i64 19
-	%345 = load float, float* %344, align 4
-	%346 = getelementptr float, float* %305, i64 20
-	%347 = load float, float* %346, align 4
-	%348 = getelementptr float, float* %305, i64 21
-	%349 = load float, float* %348, align 4
-	%350 = getelementptr float, float* %305, i64 22
-	%351 = load float, float* %350, align 4
-	%352 = getelementptr float, float* %305, i64 23
-	%353 = load float, float* %352, align 4
-	%354 = getelementptr float, float* %305, i64 24
-	%355 = load float, float* %354, align 4
-	%356 = getelementptr float, float* %305, i64 25
-	%357 = load float, float* %356, align 4
-	%358 = getelementptr float, float* %305, i64 26
-	%359 = load float, float* %358, align 4
-	%360 = getelementptr float, float* %305, i64 27
-	%361 = load float, float* %360, align 4
-	%362 = getelementptr float, float* %305, i64 28
-	%363 = load float, float* %362, align 4
-	%364 = getelementptr float, float* %305, i64 29
-	%365 = load float, float* %364, align 4
-	%366 = getelementptr float, float* %305, i64 30
-	%367 = load float, float* %366, align 4
-	%368 = getelementptr float, float* %305, i64 31
-	%369 = load float, float* %368, align 4
-	%370 = getelementptr float, float* %9, i64 %108
-	%371 = getelementptr float, float* %370, i64 0
-	%372 = load float, float* %371, align 4
-	%373 = getelementptr float, float* %370, i64 1
-	%374 = load float, float* %373, align 4
-	%375 = getelementptr float, float* %370, i64 2
-	%376 = load float, float* %375, align 4
-	%377 = getelementptr float, float* %370, i64 3
-	%378 = load float, float* %377, align 4
-	%379 = getelementptr float, float* %370, i64 4
-	%380 = load float, float* %379, align 4
-	%381 = getelementptr float, float* %370, i64 5
-	%382 = load float, float* %381, align 4
-	%383 = getelementptr float, float* %370, i64 6
-	%384 = load float, float* %383, align 4
-	%385 = getelementptr float, float* %370, i64 7
-	%386 = load float, float* %385, align 4
-	%387 = getelementptr float, float* %370, i64 8
-	%388 = load float, float* %387, align 4
-	%389 = getelementptr float, float* %370, i64 9
-	%390 = load float, float* %389, align 4
-	%391 = getelementptr float, float* %370, i64 10
-	%392 = load float, float* %391, align 4
-	%393 = getelementptr float, float* %370, i64 11
-	%394 = load float, float* %393, align 4
-	%395 = getelementptr float, float* %370, i64 12
-	%396 = load float, float* %395, align 4
-	%397 = getelementptr float, float* %370, i64 13
-	%398 = load float, float* %397, align 4
-	%399 = getelementptr float, float* %370, i64 14
-	%400 = load float, float* %399, align 4
-	%401 = getelementptr float, float* %370, i64 15
-	%402 = load float, float* %401, align 4
-	%403 = getelementptr float, float* %370, i64 16
-	%404 = load float, float* %403, align 4
-	%405 = getelementptr float, float* %370, i64 17
-	%406 = load float, float* %405, align 4
-	%407 = getelementptr float, float* %370, i64 18
-	%408 = load float, float* %407, align 4
-	%409 = getelementptr float, float* %370, i64 19
-	%410 = load float, float* %409, align 4
-	%411 = getelementptr float, float* %370, i64 20
-	%412 = load float, float* %411, align 4
-	%413 = getelementptr float, float* %370, i64 21
-	%414 = load float, float* %413, align 4
-	%415 = getelementptr float, float* %370, i64 22
-	%416 = load float, float* %415, align 4
-	%417 = getelementptr float, float* %370, i64 23
-	%418 = load float, float* %417, align 4
-	%419 = getelementptr float, float* %370, i64 24
-	%420 = load float, float* %419, align 4
-	%421 = getelementptr float, float* %370, i64 25
-	%422 = load float, float* %421, align 4
-	%423 = getelementptr float, float* %370, i64 26
-	%424 = load float, float* %423, align 4
-	%425 = getelementptr float, float* %370, i64 27
-	%426 = load float, float* %425, align 4
-	%427 = getelementptr float, float* %370, i64 28
-	%428 = load float, float* %427, align 4
-	%429 = getelementptr float, float* %370, i64 29
-	%430 = load float, float* %429, align 4
-	%431 = getelementptr float, float* %370, i64 30
-	%432 = load float, float* %431, align 4
-	%433 = getelementptr float, float* %370, i64 31
-	%434 = load float, float* %433, align 4
-	%435 = getelementptr float, float* %11, i64 %108
-	%436 = getelementptr float, float* %435, i64 0
-	%437 = load float, float* %436, align 4
-	%438 = getelementptr float, float* %435, i64 1
-	%439 = load float, float* %438, align 4
-	%440 = getelementptr float, float* %435, i64 2
-	%441 = load float, float* %440, align 4
-	%442 = getelementptr float, float* %435, i64 3
-	%443 = load float, float* %442, align 4
-	%444 = getelementptr float, float* %435, i64 4
-	%445 = load float, float* %444, align 4
-	%446 = getelementptr float, float* %435, i64 5
-	%447 = load float, float* %446, align 4
-	%448 = getelementptr float, float* %435, i64 6
-	%449 = load float, float* %448, align 4
-	%450 = getelementptr float, float* %435, i64 7
-	%451 = load float, float* %450, align 4
-	%452 = getelementptr float, float* %435, i64 8
-	%453 = load float, float* %452, align 4
-	%454 = getelementptr float, float* %435, i64 9
-	%455 = load float, float* %454, align 4
-	%456 = getelementptr float, float* %435, i64 10
-	%457 = load float, float* %456, align 4
-	%458 = getelementptr float, float* %435, i64 11
-	%459 = load float, float* %458, align 4
-	%460 = getelementptr float, float* %435, i64 12
-	%461 = load float, float* %460, align 4
-	%462 = getelementptr float, float* %435, i64 13
-	%463 = load float, float* %462, align 4
-	%464 = getelementptr float, float* %435, i64 14
-	%465 = load float, float* %464, align 4
-	%466 = getelementptr float, float* %435, i64 15
-	%467 = load float, float* %466, align 4
-	%468 = getelementptr float, float* %435, i64 16
-	%469 = load float, float* %468, align 4
-	%470 = getelementptr float, float* %435, i64 17
-	%471 = load float, float* %470, align 4
-	%472 = getelementptr float, float* %435, i64 18
-	%473 = load float, float* %472, align 4
-	%474 = getelementptr float, float* %435, i64 19
-	%475 = load float, float* %474, align 4
-	%476 = getelementptr float, float* %435, i64 20
-	%477 = load float, float* %476, align 4
-	%478 = getelementptr float, float* %435, i64 21
-	%479 = load float, float* %478, align 4
-	%480 = getelementptr float, float* %435, i64 22
-	%481 = load float, float* %480, align 4
-	%482 = getelementptr float, float* %435, i64 23
-	%483 = load float, float* %482, align 4
-	%484 = getelementptr float, float* %435, i64 24
-	%485 = load float, float* %484, align 4
-	%486 = getelementptr float, float* %435, i64 25
-	%487 = load float, float* %486, align 4
-	%488 = getelementptr float, float* %435, i64 26
-	%489 = load float, float* %488, align 4
-	%490 = getelementptr float, float* %435, i64 27
-	%491 = load float, float* %490, align 4
-	%492 = getelementptr float, float* %435, i64 28
-	%493 = load float, float* %492, align 4
-	%494 = getelementptr float, float* %435, i64 29
-	%495 = load float, float* %494, align 4
-	%496 = getelementptr float, float* %435, i64 30
-	%497 = load float, float* %496, align 4
-	%498 = getelementptr float, float* %435, i64 31
-	%499 = load float, float* %498, align 4
-	%500 = getelementptr float, float* %13, i64 %108
-	%501 = getelementptr float, float* %500, i64 0
-	%502 = load float, float* %501, align 4
-	%503 = getelementptr float, float* %500, i64 1
-	%504 = load float, float* %503, align 4
-	%505 = getelementptr float, float* %500, i64 2
-	%506 = load float, float* %505, align 4
-	%507 = getelementptr float, float* %500, i64 3
-	%508 = load float, float* %507, align 4
-	%509 = getelementptr float, float* %500, i64 4
-	%510 = load float, float* %509, align 4
-	%511 = getelementptr float, float* %500, i64 5
-	%512 = load float, float* %511, align 4
-	%513 = getelementptr float, float* %500, i64 6
-	%514 = load float, float* %513, align 4
-	%515 = getelementptr float, float* %500, i64 7
-	%516 = load float, float* %515, align 4
-	%517 = getelementptr float, float* %500, i64 8
-	%518 = load float, float* %517, align 4
-	%519 = getelementptr float, float* %500, i64 9
-	%520 = load float, float* %519, align 4
-	%521 = getelementptr float, float* %500, i64 10
-	%522 = load float, float* %521, align 4
-	%523 = getelementptr float, float* %500, i64 11
-	%524 = load float, float* %523, align 4
-	%525 = getelementptr float, float* %500, i64 12
-	%526 = load float, float* %525, align 4
-	%527 = getelementptr float, float* %500, i64 13
-	%528 = load float, float* %527, align 4
-	%529 = getelementptr float, float* %500, i64 14
-	%530 = load float, float* %529, align 4
-	%531 = getelementptr float, float* %500, i64 15
-	%532 = load float, float* %531, align 4
-	%533 = getelementptr float, float* %500, i64 16
-	%534 = load float, float* %533, align 4
-	%535 = getelementptr float, float* %500, i64 17
-	%536 = load float, float* %535, align 4
-	%537 = getelementptr float, float* %500, i64 18
-	%538 = load float, float* %537, align 4
-	%539 = getelementptr float, float* %500, i64 19
-	%540 = load float, float* %539, align 4
-	%541 = getelementptr float, float* %500, i64 20
-	%542 = load float, float* %541, align 4
-	%543 = getelementptr float, float* %500, i64 21
-	%544 = load float, float* %543, align 4
-	%545 = getelementptr float, float* %500, i64 22
-	%546 = load float, float* %545, align 4
-	%547 = getelementptr float, float* %500, i64 23
-	%548 = load float, float* %547, align 4
-	%549 = getelementptr float, float* %500, i64 24
-	%550 = load float, float* %549, align 4
-	%551 = getelementptr float, float* %500, i64 25
-	%552 = load float, float* %551, align 4
-	%553 = getelementptr float, float* %500, i64 26
-	%554 = load float, float* %553, align 4
-	%555 = getelementptr float, float* %500, i64 27
-	%556 = load float, float* %555, align 4
-	%557 = getelementptr float, float* %500, i64 28
-	%558 = load float, float* %557, align 4
-	%559 = getelementptr float, float* %500, i64 29
-	%560 = load float, float* %559, align 4
-	%561 = getelementptr float, float* %500, i64 30
-	%562 = load float, float* %561, align 4
-	%563 = getelementptr float, float* %500, i64 31
-	%564 = load float, float* %563, align 4
-	%565 = call [4 x <8 x float>] @fg_gaussian_v8(i64 %49, i32 %51, i32 0, i64 %109)
-	%566 = extractvalue [4 x <8 x float>] %565, 0
-	%567 = extractelement <8 x float> %566, i32 0
-	%568 = fmul float %41, %567
-	%569 = fadd float %177, %568
-	%570 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %112, float %569, float %242, float %307, float %372, float %437, float %502, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%571 = extractvalue { float, float, float, float, float, float } %570, 0
-	%572 = extractvalue { float, float, float, float, float, float } %570, 1
-	%573 = extractvalue { float, float, float, float, float, float } %570, 2
-	%574 = extractvalue { float, float, float, float, float, float } %570, 3
-	%575 = extractvalue { float, float, float, float, float, float } %570, 4
-	%576 = extractvalue { float, float, float, float, float, float } %570, 5
-	%577 = extractvalue [4 x <8 x float>] %565, 1
-	%578 = extractelement <8 x float> %577, i32 0
-	%579 = fmul float %41, %578
-	%580 = fadd float %179, %579
-	%581 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %114, float %580, float %244, float %309, float %374, float %439, float %504, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%582 = extractvalue { float, float, float, float, float, float } %581, 0
-	%583 = extractvalue { float, float, float, float, float, float } %581, 1
-	%584 = extractvalue { float, float, float, float, float, float } %581, 2
-	%585 = extractvalue { float, float, float, float, float, float } %581, 3
-	%586 = extractvalue { float, float, float, float, float, float } %581, 4
-	%587 = extractvalue { float, float, float, float, float, float } %581, 5
-	%588 = extractvalue [4 x <8 x float>] %565, 2
-	%589 = extractelement <8 x float> %588, i32 0
-	%590 = fmul float %41, %589
-	%591 = fadd float %181, %590
-	%592 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %116, float %591, float %246, float %311, float %376, float %441, float %506, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%593 = extractvalue { float, float, float, float, float, float } %592, 0
-	%594 = extractvalue { float, float, float, float, float, float } %592, 1
-	%595 = extractvalue { float, float, float, float, float, float } %592, 2
-	%596 = extractvalue { float, float, float, float, float, float } %592, 3
-	%597 = extractvalue { float, float, float, float, float, float } %592, 4
-	%598 = extractvalue { float, float, float, float, float, float } %592, 5
-	%599 = extractvalue [4 x <8 x float>] %565, 3
-	%600 = extractelement <8 x float> %599, i32 0
-	%601 = fmul float %41, %600
-	%602 = fadd float %183, %601
-	%603 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %118, float %602, float %248, float %313, float %378, float %443, float %508, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%110 = call [4 x <8 x float>] @fg_gaussian_c8(i64 %49, i32 %51, i32 0, i64 %109)
+	%111 = add i64 %108, 0
+	%112 = getelementptr float, float* %1, i64 %111
+	%113 = bitcast float* %112 to <8 x float>*
+	%114 = load <8 x float>, <8 x float>* %113, align 4
+	%115 = extractelement <8 x float> %114, i32 0
+	%116 = extractelement <8 x float> %114, i32 1
+	%117 = extractelement <8 x float> %114, i32 2
+	%118 = extractelement <8 x float> %114, i32 3
+	%119 = extractelement <8 x float> %114, i32 4
+	%120 = extractelement <8 x float> %114, i32 5
+	%121 = extractelement <8 x float> %114, i32 6
+	%122 = extractelement <8 x float> %114, i32 7
+	%123 = add i64 %108, 8
+	%124 = getelementptr float, float* %1, i64 %123
+	%125 = bitcast float* %124 to <8 x float>*
+	%126 = load <8 x float>, <8 x float>* %125, align 4
+	%127 = extractelement <8 x float> %126, i32 0
+	%128 = extractelement <8 x float> %126, i32 1
+	%129 = extractelement <8 x float> %126, i32 2
+	%130 = extractelement <8 x float> %126, i32 3
+	%131 = extractelement <8 x float> %126, i32 4
+	%132 = extractelement <8 x float> %126, i32 5
+	%133 = extractelement <8 x float> %126, i32 6
+	%134 = extractelement <8 x float> %126, i32 7
+	%135 = add i64 %108, 16
+	%136 = getelementptr float, float* %1, i64 %135
+	%137 = bitcast float* %136 to <8 x float>*
+	%138 = load <8 x float>, <8 x float>* %137, align 4
+	%139 = extractelement <8 x float> %138, i32 0
+	%140 = extractelement <8 x float> %138, i32 1
+	%141 = extractelement <8 x float> %138, i32 2
+	%142 = extractelement <8 x float> %138, i32 3
+	%143 = extractelement <8 x float> %138, i32 4
+	%144 = extractelement <8 x float> %138, i32 5
+	%145 = extractelement <8 x float> %138, i32 6
+	%146 = extractelement <8 x float> %138, i32 7
+	%147 = add i64 %108, 24
+	%148 = getelementptr float, float* %1, i64 %147
+	%149 = bitcast float* %148 to <8 x float>*
+	%150 = load <8 x float>, <8 x float>* %149, align 4
+	%151 = extractelement <8 x float> %150, i32 0
+	%152 = extractelement <8 x float> %150, i32 1
+	%153 = extractelement <8 x float> %150, i32 2
+	%154 = extractelement <8 x float> %150, i32 3
+	%155 = extractelement <8 x float> %150, i32 4
+	%156 = extractelement <8 x float> %150, i32 5
+	%157 = extractelement <8 x float> %150, i32 6
+	%158 = extractelement <8 x float> %150, i32 7
+	%159 = add i64 %108, 0
+	%160 = getelementptr float, float* %3, i64 %159
+	%161 = bitcast float* %160 to <8 x float>*
+	%162 = load <8 x float>, <8 x float>* %161, align 4
+	%163 = insertelement <8 x float> undef, float %41, i32 0
+	%164 = insertelement <8 x float> %163, float %41, i32 1
+	%165 = insertelement <8 x float> %164, float %41, i32 2
+	%166 = insertelement <8 x float> %165, float %41, i32 3
+	%167 = insertelement <8 x float> %166, float %41, i32 4
+	%168 = insertelement <8 x float> %167, float %41, i32 5
+	%169 = insertelement <8 x float> %168, float %41, i32 6
+	%170 = insertelement <8 x float> %169, float %41, i32 7
+	%171 = extractvalue [4 x <8 x float>] %110, 0
+	%172 = fmul <8 x float> %170, %171
+	%173 = fadd <8 x float> %162, %172
+	%174 = extractelement <8 x float> %173, i32 0
+	%175 = extractelement <8 x float> %173, i32 1
+	%176 = extractelement <8 x float> %173, i32 2
+	%177 = extractelement <8 x float> %173, i32 3
+	%178 = extractelement <8 x float> %173, i32 4
+	%179 = extractelement <8 x float> %173, i32 5
+	%180 = extractelement <8 x float> %173, i32 6
+	%181 = extractelement <8 x float> %173, i32 7
+	%182 = add i64 %108, 8
+	%183 = getelementptr float, float* %3, i64 %182
+	%184 = bitcast float* %183 to <8 x float>*
+	%185 = load <8 x float>, <8 x float>* %184, align 4
+	%186 = insertelement <8 x float> undef, float %41, i32 0
+	%187 = insertelement <8 x float> %186, float %41, i32 1
+	%188 = insertelement <8 x float> %187, float %41, i32 2
+	%189 = insertelement <8 x float> %188, float %41, i32 3
+	%190 = insertelement <8 x float> %189, float %41, i32 4
+	%191 = insertelement <8 x float> %190, float %41, i32 5
+	%192 = insertelement <8 x float> %191, float %41, i32 6
+	%193 = insertelement <8 x float> %192, float %41, i32 7
+	%194 = extractvalue [4 x <8 x float>] %110, 1
+	%195 = fmul <8 x float> %193, %194
+	%196 = fadd <8 x float> %185, %195
+	%197 = extractelement <8 x float> %196, i32 0
+	%198 = extractelement <8 x float> %196, i32 1
+	%199 = extractelement <8 x float> %196, i32 2
+	%200 = extractelement <8 x float> %196, i32 3
+	%201 = extractelement <8 x float> %196, i32 4
+	%202 = extractelement <8 x float> %196, i32 5
+	%203 = extractelement <8 x float> %196, i32 6
+	%204 = extractelement <8 x float> %196, i32 7
+	%205 = add i64 %108, 16
+	%206 = getelementptr float, float* %3, i64 %205
+	%207 = bitcast float* %206 to <8 x float>*
+	%208 = load <8 x float>, <8 x float>* %207, align 4
+	%209 = insertelement <8 x float> undef, float %41, i32 0
+	%210 = insertelement <8 x float> %209, float %41, i32 1
+	%211 = insertelement <8 x float> %210, float %41, i32 2
+	%212 = insertelement <8 x float> %211, float %41, i32 3
+	%213 = insertelement <8 x float> %212, float %41, i32 4
+	%214 = insertelement <8 x float> %213, float %41, i32 5
+	%215 = insertelement <8 x float> %214, float %41, i32 6
+	%216 = insertelement <8 x float> %215, float %41, i32 7
+	%217 = extractvalue [4 x <8 x float>] %110, 2
+	%218 = fmul <8 x float> %216, %217
+	%219 = fadd <8 x float> %208, %218
+	%220 = extractelement <8 x float> %219, i32 0
+	%221 = extractelement <8 x float> %219, i32 1
+	%222 = extractelement <8 x float> %219, i32 2
+	%223 = extractelement <8 x float> %219, i32 3
+	%224 = extractelement <8 x float> %219, i32 4
+	%225 = extractelement <8 x float> %219, i32 5
+	%226 = extractelement <8 x float> %219, i32 6
+	%227 = extractelement <8 x float> %219, i32 7
+	%228 = add i64 %108, 24
+	%229 = getelementptr float, float* %3, i64 %228
+	%230 = bitcast float* %229 to <8 x float>*
+	%231 = load <8 x float>, <8 x float>* %230, align 4
+	%232 = insertelement <8 x float> undef, float %41, i32 0
+	%233 = insertelement <8 x float> %232, float %41, i32 1
+	%234 = insertelement <8 x float> %233, float %41, i32 2
+	%235 = insertelement <8 x float> %234, float %41, i32 3
+	%236 = insertelement <8 x float> %235, float %41, i32 4
+	%237 = insertelement <8 x float> %236, float %41, i32 5
+	%238 = insertelement <8 x float> %237, float %41, i32 6
+	%239 = insertelement <8 x float> %238, float %41, i32 7
+	%240 = extractvalue [4 x <8 x float>] %110, 3
+	%241 = fmul <8 x float> %239, %240
+	%242 = fadd <8 x float> %231, %241
+	%243 = extractelement <8 x float> %242, i32 0
+	%244 = extractelement <8 x float> %242, i32 1
+	%245 = extractelement <8 x float> %242, i32 2
+	%246 = extractelement <8 x float> %242, i32 3
+	%247 = extractelement <8 x float> %242, i32 4
+	%248 = extractelement <8 x float> %242, i32 5
+	%249 = extractelement <8 x float> %242, i32 6
+	%250 = extractelement <8 x float> %242, i32 7
+	%251 = add i64 %108, 0
+	%252 = getelementptr float, float* %5, i64 %251
+	%253 = bitcast float* %252 to <8 x float>*
+	%254 = load <8 x float>, <8 x float>* %253, align 4
+	%255 = extractelement <8 x float> %254, i32 0
+	%256 = extractelement <8 x float> %254, i32 1
+	%257 = extractelement <8 x float> %254, i32 2
+	%258 = extractelement <8 x float> %254, i32 3
+	%259 = extractelement <8 x float> %254, i32 4
+	%260 = extractelement <8 x float> %254, i32 5
+	%261 = extractelement <8 x float> %254, i32 6
+	%262 = extractelement <8 x float> %254, i32 7
+	%263 = add i64 %108, 8
+	%264 = getelementptr float, float* %5, i64 %263
+	%265 = bitcast float* %264 to <8 x float>*
+	%266 = load <8 x float>, <8 x float>* %265, align 4
+	%267 = extractelement <8 x float> %266, i32 0
+	%268 = extractelement <8 x float> %266, i32 1
+	%269 = extractelement <8 x float> %266, i32 2
+	%270 = extractelement <8 x float> %266, i32 3
+	%271 = extractelement <8 x float> %266, i32 4
+	%272 = extractelement <8 x float> %266, i32 5
+	%273 = extractelement <8 x float> %266, i32 6
+	%274 = extractelement <8 x float> %266, i32 7
+	%275 = add i64 %108, 16
+	%276 = getelementptr float, float* %5, i64 %275
+	%277 = bitcast float* %276 to <8 x float>*
+	%278 = load <8 x float>, <8 x float>* %277, align 4
+	%279 = extractelement <8 x float> %278, i32 0
+	%280 = extractelement <8 x float> %278, i32 1
+	%281 = extractelement <8 x float> %278, i32 2
+	%282 = extractelement <8 x float> %278, i32 3
+	%283 = extractelement <8 x float> %278, i32 4
+	%284 = extractelement <8 x float> %278, i32 5
+	%285 = extractelement <8 x float> %278, i32 6
+	%286 = extractelement <8 x float> %278, i32 7
+	%287 = add i64 %108, 24
+	%288 = getelementptr float, float* %5, i64 %287
+	%289 = bitcast float* %288 to <8 x float>*
+	%290 = load <8 x float>, <8 x float>* %289, align 4
+	%291 = extractelement <8 x float> %290, i32 0
+	%292 = extractelement <8 x float> %290, i32 1
+	%293 = extractelement <8 x float> %290, i32 2
+	%294 = extractelement <8 x float> %290, i32 3
+	%295 = extractelement <8 x float> %290, i32 4
+	%296 = extractelement <8 x float> %290, i32 5
+	%297 = extractelement <8 x float> %290, i32 6
+	%298 = extractelement <8 x float> %290, i32 7
+	%299 = add i64 %108, 0
+	%300 = getelementptr float, float* %7, i64 %299
+	%301 = bitcast float* %300 to <8 x float>*
+	%302 = load <8 x float>, <8 x float>* %301, align 4
+	%303 = extractelement <8 x float> %302, i32 0
+	%304 = extractelement <8 x float> %302, i32 1
+	%305 = extractelement <8 x float> %302, i32 2
+	%306 = extractelement <8 x float> %302, i32 3
+	%307 = extractelement <8 x float> %302, i32 4
+	%308 = extractelement <8 x float> %302, i32 5
+	%309 = extractelement <8 x float> %302, i32 6
+	%310 = extractelement <8 x float> %302, i32 7
+	%311 = add i64 %108, 8
+	%312 = getelementptr float, float* %7, i64 %311
+	%313 = bitcast float* %312 to <8 x float>*
+	%314 = load <8 x float>, <8 x float>* %313, align 4
+	%315 = extractelement <8 x float> %314, i32 0
+	%316 = extractelement <8 x float> %314, i32 1
+	%317 = extractelement <8 x float> %314, i32 2
+	%318 = extractelement <8 x float> %314, i32 3
+	%319 = extractelement <8 x float> %314, i32 4
+	%320 = extractelement <8 x float> %314, i32 5
+	%321 = extractelement <8 x float> %314, i32 6
+	%322 = extractelement <8 x float> %314, i32 7
+	%323 = add i64 %108, 16
+	%324 = getelementptr float, float* %7, i64 %323
+	%325 = bitcast float* %324 to <8 x float>*
+	%326 = load <8 x float>, <8 x float>* %325, align 4
+	%327 = extractelement <8 x float> %326, i32 0
+	%328 = extractelement <8 x float> %326, i32 1
+	%329 = extractelement <8 x float> %326, i32 2
+	%330 = extractelement <8 x float> %326, i32 3
+	%331 = extractelement <8 x float> %326, i32 4
+	%332 = extractelement <8 x float> %326, i32 5
+	%333 = extractelement <8 x float> %326, i32 6
+	%334 = extractelement <8 x float> %326, i32 7
+	%335 = add i64 %108, 24
+	%336 = getelementptr float, float* %7, i64 %335
+	%337 = bitcast float* %336 to <8 x float>*
+	%338 = load <8 x float>, <8 x float>* %337, align 4
+	%339 = extractelement <8 x float> %338, i32 0
+	%340 = extractelement <8 x float> %338, i32 1
+	%341 = extractelement <8 x float> %338, i32 2
+	%342 = extractelement <8 x float> %338, i32 3
+	%343 = extractelement <8 x float> %338, i32 4
+	%344 = extractelement <8 x float> %338, i32 5
+	%345 = extractelement <8 x float> %338, i32 6
+	%346 = extractelement <8 x float> %338, i32 7
+	%347 = add i64 %108, 0
+	%348 = getelementptr float, float* %9, i64 %347
+	%349 = bitcast float* %348 to <8 x float>*
+	%350 = load <8 x float>, <8 x float>* %349, align 4
+	%351 = extractelement <8 x float> %350, i32 0
+	%352 = extractelement <8 x float> %350, i32 1
+	%353 = extractelement <8 x float> %350, i32 2
+	%354 = extractelement <8 x float> %350, i32 3
+	%355 = extractelement <8 x float> %350, i32 4
+	%356 = extractelement <8 x float> %350, i32 5
+	%357 = extractelement <8 x float> %350, i32 6
+	%358 = extractelement <8 x float> %350, i32 7
+	%359 = add i64 %108, 8
+	%360 = getelementptr float, float* %9, i64 %359
+	%361 = bitcast float* %360 to <8 x float>*
+	%362 = load <8 x float>, <8 x float>* %361, align 4
+	%363 = extractelement <8 x float> %362, i32 0
+	%364 = extractelement <8 x float> %362, i32 1
+	%365 = extractelement <8 x float> %362, i32 2
+	%366 = extractelement <8 x float> %362, i32 3
+	%367 = extractelement <8 x float> %362, i32 4
+	%368 = extractelement <8 x float> %362, i32 5
+	%369 = extractelement <8 x float> %362, i32 6
+	%370 = extractelement <8 x float> %362, i32 7
+	%371 = add i64 %108, 16
+	%372 = getelementptr float, float* %9, i64 %371
+	%373 = bitcast float* %372 to <8 x float>*
+	%374 = load <8 x float>, <8 x float>* %373, align 4
+	%375 = extractelement <8 x float> %374, i32 0
+	%376 = extractelement <8 x float> %374, i32 1
+	%377 = extractelement <8 x float> %374, i32 2
+	%378 = extractelement <8 x float> %374, i32 3
+	%379 = extractelement <8 x float> %374, i32 4
+	%380 = extractelement <8 x float> %374, i32 5
+	%381 = extractelement <8 x float> %374, i32 6
+	%382 = extractelement <8 x float> %374, i32 7
+	%383 = add i64 %108, 24
+	%384 = getelementptr float, float* %9, i64 %383
+	%385 = bitcast float* %384 to <8 x float>*
+	%386 = load <8 x float>, <8 x float>* %385, align 4
+	%387 = extractelement <8 x float> %386, i32 0
+	%388 = extractelement <8 x float> %386, i32 1
+	%389 = extractelement <8 x float> %386, i32 2
+	%390 = extractelement <8 x float> %386, i32 3
+	%391 = extractelement <8 x float> %386, i32 4
+	%392 = extractelement <8 x float> %386, i32 5
+	%393 = extractelement <8 x float> %386, i32 6
+	%394 = extractelement <8 x float> %386, i32 7
+	%395 = add i64 %108, 0
+	%396 = getelementptr float, float* %11, i64 %395
+	%397 = bitcast float* %396 to <8 x float>*
+	%398 = load <8 x float>, <8 x float>* %397, align 4
+	%399 = extractelement <8 x float> %398, i32 0
+	%400 = extractelement <8 x float> %398, i32 1
+	%401 = extractelement <8 x float> %398, i32 2
+	%402 = extractelement <8 x float> %398, i32 3
+	%403 = extractelement <8 x float> %398, i32 4
+	%404 = extractelement <8 x float> %398, i32 5
+	%405 = extractelement <8 x float> %398, i32 6
+	%406 = extractelement <8 x float> %398, i32 7
+	%407 = add i64 %108, 8
+	%408 = getelementptr float, float* %11, i64 %407
+	%409 = bitcast float* %408 to <8 x float>*
+	%410 = load <8 x float>, <8 x float>* %409, align 4
+	%411 = extractelement <8 x float> %410, i32 0
+	%412 = extractelement <8 x float> %410, i32 1
+	%413 = extractelement <8 x float> %410, i32 2
+	%414 = extractelement <8 x float> %410, i32 3
+	%415 = extractelement <8 x float> %410, i32 4
+	%416 = extractelement <8 x float> %410, i32 5
+	%417 = extractelement <8 x float> %410, i32 6
+	%418 = extractelement <8 x float> %410, i32 7
+	%419 = add i64 %108, 16
+	%420 = getelementptr float, float* %11, i64 %419
+	%421 = bitcast float* %420 to <8 x float>*
+	%422 = load <8 x float>, <8 x float>* %421, align 4
+	%423 = extractelement <8 x float> %422, i32 0
+	%424 = extractelement <8 x float> %422, i32 1
+	%425 = extractelement <8 x float> %422, i32 2
+	%426 = extractelement <8 x float> %422, i32 3
+	%427 = extractelement <8 x float> %422, i32 4
+	%428 = extractelement <8 x float> %422, i32 5
+	%429 = extractelement <8 x float> %422, i32 6
+	%430 = extractelement <8 x float> %422, i32 7
+	%431 = add i64 %108, 24
+	%432 = getelementptr float, float* %11, i64 %431
+	%433 = bitcast float* %432 to <8 x float>*
+	%434 = load <8 x float>, <8 x float>* %433, align 4
+	%435 = extractelement <8 x float> %434, i32 0
+	%436 = extractelement <8 x float> %434, i32 1
+	%437 = extractelement <8 x float> %434, i32 2
+	%438 = extractelement <8 x float> %434, i32 3
+	%439 = extractelement <8 x float> %434, i32 4
+	%440 = extractelement <8 x float> %434, i32 5
+	%441 = extractelement <8 x float> %434, i32 6
+	%442 = extractelement <8 x float> %434, i32 7
+	%443 = add i64 %108, 0
+	%444 = getelementptr float, float* %13, i64 %443
+	%445 = bitcast float* %444 to <8 x float>*
+	%446 = load <8 x float>, <8 x float>* %445, align 4
+	%447 = extractelement <8 x float> %446, i32 0
+	%448 = extractelement <8 x float> %446, i32 1
+	%449 = extractelement <8 x float> %446, i32 2
+	%450 = extractelement <8 x float> %446, i32 3
+	%451 = extractelement <8 x float> %446, i32 4
+	%452 = extractelement <8 x float> %446, i32 5
+	%453 = extractelement <8 x float> %446, i32 6
+	%454 = extractelement <8 x float> %446, i32 7
+	%455 = add i64 %108, 8
+	%456 = getelementptr float, float* %13, i64 %455
+	%457 = bitcast float* %456 to <8 x float>*
+	%458 = load <8 x float>, <8 x float>* %457, align 4
+	%459 = extractelement <8 x float> %458, i32 0
+	%460 = extractelement <8 x float> %458, i32 1
+	%461 = extractelement <8 x float> %458, i32 2
+	%462 = extractelement <8 x float> %458, i32 3
+	%463 = extractelement <8 x float> %458, i32 4
+	%464 = extractelement <8 x float> %458, i32 5
+	%465 = extractelement <8 x float> %458, i32 6
+	%466 = extractelement <8 x float> %458, i32 7
+	%467 = add i64 %108, 16
+	%468 = getelementptr float, float* %13, i64 %467
+	%469 = bitcast float* %468 to <8 x float>*
+	%470 = load <8 x float>, <8 x float>* %469, align 4
+	%471 = extractelement <8 x float> %470, i32 0
+	%472 = extractelement <8 x float> %470, i32 1
+	%473 = extractelement <8 x float> %470, i32 2
+	%474 = extractelement <8 x float> %470, i32 3
+	%475 = extractelement <8 x float> %470, i32 4
+	%476 = extractelement <8 x float> %470, i32 5
+	%477 = extractelement <8 x float> %470, i32 6
+	%478 = extractelement <8 x float> %470, i32 7
+	%479 = add i64 %108, 24
+	%480 = getelementptr float, float* %13, i64 %479
+	%481 = bitcast float* %480 to <8 x float>*
+	%482 = load <8 x float>, <8 x float>* %481, align 4
+	%483 = extractelement <8 x float> %482, i32 0
+	%484 = extractelement <8 x float> %482, i32 1
+	%485 = extractelement <8 x float> %482, i32 2
+	%486 = extractelement <8 x float> %482, i32 3
+	%487 = extractelement <8 x float> %482, i32 4
+	%488 = extractelement <8 x float> %482, i32 5
+	%489 = extractelement <8 x float> %482, i32 6
+	%490 = extractelement <8 x float> %482, i32 7
+	%491 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %115, float %174, float %255, float %303, float %351, float %399, float %447, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%492 = extractvalue { float, float, float, float, float, float } %491, 0
+	%493 = extractvalue { float, float, float, float, float, float } %491, 1
+	%494 = extractvalue { float, float, float, float, float, float } %491, 2
+	%495 = extractvalue { float, float, float, float, float, float } %491, 3
+	%496 = extractvalue { float, float, float, float, float, float } %491, 4
+	%497 = extractvalue { float, float, float, float, float, float } %491, 5
+	%498 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %116, float %175, float %256, float %304, float %352, float %400, float %448, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%499 = extractvalue { float, float, float, float, float, float } %498, 0
+	%500 = extractvalue { float, float, float, float, float, float } %498, 1
+	%501 = extractvalue { float, float, float, float, float, float } %498, 2
+	%502 = extractvalue { float, float, float, float, float, float } %498, 3
+	%503 = extractvalue { float, float, float, float, float, float } %498, 4
+	%504 = extractvalue { float, float, float, float, float, float } %498, 5
+	%505 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %117, float %176, float %257, float %305, float %353, float %401, float %449, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%506 = extractvalue { float, float, float, float, float, float } %505, 0
+	%507 = extractvalue { float, float, float, float, float, float } %505, 1
+	%508 = extractvalue { float, float, float, float, float, float } %505, 2
+	%509 = extractvalue { float, float, float, float, float, float } %505, 3
+	%510 = extractvalue { float, float, float, float, float, float } %505, 4
+	%511 = extractvalue { float, float, float, float, float, float } %505, 5
+	%512 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %118, float %177, float %258, float %306, float %354, float %402, float %450, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%513 = extractvalue { float, float, float, float, float, float } %512, 0
+	%514 = extractvalue { float, float, float, float, float, float } %512, 1
+	%515 = extractvalue { float, float, float, float, float, float } %512, 2
+	%516 = extractvalue { float, float, float, float, float, float } %512, 3
+	%517 = extractvalue { float, float, float, float, float, float } %512, 4
+	%518 = extractvalue { float, float, float, float, float, float } %512, 5
+	%519 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %119, float %178, float %259, float %307, float %355, float %403, float %451, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%520 = extractvalue { float, float, float, float, float, float } %519, 0
+	%521 = extractvalue { float, float, float, float, float, float } %519, 1
+	%522 = extractvalue { float, float, float, float, float, float } %519, 2
+	%523 = extractvalue { float, float, float, float, float, float } %519, 3
+	%524 = extractvalue { float, float, float, float, float, float } %519, 4
+	%525 = extractvalue { float, float, float, float, float, float } %519, 5
+	%526 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %120, float %179, float %260, float %308, float %356, float %404, float %452, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%527 = extractvalue { float, float, float, float, float, float } %526, 0
+	%528 = extractvalue { float, float, float, float, float, float } %526, 1
+	%529 = extractvalue { float, float, float, float, float, float } %526, 2
+	%530 = extractvalue { float, float, float, float, float, float } %526, 3
+	%531 = extractvalue { float, float, float, float, float, float } %526, 4
+	%532 = extractvalue { float, float, float, float, float, float } %526, 5
+	%533 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %121, float %180, float %261, float %309, float %357, float %405, float %453, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%534 = extractvalue { float, float, float, float, float, float } %533, 0
+	%535 = extractvalue { float, float, float, float, float, float } %533, 1
+	%536 = extractvalue { float, float, float, float, float, float } %533, 2
+	%537 = extractvalue { float, float, float, float, float, float } %533, 3
+	%538 = extractvalue { float, float, float, float, float, float } %533, 4
+	%539 = extractvalue { float, float, float, float, float, float } %533, 5
+	%540 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %122, float %181, float %262, float %310, float %358, float %406, float %454, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%541 = extractvalue { float, float, float, float, float, float } %540, 0
+	%542 = extractvalue { float, float, float, float, float, float } %540, 1
+	%543 = extractvalue { float, float, float, float, float, float } %540, 2
+	%544 = extractvalue { float, float, float, float, float, float } %540, 3
+	%545 = extractvalue { float, float, float, float, float, float } %540, 4
+	%546 = extractvalue { float, float, float, float, float, float } %540, 5
+	%547 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %127, float %197, float %267, float %315, float %363, float %411, float %459, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%548 = extractvalue { float, float, float, float, float, float } %547, 0
+	%549 = extractvalue { float, float, float, float, float, float } %547, 1
+	%550 = extractvalue { float, float, float, float, float, float } %547, 2
+	%551 = extractvalue { float, float, float, float, float, float } %547, 3
+	%552 = extractvalue { float, float, float, float, float, float } %547, 4
+	%553 = extractvalue { float, float, float, float, float, float } %547, 5
+	%554 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %128, float %198, float %268, float %316, float %364, float %412, float %460, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%555 = extractvalue { float, float, float, float, float, float } %554, 0
+	%556 = extractvalue { float, float, float, float, float, float } %554, 1
+	%557 = extractvalue { float, float, float, float, float, float } %554, 2
+	%558 = extractvalue { float, float, float, float, float, float } %554, 3
+	%559 = extractvalue { float, float, float, float, float, float } %554, 4
+	%560 = extractvalue { float, float, float, float, float, float } %554, 5
+	%561 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %129, float %199, float %269, float %317, float %365, float %413, float %461, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%562 = extractvalue { float, float, float, float, float, float } %561, 0
+	%563 = extractvalue { float, float, float, float, float, float } %561, 1
+	%564 = extractvalue { float, float, float, float, float, float } %561, 2
+	%565 = extractvalue { float, float, float, float, float, float } %561, 3
+	%566 = extractvalue { float, float, float, float, float, float } %561, 4
+	%567 = extractvalue { float, float, float, float, float, float } %561, 5
+	%568 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %130, float %200, float %270, float %318, float %366, float %414, float %462, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%569 = extractvalue { float, float, float, float, float, float } %568, 0
+	%570 = extractvalue { float, float, float, float, float, float } %568, 1
+	%571 = extractvalue { float, float, float, float, float, float } %568, 2
+	%572 = extractvalue { float, float, float, float, float, float } %568, 3
+	%573 = extractvalue { float, float, float, float, float, float } %568, 4
+	%574 = extractvalue { float, float, float, float, float, float } %568, 5
+	%575 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %131, float %201, float %271, float %319, float %367, float %415, float %463, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%576 = extractvalue { float, float, float, float, float, float } %575, 0
+	%577 = extractvalue { float, float, float, float, float, float } %575, 1
+	%578 = extractvalue { float, float, float, float, float, float } %575, 2
+	%579 = extractvalue { float, float, float, float, float, float } %575, 3
+	%580 = extractvalue { float, float, float, float, float, float } %575, 4
+	%581 = extractvalue { float, float, float, float, float, float } %575, 5
+	%582 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %132, float %202, float %272, float %320, float %368, float %416, float %464, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%583 = extractvalue { float, float, float, float, float, float } %582, 0
+	%584 = extractvalue { float, float, float, float, float, float } %582, 1
+	%585 = extractvalue { float, float, float, float, float, float } %582, 2
+	%586 = extractvalue { float, float, float, float, float, float } %582, 3
+	%587 = extractvalue { float, float, float, float, float, float } %582, 4
+	%588 = extractvalue { float, float, float, float, float, float } %582, 5
+	%589 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %133, float %203, float %273, float %321, float %369, float %417, float %465, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%590 = extractvalue { float, float, float, float, float, float } %589, 0
+	%591 = extractvalue { float, float, float, float, float, float } %589, 1
+	%592 = extractvalue { float, float, float, float, float, float } %589, 2
+	%593 = extractvalue { float, float, float, float, float, float } %589, 3
+	%594 = extractvalue { float, float, float, float, float, float } %589, 4
+	%595 = extractvalue { float, float, float, float, float, float } %589, 5
+	%596 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %134, float %204, float %274, float %322, float %370, float %418, float %466, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%597 = extractvalue { float, float, float, float, float, float } %596, 0
+	%598 = extractvalue { float, float, float, float, float, float } %596, 1
+	%599 = extractvalue { float, float, float, float, float, float } %596, 2
+	%600 = extractvalue { float, float, float, float, float, float } %596, 3
+	%601 = extractvalue { float, float, float, float, float, float } %596, 4
+	%602 = extractvalue { float, float, float, float, float, float } %596, 5
+	%603 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %139, float %220, float %279, float %327, float %375, float %423, float %471, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%604 = extractvalue { float, float, float, float, float, float } %603, 0
 	%605 = extractvalue { float, float, float, float, float, float } %603, 1
 	%606 = extractvalue { float, float, float, float, float, float } %603, 2
 	%607 = extractvalue { float, float, float, float, float, float } %603, 3
 	%608 = extractvalue { float, float, float, float, float, float } %603, 4
 	%609 = extractvalue { float, float, float, float, float, float } %603, 5
-	%610 = extractvalue [4 x <8 x float>] %565, 0
-	%611 = extractelement <8 x float> %610, i32 1
-	%612 = fmul float %41, %611
-	%613 = fadd float %185, %612
-	%614 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %120, float %613, float %250, float %315, float %380, float %445, float %510, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%615 = extractvalue { float, float, float, float, float, float } %614, 0
-	%616 = extractvalue { float, float, float, float, float, float } %614, 1
-	%617 = extractvalue { float, float, float, float, float, float } %614, 2
-	%618 = extractvalue { float, float, float, float, float, float } %614, 3
-	%619 = extractvalue { float, float, float, float, float, float } %614, 4
-	%620 = extractvalue { float, float, float, float, float, float } %614, 5
-	%621 = extractvalue [4 x <8 x float>] %565, 1
-	%622 = extractelement <8 x float> %621, i32 1
-	%623 = fmul float %41, %622
-	%624 = fadd float %187, %623
-	%625 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %122, float %624, float %252, float %317, float %382, float %447, float %512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%626 = extractvalue { float, float, float, float, float, float } %625, 0
-	%627 = extractvalue { float, float, float, float, float, float } %625, 1
-	%628 = extractvalue { float, float, float, float, float, float } %625, 2
-	%629 = extractvalue { float, float, float, float, float, float } %625, 3
-	%630 = extractvalue { float, float, float, float, float, float } %625, 4
-	%631 = extractvalue { float, float, float, float, float, float } %625, 5
-	%632 = extractvalue [4 x <8 x float>] %565, 2
-	%633 = extractelement <8 x float> %632, i32 1
-	%634 = fmul float %41, %633
-	%635 = fadd float %189, %634
-	%636 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %124, float %635, float %254, float %319, float %384, float %449, float %514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%637 = extractvalue { float, float, float, float, float, float } %636, 0
-	%638 = extractvalue { float, float, float, float, float, float } %636, 1
-	%639 = extractvalue { float, float, float, float, float, float } %636, 2
-	%640 = extractvalue { float, float, float, float, float, float } %636, 3
-	%641 = extractvalue { float, float, float, float, float, float } %636, 4
-	%642 = extractvalue { float, float, float, float, float, float } %636, 5
-	%643 = extractvalue [4 x <8 x float>] %565, 3
-	%644 = extractelement <8 x float> %643, i32 1
-	%645 = fmul float %41, %644
-	%646 = fadd float %191, %645
-	%647 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %126, float %646, float %256, float %321, float %386, float %451, float %516, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%648 = extractvalue { float, float, float, float, float, float } %647, 0
-	%649 = extractvalue { float, float, float, float, float, float } %647, 1
-	%650 = extractvalue { float, float, float, float, float, float } %647, 2
-	%651 = extractvalue { float, float, float, float, float, float } %647, 3
-	%652 = extractvalue { float, float, float, float, float, float } %647, 4
-	%653 = extractvalue { float, float, float, float, float, float } %647, 5
-	%654 = extractvalue [4 x <8 x float>] %565, 0
-	%655 = extractelement <8 x float> %654, i32 2
-	%656 = fmul float %41, %655
-	%657 = fadd float %193, %656
-	%658 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %128, float %657, float %258, float %323, float %388, float %453, float %518, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%659 = extractvalue { float, float, float, float, float, float } %658, 0
-	%660 = extractvalue { float, float, float, float, float, float } %658, 1
-	%661 = extractvalue { float, float, float, float, float, float } %658, 2
-	%662 = extractvalue { float, float, float, float, float, float } %658, 3
-	%663 = extractvalue { float, float, float, float, float, float } %658, 4
-	%664 = extractvalue { float, float, float, float, float, float } %658, 5
-	%665 = extractvalue [4 x <8 x float>] %565, 1
-	%666 = extractelement <8 x float> %665, i32 2
-	%667 = fmul float %41, %666
-	%668 = fadd float %195, %667
-	%669 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %130, float %668, float %260, float %325, float %390, float %455, float %520, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%670 = extractvalue { float, float, float, float, float, float } %669, 0
-	%671 = extractvalue { float, float, float, float, float, float } %669, 1
-	%672 = extractvalue { float, float, float, float, float, float } %669, 2
-	%673 = extractvalue { float, float, float, float, float, float } %669, 3
-	%674 = extractvalue { float, float, float, float, float, float } %669, 4
-	%675 = extractvalue { float, float, float, float, float, float } %669, 5
-	%676 = extractvalue [4 x <8 x float>] %565, 2
-	%677 = extractelement <8 x float> %676, i32 2
-	%678 = fmul float %41, %677
-	%679 = fadd float %197, %678
-	%680 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %132, float %679, float %262, float %327, float %392, float %457, float %522, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%610 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %140, float %221, float %280, float %328, float %376, float %424, float %472, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%611 = extractvalue { float, float, float, float, float, float } %610, 0
+	%612 = extractvalue { float, float, float, float, float, float } %610, 1
+	%613 = extractvalue { float, float, float, float, float, float } %610, 2
+	%614 = extractvalue { float, float, float, float, float, float } %610, 3
+	%615 = extractvalue { float, float, float, float, float, float } %610, 4
+	%616 = extractvalue { float, float, float, float, float, float } %610, 5
+	%617 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %141, float %222, float %281, float %329, float %377, float %425, float %473, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%618 = extractvalue { float, float, float, float, float, float } %617, 0
+	%619 = extractvalue { float, float, float, float, float, float } %617, 1
+	%620 = extractvalue { float, float, float, float, float, float } %617, 2
+	%621 = extractvalue { float, float, float, float, float, float } %617, 3
+	%622 = extractvalue { float, float, float, float, float, float } %617, 4
+	%623 = extractvalue { float, float, float, float, float, float } %617, 5
+	%624 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %142, float %223, float %282, float %330, float %378, float %426, float %474, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%625 = extractvalue { float, float, float, float, float, float } %624, 0
+	%626 = extractvalue { float, float, float, float, float, float } %624, 1
+	%627 = extractvalue { float, float, float, float, float, float } %624, 2
+	%628 = extractvalue { float, float, float, float, float, float } %624, 3
+	%629 = extractvalue { float, float, float, float, float, float } %624, 4
+	%630 = extractvalue { float, float, float, float, float, float } %624, 5
+	%631 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %143, float %224, float %283, float %331, float %379, float %427, float %475, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%632 = extractvalue { float, float, float, float, float, float } %631, 0
+	%633 = extractvalue { float, float, float, float, float, float } %631, 1
+	%634 = extractvalue { float, float, float, float, float, float } %631, 2
+	%635 = extractvalue { float, float, float, float, float, float } %631, 3
+	%636 = extractvalue { float, float, float, float, float, float } %631, 4
+	%637 = extractvalue { float, float, float, float, float, float } %631, 5
+	%638 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %144, float %225, float %284, float %332, float %380, float %428, float %476, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%639 = extractvalue { float, float, float, float, float, float } %638, 0
+	%640 = extractvalue { float, float, float, float, float, float } %638, 1
+	%641 = extractvalue { float, float, float, float, float, float } %638, 2
+	%642 = extractvalue { float, float, float, float, float, float } %638, 3
+	%643 = extractvalue { float, float, float, float, float, float } %638, 4
+	%644 = extractvalue { float, float, float, float, float, float } %638, 5
+	%645 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %145, float %226, float %285, float %333, float %381, float %429, float %477, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%646 = extractvalue { float, float, float, float, float, float } %645, 0
+	%647 = extractvalue { float, float, float, float, float, float } %645, 1
+	%648 = extractvalue { float, float, float, float, float, float } %645, 2
+	%649 = extractvalue { float, float, float, float, float, float } %645, 3
+	%650 = extractvalue { float, float, float, float, float, float } %645, 4
+	%651 = extractvalue { float, float, float, float, float, float } %645, 5
+	%652 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %146, float %227, float %286, float %334, float %382, float %430, float %478, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%653 = extractvalue { float, float, float, float, float, float } %652, 0
+	%654 = extractvalue { float, float, float, float, float, float } %652, 1
+	%655 = extractvalue { float, float, float, float, float, float } %652, 2
+	%656 = extractvalue { float, float, float, float, float, float } %652, 3
+	%657 = extractvalue { float, float, float, float, float, float } %652, 4
+	%658 = extractvalue { float, float, float, float, float, float } %652, 5
+	%659 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %151, float %243, float %291, float %339, float %387, float %435, float %483, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%660 = extractvalue { float, float, float, float, float, float } %659, 0
+	%661 = extractvalue { float, float, float, float, float, float } %659, 1
+	%662 = extractvalue { float, float, float, float, float, float } %659, 2
+	%663 = extractvalue { float, float, float, float, float, float } %659, 3
+	%664 = extractvalue { float, float, float, float, float, float } %659, 4
+	%665 = extractvalue { float, float, float, float, float, float } %659, 5
+	%666 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %152, float %244, float %292, float %340, float %388, float %436, float %484, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%667 = extractvalue { float, float, float, float, float, float } %666, 0
+	%668 = extractvalue { float, float, float, float, float, float } %666, 1
+	%669 = extractvalue { float, float, float, float, float, float } %666, 2
+	%670 = extractvalue { float, float, float, float, float, float } %666, 3
+	%671 = extractvalue { float, float, float, float, float, float } %666, 4
+	%672 = extractvalue { float, float, float, float, float, float } %666, 5
+	%673 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %153, float %245, float %293, float %341, float %389, float %437, float %485, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%674 = extractvalue { float, float, float, float, float, float } %673, 0
+	%675 = extractvalue { float, float, float, float, float, float } %673, 1
+	%676 = extractvalue { float, float, float, float, float, float } %673, 2
+	%677 = extractvalue { float, float, float, float, float, float } %673, 3
+	%678 = extractvalue { float, float, float, float, float, float } %673, 4
+	%679 = extractvalue { float, float, float, float, float, float } %673, 5
+	%680 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %154, float %246, float %294, float %342, float %390, float %438, float %486, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
 	%681 = extractvalue { float, float, float, float, float, float } %680, 0
 	%682 = extractvalue { float, float, float, float, float, float } %680, 1
 	%683 = extractvalue { float, float, float, float, float, float } %680, 2
 	%684 = extractvalue { float, float, float, float, float, float } %680, 3
 	%685 = extractvalue { float, float, float, float, float, float } %680, 4
 	%686 = extractvalue { float, float, float, float, float, float } %680, 5
-	%687 = extractvalue [4 x <8 x float>] %565, 3
-	%688 = extractelement <8 x float> %687, i32 2
-	%689 = fmul float %41, %688
-	%690 = fadd float %199, %689
-	%691 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %134, float %690, float %264, float %329, float %394, float %459, float %524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%692 = extractvalue { float, float, float, float, float, float } %691, 0
-	%693 = extractvalue { float, float, float, float, float, float } %691, 1
-	%694 = extractvalue { float, float, float, float, float, float } %691, 2
-	%695 = extractvalue { float, float, float, float, float, float } %691, 3
-	%696 = extractvalue { float, float, float, float, float, float } %691, 4
-	%697 = extractvalue { float, float, float, float, float, float } %691, 5
-	%698 = extractvalue [4 x <8 x float>] %565, 0
-	%699 = extractelement <8 x float> %698, i32 3
-	%700 = fmul float %41, %699
-	%701 = fadd float %201, %700
-	%702 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %136, float %701, float %266, float %331, float %396, float %461, float %526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%703 = extractvalue { float, float, float, float, float, float } %702, 0
-	%704 = extractvalue { float, float, float, float, float, float } %702, 1
-	%705 = extractvalue { float, float, float, float, float, float } %702, 2
-	%706 = extractvalue { float, float, float, float, float, float } %702, 3
-	%707 = extractvalue { float, float, float, float, float, float } %702, 4
-	%708 = extractvalue { float, float, float, float, float, float } %702, 5
-	%709 = extractvalue [4 x <8 x float>] %565, 1
-	%710 = extractelement <8 x float> %709, i32 3
-	%711 = fmul float %41, %710
-	%712 = fadd float %203, %711
-	%713 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %138, float %712, float %268, float %333, float %398, float %463, float %528, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%714 = extractvalue { float, float, float, float, float, float } %713, 0
-	%715 = extractvalue { float, float, float, float, float, float } %713, 1
-	%716 = extractvalue { float, float, float, float, float, float } %713, 2
-	%717 = extractvalue { float, float, float, float, float, float } %713, 3
-	%718 = extractvalue { float, float, float, float, float, float } %713, 4
-	%719 = extractvalue { float, float, float, float, float, float } %713, 5
-	%720 = extractvalue [4 x <8 x float>] %565, 2
-	%721 = extractelement <8 x float> %720, i32 3
-	%722 = fmul float %41, %721
-	%723 = fadd float %205, %722
-	%724 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %140, float %723, float %270, float %335, float %400, float %465, float %530, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%725 = extractvalue { float, float, float, float, float, float } %724, 0
-	%726 = extractvalue { float, float, float, float, float, float } %724, 1
-	%727 = extractvalue { float, float, float, float, float, float } %724, 2
-	%728 = extractvalue { float, float, float, float, float, float } %724, 3
-	%729 = extractvalue { float, float, float, float, float, float } %724, 4
-	%730 = extractvalue { float, float, float, float, float, float } %724, 5
-	%731 = extractvalue [4 x <8 x float>] %565, 3
-	%732 = extractelement <8 x float> %731, i32 3
-	%733 = fmul float %41, %732
-	%734 = fadd float %207, %733
-	%735 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %142, float %734, float %272, float %337, float %402, float %467, float %532, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%736 = extractvalue { float, float, float, float, float, float } %735, 0
-	%737 = extractvalue { float, float, float, float, float, float } %735, 1
-	%738 = extractvalue { float, float, float, float, float, float } %735, 2
-	%739 = extractvalue { float, float, float, float, float, float } %735, 3
-	%740 = extractvalue { float, float, float, float, float, float } %735, 4
-	%741 = extractvalue { float, float, float, float, float, float } %735, 5
-	%742 = extractvalue [4 x <8 x float>] %565, 0
-	%743 = extractelement <8 x float> %742, i32 4
-	%744 = fmul float %41, %743
-	%745 = fadd float %209, %744
-	%746 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %144, float %745, float %274, float %339, float %404, float %469, float %534, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%747 = extractvalue { float, float, float, float, float, float } %746, 0
-	%748 = extractvalue { float, float, float, float, float, float } %746, 1
-	%749 = extractvalue { float, float, float, float, float, float } %746, 2
-	%750 = extractvalue { float, float, float, float, float, float } %746, 3
-	%751 = extractvalue { float, float, float, float, float, float } %746, 4
-	%752 = extractvalue { float, float, float, float, float, float } %746, 5
-	%753 = extractvalue [4 x <8 x float>] %565, 1
-	%754 = extractelement <8 x float> %753, i32 4
-	%755 = fmul float %41, %754
-	%756 = fadd float %211, %755
-	%757 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %146, float %756, float %276, float %341, float %406, float %471, float %536, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%758 = extractvalue { float, float, float, float, float, float } %757, 0
-	%759 = extractvalue { float, float, float, float, float, float } %757, 1
-	%760 = extractvalue { float, float, float, float, float, float } %757, 2
-	%761 = extractvalue { float, float, float, float, float, float } %757, 3
-	%762 = extractvalue { float, float, float, float, float, float } %757, 4
-	%763 = extractvalue { float, float, float, float, float, float } %757, 5
-	%764 = extractvalue [4 x <8 x float>] %565, 2
-	%765 = extractelement <8 x float> %764, i32 4
-	%766 = fmul float %41, %765
-	%767 = fadd float %213, %766
-	%768 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %148, float %767, float %278, float %343, float %408, float %473, float %538, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%769 = extractvalue { float, float, float, float, float, float } %768, 0
-	%770 = extractvalue { float, float, float, float, float, float } %768, 1
-	%771 = extractvalue { float, float, float, float, float, float } %768, 2
-	%772 = extractvalue { float, float, float, float, float, float } %768, 3
-	%773 = extractvalue { float, float, float, float, float, float } %768, 4
-	%774 = extractvalue { float, float, float, float, float, float } %768, 5
-	%775 = extractvalue [4 x <8 x float>] %565, 3
-	%776 = extractelement <8 x float> %775, i32 4
-	%777 = fmul float %41, %776
-	%778 = fadd float %215, %777
-	%779 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %150, float %778, float %280, float %345, float %410, float %475, float %540, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%780 = extractvalue { float, float, float, float, float, float } %779, 0
-	%781 = extractvalue { float, float, float, float, float, float } %779, 1
-	%782 = extractvalue { float, float, float, float, float, float } %779, 2
-	%783 = extractvalue { float, float, float, float, float, float } %779, 3
-	%784 = extractvalue { float, float, float, float, float, float } %779, 4
-	%785 = extractvalue { float, float, float, float, float, float } %779, 5
-	%786 = extractvalue [4 x <8 x float>] %565, 0
-	%787 = extractelement <8 x float> %786, i32 5
-	%788 = fmul float %41, %787
-	%789 = fadd float %217, %788
-	%790 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %152, float %789, float %282, float %347, float %412, float %477, float %542, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%791 = extractvalue { float, float, float, float, float, float } %790, 0
-	%792 = extractvalue { float, float, float, float, float, float } %790, 1
-	%793 = extractvalue { float, float, float, float, float, float } %790, 2
-	%794 = extractvalue { float, float, float, float, float, float } %790, 3
-	%795 = extractvalue { float, float, float, float, float, float } %790, 4
-	%796 = extractvalue { float, float, float, float, float, float } %790, 5
-	%797 = extractvalue [4 x <8 x float>] %565, 1
-	%798 = extractelement <8 x float> %797, i32 5
-	%799 = fmul float %41, %798
-	%800 = fadd float %219, %799
-	%801 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %154, float %800, float %284, float %349, float %414, float %479, float %544, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%802 = extractvalue { float, float, float, float, float, float } %801, 0
-	%803 = extractvalue { float, float, float, float, float, float } %801, 1
-	%804 = extractvalue { float, float, float, float, float, float } %801, 2
-	%805 = extractvalue { float, float, float, float, float, float } %801, 3
-	%806 = extractvalue { float, float, float, float, float, float } %801, 4
-	%807 = extractvalue { float, float, float, float, float, float } %801, 5
-	%808 = extractvalue [4 x <8 x float>] %565, 2
-	%809 = extractelement <8 x float> %808, i32 5
-	%810 = fmul float %41, %809
-	%811 = fadd float %221, %810
-	%812 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %156, float %811, float %286, float %351, float %416, float %481, float %546, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%813 = extractvalue { float, float, float, float, float, float } %812, 0
-	%814 = extractvalue { float, float, float, float, float, float } %812, 1
-	%815 = extractvalue { float, float, float, float, float, float } %812, 2
-	%816 = extractvalue { float, float, float, float, float, float } %812, 3
-	%817 = extractvalue { float, float, float, float, float, float } %812, 4
-	%818 = extractvalue { float, float, float, float, float, float } %812, 5
-	%819 = extractvalue [4 x <8 x float>] %565, 3
-	%820 = extractelement <8 x float> %819, i32 5
-	%821 = fmul float %41, %820
-	%822 = fadd float %223, %821
-	%823 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %158, float %822, float %288, float %353, float %418, float %483, float %548, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%824 = extractvalue { float, float, float, float, float, float } %823, 0
-	%825 = extractvalue { float, float, float, float, float, float } %823, 1
-	%826 = extractvalue { float, float, float, float, float, float } %823, 2
-	%827 = extractvalue { float, float, float, float, float, float } %823, 3
-	%828 = extractvalue { float, float, float, float, float, float } %823, 4
-	%829 = extractvalue { float, float, float, float, float, float } %823, 5
-	%830 = extractvalue [4 x <8 x float>] %565, 0
-	%831 = extractelement <8 x float> %830, i32 6
-	%832 = fmul float %41, %831
-	%833 = fadd float %225, %832
-	%834 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %160, float %833, float %290, float %355, float %420, float %485, float %550, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%835 = extractvalue { float, float, float, float, float, float } %834, 0
-	%836 = extractvalue { float, float, float, float, float, float } %834, 1
-	%837 = extractvalue { float, float, float, float, float, float } %834, 2
-	%838 = extractvalue { float, float, float, float, float, float } %834, 3
-	%839 = extractvalue { float, float, float, float, float, float } %834, 4
-	%840 = extractvalue { float, float, float, float, float, float } %834, 5
-	%841 = extractvalue [4 x <8 x float>] %565, 1
-	%842 = extractelement <8 x float> %841, i32 6
-	%843 = fmul float %41, %842
-	%844 = fadd float %227, %843
-	%845 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %162, float %844, float %292, float %357, float %422, float %487, float %552, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%846 = extractvalue { float, float, float, float, float, float } %845, 0
-	%847 = extractvalue { float, float, float, float, float, float } %845, 1
-	%848 = extractvalue { float, float, float, float, float, float } %845, 2
-	%849 = extractvalue { float, float, float, float, float, float } %845, 3
-	%850 = extractvalue { float, float, float, float, float, float } %845, 4
-	%851 = extractvalue { float, float, float, float, float, float } %845, 5
-	%852 = extractvalue [4 x <8 x float>] %565, 2
-	%853 = extractelement <8 x float> %852, i32 6
-	%854 = fmul float %41, %853
-	%855 = fadd float %229, %854
-	%856 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %164, float %855, float %294, float %359, float %424, float %489, float %554, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%857 = extractvalue { float, float, float, float, float, float } %856, 0
-	%858 = extractvalue { float, float, float, float, float, float } %856, 1
-	%859 = extractvalue { float, float, float, float, float, float } %856, 2
-	%860 = extractvalue { float, float, float, float, float, float } %856, 3
-	%861 = extractvalue { float, float, float, float, float, float } %856, 4
-	%862 = extractvalue { float, float, float, float, float, float } %856, 5
-	%863 = extractvalue [4 x <8 x float>] %565, 3
-	%864 = extractelement <8 x float> %863, i32 6
-	%865 = fmul float %41, %864
-	%866 = fadd float %231, %865
-	%867 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %166, float %866, float %296, float %361, float %426, float %491, float %556, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%868 = extractvalue { float, float, float, float, float, float } %867, 0
-	%869 = extractvalue { float, float, float, float, float, float } %867, 1
-	%870 = extractvalue { float, float, float, float, float, float } %867, 2
-	%871 = extractvalue { float, float, float, float, float, float } %867, 3
-	%872 = extractvalue { float, float, float, float, float, float } %867, 4
-	%873 = extractvalue { float, float, float, float, float, float } %867, 5
-	%874 = extractvalue [4 x <8 x float>] %565, 0
-	%875 = extractelement <8 x float> %874, i32 7
-	%876 = fmul float %41, %875
-	%877 = fadd float %233, %876
-	%878 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %168, float %877, float %298, float %363, float %428, float %493, float %558, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%879 = extractvalue { float, float, float, float, float, float } %878, 0
-	%880 = extractvalue { float, float, float, float, float, float } %878, 1
-	%881 = extractvalue { float, float, float, float, float, float } %878, 2
-	%882 = extractvalue { float, float, float, float, float, float } %878, 3
-	%883 = extractvalue { float, float, float, float, float, float } %878, 4
-	%884 = extractvalue { float, float, float, float, float, float } %878, 5
-	%885 = extractvalue [4 x <8 x float>] %565, 1
-	%886 = extractelement <8 x float> %885, i32 7
-	%887 = fmul float %41, %886
-	%888 = fadd float %235, %887
-	%889 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %170, float %888, float %300, float %365, float %430, float %495, float %560, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%890 = extractvalue { float, float, float, float, float, float } %889, 0
-	%891 = extractvalue { float, float, float, float, float, float } %889, 1
-	%892 = extractvalue { float, float, float, float, float, float } %889, 2
-	%893 = extractvalue { float, float, float, float, float, float } %889, 3
-	%894 = extractvalue { float, float, float, float, float, float } %889, 4
-	%895 = extractvalue { float, float, float, float, float, float } %889, 5
-	%896 = extractvalue [4 x <8 x float>] %565, 2
-	%897 = extractelement <8 x float> %896, i32 7
-	%898 = fmul float %41, %897
-	%899 = fadd float %237, %898
-	%900 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %172, float %899, float %302, float %367, float %432, float %497, float %562, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%901 = extractvalue { float, float, float, float, float, float } %900, 0
-	%902 = extractvalue { float, float, float, float, float, float } %900, 1
-	%903 = extractvalue { float, float, float, float, float, float } %900, 2
-	%904 = extractvalue { float, float, float, float, float, float } %900, 3
-	%905 = extractvalue { float, float, float, float, float, float } %900, 4
-	%906 = extractvalue { float, float, float, float, float, float } %900, 5
-	%907 = extractvalue [4 x <8 x float>] %565, 3
-	%908 = extractelement <8 x float> %907, i32 7
-	%909 = fmul float %41, %908
-	%910 = fadd float %239, %909
-	%911 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %174, float %910, float %304, float %369, float %434, float %499, float %564, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%912 = extractvalue { float, float, float, float, float, float } %911, 0
-	%913 = extractvalue { float, float, float, float, float, float } %911, 1
-	%914 = extractvalue { float, float, float, float, float, float } %911, 2
-	%915 = extractvalue { float, float, float, float, float, float } %911, 3
-	%916 = extractvalue { float, float, float, float, float, float } %911, 4
-	%917 = extractvalue { float, float, float, float, float, float } %911, 5
-	%918 = getelementptr float, float* %7, i64 %108
-	%919 = getelementptr float, float* %918, i64 0
-	store float %571, float* %919, align 4
-	%920 = getelementptr float, float* %918, i64 1
-	store float %582, float* %920, align 4
-	%921 = getelementptr float, float* %918, i64 2
-	store float %593, float* %921, align 4
-	%922 = getelementptr float, float* %918, i64 3
-	store float %604, float* %922, align 4
-	%923 = getelementptr float, float* %918, i64 4
-	store float %615, float* %923, align 4
-	%924 = getelementptr float, float* %918, i64 5
-	store float %626, float* %924, align 4
-	%925 = getelementptr float, float* %918, i64 6
-	store float %637, float* %925, align 4
-	%926 = getelementptr float, float* %918, i64 7
-	store float %648, float* %926, align 4
-	%927 = getelementptr float, float* %918, i64 8
-	store float %659, float* %927, align 4
-	%928 = getelementptr float, float* %918, i64 9
-	store float %670, float* %928, align 4
-	%929 = getelementptr float, float* %918, i64 10
-	store float %681, float* %929, align 4
-	%930 = getelementptr float, float* %918, i64 11
-	store float %692, float* %930, align 4
-	%931 = getelementptr float, float* %918, i64 12
-	store float %703, float* %931, align 4
-	%932 = getelementptr float, float* %918, i64 13
-	store float %714, float* %932, align 4
-	%933 = getelementptr float, float* %918, i64 14
-	store float %725, float* %933, align 4
-	%934 = getelementptr float, float* %918, i64 15
-	store float %736, float* %934, align 4
-	%935 = getelementptr float, float* %918, i64 16
-	store float %747, float* %935, align 4
-	%936 = getelementptr float, float* %918, i64 17
-	store float %758, float* %936, align 4
-	%937 = getelementptr float, float* %918, i64 18
-	store float %769, float* %937, align 4
-	%938 = getelementptr float, float* %918, i64 19
-	store float %780, float* %938, align 4
-	%939 = getelementptr float, float* %918, i64 20
-	store float %791, float* %939, align 4
-	%940 = getelementptr float, float* %918, i64 21
-	store float %802, float* %940, align 4
-	%941 = getelementptr float, float* %918, i64 22
-	store float %813, float* %941, align 4
-	%942 = getelementptr float, float* %918, i64 23
-	store float %824, float* %942, align 4
-	%943 = getelementptr float, float* %918, i64 24
-	store float %835, float* %943, align 4
-	%944 = getelementptr float, float* %918, i64 25
-	store float %846, float* %944, align 4
-	%945 = getelementptr float, float* %918, i64 26
-	store float %857, float* %945, align 4
-	%946 = getelementptr float, float* %918, i64 27
-	store float %868, float* %946, align 4
-	%947 = getelementptr float, float* %918, i64 28
-	store float %879, float* %947, align 4
-	%948 = getelementptr float, float* %918, i64 29
-	store float %890, float* %948, align 4
-	%949 = getelementptr float, float* %918, i64 30
-	store float %901, float* %949, align 4
-	%950 = getelementptr float, float* %918, i64 31
-	store float %912, float* %950, align 4
-	%951 = getelementptr float, float* %5, i64 %108
-	%952 = getelementptr float, float* %951, i64 0
-	store float %572, float* %952, align 4
-	%953 = getelementptr float, float* %951, i64 1
-	store float %583, float* %953, align 4
-	%954 = getelementptr float, float* %951, i64 2
-	store float %594, float* %954, align 4
-	%955 = getelementptr float, float* %951, i64 3
-	store float %605, float* %955, align 4
-	%956 = getelementptr float, float* %951, i64 4
-	store float %616, float* %956, align 4
-	%957 = getelementptr float, float* %951, i64 5
-	store float %627, float* %957, align 4
-	%958 = getelementptr float, float* %951, i64 6
-	store float %638, float* %958, align 4
-	%959 = getelementptr float, float* %951, i64 7
-	store float %649, float* %959, align 4
-	%960 = getelementptr float, float* %951, i64 8
-	store float %660, float* %960, align 4
-	%961 = getelementptr float, float* %951, i64 9
-	store float %671, float* %961, align 4
-	%962 = getelementptr float, float* %951, i64 10
-	store float %682, float* %962, align 4
-	%963 = getelementptr float, float* %951, i64 11
-	store float %693, float* %963, align 4
-	%964 = getelementptr float, float* %951, i64 12
-	store float %704, float* %964, align 4
-	%965 = getelementptr float, float* %951, i64 13
-	store float %715, float* %965, align 4
-	%966 = getelementptr float, float* %951, i64 14
-	store float %726, float* %966, align 4
-	%967 = getelementptr float, float* %951, i64 15
-	store float %737, float* %967, align 4
-	%968 = getelementptr float, float* %951, i64 16
-	store float %748, float* %968, align 4
-	%969 = getelementptr float, float* %951, i64 17
-	store float %759, float* %969, align 4
-	%970 = getelementptr float, float* %951, i64 18
-	store float %770, float* %970, align 4
-	%971 = getelementptr float, float* %951, i64 19
-	store float %781, float* %971, align 4
-	%972 = getelementptr float, float* %951, i64 20
-	store float %792, float* %972, align 4
-	%973 = getelementptr float, float* %951, i64 21
-	store float %803, float* %973, align 4
-	%974 = getelementptr float, float* %951, i64 22
-	store float %814, float* %974, align 4
-	%975 = getelementptr float, float* %951, i64 23
-	store float %825, float* %975, align 4
-	%976 = getelementptr float, float* %951, i64 24
-	store float %836, float* %976, align 4
-	%977 = getelementptr float, float* %951, i64 25
-	store float %847, float* %977, align 4
-	%978 = getelementptr float, float* %951, i64 26
-	store float %858, float* %978, align 4
-	%979 = getelementptr float, float* %951, i64 27
-	store float %869, float* %979, align 4
-	%980 = getelementptr float, float* %951, i64 28
-	store float %880, float* %980, align 4
-	%981 = getelementptr float, float* %951, i64 29
-	store float %891, float* %981, align 4
-	%982 = getelementptr float, float* %951, i64 30
-	store float %902, float* %982, align 4
-	%983 = getelementptr float, float* %951, i64 31
-	store float %913, float* %983, align 4
-	%984 = getelementptr float, float* %9, i64 %108
-	%985 = getelementptr float, float* %984, i64 0
-	store float %573, float* %985, align 4
-	%986 = getelementptr float, float* %984, i64 1
-	store float %584, float* %986, align 4
-	%987 = getelementptr float, float* %984, i64 2
-	store float %595, float* %987, align 4
-	%988 = getelementptr float, float* %984, i64 3
-	store float %606, float* %988, align 4
-	%989 = getelementptr float, float* %984, i64 4
-	store float %617, float* %989, align 4
-	%990 = getelementptr float, float* %984, i64 5
-	store float %628, float* %990, align 4
-	%991 = getelementptr float, float* %984, i64 6
-	store float %639, float* %991, align 4
-	%992 = getelementptr float, float* %984, i64 7
-	store float %650, float* %992, align 4
-	%993 = getelementptr float, float* %984, i64 8
-	store float %661, float* %993, align 4
-	%994 = getelementptr float, float* %984, i64 9
-	store float %672, float* %994, align 4
-	%995 = getelementptr float, float* %984, i64 10
-	store float %683, float* %995, align 4
-	%996 = getelementptr float, float* %984, i64 11
-	store float %694, float* %996, align 4
-	%997 = getelementptr float, float* %984, i64 12
-	store float %705, float* %997, align 4
-	%998 = getelementptr float, float* %984, i64 13
-	store float %716, float* %998, align 4
-	%999 = getelementptr float, float* %984, i64 14
-	store float %727, float* %999, align 4
-	%1000 = getelementptr float, float* %984, i64 15
-	store float %738, float* %1000, align 4
-	%1001 = getelementptr float, float* %984, i64 16
-	store float %749, float* %1001, align 4
-	%1002 = getelementptr float, float* %984, i64 17
-	store float %760, float* %1002, align 4
-	%1003 = getelementptr float, float* %984, i64 18
-	store float %771, float* %1003, align 4
-	%1004 = getelementptr float, float* %984, i64 19
-	store float %782, float* %1004, align 4
-	%1005 = getelementptr float, float* %984, i64 20
-	store float %793, float* %1005, align 4
-	%1006 = getelementptr float, float* %984, i64 21
-	store float %804, float* %1006, align 4
-	%1007 = getelementptr float, float* %984, i64 22
-	store float %815, float* %1007, align 4
-	%1008 = getelementptr float, float* %984, i64 23
-	store float %826, float* %1008, align 4
-	%1009 = getelementptr float, float* %984, i64 24
-	store float %837, float* %1009, align 4
-	%1010 = getelementptr float, float* %984, i64 25
-	store float %848, float* %1010, align 4
-	%1011 = getelementptr float, float* %984, i64 26
-	store float %859, float* %1011, align 4
-	%1012 = getelementptr float, float* %984, i64 27
-	store float %870, float* %1012, align 4
-	%1013 = getelementptr float, float* %984, i64 28
-	store float %881, float* %1013, align 4
-	%1014 = getelementptr float, float* %984, i64 29
-	store float %892, float* %1014, align 4
-	%1015 = getelementptr float, float* %984, i64 30
-	store float %903, float* %1015, align 4
-	%1016 = getelementptr float, float* %984, i64 31
-	store float %914, float* %1016, align 4
-	%1017 = getelementptr float, float* %11, i64 %108
-	%1018 = getelementptr float, float* %1017, i64 0
-	store float %574, float* %1018, align 4
-	%1019 = getelementptr float, float* %1017, i64 1
-	store float %585, float* %1019, align 4
-	%1020 = getelementptr float, float* %1017, i64 2
-	store float %596, float* %1020, align 4
-	%1021 = getelementptr float, float* %1017, i64 3
-	store float %607, float* %1021, align 4
-	%1022 = getelementptr float, float* %1017, i64 4
-	store float %618, float* %1022, align 4
-	%1023 = getelementptr float, float* %1017, i64 5
-	store float %629, float* %1023, align 4
-	%1024 = getelementptr float, float* %1017, i64 6
-	store float %640, float* %1024, align 4
-	%1025 = getelementptr float, float* %1017, i64 7
-	store float %651, float* %1025, align 4
-	%1026 = getelementptr float, float* %1017, i64 8
-	store float %662, float* %1026, align 4
-	%1027 = getelementptr float, float* %1017, i64 9
-	store float %673, float* %1027, align 4
-	%1028 = getelementptr float, float* %1017, i64 10
-	store float %684, float* %1028, align 4
-	%1029 = getelementptr float, float* %1017, i64 11
-	store float %695, float* %1029, align 4
-	%1030 = getelementptr float, float* %1017, i64 12
-	store float %706, float* %1030, align 4
-	%1031 = getelementptr float, float* %1017, i64 13
-	store float %717, float* %1031, align 4
-	%1032 = getelementptr float, float* %1017, i64 14
-	store float %728, float* %1032, align 4
-	%1033 = getelementptr float, float* %1017, i64 15
-	store float %739, float* %1033, align 4
-	%1034 = getelementptr float, float* %1017, i64 16
-	store float %750, float* %1034, align 4
-	%1035 = getelementptr float, float* %1017, i64 17
-	store float %761, float* %1035, align 4
-	%1036 = getelementptr float, float* %1017, i64 18
-	store float %772, float* %1036, align 4
-	%1037 = getelementptr float, float* %1017, i64 19
-	store float %783, float* %1037, align 4
-	%1038 = getelementptr float, float* %1017, i64 20
-	store float %794, float* %1038, align 4
-	%1039 = getelementptr float, float* %1017, i64 21
-	store float %805, float* %1039, align 4
-	%1040 = getelementptr float, float* %1017, i64 22
-	store float %816, float* %1040, align 4
-	%1041 = getelementptr float, float* %1017, i64 23
-	store float %827, float* %1041, align 4
-	%1042 = getelementptr float, float* %1017, i64 24
-	store float %838, float* %1042, align 4
-	%1043 = getelementptr float, float* %1017, i64 25
-	store float %849, float* %1043, align 4
-	%1044 = getelementptr float, float* %1017, i64 26
-	store float %860, float* %1044, align 4
-	%1045 = getelementptr float, float* %1017, i64 27
-	store float %871, float* %1045, align 4
-	%1046 = getelementptr float, float* %1017, i64 28
-	store float %882, float* %1046, align 4
-	%1047 = getelementptr float, float* %1017, i64 29
-	store float %893, float* %1047, align 4
-	%1048 = getelementptr float, float* %1017, i64 30
-	store float %904, float* %1048, align 4
-	%1049 = getelementptr float, float* %1017, i64 31
-	store float %915, float* %1049, align 4
-	%1050 = getelementptr float, float* %1, i64 %108
-	%1051 = getelementptr float, float* %1050, i64 0
-	store float %575, float* %1051, align 4
-	%1052 = getelementptr float, float* %1050, i64 1
-	store float %586, float* %1052, align 4
-	%1053 = getelementptr float, float* %1050, i64 2
-	store float %597, float* %1053, align 4
-	%1054 = getelementptr float, float* %1050, i64 3
-	store float %608, float* %1054, align 4
-	%1055 = getelementptr float, float* %1050, i64 4
-	store float %619, float* %1055, align 4
-	%1056 = getelementptr float, float* %1050, i64 5
-	store float %630, float* %1056, align 4
-	%1057 = getelementptr float, float* %1050, i64 6
-	store float %641, float* %1057, align 4
-	%1058 = getelementptr float, float* %1050, i64 7
-	store float %652, float* %1058, align 4
-	%1059 = getelementptr float, float* %1050, i64 8
-	store float %663, float* %1059, align 4
-	%1060 = getelementptr float, float* %1050, i64 9
-	store float %674, float* %1060, align 4
-	%1061 = getelementptr float, float* %1050, i64 10
-	store float %685, float* %1061, align 4
-	%1062 = getelementptr float, float* %1050, i64 11
-	store float %696, float* %1062, align 4
-	%1063 = getelementptr float, float* %1050, i64 12
-	store float %707, float* %1063, align 4
-	%1064 = getelementptr float, float* %1050, i64 13
-	store float %718, float* %1064, align 4
-	%1065 = getelementptr float, float* %1050, i64 14
-	store float %729, float* %1065, align 4
-	%1066 = getelementptr float, float* %1050, i64 15
-	store float %740, float* %1066, align 4
-	%1067 = getelementptr float, float* %1050, i64 16
-	store float %751, float* %1067, align 4
-	%1068 = getelementptr float, float* %1050, i64 17
-	store float %762, float* %1068, align 4
-	%1069 = getelementptr float, float* %1050, i64 18
-	store float %773, float* %1069, align 4
-	%1070 = getelementptr float, float* %1050, i64 19
-	store float %784, float* %1070, align 4
-	%1071 = getelementptr float, float* %1050, i64 20
-	store float %795, float* %1071, align 4
-	%1072 = getelementptr float, float* %1050, i64 21
-	store float %806, float* %1072, align 4
-	%1073 = getelementptr float, float* %1050, i64 22
-	store float %817, float* %1073, align 4
-	%1074 = getelementptr float, float* %1050, i64 23
-	store float %828, float* %1074, align 4
-	%1075 = getelementptr float, float* %1050, i64 24
-	store float %839, float* %1075, align 4
-	%1076 = getelementptr float, float* %1050, i64 25
-	store float %850, float* %1076, align 4
-	%1077 = getelementptr float, float* %1050, i64 26
-	store float %861, float* %1077, align 4
-	%1078 = getelementptr float, float* %1050, i64 27
-	store float %872, float* %1078, align 4
-	%1079 = getelementptr float, float* %1050, i64 28
-	store float %883, float* %1079, align 4
-	%1080 = getelementptr float, float* %1050, i64 29
-	store float %894, float* %1080, align 4
-	%1081 = getelementptr float, float* %1050, i64 30
-	store float %905, float* %1081, align 4
-	%1082 = getelementptr float, float* %1050, i64 31
-	store float %916, float* %1082, align 4
-	%1083 = getelementptr float, float* %13, i64 %108
-	%1084 = getelementptr float, float* %1083, i64 0
-	store float %576, float* %1084, align 4
-	%1085 = getelementptr float, float* %1083, i64 1
-	store float %587, float* %1085, align 4
-	%1086 = getelementptr float, float* %1083, i64 2
-	store float %598, float* %1086, align 4
-	%1087 = getelementptr float, float* %1083, i64 3
-	store float %609, float* %1087, align 4
-	%1088 = getelementptr float, float* %1083, i64 4
-	store float %620, float* %1088, align 4
-	%1089 = getelementptr float, float* %1083, i64 5
-	store float %631, float* %1089, align 4
-	%1090 = getelementptr float, float* %1083, i64 6
-	store float %642, float* %1090, align 4
-	%1091 = getelementptr float, float* %1083, i64 7
-	store float %653, float* %1091, align 4
-	%1092 = getelementptr float, float* %1083, i64 8
-	store float %664, float* %1092, align 4
-	%1093 = getelementptr float, float* %1083, i64 9
-	store float %675, float* %1093, align 4
-	%1094 = getelementptr float, float* %1083, i64 10
-	store float %686, float* %1094, align 4
-	%1095 = getelementptr float, float* %1083, i64 11
-	store float %697, float* %1095, align 4
-	%1096 = getelementptr float, float* %1083, i64 12
-	store float %708, float* %1096, align 4
-	%1097 = getelementptr float, float* %1083, i64 13
-	store float %719, float* %1097, align 4
-	%1098 = getelementptr float, float* %1083, i64 14
-	store float %730, float* %1098, align 4
-	%1099 = getelementptr float, float* %1083, i64 15
-	store float %741, float* %1099, align 4
-	%1100 = getelementptr float, float* %1083, i64 16
-	store float %752, float* %1100, align 4
-	%1101 = getelementptr float, float* %1083, i64 17
-	store float %763, float* %1101, align 4
-	%1102 = getelementptr float, float* %1083, i64 18
-	store float %774, float* %1102, align 4
-	%1103 = getelementptr float, float* %1083, i64 19
-	store float %785, float* %1103, align 4
-	%1104 = getelementptr float, float* %1083, i64 20
-	store float %796, float* %1104, align 4
-	%1105 = getelementptr float, float* %1083, i64 21
-	store float %807, float* %1105, align 4
-	%1106 = getelementptr float, float* %1083, i64 22
-	store float %818, float* %1106, align 4
-	%1107 = getelementptr float, float* %1083, i64 23
-	store float %829, float* %1107, align 4
-	%1108 = getelementptr float, float* %1083, i64 24
-	store float %840, float* %1108, align 4
-	%1109 = getelementptr float, float* %1083, i64 25
-	store float %851, float* %1109, align 4
-	%1110 = getelementptr float, float* %1083, i64 26
-	store float %862, float* %1110, align 4
-	%1111 = getelementptr float, float* %1083, i64 27
-	store float %873, float* %1111, align 4
-	%1112 = getelementptr float, float* %1083, i64 28
-	store float %884, float* %1112, align 4
-	%1113 = getelementptr float, float* %1083, i64 29
-	store float %895, float* %1113, align 4
-	%1114 = getelementptr float, float* %1083, i64 30
-	store float %906, float* %1114, align 4
-	%1115 = getelementptr float, float* %1083, i64 31
-	store float %917, float* %1115, align 4
-	%1116 = add i64 %104, 1
+	%687 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %155, float %247, float %295, float %343, float %391, float %439, float %487, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%688 = extractvalue { float, float, float, float, float, float } %687, 0
+	%689 = extractvalue { float, float, float, float, float, float } %687, 1
+	%690 = extractvalue { float, float, float, float, float, float } %687, 2
+	%691 = extractvalue { float, float, float, float, float, float } %687, 3
+	%692 = extractvalue { float, float, float, float, float, float } %687, 4
+	%693 = extractvalue { float, float, float, float, float, float } %687, 5
+	%694 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %156, float %248, float %296, float %344, float %392, float %440, float %488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%695 = extractvalue { float, float, float, float, float, float } %694, 0
+	%696 = extractvalue { float, float, float, float, float, float } %694, 1
+	%697 = extractvalue { float, float, float, float, float, float } %694, 2
+	%698 = extractvalue { float, float, float, float, float, float } %694, 3
+	%699 = extractvalue { float, float, float, float, float, float } %694, 4
+	%700 = extractvalue { float, float, float, float, float, float } %694, 5
+	%701 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %157, float %249, float %297, float %345, float %393, float %441, float %489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%702 = extractvalue { float, float, float, float, float, float } %701, 0
+	%703 = extractvalue { float, float, float, float, float, float } %701, 1
+	%704 = extractvalue { float, float, float, float, float, float } %701, 2
+	%705 = extractvalue { float, float, float, float, float, float } %701, 3
+	%706 = extractvalue { float, float, float, float, float, float } %701, 4
+	%707 = extractvalue { float, float, float, float, float, float } %701, 5
+	%708 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %158, float %250, float %298, float %346, float %394, float %442, float %490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%709 = extractvalue { float, float, float, float, float, float } %708, 0
+	%710 = extractvalue { float, float, float, float, float, float } %708, 1
+	%711 = extractvalue { float, float, float, float, float, float } %708, 2
+	%712 = extractvalue { float, float, float, float, float, float } %708, 3
+	%713 = extractvalue { float, float, float, float, float, float } %708, 4
+	%714 = extractvalue { float, float, float, float, float, float } %708, 5
+	%715 = insertelement <8 x float> undef, float %492, i32 0
+	%716 = insertelement <8 x float> %715, float %499, i32 1
+	%717 = insertelement <8 x float> %716, float %506, i32 2
+	%718 = insertelement <8 x float> %717, float %513, i32 3
+	%719 = insertelement <8 x float> %718, float %520, i32 4
+	%720 = insertelement <8 x float> %719, float %527, i32 5
+	%721 = insertelement <8 x float> %720, float %534, i32 6
+	%722 = insertelement <8 x float> %721, float %541, i32 7
+	%723 = add i64 %108, 0
+	%724 = getelementptr float, float* %7, i64 %723
+	%725 = bitcast float* %724 to <8 x float>*
+	store <8 x float> %722, <8 x float>* %725, align 4
+	%726 = insertelement <8 x float> undef, float %548, i32 0
+	%727 = insertelement <8 x float> %726, float %555, i32 1
+	%728 = insertelement <8 x float> %727, float %562, i32 2
+	%729 = insertelement <8 x float> %728, float %569, i32 3
+	%730 = insertelement <8 x float> %729, float %576, i32 4
+	%731 = insertelement <8 x float> %730, float %583, i32 5
+	%732 = insertelement <8 x float> %731, float %590, i32 6
+	%733 = insertelement <8 x float> %732, float %597, i32 7
+	%734 = add i64 %108, 8
+	%735 = getelementptr float, float* %7, i64 %734
+	%736 = bitcast float* %735 to <8 x float>*
+	store <8 x float> %733, <8 x float>* %736, align 4
+	%737 = insertelement <8 x float> undef, float %604, i32 0
+	%738 = insertelement <8 x float> %737, float %611, i32 1
+	%739 = insertelement <8 x float> %738, float %618, i32 2
+	%740 = insertelement <8 x float> %739, float %625, i32 3
+	%741 = insertelement <8 x float> %740, float %632, i32 4
+	%742 = insertelement <8 x float> %741, float %639, i32 5
+	%743 = insertelement <8 x float> %742, float %646, i32 6
+	%744 = insertelement <8 x float> %743, float %653, i32 7
+	%745 = add i64 %108, 16
+	%746 = getelementptr float, float* %7, i64 %745
+	%747 = bitcast float* %746 to <8 x float>*
+	store <8 x float> %744, <8 x float>* %747, align 4
+	%748 = insertelement <8 x float> undef, float %660, i32 0
+	%749 = insertelement <8 x float> %748, float %667, i32 1
+	%750 = insertelement <8 x float> %749, float %674, i32 2
+	%751 = insertelement <8 x float> %750, float %681, i32 3
+	%752 = insertelement <8 x float> %751, float %688, i32 4
+	%753 = insertelement <8 x float> %752, float %695, i32 5
+	%754 = insertelement <8 x float> %753, float %702, i32 6
+	%755 = insertelement <8 x float> %754, float %709, i32 7
+	%756 = add i64 %108, 24
+	%757 = getelementptr float, float* %7, i64 %756
+	%758 = bitcast float* %757 to <8 x float>*
+	store <8 x float> %755, <8 x float>* %758, align 4
+	%759 = insertelement <8 x float> undef, float %493, i32 0
+	%760 = insertelement <8 x float> %759, float %500, i32 1
+	%761 = insertelement <8 x float> %760, float %507, i32 2
+	%762 = insertelement <8 x float> %761, float %514, i32 3
+	%763 = insertelement <8 x float> %762, float %521, i32 4
+	%764 = insertelement <8 x float> %763, float %528, i32 5
+	%765 = insertelement <8 x float> %764, float %535, i32 6
+	%766 = insertelement <8 x float> %765, float %542, i32 7
+	%767 = add i64 %108, 0
+	%768 = getelementptr float, float* %5, i64 %767
+	%769 = bitcast float* %768 to <8 x float>*
+	store <8 x float> %766, <8 x float>* %769, align 4
+	%770 = insertelement <8 x float> undef, float %549, i32 0
+	%771 = insertelement <8 x float> %770, float %556, i32 1
+	%772 = insertelement <8 x float> %771, float %563, i32 2
+	%773 = insertelement <8 x float> %772, float %570, i32 3
+	%774 = insertelement <8 x float> %773, float %577, i32 4
+	%775 = insertelement <8 x float> %774, float %584, i32 5
+	%776 = insertelement <8 x float> %775, float %591, i32 6
+	%777 = insertelement <8 x float> %776, float %598, i32 7
+	%778 = add i64 %108, 8
+	%779 = getelementptr float, float* %5, i64 %778
+	%780 = bitcast float* %779 to <8 x float>*
+	store <8 x float> %777, <8 x float>* %780, align 4
+	%781 = insertelement <8 x float> undef, float %605, i32 0
+	%782 = insertelement <8 x float> %781, float %612, i32 1
+	%783 = insertelement <8 x float> %782, float %619, i32 2
+	%784 = insertelement <8 x float> %783, float %626, i32 3
+	%785 = insertelement <8 x float> %784, float %633, i32 4
+	%786 = insertelement <8 x float> %785, float %640, i32 5
+	%787 = insertelement <8 x float> %786, float %647, i32 6
+	%788 = insertelement <8 x float> %787, float %654, i32 7
+	%789 = add i64 %108, 16
+	%790 = getelementptr float, float* %5, i64 %789
+	%791 = bitcast float* %790 to <8 x float>*
+	store <8 x float> %788, <8 x float>* %791, align 4
+	%792 = insertelement <8 x float> undef, float %661, i32 0
+	%793 = insertelement <8 x float> %792, float %668, i32 1
+	%794 = insertelement <8 x float> %793, float %675, i32 2
+	%795 = insertelement <8 x float> %794, float %682, i32 3
+	%796 = insertelement <8 x float> %795, float %689, i32 4
+	%797 = insertelement <8 x float> %796, float %696, i32 5
+	%798 = insertelement <8 x float> %797, float %703, i32 6
+	%799 = insertelement <8 x float> %798, float %710, i32 7
+	%800 = add i64 %108, 24
+	%801 = getelementptr float, float* %5, i64 %800
+	%802 = bitcast float* %801 to <8 x float>*
+	store <8 x float> %799, <8 x float>* %802, align 4
+	%803 = insertelement <8 x float> undef, float %494, i32 0
+	%804 = insertelement <8 x float> %803, float %501, i32 1
+	%805 = insertelement <8 x float> %804, float %508, i32 2
+	%806 = insertelement <8 x float> %805, float %515, i32 3
+	%807 = insertelement <8 x float> %806, float %522, i32 4
+	%808 = insertelement <8 x float> %807, float %529, i32 5
+	%809 = insertelement <8 x float> %808, float %536, i32 6
+	%810 = insertelement <8 x float> %809, float %543, i32 7
+	%811 = add i64 %108, 0
+	%812 = getelementptr float, float* %9, i64 %811
+	%813 = bitcast float* %812 to <8 x float>*
+	store <8 x float> %810, <8 x float>* %813, align 4
+	%814 = insertelement <8 x float> undef, float %550, i32 0
+	%815 = insertelement <8 x float> %814, float %557, i32 1
+	%816 = insertelement <8 x float> %815, float %564, i32 2
+	%817 = insertelement <8 x float> %816, float %571, i32 3
+	%818 = insertelement <8 x float> %817, float %578, i32 4
+	%819 = insertelement <8 x float> %818, float %585, i32 5
+	%820 = insertelement <8 x float> %819, float %592, i32 6
+	%821 = insertelement <8 x float> %820, float %599, i32 7
+	%822 = add i64 %108, 8
+	%823 = getelementptr float, float* %9, i64 %822
+	%824 = bitcast float* %823 to <8 x float>*
+	store <8 x float> %821, <8 x float>* %824, align 4
+	%825 = insertelement <8 x float> undef, float %606, i32 0
+	%826 = insertelement <8 x float> %825, float %613, i32 1
+	%827 = insertelement <8 x float> %826, float %620, i32 2
+	%828 = insertelement <8 x float> %827, float %627, i32 3
+	%829 = insertelement <8 x float> %828, float %634, i32 4
+	%830 = insertelement <8 x float> %829, float %641, i32 5
+	%831 = insertelement <8 x float> %830, float %648, i32 6
+	%832 = insertelement <8 x float> %831, float %655, i32 7
+	%833 = add i64 %108, 16
+	%834 = getelementptr float, float* %9, i64 %833
+	%835 = bitcast float* %834 to <8 x float>*
+	store <8 x float> %832, <8 x float>* %835, align 4
+	%836 = insertelement <8 x float> undef, float %662, i32 0
+	%837 = insertelement <8 x float> %836, float %669, i32 1
+	%838 = insertelement <8 x float> %837, float %676, i32 2
+	%839 = insertelement <8 x float> %838, float %683, i32 3
+	%840 = insertelement <8 x float> %839, float %690, i32 4
+	%841 = insertelement <8 x float> %840, float %697, i32 5
+	%842 = insertelement <8 x float> %841, float %704, i32 6
+	%843 = insertelement <8 x float> %842, float %711, i32 7
+	%844 = add i64 %108, 24
+	%845 = getelementptr float, float* %9, i64 %844
+	%846 = bitcast float* %845 to <8 x float>*
+	store <8 x float> %843, <8 x float>* %846, align 4
+	%847 = insertelement <8 x float> undef, float %495, i32 0
+	%848 = insertelement <8 x float> %847, float %502, i32 1
+	%849 = insertelement <8 x float> %848, float %509, i32 2
+	%850 = insertelement <8 x float> %849, float %516, i32 3
+	%851 = insertelement <8 x float> %850, float %523, i32 4
+	%852 = insertelement <8 x float> %851, float %530, i32 5
+	%853 = insertelement <8 x float> %852, float %537, i32 6
+	%854 = insertelement <8 x float> %853, float %544, i32 7
+	%855 = add i64 %108, 0
+	%856 = getelementptr float, float* %11, i64 %855
+	%857 = bitcast float* %856 to <8 x float>*
+	store <8 x float> %854, <8 x float>* %857, align 4
+	%858 = insertelement <8 x float> undef, float %551, i32 0
+	%859 = insertelement <8 x float> %858, float %558, i32 1
+	%860 = insertelement <8 x float> %859, float %565, i32 2
+	%861 = insertelement <8 x float> %860, float %572, i32 3
+	%862 = insertelement <8 x float> %861, float %579, i32 4
+	%863 = insertelement <8 x float> %862, float %586, i32 5
+	%864 = insertelement <8 x float> %863, float %593, i32 6
+	%865 = insertelement <8 x float> %864, float %600, i32 7
+	%866 = add i64 %108, 8
+	%867 = getelementptr float, float* %11, i64 %866
+	%868 = bitcast float* %867 to <8 x float>*
+	store <8 x float> %865, <8 x float>* %868, align 4
+	%869 = insertelement <8 x float> undef, float %607, i32 0
+	%870 = insertelement <8 x float> %869, float %614, i32 1
+	%871 = insertelement <8 x float> %870, float %621, i32 2
+	%872 = insertelement <8 x float> %871, float %628, i32 3
+	%873 = insertelement <8 x float> %872, float %635, i32 4
+	%874 = insertelement <8 x float> %873, float %642, i32 5
+	%875 = insertelement <8 x float> %874, float %649, i32 6
+	%876 = insertelement <8 x float> %875, float %656, i32 7
+	%877 = add i64 %108, 16
+	%878 = getelementptr float, float* %11, i64 %877
+	%879 = bitcast float* %878 to <8 x float>*
+	store <8 x float> %876, <8 x float>* %879, align 4
+	%880 = insertelement <8 x float> undef, float %663, i32 0
+	%881 = insertelement <8 x float> %880, float %670, i32 1
+	%882 = insertelement <8 x float> %881, float %677, i32 2
+	%883 = insertelement <8 x float> %882, float %684, i32 3
+	%884 = insertelement <8 x float> %883, float %691, i32 4
+	%885 = insertelement <8 x float> %884, float %698, i32 5
+	%886 = insertelement <8 x float> %885, float %705, i32 6
+	%887 = insertelement <8 x float> %886, float %712, i32 7
+	%888 = add i64 %108, 24
+	%889 = getelementptr float, float* %11, i64 %888
+	%890 = bitcast float* %889 to <8 x float>*
+	store <8 x float> %887, <8 x float>* %890, align 4
+	%891 = insertelement <8 x float> undef, float %496, i32 0
+	%892 = insertelement <8 x float> %891, float %503, i32 1
+	%893 = insertelement <8 x float> %892, float %510, i32 2
+	%894 = insertelement <8 x float> %893, float %517, i32 3
+	%895 = insertelement <8 x float> %894, float %524, i32 4
+	%896 = insertelement <8 x float> %895, float %531, i32 5
+	%897 = insertelement <8 x float> %896, float %538, i32 6
+	%898 = insertelement <8 x float> %897, float %545, i32 7
+	%899 = add i64 %108, 0
+	%900 = getelementptr float, float* %1, i64 %899
+	%901 = bitcast float* %900 to <8 x float>*
+	store <8 x float> %898, <8 x float>* %901, align 4
+	%902 = insertelement <8 x float> undef, float %552, i32 0
+	%903 = insertelement <8 x float> %902, float %559, i32 1
+	%904 = insertelement <8 x float> %903, float %566, i32 2
+	%905 = insertelement <8 x float> %904, float %573, i32 3
+	%906 = insertelement <8 x float> %905, float %580, i32 4
+	%907 = insertelement <8 x float> %906, float %587, i32 5
+	%908 = insertelement <8 x float> %907, float %594, i32 6
+	%909 = insertelement <8 x float> %908, float %601, i32 7
+	%910 = add i64 %108, 8
+	%911 = getelementptr float, float* %1, i64 %910
+	%912 = bitcast float* %911 to <8 x float>*
+	store <8 x float> %909, <8 x float>* %912, align 4
+	%913 = insertelement <8 x float> undef, float %608, i32 0
+	%914 = insertelement <8 x float> %913, float %615, i32 1
+	%915 = insertelement <8 x float> %914, float %622, i32 2
+	%916 = insertelement <8 x float> %915, float %629, i32 3
+	%917 = insertelement <8 x float> %916, float %636, i32 4
+	%918 = insertelement <8 x float> %917, float %643, i32 5
+	%919 = insertelement <8 x float> %918, float %650, i32 6
+	%920 = insertelement <8 x float> %919, float %657, i32 7
+	%921 = add i64 %108, 16
+	%922 = getelementptr float, float* %1, i64 %921
+	%923 = bitcast float* %922 to <8 x float>*
+	store <8 x float> %920, <8 x float>* %923, align 4
+	%924 = insertelement <8 x float> undef, float %664, i32 0
+	%925 = insertelement <8 x float> %924, float %671, i32 1
+	%926 = insertelement <8 x float> %925, float %678, i32 2
+	%927 = insertelement <8 x float> %926, float %685, i32 3
+	%928 = insertelement <8 x float> %927, float %692, i32 4
+	%929 = insertelement <8 x float> %928, float %699, i32 5
+	%930 = insertelement <8 x float> %929, float %706, i32 6
+	%931 = insertelement <8 x float> %930, float %713, i32 7
+	%932 = add i64 %108, 24
+	%933 = getelementptr float, float* %1, i64 %932
+	%934 = bitcast float* %933 to <8 x float>*
+	store <8 x float> %931, <8 x float>* %934, align 4
+	%935 = insertelement <8 x float> undef, float %497, i32 0
+	%936 = insertelement <8 x float> %935, float %504, i32 1
+	%937 = insertelement <8 x float> %936, float %511, i32 2
+	%938 = insertelement <8 x float> %937, float %518, i32 3
+	%939 = insertelement <8 x float> %938, float %525, i32 4
+	%940 = insertelement <8 x float> %939, float %532, i32 5
+	%941 = insertelement <8 x float> %940, float %539, i32 6
+	%942 = insertelement <8 x float> %941, float %546, i32 7
+	%943 = add i64 %108, 0
+	%944 = getelementptr float, float* %13, i64 %943
+	%945 = bitcast float* %944 to <8 x float>*
+	store <8 x float> %942, <8 x float>* %945, align 4
+	%946 = insertelement <8 x float> undef, float %553, i32 0
+	%947 = insertelement <8 x float> %946, float %560, i32 1
+	%948 = insertelement <8 x float> %947, float %567, i32 2
+	%949 = insertelement <8 x float> %948, float %574, i32 3
+	%950 = insertelement <8 x float> %949, float %581, i32 4
+	%951 = insertelement <8 x float> %950, float %588, i32 5
+	%952 = insertelement <8 x float> %951, float %595, i32 6
+	%953 = insertelement <8 x float> %952, float %602, i32 7
+	%954 = add i64 %108, 8
+	%955 = getelementptr float, float* %13, i64 %954
+	%956 = bitcast float* %955 to <8 x float>*
+	store <8 x float> %953, <8 x float>* %956, align 4
+	%957 = insertelement <8 x float> undef, float %609, i32 0
+	%958 = insertelement <8 x float> %957, float %616, i32 1
+	%959 = insertelement <8 x float> %958, float %623, i32 2
+	%960 = insertelement <8 x float> %959, float %630, i32 3
+	%961 = insertelement <8 x float> %960, float %637, i32 4
+	%962 = insertelement <8 x float> %961, float %644, i32 5
+	%963 = insertelement <8 x float> %962, float %651, i32 6
+	%964 = insertelement <8 x float> %963, float %658, i32 7
+	%965 = add i64 %108, 16
+	%966 = getelementptr float, float* %13, i64 %965
+	%967 = bitcast float* %966 to <8 x float>*
+	store <8 x float> %964, <8 x float>* %967, align 4
+	%968 = insertelement <8 x float> undef, float %665, i32 0
+	%969 = insertelement <8 x float> %968, float %672, i32 1
+	%970 = insertelement <8 x float> %969, float %679, i32 2
+	%971 = insertelement <8 x float> %970, float %686, i32 3
+	%972 = insertelement <8 x float> %971, float %693, i32 4
+	%973 = insertelement <8 x float> %972, float %700, i32 5
+	%974 = insertelement <8 x float> %973, float %707, i32 6
+	%975 = insertelement <8 x float> %974, float %714, i32 7
+	%976 = add i64 %108, 24
+	%977 = getelementptr float, float* %13, i64 %976
+	%978 = bitcast float* %977 to <8 x float>*
+	store <8 x float> %975, <8 x float>* %978, align 4
+	%979 = add i64 %104, 1
 	br label %wide.head.28
 
 wide.done.30:
-	%1117 = mul i64 %103, 8
+	%980 = mul i64 %103, 8
 	br label %group.head.31
 
 group.head.31:
-	%1118 = phi i64 [ %1117, %wide.done.30 ], [ %1257, %group.32 ]
-	%1119 = icmp slt i64 %1118, %62
-	br i1 %1119, label %group.32, label %group.done.33
+	%981 = phi i64 [ %980, %wide.done.30 ], [ %1120, %group.32 ]
+	%982 = icmp slt i64 %981, %62
+	br i1 %982, label %group.32, label %group.done.33
 
 group.32:
-	%1120 = shl i64 %1118, 2
-	%1121 = add i64 %63, %1120
-	%1122 = add i64 %67, %1118
-	%1123 = getelementptr float, float* %1, i64 %1121
-	%1124 = getelementptr float, float* %1123, i64 0
-	%1125 = load float, float* %1124, align 4
-	%1126 = getelementptr float, float* %1123, i64 1
-	%1127 = load float, float* %1126, align 4
-	%1128 = getelementptr float, float* %1123, i64 2
-	%1129 = load float, float* %1128, align 4
-	%1130 = getelementptr float, float* %1123, i64 3
-	%1131 = load float, float* %1130, align 4
-	%1132 = getelementptr float, float* %3, i64 %1121
-	%1133 = getelementptr float, float* %1132, i64 0
-	%1134 = load float, float* %1133, align 4
-	%1135 = getelementptr float, float* %1132, i64 1
-	%1136 = load float, float* %1135, align 4
-	%1137 = getelementptr float, float* %1132, i64 2
-	%1138 = load float, float* %1137, align 4
-	%1139 = getelementptr float, float* %1132, i64 3
-	%1140 = load float, float* %1139, align 4
-	%1141 = getelementptr float, float* %5, i64 %1121
-	%1142 = getelementptr float, float* %1141, i64 0
-	%1143 = load float, float* %1142, align 4
-	%1144 = getelementptr float, float* %1141, i64 1
-	%1145 = load float, float* %1144, align 4
-	%1146 = getelementptr float, float* %1141, i64 2
-	%1147 = load float, float* %1146, align 4
-	%1148 = getelementptr float, float* %1141, i64 3
-	%1149 = load float, float* %1148, align 4
-	%1150 = getelementptr float, float* %7, i64 %1121
-	%1151 = getelementptr float, float* %1150, i64 0
-	%1152 = load float, float* %1151, align 4
-	%1153 = getelementptr float, float* %1150, i64 1
-	%1154 = load float, float* %1153, align 4
-	%1155 = getelementptr float, float* %1150, i64 2
-	%1156 = load float, float* %1155, align 4
-	%1157 = getelementptr float, float* %1150, i64 3
-	%1158 = load float, float* %1157, align 4
-	%1159 = getelementptr float, float* %9, i64 %1121
-	%1160 = getelementptr float, float* %1159, i64 0
-	%1161 = load float, float* %1160, align 4
-	%1162 = getelementptr float, float* %1159, i64 1
-	%1163 = load float, float* %1162, align 4
-	%1164 = getelementptr float, float* %1159, i64 2
-	%1165 = load float, float* %1164, align 4
-	%1166 = getelementptr float, float* %1159, i64 3
-	%1167 = load float, float* %1166, align 4
-	%1168 = getelementptr float, float* %11, i64 %1121
-	%1169 = getelementptr float, float* %1168, i64 0
-	%1170 = load float, float* %1169, align 4
-	%1171 = getelementptr float, float* %1168, i64 1
-	%1172 = load float, float* %1171, align 4
-	%1173 = getelementptr float, float* %1168, i64 2
-	%1174 = load float, float* %1173, align 4
-	%1175 = getelementptr float, float* %1168, i64 3
-	%1176 = load float, float* %1175, align 4
-	%1177 = getelementptr float, float* %13, i64 %1121
-	%1178 = getelementptr float, float* %1177, i64 0
-	%1179 = load float, float* %1178, align 4
-	%1180 = getelementptr float, float* %1177, i64 1
-	%1181 = load float, float* %1180, align 4
-	%1182 = getelementptr float, float* %1177, i64 2
-	%1183 = load float, float* %1182, align 4
-	%1184 = getelementptr float, float* %1177, i64 3
-	%1185 = load float, float* %1184, align 4
-	%1186 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %1122)
-	%1187 = extractelement <4 x float> %1186, i32 0
-	%1188 = fmul float %41, %1187
-	%1189 = fadd float %1134, %1188
-	%1190 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1125, float %1189, float %1143, float %1152, float %1161, float %1170, float %1179, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1191 = extractvalue { float, float, float, float, float, float } %1190, 0
-	%1192 = extractvalue { float, float, float, float, float, float } %1190, 1
-	%1193 = extractvalue { float, float, float, float, float, float } %1190, 2
-	%1194 = extractvalue { float, float, float, float, float, float } %1190, 3
-	%1195 = extractvalue { float, float, float, float, float, float } %1190, 4
-	%1196 = extractvalue { float, float, float, float, float, float } %1190, 5
-	%1197 = extractelement <4 x float> %1186, i32 1
-	%1198 = fmul float %41, %1197
-	%1199 = fadd float %1136, %1198
-	%1200 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1127, float %1199, float %1145, float %1154, float %1163, float %1172, float %1181, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1201 = extractvalue { float, float, float, float, float, float } %1200, 0
-	%1202 = extractvalue { float, float, float, float, float, float } %1200, 1
-	%1203 = extractvalue { float, float, float, float, float, float } %1200, 2
-	%1204 = extractvalue { float, float, float, float, float, float } %1200, 3
-	%1205 = extractvalue { float, float, float, float, float, float } %1200, 4
-	%1206 = extractvalue { float, float, float, float, float, float } %1200, 5
-	%1207 = extractelement <4 x float> %1186, i32 2
-	%1208 = fmul float %41, %1207
-	%1209 = fadd float %1138, %1208
-	%1210 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1129, float %1209, float %1147, float %1156, float %1165, float %1174, float %1183, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1211 = extractvalue { float, float, float, float, float, float } %1210, 0
-	%1212 = extractvalue { float, float, float, float, float, float } %1210, 1
-	%1213 = extractvalue { float, float, float, float, float, float } %1210, 2
-	%1214 = extractvalue { float, float, float, float, float, float } %1210, 3
-	%1215 = extractvalue { float, float, float, float, float, float } %1210, 4
-	%1216 = extractvalue { float, float, float, float, float, float } %1210, 5
-	%1217 = extractelement <4 x float> %1186, i32 3
-	%1218 = fmul float %41, %1217
-	%1219 = fadd float %1140, %1218
-	%1220 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1131, float %1219, float %1149, float %1158, float %1167, float %1176, float %1185, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1221 = extractvalue { float, float, float, float, float, float } %1220, 0
-	%1222 = extractvalue { float, float, float, float, float, float } %1220, 1
-	%1223 = extractvalue { float, float, float, float, float, float } %1220, 2
-	%1224 = extractvalue { float, float, float, float, float, float } %1220, 3
-	%1225 = extractvalue { float, float, float, float, float, float } %1220, 4
-	%1226 = extractvalue { float, float, float, float, float, float } %1220, 5
-	%1227 = getelementptr float, float* %7, i64 %1121
-	%1228 = getelementptr float, float* %1227, i64 0
-	store float %1191, float* %1228, align 4
-	%1229 = getelementptr float, float* %1227, i64 1
-	store float %1201, float* %1229, align 4
-	%1230 = getelementptr float, float* %1227, i64 2
-	store float %1211, float* %1230, align 4
-	%1231 = getelementptr float, float* %1227, i64 3
-	store float %1221, float* %1231, align 4
-	%1232 = getelementptr float, float* %5, i64 %1121
-	%1233 = getelementptr float, float* %1232, i64 0
-	store float %1192, float* %1233, align 4
-	%1234 = getelementptr float, float* %1232, i64 1
-	store float %1202, float* %1234, align 4
-	%1235 = getelementptr float, float* %1232, i64 2
-	store float %1212, float* %1235, align 4
-	%1236 = getelementptr float, float* %1232, i64 3
-	store float %1222, float* %1236, align 4
-	%1237 = getelementptr float, float* %9, i64 %1121
-	%1238 = getelementptr float, float* %1237, i64 0
-	store float %1193, float* %1238, align 4
-	%1239 = getelementptr float, float* %1237, i64 1
-	store float %1203, float* %1239, align 4
-	%1240 = getelementptr float, float* %1237, i64 2
-	store float %1213, float* %1240, align 4
-	%1241 = getelementptr float, float* %1237, i64 3
-	store float %1223, float* %1241, align 4
-	%1242 = getelementptr float, float* %11, i64 %1121
-	%1243 = getelementptr float, float* %1242, i64 0
-	store float %1194, float* %1243, align 4
-	%1244 = getelementptr float, float* %1242, i64 1
-	store float %1204, float* %1244, align 4
-	%1245 = getelementptr float, float* %1242, i64 2
-	store float %1214, float* %1245, align 4
-	%1246 = getelementptr float, float* %1242, i64 3
-	store float %1224, float* %1246, align 4
-	%1247 = getelementptr float, float* %1, i64 %1121
-	%1248 = getelementptr float, float* %1247, i64 0
-	store float %1195, float* %1248, align 4
-	%1249 = getelementptr float, float* %1247, i64 1
-	store float %1205, float* %1249, align 4
-	%1250 = getelementptr float, float* %1247, i64 2
-	store float %1215, float* %1250, align 4
-	%1251 = getelementptr float, float* %1247, i64 3
-	store float %1225, float* %1251, align 4
-	%1252 = getelementptr float, float* %13, i64 %1121
-	%1253 = getelementptr float, float* %1252, i64 0
-	store float %1196, float* %1253, align 4
-	%1254 = getelementptr float, float* %1252, i64 1
-	store float %1206, float* %1254, align 4
-	%1255 = getelementptr float, float* %1252, i64 2
-	store float %1216, float* %1255, align 4
-	%1256 = getelementptr float, float* %1252, i64 3
-	store float %1226, float* %1256, align 4
-	%1257 = add i64 %1118, 1
+	%983 = shl i64 %981, 2
+	%984 = add i64 %63, %983
+	%985 = add i64 %67, %981
+	%986 = getelementptr float, float* %1, i64 %984
+	%987 = getelementptr float, float* %986, i64 0
+	%988 = load float, float* %987, align 4
+	%989 = getelementptr float, float* %986, i64 1
+	%990 = load float, float* %989, align 4
+	%991 = getelementptr float, float* %986, i64 2
+	%992 = load float, float* %991, align 4
+	%993 = getelementptr float, float* %986, i64 3
+	%994 = load float, float* %993, align 4
+	%995 = getelementptr float, float* %3, i64 %984
+	%996 = getelementptr float, float* %995, i64 0
+	%997 = load float, float* %996, align 4
+	%998 = getelementptr float, float* %995, i64 1
+	%999 = load float, float* %998, align 4
+	%1000 = getelementptr float, float* %995, i64 2
+	%1001 = load float, float* %1000, align 4
+	%1002 = getelementptr float, float* %995, i64 3
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %5, i64 %984
+	%1005 = getelementptr float, float* %1004, i64 0
+	%1006 = load float, float* %1005, align 4
+	%1007 = getelementptr float, float* %1004, i64 1
+	%1008 = load float, float* %1007, align 4
+	%1009 = getelementptr float, float* %1004, i64 2
+	%1010 = load float, float* %1009, align 4
+	%1011 = getelementptr float, float* %1004, i64 3
+	%1012 = load float, float* %1011, align 4
+	%1013 = getelementptr float, float* %7, i64 %984
+	%1014 = getelementptr float, float* %1013, i64 0
+	%1015 = load float, float* %1014, align 4
+	%1016 = getelementptr float, float* %1013, i64 1
+	%1017 = load float, float* %1016, align 4
+	%1018 = getelementptr float, float* %1013, i64 2
+	%1019 = load float, float* %1018, align 4
+	%1020 = getelementptr float, float* %1013, i64 3
+	%1021 = load float, float* %1020, align 4
+	%1022 = getelementptr float, float* %9, i64 %984
+	%1023 = getelementptr float, float* %1022, i64 0
+	%1024 = load float, float* %1023, align 4
+	%1025 = getelementptr float, float* %1022, i64 1
+	%1026 = load float, float* %1025, align 4
+	%1027 = getelementptr float, float* %1022, i64 2
+	%1028 = load float, float* %1027, align 4
+	%1029 = getelementptr float, float* %1022, i64 3
+	%1030 = load float, float* %1029, align 4
+	%1031 = getelementptr float, float* %11, i64 %984
+	%1032 = getelementptr float, float* %1031, i64 0
+	%1033 = load float, float* %1032, align 4
+	%1034 = getelementptr float, float* %1031, i64 1
+	%1035 = load float, float* %1034, align 4
+	%1036 = getelementptr float, float* %1031, i64 2
+	%1037 = load float, float* %1036, align 4
+	%1038 = getelementptr float, float* %1031, i64 3
+	%1039 = load float, float* %1038, align 4
+	%1040 = getelementptr float, float* %13, i64 %984
+	%1041 = getelementptr float, float* %1040, i64 0
+	%1042 = load float, float* %1041, align 4
+	%1043 = getelementptr float, float* %1040, i64 1
+	%1044 = load float, float* %1043, align 4
+	%1045 = getelementptr float, float* %1040, i64 2
+	%1046 = load float, float* %1045, align 4
+	%1047 = getelementptr float, float* %1040, i64 3
+	%1048 = load float, float* %1047, align 4
+	%1049 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %985)
+	%1050 = extractelement <4 x float> %1049, i32 0
+	%1051 = fmul float %41, %1050
+	%1052 = fadd float %997, %1051
+	%1053 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %988, float %1052, float %1006, float %1015, float %1024, float %1033, float %1042, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1054 = extractvalue { float, float, float, float, float, float } %1053, 0
+	%1055 = extractvalue { float, float, float, float, float, float } %1053, 1
+	%1056 = extractvalue { float, float, float, float, float, float } %1053, 2
+	%1057 = extractvalue { float, float, float, float, float, float } %1053, 3
+	%1058 = extractvalue { float, float, float, float, float, float } %1053, 4
+	%1059 = extractvalue { float, float, float, float, float, float } %1053, 5
+	%1060 = extractelement <4 x float> %1049, i32 1
+	%1061 = fmul float %41, %1060
+	%1062 = fadd float %999, %1061
+	%1063 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %990, float %1062, float %1008, float %1017, float %1026, float %1035, float %1044, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1064 = extractvalue { float, float, float, float, float, float } %1063, 0
+	%1065 = extractvalue { float, float, float, float, float, float } %1063, 1
+	%1066 = extractvalue { float, float, float, float, float, float } %1063, 2
+	%1067 = extractvalue { float, float, float, float, float, float } %1063, 3
+	%1068 = extractvalue { float, float, float, float, float, float } %1063, 4
+	%1069 = extractvalue { float, float, float, float, float, float } %1063, 5
+	%1070 = extractelement <4 x float> %1049, i32 2
+	%1071 = fmul float %41, %1070
+	%1072 = fadd float %1001, %1071
+	%1073 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %992, float %1072, float %1010, float %1019, float %1028, float %1037, float %1046, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1074 = extractvalue { float, float, float, float, float, float } %1073, 0
+	%1075 = extractvalue { float, float, float, float, float, float } %1073, 1
+	%1076 = extractvalue { float, float, float, float, float, float } %1073, 2
+	%1077 = extractvalue { float, float, float, float, float, float } %1073, 3
+	%1078 = extractvalue { float, float, float, float, float, float } %1073, 4
+	%1079 = extractvalue { float, float, float, float, float, float } %1073, 5
+	%1080 = extractelement <4 x float> %1049, i32 3
+	%1081 = fmul float %41, %1080
+	%1082 = fadd float %1003, %1081
+	%1083 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %994, float %1082, float %1012, float %1021, float %1030, float %1039, float %1048, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1084 = extractvalue { float, float, float, float, float, float } %1083, 0
+	%1085 = extractvalue { float, float, float, float, float, float } %1083, 1
+	%1086 = extractvalue { float, float, float, float, float, float } %1083, 2
+	%1087 = extractvalue { float, float, float, float, float, float } %1083, 3
+	%1088 = extractvalue { float, float, float, float, float, float } %1083, 4
+	%1089 = extractvalue { float, float, float, float, float, float } %1083, 5
+	%1090 = getelementptr float, float* %7, i64 %984
+	%1091 = getelementptr float, float* %1090, i64 0
+	store float %1054, float* %1091, align 4
+	%1092 = getelementptr float, float* %1090, i64 1
+	store float %1064, float* %1092, align 4
+	%1093 = getelementptr float, float* %1090, i64 2
+	store float %1074, float* %1093, align 4
+	%1094 = getelementptr float, float* %1090, i64 3
+	store float %1084, float* %1094, align 4
+	%1095 = getelementptr float, float* %5, i64 %984
+	%1096 = getelementptr float, float* %1095, i64 0
+	store float %1055, float* %1096, align 4
+	%1097 = getelementptr float, float* %1095, i64 1
+	store float %1065, float* %1097, align 4
+	%1098 = getelementptr float, float* %1095, i64 2
+	store float %1075, float* %1098, align 4
+	%1099 = getelementptr float, float* %1095, i64 3
+	store float %1085, float* %1099, align 4
+	%1100 = getelementptr float, float* %9, i64 %984
+	%1101 = getelementptr float, float* %1100, i64 0
+	store float %1056, float* %1101, align 4
+	%1102 = getelementptr float, float* %1100, i64 1
+	store float %1066, float* %1102, align 4
+	%1103 = getelementptr float, float* %1100, i64 2
+	store float %1076, float* %1103, align 4
+	%1104 = getelementptr float, float* %1100, i64 3
+	store float %1086, float* %1104, align 4
+	%1105 = getelementptr float, float* %11, i64 %984
+	%1106 = getelementptr float, float* %1105, i64 0
+	store float %1057, float* %1106, align 4
+	%1107 = getelementptr float, float* %1105, i64 1
+	store float %1067, float* %1107, align 4
+	%1108 = getelementptr float, float* %1105, i64 2
+	store float %1077, float* %1108, align 4
+	%1109 = getelementptr float, float* %1105, i64 3
+	store float %1087, float* %1109, align 4
+	%1110 = getelementptr float, float* %1, i64 %984
+	%1111 = getelementptr float, float* %1110, i64 0
+	store float %1058, float* %1111, align 4
+	%1112 = getelementptr float, float* %1110, i64 1
+	store float %1068, float* %1112, align 4
+	%1113 = getelementptr float, float* %1110, i64 2
+	store float %1078, float* %1113, align 4
+	%1114 = getelementptr float, float* %1110, i64 3
+	store float %1088, float* %1114, align 4
+	%1115 = getelementptr float, float* %13, i64 %984
+	%1116 = getelementptr float, float* %1115, i64 0
+	store float %1059, float* %1116, align 4
+	%1117 = getelementptr float, float* %1115, i64 1
+	store float %1069, float* %1117, align 4
+	%1118 = getelementptr float, float* %1115, i64 2
+	store float %1079, float* %1118, align 4
+	%1119 = getelementptr float, float* %1115, i64 3
+	store float %1089, float* %1119, align 4
+	%1120 = add i64 %981, 1
 	br label %group.head.31
 
 group.done.33:
 	br label %tail.head.34
 
 tail.head.34:
-	%1258 = phi i64 [ %65, %group.done.33 ], [ %1291, %tail.35 ]
-	%1259 = icmp slt i64 %1258, %45
-	br i1 %1259, label %tail.35, label %tail.done.36
+	%1121 = phi i64 [ %65, %group.done.33 ], [ %1154, %tail.35 ]
+	%1122 = icmp slt i64 %1121, %45
+	br i1 %1122, label %tail.35, label %tail.done.36
 
 tail.35:
-	%1260 = getelementptr float, float* %1, i64 %1258
-	%1261 = load float, float* %1260, align 4
-	%1262 = getelementptr float, float* %3, i64 %1258
-	%1263 = load float, float* %1262, align 4
-	%1264 = getelementptr float, float* %5, i64 %1258
-	%1265 = load float, float* %1264, align 4
-	%1266 = getelementptr float, float* %7, i64 %1258
-	%1267 = load float, float* %1266, align 4
-	%1268 = getelementptr float, float* %9, i64 %1258
-	%1269 = load float, float* %1268, align 4
-	%1270 = getelementptr float, float* %11, i64 %1258
-	%1271 = load float, float* %1270, align 4
-	%1272 = getelementptr float, float* %13, i64 %1258
-	%1273 = load float, float* %1272, align 4
-	%1274 = add i64 %47, %1258
-	%1275 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %1274)
-	%1276 = fmul float %41, %1275
-	%1277 = fadd float %1263, %1276
-	%1278 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1261, float %1277, float %1265, float %1267, float %1269, float %1271, float %1273, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1279 = extractvalue { float, float, float, float, float, float } %1278, 0
-	%1280 = extractvalue { float, float, float, float, float, float } %1278, 1
-	%1281 = extractvalue { float, float, float, float, float, float } %1278, 2
-	%1282 = extractvalue { float, float, float, float, float, float } %1278, 3
-	%1283 = extractvalue { float, float, float, float, float, float } %1278, 4
-	%1284 = extractvalue { float, float, float, float, float, float } %1278, 5
-	%1285 = getelementptr float, float* %7, i64 %1258
-	store float %1279, float* %1285, align 4
-	%1286 = getelementptr float, float* %5, i64 %1258
-	store float %1280, float* %1286, align 4
-	%1287 = getelementptr float, float* %9, i64 %1258
-	store float %1281, float* %1287, align 4
-	%1288 = getelementptr float, float* %11, i64 %1258
-	store float %1282, float* %1288, align 4
-	%1289 = getelementptr float, float* %1, i64 %1258
-	store float %1283, float* %1289, align 4
-	%1290 = getelementptr float, float* %13, i64 %1258
-	store float %1284, float* %1290, align 4
-	%1291 = add i64 %1258, 1
+	%1123 = getelementptr float, float* %1, i64 %1121
+	%1124 = load float, float* %1123, align 4
+	%1125 = getelementptr float, float* %3, i64 %1121
+	%1126 = load float, float* %1125, align 4
+	%1127 = getelementptr float, float* %5, i64 %1121
+	%1128 = load float, float* %1127, align 4
+	%1129 = getelementptr float, float* %7, i64 %1121
+	%1130 = load float, float* %1129, align 4
+	%1131 = getelementptr float, float* %9, i64 %1121
+	%1132 = load float, float* %1131, align 4
+	%1133 = getelementptr float, float* %11, i64 %1121
+	%1134 = load float, float* %1133, align 4
+	%1135 = getelementptr float, float* %13, i64 %1121
+	%1136 = load float, float* %1135, align 4
+	%1137 = add i64 %47, %1121
+	%1138 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %1137)
+	%1139 = fmul float %41, %1138
+	%1140 = fadd float %1126, %1139
+	%1141 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1124, float %1140, float %1128, float %1130, float %1132, float %1134, float %1136, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1142 = extractvalue { float, float, float, float, float, float } %1141, 0
+	%1143 = extractvalue { float, float, float, float, float, float } %1141, 1
+	%1144 = extractvalue { float, float, float, float, float, float } %1141, 2
+	%1145 = extractvalue { float, float, float, float, float, float } %1141, 3
+	%1146 = extractvalue { float, float, float, float, float, float } %1141, 4
+	%1147 = extractvalue { float, float, float, float, float, float } %1141, 5
+	%1148 = getelementptr float, float* %7, i64 %1121
+	store float %1142, float* %1148, align 4
+	%1149 = getelementptr float, float* %5, i64 %1121
+	store float %1143, float* %1149, align 4
+	%1150 = getelementptr float, float* %9, i64 %1121
+	store float %1144, float* %1150, align 4
+	%1151 = getelementptr float, float* %11, i64 %1121
+	store float %1145, float* %1151, align 4
+	%1152 = getelementptr float, float* %1, i64 %1121
+	store float %1146, float* %1152, align 4
+	%1153 = getelementptr float, float* %13, i64 %1121
+	store float %1147, float* %1153, align 4
+	%1154 = add i64 %1121, 1
 	br label %tail.head.34
 
 tail.done.36:
 	ret void
 
 head.head.37:
-	%1292 = phi i64 [ %43, %without_noise ], [ %1321, %head.38 ]
-	%1293 = icmp slt i64 %1292, %63
-	br i1 %1293, label %head.38, label %head.done.39
+	%1155 = phi i64 [ %43, %without_noise ], [ %1184, %head.38 ]
+	%1156 = icmp slt i64 %1155, %63
+	br i1 %1156, label %head.38, label %head.done.39
 
 head.38:
-	%1294 = getelementptr float, float* %1, i64 %1292
-	%1295 = load float, float* %1294, align 4
-	%1296 = getelementptr float, float* %3, i64 %1292
-	%1297 = load float, float* %1296, align 4
-	%1298 = getelementptr float, float* %5, i64 %1292
-	%1299 = load float, float* %1298, align 4
-	%1300 = getelementptr float, float* %7, i64 %1292
-	%1301 = load float, float* %1300, align 4
-	%1302 = getelementptr float, float* %9, i64 %1292
-	%1303 = load float, float* %1302, align 4
-	%1304 = getelementptr float, float* %11, i64 %1292
-	%1305 = load float, float* %1304, align 4
-	%1306 = getelementptr float, float* %13, i64 %1292
-	%1307 = load float, float* %1306, align 4
-	%1308 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1295, float %1297, float %1299, float %1301, float %1303, float %1305, float %1307, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1309 = extractvalue { float, float, float, float, float, float } %1308, 0
-	%1310 = extractvalue { float, float, float, float, float, float } %1308, 1
-	%1311 = extractvalue { float, float, float, float, float, float } %1308, 2
-	%1312 = extractvalue { float, float, float, float, float, float } %1308, 3
-	%1313 = extractvalue { float, float, float, float, float, float } %1308, 4
-	%1314 = extractvalue { float, float, float, float, float, float } %1308, 5
-	%1315 = getelementptr float, float* %7, i64 %1292
-	store float %1309, float* %1315, align 4
-	%1316 = getelementptr float, float* %5, i64 %1292
-	store float %1310, float* %1316, align 4
-	%1317 = getelementptr float, float* %9, i64 %1292
-	store float %1311, float* %1317, align 4
-	%1318 = getelementptr float, float* %11, i64 %1292
-	store float %1312, float* %1318, align 4
-	%1319 = getelementptr float, float* %1, i64 %1292
-	store float %1313, float* %1319, align 4
-	%1320 = getelementptr float, float* %13, i64 %1292
-	store float %1314, float* %1320, align 4
-	%1321 = add i64 %1292, 1
+	%1157 = getelementptr float, float* %1, i64 %1155
+	%1158 = load float, float* %1157, align 4
+	%1159 = getelementptr float, float* %3, i64 %1155
+	%1160 = load float, float* %1159, align 4
+	%1161 = getelementptr float, float* %5, i64 %1155
+	%1162 = load float, float* %1161, align 4
+	%1163 = getelementptr float, float* %7, i64 %1155
+	%1164 = load float, float* %1163, align 4
+	%1165 = getelementptr float, float* %9, i64 %1155
+	%1166 = load float, float* %1165, align 4
+	%1167 = getelementptr float, float* %11, i64 %1155
+	%1168 = load float, float* %1167, align 4
+	%1169 = getelementptr float, float* %13, i64 %1155
+	%1170 = load float, float* %1169, align 4
+	%1171 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1158, float %1160, float %1162, float %1164, float %1166, float %1168, float %1170, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1172 = extractvalue { float, float, float, float, float, float } %1171, 0
+	%1173 = extractvalue { float, float, float, float, float, float } %1171, 1
+	%1174 = extractvalue { float, float, float, float, float, float } %1171, 2
+	%1175 = extractvalue { float, float, float, float, float, float } %1171, 3
+	%1176 = extractvalue { float, float, float, float, float, float } %1171, 4
+	%1177 = extractvalue { float, float, float, float, float, float } %1171, 5
+	%1178 = getelementptr float, float* %7, i64 %1155
+	store float %1172, float* %1178, align 4
+	%1179 = getelementptr float, float* %5, i64 %1155
+	store float %1173, float* %1179, align 4
+	%1180 = getelementptr float, float* %9, i64 %1155
+	store float %1174, float* %1180, align 4
+	%1181 = getelementptr float, float* %11, i64 %1155
+	store float %1175, float* %1181, align 4
+	%1182 = getelementptr float, float* %1, i64 %1155
+	store float %1176, float* %1182, align 4
+	%1183 = getelementptr float, float* %13, i64 %1155
+	store float %1177, float* %1183, align 4
+	%1184 = add i64 %1155, 1
 	br label %head.head.37
 
 head.done.39:
-	%1322 = sdiv i64 %62, 8
+	%1185 = sdiv i64 %62, 8
 	br label %wide.head.40
 
 wide.head.40:
-	%1323 = phi i64 [ 0, %head.done.39 ], [ %2206, %wide.41 ]
-	%1324 = icmp slt i64 %1323, %1322
-	br i1 %1324, label %wide.41, label %wide.done.42
+	%1186 = phi i64 [ 0, %head.done.39 ], [ %2016, %wide.41 ]
+	%1187 = icmp slt i64 %1186, %1185
+	br i1 %1187, label %wide.41, label %wide.done.42
 
 wide.41:
-	%1325 = mul i64 %1323, 8
-	%1326 = shl i64 %1325, 2
-	%1327 = add i64 %63, %1326
-	%1328 = add i64 %67, %1325
-	%1329 = getelementptr float, float* %1, i64 %1327
-	%1330 = getelementptr float, float* %1329, i64 0
-	%1331 = load float, float* %1330, align 4
-	%1332 = getelementptr float, float* %1329, i64 1
-	%1333 = load float, float* %1332, align 4
-	%1334 = getelementptr float, float* %1329, i64 2
-	%1335 = load float, float* %1334, align 4
-	%1336 = getelementptr float, float* %1329, i64 3
-	%1337 = load float, float* %1336, align 4
-	%1338 = getelementptr float, float* %1329, i64 4
-	%1339 = load float, float* %1338, align 4
-	%1340 = getelementptr float, float* %1329, i64 5
-	%1341 = load float, float* %1340, align 4
-	%1342 = getelementptr float, float* %1329, i64 6
-	%1343 = load float, float* %1342, align 4
-	%1344 = getelementptr float, float* %1329, i64 7
-	%1345 = load float, float* %1344, align 4
-	%1346 = getelementptr float, float* %1329, i64 8
-	%1347 = load float, float* %1346, align 4
-	%1348 = getelementptr float, float* %1329, i64 9
-	%1349 = load float, float* %1348, align 4
-	%1350 = getelementptr float, float* %1329, i64 10
-	%1351 = load float, float* %1350, align 4
-	%1352 = getelementptr float, float* %1329, i64 11
-	%1353 = load float, float* %1352, align 4
-	%1354 = getelementptr float, float* %1329, i64 12
-	%1355 = load float, float* %1354, align 4
-	%1356 = getelementptr float, float* %1329, i64 13
-	%1357 = load float, float* %1356, align 4
-	%1358 = getelementptr float, float* %1329, i64 14
-	%1359 = load float, float* %1358, align 4
-	%1360 = getelementptr float, float* %1329, i64 15
-	%1361 = load float, float* %1360, align 4
-	%1362 = getelementptr float, float* %1329, i64 16
-	%1363 = load float, float* %1362, align 4
-	%1364 = getelementptr float, float* %1329, i64 17
-	%1365 = load float, float* %1364, align 4
-	%1366 = getelementptr float, float* %1329, i64 18
-	%1367 = load float, float* %1366, align 4
-	%1368 = getelementptr float, float* %1329, i64 19
-	%1369 = load float, float* %1368, align 4
-	%1370 = getelementptr float, float* %1329, i64 20
-	%1371 = load float, float* %1370, align 4
-	%1372 = getelementptr float, float* %1329, i64 21
-	%1373 = load float, float* %1372, align 4
-	%1374 = getelementptr float, float* %1329, i64 22
-	%1375 = load float, float* %1374, align 4
-	%1376 = getelementptr float, float* %1329, i64 23
-	%1377 = load float, float* %1376, align 4
-	%1378 = getelementptr float, float* %1329, i64 24
-	%1379 = load float, float* %1378, align 4
-	%1380 = getelementptr float, float* %1329, i64 25
-	%1381 = load float, float* %1380, align 4
-	%1382 = getelementptr float, float* %1329, i64 26
-	%1383 = load float, float* %1382, align 4
-	%1384 = getelementptr float, float* %1329, i64 27
-	%1385 = load float, float* %1384, align 4
-	%1386 = getelementptr float, float* %1329, i64 28
-	%1387 = load float, float* %1386, align 4
-	%1388 = getelementptr float, float* %1329, i64 29
-	%1389 = load float, float* %1388, align 4
-	%1390 = getelementptr float, float* %1329, i64 30
-	%1391 = load float, float* %1390, align 4
-	%1392 = getelementptr float, float* %1329, i64 31
-	%1393 = load float, float* %1392, align 4
-	%1394 = getelementptr float, float* %3, i64 %1327
-	%1395 = getelementptr float, float* %1394, i64 0
-	%1396 = load float, float* %1395, align 4
-	%1397 = getelementptr float, float* %1394, i64 1
-	%1398 = load float, float* %1397, align 4
-	%1399 = getelementptr float, float* %1394, i64 2
-	%1400 = load float, float* %1399, align 4
-	%1401 = getelementptr float, float* %1394, i64 3
-	%1402 = load float, float* %1401, align 4
-	%1403 = getelementptr float, float* %1394, i64 4
-	%1404 = load float, float* %1403, align 4
-	%1405 = getelementptr float, float* %1394, i64 5
-	%1406 = load float, float* %1405, align 4
-	%1407 = getelementptr float, float* %1394, i64 6
-	%1408 = load float, float* %1407, align 4
-	%1409 = getelementptr float, float* %1394, i64 7
-	%1410 = load float, float* %1409, align 4
-	%1411 = getelementptr float, float* %1394, i64 8
-	%1412 = load float, float* %1411, align 4
-	%1413 = getelementptr float, float* %1394, i64 9
-	%1414 = load float, float* %1413, align 4
-	%1415 = getelementptr float, float* %1394, i64 10
-	%1416 = load float, float* %1415, align 4
-	%1417 = getelementptr float, float* %1394, i64 11
-	%1418 = load float, float* %1417, align 4
-	%1419 = getelementptr float, float* %1394, i64 12
-	%1420 = load float, float* %1419, align 4
-	%1421 = getelementptr float, float* %1394, i64 13
-	%1422 = load float, float* %1421, align 4
-	%1423 = getelementptr float, float* %1394, i64 14
-	%1424 = load float, float* %1423, align 4
-	%1425 = getelementptr float, float* %1394, i64 15
-	%1426 = load float, float* %1425, align 4
-	%1427 = getelementptr float, float* %1394, i64 16
-	%1428 = load float, float* %1427, align 4
-	%1429 = getelementptr float, float* %1394, i64 17
-	%1430 = load float, float* %1429, align 4
-	%1431 = getelementptr float, float* %1394, i64 18
-	%1432 = load float, float* %1431, align 4
-	%1433 = getelementptr float, float* %1394, i64 19
-	%1434 = load float, float* %1433, align 4
-	%1435 = getelementptr float, float* %1394, i64 20
-	%1436 = load float, float* %1435, align 4
-	%1437 = getelementptr float, float* %1394, i64 21
-	%1438 = load float, float* %1437, align 4
-	%1439 = getelementptr float, float* %1394, i64 22
-	%1440 = load float, float* %1439, align 4
-	%1441 = getelementptr float, float* %1394, i64 23
-	%1442 = load float, float* %1441, align 4
-	%1443 = getelementptr float, float* %1394, i64 24
-	%1444 = load float, float* %1443, align 4
-	%1445 = getelementptr float, float* %1394, i64 25
-	%1446 = load float, float* %1445, align 4
-	%1447 = getelementptr float, float* %1394, i64 26
-	%1448 = load float, float* %1447, align 4
-	%1449 = getelementptr float, float* %1394, i64 27
-	%1450 = load float, float* %1449, align 4
-	%1451 = getelementptr float, float* %1394, i64 28
-	%1452 = load float, float* %1451, align 4
-	%1453 = getelementptr float, float* %1394, i64 29
-	%1454 = load float, float* %1453, align 4
-	%1455 = getelementptr float, float* %1394, i64 30
-	%1456 = load float, float* %1455, align 4
-	%1457 = getelementptr float, float* %1394, i64 31
-	%1458 = load float, float* %1457, align 4
-	%1459 = getelementptr float, float* %5, i64 %1327
-	%1460 = getelementptr float, float* %1459, i64 0
-	%1461 = load float, float* %1460, align 4
-	%1462 = getelementptr float, float* %1459, i64 1
-	%1463 = load float, float* %1462, align 4
-	%1464 = getelementptr float, float* %1459, i64 2
-	%1465 = load float, float* %1464, align 4
-	%1466 = getelementptr float, float* %1459, i64 3
-	%1467 = load float, float* %1466, align 4
-	%1468 = getelementptr float, float* %1459, i64 4
-	%1469 = load float, float* %1468, align 4
-	%1470 = getelementptr float, float* %1459, i64 5
-	%1471 = load float, float* %1470, align 4
-	%1472 = getelementptr float, float* %1459, i64 6
-	%1473 = load float, float* %1472, align 4
-	%1474 = getelementptr float, float* %1459, i64 7
-	%1475 = load float, float* %1474, align 4
-	%1476 = getelementptr float, float* %1459, i64 8
-	%1477 = load float, float* %1476, align 4
-	%1478 = getelementptr float, float* %1459, i64 9
-	%1479 = load float, float* %1478, align 4
-	%1480 = getelementptr float, float* %1459, i64 10
-	%1481 = load float, float* %1480, align 4
-	%1482 = getelementptr float, float* %1459, i64 11
-	%1483 = load float, float* %1482, align 4
-	%1484 = getelementptr float, float* %1459, i64 12
-	%1485 = load float, float* %1484, align 4
-	%1486 = getelementptr float, float* %1459, i64 13
-	%1487 = load float, float* %1486, align 4
-	%1488 = getelementptr float, float* %1459, i64 14
-	%1489 = load float, float* %1488, align 4
-	%1490 = getelementptr float, float* %1459, i64 15
-	%1491 = load float, float* %1490, align 4
-	%1492 = getelementptr float, float* %1459, i64 16
-	%1493 = load float, float* %1492, align 4
-	%1494 = getelementptr float, float* %1459, i64 17
-	%1495 = load float, float* %1494, align 4
-	%1496 = getelementptr float, float* %1459, i64 18
-	%1497 = load float, float* %1496, align 4
-	%1498 = getelementptr float, float* %1459, i64 19
-	%1499 = load float, float* %1498, align 4
-	%1500 = getelementptr float, float* %1459, i64 20
-	%1501 = load float, float* %1500, align 4
-	%1502 = getelementptr float, float* %1459, i64 21
-	%1503 = load float, float* %1502, align 4
-	%1504 = getelementptr float, float* %1459, i64 22
-	%1505 = load float, float* %1504, align 4
-	%1506 = getelementptr float, float* %1459, i64 23
-	%1507 = load float, float* %1506, align 4
-	%1508 = getelementptr float, float* %1459, i64 24
-	%1509 = load float, float* %1508, align 4
-	%1510 = getelementptr float, float* %1459, i64 25
-	%1511 = load float, float* %1510, align 4
-	%1512 = getelementptr float, float* %1459, i64 26
-	%1513 = load float, float* %1512, align 4
-	%1514 = getelementptr float, float* %1459, i64 27
-	%1515 = load float, float* %1514, align 4
-	%1516 = getelementptr float, float* %1459, i64 28
-	%1517 = load float, float* %1516, align 4
-	%1518 = getelementptr float, float* %1459, i64 29
-	%1519 = load float, float* %1518, align 4
-	%1520 = getelementptr float, float* %1459, i64 30
-	%1521 = load float, float* %1520, align 4
-	%1522 = getelementptr float, float* %1459, i64 31
-	%1523 = load float, float* %1522, align 4
-	%1524 = getelementptr float, float* %7, i64 %1327
-	%1525 = getelementptr float, float* %1524, i64 0
-	%1526 = load float, float* %1525, align 4
-	%1527 = getelementptr float, float* %1524, i64 1
-	%1528 = load float, float* %1527, align 4
-	%1529 = getelementptr float, float* %1524, i64 2
-	%1530 = load float, float* %1529, align 4
-	%1531 = getelementptr float, float* %1524, i64 3
-	%1532 = load float, float* %1531, align 4
-	%1533 = getelementptr float, float* %1524, i64 4
-	%1534 = load float, float* %1533, align 4
-	%1535 = getelementptr float, float* %1524, i64 5
-	%1536 = load float, float* %1535, align 4
-	%1537 = getelementptr float, float* %1524, i64 6
-	%1538 = load float, float* %1537, align 4
-	%1539 = getelementptr float, float* %1524, i64 7
-	%1540 = load float, float* %1539, align 4
-	%1541 = getelementptr float, float* %1524, i64 8
-	%1542 = load float, float* %1541, align 4
-	%1543 = getelementptr float, float* %1524, i64 9
-	%1544 = load float, float* %1543, align 4
-	%1545 = getelementptr float, float* %1524, i64 10
-	%1546 = load float, float* %1545, align 4
-	%1547 = getelementptr float, float* %1524, i64 11
-	%1548 = load float, float* %1547, align 4
-	%1549 = getelementptr float, float* %1524, i64 12
-	%1550 = load float, float* %1549, align 4
-	%1551 = getelementptr float, float* %1524, i64 13
-	%1552 = load float, float* %1551, align 4
-	%1553 = getelementptr float, float* %1524, i64 14
-	%1554 = load float, float* %1553, align 4
-	%1555 = getelementptr float, float* %1524, i64 15
-	%1556 = load float, float* %1555, align 4
-	%1557 = getelementptr float, float* %1524, i64 16
-	%1558 = load float, float* %1557, align 4
-	%1559 = getelementptr float, float* %1524, i64 17
-	%1560 = load float, float* %1559, align 4
-	%1561 = getelementptr float, float* %1524, i64 18
-	%1562 = load float, float* %1561, align 4
-	%1563 = getelementptr float, float* %1524, i64 19
-	%1564 = load float, float* %1563, align 4
-	%1565 = getelementptr float, float* %1524, i64 20
-	%1566 = load float, float* %1565, align 4
-	%1567 = getelementptr float, float* %1524, i64 21
-	%1568 = load float, float* %1567, align 4
-	%1569 = getelementptr float, float* %1524, i64 22
-	%1570 = load float, float* %1569, align 4
-	%1571 = getelementptr float, float* %1524, i64 23
-	%1572 = load float, float* %1571, align 4
-	%1573 = getelementptr float, float* %1524, i64 24
-	%1574 = load float, float* %1573, align 4
-	%1575 = getelementptr float, float* %1524, i64 25
-	%1576 = load float, float* %1575, align 4
-	%1577 = getelementptr float, float* %1524, i64 26
-	%1578 = load float, float* %1577, align 4
-	%1579 = getelementptr float, float* %1524, i64 27
-	%1580 = load float, float* %1579, align 4
-	%1581 = getelementptr float, float* %1524, i64 28
-	%1582 = load float, float* %1581, align 4
-	%1583 = getelementptr float, float* %1524, i64 29
-	%1584 = load float, float* %1583, align 4
-	%1585 = getelementptr float, float* %1524, i64 30
-	%1586 = load float, float* %1585, align 4
-	%1587 = getelementptr float, float* %1524, i64 31
-	%1588 = load float, float* %1587, align 4
-	%1589 = getelementptr float, float* %9, i64 %1327
-	%1590 = getelementptr float, float* %1589, i64 0
-	%1591 = load float, float* %1590, align 4
-	%1592 = getelementptr float, float* %1589, i64 1
-	%1593 = load float, float* %1592, align 4
-	%1594 = getelementptr float, float* %1589, i64 2
-	%1595 = load float, float* %1594, align 4
-	%1596 = getelementptr float, float* %1589, i64 3
-	%1597 = load float, float* %1596, align 4
-	%1598 = getelementptr float, float* %1589, i64 4
-	%1599 = load float, float* %1598, align 4
-	%1600 = getelementptr float, float* %1589, i64 5
-	%1601 = load float, float* %1600, align 4
-	%1602 = getelementptr float, float* %1589, i64 6
-	%1603 = load float, float* %1602, align 4
-	%1604 = getelementptr float, float* %1589, i64 7
-	%1605 = load float, float* %1604, align 4
-	%1606 = getelementptr float, float* %1589, i64 8
-	%1607 = load float, float* %1606, align 4
-	%1608 = getelementptr float, float* %1589, i64 9
-	%1609 = load float, float* %1608, align 4
-	%1610 = getelementptr float, float* %1589, i64 10
-	%1611 = load float, float* %1610, align 4
-	%1612 = getelementptr float, float* %1589, i64 11
-	%1613 = load float, float* %1612, align 4
-	%1614 = getelementptr float, float* %1589, i64 12
-	%1615 = load float, float* %1614, align 4
-	%1616 = getelementptr float, float* %1589, i64 13
-	%1617 = load float, float* %1616, align 4
-	%1618 = getelementptr float, float* %1589, i64 14
-	%1619 = load float, float* %1618, align 4
-	%1620 = getelementptr float, float* %1589, i64 15
-	%1621 = load float, float* %1620, align 4
-	%1622 = getelementptr float, float* %1589, i64 16
-	%1623 = load float, float* %1622, align 4
-	%1624 = getelementptr float, float* %1589, i64 17
-	%1625 = load float, float* %1624, align 4
-	%1626 = getelementptr float, float* %1589, i64 18
-	%1627 = load float, float* %1626, align 4
-	%1628 = getelementptr float, float* %1589, i64 19
-	%1629 = load float, float* %1628, align 4
-	%1630 = getelementptr float, float* %1589, i64 20
-	%1631 = load float, float* %1630, align 4
-	%1632 = getelementptr float, float* %1589, i64 21
-	%1633 = load float, float* %1632, align 4
-	%1634 = getelementptr float, float* %1589, i64 22
-	%1635 = load float, float* %1634, align 4
-	%1636 = getelementptr float, float* %1589, i64 23
-	%1637 = load float, float* %1636, align 4
-	%1638 = getelementptr float, float* %1589, i64 24
-	%1639 = load float, float* %1638, align 4
-	%1640 = getelementptr float, float* %1589, i64 25
-	%1641 = load float, float* %1640, align 4
-	%1642 = getelementptr float, float* %1589, i64 26
-	%1643 = load float, float* %1642, align 4
-	%1644 = getelementptr float, float* %1589, i64 27
-	%1645 = load float, float* %1644, align 4
-	%1646 = getelementptr float, float* %1589, i64 28
-	%1647 = load float, float* %1646, align 4
-	%1648 = getelementptr float, float* %1589, i64 29
-	%1649 = load float, float* %1648, align 4
-	%1650 = getelementptr float, float* %1589, i64 30
-	%1651 = load float, float* %1650, align 4
-	%1652 = getelementptr float, float* %1589, i64 31
-	%1653 = load float, float* %1652, align 4
-	%1654 = getelementptr float, float* %11, i64 %1327
-	%1655 = getelementptr float, float* %1654, i64 0
-	%1656 = load float, float* %1655, align 4
-	%1657 = getelementptr float, float* %1654, i64 1
-	%1658 = load float, float* %1657, align 4
-	%1659 = getelementptr float, float* %1654, i64 2
-	%1660 = load float, float* %1659, align 4
-	%1661 = getelementptr float, float* %1654, i64 3
-	%1662 = load float, float* %1661, align 4
-	%1663 = getelementptr float, float* %1654, i64 4
-	%1664 = load float, float* %1663, align 4
-	%1665 = getelementptr float, float* %1654, i64 5
-	%1666 = load float, float* %1665, align 4
-	%1667 = getelementptr float, float* %1654, i64 6
-	%1668 = load float, float* %1667, align 4
-	%1669 = getelementptr float, float* %1654, i64 7
-	%1670 = load float, float* %1669, align 4
-	%1671 = getelementptr float, float* %1654, i64 8
-	%1672 = load float, float* %1671, align 4
-	%1673 = getelementptr float, float* %1654, i64 9
-	%1674 = load float, float* %1673, align 4
-	%1675 = getelementptr float, float* %1654, i64 10
-	%1676 = load float, float* %1675, align 4
-	%1677 = getelementptr float, float* %1654, i64 11
-	%1678 = load float, float* %1677, align 4
-	%1679 = getelementptr float, float* %1654, i64 12
-	%1680 = load float, float* %1679, align 4
-	%1681 = getelementptr float, float* %1654, i64 13
-	%1682 = load float, float* %1681, align 4
-	%1683 = getelementptr float, float* %1654, i64 14
-	%1684 = load float, float* %1683, align 4
-	%1685 = getelementptr float, float* %1654, i64 15
-	%1686 = load float, float* %1685, align 4
-	%1687 = getelementptr float, float* %1654, i64 16
-	%1688 = load float, float* %1687, align 4
-	%1689 = getelementptr float, float* %1654, i64 17
-	%1690 = load float, float* %1689, align 4
-	%1691 = getelementptr float, float* %1654, i64 18
-	%1692 = load float, float* %1691, align 4
-	%1693 = getelementptr float, float* %1654, i64 19
-	%1694 = load float, float* %1693, align 4
-	%1695 = getelementptr float, float* %1654, i64 20
-	%1696 = load float, float* %1695, align 4
-	%1697 = getelementptr float, float* %1654, i64 21
-	%1698 = load float, float* %1697, align 4
-	%1699 = getelementptr float, float* %1654, i64 22
-	%1700 = load float, float* %1699, align 4
-	%1701 = getelementptr float, float* %1654, i64 23
-	%1702 = load float, float* %1701, align 4
-	%1703 = getelementptr float, float* %1654, i64 24
-	%1704 = load float, float* %1703, align 4
-	%1705 = getelementptr float, float* %1654, i64 25
-	%1706 = load float, float* %1705, align 4
-	%1707 = getelementptr float, float* %1654, i64 26
-	%1708 = load float, float* %1707, align 4
-	%1709 = getelementptr float, float* %1654, i64 27
-	%1710 = load float, float* %1709, align 4
-	%1711 = getelementptr float, float* %1654, i64 28
-	%1712 = load float, float* %1711, align 4
-	%1713 = getelementptr float, float* %1654, i64 29
-	%1714 = load float, float* %1713, align 4
-	%1715 = getelementptr float, float* %1654, i64 30
-	%1716 = load float, float* %1715, align 4
-	%1717 = getelementptr float, float* %1654, i64 31
-	%1718 = load float, float* %1717, align 4
-	%1719 = getelementptr float, float* %13, i64 %1327
-	%1720 = getelementptr float, float* %1719, i64 0
-	%1721 = load float, float* %1720, align 4
-	%1722 = getelementptr float, float* %1719, i64 1
-	%1723 = load float, float* %1722, align 4
-	%1724 = getelementptr float, float* %1719, i64 2
-	%1725 = load float, float* %1724, align 4
-	%1726 = getelementptr float, float* %1719, i64 3
-	%1727 = load float, float* %1726, align 4
-	%1728 = getelementptr float, float* %1719, i64 4
-	%1729 = load float, float* %1728, align 4
-	%1730 = getelementptr float, float* %1719, i64 5
-	%1731 = load float, float* %1730, align 4
-	%1732 = getelementptr float, float* %1719, i64 6
-	%1733 = load float, float* %1732, align 4
-	%1734 = getelementptr float, float* %1719, i64 7
-	%1735 = load float, float* %1734, align 4
-	%1736 = getelementptr float, float* %1719, i64 8
-	%1737 = load float, float* %1736, align 4
-	%1738 = getelementptr float, float* %1719, i64 9
-	%1739 = load float, float* %1738, align 4
-	%1740 = getelementptr float, float* %1719, i64 10
-	%1741 = load float, float* %1740, align 4
-	%1742 = getelementptr float, float* %1719, i64 11
-	%1743 = load float, float* %1742, align 4
-	%1744 = getelementptr float, float* %1719, i64 12
-	%1745 = load float, float* %1744, align 4
-	%1746 = getelementptr float, float* %1719, i64 13
-	%1747 = load float, float* %1746, align 4
-	%1748 = getelementptr float, float* %1719, i64 14
-	%1749 = load float, float* %1748, align 4
-	%1750 = getelementptr float, float* %1719, i64 15
-	%1751 = load float, float* %1750, align 4
-	%1752 = getelementptr float, float* %1719, i64 16
-	%1753 = load float, float* %1752, align 4
-	%1754 = getelementptr float, float* %1719, i64 17
-	%1755 = load float, float* %1754, align 4
-	%1756 = getelementptr float, float* %1719, i64 18
-	%1757 = load float, float* %1756, align 4
-	%1758 = getelementptr float, float* %1719, i64 19
-	%1759 = load float, float* %1758, align 4
-	%1760 = getelementptr float, float* %1719, i64 20
-	%1761 = load float, float* %1760, align 4
-	%1762 = getelementptr float, float* %1719, i64 21
-	%1763 = load float, float* %1762, align 4
-	%1764 = getelementptr float, float* %1719, i64 22
-	%1765 = load float, float* %1764, align 4
-	%1766 = getelementptr float, float* %1719, i64 23
-	%1767 = load float, float* %1766, align 4
-	%1768 = getelementptr float, float* %1719, i64 24
-	%1769 = load float, float* %1768, align 4
-	%1770 = getelementptr float, float* %1719, i64 25
-	%1771 = load float, float* %1770, align 4
-	%1772 = getelementptr float, float* %1719, i64 26
-	%1773 = load float, float* %1772, align 4
-	%1774 = getelementptr float, float* %1719, i64 27
-	%1775 = load float, float* %1774, align 4
-	%1776 = getelementptr float, float* %1719, i64 28
-	%1777 = load float, float* %1776, align 4
-	%1778 = getelementptr float, float* %1719, i64 29
-	%1779 = load float, float* %1778, align 4
-	%1780 = getelementptr float, float* %1719, i64 30
-	%1781 = load float, float* %1780, align 4
-	%1782 = getelementptr float, float* %1719, i64 31
-	%1783 = load float, float* %1782, align 4
-	%1784 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1331, float %1396, float %1461, float %1526, float %1591, float %1656, float %1721, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1785 = extractvalue { float, float, float, float, float, float } %1784, 0
-	%1786 = extractvalue { float, float, float, float, float, float } %1784, 1
-	%1787 = extractvalue { float, float, float, float, float, float } %1784, 2
-	%1788 = extractvalue { float, float, float, float, float, float } %1784, 3
-	%1789 = extractvalue { float, float, float, float, float, float } %1784, 4
-	%1790 = extractvalue { float, float, float, float, float, float } %1784, 5
-	%1791 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1333, float %1398, float %1463, float %1528, float %1593, float %1658, float %1723, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1792 = extractvalue { float, float, float, float, float, float } %1791, 0
-	%1793 = extractvalue { float, float, float, float, float, float } %1791, 1
-	%1794 = extractvalue { float, float, float, float, float, float } %1791, 2
-	%1795 = extractvalue { float, float, float, float, float, float } %1791, 3
-	%1796 = extractvalue { float, float, float, float, float, float } %1791, 4
-	%1797 = extractvalue { float, float, float, float, float, float } %1791, 5
-	%1798 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1335, float %1400, float %1465, float %1530, float %1595, float %1660, float %1725, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1799 = extractvalue { float, float, float, float, float, float } %1798, 0
-	%1800 = extractvalue { float, float, float, float, float, float } %1798, 1
-	%1801 = extractvalue { float, float, float, float, float, float } %1798, 2
-	%1802 = extractvalue { float, float, float, float, float, float } %1798, 3
-	%1803 = extractvalue { float, float, float, float, float, float } %1798, 4
-	%1804 = extractvalue { float, float, float, float, float, float } %1798, 5
-	%1805 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1337, float %1402, float %1467, float %1532, float %1597, float %1662, float %1727, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1806 = extractvalue { float, float, float, float, float, float } %1805, 0
-	%1807 = extractvalue { float, float, float, float, float, float } %1805, 1
-	%1808 = extractvalue { float, float, float, float, float, float } %1805, 2
-	%1809 = extractvalue { float, float, float, float, float, float } %1805, 3
-	%1810 = extractvalue { float, float, float, float, float, float } %1805, 4
-	%1811 = extractvalue { float, float, float, float, float, float } %1805, 5
-	%1812 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1339, float %1404, float %1469, float %1534, float %1599, float %1664, float %1729, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1813 = extractvalue { float, float, float, float, float, float } %1812, 0
-	%1814 = extractvalue { float, float, float, float, float, float } %1812, 1
-	%1815 = extractvalue { float, float, float, float, float, float } %1812, 2
-	%1816 = extractvalue { float, float, float, float, float, float } %1812, 3
-	%1817 = extractvalue { float, float, float, float, float, float } %1812, 4
-	%1818 = extractvalue { float, float, float, float, float, float } %1812, 5
-	%1819 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1341, float %1406, float %1471, float %1536, float %1601, float %1666, float %1731, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1820 = extractvalue { float, float, float, float, float, float } %1819, 0
-	%1821 = extractvalue { float, float, float, float, float, float } %1819, 1
-	%1822 = extractvalue { float, float, float, float, float, float } %1819, 2
-	%1823 = extractvalue { float, float, float, float, float, float } %1819, 3
-	%1824 = extractvalue { float, float, float, float, float, float } %1819, 4
-	%1825 = extractvalue { float, float, float, float, float, float } %1819, 5
-	%1826 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1343, float %1408, float %1473, float %1538, float %1603, float %1668, float %1733, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1827 = extractvalue { float, float, float, float, float, float } %1826, 0
-	%1828 = extractvalue { float, float, float, float, float, float } %1826, 1
-	%1829 = extractvalue { float, float, float, float, float, float } %1826, 2
-	%1830 = extractvalue { float, float, float, float, float, float } %1826, 3
-	%1831 = extractvalue { float, float, float, float, float, float } %1826, 4
-	%1832 = extractvalue { float, float, float, float, float, float } %1826, 5
-	%1833 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1345, float %1410, float %1475, float %1540, float %1605, float %1670, float %1735, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1834 = extractvalue { float, float, float, float, float, float } %1833, 0
-	%1835 = extractvalue { float, float, float, float, float, float } %1833, 1
-	%1836 = extractvalue { float, float, float, float, float, float } %1833, 2
-	%1837 = extractvalue { float, float, float, float, float, float } %1833, 3
-	%1838 = extractvalue { float, float, float, float, float, float } %1833, 4
-	%1839 = extractvalue { float, float, float, float, float, float } %1833, 5
-	%1840 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1347, float %1412, float %1477, float %1542, float %1607, float %1672, float %1737, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1841 = extractvalue { float, float, float, float, float, float } %1840, 0
-	%1842 = extractvalue { float, float, float, float, float, float } %1840, 1
-	%1843 = extractvalue { float, float, float, float, float, float } %1840, 2
-	%1844 = extractvalue { float, float, float, float, float, float } %1840, 3
-	%1845 = extractvalue { float, float, float, float, float, float } %1840, 4
-	%1846 = extractvalue { float, float, float, float, float, float } %1840, 5
-	%1847 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1349, float %1414, float %1479, float %1544, float %1609, float %1674, float %1739, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1848 = extractvalue { float, float, float, float, float, float } %1847, 0
-	%1849 = extractvalue { float, float, float, float, float, float } %1847, 1
-	%1850 = extractvalue { float, float, float, float, float, float } %1847, 2
-	%1851 = extractvalue { float, float, float, float, float, float } %1847, 3
-	%1852 = extractvalue { float, float, float, float, float, float } %1847, 4
-	%1853 = extractvalue { float, float, float, float, float, float } %1847, 5
-	%1854 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1351, float %1416, float %1481, float %1546, float %1611, float %1676, float %1741, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1855 = extractvalue { float, float, float, float, float, float } %1854, 0
-	%1856 = extractvalue { float, float, float, float, float, float } %1854, 1
-	%1857 = extractvalue { float, float, float, float, float, float } %1854, 2
-	%1858 = extractvalue { float, float, float, float, float, float } %1854, 3
-	%1859 = extractvalue { float, float, float, float, float, float } %1854, 4
-	%1860 = extractvalue { float, float, float, float, float, float } %1854, 5
-	%1861 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1353, float %1418, float %1483, float %1548, float %1613, float %1678, float %1743, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1862 = extractvalue { float, float, float, float, float, float } %1861, 0
-	%1863 = extractvalue { float, float, float, float, float, float } %1861, 1
-	%1864 = extractvalue { float, float, float, float, float, float } %1861, 2
-	%1865 = extractvalue { float, float, float, float, float, float } %1861, 3
-	%1866 = extractvalue { float, float, float, float, float, float } %1861, 4
-	%1867 = extractvalue { float, float, float, float, float, float } %1861, 5
-	%1868 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1355, float %1420, float %1485, float %1550, float %1615, float %1680, float %1745, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1869 = extractvalue { float, float, float, float, float, float } %1868, 0
-	%1870 = extractvalue { float, float, float, float, float, float } %1868, 1
-	%1871 = extractvalue { float, float, float, float, float, float } %1868, 2
-	%1872 = extractvalue { float, float, float, float, float, float } %1868, 3
-	%1873 = extractvalue { float, float, float, float, float, float } %1868, 4
-	%1874 = extractvalue { float, float, float, float, float, float } %1868, 5
-	%1875 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1357, float %1422, float %1487, float %1552, float %1617, float %1682, float %1747, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1876 = extractvalue { float, float, float, float, float, float } %1875, 0
-	%1877 = extractvalue { float, float, float, float, float, float } %1875, 1
-	%1878 = extractvalue { float, float, float, float, float, float } %1875, 2
-	%1879 = extractvalue { float, float, float, float, float, float } %1875, 3
-	%1880 = extractvalue { float, float, float, float, float, float } %1875, 4
-	%1881 = extractvalue { float, float, float, float, float, float } %1875, 5
-	%1882 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1359, float %1424, float %1489, float %1554, float %1619, float %1684, float %1749, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1883 = extractvalue { float, float, float, float, float, float } %1882, 0
-	%1884 = extractvalue { float, float, float, float, float, float } %1882, 1
-	%1885 = extractvalue { float, float, float, float, float, float } %1882, 2
-	%1886 = extractvalue { float, float, float, float, float, float } %1882, 3
-	%1887 = extractvalue { float, float, float, float, float, float } %1882, 4
-	%1888 = extractvalue { float, float, float, float, float, float } %1882, 5
-	%1889 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1361, float %1426, float %1491, float %1556, float %1621, float %1686, float %1751, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1890 = extractvalue { float, float, float, float, float, float } %1889, 0
-	%1891 = extractvalue { float, float, float, float, float, float } %1889, 1
-	%1892 = extractvalue { float, float, float, float, float, float } %1889, 2
-	%1893 = extractvalue { float, float, float, float, float, float } %1889, 3
-	%1894 = extractvalue { float, float, float, float, float, float } %1889, 4
-	%1895 = extractvalue { float, float, float, float, float, float } %1889, 5
-	%1896 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1363, float %1428, float %1493, float %1558, float %1623, float %1688, float %1753, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1897 = extractvalue { float, float, float, float, float, float } %1896, 0
-	%1898 = extractvalue { float, float, float, float, float, float } %1896, 1
-	%1899 = extractvalue { float, float, float, float, float, float } %1896, 2
-	%1900 = extractvalue { float, float, float, float, float, float } %1896, 3
-	%1901 = extractvalue { float, float, float, float, float, float } %1896, 4
-	%1902 = extractvalue { float, float, float, float, float, float } %1896, 5
-	%1903 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1365, float %1430, float %1495, float %1560, float %1625, float %1690, float %1755, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1904 = extractvalue { float, float, float, float, float, float } %1903, 0
-	%1905 = extractvalue { float, float, float, float, float, float } %1903, 1
-	%1906 = extractvalue { float, float, float, float, float, float } %1903, 2
-	%1907 = extractvalue { float, float, float, float, float, float } %1903, 3
-	%1908 = extractvalue { float, float, float, float, float, float } %1903, 4
-	%1909 = extractvalue { float, float, float, float, float, float } %1903, 5
-	%1910 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1367, float %1432, float %1497, float %1562, float %1627, float %1692, float %1757, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1911 = extractvalue { float, float, float, float, float, float } %1910, 0
-	%1912 = extractvalue { float, float, float, float, float, float } %1910, 1
-	%1913 = extractvalue { float, float, float, float, float, float } %1910, 2
-	%1914 = extractvalue { float, float, float, float, float, float } %1910, 3
-	%1915 = extractvalue { float, float, float, float, float, float } %1910, 4
-	%1916 = extractvalue { float, float, float, float, float, float } %1910, 5
-	%1917 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1369, float %1434, float %1499, float %1564, float %1629, float %1694, float %1759, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1918 = extractvalue { float, float, float, float, float, float } %1917, 0
-	%1919 = extractvalue { float, float, float, float, float, float } %1917, 1
-	%1920 = extractvalue { float, float, float, float, float, float } %1917, 2
-	%1921 = extractvalue { float, float, float, float, float, float } %1917, 3
-	%1922 = extractvalue { float, float, float, float, float, float } %1917, 4
-	%1923 = extractvalue { float, float, float, float, float, float } %1917, 5
-	%1924 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1371, float %1436, float %1501, float %1566, float %1631, float %1696, float %1761, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1925 = extractvalue { float, float, float, float, float, float } %1924, 0
-	%1926 = extractvalue { float, float, float, float, float, float } %1924, 1
-	%1927 = extractvalue { float, float, float, float, float, float } %1924, 2
-	%1928 = extractvalue { float, float, float, float, float, float } %1924, 3
-	%1929 = extractvalue { float, float, float, float, float, float } %1924, 4
-	%1930 = extractvalue { float, float, float, float, float, float } %1924, 5
-	%1931 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1373, float %1438, float %1503, float %1568, float %1633, float %1698, float %1763, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1932 = extractvalue { float, float, float, float, float, float } %1931, 0
-	%1933 = extractvalue { float, float, float, float, float, float } %1931, 1
-	%1934 = extractvalue { float, float, float, float, float, float } %1931, 2
-	%1935 = extractvalue { float, float, float, float, float, float } %1931, 3
-	%1936 = extractvalue { float, float, float, float, float, float } %1931, 4
-	%1937 = extractvalue { float, float, float, float, float, float } %1931, 5
-	%1938 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1375, float %1440, float %1505, float %1570, float %1635, float %1700, float %1765, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1939 = extractvalue { float, float, float, float, float, float } %1938, 0
-	%1940 = extractvalue { float, float, float, float, float, float } %1938, 1
-	%1941 = extractvalue { float, float, float, float, float, float } %1938, 2
-	%1942 = extractvalue { float, float, float, float, float, float } %1938, 3
-	%1943 = extractvalue { float, float, float, float, float, float } %1938, 4
-	%1944 = extractvalue { float, float, float, float, float, float } %1938, 5
-	%1945 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1377, float %1442, float %1507, float %1572, float %1637, float %1702, float %1767, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1946 = extractvalue { float, float, float, float, float, float } %1945, 0
-	%1947 = extractvalue { float, float, float, float, float, float } %1945, 1
-	%1948 = extractvalue { float, float, float, float, float, float } %1945, 2
-	%1949 = extractvalue { float, float, float, float, float, float } %1945, 3
-	%1950 = extractvalue { float, float, float, float, float, float } %1945, 4
-	%1951 = extractvalue { float, float, float, float, float, float } %1945, 5
-	%1952 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1379, float %1444, float %1509, float %1574, float %1639, float %1704, float %1769, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1953 = extractvalue { float, float, float, float, float, float } %1952, 0
-	%1954 = extractvalue { float, float, float, float, float, float } %1952, 1
-	%1955 = extractvalue { float, float, float, float, float, float } %1952, 2
-	%1956 = extractvalue { float, float, float, float, float, float } %1952, 3
-	%1957 = extractvalue { float, float, float, float, float, float } %1952, 4
-	%1958 = extractvalue { float, float, float, float, float, float } %1952, 5
-	%1959 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1381, float %1446, float %1511, float %1576, float %1641, float %1706, float %1771, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1960 = extractvalue { float, float, float, float, float, float } %1959, 0
-	%1961 = extractvalue { float, float, float, float, float, float } %1959, 1
-	%1962 = extractvalue { float, float, float, float, float, float } %1959, 2
-	%1963 = extractvalue { float, float, float, float, float, float } %1959, 3
-	%1964 = extractvalue { float, float, float, float, float, float } %1959, 4
-	%1965 = extractvalue { float, float, float, float, float, float } %1959, 5
-	%1966 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1383, float %1448, float %1513, float %1578, float %1643, float %1708, float %1773, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1967 = extractvalue { float, float, float, float, float, float } %1966, 0
-	%1968 = extractvalue { float, float, float, float, float, float } %1966, 1
-	%1969 = extractvalue { float, float, float, float, float, float } %1966, 2
-	%1970 = extractvalue { float, float, float, float, float, float } %1966, 3
-	%1971 = extractvalue { float, float, float, float, float, float } %1966, 4
-	%1972 = extractvalue { float, float, float, float, float, float } %1966, 5
-	%1973 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1385, float %1450, float %1515, float %1580, float %1645, float %1710, float %1775, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1974 = extractvalue { float, float, float, float, float, float } %1973, 0
-	%1975 = extractvalue { float, float, float, float, float, float } %1973, 1
-	%1976 = extractvalue { float, float, float, float, float, float } %1973, 2
-	%1977 = extractvalue { float, float, float, float, float, float } %1973, 3
-	%1978 = extractvalue { float, float, float, float, float, float } %1973, 4
-	%1979 = extractvalue { float, float, float, float, float, float } %1973, 5
-	%1980 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1387, float %1452, float %1517, float %1582, float %1647, float %1712, float %1777, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1981 = extractvalue { float, float, float, float, float, float } %1980, 0
-	%1982 = extractvalue { float, float, float, float, float, float } %1980, 1
-	%1983 = extractvalue { float, float, float, float, float, float } %1980, 2
-	%1984 = extractvalue { float, float, float, float, float, float } %1980, 3
-	%1985 = extractvalue { float, float, float, float, float, float } %1980, 4
-	%1986 = extractvalue { float, float, float, float, float, float } %1980, 5
-	%1987 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1389, float %1454, float %1519, float %1584, float %1649, float %1714, float %1779, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1988 = extractvalue { float, float, float, float, float, float } %1987, 0
-	%1989 = extractvalue { float, float, float, float, float, float } %1987, 1
-	%1990 = extractvalue { float, float, float, float, float, float } %1987, 2
-	%1991 = extractvalue { float, float, float, float, float, float } %1987, 3
-	%1992 = extractvalue { float, float, float, float, float, float } %1987, 4
-	%1993 = extractvalue { float, float, float, float, float, float } %1987, 5
-	%1994 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1391, float %1456, float %1521, float %1586, float %1651, float %1716, float %1781, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%1995 = extractvalue { float, float, float, float, float, float } %1994, 0
-	%1996 = extractvalue { float, float, float, float, float, float } %1994, 1
-	%1997 = extractvalue { float, float, float, float, float, float } %1994, 2
-	%1998 = extractvalue { float, float, float, float, float, float } %1994, 3
-	%1999 = extractvalue { float, float, float, float, float, float } %1994, 4
-	%2000 = extractvalue { float, float, float, float, float, float } %1994, 5
-	%2001 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1393, float %1458, float %1523, float %1588, float %1653, float %1718, float %1783, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2002 = extractvalue { float, float, float, float, float, float } %2001, 0
-	%2003 = extractvalue { float, float, float, float, float, float } %2001, 1
-	%2004 = extractvalue { float, float, float, float, float, float } %2001, 2
-	%2005 = extractvalue { float, float, float, float, float, float } %2001, 3
-	%2006 = extractvalue { float, float, float, float, float, float } %2001, 4
-	%2007 = extractvalue { float, float, float, float, float, float } %2001, 5
-	%2008 = getelementptr float, float* %7, i64 %1327
-	%2009 = getelementptr float, float* %2008, i64 0
-	store float %1785, float* %2009, align 4
-	%2010 = getelementptr float, float* %2008, i64 1
-	store float %1792, float* %2010, align 4
-	%2011 = getelementptr float, float* %2008, i64 2
-	store float %1799, float* %2011, align 4
-	%2012 = getelementptr float, float* %2008, i64 3
-	store float %1806, float* %2012, align 4
-	%2013 = getelementptr float, float* %2008, i64 4
-	store float %1813, float* %2013, align 4
-	%2014 = getelementptr float, float* %2008, i64 5
-	store float %1820, float* %2014, align 4
-	%2015 = getelementptr float, float* %2008, i64 6
-	store float %1827, float* %2015, align 4
-	%2016 = getelementptr float, float* %2008, i64 7
-	store float %1834, float* %2016, align 4
-	%2017 = getelementptr float, float* %2008, i64 8
-	store float %1841, float* %2017, align 4
-	%2018 = getelementptr float, float* %2008, i64 9
-	store float %1848, float* %2018, align 4
-	%2019 = getelementptr float, float* %2008, i64 10
-	store float %1855, float* %2019, align 4
-	%2020 = getelementptr float, float* %2008, i64 11
-	store float %1862, float* %2020, align 4
-	%2021 = getelementptr float, float* %2008, i64 12
-	store float %1869, float* %2021, align 4
-	%2022 = getelementptr float, float* %2008, i64 13
-	store float %1876, float* %2022, align 4
-	%2023 = getelementptr float, float* %2008, i64 14
-	store float %1883, float* %2023, align 4
-	%2024 = getelementptr float, float* %2008, i64 15
-	store float %1890, float* %2024, align 4
-	%2025 = getelementptr float, float* %2008, i64 16
-	store float %1897, float* %2025, align 4
-	%2026 = getelementptr float, float* %2008, i64 17
-	store float %1904, float* %2026, align 4
-	%2027 = getelementptr float, float* %2008, i64 18
-	store float %1911, float* %2027, align 4
-	%2028 = getelementptr float, float* %2008, i64 19
-	store float %1918, float* %2028, align 4
-	%2029 = getelementptr float, float* %2008, i64 20
-	store float %1925, float* %2029, align 4
-	%2030 = getelementptr float, float* %2008, i64 21
-	store float %1932, float* %2030, align 4
-	%2031 = getelementptr float, float* %2008, i64 22
-	store float %1939, float* %2031, align 4
-	%2032 = getelementptr float, float* %2008, i64 23
-	store float %1946, float* %2032, align 4
-	%2033 = getelementptr float, float* %2008, i64 24
-	store float %1953, float* %2033, align 4
-	%2034 = getelementptr float, float* %2008, i64 25
-	store float %1960, float* %2034, align 4
-	%2035 = getelementptr float, float* %2008, i64 26
-	store float %1967, float* %2035, align 4
-	%2036 = getelementptr float, float* %2008, i64 27
-	store float %1974, float* %2036, align 4
-	%2037 = getelementptr float, float* %2008, i64 28
-	store float %1981, float* %2037, align 4
-	%2038 = getelementptr float, float* %2008, i64 29
-	store float %1988, float* %2038, align 4
-	%2039 = getelementptr float, float* %2008, i64 30
-	store float %1995, float* %2039, align 4
-	%2040 = getelementptr float, float* %2008, i64 31
-	store float %2002, float* %2040, align 4
-	%2041 = getelementptr float, float* %5, i64 %1327
-	%2042 = getelementptr float, float* %2041, i64 0
-	store float %1786, float* %2042, align 4
-	%2043 = getelementptr float, float* %2041, i64 1
-	store float %1793, float* %2043, align 4
-	%2044 = getelementptr float, float* %2041, i64 2
-	store float %1800, float* %2044, align 4
-	%2045 = getelementptr float, float* %2041, i64 3
-	store float %1807, float* %2045, align 4
-	%2046 = getelementptr float, float* %2041, i64 4
-	store float %1814, float* %2046, align 4
-	%2047 = getelementptr float, float* %2041, i64 5
-	store float %1821, float* %2047, align 4
-	%2048 = getelementptr float, float* %2041, i64 6
-	store float %1828, float* %2048, align 4
-	%2049 = getelementptr float, float* %2041, i64 7
-	store float %1835, float* %2049, align 4
-	%2050 = getelementptr float, float* %2041, i64 8
-	store float %1842, float* %2050, align 4
-	%2051 = getelementptr float, float* %2041, i64 9
-	store float %1849, float* %2051, align 4
-	%2052 = getelementptr float, float* %2041, i64 10
-	store float %1856, float* %2052, align 4
-	%2053 = getelementptr float, float* %2041, i64 11
-	store float %1863, float* %2053, align 4
-	%2054 = getelementptr float, float* %2041, i64 12
-	store float %1870, float* %2054, align 4
-	%2055 = getelementptr float, float* %2041, i64 13
-	store float %1877, float* %2055, align 4
-	%2056 = getelementptr float, float* %2041, i64 14
-	store float %1884, float* %2056, align 4
-	%2057 = getelementptr float, float* %2041, i64 15
-	store float %1891, float* %2057, align 4
-	%2058 = getelementptr float, float* %2041, i64 16
-	store float %1898, float* %2058, align 4
-	%2059 = getelementptr float, float* %2041, i64 17
-	store float %1905, float* %2059, align 4
-	%2060 = getelementptr float, float* %2041, i64 18
-	store float %1912, float* %2060, align 4
-	%2061 = getelementptr float, float* %2041, i64 19
-	store float %1919, float* %2061, align 4
-	%2062 = getelementptr float, float* %2041, i64 20
-	store float %1926, float* %2062, align 4
-	%2063 = getelementptr float, float* %2041, i64 21
-	store float %1933, float* %2063, align 4
-	%2064 = getelementptr float, float* %2041, i64 22
-	store float %1940, float* %2064, align 4
-	%2065 = getelementptr float, float* %2041, i64 23
-	store float %1947, float* %2065, align 4
-	%2066 = getelementptr float, float* %2041, i64 24
-	store float %1954, float* %2066, align 4
-	%2067 = getelementptr float, float* %2041, i64 25
-	store float %1961, float* %2067, align 4
-	%2068 = getelementptr float, float* %2041, i64 26
-	store float %1968, float* %2068, align 4
-	%2069 = getelementptr float, float* %2041, i64 27
-	store float %1975, float* %2069, align 4
-	%2070 = getelementptr float, float* %2041, i64 28
-	store float %1982, float* %2070, align 4
-	%2071 = getelementptr float, float* %2041, i64 29
-	store float %1989, float* %2071, align 4
-	%2072 = getelementptr float, float* %2041, i64 30
-	store float %1996, float* %2072, align 4
-	%2073 = getelementptr float, float* %2041, i64 31
-	store float %2003, float* %2073, align 4
-	%2074 = getelementptr float, float* %9, i64 %1327
-	%2075 = getelementptr float, float* %2074, i64 0
-	store float %1787, float* %2075, align 4
-	%2076 = getelementptr float, float* %2074, i64 1
-	store float %1794, float* %2076, align 4
-	%2077 = getelementptr float, float* %2074, i64 2
-	store float %1801, float* %2077, align 4
-	%2078 = getelementptr float, float* %2074, i64 3
-	store float %1808, float* %2078, align 4
-	%2079 = getelementptr float, float* %2074, i64 4
-	store float %1815, float* %2079, align 4
-	%2080 = getelementptr float, float* %2074, i64 5
-	store float %1822, float* %2080, align 4
-	%2081 = getelementptr float, float* %2074, i64 6
-	store float %1829, float* %2081, align 4
-	%2082 = getelementptr float, float* %2074, i64 7
-	store float %1836, float* %2082, align 4
-	%2083 = getelementptr float, float* %2074, i64 8
-	store float %1843, float* %2083, align 4
-	%2084 = getelementptr float, float* %2074, i64 9
-	store float %1850, float* %2084, align 4
-	%2085 = getelementptr float, float* %2074, i64 10
-	store float %1857, float* %2085, align 4
-	%2086 = getelementptr float, float* %2074, i64 11
-	store float %1864, float* %2086, align 4
-	%2087 = getelementptr float, float* %2074, i64 12
-	store float %1871, float* %2087, align 4
-	%2088 = getelementptr float, float* %2074, i64 13
-	store float %1878, float* %2088, align 4
-	%2089 = getelementptr float, float* %2074, i64 14
-	store float %1885, float* %2089, align 4
-	%2090 = getelementptr float, float* %2074, i64 15
-	store float %1892, float* %2090, align 4
-	%2091 = getelementptr float, float* %2074, i64 16
-	store float %1899, float* %2091, align 4
-	%2092 = getelementptr float, float* %2074, i64 17
-	store float %1906, float* %2092, align 4
-	%2093 = getelementptr float, float* %2074, i64 18
-	store float %1913, float* %2093, align 4
-	%2094 = getelementptr float, float* %2074, i64 19
-	store float %1920, float* %2094, align 4
-	%2095 = getelementptr float, float* %2074, i64 20
-	store float %1927, float* %2095, align 4
-	%2096 = getelementptr float, float* %2074, i64 21
-	store float %1934, float* %2096, align 4
-	%2097 = getelementptr float, float* %2074, i64 22
-	store float %1941, float* %2097, align 4
-	%2098 = getelementptr float, float* %2074, i64 23
-	store float %1948, float* %2098, align 4
-	%2099 = getelementptr float, float* %2074, i64 24
-	store float %1955, float* %2099, align 4
-	%2100 = getelementptr float, float* %2074, i64 25
-	store float %1962, float* %2100, align 4
-	%2101 = getelementptr float, float* %2074, i64 26
-	store float %1969, float* %2101, align 4
-	%2102 = getelementptr float, float* %2074, i64 27
-	store float %1976, float* %2102, align 4
-	%2103 = getelementptr float, float* %2074, i64 28
-	store float %1983, float* %2103, align 4
-	%2104 = getelementptr float, float* %2074, i64 29
-	store float %1990, float* %2104, align 4
-	%2105 = getelementptr float, float* %2074, i64 30
-	store float %1997, float* %2105, align 4
-	%2106 = getelementptr float, float* %2074, i64 31
-	store float %2004, float* %2106, align 4
-	%2107 = getelementptr float, float* %11, i64 %1327
-	%2108 = getelementptr float, float* %2107, i64 0
-	store float %1788, float* %2108, align 4
-	%2109 = getelementptr float, float* %2107, i64 1
-	store float %1795, float* %2109, align 4
-	%2110 = getelementptr float, float* %2107, i64 2
-	store float %1802, float* %2110, align 4
-	%2111 = getelementptr float, float* %2107, i64 3
-	store float %1809, float* %2111, align 4
-	%2112 = getelementptr float, float* %2107, i64 4
-	store float %1816, float* %2112, align 4
-	%2113 = getelementptr float, float* %2107, i64 5
-	store float %1823, float* %2113, align 4
-	%2114 = getelementptr float, float* %2107, i64 6
-	store float %1830, float* %2114, align 4
-	%2115 = getelementptr float, float* %2107, i64 7
-	store float %1837, float* %2115, align 4
-	%2116 = getelementptr float, float* %2107, i64 8
-	store float %1844, float* %2116, align 4
-	%2117 = getelementptr float, float* %2107, i64 9
-	store float %1851, float* %2117, align 4
-	%2118 = getelementptr float, float* %2107, i64 10
-	store float %1858, float* %2118, align 4
-	%2119 = getelementptr float, float* %2107, i64 11
-	store float %1865, float* %2119, align 4
-	%2120 = getelementptr float, float* %2107, i64 12
-	store float %1872, float* %2120, align 4
-	%2121 = getelementptr float, float* %2107, i64 13
-	store float %1879, float* %2121, align 4
-	%2122 = getelementptr float, float* %2107, i64 14
-	store float %1886, float* %2122, align 4
-	%2123 = getelementptr float, float* %2107, i64 15
-	store float %1893, float* %2123, align 4
-	%2124 = getelementptr float, float* %2107, i64 16
-	store float %1900, float* %2124, align 4
-	%2125 = getelementptr float, float* %2107, i64 17
-	store float %1907, float* %2125, align 4
-	%2126 = getelementptr float, float* %2107, i64 18
-	store float %1914, float* %2126, align 4
-	%2127 = getelementptr float, float* %2107, i64 19
-	store float %1921, float* %2127, align 4
-	%2128 = getelementptr float, float* %2107, i64 20
-	store float %1928, float* %2128, align 4
-	%2129 = getelementptr float, float* %2107, i64 21
-	store float %1935, float* %2129, align 4
-	%2130 = getelementptr float, float* %2107, i64 22
-	store float %1942, float* %2130, align 4
-	%2131 = getelementptr float, float* %2107, i64 23
-	store float %1949, float* %2131, align 4
-	%2132 = getelementptr float, float* %2107, i64 24
-	store float %1956, float* %2132, align 4
-	%2133 = getelementptr float, float* %2107, i64 25
-	store float %1963, float* %2133, align 4
-	%2134 = getelementptr float, float* %2107, i64 26
-	store float %1970, float* %2134, align 4
-	%2135 = getelementptr float, float* %2107, i64 27
-	store float %1977, float* %2135, align 4
-	%2136 = getelementptr float, float* %2107, i64 28
-	store float %1984, float* %2136, align 4
-	%2137 = getelementptr float, float* %2107, i64 29
-	store float %1991, float* %2137, align 4
-	%2138 = getelementptr float, float* %2107, i64 30
-	store float %1998, float* %2138, align 4
-	%2139 = getelementptr float, float* %2107, i64 31
-	store float %2005, float* %2139, align 4
-	%2140 = getelementptr float, float* %1, i64 %1327
-	%2141 = getelementptr float, float* %2140, i64 0
-	store float %1789, float* %2141, align 4
-	%2142 = getelementptr float, float* %2140, i64 1
-	store float %1796, float* %2142, align 4
-	%2143 = getelementptr float, float* %2140, i64 2
-	store float %1803, float* %2143, align 4
-	%2144 = getelementptr float, float* %2140, i64 3
-	store float %1810, float* %2144, align 4
-	%2145 = getelementptr float, float* %2140, i64 4
-	store float %1817, float* %2145, align 4
-	%2146 = getelementptr float, float* %2140, i64 5
-	store float %1824, float* %2146, align 4
-	%2147 = getelementptr float, float* %2140, i64 6
-	store float %1831, float* %2147, align 4
-	%2148 = getelementptr float, float* %2140, i64 7
-	store float %1838, float* %2148, align 4
-	%2149 = getelementptr float, float* %2140, i64 8
-	store float %1845, float* %2149, align 4
-	%2150 = getelementptr float, float* %2140, i64 9
-	store float %1852, float* %2150, align 4
-	%2151 = getelementptr float, float* %2140, i64 10
-	store float %1859, float* %2151, align 4
-	%2152 = getelementptr float, float* %2140, i64 11
-	store float %1866, float* %2152, align 4
-	%2153 = getelementptr float, float* %2140, i64 12
-	store float %1873, float* %2153, align 4
-	%2154 = getelementptr float, float* %2140, i64 13
-	store float %1880, float* %2154, align 4
-	%2155 = getelementptr float, float* %2140, i64 14
-	store float %1887, float* %2155, align 4
-	%2156 = getelementptr float, float* %2140, i64 15
-	store float %1894, float* %2156, align 4
-	%2157 = getelementptr float, float* %2140, i64 16
-	store float %1901, float* %2157, align 4
-	%2158 = getelementptr float, float* %2140, i64 17
-	store float %1908, float* %2158, align 4
-	%2159 = getelementptr float, float* %2140, i64 18
-	store float %1915, float* %2159, align 4
-	%2160 = getelementptr float, float* %2140, i64 19
-	store float %1922, float* %2160, align 4
-	%2161 = getelementptr float, float* %2140, i64 20
-	store float %1929, float* %2161, align 4
-	%2162 = getelementptr float, float* %2140, i64 21
-	store float %1936, float* %2162, align 4
-	%2163 = getelementptr float, float* %2140, i64 22
-	store float %1943, float* %2163, align 4
-	%2164 = getelementptr float, float* %2140, i64 23
-	store float %1950, float* %2164, align 4
-	%2165 = getelementptr float, float* %2140, i64 24
-	store float %1957, float* %2165, align 4
-	%2166 = getelementptr float, float* %2140, i64 25
-	store float %1964, float* %2166, align 4
-	%2167 = getelementptr float, float* %2140, i64 26
-	store float %1971, float* %2167, align 4
-	%2168 = getelementptr float, float* %2140, i64 27
-	store float %1978, float* %2168, align 4
-	%2169 = getelementptr float, float* %2140, i64 28
-	store float %1985, float* %2169, align 4
-	%2170 = getelementptr float, float* %2140, i64 29
-	store float %1992, float* %2170, align 4
-	%2171 = getelementptr float, float* %2140, i64 30
-	store float %1999, float* %2171, align 4
-	%2172 = getelementptr float, float* %2140, i64 31
-	store float %2006, float* %2172, align 4
-	%2173 = getelementptr float, float* %13, i64 %1327
-	%2174 = getelementptr float, float* %2173, i64 0
-	store float %1790, float* %2174, align 4
-	%2175 = getelementptr float, float* %2173, i64 1
-	store float %1797, float* %2175, align 4
-	%2176 = getelementptr float, float* %2173, i64 2
-	store float %1804, float* %2176, align 4
-	%2177 = getelementptr float, float* %2173, i64 3
-	store float %1811, float* %2177, align 4
-	%2178 = getelementptr float, float* %2173, i64 4
-	store float %1818, float* %2178, align 4
-	%2179 = getelementptr float, float* %2173, i64 5
-	store float %1825, float* %2179, align 4
-	%2180 = getelementptr float, float* %2173, i64 6
-	store float %1832, float* %2180, align 4
-	%2181 = getelementptr float, float* %2173, i64 7
-	store float %1839, float* %2181, align 4
-	%2182 = getelementptr float, float* %2173, i64 8
-	store float %1846, float* %2182, align 4
-	%2183 = getelementptr float, float* %2173, i64 9
-	store float %1853, float* %2183, align 4
-	%2184 = getelementptr float, float* %2173, i64 10
-	store float %1860, float* %2184, align 4
-	%2185 = getelementptr float, float* %2173, i64 11
-	store float %1867, float* %2185, align 4
-	%2186 = getelementptr float, float* %2173, i64 12
-	store float %1874, float* %2186, align 4
-	%2187 = getelementptr float, float* %2173, i64 13
-	store float %1881, float* %2187, align 4
-	%2188 = getelementptr float, float* %2173, i64 14
-	store float %1888, float* %2188, align 4
-	%2189 = getelementptr float, float* %2173, i64 15
-	store float %1895, float* %2189, align 4
-	%2190 = getelementptr float, float* %2173, i64 16
-	store float %1902, float* %2190, align 4
-	%2191 = getelementptr float, float* %2173, i64 17
-	store float %1909, float* %2191, align 4
-	%2192 = getelementptr float, float* %2173, i64 18
-	store float %1916, float* %2192, align 4
-	%2193 = getelementptr float, float* %2173, i64 19
-	store float %1923, float* %2193, align 4
-	%2194 = getelementptr float, float* %2173, i64 20
-	store float %1930, float* %2194, align 4
-	%2195 = getelementptr float, float* %2173, i64 21
-	store float %1937, float* %2195, align 4
-	%2196 = getelementptr float, float* %2173, i64 22
-	store float %1944, float* %2196, align 4
-	%2197 = getelementptr float, float* %2173, i64 23
-	store float %1951, float* %2197, align 4
-	%2198 = getelementptr float, float* %2173, i64 24
-	store float %1958, float* %2198, align 4
-	%2199 = getelementptr float, float* %2173, i64 25
-	store float %1965, float* %2199, align 4
-	%2200 = getelementptr float, float* %2173, i64 26
-	store float %1972, float* %2200, align 4
-	%2201 = getelementptr float, float* %2173, i64 27
-	store float %1979, float* %2201, align 4
-	%2202 = getelementptr float, float* %2173, i64 28
-	store float %1986, float* %2202, align 4
-	%2203 = getelementptr float, float* %2173, i64 29
-	store float %1993, float* %2203, align 4
-	%2204 = getelementptr float, float* %2173, i64 30
-	store float %2000, float* %2204, align 4
-	%2205 = getelementptr float, float* %2173, i64 31
-	store float %2007, float* %2205, align 4
-	%2206 = add i64 %1323, 1
+	%1188 = mul i64 %1186, 8
+	%1189 = shl i64 %1188, 2
+	%1190 = add i64 %63, %1189
+	%1191 = add i64 %67, %1188
+	%1192 = add i64 %1190, 0
+	%1193 = getelementptr float, float* %1, i64 %1192
+	%1194 = bitcast float* %1193 to <8 x float>*
+	%1195 = load <8 x float>, <8 x float>* %1194, align 4
+	%1196 = extractelement <8 x float> %1195, i32 0
+	%1197 = extractelement <8 x float> %1195, i32 1
+	%1198 = extractelement <8 x float> %1195, i32 2
+	%1199 = extractelement <8 x float> %1195, i32 3
+	%1200 = extractelement <8 x float> %1195, i32 4
+	%1201 = extractelement <8 x float> %1195, i32 5
+	%1202 = extractelement <8 x float> %1195, i32 6
+	%1203 = extractelement <8 x float> %1195, i32 7
+	%1204 = add i64 %1190, 8
+	%1205 = getelementptr float, float* %1, i64 %1204
+	%1206 = bitcast float* %1205 to <8 x float>*
+	%1207 = load <8 x float>, <8 x float>* %1206, align 4
+	%1208 = extractelement <8 x float> %1207, i32 0
+	%1209 = extractelement <8 x float> %1207, i32 1
+	%1210 = extractelement <8 x float> %1207, i32 2
+	%1211 = extractelement <8 x float> %1207, i32 3
+	%1212 = extractelement <8 x float> %1207, i32 4
+	%1213 = extractelement <8 x float> %1207, i32 5
+	%1214 = extractelement <8 x float> %1207, i32 6
+	%1215 = extractelement <8 x float> %1207, i32 7
+	%1216 = add i64 %1190, 16
+	%1217 = getelementptr float, float* %1, i64 %1216
+	%1218 = bitcast float* %1217 to <8 x float>*
+	%1219 = load <8 x float>, <8 x float>* %1218, align 4
+	%1220 = extractelement <8 x float> %1219, i32 0
+	%1221 = extractelement <8 x float> %1219, i32 1
+	%1222 = extractelement <8 x float> %1219, i32 2
+	%1223 = extractelement <8 x float> %1219, i32 3
+	%1224 = extractelement <8 x float> %1219, i32 4
+	%1225 = extractelement <8 x float> %1219, i32 5
+	%1226 = extractelement <8 x float> %1219, i32 6
+	%1227 = extractelement <8 x float> %1219, i32 7
+	%1228 = add i64 %1190, 24
+	%1229 = getelementptr float, float* %1, i64 %1228
+	%1230 = bitcast float* %1229 to <8 x float>*
+	%1231 = load <8 x float>, <8 x float>* %1230, align 4
+	%1232 = extractelement <8 x float> %1231, i32 0
+	%1233 = extractelement <8 x float> %1231, i32 1
+	%1234 = extractelement <8 x float> %1231, i32 2
+	%1235 = extractelement <8 x float> %1231, i32 3
+	%1236 = extractelement <8 x float> %1231, i32 4
+	%1237 = extractelement <8 x float> %1231, i32 5
+	%1238 = extractelement <8 x float> %1231, i32 6
+	%1239 = extractelement <8 x float> %1231, i32 7
+	%1240 = add i64 %1190, 0
+	%1241 = getelementptr float, float* %3, i64 %1240
+	%1242 = bitcast float* %1241 to <8 x float>*
+	%1243 = load <8 x float>, <8 x float>* %1242, align 4
+	%1244 = extractelement <8 x float> %1243, i32 0
+	%1245 = extractelement <8 x float> %1243, i32 1
+	%1246 = extractelement <8 x float> %1243, i32 2
+	%1247 = extractelement <8 x float> %1243, i32 3
+	%1248 = extractelement <8 x float> %1243, i32 4
+	%1249 = extractelement <8 x float> %1243, i32 5
+	%1250 = extractelement <8 x float> %1243, i32 6
+	%1251 = extractelement <8 x float> %1243, i32 7
+	%1252 = add i64 %1190, 8
+	%1253 = getelementptr float, float* %3, i64 %1252
+	%1254 = bitcast float* %1253 to <8 x float>*
+	%1255 = load <8 x float>, <8 x float>* %1254, align 4
+	%1256 = extractelement <8 x float> %1255, i32 0
+	%1257 = extractelement <8 x float> %1255, i32 1
+	%1258 = extractelement <8 x float> %1255, i32 2
+	%1259 = extractelement <8 x float> %1255, i32 3
+	%1260 = extractelement <8 x float> %1255, i32 4
+	%1261 = extractelement <8 x float> %1255, i32 5
+	%1262 = extractelement <8 x float> %1255, i32 6
+	%1263 = extractelement <8 x float> %1255, i32 7
+	%1264 = add i64 %1190, 16
+	%1265 = getelementptr float, float* %3, i64 %1264
+	%1266 = bitcast float* %1265 to <8 x float>*
+	%1267 = load <8 x float>, <8 x float>* %1266, align 4
+	%1268 = extractelement <8 x float> %1267, i32 0
+	%1269 = extractelement <8 x float> %1267, i32 1
+	%1270 = extractelement <8 x float> %1267, i32 2
+	%1271 = extractelement <8 x float> %1267, i32 3
+	%1272 = extractelement <8 x float> %1267, i32 4
+	%1273 = extractelement <8 x float> %1267, i32 5
+	%1274 = extractelement <8 x float> %1267, i32 6
+	%1275 = extractelement <8 x float> %1267, i32 7
+	%1276 = add i64 %1190, 24
+	%1277 = getelementptr float, float* %3, i64 %1276
+	%1278 = bitcast float* %1277 to <8 x float>*
+	%1279 = load <8 x float>, <8 x float>* %1278, align 4
+	%1280 = extractelement <8 x float> %1279, i32 0
+	%1281 = extractelement <8 x float> %1279, i32 1
+	%1282 = extractelement <8 x float> %1279, i32 2
+	%1283 = extractelement <8 x float> %1279, i32 3
+	%1284 = extractelement <8 x float> %1279, i32 4
+	%1285 = extractelement <8 x float> %1279, i32 5
+	%1286 = extractelement <8 x float> %1279, i32 6
+	%1287 = extractelement <8 x float> %1279, i32 7
+	%1288 = add i64 %1190, 0
+	%1289 = getelementptr float, float* %5, i64 %1288
+	%1290 = bitcast float* %1289 to <8 x float>*
+	%1291 = load <8 x float>, <8 x float>* %1290, align 4
+	%1292 = extractelement <8 x float> %1291, i32 0
+	%1293 = extractelement <8 x float> %1291, i32 1
+	%1294 = extractelement <8 x float> %1291, i32 2
+	%1295 = extractelement <8 x float> %1291, i32 3
+	%1296 = extractelement <8 x float> %1291, i32 4
+	%1297 = extractelement <8 x float> %1291, i32 5
+	%1298 = extractelement <8 x float> %1291, i32 6
+	%1299 = extractelement <8 x float> %1291, i32 7
+	%1300 = add i64 %1190, 8
+	%1301 = getelementptr float, float* %5, i64 %1300
+	%1302 = bitcast float* %1301 to <8 x float>*
+	%1303 = load <8 x float>, <8 x float>* %1302, align 4
+	%1304 = extractelement <8 x float> %1303, i32 0
+	%1305 = extractelement <8 x float> %1303, i32 1
+	%1306 = extractelement <8 x float> %1303, i32 2
+	%1307 = extractelement <8 x float> %1303, i32 3
+	%1308 = extractelement <8 x float> %1303, i32 4
+	%1309 = extractelement <8 x float> %1303, i32 5
+	%1310 = extractelement <8 x float> %1303, i32 6
+	%1311 = extractelement <8 x float> %1303, i32 7
+	%1312 = add i64 %1190, 16
+	%1313 = getelementptr float, float* %5, i64 %1312
+	%1314 = bitcast float* %1313 to <8 x float>*
+	%1315 = load <8 x float>, <8 x float>* %1314, align 4
+	%1316 = extractelement <8 x float> %1315, i32 0
+	%1317 = extractelement <8 x float> %1315, i32 1
+	%1318 = extractelement <8 x float> %1315, i32 2
+	%1319 = extractelement <8 x float> %1315, i32 3
+	%1320 = extractelement <8 x float> %1315, i32 4
+	%1321 = extractelement <8 x float> %1315, i32 5
+	%1322 = extractelement <8 x float> %1315, i32 6
+	%1323 = extractelement <8 x float> %1315, i32 7
+	%1324 = add i64 %1190, 24
+	%1325 = getelementptr float, float* %5, i64 %1324
+	%1326 = bitcast float* %1325 to <8 x float>*
+	%1327 = load <8 x float>, <8 x float>* %1326, align 4
+	%1328 = extractelement <8 x float> %1327, i32 0
+	%1329 = extractelement <8 x float> %1327, i32 1
+	%1330 = extractelement <8 x float> %1327, i32 2
+	%1331 = extractelement <8 x float> %1327, i32 3
+	%1332 = extractelement <8 x float> %1327, i32 4
+	%1333 = extractelement <8 x float> %1327, i32 5
+	%1334 = extractelement <8 x float> %1327, i32 6
+	%1335 = extractelement <8 x float> %1327, i32 7
+	%1336 = add i64 %1190, 0
+	%1337 = getelementptr float, float* %7, i64 %1336
+	%1338 = bitcast float* %1337 to <8 x float>*
+	%1339 = load <8 x float>, <8 x float>* %1338, align 4
+	%1340 = extractelement <8 x float> %1339, i32 0
+	%1341 = extractelement <8 x float> %1339, i32 1
+	%1342 = extractelement <8 x float> %1339, i32 2
+	%1343 = extractelement <8 x float> %1339, i32 3
+	%1344 = extractelement <8 x float> %1339, i32 4
+	%1345 = extractelement <8 x float> %1339, i32 5
+	%1346 = extractelement <8 x float> %1339, i32 6
+	%1347 = extractelement <8 x float> %1339, i32 7
+	%1348 = add i64 %1190, 8
+	%1349 = getelementptr float, float* %7, i64 %1348
+	%1350 = bitcast float* %1349 to <8 x float>*
+	%1351 = load <8 x float>, <8 x float>* %1350, align 4
+	%1352 = extractelement <8 x float> %1351, i32 0
+	%1353 = extractelement <8 x float> %1351, i32 1
+	%1354 = extractelement <8 x float> %1351, i32 2
+	%1355 = extractelement <8 x float> %1351, i32 3
+	%1356 = extractelement <8 x float> %1351, i32 4
+	%1357 = extractelement <8 x float> %1351, i32 5
+	%1358 = extractelement <8 x float> %1351, i32 6
+	%1359 = extractelement <8 x float> %1351, i32 7
+	%1360 = add i64 %1190, 16
+	%1361 = getelementptr float, float* %7, i64 %1360
+	%1362 = bitcast float* %1361 to <8 x float>*
+	%1363 = load <8 x float>, <8 x float>* %1362, align 4
+	%1364 = extractelement <8 x float> %1363, i32 0
+	%1365 = extractelement <8 x float> %1363, i32 1
+	%1366 = extractelement <8 x float> %1363, i32 2
+	%1367 = extractelement <8 x float> %1363, i32 3
+	%1368 = extractelement <8 x float> %1363, i32 4
+	%1369 = extractelement <8 x float> %1363, i32 5
+	%1370 = extractelement <8 x float> %1363, i32 6
+	%1371 = extractelement <8 x float> %1363, i32 7
+	%1372 = add i64 %1190, 24
+	%1373 = getelementptr float, float* %7, i64 %1372
+	%1374 = bitcast float* %1373 to <8 x float>*
+	%1375 = load <8 x float>, <8 x float>* %1374, align 4
+	%1376 = extractelement <8 x float> %1375, i32 0
+	%1377 = extractelement <8 x float> %1375, i32 1
+	%1378 = extractelement <8 x float> %1375, i32 2
+	%1379 = extractelement <8 x float> %1375, i32 3
+	%1380 = extractelement <8 x float> %1375, i32 4
+	%1381 = extractelement <8 x float> %1375, i32 5
+	%1382 = extractelement <8 x float> %1375, i32 6
+	%1383 = extractelement <8 x float> %1375, i32 7
+	%1384 = add i64 %1190, 0
+	%1385 = getelementptr float, float* %9, i64 %1384
+	%1386 = bitcast float* %1385 to <8 x float>*
+	%1387 = load <8 x float>, <8 x float>* %1386, align 4
+	%1388 = extractelement <8 x float> %1387, i32 0
+	%1389 = extractelement <8 x float> %1387, i32 1
+	%1390 = extractelement <8 x float> %1387, i32 2
+	%1391 = extractelement <8 x float> %1387, i32 3
+	%1392 = extractelement <8 x float> %1387, i32 4
+	%1393 = extractelement <8 x float> %1387, i32 5
+	%1394 = extractelement <8 x float> %1387, i32 6
+	%1395 = extractelement <8 x float> %1387, i32 7
+	%1396 = add i64 %1190, 8
+	%1397 = getelementptr float, float* %9, i64 %1396
+	%1398 = bitcast float* %1397 to <8 x float>*
+	%1399 = load <8 x float>, <8 x float>* %1398, align 4
+	%1400 = extractelement <8 x float> %1399, i32 0
+	%1401 = extractelement <8 x float> %1399, i32 1
+	%1402 = extractelement <8 x float> %1399, i32 2
+	%1403 = extractelement <8 x float> %1399, i32 3
+	%1404 = extractelement <8 x float> %1399, i32 4
+	%1405 = extractelement <8 x float> %1399, i32 5
+	%1406 = extractelement <8 x float> %1399, i32 6
+	%1407 = extractelement <8 x float> %1399, i32 7
+	%1408 = add i64 %1190, 16
+	%1409 = getelementptr float, float* %9, i64 %1408
+	%1410 = bitcast float* %1409 to <8 x float>*
+	%1411 = load <8 x float>, <8 x float>* %1410, align 4
+	%1412 = extractelement <8 x float> %1411, i32 0
+	%1413 = extractelement <8 x float> %1411, i32 1
+	%1414 = extractelement <8 x float> %1411, i32 2
+	%1415 = extractelement <8 x float> %1411, i32 3
+	%1416 = extractelement <8 x float> %1411, i32 4
+	%1417 = extractelement <8 x float> %1411, i32 5
+	%1418 = extractelement <8 x float> %1411, i32 6
+	%1419 = extractelement <8 x float> %1411, i32 7
+	%1420 = add i64 %1190, 24
+	%1421 = getelementptr float, float* %9, i64 %1420
+	%1422 = bitcast float* %1421 to <8 x float>*
+	%1423 = load <8 x float>, <8 x float>* %1422, align 4
+	%1424 = extractelement <8 x float> %1423, i32 0
+	%1425 = extractelement <8 x float> %1423, i32 1
+	%1426 = extractelement <8 x float> %1423, i32 2
+	%1427 = extractelement <8 x float> %1423, i32 3
+	%1428 = extractelement <8 x float> %1423, i32 4
+	%1429 = extractelement <8 x float> %1423, i32 5
+	%1430 = extractelement <8 x float> %1423, i32 6
+	%1431 = extractelement <8 x float> %1423, i32 7
+	%1432 = add i64 %1190, 0
+	%1433 = getelementptr float, float* %11, i64 %1432
+	%1434 = bitcast float* %1433 to <8 x float>*
+	%1435 = load <8 x float>, <8 x float>* %1434, align 4
+	%1436 = extractelement <8 x float> %1435, i32 0
+	%1437 = extractelement <8 x float> %1435, i32 1
+	%1438 = extractelement <8 x float> %1435, i32 2
+	%1439 = extractelement <8 x float> %1435, i32 3
+	%1440 = extractelement <8 x float> %1435, i32 4
+	%1441 = extractelement <8 x float> %1435, i32 5
+	%1442 = extractelement <8 x float> %1435, i32 6
+	%1443 = extractelement <8 x float> %1435, i32 7
+	%1444 = add i64 %1190, 8
+	%1445 = getelementptr float, float* %11, i64 %1444
+	%1446 = bitcast float* %1445 to <8 x float>*
+	%1447 = load <8 x float>, <8 x float>* %1446, align 4
+	%1448 = extractelement <8 x float> %1447, i32 0
+	%1449 = extractelement <8 x float> %1447, i32 1
+	%1450 = extractelement <8 x float> %1447, i32 2
+	%1451 = extractelement <8 x float> %1447, i32 3
+	%1452 = extractelement <8 x float> %1447, i32 4
+	%1453 = extractelement <8 x float> %1447, i32 5
+	%1454 = extractelement <8 x float> %1447, i32 6
+	%1455 = extractelement <8 x float> %1447, i32 7
+	%1456 = add i64 %1190, 16
+	%1457 = getelementptr float, float* %11, i64 %1456
+	%1458 = bitcast float* %1457 to <8 x float>*
+	%1459 = load <8 x float>, <8 x float>* %1458, align 4
+	%1460 = extractelement <8 x float> %1459, i32 0
+	%1461 = extractelement <8 x float> %1459, i32 1
+	%1462 = extractelement <8 x float> %1459, i32 2
+	%1463 = extractelement <8 x float> %1459, i32 3
+	%1464 = extractelement <8 x float> %1459, i32 4
+	%1465 = extractelement <8 x float> %1459, i32 5
+	%1466 = extractelement <8 x float> %1459, i32 6
+	%1467 = extractelement <8 x float> %1459, i32 7
+	%1468 = add i64 %1190, 24
+	%1469 = getelementptr float, float* %11, i64 %1468
+	%1470 = bitcast float* %1469 to <8 x float>*
+	%1471 = load <8 x float>, <8 x float>* %1470, align 4
+	%1472 = extractelement <8 x float> %1471, i32 0
+	%1473 = extractelement <8 x float> %1471, i32 1
+	%1474 = extractelement <8 x float> %1471, i32 2
+	%1475 = extractelement <8 x float> %1471, i32 3
+	%1476 = extractelement <8 x float> %1471, i32 4
+	%1477 = extractelement <8 x float> %1471, i32 5
+	%1478 = extractelement <8 x float> %1471, i32 6
+	%1479 = extractelement <8 x float> %1471, i32 7
+	%1480 = add i64 %1190, 0
+	%1481 = getelementptr float, float* %13, i64 %1480
+	%1482 = bitcast float* %1481 to <8 x float>*
+	%1483 = load <8 x float>, <8 x float>* %1482, align 4
+	%1484 = extractelement <8 x float> %1483, i32 0
+	%1485 = extractelement <8 x float> %1483, i32 1
+	%1486 = extractelement <8 x float> %1483, i32 2
+	%1487 = extractelement <8 x float> %1483, i32 3
+	%1488 = extractelement <8 x float> %1483, i32 4
+	%1489 = extractelement <8 x float> %1483, i32 5
+	%1490 = extractelement <8 x float> %1483, i32 6
+	%1491 = extractelement <8 x float> %1483, i32 7
+	%1492 = add i64 %1190, 8
+	%1493 = getelementptr float, float* %13, i64 %1492
+	%1494 = bitcast float* %1493 to <8 x float>*
+	%1495 = load <8 x float>, <8 x float>* %1494, align 4
+	%1496 = extractelement <8 x float> %1495, i32 0
+	%1497 = extractelement <8 x float> %1495, i32 1
+	%1498 = extractelement <8 x float> %1495, i32 2
+	%1499 = extractelement <8 x float> %1495, i32 3
+	%1500 = extractelement <8 x float> %1495, i32 4
+	%1501 = extractelement <8 x float> %1495, i32 5
+	%1502 = extractelement <8 x float> %1495, i32 6
+	%1503 = extractelement <8 x float> %1495, i32 7
+	%1504 = add i64 %1190, 16
+	%1505 = getelementptr float, float* %13, i64 %1504
+	%1506 = bitcast float* %1505 to <8 x float>*
+	%1507 = load <8 x float>, <8 x float>* %1506, align 4
+	%1508 = extractelement <8 x float> %1507, i32 0
+	%1509 = extractelement <8 x float> %1507, i32 1
+	%1510 = extractelement <8 x float> %1507, i32 2
+	%1511 = extractelement <8 x float> %1507, i32 3
+	%1512 = extractelement <8 x float> %1507, i32 4
+	%1513 = extractelement <8 x float> %1507, i32 5
+	%1514 = extractelement <8 x float> %1507, i32 6
+	%1515 = extractelement <8 x float> %1507, i32 7
+	%1516 = add i64 %1190, 24
+	%1517 = getelementptr float, float* %13, i64 %1516
+	%1518 = bitcast float* %1517 to <8 x float>*
+	%1519 = load <8 x float>, <8 x float>* %1518, align 4
+	%1520 = extractelement <8 x float> %1519, i32 0
+	%1521 = extractelement <8 x float> %1519, i32 1
+	%1522 = extractelement <8 x float> %1519, i32 2
+	%1523 = extractelement <8 x float> %1519, i32 3
+	%1524 = extractelement <8 x float> %1519, i32 4
+	%1525 = extractelement <8 x float> %1519, i32 5
+	%1526 = extractelement <8 x float> %1519, i32 6
+	%1527 = extractelement <8 x float> %1519, i32 7
+	%1528 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1196, float %1244, float %1292, float %1340, float %1388, float %1436, float %1484, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1529 = extractvalue { float, float, float, float, float, float } %1528, 0
+	%1530 = extractvalue { float, float, float, float, float, float } %1528, 1
+	%1531 = extractvalue { float, float, float, float, float, float } %1528, 2
+	%1532 = extractvalue { float, float, float, float, float, float } %1528, 3
+	%1533 = extractvalue { float, float, float, float, float, float } %1528, 4
+	%1534 = extractvalue { float, float, float, float, float, float } %1528, 5
+	%1535 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1197, float %1245, float %1293, float %1341, float %1389, float %1437, float %1485, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1536 = extractvalue { float, float, float, float, float, float } %1535, 0
+	%1537 = extractvalue { float, float, float, float, float, float } %1535, 1
+	%1538 = extractvalue { float, float, float, float, float, float } %1535, 2
+	%1539 = extractvalue { float, float, float, float, float, float } %1535, 3
+	%1540 = extractvalue { float, float, float, float, float, float } %1535, 4
+	%1541 = extractvalue { float, float, float, float, float, float } %1535, 5
+	%1542 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1198, float %1246, float %1294, float %1342, float %1390, float %1438, float %1486, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1543 = extractvalue { float, float, float, float, float, float } %1542, 0
+	%1544 = extractvalue { float, float, float, float, float, float } %1542, 1
+	%1545 = extractvalue { float, float, float, float, float, float } %1542, 2
+	%1546 = extractvalue { float, float, float, float, float, float } %1542, 3
+	%1547 = extractvalue { float, float, float, float, float, float } %1542, 4
+	%1548 = extractvalue { float, float, float, float, float, float } %1542, 5
+	%1549 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1199, float %1247, float %1295, float %1343, float %1391, float %1439, float %1487, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1550 = extractvalue { float, float, float, float, float, float } %1549, 0
+	%1551 = extractvalue { float, float, float, float, float, float } %1549, 1
+	%1552 = extractvalue { float, float, float, float, float, float } %1549, 2
+	%1553 = extractvalue { float, float, float, float, float, float } %1549, 3
+	%1554 = extractvalue { float, float, float, float, float, float } %1549, 4
+	%1555 = extractvalue { float, float, float, float, float, float } %1549, 5
+	%1556 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1200, float %1248, float %1296, float %1344, float %1392, float %1440, float %1488, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1557 = extractvalue { float, float, float, float, float, float } %1556, 0
+	%1558 = extractvalue { float, float, float, float, float, float } %1556, 1
+	%1559 = extractvalue { float, float, float, float, float, float } %1556, 2
+	%1560 = extractvalue { float, float, float, float, float, float } %1556, 3
+	%1561 = extractvalue { float, float, float, float, float, float } %1556, 4
+	%1562 = extractvalue { float, float, float, float, float, float } %1556, 5
+	%1563 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1201, float %1249, float %1297, float %1345, float %1393, float %1441, float %1489, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1564 = extractvalue { float, float, float, float, float, float } %1563, 0
+	%1565 = extractvalue { float, float, float, float, float, float } %1563, 1
+	%1566 = extractvalue { float, float, float, float, float, float } %1563, 2
+	%1567 = extractvalue { float, float, float, float, float, float } %1563, 3
+	%1568 = extractvalue { float, float, float, float, float, float } %1563, 4
+	%1569 = extractvalue { float, float, float, float, float, float } %1563, 5
+	%1570 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1202, float %1250, float %1298, float %1346, float %1394, float %1442, float %1490, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1571 = extractvalue { float, float, float, float, float, float } %1570, 0
+	%1572 = extractvalue { float, float, float, float, float, float } %1570, 1
+	%1573 = extractvalue { float, float, float, float, float, float } %1570, 2
+	%1574 = extractvalue { float, float, float, float, float, float } %1570, 3
+	%1575 = extractvalue { float, float, float, float, float, float } %1570, 4
+	%1576 = extractvalue { float, float, float, float, float, float } %1570, 5
+	%1577 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1203, float %1251, float %1299, float %1347, float %1395, float %1443, float %1491, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1578 = extractvalue { float, float, float, float, float, float } %1577, 0
+	%1579 = extractvalue { float, float, float, float, float, float } %1577, 1
+	%1580 = extractvalue { float, float, float, float, float, float } %1577, 2
+	%1581 = extractvalue { float, float, float, float, float, float } %1577, 3
+	%1582 = extractvalue { float, float, float, float, float, float } %1577, 4
+	%1583 = extractvalue { float, float, float, float, float, float } %1577, 5
+	%1584 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1208, float %1256, float %1304, float %1352, float %1400, float %1448, float %1496, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1585 = extractvalue { float, float, float, float, float, float } %1584, 0
+	%1586 = extractvalue { float, float, float, float, float, float } %1584, 1
+	%1587 = extractvalue { float, float, float, float, float, float } %1584, 2
+	%1588 = extractvalue { float, float, float, float, float, float } %1584, 3
+	%1589 = extractvalue { float, float, float, float, float, float } %1584, 4
+	%1590 = extractvalue { float, float, float, float, float, float } %1584, 5
+	%1591 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1209, float %1257, float %1305, float %1353, float %1401, float %1449, float %1497, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1592 = extractvalue { float, float, float, float, float, float } %1591, 0
+	%1593 = extractvalue { float, float, float, float, float, float } %1591, 1
+	%1594 = extractvalue { float, float, float, float, float, float } %1591, 2
+	%1595 = extractvalue { float, float, float, float, float, float } %1591, 3
+	%1596 = extractvalue { float, float, float, float, float, float } %1591, 4
+	%1597 = extractvalue { float, float, float, float, float, float } %1591, 5
+	%1598 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1210, float %1258, float %1306, float %1354, float %1402, float %1450, float %1498, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1599 = extractvalue { float, float, float, float, float, float } %1598, 0
+	%1600 = extractvalue { float, float, float, float, float, float } %1598, 1
+	%1601 = extractvalue { float, float, float, float, float, float } %1598, 2
+	%1602 = extractvalue { float, float, float, float, float, float } %1598, 3
+	%1603 = extractvalue { float, float, float, float, float, float } %1598, 4
+	%1604 = extractvalue { float, float, float, float, float, float } %1598, 5
+	%1605 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1211, float %1259, float %1307, float %1355, float %1403, float %1451, float %1499, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1606 = extractvalue { float, float, float, float, float, float } %1605, 0
+	%1607 = extractvalue { float, float, float, float, float, float } %1605, 1
+	%1608 = extractvalue { float, float, float, float, float, float } %1605, 2
+	%1609 = extractvalue { float, float, float, float, float, float } %1605, 3
+	%1610 = extractvalue { float, float, float, float, float, float } %1605, 4
+	%1611 = extractvalue { float, float, float, float, float, float } %1605, 5
+	%1612 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1212, float %1260, float %1308, float %1356, float %1404, float %1452, float %1500, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1613 = extractvalue { float, float, float, float, float, float } %1612, 0
+	%1614 = extractvalue { float, float, float, float, float, float } %1612, 1
+	%1615 = extractvalue { float, float, float, float, float, float } %1612, 2
+	%1616 = extractvalue { float, float, float, float, float, float } %1612, 3
+	%1617 = extractvalue { float, float, float, float, float, float } %1612, 4
+	%1618 = extractvalue { float, float, float, float, float, float } %1612, 5
+	%1619 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1213, float %1261, float %1309, float %1357, float %1405, float %1453, float %1501, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1620 = extractvalue { float, float, float, float, float, float } %1619, 0
+	%1621 = extractvalue { float, float, float, float, float, float } %1619, 1
+	%1622 = extractvalue { float, float, float, float, float, float } %1619, 2
+	%1623 = extractvalue { float, float, float, float, float, float } %1619, 3
+	%1624 = extractvalue { float, float, float, float, float, float } %1619, 4
+	%1625 = extractvalue { float, float, float, float, float, float } %1619, 5
+	%1626 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1214, float %1262, float %1310, float %1358, float %1406, float %1454, float %1502, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1627 = extractvalue { float, float, float, float, float, float } %1626, 0
+	%1628 = extractvalue { float, float, float, float, float, float } %1626, 1
+	%1629 = extractvalue { float, float, float, float, float, float } %1626, 2
+	%1630 = extractvalue { float, float, float, float, float, float } %1626, 3
+	%1631 = extractvalue { float, float, float, float, float, float } %1626, 4
+	%1632 = extractvalue { float, float, float, float, float, float } %1626, 5
+	%1633 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1215, float %1263, float %1311, float %1359, float %1407, float %1455, float %1503, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1634 = extractvalue { float, float, float, float, float, float } %1633, 0
+	%1635 = extractvalue { float, float, float, float, float, float } %1633, 1
+	%1636 = extractvalue { float, float, float, float, float, float } %1633, 2
+	%1637 = extractvalue { float, float, float, float, float, float } %1633, 3
+	%1638 = extractvalue { float, float, float, float, float, float } %1633, 4
+	%1639 = extractvalue { float, float, float, float, float, float } %1633, 5
+	%1640 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1220, float %1268, float %1316, float %1364, float %1412, float %1460, float %1508, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1641 = extractvalue { float, float, float, float, float, float } %1640, 0
+	%1642 = extractvalue { float, float, float, float, float, float } %1640, 1
+	%1643 = extractvalue { float, float, float, float, float, float } %1640, 2
+	%1644 = extractvalue { float, float, float, float, float, float } %1640, 3
+	%1645 = extractvalue { float, float, float, float, float, float } %1640, 4
+	%1646 = extractvalue { float, float, float, float, float, float } %1640, 5
+	%1647 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1221, float %1269, float %1317, float %1365, float %1413, float %1461, float %1509, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1648 = extractvalue { float, float, float, float, float, float } %1647, 0
+	%1649 = extractvalue { float, float, float, float, float, float } %1647, 1
+	%1650 = extractvalue { float, float, float, float, float, float } %1647, 2
+	%1651 = extractvalue { float, float, float, float, float, float } %1647, 3
+	%1652 = extractvalue { float, float, float, float, float, float } %1647, 4
+	%1653 = extractvalue { float, float, float, float, float, float } %1647, 5
+	%1654 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1222, float %1270, float %1318, float %1366, float %1414, float %1462, float %1510, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1655 = extractvalue { float, float, float, float, float, float } %1654, 0
+	%1656 = extractvalue { float, float, float, float, float, float } %1654, 1
+	%1657 = extractvalue { float, float, float, float, float, float } %1654, 2
+	%1658 = extractvalue { float, float, float, float, float, float } %1654, 3
+	%1659 = extractvalue { float, float, float, float, float, float } %1654, 4
+	%1660 = extractvalue { float, float, float, float, float, float } %1654, 5
+	%1661 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1223, float %1271, float %1319, float %1367, float %1415, float %1463, float %1511, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1662 = extractvalue { float, float, float, float, float, float } %1661, 0
+	%1663 = extractvalue { float, float, float, float, float, float } %1661, 1
+	%1664 = extractvalue { float, float, float, float, float, float } %1661, 2
+	%1665 = extractvalue { float, float, float, float, float, float } %1661, 3
+	%1666 = extractvalue { float, float, float, float, float, float } %1661, 4
+	%1667 = extractvalue { float, float, float, float, float, float } %1661, 5
+	%1668 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1224, float %1272, float %1320, float %1368, float %1416, float %1464, float %1512, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1669 = extractvalue { float, float, float, float, float, float } %1668, 0
+	%1670 = extractvalue { float, float, float, float, float, float } %1668, 1
+	%1671 = extractvalue { float, float, float, float, float, float } %1668, 2
+	%1672 = extractvalue { float, float, float, float, float, float } %1668, 3
+	%1673 = extractvalue { float, float, float, float, float, float } %1668, 4
+	%1674 = extractvalue { float, float, float, float, float, float } %1668, 5
+	%1675 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1225, float %1273, float %1321, float %1369, float %1417, float %1465, float %1513, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1676 = extractvalue { float, float, float, float, float, float } %1675, 0
+	%1677 = extractvalue { float, float, float, float, float, float } %1675, 1
+	%1678 = extractvalue { float, float, float, float, float, float } %1675, 2
+	%1679 = extractvalue { float, float, float, float, float, float } %1675, 3
+	%1680 = extractvalue { float, float, float, float, float, float } %1675, 4
+	%1681 = extractvalue { float, float, float, float, float, float } %1675, 5
+	%1682 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1226, float %1274, float %1322, float %1370, float %1418, float %1466, float %1514, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1683 = extractvalue { float, float, float, float, float, float } %1682, 0
+	%1684 = extractvalue { float, float, float, float, float, float } %1682, 1
+	%1685 = extractvalue { float, float, float, float, float, float } %1682, 2
+	%1686 = extractvalue { float, float, float, float, float, float } %1682, 3
+	%1687 = extractvalue { float, float, float, float, float, float } %1682, 4
+	%1688 = extractvalue { float, float, float, float, float, float } %1682, 5
+	%1689 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1227, float %1275, float %1323, float %1371, float %1419, float %1467, float %1515, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1690 = extractvalue { float, float, float, float, float, float } %1689, 0
+	%1691 = extractvalue { float, float, float, float, float, float } %1689, 1
+	%1692 = extractvalue { float, float, float, float, float, float } %1689, 2
+	%1693 = extractvalue { float, float, float, float, float, float } %1689, 3
+	%1694 = extractvalue { float, float, float, float, float, float } %1689, 4
+	%1695 = extractvalue { float, float, float, float, float, float } %1689, 5
+	%1696 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1232, float %1280, float %1328, float %1376, float %1424, float %1472, float %1520, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1697 = extractvalue { float, float, float, float, float, float } %1696, 0
+	%1698 = extractvalue { float, float, float, float, float, float } %1696, 1
+	%1699 = extractvalue { float, float, float, float, float, float } %1696, 2
+	%1700 = extractvalue { float, float, float, float, float, float } %1696, 3
+	%1701 = extractvalue { float, float, float, float, float, float } %1696, 4
+	%1702 = extractvalue { float, float, float, float, float, float } %1696, 5
+	%1703 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1233, float %1281, float %1329, float %1377, float %1425, float %1473, float %1521, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1704 = extractvalue { float, float, float, float, float, float } %1703, 0
+	%1705 = extractvalue { float, float, float, float, float, float } %1703, 1
+	%1706 = extractvalue { float, float, float, float, float, float } %1703, 2
+	%1707 = extractvalue { float, float, float, float, float, float } %1703, 3
+	%1708 = extractvalue { float, float, float, float, float, float } %1703, 4
+	%1709 = extractvalue { float, float, float, float, float, float } %1703, 5
+	%1710 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1234, float %1282, float %1330, float %1378, float %1426, float %1474, float %1522, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1711 = extractvalue { float, float, float, float, float, float } %1710, 0
+	%1712 = extractvalue { float, float, float, float, float, float } %1710, 1
+	%1713 = extractvalue { float, float, float, float, float, float } %1710, 2
+	%1714 = extractvalue { float, float, float, float, float, float } %1710, 3
+	%1715 = extractvalue { float, float, float, float, float, float } %1710, 4
+	%1716 = extractvalue { float, float, float, float, float, float } %1710, 5
+	%1717 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1235, float %1283, float %1331, float %1379, float %1427, float %1475, float %1523, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1718 = extractvalue { float, float, float, float, float, float } %1717, 0
+	%1719 = extractvalue { float, float, float, float, float, float } %1717, 1
+	%1720 = extractvalue { float, float, float, float, float, float } %1717, 2
+	%1721 = extractvalue { float, float, float, float, float, float } %1717, 3
+	%1722 = extractvalue { float, float, float, float, float, float } %1717, 4
+	%1723 = extractvalue { float, float, float, float, float, float } %1717, 5
+	%1724 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1236, float %1284, float %1332, float %1380, float %1428, float %1476, float %1524, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1725 = extractvalue { float, float, float, float, float, float } %1724, 0
+	%1726 = extractvalue { float, float, float, float, float, float } %1724, 1
+	%1727 = extractvalue { float, float, float, float, float, float } %1724, 2
+	%1728 = extractvalue { float, float, float, float, float, float } %1724, 3
+	%1729 = extractvalue { float, float, float, float, float, float } %1724, 4
+	%1730 = extractvalue { float, float, float, float, float, float } %1724, 5
+	%1731 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1237, float %1285, float %1333, float %1381, float %1429, float %1477, float %1525, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1732 = extractvalue { float, float, float, float, float, float } %1731, 0
+	%1733 = extractvalue { float, float, float, float, float, float } %1731, 1
+	%1734 = extractvalue { float, float, float, float, float, float } %1731, 2
+	%1735 = extractvalue { float, float, float, float, float, float } %1731, 3
+	%1736 = extractvalue { float, float, float, float, float, float } %1731, 4
+	%1737 = extractvalue { float, float, float, float, float, float } %1731, 5
+	%1738 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1238, float %1286, float %1334, float %1382, float %1430, float %1478, float %1526, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1739 = extractvalue { float, float, float, float, float, float } %1738, 0
+	%1740 = extractvalue { float, float, float, float, float, float } %1738, 1
+	%1741 = extractvalue { float, float, float, float, float, float } %1738, 2
+	%1742 = extractvalue { float, float, float, float, float, float } %1738, 3
+	%1743 = extractvalue { float, float, float, float, float, float } %1738, 4
+	%1744 = extractvalue { float, float, float, float, float, float } %1738, 5
+	%1745 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %1239, float %1287, float %1335, float %1383, float %1431, float %1479, float %1527, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1746 = extractvalue { float, float, float, float, float, float } %1745, 0
+	%1747 = extractvalue { float, float, float, float, float, float } %1745, 1
+	%1748 = extractvalue { float, float, float, float, float, float } %1745, 2
+	%1749 = extractvalue { float, float, float, float, float, float } %1745, 3
+	%1750 = extractvalue { float, float, float, float, float, float } %1745, 4
+	%1751 = extractvalue { float, float, float, float, float, float } %1745, 5
+	%1752 = insertelement <8 x float> undef, float %1529, i32 0
+	%1753 = insertelement <8 x float> %1752, float %1536, i32 1
+	%1754 = insertelement <8 x float> %1753, float %1543, i32 2
+	%1755 = insertelement <8 x float> %1754, float %1550, i32 3
+	%1756 = insertelement <8 x float> %1755, float %1557, i32 4
+	%1757 = insertelement <8 x float> %1756, float %1564, i32 5
+	%1758 = insertelement <8 x float> %1757, float %1571, i32 6
+	%1759 = insertelement <8 x float> %1758, float %1578, i32 7
+	%1760 = add i64 %1190, 0
+	%1761 = getelementptr float, float* %7, i64 %1760
+	%1762 = bitcast float* %1761 to <8 x float>*
+	store <8 x float> %1759, <8 x float>* %1762, align 4
+	%1763 = insertelement <8 x float> undef, float %1585, i32 0
+	%1764 = insertelement <8 x float> %1763, float %1592, i32 1
+	%1765 = insertelement <8 x float> %1764, float %1599, i32 2
+	%1766 = insertelement <8 x float> %1765, float %1606, i32 3
+	%1767 = insertelement <8 x float> %1766, float %1613, i32 4
+	%1768 = insertelement <8 x float> %1767, float %1620, i32 5
+	%1769 = insertelement <8 x float> %1768, float %1627, i32 6
+	%1770 = insertelement <8 x float> %1769, float %1634, i32 7
+	%1771 = add i64 %1190, 8
+	%1772 = getelementptr float, float* %7, i64 %1771
+	%1773 = bitcast float* %1772 to <8 x float>*
+	store <8 x float> %1770, <8 x float>* %1773, align 4
+	%1774 = insertelement <8 x float> undef, float %1641, i32 0
+	%1775 = insertelement <8 x float> %1774, float %1648, i32 1
+	%1776 = insertelement <8 x float> %1775, float %1655, i32 2
+	%1777 = insertelement <8 x float> %1776, float %1662, i32 3
+	%1778 = insertelement <8 x float> %1777, float %1669, i32 4
+	%1779 = insertelement <8 x float> %1778, float %1676, i32 5
+	%1780 = insertelement <8 x float> %1779, float %1683, i32 6
+	%1781 = insertelement <8 x float> %1780, float %1690, i32 7
+	%1782 = add i64 %1190, 16
+	%1783 = getelementptr float, float* %7, i64 %1782
+	%1784 = bitcast float* %1783 to <8 x float>*
+	store <8 x float> %1781, <8 x float>* %1784, align 4
+	%1785 = insertelement <8 x float> undef, float %1697, i32 0
+	%1786 = insertelement <8 x float> %1785, float %1704, i32 1
+	%1787 = insertelement <8 x float> %1786, float %1711, i32 2
+	%1788 = insertelement <8 x float> %1787, float %1718, i32 3
+	%1789 = insertelement <8 x float> %1788, float %1725, i32 4
+	%1790 = insertelement <8 x float> %1789, float %1732, i32 5
+	%1791 = insertelement <8 x float> %1790, float %1739, i32 6
+	%1792 = insertelement <8 x float> %1791, float %1746, i32 7
+	%1793 = add i64 %1190, 24
+	%1794 = getelementptr float, float* %7, i64 %1793
+	%1795 = bitcast float* %1794 to <8 x float>*
+	store <8 x float> %1792, <8 x float>* %1795, align 4
+	%1796 = insertelement <8 x float> undef, float %1530, i32 0
+	%1797 = insertelement <8 x float> %1796, float %1537, i32 1
+	%1798 = insertelement <8 x float> %1797, float %1544, i32 2
+	%1799 = insertelement <8 x float> %1798, float %1551, i32 3
+	%1800 = insertelement <8 x float> %1799, float %1558, i32 4
+	%1801 = insertelement <8 x float> %1800, float %1565, i32 5
+	%1802 = insertelement <8 x float> %1801, float %1572, i32 6
+	%1803 = insertelement <8 x float> %1802, float %1579, i32 7
+	%1804 = add i64 %1190, 0
+	%1805 = getelementptr float, float* %5, i64 %1804
+	%1806 = bitcast float* %1805 to <8 x float>*
+	store <8 x float> %1803, <8 x float>* %1806, align 4
+	%1807 = insertelement <8 x float> undef, float %1586, i32 0
+	%1808 = insertelement <8 x float> %1807, float %1593, i32 1
+	%1809 = insertelement <8 x float> %1808, float %1600, i32 2
+	%1810 = insertelement <8 x float> %1809, float %1607, i32 3
+	%1811 = insertelement <8 x float> %1810, float %1614, i32 4
+	%1812 = insertelement <8 x float> %1811, float %1621, i32 5
+	%1813 = insertelement <8 x float> %1812, float %1628, i32 6
+	%1814 = insertelement <8 x float> %1813, float %1635, i32 7
+	%1815 = add i64 %1190, 8
+	%1816 = getelementptr float, float* %5, i64 %1815
+	%1817 = bitcast float* %1816 to <8 x float>*
+	store <8 x float> %1814, <8 x float>* %1817, align 4
+	%1818 = insertelement <8 x float> undef, float %1642, i32 0
+	%1819 = insertelement <8 x float> %1818, float %1649, i32 1
+	%1820 = insertelement <8 x float> %1819, float %1656, i32 2
+	%1821 = insertelement <8 x float> %1820, float %1663, i32 3
+	%1822 = insertelement <8 x float> %1821, float %1670, i32 4
+	%1823 = insertelement <8 x float> %1822, float %1677, i32 5
+	%1824 = insertelement <8 x float> %1823, float %1684, i32 6
+	%1825 = insertelement <8 x float> %1824, float %1691, i32 7
+	%1826 = add i64 %1190, 16
+	%1827 = getelementptr float, float* %5, i64 %1826
+	%1828 = bitcast float* %1827 to <8 x float>*
+	store <8 x float> %1825, <8 x float>* %1828, align 4
+	%1829 = insertelement <8 x float> undef, float %1698, i32 0
+	%1830 = insertelement <8 x float> %1829, float %1705, i32 1
+	%1831 = insertelement <8 x float> %1830, float %1712, i32 2
+	%1832 = insertelement <8 x float> %1831, float %1719, i32 3
+	%1833 = insertelement <8 x float> %1832, float %1726, i32 4
+	%1834 = insertelement <8 x float> %1833, float %1733, i32 5
+	%1835 = insertelement <8 x float> %1834, float %1740, i32 6
+	%1836 = insertelement <8 x float> %1835, float %1747, i32 7
+	%1837 = add i64 %1190, 24
+	%1838 = getelementptr float, float* %5, i64 %1837
+	%1839 = bitcast float* %1838 to <8 x float>*
+	store <8 x float> %1836, <8 x float>* %1839, align 4
+	%1840 = insertelement <8 x float> undef, float %1531, i32 0
+	%1841 = insertelement <8 x float> %1840, float %1538, i32 1
+	%1842 = insertelement <8 x float> %1841, float %1545, i32 2
+	%1843 = insertelement <8 x float> %1842, float %1552, i32 3
+	%1844 = insertelement <8 x float> %1843, float %1559, i32 4
+	%1845 = insertelement <8 x float> %1844, float %1566, i32 5
+	%1846 = insertelement <8 x float> %1845, float %1573, i32 6
+	%1847 = insertelement <8 x float> %1846, float %1580, i32 7
+	%1848 = add i64 %1190, 0
+	%1849 = getelementptr float, float* %9, i64 %1848
+	%1850 = bitcast float* %1849 to <8 x float>*
+	store <8 x float> %1847, <8 x float>* %1850, align 4
+	%1851 = insertelement <8 x float> undef, float %1587, i32 0
+	%1852 = insertelement <8 x float> %1851, float %1594, i32 1
+	%1853 = insertelement <8 x float> %1852, float %1601, i32 2
+	%1854 = insertelement <8 x float> %1853, float %1608, i32 3
+	%1855 = insertelement <8 x float> %1854, float %1615, i32 4
+	%1856 = insertelement <8 x float> %1855, float %1622, i32 5
+	%1857 = insertelement <8 x float> %1856, float %1629, i32 6
+	%1858 = insertelement <8 x float> %1857, float %1636, i32 7
+	%1859 = add i64 %1190, 8
+	%1860 = getelementptr float, float* %9, i64 %1859
+	%1861 = bitcast float* %1860 to <8 x float>*
+	store <8 x float> %1858, <8 x float>* %1861, align 4
+	%1862 = insertelement <8 x float> undef, float %1643, i32 0
+	%1863 = insertelement <8 x float> %1862, float %1650, i32 1
+	%1864 = insertelement <8 x float> %1863, float %1657, i32 2
+	%1865 = insertelement <8 x float> %1864, float %1664, i32 3
+	%1866 = insertelement <8 x float> %1865, float %1671, i32 4
+	%1867 = insertelement <8 x float> %1866, float %1678, i32 5
+	%1868 = insertelement <8 x float> %1867, float %1685, i32 6
+	%1869 = insertelement <8 x float> %1868, float %1692, i32 7
+	%1870 = add i64 %1190, 16
+	%1871 = getelementptr float, float* %9, i64 %1870
+	%1872 = bitcast float* %1871 to <8 x float>*
+	store <8 x float> %1869, <8 x float>* %1872, align 4
+	%1873 = insertelement <8 x float> undef, float %1699, i32 0
+	%1874 = insertelement <8 x float> %1873, float %1706, i32 1
+	%1875 = insertelement <8 x float> %1874, float %1713, i32 2
+	%1876 = insertelement <8 x float> %1875, float %1720, i32 3
+	%1877 = insertelement <8 x float> %1876, float %1727, i32 4
+	%1878 = insertelement <8 x float> %1877, float %1734, i32 5
+	%1879 = insertelement <8 x float> %1878, float %1741, i32 6
+	%1880 = insertelement <8 x float> %1879, float %1748, i32 7
+	%1881 = add i64 %1190, 24
+	%1882 = getelementptr float, float* %9, i64 %1881
+	%1883 = bitcast float* %1882 to <8 x float>*
+	store <8 x float> %1880, <8 x float>* %1883, align 4
+	%1884 = insertelement <8 x float> undef, float %1532, i32 0
+	%1885 = insertelement <8 x float> %1884, float %1539, i32 1
+	%1886 = insertelement <8 x float> %1885, float %1546, i32 2
+	%1887 = insertelement <8 x float> %1886, float %1553, i32 3
+	%1888 = insertelement <8 x float> %1887, float %1560, i32 4
+	%1889 = insertelement <8 x float> %1888, float %1567, i32 5
+	%1890 = insertelement <8 x float> %1889, float %1574, i32 6
+	%1891 = insertelement <8 x float> %1890, float %1581, i32 7
+	%1892 = add i64 %1190, 0
+	%1893 = getelementptr float, float* %11, i64 %1892
+	%1894 = bitcast float* %1893 to <8 x float>*
+	store <8 x float> %1891, <8 x float>* %1894, align 4
+	%1895 = insertelement <8 x float> undef, float %1588, i32 0
+	%1896 = insertelement <8 x float> %1895, float %1595, i32 1
+	%1897 = insertelement <8 x float> %1896, float %1602, i32 2
+	%1898 = insertelement <8 x float> %1897, float %1609, i32 3
+	%1899 = insertelement <8 x float> %1898, float %1616, i32 4
+	%1900 = insertelement <8 x float> %1899, float %1623, i32 5
+	%1901 = insertelement <8 x float> %1900, float %1630, i32 6
+	%1902 = insertelement <8 x float> %1901, float %1637, i32 7
+	%1903 = add i64 %1190, 8
+	%1904 = getelementptr float, float* %11, i64 %1903
+	%1905 = bitcast float* %1904 to <8 x float>*
+	store <8 x float> %1902, <8 x float>* %1905, align 4
+	%1906 = insertelement <8 x float> undef, float %1644, i32 0
+	%1907 = insertelement <8 x float> %1906, float %1651, i32 1
+	%1908 = insertelement <8 x float> %1907, float %1658, i32 2
+	%1909 = insertelement <8 x float> %1908, float %1665, i32 3
+	%1910 = insertelement <8 x float> %1909, float %1672, i32 4
+	%1911 = insertelement <8 x float> %1910, float %1679, i32 5
+	%1912 = insertelement <8 x float> %1911, float %1686, i32 6
+	%1913 = insertelement <8 x float> %1912, float %1693, i32 7
+	%1914 = add i64 %1190, 16
+	%1915 = getelementptr float, float* %11, i64 %1914
+	%1916 = bitcast float* %1915 to <8 x float>*
+	store <8 x float> %1913, <8 x float>* %1916, align 4
+	%1917 = insertelement <8 x float> undef, float %1700, i32 0
+	%1918 = insertelement <8 x float> %1917, float %1707, i32 1
+	%1919 = insertelement <8 x float> %1918, float %1714, i32 2
+	%1920 = insertelement <8 x float> %1919, float %1721, i32 3
+	%1921 = insertelement <8 x float> %1920, float %1728, i32 4
+	%1922 = insertelement <8 x float> %1921, float %1735, i32 5
+	%1923 = insertelement <8 x float> %1922, float %1742, i32 6
+	%1924 = insertelement <8 x float> %1923, float %1749, i32 7
+	%1925 = add i64 %1190, 24
+	%1926 = getelementptr float, float* %11, i64 %1925
+	%1927 = bitcast float* %1926 to <8 x float>*
+	store <8 x float> %1924, <8 x float>* %1927, align 4
+	%1928 = insertelement <8 x float> undef, float %1533, i32 0
+	%1929 = insertelement <8 x float> %1928, float %1540, i32 1
+	%1930 = insertelement <8 x float> %1929, float %1547, i32 2
+	%1931 = insertelement <8 x float> %1930, float %1554, i32 3
+	%1932 = insertelement <8 x float> %1931, float %1561, i32 4
+	%1933 = insertelement <8 x float> %1932, float %1568, i32 5
+	%1934 = insertelement <8 x float> %1933, float %1575, i32 6
+	%1935 = insertelement <8 x float> %1934, float %1582, i32 7
+	%1936 = add i64 %1190, 0
+	%1937 = getelementptr float, float* %1, i64 %1936
+	%1938 = bitcast float* %1937 to <8 x float>*
+	store <8 x float> %1935, <8 x float>* %1938, align 4
+	%1939 = insertelement <8 x float> undef, float %1589, i32 0
+	%1940 = insertelement <8 x float> %1939, float %1596, i32 1
+	%1941 = insertelement <8 x float> %1940, float %1603, i32 2
+	%1942 = insertelement <8 x float> %1941, float %1610, i32 3
+	%1943 = insertelement <8 x float> %1942, float %1617, i32 4
+	%1944 = insertelement <8 x float> %1943, float %1624, i32 5
+	%1945 = insertelement <8 x float> %1944, float %1631, i32 6
+	%1946 = insertelement <8 x float> %1945, float %1638, i32 7
+	%1947 = add i64 %1190, 8
+	%1948 = getelementptr float, float* %1, i64 %1947
+	%1949 = bitcast float* %1948 to <8 x float>*
+	store <8 x float> %1946, <8 x float>* %1949, align 4
+	%1950 = insertelement <8 x float> undef, float %1645, i32 0
+	%1951 = insertelement <8 x float> %1950, float %1652, i32 1
+	%1952 = insertelement <8 x float> %1951, float %1659, i32 2
+	%1953 = insertelement <8 x float> %1952, float %1666, i32 3
+	%1954 = insertelement <8 x float> %1953, float %1673, i32 4
+	%1955 = insertelement <8 x float> %1954, float %1680, i32 5
+	%1956 = insertelement <8 x float> %1955, float %1687, i32 6
+	%1957 = insertelement <8 x float> %1956, float %1694, i32 7
+	%1958 = add i64 %1190, 16
+	%1959 = getelementptr float, float* %1, i64 %1958
+	%1960 = bitcast float* %1959 to <8 x float>*
+	store <8 x float> %1957, <8 x float>* %1960, align 4
+	%1961 = insertelement <8 x float> undef, float %1701, i32 0
+	%1962 = insertelement <8 x float> %1961, float %1708, i32 1
+	%1963 = insertelement <8 x float> %1962, float %1715, i32 2
+	%1964 = insertelement <8 x float> %1963, float %1722, i32 3
+	%1965 = insertelement <8 x float> %1964, float %1729, i32 4
+	%1966 = insertelement <8 x float> %1965, float %1736, i32 5
+	%1967 = insertelement <8 x float> %1966, float %1743, i32 6
+	%1968 = insertelement <8 x float> %1967, float %1750, i32 7
+	%1969 = add i64 %1190, 24
+	%1970 = getelementptr float, float* %1, i64 %1969
+	%1971 = bitcast float* %1970 to <8 x float>*
+	store <8 x float> %1968, <8 x float>* %1971, align 4
+	%1972 = insertelement <8 x float> undef, float %1534, i32 0
+	%1973 = insertelement <8 x float> %1972, float %1541, i32 1
+	%1974 = insertelement <8 x float> %1973, float %1548, i32 2
+	%1975 = insertelement <8 x float> %1974, float %1555, i32 3
+	%1976 = insertelement <8 x float> %1975, float %1562, i32 4
+	%1977 = insertelement <8 x float> %1976, float %1569, i32 5
+	%1978 = insertelement <8 x float> %1977, float %1576, i32 6
+	%1979 = insertelement <8 x float> %1978, float %1583, i32 7
+	%1980 = add i64 %1190, 0
+	%1981 = getelementptr float, float* %13, i64 %1980
+	%1982 = bitcast float* %1981 to <8 x float>*
+	store <8 x float> %1979, <8 x float>* %1982, align 4
+	%1983 = insertelement <8 x float> undef, float %1590, i32 0
+	%1984 = insertelement <8 x float> %1983, float %1597, i32 1
+	%1985 = insertelement <8 x float> %1984, float %1604, i32 2
+	%1986 = insertelement <8 x float> %1985, float %1611, i32 3
+	%1987 = insertelement <8 x float> %1986, float %1618, i32 4
+	%1988 = insertelement <8 x float> %1987, float %1625, i32 5
+	%1989 = insertelement <8 x float> %1988, float %1632, i32 6
+	%1990 = insertelement <8 x float> %1989, float %1639, i32 7
+	%1991 = add i64 %1190, 8
+	%1992 = getelementptr float, float* %13, i64 %1991
+	%1993 = bitcast float* %1992 to <8 x float>*
+	store <8 x float> %1990, <8 x float>* %1993, align 4
+	%1994 = insertelement <8 x float> undef, float %1646, i32 0
+	%1995 = insertelement <8 x float> %1994, float %1653, i32 1
+	%1996 = insertelement <8 x float> %1995, float %1660, i32 2
+	%1997 = insertelement <8 x float> %1996, float %1667, i32 3
+	%1998 = insertelement <8 x float> %1997, float %1674, i32 4
+	%1999 = insertelement <8 x float> %1998, float %1681, i32 5
+	%2000 = insertelement <8 x float> %1999, float %1688, i32 6
+	%2001 = insertelement <8 x float> %2000, float %1695, i32 7
+	%2002 = add i64 %1190, 16
+	%2003 = getelementptr float, float* %13, i64 %2002
+	%2004 = bitcast float* %2003 to <8 x float>*
+	store <8 x float> %2001, <8 x float>* %2004, align 4
+	%2005 = insertelement <8 x float> undef, float %1702, i32 0
+	%2006 = insertelement <8 x float> %2005, float %1709, i32 1
+	%2007 = insertelement <8 x float> %2006, float %1716, i32 2
+	%2008 = insertelement <8 x float> %2007, float %1723, i32 3
+	%2009 = insertelement <8 x float> %2008, float %1730, i32 4
+	%2010 = insertelement <8 x float> %2009, float %1737, i32 5
+	%2011 = insertelement <8 x float> %2010, float %1744, i32 6
+	%2012 = insertelement <8 x float> %2011, float %1751, i32 7
+	%2013 = add i64 %1190, 24
+	%2014 = getelementptr float, float* %13, i64 %2013
+	%2015 = bitcast float* %2014 to <8 x float>*
+	store <8 x float> %2012, <8 x float>* %2015, align 4
+	%2016 = add i64 %1186, 1
 	br label %wide.head.40
 
 wide.done.42:
-	%2207 = mul i64 %1322, 8
+	%2017 = mul i64 %1185, 8
 	br label %group.head.43
 
 group.head.43:
-	%2208 = phi i64 [ %2207, %wide.done.42 ], [ %2334, %group.44 ]
-	%2209 = icmp slt i64 %2208, %62
-	br i1 %2209, label %group.44, label %group.done.45
+	%2018 = phi i64 [ %2017, %wide.done.42 ], [ %2144, %group.44 ]
+	%2019 = icmp slt i64 %2018, %62
+	br i1 %2019, label %group.44, label %group.done.45
 
 group.44:
-	%2210 = shl i64 %2208, 2
-	%2211 = add i64 %63, %2210
-	%2212 = add i64 %67, %2208
-	%2213 = getelementptr float, float* %1, i64 %2211
-	%2214 = getelementptr float, float* %2213, i64 0
-	%2215 = load float, float* %2214, align 4
-	%2216 = getelementptr float, float* %2213, i64 1
-	%2217 = load float, float* %2216, align 4
-	%2218 = getelementptr float, float* %2213, i64 2
-	%2219 = load float, float* %2218, align 4
-	%2220 = getelementptr float, float* %2213, i64 3
-	%2221 = load float, float* %2220, align 4
-	%2222 = getelementptr float, float* %3, i64 %2211
-	%2223 = getelementptr float, float* %2222, i64 0
-	%2224 = load float, float* %2223, align 4
-	%2225 = getelementptr float, float* %2222, i64 1
-	%2226 = load float, float* %2225, align 4
-	%2227 = getelementptr float, float* %2222, i64 2
-	%2228 = load float, float* %2227, align 4
-	%2229 = getelementptr float, float* %2222, i64 3
-	%2230 = load float, float* %2229, align 4
-	%2231 = getelementptr float, float* %5, i64 %2211
-	%2232 = getelementptr float, float* %2231, i64 0
-	%2233 = load float, float* %2232, align 4
-	%2234 = getelementptr float, float* %2231, i64 1
-	%2235 = load float, float* %2234, align 4
-	%2236 = getelementptr float, float* %2231, i64 2
-	%2237 = load float, float* %2236, align 4
-	%2238 = getelementptr float, float* %2231, i64 3
-	%2239 = load float, float* %2238, align 4
-	%2240 = getelementptr float, float* %7, i64 %2211
-	%2241 = getelementptr float, float* %2240, i64 0
-	%2242 = load float, float* %2241, align 4
-	%2243 = getelementptr float, float* %2240, i64 1
-	%2244 = load float, float* %2243, align 4
-	%2245 = getelementptr float, float* %2240, i64 2
-	%2246 = load float, float* %2245, align 4
-	%2247 = getelementptr float, float* %2240, i64 3
-	%2248 = load float, float* %2247, align 4
-	%2249 = getelementptr float, float* %9, i64 %2211
-	%2250 = getelementptr float, float* %2249, i64 0
-	%2251 = load float, float* %2250, align 4
-	%2252 = getelementptr float, float* %2249, i64 1
-	%2253 = load float, float* %2252, align 4
-	%2254 = getelementptr float, float* %2249, i64 2
-	%2255 = load float, float* %2254, align 4
-	%2256 = getelementptr float, float* %2249, i64 3
-	%2257 = load float, float* %2256, align 4
-	%2258 = getelementptr float, float* %11, i64 %2211
-	%2259 = getelementptr float, float* %2258, i64 0
-	%2260 = load float, float* %2259, align 4
-	%2261 = getelementptr float, float* %2258, i64 1
-	%2262 = load float, float* %2261, align 4
-	%2263 = getelementptr float, float* %2258, i64 2
-	%2264 = load float, float* %2263, align 4
-	%2265 = getelementptr float, float* %2258, i64 3
-	%2266 = load float, float* %2265, align 4
-	%2267 = getelementptr float, float* %13, i64 %2211
-	%2268 = getelementptr float, float* %2267, i64 0
-	%2269 = load float, float* %2268, align 4
-	%2270 = getelementptr float, float* %2267, i64 1
-	%2271 = load float, float* %2270, align 4
-	%2272 = getelementptr float, float* %2267, i64 2
-	%2273 = load float, float* %2272, align 4
-	%2274 = getelementptr float, float* %2267, i64 3
-	%2275 = load float, float* %2274, align 4
-	%2276 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2215, float %2224, float %2233, float %2242, float %2251, float %2260, float %2269, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2277 = extractvalue { float, float, float, float, float, float } %2276, 0
-	%2278 = extractvalue { float, float, float, float, float, float } %2276, 1
-	%2279 = extractvalue { float, float, float, float, float, float } %2276, 2
-	%2280 = extractvalue { float, float, float, float, float, float } %2276, 3
-	%2281 = extractvalue { float, float, float, float, float, float } %2276, 4
-	%2282 = extractvalue { float, float, float, float, float, float } %2276, 5
-	%2283 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2217, float %2226, float %2235, float %2244, float %2253, float %2262, float %2271, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2284 = extractvalue { float, float, float, float, float, float } %2283, 0
-	%2285 = extractvalue { float, float, float, float, float, float } %2283, 1
-	%2286 = extractvalue { float, float, float, float, float, float } %2283, 2
-	%2287 = extractvalue { float, float, float, float, float, float } %2283, 3
-	%2288 = extractvalue { float, float, float, float, float, float } %2283, 4
-	%2289 = extractvalue { float, float, float, float, float, float } %2283, 5
-	%2290 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2219, float %2228, float %2237, float %2246, float %2255, float %2264, float %2273, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2291 = extractvalue { float, float, float, float, float, float } %2290, 0
-	%2292 = extractvalue { float, float, float, float, float, float } %2290, 1
-	%2293 = extractvalue { float, float, float, float, float, float } %2290, 2
-	%2294 = extractvalue { float, float, float, float, float, float } %2290, 3
-	%2295 = extractvalue { float, float, float, float, float, float } %2290, 4
-	%2296 = extractvalue { float, float, float, float, float, float } %2290, 5
-	%2297 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2221, float %2230, float %2239, float %2248, float %2257, float %2266, float %2275, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2298 = extractvalue { float, float, float, float, float, float } %2297, 0
-	%2299 = extractvalue { float, float, float, float, float, float } %2297, 1
-	%2300 = extractvalue { float, float, float, float, float, float } %2297, 2
-	%2301 = extractvalue { float, float, float, float, float, float } %2297, 3
-	%2302 = extractvalue { float, float, float, float, float, float } %2297, 4
-	%2303 = extractvalue { float, float, float, float, float, float } %2297, 5
-	%2304 = getelementptr float, float* %7, i64 %2211
-	%2305 = getelementptr float, float* %2304, i64 0
-	store float %2277, float* %2305, align 4
-	%2306 = getelementptr float, float* %2304, i64 1
-	store float %2284, float* %2306, align 4
-	%2307 = getelementptr float, float* %2304, i64 2
-	store float %2291, float* %2307, align 4
-	%2308 = getelementptr float, float* %2304, i64 3
-	store float %2298, float* %2308, align 4
-	%2309 = getelementptr float, float* %5, i64 %2211
-	%2310 = getelementptr float, float* %2309, i64 0
-	store float %2278, float* %2310, align 4
-	%2311 = getelementptr float, float* %2309, i64 1
-	store float %2285, float* %2311, align 4
-	%2312 = getelementptr float, float* %2309, i64 2
-	store float %2292, float* %2312, align 4
-	%2313 = getelementptr float, float* %2309, i64 3
-	store float %2299, float* %2313, align 4
-	%2314 = getelementptr float, float* %9, i64 %2211
-	%2315 = getelementptr float, float* %2314, i64 0
-	store float %2279, float* %2315, align 4
-	%2316 = getelementptr float, float* %2314, i64 1
-	store float %2286, float* %2316, align 4
-	%2317 = getelementptr float, float* %2314, i64 2
-	store float %2293, float* %2317, align 4
-	%2318 = getelementptr float, float* %2314, i64 3
-	store float %2300, float* %2318, align 4
-	%2319 = getelementptr float, float* %11, i64 %2211
-	%2320 = getelementptr float, float* %2319, i64 0
-	store float %2280, float* %2320, align 4
-	%2321 = getelementptr float, float* %2319, i64 1
-	store float %2287, float* %2321, align 4
-	%2322 = getelementptr float, float* %2319, i64 2
-	store float %2294, float* %2322, align 4
-	%2323 = getelementptr float, float* %2319, i64 3
-	store float %2301, float* %2323, align 4
-	%2324 = getelementptr float, float* %1, i64 %2211
-	%2325 = getelementptr float, float* %2324, i64 0
-	store float %2281, float* %2325, align 4
-	%2326 = getelementptr float, float* %2324, i64 1
-	store float %2288, float* %2326, align 4
-	%2327 = getelementptr float, float* %2324, i64 2
-	store float %2295, float* %2327, align 4
-	%2328 = getelementptr float, float* %2324, i64 3
-	store float %2302, float* %2328, align 4
-	%2329 = getelementptr float, float* %13, i64 %2211
-	%2330 = getelementptr float, float* %2329, i64 0
-	store float %2282, float* %2330, align 4
-	%2331 = getelementptr float, float* %2329, i64 1
-	store float %2289, float* %2331, align 4
-	%2332 = getelementptr float, float* %2329, i64 2
-	store float %2296, float* %2332, align 4
-	%2333 = getelementptr float, float* %2329, i64 3
-	store float %2303, float* %2333, align 4
-	%2334 = add i64 %2208, 1
+	%2020 = shl i64 %2018, 2
+	%2021 = add i64 %63, %2020
+	%2022 = add i64 %67, %2018
+	%2023 = getelementptr float, float* %1, i64 %2021
+	%2024 = getelementptr float, float* %2023, i64 0
+	%2025 = load float, float* %2024, align 4
+	%2026 = getelementptr float, float* %2023, i64 1
+	%2027 = load float, float* %2026, align 4
+	%2028 = getelementptr float, float* %2023, i64 2
+	%2029 = load float, float* %2028, align 4
+	%2030 = getelementptr float, float* %2023, i64 3
+	%2031 = load float, float* %2030, align 4
+	%2032 = getelementptr float, float* %3, i64 %2021
+	%2033 = getelementptr float, float* %2032, i64 0
+	%2034 = load float, float* %2033, align 4
+	%2035 = getelementptr float, float* %2032, i64 1
+	%2036 = load float, float* %2035, align 4
+	%2037 = getelementptr float, float* %2032, i64 2
+	%2038 = load float, float* %2037, align 4
+	%2039 = getelementptr float, float* %2032, i64 3
+	%2040 = load float, float* %2039, align 4
+	%2041 = getelementptr float, float* %5, i64 %2021
+	%2042 = getelementptr float, float* %2041, i64 0
+	%2043 = load float, float* %2042, align 4
+	%2044 = getelementptr float, float* %2041, i64 1
+	%2045 = load float, float* %2044, align 4
+	%2046 = getelementptr float, float* %2041, i64 2
+	%2047 = load float, float* %2046, align 4
+	%2048 = getelementptr float, float* %2041, i64 3
+	%2049 = load float, float* %2048, align 4
+	%2050 = getelementptr float, float* %7, i64 %2021
+	%2051 = getelementptr float, float* %2050, i64 0
+	%2052 = load float, float* %2051, align 4
+	%2053 = getelementptr float, float* %2050, i64 1
+	%2054 = load float, float* %2053, align 4
+	%2055 = getelementptr float, float* %2050, i64 2
+	%2056 = load float, float* %2055, align 4
+	%2057 = getelementptr float, float* %2050, i64 3
+	%2058 = load float, float* %2057, align 4
+	%2059 = getelementptr float, float* %9, i64 %2021
+	%2060 = getelementptr float, float* %2059, i64 0
+	%2061 = load float, float* %2060, align 4
+	%2062 = getelementptr float, float* %2059, i64 1
+	%2063 = load float, float* %2062, align 4
+	%2064 = getelementptr float, float* %2059, i64 2
+	%2065 = load float, float* %2064, align 4
+	%2066 = getelementptr float, float* %2059, i64 3
+	%2067 = load float, float* %2066, align 4
+	%2068 = getelementptr float, float* %11, i64 %2021
+	%2069 = getelementptr float, float* %2068, i64 0
+	%2070 = load float, float* %2069, align 4
+	%2071 = getelementptr float, float* %2068, i64 1
+	%2072 = load float, float* %2071, align 4
+	%2073 = getelementptr float, float* %2068, i64 2
+	%2074 = load float, float* %2073, align 4
+	%2075 = getelementptr float, float* %2068, i64 3
+	%2076 = load float, float* %2075, align 4
+	%2077 = getelementptr float, float* %13, i64 %2021
+	%2078 = getelementptr float, float* %2077, i64 0
+	%2079 = load float, float* %2078, align 4
+	%2080 = getelementptr float, float* %2077, i64 1
+	%2081 = load float, float* %2080, align 4
+	%2082 = getelementptr float, float* %2077, i64 2
+	%2083 = load float, float* %2082, align 4
+	%2084 = getelementptr float, float* %2077, i64 3
+	%2085 = load float, float* %2084, align 4
+	%2086 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2025, float %2034, float %2043, float %2052, float %2061, float %2070, float %2079, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2087 = extractvalue { float, float, float, float, float, float } %2086, 0
+	%2088 = extractvalue { float, float, float, float, float, float } %2086, 1
+	%2089 = extractvalue { float, float, float, float, float, float } %2086, 2
+	%2090 = extractvalue { float, float, float, float, float, float } %2086, 3
+	%2091 = extractvalue { float, float, float, float, float, float } %2086, 4
+	%2092 = extractvalue { float, float, float, float, float, float } %2086, 5
+	%2093 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2027, float %2036, float %2045, float %2054, float %2063, float %2072, float %2081, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2094 = extractvalue { float, float, float, float, float, float } %2093, 0
+	%2095 = extractvalue { float, float, float, float, float, float } %2093, 1
+	%2096 = extractvalue { float, float, float, float, float, float } %2093, 2
+	%2097 = extractvalue { float, float, float, float, float, float } %2093, 3
+	%2098 = extractvalue { float, float, float, float, float, float } %2093, 4
+	%2099 = extractvalue { float, float, float, float, float, float } %2093, 5
+	%2100 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2029, float %2038, float %2047, float %2056, float %2065, float %2074, float %2083, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2101 = extractvalue { float, float, float, float, float, float } %2100, 0
+	%2102 = extractvalue { float, float, float, float, float, float } %2100, 1
+	%2103 = extractvalue { float, float, float, float, float, float } %2100, 2
+	%2104 = extractvalue { float, float, float, float, float, float } %2100, 3
+	%2105 = extractvalue { float, float, float, float, float, float } %2100, 4
+	%2106 = extractvalue { float, float, float, float, float, float } %2100, 5
+	%2107 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2031, float %2040, float %2049, float %2058, float %2067, float %2076, float %2085, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2108 = extractvalue { float, float, float, float, float, float } %2107, 0
+	%2109 = extractvalue { float, float, float, float, float, float } %2107, 1
+	%2110 = extractvalue { float, float, float, float, float, float } %2107, 2
+	%2111 = extractvalue { float, float, float, float, float, float } %2107, 3
+	%2112 = extractvalue { float, float, float, float, float, float } %2107, 4
+	%2113 = extractvalue { float, float, float, float, float, float } %2107, 5
+	%2114 = getelementptr float, float* %7, i64 %2021
+	%2115 = getelementptr float, float* %2114, i64 0
+	store float %2087, float* %2115, align 4
+	%2116 = getelementptr float, float* %2114, i64 1
+	store float %2094, float* %2116, align 4
+	%2117 = getelementptr float, float* %2114, i64 2
+	store float %2101, float* %2117, align 4
+	%2118 = getelementptr float, float* %2114, i64 3
+	store float %2108, float* %2118, align 4
+	%2119 = getelementptr float, float* %5, i64 %2021
+	%2120 = getelementptr float, float* %2119, i64 0
+	store float %2088, float* %2120, align 4
+	%2121 = getelementptr float, float* %2119, i64 1
+	store float %2095, float* %2121, align 4
+	%2122 = getelementptr float, float* %2119, i64 2
+	store float %2102, float* %2122, align 4
+	%2123 = getelementptr float, float* %2119, i64 3
+	store float %2109, float* %2123, align 4
+	%2124 = getelementptr float, float* %9, i64 %2021
+	%2125 = getelementptr float, float* %2124, i64 0
+	store float %2089, float* %2125, align 4
+	%2126 = getelementptr float, float* %2124, i64 1
+	store float %2096, float* %2126, align 4
+	%2127 = getelementptr float, float* %2124, i64 2
+	store float %2103, float* %2127, align 4
+	%2128 = getelementptr float, float* %2124, i64 3
+	store float %2110, float* %2128, align 4
+	%2129 = getelementptr float, float* %11, i64 %2021
+	%2130 = getelementptr float, float* %2129, i64 0
+	store float %2090, float* %2130, align 4
+	%2131 = getelementptr float, float* %2129, i64 1
+	store float %2097, float* %2131, align 4
+	%2132 = getelementptr float, float* %2129, i64 2
+	store float %2104, float* %2132, align 4
+	%2133 = getelementptr float, float* %2129, i64 3
+	store float %2111, float* %2133, align 4
+	%2134 = getelementptr float, float* %1, i64 %2021
+	%2135 = getelementptr float, float* %2134, i64 0
+	store float %2091, float* %2135, align 4
+	%2136 = getelementptr float, float* %2134, i64 1
+	store float %2098, float* %2136, align 4
+	%2137 = getelementptr float, float* %2134, i64 2
+	store float %2105, float* %2137, align 4
+	%2138 = getelementptr float, float* %2134, i64 3
+	store float %2112, float* %2138, align 4
+	%2139 = getelementptr float, float* %13, i64 %2021
+	%2140 = getelementptr float, float* %2139, i64 0
+	store float %2092, float* %2140, align 4
+	%2141 = getelementptr float, float* %2139, i64 1
+	store float %2099, float* %2141, align 4
+	%2142 = getelementptr float, float* %2139, i64 2
+	store float %2106, float* %2142, align 4
+	%2143 = getelementptr float, float* %2139, i64 3
+	store float %2113, float* %2143, align 4
+	%2144 = add i64 %2018, 1
 	br label %group.head.43
 
 group.done.45:
 	br label %tail.head.46
 
 tail.head.46:
-	%2335 = phi i64 [ %65, %group.done.45 ], [ %2364, %tail.47 ]
-	%2336 = icmp slt i64 %2335, %45
-	br i1 %2336, label %tail.47, label %tail.done.48
+	%2145 = phi i64 [ %65, %group.done.45 ], [ %2174, %tail.47 ]
+	%2146 = icmp slt i64 %2145, %45
+	br i1 %2146, label %tail.47, label %tail.done.48
 
 tail.47:
-	%2337 = getelementptr float, float* %1, i64 %2335
-	%2338 = load float, float* %2337, align 4
-	%2339 = getelementptr float, float* %3, i64 %2335
-	%2340 = load float, float* %2339, align 4
-	%2341 = getelementptr float, float* %5, i64 %2335
-	%2342 = load float, float* %2341, align 4
-	%2343 = getelementptr float, float* %7, i64 %2335
-	%2344 = load float, float* %2343, align 4
-	%2345 = getelementptr float, float* %9, i64 %2335
-	%2346 = load float, float* %2345, align 4
-	%2347 = getelementptr float, float* %11, i64 %2335
-	%2348 = load float, float* %2347, align 4
-	%2349 = getelementptr float, float* %13, i64 %2335
-	%2350 = load float, float* %2349, align 4
-	%2351 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2338, float %2340, float %2342, float %2344, float %2346, float %2348, float %2350, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
-	%2352 = extractvalue { float, float, float, float, float, float } %2351, 0
-	%2353 = extractvalue { float, float, float, float, float, float } %2351, 1
-	%2354 = extractvalue { float, float, float, float, float, float } %2351, 2
-	%2355 = extractvalue { float, float, float, float, float, float } %2351, 3
-	%2356 = extractvalue { float, float, float, float, float, float } %2351, 4
-	%2357 = extractvalue { float, float, float, float, float, float } %2351, 5
-	%2358 = getelementptr float, float* %7, i64 %2335
-	store float %2352, float* %2358, align 4
-	%2359 = getelementptr float, float* %5, i64 %2335
-	store float %2353, float* %2359, align 4
-	%2360 = getelementptr float, float* %9, i64 %2335
-	store float %2354, float* %2360, align 4
-	%2361 = getelementptr float, float* %11, i64 %2335
-	store float %2355, float* %2361, align 4
-	%2362 = getelementptr float, float* %1, i64 %2335
-	store float %2356, float* %2362, align 4
-	%2363 = getelementptr float, float* %13, i64 %2335
-	store float %2357, float* %2363, align 4
-	%2364 = add i64 %2335, 1
+	%2147 = getelementptr float, float* %1, i64 %2145
+	%2148 = load float, float* %2147, align 4
+	%2149 = getelementptr float, float* %3, i64 %2145
+	%2150 = load float, float* %2149, align 4
+	%2151 = getelementptr float, float* %5, i64 %2145
+	%2152 = load float, float* %2151, align 4
+	%2153 = getelementptr float, float* %7, i64 %2145
+	%2154 = load float, float* %2153, align 4
+	%2155 = getelementptr float, float* %9, i64 %2145
+	%2156 = load float, float* %2155, align 4
+	%2157 = getelementptr float, float* %11, i64 %2145
+	%2158 = load float, float* %2157, align 4
+	%2159 = getelementptr float, float* %13, i64 %2145
+	%2160 = load float, float* %2159, align 4
+	%2161 = call { float, float, float, float, float, float } @fiber_nocorr_body(float %2148, float %2150, float %2152, float %2154, float %2156, float %2158, float %2160, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2162 = extractvalue { float, float, float, float, float, float } %2161, 0
+	%2163 = extractvalue { float, float, float, float, float, float } %2161, 1
+	%2164 = extractvalue { float, float, float, float, float, float } %2161, 2
+	%2165 = extractvalue { float, float, float, float, float, float } %2161, 3
+	%2166 = extractvalue { float, float, float, float, float, float } %2161, 4
+	%2167 = extractvalue { float, float, float, float, float, float } %2161, 5
+	%2168 = getelementptr float, float* %7, i64 %2145
+	store float %2162, float* %2168, align 4
+	%2169 = getelementptr float, float* %5, i64 %2145
+	store float %2163, float* %2169, align 4
+	%2170 = getelementptr float, float* %9, i64 %2145
+	store float %2164, float* %2170, align 4
+	%2171 = getelementptr float, float* %11, i64 %2145
+	store float %2165, float* %2171, align 4
+	%2172 = getelementptr float, float* %1, i64 %2145
+	store float %2166, float* %2172, align 4
+	%2173 = getelementptr float, float* %13, i64 %2145
+	store float %2167, float* %2173, align 4
+	%2174 = add i64 %2145, 1
 	br label %tail.head.46
 
 tail.done.48:
@@ -5074,7 +4578,7 @@ chunk.done.76:
 
 declare double @llvm.sqrt.f64(double %0)
 
-define ptx_kernel void @fiber_nocorr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, i32 %mode) nounwind {
+define ptx_kernel void @fiber_nocorr_privatize_sum(float* noalias readonly %cur, float* noalias readonly %look, float* noalias readonly %scales, float* noalias %out, i64 %batch, i64 %n, float %a, float %b, float %divisor, i32 %mode) nounwind {
 entry:
 	%0 = icmp ne i32 %mode, 0
 	br i1 %0, label %two_sets, label %one_set
@@ -5156,7 +4660,7 @@ tail.79:
 	br label %edge.head.92
 
 group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %96, %example.done.85 ]
+	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
 	%63 = icmp slt i64 %62, %12
 	br i1 %63, label %group.81, label %group.done.82
 
@@ -5199,111 +4703,108 @@ example.84:
 	br label %example.head.83
 
 example.done.85:
-	%90 = sitofp i64 %batch to float
-	%91 = insertelement <4 x float> undef, float %90, i32 0
-	%92 = shufflevector <4 x float> %91, <4 x float> undef, <4 x i32> zeroinitializer
-	%93 = fdiv <4 x float> %66, %92
-	%94 = getelementptr float, float* %out, i64 %64
-	%95 = bitcast float* %94 to <4 x float>*
-	store <4 x float> %93, <4 x float>* %95, align 16
-	%96 = add i64 %62, %11
+	%90 = insertelement <4 x float> undef, float %divisor, i32 0
+	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
+	%92 = fdiv <4 x float> %66, %91
+	%93 = getelementptr float, float* %out, i64 %64
+	%94 = bitcast float* %93 to <4 x float>*
+	store <4 x float> %92, <4 x float>* %94, align 16
+	%95 = add i64 %62, %11
 	br label %group.head.80
 
 group.head.86:
-	%97 = phi i64 [ %8, %scalar.78 ], [ %131, %example.done.91 ]
-	%98 = icmp slt i64 %97, %12
-	br i1 %98, label %group.87, label %group.done.88
+	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+	%97 = icmp slt i64 %96, %12
+	br i1 %97, label %group.87, label %group.done.88
 
 group.87:
-	%99 = shl i64 %97, 2
+	%98 = shl i64 %96, 2
 	br label %example.head.89
 
 group.done.88:
 	br label %tail.79
 
 example.head.89:
-	%100 = phi i64 [ 0, %group.87 ], [ %124, %example.90 ]
-	%101 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %123, %example.90 ]
-	%102 = icmp slt i64 %100, %batch
-	br i1 %102, label %example.90, label %example.done.91
+	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+	%101 = icmp slt i64 %99, %batch
+	br i1 %101, label %example.90, label %example.done.91
 
 example.90:
-	%103 = mul i64 %100, %n
-	%104 = add i64 %103, %99
-	%105 = getelementptr float, float* %look, i64 %104
-	%106 = bitcast float* %105 to <4 x float>*
-	%107 = load <4 x float>, <4 x float>* %106, align 4
-	%108 = getelementptr float, float* %cur, i64 %104
-	%109 = bitcast float* %108 to <4 x float>*
-	%110 = load <4 x float>, <4 x float>* %109, align 4
-	%111 = getelementptr float, float* %scales, i64 %100
-	%112 = load float, float* %111, align 4
-	%113 = insertelement <4 x float> undef, float %112, i32 0
-	%114 = shufflevector <4 x float> %113, <4 x float> undef, <4 x i32> zeroinitializer
-	%115 = insertelement <4 x float> undef, float %a, i32 0
-	%116 = shufflevector <4 x float> %115, <4 x float> undef, <4 x i32> zeroinitializer
-	%117 = fmul <4 x float> %116, %107
-	%118 = insertelement <4 x float> undef, float %b, i32 0
-	%119 = shufflevector <4 x float> %118, <4 x float> undef, <4 x i32> zeroinitializer
-	%120 = fmul <4 x float> %119, %110
-	%121 = fadd <4 x float> %117, %120
-	%122 = fmul <4 x float> %114, %121
-	%123 = fadd <4 x float> %101, %122
-	%124 = add i64 %100, 1
+	%102 = mul i64 %99, %n
+	%103 = add i64 %102, %98
+	%104 = getelementptr float, float* %look, i64 %103
+	%105 = bitcast float* %104 to <4 x float>*
+	%106 = load <4 x float>, <4 x float>* %105, align 4
+	%107 = getelementptr float, float* %cur, i64 %103
+	%108 = bitcast float* %107 to <4 x float>*
+	%109 = load <4 x float>, <4 x float>* %108, align 4
+	%110 = getelementptr float, float* %scales, i64 %99
+	%111 = load float, float* %110, align 4
+	%112 = insertelement <4 x float> undef, float %111, i32 0
+	%113 = shufflevector <4 x float> %112, <4 x float> undef, <4 x i32> zeroinitializer
+	%114 = insertelement <4 x float> undef, float %a, i32 0
+	%115 = shufflevector <4 x float> %114, <4 x float> undef, <4 x i32> zeroinitializer
+	%116 = fmul <4 x float> %115, %106
+	%117 = insertelement <4 x float> undef, float %b, i32 0
+	%118 = shufflevector <4 x float> %117, <4 x float> undef, <4 x i32> zeroinitializer
+	%119 = fmul <4 x float> %118, %109
+	%120 = fadd <4 x float> %116, %119
+	%121 = fmul <4 x float> %113, %120
+	%122 = fadd <4 x float> %100, %121
+	%123 = add i64 %99, 1
 	br label %example.head.89
 
 example.done.91:
-	%125 = sitofp i64 %batch to float
-	%126 = insertelement <4 x float> undef, float %125, i32 0
-	%127 = shufflevector <4 x float> %126, <4 x float> undef, <4 x i32> zeroinitializer
-	%128 = fdiv <4 x float> %101, %127
-	%129 = getelementptr float, float* %out, i64 %99
-	%130 = bitcast float* %129 to <4 x float>*
-	store <4 x float> %128, <4 x float>* %130, align 4
-	%131 = add i64 %97, %11
+	%124 = insertelement <4 x float> undef, float %divisor, i32 0
+	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
+	%126 = fdiv <4 x float> %100, %125
+	%127 = getelementptr float, float* %out, i64 %98
+	%128 = bitcast float* %127 to <4 x float>*
+	store <4 x float> %126, <4 x float>* %128, align 4
+	%129 = add i64 %96, %11
 	br label %group.head.86
 
 edge.head.92:
-	%132 = phi i64 [ %8, %tail.79 ], [ %155, %example.done.97 ]
-	%133 = icmp slt i64 %132, %13
-	br i1 %133, label %edge.93, label %edge.done.94
+	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+	%131 = icmp slt i64 %130, %13
+	br i1 %131, label %edge.93, label %edge.done.94
 
 edge.93:
-	%134 = add i64 %61, %132
+	%132 = add i64 %61, %130
 	br label %example.head.95
 
 edge.done.94:
 	ret void
 
 example.head.95:
-	%135 = phi i64 [ 0, %edge.93 ], [ %151, %example.96 ]
-	%136 = phi float [ 0.0, %edge.93 ], [ %150, %example.96 ]
-	%137 = icmp slt i64 %135, %batch
-	br i1 %137, label %example.96, label %example.done.97
+	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
+	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+	%135 = icmp slt i64 %133, %batch
+	br i1 %135, label %example.96, label %example.done.97
 
 example.96:
-	%138 = mul i64 %135, %n
-	%139 = add i64 %138, %134
-	%140 = getelementptr float, float* %look, i64 %139
+	%136 = mul i64 %133, %n
+	%137 = add i64 %136, %132
+	%138 = getelementptr float, float* %look, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %cur, i64 %137
 	%141 = load float, float* %140, align 4
-	%142 = getelementptr float, float* %cur, i64 %139
+	%142 = getelementptr float, float* %scales, i64 %133
 	%143 = load float, float* %142, align 4
-	%144 = getelementptr float, float* %scales, i64 %135
-	%145 = load float, float* %144, align 4
-	%146 = fmul float %a, %141
-	%147 = fmul float %b, %143
-	%148 = fadd float %146, %147
-	%149 = fmul float %145, %148
-	%150 = fadd float %136, %149
-	%151 = add i64 %135, 1
+	%144 = fmul float %a, %139
+	%145 = fmul float %b, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %134, %147
+	%149 = add i64 %133, 1
 	br label %example.head.95
 
 example.done.97:
-	%152 = sitofp i64 %batch to float
-	%153 = fdiv float %136, %152
-	%154 = getelementptr float, float* %out, i64 %134
-	store float %153, float* %154, align 4
-	%155 = add i64 %132, %11
+	%150 = fdiv float %134, %divisor
+	%151 = getelementptr float, float* %out, i64 %132
+	store float %150, float* %151, align 4
+	%152 = add i64 %130, %11
 	br label %edge.head.92
 
 vector.98:
@@ -5313,589 +4814,591 @@ scalar.99:
 	br label %group.head.107
 
 tail.100:
-	%156 = shl i64 %45, 2
+	%153 = shl i64 %45, 2
 	br label %edge.head.113
 
 group.head.101:
-	%157 = phi i64 [ %41, %vector.98 ], [ %181, %example.done.106 ]
-	%158 = icmp slt i64 %157, %45
-	br i1 %158, label %group.102, label %group.done.103
+	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+	%155 = icmp slt i64 %154, %45
+	br i1 %155, label %group.102, label %group.done.103
 
 group.102:
-	%159 = shl i64 %157, 2
+	%156 = shl i64 %154, 2
 	br label %example.head.104
 
 group.done.103:
 	br label %tail.100
 
 example.head.104:
-	%160 = phi i64 [ 0, %group.102 ], [ %174, %example.105 ]
-	%161 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %173, %example.105 ]
-	%162 = icmp slt i64 %160, %batch
-	br i1 %162, label %example.105, label %example.done.106
+	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+	%159 = icmp slt i64 %157, %batch
+	br i1 %159, label %example.105, label %example.done.106
 
 example.105:
-	%163 = mul i64 %160, %n
-	%164 = add i64 %163, %159
-	%165 = getelementptr float, float* %cur, i64 %164
-	%166 = bitcast float* %165 to <4 x float>*
-	%167 = load <4 x float>, <4 x float>* %166, align 16
-	%168 = getelementptr float, float* %scales, i64 %160
-	%169 = load float, float* %168, align 4
-	%170 = insertelement <4 x float> undef, float %169, i32 0
-	%171 = shufflevector <4 x float> %170, <4 x float> undef, <4 x i32> zeroinitializer
-	%172 = fmul <4 x float> %171, %167
-	%173 = fadd <4 x float> %161, %172
-	%174 = add i64 %160, 1
+	%160 = mul i64 %157, %n
+	%161 = add i64 %160, %156
+	%162 = getelementptr float, float* %cur, i64 %161
+	%163 = bitcast float* %162 to <4 x float>*
+	%164 = load <4 x float>, <4 x float>* %163, align 16
+	%165 = getelementptr float, float* %scales, i64 %157
+	%166 = load float, float* %165, align 4
+	%167 = insertelement <4 x float> undef, float %166, i32 0
+	%168 = shufflevector <4 x float> %167, <4 x float> undef, <4 x i32> zeroinitializer
+	%169 = fmul <4 x float> %168, %164
+	%170 = fadd <4 x float> %158, %169
+	%171 = add i64 %157, 1
 	br label %example.head.104
 
 example.done.106:
-	%175 = sitofp i64 %batch to float
-	%176 = insertelement <4 x float> undef, float %175, i32 0
-	%177 = shufflevector <4 x float> %176, <4 x float> undef, <4 x i32> zeroinitializer
-	%178 = fdiv <4 x float> %161, %177
-	%179 = getelementptr float, float* %out, i64 %159
-	%180 = bitcast float* %179 to <4 x float>*
-	store <4 x float> %178, <4 x float>* %180, align 16
-	%181 = add i64 %157, %44
+	%172 = insertelement <4 x float> undef, float %divisor, i32 0
+	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
+	%174 = fdiv <4 x float> %158, %173
+	%175 = getelementptr float, float* %out, i64 %156
+	%176 = bitcast float* %175 to <4 x float>*
+	store <4 x float> %174, <4 x float>* %176, align 16
+	%177 = add i64 %154, %44
 	br label %group.head.101
 
 group.head.107:
-	%182 = phi i64 [ %41, %scalar.99 ], [ %206, %example.done.112 ]
-	%183 = icmp slt i64 %182, %45
-	br i1 %183, label %group.108, label %group.done.109
+	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+	%179 = icmp slt i64 %178, %45
+	br i1 %179, label %group.108, label %group.done.109
 
 group.108:
-	%184 = shl i64 %182, 2
+	%180 = shl i64 %178, 2
 	br label %example.head.110
 
 group.done.109:
 	br label %tail.100
 
 example.head.110:
-	%185 = phi i64 [ 0, %group.108 ], [ %199, %example.111 ]
-	%186 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %198, %example.111 ]
-	%187 = icmp slt i64 %185, %batch
-	br i1 %187, label %example.111, label %example.done.112
+	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+	%183 = icmp slt i64 %181, %batch
+	br i1 %183, label %example.111, label %example.done.112
 
 example.111:
-	%188 = mul i64 %185, %n
-	%189 = add i64 %188, %184
-	%190 = getelementptr float, float* %cur, i64 %189
-	%191 = bitcast float* %190 to <4 x float>*
-	%192 = load <4 x float>, <4 x float>* %191, align 4
-	%193 = getelementptr float, float* %scales, i64 %185
-	%194 = load float, float* %193, align 4
-	%195 = insertelement <4 x float> undef, float %194, i32 0
-	%196 = shufflevector <4 x float> %195, <4 x float> undef, <4 x i32> zeroinitializer
-	%197 = fmul <4 x float> %196, %192
-	%198 = fadd <4 x float> %186, %197
-	%199 = add i64 %185, 1
+	%184 = mul i64 %181, %n
+	%185 = add i64 %184, %180
+	%186 = getelementptr float, float* %cur, i64 %185
+	%187 = bitcast float* %186 to <4 x float>*
+	%188 = load <4 x float>, <4 x float>* %187, align 4
+	%189 = getelementptr float, float* %scales, i64 %181
+	%190 = load float, float* %189, align 4
+	%191 = insertelement <4 x float> undef, float %190, i32 0
+	%192 = shufflevector <4 x float> %191, <4 x float> undef, <4 x i32> zeroinitializer
+	%193 = fmul <4 x float> %192, %188
+	%194 = fadd <4 x float> %182, %193
+	%195 = add i64 %181, 1
 	br label %example.head.110
 
 example.done.112:
-	%200 = sitofp i64 %batch to float
-	%201 = insertelement <4 x float> undef, float %200, i32 0
-	%202 = shufflevector <4 x float> %201, <4 x float> undef, <4 x i32> zeroinitializer
-	%203 = fdiv <4 x float> %186, %202
-	%204 = getelementptr float, float* %out, i64 %184
-	%205 = bitcast float* %204 to <4 x float>*
-	store <4 x float> %203, <4 x float>* %205, align 4
-	%206 = add i64 %182, %44
+	%196 = insertelement <4 x float> undef, float %divisor, i32 0
+	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
+	%198 = fdiv <4 x float> %182, %197
+	%199 = getelementptr float, float* %out, i64 %180
+	%200 = bitcast float* %199 to <4 x float>*
+	store <4 x float> %198, <4 x float>* %200, align 4
+	%201 = add i64 %178, %44
 	br label %group.head.107
 
 edge.head.113:
-	%207 = phi i64 [ %41, %tail.100 ], [ %225, %example.done.118 ]
-	%208 = icmp slt i64 %207, %46
-	br i1 %208, label %edge.114, label %edge.done.115
+	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+	%203 = icmp slt i64 %202, %46
+	br i1 %203, label %edge.114, label %edge.done.115
 
 edge.114:
-	%209 = add i64 %156, %207
+	%204 = add i64 %153, %202
 	br label %example.head.116
 
 edge.done.115:
 	ret void
 
 example.head.116:
-	%210 = phi i64 [ 0, %edge.114 ], [ %221, %example.117 ]
-	%211 = phi float [ 0.0, %edge.114 ], [ %220, %example.117 ]
-	%212 = icmp slt i64 %210, %batch
-	br i1 %212, label %example.117, label %example.done.118
+	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
+	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+	%207 = icmp slt i64 %205, %batch
+	br i1 %207, label %example.117, label %example.done.118
 
 example.117:
-	%213 = mul i64 %210, %n
-	%214 = add i64 %213, %209
-	%215 = getelementptr float, float* %cur, i64 %214
-	%216 = load float, float* %215, align 4
-	%217 = getelementptr float, float* %scales, i64 %210
-	%218 = load float, float* %217, align 4
-	%219 = fmul float %218, %216
-	%220 = fadd float %211, %219
-	%221 = add i64 %210, 1
+	%208 = mul i64 %205, %n
+	%209 = add i64 %208, %204
+	%210 = getelementptr float, float* %cur, i64 %209
+	%211 = load float, float* %210, align 4
+	%212 = getelementptr float, float* %scales, i64 %205
+	%213 = load float, float* %212, align 4
+	%214 = fmul float %213, %211
+	%215 = fadd float %206, %214
+	%216 = add i64 %205, 1
 	br label %example.head.116
 
 example.done.118:
-	%222 = sitofp i64 %batch to float
-	%223 = fdiv float %211, %222
-	%224 = getelementptr float, float* %out, i64 %209
-	store float %223, float* %224, align 4
-	%225 = add i64 %207, %44
+	%217 = fdiv float %206, %divisor
+	%218 = getelementptr float, float* %out, i64 %204
+	store float %217, float* %218, align 4
+	%219 = add i64 %202, %44
 	br label %edge.head.113
 }
 
-define internal void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = add i64 %13, 4095
-	%28 = sdiv i64 %27, u0x1000
+	%29 = add i64 %13, 4095
+	%30 = sdiv i64 %29, u0x1000
 	br label %task.head.119
 
 one_set:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
+	%31 = add i64 %13, 4095
+	%32 = sdiv i64 %31, u0x1000
 	br label %task.head.128
 
 task.head.119:
-	%31 = phi i64 [ %15, %two_sets ], [ %64, %row.done.124 ]
-	%32 = icmp slt i64 %31, %17
-	br i1 %32, label %task.120, label %task.done.121
+	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
+	%34 = icmp slt i64 %33, %17
+	br i1 %34, label %task.120, label %task.done.121
 
 task.120:
-	%33 = sdiv i64 %31, %28
-	%34 = srem i64 %31, %28
-	%35 = mul i64 %33, %13
-	%36 = getelementptr float, float* %3, i64 %35
-	%37 = mul i64 %33, %13
-	%38 = getelementptr float, float* %1, i64 %37
-	%39 = mul i64 %34, u0x1000
-	%40 = sub i64 %13, %39
-	%41 = add i64 %40, 127
-	%42 = sdiv i64 %41, 128
-	%43 = icmp slt i64 %42, 32
-	%44 = select i1 %43, i64 %42, i64 32
+	%35 = sdiv i64 %33, %30
+	%36 = srem i64 %33, %30
+	%37 = mul i64 %35, %13
+	%38 = getelementptr float, float* %3, i64 %37
+	%39 = mul i64 %35, %13
+	%40 = getelementptr float, float* %1, i64 %39
+	%41 = mul i64 %36, u0x1000
+	%42 = sub i64 %13, %41
+	%43 = add i64 %42, 127
+	%44 = sdiv i64 %43, 128
+	%45 = icmp slt i64 %44, 32
+	%46 = select i1 %45, i64 %44, i64 32
 	br label %row.head.122
 
 task.done.121:
 	ret void
 
 row.head.122:
-	%45 = phi i64 [ 0, %task.120 ], [ %117, %join.127 ]
-	%46 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %116, %join.127 ]
-	%47 = icmp slt i64 %45, %44
-	br i1 %47, label %row.123, label %row.done.124
+	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
+	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
+	%49 = icmp slt i64 %47, %46
+	br i1 %49, label %row.123, label %row.done.124
 
 row.123:
-	%48 = mul i64 %45, 128
-	%49 = add i64 %39, %48
-	%50 = add i64 %49, 128
-	%51 = icmp sle i64 %50, %13
-	br i1 %51, label %then.125, label %else.126
+	%50 = mul i64 %47, 128
+	%51 = add i64 %41, %50
+	%52 = add i64 %51, 128
+	%53 = icmp sle i64 %52, %13
+	br i1 %53, label %then.125, label %else.126
 
 row.done.124:
-	%52 = shufflevector <32 x float> %46, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%53 = fadd <32 x float> %46, %52
-	%54 = shufflevector <32 x float> %53, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%55 = fadd <32 x float> %53, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%55 = fadd <32 x float> %48, %54
+	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%61 = fadd <32 x float> %59, %60
-	%62 = extractelement <32 x float> %61, i32 0
-	%63 = getelementptr float, float* %5, i64 %31
-	store float %62, float* %63, align 4
-	%64 = add i64 %31, 1
+	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%63 = fadd <32 x float> %61, %62
+	%64 = extractelement <32 x float> %63, i32 0
+	%65 = getelementptr float, float* %5, i64 %33
+	store float %64, float* %65, align 4
+	%66 = add i64 %33, 1
 	br label %task.head.119
 
 then.125:
-	%65 = getelementptr float, float* %36, i64 %49
-	%66 = bitcast float* %65 to <128 x float>*
-	%67 = load <128 x float>, <128 x float>* %66, align 4
-	%68 = getelementptr float, float* %38, i64 %49
-	%69 = bitcast float* %68 to <128 x float>*
-	%70 = load <128 x float>, <128 x float>* %69, align 4
-	%71 = insertelement <128 x float> undef, float %21, i32 0
-	%72 = shufflevector <128 x float> %71, <128 x float> undef, <128 x i32> zeroinitializer
-	%73 = fmul <128 x float> %72, %67
-	%74 = insertelement <128 x float> undef, float %23, i32 0
-	%75 = shufflevector <128 x float> %74, <128 x float> undef, <128 x i32> zeroinitializer
-	%76 = fmul <128 x float> %75, %70
-	%77 = fadd <128 x float> %73, %76
-	%78 = fmul <128 x float> %77, %77
-	%79 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%80 = fadd <32 x float> %46, %79
-	%81 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%82 = fadd <32 x float> %80, %81
-	%83 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%67 = getelementptr float, float* %38, i64 %51
+	%68 = bitcast float* %67 to <128 x float>*
+	%69 = load <128 x float>, <128 x float>* %68, align 4
+	%70 = getelementptr float, float* %40, i64 %51
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = insertelement <128 x float> undef, float %21, i32 0
+	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
+	%75 = fmul <128 x float> %74, %69
+	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = fadd <128 x float> %75, %78
+	%80 = fmul <128 x float> %79, %79
+	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%82 = fadd <32 x float> %48, %81
+	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %78, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%86 = fadd <32 x float> %84, %85
+	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%88 = fadd <32 x float> %86, %87
 	br label %join.127
 
 else.126:
-	%87 = insertelement <128 x i64> undef, i64 %49, i32 0
-	%88 = shufflevector <128 x i64> %87, <128 x i64> undef, <128 x i32> zeroinitializer
-	%89 = add <128 x i64> %88, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%90 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%91 = shufflevector <128 x i64> %90, <128 x i64> undef, <128 x i32> zeroinitializer
-	%92 = icmp slt <128 x i64> %89, %91
-	%93 = getelementptr float, float* %36, i64 %49
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %94, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%96 = getelementptr float, float* %38, i64 %49
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %97, i32 4, <128 x i1> %92, <128 x float> zeroinitializer)
-	%99 = insertelement <128 x float> undef, float %21, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
-	%101 = fmul <128 x float> %100, %95
-	%102 = insertelement <128 x float> undef, float %23, i32 0
-	%103 = shufflevector <128 x float> %102, <128 x float> undef, <128 x i32> zeroinitializer
-	%104 = fmul <128 x float> %103, %98
-	%105 = fadd <128 x float> %101, %104
-	%106 = fmul <128 x float> %105, %105
-	%107 = select <128 x i1> %92, <128 x float> %106, <128 x float> zeroinitializer
-	%108 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%109 = fadd <32 x float> %46, %108
-	%110 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%111 = fadd <32 x float> %109, %110
-	%112 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
+	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
+	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
+	%94 = icmp slt <128 x i64> %91, %93
+	%95 = getelementptr float, float* %38, i64 %51
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%98 = getelementptr float, float* %40, i64 %51
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
+	%101 = insertelement <128 x float> undef, float %21, i32 0
+	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
+	%103 = fmul <128 x float> %102, %97
+	%104 = insertelement <128 x float> undef, float %23, i32 0
+	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
+	%106 = fmul <128 x float> %105, %100
+	%107 = fadd <128 x float> %103, %106
+	%108 = fmul <128 x float> %107, %107
+	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
+	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%111 = fadd <32 x float> %48, %110
+	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %107, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%115 = fadd <32 x float> %113, %114
+	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%117 = fadd <32 x float> %115, %116
 	br label %join.127
 
 join.127:
-	%116 = phi <32 x float> [ %86, %then.125 ], [ %115, %else.126 ]
-	%117 = add i64 %45, 1
+	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
+	%119 = add i64 %47, 1
 	br label %row.head.122
 
 task.head.128:
-	%118 = phi i64 [ %15, %one_set ], [ %149, %row.done.133 ]
-	%119 = icmp slt i64 %118, %17
-	br i1 %119, label %task.129, label %task.done.130
+	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
+	%121 = icmp slt i64 %120, %17
+	br i1 %121, label %task.129, label %task.done.130
 
 task.129:
-	%120 = sdiv i64 %118, %30
-	%121 = srem i64 %118, %30
-	%122 = mul i64 %120, %13
-	%123 = getelementptr float, float* %1, i64 %122
-	%124 = mul i64 %121, u0x1000
-	%125 = sub i64 %13, %124
-	%126 = add i64 %125, 127
-	%127 = sdiv i64 %126, 128
-	%128 = icmp slt i64 %127, 32
-	%129 = select i1 %128, i64 %127, i64 32
+	%122 = sdiv i64 %120, %32
+	%123 = srem i64 %120, %32
+	%124 = mul i64 %122, %13
+	%125 = getelementptr float, float* %1, i64 %124
+	%126 = mul i64 %123, u0x1000
+	%127 = sub i64 %13, %126
+	%128 = add i64 %127, 127
+	%129 = sdiv i64 %128, 128
+	%130 = icmp slt i64 %129, 32
+	%131 = select i1 %130, i64 %129, i64 32
 	br label %row.head.131
 
 task.done.130:
 	ret void
 
 row.head.131:
-	%130 = phi i64 [ 0, %task.129 ], [ %182, %join.136 ]
-	%131 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %181, %join.136 ]
-	%132 = icmp slt i64 %130, %129
-	br i1 %132, label %row.132, label %row.done.133
+	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
+	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
+	%134 = icmp slt i64 %132, %131
+	br i1 %134, label %row.132, label %row.done.133
 
 row.132:
-	%133 = mul i64 %130, 128
-	%134 = add i64 %124, %133
-	%135 = add i64 %134, 128
-	%136 = icmp sle i64 %135, %13
-	br i1 %136, label %then.134, label %else.135
+	%135 = mul i64 %132, 128
+	%136 = add i64 %126, %135
+	%137 = add i64 %136, 128
+	%138 = icmp sle i64 %137, %13
+	br i1 %138, label %then.134, label %else.135
 
 row.done.133:
-	%137 = shufflevector <32 x float> %131, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%138 = fadd <32 x float> %131, %137
-	%139 = shufflevector <32 x float> %138, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%140 = fadd <32 x float> %138, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%140 = fadd <32 x float> %133, %139
+	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%146 = fadd <32 x float> %144, %145
-	%147 = extractelement <32 x float> %146, i32 0
-	%148 = getelementptr float, float* %5, i64 %118
-	store float %147, float* %148, align 4
-	%149 = add i64 %118, 1
+	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%148 = fadd <32 x float> %146, %147
+	%149 = extractelement <32 x float> %148, i32 0
+	%150 = getelementptr float, float* %5, i64 %120
+	store float %149, float* %150, align 4
+	%151 = add i64 %120, 1
 	br label %task.head.128
 
 then.134:
-	%150 = getelementptr float, float* %123, i64 %134
-	%151 = bitcast float* %150 to <128 x float>*
-	%152 = load <128 x float>, <128 x float>* %151, align 4
-	%153 = fmul <128 x float> %152, %152
-	%154 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%155 = fadd <32 x float> %131, %154
-	%156 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%157 = fadd <32 x float> %155, %156
-	%158 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%152 = getelementptr float, float* %125, i64 %136
+	%153 = bitcast float* %152 to <128 x float>*
+	%154 = load <128 x float>, <128 x float>* %153, align 4
+	%155 = fmul <128 x float> %154, %154
+	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%157 = fadd <32 x float> %133, %156
+	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %153, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%161 = fadd <32 x float> %159, %160
+	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%163 = fadd <32 x float> %161, %162
 	br label %join.136
 
 else.135:
-	%162 = insertelement <128 x i64> undef, i64 %134, i32 0
-	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
-	%164 = add <128 x i64> %163, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%165 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%166 = shufflevector <128 x i64> %165, <128 x i64> undef, <128 x i32> zeroinitializer
-	%167 = icmp slt <128 x i64> %164, %166
-	%168 = getelementptr float, float* %123, i64 %134
-	%169 = bitcast float* %168 to <128 x float>*
-	%170 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %169, i32 4, <128 x i1> %167, <128 x float> zeroinitializer)
-	%171 = fmul <128 x float> %170, %170
-	%172 = select <128 x i1> %167, <128 x float> %171, <128 x float> zeroinitializer
-	%173 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%174 = fadd <32 x float> %131, %173
-	%175 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
+	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
+	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
+	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
+	%169 = icmp slt <128 x i64> %166, %168
+	%170 = getelementptr float, float* %125, i64 %136
+	%171 = bitcast float* %170 to <128 x float>*
+	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
+	%173 = fmul <128 x float> %172, %172
+	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
+	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%176 = fadd <32 x float> %133, %175
+	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %172, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%180 = fadd <32 x float> %178, %179
+	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%182 = fadd <32 x float> %180, %181
 	br label %join.136
 
 join.136:
-	%181 = phi <32 x float> [ %161, %then.134 ], [ %180, %else.135 ]
-	%182 = add i64 %130, 1
+	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
+	%184 = add i64 %132, 1
 	br label %row.head.131
 }
 
 declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
-define void @fiber_nocorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_nocorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_nocorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_nocorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = add i64 %13, 4095
-	%27 = sdiv i64 %26, u0x1000
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = add i64 %13, 4095
+	%29 = sdiv i64 %28, u0x1000
 	br label %example.head.137
 
 example.head.137:
-	%28 = phi i64 [ %15, %entry ], [ %50, %chunk.done.142 ]
-	%29 = icmp slt i64 %28, %17
-	br i1 %29, label %example.138, label %example.done.139
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+	%31 = icmp slt i64 %30, %17
+	br i1 %31, label %example.138, label %example.done.139
 
 example.138:
-	%30 = mul i64 %28, %27
-	%31 = getelementptr float, float* %5, i64 %30
+	%32 = mul i64 %30, %29
+	%33 = getelementptr float, float* %5, i64 %32
 	br label %chunk.head.140
 
 example.done.139:
 	ret void
 
 chunk.head.140:
-	%32 = phi i64 [ 0, %example.138 ], [ %39, %chunk.141 ]
-	%33 = phi double [ 0.0, %example.138 ], [ %38, %chunk.141 ]
-	%34 = icmp slt i64 %32, %27
-	br i1 %34, label %chunk.141, label %chunk.done.142
+	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
+	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+	%36 = icmp slt i64 %34, %29
+	br i1 %36, label %chunk.141, label %chunk.done.142
 
 chunk.141:
-	%35 = getelementptr float, float* %31, i64 %32
-	%36 = load float, float* %35, align 4
-	%37 = fpext float %36 to double
-	%38 = fadd double %33, %37
-	%39 = add i64 %32, 1
+	%37 = getelementptr float, float* %33, i64 %34
+	%38 = load float, float* %37, align 4
+	%39 = fpext float %38 to double
+	%40 = fadd double %35, %39
+	%41 = add i64 %34, 1
 	br label %chunk.head.140
 
 chunk.done.142:
-	%40 = call double @llvm.sqrt.f64(double %33)
-	%41 = fdiv double %19, %40
-	%42 = fcmp olt double %41, 1.0
-	%43 = select i1 %42, double %41, double 1.0
-	%44 = fcmp oeq double %33, 0.0
-	%45 = select i1 %44, double 1.0, double %43
-	%46 = fcmp uge double %33, 0x7FF0000000000000
-	%47 = fptrunc double %45 to float
-	%48 = select i1 %46, float 0x7FF8000000000000, float %47
-	%49 = getelementptr float, float* %7, i64 %28
-	store float %48, float* %49, align 4
-	%50 = add i64 %28, 1
+	%42 = call double @llvm.sqrt.f64(double %35)
+	%43 = fdiv double %19, %42
+	%44 = fcmp olt double %43, 1.0
+	%45 = select i1 %44, double %43, double 1.0
+	%46 = fcmp oeq double %35, 0.0
+	%47 = select i1 %46, double 1.0, double %45
+	%48 = fcmp uge double %35, 0x7FF0000000000000
+	%49 = fptrunc double %47 to float
+	%50 = select i1 %48, float 0x7FF8000000000000, float %49
+	%51 = getelementptr float, float* %7, i64 %30
+	store float %50, float* %51, align 4
+	%52 = add i64 %30, 1
 	br label %example.head.137
 }
 
-define void @fiber_nocorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_nocorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_nocorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_nocorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define internal void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 0
+	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 1
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 5
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 6
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 9
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
 	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 10
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 11
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p, i32 0, i32 12
-	%25 = load i32, i32* %24, align 4
-	%26 = icmp ne i32 %25, 0
-	br i1 %26, label %two_sets, label %one_set
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%27 = load i32, i32* %26, align 4
+	%28 = icmp ne i32 %27, 0
+	br i1 %28, label %two_sets, label %one_set
 
 two_sets:
-	%27 = sub i64 %17, %15
-	%28 = sdiv i64 %27, 8
+	%29 = sub i64 %17, %15
+	%30 = sdiv i64 %29, 8
 	br label %wide.head.143
 
 one_set:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
+	%31 = sub i64 %17, %15
+	%32 = sdiv i64 %31, 8
 	br label %wide.head.155
 
 wide.head.143:
-	%31 = phi i64 [ 0, %two_sets ], [ %68, %example.done.148 ]
-	%32 = icmp slt i64 %31, %28
-	br i1 %32, label %wide.144, label %wide.done.145
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+	%34 = icmp slt i64 %33, %30
+	br i1 %34, label %wide.144, label %wide.done.145
 
 wide.144:
-	%33 = mul i64 %31, 8
-	%34 = add i64 %15, %33
+	%35 = mul i64 %33, 8
+	%36 = add i64 %15, %35
 	br label %example.head.146
 
 wide.done.145:
-	%35 = mul i64 %28, 8
-	%36 = add i64 %15, %35
+	%37 = mul i64 %30, 8
+	%38 = add i64 %15, %37
 	br label %tail.head.149
 
 example.head.146:
-	%37 = phi i64 [ 0, %wide.144 ], [ %61, %example.147 ]
-	%38 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %60, %example.147 ]
-	%39 = icmp slt i64 %37, %11
-	br i1 %39, label %example.147, label %example.done.148
+	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+	%41 = icmp slt i64 %39, %11
+	br i1 %41, label %example.147, label %example.done.148
 
 example.147:
-	%40 = mul i64 %37, %13
-	%41 = add i64 %40, %34
-	%42 = getelementptr float, float* %3, i64 %41
-	%43 = bitcast float* %42 to <8 x float>*
-	%44 = load <8 x float>, <8 x float>* %43, align 4
-	%45 = getelementptr float, float* %1, i64 %41
-	%46 = bitcast float* %45 to <8 x float>*
-	%47 = load <8 x float>, <8 x float>* %46, align 4
-	%48 = getelementptr float, float* %7, i64 %37
-	%49 = load float, float* %48, align 4
-	%50 = insertelement <8 x float> undef, float %49, i32 0
-	%51 = shufflevector <8 x float> %50, <8 x float> undef, <8 x i32> zeroinitializer
-	%52 = insertelement <8 x float> undef, float %21, i32 0
+	%42 = mul i64 %39, %13
+	%43 = add i64 %42, %36
+	%44 = getelementptr float, float* %3, i64 %43
+	%45 = bitcast float* %44 to <8 x float>*
+	%46 = load <8 x float>, <8 x float>* %45, align 4
+	%47 = getelementptr float, float* %1, i64 %43
+	%48 = bitcast float* %47 to <8 x float>*
+	%49 = load <8 x float>, <8 x float>* %48, align 4
+	%50 = getelementptr float, float* %7, i64 %39
+	%51 = load float, float* %50, align 4
+	%52 = insertelement <8 x float> undef, float %51, i32 0
 	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = fmul <8 x float> %53, %44
-	%55 = insertelement <8 x float> undef, float %23, i32 0
-	%56 = shufflevector <8 x float> %55, <8 x float> undef, <8 x i32> zeroinitializer
-	%57 = fmul <8 x float> %56, %47
-	%58 = fadd <8 x float> %54, %57
-	%59 = fmul <8 x float> %51, %58
-	%60 = fadd <8 x float> %38, %59
-	%61 = add i64 %37, 1
+	%54 = insertelement <8 x float> undef, float %21, i32 0
+	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
+	%56 = fmul <8 x float> %55, %46
+	%57 = insertelement <8 x float> undef, float %23, i32 0
+	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
+	%59 = fmul <8 x float> %58, %49
+	%60 = fadd <8 x float> %56, %59
+	%61 = fmul <8 x float> %53, %60
+	%62 = fadd <8 x float> %40, %61
+	%63 = add i64 %39, 1
 	br label %example.head.146
 
 example.done.148:
-	%62 = sitofp i64 %11 to float
-	%63 = insertelement <8 x float> undef, float %62, i32 0
-	%64 = shufflevector <8 x float> %63, <8 x float> undef, <8 x i32> zeroinitializer
-	%65 = fdiv <8 x float> %38, %64
-	%66 = getelementptr float, float* %9, i64 %34
-	%67 = bitcast float* %66 to <8 x float>*
-	store <8 x float> %65, <8 x float>* %67, align 4
-	%68 = add i64 %31, 1
+	%64 = insertelement <8 x float> undef, float %25, i32 0
+	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
+	%66 = fdiv <8 x float> %40, %65
+	%67 = getelementptr float, float* %9, i64 %36
+	%68 = bitcast float* %67 to <8 x float>*
+	store <8 x float> %66, <8 x float>* %68, align 4
+	%69 = add i64 %33, 1
 	br label %wide.head.143
 
 tail.head.149:
-	%69 = phi i64 [ %36, %wide.done.145 ], [ %91, %example.done.154 ]
-	%70 = icmp slt i64 %69, %17
-	br i1 %70, label %tail.150, label %tail.done.151
+	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+	%71 = icmp slt i64 %70, %17
+	br i1 %71, label %tail.150, label %tail.done.151
 
 tail.150:
 	br label %example.head.152
@@ -5904,39 +5407,38 @@ tail.done.151:
 	ret void
 
 example.head.152:
-	%71 = phi i64 [ 0, %tail.150 ], [ %87, %example.153 ]
-	%72 = phi float [ 0.0, %tail.150 ], [ %86, %example.153 ]
-	%73 = icmp slt i64 %71, %11
-	br i1 %73, label %example.153, label %example.done.154
+	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
+	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+	%74 = icmp slt i64 %72, %11
+	br i1 %74, label %example.153, label %example.done.154
 
 example.153:
-	%74 = mul i64 %71, %13
-	%75 = add i64 %74, %69
-	%76 = getelementptr float, float* %3, i64 %75
-	%77 = load float, float* %76, align 4
-	%78 = getelementptr float, float* %1, i64 %75
-	%79 = load float, float* %78, align 4
-	%80 = getelementptr float, float* %7, i64 %71
-	%81 = load float, float* %80, align 4
-	%82 = fmul float %21, %77
-	%83 = fmul float %23, %79
-	%84 = fadd float %82, %83
-	%85 = fmul float %81, %84
-	%86 = fadd float %72, %85
-	%87 = add i64 %71, 1
+	%75 = mul i64 %72, %13
+	%76 = add i64 %75, %70
+	%77 = getelementptr float, float* %3, i64 %76
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %1, i64 %76
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %7, i64 %72
+	%82 = load float, float* %81, align 4
+	%83 = fmul float %21, %78
+	%84 = fmul float %23, %80
+	%85 = fadd float %83, %84
+	%86 = fmul float %82, %85
+	%87 = fadd float %73, %86
+	%88 = add i64 %72, 1
 	br label %example.head.152
 
 example.done.154:
-	%88 = sitofp i64 %11 to float
-	%89 = fdiv float %72, %88
-	%90 = getelementptr float, float* %9, i64 %69
+	%89 = fdiv float %73, %25
+	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
-	%91 = add i64 %69, 1
+	%91 = add i64 %70, 1
 	br label %tail.head.149
 
 wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %119, %example.done.160 ]
-	%93 = icmp slt i64 %92, %30
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+	%93 = icmp slt i64 %92, %32
 	br i1 %93, label %wide.156, label %wide.done.157
 
 wide.156:
@@ -5945,7 +5447,7 @@ wide.156:
 	br label %example.head.158
 
 wide.done.157:
-	%96 = mul i64 %30, 8
+	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
 	br label %tail.head.161
 
@@ -5971,20 +5473,19 @@ example.159:
 	br label %example.head.158
 
 example.done.160:
-	%113 = sitofp i64 %11 to float
-	%114 = insertelement <8 x float> undef, float %113, i32 0
-	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
-	%116 = fdiv <8 x float> %99, %115
-	%117 = getelementptr float, float* %9, i64 %95
-	%118 = bitcast float* %117 to <8 x float>*
-	store <8 x float> %116, <8 x float>* %118, align 4
-	%119 = add i64 %92, 1
+	%113 = insertelement <8 x float> undef, float %25, i32 0
+	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
+	%115 = fdiv <8 x float> %99, %114
+	%116 = getelementptr float, float* %9, i64 %95
+	%117 = bitcast float* %116 to <8 x float>*
+	store <8 x float> %115, <8 x float>* %117, align 4
+	%118 = add i64 %92, 1
 	br label %wide.head.155
 
 tail.head.161:
-	%120 = phi i64 [ %97, %wide.done.157 ], [ %137, %example.done.166 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %tail.162, label %tail.done.163
+	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+	%120 = icmp slt i64 %119, %17
+	br i1 %120, label %tail.162, label %tail.done.163
 
 tail.162:
 	br label %example.head.164
@@ -5993,41 +5494,40 @@ tail.done.163:
 	ret void
 
 example.head.164:
-	%122 = phi i64 [ 0, %tail.162 ], [ %133, %example.165 ]
-	%123 = phi float [ 0.0, %tail.162 ], [ %132, %example.165 ]
-	%124 = icmp slt i64 %122, %11
-	br i1 %124, label %example.165, label %example.done.166
+	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
+	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+	%123 = icmp slt i64 %121, %11
+	br i1 %123, label %example.165, label %example.done.166
 
 example.165:
-	%125 = mul i64 %122, %13
-	%126 = add i64 %125, %120
-	%127 = getelementptr float, float* %1, i64 %126
-	%128 = load float, float* %127, align 4
-	%129 = getelementptr float, float* %7, i64 %122
-	%130 = load float, float* %129, align 4
-	%131 = fmul float %130, %128
-	%132 = fadd float %123, %131
-	%133 = add i64 %122, 1
+	%124 = mul i64 %121, %13
+	%125 = add i64 %124, %119
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = load float, float* %126, align 4
+	%128 = getelementptr float, float* %7, i64 %121
+	%129 = load float, float* %128, align 4
+	%130 = fmul float %129, %127
+	%131 = fadd float %122, %130
+	%132 = add i64 %121, 1
 	br label %example.head.164
 
 example.done.166:
-	%134 = sitofp i64 %11 to float
-	%135 = fdiv float %123, %134
-	%136 = getelementptr float, float* %9, i64 %120
-	store float %135, float* %136, align 4
-	%137 = add i64 %120, 1
+	%133 = fdiv float %122, %25
+	%134 = getelementptr float, float* %9, i64 %119
+	store float %133, float* %134, align 4
+	%135 = add i64 %119, 1
 	br label %tail.head.161
 }
 
-define void @fiber_nocorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind {
+define void @fiber_nocorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_nocorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @fiber_nocorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, i32, i32 }* %p)
+	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
@@ -6574,4 +6074,4 @@ entry:
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_nocorr_abi = constant [65 x i8] c"3d8350dad3ad58709e18ece56ea8435400b5cc25360eea94b042ff8d0e865707\00"
+@fiber_nocorr_abi = constant [65 x i8] c"d4a0d3a5b10dfd391a9bb0162b4a29833eaf296783b6d6bc3bc830cb14cd7569\00"
