@@ -87,8 +87,24 @@ func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats
 			return PrivatizeStats{}, fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
 		}
 	}
+	if bad := firstNonFiniteRow(j.n, cur, look); bad >= 0 {
+		return PrivatizeStats{}, &NonFiniteExampleError{Example: bad}
+	}
 	j.scales = scales
 	return o.runPrivatize(j)
+}
+
+// firstNonFiniteRow returns the first example (row of n values) of cur or
+// look that holds a NaN or ±Inf, or -1. PrivatizeScaled checks the rows
+// themselves: with the scales given no norm is computed to reveal them.
+func firstNonFiniteRow(n int, rows ...[]float32) int {
+	bad := -1
+	for _, r := range rows {
+		if i := firstNonFinite(r); i >= 0 && (bad < 0 || i/n < bad) {
+			bad = i / n
+		}
+	}
+	return bad
 }
 
 // runPrivatize runs j on the backend and clears the non-finite marks of

@@ -187,6 +187,10 @@ func TestPrivatizeErrors(t *testing.T) {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nil, []float32{1, 1.5, 0})
 			return err
 		}, "not in [0, 1]"},
+		{"NaN with the scales given", "disk", func(o *runtime.Optimizer) error {
+			_, err := o.PrivatizeScaled(exampleRows(1, batch, o.Len()), nan(exampleRows(2, batch, o.Len())), []float32{1, 1, 1})
+			return err
+		}, "example 1 has a NaN"},
 		{"a scale short", "dp_sgd", func(o *runtime.Optimizer) error {
 			_, err := o.PrivatizeScaled(exampleRows(1, batch+1, o.Len()), nil, []float32{1, 1, 1})
 			return err
