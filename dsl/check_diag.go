@@ -28,6 +28,7 @@ func diagnosticNames() string {
 // kind. defs maps each name the step binds or assigns to its statement.
 func (c *checker) checkDiagnostics(defs map[string]*AssignStmt) {
 	seen := map[string]*DiagnosticDecl{}
+	live := c.updateInputs(defs)
 	for _, d := range c.f.Diags {
 		if d.Kind.Name == "" {
 			continue // reported by the parser
@@ -46,7 +47,7 @@ func (c *checker) checkDiagnostics(defs map[string]*AssignStmt) {
 		}
 		seen[d.Kind.Name] = d
 		for i, id := range d.Args {
-			c.diagnosticArg(d, id, roles[i], defs)
+			c.diagnosticArg(d, id, roles[i], live)
 		}
 		if len(d.Args) == 2 {
 			c.checkFloored(d, d.Args[1], defs)
@@ -54,8 +55,10 @@ func (c *checker) checkDiagnostics(defs map[string]*AssignStmt) {
 	}
 }
 
-// diagnosticArg checks that id names a per-coordinate local or state of step.
-func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, defs map[string]*AssignStmt) {
+// diagnosticArg checks that id names a per-coordinate local or state of
+// step; a local must feed the update (live), or the diagnostic would
+// measure something the step does not do.
+func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, live map[string]bool) {
 	obj := c.names[id.Name]
 	switch {
 	case id.Name == "":
@@ -71,6 +74,8 @@ func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, defs 
 		return
 	case obj.Kind == LocalObj && !obj.Varying:
 		c.errorf(id.NamePos, "diagnostic %s needs %s per-coordinate, but %s is per-step uniform", d.Kind.Name, role, id.Name)
+	case obj.Kind == LocalObj && !live[id.Name]:
+		c.errorf(id.NamePos, "diagnostic %s measures the update, but %s feeds neither theta nor any state", d.Kind.Name, id.Name)
 	}
 	c.info.Uses[id] = obj
 	if obj.Kind == LocalObj {
@@ -91,4 +96,33 @@ func (c *checker) checkFloored(d *DiagnosticDecl, id *Ident, defs map[string]*As
 	}
 	c.errorf(id.NamePos, "diagnostic %s needs %s defined as max(x, floor) with a per-step uniform floor, but %s is `%s` (line %d)",
 		d.Kind.Name, id.Name, id.Name, ExprString(a.RHS), a.LHS.NamePos.Line)
+}
+
+// updateInputs returns the locals that the updates of theta and the states
+// read, directly or through other locals; defs maps each name the step
+// binds or assigns to its statement.
+func (c *checker) updateInputs(defs map[string]*AssignStmt) map[string]bool {
+	live := map[string]bool{}
+	var visit func(x Expr)
+	visit = func(x Expr) {
+		Inspect(x, func(e Expr) bool {
+			id, ok := e.(*Ident)
+			if !ok {
+				return true
+			}
+			if obj := c.names[id.Name]; obj != nil && obj.Kind == LocalObj && !live[id.Name] {
+				live[id.Name] = true
+				if a := defs[id.Name]; a != nil {
+					visit(a.RHS)
+				}
+			}
+			return true
+		})
+	}
+	for _, a := range c.f.Step.Body {
+		if obj := c.names[a.LHS.Name]; a.LHS.Name == "theta" || obj != nil && obj.Kind == StateObj {
+			visit(a.RHS)
+		}
+	}
+	return live
 }
