@@ -2,7 +2,6 @@ package tests
 
 import (
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/fibergen/fibergen/reduce"
@@ -19,32 +18,13 @@ func TestGPUClampMass(t *testing.T) {
 	for _, name := range []string{"fiber", "disk_corr", "abtrack", "dp_adambc", "fiber_bccorr", "fiber_ft", "doppler", "fiber_nocorr"} {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
-			fn := loadGPUFunction(t, ctx, name, d.man.Kernels.Diagnostics[0].Kernel)
+			fn := loadGPUFunctions(t, ctx, name, d.man.Kernels.Diagnostics[0].Kernel)[0]
 			r := rand.New(rand.NewPCG(11, uint64(len(name))))
 			for i, n := range diagSizes {
 				checkGPUClampMass(t, ctx, d, fn, r, n, gpuShapes[i%len(gpuShapes)])
 			}
 		})
 	}
-}
-
-// loadGPUFunction loads the kernel symbol from generated/<name>/<name>.ptx.
-func loadGPUFunction(t *testing.T, ctx *cudadrv.Context, name, symbol string) *cudadrv.Function {
-	t.Helper()
-	ptx, err := os.ReadFile(repoPath("generated", name, name+".ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := ctx.LoadModule(ptx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mod.Unload() })
-	fn, err := mod.Function(symbol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fn
 }
 
 func checkGPUClampMass(t *testing.T, ctx *cudadrv.Context, d *diagTarget, fn *cudadrv.Function, r *rand.Rand, n int, shape [2]int) {

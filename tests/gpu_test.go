@@ -59,7 +59,15 @@ type gpuKernel struct {
 
 func loadGPUKernel(t *testing.T, ctx *cudadrv.Context, opt *optimizer) *gpuKernel {
 	t.Helper()
-	ptx, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ptx"))
+	fns := loadGPUFunctions(t, ctx, opt.name, opt.name+"_step")
+	return &gpuKernel{ctx: ctx, fn: fns[0], sms: ctx.Device().SMCount}
+}
+
+// loadGPUFunctions loads generated/<name>/<name>.ptx once and returns its
+// functions of the given symbols; the module is unloaded when t ends.
+func loadGPUFunctions(t *testing.T, ctx *cudadrv.Context, name string, symbols ...string) []*cudadrv.Function {
+	t.Helper()
+	ptx, err := os.ReadFile(repoPath("generated", name, name+".ptx"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +76,15 @@ func loadGPUKernel(t *testing.T, ctx *cudadrv.Context, opt *optimizer) *gpuKerne
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mod.Unload() })
-	fn, err := mod.Function(opt.name + "_step")
-	if err != nil {
-		t.Fatal(err)
+	var fns []*cudadrv.Function
+	for _, sym := range symbols {
+		fn, err := mod.Function(sym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns = append(fns, fn)
 	}
-	return &gpuKernel{ctx: ctx, fn: fn, sms: ctx.Device().SMCount}
+	return fns
 }
 
 // launch runs the kernel over the device buffers ptrs (n coordinates each)
@@ -185,24 +197,8 @@ type gpuPrivatize struct {
 
 func loadGPUPrivatize(t *testing.T, ctx *cudadrv.Context, name string) *gpuPrivatize {
 	t.Helper()
-	ptx, err := os.ReadFile(repoPath("generated", name, name+".ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := ctx.LoadModule(ptx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mod.Unload() })
-	k := &gpuPrivatize{ctx: ctx, sms: ctx.Device().SMCount}
-	for _, phase := range []string{"norms", "scales", "sum"} {
-		fn, err := mod.Function(name + "_privatize_" + phase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k.fns = append(k.fns, fn)
-	}
-	return k
+	fns := loadGPUFunctions(t, ctx, name, name+"_privatize_norms", name+"_privatize_scales", name+"_privatize_sum")
+	return &gpuPrivatize{ctx: ctx, fns: fns, sms: ctx.Device().SMCount}
 }
 
 // launch runs kernel i over threads threads in blocks of block (grid 0:
