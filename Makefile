@@ -6,7 +6,7 @@ FUZZTIME ?= 30s
 DSL      := $(sort $(wildcard optimizers/*.dsl))
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install
+.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -19,6 +19,15 @@ generate: deps
 ## install: put the fibergen command in $(go env GOPATH)/bin
 install: deps
 	$(GO) install ./cmd/fibergen
+
+## gpu-bundle: the GPU checks as static binaries in bin/gpu/ for a GPU host without Go or LLVM;
+## scripts/gpu-check.sh OUTDIR runs them there (docs/benchmarks.md)
+gpu-bundle: deps
+	@mkdir -p bin/gpu
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/tests.test ./tests
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/runtime.test ./runtime
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/cudadrv.test ./runtime/cudadrv
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/fibergen ./cmd/fibergen
 
 ## test: formatting, vet, generated/ up to date, unit and system tests, bounded fuzzing
 test: deps fmt-check vet generate-check unit fuzz

@@ -100,17 +100,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { o.threadsSet = o.threadsSet || f.Name == "threads" })
 	switch {
 	case len(files) != 1:
-		return usageError(stderr, "bench", "want exactly one .dsl file, got %d", len(files))
+		return usageError(stderr, "bench", "want exactly one .dsl file or built directory, got %d", len(files))
 	case o.backend != "cpu" && o.backend != "go" && o.backend != "cuda":
 		return usageError(stderr, "bench", "--backend %q: want cpu, go or cuda", o.backend)
 	case o.backend == "cuda" && o.threadsSet:
 		return usageError(stderr, "bench", "--threads applies to the cpu and go backends, not cuda")
 	}
-	u := compileFile(files[0], stderr)
-	if u == nil {
-		return 1
+	r, err := o.runFile(files[0], stderr)
+	if r == nil && err == nil {
+		return 1 // the .dsl did not compile; compileFile has reported why
 	}
-	r, err := o.run(u)
 	if err != nil {
 		return fail(stderr, "bench", err)
 	}
@@ -154,8 +153,28 @@ type benchResult struct {
 	copyThreads int // goroutines of the host copy: Threads, or fewer parts at a small n
 }
 
+// runFile benchmarks path: a .dsl file, compiled and built for the backend
+// (nil, nil when it does not compile), or a directory that fibergen build
+// wrote (generated/<name>/), whose kernels are used as they are, so that a
+// GPU host needs no LLVM.
+func (o *benchOptions) runFile(path string, stderr io.Writer) (*benchResult, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		dir := filepath.Clean(path)
+		name := filepath.Base(dir)
+		if _, err := os.Stat(filepath.Join(dir, name+".json")); err != nil {
+			return nil, fmt.Errorf("%s is not a directory that fibergen build wrote: it has no %s.json", path, name)
+		}
+		return o.measure(dir)
+	}
+	u := compileFile(path, stderr)
+	if u == nil {
+		return nil, nil
+	}
+	return o.run(u)
+}
+
 // run builds u's kernels for the backend into a temporary directory laid
-// out as generated/<name>/, opens it with the runtime and measures.
+// out as generated/<name>/ and measures them.
 func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 	tmp, err := os.MkdirTemp("", "fibergen-bench-")
 	if err != nil {
@@ -166,6 +185,14 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 	if err := writeBenchKernels(dir, u, o.backend); err != nil {
 		return nil, err
 	}
+	return o.measure(dir)
+}
+
+// measure opens the optimizer in dir with the runtime on the backend and
+// times its step against a copy of the same bytes. A backend that the
+// runtime would replace (cpu without the shared object) is an error: the
+// numbers would be another backend's.
+func (o *benchOptions) measure(dir string) (*benchResult, error) {
 	opts := runtime.Options{Backend: runtime.Backend(o.backend)}
 	if o.backend != "cuda" {
 		opts.Threads = int(o.threads.v)
@@ -175,7 +202,8 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 		return nil, err
 	}
 	defer opt.Close()
-	r, err := newBenchResult(opt.Manifest(), int(o.n.v), int(o.steps.v))
+	m := opt.Manifest()
+	r, err := newBenchResult(m, int(o.n.v), int(o.steps.v))
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +214,9 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 	last, err := setUpBench(opt, r.N)
 	if err != nil {
 		return nil, err
+	}
+	if got := string(opt.Backend()); got != o.backend {
+		return nil, fmt.Errorf("%s has no %s, so the %s backend would run the %s backend's code: build it with fibergen build", dir, m.Kernels.SharedObject, o.backend, got)
 	}
 	if o.backend == "cuda" {
 		err = r.timeCUDA(opt, last)

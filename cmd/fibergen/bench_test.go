@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -119,8 +121,8 @@ func TestBenchUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{nil, "want exactly one .dsl file, got 0"},
-		{[]string{fiber, fiber}, "want exactly one .dsl file, got 2"},
+		{nil, "want exactly one .dsl file or built directory, got 0"},
+		{[]string{fiber, fiber}, "want exactly one .dsl file or built directory, got 2"},
 		{[]string{fiber, "--n", "0"}, `invalid value "0" for flag -n: want an integer from 1 to 2^31`},
 		{[]string{fiber, "--n", "-5"}, `invalid value "-5" for flag -n: want an integer from 1 to 2^31`},
 		{[]string{fiber, "--n", "3G"}, `invalid value "3G" for flag -n: want an integer from 1 to 2^31`},
@@ -188,5 +190,40 @@ func TestBenchFormat(t *testing.T) {
 	}
 	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
 		t.Errorf("median of 4, 1, 3, 2 = %v", got)
+	}
+}
+
+// TestBenchDir benchmarks directories that fibergen build wrote: the
+// kernels there are timed as they are, a cpu backend without its shared
+// object is refused rather than measured on the Go code, and a directory
+// without a manifest is named in a one-line error.
+func TestBenchDir(t *testing.T) {
+	out := t.TempDir()
+	if r := runMain("build", "-o", out, optPath("dp_sgd")); r.code != 0 {
+		t.Fatalf("build: exit %d, stderr %q", r.code, r.stderr)
+	}
+	built := filepath.Join(out, "dp_sgd")
+	for _, backend := range []string{"cpu", "go"} {
+		r := runBench(built, "--backend", backend, "--n", "4K", "--steps", "2", "--json")
+		var got map[string]any
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", backend, r.code, r.stdout, r.stderr)
+		}
+		if got["optimizer"] != "dp_sgd" || got["backend"] != backend || got["bytes_per_coordinate"] != 12.0 {
+			t.Errorf("%s: %v", backend, got)
+		}
+	}
+	if err := os.Remove(filepath.Join(built, "dp_sgd.so")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, msg string }{
+		{built, "has no dp_sgd.so, so the cpu backend would run the go backend's code"},
+		{out, "is not a directory that fibergen build wrote: it has no " + filepath.Base(out) + ".json"},
+	} {
+		r := runBench(c.dir, "--backend", "cpu", "--n", "4K", "--steps", "1")
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("bench %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.dir, r.code, r.stdout, r.stderr, c.msg)
+		}
+		checkOneLine(t, r.stderr)
 	}
 }

@@ -16,7 +16,7 @@
 //	        [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
 //	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-//	fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+//	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
@@ -43,8 +43,9 @@ const usage = `usage:
           [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
   fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-  fibergen bench FILE [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+  fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
                                          time the step against this machine's copy bandwidth
+                                         (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
   fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]   the smallest sigma meeting E
           RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# gpu-check.sh: every check and benchmark of fibergen that needs an NVIDIA GPU, in one run,
+# on a GPU host that has the NVIDIA driver and none of fibergen's build tools (no Go, no LLVM).
+#
+#   on a build machine:  make gpu-bundle              # static test binaries and fibergen in bin/gpu/
+#   copy the repository (with bin/gpu/) to the GPU host, then from its root:
+#                        scripts/gpu-check.sh OUTDIR  # a log per check in OUTDIR; exit 1 if any failed
+#
+# It runs, with FIBERGEN_REQUIRE_CUDA=1 so that a missing driver or device fails instead of
+# skipping: the driver binding's tests (runtime/cudadrv), the runtime's CUDA backend against the
+# Go backend (runtime: CUDA, StepDevice), the PTX kernels against the Go reference bit for bit
+# (tests: GPU), then `fibergen bench generated/NAME --backend cuda` for fiber, dp_adamw and dp_sgd
+# at n = 64M and 256M (JSON: step and device-to-device copy bandwidth of the same run), and, where
+# Python can import torch, scripts/torch_adamw.py at the same sizes. docs/benchmarks.md says how
+# to record the results.
+set -uo pipefail
+
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$root/bin/gpu
+for f in cudadrv.test runtime.test tests.test fibergen; do
+	[ -x "$bin/$f" ] || { echo "gpu-check: $bin/$f is missing: run 'make gpu-bundle' on a machine with Go first" >&2; exit 2; }
+done
+export FIBERGEN_REQUIRE_CUDA=1
+failed=0
+
+# check NAME DIR CMD...: runs CMD in DIR, its output in OUTDIR/NAME.log.
+check() {
+	local name=$1 dir=$2
+	shift 2
+	if (cd "$dir" && "$@") >"$out/$name.log" 2>&1; then
+		echo "ok      $name"
+	else
+		echo "FAILED  $name (exit $?; $out/$name.log)"
+		failed=1
+	fi
+}
+
+{ date -u; nvidia-smi; } >"$out/machine.txt" 2>&1
+check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v
+check runtime-cuda "$root/runtime" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v
+check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v
+for n in 64M 256M; do
+	for o in fiber dp_adamw dp_sgd; do
+		check "bench-$o-$n" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json
+	done
+	if python3 -c 'import torch' 2>/dev/null; then
+		check "torch-adamw-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --json
+	fi
+done
+exit $failed
