@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/ir/poly"
 )
 
@@ -441,7 +442,7 @@ func TestAttenuationClosedForms(t *testing.T) {
 				if imp := attImpulseSum(mv, bv, m.Target); attRelErr(a, imp) > 1e-9 {
 					t.Errorf("at %v: A = %.17g, impulse-response sum %.17g", pt, a, imp)
 				}
-				if sg := SteadyGain(mv, bv, m.Target); attRelErr(sg, a) > 1e-13 {
+				if sg := gain.SteadyGain(mv, bv, m.Target); attRelErr(sg, a) > 1e-13 {
 					t.Errorf("at %v: A = %.17g, SteadyGain %.17g", pt, a, sg)
 				}
 			}
@@ -499,7 +500,7 @@ func TestAttenuationABG(t *testing.T) {
 			mv, bv := attModelValues(t, m, x)
 			imp := attImpulseSum(mv, bv, m.Target)
 			fm, fb := fn.FilterValues(fl, h)
-			steady := SteadyGain(fm, fb, fl.Target)
+			steady := gain.SteadyGain(fm, fb, fl.Target)
 			if attRelErr(steady, imp) > 1e-9 {
 				t.Errorf("%s at %v: SteadyGain %.17g, impulse-response sum %.17g", s, pt, steady, imp)
 			}
@@ -903,7 +904,7 @@ func TestSpectralRadius(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := append([]float64(nil), tt.m...)
-			rho := SpectralRadius(m, tt.k)
+			rho := gain.SpectralRadius(m, tt.k)
 			if got := rho < 1; got != tt.stable {
 				t.Errorf("SpectralRadius = %v; stable %v, want %v", rho, got, tt.stable)
 			}
@@ -928,7 +929,7 @@ func TestSpectralRadius(t *testing.T) {
 		} else {
 			want = math.Max(math.Abs(q+math.Sqrt(d)), math.Abs(q-math.Sqrt(d)))
 		}
-		if rho := SpectralRadius(m, 2); attRelErr(rho, want) > 1e-12 {
+		if rho := gain.SpectralRadius(m, 2); attRelErr(rho, want) > 1e-12 {
 			t.Errorf("FiBeR M at omega=%v: SpectralRadius %.17g, want %.17g", w, rho, want)
 		}
 	}
@@ -954,7 +955,7 @@ func TestSpectralRadiusRepeatedPoles(t *testing.T) {
 			if len(c.m) == 9 {
 				k = 3
 			}
-			rho, want := SpectralRadius(c.m, k), math.Abs(p)
+			rho, want := gain.SpectralRadius(c.m, k), math.Abs(p)
 			if rho < want*(1-1e-12) || rho > want*(1+c.tol) {
 				t.Errorf("%s pole at %v: SpectralRadius %.17g, want %v within a relative %v above", c.name, p, rho, want, c.tol)
 			}
@@ -1010,26 +1011,26 @@ func TestSteadyGainMatchesClosedForm(t *testing.T) {
 					}
 				}
 				a := attEval(t, g.A, x)
-				if sg := SteadyGain(m, b, fl.Target); attRelErr(sg, a) > 1e-12 {
+				if sg := gain.SteadyGain(m, b, fl.Target); attRelErr(sg, a) > 1e-12 {
 					t.Errorf("at %v: SteadyGain %.17g, closed form %.17g", pt, sg, a)
 				}
 				// On the model evaluated exactly and rounded once, SteadyGain
 				// is within the conditioning of the Lyapunov equation,
 				// about 1/(1 - ρ²), of float64 rounding (a few ulps of the
 				// entries).
-				rho := SpectralRadius(wm, len(wb))
+				rho := gain.SpectralRadius(wm, len(wb))
 				tol := 1e-15 * math.Max(1, 1/(1-rho*rho)) // a few ulps; more with a Jordan block
-				if sg := SteadyGain(wm, wb, fl.Target); attRelErr(sg, a) > tol {
+				if sg := gain.SteadyGain(wm, wb, fl.Target); attRelErr(sg, a) > tol {
 					t.Errorf("at %v: SteadyGain of the exact model %.17g, closed form %.17g", pt, sg, a)
 				}
 			}
 		})
 	}
 	t.Run("no solution", func(t *testing.T) {
-		if a := SteadyGain([]float64{1}, []float64{1}, 0); !math.IsNaN(a) {
+		if a := gain.SteadyGain([]float64{1}, []float64{1}, 0); !math.IsNaN(a) {
 			t.Errorf("SteadyGain of a random walk = %v, want NaN", a)
 		}
-		if a := SteadyGain([]float64{math.NaN()}, []float64{1}, 0); !math.IsNaN(a) {
+		if a := gain.SteadyGain([]float64{math.NaN()}, []float64{1}, 0); !math.IsNaN(a) {
 			t.Errorf("SteadyGain with a NaN entry = %v, want NaN", a)
 		}
 	})
@@ -1060,9 +1061,9 @@ func TestFiniteGain(t *testing.T) {
 			fl := fn.Filter(tt.state)
 			h := attHypers(t, fn, tt.set)
 			m, b := fn.FilterValues(fl, h)
-			a := SteadyGain(m, b, fl.Target)
+			a := gain.SteadyGain(m, b, fl.Target)
 			k := len(b)
-			g := NewFiniteGain(m, b, fl.Target)
+			g := gain.NewFiniteGain(m, b, fl.Target)
 			if got, want := g.At(0), b[fl.Target]*b[fl.Target]; got != want {
 				t.Errorf("At(0) = %v, want b[target]² = %v", got, want)
 			}
@@ -1082,7 +1083,7 @@ func TestFiniteGain(t *testing.T) {
 				u = next
 			}
 			first := make([]float64, len(brute))
-			g = NewFiniteGain(m, b, fl.Target)
+			g = gain.NewFiniteGain(m, b, fl.Target)
 			for tt := range brute {
 				first[tt] = g.At(tt)
 				if attRelErr(first[tt], brute[tt]) > 1e-13 {
@@ -1100,7 +1101,7 @@ func TestFiniteGain(t *testing.T) {
 			}
 			// Out of order: back after going 5 ahead, the same again, and
 			// asking twice for the same step.
-			g = NewFiniteGain(m, b, fl.Target)
+			g = gain.NewFiniteGain(m, b, fl.Target)
 			for _, tt := range []int{0, 7, 12, 7, 7, 3, 8, 0, 0, 40, 35, 36, 1, 100, 95} {
 				if got := g.At(tt); math.Float64bits(got) != math.Float64bits(first[tt]) {
 					t.Errorf("At(%d) out of order = %.17g, in order %.17g", tt, got, first[tt])
@@ -1158,7 +1159,7 @@ func TestAttenuationInFilterCoefficient(t *testing.T) {
 				h := fn.DefaultHypers()
 				for _, fl := range fn.Filters {
 					m, b := fn.FilterValues(fl, h)
-					if !allFinite(m) || !allFinite(b) {
+					if !allFiniteFloats(m) || !allFiniteFloats(b) {
 						t.Errorf("filter of %s at the defaults: M %v, b %v", fl.State, m, b)
 					}
 				}
@@ -1211,8 +1212,8 @@ func TestAttenuationOpaqueSymbols(t *testing.T) {
 		for _, k := range []float64{0.36, 0.81, 0.01} {
 			h := attHypers(t, fn, map[string]float64{"kappa": k})
 			m, b := fn.FilterValues(fl, h)
-			if got, want := SteadyGain(m, b, fl.Target), tt.a(k); attRelErr(got, want) > 1e-14 {
-				t.Errorf("%s at kappa=%v: SteadyGain(FilterValues) = %.17g, want %.17g", tt.body, k, got, want)
+			if got, want := gain.SteadyGain(m, b, fl.Target), tt.a(k); attRelErr(got, want) > 1e-14 {
+				t.Errorf("%s at kappa=%v: gain.SteadyGain(FilterValues) = %.17g, want %.17g", tt.body, k, got, want)
 			}
 		}
 	}
@@ -1264,7 +1265,7 @@ theta = theta - 0.1 * e5 * attenuation(e5)`)
 			for _, set := range sets {
 				h := attHypers(t, fn, set)
 				m, b := fn.FilterValues(fl, h)
-				if got, want := SteadyGain(m, b, fl.Target), attImpulseSum(m, b, fl.Target); attRelErr(got, want) > 1e-9 {
+				if got, want := gain.SteadyGain(m, b, fl.Target), attImpulseSum(m, b, fl.Target); attRelErr(got, want) > 1e-9 {
 					t.Errorf("at %v: SteadyGain %.17g, impulse-response sum %.17g", set, got, want)
 				}
 			}
@@ -1313,7 +1314,7 @@ func TestStabilityConditionsMatchSpectralRadius(t *testing.T) {
 				}
 				x := attPoint(t, fn, h)
 				mv, _ := attModelValues(t, model, x)
-				rho := SpectralRadius(mv, len(model.States))
+				rho := gain.SpectralRadius(mv, len(model.States))
 				if math.Abs(rho-1) < 1e-6 {
 					continue
 				}
@@ -1361,8 +1362,8 @@ func TestGainAt(t *testing.T) {
 		if !equalFloats(v.M, m) || !equalFloats(v.B, b) {
 			t.Errorf("omega=%v: At's model M %v b %v, FilterValues M %v b %v", w, v.M, v.B, m, b)
 		}
-		if v.SpectralRadius != SpectralRadius(m, 2) {
-			t.Errorf("omega=%v: At's spectral radius %v, SpectralRadius %v", w, v.SpectralRadius, SpectralRadius(m, 2))
+		if v.SpectralRadius != gain.SpectralRadius(m, 2) {
+			t.Errorf("omega=%v: At's spectral radius %v, SpectralRadius %v", w, v.SpectralRadius, gain.SpectralRadius(m, 2))
 		}
 	}
 	v := g.At(fn, attHypers(t, fn, map[string]float64{"omega": 1.5}))
@@ -1394,4 +1395,14 @@ func TestAttenuationHugeCoefficient(t *testing.T) {
 	if err != nil || len(errs) != 1 || !strings.Contains(errs[0].Msg, "more than 200 operations, too large to solve for") {
 		t.Fatalf("errs %v, err %v; want one error saying the coefficient is too large", errs, err)
 	}
+}
+
+// allFiniteFloats reports whether no x is NaN or ±Inf.
+func allFiniteFloats(xs []float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -34,6 +34,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/generated/disk"
 	"github.com/fibergen/fibergen/generated/doppler"
 	"github.com/fibergen/fibergen/generated/fiber"
@@ -130,7 +131,7 @@ type attenModel struct {
 }
 
 // finite returns the finite-time gains (attenuation_t) of the model.
-func (am attenModel) finite() *ir.FiniteGain { return ir.NewFiniteGain(am.m, am.b, am.target) }
+func (am attenModel) finite() *gain.FiniteGain { return gain.NewFiniteGain(am.m, am.b, am.target) }
 
 // attenModelAt derives the attenuation of state s of fn at hypers h: the
 // closed form of ir.Solve evaluated exactly (or SteadyGain where fibergen
@@ -183,14 +184,14 @@ func attenModelAt(t testing.TB, fn *ir.Func, s string, h []float64) attenModel {
 	if g.Sigma != nil {
 		am.a = eval(g.A)
 	} else {
-		am.a = ir.SteadyGain(am.m, am.b, am.target)
+		am.a = gain.SteadyGain(am.m, am.b, am.target)
 	}
 	if !(am.a > 0) || math.IsInf(am.a, 0) {
 		t.Fatalf("%s: attenuation(%s) = %v at %v", fn.Name, s, am.a, h)
 	}
 	if fl := fn.Filter(s); fl != nil {
 		fm, fb := fn.FilterValues(fl, h)
-		if sg := ir.SteadyGain(fm, fb, fl.Target); math.Abs(sg-am.a) > 1e-12*am.a {
+		if sg := gain.SteadyGain(fm, fb, fl.Target); math.Abs(sg-am.a) > 1e-12*am.a {
 			t.Fatalf("%s: attenuation(%s) at %v: closed form %.17g, SteadyGain(FilterValues) %.17g", fn.Name, s, h, am.a, sg)
 		}
 		am.m, am.b = fm, fb // what the host computes with
@@ -450,7 +451,7 @@ func runMonteCarlo(t *testing.T, c mcCase, n int, sigma float64, rng *rand.Rand)
 	for _, am := range c.states {
 		steps = max(steps, stepsToSteady(t, am, 1e-6))
 	}
-	early := map[string]*ir.FiniteGain{}
+	early := map[string]*gain.FiniteGain{}
 	for s, am := range c.states {
 		early[s] = am.finite()
 	}
@@ -581,7 +582,7 @@ func TestMonteCarloAttenuationDoppler(t *testing.T) {
 }
 
 // TestDopplerStabilityMatchesIR holds the generated package's stability
-// check (Hypers.Validate, with its copy of ir.SpectralRadius) to fibergen's
+// check (Hypers.Validate, with its copy of gain.SpectralRadius) to fibergen's
 // (Func.CheckStability) over a grid of DOPPLER's feedback coefficients,
 // inside and outside the stability triangle, and on its repeated real poles
 // p (a1 = −2p, a2 = p²), which rounding can make defective.
@@ -623,7 +624,7 @@ func TestDopplerStabilityMatchesIR(t *testing.T) {
 }
 
 // TestFiniteAttenuationMatchesPaper checks attenuation_t(gt) of fiber_ft,
-// as the host computes it (ir.FiniteGain on the derived model), against
+// as the host computes it (gain.FiniteGain on the derived model), against
 // A_t(ω) from the Σ_t recursion of the paper's finite-time lemma.
 func TestFiniteAttenuationMatchesPaper(t *testing.T) {
 	fn := attenShipped(t, "fiber_ft")
@@ -675,7 +676,7 @@ func TestMonteCarloAttenuationAlphaBeta(t *testing.T) {
 			continue
 		}
 		m, _ := fn.FilterValues(fn.Filter("l"), h)
-		if ir.SpectralRadius(m, 2) > 0.95 { // keep the runs short
+		if gain.SpectralRadius(m, 2) > 0.95 { // keep the runs short
 			continue
 		}
 		hs = append(hs, h)
@@ -699,7 +700,7 @@ func TestMonteCarloAttenuationAlphaBeta(t *testing.T) {
 				check: func(t *testing.T, step int, run stepper) {
 					got, want := run.state("al")[n-1], float32(al.At(step))
 					if got != want {
-						t.Errorf("step %d: attenuation_t(l) = %v in the step, ir.FiniteGain %v", step, got, want)
+						t.Errorf("step %d: attenuation_t(l) = %v in the step, gain.FiniteGain %v", step, got, want)
 					}
 				},
 			}

@@ -4,24 +4,25 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/ir"
 )
 
 // gains computes the host's attenuation values, remembering them per
 // model (the filter's M and b at the hypers in use, so that a schedule of
 // other hypers does not start them over): the steady-state gains solved
-// numerically (ir.SteadyGain) and the finite-time trackers (ir.FiniteGain),
+// numerically (gain.SteadyGain) and the finite-time trackers (gain.FiniteGain),
 // which must see the steps in order to cost O(k²) each. It keeps at most
 // maxSettings models and is safe for concurrent use.
 type gains struct {
 	fn     *ir.Func
 	mu     sync.Mutex
 	steady map[string]float64
-	finite map[string]*ir.FiniteGain
+	finite map[string]*gain.FiniteGain
 }
 
 func newGains(fn *ir.Func) *gains {
-	return &gains{fn: fn, steady: map[string]float64{}, finite: map[string]*ir.FiniteGain{}}
+	return &gains{fn: fn, steady: map[string]float64{}, finite: map[string]*gain.FiniteGain{}}
 }
 
 const maxSettings = 64
@@ -43,7 +44,7 @@ func (g *gains) steadyGain(fl *ir.Filter, h []float64) float64 {
 	m, b, key := g.model(fl, h)
 	a, ok := g.steady[key]
 	if !ok {
-		a = ir.SteadyGain(m, b, fl.Target)
+		a = gain.SteadyGain(m, b, fl.Target)
 		g.steady[key] = a
 	}
 	return a
@@ -55,7 +56,7 @@ func (g *gains) finiteGain(fl *ir.Filter, h []float64, t int) float64 {
 	m, b, key := g.model(fl, h)
 	tr := g.finite[key]
 	if tr == nil {
-		tr = ir.NewFiniteGain(m, b, fl.Target)
+		tr = gain.NewFiniteGain(m, b, fl.Target)
 		g.finite[key] = tr
 	}
 	return tr.At(t)
