@@ -1,5 +1,7 @@
 package dsl
 
+import "github.com/fibergen/fibergen/lang"
+
 // File is a parsed .dsl file. Its declarations keep source order; the
 // convenience fields point at the first declaration of each singular kind.
 type File struct {
@@ -43,34 +45,10 @@ type HyperDecl struct {
 	Range   *Range     // nil if unconstrained
 }
 
-// Range is an interval `(lo, hi]` and the like; an infinite bound is ±Inf.
+// Range is an interval `(lo, hi]` and the like, where it is written.
 type Range struct {
-	Open           Pos // position of '(' or '['
-	LoOpen, HiOpen bool
-	Lo, Hi         float64
-	LoLit, HiLit   string // as written: "0", "-inf"
-}
-
-// Contains reports whether x lies in the interval.
-func (r *Range) Contains(x float64) bool {
-	if r == nil {
-		return true
-	}
-	lo := x > r.Lo || !r.LoOpen && x == r.Lo
-	hi := x < r.Hi || !r.HiOpen && x == r.Hi
-	return lo && hi
-}
-
-// String prints the interval in DSL syntax.
-func (r *Range) String() string {
-	open, closing := "[", "]"
-	if r.LoOpen {
-		open = "("
-	}
-	if r.HiOpen {
-		closing = ")"
-	}
-	return open + r.LoLit + ", " + r.HiLit + closing
+	Open Pos // position of '(' or '['
+	lang.Interval
 }
 
 // StateDecl is `state NAME = INIT`.

@@ -43,10 +43,6 @@ var universe = map[string]*Object{
 // Builtin returns the object of a built-in name, or nil.
 func Builtin(name string) *Object { return universe[name] }
 
-// MaxPowExponent bounds |n| in x ** n for a per-coordinate x, which is
-// expanded into n-1 multiplications.
-const MaxPowExponent = 64
-
 // Info is what Check learns about a file.
 type Info struct {
 	Uses   map[*Ident]*Object      // every identifier that is read

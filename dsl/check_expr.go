@@ -1,6 +1,10 @@
 package dsl
 
-import "math"
+import (
+	"math"
+
+	"github.com/fibergen/fibergen/lang"
+)
 
 // scope says where an expression appears, which decides what it may read.
 type scope struct {
@@ -117,7 +121,7 @@ func (c *checker) binary(x *BinaryExpr, s *scope) value {
 		c.checkPow(x, a, b)
 	}
 	if v.isConst {
-		v.c = Fold(x.Op, a.c, b.c)
+		v.c = fold(x.Op.Op(), a.c, b.c)
 	}
 	return v
 }
@@ -131,8 +135,8 @@ func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
 		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is per-coordinate")
 	case base.varying && !exp.isConst:
 		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be a constant integer (x ** 2); a per-step exponent works only on per-step values")
-	case base.varying && (exp.c != math.Trunc(exp.c) || math.Abs(exp.c) > MaxPowExponent):
-		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer between -%d and %d, not %g", MaxPowExponent, MaxPowExponent, exp.c)
+	case base.varying && (exp.c != math.Trunc(exp.c) || math.Abs(exp.c) > lang.MaxPowExponent):
+		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer between -%d and %d, not %g", lang.MaxPowExponent, lang.MaxPowExponent, exp.c)
 	case base.isConst && base.c == 0 && exp.isConst && exp.c < 0:
 		c.errorf(x.OpPos, "division by zero (0 to a negative power)")
 	}
@@ -163,7 +167,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		args[i] = av.c
 	}
 	if v.isConst {
-		v.c = FoldCall(obj.Name, args)
+		v.c = fold(lang.Calls[obj.Name], args...)
 	}
 	return v
 }

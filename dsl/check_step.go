@@ -3,17 +3,14 @@ package dsl
 import (
 	"slices"
 	"strings"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // ObserveKinds lists the observation kinds and their arguments.
 var ObserveKinds = map[string][]string{
 	"two_point": {"a", "lookahead"},
 }
-
-// LookaheadState names the state that the compiler adds to a two_point
-// optimizer: the next look-ahead point, written by the step for the
-// trainer. A declared state may not take the name.
-const LookaheadState = "lookahead"
 
 func (c *checker) checkObserve() {
 	d := c.f.Observe
@@ -37,15 +34,15 @@ func (c *checker) checkObserve() {
 	c.reserveLookahead(d)
 }
 
-// reserveLookahead rejects a declared state named LookaheadState in a
+// reserveLookahead rejects a declared state named lang.LookaheadState in a
 // two_point optimizer, whose step writes the look-ahead point there.
 func (c *checker) reserveLookahead(d *ObserveDecl) {
 	if d.Kind.Name != "two_point" {
 		return
 	}
 	for _, s := range c.f.States {
-		if s.Name.Name == LookaheadState {
-			c.errorf(s.Name.NamePos, "state %s: observe two_point writes the next look-ahead point into a state of this name (declared at %s); rename this state", LookaheadState, d.Keyword.LineCol())
+		if s.Name.Name == lang.LookaheadState {
+			c.errorf(s.Name.NamePos, "state %s: observe two_point writes the next look-ahead point into a state of this name (declared at %s); rename this state", lang.LookaheadState, d.Keyword.LineCol())
 		}
 	}
 }

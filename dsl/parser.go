@@ -16,6 +16,26 @@ func ParseFile(filename string, src []byte) (*File, ErrorList) {
 	return f, errs
 }
 
+// ParseExpr parses one expression, such as ir.ExprString prints, checking
+// its syntax only.
+func ParseExpr(src string) (Expr, error) {
+	p := &parser{f: &File{Filename: "expression", Src: []byte(src)}}
+	p.s = newScanner("expression", []byte(src), &p.errs)
+	p.next()
+	x := p.parseExpr()
+	if p.tok == SEMI { // the newline the scanner adds at the end
+		p.next()
+	}
+	if p.tok != EOF {
+		p.errorExpected("the end of the expression")
+	}
+	p.errs.Normalize()
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return x, nil
+}
+
 // parse is ParseFile without the normalization of the errors.
 func parse(filename string, src []byte) (*File, ErrorList) {
 	p := &parser{f: &File{Filename: filename, Src: src}}

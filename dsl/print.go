@@ -4,91 +4,34 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-)
 
-// Precedence levels of expressions, loosest first.
-const (
-	precAdd = iota + 1
-	precMul
-	precUnary
-	precPow
-	precPrimary
+	"github.com/fibergen/fibergen/lang"
 )
-
-func precedence(x Expr) int {
-	switch x := x.(type) {
-	case *BinaryExpr:
-		switch x.Op {
-		case ADD, SUB:
-			return precAdd
-		case MUL, QUO:
-			return precMul
-		}
-		return precPow
-	case *UnaryExpr:
-		return precUnary
-	case *ParenExpr:
-		return precedence(x.X)
-	}
-	return precPrimary
-}
 
 // ExprString prints x in DSL syntax with the fewest parentheses that keep
 // its meaning; the user's redundant parentheses are dropped.
-func ExprString(x Expr) string {
-	var b strings.Builder
-	writeExpr(&b, x)
-	return b.String()
-}
+func ExprString(x Expr) string { return exprText(x).S }
 
-func writeExpr(b *strings.Builder, x Expr) {
+func exprText(x Expr) lang.Text {
 	switch x := x.(type) {
 	case *NumberLit:
-		b.WriteString(x.Lit)
+		return lang.Atom(x.Lit)
 	case *Ident:
-		b.WriteString(x.Name)
+		return lang.Atom(x.Name)
 	case *ParenExpr:
-		writeExpr(b, x.X)
+		return exprText(x.X)
 	case *UnaryExpr:
-		b.WriteString("-")
-		writeOperand(b, x.X, precedence(x.X) < precUnary)
+		return lang.Unary(exprText(x.X))
 	case *BinaryExpr:
-		writeBinary(b, x)
+		return lang.Binary(x.Op.Op(), exprText(x.X), exprText(x.Y))
 	case *CallExpr:
-		b.WriteString(x.Fun.Name + "(")
+		args := make([]lang.Text, len(x.Args))
 		for i, a := range x.Args {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeExpr(b, a)
+			args[i] = exprText(a)
 		}
-		b.WriteString(")")
-	default:
-		b.WriteString("BAD")
+		return lang.Call(x.Fun.Name, args...)
 	}
-}
-
-func writeBinary(b *strings.Builder, x *BinaryExpr) {
-	p, pl, pr := precedence(x), precedence(x.X), precedence(x.Y)
-	if x.Op == POW {
-		writeOperand(b, x.X, pl <= precPow)
-		b.WriteString(" ** ")
-		writeOperand(b, x.Y, pr < precUnary)
-		return
-	}
-	writeOperand(b, x.X, pl < p)
-	b.WriteString(" " + x.Op.String() + " ")
-	writeOperand(b, x.Y, pr <= p)
-}
-
-func writeOperand(b *strings.Builder, x Expr, parens bool) {
-	if parens {
-		b.WriteString("(")
-	}
-	writeExpr(b, x)
-	if parens {
-		b.WriteString(")")
-	}
+	return lang.Atom("BAD")
 }
 
 // Format prints a file in canonical DSL form: one declaration per line, the

@@ -44,23 +44,13 @@ func (f *Func) Diagnostic(kind string) *Diagnostic {
 	return nil
 }
 
-// diagnostic returns the diagnostic whose block is b, or nil.
-func (f *Func) diagnostic(b *Block) *Diagnostic {
-	for _, d := range f.Diags {
-		if d.Block == b {
-			return d
-		}
-	}
-	return nil
-}
-
 // loadable reports whether block b may load the named buffer: the step g,
 // theta and the states; a diagnostic the states (after the step).
 func (f *Func) loadable(b *Block, name string) bool {
-	switch {
-	case b == f.Step:
+	switch b.Kind {
+	case StepBlock:
 		return name == "g" || name == "theta" || slices.Contains(f.States, name)
-	case f.diagnostic(b) != nil:
+	case DiagBlock:
 		return slices.Contains(f.States, name)
 	}
 	return false

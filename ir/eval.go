@@ -3,82 +3,56 @@ package ir
 import (
 	"math"
 
-	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
-// Eval64 computes a uniform operation. The generated Go code, the
-// interpreter and constant folding all compute exactly this.
-func Eval64(op Op, a, b float64) float64 {
-	switch op {
-	case OpNeg:
-		return -a
-	case OpAdd:
-		return a + b
-	case OpSub:
-		return a - b
-	case OpMul:
-		return a * b
-	case OpDiv:
-		return a / b
-	case OpPow:
-		return math.Pow(a, b)
-	case OpSqrt:
-		return math.Sqrt(a)
-	case OpAbs:
-		return math.Abs(a)
-	case OpMin:
-		return dsl.Min(a, b)
-	case OpMax:
-		return dsl.Max(a, b)
-	case OpEq:
-		return eq(a, b)
-	}
-	return math.NaN()
+// arith maps the IR's arithmetic operations to the language's, whose
+// semantics package lang holds.
+var arith = map[Op]lang.Op{
+	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
+	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq,
 }
 
-// Eval32 computes a varying operation in IEEE float32 arithmetic: every
-// result is rounded to float32, sqrt is correctly rounded.
-func Eval32(op Op, a, b float32) float32 {
-	switch op {
-	case OpNeg:
-		return -a
-	case OpAdd:
-		return float32(a + b)
-	case OpSub:
-		return float32(a - b)
-	case OpMul:
-		return float32(a * b)
-	case OpDiv:
-		return float32(a / b)
-	case OpSqrt:
-		return float32(math.Sqrt(float64(a)))
-	case OpAbs:
-		return math.Float32frombits(math.Float32bits(a) &^ (1 << 31))
-	case OpMin:
-		return dsl.Min(a, b)
-	case OpMax:
-		return dsl.Max(a, b)
-	case OpEq:
-		return eq(a, b)
+// lang is o as an operation of the language; 0 for the IR's own operations
+// (constants, loads, conversions, stores).
+func (o Op) lang() lang.Op { return arith[o] }
+
+// OpOf is the IR's operation for the language's operation l.
+func OpOf(l lang.Op) Op {
+	for o, x := range arith {
+		if x == l {
+			return o
+		}
 	}
-	return float32(math.NaN())
+	return OpInvalid
+}
+
+// Eval64 computes a uniform operation (lang.Eval64). The generated Go code,
+// the interpreter and constant folding all compute exactly this.
+func Eval64(op Op, a, b float64) float64 {
+	if op.lang() == 0 {
+		return math.NaN()
+	}
+	return lang.Eval64(op.lang(), a, b)
+}
+
+// Eval32 computes a varying operation in IEEE float32 arithmetic
+// (lang.Eval32).
+func Eval32(op Op, a, b float32) float32 {
+	if op.lang() == 0 {
+		return float32(math.NaN())
+	}
+	return lang.Eval32(op.lang(), a, b)
 }
 
 // Arity returns the number of operands of an arithmetic op.
 func (o Op) Arity() int {
 	switch o {
-	case OpNeg, OpSqrt, OpAbs, OpF32, OpAttenT, OpStore:
-		return 1
-	case OpAdd, OpSub, OpMul, OpDiv, OpPow, OpMin, OpMax, OpEq:
-		return 2
-	}
-	return 0
-}
-
-// eq is OpEq: 1 where a and b compare equal (IEEE), else 0.
-func eq[T ~float32 | ~float64](a, b T) T {
-	if a == b {
+	case OpF32, OpAttenT, OpStore:
 		return 1
 	}
-	return 0
+	if o.lang() == 0 {
+		return 0
+	}
+	return o.lang().Arity()
 }

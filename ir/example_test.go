@@ -110,8 +110,8 @@ func ExampleSolve() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("%s: z = %v, attenuation = %s\n", sn.State, sn.Model.States, dsl.ExprString(g.Expr()))
-		fmt.Printf("  stable where %s\n", strings.Join(g.Stability, " and "))
+		fmt.Printf("%s: z = %v, attenuation = %s\n", sn.State, sn.Model.States, dsl.ExprString(ir.ClosedForm(g)))
+		fmt.Printf("  stable where %s\n", strings.Join(ir.ConditionStrings(g.Conditions, fn.Noise.Symbols), " and "))
 		fmt.Printf("  at omega = 0.9: %.6f\n", g.At(fn, fn.DefaultHypers()).A)
 	}
 	_, err = fn.ApplySettings([]string{"omega=1.5"})

@@ -3,7 +3,7 @@ package ir
 import (
 	"fmt"
 
-	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Type is the type of a value.
@@ -84,9 +84,32 @@ type Value struct {
 // IsConst reports whether v is a constant.
 func (v *Value) IsConst() bool { return v.Op == OpConst }
 
+// BlockKind says what a block computes, and so what it may load and must
+// store.
+type BlockKind uint8
+
+// The kinds of blocks.
+const (
+	InitBlock    BlockKind = iota + 1 // the states' initial values (f32)
+	ObserveBlock                      // the observation's arguments at a step (f64)
+	StepBlock                         // the step of one coordinate: theta and the new states (f32)
+	ModelBlock                        // a filter's noise model M and b at a hyper setting (f64)
+	DiagBlock                         // a diagnostic's terms of one coordinate after the step (f32)
+)
+
+var kindNames = [...]string{InitBlock: "init", ObserveBlock: "observe", StepBlock: "step", ModelBlock: "model", DiagBlock: "diagnostic"}
+
+func (k BlockKind) String() string {
+	if int(k) >= len(kindNames) || kindNames[k] == "" {
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
 // Block is a straight-line list of values in execution order.
 type Block struct {
 	Name   string
+	Kind   BlockKind
 	Values []*Value
 	nextID int
 }
@@ -114,7 +137,7 @@ func (b *Block) Stores() []*Value {
 type Hyper struct {
 	Name    string
 	Default float64
-	Range   *dsl.Range // nil: any finite value
+	Range   *lang.Interval // nil: any finite value
 }
 
 // Observation is the observe declaration: its kind; the observe block stores

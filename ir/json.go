@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // This file is the JSON form of a Func: the "ir" member of a manifest, from
@@ -156,8 +156,9 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	for _, b := range []struct {
 		dst **Block
 		src *blockJSON
-	}{{&f.Init, j.Init}, {&f.ObsArgs, j.ObsArgs}, {&f.Step, j.Step}} {
-		if *b.dst, err = decodeBlock(b.src); err != nil {
+		kind BlockKind
+	}{{&f.Init, j.Init, InitBlock}, {&f.ObsArgs, j.ObsArgs, ObserveBlock}, {&f.Step, j.Step, StepBlock}} {
+		if *b.dst, err = decodeBlock(b.src, b.kind); err != nil {
 			return nil, err
 		}
 	}
@@ -165,7 +166,7 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 		return nil, err
 	}
 	for _, dj := range j.Diags {
-		b, err := decodeBlock(dj.Block)
+		b, err := decodeBlock(dj.Block, DiagBlock)
 		if err != nil {
 			return nil, err
 		}
@@ -185,14 +186,14 @@ func decodeHyper(h hyperJSON) (Hyper, error) {
 		if err1 != nil || err2 != nil {
 			return hy, fmt.Errorf("ir: hyper %s: bad range [%q, %q]", h.Name, r.Lo, r.Hi)
 		}
-		hy.Range = &dsl.Range{Lo: lo, Hi: hi, LoLit: r.Lo, HiLit: r.Hi, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
+		hy.Range = &lang.Interval{Lo: lo, Hi: hi, LoLit: r.Lo, HiLit: r.Hi, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
 	}
 	return hy, nil
 }
 
 func (f *Func) decodeFilters(filters []filterJSON) error {
 	for _, fj := range filters {
-		model, err := decodeBlock(fj.Model)
+		model, err := decodeBlock(fj.Model, ModelBlock)
 		if err != nil {
 			return err
 		}
@@ -206,11 +207,11 @@ func (f *Func) decodeFilters(filters []filterJSON) error {
 }
 
 // decodeBlock rebuilds a block; operands must refer to earlier values.
-func decodeBlock(j *blockJSON) (*Block, error) {
+func decodeBlock(j *blockJSON, kind BlockKind) (*Block, error) {
 	if j == nil {
 		return nil, fmt.Errorf("ir: a block is missing")
 	}
-	b := &Block{Name: j.Name}
+	b := &Block{Name: j.Name, Kind: kind}
 	for i, vj := range j.Values {
 		op, typ, ok := opNamed(vj.Op), typeNamed(vj.Type), true
 		if op == OpInvalid || typ > F64 {

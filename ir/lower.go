@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Lower translates a checked file into a Func. The file must have passed
@@ -14,7 +15,7 @@ func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
 	l := &lowerer{info: info}
 	fn = &Func{Name: f.Name()}
 	for _, h := range f.Hypers {
-		fn.Hypers = append(fn.Hypers, Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: h.Range})
+		fn.Hypers = append(fn.Hypers, Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: hyperRange(h.Range)})
 	}
 	for _, s := range f.States {
 		fn.States = append(fn.States, s.Name.Name)
@@ -61,7 +62,7 @@ func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *Value {
 }
 
 func (l *lowerer) lowerInit(states []*dsl.StateDecl) *Block {
-	l.b, l.env = &Block{Name: "init"}, map[string]*Value{}
+	l.b, l.env = &Block{Name: "init", Kind: InitBlock}, map[string]*Value{}
 	for _, s := range states {
 		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
 	}
@@ -69,7 +70,7 @@ func (l *lowerer) lowerInit(states []*dsl.StateDecl) *Block {
 }
 
 func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
-	l.b, l.env = &Block{Name: "observe"}, map[string]*Value{}
+	l.b, l.env = &Block{Name: "observe", Kind: ObserveBlock}, map[string]*Value{}
 	if d == nil {
 		return l.b, nil
 	}
@@ -82,7 +83,7 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
 }
 
 func (l *lowerer) lowerStep(d *dsl.StepDecl) *Block {
-	l.b, l.env = &Block{Name: "step"}, map[string]*Value{}
+	l.b, l.env = &Block{Name: "step", Kind: StepBlock}, map[string]*Value{}
 	l.src, l.attens = map[*Value]string{}, map[*Value]*dsl.CallExpr{}
 	for _, a := range d.Body {
 		v := l.expr(a.RHS)
@@ -168,18 +169,16 @@ func (l *lowerer) ident(id *dsl.Ident) *Value {
 	return v
 }
 
-var binaryOps = map[dsl.Token]Op{dsl.ADD: OpAdd, dsl.SUB: OpSub, dsl.MUL: OpMul, dsl.QUO: OpDiv, dsl.POW: OpPow}
-
 func (l *lowerer) binary(x *dsl.BinaryExpr) *Value {
 	a, b := l.expr(x.X), l.expr(x.Y)
 	if x.Op == dsl.POW && a.Type == F32 {
 		n, ok := l.info.Consts[x.Y]
-		if !ok || n != math.Trunc(n) || math.Abs(n) > dsl.MaxPowExponent {
+		if !ok || n != math.Trunc(n) || math.Abs(n) > lang.MaxPowExponent {
 			return l.fail(x.OpPos, "per-coordinate ** needs a constant integer exponent")
 		}
 		return l.powInt(a, int(n))
 	}
-	return l.op(binaryOps[x.Op], a, b)
+	return l.op(OpOf(x.Op.Op()), a, b)
 }
 
 // powInt expands x ** n into multiplications, x*x*...*x from the left, and
@@ -202,13 +201,12 @@ func (l *lowerer) powInt(x *Value, n int) *Value {
 	return p
 }
 
-var callOps = map[string]Op{"sqrt": OpSqrt, "abs": OpAbs, "min": OpMin, "max": OpMax}
-
 func (l *lowerer) call(x *dsl.CallExpr) *Value {
 	if dsl.IsAttenuation(x.Fun.Name) {
 		return l.attenuation(x)
 	}
-	op, ok := callOps[x.Fun.Name]
+	l0, ok := lang.Calls[x.Fun.Name]
+	op := OpOf(l0)
 	if !ok || len(x.Args) != op.Arity() {
 		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
 	}
@@ -235,4 +233,12 @@ func (l *lowerer) op(op Op, args ...*Value) *Value {
 		args[i] = l.toF32(a)
 	}
 	return l.b.NewValue(op, F32, uniform, args...)
+}
+
+// hyperRange is the interval of a hyper's range, nil when unconstrained.
+func hyperRange(r *dsl.Range) *lang.Interval {
+	if r == nil {
+		return nil
+	}
+	return &r.Interval
 }

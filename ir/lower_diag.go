@@ -65,7 +65,7 @@ type diagCopier struct {
 }
 
 func newDiagCopier(fn *Func, name string) *diagCopier {
-	c := &diagCopier{b: &Block{Name: name}, stored: map[*Value]string{}, memo: map[*Value]*Value{}}
+	c := &diagCopier{b: &Block{Name: name, Kind: DiagBlock}, stored: map[*Value]string{}, memo: map[*Value]*Value{}}
 	for _, st := range fn.Step.Stores() {
 		x := st.Args[0]
 		if st.Name != "theta" && !x.Uniform && c.stored[x] == "" {

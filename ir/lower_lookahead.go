@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // LookaheadState is the state that a two_point optimizer's step writes for
@@ -12,7 +13,7 @@ import (
 // per-example gradients of the next step there. Before the first step the
 // look-ahead point is θ_0 itself (d_{-1} = 0), so the state starts at 0 and
 // is not read until a step has written it.
-const LookaheadState = dsl.LookaheadState
+const LookaheadState = lang.LookaheadState
 
 // lookaheadArg returns the lookahead argument of a two_point observation,
 // or nil for an optimizer without one.

@@ -68,7 +68,7 @@ func (l *lowerer) filter(fn *Func, s string, call *dsl.CallExpr) (*Filter, dsl.E
 			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %v", call.Fun.Name, s, err)
 		}
 	}
-	return fl, gain.Expr()
+	return fl, ClosedForm(gain)
 }
 
 // solved is the outcome of solving one state's noise model.
@@ -99,8 +99,8 @@ func (l *lowerer) gain(fn *Func, s string) (*Gain, error) {
 // newFilter adds the Filter of a solved model to fn.
 func (l *lowerer) newFilter(fn *Func, g *Gain) *Filter {
 	m := g.Model
-	fl := &Filter{State: m.State, States: m.States, Target: m.Target, Model: &Block{Name: "filter_" + m.State}, Stability: g.Stability}
-	if x := g.Expr(); x != nil {
+	fl := &Filter{State: m.State, States: m.States, Target: m.Target, Model: &Block{Name: "filter_" + m.State, Kind: ModelBlock}, Stability: ConditionStrings(g.Conditions, g.Symbols)}
+	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)
 	}
 	names := fl.EntryNames()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // optimizedStep lowers and optimizes a program and returns its step block.
@@ -79,15 +80,15 @@ step:
 }
 
 func TestLowerLargestPower(t *testing.T) {
-	for _, n := range []int{dsl.MaxPowExponent, -dsl.MaxPowExponent} {
+	for _, n := range []int{lang.MaxPowExponent, -lang.MaxPowExponent} {
 		b := optimizedStep(t, "", "theta = g ** "+strconv.Itoa(n))
 		muls, divs := count(b, OpMul), count(b, OpDiv)
 		wantDivs := 0
 		if n < 0 {
 			wantDivs = 1
 		}
-		if muls != dsl.MaxPowExponent-1 || divs != wantDivs {
-			t.Errorf("g ** %d: %d muls and %d divs, want %d and %d", n, muls, divs, dsl.MaxPowExponent-1, wantDivs)
+		if muls != lang.MaxPowExponent-1 || divs != wantDivs {
+			t.Errorf("g ** %d: %d muls and %d divs, want %d and %d", n, muls, divs, lang.MaxPowExponent-1, wantDivs)
 		}
 	}
 }

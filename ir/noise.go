@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir/poly"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // The noise analysis: which states the DP noise in g reaches, and how. A
@@ -343,7 +343,7 @@ func (a *noiseAnalyzer) tooLarge(v *Value) bool {
 	}
 	if v.Op == OpPow && len(v.Args) == 2 {
 		c := a.forms[v.Args[0]].c
-		deg = max(c.f.Num.Degree(), c.f.Den.Degree(), 0) * dsl.MaxPowExponent
+		deg = max(c.f.Num.Degree(), c.f.Den.Degree(), 0) * lang.MaxPowExponent
 	}
 	return deg > maxCoefDegree
 }
@@ -382,7 +382,7 @@ func (a *noiseAnalyzer) coefValue(v *Value) coef {
 }
 
 // intPower computes x ** n for a constant integer n of at most
-// dsl.MaxPowExponent in magnitude.
+// lang.MaxPowExponent in magnitude.
 func (a *noiseAnalyzer) intPower(v *Value) (coef, bool) {
 	base, exp := a.forms[v.Args[0]].c, a.forms[v.Args[1]].c
 	r, ok := exp.f.Num.Constant()

@@ -3,7 +3,6 @@ package ir
 import (
 	"slices"
 
-	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir/poly"
 )
 
@@ -159,15 +158,6 @@ func dedupe(conds []poly.Frac) []poly.Frac {
 		if !dup {
 			out = append(out, c)
 		}
-	}
-	return out
-}
-
-// ConditionStrings prints conditions as "… > 0".
-func ConditionStrings(conds []poly.Frac, symbols []*Value) []string {
-	out := make([]string, len(conds))
-	for i, c := range conds {
-		out[i] = dsl.ExprString(FracExpr(c, symbols)) + " > 0"
 	}
 	return out
 }

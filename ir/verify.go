@@ -11,6 +11,9 @@ import (
 // every block stores what it must: init every state, observe every
 // argument of the observation, step theta and every state.
 func Verify(f *Func) error {
+	if err := verifyKinds(f); err != nil {
+		return fmt.Errorf("ir: %s: %v", f.Name, err)
+	}
 	for _, b := range f.Blocks() {
 		if err := verifyBlock(b); err != nil {
 			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
@@ -20,6 +23,23 @@ func Verify(f *Func) error {
 		}
 	}
 	return f.verifyDiagnostics()
+}
+
+// verifyKinds checks that each block's kind is that of its place in f.
+func verifyKinds(f *Func) error {
+	want := map[*Block]BlockKind{f.Init: InitBlock, f.ObsArgs: ObserveBlock, f.Step: StepBlock}
+	for _, fl := range f.Filters {
+		want[fl.Model] = ModelBlock
+	}
+	for _, d := range f.Diags {
+		want[d.Block] = DiagBlock
+	}
+	for _, b := range f.Blocks() {
+		if b.Kind != want[b] {
+			return fmt.Errorf("block %s is of kind %s, but it is the %s block", b.Name, b.Kind, want[b])
+		}
+	}
+	return nil
 }
 
 func verifyBlock(b *Block) error {
@@ -110,7 +130,7 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
 		case v.Op == OpLoad && !f.loadable(b, v.Name):
 			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
-		case (v.Op == OpAtten || v.Op == OpAttenT) && (b != f.Step && f.diagnostic(b) == nil || f.Filter(v.Name) == nil):
+		case (v.Op == OpAtten || v.Op == OpAttenT) && (b.Kind != StepBlock && b.Kind != DiagBlock || f.Filter(v.Name) == nil):
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
 			return fmt.Errorf("v%d: %s at a step other than t", v.ID, v.Op)
@@ -133,24 +153,24 @@ func verifyNames(f *Func, b *Block) error {
 
 // blockTargets lists what b must store.
 func blockTargets(f *Func, b *Block) []string {
-	switch b {
-	case f.ObsArgs:
+	switch b.Kind {
+	case ObserveBlock:
 		if f.Observe == nil {
 			return nil
 		}
 		return f.Observe.Args
-	case f.Step:
+	case StepBlock:
 		return append([]string{"theta"}, f.States...)
-	case f.Init:
+	case InitBlock:
 		return f.States
-	}
-	for _, fl := range f.Filters {
-		if b == fl.Model {
-			return fl.EntryNames()
-		}
-	}
-	if f.diagnostic(b) != nil {
+	case DiagBlock:
 		return DiagTerms
+	case ModelBlock:
+		for _, fl := range f.Filters {
+			if b == fl.Model {
+				return fl.EntryNames()
+			}
+		}
 	}
 	return nil
 }
@@ -172,7 +192,8 @@ func (fl *Filter) EntryNames() []string {
 // storeType is the type of the values b stores: the states' initial and
 // new values are f32; the observation's weights and the models' entries f64.
 func storeType(f *Func, b *Block) Type {
-	if b == f.Init || b == f.Step || f.diagnostic(b) != nil {
+	switch b.Kind {
+	case InitBlock, StepBlock, DiagBlock:
 		return F32
 	}
 	return F64

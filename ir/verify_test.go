@@ -18,9 +18,9 @@ func newHandFunc() *handFunc {
 		Hypers:  []Hyper{{Name: "lr", Default: 0.1}},
 		States:  []string{"m"},
 		Observe: &Observation{Kind: "two_point", Args: []string{"a"}},
-		Init:    &Block{Name: "init"},
-		ObsArgs: &Block{Name: "observe"},
-		Step:    &Block{Name: "step"},
+		Init:    &Block{Name: "init", Kind: InitBlock},
+		ObsArgs: &Block{Name: "observe", Kind: ObserveBlock},
+		Step:    &Block{Name: "step", Kind: StepBlock},
 	}
 	zero := fn.Init.NewValue(OpConst, F32, true)
 	store(fn.Init, "m", zero)
@@ -75,6 +75,9 @@ func TestVerifyRejects(t *testing.T) {
 		break_ func(h *handFunc)
 		want   string // substring of the error
 	}{
+		{"block of another kind in its place", func(h *handFunc) {
+			h.fn.Step.Kind = InitBlock
+		}, "block step is of kind init, but it is the step block"},
 		{"operand defined after use", func(h *handFunc) {
 			b := h.fn.Step
 			remove(b, h.g)

@@ -59,8 +59,8 @@ func attenuationInfo(fn *ir.Func, g *ir.Gain, h []float64) *attenInfo {
 	syms := fn.Noise.Symbols
 	at := g.At(fn, h)
 	a := &attenInfo{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
-		B: fracRow(g.Model.B, syms), StableWhere: g.Stability, StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
-	if x := g.Expr(); x != nil {
+		B: fracRow(g.Model.B, syms), StableWhere: ir.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
+	if x := ir.ClosedForm(g); x != nil {
 		s := dsl.ExprString(x)
 		a.Expr, a.Sigma = &s, fracMatrix(g.Sigma, syms)
 	} else {

@@ -1,0 +1,47 @@
+package ir
+
+// HostScalars returns the uniform values the kernel part of b reads: the
+// per-step scalars the host computes and passes as kernel parameters.
+// Constants are not among them; the kernel holds them as immediates.
+func HostScalars(b *Block) []*Value {
+	used := map[*Value]bool{}
+	for _, v := range b.Values {
+		if v.Uniform && v.Op != OpStore {
+			continue
+		}
+		for _, a := range v.Args {
+			if a.Uniform && !a.IsConst() {
+				used[a] = true
+			}
+		}
+	}
+	var out []*Value
+	for _, v := range b.Values {
+		if used[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// DependsOnStep reports whether a uniform value changes from step to step:
+// whether it reads t or sigma_w2 rather than hypers and constants only.
+func DependsOnStep(v *Value) bool { return dependsOnStep(v, map[*Value]bool{}) }
+
+// dependsOnStep visits each value once: seen holds the values already found
+// not to depend on the step, so shared operands cost nothing the second time.
+func dependsOnStep(v *Value, seen map[*Value]bool) bool {
+	if v.Op == OpStepIndex || v.Op == OpSigmaW2 {
+		return true
+	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	for _, a := range v.Args {
+		if dependsOnStep(a, seen) {
+			return true
+		}
+	}
+	return false
+}

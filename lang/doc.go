@@ -1,0 +1,17 @@
+// Package lang holds the facts of fibergen's language that its front end
+// (package dsl) and its IR (package ir) both need, so that each is written
+// once: what every operation computes — on the host in float64, in the
+// kernels in float32 — how it is written and how tightly it binds, the
+// interval of a hyper's range, and the language's names and limits. It
+// imports only the standard library, and nothing of fibergen imports less.
+package lang
+
+// LookaheadState names the state that the compiler adds to a two_point
+// optimizer: the look-ahead point θ_{t+1} + γ·(θ_{t+1} − θ_t) where the
+// trainer evaluates the next step's second gradients. A user's state may
+// not take the name.
+const LookaheadState = "lookahead"
+
+// MaxPowExponent bounds |n| in x ** n for a per-coordinate x, which is
+// expanded into |n| − 1 multiplications (and a division for n < 0).
+const MaxPowExponent = 64

@@ -1,0 +1,128 @@
+package lang
+
+import "math"
+
+// Op is an arithmetic operation of the language.
+type Op uint8
+
+// The operations. Eq has no spelling in the DSL: the IR uses it for the
+// diagnostics.
+const (
+	Neg Op = iota + 1 // -x
+	Add
+	Sub
+	Mul
+	Div
+	Pow
+	Sqrt
+	Abs
+	Min
+	Max
+	Eq // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
+)
+
+var spellings = [...]string{Neg: "-", Add: "+", Sub: "-", Mul: "*", Div: "/", Pow: "**",
+	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq"}
+
+// String is the operation as the DSL writes it: an operator or a
+// function's name.
+func (o Op) String() string {
+	if int(o) >= len(spellings) || spellings[o] == "" {
+		return "op?"
+	}
+	return spellings[o]
+}
+
+// Calls are the built-in functions that are operations, by name.
+var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max}
+
+// Arity is the number of operands of o.
+func (o Op) Arity() int {
+	switch o {
+	case Neg, Sqrt, Abs:
+		return 1
+	}
+	return 2
+}
+
+// Eval64 computes o on the host's float64 values (hypers, t, sigma_w2 and
+// what is computed from them); y is ignored by a unary operation. Constant
+// folding, the interpreter and the generated Go code all compute exactly
+// this.
+func Eval64(o Op, x, y float64) float64 {
+	switch o {
+	case Pow:
+		return math.Pow(x, y)
+	case Sqrt:
+		return math.Sqrt(x)
+	case Abs:
+		return math.Abs(x)
+	}
+	return eval(o, x, y)
+}
+
+// Eval32 computes o in the kernels' IEEE float32 arithmetic: every result
+// rounded to float32, sqrt correctly rounded. Pow has no float32 form (the
+// compiler expands a per-coordinate power into products): NaN.
+func Eval32(o Op, x, y float32) float32 {
+	switch o {
+	case Pow:
+		return float32(math.NaN())
+	case Sqrt:
+		return float32(math.Sqrt(float64(x)))
+	case Abs:
+		return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+	}
+	return eval(o, x, y)
+}
+
+// eval computes the operations whose Go expression is the same for both
+// widths; Go rounds each to the operands' type.
+func eval[T ~float32 | ~float64](o Op, x, y T) T {
+	switch o {
+	case Neg:
+		return -x
+	case Add:
+		return x + y
+	case Sub:
+		return x - y
+	case Mul:
+		return x * y
+	case Div:
+		return x / y
+	case Min:
+		return MinOf(x, y)
+	case Max:
+		return MaxOf(x, y)
+	case Eq:
+		if x == y {
+			return 1
+		}
+		return 0
+	}
+	return T(math.NaN())
+}
+
+// MaxOf is the DSL's max: NaN if x is NaN, else y if y is NaN or y >= x,
+// else x — so max(-0, 0) is 0 and max(0, -0) is -0. Every target
+// implements exactly this selection.
+func MaxOf[T ~float32 | ~float64](x, y T) T {
+	if x != x {
+		return x
+	}
+	if y != y || y >= x {
+		return y
+	}
+	return x
+}
+
+// MinOf is the DSL's min, the mirror image of MaxOf.
+func MinOf[T ~float32 | ~float64](x, y T) T {
+	if x != x {
+		return x
+	}
+	if y != y || y <= x {
+		return y
+	}
+	return x
+}
