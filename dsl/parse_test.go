@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/internal/golden"
 )
 
 // parseOK parses and checks src, failing the test on any error.
@@ -32,7 +33,7 @@ func TestParseGolden(t *testing.T) {
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			f := parseOK(t, path, readFile(t, path))
-			golden(t, strings.TrimSuffix(path, ".dsl")+".golden", dsl.Format(f))
+			golden.Check(t, strings.TrimSuffix(path, ".dsl")+".golden", dsl.Format(f))
 		})
 	}
 }

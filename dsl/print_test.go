@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/internal/golden"
 )
 
 // TestPrintGolden prints the errors of the files in testdata/print the way
@@ -25,7 +26,7 @@ func TestPrintGolden(t *testing.T) {
 		}
 		var b bytes.Buffer
 		errs.Print(&b, src)
-		golden(t, strings.TrimSuffix(path, ".dsl")+".golden", b.Bytes())
+		golden.Check(t, strings.TrimSuffix(path, ".dsl")+".golden", b.Bytes())
 	}
 }
 

@@ -1,10 +1,13 @@
-package ir
+package ir_test
 
 import (
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
 )
 
 // exprStrings prints values with ExprString.
@@ -42,7 +45,7 @@ func TestHostScalars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := optimizedStep(t, tt.decls, tt.body)
+			b := irtest.OptimizedStep(t, tt.decls, tt.body)
 			scalars := HostScalars(b)
 			if got := exprStrings(scalars); !equalStrings(got, tt.want) {
 				t.Errorf("HostScalars = %q, want %q\n%s", got, tt.want, b)
@@ -61,7 +64,7 @@ func TestHostScalarsOfFiber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, errs, err := Compile("fiber.dsl", src)
+	fn, errs, err := irtest.Compile("fiber.dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile: %v %v", errs, err)
 	}
@@ -99,7 +102,7 @@ func TestHostScalarsOfFiber(t *testing.T) {
 // expr, the operand of the host scalar the kernel multiplies g by.
 func uniformOperand(t *testing.T, expr string, fold bool) *Value {
 	t.Helper()
-	fn := lowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+expr+") * g")
+	fn := irtest.LowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+expr+") * g")
 	if fold {
 		FoldConstants(fn.Step)
 	}
@@ -204,8 +207,8 @@ func TestExprStringRoundTrip(t *testing.T) {
 		"min(max(lr, -beta), sqrt(t + 1)) / abs(sigma_w2 - 1e-8)",
 	} {
 		printed := ExprString(uniformOperand(t, expr, false))
-		a := lowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+expr+") * g")
-		b := lowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+printed+") * g")
+		a := irtest.LowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+expr+") * g")
+		b := irtest.LowerStep(t, "hyper lr = 0.1\nhyper beta = 0.9", "theta = ("+printed+") * g")
 		if a.Step.String() != b.Step.String() {
 			t.Errorf("%s printed as %s, which lowers differently:\n%s\nvs\n%s", expr, printed, a.Step, b.Step)
 		}

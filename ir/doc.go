@@ -1,6 +1,9 @@
 // Package ir is fibergen's intermediate representation: a typed,
-// per-coordinate SSA form of an optimizer's step, lowered from a checked
-// dsl.File, with a canonical text dump and a pipeline of passes.
+// per-coordinate SSA form of an optimizer's step, with its verifier, a
+// canonical text dump, a JSON form (the manifest's "ir"), a pipeline of
+// passes, and the evaluation of its host values. Package lower builds it
+// from a checked .dsl file; package noise analyzes how the DP noise flows
+// through it; the code generators, the interpreter and the runtime read it.
 //
 // Every value is either uniform (the same for all coordinates: hypers, the
 // step index, the noise variance and whatever is computed from them only;
@@ -8,17 +11,15 @@
 // float32, computed by the kernel). An f32 conversion of a uniform value is a
 // host scalar: the host computes it and passes it to the kernel.
 //
-// A Func holds three blocks: init (the states' initial values), observe (the
-// observation's weights, per step) and step (the recursion itself), plus one
-// model block per Filter. Passes are values in one list, Pipeline; rewrites
-// are named for what they do (FoldConstants, HoistUniforms), analyses for
-// what they find (HostScalars, AnalyzeNoise).
+// A Func holds blocks of five kinds (BlockKind): init (the states' initial
+// values), observe (the observation's weights, per step), step (the
+// recursion itself), one model per Filter (the noise model the host checks
+// for stability and solves numerically) and one per diagnostic. Passes are
+// values in one list, Pipeline, and are rewrites named for what they do
+// (FoldConstants, HoistUniforms, passes.go); analyses are named for what they
+// find (HostScalars, DependsOnStep, analysis.go); ExprString prints a value
+// back in DSL syntax (print.go). What each operation computes is package
+// lang's (eval.go).
 //
-// The noise analysis (AnalyzeNoise) finds the linear state-space model
-// z_t = M z_{t-1} + b w_t by which the DP noise in g reaches each state;
-// Solve derives the state's attenuation from it exactly (package poly), and
-// Lower replaces attenuation(s) by that closed form, or leaves the host an
-// OpAtten (and attenuation_t an OpAttenT) to compute from the Filter.
-//
-// The package depends only on dsl, ir/poly and the standard library.
+// The package depends only on lang, gain and the standard library.
 package ir

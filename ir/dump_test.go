@@ -1,4 +1,4 @@
-package ir
+package ir_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
 )
 
 func TestFormatConst(t *testing.T) {
@@ -65,7 +68,7 @@ func TestDumpOfUnknownOpDoesNotPanic(t *testing.T) {
 }
 
 func TestFuncDumpHeader(t *testing.T) {
-	fn := lowerSource(t, program("hyper lr = 1e-3 in (0, inf)\nhyper wd = -0.5\nobserve two_point(a = lr, lookahead = 1)\nstate m = 0\nstate v = lr", "m = g\nv = g\ntheta = g"))
+	fn := irtest.Lower(t, irtest.Program("hyper lr = 1e-3 in (0, inf)\nhyper wd = -0.5\nobserve two_point(a = lr, lookahead = 1)\nstate m = 0\nstate v = lr", "m = g\nv = g\ntheta = g"))
 	want := "optimizer p\nhyper lr = 0.001 in (0, inf)\nhyper wd = -0.5\nstates m v lookahead\nobserve two_point(a, lookahead)\ninit:\n"
 	if got := fn.String(); !strings.HasPrefix(got, want) {
 		t.Errorf("dump starts\n%s\nwant\n%s", got[:min(len(got), len(want)+40)], want)

@@ -56,3 +56,26 @@ func (o Op) Arity() int {
 	}
 	return o.lang().Arity()
 }
+
+// EvalUniform computes a uniform value of hypers, t and constants at hypers
+// h and step t (NaN for a value that must not depend on the step).
+func (fn *Func) EvalUniform(v *Value, h []float64, t float64) float64 {
+	switch v.Op {
+	case OpConst:
+		return v.Const
+	case OpHyper:
+		return h[fn.HyperIndex(v.Name)]
+	case OpStepIndex:
+		return t
+	case OpF32:
+		return float64(float32(fn.EvalUniform(v.Args[0], h, t)))
+	}
+	if v.Op.Arity() == 0 {
+		return math.NaN()
+	}
+	x, y := fn.EvalUniform(v.Args[0], h, t), math.NaN()
+	if len(v.Args) > 1 {
+		y = fn.EvalUniform(v.Args[1], h, t)
+	}
+	return Eval64(v.Op, x, y)
+}

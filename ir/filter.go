@@ -13,7 +13,7 @@ import (
 func (f *Func) FilterValues(fl *Filter, h []float64) (m, b []float64) {
 	var entries []float64
 	for _, s := range fl.Model.Stores() {
-		entries = append(entries, evalUniform(f, s.Args[0], h))
+		entries = append(entries, f.EvalUniform(s.Args[0], h, math.NaN()))
 	}
 	k := len(fl.States)
 	return entries[:k*k], entries[k*k:]
@@ -23,14 +23,16 @@ func (f *Func) FilterValues(fl *Filter, h []float64) (m, b []float64) {
 // with its spectral radius and the hypers it depends on.
 func (f *Func) CheckStability(h []float64) error {
 	for _, fl := range f.Filters {
-		if err := f.checkFilter(fl, h); err != nil {
+		if err := f.CheckFilter(fl, h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (f *Func) checkFilter(fl *Filter, h []float64) error {
+// CheckFilter reports that filter fl is not stable at hypers h: its
+// spectral radius is not below 1.
+func (f *Func) CheckFilter(fl *Filter, h []float64) error {
 	m, _ := f.FilterValues(fl, h)
 	rho := gain.SpectralRadius(m, len(fl.States))
 	if rho < 1 {
@@ -58,32 +60,4 @@ func (f *Func) settingOf(b *Block, h []float64) string {
 		return "every hyper setting"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// evalUniform computes a uniform value of hypers and constants at h.
-func evalUniform(fn *Func, v *Value, h []float64) float64 {
-	return evalUniformAt(fn, v, h, math.NaN())
-}
-
-// evalUniformAt computes a uniform value of hypers, t and constants at
-// hypers h and step t.
-func evalUniformAt(fn *Func, v *Value, h []float64, t float64) float64 {
-	switch v.Op {
-	case OpConst:
-		return v.Const
-	case OpHyper:
-		return h[fn.HyperIndex(v.Name)]
-	case OpStepIndex:
-		return t
-	case OpF32:
-		return float64(float32(evalUniformAt(fn, v.Args[0], h, t)))
-	}
-	if v.Op.Arity() == 0 {
-		return math.NaN()
-	}
-	x, y := evalUniformAt(fn, v.Args[0], h, t), math.NaN()
-	if len(v.Args) > 1 {
-		y = evalUniformAt(fn, v.Args[1], h, t)
-	}
-	return Eval64(v.Op, x, y)
 }

@@ -1,9 +1,12 @@
-package ir
+package ir_test
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
 )
 
 func TestParseSetting(t *testing.T) {
@@ -53,7 +56,7 @@ func TestParseSetting(t *testing.T) {
 
 // hyperFunc has an open range, a half-open range and no range.
 func hyperFunc(t *testing.T) *Func {
-	return lowerStep(t, "hyper lr = 0.1 in (0, inf)\nhyper beta = 0.9 in [0, 1)\nhyper wd = -1", "theta = theta - lr * beta * wd * g")
+	return irtest.LowerStep(t, "hyper lr = 0.1 in (0, inf)\nhyper beta = 0.9 in [0, 1)\nhyper wd = -1", "theta = theta - lr * beta * wd * g")
 }
 
 func TestDefaultHypers(t *testing.T) {

@@ -157,7 +157,6 @@ type Func struct {
 	ObsArgs *Block        // stores the observation's arguments (f64)
 	Step    *Block        // stores theta and every state
 	Filters []*Filter     // the noise models the host needs, one per state named by attenuation or attenuation_t
-	Noise   *Noise        // the noise analysis of the step block, as lowered (nil for a Func built by hand)
 	Diags   []*Diagnostic // the declared diagnostics, each its own block (lower_diag.go)
 }
 

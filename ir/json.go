@@ -12,8 +12,7 @@ import (
 // This file is the JSON form of a Func: the "ir" member of a manifest, from
 // which a runtime rebuilds the optimizer — hypers and their ranges, the
 // blocks that initialize the states and compute the host scalars, the
-// filters whose stability it checks — without the DSL or LLVM. Func.Noise,
-// the analysis behind explain, is not part of it.
+// filters whose stability it checks — without the DSL or LLVM.
 
 type funcJSON struct {
 	Name    string       `json:"name"`
@@ -154,8 +153,8 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	}
 	var err error
 	for _, b := range []struct {
-		dst **Block
-		src *blockJSON
+		dst  **Block
+		src  *blockJSON
 		kind BlockKind
 	}{{&f.Init, j.Init, InitBlock}, {&f.ObsArgs, j.ObsArgs, ObserveBlock}, {&f.Step, j.Step, StepBlock}} {
 		if *b.dst, err = decodeBlock(b.src, b.kind); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/ir"
 )
 
@@ -20,7 +21,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn, errs, err := ir.Compile(path, src)
+		fn, errs, err := irtest.Compile(path, src)
 		if len(errs) > 0 || err != nil {
 			t.Fatalf("%s: %v %v", path, errs, err)
 		}

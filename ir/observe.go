@@ -49,7 +49,7 @@ func (f *Func) ObservationAt(h []float64, t int) []float64 {
 	}
 	var out []float64
 	for _, st := range f.ObsArgs.Stores() {
-		out = append(out, evalUniformAt(f, st.Args[0], h, float64(t)))
+		out = append(out, f.EvalUniform(st.Args[0], h, float64(t)))
 	}
 	return out
 }

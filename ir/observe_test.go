@@ -1,10 +1,13 @@
-package ir
+package ir_test
 
 import (
 	"errors"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
 )
 
 func TestCheckObservation(t *testing.T) {
@@ -12,7 +15,7 @@ func TestCheckObservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fiber, errs, err := Compile("fiber.dsl", src)
+	fiber, errs, err := irtest.Compile("fiber.dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile: %v %v", errs, err)
 	}
@@ -45,7 +48,7 @@ func TestCheckObservation(t *testing.T) {
 // TestCheckObservationPerStep checks a mixing weight that depends on t: it
 // is checked at the step asked for.
 func TestCheckObservationPerStep(t *testing.T) {
-	fn := lowerSource(t, program("hyper lr = 0.5\nobserve two_point(a = t - 1, lookahead = 1)", "theta = theta - lr * g"))
+	fn := irtest.Lower(t, irtest.Program("hyper lr = 0.5\nobserve two_point(a = t - 1, lookahead = 1)", "theta = theta - lr * g"))
 	h := fn.DefaultHypers()
 	for step, bad := range []bool{true, false, false, true} {
 		if err := fn.CheckObservation(h, step); (err != nil) != bad {
@@ -55,7 +58,7 @@ func TestCheckObservationPerStep(t *testing.T) {
 }
 
 func TestCheckObservationWithoutOne(t *testing.T) {
-	fn := lowerSource(t, program("hyper lr = 0.5", "theta = theta - lr * g"))
+	fn := irtest.Lower(t, irtest.Program("hyper lr = 0.5", "theta = theta - lr * g"))
 	if err := fn.CheckObservation(fn.DefaultHypers(), 0); err != nil || fn.ObservationAt(fn.DefaultHypers(), 0) != nil {
 		t.Errorf("no observation: CheckObservation = %v", err)
 	}

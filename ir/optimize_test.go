@@ -1,13 +1,17 @@
-package ir
+package ir_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/golden"
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lower"
 
 	"github.com/fibergen/fibergen/dsl"
 )
@@ -24,42 +28,6 @@ func optimizerFiles(t *testing.T) []string {
 
 func baseName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".dsl") }
 
-// checkGolden compares got with the golden file, or rewrites it with -update.
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./ir -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test ./ir -update rewrites it); first difference:\n%s", path, firstDiff(got, string(want)))
-	}
-}
-
-// firstDiff describes the first line where got and want differ.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d:\n  got:  %s\n  want: %s", i+1, gl, wl)
-		}
-	}
-	return "(none)"
-}
-
 func TestOptimizeGolden(t *testing.T) {
 	for _, path := range optimizerFiles(t) {
 		t.Run(baseName(path), func(t *testing.T) {
@@ -67,17 +35,17 @@ func TestOptimizeGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fn, errs, err := Compile(path, src)
+			fn, errs, err := irtest.Compile(path, src)
 			if len(errs) > 0 || err != nil {
 				t.Fatalf("Compile: errs %v, err %v", errs, err)
 			}
 			dump := fn.String()
-			checkGolden(t, filepath.Join("testdata", baseName(path)+".ir"), dump)
-			if err := Optimize(fn); err != nil {
+			golden.Check(t, filepath.Join("testdata", baseName(path)+".ir"), []byte(dump))
+			if err := Optimize(fn.Func); err != nil {
 				t.Fatalf("second Optimize: %v", err)
 			}
 			if again := fn.String(); again != dump {
-				t.Errorf("optimizing again changed the dump; first difference:\n%s", firstDiff(again, dump))
+				t.Errorf("optimizing again changed the dump; first difference:\n%s", golden.FirstDiff(again, dump))
 			}
 		})
 	}
@@ -112,7 +80,7 @@ func lowerFile(t *testing.T, path string, src []byte) *Func {
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", path, errs)
 	}
-	fn, err := Lower(f, info)
+	fn, _, err := lower.Lower(f, info)
 	if err != nil {
 		t.Fatalf("Lower: %v", err)
 	}
@@ -172,7 +140,7 @@ func TestOptimizeNamesTheBrokenPass(t *testing.T) {
 		b.Values = slices.DeleteFunc(b.Values, func(v *Value) bool { return v.Op == OpStore })
 	}
 	Pipeline = append(append([]Pass{}, saved...), Pass{"drop-stores", dropStores})
-	fn := lowerStep(t, "", "theta = g")
+	fn := irtest.LowerStep(t, "", "theta = g")
 	err := Optimize(fn)
 	if err == nil || !strings.Contains(err.Error(), "after pass drop-stores") || !strings.Contains(err.Error(), "no store of theta") {
 		t.Fatalf("Optimize with a pass that drops stores: err = %v", err)

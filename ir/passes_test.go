@@ -1,8 +1,11 @@
-package ir
+package ir_test
 
 import (
 	"math"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	. "github.com/fibergen/fibergen/ir"
 )
 
 // passCase is a small step block dumped before and after one pass.
@@ -19,15 +22,15 @@ type passCase struct {
 func testPass(t *testing.T, pass func(*Block), cases []passCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fn := lowerStep(t, c.decls, c.body)
+			fn := irtest.LowerStep(t, c.decls, c.body)
 			if c.prep != nil {
 				c.prep(fn.Step)
 			}
-			if got := fn.Step.String(); !sameDump(got, c.before) {
+			if got := fn.Step.String(); !irtest.SameDump(got, c.before) {
 				t.Fatalf("before the pass:\n%s\nwant:\n%s", got, c.before)
 			}
 			pass(fn.Step)
-			if got := fn.Step.String(); !sameDump(got, c.after) {
+			if got := fn.Step.String(); !irtest.SameDump(got, c.after) {
 				t.Errorf("after the pass:\n%s\nwant:\n%s", got, c.after)
 			}
 			if err := Verify(fn); err != nil {
@@ -670,7 +673,7 @@ func TestFoldConstantsRoundsToFloat32(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fn := lowerStep(t, tt.decls, tt.body)
+			fn := irtest.LowerStep(t, tt.decls, tt.body)
 			FoldConstants(fn.Step)
 			c := kernelOperand(t, fn.Step)
 			if c.Op != OpConst || c.Type != F32 {
@@ -704,7 +707,7 @@ func TestFoldConstantsSpecialValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {
-			fn := lowerStep(t, "", tt.body)
+			fn := irtest.LowerStep(t, "", tt.body)
 			FoldConstants(fn.Step)
 			c := kernelOperand(t, fn.Step)
 			if c.Op != OpConst || c.Type != F32 {

@@ -16,11 +16,15 @@ const MaxExprNodes = 200
 // sigma_w2 and constants, with the fewest parentheses (lang.Text). A
 // tree of more than MaxExprNodes nodes is summarized instead.
 func ExprString(v *Value) string {
-	if n := treeSize(v, map[*Value]int{}); n > MaxExprNodes {
+	if !Printable(v) {
 		return fmt.Sprintf("(an expression of more than %d operations; see the IR)", MaxExprNodes)
 	}
 	return exprText(v).S
 }
+
+// Printable reports whether ExprString prints v in full: whether its tree
+// has at most MaxExprNodes nodes.
+func Printable(v *Value) bool { return treeSize(v, map[*Value]int{}) <= MaxExprNodes }
 
 // treeSize counts the nodes of v's expression tree, saturating just past
 // MaxExprNodes; memo makes it linear in the DAG.

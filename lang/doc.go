@@ -7,9 +7,12 @@
 package lang
 
 // LookaheadState names the state that the compiler adds to a two_point
-// optimizer: the look-ahead point θ_{t+1} + γ·(θ_{t+1} − θ_t) where the
-// trainer evaluates the next step's second gradients. A user's state may
-// not take the name.
+// optimizer, and that its step writes for the trainer: the next look-ahead
+// point θ_{t+1} + γ·(θ_{t+1} − θ_t), where γ is the observation's lookahead
+// argument. The trainer evaluates the per-example gradients of the next step
+// there. Before the first step the look-ahead point is θ_0 itself
+// (d_{-1} = 0), so the state starts at 0 and is not read until a step has
+// written it. A declared state may not take the name.
 const LookaheadState = "lookahead"
 
 // MaxPowExponent bounds |n| in x ** n for a per-coordinate x, which is

@@ -1,5 +1,5 @@
 // Package pipeline runs fibergen's phases on one .dsl source in the order
-// `fibergen build` does — parse and check (dsl), lower and optimize (ir),
+// `fibergen build` does — parse and check (dsl), lower and optimize (lower, ir),
 // generate code (codegen/go, codegen/cuda) — so that the command line and the
 // tests build exactly the same thing from one parse. Turning the kernel
 // module into PTX or a shared object needs LLVM's tools and is left to the
@@ -13,6 +13,8 @@ import (
 	gogen "github.com/fibergen/fibergen/codegen/go"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/noise"
+	"github.com/fibergen/fibergen/lower"
 )
 
 // Unit is one compiled .dsl file.
@@ -20,9 +22,10 @@ type Unit struct {
 	Path      string
 	Src       []byte
 	File      *dsl.File
-	Canonical []byte   // dsl.Format(File)
-	Func      *ir.Func // optimized
-	GoCode    []byte   // the generated Go package
+	Canonical []byte          // dsl.Format(File)
+	Func      *ir.Func        // optimized
+	Noise     *noise.Analysis // of the step as lowered (lower.Lower)
+	GoCode    []byte          // the generated Go package
 	Kernels   *cuda.Kernels
 	Manifest  []byte // generated/<name>/<name>.json (package manifest)
 }
@@ -37,7 +40,7 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	}
 	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f)}
 	var err error
-	if u.Func, err = ir.Build(f, info); err != nil {
+	if u.Func, u.Noise, err = lower.Build(f, info); err != nil {
 		if el, ok := err.(dsl.ErrorList); ok {
 			return nil, el, nil
 		}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -23,10 +23,11 @@ step {
 
 func engine(t *testing.T) interp.Engine {
 	t.Helper()
-	fn, errs, err := ir.Compile("momentum.dsl", []byte(momentum))
+	u, errs, err := pipeline.Compile("momentum.dsl", []byte(momentum))
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
+	fn := u.Func
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Tensor is one registered parameter tensor: coordinates
@@ -76,7 +76,7 @@ func (t *Tensor) State(name string) ([]float32, error) {
 // the next step, θ_t + γ·(θ_t − θ_{t−1}), where a two_point optimizer's
 // trainer evaluates ∇f(·; ξ) for the first term of the observation
 // (Optimizer.Observation). The step writes it into the state
-// ir.LookaheadState; before the first step it is θ_0 (d_{−1} = 0).
+// lang.LookaheadState; before the first step it is θ_0 (d_{−1} = 0).
 func (t *Tensor) Lookahead() ([]float32, error) {
 	if t.o.prog.Func.MixingWeight() < 0 {
 		return nil, fmt.Errorf("runtime: %s has no two_point observation, so no look-ahead point", t.o.Name())
@@ -84,7 +84,7 @@ func (t *Tensor) Lookahead() ([]float32, error) {
 	if t.o.t == 0 {
 		return t.Params()
 	}
-	return t.State(ir.LookaheadState)
+	return t.State(lang.LookaheadState)
 }
 
 // Grad returns a copy of the tensor's part of the gradient buffer: what

@@ -40,6 +40,8 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/ir/noise"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/tests/oracle"
 )
 
@@ -103,17 +105,17 @@ step {
 `
 
 // attenCompile compiles a DSL source, failing the test on any error.
-func attenCompile(t testing.TB, name string, src []byte) *ir.Func {
+func attenCompile(t testing.TB, name string, src []byte) *pipeline.Unit {
 	t.Helper()
-	fn, errs, err := ir.Compile(name, src)
+	u, errs, err := pipeline.Compile(name, src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile(%s): %v %v", name, errs, err)
 	}
-	return fn
+	return u
 }
 
 // attenShipped compiles optimizers/NAME.dsl.
-func attenShipped(t testing.TB, name string) *ir.Func {
+func attenShipped(t testing.TB, name string) *pipeline.Unit {
 	t.Helper()
 	src, err := os.ReadFile(repoPath("optimizers", name+".dsl"))
 	if err != nil {
@@ -134,13 +136,14 @@ type attenModel struct {
 func (am attenModel) finite() *gain.FiniteGain { return gain.NewFiniteGain(am.m, am.b, am.target) }
 
 // attenModelAt derives the attenuation of state s of fn at hypers h: the
-// closed form of ir.Solve evaluated exactly (or SteadyGain where fibergen
-// solves numerically), on the model of fn.Noise; where s has a Filter,
+// closed form of noise.Solve evaluated exactly (or SteadyGain where fibergen
+// solves numerically), on the model of u.Noise; where s has a Filter,
 // its FilterValues and SteadyGain must agree.
-func attenModelAt(t testing.TB, fn *ir.Func, s string, h []float64) attenModel {
+func attenModelAt(t testing.TB, u *pipeline.Unit, s string, h []float64) attenModel {
 	t.Helper()
-	var model *ir.NoiseModel
-	for _, sn := range fn.Noise.States {
+	fn := u.Func
+	var model *noise.Model
+	for _, sn := range u.Noise.States {
 		if sn.State == s {
 			if sn.Model == nil {
 				t.Fatalf("%s: no noise model for %s: %s", fn.Name, s, sn.Why)
@@ -151,8 +154,8 @@ func attenModelAt(t testing.TB, fn *ir.Func, s string, h []float64) attenModel {
 	if model == nil {
 		t.Fatalf("%s: no state %s in the noise analysis", fn.Name, s)
 	}
-	x := make([]*big.Rat, len(fn.Noise.Symbols))
-	for i, sym := range fn.Noise.Symbols {
+	x := make([]*big.Rat, len(u.Noise.Symbols))
+	for i, sym := range u.Noise.Symbols {
 		x[i] = new(big.Rat)
 		if sym.Op == ir.OpHyper {
 			x[i].SetFloat64(h[fn.HyperIndex(sym.Name)])
@@ -177,7 +180,7 @@ func attenModelAt(t testing.TB, fn *ir.Func, s string, h []float64) attenModel {
 	for _, e := range model.B {
 		am.b = append(am.b, eval(e))
 	}
-	g, err := ir.Solve(model, fn.Noise.Symbols)
+	g, err := noise.Solve(model, u.Noise.Symbols)
 	if err != nil {
 		t.Fatalf("%s: Solve(%s): %v", fn.Name, s, err)
 	}
@@ -491,7 +494,8 @@ func mcRand(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(*mcSeed, str
 
 // TestMonteCarloAttenuationFiber runs the generated FiBeR on pure noise.
 func TestMonteCarloAttenuationFiber(t *testing.T) {
-	fn := attenShipped(t, "fiber")
+	u := attenShipped(t, "fiber")
+	fn := u.Func
 	omegas := []float64{0.3, 0.9, 1.0, 0.05, 0.6}
 	if testing.Short() {
 		omegas = omegas[:3]
@@ -508,8 +512,8 @@ func TestMonteCarloAttenuationFiber(t *testing.T) {
 				name: fmt.Sprintf("fiber omega=%v", w),
 				run:  newFiberStepper(t, w, n, 0.49),
 				states: map[string]attenModel{
-					"gt": attenModelAt(t, fn, "gt", h),
-					"r":  attenModelAt(t, fn, "r", h),
+					"gt": attenModelAt(t, u, "gt", h),
+					"r":  attenModelAt(t, u, "r", h),
 				},
 			}
 			if want := (2 - w) / (4 - 3*w); math.Abs(c.states["gt"].a-want) > 1e-15 {
@@ -522,7 +526,8 @@ func TestMonteCarloAttenuationFiber(t *testing.T) {
 
 // TestMonteCarloAttenuationDisk runs the generated DiSK on pure noise.
 func TestMonteCarloAttenuationDisk(t *testing.T) {
-	fn := attenShipped(t, "disk")
+	u := attenShipped(t, "disk")
+	fn := u.Func
 	kappas := []float64{0.6, 0.1, 1, 0.25}
 	if testing.Short() {
 		kappas = kappas[:2]
@@ -538,7 +543,7 @@ func TestMonteCarloAttenuationDisk(t *testing.T) {
 			c := mcCase{
 				name:   fmt.Sprintf("disk kappa=%v", k),
 				run:    newDiskStepper(t, k, n, 1.5),
-				states: map[string]attenModel{"gt": attenModelAt(t, fn, "gt", h)},
+				states: map[string]attenModel{"gt": attenModelAt(t, u, "gt", h)},
 			}
 			if want := k / (2 - k); math.Abs(c.states["gt"].a-want) > 1e-15 {
 				t.Errorf("derived A(gt) = %.17g, want κ/(2-κ) = %.17g", c.states["gt"].a, want)
@@ -552,7 +557,8 @@ func TestMonteCarloAttenuationDisk(t *testing.T) {
 // pure noise: the variance of y and of its delayed copy y1 must be the
 // derived attenuation, which must be the ARMA(2,1) variance.
 func TestMonteCarloAttenuationDoppler(t *testing.T) {
-	fn := attenShipped(t, "doppler")
+	u := attenShipped(t, "doppler")
+	fn := u.Func
 	settings := dopplerSettings
 	if testing.Short() {
 		settings = settings[:2]
@@ -569,8 +575,8 @@ func TestMonteCarloAttenuationDoppler(t *testing.T) {
 				name: fmt.Sprintf("doppler %v", set),
 				run:  newDopplerStepper(t, set, n, 0.8),
 				states: map[string]attenModel{
-					"y":  attenModelAt(t, fn, "y", h),
-					"y1": attenModelAt(t, fn, "y1", h),
+					"y":  attenModelAt(t, u, "y", h),
+					"y1": attenModelAt(t, u, "y1", h),
 				},
 			}
 			if want := dopplerARMA(fn, h); math.Abs(c.states["y"].a-want) > 1e-12*want {
@@ -587,7 +593,8 @@ func TestMonteCarloAttenuationDoppler(t *testing.T) {
 // inside and outside the stability triangle, and on its repeated real poles
 // p (a1 = −2p, a2 = p²), which rounding can make defective.
 func TestDopplerStabilityMatchesIR(t *testing.T) {
-	fn := attenShipped(t, "doppler")
+	u := attenShipped(t, "doppler")
+	fn := u.Func
 	var points [][2]float64
 	for a1 := -1.95; a1 < 2; a1 += 0.15 {
 		for a2 := -0.95; a2 < 1; a2 += 0.1 {
@@ -627,13 +634,14 @@ func TestDopplerStabilityMatchesIR(t *testing.T) {
 // as the host computes it (gain.FiniteGain on the derived model), against
 // A_t(ω) from the Σ_t recursion of the paper's finite-time lemma.
 func TestFiniteAttenuationMatchesPaper(t *testing.T) {
-	fn := attenShipped(t, "fiber_ft")
+	u := attenShipped(t, "fiber_ft")
+	fn := u.Func
 	for _, w := range []float64{0.05, 0.3, 0.9, 1} {
 		h, err := fn.ApplySettings([]string{fmt.Sprintf("omega=%v", w)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		am := attenModelAt(t, fn, "gt", h)
+		am := attenModelAt(t, u, "gt", h)
 		fg := am.finite()
 		for step := range 200 {
 			got, want := fg.At(step), oracle.FiniteAttenuation(w, step)
@@ -650,7 +658,8 @@ func TestFiniteAttenuationMatchesPaper(t *testing.T) {
 // TestMonteCarloAttenuationAlphaBeta runs the alpha-beta tracker in the
 // interpreter at random stable settings.
 func TestMonteCarloAttenuationAlphaBeta(t *testing.T) {
-	fn := attenCompile(t, "alphabeta.dsl", []byte(attenAlphaBeta))
+	u := attenCompile(t, "alphabeta.dsl", []byte(attenAlphaBeta))
+	fn := u.Func
 	ia, ib := fn.HyperIndex("alpha"), fn.HyperIndex("beta")
 	settings := 4
 	if testing.Short() {
@@ -687,14 +696,14 @@ func TestMonteCarloAttenuationAlphaBeta(t *testing.T) {
 			n := mcN
 			const sigmaW2 = 0.25
 			s := newInterpStepper(t, fn, h, n, sigmaW2)
-			lModel := attenModelAt(t, fn, "l", h)
+			lModel := attenModelAt(t, u, "l", h)
 			al := lModel.finite()
 			c := mcCase{
 				name: fmt.Sprintf("alpha-beta alpha=%v beta=%v", h[ia], h[ib]),
 				run:  s,
 				states: map[string]attenModel{
 					"l": lModel,
-					"s": attenModelAt(t, fn, "s", h),
+					"s": attenModelAt(t, u, "s", h),
 				},
 				// The state al holds attenuation_t(l) as the step computed it.
 				check: func(t *testing.T, step int, run stepper) {
@@ -789,40 +798,43 @@ func checkImpulse(t *testing.T, what string, s stepper, state string, am attenMo
 // interpreter.
 func TestImpulseResponseAttenuation(t *testing.T) {
 	t.Run("fiber", func(t *testing.T) {
-		fn := attenShipped(t, "fiber")
+		u := attenShipped(t, "fiber")
+		fn := u.Func
 		for _, w := range []float64{0.3, 0.9, 1, 0.02, 0.5} {
 			h, err := fn.ApplySettings([]string{fmt.Sprintf("omega=%v", w)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range []string{"gt", "r"} {
-				am := attenModelAt(t, fn, s, h)
+				am := attenModelAt(t, u, s, h)
 				checkImpulse(t, fmt.Sprintf("generated fiber omega=%v", w), newFiberStepper(t, w, 1, 0.5), s, am)
 				checkImpulse(t, fmt.Sprintf("interpreted fiber omega=%v", w), newInterpStepper(t, fn, h, 1, 0.5), s, am)
 			}
 		}
 	})
 	t.Run("disk", func(t *testing.T) {
-		fn := attenShipped(t, "disk")
+		u := attenShipped(t, "disk")
+		fn := u.Func
 		for _, k := range []float64{0.6, 0.1, 1, 0.01} {
 			h, err := fn.ApplySettings([]string{fmt.Sprintf("kappa=%v", k)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			am := attenModelAt(t, fn, "gt", h)
+			am := attenModelAt(t, u, "gt", h)
 			checkImpulse(t, fmt.Sprintf("generated disk kappa=%v", k), newDiskStepper(t, k, 1, 0.5), "gt", am)
 			checkImpulse(t, fmt.Sprintf("interpreted disk kappa=%v", k), newInterpStepper(t, fn, h, 1, 0.5), "gt", am)
 		}
 	})
 	t.Run("doppler", func(t *testing.T) {
-		fn := attenShipped(t, "doppler")
+		u := attenShipped(t, "doppler")
+		fn := u.Func
 		for _, set := range dopplerSettings {
 			h, err := fn.ApplySettings(set)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range []string{"y", "y1"} {
-				am := attenModelAt(t, fn, s, h)
+				am := attenModelAt(t, u, s, h)
 				checkImpulse(t, fmt.Sprintf("generated doppler %v", set), newDopplerStepper(t, set, 1, 0.5), s, am)
 				checkImpulse(t, fmt.Sprintf("interpreted doppler %v", set), newInterpStepper(t, fn, h, 1, 0.5), s, am)
 			}
@@ -839,14 +851,15 @@ func TestImpulseResponseAttenuation(t *testing.T) {
 	}
 	for _, d := range dsls {
 		t.Run(d.name, func(t *testing.T) {
-			fn := attenCompile(t, d.name+".dsl", []byte(d.src))
+			u := attenCompile(t, d.name+".dsl", []byte(d.src))
+			fn := u.Func
 			for _, set := range d.settings {
 				h, err := fn.ApplySettings(set)
 				if err != nil {
 					t.Fatalf("%v: %v", set, err)
 				}
 				for _, s := range d.states {
-					checkImpulse(t, fmt.Sprintf("%s %v", d.name, set), newInterpStepper(t, fn, h, 1, 0.5), s, attenModelAt(t, fn, s, h))
+					checkImpulse(t, fmt.Sprintf("%s %v", d.name, set), newInterpStepper(t, fn, h, 1, 0.5), s, attenModelAt(t, u, s, h))
 				}
 			}
 		})

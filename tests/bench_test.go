@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 
 	"github.com/fibergen/fibergen/generated/fiber"
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 )
 
@@ -128,10 +128,11 @@ func compileFiber(b *testing.B) *interp.Program {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fn, errs, err := ir.Compile("fiber.dsl", src)
+	u, errs, err := pipeline.Compile("fiber.dsl", src)
 	if len(errs) > 0 || err != nil {
 		b.Fatal(errs, err)
 	}
+	fn := u.Func
 	p, err := interp.New(fn)
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
@@ -36,13 +37,14 @@ func compileDSL(t *testing.T, path string) *ir.Func {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, errs, err := ir.Compile(path, src)
+	u, errs, err := pipeline.Compile(path, src)
 	if len(errs) > 0 {
 		t.Fatalf("%s: %v", path, errs)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	fn := u.Func
 	return fn
 }
 

@@ -120,7 +120,7 @@ func describeUnit(u *pipeline.Unit, h []float64) (*explanation, error) {
 	x.Observe = describeObserve(u.Func, p, h)
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
-	x.Attenuation, x.notLinear = describeAttenuation(u.Func, h)
+	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
 	return x, nil
 }
 

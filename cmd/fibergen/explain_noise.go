@@ -8,7 +8,10 @@ import (
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/ir/poly"
+	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/lower"
 )
 
 // attenInfo is the attenuation of one state that carries the DP noise
@@ -31,21 +34,18 @@ type attenInfo struct {
 
 // describeAttenuation solves the noise model of every state that carries
 // the noise linearly; notLinear says why the others have none.
-func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[string]string) {
+func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[string]*attenInfo, map[string]string) {
 	out, notLinear := map[string]*attenInfo{}, map[string]string{}
-	if fn.Noise == nil {
-		return out, notLinear
-	}
-	for _, sn := range fn.Noise.States {
+	for _, sn := range an.States {
 		switch {
-		case sn.State == ir.LookaheadState && sn.Model == nil:
+		case sn.State == lang.LookaheadState && sn.Model == nil:
 			notLinear[sn.State] = "the look-ahead point that two_point adds for the trainer: a function of theta, not a filter of the noise"
 			continue
 		case sn.Model == nil:
 			notLinear[sn.State] = sn.Why
 			continue
 		}
-		g, err := ir.Solve(sn.Model, fn.Noise.Symbols)
+		g, err := noise.Solve(sn.Model, an.Symbols)
 		if err != nil {
 			notLinear[sn.State] = err.Error()
 			continue
@@ -55,12 +55,12 @@ func describeAttenuation(fn *ir.Func, h []float64) (map[string]*attenInfo, map[s
 	return out, notLinear
 }
 
-func attenuationInfo(fn *ir.Func, g *ir.Gain, h []float64) *attenInfo {
-	syms := fn.Noise.Symbols
+func attenuationInfo(fn *ir.Func, g *noise.Gain, h []float64) *attenInfo {
+	syms := g.Symbols
 	at := g.At(fn, h)
 	a := &attenInfo{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
-		B: fracRow(g.Model.B, syms), StableWhere: ir.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
-	if x := ir.ClosedForm(g); x != nil {
+		B: fracRow(g.Model.B, syms), StableWhere: lower.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
+	if x := lower.ClosedForm(g); x != nil {
 		s := dsl.ExprString(x)
 		a.Expr, a.Sigma = &s, fracMatrix(g.Sigma, syms)
 	} else {
@@ -80,7 +80,7 @@ func finite(x float64) *float64 {
 func fracRow(row []poly.Frac, syms []*ir.Value) []string {
 	out := make([]string, len(row))
 	for i, f := range row {
-		out[i] = dsl.ExprString(ir.FracExpr(f, syms))
+		out[i] = lower.FracString(f, syms)
 	}
 	return out
 }

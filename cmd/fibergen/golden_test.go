@@ -1,9 +1,10 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/golden"
 )
 
 // TestGolden compares whole outputs with testdata/*.golden; refresh them
@@ -29,26 +30,7 @@ func TestGolden(t *testing.T) {
 			if r.code != c.code || other != "" {
 				t.Fatalf("exit status %d (want %d), other output:\n%s", r.code, c.code, other)
 			}
-			checkGolden(t, filepath.Join("testdata", c.golden), got)
+			golden.Check(t, filepath.Join("testdata", c.golden), []byte(got))
 		})
-	}
-}
-
-// checkGolden compares got with the golden file, or rewrites it under
-// -update.
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run go test -update if the change is intended)\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 // mustRun runs a command line that must succeed with nothing on stderr.
@@ -360,10 +360,11 @@ func TestExplainJSONIR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, errs, err := ir.Compile(optPath("fiber"), src)
+	u, errs, err := pipeline.Compile(optPath("fiber"), src)
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
+	fn := u.Func
 	if x.IR == nil || *x.IR != fn.String() {
 		t.Errorf("--ir gives %v, want the IR dump:\n%s", x.IR, fn.String())
 	}

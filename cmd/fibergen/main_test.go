@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"io/fs"
 	"math"
 	"os"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/fibergen/fibergen/runtime/npy"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // optDir is the directory of the shipped optimizers, relative to this
 // package.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
@@ -157,7 +158,7 @@ func (o *runOptions) writeLookahead(fn *ir.Func, theta npy.Array, states [][]flo
 	}
 	p := theta
 	if steps > 0 {
-		p = npy.Array{Shape: theta.Shape, Data: states[slices.Index(fn.States, ir.LookaheadState)]}
+		p = npy.Array{Shape: theta.Shape, Data: states[slices.Index(fn.States, lang.LookaheadState)]}
 	}
 	if err := npy.WriteFile(o.ex.lookaheadOut, p); err != nil {
 		return fmt.Errorf("--lookahead-out %s: cannot write: %v", o.ex.lookaheadOut, rootCause(err))

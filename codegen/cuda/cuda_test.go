@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"bytes"
 	"debug/elf"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,10 +11,9 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/codegen/cuda"
+	"github.com/fibergen/fibergen/internal/golden"
 	"github.com/fibergen/fibergen/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // compile builds the kernel module of a .dsl file the way fibergen build does.
 func compile(t *testing.T, path string) *pipeline.Unit {
@@ -65,19 +63,7 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := []byte(compile(t, tc.dsl).Kernels.LL)
-			golden := filepath.Join("testdata", tc.name+".ll.golden")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("generated module differs from %s (run go test -update and review the diff)", golden)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.name+".ll.golden"), got)
 		})
 	}
 }

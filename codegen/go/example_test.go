@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lower"
 )
 
 func ExampleGenerate() {
 	src := "optimizer sgd\nhyper lr = 0.1 in (0, inf)\nstep {\n\ttheta = theta - lr * g\n}\n"
-	fn, _, _ := ir.Compile("sgd.dsl", []byte(src))
+	f, info, _ := dsl.Parse("sgd.dsl", []byte(src))
+	fn, _, _ := lower.Build(f, info)
 	code, err := gogen.Generate(fn, gogen.Options{Source: "sgd.dsl", DSL: []byte(src)})
 	if err != nil {
 		fmt.Println(err)

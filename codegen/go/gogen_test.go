@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -82,10 +81,11 @@ func TestHeaderAndNoFusion(t *testing.T) {
 
 func TestNameClash(t *testing.T) {
 	src := []byte("optimizer clash\nhyper eps_v = 1\nhyper epsV = 2\nstep {\n theta = theta - eps_v * epsV * g\n}\n")
-	fn, errs, err := ir.Compile("clash.dsl", src)
+	u, errs, err := pipeline.Compile("clash.dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
+	fn := u.Func
 	_, err = gogen.Generate(fn, gogen.Options{Source: "clash.dsl"})
 	if err == nil || !strings.Contains(err.Error(), "EpsV") {
 		t.Fatalf("want a clash error naming EpsV, got %v", err)
@@ -93,10 +93,11 @@ func TestNameClash(t *testing.T) {
 }
 
 func TestRejectsInvalidIR(t *testing.T) {
-	fn, _, err := ir.Compile("sgd.dsl", []byte("optimizer sgd\nhyper lr = 0.1\nstep {\n theta = theta - lr * g\n}\n"))
+	u, _, err := pipeline.Compile("sgd.dsl", []byte("optimizer sgd\nhyper lr = 0.1\nstep {\n theta = theta - lr * g\n}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	fn := u.Func
 	fn.Step.Values = fn.Step.Values[1:] // drop a definition that others use
 	if _, err := gogen.Generate(fn, gogen.Options{Source: "sgd.dsl"}); err == nil || !strings.Contains(err.Error(), "not defined") {
 		t.Fatalf("want an error for invalid IR, got %v", err)

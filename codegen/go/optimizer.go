@@ -2,7 +2,7 @@ package gogen
 
 import (
 	"github.com/dave/jennifer/jen"
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // fieldName is the Optimizer field of a state.
@@ -95,7 +95,7 @@ func (g *generator) genLookaheadPoint() {
 	g.file.Comment("then the state that each step writes.")
 	g.file.Func().Params(jen.Id("o").Op("*").Id("Optimizer")).Id("LookaheadPoint").Params(jen.Id("theta").Index().Float32()).Index().Float32().Block(
 		jen.If(jen.Id("o").Dot("T").Op("==").Lit(0)).Block(jen.Return(jen.Id("theta"))),
-		jen.Return(jen.Id("o").Dot(fieldName(ir.LookaheadState))),
+		jen.Return(jen.Id("o").Dot(fieldName(lang.LookaheadState))),
 	)
 }
 

@@ -3,8 +3,9 @@ package interp_test
 import (
 	"fmt"
 
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/lower"
 )
 
 func ExampleNew() {
@@ -17,9 +18,14 @@ step {
 	theta = theta - lr * v
 }
 `
-	fn, errs, err := ir.Compile("momentum.dsl", []byte(src))
-	if len(errs) > 0 || err != nil {
-		fmt.Println(errs, err)
+	f, info, errs := dsl.Parse("momentum.dsl", []byte(src))
+	if len(errs) > 0 {
+		fmt.Println(errs)
+		return
+	}
+	fn, _, err := lower.Build(f, info)
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	p, err := interp.New(fn)

@@ -5,17 +5,18 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 // compile compiles src and prepares it for interpretation.
 func compile(t *testing.T, src string) *interp.Program {
 	t.Helper()
-	fn, errs, err := ir.Compile("test.dsl", []byte(src))
+	u, errs, err := pipeline.Compile("test.dsl", []byte(src))
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile: %v %v\n%s", errs, err, src)
 	}
+	fn := u.Func
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatalf("interp.New: %v", err)

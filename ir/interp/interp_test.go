@@ -7,6 +7,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -108,10 +109,11 @@ func TestStepRejectsBadBuffers(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	src := program("hyper lr = 0.1", "theta = theta - lr * g")
-	f, errs, err := ir.Compile("t.dsl", []byte(src))
+	u, errs, err := pipeline.Compile("t.dsl", []byte(src))
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
+	f := u.Func
 	t.Run("not hoisted", func(t *testing.T) {
 		// Move the first kernel value, a load, ahead of the host part.
 		fn := *f

@@ -1,4 +1,4 @@
-package ir
+package noise
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/poly"
 	"github.com/fibergen/fibergen/lang"
 )
@@ -16,26 +17,26 @@ import (
 // training (rational functions of the hypers). Those states form the linear
 // model z_t = M z_{t-1} + b w_t that Lyapunov solves.
 
-// Noise is what the noise analysis finds in a step block.
-type Noise struct {
+// Analysis is what the noise analysis finds in a step block.
+type Analysis struct {
 	// Symbols are the variables of every fraction in the models: hypers
 	// (OpHyper values) and uniform values that are not rational in the hypers,
 	// such as sqrt(kappa), which stand for themselves.
-	Symbols []*Value
+	Symbols []*ir.Value
 	States  []StateNoise // one per declared state, in declaration order
 }
 
 // StateNoise says how the noise reaches one state.
 type StateNoise struct {
 	State string
-	Model *NoiseModel // nil when the noise does not reach the state linearly
-	Why   string      // why Model is nil
+	Model *Model // nil when the noise does not reach the state linearly
+	Why   string // why Model is nil
 }
 
-// NoiseModel is the linear model by which the noise w reaches State:
+// Model is the linear model by which the noise w reaches State:
 // z_t = M z_{t-1} + b w_t, where z holds State and every state whose
 // previous value reaches it, and State is z[Target].
-type NoiseModel struct {
+type Model struct {
 	State  string
 	States []string // z, in declaration order (theta last, if it is there)
 	Target int
@@ -71,38 +72,38 @@ type form struct {
 // noiseAnalyzer runs the analysis over one step block.
 type noiseAnalyzer struct {
 	states   []string // the declared states, then theta
-	describe func(v *Value) string
-	symbols  []*Value
+	describe func(v *ir.Value) string
+	symbols  []*ir.Value
 	symIndex map[string]int
 	noisy    map[string]bool // g and the states whose update reads the noise
-	forms    map[*Value]form
-	updates  map[string]form   // the form of each state's new value
-	stores   map[string]*Value // the store of each state's new value
+	forms    map[*ir.Value]form
+	updates  map[string]form      // the form of each state's new value
+	stores   map[string]*ir.Value // the store of each state's new value
 }
 
-// AnalyzeNoise runs the noise analysis over fn's step block. describe
+// Analyze runs the noise analysis over fn's step block. describe
 // names a value in a message (nil: its expression); Lower passes one that
 // quotes the source.
-func AnalyzeNoise(fn *Func, describe func(*Value) string) *Noise {
+func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 	if describe == nil {
-		describe = func(v *Value) string { return "`" + ExprString(v) + "`" }
+		describe = func(v *ir.Value) string { return "`" + ir.ExprString(v) + "`" }
 	}
 	a := &noiseAnalyzer{
 		states:   append(slices.Clone(fn.States), "theta"),
 		describe: describe,
 		symIndex: map[string]int{},
-		forms:    map[*Value]form{},
+		forms:    map[*ir.Value]form{},
 		updates:  map[string]form{},
-		stores:   map[string]*Value{},
+		stores:   map[string]*ir.Value{},
 	}
 	a.findNoisy(fn.Step)
 	for _, v := range fn.Step.Values {
 		a.forms[v] = a.formOf(v)
-		if v.Op == OpStore {
+		if v.Op == ir.OpStore {
 			a.updates[v.Name], a.stores[v.Name] = a.forms[v.Args[0]], v
 		}
 	}
-	n := &Noise{Symbols: a.symbols}
+	n := &Analysis{Symbols: a.symbols}
 	for _, s := range fn.States {
 		m, why := a.model(s)
 		n.States = append(n.States, StateNoise{State: s, Model: m, Why: why})
@@ -112,20 +113,20 @@ func AnalyzeNoise(fn *Func, describe func(*Value) string) *Noise {
 
 // findNoisy finds the states the noise reaches at all: g, and every state
 // (or theta) whose update reads g or a noisy state, to a fixed point.
-func (a *noiseAnalyzer) findNoisy(b *Block) {
+func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
 	a.noisy = map[string]bool{"g": true}
 	for changed := true; changed; {
 		changed = false
 		for _, s := range b.Stores() {
-			if !a.noisy[s.Name] && a.readsNoise(s.Args[0], map[*Value]bool{}) {
+			if !a.noisy[s.Name] && a.readsNoise(s.Args[0], map[*ir.Value]bool{}) {
 				a.noisy[s.Name], changed = true, true
 			}
 		}
 	}
 }
 
-func (a *noiseAnalyzer) readsNoise(v *Value, seen map[*Value]bool) bool {
-	if v.Op == OpLoad {
+func (a *noiseAnalyzer) readsNoise(v *ir.Value, seen map[*ir.Value]bool) bool {
+	if v.Op == ir.OpLoad {
 		return a.noisy[v.Name]
 	}
 	if seen[v] {
@@ -141,25 +142,25 @@ func (a *noiseAnalyzer) readsNoise(v *Value, seen map[*Value]bool) bool {
 }
 
 // formOf derives v's form from its operands' forms.
-func (a *noiseAnalyzer) formOf(v *Value) form {
-	if v.Uniform && v.Op != OpStore && v.Op != OpLoad {
+func (a *noiseAnalyzer) formOf(v *ir.Value) form {
+	if v.Uniform && v.Op != ir.OpStore && v.Op != ir.OpLoad {
 		return form{kind: uniformForm, c: a.coefOf(v)}
 	}
 	switch v.Op {
-	case OpLoad:
+	case ir.OpLoad:
 		if !a.noisy[v.Name] {
 			return form{kind: cleanForm}
 		}
 		return form{kind: linearForm, lin: map[string]coef{v.Name: constCoef(1)}}
-	case OpStore:
+	case ir.OpStore:
 		return a.forms[v.Args[0]]
-	case OpNeg:
+	case ir.OpNeg:
 		return a.scale(a.forms[v.Args[0]], constCoef(-1))
-	case OpAdd, OpSub:
+	case ir.OpAdd, ir.OpSub:
 		return a.sum(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
-	case OpMul:
+	case ir.OpMul:
 		return a.product(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
-	case OpDiv:
+	case ir.OpDiv:
 		return a.quotient(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
 	}
 	return a.nonlinear(v, "applies "+v.Op.String()+" to", v.Args...)
@@ -167,7 +168,7 @@ func (a *noiseAnalyzer) formOf(v *Value) form {
 
 // nonlinear is the form of v when an operand carries noise, and clean
 // otherwise.
-func (a *noiseAnalyzer) nonlinear(v *Value, verb string, args ...*Value) form {
+func (a *noiseAnalyzer) nonlinear(v *ir.Value, verb string, args ...*ir.Value) form {
 	for _, x := range args {
 		f := a.forms[x]
 		switch f.kind {
@@ -180,8 +181,8 @@ func (a *noiseAnalyzer) nonlinear(v *Value, verb string, args ...*Value) form {
 	return form{kind: cleanForm}
 }
 
-func (a *noiseAnalyzer) sum(v *Value, x, y form) form {
-	if v.Op == OpSub {
+func (a *noiseAnalyzer) sum(v *ir.Value, x, y form) form {
+	if v.Op == ir.OpSub {
 		y = a.scale(y, constCoef(-1))
 	}
 	switch {
@@ -201,7 +202,7 @@ func (a *noiseAnalyzer) sum(v *Value, x, y form) form {
 	return form{kind: linearForm, lin: lin}
 }
 
-func (a *noiseAnalyzer) product(v *Value, x, y form) form {
+func (a *noiseAnalyzer) product(v *ir.Value, x, y form) form {
 	switch {
 	case x.kind == uniformForm:
 		return a.scale(y, x.c)
@@ -215,7 +216,7 @@ func (a *noiseAnalyzer) product(v *Value, x, y form) form {
 	return a.nonlinear(v, "multiplies", v.Args...)
 }
 
-func (a *noiseAnalyzer) quotient(v *Value, x, y form) form {
+func (a *noiseAnalyzer) quotient(v *ir.Value, x, y form) form {
 	switch {
 	case y.kind == uniformForm && y.c.moving == "" && y.c.f.IsZero():
 		return a.nonlinear(v, "divides by zero", v.Args[0])
@@ -245,12 +246,12 @@ func (a *noiseAnalyzer) scale(f form, c coef) form {
 }
 
 // model builds the state-space model of state s, or says why there is none.
-func (a *noiseAnalyzer) model(s string) (*NoiseModel, string) {
+func (a *noiseAnalyzer) model(s string) (*Model, string) {
 	z, why := a.closure(s)
 	if why != "" {
 		return nil, why
 	}
-	m := &NoiseModel{State: s, States: z, Target: slices.Index(z, s)}
+	m := &Model{State: s, States: z, Target: slices.Index(z, s)}
 	for _, zi := range z {
 		u := a.updates[zi]
 		row := make([]poly.Frac, len(z))
@@ -318,7 +319,7 @@ func sortedKeys(m map[string]coef) []string {
 // coefOf computes the symbolic value of a uniform value; one that grows
 // past MaxSymbolicTerms terms becomes a symbol of its own, which keeps the
 // algebra small.
-func (a *noiseAnalyzer) coefOf(v *Value) coef {
+func (a *noiseAnalyzer) coefOf(v *ir.Value) coef {
 	if a.tooLarge(v) {
 		return a.atom(v)
 	}
@@ -335,45 +336,45 @@ const maxCoefDegree = 256
 // tooLarge reports whether computing v from its operands' fractions could
 // give a degree past maxCoefDegree (the degrees of a product, a quotient or
 // a sum of fractions add; x ** n multiplies).
-func (a *noiseAnalyzer) tooLarge(v *Value) bool {
+func (a *noiseAnalyzer) tooLarge(v *ir.Value) bool {
 	deg := 0
 	for _, x := range v.Args {
 		c := a.forms[x].c
 		deg += max(c.f.Num.Degree(), c.f.Den.Degree(), 0)
 	}
-	if v.Op == OpPow && len(v.Args) == 2 {
+	if v.Op == ir.OpPow && len(v.Args) == 2 {
 		c := a.forms[v.Args[0]].c
 		deg = max(c.f.Num.Degree(), c.f.Den.Degree(), 0) * lang.MaxPowExponent
 	}
 	return deg > maxCoefDegree
 }
 
-func (a *noiseAnalyzer) coefValue(v *Value) coef {
+func (a *noiseAnalyzer) coefValue(v *ir.Value) coef {
 	arg := func(i int) coef { return a.forms[v.Args[i]].c }
 	switch v.Op {
-	case OpConst:
+	case ir.OpConst:
 		return coef{f: poly.FracOf(poly.Const(decimalRat(v.Const)))}
-	case OpHyper:
+	case ir.OpHyper:
 		return a.symbol(v, "hyper "+v.Name)
-	case OpStepIndex, OpSigmaW2:
+	case ir.OpStepIndex, ir.OpSigmaW2:
 		return coef{moving: "changes from step to step (it reads " + v.Op.String() + ")"}
-	case OpAtten, OpAttenT:
+	case ir.OpAtten, ir.OpAttenT:
 		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
-	case OpF32:
+	case ir.OpF32:
 		return arg(0)
-	case OpNeg:
+	case ir.OpNeg:
 		return mulCoef(arg(0), constCoef(-1))
-	case OpAdd:
+	case ir.OpAdd:
 		return addCoef(arg(0), arg(1))
-	case OpSub:
+	case ir.OpSub:
 		return addCoef(arg(0), mulCoef(arg(1), constCoef(-1)))
-	case OpMul:
+	case ir.OpMul:
 		return mulCoef(arg(0), arg(1))
-	case OpDiv:
+	case ir.OpDiv:
 		if d := arg(1); d.moving == "" && !d.f.IsZero() {
 			return mulCoef(arg(0), invCoef(d))
 		}
-	case OpPow:
+	case ir.OpPow:
 		if c, ok := a.intPower(v); ok {
 			return c
 		}
@@ -383,7 +384,7 @@ func (a *noiseAnalyzer) coefValue(v *Value) coef {
 
 // intPower computes x ** n for a constant integer n of at most
 // lang.MaxPowExponent in magnitude.
-func (a *noiseAnalyzer) intPower(v *Value) (coef, bool) {
+func (a *noiseAnalyzer) intPower(v *ir.Value) (coef, bool) {
 	base, exp := a.forms[v.Args[0]].c, a.forms[v.Args[1]].c
 	r, ok := exp.f.Num.Constant()
 	if exp.moving != "" || !ok || !exp.f.Den.Equal(poly.Int(1)) || !r.IsInt() || r.Num().CmpAbs(big.NewInt(64)) > 0 {
@@ -410,20 +411,20 @@ func (a *noiseAnalyzer) intPower(v *Value) (coef, bool) {
 // atom makes a uniform value that is not rational in the symbols a symbol
 // of its own, known by its expression, unless it changes from step to step
 // or its expression is too large to print (then no closed form can name it).
-func (a *noiseAnalyzer) atom(v *Value) coef {
+func (a *noiseAnalyzer) atom(v *ir.Value) coef {
 	for _, x := range v.Args {
 		if c := a.forms[x].c; c.moving != "" {
 			return c
 		}
 	}
-	if treeSize(v, map[*Value]int{}) > MaxExprNodes {
-		return coef{moving: fmt.Sprintf("is an expression of more than %d operations, too large to solve for", MaxExprNodes)}
+	if !ir.Printable(v) {
+		return coef{moving: fmt.Sprintf("is an expression of more than %d operations, too large to solve for", ir.MaxExprNodes)}
 	}
-	return a.symbol(v, ExprString(v))
+	return a.symbol(v, ir.ExprString(v))
 }
 
 // symbol returns the variable for v, known by key, adding it if new.
-func (a *noiseAnalyzer) symbol(v *Value, key string) coef {
+func (a *noiseAnalyzer) symbol(v *ir.Value, key string) coef {
 	i, ok := a.symIndex[key]
 	if !ok {
 		i = len(a.symbols)

@@ -1,4 +1,4 @@
-package ir
+package noise_test
 
 import (
 	"errors"
@@ -6,12 +6,17 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/gain"
+	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/ir/poly"
+	"github.com/fibergen/fibergen/lower"
 )
 
 // Tests of the noise analysis and of attenuation / attenuation_t: the
@@ -27,7 +32,7 @@ import (
 var (
 	// attInnovation is FiBeR's innovation filter alone, with omega's range
 	// widened past the stability limit 4/3.
-	attInnovation = program(`hyper lr = 1e-3 in (0, inf)
+	attInnovation = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper omega = 0.9 in (0, 2)
 state gt = 0
 state r = 0`, `nu = g - gt
@@ -37,7 +42,7 @@ theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
 
 	// attInnovationSwapped updates gt before r, so gt reads the old r and
 	// r reads the new gt (its innovation is taken against the new gt).
-	attInnovationSwapped = program(`hyper lr = 1e-3 in (0, inf)
+	attInnovationSwapped = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper omega = 0.9 in (0, 2)
 state gt = 0
 state r = 0`, `gt = gt + r
@@ -45,18 +50,18 @@ r = (1 - omega) * r + omega * (g - gt)
 theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
 
 	// attEMA is DiSK's filter: an EMA with gain kappa.
-	attEMA = program(`hyper lr = 1e-3 in (0, inf)
+	attEMA = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper kappa = 0.6 in (0, 1]
 state gt = 0`, `gt = (1 - kappa) * gt + kappa * g
 theta = theta - lr * gt / (1 + attenuation(gt) * sigma_w2)`)
 
 	// attUnfiltered stores g as it comes.
-	attUnfiltered = program(`hyper lr = 1e-3 in (0, inf)
+	attUnfiltered = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 state x = 0`, `x = g
 theta = theta - lr * x / (1 + attenuation(x) * sigma_w2)`)
 
 	// attAlphaBeta is the alpha-beta tracker: level l and trend s.
-	attAlphaBeta = program(`hyper lr = 1e-3 in (0, inf)
+	attAlphaBeta = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper alpha = 0.5 in (0, 2)
 hyper beta = 0.2 in (0, 4)
 state l = 0
@@ -68,7 +73,7 @@ theta = theta - lr * l / (1 + attenuation(l) * sigma_w2 + attenuation(s))`)
 
 	// attCascade is three EMAs in a row, each reading the new value of the
 	// one before.
-	attCascade = program(`hyper lr = 1e-3 in (0, inf)
+	attCascade = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper kappa = 0.3 in (0, 1]
 state e1 = 0
 state e2 = 0
@@ -79,7 +84,7 @@ theta = theta - lr * e3 / (1 + attenuation(e3) * sigma_w2)`)
 
 	// attABG is the alpha-beta-gamma tracker: level x, trend v and
 	// curvature acc.
-	attABG = program(`hyper lr = 1e-3 in (0, inf)
+	attABG = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper alpha = 0.5 in (0, 2)
 hyper beta = 0.2 in (0, 4)
 hyper gamma = 0.02 in (0, 4)
@@ -95,13 +100,13 @@ theta = theta - lr * x / (1 + attenuation(x) * sigma_w2 + attenuation_t(v) + att
 
 	// attDelay: y reads x after (y = x + g, order A) or before (order B)
 	// x's update, x = c x + g.
-	attDelayAfter = program(`hyper lr = 1e-3 in (0, inf)
+	attDelayAfter = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper c = 0.5 in (-1, 1)
 state x = 0
 state y = 0`, `x = c * x + g
 y = x + g
 theta = theta - lr * y / (1 + attenuation(y))`)
-	attDelayBefore = program(`hyper lr = 1e-3 in (0, inf)
+	attDelayBefore = irtest.Program(`hyper lr = 1e-3 in (0, inf)
 hyper c = 0.5 in (-1, 1)
 state x = 0
 state y = 0`, `y = x + g
@@ -110,9 +115,9 @@ theta = theta - lr * y / (1 + attenuation(y))`)
 )
 
 // attCompile compiles src, failing the test on any error.
-func attCompile(t testing.TB, src string) *Func {
+func attCompile(t testing.TB, src string) *irtest.Func {
 	t.Helper()
-	fn, errs, err := Compile("test.dsl", []byte(src))
+	fn, errs, err := irtest.Compile("test.dsl", []byte(src))
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile: %v %v\nsource:\n%s", errs, err, src)
 	}
@@ -120,13 +125,13 @@ func attCompile(t testing.TB, src string) *Func {
 }
 
 // attFiber compiles the shipped optimizers/fiber.dsl.
-func attFiber(t testing.TB) *Func {
+func attFiber(t testing.TB) *irtest.Func {
 	t.Helper()
-	src, err := os.ReadFile("../optimizers/fiber.dsl")
+	src, err := os.ReadFile("../../optimizers/fiber.dsl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, errs, err := Compile("fiber.dsl", src)
+	fn, errs, err := irtest.Compile("fiber.dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatalf("Compile(fiber.dsl): %v %v", errs, err)
 	}
@@ -134,10 +139,10 @@ func attFiber(t testing.TB) *Func {
 }
 
 // attSym returns x_i for the hyper named name in fn.Noise.Symbols.
-func attSym(t testing.TB, fn *Func, name string) poly.Poly {
+func attSym(t testing.TB, fn *irtest.Func, name string) poly.Poly {
 	t.Helper()
 	for i, s := range fn.Noise.Symbols {
-		if s.Op == OpHyper && s.Name == name {
+		if s.Op == ir.OpHyper && s.Name == name {
 			return poly.Var(i)
 		}
 	}
@@ -145,10 +150,10 @@ func attSym(t testing.TB, fn *Func, name string) poly.Poly {
 	return poly.Poly{}
 }
 
-func attSymbolNames(fn *Func) []string {
+func attSymbolNames(fn *irtest.Func) []string {
 	var out []string
 	for _, s := range fn.Noise.Symbols {
-		out = append(out, ExprString(s))
+		out = append(out, ir.ExprString(s))
 	}
 	return out
 }
@@ -164,7 +169,7 @@ func attFrac(t testing.TB, num, den poly.Poly) poly.Frac {
 }
 
 // attModel returns the noise model of state s.
-func attModel(t testing.TB, fn *Func, s string) *NoiseModel {
+func attModel(t testing.TB, fn *irtest.Func, s string) *noise.Model {
 	t.Helper()
 	if fn.Noise == nil {
 		t.Fatal("fn.Noise is nil")
@@ -182,9 +187,9 @@ func attModel(t testing.TB, fn *Func, s string) *NoiseModel {
 }
 
 // attSolve solves the noise model of state s.
-func attSolve(t testing.TB, fn *Func, s string) *Gain {
+func attSolve(t testing.TB, fn *irtest.Func, s string) *noise.Gain {
 	t.Helper()
-	g, err := Solve(attModel(t, fn, s), fn.Noise.Symbols)
+	g, err := noise.Solve(attModel(t, fn, s), fn.Noise.Symbols)
 	if err != nil {
 		t.Fatalf("Solve(%s): %v", s, err)
 	}
@@ -193,11 +198,11 @@ func attSolve(t testing.TB, fn *Func, s string) *Gain {
 
 // attPoint returns the symbols' values at hypers h, exactly (every symbol
 // must be a hyper).
-func attPoint(t testing.TB, fn *Func, h []float64) []*big.Rat {
+func attPoint(t testing.TB, fn *irtest.Func, h []float64) []*big.Rat {
 	t.Helper()
 	x := make([]*big.Rat, len(fn.Noise.Symbols))
 	for i, s := range fn.Noise.Symbols {
-		if s.Op != OpHyper {
+		if s.Op != ir.OpHyper {
 			x[i] = new(big.Rat) // not a variable of the models under test
 			continue
 		}
@@ -207,7 +212,7 @@ func attPoint(t testing.TB, fn *Func, h []float64) []*big.Rat {
 }
 
 // attHypers returns the defaults with the named hypers overridden.
-func attHypers(t testing.TB, fn *Func, set map[string]float64) []float64 {
+func attHypers(t testing.TB, fn *irtest.Func, set map[string]float64) []float64 {
 	t.Helper()
 	h := fn.DefaultHypers()
 	for name, v := range set {
@@ -231,7 +236,7 @@ func attEval(t testing.TB, f poly.Frac, x []*big.Rat) float64 {
 }
 
 // attModelValues evaluates a model's M (row major) and b at x in float64.
-func attModelValues(t testing.TB, m *NoiseModel, x []*big.Rat) (mv, bv []float64) {
+func attModelValues(t testing.TB, m *noise.Model, x []*big.Rat) (mv, bv []float64) {
 	t.Helper()
 	for _, row := range m.M {
 		for _, e := range row {
@@ -282,16 +287,16 @@ func TestAttenuationClosedForms(t *testing.T) {
 	one := poly.Int(1)
 	tests := []struct {
 		name   string
-		fn     func(t testing.TB) *Func
+		fn     func(t testing.TB) *irtest.Func
 		state  string
 		states []string // the model's z
-		want   func(t *testing.T, fn *Func) poly.Frac
+		want   func(t *testing.T, fn *irtest.Func) poly.Frac
 		expr   string // the printed closed form; "" to skip
 		points []map[string]float64
 	}{
 		{
 			name: "fiber gt", fn: attFiber, state: "gt", states: []string{"gt", "r"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				w := attSym(t, fn, "omega")
 				return attFrac(t, poly.Int(2).Sub(w), poly.Int(4).Sub(poly.Int(3).Mul(w)))
 			},
@@ -300,15 +305,15 @@ func TestAttenuationClosedForms(t *testing.T) {
 		},
 		{
 			name: "fiber r", fn: attFiber, state: "r", states: []string{"gt", "r"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				w := attSym(t, fn, "omega")
 				return attFrac(t, poly.Int(2).Mul(w), poly.Int(4).Sub(poly.Int(3).Mul(w)))
 			},
 			points: []map[string]float64{{"omega": 0.9}, {"omega": 0.3}},
 		},
 		{
-			name: "innovation filter gt", fn: func(t testing.TB) *Func { return attCompile(t, attInnovation) }, state: "gt", states: []string{"gt", "r"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			name: "innovation filter gt", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attInnovation) }, state: "gt", states: []string{"gt", "r"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				w := attSym(t, fn, "omega")
 				return attFrac(t, poly.Int(2).Sub(w), poly.Int(4).Sub(poly.Int(3).Mul(w)))
 			},
@@ -316,8 +321,8 @@ func TestAttenuationClosedForms(t *testing.T) {
 			points: []map[string]float64{{"omega": 1.2}, {"omega": 1.33}, {"omega": 0.5}},
 		},
 		{
-			name: "ema", fn: func(t testing.TB) *Func { return attCompile(t, attEMA) }, state: "gt", states: []string{"gt"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			name: "ema", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attEMA) }, state: "gt", states: []string{"gt"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				k := attSym(t, fn, "kappa")
 				return attFrac(t, k, poly.Int(2).Sub(k))
 			},
@@ -326,14 +331,14 @@ func TestAttenuationClosedForms(t *testing.T) {
 		},
 		{
 			name: "disk.dsl gt", state: "gt", states: []string{"gt"},
-			fn: func(t testing.TB) *Func {
-				src, err := os.ReadFile("../optimizers/disk.dsl")
+			fn: func(t testing.TB) *irtest.Func {
+				src, err := os.ReadFile("../../optimizers/disk.dsl")
 				if err != nil {
 					t.Fatal(err)
 				}
 				return attCompile(t, string(src))
 			},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				k := attSym(t, fn, "kappa")
 				return attFrac(t, k, poly.Int(2).Sub(k))
 			},
@@ -341,16 +346,16 @@ func TestAttenuationClosedForms(t *testing.T) {
 			points: []map[string]float64{{"kappa": 0.6}, {"kappa": 0.1}},
 		},
 		{
-			name: "unfiltered", fn: func(t testing.TB) *Func { return attCompile(t, attUnfiltered) }, state: "x", states: []string{"x"},
-			want:   func(t *testing.T, fn *Func) poly.Frac { return poly.FracOf(one) },
+			name: "unfiltered", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attUnfiltered) }, state: "x", states: []string{"x"},
+			want:   func(t *testing.T, fn *irtest.Func) poly.Frac { return poly.FracOf(one) },
 			expr:   "1",
 			points: []map[string]float64{{}},
 		},
 		{
 			// Kalata (1984), Benedict & Bordner (1962): the noise-reduction
 			// ratio of the filtered position of the alpha-beta tracker.
-			name: "alpha-beta level", fn: func(t testing.TB) *Func { return attCompile(t, attAlphaBeta) }, state: "l", states: []string{"l", "s"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			name: "alpha-beta level", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attAlphaBeta) }, state: "l", states: []string{"l", "s"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				a, b := attSym(t, fn, "alpha"), attSym(t, fn, "beta")
 				num := poly.Int(2).Mul(a).Mul(a).Add(poly.Int(2).Mul(b)).Sub(poly.Int(3).Mul(a).Mul(b))
 				den := a.Mul(poly.Int(4).Sub(poly.Int(2).Mul(a)).Sub(b))
@@ -360,8 +365,8 @@ func TestAttenuationClosedForms(t *testing.T) {
 		},
 		{
 			// The velocity ratio, 2β²/(α(4 − 2α − β)) (per sampling period²).
-			name: "alpha-beta trend", fn: func(t testing.TB) *Func { return attCompile(t, attAlphaBeta) }, state: "s", states: []string{"l", "s"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			name: "alpha-beta trend", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attAlphaBeta) }, state: "s", states: []string{"l", "s"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				a, b := attSym(t, fn, "alpha"), attSym(t, fn, "beta")
 				num := poly.Int(2).Mul(b).Mul(b)
 				den := a.Mul(poly.Int(4).Sub(poly.Int(2).Mul(a)).Sub(b))
@@ -372,8 +377,8 @@ func TestAttenuationClosedForms(t *testing.T) {
 		{
 			// κ(κ⁴ − 4κ³ + 10κ² − 12κ + 6)/(2 − κ)⁵, derived independently
 			// (sympy) from the model below; with one stage it is κ/(2 − κ).
-			name: "three EMAs", fn: func(t testing.TB) *Func { return attCompile(t, attCascade) }, state: "e3", states: []string{"e1", "e2", "e3"},
-			want: func(t *testing.T, fn *Func) poly.Frac {
+			name: "three EMAs", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attCascade) }, state: "e3", states: []string{"e1", "e2", "e3"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac {
 				k := attSym(t, fn, "kappa")
 				num := k.Mul(k.Pow(4).Sub(poly.Int(4).Mul(k.Pow(3))).Add(poly.Int(10).Mul(k.Pow(2))).Sub(poly.Int(12).Mul(k)).Add(poly.Int(6)))
 				return attFrac(t, num, poly.Int(2).Sub(k).Pow(5))
@@ -383,27 +388,27 @@ func TestAttenuationClosedForms(t *testing.T) {
 		{
 			// theta is part of the loop: z = (x, theta).
 			name: "theta in the loop", state: "x", states: []string{"x", "theta"},
-			fn: func(t testing.TB) *Func {
-				return attCompile(t, program("hyper beta = 0.5 in (0, 1)\nstate x = 0",
+			fn: func(t testing.TB) *irtest.Func {
+				return attCompile(t, irtest.Program("hyper beta = 0.5 in (0, 1)\nstate x = 0",
 					"x = beta * x + g - theta\ntheta = theta + 0.5 * x + 0.001 * attenuation(x)"))
 			},
-			want: func(t *testing.T, fn *Func) poly.Frac { // 4/((1 - β)(3 + 4β)), sympy
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac { // 4/((1 - β)(3 + 4β)), sympy
 				b := attSym(t, fn, "beta")
 				return attFrac(t, poly.Int(4), one.Sub(b).Mul(poly.Int(3).Add(poly.Int(4).Mul(b))))
 			},
 			points: []map[string]float64{{"beta": 0.5}, {"beta": 0.9}, {"beta": 0.01}},
 		},
 		{
-			name: "order: y after x", fn: func(t testing.TB) *Func { return attCompile(t, attDelayAfter) }, state: "y", states: []string{"x", "y"},
-			want: func(t *testing.T, fn *Func) poly.Frac { // (4 - 3c²)/(1 - c²)
+			name: "order: y after x", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attDelayAfter) }, state: "y", states: []string{"x", "y"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac { // (4 - 3c²)/(1 - c²)
 				c := attSym(t, fn, "c")
 				return attFrac(t, poly.Int(4).Sub(poly.Int(3).Mul(c).Mul(c)), one.Sub(c.Mul(c)))
 			},
 			points: []map[string]float64{{"c": 0.5}, {"c": -0.9}},
 		},
 		{
-			name: "order: y before x", fn: func(t testing.TB) *Func { return attCompile(t, attDelayBefore) }, state: "y", states: []string{"x", "y"},
-			want: func(t *testing.T, fn *Func) poly.Frac { // (2 - c²)/(1 - c²)
+			name: "order: y before x", fn: func(t testing.TB) *irtest.Func { return attCompile(t, attDelayBefore) }, state: "y", states: []string{"x", "y"},
+			want: func(t *testing.T, fn *irtest.Func) poly.Frac { // (2 - c²)/(1 - c²)
 				c := attSym(t, fn, "c")
 				return attFrac(t, poly.Int(2).Sub(c.Mul(c)), one.Sub(c.Mul(c)))
 			},
@@ -414,7 +419,7 @@ func TestAttenuationClosedForms(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fn := tt.fn(t)
 			m := attModel(t, fn, tt.state)
-			if !equalStrings(m.States, tt.states) || m.States[m.Target] != tt.state {
+			if !slices.Equal(m.States, tt.states) || m.States[m.Target] != tt.state {
 				t.Fatalf("model of %s: z = %v, target %d; want z = %v", tt.state, m.States, m.Target, tt.states)
 			}
 			g := attSolve(t, fn, tt.state)
@@ -428,7 +433,7 @@ func TestAttenuationClosedForms(t *testing.T) {
 			if !g.Sigma[m.Target][m.Target].Equal(g.A) {
 				t.Errorf("A = %v is not Sigma[%d][%d] = %v", g.A, m.Target, m.Target, g.Sigma[m.Target][m.Target])
 			}
-			printed := dsl.ExprString(ClosedForm(g))
+			printed := dsl.ExprString(lower.ClosedForm(g))
 			if tt.expr != "" && printed != tt.expr {
 				t.Errorf("closed form printed %q, want %q", printed, tt.expr)
 			}
@@ -483,7 +488,7 @@ func TestAttenuationABG(t *testing.T) {
 	}
 	for _, s := range []string{"x", "v", "acc"} {
 		m := attModel(t, fn, s)
-		if !equalStrings(m.States, []string{"x", "v", "acc"}) {
+		if !slices.Equal(m.States, []string{"x", "v", "acc"}) {
 			t.Fatalf("model of %s: z = %v", s, m.States)
 		}
 		g := attSolve(t, fn, s)
@@ -524,7 +529,7 @@ func attFracs(ps ...poly.Poly) []poly.Frac {
 	return out
 }
 
-func attSameModel(t *testing.T, what string, m *NoiseModel, wantM [][]poly.Frac, wantB []poly.Frac) {
+func attSameModel(t *testing.T, what string, m *noise.Model, wantM [][]poly.Frac, wantB []poly.Frac) {
 	t.Helper()
 	for i := range wantM {
 		for j := range wantM[i] {
@@ -583,12 +588,12 @@ func TestAttenuationStatementOrder(t *testing.T) {
 	t.Run("cascade delayed", func(t *testing.T) {
 		// e2 reading the old e1 is e2 of the in-order cascade delayed by a
 		// step: b_e2 = 0 instead of κ², and the same A.
-		src := program(`hyper kappa = 0.3 in (0, 1]
+		src := irtest.Program(`hyper kappa = 0.3 in (0, 1]
 state e1 = 0
 state e2 = 0`, `e2 = (1 - kappa) * e2 + kappa * e1
 e1 = (1 - kappa) * e1 + kappa * g
 theta = theta - 0.001 * e2 / (1 + attenuation(e2))`)
-		inOrder := program(`hyper kappa = 0.3 in (0, 1]
+		inOrder := irtest.Program(`hyper kappa = 0.3 in (0, 1]
 state e1 = 0
 state e2 = 0`, `e1 = (1 - kappa) * e1 + kappa * g
 e2 = (1 - kappa) * e2 + kappa * e1
@@ -704,8 +709,8 @@ state c = 1`
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := program(decls, tt.body)
-			fn, errs, err := Compile("test.dsl", []byte(src))
+			src := irtest.Program(decls, tt.body)
+			fn, errs, err := irtest.Compile("test.dsl", []byte(src))
 			if err != nil {
 				t.Fatalf("Compile: internal error %v", err)
 			}
@@ -750,7 +755,7 @@ func TestAttenuationNoiseWhy(t *testing.T) {
 		t.Errorf("%d StateNoise entries, want one per state (%d)", got, len(fn.States))
 	}
 	// m's model includes the filter it reads: z = (gt, r, m).
-	if m := attModel(t, fn, "m"); !equalStrings(m.States, []string{"gt", "r", "m"}) || m.Target != 2 {
+	if m := attModel(t, fn, "m"); !slices.Equal(m.States, []string{"gt", "r", "m"}) || m.Target != 2 {
 		t.Errorf("model of m: z = %v, target %d", m.States, m.Target)
 	}
 }
@@ -782,7 +787,7 @@ func TestAttenuationUnstableSettings(t *testing.T) {
 	}
 
 	t.Run("fiber.dsl with omega in (0, 2)", func(t *testing.T) {
-		src, err := os.ReadFile("../optimizers/fiber.dsl")
+		src, err := os.ReadFile("../../optimizers/fiber.dsl")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -817,7 +822,7 @@ func TestAttenuationUnstableSettings(t *testing.T) {
 
 	t.Run("unstable defaults", func(t *testing.T) {
 		src := strings.Replace(attInnovation, "hyper omega = 0.9 in (0, 2)", "hyper omega = 1.5 in (0, 2)", 1)
-		fn, errs, err := Compile("test.dsl", []byte(src))
+		fn, errs, err := irtest.Compile("test.dsl", []byte(src))
 		if err != nil || len(errs) == 0 || fn != nil {
 			t.Fatalf("Compile with omega = 1.5 = %v, %v, %v; want a dsl.ErrorList", fn != nil, errs, err)
 		}
@@ -1134,9 +1139,9 @@ func TestAttenuationInFilterCoefficient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := program(tt.decls, tt.body)
+			src := irtest.Program(tt.decls, tt.body)
 			var (
-				fn   *Func
+				fn   *irtest.Func
 				errs dsl.ErrorList
 				err  error
 			)
@@ -1146,7 +1151,7 @@ func TestAttenuationInFilterCoefficient(t *testing.T) {
 						t.Fatalf("Compile panicked: %v\nsource:\n%s", r, src)
 					}
 				}()
-				fn, errs, err = Compile("test.dsl", []byte(src))
+				fn, errs, err = irtest.Compile("test.dsl", []byte(src))
 			}()
 			switch {
 			case err != nil:
@@ -1174,7 +1179,7 @@ func TestAttenuationInFilterCoefficient(t *testing.T) {
 // TestAttenuationOldAndNewValue reads a state both before (through a
 // local) and after its update: y = x_{t-1} + x_t = (1 + c) x_{t-1} + g.
 func TestAttenuationOldAndNewValue(t *testing.T) {
-	fn := attCompile(t, program("hyper c = 0.5 in (-1, 1)\nstate x = 0\nstate y = 0",
+	fn := attCompile(t, irtest.Program("hyper c = 0.5 in (-1, 1)\nstate x = 0\nstate y = 0",
 		"old = x\nx = c * x + g\ny = old + x\ntheta = theta - 0.1 * y * attenuation(y)"))
 	c := attSym(t, fn, "c")
 	one := poly.Int(1)
@@ -1204,7 +1209,7 @@ func TestAttenuationOpaqueSymbols(t *testing.T) {
 			"1 / (1 - (kappa ** 0.5) ** 2)", func(k float64) float64 { return 1 / (1 - k) }},
 	}
 	for _, tt := range tests {
-		fn := attCompile(t, program("hyper kappa = 0.36 in (0, 1)\nstate x = 0", tt.body))
+		fn := attCompile(t, irtest.Program("hyper kappa = 0.36 in (0, 1)\nstate x = 0", tt.body))
 		fl := fn.Filter("x")
 		if fl.Expr != tt.expr {
 			t.Errorf("%s: closed form %q, want %q", tt.body, fl.Expr, tt.expr)
@@ -1222,14 +1227,14 @@ func TestAttenuationOpaqueSymbols(t *testing.T) {
 // TestAttenuationNumeric checks the filters fibergen solves numerically:
 // more than MaxSymbolicStates states, or coefficients float64 cannot hold.
 func TestAttenuationNumeric(t *testing.T) {
-	five := program("hyper kappa = 0.3 in (0, 1]\nstate e1 = 0\nstate e2 = 0\nstate e3 = 0\nstate e4 = 0\nstate e5 = 0",
+	five := irtest.Program("hyper kappa = 0.3 in (0, 1]\nstate e1 = 0\nstate e2 = 0\nstate e3 = 0\nstate e4 = 0\nstate e5 = 0",
 		`e1 = (1 - kappa) * e1 + kappa * g
 e2 = (1 - kappa) * e2 + kappa * e1
 e3 = (1 - kappa) * e3 + kappa * e2
 e4 = (1 - kappa) * e4 + kappa * e3
 e5 = (1 - kappa) * e5 + kappa * e4
 theta = theta - 0.1 * e5 * attenuation(e5)`)
-	long := program("hyper lr = 0.1 in (0, 1)\nstate x = 0", "x = 0.123456789012345 * x + g\ntheta = theta - lr * x * attenuation(x)")
+	long := irtest.Program("hyper lr = 0.1 in (0, 1)\nstate x = 0", "x = 0.123456789012345 * x + g\ntheta = theta - lr * x * attenuation(x)")
 	for _, tt := range []struct {
 		name, src, state string
 		points           []float64 // kappa, if the source has it
@@ -1244,13 +1249,13 @@ theta = theta - 0.1 * e5 * attenuation(e5)`)
 				t.Fatalf("no filter for %s", tt.state)
 			}
 			g := attSolve(t, fn, tt.state)
-			if g.Numeric == "" || g.Sigma != nil || ClosedForm(g) != nil || fl.Expr != "" {
+			if g.Numeric == "" || g.Sigma != nil || lower.ClosedForm(g) != nil || fl.Expr != "" {
 				t.Errorf("Numeric %q, Sigma %v, Expr %q: want a numeric solution", g.Numeric, g.Sigma != nil, fl.Expr)
 			}
 			// attenuation stays in the step, for the host to compute.
 			found := false
 			for _, v := range fn.Step.Values {
-				found = found || v.Op == OpAtten && v.Name == tt.state
+				found = found || v.Op == ir.OpAtten && v.Name == tt.state
 			}
 			if !found {
 				t.Errorf("the step has no OpAtten for %s:\n%s", tt.state, fn.Step)
@@ -1290,14 +1295,14 @@ func TestStabilityConditionsMatchSpectralRadius(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var fn *Func
+			var fn *irtest.Func
 			if tt.src == "" {
 				fn = attFiber(t)
 			} else {
 				fn = attCompile(t, tt.src)
 			}
 			model := attModel(t, fn, tt.state)
-			conds, note := stabilityConditions(model.M)
+			conds, note := noise.StabilityConditions(model.M)
 			if note != "" {
 				t.Fatalf("note %q: want symbolic conditions", note)
 			}
@@ -1333,7 +1338,7 @@ func TestStabilityConditionsMatchSpectralRadius(t *testing.T) {
 					continue
 				}
 				if all != (rho < 1) {
-					t.Errorf("at %v: conditions %v hold: %v, spectral radius %v", h, ConditionStrings(conds, fn.Noise.Symbols), all, rho)
+					t.Errorf("at %v: conditions %v hold: %v, spectral radius %v", h, lower.ConditionStrings(conds, fn.Noise.Symbols), all, rho)
 				}
 				checked++
 				if rho < 1 {
@@ -1353,27 +1358,27 @@ func TestGainAt(t *testing.T) {
 	g := attSolve(t, fn, "gt")
 	for _, w := range []float64{0.3, 0.9, 1, 1.3} {
 		h := attHypers(t, fn, map[string]float64{"omega": w})
-		v := g.At(fn, h)
+		v := g.At(fn.Func, h)
 		// The closed form evaluated exactly at h and rounded once.
 		if want := attEval(t, g.A, attPoint(t, fn, h)); !v.Stable || v.A != want || attRelErr(v.A, (2-w)/(4-3*w)) > 1e-14 {
 			t.Errorf("omega=%v: At = %+v, want A = %v", w, v, want)
 		}
 		m, b := fn.FilterValues(fn.Filter("gt"), h)
-		if !equalFloats(v.M, m) || !equalFloats(v.B, b) {
+		if !slices.Equal(v.M, m) || !slices.Equal(v.B, b) {
 			t.Errorf("omega=%v: At's model M %v b %v, FilterValues M %v b %v", w, v.M, v.B, m, b)
 		}
 		if v.SpectralRadius != gain.SpectralRadius(m, 2) {
 			t.Errorf("omega=%v: At's spectral radius %v, SpectralRadius %v", w, v.SpectralRadius, gain.SpectralRadius(m, 2))
 		}
 	}
-	v := g.At(fn, attHypers(t, fn, map[string]float64{"omega": 1.5}))
+	v := g.At(fn.Func, attHypers(t, fn, map[string]float64{"omega": 1.5}))
 	if v.Stable || !math.IsNaN(v.A) || !(v.SpectralRadius >= 1) {
 		t.Errorf("omega=1.5: At = %+v, want unstable with A NaN", v)
 	}
-	sq := attCompile(t, program("hyper kappa = 0.36 in (0, 1)\nstate x = 0",
+	sq := attCompile(t, irtest.Program("hyper kappa = 0.36 in (0, 1)\nstate x = 0",
 		"x = (1 - sqrt(kappa)) * x + sqrt(kappa) * g\ntheta = theta - 0.1 * x * attenuation(x)"))
 	for _, k := range []float64{0.36, 0.5} {
-		v := attSolve(t, sq, "x").At(sq, attHypers(t, sq, map[string]float64{"kappa": k}))
+		v := attSolve(t, sq, "x").At(sq.Func, attHypers(t, sq, map[string]float64{"kappa": k}))
 		if want := math.Sqrt(k) / (2 - math.Sqrt(k)); attRelErr(v.A, want) > 1e-15 {
 			t.Errorf("sqrt(kappa) gain at kappa=%v: A = %.17g, want %.17g", k, v.A, want)
 		}
@@ -1391,7 +1396,7 @@ func TestAttenuationHugeCoefficient(t *testing.T) {
 		fmt.Fprintf(&b, "\tp%d = p%d * p%d\n", i, i-1, i-1)
 	}
 	b.WriteString("\tx = p26 * x + g\n\ttheta = theta - attenuation(x) * x\n}\n")
-	_, errs, err := Compile("huge.dsl", []byte(b.String()))
+	_, errs, err := irtest.Compile("huge.dsl", []byte(b.String()))
 	if err != nil || len(errs) != 1 || !strings.Contains(errs[0].Msg, "more than 200 operations, too large to solve for") {
 		t.Fatalf("errs %v, err %v; want one error saying the coefficient is too large", errs, err)
 	}

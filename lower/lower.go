@@ -1,21 +1,26 @@
-package ir
+package lower
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/lang"
 )
 
-// Lower translates a checked file into a Func. The file must have passed
-// dsl.Check without errors; Lower reports an error instead of panicking if
-// it meets something Check should have rejected.
-func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
+// Lower translates a checked file into a Func, and returns the noise
+// analysis of its step as lowered, whose messages quote the source. The
+// file must have passed dsl.Check without errors; Lower reports an error
+// instead of panicking if it meets something Check should have rejected.
+// Errors of the source that only lowering finds (an attenuation without a
+// linear, stable filter) come as a dsl.ErrorList.
+func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	l := &lowerer{info: info}
-	fn = &Func{Name: f.Name()}
+	fn := &ir.Func{Name: f.Name()}
 	for _, h := range f.Hypers {
-		fn.Hypers = append(fn.Hypers, Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: hyperRange(h.Range)})
+		fn.Hypers = append(fn.Hypers, ir.Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: hyperRange(h.Range)})
 	}
 	for _, s := range f.States {
 		fn.States = append(fn.States, s.Name.Name)
@@ -23,7 +28,7 @@ func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
 	fn.Init = l.lowerInit(f.States)
 	fn.ObsArgs, fn.Observe = l.lowerObserve(f.Observe)
 	if f.Step == nil {
-		return nil, fmt.Errorf("ir: %s has no step block", fn.Name)
+		return nil, nil, fmt.Errorf("lower: %s has no step block", fn.Name)
 	}
 	fn.Step = l.lowerStep(f.Step)
 	if la := lookaheadArg(f.Observe); la != nil {
@@ -35,46 +40,47 @@ func Lower(f *dsl.File, info *dsl.Info) (fn *Func, err error) {
 	}
 	switch {
 	case l.err != nil:
-		return nil, l.err
+		return nil, nil, l.err
 	case len(l.errs) > 0:
 		l.errs.Normalize()
-		return nil, l.errs
+		return nil, nil, l.errs
 	}
-	return fn, Verify(fn)
+	return fn, l.noise, ir.Verify(fn)
 }
 
 type lowerer struct {
 	info   *dsl.Info
-	b      *Block
-	env    map[string]*Value // values assigned so far in the step
+	noise  *noise.Analysis // of the step, once lowered
+	b      *ir.Block
+	env    map[string]*ir.Value // values assigned so far in the step
 	err    error
-	errs   dsl.ErrorList            // the source's errors found when lowering
-	src    map[*Value]string        // the source of each step value, quoted, for messages
-	attens map[*Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
-	solved map[string]solved        // the solved noise model of each state they name
+	errs   dsl.ErrorList               // the source's errors found when lowering
+	src    map[*ir.Value]string        // the source of each step value, quoted, for messages
+	attens map[*ir.Value]*dsl.CallExpr // attenuation and attenuation_t calls, to resolve
+	solved map[string]solved           // the solved noise model of each state they name
 }
 
-func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *Value {
+func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
 	if l.err == nil {
-		l.err = fmt.Errorf("%s: ir: %s", pos, fmt.Sprintf(format, args...))
+		l.err = fmt.Errorf("%s: lower: %s", pos, fmt.Sprintf(format, args...))
 	}
-	return l.b.NewValue(OpConst, F64, true)
+	return l.b.NewValue(ir.OpConst, ir.F64, true)
 }
 
-func (l *lowerer) lowerInit(states []*dsl.StateDecl) *Block {
-	l.b, l.env = &Block{Name: "init", Kind: InitBlock}, map[string]*Value{}
+func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {
+	l.b, l.env = &ir.Block{Name: "init", Kind: ir.InitBlock}, map[string]*ir.Value{}
 	for _, s := range states {
 		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
 	}
 	return l.b
 }
 
-func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
-	l.b, l.env = &Block{Name: "observe", Kind: ObserveBlock}, map[string]*Value{}
+func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*ir.Block, *ir.Observation) {
+	l.b, l.env = &ir.Block{Name: "observe", Kind: ir.ObserveBlock}, map[string]*ir.Value{}
 	if d == nil {
 		return l.b, nil
 	}
-	obs := &Observation{Kind: d.Kind.Name}
+	obs := &ir.Observation{Kind: d.Kind.Name}
 	for _, a := range d.Args {
 		obs.Args = append(obs.Args, a.Name.Name)
 		l.store(a.Name.Name, l.expr(a.Value))
@@ -82,9 +88,9 @@ func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*Block, *Observation) {
 	return l.b, obs
 }
 
-func (l *lowerer) lowerStep(d *dsl.StepDecl) *Block {
-	l.b, l.env = &Block{Name: "step", Kind: StepBlock}, map[string]*Value{}
-	l.src, l.attens = map[*Value]string{}, map[*Value]*dsl.CallExpr{}
+func (l *lowerer) lowerStep(d *dsl.StepDecl) *ir.Block {
+	l.b, l.env = &ir.Block{Name: "step", Kind: ir.StepBlock}, map[string]*ir.Value{}
+	l.src, l.attens = map[*ir.Value]string{}, map[*ir.Value]*dsl.CallExpr{}
 	for _, a := range d.Body {
 		v := l.expr(a.RHS)
 		obj := l.info.Defs[a]
@@ -98,21 +104,21 @@ func (l *lowerer) lowerStep(d *dsl.StepDecl) *Block {
 	return l.b
 }
 
-func (l *lowerer) store(name string, v *Value) *Value {
-	s := l.b.NewValue(OpStore, None, v.Uniform, v)
+func (l *lowerer) store(name string, v *ir.Value) *ir.Value {
+	s := l.b.NewValue(ir.OpStore, ir.None, v.Uniform, v)
 	s.Name = name
 	return s
 }
 
 // toF32 converts a uniform value for use by the kernel.
-func (l *lowerer) toF32(v *Value) *Value {
-	if v.Type == F32 {
+func (l *lowerer) toF32(v *ir.Value) *ir.Value {
+	if v.Type == ir.F32 {
 		return v
 	}
-	return l.b.NewValue(OpF32, F32, true, v)
+	return l.b.NewValue(ir.OpF32, ir.F32, true, v)
 }
 
-func (l *lowerer) expr(x dsl.Expr) *Value {
+func (l *lowerer) expr(x dsl.Expr) *ir.Value {
 	v := l.exprValue(x)
 	if l.src != nil && l.src[v] == "" {
 		l.src[v] = "`" + dsl.ExprString(x) + "`"
@@ -120,7 +126,7 @@ func (l *lowerer) expr(x dsl.Expr) *Value {
 	return v
 }
 
-func (l *lowerer) exprValue(x dsl.Expr) *Value {
+func (l *lowerer) exprValue(x dsl.Expr) *ir.Value {
 	switch x := x.(type) {
 	case *dsl.NumberLit:
 		return l.constant(x.Value)
@@ -129,7 +135,7 @@ func (l *lowerer) exprValue(x dsl.Expr) *Value {
 	case *dsl.Ident:
 		return l.ident(x)
 	case *dsl.UnaryExpr:
-		return l.op(OpNeg, l.expr(x.X))
+		return l.op(ir.OpNeg, l.expr(x.X))
 	case *dsl.BinaryExpr:
 		return l.binary(x)
 	case *dsl.CallExpr:
@@ -138,13 +144,13 @@ func (l *lowerer) exprValue(x dsl.Expr) *Value {
 	return l.fail(x.Pos(), "unexpected expression %T", x)
 }
 
-func (l *lowerer) constant(c float64) *Value {
-	v := l.b.NewValue(OpConst, F64, true)
+func (l *lowerer) constant(c float64) *ir.Value {
+	v := l.b.NewValue(ir.OpConst, ir.F64, true)
 	v.Const = c
 	return v
 }
 
-func (l *lowerer) ident(id *dsl.Ident) *Value {
+func (l *lowerer) ident(id *dsl.Ident) *ir.Value {
 	if v := l.env[id.Name]; v != nil {
 		return v
 	}
@@ -152,16 +158,16 @@ func (l *lowerer) ident(id *dsl.Ident) *Value {
 	if obj == nil {
 		return l.fail(id.NamePos, "unresolved name %s", id.Name)
 	}
-	var v *Value
+	var v *ir.Value
 	switch {
 	case obj.Kind == dsl.HyperObj:
-		v = l.b.NewValue(OpHyper, F64, true)
+		v = l.b.NewValue(ir.OpHyper, ir.F64, true)
 	case obj.Kind == dsl.StateObj, obj.Name == "g", obj.Name == "theta":
-		v = l.b.NewValue(OpLoad, F32, false)
+		v = l.b.NewValue(ir.OpLoad, ir.F32, false)
 	case obj.Name == "t":
-		return l.b.NewValue(OpStepIndex, F64, true)
+		return l.b.NewValue(ir.OpStepIndex, ir.F64, true)
 	case obj.Name == "sigma_w2":
-		return l.b.NewValue(OpSigmaW2, F64, true)
+		return l.b.NewValue(ir.OpSigmaW2, ir.F64, true)
 	default:
 		return l.fail(id.NamePos, "cannot lower %s", id.Name)
 	}
@@ -169,21 +175,21 @@ func (l *lowerer) ident(id *dsl.Ident) *Value {
 	return v
 }
 
-func (l *lowerer) binary(x *dsl.BinaryExpr) *Value {
+func (l *lowerer) binary(x *dsl.BinaryExpr) *ir.Value {
 	a, b := l.expr(x.X), l.expr(x.Y)
-	if x.Op == dsl.POW && a.Type == F32 {
+	if x.Op == dsl.POW && a.Type == ir.F32 {
 		n, ok := l.info.Consts[x.Y]
 		if !ok || n != math.Trunc(n) || math.Abs(n) > lang.MaxPowExponent {
 			return l.fail(x.OpPos, "per-coordinate ** needs a constant integer exponent")
 		}
 		return l.powInt(a, int(n))
 	}
-	return l.op(OpOf(x.Op.Op()), a, b)
+	return l.op(ir.OpOf(x.Op.Op()), a, b)
 }
 
 // powInt expands x ** n into multiplications, x*x*...*x from the left, and
 // 1 / that for negative n, so that every target rounds the same way.
-func (l *lowerer) powInt(x *Value, n int) *Value {
+func (l *lowerer) powInt(x *ir.Value, n int) *ir.Value {
 	k := n
 	if k < 0 {
 		k = -k
@@ -193,24 +199,24 @@ func (l *lowerer) powInt(x *Value, n int) *Value {
 		p = x
 	}
 	for i := 1; i < k; i++ {
-		p = l.op(OpMul, p, x)
+		p = l.op(ir.OpMul, p, x)
 	}
 	if n < 0 {
-		p = l.op(OpDiv, l.toF32(l.constant(1)), p)
+		p = l.op(ir.OpDiv, l.toF32(l.constant(1)), p)
 	}
 	return p
 }
 
-func (l *lowerer) call(x *dsl.CallExpr) *Value {
+func (l *lowerer) call(x *dsl.CallExpr) *ir.Value {
 	if dsl.IsAttenuation(x.Fun.Name) {
 		return l.attenuation(x)
 	}
 	l0, ok := lang.Calls[x.Fun.Name]
-	op := OpOf(l0)
+	op := ir.OpOf(l0)
 	if !ok || len(x.Args) != op.Arity() {
 		return l.fail(x.Pos(), "cannot lower call of %s", x.Fun.Name)
 	}
-	args := make([]*Value, len(x.Args))
+	args := make([]*ir.Value, len(x.Args))
 	for i, a := range x.Args {
 		args[i] = l.expr(a)
 	}
@@ -220,19 +226,19 @@ func (l *lowerer) call(x *dsl.CallExpr) *Value {
 // op emits an arithmetic value: f64 if every operand is f64 (then it is
 // uniform), otherwise f32 with f64 operands converted; it is uniform when
 // all its operands are (a state assigned a uniform value and read later).
-func (l *lowerer) op(op Op, args ...*Value) *Value {
+func (l *lowerer) op(op ir.Op, args ...*ir.Value) *ir.Value {
 	uniform, f64 := true, true
 	for _, a := range args {
 		uniform = uniform && a.Uniform
-		f64 = f64 && a.Type == F64
+		f64 = f64 && a.Type == ir.F64
 	}
 	if f64 {
-		return l.b.NewValue(op, F64, true, args...)
+		return l.b.NewValue(op, ir.F64, true, args...)
 	}
 	for i, a := range args {
 		args[i] = l.toF32(a)
 	}
-	return l.b.NewValue(op, F32, uniform, args...)
+	return l.b.NewValue(op, ir.F32, uniform, args...)
 }
 
 // hyperRange is the interval of a hyper's range, nil when unconstrained.

@@ -1,26 +1,33 @@
-package ir
+package lower
 
 import (
 	"fmt"
 	"math/big"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/ir/poly"
 )
 
 // ClosedForm returns the closed form of g.A as a DSL expression, or nil when the
 // solution is numeric.
-func ClosedForm(g *Gain) dsl.Expr {
+func ClosedForm(g *noise.Gain) dsl.Expr {
 	if g.Sigma == nil {
 		return nil
 	}
 	return FracExpr(g.A, g.Symbols)
 }
 
+// FracString prints a rational function of symbols in DSL syntax (FracExpr).
+func FracString(f poly.Frac, symbols []*ir.Value) string {
+	return dsl.ExprString(FracExpr(f, symbols))
+}
+
 // FracExpr prints a rational function of symbols as a DSL expression:
 // numerator / denominator, each a sum of terms in poly's print order with a
 // common monomial factored out (alpha * (4 - 2 * alpha - beta)).
-func FracExpr(f poly.Frac, symbols []*Value) dsl.Expr {
+func FracExpr(f poly.Frac, symbols []*ir.Value) dsl.Expr {
 	num := polyExpr(f.Num, symbols)
 	if c, ok := f.Den.Constant(); ok && c.Cmp(big.NewRat(1, 1)) == 0 {
 		return num
@@ -29,7 +36,7 @@ func FracExpr(f poly.Frac, symbols []*Value) dsl.Expr {
 }
 
 // polyExpr prints a polynomial with integer coefficients.
-func polyExpr(p poly.Poly, symbols []*Value) dsl.Expr {
+func polyExpr(p poly.Poly, symbols []*ir.Value) dsl.Expr {
 	terms := p.Terms()
 	if len(terms) == 0 {
 		return &dsl.NumberLit{Lit: "0"}
@@ -91,7 +98,7 @@ func isOne(exp []int) bool {
 
 // termExpr prints c * x_0 ** e_0 * ... with c a rational constant; a
 // coefficient of 1 is left out unless the term is constant.
-func termExpr(c *big.Rat, exp []int, symbols []*Value) dsl.Expr {
+func termExpr(c *big.Rat, exp []int, symbols []*ir.Value) dsl.Expr {
 	var x dsl.Expr
 	if c.Cmp(big.NewRat(1, 1)) != 0 || isOne(exp) {
 		x = ratExpr(c)
@@ -116,11 +123,11 @@ func termExpr(c *big.Rat, exp []int, symbols []*Value) dsl.Expr {
 // symbolExpr is a symbol as a DSL expression: a hyper's name, or the
 // expression an opaque symbol stands for, as ExprString prints it (its
 // output parses back to the same value); nil if it does not parse.
-func symbolExpr(v *Value) dsl.Expr {
-	if v.Op == OpHyper {
+func symbolExpr(v *ir.Value) dsl.Expr {
+	if v.Op == ir.OpHyper {
 		return &dsl.Ident{Name: v.Name}
 	}
-	x, err := dsl.ParseExpr(ExprString(v))
+	x, err := dsl.ParseExpr(ir.ExprString(v))
 	if err != nil {
 		return nil
 	}
@@ -140,10 +147,10 @@ func ratExpr(c *big.Rat) dsl.Expr {
 }
 
 // ConditionStrings prints conditions as "… > 0".
-func ConditionStrings(conds []poly.Frac, symbols []*Value) []string {
+func ConditionStrings(conds []poly.Frac, symbols []*ir.Value) []string {
 	out := make([]string, len(conds))
 	for i, c := range conds {
-		out[i] = dsl.ExprString(FracExpr(c, symbols)) + " > 0"
+		out[i] = FracString(c, symbols) + " > 0"
 	}
 	return out
 }

@@ -1,10 +1,11 @@
-package ir
+package noise
 
 import (
 	"math"
 	"math/big"
 
 	"github.com/fibergen/fibergen/gain"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/poly"
 )
 
@@ -18,11 +19,11 @@ type GainValue struct {
 
 // At evaluates g at hypers h of fn: the model, its spectral radius and A,
 // exactly from the closed form (rounded once to float64) or by SteadyGain.
-func (g *Gain) At(fn *Func, h []float64) GainValue {
+func (g *Gain) At(fn *ir.Func, h []float64) GainValue {
 	vals := make([]*big.Rat, len(g.Symbols))
 	for i, s := range g.Symbols {
 		vals[i] = new(big.Rat)
-		if x := evalUniform(fn, s, h); !math.IsNaN(x) && !math.IsInf(x, 0) {
+		if x := fn.EvalUniform(s, h, math.NaN()); !math.IsNaN(x) && !math.IsInf(x, 0) {
 			vals[i].SetFloat64(x)
 		}
 	}

@@ -1,4 +1,4 @@
-package ir
+package lower_test
 
 import (
 	"strconv"
@@ -6,18 +6,11 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
+	"github.com/fibergen/fibergen/lower"
 )
-
-// optimizedStep lowers and optimizes a program and returns its step block.
-func optimizedStep(t *testing.T, decls, body string) *Block {
-	t.Helper()
-	fn := lowerStep(t, decls, body)
-	if err := Optimize(fn); err != nil {
-		t.Fatalf("Optimize: %v", err)
-	}
-	return fn.Step
-}
 
 func TestLowerPowers(t *testing.T) {
 	tests := []struct {
@@ -72,7 +65,7 @@ step:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := optimizedStep(t, tt.decls, tt.body).String(); !sameDump(got, tt.want) {
+			if got := irtest.OptimizedStep(t, tt.decls, tt.body).String(); !irtest.SameDump(got, tt.want) {
 				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
 			}
 		})
@@ -81,8 +74,8 @@ step:
 
 func TestLowerLargestPower(t *testing.T) {
 	for _, n := range []int{lang.MaxPowExponent, -lang.MaxPowExponent} {
-		b := optimizedStep(t, "", "theta = g ** "+strconv.Itoa(n))
-		muls, divs := count(b, OpMul), count(b, OpDiv)
+		b := irtest.OptimizedStep(t, "", "theta = g ** "+strconv.Itoa(n))
+		muls, divs := count(b, ir.OpMul), count(b, ir.OpDiv)
 		wantDivs := 0
 		if n < 0 {
 			wantDivs = 1
@@ -93,7 +86,7 @@ func TestLowerLargestPower(t *testing.T) {
 	}
 }
 
-func count(b *Block, op Op) int {
+func count(b *ir.Block, op ir.Op) int {
 	n := 0
 	for _, v := range b.Values {
 		if v.Op == op {
@@ -104,7 +97,7 @@ func count(b *Block, op Op) int {
 }
 
 func TestLowerReadsNewStateValue(t *testing.T) {
-	fn := lowerStep(t, "state m = 0", "m = m + g\ntheta = theta - m")
+	fn := irtest.LowerStep(t, "state m = 0", "m = m + g\ntheta = theta - m")
 	want := `
 step:
   v %0:f32 = load m
@@ -115,13 +108,13 @@ step:
   v %5:f32 = sub %4, %2
   v store theta, %5
 `
-	if got := fn.Step.String(); !sameDump(got, want) {
+	if got := fn.Step.String(); !irtest.SameDump(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
 func TestLowerStateAssignedUniformValue(t *testing.T) {
-	fn := lowerStep(t, "hyper lr = 0.1\nstate m = 0", "m = lr\ntheta = theta * (m + 1)")
+	fn := irtest.LowerStep(t, "hyper lr = 0.1\nstate m = 0", "m = lr\ntheta = theta * (m + 1)")
 	want := `
 step:
   u %0:f64 = hyper lr
@@ -134,16 +127,16 @@ step:
   v %7:f32 = mul %3, %6
   v store theta, %7
 `
-	if got := fn.Step.String(); !sameDump(got, want) {
+	if got := fn.Step.String(); !irtest.SameDump(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if count(fn.Step, OpLoad) != 1 {
+	if count(fn.Step, ir.OpLoad) != 1 {
 		t.Errorf("m is loaded after being assigned:\n%s", fn.Step)
 	}
 }
 
 func TestLowerLocalsAreNotStored(t *testing.T) {
-	fn := lowerStep(t, "hyper lr = 0.1", "c = 1 - lr\nd = c * g\ntheta = d")
+	fn := irtest.LowerStep(t, "hyper lr = 0.1", "c = 1 - lr\nd = c * g\ntheta = d")
 	var names []string
 	for _, s := range fn.Step.Stores() {
 		names = append(names, s.Name)
@@ -152,15 +145,15 @@ func TestLowerLocalsAreNotStored(t *testing.T) {
 		t.Errorf("step stores %v, want only theta", names)
 	}
 	// c is uniform: computed in f64, converted once for the kernel.
-	if n := count(fn.Step, OpF32); n != 1 {
+	if n := count(fn.Step, ir.OpF32); n != 1 {
 		t.Errorf("%d f32 conversions, want 1:\n%s", n, fn.Step)
 	}
 }
 
 func TestLowerInitAndObserve(t *testing.T) {
-	src := program("hyper lr = 0.5\nstate m = lr * 2\nstate v = 1\nobserve two_point(a = lr / 2, lookahead = t)", "m = g\nv = m\ntheta = v")
-	fn := lowerSource(t, src)
-	if err := Optimize(fn); err != nil {
+	src := irtest.Program("hyper lr = 0.5\nstate m = lr * 2\nstate v = 1\nobserve two_point(a = lr / 2, lookahead = t)", "m = g\nv = m\ntheta = v")
+	fn := irtest.Lower(t, src)
+	if err := ir.Optimize(fn); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -182,7 +175,7 @@ observe:
   u store a, %2
   u store lookahead, %3
 `
-	if got := fn.Init.String() + fn.ObsArgs.String(); !sameDump(got, want) {
+	if got := fn.Init.String() + fn.ObsArgs.String(); !irtest.SameDump(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	if fn.Observe == nil || fn.Observe.Kind != "two_point" || strings.Join(fn.Observe.Args, ",") != "a,lookahead" {
@@ -193,9 +186,9 @@ observe:
 // TestLowerLookahead checks the look-ahead point a two_point step writes:
 // θ_new + γ·(θ_new − θ_old) in float32 with γ a host scalar, stored last.
 func TestLowerLookahead(t *testing.T) {
-	src := program("hyper lr = 0.5\nhyper gamma = 0.7\nobserve two_point(a = lr, lookahead = 2 * gamma)", "theta = theta - lr * g")
-	fn := lowerSource(t, src)
-	if err := Optimize(fn); err != nil {
+	src := irtest.Program("hyper lr = 0.5\nhyper gamma = 0.7\nobserve two_point(a = lr, lookahead = 2 * gamma)", "theta = theta - lr * g")
+	fn := irtest.Lower(t, src)
+	if err := ir.Optimize(fn); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -216,7 +209,7 @@ step:
   v %13:f32 = add %9, %12
   v store lookahead, %13
 `
-	if got := fn.Step.String(); !sameDump(got, want) {
+	if got := fn.Step.String(); !irtest.SameDump(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	if got := strings.Join(fn.States, " "); got != "lookahead" {
@@ -232,11 +225,11 @@ func TestLowerUncheckedFile(t *testing.T) {
 		want      string
 	}{
 		{"no step", "optimizer p\n", "has no step block"},
-		{"per-coordinate pow with a uniform exponent", program("", "theta = g ** t"), "constant integer exponent"},
-		{"per-coordinate pow with a fraction", program("", "theta = g ** 0.5"), "constant integer exponent"},
-		{"undefined name", program("", "theta = q"), "unresolved name q"},
-		{"unknown function", program("", "theta = f(g)"), "cannot lower call of f"},
-		{"wrong arity", program("", "theta = max(g)"), "cannot lower call of max"},
+		{"per-coordinate pow with a uniform exponent", irtest.Program("", "theta = g ** t"), "constant integer exponent"},
+		{"per-coordinate pow with a fraction", irtest.Program("", "theta = g ** 0.5"), "constant integer exponent"},
+		{"undefined name", irtest.Program("", "theta = q"), "unresolved name q"},
+		{"unknown function", irtest.Program("", "theta = f(g)"), "cannot lower call of f"},
+		{"wrong arity", irtest.Program("", "theta = max(g)"), "cannot lower call of max"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,7 +237,7 @@ func TestLowerUncheckedFile(t *testing.T) {
 			if len(errs) == 0 {
 				t.Fatalf("bad test: source checks clean")
 			}
-			_, err := Lower(f, info)
+			_, _, err := lower.Lower(f, info)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Lower: err = %v, want it to mention %q", err, tt.want)
 			}

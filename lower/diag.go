@@ -1,7 +1,8 @@
-package ir
+package lower
 
 import (
 	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // lowerDiagnostics lowers the file's diagnostic declarations, once the step
@@ -9,8 +10,8 @@ import (
 // a block of its own that recomputes the measured values from the states
 // after the step, so the step itself does not change: off, a diagnostic
 // costs nothing.
-func (l *lowerer) lowerDiagnostics(f *dsl.File, fn *Func) []*Diagnostic {
-	var out []*Diagnostic
+func (l *lowerer) lowerDiagnostics(f *dsl.File, fn *ir.Func) []*ir.Diagnostic {
+	var out []*ir.Diagnostic
 	for _, d := range f.Diags {
 		if dg := l.lowerClampMass(d, fn); dg != nil {
 			out = append(out, dg)
@@ -21,7 +22,7 @@ func (l *lowerer) lowerDiagnostics(f *dsl.File, fn *Func) []*Diagnostic {
 
 // lowerClampMass lowers clamp_mass(mhat, vbar) to a block that stores, per
 // coordinate, num = eq(vbar, floor) * |mhat| and den = |mhat|.
-func (l *lowerer) lowerClampMass(d *dsl.DiagnosticDecl, fn *Func) *Diagnostic {
+func (l *lowerer) lowerClampMass(d *dsl.DiagnosticDecl, fn *ir.Func) *ir.Diagnostic {
 	if d.Kind.Name != "clamp_mass" || len(d.Args) != 2 {
 		l.fail(d.Kind.NamePos, "cannot lower diagnostic %s", d.Kind.Name)
 		return nil
@@ -34,7 +35,7 @@ func (l *lowerer) lowerClampMass(d *dsl.DiagnosticDecl, fn *Func) *Diagnostic {
 	case mhat.Uniform:
 		l.errs.Addf(d.Args[0].NamePos, "diagnostic clamp_mass needs %s per-coordinate, but the step gives it a per-step uniform value", d.Args[0].Name)
 		return nil
-	case vbar.Uniform || vbar.Op != OpMax:
+	case vbar.Uniform || vbar.Op != ir.OpMax:
 		l.errs.Addf(d.Args[1].NamePos, "diagnostic clamp_mass needs %s per-coordinate, as max(x, floor) with a per-coordinate x", d.Args[1].Name)
 		return nil
 	}
@@ -45,27 +46,27 @@ func (l *lowerer) lowerClampMass(d *dsl.DiagnosticDecl, fn *Func) *Diagnostic {
 			d.Args[0].Name, d.Args[1].Name, d.Args[c.blameArg(mhat)].Name, c.needs)
 		return nil
 	}
-	abs := c.b.NewValue(OpAbs, F32, false, m)
-	num := c.b.NewValue(OpMul, F32, false, c.b.NewValue(OpEq, F32, false, v, floor), abs)
+	abs := c.b.NewValue(ir.OpAbs, ir.F32, false, m)
+	num := c.b.NewValue(ir.OpMul, ir.F32, false, c.b.NewValue(ir.OpEq, ir.F32, false, v, floor), abs)
 	c.store("num", num)
 	c.store("den", abs)
-	return &Diagnostic{Kind: d.Kind.Name, Args: []string{d.Args[0].Name, d.Args[1].Name}, Block: c.b}
+	return &ir.Diagnostic{Kind: d.Kind.Name, Args: []string{d.Args[0].Name, d.Args[1].Name}, Block: c.b}
 }
 
 // diagCopier copies the backward slice of step values into a diagnostic
 // block, turning each per-coordinate value the step stores into a state
 // into a load of that state, which after the step holds exactly that value.
 type diagCopier struct {
-	b      *Block
-	stored map[*Value]string // per-coordinate step value → the state it is stored in
-	memo   map[*Value]*Value
-	needs  string // what the slice reads that the states after the step do not give; "" if nothing
-	blame  *Value // the root being copied when needs was set
-	root   *Value
+	b      *ir.Block
+	stored map[*ir.Value]string // per-coordinate step value → the state it is stored in
+	memo   map[*ir.Value]*ir.Value
+	needs  string    // what the slice reads that the states after the step do not give; "" if nothing
+	blame  *ir.Value // the root being copied when needs was set
+	root   *ir.Value
 }
 
-func newDiagCopier(fn *Func, name string) *diagCopier {
-	c := &diagCopier{b: &Block{Name: name, Kind: DiagBlock}, stored: map[*Value]string{}, memo: map[*Value]*Value{}}
+func newDiagCopier(fn *ir.Func, name string) *diagCopier {
+	c := &diagCopier{b: &ir.Block{Name: name, Kind: ir.DiagBlock}, stored: map[*ir.Value]string{}, memo: map[*ir.Value]*ir.Value{}}
 	for _, st := range fn.Step.Stores() {
 		x := st.Args[0]
 		if st.Name != "theta" && !x.Uniform && c.stored[x] == "" {
@@ -76,7 +77,7 @@ func newDiagCopier(fn *Func, name string) *diagCopier {
 }
 
 // copy returns the diagnostic block's value for the step value v.
-func (c *diagCopier) copy(v *Value) *Value {
+func (c *diagCopier) copy(v *ir.Value) *ir.Value {
 	if c.root == nil {
 		c.root = v
 		defer func() { c.root = nil }()
@@ -84,16 +85,16 @@ func (c *diagCopier) copy(v *Value) *Value {
 	if nv := c.memo[v]; nv != nil {
 		return nv
 	}
-	var nv *Value
+	var nv *ir.Value
 	switch state := c.stored[v]; {
 	case state != "":
-		nv = c.b.NewValue(OpLoad, F32, false)
+		nv = c.b.NewValue(ir.OpLoad, ir.F32, false)
 		nv.Name = state
-	case v.Op == OpLoad:
+	case v.Op == ir.OpLoad:
 		c.missing(v)
-		nv = c.b.NewValue(OpConst, F32, true)
+		nv = c.b.NewValue(ir.OpConst, ir.F32, true)
 	default:
-		args := make([]*Value, len(v.Args))
+		args := make([]*ir.Value, len(v.Args))
 		for i, a := range v.Args {
 			args[i] = c.copy(a)
 		}
@@ -105,7 +106,7 @@ func (c *diagCopier) copy(v *Value) *Value {
 }
 
 // missing records a load of the step that the states after it cannot give.
-func (c *diagCopier) missing(v *Value) {
+func (c *diagCopier) missing(v *ir.Value) {
 	if c.needs != "" {
 		return
 	}
@@ -121,14 +122,14 @@ func (c *diagCopier) missing(v *Value) {
 }
 
 // blameArg is the index of the declared name whose slice needed c.needs.
-func (c *diagCopier) blameArg(mhat *Value) int {
+func (c *diagCopier) blameArg(mhat *ir.Value) int {
 	if c.blame == mhat {
 		return 0
 	}
 	return 1
 }
 
-func (c *diagCopier) store(name string, v *Value) {
-	s := c.b.NewValue(OpStore, None, false, v)
+func (c *diagCopier) store(name string, v *ir.Value) {
+	s := c.b.NewValue(ir.OpStore, ir.None, false, v)
 	s.Name = name
 }

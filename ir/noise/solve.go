@@ -1,17 +1,18 @@
-package ir
+package noise
 
 import (
 	"errors"
 	"fmt"
 	"math/big"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/poly"
 )
 
 // The bounds of the symbolic solution. A model with more states, or a
 // solution in which some rational function grows past MaxSymbolicTerms
 // terms, is solved numerically instead: exactly, in rational arithmetic, on
-// the host at the hypers in use (SteadyGain).
+// the host at the hypers in use (gain.SteadyGain).
 const (
 	MaxSymbolicStates = 4
 	MaxSymbolicTerms  = 150
@@ -21,8 +22,8 @@ const (
 // Lyapunov equation Σ = M Σ Mᵀ + b bᵀ of its noise model, and A = Σ[t][t]
 // for the state's index t in z.
 type Gain struct {
-	Model   *NoiseModel
-	Symbols []*Value      // the variables of the fractions
+	Model   *Model
+	Symbols []*ir.Value   // the variables of the fractions
 	Sigma   [][]poly.Frac // nil when the solution is numeric
 	A       poly.Frac     // valid when Sigma is not nil
 	Numeric string        // why the solution is numeric ("" when it is symbolic)
@@ -38,7 +39,7 @@ type Gain struct {
 var ErrNoSteadyState = errors.New("the noise variance grows without bound for every value of the hypers (the Lyapunov equation has no solution)")
 
 // Solve derives the attenuation of model m, whose fractions use symbols.
-func Solve(m *NoiseModel, symbols []*Value) (*Gain, error) {
+func Solve(m *Model, symbols []*ir.Value) (*Gain, error) {
 	g := &Gain{Model: m, Symbols: symbols}
 	conds, note := stabilityConditions(m.M)
 	g.Conditions, g.StabilityNote = conds, note

@@ -1,4 +1,4 @@
-package ir_test
+package lower_test
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 )
@@ -46,21 +47,21 @@ func FuzzCompile(f *testing.F) {
 		f.Add(src)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		fn, errs, err := ir.Compile("fuzz.dsl", []byte(src))
+		fn, errs, err := irtest.Compile("fuzz.dsl", []byte(src))
 		if len(errs) > 0 {
 			return
 		}
 		if err != nil {
 			t.Fatalf("Compile of a source that checks clean: %v\n%s", err, src)
 		}
-		if err := ir.Verify(fn); err != nil {
+		if err := ir.Verify(fn.Func); err != nil {
 			t.Fatalf("Verify after Compile: %v\n%s", err, fn)
 		}
 		_ = fn.String()
 		for _, v := range ir.HostScalars(fn.Step) {
 			ir.DependsOnStep(v)
 		}
-		p, err := interp.New(fn)
+		p, err := interp.New(fn.Func)
 		if err != nil {
 			t.Fatalf("interp.New: %v\n%s", err, fn)
 		}
@@ -99,7 +100,7 @@ func runFuzzStep(t *testing.T, p *interp.Program) {
 // only exercise the early return.
 func TestFuzzSeedsCheckClean(t *testing.T) {
 	for _, src := range fuzzSeeds {
-		if _, errs, err := ir.Compile("seed.dsl", []byte(src)); len(errs) > 0 || err != nil {
+		if _, errs, err := irtest.Compile("seed.dsl", []byte(src)); len(errs) > 0 || err != nil {
 			t.Errorf("seed does not compile: %v %v\n%s", errs, err, src)
 		}
 	}

@@ -1,14 +1,17 @@
-package ir
+package lower_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // diagProgram is a one-moment optimizer whose step binds mhat and vbar as
 // given, declaring clamp_mass(mhat, vbar).
 func diagProgram(mhat, vbar string) string {
-	return program("hyper eps_v = 1e-8\nstate m = 0\nstate v = 0\ndiagnostic clamp_mass(mhat, vbar)",
+	return irtest.Program("hyper eps_v = 1e-8\nstate m = 0\nstate v = 0\ndiagnostic clamp_mass(mhat, vbar)",
 		"m = 0.9 * m + g\nv = 0.9 * v + g * g\nmhat = "+mhat+"\nvbar = "+vbar+"\ntheta = theta - mhat / sqrt(vbar)")
 }
 
@@ -52,14 +55,14 @@ func TestLowerClampMass(t *testing.T) {
   v store den, %4
 `},
 	} {
-		fn, errs, err := Compile("test.dsl", []byte(diagProgram(c.mhat, c.vbar)))
+		fn, errs, err := irtest.Compile("test.dsl", []byte(diagProgram(c.mhat, c.vbar)))
 		if err != nil || len(errs) > 0 {
 			t.Fatalf("mhat = %s, vbar = %s: %v %v", c.mhat, c.vbar, errs, err)
 		}
 		if got := fn.Diags[0].Block.String(); got != c.want {
 			t.Errorf("mhat = %s, vbar = %s: block\n%s\nwant\n%s", c.mhat, c.vbar, got, c.want)
 		}
-		if got := fn.Diags[0].Reads(fn); strings.Join(got, " ") != "m v" {
+		if got := fn.Diags[0].Reads(fn.Func); strings.Join(got, " ") != "m v" {
 			t.Errorf("reads %v, want m v", got)
 		}
 	}
@@ -73,7 +76,7 @@ func TestLowerClampMassErrors(t *testing.T) {
 		{"m", "max(theta * theta, eps_v)", "test.dsl:5:29: clamp_mass needs mhat and vbar computable from the updated states and the step's scalars, but vbar reads theta from before the step"},
 		{"m - 0.9 * m", "max(v, eps_v)", ""},
 	} {
-		_, errs, err := Compile("test.dsl", []byte(diagProgram(c.mhat, c.vbar)))
+		_, errs, err := irtest.Compile("test.dsl", []byte(diagProgram(c.mhat, c.vbar)))
 		got := ""
 		if len(errs) > 0 {
 			got = errs[0].Error()
@@ -87,7 +90,7 @@ func TestLowerClampMassErrors(t *testing.T) {
 // TestClampMassJSON checks that a Func with a diagnostic survives its JSON
 // form and that Verify rejects a diagnostic block that reads g.
 func TestClampMassJSON(t *testing.T) {
-	fn, _, err := Compile("test.dsl", []byte(diagProgram("m", "max(v, eps_v)")))
+	fn, _, err := irtest.Compile("test.dsl", []byte(diagProgram("m", "max(v, eps_v)")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,16 +98,16 @@ func TestClampMassJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := UnmarshalFunc(data)
+	back, err := ir.UnmarshalFunc(data)
 	if err != nil || back.String() != fn.String() {
 		t.Fatalf("round trip: %v\n%s\nwant\n%s", err, back, fn)
 	}
 	for _, v := range fn.Diags[0].Block.Values {
-		if v.Op == OpLoad {
+		if v.Op == ir.OpLoad {
 			v.Name = "g"
 		}
 	}
-	if err := Verify(fn); err == nil || !strings.Contains(err.Error(), "load of g in block clamp_mass") {
+	if err := ir.Verify(fn.Func); err == nil || !strings.Contains(err.Error(), "load of g in block clamp_mass") {
 		t.Errorf("Verify of a diagnostic that loads g: %v", err)
 	}
 }

@@ -1,0 +1,4 @@
+package noise
+
+// StabilityConditions exposes stabilityConditions to the external tests.
+var StabilityConditions = stabilityConditions
