@@ -255,3 +255,23 @@ func matchingParen(s string, i int) int {
 	}
 	return -1
 }
+
+// TestParseExpr parses single expressions: ExprString prints them back the
+// same, and anything but one expression is an error.
+func TestParseExpr(t *testing.T) {
+	for _, src := range []string{"sqrt(kappa)", "kappa ** 0.5", "-x", "(1 - beta) ** -(t + 1)", "min(a, b) / 2"} {
+		x, err := dsl.ParseExpr(src)
+		if err != nil {
+			t.Errorf("ParseExpr(%q): %v", src, err)
+			continue
+		}
+		if got := dsl.ExprString(x); got != src {
+			t.Errorf("ParseExpr(%q) prints as %q", src, got)
+		}
+	}
+	for _, src := range []string{"", "a b", "a = b", "1 +", "f(", "a\nb"} {
+		if x, err := dsl.ParseExpr(src); err == nil {
+			t.Errorf("ParseExpr(%q) = %s, want an error", src, dsl.ExprString(x))
+		}
+	}
+}

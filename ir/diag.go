@@ -8,7 +8,7 @@ import (
 )
 
 // Diagnostic is a per-step statistic the runtime computes after a step when
-// asked to (dsl.DiagnosticKinds). Its block runs per coordinate after the
+// asked to (the DSL's diagnostic declaration). Its block runs per coordinate after the
 // step, apart from it: a load in it reads a state's value *after* the step,
 // its host scalars are host scalars of the step (ScalarIndexes), and it
 // stores the terms of the sums the statistic is a ratio of (DiagTerms).
