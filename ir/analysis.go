@@ -45,3 +45,25 @@ func dependsOnStep(v *Value, seen map[*Value]bool) bool {
 	}
 	return false
 }
+
+// Buffer is one float32 array of the kernels, in ABI order (Buffers).
+type Buffer struct {
+	Name      string
+	ReadOnly  bool // the step never writes it: g, and a state it never stores
+	WriteOnly bool // the step never reads it: the look-ahead point
+}
+
+// Buffers lists the arrays a step reads and writes, in the kernels' ABI
+// order: theta, g, then the states in declaration order.
+func Buffers(f *Func) []Buffer {
+	stored, loaded := map[string]bool{}, map[string]bool{}
+	for _, v := range f.Step.Values {
+		stored[v.Name] = stored[v.Name] || v.Op == OpStore
+		loaded[v.Name] = loaded[v.Name] || v.Op == OpLoad
+	}
+	var out []Buffer
+	for _, name := range append([]string{"theta", "g"}, f.States...) {
+		out = append(out, Buffer{Name: name, ReadOnly: !stored[name], WriteOnly: !loaded[name]})
+	}
+	return out
+}

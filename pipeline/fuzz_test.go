@@ -34,7 +34,7 @@ func FuzzCompile(f *testing.F) {
 			}
 			t.Fatalf("a source that checks clean failed to build: %v\n%s", err, src)
 		}
-		k := u.Kernels
+		k := u.Module
 		for _, want := range []string{"define ptx_kernel void @" + k.StepKernel() + "(", "define void @" + k.HostFunc() + "("} {
 			if !strings.Contains(k.LL, want) {
 				t.Fatalf("the module lacks %q\n%s", want, src)

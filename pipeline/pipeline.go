@@ -3,18 +3,19 @@
 // generate code (codegen/go, codegen/cuda) — so that the command line and the
 // tests build exactly the same thing from one parse. Turning the kernel
 // module into PTX or a shared object needs LLVM's tools and is left to the
-// caller (cuda.Toolchain).
+// caller (llvmgen.Toolchain).
 package pipeline
 
 import (
 	"path/filepath"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
 	gogen "github.com/fibergen/fibergen/codegen/go"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/lower"
+	"github.com/fibergen/fibergen/manifest"
 )
 
 // Unit is one compiled .dsl file.
@@ -26,8 +27,8 @@ type Unit struct {
 	Func      *ir.Func        // optimized
 	Noise     *noise.Analysis // of the step as lowered (lower.Lower)
 	GoCode    []byte          // the generated Go package
-	Kernels   *cuda.Kernels
-	Manifest  []byte // generated/<name>/<name>.json (package manifest)
+	Module    *llvmgen.Module // the kernels' LLVM module (both targets)
+	Manifest  []byte          // generated/<name>/<name>.json (package manifest)
 }
 
 // Compile builds src, read from path. A non-empty ErrorList holds the
@@ -50,10 +51,14 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if u.Kernels, err = cuda.Generate(u.Func); err != nil {
+	if u.Module, err = llvmgen.Generate(u.Func); err != nil {
 		return nil, nil, err
 	}
-	if u.Manifest, err = buildManifest(u); err != nil {
+	m, err := manifest.New(u.Func, path, src, u.Module.Kernels)
+	if err == nil {
+		u.Manifest, err = m.Encode()
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	return u, nil, nil

@@ -20,6 +20,9 @@ import (
 // Version names the noise scheme. Any change that alters a single output bit must change it.
 const Version = "philox4x32-10/box-muller-f32/v1"
 
+// CounterLayout says how a draw's Philox input is formed (docs/noise.md).
+const CounterLayout = "Philox4x32-10, key (seed lo, seed hi), counter (element/4 lo, element/4 hi, step, site)"
+
 // CoreSource is the text of core.go: unexported functions and constants importing only
 // "math", for the code generator to copy (after the package clause) into generated packages.
 //

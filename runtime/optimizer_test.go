@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -37,7 +37,7 @@ func kernelDir(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestStaleSharedObject(t *testing.T) {
 	}
 	stale := strings.Replace(string(ll), `c"`, `c"0`, 1) // another stamp: as if built from an older fiber.ll
 	stale = strings.Replace(stale, "[65 x i8]", "[66 x i8]", 1)
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 
@@ -92,7 +92,7 @@ func BenchmarkFiberStep(b *testing.B) {
 
 // loadFiberKernel builds fiber's host kernel from the checked-in module.
 func loadFiberKernel(b *testing.B) *hostkernel.Kernel {
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		b.Fatal(err)
 	}

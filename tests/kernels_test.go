@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -75,7 +75,7 @@ func (r *goRef) run(s reflect.Value, rg hostkernel.Range, bufs [][]float32) {
 var hostKernels struct {
 	once sync.Once
 	dir  string
-	tc   *cuda.Toolchain
+	tc   *llvmgen.Toolchain
 	err  error
 }
 
@@ -90,7 +90,7 @@ func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
 func loadHostKernel(t *testing.T, opt *optimizer, open func(path, symbol string, nb, ns int) (*hostkernel.Kernel, error)) *hostkernel.Kernel {
 	t.Helper()
 	hostKernels.once.Do(func() {
-		hostKernels.tc, hostKernels.err = cuda.FindToolchain()
+		hostKernels.tc, hostKernels.err = llvmgen.FindToolchain()
 		if hostKernels.err == nil {
 			hostKernels.dir, hostKernels.err = os.MkdirTemp(testTemp, "kernels-")
 		}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/rng"
@@ -22,7 +22,7 @@ func newEngine(backend string, u *pipeline.Unit, e interp.Engine) (eng runtime.E
 	if backend == "go" {
 		return e, func() {}, nil
 	}
-	k, err := loadHostKernel(u.Kernels)
+	k, err := loadHostKernel(u.Module)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--backend cpu: %v", err)
 	}
@@ -30,7 +30,7 @@ func newEngine(backend string, u *pipeline.Unit, e interp.Engine) (eng runtime.E
 }
 
 // loadHostKernel loads the host function of k from hostKernelFile.
-func loadHostKernel(k *cuda.Kernels) (*hostkernel.Kernel, error) {
+func loadHostKernel(k *llvmgen.Module) (*hostkernel.Kernel, error) {
 	so, err := hostKernelFile(k)
 	if err != nil {
 		return nil, err
@@ -41,8 +41,8 @@ func loadHostKernel(k *cuda.Kernels) (*hostkernel.Kernel, error) {
 // hostKernelFile returns the shared object of k that LLVM builds into the
 // user's cache directory, named by a hash of the module, the LLVM version
 // and the machine, so that it is built once.
-func hostKernelFile(k *cuda.Kernels) (string, error) {
-	tc, err := cuda.FindToolchain()
+func hostKernelFile(k *llvmgen.Module) (string, error) {
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return "", err
 	}

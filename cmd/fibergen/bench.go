@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
@@ -244,14 +244,14 @@ func writeBenchKernels(dir string, u *pipeline.Unit, backend string) error {
 	if backend == "go" {
 		return nil
 	}
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return err
 	}
 	if backend == "cpu" {
-		return tc.SharedObject(u.Kernels.LL, u.Kernels.HostFunc(), filepath.Join(dir, name+".so"))
+		return tc.SharedObject(u.Module.LL, u.Module.HostFunc(), filepath.Join(dir, name+".so"))
 	}
-	ptx, err := tc.PTX(u.Kernels.LL, u.Kernels.StepKernel())
+	ptx, err := tc.PTX(u.Module.LL, u.Module.StepKernel())
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -56,13 +56,13 @@ type output struct {
 // anything is written, so that a missing LLVM or an unwritable directory
 // leaves no unit half written.
 func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return nil, err
 	}
 	all := make([][]output, len(units))
 	for i, u := range units {
-		ptx, err := tc.PTX(u.Kernels.LL, u.Kernels.StepKernel())
+		ptx, err := tc.PTX(u.Module.LL, u.Module.StepKernel())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", u.Path, err)
 		}
@@ -71,7 +71,7 @@ func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
 			return nil, fmt.Errorf("%s: %v", u.Path, err)
 		}
 		base := strings.TrimSuffix(outFile(out, u), ".go")
-		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Kernels.LL)}, {base + ".ptx", ptx},
+		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Module.LL)}, {base + ".ptx", ptx},
 			{base + ".json", u.Manifest}, {base + ".so", so}}
 		for _, o := range all[i] {
 			if err := checkOutPath(out, o.path); err != nil {
@@ -83,14 +83,14 @@ func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
 }
 
 // sharedObject builds u's host kernel for this machine and returns its bytes.
-func sharedObject(tc *cuda.Toolchain, u *pipeline.Unit) ([]byte, error) {
+func sharedObject(tc *llvmgen.Toolchain, u *pipeline.Unit) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "fibergen-build-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, u.Func.Name+".so")
-	if err := tc.SharedObject(u.Kernels.LL, u.Kernels.HostFunc(), path); err != nil {
+	if err := tc.SharedObject(u.Module.LL, u.Module.HostFunc(), path); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(path)

@@ -161,7 +161,7 @@ func (o *runOptions) kernelDir(u *pipeline.Unit) (string, error) {
 	}
 	if err == nil && o.backend == "cpu" {
 		var so string
-		if so, err = hostKernelFile(u.Kernels); err == nil {
+		if so, err = hostKernelFile(u.Module); err == nil {
 			err = os.Symlink(so, filepath.Join(dir, u.Func.Name+".so"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -81,23 +82,22 @@ func TestHeaderAndNoFusion(t *testing.T) {
 
 func TestNameClash(t *testing.T) {
 	src := []byte("optimizer clash\nhyper eps_v = 1\nhyper epsV = 2\nstep {\n theta = theta - eps_v * epsV * g\n}\n")
-	u, errs, err := pipeline.Compile("clash.dsl", src)
+	fn, errs, err := irtest.Compile("clash.dsl", src)
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
-	fn := u.Func
-	_, err = gogen.Generate(fn, gogen.Options{Source: "clash.dsl"})
+	_, err = gogen.Generate(fn.Func, gogen.Options{Source: "clash.dsl"})
 	if err == nil || !strings.Contains(err.Error(), "EpsV") {
 		t.Fatalf("want a clash error naming EpsV, got %v", err)
 	}
 }
 
 func TestRejectsInvalidIR(t *testing.T) {
-	u, _, err := pipeline.Compile("sgd.dsl", []byte("optimizer sgd\nhyper lr = 0.1\nstep {\n theta = theta - lr * g\n}\n"))
+	c, _, err := irtest.Compile("sgd.dsl", []byte("optimizer sgd\nhyper lr = 0.1\nstep {\n theta = theta - lr * g\n}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := u.Func
+	fn := c.Func
 	fn.Step.Values = fn.Step.Values[1:] // drop a definition that others use
 	if _, err := gogen.Generate(fn, gogen.Options{Source: "sgd.dsl"}); err == nil || !strings.Contains(err.Error(), "not defined") {
 		t.Fatalf("want an error for invalid IR, got %v", err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/cuda"
+	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -18,13 +18,13 @@ const tinySrc = "optimizer tiny\nhyper lr = 0.1 in (0, inf)\nstep {\n\ttheta = t
 
 // build compiles tinySrc into a shared object in a temporary directory and
 // returns its path, skipping the test without LLVM 14 unless in CI.
-func build(t *testing.T) (so string, k *cuda.Kernels) {
+func build(t *testing.T) (so string, k *llvmgen.Module) {
 	t.Helper()
 	u, errs, err := pipeline.Compile("tiny.dsl", []byte(tinySrc))
 	if len(errs) > 0 || err != nil {
 		t.Fatal(errs, err)
 	}
-	tc, err := cuda.FindToolchain()
+	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skip(err)
@@ -32,10 +32,10 @@ func build(t *testing.T) (so string, k *cuda.Kernels) {
 		t.Fatal(err)
 	}
 	so = filepath.Join(t.TempDir(), "tiny.so")
-	if err := tc.SharedObject(u.Kernels.LL, u.Kernels.HostFunc(), so); err != nil {
+	if err := tc.SharedObject(u.Module.LL, u.Module.HostFunc(), so); err != nil {
 		t.Fatal(err)
 	}
-	return so, u.Kernels
+	return so, u.Module
 }
 
 // open builds and loads the kernel of tinySrc, closed at the end of the test.

@@ -1,9 +1,11 @@
-package cuda
+package llvmgen
 
 import (
 	"math"
+	"slices"
 
-	"github.com/llir/llvm/ir"
+	"github.com/fibergen/fibergen/manifest"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -23,26 +25,44 @@ import (
 var PrivatizePhases = []string{"norms", "scales", "sum"}
 
 // PrivatizeKernel is the NVPTX kernel of a phase, e.g. fiber_privatize_norms.
-func (k *Kernels) PrivatizeKernel(phase string) string { return k.Name + "_privatize_" + phase }
+func (k *Module) PrivatizeKernel(phase string) string { return k.Name + "_privatize_" + phase }
 
 // PrivatizeHostFunc is the host function of a phase, e.g.
 // fiber_privatize_norms_cpu; its AVX2 twin adds _avx2.
-func (k *Kernels) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + "_cpu" }
+func (k *Module) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + "_cpu" }
 
-// privatizeType is the host functions' only argument:
+// privatizeSignature is the NVPTX kernel of a phase:
 //
-//	struct fibergen_privatize {
-//		const float *cur, *look; // [batch][n]; look is read in mode 1 only
-//		float *partials;         // [batch][chunks(n)]
-//		float *scales;           // [batch]
-//		float *out;              // [n]
-//		int64_t batch, n, lo, hi; // batch: the examples given, any number
-//		double clip;             // C
-//		float a, b;              // mode 1: u = a·look + b·cur
-//		float divisor;           // the sum's divisor, the expected batch size
-//		uint32_t mode;
-//	};
-var privatizeType = types.NewStruct(f32Ptr, f32Ptr, f32Ptr, f32Ptr, f32Ptr, i64, i64, i64, i64, types.Double, f32, f32, f32, i32)
+//	<name>_privatize_norms(float *cur, float *look, float *partials, u64 batch, u64 n, float a, float b, u32 mode)
+//	<name>_privatize_scales(float *partials, float *scales, u64 batch, u64 nchunks, f64 clip)
+//	<name>_privatize_sum(float *cur, float *look, float *scales, float *out,
+//	                     u64 batch, u64 n, float a, float b, float divisor, u32 mode)
+//
+// the pointers noalias, readonly where the phase only reads.
+func (k *kernel) privatizeSignature(phase string) signature {
+	row := func(name string, readonly bool) cparam { return param(name, cFloatPtr).noalias(readonly) }
+	mix := []cparam{param("batch", cU64), param("n", cU64), param("a", cFloat), param("b", cFloat)}
+	var ps []cparam
+	switch phase {
+	case "norms":
+		ps = slices.Concat([]cparam{row("cur", true), row("look", true), row("partials", false)}, mix, []cparam{param("mode", cU32)})
+	case "scales":
+		ps = []cparam{row("partials", true), row("scales", false), param("batch", cU64), param("nchunks", cU64), param("clip", cF64)}
+	case "sum":
+		ps = slices.Concat([]cparam{row("cur", true), row("look", true), row("scales", true), row("out", false)}, mix,
+			[]cparam{param("divisor", cFloat), param("mode", cU32)})
+	}
+	return signature{symbol: k.PrivatizeKernel(phase), kernel: true, params: ps}
+}
+
+// newPrivatizeKernel adds the kernel of a phase and records it for the
+// manifest.
+func (k *kernel) newPrivatizeKernel(phase string) (*llvm.Func, *llvm.Block) {
+	sig := k.privatizeSignature(phase)
+	k.Kernels.Privatize.Kernels = append(k.Kernels.Privatize.Kernels, sig.symbol)
+	k.Kernels.Privatize.KernelABIs = append(k.Kernels.Privatize.KernelABIs, sig.String())
+	return k.newEntry(sig, sig.symbol, "")
+}
 
 // privArgs are the values the privatize code reads.
 type privArgs struct {
@@ -62,7 +82,7 @@ func (p privArgs) inputs(two bool) []value.Value {
 
 // mix emits u from the values in of the inputs: cur, or a·look + b·cur
 // (each product rounded, no contraction).
-func (p privArgs) mix(b *ir.Block, w lanes, in []value.Value) value.Value {
+func (p privArgs) mix(b *llvm.Block, w lanes, in []value.Value) value.Value {
 	if len(in) == 1 {
 		return in[0]
 	}
@@ -71,7 +91,7 @@ func (p privArgs) mix(b *ir.Block, w lanes, in []value.Value) value.Value {
 
 // norms is the reduction of the squared norms: the one term u·u.
 func (p privArgs) norms(two bool) reduction {
-	return reduction{inputs: len(p.inputs(two)), sums: 1, terms: func(b *ir.Block, w lanes, in []value.Value) []value.Value {
+	return reduction{inputs: len(p.inputs(two)), sums: 1, terms: func(b *llvm.Block, w lanes, in []value.Value) []value.Value {
 		u := p.mix(b, w, in)
 		return []value.Value{b.NewFMul(u, u)}
 	}}
@@ -79,66 +99,41 @@ func (p privArgs) norms(two bool) reduction {
 
 // emitPrivatize emits the three kernels and the three host functions.
 func (k *kernel) emitPrivatize() {
+	k.Kernels.Privatize = &manifest.Privatize{Chunk: ReduceChunk, TwoSets: k.fn.Observe != nil && k.fn.Observe.Kind == "two_point"}
 	k.emitNormsKernel()
 	k.emitScalesKernel()
 	k.emitSumKernel()
 	k.emitPrivatizeHost()
 }
 
-// privParam is a noalias float* parameter, readonly if ro.
-func privParam(name string, ro bool) *ir.Param {
-	p := ir.NewParam(name, f32Ptr)
-	p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
-	if ro {
-		p.Attrs = append(p.Attrs, enum.ParamAttrReadOnly)
-	}
-	return p
-}
-
-// newKernel adds the NVPTX kernel name with params and returns its entry.
-func (k *kernel) newKernel(name string, params ...*ir.Param) (*ir.Func, *ir.Block) {
-	f := k.m.NewFunc(name, types.Void, params...)
-	f.CallingConv = enum.CallingConvPTXKernel
-	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
-	return f, f.NewBlock("entry")
-}
-
 // byMode branches on mode != 0 and emits body for mode 1 (two sets) and
 // mode 0 (one set); each returns the block it ends in, which returns.
-func (k *kernel) byMode(f *ir.Func, b *ir.Block, mode value.Value, body func(b *ir.Block, two bool) *ir.Block) {
+func (k *kernel) byMode(f *llvm.Func, b *llvm.Block, mode value.Value, body func(b *llvm.Block, two bool) *llvm.Block) {
 	two, one := f.NewBlock("two_sets"), f.NewBlock("one_set")
 	b.NewCondBr(b.NewICmp(enum.IPredNE, mode, i32c(0)), two, one)
 	body(two, true).NewRet(nil)
 	body(one, false).NewRet(nil)
 }
 
-// emitNormsKernel emits
-//
-//	<name>_privatize_norms(const float *cur, const float *look, float *partials,
-//	                       i64 batch, i64 n, float a, float b, u32 mode)
-//
-// one warp per (example, chunk) task, grid-stride.
+// emitNormsKernel emits the norms kernel (privatizeSignature): one warp
+// per (example, chunk) task, grid-stride.
 func (k *kernel) emitNormsKernel() {
-	cur, look, partials := privParam("cur", true), privParam("look", true), privParam("partials", false)
-	batch, n, a, bb, mode := ir.NewParam("batch", i64), ir.NewParam("n", i64), ir.NewParam("a", f32), ir.NewParam("b", f32), ir.NewParam("mode", i32)
-	f, b := k.newKernel(k.PrivatizeKernel("norms"), cur, look, partials, batch, n, a, bb, mode)
+	f, b := k.newPrivatizeKernel("norms")
+	ps := f.Params
+	cur, look, partials, batch, n, a, bb, mode := ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7]
 	p := privArgs{cur: cur, look: look, a: a, b: bb}
-	k.byMode(f, b, mode, func(b *ir.Block, two bool) *ir.Block {
+	k.byMode(f, b, mode, func(b *llvm.Block, two bool) *llvm.Block {
 		return k.warpReduce(f, b, p.norms(two), p.inputs(two), []value.Value{partials}, batch, n)
 	})
 }
 
-// emitScalesKernel emits
-//
-//	<name>_privatize_scales(const float *partials, float *scales, i64 batch, i64 nchunks, double clip)
-//
-// one thread per example, grid-stride.
+// emitScalesKernel emits the scales kernel (privatizeSignature): one
+// thread per example, grid-stride.
 func (k *kernel) emitScalesKernel() {
-	partials, scales := privParam("partials", true), privParam("scales", false)
-	batch, nchunks, clip := ir.NewParam("batch", i64), ir.NewParam("nchunks", i64), ir.NewParam("clip", types.Double)
-	f, b := k.newKernel(k.PrivatizeKernel("scales"), partials, scales, batch, nchunks, clip)
+	f, b := k.newPrivatizeKernel("scales")
+	partials, scales, batch, nchunks, clip := f.Params[0], f.Params[1], f.Params[2], f.Params[3], f.Params[4]
 	tid, stride := k.threadIndex(b)
-	k.forLoop(f, b, "example", tid, batch, stride, func(b *ir.Block, x value.Value) *ir.Block {
+	k.forLoop(f, b, "example", tid, batch, stride, func(b *llvm.Block, x value.Value) *llvm.Block {
 		return k.exampleScale(f, b, partials, scales, x, nchunks, clip)
 	}).NewRet(nil)
 }
@@ -146,11 +141,11 @@ func (k *kernel) emitScalesKernel() {
 // exampleScale emits scales[x] = float32(min(1, C/sqrt(norm²))), norm² the
 // float64 sum of the partials of example x in chunk order (1 where norm² is
 // 0, NaN where it is not finite).
-func (k *kernel) exampleScale(f *ir.Func, b *ir.Block, partials, scales, x, nchunks, clip value.Value) *ir.Block {
+func (k *kernel) exampleScale(f *llvm.Func, b *llvm.Block, partials, scales, x, nchunks, clip value.Value) *llvm.Block {
 	row := b.NewGetElementPtr(f32, partials, b.NewMul(x, nchunks))
 	f64 := types.Double
 	b, sum := k.loopCarry(f, b, "chunk", i64c(0), nchunks, i64c(1), []value.Value{constant.NewFloat(f64, 0)},
-		func(b *ir.Block, c value.Value, s []value.Value) (*ir.Block, []value.Value) {
+		func(b *llvm.Block, c value.Value, s []value.Value) (*llvm.Block, []value.Value) {
 			return b, []value.Value{b.NewFAdd(s[0], b.NewFPExt(load(b, f32, b.NewGetElementPtr(f32, row, c), 4), f64))}
 		})
 	norm2, one := sum[0], constant.NewFloat(f64, 1)
@@ -163,26 +158,21 @@ func (k *kernel) exampleScale(f *ir.Func, b *ir.Block, partials, scales, x, nchu
 	return b
 }
 
-// emitSumKernel emits
-//
-//	<name>_privatize_sum(const float *cur, const float *look, const float *scales, float *out,
-//	                     i64 batch, i64 n, float a, float b, float divisor, u32 mode)
-//
-// a grid-stride loop over the groups of four coordinates (128-bit loads and
-// stores when every row and out are 16-byte aligned), then over the tail.
+// emitSumKernel emits the sum kernel (privatizeSignature): a grid-stride
+// loop over the groups of four coordinates (128-bit loads and stores when
+// every row and out are 16-byte aligned), then over the tail.
 func (k *kernel) emitSumKernel() {
-	cur, look, scales, out := privParam("cur", true), privParam("look", true), privParam("scales", true), privParam("out", false)
-	batch, n, a, bb, mode := ir.NewParam("batch", i64), ir.NewParam("n", i64), ir.NewParam("a", f32), ir.NewParam("b", f32), ir.NewParam("mode", i32)
-	divisor := ir.NewParam("divisor", f32)
-	f, b := k.newKernel(k.PrivatizeKernel("sum"), cur, look, scales, out, batch, n, a, bb, divisor, mode)
+	f, b := k.newPrivatizeKernel("sum")
+	ps := f.Params
+	cur, look, scales, out, batch, n, a, bb, divisor, mode := ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7], ps[8], ps[9]
 	p := privArgs{cur: cur, look: look, scales: scales, out: out, batch: batch, n: n, a: a, b: bb, divisor: divisor}
-	k.byMode(f, b, mode, func(b *ir.Block, two bool) *ir.Block {
+	k.byMode(f, b, mode, func(b *llvm.Block, two bool) *llvm.Block {
 		return k.sumGrid(f, b, p, two)
 	})
 }
 
 // sumGrid emits the sum kernel's loops for one mode.
-func (k *kernel) sumGrid(f *ir.Func, b *ir.Block, p privArgs, two bool) *ir.Block {
+func (k *kernel) sumGrid(f *llvm.Func, b *llvm.Block, p privArgs, two bool) *llvm.Block {
 	tid, stride := k.threadIndex(b)
 	ins := p.inputs(two)
 	groups, tail := b.NewAShr(p.n, i64c(2)), b.NewAnd(p.n, i64c(3))
@@ -191,15 +181,15 @@ func (k *kernel) sumGrid(f *ir.Func, b *ir.Block, p privArgs, two bool) *ir.Bloc
 	vec, scalar, edge := f.NewBlock(k.label("vector")), f.NewBlock(k.label("scalar")), f.NewBlock(k.label("tail"))
 	b.NewCondBr(aligned, vec, scalar)
 	for _, v := range []struct {
-		b   *ir.Block
+		b   *llvm.Block
 		vec bool
 	}{{vec, true}, {scalar, false}} {
-		k.forLoop(f, v.b, "group", tid, groups, stride, func(b *ir.Block, j value.Value) *ir.Block {
+		k.forLoop(f, v.b, "group", tid, groups, stride, func(b *llvm.Block, j value.Value) *llvm.Block {
 			return k.sumAt(f, b, p, ins, b.NewShl(j, i64c(2)), 4, v.vec)
 		}).NewBr(edge)
 	}
 	start := edge.NewShl(groups, i64c(2))
-	return k.forLoop(f, edge, "edge", tid, tail, stride, func(b *ir.Block, e value.Value) *ir.Block {
+	return k.forLoop(f, edge, "edge", tid, tail, stride, func(b *llvm.Block, e value.Value) *llvm.Block {
 		return k.sumAt(f, b, p, ins, b.NewAdd(start, e), 1, false)
 	})
 }
@@ -207,9 +197,9 @@ func (k *kernel) sumGrid(f *ir.Func, b *ir.Block, p privArgs, two bool) *ir.Bloc
 // sumAt emits out[i..i+w) = (Σ_ξ scales[ξ]·u_ξ[i..i+w)) / divisor, the
 // sum from +0 in example order over the batch examples given (+0 for none);
 // aligned: 128-bit accesses.
-func (k *kernel) sumAt(f *ir.Func, b *ir.Block, p privArgs, ins []value.Value, i value.Value, w lanes, aligned bool) *ir.Block {
+func (k *kernel) sumAt(f *llvm.Func, b *llvm.Block, p privArgs, ins []value.Value, i value.Value, w lanes, aligned bool) *llvm.Block {
 	b, acc := k.loopCarry(f, b, "example", i64c(0), p.batch, i64c(1), []value.Value{zero(w)},
-		func(b *ir.Block, x value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+		func(b *llvm.Block, x value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			at := b.NewAdd(b.NewMul(x, p.n), i)
 			var in []value.Value
 			for _, ptr := range ins {
@@ -225,7 +215,7 @@ func (k *kernel) sumAt(f *ir.Func, b *ir.Block, p privArgs, ins []value.Value, i
 
 // loadLanes loads w floats at ptr as one vector (16-byte aligned if
 // aligned), or one float for w 1.
-func loadLanes(b *ir.Block, ptr value.Value, w lanes, aligned bool) value.Value {
+func loadLanes(b *llvm.Block, ptr value.Value, w lanes, aligned bool) value.Value {
 	if w == 1 {
 		return load(b, f32, ptr, 4)
 	}
@@ -237,7 +227,7 @@ func loadLanes(b *ir.Block, ptr value.Value, w lanes, aligned bool) value.Value 
 }
 
 // storeLanes is loadLanes' store.
-func storeLanes(b *ir.Block, x, ptr value.Value, w lanes, aligned bool) {
+func storeLanes(b *llvm.Block, x, ptr value.Value, w lanes, aligned bool) {
 	if w == 1 {
 		store(b, x, ptr, 4)
 		return

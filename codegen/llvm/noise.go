@@ -1,9 +1,9 @@
-package cuda
+package llvmgen
 
 import (
 	"math"
 
-	"github.com/llir/llvm/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -18,10 +18,10 @@ import (
 
 // noise holds the module's noise functions.
 type noise struct {
-	gaussian  *ir.Func // (seed i64, step i32, site i32, elem i64) float
-	gaussian4 *ir.Func // (seed i64, step i32, site i32, group i64) <4 x float>
-	gaussianW *ir.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
-	gaussianC *ir.Func // the same Gaussians in coordinate order: element v holds coordinates hostGroups·v..
+	gaussian  *llvm.Func // (seed i64, step i32, site i32, elem i64) float
+	gaussian4 *llvm.Func // (seed i64, step i32, site i32, group i64) <4 x float>
+	gaussianW *llvm.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
+	gaussianC *llvm.Func // the same Gaussians in coordinate order: element v holds coordinates hostGroups·v..
 }
 
 // hostGroups is the number of groups of four coordinates the host
@@ -38,7 +38,7 @@ const (
 // kernel and the host's head and tail, and hostGroups-lane ones for the
 // host's main loop, which draws hostGroups groups at once with SIMD
 // operations (the same IEEE operations lane by lane, so the same bits).
-func emitNoise(m *ir.Module) noise {
+func emitNoise(m *llvm.Module) noise {
 	var ns noise
 	for _, w := range []lanes{1, hostGroups} {
 		philox := emitPhilox(m, w)
@@ -55,12 +55,12 @@ func emitNoise(m *ir.Module) noise {
 
 // emitPhilox emits fg_philox(c0, c1, c2, c3, k0, k1) [4 x i32] (w lanes of
 // counters: [4 x <w x i32>]): ten rounds, the key bumped between rounds.
-func emitPhilox(m *ir.Module, w lanes) *ir.Func {
-	var params []*ir.Param
+func emitPhilox(m *llvm.Module, w lanes) *llvm.Func {
+	var params []*llvm.Param
 	for _, name := range []string{"c0", "c1", "c2", "c3"} {
-		params = append(params, ir.NewParam(name, w.i32()))
+		params = append(params, llvm.NewParam(name, w.i32()))
 	}
-	params = append(params, ir.NewParam("k0", i32), ir.NewParam("k1", i32))
+	params = append(params, llvm.NewParam("k0", i32), llvm.NewParam("k1", i32))
 	out := types.NewArray(4, w.i32())
 	f, b := newHelper(m, "fg_philox"+w.suffix(), out, params...)
 	c := []value.Value{params[0], params[1], params[2], params[3]}
@@ -92,7 +92,7 @@ func emitPhilox(m *ir.Module, w lanes) *ir.Func {
 // product itself, and xor never carries garbage down. This avoids packing
 // and unpacking 32-bit lanes around every multiply, which is what LLVM
 // emits for zext-mul-trunc on <8 x i32>.
-func philoxWide(b *ir.Block, w lanes, c []value.Value, k0, k1 value.Value) []value.Value {
+func philoxWide(b *llvm.Block, w lanes, c []value.Value, k0, k1 value.Value) []value.Value {
 	wide := make([]value.Value, 4)
 	for i, x := range c {
 		wide[i] = b.NewZExt(x, w.i64())
@@ -118,7 +118,7 @@ func philoxWide(b *ir.Block, w lanes, c []value.Value, k0, k1 value.Value) []val
 }
 
 // mulHiLo returns the high and low words of the 64-bit product a·x.
-func mulHiLo(b *ir.Block, w lanes, a uint32, x value.Value) (hi, lo value.Value) {
+func mulHiLo(b *llvm.Block, w lanes, a uint32, x value.Value) (hi, lo value.Value) {
 	p := b.NewMul(b.NewZExt(x, w.i64()), w.u64(int64(a)))
 	return b.NewTrunc(b.NewLShr(p, w.u64(32)), w.i32()), b.NewTrunc(p, w.i32())
 }
@@ -132,8 +132,8 @@ var (
 func f32bits(b uint32) float32 { return math.Float32frombits(b) }
 
 // emitLog32 emits fg_log32(u): fdlibm's logf main path for positive normal u.
-func emitLog32(m *ir.Module, w lanes) *ir.Func {
-	u := ir.NewParam("u", w.f32())
+func emitLog32(m *llvm.Module, w lanes) *llvm.Func {
+	u := llvm.NewParam("u", w.f32())
 	f, b := newHelper(m, "fg_log32"+w.suffix(), w.f32(), u)
 	ix := b.NewBitCast(u, w.i32())
 	var k value.Value = b.NewSub(b.NewLShr(ix, w.u32(23)), w.u32(127))
@@ -162,14 +162,14 @@ var (
 )
 
 // poly2 returns (c0·z + c1)·z + c2.
-func poly2(b *ir.Block, w lanes, c [3]float32, z value.Value) value.Value {
+func poly2(b *llvm.Block, w lanes, c [3]float32, z value.Value) value.Value {
 	p := b.NewFAdd(b.NewFMul(w.f(c[0]), z), w.f(c[1]))
 	return b.NewFAdd(b.NewFMul(p, z), w.f(c[2]))
 }
 
 // emitSin32 emits fg_sin32(x) = p(z)·z·x + x for |x| <= π/4.
-func emitSin32(m *ir.Module, w lanes) *ir.Func {
-	x := ir.NewParam("x", w.f32())
+func emitSin32(m *llvm.Module, w lanes) *llvm.Func {
+	x := llvm.NewParam("x", w.f32())
 	f, b := newHelper(m, "fg_sin32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
 	p := b.NewFMul(b.NewFMul(poly2(b, w, sinCoef, z), z), x)
@@ -178,8 +178,8 @@ func emitSin32(m *ir.Module, w lanes) *ir.Func {
 }
 
 // emitCos32 emits fg_cos32(x) = (p(z)·z·z - 0.5·z) + 1 for |x| <= π/4.
-func emitCos32(m *ir.Module, w lanes) *ir.Func {
-	x := ir.NewParam("x", w.f32())
+func emitCos32(m *llvm.Module, w lanes) *llvm.Func {
+	x := llvm.NewParam("x", w.f32())
 	f, b := newHelper(m, "fg_cos32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
 	p := b.NewFMul(b.NewFMul(poly2(b, w, cosCoef, z), z), z)
@@ -195,8 +195,8 @@ var angleScale = float32(math.Pi / 2147483648)
 // emitPair emits fg_pair(xr, xa) {float, float}: the Box-Muller pair
 // r·cos(θ), r·sin(θ) with r = sqrt(-2 log u), u = (xr + 0.5)·2^-32 and
 // θ = 2π(xa + 0.5)/2^32 = q·π/2 + x, q the quadrant.
-func emitPair(m *ir.Module, w lanes, log, sin, cos *ir.Func) *ir.Func {
-	xr, xa := ir.NewParam("xr", w.i32()), ir.NewParam("xa", w.i32())
+func emitPair(m *llvm.Module, w lanes, log, sin, cos *llvm.Func) *llvm.Func {
+	xr, xa := llvm.NewParam("xr", w.i32()), llvm.NewParam("xa", w.i32())
 	out := types.NewStruct(w.f32(), w.f32())
 	f, b := newHelper(m, "fg_pair"+w.suffix(), out, xr, xa)
 	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(xr, w.f32()), w.f(0.5)), w.f(0x1p-32))
@@ -219,12 +219,12 @@ func emitPair(m *ir.Module, w lanes, log, sin, cos *ir.Func) *ir.Func {
 }
 
 // negateIf returns -x where cond holds, else x, flipping the sign bit.
-func negateIf(b *ir.Block, w lanes, cond, x value.Value) value.Value {
+func negateIf(b *llvm.Block, w lanes, cond, x value.Value) value.Value {
 	return b.NewSelect(cond, bitFlip(b, w, x, false), x)
 }
 
 // philoxCall calls philox on the counter (group, step, site) and the key seed.
-func philoxCall(b *ir.Block, philox *ir.Func, seed, step, site, group value.Value) value.Value {
+func philoxCall(b *llvm.Block, philox *llvm.Func, seed, step, site, group value.Value) value.Value {
 	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
 	hi := func(x value.Value) value.Value { return b.NewTrunc(b.NewLShr(x, i64c(32)), i32) }
 	return b.NewCall(philox, lo(group), hi(group), step, site, lo(seed), hi(seed))
@@ -234,7 +234,7 @@ func philoxCall(b *ir.Block, philox *ir.Func, seed, step, site, group value.Valu
 // Gaussians of the w groups from group, one group per SIMD lane: element i of
 // the result holds lane i of every group (0: r·cos of the first pair, 1: r·sin
 // of the first pair, 2 and 3: of the second pair), its element j group+j.
-func emitGaussianW(m *ir.Module, w lanes, philox, pairFn *ir.Func) *ir.Func {
+func emitGaussianW(m *llvm.Module, w lanes, philox, pairFn *llvm.Func) *llvm.Func {
 	ps := noiseParams("group")
 	out := types.NewArray(4, w.f32())
 	f, b := newHelper(m, "fg_gaussian"+w.suffix(), out, ps...)
@@ -257,13 +257,13 @@ func emitGaussianW(m *ir.Module, w lanes, philox, pairFn *ir.Func) *ir.Func {
 	return f
 }
 
-func noiseParams(last string) []*ir.Param {
-	return []*ir.Param{ir.NewParam("seed", i64), ir.NewParam("step", i32), ir.NewParam("site", i32), ir.NewParam(last, i64)}
+func noiseParams(last string) []*llvm.Param {
+	return []*llvm.Param{llvm.NewParam("seed", i64), llvm.NewParam("step", i32), llvm.NewParam("site", i32), llvm.NewParam(last, i64)}
 }
 
 // emitGaussian emits fg_gaussian(seed, step, site, elem): the Gaussian of
 // one element, lane elem&3 of group elem>>2.
-func emitGaussian(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
+func emitGaussian(m *llvm.Module, philox, pairFn *llvm.Func) *llvm.Func {
 	ps := noiseParams("elem")
 	f, b := newHelper(m, "fg_gaussian", f32, ps...)
 	group, lane := b.NewLShr(ps[3], i64c(2)), b.NewTrunc(b.NewAnd(ps[3], i64c(3)), i32)
@@ -279,7 +279,7 @@ func emitGaussian(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
 
 // emitGaussian4 emits fg_gaussian4(seed, step, site, group): the Gaussians
 // of the four elements of a group from one Philox call.
-func emitGaussian4(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
+func emitGaussian4(m *llvm.Module, philox, pairFn *llvm.Func) *llvm.Func {
 	ps := noiseParams("group")
 	f, b := newHelper(m, "fg_gaussian4", vec4, ps...)
 	x := philoxCall(b, philox, ps[0], ps[1], ps[2], ps[3])
@@ -301,7 +301,7 @@ func emitGaussian4(m *ir.Module, philox, pairFn *ir.Func) *ir.Func {
 // unpack/blend pattern of a 4×4 transpose per 128-bit block plus a final
 // block gather (12 shuffles for 8 lanes); left to itself, LLVM built it from
 // single-element inserts. Only lanes move: the bits are gw's.
-func emitGaussianC(m *ir.Module, w lanes, gw *ir.Func) *ir.Func {
+func emitGaussianC(m *llvm.Module, w lanes, gw *llvm.Func) *llvm.Func {
 	ps := noiseParams("group")
 	out := types.NewArray(4, w.f32())
 	f, b := newHelper(m, "fg_gaussian_c"+w.suffix()[2:], out, ps...)
@@ -348,7 +348,7 @@ func blockMask(w lanes, p ...int) []int {
 // gatherGroups returns output vector v of the transpose: groups
 // v·w/4 .. v·w/4+w/4-1, group g being block g/4 of u[g%4]; pairs of
 // sources are merged with two-operand shuffles.
-func gatherGroups(b *ir.Block, w lanes, u []value.Value, v int) value.Value {
+func gatherGroups(b *llvm.Block, w lanes, u []value.Value, v int) value.Value {
 	per := int(w) / 4
 	var acc value.Value
 	for g := v * per; g < (v+1)*per; g++ {
@@ -375,7 +375,7 @@ func gatherGroups(b *ir.Block, w lanes, u []value.Value, v int) value.Value {
 }
 
 // shuffle is a shufflevector of x and y with the given lane mask.
-func shuffle(b *ir.Block, w lanes, x, y value.Value, mask []int) value.Value {
+func shuffle(b *llvm.Block, w lanes, x, y value.Value, mask []int) value.Value {
 	elems := make([]constant.Constant, len(mask))
 	for i, m := range mask {
 		elems[i] = i32c(uint32(m))

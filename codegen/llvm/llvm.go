@@ -1,9 +1,9 @@
-package cuda
+package llvmgen
 
 import (
 	"fmt"
 
-	"github.com/llir/llvm/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -27,7 +27,7 @@ func i64c(x int64) *constant.Int     { return constant.NewInt(i64, x) }
 
 // newHelper adds an internal, always-inlined function to m and returns it
 // with its entry block.
-func newHelper(m *ir.Module, name string, ret types.Type, params ...*ir.Param) (*ir.Func, *ir.Block) {
+func newHelper(m *llvm.Module, name string, ret types.Type, params ...*llvm.Param) (*llvm.Func, *llvm.Block) {
 	f := m.NewFunc(name, ret, params...)
 	f.Linkage = enum.LinkageInternal
 	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrAlwaysInline, enum.FuncAttrNoUnwind)
@@ -38,7 +38,7 @@ func newHelper(m *ir.Module, name string, ret types.Type, params ...*ir.Param) (
 // value (abs true: the sign bit cleared), x a float or w lanes of floats.
 // Integer operations on the sign bit are exact on every target, where fneg
 // and fabs may canonicalize a NaN.
-func bitFlip(b *ir.Block, w lanes, x value.Value, abs bool) value.Value {
+func bitFlip(b *llvm.Block, w lanes, x value.Value, abs bool) value.Value {
 	bits := b.NewBitCast(x, w.i32())
 	var out value.Value
 	if abs {
@@ -51,7 +51,7 @@ func bitFlip(b *ir.Block, w lanes, x value.Value, abs bool) value.Value {
 
 // selectMinMax is the DSL's min or max (dsl.Max): NaN if a is NaN, else b if
 // b is NaN or b >= a (max) / b <= a (min), else a.
-func selectMinMax(b *ir.Block, a, c value.Value, isMax bool) value.Value {
+func selectMinMax(b *llvm.Block, a, c value.Value, isMax bool) value.Value {
 	pred := enum.FPredUGE
 	if !isMax {
 		pred = enum.FPredULE
@@ -64,21 +64,21 @@ func constantUndef(t types.Type) value.Value { return constant.NewUndef(t) }
 
 // intrinsic returns the declaration of an LLVM intrinsic in m, adding it on
 // first use.
-func intrinsic(m *ir.Module, name string, ret types.Type, params ...types.Type) *ir.Func {
+func intrinsic(m *llvm.Module, name string, ret types.Type, params ...types.Type) *llvm.Func {
 	for _, f := range m.Funcs {
 		if f.Name() == name {
 			return f
 		}
 	}
-	var ps []*ir.Param
+	var ps []*llvm.Param
 	for _, p := range params {
-		ps = append(ps, ir.NewParam("", p))
+		ps = append(ps, llvm.NewParam("", p))
 	}
 	return m.NewFunc(name, ret, ps...)
 }
 
 // sqrtF32 is llvm.sqrt.f32: IEEE square root (sqrt.rn.f32 on NVPTX, sqrtss on x86).
-func sqrtF32(m *ir.Module) *ir.Func { return intrinsic(m, "llvm.sqrt.f32", f32, f32) }
+func sqrtF32(m *llvm.Module) *llvm.Func { return intrinsic(m, "llvm.sqrt.f32", f32, f32) }
 
 func constantTrue() value.Value { return constant.NewBool(true) }
 
@@ -122,7 +122,7 @@ func (w lanes) u64(x int64) value.Value  { return w.konst(i64c(x)) }
 func (w lanes) f(x float32) value.Value  { return w.konst(f32c(x)) }
 
 // splat puts the scalar x in every lane.
-func (w lanes) splat(b *ir.Block, x value.Value) value.Value {
+func (w lanes) splat(b *llvm.Block, x value.Value) value.Value {
 	if w == 1 {
 		return x
 	}
@@ -134,7 +134,7 @@ func (w lanes) splat(b *ir.Block, x value.Value) value.Value {
 }
 
 // sqrt is llvm.sqrt of the width's float type: IEEE square root per lane.
-func (w lanes) sqrt(m *ir.Module) *ir.Func {
+func (w lanes) sqrt(m *llvm.Module) *llvm.Func {
 	if w == 1 {
 		return sqrtF32(m)
 	}

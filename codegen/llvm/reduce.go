@@ -1,7 +1,7 @@
-package cuda
+package llvmgen
 
 import (
-	"github.com/llir/llvm/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -39,19 +39,19 @@ type reduction struct {
 	// terms returns the float32 terms to sum at one element (w lanes of
 	// elements), from the inputs' values there; every result is a sum of its
 	// own. An emitter calls it once per copy of the loop it emits.
-	terms func(b *ir.Block, w lanes, in []value.Value) []value.Value
+	terms func(b *llvm.Block, w lanes, in []value.Value) []value.Value
 	sums  int // how many values terms returns
 }
 
 // chunkCount emits ceil(n / ReduceChunk) for n >= 0.
-func chunkCount(b *ir.Block, n value.Value) value.Value {
+func chunkCount(b *llvm.Block, n value.Value) value.Value {
 	return b.NewSDiv(b.NewAdd(n, i64c(ReduceChunk-1)), i64c(ReduceChunk))
 }
 
 // taskRows emits where the task t (row·nchunks + chunk) starts: the row
 // pointers of the inputs, the chunk's first element and the number of rows
 // of reduceRow elements it has (the last may be partial).
-func taskRows(b *ir.Block, ins []value.Value, t, n, nchunks value.Value) (rows []value.Value, start, count value.Value) {
+func taskRows(b *llvm.Block, ins []value.Value, t, n, nchunks value.Value) (rows []value.Value, start, count value.Value) {
 	row, c := b.NewSDiv(t, nchunks), b.NewSRem(t, nchunks)
 	for _, p := range ins {
 		rows = append(rows, b.NewGetElementPtr(f32, p, b.NewMul(row, n)))
@@ -82,31 +82,31 @@ func zero(w lanes) value.Value {
 // loopCarry emits `for i := start; i < end; i += step { vals = body(vals) }`
 // after block b (signed i64 comparison) and returns the block after the
 // loop and the values after it.
-func (k *kernel) loopCarry(f *ir.Func, b *ir.Block, name string, start, end, step value.Value, init []value.Value,
-	body func(b *ir.Block, i value.Value, vals []value.Value) (*ir.Block, []value.Value)) (*ir.Block, []value.Value) {
+func (k *kernel) loopCarry(f *llvm.Func, b *llvm.Block, name string, start, end, step value.Value, init []value.Value,
+	body func(b *llvm.Block, i value.Value, vals []value.Value) (*llvm.Block, []value.Value)) (*llvm.Block, []value.Value) {
 	head, loop, exit := f.NewBlock(k.label(name+".head")), f.NewBlock(k.label(name)), f.NewBlock(k.label(name+".done"))
 	b.NewBr(head)
-	i := head.NewPhi(ir.NewIncoming(start, b))
-	phis, vals := make([]*ir.InstPhi, len(init)), make([]value.Value, len(init))
+	i := head.NewPhi(llvm.NewIncoming(start, b))
+	phis, vals := make([]*llvm.InstPhi, len(init)), make([]value.Value, len(init))
 	for j, v := range init {
-		phis[j] = head.NewPhi(ir.NewIncoming(v, b))
+		phis[j] = head.NewPhi(llvm.NewIncoming(v, b))
 		vals[j] = phis[j]
 	}
 	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, end), loop, exit)
 	last, next := body(loop, i, vals)
 	inc := last.NewAdd(i, step)
 	last.NewBr(head)
-	i.Incs = append(i.Incs, ir.NewIncoming(inc, last))
+	i.Incs = append(i.Incs, llvm.NewIncoming(inc, last))
 	for j := range phis {
-		phis[j].Incs = append(phis[j].Incs, ir.NewIncoming(next[j], last))
+		phis[j].Incs = append(phis[j].Incs, llvm.NewIncoming(next[j], last))
 	}
 	return exit, vals
 }
 
 // ifElse emits `if cond { then } else { els }` after block b; both branches
 // return the same number of values, which the block after them joins.
-func (k *kernel) ifElse(f *ir.Func, b *ir.Block, cond value.Value,
-	then, els func(b *ir.Block) (*ir.Block, []value.Value)) (*ir.Block, []value.Value) {
+func (k *kernel) ifElse(f *llvm.Func, b *llvm.Block, cond value.Value,
+	then, els func(b *llvm.Block) (*llvm.Block, []value.Value)) (*llvm.Block, []value.Value) {
 	tb, eb, join := f.NewBlock(k.label("then")), f.NewBlock(k.label("else")), f.NewBlock(k.label("join"))
 	b.NewCondBr(cond, tb, eb)
 	tEnd, tVals := then(tb)
@@ -115,7 +115,7 @@ func (k *kernel) ifElse(f *ir.Func, b *ir.Block, cond value.Value,
 	eEnd.NewBr(join)
 	out := make([]value.Value, len(tVals))
 	for i := range tVals {
-		out[i] = join.NewPhi(ir.NewIncoming(tVals[i], tEnd), ir.NewIncoming(eVals[i], eEnd))
+		out[i] = join.NewPhi(llvm.NewIncoming(tVals[i], tEnd), llvm.NewIncoming(eVals[i], eEnd))
 	}
 	return join, out
 }
@@ -125,15 +125,15 @@ func (k *kernel) ifElse(f *ir.Func, b *ir.Block, cond value.Value,
 // 32) takes the tasks w, w + warps, …, and lane 0 stores sum s of task t at
 // outs[s] + t. Every lane of a warp runs the same iterations, so all reach
 // the shuffles. It returns the block after the loop.
-func (k *kernel) warpReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []value.Value, rows, n value.Value) *ir.Block {
+func (k *kernel) warpReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs []value.Value, rows, n value.Value) *llvm.Block {
 	tid, stride := k.threadIndex(b)
 	warp, warps, lane := b.NewLShr(tid, i64c(5)), b.NewLShr(stride, i64c(5)), b.NewAnd(tid, i64c(reduceLanes-1))
 	nchunks := chunkCount(b, n)
 	tasks := b.NewMul(rows, nchunks)
-	return k.forLoop(f, b, "task", warp, tasks, warps, func(b *ir.Block, t value.Value) *ir.Block {
+	return k.forLoop(f, b, "task", warp, tasks, warps, func(b *llvm.Block, t value.Value) *llvm.Block {
 		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
 		aligned := k.aligned(b, ptrs, i64c(0))
-		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(1, r.sums), func(b *ir.Block, row value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(1, r.sums), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(b.NewAdd(start, b.NewMul(row, i64c(reduceRow))), b.NewShl(lane, i64c(2)))
 			return k.laneTerms(f, b, r, ptrs, base, n, aligned, acc)
 		})
@@ -157,9 +157,9 @@ func (k *kernel) warpReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []va
 // of the rows ptrs, in order: one 128-bit load per input where the rows are
 // aligned and the four elements lie below n, else four loads at indexes
 // clamped below n, the terms of the elements past n skipped.
-func (k *kernel) laneTerms(f *ir.Func, b *ir.Block, r reduction, ptrs []value.Value, base, n, aligned value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []value.Value, base, n, aligned value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 	full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(4)), n)
-	add := func(b *ir.Block, vals [][]value.Value, masked bool) []value.Value {
+	add := func(b *llvm.Block, vals [][]value.Value, masked bool) []value.Value {
 		out := append([]value.Value(nil), acc...)
 		for e := range 4 {
 			var in []value.Value
@@ -176,13 +176,13 @@ func (k *kernel) laneTerms(f *ir.Func, b *ir.Block, r reduction, ptrs []value.Va
 		}
 		return out
 	}
-	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *ir.Block) (*ir.Block, []value.Value) {
+	return k.ifElse(f, b, b.NewAnd(aligned, full), func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		var vals [][]value.Value
 		for _, p := range ptrs {
 			vals = append(vals, k.loadCoords(b, b.NewGetElementPtr(f32, p, base), 4, true))
 		}
 		return b, add(b, vals, false)
-	}, func(b *ir.Block) (*ir.Block, []value.Value) {
+	}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 		last := b.NewSub(n, i64c(1))
 		var vals [][]value.Value
 		for _, p := range ptrs {
@@ -204,16 +204,16 @@ func (k *kernel) laneTerms(f *ir.Func, b *ir.Block, r reduction, ptrs []value.Va
 // vector; a row of 128 elements is one <128 x float> load per input (a
 // masked load for a row that ends past n). It returns the block after the
 // loop.
-func (k *kernel) hostReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []value.Value, n, lo, hi value.Value) *ir.Block {
+func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs []value.Value, n, lo, hi value.Value) *llvm.Block {
 	nchunks := chunkCount(b, n)
-	return k.forLoop(f, b, "task", lo, hi, i64c(1), func(b *ir.Block, t value.Value) *ir.Block {
+	return k.forLoop(f, b, "task", lo, hi, i64c(1), func(b *llvm.Block, t value.Value) *llvm.Block {
 		ptrs, start, count := taskRows(b, ins, t, n, nchunks)
-		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(reduceLanes, r.sums), func(b *ir.Block, row value.Value, acc []value.Value) (*ir.Block, []value.Value) {
+		b, acc := k.loopCarry(f, b, "row", i64c(0), count, i64c(1), zeros(reduceLanes, r.sums), func(b *llvm.Block, row value.Value, acc []value.Value) (*llvm.Block, []value.Value) {
 			base := b.NewAdd(start, b.NewMul(row, i64c(reduceRow)))
 			full := b.NewICmp(enum.IPredSLE, b.NewAdd(base, i64c(reduceRow)), n)
-			return k.ifElse(f, b, full, func(b *ir.Block) (*ir.Block, []value.Value) {
+			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				return b, k.rowTerms(b, r, ptrs, base, nil, acc)
-			}, func(b *ir.Block) (*ir.Block, []value.Value) {
+			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				return b, k.rowTerms(b, r, ptrs, base, rowMask(b, base, n), acc)
 			})
 		})
@@ -233,7 +233,7 @@ func (k *kernel) hostReduce(f *ir.Func, b *ir.Block, r reduction, ins, outs []va
 var rowVec = types.NewVector(reduceRow, f32)
 
 // rowMask emits the mask of the elements base..base+127 that lie below n.
-func rowMask(b *ir.Block, base, n value.Value) value.Value {
+func rowMask(b *llvm.Block, base, n value.Value) value.Value {
 	w := lanes(reduceRow)
 	idx := make([]constant.Constant, reduceRow)
 	for e := range idx {
@@ -247,7 +247,7 @@ func rowMask(b *ir.Block, base, n value.Value) value.Value {
 // accumulators acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in
 // turn. mask nil loads the whole row; else the elements it clears are
 // neither loaded nor added.
-func (k *kernel) rowTerms(b *ir.Block, r reduction, ptrs []value.Value, base, mask value.Value, acc []value.Value) []value.Value {
+func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, mask value.Value, acc []value.Value) []value.Value {
 	w := lanes(reduceRow)
 	var in []value.Value
 	for _, p := range ptrs {
@@ -283,7 +283,7 @@ func laneMask(pick func(l int) int) constant.Constant {
 
 // broadcast puts the scalar x in every lane of w (an insertelement and a
 // shufflevector, however wide w is).
-func broadcast(b *ir.Block, w lanes, x value.Value) value.Value {
+func broadcast(b *llvm.Block, w lanes, x value.Value) value.Value {
 	if w == 1 {
 		return x
 	}

@@ -1,4 +1,4 @@
-package cuda_test
+package llvmgen_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package cuda_test
+package llvmgen_test
 
 import (
 	"fmt"
@@ -8,12 +8,12 @@ import (
 
 func ExampleGenerate() {
 	src := "optimizer tiny\nhyper lr = 0.1 in (0, inf)\nstep {\n\ttheta = theta - lr * g\n}\n"
-	u, errs, err := pipeline.Compile("tiny.dsl", []byte(src)) // pipeline.Compile calls cuda.Generate
+	u, errs, err := pipeline.Compile("tiny.dsl", []byte(src)) // pipeline.Compile calls llvmgen.Generate
 	if len(errs) > 0 || err != nil {
 		fmt.Println(errs, err)
 		return
 	}
-	k := u.Kernels
+	k := u.Module
 	for _, b := range k.Buffers {
 		fmt.Printf("buffer %s (read-only: %v)\n", b.Name, b.ReadOnly)
 	}

@@ -1,25 +1,25 @@
-package cuda
+package llvmgen
 
 import (
 	"fmt"
 
-	"github.com/llir/llvm/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	fir "github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // emitBody emits <name>_body: the per-coordinate step, once. Its parameters
 // are the value of every buffer before the step (g privatized already), then
 // the host scalars; it returns the value of every stored buffer after it.
 func (k *kernel) emitBody() error {
-	var params []*ir.Param
+	var params []*llvm.Param
 	for _, b := range k.Buffers {
-		params = append(params, ir.NewParam("v."+b.Name, f32))
+		params = append(params, llvm.NewParam("v."+b.Name, f32))
 	}
 	for i := range k.scalars {
-		params = append(params, ir.NewParam(fmt.Sprintf("s.%d", i), f32))
+		params = append(params, llvm.NewParam(fmt.Sprintf("s.%d", i), f32))
 	}
 	var fields []types.Type
 	for range k.stored {
@@ -27,16 +27,16 @@ func (k *kernel) emitBody() error {
 	}
 	f, b := newHelper(k.m, k.Name+"_body", types.NewStruct(fields...), params...)
 	k.body = f
-	vals := map[*fir.Value]value.Value{}
+	vals := map[*ir.Value]value.Value{}
 	for i, s := range k.scalars {
 		vals[s] = params[len(k.Buffers)+i]
 	}
 	var out value.Value = constantUndef(f.Sig.RetType)
 	for _, v := range k.fn.Step.Values {
-		if v.Uniform && v.Op != fir.OpStore {
+		if v.Uniform && v.Op != ir.OpStore {
 			continue
 		}
-		if v.Op == fir.OpStore {
+		if v.Op == ir.OpStore {
 			out = b.NewInsertValue(out, operand(vals, v.Args[0]), uint64(k.storeIndex(v.Name)))
 			continue
 		}
@@ -51,7 +51,7 @@ func (k *kernel) emitBody() error {
 }
 
 // operand is the LLVM value of an IR operand: an immediate for a constant.
-func operand(vals map[*fir.Value]value.Value, v *fir.Value) value.Value {
+func operand(vals map[*ir.Value]value.Value, v *ir.Value) value.Value {
 	if v.IsConst() {
 		return f32c(float32(v.Const))
 	}
@@ -59,30 +59,30 @@ func operand(vals map[*fir.Value]value.Value, v *fir.Value) value.Value {
 }
 
 // instr emits the per-coordinate value v.
-func (k *kernel) instr(b *ir.Block, v *fir.Value, vals map[*fir.Value]value.Value, params []*ir.Param) (value.Value, error) {
-	if v.Type != fir.F32 {
+func (k *kernel) instr(b *llvm.Block, v *ir.Value, vals map[*ir.Value]value.Value, params []*llvm.Param) (value.Value, error) {
+	if v.Type != ir.F32 {
 		return nil, fmt.Errorf("cuda: %s: per-coordinate value v%d (%s) is %s, not f32", k.Name, v.ID, v.Op, v.Type)
 	}
 	arg := func(i int) value.Value { return operand(vals, v.Args[i]) }
 	switch v.Op {
-	case fir.OpLoad:
+	case ir.OpLoad:
 		return params[k.bufferIndex(v.Name)], nil
-	case fir.OpAdd:
+	case ir.OpAdd:
 		return b.NewFAdd(arg(0), arg(1)), nil
-	case fir.OpSub:
+	case ir.OpSub:
 		return b.NewFSub(arg(0), arg(1)), nil
-	case fir.OpMul:
+	case ir.OpMul:
 		return b.NewFMul(arg(0), arg(1)), nil
-	case fir.OpDiv:
+	case ir.OpDiv:
 		return b.NewFDiv(arg(0), arg(1)), nil
-	case fir.OpNeg:
+	case ir.OpNeg:
 		return bitFlip(b, 1, arg(0), false), nil
-	case fir.OpAbs:
+	case ir.OpAbs:
 		return bitFlip(b, 1, arg(0), true), nil
-	case fir.OpSqrt:
+	case ir.OpSqrt:
 		return b.NewCall(sqrtF32(k.m), arg(0)), nil
-	case fir.OpMin, fir.OpMax:
-		return selectMinMax(b, arg(0), arg(1), v.Op == fir.OpMax), nil
+	case ir.OpMin, ir.OpMax:
+		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax), nil
 	}
 	return nil, fmt.Errorf("cuda: %s: no kernel code for %s", k.Name, v.Op)
 }

@@ -1,11 +1,11 @@
-package cuda
+package llvmgen
 
 import (
-	"fmt"
+	"slices"
 
-	"github.com/llir/llvm/ir"
+	"github.com/fibergen/fibergen/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
-	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
 
@@ -20,7 +20,7 @@ type layout struct {
 
 // splitRange computes the layout of the coordinates [lo, hi) of buffers whose
 // coordinate 0 has global index offset.
-func splitRange(b *ir.Block, lo, hi, offset value.Value) layout {
+func splitRange(b *llvm.Block, lo, hi, offset value.Value) layout {
 	n := b.NewSub(hi, lo)
 	h0 := b.NewAnd(b.NewSub(i64c(4), b.NewAnd(b.NewAdd(offset, lo), i64c(3))), i64c(3))
 	head := b.NewSelect(b.NewICmp(enum.IPredSLT, h0, n), h0, n)
@@ -33,51 +33,37 @@ func splitRange(b *ir.Block, lo, hi, offset value.Value) layout {
 	}
 }
 
-// bufferParams returns the pointer parameters of the step kernel: noalias
-// (buffers must not overlap), readonly where the step never writes, which
-// lets llc load them through the non-coherent cache (ld.global.nc).
-func (k *kernel) bufferParams() []*ir.Param {
-	var params []*ir.Param
-	for _, buf := range k.Buffers {
-		p := ir.NewParam("p."+buf.Name, f32Ptr)
-		p.Attrs = append(p.Attrs, enum.ParamAttrNoAlias)
-		if buf.ReadOnly {
-			p.Attrs = append(p.Attrs, enum.ParamAttrReadOnly)
-		}
-		params = append(params, p)
-	}
-	return params
+// stepSignature is the NVPTX kernel
+//
+//	<name>_step(float *buffers..., float S0..., float sigma_w,
+//	            u64 n, u64 offset, u64 seed, u32 step, u32 noise)
+//
+// its buffers noalias (they must not overlap) and readonly where the step
+// never writes, which lets llc load them through the non-coherent cache
+// (ld.global.nc).
+func (k *kernel) stepSignature() signature {
+	ps := slices.Concat(k.bufferParams(func(b ir.Buffer) bool { return b.ReadOnly }), k.scalarParams(),
+		[]cparam{param("n", cU64), param("offset", cU64), param("seed", cU64), param("step", cU32), param("noise", cU32)})
+	return signature{symbol: k.StepKernel(), kernel: true, params: ps}
 }
 
-// emitStepKernel emits the NVPTX kernel
-//
-//	<name>_step(float *buffers..., float scalars..., float sigma_w,
-//	            i64 n, i64 offset, i64 seed, i32 step, i32 noise)
-//
-// a grid-stride loop over the groups of four coordinates (128-bit loads and
-// stores when every buffer is 16-byte aligned there), then over the head
-// and tail coordinates.
+// emitStepKernel emits the step kernel: a grid-stride loop over the groups
+// of four coordinates (128-bit loads and stores when every buffer is
+// 16-byte aligned there), then over the head and tail coordinates.
 func (k *kernel) emitStepKernel() {
-	bufs := k.bufferParams()
-	params := append([]*ir.Param(nil), bufs...)
+	sig := k.stepSignature()
+	k.Kernels.StepKernel, k.Kernels.StepABI = sig.symbol, sig.String()
+	f, b := k.newEntry(sig, sig.symbol, "")
+	nb := len(k.Buffers)
 	var a args
-	for _, p := range bufs {
+	for _, p := range f.Params[:nb] {
 		a.ptrs = append(a.ptrs, p)
 	}
-	for i := range k.Scalars {
-		p := ir.NewParam(fmt.Sprintf("s.%d", i), f32)
-		params = append(params, p)
+	for _, p := range f.Params[nb : nb+len(k.Scalars)-1] {
 		a.scalars = append(a.scalars, p)
 	}
-	sigma := a.scalars[len(a.scalars)-1]
-	a.scalars = a.scalars[:len(a.scalars)-1]
-	n, offset, seed := ir.NewParam("n", i64), ir.NewParam("offset", i64), ir.NewParam("seed", i64)
-	step, noiseOn := ir.NewParam("step", i32), ir.NewParam("noise", i32)
-	params = append(params, n, offset, seed, step, noiseOn)
-	f := k.m.NewFunc(k.StepKernel(), types.Void, params...)
-	f.CallingConv = enum.CallingConvPTXKernel
-	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
-	b := f.NewBlock("entry")
+	rest := f.Params[nb+len(k.Scalars)-1:]
+	sigma, n, offset, seed, step, noiseOn := rest[0], rest[1], rest[2], rest[3], rest[4], rest[5]
 	tid, stride := k.threadIndex(b)
 	l := splitRange(b, i64c(0), n, offset)
 	aligned := k.aligned(b, a.ptrs, l.groupStart)
@@ -89,7 +75,7 @@ func (k *kernel) emitStepKernel() {
 }
 
 // threadIndex returns the global thread index and the grid's thread count.
-func (k *kernel) threadIndex(b *ir.Block) (tid, stride value.Value) {
+func (k *kernel) threadIndex(b *llvm.Block) (tid, stride value.Value) {
 	sreg := func(name string) value.Value {
 		return b.NewZExt(b.NewCall(intrinsic(k.m, "llvm.nvvm.read.ptx.sreg."+name, i32)), i64)
 	}
@@ -99,7 +85,7 @@ func (k *kernel) threadIndex(b *ir.Block) (tid, stride value.Value) {
 }
 
 // aligned reports whether every buffer is 16-byte aligned at coordinate i.
-func (k *kernel) aligned(b *ir.Block, ptrs []value.Value, i value.Value) value.Value {
+func (k *kernel) aligned(b *llvm.Block, ptrs []value.Value, i value.Value) value.Value {
 	var all value.Value = constantTrue()
 	for _, p := range ptrs {
 		addr := b.NewAdd(b.NewPtrToInt(p, i64), b.NewShl(i, i64c(2)))
@@ -109,21 +95,21 @@ func (k *kernel) aligned(b *ir.Block, ptrs []value.Value, i value.Value) value.V
 }
 
 // gridLoops emits the kernel's loops from block b, with noise d (nil: none).
-func (k *kernel) gridLoops(f *ir.Func, b *ir.Block, a args, l layout, aligned, tid, stride value.Value, d *draw) {
+func (k *kernel) gridLoops(f *llvm.Func, b *llvm.Block, a args, l layout, aligned, tid, stride value.Value, d *draw) {
 	vec, scalar, edge := f.NewBlock(k.label("vector")), f.NewBlock(k.label("scalar")), f.NewBlock(k.label("edges"))
 	b.NewCondBr(aligned, vec, scalar)
 	for _, v := range []struct {
-		b   *ir.Block
+		b   *llvm.Block
 		vec bool
 	}{{vec, true}, {scalar, false}} {
-		done := k.forLoop(f, v.b, "group", tid, l.groups, stride, func(b *ir.Block, j value.Value) *ir.Block {
+		done := k.forLoop(f, v.b, "group", tid, l.groups, stride, func(b *llvm.Block, j value.Value) *llvm.Block {
 			k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, v.vec)
 			return b
 		})
 		done.NewBr(edge)
 	}
 	edges := edge.NewAdd(l.head, edge.NewSub(l.hi, l.tailStart))
-	done := k.forLoop(f, edge, "edge", tid, edges, stride, func(b *ir.Block, e value.Value) *ir.Block {
+	done := k.forLoop(f, edge, "edge", tid, edges, stride, func(b *llvm.Block, e value.Value) *llvm.Block {
 		i := b.NewSelect(b.NewICmp(enum.IPredSLT, e, l.head), e, b.NewAdd(l.tailStart, b.NewSub(e, l.head)))
 		k.element(b, a, i, d)
 		return b

@@ -1,67 +1,41 @@
-package cuda
+package llvmgen
 
 import (
 	"github.com/fibergen/fibergen/rng"
-	"github.com/llir/llvm/ir"
+	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
 
-// rangeType is the host function's third argument:
-//
-//	struct fibergen_range { int64_t lo, hi, offset; uint64_t seed; uint32_t step, noise; };
-var rangeType = types.NewStruct(i64, i64, i64, i64, i32, i32)
-
-// hostParams are the host function's parameters.
-func hostParams() []*ir.Param {
-	return []*ir.Param{ir.NewParam("buffers", types.NewPointer(f32Ptr)), ir.NewParam("scalars", f32Ptr),
-		ir.NewParam("range", types.NewPointer(rangeType))}
-}
-
-// emitHostFuncs emits the host function
+// hostSignature is the host function
 //
 //	void <name>_cpu(float *const *buffers, const float *scalars, const struct fibergen_range *r)
 //
 // which steps the coordinates [r->lo, r->hi) of the buffers, coordinate i
 // having global index r->offset + i; scalars holds the host scalars, then
-// sqrt(sigma_w2). <name>_cpu_avx2 is the same function compiled for
-// x86-64-v3 (AVX2): the loops live once, in the always-inlined <name>_host,
-// and each entry point gets its own copy for its target. The same IEEE
-// operations run on either, so they compute the same bits.
+// sqrt(sigma_w2).
+func (k *kernel) hostSignature() signature {
+	r := param("r", rangeStruct.ptr())
+	r.llName = "range"
+	return signature{symbol: k.HostFunc(), params: []cparam{param("buffers", cBuffers), param("scalars", cScalars), r}}
+}
+
+// emitHostFuncs emits the host function and its AVX2 twin.
 func (k *kernel) emitHostFuncs() {
-	host := k.emitHostLoops()
-	for _, v := range []struct {
-		name  string
-		attrs []ir.FuncAttribute
-	}{{k.HostFunc(), nil}, {k.HostFuncAVX2(), []ir.FuncAttribute{ir.AttrPair{Key: "target-cpu", Value: "x86-64-v3"}}}} {
-		ps := hostParams()
-		f := k.m.NewFunc(v.name, types.Void, ps...)
-		f.FuncAttrs = append([]ir.FuncAttribute{enum.FuncAttrNoUnwind}, v.attrs...)
-		b := f.NewBlock("entry")
-		b.NewCall(host, ps[0], ps[1], ps[2])
-		b.NewRet(nil)
-	}
+	sig := k.hostSignature()
+	k.Kernels.HostFunction, k.Kernels.HostABI = sig.symbol, sig.String()
+	k.emitHostTwins(sig, k.emitHostLoops(sig))
 }
 
 // emitHostLoops emits <name>_host, the host function's loops.
-func (k *kernel) emitHostLoops() *ir.Func {
-	ps := hostParams()
-	bufs, scalars, r := ps[0], ps[1], ps[2]
+func (k *kernel) emitHostLoops(sig signature) *llvm.Func {
+	ps := sig.newParams()
 	f, b := newHelper(k.m, k.Name+"_host", types.Void, ps...)
-	var a args
-	for i := range k.Buffers {
-		a.ptrs = append(a.ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
-	}
-	for i := range k.Scalars {
-		a.scalars = append(a.scalars, load(b, f32, b.NewGetElementPtr(f32, scalars, i64c(int64(i))), 4))
-	}
+	a := k.loadArgs(b, ps[0], ps[1])
 	sigma := a.scalars[len(a.scalars)-1]
 	a.scalars = a.scalars[:len(a.scalars)-1]
-	field := func(i int) value.Value {
-		t := rangeType.Fields[i]
-		return load(b, t, b.NewGetElementPtr(rangeType, r, i32c(0), i32c(uint32(i))), 8>>(i/4))
-	}
+	field := func(i int) value.Value { return rangeStruct.load(b, ps[2], i) }
 	lo, hi, offset, seed, step, noiseOn := field(0), field(1), field(2), field(3), field(4), field(5)
 	l := splitRange(b, lo, hi, offset)
 	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
@@ -72,23 +46,36 @@ func (k *kernel) emitHostLoops() *ir.Func {
 	return f
 }
 
+// loadArgs loads the buffers' pointers and the scalars from the arrays a
+// host function takes (all the scalars, sqrt(sigma_w2) included).
+func (k *kernel) loadArgs(b *llvm.Block, bufs, scalars value.Value) args {
+	var a args
+	for i := range k.Buffers {
+		a.ptrs = append(a.ptrs, load(b, f32Ptr, b.NewGetElementPtr(f32Ptr, bufs, i64c(int64(i))), 8))
+	}
+	for i := range k.Scalars {
+		a.scalars = append(a.scalars, load(b, f32, b.NewGetElementPtr(f32, scalars, i64c(int64(i))), 4))
+	}
+	return a
+}
+
 // hostLoops emits the host function's loops from block b: the head, the
 // groups of four hostGroups at a time (SIMD noise), the remaining groups,
 // the tail.
-func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.Value, d *draw) {
+func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo value.Value, d *draw) {
 	one := i64c(1)
-	elements := func(b *ir.Block, i value.Value) *ir.Block {
+	elements := func(b *llvm.Block, i value.Value) *llvm.Block {
 		k.element(b, a, i, d)
 		return b
 	}
 	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
 	wide := b.NewSDiv(l.groups, i64c(hostGroups))
-	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *ir.Block, q value.Value) *ir.Block {
+	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
 		j := b.NewMul(q, i64c(hostGroups))
 		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d)
 		return b
 	})
-	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(hostGroups)), l.groups, one, func(b *ir.Block, j value.Value) *ir.Block {
+	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(hostGroups)), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
 		k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, false)
 		return b
 	})
@@ -102,7 +89,7 @@ func (k *kernel) hostLoops(f *ir.Func, b *ir.Block, a args, l layout, lo value.V
 // order (gaussianC) and is added to g as whole vectors — g + sigma·z, the
 // operations k.step would apply lane by lane — so that no pass breaks the
 // noise vectors into single elements to rebuild them in another order.
-func (k *kernel) wideGroups(b *ir.Block, a args, base, gi value.Value, d *draw) {
+func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw) {
 	w := lanes(hostGroups)
 	vt := w.f32()
 	vecAt := func(p value.Value, v int) value.Value {

@@ -1,0 +1,251 @@
+package llvmgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fibergen/fibergen/ir"
+	llvm "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// This file is the kernels' ABI (docs/kernels.md), written once. Every entry
+// point is a signature — its parameters, each with its name and C type in
+// the ABI and the LLVM type it lowers to — and the structs the host
+// functions take are lists of fields. The emitters build the LLVM functions
+// and struct types from these lists, and Module.Kernels renders the same
+// lists as the signatures of the manifest, so the two cannot differ.
+
+// ctype is a C type of the ABI and the LLVM type it lowers to. The NVPTX
+// kernels' parameters are written as PTX sees them (float *, u64, u32, f64),
+// the host functions' in C (int64_t, const float *).
+type ctype struct {
+	c  string
+	ll types.Type
+}
+
+// The C types of the parameters.
+var (
+	cFloat    = ctype{"float", f32}
+	cFloatPtr = ctype{"float *", f32Ptr}
+	cU64      = ctype{"u64", i64}
+	cU32      = ctype{"u32", i32}
+	cF64      = ctype{"f64", types.Double}
+	cBuffers  = ctype{"float *const *", types.NewPointer(f32Ptr)}
+	cScalars  = ctype{"const float *", f32Ptr}
+	cInt64    = ctype{"int64_t", i64}
+)
+
+// cfield is a field of a struct of the ABI.
+type cfield struct {
+	name string
+	typ  ctype
+}
+
+// cstruct is a struct that a host function takes a pointer to.
+type cstruct struct {
+	tag    string
+	fields []cfield
+	ll     *types.StructType
+}
+
+func newStruct(tag string, fields ...cfield) cstruct {
+	var ts []types.Type
+	for _, f := range fields {
+		ts = append(ts, f.typ.ll)
+	}
+	return cstruct{tag: tag, fields: fields, ll: types.NewStruct(ts...)}
+}
+
+// rangeStruct is the step host function's range: the coordinates [lo, hi)
+// of the buffers, whose coordinate 0 has global index offset, and the
+// noise of the step (noise != 0: add sqrt(sigma_w2)·z to g, z the Gaussian
+// of (seed, step, global index)).
+var rangeStruct = newStruct("fibergen_range",
+	cfield{"lo", cInt64}, cfield{"hi", cInt64}, cfield{"offset", cInt64},
+	cfield{"seed", ctype{"uint64_t", i64}}, cfield{"step", ctype{"uint32_t", i32}}, cfield{"noise", ctype{"uint32_t", i32}})
+
+// privatizeStruct is the privatize host functions' only argument: the
+// per-example rows cur and look ([batch][n]; look is read in mode 1 only,
+// u = a·look + b·cur), the norm partials ([batch][chunks(n)]), the scales
+// ([batch]) and out ([n]); [lo, hi) are the tasks of norms
+// (example·chunks(n) + chunk), the examples of scales, the coordinates of
+// sum; clip is C, divisor the expected batch size.
+var privatizeStruct = newStruct("fibergen_privatize",
+	cfield{"cur", cScalars}, cfield{"look", cScalars},
+	cfield{"partials", cFloatPtr}, cfield{"scales", cFloatPtr}, cfield{"out", cFloatPtr},
+	cfield{"batch", cInt64}, cfield{"n", cInt64}, cfield{"lo", cInt64}, cfield{"hi", cInt64},
+	cfield{"clip", ctype{"double", types.Double}},
+	cfield{"a", cFloat}, cfield{"b", cFloat}, cfield{"divisor", cFloat}, cfield{"mode", ctype{"uint32_t", i32}})
+
+// decl is the struct's C declaration, with runs of fields of one type in
+// one declarator list: struct t { int64_t lo, hi; ... }.
+func (s cstruct) decl() string {
+	var b strings.Builder
+	b.WriteString("struct " + s.tag + " {")
+	for i, f := range s.fields {
+		switch {
+		case i > 0 && f.typ.c == s.fields[i-1].typ.c:
+			b.WriteString(", " + pointerStars(f.typ.c) + f.name)
+		default:
+			if i > 0 {
+				b.WriteString(";")
+			}
+			b.WriteString(" " + declare(f.typ.c, f.name))
+		}
+	}
+	return b.String() + "; }"
+}
+
+// ptr is a parameter type pointing at the struct: const struct t {...} *.
+func (s cstruct) ptr() ctype {
+	return ctype{"const " + s.decl() + " *", types.NewPointer(s.ll)}
+}
+
+// load emits the load of field i of the struct at p.
+func (s cstruct) load(b *llvm.Block, p *llvm.Param, i int) *llvm.InstLoad {
+	t := s.ll.Fields[i]
+	ld := b.NewLoad(t, b.NewGetElementPtr(s.ll, p, i32c(0), i32c(uint32(i))))
+	ld.Align = llvm.Align(sizeOf(t))
+	return ld
+}
+
+// sizeOf is the size in bytes of a field's type, which is its alignment.
+func sizeOf(t types.Type) int {
+	switch t {
+	case i32, f32:
+		return 4
+	}
+	return 8
+}
+
+// declare writes a declaration of name with C type c: "float *p", "u64 n".
+func declare(c, name string) string {
+	if strings.HasSuffix(c, "*") {
+		return c + name
+	}
+	return c + " " + name
+}
+
+// pointerStars is the stars a further declarator of type c repeats:
+// "const float *cur, *look".
+func pointerStars(c string) string {
+	return strings.Repeat("*", len(c)-len(strings.TrimRight(c, "*")))
+}
+
+// cparam is one parameter of an entry point.
+type cparam struct {
+	name   string // in the ABI
+	typ    ctype
+	llName string // the LLVM parameter's name, when it is not name
+	attrs  []llvm.ParamAttribute
+}
+
+func param(name string, t ctype) cparam { return cparam{name: name, typ: t} }
+
+// noalias marks a pointer that no other parameter's range overlaps, and
+// readonly one the entry point never writes through (the kernels then load
+// it through the non-coherent cache).
+func (p cparam) noalias(readonly bool) cparam {
+	p.attrs = []llvm.ParamAttribute{enum.ParamAttrNoAlias}
+	if readonly {
+		p.attrs = append(p.attrs, enum.ParamAttrReadOnly)
+	}
+	return p
+}
+
+// bufferParams are the buffers' pointers (theta, g, the states; "p.NAME"
+// in LLVM), noalias, readonly where readonly says.
+func (k *kernel) bufferParams(readonly func(ir.Buffer) bool) []cparam {
+	var out []cparam
+	for _, b := range k.Buffers {
+		p := param(b.Name, cFloatPtr)
+		p.llName = "p." + b.Name
+		out = append(out, p.noalias(readonly(b)))
+	}
+	return out
+}
+
+// scalarParams are the host scalars S0, S1, ... and sigma_w, the standard
+// deviation of the noise ("s.I" in LLVM).
+func (k *kernel) scalarParams() []cparam {
+	out := make([]cparam, len(k.Scalars))
+	for i := range out {
+		name := fmt.Sprintf("S%d", i)
+		if i == len(out)-1 {
+			name = "sigma_w"
+		}
+		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("s.%d", i)}
+	}
+	return out
+}
+
+// signature is an entry point: an NVPTX kernel or a host function.
+type signature struct {
+	symbol string
+	kernel bool
+	params []cparam
+}
+
+// String writes the signature as the manifest and docs/kernels.md do.
+func (s signature) String() string {
+	head := "void "
+	if s.kernel {
+		head = ".entry "
+	}
+	parts := make([]string, len(s.params))
+	for i, p := range s.params {
+		parts[i] = declare(p.typ.c, p.name)
+	}
+	return head + s.symbol + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// newParams makes the LLVM parameters of one function of the signature.
+func (s signature) newParams() []*llvm.Param {
+	out := make([]*llvm.Param, len(s.params))
+	for i, p := range s.params {
+		name := p.llName
+		if name == "" {
+			name = p.name
+		}
+		out[i] = llvm.NewParam(name, p.typ.ll)
+		out[i].Attrs = append(out[i].Attrs, p.attrs...)
+	}
+	return out
+}
+
+// newEntry adds the function of s to the module: an NVPTX kernel, or an
+// exported host function (target-cpu cpu when not "").
+func (k *kernel) newEntry(s signature, symbol, cpu string) (*llvm.Func, *llvm.Block) {
+	f := k.m.NewFunc(symbol, types.Void, s.newParams()...)
+	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
+	if s.kernel {
+		f.CallingConv = enum.CallingConvPTXKernel
+	}
+	if cpu != "" {
+		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-cpu", Value: cpu})
+	}
+	return f, f.NewBlock("entry")
+}
+
+// hostTwinCPU is the target of every host function's twin <symbol>_avx2.
+const hostTwinCPU = "x86-64-v3"
+
+// emitHostTwins emits the host function of s, which calls inner with its
+// arguments, and its twin <symbol>_avx2 compiled for hostTwinCPU: the loops
+// live once, in the always-inlined inner, and each entry point gets its own
+// copy for its target. The same IEEE operations run on either, so they
+// compute the same bits.
+func (k *kernel) emitHostTwins(s signature, inner *llvm.Func) {
+	for _, v := range []struct{ symbol, cpu string }{{s.symbol, ""}, {s.symbol + "_avx2", hostTwinCPU}} {
+		f, b := k.newEntry(s, v.symbol, v.cpu)
+		var args []value.Value
+		for _, p := range f.Params {
+			args = append(args, p)
+		}
+		b.NewCall(inner, args...)
+		b.NewRet(nil)
+	}
+}
