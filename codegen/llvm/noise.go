@@ -3,6 +3,7 @@ package llvmgen
 import (
 	"math"
 
+	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -27,12 +28,6 @@ type noise struct {
 // hostGroups is the number of groups of four coordinates the host
 // function's main loop draws at once, one per SIMD lane.
 const hostGroups = 8
-
-// The Philox4x32 multipliers and Weyl key increments.
-const (
-	philoxM0, philoxM1 = 0xD2511F53, 0xCD9E8D57
-	philoxW0, philoxW1 = 0x9E3779B9, 0xBB67AE85
-)
 
 // emitNoise adds the noise functions to m: scalar ones for the NVPTX
 // kernel and the host's head and tail, and hostGroups-lane ones for the
@@ -70,10 +65,10 @@ func emitPhilox(m *llvm.Module, w lanes) *llvm.Func {
 	} else {
 		for round := 0; round < 10; round++ {
 			if round > 0 {
-				k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+				k0, k1 = b.NewAdd(k0, i32c(rng.PhiloxW0)), b.NewAdd(k1, i32c(rng.PhiloxW1))
 			}
-			hi0, lo0 := mulHiLo(b, w, philoxM0, c[0])
-			hi1, lo1 := mulHiLo(b, w, philoxM1, c[2])
+			hi0, lo0 := mulHiLo(b, w, rng.PhiloxM0, c[0])
+			hi1, lo1 := mulHiLo(b, w, rng.PhiloxM1, c[2])
 			c = []value.Value{b.NewXor(b.NewXor(hi1, c[1]), w.splat(b, k0)), lo1, b.NewXor(b.NewXor(hi0, c[3]), w.splat(b, k1)), lo0}
 		}
 	}
@@ -105,10 +100,10 @@ func philoxWide(b *llvm.Block, w lanes, c []value.Value, k0, k1 value.Value) []v
 	key := func(k value.Value) value.Value { return w.splat(b, b.NewZExt(k, i64)) }
 	for round := 0; round < 10; round++ {
 		if round > 0 {
-			k0, k1 = b.NewAdd(k0, i32c(philoxW0)), b.NewAdd(k1, i32c(philoxW1))
+			k0, k1 = b.NewAdd(k0, i32c(rng.PhiloxW0)), b.NewAdd(k1, i32c(rng.PhiloxW1))
 		}
-		hi0, p0 := mul(philoxM0, wide[0])
-		hi1, p1 := mul(philoxM1, wide[2])
+		hi0, p0 := mul(rng.PhiloxM0, wide[0])
+		hi1, p1 := mul(rng.PhiloxM1, wide[2])
 		wide = []value.Value{b.NewXor(b.NewXor(hi1, wide[1]), key(k0)), p1, b.NewXor(b.NewXor(hi0, wide[3]), key(k1)), p0}
 	}
 	for i, x := range wide {
@@ -123,10 +118,10 @@ func mulHiLo(b *llvm.Block, w lanes, a uint32, x value.Value) (hi, lo value.Valu
 	return b.NewTrunc(b.NewLShr(p, w.u64(32)), w.i32()), b.NewTrunc(p, w.i32())
 }
 
-// fdlibm's logf coefficients and ln 2 split in two, as float32 bit patterns.
+// fdlibm's logf coefficients and ln 2 split in two (rng's bit patterns).
 var (
-	lg1, lg2, lg3, lg4 = f32bits(0x3f2aaaaa), f32bits(0x3eccce13), f32bits(0x3e91e9ee), f32bits(0x3e789e26)
-	ln2Hi, ln2Lo       = f32bits(0x3f317180), f32bits(0x3717f7d1)
+	lg1, lg2, lg3, lg4 = f32bits(rng.LogLg1Bits), f32bits(rng.LogLg2Bits), f32bits(rng.LogLg3Bits), f32bits(rng.LogLg4Bits)
+	ln2Hi, ln2Lo       = f32bits(rng.LogLn2HiBits), f32bits(rng.LogLn2LoBits)
 )
 
 func f32bits(b uint32) float32 { return math.Float32frombits(b) }
@@ -155,12 +150,6 @@ func emitLog32(m *llvm.Module, w lanes) *llvm.Func {
 	return f
 }
 
-// Cephes' sinf and cosf polynomials on [-π/4, π/4].
-var (
-	sinCoef = [3]float32{-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1}
-	cosCoef = [3]float32{2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2}
-)
-
 // poly2 returns (c0·z + c1)·z + c2.
 func poly2(b *llvm.Block, w lanes, c [3]float32, z value.Value) value.Value {
 	p := b.NewFAdd(b.NewFMul(w.f(c[0]), z), w.f(c[1]))
@@ -172,7 +161,7 @@ func emitSin32(m *llvm.Module, w lanes) *llvm.Func {
 	x := llvm.NewParam("x", w.f32())
 	f, b := newHelper(m, "fg_sin32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
-	p := b.NewFMul(b.NewFMul(poly2(b, w, sinCoef, z), z), x)
+	p := b.NewFMul(b.NewFMul(poly2(b, w, rng.SinCoefs, z), z), x)
 	b.NewRet(b.NewFAdd(p, x))
 	return f
 }
@@ -182,15 +171,11 @@ func emitCos32(m *llvm.Module, w lanes) *llvm.Func {
 	x := llvm.NewParam("x", w.f32())
 	f, b := newHelper(m, "fg_cos32"+w.suffix(), w.f32(), x)
 	z := b.NewFMul(x, x)
-	p := b.NewFMul(b.NewFMul(poly2(b, w, cosCoef, z), z), z)
+	p := b.NewFMul(b.NewFMul(poly2(b, w, rng.CosCoefs, z), z), z)
 	h := b.NewFMul(w.f(0.5), z)
 	b.NewRet(b.NewFAdd(b.NewFSub(p, h), w.f(1)))
 	return f
 }
-
-// angleScale is the float32 nearest π/2^31: one step of the angle's 30-bit
-// fraction, in radians.
-var angleScale = float32(math.Pi / 2147483648)
 
 // emitPair emits fg_pair(xr, xa) {float, float}: the Box-Muller pair
 // r·cos(θ), r·sin(θ) with r = sqrt(-2 log u), u = (xr + 0.5)·2^-32 and
@@ -204,7 +189,7 @@ func emitPair(m *llvm.Module, w lanes, log, sin, cos *llvm.Func) *llvm.Func {
 	y := b.NewAdd(xa, w.u32(0x20000000))
 	q := b.NewLShr(y, w.u32(30))
 	frac := b.NewSub(b.NewAnd(y, w.u32(0x3fffffff)), w.u32(0x20000000))
-	x := b.NewFMul(b.NewFAdd(b.NewSIToFP(frac, w.f32()), w.f(0.5)), w.f(angleScale))
+	x := b.NewFMul(b.NewFAdd(b.NewSIToFP(frac, w.f32()), w.f(0.5)), w.f(rng.AngleStep))
 	sn, cs := b.NewCall(sin, x), b.NewCall(cos, x)
 	odd := b.NewICmp(enum.IPredNE, b.NewAnd(q, w.u32(1)), w.u32(0))
 	cosNeg := b.NewICmp(enum.IPredNE, b.NewAnd(b.NewAdd(q, w.u32(1)), w.u32(2)), w.u32(0))
