@@ -3,17 +3,13 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	goruntime "runtime"
 	"slices"
-	"strings"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // ClampMassKind is the diagnostic ClampMass reports (docs/dsl.md).
@@ -24,7 +20,7 @@ const ClampMassKind = "clamp_mass"
 type diagState struct {
 	ref   *interp.Diagnostic
 	entry manifest.Diagnostic
-	host  *diagHost // the host function, on the CPU backend with a shared object
+	host  *hostkernel.Diagnostic // the host function, on the CPU backend with a shared object
 	value float64
 	steps int // the step the value is of, plus 1; 0: none yet
 }
@@ -93,18 +89,16 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 // Each core takes whole chunks, so the split does not change a bit.
 func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) error {
 	if b.kernel != nil && o.diag.host == nil {
-		avx2 := strings.HasSuffix(b.kernel.Name, "_avx2") // the twin the step runs
-		h, err := openDiagHost(filepath.Join(o.dir, o.m.Kernels.SharedObject), o.diag.entry.HostFunction, avx2)
+		h, err := hostkernel.OpenDiagnostic(b.so, o.diag.entry.HostFunction)
 		if err != nil {
-			return err
+			return fmt.Errorf("runtime: %w", err)
 		}
 		o.diag.host = h
 	}
 	per := max((len(num)+b.threads-1)/b.threads, 1)
 	return parallelChunks(len(num), per, func(lo, hi int) error {
 		if o.diag.host != nil {
-			o.diag.host.run(b.bufs, scalars, int64(o.n), lo, hi, num, den)
-			return nil
+			return o.diag.host.Run(b.bufs, scalars, o.n, lo, hi, num, den)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, o.n)
 		var states [][]float32
@@ -130,72 +124,16 @@ func parallelChunks(n, per int, f func(lo, hi int) error) error {
 	return errors.Join(all...)
 }
 
-// diagHost is a diagnostic's loaded host function (docs/kernels.md):
-// void f(float *const *buffers, const float *scalars, int64_t n, int64_t lo,
-// int64_t hi, float *num, float *den).
-type diagHost struct {
-	lib, fn uintptr
-}
-
-// openDiagHost loads symbol, or its AVX2 twin where the CPU has AVX2, from
-// the shared object at path (already loaded by the step's host kernel, so
-// this takes a reference to it).
-func openDiagHost(path, symbol string, avx2 bool) (*diagHost, error) {
-	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: cannot load %s: %v", path, err)
-	}
-	for _, s := range []string{symbol + "_avx2", symbol} {
-		if s != symbol && !avx2 {
-			continue
-		}
-		if fn, err := purego.Dlsym(lib, s); err == nil {
-			return &diagHost{lib: lib, fn: fn}, nil
-		}
-	}
-	purego.Dlclose(lib)
-	return nil, fmt.Errorf("runtime: %s has no function %s: rebuild it with fibergen build", path, symbol)
-}
-
-// run computes the partials of the chunks [lo, hi) of the n coordinates.
-func (h *diagHost) run(bufs [][]float32, scalars []float32, n int64, lo, hi int, num, den []float32) {
-	if lo >= hi {
-		return
-	}
-	var pin goruntime.Pinner
-	defer pin.Unpin()
-	ptrs := make([]uintptr, len(bufs))
-	for i, b := range bufs {
-		if len(b) > 0 {
-			p := unsafe.SliceData(b)
-			pin.Pin(p)
-			ptrs[i] = uintptr(unsafe.Pointer(p))
-		}
-	}
-	for _, p := range []*float32{&scalars[0], &num[0], &den[0]} {
-		pin.Pin(p)
-	}
-	pin.Pin(&ptrs[0])
-	purego.SyscallN(h.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(n),
-		uintptr(lo), uintptr(hi), uintptr(unsafe.Pointer(&num[0])), uintptr(unsafe.Pointer(&den[0])))
-}
-
 // closeDiagnostics releases the diagnostic's host function, if loaded.
 func (o *Optimizer) closeDiagnostics() error {
 	if o.diag == nil {
 		return nil
 	}
-	err := o.diag.host.close()
-	o.diag.host = nil
-	return err
-}
-
-func (h *diagHost) close() error {
-	if h == nil || h.lib == 0 {
+	if o.diag.host == nil {
 		return nil
 	}
-	err := purego.Dlclose(h.lib)
-	h.lib, h.fn = 0, 0
+	err := o.diag.host.Close()
+	o.diag.host = nil
 	return err
 }
 

@@ -3,16 +3,11 @@ package tests
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
-	goruntime "runtime"
 	"slices"
-	"strings"
 	"testing"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk_corr"
 	"github.com/fibergen/fibergen/generated/doppler"
@@ -24,6 +19,7 @@ import (
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // diagSizes are the lengths of the clamp_mass tests: empty, shorter than a
@@ -65,7 +61,7 @@ type diagTarget struct {
 	ref     *interp.Diagnostic
 	goFunc  reflect.Value // the generated ClampMass
 	goRef   *goRef
-	hosts   []uintptr // the host function <name>_clamp_mass_cpu and its AVX2 twin where the CPU runs it
+	hosts   []*hostkernel.Diagnostic // the host function <name>_clamp_mass_cpu and its AVX2 twin where the CPU runs it
 	nbuf    int
 	reads   []int // buffer index of each state the diagnostic reads
 	scalars reflect.Value
@@ -101,33 +97,24 @@ func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarg
 }
 
 // diagHostFuncs builds (once per test binary, with the step's host kernel)
-// the shared object of opt and looks up the diagnostic's host function and,
-// where the CPU has AVX2, its twin.
-func diagHostFuncs(t *testing.T, opt *optimizer, symbol string) []uintptr {
+// the shared object of opt and loads the diagnostic's host function and,
+// where hostkernel prefers it on this CPU, its AVX2 twin.
+func diagHostFuncs(t *testing.T, opt *optimizer, symbol string) []*hostkernel.Diagnostic {
 	t.Helper()
 	hostKernel(t, opt)
-	lib, err := purego.Dlopen(filepath.Join(hostKernels.dir, opt.name+".so"), purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { purego.Dlclose(lib) })
-	var fns []uintptr
-	for _, s := range []string{symbol, symbol + "_avx2"} {
-		fn, err := purego.Dlsym(lib, s)
-		switch {
-		case err != nil && s == symbol:
+	so := filepath.Join(hostKernels.dir, opt.name+".so")
+	var out []*hostkernel.Diagnostic
+	for _, open := range []func(string, string) (*hostkernel.Diagnostic, error){hostkernel.OpenDiagnosticSymbol, hostkernel.OpenDiagnostic} {
+		d, err := open(so, symbol)
+		if err != nil {
 			t.Fatal(err)
-		case err == nil && (s == symbol || cpuHasAVX2()):
-			fns = append(fns, fn)
+		}
+		t.Cleanup(func() { d.Close() })
+		if len(out) == 0 || d.Name != out[0].Name {
+			out = append(out, d)
 		}
 	}
-	return fns
-}
-
-// cpuHasAVX2 reports whether /proc/cpuinfo lists avx2 and fma.
-func cpuHasAVX2() bool {
-	info, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Contains(string(info), " avx2") && strings.Contains(string(info), " fma")
+	return out
 }
 
 // goPartials runs the generated ClampMass.
@@ -147,24 +134,12 @@ func (d *diagTarget) interpPartials(t *testing.T, bufs [][]float32, num, den []f
 	}
 }
 
-// hostPartials runs the host function fn on the chunks [lo, hi).
-func (d *diagTarget) hostPartials(fn uintptr, bufs [][]float32, lo, hi int, num, den []float32) {
-	if lo >= hi {
-		return
+// hostPartials runs the host function h on the chunks [lo, hi).
+func (d *diagTarget) hostPartials(t *testing.T, h *hostkernel.Diagnostic, bufs [][]float32, lo, hi int, num, den []float32) {
+	t.Helper()
+	if err := h.Run(bufs, d.kernelS, len(bufs[0]), lo, hi, num, den); err != nil {
+		t.Fatal(err)
 	}
-	var pin goruntime.Pinner
-	defer pin.Unpin()
-	ptrs := make([]uintptr, len(bufs))
-	for i, b := range bufs {
-		pin.Pin(&b[0])
-		ptrs[i] = uintptr(unsafe.Pointer(&b[0]))
-	}
-	for _, p := range []*float32{&d.kernelS[0], &num[0], &den[0]} {
-		pin.Pin(p)
-	}
-	pin.Pin(&ptrs[0])
-	purego.SyscallN(fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&d.kernelS[0])), uintptr(len(bufs[0])),
-		uintptr(lo), uintptr(hi), uintptr(unsafe.Pointer(&num[0])), uintptr(unsafe.Pointer(&den[0])))
 }
 
 // diagBuffers returns every buffer of n coordinates with random values: the
@@ -211,11 +186,11 @@ func (d *diagTarget) checkSize(t *testing.T, r *rand.Rand, n int) {
 	got := [2][]float32{make([]float32, c), make([]float32, c)}
 	d.interpPartials(t, bufs, got[0], got[1])
 	compareBits(t, d.name, n, "interp", want, got)
-	for _, fn := range d.hosts {
+	for _, h := range d.hosts {
 		for _, split := range [][]int{{0, c}, {0, c / 3, c / 2, c}, {0, 1, c}} {
 			got := [2][]float32{make([]float32, max(c, 1))[:c], make([]float32, max(c, 1))[:c]}
 			for i := 0; i+1 < len(split); i++ {
-				d.hostPartials(fn, bufs, min(split[i], c), min(split[i+1], c), got[0], got[1])
+				d.hostPartials(t, h, bufs, min(split[i], c), min(split[i+1], c), got[0], got[1])
 			}
 			compareBits(t, d.name, n, "host", want, got)
 		}

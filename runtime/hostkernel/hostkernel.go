@@ -1,7 +1,11 @@
-// Package hostkernel loads the host (CPU) kernel of a generated optimizer —
-// the function <name>_cpu of a shared object built from generated/<name>/<name>.ll
-// (see codegen/cuda and docs/kernels.md) — with purego, without cgo, and calls
-// it on Go slices.
+// Package hostkernel loads the host (CPU) entry points of a generated
+// optimizer from the shared object that fibergen build makes from
+// generated/<name>/<name>.ll (package llvmgen, docs/kernels.md) — the step
+// <name>_cpu (Kernel), the privatize phases (Privatize) and the
+// diagnostics (Diagnostic) — with purego, without cgo, and calls them on Go
+// slices. It is the one place that knows the C side of the host ABI: the
+// structs the functions take mirror llvmgen's (a test holds them to LLVM's
+// layout).
 package hostkernel
 
 import (
@@ -40,14 +44,7 @@ type Kernel struct {
 // the preference off); numBuffers and numScalars describe its arguments
 // (codegen/llvmgen.Module). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
-	k, err := OpenSymbol(path, symbol, numBuffers, numScalars)
-	if err != nil || !preferAVX2() {
-		return k, err
-	}
-	if fn, err := purego.Dlsym(k.lib, symbol+"_avx2"); err == nil {
-		k.Name, k.fn = symbol+"_avx2", fn
-	}
-	return k, nil
+	return openStep(path, symbol, numBuffers, numScalars, preferAVX2())
 }
 
 // preferAVX2 reports whether this CPU runs AVX2 code and the user did not
@@ -83,19 +80,57 @@ func cpuHasAVX2(cpuinfo string) bool {
 
 // OpenSymbol is Open without the AVX2 preference: it runs symbol itself.
 func OpenSymbol(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
+	return openStep(path, symbol, numBuffers, numScalars, false)
+}
+
+func openStep(path, symbol string, numBuffers, numScalars int, twin bool) (*Kernel, error) {
 	if numBuffers < 2 || numScalars < 1 {
 		return nil, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
 	}
+	f, err := load(path, symbol, twin)
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, nil
+}
+
+// loaded is an entry point looked up in a shared object, which it holds
+// open: dlopen counts references, so every entry point closes its own.
+type loaded struct {
+	name    string // the symbol that runs
+	lib, fn uintptr
+}
+
+// load opens the shared object at path and looks up symbol, or with twin
+// its AVX2 twin symbol_avx2 where the shared object exports it.
+func load(path, symbol string, twin bool) (loaded, error) {
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("hostkernel: cannot load %s: %v", path, err)
+		return loaded{}, fmt.Errorf("hostkernel: cannot load %s: %w", path, err)
+	}
+	if fn, err := purego.Dlsym(lib, symbol+"_avx2"); err == nil && twin {
+		return loaded{symbol + "_avx2", lib, fn}, nil
 	}
 	fn, err := purego.Dlsym(lib, symbol)
 	if err != nil {
 		purego.Dlclose(lib)
-		return nil, fmt.Errorf("hostkernel: %s has no function %s: %v", path, symbol, err)
+		return loaded{}, fmt.Errorf("hostkernel: %s has no function %s (rebuild it with fibergen build): %w", path, symbol, err)
 	}
-	return &Kernel{Name: symbol, NumBuffers: numBuffers, NumScalars: numScalars, lib: lib, fn: fn}, nil
+	return loaded{symbol, lib, fn}, nil
+}
+
+// pointers pins the buffers and returns their addresses; an empty buffer
+// is a null pointer.
+func pointers(pin *runtime.Pinner, bufs [][]float32) []uintptr {
+	ptrs := make([]uintptr, len(bufs))
+	for i, b := range bufs {
+		if len(b) > 0 {
+			p := unsafe.SliceData(b)
+			pin.Pin(p)
+			ptrs[i] = uintptr(unsafe.Pointer(p))
+		}
+	}
+	return ptrs
 }
 
 // ABI returns the ABI stamp the shared object exports as symbol (the
@@ -132,12 +167,7 @@ func (k *Kernel) Run(bufs [][]float32, scalars []float32, r Range) error {
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	ptrs := make([]uintptr, len(bufs))
-	for i, b := range bufs {
-		p := unsafe.SliceData(b)
-		pin.Pin(p)
-		ptrs[i] = uintptr(unsafe.Pointer(p))
-	}
+	ptrs := pointers(&pin, bufs)
 	rp := &Range{}
 	*rp = r
 	for _, p := range []any{&ptrs[0], &scalars[0], rp} {

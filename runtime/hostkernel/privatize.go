@@ -43,7 +43,7 @@ type privatizeC struct {
 // scales and sum.
 type Privatize struct {
 	Names [3]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx2"
-	lib   uintptr
+	libs  [3]uintptr
 	fns   [3]uintptr
 }
 
@@ -54,34 +54,28 @@ func OpenPrivatize(path string, symbols []string) (*Privatize, error) {
 	if len(symbols) != 3 {
 		return nil, fmt.Errorf("hostkernel: the privatize functions are norms, scales and sum, not %q", symbols)
 	}
-	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("hostkernel: cannot load %s: %v", path, err)
-	}
-	p := &Privatize{lib: lib}
+	p := &Privatize{}
 	for i, s := range symbols {
-		if fn, err := purego.Dlsym(lib, s+"_avx2"); err == nil && preferAVX2() {
-			p.Names[i], p.fns[i] = s+"_avx2", fn
-			continue
-		}
-		fn, err := purego.Dlsym(lib, s)
+		f, err := load(path, s, preferAVX2())
 		if err != nil {
-			purego.Dlclose(lib)
-			return nil, fmt.Errorf("hostkernel: %s has no function %s: %v", path, s, err)
+			p.Close()
+			return nil, err
 		}
-		p.Names[i], p.fns[i] = s, fn
+		p.Names[i], p.libs[i], p.fns[i] = f.name, f.lib, f.fn
 	}
 	return p, nil
 }
 
 // Close unloads the shared object; p must not be used after.
 func (p *Privatize) Close() error {
-	if p.lib == 0 {
-		return nil
+	var errs []error
+	for i, lib := range p.libs {
+		if lib != 0 {
+			errs = append(errs, purego.Dlclose(lib))
+		}
+		p.libs[i], p.fns[i] = 0, 0
 	}
-	err := purego.Dlclose(p.lib)
-	p.lib, p.fns = 0, [3]uintptr{}
-	return err
+	return errors.Join(errs...)
 }
 
 // chunks is the number of norm partials of one example of n coordinates.

@@ -1,0 +1,93 @@
+package hostkernel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/fibergen/fibergen/reduce"
+)
+
+// Diagnostic is a diagnostic's loaded host function (docs/kernels.md,
+// "Diagnostics"), e.g. fiber_clamp_mass_cpu:
+//
+//	void f(float *const *buffers, const float *scalars, int64_t n,
+//	       int64_t lo, int64_t hi, float *num, float *den)
+//
+// which computes num[c] and den[c], the partial sums of chunk c of the n
+// coordinates, for the chunks [lo, hi).
+type Diagnostic struct {
+	Name    string // the symbol that runs
+	lib, fn uintptr
+}
+
+// OpenDiagnostic loads symbol from the shared object at path, preferring
+// its AVX2 twin as Open does.
+func OpenDiagnostic(path, symbol string) (*Diagnostic, error) {
+	return openDiagnostic(path, symbol, preferAVX2())
+}
+
+// OpenDiagnosticSymbol is OpenDiagnostic without the AVX2 preference.
+func OpenDiagnosticSymbol(path, symbol string) (*Diagnostic, error) {
+	return openDiagnostic(path, symbol, false)
+}
+
+func openDiagnostic(path, symbol string, twin bool) (*Diagnostic, error) {
+	f, err := load(path, symbol, twin)
+	if err != nil {
+		return nil, err
+	}
+	return &Diagnostic{Name: f.name, lib: f.lib, fn: f.fn}, nil
+}
+
+// Run computes the partials of the chunks [lo, hi) of the n coordinates
+// of bufs (theta, g, the states) into num and den, one per chunk of
+// reduce.ReduceChunk coordinates.
+func (d *Diagnostic) Run(bufs [][]float32, scalars []float32, n int, lo, hi int, num, den []float32) error {
+	if err := d.check(bufs, scalars, n, lo, hi, num, den); err != nil || lo == hi {
+		return err
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs := pointers(&pin, bufs)
+	for _, p := range []*float32{&scalars[0], &num[0], &den[0]} {
+		pin.Pin(p)
+	}
+	pin.Pin(&ptrs[0])
+	purego.SyscallN(d.fn, uintptr(unsafe.Pointer(&ptrs[0])), uintptr(unsafe.Pointer(&scalars[0])), uintptr(n),
+		uintptr(lo), uintptr(hi), uintptr(unsafe.Pointer(&num[0])), uintptr(unsafe.Pointer(&den[0])))
+	return nil
+}
+
+// check validates the arguments of Run.
+func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi int, num, den []float32) error {
+	chunks := reduce.ReduceChunks(n)
+	switch {
+	case d.fn == 0:
+		return errors.New("hostkernel: the diagnostic is closed")
+	case len(bufs) == 0 || len(scalars) == 0:
+		return fmt.Errorf("hostkernel: %s: %d buffers and %d scalars", d.Name, len(bufs), len(scalars))
+	case lo < 0 || hi < lo || hi > chunks:
+		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", d.Name, lo, hi, chunks)
+	case len(num) < hi || len(den) < hi:
+		return fmt.Errorf("hostkernel: %s: %d and %d partials for %d chunks", d.Name, len(num), len(den), hi)
+	}
+	for i, b := range bufs {
+		if len(b) < n {
+			return fmt.Errorf("hostkernel: %s: buffer %d holds %d values, not %d", d.Name, i, len(b), n)
+		}
+	}
+	return nil
+}
+
+// Close unloads the shared object; d must not be used after.
+func (d *Diagnostic) Close() error {
+	if d.lib == 0 {
+		return nil
+	}
+	err := purego.Dlclose(d.lib)
+	d.lib, d.fn = 0, 0
+	return err
+}
