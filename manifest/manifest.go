@@ -123,14 +123,23 @@ func Read(path string) (*Manifest, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	m, err := Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, data, nil
+}
+
+// Decode decodes and checks a manifest's bytes.
+func Decode(data []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: not a fibergen manifest: %v", path, err)
+		return nil, fmt.Errorf("not a fibergen manifest: %w", err)
 	}
 	if m.Format != Format {
-		return nil, nil, fmt.Errorf("%s: manifest format %q, this fibergen reads %q (rebuild with fibergen build)", path, m.Format, Format)
+		return nil, fmt.Errorf("manifest format %q, this fibergen reads %q (rebuild with fibergen build)", m.Format, Format)
 	}
-	return &m, data, nil
+	return &m, nil
 }
 
 // Func decodes the manifest's IR.

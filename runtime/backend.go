@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"sync"
 
@@ -29,15 +27,9 @@ func (o *Optimizer) newBackend() (backend, error) {
 		return newCUDABackend(o)
 	}
 	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.pkgStep}
-	if o.opts.Backend == Go {
+	so := o.files.so
+	if o.opts.Backend == Go || so == "" { // Open refused the CPU without a kernel unless GoFallback
 		return b, nil
-	}
-	so := filepath.Join(o.dir, o.m.Kernels.SharedObject)
-	if o.dir == "" || o.m.Kernels.SharedObject == "" {
-		return b, nil
-	}
-	if _, err := os.Stat(so); err != nil {
-		return b, nil // no shared object: the reference, on every core
 	}
 	k, err := hostkernel.Open(so, o.m.Kernels.HostFunction, len(o.m.Buffers), len(o.m.Scalars))
 	if err != nil {
@@ -45,7 +37,7 @@ func (o *Optimizer) newBackend() (backend, error) {
 	}
 	if abi, err := k.ABI(o.m.Kernels.ABISymbol); err != nil || abi != o.m.Kernels.ABI {
 		k.Close()
-		return nil, fmt.Errorf("runtime: %s was not built from the %s that %s.json describes (ABI stamp %.12q, want %.12q): rebuild it with fibergen build", so, o.m.Kernels.LL, o.m.Optimizer, abi, o.m.Kernels.ABI)
+		return nil, fmt.Errorf("runtime: %s was not built from the %s that the manifest of %s describes (ABI stamp %.12q, want %.12q): rebuild it with fibergen build", so, o.m.Kernels.LL, o.m.Optimizer, abi, o.m.Kernels.ABI)
 	}
 	b.kernel, b.so, b.privSyms = k, so, privatizeSymbols(o)
 	return b, nil
@@ -133,8 +125,11 @@ func (b *cpuBackend) step(a stepArgs) error {
 // stepReference runs the interpreter on [lo, hi), drawing the noise of
 // those coordinates' global indexes.
 func (b *cpuBackend) stepReference(a stepArgs, lo, hi int) error {
-	g := make([]float32, hi-lo)
-	rng.Privatize(g, b.bufs[1][lo:hi], a.scalars[len(a.scalars)-1], a.rg.Seed, a.rg.Step, uint64(a.rg.Offset)+uint64(lo))
+	g := b.bufs[1][lo:hi]
+	if a.rg.Noise != 0 {
+		g = make([]float32, hi-lo)
+		rng.Privatize(g, b.bufs[1][lo:hi], a.scalars[len(a.scalars)-1], a.rg.Seed, a.rg.Step, uint64(a.rg.Offset)+uint64(lo))
+	}
 	var states [][]float32
 	for _, s := range b.bufs[2:] {
 		states = append(states, s[lo:hi])

@@ -33,6 +33,7 @@ package runtime
 //	"offset"           Options.Offset, the global index of coordinate 0
 //	"hypers"           {"name": value, ...}: every hyper, by name
 //	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
+//	"noise"            {"sigma_w2", "draw"} where SetNoise set the noise, or absent
 //	"n"                coordinates per buffer
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order
 //	"buffers"          the buffers of the data in order: "theta", then the
@@ -101,6 +102,7 @@ type checkpointHeader struct {
 	Offset         uint64             `json:"offset"`
 	Hypers         map[string]float64 `json:"hypers"`
 	DP             *checkpointDP      `json:"dp,omitempty"`
+	Noise          *Noise             `json:"noise,omitempty"`
 	N              int64              `json:"n"`
 	Tensors        []checkpointTensor `json:"tensors"`
 	Buffers        []string           `json:"buffers"`
@@ -237,6 +239,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 	if o.dp != nil {
 		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
 	}
+	h.Noise = o.noise
 	header, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -468,7 +471,7 @@ func decode(data []byte) (*checkpoint, *loadError) {
 	if h.Step < 0 || h.Step > maxCheckpointStep {
 		return nil, corrupted("step %d is out of the range 0 to 2^32", h.Step)
 	}
-	if h.Step > 0 && h.DP == nil {
+	if h.Step > 0 && h.DP == nil && h.Noise == nil {
 		return nil, corrupted("step %d without DP settings", h.Step)
 	}
 	c.bufs = make([][]float32, len(h.Buffers))
@@ -508,6 +511,7 @@ func (o *Optimizer) load(path string, data []byte) error {
 	if h.DP != nil {
 		o.dp = &DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}
 	}
+	o.noise = h.Noise
 	return nil
 }
 
@@ -558,6 +562,9 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 		if err := (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}).check(); err != nil {
 			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
 		}
+	}
+	if n := h.Noise; n != nil && (h.DP != nil || !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0)) {
+		return mismatch("checkpoint's noise %+v with DP settings %+v: want one of them, σ_w² finite and >= 0", *n, h.DP)
 	}
 	return nil
 }

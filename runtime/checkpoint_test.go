@@ -548,7 +548,7 @@ func TestCheckpointMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(other, "fiber.json"), append(m, '\n'))
-	ofOther := stepped(openSized(t, other, runtime.Options{}, tensorSizes, theta))
+	ofOther := stepped(openSized(t, other, runtime.Options{Backend: runtime.Go}, tensorSizes, theta))
 	ofShard := stepped(openSized(t, fiberDir, runtime.Options{Offset: 4}, tensorSizes, theta))
 	sizes := slices.Clone(tensorSizes)
 	slices.Reverse(sizes)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -118,10 +117,7 @@ type cudaKernels struct {
 // the guard kernel from nonFinitePTX.
 func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 	km := o.m.Kernels
-	if o.dir == "" {
-		return nil, fmt.Errorf("runtime: the CUDA backend of %s needs the directory fibergen build wrote (open it with Open) to find its PTX", o.Name())
-	}
-	if km.PTX == "" || km.StepKernel == "" {
+	if km.StepKernel == "" {
 		return nil, fmt.Errorf("runtime: the manifest of %s names no PTX file or step kernel", o.Name())
 	}
 	if nb := 2 + o.prog.NumStates(); len(o.m.Buffers) != nb {
@@ -163,10 +159,9 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 		}
 	}()
 
-	path := filepath.Join(o.dir, km.PTX)
-	ptx, err := os.ReadFile(path)
+	ptx, path, err := o.files.readPTX(o.Name())
 	if err != nil {
-		return nil, fmt.Errorf("runtime: the CUDA backend of %s: %w", o.Name(), err)
+		return nil, err
 	}
 	if k.mod, err = ctx.LoadModule(ptx); err != nil {
 		return nil, fmt.Errorf("runtime: loading %s on %s: %w", path, dev, err)
@@ -392,4 +387,19 @@ func (b *cudaBackend) release() error {
 	errs = append(errs, b.k.close())
 	b.k = nil
 	return errors.Join(errs...)
+}
+
+// readPTX returns the PTX module and where it comes from.
+func (f kernelFiles) readPTX(name string) ([]byte, string, error) {
+	switch {
+	case f.ptx != nil:
+		return f.ptx, "the PTX of " + name, nil
+	case f.ptxPath == "":
+		return nil, "", fmt.Errorf("runtime: the CUDA backend of %s needs its PTX: open the directory fibergen build wrote with Open, or give Compiled.PTX", name)
+	}
+	ptx, err := os.ReadFile(f.ptxPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("runtime: the CUDA backend of %s: %w", name, err)
+	}
+	return ptx, f.ptxPath, nil
 }

@@ -223,7 +223,7 @@ func TestStepDeviceErrors(t *testing.T) {
 		offset uint64
 		want   string
 	}{
-		{"cpu backend", open(runtime.Options{Backend: runtime.CPU}), good, 16, 0, "Backend CUDA"},
+		{"cpu backend", open(runtime.Options{Backend: runtime.CPU, GoFallback: true}), good, 16, 0, "Backend CUDA"},
 		{"go backend", open(runtime.Options{Backend: runtime.Go}), good, 16, 0, "Backend CUDA"},
 		{"registered tensors", registered, good, 16, 0, "registered tensors"},
 		{"too few buffers", open(cuda), good[:6], 16, 0, "6 buffers given"},

@@ -12,7 +12,9 @@ import (
 // hands over the clipped mean gradient of its batch and steps: the kernel
 // adds the Gaussian noise itself.
 func ExampleOptimizer() {
-	opt, err := runtime.Open("../generated/fiber", runtime.Options{}) // the CPU backend, on every core
+	// The CPU backend, on every core: the host kernel fibergen build made
+	// (fiber.so), or here, where it may not have, the reference.
+	opt, err := runtime.Open("../generated/fiber", runtime.Options{GoFallback: true})
 	if err != nil {
 		log.Fatal(err)
 	}

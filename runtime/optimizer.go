@@ -1,10 +1,10 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -18,10 +18,11 @@ import (
 type Backend string
 
 // The backends. CPU runs the host kernel, built by fibergen build as
-// <name>.so next to the manifest, on every core; where there is none it runs
-// the reference (Go), also on every core. Go is the reference: the IR
-// interpreter, bit-identical with the generated Go package. CUDA runs the
-// PTX kernel on an NVIDIA GPU. All give the same bits.
+// <name>.so next to the manifest, on every core; without it, Open is an
+// error unless Options.GoFallback asks for the reference instead. Go is the
+// reference: the IR interpreter (or, from OpenPackage, the generated Go
+// package), bit-identical with the kernels, also on every core. CUDA runs
+// the PTX kernel on an NVIDIA GPU. All give the same bits.
 const (
 	CPU  Backend = "cpu"
 	Go   Backend = "go"
@@ -44,6 +45,10 @@ type Options struct {
 	// two gradients and could inflate each example's gradient before
 	// clipping (FiBeR paper, Appendix F).
 	AllowExtrapolation bool
+	// GoFallback lets Backend CPU run the reference (Backend Go) where there
+	// is no host kernel to load, instead of failing at Open; Backend then
+	// says which runs.
+	GoFallback bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -61,6 +66,15 @@ func (d DP) SigmaW2() float64 {
 	return s * s
 }
 
+// Noise is the noise of the next steps given directly, instead of by DP
+// settings (SetNoise).
+type Noise struct {
+	SigmaW2 float64 `json:"sigma_w2"` // σ_w², the noise variance per coordinate, which the host scalars read
+	// Draw says that the kernel draws N(0, σ_w²) into the gradient; without
+	// it, the gradient set with SetGrad is privatized already.
+	Draw bool `json:"draw"`
+}
+
 func (d DP) check() error {
 	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 	if !ok(d.ClipNorm) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
@@ -75,11 +89,12 @@ func (d DP) check() error {
 type Optimizer struct {
 	m       *manifest.Manifest
 	hash    string // manifest.Hash of the manifest's bytes
-	dir     string
+	files   kernelFiles
 	opts    Options
 	prog    *interp.Program
 	hypers  []float64
-	dp      *DP
+	dp      *DP    // SetDP
+	noise   *Noise // SetNoise; nil when dp gives the noise
 	seed    uint64
 	t       int
 	tensors []*Tensor
@@ -101,7 +116,41 @@ func Open(dir string, opts Options) (*Optimizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return open(m, data, dir, opts)
+	files := kernelFiles{ptxPath: filepath.Join(dir, m.Kernels.PTX)}
+	if so := filepath.Join(dir, m.Kernels.SharedObject); m.Kernels.SharedObject != "" && fileExists(so) {
+		files.so = so
+	}
+	return open(m, data, files, opts)
+}
+
+// Compiled is an optimizer compiled in this process (pipeline.Compile),
+// held in memory: its manifest and the kernels built from its module.
+type Compiled struct {
+	Manifest     []byte
+	SharedObject string // the host kernel's shared object, for Backend CPU; "" if none
+	PTX          []byte // the PTX module, for Backend CUDA; nil if none
+}
+
+// OpenCompiled opens an optimizer compiled in this process, as Open opens
+// the files fibergen build wrote.
+func OpenCompiled(c Compiled, opts Options) (*Optimizer, error) {
+	m, err := manifest.Decode(c.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: OpenCompiled: %w", err)
+	}
+	return open(m, c.Manifest, kernelFiles{so: c.SharedObject, ptx: c.PTX}, opts)
+}
+
+// kernelFiles locate an optimizer's compiled kernels.
+type kernelFiles struct {
+	so      string // the host kernel's shared object; "" if none
+	ptx     []byte // the PTX module, given in memory
+	ptxPath string // else its file; "" if none
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // StepFunc is a generated package's StepKernel: the step over the
@@ -126,11 +175,14 @@ func OpenPackage(p Package, opts Options) (*Optimizer, error) {
 	if p.Step == nil {
 		return nil, errors.New("runtime: OpenPackage needs the package's StepKernel")
 	}
-	var m manifest.Manifest
-	if err := json.Unmarshal(p.Manifest, &m); err != nil || m.Format != manifest.Format {
-		return nil, fmt.Errorf("runtime: OpenPackage: not a %s manifest (%v)", manifest.Format, err)
+	m, err := manifest.Decode(p.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: OpenPackage: %w", err)
 	}
-	o, err := open(&m, p.Manifest, "", opts)
+	if opts.Backend == "" || opts.Backend == CPU {
+		opts.Backend, opts.GoFallback = CPU, true // the package's Go code, on every core
+	}
+	o, err := open(m, p.Manifest, kernelFiles{}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +190,7 @@ func OpenPackage(p Package, opts Options) (*Optimizer, error) {
 	return o, nil
 }
 
-func open(m *manifest.Manifest, data []byte, dir string, opts Options) (*Optimizer, error) {
+func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*Optimizer, error) {
 	fn, err := m.Func()
 	if err != nil {
 		return nil, err
@@ -153,7 +205,11 @@ func open(m *manifest.Manifest, data []byte, dir string, opts Options) (*Optimiz
 	if !slices.Contains([]Backend{CPU, Go, CUDA}, opts.Backend) {
 		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go or cuda)", opts.Backend)
 	}
-	o := &Optimizer{m: m, hash: manifest.Hash(data), dir: dir, opts: opts, prog: p,
+	if opts.Backend == CPU && files.so == "" && !opts.GoFallback {
+		return nil, fmt.Errorf("runtime: %s has no host kernel %s to run on the CPU: build it with fibergen build (it needs LLVM 14), "+
+			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
+	}
+	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
 		hypers: fn.DefaultHypers(), seed: rng.RandomSeed()}
 	return o, nil
 }
@@ -196,8 +252,32 @@ func (o *Optimizer) SetDP(d DP) error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	o.dp = &d
+	o.dp, o.noise = &d, nil
 	return nil
+}
+
+// SetNoise sets the noise of the next steps directly, instead of by DP
+// settings: for replaying recorded clipped means with a known σ_w², and for
+// a trainer that privatizes its gradients itself (Draw false). Privatize,
+// ClipScales and the privacy budget need SetDP, which gives C and B.
+func (o *Optimizer) SetNoise(n Noise) error {
+	switch {
+	case !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0):
+		return fmt.Errorf("runtime: noise variance σ_w² = %v: want a finite value >= 0", n.SigmaW2)
+	case o.budget != nil:
+		return errors.New("runtime: a privacy budget (SetBudget) sets the noise from DP settings; SetNoise would bypass it")
+	}
+	o.noise, o.dp = &n, nil
+	return nil
+}
+
+// stepNoise is the noise of the next step: σ_w² and whether the kernel
+// draws it.
+func (o *Optimizer) stepNoise() Noise {
+	if o.noise != nil {
+		return *o.noise
+	}
+	return Noise{SigmaW2: o.dp.SigmaW2(), Draw: true}
 }
 
 // Hyper returns the value of the named hyper.
@@ -247,6 +327,14 @@ func (o *Optimizer) checkObservation(h []float64) error {
 		return fmt.Errorf("runtime: %w (Options.AllowExtrapolation)", err)
 	}
 	return nil
+}
+
+// CheckObservation reports, as an *ir.ExtrapolationError, a two_point
+// mixing weight a outside [0, 1] at step t under the current hypers, even
+// with Options.AllowExtrapolation: for a caller that checks a whole run
+// before it starts.
+func (o *Optimizer) CheckObservation(t int) error {
+	return o.prog.Func.CheckObservation(o.hypers, t)
 }
 
 func (o *Optimizer) noHyper(name string) error {
@@ -310,10 +398,13 @@ type stepArgs struct {
 
 // args computes the arguments of the next step.
 func (o *Optimizer) args() stepArgs {
-	sigmaW2 := o.dp.SigmaW2()
-	s := o.prog.HostScalars(o.hypers, o.t, sigmaW2)
-	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t), Noise: 1}
-	return stepArgs{host: s, scalars: o.prog.KernelScalars(s, sigmaW2), rg: rg}
+	noise := o.stepNoise()
+	s := o.prog.HostScalars(o.hypers, o.t, noise.SigmaW2)
+	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t)}
+	if noise.Draw {
+		rg.Noise = 1
+	}
+	return stepArgs{host: s, scalars: o.prog.KernelScalars(s, noise.SigmaW2), rg: rg}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped
@@ -345,8 +436,8 @@ func (o *Optimizer) Step() error {
 // canStep reports what keeps the next step from running: no DP settings, a
 // step the noise counter cannot hold, a spent privacy budget.
 func (o *Optimizer) canStep() error {
-	if o.dp == nil {
-		return errors.New("runtime: set the DP settings (SetDP) before the first step")
+	if o.dp == nil && o.noise == nil {
+		return errors.New("runtime: set the DP settings (SetDP), or the noise itself (SetNoise), before the first step")
 	}
 	if err := rng.CheckStep(o.t); err != nil {
 		return fmt.Errorf("runtime: %v", err)

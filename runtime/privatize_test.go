@@ -272,7 +272,7 @@ func TestClipScales(t *testing.T) {
 // θ_t and at the look-ahead point, and Privatize mixes, clips and averages
 // them into the gradient the next Step adds the noise to.
 func ExampleOptimizer_Privatize() {
-	opt, err := runtime.Open("../generated/disk", runtime.Options{})
+	opt, err := runtime.Open("../generated/disk", runtime.Options{GoFallback: true}) // disk.so, or the reference
 	if err != nil {
 		log.Fatal(err)
 	}

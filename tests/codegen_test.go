@@ -14,7 +14,6 @@ import (
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
-	"github.com/fibergen/fibergen/runtime"
 )
 
 // probeSteps, probeN and probeSigmaW2 shape the probe run of the generated
@@ -283,7 +282,7 @@ func stateNames(decls string) []string {
 func runtimeRun(t *testing.T, fn *ir.Func, sets []setting, theta, grads []float32) ([][]float32, error) {
 	e := interpEngine(t, fn, sets)
 	e.Noise, e.Seed = true, probeSeed
-	return runtime.Run(e, theta, grads, probeSigmaW2)
+	return e.Run(theta, grads, probeSigmaW2)
 }
 
 // probeSeed keys the noise both the probe and the interpreter draw.

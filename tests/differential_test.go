@@ -13,7 +13,6 @@ import (
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
-	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
 
@@ -114,7 +113,7 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	theta0, grads := diffInputs(c.n, c.seed)
 	engine := interpEngine(t, fn, c.sets)
 	thetaI := slices.Clone(theta0)
-	statesI, err := runtime.Run(engine, thetaI, grads, c.sigmaW2)
+	statesI, err := engine.Run(thetaI, grads, c.sigmaW2)
 	if err != nil {
 		t.Fatalf("%+v: runtime.Run: %v", c, err)
 	}

@@ -98,7 +98,7 @@ func openEngine(t *testing.T, backend string, u *pipeline.Unit, e interp.Engine)
 func runEngine(t *testing.T, eng runtime.Engine, theta, grads []float32, sigmaW2 float64) [][]float32 {
 	t.Helper()
 	theta = slices.Clone(theta)
-	states, err := runtime.Run(eng, theta, slices.Clone(grads), sigmaW2)
+	states, err := eng.Run(theta, slices.Clone(grads), sigmaW2)
 	if err != nil {
 		t.Fatal(err)
 	}

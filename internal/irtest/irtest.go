@@ -55,6 +55,16 @@ func OptimizedStep(t testing.TB, decls, body string) *ir.Block {
 	return fn.Step
 }
 
+// Build lowers and optimizes src, failing the test on any error.
+func Build(t testing.TB, src string) (*ir.Func, *noise.Analysis) {
+	t.Helper()
+	fn, errs, err := Compile("test.dsl", []byte(src))
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("Compile: %v %v\nsource:\n%s", errs, err, src)
+	}
+	return fn.Func, fn.Noise
+}
+
 // Compile parses, checks, lowers and optimizes src. Errors of the source
 // come in errs (as dsl.Parse and lower.Build give them), a failure after
 // checking in err: for the tests of what fibergen rejects.

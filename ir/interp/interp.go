@@ -106,9 +106,11 @@ func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error 
 	return nil
 }
 
-// Engine binds a Program to hyper values; it implements runtime.Engine.
+// Engine binds a Program to hyper values: the reference of a whole run,
+// which the differential tests hold the generated code and the kernels to.
 // With Noise, Step draws the DP noise of package rng into g, as the
-// generated kernels do (g is then the clipped mean gradient).
+// generated kernels do (g is then the clipped mean gradient). Trainers use
+// package runtime, which runs the kernels.
 type Engine struct {
 	P      *Program
 	Hypers []float64
@@ -139,6 +141,29 @@ func (e Engine) Step(t int, sigmaW2 float64, theta, g []float32, states [][]floa
 		g = noisy
 	}
 	return e.P.Step(e.P.HostScalars(e.Hypers, t, sigmaW2), theta, g, states)
+}
+
+// Run applies len(grads)/len(theta) steps to theta from freshly initialized
+// states: grads holds the gradients of every step, step after step, each
+// len(theta) long. It returns the final states.
+func (e Engine) Run(theta, grads []float32, sigmaW2 float64) ([][]float32, error) {
+	n := len(theta)
+	if n == 0 && len(grads) != 0 || n != 0 && len(grads)%n != 0 {
+		return nil, fmt.Errorf("gradients hold %d values, not a whole number of steps of %d", len(grads), n)
+	}
+	states := make([][]float32, e.NumStates())
+	for i := range states {
+		states[i] = make([]float32, n)
+	}
+	if err := e.Init(states); err != nil {
+		return nil, err
+	}
+	for t := 0; n > 0 && (t+1)*n <= len(grads); t++ {
+		if err := e.Step(t, sigmaW2, theta, grads[t*n:(t+1)*n], states); err != nil {
+			return nil, fmt.Errorf("step %d: %w", t, err)
+		}
+	}
+	return states, nil
 }
 
 // NumKernelScalars is the length of KernelScalars' result.

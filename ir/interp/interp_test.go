@@ -8,7 +8,6 @@ import (
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
-	"github.com/fibergen/fibergen/runtime"
 )
 
 func TestInit(t *testing.T) {
@@ -162,7 +161,7 @@ func TestHostScalarValues(t *testing.T) {
 	}
 }
 
-// TestEngineDPSGD runs dp_sgd through runtime.Run and recomputes every step
+// TestEngineDPSGD runs dp_sgd through Engine.Run and recomputes every step
 // in float32 by hand: theta - lr*g, each operation rounded.
 func TestEngineDPSGD(t *testing.T) {
 	p := compileFile(t, "../../optimizers/dp_sgd.dsl")
@@ -185,7 +184,7 @@ func TestEngineDPSGD(t *testing.T) {
 			want[i] = float32(want[i] - float32(lr*grads[s*len(theta)+i]))
 		}
 	}
-	states, err := runtime.Run(interp.Engine{P: p, Hypers: h}, theta, grads, 0.5)
+	states, err := interp.Engine{P: p, Hypers: h}.Run(theta, grads, 0.5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +198,13 @@ func TestEngineDPSGD(t *testing.T) {
 	}
 }
 
-// TestEnginePassesStepAndNoise checks that the engine hands runtime.Run's
+// TestEnginePassesStepAndNoise checks that Engine.Run hands its
 // step index and noise variance to the program.
 func TestEnginePassesStepAndNoise(t *testing.T) {
 	p := compile(t, program("state m = 0", "m = m + g\ntheta = theta + (t + sigma_w2)"))
 	theta := []float32{0.25}
 	grads := []float32{1, 2, 3}
-	states, err := runtime.Run(interp.Engine{P: p}, theta, grads, 0.1)
+	states, err := interp.Engine{P: p}.Run(theta, grads, 0.1)
 	if err != nil {
 		t.Fatal(err)
 	}

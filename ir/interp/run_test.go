@@ -1,17 +1,17 @@
-package runtime_test
+package interp_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/irtest"
+
 	"github.com/fibergen/fibergen/ir/interp"
-	"github.com/fibergen/fibergen/pipeline"
-	"github.com/fibergen/fibergen/runtime"
 )
 
 // momentum is a one-state optimizer whose result depends on the order of
 // the steps and on the state's initial value.
-const momentum = `optimizer momentum
+const momentumSrc = `optimizer momentum
 hyper lr = 0.5
 hyper mu = 0.25
 state m = 1
@@ -21,13 +21,9 @@ step {
 }
 `
 
-func engine(t *testing.T) interp.Engine {
+func momentumEngine(t *testing.T) interp.Engine {
 	t.Helper()
-	u, errs, err := pipeline.Compile("momentum.dsl", []byte(momentum))
-	if len(errs) > 0 || err != nil {
-		t.Fatal(errs, err)
-	}
-	fn := u.Func
+	fn, _ := irtest.Build(t, momentumSrc)
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +34,7 @@ func engine(t *testing.T) interp.Engine {
 func TestRunSteps(t *testing.T) {
 	theta := []float32{1, -2}
 	grads := []float32{1, 2, 3, 4, 0.5, -1} // three steps of two coordinates
-	states, err := runtime.Run(engine(t), theta, grads, 0)
+	states, err := momentumEngine(t).Run(theta, grads, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +53,18 @@ func TestRunSteps(t *testing.T) {
 }
 
 func TestRunRejectsPartialStep(t *testing.T) {
-	_, err := runtime.Run(engine(t), make([]float32, 3), make([]float32, 7), 0)
+	_, err := momentumEngine(t).Run(make([]float32, 3), make([]float32, 7), 0)
 	if err == nil || !strings.Contains(err.Error(), "not a whole number of steps") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestRunEmpty(t *testing.T) {
-	states, err := runtime.Run(engine(t), nil, nil, 0)
+	states, err := momentumEngine(t).Run(nil, nil, 0)
 	if err != nil || len(states) != 1 || len(states[0]) != 0 {
 		t.Fatalf("states %v, err %v", states, err)
 	}
-	if _, err := runtime.Run(engine(t), nil, []float32{1}, 0); err == nil {
+	if _, err := momentumEngine(t).Run(nil, []float32{1}, 0); err == nil {
 		t.Fatal("gradients for zero coordinates were accepted")
 	}
 }
