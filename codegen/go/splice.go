@@ -108,7 +108,7 @@ func neededDecls(f *ast.File, roots []string) ([]ast.Decl, error) {
 		}
 	}
 	seen := map[string]bool{}
-	for queue := roots; len(queue) > 0; queue = queue[1:] {
+	for queue := slices.Clone(roots); len(queue) > 0; queue = queue[1:] {
 		if seen[queue[0]] {
 			continue
 		}
