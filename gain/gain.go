@@ -2,9 +2,10 @@
 // exact rational arithmetic: the spectral radius of a filter's matrix (the
 // stability check of every hyper setting), the steady-state gain of a filter
 // that has no closed form, and the finite-time gain attenuation_t. The
-// runtime's interpreter calls it, and fibergen copies its functions into
-// every generated package that needs them (package gogen), so that both
-// compute the same bits. It imports only math and math/big.
+// runtime's interpreter calls it, and fibergen splices the functions a
+// generated package needs out of gain.go ([Source]) into that package,
+// renamed to unexported names (package gogen), so that both compute the
+// same bits from one text. gain.go imports only math and math/big.
 package gain
 
 import (

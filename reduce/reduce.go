@@ -6,8 +6,9 @@
 // expected batch size).
 //
 // The same operations in the same order as the kernels' reductions, so the
-// same bits. fibergen copies core.go ([CoreSource]) into every package it
-// generates; the runtime and the interpreter call this package.
+// same bits. fibergen splices the declarations of core.go ([CoreSource])
+// into every package it generates; the runtime and the interpreter call
+// this package.
 package reduce
 
 import (
@@ -15,7 +16,7 @@ import (
 )
 
 // CoreSource is the text of core.go, which imports only math: fibergen
-// copies it, without its package clause and imports, into the packages it
+// splices its declarations, exported names and all, into the packages it
 // generates.
 //
 //go:embed core.go

@@ -18,8 +18,8 @@
 // float32 is the correctly rounded float32 square root.
 //
 // This file is self-contained: it declares only unexported functions and constants and imports
-// only "math", so the code generator copies it verbatim (package clause replaced) into the
-// packages it generates. The specification, with every constant's bit pattern, is
+// only "math", so the code generator splices all of its declarations, as go/printer prints
+// them, into the packages it generates. The specification, with every constant's bit pattern, is
 // docs/noise.md.
 
 package rng

@@ -10,7 +10,8 @@
 // documented in docs/noise.md; its name and version is [Version].
 //
 // The implementation lives in core.go, which is self-contained so that the code generator can
-// copy it ([CoreSource]) into the packages it generates; the exported functions wrap it.
+// splice its declarations ([CoreSource]) into the packages it generates; the exported functions
+// wrap it.
 package rng
 
 import (
@@ -24,7 +25,7 @@ const Version = "philox4x32-10/box-muller-f32/v1"
 const CounterLayout = "Philox4x32-10, key (seed lo, seed hi), counter (element/4 lo, element/4 hi, step, site)"
 
 // CoreSource is the text of core.go: unexported functions and constants importing only
-// "math", for the code generator to copy (after the package clause) into generated packages.
+// "math", whose declarations the code generator splices into generated packages.
 //
 //go:embed core.go
 var CoreSource string

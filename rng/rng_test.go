@@ -181,7 +181,7 @@ func TestRadiusEnds(t *testing.T) {
 	}
 }
 
-// TestCoreSource checks that the embedded core is what the code generator may copy: it imports
+// TestCoreSource checks that the embedded core is what the code generator may splice: it imports
 // only "math", declares only unexported functions and constants (no variables, no init), and
 // type-checks on its own under another package name.
 func TestCoreSource(t *testing.T) {
@@ -222,7 +222,7 @@ func TestCoreSource(t *testing.T) {
 			}
 		}
 	}
-	// Copy it into another package, as the code generator does, and type-check it alone.
+	// Put it in another package, as the code generator does, and type-check it alone.
 	body := CoreSource[strings.Index(CoreSource, "\npackage rng\n")+len("\npackage rng\n"):]
 	src := "package generated\n" + body
 	g, err := parser.ParseFile(fset, "generated.go", src, 0)

@@ -55,7 +55,7 @@ func (e *env) expr(v *ir.Value) jen.Code {
 	case ir.OpLoad:
 		return jen.Id(bufName(v.Name)).Index(jen.Id("i"))
 	case ir.OpAtten:
-		return jen.Id(filterFunc(v.Name)).Call(jen.Id("h")).Dot("steadyGain").Call()
+		return jen.Id("steadyGain").Call(jen.Id(filterFunc(v.Name)).Call(jen.Id("h")))
 	case ir.OpAttenT:
 		return jen.Id("c").Dot(gainField(v.Name)).Dot("at").Call(jen.Id("t"))
 	}

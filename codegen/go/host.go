@@ -1,9 +1,7 @@
 package gogen
 
 import (
-	"embed"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -151,30 +149,35 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 }
 
 // genFilters generates one function per filter returning its model at
-// hypers h, and checkFilters, which Validate calls.
+// hypers h, checkFilters, which Validate calls, and splices the functions
+// of package gain that they need.
 func (g *generator) genFilters() {
 	var checks []jen.Code
 	for _, fl := range g.fn.Filters {
-		e := g.newEnv()
-		body := e.hostPart(fl.Model)
-		var entries []jen.Code
-		for _, s := range fl.Model.Stores() {
-			entries = append(entries, e.ref(s.Args[0]))
-		}
-		k := len(fl.States)
-		body = append(body, jen.Return(jen.Id("filter").Values(jen.Dict{
-			jen.Id("m"):      jen.Index().Float64().Values(entries[:k*k]...),
-			jen.Id("b"):      jen.Index().Float64().Values(entries[k*k:]...),
-			jen.Id("target"): jen.Lit(fl.Target),
-		})))
-		g.file.Commentf("%s returns the noise model of state %s at hypers h: z = (%s).", filterFunc(fl.State), fl.State, strings.Join(fl.States, ", "))
-		g.file.Func().Id(filterFunc(fl.State)).Params(jen.Id("h").Id("Hypers")).Id("filter").Block(body...)
-		checks = append(checks, g.stabilityCheck(fl))
+		g.genFilter(fl)
+		checks = append(checks, g.stabilityCheck(fl)...)
 	}
 	checks = append(checks, jen.Return(jen.Nil()))
 	g.file.Comment("checkFilters reports a filter that is not stable at hypers h.")
 	g.file.Func().Params(jen.Id("h").Id("Hypers")).Id("checkFilters").Params().Error().Block(checks...)
-	g.genNoiseHelpers()
+	g.spliceGains()
+}
+
+// genFilter generates the function returning fl's model at hypers h, in the
+// arguments of the gain functions: M and b, and the index of the state.
+func (g *generator) genFilter(fl *ir.Filter) {
+	e := g.newEnv()
+	body := e.hostPart(fl.Model)
+	var entries []jen.Code
+	for _, s := range fl.Model.Stores() {
+		entries = append(entries, e.ref(s.Args[0]))
+	}
+	k := len(fl.States)
+	body = append(body, jen.Return(jen.Index().Float64().Values(entries[:k*k]...), jen.Index().Float64().Values(entries[k*k:]...), jen.Lit(fl.Target)))
+	g.file.Commentf("%s returns the noise model of state %s at hypers h: z_t = M z_{t-1} + b w_t", filterFunc(fl.State), fl.State)
+	g.file.Commentf("with z = (%s), M %d×%d row major, and the index of %s in z.", strings.Join(fl.States, ", "), k, k, fl.State)
+	results := []jen.Code{jen.List(jen.Id("m"), jen.Id("b")).Index().Float64(), jen.Id("target").Int()}
+	g.file.Func().Id(filterFunc(fl.State)).Params(jen.Id("h").Id("Hypers")).Params(results...).Block(body...)
 }
 
 // settingFormat is a format for the hypers block b reads, "name=%v, ...",
@@ -199,59 +202,40 @@ func (g *generator) settingFormat(b *ir.Block) (string, []jen.Code) {
 
 // stabilityCheck is the check of one filter, with the message of
 // ir.Func.CheckStability.
-func (g *generator) stabilityCheck(fl *ir.Filter) jen.Code {
+func (g *generator) stabilityCheck(fl *ir.Filter) []jen.Code {
 	setting, args := g.settingFormat(fl.Model)
 	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, not below 1", fl.State, setting)
 	if len(fl.Stability) > 0 {
 		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"
 	}
-	rho := jen.Id("rho")
-	return jen.If(rho.Clone().Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")).Dot("spectralRadius").Call(), jen.Op("!").Parens(rho.Clone().Op("<").Lit(1))).Block(
-		jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...)))
+	m, rho := jen.Id("m"+exportedName(fl.State)), jen.Id("rho")
+	return []jen.Code{
+		jen.List(m, jen.Id("_"), jen.Id("_")).Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")),
+		jen.If(rho.Clone().Op(":=").Id("spectralRadius").Call(m, jen.Lit(len(fl.States))), jen.Op("!").Parens(rho.Clone().Op("<").Lit(1))).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...))),
+	}
 }
 
-//go:embed helpers/*.go.txt
-var helperFiles embed.FS
+// spliceGains splices the functions of package gain that the generated
+// code calls: SpectralRadius (checkFilters), SteadyGain for the
+// attenuation solved numerically, NewFiniteGain for attenuation_t.
+func (g *generator) spliceGains() {
+	roots := []string{"SpectralRadius"}
+	if g.stepUses(ir.OpAtten) {
+		roots = append(roots, "SteadyGain")
+	}
+	if g.stepUses(ir.OpAttenT) {
+		roots = append(roots, "NewFiniteGain")
+	}
+	g.splice(gainFile, roots...)
+}
 
-// qualified matches the package references in the helpers' source.
-var qualified = regexp.MustCompile(`\b(math|big)\.([A-Za-z][A-Za-z0-9_]*)`)
-
-// genNoiseHelpers emits the numerics of the filters: the spectral radius
-// always, the exact steady-state solver and the finite-time gain when the
-// step uses them.
-func (g *generator) genNoiseHelpers() {
-	files := []string{"noise"}
+// stepUses says whether the step has a value of op.
+func (g *generator) stepUses(op ir.Op) bool {
 	for _, v := range g.fn.Step.Values {
-		switch {
-		case v.Op == ir.OpAtten && !g.helpers["steady"]:
-			g.helpers["steady"] = true
-			files = append(files, "steady")
-		case v.Op == ir.OpAttenT && !g.helpers["finite"]:
-			g.helpers["finite"] = true
-			files = append(files, "finite")
+		if v.Op == op {
+			return true
 		}
 	}
-	for _, name := range files {
-		src, err := helperFiles.ReadFile("helpers/" + name + ".go.txt")
-		if err != nil {
-			g.fail("helper %s: %v", name, err)
-			return
-		}
-		g.file.Add(rawCode(string(src)))
-	}
-}
-
-// rawCode turns Go source into jennifer code, with math.X and big.X as
-// qualified identifiers so that the file imports their packages.
-func rawCode(src string) jen.Code {
-	var s jen.Statement
-	last := 0
-	for _, m := range qualified.FindAllStringSubmatchIndex(src, -1) {
-		s = append(s, jen.Op(src[last:m[0]]))
-		path := map[string]string{"math": "math", "big": "math/big"}[src[m[2]:m[3]]]
-		s = append(s, jen.Qual(path, src[m[4]:m[5]]))
-		last = m[1]
-	}
-	s = append(s, jen.Op(src[last:]))
-	return &s
+	return false
 }

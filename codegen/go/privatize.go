@@ -1,12 +1,10 @@
 package gogen
 
-import "github.com/fibergen/fibergen/reduce"
-
-// genPrivatize emits package reduce's core, which every generated package
+// genPrivatize splices package reduce's core, which every generated package
 // has: the chunked reduction of the kernels (SumChunk), the privatize
 // functions (per-example clipping; docs/kernels.md, "Privatize") that are
 // the Go reference of the kernels' <name>_privatize_* entry points, and
 // Ratio, a diagnostic's value from its chunk partials.
 func (g *generator) genPrivatize() {
-	g.file.Add(rawCode(coreSource(reduce.CoreSource)))
+	g.splice(reduceCore)
 }

@@ -1,8 +1,6 @@
 package gogen
 
 import (
-	"strings"
-
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/rng"
 )
@@ -18,7 +16,8 @@ var noiseDoc = []string{
 	"buffer would there. Never run two steps with the same Seed and Step.",
 }
 
-// genNoise emits Noise, its draw method and fibergen's noise generator.
+// genNoise emits Noise, its draw method and fibergen's noise generator,
+// package rng's core.
 func (g *generator) genNoise() {
 	for _, line := range noiseDoc {
 		g.file.Comment(line)
@@ -29,41 +28,30 @@ func (g *generator) genNoise() {
 		jen.Id("Step").Uint32(),
 		jen.Id("Offset").Uint64().Comment("the global index of the buffers' first element"),
 	)
-	g.file.Add(rawCode(noiseDraw))
-	g.file.Add(rawCode(coreSource(rng.CoreSource)))
+	g.genNoiseDraw()
+	g.splice(rngCore)
 }
 
-// noiseDraw draws one element's Gaussian through the group of four that
-// shares its Philox call.
-const noiseDraw = `
-// noiseCache keeps the Gaussians of the last group of four elements drawn.
-type noiseCache struct {
-	group uint64
-	z     [4]float32
-	ok    bool
-}
-
-// draw returns the Gaussian of element i of the buffers.
-func (nz Noise) draw(i int, c *noiseCache) float32 {
-	e := nz.Offset + uint64(i)
-	if !c.ok || c.group != e>>2 {
-		c.group, c.z, c.ok = e>>2, gaussian4(nz.Seed, nz.Step, 0, e>>2), true
-	}
-	return c.z[e&3]
-}
-`
-
-// coreSource is the source of a package's core.go (rng's, reduce's)
-// without its package clause and imports: the generated package carries its
-// own copy.
-func coreSource(src string) string {
-	if i := strings.Index(src, "\nimport "); i >= 0 {
-		src = src[i+1:]
-		if strings.HasPrefix(src, "import (") {
-			src = src[strings.Index(src, ")")+1:]
-		} else {
-			src = src[strings.Index(src, "\n")+1:]
-		}
-	}
-	return "\n" + strings.TrimLeft(src, "\n")
+// genNoiseDraw emits noiseCache and Noise.draw, which draws one element's
+// Gaussian through the group of four that shares its Philox call. They are
+// the generated package's glue around rng's gaussian4 (a method of the
+// generated Noise), not reference numerics, so jennifer writes them.
+func (g *generator) genNoiseDraw() {
+	c, e, nz := jen.Id("c"), jen.Id("e"), jen.Id("nz")
+	g.file.Comment("noiseCache keeps the Gaussians of the last group of four elements drawn.")
+	g.file.Type().Id("noiseCache").Struct(
+		jen.Id("group").Uint64(),
+		jen.Id("z").Index(jen.Lit(4)).Float32(),
+		jen.Id("ok").Bool(),
+	)
+	group := e.Clone().Op(">>").Lit(2)
+	g.file.Comment("draw returns the Gaussian of element i of the buffers.")
+	g.file.Func().Params(nz.Clone().Id("Noise")).Id("draw").Params(jen.Id("i").Int(), c.Clone().Op("*").Id("noiseCache")).Float32().Block(
+		e.Clone().Op(":=").Add(nz).Dot("Offset").Op("+").Uint64().Call(jen.Id("i")),
+		jen.If(jen.Op("!").Add(c).Dot("ok").Op("||").Add(c).Dot("group").Op("!=").Add(group)).Block(
+			jen.List(c.Clone().Dot("group"), c.Clone().Dot("z"), c.Clone().Dot("ok")).Op("=").List(
+				group, jen.Id("gaussian4").Call(nz.Clone().Dot("Seed"), nz.Clone().Dot("Step"), jen.Lit(0), group), jen.True()),
+		),
+		jen.Return(c.Clone().Dot("z").Index(e.Clone().Op("&").Lit(3))),
+	)
 }

@@ -879,39 +879,38 @@ func Privatize(out, cur, look []float32, rows int, divisor float32, a, clip floa
 	return -1
 }
 
-// filterGt returns the noise model of state gt at hypers h: z = (gt, r).
-func filterGt(h Hypers) filter {
+// filterGt returns the noise model of state gt at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (gt, r), M 2×2 row major, and the index of gt in z.
+func filterGt(h Hypers) (m, b []float64, target int) {
 	u1 := h.Omega
 	u2 := float64(1.0 - u1)
 	u9 := -u1
-	return filter{
-		b:      []float64{u1, u1},
-		m:      []float64{u2, u2, u9, u2},
-		target: 0,
-	}
+	return []float64{u2, u2, u9, u2}, []float64{u1, u1}, 0
 }
 
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
-	if rho := filterGt(h).spectralRadius(); !(rho < 1) {
+	mGt, _, _ := filterGt(h)
+	if rho := spectralRadius(mGt, 2); !(rho < 1) {
 		return fmt.Errorf("the filter of state gt is unstable at omega=%v: its spectral radius is %.6g, not below 1 (it is stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0)", h.Omega, rho)
 	}
 	return nil
 }
 
-// filter is a noise model at one hyper setting: z_t = M z_{t-1} + b w_t,
-// M k×k row major, and the state of interest is z[target].
-type filter struct {
-	m, b   []float64
-	target int
-}
-
-// spectralRadius is Gelfand's ρ = lim ‖M^n‖^(1/n) along n = 2^j, squaring a
-// copy of M scaled to max-norm 1 and keeping the logarithm of the scale; it
-// computes the same bits as fibergen's ir.SpectralRadius.
-func (f filter) spectralRadius() float64 {
-	k := len(f.b)
-	a := append([]float64(nil), f.m...)
+// spectralRadius returns the spectral radius of the k×k matrix m (row
+// major) by Gelfand's formula ρ = lim ‖M^n‖^(1/n) along n = 2^j, squaring
+// a copy scaled to max-norm 1 and keeping the logarithm of the scale. After
+// 64 squarings the estimate is within a few ulps for a diagonalizable M.
+// A repeated eigenvalue in a Jordan block of size s is split by rounding,
+// which limits the accuracy to about the s-th root of the rounding error
+// (2e-6 relative for a double pole of a companion matrix, 2e-3 for a triple
+// one); the split eigenvalues surround the true one, so the estimate errs
+// upward, toward instability. Where rounding makes a power of such a matrix
+// vanish exactly (a double pole at a power of two in companion form), later
+// than any nilpotent k×k matrix could, the estimate of the last nonzero
+// power stands. NaN or infinite entries give NaN or +Inf.
+func spectralRadius(m []float64, k int) float64 {
+	a := append([]float64(nil), m...)
 	logScale, est := 0.0, 0.0
 	for j := 0; j < 64; j++ {
 		n := 0.0
@@ -929,52 +928,59 @@ func (f filter) spectralRadius() float64 {
 		}
 		logScale = logScale + math.Log(n)
 		est = math.Exp(math.Ldexp(logScale, -j))
-		sq := make([]float64, k*k)
-		for i := 0; i < k; i++ {
-			for c := 0; c < k; c++ {
-				s := 0.0
-				for l := 0; l < k; l++ {
-					s = s + float64(a[i*k+l]*a[l*k+c])
-				}
-				sq[i*k+c] = s
-			}
-		}
-		a = sq
+		a = squareMatrix(a, k)
 		logScale = 2 * logScale
 	}
 	return est
 }
 
-// finiteGain computes attenuation_t: the variance of a state's noise after
-// t+1 draws from a zero state, over σ_w², Σ_{j=0..t} (M^j b)[target]². A
-// step after the last costs O(k²): it keeps u = M^(t+1) b and the running
-// sum; an earlier step starts over. It computes the same bits as fibergen's
-// ir.FiniteGain.
-type finiteGain struct {
-	f    filter
-	next int       // the step the next term belongs to
-	u, v []float64 // u = M^next b; v is scratch for M u
-	sum  float64
+// squareMatrix returns a·a for a k×k row-major matrix, summing in index order.
+func squareMatrix(a []float64, k int) []float64 {
+	out := make([]float64, k*k)
+	for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			s := 0.0
+			for l := 0; l < k; l++ {
+				s = s + float64(a[i*k+l]*a[l*k+j])
+			}
+			out[i*k+j] = s
+		}
+	}
+	return out
 }
 
-func newFiniteGain(f filter) *finiteGain {
-	return &finiteGain{f: f, u: append([]float64(nil), f.b...), v: make([]float64, len(f.b))}
+// finiteGain computes attenuation_t: the variance of a state's noise after
+// t+1 draws from a zero state, over σ_w², which is Σ_{j=0..t} (e·M^j b)²
+// for the state's unit vector e. Successive steps cost O(k²): it keeps
+// u = M^(t+1) b and the running sum. Asking for an earlier step starts over.
+type finiteGain struct {
+	m, b   []float64
+	target int
+	next   int       // the step the next term belongs to
+	u, v   []float64 // u = M^next b; v is scratch for M u
+	sum    float64
+}
+
+// newFiniteGain returns the finite-time gain of z[target] for the model
+// (m k×k row major, b).
+func newFiniteGain(m, b []float64, target int) *finiteGain {
+	return &finiteGain{m: m, b: b, target: target, u: append([]float64(nil), b...), v: make([]float64, len(b))}
 }
 
 // at returns the gain at step t (from 0).
 func (g *finiteGain) at(t int) float64 {
 	if t < g.next-1 {
 		g.next, g.sum = 0, 0
-		copy(g.u, g.f.b)
+		copy(g.u, g.b)
 	}
-	k := len(g.f.b)
+	k := len(g.b)
 	for ; g.next <= t; g.next++ {
-		x := g.u[g.f.target]
+		x := g.u[g.target]
 		g.sum = g.sum + float64(x*x)
 		for i := 0; i < k; i++ {
 			s := 0.0
 			for j := 0; j < k; j++ {
-				s = s + float64(g.f.m[i*k+j]*g.u[j])
+				s = s + float64(g.m[i*k+j]*g.u[j])
 			}
 			g.v[i] = s
 		}
