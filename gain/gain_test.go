@@ -126,29 +126,6 @@ func randomStableModel(r *rand.Rand, k int) (m, b []float64) {
 	return m, b
 }
 
-// TestSpectralRadius checks SpectralRadius on matrices of known radius.
-func TestSpectralRadius(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		m    []float64
-		k    int
-		want float64
-	}{
-		{"scalar", []float64{-0.5}, 1, 0.5},
-		{"diagonal", []float64{0.5, 0, 0, -0.8}, 2, 0.8},
-		{"rotation by 0.9", []float64{0, -0.9, 0.9, 0}, 2, 0.9},
-		{"nilpotent", []float64{0, 1, 0, 0}, 2, 0},
-		{"triangular", []float64{0.25, 5, 0, 0.5}, 2, 0.5},
-	} {
-		if got := gain.SpectralRadius(c.m, c.k); math.Abs(got-c.want) > 1e-14 {
-			t.Errorf("%s: SpectralRadius = %.17g, want %v", c.name, got, c.want)
-		}
-	}
-	if got := gain.SpectralRadius([]float64{0.5, math.NaN(), 0, 0.5}, 2); !math.IsNaN(got) {
-		t.Errorf("SpectralRadius with a NaN entry = %v, want NaN", got)
-	}
-}
-
 func rat(x float64) *big.Rat { return new(big.Rat).SetFloat64(x) }
 
 // ratMatrix is the k×k row-major m as rows of rationals.

@@ -1,19 +1,16 @@
 package gogen_test
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/internal/golden"
 	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // generate compiles a .dsl file the way fibergen build does.
 func generate(t *testing.T, path string) ([]byte, error) {
@@ -43,17 +40,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := strings.TrimSuffix(path, ".dsl") + ".go.golden"
-			if *update {
-				os.WriteFile(golden, got, 0o644)
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("generated code differs from %s (run go test -update and review the diff)", golden)
-			}
+			golden.Check(t, strings.TrimSuffix(path, ".dsl")+".go.golden", got)
 		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
 	"github.com/fibergen/fibergen/gain"
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
 )
@@ -72,11 +72,11 @@ func fileCode(path string) func(t *testing.T) []byte {
 // dslCode generates the code of DSL source src.
 func dslCode(name, src string) func(t *testing.T) []byte {
 	return func(t *testing.T) []byte {
-		fn, errs, err := ir.Compile(name, []byte(src))
+		fn, errs, err := irtest.Compile(name, []byte(src))
 		if len(errs) > 0 || err != nil {
 			t.Fatal(errs, err)
 		}
-		code, err := gogen.Generate(fn, gogen.Options{Source: name, DSL: []byte(src)})
+		code, err := gogen.Generate(fn.Func, gogen.Options{Source: name, DSL: []byte(src)})
 		if err != nil {
 			t.Fatal(err)
 		}
