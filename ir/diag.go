@@ -119,7 +119,7 @@ func (f *Func) verifyDiagnostics() error {
 		}
 		seen[d.Kind] = true
 		if _, err := d.ScalarIndexes(f); err != nil {
-			return fmt.Errorf("ir: %s: %v", f.Name, err)
+			return fmt.Errorf("ir: %s: %w", f.Name, err)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -85,7 +86,14 @@ func (f *Func) CheckHypers(h []float64) error {
 // each in its range; the filters must be stable at the result
 // (CheckStability).
 func (f *Func) ApplySettings(settings []string) ([]float64, error) {
-	h := f.DefaultHypers()
+	return f.Override(f.DefaultHypers(), settings)
+}
+
+// Override returns hypers h overridden by "name=value" settings, each in
+// its range; the filters must be stable at the result (CheckStability). h
+// is not changed.
+func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
+	h = slices.Clone(h)
 	for _, s := range settings {
 		name, value, err := ParseSetting(s)
 		if err == nil {

@@ -141,7 +141,7 @@ func encodeBlock(b *Block) *blockJSON {
 func UnmarshalFunc(data []byte) (*Func, error) {
 	var j funcJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("ir: %v", err)
+		return nil, fmt.Errorf("ir: %w", err)
 	}
 	f := &Func{Name: j.Name, States: j.States, Observe: j.Observe}
 	for _, h := range j.Hypers {

@@ -12,14 +12,14 @@ import (
 // argument of the observation, step theta and every state.
 func Verify(f *Func) error {
 	if err := verifyKinds(f); err != nil {
-		return fmt.Errorf("ir: %s: %v", f.Name, err)
+		return fmt.Errorf("ir: %s: %w", f.Name, err)
 	}
 	for _, b := range f.Blocks() {
 		if err := verifyBlock(b); err != nil {
-			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
+			return fmt.Errorf("ir: %s: block %s: %w", f.Name, b.Name, err)
 		}
 		if err := verifyNames(f, b); err != nil {
-			return fmt.Errorf("ir: %s: block %s: %v", f.Name, b.Name, err)
+			return fmt.Errorf("ir: %s: block %s: %w", f.Name, b.Name, err)
 		}
 	}
 	return f.verifyDiagnostics()
@@ -57,7 +57,7 @@ func verifyBlock(b *Block) error {
 			}
 		}
 		if err := verifyValue(v); err != nil {
-			return fmt.Errorf("v%d: %v", v.ID, err)
+			return fmt.Errorf("v%d: %w", v.ID, err)
 		}
 		defined[v] = true
 	}

@@ -146,7 +146,7 @@ func Decode(data []byte) (*Manifest, error) {
 func (m *Manifest) Func() (*ir.Func, error) {
 	fn, err := ir.UnmarshalFunc(m.IR)
 	if err != nil {
-		return nil, fmt.Errorf("manifest of %s: %v", m.Optimizer, err)
+		return nil, fmt.Errorf("manifest of %s: %w", m.Optimizer, err)
 	}
 	if fn.Name != m.Optimizer {
 		return nil, fmt.Errorf("manifest of %s holds the IR of %s", m.Optimizer, fn.Name)

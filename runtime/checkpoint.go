@@ -201,7 +201,7 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("the checkpoint is written but syncing its directory failed: %v", err)
+		return fmt.Errorf("the checkpoint is written but syncing its directory failed: %w", err)
 	}
 	return nil
 }
@@ -503,7 +503,7 @@ func (o *Optimizer) load(path string, data []byte) error {
 		hypers[i] = h.Hypers[hy.Name]
 	}
 	if err := o.restoreBuffers(c.bufs); err != nil {
-		return fmt.Errorf("runtime: load %s: %v", path, err)
+		return fmt.Errorf("runtime: load %s: %w", path, err)
 	}
 	o.t = int(h.Step)
 	o.seed = h.Seed
@@ -632,10 +632,10 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 		if err := o.back.write(bufIndex(k), 0, b); err != nil {
 			for j := range k {
 				if rerr := o.back.write(bufIndex(j), 0, old[j]); rerr != nil {
-					return fmt.Errorf("%v; putting the old values back failed too (%v): the buffers are inconsistent", err, rerr)
+					return fmt.Errorf("%w; putting the old values back failed too (%w): the buffers are inconsistent", err, rerr)
 				}
 			}
-			return fmt.Errorf("%v (nothing changed)", err)
+			return fmt.Errorf("%w (nothing changed)", err)
 		}
 	}
 	return nil

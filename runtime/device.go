@@ -221,3 +221,28 @@ func (o *Optimizer) deviceKernels() (*cudaKernels, error) {
 	}
 	return b.k, nil
 }
+
+// DeviceCopyBandwidth is the baseline a CUDA step is measured against: the
+// bandwidth in GB/s (10^9 bytes) of a device-to-device copy of half bytes
+// into the other half on the device, over reps copies, and the device's
+// name.
+func DeviceCopyBandwidth(device, half, reps int) (gbps float64, name string, err error) {
+	d, err := cudadrv.Load()
+	if err != nil {
+		return 0, "", fmt.Errorf("runtime: %w", err)
+	}
+	dev, err := d.Device(device)
+	if err != nil {
+		return 0, "", fmt.Errorf("runtime: %w", err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		return 0, "", fmt.Errorf("runtime: %w", err)
+	}
+	defer ctx.Close()
+	gbps, err = ctx.CopyBandwidth(half, reps)
+	if err != nil {
+		return 0, "", fmt.Errorf("runtime: %w", err)
+	}
+	return gbps, dev.Name, nil
+}

@@ -37,7 +37,7 @@ func (o *Optimizer) EnableDiagnostics() error {
 	}
 	ref, err := o.prog.Diagnostic(ClampMassKind)
 	if err != nil {
-		return fmt.Errorf("runtime: %v", err)
+		return fmt.Errorf("runtime: %w", err)
 	}
 	i := slices.IndexFunc(o.m.Kernels.Diagnostics, func(d manifest.Diagnostic) bool { return d.Kind == ClampMassKind })
 	if i < 0 {

@@ -308,7 +308,22 @@ func (o *Optimizer) SetHypers(values map[string]float64) error {
 		h[i] = v
 	}
 	if err := o.prog.Check(h); err != nil {
-		return fmt.Errorf("runtime: %v", err)
+		return fmt.Errorf("runtime: %w", err)
+	}
+	if err := o.checkObservation(h); err != nil {
+		return err
+	}
+	o.hypers = h
+	return nil
+}
+
+// ApplySettings sets hypers from "name=value" settings as a command line
+// gives them, in order, checking each range and then the new setting as a
+// whole as SetHypers does; the error wraps the setting's own.
+func (o *Optimizer) ApplySettings(settings []string) error {
+	h, err := o.prog.Func.Override(o.hypers, settings)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if err := o.checkObservation(h); err != nil {
 		return err
@@ -440,7 +455,7 @@ func (o *Optimizer) canStep() error {
 		return errors.New("runtime: set the DP settings (SetDP), or the noise itself (SetNoise), before the first step")
 	}
 	if err := rng.CheckStep(o.t); err != nil {
-		return fmt.Errorf("runtime: %v", err)
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if err := o.checkObservation(o.hypers); err != nil {
 		return err

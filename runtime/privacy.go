@@ -32,11 +32,11 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	}
 	sigma, err := b.Schedule.SigmaFor(b.Epsilon)
 	if err != nil {
-		return 0, fmt.Errorf("runtime: %v", err)
+		return 0, fmt.Errorf("runtime: %w", err)
 	}
 	acc, err := b.Schedule.Accountant(sigma)
 	if err != nil {
-		return 0, fmt.Errorf("runtime: %v", err)
+		return 0, fmt.Errorf("runtime: %w", err)
 	}
 	std := b.Schedule.NoiseStd(sigma, b.ClipNorm) // σ·sensitivity/B
 	dp := DP{ClipNorm: b.ClipNorm, NoiseMultiplier: std * float64(b.Schedule.BatchSize) / b.ClipNorm, BatchSize: b.Schedule.BatchSize}

@@ -299,7 +299,7 @@ func (b *cpuBackend) openPrivatize() error {
 	}
 	p, err := hostkernel.OpenPrivatize(b.so, b.privSyms)
 	if err != nil {
-		return fmt.Errorf("runtime: %v (rebuild it with fibergen build)", err)
+		return fmt.Errorf("runtime: %w (rebuild it with fibergen build)", err)
 	}
 	b.priv = p
 	return nil

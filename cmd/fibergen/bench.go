@@ -15,11 +15,8 @@ import (
 	"strconv"
 	"time"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
-	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
-	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // The limits of bench's flags.
@@ -171,37 +168,33 @@ func (o *benchOptions) runDir(path string) (*benchResult, error) {
 	if _, err := os.Stat(filepath.Join(dir, name+".so")); err != nil && o.backend == "cpu" {
 		return nil, fmt.Errorf("%s has no %s.so, so the cpu backend would run the go backend's code: build it with fibergen build", path, name)
 	}
-	return o.measure(dir)
+	return o.measure(func(opts runtime.Options) (*runtime.Optimizer, error) { return runtime.Open(dir, opts) })
 }
 
-// run builds u's kernels for the backend into a temporary directory laid
-// out as generated/<name>/ and measures them.
+// run builds u's kernels for the backend and measures them.
 func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
-	tmp, err := os.MkdirTemp("", "fibergen-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	dir := filepath.Join(tmp, u.Func.Name)
-	if err := writeBenchKernels(dir, u, o.backend); err != nil {
-		return nil, err
-	}
-	return o.measure(dir)
+	return o.measure(func(opts runtime.Options) (*runtime.Optimizer, error) { return openUnit(u, opts) })
 }
 
-// measure opens the optimizer in dir with the runtime on the backend and
-// times its step against a copy of the same bytes.
-func (o *benchOptions) measure(dir string) (*benchResult, error) {
+// options are the runtime's options for the backend and threads.
+func (o *benchOptions) options() runtime.Options {
 	opts := runtime.Options{Backend: runtime.Backend(o.backend)}
 	if o.backend != "cuda" {
 		opts.Threads = int(o.threads.v)
 	}
-	opt, err := runtime.Open(dir, opts)
+	return opts
+}
+
+// measure opens the optimizer with the runtime on the backend and times
+// its step against a copy of the same bytes.
+func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, error)) (*benchResult, error) {
+	opts := o.options()
+	opt, err := open(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer opt.Close()
-	r, err := newBenchResult(opt.Manifest(), int(o.n.v), int(o.steps.v))
+	r, err := newBenchResult(opt, int(o.n.v), int(o.steps.v))
 	if err != nil {
 		return nil, err
 	}
@@ -231,36 +224,10 @@ func (o *benchOptions) measure(dir string) (*benchResult, error) {
 	return r, nil
 }
 
-// writeBenchKernels writes into dir what the runtime's backend reads: the
-// manifest, and the host kernel's shared object (cpu) or the PTX (cuda).
-func writeBenchKernels(dir string, u *pipeline.Unit, backend string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	name := u.Func.Name
-	if err := os.WriteFile(filepath.Join(dir, name+".json"), u.Manifest, 0o644); err != nil {
-		return err
-	}
-	if backend == "go" {
-		return nil
-	}
-	tc, err := llvmgen.FindToolchain()
-	if err != nil {
-		return err
-	}
-	if backend == "cpu" {
-		return tc.SharedObject(u.Module.LL, u.Module.HostFunc(), filepath.Join(dir, name+".so"))
-	}
-	ptx, err := tc.PTX(u.Module.LL, u.Module.StepKernel())
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, name+".ptx"), ptx, 0o644)
-}
-
 // newBenchResult counts the bytes a step over n coordinates must move from
-// the manifest's buffers.
-func newBenchResult(m *manifest.Manifest, n, steps int) (*benchResult, error) {
+// the buffers of opt's manifest.
+func newBenchResult(opt *runtime.Optimizer, n, steps int) (*benchResult, error) {
+	m := opt.Manifest()
 	r := &benchResult{Optimizer: m.Optimizer, N: n, Steps: steps}
 	for _, b := range m.Buffers {
 		switch b.Access {
@@ -368,25 +335,12 @@ func (r *benchResult) timeCUDA(opt *runtime.Optimizer, last *runtime.Tensor) err
 		return err
 	}
 	r.MsPerStep = msSince(start) / float64(r.Steps)
-	d, err := cudadrv.Load()
-	if err != nil {
-		return err
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		return err
-	}
-	ctx, err := dev.Context()
-	if err != nil {
-		return err
-	}
-	defer ctx.Close()
 	half := min((r.BytesPerStep/2+255)&^255, benchMaxCopy)
-	gbps, err := ctx.CopyBandwidth(int(half), r.Steps)
+	gbps, device, err := runtime.DeviceCopyBandwidth(0, int(half), r.Steps)
 	if err != nil {
 		return err
 	}
-	r.Device = dev.Name
+	r.Device = device
 	r.CopyBytes = 2 * half
 	r.CopyMs = float64(r.CopyBytes) / (gbps * 1e9) * 1e3
 	r.Statistic = "mean"

@@ -8,10 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -38,7 +36,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	for i, u := range units {
 		for _, o := range outputs[i] {
 			if err := writeFileAtomic(o.path, o.data); err != nil {
-				return fail(stderr, "build", fmt.Errorf("cannot write %s: %v", o.path, rootCause(err)))
+				return fail(stderr, "build", fmt.Errorf("cannot write %s: %w", o.path, rootCause(err)))
 			}
 		}
 		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(outFile(*out, u)))
@@ -56,44 +54,21 @@ type output struct {
 // anything is written, so that a missing LLVM or an unwritable directory
 // leaves no unit half written.
 func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
-	tc, err := llvmgen.FindToolchain()
-	if err != nil {
-		return nil, err
-	}
 	all := make([][]output, len(units))
 	for i, u := range units {
-		ptx, err := tc.PTX(u.Module.LL, u.Module.StepKernel())
+		files, err := u.Files()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", u.Path, err)
+			return nil, fmt.Errorf("%s: %w", u.Path, err)
 		}
-		so, err := sharedObject(tc, u)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", u.Path, err)
-		}
-		base := strings.TrimSuffix(outFile(out, u), ".go")
-		all[i] = []output{{base + ".go", u.GoCode}, {base + ".ll", []byte(u.Module.LL)}, {base + ".ptx", ptx},
-			{base + ".json", u.Manifest}, {base + ".so", so}}
-		for _, o := range all[i] {
-			if err := checkOutPath(out, o.path); err != nil {
+		for _, f := range files {
+			path := filepath.Join(filepath.Dir(outFile(out, u)), f.Name)
+			if err := checkOutPath(out, path); err != nil {
 				return nil, err
 			}
+			all[i] = append(all[i], output{path, f.Data})
 		}
 	}
 	return all, nil
-}
-
-// sharedObject builds u's host kernel for this machine and returns its bytes.
-func sharedObject(tc *llvmgen.Toolchain, u *pipeline.Unit) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "fibergen-build-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, u.Func.Name+".so")
-	if err := tc.SharedObject(u.Module.LL, u.Module.HostFunc(), path); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
 }
 
 // outFile is where build writes u's Go package under the output directory;
@@ -119,7 +94,7 @@ func checkOutPath(out, file string) error {
 		}
 		switch {
 		case err != nil:
-			return fmt.Errorf("-o %s: cannot use %s: %v", out, dir, rootCause(err))
+			return fmt.Errorf("-o %s: cannot use %s: %w", out, dir, rootCause(err))
 		case !st.IsDir():
 			return fmt.Errorf("-o %s: %s is not a directory", out, dir)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -23,7 +23,7 @@ var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw",
 // TestRunBackendsIdentical checks that --backend go and --backend cpu agree
 // bit for bit for every shipped optimizer, noise on and off: on θ and every
 // state at sizes around the groups of four the noise is drawn in, through
-// the engines that `fibergen run` builds (newEngine), compiling each
+// the runtime as `fibergen run` opens it (openUnit), compiling each
 // optimizer once; and through the command at the largest size, on the bytes
 // of --out and of --lookahead-out. Each run of the command compiles the
 // DSL, which costs far more than the steps, so the sizes do not go through
@@ -43,21 +43,12 @@ func TestRunBackendsIdentical(t *testing.T) {
 			if u == nil {
 				t.Fatalf("%s", diag.String())
 			}
-			h, err := u.Func.ApplySettings(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := interp.New(u.Func)
-			if err != nil {
-				t.Fatal(err)
-			}
 			bufNames := append([]string{"theta"}, u.Func.States...)
 			for _, noise := range []string{"on", "off"} {
-				e := interp.Engine{P: p, Hypers: h, Noise: noise == "on", Seed: 11}
-				goEngine, cpuEngine := openEngine(t, "go", u, e), openEngine(t, "cpu", u, e)
+				nz := runtime.Noise{SigmaW2: sigmaW2, Draw: noise == "on"}
 				for i, n := range sizes {
-					want := runEngine(t, goEngine, thetas[i], grads[i], sigmaW2)
-					got := runEngine(t, cpuEngine, thetas[i], grads[i], sigmaW2)
+					want := runBackend(t, u, runtime.Go, nz, thetas[i], grads[i])
+					got := runBackend(t, u, runtime.CPU, nz, thetas[i], grads[i])
 					for k := range want {
 						if !sameBits(got[k], want[k]) {
 							t.Errorf("%s n=%d noise %s: the cpu backend's %s differs from the go backend's", name, n, noise, bufNames[k])
@@ -81,28 +72,37 @@ func TestRunBackendsIdentical(t *testing.T) {
 	}
 }
 
-// openEngine returns the engine of backend for u and e, closed when the
-// test ends.
-func openEngine(t *testing.T, backend string, u *pipeline.Unit, e interp.Engine) runtime.Engine {
+// runBackend runs u on backend through the runtime as fibergen run opens
+// it, with the noise nz and seed 11, over copies of theta and the steps of
+// grads, and returns θ and the states.
+func runBackend(t *testing.T, u *pipeline.Unit, backend runtime.Backend, nz runtime.Noise, theta, grads []float32) [][]float32 {
 	t.Helper()
-	eng, closeEngine, err := newEngine(backend, u, e)
+	opt, err := openUnit(u, runtime.Options{Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeEngine)
-	return eng
-}
-
-// runEngine runs eng on copies of theta and grads and returns θ and the
-// states.
-func runEngine(t *testing.T, eng runtime.Engine, theta, grads []float32, sigmaW2 float64) [][]float32 {
-	t.Helper()
-	theta = slices.Clone(theta)
-	states, err := eng.Run(theta, slices.Clone(grads), sigmaW2)
+	defer opt.Close()
+	tn, err := opt.Register("theta", theta)
+	if err == nil {
+		err = errors.Join(opt.SetNoise(nz), opt.SetSeed(11))
+	}
+	for n, step := len(theta), 0; err == nil && n > 0 && (step+1)*n <= len(grads); step++ {
+		if err = tn.SetGrad(grads[step*n : (step+1)*n]); err == nil {
+			err = opt.Step()
+		}
+	}
+	var out [][]float32
+	for _, s := range append([]string{""}, u.Func.States...) {
+		buf, berr := tn.Params()
+		if s != "" {
+			buf, berr = tn.State(s)
+		}
+		out, err = append(out, buf), errors.Join(err, berr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([][]float32{theta}, states...)
+	return out
 }
 
 // sameBits reports whether a and b hold the same float32 bit patterns.

@@ -8,13 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 
-	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/ir/interp"
-	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/pipeline"
-	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
@@ -93,88 +88,166 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 	return ""
 }
 
+// execute runs u through the runtime, as a trainer would, over the steps
+// of the input files; no output is written unless every step ran.
 func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
-	h, err := u.Func.ApplySettings(o.sets)
+	// The run checks the observation of every step itself, before any work,
+	// naming the flag that opts in.
+	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true})
 	if err != nil {
 		return err
 	}
-	if err := checkLookaheadOut(u.Func, o.ex.lookaheadOut); err != nil {
+	defer opt.Close()
+	if err := opt.ApplySettings(o.sets); err != nil {
+		return cause(err) // the setting's own message: --set names it
+	}
+	if err := o.checkLookaheadOut(opt); err != nil {
 		return err
 	}
 	if o.ex.examples != "" {
-		return o.executeExamples(u, h, stderr)
+		return o.executeExamples(opt, stderr)
 	}
+	return o.executeGrads(opt, stderr)
+}
+
+// executeGrads steps on the gradients of --grads: clipped means with the
+// noise of --sigma-w2 drawn in the kernel, or privatized ones (--noise off).
+func (o *runOptions) executeGrads(opt *runtime.Optimizer, stderr io.Writer) error {
 	theta, grads, err := o.readInputs()
 	if err != nil {
 		return err
 	}
-	if err := o.checkObservation(u.Func, h, grads.Shape[0]); err != nil {
+	steps, n := grads.Shape[0], theta.Shape[0]
+	if err := o.checkRun(opt, steps); err != nil {
 		return err
 	}
-	if err := o.checkOutputs(); err != nil {
+	noise := runtime.Noise{SigmaW2: float64(o.sigmaW2), Draw: o.noise == "on"}
+	if err := opt.SetNoise(noise); err != nil {
 		return err
 	}
-	p, err := interp.New(u.Func)
+	tn, err := o.start(opt, theta, noise.Draw && noise.SigmaW2 > 0, stderr)
 	if err != nil {
 		return err
 	}
-	e := interp.Engine{P: p, Hypers: h, Noise: o.noise == "on", Seed: uint64(o.seed)}
-	if e.Noise && !o.seedSet && o.sigmaW2 > 0 {
-		e.Seed = rng.RandomSeed()
-		fmt.Fprintf(stderr, "fibergen run: noise seed %d (pass --seed %d to draw the same noise again)\n", e.Seed, e.Seed)
+	for t := range steps {
+		if err := tn.SetGrad(grads.Data[t*n : (t+1)*n]); err != nil {
+			return fmt.Errorf("step %d: %w", t, err)
+		}
+		if err := o.step(opt, t); err != nil {
+			return err
+		}
 	}
-	engine, closeEngine, err := newEngine(o.backend, u, e)
+	return o.writeOutputs(tn, nil)
+}
+
+// checkRun checks, before any work, the observation of each of the steps
+// and every output path.
+func (o *runOptions) checkRun(opt *runtime.Optimizer, steps int) error {
+	for t := 0; t < steps && !o.extrapolate; t++ {
+		if err := opt.CheckObservation(t); err != nil {
+			return fmt.Errorf("%w (--allow-extrapolation)", err)
+		}
+	}
+	return o.checkOutputs()
+}
+
+// start enables the diagnostics, fixes the seed and registers theta; drawn
+// says whether the steps draw noise, which a seed not given is random for.
+func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, stderr io.Writer) (*runtime.Tensor, error) {
+	if o.diagnostics {
+		if err := opt.EnableDiagnostics(); err != nil {
+			return nil, fmt.Errorf("--diagnostics: %w", cause(err))
+		}
+	}
+	seed := uint64(o.seed)
+	if !o.seedSet && drawn {
+		seed = opt.Seed() // random
+		fmt.Fprintf(stderr, "fibergen run: noise seed %d (pass --seed %d to draw the same noise again)\n", seed, seed)
+	}
+	if err := opt.SetSeed(seed); err != nil {
+		return nil, err
+	}
+	return opt.Register("theta", theta.Data)
+}
+
+// step runs step t, then prints its clamp_mass under --diagnostics: a line
+// `step T: clamp_mass = X`, T from 0, X with the digits that read it back
+// exactly.
+func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
+	if err := opt.Step(); err != nil {
+		return fmt.Errorf("step %d: %w", t, err)
+	}
+	if !o.diagnostics {
+		return nil
+	}
+	x, err := opt.ClampMass()
 	if err != nil {
 		return err
 	}
-	defer closeEngine()
-	if engine, err = o.withDiagnostics(engine, p, h); err != nil {
-		return err
+	_, err = fmt.Fprintf(o.stdout, "step %d: clamp_mass = %v\n", t, x)
+	return err
+}
+
+// cause is the error that err wraps, the one a flag's message names.
+func cause(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
 	}
-	states, err := runtime.Run(engine, theta.Data, grads.Data, float64(o.sigmaW2))
-	if err != nil {
-		return err
-	}
-	if err := npy.WriteFile(o.out, theta); err != nil {
-		return fmt.Errorf("--out %s: cannot write: %v", o.out, rootCause(err))
-	}
-	return o.writeLookahead(u.Func, theta, states, grads.Shape[0])
+	return err
 }
 
 // checkLookaheadOut refuses --lookahead-out for an optimizer without a
 // two_point observation.
-func checkLookaheadOut(fn *ir.Func, path string) error {
-	if path != "" && fn.MixingWeight() < 0 {
-		return fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", fn.Name)
+func (o *runOptions) checkLookaheadOut(opt *runtime.Optimizer) error {
+	if o.ex.lookaheadOut != "" && opt.Observation().Kind != "two_point" {
+		return fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", opt.Name())
 	}
 	return nil
 }
 
-// writeLookahead writes --lookahead-out after steps steps: theta itself
-// before the first step, then the state the steps wrote.
-func (o *runOptions) writeLookahead(fn *ir.Func, theta npy.Array, states [][]float32, steps int) error {
-	if o.ex.lookaheadOut == "" {
-		return nil
-	}
-	p := theta
-	if steps > 0 {
-		p = npy.Array{Shape: theta.Shape, Data: states[slices.Index(fn.States, lang.LookaheadState)]}
-	}
-	if err := npy.WriteFile(o.ex.lookaheadOut, p); err != nil {
-		return fmt.Errorf("--lookahead-out %s: cannot write: %v", o.ex.lookaheadOut, rootCause(err))
-	}
-	return nil
-}
-
-// checkObservation refuses a two_point weight a outside [0, 1] at any of
-// the run's steps unless --allow-extrapolation.
-func (o *runOptions) checkObservation(fn *ir.Func, h []float64, steps int) error {
-	for t := 0; t < steps && !o.extrapolate; t++ {
-		if err := fn.CheckObservation(h, t); err != nil {
-			return fmt.Errorf("%w (--allow-extrapolation)", err)
+// checkOutputs checks every output path before any work is done.
+func (o *runOptions) checkOutputs() error {
+	for _, out := range []struct{ flag, path string }{{"--out", o.out}, {"--clipped-out", o.ex.clippedOut}, {"--lookahead-out", o.ex.lookaheadOut}} {
+		if out.path == "" {
+			continue
+		}
+		if err := checkOutFile(out.flag, out.path); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// writeOutputs writes theta, the look-ahead point and the clipped means
+// (--example-grads; clipped holds them as [T, n]), each where its flag
+// says.
+func (o *runOptions) writeOutputs(tn *runtime.Tensor, clipped *npy.Array) error {
+	outs := []struct {
+		flag, path string
+		a          func() (npy.Array, error)
+	}{
+		{"--out", o.out, func() (npy.Array, error) { return vector(tn.Params()) }},
+		{"--clipped-out", o.ex.clippedOut, func() (npy.Array, error) { return *clipped, nil }},
+		{"--lookahead-out", o.ex.lookaheadOut, func() (npy.Array, error) { return vector(tn.Lookahead()) }},
+	}
+	for _, out := range outs {
+		if out.path == "" {
+			continue
+		}
+		a, err := out.a()
+		if err == nil {
+			err = npy.WriteFile(out.path, a)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: cannot write: %w", out.flag, out.path, rootCause(err))
+		}
+	}
+	return nil
+}
+
+// vector is data as a [n] array.
+func vector(data []float32, err error) (npy.Array, error) {
+	return npy.Array{Shape: []int{len(data)}, Data: data}, err
 }
 
 // checkOutFile checks, before any work is done, that a file can be put at
@@ -188,7 +261,7 @@ func checkOutFile(name, path string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s %s: cannot write into directory %s: %v", name, path, dir, rootCause(err))
+		return fmt.Errorf("%s %s: cannot write into directory %s: %w", name, path, dir, rootCause(err))
 	case !st.IsDir():
 		return fmt.Errorf("%s %s: %s is not a directory", name, path, dir)
 	}
@@ -235,9 +308,9 @@ func readArray(name, path string) (npy.Array, error) {
 	var pe *os.PathError
 	switch {
 	case errors.As(err, &pe):
-		return a, fmt.Errorf("%s: cannot read %s: %v", name, path, pe.Err)
+		return a, fmt.Errorf("%s: cannot read %s: %w", name, path, pe.Err)
 	case err != nil:
-		return a, fmt.Errorf("%s %v", name, err) // the error starts with path
+		return a, fmt.Errorf("%s %w", name, err) // the error starts with path
 	}
 	return a, nil
 }

@@ -23,7 +23,7 @@ type Options struct {
 // must be optimized (ir.Optimize).
 func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	if err := ir.Verify(fn); err != nil {
-		return nil, fmt.Errorf("gogen: %v", err)
+		return nil, fmt.Errorf("gogen: %w", err)
 	}
 	g, err := newGenerator(fn)
 	if err != nil {
@@ -53,7 +53,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("gogen: %s: %v", fn.Name, err)
+		return nil, fmt.Errorf("gogen: %s: %w", fn.Name, err)
 	}
 	return format.Source(buf.Bytes())
 }
@@ -92,13 +92,13 @@ func (g *generator) fail(format string, args ...any) jen.Code {
 
 func newGenerator(fn *ir.Func) (*generator, error) {
 	if err := checkUnique(fn.HyperNames(), exportedName); err != nil {
-		return nil, fmt.Errorf("gogen: %s: hypers: %v", fn.Name, err)
+		return nil, fmt.Errorf("gogen: %s: hypers: %w", fn.Name, err)
 	}
 	if err := checkUnique(fn.States, localName); err != nil {
-		return nil, fmt.Errorf("gogen: %s: states: %v", fn.Name, err)
+		return nil, fmt.Errorf("gogen: %s: states: %w", fn.Name, err)
 	}
 	if err := checkUnique(fn.States, fieldName); err != nil {
-		return nil, fmt.Errorf("gogen: %s: states: %v", fn.Name, err)
+		return nil, fmt.Errorf("gogen: %s: states: %w", fn.Name, err)
 	}
 	g := &generator{fn: fn, scalars: ir.HostScalars(fn.Step), names: map[*ir.Value]string{}, helpers: map[string]bool{}}
 	for i, v := range g.scalars {

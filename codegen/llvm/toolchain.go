@@ -83,7 +83,7 @@ var versionRE = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)
 func toolVersion(path string) (string, error) {
 	out, err := exec.Command(path, "--version").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%s --version: %v", path, err)
+		return "", fmt.Errorf("%s --version: %w", path, err)
 	}
 	m := versionRE.FindSubmatch(out)
 	if m == nil {

@@ -272,7 +272,9 @@ func newTrainer(cfg config) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.Backend(cfg.Backend)})
+	// -backend cpu runs the host kernel where fibergen build made it, and
+	// says so when it runs the reference instead (describeBackend).
+	o, err := runtime.Open(dir, runtime.Options{Backend: runtime.Backend(cfg.Backend), GoFallback: true})
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func compile(fn *ir.Func, b *ir.Block) (*code, error) {
 		index[v] = i
 		in, err := translate(fn, v, i, index)
 		if err != nil {
-			return nil, fmt.Errorf("interp: block %s: %v", b.Name, err)
+			return nil, fmt.Errorf("interp: block %s: %w", b.Name, err)
 		}
 		if v.Uniform && v.Op != ir.OpStore {
 			if len(c.kernelPart) > 0 {

@@ -139,7 +139,7 @@ func pointers(pin *runtime.Pinner, bufs [][]float32) []uintptr {
 func (k *Kernel) ABI(symbol string) (string, error) {
 	addr, err := purego.Dlsym(k.lib, symbol)
 	if err != nil {
-		return "", fmt.Errorf("hostkernel: no ABI stamp %s: %v", symbol, err)
+		return "", fmt.Errorf("hostkernel: no ABI stamp %s: %w", symbol, err)
 	}
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 	b := unsafe.Slice((*byte)(p), 64)

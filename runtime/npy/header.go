@@ -22,7 +22,7 @@ const wantDtype = "float32 ('<f4')"
 func parseHeader(text []byte) (header, error) {
 	v, err := parsePyLiteral(text)
 	if err != nil {
-		return header{}, fmt.Errorf("malformed header %s: %v", clip(text), err)
+		return header{}, fmt.Errorf("malformed header %s: %w", clip(text), err)
 	}
 	d, ok := v.(pyDict)
 	if !ok {

@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"fmt"
@@ -14,10 +14,10 @@ import (
 	"github.com/fibergen/fibergen/lower"
 )
 
-// attenInfo is the attenuation of one state that carries the DP noise
+// Attenuation is the attenuation of one state that carries the DP noise
 // linearly: its model z_t = M z_{t-1} + b w_t, the Lyapunov solution Σ, the
 // closed form and its value at the hypers in use.
-type attenInfo struct {
+type Attenuation struct {
 	Expr           *string    `json:"expr"`            // the closed form; null when numeric
 	Value          *float64   `json:"value"`           // null when unstable
 	SpectralRadius *float64   `json:"spectral_radius"` // null when not finite
@@ -34,8 +34,8 @@ type attenInfo struct {
 
 // describeAttenuation solves the noise model of every state that carries
 // the noise linearly; notLinear says why the others have none.
-func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[string]*attenInfo, map[string]string) {
-	out, notLinear := map[string]*attenInfo{}, map[string]string{}
+func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[string]*Attenuation, map[string]string) {
+	out, notLinear := map[string]*Attenuation{}, map[string]string{}
 	for _, sn := range an.States {
 		switch {
 		case sn.State == lang.LookaheadState && sn.Model == nil:
@@ -55,10 +55,10 @@ func describeAttenuation(fn *ir.Func, an *noise.Analysis, h []float64) (map[stri
 	return out, notLinear
 }
 
-func attenuationInfo(fn *ir.Func, g *noise.Gain, h []float64) *attenInfo {
+func attenuationInfo(fn *ir.Func, g *noise.Gain, h []float64) *Attenuation {
 	syms := g.Symbols
 	at := g.At(fn, h)
-	a := &attenInfo{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
+	a := &Attenuation{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
 		B: fracRow(g.Model.B, syms), StableWhere: lower.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
 	if x := lower.ClosedForm(g); x != nil {
 		s := dsl.ExprString(x)
@@ -94,7 +94,7 @@ func fracMatrix(m [][]poly.Frac, syms []*ir.Value) [][]string {
 }
 
 // printAttenuation writes the derivation of each attenuation.
-func printAttenuation(w io.Writer, x *explanation) {
+func printAttenuation(w io.Writer, x *Explanation) {
 	if len(x.Attenuation) == 0 && len(x.notLinear) == 0 {
 		return
 	}
@@ -111,7 +111,7 @@ func printAttenuation(w io.Writer, x *explanation) {
 	}
 }
 
-func printGain(w io.Writer, state string, a *attenInfo) {
+func printGain(w io.Writer, state string, a *Attenuation) {
 	fmt.Fprintf(w, "  %s: z = (%s)\n", state, strings.Join(a.States, ", "))
 	fmt.Fprintf(w, "    M = %s\n    b = [%s]\n", matrixString(a.M), strings.Join(a.B, ", "))
 	if a.Sigma != nil {

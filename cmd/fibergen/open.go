@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// openUnit opens u through the runtime, as a trainer opens what fibergen
+// build wrote: on the cpu backend with the host kernel built into the
+// user's cache, on cuda with u's PTX, on go with the reference.
+func openUnit(u *pipeline.Unit, opts runtime.Options) (*runtime.Optimizer, error) {
+	c := runtime.Compiled{Manifest: u.Manifest}
+	var err error
+	switch opts.Backend {
+	case runtime.CPU:
+		c.SharedObject, err = u.CachedSharedObject()
+	case runtime.CUDA:
+		c.PTX, err = u.PTX()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--backend %s: %w", opts.Backend, err)
+	}
+	return runtime.OpenCompiled(c, opts)
+}

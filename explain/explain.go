@@ -1,0 +1,193 @@
+// Package explain describes what fibergen derived for an optimizer, at a
+// hyper setting: the hypers, the states' initial values, the observation,
+// every host scalar, the noise attenuation of each state the noise reaches
+// linearly (the model, the Lyapunov solution, the closed form, the spectral
+// radius and the stability region) and what the kernel reads and writes —
+// as data, whose JSON form is `fibergen explain --json`, and as text.
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/pipeline"
+)
+
+// Explanation is what explain reports; its JSON form is the output of
+// fibergen explain --json.
+type Explanation struct {
+	Optimizer   string                `json:"optimizer"`
+	Source      string                `json:"source"`
+	Hypers      []Hyper               `json:"hypers"`
+	States      []State               `json:"states"`
+	Observe     *Observe              `json:"observe,omitempty"`
+	HostScalars []Scalar              `json:"host_scalars"`
+	Kernel      Kernel                `json:"kernel"`
+	Attenuation map[string]*Attenuation `json:"attenuation"`
+	Step        string                `json:"step"`
+	IR          string                `json:"ir,omitempty"`
+
+	notLinear map[string]string // the human form says why a state has no attenuation
+}
+
+type Hyper struct {
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Default float64 `json:"default"`
+	Range   string  `json:"range,omitempty"`
+}
+
+type State struct {
+	Name string  `json:"name"`
+	Init float32 `json:"init"`
+}
+
+type Observe struct {
+	Kind string  `json:"kind"`
+	Args []Value `json:"args"`
+}
+
+type Value struct {
+	Name  string  `json:"name"`
+	Expr  string  `json:"expr"`
+	Value float64 `json:"value"`
+}
+
+// Scalar is a host scalar; Value is given when it depends on hypers only.
+type Scalar struct {
+	Name    string   `json:"name"`
+	Expr    string   `json:"expr"`
+	PerStep bool     `json:"per_step"`
+	Value   *float32 `json:"value,omitempty"`
+}
+
+type Kernel struct {
+	Reads      []string `json:"reads"`
+	Writes     []string `json:"writes"`
+	Operations int      `json:"operations"`
+}
+
+// Describe explains u at its default hypers overridden by "name=value"
+// settings, which must keep every filter stable.
+func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
+	h, err := u.Func.ApplySettings(settings)
+	if err != nil {
+		return nil, err
+	}
+	p, err := interp.New(u.Func)
+	if err != nil {
+		return nil, err
+	}
+	x := &Explanation{Optimizer: u.Func.Name, Source: u.Path, Step: stepText(u)}
+	for i, hy := range u.Func.Hypers {
+		r := ""
+		if hy.Range != nil {
+			r = hy.Range.String()
+		}
+		x.Hypers = append(x.Hypers, Hyper{hy.Name, h[i], hy.Default, r})
+	}
+	x.States = describeStates(p, h)
+	x.Observe = describeObserve(u.Func, p, h)
+	x.HostScalars = describeScalars(u.Func, p, h)
+	x.Kernel = describeKernel(u.Func.Step)
+	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
+	return x, nil
+}
+
+func describeStates(p *interp.Program, h []float64) []State {
+	bufs := make([][]float32, p.NumStates())
+	for i := range bufs {
+		bufs[i] = make([]float32, 1)
+	}
+	p.Init(h, bufs) // h comes from ApplySettings, bufs from NumStates: cannot fail
+	out := []State{}
+	for i, name := range p.Func.States {
+		out = append(out, State{name, bufs[i][0]})
+	}
+	return out
+}
+
+func describeObserve(fn *ir.Func, p *interp.Program, h []float64) *Observe {
+	if fn.Observe == nil {
+		return nil
+	}
+	o := &Observe{Kind: fn.Observe.Kind}
+	vals := p.Observe(h, 0)
+	for i, s := range fn.ObsArgs.Stores() {
+		o.Args = append(o.Args, Value{s.Name, ir.ExprString(s.Args[0]), vals[i]})
+	}
+	return o
+}
+
+func describeScalars(fn *ir.Func, p *interp.Program, h []float64) []Scalar {
+	sc := p.HostScalars(h, 0, 0)
+	out := []Scalar{}
+	for i, v := range ir.HostScalars(fn.Step) {
+		s := Scalar{Name: fmt.Sprintf("S%d", i), Expr: ir.ExprString(v), PerStep: ir.DependsOnStep(v)}
+		if !s.PerStep {
+			val := sc.Value(v)
+			s.Value = &val
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func describeKernel(b *ir.Block) Kernel {
+	k := Kernel{Reads: []string{}, Writes: []string{}}
+	for _, v := range b.Values {
+		switch {
+		case v.Op == ir.OpLoad:
+			k.Reads = append(k.Reads, v.Name)
+		case v.Op == ir.OpStore:
+			k.Writes = append(k.Writes, v.Name)
+		case !v.Uniform:
+			k.Operations++
+		}
+	}
+	return k
+}
+
+func stepText(u *pipeline.Unit) string {
+	text := string(u.Canonical)
+	if i := strings.Index(text, "step {"); i >= 0 {
+		return text[i:]
+	}
+	return text
+}
+
+// WriteText writes the explanation for people.
+func (x *Explanation) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "optimizer %s (%s)\n\nhypers:\n", x.Optimizer, x.Source)
+	for _, h := range x.Hypers {
+		fmt.Fprintf(w, "  %-10s = %-12g default %g %s\n", h.Name, h.Value, h.Default, h.Range)
+	}
+	fmt.Fprintf(w, "\nstates (per coordinate, float32):\n")
+	for _, s := range x.States {
+		fmt.Fprintf(w, "  %-10s initial %g\n", s.Name, s.Init)
+	}
+	if o := x.Observe; o != nil {
+		fmt.Fprintf(w, "\nobserve %s (host, per step):\n", o.Kind)
+		for _, a := range o.Args {
+			fmt.Fprintf(w, "  %-10s = %s = %g at t = 0\n", a.Name, a.Expr, a.Value)
+		}
+	}
+	fmt.Fprintf(w, "\nhost scalars (uniform: computed once per step in float64, passed to the kernel as float32):\n")
+	for _, s := range x.HostScalars {
+		val := "varies with t or sigma_w2"
+		if s.Value != nil {
+			val = fmt.Sprintf("= %g", *s.Value)
+		}
+		fmt.Fprintf(w, "  %-4s = %-40s %s\n", s.Name, s.Expr, val)
+	}
+	printAttenuation(w, x)
+	k := x.Kernel
+	fmt.Fprintf(w, "\nkernel (varying: per coordinate, float32): reads %s; writes %s; %d operations\n\n%s",
+		strings.Join(k.Reads, " "), strings.Join(k.Writes, " "), k.Operations, x.Step)
+	if x.IR != "" {
+		fmt.Fprintf(w, "\nIR:\n%s", x.IR)
+	}
+}
