@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/dave/jennifer v1.7.1
 	github.com/ebitengine/purego v0.11.3
+	github.com/google/go-cmp v0.7.0
 	github.com/llir/llvm v0.3.6
 )
 

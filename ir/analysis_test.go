@@ -8,6 +8,8 @@ import (
 
 	"github.com/fibergen/fibergen/internal/irtest"
 	. "github.com/fibergen/fibergen/ir"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // exprStrings prints values with ExprString.
@@ -17,18 +19,6 @@ func exprStrings(vs []*Value) []string {
 		out[i] = ExprString(v)
 	}
 	return out
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestHostScalars(t *testing.T) {
@@ -47,7 +37,7 @@ func TestHostScalars(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := irtest.OptimizedStep(t, tt.decls, tt.body)
 			scalars := HostScalars(b)
-			if got := exprStrings(scalars); !equalStrings(got, tt.want) {
+			if got := exprStrings(scalars); cmp.Diff(tt.want, got, cmpopts.EquateEmpty()) != "" {
 				t.Errorf("HostScalars = %q, want %q\n%s", got, tt.want, b)
 			}
 			for _, v := range scalars {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/irtest"
 	. "github.com/fibergen/fibergen/ir"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseSetting(t *testing.T) {
@@ -91,7 +92,7 @@ func TestApplySettings(t *testing.T) {
 	fn := hyperFunc(t)
 	for _, tt := range good {
 		h, err := fn.ApplySettings(tt.settings)
-		if err != nil || !equalFloats(h, tt.want) {
+		if err != nil || cmp.Diff(tt.want, h) != "" {
 			t.Errorf("ApplySettings(%q) = %v, %v; want %v", tt.settings, h, err, tt.want)
 		}
 	}
@@ -131,22 +132,10 @@ func TestSetHyperLeavesValuesOnError(t *testing.T) {
 	if err := fn.SetHyper(h, "nope", 1); err == nil {
 		t.Fatal("SetHyper(nope) accepted an unknown hyper")
 	}
-	if !equalFloats(h, fn.DefaultHypers()) {
-		t.Errorf("failed SetHyper calls changed h to %v", h)
+	if diff := cmp.Diff(fn.DefaultHypers(), h); diff != "" {
+		t.Errorf("failed SetHyper calls changed h (-defaults +h):\n%s", diff)
 	}
 	if err := fn.SetHyper(h, "wd", 3); err != nil || h[2] != 3 {
 		t.Errorf("SetHyper(wd, 3): %v, h = %v", err, h)
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestReadShipped reads every checked-in manifest and decodes its IR.
@@ -59,4 +62,51 @@ func TestReadErrors(t *testing.T) {
 	if _, _, err := manifest.Read(filepath.Join(dir, "missing.json")); err == nil {
 		t.Error("reading a missing file succeeded")
 	}
+}
+
+// TestNewMatchesShipped builds the manifest of every shipped optimizer with
+// New, from the code generator's description of its kernels, and compares
+// it with the checked-in one field by field.
+func TestNewMatchesShipped(t *testing.T) {
+	paths, _ := filepath.Glob("../optimizers/*.dsl")
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, errs, err := pipeline.Compile(path, src)
+		if len(errs) > 0 || err != nil {
+			t.Fatal(errs, err)
+		}
+		got, err := manifest.New(u.Func, path, src, u.Module.Kernels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := u.Func.Name
+		want, _, err := manifest.Read(filepath.Join("..", "generated", name, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(manifest.Manifest{}, "IR")); diff != "" {
+			t.Errorf("%s: manifest.New differs from generated/%s/%s.json (-shipped +new):\n%s", path, name, name, diff)
+		}
+		if !sameIR(t, want, got) {
+			t.Errorf("%s: manifest.New's IR differs from generated/%s/%s.json's", path, name, name)
+		}
+	}
+}
+
+// sameIR reports whether two manifests hold the same IR (the file holds it
+// indented).
+func sameIR(t *testing.T, a, b *manifest.Manifest) bool {
+	t.Helper()
+	fa, err := a.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := b.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa.String() == fb.String()
 }

@@ -3,8 +3,9 @@ package poly
 import (
 	"math/big"
 	"math/rand/v2"
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestArithmetic(t *testing.T) {
@@ -50,8 +51,9 @@ func TestTerms(t *testing.T) {
 		{r(1, 1), []int{1, 0, 1}},
 		{r(1, 2), []int{0, 0, 2}},
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Terms = %v, want %v", got, want)
+	ratEqual := cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })
+	if diff := cmp.Diff(want, got, ratEqual); diff != "" {
+		t.Errorf("Terms (-want +got):\n%s", diff)
 	}
 }
 
@@ -77,8 +79,8 @@ func TestQueries(t *testing.T) {
 		if d := p.Degree(); d != tt.degree {
 			t.Errorf("(%s).Degree() = %d, want %d", tt.in, d, tt.degree)
 		}
-		if vs := p.Vars(); !reflect.DeepEqual(vs, tt.vars) {
-			t.Errorf("(%s).Vars() = %v, want %v", tt.in, vs, tt.vars)
+		if diff := cmp.Diff(tt.vars, p.Vars()); diff != "" {
+			t.Errorf("(%s).Vars() (-want +got):\n%s", tt.in, diff)
 		}
 		c, ok := p.Constant()
 		if ok != (tt.constant != nil) || ok && c.Cmp(tt.constant) != 0 {
