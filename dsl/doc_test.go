@@ -146,3 +146,19 @@ func producedMessages(t *testing.T) []string {
 	}
 	return msgs
 }
+
+// TestDocsShowShippedFiber checks that docs/dsl.md and the README show
+// optimizers/fiber.dsl as shipped, from its optimizer line on.
+func TestDocsShowShippedFiber(t *testing.T) {
+	src := string(readFile(t, "../optimizers/fiber.dsl"))
+	want := src[strings.Index(src, "optimizer fiber"):]
+	for _, doc := range []string{docPath, "../README.md"} {
+		shown := false
+		for _, b := range codeBlocks(string(readFile(t, doc))) {
+			shown = shown || b.text == want
+		}
+		if !shown {
+			t.Errorf("%s shows no code block equal to optimizers/fiber.dsl from `optimizer fiber` on", doc)
+		}
+	}
+}

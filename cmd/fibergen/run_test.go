@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,5 +39,22 @@ func TestRunDiagnosticsUndeclared(t *testing.T) {
 	r := runMain("run", optPath("dp_sgd"), "--grads", g, "--theta", th, "--out", out, "--diagnostics")
 	if r.code != 1 || !strings.Contains(r.stderr, "--diagnostics: dp_sgd declares no diagnostic clamp_mass") {
 		t.Errorf("exit status %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRunRefusesNonFiniteGradient checks that a NaN or ±Inf gradient stops
+// the run with an error naming the step and the entry, on both backends,
+// and writes nothing.
+func TestRunRefusesNonFiniteGradient(t *testing.T) {
+	for _, backend := range []string{"go", "cpu"} {
+		grads := []float32{0.5, 0.25, 1, 0.1, float32(math.Inf(-1)), 0.3}
+		th, g, out := runInputs(t, []float32{1, -2, 3}, grads, 2)
+		r := runMain("run", optPath("fiber"), "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--backend", backend)
+		if r.code != 1 || !strings.Contains(r.stderr, "step 1: runtime: gradient of theta[1] is -Inf") {
+			t.Errorf("--backend %s: exit status %d, stderr %q", backend, r.code, r.stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--backend %s: the run wrote %s", backend, out)
+		}
 	}
 }
