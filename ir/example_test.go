@@ -3,22 +3,10 @@ package ir_test
 import (
 	"fmt"
 
-	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lower"
 )
-
-const momentum = `optimizer momentum
-
-hyper lr = 0.01 in (0, inf)
-hyper mu = 0.9 in [0, 1)
-
-state v = 0
-
-step {
-	v = mu * v + g
-	theta = theta - lr * v
-}
-`
 
 func ExampleHostScalars() {
 	src := `optimizer adam_bias
@@ -30,9 +18,14 @@ step {
 	theta = theta - lr * m / (1 - beta1 ** (t + 1))
 }
 `
-	fn, errs, err := irtest.Compile("adam_bias.dsl", []byte(src))
-	if len(errs) > 0 || err != nil {
-		fmt.Println(errs, err)
+	f, info, errs := dsl.Parse("adam_bias.dsl", []byte(src))
+	if len(errs) > 0 {
+		fmt.Println(errs)
+		return
+	}
+	fn, _, err := lower.Build(f, info)
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	for _, v := range ir.HostScalars(fn.Step) {

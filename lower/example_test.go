@@ -3,7 +3,8 @@ package lower_test
 import (
 	"fmt"
 
-	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/lower"
 )
 
 const momentum = `optimizer momentum
@@ -19,10 +20,17 @@ step {
 }
 `
 
-func ExampleCompile() {
-	fn, errs, err := irtest.Compile("momentum.dsl", []byte(momentum))
-	if len(errs) > 0 || err != nil {
-		fmt.Println(errs, err)
+// ExampleBuild lowers a checked file and optimizes it: the IR every code
+// generator takes.
+func ExampleBuild() {
+	f, info, errs := dsl.Parse("momentum.dsl", []byte(momentum))
+	if len(errs) > 0 {
+		fmt.Println(errs)
+		return
+	}
+	fn, _, err := lower.Build(f, info)
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	fmt.Print(fn)

@@ -1,9 +1,9 @@
 // Package pipeline runs fibergen's phases on one .dsl source in the order
 // `fibergen build` does — parse and check (dsl), lower and optimize (lower, ir),
-// generate code (codegen/go, codegen/cuda) — so that the command line and the
+// generate code (codegen/go, codegen/llvm) — so that the command line and the
 // tests build exactly the same thing from one parse. Turning the kernel
-// module into PTX or a shared object needs LLVM's tools and is left to the
-// caller (llvmgen.Toolchain).
+// module into PTX or a shared object needs LLVM's tools (llvmgen.Toolchain):
+// Unit's PTX, WriteSharedObject, CachedSharedObject and Files do it.
 package pipeline
 
 import (

@@ -115,7 +115,7 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	thetaI := slices.Clone(theta0)
 	statesI, err := engine.Run(thetaI, grads, c.sigmaW2)
 	if err != nil {
-		t.Fatalf("%+v: runtime.Run: %v", c, err)
+		t.Fatalf("%+v: Engine.Run: %v", c, err)
 	}
 	impl, err := opt.newImpl(c.sets, c.n)
 	if err != nil {

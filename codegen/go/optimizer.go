@@ -124,7 +124,7 @@ func (g *generator) genHelpers() {
 	}
 }
 
-// genMinMax emits maxOf or minOf with the DSL's semantics (dsl.Max): NaN if
+// genMinMax emits maxOf or minOf with the DSL's semantics (lang.MaxOf): NaN if
 // either operand is NaN, the second operand when they compare equal.
 func (g *generator) genMinMax(name string) {
 	cmp := ">="

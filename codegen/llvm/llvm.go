@@ -49,7 +49,7 @@ func bitFlip(b *llvm.Block, w lanes, x value.Value, abs bool) value.Value {
 	return b.NewBitCast(out, w.f32())
 }
 
-// selectMinMax is the DSL's min or max (dsl.Max): NaN if a is NaN, else b if
+// selectMinMax is the DSL's min or max (lang.MaxOf): NaN if a is NaN, else b if
 // b is NaN or b >= a (max) / b <= a (min), else a.
 func selectMinMax(b *llvm.Block, a, c value.Value, isMax bool) value.Value {
 	pred := enum.FPredUGE
