@@ -19,16 +19,16 @@ import (
 // Explanation is what explain reports; its JSON form is the output of
 // fibergen explain --json.
 type Explanation struct {
-	Optimizer   string                `json:"optimizer"`
-	Source      string                `json:"source"`
-	Hypers      []Hyper               `json:"hypers"`
-	States      []State               `json:"states"`
-	Observe     *Observe              `json:"observe,omitempty"`
-	HostScalars []Scalar              `json:"host_scalars"`
-	Kernel      Kernel                `json:"kernel"`
+	Optimizer   string                  `json:"optimizer"`
+	Source      string                  `json:"source"`
+	Hypers      []Hyper                 `json:"hypers"`
+	States      []State                 `json:"states"`
+	Observe     *Observe                `json:"observe,omitempty"`
+	HostScalars []Scalar                `json:"host_scalars"`
+	Kernel      Kernel                  `json:"kernel"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
-	Step        string                `json:"step"`
-	IR          string                `json:"ir,omitempty"`
+	Step        string                  `json:"step"`
+	IR          string                  `json:"ir,omitempty"`
 
 	notLinear map[string]string // the human form says why a state has no attenuation
 }
