@@ -33,6 +33,7 @@ type Explanation struct {
 	notLinear map[string]string // the human form says why a state has no attenuation
 }
 
+// Hyper is a hyper at the setting explained, with its default and range.
 type Hyper struct {
 	Name    string  `json:"name"`
 	Value   float64 `json:"value"`
@@ -40,16 +41,19 @@ type Hyper struct {
 	Range   string  `json:"range,omitempty"`
 }
 
+// State is a state with its initial value at the setting.
 type State struct {
 	Name string  `json:"name"`
 	Init float32 `json:"init"`
 }
 
+// Observe is the observation and its arguments at step 0.
 type Observe struct {
 	Kind string  `json:"kind"`
 	Args []Value `json:"args"`
 }
 
+// Value is a named value, its DSL expression and its value.
 type Value struct {
 	Name  string  `json:"name"`
 	Expr  string  `json:"expr"`
@@ -64,6 +68,7 @@ type Scalar struct {
 	Value   *float32 `json:"value,omitempty"`
 }
 
+// Kernel is what the step kernel reads and writes, and its operation count.
 type Kernel struct {
 	Reads      []string `json:"reads"`
 	Writes     []string `json:"writes"`

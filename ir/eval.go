@@ -7,21 +7,26 @@ import (
 )
 
 // arith maps the IR's arithmetic operations to the language's, whose
-// semantics package lang holds.
-var arith = map[Op]lang.Op{
+// semantics package lang holds; the IR's own operations (constants, loads,
+// conversions, stores) map to 0. An array: the interpreter asks per element.
+var arith = [...]lang.Op{
 	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
-	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq,
+	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0,
 }
 
-// lang is o as an operation of the language; 0 for the IR's own operations
-// (constants, loads, conversions, stores).
-func (o Op) lang() lang.Op { return arith[o] }
+// lang is o as an operation of the language; 0 for the IR's own operations.
+func (o Op) lang() lang.Op {
+	if int(o) >= len(arith) {
+		return 0
+	}
+	return arith[o]
+}
 
 // OpOf is the IR's operation for the language's operation l.
 func OpOf(l lang.Op) Op {
 	for o, x := range arith {
-		if x == l {
-			return o
+		if x == l && l != 0 {
+			return Op(o)
 		}
 	}
 	return OpInvalid

@@ -7,6 +7,6 @@
 // errors of the source that only lowering finds (an attenuation without a
 // linear, stable filter) as a positioned dsl.ErrorList.
 //
-// It is the one package that imports both dsl and ir: the trainer's side
-// (runtime, the interpreter) reads the IR without the DSL.
+// It is the bridge between the DSL's syntax tree and the IR; the trainer's
+// side (runtime, the interpreter) reads the IR without the DSL.
 package lower

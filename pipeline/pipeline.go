@@ -7,6 +7,7 @@
 package pipeline
 
 import (
+	"errors"
 	"path/filepath"
 
 	gogen "github.com/fibergen/fibergen/codegen/go"
@@ -42,7 +43,7 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f)}
 	var err error
 	if u.Func, u.Noise, err = lower.Build(f, info); err != nil {
-		if el, ok := err.(dsl.ErrorList); ok {
+		if el := (dsl.ErrorList{}); errors.As(err, &el) {
 			return nil, el, nil
 		}
 		return nil, nil, err

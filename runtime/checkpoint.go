@@ -472,7 +472,7 @@ func decode(data []byte) (*checkpoint, *loadError) {
 		return nil, corrupted("step %d is out of the range 0 to 2^32", h.Step)
 	}
 	if h.Step > 0 && h.DP == nil && h.Noise == nil {
-		return nil, corrupted("step %d without DP settings", h.Step)
+		return nil, corrupted("step %d without DP settings or noise", h.Step)
 	}
 	c.bufs = make([][]float32, len(h.Buffers))
 	for k := range c.bufs {
@@ -508,19 +508,16 @@ func (o *Optimizer) load(path string, data []byte) error {
 	o.t = int(h.Step)
 	o.seed = h.Seed
 	o.hypers = hypers
+	o.dp, o.noise = nil, h.Noise // the checkpoint's noise replaces the optimizer's, whichever way it was set
 	if h.DP != nil {
 		o.dp = &DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}
 	}
-	o.noise = h.Noise
 	return nil
 }
 
 // match checks an intact checkpoint against the optimizer.
 func (o *Optimizer) match(c *checkpoint) *loadError {
 	h := &c.h
-	mismatch := func(format string, args ...any) *loadError {
-		return &loadError{kind: ErrCheckpointMismatch, msg: fmt.Sprintf(format, args...)}
-	}
 	if h.Optimizer != o.Name() {
 		return mismatch("checkpoint of %s, this optimizer is %s", h.Optimizer, o.Name())
 	}
@@ -558,15 +555,7 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	if err := o.prog.Check(hypers); err != nil {
 		return mismatch("checkpoint's hypers: %v", err)
 	}
-	if h.DP != nil {
-		if err := (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}).check(); err != nil {
-			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
-		}
-	}
-	if n := h.Noise; n != nil && (h.DP != nil || !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0)) {
-		return mismatch("checkpoint's noise %+v with DP settings %+v: want one of them, σ_w² finite and >= 0", *n, h.DP)
-	}
-	return nil
+	return o.matchNoise(h)
 }
 
 func (o *Optimizer) matchLayout(h *checkpointHeader) error {
@@ -639,4 +628,30 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// matchNoise checks the checkpoint's DP settings or noise: valid, one of
+// them, and no noise given directly where a privacy budget sets the noise
+// from DP settings (the checkpoint would bypass it).
+func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
+	if h.DP != nil {
+		if err := (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}).check(); err != nil {
+			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
+		}
+	}
+	n := h.Noise
+	switch {
+	case n == nil:
+		return nil
+	case h.DP != nil || !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0):
+		return mismatch("checkpoint's noise %+v with DP settings %+v: want one of them, σ_w² finite and >= 0", *n, h.DP)
+	case o.budget != nil:
+		return mismatch("checkpoint gives the noise directly (SetNoise), but a privacy budget (SetBudget) sets it from DP settings")
+	}
+	return nil
+}
+
+// mismatch is a Load error of kind ErrCheckpointMismatch.
+func mismatch(format string, args ...any) *loadError {
+	return &loadError{kind: ErrCheckpointMismatch, msg: fmt.Sprintf(format, args...)}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/privacy"
@@ -191,6 +190,33 @@ func TestSetNoiseErrors(t *testing.T) {
 	}
 }
 
+// TestNoiseCheckpointUnderBudget checks that a checkpoint of noise given
+// directly does not load where a budget sets the noise, and that it
+// replaces DP settings elsewhere.
+func TestNoiseCheckpointUnderBudget(t *testing.T) {
+	open := func() (*runtime.Optimizer, error) { return runtime.OpenCompiled(compiledFiber(t), runtime.Options{}) }
+	a, ta := openOne(t, open, []float32{1, 2})
+	path := filepath.Join(t.TempDir(), "ckpt")
+	if err := errors.Join(a.SetNoise(runtime.Noise{SigmaW2: 0.5}), ta.SetGrad([]float32{0.1, 0.2}), a.Step(), a.Save(path)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := openOne(t, open, []float32{0, 0})
+	budget := runtime.Budget{Epsilon: 1, ClipNorm: 1, Schedule: privacy.Schedule{DatasetSize: 1000, BatchSize: 10, Epochs: 1}}
+	if _, err := b.SetBudget(budget); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(path); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("Load of a SetNoise checkpoint under a budget: %v, want ErrCheckpointMismatch", err)
+	}
+	c, _ := openOne(t, open, []float32{0, 0})
+	if err := errors.Join(c.SetDP(testDP), c.Load(path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Privatize([]float32{1, 1}, nil); err == nil || !strings.Contains(err.Error(), "SetDP") {
+		t.Errorf("Privatize after loading noise over DP settings: %v, want the DP settings gone", err)
+	}
+}
+
 // TestApplySettings sets hypers from "name=value" strings, in order; an
 // error wraps the setting's own message and changes nothing.
 func TestApplySettings(t *testing.T) {
@@ -213,22 +239,5 @@ func TestApplySettings(t *testing.T) {
 	}
 	if lr, _ := o.Hyper("lr"); lr != 0.01 {
 		t.Errorf("lr = %v after failed settings, want 0.01", lr)
-	}
-}
-
-// TestCheckObservation reports a two_point weight outside [0, 1] at a step
-// even where the optimizer allows it.
-func TestCheckObservation(t *testing.T) {
-	opts := runtime.Options{AllowExtrapolation: true}
-	o, _ := openOne(t, func() (*runtime.Optimizer, error) { return runtime.OpenCompiled(compiledFiber(t), opts) }, []float32{1})
-	if err := o.CheckObservation(0); err != nil {
-		t.Errorf("at the defaults: %v", err)
-	}
-	if err := o.SetHyper("gamma", 0.1); err != nil {
-		t.Fatal(err)
-	}
-	var ee *ir.ExtrapolationError
-	if err := o.CheckObservation(3); !errors.As(err, &ee) || ee.T != 3 {
-		t.Errorf("gamma = 0.1: %v, want an *ir.ExtrapolationError at step 3", err)
 	}
 }

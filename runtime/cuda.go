@@ -117,7 +117,7 @@ type cudaKernels struct {
 // the guard kernel from nonFinitePTX.
 func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 	km := o.m.Kernels
-	if km.StepKernel == "" {
+	if km.StepKernel == "" || km.PTX == "" && o.files.ptx == nil {
 		return nil, fmt.Errorf("runtime: the manifest of %s names no PTX file or step kernel", o.Name())
 	}
 	if nb := 2 + o.prog.NumStates(); len(o.m.Buffers) != nb {

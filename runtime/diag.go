@@ -89,7 +89,7 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 // Each core takes whole chunks, so the split does not change a bit.
 func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) error {
 	if b.kernel != nil && o.diag.host == nil {
-		h, err := hostkernel.OpenDiagnostic(b.so, o.diag.entry.HostFunction)
+		h, err := hostkernel.OpenDiagnostic(b.so, o.diag.entry.HostFunction, len(o.m.Buffers), len(o.m.Scalars))
 		if err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}

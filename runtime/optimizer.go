@@ -116,7 +116,10 @@ func Open(dir string, opts Options) (*Optimizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := kernelFiles{ptxPath: filepath.Join(dir, m.Kernels.PTX)}
+	var files kernelFiles
+	if m.Kernels.PTX != "" {
+		files.ptxPath = filepath.Join(dir, m.Kernels.PTX)
+	}
 	if so := filepath.Join(dir, m.Kernels.SharedObject); m.Kernels.SharedObject != "" && fileExists(so) {
 		files.so = so
 	}
@@ -221,7 +224,8 @@ func (o *Optimizer) Name() string { return o.m.Optimizer }
 func (o *Optimizer) Manifest() *manifest.Manifest { return o.m }
 
 // Backend is the backend steps run on, once the first step has chosen it
-// (CPU falls back to Go without a shared object); "" before.
+// (CPU runs Go where Options.GoFallback asked for it and there is no host
+// kernel); "" before.
 func (o *Optimizer) Backend() Backend {
 	if o.back == nil {
 		return ""
@@ -344,14 +348,6 @@ func (o *Optimizer) checkObservation(h []float64) error {
 	return nil
 }
 
-// CheckObservation reports, as an *ir.ExtrapolationError, a two_point
-// mixing weight a outside [0, 1] at step t under the current hypers, even
-// with Options.AllowExtrapolation: for a caller that checks a whole run
-// before it starts.
-func (o *Optimizer) CheckObservation(t int) error {
-	return o.prog.Func.CheckObservation(o.hypers, t)
-}
-
 func (o *Optimizer) noHyper(name string) error {
 	var names []string
 	for _, h := range o.prog.Func.Hypers {
@@ -423,7 +419,8 @@ func (o *Optimizer) args() stepArgs {
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped
-// mean gradient of the batch), drawing the DP noise in the kernel. If a
+// mean gradient of the batch), drawing the DP noise in the kernel (unless
+// SetNoise says the gradient is privatized already). If a
 // gradient entry is NaN or ±Inf it changes nothing — parameters, states,
 // step counter, noise position — and returns a *NonFiniteError; any other
 // error also leaves the step counter where it was.
@@ -448,7 +445,8 @@ func (o *Optimizer) Step() error {
 	return nil
 }
 
-// canStep reports what keeps the next step from running: no DP settings, a
+// canStep reports what keeps the next step from running: no DP settings
+// and no noise given, a
 // step the noise counter cannot hold, a spent privacy budget.
 func (o *Optimizer) canStep() error {
 	if o.dp == nil && o.noise == nil {

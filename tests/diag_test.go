@@ -99,13 +99,13 @@ func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarg
 // diagHostFuncs builds (once per test binary, with the step's host kernel)
 // the shared object of opt and loads the diagnostic's host function and,
 // where hostkernel prefers it on this CPU, its AVX2 twin.
-func diagHostFuncs(t *testing.T, opt *optimizer, symbol string) []*hostkernel.Diagnostic {
+func diagHostFuncs(t *testing.T, opt *optimizer, m *manifest.Manifest) []*hostkernel.Diagnostic {
 	t.Helper()
 	hostKernel(t, opt)
 	so := filepath.Join(hostKernels.dir, opt.name+".so")
 	var out []*hostkernel.Diagnostic
-	for _, open := range []func(string, string) (*hostkernel.Diagnostic, error){hostkernel.OpenDiagnosticSymbol, hostkernel.OpenDiagnostic} {
-		d, err := open(so, symbol)
+	for _, open := range []func(string, string, int, int) (*hostkernel.Diagnostic, error){hostkernel.OpenDiagnosticSymbol, hostkernel.OpenDiagnostic} {
+		d, err := open(so, m.Kernels.Diagnostics[0].HostFunction, len(m.Buffers), len(m.Scalars))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestClampMassTargets(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
-			d.hosts = diagHostFuncs(t, optimizerNamed(name), d.man.Kernels.Diagnostics[0].HostFunction)
+			d.hosts = diagHostFuncs(t, optimizerNamed(name), d.man)
 			r := rand.New(rand.NewPCG(7, uint64(len(name))))
 			for _, n := range diagSizes {
 				d.checkSize(t, r, n)

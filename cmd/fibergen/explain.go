@@ -35,7 +35,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(x)
+		if err := enc.Encode(x); err != nil {
+			return fail(stderr, "explain", err)
+		}
 		return 0
 	}
 	x.WriteText(stdout)

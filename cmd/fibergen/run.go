@@ -88,39 +88,76 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 	return ""
 }
 
-// execute runs u through the runtime, as a trainer would, over the steps
-// of the input files; no output is written unless every step ran.
+// runArrays are the arrays a run reads: theta, and the gradients of
+// --grads or those of --example-grads and --lookahead-grads.
+type runArrays struct {
+	theta, grads, cur, look npy.Array
+}
+
+// execute checks the run and reads its inputs before any work, then runs u
+// through the runtime, as a trainer would; no output is written unless
+// every step ran.
 func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
-	// The run checks the observation of every step itself, before any work,
-	// naming the flag that opts in.
+	in, err := o.check(u)
+	if err != nil {
+		return err
+	}
+	// The run checked the observation of every step, naming its own flag.
 	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true})
 	if err != nil {
 		return err
 	}
 	defer opt.Close()
 	if err := opt.ApplySettings(o.sets); err != nil {
-		return cause(err) // the setting's own message: --set names it
-	}
-	if err := o.checkLookaheadOut(opt); err != nil {
 		return err
 	}
 	if o.ex.examples != "" {
-		return o.executeExamples(opt, stderr)
+		return o.executeExamples(opt, in, stderr)
 	}
-	return o.executeGrads(opt, stderr)
+	return o.executeGrads(opt, in, stderr)
+}
+
+// check checks the settings, the inputs, the observation of each step and
+// every output path, and returns the inputs.
+func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
+	h, err := u.Func.ApplySettings(o.sets)
+	if err != nil {
+		return in, err
+	}
+	if o.ex.lookaheadOut != "" && u.Func.MixingWeight() < 0 {
+		return in, fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", u.Func.Name)
+	}
+	in, steps, err := o.read()
+	if err != nil {
+		return in, err
+	}
+	for t := 0; t < steps && !o.extrapolate; t++ {
+		if err := u.Func.CheckObservation(h, t); err != nil {
+			return in, fmt.Errorf("%w (--allow-extrapolation)", err)
+		}
+	}
+	return in, o.checkOutputs()
+}
+
+// read reads the run's inputs and returns them with the number of steps.
+func (o *runOptions) read() (in runArrays, steps int, err error) {
+	if o.ex.examples != "" {
+		if in.theta, in.cur, in.look, err = o.readExamples(); err != nil {
+			return in, 0, err
+		}
+		return in, in.cur.Shape[0], nil
+	}
+	if in.theta, in.grads, err = o.readInputs(); err != nil {
+		return in, 0, err
+	}
+	return in, in.grads.Shape[0], nil
 }
 
 // executeGrads steps on the gradients of --grads: clipped means with the
 // noise of --sigma-w2 drawn in the kernel, or privatized ones (--noise off).
-func (o *runOptions) executeGrads(opt *runtime.Optimizer, stderr io.Writer) error {
-	theta, grads, err := o.readInputs()
-	if err != nil {
-		return err
-	}
+func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr io.Writer) error {
+	theta, grads := in.theta, in.grads
 	steps, n := grads.Shape[0], theta.Shape[0]
-	if err := o.checkRun(opt, steps); err != nil {
-		return err
-	}
 	noise := runtime.Noise{SigmaW2: float64(o.sigmaW2), Draw: o.noise == "on"}
 	if err := opt.SetNoise(noise); err != nil {
 		return err
@@ -138,17 +175,6 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, stderr io.Writer) erro
 		}
 	}
 	return o.writeOutputs(tn, nil)
-}
-
-// checkRun checks, before any work, the observation of each of the steps
-// and every output path.
-func (o *runOptions) checkRun(opt *runtime.Optimizer, steps int) error {
-	for t := 0; t < steps && !o.extrapolate; t++ {
-		if err := opt.CheckObservation(t); err != nil {
-			return fmt.Errorf("%w (--allow-extrapolation)", err)
-		}
-	}
-	return o.checkOutputs()
 }
 
 // start enables the diagnostics, fixes the seed and registers theta; drawn
@@ -194,15 +220,6 @@ func cause(err error) error {
 		return inner
 	}
 	return err
-}
-
-// checkLookaheadOut refuses --lookahead-out for an optimizer without a
-// two_point observation.
-func (o *runOptions) checkLookaheadOut(opt *runtime.Optimizer) error {
-	if o.ex.lookaheadOut != "" && opt.Observation().Kind != "two_point" {
-		return fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", opt.Name())
-	}
-	return nil
 }
 
 // checkOutputs checks every output path before any work is done.

@@ -50,14 +50,8 @@ func (o *runOptions) validateExamples(given map[string]bool) string {
 // executeExamples runs the steps as a DP trainer does: Privatize clips and
 // averages each step's per-example gradients, Step adds the noise of
 // σ_w = σ_DP·C/B.
-func (o *runOptions) executeExamples(opt *runtime.Optimizer, stderr io.Writer) error {
-	theta, cur, look, err := o.readExamples()
-	if err != nil {
-		return err
-	}
-	if err := o.checkRun(opt, cur.Shape[0]); err != nil {
-		return err
-	}
+func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stderr io.Writer) error {
+	theta, cur, look := in.theta, in.cur, in.look
 	// Every step privatizes B rows, a fixed-size batch, so Privatize's
 	// divisor (the expected batch size) is the number of rows.
 	dp := runtime.DP{ClipNorm: float64(o.ex.clip), NoiseMultiplier: float64(o.ex.multiplier), BatchSize: cur.Shape[1]}

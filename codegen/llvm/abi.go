@@ -2,6 +2,7 @@ package llvmgen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/ir"
@@ -104,8 +105,9 @@ func (s cstruct) ptr() ctype {
 	return ctype{"const " + s.decl() + " *", types.NewPointer(s.ll)}
 }
 
-// load emits the load of field i of the struct at p.
-func (s cstruct) load(b *llvm.Block, p *llvm.Param, i int) *llvm.InstLoad {
+// load emits the load of the named field of the struct at p.
+func (s cstruct) load(b *llvm.Block, p *llvm.Param, name string) *llvm.InstLoad {
+	i := slices.IndexFunc(s.fields, func(f cfield) bool { return f.name == name })
 	t := s.ll.Fields[i]
 	ld := b.NewLoad(t, b.NewGetElementPtr(s.ll, p, i32c(0), i32c(uint32(i))))
 	ld.Align = llvm.Align(sizeOf(t))

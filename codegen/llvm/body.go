@@ -61,7 +61,7 @@ func operand(vals map[*ir.Value]value.Value, v *ir.Value) value.Value {
 // instr emits the per-coordinate value v.
 func (k *kernel) instr(b *llvm.Block, v *ir.Value, vals map[*ir.Value]value.Value, params []*llvm.Param) (value.Value, error) {
 	if v.Type != ir.F32 {
-		return nil, fmt.Errorf("cuda: %s: per-coordinate value v%d (%s) is %s, not f32", k.Name, v.ID, v.Op, v.Type)
+		return nil, fmt.Errorf("llvmgen: %s: per-coordinate value v%d (%s) is %s, not f32", k.Name, v.ID, v.Op, v.Type)
 	}
 	arg := func(i int) value.Value { return operand(vals, v.Args[i]) }
 	switch v.Op {
@@ -84,5 +84,5 @@ func (k *kernel) instr(b *llvm.Block, v *ir.Value, vals map[*ir.Value]value.Valu
 	case ir.OpMin, ir.OpMax:
 		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax), nil
 	}
-	return nil, fmt.Errorf("cuda: %s: no kernel code for %s", k.Name, v.Op)
+	return nil, fmt.Errorf("llvmgen: %s: no kernel code for %s", k.Name, v.Op)
 }

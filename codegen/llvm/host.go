@@ -35,8 +35,8 @@ func (k *kernel) emitHostLoops(sig signature) *llvm.Func {
 	a := k.loadArgs(b, ps[0], ps[1])
 	sigma := a.scalars[len(a.scalars)-1]
 	a.scalars = a.scalars[:len(a.scalars)-1]
-	field := func(i int) value.Value { return rangeStruct.load(b, ps[2], i) }
-	lo, hi, offset, seed, step, noiseOn := field(0), field(1), field(2), field(3), field(4), field(5)
+	field := func(name string) value.Value { return rangeStruct.load(b, ps[2], name) }
+	lo, hi, offset, seed, step, noiseOn := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
 	l := splitRange(b, lo, hi, offset)
 	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
 	b.NewCondBr(b.NewICmp(enum.IPredNE, noiseOn, i32c(0)), withNoise, without)

@@ -52,8 +52,8 @@ func (tc *Toolchain) HostStructLayout(tag string) ([]Field, int64, error) {
 }
 
 // layoutValues matches the 64-bit values of the layout module's global,
-// which llc writes as N or 0+N.
-var layoutValues = regexp.MustCompile(`(?m)^\s*\.quad\s+(?:0\+)?([0-9]+)\b`)
+// which llc writes as N or 0+N, after .quad on x86-64 and .xword on arm64.
+var layoutValues = regexp.MustCompile(`(?m)^\s*\.(?:quad|xword)\s+(?:0\+)?([0-9]+)\b`)
 
 // layoutModule is a module for target whose one global holds, as constant
 // expressions that llc folds, each field's offset and size in s, then the

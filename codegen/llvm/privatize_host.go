@@ -46,10 +46,10 @@ func (k *kernel) emitPrivatizeHost() {
 
 // loadPrivArgs loads the fields of struct fibergen_privatize.
 func loadPrivArgs(b *llvm.Block, p *llvm.Param) privArgs {
-	field := func(i int) value.Value { return privatizeStruct.load(b, p, i) }
-	return privArgs{cur: field(0), look: field(1), partials: field(2), scales: field(3), out: field(4),
-		batch: field(5), n: field(6), lo: field(7), hi: field(8), clip: field(9), a: field(10), b: field(11),
-		divisor: field(12), mode: field(13)}
+	field := func(name string) value.Value { return privatizeStruct.load(b, p, name) }
+	return privArgs{cur: field("cur"), look: field("look"), partials: field("partials"), scales: field("scales"),
+		out: field("out"), batch: field("batch"), n: field("n"), lo: field("lo"), hi: field("hi"), clip: field("clip"),
+		a: field("a"), b: field("b"), divisor: field("divisor"), mode: field("mode")}
 }
 
 // hostSumLanes is the number of coordinates the host sum does at once.

@@ -3,6 +3,7 @@
 package irtest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func Compile(name string, src []byte) (fn *Func, errs dsl.ErrorList, err error) 
 		return nil, errs, nil
 	}
 	irf, an, err := lower.Build(f, info)
-	if el, ok := err.(dsl.ErrorList); ok {
+	if el := (dsl.ErrorList{}); errors.As(err, &el) {
 		return nil, el, nil
 	}
 	if err != nil {

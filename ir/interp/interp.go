@@ -1,6 +1,7 @@
-// Package interp runs an optimized ir.Func directly: the engine behind
-// `fibergen run` for any .dsl file, and the second engine of the
-// differential tests against the generated Go code. It computes exactly what
+// Package interp runs an optimized ir.Func directly: the runtime's go
+// backend (the reference, `fibergen run --backend go`) for any .dsl file,
+// and the second engine of the differential tests against the generated Go
+// code. It computes exactly what
 // the generated code computes, bit for bit: uniform values in float64 (or
 // float32 where the IR says so) with ir.Eval64/ir.Eval32, the kernel in
 // float32.

@@ -19,27 +19,32 @@ import (
 // which computes num[c] and den[c], the partial sums of chunk c of the n
 // coordinates, for the chunks [lo, hi).
 type Diagnostic struct {
-	Name    string // the symbol that runs
-	lib, fn uintptr
+	Name       string // the symbol that runs
+	NumBuffers int    // theta, g, then the states, as the step's
+	NumScalars int    // the step's host scalars, then sqrt(sigma_w2)
+	lib, fn    uintptr
 }
 
 // OpenDiagnostic loads symbol from the shared object at path, preferring
-// its AVX2 twin as Open does.
-func OpenDiagnostic(path, symbol string) (*Diagnostic, error) {
-	return openDiagnostic(path, symbol, preferAVX2())
+// its AVX2 twin as Open does; numBuffers and numScalars are the step's.
+func OpenDiagnostic(path, symbol string, numBuffers, numScalars int) (*Diagnostic, error) {
+	return openDiagnostic(path, symbol, numBuffers, numScalars, preferAVX2())
 }
 
 // OpenDiagnosticSymbol is OpenDiagnostic without the AVX2 preference.
-func OpenDiagnosticSymbol(path, symbol string) (*Diagnostic, error) {
-	return openDiagnostic(path, symbol, false)
+func OpenDiagnosticSymbol(path, symbol string, numBuffers, numScalars int) (*Diagnostic, error) {
+	return openDiagnostic(path, symbol, numBuffers, numScalars, false)
 }
 
-func openDiagnostic(path, symbol string, twin bool) (*Diagnostic, error) {
+func openDiagnostic(path, symbol string, numBuffers, numScalars int, twin bool) (*Diagnostic, error) {
+	if numBuffers < 2 || numScalars < 1 {
+		return nil, fmt.Errorf("hostkernel: %s takes the step's buffers and scalars: not %d buffers and %d scalars", symbol, numBuffers, numScalars)
+	}
 	f, err := load(path, symbol, twin)
 	if err != nil {
 		return nil, err
 	}
-	return &Diagnostic{Name: f.name, lib: f.lib, fn: f.fn}, nil
+	return &Diagnostic{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, nil
 }
 
 // Run computes the partials of the chunks [lo, hi) of the n coordinates
@@ -67,8 +72,8 @@ func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi in
 	switch {
 	case d.fn == 0:
 		return errors.New("hostkernel: the diagnostic is closed")
-	case len(bufs) == 0 || len(scalars) == 0:
-		return fmt.Errorf("hostkernel: %s: %d buffers and %d scalars", d.Name, len(bufs), len(scalars))
+	case len(bufs) != d.NumBuffers || len(scalars) != d.NumScalars:
+		return fmt.Errorf("hostkernel: %s takes %d buffers and %d scalars, got %d and %d", d.Name, d.NumBuffers, d.NumScalars, len(bufs), len(scalars))
 	case lo < 0 || hi < lo || hi > chunks:
 		return fmt.Errorf("hostkernel: %s: chunks [%d, %d) outside [0, %d)", d.Name, lo, hi, chunks)
 	case len(num) < hi || len(den) < hi:

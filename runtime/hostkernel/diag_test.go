@@ -32,7 +32,7 @@ func TestDiagnosticRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	entry := u.Module.Kernels.Diagnostics[0]
-	d, err := hostkernel.OpenDiagnostic(so, entry.HostFunction)
+	d, err := hostkernel.OpenDiagnostic(so, entry.HostFunction, len(u.Module.Buffers), len(u.Module.Scalars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +58,7 @@ func TestDiagnosticRun(t *testing.T) {
 		{"backward chunks", bufs, 1, 0, num, den, "outside"},
 		{"short partials", bufs, 0, c, num[:1], den, "partials"},
 		{"short buffer", append([][]float32{bufs[0][:10]}, bufs[1:]...), 0, c, num, den, "holds 10 values"},
+		{"too few buffers", bufs[:1], 0, c, num, den, "takes 7 buffers"},
 	} {
 		if err := d.Run(bad.bufs, scalars, n, bad.lo, bad.hi, bad.num, bad.den); err == nil || !strings.Contains(err.Error(), bad.wantInErrMsg) {
 			t.Errorf("%s: %v, want an error saying %q", bad.name, err, bad.wantInErrMsg)
@@ -69,7 +70,7 @@ func TestDiagnosticRun(t *testing.T) {
 	if err := d.Run(bufs, scalars, n, 0, c, num, den); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Run after Close: %v", err)
 	}
-	if _, err := hostkernel.OpenDiagnostic(so, "fiber_nothing_cpu"); err == nil || !strings.Contains(err.Error(), "no function fiber_nothing_cpu") {
+	if _, err := hostkernel.OpenDiagnostic(so, "fiber_nothing_cpu", 7, 15); err == nil || !strings.Contains(err.Error(), "no function fiber_nothing_cpu") {
 		t.Errorf("OpenDiagnostic of a missing function: %v", err)
 	}
 }

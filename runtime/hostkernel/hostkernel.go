@@ -42,7 +42,7 @@ type Kernel struct {
 // twin symbol_avx2 where the CPU has AVX2 and the shared object exports it
 // (the same operations, so the same bits; FIBERGEN_HOST_ISA=generic turns
 // the preference off); numBuffers and numScalars describe its arguments
-// (codegen/llvmgen.Module). Kernel.Name says which symbol runs.
+// (codegen/llvm: llvmgen.Module). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
 	return openStep(path, symbol, numBuffers, numScalars, preferAVX2())
 }
