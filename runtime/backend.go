@@ -26,7 +26,7 @@ func (o *Optimizer) newBackend() (backend, error) {
 	case CUDA:
 		return newCUDABackend(o)
 	}
-	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.pkgStep}
+	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.files.goStep}
 	so := o.files.so
 	if o.opts.Backend == Go || so == "" { // Open refused the CPU without a kernel unless GoFallback
 		return b, nil

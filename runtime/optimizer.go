@@ -101,7 +101,6 @@ type Optimizer struct {
 	n       int
 	bufs    [][]float32 // theta, g, states (ABI order); host copies
 	back    backend
-	pkgStep StepFunc   // OpenPackage: the generated package's step
 	budget  *Budget    // SetBudget: the accountant and the planned steps
 	diag    *diagState // EnableDiagnostics: nil while they are off
 }
@@ -146,9 +145,10 @@ func OpenCompiled(c Compiled, opts Options) (*Optimizer, error) {
 
 // kernelFiles locate an optimizer's compiled kernels.
 type kernelFiles struct {
-	so      string // the host kernel's shared object; "" if none
-	ptx     []byte // the PTX module, given in memory
-	ptxPath string // else its file; "" if none
+	so      string   // the host kernel's shared object; "" if none
+	goStep  StepFunc // OpenPackage: the generated package's step, which the CPU backend runs without a shared object
+	ptx     []byte   // the PTX module, given in memory
+	ptxPath string   // else its file; "" if none
 }
 
 func fileExists(path string) bool {
@@ -182,15 +182,7 @@ func OpenPackage(p Package, opts Options) (*Optimizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: OpenPackage: %w", err)
 	}
-	if opts.Backend == "" || opts.Backend == CPU {
-		opts.Backend, opts.GoFallback = CPU, true // the package's Go code, on every core
-	}
-	o, err := open(m, p.Manifest, kernelFiles{}, opts)
-	if err != nil {
-		return nil, err
-	}
-	o.pkgStep = p.Step
-	return o, nil
+	return open(m, p.Manifest, kernelFiles{goStep: p.Step}, opts)
 }
 
 func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*Optimizer, error) {
@@ -208,7 +200,7 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if !slices.Contains([]Backend{CPU, Go, CUDA}, opts.Backend) {
 		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go or cuda)", opts.Backend)
 	}
-	if opts.Backend == CPU && files.so == "" && !opts.GoFallback {
+	if opts.Backend == CPU && files.so == "" && files.goStep == nil && !opts.GoFallback {
 		return nil, fmt.Errorf("runtime: %s has no host kernel %s to run on the CPU: build it with fibergen build (it needs LLVM 14), "+
 			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
 	}

@@ -184,6 +184,21 @@ func (k *kernel) scalarParams() []cparam {
 	return out
 }
 
+// kernelArgs splits the parameters of a kernel whose signature begins with
+// bufferParams and scalarParams (the step's and the diagnostics'): the
+// buffers' pointers, every scalar (sqrt(sigma_w2) last), and the
+// parameters after them.
+func (k *kernel) kernelArgs(f *llvm.Func) (a args, rest []*llvm.Param) {
+	nb, ns := len(k.Buffers), len(k.Scalars)
+	for _, p := range f.Params[:nb] {
+		a.ptrs = append(a.ptrs, p)
+	}
+	for _, p := range f.Params[nb : nb+ns] {
+		a.scalars = append(a.scalars, p)
+	}
+	return a, f.Params[nb+ns:]
+}
+
 // signature is an entry point: an NVPTX kernel or a host function.
 type signature struct {
 	symbol string

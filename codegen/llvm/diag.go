@@ -121,17 +121,10 @@ func (k *kernel) diagSignature(kind string) signature {
 // n coordinates in turn (warpReduce).
 func (k *kernel) emitDiagKernel(d *ir.Diagnostic, idx []int, sig signature) {
 	f, b := k.newEntry(sig, sig.symbol, "")
-	nb, ns := len(k.Buffers), len(k.Scalars)
-	var ptrs, scalars []value.Value
-	for _, p := range f.Params[:nb] {
-		ptrs = append(ptrs, p)
-	}
-	for _, p := range f.Params[nb : nb+ns] {
-		scalars = append(scalars, p)
-	}
-	n, num, den := f.Params[nb+ns], f.Params[nb+ns+1], f.Params[nb+ns+2]
-	r := k.diagReduction(d, idx, scalars)
-	done := k.warpReduce(f, b, r, k.readPtrs(d, ptrs), []value.Value{num, den}, i64c(1), n)
+	a, rest := k.kernelArgs(f)
+	n, num, den := rest[0], rest[1], rest[2]
+	r := k.diagReduction(d, idx, a.scalars)
+	done := k.warpReduce(f, b, r, k.readPtrs(d, a.ptrs), []value.Value{num, den}, i64c(1), n)
 	done.NewRet(nil)
 }
 

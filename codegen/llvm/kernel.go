@@ -54,16 +54,10 @@ func (k *kernel) emitStepKernel() {
 	sig := k.stepSignature()
 	k.Kernels.StepKernel, k.Kernels.StepABI = sig.symbol, sig.String()
 	f, b := k.newEntry(sig, sig.symbol, "")
-	nb := len(k.Buffers)
-	var a args
-	for _, p := range f.Params[:nb] {
-		a.ptrs = append(a.ptrs, p)
-	}
-	for _, p := range f.Params[nb : nb+len(k.Scalars)-1] {
-		a.scalars = append(a.scalars, p)
-	}
-	rest := f.Params[nb+len(k.Scalars)-1:]
-	sigma, n, offset, seed, step, noiseOn := rest[0], rest[1], rest[2], rest[3], rest[4], rest[5]
+	a, rest := k.kernelArgs(f)
+	sigma := a.scalars[len(a.scalars)-1]
+	a.scalars = a.scalars[:len(a.scalars)-1]
+	n, offset, seed, step, noiseOn := rest[0], rest[1], rest[2], rest[3], rest[4]
 	tid, stride := k.threadIndex(b)
 	l := splitRange(b, i64c(0), n, offset)
 	aligned := k.aligned(b, a.ptrs, l.groupStart)
