@@ -643,8 +643,10 @@ func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
 	switch {
 	case n == nil:
 		return nil
-	case h.DP != nil || !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0):
-		return mismatch("checkpoint's noise %+v with DP settings %+v: want one of them, σ_w² finite and >= 0", *n, h.DP)
+	case h.DP != nil:
+		return mismatch("checkpoint has both DP settings %+v and noise %+v: want one of them", *h.DP, *n)
+	case n.check() != nil:
+		return mismatch("checkpoint's %v", strings.TrimPrefix(n.check().Error(), "runtime: "))
 	case o.budget != nil:
 		return mismatch("checkpoint gives the noise directly (SetNoise), but a privacy budget (SetBudget) sets it from DP settings")
 	}

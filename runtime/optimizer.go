@@ -66,6 +66,14 @@ func (d DP) SigmaW2() float64 {
 	return s * s
 }
 
+func (d DP) check() error {
+	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	if !ok(d.ClipNorm) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
+		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.ClipNorm, d.NoiseMultiplier, d.BatchSize)
+	}
+	return nil
+}
+
 // Noise is the noise of the next steps given directly, instead of by DP
 // settings (SetNoise).
 type Noise struct {
@@ -75,10 +83,9 @@ type Noise struct {
 	Draw bool `json:"draw"`
 }
 
-func (d DP) check() error {
-	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
-	if !ok(d.ClipNorm) || !(d.NoiseMultiplier >= 0) || math.IsInf(d.NoiseMultiplier, 0) || d.BatchSize <= 0 {
-		return fmt.Errorf("runtime: DP settings C = %v, σ_DP = %v, B = %d: want C > 0, σ_DP >= 0 (finite) and B >= 1", d.ClipNorm, d.NoiseMultiplier, d.BatchSize)
+func (n Noise) check() error {
+	if !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0) {
+		return fmt.Errorf("runtime: noise variance σ_w² = %v: want a finite value >= 0", n.SigmaW2)
 	}
 	return nil
 }
@@ -257,10 +264,10 @@ func (o *Optimizer) SetDP(d DP) error {
 // a trainer that privatizes its gradients itself (Draw false). Privatize,
 // ClipScales and the privacy budget need SetDP, which gives C and B.
 func (o *Optimizer) SetNoise(n Noise) error {
-	switch {
-	case !(n.SigmaW2 >= 0) || math.IsInf(n.SigmaW2, 0):
-		return fmt.Errorf("runtime: noise variance σ_w² = %v: want a finite value >= 0", n.SigmaW2)
-	case o.budget != nil:
+	if err := n.check(); err != nil {
+		return err
+	}
+	if o.budget != nil {
 		return errors.New("runtime: a privacy budget (SetBudget) sets the noise from DP settings; SetNoise would bypass it")
 	}
 	o.noise, o.dp = &n, nil
