@@ -4,9 +4,11 @@
 GO       ?= go
 FUZZTIME ?= 2m
 DSL      := $(sort $(wildcard optimizers/*.dsl))
+# Debian's Python, whose python3-torch the binding's tests use.
+PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle
+.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -20,7 +22,8 @@ generate: deps
 install: deps
 	$(GO) install ./cmd/fibergen
 
-## gpu-bundle: the GPU checks as static binaries in bin/gpu/ for a GPU host without Go or LLVM;
+## gpu-bundle: the GPU checks as static binaries in bin/gpu/ for a GPU host without Go or LLVM,
+## with libfibergen.so and the built optimizers for the PyTorch binding's CUDA tests;
 ## scripts/gpu-check.sh OUTDIR runs them there (docs/benchmarks.md)
 gpu-bundle: deps
 	@mkdir -p bin/gpu
@@ -28,37 +31,61 @@ gpu-bundle: deps
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/runtime.test ./runtime
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/cudadrv.test ./runtime/cudadrv
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/fibergen ./cmd/fibergen
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags='-s -w' -o bin/gpu/libfibergen.so ./capi
+	rm -rf bin/gpu/generated && bin/gpu/fibergen build -o bin/gpu/generated $(DSL) >/dev/null
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
 ## corpora run as ordinary tests); deterministic, as CI must be
-test: deps fmt-check vet generate-check unit
+test: deps fmt-check vet generate-check unit python-test
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
 deps:
 	@command -v $(GO) >/dev/null || { echo "fibergen needs Go 1.26 or newer (https://go.dev/dl); 'go' is not on PATH" >&2; exit 1; }
 	@$(GO) mod download
-	@if ! command -v llc-14 >/dev/null || ! command -v opt-14 >/dev/null || ! command -v ld >/dev/null; then \
+	@if ! command -v llc-14 >/dev/null || ! command -v opt-14 >/dev/null || ! command -v ld >/dev/null || ! command -v gcc >/dev/null; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "installing LLVM 14 and binutils (Debian packages llvm-14, binutils)"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-14 binutils >/dev/null; \
+			echo "installing LLVM 14, binutils and gcc (Debian packages llvm-14, binutils, gcc)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-14 binutils gcc libc6-dev >/dev/null; \
 		else \
-			echo "fibergen needs LLVM 14 and a linker: apt-get install -y llvm-14 binutils (as root)" >&2; exit 1; \
+			echo "fibergen needs LLVM 14, a linker and a C compiler for cgo: apt-get install -y llvm-14 binutils gcc (as root)" >&2; exit 1; \
 		fi; \
 	fi
 
 fmt-check:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './_build/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
 
 vet:
 	$(GO) vet ./...
 
-## generate-check: regenerate into a temp dir and fail on any difference with generated/
+## generate-check: regenerate into _build/generated and fail on any difference with generated/
+## (the host kernels built there, *.so, serve python-test)
 generate-check:
-	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	$(GO) run ./cmd/fibergen build -o $$tmp $(DSL) >/dev/null && \
-	diff -r -x '*.so' generated $$tmp || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@rm -rf _build/generated && mkdir -p _build && $(GO) build -o _build/fibergen ./cmd/fibergen && \
+	_build/fibergen build -o _build/generated $(DSL) >/dev/null && \
+	diff -r -x '*.so' generated _build/generated || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+## python-lib: libfibergen.so, the C ABI of package runtime (capi/) that the Python binding loads
+python-lib: deps
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o python/fibergen/libfibergen.so ./capi
+
+## python-deps: Debian's torch, numpy, pytest and Fashion-MNIST for the binding's tests and
+## examples (apt-get as root)
+python-deps:
+	@if ! $(PYTHON) -c 'import torch, numpy, pytest, functorch' 2>/dev/null || [ ! -d /usr/share/datasets/fashion-mnist ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing python3-torch, python3-numpy, python3-pytest, dataset-fashion-mnist (Debian)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-numpy python3-pytest dataset-fashion-mnist >/dev/null; \
+		else \
+			echo "the Python tests need Debian's python3-torch, python3-numpy, python3-pytest, dataset-fashion-mnist (apt-get install, as root)" >&2; exit 1; \
+		fi; \
+	fi
+
+## python-test: the PyTorch binding's tests (python/tests) against _build/generated
+python-test: python-lib python-deps generate-check
+	FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
+	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 unit:
 	$(GO) test -count=1 ./...
@@ -71,3 +98,4 @@ fuzz:
 	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME)

@@ -138,6 +138,15 @@ func bufIndex(k int) int {
 	return k + 1
 }
 
+// savedN is the number of coordinates a checkpoint holds: none where the
+// trainer owns the buffers (UseBuffers) and checkpoints them itself.
+func (o *Optimizer) savedN() int {
+	if o.callerBuffers {
+		return 0
+	}
+	return o.n
+}
+
 func (o *Optimizer) layout() []checkpointTensor {
 	out := make([]checkpointTensor, len(o.tensors))
 	for i, t := range o.tensors {
@@ -229,7 +238,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 		Seed:           o.seed,
 		Offset:         o.opts.Offset,
 		Hypers:         map[string]float64{},
-		N:              int64(o.n),
+		N:              int64(o.savedN()),
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
 	}
@@ -251,7 +260,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 	copy(pre, checkpointMagic)
 	binary.LittleEndian.PutUint32(pre[20:], checkpointVersion)
 	binary.LittleEndian.PutUint32(pre[24:], uint32(len(header)))
-	binary.LittleEndian.PutUint64(pre[28:], 4*uint64(o.n)*uint64(len(h.Buffers)))
+	binary.LittleEndian.PutUint64(pre[28:], 4*uint64(h.N)*uint64(len(h.Buffers)))
 	binary.LittleEndian.PutUint32(pre[36:], crc32.Checksum(pre[:36], castagnoli))
 
 	sum := sha256.New()
@@ -267,8 +276,8 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 	raw := make([]byte, 4*chunk)
 	for k := range h.Buffers {
 		b := bufs[bufIndex(k)]
-		for off := 0; off < o.n; off += chunk {
-			vals := b[off:min(off+chunk, o.n)]
+		for off := 0; off < int(h.N); off += chunk {
+			vals := b[off:min(off+chunk, int(h.N))]
 			for i, v := range vals {
 				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 			}
@@ -350,15 +359,53 @@ func (o *Optimizer) Load(path string) error {
 // LoadFrom restores the optimizer from a checkpoint read from r, as Load
 // does from a file; it reads exactly the checkpoint's bytes from r.
 func (o *Optimizer) LoadFrom(r io.Reader) error {
-	const name = "checkpoint"
-	if err := o.checkFresh(name); err != nil {
+	data, err := o.readFrom(r)
+	if err != nil {
 		return err
+	}
+	return o.load(streamName, data)
+}
+
+// CheckCheckpoint returns the error LoadFrom would return for the
+// checkpoint read from r, or nil, and changes nothing: a trainer restoring
+// several optimizers as one (a binding's parameter groups) checks every
+// checkpoint before it loads any.
+func (o *Optimizer) CheckCheckpoint(r io.Reader) error {
+	data, err := o.readFrom(r)
+	if err != nil {
+		return err
+	}
+	_, err = o.verify(streamName, data)
+	return err
+}
+
+// verify decodes the checkpoint data, read from path, and checks it
+// against the optimizer.
+func (o *Optimizer) verify(path string, data []byte) (*checkpoint, error) {
+	c, lerr := decode(data)
+	if lerr == nil {
+		lerr = o.match(c)
+	}
+	if lerr != nil {
+		lerr.path = path
+		return nil, lerr
+	}
+	return c, nil
+}
+
+// streamName names a checkpoint read from an io.Reader in errors.
+const streamName = "checkpoint"
+
+// readFrom reads a checkpoint from r for an optimizer that may load it.
+func (o *Optimizer) readFrom(r io.Reader) ([]byte, error) {
+	if err := o.checkFresh(streamName); err != nil {
+		return nil, err
 	}
 	data, err := readCheckpoint(r)
 	if err != nil {
-		return fmt.Errorf("runtime: load %s: %w", name, err)
+		return nil, fmt.Errorf("runtime: load %s: %w", streamName, err)
 	}
-	return o.load(name, data)
+	return data, nil
 }
 
 func (o *Optimizer) checkFresh(path string) error {
@@ -489,21 +536,19 @@ func decode(data []byte) (*checkpoint, *loadError) {
 // load decodes data, checks it against the optimizer and, if all is well,
 // restores the optimizer from it.
 func (o *Optimizer) load(path string, data []byte) error {
-	c, lerr := decode(data)
-	if lerr == nil {
-		lerr = o.match(c)
-	}
-	if lerr != nil {
-		lerr.path = path
-		return lerr
+	c, err := o.verify(path, data)
+	if err != nil {
+		return err
 	}
 	h := &c.h
 	hypers := make([]float64, len(o.prog.Func.Hypers))
 	for i, hy := range o.prog.Func.Hypers {
 		hypers[i] = h.Hypers[hy.Name]
 	}
-	if err := o.restoreBuffers(c.bufs); err != nil {
-		return fmt.Errorf("runtime: load %s: %w", path, err)
+	if o.savedN() > 0 {
+		if err := o.restoreBuffers(c.bufs); err != nil {
+			return fmt.Errorf("runtime: load %s: %w", path, err)
+		}
 	}
 	o.t = int(h.Step)
 	o.seed = h.Seed
@@ -560,11 +605,11 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 
 func (o *Optimizer) matchLayout(h *checkpointHeader) error {
 	have := o.layout()
-	if h.N == int64(o.n) && slices.Equal(h.Tensors, have) {
+	if h.N == int64(o.savedN()) && slices.Equal(h.Tensors, have) {
 		return nil
 	}
 	msg := fmt.Sprintf("tensor layout differs: checkpoint has %d tensors over %d coordinates, this optimizer %d over %d",
-		len(h.Tensors), h.N, len(have), o.n)
+		len(h.Tensors), h.N, len(have), o.savedN())
 	for i := range max(len(h.Tensors), len(have)) {
 		a, b := "none", "none"
 		if i < len(h.Tensors) {

@@ -98,16 +98,8 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 		return err
 	}
 	if n > 0 {
-		bad, err := k.firstNonFinite(bufs[1], n)
-		if err != nil {
+		if err := o.deviceGradient(k, bufs[1], n); err != nil {
 			return err
-		}
-		if bad >= 0 {
-			v, err := k.readFloat(bufs[1].Add(4 * bad))
-			if err != nil {
-				return fmt.Errorf("runtime: reading the non-finite gradient entry %d: %w", bad, err)
-			}
-			return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: v}
 		}
 		a := o.args()
 		a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
@@ -118,6 +110,35 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 	}
 	o.t++
 	return nil
+}
+
+// CheckDeviceGradient returns the *NonFiniteError that StepDevice would
+// return for the gradient buffer g of n coordinates, or nil, changing
+// nothing: a trainer stepping several optimizers as one (a binding's
+// parameter groups) checks them all before it steps any. It waits for the
+// device.
+func (o *Optimizer) CheckDeviceGradient(g cudadrv.DevicePtr, n int) error {
+	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) {
+		return fmt.Errorf("runtime: CheckDeviceGradient: %d coordinates at %#x on backend %q", n, uint64(g), o.opts.Backend)
+	}
+	k, err := o.deviceKernels()
+	if err != nil || n == 0 {
+		return err
+	}
+	return o.deviceGradient(k, g, n)
+}
+
+// deviceGradient finds the first NaN or ±Inf among the n floats at g.
+func (o *Optimizer) deviceGradient(k *cudaKernels, g cudadrv.DevicePtr, n int) error {
+	bad, err := k.firstNonFinite(g, n)
+	if err != nil || bad < 0 {
+		return err
+	}
+	v, err := k.readFloat(g.Add(4 * bad))
+	if err != nil {
+		return fmt.Errorf("runtime: reading the non-finite gradient entry %d: %w", bad, err)
+	}
+	return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: v}
 }
 
 // InitDeviceStates sets the states in bufs (laid out as for StepDevice:

@@ -106,10 +106,13 @@ type Optimizer struct {
 	t       int
 	tensors []*Tensor
 	n       int
-	bufs    [][]float32 // theta, g, states (ABI order); host copies
-	back    backend
-	budget  *Budget    // SetBudget: the accountant and the planned steps
-	diag    *diagState // EnableDiagnostics: nil while they are off
+	bufs    [][]float32 // theta, g, states (ABI order); host copies, or the caller's (UseBuffers)
+	// callerBuffers: bufs are the trainer's memory (UseBuffers), which
+	// checkpoints leave to the trainer.
+	callerBuffers bool
+	back          backend
+	budget        *Budget    // SetBudget: the accountant and the planned steps
+	diag          *diagState // EnableDiagnostics: nil while they are off
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -259,6 +262,15 @@ func (o *Optimizer) SetDP(d DP) error {
 	return nil
 }
 
+// DP returns the DP settings, and false where none are set (SetNoise gives
+// the noise, or nothing does yet).
+func (o *Optimizer) DP() (DP, bool) {
+	if o.dp == nil {
+		return DP{}, false
+	}
+	return *o.dp, true
+}
+
 // SetNoise sets the noise of the next steps directly, instead of by DP
 // settings: for replaying recorded clipped means with a known σ_w², and for
 // a trainer that privatizes its gradients itself (Draw false). Privatize,
@@ -282,6 +294,26 @@ func (o *Optimizer) stepNoise() Noise {
 	}
 	return Noise{SigmaW2: o.dp.SigmaW2(), Draw: true}
 }
+
+// Hypers returns every hyper's name and current value, in the order the
+// .dsl declares them.
+func (o *Optimizer) Hypers() []Hyper {
+	out := make([]Hyper, len(o.hypers))
+	for i, h := range o.prog.Func.Hypers {
+		out[i] = Hyper{Name: h.Name, Value: o.hypers[i]}
+	}
+	return out
+}
+
+// Hyper is a hyper's name and value.
+type Hyper struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// ManifestHash is manifest.Hash of the manifest the optimizer was opened
+// from: the build its checkpoints are bound to.
+func (o *Optimizer) ManifestHash() string { return o.hash }
 
 // Hyper returns the value of the named hyper.
 func (o *Optimizer) Hyper(name string) (float64, error) {
@@ -430,7 +462,7 @@ func (o *Optimizer) Step() error {
 	if err := o.ready(); err != nil {
 		return err
 	}
-	if err := o.checkGradients(); err != nil {
+	if err := o.CheckGradient(); err != nil {
 		return err
 	}
 	a := o.args()

@@ -37,6 +37,7 @@ func (e *NonFiniteExampleError) Error() string {
 // privJob is one privatization for a backend.
 type privJob struct {
 	cur, look []float32 // rows [batch][n]; look is read in mode 1
+	out       []float32 // the host backend's destination, n values
 	batch, n  int       // batch: the examples given
 	a, b      float32   // mode 1: u = a·look + b·cur
 	divisor   float32   // float32(DP.BatchSize), exact
@@ -65,20 +66,49 @@ type privatizer interface {
 // norm DP.ClipNorm; Step then adds the noise. An example with a NaN or ±Inf
 // entry makes it return a *NonFiniteExampleError and change nothing.
 func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
-	j, err := o.privJob(cur, look)
+	return o.runJob(o.privJob(cur, look, nil))
+}
+
+// PrivatizeTo is Privatize (scales nil) or PrivatizeScaled writing the
+// clipped sum over DP.BatchSize into out, on the host, rather than into the
+// optimizer's gradient: each example is a row of len(out) values. It serves
+// a trainer whose clipping norm spans several optimizers (a binding's
+// parameter groups, each an optimizer over a part of one flat gradient,
+// which out is): the DP settings and the observation are the receiver's.
+func (o *Optimizer) PrivatizeTo(out, cur, look, scales []float32) (PrivatizeStats, error) {
+	if o.opts.Backend == CUDA {
+		return PrivatizeStats{}, errors.New("runtime: PrivatizeTo writes host memory; a CUDA optimizer privatizes with Privatize")
+	}
+	if out == nil {
+		out = []float32{}
+	}
+	j, err := o.privJob(cur, look, out)
+	if err != nil || scales == nil {
+		return o.runJob(j, err)
+	}
+	return o.runScaled(j, scales)
+}
+
+// PrivatizeScaled is Privatize with the scales given, one per example,
+// e.g. by ClipScales: out = Σ_ξ scales[ξ]·u_ξ / DP.BatchSize.
+func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats, error) {
+	j, err := o.privJob(cur, look, nil)
+	if err != nil {
+		return PrivatizeStats{}, err
+	}
+	return o.runScaled(j, scales)
+}
+
+// runJob runs j unless err.
+func (o *Optimizer) runJob(j privJob, err error) (PrivatizeStats, error) {
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
 	return o.runPrivatize(j)
 }
 
-// PrivatizeScaled is Privatize with the scales given, one per example,
-// e.g. by ClipScales: out = Σ_ξ scales[ξ]·u_ξ / DP.BatchSize.
-func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats, error) {
-	j, err := o.privJob(cur, look)
-	if err != nil {
-		return PrivatizeStats{}, err
-	}
+// runScaled checks the given scales and runs j with them.
+func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, error) {
 	if len(scales) != j.batch {
 		return PrivatizeStats{}, fmt.Errorf("runtime: %d scales for %d examples", len(scales), j.batch)
 	}
@@ -87,7 +117,7 @@ func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats
 			return PrivatizeStats{}, fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
 		}
 	}
-	if bad := firstNonFiniteRow(j.n, cur, look); bad >= 0 {
+	if bad := firstNonFiniteRow(j.n, j.cur, j.look); bad >= 0 {
 		return PrivatizeStats{}, &NonFiniteExampleError{Example: bad}
 	}
 	j.scales = scales
@@ -131,8 +161,9 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 }
 
 // privJob checks the arguments of Privatize and picks the mode: one set
-// (cur; look where A is 1) or the two-point mix.
-func (o *Optimizer) privJob(cur, look []float32) (privJob, error) {
+// (cur; look where A is 1) or the two-point mix. The job writes into out,
+// or into the gradient buffer where out is nil.
+func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if o.dp == nil {
 		return privJob{}, errors.New("runtime: set the DP settings (SetDP) before Privatize: they give C and B")
 	}
@@ -143,11 +174,14 @@ func (o *Optimizer) privJob(cur, look []float32) (privJob, error) {
 	if err != nil {
 		return privJob{}, err
 	}
-	k, err := o.privRows(cur)
+	if out == nil {
+		out = o.bufs[1]
+	}
+	k, err := privRows(cur, len(out))
 	if err != nil {
 		return privJob{}, err
 	}
-	j := privJob{cur: cur, batch: k, n: o.n, clip: o.dp.ClipNorm, divisor: divisor}
+	j := privJob{cur: cur, out: out, batch: k, n: len(out), clip: o.dp.ClipNorm, divisor: divisor}
 	obs := o.Observation()
 	switch {
 	case look != nil && obs.Kind != "two_point":
@@ -181,15 +215,15 @@ func (o *Optimizer) privDivisor() (float32, error) {
 	return float32(o.dp.BatchSize), nil
 }
 
-// privRows returns the number of examples of cur, rows of Len() values.
-func (o *Optimizer) privRows(cur []float32) (int, error) {
+// privRows returns the number of examples of cur, rows of n values.
+func privRows(cur []float32, n int) (int, error) {
 	switch {
-	case o.n == 0 && len(cur) == 0:
+	case n == 0 && len(cur) == 0:
 		return 0, nil
-	case o.n == 0 || len(cur)%o.n != 0:
-		return 0, fmt.Errorf("runtime: cur holds %d values, not a whole number of examples of %d", len(cur), o.n)
+	case n == 0 || len(cur)%n != 0:
+		return 0, fmt.Errorf("runtime: cur holds %d values, not a whole number of examples of %d", len(cur), n)
 	}
-	return len(cur) / o.n, nil
+	return len(cur) / n, nil
 }
 
 // ClipScales returns the per-example clipping scales of ghost clipping,
@@ -238,7 +272,7 @@ func (b *cpuBackend) privatize(j privJob) ([]float32, error) {
 		return nil, err
 	}
 	nchunks := reduce.ReduceChunks(j.n)
-	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: b.bufs[1],
+	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: j.out,
 		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Divisor: j.divisor, Mode: j.mode}
 	if args.Scales == nil {
 		args.Partials, args.Scales = make([]float32, j.batch*nchunks), make([]float32, j.batch)

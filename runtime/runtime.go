@@ -12,11 +12,13 @@
 // clip per-example gradients) and calls Step, which draws the DP noise
 // inside the kernel. A gradient with a NaN or ±Inf makes Step change
 // nothing and return a *NonFiniteError. Save and Load write and read
-// checkpoints; Options.Offset and StepDevice serve sharded trainers and
-// trainers that own their device buffers. docs/runtime.md is the guide.
+// checkpoints; Options.Offset, StepDevice and UseBuffers serve sharded
+// trainers and trainers that own their device or host buffers.
+// docs/runtime.md is the guide.
 //
 // The host side of every kernel — the host scalars, the attenuation, the
 // stability checks, the noise position, the checkpoint rules, the privacy
 // accounting — lives here once; the command line (fibergen run, bench)
-// and the bindings drive it rather than re-implementing it.
+// and the bindings (the C ABI of package capi, and through it PyTorch)
+// drive it rather than re-implementing it.
 package runtime

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/fibergen/fibergen/lang"
 )
@@ -40,7 +41,36 @@ func (t *Tensor) SetGrad(g []float32) error {
 }
 
 // firstNonFinite returns the index of the first NaN or ±Inf in g, or -1.
+// It screens blocks two floats at a time: a float's exponent bits plus
+// 0x00800000 reach bit 31 exactly when they are all ones, and two floats
+// in a uint64 do not carry into each other.
 func firstNonFinite(g []float32) int {
+	const block = 1024
+	head := 0
+	for head < len(g) && uintptr(unsafe.Pointer(&g[head]))%8 != 0 {
+		head++
+	}
+	if i := scanNonFinite(g[:head]); i >= 0 {
+		return i
+	}
+	for lo := head; lo < len(g); lo += block {
+		hi := min(lo+block, len(g))
+		pairs := unsafe.Slice((*uint64)(unsafe.Pointer(&g[lo])), (hi-lo)/2)
+		var acc uint64
+		for _, v := range pairs {
+			acc |= v&0x7f8000007f800000 + 0x0080000000800000
+		}
+		if acc&0x8000000080000000 != 0 || (hi-lo)%2 == 1 {
+			if i := scanNonFinite(g[lo:hi]); i >= 0 {
+				return lo + i
+			}
+		}
+	}
+	return -1
+}
+
+// scanNonFinite is firstNonFinite one float at a time.
+func scanNonFinite(g []float32) int {
 	for i, x := range g {
 		if math.Float32bits(x)&0x7f800000 == 0x7f800000 {
 			return i
@@ -78,13 +108,28 @@ func (t *Tensor) State(name string) ([]float32, error) {
 // (Optimizer.Observation). The step writes it into the state
 // lang.LookaheadState; before the first step it is θ_0 (d_{−1} = 0).
 func (t *Tensor) Lookahead() ([]float32, error) {
-	if t.o.prog.Func.MixingWeight() < 0 {
+	switch b := t.o.LookaheadBuffer(); b {
+	case -1:
 		return nil, fmt.Errorf("runtime: %s has no two_point observation, so no look-ahead point", t.o.Name())
-	}
-	if t.o.t == 0 {
+	case 0:
 		return t.Params()
+	default:
+		return t.State(t.o.m.Buffers[b].Name)
 	}
-	return t.State(lang.LookaheadState)
+}
+
+// LookaheadBuffer is the index in Manifest().Buffers of the buffer that
+// holds the look-ahead point of the next step (Tensor.Lookahead): 0, theta
+// itself, before the first step; the state lang.LookaheadState after;
+// -1 for an optimizer without a two_point observation.
+func (o *Optimizer) LookaheadBuffer() int {
+	switch {
+	case o.prog.Func.MixingWeight() < 0:
+		return -1
+	case o.t == 0:
+		return 0
+	}
+	return 2 + slices.Index(o.prog.Func.States, lang.LookaheadState)
 }
 
 // Grad returns a copy of the tensor's part of the gradient buffer: what

@@ -11,15 +11,16 @@
 # Go backend (runtime: CUDA, StepDevice), the PTX kernels against the Go reference bit for bit
 # (tests: GPU), then `fibergen bench generated/NAME --backend cuda` for fiber, dp_adamw and dp_sgd
 # at n = 64M and 256M (JSON: step and device-to-device copy bandwidth of the same run), and, where
-# Python can import torch, scripts/torch_adamw.py at the same sizes. docs/benchmarks.md says how
-# to record the results.
+# Python can import torch, scripts/torch_adamw.py at the same sizes and the PyTorch binding's
+# CUDA tests (python/tests/test_cuda.py, on bin/gpu/libfibergen.so and bin/gpu/generated).
+# docs/benchmarks.md says how to record the results.
 set -uo pipefail
 
 out=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin/gpu
-for f in cudadrv.test runtime.test tests.test fibergen; do
+for f in cudadrv.test runtime.test tests.test fibergen libfibergen.so; do
 	[ -x "$bin/$f" ] || { echo "gpu-check: $bin/$f is missing: run 'make gpu-bundle' on a machine with Go first" >&2; exit 2; }
 done
 export FIBERGEN_REQUIRE_CUDA=1
@@ -49,4 +50,11 @@ for n in 64M 256M; do
 		check "torch-adamw-$n" "$root" python3 scripts/torch_adamw.py --n "$n" --steps 50 --json
 	fi
 done
+if python3 -c 'import torch, pytest' 2>/dev/null; then
+	check torch-binding-cuda "$root" env FIBERGEN_LIB="$bin/libfibergen.so" FIBERGEN_GENERATED="$bin/generated" \
+		python3 -m pytest -v -p no:cacheprovider python/tests/test_cuda.py
+else
+	echo "FAILED  torch-binding-cuda (python3 cannot import torch and pytest)"
+	failed=1
+fi
 exit $failed

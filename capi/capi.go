@@ -1,0 +1,132 @@
+// Command capi is fibergen's C ABI: built with
+//
+//	go build -buildmode=c-shared -o libfibergen.so ./capi
+//
+// (make python-lib), it exports package runtime to C, so that trainers in
+// other languages drive the one host side fibergen has — the per-step host
+// scalars, the attenuation, the stability checks, the noise position, the
+// privatization, the checkpoint rules and the privacy accountant — rather
+// than re-implementing it. The PyTorch binding (python/fibergen) is its
+// first user; a C or C++ trainer links it the same way, with the header
+// libfibergen.h that the build writes next to the library.
+//
+// An optimizer is a handle (fg_open, fg_close). Every function returns a
+// status: FG_OK (0); FG_ERROR (1), with a one-line message written into
+// the caller's err buffer (NUL-terminated, truncated to errlen); FG_NONFINITE
+// (2), a gradient entry that is NaN or ±Inf, step skipped; FG_BAD_EXAMPLE
+// (3), a per-example gradient that is not finite, privatization skipped.
+// Strings and checkpoints the library returns are malloc'd: release them
+// with fg_free. Pointers to float32 buffers are the caller's memory, used
+// only during the call (fg_use_buffers excepted: those stay in use until
+// fg_close). A handle may be used from any thread, one call at a time.
+// docs/python.md describes the binding and this ABI.
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// The statuses every function returns.
+const (
+	statusOK         = 0
+	statusError      = 1
+	statusNonFinite  = 2
+	statusBadExample = 3
+	abiVersion       = 1
+)
+
+func main() {}
+
+// handles are the open optimizers by handle.
+var handles = struct {
+	sync.Mutex
+	next int64
+	m    map[int64]*handle
+}{m: map[int64]*handle{}}
+
+// handle is one open optimizer; mu serializes the calls on it.
+type handle struct {
+	mu sync.Mutex
+	o  *runtime.Optimizer
+}
+
+func lookup(h C.int64_t) (*handle, error) {
+	handles.Lock()
+	defer handles.Unlock()
+	x, ok := handles.m[int64(h)]
+	if !ok {
+		return nil, errors.New("fibergen: no optimizer with this handle (closed?)")
+	}
+	return x, nil
+}
+
+// with runs f on the optimizer of h and turns its error into a status,
+// writing the message into err.
+func with(h C.int64_t, err *C.char, errlen C.size_t, f func(o *runtime.Optimizer) error) C.int {
+	x, e := lookup(h)
+	if e == nil {
+		x.mu.Lock()
+		e = f(x.o)
+		x.mu.Unlock()
+	}
+	return status(e, err, errlen)
+}
+
+// status maps an error to its status and writes its message into err.
+func status(e error, err *C.char, errlen C.size_t) C.int {
+	if e == nil {
+		return statusOK
+	}
+	writeString(err, errlen, e.Error())
+	var nf *runtime.NonFiniteError
+	var ne *runtime.NonFiniteExampleError
+	switch {
+	case errors.As(e, &nf):
+		return statusNonFinite
+	case errors.As(e, &ne):
+		return statusBadExample
+	}
+	return statusError
+}
+
+// writeString copies s into the C buffer dst of n bytes, NUL-terminated.
+func writeString(dst *C.char, n C.size_t, s string) {
+	if dst == nil || n == 0 {
+		return
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(dst)), int(n))
+	k := copy(b[:len(b)-1], s)
+	b[k] = 0
+}
+
+// floats views n float32s of C memory at p as a slice; nil for p nil.
+func floats(p *C.float, n int) []float32 {
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(p)), n)
+}
+
+// doubles views n float64s of C memory at p as a slice; nil for p nil.
+func doubles(p *C.double, n int) []float64 {
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(p)), n)
+}
+
+//export fg_abi_version
+func fg_abi_version() C.int { return abiVersion }
+
+//export fg_free
+func fg_free(p unsafe.Pointer) { C.free(p) }

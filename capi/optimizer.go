@@ -1,0 +1,258 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/fibergen/fibergen/privacy"
+	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
+)
+
+// openOptions are fg_open's options, a JSON object.
+type openOptions struct {
+	Backend            runtime.Backend `json:"backend"`
+	Device             int             `json:"device"`
+	Offset             uint64          `json:"offset"`
+	Threads            int             `json:"threads"`
+	AllowExtrapolation bool            `json:"allow_extrapolation"`
+}
+
+// fg_open opens the optimizer fibergen build wrote into dir
+// (generated/<name>) with the options in optionsJSON and stores its handle
+// in *out.
+//
+//export fg_open
+func fg_open(dir, optionsJSON *C.char, out *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	var opts openOptions
+	if e := decodeJSON(C.GoString(optionsJSON), &opts); e != nil {
+		return status(fmt.Errorf("fibergen: open options: %w", e), err, errlen)
+	}
+	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
+		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation})
+	if e != nil {
+		return status(e, err, errlen)
+	}
+	handles.Lock()
+	handles.next++
+	handles.m[handles.next] = &handle{o: o}
+	*out = C.int64_t(handles.next)
+	handles.Unlock()
+	return statusOK
+}
+
+// decodeJSON decodes s into v, refusing unknown fields.
+func decodeJSON(s string, v any) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+// fg_close closes the optimizer and forgets its handle.
+//
+//export fg_close
+func fg_close(h C.int64_t, err *C.char, errlen C.size_t) C.int {
+	x, e := lookup(h)
+	if e != nil {
+		return status(e, err, errlen)
+	}
+	handles.Lock()
+	delete(handles.m, int64(h))
+	handles.Unlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return status(x.o.Close(), err, errlen)
+}
+
+// info is what fg_info reports: the optimizer as it stands.
+type info struct {
+	Name            string              `json:"name"`
+	ManifestSHA256  string              `json:"manifest_sha256"`
+	Backend         runtime.Backend     `json:"backend"`
+	Buffers         []string            `json:"buffers"`
+	Hypers          []runtime.Hyper     `json:"hypers"`
+	Steps           int                 `json:"steps"`
+	Len             int                 `json:"len"`
+	Observation     runtime.Observation `json:"observation"`
+	LookaheadBuffer int                 `json:"lookahead_buffer"`
+	DP              *runtime.DP         `json:"dp"`
+	Spent           *privacy.Guarantee  `json:"spent"`
+}
+
+// fg_info stores in *out a JSON object (free it with fg_free): the name,
+// the build hash, the buffers in ABI order, the hypers, the steps taken,
+// the next step's observation and look-ahead buffer, the DP settings and
+// the privacy spent under a budget.
+//
+//export fg_info
+func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), Hypers: o.Hypers(),
+			Steps: o.Steps(), Len: o.Len(), Observation: o.Observation(), LookaheadBuffer: o.LookaheadBuffer()}
+		for _, b := range o.Manifest().Buffers {
+			x.Buffers = append(x.Buffers, b.Name)
+		}
+		if d, ok := o.DP(); ok {
+			x.DP = &d
+		}
+		if g, ok := o.Spent(); ok {
+			x.Spent = &g
+		}
+		data, e := json.Marshal(x)
+		if e != nil {
+			return e
+		}
+		*out = C.CString(string(data))
+		return nil
+	})
+}
+
+// fg_set_hypers sets the hypers of the JSON object {"name": value, ...}
+// at once, checking ranges, stability and the observation as a whole; on
+// an error nothing changes.
+//
+//export fg_set_hypers
+func fg_set_hypers(h C.int64_t, valuesJSON *C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var values map[string]float64
+		if e := decodeJSON(C.GoString(valuesJSON), &values); e != nil {
+			return fmt.Errorf("fibergen: hypers: %w", e)
+		}
+		return o.SetHypers(values)
+	})
+}
+
+// fg_set_dp sets the DP settings: the clipping norm C, the noise
+// multiplier σ_DP and the (expected) batch size B.
+//
+//export fg_set_dp
+func fg_set_dp(h C.int64_t, clip, sigma C.double, batch C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		return o.SetDP(runtime.DP{ClipNorm: float64(clip), NoiseMultiplier: float64(sigma), BatchSize: int(batch)})
+	})
+}
+
+// fg_set_noise sets the noise variance σ_w² directly; draw 0 says the
+// gradients are privatized already.
+//
+//export fg_set_noise
+func fg_set_noise(h C.int64_t, sigmaW2 C.double, draw C.int, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		return o.SetNoise(runtime.Noise{SigmaW2: float64(sigmaW2), Draw: draw != 0})
+	})
+}
+
+// fg_seed stores the noise seed in *out.
+//
+//export fg_seed
+func fg_seed(h C.int64_t, out *C.uint64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		*out = C.uint64_t(o.Seed())
+		return nil
+	})
+}
+
+// fg_set_seed fixes the noise seed, before the first step.
+//
+//export fg_set_seed
+func fg_set_seed(h C.int64_t, seed C.uint64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.SetSeed(uint64(seed)) })
+}
+
+// fg_use_buffers makes the optimizer step nbuf host buffers of n float32s
+// the caller owns (theta, g, the states, in the order of fg_info's
+// buffers), from now until fg_close, and sets the states to their initial
+// values (runtime.Optimizer.UseBuffers).
+//
+//export fg_use_buffers
+func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if nbuf < 0 || n < 0 || (ptrs == nil && nbuf > 0) {
+			return fmt.Errorf("fibergen: use_buffers: %d buffers of %d values", nbuf, n)
+		}
+		bufs := make([][]float32, nbuf)
+		for i, p := range unsafe.Slice(ptrs, int(nbuf)) {
+			if p == nil && n > 0 {
+				return fmt.Errorf("fibergen: use_buffers: buffer %d is a null pointer", i)
+			}
+			bufs[i] = floats(p, int(n))
+		}
+		return o.UseBuffers(bufs)
+	})
+}
+
+// nonFinite stores a *runtime.NonFiniteError's index and value.
+func nonFinite(e error, index *C.int64_t, value *C.float) error {
+	var nf *runtime.NonFiniteError
+	if errors.As(e, &nf) {
+		*index, *value = C.int64_t(nf.Index), C.float(nf.Value)
+	}
+	return e
+}
+
+// fg_check_gradient returns FG_NONFINITE, with the first bad entry's index
+// and value, where fg_step would refuse the gradient; it changes nothing.
+//
+//export fg_check_gradient
+func fg_check_gradient(h C.int64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return nonFinite(o.CheckGradient(), index, value) })
+}
+
+// fg_step runs one step on the buffers (fg_use_buffers); FG_NONFINITE
+// says the gradient holds a NaN or ±Inf, at *index, and nothing changed.
+//
+//export fg_step
+func fg_step(h C.int64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return nonFinite(o.Step(), index, value) })
+}
+
+// devicePtrs converts nbuf device pointers.
+func devicePtrs(ptrs *C.uint64_t, nbuf C.int) []cudadrv.DevicePtr {
+	out := make([]cudadrv.DevicePtr, max(int(nbuf), 0))
+	if ptrs != nil {
+		for i, p := range unsafe.Slice(ptrs, len(out)) {
+			out[i] = cudadrv.DevicePtr(p)
+		}
+	}
+	return out
+}
+
+// fg_step_device runs one step of the CUDA kernel on nbuf device buffers
+// of n float32s (runtime.Optimizer.StepDevice), the first coordinate at
+// global index offset.
+//
+//export fg_step_device
+func fg_step_device(h C.int64_t, ptrs *C.uint64_t, nbuf C.int, n C.int64_t, offset C.uint64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		return nonFinite(o.StepDevice(devicePtrs(ptrs, nbuf), int(n), uint64(offset)), index, value)
+	})
+}
+
+// fg_check_device_gradient returns FG_NONFINITE where fg_step_device would
+// refuse the device gradient of n float32s at g; it changes nothing.
+//
+//export fg_check_device_gradient
+func fg_check_device_gradient(h C.int64_t, g C.uint64_t, n C.int64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		return nonFinite(o.CheckDeviceGradient(cudadrv.DevicePtr(g), int(n)), index, value)
+	})
+}
+
+// fg_init_device_states sets the states among nbuf device buffers to their
+// initial values (runtime.Optimizer.InitDeviceStates).
+//
+//export fg_init_device_states
+func fg_init_device_states(h C.int64_t, ptrs *C.uint64_t, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		return o.InitDeviceStates(devicePtrs(ptrs, nbuf), int(n))
+	})
+}

@@ -1,0 +1,129 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/fibergen/fibergen/privacy"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// schedule is a training run as fg_set_budget and fg_privacy take it.
+type schedule struct {
+	DatasetSize int     `json:"dataset_size"`
+	BatchSize   int     `json:"batch_size"`
+	Epochs      float64 `json:"epochs"`
+	Delta       float64 `json:"delta"`    // 0: 1/N^1.1
+	Sampling    string  `json:"sampling"` // "poisson" (default) or "fixed"
+}
+
+func (s schedule) schedule() (privacy.Schedule, error) {
+	out := privacy.Schedule{DatasetSize: s.DatasetSize, BatchSize: s.BatchSize, Epochs: s.Epochs, Delta: s.Delta}
+	if s.Sampling != "" {
+		sp, err := privacy.ParseSampling(s.Sampling)
+		if err != nil {
+			return out, err
+		}
+		out.Sampling = sp
+	}
+	return out, nil
+}
+
+// budget is fg_set_budget's request.
+type budget struct {
+	schedule
+	Epsilon float64 `json:"epsilon"`
+	Clip    float64 `json:"clip"`
+}
+
+// fg_set_budget calibrates the noise multiplier to the privacy target of
+// the JSON object {"epsilon", "delta", "clip", "dataset_size",
+// "batch_size", "epochs", "sampling"} (runtime.Optimizer.SetBudget), sets
+// the DP settings with it and stores σ_DP in *sigma; from then on the
+// optimizer refuses steps past the schedule.
+//
+//export fg_set_budget
+func fg_set_budget(h C.int64_t, request *C.char, sigma *C.double, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var b budget
+		if e := decodeJSON(C.GoString(request), &b); e != nil {
+			return fmt.Errorf("fibergen: budget: %w", e)
+		}
+		s, e := b.schedule.schedule()
+		if e != nil {
+			return e
+		}
+		v, e := o.SetBudget(runtime.Budget{Epsilon: b.Epsilon, Delta: b.Delta, ClipNorm: b.Clip, Schedule: s})
+		*sigma = C.double(v)
+		return e
+	})
+}
+
+// query is fg_privacy's request: a schedule and either sigma (the ε it
+// spends is asked) or epsilon (the smallest σ meeting it is asked).
+type query struct {
+	schedule
+	Sigma   float64 `json:"sigma"`
+	Epsilon float64 `json:"epsilon"`
+}
+
+// answer is fg_privacy's reply.
+type answer struct {
+	Sigma   float64 `json:"sigma"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	Order   float64 `json:"order"`
+	Steps   int     `json:"steps"`
+}
+
+// fg_privacy answers a privacy question with fibergen's accountant
+// (package privacy), without an optimizer: given the JSON object of a
+// training run and "sigma", the (ε, δ) it spends; given "epsilon" instead,
+// the smallest σ that meets it. It stores the JSON answer {"sigma",
+// "epsilon", "delta", "order", "steps"} in *out (free it with fg_free).
+//
+//export fg_privacy
+func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
+	a, e := answerQuery(C.GoString(request))
+	if e != nil {
+		return status(e, err, errlen)
+	}
+	data, e := json.Marshal(a)
+	if e != nil {
+		return status(e, err, errlen)
+	}
+	*out = C.CString(string(data))
+	return statusOK
+}
+
+func answerQuery(request string) (answer, error) {
+	var q query
+	if err := decodeJSON(request, &q); err != nil {
+		return answer{}, fmt.Errorf("fibergen: privacy query: %w", err)
+	}
+	if (q.Sigma > 0) == (q.Epsilon > 0) {
+		return answer{}, fmt.Errorf("fibergen: privacy query: give sigma > 0 (for the ε spent) or epsilon > 0 (for the σ needed), one of them")
+	}
+	s, err := q.schedule.schedule()
+	if err != nil {
+		return answer{}, err
+	}
+	sigma := q.Sigma
+	if q.Epsilon > 0 {
+		if sigma, err = s.SigmaFor(q.Epsilon); err != nil {
+			return answer{}, err
+		}
+	}
+	acc, err := s.Accountant(sigma)
+	if err != nil {
+		return answer{}, err
+	}
+	g := acc.EpsilonAfter(s.Steps())
+	return answer{Sigma: sigma, Epsilon: g.Epsilon, Delta: g.Delta, Order: g.Order, Steps: s.Steps()}, nil
+}

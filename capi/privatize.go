@@ -1,0 +1,69 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// fg_privatize writes into out (n float32s) the clipped sum over the batch
+// size B of k per-example gradients, cur and, for a two-point optimizer,
+// look, each k rows of n values (runtime.Optimizer.PrivatizeTo): each
+// example's mix u = A·look + (1−A)·cur is clipped to norm C, or, where
+// scalesIn is not NULL, scaled by the k scales given (ghost clipping). It
+// stores each example's scale in scalesOut (k floats; NULL: not wanted) and
+// the number clipped in *clipped; FG_BAD_EXAMPLE, with the example in
+// *bad, says an example is not finite and out is unchanged.
+//
+//export fg_privatize
+func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k C.int64_t, scalesIn, scalesOut *C.float,
+	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if n < 0 || k < 0 || n > 0 && out == nil || n*k > 0 && cur == nil {
+			return fmt.Errorf("fibergen: privatize: %d examples of %d values", k, n)
+		}
+		rows := int(n * k)
+		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, int(k)))
+		var ne *runtime.NonFiniteExampleError
+		if errors.As(e, &ne) {
+			*bad = C.int64_t(ne.Example)
+		}
+		if e != nil {
+			return e
+		}
+		copy(floats(scalesOut, int(k)), st.Scales)
+		*clipped = C.int64_t(st.Clipped)
+		return nil
+	})
+}
+
+// fg_clip_scales stores in out the k clipping scales of ghost clipping from
+// per-example norms (runtime.Optimizer.ClipScales): curNorm ‖∇f(θ_t; ξ)‖,
+// and for a two-point optimizer lookNorm ‖∇f(look; ξ)‖ and dot their inner
+// product (else both NULL).
+//
+//export fg_clip_scales
+func fg_clip_scales(h C.int64_t, lookNorm, curNorm, dot *C.double, k C.int64_t, out *C.float, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if k < 0 || k > 0 && (curNorm == nil || out == nil) {
+			return fmt.Errorf("fibergen: clip_scales: %d examples", k)
+		}
+		scales, e := o.ClipScales(doubles(lookNorm, int(k)), doubles(curNorm, int(k)), doubles(dot, int(k)))
+		var ne *runtime.NonFiniteExampleError
+		if errors.As(e, &ne) {
+			*bad = C.int64_t(ne.Example)
+		}
+		if e != nil {
+			return e
+		}
+		copy(floats(out, int(k)), scales)
+		return nil
+	})
+}

@@ -1,0 +1,231 @@
+"""The C ABI of libfibergen.so (Go package capi), loaded with ctypes.
+
+Everything the binding knows about an optimizer's host side comes through
+here: this module declares the functions' signatures, turns their statuses
+into exceptions and wraps an optimizer handle. It does no arithmetic of its
+own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+ABI_VERSION = 1
+# The statuses of capi (capi/capi.go).
+_OK, _ERROR, _NONFINITE, _BAD_EXAMPLE = 0, 1, 2, 3
+_ERRLEN = 2048
+
+c_int64_p = ctypes.POINTER(ctypes.c_int64)
+c_float_p = ctypes.POINTER(ctypes.c_float)
+c_double_p = ctypes.POINTER(ctypes.c_double)
+c_err = (ctypes.c_char_p, ctypes.c_size_t)
+
+
+class FibergenError(RuntimeError):
+    """An error the runtime reported: bad hypers, settings, files, states."""
+
+
+class NonFiniteGradient(FibergenError):
+    """A gradient entry is NaN or ±Inf: the step was skipped, nothing changed."""
+
+    def __init__(self, message: str, index: int, value: float, param: int = -1, param_index: int = -1):
+        super().__init__(message)
+        self.index, self.value = index, value  # in the flat gradient
+        self.param, self.param_index = param, param_index  # which parameter, and where in it
+
+
+class NonFiniteExample(FibergenError):
+    """A per-example gradient is not finite: privatization changed nothing."""
+
+    def __init__(self, message: str, example: int):
+        super().__init__(message)
+        self.example = example
+
+
+_SIGNATURES: dict[str, tuple] = {
+    "fg_abi_version": (),
+    "fg_free": (ctypes.c_void_p,),
+    "fg_open": (ctypes.c_char_p, ctypes.c_char_p, c_int64_p, *c_err),
+    "fg_close": (ctypes.c_int64, *c_err),
+    "fg_info": (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), *c_err),
+    "fg_set_hypers": (ctypes.c_int64, ctypes.c_char_p, *c_err),
+    "fg_set_dp": (ctypes.c_int64, ctypes.c_double, ctypes.c_double, ctypes.c_int64, *c_err),
+    "fg_set_noise": (ctypes.c_int64, ctypes.c_double, ctypes.c_int, *c_err),
+    "fg_seed": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), *c_err),
+    "fg_set_seed": (ctypes.c_int64, ctypes.c_uint64, *c_err),
+    "fg_use_buffers": (ctypes.c_int64, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64, *c_err),
+    "fg_check_gradient": (ctypes.c_int64, c_int64_p, c_float_p, *c_err),
+    "fg_step": (ctypes.c_int64, c_int64_p, c_float_p, *c_err),
+    "fg_step_device": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int64,
+                       ctypes.c_uint64, c_int64_p, c_float_p, *c_err),
+    "fg_check_device_gradient": (ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, c_int64_p, c_float_p, *c_err),
+    "fg_init_device_states": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int64, *c_err),
+    "fg_privatize": (ctypes.c_int64, c_float_p, ctypes.c_int64, c_float_p, c_float_p, ctypes.c_int64,
+                     c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
+    "fg_clip_scales": (ctypes.c_int64, c_double_p, c_double_p, c_double_p, ctypes.c_int64, c_float_p,
+                       c_int64_p, *c_err),
+    "fg_save": (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), *c_err),
+    "fg_check_checkpoint": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
+    "fg_load": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
+    "fg_set_budget": (ctypes.c_int64, ctypes.c_char_p, c_double_p, *c_err),
+    "fg_privacy": (ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), *c_err),
+}
+
+_lib: Optional[ctypes.CDLL] = None
+
+
+def library_path() -> Path:
+    """Where libfibergen.so is: $FIBERGEN_LIB, else next to this file."""
+    return Path(os.environ.get("FIBERGEN_LIB") or Path(__file__).with_name("libfibergen.so"))
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library, its signatures declared and its ABI checked."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    if not path.exists():
+        raise FibergenError(f"fibergen: {path} is missing: build it with 'make python-lib' in the fibergen clone "
+                            "(go build -buildmode=c-shared ./capi), or point FIBERGEN_LIB at it")
+    cdll = ctypes.CDLL(str(path))
+    for name, args in _SIGNATURES.items():
+        f = getattr(cdll, name)
+        f.argtypes = list(args)
+        f.restype = None if name == "fg_free" else ctypes.c_int
+    if (v := cdll.fg_abi_version()) != ABI_VERSION:
+        raise FibergenError(f"fibergen: {path} has ABI version {v}, this binding needs {ABI_VERSION}: rebuild it")
+    _lib = cdll
+    return cdll
+
+
+def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
+         value: Optional[ctypes.c_float] = None) -> None:
+    """Calls fg_<name> with args and the error buffer; raises on a status."""
+    err = ctypes.create_string_buffer(_ERRLEN)
+    status = getattr(lib(), "fg_" + name)(*args, err, _ERRLEN)
+    if status == _OK:
+        return
+    msg = err.value.decode("utf-8", "replace")
+    if status == _NONFINITE:
+        raise NonFiniteGradient(msg, index.value if index else -1, value.value if value else float("nan"))
+    if status == _BAD_EXAMPLE:
+        raise NonFiniteExample(msg, index.value if index else -1)
+    raise FibergenError(msg)
+
+
+def take_string(p: ctypes.c_void_p) -> str:
+    """Copies and frees a string the library returned."""
+    try:
+        return ctypes.string_at(p.value).decode("utf-8")
+    finally:
+        lib().fg_free(p)
+
+
+def privacy(request: dict) -> dict:
+    """fg_privacy: the accountant's answer to request (fibergen.privacy)."""
+    out = ctypes.c_void_p()
+    call("privacy", json.dumps(request).encode(), ctypes.byref(out))
+    return json.loads(take_string(out))
+
+
+class Handle:
+    """One runtime.Optimizer of the library, closed when collected."""
+
+    def __init__(self, path: str | os.PathLike, **options: Any):
+        h = ctypes.c_int64()
+        call("open", os.fsencode(path), json.dumps(options).encode(), ctypes.byref(h))
+        self.h = h.value
+
+    def close(self) -> None:
+        if self.h:
+            h, self.h = self.h, 0
+            call("close", h)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def info(self) -> dict:
+        out = ctypes.c_void_p()
+        call("info", self.h, ctypes.byref(out))
+        return json.loads(take_string(out))
+
+    def set_hypers(self, values: dict[str, float]) -> None:
+        call("set_hypers", self.h, json.dumps(values).encode())
+
+    def set_dp(self, clip: float, noise_multiplier: float, batch_size: int) -> None:
+        call("set_dp", self.h, clip, noise_multiplier, batch_size)
+
+    def set_noise(self, sigma_w2: float, draw: bool) -> None:
+        call("set_noise", self.h, sigma_w2, int(draw))
+
+    def seed(self) -> int:
+        s = ctypes.c_uint64()
+        call("seed", self.h, ctypes.byref(s))
+        return s.value
+
+    def set_seed(self, seed: int) -> None:
+        call("set_seed", self.h, seed)
+
+    def set_budget(self, request: dict) -> float:
+        sigma = ctypes.c_double()
+        call("set_budget", self.h, json.dumps(request).encode(), ctypes.byref(sigma))
+        return sigma.value
+
+    def use_buffers(self, ptrs: Sequence[int], n: int) -> None:
+        arr = (c_float_p * len(ptrs))(*[ctypes.cast(p, c_float_p) for p in ptrs])
+        call("use_buffers", self.h, arr, len(ptrs), n)
+
+    def _guarded(self, name: str, *args: Any) -> None:
+        index, value = ctypes.c_int64(-1), ctypes.c_float()
+        call(name, self.h, *args, ctypes.byref(index), ctypes.byref(value), index=index, value=value)
+
+    def check_gradient(self) -> None:
+        self._guarded("check_gradient")
+
+    def step(self) -> None:
+        self._guarded("step")
+
+    def step_device(self, ptrs: Sequence[int], n: int, offset: int) -> None:
+        self._guarded("step_device", (ctypes.c_uint64 * len(ptrs))(*ptrs), len(ptrs), n, offset)
+
+    def check_device_gradient(self, g: int, n: int) -> None:
+        self._guarded("check_device_gradient", g, n)
+
+    def init_device_states(self, ptrs: Sequence[int], n: int) -> None:
+        call("init_device_states", self.h, (ctypes.c_uint64 * len(ptrs))(*ptrs), len(ptrs), n)
+
+    def privatize(self, out: int, n: int, cur: int, look: int, k: int, scales_in: int,
+                  scales_out: int) -> int:
+        clipped, bad = ctypes.c_int64(), ctypes.c_int64(-1)
+        fp = lambda p: ctypes.cast(p, c_float_p)  # noqa: E731 (0 is NULL)
+        call("privatize", self.h, fp(out), n, fp(cur), fp(look), k, fp(scales_in), fp(scales_out),
+             ctypes.byref(clipped), ctypes.byref(bad), index=bad)
+        return clipped.value
+
+    def clip_scales(self, look_norm: int, cur_norm: int, dot: int, k: int, out: int) -> None:
+        bad = ctypes.c_int64(-1)
+        dp = lambda p: ctypes.cast(p, c_double_p)  # noqa: E731
+        call("clip_scales", self.h, dp(look_norm), dp(cur_norm), dp(dot), k, ctypes.cast(out, c_float_p),
+             ctypes.byref(bad), index=bad)
+
+    def save(self) -> bytes:
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        call("save", self.h, ctypes.byref(p), ctypes.byref(n))
+        try:
+            return ctypes.string_at(p.value, n.value)
+        finally:
+            lib().fg_free(p)
+
+    def check_checkpoint(self, data: bytes) -> None:
+        call("check_checkpoint", self.h, data, len(data))
+
+    def load(self, data: bytes) -> None:
+        call("load", self.h, data, len(data))

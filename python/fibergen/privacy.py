@@ -1,0 +1,43 @@
+"""fibergen's privacy accountant (Go package privacy) from Python.
+
+The same RDP accountant that ``fibergen privacy`` and the runtime's budgets
+use, reached through libfibergen.so: not a second implementation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import _lib
+
+__all__ = ["Guarantee", "epsilon", "sigma"]
+
+
+class Guarantee(NamedTuple):
+    """A run's noise multiplier and the (ε, δ)-DP it gives over its steps."""
+    sigma: float
+    epsilon: float
+    delta: float
+    order: float  # the Rényi order the bound comes from
+    steps: int
+
+
+def _ask(dataset_size: int, batch_size: int, epochs: float, delta: float, sampling: str, **q: float) -> Guarantee:
+    a = _lib.privacy({"dataset_size": dataset_size, "batch_size": batch_size, "epochs": epochs,
+                      "delta": delta, "sampling": sampling, **q})
+    return Guarantee(a["sigma"], a["epsilon"], a["delta"], a["order"], a["steps"])
+
+
+def epsilon(sigma: float, *, dataset_size: int, batch_size: int, epochs: float, delta: float = 0.0,
+            sampling: str = "poisson") -> Guarantee:
+    """The (ε, δ) that epochs passes over dataset_size examples in batches of
+    batch_size (Poisson sampling: the expected size) spend at noise
+    multiplier sigma; δ = 1/N^1.1 when delta is 0."""
+    return _ask(dataset_size, batch_size, epochs, delta, sampling, sigma=sigma)
+
+
+def sigma(epsilon: float, *, dataset_size: int, batch_size: int, epochs: float, delta: float = 0.0,
+          sampling: str = "poisson") -> Guarantee:
+    """The smallest noise multiplier whose run spends at most epsilon, and
+    what it spends."""
+    return _ask(dataset_size, batch_size, epochs, delta, sampling, epsilon=epsilon)

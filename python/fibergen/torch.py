@@ -1,0 +1,538 @@
+"""fibergen optimizers as torch.optim.Optimizer.
+
+``Optimizer(model.parameters(), "generated/fiber", lr=3e-3)`` opens the
+optimizer that ``fibergen build`` wrote into a directory and steps the
+model's parameters with its fused kernel, the DP noise drawn inside it: the
+host kernel (``<name>.so``) on every core for CPU tensors, the PTX through
+the CUDA driver for CUDA tensors. The host side — hyper checks, per-step
+scalars, the attenuation, the noise position, privatization, checkpoints,
+the privacy accountant — is fibergen's Go runtime, reached through
+libfibergen.so (``fibergen._lib``); nothing here re-implements it.
+
+Layout: the parameters of all groups live in one flat float32 buffer (the
+parameters become views into it), their gradients in another, so that
+privatization clips each example over all of them at once; each group is one
+runtime optimizer over its range of coordinates, with its own hypers and its
+global offset, so a step is one kernel launch per group and the noise of a
+coordinate does not depend on how the groups or ranks split the buffers.
+With a process group (``torch.distributed``) every rank keeps the states
+of its slice of the flat buffers only (ZeRO-1), steps that slice and
+all-gathers the parameters. docs/python.md is the guide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+
+from . import _lib
+from ._lib import FibergenError, NonFiniteExample, NonFiniteGradient
+
+__all__ = ["Optimizer", "per_example_grads", "FibergenError", "NonFiniteGradient", "NonFiniteExample"]
+
+_STATE_DICT_FORMAT = "fibergen-torch-1"
+
+
+class _Group:
+    """One parameter group: its coordinates [start, stop) of the flat
+    buffers, this rank's part [lo, hi) of them, its states and its runtime
+    optimizer."""
+
+    def __init__(self, handle: _lib.Handle, start: int, stop: int, lo: int, hi: int):
+        self.handle, self.start, self.stop, self.lo, self.hi = handle, start, stop, lo, hi
+        self.states: list[torch.Tensor] = []
+        self.applied: dict[str, float] = {}  # the hypers the runtime holds
+
+    @property
+    def n(self) -> int:
+        return self.hi - self.lo
+
+
+class Optimizer(torch.optim.Optimizer):
+    """A fibergen optimizer over ``params``, from the directory ``path`` that
+    ``fibergen build`` wrote (e.g. ``generated/fiber``).
+
+    Keyword arguments set hypers for every group (each group of ``params``
+    may set its own, e.g. ``{"params": biases, "wd": 0}``); the runtime
+    checks each range, the filters' stability and the observation, and
+    refuses a setting with a ``FibergenError``. ``seed`` fixes the noise seed
+    (default: a secret one from the OS, shared by every group and rank);
+    ``threads`` caps the host kernel's threads (default: every core);
+    ``process_group`` shards the states over the ranks of a
+    ``torch.distributed`` group (ZeRO-1); ``allow_extrapolation`` permits a
+    two_point weight outside [0, 1].
+
+    Before stepping, give the noise: ``set_dp`` (or ``set_budget``) for DP
+    training, ``set_noise`` to replay a known σ_w². Each iteration then
+    either calls ``privatize`` on per-example gradients, or writes the
+    clipped mean gradient into the parameters' ``.grad``, and calls
+    ``step``, which adds the noise inside the kernel.
+    """
+
+    def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
+                 threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
+                 **hypers: float):
+        self._path = Path(path)
+        self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation}
+        probe = _lib.Handle(self._path, backend="go", **self._opts)
+        self._info = probe.info()
+        self._states = self._info["buffers"][2:]
+        defaults = {h["name"]: h["value"] for h in self._info["hypers"]}
+        if unknown := sorted(set(hypers) - set(defaults)):
+            raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)} "
+                             f"(its hypers: {', '.join(defaults)})")
+        defaults.update(hypers)
+        self._built = False
+        super().__init__(params, defaults)
+        self._pg = process_group
+        self._rank, self._world = (dist.get_rank(process_group), dist.get_world_size(process_group)) \
+            if process_group is not None else (0, 1)
+        self._layout()
+        self._open_groups()
+        self._share_seed(seed, probe.seed())
+        self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
+        self.skipped_steps = 0
+        self.last_nonfinite: Optional[NonFiniteGradient] = None
+
+    # --- layout -----------------------------------------------------------
+
+    def add_param_group(self, param_group: dict) -> None:
+        if self._built:
+            raise FibergenError("fibergen: add every parameter group when constructing the optimizer: "
+                                "its parameters live in flat buffers laid out once")
+        if unknown := sorted(set(param_group) - set(self.defaults) - {"params"}):
+            raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)}")
+        super().add_param_group(param_group)
+
+    def _params(self) -> list[torch.Tensor]:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def _layout(self) -> None:
+        """Moves the parameters into one flat buffer and their gradients into
+        another, padded so that every rank's slice has the same length."""
+        params = self._params()
+        if not params:
+            raise ValueError("fibergen: the optimizer got no parameters")
+        dev = params[0].device
+        for i, p in enumerate(params):
+            if p.dtype != torch.float32 or p.device != dev:
+                raise FibergenError(f"fibergen: parameter {i} is {p.dtype} on {p.device}: every parameter must be "
+                                    f"float32 on one device ({dev}), as the kernels are")
+        self.numel = sum(p.numel() for p in params)
+        self._slice = -(-self.numel // self._world)
+        self._slice += -self._slice % 4  # whole Philox groups of four per rank
+        total = self._slice * self._world
+        self._theta = torch.zeros(total, dtype=torch.float32, device=dev)
+        self._grad = torch.zeros(total, dtype=torch.float32, device=dev)
+        off = 0
+        with torch.no_grad():
+            for p in params:
+                k = p.numel()
+                self._theta[off:off + k].copy_(p.reshape(-1))
+                p.data = self._theta[off:off + k].view_as(p)
+                p.grad = self._grad[off:off + k].view_as(p)
+                off += k
+        self._device = dev
+        self._built = True
+
+    def _open_groups(self) -> None:
+        self._groups: list[_Group] = []
+        start = 0
+        lo_r, hi_r = self._rank * self._slice, (self._rank + 1) * self._slice
+        cuda = self._device.type == "cuda"
+        for pg in self.param_groups:
+            stop = start + sum(p.numel() for p in pg["params"])
+            lo, hi = max(start, lo_r), max(min(stop, hi_r), max(start, lo_r))
+            opts = dict(self._opts, backend="cuda", device=self._device.index or 0) if cuda \
+                else dict(self._opts, backend="cpu", offset=lo)
+            g = _Group(_lib.Handle(self._path, **opts), start, stop, lo, hi)
+            self._apply_hypers(g, pg)
+            g.states = [torch.empty(g.n, dtype=torch.float32, device=self._device) for _ in self._states]
+            if cuda:
+                g.handle.init_device_states(self._ptrs(g), g.n)
+            else:
+                g.handle.use_buffers(self._ptrs(g), g.n)
+            self._groups.append(g)
+            start = stop
+
+    def _ptrs(self, g: _Group) -> list[int]:
+        """The group's buffers, theta, g, states, as addresses."""
+        bufs = [self._theta[g.lo:g.hi], self._grad[g.lo:g.hi], *g.states]
+        return [b.data_ptr() if g.n else 0 for b in bufs]
+
+    def _share_seed(self, seed: Optional[int], drawn: int) -> None:
+        """Sets one seed on every group and rank: the given one, else one the
+        OS drew on rank 0."""
+        if seed is None:
+            seed = drawn
+            if self._pg is not None:
+                t = torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed], dtype=torch.int64)
+                dist.broadcast(t, dist.get_global_rank(self._pg, 0) if hasattr(dist, "get_global_rank") else 0,
+                               group=self._pg)
+                seed = int(t.item()) & ((1 << 64) - 1)
+        for g in self._groups:
+            g.handle.set_seed(seed)
+
+    # --- settings ---------------------------------------------------------
+
+    def _apply_hypers(self, g: _Group, pg: dict) -> None:
+        """Hands the group's hypers to the runtime where they changed (e.g.
+        by an LR scheduler); the runtime checks them as a whole."""
+        values = {k: float(pg[k]) for k in self.defaults if pg[k] != g.applied.get(k)}
+        if values:
+            g.handle.set_hypers(values)
+            g.applied.update(values)
+
+    def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
+        """The DP settings of the next steps: per-example clipping norm C,
+        noise multiplier σ_DP and (expected) batch size B; the noise per
+        coordinate is σ_DP·C/B."""
+        for g in self._groups:
+            g.handle.set_dp(clip, noise_multiplier, expected_batch_size)
+
+    def set_noise(self, sigma_w2: float, draw: bool = True) -> None:
+        """Gives the noise variance σ_w² directly (replaying recorded clipped
+        means); ``draw=False`` says the gradients are privatized already."""
+        for g in self._groups:
+            g.handle.set_noise(sigma_w2, draw)
+
+    def set_budget(self, epsilon: float, *, clip: float, dataset_size: int, batch_size: int, epochs: float,
+                   delta: float = 0.0, sampling: str = "poisson") -> float:
+        """Calibrates σ_DP with fibergen's accountant so that the run spends at
+        most (ε, δ) (δ = 1/N^1.1 by default), sets the DP settings and from
+        then on refuses the steps past the schedule; returns σ_DP."""
+        req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
+               "batch_size": batch_size, "epochs": epochs, "sampling": sampling}
+        return [g.handle.set_budget(req) for g in self._groups][0]
+
+    def spent(self) -> Optional[tuple[float, float]]:
+        """The (ε, δ) spent so far under the budget, or None without one."""
+        s = self._groups[0].handle.info()["spent"]
+        return None if s is None else (s["Epsilon"], s["Delta"])
+
+    @property
+    def steps(self) -> int:
+        """Steps taken: the next step is step ``steps``."""
+        return self._groups[0].handle.info()["steps"]
+
+    def observation(self) -> dict:
+        """The next step's observation: {"Kind", "A", "Lookahead"}."""
+        return self._groups[0].handle.info()["observation"]
+
+    # --- gradients ----------------------------------------------------------
+
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Zeroes the flat gradient; the parameters' ``.grad`` stay views of it."""
+        self._grad.zero_()
+        self._adopt_grads()
+
+    def _adopt_grads(self) -> None:
+        """Puts back into the flat gradient any ``.grad`` that was replaced
+        (set to None, or a new tensor) since the layout."""
+        off = 0
+        for p in self._params():
+            k = p.numel()
+            view = self._grad[off:off + k]
+            if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+                if p.grad is not None:
+                    view.copy_(p.grad.reshape(-1))
+                else:
+                    view.zero_()
+                p.grad = view.view_as(p)
+            off += k
+
+    def _rows(self, grads: Optional[Sequence[torch.Tensor]], what: str) -> tuple[torch.Tensor, int]:
+        """Per-example gradients, one tensor [k, *p.shape] per parameter in
+        order (or read from each parameter's Opacus ``grad_sample``), as one
+        contiguous [k, numel] float32 matrix on the parameters' device."""
+        params = self._params()
+        if grads is None:
+            grads = [getattr(p, "grad_sample", None) for p in params]
+            if any(g is None for g in grads):
+                raise ValueError(f"fibergen: privatize: no {what} given and a parameter has no grad_sample")
+        if isinstance(grads, dict):
+            grads = [grads[p] for p in params]
+        grads = list(grads)
+        if len(grads) != len(params):
+            raise ValueError(f"fibergen: privatize: {len(grads)} {what} for {len(params)} parameters")
+        k = grads[0].shape[0] if grads else 0
+        for i, (g, p) in enumerate(zip(grads, params)):
+            if tuple(g.shape) != (k, *p.shape):
+                raise ValueError(f"fibergen: privatize: {what} {i} has shape {tuple(g.shape)}, "
+                                 f"want {(k, *p.shape)} (examples first)")
+        rows = torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1) if k else \
+            torch.zeros(0, self.numel, dtype=torch.float32, device=self._device)
+        return rows.to(dtype=torch.float32, device=self._device).contiguous(), k
+
+    def privatize(self, per_example_grads: Optional[Sequence[torch.Tensor]] = None,
+                  lookahead: Optional[Sequence[torch.Tensor]] = None, *,
+                  scales: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, int]:
+        """Sets the gradient of the next step from per-example gradients:
+        each example's u = A·lookahead + (1−A)·per_example (the two_point
+        observation; ``lookahead`` are the gradients taken inside
+        ``with opt.lookahead():``, None for other optimizers) is clipped to C
+        over all the parameters, and the clipped sum divided by the expected
+        batch size B is written into the parameters' ``.grad``. With a
+        process group, each rank passes its share of the batch and the sums
+        are all-reduced. ``scales`` (one per example, e.g. from
+        ``clip_scales``) replaces the clipping. Returns the scales and the
+        number of examples clipped. A NaN or ±Inf raises NonFiniteExample
+        and changes nothing."""
+        self._adopt_grads()
+        cur, k = self._rows(per_example_grads, "per-example gradients")
+        look = self._rows(lookahead, "look-ahead gradients")[0] if lookahead is not None else None
+        if look is not None and look.shape != cur.shape:
+            raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
+        self._same_observation()
+        if self._device.type == "cuda":
+            raise FibergenError("fibergen: privatize on CUDA tensors is not supported yet: privatize on the CPU, "
+                                "or write the clipped mean into .grad (docs/python.md)")
+        out_scales = torch.empty(k, dtype=torch.float32)
+        if scales is not None:
+            scales = scales.detach().to(torch.float32).contiguous().cpu()
+        g0 = self._groups[0].handle
+        clipped = g0.privatize(self._grad.data_ptr(), self.numel, cur.data_ptr(),
+                               look.data_ptr() if look is not None else 0, k,
+                               scales.data_ptr() if scales is not None else 0, out_scales.data_ptr())
+        if self._pg is not None:
+            dist.all_reduce(self._grad, group=self._pg)
+        return out_scales, clipped
+
+    def clip_scales(self, cur_norms: torch.Tensor, look_norms: Optional[torch.Tensor] = None,
+                    dots: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Ghost clipping: the per-example scales min(1, C/‖u‖) from the norms
+        of each example's gradients (and, for a two_point optimizer, of its
+        look-ahead gradients and their inner products), computed by the
+        runtime in float64. Weight each example's loss by its scale (and the
+        observation's A, 1−A), backpropagate the sum, divide by B into
+        ``.grad``; or pass the scales to ``privatize``."""
+        f64 = lambda t: None if t is None else t.detach().to(torch.float64).contiguous().cpu()  # noqa: E731
+        cur, look, dot = f64(cur_norms), f64(look_norms), f64(dots)
+        out = torch.empty(cur.shape[0], dtype=torch.float32)
+        self._groups[0].handle.clip_scales(look.data_ptr() if look is not None else 0, cur.data_ptr(),
+                                           dot.data_ptr() if dot is not None else 0, cur.shape[0], out.data_ptr())
+        return out
+
+    def _same_observation(self) -> None:
+        obs = [g.handle.info()["observation"] for g in self._groups]
+        if any(o != obs[0] for o in obs):
+            raise FibergenError(f"fibergen: the parameter groups observe differently ({obs}): clipping over all "
+                                "parameters needs one observation; give the groups the same observation hypers")
+
+    @contextlib.contextmanager
+    def lookahead(self) -> Iterator[None]:
+        """Puts the parameters at the look-ahead point of the next step,
+        θ_t + γ·(θ_t − θ_{t−1}), for the second gradient of a two_point
+        optimizer, and back on exit."""
+        bufs = [g.handle.info()["lookahead_buffer"] for g in self._groups]
+        if -1 in bufs:
+            raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
+        if all(b == 0 for b in bufs):  # before the first step: θ_0 itself
+            yield
+            return
+        saved = self._theta.clone()
+        with torch.no_grad():
+            for g, b in zip(self._groups, bufs):
+                self._theta[g.lo:g.hi].copy_(g.states[b - 2])
+            self._gather()
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                self._theta.copy_(saved)
+
+    # --- the step -------------------------------------------------------------
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """One step on the gradient in ``.grad`` (privatized by ``privatize``,
+        or the clipped mean the trainer wrote), adding the DP noise in the
+        kernel. A NaN or ±Inf gradient entry skips the step — parameters,
+        states, step counter and noise position unchanged — sets
+        ``found_inf`` and warns, as torch.cuda.amp.GradScaler skips."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g, pg in zip(self._groups, self.param_groups):
+            self._apply_hypers(g, pg)
+        self._adopt_grads()
+        self.last_nonfinite = None
+        # One group on one process: its step checks the gradient itself
+        # before it changes anything. Several groups or ranks: every part
+        # is checked before any steps, so that a step is all or nothing.
+        if (len(self._groups) > 1 or self._pg is not None) and self._found_inf():
+            return self._skip(loss)
+        try:
+            if self._device.type == "cuda":
+                self._step_cuda()
+            else:
+                for g in self._groups:
+                    g.handle.step()
+        except NonFiniteGradient as e:
+            self.last_nonfinite = self._locate(e, self._groups[0].lo + e.index)
+            return self._skip(loss)
+        self.found_inf = False
+        self._gather()
+        return loss
+
+    def _skip(self, loss: Any) -> Any:
+        """Reports a step skipped for a non-finite gradient."""
+        self.found_inf = True
+        self.skipped_steps += 1
+        warnings.warn(f"fibergen: step skipped: {self.last_nonfinite}", RuntimeWarning, stacklevel=3)
+        return loss
+
+    def _found_inf(self) -> bool:
+        """Checks every group's gradient (every rank's, with a process group)
+        before any steps, so that a step is all or nothing."""
+        for g in self._groups:
+            try:
+                if self._device.type == "cuda":
+                    g.handle.check_device_gradient(self._grad[g.lo:].data_ptr() if g.n else 0, g.n)
+                else:
+                    g.handle.check_gradient()
+            except NonFiniteGradient as e:
+                self.last_nonfinite = self._locate(e, g.lo + e.index)
+                break
+        bad = self.last_nonfinite is not None
+        if self._pg is not None:
+            flag = torch.tensor([int(bad)], dtype=torch.int32)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
+            if flag.item() and not bad:
+                self.last_nonfinite = NonFiniteGradient("fibergen: another rank's gradient is not finite", -1,
+                                                        math.nan)
+            bad = bool(flag.item())
+        return bad
+
+    def _locate(self, e: NonFiniteGradient, index: int) -> NonFiniteGradient:
+        """Names the parameter that holds flat gradient entry index."""
+        off = 0
+        for i, p in enumerate(self._params()):
+            if index < off + p.numel():
+                return NonFiniteGradient(f"fibergen: gradient entry {index - off} of parameter {i} "
+                                         f"(shape {tuple(p.shape)}) is {e.value}", index, e.value,
+                                         param=i, param_index=index - off)
+            off += p.numel()
+        return e
+
+    def _step_cuda(self) -> None:
+        stream = torch.cuda.current_stream(self._device)
+        if stream != torch.cuda.default_stream(self._device):
+            stream.synchronize()  # the runtime launches on the legacy default stream
+        for g in self._groups:
+            g.handle.step_device(self._ptrs(g), g.n, g.lo)
+
+    def _gather(self) -> None:
+        """All-gathers the ranks' slices of the parameters."""
+        if self._pg is None:
+            return
+        parts = list(self._theta.split(self._slice))
+        mine = parts[self._rank].clone()
+        dist.all_gather(parts, mine, group=self._pg)
+
+    # --- checkpoints ------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """The optimizer's state: per group the runtime's checkpoint (step,
+        seed, hypers, DP settings, build hash; keep it as private as the
+        data — the seed undoes the noise) and this rank's slice of each
+        state; the param groups' hypers; the layout."""
+        state = {}
+        for i, g in enumerate(self._groups):
+            state[i] = {"checkpoint": g.handle.save(), "slice": [g.lo, g.hi],
+                        **{name: s.detach().clone() for name, s in zip(self._states, g.states)}}
+        groups = []
+        idx = 0
+        for pg in self.param_groups:
+            k = len(pg["params"])
+            groups.append({**{h: pg[h] for h in self.defaults}, "params": list(range(idx, idx + k))})
+            idx += k
+        return {"state": state, "param_groups": groups,
+                "fibergen": {"format": _STATE_DICT_FORMAT, "optimizer": self._info["name"],
+                             "manifest_sha256": self._info["manifest_sha256"],
+                             "numels": [[p.numel() for p in pg["params"]] for pg in self.param_groups],
+                             "world_size": self._world, "rank": self._rank}}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restores a state_dict of this optimizer's build and layout into an
+        optimizer that has not stepped (resuming is then bit for bit the run
+        that saved it, and never replays noise). Everything is checked before
+        anything changes; a mismatched or damaged state_dict raises."""
+        groups = self._check_state_dict(state_dict)
+        for g, (blob, _) in zip(self._groups, groups):
+            g.handle.check_checkpoint(blob)
+        for g, (blob, states) in zip(self._groups, groups):
+            g.handle.load(blob)
+            with torch.no_grad():
+                for dst, src in zip(g.states, states):
+                    dst.copy_(src)
+        for g, pg in zip(self._groups, self.param_groups):
+            hypers = {h["name"]: h["value"] for h in g.handle.info()["hypers"]}
+            pg.update(hypers)
+            g.applied = dict(hypers)
+
+    def _check_state_dict(self, sd: Any) -> list[tuple[bytes, list[torch.Tensor]]]:
+        """The checks of load_state_dict that need no runtime: the format,
+        the optimizer, the layout, the states' shapes."""
+        def bad(msg: str) -> FibergenError:
+            return FibergenError(f"fibergen: load_state_dict: {msg}")
+        if not isinstance(sd, dict) or not isinstance(sd.get("fibergen"), dict) or \
+                sd["fibergen"].get("format") != _STATE_DICT_FORMAT:
+            raise bad(f"not a state_dict of a fibergen optimizer (format {_STATE_DICT_FORMAT})")
+        meta = sd["fibergen"]
+        if meta.get("optimizer") != self._info["name"]:
+            raise bad(f"state of {meta.get('optimizer')!r}, this optimizer is {self._info['name']!r}")
+        numels = [[p.numel() for p in pg["params"]] for pg in self.param_groups]
+        if meta.get("numels") != numels:
+            raise bad("the parameter groups differ in number or shape from the state_dict's")
+        if (meta.get("world_size"), meta.get("rank")) != (self._world, self._rank):
+            raise bad(f"state of rank {meta.get('rank')} of {meta.get('world_size')}, "
+                      f"this is rank {self._rank} of {self._world}")
+        out = []
+        for i, g in enumerate(self._groups):
+            st = sd.get("state", {}).get(i)
+            if not isinstance(st, dict) or not isinstance(st.get("checkpoint"), bytes):
+                raise bad(f"group {i} has no checkpoint")
+            states = []
+            for name in self._states:
+                t = st.get(name)
+                if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (g.n,):
+                    raise bad(f"group {i}: state {name} should be a float32 tensor of {g.n} values, got "
+                              f"{type(t).__name__} {getattr(t, 'dtype', '')} {tuple(getattr(t, 'shape', ()))}")
+                states.append(t)
+            out.append((st["checkpoint"], states))
+        return out
+
+    def close(self) -> None:
+        """Releases the runtime optimizers (the kernels, device resources)."""
+        for g in getattr(self, "_groups", []):
+            g.handle.close()
+
+
+def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor) -> list[torch.Tensor]:
+    """Each example's gradient of ``loss(model(inputs), *targets)`` — batch
+    holds the inputs, then the targets, examples first — by torch.func (or
+    functorch) vmap(grad(...)): one tensor [k, *p.shape] per parameter of
+    ``model.parameters()``, as ``Optimizer.privatize`` takes them."""
+    try:
+        from torch.func import functional_call, grad, vmap
+    except ImportError:  # torch 1.13, Debian 12's
+        from functorch import grad, vmap
+        from torch.nn.utils.stateless import functional_call
+    names = [n for n, _ in model.named_parameters()]
+    params = {n: p.detach() for n, p in model.named_parameters()}
+
+    def one(ps: dict, x: torch.Tensor, *targets: torch.Tensor) -> torch.Tensor:
+        out = functional_call(model, ps, (x.unsqueeze(0),))
+        return loss(out, *[t.unsqueeze(0) for t in targets])
+
+    grads = vmap(grad(one), in_dims=(None,) + (0,) * len(batch))(params, *batch)
+    return [grads[n] for n in names]

@@ -1,0 +1,36 @@
+"""Fixtures: the optimizers built by fibergen build (with their host
+kernels) and the fibergen command, from $FIBERGEN_GENERATED and
+$FIBERGEN_BIN (make python-test sets both), else built here with Go."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+OPTIMIZERS = sorted(p.stem for p in (ROOT / "optimizers").glob("*.dsl"))
+
+
+@pytest.fixture(scope="session")
+def fibergen_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if env := os.environ.get("FIBERGEN_BIN"):
+        return Path(env)
+    out = tmp_path_factory.mktemp("bin") / "fibergen"
+    subprocess.run(["go", "build", "-o", str(out), "./cmd/fibergen"], cwd=ROOT, check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated(fibergen_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if env := os.environ.get("FIBERGEN_GENERATED"):
+        return Path(env)
+    out = tmp_path_factory.mktemp("generated")
+    dsl = [str(ROOT / "optimizers" / f"{n}.dsl") for n in OPTIMIZERS]
+    subprocess.run([str(fibergen_bin), "build", "-o", str(out), *dsl], check=True, stdout=subprocess.DEVNULL)
+    return out

@@ -1,0 +1,75 @@
+"""The CUDA path: the PTX launched on tensors torch allocated, bit for bit
+the host kernel. Skipped without a GPU; FIBERGEN_REQUIRE_CUDA=1 (set by
+scripts/gpu-check.sh) makes a missing GPU a failure."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import fibergen.torch as ft
+
+if not torch.cuda.is_available():
+    if os.environ.get("FIBERGEN_REQUIRE_CUDA") == "1":
+        raise RuntimeError("FIBERGEN_REQUIRE_CUDA=1 but torch sees no CUDA device")
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+SHAPES = [(33, 17), (5,), (1000, 3), (2,)]
+
+
+def params(device: str) -> list[torch.nn.Parameter]:
+    g = torch.Generator().manual_seed(0)
+    return [torch.nn.Parameter(torch.randn(s, generator=g).to(device)) for s in SHAPES]
+
+
+def run(opt: ft.Optimizer, ps: list[torch.Tensor], steps: range) -> None:
+    for t in steps:
+        g = torch.Generator().manual_seed(100 + t)
+        for p in ps:
+            p.grad.copy_(0.1 * torch.randn(p.shape, generator=g))
+        opt.step()
+
+
+def bits(ps: list[torch.Tensor]) -> np.ndarray:
+    return torch.cat([p.detach().reshape(-1).cpu() for p in ps]).numpy().view(np.uint32)
+
+
+@pytest.mark.parametrize("name", ["fiber", "dp_adamw", "dp_sgd", "doppler"])
+def test_cuda_matches_cpu(name, generated):
+    got, want = params("cuda"), params("cpu")
+    groups = lambda ps: [{"params": ps[:2]}, {"params": ps[2:], "lr": 2e-3}]  # noqa: E731
+    gpu = ft.Optimizer(groups(got), generated / name, seed=11)
+    cpu = ft.Optimizer(groups(want), generated / name, seed=11)
+    for o in (gpu, cpu):
+        o.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=64)
+    run(gpu, got, range(50))
+    run(cpu, want, range(50))
+    torch.cuda.synchronize()
+    assert (bits(got) == bits(want)).all()
+    for g, c in zip(gpu._groups, cpu._groups):
+        for s, t in zip(g.states, c.states):
+            assert torch.equal(s.cpu(), t)
+
+
+def test_cuda_nonfinite_and_resume(generated):
+    ps = params("cuda")
+    opt = ft.Optimizer(ps, generated / "fiber", seed=3)
+    opt.set_noise(1e-4)
+    run(opt, ps, range(3))
+    before = bits(ps)
+    ps[1].grad[2] = float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt.step()
+    assert opt.found_inf and opt.steps == 3 and (bits(ps) == before).all()
+    sd = opt.state_dict()
+    ps2 = [torch.nn.Parameter(p.detach().clone()) for p in ps]
+    opt2 = ft.Optimizer(ps2, generated / "fiber")
+    opt2.load_state_dict(sd)
+    run(opt, ps, range(3, 10))
+    run(opt2, ps2, range(3, 10))
+    assert (bits(ps) == bits(ps2)).all()

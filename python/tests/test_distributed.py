@@ -1,0 +1,54 @@
+"""torch.distributed on the CPU: two gloo processes (dist_worker.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch.distributed as dist
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="torch.distributed with gloo is not available")
+
+HERE = Path(__file__).resolve().parent
+
+
+def ranks(tmp: Path, scenario: str, generated: Path, name: str, world: int = 2) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE)]))
+    rdv = tmp / f"rdv-{scenario}"
+    procs = [subprocess.Popen([sys.executable, str(HERE / "dist_worker.py"), str(r), str(world), str(rdv), scenario,
+                               str(tmp), str(generated), name], env=env, stderr=subprocess.PIPE)
+             for r in range(world)]
+    errs = [p.communicate(timeout=300)[1].decode() for p in procs]
+    for p, e in zip(procs, errs):
+        assert p.returncode == 0, e
+
+
+@pytest.mark.parametrize("name", ["fiber", "dp_adamw"])
+def test_sharded_step_matches_one_process(name, generated, tmp_path):
+    ranks(tmp_path, "sharded", generated, name)
+    got = [np.load(tmp_path / f"sharded-{r}.npy") for r in range(2)]
+    for r, (same_params, same_states, own, steps) in enumerate(got):
+        assert same_params and same_states, f"rank {r} differs from the unsharded step"
+        assert steps == 20
+    assert got[0][2] + got[1][2] == 1120 and got[0][2] == got[1][2]  # each rank owns half of the states
+
+
+def test_training_is_deterministic(generated, tmp_path):
+    runs = []
+    for i in range(2):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        ranks(d, "training", generated, "fiber")
+        runs.append([np.load(d / f"train-{r}.npy") for r in range(2)])
+        for r in range(2):
+            same_seed, skipped, steps = np.load(d / f"meta-{r}.npy")
+            assert same_seed, "the ranks drew different secret seeds"
+            assert (skipped, steps) == (1, 9), "a NaN on one rank must skip the step on both"
+    for r in range(2):
+        assert runs[0][r].tobytes() == runs[0][0].tobytes(), "the ranks' parameters differ"
+        assert runs[1][r].tobytes() == runs[0][r].tobytes(), "two runs differ"

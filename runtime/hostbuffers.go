@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// UseBuffers makes the optimizer step buffers the trainer owns, in place,
+// instead of flat buffers of its own: bufs holds theta, g, then the states,
+// in the order of Manifest().Buffers, n float32s each, e.g. memory a
+// PyTorch trainer allocated, seen from Go (the binding in python/ does
+// this through the C ABI of package capi). It is the host twin of
+// StepDevice. The optimizer must run on the host (Backend CPU or Go),
+// have no registered tensors and not have started; Options.Offset places
+// the buffers' coordinate 0 in the global noise index, as for shards.
+//
+// UseBuffers sets the states to their initial values under the current
+// hypers; theta and g are not touched. From then on Len() is n, Step steps
+// the buffers (refusing, with a *NonFiniteError naming buffer "g", a
+// gradient with a NaN or ±Inf, and changing nothing), Privatize writes the
+// clipped sum into g, and Save and Load carry everything but the buffers —
+// the step counter, the seed, the hypers, the DP settings — as for
+// StepDevice: the buffers are the trainer's to checkpoint.
+//
+// The buffers must not overlap and must stay valid, unmoved, and not
+// written by anyone else while a method of the optimizer runs.
+func (o *Optimizer) UseBuffers(bufs [][]float32) error {
+	if err := o.checkUseBuffers(bufs); err != nil {
+		return err
+	}
+	if err := o.prog.Init(o.hypers, bufs[2:]); err != nil {
+		return err
+	}
+	o.bufs, o.n, o.callerBuffers = bufs, len(bufs[0]), true
+	return o.ready()
+}
+
+// checkUseBuffers checks UseBuffers' arguments and the optimizer's state.
+func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
+	switch {
+	case o.opts.Backend == CUDA:
+		return errors.New("runtime: UseBuffers takes host memory; a CUDA optimizer steps device buffers with StepDevice")
+	case len(o.tensors) > 0:
+		return fmt.Errorf("runtime: UseBuffers: %s has registered tensors, which own its buffers", o.Name())
+	case o.back != nil || o.bufs != nil:
+		return fmt.Errorf("runtime: UseBuffers: %s has its buffers already", o.Name())
+	case len(bufs) != len(o.m.Buffers):
+		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
+	}
+	n := len(bufs[0])
+	for i, b := range bufs {
+		if len(b) != n {
+			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), len(b), o.bufName(0), n)
+		}
+		for j, c := range bufs[:i] {
+			if n > 0 && overlap(b, c) {
+				return fmt.Errorf("runtime: UseBuffers: buffers %s and %s overlap", o.bufName(j), o.bufName(i))
+			}
+		}
+	}
+	return nil
+}
+
+// overlap reports whether two non-empty float32 slices share memory.
+func overlap(a, b []float32) bool {
+	pa, pb := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return pa < pb+4*uintptr(len(b)) && pb < pa+4*uintptr(len(a))
+}
+
+// CheckGradient returns the *NonFiniteError that Step would return for
+// the gradient set now, or nil, changing nothing: a trainer stepping
+// several optimizers as one (a binding's parameter groups) checks them all
+// before it steps any.
+func (o *Optimizer) CheckGradient() error {
+	if !o.callerBuffers {
+		return o.checkGradients()
+	}
+	g := o.bufs[1]
+	if bad := firstNonFiniteParallel(g, o.opts.threads()); bad >= 0 {
+		return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: g[bad]}
+	}
+	return nil
+}
+
+// firstNonFiniteParallel is firstNonFinite on at most threads goroutines.
+func firstNonFiniteParallel(g []float32, threads int) int {
+	const least = 1 << 16
+	per := max((len(g)+threads-1)/max(threads, 1), least)
+	first := make([]int, (len(g)+per-1)/per)
+	var wg sync.WaitGroup
+	for p := range first {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo := p * per
+			if first[p] = firstNonFinite(g[lo:min(lo+per, len(g))]); first[p] >= 0 {
+				first[p] += lo
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range first {
+		if i >= 0 {
+			return i
+		}
+	}
+	return -1
+}

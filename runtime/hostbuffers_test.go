@@ -1,0 +1,234 @@
+package runtime_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// callerBuffers opens fiber on buffers of its own making, as a binding
+// does (UseBuffers), over theta[lo:hi] at global offset lo.
+func callerBuffers(t *testing.T, backend runtime.Backend, theta []float32, lo, hi int) (*runtime.Optimizer, [][]float32) {
+	t.Helper()
+	o, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{Backend: backend, Offset: uint64(lo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	o.SetDP(testDP)
+	o.SetSeed(2026)
+	bufs := make([][]float32, len(o.Manifest().Buffers))
+	for i := range bufs {
+		bufs[i] = make([]float32, hi-lo)
+	}
+	copy(bufs[0], theta[lo:hi])
+	if err := o.UseBuffers(bufs); err != nil {
+		t.Fatal(err)
+	}
+	return o, bufs
+}
+
+// TestUseBuffersMatchesRegister steps the caller's buffers, whole and in
+// shards, on the host kernel and the reference: bit for bit the steps of
+// registered tensors, states included.
+func TestUseBuffersMatchesRegister(t *testing.T) {
+	theta, grads := inputs(4)
+	want, wts := openFiber(t, runtime.Options{}, theta)
+	for _, g := range grads {
+		if err := stepAll(want, wts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantBufs := allBuffers(t, want, wts)
+	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} {
+		cuts := []int{0, 1029, 1030, len(theta)} // an odd cut, and an empty shard
+		var got [][]float32
+		for i := 1; i < len(cuts); i++ {
+			o, bufs := callerBuffers(t, backend, theta, cuts[i-1], cuts[i])
+			for _, g := range grads {
+				copy(bufs[1], g[cuts[i-1]:cuts[i]])
+				if err := o.Step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if o.Steps() != len(grads) || o.Len() != cuts[i]-cuts[i-1] {
+				t.Fatalf("%s: Steps %d, Len %d", backend, o.Steps(), o.Len())
+			}
+			got = append(got, bufs[0])
+			for k, s := range bufs[2:] {
+				if !sameBits(s, wantBufs[1+k][cuts[i-1]:cuts[i]]) {
+					t.Errorf("%s: state %d of shard %d differs from the registered run", backend, k, i)
+				}
+			}
+		}
+		if !sameBits(slices.Concat(got...), wantBufs[0]) {
+			t.Errorf("%s: parameters differ from the registered run", backend)
+		}
+	}
+}
+
+// TestUseBuffersGuard: a NaN anywhere in the caller's gradient is refused
+// by CheckGradient and by Step, which changes nothing.
+func TestUseBuffersGuard(t *testing.T) {
+	theta, grads := inputs(1)
+	o, bufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	copy(bufs[1], grads[0])
+	bufs[1][5000] = float32(math.NaN())
+	before := [][]float32{slices.Clone(bufs[0]), slices.Clone(bufs[2])}
+	var nf *runtime.NonFiniteError
+	if err := o.CheckGradient(); !errors.As(err, &nf) || nf.Index != 5000 || nf.Tensor != "g" {
+		t.Fatalf("CheckGradient: %v, want a NonFiniteError at g[5000]", err)
+	}
+	if err := o.Step(); !errors.As(err, &nf) || nf.Index != 5000 {
+		t.Fatalf("Step: %v", err)
+	}
+	if o.Steps() != 0 || !sameBits(bufs[0], before[0]) || !sameBits(bufs[2], before[1]) {
+		t.Error("a refused step changed the buffers or the step counter")
+	}
+}
+
+// TestUseBuffersCheckpoint: a checkpoint of an optimizer on the caller's
+// buffers holds no buffers, CheckCheckpoint judges it as LoadFrom does,
+// and it resumes the step counter, seed and hypers.
+func TestUseBuffersCheckpoint(t *testing.T) {
+	theta, grads := inputs(2)
+	o, bufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	o.SetHyper("omega", 0.5)
+	o.SetSeed(77)
+	for _, g := range grads {
+		copy(bufs[1], g)
+		if err := o.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := saveBytes(t, o)
+	if len(data) > 2048 {
+		t.Errorf("the checkpoint has %d bytes: it should hold no buffers", len(data))
+	}
+	fresh, _ := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	if err := fresh.CheckCheckpoint(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Steps() != 0 {
+		t.Fatal("CheckCheckpoint loaded")
+	}
+	if err := fresh.LoadFrom(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := fresh.Hyper("omega"); fresh.Steps() != 2 || fresh.Seed() != 77 || w != 0.5 {
+		t.Errorf("resumed at step %d, seed %d, omega %v", fresh.Steps(), fresh.Seed(), w)
+	}
+	damaged := slices.Clone(data)
+	damaged[len(damaged)-40] ^= 1
+	if err := fresh.CheckCheckpoint(bytes.NewReader(data)); !errors.Is(err, runtime.ErrStepped) {
+		t.Errorf("CheckCheckpoint after steps: %v, want ErrStepped", err)
+	}
+	other, _ := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	if err := other.CheckCheckpoint(bytes.NewReader(damaged)); !errors.Is(err, runtime.ErrCheckpointCorrupted) {
+		t.Errorf("damaged: %v", err)
+	}
+	shard, _ := callerBuffers(t, runtime.CPU, theta, 4, len(theta))
+	if err := shard.CheckCheckpoint(bytes.NewReader(data)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("another offset: %v", err)
+	}
+}
+
+// TestPrivatizeTo writes what Privatize writes, into the caller's buffer.
+func TestPrivatizeTo(t *testing.T) {
+	const batch = 5
+	o, ts := openPrivatizing(t, "fiber", runtime.CPU, batch)
+	n := o.Len()
+	cur, look := exampleRows(1, batch, n), exampleRows(2, batch, n)
+	want, err := o.Privatize(cur, look)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantG []float32
+	for _, tn := range ts {
+		g, _ := tn.Grad()
+		wantG = append(wantG, g...)
+	}
+	out := make([]float32, n)
+	got, err := o.PrivatizeTo(out, cur, look, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(out, wantG) || !sameBits(got.Scales, want.Scales) || got.Clipped != want.Clipped {
+		t.Error("PrivatizeTo differs from Privatize")
+	}
+	scaled := make([]float32, n)
+	if _, err := o.PrivatizeTo(scaled, cur, look, want.Scales); err != nil || !sameBits(scaled, out) {
+		t.Errorf("PrivatizeTo with the scales given: %v, or other bits", err)
+	}
+	if _, err := o.PrivatizeTo(make([]float32, n+1), cur, look, nil); err == nil {
+		t.Error("rows of another length were accepted")
+	}
+}
+
+// TestUseBuffersErrors covers the misuses.
+func TestUseBuffersErrors(t *testing.T) {
+	theta, _ := inputs(0)
+	o, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	nb := len(o.Manifest().Buffers)
+	mk := func(n int) [][]float32 {
+		b := make([][]float32, nb)
+		for i := range b {
+			b[i] = make([]float32, n)
+		}
+		return b
+	}
+	shared := mk(8)
+	shared[3] = shared[2][2:]
+	uneven := mk(8)
+	uneven[1] = uneven[1][:7]
+	for name, bufs := range map[string][][]float32{"too few": mk(8)[:2], "overlap": shared, "uneven": uneven} {
+		if err := o.UseBuffers(bufs); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := o.Register("w", theta[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.UseBuffers(mk(8)); err == nil {
+		t.Error("UseBuffers after Register: accepted")
+	}
+	c, err := runtime.Open(kernelDir(t, "fiber"), runtime.Options{Backend: runtime.CUDA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.UseBuffers(mk(8)); err == nil {
+		t.Error("UseBuffers on CUDA: accepted")
+	}
+}
+
+// TestLookaheadBuffer: theta before the first step, the look-ahead state
+// after; -1 without a two_point observation.
+func TestLookaheadBuffer(t *testing.T) {
+	theta, grads := inputs(1)
+	o, bufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	if b := o.LookaheadBuffer(); b != 0 {
+		t.Errorf("before the first step: %d, want 0", b)
+	}
+	copy(bufs[1], grads[0])
+	o.Step()
+	if b := o.LookaheadBuffer(); o.Manifest().Buffers[b].Name != "lookahead" {
+		t.Errorf("after a step: buffer %d", b)
+	}
+	s, err := runtime.Open(kernelDir(t, "dp_adamw"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b := s.LookaheadBuffer(); b != -1 {
+		t.Errorf("dp_adamw: %d, want -1", b)
+	}
+}
