@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // fg_privatize writes into out (n float32s) the clipped sum over the batch
@@ -31,17 +32,38 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 		}
 		rows := int(n * k)
 		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, int(k)))
-		var ne *runtime.NonFiniteExampleError
-		if errors.As(e, &ne) {
-			*bad = C.int64_t(ne.Example)
-		}
-		if e != nil {
-			return e
-		}
-		copy(floats(scalesOut, int(k)), st.Scales)
-		*clipped = C.int64_t(st.Clipped)
-		return nil
+		return privatized(st, e, scalesOut, clipped, bad)
 	})
+}
+
+// fg_privatize_device is fg_privatize on device memory (CUDA): out, cur
+// and look (0: none) are device pointers (runtime.Optimizer.PrivatizeDevice);
+// scalesIn and scalesOut are host memory.
+//
+//export fg_privatize_device
+func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.uint64_t, k C.int64_t, scalesIn, scalesOut *C.float,
+	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if k < 0 {
+			return fmt.Errorf("fibergen: privatize_device: %d examples", k)
+		}
+		st, e := o.PrivatizeDevice(cudadrv.DevicePtr(out), int(n), cudadrv.DevicePtr(cur), cudadrv.DevicePtr(look), int(k), floats(scalesIn, int(k)))
+		return privatized(st, e, scalesOut, clipped, bad)
+	})
+}
+
+// privatized stores a privatization's scales, clipped count or bad example.
+func privatized(st runtime.PrivatizeStats, e error, scalesOut *C.float, clipped, bad *C.int64_t) error {
+	var ne *runtime.NonFiniteExampleError
+	if errors.As(e, &ne) {
+		*bad = C.int64_t(ne.Example)
+	}
+	if e != nil {
+		return e
+	}
+	copy(floats(scalesOut, len(st.Scales)), st.Scales)
+	*clipped = C.int64_t(st.Clipped)
+	return nil
 }
 
 // fg_clip_scales stores in out the k clipping scales of ghost clipping from

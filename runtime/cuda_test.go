@@ -655,3 +655,62 @@ func TestCUDAClose(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAPrivatizeDevice: privatizing device rows into a device gradient
+// gives the host kernel's bits, scales computed or given, and refuses a
+// non-finite example leaving the gradient as it was.
+func TestCUDAPrivatizeDevice(t *testing.T) {
+	ctx := cudaContext(t)
+	const batch, n = 6, 5003
+	for _, name := range []string{"fiber", "dp_sgd"} {
+		cpu, err := runtime.Open(kernelDir(t, name), runtime.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		gpu, err := runtime.Open(ptxDir(t, name), runtime.Options{Backend: runtime.CUDA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gpu.Close()
+		dp := runtime.DP{ClipNorm: 0.5, NoiseMultiplier: 1, BatchSize: 8}
+		cpu.SetDP(dp)
+		gpu.SetDP(dp)
+		cur, look := exampleRows(5, batch, n), exampleRows(6, batch, n)
+		var devLook cudadrv.DevicePtr
+		if cpu.Observation().Kind != "two_point" {
+			look = nil
+		}
+		want := make([]float32, n)
+		wantSt, err := cpu.PrivatizeTo(want, cur, look, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newDeviceArena(t, ctx, 3, batch*n, 0)
+		a.put(t, 0, cur)
+		if look != nil {
+			a.put(t, 1, look)
+			devLook = a.bufs[1]
+		}
+		for _, scales := range [][]float32{nil, wantSt.Scales} {
+			st, err := gpu.PrivatizeDevice(a.bufs[2], n, a.bufs[0], devLook, batch, scales)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.get(t, 2)[:n]; !sameBits(got, want) || !sameBits(st.Scales, wantSt.Scales) {
+				t.Errorf("%s (scales given: %v): the device privatization differs from the host's", name, scales != nil)
+			}
+		}
+		bad := slices.Clone(cur)
+		bad[3*n+7] = float32(math.Inf(1))
+		a.put(t, 0, bad)
+		before := a.get(t, 2)
+		var ne *runtime.NonFiniteExampleError
+		if _, err := gpu.PrivatizeDevice(a.bufs[2], n, a.bufs[0], devLook, batch, nil); !errors.As(err, &ne) || ne.Example != 3 {
+			t.Errorf("%s: a non-finite example: %v", name, err)
+		}
+		if !sameBits(a.get(t, 2), before) {
+			t.Errorf("%s: a refused privatization changed the gradient", name)
+		}
+	}
+}

@@ -109,19 +109,27 @@ func (o *Optimizer) runJob(j privJob, err error) (PrivatizeStats, error) {
 
 // runScaled checks the given scales and runs j with them.
 func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, error) {
-	if len(scales) != j.batch {
-		return PrivatizeStats{}, fmt.Errorf("runtime: %d scales for %d examples", len(scales), j.batch)
-	}
-	for ex, s := range scales {
-		if !(s >= 0 && s <= 1) {
-			return PrivatizeStats{}, fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
-		}
+	if err := checkScales(scales, j.batch); err != nil {
+		return PrivatizeStats{}, err
 	}
 	if bad := firstNonFiniteRow(j.n, j.cur, j.look); bad >= 0 {
 		return PrivatizeStats{}, &NonFiniteExampleError{Example: bad}
 	}
 	j.scales = scales
 	return o.runPrivatize(j)
+}
+
+// checkScales checks given scales: one per example, each in [0, 1].
+func checkScales(scales []float32, batch int) error {
+	if len(scales) != batch {
+		return fmt.Errorf("runtime: %d scales for %d examples", len(scales), batch)
+	}
+	for ex, s := range scales {
+		if !(s >= 0 && s <= 1) {
+			return fmt.Errorf("runtime: scale %v of example %d is not in [0, 1]", s, ex)
+		}
+	}
+	return nil
 }
 
 // firstNonFiniteRow returns the first example (row of n values) of cur or
@@ -151,13 +159,18 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	for _, t := range o.tensors {
 		t.bad = -1
 	}
+	return statsOf(scales), nil
+}
+
+// statsOf describes a privatization by its scales.
+func statsOf(scales []float32) PrivatizeStats {
 	st := PrivatizeStats{Scales: scales}
 	for _, s := range scales {
 		if s < 1 {
 			st.Clipped++
 		}
 	}
-	return st, nil
+	return st
 }
 
 // privJob checks the arguments of Privatize and picks the mode: one set
@@ -170,10 +183,6 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err := o.ready(); err != nil {
 		return privJob{}, err
 	}
-	divisor, err := o.privDivisor()
-	if err != nil {
-		return privJob{}, err
-	}
 	if out == nil {
 		out = o.bufs[1]
 	}
@@ -181,25 +190,46 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err != nil {
 		return privJob{}, err
 	}
-	j := privJob{cur: cur, out: out, batch: k, n: len(out), clip: o.dp.ClipNorm, divisor: divisor}
-	obs := o.Observation()
-	switch {
-	case look != nil && obs.Kind != "two_point":
-		return privJob{}, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
-	case look == nil && obs.Kind == "two_point" && obs.A != 0 && k > 0:
-		return privJob{}, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
-	case look != nil && len(look) != len(cur):
+	if look != nil && len(look) != len(cur) {
 		return privJob{}, fmt.Errorf("runtime: look holds %d values, cur %d", len(look), len(cur))
 	}
+	j, lookOnly, err := o.privShape(k, len(out), look != nil)
+	if err != nil {
+		return privJob{}, err
+	}
+	j.cur, j.out = cur, out
 	switch {
-	case look == nil || obs.A == 0:
-	case obs.A == 1:
+	case lookOnly:
 		j.cur = look
-	default:
-		j.look, j.mode = look, 1
-		j.a, j.b = float32(obs.A), float32(1-obs.A)
+	case j.mode == 1:
+		j.look = look
 	}
 	return j, nil
+}
+
+// privShape checks a privatization of k examples of n values, with or
+// without look-ahead rows, against the DP settings and the observation, and
+// returns its job without rows; lookOnly says the look rows are the one
+// set to read (A = 1).
+func (o *Optimizer) privShape(k, n int, hasLook bool) (_ privJob, lookOnly bool, _ error) {
+	divisor, err := o.privDivisor()
+	if err != nil {
+		return privJob{}, false, err
+	}
+	j := privJob{batch: k, n: n, clip: o.dp.ClipNorm, divisor: divisor}
+	obs := o.Observation()
+	switch {
+	case hasLook && obs.Kind != "two_point":
+		return privJob{}, false, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
+	case !hasLook && obs.Kind == "two_point" && obs.A != 0 && k > 0:
+		return privJob{}, false, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
+	case !hasLook || obs.A == 0:
+		return j, false, nil
+	case obs.A == 1:
+		return j, true, nil
+	}
+	j.mode, j.a, j.b = 1, float32(obs.A), float32(1-obs.A)
+	return j, false, nil
 }
 
 // maxPrivBatch is the largest DP.BatchSize that Privatize divides by:

@@ -66,6 +66,8 @@ _SIGNATURES: dict[str, tuple] = {
     "fg_init_device_states": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int64, *c_err),
     "fg_privatize": (ctypes.c_int64, c_float_p, ctypes.c_int64, c_float_p, c_float_p, ctypes.c_int64,
                      c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
+    "fg_privatize_device": (ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64,
+                            ctypes.c_int64, c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
     "fg_clip_scales": (ctypes.c_int64, c_double_p, c_double_p, c_double_p, ctypes.c_int64, c_float_p,
                        c_int64_p, *c_err),
     "fg_save": (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), *c_err),
@@ -203,10 +205,13 @@ class Handle:
         call("init_device_states", self.h, (ctypes.c_uint64 * len(ptrs))(*ptrs), len(ptrs), n)
 
     def privatize(self, out: int, n: int, cur: int, look: int, k: int, scales_in: int,
-                  scales_out: int) -> int:
+                  scales_out: int, device: bool = False) -> int:
+        """fg_privatize (host addresses) or fg_privatize_device (out, cur,
+        look on the device); the scales are host memory either way."""
         clipped, bad = ctypes.c_int64(), ctypes.c_int64(-1)
         fp = lambda p: ctypes.cast(p, c_float_p)  # noqa: E731 (0 is NULL)
-        call("privatize", self.h, fp(out), n, fp(cur), fp(look), k, fp(scales_in), fp(scales_out),
+        rows = (out, n, cur, look, k) if device else (fp(out), n, fp(cur), fp(look), k)
+        call("privatize_device" if device else "privatize", self.h, *rows, fp(scales_in), fp(scales_out),
              ctypes.byref(clipped), ctypes.byref(bad), index=bad)
         return clipped.value
 

@@ -291,16 +291,15 @@ class Optimizer(torch.optim.Optimizer):
         if look is not None and look.shape != cur.shape:
             raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
         self._same_observation()
-        if self._device.type == "cuda":
-            raise FibergenError("fibergen: privatize on CUDA tensors is not supported yet: privatize on the CPU, "
-                                "or write the clipped mean into .grad (docs/python.md)")
         out_scales = torch.empty(k, dtype=torch.float32)
         if scales is not None:
             scales = scales.detach().to(torch.float32).contiguous().cpu()
-        g0 = self._groups[0].handle
-        clipped = g0.privatize(self._grad.data_ptr(), self.numel, cur.data_ptr(),
-                               look.data_ptr() if look is not None else 0, k,
-                               scales.data_ptr() if scales is not None else 0, out_scales.data_ptr())
+        cuda = self._device.type == "cuda"
+        if cuda:
+            self._sync_stream()
+        clipped = self._groups[0].handle.privatize(
+            self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0, look.data_ptr() if look is not None and k else 0,
+            k, scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
         return out_scales, clipped
@@ -423,10 +422,15 @@ class Optimizer(torch.optim.Optimizer):
             off += p.numel()
         return e
 
-    def _step_cuda(self) -> None:
+    def _sync_stream(self) -> None:
+        """Waits for torch's current stream where it is not the default
+        stream, on which the runtime launches (the legacy default stream)."""
         stream = torch.cuda.current_stream(self._device)
         if stream != torch.cuda.default_stream(self._device):
-            stream.synchronize()  # the runtime launches on the legacy default stream
+            stream.synchronize()
+
+    def _step_cuda(self) -> None:
+        self._sync_stream()
         for g in self._groups:
             g.handle.step_device(self._ptrs(g), g.n, g.lo)
 

@@ -73,3 +73,23 @@ def test_cuda_nonfinite_and_resume(generated):
     run(opt, ps, range(3, 10))
     run(opt2, ps2, range(3, 10))
     assert (bits(ps) == bits(ps2)).all()
+
+
+@pytest.mark.parametrize("name", ["fiber", "dp_adamw"])
+def test_cuda_privatize_matches_cpu(name, generated):
+    got, want = params("cuda"), params("cpu")
+    gpu = ft.Optimizer(got, generated / name, seed=5)
+    cpu = ft.Optimizer(want, generated / name, seed=5)
+    two_point = cpu.observation()["Kind"] == "two_point"
+    for o in (gpu, cpu):
+        o.set_dp(clip=0.5, noise_multiplier=1.0, expected_batch_size=8)
+    for t in range(5):
+        g = torch.Generator().manual_seed(t)
+        cur = [torch.randn(8, *s, generator=g) for s in SHAPES]
+        look = [torch.randn(8, *s, generator=g) for s in SHAPES] if two_point else None
+        sg, cg = gpu.privatize([c.cuda() for c in cur], [x.cuda() for x in look] if look else None), \
+            cpu.privatize(cur, look)
+        assert torch.equal(sg[0], cg[0]) and sg[1] == cg[1]
+        gpu.step()
+        cpu.step()
+    assert (bits(got) == bits(want)).all()
