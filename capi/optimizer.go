@@ -13,7 +13,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -75,17 +74,35 @@ func fg_close(h C.int64_t, err *C.char, errlen C.size_t) C.int {
 
 // info is what fg_info reports: the optimizer as it stands.
 type info struct {
-	Name            string              `json:"name"`
-	ManifestSHA256  string              `json:"manifest_sha256"`
-	Backend         runtime.Backend     `json:"backend"`
-	Buffers         []string            `json:"buffers"`
-	Hypers          []runtime.Hyper     `json:"hypers"`
-	Steps           int                 `json:"steps"`
-	Len             int                 `json:"len"`
-	Observation     runtime.Observation `json:"observation"`
-	LookaheadBuffer int                 `json:"lookahead_buffer"`
-	DP              *runtime.DP         `json:"dp"`
-	Spent           *privacy.Guarantee  `json:"spent"`
+	Name            string          `json:"name"`
+	ManifestSHA256  string          `json:"manifest_sha256"`
+	Backend         runtime.Backend `json:"backend"`
+	Buffers         []string        `json:"buffers"`
+	Hypers          []runtime.Hyper `json:"hypers"`
+	Steps           int             `json:"steps"`
+	Len             int             `json:"len"`
+	Observation     observation     `json:"observation"`
+	LookaheadBuffer int             `json:"lookahead_buffer"`
+	DP              *dpSettings     `json:"dp"`
+	Spent           *spent          `json:"spent"`
+}
+
+// observation is runtime.Observation: kind "two_point" or "" (one point).
+type observation struct {
+	Kind      string  `json:"kind"`
+	A         float64 `json:"a"`
+	Lookahead float64 `json:"lookahead"`
+}
+
+type dpSettings struct {
+	Clip            float64 `json:"clip"`
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	BatchSize       int     `json:"batch_size"`
+}
+
+type spent struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
@@ -96,16 +113,18 @@ type info struct {
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		obs := o.Observation()
 		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), Hypers: o.Hypers(),
-			Steps: o.Steps(), Len: o.Len(), Observation: o.Observation(), LookaheadBuffer: o.LookaheadBuffer()}
+			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
+			LookaheadBuffer: o.LookaheadBuffer()}
 		for _, b := range o.Manifest().Buffers {
 			x.Buffers = append(x.Buffers, b.Name)
 		}
 		if d, ok := o.DP(); ok {
-			x.DP = &d
+			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize}
 		}
 		if g, ok := o.Spent(); ok {
-			x.Spent = &g
+			x.Spent = &spent{g.Epsilon, g.Delta}
 		}
 		data, e := json.Marshal(x)
 		if e != nil {

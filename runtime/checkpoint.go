@@ -34,6 +34,9 @@ package runtime
 //	"hypers"           {"name": value, ...}: every hyper, by name
 //	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
 //	"noise"            {"sigma_w2", "draw"} where SetNoise set the noise, or absent
+//	"budget"           {"epsilon", "delta", "clip_norm", "dataset_size", "batch_size",
+//	                   "epochs", "sampling", "series", "orders"} where SetBudget set
+//	                   one, or absent: the resumed run keeps its accounting
 //	"n"                coordinates per buffer
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order
 //	"buffers"          the buffers of the data in order: "theta", then the
@@ -62,6 +65,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/fibergen/fibergen/privacy"
 )
 
 const (
@@ -103,6 +108,7 @@ type checkpointHeader struct {
 	Hypers         map[string]float64 `json:"hypers"`
 	DP             *checkpointDP      `json:"dp,omitempty"`
 	Noise          *Noise             `json:"noise,omitempty"`
+	Budget         *checkpointBudget  `json:"budget,omitempty"`
 	N              int64              `json:"n"`
 	Tensors        []checkpointTensor `json:"tensors"`
 	Buffers        []string           `json:"buffers"`
@@ -112,6 +118,41 @@ type checkpointDP struct {
 	ClipNorm        float64 `json:"clip_norm"`
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	BatchSize       int     `json:"batch_size"`
+}
+
+// checkpointBudget is a privacy budget (Budget) as a checkpoint holds it.
+type checkpointBudget struct {
+	Epsilon     float64   `json:"epsilon"`
+	Delta       float64   `json:"delta"`
+	ClipNorm    float64   `json:"clip_norm"`
+	DatasetSize int       `json:"dataset_size"`
+	BatchSize   int       `json:"batch_size"`
+	Epochs      float64   `json:"epochs"`
+	Sampling    string    `json:"sampling"`
+	Series      string    `json:"series"`
+	Orders      []float64 `json:"orders,omitempty"`
+}
+
+func newCheckpointBudget(b *Budget) *checkpointBudget {
+	s := b.Schedule
+	return &checkpointBudget{Epsilon: b.Epsilon, Delta: s.Delta, ClipNorm: b.ClipNorm, DatasetSize: s.DatasetSize,
+		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Series: s.Series.String(), Orders: s.Orders}
+}
+
+// budget calibrates the budget the checkpoint holds, as SetBudget did.
+func (c *checkpointBudget) budget() (*Budget, DP, error) {
+	sampling, err := privacy.ParseSampling(c.Sampling)
+	if err != nil {
+		return nil, DP{}, err
+	}
+	series, err := privacy.ParseSeries(c.Series)
+	if err != nil {
+		return nil, DP{}, err
+	}
+	b := &Budget{Epsilon: c.Epsilon, Delta: c.Delta, ClipNorm: c.ClipNorm, Schedule: privacy.Schedule{DatasetSize: c.DatasetSize,
+		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Series: series, Orders: c.Orders}}
+	dp, err := b.calibrate()
+	return b, dp, err
 }
 
 type checkpointTensor struct {
@@ -249,6 +290,9 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
 	}
 	h.Noise = o.noise
+	if o.budget != nil {
+		h.Budget = newCheckpointBudget(o.budget)
+	}
 	header, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -448,8 +492,9 @@ func (e *loadError) Unwrap() error { return e.kind }
 
 // checkpoint is a decoded, checked checkpoint.
 type checkpoint struct {
-	h    checkpointHeader
-	bufs [][]float32 // in h.Buffers order
+	h      checkpointHeader
+	bufs   [][]float32 // in h.Buffers order
+	budget *Budget     // h.Budget, calibrated by match
 }
 
 // preambleTotal checks the preamble and returns the file's total length.
@@ -557,6 +602,7 @@ func (o *Optimizer) load(path string, data []byte) error {
 	if h.DP != nil {
 		o.dp = &DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}
 	}
+	o.budget = c.budget
 	return nil
 }
 
@@ -600,7 +646,32 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	if err := o.prog.Check(hypers); err != nil {
 		return mismatch("checkpoint's hypers: %v", err)
 	}
-	return o.matchNoise(h)
+	if err := o.matchNoise(h); err != nil {
+		return err
+	}
+	return o.matchBudget(c)
+}
+
+// matchBudget calibrates the checkpoint's privacy budget and checks that
+// its DP settings are the budget's; an optimizer with a budget takes only
+// a checkpoint with one, since the steps of the other were not accounted.
+func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
+	h := &c.h
+	if h.Budget == nil {
+		if o.budget != nil {
+			return mismatch("the optimizer has a privacy budget and the checkpoint none: the run's steps so far were not accounted for")
+		}
+		return nil
+	}
+	b, dp, err := h.Budget.budget()
+	if err != nil {
+		return mismatch("checkpoint's privacy budget: %v", strings.TrimPrefix(err.Error(), "runtime: "))
+	}
+	if h.DP == nil || (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}) != dp {
+		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", h.DP, dp)
+	}
+	c.budget = b
+	return nil
 }
 
 func (o *Optimizer) matchLayout(h *checkpointHeader) error {

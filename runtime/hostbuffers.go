@@ -24,11 +24,19 @@ import (
 // the step counter, the seed, the hypers, the DP settings — as for
 // StepDevice: the buffers are the trainer's to checkpoint.
 //
-// The buffers must not overlap and must stay valid, unmoved, and not
-// written by anyone else while a method of the optimizer runs.
+// The buffers must not overlap and must stay valid and not written by
+// anyone else while a method of the optimizer runs. Where the trainer's
+// memory moves between calls (its values with it), UseBuffers again with
+// the new buffers, of the same length, points the optimizer at them; only
+// the first call sets the states.
 func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 	if err := o.checkUseBuffers(bufs); err != nil {
 		return err
+	}
+	if o.callerBuffers {
+		o.bufs = bufs
+		o.back.(*cpuBackend).bufs = bufs
+		return nil
 	}
 	if err := o.prog.Init(o.hypers, bufs[2:]); err != nil {
 		return err
@@ -44,12 +52,15 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 		return errors.New("runtime: UseBuffers takes host memory; a CUDA optimizer steps device buffers with StepDevice")
 	case len(o.tensors) > 0:
 		return fmt.Errorf("runtime: UseBuffers: %s has registered tensors, which own its buffers", o.Name())
-	case o.back != nil || o.bufs != nil:
+	case !o.callerBuffers && (o.back != nil || o.bufs != nil):
 		return fmt.Errorf("runtime: UseBuffers: %s has its buffers already", o.Name())
 	case len(bufs) != len(o.m.Buffers):
 		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
 	}
 	n := len(bufs[0])
+	if o.callerBuffers && n != o.n {
+		return fmt.Errorf("runtime: UseBuffers: %s steps buffers of %d values, not %d", o.Name(), o.n, n)
+	}
 	for i, b := range bufs {
 		if len(b) != n {
 			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), len(b), o.bufName(0), n)

@@ -71,6 +71,49 @@ func TestUseBuffersMatchesRegister(t *testing.T) {
 	}
 }
 
+// TestUseBuffersMoved: the trainer's buffers move (their values with
+// them); UseBuffers points the optimizer at the new ones without setting the
+// states again, and the steps go on as if nothing had moved.
+func TestUseBuffersMoved(t *testing.T) {
+	theta, grads := inputs(4)
+	want, wbufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	o, bufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	for i, g := range grads {
+		if i == 2 {
+			moved := make([][]float32, len(bufs))
+			for k, b := range bufs {
+				moved[k] = slices.Clone(b)
+				clear(b) // the old memory no longer holds the values
+			}
+			if err := o.UseBuffers(moved); err != nil {
+				t.Fatal(err)
+			}
+			bufs = moved
+		}
+		copy(bufs[1], g)
+		copy(wbufs[1], g)
+		if err := o.Step(); err != nil {
+			t.Fatal(err)
+		}
+		want.Step()
+	}
+	for k := range bufs {
+		if k != 1 && !sameBits(bufs[k], wbufs[k]) {
+			t.Errorf("buffer %d differs after the move", k)
+		}
+	}
+	if err := o.UseBuffers(bufs[:len(bufs)-1]); err == nil {
+		t.Error("fewer buffers accepted")
+	}
+	short := make([][]float32, len(bufs))
+	for k := range short {
+		short[k] = make([]float32, 3)
+	}
+	if err := o.UseBuffers(short); err == nil {
+		t.Error("buffers of another length accepted")
+	}
+}
+
 // TestUseBuffersGuard: a NaN anywhere in the caller's gradient is refused
 // by CheckGradient and by Step, which changes nothing.
 func TestUseBuffersGuard(t *testing.T) {

@@ -253,10 +253,14 @@ func (o *Optimizer) SetSeed(seed uint64) error {
 	return nil
 }
 
-// SetDP sets the DP settings of the next steps.
+// SetDP sets the DP settings of the next steps; under a privacy budget
+// (SetBudget) it is refused, since the budget's accounting assumes its own.
 func (o *Optimizer) SetDP(d DP) error {
 	if err := d.check(); err != nil {
 		return err
+	}
+	if o.budget != nil {
+		return errors.New("runtime: a privacy budget (SetBudget) sets the DP settings; other settings would spend what it does not account for")
 	}
 	o.dp, o.noise = &d, nil
 	return nil

@@ -26,26 +26,43 @@ type Budget struct {
 // steps past the schedule. It returns σ_DP. For fixed-size batches the
 // accountant's σ is relative to the replace-one sensitivity 2C, which the
 // noise follows.
+//
+// The budget holds for the whole run, so it is set before the first step
+// (a checkpoint carries it into the resumed run), and while it holds the
+// DP settings are its own: SetDP and SetNoise are refused.
 func (o *Optimizer) SetBudget(b Budget) (float64, error) {
+	if o.t > 0 {
+		return 0, fmt.Errorf("runtime: set the privacy budget before the first step (%d taken at other settings); a checkpoint carries it into a resumed run", o.t)
+	}
+	dp, err := b.calibrate()
+	if err != nil {
+		return 0, err
+	}
+	o.dp, o.noise, o.budget = &dp, nil, &b
+	return b.sigma, nil
+}
+
+// calibrate computes the budget's noise multiplier and accountant and
+// returns the DP settings it gives.
+func (b *Budget) calibrate() (DP, error) {
 	if b.Delta != 0 {
 		b.Schedule.Delta = b.Delta
 	}
 	sigma, err := b.Schedule.SigmaFor(b.Epsilon)
 	if err != nil {
-		return 0, fmt.Errorf("runtime: %w", err)
+		return DP{}, fmt.Errorf("runtime: %w", err)
 	}
 	acc, err := b.Schedule.Accountant(sigma)
 	if err != nil {
-		return 0, fmt.Errorf("runtime: %w", err)
+		return DP{}, fmt.Errorf("runtime: %w", err)
 	}
 	std := b.Schedule.NoiseStd(sigma, b.ClipNorm) // σ·sensitivity/B
 	dp := DP{ClipNorm: b.ClipNorm, NoiseMultiplier: std * float64(b.Schedule.BatchSize) / b.ClipNorm, BatchSize: b.Schedule.BatchSize}
-	if err := o.SetDP(dp); err != nil {
-		return 0, err
+	if err := dp.check(); err != nil {
+		return DP{}, err
 	}
 	b.accountant, b.sigma = acc, sigma
-	o.budget = &b
-	return sigma, nil
+	return dp, nil
 }
 
 // Spent returns the (ε, δ) that the steps taken so far have spent under the

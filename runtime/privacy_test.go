@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"bytes"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -63,5 +65,67 @@ func TestBudgetErrors(t *testing.T) {
 	}
 	if _, ok := o.Spent(); ok {
 		t.Error("a failed SetBudget left a budget")
+	}
+}
+
+// TestBudgetHolds: while a budget holds its DP settings are the only ones
+// (SetDP refused), it is set before the first step, and a checkpoint
+// carries it, so that the resumed run spends exactly what the
+// uninterrupted one does; a checkpoint whose DP settings are not its
+// budget's, or one without a budget loaded under one, is refused.
+func TestBudgetHolds(t *testing.T) {
+	s := privacy.Schedule{DatasetSize: 1000, BatchSize: 100, Epochs: 2, Sampling: privacy.Fixed}
+	open := func() (*runtime.Optimizer, *runtime.Tensor) {
+		o, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		tn, _ := o.Register("w", make([]float32, 10))
+		return o, tn
+	}
+	o, tn := open()
+	if _, err := o.SetBudget(runtime.Budget{Epsilon: 3, Delta: 1e-4, ClipNorm: 0.5, Schedule: s}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetDP(runtime.DP{ClipNorm: 1, NoiseMultiplier: 0.01, BatchSize: 100}); err == nil {
+		t.Error("SetDP under a budget was accepted")
+	}
+	g := make([]float32, 10)
+	for range 4 {
+		if err := stepAll(o, []*runtime.Tensor{tn}, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.SetBudget(runtime.Budget{Epsilon: 3, ClipNorm: 0.5, Schedule: s}); err == nil {
+		t.Error("SetBudget after steps was accepted")
+	}
+	data := saveBytes(t, o)
+	resumed, _ := open()
+	if err := resumed.LoadFrom(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := o.Spent()
+	if got, ok := resumed.Spent(); !ok || got != want {
+		t.Errorf("resumed: spent %+v (%v), the run that saved %+v", got, ok, want)
+	}
+	d1, _ := o.DP()
+	if d2, _ := resumed.DP(); d1 != d2 {
+		t.Errorf("the resumed DP settings %+v differ from %+v", d2, d1)
+	}
+
+	edited := rewrite(t, data, func(h map[string]any) { h["dp"].(map[string]any)["noise_multiplier"] = 0.01 })
+	other, _ := open()
+	if err := other.LoadFrom(bytes.NewReader(edited)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("DP settings other than the budget's: %v", err)
+	}
+	plain, ptn := open()
+	plain.SetDP(testDP)
+	stepAll(plain, []*runtime.Tensor{ptn}, g)
+	unbudgeted := saveBytes(t, plain)
+	budgeted, _ := open()
+	budgeted.SetBudget(runtime.Budget{Epsilon: 3, ClipNorm: 0.5, Schedule: s})
+	if err := budgeted.LoadFrom(bytes.NewReader(unbudgeted)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("a checkpoint without a budget into an optimizer with one: %v", err)
 	}
 }

@@ -277,6 +277,15 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 		return nil, fmt.Errorf("runtime: %d look norms and %d inner products for %d examples", len(lookNorm), len(dot), len(curNorm))
 	case lookNorm != nil && obs.Kind != "two_point":
 		return nil, fmt.Errorf("runtime: %s has no two-point observation: pass lookNorm = dot = nil", o.Name())
+	case lookNorm == nil && obs.Kind == "two_point" && obs.A != 0 && len(curNorm) > 0:
+		return nil, fmt.Errorf("runtime: %s observes two points (a = %v): the clipped norm is that of the mix, so pass lookNorm and dot too", o.Name(), obs.A)
+	}
+	for _, norms := range [][]float64{lookNorm, curNorm} {
+		for ex, v := range norms {
+			if v < 0 {
+				return nil, fmt.Errorf("runtime: the norm %v of example %d is negative", v, ex)
+			}
+		}
 	}
 	scales := make([]float32, len(curNorm))
 	if bad := reduce.ClipScales(scales, lookNorm, curNorm, dot, obs.A, o.dp.ClipNorm); bad >= 0 {

@@ -72,7 +72,7 @@ def main() -> int:
     opt = ft.Optimizer(model.parameters(), args.optimizer, lr=args.lr)
     sigma = opt.set_budget(args.epsilon, clip=args.clip, dataset_size=len(x), batch_size=args.batch,
                            epochs=args.epochs)
-    two_point = opt.observation()["Kind"] == "two_point"
+    two_point = opt.observation()["kind"] == "two_point"
     steps_per_epoch = len(x) // args.batch
     print(f"{Path(args.optimizer).name}: σ_DP = {sigma:.4f} for ε = {args.epsilon} over {args.epochs} epochs")
     rate = args.batch / len(x)

@@ -78,6 +78,7 @@ _SIGNATURES: dict[str, tuple] = {
 }
 
 _lib: Optional[ctypes.CDLL] = None
+_pid = 0  # the process that loaded the library: the Go runtime in it does not survive fork
 
 
 def library_path() -> Path:
@@ -87,8 +88,11 @@ def library_path() -> Path:
 
 def lib() -> ctypes.CDLL:
     """The loaded library, its signatures declared and its ABI checked."""
-    global _lib
+    global _lib, _pid
     if _lib is not None:
+        if os.getpid() != _pid:
+            raise FibergenError("fibergen: this process was forked from the one that loaded libfibergen.so, and the Go "
+                                "runtime inside does not survive fork: start workers with the 'spawn' start method")
         return _lib
     path = library_path()
     if not path.exists():
@@ -101,7 +105,7 @@ def lib() -> ctypes.CDLL:
         f.restype = None if name == "fg_free" else ctypes.c_int
     if (v := cdll.fg_abi_version()) != ABI_VERSION:
         raise FibergenError(f"fibergen: {path} has ABI version {v}, this binding needs {ABI_VERSION}: rebuild it")
-    _lib = cdll
+    _lib, _pid = cdll, os.getpid()
     return cdll
 
 
@@ -109,7 +113,8 @@ def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
          value: Optional[ctypes.c_float] = None) -> None:
     """Calls fg_<name> with args and the error buffer; raises on a status."""
     err = ctypes.create_string_buffer(_ERRLEN)
-    status = getattr(lib(), "fg_" + name)(*args, err, _ERRLEN)
+    f = getattr(lib(), "fg_" + name)
+    status = f(*args, err, _ERRLEN)
     if status == _OK:
         return
     msg = err.value.decode("utf-8", "replace")

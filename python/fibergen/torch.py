@@ -49,6 +49,7 @@ class _Group:
         self.handle, self.start, self.stop, self.lo, self.hi = handle, start, stop, lo, hi
         self.states: list[torch.Tensor] = []
         self.applied: dict[str, float] = {}  # the hypers the runtime holds
+        self.bound: list[int] = []  # the host addresses the runtime steps (use_buffers)
 
     @property
     def n(self) -> int:
@@ -80,6 +81,12 @@ class Optimizer(torch.optim.Optimizer):
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  **hypers: float):
         self._path = Path(path)
+        if not self._path.is_dir():
+            where = "" if self._path.is_absolute() else f" (relative to {Path.cwd()})"
+            raise FibergenError(f"fibergen: no directory {self._path}{where}: give one that fibergen build wrote, "
+                                "e.g. generated/fiber after make build")
+        if not isinstance(threads, int) or threads < 0:
+            raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
         self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
@@ -94,12 +101,20 @@ class Optimizer(torch.optim.Optimizer):
         self._pg = process_group
         self._rank, self._world = (dist.get_rank(process_group), dist.get_world_size(process_group)) \
             if process_group is not None else (0, 1)
+        if seed is not None and not (isinstance(seed, int) and 0 <= seed < 1 << 64):
+            raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
         self._open_groups()
         self._share_seed(seed, probe.seed())
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
         self.skipped_steps = 0
         self.last_nonfinite: Optional[NonFiniteGradient] = None
+        self._in_lookahead = False
+        self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("fibergen: an Optimizer holds kernels and device memory and cannot be pickled or "
+                        "deep-copied: save opt.state_dict() and load it into a new Optimizer")
 
     # --- layout -----------------------------------------------------------
 
@@ -121,6 +136,8 @@ class Optimizer(torch.optim.Optimizer):
         if not params:
             raise ValueError("fibergen: the optimizer got no parameters")
         dev = params[0].device
+        if dev.type not in ("cpu", "cuda"):
+            raise FibergenError(f"fibergen: parameters on {dev}: the kernels run on the CPU and on CUDA devices")
         for i, p in enumerate(params):
             if p.dtype != torch.float32 or p.device != dev:
                 raise FibergenError(f"fibergen: parameter {i} is {p.dtype} on {p.device}: every parameter must be "
@@ -158,7 +175,8 @@ class Optimizer(torch.optim.Optimizer):
             if cuda:
                 g.handle.init_device_states(self._ptrs(g), g.n)
             else:
-                g.handle.use_buffers(self._ptrs(g), g.n)
+                g.bound = self._ptrs(g)
+                g.handle.use_buffers(g.bound, g.n)
             self._groups.append(g)
             start = stop
 
@@ -173,9 +191,9 @@ class Optimizer(torch.optim.Optimizer):
         if seed is None:
             seed = drawn
             if self._pg is not None:
-                t = torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed], dtype=torch.int64)
-                dist.broadcast(t, dist.get_global_rank(self._pg, 0) if hasattr(dist, "get_global_rank") else 0,
-                               group=self._pg)
+                t = torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed], dtype=torch.int64,
+                                 device=self._device)
+                dist.broadcast(t, _global_rank0(self._pg), group=self._pg)
                 seed = int(t.item()) & ((1 << 64) - 1)
         for g in self._groups:
             g.handle.set_seed(seed)
@@ -186,9 +204,33 @@ class Optimizer(torch.optim.Optimizer):
         """Hands the group's hypers to the runtime where they changed (e.g.
         by an LR scheduler); the runtime checks them as a whole."""
         values = {k: float(pg[k]) for k in self.defaults if pg[k] != g.applied.get(k)}
+        for k, v in values.items():
+            if not math.isfinite(v):
+                raise ValueError(f"fibergen: hyper {k} = {v}: want a finite number")
         if values:
             g.handle.set_hypers(values)
             g.applied.update(values)
+
+    def _sync(self) -> None:
+        """Brings the runtime up to date with the trainer's side: the groups'
+        hypers (a scheduler may have changed them), and, on the CPU, where the
+        flat buffers are now (checking the parameters are still views of
+        them)."""
+        for g, pg in zip(self._groups, self.param_groups):
+            self._apply_hypers(g, pg)
+        base, off = self._theta.data_ptr(), 0
+        for i, p in enumerate(self._params()):
+            if p.device != self._device or p.data_ptr() != base + 4 * off:
+                raise FibergenError(
+                    f"fibergen: parameter {i} is no longer a view of the optimizer's flat buffer (p.data replaced, "
+                    "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
+                    "once the model is where it trains, and do not replace p.data")
+            off += p.numel()
+        if self._device.type == "cpu":
+            for g in self._groups:
+                if (ptrs := self._ptrs(g)) != g.bound:  # the storage moved (e.g. share_memory_)
+                    g.handle.use_buffers(ptrs, g.n)
+                    g.bound = ptrs
 
     def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
         """The DP settings of the next steps: per-example clipping norm C,
@@ -215,7 +257,7 @@ class Optimizer(torch.optim.Optimizer):
     def spent(self) -> Optional[tuple[float, float]]:
         """The (ε, δ) spent so far under the budget, or None without one."""
         s = self._groups[0].handle.info()["spent"]
-        return None if s is None else (s["Epsilon"], s["Delta"])
+        return None if s is None else (s["epsilon"], s["delta"])
 
     @property
     def steps(self) -> int:
@@ -223,7 +265,9 @@ class Optimizer(torch.optim.Optimizer):
         return self._groups[0].handle.info()["steps"]
 
     def observation(self) -> dict:
-        """The next step's observation: {"Kind", "A", "Lookahead"}."""
+        """The next step's observation at the groups' current hypers:
+        {"kind": "two_point" or "", "a", "lookahead"}."""
+        self._sync()
         return self._groups[0].handle.info()["observation"]
 
     # --- gradients ----------------------------------------------------------
@@ -232,6 +276,7 @@ class Optimizer(torch.optim.Optimizer):
         """Zeroes the flat gradient; the parameters' ``.grad`` stay views of it."""
         self._grad.zero_()
         self._adopt_grads()
+        self._grad_invalid = ""
 
     def _adopt_grads(self) -> None:
         """Puts back into the flat gradient any ``.grad`` that was replaced
@@ -248,16 +293,19 @@ class Optimizer(torch.optim.Optimizer):
                 p.grad = view.view_as(p)
             off += k
 
-    def _rows(self, grads: Optional[Sequence[torch.Tensor]], what: str) -> tuple[torch.Tensor, int]:
-        """Per-example gradients, one tensor [k, *p.shape] per parameter in
-        order (or read from each parameter's Opacus ``grad_sample``), as one
-        contiguous [k, numel] float32 matrix on the parameters' device."""
+    def _rows(self, grads: Any, what: str) -> tuple[torch.Tensor, int]:
+        """Per-example gradients, one tensor [k, *p.shape] per parameter (a
+        dict keyed by parameter, a list in the groups' order, or None for
+        each parameter's Opacus ``grad_sample``), as one contiguous
+        [k, numel] float32 matrix on the parameters' device."""
         params = self._params()
         if grads is None:
             grads = [getattr(p, "grad_sample", None) for p in params]
             if any(g is None for g in grads):
                 raise ValueError(f"fibergen: privatize: no {what} given and a parameter has no grad_sample")
         if isinstance(grads, dict):
+            if missing := [i for i, p in enumerate(params) if p not in grads]:
+                raise ValueError(f"fibergen: privatize: no {what} for parameters {missing}")
             grads = [grads[p] for p in params]
         grads = list(grads)
         if len(grads) != len(params):
@@ -271,38 +319,63 @@ class Optimizer(torch.optim.Optimizer):
             torch.zeros(0, self.numel, dtype=torch.float32, device=self._device)
         return rows.to(dtype=torch.float32, device=self._device).contiguous(), k
 
-    def privatize(self, per_example_grads: Optional[Sequence[torch.Tensor]] = None,
-                  lookahead: Optional[Sequence[torch.Tensor]] = None, *,
+    def privatize(self, per_example_grads: Any = None, lookahead: Any = None, *,
                   scales: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, int]:
-        """Sets the gradient of the next step from per-example gradients:
-        each example's u = A·lookahead + (1−A)·per_example (the two_point
-        observation; ``lookahead`` are the gradients taken inside
-        ``with opt.lookahead():``, None for other optimizers) is clipped to C
-        over all the parameters, and the clipped sum divided by the expected
-        batch size B is written into the parameters' ``.grad``. With a
-        process group, each rank passes its share of the batch and the sums
-        are all-reduced. ``scales`` (one per example, e.g. from
-        ``clip_scales``) replaces the clipping. Returns the scales and the
-        number of examples clipped. A NaN or ±Inf raises NonFiniteExample
-        and changes nothing."""
+        """Sets the gradient of the next step from per-example gradients —
+        a dict {parameter: [k, *p.shape]} as ``per_example_grads`` returns,
+        a list in the order of the groups' parameters, or None to read each
+        parameter's Opacus ``grad_sample``: each example's u =
+        A·lookahead + (1−A)·per_example (the two_point observation;
+        ``lookahead`` are the gradients taken inside ``with
+        opt.lookahead():``, None for other optimizers) is clipped to C over
+        all the parameters, and the clipped sum divided by the expected batch
+        size B is written into the parameters' ``.grad``. With a process
+        group, each rank passes its share of the batch and the sums are
+        all-reduced. ``scales`` (one per example, e.g. from ``clip_scales``)
+        replaces the clipping. Returns the scales and the number of examples
+        clipped. A NaN or ±Inf raises NonFiniteExample and changes nothing
+        (with a process group: on every rank, and step refuses until the
+        next privatize or zero_grad)."""
+        self._sync()
         self._adopt_grads()
         cur, k = self._rows(per_example_grads, "per-example gradients")
         look = self._rows(lookahead, "look-ahead gradients")[0] if lookahead is not None else None
         if look is not None and look.shape != cur.shape:
             raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
-        self._same_observation()
-        out_scales = torch.empty(k, dtype=torch.float32)
         if scales is not None:
             scales = scales.detach().to(torch.float32).contiguous().cpu()
+            if tuple(scales.shape) != (k,):
+                raise ValueError(f"fibergen: privatize: scales of shape {tuple(scales.shape)} for {k} examples")
+        self._same_observation()
+        out_scales = torch.empty(k, dtype=torch.float32)
         cuda = self._device.type == "cuda"
         if cuda:
             self._sync_stream()
-        clipped = self._groups[0].handle.privatize(
-            self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0, look.data_ptr() if look is not None and k else 0,
-            k, scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
+        try:
+            clipped = self._groups[0].handle.privatize(
+                self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0,
+                look.data_ptr() if look is not None and k else 0, k,
+                scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
+        except NonFiniteExample as e:
+            self._agree(str(e))
+            raise
+        self._agree("")
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
+        self._grad_invalid = ""
         return out_scales, clipped
+
+    def _agree(self, failure: str) -> None:
+        """With a process group, tells every rank whether privatize failed on
+        any, so that all raise together (and the collectives stay paired)."""
+        if self._pg is None:
+            return
+        flag = torch.tensor([int(bool(failure))], dtype=torch.int32, device=self._device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
+        if flag.item():
+            self._grad_invalid = failure or "privatize failed on another rank (a non-finite example)"
+            if not failure:
+                raise NonFiniteExample(f"fibergen: {self._grad_invalid}", -1)
 
     def clip_scales(self, cur_norms: torch.Tensor, look_norms: Optional[torch.Tensor] = None,
                     dots: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -312,11 +385,18 @@ class Optimizer(torch.optim.Optimizer):
         runtime in float64. Weight each example's loss by its scale (and the
         observation's A, 1−A), backpropagate the sum, divide by B into
         ``.grad``; or pass the scales to ``privatize``."""
+        self._sync()
+        self._same_observation()
         f64 = lambda t: None if t is None else t.detach().to(torch.float64).contiguous().cpu()  # noqa: E731
         cur, look, dot = f64(cur_norms), f64(look_norms), f64(dots)
-        out = torch.empty(cur.shape[0], dtype=torch.float32)
+        k = cur.shape[0] if cur.dim() == 1 else -1
+        for name, t in (("cur_norms", cur), ("look_norms", look), ("dots", dot)):
+            if t is not None and (t.dim() != 1 or t.shape[0] != k):
+                raise ValueError(f"fibergen: clip_scales: {name} has shape {tuple(t.shape)}, want ({k},) "
+                                 "like cur_norms, one value per example")
+        out = torch.empty(k, dtype=torch.float32)
         self._groups[0].handle.clip_scales(look.data_ptr() if look is not None else 0, cur.data_ptr(),
-                                           dot.data_ptr() if dot is not None else 0, cur.shape[0], out.data_ptr())
+                                           dot.data_ptr() if dot is not None else 0, k, out.data_ptr())
         return out
 
     def _same_observation(self) -> None:
@@ -329,23 +409,26 @@ class Optimizer(torch.optim.Optimizer):
     def lookahead(self) -> Iterator[None]:
         """Puts the parameters at the look-ahead point of the next step,
         θ_t + γ·(θ_t − θ_{t−1}), for the second gradient of a two_point
-        optimizer, and back on exit."""
+        optimizer, and back on exit; ``step`` is refused inside."""
+        self._sync()
         bufs = [g.handle.info()["lookahead_buffer"] for g in self._groups]
         if -1 in bufs:
             raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
-        if all(b == 0 for b in bufs):  # before the first step: θ_0 itself
-            yield
-            return
-        saved = self._theta.clone()
-        with torch.no_grad():
-            for g, b in zip(self._groups, bufs):
-                self._theta[g.lo:g.hi].copy_(g.states[b - 2])
-            self._gather()
+        saved = self._theta.clone() if any(b > 0 for b in bufs) else None  # 0: θ_0 itself, before the first step
+        if saved is not None:
+            with torch.no_grad():
+                for g, b in zip(self._groups, bufs):
+                    if b > 0:
+                        self._theta[g.lo:g.hi].copy_(g.states[b - 2])
+                self._gather()
+        self._in_lookahead = True
         try:
             yield
         finally:
-            with torch.no_grad():
-                self._theta.copy_(saved)
+            self._in_lookahead = False
+            if saved is not None:
+                with torch.no_grad():
+                    self._theta.copy_(saved)
 
     # --- the step -------------------------------------------------------------
 
@@ -356,12 +439,17 @@ class Optimizer(torch.optim.Optimizer):
         kernel. A NaN or ±Inf gradient entry skips the step — parameters,
         states, step counter and noise position unchanged — sets
         ``found_inf`` and warns, as torch.cuda.amp.GradScaler skips."""
+        if self._in_lookahead:
+            raise FibergenError("fibergen: step inside 'with opt.lookahead()': the parameters there are the look-ahead "
+                                "point, not θ_t; step after the block")
+        if self._grad_invalid:
+            raise FibergenError(f"fibergen: the gradient is not a privatized one: {self._grad_invalid}; "
+                                "privatize the next batch (or zero_grad) before stepping")
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        for g, pg in zip(self._groups, self.param_groups):
-            self._apply_hypers(g, pg)
+        self._sync()
         self._adopt_grads()
         self.last_nonfinite = None
         # One group on one process: its step checks the gradient itself
@@ -386,7 +474,7 @@ class Optimizer(torch.optim.Optimizer):
         """Reports a step skipped for a non-finite gradient."""
         self.found_inf = True
         self.skipped_steps += 1
-        warnings.warn(f"fibergen: step skipped: {self.last_nonfinite}", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"fibergen: step skipped: {self.last_nonfinite}", RuntimeWarning, stacklevel=4)
         return loss
 
     def _found_inf(self) -> bool:
@@ -403,7 +491,7 @@ class Optimizer(torch.optim.Optimizer):
                 break
         bad = self.last_nonfinite is not None
         if self._pg is not None:
-            flag = torch.tensor([int(bad)], dtype=torch.int32)
+            flag = torch.tensor([int(bad)], dtype=torch.int32, device=self._device)
             dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
             if flag.item() and not bad:
                 self.last_nonfinite = NonFiniteGradient("fibergen: another rank's gradient is not finite", -1,
@@ -444,32 +532,38 @@ class Optimizer(torch.optim.Optimizer):
 
     # --- checkpoints ------------------------------------------------------------
 
+    def _shapes(self) -> list[list[list[int]]]:
+        return [[list(p.shape) for p in pg["params"]] for pg in self.param_groups]
+
     def state_dict(self) -> dict:
         """The optimizer's state: per group the runtime's checkpoint (step,
-        seed, hypers, DP settings, build hash; keep it as private as the
-        data — the seed undoes the noise) and this rank's slice of each
-        state; the param groups' hypers; the layout."""
+        seed, hypers, DP settings, privacy budget, build hash — as a uint8
+        tensor; keep it as private as the data, since the seed undoes the
+        noise) and this rank's slice of each state; the param groups (every
+        key but the parameters, which are indices); the layout."""
+        self._sync()  # the checkpoint holds the hypers the groups hold now
         state = {}
         for i, g in enumerate(self._groups):
-            state[i] = {"checkpoint": g.handle.save(), "slice": [g.lo, g.hi],
+            blob = torch.frombuffer(bytearray(g.handle.save()), dtype=torch.uint8)
+            state[i] = {"checkpoint": blob, "slice": [g.lo, g.hi],
                         **{name: s.detach().clone() for name, s in zip(self._states, g.states)}}
-        groups = []
-        idx = 0
+        groups, idx = [], 0
         for pg in self.param_groups:
             k = len(pg["params"])
-            groups.append({**{h: pg[h] for h in self.defaults}, "params": list(range(idx, idx + k))})
+            groups.append({**{h: v for h, v in pg.items() if h != "params"}, "params": list(range(idx, idx + k))})
             idx += k
         return {"state": state, "param_groups": groups,
                 "fibergen": {"format": _STATE_DICT_FORMAT, "optimizer": self._info["name"],
-                             "manifest_sha256": self._info["manifest_sha256"],
-                             "numels": [[p.numel() for p in pg["params"]] for pg in self.param_groups],
+                             "manifest_sha256": self._info["manifest_sha256"], "shapes": self._shapes(),
                              "world_size": self._world, "rank": self._rank}}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restores a state_dict of this optimizer's build and layout into an
         optimizer that has not stepped (resuming is then bit for bit the run
-        that saved it, and never replays noise). Everything is checked before
-        anything changes; a mismatched or damaged state_dict raises."""
+        that saved it, and never replays noise). The state_dict is checked —
+        its format, optimizer, layout, the states' dtypes, shapes and
+        finiteness, then every group's checkpoint by the runtime — before
+        anything changes; a mismatched or damaged one raises."""
         groups = self._check_state_dict(state_dict)
         for g, (blob, _) in zip(self._groups, groups):
             g.handle.check_checkpoint(blob)
@@ -478,14 +572,14 @@ class Optimizer(torch.optim.Optimizer):
             with torch.no_grad():
                 for dst, src in zip(g.states, states):
                     dst.copy_(src)
-        for g, pg in zip(self._groups, self.param_groups):
+        for g, pg, saved in zip(self._groups, self.param_groups, state_dict["param_groups"]):
             hypers = {h["name"]: h["value"] for h in g.handle.info()["hypers"]}
-            pg.update(hypers)
+            pg.update({k: v for k, v in saved.items() if k != "params"}, **hypers)
             g.applied = dict(hypers)
 
     def _check_state_dict(self, sd: Any) -> list[tuple[bytes, list[torch.Tensor]]]:
         """The checks of load_state_dict that need no runtime: the format,
-        the optimizer, the layout, the states' shapes."""
+        the optimizer, the layout, the states."""
         def bad(msg: str) -> FibergenError:
             return FibergenError(f"fibergen: load_state_dict: {msg}")
         if not isinstance(sd, dict) or not isinstance(sd.get("fibergen"), dict) or \
@@ -494,26 +588,32 @@ class Optimizer(torch.optim.Optimizer):
         meta = sd["fibergen"]
         if meta.get("optimizer") != self._info["name"]:
             raise bad(f"state of {meta.get('optimizer')!r}, this optimizer is {self._info['name']!r}")
-        numels = [[p.numel() for p in pg["params"]] for pg in self.param_groups]
-        if meta.get("numels") != numels:
+        if meta.get("shapes") != self._shapes():
             raise bad("the parameter groups differ in number or shape from the state_dict's")
         if (meta.get("world_size"), meta.get("rank")) != (self._world, self._rank):
             raise bad(f"state of rank {meta.get('rank')} of {meta.get('world_size')}, "
                       f"this is rank {self._rank} of {self._world}")
-        out = []
-        for i, g in enumerate(self._groups):
-            st = sd.get("state", {}).get(i)
-            if not isinstance(st, dict) or not isinstance(st.get("checkpoint"), bytes):
-                raise bad(f"group {i} has no checkpoint")
-            states = []
-            for name in self._states:
-                t = st.get(name)
-                if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (g.n,):
-                    raise bad(f"group {i}: state {name} should be a float32 tensor of {g.n} values, got "
-                              f"{type(t).__name__} {getattr(t, 'dtype', '')} {tuple(getattr(t, 'shape', ()))}")
-                states.append(t)
-            out.append((st["checkpoint"], states))
-        return out
+        if not isinstance(sd.get("param_groups"), list) or len(sd["param_groups"]) != len(self._groups):
+            raise bad("its param_groups do not match the optimizer's")
+        return [self._check_group(i, g, sd.get("state", {}).get(i), bad) for i, g in enumerate(self._groups)]
+
+    def _check_group(self, i: int, g: _Group, st: Any, bad: Any) -> tuple[bytes, list[torch.Tensor]]:
+        """Group i's checkpoint and states from a state_dict, checked."""
+        blob = st.get("checkpoint") if isinstance(st, dict) else None
+        if not (isinstance(blob, torch.Tensor) and blob.dtype == torch.uint8 and blob.dim() == 1):
+            raise bad(f"group {i} has no checkpoint (a uint8 tensor)")
+        if st.get("slice") != [g.lo, g.hi]:
+            raise bad(f"group {i} holds coordinates {st.get('slice')}, this rank's are {[g.lo, g.hi]}")
+        states = []
+        for name in self._states:
+            t = st.get(name)
+            if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (g.n,):
+                raise bad(f"group {i}: state {name} should be a float32 tensor of {g.n} values, got "
+                          f"{type(t).__name__} {getattr(t, 'dtype', '')} {tuple(getattr(t, 'shape', ()))}")
+            if not bool(torch.isfinite(t).all()):
+                raise bad(f"group {i}: state {name} holds a NaN or ±Inf")
+            states.append(t)
+        return blob.cpu().numpy().tobytes(), states
 
     def close(self) -> None:
         """Releases the runtime optimizers (the kernels, device resources)."""
@@ -521,22 +621,30 @@ class Optimizer(torch.optim.Optimizer):
             g.handle.close()
 
 
-def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor) -> list[torch.Tensor]:
+def _global_rank0(pg: Any) -> int:
+    """The global rank of the process group's rank 0 (broadcast's src)."""
+    if pg is None or pg is dist.group.WORLD:
+        return 0
+    get = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank  # torch 1.13
+    return get(pg, 0)
+
+
+def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor) -> dict[torch.Tensor, torch.Tensor]:
     """Each example's gradient of ``loss(model(inputs), *targets)`` — batch
     holds the inputs, then the targets, examples first — by torch.func (or
-    functorch) vmap(grad(...)): one tensor [k, *p.shape] per parameter of
-    ``model.parameters()``, as ``Optimizer.privatize`` takes them."""
+    functorch) vmap(grad(...)): a dict {parameter: [k, *p.shape]}, as
+    ``Optimizer.privatize`` takes it whatever the groups' order."""
     try:
         from torch.func import functional_call, grad, vmap
     except ImportError:  # torch 1.13, Debian 12's
         from functorch import grad, vmap
         from torch.nn.utils.stateless import functional_call
-    names = [n for n, _ in model.named_parameters()]
-    params = {n: p.detach() for n, p in model.named_parameters()}
+    named = dict(model.named_parameters())
+    params = {n: p.detach() for n, p in named.items()}
 
     def one(ps: dict, x: torch.Tensor, *targets: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, ps, (x.unsqueeze(0),))
         return loss(out, *[t.unsqueeze(0) for t in targets])
 
     grads = vmap(grad(one), in_dims=(None,) + (0,) * len(batch))(params, *batch)
-    return [grads[n] for n in names]
+    return {p: grads[n] for n, p in named.items()}

@@ -66,8 +66,8 @@ def training(rank: int, out: Path, gen: Path, name: str) -> None:
     # A reproducible run needs a fixed seed: the test compares two runs.
     opt = ft.Optimizer(m.parameters(), gen / name, seed=5, process_group=dist.group.WORLD, lr=3e-3)
     opt.set_dp(clip=1.0, noise_multiplier=0.3, expected_batch_size=32)
-    two = opt.observation()["Kind"] == "two_point"
-    skipped = 0
+    two = opt.observation()["kind"] == "two_point"
+    skipped = refused = 0
     for t in range(10):
         idx = torch.randint(0, 256, (32,), generator=torch.Generator().manual_seed(t))
         mine = idx[rank * 16:(rank + 1) * 16]
@@ -76,7 +76,17 @@ def training(rank: int, out: Path, gen: Path, name: str) -> None:
             with opt.lookahead():
                 look = ft.per_example_grads(m, F.cross_entropy, x[mine], y[mine])
         cur = ft.per_example_grads(m, F.cross_entropy, x[mine], y[mine])
-        opt.privatize(cur, look)
+        if t == 6 and rank == 0:  # one rank's example is not finite: every rank raises, none steps
+            next(iter(cur.values()))[3].view(-1)[0] = float("nan")
+        try:
+            opt.privatize(cur, look)
+        except ft.NonFiniteExample:
+            refused += 1
+            try:
+                opt.step()
+            except ft.FibergenError:
+                refused += 1  # the gradient is not a privatized one until the next privatize
+            continue
         if t == 4 and rank == 1:
             list(m.parameters())[-1].grad[0] = float("nan")
         with warnings.catch_warnings():
@@ -84,7 +94,7 @@ def training(rank: int, out: Path, gen: Path, name: str) -> None:
             opt.step()
         skipped += opt.found_inf
     np.save(out / f"train-{rank}.npy", flat(m.parameters()))
-    np.save(out / f"meta-{rank}.npy", np.array([seeds[0].item() == seeds[1].item(), skipped, opt.steps]))
+    np.save(out / f"meta-{rank}.npy", np.array([seeds[0].item() == seeds[1].item(), skipped, refused, opt.steps]))
 
 
 def main() -> None:

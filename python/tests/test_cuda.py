@@ -80,7 +80,7 @@ def test_cuda_privatize_matches_cpu(name, generated):
     got, want = params("cuda"), params("cpu")
     gpu = ft.Optimizer(got, generated / name, seed=5)
     cpu = ft.Optimizer(want, generated / name, seed=5)
-    two_point = cpu.observation()["Kind"] == "two_point"
+    two_point = cpu.observation()["kind"] == "two_point"
     for o in (gpu, cpu):
         o.set_dp(clip=0.5, noise_multiplier=1.0, expected_batch_size=8)
     for t in range(5):

@@ -46,9 +46,11 @@ def test_training_is_deterministic(generated, tmp_path):
         ranks(d, "training", generated, "fiber")
         runs.append([np.load(d / f"train-{r}.npy") for r in range(2)])
         for r in range(2):
-            same_seed, skipped, steps = np.load(d / f"meta-{r}.npy")
+            same_seed, skipped, refused, steps = np.load(d / f"meta-{r}.npy")
             assert same_seed, "the ranks drew different secret seeds"
-            assert (skipped, steps) == (1, 9), "a NaN on one rank must skip the step on both"
+            assert skipped == 1, "a NaN gradient on one rank must skip the step on both"
+            assert refused == 2, "a NaN example on one rank must fail privatize, and the step, on both"
+            assert steps == 8
     for r in range(2):
         assert runs[0][r].tobytes() == runs[0][0].tobytes(), "the ranks' parameters differ"
         assert runs[1][r].tobytes() == runs[0][r].tobytes(), "two runs differ"

@@ -80,7 +80,7 @@ def test_privatize_matches_fibergen_run(name, generated, fibergen_bin, tmp_path)
     np.save(tmp_path / "look.npy", look)
     params = make_params(theta)
     opt = ft.Optimizer(params, generated / name, seed=SEED)
-    two_point = opt.observation()["Kind"] == "two_point"
+    two_point = opt.observation()["kind"] == "two_point"
     dsl = Path(__file__).resolve().parents[2] / "optimizers" / f"{name}.dsl"
     args = ["--example-grads", str(tmp_path / "cur.npy"), "--clip", repr(clip), "--noise-multiplier", repr(sigma)]
     if two_point:

@@ -111,9 +111,16 @@ def test_load_state_dict_refuses_and_changes_nothing(generated):
         return opened(generated, seed=11)
 
     def damaged_blob(d):
-        b = bytearray(d["state"][0]["checkpoint"])
-        b[len(b) // 2] ^= 1
-        d["state"][0]["checkpoint"] = bytes(b)
+        d["state"][0]["checkpoint"][100] ^= 1
+
+    def truncated_blob(d):
+        d["state"][0]["checkpoint"] = d["state"][0]["checkpoint"][:-3]
+
+    def nan_state(d):
+        d["state"][0]["v"][3] = float("nan")
+
+    def other_slice(d):
+        d["state"][0]["slice"] = [0, 5]
 
     def short_state(d):
         d["state"][0]["m"] = d["state"][0]["m"][:-1]
@@ -122,12 +129,13 @@ def test_load_state_dict_refuses_and_changes_nothing(generated):
         d["fibergen"]["optimizer"] = "disk"
 
     def other_layout(d):
-        d["fibergen"]["numels"][0][0] += 1
+        d["fibergen"]["shapes"][0][0][0] += 1
 
     def not_ours(d):
         d.pop("fibergen")
 
-    for name, edit in [("damaged", damaged_blob), ("short state", short_state), ("other optimizer", other_opt),
+    for name, edit in [("damaged", damaged_blob), ("truncated", truncated_blob), ("short state", short_state),
+                       ("NaN state", nan_state), ("other slice", other_slice), ("other optimizer", other_opt),
                        ("other layout", other_layout), ("not fibergen", not_ours)]:
         bad = copy.deepcopy(sd)
         edit(bad)
@@ -262,7 +270,7 @@ def test_lookahead_point(generated):
     prev_m, prev = opened(generated)
     run(prev, list(prev_m.parameters()), range(2))
     theta_prev = torch.cat([p.detach().reshape(-1) for p in prev_m.parameters()])
-    gamma = opt.observation()["Lookahead"]
+    gamma = opt.observation()["lookahead"]
     with opt.lookahead():
         look = torch.cat([p.detach().reshape(-1) for p in params])
         want = theta + float(np.float32(gamma)) * (theta - theta_prev)
@@ -349,7 +357,10 @@ def test_cnn_trains_with_per_example_clipping(generated):
 
 
 def test_bad_inputs(generated, tmp_path):
-    with pytest.raises(FibergenError, match="fiber.json|no such file"):
+    with pytest.raises(FibergenError, match="no directory"):
+        ft.Optimizer(model().parameters(), tmp_path / "fiber")
+    (tmp_path / "fiber").mkdir()
+    with pytest.raises(FibergenError, match="fiber.json"):
         ft.Optimizer(model().parameters(), tmp_path / "fiber")
     m = model().double()
     with pytest.raises(FibergenError, match="float32"):
@@ -357,3 +368,129 @@ def test_bad_inputs(generated, tmp_path):
     _, opt = opened(generated)
     with pytest.raises(FibergenError, match="constructing"):
         opt.add_param_group({"params": [torch.nn.Parameter(torch.zeros(3))]})
+
+
+def test_moved_storage_is_followed_and_replaced_params_refused(generated):
+    m1, o1 = opened(generated)
+    run(o1, list(m1.parameters()), range(2))
+    m1.share_memory()  # moves the flat buffer's storage: the runtime must follow it
+    run(o1, list(m1.parameters()), range(2, 4))
+    m2, o2 = opened(generated)
+    run(o2, list(m2.parameters()), range(4))
+    assert (bits(list(m1.parameters())) == bits(list(m2.parameters()))).all()
+    p = next(m1.parameters())
+    p.data = p.data.clone()
+    with pytest.raises(FibergenError, match="no longer a view"):
+        o1.step()
+
+
+def test_argument_checks(generated):
+    m, opt = opened(generated)
+    params = list(m.parameters())
+    rows = [torch.zeros(4, *p.shape) for p in params]
+    with pytest.raises(ValueError, match="scales"):
+        opt.privatize(rows, rows, scales=torch.ones(2))
+    with pytest.raises(ValueError, match="look_norms"):
+        opt.clip_scales(torch.ones(4), torch.ones(2), torch.ones(2))
+    with pytest.raises(FibergenError, match="two points"):
+        opt.clip_scales(torch.ones(4))  # fiber clips the mix: the look norms are needed
+    with pytest.raises(ValueError, match="seed"):
+        ft.Optimizer(model().parameters(), generated / "fiber", seed=-1)
+    with pytest.raises(ValueError, match="threads"):
+        ft.Optimizer(model().parameters(), generated / "fiber", threads=-3)
+    opt.param_groups[0]["lr"] = float("nan")
+    with pytest.raises(ValueError, match="lr"):
+        opt.step()
+    opt.param_groups[0]["lr"] = 1e-3
+    with pytest.raises(TypeError, match="state_dict"):
+        copy.deepcopy(opt)
+
+
+def test_budget_holds_and_resumes(generated):
+    m1 = model()
+    o1 = ft.Optimizer(m1.parameters(), generated / "fiber", seed=2)
+    o1.set_budget(3.0, clip=1.0, dataset_size=1000, batch_size=100, epochs=1)
+    with pytest.raises(FibergenError, match="budget"):
+        o1.set_dp(clip=1.0, noise_multiplier=0.01, expected_batch_size=100)
+    run(o1, list(m1.parameters()), range(4))
+    with pytest.raises(FibergenError, match="before the first step"):
+        o1.set_budget(3.0, clip=1.0, dataset_size=1000, batch_size=100, epochs=1)
+    sd = o1.state_dict()
+    m2 = model()
+    m2.load_state_dict(m1.state_dict())
+    o2 = ft.Optimizer(m2.parameters(), generated / "fiber")
+    o2.load_state_dict(sd)
+    assert o2.spent() == o1.spent()
+    run(o1, list(m1.parameters()), range(4, 10))
+    run(o2, list(m2.parameters()), range(4, 10))
+    assert o2.spent() == o1.spent() and (bits(list(m1.parameters())) == bits(list(m2.parameters()))).all()
+    with pytest.raises(FibergenError, match="budget"):
+        run(o2, list(m2.parameters()), range(10, 11))
+
+
+def test_group_order_does_not_mix_gradients(generated):
+    """per_example_grads returns a dict by parameter, so groups that list the
+    parameters in another order than the model get each its own gradient."""
+    torch.manual_seed(0)
+    x, y = torch.randn(6, 1, 8, 8), torch.randint(0, 10, (6,))
+    m = model()
+    ps = list(m.parameters())
+    opt = ft.Optimizer([{"params": ps[2:]}, {"params": ps[:2]}], generated / "dp_adamw", seed=1)
+    opt.set_dp(clip=1e6, noise_multiplier=0.0, expected_batch_size=6)  # no clipping: the mean gradient
+    opt.privatize(ft.per_example_grads(m, F.cross_entropy, x, y))
+    got = [p.grad.clone() for p in ps]
+    m.zero_grad()
+    ref = model()
+    F.cross_entropy(ref(x), y).backward()
+    for g, r in zip(got, ref.parameters()):
+        assert torch.allclose(g, r.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_scheduler_resume_is_bit_identical(generated):
+    def fresh():
+        m, o = opened(generated)
+        return m, o, torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5)
+
+    m, o, sched = fresh()
+    for t in range(5):
+        run(o, list(m.parameters()), range(t, t + 1))
+        sched.step()
+    want = bits(list(m.parameters()))
+    m1, o1, s1 = fresh()
+    for t in range(2):
+        run(o1, list(m1.parameters()), range(t, t + 1))
+        s1.step()
+    sd, ssd, msd = o1.state_dict(), s1.state_dict(), m1.state_dict()
+    m2, o2, s2 = fresh()
+    m2.load_state_dict(msd)
+    o2.load_state_dict(sd)
+    s2.load_state_dict(ssd)
+    for t in range(2, 5):
+        run(o2, list(m2.parameters()), range(t, t + 1))
+        s2.step()
+    assert (bits(list(m2.parameters())) == want).all()
+
+
+def test_hypers_apply_before_the_gradients_are_taken(generated):
+    m, opt = opened(generated)
+    opt.param_groups[0]["gamma"] = 0.9
+    assert opt.observation()["lookahead"] == 0.9
+    run(opt, list(m.parameters()), range(1))
+    with opt.lookahead():
+        with pytest.raises(FibergenError, match="lookahead"):
+            opt.step()
+    assert opt.steps == 1
+
+
+def test_fork_is_refused(generated):
+    import os
+    m, opt = opened(generated)
+    pid = os.fork()
+    if pid == 0:  # the child: the Go runtime is not there
+        try:
+            opt.step()
+        except FibergenError as e:
+            os._exit(0 if "fork" in str(e) else 2)
+        os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
