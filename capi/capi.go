@@ -30,6 +30,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -75,11 +76,30 @@ func lookup(h C.int64_t) (*handle, error) {
 func with(h C.int64_t, err *C.char, errlen C.size_t, f func(o *runtime.Optimizer) error) C.int {
 	x, e := lookup(h)
 	if e == nil {
-		x.mu.Lock()
-		e = f(x.o)
-		x.mu.Unlock()
+		e = x.run(f)
 	}
 	return status(e, err, errlen)
+}
+
+// run runs f on the optimizer, one call at a time, unless it was closed
+// meanwhile.
+func (x *handle) run(f func(o *runtime.Optimizer) error) (err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.o == nil {
+		return errors.New("fibergen: the optimizer is closed")
+	}
+	defer recovered(&err)
+	return f(x.o)
+}
+
+// recovered turns a panic — a NULL output pointer, a length past memory —
+// into an error, so that no bad argument brings down the caller's process
+// with a Go panic.
+func recovered(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("fibergen: bad arguments (%v)", r)
+	}
 }
 
 // status maps an error to its status and writes its message into err.

@@ -32,21 +32,29 @@ type openOptions struct {
 //
 //export fg_open
 func fg_open(dir, optionsJSON *C.char, out *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return status(openHandle(dir, optionsJSON, out), err, errlen)
+}
+
+func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
+	defer recovered(&err)
+	if out == nil {
+		return errors.New("fibergen: open: no place for the handle (out is NULL)")
+	}
 	var opts openOptions
 	if e := decodeJSON(C.GoString(optionsJSON), &opts); e != nil {
-		return status(fmt.Errorf("fibergen: open options: %w", e), err, errlen)
+		return fmt.Errorf("fibergen: open options: %w", e)
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
 		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation})
 	if e != nil {
-		return status(e, err, errlen)
+		return e
 	}
 	handles.Lock()
+	defer handles.Unlock()
 	handles.next++
 	handles.m[handles.next] = &handle{o: o}
 	*out = C.int64_t(handles.next)
-	handles.Unlock()
-	return statusOK
+	return nil
 }
 
 // decodeJSON decodes s into v, refusing unknown fields.
@@ -67,9 +75,10 @@ func fg_close(h C.int64_t, err *C.char, errlen C.size_t) C.int {
 	handles.Lock()
 	delete(handles.m, int64(h))
 	handles.Unlock()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return status(x.o.Close(), err, errlen)
+	return status(x.run(func(o *runtime.Optimizer) error {
+		x.o = nil // a call that looked the handle up before the delete finds it closed
+		return o.Close()
+	}), err, errlen)
 }
 
 // info is what fg_info reports: the optimizer as it stands.

@@ -90,16 +90,21 @@ type answer struct {
 //
 //export fg_privacy
 func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
-	a, e := answerQuery(C.GoString(request))
-	if e != nil {
-		return status(e, err, errlen)
+	return status(privacyAnswer(request, out), err, errlen)
+}
+
+func privacyAnswer(request *C.char, out **C.char) (err error) {
+	defer recovered(&err)
+	a, err := answerQuery(C.GoString(request))
+	if err != nil {
+		return err
 	}
-	data, e := json.Marshal(a)
-	if e != nil {
-		return status(e, err, errlen)
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
 	}
 	*out = C.CString(string(data))
-	return statusOK
+	return nil
 }
 
 func answerQuery(request string) (answer, error) {

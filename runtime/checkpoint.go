@@ -35,8 +35,8 @@ package runtime
 //	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
 //	"noise"            {"sigma_w2", "draw"} where SetNoise set the noise, or absent
 //	"budget"           {"epsilon", "delta", "clip_norm", "dataset_size", "batch_size",
-//	                   "epochs", "sampling", "series", "orders"} where SetBudget set
-//	                   one, or absent: the resumed run keeps its accounting
+//	                   "epochs", "sampling", "series", "orders", "sigma"} where SetBudget
+//	                   set one, or absent: the resumed run keeps its accounting
 //	"n"                coordinates per buffer
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order
 //	"buffers"          the buffers of the data in order: "theta", then the
@@ -131,15 +131,25 @@ type checkpointBudget struct {
 	Sampling    string    `json:"sampling"`
 	Series      string    `json:"series"`
 	Orders      []float64 `json:"orders,omitempty"`
+	Sigma       float64   `json:"sigma"` // the calibrated σ_DP
 }
 
 func newCheckpointBudget(b *Budget) *checkpointBudget {
 	s := b.Schedule
 	return &checkpointBudget{Epsilon: b.Epsilon, Delta: s.Delta, ClipNorm: b.ClipNorm, DatasetSize: s.DatasetSize,
-		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Series: s.Series.String(), Orders: s.Orders}
+		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Series: s.Series.String(), Orders: s.Orders,
+		Sigma: b.sigma}
 }
 
-// budget calibrates the budget the checkpoint holds, as SetBudget did.
+// epsilonSlack is the relative excess of the ε a checkpoint's σ spends
+// over its budget's ε that Load accepts: the accountant's log-space sums
+// may differ in their last bits from the machine that calibrated σ (math.Exp
+// takes an FMA path where the CPU has one), and a resume must not fail for
+// that; a σ from another budget is off by far more.
+const epsilonSlack = 1e-9
+
+// budget rebuilds the budget the checkpoint holds from its σ, checking
+// that σ spends at most the budget's ε over the schedule.
 func (c *checkpointBudget) budget() (*Budget, DP, error) {
 	sampling, err := privacy.ParseSampling(c.Sampling)
 	if err != nil {
@@ -151,9 +161,24 @@ func (c *checkpointBudget) budget() (*Budget, DP, error) {
 	}
 	b := &Budget{Epsilon: c.Epsilon, Delta: c.Delta, ClipNorm: c.ClipNorm, Schedule: privacy.Schedule{DatasetSize: c.DatasetSize,
 		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Series: series, Orders: c.Orders}}
-	dp, err := b.calibrate()
-	return b, dp, err
+	dp, err := b.withSigma(c.Sigma)
+	if err != nil {
+		return nil, DP{}, err
+	}
+	if g := b.accountant.EpsilonAfter(b.Schedule.Steps()); !(g.Epsilon <= c.Epsilon*(1+epsilonSlack)) {
+		return nil, DP{}, fmt.Errorf("σ_DP = %v spends ε = %v over the schedule, more than the budget's %v", c.Sigma, g.Epsilon, c.Epsilon)
+	}
+	return b, dp, nil
 }
+
+// same reports whether two checkpoint budgets are one.
+func (c *checkpointBudget) same(d *checkpointBudget) bool {
+	return c.Epsilon == d.Epsilon && c.Delta == d.Delta && c.ClipNorm == d.ClipNorm && c.DatasetSize == d.DatasetSize &&
+		c.BatchSize == d.BatchSize && c.Epochs == d.Epochs && c.Sampling == d.Sampling && c.Series == d.Series &&
+		slices.Equal(c.Orders, d.Orders) && c.Sigma == d.Sigma
+}
+
+func (d *checkpointDP) dp() DP { return DP{d.ClipNorm, d.NoiseMultiplier, d.BatchSize} }
 
 type checkpointTensor struct {
 	Name   string `json:"name"`
@@ -600,7 +625,7 @@ func (o *Optimizer) load(path string, data []byte) error {
 	o.hypers = hypers
 	o.dp, o.noise = nil, h.Noise // the checkpoint's noise replaces the optimizer's, whichever way it was set
 	if h.DP != nil {
-		o.dp = &DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}
+		o.dp = new(h.DP.dp())
 	}
 	o.budget = c.budget
 	return nil
@@ -663,11 +688,14 @@ func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
 		}
 		return nil
 	}
+	if o.budget != nil && !h.Budget.same(newCheckpointBudget(o.budget)) {
+		return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *newCheckpointBudget(o.budget))
+	}
 	b, dp, err := h.Budget.budget()
 	if err != nil {
 		return mismatch("checkpoint's privacy budget: %v", strings.TrimPrefix(err.Error(), "runtime: "))
 	}
-	if h.DP == nil || (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}) != dp {
+	if h.DP == nil || h.DP.dp() != dp {
 		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", h.DP, dp)
 	}
 	c.budget = b
@@ -751,7 +779,7 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 // from DP settings (the checkpoint would bypass it).
 func (o *Optimizer) matchNoise(h *checkpointHeader) *loadError {
 	if h.DP != nil {
-		if err := (DP{h.DP.ClipNorm, h.DP.NoiseMultiplier, h.DP.BatchSize}).check(); err != nil {
+		if err := h.DP.dp().check(); err != nil {
 			return mismatch("checkpoint's %v", strings.TrimPrefix(err.Error(), "runtime: "))
 		}
 	}

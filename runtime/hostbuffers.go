@@ -35,14 +35,21 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 	}
 	if o.callerBuffers {
 		o.bufs = bufs
-		o.back.(*cpuBackend).bufs = bufs
+		if b, ok := o.back.(*cpuBackend); ok {
+			b.bufs = bufs
+		}
 		return nil
 	}
 	if err := o.prog.Init(o.hypers, bufs[2:]); err != nil {
 		return err
 	}
-	o.bufs, o.n, o.callerBuffers = bufs, len(bufs[0]), true
-	return o.ready()
+	o.bufs, o.n = bufs, len(bufs[0])
+	if err := o.ready(); err != nil {
+		o.bufs, o.n = nil, 0
+		return err
+	}
+	o.callerBuffers = true
+	return nil
 }
 
 // checkUseBuffers checks UseBuffers' arguments and the optimizer's state.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fibergen/fibergen/runtime"
@@ -229,12 +230,21 @@ func TestUseBuffersErrors(t *testing.T) {
 		return b
 	}
 	shared := mk(8)
-	shared[3] = shared[2][2:]
+	backing := make([]float32, 12)
+	shared[2], shared[3] = backing[0:8], backing[2:10]
 	uneven := mk(8)
 	uneven[1] = uneven[1][:7]
-	for name, bufs := range map[string][][]float32{"too few": mk(8)[:2], "overlap": shared, "uneven": uneven} {
-		if err := o.UseBuffers(bufs); err == nil {
-			t.Errorf("%s: accepted", name)
+	for _, c := range []struct {
+		name string
+		bufs [][]float32
+		want string
+	}{
+		{"too few", mk(8)[:2], "2 buffers given"},
+		{"overlap", shared, "overlap"},
+		{"uneven", uneven, "holds 7 values"},
+	} {
+		if err := o.UseBuffers(c.bufs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
 	if _, err := o.Register("w", theta[:4]); err != nil {
@@ -273,5 +283,39 @@ func TestLookaheadBuffer(t *testing.T) {
 	defer s.Close()
 	if b := s.LookaheadBuffer(); b != -1 {
 		t.Errorf("dp_adamw: %d, want -1", b)
+	}
+}
+
+// TestPrivatizeToKeepsTheGuard: privatizing into another buffer leaves the
+// non-finite mark of the optimizer's own gradient, which Step still refuses.
+func TestPrivatizeToKeepsTheGuard(t *testing.T) {
+	o, ts := openPrivatizing(t, "dp_sgd", runtime.CPU, 2)
+	g := make([]float32, ts[0].Len)
+	g[1] = float32(math.NaN())
+	if err := ts[0].SetGrad(g); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, o.Len())
+	if _, err := o.PrivatizeTo(out, exampleRows(1, 2, o.Len()), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var nf *runtime.NonFiniteError
+	if err := o.CheckGradient(); !errors.As(err, &nf) {
+		t.Errorf("CheckGradient after PrivatizeTo: %v, want the NaN of SetGrad", err)
+	}
+}
+
+// TestUseBuffersAfterClose: the buffers may be given again after Close,
+// which starts the backend anew at the next step.
+func TestUseBuffersAfterClose(t *testing.T) {
+	theta, grads := inputs(1)
+	o, bufs := callerBuffers(t, runtime.CPU, theta, 0, len(theta))
+	o.Close()
+	if err := o.UseBuffers(bufs); err != nil {
+		t.Fatal(err)
+	}
+	copy(bufs[1], grads[0])
+	if err := o.Step(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -52,6 +52,13 @@ func (b *Budget) calibrate() (DP, error) {
 	if err != nil {
 		return DP{}, fmt.Errorf("runtime: %w", err)
 	}
+	return b.withSigma(sigma)
+}
+
+// withSigma sets the budget's noise multiplier to sigma and its accountant,
+// and returns the DP settings it gives: plain arithmetic from sigma, so a
+// checkpoint's budget gives back the same bits.
+func (b *Budget) withSigma(sigma float64) (DP, error) {
 	acc, err := b.Schedule.Accountant(sigma)
 	if err != nil {
 		return DP{}, fmt.Errorf("runtime: %w", err)

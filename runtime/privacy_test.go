@@ -119,6 +119,15 @@ func TestBudgetHolds(t *testing.T) {
 	if err := other.LoadFrom(bytes.NewReader(edited)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Errorf("DP settings other than the budget's: %v", err)
 	}
+	tampered := rewrite(t, data, func(h map[string]any) { h["budget"].(map[string]any)["sigma"] = 0.05 })
+	if err := other.LoadFrom(bytes.NewReader(tampered)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("a budget's σ that spends more than its ε: %v", err)
+	}
+	looser, _ := open()
+	looser.SetBudget(runtime.Budget{Epsilon: 8, Delta: 1e-4, ClipNorm: 0.5, Schedule: s})
+	if err := looser.LoadFrom(bytes.NewReader(data)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("a checkpoint of another budget: %v", err)
+	}
 	plain, ptn := open()
 	plain.SetDP(testDP)
 	stepAll(plain, []*runtime.Tensor{ptn}, g)

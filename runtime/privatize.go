@@ -38,6 +38,7 @@ func (e *NonFiniteExampleError) Error() string {
 type privJob struct {
 	cur, look []float32 // rows [batch][n]; look is read in mode 1
 	out       []float32 // the host backend's destination, n values
+	own       bool      // out is the optimizer's gradient buffer
 	batch, n  int       // batch: the examples given
 	a, b      float32   // mode 1: u = a·look + b·cur
 	divisor   float32   // float32(DP.BatchSize), exact
@@ -145,8 +146,9 @@ func firstNonFiniteRow(n int, rows ...[]float32) int {
 	return bad
 }
 
-// runPrivatize runs j on the backend and clears the non-finite marks of
-// SetGrad, as the whole gradient buffer now holds the clipped sum over B.
+// runPrivatize runs j on the backend and, where j wrote the optimizer's
+// gradient, clears the non-finite marks of SetGrad, as the whole buffer
+// now holds the clipped sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	p, ok := o.back.(privatizer)
 	if !ok {
@@ -157,7 +159,9 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 		return PrivatizeStats{}, err
 	}
 	for _, t := range o.tensors {
-		t.bad = -1
+		if j.own {
+			t.bad = -1
+		}
 	}
 	return statsOf(scales), nil
 }
@@ -183,7 +187,8 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err := o.ready(); err != nil {
 		return privJob{}, err
 	}
-	if out == nil {
+	own := out == nil
+	if own {
 		out = o.bufs[1]
 	}
 	k, err := privRows(cur, len(out))
@@ -197,7 +202,7 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err != nil {
 		return privJob{}, err
 	}
-	j.cur, j.out = cur, out
+	j.cur, j.out, j.own = cur, out, own
 	switch {
 	case lookOnly:
 		j.cur = look

@@ -60,10 +60,13 @@ func firstNonFinite(g []float32) int {
 		for _, v := range pairs {
 			acc |= v&0x7f8000007f800000 + 0x0080000000800000
 		}
-		if acc&0x8000000080000000 != 0 || (hi-lo)%2 == 1 {
+		if acc&0x8000000080000000 != 0 {
 			if i := scanNonFinite(g[lo:hi]); i >= 0 {
 				return lo + i
 			}
+		}
+		if (hi-lo)%2 == 1 && scanNonFinite(g[hi-1:hi]) == 0 { // the odd last float
+			return hi - 1
 		}
 	}
 	return -1
@@ -129,7 +132,10 @@ func (o *Optimizer) LookaheadBuffer() int {
 	case o.t == 0:
 		return 0
 	}
-	return 2 + slices.Index(o.prog.Func.States, lang.LookaheadState)
+	if i := slices.Index(o.prog.Func.States, lang.LookaheadState); i >= 0 {
+		return 2 + i
+	}
+	return -1 // lowering adds the state to every two_point optimizer; a hand-made manifest may lack it
 }
 
 // Grad returns a copy of the tensor's part of the gradient buffer: what

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import fibergen.privacy  # noqa: E402
 import fibergen.torch as ft  # noqa: E402
 
 DATA = Path("/usr/share/datasets/fashion-mnist")
@@ -73,10 +74,12 @@ def main() -> int:
     sigma = opt.set_budget(args.epsilon, clip=args.clip, dataset_size=len(x), batch_size=args.batch,
                            epochs=args.epochs)
     two_point = opt.observation()["kind"] == "two_point"
-    steps_per_epoch = len(x) // args.batch
-    print(f"{Path(args.optimizer).name}: σ_DP = {sigma:.4f} for ε = {args.epsilon} over {args.epochs} epochs")
+    # The accountant's schedule: the steps the budget covers.
+    steps = fibergen.privacy.epsilon(sigma, dataset_size=len(x), batch_size=args.batch, epochs=args.epochs).steps
+    steps_per_epoch = len(x) / args.batch
+    print(f"{Path(args.optimizer).name}: σ_DP = {sigma:.4f} for ε = {args.epsilon} over {args.epochs} epochs "
+          f"({steps} steps)")
     rate = args.batch / len(x)
-    steps = max(1, round(args.epochs * steps_per_epoch))
     for step in range(steps):
         idx = torch.nonzero(torch.rand(len(x)) < rate).squeeze(1)  # Poisson sampling
         look = None
@@ -86,7 +89,7 @@ def main() -> int:
         cur = ft.per_example_grads(model, F.cross_entropy, x[idx], y[idx])
         opt.privatize(cur, look)
         opt.step()
-        if (step + 1) % steps_per_epoch == 0 or step + 1 == steps:
+        if int((step + 1) / steps_per_epoch) > int(step / steps_per_epoch) or step + 1 == steps:
             eps, delta = opt.spent()
             print(f"epoch {(step + 1) / steps_per_epoch:.2f}: test accuracy {accuracy(model, xt, yt):.4f}, "
                   f"ε = {eps:.3f} (δ = {delta:.2e})")

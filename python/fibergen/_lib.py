@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -125,6 +126,15 @@ def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
     raise FibergenError(msg)
 
 
+def encode(obj: dict, what: str) -> bytes:
+    """obj as the JSON the library reads, refusing NaN and ±Inf (JSON has none)."""
+    try:
+        return json.dumps(obj, allow_nan=False).encode()
+    except ValueError:
+        bad = {k: v for k, v in obj.items() if isinstance(v, float) and not math.isfinite(v)}
+        raise ValueError(f"fibergen: {what}: {bad}: want finite numbers") from None
+
+
 def take_string(p: ctypes.c_void_p) -> str:
     """Copies and frees a string the library returned."""
     try:
@@ -136,7 +146,7 @@ def take_string(p: ctypes.c_void_p) -> str:
 def privacy(request: dict) -> dict:
     """fg_privacy: the accountant's answer to request (fibergen.privacy)."""
     out = ctypes.c_void_p()
-    call("privacy", json.dumps(request).encode(), ctypes.byref(out))
+    call("privacy", encode(request, "privacy query"), ctypes.byref(out))
     return json.loads(take_string(out))
 
 
@@ -145,7 +155,7 @@ class Handle:
 
     def __init__(self, path: str | os.PathLike, **options: Any):
         h = ctypes.c_int64()
-        call("open", os.fsencode(path), json.dumps(options).encode(), ctypes.byref(h))
+        call("open", os.fsencode(path), encode(options, "options"), ctypes.byref(h))
         self.h = h.value
 
     def close(self) -> None:
@@ -165,7 +175,7 @@ class Handle:
         return json.loads(take_string(out))
 
     def set_hypers(self, values: dict[str, float]) -> None:
-        call("set_hypers", self.h, json.dumps(values).encode())
+        call("set_hypers", self.h, encode(values, "hypers"))
 
     def set_dp(self, clip: float, noise_multiplier: float, batch_size: int) -> None:
         call("set_dp", self.h, clip, noise_multiplier, batch_size)
@@ -183,7 +193,7 @@ class Handle:
 
     def set_budget(self, request: dict) -> float:
         sigma = ctypes.c_double()
-        call("set_budget", self.h, json.dumps(request).encode(), ctypes.byref(sigma))
+        call("set_budget", self.h, encode(request, "budget"), ctypes.byref(sigma))
         return sigma.value
 
     def use_buffers(self, ptrs: Sequence[int], n: int) -> None:

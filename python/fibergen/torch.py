@@ -106,6 +106,7 @@ class Optimizer(torch.optim.Optimizer):
         self._layout()
         self._open_groups()
         self._share_seed(seed, probe.seed())
+        probe.close()
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
         self.skipped_steps = 0
         self.last_nonfinite: Optional[NonFiniteGradient] = None
@@ -204,9 +205,6 @@ class Optimizer(torch.optim.Optimizer):
         """Hands the group's hypers to the runtime where they changed (e.g.
         by an LR scheduler); the runtime checks them as a whole."""
         values = {k: float(pg[k]) for k in self.defaults if pg[k] != g.applied.get(k)}
-        for k, v in values.items():
-            if not math.isfinite(v):
-                raise ValueError(f"fibergen: hyper {k} = {v}: want a finite number")
         if values:
             g.handle.set_hypers(values)
             g.applied.update(values)
@@ -252,7 +250,9 @@ class Optimizer(torch.optim.Optimizer):
         then on refuses the steps past the schedule; returns σ_DP."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling}
-        return [g.handle.set_budget(req) for g in self._groups][0]
+        for g in self._groups:
+            sigma = g.handle.set_budget(req)
+        return sigma
 
     def spent(self) -> Optional[tuple[float, float]]:
         """The (ε, δ) spent so far under the budget, or None without one."""
@@ -333,12 +333,26 @@ class Optimizer(torch.optim.Optimizer):
         group, each rank passes its share of the batch and the sums are
         all-reduced. ``scales`` (one per example, e.g. from ``clip_scales``)
         replaces the clipping. Returns the scales and the number of examples
-        clipped. A NaN or ±Inf raises NonFiniteExample and changes nothing
-        (with a process group: on every rank, and step refuses until the
-        next privatize or zero_grad)."""
+        clipped. A NaN or ±Inf raises NonFiniteExample; any failure (on any
+        rank, with a process group: all raise) leaves ``step`` refusing until
+        the next privatize or zero_grad, as the gradient holds no new sum."""
+        try:
+            result = self._privatize(per_example_grads, lookahead, scales)
+        except Exception as e:
+            self._grad_invalid = f"the last privatize failed ({e})"
+            self._agree(2 - isinstance(e, NonFiniteExample))
+            raise
+        self._agree(0)
+        if self._pg is not None:
+            dist.all_reduce(self._grad, group=self._pg)
+        self._grad_invalid = ""
+        return result
+
+    def _privatize(self, grads: Any, lookahead: Any, scales: Optional[torch.Tensor]) -> tuple[torch.Tensor, int]:
+        """privatize on this rank's examples, into the flat gradient."""
         self._sync()
         self._adopt_grads()
-        cur, k = self._rows(per_example_grads, "per-example gradients")
+        cur, k = self._rows(grads, "per-example gradients")
         look = self._rows(lookahead, "look-ahead gradients")[0] if lookahead is not None else None
         if look is not None and look.shape != cur.shape:
             raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
@@ -351,31 +365,25 @@ class Optimizer(torch.optim.Optimizer):
         cuda = self._device.type == "cuda"
         if cuda:
             self._sync_stream()
-        try:
-            clipped = self._groups[0].handle.privatize(
-                self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0,
-                look.data_ptr() if look is not None and k else 0, k,
-                scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
-        except NonFiniteExample as e:
-            self._agree(str(e))
-            raise
-        self._agree("")
-        if self._pg is not None:
-            dist.all_reduce(self._grad, group=self._pg)
-        self._grad_invalid = ""
+        clipped = self._groups[0].handle.privatize(
+            self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0,
+            look.data_ptr() if look is not None and k else 0, k,
+            scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
         return out_scales, clipped
 
-    def _agree(self, failure: str) -> None:
-        """With a process group, tells every rank whether privatize failed on
-        any, so that all raise together (and the collectives stay paired)."""
+    def _agree(self, failure: int) -> None:
+        """With a process group, tells every rank how privatize went on all
+        (0 well, 1 a non-finite example, 2 another error), so that all raise
+        together and the collectives stay paired."""
         if self._pg is None:
             return
-        flag = torch.tensor([int(bool(failure))], dtype=torch.int32, device=self._device)
+        flag = torch.tensor([failure], dtype=torch.int32, device=self._device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
-        if flag.item():
-            self._grad_invalid = failure or "privatize failed on another rank (a non-finite example)"
-            if not failure:
-                raise NonFiniteExample(f"fibergen: {self._grad_invalid}", -1)
+        worst = int(flag.item())
+        if worst and not failure:
+            self._grad_invalid = "privatize failed on another rank"
+            raise (NonFiniteExample(f"fibergen: {self._grad_invalid} (a non-finite example)", -1) if worst == 1
+                   else FibergenError(f"fibergen: {self._grad_invalid}"))
 
     def clip_scales(self, cur_norms: torch.Tensor, look_norms: Optional[torch.Tensor] = None,
                     dots: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -451,24 +459,38 @@ class Optimizer(torch.optim.Optimizer):
                 loss = closure()
         self._sync()
         self._adopt_grads()
+        if self._device.type == "cuda":
+            self._sync_stream()
         self.last_nonfinite = None
-        # One group on one process: its step checks the gradient itself
-        # before it changes anything. Several groups or ranks: every part
-        # is checked before any steps, so that a step is all or nothing.
-        if (len(self._groups) > 1 or self._pg is not None) and self._found_inf():
-            return self._skip(loss)
-        try:
-            if self._device.type == "cuda":
-                self._step_cuda()
-            else:
-                for g in self._groups:
-                    g.handle.step()
-        except NonFiniteGradient as e:
-            self.last_nonfinite = self._locate(e, self._groups[0].lo + e.index)
+        if not self._step_groups():
             return self._skip(loss)
         self.found_inf = False
         self._gather()
         return loss
+
+    def _step_groups(self) -> bool:
+        """Steps every group, or none, returning False, where the gradient is
+        not finite. One group on one process: its step checks the gradient
+        itself before it changes anything. Several groups or ranks: every
+        part is checked before any steps, so that a step is all or nothing."""
+        if len(self._groups) > 1 or self._pg is not None:
+            if self._found_inf():
+                return False
+            for g in self._groups:
+                self._step_group(g)  # checked: a NonFiniteGradient here is a bug, and raises
+            return True
+        try:
+            self._step_group(self._groups[0])
+        except NonFiniteGradient as e:
+            self.last_nonfinite = self._locate(e, self._groups[0].lo + e.index)
+            return False
+        return True
+
+    def _step_group(self, g: _Group) -> None:
+        if self._device.type == "cuda":
+            g.handle.step_device(self._ptrs(g), g.n, g.lo)
+        else:
+            g.handle.step()
 
     def _skip(self, loss: Any) -> Any:
         """Reports a step skipped for a non-finite gradient."""
@@ -516,11 +538,6 @@ class Optimizer(torch.optim.Optimizer):
         stream = torch.cuda.current_stream(self._device)
         if stream != torch.cuda.default_stream(self._device):
             stream.synchronize()
-
-    def _step_cuda(self) -> None:
-        self._sync_stream()
-        for g in self._groups:
-            g.handle.step_device(self._ptrs(g), g.n, g.lo)
 
     def _gather(self) -> None:
         """All-gathers the ranks' slices of the parameters."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -24,7 +25,7 @@ def test_readme_quickstart(generated, tmp_path):
     script.write_text(code.replace('"generated/fiber"', repr(str(generated / "fiber"))))
     out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    eps, delta = eval(out.stdout.strip())  # (ε, δ) after 16 steps
+    eps, delta = ast.literal_eval(out.stdout.strip())  # (ε, δ) after 16 steps
     assert 0 < eps <= 3.0 and 0 < delta < 1
 
 

@@ -257,6 +257,8 @@ def test_privacy_matches_the_command_line(fibergen_bin):
     assert (py.epsilon, py.delta, py.steps) == (cli["epsilon"], cli["delta"], cli["steps"])
     with pytest.raises(FibergenError):
         fibergen.privacy.epsilon(1.1, dataset_size=10, batch_size=20, epochs=1)
+    with pytest.raises(ValueError, match="epochs"):
+        fibergen.privacy.epsilon(1.1, dataset_size=10, batch_size=2, epochs=float("nan"))
 
 
 def test_lookahead_point(generated):
@@ -392,6 +394,9 @@ def test_argument_checks(generated):
         opt.privatize(rows, rows, scales=torch.ones(2))
     with pytest.raises(ValueError, match="look_norms"):
         opt.clip_scales(torch.ones(4), torch.ones(2), torch.ones(2))
+    with pytest.raises(FibergenError, match="privatize failed"):
+        opt.step()  # the gradient holds no new sum: stepping it again would release it twice
+    opt.zero_grad()
     with pytest.raises(FibergenError, match="two points"):
         opt.clip_scales(torch.ones(4))  # fiber clips the mix: the look norms are needed
     with pytest.raises(ValueError, match="seed"):
