@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"fmt"
 	"log"
+	"math"
 
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -38,4 +39,35 @@ func ExampleOptimizer() {
 	w, _ := weight.Params()
 	fmt.Println(opt.Steps(), len(w), opt.Len())
 	// Output: 3 4 5
+}
+
+// A binding that owns the memory (a PyTorch tensor's storage, through the
+// C ABI) hands the optimizer its buffers — theta, g, then the states, in
+// the manifest's order — and steps them in place.
+func ExampleOptimizer_UseBuffers() {
+	opt, err := runtime.Open("../generated/dp_sgd", runtime.Options{GoFallback: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer opt.Close()
+	theta, grad := []float32{1, 2, 3, 4}, make([]float32, 4)
+	bufs := [][]float32{theta, grad}
+	for range opt.Manifest().Buffers[2:] {
+		bufs = append(bufs, make([]float32, 4))
+	}
+	if err := opt.UseBuffers(bufs); err != nil { // sets the states to their initial values
+		log.Fatal(err)
+	}
+	opt.SetHyper("lr", 0.5)
+	opt.SetNoise(runtime.Noise{SigmaW2: 0}) // no noise, for a printable result
+	copy(grad, []float32{1, 1, 1, 1})
+	if err := opt.Step(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(theta)
+	grad[2] = float32(math.Inf(1))
+	fmt.Println(opt.Step())
+	// Output:
+	// [0.5 1.5 2.5 3.5]
+	// runtime: gradient of g[2] is +Inf: step skipped, nothing changed
 }
