@@ -23,11 +23,10 @@ all-gathers the parameters. docs/python.md is the guide.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional
 
 import torch
 import torch.distributed as dist
