@@ -158,8 +158,8 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	for _, t := range o.tensors {
-		if j.own {
+	if j.own {
+		for _, t := range o.tensors {
 			t.bad = -1
 		}
 	}
