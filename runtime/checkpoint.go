@@ -61,11 +61,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/privacy"
 )
 
@@ -222,61 +221,18 @@ func (o *Optimizer) layout() []checkpointTensor {
 }
 
 // Save writes a checkpoint of the optimizer to path atomically: to a
-// temporary file in the same directory, synced, then renamed over path,
-// and the directory synced. On error the file at path, if any, is as it
-// was and no temporary file is left. The file is created with mode 0600:
+// temporary file in the same directory, synced, then renamed over path
+// (through a symbolic link, over its target; only a regular file is
+// replaced), and the directory synced. On error the file at path, if any,
+// is as it was and no temporary file is left. The file is created with mode 0600:
 // it holds the noise seed, from which anyone can recompute every step's
 // noise and so undo the privacy of the released parameters; keep it as
 // private as the training data. Save changes nothing in the optimizer;
 // it may be called before the first step, and must not run concurrently
 // with Step.
-func (o *Optimizer) Save(path string) (err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("runtime: save %s: %w", path, err)
-		}
-	}()
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	renamed := false
-	defer func() {
-		if !renamed {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := o.writeCheckpoint(f); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
-			return errors.New("is a directory")
-		}
-		return err
-	}
-	renamed = true
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable, where the file system can.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("the checkpoint is written but syncing its directory failed: %w", err)
+func (o *Optimizer) Save(path string) error {
+	if err := fileout.Write(path, 0o600, o.writeCheckpoint); err != nil {
+		return fmt.Errorf("runtime: save %s: %w", path, err)
 	}
 	return nil
 }

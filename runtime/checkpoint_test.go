@@ -658,12 +658,12 @@ func TestCheckpointSaveAtomic(t *testing.T) {
 	}
 	old, _ := os.ReadFile(path)
 
-	// The target is a directory: the write goes through, the rename fails.
+	// The target is a directory: refused before anything is written.
 	sub := filepath.Join(dir, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Save(sub); err == nil || err.Error() != "runtime: save "+sub+": is a directory" {
+	if err := o.Save(sub); err == nil || err.Error() != "runtime: save "+sub+": it is a directory, not a regular file: fibergen replaces only regular files" {
 		t.Errorf("Save over a directory: got %v", err)
 	}
 	if got := listing(); !slices.Equal(got, []string{"fiber.ckpt", "sub"}) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -81,8 +82,8 @@ func outFile(out string, u *pipeline.Unit) string {
 // under out: file is not a directory and its closest existing ancestor is a
 // directory. It keeps one unwritable unit from leaving the others written.
 func checkOutPath(out, file string) error {
-	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return fmt.Errorf("-o %s: cannot write %s: it is a directory", out, file)
+	if _, err := fileout.Target(file); err != nil {
+		return fmt.Errorf("-o %s: cannot write %s: %w", out, file, err)
 	}
 	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
 		st, err := os.Lstat(dir)
@@ -125,28 +126,16 @@ func compileAll(files []string, stderr io.Writer) ([]*pipeline.Unit, bool) {
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same
-// directory, so that path holds either its old content or the new, never a
-// partial file.
+// directory (package fileout), so that path holds either its old content
+// or the new, never a partial file.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	return fileout.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -79,6 +80,27 @@ func writeFixtures(t *testing.T, dir string) {
 	if err := os.Mkdir(filepath.Join(dir, "rodir"), 0o555); err != nil { // writable by root only
 		t.Fatal(err)
 	}
+	writeOutputTraps(t, dir)
+}
+
+// writeOutputTraps writes what an output must not replace: a FIFO, a link
+// to an input, and per-example gradients that make a run with two outputs.
+func writeOutputTraps(t *testing.T, dir string) {
+	t.Helper()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.npy"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("theta.npy", filepath.Join(dir, "theta-link.npy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "fifodir/fiber"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifodir/fiber/fiber.go"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	writeNPY(t, dir, "examples.npy", []int{fixT, 2, fixN}, randFloats(rng, fixT*2*fixN))
 }
 
 func copyFile(t *testing.T, from, to string) {

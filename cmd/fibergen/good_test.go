@@ -505,23 +505,31 @@ func TestRunNoCoordinates(t *testing.T) {
 	}
 }
 
-func TestRunOutIsTheta(t *testing.T) {
+// TestRunOutThroughLink: --out through a symbolic link writes the file it
+// names and leaves the link a link, and nothing else in the directory.
+func TestRunOutThroughLink(t *testing.T) {
 	theta := []float32{1, 2, 3}
 	g := []float32{0.5, -0.5, 4}
 	dir := t.TempDir()
 	th := writeNPY(t, dir, "theta.npy", []int{3}, theta)
 	gr := writeNPY(t, dir, "grads.npy", []int{2, 3}, slices.Repeat(g, 2))
-	mustRun(t, "run", optPath("dp_sgd"), "--grads", gr, "--theta", th, "--out", th)
-	got := readNPY(t, th).Data
+	if err := os.Symlink("result.npy", filepath.Join(dir, "link.npy")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "run", optPath("dp_sgd"), "--grads", gr, "--theta", th, "--out", filepath.Join(dir, "link.npy"))
+	got := readNPY(t, filepath.Join(dir, "result.npy")).Data
 	if want := sgdSteps(theta, g, 0.1, 2); !slices.Equal(got, want) {
-		t.Errorf("--out = --theta gave %v, want %v", got, want)
+		t.Errorf("--out through a link gave %v, want %v", got, want)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "link.npy")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced")
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 {
-		t.Errorf("directory holds %d entries after the run, want theta.npy and grads.npy", len(entries))
+	if len(entries) != 4 {
+		t.Errorf("directory holds %d entries after the run, want theta, grads, the link and its target", len(entries))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fibergen/fibergen/runtime/npy"
@@ -149,6 +150,7 @@ func snapshot(t *testing.T, root string) map[string]entry {
 			if err != nil {
 				return err
 			}
+		case info.Mode()&fs.ModeNamedPipe != 0: // a FIFO is recorded, never read: a read would block
 		case !d.IsDir():
 			data, err := os.ReadFile(path)
 			if err != nil && info.Mode().Perm() != 0 {
@@ -211,6 +213,8 @@ func restoreSnapshot(t *testing.T, root string, snap map[string]entry) {
 			err = os.Mkdir(full, e.mode.Perm())
 		case e.mode&fs.ModeSymlink != 0:
 			err = os.Symlink(e.data, full)
+		case e.mode&fs.ModeNamedPipe != 0:
+			err = syscall.Mkfifo(full, uint32(e.mode.Perm()))
 		default:
 			err = os.WriteFile(full, []byte(e.data), 0o600)
 			if err == nil {

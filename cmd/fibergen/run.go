@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/npy"
@@ -222,15 +224,27 @@ func cause(err error) error {
 	return err
 }
 
-// checkOutputs checks every output path before any work is done.
+// file is a path a flag names.
+type file struct{ flag, path string }
+
+// checkOutputs checks every output path before any work is done: each can
+// be written, and none names an input or another output.
 func (o *runOptions) checkOutputs() error {
-	for _, out := range []struct{ flag, path string }{{"--out", o.out}, {"--clipped-out", o.ex.clippedOut}, {"--lookahead-out", o.ex.lookaheadOut}} {
+	ins := []file{{"--grads", o.grads}, {"--theta", o.theta}, {"--example-grads", o.ex.examples}, {"--lookahead-grads", o.ex.lookahead}}
+	var outs []file
+	for _, out := range []file{{"--out", o.out}, {"--clipped-out", o.ex.clippedOut}, {"--lookahead-out", o.ex.lookaheadOut}} {
 		if out.path == "" {
 			continue
 		}
 		if err := checkOutFile(out.flag, out.path); err != nil {
 			return err
 		}
+		for _, other := range slices.Concat(ins, outs) {
+			if other.path != "" && fileout.Same(out.path, other.path) {
+				return fmt.Errorf("%s %s is the file of %s: give each output a file of its own", out.flag, out.path, other.flag)
+			}
+		}
+		outs = append(outs, out)
 	}
 	return nil
 }
@@ -274,7 +288,11 @@ func checkOutFile(name, path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s %s is a directory; want a file name", name, path)
 	}
-	dir := filepath.Dir(path)
+	target, err := fileout.Target(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, path, err)
+	}
+	dir := filepath.Dir(target)
 	st, err := os.Stat(dir)
 	switch {
 	case err != nil:

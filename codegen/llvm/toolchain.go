@@ -11,6 +11,8 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+
+	"github.com/fibergen/fibergen/internal/fileout"
 )
 
 // LLVMMajor is the LLVM release whose IR syntax github.com/llir/llvm v0.3.6
@@ -176,7 +178,11 @@ func (tc *Toolchain) link(obj []byte, path string) error {
 	if _, err := run(tc.Linker, nil, "-shared", "-o", out, in); err != nil {
 		return err
 	}
-	return os.Rename(out, path)
+	target, err := fileout.Target(path) // through a symbolic link; only over a regular file
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.Rename(out, target)
 }
 
 // run runs a tool with stdin and returns its stdout; a failure carries the

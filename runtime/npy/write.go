@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fibergen/fibergen/internal/fileout"
 )
 
 const (
@@ -89,58 +89,17 @@ func writeData(w io.Writer, data []float32) error {
 	return nil
 }
 
-// WriteFile writes a to path atomically: it writes a temporary file in the
-// same directory, fsyncs it and renames it over path. On any error nothing
-// is left at path (a previous file there is untouched). The file gets mode
+// WriteFile writes a to path atomically (package fileout: through a
+// temporary file in the same directory, synced and renamed over the file
+// path names, through a symbolic link to its target; only a regular file is
+// replaced). On any error the file at path is as it was. The file gets mode
 // 0644.
 func WriteFile(path string, a Array) error {
 	if err := a.validate(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := writeTemp(path, a)
-	if err != nil {
+	if err := fileout.Write(path, 0o644, func(w io.Writer) error { return Write(w, a) }); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	syncDir(filepath.Dir(path))
 	return nil
-}
-
-// writeTemp writes a to a new temporary file next to path, fsyncs and
-// closes it, and returns its name. On error the temporary file is removed.
-func writeTemp(path string, a Array) (name string, err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := Write(f, a); err != nil {
-		return "", err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		return "", err
-	}
-	return f.Name(), f.Close()
-}
-
-// syncDir fsyncs a directory so a rename in it is durable. It is best
-// effort: the file is already in place, so failures are ignored.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
 }
