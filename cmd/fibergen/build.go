@@ -37,7 +37,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	for i, u := range units {
 		for _, o := range outputs[i] {
 			if err := writeFileAtomic(o.path, o.data); err != nil {
-				return fail(stderr, "build", fmt.Errorf("cannot write %s: %w", o.path, rootCause(err)))
+				return fail(stderr, "build", fmt.Errorf("cannot write %s: %w", o.path, fileout.RootCause(err)))
 			}
 		}
 		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(outFile(*out, u)))
@@ -95,7 +95,7 @@ func checkOutPath(out, file string) error {
 		}
 		switch {
 		case err != nil:
-			return fmt.Errorf("-o %s: cannot use %s: %w", out, dir, rootCause(err))
+			return fmt.Errorf("-o %s: cannot use %s: %w", out, dir, fileout.RootCause(err))
 		case !st.IsDir():
 			return fmt.Errorf("-o %s: %s is not a directory", out, dir)
 		}

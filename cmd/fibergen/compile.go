@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -13,7 +14,7 @@ import (
 func compileFile(path string, stderr io.Writer) *pipeline.Unit {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintf(stderr, "fibergen: cannot read %s: %v\n", path, rootCause(err))
+		fmt.Fprintf(stderr, "fibergen: cannot read %s: %v\n", path, fileout.RootCause(err))
 		return nil
 	}
 	u, errs, err := pipeline.Compile(path, src)

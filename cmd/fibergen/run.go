@@ -270,7 +270,7 @@ func (o *runOptions) writeOutputs(tn *runtime.Tensor, clipped *npy.Array) error 
 			err = npy.WriteFile(out.path, a)
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: cannot write: %w", out.flag, out.path, rootCause(err))
+			return fmt.Errorf("%s %s: cannot write: %w", out.flag, out.path, fileout.RootCause(err))
 		}
 	}
 	return nil
@@ -296,26 +296,11 @@ func checkOutFile(name, path string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s %s: cannot write into directory %s: %w", name, path, dir, rootCause(err))
+		return fmt.Errorf("%s %s: cannot write into directory %s: %w", name, path, dir, fileout.RootCause(err))
 	case !st.IsDir():
 		return fmt.Errorf("%s %s: %s is not a directory", name, path, dir)
 	}
 	return nil
-}
-
-// rootCause strips the operation and path from a file system error, whose
-// caller names the path already: "open x: no such file" becomes "no such
-// file".
-func rootCause(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }
 
 // readInputs reads theta [n] and grads [T, n] and checks their shapes.

@@ -80,7 +80,7 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 	}
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return rootCause(err)
+		return RootCause(err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -102,14 +102,15 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 		return err
 	}
 	if err := os.Rename(tmp, target); err != nil {
-		return rootCause(err)
+		return RootCause(err)
 	}
 	return syncDir(filepath.Dir(target))
 }
 
-// rootCause strips the operation and the (temporary) path from a file
-// system error.
-func rootCause(err error) error {
+// RootCause strips the operation and the path from a file system error,
+// for a caller that names the path itself: "open x: no such file or
+// directory" becomes "no such file or directory".
+func RootCause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
