@@ -61,8 +61,9 @@ func (g *generator) genOptimizer() {
 	g.file.Comment("variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is")
 	g.file.Comment("the clipped mean gradient and Update adds the noise; without, g is")
 	g.file.Comment("privatized already. If o.Hypers changed since the last step to a setting")
-	g.file.Comment("NewHost rejects, or the noise would run out of steps (2^32), it returns")
-	g.file.Comment("the error and changes nothing.")
+	g.file.Comment("NewHost rejects, sigmaW2 is not a finite value >= 0, theta and g are not")
+	g.file.Comment("as long as the states, or the noise would run out of steps (2^32), it")
+	g.file.Comment("returns the error and changes nothing.")
 	if g.fn.MixingWeight() >= 0 {
 		g.file.Comment("So it does for a two_point weight a outside [0, 1] unless")
 		g.file.Comment("o.AllowExtrapolation (CheckObservation).")
@@ -76,6 +77,7 @@ func (g *generator) genOptimizer() {
 		jen.If(jen.Id("o").Dot("Noise").Op("&&").Id("o").Dot("T").Op(">=").Lit(1).Op("<<").Lit(32)).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(g.fn.Name+": the noise generator counts at most 2^32 steps")))),
 		g.observationCheck(),
+		g.updateArgsCheck(),
 		jen.Id("Step").Call(args...),
 		jen.Id("o").Dot("T").Op("++"),
 		jen.Return(jen.Nil()),
@@ -97,6 +99,23 @@ func (g *generator) genLookaheadPoint() {
 		jen.If(jen.Id("o").Dot("T").Op("==").Lit(0)).Block(jen.Return(jen.Id("theta"))),
 		jen.Return(jen.Id("o").Dot(fieldName(lang.LookaheadState))),
 	)
+}
+
+// updateArgsCheck is Update's check of its arguments: a noise variance
+// that is a finite value >= 0, and theta and g as long as the states (as
+// long as each other, for an optimizer without states).
+func (g *generator) updateArgsCheck() jen.Code {
+	name := g.fn.Name
+	sigma := jen.If(jen.Op("!").Parens(jen.Id("sigmaW2").Op(">=").Lit(0)).Op("||").Qual("math", "IsInf").Call(jen.Id("sigmaW2"), jen.Lit(1))).Block(
+		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": noise variance sigmaW2 = %v: want a finite value >= 0"), jen.Id("sigmaW2"))))
+	lenTheta, lenG := jen.Len(jen.Id("theta")), jen.Len(jen.Id("g"))
+	if len(g.fn.States) == 0 {
+		return jen.Add(sigma, jen.Line(), jen.If(lenG.Clone().Op("!=").Add(lenTheta.Clone())).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": theta has %d values and g %d"), lenTheta, lenG))))
+	}
+	n := jen.Len(jen.Id("o").Dot(fieldName(g.fn.States[0])))
+	return jen.Add(sigma, jen.Line(), jen.If(lenTheta.Clone().Op("!=").Add(n.Clone()).Op("||").Add(lenG.Clone()).Op("!=").Add(n.Clone())).Block(
+		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": theta has %d values and g %d; the optimizer has %d coordinates"), lenTheta, lenG, n))))
 }
 
 // observationCheck is Update's call of CheckObservation, or nothing for an

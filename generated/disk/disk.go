@@ -588,8 +588,9 @@ func New(h Hypers, n int) (*Optimizer, error) {
 // variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is
 // the clipped mean gradient and Update adds the noise; without, g is
 // privatized already. If o.Hypers changed since the last step to a setting
-// NewHost rejects, or the noise would run out of steps (2^32), it returns
-// the error and changes nothing.
+// NewHost rejects, sigmaW2 is not a finite value >= 0, theta and g are not
+// as long as the states, or the noise would run out of steps (2^32), it
+// returns the error and changes nothing.
 // So it does for a two_point weight a outside [0, 1] unless
 // o.AllowExtrapolation (CheckObservation).
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
@@ -607,6 +608,12 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 		if err := CheckObservation(o.Hypers, o.T); err != nil {
 			return fmt.Errorf("%w (set Optimizer.AllowExtrapolation)", err)
 		}
+	}
+	if !(sigmaW2 >= 0) || math.IsInf(sigmaW2, 1) {
+		return fmt.Errorf("disk: noise variance sigmaW2 = %v: want a finite value >= 0", sigmaW2)
+	}
+	if len(theta) != len(o.Gt) || len(g) != len(o.Gt) {
+		return fmt.Errorf("disk: theta has %d values and g %d; the optimizer has %d coordinates", len(theta), len(g), len(o.Gt))
 	}
 	Step(o.host.Scalars(o.T, sigmaW2), Noise{
 		On:   o.Noise,

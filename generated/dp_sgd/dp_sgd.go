@@ -416,8 +416,9 @@ func New(h Hypers, n int) (*Optimizer, error) {
 // variance per coordinate sigmaW2, then advances o.T. With o.Noise, g is
 // the clipped mean gradient and Update adds the noise; without, g is
 // privatized already. If o.Hypers changed since the last step to a setting
-// NewHost rejects, or the noise would run out of steps (2^32), it returns
-// the error and changes nothing.
+// NewHost rejects, sigmaW2 is not a finite value >= 0, theta and g are not
+// as long as the states, or the noise would run out of steps (2^32), it
+// returns the error and changes nothing.
 func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	if o.host == nil || o.host.Hypers() != o.Hypers {
 		h, err := NewHost(o.Hypers)
@@ -428,6 +429,12 @@ func (o *Optimizer) Update(theta, g []float32, sigmaW2 float64) error {
 	}
 	if o.Noise && o.T >= 1<<32 {
 		return errors.New("dp_sgd: the noise generator counts at most 2^32 steps")
+	}
+	if !(sigmaW2 >= 0) || math.IsInf(sigmaW2, 1) {
+		return fmt.Errorf("dp_sgd: noise variance sigmaW2 = %v: want a finite value >= 0", sigmaW2)
+	}
+	if len(g) != len(theta) {
+		return fmt.Errorf("dp_sgd: theta has %d values and g %d", len(theta), len(g))
 	}
 	Step(o.host.Scalars(o.T, sigmaW2), Noise{
 		On:   o.Noise,
