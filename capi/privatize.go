@@ -54,16 +54,22 @@ func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.u
 
 // privatized stores a privatization's scales, clipped count or bad example.
 func privatized(st runtime.PrivatizeStats, e error, scalesOut *C.float, clipped, bad *C.int64_t) error {
-	var ne *runtime.NonFiniteExampleError
-	if errors.As(e, &ne) {
-		*bad = C.int64_t(ne.Example)
-	}
 	if e != nil {
-		return e
+		return badExample(e, bad)
 	}
 	copy(floats(scalesOut, len(st.Scales)), st.Scales)
 	*clipped = C.int64_t(st.Clipped)
 	return nil
+}
+
+// badExample stores the example of a *runtime.NonFiniteExampleError in
+// *bad and returns e.
+func badExample(e error, bad *C.int64_t) error {
+	var ne *runtime.NonFiniteExampleError
+	if errors.As(e, &ne) {
+		*bad = C.int64_t(ne.Example)
+	}
+	return e
 }
 
 // fg_clip_scales stores in out the k clipping scales of ghost clipping from
@@ -78,12 +84,8 @@ func fg_clip_scales(h C.int64_t, lookNorm, curNorm, dot *C.double, k C.int64_t, 
 			return fmt.Errorf("fibergen: clip_scales: %d examples", k)
 		}
 		scales, e := o.ClipScales(doubles(lookNorm, int(k)), doubles(curNorm, int(k)), doubles(dot, int(k)))
-		var ne *runtime.NonFiniteExampleError
-		if errors.As(e, &ne) {
-			*bad = C.int64_t(ne.Example)
-		}
 		if e != nil {
-			return e
+			return badExample(e, bad)
 		}
 		copy(floats(out, int(k)), scales)
 		return nil

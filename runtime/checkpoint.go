@@ -644,8 +644,10 @@ func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
 		}
 		return nil
 	}
-	if o.budget != nil && !h.Budget.same(newCheckpointBudget(o.budget)) {
-		return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *newCheckpointBudget(o.budget))
+	if o.budget != nil {
+		if own := newCheckpointBudget(o.budget); !h.Budget.same(own) {
+			return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *own)
+		}
 	}
 	b, dp, err := h.Budget.budget()
 	if err != nil {

@@ -95,34 +95,30 @@ func (o *Optimizer) CheckGradient() error {
 	if !o.callerBuffers {
 		return o.checkGradients()
 	}
-	g := o.bufs[1]
-	if bad := firstNonFiniteParallel(g, o.opts.threads()); bad >= 0 {
-		return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: g[bad]}
+	if err := o.ready(); err != nil {
+		return err
 	}
-	return nil
+	g := o.bufs[1]
+	bad := firstNonFiniteOn(o.back.(*cpuBackend), g)
+	if bad < 0 {
+		return nil
+	}
+	return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: g[bad]}
 }
 
-// firstNonFiniteParallel is firstNonFinite on at most threads goroutines.
-func firstNonFiniteParallel(g []float32, threads int) int {
-	const least = 1 << 16
-	per := max((len(g)+threads-1)/max(threads, 1), least)
-	first := make([]int, (len(g)+per-1)/per)
-	var wg sync.WaitGroup
-	for p := range first {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lo := p * per
-			if first[p] = firstNonFinite(g[lo:min(lo+per, len(g))]); first[p] >= 0 {
-				first[p] += lo
+// firstNonFiniteOn is firstNonFinite over g split across b's threads.
+func firstNonFiniteOn(b *cpuBackend, g []float32) int {
+	var mu sync.Mutex
+	first := -1
+	b.split(len(g), 1<<16, func(lo, hi int) error {
+		if i := firstNonFinite(g[lo:hi]); i >= 0 {
+			mu.Lock()
+			if first < 0 || lo+i < first {
+				first = lo + i
 			}
-		}()
-	}
-	wg.Wait()
-	for _, i := range first {
-		if i >= 0 {
-			return i
+			mu.Unlock()
 		}
-	}
-	return -1
+		return nil
+	})
+	return first
 }

@@ -202,14 +202,23 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err != nil {
 		return privJob{}, err
 	}
-	j.cur, j.out, j.own = cur, out, own
+	j.cur, j.look = rowsRead(j, lookOnly, cur, look)
+	j.out, j.own = out, own
+	return j, nil
+}
+
+// rowsRead picks the rows a job reads, host slices or device pointers:
+// the look rows alone where A is 1, both in the two-point mix (mode 1),
+// else cur alone (the zero value for look: not read).
+func rowsRead[R any](j privJob, lookOnly bool, cur, look R) (R, R) {
+	var none R
 	switch {
 	case lookOnly:
-		j.cur = look
+		return look, none
 	case j.mode == 1:
-		j.look = look
+		return cur, look
 	}
-	return j, nil
+	return cur, none
 }
 
 // privShape checks a privatization of k examples of n values, with or

@@ -33,12 +33,7 @@ func (o *Optimizer) PrivatizeDevice(out cudadrv.DevicePtr, n int, cur, look cuda
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	switch {
-	case lookOnly:
-		cur, look = look, 0
-	case j.mode != 1:
-		look = 0
-	}
+	cur, look = rowsRead(j, lookOnly, cur, look)
 	j.scales = scales
 	tmp := &deviceScratch{ctx: kern.ctx}
 	defer func() { err = errors.Join(err, tmp.free()) }()

@@ -374,11 +374,7 @@ class Optimizer(torch.optim.Optimizer):
         """With a process group, tells every rank how privatize went on all
         (0 well, 1 a non-finite example, 2 another error), so that all raise
         together and the collectives stay paired."""
-        if self._pg is None:
-            return
-        flag = torch.tensor([failure], dtype=torch.int32, device=self._device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
-        worst = int(flag.item())
+        worst = self._max_over_ranks(failure)
         if worst and not failure:
             self._grad_invalid = "privatize failed on another rank"
             raise (NonFiniteExample(f"fibergen: {self._grad_invalid} (a non-finite example)", -1) if worst == 1
@@ -407,6 +403,8 @@ class Optimizer(torch.optim.Optimizer):
         return out
 
     def _same_observation(self) -> None:
+        if len(self._groups) == 1:
+            return
         obs = [g.handle.info()["observation"] for g in self._groups]
         if any(o != obs[0] for o in obs):
             raise FibergenError(f"fibergen: the parameter groups observe differently ({obs}): clipping over all "
@@ -511,14 +509,18 @@ class Optimizer(torch.optim.Optimizer):
                 self.last_nonfinite = self._locate(e, g.lo + e.index)
                 break
         bad = self.last_nonfinite is not None
-        if self._pg is not None:
-            flag = torch.tensor([int(bad)], dtype=torch.int32, device=self._device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._pg)
-            if flag.item() and not bad:
-                self.last_nonfinite = NonFiniteGradient("fibergen: another rank's gradient is not finite", -1,
-                                                        math.nan)
-            bad = bool(flag.item())
+        if self._max_over_ranks(int(bad)) and not bad:
+            self.last_nonfinite = NonFiniteGradient("fibergen: another rank's gradient is not finite", -1, math.nan)
+            bad = True
         return bad
+
+    def _max_over_ranks(self, v: int) -> int:
+        """The largest of every rank's v (v itself without a process group)."""
+        if self._pg is None:
+            return v
+        t = torch.tensor([v], dtype=torch.int32, device=self._device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self._pg)
+        return int(t.item())
 
     def _locate(self, e: NonFiniteGradient, index: int) -> NonFiniteGradient:
         """Names the parameter that holds flat gradient entry index."""
