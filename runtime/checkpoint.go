@@ -231,6 +231,7 @@ func (o *Optimizer) layout() []checkpointTensor {
 // it may be called before the first step, and must not run concurrently
 // with Step.
 func (o *Optimizer) Save(path string) error {
+	defer o.lock()()
 	if err := fileout.Write(path, 0o600, o.writeCheckpoint); err != nil {
 		return fmt.Errorf("runtime: save %s: %w", path, err)
 	}
@@ -240,6 +241,7 @@ func (o *Optimizer) Save(path string) error {
 // SaveTo writes a checkpoint of the optimizer to w, in the format Save
 // writes (see Save for what it holds and why it must be kept private).
 func (o *Optimizer) SaveTo(w io.Writer) error {
+	defer o.lock()()
 	if err := o.writeCheckpoint(w); err != nil {
 		return fmt.Errorf("runtime: save: %w", err)
 	}
@@ -367,6 +369,7 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 // discarded and were never released. For the same reason, resume a
 // checkpoint once, and not while the run that wrote it goes on.
 func (o *Optimizer) Load(path string) error {
+	defer o.lock()()
 	if err := o.checkFresh(path); err != nil {
 		return err
 	}
@@ -384,6 +387,7 @@ func (o *Optimizer) Load(path string) error {
 // LoadFrom restores the optimizer from a checkpoint read from r, as Load
 // does from a file; it reads exactly the checkpoint's bytes from r.
 func (o *Optimizer) LoadFrom(r io.Reader) error {
+	defer o.lock()()
 	data, err := o.readFrom(r)
 	if err != nil {
 		return err
@@ -396,6 +400,7 @@ func (o *Optimizer) LoadFrom(r io.Reader) error {
 // several optimizers as one (a binding's parameter groups) checks every
 // checkpoint before it loads any.
 func (o *Optimizer) CheckCheckpoint(r io.Reader) error {
+	defer o.lock()()
 	data, err := o.readFrom(r)
 	if err != nil {
 		return err

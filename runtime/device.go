@@ -84,6 +84,7 @@ import (
 // cudadrv.Load, Driver.Device(Options.Device), Device.Context (a retain of
 // the primary context), Context.Alloc.
 func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (err error) {
+	defer o.lock()()
 	if err := o.checkDevice("StepDevice", bufs, n); err != nil {
 		return err
 	}
@@ -118,6 +119,7 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 // parameter groups) checks them all before it steps any. It waits for the
 // device.
 func (o *Optimizer) CheckDeviceGradient(g cudadrv.DevicePtr, n int) error {
+	defer o.lock()()
 	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) {
 		return fmt.Errorf("runtime: CheckDeviceGradient: %d coordinates at %#x on backend %q", n, uint64(g), o.opts.Backend)
 	}
@@ -147,6 +149,7 @@ func (o *Optimizer) deviceGradient(k *cudaKernels, g cudadrv.DevicePtr, n int) e
 // Call it before the first StepDevice, after any SetHyper the initial
 // values depend on; the same contract on the buffers applies.
 func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
+	defer o.lock()()
 	if err := o.checkDevice("InitDeviceStates", bufs, n); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ type diagState struct {
 // way. An optimizer whose .dsl declares no `diagnostic clamp_mass(...)` is
 // an error.
 func (o *Optimizer) EnableDiagnostics() error {
+	defer o.lock()()
 	if o.diag != nil {
 		return nil
 	}
@@ -52,6 +53,7 @@ func (o *Optimizer) EnableDiagnostics() error {
 // Σ|mhat| = 0. It is an error before EnableDiagnostics or before a step has
 // run with them on.
 func (o *Optimizer) ClampMass() (float64, error) {
+	defer o.lock()()
 	switch {
 	case o.diag == nil:
 		return 0, errors.New("runtime: diagnostics are off (EnableDiagnostics)")
@@ -75,7 +77,7 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	case *cpuBackend:
 		err = o.cpuDiagPartials(b, a.scalars, num, den)
 	default:
-		err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.Backend())
+		err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.back.kind())
 	}
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ import (
 // the new buffers, of the same length, points the optimizer at them; only
 // the first call sets the states.
 func (o *Optimizer) UseBuffers(bufs [][]float32) error {
+	defer o.lock()()
 	if err := o.checkUseBuffers(bufs); err != nil {
 		return err
 	}
@@ -92,6 +93,11 @@ func overlap(a, b []float32) bool {
 // several optimizers as one (a binding's parameter groups) checks them all
 // before it steps any.
 func (o *Optimizer) CheckGradient() error {
+	defer o.lock()()
+	return o.checkGradient()
+}
+
+func (o *Optimizer) checkGradient() error {
 	if !o.callerBuffers {
 		return o.checkGradients()
 	}

@@ -31,6 +31,7 @@ type Budget struct {
 // (a checkpoint carries it into the resumed run), and while it holds the
 // DP settings are its own: SetDP and SetNoise are refused.
 func (o *Optimizer) SetBudget(b Budget) (float64, error) {
+	defer o.lock()()
 	if o.t > 0 {
 		return 0, fmt.Errorf("runtime: set the privacy budget before the first step (%d taken at other settings); a checkpoint carries it into a resumed run", o.t)
 	}
@@ -75,6 +76,7 @@ func (b *Budget) withSigma(sigma float64) (DP, error) {
 // Spent returns the (ε, δ) that the steps taken so far have spent under the
 // budget, and false without one.
 func (o *Optimizer) Spent() (privacy.Guarantee, bool) {
+	defer o.lock()()
 	if o.budget == nil {
 		return privacy.Guarantee{}, false
 	}

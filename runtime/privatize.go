@@ -67,6 +67,7 @@ type privatizer interface {
 // norm DP.ClipNorm; Step then adds the noise. An example with a NaN or ±Inf
 // entry makes it return a *NonFiniteExampleError and change nothing.
 func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
+	defer o.lock()()
 	return o.runJob(o.privJob(cur, look, nil))
 }
 
@@ -77,6 +78,7 @@ func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
 // parameter groups, each an optimizer over a part of one flat gradient,
 // which out is): the DP settings and the observation are the receiver's.
 func (o *Optimizer) PrivatizeTo(out, cur, look, scales []float32) (PrivatizeStats, error) {
+	defer o.lock()()
 	if o.opts.Backend == CUDA {
 		return PrivatizeStats{}, errors.New("runtime: PrivatizeTo writes host memory; a CUDA optimizer privatizes with Privatize")
 	}
@@ -93,6 +95,7 @@ func (o *Optimizer) PrivatizeTo(out, cur, look, scales []float32) (PrivatizeStat
 // PrivatizeScaled is Privatize with the scales given, one per example,
 // e.g. by ClipScales: out = Σ_ξ scales[ξ]·u_ξ / DP.BatchSize.
 func (o *Optimizer) PrivatizeScaled(cur, look, scales []float32) (PrivatizeStats, error) {
+	defer o.lock()()
 	j, err := o.privJob(cur, look, nil)
 	if err != nil {
 		return PrivatizeStats{}, err
@@ -231,7 +234,7 @@ func (o *Optimizer) privShape(k, n int, hasLook bool) (_ privJob, lookOnly bool,
 		return privJob{}, false, err
 	}
 	j := privJob{batch: k, n: n, clip: o.dp.ClipNorm, divisor: divisor}
-	obs := o.Observation()
+	obs := o.observation()
 	switch {
 	case hasLook && obs.Kind != "two_point":
 		return privJob{}, false, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
@@ -280,10 +283,11 @@ func privRows(cur []float32, n int) (int, error) {
 // float32(min(1, C/sqrt(norm²))), 1 for norm² = 0. A norm that is not
 // finite gives a *NonFiniteExampleError.
 func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, error) {
+	defer o.lock()()
 	if o.dp == nil {
 		return nil, errors.New("runtime: set the DP settings (SetDP) before ClipScales: they give C and B")
 	}
-	obs := o.Observation()
+	obs := o.observation()
 	switch {
 	case (lookNorm == nil) != (dot == nil):
 		return nil, errors.New("runtime: ClipScales takes lookNorm and dot together")

@@ -16,6 +16,7 @@ import (
 // unchanged), else they are used as given — a non-finite row then reaches
 // out, where the step's guard refuses it. It waits for the device.
 func (o *Optimizer) PrivatizeDevice(out cudadrv.DevicePtr, n int, cur, look cudadrv.DevicePtr, k int, scales []float32) (_ PrivatizeStats, err error) {
+	defer o.lock()()
 	if o.dp == nil {
 		return PrivatizeStats{}, errors.New("runtime: set the DP settings (SetDP) before PrivatizeDevice: they give C and B")
 	}

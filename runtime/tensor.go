@@ -24,6 +24,7 @@ type Tensor struct {
 // over the batch of the per-example gradients (the step adds the noise). It
 // notes a NaN or ±Inf among them, which makes Step refuse the step.
 func (t *Tensor) SetGrad(g []float32) error {
+	defer t.o.lock()()
 	if len(g) != t.Len {
 		return fmt.Errorf("runtime: gradient of %s has %d values, the tensor %d", t.Name, len(g), t.Len)
 	}
@@ -84,6 +85,11 @@ func scanNonFinite(g []float32) int {
 
 // Params returns a copy of the tensor's current parameters.
 func (t *Tensor) Params() ([]float32, error) {
+	defer t.o.lock()()
+	return t.params()
+}
+
+func (t *Tensor) params() ([]float32, error) {
 	if t.o.back == nil && t.o.bufs == nil {
 		return slices.Clone(t.init), nil
 	}
@@ -95,6 +101,11 @@ func (t *Tensor) Params() ([]float32, error) {
 
 // State returns a copy of the tensor's part of the named state.
 func (t *Tensor) State(name string) ([]float32, error) {
+	defer t.o.lock()()
+	return t.state(name)
+}
+
+func (t *Tensor) state(name string) ([]float32, error) {
 	i := slices.Index(t.o.prog.Func.States, name)
 	if i < 0 {
 		return nil, fmt.Errorf("runtime: %s has no state %s (its states: %v)", t.o.Name(), name, t.o.prog.Func.States)
@@ -111,13 +122,14 @@ func (t *Tensor) State(name string) ([]float32, error) {
 // (Optimizer.Observation). The step writes it into the state
 // lang.LookaheadState; before the first step it is θ_0 (d_{−1} = 0).
 func (t *Tensor) Lookahead() ([]float32, error) {
-	switch b := t.o.LookaheadBuffer(); b {
+	defer t.o.lock()()
+	switch b := t.o.lookaheadBuffer(); b {
 	case -1:
 		return nil, fmt.Errorf("runtime: %s has no two_point observation, so no look-ahead point", t.o.Name())
 	case 0:
-		return t.Params()
+		return t.params()
 	default:
-		return t.State(t.o.m.Buffers[b].Name)
+		return t.state(t.o.m.Buffers[b].Name)
 	}
 }
 
@@ -126,6 +138,11 @@ func (t *Tensor) Lookahead() ([]float32, error) {
 // itself, before the first step; the state lang.LookaheadState after;
 // -1 for an optimizer without a two_point observation.
 func (o *Optimizer) LookaheadBuffer() int {
+	defer o.lock()()
+	return o.lookaheadBuffer()
+}
+
+func (o *Optimizer) lookaheadBuffer() int {
 	switch {
 	case o.prog.Func.MixingWeight() < 0:
 		return -1
@@ -142,6 +159,7 @@ func (o *Optimizer) LookaheadBuffer() int {
 // SetGrad wrote, or the clipped sum over DP.BatchSize that Privatize wrote
 // (the step adds the noise in the kernel and leaves the buffer as it was).
 func (t *Tensor) Grad() ([]float32, error) {
+	defer t.o.lock()()
 	if err := t.o.ready(); err != nil {
 		return nil, err
 	}
