@@ -6,9 +6,10 @@ FUZZTIME ?= 2m
 DSL      := $(sort $(wildcard optimizers/*.dsl))
 # Debian's Python, whose python3-torch the binding's tests use.
 PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
+PYTHON_DEBS := python3-torch python3-numpy python3-pytest python3-tqdm python3-matplotlib dataset-fashion-mnist
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test
+.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test reproduce
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -67,19 +68,25 @@ generate-check:
 	_build/fibergen build -o _build/generated $(DSL) >/dev/null && \
 	diff -r -x '*.so' generated _build/generated || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
 
+## reproduce: the Fashion-MNIST study of docs/reproduction.md (about 1.5 hours on 2 cores;
+## resumes where a killed one stopped), then its figures and tables
+reproduce: generate python-lib python-deps
+	$(PYTHON) examples/fashion_mnist/study.py --out docs/reproduction
+	$(PYTHON) examples/fashion_mnist/plot.py --out docs/reproduction
+
 ## python-lib: libfibergen.so, the C ABI of package runtime (capi/) that the Python binding loads
 python-lib: deps
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o python/fibergen/libfibergen.so ./capi
 
-## python-deps: Debian's torch, numpy, pytest and Fashion-MNIST for the binding's tests and
-## examples (apt-get as root)
+## python-deps: Debian's torch, numpy, pytest, tqdm, matplotlib and Fashion-MNIST for the
+## binding's tests and examples (apt-get as root)
 python-deps:
-	@if ! $(PYTHON) -c 'import torch, numpy, pytest, functorch' 2>/dev/null || [ ! -d /usr/share/datasets/fashion-mnist ]; then \
+	@if ! $(PYTHON) -c 'import torch, numpy, pytest, functorch, tqdm, matplotlib' 2>/dev/null || [ ! -d /usr/share/datasets/fashion-mnist ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "installing python3-torch, python3-numpy, python3-pytest, dataset-fashion-mnist (Debian)"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-numpy python3-pytest dataset-fashion-mnist >/dev/null; \
+			echo "installing $(PYTHON_DEBS) (Debian)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PYTHON_DEBS) >/dev/null; \
 		else \
-			echo "the Python tests need Debian's python3-torch, python3-numpy, python3-pytest, dataset-fashion-mnist (apt-get install, as root)" >&2; exit 1; \
+			echo "the Python tests need Debian's $(PYTHON_DEBS) (apt-get install, as root)" >&2; exit 1; \
 		fi; \
 	fi
 

@@ -43,7 +43,7 @@ const (
 	statusError      = 1
 	statusNonFinite  = 2
 	statusBadExample = 3
-	abiVersion       = 1
+	abiVersion       = 2
 )
 
 func main() {}

@@ -83,17 +83,18 @@ func fg_close(h C.int64_t, err *C.char, errlen C.size_t) C.int {
 
 // info is what fg_info reports: the optimizer as it stands.
 type info struct {
-	Name            string          `json:"name"`
-	ManifestSHA256  string          `json:"manifest_sha256"`
-	Backend         runtime.Backend `json:"backend"`
-	Buffers         []string        `json:"buffers"`
-	Hypers          []runtime.Hyper `json:"hypers"`
-	Steps           int             `json:"steps"`
-	Len             int             `json:"len"`
-	Observation     observation     `json:"observation"`
-	LookaheadBuffer int             `json:"lookahead_buffer"`
-	DP              *dpSettings     `json:"dp"`
-	Spent           *spent          `json:"spent"`
+	Name            string                `json:"name"`
+	ManifestSHA256  string                `json:"manifest_sha256"`
+	Backend         runtime.Backend       `json:"backend"`
+	Buffers         []string              `json:"buffers"`
+	Hypers          []runtime.Hyper       `json:"hypers"`
+	Steps           int                   `json:"steps"`
+	Len             int                   `json:"len"`
+	Observation     observation           `json:"observation"`
+	LookaheadBuffer int                   `json:"lookahead_buffer"`
+	DP              *dpSettings           `json:"dp"`
+	Spent           *spent                `json:"spent"`
+	Attenuations    []runtime.Attenuation `json:"attenuations"`
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -107,6 +108,7 @@ type dpSettings struct {
 	Clip            float64 `json:"clip"`
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	BatchSize       int     `json:"batch_size"`
+	SigmaW2         float64 `json:"sigma_w2"` // the noise variance per coordinate
 }
 
 type spent struct {
@@ -116,8 +118,8 @@ type spent struct {
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
 // the build hash, the buffers in ABI order, the hypers, the steps taken,
-// the next step's observation and look-ahead buffer, the DP settings and
-// the privacy spent under a budget.
+// the next step's observation and look-ahead buffer, the DP settings, the
+// privacy spent under a budget and the attenuation of each filtered state.
 //
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
@@ -125,12 +127,12 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 		obs := o.Observation()
 		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), Hypers: o.Hypers(),
 			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
-			LookaheadBuffer: o.LookaheadBuffer()}
+			LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations()}
 		for _, b := range o.Manifest().Buffers {
 			x.Buffers = append(x.Buffers, b.Name)
 		}
 		if d, ok := o.DP(); ok {
-			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize}
+			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
 		}
 		if g, ok := o.Spent(); ok {
 			x.Spent = &spent{g.Epsilon, g.Delta}
@@ -282,5 +284,25 @@ func fg_check_device_gradient(h C.int64_t, g C.uint64_t, n C.int64_t, index *C.i
 func fg_init_device_states(h C.int64_t, ptrs *C.uint64_t, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		return o.InitDeviceStates(devicePtrs(ptrs, nbuf), int(n))
+	})
+}
+
+// fg_enable_diagnostics turns on the optimizer's clamp_mass diagnostic
+// (runtime.Optimizer.EnableDiagnostics).
+//
+//export fg_enable_diagnostics
+func fg_enable_diagnostics(h C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.EnableDiagnostics() })
+}
+
+// fg_clamp_mass stores in *out the clamp_mass of the last step
+// (runtime.Optimizer.ClampMass).
+//
+//export fg_clamp_mass
+func fg_clamp_mass(h C.int64_t, out *C.double, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		v, e := o.ClampMass()
+		*out = C.double(v)
+		return e
 	})
 }

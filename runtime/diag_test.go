@@ -84,3 +84,27 @@ func TestDiagnosticsLeaveStepsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestAttenuations checks the attenuation the runtime reports for fiber's
+// filtered gradient gt against the paper's closed form (2−ω)/(4−3ω) and the
+// finite-time sum Σ_{j≤t} h_j² of the filter's impulse response h_0 = ω,
+// h_1 = 2ω(1−ω).
+func TestAttenuations(t *testing.T) {
+	theta, grads := inputs(2)
+	o, ts := openFiber(t, runtime.Options{}, theta)
+	if err := o.SetHypers(map[string]float64{"omega": 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	want := []runtime.Attenuation{{State: "gt", Steady: 1.5 / 2.5, Finite: 0}}
+	if got := o.Attenuations(); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("before a step: %+v, want %+v", got, want)
+	}
+	for i, finite := range []float64{0.25, 0.25 + 0.25} { // ω = 0.5: h_0 = h_1 = 0.5
+		if err := stepAll(o, ts, grads[i]); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.Attenuations()[0]; math.Abs(got.Finite-finite) > 1e-15 || math.Abs(got.Steady-0.6) > 1e-15 {
+			t.Errorf("after step %d: %+v, want finite %v, steady 0.6", i, got, finite)
+		}
+	}
+}

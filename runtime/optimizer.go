@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
@@ -92,7 +93,10 @@ func (n Noise) check() error {
 
 // Optimizer is one generated optimizer over the trainer's parameters: the
 // flat buffers of every role (parameters, gradient, each state), the
-// hypers, the DP settings, the seed and the step counter.
+// hypers, the DP settings, the seed and the step counter. Its methods (and
+// its Tensors') run one at a time, so that goroutines sharing it never take
+// two steps at one step counter; a trainer's privatize-then-step is two
+// calls, which a trainer stepping from several goroutines keeps together.
 type Optimizer struct {
 	m       *manifest.Manifest
 	hash    string // manifest.Hash of the manifest's bytes
@@ -113,6 +117,17 @@ type Optimizer struct {
 	back          backend
 	budget        *Budget    // SetBudget: the accountant and the planned steps
 	diag          *diagState // EnableDiagnostics: nil while they are off
+	mu            sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+}
+
+// lock serialises the optimizer's methods: an Optimizer is safe for use by
+// several goroutines, one call at a time, so that no two steps can read one
+// step counter and draw the same noise. Methods lock on entry and call only
+// unexported code, never another locking method. defer o.lock()() holds the
+// lock to the method's end.
+func (o *Optimizer) lock() func() {
+	o.mu.Lock()
+	return o.mu.Unlock
 }
 
 // Open opens the optimizer that fibergen build wrote into dir
@@ -229,6 +244,7 @@ func (o *Optimizer) Manifest() *manifest.Manifest { return o.m }
 // (CPU runs Go where Options.GoFallback asked for it and there is no host
 // kernel); "" before.
 func (o *Optimizer) Backend() Backend {
+	defer o.lock()()
 	if o.back == nil {
 		return ""
 	}
@@ -236,16 +252,26 @@ func (o *Optimizer) Backend() Backend {
 }
 
 // Len is the number of coordinates registered.
-func (o *Optimizer) Len() int { return o.n }
+func (o *Optimizer) Len() int {
+	defer o.lock()()
+	return o.n
+}
 
 // Steps is the number of steps taken: the next step is step Steps().
-func (o *Optimizer) Steps() int { return o.t }
+func (o *Optimizer) Steps() int {
+	defer o.lock()()
+	return o.t
+}
 
 // Seed is the noise seed.
-func (o *Optimizer) Seed() uint64 { return o.seed }
+func (o *Optimizer) Seed() uint64 {
+	defer o.lock()()
+	return o.seed
+}
 
 // SetSeed fixes the noise seed; only before the first step.
 func (o *Optimizer) SetSeed(seed uint64) error {
+	defer o.lock()()
 	if o.t > 0 {
 		return errors.New("runtime: the seed can only be set before the first step")
 	}
@@ -256,6 +282,7 @@ func (o *Optimizer) SetSeed(seed uint64) error {
 // SetDP sets the DP settings of the next steps; under a privacy budget
 // (SetBudget) it is refused, since the budget's accounting assumes its own.
 func (o *Optimizer) SetDP(d DP) error {
+	defer o.lock()()
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -269,6 +296,7 @@ func (o *Optimizer) SetDP(d DP) error {
 // DP returns the DP settings, and false where none are set (SetNoise gives
 // the noise, or nothing does yet).
 func (o *Optimizer) DP() (DP, bool) {
+	defer o.lock()()
 	if o.dp == nil {
 		return DP{}, false
 	}
@@ -280,6 +308,7 @@ func (o *Optimizer) DP() (DP, bool) {
 // a trainer that privatizes its gradients itself (Draw false). Privatize,
 // ClipScales and the privacy budget need SetDP, which gives C and B.
 func (o *Optimizer) SetNoise(n Noise) error {
+	defer o.lock()()
 	if err := n.check(); err != nil {
 		return err
 	}
@@ -302,9 +331,31 @@ func (o *Optimizer) stepNoise() Noise {
 // Hypers returns every hyper's name and current value, in the order the
 // .dsl declares them.
 func (o *Optimizer) Hypers() []Hyper {
+	defer o.lock()()
 	out := make([]Hyper, len(o.hypers))
 	for i, h := range o.prog.Func.Hypers {
 		out[i] = Hyper{Name: h.Name, Value: o.hypers[i]}
+	}
+	return out
+}
+
+// Attenuation is the DP-noise attenuation of a filtered state: the share of
+// the noise variance σ_w² that reaches it (docs/dsl.md, attenuation).
+type Attenuation struct {
+	State  string  `json:"state"`
+	Steady float64 `json:"steady"` // attenuation(state) at the current hypers
+	Finite float64 `json:"finite"` // attenuation_t(state) after the steps taken: 0 before the first
+}
+
+// Attenuations returns the attenuation of every state the optimizer's step
+// names in attenuation or attenuation_t, as the host computes them for a
+// step at the current hypers.
+func (o *Optimizer) Attenuations() []Attenuation {
+	defer o.lock()()
+	out := make([]Attenuation, 0, len(o.prog.Func.Filters))
+	for _, fl := range o.prog.Func.Filters {
+		steady, finite, _ := o.prog.Attenuation(fl.State, o.hypers, o.t-1)
+		out = append(out, Attenuation{State: fl.State, Steady: steady, Finite: finite})
 	}
 	return out
 }
@@ -321,6 +372,7 @@ func (o *Optimizer) ManifestHash() string { return o.hash }
 
 // Hyper returns the value of the named hyper.
 func (o *Optimizer) Hyper(name string) (float64, error) {
+	defer o.lock()()
 	i := o.prog.Func.HyperIndex(name)
 	if i < 0 {
 		return 0, o.noHyper(name)
@@ -331,13 +383,19 @@ func (o *Optimizer) Hyper(name string) (float64, error) {
 // SetHyper sets the named hyper for the next steps, checking its range, the
 // stability of the filters and the two_point weight at the new setting.
 func (o *Optimizer) SetHyper(name string, value float64) error {
-	return o.SetHypers(map[string]float64{name: value})
+	defer o.lock()()
+	return o.setHypers(map[string]float64{name: value})
 }
 
 // SetHypers sets several hypers at once, checking the new setting as a
 // whole (one at a time, a step between two stable settings may be
 // unstable); on an error nothing changes.
 func (o *Optimizer) SetHypers(values map[string]float64) error {
+	defer o.lock()()
+	return o.setHypers(values)
+}
+
+func (o *Optimizer) setHypers(values map[string]float64) error {
 	h := slices.Clone(o.hypers)
 	for name, v := range values {
 		i := o.prog.Func.HyperIndex(name)
@@ -360,6 +418,7 @@ func (o *Optimizer) SetHypers(values map[string]float64) error {
 // gives them, in order, checking each range and then the new setting as a
 // whole as SetHypers does; the error wraps the setting's own.
 func (o *Optimizer) ApplySettings(settings []string) error {
+	defer o.lock()()
 	h, err := o.prog.Func.Override(o.hypers, settings)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -394,6 +453,7 @@ func (o *Optimizer) noHyper(name string) error {
 // Register adds a parameter tensor, copying its values into the flat
 // parameter buffer; all tensors are registered before the first step.
 func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
+	defer o.lock()()
 	switch {
 	case o.bufs != nil:
 		return nil, fmt.Errorf("runtime: register %s: tensors are registered before the first step", name)
@@ -407,7 +467,10 @@ func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
 }
 
 // Tensors lists the registered tensors in order.
-func (o *Optimizer) Tensors() []*Tensor { return slices.Clone(o.tensors) }
+func (o *Optimizer) Tensors() []*Tensor {
+	defer o.lock()()
+	return slices.Clone(o.tensors)
+}
 
 // ready lays out the flat buffers and starts the backend, once.
 func (o *Optimizer) ready() error {
@@ -460,13 +523,14 @@ func (o *Optimizer) args() stepArgs {
 // step counter, noise position — and returns a *NonFiniteError; any other
 // error also leaves the step counter where it was.
 func (o *Optimizer) Step() error {
+	defer o.lock()()
 	if err := o.canStep(); err != nil {
 		return err
 	}
 	if err := o.ready(); err != nil {
 		return err
 	}
-	if err := o.CheckGradient(); err != nil {
+	if err := o.checkGradient(); err != nil {
 		return err
 	}
 	a := o.args()
@@ -521,6 +585,7 @@ func (o *Optimizer) checkGradients() error {
 
 // Close releases the backend (device memory, the shared object).
 func (o *Optimizer) Close() error {
+	defer o.lock()()
 	if o.back == nil {
 		return nil
 	}
@@ -542,6 +607,11 @@ type Observation struct {
 // hypers. Tensor.Lookahead gives the point where the trainer evaluates the
 // look-ahead gradients.
 func (o *Optimizer) Observation() Observation {
+	defer o.lock()()
+	return o.observation()
+}
+
+func (o *Optimizer) observation() Observation {
 	fn := o.prog.Func
 	if fn.Observe == nil {
 		return Observation{}

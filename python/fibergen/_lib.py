@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 # The statuses of capi (capi/capi.go).
 _OK, _ERROR, _NONFINITE, _BAD_EXAMPLE = 0, 1, 2, 3
 _ERRLEN = 2048
@@ -75,6 +75,8 @@ _SIGNATURES: dict[str, tuple] = {
     "fg_check_checkpoint": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
     "fg_load": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
     "fg_set_budget": (ctypes.c_int64, ctypes.c_char_p, c_double_p, *c_err),
+    "fg_enable_diagnostics": (ctypes.c_int64, *c_err),
+    "fg_clamp_mass": (ctypes.c_int64, c_double_p, *c_err),
     "fg_privacy": (ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), *c_err),
 }
 
@@ -195,6 +197,14 @@ class Handle:
         sigma = ctypes.c_double()
         call("set_budget", self.h, encode(request, "budget"), ctypes.byref(sigma))
         return sigma.value
+
+    def enable_diagnostics(self) -> None:
+        call("enable_diagnostics", self.h)
+
+    def clamp_mass(self) -> float:
+        v = ctypes.c_double()
+        call("clamp_mass", self.h, ctypes.byref(v))
+        return v.value
 
     def use_buffers(self, ptrs: Sequence[int], n: int) -> None:
         arr = (c_float_p * len(ptrs))(*[ctypes.cast(p, c_float_p) for p in ptrs])

@@ -253,6 +253,14 @@ class Optimizer(torch.optim.Optimizer):
             sigma = g.handle.set_budget(req)
         return sigma
 
+    @property
+    def sigma_w2(self) -> Optional[float]:
+        """The noise variance per coordinate the DP settings give, σ_w² =
+        (σ_DP·sensitivity/B)²; None without DP settings (before set_dp or
+        set_budget, or after set_noise)."""
+        dp = self._groups[0].handle.info()["dp"]
+        return None if dp is None else dp["sigma_w2"]
+
     def spent(self) -> Optional[tuple[float, float]]:
         """The (ε, δ) spent so far under the budget, or None without one."""
         s = self._groups[0].handle.info()["spent"]
@@ -268,6 +276,29 @@ class Optimizer(torch.optim.Optimizer):
         {"kind": "two_point" or "", "a", "lookahead"}."""
         self._sync()
         return self._groups[0].handle.info()["observation"]
+
+    def attenuations(self) -> dict[str, dict[str, float]]:
+        """The DP-noise attenuation of each filtered state (those the
+        optimizer's step names in attenuation or attenuation_t), as the
+        runtime derives it for the first group's hypers: {state: {"steady":
+        A, "finite": A_t after the steps taken}} — the share of σ_w² that
+        reaches the state."""
+        self._sync()
+        return {a["state"]: {"steady": a["steady"], "finite": a["finite"]}
+                for a in self._groups[0].handle.info()["attenuations"]}
+
+    def enable_diagnostics(self) -> None:
+        """Turns on the clamp_mass diagnostic (an optimizer whose .dsl declares
+        ``diagnostic clamp_mass``): after each step the runtime computes the
+        share of Σ|m̂| on coordinates whose corrected second moment sits on
+        its floor ε_v. Off by default; the step kernel is the same."""
+        for g in self._groups:
+            g.handle.enable_diagnostics()
+
+    def clamp_mass(self) -> list[float]:
+        """The clamp_mass of the last step, one value per parameter group
+        (with a process group: of this rank's slice)."""
+        return [g.handle.clamp_mass() for g in self._groups]
 
     # --- gradients ----------------------------------------------------------
 
@@ -647,15 +678,16 @@ def _global_rank0(pg: Any) -> int:
     return get(pg, 0)
 
 
-def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor) -> dict[torch.Tensor, torch.Tensor]:
+def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor, with_loss: bool = False) -> Any:
     """Each example's gradient of ``loss(model(inputs), *targets)`` — batch
     holds the inputs, then the targets, examples first — by torch.func (or
     functorch) vmap(grad(...)): a dict {parameter: [k, *p.shape]}, as
-    ``Optimizer.privatize`` takes it whatever the groups' order."""
+    ``Optimizer.privatize`` takes it whatever the groups' order. With
+    ``with_loss``, also each example's loss, [k]: (grads, losses)."""
     try:
-        from torch.func import functional_call, grad, vmap
+        from torch.func import functional_call, grad_and_value, vmap
     except ImportError:  # torch 1.13, Debian 12's
-        from functorch import grad, vmap
+        from functorch import grad_and_value, vmap
         from torch.nn.utils.stateless import functional_call
     named = dict(model.named_parameters())
     params = {n: p.detach() for n, p in named.items()}
@@ -664,5 +696,6 @@ def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor) -
         out = functional_call(model, ps, (x.unsqueeze(0),))
         return loss(out, *[t.unsqueeze(0) for t in targets])
 
-    grads = vmap(grad(one), in_dims=(None,) + (0,) * len(batch))(params, *batch)
-    return {p: grads[n] for n, p in named.items()}
+    grads, losses = vmap(grad_and_value(one), in_dims=(None,) + (0,) * len(batch))(params, *batch)
+    by_param = {p: grads[n] for n, p in named.items()}
+    return (by_param, losses) if with_loss else by_param

@@ -499,3 +499,27 @@ def test_fork_is_refused(generated):
         os._exit(1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_diagnostics_and_attenuations(generated):
+    m, opt = opened(generated, omega=0.5)
+    params = list(m.parameters())
+    assert opt.sigma_w2 == (1.1 * 1.0 / 32) ** 2
+    with pytest.raises(FibergenError, match="diagnostics are off"):
+        opt.clamp_mass()
+    opt.enable_diagnostics()
+    att = opt.attenuations()
+    assert list(att) == ["gt"] and att["gt"]["finite"] == 0
+    assert att["gt"]["steady"] == pytest.approx((2 - 0.5) / (4 - 3 * 0.5), rel=1e-12)  # docs/optimizers.md
+    run(opt, params, range(2))
+    assert opt.attenuations()["gt"]["finite"] == pytest.approx(0.5 ** 2 + (2 * 0.5 * (1 - 0.5)) ** 2, rel=1e-12)  # h_0 = ω, h_1 = 2ω(1−ω)
+    cm = opt.clamp_mass()
+    assert len(cm) == 1 and 0 <= cm[0] <= 1
+    for group in opt.param_groups:
+        group["eps_v"] = 1e6  # every corrected second moment on its floor
+    run(opt, params, range(2, 3))
+    assert opt.clamp_mass() == [1.0]
+    _, plain = opened(generated, "dp_adam")
+    assert plain.attenuations() == {}
+    with pytest.raises(FibergenError, match="clamp_mass"):
+        plain.enable_diagnostics()
