@@ -108,6 +108,10 @@ type checker struct {
 
 func (c *checker) errorf(pos Pos, format string, args ...any) { c.errs.Addf(pos, format, args...) }
 
+// MaxNameLen is the longest optimizer name: it names a Go package, a
+// directory and the files in it, and file names stop at 255 bytes.
+const MaxNameLen = 64
+
 func (c *checker) checkOptimizer() {
 	d := c.f.Optimizer
 	if d == nil {
@@ -118,8 +122,10 @@ func (c *checker) checkOptimizer() {
 		return
 	}
 	switch name := d.Name.Name; {
-	case name == "main" || name == "init":
+	case name == "main" || name == "init" || goKeywords[name]:
 		c.errorf(d.Name.NamePos, "optimizer name %s is reserved in Go (it names the generated Go package); choose another", name)
+	case len(name) > MaxNameLen:
+		c.errorf(d.Name.NamePos, "optimizer name is %d characters long; at most %d (it names a Go package, a directory and its files)", len(name), MaxNameLen)
 	case !isPackageName(name):
 		c.errorf(d.Name.NamePos, "optimizer name %s must be lower case letters, digits and _ starting with a letter (it names a Go package and a directory)", name)
 	}

@@ -118,7 +118,9 @@ func TestErrorFiles(t *testing.T) {
 // the end is on the commented line).
 var errorSources = []struct{ name, src string }{
 	{"upper case name", `optimizer Adam // ERROR col=11 "optimizer name Adam must be lower case"` + oneStep},
-	{"Go keyword name", `optimizer func // ERROR col=11 "optimizer name func .*Go package"` + oneStep},
+	{"Go keyword name", `optimizer func // ERROR col=11 "optimizer name func is reserved in Go"` + oneStep},
+	{"Go keyword name type", `optimizer type // ERROR col=11 "optimizer name type is reserved in Go"` + oneStep},
+	{"long name", `optimizer ` + strings.Repeat("a", 65) + ` // ERROR col=11 "optimizer name is 65 characters long; at most 64"` + oneStep},
 	{"package main", `optimizer main // ERROR col=11 "optimizer name main is reserved in Go"` + oneStep},
 	{"package init", `optimizer init // ERROR col=11 "optimizer name init is reserved in Go"` + oneStep},
 	{"underscore name", `optimizer _x // ERROR col=11 "optimizer name _x must be"` + oneStep},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,9 @@ type badCase struct {
 	args string
 	code int
 	msg  string // a regexp that stderr must match
+	// stdout is a regexp that stdout must match; empty: stdout stays empty
+	// (check prints ok for the good files of the line).
+	stdout string
 	// dsl marks DSL diagnostics: file:line:col: message, the source line
 	// and a caret, for every error.
 	dsl      bool
@@ -41,6 +45,9 @@ var badCases = []badCase{
 	{name: "flag without value", args: "build $D/fiber.dsl -o", code: 2, msg: `flag needs an argument: -o`},
 	{name: "build empty -o", args: "build $D/fiber.dsl -o=", code: 2, msg: `^fibergen build: -o needs a directory`},
 	{name: "build no files", args: "build -o $OUT", code: 2, msg: `^fibergen build: no \.dsl files given`},
+	{name: "build -o twice", args: "build $D/fiber.dsl -o $OUT -o $OUT", code: 2, msg: `^fibergen build: flag -o given twice`},
+	{name: "run --out twice", args: "run $D/dp_sgd.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --out $OUT", code: 2, msg: `^fibergen run: flag -out given twice`},
+	{name: "set twice", args: "explain $D/fiber.dsl --set omega=0.5 --set omega=0.6", code: 2, msg: `omega is set twice \(omega=0\.5, then omega=0\.6\)`},
 	{name: "check no files", args: "check", code: 2, msg: `^fibergen check: no \.dsl files given`},
 	{name: "explain no file", args: "explain --json", code: 2, msg: `^fibergen explain: want exactly one \.dsl file, got 0`},
 	{name: "explain two files", args: "explain $D/fiber.dsl $D/dp_sgd.dsl", code: 2, msg: `want exactly one \.dsl file, got 2`},
@@ -66,24 +73,24 @@ var badCases = []badCase{
 
 	// Missing and unreadable .dsl files.
 	{name: "build missing file", args: "build $D/nope.dsl -o $OUT", code: 1, msg: `^fibergen: cannot read \S*/nope\.dsl: no such file or directory`},
-	{name: "check missing file", args: "check $D/fiber.dsl $D/nope.dsl", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`},
+	{name: "check missing file", args: "check $D/fiber.dsl $D/nope.dsl", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`, stdout: `^\S*/fiber\.dsl: ok\n$`},
 	{name: "run missing file", args: "run $D/nope.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT", code: 1, msg: `cannot read \S*/nope\.dsl: no such file or directory`},
 	{name: "directory as file", args: "build $D/adir -o $OUT", code: 1, msg: `cannot read \S*/adir: is a directory`},
 	{name: "unreadable file", args: "check $D/noread.dsl", code: 1, msg: `cannot read \S*/noread\.dsl: permission denied`, skipRoot: true},
 
 	// DSL errors.
 	{name: "build broken dsl", args: "build $D/broken.dsl -o $OUT", code: 1, dsl: true, msg: `broken\.dsl:10:6: undefined: beta1`},
-	{name: "check broken dsl", args: "check $D/fiber.dsl $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:5:7: lr redeclared`},
-	{name: "explain broken dsl", args: "explain --json $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:13:1: expected expression, found '}'`},
+	{name: "check broken dsl", args: "check $D/fiber.dsl $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:5:7: lr redeclared`, stdout: `^\S*/fiber\.dsl: ok\n$`},
+	{name: "explain broken dsl", args: "explain $D/broken.dsl", code: 1, dsl: true, msg: `broken\.dsl:13:1: expected expression, found '}'`},
 	{name: "run broken dsl", args: "run $D/broken.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT", code: 1, dsl: true, msg: `broken\.dsl:11:23: undefined: mhat`},
 	{name: "empty dsl", args: "check $D/empty.dsl", code: 1, dsl: true, msg: `empty\.dsl:1:1: missing optimizer declaration`},
 	{name: "build same optimizer twice", args: "build $D/dp_sgd.dsl $D/dp_sgd_copy.dsl -o $OUT", code: 1, msg: `^fibergen: \S*/dp_sgd\.dsl and \S*/dp_sgd_copy\.dsl both declare optimizer dp_sgd`},
-	{name: "check same optimizer twice", args: "check $D/dp_sgd_copy.dsl $D/dp_sgd.dsl", code: 1, msg: `both declare optimizer dp_sgd`},
+	{name: "check same optimizer twice", args: "check $D/dp_sgd_copy.dsl $D/dp_sgd.dsl", code: 1, msg: `both declare optimizer dp_sgd`, stdout: `^\S*/dp_sgd_copy\.dsl: ok\n$`},
 
 	// Hyper settings.
 	{name: "explain unknown hyper", args: "explain $D/fiber.dsl --set momentum=0.9", code: 1, msg: `^fibergen explain: fiber has no hyper momentum \(its hypers: lr, beta1, .*eps_v\)`},
 	{name: "explain hyper out of range", args: "explain $D/fiber.dsl --set beta1=1", code: 1, msg: `hyper beta1 = 1 is outside its range \[0, 1\)`},
-	{name: "explain hyper below range", args: "explain $D/fiber.dsl --set lr=0.5 --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \(0, inf\)`},
+	{name: "explain hyper below range", args: "explain $D/fiber.dsl --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \(0, inf\)`},
 	{name: "explain unstable filter", args: "explain $D/abtrack.dsl --set beta=3.5", code: 1, msg: `^fibergen explain: the filter of state gt is unstable at alpha=0.5, beta=3.5: its spectral radius is [0-9.]+, not below 1 \(it is stable where beta > 0 and 4 - 2 \* alpha - beta > 0 and alpha > 0 and 2 - alpha > 0\)`},
 	{name: "run unstable filter", args: "run $D/abtrack.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --set alpha=1.9 --set beta=0.5", code: 1, msg: `the filter of state gt is unstable at alpha=1.9, beta=0.5`},
 	{name: "check unstable defaults", args: "check $D/unstable.dsl", code: 1, dsl: true, msg: `unstable.dsl:6:18: attenuation\(x\) at the defaults: the filter of state x is unstable at k=2.5: its spectral radius is 1.5, not below 1 \(it is stable where k > 0 and 2 - k > 0\)`},
@@ -162,15 +169,33 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// expandArgs splits a case's command line and fills in its paths.
+// expandArgs splits a case's command line and fills in its paths. $RUN's
+// flags that the case gives again are left out of $RUN: a flag given twice
+// is an error of its own.
 func expandArgs(line, dir, out string) []string {
-	line = strings.ReplaceAll(line, "$RUN", runLine)
+	if rest, ok := strings.CutPrefix(line, "$RUN"); ok {
+		line = withoutFlags(runLine, strings.Fields(rest)) + rest
+	}
 	args := strings.Fields(line)
 	for i, a := range args {
 		a = strings.ReplaceAll(a, "$D", dir)
 		args[i] = strings.ReplaceAll(a, "$OUT", out)
 	}
 	return args
+}
+
+// withoutFlags drops from line each "--flag value" pair whose flag is in args.
+func withoutFlags(line string, args []string) string {
+	f := strings.Fields(line)
+	var keep []string
+	for i := 0; i < len(f); i++ {
+		if strings.HasPrefix(f[i], "--") && slices.Contains(args, f[i]) {
+			i++ // and its value
+			continue
+		}
+		keep = append(keep, f[i])
+	}
+	return strings.Join(keep, " ")
 }
 
 // makeOldOutput puts what an earlier successful command would have left
@@ -198,8 +223,8 @@ func checkBadRun(t *testing.T, c badCase, dir string, args []string) {
 	if r.code != c.code {
 		t.Errorf("exit status %d, want %d; stderr:\n%s", r.code, c.code, r.stderr)
 	}
-	if r.stdout != "" {
-		t.Errorf("stdout is not empty:\n%s", r.stdout)
+	if c.stdout == "" && r.stdout != "" || !regexp.MustCompile(c.stdout).MatchString(r.stdout) {
+		t.Errorf("stdout does not match %q:\n%s", c.stdout, r.stdout)
 	}
 	if c.dsl {
 		checkDiagnostics(t, r.stderr)

@@ -147,11 +147,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	case len(files) == 0:
 		return usageError(stderr, "check", "no .dsl files given")
 	}
-	if _, ok := compileAll(files, stderr); !ok {
-		return 1
+	units, ok := compileAll(files, stderr)
+	for _, u := range units { // each file that checks, whatever the others do
+		fmt.Fprintf(stdout, "%s: ok\n", u.Path)
 	}
-	for _, f := range files {
-		fmt.Fprintf(stdout, "%s: ok\n", f)
+	if !ok {
+		return 1
 	}
 	return 0
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
+	"strings"
 
 	"github.com/fibergen/fibergen/explain"
 )
@@ -12,7 +14,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	showIR := fs.Bool("ir", false, "include the IR dump")
 	asJSON := fs.Bool("json", false, "print JSON")
-	var sets listFlag
+	var sets setsFlag
 	fs.Var(&sets, "set", "override a hyper: name=value (repeatable)")
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
@@ -21,7 +23,12 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case len(files) != 1:
 		return usageError(stderr, "explain", "want exactly one .dsl file, got %d", len(files))
 	}
-	u := compileFile(files[0], stderr)
+	var diags bytes.Buffer
+	u := compileFile(files[0], &diags)
+	if u == nil && *asJSON {
+		return jsonErrors(stdout, stderr, diags.String())
+	}
+	io.Copy(stderr, &diags)
 	if u == nil {
 		return 1
 	}
@@ -42,4 +49,22 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	x.WriteText(stdout)
 	return 0
+}
+
+// jsonErrors prints explain --json's answer for a file that does not
+// compile, {"errors": ["file:line:col: message", ...]} (the diagnostics
+// without their source lines and carets), and returns exit status 1.
+func jsonErrors(stdout, stderr io.Writer, diags string) int {
+	var errs []string
+	for _, line := range strings.Split(strings.TrimRight(diags, "\n"), "\n") {
+		if line != "" && !strings.HasPrefix(line, "\t") {
+			errs = append(errs, line)
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string][]string{"errors": errs}); err != nil {
+		return fail(stderr, "explain", err)
+	}
+	return 1
 }

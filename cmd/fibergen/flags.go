@@ -9,11 +9,41 @@ import (
 	"strings"
 )
 
-// listFlag collects a repeated flag.
-type listFlag []string
+// setsFlag collects the repeated --set name=value, refusing a name given
+// twice (the last would win silently).
+type setsFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+func (l *setsFlag) String() string { return strings.Join(*l, ",") }
+func (l *setsFlag) Set(s string) error {
+	name, _, _ := strings.Cut(s, "=")
+	for _, prev := range *l {
+		if p, _, _ := strings.Cut(prev, "="); p == name {
+			return fmt.Errorf("%s is set twice (%s, then %s)", name, prev, s)
+		}
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// refuseRepeats reports a flag of fs other than --set given twice in args
+// (the flag package lets the last win), before anything runs.
+func refuseRepeats(fs *flag.FlagSet, args []string) error {
+	seen := map[string]bool{}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || fs.Lookup(name) == nil || name == "set" {
+			continue
+		}
+		if seen[name] {
+			return fmt.Errorf("flag -%s given twice", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
 
 // floatFlag is a float64 flag whose parse error says what it wants (the
 // flag package's own says only "parse error").
@@ -49,6 +79,10 @@ func (u *uintFlag) Set(s string) error {
 // positional arguments, which it returns. Errors are one line on stderr.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
 	fs.SetOutput(io.Discard)
+	if err := refuseRepeats(fs, args); err != nil {
+		fmt.Fprintf(stderr, "fibergen %s: %v\n", fs.Name(), err)
+		return nil, false
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -47,6 +47,18 @@ func TestCheckShipped(t *testing.T) {
 	}
 }
 
+// TestCheckGoesOn checks every file whatever the others do: the good ones
+// are ok on stdout, the missing one an error, the exit status 1.
+func TestCheckGoesOn(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.dsl")
+	r := runMain("check", optPath("dp_sgd"), missing, optPath("fiber"))
+	if want := optPath("dp_sgd") + ": ok\n" + optPath("fiber") + ": ok\n"; r.code != 1 || r.stdout != want ||
+		!strings.Contains(r.stderr, "cannot read "+missing) {
+		t.Errorf("check good missing good: code %d, stdout %q, stderr %q; want 1, %q and the missing file named",
+			r.code, r.stdout, r.stderr, want)
+	}
+}
+
 func TestBuildMatchesCheckedIn(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "gen")
 	args := []string{"build", "-o", out}
@@ -561,5 +573,24 @@ func TestRunFlagOrder(t *testing.T) {
 		if got := readNPY(t, out).Data; !slices.Equal(got, want) {
 			t.Errorf("%q: got %v, want %v", args, got, want)
 		}
+	}
+}
+
+// TestExplainJSONErrors checks that explain --json answers a file that does
+// not compile in JSON on stdout, one "file:line:col: message" per error.
+func TestExplainJSONErrors(t *testing.T) {
+	r := runMain("explain", "--json", brokenDSL)
+	var got struct{ Errors []string }
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 1 || r.stderr != "" {
+		t.Fatalf("explain --json %s: code %d, stdout %q (%v), stderr %q; want 1, JSON, nothing", brokenDSL, r.code, r.stdout, err, r.stderr)
+	}
+	want := runMain("check", brokenDSL)
+	for _, e := range got.Errors {
+		if !strings.HasPrefix(e, brokenDSL+":") || !strings.Contains(want.stderr, e+"\n") {
+			t.Errorf("error %q is not one of check's:\n%s", e, want.stderr)
+		}
+	}
+	if len(got.Errors) < 2 {
+		t.Errorf("%d errors, want every error of %s", len(got.Errors), brokenDSL)
 	}
 }

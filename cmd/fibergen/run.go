@@ -19,7 +19,7 @@ import (
 // runOptions are the flags of fibergen run.
 type runOptions struct {
 	grads, theta, out string
-	sets              listFlag
+	sets              setsFlag
 	sigmaW2           floatFlag
 	noise, backend    string
 	seed              uintFlag
