@@ -31,6 +31,21 @@ def label(opt: str) -> str:
     return LABELS.get(opt, opt)
 
 
+def style(opt: str) -> dict[str, Any]:
+    """The line's label and colour: one colour per optimizer in every figure."""
+    names = list(LABELS)
+    i = names.index(opt) if opt in names else len(names) + sum(map(ord, opt)) % 4
+    return {"label": label(opt), "color": plt.get_cmap("tab10")(i % 10)}
+
+
+def epsilon_axis(ax: Any, eps: list[str]) -> None:
+    """A log ε axis with a tick at each ε of the study."""
+    ax.set(xscale="log", xlabel="ε")
+    ax.set_xticks([float(e) for e in eps])
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.get_xaxis().set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def load_run(out: Path, name: str) -> dict:
     return json.loads((out / "runs" / f"{name}.json").read_text())
 
@@ -41,11 +56,9 @@ def accuracy_plot(out: Path, regime: str, res: dict) -> Path:
         eps = sorted(cells, key=float)
         mean = [cells[e]["mean"] * 100 for e in eps]
         ci = [(cells[e]["ci95"] or 0) * 100 for e in eps]
-        ax.errorbar([float(e) for e in eps], mean, yerr=ci, marker="o", capsize=3, label=label(opt))
-    ax.set(xscale="log", xlabel="ε", ylabel="test accuracy (%)",
-           title=f"Fashion-MNIST, {regime} regime: mean and 95% CI over seeds")
-    ax.set_xticks([float(e) for e in sorted(next(iter(res.values())), key=float)])
-    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.errorbar([float(e) for e in eps], mean, yerr=ci, marker="o", capsize=3, **style(opt))
+    ax.set(ylabel="test accuracy (%)", title=f"Fashion-MNIST, {regime} regime: mean and 95% CI over seeds")
+    epsilon_axis(ax, sorted(next(iter(res.values())), key=float))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save(fig, out / f"accuracy_{regime}.png")
@@ -69,7 +82,7 @@ def curves(out: Path, res: dict, eps: str, key: str) -> dict[str, tuple[list[flo
 def curves_plot(out: Path, regime: str, res: dict, eps: str) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for opt, (x, y) in curves(out, res, eps, "test_acc").items():
-        ax.plot(x, [v * 100 for v in y], marker=".", label=label(opt))
+        ax.plot(x, [v * 100 for v in y], marker=".", **style(opt))
     ax.set(xlabel="epoch", ylabel="test accuracy (%)",
            title=f"Learning curves at ε = {eps}, {regime} regime (mean over seeds)")
     ax.grid(alpha=0.3)
@@ -80,13 +93,14 @@ def curves_plot(out: Path, regime: str, res: dict, eps: str) -> Path:
 def clamp_plot(out: Path, regime: str, res: dict, eps: str) -> Path:
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for opt, (x, y) in curves(out, res, eps, "clamp_mass").items():
-        a.plot(x, y, marker=".", label=label(opt))
+        a.plot(x, y, marker=".", **style(opt))
     a.set(xlabel="epoch", ylabel="clamp_mass", ylim=(0, 1), title=f"clamp_mass over training, ε = {eps}")
     for opt, cells in res.items():
         eps_all = sorted((e for e in cells if cells[e]["clamp_mass"] is not None), key=float)
         if eps_all:
-            b.plot([float(e) for e in eps_all], [cells[e]["clamp_mass"] for e in eps_all], marker="o", label=label(opt))
-    b.set(xscale="log", xlabel="ε", ylabel="mean clamp_mass", ylim=(0, 1), title="at each ε's chosen learning rate")
+            b.plot([float(e) for e in eps_all], [cells[e]["clamp_mass"] for e in eps_all], marker="o", **style(opt))
+    b.set(ylabel="mean clamp_mass", ylim=(0, 1), title="at each ε's chosen learning rate")
+    epsilon_axis(b, sorted(next(iter(res.values())), key=float))
     for ax in (a, b):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
