@@ -25,11 +25,11 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	var diags bytes.Buffer
 	u := compileFile(files[0], &diags)
-	if u == nil && *asJSON {
+	stderr.Write(diags.Bytes())
+	switch {
+	case u == nil && *asJSON:
 		return jsonErrors(stdout, stderr, diags.String())
-	}
-	io.Copy(stderr, &diags)
-	if u == nil {
+	case u == nil:
 		return 1
 	}
 	x, err := explain.Describe(u, sets)
@@ -52,8 +52,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 }
 
 // jsonErrors prints explain --json's answer for a file that does not
-// compile, {"errors": ["file:line:col: message", ...]} (the diagnostics
-// without their source lines and carets), and returns exit status 1.
+// compile, {"errors": ["file:line:col: message", ...]} (the diagnostics,
+// which stderr has in full, without their source lines and carets), and
+// returns exit status 1.
 func jsonErrors(stdout, stderr io.Writer, diags string) int {
 	var errs []string
 	for _, line := range strings.Split(strings.TrimRight(diags, "\n"), "\n") {

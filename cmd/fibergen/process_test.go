@@ -60,7 +60,8 @@ func TestProcess(t *testing.T) {
 		}
 		before := snapshot(t, dir)
 		r := runBinary(t, bin, expandArgs(c.args, dir, out)...)
-		if r.code != c.code || r.stdout != "" || !regexp.MustCompile(c.msg).MatchString(r.stderr) {
+		stdoutOK := c.stdout == "" && r.stdout == "" || c.stdout != "" && regexp.MustCompile(c.stdout).MatchString(r.stdout)
+		if r.code != c.code || !stdoutOK || !regexp.MustCompile(c.msg).MatchString(r.stderr) {
 			t.Errorf("%s: exit status %d (want %d), stdout %q, stderr %q (want %q)", c.name, r.code, c.code, r.stdout, r.stderr, c.msg)
 		}
 		if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine") {
