@@ -15,14 +15,16 @@ optimizer such as FiBeR also at the look-ahead point — and lets the optimizer
 clip, average, noise (σ calibrated to ε by fibergen's accountant) and step.
 
 Progress: a bar per run (tqdm, on a terminal) with step, loss, ε spent and
-the last accuracies; one line per epoch. The run's result — its settings,
-σ, the learning curve on the validation and test splits, clamp_mass for the
-optimizers that declare it — goes to --out as JSON. With --out, the run also
-keeps a checkpoint beside it (<out>.ckpt) at every evaluation and, started
-again, resumes from it: a killed run picks up where it stopped, bit for bit
-(the steps after the last checkpoint are recomputed with the same noise on
-the same batches, which releases nothing new). The training loss and accuracies it prints are
-not privatized: they are for the researcher, as in every DP study.
+the last validation accuracy; one line per evaluation (--evals-per-epoch,
+one per epoch by default). The run's result — its settings, σ, the learning
+curve on the validation and test splits, clamp_mass for the optimizers that
+declare it — goes to --out as JSON. With --out, the run also keeps a
+checkpoint beside it (<out>.ckpt, readable by its owner only: it holds the
+noise seed) at every evaluation and, started again, resumes from it: a
+killed run picks up where it stopped, bit for bit (the steps after the last
+checkpoint are recomputed with the same noise on the same batches, which
+releases nothing new). The training loss and accuracies it prints are not
+privatized: they are for the researcher, as in every DP study.
 """
 
 from __future__ import annotations
