@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
@@ -12,17 +13,33 @@ import (
 // compileFile reads and compiles path. Diagnostics go to stderr (with
 // carets); it returns nil if there were any.
 func compileFile(path string, stderr io.Writer) *pipeline.Unit {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "fibergen: cannot read %s: %v\n", path, fileout.RootCause(err))
-		return nil
-	}
-	u, errs, err := pipeline.Compile(path, src)
-	switch {
-	case len(errs) > 0:
-		errs.Print(stderr, src)
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+	u, errs, text := compileDiagnosed(path)
+	if errs != nil {
+		io.WriteString(stderr, text)
 	}
 	return u
+}
+
+// compileDiagnosed reads and compiles path: the unit, or its errors one line
+// each ("file:line:col: message") and in full as compileFile prints them.
+func compileDiagnosed(path string) (u *pipeline.Unit, errs []string, text string) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		msg := fmt.Sprintf("fibergen: cannot read %s: %v", path, fileout.RootCause(err))
+		return nil, []string{msg}, msg + "\n"
+	}
+	u, list, err := pipeline.Compile(path, src)
+	switch {
+	case len(list) > 0:
+		var b strings.Builder
+		list.Print(&b, src)
+		for _, e := range list {
+			errs = append(errs, e.Error())
+		}
+		return nil, errs, b.String()
+	case err != nil:
+		msg := fmt.Sprintf("%s: %v", path, err)
+		return nil, []string{msg}, msg + "\n"
+	}
+	return u, nil, ""
 }

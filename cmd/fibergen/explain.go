@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
-	"strings"
 
 	"github.com/fibergen/fibergen/explain"
 )
@@ -23,13 +21,12 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case len(files) != 1:
 		return usageError(stderr, "explain", "want exactly one .dsl file, got %d", len(files))
 	}
-	var diags bytes.Buffer
-	u := compileFile(files[0], &diags)
-	stderr.Write(diags.Bytes())
-	switch {
-	case u == nil && *asJSON:
-		return jsonErrors(stdout, stderr, diags.String())
-	case u == nil:
+	u, errs, text := compileDiagnosed(files[0])
+	if u == nil {
+		io.WriteString(stderr, text)
+		if *asJSON {
+			return jsonErrors(stdout, stderr, errs)
+		}
 		return 1
 	}
 	x, err := explain.Describe(u, sets)
@@ -52,16 +49,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 }
 
 // jsonErrors prints explain --json's answer for a file that does not
-// compile, {"errors": ["file:line:col: message", ...]} (the diagnostics,
-// which stderr has in full, without their source lines and carets), and
-// returns exit status 1.
-func jsonErrors(stdout, stderr io.Writer, diags string) int {
-	var errs []string
-	for _, line := range strings.Split(strings.TrimRight(diags, "\n"), "\n") {
-		if line != "" && !strings.HasPrefix(line, "\t") {
-			errs = append(errs, line)
-		}
-	}
+// compile, {"errors": ["file:line:col: message", ...]} (stderr has them in
+// full, with source lines and carets), and returns exit status 1.
+func jsonErrors(stdout, stderr io.Writer, errs []string) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(map[string][]string{"errors": errs}); err != nil {

@@ -9,10 +9,14 @@ import (
 	"strings"
 )
 
+// repeatable marks the flag values that may be given more than once.
+type repeatable interface{ repeatable() }
+
 // setsFlag collects the repeated --set name=value, refusing a name given
 // twice (the last would win silently).
 type setsFlag []string
 
+func (l *setsFlag) repeatable()    {}
 func (l *setsFlag) String() string { return strings.Join(*l, ",") }
 func (l *setsFlag) Set(s string) error {
 	name, _, _ := strings.Cut(s, "=")
@@ -25,8 +29,8 @@ func (l *setsFlag) Set(s string) error {
 	return nil
 }
 
-// refuseRepeats reports a flag of fs other than --set given twice in args
-// (the flag package lets the last win), before anything runs.
+// refuseRepeats reports a flag of fs given twice in args (the flag package
+// lets the last win), unless its value is repeatable, before anything runs.
 func refuseRepeats(fs *flag.FlagSet, args []string) error {
 	seen := map[string]bool{}
 	for _, a := range args {
@@ -34,7 +38,11 @@ func refuseRepeats(fs *flag.FlagSet, args []string) error {
 			break
 		}
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || fs.Lookup(name) == nil || name == "set" {
+		f := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || f == nil {
+			continue
+		}
+		if _, ok := f.Value.(repeatable); ok {
 			continue
 		}
 		if seen[name] {
