@@ -19,20 +19,23 @@ type schedule struct {
 	DatasetSize int     `json:"dataset_size"`
 	BatchSize   int     `json:"batch_size"`
 	Epochs      float64 `json:"epochs"`
-	Delta       float64 `json:"delta"`    // 0: 1/N^1.1
-	Sampling    string  `json:"sampling"` // "poisson" (default) or "fixed"
+	Delta       float64 `json:"delta"`      // 0: 1/N^1.1
+	Sampling    string  `json:"sampling"`   // "poisson" (default) or "fixed"
+	Accountant  string  `json:"accountant"` // "pld" (default) or "rdp"
 }
 
 func (s schedule) schedule() (privacy.Schedule, error) {
 	out := privacy.Schedule{DatasetSize: s.DatasetSize, BatchSize: s.BatchSize, Epochs: s.Epochs, Delta: s.Delta}
+	var err error
 	if s.Sampling != "" {
-		sp, err := privacy.ParseSampling(s.Sampling)
-		if err != nil {
+		if out.Sampling, err = privacy.ParseSampling(s.Sampling); err != nil {
 			return out, err
 		}
-		out.Sampling = sp
 	}
-	return out, nil
+	if s.Accountant != "" {
+		out.Accounting, err = privacy.ParseAccounting(s.Accountant)
+	}
+	return out, err
 }
 
 // budget is fg_set_budget's request.
@@ -44,7 +47,8 @@ type budget struct {
 
 // fg_set_budget calibrates the noise multiplier to the privacy target of
 // the JSON object {"epsilon", "delta", "clip", "dataset_size",
-// "batch_size", "epochs", "sampling"} (runtime.Optimizer.SetBudget), sets
+// "batch_size", "epochs", "sampling", "accountant"}
+// (runtime.Optimizer.SetBudget), sets
 // the DP settings with it and stores σ_DP in *sigma; from then on the
 // optimizer refuses steps past the schedule.
 //
@@ -75,18 +79,20 @@ type query struct {
 
 // answer is fg_privacy's reply.
 type answer struct {
-	Sigma   float64 `json:"sigma"`
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	Order   float64 `json:"order"`
-	Steps   int     `json:"steps"`
+	Sigma      float64 `json:"sigma"`
+	Epsilon    float64 `json:"epsilon"`
+	Delta      float64 `json:"delta"`
+	Order      float64 `json:"order"` // the Rényi order under RDP, 0 under PLD
+	Steps      int     `json:"steps"`
+	Accountant string  `json:"accountant"`
 }
 
 // fg_privacy answers a privacy question with fibergen's accountant
 // (package privacy), without an optimizer: given the JSON object of a
 // training run and "sigma", the (ε, δ) it spends; given "epsilon" instead,
 // the smallest σ that meets it. It stores the JSON answer {"sigma",
-// "epsilon", "delta", "order", "steps"} in *out (free it with fg_free).
+// "epsilon", "delta", "order", "steps", "accountant"} in *out (free it
+// with fg_free).
 //
 //export fg_privacy
 func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
@@ -130,5 +136,5 @@ func answerQuery(request string) (answer, error) {
 		return answer{}, err
 	}
 	g := acc.EpsilonAfter(s.Steps())
-	return answer{Sigma: sigma, Epsilon: g.Epsilon, Delta: g.Delta, Order: g.Order, Steps: s.Steps()}, nil
+	return answer{Sigma: sigma, Epsilon: g.Epsilon, Delta: g.Delta, Order: g.Order, Steps: s.Steps(), Accountant: s.Accounting.String()}, nil
 }

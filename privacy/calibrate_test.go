@@ -19,15 +19,15 @@ func TestSigmaRoundTrip(t *testing.T) {
 		for _, eps := range []float64{0.5, 2, 8} {
 			for _, q := range []float64{1e-3, 0.02, 0.2} {
 				for _, steps := range []int{10, 1000, 100000} {
-					p := Plan{Sampling: s, SampleRate: q, Steps: steps, Delta: 1e-5, Orders: gridOrders}
+					p := Plan{Sampling: s, SampleRate: q, Steps: steps, Delta: 1e-5, Orders: gridOrders, Accounting: RDP}
 					checkRoundTrip(t, p, eps)
 				}
 			}
 		}
 	}
 	// And two with the default orders.
-	checkRoundTrip(t, Plan{SampleRate: 256.0 / 60000, Steps: 2350, Delta: DefaultDelta(60000)}, 3)
-	checkRoundTrip(t, Plan{Sampling: Fixed, SampleRate: 0.01, Steps: 5000, Delta: 1e-6}, 1)
+	checkRoundTrip(t, Plan{SampleRate: 256.0 / 60000, Steps: 2350, Delta: DefaultDelta(60000), Accounting: RDP}, 3)
+	checkRoundTrip(t, Plan{Sampling: Fixed, SampleRate: 0.01, Steps: 5000, Delta: 1e-6, Accounting: RDP}, 1)
 }
 
 func checkRoundTrip(t *testing.T, p Plan, eps float64) {
@@ -50,8 +50,8 @@ func checkRoundTrip(t *testing.T, p Plan, eps float64) {
 }
 
 func TestSigmaErrors(t *testing.T) {
-	base := Plan{SampleRate: 0.01, Steps: 100, Delta: 1e-5, Orders: gridOrders}
-	long := Plan{SampleRate: 1, Steps: 1e9, Delta: 1e-5, Orders: gridOrders}
+	base := Plan{SampleRate: 0.01, Steps: 100, Delta: 1e-5, Orders: gridOrders, Accounting: RDP}
+	long := Plan{SampleRate: 1, Steps: 1e9, Delta: 1e-5, Orders: gridOrders, Accounting: RDP}
 	for _, c := range []struct {
 		p   Plan
 		eps float64
@@ -62,11 +62,11 @@ func TestSigmaErrors(t *testing.T) {
 		{base, math.NaN(), "epsilon NaN: want a finite value > 0"},
 		{base, math.Inf(1), "epsilon +Inf: want a finite value > 0"},
 		{long, 1e-4, "epsilon 0.0001 is out of reach: even sigma = 1e+06 gives epsilon "},
-		{Plan{SampleRate: 0.01, Steps: 1, Delta: 1e-5, Orders: gridOrders}, 1e13, "epsilon 1e+13 is met even by sigma = 1e-06, the smallest searched"},
+		{Plan{SampleRate: 0.01, Steps: 1, Delta: 1e-5, Orders: gridOrders, Accounting: RDP}, 1e13, "epsilon 1e+13 is met even by sigma = 1e-06, the smallest searched"},
 		{Plan{SampleRate: 0, Steps: 1, Delta: 1e-5}, 1, "sample rate 0: want a value in (0, 1]"},
 		{Plan{SampleRate: 0.1, Steps: 0, Delta: 1e-5}, 1, "0 steps: want 1 to 2^53"},
 		{Plan{SampleRate: 0.1, Steps: 1, Delta: 1}, 1, "delta 1: want a value in (0, 1)"},
-		{Plan{SampleRate: 0.1, Steps: 1, Delta: 1e-5, Orders: []float64{0.5}}, 1, "order 0.5: want an order in (1, 10000]"},
+		{Plan{SampleRate: 0.1, Steps: 1, Delta: 1e-5, Orders: []float64{0.5}, Accounting: RDP}, 1, "order 0.5: want an order in (1, 10000]"},
 	} {
 		if _, _, err := c.p.Sigma(c.eps); err == nil || !strings.HasPrefix(err.Error(), c.msg) {
 			t.Errorf("%+v.Sigma(%v): error %v, want %q", c.p, c.eps, err, c.msg)

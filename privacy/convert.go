@@ -6,7 +6,8 @@ import (
 	"math"
 )
 
-// Guarantee is an (ε, δ)-DP guarantee and the Rényi order it comes from.
+// Guarantee is an (ε, δ)-DP guarantee and, from RDP, the Rényi order it
+// comes from (0 from PLD).
 type Guarantee struct {
 	Epsilon float64
 	Delta   float64

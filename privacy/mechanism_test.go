@@ -116,8 +116,8 @@ func TestDefaultOrdersNearDense(t *testing.T) {
 		{1e-4, 1, 100}, {1e-3, 1, 1}, {1e-4, 2, 1}, {0.01, 0.5, 10000}, {0.004, 1, 2350}, {0.01, 4, 1000},
 	} {
 		m := Mechanism{Sigma: c.sigma, SampleRate: c.q}
-		def, _ := NewAccountant(m, 1e-8, nil)
-		den, _ := NewAccountant(m, 1e-8, dense)
+		def, _ := NewRDPAccountant(m, 1e-8, nil)
+		den, _ := NewRDPAccountant(m, 1e-8, dense)
 		gd, gn := def.EpsilonAfter(c.steps), den.EpsilonAfter(c.steps)
 		if gd.Epsilon > 1.07*gn.Epsilon || gd.Epsilon >= 0.5 && gd.Epsilon > 1.04*gn.Epsilon {
 			t.Errorf("q %v sigma %v %d steps: epsilon %v with the defaults, %v with a dense grid", c.q, c.sigma, c.steps, gd.Epsilon, gn.Epsilon)

@@ -84,7 +84,7 @@ func TestOpacusValueConventions(t *testing.T) {
 // σ lies in [1.41595, 1.41605]: ε must be >= 7.99 at the lower end and
 // below 8 at the upper, and the smallest σ meeting 8 at most the upper.
 func TestOpacusNoiseMultiplier(t *testing.T) {
-	p := Plan{SampleRate: 0.04, Steps: int(90 / 0.04), Delta: 1e-5, Orders: opacusOrders()}
+	p := Plan{SampleRate: 0.04, Steps: int(90 / 0.04), Delta: 1e-5, Orders: opacusOrders(), Accounting: RDP}
 	lo, hi := 1.416-5e-5, 1.416+5e-5
 	if g, _ := p.Epsilon(lo); g.Epsilon < 7.99 {
 		t.Errorf("epsilon(%v) = %v, want >= 7.99", lo, g.Epsilon)

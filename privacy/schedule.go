@@ -15,8 +15,9 @@ type Schedule struct {
 	Epochs      float64 // > 0; need not be whole
 	Delta       float64 // 0 means DefaultDelta(N)
 	Sampling    Sampling
-	Series      Series    // fractional orders of Poisson sampling
-	Orders      []float64 // nil: DefaultOrders()
+	Accounting  Accounting
+	Series      Series    // RDP: fractional orders of Poisson sampling
+	Orders      []float64 // RDP: nil for DefaultOrders()
 }
 
 // DefaultDelta returns δ = 1/N^1.1 for a dataset of n examples, the
@@ -77,7 +78,7 @@ func (s Schedule) Plan() (Plan, error) {
 	if delta == 0 {
 		delta = DefaultDelta(s.DatasetSize)
 	}
-	p := Plan{Sampling: s.Sampling, Series: s.Series, SampleRate: s.SampleRate(), Steps: s.Steps(), Delta: delta, Orders: s.Orders}
+	p := Plan{Sampling: s.Sampling, Accounting: s.Accounting, Series: s.Series, SampleRate: s.SampleRate(), Steps: s.Steps(), Delta: delta, Orders: s.Orders}
 	if err := p.check(); err != nil {
 		return Plan{}, err
 	}
@@ -97,7 +98,7 @@ func (s Schedule) SigmaFor(epsilon float64) (float64, error) {
 
 // Accountant returns an Accountant for the run with noise multiplier
 // sigma, which reports the ε spent after any step.
-func (s Schedule) Accountant(sigma float64) (*Accountant, error) {
+func (s Schedule) Accountant(sigma float64) (Accountant, error) {
 	p, err := s.Plan()
 	if err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func TestNoiseStd(t *testing.T) {
 // grows with the steps, and at the last step what the plan reports; and
 // the σ SigmaFor calibrates spends at most the target.
 func TestAccountant(t *testing.T) {
-	s := Schedule{DatasetSize: 10000, BatchSize: 100, Epochs: 2, Orders: gridOrders}
+	s := Schedule{DatasetSize: 10000, BatchSize: 100, Epochs: 2, Orders: gridOrders, Accounting: RDP}
 	sigma, err := s.SigmaFor(2)
 	if err != nil {
 		t.Fatal(err)

@@ -35,8 +35,9 @@ package runtime
 //	"dp"               {"clip_norm", "noise_multiplier", "batch_size"}, or absent
 //	"noise"            {"sigma_w2", "draw"} where SetNoise set the noise, or absent
 //	"budget"           {"epsilon", "delta", "clip_norm", "dataset_size", "batch_size",
-//	                   "epochs", "sampling", "series", "orders", "sigma"} where SetBudget
-//	                   set one, or absent: the resumed run keeps its accounting
+//	                   "epochs", "sampling", "accounting", "series", "orders", "sigma"}
+//	                   where SetBudget set one, or absent: the resumed run keeps its
+//	                   accounting ("accounting" absent: rdp, as before PLD)
 //	"n"                coordinates per buffer
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order
 //	"buffers"          the buffers of the data in order: "theta", then the
@@ -52,6 +53,7 @@ package runtime
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -128,6 +130,7 @@ type checkpointBudget struct {
 	BatchSize   int       `json:"batch_size"`
 	Epochs      float64   `json:"epochs"`
 	Sampling    string    `json:"sampling"`
+	Accounting  string    `json:"accounting,omitempty"` // absent: rdp, from before PLD
 	Series      string    `json:"series"`
 	Orders      []float64 `json:"orders,omitempty"`
 	Sigma       float64   `json:"sigma"` // the calibrated σ_DP
@@ -136,8 +139,8 @@ type checkpointBudget struct {
 func newCheckpointBudget(b *Budget) *checkpointBudget {
 	s := b.Schedule
 	return &checkpointBudget{Epsilon: b.Epsilon, Delta: s.Delta, ClipNorm: b.ClipNorm, DatasetSize: s.DatasetSize,
-		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Series: s.Series.String(), Orders: s.Orders,
-		Sigma: b.sigma}
+		BatchSize: s.BatchSize, Epochs: s.Epochs, Sampling: s.Sampling.String(), Accounting: s.Accounting.String(),
+		Series: s.Series.String(), Orders: s.Orders, Sigma: b.sigma}
 }
 
 // epsilonSlack is the relative excess of the ε a checkpoint's σ spends
@@ -158,8 +161,13 @@ func (c *checkpointBudget) budget() (*Budget, DP, error) {
 	if err != nil {
 		return nil, DP{}, err
 	}
+	accounting, err := privacy.ParseAccounting(c.accounting())
+	if err != nil {
+		return nil, DP{}, err
+	}
 	b := &Budget{Epsilon: c.Epsilon, Delta: c.Delta, ClipNorm: c.ClipNorm, Schedule: privacy.Schedule{DatasetSize: c.DatasetSize,
-		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Series: series, Orders: c.Orders}}
+		BatchSize: c.BatchSize, Epochs: c.Epochs, Delta: c.Delta, Sampling: sampling, Accounting: accounting, Series: series,
+		Orders: c.Orders}}
 	dp, err := b.withSigma(c.Sigma)
 	if err != nil {
 		return nil, DP{}, err
@@ -170,10 +178,16 @@ func (c *checkpointBudget) budget() (*Budget, DP, error) {
 	return b, dp, nil
 }
 
+// accounting is the budget's accounting method: rdp for a checkpoint
+// written before the PLD accountant.
+func (c *checkpointBudget) accounting() string {
+	return cmp.Or(c.Accounting, privacy.RDP.String())
+}
+
 // same reports whether two checkpoint budgets are one.
 func (c *checkpointBudget) same(d *checkpointBudget) bool {
 	return c.Epsilon == d.Epsilon && c.Delta == d.Delta && c.ClipNorm == d.ClipNorm && c.DatasetSize == d.DatasetSize &&
-		c.BatchSize == d.BatchSize && c.Epochs == d.Epochs && c.Sampling == d.Sampling && c.Series == d.Series &&
+		c.BatchSize == d.BatchSize && c.Epochs == d.Epochs && c.Sampling == d.Sampling && c.accounting() == d.accounting() && c.Series == d.Series &&
 		slices.Equal(c.Orders, d.Orders) && c.Sigma == d.Sigma
 }
 

@@ -16,7 +16,7 @@ type Budget struct {
 	Delta      float64
 	ClipNorm   float64
 	Schedule   privacy.Schedule // DatasetSize, BatchSize, Epochs, Sampling
-	accountant *privacy.Accountant
+	accountant privacy.Accountant
 	sigma      float64
 }
 

@@ -138,3 +138,49 @@ func TestBudgetHolds(t *testing.T) {
 		t.Errorf("a checkpoint without a budget into an optimizer with one: %v", err)
 	}
 }
+
+// TestBudgetAccounting: the budget's accountant is PLD unless it says
+// RDP, which asks for more noise; a checkpoint carries the choice, and one
+// written before PLD existed, without it, is RDP's.
+func TestBudgetAccounting(t *testing.T) {
+	open := func() (*runtime.Optimizer, *runtime.Tensor) {
+		o, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		tn, _ := o.Register("w", make([]float32, 10))
+		return o, tn
+	}
+	sigmas := map[privacy.Accounting]float64{}
+	checkpoints := map[privacy.Accounting][]byte{}
+	for _, a := range []privacy.Accounting{privacy.PLD, privacy.RDP} {
+		o, tn := open()
+		s := privacy.Schedule{DatasetSize: 1000, BatchSize: 50, Epochs: 2, Accounting: a}
+		sigma, err := o.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := s.SigmaFor(2); sigma != want {
+			t.Errorf("%v: σ_DP = %v, the accountant gives %v", a, sigma, want)
+		}
+		if err := stepAll(o, []*runtime.Tensor{tn}, make([]float32, 10)); err != nil {
+			t.Fatal(err)
+		}
+		sigmas[a], checkpoints[a] = sigma, saveBytes(t, o)
+	}
+	if !(sigmas[privacy.RDP] > sigmas[privacy.PLD]) {
+		t.Errorf("σ_DP by RDP %v, by PLD %v: want RDP's larger", sigmas[privacy.RDP], sigmas[privacy.PLD])
+	}
+	unmarked := func(a privacy.Accounting) error {
+		data := rewrite(t, checkpoints[a], func(h map[string]any) { delete(h["budget"].(map[string]any), "accounting") })
+		o, _ := open()
+		return o.LoadFrom(bytes.NewReader(data))
+	}
+	if err := unmarked(privacy.RDP); err != nil {
+		t.Errorf("an RDP checkpoint without its accounting: %v", err)
+	}
+	if err := unmarked(privacy.PLD); !errors.Is(err, runtime.ErrCheckpointMismatch) {
+		t.Errorf("a PLD checkpoint read as RDP's: %v", err)
+	}
+}

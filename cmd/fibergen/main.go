@@ -50,8 +50,8 @@ const usage = `usage:
   fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]   the smallest sigma meeting E
           RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
                (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
-          OPTIONS: [--sampling poisson|fixed] [--orders A,B,...]
-                   [--series exact|magnitudes] [--json]
+          OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
+                   pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
 `
 
 func main() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,11 +15,11 @@ import (
 
 // privacyOptions are the flags of fibergen privacy.
 type privacyOptions struct {
-	sigma, epsilon, sampleRate, delta, epochs floatFlag
-	steps, datasetSize, batchSize             uintFlag
-	sampling, series, orders                  string
-	json                                      bool
-	given                                     map[string]bool
+	sigma, epsilon, sampleRate, delta, epochs, interval floatFlag
+	steps, datasetSize, batchSize                       uintFlag
+	sampling, accountant, series, orders                string
+	json                                                bool
+	given                                               map[string]bool
 }
 
 // privacyRun is what the flags describe: the subcommand, the run and the
@@ -60,8 +61,10 @@ func (o *privacyOptions) define(fs *flag.FlagSet) {
 	fs.Var(&o.batchSize, "batch-size", "batch size B")
 	fs.Var(&o.epochs, "epochs", "number of epochs; steps = epochs × ⌈N/B⌉, rounded up")
 	fs.StringVar(&o.sampling, "sampling", "poisson", "poisson (add/remove one) or fixed (without replacement, replace one)")
-	fs.StringVar(&o.series, "series", "exact", "fractional orders of poisson: exact, or magnitudes (as dp_accounting)")
-	fs.StringVar(&o.orders, "orders", "", "comma-separated Rényi orders (default: privacy.DefaultOrders)")
+	fs.StringVar(&o.accountant, "accountant", privacy.PLD.String(), "pld (privacy loss distributions) or rdp (Rényi DP)")
+	fs.Var(&o.interval, "interval", "pld: loss grid spacing (default: privacy.Interval, at most 1e-3)")
+	fs.StringVar(&o.series, "series", "exact", "rdp: fractional orders of poisson, exact or magnitudes (as dp_accounting)")
+	fs.StringVar(&o.orders, "orders", "", "rdp: comma-separated Rényi orders (default: privacy.DefaultOrders)")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 }
 
@@ -192,11 +195,21 @@ func (o *privacyOptions) parseDelta(r *privacyRun) string {
 	return ""
 }
 
-// parseMechanism reads --sampling, --series and --orders.
+// parseMechanism reads --sampling and --accountant, and the flags of the
+// accountant: --interval, or --series and --orders.
 func (o *privacyOptions) parseMechanism(r *privacyRun) string {
 	var err error
 	if r.plan.Sampling, err = privacy.ParseSampling(o.sampling); err != nil {
 		return "--" + err.Error()
+	}
+	if r.plan.Accounting, err = privacy.ParseAccounting(o.accountant); err != nil {
+		return "--" + err.Error()
+	}
+	if r.plan.Accounting == privacy.PLD {
+		return o.parsePLD(r)
+	}
+	if o.given["interval"] {
+		return "--interval applies to --accountant pld"
 	}
 	if r.plan.Series, err = privacy.ParseSeries(o.series); err != nil {
 		return "--" + err.Error()
@@ -206,6 +219,21 @@ func (o *privacyOptions) parseMechanism(r *privacyRun) string {
 			return err.Error()
 		}
 	}
+	return ""
+}
+
+// parsePLD reads --interval and refuses the flags of RDP.
+func (o *privacyOptions) parsePLD(r *privacyRun) string {
+	for _, f := range []string{"series", "orders"} {
+		if o.given[f] {
+			return "--" + f + " applies to --accountant rdp"
+		}
+	}
+	h := float64(o.interval)
+	if o.given["interval"] && !(h >= 1e-9 && h <= 1) {
+		return fmt.Sprintf("--interval %v: want a value in [1e-9, 1]", h)
+	}
+	r.plan.Interval = h
 	return ""
 }
 
@@ -229,12 +257,14 @@ type privacyReport struct {
 	Epsilon       float64  `json:"epsilon"`
 	TargetEpsilon *float64 `json:"target_epsilon,omitempty"`
 	Sigma         float64  `json:"sigma"`
-	Order         float64  `json:"order"`
 	Delta         float64  `json:"delta"`
 	SampleRate    float64  `json:"sample_rate"`
 	Steps         int      `json:"steps"`
 	Sampling      string   `json:"sampling"`
-	Series        string   `json:"series"`
+	Accountant    string   `json:"accountant"`
+	Interval      float64  `json:"interval,omitempty"` // pld
+	Order         float64  `json:"order,omitempty"`    // rdp
+	Series        string   `json:"series,omitempty"`   // rdp
 	DatasetSize   int      `json:"dataset_size,omitempty"`
 	BatchSize     int      `json:"batch_size,omitempty"`
 	Epochs        float64  `json:"epochs,omitempty"`
@@ -262,9 +292,14 @@ func (o *privacyOptions) runSigma(r privacyRun, stdout, stderr io.Writer) int {
 
 func newReport(r privacyRun, sigma float64, g privacy.Guarantee, target *float64) privacyReport {
 	x := privacyReport{
-		Epsilon: g.Epsilon, TargetEpsilon: target, Sigma: sigma, Order: g.Order, Delta: g.Delta,
+		Epsilon: g.Epsilon, TargetEpsilon: target, Sigma: sigma, Delta: g.Delta,
 		SampleRate: r.plan.SampleRate, Steps: r.plan.Steps,
-		Sampling: r.plan.Sampling.String(), Series: r.plan.Series.String(),
+		Sampling: r.plan.Sampling.String(), Accountant: r.plan.Accounting.String(),
+	}
+	if r.plan.Accounting == privacy.RDP {
+		x.Order, x.Series = g.Order, r.plan.Series.String()
+	} else {
+		x.Interval = cmp.Or(r.plan.Interval, privacy.Interval(privacy.Mechanism{Sigma: sigma, SampleRate: r.plan.SampleRate}))
 	}
 	if s := r.schedule; s != nil {
 		x.DatasetSize, x.BatchSize, x.Epochs = s.DatasetSize, s.BatchSize, s.Epochs
@@ -279,10 +314,14 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 		enc.Encode(x)
 		return 0
 	}
+	how := fmt.Sprintf("PLD, loss grid %.3g", x.Interval)
+	if x.Accountant == privacy.RDP.String() {
+		how = fmt.Sprintf("RDP, order %v", x.Order)
+	}
 	if x.TargetEpsilon != nil {
-		fmt.Fprintf(stdout, "sigma %s: epsilon %.10g <= %g at delta %.4g (order %v)\n", formatUp(x.Sigma, 7), x.Epsilon, *x.TargetEpsilon, x.Delta, x.Order)
+		fmt.Fprintf(stdout, "sigma %s: epsilon %.10g <= %g at delta %.4g (%s)\n", formatUp(x.Sigma, 7), x.Epsilon, *x.TargetEpsilon, x.Delta, how)
 	} else {
-		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (order %v)\n", x.Epsilon, x.Delta, x.Order)
+		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (%s)\n", x.Epsilon, x.Delta, how)
 	}
 	fmt.Fprintf(stdout, "%s; %s\n", describeRun(x), describeSampling(x.Sampling, o.defaultDeltaNote(x)))
 	return 0

@@ -38,7 +38,7 @@ func privacyJSON(t *testing.T, args ...string) privacyReport {
 // Opacus' test_rdp_accountant run (privacy/published_test.go says more):
 // ε = 7.32911117143 with Opacus' orders.
 func TestPrivacyEpsilonOpacus(t *testing.T) {
-	x := privacyJSON(t, "epsilon", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--orders", opacusOrdersFlag())
+	x := privacyJSON(t, "epsilon", "--accountant", "rdp", "--sigma", "1.5", "--sample-rate", "0.04", "--steps", "2250", "--delta", "1e-5", "--orders", opacusOrdersFlag())
 	if math.Abs(x.Epsilon-7.32911117143) > 1e-10 || x.Order != 3.9 || x.Steps != 2250 || x.Sampling != "poisson" {
 		t.Errorf("got %+v, want epsilon 7.32911117143 at order 3.9", x)
 	}
@@ -55,15 +55,18 @@ func TestPrivacyMatchesPackage(t *testing.T) {
 			privacy.Plan{SampleRate: 0.01, Steps: 1000, Delta: 1e-6}},
 		{[]string{"--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-6", "--sampling", "fixed"},
 			privacy.Plan{Sampling: privacy.Fixed, SampleRate: 0.01, Steps: 1000, Delta: 1e-6}},
-		{[]string{"--dataset-size", "50000", "--batch-size", "500", "--epochs", "2.5", "--series", "magnitudes", "--orders", "1.5,2,4,8.5,16"},
-			privacy.Plan{Series: privacy.MagnitudeSeries, SampleRate: 0.01, Steps: 250, Delta: privacy.DefaultDelta(50000), Orders: []float64{1.5, 2, 4, 8.5, 16}}},
+		{[]string{"--dataset-size", "50000", "--batch-size", "500", "--epochs", "2.5", "--accountant", "rdp", "--series", "magnitudes", "--orders", "1.5,2,4,8.5,16"},
+			privacy.Plan{Accounting: privacy.RDP, Series: privacy.MagnitudeSeries, SampleRate: 0.01, Steps: 250, Delta: privacy.DefaultDelta(50000), Orders: []float64{1.5, 2, 4, 8.5, 16}}},
+		{[]string{"--sample-rate", "0.02", "--steps", "300", "--delta", "1e-5", "--accountant", "pld", "--interval", "1e-4"},
+			privacy.Plan{SampleRate: 0.02, Steps: 300, Delta: 1e-5, Interval: 1e-4}},
 	} {
 		want, err := c.plan.Epsilon(1.1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		x := privacyJSON(t, append([]string{"epsilon", "--sigma", "1.1"}, c.args...)...)
-		if x.Epsilon != want.Epsilon || x.Order != want.Order || x.Delta != c.plan.Delta || x.Steps != c.plan.Steps || x.SampleRate != c.plan.SampleRate {
+		if x.Epsilon != want.Epsilon || x.Order != want.Order || x.Delta != c.plan.Delta || x.Steps != c.plan.Steps ||
+			x.SampleRate != c.plan.SampleRate || x.Accountant != c.plan.Accounting.String() {
 			t.Errorf("epsilon %v: got %+v, want %+v for %+v", c.args, x, want, c.plan)
 		}
 		sigma, g, err := c.plan.Sigma(2)
@@ -82,7 +85,7 @@ func TestPrivacyMatchesPackage(t *testing.T) {
 func TestPrivacyText(t *testing.T) {
 	r := mustRun(t, "privacy", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "3", "sigma", "--epsilon", "1", "--sampling", "fixed")
 	x := privacyJSON(t, "sigma", "--epsilon", "1", "--sampling", "fixed", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "3")
-	want := regexp.MustCompile(`^sigma (\S+): epsilon (\S+) <= 1 at delta 5\.547e-06 \(order (\S+)\)\n` +
+	want := regexp.MustCompile(`^sigma (\S+): epsilon (\S+) <= 1 at delta 5\.547e-06 \(PLD, loss grid (\S+)\)\n` +
 		`705 steps at sample rate 0\.00426667 \(N = 60000, B = 256, 3 epochs of 235 steps\); ` +
 		`fixed-size batches without replacement, replace-one adjacency: noise std = sigma × 2 × clip norm; delta = 1/N\^1\.1\n$`)
 	m := want.FindStringSubmatch(r.stdout)
@@ -93,10 +96,10 @@ func TestPrivacyText(t *testing.T) {
 		t.Errorf("sigma printed as %s, want %v rounded up to 7 digits", m[1], x.Sigma)
 	}
 	checkPrinted(t, "epsilon", m[2], x.Epsilon, 10)
-	checkPrinted(t, "order", m[3], x.Order, 17)
+	checkPrinted(t, "loss grid", m[3], x.Interval, 3)
 
-	r = mustRun(t, "privacy", "epsilon", "--sigma", "1", "--sample-rate", "0.001", "--steps", "10", "--delta", "1e-5")
-	if !regexp.MustCompile(`^epsilon \S+ at delta 1e-05 \(order \S+\)\n10 steps at sample rate 0\.001; Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm\n$`).MatchString(r.stdout) {
+	r = mustRun(t, "privacy", "epsilon", "--accountant", "rdp", "--sigma", "1", "--sample-rate", "0.001", "--steps", "10", "--delta", "1e-5")
+	if !regexp.MustCompile(`^epsilon \S+ at delta 1e-05 \(RDP, order \S+\)\n10 steps at sample rate 0\.001; Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm\n$`).MatchString(r.stdout) {
 		t.Errorf("unexpected output:\n%s", r.stdout)
 	}
 }
@@ -141,12 +144,19 @@ var privacyBad = []badCase{
 	{name: "epochs too many", args: "privacy epsilon --sigma 1 --dataset-size 100 --batch-size 10 --epochs 1e300", code: 2, msg: `--epochs 1e\+300: the run has more than 2\^53 steps`},
 	{name: "default delta of one", args: "privacy epsilon --sigma 1 --dataset-size 1 --batch-size 1 --epochs 1", code: 2, msg: `--delta is required with --dataset-size 1 \(1/N\^1\.1 is 1\)`},
 	{name: "sampling", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --sampling shuffle", code: 2, msg: `--sampling "shuffle": want poisson or fixed`},
-	{name: "series", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --series abs", code: 2, msg: `--series "abs": want exact or magnitudes`},
-	{name: "order one", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 1,2", code: 2, msg: `--orders "1,2": want comma-separated orders in \(1, 10000\]`},
-	{name: "orders empty", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 2,,3", code: 2, msg: `--orders "2,,3": want comma-separated orders`},
+	{name: "series", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --series abs", code: 2, msg: `--series "abs": want exact or magnitudes`},
+	{name: "order one", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 1,2", code: 2, msg: `--orders "1,2": want comma-separated orders in \(1, 10000\]`},
+	{name: "orders empty", args: "privacy epsilon --accountant rdp --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 2,,3", code: 2, msg: `--orders "2,,3": want comma-separated orders`},
+	{name: "accountant", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --accountant prv", code: 2, msg: `^fibergen privacy: --accountant "prv": want pld or rdp\n$`},
+	{name: "orders of pld", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 2,3", code: 2, msg: `^fibergen privacy: --orders applies to --accountant rdp\n$`},
+	{name: "series of pld", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --accountant pld --series exact", code: 2, msg: `--series applies to --accountant rdp`},
+	{name: "interval of rdp", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --accountant rdp --interval 1e-3", code: 2, msg: `--interval applies to --accountant pld`},
+	{name: "interval zero", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --interval 0", code: 2, msg: `--interval 0: want a value in \[1e-9, 1\]`},
+	{name: "interval nan", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --interval nan", code: 2, msg: `--interval NaN: want a value in`},
+	{name: "pld grid too wide", args: "privacy epsilon --sigma 0.01 --sample-rate 0.01 --steps 10 --delta 1e-5", code: 1, msg: `^fibergen privacy epsilon: the privacy loss of one step spans \[\S+, \S+\], more than 4194304 points of 0\.001: use the RDP accountant\n$`},
 	{name: "json maybe", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --json=maybe", code: 2, msg: `invalid boolean value "maybe" for -json`},
-	{name: "out of reach", args: "privacy sigma --epsilon 1e-4 --sample-rate 1 --steps 1000000000 --delta 1e-5", code: 1, msg: `^fibergen privacy sigma: epsilon 0\.0001 is out of reach: even sigma = 1e\+06 gives epsilon \S+\n$`},
-	{name: "met by any sigma", args: "privacy sigma --epsilon 1e13 --sample-rate 0.01 --steps 1 --delta 1e-5", code: 1, msg: `^fibergen privacy sigma: epsilon 1e\+13 is met even by sigma = 1e-06, the smallest searched\n$`},
+	{name: "out of reach", args: "privacy sigma --accountant rdp --epsilon 1e-4 --sample-rate 1 --steps 1000000000 --delta 1e-5", code: 1, msg: `^fibergen privacy sigma: epsilon 0\.0001 is out of reach: even sigma = 1e\+06 gives epsilon \S+\n$`},
+	{name: "met by any sigma", args: "privacy sigma --accountant rdp --epsilon 1e13 --sample-rate 0.01 --steps 1 --delta 1e-5", code: 1, msg: `^fibergen privacy sigma: epsilon 1e\+13 is met even by sigma = 1e-06, the smallest searched\n$`},
 }
 
 func TestPrivacyBadInput(t *testing.T) {

@@ -74,11 +74,17 @@ def run_name(regime: str, opt: str, eps: float, lr: float, seed: int) -> str:
     return f"{regime}/{opt}/eps{eps:g}_lr{lr:g}_seed{seed}"
 
 
+# The study calibrates σ by RDP, the only accountant fibergen had when it
+# ran; PLD would ask for less noise at each ε (docs/reproduction.md).
+ACCOUNTANT = "rdp"
+
+
 def config(regime: str, opt: str, eps: float, lr: float, seed: int, dirs: dict[str, Path]) -> train.Config:
     r = REGIMES[regime]
     return train.Config(optimizer=str(dirs[opt]), epsilon=eps, epochs=r["epochs"], batch=r["batch"], lr=lr,
                         seed=seed, noise_seed=noise_seed(run_name(regime, opt, eps, lr, seed)), hypers=r.get("hypers", {}),
-                        train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1)
+                        train_subset=r.get("train_subset", 0), evals_per_epoch=r["evals_per_epoch"], threads=1,
+                        accountant=ACCOUNTANT)
 
 
 def worker(job: tuple[str, train.Config, Path]) -> tuple[str, dict]:
@@ -112,7 +118,7 @@ def finished(name: str, cfg: train.Config, out: Path) -> dict:
     """The result of a run done before, which must be of the same settings;
     a checkpoint left beside it (killed between the two writes) goes."""
     res = json.loads(out.read_text())
-    if res["config"] != dataclasses.asdict(cfg):
+    if {"accountant": "rdp", **res["config"]} != dataclasses.asdict(cfg):  # results from before PLD are RDP's
         raise SystemExit(f"study.py: {out} is of other settings than run {name} has now ({res['config']}); "
                          "remove it to run it again")
     out.with_name(out.name + ".ckpt").unlink(missing_ok=True)

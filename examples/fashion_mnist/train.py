@@ -68,6 +68,7 @@ class Config:
     train_subset: int = 0  # train on the first k training images only (0: all); for smoke tests
     evals_per_epoch: int = 1
     threads: int = 1
+    accountant: str = "pld"  # fibergen's accountant that calibrates σ: "pld" or "rdp"
 
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -121,9 +122,9 @@ class Run:
                                 threads=cfg.threads, **cfg.hypers)
         n = len(self.train[0])
         self.sigma = self.opt.set_budget(cfg.epsilon, clip=cfg.clip, dataset_size=n, batch_size=cfg.batch,
-                                         epochs=cfg.epochs, sampling="fixed")
+                                         epochs=cfg.epochs, sampling="fixed", accountant=cfg.accountant)
         self.steps = fibergen.privacy.epsilon(self.sigma, dataset_size=n, batch_size=cfg.batch, epochs=cfg.epochs,
-                                              sampling="fixed").steps
+                                              sampling="fixed", accountant=cfg.accountant).steps
         self.two_point = self.opt.observation()["kind"] == "two_point"
         self.diagnostics = self._enable_diagnostics()
         self.gen = torch.Generator().manual_seed(cfg.seed)
@@ -314,6 +315,8 @@ def main() -> int:
     ap.add_argument("--train-subset", type=int, default=0, help="train on this many images only (0: all)")
     ap.add_argument("--evals-per-epoch", type=int, default=d.evals_per_epoch)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--accountant", choices=["pld", "rdp"], default=d.accountant,
+                    help="the privacy accountant that calibrates σ (default: %(default)s)")
     ap.add_argument("--out", type=Path, help="the result as JSON (and a checkpoint beside it to resume from)")
     args = ap.parse_args()
     if not DATA.exists():
@@ -322,7 +325,7 @@ def main() -> int:
     cfg = Config(optimizer=args.optimizer, epsilon=args.epsilon, epochs=args.epochs, batch=args.batch,
                  lr=args.lr, clip=args.clip, seed=args.seed, noise_seed=args.noise_seed,
                  hypers=parse_hypers(args.hyper), train_subset=args.train_subset,
-                 evals_per_epoch=args.evals_per_epoch, threads=args.threads)
+                 evals_per_epoch=args.evals_per_epoch, threads=args.threads, accountant=args.accountant)
     try:
         res = run(cfg, args.out)
     except (ft.FibergenError, ValueError) as e:

@@ -444,7 +444,7 @@ func (tr *trainer) finish(res *result) (*result, error) {
 		if res.Privacy, err = spent(len(ds.trainX), tr.cfg, res.Steps); err != nil {
 			return nil, err
 		}
-		tr.logf("privacy: (ε = %.3g, δ = %.3g)-DP after %d steps (RDP accountant, Poisson sampling at rate B/N)\n", res.Privacy.Epsilon, res.Privacy.Delta, res.Steps)
+		tr.logf("privacy: (ε = %.3g, δ = %.3g)-DP after %d steps (PLD accountant, Poisson sampling at rate B/N)\n", res.Privacy.Epsilon, res.Privacy.Delta, res.Steps)
 	}
 	return res, nil
 }

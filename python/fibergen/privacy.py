@@ -1,7 +1,8 @@
 """fibergen's privacy accountant (Go package privacy) from Python.
 
-The same RDP accountant that ``fibergen privacy`` and the runtime's budgets
-use, reached through libfibergen.so: not a second implementation.
+The same accountants, PLD (the default) and RDP, that ``fibergen privacy``
+and the runtime's budgets use, reached through libfibergen.so: not a second
+implementation.
 """
 
 from __future__ import annotations
@@ -18,26 +19,29 @@ class Guarantee(NamedTuple):
     sigma: float
     epsilon: float
     delta: float
-    order: float  # the Rényi order the bound comes from
+    order: float  # the Rényi order the bound comes from (rdp), 0 (pld)
     steps: int
+    accountant: str  # "pld" or "rdp"
 
 
-def _ask(dataset_size: int, batch_size: int, epochs: float, delta: float, sampling: str, **q: float) -> Guarantee:
+def _ask(dataset_size: int, batch_size: int, epochs: float, delta: float, sampling: str, accountant: str,
+         **q: float) -> Guarantee:
     a = _lib.privacy({"dataset_size": dataset_size, "batch_size": batch_size, "epochs": epochs,
-                      "delta": delta, "sampling": sampling, **q})
-    return Guarantee(a["sigma"], a["epsilon"], a["delta"], a["order"], a["steps"])
+                      "delta": delta, "sampling": sampling, "accountant": accountant, **q})
+    return Guarantee(a["sigma"], a["epsilon"], a["delta"], a["order"], a["steps"], a["accountant"])
 
 
 def epsilon(sigma: float, *, dataset_size: int, batch_size: int, epochs: float, delta: float = 0.0,
-            sampling: str = "poisson") -> Guarantee:
+            sampling: str = "poisson", accountant: str = "pld") -> Guarantee:
     """The (ε, δ) that epochs passes over dataset_size examples in batches of
     batch_size (Poisson sampling: the expected size) spend at noise
-    multiplier sigma; δ = 1/N^1.1 when delta is 0."""
-    return _ask(dataset_size, batch_size, epochs, delta, sampling, sigma=sigma)
+    multiplier sigma; δ = 1/N^1.1 when delta is 0. ``accountant`` is "pld"
+    (privacy loss distributions, the tighter) or "rdp"."""
+    return _ask(dataset_size, batch_size, epochs, delta, sampling, accountant, sigma=sigma)
 
 
 def sigma(epsilon: float, *, dataset_size: int, batch_size: int, epochs: float, delta: float = 0.0,
-          sampling: str = "poisson") -> Guarantee:
+          sampling: str = "poisson", accountant: str = "pld") -> Guarantee:
     """The smallest noise multiplier whose run spends at most epsilon, and
     what it spends."""
-    return _ask(dataset_size, batch_size, epochs, delta, sampling, epsilon=epsilon)
+    return _ask(dataset_size, batch_size, epochs, delta, sampling, accountant, epsilon=epsilon)

@@ -243,12 +243,13 @@ class Optimizer(torch.optim.Optimizer):
             g.handle.set_noise(sigma_w2, draw)
 
     def set_budget(self, epsilon: float, *, clip: float, dataset_size: int, batch_size: int, epochs: float,
-                   delta: float = 0.0, sampling: str = "poisson") -> float:
-        """Calibrates σ_DP with fibergen's accountant so that the run spends at
-        most (ε, δ) (δ = 1/N^1.1 by default), sets the DP settings and from
-        then on refuses the steps past the schedule; returns σ_DP."""
+                   delta: float = 0.0, sampling: str = "poisson", accountant: str = "pld") -> float:
+        """Calibrates σ_DP with fibergen's accountant ("pld", the default, or
+        "rdp") so that the run spends at most (ε, δ) (δ = 1/N^1.1 by
+        default), sets the DP settings and from then on refuses the steps
+        past the schedule; returns σ_DP."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
-               "batch_size": batch_size, "epochs": epochs, "sampling": sampling}
+               "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
         for g in self._groups:
             sigma = g.handle.set_budget(req)
         return sigma
@@ -262,7 +263,9 @@ class Optimizer(torch.optim.Optimizer):
         return None if dp is None else dp["sigma_w2"]
 
     def spent(self) -> Optional[tuple[float, float]]:
-        """The (ε, δ) spent so far under the budget, or None without one."""
+        """The (ε, δ) spent so far under the budget, or None without one.
+        Under PLD, before the schedule's last step, the ε of the next of 100
+        evenly spaced milestones: an upper bound."""
         s = self._groups[0].handle.info()["spent"]
         return None if s is None else (s["epsilon"], s["delta"])
 

@@ -234,17 +234,27 @@ def test_seed_is_secret_and_shared(generated):
     assert len({g.handle.seed() for g in c._groups}) == 1
 
 
-def test_budget_from_the_accountant(generated):
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_budget_from_the_accountant(generated, accountant):
     m, opt = opened(generated)
-    sigma = opt.set_budget(2.0, clip=1.0, dataset_size=1000, batch_size=500, epochs=1)
-    want = fibergen.privacy.sigma(2.0, dataset_size=1000, batch_size=500, epochs=1)
-    assert sigma == want.sigma and want.steps == 2
+    sigma = opt.set_budget(2.0, clip=1.0, dataset_size=1000, batch_size=500, epochs=1, accountant=accountant)
+    want = fibergen.privacy.sigma(2.0, dataset_size=1000, batch_size=500, epochs=1, accountant=accountant)
+    assert sigma == want.sigma and want.steps == 2 and want.accountant == accountant
     run(opt, list(m.parameters()), range(2))
     eps, delta = opt.spent()
     assert eps == pytest.approx(want.epsilon, rel=1e-12) and delta == want.delta
     with pytest.raises(FibergenError, match="budget"):
         run(opt, list(m.parameters()), range(2, 3))
     assert opt.steps == 2
+
+
+def test_pld_asks_for_less_noise():
+    kw = dict(dataset_size=60000, batch_size=256, epochs=10)
+    pld, rdp = fibergen.privacy.sigma(3.0, **kw), fibergen.privacy.sigma(3.0, accountant="rdp", **kw)
+    assert pld.accountant == "pld" and pld.order == 0 and rdp.order > 1
+    assert pld.sigma < rdp.sigma and pld.epsilon <= 3 and rdp.epsilon <= 3
+    with pytest.raises(FibergenError, match="accountant"):
+        fibergen.privacy.sigma(3.0, accountant="prv", **kw)
 
 
 def test_privacy_matches_the_command_line(fibergen_bin):
@@ -254,7 +264,7 @@ def test_privacy_matches_the_command_line(fibergen_bin):
                           "--batch-size", "256", "--epochs", "10", "--json"], check=True, capture_output=True)
     cli = json.loads(out.stdout)
     py = fibergen.privacy.epsilon(1.1, dataset_size=60000, batch_size=256, epochs=10)
-    assert (py.epsilon, py.delta, py.steps) == (cli["epsilon"], cli["delta"], cli["steps"])
+    assert (py.epsilon, py.delta, py.steps, py.accountant) == (cli["epsilon"], cli["delta"], cli["steps"], cli["accountant"])
     with pytest.raises(FibergenError):
         fibergen.privacy.epsilon(1.1, dataset_size=10, batch_size=20, epochs=1)
     with pytest.raises(ValueError, match="epochs"):
