@@ -43,7 +43,7 @@ const (
 	statusError      = 1
 	statusNonFinite  = 2
 	statusBadExample = 3
-	abiVersion       = 2
+	abiVersion       = 3
 )
 
 func main() {}

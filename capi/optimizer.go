@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -112,8 +113,8 @@ type dpSettings struct {
 }
 
 type spent struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
+	Epsilon *float64 `json:"epsilon"` // null: unbounded (a PLD accountant beyond its reach)
+	Delta   float64  `json:"delta"`
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
@@ -135,7 +136,10 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
 		}
 		if g, ok := o.Spent(); ok {
-			x.Spent = &spent{g.Epsilon, g.Delta}
+			x.Spent = &spent{Delta: g.Delta}
+			if !math.IsInf(g.Epsilon, 1) {
+				x.Spent.Epsilon = &g.Epsilon
+			}
 		}
 		data, e := json.Marshal(x)
 		if e != nil {

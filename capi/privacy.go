@@ -69,8 +69,9 @@ func fg_set_budget(h C.int64_t, request *C.char, sigma *C.double, err *C.char, e
 	})
 }
 
-// query is fg_privacy's request: a schedule and either sigma (the ε it
-// spends is asked) or epsilon (the smallest σ meeting it is asked).
+// query is fg_privacy's request: a schedule and sigma (the ε it spends
+// is asked), epsilon (the smallest σ meeting it is asked) or both (the δ
+// of that ε at that σ is asked).
 type query struct {
 	schedule
 	Sigma   float64 `json:"sigma"`
@@ -90,7 +91,8 @@ type answer struct {
 // fg_privacy answers a privacy question with fibergen's accountant
 // (package privacy), without an optimizer: given the JSON object of a
 // training run and "sigma", the (ε, δ) it spends; given "epsilon" instead,
-// the smallest σ that meets it. It stores the JSON answer {"sigma",
+// the smallest σ that meets it; given both, the δ of that ε at that σ
+// (Plan.DeltaAt, its order 0). It stores the JSON answer {"sigma",
 // "epsilon", "delta", "order", "steps", "accountant"} in *out (free it
 // with fg_free).
 //
@@ -118,23 +120,29 @@ func answerQuery(request string) (answer, error) {
 	if err := decodeJSON(request, &q); err != nil {
 		return answer{}, fmt.Errorf("fibergen: privacy query: %w", err)
 	}
-	if (q.Sigma > 0) == (q.Epsilon > 0) {
-		return answer{}, fmt.Errorf("fibergen: privacy query: give sigma > 0 (for the ε spent) or epsilon > 0 (for the σ needed), one of them")
+	if !(q.Sigma > 0) && !(q.Epsilon > 0) {
+		return answer{}, fmt.Errorf("fibergen: privacy query: give sigma > 0 (for the ε spent), epsilon > 0 (for the σ needed) or both (for the δ of that ε)")
 	}
 	s, err := q.schedule.schedule()
 	if err != nil {
 		return answer{}, err
 	}
-	sigma := q.Sigma
-	if q.Epsilon > 0 {
-		if sigma, err = s.SigmaFor(q.Epsilon); err != nil {
-			return answer{}, err
-		}
-	}
-	acc, err := s.Accountant(sigma)
+	p, err := s.Plan()
 	if err != nil {
 		return answer{}, err
 	}
-	g := acc.EpsilonAfter(s.Steps())
-	return answer{Sigma: sigma, Epsilon: g.Epsilon, Delta: g.Delta, Order: g.Order, Steps: s.Steps(), Accountant: s.Accounting.String()}, nil
+	a := answer{Sigma: q.Sigma, Steps: p.Steps, Accountant: p.Accounting.String()}
+	var g privacy.Guarantee
+	switch {
+	case q.Sigma > 0 && q.Epsilon > 0:
+		a.Epsilon = q.Epsilon
+		a.Delta, err = p.DeltaAt(q.Sigma, q.Epsilon)
+		return a, err
+	case q.Epsilon > 0:
+		a.Sigma, g, err = p.Sigma(q.Epsilon)
+	default:
+		g, err = p.Epsilon(q.Sigma)
+	}
+	a.Epsilon, a.Delta, a.Order = g.Epsilon, g.Delta, g.Order
+	return a, err
 }

@@ -27,7 +27,12 @@ func TestAnswerQuery(t *testing.T) {
 	if err != nil || rdp.Accountant != "rdp" || a.Accountant != "pld" || !(rdp.Sigma > a.Sigma) || rdp.Order == 0 || a.Order != 0 {
 		t.Errorf("rdp %+v, pld %+v, %v: want RDP's σ above PLD's", rdp, a, err)
 	}
-	for _, bad := range []string{`{}`, `{"sigma": 1, "epsilon": 1}`, `{"sigma": 1, "dataset_size": 10, "batch_size": 20, "epochs": 1}`,
+	d, err := answerQuery(`{"dataset_size": 60000, "batch_size": 256, "epochs": 10, "sigma": 1.1, "epsilon": 2}`)
+	p, _ := s.Plan()
+	if want, _ := p.DeltaAt(1.1, 2); err != nil || d.Delta != want || d.Epsilon != 2 || d.Sigma != 1.1 {
+		t.Errorf("delta query: %+v, %v; want δ = %v", d, err, want)
+	}
+	for _, bad := range []string{`{}`, `{"sigma": -1, "epsilon": 1}`, `{"sigma": 1, "dataset_size": 10, "batch_size": 20, "epochs": 1}`,
 		`{"sigma": 1, "colour": 2}`, `{"sigma": 1, "dataset_size": 10, "batch_size": 2, "epochs": 1, "sampling": "round"}`, `[`,
 		`{"sigma": 1, "dataset_size": 10, "batch_size": 2, "epochs": 1, "accountant": "prv"}`} {
 		if _, err := answerQuery(bad); err == nil {

@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -50,7 +51,7 @@ type bracket struct {
 func (p Plan) narrow(b bracket, target float64) (float64, Guarantee, error) {
 	for b.hi > b.lo*(1+SigmaTolerance) {
 		mid := b.next()
-		gm, err := p.Epsilon(mid)
+		gm, err := p.evaluate(mid)
 		if err != nil {
 			return 0, Guarantee{}, err
 		}
@@ -141,11 +142,22 @@ func (p Plan) bracketUp(target, start float64) (lo, hi float64, g Guarantee, err
 func (p Plan) bracketDown(target, start float64, g1 Guarantee) (lo, hi float64, g Guarantee, err error) {
 	for hi, g = start, g1; ; hi, g = lo, g1 {
 		lo = max(hi/2, MinSigma)
-		if g1, err = p.Epsilon(lo); err != nil || g1.Epsilon > target {
+		if g1, err = p.evaluate(lo); err != nil || g1.Epsilon > target {
 			return lo, hi, g, err
 		}
 		if lo == MinSigma {
 			return 0, 0, g, fmt.Errorf("epsilon %g is met even by sigma = %g, the smallest searched", target, MinSigma)
 		}
 	}
+}
+
+// evaluate returns the guarantee at sigma below a σ that meets the
+// target: a run there beyond the PLD accountant's reach (its grid too
+// wide) counts as missing the target, ε = +Inf.
+func (p Plan) evaluate(sigma float64) (Guarantee, error) {
+	g, err := p.Epsilon(sigma)
+	if errors.Is(err, ErrBeyondPLD) {
+		return Guarantee{Epsilon: math.Inf(1), Delta: p.Delta}, nil
+	}
+	return g, err
 }

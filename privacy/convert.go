@@ -41,6 +41,22 @@ func EpsilonFromRDP(orders, rdp []float64, delta float64) (Guarantee, error) {
 	return best, nil
 }
 
+// DeltaFromRDP is EpsilonFromRDP's conversion solved for δ at ε = eps,
+// minimized over the orders (α > 1.01):
+//
+//	log δ(α) = (α - 1)·(rdp - eps + log(1 - 1/α)) - log α,
+//
+// capped at 1.
+func DeltaFromRDP(orders, rdp []float64, eps float64) float64 {
+	best := 0.0 // log δ
+	for i, a := range orders {
+		if a > 1.01 {
+			best = min(best, (a-1)*(rdp[i]-eps+math.Log1p(-1/a))-math.Log(a))
+		}
+	}
+	return math.Exp(best)
+}
+
 // epsilonAt is ε(α) of EpsilonFromRDP for one order.
 func epsilonAt(alpha, rdp, delta float64) float64 {
 	switch {

@@ -49,5 +49,5 @@ func ExamplePlan_Epsilon() {
 	}
 	// Output:
 	// rdp: epsilon 7.329111 (order 3.9)
-	// pld: epsilon 6.769556 (order 0)
+	// pld: epsilon 6.769546 (order 0)
 }

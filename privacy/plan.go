@@ -37,6 +37,51 @@ func (p Plan) Epsilon(sigma float64) (Guarantee, error) {
 	return a.EpsilonAfter(p.Steps), nil
 }
 
+// DeltaAt returns the smallest δ of an (eps, δ) guarantee that p's run with
+// noise multiplier sigma gives; p.Delta is not used. Under RDP it is the
+// conversion of EpsilonFromRDP solved for δ, minimized over the orders;
+// under PLD the hockey-stick curve of the composed PLD at eps, whose
+// tails are sized to the answer: from δ = 1e-5 down by factors of 10⁻⁴
+// until the δ found is at least the size (the tails then add at most
+// 10⁻³ of it).
+func (p Plan) DeltaAt(sigma, eps float64) (float64, error) {
+	if !(eps >= 0) || math.IsInf(eps, 1) {
+		return 0, fmt.Errorf("epsilon %v: want a finite value >= 0", eps)
+	}
+	if err := p.checkRun(); err != nil {
+		return 0, err
+	}
+	m := Mechanism{Sigma: sigma, SampleRate: p.SampleRate, Sampling: p.Sampling, Series: p.Series}
+	if p.Accounting == RDP {
+		return p.deltaRDP(m, eps)
+	}
+	for size := 1e-3; ; size *= 1e-3 {
+		a, err := NewPLDAccountant(m, size, p.Interval, p.Steps)
+		if err != nil {
+			return 0, err
+		}
+		if d, err := a.DeltaAfter(p.Steps, eps); err != nil || d >= size || size < 1e-290 {
+			return d, err
+		}
+	}
+}
+
+// deltaRDP is DeltaAt under RDP.
+func (p Plan) deltaRDP(m Mechanism, eps float64) (float64, error) {
+	orders := p.Orders
+	if orders == nil {
+		orders = DefaultOrders()
+	}
+	rdp, err := m.RDP(orders)
+	if err != nil {
+		return 0, err
+	}
+	for i := range rdp {
+		rdp[i] *= float64(p.Steps)
+	}
+	return DeltaFromRDP(orders, rdp, eps), nil
+}
+
 // Accountant returns an Accountant for p's mechanism with noise
 // multiplier sigma, to report the ε spent after any number of steps. A
 // PLD accountant plans for p.Steps: it reports steps short of them at
@@ -47,7 +92,11 @@ func (p Plan) Accountant(sigma float64) (Accountant, error) {
 	}
 	m := Mechanism{Sigma: sigma, SampleRate: p.SampleRate, Sampling: p.Sampling, Series: p.Series}
 	if p.Accounting == RDP {
-		return NewRDPAccountant(m, p.Delta, p.Orders)
+		a, err := NewRDPAccountant(m, p.Delta, p.Orders)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	a, err := NewPLDAccountant(m, p.Delta, p.Interval, p.Steps)
 	if err != nil {
@@ -59,13 +108,19 @@ func (p Plan) Accountant(sigma float64) (Accountant, error) {
 
 // check checks p's fields (the orders are checked with the mechanism).
 func (p Plan) check() error {
+	if !(p.Delta > 0 && p.Delta < 1) || math.IsNaN(p.Delta) {
+		return fmt.Errorf("delta %v: want a value in (0, 1)", p.Delta)
+	}
+	return p.checkRun()
+}
+
+// checkRun checks p's fields but Delta.
+func (p Plan) checkRun() error {
 	switch {
 	case !(p.SampleRate > 0 && p.SampleRate <= 1):
 		return fmt.Errorf("sample rate %v: want a value in (0, 1]", p.SampleRate)
 	case p.Steps < 1 || p.Steps > MaxSteps:
 		return fmt.Errorf("%d steps: want 1 to 2^53", p.Steps)
-	case !(p.Delta > 0 && p.Delta < 1) || math.IsNaN(p.Delta):
-		return fmt.Errorf("delta %v: want a value in (0, 1)", p.Delta)
 	case p.Accounting != PLD && p.Accounting != RDP:
 		return fmt.Errorf("unknown accounting %v", p.Accounting)
 	}

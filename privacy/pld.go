@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -21,12 +22,17 @@ type lossDist struct {
 	inf float64
 }
 
+// ErrBeyondPLD is the error of a run the PLD accountant cannot resolve:
+// its grid would be too wide, or its δ too small for the rounding of its
+// compositions. RDP has neither limit.
+var ErrBeyondPLD = errors.New("use the RDP accountant")
+
 // compose returns the PLD of the composition of d and e on their common
 // grid, with tails of mass at most tail moved outward (truncate), or an
 // error if it would span more than maxGridPoints.
 func (d lossDist) compose(e lossDist, tail float64) (lossDist, error) {
 	if n := len(d.p) + len(e.p) - 1; n > maxGridPoints {
-		return lossDist{}, fmt.Errorf("the composed privacy loss spans more than %d points of %.3g: use the RDP accountant", maxGridPoints, d.h)
+		return lossDist{}, fmt.Errorf("the composed privacy loss spans more than %d points of %.3g: %w", maxGridPoints, d.h, ErrBeyondPLD)
 	}
 	c := lossDist{h: d.h, lo: d.lo + e.lo, p: convolve(d.p, e.p), inf: d.inf + e.inf - d.inf*e.inf}
 	return c.truncate(tail), nil
@@ -61,11 +67,19 @@ func (d lossDist) selfCompose(n int, budget float64) (lossDist, error) {
 	}
 }
 
-// truncate drops the top entries whose total mass is at most tail into
-// inf, and adds the bottom entries whose total is at most tail onto the
-// lowest entry kept. Both only raise losses, so the δ of the result is
-// never below that of d.
+// roundingFloor is the least mass truncate cuts: the FFT's rounding
+// leaves entries of about 1e-17 to 1e-20 where the exact ones are smaller
+// still, and summed over a long tail they would keep a smaller cut from
+// ever happening, so that the grid doubled with every composition.
+const roundingFloor = 1e-15
+
+// truncate drops the top entries whose total mass is at most tail (or
+// roundingFloor) into inf, and adds the bottom entries whose total is at
+// most that onto the lowest entry kept. Both only raise losses, so the δ
+// of the result is never below that of d. It changes d.p in place (a
+// fresh convolution's).
 func (d lossDist) truncate(tail float64) lossDist {
+	tail = max(tail, roundingFloor)
 	top, mass := len(d.p), 0.0
 	for top > 1 && mass+d.p[top-1] <= tail {
 		top--
@@ -104,7 +118,7 @@ func (d lossDist) delta(eps float64) float64 {
 // solves the linear piece above it.
 func (d lossDist) epsilon(target float64) float64 {
 	base := d.inf
-	if base >= target {
+	if !(base < target) {
 		return math.Inf(1)
 	}
 	a, c, decay := 0.0, 0.0, math.Exp(-d.h)

@@ -6,23 +6,27 @@ import (
 	"sync"
 )
 
-// MaxInterval is the largest loss grid spacing h the PLD accountant
-// chooses by itself (see Interval).
-const MaxInterval = 1e-3
+// The range of the loss grid spacing h: Interval chooses at most
+// MaxInterval; a spacing given is at least MinInterval.
+const (
+	MaxInterval = 1e-3
+	MinInterval = 1e-9
+)
 
 // Interval returns the loss grid spacing h the PLD accountant uses for
 // mechanism m: MaxInterval, or a 30th of the standard deviation s of one
-// step's privacy loss if that is smaller. Connect the dots adds at most
-// h²/4 to the variance of each step's loss and h²/8 to its mean, so the
-// composed loss's spread grows by at most a factor √(1 + 1/3600). s is
-// estimated by √min(q²·(e^(1/σ²) - 1), 1/σ²): the χ² divergence of the
-// remove pair for small q, the loss's own variance for q = 1.
+// step's privacy loss if that is smaller, but at least MinInterval.
+// Connect the dots moves each step's loss by less than h and its mean by
+// at most h²/8, so the composed loss's standard deviation grows by at
+// most a factor 1 + 1/60. s is estimated by √min(q²·(e^(1/σ²) - 1),
+// 1/σ²): the χ² divergence of the remove pair for small q, the loss's
+// own variance for q = 1.
 func Interval(m Mechanism) float64 {
-	v := min(m.SampleRate*m.SampleRate*math.Expm1(1/(m.Sigma*m.Sigma)), 1/(m.Sigma*m.Sigma))
 	if m.SampleRate == 0 {
 		return MaxInterval
 	}
-	return min(MaxInterval, math.Sqrt(v)/30)
+	v := min(m.SampleRate*m.SampleRate*math.Expm1(1/(m.Sigma*m.Sigma)), 1/(m.Sigma*m.Sigma))
+	return max(MinInterval, min(MaxInterval, math.Sqrt(v)/30))
 }
 
 // Milestones is the number of evenly spaced steps of a planned run at
@@ -58,15 +62,16 @@ func NewPLDAccountant(m Mechanism, delta, interval float64, maxSteps int) (*PLDA
 	switch {
 	case !(delta > 0 && delta < 1):
 		return nil, fmt.Errorf("delta %v: want a value in (0, 1)", delta)
-	case !(interval >= 1e-9 && interval <= 1):
-		return nil, fmt.Errorf("PLD interval %v: want a value in [1e-9, 1]", interval)
+	case !(interval >= MinInterval && interval <= 1):
+		return nil, fmt.Errorf("PLD interval %v: want a value in [%g, 1]", interval, MinInterval)
 	case maxSteps < 1 || maxSteps > MaxSteps:
 		return nil, fmt.Errorf("%d steps: want 1 to 2^53", maxSteps)
 	}
-	a := &PLDAccountant{delta: delta, tail: composeTail(delta)}
 	steps, err := m.plds(interval, stepTail(delta, maxSteps))
-	a.steps = steps
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	return &PLDAccountant{steps: steps, delta: delta, tail: composeTail(delta)}, nil
 }
 
 // stepTail is the mass of P that one step's discretisation leaves beyond
@@ -82,7 +87,7 @@ func stepTail(delta float64, maxSteps int) float64 {
 // their grids, far above the FFT's rounding noise so that the tails
 // really shrink the grid.
 func composeTail(delta float64) float64 {
-	return 4.5e-4 * delta
+	return 4e-4 * delta
 }
 
 // plds returns the one-step PLDs of m's dominating pairs.
@@ -113,19 +118,27 @@ func (m Mechanism) plds(h, tail float64) ([]lossDist, error) {
 // inequality the T replacements add more than T·h²(1+h)/8 +
 // h·√(T·ln(1/η)/2) to the composed loss with probability at most η,
 // and η = 10⁻³·δ together with the 10⁻³·δ of the tails makes the 0.998.
-// It is a worst case; the error measured against the exact Gaussian is
-// far smaller (docs/privacy.md).
+// It holds for steps up to the accountant's maxSteps, while the tails cut
+// stay within their budget (roundingFloor can exceed it for δ below about
+// 1e-8 over 10⁵ steps: the report is then still an upper bound). It is a
+// worst case; the error measured against the exact Gaussian is far
+// smaller (docs/privacy.md).
 func (a *PLDAccountant) Slack(steps int) float64 {
 	h, t := a.steps[0].h, float64(steps)
 	return t*h*h*(1+h)/8 + h*math.Sqrt(t*math.Log(1e3/a.delta)/2)
 }
 
 // exactEpsilon returns the ε of steps compositions: the largest over the
-// pairs of the smallest ε whose δ is at most a's.
+// pairs of the smallest ε whose δ is at most a's; an error where the mass
+// at +∞ passes a tenth of δ, which only the tail cuts' rounding floor
+// makes: ε would then say more about the rounding than about the run.
 func (a *PLDAccountant) exactEpsilon(steps int) (float64, error) {
 	eps := 0.0
 	for _, d := range a.steps {
 		c, err := d.selfCompose(steps, a.tail)
+		if err == nil && c.inf > a.delta/10 {
+			err = fmt.Errorf("delta %g is below what the PLD accountant resolves after %d steps (%.3g of mass went to +∞ with the rounding): %w", a.delta, steps, c.inf, ErrBeyondPLD)
+		}
 		if err != nil {
 			return math.Inf(1), err
 		}
@@ -148,9 +161,10 @@ func (a *PLDAccountant) EpsilonAfter(steps int) Guarantee {
 	return g
 }
 
-// Epsilon returns the exact guarantee after steps steps, or an error if
-// their privacy loss spans too wide a grid. Reports at milestones are
-// kept, so that a run asks for each once.
+// Epsilon returns the exact guarantee after steps steps, or an error
+// (ErrBeyondPLD) if their privacy loss spans too wide a grid or δ is too
+// small for the compositions' rounding. Reports at the milestones and
+// the horizon are kept, so that a run computes each once.
 func (a *PLDAccountant) Epsilon(steps int) (Guarantee, error) {
 	g := Guarantee{Delta: a.delta}
 	if steps <= 0 {
@@ -163,7 +177,7 @@ func (a *PLDAccountant) Epsilon(steps int) (Guarantee, error) {
 		return g, nil
 	}
 	eps, err := a.exactEpsilon(steps)
-	if err == nil && steps < a.horizon {
+	if err == nil && steps <= a.horizon {
 		if a.reached == nil {
 			a.reached = map[int]float64{}
 		}
@@ -171,6 +185,25 @@ func (a *PLDAccountant) Epsilon(steps int) (Guarantee, error) {
 	}
 	g.Epsilon = eps
 	return g, err
+}
+
+// DeltaAfter returns the δ of an (ε, δ) guarantee after steps steps: the
+// largest over the pairs of the composed PLD's δ(ε). Its tails are sized
+// by the accountant's δ: they add at most 10⁻³ of that, so a δ far below
+// it is an upper bound only (Plan.DeltaAt sizes them to the answer).
+func (a *PLDAccountant) DeltaAfter(steps int, eps float64) (float64, error) {
+	if steps <= 0 {
+		return 0, nil
+	}
+	delta := 0.0
+	for _, d := range a.steps {
+		c, err := d.selfCompose(steps, a.tail)
+		if err != nil {
+			return 1, err
+		}
+		delta = max(delta, c.delta(eps))
+	}
+	return delta, nil
 }
 
 // milestone returns the first milestone at or after steps.

@@ -111,7 +111,7 @@ func (g gaussianPair) grid(h, tail float64) (int, int, error) {
 	lo, hi := g.lossRange(tail)
 	i, j := math.Floor(lo/h), math.Ceil(hi/h)
 	if !(j-i < maxGridPoints) {
-		return 0, 0, fmt.Errorf("the privacy loss of one step spans [%.4g, %.4g], more than %d points of %g: use the RDP accountant", lo, hi, maxGridPoints, h)
+		return 0, 0, fmt.Errorf("the privacy loss of one step spans [%.4g, %.4g], more than %d points of %g: %w", lo, hi, maxGridPoints, h, ErrBeyondPLD)
 	}
 	return int(i), int(j), nil
 }
@@ -124,9 +124,19 @@ type interval struct{ pa, pb float64 }
 // a and a+h: pa + pb = mP, pa·e^-a + pb·e^-(a+h) = mQ. Rounding can
 // leave the exact pb outside [0, mP] by a hair; it is clamped there.
 func split(mP, mQ, a, h float64) interval {
-	pb := (mP - mQ*math.Exp(a)) / -math.Expm1(-h)
+	pb := (mP - scaleExp(mQ, a)) / -math.Expm1(-h)
 	pb = min(mP, max(0, pb))
 	return interval{mP - pb, pb}
+}
+
+// scaleExp returns m·e^a without overflow: 0 for m = 0, however large a
+// (a Q-mass that underflowed sends its P-mass up, never to NaN), and
+// e^(log m + a) otherwise.
+func scaleExp(m, a float64) float64 {
+	if m == 0 {
+		return 0
+	}
+	return math.Exp(math.Log(m) + a)
 }
 
 // tails holds lossTails at each grid point.
@@ -180,7 +190,7 @@ func (g gaussianPair) pld(h, tail float64) (lossDist, error) {
 	}
 	p, t := g.dotsOn(lo, hi, h)
 	p[0] += t.fP[0] // everything at or below the lowest point
-	return withTop(lossDist{h: h, lo: lo, p: p}, t), nil
+	return withTop(lossDist{h: h, lo: lo, p: p}, t).finite()
 }
 
 // withTop splits the mass above d's top point between it and +∞, where
@@ -189,7 +199,7 @@ func (g gaussianPair) pld(h, tail float64) (lossDist, error) {
 func withTop(d lossDist, t tails) lossDist {
 	n, k := len(d.p), len(t.sP)
 	top := float64(d.lo+n-1) * d.h
-	pTop := min(t.sP[k-1], t.sQ[k-1]*math.Exp(top))
+	pTop := min(t.sP[k-1], scaleExp(t.sQ[k-1], top))
 	d.p[n-1] += pTop
 	d.inf = t.sP[k-1] - pTop
 	return d
@@ -223,5 +233,16 @@ func fixedPLD(q, sigma, h, tail float64) (lossDist, error) {
 	// beyond what the two pairs' own dots put there.
 	below[len(below)-1] += above[0] + (ta.sQ[len(below)-1] - tr.sQ[0])
 	d := lossDist{h: h, lo: lo, p: append(below, above[1:]...)}
-	return withTop(d, tr), nil
+	return withTop(d, tr).finite()
+}
+
+// finite returns d, or an error if a mass of it is not a finite number
+// (which no input should produce: a NaN would make ε 0).
+func (d lossDist) finite() (lossDist, error) {
+	for _, v := range append(d.p, d.inf) {
+		if !(v >= 0 && v <= 1) {
+			return lossDist{}, fmt.Errorf("privacy: a discretised privacy loss mass is %v", v)
+		}
+	}
+	return d, nil
 }

@@ -19,8 +19,10 @@
 //	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
+//	fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
-//	        OPTIONS: [--sampling poisson|fixed] [--orders A,B,...] [--series exact|magnitudes] [--json]
+//	        OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
+//	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
 //
 // Flags may come before or after the files. Errors in a .dsl file are shown
 // as file:line:col with the source line and a caret; every other error is
@@ -48,6 +50,7 @@ const usage = `usage:
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
   fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]   the smallest sigma meeting E
+  fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]     the delta of epsilon E at sigma S
           RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
                (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
           OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]

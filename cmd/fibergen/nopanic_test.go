@@ -32,7 +32,7 @@ var (
 	randBackend = []string{"go", "go", "cpu", "gpu"}
 	randBools   = []string{"", "", "", "=true", "=false", "=maybe"}
 	// The privacy command's subcommands, runs and choices.
-	randPrivacySubs = []string{"epsilon", "sigma", "epsilon", "sigma", "delta"}
+	randPrivacySubs = []string{"epsilon", "sigma", "epsilon", "sigma", "delta", "gamma"}
 	randPrivacyRuns = []string{
 		"--sample-rate 0.01 --steps 100 --delta 1e-5", "--dataset-size 1000 --batch-size 10 --epochs 2",
 		"--sample-rate 0.5 --steps 1000 --delta 1e-8 --sampling fixed", "--sample-rate 1 --steps 1",

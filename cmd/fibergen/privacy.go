@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,15 +46,18 @@ func cmdPrivacy(args []string, stdout, stderr io.Writer) int {
 	if msg != "" {
 		return usageError(stderr, "privacy", "%s", msg)
 	}
-	if r.sub == "epsilon" {
+	switch r.sub {
+	case "epsilon":
 		return o.runEpsilon(r, stdout, stderr)
+	case "delta":
+		return o.runDelta(r, stdout, stderr)
 	}
 	return o.runSigma(r, stdout, stderr)
 }
 
 func (o *privacyOptions) define(fs *flag.FlagSet) {
-	fs.Var(&o.sigma, "sigma", "noise multiplier: noise std over the sensitivity (epsilon)")
-	fs.Var(&o.epsilon, "epsilon", "target epsilon (sigma)")
+	fs.Var(&o.sigma, "sigma", "noise multiplier: noise std over the sensitivity (epsilon, delta)")
+	fs.Var(&o.epsilon, "epsilon", "target epsilon (sigma), or the epsilon whose delta is asked (delta)")
 	fs.Var(&o.sampleRate, "sample-rate", "sampling rate q = B/N, in (0, 1]")
 	fs.Var(&o.steps, "steps", "number of steps T")
 	fs.Var(&o.delta, "delta", "target delta, in (0, 1) (default with --dataset-size: 1/N^1.1)")
@@ -88,9 +92,9 @@ func (o *privacyOptions) parse(pos []string) (privacyRun, string) {
 func (o *privacyOptions) parseSub(pos []string, r *privacyRun) string {
 	switch {
 	case len(pos) == 0:
-		return "want a subcommand: epsilon or sigma"
-	case pos[0] != "epsilon" && pos[0] != "sigma":
-		return fmt.Sprintf("unknown subcommand %q (want epsilon or sigma)", pos[0])
+		return "want a subcommand: epsilon, sigma or delta"
+	case noiseFlags[pos[0]] == nil:
+		return fmt.Sprintf("unknown subcommand %q (want epsilon, sigma or delta)", pos[0])
 	case len(pos) > 1:
 		return fmt.Sprintf("unexpected argument %q", pos[1])
 	}
@@ -98,26 +102,31 @@ func (o *privacyOptions) parseSub(pos []string, r *privacyRun) string {
 	return ""
 }
 
-// checkNoise checks --sigma (privacy epsilon) or --epsilon (privacy
-// sigma), whichever the subcommand takes.
+// noiseFlags are the flags of --sigma and --epsilon each subcommand
+// takes: the ε a σ spends, the σ an ε needs, the δ of an ε at a σ.
+var noiseFlags = map[string][]string{"epsilon": {"sigma"}, "sigma": {"epsilon"}, "delta": {"sigma", "epsilon"}}
+
+// checkNoise checks --sigma and --epsilon, those the subcommand takes.
 func (o *privacyOptions) checkNoise(sub string) string {
-	want, other := "sigma", "epsilon"
-	if sub == "sigma" {
-		want, other = other, want
+	takes := noiseFlags[sub]
+	for _, f := range []string{"sigma", "epsilon"} {
+		if o.given[f] && !slices.Contains(takes, f) {
+			return fmt.Sprintf("privacy %s takes --%s, not --%s", sub, takes[0], f)
+		}
 	}
-	v := float64(o.sigma)
-	if want == "epsilon" {
-		v = float64(o.epsilon)
+	for _, f := range takes {
+		if !o.given[f] {
+			return fmt.Sprintf("--%s is required", f)
+		}
 	}
+	sigma, eps := float64(o.sigma), float64(o.epsilon)
 	switch {
-	case o.given[other]:
-		return fmt.Sprintf("privacy %s takes --%s, not --%s", sub, want, other)
-	case !o.given[want]:
-		return fmt.Sprintf("--%s is required", want)
-	case want == "sigma" && !(v >= privacy.MinSigma && v <= privacy.MaxSigma):
-		return fmt.Sprintf("--sigma %v: want a value in [%g, %g]", v, privacy.MinSigma, privacy.MaxSigma)
-	case !(v > 0) || math.IsInf(v, 1):
-		return fmt.Sprintf("--epsilon %v: want a finite value > 0", v)
+	case o.given["sigma"] && !(sigma >= privacy.MinSigma && sigma <= privacy.MaxSigma):
+		return fmt.Sprintf("--sigma %v: want a value in [%g, %g]", sigma, privacy.MinSigma, privacy.MaxSigma)
+	case sub == "sigma" && (!(eps > 0) || math.IsInf(eps, 1)):
+		return fmt.Sprintf("--epsilon %v: want a finite value > 0", eps)
+	case sub == "delta" && (!(eps >= 0) || math.IsInf(eps, 1)):
+		return fmt.Sprintf("--epsilon %v: want a finite value >= 0", eps)
 	}
 	return ""
 }
@@ -181,6 +190,9 @@ func (o *privacyOptions) parseSchedule(r *privacyRun) string {
 func (o *privacyOptions) parseDelta(r *privacyRun) string {
 	d := float64(o.delta)
 	switch {
+	case r.sub == "delta" && o.given["delta"]:
+		return "privacy delta answers the delta: give --epsilon, not --delta"
+	case r.sub == "delta":
 	case o.given["delta"] && !(d > 0 && d < 1):
 		return fmt.Sprintf("--delta %v: want a value in (0, 1)", d)
 	case o.given["delta"]:
@@ -230,8 +242,8 @@ func (o *privacyOptions) parsePLD(r *privacyRun) string {
 		}
 	}
 	h := float64(o.interval)
-	if o.given["interval"] && !(h >= 1e-9 && h <= 1) {
-		return fmt.Sprintf("--interval %v: want a value in [1e-9, 1]", h)
+	if o.given["interval"] && !(h >= privacy.MinInterval && h <= 1) {
+		return fmt.Sprintf("--interval %v: want a value in [%g, 1]", h, privacy.MinInterval)
 	}
 	r.plan.Interval = h
 	return ""
@@ -281,6 +293,15 @@ func (o *privacyOptions) runEpsilon(r privacyRun, stdout, stderr io.Writer) int 
 	return o.print(stdout, newReport(r, float64(o.sigma), g, nil))
 }
 
+func (o *privacyOptions) runDelta(r privacyRun, stdout, stderr io.Writer) int {
+	sigma, eps := float64(o.sigma), float64(o.epsilon)
+	delta, err := r.plan.DeltaAt(sigma, eps)
+	if err != nil {
+		return fail(stderr, "privacy delta", err)
+	}
+	return o.print(stdout, newReport(r, sigma, privacy.Guarantee{Epsilon: eps, Delta: delta}, nil))
+}
+
 func (o *privacyOptions) runSigma(r privacyRun, stdout, stderr io.Writer) int {
 	target := float64(o.epsilon)
 	sigma, g, err := r.plan.Sigma(target)
@@ -318,9 +339,12 @@ func (o *privacyOptions) print(stdout io.Writer, x privacyReport) int {
 	if x.Accountant == privacy.RDP.String() {
 		how = fmt.Sprintf("RDP, order %v", x.Order)
 	}
-	if x.TargetEpsilon != nil {
+	switch {
+	case x.TargetEpsilon != nil:
 		fmt.Fprintf(stdout, "sigma %s: epsilon %.10g <= %g at delta %.4g (%s)\n", formatUp(x.Sigma, 7), x.Epsilon, *x.TargetEpsilon, x.Delta, how)
-	} else {
+	case o.given["epsilon"]: // privacy delta
+		fmt.Fprintf(stdout, "delta %.6g at epsilon %g (%s)\n", x.Delta, x.Epsilon, strings.TrimSuffix(how, ", order 0"))
+	default:
 		fmt.Fprintf(stdout, "epsilon %.10g at delta %.4g (%s)\n", x.Epsilon, x.Delta, how)
 	}
 	fmt.Fprintf(stdout, "%s; %s\n", describeRun(x), describeSampling(x.Sampling, o.defaultDeltaNote(x)))
@@ -346,7 +370,7 @@ func describeSampling(sampling, note string) string {
 }
 
 func (o *privacyOptions) defaultDeltaNote(x privacyReport) string {
-	if o.given["delta"] || x.DatasetSize == 0 {
+	if o.given["delta"] || x.DatasetSize == 0 || o.given["epsilon"] && x.TargetEpsilon == nil {
 		return ""
 	}
 	return "; delta = 1/N^1.1"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +70,14 @@ func TestPrivacyMatchesPackage(t *testing.T) {
 			x.SampleRate != c.plan.SampleRate || x.Accountant != c.plan.Accounting.String() {
 			t.Errorf("epsilon %v: got %+v, want %+v for %+v", c.args, x, want, c.plan)
 		}
+		d, err := c.plan.DeltaAt(1.1, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x = privacyJSON(t, append([]string{"delta", "--sigma", "1.1", "--epsilon", "2"}, withoutDelta(c.args)...)...)
+		if x.Delta != d || x.Epsilon != 2 || x.Sigma != 1.1 || x.Accountant != c.plan.Accounting.String() {
+			t.Errorf("delta %v: got %+v, want delta %v", c.args, x, d)
+		}
 		sigma, g, err := c.plan.Sigma(2)
 		if err != nil {
 			t.Fatal(err)
@@ -78,6 +87,14 @@ func TestPrivacyMatchesPackage(t *testing.T) {
 			t.Errorf("sigma %v: got %+v, want sigma %v, %+v", c.args, x, sigma, g)
 		}
 	}
+}
+
+// withoutDelta drops --delta and its value from args.
+func withoutDelta(args []string) []string {
+	if i := slices.Index(args, "--delta"); i >= 0 {
+		return slices.Delete(slices.Clone(args), i, i+2)
+	}
+	return args
 }
 
 // The human form: the answer, then the run and the sampling on a second
@@ -98,6 +115,10 @@ func TestPrivacyText(t *testing.T) {
 	checkPrinted(t, "epsilon", m[2], x.Epsilon, 10)
 	checkPrinted(t, "loss grid", m[3], x.Interval, 3)
 
+	r = mustRun(t, "privacy", "delta", "--sigma", "1", "--epsilon", "0.5", "--sample-rate", "0.001", "--steps", "10")
+	if !regexp.MustCompile(`^delta \S+ at epsilon 0\.5 \(PLD, loss grid \S+\)\n10 steps at sample rate 0\.001; Poisson sampling`).MatchString(r.stdout) {
+		t.Errorf("unexpected output:\n%s", r.stdout)
+	}
 	r = mustRun(t, "privacy", "epsilon", "--accountant", "rdp", "--sigma", "1", "--sample-rate", "0.001", "--steps", "10", "--delta", "1e-5")
 	if !regexp.MustCompile(`^epsilon \S+ at delta 1e-05 \(RDP, order \S+\)\n10 steps at sample rate 0\.001; Poisson sampling, add/remove-one adjacency: noise std = sigma × clip norm\n$`).MatchString(r.stdout) {
 		t.Errorf("unexpected output:\n%s", r.stdout)
@@ -115,8 +136,12 @@ func checkPrinted(t *testing.T, name, s string, v float64, digits int) {
 // privacyBad are bad fibergen privacy command lines, checked like
 // badCases: the status, a one-line message, nothing on stdout.
 var privacyBad = []badCase{
-	{name: "no subcommand", args: "privacy --sigma 1", code: 2, msg: `^fibergen privacy: want a subcommand: epsilon or sigma\n$`},
-	{name: "unknown subcommand", args: "privacy delta --sigma 1", code: 2, msg: `unknown subcommand "delta" \(want epsilon or sigma\)`},
+	{name: "no subcommand", args: "privacy --sigma 1", code: 2, msg: `^fibergen privacy: want a subcommand: epsilon, sigma or delta\n$`},
+	{name: "unknown subcommand", args: "privacy gamma --sigma 1", code: 2, msg: `unknown subcommand "gamma" \(want epsilon, sigma or delta\)`},
+	{name: "delta without epsilon", args: "privacy delta --sigma 1 --sample-rate 0.1 --steps 10", code: 2, msg: `^fibergen privacy: --epsilon is required\n$`},
+	{name: "delta without sigma", args: "privacy delta --epsilon 1 --sample-rate 0.1 --steps 10", code: 2, msg: `^fibergen privacy: --sigma is required\n$`},
+	{name: "delta with delta", args: "privacy delta --sigma 1 --epsilon 1 --sample-rate 0.1 --steps 10 --delta 1e-5", code: 2, msg: `privacy delta answers the delta: give --epsilon, not --delta`},
+	{name: "delta at negative epsilon", args: "privacy delta --sigma 1 --epsilon -1 --sample-rate 0.1 --steps 10", code: 2, msg: `--epsilon -1: want a finite value >= 0`},
 	{name: "extra argument", args: "privacy epsilon sigma --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5", code: 2, msg: `unexpected argument "sigma"`},
 	{name: "no sigma", args: "privacy epsilon --sample-rate 0.1 --steps 10 --delta 1e-5", code: 2, msg: `^fibergen privacy: --sigma is required`},
 	{name: "no epsilon", args: "privacy sigma --sample-rate 0.1 --steps 10 --delta 1e-5", code: 2, msg: `--epsilon is required`},
@@ -151,7 +176,7 @@ var privacyBad = []badCase{
 	{name: "orders of pld", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --orders 2,3", code: 2, msg: `^fibergen privacy: --orders applies to --accountant rdp\n$`},
 	{name: "series of pld", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --accountant pld --series exact", code: 2, msg: `--series applies to --accountant rdp`},
 	{name: "interval of rdp", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --accountant rdp --interval 1e-3", code: 2, msg: `--interval applies to --accountant pld`},
-	{name: "interval zero", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --interval 0", code: 2, msg: `--interval 0: want a value in \[1e-9, 1\]`},
+	{name: "interval zero", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --interval 0", code: 2, msg: `--interval 0: want a value in \[1e-09, 1\]`},
 	{name: "interval nan", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --interval nan", code: 2, msg: `--interval NaN: want a value in`},
 	{name: "pld grid too wide", args: "privacy epsilon --sigma 0.01 --sample-rate 0.01 --steps 10 --delta 1e-5", code: 1, msg: `^fibergen privacy epsilon: the privacy loss of one step spans \[\S+, \S+\], more than 4194304 points of 0\.001: use the RDP accountant\n$`},
 	{name: "json maybe", args: "privacy epsilon --sigma 1 --sample-rate 0.1 --steps 10 --delta 1e-5 --json=maybe", code: 2, msg: `invalid boolean value "maybe" for -json`},

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 # The statuses of capi (capi/capi.go).
 _OK, _ERROR, _NONFINITE, _BAD_EXAMPLE = 0, 1, 2, 3
 _ERRLEN = 2048

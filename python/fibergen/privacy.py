@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from . import _lib
 
-__all__ = ["Guarantee", "epsilon", "sigma"]
+__all__ = ["Guarantee", "epsilon", "sigma", "delta"]
 
 
 class Guarantee(NamedTuple):
@@ -45,3 +45,10 @@ def sigma(epsilon: float, *, dataset_size: int, batch_size: int, epochs: float, 
     """The smallest noise multiplier whose run spends at most epsilon, and
     what it spends."""
     return _ask(dataset_size, batch_size, epochs, delta, sampling, accountant, epsilon=epsilon)
+
+
+def delta(sigma: float, epsilon: float, *, dataset_size: int, batch_size: int, epochs: float,
+          sampling: str = "poisson", accountant: str = "pld") -> Guarantee:
+    """The smallest δ of an (epsilon, δ) guarantee that the run gives at noise
+    multiplier sigma (the converse of ``epsilon``)."""
+    return _ask(dataset_size, batch_size, epochs, 0.0, sampling, accountant, sigma=sigma, epsilon=epsilon)

@@ -267,7 +267,9 @@ class Optimizer(torch.optim.Optimizer):
         Under PLD, before the schedule's last step, the ε of the next of 100
         evenly spaced milestones: an upper bound."""
         s = self._groups[0].handle.info()["spent"]
-        return None if s is None else (s["epsilon"], s["delta"])
+        if s is None:
+            return None
+        return (math.inf if s["epsilon"] is None else s["epsilon"]), s["delta"]
 
     @property
     def steps(self) -> int:

@@ -255,6 +255,10 @@ def test_pld_asks_for_less_noise():
     assert pld.sigma < rdp.sigma and pld.epsilon <= 3 and rdp.epsilon <= 3
     with pytest.raises(FibergenError, match="accountant"):
         fibergen.privacy.sigma(3.0, accountant="prv", **kw)
+    for acc in ("pld", "rdp"):  # δ for an ε: the converse of epsilon
+        g = fibergen.privacy.epsilon(1.0, accountant=acc, **kw)
+        d = fibergen.privacy.delta(1.0, g.epsilon, accountant=acc, **kw)
+        assert d.delta == pytest.approx(g.delta, rel=1e-3) and d.epsilon == g.epsilon
 
 
 def test_privacy_matches_the_command_line(fibergen_bin):
