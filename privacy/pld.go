@@ -40,9 +40,9 @@ func (d lossDist) compose(e lossDist, tail float64) (lossDist, error) {
 
 // selfCompose returns the PLD of n compositions of d, by binary powers,
 // moving at most 2·budget of mass outward in all (truncate, on either
-// side). Mass moved at
-// the power d^(2^j) is moved again in each of the up to n/2^j copies of
-// that power the result holds, so the power's truncations get
+// side; more where roundingFloor exceeds the shares). Mass moved at the
+// power d^(2^j) is moved again in each of the up to n/2^j copies of that
+// power the result holds, so the power's truncations get
 // budget/(2·levels·(n>>j)) each and the accumulating products, used
 // once, budget/(2·levels).
 func (d lossDist) selfCompose(n int, budget float64) (lossDist, error) {

@@ -46,7 +46,7 @@ type PLDAccountant struct {
 
 	horizon int // planned steps; 0: none, every report is exact
 	mu      sync.Mutex
-	reached map[int]float64 // ε at milestones computed so far
+	reached map[int]float64 // ε at the milestones and the horizon computed so far
 }
 
 // NewPLDAccountant returns a PLDAccountant for mechanism m, target delta
@@ -84,8 +84,7 @@ func stepTail(delta float64, maxSteps int) float64 {
 
 // composeTail is the budget of selfCompose: its compositions move at
 // most twice as much (once on either side) to +∞ or up to the bottom of
-// their grids, far above the FFT's rounding noise so that the tails
-// really shrink the grid.
+// their grids.
 func composeTail(delta float64) float64 {
 	return 4e-4 * delta
 }
@@ -133,18 +132,30 @@ func (a *PLDAccountant) Slack(steps int) float64 {
 // at +∞ passes a tenth of δ, which only the tail cuts' rounding floor
 // makes: ε would then say more about the rounding than about the run.
 func (a *PLDAccountant) exactEpsilon(steps int) (float64, error) {
+	composed, err := a.composed(steps)
+	if err != nil {
+		return math.Inf(1), err
+	}
 	eps := 0.0
-	for _, d := range a.steps {
-		c, err := d.selfCompose(steps, a.tail)
-		if err == nil && c.inf > a.delta/10 {
-			err = fmt.Errorf("delta %g is below what the PLD accountant resolves after %d steps (%.3g of mass went to +∞ with the rounding): %w", a.delta, steps, c.inf, ErrBeyondPLD)
-		}
-		if err != nil {
-			return math.Inf(1), err
+	for _, c := range composed {
+		if c.inf > a.delta/10 {
+			return math.Inf(1), fmt.Errorf("delta %g is below what the PLD accountant resolves after %d steps (%.3g of mass went to +∞ with the rounding): %w", a.delta, steps, c.inf, ErrBeyondPLD)
 		}
 		eps = max(eps, c.epsilon(a.delta))
 	}
 	return eps, nil
+}
+
+// composed returns the PLD of steps compositions of each pair.
+func (a *PLDAccountant) composed(steps int) ([]lossDist, error) {
+	out := make([]lossDist, len(a.steps))
+	for i, d := range a.steps {
+		var err error
+		if out[i], err = d.selfCompose(steps, a.tail); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // EpsilonAfter returns the (ε, δ) guarantee after steps steps; its Order
@@ -195,12 +206,12 @@ func (a *PLDAccountant) DeltaAfter(steps int, eps float64) (float64, error) {
 	if steps <= 0 {
 		return 0, nil
 	}
+	composed, err := a.composed(steps)
+	if err != nil {
+		return 1, err
+	}
 	delta := 0.0
-	for _, d := range a.steps {
-		c, err := d.selfCompose(steps, a.tail)
-		if err != nil {
-			return 1, err
-		}
+	for _, c := range composed {
 		delta = max(delta, c.delta(eps))
 	}
 	return delta, nil

@@ -54,12 +54,18 @@ func (g gaussianPair) lossTails(l float64) (sP, fP, sQ, fQ float64) {
 // threshold returns x with log(1-q + q·e^((2x-1)/(2σ²))) = u, or -Inf
 // when no x gives u (u <= log(1-q): every x gives more).
 func (g gaussianPair) threshold(u float64) float64 {
-	// e^u - (1-q) = expm1(u) + q; x = σ²·log1p(expm1(u)/q) + 1/2.
+	// x = σ²·log((e^u - (1-q))/q) + 1/2, the logarithm as
+	// log1p(expm1(u)/q) near u = 0 and as u + log1p(-(1-q)e^-u) - log q
+	// for large u, where e^u overflows.
+	s2 := g.sigma * g.sigma
+	if u > 1 {
+		return s2*(u+math.Log1p(-(1-g.q)*math.Exp(-u))-math.Log(g.q)) + 0.5
+	}
 	r := math.Expm1(u) / g.q
 	if !(r > -1) {
 		return math.Inf(-1)
 	}
-	return g.sigma*g.sigma*math.Log1p(r) + 0.5
+	return s2*math.Log1p(r) + 0.5
 }
 
 // loss returns the privacy loss at x of the remove pair (of the add pair,

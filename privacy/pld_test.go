@@ -360,6 +360,20 @@ func TestNormalQuantileAbove(t *testing.T) {
 	}
 }
 
+// threshold inverts the remove pair's loss, past e^709 too.
+func TestThreshold(t *testing.T) {
+	for _, g := range []gaussianPair{{0.01, 1, true}, {0.5, 0.03, true}, {1, 2, true}} {
+		for _, u := range []float64{-1e-3, 1e-6, 0.5, 1, 1.5, 30, 700, 800, 5000} {
+			if u <= math.Log1p(-g.q) {
+				continue
+			}
+			if got := g.loss(g.threshold(u)); math.Abs(got-u) > 1e-9*max(1, u) {
+				t.Errorf("%+v: loss(threshold(%v)) = %v", g, u, got)
+			}
+		}
+	}
+}
+
 // Interval keeps to [MinInterval, MaxInterval].
 func TestInterval(t *testing.T) {
 	for _, c := range []struct {
