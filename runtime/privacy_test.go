@@ -68,6 +68,19 @@ func TestBudgetErrors(t *testing.T) {
 	}
 }
 
+// openDPSGD opens dp_sgd with one tensor of 10 zeros, closed when the
+// test ends.
+func openDPSGD(t *testing.T) (*runtime.Optimizer, *runtime.Tensor) {
+	t.Helper()
+	o, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	tn, _ := o.Register("w", make([]float32, 10))
+	return o, tn
+}
+
 // TestBudgetHolds: while a budget holds its DP settings are the only ones
 // (SetDP refused), it is set before the first step, and a checkpoint
 // carries it, so that the resumed run spends exactly what the
@@ -75,16 +88,7 @@ func TestBudgetErrors(t *testing.T) {
 // budget's, or one without a budget loaded under one, is refused.
 func TestBudgetHolds(t *testing.T) {
 	s := privacy.Schedule{DatasetSize: 1000, BatchSize: 100, Epochs: 2, Sampling: privacy.Fixed}
-	open := func() (*runtime.Optimizer, *runtime.Tensor) {
-		o, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { o.Close() })
-		tn, _ := o.Register("w", make([]float32, 10))
-		return o, tn
-	}
-	o, tn := open()
+	o, tn := openDPSGD(t)
 	if _, err := o.SetBudget(runtime.Budget{Epsilon: 3, Delta: 1e-4, ClipNorm: 0.5, Schedule: s}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +105,7 @@ func TestBudgetHolds(t *testing.T) {
 		t.Error("SetBudget after steps was accepted")
 	}
 	data := saveBytes(t, o)
-	resumed, _ := open()
+	resumed, _ := openDPSGD(t)
 	if err := resumed.LoadFrom(bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +119,7 @@ func TestBudgetHolds(t *testing.T) {
 	}
 
 	edited := rewrite(t, data, func(h map[string]any) { h["dp"].(map[string]any)["noise_multiplier"] = 0.01 })
-	other, _ := open()
+	other, _ := openDPSGD(t)
 	if err := other.LoadFrom(bytes.NewReader(edited)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Errorf("DP settings other than the budget's: %v", err)
 	}
@@ -123,16 +127,16 @@ func TestBudgetHolds(t *testing.T) {
 	if err := other.LoadFrom(bytes.NewReader(tampered)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Errorf("a budget's σ that spends more than its ε: %v", err)
 	}
-	looser, _ := open()
+	looser, _ := openDPSGD(t)
 	looser.SetBudget(runtime.Budget{Epsilon: 8, Delta: 1e-4, ClipNorm: 0.5, Schedule: s})
 	if err := looser.LoadFrom(bytes.NewReader(data)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Errorf("a checkpoint of another budget: %v", err)
 	}
-	plain, ptn := open()
+	plain, ptn := openDPSGD(t)
 	plain.SetDP(testDP)
 	stepAll(plain, []*runtime.Tensor{ptn}, g)
 	unbudgeted := saveBytes(t, plain)
-	budgeted, _ := open()
+	budgeted, _ := openDPSGD(t)
 	budgeted.SetBudget(runtime.Budget{Epsilon: 3, ClipNorm: 0.5, Schedule: s})
 	if err := budgeted.LoadFrom(bytes.NewReader(unbudgeted)); !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Errorf("a checkpoint without a budget into an optimizer with one: %v", err)
@@ -143,19 +147,10 @@ func TestBudgetHolds(t *testing.T) {
 // RDP, which asks for more noise; a checkpoint carries the choice, and one
 // written before PLD existed, without it, is RDP's.
 func TestBudgetAccounting(t *testing.T) {
-	open := func() (*runtime.Optimizer, *runtime.Tensor) {
-		o, err := runtime.Open(kernelDir(t, "dp_sgd"), runtime.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { o.Close() })
-		tn, _ := o.Register("w", make([]float32, 10))
-		return o, tn
-	}
 	sigmas := map[privacy.Accounting]float64{}
 	checkpoints := map[privacy.Accounting][]byte{}
 	for _, a := range []privacy.Accounting{privacy.PLD, privacy.RDP} {
-		o, tn := open()
+		o, tn := openDPSGD(t)
 		s := privacy.Schedule{DatasetSize: 1000, BatchSize: 50, Epochs: 2, Accounting: a}
 		sigma, err := o.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: s})
 		if err != nil {
@@ -174,7 +169,7 @@ func TestBudgetAccounting(t *testing.T) {
 	}
 	unmarked := func(a privacy.Accounting) error {
 		data := rewrite(t, checkpoints[a], func(h map[string]any) { delete(h["budget"].(map[string]any), "accounting") })
-		o, _ := open()
+		o, _ := openDPSGD(t)
 		return o.LoadFrom(bytes.NewReader(data))
 	}
 	if err := unmarked(privacy.RDP); err != nil {
