@@ -442,6 +442,15 @@ func TestPLDSmallDelta(t *testing.T) {
 			t.Errorf("δ %g: PLD ε %v (%v), RDP ε %v", delta, pld.Epsilon, err, rdp.Epsilon)
 		}
 	}
+	// Rounding noise in one step's long tail (q = 1e-3, σ = 0.5): the grid
+	// passes 2^22 points under the tail budget and is composed again with
+	// a larger one.
+	p := Plan{SampleRate: 0.001, Steps: 100000, Delta: 1e-7}
+	pld, err := p.Epsilon(0.5)
+	p.Accounting = RDP
+	if rdp, _ := p.Epsilon(0.5); err != nil || pld.Epsilon > rdp.Epsilon {
+		t.Errorf("q 1e-3, σ 0.5: PLD ε %v (%v), RDP ε %v", pld.Epsilon, err, rdp.Epsilon)
+	}
 	if _, err := (Plan{SampleRate: 0.01, Steps: 100000, Delta: 1e-13}).Epsilon(1); !errors.Is(err, ErrBeyondPLD) {
 		t.Errorf("δ 1e-13: error %v, want ErrBeyondPLD", err)
 	}
