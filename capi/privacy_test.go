@@ -44,7 +44,7 @@ func TestAnswerQuery(t *testing.T) {
 // long reports whether a request's run is long enough that its
 // accounting could take seconds, which random fuzzing reports as a hang:
 // over 10^5 steps, or over 10^3 under PLD, whose calibration at a tiny
-// sample rate and a long run takes up to 13 s (docs/privacy.md).
+// sample rate and a long run takes seconds (docs/privacy.md).
 // privacy/'s tests cover those runs.
 func long(req string) bool {
 	var q query

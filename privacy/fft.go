@@ -3,6 +3,7 @@ package privacy
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Linear convolution of nonnegative sequences, directly when one is
@@ -13,8 +14,71 @@ import (
 const directLimit = 64
 
 // convolve returns the linear convolution of a and b, of length
-// len(a)+len(b)-1.
+// len(a)+len(b)-1. An FFT's rounding error is about 1e-16 of the largest
+// products, spread over every output entry, so a PLD's far tails, whose
+// exact masses are far smaller, would come out as noise. Each sequence is
+// therefore split into its big span (from its first to its last entry
+// of at least bigShare of its largest) and the small rest: big × big is
+// one transform whose noise stays inside the two spans' sum, and the
+// products with a small part, transformed on their own, carry noise on
+// the scale of the small entries. This matters where one step's PLD has
+// a long thin tail (a small sample rate at a small σ: a run at q = 1e-3,
+// σ = 0.5, 10⁵ steps took 12 s without it, 1.3 s with it).
 func convolve(a, b []float64) []float64 {
+	if min(len(a), len(b)) <= directLimit {
+		return convolveDirect(a, b)
+	}
+	i0, aBig, aSmall := splitBig(a)
+	j0, bBig, bSmall := splitBig(b)
+	c := make([]float64, len(a)+len(b)-1)
+	addAt(c, i0+j0, convolvePlain(aBig, bBig))
+	if bSmall != nil {
+		addAt(c, i0, convolvePlain(aBig, bSmall))
+	}
+	if aSmall != nil {
+		addAt(c, 0, convolvePlain(aSmall, b))
+	}
+	return c
+}
+
+// bigShare is the least share of a sequence's largest entry that splitBig
+// counts as big.
+const bigShare = 1e-6
+
+// splitBig returns the span of x from its first to its last entry of at
+// least bigShare·max(x), its offset, and x with that span zeroed; or all
+// of x and nil if the span is more than half of x: then the small tails
+// are short, the products with them cost two more transforms of x's
+// size, and their noise does not stop the tail cuts.
+func splitBig(x []float64) (int, []float64, []float64) {
+	top := 0.0
+	for _, v := range x {
+		top = max(top, v)
+	}
+	i0, i1 := 0, len(x)-1
+	for i0 < i1 && x[i0] < bigShare*top {
+		i0++
+	}
+	for i1 > i0 && x[i1] < bigShare*top {
+		i1--
+	}
+	if 2*(i1-i0+1) > len(x) {
+		return 0, x, nil
+	}
+	small := slices.Clone(x)
+	clear(small[i0 : i1+1])
+	return i0, x[i0 : i1+1], small
+}
+
+// addAt adds y into c from offset off.
+func addAt(c []float64, off int, y []float64) {
+	for i, v := range y {
+		c[off+i] += v
+	}
+}
+
+// convolvePlain is one convolution, direct or by one FFT.
+func convolvePlain(a, b []float64) []float64 {
 	if min(len(a), len(b)) <= directLimit {
 		return convolveDirect(a, b)
 	}

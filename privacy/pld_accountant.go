@@ -16,7 +16,8 @@ const (
 
 // Interval returns the loss grid spacing h the PLD accountant uses for
 // mechanism m: MaxInterval, or a 30th of the standard deviation s of one
-// step's privacy loss if that is smaller, but at least MinInterval.
+// step's privacy loss if that is smaller, but at least MinInterval and
+// a 65,536th of one step's loss span.
 // Connect the dots moves each step's loss by less than h and its mean by
 // at most h²/8, so the composed loss's standard deviation grows by at
 // most a factor 1 + 1/60. s is estimated by √min(q²·(e^(1/σ²) - 1),
@@ -27,8 +28,16 @@ func Interval(m Mechanism) float64 {
 		return MaxInterval
 	}
 	v := min(m.SampleRate*m.SampleRate*math.Expm1(1/(m.Sigma*m.Sigma)), 1/(m.Sigma*m.Sigma))
-	return max(MinInterval, min(MaxInterval, math.Sqrt(v)/30))
+	h := min(MaxInterval, math.Sqrt(v)/30)
+	// A tiny sample rate makes s tiny while a small σ keeps the loss's
+	// rare tail long: at most stepPoints points over the span.
+	_, hi := gaussianPair{m.SampleRate, m.Sigma, true}.lossRange(1e-16)
+	lo, _ := gaussianPair{m.SampleRate, m.Sigma, false}.lossRange(1e-16)
+	return max(MinInterval, h, min(MaxInterval, (hi-lo)/stepPoints))
 }
+
+// stepPoints bounds the points Interval gives one step's loss span.
+const stepPoints = 1 << 16
 
 // Milestones is the number of evenly spaced steps of a planned run at
 // which a PLD accountant computes ε for the steps before the end (see

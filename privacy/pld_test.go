@@ -442,9 +442,8 @@ func TestPLDSmallDelta(t *testing.T) {
 			t.Errorf("δ %g: PLD ε %v (%v), RDP ε %v", delta, pld.Epsilon, err, rdp.Epsilon)
 		}
 	}
-	// Rounding noise in one step's long tail (q = 1e-3, σ = 0.5): the grid
-	// passes 2^22 points under the tail budget and is composed again with
-	// a larger one.
+	// One step's long thin tail (q = 1e-3, σ = 0.5), which the FFT's
+	// rounding would drown without convolve's split.
 	p := Plan{SampleRate: 0.001, Steps: 100000, Delta: 1e-7}
 	pld, err := p.Epsilon(0.5)
 	p.Accounting = RDP
