@@ -1,7 +1,6 @@
 package privacy
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -17,24 +16,12 @@ const (
 	RDP
 )
 
-var accountingNames = [...]string{PLD: "pld", RDP: "rdp"}
+var accountingNames = names[Accounting]{"Accounting", "accountant", []string{PLD: "pld", RDP: "rdp"}}
 
-func (a Accounting) String() string {
-	if a < 0 || int(a) >= len(accountingNames) {
-		return fmt.Sprintf("Accounting(%d)", int(a))
-	}
-	return accountingNames[a]
-}
+func (a Accounting) String() string { return accountingNames.name(a) }
 
 // ParseAccounting returns the Accounting named pld or rdp.
-func ParseAccounting(name string) (Accounting, error) {
-	for a, n := range accountingNames {
-		if n == name {
-			return Accounting(a), nil
-		}
-	}
-	return 0, fmt.Errorf("accountant %q: want pld or rdp", name)
-}
+func ParseAccounting(name string) (Accounting, error) { return accountingNames.parse(name) }
 
 // Accountant reports the (ε, δ) guarantee after a number of steps of one
 // mechanism; no step spends nothing. Its methods may be called from

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // Sampling is how each step's batch is drawn; it fixes the neighbouring
@@ -24,24 +26,12 @@ const (
 	Fixed
 )
 
-var samplingNames = [...]string{Poisson: "poisson", Fixed: "fixed"}
+var samplingNames = names[Sampling]{"Sampling", "sampling", []string{Poisson: "poisson", Fixed: "fixed"}}
 
-func (s Sampling) String() string {
-	if s < 0 || int(s) >= len(samplingNames) {
-		return fmt.Sprintf("Sampling(%d)", int(s))
-	}
-	return samplingNames[s]
-}
+func (s Sampling) String() string { return samplingNames.name(s) }
 
 // ParseSampling returns the Sampling named poisson or fixed.
-func ParseSampling(name string) (Sampling, error) {
-	for s, n := range samplingNames {
-		if n == name {
-			return Sampling(s), nil
-		}
-	}
-	return 0, fmt.Errorf("sampling %q: want poisson or fixed", name)
-}
+func ParseSampling(name string) (Sampling, error) { return samplingNames.parse(name) }
 
 // Sensitivity returns the L2 sensitivity of the clipped gradient sum
 // under s's neighbouring relation when every per-example gradient is
@@ -69,23 +59,34 @@ const (
 	MagnitudeSeries
 )
 
-var seriesNames = [...]string{ExactSeries: "exact", MagnitudeSeries: "magnitudes"}
+var seriesNames = names[Series]{"Series", "series", []string{ExactSeries: "exact", MagnitudeSeries: "magnitudes"}}
 
-func (s Series) String() string {
-	if s < 0 || int(s) >= len(seriesNames) {
-		return fmt.Sprintf("Series(%d)", int(s))
-	}
-	return seriesNames[s]
-}
+func (s Series) String() string { return seriesNames.name(s) }
 
 // ParseSeries returns the Series named exact or magnitudes.
-func ParseSeries(name string) (Series, error) {
-	for s, n := range seriesNames {
-		if n == name {
-			return Series(s), nil
-		}
+func ParseSeries(name string) (Series, error) { return seriesNames.parse(name) }
+
+// names are the names of a small enumeration's values, indexed by value:
+// the String and Parse of Sampling, Series and Accounting, written once.
+type names[T ~int] struct {
+	typ, what string // the Go type, and the word errors use
+	of        []string
+}
+
+// name returns v's name, or typ(v) for a value without one.
+func (n names[T]) name(v T) string {
+	if v < 0 || int(v) >= len(n.of) {
+		return fmt.Sprintf("%s(%d)", n.typ, int(v))
 	}
-	return 0, fmt.Errorf("series %q: want exact or magnitudes", name)
+	return n.of[v]
+}
+
+// parse returns the value named name, or an error listing the names.
+func (n names[T]) parse(name string) (T, error) {
+	if i := slices.Index(n.of, name); i >= 0 {
+		return T(i), nil
+	}
+	return 0, fmt.Errorf("%s %q: want %s", n.what, name, strings.Join(n.of, " or "))
 }
 
 // MaxOrder is the largest Rényi order accepted; the cost of an order is

@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -56,7 +57,7 @@ func (p Plan) DeltaAt(sigma, eps float64) (float64, error) {
 		return p.deltaRDP(m, eps)
 	}
 	for size := 1e-3; ; size *= 1e-3 {
-		a, err := NewPLDAccountant(m, size, p.Interval, p.Steps)
+		a, err := NewPLDAccountant(m, size, p.PLDInterval(sigma), p.Steps)
 		if err != nil {
 			return 0, err
 		}
@@ -82,6 +83,12 @@ func (p Plan) deltaRDP(m Mechanism, eps float64) (float64, error) {
 	return DeltaFromRDP(orders, rdp, eps), nil
 }
 
+// PLDInterval is the loss grid spacing of p's PLD accountant at noise
+// multiplier sigma: p.Interval, or Interval of the mechanism.
+func (p Plan) PLDInterval(sigma float64) float64 {
+	return cmp.Or(p.Interval, Interval(Mechanism{Sigma: sigma, SampleRate: p.SampleRate}))
+}
+
 // Accountant returns an Accountant for p's mechanism with noise
 // multiplier sigma, to report the ε spent after any number of steps. A
 // PLD accountant plans for p.Steps: it reports steps short of them at
@@ -98,7 +105,7 @@ func (p Plan) Accountant(sigma float64) (Accountant, error) {
 		}
 		return a, nil
 	}
-	a, err := NewPLDAccountant(m, p.Delta, p.Interval, p.Steps)
+	a, err := NewPLDAccountant(m, p.Delta, p.PLDInterval(sigma), p.Steps)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package privacy
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -156,19 +155,12 @@ func (a *PLDAccountant) exactEpsilon(steps int) (float64, error) {
 	return eps, nil
 }
 
-// composed returns the PLD of steps compositions of each pair. A
-// composition whose grid grows too wide under the tail budget is done
-// again with a budget of δ/40: the FFT's rounding noise in long tails can
-// keep the small cuts from happening, and the larger cuts, only ever
-// raising losses, cost a little tightness (Slack no longer applies).
+// composed returns the PLD of steps compositions of each pair.
 func (a *PLDAccountant) composed(steps int) ([]lossDist, error) {
 	out := make([]lossDist, len(a.steps))
 	for i, d := range a.steps {
 		var err error
-		if out[i], err = d.selfCompose(steps, a.tail); errors.Is(err, ErrBeyondPLD) {
-			out[i], err = d.selfCompose(steps, a.delta/40)
-		}
-		if err != nil {
+		if out[i], err = d.selfCompose(steps, a.tail); err != nil {
 			return nil, err
 		}
 	}

@@ -245,10 +245,13 @@ func fixedPLD(q, sigma, h, tail float64) (lossDist, error) {
 // finite returns d, or an error if a mass of it is not a finite number
 // (which no input should produce: a NaN would make ε 0).
 func (d lossDist) finite() (lossDist, error) {
-	for _, v := range append(d.p, d.inf) {
+	for _, v := range d.p {
 		if !(v >= 0 && v <= 1) {
 			return lossDist{}, fmt.Errorf("privacy: a discretised privacy loss mass is %v", v)
 		}
+	}
+	if !(d.inf >= 0 && d.inf <= 1) {
+		return lossDist{}, fmt.Errorf("privacy: the discretised mass at +∞ is %v", d.inf)
 	}
 	return d, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -320,7 +319,7 @@ func newReport(r privacyRun, sigma float64, g privacy.Guarantee, target *float64
 	if r.plan.Accounting == privacy.RDP {
 		x.Order, x.Series = g.Order, r.plan.Series.String()
 	} else {
-		x.Interval = cmp.Or(r.plan.Interval, privacy.Interval(privacy.Mechanism{Sigma: sigma, SampleRate: r.plan.SampleRate}))
+		x.Interval = r.plan.PLDInterval(sigma)
 	}
 	if s := r.schedule; s != nil {
 		x.DatasetSize, x.BatchSize, x.Epochs = s.DatasetSize, s.BatchSize, s.Epochs
