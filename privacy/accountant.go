@@ -1,8 +1,6 @@
 package privacy
 
-import (
-	"math"
-)
+import "math"
 
 // Accounting is how an accountant bounds the privacy of composed steps.
 type Accounting int
