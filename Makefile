@@ -9,7 +9,7 @@ PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
 PYTHON_DEBS := python3-torch python3-numpy python3-pytest python3-tqdm python3-matplotlib dataset-fashion-mnist
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test reproduce
+.PHONY: build generate test deps ptxas fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test reproduce
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -38,7 +38,7 @@ gpu-bundle: deps
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
 ## corpora run as ordinary tests); deterministic, as CI must be
-test: deps fmt-check vet generate-check unit python-test
+test: deps ptxas fmt-check vet generate-check unit python-test
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
@@ -51,6 +51,17 @@ deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-14 binutils gcc libc6-dev >/dev/null; \
 		else \
 			echo "fibergen needs LLVM 14, a linker and a C compiler for cgo: apt-get install -y llvm-14 binutils gcc (as root)" >&2; exit 1; \
+		fi; \
+	fi
+
+## ptxas: NVIDIA's PTX assembler for TestPTXAssembles, extracted from Debian's non-free
+## nvidia-cuda-toolkit (scripts/install-ptxas.sh, as root); without it those tests skip
+ptxas:
+	@if ! command -v ptxas >/dev/null && [ ! -x /usr/local/bin/ptxas ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			scripts/install-ptxas.sh || echo "warning: ptxas could not be installed: TestPTXAssembles will skip" >&2; \
+		else \
+			echo "no ptxas: TestPTXAssembles will skip (scripts/install-ptxas.sh installs it, as root on Debian 12)" >&2; \
 		fi; \
 	fi
 
@@ -95,8 +106,11 @@ python-test: python-lib python-deps generate-check
 	FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
 	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
+## unit: every Go test; then the CUDA backend's tests again on the PTX simulator
+## (internal/cudasim), which stands in for the GPU the first run skips without
 unit:
-	$(GO) test -count=1 ./...
+	PATH="$(PATH):/usr/local/bin" $(GO) test -count=1 ./...
+	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 ./runtime -run 'CUDA|StepDevice'
 
 ## fuzz: open-ended random fuzzing of everything that parses, FUZZTIME per target
 ## (not part of make test: run it before a change lands, and keep every crasher in
@@ -107,3 +121,4 @@ fuzz:
 	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

@@ -23,7 +23,7 @@ type backend interface {
 
 func (o *Optimizer) newBackend() (backend, error) {
 	switch o.opts.Backend {
-	case CUDA:
+	case CUDA, PTXSim:
 		return newCUDABackend(o)
 	}
 	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.files.goStep}

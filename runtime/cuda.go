@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
@@ -21,8 +22,10 @@ import (
 // device computed. Every call waits for the device, so an error from a
 // kernel is reported by the call that launched it.
 
-// cudaBlock is the number of threads per block of both kernels.
-const cudaBlock = 256
+// CUDABlock is the number of threads per block of every kernel the CUDA
+// backend launches, or the largest multiple of the warp a kernel's
+// registers allow when that is less (cudadrv.Function.BlockFor).
+const CUDABlock = 256
 
 // nonFiniteKernel is the name of the entry point in nonFinitePTX.
 const nonFiniteKernel = "fibergen_first_nonfinite"
@@ -110,6 +113,8 @@ type cudaKernels struct {
 	// scales, sum); privFns them, looked up at the first Privatize.
 	privNames []string
 	privFns   []*cudadrv.Function
+	// blocks is each launched kernel's block size.
+	blocks map[*cudadrv.Function]int
 }
 
 // openCUDAKernels loads the driver, retains the primary context of device
@@ -129,9 +134,9 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 			o.Name(), len(o.m.Scalars), ns)
 	}
 
-	drv, err := cudadrv.Load()
+	drv, err := o.driver()
 	if err != nil {
-		return nil, fmt.Errorf("runtime: cannot start the CUDA backend: loading the NVIDIA driver (libcuda) failed: %w", err)
+		return nil, err
 	}
 	count, err := drv.DeviceCount()
 	if err != nil {
@@ -149,7 +154,8 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: cannot start the CUDA backend on device %d (%s): %w", o.opts.Device, dev, err)
 	}
-	k := &cudaKernels{name: o.Name(), ctx: ctx, sms: dev.SMCount, nbuf: len(o.m.Buffers), nscalar: len(o.m.Scalars)}
+	k := &cudaKernels{name: o.Name(), ctx: ctx, sms: dev.SMCount, nbuf: len(o.m.Buffers), nscalar: len(o.m.Scalars),
+		blocks: map[*cudadrv.Function]int{}}
 	if p := o.m.Kernels.Privatize; p != nil {
 		k.privNames = p.Kernels
 	}
@@ -181,6 +187,20 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 	return k, nil
 }
 
+// driver returns the CUDA driver of o's backend: libcuda's for CUDA, a
+// new simulated device's for PTXSim.
+func (o *Optimizer) driver() (*cudadrv.Driver, error) {
+	if o.opts.Backend == PTXSim {
+		_, drv, err := cudasim.New(cudasim.Config{})
+		return drv, err
+	}
+	drv, err := cudadrv.Load()
+	if err != nil {
+		return nil, fmt.Errorf("runtime: cannot start the CUDA backend: loading the NVIDIA driver (libcuda) failed: %w", err)
+	}
+	return drv, nil
+}
+
 // firstNonFinite returns the smallest i < n such that the float32 at
 // g + 4i is NaN or ±Inf, or -1. It waits for the device.
 func (k *cudaKernels) firstNonFinite(g cudadrv.DevicePtr, n int) (int, error) {
@@ -190,11 +210,7 @@ func (k *cudaKernels) firstNonFinite(g cudadrv.DevicePtr, n int) (int, error) {
 	if err := k.ctx.MemsetD32(k.first, math.MaxUint32, 2); err != nil {
 		return 0, fmt.Errorf("runtime: the non-finite guard: %w", err)
 	}
-	grid := cudadrv.GridFor(n, cudaBlock, k.sms)
-	if err := k.guard.Launch([3]uint32{uint32(grid)}, [3]uint32{cudaBlock}, 0, g, uint64(n), k.first); err != nil {
-		return 0, fmt.Errorf("runtime: the non-finite guard: %w", err)
-	}
-	if err := k.ctx.Synchronize(); err != nil {
+	if err := k.launch(k.guard, n, g, uint64(n), k.first); err != nil {
 		return 0, fmt.Errorf("runtime: the non-finite guard: %w", err)
 	}
 	var first [1]uint64
@@ -232,12 +248,30 @@ func (k *cudaKernels) launchStep(bufs []cudadrv.DevicePtr, n int, a stepArgs) er
 	}
 	args = append(args, int64(n), a.rg.Offset, a.rg.Seed, a.rg.Step, a.rg.Noise)
 	// One Philox group of four per thread at most, plus the head and tail.
-	grid := cudadrv.GridFor(n/4+4, cudaBlock, k.sms)
-	if err := k.step.Launch([3]uint32{uint32(grid)}, [3]uint32{cudaBlock}, 0, args...); err != nil {
+	return k.launch(k.step, n/4+4, args...)
+}
+
+// launch runs f over a grid-stride loop of threads threads (blocks of
+// CUDABlock, or of the largest multiple of the warp f allows) and waits
+// for it; no threads: no launch.
+func (k *cudaKernels) launch(f *cudadrv.Function, threads int, args ...any) error {
+	if threads <= 0 {
+		return nil
+	}
+	block, ok := k.blocks[f]
+	if !ok {
+		b, err := f.BlockFor(CUDABlock)
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		k.blocks[f], block = b, b
+	}
+	grid := cudadrv.GridFor(threads, block, k.sms)
+	if err := f.Launch([3]uint32{uint32(grid)}, [3]uint32{uint32(block)}, 0, args...); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	if err := k.ctx.Synchronize(); err != nil {
-		return fmt.Errorf("runtime: %s_step: %w", k.name, err)
+		return fmt.Errorf("runtime: %s: %w", f.Name, err)
 	}
 	return nil
 }
@@ -275,10 +309,11 @@ func (k *cudaKernels) close() error {
 // cudaBackend steps the optimizer's flat buffers on the GPU: one device
 // buffer per host buffer, n floats each.
 type cudaBackend struct {
-	k    *cudaKernels
-	host [][]float32 // the optimizer's host buffers (o.bufs), len n each
-	n    int
-	dev  []cudadrv.DevicePtr
+	backend Backend // CUDA or PTXSim
+	k       *cudaKernels
+	host    [][]float32 // the optimizer's host buffers (o.bufs), len n each
+	n       int
+	dev     []cudadrv.DevicePtr
 }
 
 // newCUDABackend starts the CUDA backend: the kernels, then a device copy
@@ -288,7 +323,7 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &cudaBackend{k: k, host: o.bufs, n: o.n}
+	b := &cudaBackend{backend: o.opts.Backend, k: k, host: o.bufs, n: o.n}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.release())
@@ -314,7 +349,7 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 	return b, nil
 }
 
-func (b *cudaBackend) kind() Backend { return CUDA }
+func (b *cudaBackend) kind() Backend { return b.backend }
 
 func (b *cudaBackend) step(a stepArgs) error {
 	return b.k.launchStep(b.dev, b.n, a)

@@ -184,9 +184,8 @@ func (k *cudaKernels) diagPartials(e manifest.Diagnostic, bufs []cudadrv.DeviceP
 		args = append(args, s)
 	}
 	args = append(args, int64(n), out, out.Add(4*len(num)))
-	grid := cudadrv.GridFor(32*len(num), cudaBlock, k.sms)
-	if err := fn.Launch([3]uint32{uint32(grid)}, [3]uint32{cudaBlock}, 0, args...); err != nil {
-		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
+	if err := k.launch(fn, 32*len(num), args...); err != nil {
+		return err
 	}
 	if err := k.ctx.CopyDtoH(num, out); err != nil {
 		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -56,8 +55,8 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 // checkUseBuffers checks UseBuffers' arguments and the optimizer's state.
 func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	switch {
-	case o.opts.Backend == CUDA:
-		return errors.New("runtime: UseBuffers takes host memory; a CUDA optimizer steps device buffers with StepDevice")
+	case o.opts.Backend.onDevice():
+		return fmt.Errorf("runtime: UseBuffers takes host memory; a %s optimizer steps device buffers with StepDevice", o.opts.Backend)
 	case len(o.tensors) > 0:
 		return fmt.Errorf("runtime: UseBuffers: %s has registered tensors, which own its buffers", o.Name())
 	case !o.callerBuffers && (o.back != nil || o.bufs != nil):

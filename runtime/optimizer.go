@@ -23,12 +23,20 @@ type Backend string
 // error unless Options.GoFallback asks for the reference instead. Go is the
 // reference: the IR interpreter (or, from OpenPackage, the generated Go
 // package), bit-identical with the kernels, also on every core. CUDA runs
-// the PTX kernel on an NVIDIA GPU. All give the same bits.
+// the PTX kernel on an NVIDIA GPU. PTXSim runs the same PTX kernel, through
+// the same code, on a simulated device of its own (internal/cudasim: the
+// PTX simulator behind a CUDA driver written in Go), thousands of times
+// slower than a GPU: for checking a kernel where there is none. All give
+// the same bits.
 const (
-	CPU  Backend = "cpu"
-	Go   Backend = "go"
-	CUDA Backend = "cuda"
+	CPU    Backend = "cpu"
+	Go     Backend = "go"
+	CUDA   Backend = "cuda"
+	PTXSim Backend = "ptxsim"
 )
+
+// onDevice reports whether b runs the PTX kernel: on a GPU or simulated.
+func (b Backend) onDevice() bool { return b == CUDA || b == PTXSim }
 
 // Options configure Open.
 type Options struct {
@@ -197,8 +205,8 @@ type Package struct {
 // file and no LLVM. For the host kernel or CUDA, use Open on the package's
 // directory.
 func OpenPackage(p Package, opts Options) (*Optimizer, error) {
-	if opts.Backend == CUDA {
-		return nil, errors.New("runtime: OpenPackage runs the Go code; open the package's directory with Open for CUDA")
+	if opts.Backend.onDevice() {
+		return nil, fmt.Errorf("runtime: OpenPackage runs the Go code; open the package's directory with Open for %s", opts.Backend)
 	}
 	if p.Step == nil {
 		return nil, errors.New("runtime: OpenPackage needs the package's StepKernel")
@@ -222,8 +230,8 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if opts.Backend == "" {
 		opts.Backend = CPU
 	}
-	if !slices.Contains([]Backend{CPU, Go, CUDA}, opts.Backend) {
-		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go or cuda)", opts.Backend)
+	if !slices.Contains([]Backend{CPU, Go, CUDA, PTXSim}, opts.Backend) {
+		return nil, fmt.Errorf("runtime: unknown backend %q (want cpu, go, cuda or ptxsim)", opts.Backend)
 	}
 	if opts.Backend == CPU && files.so == "" && files.goStep == nil && !opts.GoFallback {
 		return nil, fmt.Errorf("runtime: %s has no host kernel %s to run on the CPU: build it with fibergen build (it needs LLVM 14), "+

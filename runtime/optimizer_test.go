@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/cudasim"
+
 	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/runtime"
@@ -53,6 +55,13 @@ func kernelDir(t testing.TB, name string) string {
 var kernelRoot string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("FIBERGEN_CUDA_SIM") == "1" {
+		// The CUDA backend's tests on the PTX simulator (make test runs them
+		// so): cudadrv.Load returns its driver.
+		if _, err := cudasim.Install(); err != nil {
+			panic(err)
+		}
+	}
 	var err error
 	if kernelRoot, err = os.MkdirTemp("", "fibergen-runtime-test-"); err != nil {
 		panic(err)

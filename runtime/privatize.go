@@ -79,8 +79,8 @@ func (o *Optimizer) Privatize(cur, look []float32) (PrivatizeStats, error) {
 // which out is): the DP settings and the observation are the receiver's.
 func (o *Optimizer) PrivatizeTo(out, cur, look, scales []float32) (PrivatizeStats, error) {
 	defer o.lock()()
-	if o.opts.Backend == CUDA {
-		return PrivatizeStats{}, errors.New("runtime: PrivatizeTo writes host memory; a CUDA optimizer privatizes with Privatize")
+	if o.opts.Backend.onDevice() {
+		return PrivatizeStats{}, fmt.Errorf("runtime: PrivatizeTo writes host memory; a %s optimizer privatizes with Privatize", o.opts.Backend)
 	}
 	if out == nil {
 		out = []float32{}

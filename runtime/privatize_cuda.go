@@ -157,20 +157,3 @@ func (k *cudaKernels) privatizeFuncs() ([]*cudadrv.Function, error) {
 	k.privFns = fns
 	return fns, nil
 }
-
-// launch runs f over a grid-stride loop of threads threads (blocks of
-// cudaBlock, a multiple of the warp) and waits for it; no threads: no
-// launch.
-func (k *cudaKernels) launch(f *cudadrv.Function, threads int, args ...any) error {
-	if threads <= 0 {
-		return nil
-	}
-	grid := cudadrv.GridFor(threads, cudaBlock, k.sms)
-	if err := f.Launch([3]uint32{uint32(grid)}, [3]uint32{cudaBlock}, 0, args...); err != nil {
-		return fmt.Errorf("runtime: %w", err)
-	}
-	if err := k.ctx.Synchronize(); err != nil {
-		return fmt.Errorf("runtime: %s privatize: %w", k.name, err)
-	}
-	return nil
-}

@@ -39,9 +39,9 @@ check() {
 }
 
 { date -u; nvidia-smi; } >"$out/machine.txt" 2>&1
-check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v
-check runtime-cuda "$root/runtime" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v
-check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v
+check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v -test.timeout 30m
+check runtime-cuda "$root/runtime" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v -test.timeout 30m
+check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v -test.timeout 60m
 for n in 64M 256M; do
 	for o in fiber dp_adamw dp_sgd; do
 		check "bench-$o-$n" "$root" "$bin/fibergen" bench "generated/$o" --backend cuda --n "$n" --steps 50 --json

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -13,14 +14,22 @@ import (
 // bit for bit, at the sizes of the host test and under several launch
 // shapes (the chunks go to warps in turn, so the shape must not matter).
 // Like TestGPUMatchesGo it skips without a CUDA driver.
-func TestGPUClampMass(t *testing.T) {
-	ctx := gpuContext(t)
+func TestGPUClampMass(t *testing.T) { checkPTXClampMass(t, gpuRun(t)) }
+
+// TestPTXSimClampMass is TestGPUClampMass on the simulator.
+func TestPTXSimClampMass(t *testing.T) {
+	run, _ := simRun(t, cudasim.Config{})
+	checkPTXClampMass(t, run)
+}
+
+func checkPTXClampMass(t *testing.T, run ptxRun) {
+	ctx := run.ctx
 	for _, name := range []string{"fiber", "disk_corr", "abtrack", "dp_adambc", "fiber_bccorr", "fiber_ft", "doppler", "fiber_nocorr"} {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
 			fn := loadGPUFunctions(t, ctx, name, d.man.Kernels.Diagnostics[0].Kernel)[0]
 			r := rand.New(rand.NewPCG(11, uint64(len(name))))
-			for i, n := range diagSizes {
+			for i, n := range run.diagSizes {
 				checkGPUClampMass(t, ctx, d, fn, r, n, gpuShapes[i%len(gpuShapes)])
 			}
 		})
@@ -46,11 +55,8 @@ func checkGPUClampMass(t *testing.T, ctx *cudadrv.Context, d *diagTarget, fn *cu
 		args = append(args, s)
 	}
 	args = append(args, int64(n), out[0], out[1])
-	grid := shape[1]
-	if grid == 0 {
-		grid = cudadrv.GridFor(32*c, shape[0], ctx.Device().SMCount)
-	}
-	if err := fn.Launch([3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(shape[0]), 1, 1}, 0, args...); err != nil {
+	grid, block := launchShape(t, ctx, fn, shape, 32*c)
+	if err := fn.Launch(grid, block, 0, args...); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.Synchronize(); err != nil {

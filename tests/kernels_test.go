@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -177,10 +178,7 @@ func TestHostKernelMatchesGo(t *testing.T) {
 // checkHostKernel runs kernelSteps steps of case c through the Go reference
 // and the host kernel from the same inputs and compares them after each.
 func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kernelCase) {
-	ref, err := newGoRef(opt.pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := caseRef(t, opt, c)
 	want, got := kernelBuffers(opt, c)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
 	for step := range kernelSteps {
@@ -200,6 +198,49 @@ func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kerne
 			t.Fatalf("step %d: %s", step, msg)
 		}
 	}
+}
+
+// caseRef is the Go reference of case c: at the default hypers, or, for a
+// case with skewed buffers, at distinctHypers — at the defaults some
+// scalars coincide (FiBeR's ω and β1 are both 0.9), and a kernel that
+// confused them would pass.
+func caseRef(t testing.TB, opt *optimizer, c kernelCase) *goRef {
+	t.Helper()
+	var sets []setting
+	if c.skew > 0 {
+		sets = distinctHypers(t, opt)
+	}
+	ref, err := newGoRef(opt.pkg, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// distinctHypers moves each hyper of opt off its default — a positive
+// one down by 1.3 % per place in the declaration order, a zero one to
+// 0.011 — keeping each move that leaves the hypers valid.
+func distinctHypers(t testing.TB, opt *optimizer) []setting {
+	t.Helper()
+	m, _, err := manifest.Read(repoPath("generated", opt.name, opt.name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := m.Func()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []setting
+	for i, v := range fn.DefaultHypers() {
+		s := setting{fn.HyperNames()[i], v * (1 - 0.013*float64(i+1))}
+		if v == 0 {
+			s.value = 0.011
+		}
+		if _, err := newGoRef(opt.pkg, append(sets, s)); err == nil {
+			sets = append(sets, s)
+		}
+	}
+	return sets
 }
 
 // kernelBuffers returns two identical sets of buffers (theta, g, states)
@@ -237,9 +278,15 @@ func fillGradient(r *rand.Rand, g []float32, step int) {
 // compareBuffers returns "" if want and got agree bit for bit, else where
 // they first differ and by how many ULPs at most.
 func compareBuffers(opt *optimizer, want, got [][]float32) string {
+	return compareBuffersBy(opt, want, got, firstBitDiff)
+}
+
+// compareBuffersBy is compareBuffers with diff to find the first
+// difference.
+func compareBuffersBy(opt *optimizer, want, got [][]float32, diff func(a, b []float32) int) string {
 	names := append([]string{"theta", "g"}, opt.states...)
 	for b := range want {
-		if i := firstBitDiff(want[b], got[b]); i >= 0 {
+		if i := diff(want[b], got[b]); i >= 0 {
 			return fmt.Sprintf("buffer %s differs first at %d: Go %v (%#08x), kernel %v (%#08x); max ULP difference %d",
 				names[b], i, want[b][i], math.Float32bits(want[b][i]), got[b][i], math.Float32bits(got[b][i]), maxULP(want[b], got[b]))
 		}

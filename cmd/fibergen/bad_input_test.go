@@ -62,7 +62,7 @@ var badCases = []badCase{
 	{name: "sigma-w2 not a number", args: "$RUN --sigma-w2 abc", code: 2, msg: `invalid value "abc" for flag -sigma-w2: want a number`},
 	{name: "sigma-w2 overflows", args: "$RUN --sigma-w2 1e400", code: 2, msg: `invalid value "1e400" for flag -sigma-w2: out of the float64 range`},
 	{name: "noise maybe", args: "$RUN --noise maybe", code: 2, msg: `--noise "maybe": want on or off`},
-	{name: "backend gpu", args: "$RUN --backend gpu", code: 2, msg: `--backend "gpu": want go or cpu`},
+	{name: "backend gpu", args: "$RUN --backend gpu", code: 2, msg: `--backend "gpu": want go, cpu or ptxsim`},
 	{name: "clip without example grads", args: "$RUN --clip 1", code: 2, msg: `^fibergen run: --clip works only with --example-grads`},
 	{name: "grads and example grads", args: "$RUN --example-grads $D/rank3.npy --clip 1", code: 2, msg: `--grads and --example-grads are alternatives`},
 	{name: "example grads without clip", args: "run $D/dp_sgd.dsl --example-grads $D/rank3.npy --theta $D/theta.npy --out $OUT", code: 2, msg: `--example-grads needs --clip C with C > 0 finite \(got 0\)`},

@@ -13,7 +13,7 @@
 //	fibergen explain FILE [--ir] [--json] [--set name=value ...]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-//	        [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+//	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
 //	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
 //	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
@@ -42,7 +42,7 @@ const usage = `usage:
   fibergen explain FILE [--ir] [--json] [--set name=value ...]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-          [--backend go|cpu] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+          [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
   fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
   fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]

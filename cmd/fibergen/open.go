@@ -16,7 +16,7 @@ func openUnit(u *pipeline.Unit, opts runtime.Options) (*runtime.Optimizer, error
 	switch opts.Backend {
 	case runtime.CPU:
 		c.SharedObject, err = u.CachedSharedObject()
-	case runtime.CUDA:
+	case runtime.CUDA, runtime.PTXSim:
 		c.PTX, err = u.PTX()
 	}
 	if err != nil {

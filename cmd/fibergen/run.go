@@ -40,7 +40,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
-	fs.StringVar(&o.backend, "backend", "go", "go (the reference) or cpu (the host kernel, built with LLVM)")
+	fs.StringVar(&o.backend, "backend", "go", "go (the reference), cpu (the host kernel, built with LLVM) or ptxsim (the PTX kernel on the PTX simulator)")
 	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
 	fs.BoolVar(&o.diagnostics, "diagnostics", false, "print clamp_mass after every step (the .dsl must declare it)")
 	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
@@ -84,8 +84,8 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
 	case o.noise != "on" && o.noise != "off":
 		return fmt.Sprintf("--noise %q: want on or off", o.noise)
-	case o.backend != "go" && o.backend != "cpu":
-		return fmt.Sprintf("--backend %q: want go or cpu", o.backend)
+	case o.backend != "go" && o.backend != "cpu" && o.backend != "ptxsim":
+		return fmt.Sprintf("--backend %q: want go, cpu or ptxsim", o.backend)
 	}
 	return ""
 }

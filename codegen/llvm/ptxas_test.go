@@ -2,46 +2,52 @@ package llvmgen_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/ptxas"
+	"github.com/fibergen/fibergen/runtime"
 )
 
 // TestPTXAssembles assembles the checked-in PTX of every shipped optimizer
 // with NVIDIA's ptxas for sm_80 (A100) and sm_90 (H100), where ptxas is at
-// hand: $FIBERGEN_PTXAS, or ptxas on PATH (Debian's nvidia-cuda-toolkit, in
-// non-free, has it; CI machines do not, so there the test skips).
+// hand ($FIBERGEN_PTXAS or PATH; make test installs it on Debian with
+// scripts/install-ptxas.sh, and the test skips without it), and holds
+// every kernel to what its launches need: no stack frame, no spills, and
+// its registers for the block the runtime launches it with
+// (runtime.CUDABlock threads), which a block of more threads than
+// ptxas.MaxThreads would not fit: the launch would fail with
+// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
 func TestPTXAssembles(t *testing.T) {
-	ptxas := os.Getenv("FIBERGEN_PTXAS")
-	if ptxas == "" {
-		var err error
-		if ptxas, err = exec.LookPath("ptxas"); err != nil {
-			t.Skip("no ptxas (set FIBERGEN_PTXAS to check the PTX with NVIDIA's assembler)")
-		}
+	bin, ok := ptxas.Find()
+	if !ok {
+		t.Skip("no ptxas (scripts/install-ptxas.sh installs it; or set FIBERGEN_PTXAS)")
 	}
 	for _, path := range shipped(t) {
 		name := nameOf(path)
+		ptx, err := os.ReadFile(filepath.Join("..", "..", "generated", name, name+".ptx"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, arch := range []string{"sm_80", "sm_90"} {
-			out := filepath.Join(t.TempDir(), name+".cubin")
-			ptx := filepath.Join("..", "..", "generated", name, name+".ptx")
-			cmd := exec.Command(ptxas, "-arch="+arch, "-O3", "-v", ptx, "-o", out)
-			msg, err := cmd.CombinedOutput()
+			ks, err := ptxas.Assemble(bin, ptx, arch)
 			if err != nil {
-				t.Errorf("ptxas -arch=%s %s: %v\n%s", arch, ptx, err, msg)
+				t.Errorf("%s: %v", name, err)
 				continue
 			}
-			t.Logf("%s %s: %s", name, arch, registersLine(string(msg)))
+			for _, k := range ks {
+				checkKernelResources(t, k)
+			}
 		}
 	}
 }
 
-// registersLine returns ptxas's "Used N registers" line.
-func registersLine(s string) string {
-	for _, line := range strings.Split(s, "\n") {
-		if strings.Contains(line, "Used") {
-			return strings.TrimSpace(line)
-		}
+// checkKernelResources fails t if kernel k needs a stack frame or spills,
+// or if its registers do not fit the runtime's block.
+func checkKernelResources(t *testing.T, k ptxas.Kernel) {
+	t.Helper()
+	t.Logf("%s %s: %d registers (blocks of up to %d threads)", k.Name, k.Arch, k.Registers, ptxas.MaxThreads(k.Registers))
+	if err := k.Fits(runtime.CUDABlock); err != nil {
+		t.Error(err)
 	}
-	return strings.TrimSpace(s)
 }

@@ -68,6 +68,8 @@ type Driver struct {
 	// moduleLoadName is "cuModuleLoadDataEx" when that symbol is present (it
 	// is used to fetch the JIT error log), "cuModuleLoadData" otherwise.
 	moduleLoadName string
+	// goLookup is the symbol table of a driver from LoadGo; nil for libcuda.
+	goLookup func(string) any
 
 	// CUresult is a C enum: every function returns it as a uint32. CUdevice
 	// is a C int (int32); CUcontext, CUmodule, CUfunction, CUevent and
@@ -98,6 +100,7 @@ type Driver struct {
 	// CUjit_option* options, void** optionValues). Optional (nil if absent).
 	cuModuleLoadDataEx  func(mod *uintptr, image unsafe.Pointer, numOptions uint32, options *int32, values *uintptr) uint32
 	cuModuleGetFunction func(fn *uintptr, mod uintptr, name *byte) uint32
+	cuFuncGetAttribute  func(value *int32, attr int32, fn uintptr) uint32
 	cuModuleUnload      func(mod uintptr) uint32
 	// cuLaunchKernel takes 11 integer-class arguments. purego v0.11.3 passes
 	// up to maxArgs = 32 arguments: on linux/amd64 the first 6 go in
@@ -153,6 +156,7 @@ func (d *Driver) symbols() []symbol {
 		{names: []string{"cuModuleLoadData"}, fptr: &d.cuModuleLoadData},
 		{names: []string{"cuModuleLoadDataEx"}, fptr: &d.cuModuleLoadDataEx, optional: true},
 		{names: []string{"cuModuleGetFunction"}, fptr: &d.cuModuleGetFunction},
+		{names: []string{"cuFuncGetAttribute"}, fptr: &d.cuFuncGetAttribute},
 		{names: []string{"cuModuleUnload"}, fptr: &d.cuModuleUnload},
 		{names: []string{"cuLaunchKernel"}, fptr: &d.cuLaunchKernel},
 		{names: []string{"cuEventCreate"}, fptr: &d.cuEventCreate},
@@ -231,11 +235,15 @@ func (d *Driver) bind(lookup func(string) (uintptr, error)) error {
 			*s.bound = name
 		}
 	}
+	d.setModuleLoadName()
+	return nil
+}
+
+func (d *Driver) setModuleLoadName() {
 	d.moduleLoadName = "cuModuleLoadData"
 	if d.cuModuleLoadDataEx != nil {
 		d.moduleLoadName = "cuModuleLoadDataEx"
 	}
-	return nil
 }
 
 // Library is the file name the driver was loaded from, e.g. "libcuda.so.1".

@@ -451,6 +451,13 @@ func TestKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	most, err := fn.Attribute(FuncMaxThreadsPerBlock)
+	if err != nil || most < 32 || most > 1024 {
+		t.Errorf("MAX_THREADS_PER_BLOCK of add_scalar: %d, %v", most, err)
+	}
+	if b, err := fn.BlockFor(4096); err != nil || b != most&^31 {
+		t.Errorf("BlockFor(4096) = %d, %v; want %d", b, err, most&^31)
+	}
 	if _, err := mod.Function("no_such_kernel"); err == nil {
 		t.Error("Function(no_such_kernel) succeeded")
 	} else {

@@ -77,6 +77,7 @@ const (
 	CodeLaunchOutOfResources = 701 // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 	CodeLaunchTimeout        = 702 // CUDA_ERROR_LAUNCH_TIMEOUT
 	CodeLaunchFailed         = 719 // CUDA_ERROR_LAUNCH_FAILED
+	CodeNotSupported         = 801 // CUDA_ERROR_NOT_SUPPORTED
 	CodeSystemDriverMismatch = 803 // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
 )
 

@@ -33,11 +33,24 @@ func bindMemGetInfo(d *Driver) error {
 	return memGetInfo.err
 }
 
+// memGetInfo returns d's cuMemGetInfo_v2.
+func (d *Driver) memGetInfo() (func(free, total *uintptr) uint32, error) {
+	if d.goLookup != nil {
+		fn, ok := d.goLookup("cuMemGetInfo_v2").(func(free, total *uintptr) uint32)
+		if !ok {
+			return nil, fmt.Errorf("cuda: %s lacks cuMemGetInfo_v2", d.libName)
+		}
+		return fn, nil
+	}
+	return memGetInfo.fn, bindMemGetInfo(d)
+}
+
 // MemInfo returns the free and the total memory of c's device in bytes
 // (cuMemGetInfo_v2), as the driver sees it: other contexts and processes
 // on the device count too.
 func (c *Context) MemInfo() (free, total int64, err error) {
-	if err := bindMemGetInfo(c.d); err != nil {
+	fn, err := c.d.memGetInfo()
+	if err != nil {
 		return 0, 0, err
 	}
 	leave, err := c.enter()
@@ -46,7 +59,7 @@ func (c *Context) MemInfo() (free, total int64, err error) {
 	}
 	defer leave()
 	var f, t uintptr
-	if err := c.d.check("cuMemGetInfo_v2", memGetInfo.fn(&f, &t)); err != nil {
+	if err := c.d.check("cuMemGetInfo_v2", fn(&f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return int64(f), int64(t), nil

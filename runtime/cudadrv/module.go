@@ -275,3 +275,51 @@ func GridFor(n, blockSize, smCount int) int {
 	const maxGridX = 1<<31 - 1
 	return max(min(g, maxGridX), 1)
 }
+
+// FuncAttribute is a CUfunction_attribute, for Function.Attribute.
+type FuncAttribute int32
+
+// The CUfunction_attribute values the runtime reads (cuda.h).
+const (
+	// FuncMaxThreadsPerBlock is the largest block the kernel can be
+	// launched with on its device: fewer than the device's 1024 when its
+	// registers per thread do not fit a larger block.
+	FuncMaxThreadsPerBlock FuncAttribute = 0
+	FuncNumRegs            FuncAttribute = 4 // registers per thread
+	FuncLocalSizeBytes     FuncAttribute = 3 // local memory (stack, spills) per thread
+)
+
+// Attribute returns one of the kernel's attributes (cuFuncGetAttribute).
+func (f *Function) Attribute(attr FuncAttribute) (int, error) {
+	if f.mod.unloaded.Load() {
+		return 0, ErrClosed
+	}
+	leave, err := f.mod.ctx.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	var v int32
+	if err := f.mod.ctx.d.check("cuFuncGetAttribute", f.mod.ctx.d.cuFuncGetAttribute(&v, int32(attr), f.handle)); err != nil {
+		return 0, err
+	}
+	return int(v), nil
+}
+
+// BlockFor returns the block size to launch f with: want, or the largest
+// multiple of the warp (32) that f's MAX_THREADS_PER_BLOCK allows when want
+// is more, so that a kernel whose registers do not fit want threads per
+// block still launches. An error says why there is none.
+func (f *Function) BlockFor(want int) (int, error) {
+	most, err := f.Attribute(FuncMaxThreadsPerBlock)
+	if err != nil {
+		return 0, err
+	}
+	if want <= most {
+		return want, nil
+	}
+	if b := most &^ 31; b > 0 {
+		return b, nil
+	}
+	return 0, fmt.Errorf("cuda: %s can be launched with at most %d threads per block", f.Name, most)
+}

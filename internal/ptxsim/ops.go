@@ -1,0 +1,661 @@
+package ptxsim
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+)
+
+// canonNaN32 and canonNaN64 are the NaNs a GPU's float arithmetic returns.
+const (
+	canonNaN32 = 0x7fffffff
+	canonNaN64 = 0x7fffffffffffffff
+)
+
+func f32(x uint64) float32 { return math.Float32frombits(uint32(x)) }
+func f64(x uint64) float64 { return math.Float64frombits(x) }
+
+func put32(v float32) uint64 {
+	if v != v {
+		return canonNaN32
+	}
+	return uint64(math.Float32bits(v))
+}
+
+func put64(v float64) uint64 {
+	if v != v {
+		return canonNaN64
+	}
+	return math.Float64bits(v)
+}
+
+// compile resolves one instruction's operands and sets its kind and
+// semantics; an unsupported form is a parse error at its opcode.
+func (b *builder) compile(p *parser, in rawInst, c *inst) {
+	f := strings.Split(in.op.text, ".")
+	switch f[0] {
+	case "ret", "exit":
+		nargs(p, in, 0)
+		c.kind = exit
+		return
+	case "bra":
+		b.branch(p, in, f, c)
+		return
+	case "shfl":
+		b.shuffle(p, in, f, c)
+		return
+	case "ld", "st", "atom":
+		c.exec = b.memory(p, in, f)
+		return
+	}
+	c.exec = b.alu(p, in, f)
+}
+
+func (b *builder) branch(p *parser, in rawInst, f []string, c *inst) {
+	if len(f) > 2 || len(f) == 2 && f[1] != "uni" {
+		p.fail(in.op, "unsupported branch %q", in.op.text)
+	}
+	nargs(p, in, 1)
+	t, ok := b.labels[in.args[0].name]
+	if in.args[0].kind != 'l' || !ok || t >= len(b.raw) {
+		p.fail(in.args[0].tok, "branch to an undefined label %q", in.args[0].tok.text)
+	}
+	c.kind, c.target = branch, t
+}
+
+func (b *builder) shuffle(p *parser, in rawInst, f []string, c *inst) {
+	if len(f) != 4 || f[1] != "sync" || !slices.Contains([]string{"up", "down", "bfly", "idx"}, f[2]) || f[3] != "b32" {
+		p.fail(in.op, "unsupported shuffle %q (shfl.sync.{up,down,bfly,idx}.b32 without a predicate output)", in.op.text)
+	}
+	nargs(p, in, 5)
+	t := types["b32"]
+	c.kind = shflSync
+	c.shfl = &shuffle{mode: f[2], d: b.dst(p, in.args[0], t), a: b.src(p, in.args[1], t),
+		b: b.src(p, in.args[2], t), c: b.src(p, in.args[3], t), msk: b.src(p, in.args[4], t)}
+}
+
+// typ returns the type named by an opcode's last field.
+func typ(p *parser, in rawInst, name string, kinds string) ptype {
+	t, ok := types[name]
+	if !ok || !strings.ContainsRune(kinds, rune(t.kind)) {
+		p.fail(in.op, "unsupported type .%s in %s", name, in.op.text)
+	}
+	return t
+}
+
+// mods checks an opcode's fields between the first and the type.
+func mods(p *parser, in rawInst, f []string, want ...string) {
+	if !slices.Equal(f[1:len(f)-1], want) {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+}
+
+// alu compiles the register-to-register instructions.
+func (b *builder) alu(p *parser, in rawInst, f []string) func(*thread) {
+	if len(f) < 2 {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+	last := f[len(f)-1]
+	switch f[0] {
+	case "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr":
+		return b.binary(p, in, f, last)
+	case "neg", "abs", "not", "sqrt", "mov", "cvta":
+		return b.unary(p, in, f, last)
+	case "mad":
+		t := typ(p, in, last, "su")
+		mods(p, in, f, "lo")
+		nargs(p, in, 4)
+		d, x, y, z := b.dst(p, in.args[0], t), b.src(p, in.args[1], t), b.src(p, in.args[2], t), b.src(p, in.args[3], t)
+		mask := widthMask(t)
+		return func(th *thread) { th.r[d] = (th.r[x]*th.r[y] + th.r[z]) & mask }
+	case "selp":
+		t := typ(p, in, last, "bsuf")
+		mods(p, in, f)
+		nargs(p, in, 4)
+		d, x, y, q := b.dst(p, in.args[0], t), b.src(p, in.args[1], t), b.src(p, in.args[2], t), b.src(p, in.args[3], types["pred"])
+		return func(th *thread) {
+			if th.r[q] != 0 {
+				th.r[d] = th.r[x]
+			} else {
+				th.r[d] = th.r[y]
+			}
+		}
+	case "setp":
+		return b.setp(p, in, f, last)
+	case "cvt":
+		return b.cvt(p, in, f)
+	}
+	p.fail(in.op, "unsupported instruction %q", in.op.text)
+	return nil
+}
+
+func widthMask(t ptype) uint64 {
+	if t.bits == 32 {
+		return math.MaxUint32
+	}
+	return math.MaxUint64
+}
+
+// binaryKinds are the type kinds each binary opcode takes.
+var binaryKinds = map[string]string{
+	"add": "suf", "sub": "suf", "mul": "suf", "div": "suf", "min": "suf", "max": "suf", "rem": "su",
+	"and": "bp", "or": "bp", "xor": "bp", "shl": "b", "shr": "bsu",
+}
+
+// binary compiles d = a op b.
+func (b *builder) binary(p *parser, in rawInst, f []string, last string) func(*thread) {
+	nargs(p, in, 3)
+	t := typ(p, in, last, binaryKinds[f[0]])
+	op := b.binaryOp(p, in, f, t)
+	dt, bt := t, t
+	switch {
+	case f[0] == "mul" && f[1] == "wide":
+		dt = types[map[byte]string{'s': "s64", 'u': "u64"}[t.kind]]
+	case f[0] == "shl" || f[0] == "shr":
+		bt = types["u32"]
+	}
+	d, x, y := b.dst(p, in.args[0], dt), b.src(p, in.args[1], t), b.src(p, in.args[2], bt)
+	return func(th *thread) { th.r[d] = op(th.r[x], th.r[y]) }
+}
+
+// binaryOp returns the semantics of a binary opcode on type t.
+func (b *builder) binaryOp(p *parser, in rawInst, f []string, t ptype) func(x, y uint64) uint64 {
+	bad := func() { p.fail(in.op, "unsupported instruction %q", in.op.text) }
+	switch t.kind {
+	case 'f':
+		if slices.Contains([]string{"add", "sub", "mul", "div"}, f[0]) {
+			if !slices.Equal(f[1:len(f)-1], []string{"rn"}) {
+				p.fail(in.op, "%s: only the IEEE round-to-nearest form .rn is supported (without it the code generator may contract or approximate)", in.op.text)
+			}
+		} else {
+			mods(p, in, f)
+		}
+		if op := floatBinary(f[0], t.bits); op != nil {
+			return op
+		}
+	case 'p':
+		mods(p, in, f)
+		switch f[0] {
+		case "and":
+			return func(x, y uint64) uint64 { return x & y }
+		case "or":
+			return func(x, y uint64) uint64 { return x | y }
+		case "xor":
+			return func(x, y uint64) uint64 { return x ^ y }
+		}
+	default:
+		if f[0] == "mul" {
+			if len(f) != 3 || f[1] == "wide" && t.bits != 32 || t.kind == 'b' {
+				bad()
+			}
+			return intMul(f[1], t)
+		}
+		mods(p, in, f)
+		if op := intBinary(f[0], t); op != nil {
+			return op
+		}
+	}
+	bad()
+	return nil
+}
+
+func floatBinary(op string, width int) func(x, y uint64) uint64 {
+	if width == 32 {
+		return map[string]func(x, y uint64) uint64{
+			"add": func(x, y uint64) uint64 { return put32(f32(x) + f32(y)) },
+			"sub": func(x, y uint64) uint64 { return put32(f32(x) - f32(y)) },
+			"mul": func(x, y uint64) uint64 { return put32(f32(x) * f32(y)) },
+			"div": func(x, y uint64) uint64 { return put32(f32(x) / f32(y)) },
+			"min": func(x, y uint64) uint64 { return put32(float32(minNum(float64(f32(x)), float64(f32(y))))) },
+			"max": func(x, y uint64) uint64 { return put32(float32(-minNum(-float64(f32(x)), -float64(f32(y))))) },
+		}[op]
+	}
+	return map[string]func(x, y uint64) uint64{
+		"add": func(x, y uint64) uint64 { return put64(f64(x) + f64(y)) },
+		"sub": func(x, y uint64) uint64 { return put64(f64(x) - f64(y)) },
+		"mul": func(x, y uint64) uint64 { return put64(f64(x) * f64(y)) },
+		"div": func(x, y uint64) uint64 { return put64(f64(x) / f64(y)) },
+		"min": func(x, y uint64) uint64 { return put64(minNum(f64(x), f64(y))) },
+		"max": func(x, y uint64) uint64 { return put64(-minNum(-f64(x), -f64(y))) },
+	}[op]
+}
+
+// minNum is PTX's min: the other operand when one is NaN, NaN when both
+// are, and -0 below +0.
+func minNum(x, y float64) float64 {
+	switch {
+	case x != x:
+		return y
+	case y != y:
+		return x
+	case x == y && x == 0:
+		if math.Signbit(x) {
+			return x
+		}
+		return y
+	case x < y:
+		return x
+	}
+	return y
+}
+
+// intMul is mul.lo, mul.hi and mul.wide.
+func intMul(mode string, t ptype) func(x, y uint64) uint64 {
+	signed := t.kind == 's'
+	switch {
+	case mode == "lo":
+		m := widthMask(t)
+		return func(x, y uint64) uint64 { return x * y & m }
+	case mode == "wide" && signed:
+		return func(x, y uint64) uint64 { return uint64(int64(int32(x)) * int64(int32(y))) }
+	case mode == "wide":
+		return func(x, y uint64) uint64 { return uint64(uint32(x)) * uint64(uint32(y)) }
+	case mode == "hi" && t.bits == 32 && signed:
+		return func(x, y uint64) uint64 { return uint64(uint32(int64(int32(x)) * int64(int32(y)) >> 32)) }
+	case mode == "hi" && t.bits == 32:
+		return func(x, y uint64) uint64 { return uint64(uint32(x)) * uint64(uint32(y)) >> 32 }
+	case mode == "hi" && !signed:
+		return func(x, y uint64) uint64 { hi, _ := bits.Mul64(x, y); return hi }
+	}
+	return nil
+}
+
+// intBinary is the integer arithmetic, bitwise and shift instructions on
+// t; 32-bit values live zero-extended in their slots.
+func intBinary(op string, t ptype) func(x, y uint64) uint64 {
+	m, w := widthMask(t), uint64(t.bits)
+	sext := func(x uint64) int64 {
+		if w == 32 {
+			return int64(int32(x))
+		}
+		return int64(x)
+	}
+	signed := t.kind == 's'
+	switch op {
+	case "add":
+		return func(x, y uint64) uint64 { return (x + y) & m }
+	case "sub":
+		return func(x, y uint64) uint64 { return (x - y) & m }
+	case "and":
+		return func(x, y uint64) uint64 { return x & y }
+	case "or":
+		return func(x, y uint64) uint64 { return x | y }
+	case "xor":
+		return func(x, y uint64) uint64 { return x ^ y }
+	case "shl":
+		return func(x, y uint64) uint64 { return x << min(uint32(y), 64) & m }
+	case "shr":
+		if signed {
+			return func(x, y uint64) uint64 { return uint64(sext(x)>>min(uint32(y), 63)) & m }
+		}
+		return func(x, y uint64) uint64 { return x >> min(uint32(y), 64) }
+	case "min", "max":
+		less := func(x, y uint64) bool { return x < y }
+		if signed {
+			less = func(x, y uint64) bool { return sext(x) < sext(y) }
+		}
+		if op == "max" {
+			return func(x, y uint64) uint64 { return pick(less(y, x), x, y) }
+		}
+		return func(x, y uint64) uint64 { return pick(less(x, y), x, y) }
+	case "div", "rem":
+		return intDiv(op, signed, sext, m)
+	}
+	return nil
+}
+
+// pick returns x if c, else y.
+func pick(c bool, x, y uint64) uint64 {
+	if c {
+		return x
+	}
+	return y
+}
+
+// intDiv is div and rem; a zero divisor, or the one signed overflow, is a
+// fault (PTX leaves their result unspecified).
+func intDiv(op string, signed bool, sext func(uint64) int64, m uint64) func(x, y uint64) uint64 {
+	return func(x, y uint64) uint64 {
+		if y == 0 {
+			panic(faultPanic{"integer division by zero"})
+		}
+		if !signed {
+			if op == "div" {
+				return x / y
+			}
+			return x % y
+		}
+		a, b := sext(x), sext(y)
+		if b == -1 && (a == math.MinInt64 || m == math.MaxUint32 && a == math.MinInt32) {
+			panic(faultPanic{"signed division overflow"})
+		}
+		if op == "div" {
+			return uint64(a/b) & m
+		}
+		return uint64(a%b) & m
+	}
+}
+
+// unary compiles d = op a.
+func (b *builder) unary(p *parser, in rawInst, f []string, last string) func(*thread) {
+	nargs(p, in, 2)
+	var op func(uint64) uint64
+	t := typ(p, in, last, "bsufp")
+	switch f[0] {
+	case "mov":
+		mods(p, in, f)
+		op = func(x uint64) uint64 { return x }
+	case "cvta":
+		if !slices.Equal(f[1:len(f)-1], []string{"to", "global"}) && !slices.Equal(f[1:len(f)-1], []string{"global"}) || t.name != "u64" {
+			p.fail(in.op, "unsupported conversion %q (cvta.global.u64 and cvta.to.global.u64)", in.op.text)
+		}
+		// Global addresses are the same in the generic space.
+		op = func(x uint64) uint64 { return x }
+	case "sqrt":
+		if t.kind != 'f' || !slices.Equal(f[1:len(f)-1], []string{"rn"}) {
+			p.fail(in.op, "%s: only sqrt.rn.f32 and sqrt.rn.f64 (IEEE) are supported", in.op.text)
+		}
+		op = func(x uint64) uint64 { return put32(float32(math.Sqrt(float64(f32(x))))) }
+		if t.bits == 64 {
+			op = func(x uint64) uint64 { return put64(math.Sqrt(f64(x))) }
+		}
+	default:
+		mods(p, in, f)
+		op = unaryOp(f[0], t)
+	}
+	if op == nil {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+	d, x := b.dst(p, in.args[0], t), b.src(p, in.args[1], t)
+	return func(th *thread) { th.r[d] = op(th.r[x]) }
+}
+
+// unaryOp is neg, abs and not on t.
+func unaryOp(op string, t ptype) func(uint64) uint64 {
+	m := widthMask(t)
+	sign := uint64(1) << (t.bits - 1)
+	switch {
+	case op == "not" && t.kind == 'p':
+		return func(x uint64) uint64 { return x ^ 1 }
+	case op == "not" && t.kind == 'b':
+		return func(x uint64) uint64 { return ^x & m }
+	case op == "neg" && t.kind == 's':
+		return func(x uint64) uint64 { return -x & m }
+	case op == "abs" && t.kind == 's':
+		return func(x uint64) uint64 {
+			if x&sign != 0 {
+				return -x & m
+			}
+			return x
+		}
+	// neg and abs on floats flip or clear the sign bit, NaN included.
+	case op == "neg" && t.kind == 'f':
+		return func(x uint64) uint64 { return x ^ sign }
+	case op == "abs" && t.kind == 'f':
+		return func(x uint64) uint64 { return x &^ sign }
+	}
+	return nil
+}
+
+// setp compiles setp.CMP.T p, a, b.
+func (b *builder) setp(p *parser, in rawInst, f []string, last string) func(*thread) {
+	if len(f) != 3 {
+		p.fail(in.op, "unsupported comparison %q (no boolean combination is supported)", in.op.text)
+	}
+	nargs(p, in, 3)
+	t := typ(p, in, last, "bsuf")
+	cmp := compare(f[1], t)
+	if cmp == nil {
+		p.fail(in.op, "unsupported comparison %q", in.op.text)
+	}
+	d, x, y := b.dst(p, in.args[0], types["pred"]), b.src(p, in.args[1], t), b.src(p, in.args[2], t)
+	return func(th *thread) {
+		th.r[d] = 0
+		if cmp(th.r[x], th.r[y]) {
+			th.r[d] = 1
+		}
+	}
+}
+
+// compare returns the comparison cmp on t.
+func compare(cmp string, t ptype) func(x, y uint64) bool {
+	switch t.kind {
+	case 'f':
+		return floatCompare(cmp, t.bits)
+	case 'b':
+		if cmp != "eq" && cmp != "ne" {
+			return nil
+		}
+	}
+	signed := t.kind == 's'
+	if slices.Contains([]string{"lo", "ls", "hi", "hs"}, cmp) {
+		if signed {
+			return nil
+		}
+		cmp = map[string]string{"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
+	}
+	key := func(x uint64) uint64 { return x }
+	if signed { // order signed values by flipping the sign bit
+		sign := uint64(1) << (t.bits - 1)
+		key = func(x uint64) uint64 { return x ^ sign }
+	}
+	return map[string]func(x, y uint64) bool{
+		"eq": func(x, y uint64) bool { return x == y },
+		"ne": func(x, y uint64) bool { return x != y },
+		"lt": func(x, y uint64) bool { return key(x) < key(y) },
+		"le": func(x, y uint64) bool { return key(x) <= key(y) },
+		"gt": func(x, y uint64) bool { return key(x) > key(y) },
+		"ge": func(x, y uint64) bool { return key(x) >= key(y) },
+	}[cmp]
+}
+
+// floatCompare: the ordered comparisons are false when an operand is NaN,
+// the unordered ones (..u) true; num and nan test for NaN.
+func floatCompare(cmp string, width int) func(x, y uint64) bool {
+	val := func(x uint64) float64 { return float64(f32(x)) }
+	if width == 64 {
+		val = f64
+	}
+	unordered := len(cmp) == 3 && cmp[2] == 'u'
+	base := strings.TrimSuffix(cmp, "u")
+	if cmp == "num" || cmp == "nan" {
+		want := cmp == "nan"
+		return func(x, y uint64) bool { a, b := val(x), val(y); return (a != a || b != b) == want }
+	}
+	ord := map[string]func(a, b float64) bool{
+		"eq": func(a, b float64) bool { return a == b },
+		"ne": func(a, b float64) bool { return a != b && a == a && b == b },
+		"lt": func(a, b float64) bool { return a < b },
+		"le": func(a, b float64) bool { return a <= b },
+		"gt": func(a, b float64) bool { return a > b },
+		"ge": func(a, b float64) bool { return a >= b },
+	}[base]
+	if ord == nil || len(cmp) == 3 && !unordered {
+		return nil
+	}
+	return func(x, y uint64) bool {
+		a, b := val(x), val(y)
+		if a != a || b != b {
+			return unordered
+		}
+		return ord(a, b)
+	}
+}
+
+// cvt compiles the conversions: between integer widths (truncating or
+// extending by the source's signedness), f32 to f64 (exact), f64 to f32
+// and integer to float (.rn).
+func (b *builder) cvt(p *parser, in rawInst, f []string) func(*thread) {
+	nargs(p, in, 2)
+	if len(f) != 3 && len(f) != 4 {
+		p.fail(in.op, "unsupported conversion %q", in.op.text)
+	}
+	rnd := ""
+	if len(f) == 4 {
+		rnd = f[1]
+	}
+	dt, st := typ(p, in, f[len(f)-2], "suf"), typ(p, in, f[len(f)-1], "suf")
+	op := convert(rnd, dt, st)
+	if op == nil {
+		p.fail(in.op, "unsupported conversion %q", in.op.text)
+	}
+	d, x := b.dst(p, in.args[0], dt), b.src(p, in.args[1], st)
+	return func(th *thread) { th.r[d] = op(th.r[x]) }
+}
+
+func convert(rnd string, dt, st ptype) func(uint64) uint64 {
+	sint := func(x uint64) int64 {
+		if st.bits == 32 {
+			return int64(int32(x))
+		}
+		return int64(x)
+	}
+	switch {
+	case dt.kind != 'f' && st.kind != 'f' && rnd == "":
+		m := widthMask(dt)
+		if st.kind == 's' {
+			return func(x uint64) uint64 { return uint64(sint(x)) & m }
+		}
+		return func(x uint64) uint64 { return x & m }
+	case dt.name == "f64" && st.name == "f32" && rnd == "":
+		return func(x uint64) uint64 { return put64(float64(f32(x))) }
+	case dt.name == "f32" && st.name == "f64" && rnd == "rn":
+		return func(x uint64) uint64 { return put32(float32(f64(x))) }
+	case dt.kind == 'f' && st.kind != 'f' && rnd == "rn":
+		toF := func(x uint64) float64 { return float64(x) } // exact below 2^53; see below
+		if st.kind == 's' {
+			toF = func(x uint64) float64 { return float64(sint(x)) }
+		}
+		if dt.bits == 32 && st.bits == 32 {
+			// A 32-bit integer is exact in float64, so one rounding.
+			return func(x uint64) uint64 { return put32(float32(toF(x))) }
+		}
+		if dt.bits == 64 && st.bits == 32 {
+			return func(x uint64) uint64 { return put64(toF(x)) }
+		}
+	}
+	return nil
+}
+
+// memory compiles ld.param, ld.global[.nc][.v2|.v4], st.global[.v2|.v4]
+// and atom.global.{min,max,add}.
+func (b *builder) memory(p *parser, in rawInst, f []string) func(*thread) {
+	if len(f) < 3 {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+	t := typ(p, in, f[len(f)-1], "bsuf")
+	switch {
+	case f[0] == "ld" && f[1] == "param" && len(f) == 3:
+		nargs(p, in, 2)
+		d, i := b.dst(p, in.args[0], t), b.param(p, in.args[1], t)
+		return func(th *thread) { th.r[d] = th.l.readParam(i) }
+	case f[0] == "atom" && f[1] == "global" && len(f) == 4:
+		return b.atomic(p, in, f[2], t)
+	case f[1] != "global":
+		p.fail(in.op, "unsupported state space in %q (only .param loads and .global accesses)", in.op.text)
+	}
+	ms := f[2 : len(f)-1]
+	nc := f[0] == "ld" && len(ms) > 0 && ms[0] == "nc"
+	if nc {
+		ms = ms[1:]
+	}
+	vec := 1
+	if len(ms) == 1 && (ms[0] == "v2" || ms[0] == "v4") && t.bits == 32 {
+		vec, ms = int(ms[0][1]-'0'), ms[1:]
+	}
+	if len(ms) != 0 {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+	nargs(p, in, 2)
+	if f[0] == "ld" {
+		return b.load(p, in, t, vec, nc)
+	}
+	return b.store(p, in, t, vec)
+}
+
+// regs resolves the register (or, for a store, value) operands of a
+// vec-wide access.
+func (b *builder) vector(p *parser, o operand, t ptype, vec int, dst bool) []int32 {
+	ops := []operand{o}
+	if vec > 1 {
+		if o.kind != 'v' || len(o.vec) != vec {
+			p.fail(o.tok, "expected a vector of %d registers", vec)
+		}
+		ops = o.vec
+	}
+	var out []int32
+	for _, x := range ops {
+		if dst {
+			out = append(out, b.dst(p, x, t))
+		} else {
+			out = append(out, b.src(p, x, t))
+		}
+	}
+	return out
+}
+
+func (b *builder) load(p *parser, in rawInst, t ptype, vec int, nc bool) func(*thread) {
+	ds := b.vector(p, in.args[0], t, vec, true)
+	base, off := b.address(p, in.args[1])
+	size, kind := t.bits/8, load
+	if nc {
+		kind = loadNC
+	}
+	return func(th *thread) {
+		mem := th.l.mem.access(th.l, th.r[base]+uint64(off), size*len(ds), size*len(ds), kind)
+		for i, d := range ds {
+			th.r[d] = readWord(mem[i*size:], size)
+		}
+	}
+}
+
+func (b *builder) store(p *parser, in rawInst, t ptype, vec int) func(*thread) {
+	base, off := b.address(p, in.args[0])
+	xs := b.vector(p, in.args[1], t, vec, false)
+	size := t.bits / 8
+	return func(th *thread) {
+		mem := th.l.mem.access(th.l, th.r[base]+uint64(off), size*len(xs), size*len(xs), store)
+		for i, x := range xs {
+			writeWord(mem[i*size:], size, th.r[x])
+		}
+	}
+}
+
+// atomic compiles atom.global.OP.T d, [a], b: d gets the old value.
+func (b *builder) atomic(p *parser, in rawInst, op string, t ptype) func(*thread) {
+	nargs(p, in, 3)
+	var f func(x, y uint64) uint64
+	if t.kind == 's' || t.kind == 'u' {
+		f = intBinary(op, t)
+	}
+	if f == nil || !slices.Contains([]string{"min", "max", "add"}, op) {
+		p.fail(in.op, "unsupported atomic %q", in.op.text)
+	}
+	d := b.dst(p, in.args[0], t)
+	base, off := b.address(p, in.args[1])
+	y := b.src(p, in.args[2], t)
+	size := t.bits / 8
+	return func(th *thread) {
+		mem := th.l.mem.access(th.l, th.r[base]+uint64(off), size, size, atomic)
+		old := readWord(mem, size)
+		writeWord(mem, size, f(old, th.r[y]))
+		th.r[d] = old
+	}
+}
+
+func readWord(b []byte, size int) uint64 {
+	if size == 4 {
+		return uint64(binary.LittleEndian.Uint32(b))
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+func writeWord(b []byte, size int, v uint64) {
+	if size == 4 {
+		binary.LittleEndian.PutUint32(b, uint32(v))
+		return
+	}
+	binary.LittleEndian.PutUint64(b, v)
+}
