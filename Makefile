@@ -109,7 +109,7 @@ python-test: python-lib python-deps generate-check
 ## unit: every Go test; then the CUDA backend's tests again on the PTX simulator
 ## (internal/cudasim), which stands in for the GPU the first run skips without
 unit:
-	PATH="$(PATH):/usr/local/bin" $(GO) test -count=1 ./...
+	$(GO) test -count=1 ./...
 	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 ./runtime -run 'CUDA|StepDevice'
 
 ## fuzz: open-ended random fuzzing of everything that parses, FUZZTIME per target

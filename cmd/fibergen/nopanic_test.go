@@ -29,7 +29,7 @@ var (
 	randSets    = []string{"lr=0.5", "lr=1e-4", "lr=2", "kappa=0.5", "omega=1", "beta1=1", "lr", "=1", "lr=x", "foo=1", "lr=NaN", "wd=Inf", "lr="}
 	randNumbers = []string{"0", "0", "0.5", "1", "42", "-1", "nan", "inf", "abc", "1e400"}
 	randNoise   = []string{"on", "off", "off", "off", "maybe"}
-	randBackend = []string{"go", "go", "cpu", "gpu"}
+	randBackend = []string{"go", "go", "cpu", "gpu", "ptxsim"}
 	randBools   = []string{"", "", "", "=true", "=false", "=maybe"}
 	// The privacy command's subcommands, runs and choices.
 	randPrivacySubs = []string{"epsilon", "sigma", "epsilon", "sigma", "delta", "gamma"}
