@@ -137,10 +137,10 @@ func firstDiff(got, want []float32) string {
 	return "no difference"
 }
 
-// bigger returns gpu on a GPU and sim on the PTX simulator (make test runs
+// sized returns gpu on a GPU and sim on the PTX simulator (make test runs
 // these tests there with FIBERGEN_CUDA_SIM=1), which executes every
-// instruction of every thread in Go.
-func bigger(ctx *cudadrv.Context, gpu, sim int) int {
+// instruction of every thread in Go: a smaller size.
+func sized(ctx *cudadrv.Context, gpu, sim int) int {
 	if cudasim.Simulated(ctx.Driver()) {
 		return sim
 	}
@@ -445,7 +445,7 @@ func TestCUDAStepDevice(t *testing.T) {
 		// Large enough that the guard's and the step's grid-stride loops
 		// go round more than once on an H100 (32 blocks of 256 threads per
 		// SM at most), and on the simulator's 4 SMs.
-		{bigger(ctx, 3<<20+3, 1<<17+3), 12, 0},
+		{sized(ctx, 3<<20+3, 1<<17+3), 12, 0},
 		{10007, 1<<33 + 5, 1},
 		{5, 2, 3},
 	} {
@@ -620,7 +620,7 @@ func TestCUDAClose(t *testing.T) {
 	// device; after Close the driver has it back. One round first, so that
 	// what the context keeps once a kernel has run (local memory, the JIT
 	// cache) is there before the measurements.
-	n := bigger(ctx, 1<<25, 1<<14)
+	n := sized(ctx, 1<<25, 1<<14)
 	slack := int64(64 << 20) // what a driver may keep
 	if cudasim.Simulated(ctx.Driver()) {
 		slack = 0

@@ -240,6 +240,13 @@ func distinctHypers(t testing.TB, opt *optimizer) []setting {
 			sets = append(sets, s)
 		}
 	}
+	for i, a := range sets {
+		for _, b := range sets[:i] {
+			if a.value == b.value {
+				t.Fatalf("%s: hypers %s and %s both %v: change distinctHypers", opt.name, a.name, b.name, a.value)
+			}
+		}
+	}
 	return sets
 }
 

@@ -62,6 +62,10 @@ func TestPTXSimCatchesMutants(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := optimizerNamed("fiber")
+	run, _ := simRun(t, cudasim.Config{})
+	if err := firstFailure(t, run, src, opt); err != nil {
+		t.Fatalf("fiber's PTX itself fails the mutants' checks: %v", err)
+	}
 	for _, m := range ptxMutants {
 		t.Run(m.name, func(t *testing.T) {
 			ptx, ok := m.apply(string(src))

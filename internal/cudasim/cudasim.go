@@ -39,11 +39,13 @@ type Config struct {
 	SMs int
 	// MaxThreadsPerBlock is every kernel's MAX_THREADS_PER_BLOCK and the
 	// largest block a launch may use (512 if 0). ptxas gives fibergen's
-	// step kernels 79-104 registers, which allow 608-768 threads: 512 is
-	// below all of them, so code that launches a step with more than the
-	// kernel allows fails here as it would on a GPU.
+	// step kernels 79-104 registers, which allow 512-768 threads: 512 is
+	// no more than any of them, so code that launches a step with more
+	// than the kernel allows fails here as it would on a GPU.
 	MaxThreadsPerBlock int
-	// Instructions bounds each launch (ptxsim.DefaultInstructions if 0).
+	// Instructions bounds each thread of a launch
+	// (ptxsim.DefaultInstructions if 0); past it, the launch fails with
+	// CUDA_ERROR_LAUNCH_TIMEOUT.
 	Instructions int64
 }
 
@@ -56,11 +58,13 @@ type Sim struct {
 	next    uintptr
 	retains int
 	current uintptr
-	// fault is the sticky error of a kernel that faulted.
-	fault   error
-	strings map[string][]byte // NUL-terminated strings handed out
-	stats   ptxsim.Stats
-	elapsed time.Duration
+	// fault is the sticky error of a kernel that faulted, faultCode the
+	// CUresult every call returns after it.
+	fault     error
+	faultCode uint32
+	strings   map[string][]byte // NUL-terminated strings handed out
+	stats     ptxsim.Stats
+	elapsed   time.Duration
 }
 
 // Library is the name a simulated driver reports as its library.
@@ -137,7 +141,7 @@ func (s *Sim) call(f func() uint32) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fault != nil {
-		return cudadrv.CodeIllegalAddress
+		return s.faultCode
 	}
 	return f()
 }
@@ -154,6 +158,7 @@ var errorText = map[uint32][2]string{
 	cudadrv.CodeNotFound:             {"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	cudadrv.CodeIllegalAddress:       {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 	cudadrv.CodeLaunchOutOfResources: {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+	cudadrv.CodeLaunchTimeout:        {"CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 	cudadrv.CodeNotSupported:         {"CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 }
 
@@ -176,7 +181,7 @@ func (s *Sim) cuGetErrorString(code uint32, str **byte) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	msg := t[1]
-	if code == cudadrv.CodeIllegalAddress && s.fault != nil {
+	if code == s.faultCode && s.fault != nil {
 		msg += ": " + s.fault.Error()
 	}
 	*str = s.cstring(msg)
@@ -214,14 +219,19 @@ func (s *Sim) symbol(name string) any {
 		"cuLaunchKernel":               s.cuLaunchKernel,
 		"cuEventCreate":                s.cuEventCreate,
 		"cuEventRecord":                s.cuEventRecord,
-		"cuEventSynchronize":           func(ev uintptr) uint32 { return 0 },
+		"cuEventSynchronize":           s.cuEventSynchronize,
 		"cuEventElapsedTime_v2":        s.cuEventElapsedTime,
 		"cuEventDestroy_v2":            s.cuEventDestroy,
 	}[name]
 }
 
-// totalMem is the memory the device reports: 16 GiB.
+// totalMem is the memory the device has: 16 GiB (each simulated byte
+// costs about five host bytes, with the launch rules' bookkeeping).
 const totalMem = 16 << 30
+
+// maxShared is the dynamic shared memory a launch may ask for (a block's
+// default limit); the simulated kernels use none.
+const maxShared = 48 << 10
 
 func (s *Sim) cuMemGetInfo(free, total *uintptr) uint32 {
 	return s.call(func() uint32 {
@@ -239,6 +249,9 @@ func (s *Sim) cuDeviceGet(dev *int32, ordinal int32) uint32 {
 }
 
 func (s *Sim) cuDeviceGetName(name *byte, length int32, dev int32) uint32 {
+	if length <= 0 || name == nil {
+		return cudadrv.CodeInvalidValue
+	}
 	b := unsafe.Slice(name, length)
 	n := copy(b[:max(length-1, 0)], Library)
 	b[n] = 0
@@ -247,8 +260,8 @@ func (s *Sim) cuDeviceGetName(name *byte, length int32, dev int32) uint32 {
 
 func (s *Sim) cuDeviceGetAttribute(v *int32, attr int32, dev int32) uint32 {
 	vals := map[cudadrv.DeviceAttribute]int{
-		cudadrv.AttrMaxThreadsPerBlock: 1024, cudadrv.AttrMaxGridDimX: 1<<31 - 1,
-		cudadrv.AttrMaxSharedMemoryPerBlock: 48 << 10, cudadrv.AttrWarpSize: 32,
+		cudadrv.AttrMaxThreadsPerBlock: ptxsim.MaxBlockThreads, cudadrv.AttrMaxGridDimX: 1<<31 - 1,
+		cudadrv.AttrMaxSharedMemoryPerBlock: maxShared, cudadrv.AttrWarpSize: 32,
 		cudadrv.AttrMultiprocessorCount: s.cfg.SMs, cudadrv.AttrMemoryClockRate: 2619000,
 		cudadrv.AttrGlobalMemoryBusWidth: 5120, cudadrv.AttrL2CacheSize: 50 << 20,
 		cudadrv.AttrMaxThreadsPerMultiprocessor: 2048,
@@ -280,7 +293,7 @@ func (s *Sim) cuDevicePrimaryCtxRelease(dev int32) uint32 {
 	}
 	s.retains--
 	if s.retains == 0 {
-		s.mem, s.handles, s.fault = ptxsim.NewMemory(), map[uintptr]any{}, nil
+		s.mem, s.handles, s.fault, s.faultCode = ptxsim.NewMemory(), map[uintptr]any{}, nil, 0
 	}
 	return 0
 }

@@ -170,3 +170,41 @@ func TestDriverErrors(t *testing.T) {
 		t.Errorf("Alloc in a new primary context: %v", err)
 	}
 }
+
+// TestDriverLimits: a thread past its instruction budget fails the launch
+// with CUDA_ERROR_LAUNCH_TIMEOUT; an unloaded module's functions, events
+// never recorded and allocations past the device's memory are refused.
+func TestDriverLimits(t *testing.T) {
+	_, ctx := open(t, cudasim.Config{Instructions: 100})
+	mod, err := ctx.LoadModule([]byte(scalePTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := mod.Function("scale")
+	x, _ := ctx.Alloc(4 * 64)
+	if err := fn.Launch([3]uint32{1}, [3]uint32{1}, 0, x, x.Add(0), float32(1), uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatalf("an empty loop: %v", err)
+	}
+	if _, err := ctx.Alloc(17 << 30); !errors.Is(err, &cudadrv.Error{Code: cudadrv.CodeOutOfMemory}) {
+		t.Errorf("Alloc of 17 GiB: %v", err)
+	}
+	if _, err := ctx.NewTimer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mod.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	mod2, _ := ctx.LoadModule([]byte(scalePTX))
+	fn2, _ := mod2.Function("scale")
+	y, _ := ctx.Alloc(4 * 64)
+	// 64 coordinates on one thread: past 100 instructions.
+	if err := fn2.Launch([3]uint32{1}, [3]uint32{1}, 0, x, y, float32(1), uint64(64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); !errors.Is(err, &cudadrv.Error{Code: cudadrv.CodeLaunchTimeout}) || !strings.Contains(err.Error(), "budget of 100 instructions") {
+		t.Errorf("Synchronize after a launch past its budget: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package cudasim
 
 import (
+	"slices"
 	"time"
 	"unsafe"
 
@@ -12,6 +13,9 @@ import (
 
 func (s *Sim) cuMemAlloc(dptr *uint64, bytes uintptr) uint32 {
 	return s.call(func() uint32 {
+		if bytes > totalMem-uintptr(s.mem.Allocated()) {
+			return cudadrv.CodeOutOfMemory
+		}
 		a, err := s.mem.Alloc(int(bytes))
 		if err != nil {
 			return cudadrv.CodeOutOfMemory
@@ -49,13 +53,7 @@ func (s *Sim) cuMemcpyDtoH(dst unsafe.Pointer, src uint64, n uintptr) uint32 {
 }
 
 func (s *Sim) cuMemcpyDtoD(dst, src uint64, n uintptr) uint32 {
-	return s.call(func() uint32 {
-		b := make([]byte, n)
-		if err := s.mem.Read(src, b); err != nil {
-			return code(err)
-		}
-		return code(s.mem.Write(dst, b))
-	})
+	return s.call(func() uint32 { return code(s.mem.Copy(dst, src, int(n))) })
 }
 
 func (s *Sim) cuMemsetD32(dst uint64, v uint32, count uintptr) uint32 {
@@ -83,18 +81,12 @@ func (s *Sim) cuModuleLoadDataEx(mod *uintptr, image unsafe.Pointer, n uint32, o
 	return s.call(func() uint32 {
 		log, r := s.load(mod, image)
 		opts, vals := unsafe.Slice(options, n), unsafe.Slice(values, n)
-		var buf []byte
-		for i, o := range opts {
-			if o == 5 { // CU_JIT_ERROR_LOG_BUFFER
-				for j, p := range opts {
-					if p == 6 { // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
-						// The slot holds the address of the caller's pinned buffer.
-						buf = unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&vals[i]))), vals[j])
-						vals[j] = uintptr(copy(buf[:max(len(buf)-1, 0)], log))
-						buf[vals[j]] = 0
-					}
-				}
-			}
+		buf, size := slices.Index(opts, cudadrv.JITErrorLogBuffer), slices.Index(opts, cudadrv.JITErrorLogBufferSizeBytes)
+		if buf >= 0 && size >= 0 && vals[size] > 0 {
+			// The slot holds the address of the caller's pinned buffer.
+			b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&vals[buf]))), vals[size])
+			vals[size] = uintptr(copy(b[:len(b)-1], log))
+			b[vals[size]] = 0
 		}
 		return r
 	})
@@ -110,34 +102,41 @@ func (s *Sim) cuModuleGetFunction(fn *uintptr, mod uintptr, name *byte) uint32 {
 		if k == nil {
 			return cudadrv.CodeNotFound
 		}
-		*fn = s.handle(k)
+		*fn = s.handle(function{k, mod})
 		return 0
 	})
 }
 
+// function is a kernel of a loaded module.
+type function struct {
+	k   *ptxsim.Kernel
+	mod uintptr
+}
+
+// cuModuleUnload forgets the module and its functions.
 func (s *Sim) cuModuleUnload(mod uintptr) uint32 {
 	return s.call(func() uint32 {
 		if _, ok := s.handles[mod].(*ptxsim.Module); !ok {
 			return cudadrv.CodeInvalidHandle
 		}
-		delete(s.handles, mod)
+		for h, v := range s.handles {
+			if f, ok := v.(function); ok && f.mod == mod || h == mod {
+				delete(s.handles, h)
+			}
+		}
 		return 0
 	})
 }
 
 func (s *Sim) cuFuncGetAttribute(v *int32, attr int32, fn uintptr) uint32 {
 	return s.call(func() uint32 {
-		if _, ok := s.handles[fn].(*ptxsim.Kernel); !ok {
+		if _, ok := s.handles[fn].(function); !ok {
 			return cudadrv.CodeInvalidHandle
 		}
-		switch cudadrv.FuncAttribute(attr) {
-		case cudadrv.FuncMaxThreadsPerBlock:
-			*v = int32(s.cfg.MaxThreadsPerBlock)
-		case cudadrv.FuncLocalSizeBytes:
-			*v = 0
-		default:
+		if cudadrv.FuncAttribute(attr) != cudadrv.FuncMaxThreadsPerBlock {
 			return cudadrv.CodeNotSupported
 		}
+		*v = int32(s.cfg.MaxThreadsPerBlock)
 		return 0
 	})
 }
@@ -148,11 +147,12 @@ func (s *Sim) cuFuncGetAttribute(v *int32, attr int32, fn uintptr) uint32 {
 // synchronizing call.
 func (s *Sim) cuLaunchKernel(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra uintptr) uint32 {
 	return s.call(func() uint32 {
-		k, ok := s.handles[fn].(*ptxsim.Kernel)
+		f, ok := s.handles[fn].(function)
+		k := f.k
 		switch {
 		case !ok || stream != 0:
 			return cudadrv.CodeInvalidHandle
-		case extra != 0 || params == nil && len(k.Params) > 0 || shared > 48<<10:
+		case extra != 0 || params == nil && len(k.Params) > 0 || shared > maxShared:
 			return cudadrv.CodeInvalidValue
 		case int(bx)*int(by)*int(bz) > s.cfg.MaxThreadsPerBlock:
 			return cudadrv.CodeLaunchOutOfResources
@@ -167,8 +167,11 @@ func (s *Sim) cuLaunchKernel(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, 
 		s.elapsed += time.Since(start)
 		s.stats.Instructions += st.Instructions
 		s.stats.Threads += st.Threads
-		if _, isFault := err.(*ptxsim.Fault); isFault {
-			s.fault = err
+		if f, isFault := err.(*ptxsim.Fault); isFault {
+			s.fault, s.faultCode = f, cudadrv.CodeIllegalAddress
+			if f.Timeout {
+				s.faultCode = cudadrv.CodeLaunchTimeout
+			}
 			return 0
 		}
 		return code(err)
@@ -193,7 +196,7 @@ func (s *Sim) cuEventElapsedTime(ms *float32, start, end uintptr) uint32 {
 	return s.call(func() uint32 {
 		a, ok1 := s.handles[start].(time.Time)
 		b, ok2 := s.handles[end].(time.Time)
-		if !ok1 || !ok2 {
+		if !ok1 || !ok2 || a.IsZero() || b.IsZero() {
 			return cudadrv.CodeInvalidHandle
 		}
 		*ms = float32(b.Sub(a).Seconds() * 1e3)
@@ -201,6 +204,21 @@ func (s *Sim) cuEventElapsedTime(ms *float32, start, end uintptr) uint32 {
 	})
 }
 
+func (s *Sim) cuEventSynchronize(ev uintptr) uint32 {
+	return s.call(func() uint32 {
+		if _, ok := s.handles[ev].(time.Time); !ok {
+			return cudadrv.CodeInvalidHandle
+		}
+		return 0
+	})
+}
+
 func (s *Sim) cuEventDestroy(ev uintptr) uint32 {
-	return s.call(func() uint32 { delete(s.handles, ev); return 0 })
+	return s.call(func() uint32 {
+		if _, ok := s.handles[ev].(time.Time); !ok {
+			return cudadrv.CodeInvalidHandle
+		}
+		delete(s.handles, ev)
+		return 0
+	})
 }

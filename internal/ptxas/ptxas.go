@@ -93,11 +93,13 @@ func atoi(s string) int {
 }
 
 // MaxThreads is the largest block, a multiple of the warp, that a kernel
-// using regs registers per thread launches with on sm_80 and sm_90: a block
-// has at most 65,536 registers, given to each warp in units of 256.
+// using regs registers per thread launches with on sm_80 and sm_90: an SM's
+// 65,536 registers are split over its 4 sub-partitions, a block's warps
+// are spread evenly over them, and each warp takes its registers in units
+// of 256 (cuda_occupancy.h).
 func MaxThreads(regs int) int {
 	perWarp := (max(regs, 1)*32 + 255) / 256 * 256
-	return min(65536/perWarp*32, 1024)
+	return min(65536/perWarp/4*4*32, 1024)
 }
 
 // Fits returns nil if k needs no stack frame and no spills and its

@@ -1,6 +1,7 @@
 package ptxsim
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -71,9 +72,15 @@ func newBuilder(k *Kernel) *builder {
 	return &builder{k: k, regs: map[string]reg{}, consts: map[uint64]int32{}, labels: map[string]int{}}
 }
 
+// maxSlots bounds a kernel's register file: registers and immediates.
+const maxSlots = 1 << 16
+
 func (b *builder) declare(p *parser, at token, name string, t ptype) {
 	if _, ok := b.regs[name]; ok {
 		p.fail(at, "register %s declared twice", name)
+	}
+	if len(b.k.init) >= maxSlots {
+		p.fail(at, "kernel %s declares more than %d registers", b.k.Name, maxSlots-numSpecials)
 	}
 	b.regs[name] = reg{int32(len(b.k.init)), t}
 	b.k.init = append(b.k.init, 0)
@@ -101,14 +108,16 @@ func (b *builder) add(p *parser, in rawInst) {
 
 // finish compiles the kernel's instructions.
 func (b *builder) finish(p *parser) {
-	if len(b.raw) == 0 || b.raw[len(b.raw)-1].op.text != "ret" && !strings.HasPrefix(b.raw[len(b.raw)-1].op.text, "bra") {
-		p.fail(p.toks[p.pos-1], "kernel %s can run past its last instruction (no ret)", b.k.Name)
+	if len(b.raw) == 0 {
+		p.fail(p.toks[p.pos-1], "kernel %s has no instructions", b.k.Name)
 	}
 	for _, in := range b.raw {
 		c := inst{text: in.op.text, line: in.op.line, guard: in.guard, neg: in.neg}
 		b.compile(p, in, &c)
 		b.k.code = append(b.k.code, c)
 	}
+	last := b.raw[len(b.raw)-1]
+	b.k.code = append(b.k.code, inst{text: "(end)", line: last.op.line, guard: -1, kind: fallOff})
 }
 
 // src returns the slot of a source operand of type t: a register (or a
@@ -166,6 +175,9 @@ func (b *builder) constant(v uint64) int32 {
 	if s, ok := b.consts[v]; ok {
 		return s
 	}
+	if len(b.k.init) >= maxSlots {
+		panic(&posError{1, 1, fmt.Sprintf("kernel %s has more than %d registers and immediates", b.k.Name, maxSlots)})
+	}
 	s := int32(len(b.k.init))
 	b.k.init = append(b.k.init, v)
 	b.consts[v] = s
@@ -194,13 +206,9 @@ func (b *builder) immediate(p *parser, o operand, t ptype) uint64 {
 	case 'p':
 		p.fail(o.tok, "a predicate cannot be an immediate")
 	}
-	v, err := strconv.ParseInt(s, 0, 64)
-	if err != nil {
-		u, uerr := strconv.ParseUint(s, 0, 64)
-		if uerr != nil {
-			p.fail(o.tok, "bad integer immediate %q", s)
-		}
-		v = int64(u)
+	v, ok := parseInt(s)
+	if !ok {
+		p.fail(o.tok, "bad integer immediate %q", s)
 	}
 	if t.bits == 32 {
 		if v < math.MinInt32 || v > math.MaxUint32 {
@@ -209,6 +217,28 @@ func (b *builder) immediate(p *parser, o operand, t ptype) uint64 {
 		return uint64(uint32(v))
 	}
 	return uint64(v)
+}
+
+// parseInt parses a PTX integer literal as fibergen writes them: decimal
+// or 0x hexadecimal, possibly negative, in 64 bits.
+func parseInt(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	base, digits := 10, s
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		base, digits = 16, s[2:]
+	}
+	if digits == "" || strings.ContainsAny(digits, "_+-") {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(digits, base, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), u <= 1<<63
+	}
+	return int64(u), true
 }
 
 // address resolves a [reg+off] operand of a global access.

@@ -22,15 +22,22 @@ type Memory struct {
 
 // allocation is one block of memory and, per 4-byte word, what the current
 // launch did with it: the launch's number when it was last read through
-// the non-coherent path (.nc), and when and by which thread it was last
-// written.
+// the non-coherent path (.nc), and who wrote and who read it (the launch's
+// number in the high 32 bits, a thread in the low ones).
 type allocation struct {
-	base    uint64
-	data    []byte
-	ncRead  []uint32
-	written []uint32
-	writer  []uint32
+	base   uint64
+	data   []byte
+	ncRead []uint32
+	wrote  []uint64
+	read   []uint64
 }
+
+// The low 32 bits of a word's wrote and read marks: a thread's id, with
+// atomicBit for atomics, or several.
+const (
+	atomicBit = 1 << 31
+	several   = atomicBit - 1
+)
 
 // accessKind is what a thread's access does.
 type accessKind int
@@ -42,6 +49,9 @@ const (
 	atomic // atom.global: read and written, by any thread
 )
 
+// maxAlloc is the largest allocation: 16 GiB.
+const maxAlloc = 1 << 34
+
 // allocAlign is the alignment of every allocation, as cuMemAlloc's.
 const allocAlign = 256
 
@@ -50,12 +60,12 @@ func NewMemory() *Memory { return &Memory{next: 1 << 40} }
 
 // Alloc returns the address of n new zeroed bytes, 256-byte aligned.
 func (m *Memory) Alloc(n int) (uint64, error) {
-	if n <= 0 || n > 1<<34 {
+	if n <= 0 || n > maxAlloc {
 		return 0, fmt.Errorf("ptxsim: allocation of %d bytes", n)
 	}
 	words := (n + 3) / 4
 	a := &allocation{base: m.next, data: make([]byte, n),
-		ncRead: make([]uint32, words), written: make([]uint32, words), writer: make([]uint32, words)}
+		ncRead: make([]uint32, words), wrote: make([]uint64, words), read: make([]uint64, words)}
 	m.next += (uint64(n) + 2*allocAlign - 1) / allocAlign * allocAlign
 	m.allocs = append(m.allocs, a)
 	return a.base, nil
@@ -135,14 +145,29 @@ func (m *Memory) Read(addr uint64, b []byte) error {
 	return nil
 }
 
+// Copy copies n bytes from src to dst, both device addresses.
+func (m *Memory) Copy(dst, src uint64, n int) error {
+	if n == 0 {
+		return nil
+	}
+	from, off, err := m.find(src, n)
+	if err != nil {
+		return fmt.Errorf("ptxsim: copy: %w", err)
+	}
+	return m.Write(dst, from.data[off:off+n])
+}
+
 // Set32 stores count copies of the 32-bit word v from addr.
 func (m *Memory) Set32(addr uint64, v uint32, count int) error {
 	if count == 0 {
 		return nil
 	}
+	if addr%4 != 0 || count < 0 || count > maxAlloc/4 {
+		return fmt.Errorf("ptxsim: memset of %d words at %#x", count, addr)
+	}
 	a, off, err := m.find(addr, 4*count)
-	if err != nil || addr%4 != 0 {
-		return fmt.Errorf("ptxsim: memset of %d words at %#x: %v", count, addr, err)
+	if err != nil {
+		return fmt.Errorf("ptxsim: memset: %w", err)
 	}
 	for i := range count {
 		binary.LittleEndian.PutUint32(a.data[off+4*i:], v)
@@ -152,8 +177,7 @@ func (m *Memory) Set32(addr uint64, v uint32, count int) error {
 
 // access is one load or store of a thread: it checks that [addr, addr+n)
 // is inside an allocation and aligned to align, and keeps the rules of a
-// launch: no memory both read through .nc and written, and no word
-// written by one thread and read or written by another.
+// launch for each word.
 func (m *Memory) access(l *launch, addr uint64, n, align int, k accessKind) []byte {
 	if addr%uint64(align) != 0 {
 		l.fault("misaligned %d-byte access at %#x (needs %d-byte alignment)", n, addr, align)
@@ -162,25 +186,70 @@ func (m *Memory) access(l *launch, addr uint64, n, align int, k accessKind) []by
 	if err != nil {
 		l.fault("%v", err)
 	}
-	me := l.cur.id
-	if k == atomic {
-		me = 0 // shared by every thread's atomics
-	}
-	writes, nc := k == store || k == atomic, k == loadNC
 	for w := off / 4; w < (off+n+3)/4; w++ {
-		switch {
-		case writes && a.ncRead[w] == l.epoch:
-			l.fault("store to %#x, which this launch read through the non-coherent cache (ld.global.nc)", a.base+uint64(4*w))
-		case nc && a.written[w] == l.epoch:
-			l.fault("ld.global.nc of %#x, which this launch wrote", a.base+uint64(4*w))
-		case a.written[w] == l.epoch && a.writer[w] != me:
-			l.fault("thread %d accesses %#x, which thread %d wrote in this launch (a race)", me, a.base+uint64(4*w), a.writer[w])
-		}
-		if writes {
-			a.written[w], a.writer[w] = l.epoch, me
-		} else if nc {
-			a.ncRead[w] = l.epoch
+		if msg := a.use(w, l.epoch, l.cur.id, k); msg != "" {
+			l.fault("%s (%#x)", msg, a.base+uint64(4*w))
 		}
 	}
 	return a.data[off : off+n]
+}
+
+// use records access k to word w by thread me in launch epoch, or says
+// which rule it breaks: no store to a word read through .nc and no .nc
+// read of a word written; no word written by one thread and touched by
+// another, or read by one and written by another (a race), atomics
+// excepted among themselves.
+func (a *allocation) use(w int, epoch, me uint32, k accessKind) string {
+	writes := k == store || k == atomic
+	wrote, read := a.mark(a.wrote[w], epoch), a.mark(a.read[w], epoch)
+	if k == atomic {
+		me |= atomicBit
+	}
+	switch {
+	case writes && a.ncRead[w] == epoch:
+		return "a store to a word this launch read through the non-coherent cache (ld.global.nc)"
+	case k == loadNC && wrote != 0:
+		return "ld.global.nc of a word this launch wrote"
+	case wrote != 0 && wrote&^atomicBit != me&^atomicBit && (k != atomic || wrote&atomicBit == 0):
+		return fmt.Sprintf("a race: thread %s accesses a word %s", who(me), whoWrote(wrote))
+	case writes && read != 0 && read != me&^atomicBit:
+		return fmt.Sprintf("a race: thread %s writes a word thread %s read in this launch", who(me), who(read))
+	}
+	switch {
+	case writes && wrote != 0 && wrote&^atomicBit != me&^atomicBit:
+		a.wrote[w] = uint64(epoch)<<32 | atomicBit | several
+	case writes:
+		a.wrote[w] = uint64(epoch)<<32 | uint64(me)
+	case k == loadNC:
+		a.ncRead[w] = epoch
+	case read != 0 && read != me:
+		a.read[w] = uint64(epoch)<<32 | several // no thread's id: a write by any is a race
+	default:
+		a.read[w] = uint64(epoch)<<32 | uint64(me)
+	}
+	return ""
+}
+
+// mark returns the thread part of a word's mark if it is of launch epoch,
+// else 0.
+func (a *allocation) mark(m uint64, epoch uint32) uint32 {
+	if uint32(m>>32) != epoch {
+		return 0
+	}
+	return uint32(m)
+}
+
+// who names the thread of id by its index in the launch.
+func who(id uint32) string {
+	if id&^atomicBit == several {
+		return "(several threads)"
+	}
+	return fmt.Sprint(id&^atomicBit - 1)
+}
+
+func whoWrote(id uint32) string {
+	if id&atomicBit != 0 {
+		return "that thread " + who(id) + " updated atomically in this launch"
+	}
+	return "that thread " + who(id) + " wrote in this launch"
 }

@@ -31,12 +31,30 @@ func put64(v float64) uint64 {
 	return math.Float64bits(v)
 }
 
+// nan64 wraps a binary f64 operation: the first NaN operand's payload,
+// quieted, passes through, as the PTX ISA lets f64 NaN payloads do.
+func nan64(op func(x, y uint64) uint64) func(x, y uint64) uint64 {
+	const quiet = 1 << 51
+	return func(x, y uint64) uint64 {
+		switch {
+		case f64(x) != f64(x):
+			return x | quiet
+		case f64(y) != f64(y):
+			return y | quiet
+		}
+		return op(x, y)
+	}
+}
+
 // compile resolves one instruction's operands and sets its kind and
 // semantics; an unsupported form is a parse error at its opcode.
 func (b *builder) compile(p *parser, in rawInst, c *inst) {
 	f := strings.Split(in.op.text, ".")
 	switch f[0] {
 	case "ret", "exit":
+		if len(f) != 1 {
+			p.fail(in.op, "unsupported instruction %q", in.op.text)
+		}
 		nargs(p, in, 0)
 		c.kind = exit
 		return
@@ -187,10 +205,12 @@ func (b *builder) binaryOp(p *parser, in rawInst, f []string, t ptype) func(x, y
 		}
 	default:
 		if f[0] == "mul" {
-			if len(f) != 3 || f[1] == "wide" && t.bits != 32 || t.kind == 'b' {
-				bad()
+			if len(f) == 3 && (f[1] != "wide" || t.bits == 32) && t.kind != 'b' {
+				if op := intMul(f[1], t); op != nil {
+					return op
+				}
 			}
-			return intMul(f[1], t)
+			bad()
 		}
 		mods(p, in, f)
 		if op := intBinary(f[0], t); op != nil {
@@ -212,11 +232,16 @@ func floatBinary(op string, width int) func(x, y uint64) uint64 {
 			"max": func(x, y uint64) uint64 { return put32(float32(-minNum(-float64(f32(x)), -float64(f32(y))))) },
 		}[op]
 	}
-	return map[string]func(x, y uint64) uint64{
+	arith := map[string]func(x, y uint64) uint64{
 		"add": func(x, y uint64) uint64 { return put64(f64(x) + f64(y)) },
 		"sub": func(x, y uint64) uint64 { return put64(f64(x) - f64(y)) },
 		"mul": func(x, y uint64) uint64 { return put64(f64(x) * f64(y)) },
 		"div": func(x, y uint64) uint64 { return put64(f64(x) / f64(y)) },
+	}[op]
+	if arith != nil {
+		return nan64(arith)
+	}
+	return map[string]func(x, y uint64) uint64{
 		"min": func(x, y uint64) uint64 { return put64(minNum(f64(x), f64(y))) },
 		"max": func(x, y uint64) uint64 { return put64(-minNum(-f64(x), -f64(y))) },
 	}[op]
@@ -319,7 +344,7 @@ func pick(c bool, x, y uint64) uint64 {
 func intDiv(op string, signed bool, sext func(uint64) int64, m uint64) func(x, y uint64) uint64 {
 	return func(x, y uint64) uint64 {
 		if y == 0 {
-			panic(faultPanic{"integer division by zero"})
+			panic(faultPanic{msg: "integer division by zero"})
 		}
 		if !signed {
 			if op == "div" {
@@ -329,7 +354,7 @@ func intDiv(op string, signed bool, sext func(uint64) int64, m uint64) func(x, y
 		}
 		a, b := sext(x), sext(y)
 		if b == -1 && (a == math.MinInt64 || m == math.MaxUint32 && a == math.MinInt32) {
-			panic(faultPanic{"signed division overflow"})
+			panic(faultPanic{msg: "signed division overflow"})
 		}
 		if op == "div" {
 			return uint64(a/b) & m
@@ -359,7 +384,8 @@ func (b *builder) unary(p *parser, in rawInst, f []string, last string) func(*th
 		}
 		op = func(x uint64) uint64 { return put32(float32(math.Sqrt(float64(f32(x))))) }
 		if t.bits == 64 {
-			op = func(x uint64) uint64 { return put64(math.Sqrt(f64(x))) }
+			sqrt := nan64(func(x, _ uint64) uint64 { return put64(math.Sqrt(f64(x))) })
+			op = func(x uint64) uint64 { return sqrt(x, 0) }
 		}
 	default:
 		mods(p, in, f)
@@ -390,13 +416,33 @@ func unaryOp(op string, t ptype) func(uint64) uint64 {
 			}
 			return x
 		}
-	// neg and abs on floats flip or clear the sign bit, NaN included.
+	// neg and abs on floats flip or clear the sign bit; a NaN gives the
+	// canonical NaN in f32 (the ISA: "an unspecified NaN") and passes
+	// through unchanged in f64.
 	case op == "neg" && t.kind == 'f':
-		return func(x uint64) uint64 { return x ^ sign }
+		return nanThrough(t, func(x uint64) uint64 { return x ^ sign })
 	case op == "abs" && t.kind == 'f':
-		return func(x uint64) uint64 { return x &^ sign }
+		return nanThrough(t, func(x uint64) uint64 { return x &^ sign })
 	}
 	return nil
+}
+
+// nanThrough gives op a NaN as neg and abs take it.
+func nanThrough(t ptype, op func(uint64) uint64) func(uint64) uint64 {
+	if t.bits == 64 {
+		return func(x uint64) uint64 {
+			if f64(x) != f64(x) {
+				return x
+			}
+			return op(x)
+		}
+	}
+	return func(x uint64) uint64 {
+		if f32(x) != f32(x) {
+			return canonNaN32
+		}
+		return op(x)
+	}
 }
 
 // setp compiles setp.CMP.T p, a, b.
@@ -520,7 +566,7 @@ func convert(rnd string, dt, st ptype) func(uint64) uint64 {
 		}
 		return func(x uint64) uint64 { return x & m }
 	case dt.name == "f64" && st.name == "f32" && rnd == "":
-		return func(x uint64) uint64 { return put64(float64(f32(x))) }
+		return func(x uint64) uint64 { return put64(float64(f32(x))) } // a NaN's f32 payload is not an f64's
 	case dt.name == "f32" && st.name == "f64" && rnd == "rn":
 		return func(x uint64) uint64 { return put32(float32(f64(x))) }
 	case dt.kind == 'f' && st.kind != 'f' && rnd == "rn":
@@ -630,7 +676,7 @@ func (b *builder) atomic(p *parser, in rawInst, op string, t ptype) func(*thread
 	if t.kind == 's' || t.kind == 'u' {
 		f = intBinary(op, t)
 	}
-	if f == nil || !slices.Contains([]string{"min", "max", "add"}, op) {
+	if f == nil || !slices.Contains([]string{"min", "max", "add"}, op) || op == "add" && t.name == "s64" {
 		p.fail(in.op, "unsupported atomic %q", in.op.text)
 	}
 	d := b.dst(p, in.args[0], t)

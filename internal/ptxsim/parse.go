@@ -56,6 +56,12 @@ func lex(src string) ([]token, error) {
 	return toks, nil
 }
 
+// typeNamed returns the type a directive names: .f32, .u64, ...
+func typeNamed(s string) (ptype, bool) {
+	t, ok := types[strings.TrimPrefix(s, ".")]
+	return t, ok && strings.HasPrefix(s, ".")
+}
+
 func isIdent(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_$%.", c) >= 0
 }
@@ -177,7 +183,7 @@ func (p *parser) entry() *Kernel {
 		}
 		p.expect(".param")
 		ty := p.next()
-		pt, ok := types[strings.TrimPrefix(ty.text, ".")]
+		pt, ok := typeNamed(ty.text)
 		if !ok || pt.kind == 'p' {
 			p.fail(ty, "unsupported parameter type %q", ty.text)
 		}
@@ -221,7 +227,7 @@ func (p *parser) statement(b *builder) {
 // regDecl reads `.type %name<N>;` or `.type %a, %b;` after .reg.
 func (p *parser) regDecl(b *builder) {
 	ty := p.next()
-	rt, ok := types[strings.TrimPrefix(ty.text, ".")]
+	rt, ok := typeNamed(ty.text)
 	if !ok {
 		p.fail(ty, "unsupported register type %q", ty.text)
 	}
@@ -310,6 +316,9 @@ func (p *parser) operand() operand {
 		for !p.accept("}") {
 			if len(o.vec) > 0 {
 				p.expect(",")
+			}
+			if e := p.peek(); e.text == "{" || e.text == "" || len(o.vec) == 4 {
+				p.fail(e, "a vector holds 2 or 4 registers")
 			}
 			o.vec = append(o.vec, p.operand())
 		}

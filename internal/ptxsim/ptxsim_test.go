@@ -101,8 +101,12 @@ func TestSemantics(t *testing.T) {
 		{f32Op("sqrt.rn.f32 %f3, %f1;"), f32b(2), 0, 0x3fb504f3, "sqrt 2"},
 		{f32Op("sqrt.rn.f32 %f3, %f1;"), 0x80000000, 0, 0x80000000, "sqrt -0"},
 		{f32Op("sqrt.rn.f32 %f3, %f1;"), f32b(-1), 0, 0x7fffffff, "sqrt -1"},
-		{f32Op("neg.f32 %f3, %f1;"), 0x7fc00001, 0, 0xffc00001, "neg flips the sign of a NaN"},
+		{f32Op("neg.f32 %f3, %f1;"), 0x7fc00001, 0, 0x7fffffff, "an unspecified NaN: the canonical one"},
+		{f32Op("neg.f32 %f3, %f1;"), 0x00000001, 0, 0x80000001, ""},
 		{f32Op("abs.f32 %f3, %f1;"), 0x80000001, 0, 0x00000001, ""},
+		{f64Op("abs.f64 %fd3, %fd1;"), 0xfff8000000000123, 0, 0xfff8000000000123, "a NaN passes through"},
+		{f64Op("add.rn.f64 %fd3, %fd1, %fd2;"), f64b(1), 0x7ff0000000000123, 0x7ff8000000000123, "an f64 NaN's payload passes, quieted"},
+		{f64Op("sub.rn.f64 %fd3, %fd1, %fd2;"), f64b(math.Inf(1)), f64b(math.Inf(1)), 0x7fffffffffffffff, "inf - inf"},
 		{f32Op("max.f32 %f3, %f1, %f2;"), 0x7fc00000, f32b(-2), f32b(-2), "max with one NaN"},
 		{f32Op("selp.f32 %f3, %f1, %f2, %p0;"), f32b(1), f32b(2), f32b(2), "%p0 starts false"},
 		{f32Op("cvt.rn.f32.s32 %f3, %r1;"), 16777217, 0, 0x4b800000, "2^24+1: a tie, to even"},
@@ -175,6 +179,13 @@ func TestParseErrors(t *testing.T) {
 		{"ld.param.u32 %r3, [x];", "20:20: ld.param.u32 of parameter x, declared .u64"},
 		{"shfl.sync.bfly.b32 %r3, %r1, 1, 31;", "20:2: shfl.sync.bfly.b32 takes 5 operands, not 4"},
 		{"setp.lt.and.s64 %p1, %rd2, %rd3, %p2;", `20:2: unsupported comparison "setp.lt.and.s64"`},
+		{"mul.hi.s64 %rd4, %rd2, %rd3;", `20:2: unsupported instruction "mul.hi.s64"`},
+		{"mul.foo.u32 %r3, %r1, %r2;", `20:2: unsupported instruction "mul.foo.u32"`},
+		{"atom.global.add.s64 %rd4, [%rd1], %rd2;", `20:2: unsupported atomic "atom.global.add.s64"`},
+		{"add.s64 %rd4, %rd2, 1_000;", `20:22: bad integer immediate "1_000"`},
+		{"add.s64 %rd4, %rd2, 0o17;", `20:22: bad integer immediate "0o17"`},
+		{"ret.foo;", `20:2: unsupported instruction "ret.foo"`},
+		{"ld.global.v4.f32 {{%f1, %f2}, %f3, %f4}, [%rd1];", "20:20: a vector holds 2 or 4 registers"},
 		{"mov.u32 %tid.x, %r1;", `20:10: expected a destination register of type .u32, found "%tid.x"`},
 		{"@%r1 bra LBB9;", `20:3: guard "%r1" is not a declared predicate register`},
 		{"cvt.rzi.s32.f32 %r3, %f1;", `20:2: unsupported conversion "cvt.rzi.s32.f32"`},
@@ -193,7 +204,9 @@ func TestParseErrors(t *testing.T) {
 		{".address_size 32", "1:15: only .address_size 64"},
 		{header + ".visible .entry k(.param .pred p) { ret; }", `4:26: unsupported parameter type ".pred"`},
 		{header + ".visible .entry k() { .shared .f32 s; ret; }", `4:23: unsupported directive ".shared" in a kernel body`},
-		{header + ".visible .entry k() { .reg .f32 %f1; }", "4:38: kernel k can run past its last instruction"},
+		{header + ".visible .entry k() { .reg .f32 %f1; }", "4:38: kernel k has no instructions"},
+		{header + ".visible .entry k() { .reg f32 %f1; ret; }", `4:28: unsupported register type "f32"`},
+		{header + ".visible .entry k() { .reg .b32 %a<65536>; ret; }", "4:33: kernel k declares more than 65523 registers"},
 		{header + ".visible .entry k() { ret; } .visible .entry k() { ret; }", "4:30: kernel k defined twice"},
 		{header + ".visible .entry k() { ret;", "4:27: unexpected end of file in kernel k"},
 	} {
@@ -234,16 +247,21 @@ func TestFaults(t *testing.T) {
 		{"ld.global.f32 %f1, [%rd3];", 33, "line 14 (ld.global.f32), block [0 0 0] thread [32 0 0]: 4 bytes at 0x10000000080 are outside every allocation"},
 		{"ld.global.f32 %f1, [%rd3+-4];", 1, "4 bytes at 0xfffffffffc are outside every allocation"},
 		{"ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1+4];", 1, "misaligned 16-byte access at 0x10000000004 (needs 16-byte alignment)"},
-		{"ld.global.nc.f32 %f1, [%rd3];\n\tst.global.f32 [%rd3], %f1;", 1, "store to 0x10000000000, which this launch read through the non-coherent cache"},
-		{"st.global.f32 [%rd3], %f1;\n\tld.global.nc.f32 %f1, [%rd3];", 1, "ld.global.nc of 0x10000000000, which this launch wrote"},
-		{"st.global.f32 [%rd1], %f1;", 2, "thread 2 accesses 0x10000000000, which thread 1 wrote in this launch (a race)"},
+		{"ld.global.nc.f32 %f1, [%rd3];\n\tst.global.f32 [%rd3], %f1;", 1, "a store to a word this launch read through the non-coherent cache (ld.global.nc) (0x10000000000)"},
+		{"st.global.f32 [%rd3], %f1;\n\tld.global.nc.f32 %f1, [%rd3];", 1, "ld.global.nc of a word this launch wrote (0x10000000000)"},
+		{"st.global.f32 [%rd1], %f1;", 2, "a race: thread 1 accesses a word that thread 0 wrote in this launch (0x10000000000)"},
 		{"atom.global.min.u64 %rd4, [%rd1], %rd2;", 32, ""},
 		{"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 32, ""},
 		{"shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 16, "shfl.sync names lane 16 in its member mask 0xffffffff, but the warp has 16 threads"},
 		{"setp.eq.s32 %p1, %r1, 3;\n\t@%p1 ret;\n\tshfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", 32, "but lane 3 has exited"},
 		{"shfl.sync.idx.b32 %r2, %r1, 5, 31, 3;", 32, "shfl.sync reads lane 5, which is not in the member mask 0x3"},
 		{"cvt.u32.u64 %r2, %rd1;\n\tdiv.u32 %r3, %r1, %r1;", 1, "integer division by zero"},
-		{"LOOP:\n\tbra.uni LOOP;", 1, "the launch ran past its budget of 1000 instructions"},
+		{"LOOP:\n\tbra.uni LOOP;", 1, "the thread ran past its budget of 1000 instructions"},
+		{"shfl.sync.idx.b32 %r2, %r1, 1, 31, -2;", 32, "shfl.sync on lane 0, which its member mask 0xfffffffe leaves out"},
+		{"ld.global.f32 %f1, [%rd1];\n\tsetp.eq.s32 %p1, %r1, 1;\n\t@%p1 st.global.f32 [%rd1], %f1;", 2, "a race: thread 1 writes a word thread (several threads) read in this launch"},
+		{"setp.eq.s32 %p1, %r1, 0;\n\t@%p1 ld.global.f32 %f1, [%rd1];\n\tsetp.eq.s32 %p1, %r1, 1;\n\t@%p1 st.global.f32 [%rd1], %f1;", 2, "a race: thread 1 writes a word thread 0 read in this launch"},
+		{"atom.global.min.u64 %rd4, [%rd1], %rd2;\n\tld.global.u64 %rd5, [%rd1];", 1, ""},
+		{"atom.global.min.u64 %rd4, [%rd1], %rd2;\n\tld.global.u64 %rd5, [%rd1];", 2, "a race: thread 1 writes a word thread 0 read in this launch"},
 	} {
 		m, err := Parse([]byte(faultKernel(c.body)))
 		if err != nil {
@@ -287,6 +305,21 @@ func TestMemory(t *testing.T) {
 	}
 }
 
+// TestFallOff: a thread whose last instruction is a guarded ret that does
+// not return faults rather than run past the kernel's end.
+func TestFallOff(t *testing.T) {
+	src := header + ".visible .entry k() {\n\t.reg .pred %p<2>;\n\t@%p1 ret;\n}\n"
+	m, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := [3]uint32{1, 1, 1}
+	_, err = m.Kernels["k"].Launch(NewMemory(), one, one, nil, Limits{})
+	if err == nil || !strings.Contains(err.Error(), "line 6 ((end)), block [0 0 0] thread [0 0 0]: the thread ran past the kernel's last instruction") {
+		t.Errorf("a thread past the end: %v", err)
+	}
+}
+
 // TestShuffleModes holds each shfl.sync mode to the PTX ISA's source
 // lane: every lane offers its lane number.
 func TestShuffleModes(t *testing.T) {
@@ -299,7 +332,12 @@ func TestShuffleModes(t *testing.T) {
 		{"down", 3, 31, func(l uint32) uint32 { return l + 3*b2u(l+3 <= 31) }}, // past the last lane: its own
 		{"up", 2, 0, func(l uint32) uint32 { return l - 2*b2u(l >= 2) }},
 		{"idx", 7, 31, func(l uint32) uint32 { return 7 }},
-		{"bfly", 1, 0x1c03, func(l uint32) uint32 { return l ^ 1 }}, // segments of 4 lanes
+		{"bfly", 1, 0x1c03, func(l uint32) uint32 { return l ^ 1 }},               // segments of 4 lanes
+		{"bfly", 4, 0x1c03, func(l uint32) uint32 { return l - 4*b2u(l&4 != 0) }}, // only j ≤ maxLane = (l & 0x1c) | 3 is checked
+		{"down", 1, 7, func(l uint32) uint32 { return l + b2u(l < 7) }},           // clamped at lane 7
+		{"idx", 2, 0x1803, func(l uint32) uint32 { return l&^7 | 2 }},             // segments of 8 lanes
+		{"up", 1, 0x1800, func(l uint32) uint32 { return l - b2u(l&7 >= 1) }},     // segments of 8 lanes
+		{"idx", 9, 0x1f, func(l uint32) uint32 { return 9 }},
 	} {
 		body := fmt.Sprintf("shfl.sync.%s.b32 %%r2, %%r1, %d, %d, -1;\n\tst.global.u32 [%%rd3], %%r2;", c.mode, c.b, c.c)
 		m, err := Parse([]byte(faultKernel(body)))

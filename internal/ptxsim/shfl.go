@@ -20,6 +20,9 @@ func (l *launch) exchange(lanes []*thread) {
 		l.cur = t
 		s := l.k.code[t.pc].shfl
 		mask := uint32(t.r[s.msk])
+		if mask&(1<<t.r[12]) == 0 {
+			l.fault("shfl.sync on lane %d, which its member mask %#x leaves out", t.r[12], mask)
+		}
 		for j := range 32 {
 			if mask&(1<<j) == 0 {
 				continue

@@ -10,14 +10,17 @@
 // it does not implement, and a launch stops with a *Fault on an access out
 // of every allocation or misaligned for its width (16 bytes for .v4), a
 // store to memory the launch read through ld.global.nc (or such a read of
-// memory it wrote), a word one thread wrote and another touched (a race), a
-// shfl.sync whose member lanes are not all waiting with the same mask, an
-// integer division by zero, or more instructions than Limits allow.
+// memory it wrote), a word one thread wrote and another touched, or one
+// thread read and another wrote (a race), a shfl.sync whose member lanes
+// are not all waiting with the same mask, an integer division by zero, a
+// thread past its last instruction, or more instructions than Limits allow.
 //
 // Arithmetic is IEEE binary32/binary64 with round-to-nearest-even, no
-// flush to zero and no fused operations; an f32 NaN result is the GPU's
-// canonical NaN 0x7fffffff (f64: 0x7fffffffffffffff). Moves, selects,
-// loads, stores and shuffles carry bits unchanged. Forms whose results
+// flush to zero and no fused operations. An f32 NaN result is the GPU's
+// canonical NaN 0x7fffffff; an f64 operation passes on its first NaN
+// operand's payload, quieted, and makes 0x7fffffffffffffff of an invalid
+// one (the PTX ISA supports f64 payloads; that NaN is this package's
+// choice). Moves, selects, loads, stores and shuffles carry bits unchanged. Forms whose results
 // the PTX ISA leaves to the code generator — add.f32 without .rn, which
 // may be contracted into an fma; div.approx; sqrt.approx — are refused,
 // since fibergen's bit-exactness needs the IEEE forms.
@@ -77,17 +80,23 @@ const (
 	branch
 	shflSync
 	exit
+	fallOff // after the last instruction: a thread got past it
 )
 
 // Limits bound a launch.
 type Limits struct {
-	// Instructions is the most instructions a launch may execute over all
-	// its threads; 0 means DefaultInstructions.
+	// Instructions is the most instructions one thread may execute; 0
+	// means DefaultInstructions.
 	Instructions int64
 }
 
-// DefaultInstructions is the instruction budget of a launch without Limits.
-const DefaultInstructions = 1 << 32
+// DefaultInstructions is the instruction budget of a thread without
+// Limits: far more than any grid-stride loop of fibergen's needs, so that
+// only an endless loop reaches it.
+const DefaultInstructions = 1 << 30
+
+// MaxBlockThreads is the most threads a block may have.
+const MaxBlockThreads = 1024
 
 // Stats describes a finished launch.
 type Stats struct {
@@ -104,6 +113,8 @@ type Fault struct {
 	Block  [3]uint32
 	Thread [3]uint32
 	Msg    string
+	// Timeout says the thread ran past its instruction budget.
+	Timeout bool
 }
 
 func (f *Fault) Error() string {
@@ -114,6 +125,7 @@ func (f *Fault) Error() string {
 type thread struct {
 	r     []uint64
 	pc    int
+	count int64 // instructions executed
 	state threadState
 	id    uint32 // 1 + the thread's index in the launch, for the race check
 	l     *launch
@@ -136,16 +148,19 @@ type launch struct {
 	params [][]byte
 	epoch  uint32
 	budget int64
-	count  int64
+	count  int64 // instructions, over the finished threads
 	cur    *thread
 }
 
-type faultPanic struct{ msg string }
+type faultPanic struct {
+	msg     string
+	timeout bool
+}
 
 // fault stops the launch with a Fault at the current thread and
 // instruction.
 func (l *launch) fault(format string, args ...any) {
-	panic(faultPanic{fmt.Sprintf(format, args...)})
+	panic(faultPanic{msg: fmt.Sprintf(format, args...)})
 }
 
 // Launch runs the kernel on grid × block threads over mem with args, one
@@ -180,6 +195,9 @@ func (k *Kernel) Launch(mem *Memory, grid, block [3]uint32, args [][]byte, lim L
 						return st, err
 					}
 					st.Threads += int64(len(lanes))
+					for _, t := range lanes {
+						l.count += t.count
+					}
 				}
 			}
 		}
@@ -202,8 +220,8 @@ func (k *Kernel) checkLaunch(grid, block [3]uint32, args [][]byte) error {
 			return fmt.Errorf("ptxsim: %s launched with grid %v, block %v: a dimension is 0", k.Name, grid, block)
 		}
 	}
-	if n := uint64(block[0]) * uint64(block[1]) * uint64(block[2]); n > 1024 || block[2] > 64 {
-		return fmt.Errorf("ptxsim: %s launched with block %v: at most 1024 threads (and 64 in z)", k.Name, block)
+	if n := uint64(block[0]) * uint64(block[1]) * uint64(block[2]); n > MaxBlockThreads || block[2] > 64 {
+		return fmt.Errorf("ptxsim: %s launched with block %v: at most %d threads (and 64 in z)", k.Name, block, MaxBlockThreads)
 	}
 	if grid[1] > 65535 || grid[2] > 65535 || grid[0] > 1<<31-1 {
 		return fmt.Errorf("ptxsim: %s launched with grid %v: too large", k.Name, grid)
@@ -222,7 +240,7 @@ func (k *Kernel) startWarp(lanes []*thread, w int, base uint32, ctaid, grid, blo
 			t.r[d], t.r[3+d], t.r[6+d], t.r[9+d] = uint64(tid[d]), uint64(block[d]), uint64(ctaid[d]), uint64(grid[d])
 		}
 		t.r[12] = uint64(i)
-		t.pc, t.state, t.id = 0, running, base+uint32(i)+1
+		t.pc, t.count, t.state, t.id = 0, 0, running, base+uint32(i)+1
 	}
 }
 
@@ -238,7 +256,7 @@ func (l *launch) runWarp(lanes []*thread, ctaid [3]uint32) (err error) {
 			t := l.cur
 			in := l.k.code[min(t.pc, len(l.k.code)-1)]
 			err = &Fault{Kernel: l.k.Name, Line: in.line, Op: in.text, Block: ctaid,
-				Thread: [3]uint32{uint32(t.r[0]), uint32(t.r[1]), uint32(t.r[2])}, Msg: f.msg}
+				Thread: [3]uint32{uint32(t.r[0]), uint32(t.r[1]), uint32(t.r[2])}, Msg: f.msg, Timeout: f.timeout}
 		}
 	}()
 	for {
@@ -261,9 +279,9 @@ func (l *launch) run(t *thread) {
 	l.cur = t
 	code := l.k.code
 	for {
-		l.count++
-		if l.count > l.budget {
-			l.fault("the launch ran past its budget of %d instructions", l.budget)
+		t.count++
+		if t.count > l.budget {
+			panic(faultPanic{msg: fmt.Sprintf("the thread ran past its budget of %d instructions", l.budget), timeout: true})
 		}
 		in := &code[t.pc]
 		if in.guard >= 0 && (t.r[in.guard] != 0) == in.neg {
@@ -283,6 +301,8 @@ func (l *launch) run(t *thread) {
 		case exit:
 			t.state = exited
 			return
+		case fallOff:
+			l.fault("the thread ran past the kernel's last instruction")
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 // LoadGo returns a Driver whose entry points are the Go functions that
 // lookup returns for the driver's symbol names (cuInit, cuMemAlloc_v2, …),
 // each with the exact Go type of the binding's C signature, after calling
-// its cuInit(0). name is what Library reports. A symbol lookup returns nil
-// for is missing, which only an optional one may be.
+// its cuInit(0). name is what Library reports. A symbol for which lookup
+// returns nil is missing, which only an optional one may be.
 func LoadGo(name string, lookup func(symbol string) any) (*Driver, error) {
 	d := &Driver{libName: name, goLookup: lookup}
 	for _, s := range d.symbols() {
@@ -37,12 +37,11 @@ func (d *Driver) bindGo(s symbol, lookup func(string) any) error {
 		if fn == nil {
 			continue
 		}
-		dst := reflect.ValueOf(s.fptr).Elem()
-		if v := reflect.ValueOf(fn); v.Type() != dst.Type() {
+		dst, v := reflect.ValueOf(s.fptr).Elem(), reflect.ValueOf(fn)
+		if v.Type() != dst.Type() {
 			return fmt.Errorf("cuda: %s: %s is a %v, want %v", d.libName, n, v.Type(), dst.Type())
-		} else {
-			dst.Set(v)
 		}
+		dst.Set(v)
 		if s.bound != nil {
 			*s.bound = n
 		}

@@ -10,10 +10,11 @@ import (
 	"unsafe"
 )
 
-// JIT options of cuModuleLoadDataEx (CUjit_option, cuda.h).
+// JIT options of cuModuleLoadDataEx (CUjit_option, cuda.h) that
+// LoadModule passes: a driver in Go (LoadGo) honours them too.
 const (
-	jitErrorLogBuffer          = 5 // CU_JIT_ERROR_LOG_BUFFER
-	jitErrorLogBufferSizeBytes = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+	JITErrorLogBuffer          = 5 // CU_JIT_ERROR_LOG_BUFFER
+	JITErrorLogBufferSizeBytes = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 )
 
 // jitLogSize is the size of the buffer the JIT compiler writes its error
@@ -68,7 +69,7 @@ func (c *Context) LoadModule(ptx []byte) (*Module, error) {
 	// the buffer is pinned (and so kept alive) until the call returns.
 	logBuf := make([]byte, jitLogSize)
 	pin.Pin(&logBuf[0])
-	options := []int32{jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
+	options := []int32{JITErrorLogBuffer, JITErrorLogBufferSizeBytes}
 	values := []uintptr{uintptr(unsafe.Pointer(&logBuf[0])), uintptr(len(logBuf))}
 	pin.Pin(&options[0])
 	pin.Pin(&values[0])
@@ -285,8 +286,6 @@ const (
 	// launched with on its device: fewer than the device's 1024 when its
 	// registers per thread do not fit a larger block.
 	FuncMaxThreadsPerBlock FuncAttribute = 0
-	FuncNumRegs            FuncAttribute = 4 // registers per thread
-	FuncLocalSizeBytes     FuncAttribute = 3 // local memory (stack, spills) per thread
 )
 
 // Attribute returns one of the kernel's attributes (cuFuncGetAttribute).
