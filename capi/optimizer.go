@@ -25,6 +25,7 @@ type openOptions struct {
 	Offset             uint64          `json:"offset"`
 	Threads            int             `json:"threads"`
 	AllowExtrapolation bool            `json:"allow_extrapolation"`
+	AllowResumeAgain   bool            `json:"allow_resume_again"`
 }
 
 // fg_open opens the optimizer fibergen build wrote into dir
@@ -46,7 +47,7 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 		return fmt.Errorf("fibergen: open options: %w", e)
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
-		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation})
+		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain})
 	if e != nil {
 		return e
 	}

@@ -97,6 +97,8 @@ var (
 	ErrCheckpointMismatch = errors.New("checkpoint does not match the optimizer")
 	// ErrStepped: Load into an optimizer that has taken steps.
 	ErrStepped = errors.New("optimizer has taken steps")
+	// ErrResumed: a checkpoint resumed before (see Options.AllowResumeAgain).
+	ErrResumed = errors.New("checkpoint resumed before")
 )
 
 // checkpointHeader is the JSON header.
@@ -380,8 +382,11 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 // privacy accounting does not cover. The use Load is for is resuming a
 // run that stopped (a crash, a preemption) from its last checkpoint, in a
 // fresh optimizer: the stopped run's steps after the checkpoint are
-// discarded and were never released. For the same reason, resume a
-// checkpoint once, and not while the run that wrote it goes on.
+// discarded and were never released. For the same reason a checkpoint is
+// resumed once, and not while the run that wrote it goes on: Load records
+// the resume in <path>.resumed and refuses a checkpoint that file names
+// (ErrResumed; Options.AllowResumeAgain overrides), and LoadFrom refuses a
+// checkpoint this process resumed before.
 func (o *Optimizer) Load(path string) error {
 	defer o.lock()()
 	if err := o.checkFresh(path); err != nil {
@@ -395,7 +400,7 @@ func (o *Optimizer) Load(path string) error {
 		}
 		return fmt.Errorf("runtime: load %s: %w", path, err)
 	}
-	return o.load(path, data)
+	return o.load(path, data, func() error { return o.claimFile(path, data) })
 }
 
 // LoadFrom restores the optimizer from a checkpoint read from r, as Load
@@ -406,7 +411,7 @@ func (o *Optimizer) LoadFrom(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	return o.load(streamName, data)
+	return o.load(streamName, data, func() error { return o.claimStream(data) })
 }
 
 // CheckCheckpoint returns the error LoadFrom would return for the
@@ -580,9 +585,14 @@ func decode(data []byte) (*checkpoint, *loadError) {
 
 // load decodes data, checks it against the optimizer and, if all is well,
 // restores the optimizer from it.
-func (o *Optimizer) load(path string, data []byte) error {
+// load restores the checkpoint data, read from path, once it is verified
+// and claim has recorded its resume.
+func (o *Optimizer) load(path string, data []byte, claim func() error) error {
 	c, err := o.verify(path, data)
 	if err != nil {
+		return err
+	}
+	if err := claim(); err != nil {
 		return err
 	}
 	h := &c.h

@@ -632,7 +632,7 @@ func TestCheckpointSaveAtomic(t *testing.T) {
 	}
 	steps := func(path string) int {
 		t.Helper()
-		f, _ := openFiber(t, runtime.Options{}, theta)
+		f, _ := openFiber(t, runtime.Options{AllowResumeAgain: true}, theta) // a peek, not a resume
 		if err := f.Load(path); err != nil {
 			t.Fatal(err)
 		}
@@ -701,3 +701,65 @@ func TestCheckpointSaveAtomic(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestResumeOnce: a checkpoint is resumed once. Load records the resume
+// beside the file and refuses the same checkpoint again, with ErrResumed
+// and the marker's path in the message; a new checkpoint at the same path
+// resumes; LoadFrom refuses bytes this process resumed; AllowResumeAgain
+// overrides both.
+func TestResumeOnce(t *testing.T) {
+	theta, grads := inputs(2)
+	o, ts := openFiber(t, runtime.Options{}, theta)
+	path := filepath.Join(t.TempDir(), "fiber.ckpt")
+	if err := stepAll(o, ts, grads[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	load := func(opts runtime.Options) error {
+		f, _ := openFiber(t, opts, theta)
+		return f.Load(path)
+	}
+	if err := load(runtime.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	marker, err := os.ReadFile(path + ".resumed")
+	if err != nil || !strings.Contains(string(marker), " resumed ") {
+		t.Fatalf("the resume's record: %q, %v", marker, err)
+	}
+	err = load(runtime.Options{})
+	if !errors.Is(err, runtime.ErrResumed) || !strings.Contains(err.Error(), "delete "+path+".resumed or open with Options.AllowResumeAgain") {
+		t.Errorf("a second resume: %v", err)
+	}
+	if err := load(runtime.Options{AllowResumeAgain: true}); err != nil {
+		t.Errorf("a second resume with AllowResumeAgain: %v", err)
+	}
+	if err := stepAll(o, ts, grads[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(runtime.Options{}); err != nil {
+		t.Errorf("a new checkpoint at the same path: %v", err)
+	}
+
+	var buf bytes.Buffer
+	if err := o.SaveTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	from := func(opts runtime.Options) error {
+		f, _ := openFiber(t, opts, theta)
+		return f.LoadFrom(bytes.NewReader(buf.Bytes()))
+	}
+	if err := from(runtime.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := from(runtime.Options{}); !errors.Is(err, runtime.ErrResumed) {
+		t.Errorf("LoadFrom of the same bytes again: %v", err)
+	}
+	if err := from(runtime.Options{AllowResumeAgain: true}); err != nil {
+		t.Errorf("LoadFrom again with AllowResumeAgain: %v", err)
+	}
+}

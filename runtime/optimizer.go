@@ -58,6 +58,20 @@ type Options struct {
 	// is no host kernel to load, instead of failing at Open; Backend then
 	// says which runs.
 	GoFallback bool
+	// AllowGradientReuse lets Step run on a gradient it has already stepped
+	// on, which it otherwise refuses: every registered tensor needs a
+	// SetGrad (or a Privatize) between two steps, since a second step on
+	// one batch's gradient releases it twice, with new noise, and the
+	// privacy accounting counts it once. It is for benchmarks and tests,
+	// never for DP training. (With UseBuffers or StepDevice the trainer
+	// writes the gradient itself, and the rule is the trainer's to keep.)
+	AllowGradientReuse bool
+	// AllowResumeAgain lets Load and LoadFrom resume a checkpoint that was
+	// resumed before, which they otherwise refuse (ErrResumed): two runs
+	// resumed from one checkpoint draw the same noise on different
+	// gradients. It is for a trainer that knows the earlier resume
+	// released nothing, and for tests; Load then writes no record.
+	AllowResumeAgain bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -546,6 +560,9 @@ func (o *Optimizer) Step() error {
 		return err
 	}
 	o.t++
+	for _, t := range o.tensors {
+		t.fresh = false
+	}
 	if err := o.runDiagnostics(a); err != nil {
 		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
 	}
@@ -584,6 +601,10 @@ func (e *NonFiniteError) Error() string {
 // so a step reads the gradient once.
 func (o *Optimizer) checkGradients() error {
 	for _, t := range o.tensors {
+		if !t.fresh && !o.opts.AllowGradientReuse {
+			return fmt.Errorf("runtime: Step: no gradient for tensor %s since the last step: set it (SetGrad, Privatize) for each step, "+
+				"since a step on the same gradient releases the same batch again, which the privacy accounting does not count", t.Name)
+		}
 		if t.bad >= 0 {
 			return &NonFiniteError{Tensor: t.Name, Index: t.bad, Value: t.badValue}
 		}

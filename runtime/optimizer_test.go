@@ -417,3 +417,42 @@ func TestStaleSharedObject(t *testing.T) {
 		t.Errorf("a stale shared object: got %v", err)
 	}
 }
+
+// TestStepNeedsNewGradient: Step refuses to step twice on one gradient —
+// a second release of the batch that the accountant would not count —
+// until SetGrad or Privatize sets a new one, unless AllowGradientReuse.
+func TestStepNeedsNewGradient(t *testing.T) {
+	theta, grads := inputs(2)
+	o, ts := openFiber(t, runtime.Options{}, theta)
+	if err := o.Step(); err == nil || !strings.Contains(err.Error(), "no gradient for tensor") {
+		t.Fatalf("a step before any gradient: %v", err)
+	}
+	if err := stepAll(o, ts, grads[0]); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Step()
+	if err == nil || !strings.Contains(err.Error(), "Step: no gradient for tensor "+ts[0].Name+" since the last step") {
+		t.Fatalf("a second step on the same gradient: %v", err)
+	}
+	if o.Steps() != 1 {
+		t.Errorf("the refused step counted: %d steps", o.Steps())
+	}
+	// One tensor's new gradient is not enough.
+	if err := ts[0].SetGrad(grads[1][:ts[0].Len]); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Step(); err == nil || !strings.Contains(err.Error(), ts[1].Name) {
+		t.Errorf("a step with one tensor's gradient new: %v", err)
+	}
+	if err := stepAll(o, ts, grads[1]); err != nil || o.Steps() != 2 {
+		t.Errorf("a step on new gradients: %v (%d steps)", err, o.Steps())
+	}
+
+	r, rts := openFiber(t, runtime.Options{AllowGradientReuse: true}, theta)
+	if err := stepAll(r, rts, grads[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(); err != nil {
+		t.Errorf("AllowGradientReuse: %v", err)
+	}
+}

@@ -163,7 +163,7 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	}
 	if j.own {
 		for _, t := range o.tensors {
-			t.bad = -1
+			t.bad, t.fresh = -1, true
 		}
 	}
 	return statsOf(scales), nil

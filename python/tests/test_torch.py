@@ -537,3 +537,21 @@ def test_diagnostics_and_attenuations(generated):
     assert plain.attenuations() == {}
     with pytest.raises(FibergenError, match="clamp_mass"):
         plain.enable_diagnostics()
+
+
+def test_a_state_is_resumed_once(generated):
+    """Two runs resumed from one state would draw the same noise on other
+    gradients: the second load_state_dict of the same state in a process is
+    refused, unless allow_resume_again."""
+    m, opt = opened(generated)
+    run(opt, list(m.parameters()), range(3))
+    sd = opt.state_dict()
+    first = ft.Optimizer(model().parameters(), generated / "fiber")
+    first.load_state_dict(sd)
+    second = ft.Optimizer(model().parameters(), generated / "fiber")
+    with pytest.raises(FibergenError, match="resumed this checkpoint before"):
+        second.load_state_dict(sd)
+    assert second.steps == 0
+    again = ft.Optimizer(model().parameters(), generated / "fiber", allow_resume_again=True)
+    again.load_state_dict(sd)
+    assert again.steps == 3
