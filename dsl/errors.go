@@ -123,12 +123,14 @@ func caretLines(src []byte, pos Pos) (line, caret string, ok bool) {
 	if !pos.IsValid() || pos.Offset < 0 || pos.Offset > len(src) {
 		return "", "", false
 	}
-	start := strings.LastIndexByte(string(src[:pos.Offset]), '\n') + 1
+	// A carriage return ends a line too, so that a file with CR-only line
+	// endings does not echo whole (the terminal would overprint it).
+	start := strings.LastIndexAny(string(src[:pos.Offset]), "\n\r") + 1
 	end := len(src)
-	if i := strings.IndexByte(string(src[pos.Offset:]), '\n'); i >= 0 {
+	if i := strings.IndexAny(string(src[pos.Offset:]), "\n\r"); i >= 0 {
 		end = pos.Offset + i
 	}
-	line = strings.TrimRight(string(src[start:end]), "\r")
+	line = string(src[start:end])
 	var b strings.Builder
 	for _, r := range string(src[start:pos.Offset]) {
 		if r == '\t' {

@@ -134,6 +134,7 @@ var errorSources = []struct{ name, src string }{
 	{"missing open brace", "optimizer x\nstep theta = theta // ERROR col=6 \"expected '\\{' to open the step block, found name theta\"\n}"},
 	{"unfinished expression", "optimizer x\nstep {\n\ttheta = theta - // ERROR col=74 \"expected expression, found end of file\""},
 	{"empty step", "optimizer x\nstep {} // ERROR col=1 \"step never updates theta\""},
+	{"CR-only line endings", "optimizer x\rstep { theta = theta }\r // ERROR col=12 \"a carriage return without a newline: fibergen reads LF or CRLF line endings\""},
 	{"line continued", "optimizer x\nhyper lr = 1\nstep {\n\ttheta = theta -\n\t\tlr * g +\n\t\t(lr // ERROR col=7 \"expected '\\)', found newline\"\n}"},
 }
 

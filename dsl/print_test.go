@@ -55,6 +55,7 @@ func TestPrintCarets(t *testing.T) {
 		"  c = e\u0301 + y\n" +
 		"d = \xff + y\r\n" +
 		"e\t= 🙂 + y\n" +
+		"f = 1\rg = y\r" +
 		"λ"
 	tests := []struct {
 		n     int // which y
@@ -66,6 +67,7 @@ func TestPrintCarets(t *testing.T) {
 		{3, "  c = e\u0301 + y", "          ^"},
 		{4, "d = \xff + y", "        ^"},
 		{5, "e\t= 🙂 + y", " \t       ^"},
+		{6, "g = y", "    ^"}, // a lone carriage return ends the line shown
 	}
 	for _, tt := range tests {
 		pos := posAt(t, src, "y", tt.n)

@@ -13,6 +13,7 @@ type scanner struct {
 	filename string
 	src      []byte
 	errs     *ErrorList
+	loneCR   bool // a carriage return without a newline was reported
 
 	offset     int // offset of the next unread byte
 	line       int // line of offset
@@ -57,6 +58,12 @@ func (s *scanner) skipSpace() (semi int) {
 			s.offset++
 			s.line++
 			s.lineOffset = s.offset
+		case c == '\r' && s.peek(1) != '\n' && !s.loneCR:
+			// CR-only line endings (classic Mac OS) would run the whole file
+			// into one line: say so once, and go on as if it were blank.
+			s.loneCR = true
+			s.errorf(s.offset, "a carriage return without a newline: fibergen reads LF or CRLF line endings (convert the file, e.g. with tr '\\r' '\\n')")
+			s.offset++
 		case c == ' ' || c == '\t' || c == '\r':
 			s.offset++
 		case c == '/' && s.peek(1) == '/', c == '#':

@@ -74,10 +74,14 @@ func (b *cpuBackend) kind() Backend {
 	return CPU
 }
 
-// chunks splits [0, n) into at most b.threads ranges that start at
-// multiples of 4, so that no Philox group is drawn twice.
-func (b *cpuBackend) chunks(n int) [][2]int {
-	per := (n/b.threads + 3) &^ 3
+// chunks splits [0, n) into the ranges of splitSteps.
+func (b *cpuBackend) chunks(n int) [][2]int { return splitSteps(n, b.threads) }
+
+// splitSteps splits [0, n) into at most threads ranges, of at least 4096
+// coordinates, that start at multiples of 4, so that no Philox group is
+// drawn twice: the ranges the CPU and Go backends step in parallel.
+func splitSteps(n, threads int) [][2]int {
+	per := (n/max(threads, 1) + 3) &^ 3
 	per = max(per, 4096)
 	var out [][2]int
 	for lo := 0; lo < n; lo += per {
@@ -85,6 +89,10 @@ func (b *cpuBackend) chunks(n int) [][2]int {
 	}
 	return out
 }
+
+// StepThreads is the number of goroutines the CPU and Go backends step n
+// coordinates on with Options.Threads threads: fewer at a small n.
+func StepThreads(n, threads int) int { return max(len(splitSteps(n, threads)), 1) }
 
 // parallel runs f on every chunk at once and returns the first error.
 func (b *cpuBackend) parallel(f func(lo, hi int) error) error {

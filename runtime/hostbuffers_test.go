@@ -319,3 +319,13 @@ func TestUseBuffersAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestStepThreads(t *testing.T) {
+	for _, c := range []struct{ n, threads, want int }{
+		{0, 4, 1}, {1000, 1000, 1}, {4096, 2, 1}, {8192, 2, 2}, {20000, 1000, 5}, {1 << 24, 2, 2}, {1 << 24, 0, 1},
+	} {
+		if got := runtime.StepThreads(c.n, c.threads); got != c.want {
+			t.Errorf("StepThreads(%d, %d) = %d, want %d", c.n, c.threads, got, c.want)
+		}
+	}
+}

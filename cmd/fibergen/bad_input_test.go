@@ -124,6 +124,8 @@ var badCases = []badCase{
 	{name: "T x n mismatch", args: "$RUN --grads $D/wide.npy", code: 1, msg: `--grads \S*/wide\.npy has shape \(3, 5\) but --theta has 4 coordinates`},
 	{name: "example grads rank 2", args: "run $D/dp_sgd.dsl --example-grads $D/grads.npy --clip 1 --theta $D/theta.npy --out $OUT", code: 1, msg: `--example-grads \S*/grads\.npy has shape \(3, 4\); want \[T, B, n\]`},
 	{name: "example grads wrong n", args: "run $D/dp_sgd.dsl --example-grads $D/rank3.npy --clip 1 --theta $D/theta.npy --out $OUT", code: 1, msg: `--example-grads \S*/rank3\.npy has shape \(3, 2, 2\) but --theta has 4 coordinates`},
+	{name: "lookahead grads without two_point", args: "run $D/dp_sgd.dsl --example-grads $D/examples.npy --lookahead-grads $D/examples.npy --clip 1 --theta $D/theta.npy --out $OUT", code: 1, msg: `^fibergen run: --lookahead-grads: dp_sgd has no two-point observation .*: leave --lookahead-grads out`},
+	{name: "two_point without lookahead grads", args: "run $D/fiber.dsl --example-grads $D/examples.npy --clip 1 --theta $D/theta.npy --out $OUT", code: 1, msg: `^fibergen run: --lookahead-grads: fiber observes two points \(a = 0\.95\d*\): give the per-example gradients at the look-ahead point too`},
 	{name: "lookahead-out without two_point", args: "$RUN --lookahead-out $D/ahead.npy", code: 1, msg: `^fibergen run: --lookahead-out: dp_sgd has no two_point observation, so no look-ahead point`},
 	{name: "grads fortran order", args: "$RUN --grads $D/fortran.npy", code: 1, msg: `--grads \S*/fortran\.npy: Fortran-ordered arrays are not supported`},
 	{name: "grads truncated data", args: "$RUN --grads $D/trunc.npy", code: 1, msg: `--grads \S*/trunc\.npy: truncated data: file holds 20 bytes of data, shape \(3, 4\) float32 needs 48`},

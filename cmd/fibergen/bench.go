@@ -297,10 +297,10 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 }
 
 // timeHost times steps steps and as many parallel copies of the step's
-// bytes, one after the other, over the same number of goroutines, and keeps
-// the medians.
+// bytes, one after the other, over as many goroutines as the step runs on
+// (fewer than --threads at a small n), and keeps the medians.
 func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
-	c := runtime.NewHostCopy(r.BytesPerStep, r.Threads) // touches every page once
+	c := runtime.NewHostCopy(r.BytesPerStep, runtime.StepThreads(r.N, r.Threads)) // touches every page once
 	stepMs := make([]float64, r.Steps)
 	copyMs := make([]float64, r.Steps)
 	for i := range r.Steps {

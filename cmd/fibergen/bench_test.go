@@ -46,7 +46,8 @@ func TestBenchHuman(t *testing.T) {
 			}
 			perCoord := 4 * (c.read + c.written)
 			want := map[int]string{1: c.name, 2: "4096", 3: backend, 4: "2", 5: "2", 7: strconv.Itoa(perCoord),
-				8: formatBytes(int64(perCoord * 4096)), 12: "2", 14: strconv.Itoa(c.read), 15: strconv.Itoa(c.written), 16: "2"}
+				// The step runs 4096 coordinates on one goroutine, and so does the copy.
+				8: formatBytes(int64(perCoord * 4096)), 12: "1", 14: strconv.Itoa(c.read), 15: strconv.Itoa(c.written), 16: "2"}
 			for i, w := range want {
 				if m[i] != w {
 					t.Errorf("%s/%s: field %d is %q, want %q in\n%s", c.name, backend, i, m[i], w, r.stdout)
@@ -74,6 +75,24 @@ func atof(t *testing.T, s string) float64 {
 
 // TestBenchJSON checks the keys and values of --json, flags given before
 // and after the file.
+// TestBenchManyThreads: more threads than a small n gives work to are
+// not used by the step, nor by the copy it is measured against (once 94
+// copy threads against a one-goroutine step gave a ratio of 12.6).
+func TestBenchManyThreads(t *testing.T) {
+	for _, c := range []struct {
+		n, copyThreads string
+	}{{"1000", "1"}, {"20000", "5"}} { // 20000 = 4 × 4096 + 3616: five ranges
+		r := runBench(optPath("dp_sgd"), "--n", c.n, "--steps", "1", "--threads", "1000")
+		m := benchLines.FindStringSubmatch(r.stdout)
+		if r.code != 0 || m == nil {
+			t.Fatalf("n=%s: exit %d, stderr %q, stdout:\n%s", c.n, r.code, r.stderr, r.stdout)
+		}
+		if m[12] != c.copyThreads {
+			t.Errorf("n=%s --threads 1000: the copy ran on %s threads, want %s (as the step)", c.n, m[12], c.copyThreads)
+		}
+	}
+}
+
 func TestBenchJSON(t *testing.T) {
 	r := runBench("--json", "--backend", "go", optPath("fiber"), "--n", "4K", "--steps", "3", "--threads", "1")
 	if r.code != 0 || r.stderr != "" {

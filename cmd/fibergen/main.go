@@ -34,6 +34,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 const usage = `usage:
@@ -58,6 +60,9 @@ const usage = `usage:
 `
 
 func main() {
+	// A write to a closed pipe returns EPIPE instead of killing the process,
+	// so that `fibergen run --diagnostics | head -1` still writes its files.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 

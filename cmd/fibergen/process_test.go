@@ -82,3 +82,30 @@ func TestProcess(t *testing.T) {
 		t.Errorf("good run wrote %v, want %v", got.Data, want)
 	}
 }
+
+// TestProcessClosedStdout: `fibergen run --diagnostics | head -1` — a
+// reader that closes the pipe early — neither kills the run (SIGPIPE) nor
+// loses its output file.
+func TestProcessClosedStdout(t *testing.T) {
+	bin := buildBinary(t)
+	dir := fixtureFiles(t)
+	out := filepath.Join(dir, "out")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, expandArgs("run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --sigma-w2 0.01 --seed 1 --diagnostics", dir, out)...)
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run with a closed stdout: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the standard output was closed at step 0: no more --diagnostics lines; the run goes on") {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+	if got := readNPY(t, out); len(got.Data) != fixN {
+		t.Errorf("--out holds %d values, want %d", len(got.Data), fixN)
+	}
+}

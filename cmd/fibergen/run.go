@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
@@ -27,6 +28,8 @@ type runOptions struct {
 	extrapolate       bool
 	diagnostics       bool      // --diagnostics: print clamp_mass after every step
 	stdout            io.Writer // where --diagnostics prints
+	stderr            io.Writer
+	stdoutClosed      bool // a --diagnostics line met a closed pipe: print no more
 	ex                exampleOptions
 }
 
@@ -49,7 +52,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B")
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
-	o.stdout = stdout
+	o.stdout, o.stderr = stdout, stderr
 	files, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return 2
@@ -205,7 +208,7 @@ func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
 	if err := opt.Step(); err != nil {
 		return fmt.Errorf("step %d: %w", t, err)
 	}
-	if !o.diagnostics {
+	if !o.diagnostics || o.stdoutClosed {
 		return nil
 	}
 	x, err := opt.ClampMass()
@@ -213,6 +216,12 @@ func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
 		return err
 	}
 	_, err = fmt.Fprintf(o.stdout, "step %d: clamp_mass = %v\n", t, x)
+	if errors.Is(err, syscall.EPIPE) {
+		// A reader that stopped early (| head): the run and its outputs go on.
+		o.stdoutClosed = true
+		fmt.Fprintf(o.stderr, "fibergen run: the standard output was closed at step %d: no more --diagnostics lines; the run goes on\n", t)
+		return nil
+	}
 	return err
 }
 

@@ -58,6 +58,9 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 	if err := opt.SetDP(dp); err != nil {
 		return err
 	}
+	if err := checkLookahead(opt, look.Data != nil); err != nil {
+		return err
+	}
 	tn, err := o.start(opt, theta, o.ex.multiplier > 0, stderr)
 	if err != nil {
 		return err
@@ -67,6 +70,20 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 		return err
 	}
 	return o.writeOutputs(tn, &clipped)
+}
+
+// checkLookahead says, in the command's terms, when --lookahead-grads is
+// given for an optimizer without a two-point observation or missing for
+// one with it.
+func checkLookahead(opt *runtime.Optimizer, given bool) error {
+	obs := opt.Observation()
+	switch {
+	case given && obs.Kind != "two_point":
+		return fmt.Errorf("--lookahead-grads: %s has no two-point observation (each example's gradient is taken at theta alone): leave --lookahead-grads out", opt.Name())
+	case !given && obs.Kind == "two_point" && obs.A != 0:
+		return fmt.Errorf("--lookahead-grads: %s observes two points (a = %v): give the per-example gradients at the look-ahead point too", opt.Name(), obs.A)
+	}
+	return nil
 }
 
 // readExamples reads theta [n] and the per-example gradients [T, B, n].

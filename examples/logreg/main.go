@@ -522,8 +522,8 @@ func (c config) check() error {
 		return fmt.Errorf("-epochs %d: want at least 1", c.Epochs)
 	case !(c.Clip > 0) || !finite(c.Clip):
 		return fmt.Errorf("-clip %v: want a finite value > 0", c.Clip)
-	case !(c.Sigma >= 0) || !finite(c.Sigma):
-		return fmt.Errorf("-sigma %v: want a finite value >= 0", c.Sigma)
+	case !(c.Sigma > 0) || !finite(c.Sigma):
+		return fmt.Errorf("-sigma %v: want a finite value > 0 (the example trains with DP, and its accountant needs noise)", c.Sigma)
 	case !(c.LR >= 0) || !finite(c.LR):
 		return fmt.Errorf("-lr %v: want a finite value > 0 (or 0 for the optimizer's default)", c.LR)
 	case c.Sampling != "poisson" && c.Sampling != "shuffle":
