@@ -122,8 +122,28 @@ func (c *checker) binary(x *BinaryExpr, s *scope) value {
 	}
 	if v.isConst {
 		v.c = fold(x.Op.Op(), a.c, b.c)
+		c.checkFinite(x, x.OpPos, v.c, a.c, b.c)
 	}
 	return v
+}
+
+// checkFinite reports a constant expression x whose value c is NaN or
+// infinite although its operands are finite (where one is not, the error
+// is that operand's): as 1e999 is an error, so is 10 ** 400.
+func (c *checker) checkFinite(x Expr, pos Pos, v float64, operands ...float64) {
+	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return
+	}
+	for _, o := range operands {
+		if math.IsNaN(o) || math.IsInf(o, 0) {
+			return
+		}
+	}
+	text := ExprString(x)
+	if len(text) > 60 {
+		text = text[:57] + "..."
+	}
+	c.errorf(pos, "the constant %s is %v: constants must be finite (float64)", text, v)
 }
 
 // checkPow enforces that exponents are uniform and, for a per-coordinate
@@ -168,6 +188,7 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 	}
 	if v.isConst {
 		v.c = fold(lang.Calls[obj.Name], args...)
+		c.checkFinite(x, x.Fun.NamePos, v.c, args...)
 	}
 	return v
 }

@@ -86,6 +86,9 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.CheckValues(h); err != nil {
+		return nil, err
+	}
 	x := &Explanation{Optimizer: u.Func.Name, Source: u.Path, Step: stepText(u)}
 	for i, hy := range u.Func.Hypers {
 		r := ""

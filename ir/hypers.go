@@ -108,3 +108,15 @@ func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
 	}
 	return h, nil
 }
+
+// Setting prints hypers h (one value per hyper) as "name=value, …".
+func (f *Func) Setting(h []float64) string {
+	parts := make([]string, len(f.Hypers))
+	for i, hy := range f.Hypers {
+		parts[i] = fmt.Sprintf("%s=%v", hy.Name, h[i])
+	}
+	if len(parts) == 0 {
+		return "(no hypers)"
+	}
+	return strings.Join(parts, ", ")
+}

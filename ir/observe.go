@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // ExtrapolationError reports a two_point mixing weight a outside [0, 1]:
 // the observation u = a·∇f(θ_t + γ·d_{t−1}) + (1 − a)·∇f(θ_t) is then no
@@ -41,6 +44,20 @@ func (f *Func) MixingWeight() int {
 	return -1
 }
 
+// CheckObservationFinite reports an argument of the observation that is
+// NaN or ±Inf at hypers h and step t (a hyper product that overflows, say):
+// an error whatever the opt-ins, since no gradient can be formed with it.
+func (f *Func) CheckObservationFinite(h []float64, t int) error {
+	for i, x := range f.ObservationAt(h, t) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			st := f.ObsArgs.Stores()[i]
+			return fmt.Errorf("observe %s: %s = %s is %v at %s, step %d: the observation's arguments must be finite",
+				f.Observe.Kind, f.Observe.Args[i], ExprString(st.Args[0]), x, f.settingOf(f.ObsArgs, h), t)
+		}
+	}
+	return nil
+}
+
 // ObservationAt returns the observation's arguments (Observe.Args order) at
 // hypers h and step t, or nil for an optimizer without one.
 func (f *Func) ObservationAt(h []float64, t int) []float64 {
@@ -55,7 +72,7 @@ func (f *Func) ObservationAt(h []float64, t int) []float64 {
 }
 
 // CheckObservation reports, as an *ExtrapolationError, a two_point mixing
-// weight a outside [0, 1] at hypers h and step t (a NaN counts as outside).
+// weight a outside [0, 1] at hypers h and step t.
 func (f *Func) CheckObservation(h []float64, t int) error {
 	i := f.MixingWeight()
 	if i < 0 {

@@ -244,3 +244,27 @@ func TestLowerUncheckedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildNonFiniteDefaults: an initial value or a host scalar that is NaN
+// or ±Inf at the defaults is an error in the source — at the state's
+// initial value, or at the step — rather than a run that spoils every
+// coordinate.
+func TestBuildNonFiniteDefaults(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"optimizer x\nhyper z = 0\nstate m = z / z\nstep {\n\tm = m\n\ttheta = theta - g\n}\n",
+			"x.dsl:3:11: at the defaults: the initial value of state m is NaN at z=0: it must be finite"},
+		{"optimizer x\nhyper big = 1e30\nstate m = big * big\nstep {\n\tm = m\n\ttheta = theta - g\n}\n",
+			"x.dsl:3:11: at the defaults: the initial value of state m is +Inf at big=1e+30: it must be finite"}, // float32 overflows
+		{"optimizer x\nhyper lr = 1e200\nhyper b = 1e200\nstep {\n\ttheta = theta - lr * b * g\n}\n",
+			"x.dsl:4:1: at the defaults: the host value S0 = lr * b is +Inf at lr=1e+200, b=1e+200: it must be finite"},
+	} {
+		f, info, errs := dsl.Parse("x.dsl", []byte(c.src))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", c.src, errs)
+		}
+		_, _, err := lower.Build(f, info)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q:\ngot  %v\nwant %s", c.src, err, c.want)
+		}
+	}
+}

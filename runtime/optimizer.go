@@ -442,6 +442,9 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 func (o *Optimizer) ApplySettings(settings []string) error {
 	defer o.lock()()
 	h, err := o.prog.Func.Override(o.hypers, settings)
+	if err == nil {
+		err = o.prog.CheckValues(h)
+	}
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
@@ -455,6 +458,9 @@ func (o *Optimizer) ApplySettings(settings []string) error {
 // checkObservation refuses a two_point mixing weight outside [0, 1] at the
 // next step unless Options.AllowExtrapolation.
 func (o *Optimizer) checkObservation(h []float64) error {
+	if err := o.prog.Func.CheckObservationFinite(h, o.t); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
 	if o.opts.AllowExtrapolation {
 		return nil
 	}

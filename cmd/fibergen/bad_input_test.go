@@ -104,6 +104,9 @@ var badCases = []badCase{
 	{name: "run unknown hyper", args: "$RUN --set beta1=0.9", code: 1, msg: `^fibergen run: dp_sgd has no hyper beta1 \(its hypers: lr\)`},
 	{name: "run hyper out of range", args: "$RUN --set lr=0", code: 1, msg: `hyper lr = 0 is outside its range \(0, inf\)`},
 	{name: "run extrapolating observation", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set gamma=0.4", code: 1, msg: `^fibergen run: observe two_point: a = \(1 - kappa\) / \(kappa \* gamma\) = 1.66667 at kappa=0.6, gamma=0.4, step 0, is outside \[0, 1\]: .*opt in explicitly \(--allow-extrapolation\)`},
+	{name: "run infinite observation weight", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set gamma=1e-320 --allow-extrapolation", code: 1, msg: `^fibergen run: observe two_point: a = \(1 - kappa\) / \(kappa \* gamma\) is \+Inf at kappa=0.6, gamma=1e-320, step 0: the observation's arguments must be finite`},
+	{name: "explain infinite host value", args: "explain $D/fiber.dsl --set lr=1e308 --set wd=1e308", code: 1, msg: `^fibergen explain: the host value S\d+ = 1 - lr \* wd is -Inf at .*lr=1e\+308.*: it must be finite`},
+	{name: "run infinite host value", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set lr=1e308 --set wd=1e308", code: 1, msg: `the host value S\d+ = 1 - lr \* wd is -Inf at .*: it must be finite`},
 	{name: "run malformed setting", args: "$RUN --set lr=1,2", code: 1, msg: `malformed setting "lr=1,2"`},
 
 	// Bad .npy inputs.

@@ -136,8 +136,11 @@ func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
 	if err != nil {
 		return in, err
 	}
-	for t := 0; t < steps && !o.extrapolate; t++ {
-		if err := u.Func.CheckObservation(h, t); err != nil {
+	for t := range steps {
+		if err := u.Func.CheckObservationFinite(h, t); err != nil {
+			return in, err
+		}
+		if err := u.Func.CheckObservation(h, t); err != nil && !o.extrapolate {
 			return in, fmt.Errorf("%w (--allow-extrapolation)", err)
 		}
 	}

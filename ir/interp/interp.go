@@ -9,6 +9,7 @@ package interp
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/rng"
@@ -96,8 +97,57 @@ type Scalars struct {
 	index map[*ir.Value]int
 }
 
-// Check reports hypers h that are out of range or make a filter unstable.
-func (p *Program) Check(h []float64) error { return p.Func.CheckHypers(h) }
+// Check reports hypers h that are out of range, make a filter unstable, or
+// make an initial value or a host scalar not finite (CheckValues).
+func (p *Program) Check(h []float64) error {
+	if err := p.Func.CheckHypers(h); err != nil {
+		return err
+	}
+	return p.CheckValues(h)
+}
+
+// NonFiniteValueError reports an initial value or a host scalar that is
+// NaN or ±Inf at some hypers: a state that starts at NaN, or a scalar that
+// overflows (a product of large hypers), would spoil every coordinate.
+type NonFiniteValueError struct {
+	State  string // the state whose initial value it is, or ""
+	Scalar string // else the host scalar's name (S0, …) and expression
+	Value  float64
+	At     string // the hypers, name=value, …
+}
+
+func (e *NonFiniteValueError) Error() string {
+	if e.State != "" {
+		return fmt.Sprintf("the initial value of state %s is %v at %s: it must be finite", e.State, e.Value, e.At)
+	}
+	return fmt.Sprintf("the host value %s is %v at %s: it must be finite", e.Scalar, e.Value, e.At)
+}
+
+// CheckValues returns a *NonFiniteValueError if an initial value (in
+// float32, as the states hold it) or a host scalar of step 0 (without
+// noise) is NaN or ±Inf at hypers h.
+func (p *Program) CheckValues(h []float64) error {
+	states := make([][]float32, p.NumStates())
+	for i := range states {
+		states[i] = make([]float32, 1)
+	}
+	if err := p.Init(h, states); err != nil {
+		return err
+	}
+	at := p.Func.Setting(h)
+	for i, s := range states {
+		if x := float64(s[0]); math.IsNaN(x) || math.IsInf(x, 0) {
+			return &NonFiniteValueError{State: p.Func.States[i], Value: x, At: at}
+		}
+	}
+	sc := p.HostScalars(h, 0, 0)
+	for i, v := range p.scalars {
+		if x := float64(sc.Value(v)); math.IsNaN(x) || math.IsInf(x, 0) {
+			return &NonFiniteValueError{Scalar: fmt.Sprintf("S%d = %s", i, ir.ExprString(v)), Value: x, At: at}
+		}
+	}
+	return nil
+}
 
 // HostScalars computes the step's host values for hypers h (one value per
 // hyper, as Func.DefaultHypers) at step t. Values that depend on the hypers
