@@ -26,6 +26,7 @@ type openOptions struct {
 	Threads            int             `json:"threads"`
 	AllowExtrapolation bool            `json:"allow_extrapolation"`
 	AllowResumeAgain   bool            `json:"allow_resume_again"`
+	AllowUnstable      bool            `json:"allow_unstable"`
 }
 
 // fg_open opens the optimizer fibergen build wrote into dir
@@ -47,7 +48,8 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 		return fmt.Errorf("fibergen: open options: %w", e)
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
-		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain})
+		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain,
+		AllowUnstable: opts.AllowUnstable})
 	if e != nil {
 		return e
 	}

@@ -71,11 +71,22 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 		Consts: map[Expr]float64{},
 	}}
 	c.checkOptimizer()
+	c.checkLimits()
 	c.declareHypers()
 	c.declareStates()
 	c.checkObserve()
 	c.checkStep()
 	return c.info, c.errs
+}
+
+// checkLimits reports a file past MaxStates or MaxStatements.
+func (c *checker) checkLimits() {
+	if len(c.f.States) > MaxStates {
+		c.errorf(c.f.States[MaxStates].Keyword, "more than %d states: each is a parameter of the kernels, and CUDA limits a kernel's parameters to 4 KiB", MaxStates)
+	}
+	if c.f.Step != nil && len(c.f.Step.Body) > MaxStatements {
+		c.errorf(c.f.Step.Body[MaxStatements].LHS.NamePos, "more than %d statements in step", MaxStatements)
+	}
 }
 
 // Parse parses and checks src in one call; the errors of both phases are
@@ -84,6 +95,9 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 // errors and the whole-block checks (never updated, never used).
 func Parse(filename string, src []byte) (*File, *Info, ErrorList) {
 	f, errs := parse(filename, src)
+	if len(src) > MaxSourceBytes {
+		return f, &Info{}, errs // not parsed: nothing to check
+	}
 	info, cerrs := check(f, len(errs) > 0)
 	syntax := map[int]bool{}
 	for _, e := range errs {

@@ -182,3 +182,47 @@ func TestNestingLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestLimits: a file past a limit of docs/dsl.md is one clear error at the
+// first thing past it; a file at the limit checks.
+func TestLimits(t *testing.T) {
+	states := func(n int) string {
+		var b strings.Builder
+		b.WriteString("optimizer x\n")
+		for i := range n {
+			fmt.Fprintf(&b, "state s%d = 0\n", i)
+		}
+		b.WriteString("step {\n")
+		for i := range n {
+			fmt.Fprintf(&b, "\ts%d = s%d + g\n", i, i)
+		}
+		b.WriteString("\ttheta = theta\n}\n")
+		return b.String()
+	}
+	statements := func(n int) string {
+		var b strings.Builder
+		b.WriteString("optimizer x\nstep {\n\tx0 = g\n")
+		for i := 1; i < n; i++ {
+			fmt.Fprintf(&b, "\tx%d = x%d * 2\n", i, i-1)
+		}
+		fmt.Fprintf(&b, "\ttheta = theta - x%d\n}\n", n-1)
+		return b.String()
+	}
+	for _, c := range []struct {
+		name, src, want string
+	}{
+		{"states at the limit", states(dsl.MaxStates), ""},
+		{"states past the limit", states(dsl.MaxStates + 1), "x.dsl:258:1: more than 256 states: each is a parameter of the kernels, and CUDA limits a kernel's parameters to 4 KiB"},
+		{"statements at the limit", statements(dsl.MaxStatements - 1), ""},
+		{"statements past the limit", statements(dsl.MaxStatements), fmt.Sprintf("x.dsl:%d:2: more than %d statements in step", 3+dsl.MaxStatements, dsl.MaxStatements)},
+		{"file past the limit", "optimizer x\n" + strings.Repeat("#", dsl.MaxSourceBytes), "x.dsl:1:1: the file is 1048588 bytes; fibergen reads at most 1048576 (1 MiB)"},
+	} {
+		_, _, errs := dsl.Parse("x.dsl", []byte(c.src))
+		switch {
+		case c.want == "" && len(errs) > 0:
+			t.Errorf("%s: %v", c.name, errs)
+		case c.want != "" && (len(errs) != 1 || errs[0].Error() != c.want):
+			t.Errorf("%s: %v, want %s", c.name, errs, c.want)
+		}
+	}
+}

@@ -8,6 +8,18 @@ import (
 // maxDepth bounds expression nesting so that no input can exhaust the stack.
 const maxDepth = 200
 
+// The limits of a .dsl file (docs/dsl.md, "Limits"): each keeps checking
+// and building it within seconds and a few hundred MB.
+const (
+	// MaxSourceBytes bounds the file.
+	MaxSourceBytes = 1 << 20
+	// MaxStates bounds the states: each is a parameter of the kernels,
+	// whose parameters CUDA limits to 4 KiB.
+	MaxStates = 256
+	// MaxStatements bounds the statements of step.
+	MaxStatements = 1024
+)
+
 // ParseFile parses the source of one .dsl file. It always returns a *File,
 // possibly partial; the ErrorList (normalized) says what was wrong.
 func ParseFile(filename string, src []byte) (*File, ErrorList) {
@@ -39,6 +51,10 @@ func ParseExpr(src string) (Expr, error) {
 // parse is ParseFile without the normalization of the errors.
 func parse(filename string, src []byte) (*File, ErrorList) {
 	p := &parser{f: &File{Filename: filename, Src: src}}
+	if len(src) > MaxSourceBytes {
+		p.errs.Addf(Pos{Filename: filename, Line: 1, Column: 1}, "the file is %d bytes; fibergen reads at most %d (1 MiB)", len(src), MaxSourceBytes)
+		return p.f, p.errs
+	}
 	p.s = newScanner(filename, src, &p.errs)
 	p.next()
 	p.parseFile()

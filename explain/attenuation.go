@@ -59,7 +59,7 @@ func attenuationInfo(fn *ir.Func, g *noise.Gain, h []float64) *Attenuation {
 	syms := g.Symbols
 	at := g.At(fn, h)
 	a := &Attenuation{Stable: at.Stable, Method: "symbolic", States: g.Model.States, M: fracMatrix(g.Model.M, syms),
-		B: fracRow(g.Model.B, syms), StableWhere: lower.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: fn.Filter(g.Model.State) != nil}
+		B: fracRow(g.Model.B, syms), StableWhere: lower.ConditionStrings(g.Conditions, syms), StabilityNote: g.StabilityNote, Used: named(fn, g.Model.State)}
 	if x := lower.ClosedForm(g); x != nil {
 		s := dsl.ExprString(x)
 		a.Expr, a.Sigma = &s, fracMatrix(g.Sigma, syms)
@@ -150,4 +150,11 @@ func matrixString(m [][]string) string {
 		rows[i] = "[" + strings.Join(r, ", ") + "]"
 	}
 	return "[" + strings.Join(rows, ", ") + "]"
+}
+
+// named reports whether attenuation or attenuation_t names state s: its
+// filter is not one checked only for growth.
+func named(fn *ir.Func, s string) bool {
+	fl := fn.Filter(s)
+	return fl != nil && !fl.Bounded
 }

@@ -1,9 +1,9 @@
 package ir
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fibergen/fibergen/gain"
@@ -35,14 +35,37 @@ func (f *Func) CheckStability(h []float64) error {
 func (f *Func) CheckFilter(fl *Filter, h []float64) error {
 	m, _ := f.FilterValues(fl, h)
 	rho := gain.SpectralRadius(m, len(fl.States))
-	if rho < 1 {
+	if fl.Stable(rho) {
 		return nil
 	}
-	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %.6g, not below 1", fl.State, f.settingOf(fl.Model, h), rho)
+	return fmt.Errorf(fl.UnstableFormat(f.settingOf(fl.Model, h)), rho)
+}
+
+// MaxBoundedRadius is the largest spectral radius of a Bounded filter: 1,
+// up to the rounding of its computation.
+const MaxBoundedRadius = 1 + 1e-9
+
+// Stable reports whether spectral radius rho is acceptable for fl: below 1
+// for a filter that attenuation names (its noise must reach a steady
+// state), at most 1 for a Bounded one (it must not grow without bound).
+func (fl *Filter) Stable(rho float64) bool {
+	if fl.Bounded {
+		return rho <= MaxBoundedRadius
+	}
+	return rho < 1
+}
+
+// UnstableFormat is the message of fl unstable at setting, with a %.6g
+// verb for the spectral radius: CheckFilter's and the generated packages'.
+func (fl *Filter) UnstableFormat(setting string) string {
+	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, not below 1", fl.State, setting)
+	if fl.Bounded {
+		msg = fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, above 1, so %s grows without bound", fl.State, setting, fl.State)
+	}
 	if len(fl.Stability) > 0 {
 		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"
 	}
-	return errors.New(msg)
+	return msg
 }
 
 // settingOf prints the hypers block b reads, with their values in h.
@@ -60,4 +83,12 @@ func (f *Func) settingOf(b *Block, h []float64) string {
 		return "every hyper setting"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DropBoundedFilters removes the Bounded filters, whose checks refuse a
+// state that grows without bound: for a researcher who opts in to it
+// (--allow-unstable, runtime Options.AllowUnstable). The filters that
+// attenuation needs stay.
+func (f *Func) DropBoundedFilters() {
+	f.Filters = slices.DeleteFunc(f.Filters, func(fl *Filter) bool { return fl.Bounded })
 }

@@ -173,6 +173,10 @@ type Filter struct {
 	// Stability holds the conditions, "… > 0", under which M is stable,
 	// where fibergen could derive them (see Gain.Stability).
 	Stability []string
+	// Bounded marks the filter of a state that no attenuation names: it is
+	// checked only for growth, so a spectral radius of exactly 1 (an
+	// accumulator s = s + g, θ's own update) stays legal (Filter.Stable).
+	Bounded bool
 }
 
 // Blocks returns the function's blocks.

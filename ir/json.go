@@ -67,6 +67,7 @@ type filterJSON struct {
 	Model     *blockJSON `json:"model"`
 	Expr      string     `json:"expr,omitempty"`
 	Stability []string   `json:"stability,omitempty"`
+	Bounded   bool       `json:"bounded,omitempty"`
 }
 
 // jsonFloat is a float64 that JSON carries as a number when finite and as
@@ -103,7 +104,7 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	}
 	for _, fl := range f.Filters {
 		j.Filters = append(j.Filters, filterJSON{State: fl.State, States: fl.States, Target: fl.Target,
-			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability})
+			Model: encodeBlock(fl.Model), Expr: fl.Expr, Stability: fl.Stability, Bounded: fl.Bounded})
 	}
 	for _, d := range f.Diags {
 		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
@@ -200,7 +201,7 @@ func (f *Func) decodeFilters(filters []filterJSON) error {
 			return fmt.Errorf("ir: filter of %s: target %d out of range", fj.State, fj.Target)
 		}
 		f.Filters = append(f.Filters, &Filter{State: fj.State, States: fj.States, Target: fj.Target,
-			Model: model, Expr: fj.Expr, Stability: fj.Stability})
+			Model: model, Expr: fj.Expr, Stability: fj.Stability, Bounded: fj.Bounded})
 	}
 	return nil
 }

@@ -63,6 +63,12 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 		l.errs.Addf(call.Pos(), "%s(%s): %v", call.Fun.Name, s, err)
 		return nil, nil
 	}
+	closed := ClosedForm(gain)
+	if k := len(gain.Model.States); call.Fun.Name == "attenuation" && closed == nil && k > MaxNumericFilterStates {
+		l.errs.Addf(call.Pos(), "%s(%s): its filter has %d states and no closed form; the host solves it exactly, at a cost that grows as the "+
+			"sixth power of the states (20 states take a second, 30 ten), so at most %d", call.Fun.Name, s, k, MaxNumericFilterStates)
+		return nil, nil
+	}
 	fl := fn.Filter(s)
 	if fl == nil {
 		fl = l.newFilter(fn, gain)
@@ -70,8 +76,13 @@ func (l *lowerer) filter(fn *ir.Func, s string, call *dsl.CallExpr) (*ir.Filter,
 			l.errs.Addf(call.Pos(), "%s(%s) at the defaults: %v", call.Fun.Name, s, err)
 		}
 	}
-	return fl, ClosedForm(gain)
+	return fl, closed
 }
+
+// MaxNumericFilterStates bounds the filter of attenuation(s) without a
+// closed form, which the host solves exactly (gain.SteadyGain) at every
+// hyper setting: 16 states take 0.3 s.
+const MaxNumericFilterStates = 16
 
 // solved is the outcome of solving one state's noise model.
 type solved struct {
@@ -100,20 +111,67 @@ func (l *lowerer) gain(fn *ir.Func, s string) (*noise.Gain, error) {
 
 // newFilter adds the Filter of a solved model to fn.
 func (l *lowerer) newFilter(fn *ir.Func, g *noise.Gain) *ir.Filter {
-	m := g.Model
-	fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Model: &ir.Block{Name: "filter_" + m.State, Kind: ir.ModelBlock}, Stability: ConditionStrings(g.Conditions, g.Symbols)}
+	fl := l.addFilter(fn, g.Model, g.Symbols)
+	fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
 	if x := ClosedForm(g); x != nil {
 		fl.Expr = dsl.ExprString(x)
 	}
+	return fl
+}
+
+// addFilter adds to fn the Filter of model m, whose fractions are in
+// symbols.
+func (l *lowerer) addFilter(fn *ir.Func, m *noise.Model, symbols []*ir.Value) *ir.Filter {
+	fl := &ir.Filter{State: m.State, States: m.States, Target: m.Target, Model: &ir.Block{Name: "filter_" + m.State, Kind: ir.ModelBlock}}
 	names := fl.EntryNames()
 	entries := slices.Concat(slices.Concat(m.M...), m.B)
 	for i, e := range entries {
-		v := l.lowerUniform(fl.Model, FracExpr(e, g.Symbols))
+		v := l.lowerUniform(fl.Model, FracExpr(e, symbols))
 		s := fl.Model.NewValue(ir.OpStore, ir.None, true, v)
 		s.Name = names[i]
 	}
 	fn.Filters = append(fn.Filters, fl)
 	return fl
+}
+
+// boundFilters gives every other state that the noise reaches linearly a
+// Bounded filter, checked at the defaults: a state such as c = rho*c + g
+// grows without bound at rho > 1, whether or not attenuation names it.
+// The stability region comes from solving the model where that is cheap.
+func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
+	for _, sn := range l.noise.States {
+		if sn.Model == nil || fn.Filter(sn.State) != nil {
+			continue
+		}
+		fl := l.addFilter(fn, sn.Model, l.noise.Symbols)
+		fl.Bounded = true
+		if len(sn.Model.States) <= maxRegionStates {
+			if g, err := l.gain(fn, sn.State); err == nil {
+				fl.Stability = ConditionStrings(g.Conditions, g.Symbols)
+				if x := ClosedForm(g); x != nil {
+					fl.Expr = dsl.ExprString(x)
+				}
+			}
+		}
+		// An unstable attenuation filter reported already says it.
+		if err := fn.CheckFilter(fl, fn.DefaultHypers()); err != nil && len(l.errs) == 0 {
+			l.errs.Addf(stateDecl(f, sn.State), "state %s at the defaults: %v", sn.State, err)
+		}
+	}
+}
+
+// maxRegionStates bounds the models boundFilters solves for their
+// stability region.
+const maxRegionStates = 4
+
+// stateDecl is the position of state s's declaration (theta: the step).
+func stateDecl(f *dsl.File, s string) dsl.Pos {
+	for _, d := range f.States {
+		if d.Name.Name == s {
+			return d.Name.NamePos
+		}
+	}
+	return f.Step.Keyword
 }
 
 // lowerUniform lowers an expression of hypers and constants into b.

@@ -57,4 +57,9 @@ func ExampleBuild() {
 	//   v %10:f32 = mul %3, %7
 	//   v %11:f32 = sub %9, %10
 	//   v store theta, %11
+	// filter_v:
+	//   u %0:f64 = hyper mu
+	//   u %1:f64 = const 1
+	//   u store m_0_0, %0
+	//   u store b_0, %1
 }

@@ -36,6 +36,7 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	}
 	if l.err == nil {
 		l.resolveAttenuation(fn)
+		l.boundFilters(fn, f)
 		fn.Diags = l.lowerDiagnostics(f, fn)
 	}
 	switch {

@@ -268,3 +268,85 @@ func TestBuildNonFiniteDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildLimits: attenuation of a filter past MaxNumericFilterStates
+// without a closed form, and of a state whose coefficient grows past
+// noise.MaxCoefBits, are errors at the call, found in milliseconds.
+func TestBuildLimits(t *testing.T) {
+	emaChain := func(k int) string {
+		var b strings.Builder
+		b.WriteString("optimizer x\nhyper b = 0.5 in (0, 1)\n")
+		for i := range k {
+			b.WriteString("state e" + strconv.Itoa(i) + " = 0\n")
+		}
+		b.WriteString("step {\n\te0 = b * e0 + (1 - b) * g\n")
+		for i := 1; i < k; i++ {
+			b.WriteString("\te" + strconv.Itoa(i) + " = b * e" + strconv.Itoa(i) + " + (1 - b) * e" + strconv.Itoa(i-1) + "\n")
+		}
+		b.WriteString("\ttheta = theta - 0.1 * (e" + strconv.Itoa(k-1) + " - attenuation(e" + strconv.Itoa(k-1) + ") * sigma_w2)\n}\n")
+		return b.String()
+	}
+	productChain := "optimizer x\nstate s = 0\nstep {\n\tx0 = g\n" + func() string {
+		var b strings.Builder
+		for i := 1; i < 1000; i++ {
+			b.WriteString("\tx" + strconv.Itoa(i) + " = x" + strconv.Itoa(i-1) + " * 1.0001\n")
+		}
+		return b.String()
+	}() + "\ts = 0.5 * s + x999\n\ttheta = theta - attenuation(s) * sigma_w2\n}\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"16 states", emaChain(lower.MaxNumericFilterStates), ""},
+		{"17 states", emaChain(lower.MaxNumericFilterStates + 1), "its filter has 17 states and no closed form"},
+		{"a coefficient of 1.0001^999", productChain, "has grown past 4096 bits of exact arithmetic"},
+	} {
+		f, info, errs := dsl.Parse("x.dsl", []byte(c.src))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", c.name, errs)
+		}
+		_, _, err := lower.Build(f, info)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want …%s…", c.name, err, c.want)
+		}
+	}
+}
+
+// TestBoundedFilters: every state the noise reaches linearly gets a filter
+// checked for growth — an accumulator (radius 1) is legal, c = rho*c + g at
+// rho > 1 is an error at its declaration at the defaults — and a state
+// that attenuation names keeps its stricter filter.
+func TestBoundedFilters(t *testing.T) {
+	src := func(rho string) string {
+		return "optimizer x\nhyper rho = " + rho + "\nstate c = 0\nstate s = 0\nstep {\n\tc = rho * c + g\n\ts = s + g\n\ttheta = theta - 0.1 * c\n}\n"
+	}
+	f, info, errs := dsl.Parse("x.dsl", []byte(src("0.9")))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	fn, _, err := lower.Build(f, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"c", "s"} {
+		if fl := fn.Filter(s); fl == nil || !fl.Bounded {
+			t.Errorf("state %s: filter %+v, want a bounded one", s, fl)
+		}
+	}
+	if err := fn.CheckStability([]float64{1.2}); err == nil ||
+		err.Error() != "the filter of state c is unstable at rho=1.2: its spectral radius is 1.2, above 1, so c grows without bound (it is stable where 1 - rho > 0 and 1 + rho > 0)" {
+		t.Errorf("rho = 1.2: %v", err)
+	}
+	if err := fn.CheckStability([]float64{1}); err != nil {
+		t.Errorf("rho = 1, a radius of exactly 1: %v", err)
+	}
+	fn.DropBoundedFilters()
+	if err := fn.CheckStability([]float64{1.2}); err != nil || len(fn.Filters) != 0 {
+		t.Errorf("without the bounded filters: %v, %d filters", err, len(fn.Filters))
+	}
+
+	f, info, _ = dsl.Parse("x.dsl", []byte(src("1.2")))
+	if _, _, err := lower.Build(f, info); err == nil || !strings.HasPrefix(err.Error(), "x.dsl:3:7: state c at the defaults: the filter of state c is unstable at rho=1.2") {
+		t.Errorf("an unstable default: %v", err)
+	}
+}

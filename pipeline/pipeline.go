@@ -32,10 +32,11 @@ type Unit struct {
 	Manifest  []byte          // generated/<name>/<name>.json (package manifest)
 }
 
-// Compile builds src, read from path. A non-empty ErrorList holds the
-// positioned diagnostics of the source; err is a failure after checking (a
-// name that Go cannot take, or a bug in fibergen).
-func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
+// Check runs the phases up to the optimized IR — parse and check, lower
+// and optimize, the checks at the default hypers — without generating
+// code: what `fibergen check` reports, in time and memory that grow with
+// the source. Its Unit has no GoCode, Module or Manifest.
+func Check(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	f, info, errs := dsl.Parse(path, src)
 	if len(errs) > 0 {
 		return nil, errs, nil
@@ -47,6 +48,17 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 			return nil, el, nil
 		}
 		return nil, nil, err
+	}
+	return u, nil, nil
+}
+
+// Compile builds src, read from path. A non-empty ErrorList holds the
+// positioned diagnostics of the source; err is a failure after checking (a
+// name that Go cannot take, or a bug in fibergen).
+func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
+	u, errs, err := Check(path, src)
+	if u == nil {
+		return nil, errs, err
 	}
 	u.GoCode, err = gogen.Generate(u.Func, gogen.Options{Source: filepath.Base(path), DSL: u.Canonical})
 	if err != nil {

@@ -72,6 +72,12 @@ type Options struct {
 	// gradients. It is for a trainer that knows the earlier resume
 	// released nothing, and for tests; Load then writes no record.
 	AllowResumeAgain bool
+	// AllowUnstable lets the hypers make a state grow without bound — a
+	// filter such as c = rho*c + g at rho > 1, which SetHyper and Step
+	// otherwise refuse with its spectral radius and stability region — for
+	// a researcher who studies it. The filters that attenuation needs must
+	// stay stable whatever this says.
+	AllowUnstable bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -237,6 +243,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	if opts.AllowUnstable {
+		fn.DropBoundedFilters()
+	}
 	p, err := interp.New(fn)
 	if err != nil {
 		return nil, err
@@ -376,6 +385,9 @@ func (o *Optimizer) Attenuations() []Attenuation {
 	defer o.lock()()
 	out := make([]Attenuation, 0, len(o.prog.Func.Filters))
 	for _, fl := range o.prog.Func.Filters {
+		if fl.Bounded { // checked for growth only: no attenuation names it
+			continue
+		}
 		steady, finite, _ := o.prog.Attenuation(fl.State, o.hypers, o.t-1)
 		out = append(out, Attenuation{State: fl.State, Steady: steady, Finite: finite})
 	}

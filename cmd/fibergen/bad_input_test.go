@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,6 +108,8 @@ var badCases = []badCase{
 	{name: "run infinite observation weight", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set gamma=1e-320 --allow-extrapolation", code: 1, msg: `^fibergen run: observe two_point: a = \(1 - kappa\) / \(kappa \* gamma\) is \+Inf at kappa=0.6, gamma=1e-320, step 0: the observation's arguments must be finite`},
 	{name: "explain infinite host value", args: "explain $D/fiber.dsl --set lr=1e308 --set wd=1e308", code: 1, msg: `^fibergen explain: the host value S\d+ = 1 - lr \* wd is -Inf at .*lr=1e\+308.*: it must be finite`},
 	{name: "run infinite host value", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set lr=1e308 --set wd=1e308", code: 1, msg: `the host value S\d+ = 1 - lr \* wd is -Inf at .*: it must be finite`},
+	{name: "run unstable state", args: "run $D/rho.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --set rho=1.2", code: 1, msg: `^fibergen run: the filter of state c is unstable at rho=1.2: its spectral radius is 1.2, above 1, so c grows without bound \(it is stable where 1 - rho > 0 and 1 \+ rho > 0\)`},
+	{name: "explain unstable state", args: "explain $D/rho.dsl --set rho=-1.5", code: 1, msg: `^fibergen explain: the filter of state c is unstable at rho=-1.5: its spectral radius is 1.5, above 1, so c grows without bound`},
 	{name: "run malformed setting", args: "$RUN --set lr=1,2", code: 1, msg: `malformed setting "lr=1,2"`},
 
 	// Bad .npy inputs.
@@ -275,5 +278,18 @@ func checkDiagnostics(t *testing.T, stderr string) {
 			t.Errorf("caret past the end of the source line:\n%s", m[0])
 		}
 		rest = rest[len(m[0]):]
+	}
+}
+
+// TestAllowUnstable: --allow-unstable runs what it would otherwise refuse.
+func TestAllowUnstable(t *testing.T) {
+	dir := fixtureFiles(t)
+	args := expandArgs("run $D/rho.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --set rho=1.2 --allow-unstable", dir, filepath.Join(dir, "out"))
+	var out, errb bytes.Buffer
+	if code := Main(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if code := Main([]string{"explain", filepath.Join(dir, "rho.dsl"), "--set", "rho=1.2", "--allow-unstable"}, &out, &errb); code != 0 {
+		t.Errorf("explain: exit %d: %s", code, errb.String())
 	}
 }

@@ -26,7 +26,7 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	case *out == "":
 		return usageError(stderr, "build", "-o needs a directory")
 	}
-	units, ok := compileAll(files, stderr)
+	units, ok := compileAll(files, stderr, compileFile)
 	if !ok {
 		return 1
 	}
@@ -105,12 +105,12 @@ func checkOutPath(out, file string) error {
 
 // compileAll compiles every file; it fails if any file has an error or two
 // files declare the same optimizer, before anything is written.
-func compileAll(files []string, stderr io.Writer) ([]*pipeline.Unit, bool) {
+func compileAll(files []string, stderr io.Writer, compile func(string, io.Writer) *pipeline.Unit) ([]*pipeline.Unit, bool) {
 	var units []*pipeline.Unit
 	seen := map[string]string{}
 	ok := true
 	for _, path := range files {
-		u := compileFile(path, stderr)
+		u := compile(path, stderr)
 		switch {
 		case u == nil:
 			ok = false
@@ -147,8 +147,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	case len(files) == 0:
 		return usageError(stderr, "check", "no .dsl files given")
 	}
-	units, ok := compileAll(files, stderr)
-	for _, u := range units { // each file that checks, whatever the others do
+	units, ok := compileAll(files, stderr, checkFile) // no code generated
+	for _, u := range units {                         // each file that checks, whatever the others do
 		fmt.Fprintf(stdout, "%s: ok\n", u.Path)
 	}
 	if !ok {

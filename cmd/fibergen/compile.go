@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
 )
@@ -13,22 +14,36 @@ import (
 // compileFile reads and compiles path. Diagnostics go to stderr (with
 // carets); it returns nil if there were any.
 func compileFile(path string, stderr io.Writer) *pipeline.Unit {
-	u, errs, text := compileDiagnosed(path)
+	return diagnose(path, stderr, pipeline.Compile)
+}
+
+// checkFile is compileFile without code generation (pipeline.Check).
+func checkFile(path string, stderr io.Writer) *pipeline.Unit {
+	return diagnose(path, stderr, pipeline.Check)
+}
+
+// diagnose reads path and runs phases on it, printing its diagnostics to
+// stderr; it returns nil if there were any.
+func diagnose(path string, stderr io.Writer, phases phases) *pipeline.Unit {
+	u, errs, text := compileDiagnosed(path, phases)
 	if errs != nil {
 		io.WriteString(stderr, text)
 	}
 	return u
 }
 
+// phases is pipeline.Compile or pipeline.Check.
+type phases func(path string, src []byte) (*pipeline.Unit, dsl.ErrorList, error)
+
 // compileDiagnosed reads and compiles path: the unit, or its errors one line
 // each ("file:line:col: message") and in full as compileFile prints them.
-func compileDiagnosed(path string) (u *pipeline.Unit, errs []string, text string) {
+func compileDiagnosed(path string, phases phases) (u *pipeline.Unit, errs []string, text string) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		msg := fmt.Sprintf("fibergen: cannot read %s: %v", path, fileout.RootCause(err))
 		return nil, []string{msg}, msg + "\n"
 	}
-	u, list, err := pipeline.Compile(path, src)
+	u, list, err := phases(path, src)
 	switch {
 	case len(list) > 0:
 		var b strings.Builder

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/fibergen/fibergen/explain"
+	"github.com/fibergen/fibergen/pipeline"
 )
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
@@ -14,6 +15,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	var sets setsFlag
 	fs.Var(&sets, "set", "override a hyper: name=value (repeatable)")
+	unstable := fs.Bool("allow-unstable", false, "allow hypers at which a state grows without bound")
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
 	case !ok:
@@ -21,13 +23,16 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case len(files) != 1:
 		return usageError(stderr, "explain", "want exactly one .dsl file, got %d", len(files))
 	}
-	u, errs, text := compileDiagnosed(files[0])
+	u, errs, text := compileDiagnosed(files[0], pipeline.Check) // explain needs no code
 	if u == nil {
 		io.WriteString(stderr, text)
 		if *asJSON {
 			return jsonErrors(stdout, stderr, errs)
 		}
 		return 1
+	}
+	if *unstable {
+		u.Func.DropBoundedFilters()
 	}
 	x, err := explain.Describe(u, sets)
 	if err != nil {

@@ -10,10 +10,10 @@
 //
 //	fibergen build FILE... [-o DIR]
 //	fibergen check FILE...
-//	fibergen explain FILE [--ir] [--json] [--set name=value ...]
+//	fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-//	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+//	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
 //	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
 //	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
@@ -41,10 +41,10 @@ import (
 const usage = `usage:
   fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
   fibergen check FILE...                 report errors; exit 1 if there are any
-  fibergen explain FILE [--ir] [--json] [--set name=value ...]
+  fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
-          [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--lookahead-out LA.npy]
+          [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
   fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
   fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]

@@ -26,6 +26,7 @@ type runOptions struct {
 	seed              uintFlag
 	seedSet           bool
 	extrapolate       bool
+	unstable          bool      // --allow-unstable
 	diagnostics       bool      // --diagnostics: print clamp_mass after every step
 	stdout            io.Writer // where --diagnostics prints
 	stderr            io.Writer
@@ -45,6 +46,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
 	fs.StringVar(&o.backend, "backend", "go", "go (the reference), cpu (the host kernel, built with LLVM) or ptxsim (the PTX kernel on the PTX simulator)")
 	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
+	fs.BoolVar(&o.unstable, "allow-unstable", false, "allow hypers at which a state grows without bound (a filter of spectral radius above 1)")
 	fs.BoolVar(&o.diagnostics, "diagnostics", false, "print clamp_mass after every step (the .dsl must declare it)")
 	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
 	fs.StringVar(&o.ex.lookahead, "lookahead-grads", "", "two_point: per-example gradients at the look-ahead point, float32 [T, B, n] .npy")
@@ -103,12 +105,15 @@ type runArrays struct {
 // through the runtime, as a trainer would; no output is written unless
 // every step ran.
 func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
+	if o.unstable {
+		u.Func.DropBoundedFilters()
+	}
 	in, err := o.check(u)
 	if err != nil {
 		return err
 	}
 	// The run checked the observation of every step, naming its own flag.
-	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true})
+	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true, AllowUnstable: o.unstable})
 	if err != nil {
 		return err
 	}

@@ -204,14 +204,15 @@ func (g *generator) settingFormat(b *ir.Block) (string, []jen.Code) {
 // ir.Func.CheckStability.
 func (g *generator) stabilityCheck(fl *ir.Filter) []jen.Code {
 	setting, args := g.settingFormat(fl.Model)
-	msg := fmt.Sprintf("the filter of state %s is unstable at %s: its spectral radius is %%.6g, not below 1", fl.State, setting)
-	if len(fl.Stability) > 0 {
-		msg += " (it is stable where " + strings.Join(fl.Stability, " and ") + ")"
-	}
+	msg := fl.UnstableFormat(setting)
 	m, rho := jen.Id("m"+exportedName(fl.State)), jen.Id("rho")
+	stable := rho.Clone().Op("<").Lit(1)
+	if fl.Bounded {
+		stable = rho.Clone().Op("<=").Lit(ir.MaxBoundedRadius)
+	}
 	return []jen.Code{
 		jen.List(m, jen.Id("_"), jen.Id("_")).Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")),
-		jen.If(rho.Clone().Op(":=").Id("spectralRadius").Call(m, jen.Lit(len(fl.States))), jen.Op("!").Parens(rho.Clone().Op("<").Lit(1))).Block(
+		jen.If(rho.Clone().Op(":=").Id("spectralRadius").Call(m, jen.Lit(len(fl.States))), jen.Op("!").Parens(stable)).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...))),
 	}
 }

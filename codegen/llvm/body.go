@@ -25,7 +25,11 @@ func (k *kernel) emitBody() error {
 	for range k.stored {
 		fields = append(fields, f32)
 	}
-	f, b := newHelper(k.m, k.Name+"_body", types.NewStruct(fields...), params...)
+	// A named type: every insertvalue and extractvalue names it instead of
+	// spelling out one field per stored buffer, so that the module's text
+	// grows linearly with the states, not with their square.
+	stored := k.m.NewTypeDef(k.Name+".stored", types.NewStruct(fields...))
+	f, b := newHelper(k.m, k.Name+"_body", stored, params...)
 	k.body = f
 	vals := map[*ir.Value]value.Value{}
 	for i, s := range k.scalars {

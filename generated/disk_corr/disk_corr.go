@@ -879,11 +879,29 @@ func filterGt(h Hypers) (m, b []float64, target int) {
 	return []float64{u2}, []float64{u1}, 0
 }
 
+// filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (gt, m), M 2×2 row major, and the index of m in z.
+func filterM(h Hypers) (m, b []float64, target int) {
+	u1 := h.Kappa
+	u2 := float64(1.0 - u1)
+	u9 := h.Beta1
+	u10 := float64(u2 - u9)
+	u13 := float64(u1 * u9)
+	u14 := float64(u10 + u13)
+	u23 := float64(1.0 - u9)
+	u24 := float64(u1 * u23)
+	return []float64{u2, 0.0, u14, u9}, []float64{u1, u24}, 1
+}
+
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
 	mGt, _, _ := filterGt(h)
 	if rho := spectralRadius(mGt, 1); !(rho < 1) {
 		return fmt.Errorf("the filter of state gt is unstable at kappa=%v: its spectral radius is %.6g, not below 1 (it is stable where kappa > 0 and 2 - kappa > 0)", h.Kappa, rho)
+	}
+	mM, _, _ := filterM(h)
+	if rho := spectralRadius(mM, 2); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m is unstable at beta1=%v, kappa=%v: its spectral radius is %.6g, above 1, so m grows without bound (it is stable where kappa > 0 and 2 - kappa > 0 and 1 - beta1 > 0 and 1 + beta1 > 0)", h.Beta1, h.Kappa, rho)
 	}
 	return nil
 }

@@ -100,13 +100,15 @@ func (h *Hypers) Set(name string, value float64) error {
 }
 
 // Validate checks every hyper against its range.
+// It also checks that the filter of every state that attenuation or
+// attenuation_t names is stable: spectral radius below 1.
 func (h Hypers) Validate() error {
 	for _, f := range h.fields() {
 		if err := f.check(*f.ptr); err != nil {
 			return err
 		}
 	}
-	return nil
+	return h.checkFilters()
 }
 
 // check reports a value that is not finite or lies outside the hyper's range.
@@ -771,6 +773,75 @@ func Privatize(out, cur, look []float32, rows int, divisor float32, a, clip floa
 	}
 	PrivatizeSum(out, cur, look, scales, n, a32, b32, divisor, 0, n)
 	return -1
+}
+
+// filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
+// with z = (m), M 1×1 row major, and the index of m in z.
+func filterM(h Hypers) (m, b []float64, target int) {
+	u0 := h.Beta1
+	u4 := float64(1.0 - u0)
+	return []float64{u0}, []float64{u4}, 0
+}
+
+// checkFilters reports a filter that is not stable at hypers h.
+func (h Hypers) checkFilters() error {
+	mM, _, _ := filterM(h)
+	if rho := spectralRadius(mM, 1); !(rho <= 1.000000001) {
+		return fmt.Errorf("the filter of state m is unstable at beta1=%v: its spectral radius is %.6g, above 1, so m grows without bound (it is stable where 1 - beta1 > 0 and 1 + beta1 > 0)", h.Beta1, rho)
+	}
+	return nil
+}
+
+// spectralRadius returns the spectral radius of the k×k matrix m (row
+// major) by Gelfand's formula ρ = lim ‖M^n‖^(1/n) along n = 2^j, squaring
+// a copy scaled to max-norm 1 and keeping the logarithm of the scale. After
+// 64 squarings the estimate is within a few ulps for a diagonalizable M.
+// A repeated eigenvalue in a Jordan block of size s is split by rounding,
+// which limits the accuracy to about the s-th root of the rounding error
+// (2e-6 relative for a double pole of a companion matrix, 2e-3 for a triple
+// one); the split eigenvalues surround the true one, so the estimate errs
+// upward, toward instability. Where rounding makes a power of such a matrix
+// vanish exactly (a double pole at a power of two in companion form), later
+// than any nilpotent k×k matrix could, the estimate of the last nonzero
+// power stands. NaN or infinite entries give NaN or +Inf.
+func spectralRadius(m []float64, k int) float64 {
+	a := append([]float64(nil), m...)
+	logScale, est := 0.0, 0.0
+	for j := 0; j < 64; j++ {
+		n := 0.0
+		for _, x := range a {
+			n = math.Max(n, math.Abs(x))
+		}
+		if n == 0 && j > 0 && 1<<(j-1) >= k {
+			return est // rounding cancelled a Jordan block: M^k ≠ 0 was seen
+		}
+		if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+			return n
+		}
+		for i := range a {
+			a[i] = a[i] / n
+		}
+		logScale = logScale + math.Log(n)
+		est = math.Exp(math.Ldexp(logScale, -j))
+		a = squareMatrix(a, k)
+		logScale = 2 * logScale
+	}
+	return est
+}
+
+// squareMatrix returns a·a for a k×k row-major matrix, summing in index order.
+func squareMatrix(a []float64, k int) []float64 {
+	out := make([]float64, k*k)
+	for i := 0; i < k; i++ {
+		for j := 0; j < k; j++ {
+			s := 0.0
+			for l := 0; l < k; l++ {
+				s = s + float64(a[i*k+l]*a[l*k+j])
+			}
+			out[i*k+j] = s
+		}
+	}
+	return out
 }
 
 // ClampMass computes the chunk partials of the clamp_mass diagnostic, `diagnostic clamp_mass(mhat, vbar)`,

@@ -162,26 +162,23 @@ var errorText = map[uint32][2]string{
 	cudadrv.CodeNotSupported:         {"CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 }
 
-func (s *Sim) cuGetErrorName(code uint32, str **byte) uint32 {
-	t, ok := errorText[code]
-	if !ok {
-		return cudadrv.CodeInvalidValue
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	*str = s.cstring(t[0])
-	return 0
-}
+func (s *Sim) cuGetErrorName(code uint32, str **byte) uint32 { return s.describe(code, str, 0) }
 
-func (s *Sim) cuGetErrorString(code uint32, str **byte) uint32 {
+// cuGetErrorString describes a pending fault's code with the simulator's
+// message too.
+func (s *Sim) cuGetErrorString(code uint32, str **byte) uint32 { return s.describe(code, str, 1) }
+
+// describe stores in *str the name (part 0) or the message (part 1) of
+// code.
+func (s *Sim) describe(code uint32, str **byte, part int) uint32 {
 	t, ok := errorText[code]
 	if !ok {
 		return cudadrv.CodeInvalidValue
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	msg := t[1]
-	if code == s.faultCode && s.fault != nil {
+	msg := t[part]
+	if part == 1 && code == s.faultCode && s.fault != nil {
 		msg += ": " + s.fault.Error()
 	}
 	*str = s.cstring(msg)

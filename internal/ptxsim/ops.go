@@ -193,15 +193,10 @@ func (b *builder) binaryOp(p *parser, in rawInst, f []string, t ptype) func(x, y
 		if op := floatBinary(f[0], t.bits); op != nil {
 			return op
 		}
-	case 'p':
+	case 'p': // and, or, xor (binaryKinds) of 0 and 1
 		mods(p, in, f)
-		switch f[0] {
-		case "and":
-			return func(x, y uint64) uint64 { return x & y }
-		case "or":
-			return func(x, y uint64) uint64 { return x | y }
-		case "xor":
-			return func(x, y uint64) uint64 { return x ^ y }
+		if op := intBinary(f[0], t); op != nil {
+			return op
 		}
 	default:
 		if f[0] == "mul" {

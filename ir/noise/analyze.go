@@ -459,14 +459,28 @@ func addCoef(x, y coef) coef {
 	if m := firstMoving(x, y); m != "" {
 		return coef{moving: m}
 	}
-	return coef{f: x.f.Add(y.f)}
+	return bounded(coef{f: x.f.Add(y.f)})
 }
 
 func mulCoef(x, y coef) coef {
 	if m := firstMoving(x, y); m != "" {
 		return coef{moving: m}
 	}
-	return coef{f: x.f.Mul(y.f)}
+	return bounded(coef{f: x.f.Mul(y.f)})
+}
+
+// MaxCoefBits bounds the size of a coefficient in exact arithmetic (its
+// coefficients' bit lengths, poly.Frac.Bits): a longer chain of products,
+// as 10,000 statements x = x * 1.0001, would cost time quadratic in its
+// length. Past it, the coefficient counts as unknown, and an attenuation
+// that needs it is an error that says so.
+const MaxCoefBits = 4096
+
+func bounded(c coef) coef {
+	if c.moving == "" && c.f.Bits() > MaxCoefBits {
+		return coef{moving: fmt.Sprintf("has grown past %d bits of exact arithmetic (a long chain of products)", MaxCoefBits)}
+	}
+	return c
 }
 
 func invCoef(x coef) coef {

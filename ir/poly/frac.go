@@ -196,3 +196,15 @@ func (a Frac) String() string {
 	}
 	return num + "/" + den
 }
+
+// Bits is the size of f's coefficients: the sum of their bit lengths, in
+// numerator and denominator. Exact arithmetic costs grow with it.
+func (f Frac) Bits() int { return f.Num.bits() + f.Den.bits() }
+
+func (p Poly) bits() int {
+	n := 0
+	for _, t := range p.t {
+		n += t.c.BitLen()
+	}
+	return n
+}

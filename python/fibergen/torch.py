@@ -70,7 +70,8 @@ class Optimizer(torch.optim.Optimizer):
     two_point weight outside [0, 1]; ``allow_resume_again`` lets
     ``load_state_dict`` resume a state this process resumed before, which it
     otherwise refuses (two runs resumed from one state draw the same noise on
-    different gradients).
+    different gradients); ``allow_unstable`` permits hypers at which a state
+    grows without bound (a filter of spectral radius above 1).
 
     Before stepping, give the noise: ``set_dp`` (or ``set_budget``) for DP
     training, ``set_noise`` to replay a known σ_w². Each iteration then
@@ -81,7 +82,7 @@ class Optimizer(torch.optim.Optimizer):
 
     def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
-                 allow_resume_again: bool = False, **hypers: float):
+                 allow_resume_again: bool = False, allow_unstable: bool = False, **hypers: float):
         self._path = Path(path)
         if not self._path.is_dir():
             where = "" if self._path.is_absolute() else f" (relative to {Path.cwd()})"
@@ -90,7 +91,7 @@ class Optimizer(torch.optim.Optimizer):
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
         self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation,
-                      "allow_resume_again": allow_resume_again}
+                      "allow_resume_again": allow_resume_again, "allow_unstable": allow_unstable}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][2:]
