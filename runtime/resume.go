@@ -36,11 +36,10 @@ var resumed struct {
 // claimFile records the resume of the checkpoint data at path, or returns
 // the *loadError of ErrResumed when its marker already names data.
 func (o *Optimizer) claimFile(path string, data []byte) error {
-	sum := checkpointSum(data)
 	if o.opts.AllowResumeAgain {
 		return nil
 	}
-	marker := resumeMarker(path)
+	sum, marker := checkpointSum(data), resumeMarker(path)
 	if prev, err := os.ReadFile(marker); err == nil && strings.HasPrefix(string(prev), sum) {
 		return &loadError{path, ErrResumed, fmt.Sprintf("it was resumed before (%s: %s); a second resume would draw the noise of "+
 			"the steps after it again, on other gradients. If the first resume released nothing, delete %s or open with "+
