@@ -2,6 +2,7 @@ package lower
 
 import (
 	"errors"
+	"math"
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
@@ -29,6 +30,9 @@ func Build(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 // checkDefaults reports, at the state's initial value or at the step, a
 // value that is NaN or ±Inf at the default hypers (interp.CheckValues).
 func checkDefaults(f *dsl.File, fn *ir.Func) error {
+	if err := checkKernelConstants(f, fn); err != nil {
+		return err
+	}
 	p, err := interp.New(fn)
 	if err != nil {
 		return err
@@ -47,4 +51,20 @@ func checkDefaults(f *dsl.File, fn *ir.Func) error {
 	var errs dsl.ErrorList
 	errs.Addf(pos, "at the defaults: %v", err)
 	return errs
+}
+
+// checkKernelConstants reports a constant of the optimized step that is
+// finite in float64, as the checker requires, but not in float32, where it
+// meets a per-coordinate value (1e39 * g): the kernel would compute with
+// +Inf.
+func checkKernelConstants(f *dsl.File, fn *ir.Func) error {
+	for _, v := range fn.Step.Values {
+		if v.Op == ir.OpConst && v.Type == ir.F32 && (math.IsInf(v.Const, 0) || math.IsNaN(v.Const)) {
+			var errs dsl.ErrorList
+			errs.Addf(f.Step.Keyword, "a constant of the step is %v in float32, where it meets a per-coordinate value: "+
+				"constants must be finite in float32 there (at most 3.4028235e+38)", v.Const)
+			return errs
+		}
+	}
+	return nil
 }

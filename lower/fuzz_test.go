@@ -24,7 +24,7 @@ var fuzzSeeds = []string{
 	"optimizer a\nhyper kappa = 0.6 in (0, 1]\nobserve two_point(a = 1 - kappa, lookahead = kappa / (t + 1))\nstate m = kappa\nstep {\n\tm = kappa * m + g\n\ttheta = theta - m\n}\n",
 	"optimizer a\nhyper lr = 0.1\nstate m = 0\nstep {\n\tm = lr\n\ttheta = theta - m * g - (m + 1)\n}\n",
 	"optimizer a\nhyper lr = 0.1\nstep {\n\td = g / (sqrt(theta * theta) + 1e-8)\n\ttheta = theta - lr * d + (d * t) ** 0\n}\n",
-	"optimizer a\nstep {\n\ttheta = (1e300 * 1e3) * g + (0 - 0) * theta - 1e-46 + 1e39\n}\n",
+	"optimizer a\nstep {\n\ttheta = (1e30 * 1e3) * g + (0 - 0) * theta - 1e-46 + 1e38\n}\n",
 	"optimizer a\nhyper lr = 0.1\nstep {\n\ttheta = theta * min(abs(-lr), max(lr, t)) + -g\n}\n",
 	"optimizer a\nhyper lr = 0.1\nstep {\n\ttheta = g / (lr - lr) + sqrt(lr)\n}\n",
 	"optimizer a\nstep {\n\ttheta = g ** 64 - g ** -64\n}\n",

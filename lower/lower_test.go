@@ -350,3 +350,16 @@ func TestBoundedFilters(t *testing.T) {
 		t.Errorf("an unstable default: %v", err)
 	}
 }
+
+// TestBuildFloat32Overflow: a constant finite in float64 but not in
+// float32, where it meets a per-coordinate value, is an error at the step.
+func TestBuildFloat32Overflow(t *testing.T) {
+	f, info, errs := dsl.Parse("x.dsl", []byte("optimizer x\nstep {\n\ttheta = theta - 1e39 * g\n}\n"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_, _, err := lower.Build(f, info)
+	if err == nil || err.Error() != "x.dsl:2:1: a constant of the step is +Inf in float32, where it meets a per-coordinate value: constants must be finite in float32 there (at most 3.4028235e+38)" {
+		t.Errorf("1e39 * g: %v", err)
+	}
+}
