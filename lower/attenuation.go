@@ -136,11 +136,13 @@ func (l *lowerer) addFilter(fn *ir.Func, m *noise.Model, symbols []*ir.Value) *i
 
 // boundFilters gives every other state that the noise reaches linearly a
 // Bounded filter, checked at the defaults: a state such as c = rho*c + g
-// grows without bound at rho > 1, whether or not attenuation names it.
-// The stability region comes from solving the model where that is cheap.
+// grows without bound at rho > 1, whether or not attenuation names it. A
+// state whose model has the states of a filter already made (FiBeR's r
+// shares gt's) has its M, and so its radius, and needs none. The
+// stability region comes from solving the model where that is cheap.
 func (l *lowerer) boundFilters(fn *ir.Func, f *dsl.File) {
 	for _, sn := range l.noise.States {
-		if sn.Model == nil || fn.Filter(sn.State) != nil {
+		if sn.Model == nil || slices.ContainsFunc(fn.Filters, func(fl *ir.Filter) bool { return slices.Equal(fl.States, sn.Model.States) }) {
 			continue
 		}
 		fl := l.addFilter(fn, sn.Model, l.noise.Symbols)

@@ -849,17 +849,6 @@ func filterGt(h Hypers) (m, b []float64, target int) {
 	return []float64{u2, u2, u9, u13}, []float64{u1, u8}, 0
 }
 
-// filterS returns the noise model of state s at hypers h: z_t = M z_{t-1} + b w_t
-// with z = (gt, s), M 2×2 row major, and the index of s in z.
-func filterS(h Hypers) (m, b []float64, target int) {
-	u1 := h.Alpha
-	u2 := float64(1.0 - u1)
-	u8 := h.Beta
-	u9 := -u8
-	u13 := float64(1.0 - u8)
-	return []float64{u2, u2, u9, u13}, []float64{u1, u8}, 1
-}
-
 // filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
 // with z = (gt, s, m), M 3×3 row major, and the index of m in z.
 func filterM(h Hypers) (m, b []float64, target int) {
@@ -882,10 +871,6 @@ func (h Hypers) checkFilters() error {
 	mGt, _, _ := filterGt(h)
 	if rho := spectralRadius(mGt, 2); !(rho < 1) {
 		return fmt.Errorf("the filter of state gt is unstable at alpha=%v, beta=%v: its spectral radius is %.6g, not below 1 (it is stable where beta > 0 and 4 - 2 * alpha - beta > 0 and alpha > 0 and 2 - alpha > 0)", h.Alpha, h.Beta, rho)
-	}
-	mS, _, _ := filterS(h)
-	if rho := spectralRadius(mS, 2); !(rho <= 1.000000001) {
-		return fmt.Errorf("the filter of state s is unstable at alpha=%v, beta=%v: its spectral radius is %.6g, above 1, so s grows without bound (it is stable where beta > 0 and 4 - 2 * alpha - beta > 0 and alpha > 0 and 2 - alpha > 0)", h.Alpha, h.Beta, rho)
 	}
 	mM, _, _ := filterM(h)
 	if rho := spectralRadius(mM, 3); !(rho <= 1.000000001) {

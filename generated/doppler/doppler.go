@@ -890,18 +890,6 @@ func filterY(h Hypers) (m, b []float64, target int) {
 	return []float64{u1, u4, u6, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0}, []float64{u20, 0.0, 1.0}, 0
 }
 
-// filterY1 returns the noise model of state y1 at hypers h: z_t = M z_{t-1} + b w_t
-// with z = (y, y1, g1), M 3×3 row major, and the index of y1 in z.
-func filterY1(h Hypers) (m, b []float64, target int) {
-	u0 := h.A1
-	u1 := -u0
-	u3 := h.A2
-	u4 := -u3
-	u6 := h.B1
-	u20 := h.B0
-	return []float64{u1, u4, u6, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0}, []float64{u20, 0.0, 1.0}, 1
-}
-
 // filterG1 returns the noise model of state g1 at hypers h: z_t = M z_{t-1} + b w_t
 // with z = (g1), M 1×1 row major, and the index of g1 in z.
 func filterG1(h Hypers) (m, b []float64, target int) {
@@ -932,10 +920,6 @@ func (h Hypers) checkFilters() error {
 	mY, _, _ := filterY(h)
 	if rho := spectralRadius(mY, 3); !(rho < 1) {
 		return fmt.Errorf("the filter of state y is unstable at b0=%v, b1=%v, a1=%v, a2=%v: its spectral radius is %.6g, not below 1 (it is stable where 1 + a1 + a2 > 0 and 1 - a1 + a2 > 0 and 1 - a2 > 0 and 1 + a2 > 0)", h.B0, h.B1, h.A1, h.A2, rho)
-	}
-	mY1, _, _ := filterY1(h)
-	if rho := spectralRadius(mY1, 3); !(rho <= 1.000000001) {
-		return fmt.Errorf("the filter of state y1 is unstable at b0=%v, b1=%v, a1=%v, a2=%v: its spectral radius is %.6g, above 1, so y1 grows without bound (it is stable where 1 + a1 + a2 > 0 and 1 - a1 + a2 > 0 and 1 - a2 > 0 and 1 + a2 > 0)", h.B0, h.B1, h.A1, h.A2, rho)
 	}
 	mG1, _, _ := filterG1(h)
 	if rho := spectralRadius(mG1, 1); !(rho <= 1.000000001) {

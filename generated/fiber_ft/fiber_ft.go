@@ -895,15 +895,6 @@ func filterGt(h Hypers) (m, b []float64, target int) {
 	return []float64{u2, u2, u9, u2}, []float64{u1, u1}, 0
 }
 
-// filterR returns the noise model of state r at hypers h: z_t = M z_{t-1} + b w_t
-// with z = (gt, r), M 2×2 row major, and the index of r in z.
-func filterR(h Hypers) (m, b []float64, target int) {
-	u1 := h.Omega
-	u2 := float64(1.0 - u1)
-	u9 := -u1
-	return []float64{u2, u2, u9, u2}, []float64{u1, u1}, 1
-}
-
 // filterM returns the noise model of state m at hypers h: z_t = M z_{t-1} + b w_t
 // with z = (gt, r, m), M 3×3 row major, and the index of m in z.
 func filterM(h Hypers) (m, b []float64, target int) {
@@ -924,10 +915,6 @@ func (h Hypers) checkFilters() error {
 	mGt, _, _ := filterGt(h)
 	if rho := spectralRadius(mGt, 2); !(rho < 1) {
 		return fmt.Errorf("the filter of state gt is unstable at omega=%v: its spectral radius is %.6g, not below 1 (it is stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0)", h.Omega, rho)
-	}
-	mR, _, _ := filterR(h)
-	if rho := spectralRadius(mR, 2); !(rho <= 1.000000001) {
-		return fmt.Errorf("the filter of state r is unstable at omega=%v: its spectral radius is %.6g, above 1, so r grows without bound (it is stable where omega > 0 and 4 - 3 * omega > 0 and 2 - omega > 0)", h.Omega, rho)
 	}
 	mM, _, _ := filterM(h)
 	if rho := spectralRadius(mM, 3); !(rho <= 1.000000001) {

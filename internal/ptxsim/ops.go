@@ -565,7 +565,7 @@ func convert(rnd string, dt, st ptype) func(uint64) uint64 {
 	case dt.name == "f32" && st.name == "f64" && rnd == "rn":
 		return func(x uint64) uint64 { return put32(float32(f64(x))) }
 	case dt.kind == 'f' && st.kind != 'f' && rnd == "rn":
-		toF := func(x uint64) float64 { return float64(x) } // exact below 2^53; see below
+		toF := func(x uint64) float64 { return float64(x) } // a 32-bit value: exact
 		if st.kind == 's' {
 			toF = func(x uint64) float64 { return float64(sint(x)) }
 		}
