@@ -90,6 +90,7 @@ type info struct {
 	Name            string                `json:"name"`
 	ManifestSHA256  string                `json:"manifest_sha256"`
 	Backend         runtime.Backend       `json:"backend"`
+	HostKernel      string                `json:"host_kernel"` // the host function the cpu backend runs, e.g. fiber_cpu_avx512
 	Buffers         []string              `json:"buffers"`
 	Hypers          []runtime.Hyper       `json:"hypers"`
 	Steps           int                   `json:"steps"`
@@ -121,7 +122,7 @@ type spent struct {
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
-// the build hash, the buffers in ABI order, the hypers, the steps taken,
+// the build hash, the backend and the host function it runs, the buffers in ABI order, the hypers, the steps taken,
 // the next step's observation and look-ahead buffer, the DP settings, the
 // privacy spent under a budget and the attenuation of each filtered state.
 //
@@ -129,7 +130,7 @@ type spent struct {
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		obs := o.Observation()
-		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), Hypers: o.Hypers(),
+		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
 			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
 			LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations()}
 		for _, b := range o.Manifest().Buffers {

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 
 	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 )
@@ -20,7 +22,7 @@ func (u *Unit) PTX() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tc.PTX(u.Module.LL, u.Module.StepKernel())
+	return tc.PTX(u.Module.LL)
 }
 
 // WriteSharedObject builds u's host kernel for this machine at path.
@@ -74,14 +76,16 @@ type File struct {
 
 // Files are the files of u that fibergen build writes: the Go reference
 // package, the kernel module, its PTX, the manifest and the host kernel
-// built for this machine.
+// built for this machine. The PTX and the host kernel's variants are
+// compiled at once, each by its own LLVM processes.
 func (u *Unit) Files() ([]File, error) {
-	ptx, err := u.PTX()
-	if err != nil {
-		return nil, err
-	}
-	so, err := u.sharedObjectBytes()
-	if err != nil {
+	var ptx []byte
+	var ptxErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { ptx, ptxErr = u.PTX() })
+	so, soErr := u.sharedObjectBytes()
+	wg.Wait()
+	if err := errors.Join(ptxErr, soErr); err != nil {
 		return nil, err
 	}
 	name := u.Func.Name

@@ -43,6 +43,17 @@ func (o *Optimizer) newBackend() (backend, error) {
 	return b, nil
 }
 
+// HostKernel is the symbol of the host step function that the CPU backend
+// runs, which names its instruction-set variant (e.g. "fiber_cpu_avx512",
+// hostkernel.Open); "" on the other backends and before the first step.
+func (o *Optimizer) HostKernel() string {
+	defer o.lock()()
+	if b, ok := o.back.(*cpuBackend); ok && b.kernel != nil {
+		return b.kernel.Name
+	}
+	return ""
+}
+
 func (opts Options) threads() int {
 	if opts.Threads > 0 {
 		return opts.Threads

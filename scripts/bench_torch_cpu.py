@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
 """The fibergen torch optimizer's CPU step against what a PyTorch user runs
-instead, in one run (docs/benchmarks.md).
+instead, in one process (docs/benchmarks.md).
 
-Usage: FIBERGEN_GENERATED=_build/generated python3 scripts/bench_torch_cpu.py [--n 16M] [--steps 20] [--json]
+Usage: FIBERGEN_GENERATED=_build/generated python3 scripts/bench_torch_cpu.py
+           [--optimizers dp_sgd,dp_adamw,fiber] [--n 16M] [--threads T] [--steps 20] [--json]
 
-Over n float32 coordinates, torch and fibergen on every core, each timed as
-the mean wall time of a step after three untimed ones:
+Over n float32 coordinates in one tensor, both sides on T threads (default:
+every core), each optimizer's pair timed as the medians of `steps` steps
+of each, run in alternating blocks of five, each block after one untimed step:
 
-  fibergen dp_adamw / fiber   fibergen.torch.Optimizer.step(), the noise drawn in the kernel
-  torch dp_adamw              g += sigma_w·torch.randn(n), then torch.optim.AdamW(foreach=True).step()
-  torch fiber                 the same noise, then FiBeR's step written with torch tensor ops
-                              (in place where torch allows), look-ahead point included
-  copy                        torch copy_ of the bytes a dp_adamw step moves (28 per coordinate)
+  fibergen NAME    fibergen.torch.Optimizer.step(): the host kernel through the C ABI
+                   on the tensor's memory, the noise drawn in the kernel, the guard included
+  peer dp_sgd      g += sigma_w·torch.randn(n), then torch.optim.SGD(foreach=True).step()
+  peer dp_adam     the same noise, then torch.optim.Adam(foreach=True).step()
+  peer dp_adamw    the same noise, then torch.optim.AdamW(foreach=True).step()
+  peer fiber       the same noise, then FiBeR's step written with torch tensor ops
+                   (in place where torch allows), look-ahead point included
 
-and the Python side's overhead on a model of 100 tensors: Optimizer.step()
-less the runtime's step called directly through the C ABI, measured where
-the kernel costs next to nothing (4 coordinates a tensor), over the
-runtime's step on n coordinates in 100 tensors.
+The ratio is peer / fibergen (how many times faster fibergen's step is).
+Also measured once: the Python side's overhead on a model of 100 tensors,
+Optimizer.step() less the runtime's step called directly, where the kernel
+costs next to nothing (4 coordinates a tensor), over the runtime's step on n
+coordinates in 100 tensors.
+
+Without PyTorch it says so and exits 0: there is no peer to time.
 """
 
 from __future__ import annotations
@@ -24,16 +31,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
-import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-import fibergen.torch as ft  # noqa: E402
+try:
+    import torch
+except ImportError:
+    torch = None
 
 SIGMA_W = 1.0 / 256  # σ_DP = 1, C = 1, B = 256, as fibergen bench
+PEERS = ("dp_sgd", "dp_adam", "dp_adamw", "fiber")
 
 
 def count(s: str) -> int:
@@ -41,32 +51,55 @@ def count(s: str) -> int:
     return int(s[:-1] if scale > 1 else s) * scale
 
 
-def time_ms(fn, steps: int) -> float:
+def time_ms(fn: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def median_ms(fn: Callable[[], None], steps: int) -> float:
+    """The median of steps runs of fn, after three."""
     for _ in range(3):
         fn()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    return (time.perf_counter() - t0) * 1e3 / steps
+    return statistics.median(time_ms(fn) for _ in range(steps))
 
 
-def fibergen_step(gen: Path, name: str, n: int, tensors: int = 1):
+def interleaved(a: Callable[[], None], b: Callable[[], None], steps: int, block: int = 5) -> tuple[float, float]:
+    """Medians of steps runs each of a and b, in alternating blocks of block
+    runs, each block after one untimed run: the first run after the other
+    side's is slower (PyTorch's OpenMP workers still spin, the caches hold
+    the other's data), which a strict a-b-a-b alternation would charge to
+    every run of the side that follows (dp_sgd: 20 ms against 14 ms alone)."""
+    ta: list[float] = []
+    tb: list[float] = []
+    while len(ta) < steps:
+        for fn, times in ((a, ta), (b, tb)):
+            fn()
+            times.extend(time_ms(fn) for _ in range(min(block, steps - len(times))))
+    return statistics.median(ta), statistics.median(tb)
+
+
+def fibergen_opt(gen: Path, name: str, n: int, threads: int, tensors: int = 1):
+    import fibergen.torch as ft
     sizes = [n // tensors] * tensors
     sizes[-1] += n - sum(sizes)
     ps = [torch.nn.Parameter(torch.randn(k)) for k in sizes]
-    opt = ft.Optimizer(ps, gen / name, seed=1)
+    opt = ft.Optimizer(ps, gen / name, seed=1, threads=threads)
     opt.set_dp(clip=1.0, noise_multiplier=1.0, expected_batch_size=256)
     for p in ps:
         p.grad.normal_(0, 0.01)
     return opt
 
 
-def torch_dp_adamw(n: int):
+def torch_optim(name: str, n: int) -> Callable[[], None]:
+    """The peer of dp_sgd, dp_adam or dp_adamw: torch.optim on a gradient re-noised every step."""
     p = torch.nn.Parameter(torch.randn(n))
     p.grad = torch.randn(n) * 0.01
-    opt = torch.optim.AdamW([p], lr=1e-3, foreach=True)
-    noisy = torch.empty(n)
-    g0 = p.grad.clone()
+    cls = {"dp_sgd": lambda: torch.optim.SGD([p], lr=0.1, foreach=True),
+           "dp_adam": lambda: torch.optim.Adam([p], lr=1e-3, foreach=True),
+           "dp_adamw": lambda: torch.optim.AdamW([p], lr=1e-3, weight_decay=0, foreach=True)}[name]
+    opt = cls()
+    noisy, g0 = torch.empty(n), p.grad.clone()
 
     def step():
         torch.randn(n, out=noisy)
@@ -75,10 +108,10 @@ def torch_dp_adamw(n: int):
     return step
 
 
-def torch_fiber(n: int, atten: float):
+def torch_fiber(n: int, atten: float) -> Callable[[], None]:
     theta, g0 = torch.randn(n), torch.randn(n) * 0.01
     g, gt, r, m, v, look, noise = (torch.zeros(n) for _ in range(7))
-    lr, b1, b2, eps, kappa, gamma, omega, eps_v = 1e-3, 0.9, 0.999, 1e-8, 0.6, 0.7, 0.9, 1e-8
+    lr, b1, b2, eps, gamma, omega, eps_v = 1e-3, 0.9, 0.999, 1e-8, 0.7, 0.9, 1e-8
     t = [0]
 
     def step():
@@ -98,51 +131,68 @@ def torch_fiber(n: int, atten: float):
     return step
 
 
-def copy_ms(n: int, steps: int) -> float:
-    a, b = torch.empty(7 * n), torch.empty(7 * n)
-    return time_ms(lambda: b.copy_(a), steps)
+def peer(name: str, n: int) -> Callable[[], None]:
+    if name == "fiber":
+        return torch_fiber(n, (2 - 0.9) / (4 - 3 * 0.9))
+    return torch_optim(name, n)
 
 
-def measure(n: int, steps: int, gen: Path) -> dict:
-    out = {"n": n, "threads": torch.get_num_threads(), "steps": steps}
-    fg = {name: fibergen_step(gen, name, n) for name in ("dp_adamw", "fiber")}
-    out["fibergen_dp_adamw_ms"] = time_ms(fg["dp_adamw"].step, steps)
-    out["fibergen_fiber_ms"] = time_ms(fg["fiber"].step, steps)
-    del fg
-    out["torch_dp_adamw_ms"] = time_ms(torch_dp_adamw(n), steps)
-    out["torch_fiber_ms"] = time_ms(torch_fiber(n, (2 - 0.9) / (4 - 3 * 0.9)), steps)
-    out["copy_ms"] = copy_ms(n, steps)
-    many = fibergen_step(gen, "fiber", n, tensors=100)
-    out["fibergen_fiber_100_tensors_ms"] = time_ms(many.step, steps)
-    out["runtime_fiber_100_tensors_ms"] = time_ms(many._groups[0].handle.step, steps)
-    # The Python side alone: the same 100 tensors with 4 coordinates each,
-    # where the kernel costs next to nothing, step() less the runtime's step.
-    tiny = fibergen_step(gen, "fiber", 400, tensors=100)
-    out["python_side_ms"] = time_ms(tiny.step, 50 * steps) - time_ms(tiny._groups[0].handle.step, 50 * steps)
-    out["speedup_dp_adamw"] = out["torch_dp_adamw_ms"] / out["fibergen_dp_adamw_ms"]
-    out["speedup_fiber"] = out["torch_fiber_ms"] / out["fibergen_fiber_ms"]
-    out["python_overhead"] = out["python_side_ms"] / out["runtime_fiber_100_tensors_ms"]
+def python_side(gen: Path, n: int, threads: int, steps: int) -> dict:
+    many = fibergen_opt(gen, "fiber", n, threads, tensors=100)
+    runtime_ms = median_ms(many._groups[0].handle.step, steps)
+    tiny = fibergen_opt(gen, "fiber", 400, threads, tensors=100)
+    step_ms, handle_ms = interleaved(tiny.step, tiny._groups[0].handle.step, 50 * steps)
+    return {"runtime_fiber_100_tensors_ms": runtime_ms, "python_side_ms": step_ms - handle_ms,
+            "python_overhead": (step_ms - handle_ms) / runtime_ms}
+
+
+def measure(names: list[str], n: int, threads: int, steps: int, gen: Path) -> dict:
+    out: dict = {"n": n, "threads": threads, "steps": steps, "torch": torch.__version__, "optimizers": {}}
+    for name in names:
+        fg = fibergen_opt(gen, name, n, threads)
+        fg_ms, peer_ms = interleaved(fg.step, peer(name, n), steps)
+        out["optimizers"][name] = {"fibergen_ms": fg_ms, "torch_ms": peer_ms, "ratio": peer_ms / fg_ms,
+                                   "host_kernel": fg._groups[0].handle.info()["host_kernel"]}
+        del fg
+    out.update(python_side(gen, n, threads, steps))
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--optimizers", default="dp_sgd,dp_adamw,fiber",
+                    help=f"comma-separated, of {', '.join(PEERS)}")
     ap.add_argument("--n", type=count, default=16 << 20)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    names = [s for s in args.optimizers.split(",") if s]
+    if bad := [s for s in names if s not in PEERS]:
+        ap.error(f"--optimizers: no PyTorch peer for {', '.join(bad)}; peers exist for {', '.join(PEERS)}")
+    if args.threads < 1 or args.n < 1 or args.steps < 1:
+        ap.error("--n, --threads and --steps: want whole numbers >= 1")
+    if torch is None:
+        print("bench_torch_cpu: skipped: PyTorch is not installed, so there is no peer to time "
+              "(Debian: apt-get install python3-torch)", file=sys.stderr)
+        return 0
     gen = Path(os.environ.get("FIBERGEN_GENERATED", "_build/generated"))
-    if not (gen / "fiber" / "fiber.so").exists():
-        print(f"bench_torch_cpu: {gen}/fiber/fiber.so is missing: run 'make generate-check' "
+    if missing := [s for s in names if not (gen / s / f"{s}.so").exists()]:
+        print(f"bench_torch_cpu: {gen} has no host kernel for {', '.join(missing)}: run 'make generate-check' "
               "(or fibergen build -o _build/generated optimizers/*.dsl), or set FIBERGEN_GENERATED", file=sys.stderr)
         return 2
-    torch.set_num_threads(os.cpu_count() or 1)
-    r = measure(args.n, args.steps, gen)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    torch.set_num_threads(args.threads)
+    r = measure(names, args.n, args.threads, args.steps, gen)
     if args.json:
         print(json.dumps(r, indent=2))
-    else:
-        for k, v in r.items():
-            print(f"{k:34s} {v:.4g}" if isinstance(v, float) else f"{k:34s} {v}")
+        return 0
+    print(f"n={r['n']}  threads={r['threads']}  torch {r['torch']}  medians of {r['steps']} steps each, alternating blocks of 5")
+    for name, x in r["optimizers"].items():
+        print(f"  {name:9s} fibergen {x['fibergen_ms']:7.2f} ms ({x['host_kernel']})   "
+              f"torch {x['torch_ms']:7.2f} ms   ratio {x['ratio']:.2f}x")
+    print(f"  Python side, 100 tensors: {r['python_side_ms']:.3f} ms, "
+          f"{100 * r['python_overhead']:.2f}% of the runtime's step on n coordinates")
     return 0
 
 

@@ -97,22 +97,20 @@ func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarg
 }
 
 // diagHostFuncs builds (once per test binary, with the step's host kernel)
-// the shared object of opt and loads the diagnostic's host function and,
-// where hostkernel prefers it on this CPU, its AVX2 twin.
+// the shared object of opt and loads the diagnostic's host function in
+// every variant this CPU runs.
 func diagHostFuncs(t *testing.T, opt *optimizer, m *manifest.Manifest) []*hostkernel.Diagnostic {
 	t.Helper()
 	hostKernel(t, opt)
 	so := filepath.Join(hostKernels.dir, opt.name+".so")
 	var out []*hostkernel.Diagnostic
-	for _, open := range []func(string, string, int, int) (*hostkernel.Diagnostic, error){hostkernel.OpenDiagnosticSymbol, hostkernel.OpenDiagnostic} {
-		d, err := open(so, m.Kernels.Diagnostics[0].HostFunction, len(m.Buffers), len(m.Scalars))
+	for _, isa := range hostISAs(t) {
+		d, err := hostkernel.OpenDiagnosticISA(so, m.Kernels.Diagnostics[0].HostFunction, isa, len(m.Buffers), len(m.Scalars))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
-		if len(out) == 0 || d.Name != out[0].Name {
-			out = append(out, d)
-		}
+		out = append(out, d)
 	}
 	return out
 }

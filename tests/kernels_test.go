@@ -81,14 +81,29 @@ var hostKernels struct {
 }
 
 // hostKernel builds (once per test binary) and loads the host kernel of the
-// checked-in module of opt: the AVX2 twin where the CPU has AVX2.
+// checked-in module of opt: the best variant this CPU runs.
 func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
-	return loadHostKernel(t, opt, hostkernel.Open)
+	return loadHostKernel(t, opt, "")
 }
 
+// hostISAs are the variants of the host functions this CPU runs, the best
+// first (hostkernel.ISAs).
+func hostISAs(t *testing.T) []string {
+	t.Helper()
+	isas, err := hostkernel.ISAs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return isas
+}
+
+// hostISASizes is the largest n the tests run on a variant other than the
+// best: the others differ only in the width of their main loops.
+const hostISASizes = 1 << 16
+
 // loadHostKernel builds (once per test binary) the host kernel of the
-// checked-in module of opt and loads it with open.
-func loadHostKernel(t *testing.T, opt *optimizer, open func(path, symbol string, nb, ns int) (*hostkernel.Kernel, error)) *hostkernel.Kernel {
+// checked-in module of opt and loads its variant isa ("" for the best).
+func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel {
 	t.Helper()
 	hostKernels.once.Do(func() {
 		hostKernels.tc, hostKernels.err = llvmgen.FindToolchain()
@@ -114,7 +129,7 @@ func loadHostKernel(t *testing.T, opt *optimizer, open func(path, symbol string,
 		t.Fatal(err)
 	}
 	_, scalars := ref.scalars(0, 0)
-	k, err := open(so, opt.name+"_cpu", 2+len(opt.states), len(scalars))
+	k, err := hostkernel.OpenISA(so, opt.name+"_cpu", isa, 2+len(opt.states), len(scalars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,19 +168,16 @@ func kernelCases() []kernelCase {
 // optimizer, built by llc from the checked-in .ll, computes the bits of the
 // generated Go reference: every buffer after every step, noise on and off,
 // awkward sizes, misaligned buffers and global offsets.
-// Both entry points are checked: <name>_cpu for the generic CPU (on the
-// sizes up to 65537) and the one hostkernel.Open picks (the AVX2 twin where
-// the CPU has AVX2) on every size.
+// Every variant this CPU runs is checked: the best one (the one
+// hostkernel.Open picks) on every size, the others (generic, avx2) on the
+// sizes up to hostISASizes.
 func TestHostKernelMatchesGo(t *testing.T) {
 	for _, opt := range optimizers {
 		t.Run(opt.name, func(t *testing.T) {
-			for _, v := range []struct {
-				open func(path, symbol string, nb, ns int) (*hostkernel.Kernel, error)
-				maxN int
-			}{{hostkernel.OpenSymbol, 1 << 16}, {hostkernel.Open, 1 << 30}} {
-				k := loadHostKernel(t, opt, v.open)
+			for i, isa := range hostISAs(t) {
+				k := loadHostKernel(t, opt, isa)
 				for _, c := range kernelCases() {
-					if c.n > v.maxN || testing.Short() && c.n > 1<<16 {
+					if (i > 0 || testing.Short()) && c.n > hostISASizes {
 						continue
 					}
 					t.Run(k.Name+"/"+c.String(), func(t *testing.T) { checkHostKernel(t, opt, k, c) })

@@ -134,7 +134,8 @@ type benchResult struct {
 	Optimizer      string  `json:"optimizer"`
 	N              int     `json:"n"`
 	Backend        string  `json:"backend"`
-	Threads        int     `json:"threads"` // cpu and go; 0 for cuda
+	Threads        int     `json:"threads"`          // cpu and go; 0 for cuda
+	Kernel         string  `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
 	Device         string  `json:"device,omitempty"`
 	Steps          int     `json:"steps"`
 	BuffersRead    int     `json:"buffers_read"`
@@ -218,7 +219,7 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if !(r.MsPerStep > 0 && r.CopyMs > 0) {
 		return nil, fmt.Errorf("a step timed at %g ms and a copy at %g ms: the clock is too coarse for n = %d", r.MsPerStep, r.CopyMs, r.N)
 	}
-	r.Backend = string(opt.Backend())
+	r.Backend, r.Kernel = string(opt.Backend()), opt.HostKernel()
 	r.GBps = float64(r.BytesPerStep) / (r.MsPerStep * 1e-3) / 1e9
 	r.CopyGBps = float64(r.CopyBytes) / (r.CopyMs * 1e-3) / 1e9
 	r.Ratio = r.GBps / r.CopyGBps
@@ -366,6 +367,9 @@ func (r *benchResult) print(w io.Writer) {
 		head += fmt.Sprintf("  device=%q", r.Device)
 	} else {
 		head += fmt.Sprintf("  threads=%d", r.Threads)
+	}
+	if r.Kernel != "" {
+		head += "  kernel=" + r.Kernel
 	}
 	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // runBench calls cmdBench with args and captures its output.
@@ -21,12 +24,26 @@ func runBench(args ...string) result {
 }
 
 // benchLines matches the human output of bench on the cpu or go backend.
-var benchLines = regexp.MustCompile(`^(\w+)  n=(\d+)  backend=(cpu|go)  threads=(\d+)  steps=(\d+)
+var benchLines = regexp.MustCompile(`^(\w+)  n=(\d+)  backend=(cpu|go)  threads=(\d+)(?:  kernel=\w+)?  steps=(\d+)
   step   ([0-9.]+) ms  \((\d+) bytes/coordinate, ([0-9.]+ (?:bytes|kB|MB|GB))\)  ([0-9.]+) GB/s
   copy   ([0-9.]+) GB/s  \(parallel copy of ([0-9.]+ (?:bytes|kB|MB|GB)), (\d+) threads?\)
   ratio  ([0-9.]+) of copy bandwidth
   bytes/coordinate = 4 × \((\d+) buffers? read \+ (\d+) written\); medians of (\d+) step/copy pairs, interleaved
 $`)
+
+// benchKernel matches the host function the cpu backend ran.
+var benchKernel = regexp.MustCompile(`  kernel=(\w+)  `)
+
+// bestHostKernel is the host step function of the optimizer name in the
+// best variant this CPU runs.
+func bestHostKernel(t *testing.T, name string) string {
+	isas, err := hostkernel.ISAs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := hostisa.ByName(isas[0])
+	return name + "_cpu" + v.Suffix
+}
 
 // TestBenchHuman benchmarks two shipped optimizers on both host backends
 // at a small n and checks every line of the output.
@@ -52,6 +69,9 @@ func TestBenchHuman(t *testing.T) {
 				if m[i] != w {
 					t.Errorf("%s/%s: field %d is %q, want %q in\n%s", c.name, backend, i, m[i], w, r.stdout)
 				}
+			}
+			if kernel := benchKernel.FindStringSubmatch(r.stdout); (kernel != nil) != (backend == "cpu") || kernel != nil && kernel[1] != bestHostKernel(t, c.name) {
+				t.Errorf("%s/%s: the kernel line %q, want %q on the cpu backend only", c.name, backend, kernel, bestHostKernel(t, c.name))
 			}
 			ms, gbps, copyGBps, ratio := atof(t, m[6]), atof(t, m[9]), atof(t, m[10]), atof(t, m[13])
 			if !(ms > 0 && gbps > 0 && copyGBps > 0 && ratio > 0) {

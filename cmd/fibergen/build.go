@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"sync"
 	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
@@ -51,17 +53,28 @@ type output struct {
 	data []byte
 }
 
-// buildOutputs compiles every unit's PTX and checks every path before
-// anything is written, so that a missing LLVM or an unwritable directory
-// leaves no unit half written.
+// buildOutputs compiles every unit's kernels, GOMAXPROCS units at a time,
+// and checks every path before anything is written, so that a missing LLVM
+// or an unwritable directory leaves no unit half written. An error is the
+// first failing unit's, in the order of the command line.
 func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
+	files, errs := make([][]pipeline.File, len(units)), make([]error, len(units))
+	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, u := range units {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			files[i], errs[i] = u.Files()
+		})
+	}
+	wg.Wait()
 	all := make([][]output, len(units))
 	for i, u := range units {
-		files, err := u.Files()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", u.Path, err)
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", u.Path, errs[i])
 		}
-		for _, f := range files {
+		for _, f := range files[i] {
 			path := filepath.Join(filepath.Dir(outFile(out, u)), f.Name)
 			if err := checkOutPath(out, path); err != nil {
 				return nil, err

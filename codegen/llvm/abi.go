@@ -3,7 +3,10 @@ package llvmgen
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/fibergen/fibergen/internal/hostisa"
 
 	"github.com/fibergen/fibergen/ir"
 	llvm "github.com/llir/llvm/ir"
@@ -234,35 +237,50 @@ func (s signature) newParams() []*llvm.Param {
 }
 
 // newEntry adds the function of s to the module: an NVPTX kernel, or an
-// exported host function (target-cpu cpu when not "").
-func (k *kernel) newEntry(s signature, symbol, cpu string) (*llvm.Func, *llvm.Block) {
+// exported host function.
+func (k *kernel) newEntry(s signature, symbol string) (*llvm.Func, *llvm.Block) {
 	f := k.m.NewFunc(symbol, types.Void, s.newParams()...)
 	f.FuncAttrs = append(f.FuncAttrs, enum.FuncAttrNoUnwind)
 	if s.kernel {
 		f.CallingConv = enum.CallingConvPTXKernel
 	}
-	if cpu != "" {
-		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-cpu", Value: cpu})
-	}
 	return f, f.NewBlock("entry")
 }
 
-// hostTwinCPU is the target of every host function's twin <symbol>_avx2.
-const hostTwinCPU = "x86-64-v3"
+// targetVariant compiles the host function f for the variant v. A variant
+// with 512-bit registers is told to use them: LLVM otherwise splits every
+// 512-bit vector in two on the CPUs that x86-64-v4 tunes for.
+func targetVariant(f *llvm.Func, v hostisa.Variant) {
+	if v.CPU != "" {
+		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-cpu", Value: v.CPU})
+	}
+	if v.VectorBits > 256 {
+		width := strconv.Itoa(v.VectorBits)
+		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "min-legal-vector-width", Value: width}, llvm.AttrPair{Key: "prefer-vector-width", Value: width})
+	}
+}
 
-// emitHostTwins emits the host function of s, which calls inner with its
-// arguments, and its twin <symbol>_avx2 compiled for hostTwinCPU: the loops
-// live once, in the always-inlined inner, and each entry point gets its own
-// copy for its target. The same IEEE operations run on either, so they
+// emitHostTwins emits the host function of s once per instruction-set
+// variant (hostisa.All), as <symbol><variant suffix> for the variant's CPU,
+// each calling inner(variant) with its arguments: the loops live in the
+// always-inlined inner functions, and each entry point gets its own copy
+// for its target. The same IEEE operations run on every variant, so all
 // compute the same bits.
-func (k *kernel) emitHostTwins(s signature, inner *llvm.Func) {
-	for _, v := range []struct{ symbol, cpu string }{{s.symbol, ""}, {s.symbol + "_avx2", hostTwinCPU}} {
-		f, b := k.newEntry(s, v.symbol, v.cpu)
+func (k *kernel) emitHostTwins(s signature, inner func(hostisa.Variant) *llvm.Func) {
+	for _, v := range hostisa.All() {
+		f, b := k.newEntry(s, s.symbol+v.Suffix)
+		targetVariant(f, v)
 		var args []value.Value
 		for _, p := range f.Params {
 			args = append(args, p)
 		}
-		b.NewCall(inner, args...)
+		b.NewCall(inner(v), args...)
 		b.NewRet(nil)
 	}
+}
+
+// sameLoops is the inner function of a host function whose loops are the
+// same on every variant.
+func sameLoops(f *llvm.Func) func(hostisa.Variant) *llvm.Func {
+	return func(hostisa.Variant) *llvm.Func { return f }
 }

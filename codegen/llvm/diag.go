@@ -120,7 +120,7 @@ func (k *kernel) diagSignature(kind string) signature {
 // emitDiagKernel emits the kernel of d, whose warps take the chunks of the
 // n coordinates in turn (warpReduce).
 func (k *kernel) emitDiagKernel(d *ir.Diagnostic, idx []int, sig signature) {
-	f, b := k.newEntry(sig, sig.symbol, "")
+	f, b := k.newEntry(sig, sig.symbol)
 	a, rest := k.kernelArgs(f)
 	n, num, den := rest[0], rest[1], rest[2]
 	r := k.diagReduction(d, idx, a.scalars)
@@ -149,7 +149,7 @@ func (k *kernel) diagHostSignature(kind string) signature {
 		param("n", cInt64), param("lo", cInt64), param("hi", cInt64), param("num", cFloatPtr), param("den", cFloatPtr)}}
 }
 
-// emitDiagHost emits the host function of d and its AVX2 twin.
+// emitDiagHost emits the host function of d, one per variant.
 func (k *kernel) emitDiagHost(d *ir.Diagnostic, idx []int, sig signature) {
 	ps := sig.newParams()
 	f, b := newHelper(k.m, k.DiagKernel(d.Kind)+"_host", types.Void, ps...)
@@ -157,5 +157,5 @@ func (k *kernel) emitDiagHost(d *ir.Diagnostic, idx []int, sig signature) {
 	r := k.diagReduction(d, idx, a.scalars)
 	done := k.hostReduce(f, b, r, k.readPtrs(d, a.ptrs), []value.Value{ps[5], ps[6]}, ps[2], ps[3], ps[4])
 	done.NewRet(nil)
-	k.emitHostTwins(sig, f)
+	k.emitHostTwins(sig, sameLoops(f))
 }

@@ -1,6 +1,9 @@
 package llvmgen
 
 import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
@@ -21,17 +24,23 @@ func (k *kernel) hostSignature() signature {
 	return signature{symbol: k.HostFunc(), params: []cparam{param("buffers", cBuffers), param("scalars", cScalars), r}}
 }
 
-// emitHostFuncs emits the host function and its AVX2 twin.
+// emitHostFuncs emits the host function, one per variant: those whose
+// main loops draw the same number of groups share their loops.
 func (k *kernel) emitHostFuncs() {
 	sig := k.hostSignature()
 	k.Kernels.HostFunction, k.Kernels.HostABI = sig.symbol, sig.String()
-	k.emitHostTwins(sig, k.emitHostLoops(sig))
+	loops := map[lanes]*llvm.Func{}
+	for _, w := range hostWidths() {
+		loops[w] = k.emitHostLoops(sig, w)
+	}
+	k.emitHostTwins(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
 }
 
-// emitHostLoops emits <name>_host, the host function's loops.
-func (k *kernel) emitHostLoops(sig signature) *llvm.Func {
+// emitHostLoops emits <name>_host<w>, the host function's loops whose main
+// loop draws w groups at once.
+func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	ps := sig.newParams()
-	f, b := newHelper(k.m, k.Name+"_host", types.Void, ps...)
+	f, b := newHelper(k.m, fmt.Sprintf("%s_host%d", k.Name, w), types.Void, ps...)
 	a := k.loadArgs(b, ps[0], ps[1])
 	sigma := a.scalars[len(a.scalars)-1]
 	a.scalars = a.scalars[:len(a.scalars)-1]
@@ -41,8 +50,8 @@ func (k *kernel) emitHostLoops(sig signature) *llvm.Func {
 	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
 	b.NewCondBr(b.NewICmp(enum.IPredNE, noiseOn, i32c(0)), withNoise, without)
 	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
-	k.hostLoops(f, withNoise, a, l, lo, d)
-	k.hostLoops(f, without, a, l, lo, nil)
+	k.hostLoops(f, withNoise, a, l, lo, d, w)
+	k.hostLoops(f, without, a, l, lo, nil, w)
 	return f
 }
 
@@ -60,54 +69,52 @@ func (k *kernel) loadArgs(b *llvm.Block, bufs, scalars value.Value) args {
 }
 
 // hostLoops emits the host function's loops from block b: the head, the
-// groups of four hostGroups at a time (SIMD noise), the remaining groups,
-// the tail.
-func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo value.Value, d *draw) {
+// groups of four w at a time (SIMD noise), the remaining groups, the tail.
+func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo value.Value, d *draw, w lanes) {
 	one := i64c(1)
 	elements := func(b *llvm.Block, i value.Value) *llvm.Block {
 		k.element(b, a, i, d)
 		return b
 	}
 	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
-	wide := b.NewSDiv(l.groups, i64c(hostGroups))
+	wide := b.NewSDiv(l.groups, i64c(int64(w)))
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
-		j := b.NewMul(q, i64c(hostGroups))
-		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d)
+		j := b.NewMul(q, i64c(int64(w)))
+		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, w)
 		return b
 	})
-	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(hostGroups)), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
-		k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, false)
+	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(int64(w))), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
+		k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, false)
 		return b
 	})
 	b = k.forLoop(f, b, "tail", l.tailStart, l.hi, one, elements)
 	b.NewRet(nil)
 }
 
-// wideGroups emits the steps of the 4·hostGroups coordinates from index
-// base, the global groups gi..: every buffer is read and written as four
-// vectors of hostGroups floats, and the noise comes in the same coordinate
+// wideGroups emits the steps of the 4·w coordinates from index base, the
+// global groups gi..: every buffer is read and written as four vectors of
+// w floats, and the noise comes in the same coordinate
 // order (gaussianC) and is added to g as whole vectors — g + sigma·z, the
 // operations k.step would apply lane by lane — so that no pass breaks the
 // noise vectors into single elements to rebuild them in another order.
-func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw) {
-	w := lanes(hostGroups)
-	vt := w.f32()
+func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw, w lanes) {
+	vt, n := w.f32(), int(w)
 	vecAt := func(p value.Value, v int) value.Value {
-		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*hostGroups)))), types.NewPointer(vt))
+		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*n)))), types.NewPointer(vt))
 	}
 	var z value.Value
 	if d != nil {
-		z = b.NewCall(k.noise.gaussianC, d.seed, d.step, i32c(rng.GradientSite), gi)
+		z = b.NewCall(k.noise.gaussianC[w], d.seed, d.step, i32c(rng.GradientSite), gi)
 	}
-	coords := make([][]value.Value, 4*hostGroups) // coords[c][buffer]
+	coords := make([][]value.Value, 4*n) // coords[c][buffer]
 	for i, p := range a.ptrs {
 		for v := 0; v < 4; v++ {
 			x := load(b, vt, vecAt(p, v), 4)
 			if z != nil && i == k.bufferIndex("g") {
 				x = b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), b.NewExtractValue(z, uint64(v))))
 			}
-			for l := 0; l < hostGroups; l++ {
-				coords[v*hostGroups+l] = append(coords[v*hostGroups+l], b.NewExtractElement(x, i32c(uint32(l))))
+			for l := 0; l < n; l++ {
+				coords[v*n+l] = append(coords[v*n+l], b.NewExtractElement(x, i32c(uint32(l))))
 			}
 		}
 	}
@@ -119,8 +126,8 @@ func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw
 		p := a.ptrs[k.bufferIndex(name)]
 		for v := 0; v < 4; v++ {
 			var x value.Value = constantUndef(vt)
-			for l := 0; l < hostGroups; l++ {
-				x = b.NewInsertElement(x, outs[v*hostGroups+l][j], i32c(uint32(l)))
+			for l := 0; l < n; l++ {
+				x = b.NewInsertElement(x, outs[v*n+l][j], i32c(uint32(l)))
 			}
 			store(b, x, vecAt(p, v), 4)
 		}

@@ -53,7 +53,7 @@ func (k *kernel) stepSignature() signature {
 func (k *kernel) emitStepKernel() {
 	sig := k.stepSignature()
 	k.Kernels.StepKernel, k.Kernels.StepABI = sig.symbol, sig.String()
-	f, b := k.newEntry(sig, sig.symbol, "")
+	f, b := k.newEntry(sig, sig.symbol)
 	a, rest := k.kernelArgs(f)
 	sigma := a.scalars[len(a.scalars)-1]
 	a.scalars = a.scalars[:len(a.scalars)-1]
@@ -97,7 +97,7 @@ func (k *kernel) gridLoops(f *llvm.Func, b *llvm.Block, a args, l layout, aligne
 		vec bool
 	}{{vec, true}, {scalar, false}} {
 		done := k.forLoop(f, v.b, "group", tid, l.groups, stride, func(b *llvm.Block, j value.Value) *llvm.Block {
-			k.groups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, 1, v.vec)
+			k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, v.vec)
 			return b
 		})
 		done.NewBr(edge)

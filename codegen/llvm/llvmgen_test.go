@@ -76,7 +76,7 @@ var (
 	fusedRE   = regexp.MustCompile(`llvm\.(fma|fmuladd)\b`)
 	calleeRE  = regexp.MustCompile(`\bcall\b[^@]*@([\w.]+)\(`)
 	definedRE = regexp.MustCompile(`(?m)^define\b[^@]*@([\w.]+)\(`)
-	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v8f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
+	allowedRE = regexp.MustCompile(`^(llvm\.sqrt\.(f32|v8f32|v16f32|f64)|llvm\.nvvm\.read\.ptx\.sreg\.[\w.]+|llvm\.nvvm\.shfl\.sync\.bfly\.f32|llvm\.masked\.load\.v128f32\.p0v128f32)$`)
 )
 
 // stripLLComments removes the comments of LLVM IR text (the module has no
@@ -289,7 +289,7 @@ func TestPTX(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			k := compile(t, path).Module
-			ptx, err := tc.PTX(k.LL, k.StepKernel())
+			ptx, err := tc.PTX(k.LL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +320,7 @@ func TestCheckedInPTX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tc.PTX(string(ll), name+"_step")
+			got, err := tc.PTX(string(ll))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestCheckedInPTX(t *testing.T) {
 
 func TestPTXRejectsBadModule(t *testing.T) {
 	tc := toolchain(t)
-	if _, err := tc.PTX("this is not LLVM IR", "x_step"); err == nil || !strings.Contains(err.Error(), "opt") {
+	if _, err := tc.PTX("this is not LLVM IR"); err == nil || !strings.Contains(err.Error(), "opt") {
 		t.Errorf("PTX of a bad module: err %v, want opt's error", err)
 	}
 }

@@ -154,12 +154,11 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 	}
 }
 
-// groups emits the steps of the 4·count coordinates at indexes base..,
-// which form the global groups gi.. (count 1: one Philox call; count
-// hostGroups: drawn with SIMD, one group per lane); vec uses 128-bit loads
-// and stores (base must then be 16-byte aligned).
-func (k *kernel) groups(b *llvm.Block, a args, base, gi value.Value, d *draw, count int, vec bool) {
-	n := 4 * count
+// group emits the steps of the 4 coordinates at indexes base.., which
+// form the global group gi (one Philox call); vec uses 128-bit loads and
+// stores (base must then be 16-byte aligned).
+func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec bool) {
+	const n = 4
 	lanes := make([][]value.Value, n) // lanes[c][buffer]
 	for _, p := range a.ptrs {
 		ptr := b.NewGetElementPtr(f32, p, base)
@@ -167,7 +166,7 @@ func (k *kernel) groups(b *llvm.Block, a args, base, gi value.Value, d *draw, co
 			lanes[c] = append(lanes[c], x)
 		}
 	}
-	z := k.drawCoords(b, gi, d, count)
+	z := k.drawGroup(b, gi, d)
 	outs := make([][]value.Value, n)
 	for c := range lanes {
 		outs[c] = k.step(b, a, lanes[c], d, z(c))
@@ -217,20 +216,14 @@ func (k *kernel) storeCoords(b *llvm.Block, ptr value.Value, xs []value.Value, v
 	}
 }
 
-// drawCoords draws the Gaussians of count groups from gi and returns the
-// one of coordinate c; without noise it returns nil for every c.
-func (k *kernel) drawCoords(b *llvm.Block, gi value.Value, d *draw, count int) func(c int) value.Value {
+// drawGroup draws the Gaussians of the group gi and returns the one of its
+// coordinate c; without noise it returns nil for every c.
+func (k *kernel) drawGroup(b *llvm.Block, gi value.Value, d *draw) func(c int) value.Value {
 	if d == nil {
 		return func(int) value.Value { return nil }
 	}
-	if count == 1 {
-		z := b.NewCall(k.noise.gaussian4, d.seed, d.step, i32c(rng.GradientSite), gi)
-		return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
-	}
-	z := b.NewCall(k.noise.gaussianW, d.seed, d.step, i32c(rng.GradientSite), gi)
-	return func(c int) value.Value {
-		return b.NewExtractElement(b.NewExtractValue(z, uint64(c%4)), i32c(uint32(c/4)))
-	}
+	z := b.NewCall(k.noise.gaussian4, d.seed, d.step, i32c(rng.GradientSite), gi)
+	return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
 }
 
 func load(b *llvm.Block, t types.Type, ptr value.Value, align int) value.Value {

@@ -2,6 +2,9 @@ package llvmgen
 
 import (
 	"math"
+	"slices"
+
+	"github.com/fibergen/fibergen/internal/hostisa"
 
 	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
@@ -21,29 +24,47 @@ import (
 type noise struct {
 	gaussian  *llvm.Func // (seed i64, step i32, site i32, elem i64) float
 	gaussian4 *llvm.Func // (seed i64, step i32, site i32, group i64) <4 x float>
-	gaussianW *llvm.Func // (seed i64, step i32, site i32, group i64) [4 x <hostGroups x float>]: groups group..group+hostGroups-1
-	gaussianC *llvm.Func // the same Gaussians in coordinate order: element v holds coordinates hostGroups·v..
+	// gaussianC, by width w (hostWidths): the Gaussians of w groups in
+	// coordinate order, element v holding coordinates w·v..w·v+w-1.
+	gaussianC map[lanes]*llvm.Func
 }
 
-// hostGroups is the number of groups of four coordinates the host
+// hostGroups is the least number of groups of four coordinates a host
 // function's main loop draws at once, one per SIMD lane.
 const hostGroups = 8
 
+// hostGroupsFor is the number of groups the main loop of the host step
+// variant v draws at once: one group per 32-bit lane of its registers, at
+// least hostGroups.
+func hostGroupsFor(v hostisa.Variant) lanes {
+	return max(hostGroups, lanes(v.VectorBits/32))
+}
+
+// hostWidths are the widths of the host variants' main loops.
+func hostWidths() []lanes {
+	var ws []lanes
+	for _, v := range hostisa.All() {
+		if w := hostGroupsFor(v); !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
 // emitNoise adds the noise functions to m: scalar ones for the NVPTX
-// kernel and the host's head and tail, and hostGroups-lane ones for the
-// host's main loop, which draws hostGroups groups at once with SIMD
-// operations (the same IEEE operations lane by lane, so the same bits).
+// kernel and the host's head and tail, and SIMD ones for the host's main
+// loops, which draw hostGroupsFor groups at once (the same IEEE operations
+// lane by lane, so the same bits).
 func emitNoise(m *llvm.Module) noise {
-	var ns noise
-	for _, w := range []lanes{1, hostGroups} {
+	ns := noise{gaussianC: map[lanes]*llvm.Func{}}
+	for _, w := range append([]lanes{1}, hostWidths()...) {
 		philox := emitPhilox(m, w)
 		pair := emitPair(m, w, emitLog32(m, w), emitSin32(m, w), emitCos32(m, w))
 		if w == 1 {
 			ns.gaussian, ns.gaussian4 = emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)
-		} else {
-			ns.gaussianW = emitGaussianW(m, w, philox, pair)
-			ns.gaussianC = emitGaussianC(m, w, ns.gaussianW)
+			continue
 		}
+		ns.gaussianC[w] = emitGaussianC(m, w, emitGaussianW(m, w, philox, pair))
 	}
 	return ns
 }
@@ -223,10 +244,11 @@ func emitGaussianW(m *llvm.Module, w lanes, philox, pairFn *llvm.Func) *llvm.Fun
 	ps := noiseParams("group")
 	out := types.NewArray(4, w.f32())
 	f, b := newHelper(m, "fg_gaussian"+w.suffix(), out, ps...)
-	var groups value.Value = constantUndef(w.i64())
-	for j := 0; j < int(w); j++ {
-		groups = b.NewInsertElement(groups, b.NewAdd(ps[3], i64c(int64(j))), i32c(uint32(j)))
+	iota := make([]constant.Constant, w)
+	for j := range iota {
+		iota[j] = i64c(int64(j))
 	}
+	groups := b.NewAdd(w.splat(b, ps[3]), constant.NewVector(w.i64().(*types.VectorType), iota...))
 	hiGroups := b.NewLShr(groups, w.u64(32))
 	lo := func(x value.Value) value.Value { return b.NewTrunc(x, i32) }
 	x := b.NewCall(philox, b.NewTrunc(groups, w.i32()), b.NewTrunc(hiGroups, w.i32()),

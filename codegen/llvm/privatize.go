@@ -61,7 +61,7 @@ func (k *kernel) newPrivatizeKernel(phase string) (*llvm.Func, *llvm.Block) {
 	sig := k.privatizeSignature(phase)
 	k.Kernels.Privatize.Kernels = append(k.Kernels.Privatize.Kernels, sig.symbol)
 	k.Kernels.Privatize.KernelABIs = append(k.Kernels.Privatize.KernelABIs, sig.String())
-	return k.newEntry(sig, sig.symbol, "")
+	return k.newEntry(sig, sig.symbol)
 }
 
 // privArgs are the values the privatize code reads.

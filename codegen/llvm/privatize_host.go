@@ -17,7 +17,7 @@ func privatizeHostSignature(symbol string) signature {
 	return signature{symbol: symbol, params: []cparam{param("p", privatizeStruct.ptr())}}
 }
 
-// emitPrivatizeHost emits the host functions and their AVX2 twins.
+// emitPrivatizeHost emits the host functions, one per variant.
 func (k *kernel) emitPrivatizeHost() {
 	k.Kernels.Privatize.HostABI = privatizeHostSignature(k.PrivatizeKernel("<phase>") + "_cpu").String()
 	for _, phase := range PrivatizePhases {
@@ -40,7 +40,7 @@ func (k *kernel) emitPrivatizeHost() {
 				return k.hostSum(f, b, p, two)
 			})
 		}
-		k.emitHostTwins(sig, f)
+		k.emitHostTwins(sig, sameLoops(f))
 	}
 }
 

@@ -201,8 +201,8 @@ func (k *kernel) laneTerms(f *llvm.Func, b *llvm.Block, r reduction, ptrs []valu
 // hostReduce emits, from block b of the host function f, the reduction r
 // of the tasks [lo, hi) (task t = row·chunks(n) + chunk), storing sum s of
 // task t at outs[s] + t. The 32 lane accumulators are one <32 x float>
-// vector; a row of 128 elements is one <128 x float> load per input (a
-// masked load for a row that ends past n). It returns the block after the
+// vector; a row of 128 elements is one <128 x float> load per input (from a
+// padded copy for a row that ends past n). It returns the block after the
 // loop.
 func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs []value.Value, n, lo, hi value.Value) *llvm.Block {
 	nchunks := chunkCount(b, n)
@@ -214,7 +214,8 @@ func (k *kernel) hostReduce(f *llvm.Func, b *llvm.Block, r reduction, ins, outs 
 			return k.ifElse(f, b, full, func(b *llvm.Block) (*llvm.Block, []value.Value) {
 				return b, k.rowTerms(b, r, ptrs, base, nil, acc)
 			}, func(b *llvm.Block) (*llvm.Block, []value.Value) {
-				return b, k.rowTerms(b, r, ptrs, base, rowMask(b, base, n), acc)
+				b, padded := k.padRows(f, b, ptrs, base, n)
+				return b, k.rowTerms(b, r, padded, i64c(0), rowMask(b, base, n), acc)
 			})
 		})
 		for _, off := range []int{16, 8, 4, 2, 1} {
@@ -245,19 +246,13 @@ func rowMask(b *llvm.Block, base, n value.Value) value.Value {
 
 // rowTerms adds the terms of the row base..base+127 of ptrs to the lane
 // accumulators acc: element 4l+j of the row to lane l, j = 0, 1, 2, 3 in
-// turn. mask nil loads the whole row; else the elements it clears are
-// neither loaded nor added.
+// turn. mask nil adds every term; else the terms of the elements it clears
+// are added as +0.
 func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, mask value.Value, acc []value.Value) []value.Value {
 	w := lanes(reduceRow)
 	var in []value.Value
 	for _, p := range ptrs {
-		ptr := b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec))
-		if mask == nil {
-			in = append(in, load(b, rowVec, ptr, 4))
-			continue
-		}
-		ml := intrinsic(k.m, "llvm.masked.load.v128f32.p0v128f32", rowVec, types.NewPointer(rowVec), i32, types.NewVector(reduceRow, i1), rowVec)
-		in = append(in, b.NewCall(ml, ptr, i32c(4), mask, zero(w)))
+		in = append(in, load(b, rowVec, b.NewBitCast(b.NewGetElementPtr(f32, p, base), types.NewPointer(rowVec)), 4))
 	}
 	out := append([]value.Value(nil), acc...)
 	for s, t := range r.terms(b, w, in) {
@@ -269,6 +264,30 @@ func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, 
 		}
 	}
 	return out
+}
+
+// padRows copies the elements base..n-1 of the rows ptrs (fewer than 128)
+// into rows of 128 floats on f's stack, +0 past them, and returns those: the
+// values a masked load would give, with plain loads. (A masked <128 x float>
+// load becomes 128 branches on a target without one, SSE2, which took llc
+// seconds; the copy's stores are volatile so that LLVM does not make the
+// loop a call to memcpy, which the shared object does not link.)
+func (k *kernel) padRows(f *llvm.Func, b *llvm.Block, ptrs []value.Value, base, n value.Value) (*llvm.Block, []value.Value) {
+	var rows []value.Value
+	for _, p := range ptrs {
+		slot := llvm.NewAlloca(rowVec)
+		slot.Align = 4
+		f.Blocks[0].Insts = append([]llvm.Instruction{slot}, f.Blocks[0].Insts...)
+		store(b, zero(lanes(reduceRow)), slot, 4)
+		row := b.NewBitCast(slot, f32Ptr)
+		b = k.forLoop(f, b, "pad", i64c(0), b.NewSub(n, base), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
+			st := b.NewStore(load(b, f32, b.NewGetElementPtr(f32, p, b.NewAdd(base, e)), 4), b.NewGetElementPtr(f32, row, e))
+			st.Align, st.Volatile = 4, true
+			return b
+		})
+		rows = append(rows, row)
+	}
+	return b, rows
 }
 
 // laneMask is the shufflevector mask that takes element pick(l) into lane l

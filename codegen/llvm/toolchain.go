@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/fibergen/fibergen/internal/fileout"
+	"github.com/fibergen/fibergen/internal/hostisa"
 )
 
 // LLVMMajor is the LLVM release whose IR syntax github.com/llir/llvm v0.3.6
@@ -115,12 +116,11 @@ func (tc *Toolchain) optimize(ll, keep string, retarget ...string) ([]byte, erro
 	return run(tc.Opt, []byte(ll), args...)
 }
 
-// PTX compiles the kernel k of the module text ll, and the module's other
-// NVPTX kernels (the privatize kernels), into PTX for sm_80, which the
+// PTX compiles the NVPTX kernels of the module text ll (the step kernel,
+// the privatize and diagnostic kernels) into PTX for sm_80, which the
 // driver JIT-compiles for newer GPUs.
-func (tc *Toolchain) PTX(ll, kernel string) ([]byte, error) {
-	keep := strings.Join(append([]string{kernel}, entryPoints(ll, true, kernel)...), ",")
-	optimized, err := tc.optimize(ll, keep)
+func (tc *Toolchain) PTX(ll string) ([]byte, error) {
+	optimized, err := tc.optimize(ll, strings.Join(entryPoints(ll, true), ","))
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,10 @@ var hostTargets = map[string][2]string{
 	"arm64": {"aarch64-unknown-linux-gnu", "e-m:e-i8:8:32-i16:16:32-i64:64-i128:128-n32:64-S128"},
 }
 
-// SharedObject compiles the host function fn of the module text ll into a
-// shared object for this machine at path, written atomically.
+// SharedObject compiles the host functions of the module text ll, whose
+// step is fn, into a shared object for this machine at path, written
+// atomically: the variants of this architecture (hostisa.For), each
+// optimized and compiled by its own opt and llc, all at once, then linked.
 func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	target, ok := hostTargets[goruntime.GOARCH]
 	if !ok || goruntime.GOOS != "linux" {
@@ -144,38 +146,62 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	if tc.Linker == "" {
 		return errors.New("fibergen needs a linker for the host kernel (Debian package binutils or lld-14: apt-get install -y binutils)")
 	}
-	keep := fn + "," + strings.TrimSuffix(fn, "_cpu") + "_abi" // the host function and the module's ABI stamp
-	if goruntime.GOARCH == "amd64" {
-		keep += "," + fn + "_avx2" // and its AVX2 twin, which hostkernel.Open prefers where the CPU has AVX2
-	}
-	for _, other := range entryPoints(ll, false, fn) { // the module's other host functions (privatize)
-		if goruntime.GOARCH == "amd64" || !strings.HasSuffix(other, "_avx2") {
-			keep += "," + other
+	variants := hostisa.For(goruntime.GOARCH)
+	objs, errs := make([][]byte, len(variants)), make([]error, len(variants))
+	var wg sync.WaitGroup
+	for i, v := range variants {
+		keep := variantEntries(ll, v)
+		if v.Name == hostisa.Generic.Name {
+			keep = append(keep, strings.TrimSuffix(fn, "_cpu")+"_abi") // the module's ABI stamp, once
 		}
+		wg.Go(func() { objs[i], errs[i] = tc.hostObject(ll, keep, target) })
 	}
-	optimized, err := tc.optimize(ll, keep, "-mtriple="+target[0], "--data-layout="+target[1])
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	obj, err := run(tc.LLC, optimized, hostFlags...)
-	if err != nil {
-		return err
-	}
-	return tc.link(obj, path)
+	return tc.link(objs, path)
 }
 
-// link links the object file obj into a shared object at path.
-func (tc *Toolchain) link(obj []byte, path string) error {
+// variantEntries lists the host functions of the module text ll that are
+// compiled for the variant v.
+func variantEntries(ll string, v hostisa.Variant) []string {
+	var out []string
+	for _, fn := range entryPoints(ll, false) {
+		if hostisa.Of(fn).Name == v.Name {
+			out = append(out, fn)
+		}
+	}
+	return out
+}
+
+// hostObject optimizes the module text ll for target, keeping only the
+// globals keep, and compiles it into an object file.
+func (tc *Toolchain) hostObject(ll string, keep []string, target [2]string) ([]byte, error) {
+	optimized, err := tc.optimize(ll, strings.Join(keep, ","), "-mtriple="+target[0], "--data-layout="+target[1])
+	if err != nil {
+		return nil, err
+	}
+	return run(tc.LLC, optimized, hostFlags...)
+}
+
+// link links the object files objs into a shared object at path.
+func (tc *Toolchain) link(objs [][]byte, path string) error {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".fibergen-link-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	in, out := filepath.Join(dir, "kernel.o"), filepath.Join(dir, "kernel.so")
-	if err := os.WriteFile(in, obj, 0o644); err != nil {
-		return err
+	out := filepath.Join(dir, "kernel.so")
+	args := []string{"-shared", "-o", out}
+	for i, obj := range objs {
+		in := filepath.Join(dir, fmt.Sprintf("kernel%d.o", i))
+		if err := os.WriteFile(in, obj, 0o644); err != nil {
+			return err
+		}
+		args = append(args, in)
 	}
-	if _, err := run(tc.Linker, nil, "-shared", "-o", out, in); err != nil {
+	if _, err := run(tc.Linker, nil, args...); err != nil {
 		return err
 	}
 	target, err := fileout.Target(path) // through a symbolic link; only over a regular file
@@ -206,13 +232,13 @@ func run(tool string, stdin []byte, args ...string) ([]byte, error) {
 // text: group 1 is "ptx_kernel " for an NVPTX kernel, group 2 the name.
 var entryDef = regexp.MustCompile(`(?m)^define (ptx_kernel )?void @([A-Za-z0-9_.]+)\(`)
 
-// entryPoints lists the exported functions of the module text ll other than
-// skip and its AVX2 twin: the NVPTX kernels if kernels, else the host
-// functions (whose code llc cannot compile for the other target).
-func entryPoints(ll string, kernels bool, skip string) []string {
+// entryPoints lists the exported functions of the module text ll: the
+// NVPTX kernels if kernels, else the host functions (whose code llc cannot
+// compile for the other target).
+func entryPoints(ll string, kernels bool) []string {
 	var out []string
 	for _, m := range entryDef.FindAllStringSubmatch(ll, -1) {
-		if (m[1] != "") == kernels && m[2] != skip && m[2] != skip+"_avx2" {
+		if (m[1] != "") == kernels {
 			out = append(out, m[2])
 		}
 	}

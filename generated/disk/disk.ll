@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %disk.stored @disk_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11) alwaysinline nounwind {
@@ -1631,7 +2322,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @disk_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @disk_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -3685,15 +4376,3195 @@ tail.done.48:
 	ret void
 }
 
+define internal void @disk_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float*, float** %buffers, i64 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr float*, float** %buffers, i64 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr float*, float** %buffers, i64 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr float*, float** %buffers, i64 5
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float, float* %scalars, i64 0
+	%13 = load float, float* %12, align 4
+	%14 = getelementptr float, float* %scalars, i64 1
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr float, float* %scalars, i64 2
+	%17 = load float, float* %16, align 4
+	%18 = getelementptr float, float* %scalars, i64 3
+	%19 = load float, float* %18, align 4
+	%20 = getelementptr float, float* %scalars, i64 4
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr float, float* %scalars, i64 5
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 6
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 7
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr float, float* %scalars, i64 8
+	%29 = load float, float* %28, align 4
+	%30 = getelementptr float, float* %scalars, i64 9
+	%31 = load float, float* %30, align 4
+	%32 = getelementptr float, float* %scalars, i64 10
+	%33 = load float, float* %32, align 4
+	%34 = getelementptr float, float* %scalars, i64 11
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 12
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%39 = load i64, i64* %38, align 8
+	%40 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%41 = load i64, i64* %40, align 8
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%43 = load i64, i64* %42, align 8
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%47 = load i32, i32* %46, align 4
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%49 = load i32, i32* %48, align 4
+	%50 = sub i64 %41, %39
+	%51 = add i64 %43, %39
+	%52 = and i64 %51, 3
+	%53 = sub i64 4, %52
+	%54 = and i64 %53, 3
+	%55 = icmp slt i64 %54, %50
+	%56 = select i1 %55, i64 %54, i64 %50
+	%57 = sub i64 %50, %56
+	%58 = ashr i64 %57, 2
+	%59 = add i64 %39, %56
+	%60 = shl i64 %58, 2
+	%61 = add i64 %59, %60
+	%62 = add i64 %43, %59
+	%63 = lshr i64 %62, 2
+	%64 = icmp ne i32 %49, 0
+	br i1 %64, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%65 = phi i64 [ %39, %with_noise ], [ %94, %head.50 ]
+	%66 = icmp slt i64 %65, %59
+	br i1 %66, label %head.50, label %head.done.51
+
+head.50:
+	%67 = getelementptr float, float* %1, i64 %65
+	%68 = load float, float* %67, align 4
+	%69 = getelementptr float, float* %3, i64 %65
+	%70 = load float, float* %69, align 4
+	%71 = getelementptr float, float* %5, i64 %65
+	%72 = load float, float* %71, align 4
+	%73 = getelementptr float, float* %7, i64 %65
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %9, i64 %65
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %11, i64 %65
+	%78 = load float, float* %77, align 4
+	%79 = add i64 %43, %65
+	%80 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %79)
+	%81 = fmul float %37, %80
+	%82 = fadd float %70, %81
+	%83 = call %disk.stored @disk_body(float %68, float %82, float %72, float %74, float %76, float %78, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%84 = extractvalue %disk.stored %83, 0
+	%85 = extractvalue %disk.stored %83, 1
+	%86 = extractvalue %disk.stored %83, 2
+	%87 = extractvalue %disk.stored %83, 3
+	%88 = extractvalue %disk.stored %83, 4
+	%89 = getelementptr float, float* %5, i64 %65
+	store float %84, float* %89, align 4
+	%90 = getelementptr float, float* %7, i64 %65
+	store float %85, float* %90, align 4
+	%91 = getelementptr float, float* %9, i64 %65
+	store float %86, float* %91, align 4
+	%92 = getelementptr float, float* %1, i64 %65
+	store float %87, float* %92, align 4
+	%93 = getelementptr float, float* %11, i64 %65
+	store float %88, float* %93, align 4
+	%94 = add i64 %65, 1
+	br label %head.head.49
+
+head.done.51:
+	%95 = sdiv i64 %58, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%96 = phi i64 [ 0, %head.done.51 ], [ %1423, %wide.53 ]
+	%97 = icmp slt i64 %96, %95
+	br i1 %97, label %wide.53, label %wide.done.54
+
+wide.53:
+	%98 = mul i64 %96, 16
+	%99 = shl i64 %98, 2
+	%100 = add i64 %59, %99
+	%101 = add i64 %63, %98
+	%102 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %45, i32 %47, i32 0, i64 %101)
+	%103 = add i64 %100, 0
+	%104 = getelementptr float, float* %1, i64 %103
+	%105 = bitcast float* %104 to <16 x float>*
+	%106 = load <16 x float>, <16 x float>* %105, align 4
+	%107 = extractelement <16 x float> %106, i32 0
+	%108 = extractelement <16 x float> %106, i32 1
+	%109 = extractelement <16 x float> %106, i32 2
+	%110 = extractelement <16 x float> %106, i32 3
+	%111 = extractelement <16 x float> %106, i32 4
+	%112 = extractelement <16 x float> %106, i32 5
+	%113 = extractelement <16 x float> %106, i32 6
+	%114 = extractelement <16 x float> %106, i32 7
+	%115 = extractelement <16 x float> %106, i32 8
+	%116 = extractelement <16 x float> %106, i32 9
+	%117 = extractelement <16 x float> %106, i32 10
+	%118 = extractelement <16 x float> %106, i32 11
+	%119 = extractelement <16 x float> %106, i32 12
+	%120 = extractelement <16 x float> %106, i32 13
+	%121 = extractelement <16 x float> %106, i32 14
+	%122 = extractelement <16 x float> %106, i32 15
+	%123 = add i64 %100, 16
+	%124 = getelementptr float, float* %1, i64 %123
+	%125 = bitcast float* %124 to <16 x float>*
+	%126 = load <16 x float>, <16 x float>* %125, align 4
+	%127 = extractelement <16 x float> %126, i32 0
+	%128 = extractelement <16 x float> %126, i32 1
+	%129 = extractelement <16 x float> %126, i32 2
+	%130 = extractelement <16 x float> %126, i32 3
+	%131 = extractelement <16 x float> %126, i32 4
+	%132 = extractelement <16 x float> %126, i32 5
+	%133 = extractelement <16 x float> %126, i32 6
+	%134 = extractelement <16 x float> %126, i32 7
+	%135 = extractelement <16 x float> %126, i32 8
+	%136 = extractelement <16 x float> %126, i32 9
+	%137 = extractelement <16 x float> %126, i32 10
+	%138 = extractelement <16 x float> %126, i32 11
+	%139 = extractelement <16 x float> %126, i32 12
+	%140 = extractelement <16 x float> %126, i32 13
+	%141 = extractelement <16 x float> %126, i32 14
+	%142 = extractelement <16 x float> %126, i32 15
+	%143 = add i64 %100, 32
+	%144 = getelementptr float, float* %1, i64 %143
+	%145 = bitcast float* %144 to <16 x float>*
+	%146 = load <16 x float>, <16 x float>* %145, align 4
+	%147 = extractelement <16 x float> %146, i32 0
+	%148 = extractelement <16 x float> %146, i32 1
+	%149 = extractelement <16 x float> %146, i32 2
+	%150 = extractelement <16 x float> %146, i32 3
+	%151 = extractelement <16 x float> %146, i32 4
+	%152 = extractelement <16 x float> %146, i32 5
+	%153 = extractelement <16 x float> %146, i32 6
+	%154 = extractelement <16 x float> %146, i32 7
+	%155 = extractelement <16 x float> %146, i32 8
+	%156 = extractelement <16 x float> %146, i32 9
+	%157 = extractelement <16 x float> %146, i32 10
+	%158 = extractelement <16 x float> %146, i32 11
+	%159 = extractelement <16 x float> %146, i32 12
+	%160 = extractelement <16 x float> %146, i32 13
+	%161 = extractelement <16 x float> %146, i32 14
+	%162 = extractelement <16 x float> %146, i32 15
+	%163 = add i64 %100, 48
+	%164 = getelementptr float, float* %1, i64 %163
+	%165 = bitcast float* %164 to <16 x float>*
+	%166 = load <16 x float>, <16 x float>* %165, align 4
+	%167 = extractelement <16 x float> %166, i32 0
+	%168 = extractelement <16 x float> %166, i32 1
+	%169 = extractelement <16 x float> %166, i32 2
+	%170 = extractelement <16 x float> %166, i32 3
+	%171 = extractelement <16 x float> %166, i32 4
+	%172 = extractelement <16 x float> %166, i32 5
+	%173 = extractelement <16 x float> %166, i32 6
+	%174 = extractelement <16 x float> %166, i32 7
+	%175 = extractelement <16 x float> %166, i32 8
+	%176 = extractelement <16 x float> %166, i32 9
+	%177 = extractelement <16 x float> %166, i32 10
+	%178 = extractelement <16 x float> %166, i32 11
+	%179 = extractelement <16 x float> %166, i32 12
+	%180 = extractelement <16 x float> %166, i32 13
+	%181 = extractelement <16 x float> %166, i32 14
+	%182 = extractelement <16 x float> %166, i32 15
+	%183 = add i64 %100, 0
+	%184 = getelementptr float, float* %3, i64 %183
+	%185 = bitcast float* %184 to <16 x float>*
+	%186 = load <16 x float>, <16 x float>* %185, align 4
+	%187 = insertelement <16 x float> undef, float %37, i32 0
+	%188 = insertelement <16 x float> %187, float %37, i32 1
+	%189 = insertelement <16 x float> %188, float %37, i32 2
+	%190 = insertelement <16 x float> %189, float %37, i32 3
+	%191 = insertelement <16 x float> %190, float %37, i32 4
+	%192 = insertelement <16 x float> %191, float %37, i32 5
+	%193 = insertelement <16 x float> %192, float %37, i32 6
+	%194 = insertelement <16 x float> %193, float %37, i32 7
+	%195 = insertelement <16 x float> %194, float %37, i32 8
+	%196 = insertelement <16 x float> %195, float %37, i32 9
+	%197 = insertelement <16 x float> %196, float %37, i32 10
+	%198 = insertelement <16 x float> %197, float %37, i32 11
+	%199 = insertelement <16 x float> %198, float %37, i32 12
+	%200 = insertelement <16 x float> %199, float %37, i32 13
+	%201 = insertelement <16 x float> %200, float %37, i32 14
+	%202 = insertelement <16 x float> %201, float %37, i32 15
+	%203 = extractvalue [4 x <16 x float>] %102, 0
+	%204 = fmul <16 x float> %202, %203
+	%205 = fadd <16 x float> %186, %204
+	%206 = extractelement <16 x float> %205, i32 0
+	%207 = extractelement <16 x float> %205, i32 1
+	%208 = extractelement <16 x float> %205, i32 2
+	%209 = extractelement <16 x float> %205, i32 3
+	%210 = extractelement <16 x float> %205, i32 4
+	%211 = extractelement <16 x float> %205, i32 5
+	%212 = extractelement <16 x float> %205, i32 6
+	%213 = extractelement <16 x float> %205, i32 7
+	%214 = extractelement <16 x float> %205, i32 8
+	%215 = extractelement <16 x float> %205, i32 9
+	%216 = extractelement <16 x float> %205, i32 10
+	%217 = extractelement <16 x float> %205, i32 11
+	%218 = extractelement <16 x float> %205, i32 12
+	%219 = extractelement <16 x float> %205, i32 13
+	%220 = extractelement <16 x float> %205, i32 14
+	%221 = extractelement <16 x float> %205, i32 15
+	%222 = add i64 %100, 16
+	%223 = getelementptr float, float* %3, i64 %222
+	%224 = bitcast float* %223 to <16 x float>*
+	%225 = load <16 x float>, <16 x float>* %224, align 4
+	%226 = insertelement <16 x float> undef, float %37, i32 0
+	%227 = insertelement <16 x float> %226, float %37, i32 1
+	%228 = insertelement <16 x float> %227, float %37, i32 2
+	%229 = insertelement <16 x float> %228, float %37, i32 3
+	%230 = insertelement <16 x float> %229, float %37, i32 4
+	%231 = insertelement <16 x float> %230, float %37, i32 5
+	%232 = insertelement <16 x float> %231, float %37, i32 6
+	%233 = insertelement <16 x float> %232, float %37, i32 7
+	%234 = insertelement <16 x float> %233, float %37, i32 8
+	%235 = insertelement <16 x float> %234, float %37, i32 9
+	%236 = insertelement <16 x float> %235, float %37, i32 10
+	%237 = insertelement <16 x float> %236, float %37, i32 11
+	%238 = insertelement <16 x float> %237, float %37, i32 12
+	%239 = insertelement <16 x float> %238, float %37, i32 13
+	%240 = insertelement <16 x float> %239, float %37, i32 14
+	%241 = insertelement <16 x float> %240, float %37, i32 15
+	%242 = extractvalue [4 x <16 x float>] %102, 1
+	%243 = fmul <16 x float> %241, %242
+	%244 = fadd <16 x float> %225, %243
+	%245 = extractelement <16 x float> %244, i32 0
+	%246 = extractelement <16 x float> %244, i32 1
+	%247 = extractelement <16 x float> %244, i32 2
+	%248 = extractelement <16 x float> %244, i32 3
+	%249 = extractelement <16 x float> %244, i32 4
+	%250 = extractelement <16 x float> %244, i32 5
+	%251 = extractelement <16 x float> %244, i32 6
+	%252 = extractelement <16 x float> %244, i32 7
+	%253 = extractelement <16 x float> %244, i32 8
+	%254 = extractelement <16 x float> %244, i32 9
+	%255 = extractelement <16 x float> %244, i32 10
+	%256 = extractelement <16 x float> %244, i32 11
+	%257 = extractelement <16 x float> %244, i32 12
+	%258 = extractelement <16 x float> %244, i32 13
+	%259 = extractelement <16 x float> %244, i32 14
+	%260 = extractelement <16 x float> %244, i32 15
+	%261 = add i64 %100, 32
+	%262 = getelementptr float, float* %3, i64 %261
+	%263 = bitcast float* %262 to <16 x float>*
+	%264 = load <16 x float>, <16 x float>* %263, align 4
+	%265 = insertelement <16 x float> undef, float %37, i32 0
+	%266 = insertelement <16 x float> %265, float %37, i32 1
+	%267 = insertelement <16 x float> %266, float %37, i32 2
+	%268 = insertelement <16 x float> %267, float %37, i32 3
+	%269 = insertelement <16 x float> %268, float %37, i32 4
+	%270 = insertelement <16 x float> %269, float %37, i32 5
+	%271 = insertelement <16 x float> %270, float %37, i32 6
+	%272 = insertelement <16 x float> %271, float %37, i32 7
+	%273 = insertelement <16 x float> %272, float %37, i32 8
+	%274 = insertelement <16 x float> %273, float %37, i32 9
+	%275 = insertelement <16 x float> %274, float %37, i32 10
+	%276 = insertelement <16 x float> %275, float %37, i32 11
+	%277 = insertelement <16 x float> %276, float %37, i32 12
+	%278 = insertelement <16 x float> %277, float %37, i32 13
+	%279 = insertelement <16 x float> %278, float %37, i32 14
+	%280 = insertelement <16 x float> %279, float %37, i32 15
+	%281 = extractvalue [4 x <16 x float>] %102, 2
+	%282 = fmul <16 x float> %280, %281
+	%283 = fadd <16 x float> %264, %282
+	%284 = extractelement <16 x float> %283, i32 0
+	%285 = extractelement <16 x float> %283, i32 1
+	%286 = extractelement <16 x float> %283, i32 2
+	%287 = extractelement <16 x float> %283, i32 3
+	%288 = extractelement <16 x float> %283, i32 4
+	%289 = extractelement <16 x float> %283, i32 5
+	%290 = extractelement <16 x float> %283, i32 6
+	%291 = extractelement <16 x float> %283, i32 7
+	%292 = extractelement <16 x float> %283, i32 8
+	%293 = extractelement <16 x float> %283, i32 9
+	%294 = extractelement <16 x float> %283, i32 10
+	%295 = extractelement <16 x float> %283, i32 11
+	%296 = extractelement <16 x float> %283, i32 12
+	%297 = extractelement <16 x float> %283, i32 13
+	%298 = extractelement <16 x float> %283, i32 14
+	%299 = extractelement <16 x float> %283, i32 15
+	%300 = add i64 %100, 48
+	%301 = getelementptr float, float* %3, i64 %300
+	%302 = bitcast float* %301 to <16 x float>*
+	%303 = load <16 x float>, <16 x float>* %302, align 4
+	%304 = insertelement <16 x float> undef, float %37, i32 0
+	%305 = insertelement <16 x float> %304, float %37, i32 1
+	%306 = insertelement <16 x float> %305, float %37, i32 2
+	%307 = insertelement <16 x float> %306, float %37, i32 3
+	%308 = insertelement <16 x float> %307, float %37, i32 4
+	%309 = insertelement <16 x float> %308, float %37, i32 5
+	%310 = insertelement <16 x float> %309, float %37, i32 6
+	%311 = insertelement <16 x float> %310, float %37, i32 7
+	%312 = insertelement <16 x float> %311, float %37, i32 8
+	%313 = insertelement <16 x float> %312, float %37, i32 9
+	%314 = insertelement <16 x float> %313, float %37, i32 10
+	%315 = insertelement <16 x float> %314, float %37, i32 11
+	%316 = insertelement <16 x float> %315, float %37, i32 12
+	%317 = insertelement <16 x float> %316, float %37, i32 13
+	%318 = insertelement <16 x float> %317, float %37, i32 14
+	%319 = insertelement <16 x float> %318, float %37, i32 15
+	%320 = extractvalue [4 x <16 x float>] %102, 3
+	%321 = fmul <16 x float> %319, %320
+	%322 = fadd <16 x float> %303, %321
+	%323 = extractelement <16 x float> %322, i32 0
+	%324 = extractelement <16 x float> %322, i32 1
+	%325 = extractelement <16 x float> %322, i32 2
+	%326 = extractelement <16 x float> %322, i32 3
+	%327 = extractelement <16 x float> %322, i32 4
+	%328 = extractelement <16 x float> %322, i32 5
+	%329 = extractelement <16 x float> %322, i32 6
+	%330 = extractelement <16 x float> %322, i32 7
+	%331 = extractelement <16 x float> %322, i32 8
+	%332 = extractelement <16 x float> %322, i32 9
+	%333 = extractelement <16 x float> %322, i32 10
+	%334 = extractelement <16 x float> %322, i32 11
+	%335 = extractelement <16 x float> %322, i32 12
+	%336 = extractelement <16 x float> %322, i32 13
+	%337 = extractelement <16 x float> %322, i32 14
+	%338 = extractelement <16 x float> %322, i32 15
+	%339 = add i64 %100, 0
+	%340 = getelementptr float, float* %5, i64 %339
+	%341 = bitcast float* %340 to <16 x float>*
+	%342 = load <16 x float>, <16 x float>* %341, align 4
+	%343 = extractelement <16 x float> %342, i32 0
+	%344 = extractelement <16 x float> %342, i32 1
+	%345 = extractelement <16 x float> %342, i32 2
+	%346 = extractelement <16 x float> %342, i32 3
+	%347 = extractelement <16 x float> %342, i32 4
+	%348 = extractelement <16 x float> %342, i32 5
+	%349 = extractelement <16 x float> %342, i32 6
+	%350 = extractelement <16 x float> %342, i32 7
+	%351 = extractelement <16 x float> %342, i32 8
+	%352 = extractelement <16 x float> %342, i32 9
+	%353 = extractelement <16 x float> %342, i32 10
+	%354 = extractelement <16 x float> %342, i32 11
+	%355 = extractelement <16 x float> %342, i32 12
+	%356 = extractelement <16 x float> %342, i32 13
+	%357 = extractelement <16 x float> %342, i32 14
+	%358 = extractelement <16 x float> %342, i32 15
+	%359 = add i64 %100, 16
+	%360 = getelementptr float, float* %5, i64 %359
+	%361 = bitcast float* %360 to <16 x float>*
+	%362 = load <16 x float>, <16 x float>* %361, align 4
+	%363 = extractelement <16 x float> %362, i32 0
+	%364 = extractelement <16 x float> %362, i32 1
+	%365 = extractelement <16 x float> %362, i32 2
+	%366 = extractelement <16 x float> %362, i32 3
+	%367 = extractelement <16 x float> %362, i32 4
+	%368 = extractelement <16 x float> %362, i32 5
+	%369 = extractelement <16 x float> %362, i32 6
+	%370 = extractelement <16 x float> %362, i32 7
+	%371 = extractelement <16 x float> %362, i32 8
+	%372 = extractelement <16 x float> %362, i32 9
+	%373 = extractelement <16 x float> %362, i32 10
+	%374 = extractelement <16 x float> %362, i32 11
+	%375 = extractelement <16 x float> %362, i32 12
+	%376 = extractelement <16 x float> %362, i32 13
+	%377 = extractelement <16 x float> %362, i32 14
+	%378 = extractelement <16 x float> %362, i32 15
+	%379 = add i64 %100, 32
+	%380 = getelementptr float, float* %5, i64 %379
+	%381 = bitcast float* %380 to <16 x float>*
+	%382 = load <16 x float>, <16 x float>* %381, align 4
+	%383 = extractelement <16 x float> %382, i32 0
+	%384 = extractelement <16 x float> %382, i32 1
+	%385 = extractelement <16 x float> %382, i32 2
+	%386 = extractelement <16 x float> %382, i32 3
+	%387 = extractelement <16 x float> %382, i32 4
+	%388 = extractelement <16 x float> %382, i32 5
+	%389 = extractelement <16 x float> %382, i32 6
+	%390 = extractelement <16 x float> %382, i32 7
+	%391 = extractelement <16 x float> %382, i32 8
+	%392 = extractelement <16 x float> %382, i32 9
+	%393 = extractelement <16 x float> %382, i32 10
+	%394 = extractelement <16 x float> %382, i32 11
+	%395 = extractelement <16 x float> %382, i32 12
+	%396 = extractelement <16 x float> %382, i32 13
+	%397 = extractelement <16 x float> %382, i32 14
+	%398 = extractelement <16 x float> %382, i32 15
+	%399 = add i64 %100, 48
+	%400 = getelementptr float, float* %5, i64 %399
+	%401 = bitcast float* %400 to <16 x float>*
+	%402 = load <16 x float>, <16 x float>* %401, align 4
+	%403 = extractelement <16 x float> %402, i32 0
+	%404 = extractelement <16 x float> %402, i32 1
+	%405 = extractelement <16 x float> %402, i32 2
+	%406 = extractelement <16 x float> %402, i32 3
+	%407 = extractelement <16 x float> %402, i32 4
+	%408 = extractelement <16 x float> %402, i32 5
+	%409 = extractelement <16 x float> %402, i32 6
+	%410 = extractelement <16 x float> %402, i32 7
+	%411 = extractelement <16 x float> %402, i32 8
+	%412 = extractelement <16 x float> %402, i32 9
+	%413 = extractelement <16 x float> %402, i32 10
+	%414 = extractelement <16 x float> %402, i32 11
+	%415 = extractelement <16 x float> %402, i32 12
+	%416 = extractelement <16 x float> %402, i32 13
+	%417 = extractelement <16 x float> %402, i32 14
+	%418 = extractelement <16 x float> %402, i32 15
+	%419 = add i64 %100, 0
+	%420 = getelementptr float, float* %7, i64 %419
+	%421 = bitcast float* %420 to <16 x float>*
+	%422 = load <16 x float>, <16 x float>* %421, align 4
+	%423 = extractelement <16 x float> %422, i32 0
+	%424 = extractelement <16 x float> %422, i32 1
+	%425 = extractelement <16 x float> %422, i32 2
+	%426 = extractelement <16 x float> %422, i32 3
+	%427 = extractelement <16 x float> %422, i32 4
+	%428 = extractelement <16 x float> %422, i32 5
+	%429 = extractelement <16 x float> %422, i32 6
+	%430 = extractelement <16 x float> %422, i32 7
+	%431 = extractelement <16 x float> %422, i32 8
+	%432 = extractelement <16 x float> %422, i32 9
+	%433 = extractelement <16 x float> %422, i32 10
+	%434 = extractelement <16 x float> %422, i32 11
+	%435 = extractelement <16 x float> %422, i32 12
+	%436 = extractelement <16 x float> %422, i32 13
+	%437 = extractelement <16 x float> %422, i32 14
+	%438 = extractelement <16 x float> %422, i32 15
+	%439 = add i64 %100, 16
+	%440 = getelementptr float, float* %7, i64 %439
+	%441 = bitcast float* %440 to <16 x float>*
+	%442 = load <16 x float>, <16 x float>* %441, align 4
+	%443 = extractelement <16 x float> %442, i32 0
+	%444 = extractelement <16 x float> %442, i32 1
+	%445 = extractelement <16 x float> %442, i32 2
+	%446 = extractelement <16 x float> %442, i32 3
+	%447 = extractelement <16 x float> %442, i32 4
+	%448 = extractelement <16 x float> %442, i32 5
+	%449 = extractelement <16 x float> %442, i32 6
+	%450 = extractelement <16 x float> %442, i32 7
+	%451 = extractelement <16 x float> %442, i32 8
+	%452 = extractelement <16 x float> %442, i32 9
+	%453 = extractelement <16 x float> %442, i32 10
+	%454 = extractelement <16 x float> %442, i32 11
+	%455 = extractelement <16 x float> %442, i32 12
+	%456 = extractelement <16 x float> %442, i32 13
+	%457 = extractelement <16 x float> %442, i32 14
+	%458 = extractelement <16 x float> %442, i32 15
+	%459 = add i64 %100, 32
+	%460 = getelementptr float, float* %7, i64 %459
+	%461 = bitcast float* %460 to <16 x float>*
+	%462 = load <16 x float>, <16 x float>* %461, align 4
+	%463 = extractelement <16 x float> %462, i32 0
+	%464 = extractelement <16 x float> %462, i32 1
+	%465 = extractelement <16 x float> %462, i32 2
+	%466 = extractelement <16 x float> %462, i32 3
+	%467 = extractelement <16 x float> %462, i32 4
+	%468 = extractelement <16 x float> %462, i32 5
+	%469 = extractelement <16 x float> %462, i32 6
+	%470 = extractelement <16 x float> %462, i32 7
+	%471 = extractelement <16 x float> %462, i32 8
+	%472 = extractelement <16 x float> %462, i32 9
+	%473 = extractelement <16 x float> %462, i32 10
+	%474 = extractelement <16 x float> %462, i32 11
+	%475 = extractelement <16 x float> %462, i32 12
+	%476 = extractelement <16 x float> %462, i32 13
+	%477 = extractelement <16 x float> %462, i32 14
+	%478 = extractelement <16 x float> %462, i32 15
+	%479 = add i64 %100, 48
+	%480 = getelementptr float, float* %7, i64 %479
+	%481 = bitcast float* %480 to <16 x float>*
+	%482 = load <16 x float>, <16 x float>* %481, align 4
+	%483 = extractelement <16 x float> %482, i32 0
+	%484 = extractelement <16 x float> %482, i32 1
+	%485 = extractelement <16 x float> %482, i32 2
+	%486 = extractelement <16 x float> %482, i32 3
+	%487 = extractelement <16 x float> %482, i32 4
+	%488 = extractelement <16 x float> %482, i32 5
+	%489 = extractelement <16 x float> %482, i32 6
+	%490 = extractelement <16 x float> %482, i32 7
+	%491 = extractelement <16 x float> %482, i32 8
+	%492 = extractelement <16 x float> %482, i32 9
+	%493 = extractelement <16 x float> %482, i32 10
+	%494 = extractelement <16 x float> %482, i32 11
+	%495 = extractelement <16 x float> %482, i32 12
+	%496 = extractelement <16 x float> %482, i32 13
+	%497 = extractelement <16 x float> %482, i32 14
+	%498 = extractelement <16 x float> %482, i32 15
+	%499 = add i64 %100, 0
+	%500 = getelementptr float, float* %9, i64 %499
+	%501 = bitcast float* %500 to <16 x float>*
+	%502 = load <16 x float>, <16 x float>* %501, align 4
+	%503 = extractelement <16 x float> %502, i32 0
+	%504 = extractelement <16 x float> %502, i32 1
+	%505 = extractelement <16 x float> %502, i32 2
+	%506 = extractelement <16 x float> %502, i32 3
+	%507 = extractelement <16 x float> %502, i32 4
+	%508 = extractelement <16 x float> %502, i32 5
+	%509 = extractelement <16 x float> %502, i32 6
+	%510 = extractelement <16 x float> %502, i32 7
+	%511 = extractelement <16 x float> %502, i32 8
+	%512 = extractelement <16 x float> %502, i32 9
+	%513 = extractelement <16 x float> %502, i32 10
+	%514 = extractelement <16 x float> %502, i32 11
+	%515 = extractelement <16 x float> %502, i32 12
+	%516 = extractelement <16 x float> %502, i32 13
+	%517 = extractelement <16 x float> %502, i32 14
+	%518 = extractelement <16 x float> %502, i32 15
+	%519 = add i64 %100, 16
+	%520 = getelementptr float, float* %9, i64 %519
+	%521 = bitcast float* %520 to <16 x float>*
+	%522 = load <16 x float>, <16 x float>* %521, align 4
+	%523 = extractelement <16 x float> %522, i32 0
+	%524 = extractelement <16 x float> %522, i32 1
+	%525 = extractelement <16 x float> %522, i32 2
+	%526 = extractelement <16 x float> %522, i32 3
+	%527 = extractelement <16 x float> %522, i32 4
+	%528 = extractelement <16 x float> %522, i32 5
+	%529 = extractelement <16 x float> %522, i32 6
+	%530 = extractelement <16 x float> %522, i32 7
+	%531 = extractelement <16 x float> %522, i32 8
+	%532 = extractelement <16 x float> %522, i32 9
+	%533 = extractelement <16 x float> %522, i32 10
+	%534 = extractelement <16 x float> %522, i32 11
+	%535 = extractelement <16 x float> %522, i32 12
+	%536 = extractelement <16 x float> %522, i32 13
+	%537 = extractelement <16 x float> %522, i32 14
+	%538 = extractelement <16 x float> %522, i32 15
+	%539 = add i64 %100, 32
+	%540 = getelementptr float, float* %9, i64 %539
+	%541 = bitcast float* %540 to <16 x float>*
+	%542 = load <16 x float>, <16 x float>* %541, align 4
+	%543 = extractelement <16 x float> %542, i32 0
+	%544 = extractelement <16 x float> %542, i32 1
+	%545 = extractelement <16 x float> %542, i32 2
+	%546 = extractelement <16 x float> %542, i32 3
+	%547 = extractelement <16 x float> %542, i32 4
+	%548 = extractelement <16 x float> %542, i32 5
+	%549 = extractelement <16 x float> %542, i32 6
+	%550 = extractelement <16 x float> %542, i32 7
+	%551 = extractelement <16 x float> %542, i32 8
+	%552 = extractelement <16 x float> %542, i32 9
+	%553 = extractelement <16 x float> %542, i32 10
+	%554 = extractelement <16 x float> %542, i32 11
+	%555 = extractelement <16 x float> %542, i32 12
+	%556 = extractelement <16 x float> %542, i32 13
+	%557 = extractelement <16 x float> %542, i32 14
+	%558 = extractelement <16 x float> %542, i32 15
+	%559 = add i64 %100, 48
+	%560 = getelementptr float, float* %9, i64 %559
+	%561 = bitcast float* %560 to <16 x float>*
+	%562 = load <16 x float>, <16 x float>* %561, align 4
+	%563 = extractelement <16 x float> %562, i32 0
+	%564 = extractelement <16 x float> %562, i32 1
+	%565 = extractelement <16 x float> %562, i32 2
+	%566 = extractelement <16 x float> %562, i32 3
+	%567 = extractelement <16 x float> %562, i32 4
+	%568 = extractelement <16 x float> %562, i32 5
+	%569 = extractelement <16 x float> %562, i32 6
+	%570 = extractelement <16 x float> %562, i32 7
+	%571 = extractelement <16 x float> %562, i32 8
+	%572 = extractelement <16 x float> %562, i32 9
+	%573 = extractelement <16 x float> %562, i32 10
+	%574 = extractelement <16 x float> %562, i32 11
+	%575 = extractelement <16 x float> %562, i32 12
+	%576 = extractelement <16 x float> %562, i32 13
+	%577 = extractelement <16 x float> %562, i32 14
+	%578 = extractelement <16 x float> %562, i32 15
+	%579 = add i64 %100, 0
+	%580 = getelementptr float, float* %11, i64 %579
+	%581 = bitcast float* %580 to <16 x float>*
+	%582 = load <16 x float>, <16 x float>* %581, align 4
+	%583 = extractelement <16 x float> %582, i32 0
+	%584 = extractelement <16 x float> %582, i32 1
+	%585 = extractelement <16 x float> %582, i32 2
+	%586 = extractelement <16 x float> %582, i32 3
+	%587 = extractelement <16 x float> %582, i32 4
+	%588 = extractelement <16 x float> %582, i32 5
+	%589 = extractelement <16 x float> %582, i32 6
+	%590 = extractelement <16 x float> %582, i32 7
+	%591 = extractelement <16 x float> %582, i32 8
+	%592 = extractelement <16 x float> %582, i32 9
+	%593 = extractelement <16 x float> %582, i32 10
+	%594 = extractelement <16 x float> %582, i32 11
+	%595 = extractelement <16 x float> %582, i32 12
+	%596 = extractelement <16 x float> %582, i32 13
+	%597 = extractelement <16 x float> %582, i32 14
+	%598 = extractelement <16 x float> %582, i32 15
+	%599 = add i64 %100, 16
+	%600 = getelementptr float, float* %11, i64 %599
+	%601 = bitcast float* %600 to <16 x float>*
+	%602 = load <16 x float>, <16 x float>* %601, align 4
+	%603 = extractelement <16 x float> %602, i32 0
+	%604 = extractelement <16 x float> %602, i32 1
+	%605 = extractelement <16 x float> %602, i32 2
+	%606 = extractelement <16 x float> %602, i32 3
+	%607 = extractelement <16 x float> %602, i32 4
+	%608 = extractelement <16 x float> %602, i32 5
+	%609 = extractelement <16 x float> %602, i32 6
+	%610 = extractelement <16 x float> %602, i32 7
+	%611 = extractelement <16 x float> %602, i32 8
+	%612 = extractelement <16 x float> %602, i32 9
+	%613 = extractelement <16 x float> %602, i32 10
+	%614 = extractelement <16 x float> %602, i32 11
+	%615 = extractelement <16 x float> %602, i32 12
+	%616 = extractelement <16 x float> %602, i32 13
+	%617 = extractelement <16 x float> %602, i32 14
+	%618 = extractelement <16 x float> %602, i32 15
+	%619 = add i64 %100, 32
+	%620 = getelementptr float, float* %11, i64 %619
+	%621 = bitcast float* %620 to <16 x float>*
+	%622 = load <16 x float>, <16 x float>* %621, align 4
+	%623 = extractelement <16 x float> %622, i32 0
+	%624 = extractelement <16 x float> %622, i32 1
+	%625 = extractelement <16 x float> %622, i32 2
+	%626 = extractelement <16 x float> %622, i32 3
+	%627 = extractelement <16 x float> %622, i32 4
+	%628 = extractelement <16 x float> %622, i32 5
+	%629 = extractelement <16 x float> %622, i32 6
+	%630 = extractelement <16 x float> %622, i32 7
+	%631 = extractelement <16 x float> %622, i32 8
+	%632 = extractelement <16 x float> %622, i32 9
+	%633 = extractelement <16 x float> %622, i32 10
+	%634 = extractelement <16 x float> %622, i32 11
+	%635 = extractelement <16 x float> %622, i32 12
+	%636 = extractelement <16 x float> %622, i32 13
+	%637 = extractelement <16 x float> %622, i32 14
+	%638 = extractelement <16 x float> %622, i32 15
+	%639 = add i64 %100, 48
+	%640 = getelementptr float, float* %11, i64 %639
+	%641 = bitcast float* %640 to <16 x float>*
+	%642 = load <16 x float>, <16 x float>* %641, align 4
+	%643 = extractelement <16 x float> %642, i32 0
+	%644 = extractelement <16 x float> %642, i32 1
+	%645 = extractelement <16 x float> %642, i32 2
+	%646 = extractelement <16 x float> %642, i32 3
+	%647 = extractelement <16 x float> %642, i32 4
+	%648 = extractelement <16 x float> %642, i32 5
+	%649 = extractelement <16 x float> %642, i32 6
+	%650 = extractelement <16 x float> %642, i32 7
+	%651 = extractelement <16 x float> %642, i32 8
+	%652 = extractelement <16 x float> %642, i32 9
+	%653 = extractelement <16 x float> %642, i32 10
+	%654 = extractelement <16 x float> %642, i32 11
+	%655 = extractelement <16 x float> %642, i32 12
+	%656 = extractelement <16 x float> %642, i32 13
+	%657 = extractelement <16 x float> %642, i32 14
+	%658 = extractelement <16 x float> %642, i32 15
+	%659 = call %disk.stored @disk_body(float %107, float %206, float %343, float %423, float %503, float %583, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%660 = extractvalue %disk.stored %659, 0
+	%661 = extractvalue %disk.stored %659, 1
+	%662 = extractvalue %disk.stored %659, 2
+	%663 = extractvalue %disk.stored %659, 3
+	%664 = extractvalue %disk.stored %659, 4
+	%665 = call %disk.stored @disk_body(float %108, float %207, float %344, float %424, float %504, float %584, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%666 = extractvalue %disk.stored %665, 0
+	%667 = extractvalue %disk.stored %665, 1
+	%668 = extractvalue %disk.stored %665, 2
+	%669 = extractvalue %disk.stored %665, 3
+	%670 = extractvalue %disk.stored %665, 4
+	%671 = call %disk.stored @disk_body(float %109, float %208, float %345, float %425, float %505, float %585, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%672 = extractvalue %disk.stored %671, 0
+	%673 = extractvalue %disk.stored %671, 1
+	%674 = extractvalue %disk.stored %671, 2
+	%675 = extractvalue %disk.stored %671, 3
+	%676 = extractvalue %disk.stored %671, 4
+	%677 = call %disk.stored @disk_body(float %110, float %209, float %346, float %426, float %506, float %586, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%678 = extractvalue %disk.stored %677, 0
+	%679 = extractvalue %disk.stored %677, 1
+	%680 = extractvalue %disk.stored %677, 2
+	%681 = extractvalue %disk.stored %677, 3
+	%682 = extractvalue %disk.stored %677, 4
+	%683 = call %disk.stored @disk_body(float %111, float %210, float %347, float %427, float %507, float %587, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%684 = extractvalue %disk.stored %683, 0
+	%685 = extractvalue %disk.stored %683, 1
+	%686 = extractvalue %disk.stored %683, 2
+	%687 = extractvalue %disk.stored %683, 3
+	%688 = extractvalue %disk.stored %683, 4
+	%689 = call %disk.stored @disk_body(float %112, float %211, float %348, float %428, float %508, float %588, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%690 = extractvalue %disk.stored %689, 0
+	%691 = extractvalue %disk.stored %689, 1
+	%692 = extractvalue %disk.stored %689, 2
+	%693 = extractvalue %disk.stored %689, 3
+	%694 = extractvalue %disk.stored %689, 4
+	%695 = call %disk.stored @disk_body(float %113, float %212, float %349, float %429, float %509, float %589, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%696 = extractvalue %disk.stored %695, 0
+	%697 = extractvalue %disk.stored %695, 1
+	%698 = extractvalue %disk.stored %695, 2
+	%699 = extractvalue %disk.stored %695, 3
+	%700 = extractvalue %disk.stored %695, 4
+	%701 = call %disk.stored @disk_body(float %114, float %213, float %350, float %430, float %510, float %590, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%702 = extractvalue %disk.stored %701, 0
+	%703 = extractvalue %disk.stored %701, 1
+	%704 = extractvalue %disk.stored %701, 2
+	%705 = extractvalue %disk.stored %701, 3
+	%706 = extractvalue %disk.stored %701, 4
+	%707 = call %disk.stored @disk_body(float %115, float %214, float %351, float %431, float %511, float %591, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%708 = extractvalue %disk.stored %707, 0
+	%709 = extractvalue %disk.stored %707, 1
+	%710 = extractvalue %disk.stored %707, 2
+	%711 = extractvalue %disk.stored %707, 3
+	%712 = extractvalue %disk.stored %707, 4
+	%713 = call %disk.stored @disk_body(float %116, float %215, float %352, float %432, float %512, float %592, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%714 = extractvalue %disk.stored %713, 0
+	%715 = extractvalue %disk.stored %713, 1
+	%716 = extractvalue %disk.stored %713, 2
+	%717 = extractvalue %disk.stored %713, 3
+	%718 = extractvalue %disk.stored %713, 4
+	%719 = call %disk.stored @disk_body(float %117, float %216, float %353, float %433, float %513, float %593, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%720 = extractvalue %disk.stored %719, 0
+	%721 = extractvalue %disk.stored %719, 1
+	%722 = extractvalue %disk.stored %719, 2
+	%723 = extractvalue %disk.stored %719, 3
+	%724 = extractvalue %disk.stored %719, 4
+	%725 = call %disk.stored @disk_body(float %118, float %217, float %354, float %434, float %514, float %594, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%726 = extractvalue %disk.stored %725, 0
+	%727 = extractvalue %disk.stored %725, 1
+	%728 = extractvalue %disk.stored %725, 2
+	%729 = extractvalue %disk.stored %725, 3
+	%730 = extractvalue %disk.stored %725, 4
+	%731 = call %disk.stored @disk_body(float %119, float %218, float %355, float %435, float %515, float %595, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%732 = extractvalue %disk.stored %731, 0
+	%733 = extractvalue %disk.stored %731, 1
+	%734 = extractvalue %disk.stored %731, 2
+	%735 = extractvalue %disk.stored %731, 3
+	%736 = extractvalue %disk.stored %731, 4
+	%737 = call %disk.stored @disk_body(float %120, float %219, float %356, float %436, float %516, float %596, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%738 = extractvalue %disk.stored %737, 0
+	%739 = extractvalue %disk.stored %737, 1
+	%740 = extractvalue %disk.stored %737, 2
+	%741 = extractvalue %disk.stored %737, 3
+	%742 = extractvalue %disk.stored %737, 4
+	%743 = call %disk.stored @disk_body(float %121, float %220, float %357, float %437, float %517, float %597, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%744 = extractvalue %disk.stored %743, 0
+	%745 = extractvalue %disk.stored %743, 1
+	%746 = extractvalue %disk.stored %743, 2
+	%747 = extractvalue %disk.stored %743, 3
+	%748 = extractvalue %disk.stored %743, 4
+	%749 = call %disk.stored @disk_body(float %122, float %221, float %358, float %438, float %518, float %598, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%750 = extractvalue %disk.stored %749, 0
+	%751 = extractvalue %disk.stored %749, 1
+	%752 = extractvalue %disk.stored %749, 2
+	%753 = extractvalue %disk.stored %749, 3
+	%754 = extractvalue %disk.stored %749, 4
+	%755 = call %disk.stored @disk_body(float %127, float %245, float %363, float %443, float %523, float %603, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%756 = extractvalue %disk.stored %755, 0
+	%757 = extractvalue %disk.stored %755, 1
+	%758 = extractvalue %disk.stored %755, 2
+	%759 = extractvalue %disk.stored %755, 3
+	%760 = extractvalue %disk.stored %755, 4
+	%761 = call %disk.stored @disk_body(float %128, float %246, float %364, float %444, float %524, float %604, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%762 = extractvalue %disk.stored %761, 0
+	%763 = extractvalue %disk.stored %761, 1
+	%764 = extractvalue %disk.stored %761, 2
+	%765 = extractvalue %disk.stored %761, 3
+	%766 = extractvalue %disk.stored %761, 4
+	%767 = call %disk.stored @disk_body(float %129, float %247, float %365, float %445, float %525, float %605, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%768 = extractvalue %disk.stored %767, 0
+	%769 = extractvalue %disk.stored %767, 1
+	%770 = extractvalue %disk.stored %767, 2
+	%771 = extractvalue %disk.stored %767, 3
+	%772 = extractvalue %disk.stored %767, 4
+	%773 = call %disk.stored @disk_body(float %130, float %248, float %366, float %446, float %526, float %606, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%774 = extractvalue %disk.stored %773, 0
+	%775 = extractvalue %disk.stored %773, 1
+	%776 = extractvalue %disk.stored %773, 2
+	%777 = extractvalue %disk.stored %773, 3
+	%778 = extractvalue %disk.stored %773, 4
+	%779 = call %disk.stored @disk_body(float %131, float %249, float %367, float %447, float %527, float %607, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%780 = extractvalue %disk.stored %779, 0
+	%781 = extractvalue %disk.stored %779, 1
+	%782 = extractvalue %disk.stored %779, 2
+	%783 = extractvalue %disk.stored %779, 3
+	%784 = extractvalue %disk.stored %779, 4
+	%785 = call %disk.stored @disk_body(float %132, float %250, float %368, float %448, float %528, float %608, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%786 = extractvalue %disk.stored %785, 0
+	%787 = extractvalue %disk.stored %785, 1
+	%788 = extractvalue %disk.stored %785, 2
+	%789 = extractvalue %disk.stored %785, 3
+	%790 = extractvalue %disk.stored %785, 4
+	%791 = call %disk.stored @disk_body(float %133, float %251, float %369, float %449, float %529, float %609, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%792 = extractvalue %disk.stored %791, 0
+	%793 = extractvalue %disk.stored %791, 1
+	%794 = extractvalue %disk.stored %791, 2
+	%795 = extractvalue %disk.stored %791, 3
+	%796 = extractvalue %disk.stored %791, 4
+	%797 = call %disk.stored @disk_body(float %134, float %252, float %370, float %450, float %530, float %610, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%798 = extractvalue %disk.stored %797, 0
+	%799 = extractvalue %disk.stored %797, 1
+	%800 = extractvalue %disk.stored %797, 2
+	%801 = extractvalue %disk.stored %797, 3
+	%802 = extractvalue %disk.stored %797, 4
+	%803 = call %disk.stored @disk_body(float %135, float %253, float %371, float %451, float %531, float %611, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%804 = extractvalue %disk.stored %803, 0
+	%805 = extractvalue %disk.stored %803, 1
+	%806 = extractvalue %disk.stored %803, 2
+	%807 = extractvalue %disk.stored %803, 3
+	%808 = extractvalue %disk.stored %803, 4
+	%809 = call %disk.stored @disk_body(float %136, float %254, float %372, float %452, float %532, float %612, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%810 = extractvalue %disk.stored %809, 0
+	%811 = extractvalue %disk.stored %809, 1
+	%812 = extractvalue %disk.stored %809, 2
+	%813 = extractvalue %disk.stored %809, 3
+	%814 = extractvalue %disk.stored %809, 4
+	%815 = call %disk.stored @disk_body(float %137, float %255, float %373, float %453, float %533, float %613, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%816 = extractvalue %disk.stored %815, 0
+	%817 = extractvalue %disk.stored %815, 1
+	%818 = extractvalue %disk.stored %815, 2
+	%819 = extractvalue %disk.stored %815, 3
+	%820 = extractvalue %disk.stored %815, 4
+	%821 = call %disk.stored @disk_body(float %138, float %256, float %374, float %454, float %534, float %614, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%822 = extractvalue %disk.stored %821, 0
+	%823 = extractvalue %disk.stored %821, 1
+	%824 = extractvalue %disk.stored %821, 2
+	%825 = extractvalue %disk.stored %821, 3
+	%826 = extractvalue %disk.stored %821, 4
+	%827 = call %disk.stored @disk_body(float %139, float %257, float %375, float %455, float %535, float %615, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%828 = extractvalue %disk.stored %827, 0
+	%829 = extractvalue %disk.stored %827, 1
+	%830 = extractvalue %disk.stored %827, 2
+	%831 = extractvalue %disk.stored %827, 3
+	%832 = extractvalue %disk.stored %827, 4
+	%833 = call %disk.stored @disk_body(float %140, float %258, float %376, float %456, float %536, float %616, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%834 = extractvalue %disk.stored %833, 0
+	%835 = extractvalue %disk.stored %833, 1
+	%836 = extractvalue %disk.stored %833, 2
+	%837 = extractvalue %disk.stored %833, 3
+	%838 = extractvalue %disk.stored %833, 4
+	%839 = call %disk.stored @disk_body(float %141, float %259, float %377, float %457, float %537, float %617, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%840 = extractvalue %disk.stored %839, 0
+	%841 = extractvalue %disk.stored %839, 1
+	%842 = extractvalue %disk.stored %839, 2
+	%843 = extractvalue %disk.stored %839, 3
+	%844 = extractvalue %disk.stored %839, 4
+	%845 = call %disk.stored @disk_body(float %142, float %260, float %378, float %458, float %538, float %618, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%846 = extractvalue %disk.stored %845, 0
+	%847 = extractvalue %disk.stored %845, 1
+	%848 = extractvalue %disk.stored %845, 2
+	%849 = extractvalue %disk.stored %845, 3
+	%850 = extractvalue %disk.stored %845, 4
+	%851 = call %disk.stored @disk_body(float %147, float %284, float %383, float %463, float %543, float %623, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%852 = extractvalue %disk.stored %851, 0
+	%853 = extractvalue %disk.stored %851, 1
+	%854 = extractvalue %disk.stored %851, 2
+	%855 = extractvalue %disk.stored %851, 3
+	%856 = extractvalue %disk.stored %851, 4
+	%857 = call %disk.stored @disk_body(float %148, float %285, float %384, float %464, float %544, float %624, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%858 = extractvalue %disk.stored %857, 0
+	%859 = extractvalue %disk.stored %857, 1
+	%860 = extractvalue %disk.stored %857, 2
+	%861 = extractvalue %disk.stored %857, 3
+	%862 = extractvalue %disk.stored %857, 4
+	%863 = call %disk.stored @disk_body(float %149, float %286, float %385, float %465, float %545, float %625, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%864 = extractvalue %disk.stored %863, 0
+	%865 = extractvalue %disk.stored %863, 1
+	%866 = extractvalue %disk.stored %863, 2
+	%867 = extractvalue %disk.stored %863, 3
+	%868 = extractvalue %disk.stored %863, 4
+	%869 = call %disk.stored @disk_body(float %150, float %287, float %386, float %466, float %546, float %626, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%870 = extractvalue %disk.stored %869, 0
+	%871 = extractvalue %disk.stored %869, 1
+	%872 = extractvalue %disk.stored %869, 2
+	%873 = extractvalue %disk.stored %869, 3
+	%874 = extractvalue %disk.stored %869, 4
+	%875 = call %disk.stored @disk_body(float %151, float %288, float %387, float %467, float %547, float %627, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%876 = extractvalue %disk.stored %875, 0
+	%877 = extractvalue %disk.stored %875, 1
+	%878 = extractvalue %disk.stored %875, 2
+	%879 = extractvalue %disk.stored %875, 3
+	%880 = extractvalue %disk.stored %875, 4
+	%881 = call %disk.stored @disk_body(float %152, float %289, float %388, float %468, float %548, float %628, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%882 = extractvalue %disk.stored %881, 0
+	%883 = extractvalue %disk.stored %881, 1
+	%884 = extractvalue %disk.stored %881, 2
+	%885 = extractvalue %disk.stored %881, 3
+	%886 = extractvalue %disk.stored %881, 4
+	%887 = call %disk.stored @disk_body(float %153, float %290, float %389, float %469, float %549, float %629, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%888 = extractvalue %disk.stored %887, 0
+	%889 = extractvalue %disk.stored %887, 1
+	%890 = extractvalue %disk.stored %887, 2
+	%891 = extractvalue %disk.stored %887, 3
+	%892 = extractvalue %disk.stored %887, 4
+	%893 = call %disk.stored @disk_body(float %154, float %291, float %390, float %470, float %550, float %630, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%894 = extractvalue %disk.stored %893, 0
+	%895 = extractvalue %disk.stored %893, 1
+	%896 = extractvalue %disk.stored %893, 2
+	%897 = extractvalue %disk.stored %893, 3
+	%898 = extractvalue %disk.stored %893, 4
+	%899 = call %disk.stored @disk_body(float %155, float %292, float %391, float %471, float %551, float %631, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%900 = extractvalue %disk.stored %899, 0
+	%901 = extractvalue %disk.stored %899, 1
+	%902 = extractvalue %disk.stored %899, 2
+	%903 = extractvalue %disk.stored %899, 3
+	%904 = extractvalue %disk.stored %899, 4
+	%905 = call %disk.stored @disk_body(float %156, float %293, float %392, float %472, float %552, float %632, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%906 = extractvalue %disk.stored %905, 0
+	%907 = extractvalue %disk.stored %905, 1
+	%908 = extractvalue %disk.stored %905, 2
+	%909 = extractvalue %disk.stored %905, 3
+	%910 = extractvalue %disk.stored %905, 4
+	%911 = call %disk.stored @disk_body(float %157, float %294, float %393, float %473, float %553, float %633, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%912 = extractvalue %disk.stored %911, 0
+	%913 = extractvalue %disk.stored %911, 1
+	%914 = extractvalue %disk.stored %911, 2
+	%915 = extractvalue %disk.stored %911, 3
+	%916 = extractvalue %disk.stored %911, 4
+	%917 = call %disk.stored @disk_body(float %158, float %295, float %394, float %474, float %554, float %634, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%918 = extractvalue %disk.stored %917, 0
+	%919 = extractvalue %disk.stored %917, 1
+	%920 = extractvalue %disk.stored %917, 2
+	%921 = extractvalue %disk.stored %917, 3
+	%922 = extractvalue %disk.stored %917, 4
+	%923 = call %disk.stored @disk_body(float %159, float %296, float %395, float %475, float %555, float %635, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%924 = extractvalue %disk.stored %923, 0
+	%925 = extractvalue %disk.stored %923, 1
+	%926 = extractvalue %disk.stored %923, 2
+	%927 = extractvalue %disk.stored %923, 3
+	%928 = extractvalue %disk.stored %923, 4
+	%929 = call %disk.stored @disk_body(float %160, float %297, float %396, float %476, float %556, float %636, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%930 = extractvalue %disk.stored %929, 0
+	%931 = extractvalue %disk.stored %929, 1
+	%932 = extractvalue %disk.stored %929, 2
+	%933 = extractvalue %disk.stored %929, 3
+	%934 = extractvalue %disk.stored %929, 4
+	%935 = call %disk.stored @disk_body(float %161, float %298, float %397, float %477, float %557, float %637, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%936 = extractvalue %disk.stored %935, 0
+	%937 = extractvalue %disk.stored %935, 1
+	%938 = extractvalue %disk.stored %935, 2
+	%939 = extractvalue %disk.stored %935, 3
+	%940 = extractvalue %disk.stored %935, 4
+	%941 = call %disk.stored @disk_body(float %162, float %299, float %398, float %478, float %558, float %638, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%942 = extractvalue %disk.stored %941, 0
+	%943 = extractvalue %disk.stored %941, 1
+	%944 = extractvalue %disk.stored %941, 2
+	%945 = extractvalue %disk.stored %941, 3
+	%946 = extractvalue %disk.stored %941, 4
+	%947 = call %disk.stored @disk_body(float %167, float %323, float %403, float %483, float %563, float %643, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%948 = extractvalue %disk.stored %947, 0
+	%949 = extractvalue %disk.stored %947, 1
+	%950 = extractvalue %disk.stored %947, 2
+	%951 = extractvalue %disk.stored %947, 3
+	%952 = extractvalue %disk.stored %947, 4
+	%953 = call %disk.stored @disk_body(float %168, float %324, float %404, float %484, float %564, float %644, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%954 = extractvalue %disk.stored %953, 0
+	%955 = extractvalue %disk.stored %953, 1
+	%956 = extractvalue %disk.stored %953, 2
+	%957 = extractvalue %disk.stored %953, 3
+	%958 = extractvalue %disk.stored %953, 4
+	%959 = call %disk.stored @disk_body(float %169, float %325, float %405, float %485, float %565, float %645, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%960 = extractvalue %disk.stored %959, 0
+	%961 = extractvalue %disk.stored %959, 1
+	%962 = extractvalue %disk.stored %959, 2
+	%963 = extractvalue %disk.stored %959, 3
+	%964 = extractvalue %disk.stored %959, 4
+	%965 = call %disk.stored @disk_body(float %170, float %326, float %406, float %486, float %566, float %646, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%966 = extractvalue %disk.stored %965, 0
+	%967 = extractvalue %disk.stored %965, 1
+	%968 = extractvalue %disk.stored %965, 2
+	%969 = extractvalue %disk.stored %965, 3
+	%970 = extractvalue %disk.stored %965, 4
+	%971 = call %disk.stored @disk_body(float %171, float %327, float %407, float %487, float %567, float %647, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%972 = extractvalue %disk.stored %971, 0
+	%973 = extractvalue %disk.stored %971, 1
+	%974 = extractvalue %disk.stored %971, 2
+	%975 = extractvalue %disk.stored %971, 3
+	%976 = extractvalue %disk.stored %971, 4
+	%977 = call %disk.stored @disk_body(float %172, float %328, float %408, float %488, float %568, float %648, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%978 = extractvalue %disk.stored %977, 0
+	%979 = extractvalue %disk.stored %977, 1
+	%980 = extractvalue %disk.stored %977, 2
+	%981 = extractvalue %disk.stored %977, 3
+	%982 = extractvalue %disk.stored %977, 4
+	%983 = call %disk.stored @disk_body(float %173, float %329, float %409, float %489, float %569, float %649, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%984 = extractvalue %disk.stored %983, 0
+	%985 = extractvalue %disk.stored %983, 1
+	%986 = extractvalue %disk.stored %983, 2
+	%987 = extractvalue %disk.stored %983, 3
+	%988 = extractvalue %disk.stored %983, 4
+	%989 = call %disk.stored @disk_body(float %174, float %330, float %410, float %490, float %570, float %650, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%990 = extractvalue %disk.stored %989, 0
+	%991 = extractvalue %disk.stored %989, 1
+	%992 = extractvalue %disk.stored %989, 2
+	%993 = extractvalue %disk.stored %989, 3
+	%994 = extractvalue %disk.stored %989, 4
+	%995 = call %disk.stored @disk_body(float %175, float %331, float %411, float %491, float %571, float %651, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%996 = extractvalue %disk.stored %995, 0
+	%997 = extractvalue %disk.stored %995, 1
+	%998 = extractvalue %disk.stored %995, 2
+	%999 = extractvalue %disk.stored %995, 3
+	%1000 = extractvalue %disk.stored %995, 4
+	%1001 = call %disk.stored @disk_body(float %176, float %332, float %412, float %492, float %572, float %652, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1002 = extractvalue %disk.stored %1001, 0
+	%1003 = extractvalue %disk.stored %1001, 1
+	%1004 = extractvalue %disk.stored %1001, 2
+	%1005 = extractvalue %disk.stored %1001, 3
+	%1006 = extractvalue %disk.stored %1001, 4
+	%1007 = call %disk.stored @disk_body(float %177, float %333, float %413, float %493, float %573, float %653, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1008 = extractvalue %disk.stored %1007, 0
+	%1009 = extractvalue %disk.stored %1007, 1
+	%1010 = extractvalue %disk.stored %1007, 2
+	%1011 = extractvalue %disk.stored %1007, 3
+	%1012 = extractvalue %disk.stored %1007, 4
+	%1013 = call %disk.stored @disk_body(float %178, float %334, float %414, float %494, float %574, float %654, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1014 = extractvalue %disk.stored %1013, 0
+	%1015 = extractvalue %disk.stored %1013, 1
+	%1016 = extractvalue %disk.stored %1013, 2
+	%1017 = extractvalue %disk.stored %1013, 3
+	%1018 = extractvalue %disk.stored %1013, 4
+	%1019 = call %disk.stored @disk_body(float %179, float %335, float %415, float %495, float %575, float %655, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1020 = extractvalue %disk.stored %1019, 0
+	%1021 = extractvalue %disk.stored %1019, 1
+	%1022 = extractvalue %disk.stored %1019, 2
+	%1023 = extractvalue %disk.stored %1019, 3
+	%1024 = extractvalue %disk.stored %1019, 4
+	%1025 = call %disk.stored @disk_body(float %180, float %336, float %416, float %496, float %576, float %656, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1026 = extractvalue %disk.stored %1025, 0
+	%1027 = extractvalue %disk.stored %1025, 1
+	%1028 = extractvalue %disk.stored %1025, 2
+	%1029 = extractvalue %disk.stored %1025, 3
+	%1030 = extractvalue %disk.stored %1025, 4
+	%1031 = call %disk.stored @disk_body(float %181, float %337, float %417, float %497, float %577, float %657, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1032 = extractvalue %disk.stored %1031, 0
+	%1033 = extractvalue %disk.stored %1031, 1
+	%1034 = extractvalue %disk.stored %1031, 2
+	%1035 = extractvalue %disk.stored %1031, 3
+	%1036 = extractvalue %disk.stored %1031, 4
+	%1037 = call %disk.stored @disk_body(float %182, float %338, float %418, float %498, float %578, float %658, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1038 = extractvalue %disk.stored %1037, 0
+	%1039 = extractvalue %disk.stored %1037, 1
+	%1040 = extractvalue %disk.stored %1037, 2
+	%1041 = extractvalue %disk.stored %1037, 3
+	%1042 = extractvalue %disk.stored %1037, 4
+	%1043 = insertelement <16 x float> undef, float %660, i32 0
+	%1044 = insertelement <16 x float> %1043, float %666, i32 1
+	%1045 = insertelement <16 x float> %1044, float %672, i32 2
+	%1046 = insertelement <16 x float> %1045, float %678, i32 3
+	%1047 = insertelement <16 x float> %1046, float %684, i32 4
+	%1048 = insertelement <16 x float> %1047, float %690, i32 5
+	%1049 = insertelement <16 x float> %1048, float %696, i32 6
+	%1050 = insertelement <16 x float> %1049, float %702, i32 7
+	%1051 = insertelement <16 x float> %1050, float %708, i32 8
+	%1052 = insertelement <16 x float> %1051, float %714, i32 9
+	%1053 = insertelement <16 x float> %1052, float %720, i32 10
+	%1054 = insertelement <16 x float> %1053, float %726, i32 11
+	%1055 = insertelement <16 x float> %1054, float %732, i32 12
+	%1056 = insertelement <16 x float> %1055, float %738, i32 13
+	%1057 = insertelement <16 x float> %1056, float %744, i32 14
+	%1058 = insertelement <16 x float> %1057, float %750, i32 15
+	%1059 = add i64 %100, 0
+	%1060 = getelementptr float, float* %5, i64 %1059
+	%1061 = bitcast float* %1060 to <16 x float>*
+	store <16 x float> %1058, <16 x float>* %1061, align 4
+	%1062 = insertelement <16 x float> undef, float %756, i32 0
+	%1063 = insertelement <16 x float> %1062, float %762, i32 1
+	%1064 = insertelement <16 x float> %1063, float %768, i32 2
+	%1065 = insertelement <16 x float> %1064, float %774, i32 3
+	%1066 = insertelement <16 x float> %1065, float %780, i32 4
+	%1067 = insertelement <16 x float> %1066, float %786, i32 5
+	%1068 = insertelement <16 x float> %1067, float %792, i32 6
+	%1069 = insertelement <16 x float> %1068, float %798, i32 7
+	%1070 = insertelement <16 x float> %1069, float %804, i32 8
+	%1071 = insertelement <16 x float> %1070, float %810, i32 9
+	%1072 = insertelement <16 x float> %1071, float %816, i32 10
+	%1073 = insertelement <16 x float> %1072, float %822, i32 11
+	%1074 = insertelement <16 x float> %1073, float %828, i32 12
+	%1075 = insertelement <16 x float> %1074, float %834, i32 13
+	%1076 = insertelement <16 x float> %1075, float %840, i32 14
+	%1077 = insertelement <16 x float> %1076, float %846, i32 15
+	%1078 = add i64 %100, 16
+	%1079 = getelementptr float, float* %5, i64 %1078
+	%1080 = bitcast float* %1079 to <16 x float>*
+	store <16 x float> %1077, <16 x float>* %1080, align 4
+	%1081 = insertelement <16 x float> undef, float %852, i32 0
+	%1082 = insertelement <16 x float> %1081, float %858, i32 1
+	%1083 = insertelement <16 x float> %1082, float %864, i32 2
+	%1084 = insertelement <16 x float> %1083, float %870, i32 3
+	%1085 = insertelement <16 x float> %1084, float %876, i32 4
+	%1086 = insertelement <16 x float> %1085, float %882, i32 5
+	%1087 = insertelement <16 x float> %1086, float %888, i32 6
+	%1088 = insertelement <16 x float> %1087, float %894, i32 7
+	%1089 = insertelement <16 x float> %1088, float %900, i32 8
+	%1090 = insertelement <16 x float> %1089, float %906, i32 9
+	%1091 = insertelement <16 x float> %1090, float %912, i32 10
+	%1092 = insertelement <16 x float> %1091, float %918, i32 11
+	%1093 = insertelement <16 x float> %1092, float %924, i32 12
+	%1094 = insertelement <16 x float> %1093, float %930, i32 13
+	%1095 = insertelement <16 x float> %1094, float %936, i32 14
+	%1096 = insertelement <16 x float> %1095, float %942, i32 15
+	%1097 = add i64 %100, 32
+	%1098 = getelementptr float, float* %5, i64 %1097
+	%1099 = bitcast float* %1098 to <16 x float>*
+	store <16 x float> %1096, <16 x float>* %1099, align 4
+	%1100 = insertelement <16 x float> undef, float %948, i32 0
+	%1101 = insertelement <16 x float> %1100, float %954, i32 1
+	%1102 = insertelement <16 x float> %1101, float %960, i32 2
+	%1103 = insertelement <16 x float> %1102, float %966, i32 3
+	%1104 = insertelement <16 x float> %1103, float %972, i32 4
+	%1105 = insertelement <16 x float> %1104, float %978, i32 5
+	%1106 = insertelement <16 x float> %1105, float %984, i32 6
+	%1107 = insertelement <16 x float> %1106, float %990, i32 7
+	%1108 = insertelement <16 x float> %1107, float %996, i32 8
+	%1109 = insertelement <16 x float> %1108, float %1002, i32 9
+	%1110 = insertelement <16 x float> %1109, float %1008, i32 10
+	%1111 = insertelement <16 x float> %1110, float %1014, i32 11
+	%1112 = insertelement <16 x float> %1111, float %1020, i32 12
+	%1113 = insertelement <16 x float> %1112, float %1026, i32 13
+	%1114 = insertelement <16 x float> %1113, float %1032, i32 14
+	%1115 = insertelement <16 x float> %1114, float %1038, i32 15
+	%1116 = add i64 %100, 48
+	%1117 = getelementptr float, float* %5, i64 %1116
+	%1118 = bitcast float* %1117 to <16 x float>*
+	store <16 x float> %1115, <16 x float>* %1118, align 4
+	%1119 = insertelement <16 x float> undef, float %661, i32 0
+	%1120 = insertelement <16 x float> %1119, float %667, i32 1
+	%1121 = insertelement <16 x float> %1120, float %673, i32 2
+	%1122 = insertelement <16 x float> %1121, float %679, i32 3
+	%1123 = insertelement <16 x float> %1122, float %685, i32 4
+	%1124 = insertelement <16 x float> %1123, float %691, i32 5
+	%1125 = insertelement <16 x float> %1124, float %697, i32 6
+	%1126 = insertelement <16 x float> %1125, float %703, i32 7
+	%1127 = insertelement <16 x float> %1126, float %709, i32 8
+	%1128 = insertelement <16 x float> %1127, float %715, i32 9
+	%1129 = insertelement <16 x float> %1128, float %721, i32 10
+	%1130 = insertelement <16 x float> %1129, float %727, i32 11
+	%1131 = insertelement <16 x float> %1130, float %733, i32 12
+	%1132 = insertelement <16 x float> %1131, float %739, i32 13
+	%1133 = insertelement <16 x float> %1132, float %745, i32 14
+	%1134 = insertelement <16 x float> %1133, float %751, i32 15
+	%1135 = add i64 %100, 0
+	%1136 = getelementptr float, float* %7, i64 %1135
+	%1137 = bitcast float* %1136 to <16 x float>*
+	store <16 x float> %1134, <16 x float>* %1137, align 4
+	%1138 = insertelement <16 x float> undef, float %757, i32 0
+	%1139 = insertelement <16 x float> %1138, float %763, i32 1
+	%1140 = insertelement <16 x float> %1139, float %769, i32 2
+	%1141 = insertelement <16 x float> %1140, float %775, i32 3
+	%1142 = insertelement <16 x float> %1141, float %781, i32 4
+	%1143 = insertelement <16 x float> %1142, float %787, i32 5
+	%1144 = insertelement <16 x float> %1143, float %793, i32 6
+	%1145 = insertelement <16 x float> %1144, float %799, i32 7
+	%1146 = insertelement <16 x float> %1145, float %805, i32 8
+	%1147 = insertelement <16 x float> %1146, float %811, i32 9
+	%1148 = insertelement <16 x float> %1147, float %817, i32 10
+	%1149 = insertelement <16 x float> %1148, float %823, i32 11
+	%1150 = insertelement <16 x float> %1149, float %829, i32 12
+	%1151 = insertelement <16 x float> %1150, float %835, i32 13
+	%1152 = insertelement <16 x float> %1151, float %841, i32 14
+	%1153 = insertelement <16 x float> %1152, float %847, i32 15
+	%1154 = add i64 %100, 16
+	%1155 = getelementptr float, float* %7, i64 %1154
+	%1156 = bitcast float* %1155 to <16 x float>*
+	store <16 x float> %1153, <16 x float>* %1156, align 4
+	%1157 = insertelement <16 x float> undef, float %853, i32 0
+	%1158 = insertelement <16 x float> %1157, float %859, i32 1
+	%1159 = insertelement <16 x float> %1158, float %865, i32 2
+	%1160 = insertelement <16 x float> %1159, float %871, i32 3
+	%1161 = insertelement <16 x float> %1160, float %877, i32 4
+	%1162 = insertelement <16 x float> %1161, float %883, i32 5
+	%1163 = insertelement <16 x float> %1162, float %889, i32 6
+	%1164 = insertelement <16 x float> %1163, float %895, i32 7
+	%1165 = insertelement <16 x float> %1164, float %901, i32 8
+	%1166 = insertelement <16 x float> %1165, float %907, i32 9
+	%1167 = insertelement <16 x float> %1166, float %913, i32 10
+	%1168 = insertelement <16 x float> %1167, float %919, i32 11
+	%1169 = insertelement <16 x float> %1168, float %925, i32 12
+	%1170 = insertelement <16 x float> %1169, float %931, i32 13
+	%1171 = insertelement <16 x float> %1170, float %937, i32 14
+	%1172 = insertelement <16 x float> %1171, float %943, i32 15
+	%1173 = add i64 %100, 32
+	%1174 = getelementptr float, float* %7, i64 %1173
+	%1175 = bitcast float* %1174 to <16 x float>*
+	store <16 x float> %1172, <16 x float>* %1175, align 4
+	%1176 = insertelement <16 x float> undef, float %949, i32 0
+	%1177 = insertelement <16 x float> %1176, float %955, i32 1
+	%1178 = insertelement <16 x float> %1177, float %961, i32 2
+	%1179 = insertelement <16 x float> %1178, float %967, i32 3
+	%1180 = insertelement <16 x float> %1179, float %973, i32 4
+	%1181 = insertelement <16 x float> %1180, float %979, i32 5
+	%1182 = insertelement <16 x float> %1181, float %985, i32 6
+	%1183 = insertelement <16 x float> %1182, float %991, i32 7
+	%1184 = insertelement <16 x float> %1183, float %997, i32 8
+	%1185 = insertelement <16 x float> %1184, float %1003, i32 9
+	%1186 = insertelement <16 x float> %1185, float %1009, i32 10
+	%1187 = insertelement <16 x float> %1186, float %1015, i32 11
+	%1188 = insertelement <16 x float> %1187, float %1021, i32 12
+	%1189 = insertelement <16 x float> %1188, float %1027, i32 13
+	%1190 = insertelement <16 x float> %1189, float %1033, i32 14
+	%1191 = insertelement <16 x float> %1190, float %1039, i32 15
+	%1192 = add i64 %100, 48
+	%1193 = getelementptr float, float* %7, i64 %1192
+	%1194 = bitcast float* %1193 to <16 x float>*
+	store <16 x float> %1191, <16 x float>* %1194, align 4
+	%1195 = insertelement <16 x float> undef, float %662, i32 0
+	%1196 = insertelement <16 x float> %1195, float %668, i32 1
+	%1197 = insertelement <16 x float> %1196, float %674, i32 2
+	%1198 = insertelement <16 x float> %1197, float %680, i32 3
+	%1199 = insertelement <16 x float> %1198, float %686, i32 4
+	%1200 = insertelement <16 x float> %1199, float %692, i32 5
+	%1201 = insertelement <16 x float> %1200, float %698, i32 6
+	%1202 = insertelement <16 x float> %1201, float %704, i32 7
+	%1203 = insertelement <16 x float> %1202, float %710, i32 8
+	%1204 = insertelement <16 x float> %1203, float %716, i32 9
+	%1205 = insertelement <16 x float> %1204, float %722, i32 10
+	%1206 = insertelement <16 x float> %1205, float %728, i32 11
+	%1207 = insertelement <16 x float> %1206, float %734, i32 12
+	%1208 = insertelement <16 x float> %1207, float %740, i32 13
+	%1209 = insertelement <16 x float> %1208, float %746, i32 14
+	%1210 = insertelement <16 x float> %1209, float %752, i32 15
+	%1211 = add i64 %100, 0
+	%1212 = getelementptr float, float* %9, i64 %1211
+	%1213 = bitcast float* %1212 to <16 x float>*
+	store <16 x float> %1210, <16 x float>* %1213, align 4
+	%1214 = insertelement <16 x float> undef, float %758, i32 0
+	%1215 = insertelement <16 x float> %1214, float %764, i32 1
+	%1216 = insertelement <16 x float> %1215, float %770, i32 2
+	%1217 = insertelement <16 x float> %1216, float %776, i32 3
+	%1218 = insertelement <16 x float> %1217, float %782, i32 4
+	%1219 = insertelement <16 x float> %1218, float %788, i32 5
+	%1220 = insertelement <16 x float> %1219, float %794, i32 6
+	%1221 = insertelement <16 x float> %1220, float %800, i32 7
+	%1222 = insertelement <16 x float> %1221, float %806, i32 8
+	%1223 = insertelement <16 x float> %1222, float %812, i32 9
+	%1224 = insertelement <16 x float> %1223, float %818, i32 10
+	%1225 = insertelement <16 x float> %1224, float %824, i32 11
+	%1226 = insertelement <16 x float> %1225, float %830, i32 12
+	%1227 = insertelement <16 x float> %1226, float %836, i32 13
+	%1228 = insertelement <16 x float> %1227, float %842, i32 14
+	%1229 = insertelement <16 x float> %1228, float %848, i32 15
+	%1230 = add i64 %100, 16
+	%1231 = getelementptr float, float* %9, i64 %1230
+	%1232 = bitcast float* %1231 to <16 x float>*
+	store <16 x float> %1229, <16 x float>* %1232, align 4
+	%1233 = insertelement <16 x float> undef, float %854, i32 0
+	%1234 = insertelement <16 x float> %1233, float %860, i32 1
+	%1235 = insertelement <16 x float> %1234, float %866, i32 2
+	%1236 = insertelement <16 x float> %1235, float %872, i32 3
+	%1237 = insertelement <16 x float> %1236, float %878, i32 4
+	%1238 = insertelement <16 x float> %1237, float %884, i32 5
+	%1239 = insertelement <16 x float> %1238, float %890, i32 6
+	%1240 = insertelement <16 x float> %1239, float %896, i32 7
+	%1241 = insertelement <16 x float> %1240, float %902, i32 8
+	%1242 = insertelement <16 x float> %1241, float %908, i32 9
+	%1243 = insertelement <16 x float> %1242, float %914, i32 10
+	%1244 = insertelement <16 x float> %1243, float %920, i32 11
+	%1245 = insertelement <16 x float> %1244, float %926, i32 12
+	%1246 = insertelement <16 x float> %1245, float %932, i32 13
+	%1247 = insertelement <16 x float> %1246, float %938, i32 14
+	%1248 = insertelement <16 x float> %1247, float %944, i32 15
+	%1249 = add i64 %100, 32
+	%1250 = getelementptr float, float* %9, i64 %1249
+	%1251 = bitcast float* %1250 to <16 x float>*
+	store <16 x float> %1248, <16 x float>* %1251, align 4
+	%1252 = insertelement <16 x float> undef, float %950, i32 0
+	%1253 = insertelement <16 x float> %1252, float %956, i32 1
+	%1254 = insertelement <16 x float> %1253, float %962, i32 2
+	%1255 = insertelement <16 x float> %1254, float %968, i32 3
+	%1256 = insertelement <16 x float> %1255, float %974, i32 4
+	%1257 = insertelement <16 x float> %1256, float %980, i32 5
+	%1258 = insertelement <16 x float> %1257, float %986, i32 6
+	%1259 = insertelement <16 x float> %1258, float %992, i32 7
+	%1260 = insertelement <16 x float> %1259, float %998, i32 8
+	%1261 = insertelement <16 x float> %1260, float %1004, i32 9
+	%1262 = insertelement <16 x float> %1261, float %1010, i32 10
+	%1263 = insertelement <16 x float> %1262, float %1016, i32 11
+	%1264 = insertelement <16 x float> %1263, float %1022, i32 12
+	%1265 = insertelement <16 x float> %1264, float %1028, i32 13
+	%1266 = insertelement <16 x float> %1265, float %1034, i32 14
+	%1267 = insertelement <16 x float> %1266, float %1040, i32 15
+	%1268 = add i64 %100, 48
+	%1269 = getelementptr float, float* %9, i64 %1268
+	%1270 = bitcast float* %1269 to <16 x float>*
+	store <16 x float> %1267, <16 x float>* %1270, align 4
+	%1271 = insertelement <16 x float> undef, float %663, i32 0
+	%1272 = insertelement <16 x float> %1271, float %669, i32 1
+	%1273 = insertelement <16 x float> %1272, float %675, i32 2
+	%1274 = insertelement <16 x float> %1273, float %681, i32 3
+	%1275 = insertelement <16 x float> %1274, float %687, i32 4
+	%1276 = insertelement <16 x float> %1275, float %693, i32 5
+	%1277 = insertelement <16 x float> %1276, float %699, i32 6
+	%1278 = insertelement <16 x float> %1277, float %705, i32 7
+	%1279 = insertelement <16 x float> %1278, float %711, i32 8
+	%1280 = insertelement <16 x float> %1279, float %717, i32 9
+	%1281 = insertelement <16 x float> %1280, float %723, i32 10
+	%1282 = insertelement <16 x float> %1281, float %729, i32 11
+	%1283 = insertelement <16 x float> %1282, float %735, i32 12
+	%1284 = insertelement <16 x float> %1283, float %741, i32 13
+	%1285 = insertelement <16 x float> %1284, float %747, i32 14
+	%1286 = insertelement <16 x float> %1285, float %753, i32 15
+	%1287 = add i64 %100, 0
+	%1288 = getelementptr float, float* %1, i64 %1287
+	%1289 = bitcast float* %1288 to <16 x float>*
+	store <16 x float> %1286, <16 x float>* %1289, align 4
+	%1290 = insertelement <16 x float> undef, float %759, i32 0
+	%1291 = insertelement <16 x float> %1290, float %765, i32 1
+	%1292 = insertelement <16 x float> %1291, float %771, i32 2
+	%1293 = insertelement <16 x float> %1292, float %777, i32 3
+	%1294 = insertelement <16 x float> %1293, float %783, i32 4
+	%1295 = insertelement <16 x float> %1294, float %789, i32 5
+	%1296 = insertelement <16 x float> %1295, float %795, i32 6
+	%1297 = insertelement <16 x float> %1296, float %801, i32 7
+	%1298 = insertelement <16 x float> %1297, float %807, i32 8
+	%1299 = insertelement <16 x float> %1298, float %813, i32 9
+	%1300 = insertelement <16 x float> %1299, float %819, i32 10
+	%1301 = insertelement <16 x float> %1300, float %825, i32 11
+	%1302 = insertelement <16 x float> %1301, float %831, i32 12
+	%1303 = insertelement <16 x float> %1302, float %837, i32 13
+	%1304 = insertelement <16 x float> %1303, float %843, i32 14
+	%1305 = insertelement <16 x float> %1304, float %849, i32 15
+	%1306 = add i64 %100, 16
+	%1307 = getelementptr float, float* %1, i64 %1306
+	%1308 = bitcast float* %1307 to <16 x float>*
+	store <16 x float> %1305, <16 x float>* %1308, align 4
+	%1309 = insertelement <16 x float> undef, float %855, i32 0
+	%1310 = insertelement <16 x float> %1309, float %861, i32 1
+	%1311 = insertelement <16 x float> %1310, float %867, i32 2
+	%1312 = insertelement <16 x float> %1311, float %873, i32 3
+	%1313 = insertelement <16 x float> %1312, float %879, i32 4
+	%1314 = insertelement <16 x float> %1313, float %885, i32 5
+	%1315 = insertelement <16 x float> %1314, float %891, i32 6
+	%1316 = insertelement <16 x float> %1315, float %897, i32 7
+	%1317 = insertelement <16 x float> %1316, float %903, i32 8
+	%1318 = insertelement <16 x float> %1317, float %909, i32 9
+	%1319 = insertelement <16 x float> %1318, float %915, i32 10
+	%1320 = insertelement <16 x float> %1319, float %921, i32 11
+	%1321 = insertelement <16 x float> %1320, float %927, i32 12
+	%1322 = insertelement <16 x float> %1321, float %933, i32 13
+	%1323 = insertelement <16 x float> %1322, float %939, i32 14
+	%1324 = insertelement <16 x float> %1323, float %945, i32 15
+	%1325 = add i64 %100, 32
+	%1326 = getelementptr float, float* %1, i64 %1325
+	%1327 = bitcast float* %1326 to <16 x float>*
+	store <16 x float> %1324, <16 x float>* %1327, align 4
+	%1328 = insertelement <16 x float> undef, float %951, i32 0
+	%1329 = insertelement <16 x float> %1328, float %957, i32 1
+	%1330 = insertelement <16 x float> %1329, float %963, i32 2
+	%1331 = insertelement <16 x float> %1330, float %969, i32 3
+	%1332 = insertelement <16 x float> %1331, float %975, i32 4
+	%1333 = insertelement <16 x float> %1332, float %981, i32 5
+	%1334 = insertelement <16 x float> %1333, float %987, i32 6
+	%1335 = insertelement <16 x float> %1334, float %993, i32 7
+	%1336 = insertelement <16 x float> %1335, float %999, i32 8
+	%1337 = insertelement <16 x float> %1336, float %1005, i32 9
+	%1338 = insertelement <16 x float> %1337, float %1011, i32 10
+	%1339 = insertelement <16 x float> %1338, float %1017, i32 11
+	%1340 = insertelement <16 x float> %1339, float %1023, i32 12
+	%1341 = insertelement <16 x float> %1340, float %1029, i32 13
+	%1342 = insertelement <16 x float> %1341, float %1035, i32 14
+	%1343 = insertelement <16 x float> %1342, float %1041, i32 15
+	%1344 = add i64 %100, 48
+	%1345 = getelementptr float, float* %1, i64 %1344
+	%1346 = bitcast float* %1345 to <16 x float>*
+	store <16 x float> %1343, <16 x float>* %1346, align 4
+	%1347 = insertelement <16 x float> undef, float %664, i32 0
+	%1348 = insertelement <16 x float> %1347, float %670, i32 1
+	%1349 = insertelement <16 x float> %1348, float %676, i32 2
+	%1350 = insertelement <16 x float> %1349, float %682, i32 3
+	%1351 = insertelement <16 x float> %1350, float %688, i32 4
+	%1352 = insertelement <16 x float> %1351, float %694, i32 5
+	%1353 = insertelement <16 x float> %1352, float %700, i32 6
+	%1354 = insertelement <16 x float> %1353, float %706, i32 7
+	%1355 = insertelement <16 x float> %1354, float %712, i32 8
+	%1356 = insertelement <16 x float> %1355, float %718, i32 9
+	%1357 = insertelement <16 x float> %1356, float %724, i32 10
+	%1358 = insertelement <16 x float> %1357, float %730, i32 11
+	%1359 = insertelement <16 x float> %1358, float %736, i32 12
+	%1360 = insertelement <16 x float> %1359, float %742, i32 13
+	%1361 = insertelement <16 x float> %1360, float %748, i32 14
+	%1362 = insertelement <16 x float> %1361, float %754, i32 15
+	%1363 = add i64 %100, 0
+	%1364 = getelementptr float, float* %11, i64 %1363
+	%1365 = bitcast float* %1364 to <16 x float>*
+	store <16 x float> %1362, <16 x float>* %1365, align 4
+	%1366 = insertelement <16 x float> undef, float %760, i32 0
+	%1367 = insertelement <16 x float> %1366, float %766, i32 1
+	%1368 = insertelement <16 x float> %1367, float %772, i32 2
+	%1369 = insertelement <16 x float> %1368, float %778, i32 3
+	%1370 = insertelement <16 x float> %1369, float %784, i32 4
+	%1371 = insertelement <16 x float> %1370, float %790, i32 5
+	%1372 = insertelement <16 x float> %1371, float %796, i32 6
+	%1373 = insertelement <16 x float> %1372, float %802, i32 7
+	%1374 = insertelement <16 x float> %1373, float %808, i32 8
+	%1375 = insertelement <16 x float> %1374, float %814, i32 9
+	%1376 = insertelement <16 x float> %1375, float %820, i32 10
+	%1377 = insertelement <16 x float> %1376, float %826, i32 11
+	%1378 = insertelement <16 x float> %1377, float %832, i32 12
+	%1379 = insertelement <16 x float> %1378, float %838, i32 13
+	%1380 = insertelement <16 x float> %1379, float %844, i32 14
+	%1381 = insertelement <16 x float> %1380, float %850, i32 15
+	%1382 = add i64 %100, 16
+	%1383 = getelementptr float, float* %11, i64 %1382
+	%1384 = bitcast float* %1383 to <16 x float>*
+	store <16 x float> %1381, <16 x float>* %1384, align 4
+	%1385 = insertelement <16 x float> undef, float %856, i32 0
+	%1386 = insertelement <16 x float> %1385, float %862, i32 1
+	%1387 = insertelement <16 x float> %1386, float %868, i32 2
+	%1388 = insertelement <16 x float> %1387, float %874, i32 3
+	%1389 = insertelement <16 x float> %1388, float %880, i32 4
+	%1390 = insertelement <16 x float> %1389, float %886, i32 5
+	%1391 = insertelement <16 x float> %1390, float %892, i32 6
+	%1392 = insertelement <16 x float> %1391, float %898, i32 7
+	%1393 = insertelement <16 x float> %1392, float %904, i32 8
+	%1394 = insertelement <16 x float> %1393, float %910, i32 9
+	%1395 = insertelement <16 x float> %1394, float %916, i32 10
+	%1396 = insertelement <16 x float> %1395, float %922, i32 11
+	%1397 = insertelement <16 x float> %1396, float %928, i32 12
+	%1398 = insertelement <16 x float> %1397, float %934, i32 13
+	%1399 = insertelement <16 x float> %1398, float %940, i32 14
+	%1400 = insertelement <16 x float> %1399, float %946, i32 15
+	%1401 = add i64 %100, 32
+	%1402 = getelementptr float, float* %11, i64 %1401
+	%1403 = bitcast float* %1402 to <16 x float>*
+	store <16 x float> %1400, <16 x float>* %1403, align 4
+	%1404 = insertelement <16 x float> undef, float %952, i32 0
+	%1405 = insertelement <16 x float> %1404, float %958, i32 1
+	%1406 = insertelement <16 x float> %1405, float %964, i32 2
+	%1407 = insertelement <16 x float> %1406, float %970, i32 3
+	%1408 = insertelement <16 x float> %1407, float %976, i32 4
+	%1409 = insertelement <16 x float> %1408, float %982, i32 5
+	%1410 = insertelement <16 x float> %1409, float %988, i32 6
+	%1411 = insertelement <16 x float> %1410, float %994, i32 7
+	%1412 = insertelement <16 x float> %1411, float %1000, i32 8
+	%1413 = insertelement <16 x float> %1412, float %1006, i32 9
+	%1414 = insertelement <16 x float> %1413, float %1012, i32 10
+	%1415 = insertelement <16 x float> %1414, float %1018, i32 11
+	%1416 = insertelement <16 x float> %1415, float %1024, i32 12
+	%1417 = insertelement <16 x float> %1416, float %1030, i32 13
+	%1418 = insertelement <16 x float> %1417, float %1036, i32 14
+	%1419 = insertelement <16 x float> %1418, float %1042, i32 15
+	%1420 = add i64 %100, 48
+	%1421 = getelementptr float, float* %11, i64 %1420
+	%1422 = bitcast float* %1421 to <16 x float>*
+	store <16 x float> %1419, <16 x float>* %1422, align 4
+	%1423 = add i64 %96, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%1424 = mul i64 %95, 16
+	br label %group.head.55
+
+group.head.55:
+	%1425 = phi i64 [ %1424, %wide.done.54 ], [ %1546, %group.56 ]
+	%1426 = icmp slt i64 %1425, %58
+	br i1 %1426, label %group.56, label %group.done.57
+
+group.56:
+	%1427 = shl i64 %1425, 2
+	%1428 = add i64 %59, %1427
+	%1429 = add i64 %63, %1425
+	%1430 = getelementptr float, float* %1, i64 %1428
+	%1431 = getelementptr float, float* %1430, i64 0
+	%1432 = load float, float* %1431, align 4
+	%1433 = getelementptr float, float* %1430, i64 1
+	%1434 = load float, float* %1433, align 4
+	%1435 = getelementptr float, float* %1430, i64 2
+	%1436 = load float, float* %1435, align 4
+	%1437 = getelementptr float, float* %1430, i64 3
+	%1438 = load float, float* %1437, align 4
+	%1439 = getelementptr float, float* %3, i64 %1428
+	%1440 = getelementptr float, float* %1439, i64 0
+	%1441 = load float, float* %1440, align 4
+	%1442 = getelementptr float, float* %1439, i64 1
+	%1443 = load float, float* %1442, align 4
+	%1444 = getelementptr float, float* %1439, i64 2
+	%1445 = load float, float* %1444, align 4
+	%1446 = getelementptr float, float* %1439, i64 3
+	%1447 = load float, float* %1446, align 4
+	%1448 = getelementptr float, float* %5, i64 %1428
+	%1449 = getelementptr float, float* %1448, i64 0
+	%1450 = load float, float* %1449, align 4
+	%1451 = getelementptr float, float* %1448, i64 1
+	%1452 = load float, float* %1451, align 4
+	%1453 = getelementptr float, float* %1448, i64 2
+	%1454 = load float, float* %1453, align 4
+	%1455 = getelementptr float, float* %1448, i64 3
+	%1456 = load float, float* %1455, align 4
+	%1457 = getelementptr float, float* %7, i64 %1428
+	%1458 = getelementptr float, float* %1457, i64 0
+	%1459 = load float, float* %1458, align 4
+	%1460 = getelementptr float, float* %1457, i64 1
+	%1461 = load float, float* %1460, align 4
+	%1462 = getelementptr float, float* %1457, i64 2
+	%1463 = load float, float* %1462, align 4
+	%1464 = getelementptr float, float* %1457, i64 3
+	%1465 = load float, float* %1464, align 4
+	%1466 = getelementptr float, float* %9, i64 %1428
+	%1467 = getelementptr float, float* %1466, i64 0
+	%1468 = load float, float* %1467, align 4
+	%1469 = getelementptr float, float* %1466, i64 1
+	%1470 = load float, float* %1469, align 4
+	%1471 = getelementptr float, float* %1466, i64 2
+	%1472 = load float, float* %1471, align 4
+	%1473 = getelementptr float, float* %1466, i64 3
+	%1474 = load float, float* %1473, align 4
+	%1475 = getelementptr float, float* %11, i64 %1428
+	%1476 = getelementptr float, float* %1475, i64 0
+	%1477 = load float, float* %1476, align 4
+	%1478 = getelementptr float, float* %1475, i64 1
+	%1479 = load float, float* %1478, align 4
+	%1480 = getelementptr float, float* %1475, i64 2
+	%1481 = load float, float* %1480, align 4
+	%1482 = getelementptr float, float* %1475, i64 3
+	%1483 = load float, float* %1482, align 4
+	%1484 = call <4 x float> @fg_gaussian4(i64 %45, i32 %47, i32 0, i64 %1429)
+	%1485 = extractelement <4 x float> %1484, i32 0
+	%1486 = fmul float %37, %1485
+	%1487 = fadd float %1441, %1486
+	%1488 = call %disk.stored @disk_body(float %1432, float %1487, float %1450, float %1459, float %1468, float %1477, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1489 = extractvalue %disk.stored %1488, 0
+	%1490 = extractvalue %disk.stored %1488, 1
+	%1491 = extractvalue %disk.stored %1488, 2
+	%1492 = extractvalue %disk.stored %1488, 3
+	%1493 = extractvalue %disk.stored %1488, 4
+	%1494 = extractelement <4 x float> %1484, i32 1
+	%1495 = fmul float %37, %1494
+	%1496 = fadd float %1443, %1495
+	%1497 = call %disk.stored @disk_body(float %1434, float %1496, float %1452, float %1461, float %1470, float %1479, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1498 = extractvalue %disk.stored %1497, 0
+	%1499 = extractvalue %disk.stored %1497, 1
+	%1500 = extractvalue %disk.stored %1497, 2
+	%1501 = extractvalue %disk.stored %1497, 3
+	%1502 = extractvalue %disk.stored %1497, 4
+	%1503 = extractelement <4 x float> %1484, i32 2
+	%1504 = fmul float %37, %1503
+	%1505 = fadd float %1445, %1504
+	%1506 = call %disk.stored @disk_body(float %1436, float %1505, float %1454, float %1463, float %1472, float %1481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1507 = extractvalue %disk.stored %1506, 0
+	%1508 = extractvalue %disk.stored %1506, 1
+	%1509 = extractvalue %disk.stored %1506, 2
+	%1510 = extractvalue %disk.stored %1506, 3
+	%1511 = extractvalue %disk.stored %1506, 4
+	%1512 = extractelement <4 x float> %1484, i32 3
+	%1513 = fmul float %37, %1512
+	%1514 = fadd float %1447, %1513
+	%1515 = call %disk.stored @disk_body(float %1438, float %1514, float %1456, float %1465, float %1474, float %1483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1516 = extractvalue %disk.stored %1515, 0
+	%1517 = extractvalue %disk.stored %1515, 1
+	%1518 = extractvalue %disk.stored %1515, 2
+	%1519 = extractvalue %disk.stored %1515, 3
+	%1520 = extractvalue %disk.stored %1515, 4
+	%1521 = getelementptr float, float* %5, i64 %1428
+	%1522 = getelementptr float, float* %1521, i64 0
+	store float %1489, float* %1522, align 4
+	%1523 = getelementptr float, float* %1521, i64 1
+	store float %1498, float* %1523, align 4
+	%1524 = getelementptr float, float* %1521, i64 2
+	store float %1507, float* %1524, align 4
+	%1525 = getelementptr float, float* %1521, i64 3
+	store float %1516, float* %1525, align 4
+	%1526 = getelementptr float, float* %7, i64 %1428
+	%1527 = getelementptr float, float* %1526, i64 0
+	store float %1490, float* %1527, align 4
+	%1528 = getelementptr float, float* %1526, i64 1
+	store float %1499, float* %1528, align 4
+	%1529 = getelementptr float, float* %1526, i64 2
+	store float %1508, float* %1529, align 4
+	%1530 = getelementptr float, float* %1526, i64 3
+	store float %1517, float* %1530, align 4
+	%1531 = getelementptr float, float* %9, i64 %1428
+	%1532 = getelementptr float, float* %1531, i64 0
+	store float %1491, float* %1532, align 4
+	%1533 = getelementptr float, float* %1531, i64 1
+	store float %1500, float* %1533, align 4
+	%1534 = getelementptr float, float* %1531, i64 2
+	store float %1509, float* %1534, align 4
+	%1535 = getelementptr float, float* %1531, i64 3
+	store float %1518, float* %1535, align 4
+	%1536 = getelementptr float, float* %1, i64 %1428
+	%1537 = getelementptr float, float* %1536, i64 0
+	store float %1492, float* %1537, align 4
+	%1538 = getelementptr float, float* %1536, i64 1
+	store float %1501, float* %1538, align 4
+	%1539 = getelementptr float, float* %1536, i64 2
+	store float %1510, float* %1539, align 4
+	%1540 = getelementptr float, float* %1536, i64 3
+	store float %1519, float* %1540, align 4
+	%1541 = getelementptr float, float* %11, i64 %1428
+	%1542 = getelementptr float, float* %1541, i64 0
+	store float %1493, float* %1542, align 4
+	%1543 = getelementptr float, float* %1541, i64 1
+	store float %1502, float* %1543, align 4
+	%1544 = getelementptr float, float* %1541, i64 2
+	store float %1511, float* %1544, align 4
+	%1545 = getelementptr float, float* %1541, i64 3
+	store float %1520, float* %1545, align 4
+	%1546 = add i64 %1425, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%1547 = phi i64 [ %61, %group.done.57 ], [ %1576, %tail.59 ]
+	%1548 = icmp slt i64 %1547, %41
+	br i1 %1548, label %tail.59, label %tail.done.60
+
+tail.59:
+	%1549 = getelementptr float, float* %1, i64 %1547
+	%1550 = load float, float* %1549, align 4
+	%1551 = getelementptr float, float* %3, i64 %1547
+	%1552 = load float, float* %1551, align 4
+	%1553 = getelementptr float, float* %5, i64 %1547
+	%1554 = load float, float* %1553, align 4
+	%1555 = getelementptr float, float* %7, i64 %1547
+	%1556 = load float, float* %1555, align 4
+	%1557 = getelementptr float, float* %9, i64 %1547
+	%1558 = load float, float* %1557, align 4
+	%1559 = getelementptr float, float* %11, i64 %1547
+	%1560 = load float, float* %1559, align 4
+	%1561 = add i64 %43, %1547
+	%1562 = call float @fg_gaussian(i64 %45, i32 %47, i32 0, i64 %1561)
+	%1563 = fmul float %37, %1562
+	%1564 = fadd float %1552, %1563
+	%1565 = call %disk.stored @disk_body(float %1550, float %1564, float %1554, float %1556, float %1558, float %1560, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1566 = extractvalue %disk.stored %1565, 0
+	%1567 = extractvalue %disk.stored %1565, 1
+	%1568 = extractvalue %disk.stored %1565, 2
+	%1569 = extractvalue %disk.stored %1565, 3
+	%1570 = extractvalue %disk.stored %1565, 4
+	%1571 = getelementptr float, float* %5, i64 %1547
+	store float %1566, float* %1571, align 4
+	%1572 = getelementptr float, float* %7, i64 %1547
+	store float %1567, float* %1572, align 4
+	%1573 = getelementptr float, float* %9, i64 %1547
+	store float %1568, float* %1573, align 4
+	%1574 = getelementptr float, float* %1, i64 %1547
+	store float %1569, float* %1574, align 4
+	%1575 = getelementptr float, float* %11, i64 %1547
+	store float %1570, float* %1575, align 4
+	%1576 = add i64 %1547, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%1577 = phi i64 [ %39, %without_noise ], [ %1602, %head.62 ]
+	%1578 = icmp slt i64 %1577, %59
+	br i1 %1578, label %head.62, label %head.done.63
+
+head.62:
+	%1579 = getelementptr float, float* %1, i64 %1577
+	%1580 = load float, float* %1579, align 4
+	%1581 = getelementptr float, float* %3, i64 %1577
+	%1582 = load float, float* %1581, align 4
+	%1583 = getelementptr float, float* %5, i64 %1577
+	%1584 = load float, float* %1583, align 4
+	%1585 = getelementptr float, float* %7, i64 %1577
+	%1586 = load float, float* %1585, align 4
+	%1587 = getelementptr float, float* %9, i64 %1577
+	%1588 = load float, float* %1587, align 4
+	%1589 = getelementptr float, float* %11, i64 %1577
+	%1590 = load float, float* %1589, align 4
+	%1591 = call %disk.stored @disk_body(float %1580, float %1582, float %1584, float %1586, float %1588, float %1590, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%1592 = extractvalue %disk.stored %1591, 0
+	%1593 = extractvalue %disk.stored %1591, 1
+	%1594 = extractvalue %disk.stored %1591, 2
+	%1595 = extractvalue %disk.stored %1591, 3
+	%1596 = extractvalue %disk.stored %1591, 4
+	%1597 = getelementptr float, float* %5, i64 %1577
+	store float %1592, float* %1597, align 4
+	%1598 = getelementptr float, float* %7, i64 %1577
+	store float %1593, float* %1598, align 4
+	%1599 = getelementptr float, float* %9, i64 %1577
+	store float %1594, float* %1599, align 4
+	%1600 = getelementptr float, float* %1, i64 %1577
+	store float %1595, float* %1600, align 4
+	%1601 = getelementptr float, float* %11, i64 %1577
+	store float %1596, float* %1601, align 4
+	%1602 = add i64 %1577, 1
+	br label %head.head.61
+
+head.done.63:
+	%1603 = sdiv i64 %58, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%1604 = phi i64 [ 0, %head.done.63 ], [ %2854, %wide.65 ]
+	%1605 = icmp slt i64 %1604, %1603
+	br i1 %1605, label %wide.65, label %wide.done.66
+
+wide.65:
+	%1606 = mul i64 %1604, 16
+	%1607 = shl i64 %1606, 2
+	%1608 = add i64 %59, %1607
+	%1609 = add i64 %63, %1606
+	%1610 = add i64 %1608, 0
+	%1611 = getelementptr float, float* %1, i64 %1610
+	%1612 = bitcast float* %1611 to <16 x float>*
+	%1613 = load <16 x float>, <16 x float>* %1612, align 4
+	%1614 = extractelement <16 x float> %1613, i32 0
+	%1615 = extractelement <16 x float> %1613, i32 1
+	%1616 = extractelement <16 x float> %1613, i32 2
+	%1617 = extractelement <16 x float> %1613, i32 3
+	%1618 = extractelement <16 x float> %1613, i32 4
+	%1619 = extractelement <16 x float> %1613, i32 5
+	%1620 = extractelement <16 x float> %1613, i32 6
+	%1621 = extractelement <16 x float> %1613, i32 7
+	%1622 = extractelement <16 x float> %1613, i32 8
+	%1623 = extractelement <16 x float> %1613, i32 9
+	%1624 = extractelement <16 x float> %1613, i32 10
+	%1625 = extractelement <16 x float> %1613, i32 11
+	%1626 = extractelement <16 x float> %1613, i32 12
+	%1627 = extractelement <16 x float> %1613, i32 13
+	%1628 = extractelement <16 x float> %1613, i32 14
+	%1629 = extractelement <16 x float> %1613, i32 15
+	%1630 = add i64 %1608, 16
+	%1631 = getelementptr float, float* %1, i64 %1630
+	%1632 = bitcast float* %1631 to <16 x float>*
+	%1633 = load <16 x float>, <16 x float>* %1632, align 4
+	%1634 = extractelement <16 x float> %1633, i32 0
+	%1635 = extractelement <16 x float> %1633, i32 1
+	%1636 = extractelement <16 x float> %1633, i32 2
+	%1637 = extractelement <16 x float> %1633, i32 3
+	%1638 = extractelement <16 x float> %1633, i32 4
+	%1639 = extractelement <16 x float> %1633, i32 5
+	%1640 = extractelement <16 x float> %1633, i32 6
+	%1641 = extractelement <16 x float> %1633, i32 7
+	%1642 = extractelement <16 x float> %1633, i32 8
+	%1643 = extractelement <16 x float> %1633, i32 9
+	%1644 = extractelement <16 x float> %1633, i32 10
+	%1645 = extractelement <16 x float> %1633, i32 11
+	%1646 = extractelement <16 x float> %1633, i32 12
+	%1647 = extractelement <16 x float> %1633, i32 13
+	%1648 = extractelement <16 x float> %1633, i32 14
+	%1649 = extractelement <16 x float> %1633, i32 15
+	%1650 = add i64 %1608, 32
+	%1651 = getelementptr float, float* %1, i64 %1650
+	%1652 = bitcast float* %1651 to <16 x float>*
+	%1653 = load <16 x float>, <16 x float>* %1652, align 4
+	%1654 = extractelement <16 x float> %1653, i32 0
+	%1655 = extractelement <16 x float> %1653, i32 1
+	%1656 = extractelement <16 x float> %1653, i32 2
+	%1657 = extractelement <16 x float> %1653, i32 3
+	%1658 = extractelement <16 x float> %1653, i32 4
+	%1659 = extractelement <16 x float> %1653, i32 5
+	%1660 = extractelement <16 x float> %1653, i32 6
+	%1661 = extractelement <16 x float> %1653, i32 7
+	%1662 = extractelement <16 x float> %1653, i32 8
+	%1663 = extractelement <16 x float> %1653, i32 9
+	%1664 = extractelement <16 x float> %1653, i32 10
+	%1665 = extractelement <16 x float> %1653, i32 11
+	%1666 = extractelement <16 x float> %1653, i32 12
+	%1667 = extractelement <16 x float> %1653, i32 13
+	%1668 = extractelement <16 x float> %1653, i32 14
+	%1669 = extractelement <16 x float> %1653, i32 15
+	%1670 = add i64 %1608, 48
+	%1671 = getelementptr float, float* %1, i64 %1670
+	%1672 = bitcast float* %1671 to <16 x float>*
+	%1673 = load <16 x float>, <16 x float>* %1672, align 4
+	%1674 = extractelement <16 x float> %1673, i32 0
+	%1675 = extractelement <16 x float> %1673, i32 1
+	%1676 = extractelement <16 x float> %1673, i32 2
+	%1677 = extractelement <16 x float> %1673, i32 3
+	%1678 = extractelement <16 x float> %1673, i32 4
+	%1679 = extractelement <16 x float> %1673, i32 5
+	%1680 = extractelement <16 x float> %1673, i32 6
+	%1681 = extractelement <16 x float> %1673, i32 7
+	%1682 = extractelement <16 x float> %1673, i32 8
+	%1683 = extractelement <16 x float> %1673, i32 9
+	%1684 = extractelement <16 x float> %1673, i32 10
+	%1685 = extractelement <16 x float> %1673, i32 11
+	%1686 = extractelement <16 x float> %1673, i32 12
+	%1687 = extractelement <16 x float> %1673, i32 13
+	%1688 = extractelement <16 x float> %1673, i32 14
+	%1689 = extractelement <16 x float> %1673, i32 15
+	%1690 = add i64 %1608, 0
+	%1691 = getelementptr float, float* %3, i64 %1690
+	%1692 = bitcast float* %1691 to <16 x float>*
+	%1693 = load <16 x float>, <16 x float>* %1692, align 4
+	%1694 = extractelement <16 x float> %1693, i32 0
+	%1695 = extractelement <16 x float> %1693, i32 1
+	%1696 = extractelement <16 x float> %1693, i32 2
+	%1697 = extractelement <16 x float> %1693, i32 3
+	%1698 = extractelement <16 x float> %1693, i32 4
+	%1699 = extractelement <16 x float> %1693, i32 5
+	%1700 = extractelement <16 x float> %1693, i32 6
+	%1701 = extractelement <16 x float> %1693, i32 7
+	%1702 = extractelement <16 x float> %1693, i32 8
+	%1703 = extractelement <16 x float> %1693, i32 9
+	%1704 = extractelement <16 x float> %1693, i32 10
+	%1705 = extractelement <16 x float> %1693, i32 11
+	%1706 = extractelement <16 x float> %1693, i32 12
+	%1707 = extractelement <16 x float> %1693, i32 13
+	%1708 = extractelement <16 x float> %1693, i32 14
+	%1709 = extractelement <16 x float> %1693, i32 15
+	%1710 = add i64 %1608, 16
+	%1711 = getelementptr float, float* %3, i64 %1710
+	%1712 = bitcast float* %1711 to <16 x float>*
+	%1713 = load <16 x float>, <16 x float>* %1712, align 4
+	%1714 = extractelement <16 x float> %1713, i32 0
+	%1715 = extractelement <16 x float> %1713, i32 1
+	%1716 = extractelement <16 x float> %1713, i32 2
+	%1717 = extractelement <16 x float> %1713, i32 3
+	%1718 = extractelement <16 x float> %1713, i32 4
+	%1719 = extractelement <16 x float> %1713, i32 5
+	%1720 = extractelement <16 x float> %1713, i32 6
+	%1721 = extractelement <16 x float> %1713, i32 7
+	%1722 = extractelement <16 x float> %1713, i32 8
+	%1723 = extractelement <16 x float> %1713, i32 9
+	%1724 = extractelement <16 x float> %1713, i32 10
+	%1725 = extractelement <16 x float> %1713, i32 11
+	%1726 = extractelement <16 x float> %1713, i32 12
+	%1727 = extractelement <16 x float> %1713, i32 13
+	%1728 = extractelement <16 x float> %1713, i32 14
+	%1729 = extractelement <16 x float> %1713, i32 15
+	%1730 = add i64 %1608, 32
+	%1731 = getelementptr float, float* %3, i64 %1730
+	%1732 = bitcast float* %1731 to <16 x float>*
+	%1733 = load <16 x float>, <16 x float>* %1732, align 4
+	%1734 = extractelement <16 x float> %1733, i32 0
+	%1735 = extractelement <16 x float> %1733, i32 1
+	%1736 = extractelement <16 x float> %1733, i32 2
+	%1737 = extractelement <16 x float> %1733, i32 3
+	%1738 = extractelement <16 x float> %1733, i32 4
+	%1739 = extractelement <16 x float> %1733, i32 5
+	%1740 = extractelement <16 x float> %1733, i32 6
+	%1741 = extractelement <16 x float> %1733, i32 7
+	%1742 = extractelement <16 x float> %1733, i32 8
+	%1743 = extractelement <16 x float> %1733, i32 9
+	%1744 = extractelement <16 x float> %1733, i32 10
+	%1745 = extractelement <16 x float> %1733, i32 11
+	%1746 = extractelement <16 x float> %1733, i32 12
+	%1747 = extractelement <16 x float> %1733, i32 13
+	%1748 = extractelement <16 x float> %1733, i32 14
+	%1749 = extractelement <16 x float> %1733, i32 15
+	%1750 = add i64 %1608, 48
+	%1751 = getelementptr float, float* %3, i64 %1750
+	%1752 = bitcast float* %1751 to <16 x float>*
+	%1753 = load <16 x float>, <16 x float>* %1752, align 4
+	%1754 = extractelement <16 x float> %1753, i32 0
+	%1755 = extractelement <16 x float> %1753, i32 1
+	%1756 = extractelement <16 x float> %1753, i32 2
+	%1757 = extractelement <16 x float> %1753, i32 3
+	%1758 = extractelement <16 x float> %1753, i32 4
+	%1759 = extractelement <16 x float> %1753, i32 5
+	%1760 = extractelement <16 x float> %1753, i32 6
+	%1761 = extractelement <16 x float> %1753, i32 7
+	%1762 = extractelement <16 x float> %1753, i32 8
+	%1763 = extractelement <16 x float> %1753, i32 9
+	%1764 = extractelement <16 x float> %1753, i32 10
+	%1765 = extractelement <16 x float> %1753, i32 11
+	%1766 = extractelement <16 x float> %1753, i32 12
+	%1767 = extractelement <16 x float> %1753, i32 13
+	%1768 = extractelement <16 x float> %1753, i32 14
+	%1769 = extractelement <16 x float> %1753, i32 15
+	%1770 = add i64 %1608, 0
+	%1771 = getelementptr float, float* %5, i64 %1770
+	%1772 = bitcast float* %1771 to <16 x float>*
+	%1773 = load <16 x float>, <16 x float>* %1772, align 4
+	%1774 = extractelement <16 x float> %1773, i32 0
+	%1775 = extractelement <16 x float> %1773, i32 1
+	%1776 = extractelement <16 x float> %1773, i32 2
+	%1777 = extractelement <16 x float> %1773, i32 3
+	%1778 = extractelement <16 x float> %1773, i32 4
+	%1779 = extractelement <16 x float> %1773, i32 5
+	%1780 = extractelement <16 x float> %1773, i32 6
+	%1781 = extractelement <16 x float> %1773, i32 7
+	%1782 = extractelement <16 x float> %1773, i32 8
+	%1783 = extractelement <16 x float> %1773, i32 9
+	%1784 = extractelement <16 x float> %1773, i32 10
+	%1785 = extractelement <16 x float> %1773, i32 11
+	%1786 = extractelement <16 x float> %1773, i32 12
+	%1787 = extractelement <16 x float> %1773, i32 13
+	%1788 = extractelement <16 x float> %1773, i32 14
+	%1789 = extractelement <16 x float> %1773, i32 15
+	%1790 = add i64 %1608, 16
+	%1791 = getelementptr float, float* %5, i64 %1790
+	%1792 = bitcast float* %1791 to <16 x float>*
+	%1793 = load <16 x float>, <16 x float>* %1792, align 4
+	%1794 = extractelement <16 x float> %1793, i32 0
+	%1795 = extractelement <16 x float> %1793, i32 1
+	%1796 = extractelement <16 x float> %1793, i32 2
+	%1797 = extractelement <16 x float> %1793, i32 3
+	%1798 = extractelement <16 x float> %1793, i32 4
+	%1799 = extractelement <16 x float> %1793, i32 5
+	%1800 = extractelement <16 x float> %1793, i32 6
+	%1801 = extractelement <16 x float> %1793, i32 7
+	%1802 = extractelement <16 x float> %1793, i32 8
+	%1803 = extractelement <16 x float> %1793, i32 9
+	%1804 = extractelement <16 x float> %1793, i32 10
+	%1805 = extractelement <16 x float> %1793, i32 11
+	%1806 = extractelement <16 x float> %1793, i32 12
+	%1807 = extractelement <16 x float> %1793, i32 13
+	%1808 = extractelement <16 x float> %1793, i32 14
+	%1809 = extractelement <16 x float> %1793, i32 15
+	%1810 = add i64 %1608, 32
+	%1811 = getelementptr float, float* %5, i64 %1810
+	%1812 = bitcast float* %1811 to <16 x float>*
+	%1813 = load <16 x float>, <16 x float>* %1812, align 4
+	%1814 = extractelement <16 x float> %1813, i32 0
+	%1815 = extractelement <16 x float> %1813, i32 1
+	%1816 = extractelement <16 x float> %1813, i32 2
+	%1817 = extractelement <16 x float> %1813, i32 3
+	%1818 = extractelement <16 x float> %1813, i32 4
+	%1819 = extractelement <16 x float> %1813, i32 5
+	%1820 = extractelement <16 x float> %1813, i32 6
+	%1821 = extractelement <16 x float> %1813, i32 7
+	%1822 = extractelement <16 x float> %1813, i32 8
+	%1823 = extractelement <16 x float> %1813, i32 9
+	%1824 = extractelement <16 x float> %1813, i32 10
+	%1825 = extractelement <16 x float> %1813, i32 11
+	%1826 = extractelement <16 x float> %1813, i32 12
+	%1827 = extractelement <16 x float> %1813, i32 13
+	%1828 = extractelement <16 x float> %1813, i32 14
+	%1829 = extractelement <16 x float> %1813, i32 15
+	%1830 = add i64 %1608, 48
+	%1831 = getelementptr float, float* %5, i64 %1830
+	%1832 = bitcast float* %1831 to <16 x float>*
+	%1833 = load <16 x float>, <16 x float>* %1832, align 4
+	%1834 = extractelement <16 x float> %1833, i32 0
+	%1835 = extractelement <16 x float> %1833, i32 1
+	%1836 = extractelement <16 x float> %1833, i32 2
+	%1837 = extractelement <16 x float> %1833, i32 3
+	%1838 = extractelement <16 x float> %1833, i32 4
+	%1839 = extractelement <16 x float> %1833, i32 5
+	%1840 = extractelement <16 x float> %1833, i32 6
+	%1841 = extractelement <16 x float> %1833, i32 7
+	%1842 = extractelement <16 x float> %1833, i32 8
+	%1843 = extractelement <16 x float> %1833, i32 9
+	%1844 = extractelement <16 x float> %1833, i32 10
+	%1845 = extractelement <16 x float> %1833, i32 11
+	%1846 = extractelement <16 x float> %1833, i32 12
+	%1847 = extractelement <16 x float> %1833, i32 13
+	%1848 = extractelement <16 x float> %1833, i32 14
+	%1849 = extractelement <16 x float> %1833, i32 15
+	%1850 = add i64 %1608, 0
+	%1851 = getelementptr float, float* %7, i64 %1850
+	%1852 = bitcast float* %1851 to <16 x float>*
+	%1853 = load <16 x float>, <16 x float>* %1852, align 4
+	%1854 = extractelement <16 x float> %1853, i32 0
+	%1855 = extractelement <16 x float> %1853, i32 1
+	%1856 = extractelement <16 x float> %1853, i32 2
+	%1857 = extractelement <16 x float> %1853, i32 3
+	%1858 = extractelement <16 x float> %1853, i32 4
+	%1859 = extractelement <16 x float> %1853, i32 5
+	%1860 = extractelement <16 x float> %1853, i32 6
+	%1861 = extractelement <16 x float> %1853, i32 7
+	%1862 = extractelement <16 x float> %1853, i32 8
+	%1863 = extractelement <16 x float> %1853, i32 9
+	%1864 = extractelement <16 x float> %1853, i32 10
+	%1865 = extractelement <16 x float> %1853, i32 11
+	%1866 = extractelement <16 x float> %1853, i32 12
+	%1867 = extractelement <16 x float> %1853, i32 13
+	%1868 = extractelement <16 x float> %1853, i32 14
+	%1869 = extractelement <16 x float> %1853, i32 15
+	%1870 = add i64 %1608, 16
+	%1871 = getelementptr float, float* %7, i64 %1870
+	%1872 = bitcast float* %1871 to <16 x float>*
+	%1873 = load <16 x float>, <16 x float>* %1872, align 4
+	%1874 = extractelement <16 x float> %1873, i32 0
+	%1875 = extractelement <16 x float> %1873, i32 1
+	%1876 = extractelement <16 x float> %1873, i32 2
+	%1877 = extractelement <16 x float> %1873, i32 3
+	%1878 = extractelement <16 x float> %1873, i32 4
+	%1879 = extractelement <16 x float> %1873, i32 5
+	%1880 = extractelement <16 x float> %1873, i32 6
+	%1881 = extractelement <16 x float> %1873, i32 7
+	%1882 = extractelement <16 x float> %1873, i32 8
+	%1883 = extractelement <16 x float> %1873, i32 9
+	%1884 = extractelement <16 x float> %1873, i32 10
+	%1885 = extractelement <16 x float> %1873, i32 11
+	%1886 = extractelement <16 x float> %1873, i32 12
+	%1887 = extractelement <16 x float> %1873, i32 13
+	%1888 = extractelement <16 x float> %1873, i32 14
+	%1889 = extractelement <16 x float> %1873, i32 15
+	%1890 = add i64 %1608, 32
+	%1891 = getelementptr float, float* %7, i64 %1890
+	%1892 = bitcast float* %1891 to <16 x float>*
+	%1893 = load <16 x float>, <16 x float>* %1892, align 4
+	%1894 = extractelement <16 x float> %1893, i32 0
+	%1895 = extractelement <16 x float> %1893, i32 1
+	%1896 = extractelement <16 x float> %1893, i32 2
+	%1897 = extractelement <16 x float> %1893, i32 3
+	%1898 = extractelement <16 x float> %1893, i32 4
+	%1899 = extractelement <16 x float> %1893, i32 5
+	%1900 = extractelement <16 x float> %1893, i32 6
+	%1901 = extractelement <16 x float> %1893, i32 7
+	%1902 = extractelement <16 x float> %1893, i32 8
+	%1903 = extractelement <16 x float> %1893, i32 9
+	%1904 = extractelement <16 x float> %1893, i32 10
+	%1905 = extractelement <16 x float> %1893, i32 11
+	%1906 = extractelement <16 x float> %1893, i32 12
+	%1907 = extractelement <16 x float> %1893, i32 13
+	%1908 = extractelement <16 x float> %1893, i32 14
+	%1909 = extractelement <16 x float> %1893, i32 15
+	%1910 = add i64 %1608, 48
+	%1911 = getelementptr float, float* %7, i64 %1910
+	%1912 = bitcast float* %1911 to <16 x float>*
+	%1913 = load <16 x float>, <16 x float>* %1912, align 4
+	%1914 = extractelement <16 x float> %1913, i32 0
+	%1915 = extractelement <16 x float> %1913, i32 1
+	%1916 = extractelement <16 x float> %1913, i32 2
+	%1917 = extractelement <16 x float> %1913, i32 3
+	%1918 = extractelement <16 x float> %1913, i32 4
+	%1919 = extractelement <16 x float> %1913, i32 5
+	%1920 = extractelement <16 x float> %1913, i32 6
+	%1921 = extractelement <16 x float> %1913, i32 7
+	%1922 = extractelement <16 x float> %1913, i32 8
+	%1923 = extractelement <16 x float> %1913, i32 9
+	%1924 = extractelement <16 x float> %1913, i32 10
+	%1925 = extractelement <16 x float> %1913, i32 11
+	%1926 = extractelement <16 x float> %1913, i32 12
+	%1927 = extractelement <16 x float> %1913, i32 13
+	%1928 = extractelement <16 x float> %1913, i32 14
+	%1929 = extractelement <16 x float> %1913, i32 15
+	%1930 = add i64 %1608, 0
+	%1931 = getelementptr float, float* %9, i64 %1930
+	%1932 = bitcast float* %1931 to <16 x float>*
+	%1933 = load <16 x float>, <16 x float>* %1932, align 4
+	%1934 = extractelement <16 x float> %1933, i32 0
+	%1935 = extractelement <16 x float> %1933, i32 1
+	%1936 = extractelement <16 x float> %1933, i32 2
+	%1937 = extractelement <16 x float> %1933, i32 3
+	%1938 = extractelement <16 x float> %1933, i32 4
+	%1939 = extractelement <16 x float> %1933, i32 5
+	%1940 = extractelement <16 x float> %1933, i32 6
+	%1941 = extractelement <16 x float> %1933, i32 7
+	%1942 = extractelement <16 x float> %1933, i32 8
+	%1943 = extractelement <16 x float> %1933, i32 9
+	%1944 = extractelement <16 x float> %1933, i32 10
+	%1945 = extractelement <16 x float> %1933, i32 11
+	%1946 = extractelement <16 x float> %1933, i32 12
+	%1947 = extractelement <16 x float> %1933, i32 13
+	%1948 = extractelement <16 x float> %1933, i32 14
+	%1949 = extractelement <16 x float> %1933, i32 15
+	%1950 = add i64 %1608, 16
+	%1951 = getelementptr float, float* %9, i64 %1950
+	%1952 = bitcast float* %1951 to <16 x float>*
+	%1953 = load <16 x float>, <16 x float>* %1952, align 4
+	%1954 = extractelement <16 x float> %1953, i32 0
+	%1955 = extractelement <16 x float> %1953, i32 1
+	%1956 = extractelement <16 x float> %1953, i32 2
+	%1957 = extractelement <16 x float> %1953, i32 3
+	%1958 = extractelement <16 x float> %1953, i32 4
+	%1959 = extractelement <16 x float> %1953, i32 5
+	%1960 = extractelement <16 x float> %1953, i32 6
+	%1961 = extractelement <16 x float> %1953, i32 7
+	%1962 = extractelement <16 x float> %1953, i32 8
+	%1963 = extractelement <16 x float> %1953, i32 9
+	%1964 = extractelement <16 x float> %1953, i32 10
+	%1965 = extractelement <16 x float> %1953, i32 11
+	%1966 = extractelement <16 x float> %1953, i32 12
+	%1967 = extractelement <16 x float> %1953, i32 13
+	%1968 = extractelement <16 x float> %1953, i32 14
+	%1969 = extractelement <16 x float> %1953, i32 15
+	%1970 = add i64 %1608, 32
+	%1971 = getelementptr float, float* %9, i64 %1970
+	%1972 = bitcast float* %1971 to <16 x float>*
+	%1973 = load <16 x float>, <16 x float>* %1972, align 4
+	%1974 = extractelement <16 x float> %1973, i32 0
+	%1975 = extractelement <16 x float> %1973, i32 1
+	%1976 = extractelement <16 x float> %1973, i32 2
+	%1977 = extractelement <16 x float> %1973, i32 3
+	%1978 = extractelement <16 x float> %1973, i32 4
+	%1979 = extractelement <16 x float> %1973, i32 5
+	%1980 = extractelement <16 x float> %1973, i32 6
+	%1981 = extractelement <16 x float> %1973, i32 7
+	%1982 = extractelement <16 x float> %1973, i32 8
+	%1983 = extractelement <16 x float> %1973, i32 9
+	%1984 = extractelement <16 x float> %1973, i32 10
+	%1985 = extractelement <16 x float> %1973, i32 11
+	%1986 = extractelement <16 x float> %1973, i32 12
+	%1987 = extractelement <16 x float> %1973, i32 13
+	%1988 = extractelement <16 x float> %1973, i32 14
+	%1989 = extractelement <16 x float> %1973, i32 15
+	%1990 = add i64 %1608, 48
+	%1991 = getelementptr float, float* %9, i64 %1990
+	%1992 = bitcast float* %1991 to <16 x float>*
+	%1993 = load <16 x float>, <16 x float>* %1992, align 4
+	%1994 = extractelement <16 x float> %1993, i32 0
+	%1995 = extractelement <16 x float> %1993, i32 1
+	%1996 = extractelement <16 x float> %1993, i32 2
+	%1997 = extractelement <16 x float> %1993, i32 3
+	%1998 = extractelement <16 x float> %1993, i32 4
+	%1999 = extractelement <16 x float> %1993, i32 5
+	%2000 = extractelement <16 x float> %1993, i32 6
+	%2001 = extractelement <16 x float> %1993, i32 7
+	%2002 = extractelement <16 x float> %1993, i32 8
+	%2003 = extractelement <16 x float> %1993, i32 9
+	%2004 = extractelement <16 x float> %1993, i32 10
+	%2005 = extractelement <16 x float> %1993, i32 11
+	%2006 = extractelement <16 x float> %1993, i32 12
+	%2007 = extractelement <16 x float> %1993, i32 13
+	%2008 = extractelement <16 x float> %1993, i32 14
+	%2009 = extractelement <16 x float> %1993, i32 15
+	%2010 = add i64 %1608, 0
+	%2011 = getelementptr float, float* %11, i64 %2010
+	%2012 = bitcast float* %2011 to <16 x float>*
+	%2013 = load <16 x float>, <16 x float>* %2012, align 4
+	%2014 = extractelement <16 x float> %2013, i32 0
+	%2015 = extractelement <16 x float> %2013, i32 1
+	%2016 = extractelement <16 x float> %2013, i32 2
+	%2017 = extractelement <16 x float> %2013, i32 3
+	%2018 = extractelement <16 x float> %2013, i32 4
+	%2019 = extractelement <16 x float> %2013, i32 5
+	%2020 = extractelement <16 x float> %2013, i32 6
+	%2021 = extractelement <16 x float> %2013, i32 7
+	%2022 = extractelement <16 x float> %2013, i32 8
+	%2023 = extractelement <16 x float> %2013, i32 9
+	%2024 = extractelement <16 x float> %2013, i32 10
+	%2025 = extractelement <16 x float> %2013, i32 11
+	%2026 = extractelement <16 x float> %2013, i32 12
+	%2027 = extractelement <16 x float> %2013, i32 13
+	%2028 = extractelement <16 x float> %2013, i32 14
+	%2029 = extractelement <16 x float> %2013, i32 15
+	%2030 = add i64 %1608, 16
+	%2031 = getelementptr float, float* %11, i64 %2030
+	%2032 = bitcast float* %2031 to <16 x float>*
+	%2033 = load <16 x float>, <16 x float>* %2032, align 4
+	%2034 = extractelement <16 x float> %2033, i32 0
+	%2035 = extractelement <16 x float> %2033, i32 1
+	%2036 = extractelement <16 x float> %2033, i32 2
+	%2037 = extractelement <16 x float> %2033, i32 3
+	%2038 = extractelement <16 x float> %2033, i32 4
+	%2039 = extractelement <16 x float> %2033, i32 5
+	%2040 = extractelement <16 x float> %2033, i32 6
+	%2041 = extractelement <16 x float> %2033, i32 7
+	%2042 = extractelement <16 x float> %2033, i32 8
+	%2043 = extractelement <16 x float> %2033, i32 9
+	%2044 = extractelement <16 x float> %2033, i32 10
+	%2045 = extractelement <16 x float> %2033, i32 11
+	%2046 = extractelement <16 x float> %2033, i32 12
+	%2047 = extractelement <16 x float> %2033, i32 13
+	%2048 = extractelement <16 x float> %2033, i32 14
+	%2049 = extractelement <16 x float> %2033, i32 15
+	%2050 = add i64 %1608, 32
+	%2051 = getelementptr float, float* %11, i64 %2050
+	%2052 = bitcast float* %2051 to <16 x float>*
+	%2053 = load <16 x float>, <16 x float>* %2052, align 4
+	%2054 = extractelement <16 x float> %2053, i32 0
+	%2055 = extractelement <16 x float> %2053, i32 1
+	%2056 = extractelement <16 x float> %2053, i32 2
+	%2057 = extractelement <16 x float> %2053, i32 3
+	%2058 = extractelement <16 x float> %2053, i32 4
+	%2059 = extractelement <16 x float> %2053, i32 5
+	%2060 = extractelement <16 x float> %2053, i32 6
+	%2061 = extractelement <16 x float> %2053, i32 7
+	%2062 = extractelement <16 x float> %2053, i32 8
+	%2063 = extractelement <16 x float> %2053, i32 9
+	%2064 = extractelement <16 x float> %2053, i32 10
+	%2065 = extractelement <16 x float> %2053, i32 11
+	%2066 = extractelement <16 x float> %2053, i32 12
+	%2067 = extractelement <16 x float> %2053, i32 13
+	%2068 = extractelement <16 x float> %2053, i32 14
+	%2069 = extractelement <16 x float> %2053, i32 15
+	%2070 = add i64 %1608, 48
+	%2071 = getelementptr float, float* %11, i64 %2070
+	%2072 = bitcast float* %2071 to <16 x float>*
+	%2073 = load <16 x float>, <16 x float>* %2072, align 4
+	%2074 = extractelement <16 x float> %2073, i32 0
+	%2075 = extractelement <16 x float> %2073, i32 1
+	%2076 = extractelement <16 x float> %2073, i32 2
+	%2077 = extractelement <16 x float> %2073, i32 3
+	%2078 = extractelement <16 x float> %2073, i32 4
+	%2079 = extractelement <16 x float> %2073, i32 5
+	%2080 = extractelement <16 x float> %2073, i32 6
+	%2081 = extractelement <16 x float> %2073, i32 7
+	%2082 = extractelement <16 x float> %2073, i32 8
+	%2083 = extractelement <16 x float> %2073, i32 9
+	%2084 = extractelement <16 x float> %2073, i32 10
+	%2085 = extractelement <16 x float> %2073, i32 11
+	%2086 = extractelement <16 x float> %2073, i32 12
+	%2087 = extractelement <16 x float> %2073, i32 13
+	%2088 = extractelement <16 x float> %2073, i32 14
+	%2089 = extractelement <16 x float> %2073, i32 15
+	%2090 = call %disk.stored @disk_body(float %1614, float %1694, float %1774, float %1854, float %1934, float %2014, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2091 = extractvalue %disk.stored %2090, 0
+	%2092 = extractvalue %disk.stored %2090, 1
+	%2093 = extractvalue %disk.stored %2090, 2
+	%2094 = extractvalue %disk.stored %2090, 3
+	%2095 = extractvalue %disk.stored %2090, 4
+	%2096 = call %disk.stored @disk_body(float %1615, float %1695, float %1775, float %1855, float %1935, float %2015, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2097 = extractvalue %disk.stored %2096, 0
+	%2098 = extractvalue %disk.stored %2096, 1
+	%2099 = extractvalue %disk.stored %2096, 2
+	%2100 = extractvalue %disk.stored %2096, 3
+	%2101 = extractvalue %disk.stored %2096, 4
+	%2102 = call %disk.stored @disk_body(float %1616, float %1696, float %1776, float %1856, float %1936, float %2016, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2103 = extractvalue %disk.stored %2102, 0
+	%2104 = extractvalue %disk.stored %2102, 1
+	%2105 = extractvalue %disk.stored %2102, 2
+	%2106 = extractvalue %disk.stored %2102, 3
+	%2107 = extractvalue %disk.stored %2102, 4
+	%2108 = call %disk.stored @disk_body(float %1617, float %1697, float %1777, float %1857, float %1937, float %2017, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2109 = extractvalue %disk.stored %2108, 0
+	%2110 = extractvalue %disk.stored %2108, 1
+	%2111 = extractvalue %disk.stored %2108, 2
+	%2112 = extractvalue %disk.stored %2108, 3
+	%2113 = extractvalue %disk.stored %2108, 4
+	%2114 = call %disk.stored @disk_body(float %1618, float %1698, float %1778, float %1858, float %1938, float %2018, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2115 = extractvalue %disk.stored %2114, 0
+	%2116 = extractvalue %disk.stored %2114, 1
+	%2117 = extractvalue %disk.stored %2114, 2
+	%2118 = extractvalue %disk.stored %2114, 3
+	%2119 = extractvalue %disk.stored %2114, 4
+	%2120 = call %disk.stored @disk_body(float %1619, float %1699, float %1779, float %1859, float %1939, float %2019, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2121 = extractvalue %disk.stored %2120, 0
+	%2122 = extractvalue %disk.stored %2120, 1
+	%2123 = extractvalue %disk.stored %2120, 2
+	%2124 = extractvalue %disk.stored %2120, 3
+	%2125 = extractvalue %disk.stored %2120, 4
+	%2126 = call %disk.stored @disk_body(float %1620, float %1700, float %1780, float %1860, float %1940, float %2020, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2127 = extractvalue %disk.stored %2126, 0
+	%2128 = extractvalue %disk.stored %2126, 1
+	%2129 = extractvalue %disk.stored %2126, 2
+	%2130 = extractvalue %disk.stored %2126, 3
+	%2131 = extractvalue %disk.stored %2126, 4
+	%2132 = call %disk.stored @disk_body(float %1621, float %1701, float %1781, float %1861, float %1941, float %2021, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2133 = extractvalue %disk.stored %2132, 0
+	%2134 = extractvalue %disk.stored %2132, 1
+	%2135 = extractvalue %disk.stored %2132, 2
+	%2136 = extractvalue %disk.stored %2132, 3
+	%2137 = extractvalue %disk.stored %2132, 4
+	%2138 = call %disk.stored @disk_body(float %1622, float %1702, float %1782, float %1862, float %1942, float %2022, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2139 = extractvalue %disk.stored %2138, 0
+	%2140 = extractvalue %disk.stored %2138, 1
+	%2141 = extractvalue %disk.stored %2138, 2
+	%2142 = extractvalue %disk.stored %2138, 3
+	%2143 = extractvalue %disk.stored %2138, 4
+	%2144 = call %disk.stored @disk_body(float %1623, float %1703, float %1783, float %1863, float %1943, float %2023, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2145 = extractvalue %disk.stored %2144, 0
+	%2146 = extractvalue %disk.stored %2144, 1
+	%2147 = extractvalue %disk.stored %2144, 2
+	%2148 = extractvalue %disk.stored %2144, 3
+	%2149 = extractvalue %disk.stored %2144, 4
+	%2150 = call %disk.stored @disk_body(float %1624, float %1704, float %1784, float %1864, float %1944, float %2024, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2151 = extractvalue %disk.stored %2150, 0
+	%2152 = extractvalue %disk.stored %2150, 1
+	%2153 = extractvalue %disk.stored %2150, 2
+	%2154 = extractvalue %disk.stored %2150, 3
+	%2155 = extractvalue %disk.stored %2150, 4
+	%2156 = call %disk.stored @disk_body(float %1625, float %1705, float %1785, float %1865, float %1945, float %2025, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2157 = extractvalue %disk.stored %2156, 0
+	%2158 = extractvalue %disk.stored %2156, 1
+	%2159 = extractvalue %disk.stored %2156, 2
+	%2160 = extractvalue %disk.stored %2156, 3
+	%2161 = extractvalue %disk.stored %2156, 4
+	%2162 = call %disk.stored @disk_body(float %1626, float %1706, float %1786, float %1866, float %1946, float %2026, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2163 = extractvalue %disk.stored %2162, 0
+	%2164 = extractvalue %disk.stored %2162, 1
+	%2165 = extractvalue %disk.stored %2162, 2
+	%2166 = extractvalue %disk.stored %2162, 3
+	%2167 = extractvalue %disk.stored %2162, 4
+	%2168 = call %disk.stored @disk_body(float %1627, float %1707, float %1787, float %1867, float %1947, float %2027, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2169 = extractvalue %disk.stored %2168, 0
+	%2170 = extractvalue %disk.stored %2168, 1
+	%2171 = extractvalue %disk.stored %2168, 2
+	%2172 = extractvalue %disk.stored %2168, 3
+	%2173 = extractvalue %disk.stored %2168, 4
+	%2174 = call %disk.stored @disk_body(float %1628, float %1708, float %1788, float %1868, float %1948, float %2028, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2175 = extractvalue %disk.stored %2174, 0
+	%2176 = extractvalue %disk.stored %2174, 1
+	%2177 = extractvalue %disk.stored %2174, 2
+	%2178 = extractvalue %disk.stored %2174, 3
+	%2179 = extractvalue %disk.stored %2174, 4
+	%2180 = call %disk.stored @disk_body(float %1629, float %1709, float %1789, float %1869, float %1949, float %2029, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2181 = extractvalue %disk.stored %2180, 0
+	%2182 = extractvalue %disk.stored %2180, 1
+	%2183 = extractvalue %disk.stored %2180, 2
+	%2184 = extractvalue %disk.stored %2180, 3
+	%2185 = extractvalue %disk.stored %2180, 4
+	%2186 = call %disk.stored @disk_body(float %1634, float %1714, float %1794, float %1874, float %1954, float %2034, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2187 = extractvalue %disk.stored %2186, 0
+	%2188 = extractvalue %disk.stored %2186, 1
+	%2189 = extractvalue %disk.stored %2186, 2
+	%2190 = extractvalue %disk.stored %2186, 3
+	%2191 = extractvalue %disk.stored %2186, 4
+	%2192 = call %disk.stored @disk_body(float %1635, float %1715, float %1795, float %1875, float %1955, float %2035, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2193 = extractvalue %disk.stored %2192, 0
+	%2194 = extractvalue %disk.stored %2192, 1
+	%2195 = extractvalue %disk.stored %2192, 2
+	%2196 = extractvalue %disk.stored %2192, 3
+	%2197 = extractvalue %disk.stored %2192, 4
+	%2198 = call %disk.stored @disk_body(float %1636, float %1716, float %1796, float %1876, float %1956, float %2036, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2199 = extractvalue %disk.stored %2198, 0
+	%2200 = extractvalue %disk.stored %2198, 1
+	%2201 = extractvalue %disk.stored %2198, 2
+	%2202 = extractvalue %disk.stored %2198, 3
+	%2203 = extractvalue %disk.stored %2198, 4
+	%2204 = call %disk.stored @disk_body(float %1637, float %1717, float %1797, float %1877, float %1957, float %2037, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2205 = extractvalue %disk.stored %2204, 0
+	%2206 = extractvalue %disk.stored %2204, 1
+	%2207 = extractvalue %disk.stored %2204, 2
+	%2208 = extractvalue %disk.stored %2204, 3
+	%2209 = extractvalue %disk.stored %2204, 4
+	%2210 = call %disk.stored @disk_body(float %1638, float %1718, float %1798, float %1878, float %1958, float %2038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2211 = extractvalue %disk.stored %2210, 0
+	%2212 = extractvalue %disk.stored %2210, 1
+	%2213 = extractvalue %disk.stored %2210, 2
+	%2214 = extractvalue %disk.stored %2210, 3
+	%2215 = extractvalue %disk.stored %2210, 4
+	%2216 = call %disk.stored @disk_body(float %1639, float %1719, float %1799, float %1879, float %1959, float %2039, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2217 = extractvalue %disk.stored %2216, 0
+	%2218 = extractvalue %disk.stored %2216, 1
+	%2219 = extractvalue %disk.stored %2216, 2
+	%2220 = extractvalue %disk.stored %2216, 3
+	%2221 = extractvalue %disk.stored %2216, 4
+	%2222 = call %disk.stored @disk_body(float %1640, float %1720, float %1800, float %1880, float %1960, float %2040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2223 = extractvalue %disk.stored %2222, 0
+	%2224 = extractvalue %disk.stored %2222, 1
+	%2225 = extractvalue %disk.stored %2222, 2
+	%2226 = extractvalue %disk.stored %2222, 3
+	%2227 = extractvalue %disk.stored %2222, 4
+	%2228 = call %disk.stored @disk_body(float %1641, float %1721, float %1801, float %1881, float %1961, float %2041, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2229 = extractvalue %disk.stored %2228, 0
+	%2230 = extractvalue %disk.stored %2228, 1
+	%2231 = extractvalue %disk.stored %2228, 2
+	%2232 = extractvalue %disk.stored %2228, 3
+	%2233 = extractvalue %disk.stored %2228, 4
+	%2234 = call %disk.stored @disk_body(float %1642, float %1722, float %1802, float %1882, float %1962, float %2042, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2235 = extractvalue %disk.stored %2234, 0
+	%2236 = extractvalue %disk.stored %2234, 1
+	%2237 = extractvalue %disk.stored %2234, 2
+	%2238 = extractvalue %disk.stored %2234, 3
+	%2239 = extractvalue %disk.stored %2234, 4
+	%2240 = call %disk.stored @disk_body(float %1643, float %1723, float %1803, float %1883, float %1963, float %2043, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2241 = extractvalue %disk.stored %2240, 0
+	%2242 = extractvalue %disk.stored %2240, 1
+	%2243 = extractvalue %disk.stored %2240, 2
+	%2244 = extractvalue %disk.stored %2240, 3
+	%2245 = extractvalue %disk.stored %2240, 4
+	%2246 = call %disk.stored @disk_body(float %1644, float %1724, float %1804, float %1884, float %1964, float %2044, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2247 = extractvalue %disk.stored %2246, 0
+	%2248 = extractvalue %disk.stored %2246, 1
+	%2249 = extractvalue %disk.stored %2246, 2
+	%2250 = extractvalue %disk.stored %2246, 3
+	%2251 = extractvalue %disk.stored %2246, 4
+	%2252 = call %disk.stored @disk_body(float %1645, float %1725, float %1805, float %1885, float %1965, float %2045, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2253 = extractvalue %disk.stored %2252, 0
+	%2254 = extractvalue %disk.stored %2252, 1
+	%2255 = extractvalue %disk.stored %2252, 2
+	%2256 = extractvalue %disk.stored %2252, 3
+	%2257 = extractvalue %disk.stored %2252, 4
+	%2258 = call %disk.stored @disk_body(float %1646, float %1726, float %1806, float %1886, float %1966, float %2046, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2259 = extractvalue %disk.stored %2258, 0
+	%2260 = extractvalue %disk.stored %2258, 1
+	%2261 = extractvalue %disk.stored %2258, 2
+	%2262 = extractvalue %disk.stored %2258, 3
+	%2263 = extractvalue %disk.stored %2258, 4
+	%2264 = call %disk.stored @disk_body(float %1647, float %1727, float %1807, float %1887, float %1967, float %2047, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2265 = extractvalue %disk.stored %2264, 0
+	%2266 = extractvalue %disk.stored %2264, 1
+	%2267 = extractvalue %disk.stored %2264, 2
+	%2268 = extractvalue %disk.stored %2264, 3
+	%2269 = extractvalue %disk.stored %2264, 4
+	%2270 = call %disk.stored @disk_body(float %1648, float %1728, float %1808, float %1888, float %1968, float %2048, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2271 = extractvalue %disk.stored %2270, 0
+	%2272 = extractvalue %disk.stored %2270, 1
+	%2273 = extractvalue %disk.stored %2270, 2
+	%2274 = extractvalue %disk.stored %2270, 3
+	%2275 = extractvalue %disk.stored %2270, 4
+	%2276 = call %disk.stored @disk_body(float %1649, float %1729, float %1809, float %1889, float %1969, float %2049, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2277 = extractvalue %disk.stored %2276, 0
+	%2278 = extractvalue %disk.stored %2276, 1
+	%2279 = extractvalue %disk.stored %2276, 2
+	%2280 = extractvalue %disk.stored %2276, 3
+	%2281 = extractvalue %disk.stored %2276, 4
+	%2282 = call %disk.stored @disk_body(float %1654, float %1734, float %1814, float %1894, float %1974, float %2054, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2283 = extractvalue %disk.stored %2282, 0
+	%2284 = extractvalue %disk.stored %2282, 1
+	%2285 = extractvalue %disk.stored %2282, 2
+	%2286 = extractvalue %disk.stored %2282, 3
+	%2287 = extractvalue %disk.stored %2282, 4
+	%2288 = call %disk.stored @disk_body(float %1655, float %1735, float %1815, float %1895, float %1975, float %2055, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2289 = extractvalue %disk.stored %2288, 0
+	%2290 = extractvalue %disk.stored %2288, 1
+	%2291 = extractvalue %disk.stored %2288, 2
+	%2292 = extractvalue %disk.stored %2288, 3
+	%2293 = extractvalue %disk.stored %2288, 4
+	%2294 = call %disk.stored @disk_body(float %1656, float %1736, float %1816, float %1896, float %1976, float %2056, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2295 = extractvalue %disk.stored %2294, 0
+	%2296 = extractvalue %disk.stored %2294, 1
+	%2297 = extractvalue %disk.stored %2294, 2
+	%2298 = extractvalue %disk.stored %2294, 3
+	%2299 = extractvalue %disk.stored %2294, 4
+	%2300 = call %disk.stored @disk_body(float %1657, float %1737, float %1817, float %1897, float %1977, float %2057, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2301 = extractvalue %disk.stored %2300, 0
+	%2302 = extractvalue %disk.stored %2300, 1
+	%2303 = extractvalue %disk.stored %2300, 2
+	%2304 = extractvalue %disk.stored %2300, 3
+	%2305 = extractvalue %disk.stored %2300, 4
+	%2306 = call %disk.stored @disk_body(float %1658, float %1738, float %1818, float %1898, float %1978, float %2058, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2307 = extractvalue %disk.stored %2306, 0
+	%2308 = extractvalue %disk.stored %2306, 1
+	%2309 = extractvalue %disk.stored %2306, 2
+	%2310 = extractvalue %disk.stored %2306, 3
+	%2311 = extractvalue %disk.stored %2306, 4
+	%2312 = call %disk.stored @disk_body(float %1659, float %1739, float %1819, float %1899, float %1979, float %2059, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2313 = extractvalue %disk.stored %2312, 0
+	%2314 = extractvalue %disk.stored %2312, 1
+	%2315 = extractvalue %disk.stored %2312, 2
+	%2316 = extractvalue %disk.stored %2312, 3
+	%2317 = extractvalue %disk.stored %2312, 4
+	%2318 = call %disk.stored @disk_body(float %1660, float %1740, float %1820, float %1900, float %1980, float %2060, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2319 = extractvalue %disk.stored %2318, 0
+	%2320 = extractvalue %disk.stored %2318, 1
+	%2321 = extractvalue %disk.stored %2318, 2
+	%2322 = extractvalue %disk.stored %2318, 3
+	%2323 = extractvalue %disk.stored %2318, 4
+	%2324 = call %disk.stored @disk_body(float %1661, float %1741, float %1821, float %1901, float %1981, float %2061, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2325 = extractvalue %disk.stored %2324, 0
+	%2326 = extractvalue %disk.stored %2324, 1
+	%2327 = extractvalue %disk.stored %2324, 2
+	%2328 = extractvalue %disk.stored %2324, 3
+	%2329 = extractvalue %disk.stored %2324, 4
+	%2330 = call %disk.stored @disk_body(float %1662, float %1742, float %1822, float %1902, float %1982, float %2062, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2331 = extractvalue %disk.stored %2330, 0
+	%2332 = extractvalue %disk.stored %2330, 1
+	%2333 = extractvalue %disk.stored %2330, 2
+	%2334 = extractvalue %disk.stored %2330, 3
+	%2335 = extractvalue %disk.stored %2330, 4
+	%2336 = call %disk.stored @disk_body(float %1663, float %1743, float %1823, float %1903, float %1983, float %2063, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2337 = extractvalue %disk.stored %2336, 0
+	%2338 = extractvalue %disk.stored %2336, 1
+	%2339 = extractvalue %disk.stored %2336, 2
+	%2340 = extractvalue %disk.stored %2336, 3
+	%2341 = extractvalue %disk.stored %2336, 4
+	%2342 = call %disk.stored @disk_body(float %1664, float %1744, float %1824, float %1904, float %1984, float %2064, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2343 = extractvalue %disk.stored %2342, 0
+	%2344 = extractvalue %disk.stored %2342, 1
+	%2345 = extractvalue %disk.stored %2342, 2
+	%2346 = extractvalue %disk.stored %2342, 3
+	%2347 = extractvalue %disk.stored %2342, 4
+	%2348 = call %disk.stored @disk_body(float %1665, float %1745, float %1825, float %1905, float %1985, float %2065, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2349 = extractvalue %disk.stored %2348, 0
+	%2350 = extractvalue %disk.stored %2348, 1
+	%2351 = extractvalue %disk.stored %2348, 2
+	%2352 = extractvalue %disk.stored %2348, 3
+	%2353 = extractvalue %disk.stored %2348, 4
+	%2354 = call %disk.stored @disk_body(float %1666, float %1746, float %1826, float %1906, float %1986, float %2066, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2355 = extractvalue %disk.stored %2354, 0
+	%2356 = extractvalue %disk.stored %2354, 1
+	%2357 = extractvalue %disk.stored %2354, 2
+	%2358 = extractvalue %disk.stored %2354, 3
+	%2359 = extractvalue %disk.stored %2354, 4
+	%2360 = call %disk.stored @disk_body(float %1667, float %1747, float %1827, float %1907, float %1987, float %2067, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2361 = extractvalue %disk.stored %2360, 0
+	%2362 = extractvalue %disk.stored %2360, 1
+	%2363 = extractvalue %disk.stored %2360, 2
+	%2364 = extractvalue %disk.stored %2360, 3
+	%2365 = extractvalue %disk.stored %2360, 4
+	%2366 = call %disk.stored @disk_body(float %1668, float %1748, float %1828, float %1908, float %1988, float %2068, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2367 = extractvalue %disk.stored %2366, 0
+	%2368 = extractvalue %disk.stored %2366, 1
+	%2369 = extractvalue %disk.stored %2366, 2
+	%2370 = extractvalue %disk.stored %2366, 3
+	%2371 = extractvalue %disk.stored %2366, 4
+	%2372 = call %disk.stored @disk_body(float %1669, float %1749, float %1829, float %1909, float %1989, float %2069, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2373 = extractvalue %disk.stored %2372, 0
+	%2374 = extractvalue %disk.stored %2372, 1
+	%2375 = extractvalue %disk.stored %2372, 2
+	%2376 = extractvalue %disk.stored %2372, 3
+	%2377 = extractvalue %disk.stored %2372, 4
+	%2378 = call %disk.stored @disk_body(float %1674, float %1754, float %1834, float %1914, float %1994, float %2074, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2379 = extractvalue %disk.stored %2378, 0
+	%2380 = extractvalue %disk.stored %2378, 1
+	%2381 = extractvalue %disk.stored %2378, 2
+	%2382 = extractvalue %disk.stored %2378, 3
+	%2383 = extractvalue %disk.stored %2378, 4
+	%2384 = call %disk.stored @disk_body(float %1675, float %1755, float %1835, float %1915, float %1995, float %2075, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2385 = extractvalue %disk.stored %2384, 0
+	%2386 = extractvalue %disk.stored %2384, 1
+	%2387 = extractvalue %disk.stored %2384, 2
+	%2388 = extractvalue %disk.stored %2384, 3
+	%2389 = extractvalue %disk.stored %2384, 4
+	%2390 = call %disk.stored @disk_body(float %1676, float %1756, float %1836, float %1916, float %1996, float %2076, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2391 = extractvalue %disk.stored %2390, 0
+	%2392 = extractvalue %disk.stored %2390, 1
+	%2393 = extractvalue %disk.stored %2390, 2
+	%2394 = extractvalue %disk.stored %2390, 3
+	%2395 = extractvalue %disk.stored %2390, 4
+	%2396 = call %disk.stored @disk_body(float %1677, float %1757, float %1837, float %1917, float %1997, float %2077, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2397 = extractvalue %disk.stored %2396, 0
+	%2398 = extractvalue %disk.stored %2396, 1
+	%2399 = extractvalue %disk.stored %2396, 2
+	%2400 = extractvalue %disk.stored %2396, 3
+	%2401 = extractvalue %disk.stored %2396, 4
+	%2402 = call %disk.stored @disk_body(float %1678, float %1758, float %1838, float %1918, float %1998, float %2078, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2403 = extractvalue %disk.stored %2402, 0
+	%2404 = extractvalue %disk.stored %2402, 1
+	%2405 = extractvalue %disk.stored %2402, 2
+	%2406 = extractvalue %disk.stored %2402, 3
+	%2407 = extractvalue %disk.stored %2402, 4
+	%2408 = call %disk.stored @disk_body(float %1679, float %1759, float %1839, float %1919, float %1999, float %2079, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2409 = extractvalue %disk.stored %2408, 0
+	%2410 = extractvalue %disk.stored %2408, 1
+	%2411 = extractvalue %disk.stored %2408, 2
+	%2412 = extractvalue %disk.stored %2408, 3
+	%2413 = extractvalue %disk.stored %2408, 4
+	%2414 = call %disk.stored @disk_body(float %1680, float %1760, float %1840, float %1920, float %2000, float %2080, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2415 = extractvalue %disk.stored %2414, 0
+	%2416 = extractvalue %disk.stored %2414, 1
+	%2417 = extractvalue %disk.stored %2414, 2
+	%2418 = extractvalue %disk.stored %2414, 3
+	%2419 = extractvalue %disk.stored %2414, 4
+	%2420 = call %disk.stored @disk_body(float %1681, float %1761, float %1841, float %1921, float %2001, float %2081, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2421 = extractvalue %disk.stored %2420, 0
+	%2422 = extractvalue %disk.stored %2420, 1
+	%2423 = extractvalue %disk.stored %2420, 2
+	%2424 = extractvalue %disk.stored %2420, 3
+	%2425 = extractvalue %disk.stored %2420, 4
+	%2426 = call %disk.stored @disk_body(float %1682, float %1762, float %1842, float %1922, float %2002, float %2082, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2427 = extractvalue %disk.stored %2426, 0
+	%2428 = extractvalue %disk.stored %2426, 1
+	%2429 = extractvalue %disk.stored %2426, 2
+	%2430 = extractvalue %disk.stored %2426, 3
+	%2431 = extractvalue %disk.stored %2426, 4
+	%2432 = call %disk.stored @disk_body(float %1683, float %1763, float %1843, float %1923, float %2003, float %2083, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2433 = extractvalue %disk.stored %2432, 0
+	%2434 = extractvalue %disk.stored %2432, 1
+	%2435 = extractvalue %disk.stored %2432, 2
+	%2436 = extractvalue %disk.stored %2432, 3
+	%2437 = extractvalue %disk.stored %2432, 4
+	%2438 = call %disk.stored @disk_body(float %1684, float %1764, float %1844, float %1924, float %2004, float %2084, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2439 = extractvalue %disk.stored %2438, 0
+	%2440 = extractvalue %disk.stored %2438, 1
+	%2441 = extractvalue %disk.stored %2438, 2
+	%2442 = extractvalue %disk.stored %2438, 3
+	%2443 = extractvalue %disk.stored %2438, 4
+	%2444 = call %disk.stored @disk_body(float %1685, float %1765, float %1845, float %1925, float %2005, float %2085, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2445 = extractvalue %disk.stored %2444, 0
+	%2446 = extractvalue %disk.stored %2444, 1
+	%2447 = extractvalue %disk.stored %2444, 2
+	%2448 = extractvalue %disk.stored %2444, 3
+	%2449 = extractvalue %disk.stored %2444, 4
+	%2450 = call %disk.stored @disk_body(float %1686, float %1766, float %1846, float %1926, float %2006, float %2086, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2451 = extractvalue %disk.stored %2450, 0
+	%2452 = extractvalue %disk.stored %2450, 1
+	%2453 = extractvalue %disk.stored %2450, 2
+	%2454 = extractvalue %disk.stored %2450, 3
+	%2455 = extractvalue %disk.stored %2450, 4
+	%2456 = call %disk.stored @disk_body(float %1687, float %1767, float %1847, float %1927, float %2007, float %2087, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2457 = extractvalue %disk.stored %2456, 0
+	%2458 = extractvalue %disk.stored %2456, 1
+	%2459 = extractvalue %disk.stored %2456, 2
+	%2460 = extractvalue %disk.stored %2456, 3
+	%2461 = extractvalue %disk.stored %2456, 4
+	%2462 = call %disk.stored @disk_body(float %1688, float %1768, float %1848, float %1928, float %2008, float %2088, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2463 = extractvalue %disk.stored %2462, 0
+	%2464 = extractvalue %disk.stored %2462, 1
+	%2465 = extractvalue %disk.stored %2462, 2
+	%2466 = extractvalue %disk.stored %2462, 3
+	%2467 = extractvalue %disk.stored %2462, 4
+	%2468 = call %disk.stored @disk_body(float %1689, float %1769, float %1849, float %1929, float %2009, float %2089, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2469 = extractvalue %disk.stored %2468, 0
+	%2470 = extractvalue %disk.stored %2468, 1
+	%2471 = extractvalue %disk.stored %2468, 2
+	%2472 = extractvalue %disk.stored %2468, 3
+	%2473 = extractvalue %disk.stored %2468, 4
+	%2474 = insertelement <16 x float> undef, float %2091, i32 0
+	%2475 = insertelement <16 x float> %2474, float %2097, i32 1
+	%2476 = insertelement <16 x float> %2475, float %2103, i32 2
+	%2477 = insertelement <16 x float> %2476, float %2109, i32 3
+	%2478 = insertelement <16 x float> %2477, float %2115, i32 4
+	%2479 = insertelement <16 x float> %2478, float %2121, i32 5
+	%2480 = insertelement <16 x float> %2479, float %2127, i32 6
+	%2481 = insertelement <16 x float> %2480, float %2133, i32 7
+	%2482 = insertelement <16 x float> %2481, float %2139, i32 8
+	%2483 = insertelement <16 x float> %2482, float %2145, i32 9
+	%2484 = insertelement <16 x float> %2483, float %2151, i32 10
+	%2485 = insertelement <16 x float> %2484, float %2157, i32 11
+	%2486 = insertelement <16 x float> %2485, float %2163, i32 12
+	%2487 = insertelement <16 x float> %2486, float %2169, i32 13
+	%2488 = insertelement <16 x float> %2487, float %2175, i32 14
+	%2489 = insertelement <16 x float> %2488, float %2181, i32 15
+	%2490 = add i64 %1608, 0
+	%2491 = getelementptr float, float* %5, i64 %2490
+	%2492 = bitcast float* %2491 to <16 x float>*
+	store <16 x float> %2489, <16 x float>* %2492, align 4
+	%2493 = insertelement <16 x float> undef, float %2187, i32 0
+	%2494 = insertelement <16 x float> %2493, float %2193, i32 1
+	%2495 = insertelement <16 x float> %2494, float %2199, i32 2
+	%2496 = insertelement <16 x float> %2495, float %2205, i32 3
+	%2497 = insertelement <16 x float> %2496, float %2211, i32 4
+	%2498 = insertelement <16 x float> %2497, float %2217, i32 5
+	%2499 = insertelement <16 x float> %2498, float %2223, i32 6
+	%2500 = insertelement <16 x float> %2499, float %2229, i32 7
+	%2501 = insertelement <16 x float> %2500, float %2235, i32 8
+	%2502 = insertelement <16 x float> %2501, float %2241, i32 9
+	%2503 = insertelement <16 x float> %2502, float %2247, i32 10
+	%2504 = insertelement <16 x float> %2503, float %2253, i32 11
+	%2505 = insertelement <16 x float> %2504, float %2259, i32 12
+	%2506 = insertelement <16 x float> %2505, float %2265, i32 13
+	%2507 = insertelement <16 x float> %2506, float %2271, i32 14
+	%2508 = insertelement <16 x float> %2507, float %2277, i32 15
+	%2509 = add i64 %1608, 16
+	%2510 = getelementptr float, float* %5, i64 %2509
+	%2511 = bitcast float* %2510 to <16 x float>*
+	store <16 x float> %2508, <16 x float>* %2511, align 4
+	%2512 = insertelement <16 x float> undef, float %2283, i32 0
+	%2513 = insertelement <16 x float> %2512, float %2289, i32 1
+	%2514 = insertelement <16 x float> %2513, float %2295, i32 2
+	%2515 = insertelement <16 x float> %2514, float %2301, i32 3
+	%2516 = insertelement <16 x float> %2515, float %2307, i32 4
+	%2517 = insertelement <16 x float> %2516, float %2313, i32 5
+	%2518 = insertelement <16 x float> %2517, float %2319, i32 6
+	%2519 = insertelement <16 x float> %2518, float %2325, i32 7
+	%2520 = insertelement <16 x float> %2519, float %2331, i32 8
+	%2521 = insertelement <16 x float> %2520, float %2337, i32 9
+	%2522 = insertelement <16 x float> %2521, float %2343, i32 10
+	%2523 = insertelement <16 x float> %2522, float %2349, i32 11
+	%2524 = insertelement <16 x float> %2523, float %2355, i32 12
+	%2525 = insertelement <16 x float> %2524, float %2361, i32 13
+	%2526 = insertelement <16 x float> %2525, float %2367, i32 14
+	%2527 = insertelement <16 x float> %2526, float %2373, i32 15
+	%2528 = add i64 %1608, 32
+	%2529 = getelementptr float, float* %5, i64 %2528
+	%2530 = bitcast float* %2529 to <16 x float>*
+	store <16 x float> %2527, <16 x float>* %2530, align 4
+	%2531 = insertelement <16 x float> undef, float %2379, i32 0
+	%2532 = insertelement <16 x float> %2531, float %2385, i32 1
+	%2533 = insertelement <16 x float> %2532, float %2391, i32 2
+	%2534 = insertelement <16 x float> %2533, float %2397, i32 3
+	%2535 = insertelement <16 x float> %2534, float %2403, i32 4
+	%2536 = insertelement <16 x float> %2535, float %2409, i32 5
+	%2537 = insertelement <16 x float> %2536, float %2415, i32 6
+	%2538 = insertelement <16 x float> %2537, float %2421, i32 7
+	%2539 = insertelement <16 x float> %2538, float %2427, i32 8
+	%2540 = insertelement <16 x float> %2539, float %2433, i32 9
+	%2541 = insertelement <16 x float> %2540, float %2439, i32 10
+	%2542 = insertelement <16 x float> %2541, float %2445, i32 11
+	%2543 = insertelement <16 x float> %2542, float %2451, i32 12
+	%2544 = insertelement <16 x float> %2543, float %2457, i32 13
+	%2545 = insertelement <16 x float> %2544, float %2463, i32 14
+	%2546 = insertelement <16 x float> %2545, float %2469, i32 15
+	%2547 = add i64 %1608, 48
+	%2548 = getelementptr float, float* %5, i64 %2547
+	%2549 = bitcast float* %2548 to <16 x float>*
+	store <16 x float> %2546, <16 x float>* %2549, align 4
+	%2550 = insertelement <16 x float> undef, float %2092, i32 0
+	%2551 = insertelement <16 x float> %2550, float %2098, i32 1
+	%2552 = insertelement <16 x float> %2551, float %2104, i32 2
+	%2553 = insertelement <16 x float> %2552, float %2110, i32 3
+	%2554 = insertelement <16 x float> %2553, float %2116, i32 4
+	%2555 = insertelement <16 x float> %2554, float %2122, i32 5
+	%2556 = insertelement <16 x float> %2555, float %2128, i32 6
+	%2557 = insertelement <16 x float> %2556, float %2134, i32 7
+	%2558 = insertelement <16 x float> %2557, float %2140, i32 8
+	%2559 = insertelement <16 x float> %2558, float %2146, i32 9
+	%2560 = insertelement <16 x float> %2559, float %2152, i32 10
+	%2561 = insertelement <16 x float> %2560, float %2158, i32 11
+	%2562 = insertelement <16 x float> %2561, float %2164, i32 12
+	%2563 = insertelement <16 x float> %2562, float %2170, i32 13
+	%2564 = insertelement <16 x float> %2563, float %2176, i32 14
+	%2565 = insertelement <16 x float> %2564, float %2182, i32 15
+	%2566 = add i64 %1608, 0
+	%2567 = getelementptr float, float* %7, i64 %2566
+	%2568 = bitcast float* %2567 to <16 x float>*
+	store <16 x float> %2565, <16 x float>* %2568, align 4
+	%2569 = insertelement <16 x float> undef, float %2188, i32 0
+	%2570 = insertelement <16 x float> %2569, float %2194, i32 1
+	%2571 = insertelement <16 x float> %2570, float %2200, i32 2
+	%2572 = insertelement <16 x float> %2571, float %2206, i32 3
+	%2573 = insertelement <16 x float> %2572, float %2212, i32 4
+	%2574 = insertelement <16 x float> %2573, float %2218, i32 5
+	%2575 = insertelement <16 x float> %2574, float %2224, i32 6
+	%2576 = insertelement <16 x float> %2575, float %2230, i32 7
+	%2577 = insertelement <16 x float> %2576, float %2236, i32 8
+	%2578 = insertelement <16 x float> %2577, float %2242, i32 9
+	%2579 = insertelement <16 x float> %2578, float %2248, i32 10
+	%2580 = insertelement <16 x float> %2579, float %2254, i32 11
+	%2581 = insertelement <16 x float> %2580, float %2260, i32 12
+	%2582 = insertelement <16 x float> %2581, float %2266, i32 13
+	%2583 = insertelement <16 x float> %2582, float %2272, i32 14
+	%2584 = insertelement <16 x float> %2583, float %2278, i32 15
+	%2585 = add i64 %1608, 16
+	%2586 = getelementptr float, float* %7, i64 %2585
+	%2587 = bitcast float* %2586 to <16 x float>*
+	store <16 x float> %2584, <16 x float>* %2587, align 4
+	%2588 = insertelement <16 x float> undef, float %2284, i32 0
+	%2589 = insertelement <16 x float> %2588, float %2290, i32 1
+	%2590 = insertelement <16 x float> %2589, float %2296, i32 2
+	%2591 = insertelement <16 x float> %2590, float %2302, i32 3
+	%2592 = insertelement <16 x float> %2591, float %2308, i32 4
+	%2593 = insertelement <16 x float> %2592, float %2314, i32 5
+	%2594 = insertelement <16 x float> %2593, float %2320, i32 6
+	%2595 = insertelement <16 x float> %2594, float %2326, i32 7
+	%2596 = insertelement <16 x float> %2595, float %2332, i32 8
+	%2597 = insertelement <16 x float> %2596, float %2338, i32 9
+	%2598 = insertelement <16 x float> %2597, float %2344, i32 10
+	%2599 = insertelement <16 x float> %2598, float %2350, i32 11
+	%2600 = insertelement <16 x float> %2599, float %2356, i32 12
+	%2601 = insertelement <16 x float> %2600, float %2362, i32 13
+	%2602 = insertelement <16 x float> %2601, float %2368, i32 14
+	%2603 = insertelement <16 x float> %2602, float %2374, i32 15
+	%2604 = add i64 %1608, 32
+	%2605 = getelementptr float, float* %7, i64 %2604
+	%2606 = bitcast float* %2605 to <16 x float>*
+	store <16 x float> %2603, <16 x float>* %2606, align 4
+	%2607 = insertelement <16 x float> undef, float %2380, i32 0
+	%2608 = insertelement <16 x float> %2607, float %2386, i32 1
+	%2609 = insertelement <16 x float> %2608, float %2392, i32 2
+	%2610 = insertelement <16 x float> %2609, float %2398, i32 3
+	%2611 = insertelement <16 x float> %2610, float %2404, i32 4
+	%2612 = insertelement <16 x float> %2611, float %2410, i32 5
+	%2613 = insertelement <16 x float> %2612, float %2416, i32 6
+	%2614 = insertelement <16 x float> %2613, float %2422, i32 7
+	%2615 = insertelement <16 x float> %2614, float %2428, i32 8
+	%2616 = insertelement <16 x float> %2615, float %2434, i32 9
+	%2617 = insertelement <16 x float> %2616, float %2440, i32 10
+	%2618 = insertelement <16 x float> %2617, float %2446, i32 11
+	%2619 = insertelement <16 x float> %2618, float %2452, i32 12
+	%2620 = insertelement <16 x float> %2619, float %2458, i32 13
+	%2621 = insertelement <16 x float> %2620, float %2464, i32 14
+	%2622 = insertelement <16 x float> %2621, float %2470, i32 15
+	%2623 = add i64 %1608, 48
+	%2624 = getelementptr float, float* %7, i64 %2623
+	%2625 = bitcast float* %2624 to <16 x float>*
+	store <16 x float> %2622, <16 x float>* %2625, align 4
+	%2626 = insertelement <16 x float> undef, float %2093, i32 0
+	%2627 = insertelement <16 x float> %2626, float %2099, i32 1
+	%2628 = insertelement <16 x float> %2627, float %2105, i32 2
+	%2629 = insertelement <16 x float> %2628, float %2111, i32 3
+	%2630 = insertelement <16 x float> %2629, float %2117, i32 4
+	%2631 = insertelement <16 x float> %2630, float %2123, i32 5
+	%2632 = insertelement <16 x float> %2631, float %2129, i32 6
+	%2633 = insertelement <16 x float> %2632, float %2135, i32 7
+	%2634 = insertelement <16 x float> %2633, float %2141, i32 8
+	%2635 = insertelement <16 x float> %2634, float %2147, i32 9
+	%2636 = insertelement <16 x float> %2635, float %2153, i32 10
+	%2637 = insertelement <16 x float> %2636, float %2159, i32 11
+	%2638 = insertelement <16 x float> %2637, float %2165, i32 12
+	%2639 = insertelement <16 x float> %2638, float %2171, i32 13
+	%2640 = insertelement <16 x float> %2639, float %2177, i32 14
+	%2641 = insertelement <16 x float> %2640, float %2183, i32 15
+	%2642 = add i64 %1608, 0
+	%2643 = getelementptr float, float* %9, i64 %2642
+	%2644 = bitcast float* %2643 to <16 x float>*
+	store <16 x float> %2641, <16 x float>* %2644, align 4
+	%2645 = insertelement <16 x float> undef, float %2189, i32 0
+	%2646 = insertelement <16 x float> %2645, float %2195, i32 1
+	%2647 = insertelement <16 x float> %2646, float %2201, i32 2
+	%2648 = insertelement <16 x float> %2647, float %2207, i32 3
+	%2649 = insertelement <16 x float> %2648, float %2213, i32 4
+	%2650 = insertelement <16 x float> %2649, float %2219, i32 5
+	%2651 = insertelement <16 x float> %2650, float %2225, i32 6
+	%2652 = insertelement <16 x float> %2651, float %2231, i32 7
+	%2653 = insertelement <16 x float> %2652, float %2237, i32 8
+	%2654 = insertelement <16 x float> %2653, float %2243, i32 9
+	%2655 = insertelement <16 x float> %2654, float %2249, i32 10
+	%2656 = insertelement <16 x float> %2655, float %2255, i32 11
+	%2657 = insertelement <16 x float> %2656, float %2261, i32 12
+	%2658 = insertelement <16 x float> %2657, float %2267, i32 13
+	%2659 = insertelement <16 x float> %2658, float %2273, i32 14
+	%2660 = insertelement <16 x float> %2659, float %2279, i32 15
+	%2661 = add i64 %1608, 16
+	%2662 = getelementptr float, float* %9, i64 %2661
+	%2663 = bitcast float* %2662 to <16 x float>*
+	store <16 x float> %2660, <16 x float>* %2663, align 4
+	%2664 = insertelement <16 x float> undef, float %2285, i32 0
+	%2665 = insertelement <16 x float> %2664, float %2291, i32 1
+	%2666 = insertelement <16 x float> %2665, float %2297, i32 2
+	%2667 = insertelement <16 x float> %2666, float %2303, i32 3
+	%2668 = insertelement <16 x float> %2667, float %2309, i32 4
+	%2669 = insertelement <16 x float> %2668, float %2315, i32 5
+	%2670 = insertelement <16 x float> %2669, float %2321, i32 6
+	%2671 = insertelement <16 x float> %2670, float %2327, i32 7
+	%2672 = insertelement <16 x float> %2671, float %2333, i32 8
+	%2673 = insertelement <16 x float> %2672, float %2339, i32 9
+	%2674 = insertelement <16 x float> %2673, float %2345, i32 10
+	%2675 = insertelement <16 x float> %2674, float %2351, i32 11
+	%2676 = insertelement <16 x float> %2675, float %2357, i32 12
+	%2677 = insertelement <16 x float> %2676, float %2363, i32 13
+	%2678 = insertelement <16 x float> %2677, float %2369, i32 14
+	%2679 = insertelement <16 x float> %2678, float %2375, i32 15
+	%2680 = add i64 %1608, 32
+	%2681 = getelementptr float, float* %9, i64 %2680
+	%2682 = bitcast float* %2681 to <16 x float>*
+	store <16 x float> %2679, <16 x float>* %2682, align 4
+	%2683 = insertelement <16 x float> undef, float %2381, i32 0
+	%2684 = insertelement <16 x float> %2683, float %2387, i32 1
+	%2685 = insertelement <16 x float> %2684, float %2393, i32 2
+	%2686 = insertelement <16 x float> %2685, float %2399, i32 3
+	%2687 = insertelement <16 x float> %2686, float %2405, i32 4
+	%2688 = insertelement <16 x float> %2687, float %2411, i32 5
+	%2689 = insertelement <16 x float> %2688, float %2417, i32 6
+	%2690 = insertelement <16 x float> %2689, float %2423, i32 7
+	%2691 = insertelement <16 x float> %2690, float %2429, i32 8
+	%2692 = insertelement <16 x float> %2691, float %2435, i32 9
+	%2693 = insertelement <16 x float> %2692, float %2441, i32 10
+	%2694 = insertelement <16 x float> %2693, float %2447, i32 11
+	%2695 = insertelement <16 x float> %2694, float %2453, i32 12
+	%2696 = insertelement <16 x float> %2695, float %2459, i32 13
+	%2697 = insertelement <16 x float> %2696, float %2465, i32 14
+	%2698 = insertelement <16 x float> %2697, float %2471, i32 15
+	%2699 = add i64 %1608, 48
+	%2700 = getelementptr float, float* %9, i64 %2699
+	%2701 = bitcast float* %2700 to <16 x float>*
+	store <16 x float> %2698, <16 x float>* %2701, align 4
+	%2702 = insertelement <16 x float> undef, float %2094, i32 0
+	%2703 = insertelement <16 x float> %2702, float %2100, i32 1
+	%2704 = insertelement <16 x float> %2703, float %2106, i32 2
+	%2705 = insertelement <16 x float> %2704, float %2112, i32 3
+	%2706 = insertelement <16 x float> %2705, float %2118, i32 4
+	%2707 = insertelement <16 x float> %2706, float %2124, i32 5
+	%2708 = insertelement <16 x float> %2707, float %2130, i32 6
+	%2709 = insertelement <16 x float> %2708, float %2136, i32 7
+	%2710 = insertelement <16 x float> %2709, float %2142, i32 8
+	%2711 = insertelement <16 x float> %2710, float %2148, i32 9
+	%2712 = insertelement <16 x float> %2711, float %2154, i32 10
+	%2713 = insertelement <16 x float> %2712, float %2160, i32 11
+	%2714 = insertelement <16 x float> %2713, float %2166, i32 12
+	%2715 = insertelement <16 x float> %2714, float %2172, i32 13
+	%2716 = insertelement <16 x float> %2715, float %2178, i32 14
+	%2717 = insertelement <16 x float> %2716, float %2184, i32 15
+	%2718 = add i64 %1608, 0
+	%2719 = getelementptr float, float* %1, i64 %2718
+	%2720 = bitcast float* %2719 to <16 x float>*
+	store <16 x float> %2717, <16 x float>* %2720, align 4
+	%2721 = insertelement <16 x float> undef, float %2190, i32 0
+	%2722 = insertelement <16 x float> %2721, float %2196, i32 1
+	%2723 = insertelement <16 x float> %2722, float %2202, i32 2
+	%2724 = insertelement <16 x float> %2723, float %2208, i32 3
+	%2725 = insertelement <16 x float> %2724, float %2214, i32 4
+	%2726 = insertelement <16 x float> %2725, float %2220, i32 5
+	%2727 = insertelement <16 x float> %2726, float %2226, i32 6
+	%2728 = insertelement <16 x float> %2727, float %2232, i32 7
+	%2729 = insertelement <16 x float> %2728, float %2238, i32 8
+	%2730 = insertelement <16 x float> %2729, float %2244, i32 9
+	%2731 = insertelement <16 x float> %2730, float %2250, i32 10
+	%2732 = insertelement <16 x float> %2731, float %2256, i32 11
+	%2733 = insertelement <16 x float> %2732, float %2262, i32 12
+	%2734 = insertelement <16 x float> %2733, float %2268, i32 13
+	%2735 = insertelement <16 x float> %2734, float %2274, i32 14
+	%2736 = insertelement <16 x float> %2735, float %2280, i32 15
+	%2737 = add i64 %1608, 16
+	%2738 = getelementptr float, float* %1, i64 %2737
+	%2739 = bitcast float* %2738 to <16 x float>*
+	store <16 x float> %2736, <16 x float>* %2739, align 4
+	%2740 = insertelement <16 x float> undef, float %2286, i32 0
+	%2741 = insertelement <16 x float> %2740, float %2292, i32 1
+	%2742 = insertelement <16 x float> %2741, float %2298, i32 2
+	%2743 = insertelement <16 x float> %2742, float %2304, i32 3
+	%2744 = insertelement <16 x float> %2743, float %2310, i32 4
+	%2745 = insertelement <16 x float> %2744, float %2316, i32 5
+	%2746 = insertelement <16 x float> %2745, float %2322, i32 6
+	%2747 = insertelement <16 x float> %2746, float %2328, i32 7
+	%2748 = insertelement <16 x float> %2747, float %2334, i32 8
+	%2749 = insertelement <16 x float> %2748, float %2340, i32 9
+	%2750 = insertelement <16 x float> %2749, float %2346, i32 10
+	%2751 = insertelement <16 x float> %2750, float %2352, i32 11
+	%2752 = insertelement <16 x float> %2751, float %2358, i32 12
+	%2753 = insertelement <16 x float> %2752, float %2364, i32 13
+	%2754 = insertelement <16 x float> %2753, float %2370, i32 14
+	%2755 = insertelement <16 x float> %2754, float %2376, i32 15
+	%2756 = add i64 %1608, 32
+	%2757 = getelementptr float, float* %1, i64 %2756
+	%2758 = bitcast float* %2757 to <16 x float>*
+	store <16 x float> %2755, <16 x float>* %2758, align 4
+	%2759 = insertelement <16 x float> undef, float %2382, i32 0
+	%2760 = insertelement <16 x float> %2759, float %2388, i32 1
+	%2761 = insertelement <16 x float> %2760, float %2394, i32 2
+	%2762 = insertelement <16 x float> %2761, float %2400, i32 3
+	%2763 = insertelement <16 x float> %2762, float %2406, i32 4
+	%2764 = insertelement <16 x float> %2763, float %2412, i32 5
+	%2765 = insertelement <16 x float> %2764, float %2418, i32 6
+	%2766 = insertelement <16 x float> %2765, float %2424, i32 7
+	%2767 = insertelement <16 x float> %2766, float %2430, i32 8
+	%2768 = insertelement <16 x float> %2767, float %2436, i32 9
+	%2769 = insertelement <16 x float> %2768, float %2442, i32 10
+	%2770 = insertelement <16 x float> %2769, float %2448, i32 11
+	%2771 = insertelement <16 x float> %2770, float %2454, i32 12
+	%2772 = insertelement <16 x float> %2771, float %2460, i32 13
+	%2773 = insertelement <16 x float> %2772, float %2466, i32 14
+	%2774 = insertelement <16 x float> %2773, float %2472, i32 15
+	%2775 = add i64 %1608, 48
+	%2776 = getelementptr float, float* %1, i64 %2775
+	%2777 = bitcast float* %2776 to <16 x float>*
+	store <16 x float> %2774, <16 x float>* %2777, align 4
+	%2778 = insertelement <16 x float> undef, float %2095, i32 0
+	%2779 = insertelement <16 x float> %2778, float %2101, i32 1
+	%2780 = insertelement <16 x float> %2779, float %2107, i32 2
+	%2781 = insertelement <16 x float> %2780, float %2113, i32 3
+	%2782 = insertelement <16 x float> %2781, float %2119, i32 4
+	%2783 = insertelement <16 x float> %2782, float %2125, i32 5
+	%2784 = insertelement <16 x float> %2783, float %2131, i32 6
+	%2785 = insertelement <16 x float> %2784, float %2137, i32 7
+	%2786 = insertelement <16 x float> %2785, float %2143, i32 8
+	%2787 = insertelement <16 x float> %2786, float %2149, i32 9
+	%2788 = insertelement <16 x float> %2787, float %2155, i32 10
+	%2789 = insertelement <16 x float> %2788, float %2161, i32 11
+	%2790 = insertelement <16 x float> %2789, float %2167, i32 12
+	%2791 = insertelement <16 x float> %2790, float %2173, i32 13
+	%2792 = insertelement <16 x float> %2791, float %2179, i32 14
+	%2793 = insertelement <16 x float> %2792, float %2185, i32 15
+	%2794 = add i64 %1608, 0
+	%2795 = getelementptr float, float* %11, i64 %2794
+	%2796 = bitcast float* %2795 to <16 x float>*
+	store <16 x float> %2793, <16 x float>* %2796, align 4
+	%2797 = insertelement <16 x float> undef, float %2191, i32 0
+	%2798 = insertelement <16 x float> %2797, float %2197, i32 1
+	%2799 = insertelement <16 x float> %2798, float %2203, i32 2
+	%2800 = insertelement <16 x float> %2799, float %2209, i32 3
+	%2801 = insertelement <16 x float> %2800, float %2215, i32 4
+	%2802 = insertelement <16 x float> %2801, float %2221, i32 5
+	%2803 = insertelement <16 x float> %2802, float %2227, i32 6
+	%2804 = insertelement <16 x float> %2803, float %2233, i32 7
+	%2805 = insertelement <16 x float> %2804, float %2239, i32 8
+	%2806 = insertelement <16 x float> %2805, float %2245, i32 9
+	%2807 = insertelement <16 x float> %2806, float %2251, i32 10
+	%2808 = insertelement <16 x float> %2807, float %2257, i32 11
+	%2809 = insertelement <16 x float> %2808, float %2263, i32 12
+	%2810 = insertelement <16 x float> %2809, float %2269, i32 13
+	%2811 = insertelement <16 x float> %2810, float %2275, i32 14
+	%2812 = insertelement <16 x float> %2811, float %2281, i32 15
+	%2813 = add i64 %1608, 16
+	%2814 = getelementptr float, float* %11, i64 %2813
+	%2815 = bitcast float* %2814 to <16 x float>*
+	store <16 x float> %2812, <16 x float>* %2815, align 4
+	%2816 = insertelement <16 x float> undef, float %2287, i32 0
+	%2817 = insertelement <16 x float> %2816, float %2293, i32 1
+	%2818 = insertelement <16 x float> %2817, float %2299, i32 2
+	%2819 = insertelement <16 x float> %2818, float %2305, i32 3
+	%2820 = insertelement <16 x float> %2819, float %2311, i32 4
+	%2821 = insertelement <16 x float> %2820, float %2317, i32 5
+	%2822 = insertelement <16 x float> %2821, float %2323, i32 6
+	%2823 = insertelement <16 x float> %2822, float %2329, i32 7
+	%2824 = insertelement <16 x float> %2823, float %2335, i32 8
+	%2825 = insertelement <16 x float> %2824, float %2341, i32 9
+	%2826 = insertelement <16 x float> %2825, float %2347, i32 10
+	%2827 = insertelement <16 x float> %2826, float %2353, i32 11
+	%2828 = insertelement <16 x float> %2827, float %2359, i32 12
+	%2829 = insertelement <16 x float> %2828, float %2365, i32 13
+	%2830 = insertelement <16 x float> %2829, float %2371, i32 14
+	%2831 = insertelement <16 x float> %2830, float %2377, i32 15
+	%2832 = add i64 %1608, 32
+	%2833 = getelementptr float, float* %11, i64 %2832
+	%2834 = bitcast float* %2833 to <16 x float>*
+	store <16 x float> %2831, <16 x float>* %2834, align 4
+	%2835 = insertelement <16 x float> undef, float %2383, i32 0
+	%2836 = insertelement <16 x float> %2835, float %2389, i32 1
+	%2837 = insertelement <16 x float> %2836, float %2395, i32 2
+	%2838 = insertelement <16 x float> %2837, float %2401, i32 3
+	%2839 = insertelement <16 x float> %2838, float %2407, i32 4
+	%2840 = insertelement <16 x float> %2839, float %2413, i32 5
+	%2841 = insertelement <16 x float> %2840, float %2419, i32 6
+	%2842 = insertelement <16 x float> %2841, float %2425, i32 7
+	%2843 = insertelement <16 x float> %2842, float %2431, i32 8
+	%2844 = insertelement <16 x float> %2843, float %2437, i32 9
+	%2845 = insertelement <16 x float> %2844, float %2443, i32 10
+	%2846 = insertelement <16 x float> %2845, float %2449, i32 11
+	%2847 = insertelement <16 x float> %2846, float %2455, i32 12
+	%2848 = insertelement <16 x float> %2847, float %2461, i32 13
+	%2849 = insertelement <16 x float> %2848, float %2467, i32 14
+	%2850 = insertelement <16 x float> %2849, float %2473, i32 15
+	%2851 = add i64 %1608, 48
+	%2852 = getelementptr float, float* %11, i64 %2851
+	%2853 = bitcast float* %2852 to <16 x float>*
+	store <16 x float> %2850, <16 x float>* %2853, align 4
+	%2854 = add i64 %1604, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%2855 = mul i64 %1603, 16
+	br label %group.head.67
+
+group.head.67:
+	%2856 = phi i64 [ %2855, %wide.done.66 ], [ %2964, %group.68 ]
+	%2857 = icmp slt i64 %2856, %58
+	br i1 %2857, label %group.68, label %group.done.69
+
+group.68:
+	%2858 = shl i64 %2856, 2
+	%2859 = add i64 %59, %2858
+	%2860 = add i64 %63, %2856
+	%2861 = getelementptr float, float* %1, i64 %2859
+	%2862 = getelementptr float, float* %2861, i64 0
+	%2863 = load float, float* %2862, align 4
+	%2864 = getelementptr float, float* %2861, i64 1
+	%2865 = load float, float* %2864, align 4
+	%2866 = getelementptr float, float* %2861, i64 2
+	%2867 = load float, float* %2866, align 4
+	%2868 = getelementptr float, float* %2861, i64 3
+	%2869 = load float, float* %2868, align 4
+	%2870 = getelementptr float, float* %3, i64 %2859
+	%2871 = getelementptr float, float* %2870, i64 0
+	%2872 = load float, float* %2871, align 4
+	%2873 = getelementptr float, float* %2870, i64 1
+	%2874 = load float, float* %2873, align 4
+	%2875 = getelementptr float, float* %2870, i64 2
+	%2876 = load float, float* %2875, align 4
+	%2877 = getelementptr float, float* %2870, i64 3
+	%2878 = load float, float* %2877, align 4
+	%2879 = getelementptr float, float* %5, i64 %2859
+	%2880 = getelementptr float, float* %2879, i64 0
+	%2881 = load float, float* %2880, align 4
+	%2882 = getelementptr float, float* %2879, i64 1
+	%2883 = load float, float* %2882, align 4
+	%2884 = getelementptr float, float* %2879, i64 2
+	%2885 = load float, float* %2884, align 4
+	%2886 = getelementptr float, float* %2879, i64 3
+	%2887 = load float, float* %2886, align 4
+	%2888 = getelementptr float, float* %7, i64 %2859
+	%2889 = getelementptr float, float* %2888, i64 0
+	%2890 = load float, float* %2889, align 4
+	%2891 = getelementptr float, float* %2888, i64 1
+	%2892 = load float, float* %2891, align 4
+	%2893 = getelementptr float, float* %2888, i64 2
+	%2894 = load float, float* %2893, align 4
+	%2895 = getelementptr float, float* %2888, i64 3
+	%2896 = load float, float* %2895, align 4
+	%2897 = getelementptr float, float* %9, i64 %2859
+	%2898 = getelementptr float, float* %2897, i64 0
+	%2899 = load float, float* %2898, align 4
+	%2900 = getelementptr float, float* %2897, i64 1
+	%2901 = load float, float* %2900, align 4
+	%2902 = getelementptr float, float* %2897, i64 2
+	%2903 = load float, float* %2902, align 4
+	%2904 = getelementptr float, float* %2897, i64 3
+	%2905 = load float, float* %2904, align 4
+	%2906 = getelementptr float, float* %11, i64 %2859
+	%2907 = getelementptr float, float* %2906, i64 0
+	%2908 = load float, float* %2907, align 4
+	%2909 = getelementptr float, float* %2906, i64 1
+	%2910 = load float, float* %2909, align 4
+	%2911 = getelementptr float, float* %2906, i64 2
+	%2912 = load float, float* %2911, align 4
+	%2913 = getelementptr float, float* %2906, i64 3
+	%2914 = load float, float* %2913, align 4
+	%2915 = call %disk.stored @disk_body(float %2863, float %2872, float %2881, float %2890, float %2899, float %2908, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2916 = extractvalue %disk.stored %2915, 0
+	%2917 = extractvalue %disk.stored %2915, 1
+	%2918 = extractvalue %disk.stored %2915, 2
+	%2919 = extractvalue %disk.stored %2915, 3
+	%2920 = extractvalue %disk.stored %2915, 4
+	%2921 = call %disk.stored @disk_body(float %2865, float %2874, float %2883, float %2892, float %2901, float %2910, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2922 = extractvalue %disk.stored %2921, 0
+	%2923 = extractvalue %disk.stored %2921, 1
+	%2924 = extractvalue %disk.stored %2921, 2
+	%2925 = extractvalue %disk.stored %2921, 3
+	%2926 = extractvalue %disk.stored %2921, 4
+	%2927 = call %disk.stored @disk_body(float %2867, float %2876, float %2885, float %2894, float %2903, float %2912, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2928 = extractvalue %disk.stored %2927, 0
+	%2929 = extractvalue %disk.stored %2927, 1
+	%2930 = extractvalue %disk.stored %2927, 2
+	%2931 = extractvalue %disk.stored %2927, 3
+	%2932 = extractvalue %disk.stored %2927, 4
+	%2933 = call %disk.stored @disk_body(float %2869, float %2878, float %2887, float %2896, float %2905, float %2914, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2934 = extractvalue %disk.stored %2933, 0
+	%2935 = extractvalue %disk.stored %2933, 1
+	%2936 = extractvalue %disk.stored %2933, 2
+	%2937 = extractvalue %disk.stored %2933, 3
+	%2938 = extractvalue %disk.stored %2933, 4
+	%2939 = getelementptr float, float* %5, i64 %2859
+	%2940 = getelementptr float, float* %2939, i64 0
+	store float %2916, float* %2940, align 4
+	%2941 = getelementptr float, float* %2939, i64 1
+	store float %2922, float* %2941, align 4
+	%2942 = getelementptr float, float* %2939, i64 2
+	store float %2928, float* %2942, align 4
+	%2943 = getelementptr float, float* %2939, i64 3
+	store float %2934, float* %2943, align 4
+	%2944 = getelementptr float, float* %7, i64 %2859
+	%2945 = getelementptr float, float* %2944, i64 0
+	store float %2917, float* %2945, align 4
+	%2946 = getelementptr float, float* %2944, i64 1
+	store float %2923, float* %2946, align 4
+	%2947 = getelementptr float, float* %2944, i64 2
+	store float %2929, float* %2947, align 4
+	%2948 = getelementptr float, float* %2944, i64 3
+	store float %2935, float* %2948, align 4
+	%2949 = getelementptr float, float* %9, i64 %2859
+	%2950 = getelementptr float, float* %2949, i64 0
+	store float %2918, float* %2950, align 4
+	%2951 = getelementptr float, float* %2949, i64 1
+	store float %2924, float* %2951, align 4
+	%2952 = getelementptr float, float* %2949, i64 2
+	store float %2930, float* %2952, align 4
+	%2953 = getelementptr float, float* %2949, i64 3
+	store float %2936, float* %2953, align 4
+	%2954 = getelementptr float, float* %1, i64 %2859
+	%2955 = getelementptr float, float* %2954, i64 0
+	store float %2919, float* %2955, align 4
+	%2956 = getelementptr float, float* %2954, i64 1
+	store float %2925, float* %2956, align 4
+	%2957 = getelementptr float, float* %2954, i64 2
+	store float %2931, float* %2957, align 4
+	%2958 = getelementptr float, float* %2954, i64 3
+	store float %2937, float* %2958, align 4
+	%2959 = getelementptr float, float* %11, i64 %2859
+	%2960 = getelementptr float, float* %2959, i64 0
+	store float %2920, float* %2960, align 4
+	%2961 = getelementptr float, float* %2959, i64 1
+	store float %2926, float* %2961, align 4
+	%2962 = getelementptr float, float* %2959, i64 2
+	store float %2932, float* %2962, align 4
+	%2963 = getelementptr float, float* %2959, i64 3
+	store float %2938, float* %2963, align 4
+	%2964 = add i64 %2856, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%2965 = phi i64 [ %61, %group.done.69 ], [ %2990, %tail.71 ]
+	%2966 = icmp slt i64 %2965, %41
+	br i1 %2966, label %tail.71, label %tail.done.72
+
+tail.71:
+	%2967 = getelementptr float, float* %1, i64 %2965
+	%2968 = load float, float* %2967, align 4
+	%2969 = getelementptr float, float* %3, i64 %2965
+	%2970 = load float, float* %2969, align 4
+	%2971 = getelementptr float, float* %5, i64 %2965
+	%2972 = load float, float* %2971, align 4
+	%2973 = getelementptr float, float* %7, i64 %2965
+	%2974 = load float, float* %2973, align 4
+	%2975 = getelementptr float, float* %9, i64 %2965
+	%2976 = load float, float* %2975, align 4
+	%2977 = getelementptr float, float* %11, i64 %2965
+	%2978 = load float, float* %2977, align 4
+	%2979 = call %disk.stored @disk_body(float %2968, float %2970, float %2972, float %2974, float %2976, float %2978, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35)
+	%2980 = extractvalue %disk.stored %2979, 0
+	%2981 = extractvalue %disk.stored %2979, 1
+	%2982 = extractvalue %disk.stored %2979, 2
+	%2983 = extractvalue %disk.stored %2979, 3
+	%2984 = extractvalue %disk.stored %2979, 4
+	%2985 = getelementptr float, float* %5, i64 %2965
+	store float %2980, float* %2985, align 4
+	%2986 = getelementptr float, float* %7, i64 %2965
+	store float %2981, float* %2986, align 4
+	%2987 = getelementptr float, float* %9, i64 %2965
+	store float %2982, float* %2987, align 4
+	%2988 = getelementptr float, float* %1, i64 %2965
+	store float %2983, float* %2988, align 4
+	%2989 = getelementptr float, float* %11, i64 %2965
+	store float %2984, float* %2989, align 4
+	%2990 = add i64 %2965, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @disk_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @disk_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @disk_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @disk_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @disk_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @disk_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @disk_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -3720,7 +7591,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -3740,14 +7611,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -3772,18 +7643,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -3791,9 +7662,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -3805,9 +7676,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -3852,9 +7723,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -3928,28 +7799,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -3966,18 +7837,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -3985,9 +7856,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -3999,9 +7870,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -4026,9 +7897,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -4070,21 +7941,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -4102,36 +7973,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -4144,7 +8015,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -4188,7 +8059,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4218,37 +8089,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -4271,9 +8142,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -4281,27 +8152,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -4324,9 +8195,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -4334,27 +8205,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -4369,44 +8240,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -4419,9 +8290,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -4429,27 +8300,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -4462,9 +8333,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -4472,27 +8343,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -4502,269 +8373,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @disk_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -4773,6 +8705,12 @@ entry:
 }
 
 define void @disk_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @disk_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @disk_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -4810,36 +8748,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -4852,7 +8790,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @disk_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -4862,6 +8800,12 @@ entry:
 }
 
 define void @disk_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @disk_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @disk_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -4903,35 +8847,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -4954,9 +8898,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -4964,26 +8908,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -4998,37 +8942,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -5041,9 +8985,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -5051,26 +8995,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -5080,14 +9024,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @disk_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5102,5 +9046,11 @@ entry:
 	ret void
 }
 
+define void @disk_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @disk_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@disk_abi = constant [65 x i8] c"46b73b04a8aefa3fc7f6ccf08eaa123fb506f928b05b6548c6678f5ba4309f57\00"
+@disk_abi = constant [65 x i8] c"c40945e0924a6be36ee1a84f54c19d85ca6ef53c86f1a6f4f3a45eeaa6bce43f\00"

@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %disk_corr.stored @disk_corr_body(float %v.theta, float %v.g, float %v.gt, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, float %s.13) alwaysinline nounwind {
@@ -1636,7 +2327,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @disk_corr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @disk_corr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -3694,15 +4385,3199 @@ tail.done.48:
 	ret void
 }
 
+define internal void @disk_corr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float*, float** %buffers, i64 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr float*, float** %buffers, i64 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr float*, float** %buffers, i64 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr float*, float** %buffers, i64 5
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float, float* %scalars, i64 0
+	%13 = load float, float* %12, align 4
+	%14 = getelementptr float, float* %scalars, i64 1
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr float, float* %scalars, i64 2
+	%17 = load float, float* %16, align 4
+	%18 = getelementptr float, float* %scalars, i64 3
+	%19 = load float, float* %18, align 4
+	%20 = getelementptr float, float* %scalars, i64 4
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr float, float* %scalars, i64 5
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 6
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 7
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr float, float* %scalars, i64 8
+	%29 = load float, float* %28, align 4
+	%30 = getelementptr float, float* %scalars, i64 9
+	%31 = load float, float* %30, align 4
+	%32 = getelementptr float, float* %scalars, i64 10
+	%33 = load float, float* %32, align 4
+	%34 = getelementptr float, float* %scalars, i64 11
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 12
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr float, float* %scalars, i64 13
+	%39 = load float, float* %38, align 4
+	%40 = getelementptr float, float* %scalars, i64 14
+	%41 = load float, float* %40, align 4
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%43 = load i64, i64* %42, align 8
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%47 = load i64, i64* %46, align 8
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%49 = load i64, i64* %48, align 8
+	%50 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%51 = load i32, i32* %50, align 4
+	%52 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%53 = load i32, i32* %52, align 4
+	%54 = sub i64 %45, %43
+	%55 = add i64 %47, %43
+	%56 = and i64 %55, 3
+	%57 = sub i64 4, %56
+	%58 = and i64 %57, 3
+	%59 = icmp slt i64 %58, %54
+	%60 = select i1 %59, i64 %58, i64 %54
+	%61 = sub i64 %54, %60
+	%62 = ashr i64 %61, 2
+	%63 = add i64 %43, %60
+	%64 = shl i64 %62, 2
+	%65 = add i64 %63, %64
+	%66 = add i64 %47, %63
+	%67 = lshr i64 %66, 2
+	%68 = icmp ne i32 %53, 0
+	br i1 %68, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%69 = phi i64 [ %43, %with_noise ], [ %98, %head.50 ]
+	%70 = icmp slt i64 %69, %63
+	br i1 %70, label %head.50, label %head.done.51
+
+head.50:
+	%71 = getelementptr float, float* %1, i64 %69
+	%72 = load float, float* %71, align 4
+	%73 = getelementptr float, float* %3, i64 %69
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %5, i64 %69
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %7, i64 %69
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %9, i64 %69
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %11, i64 %69
+	%82 = load float, float* %81, align 4
+	%83 = add i64 %47, %69
+	%84 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %83)
+	%85 = fmul float %41, %84
+	%86 = fadd float %74, %85
+	%87 = call %disk_corr.stored @disk_corr_body(float %72, float %86, float %76, float %78, float %80, float %82, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%88 = extractvalue %disk_corr.stored %87, 0
+	%89 = extractvalue %disk_corr.stored %87, 1
+	%90 = extractvalue %disk_corr.stored %87, 2
+	%91 = extractvalue %disk_corr.stored %87, 3
+	%92 = extractvalue %disk_corr.stored %87, 4
+	%93 = getelementptr float, float* %5, i64 %69
+	store float %88, float* %93, align 4
+	%94 = getelementptr float, float* %7, i64 %69
+	store float %89, float* %94, align 4
+	%95 = getelementptr float, float* %9, i64 %69
+	store float %90, float* %95, align 4
+	%96 = getelementptr float, float* %1, i64 %69
+	store float %91, float* %96, align 4
+	%97 = getelementptr float, float* %11, i64 %69
+	store float %92, float* %97, align 4
+	%98 = add i64 %69, 1
+	br label %head.head.49
+
+head.done.51:
+	%99 = sdiv i64 %62, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%100 = phi i64 [ 0, %head.done.51 ], [ %1427, %wide.53 ]
+	%101 = icmp slt i64 %100, %99
+	br i1 %101, label %wide.53, label %wide.done.54
+
+wide.53:
+	%102 = mul i64 %100, 16
+	%103 = shl i64 %102, 2
+	%104 = add i64 %63, %103
+	%105 = add i64 %67, %102
+	%106 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %49, i32 %51, i32 0, i64 %105)
+	%107 = add i64 %104, 0
+	%108 = getelementptr float, float* %1, i64 %107
+	%109 = bitcast float* %108 to <16 x float>*
+	%110 = load <16 x float>, <16 x float>* %109, align 4
+	%111 = extractelement <16 x float> %110, i32 0
+	%112 = extractelement <16 x float> %110, i32 1
+	%113 = extractelement <16 x float> %110, i32 2
+	%114 = extractelement <16 x float> %110, i32 3
+	%115 = extractelement <16 x float> %110, i32 4
+	%116 = extractelement <16 x float> %110, i32 5
+	%117 = extractelement <16 x float> %110, i32 6
+	%118 = extractelement <16 x float> %110, i32 7
+	%119 = extractelement <16 x float> %110, i32 8
+	%120 = extractelement <16 x float> %110, i32 9
+	%121 = extractelement <16 x float> %110, i32 10
+	%122 = extractelement <16 x float> %110, i32 11
+	%123 = extractelement <16 x float> %110, i32 12
+	%124 = extractelement <16 x float> %110, i32 13
+	%125 = extractelement <16 x float> %110, i32 14
+	%126 = extractelement <16 x float> %110, i32 15
+	%127 = add i64 %104, 16
+	%128 = getelementptr float, float* %1, i64 %127
+	%129 = bitcast float* %128 to <16 x float>*
+	%130 = load <16 x float>, <16 x float>* %129, align 4
+	%131 = extractelement <16 x float> %130, i32 0
+	%132 = extractelement <16 x float> %130, i32 1
+	%133 = extractelement <16 x float> %130, i32 2
+	%134 = extractelement <16 x float> %130, i32 3
+	%135 = extractelement <16 x float> %130, i32 4
+	%136 = extractelement <16 x float> %130, i32 5
+	%137 = extractelement <16 x float> %130, i32 6
+	%138 = extractelement <16 x float> %130, i32 7
+	%139 = extractelement <16 x float> %130, i32 8
+	%140 = extractelement <16 x float> %130, i32 9
+	%141 = extractelement <16 x float> %130, i32 10
+	%142 = extractelement <16 x float> %130, i32 11
+	%143 = extractelement <16 x float> %130, i32 12
+	%144 = extractelement <16 x float> %130, i32 13
+	%145 = extractelement <16 x float> %130, i32 14
+	%146 = extractelement <16 x float> %130, i32 15
+	%147 = add i64 %104, 32
+	%148 = getelementptr float, float* %1, i64 %147
+	%149 = bitcast float* %148 to <16 x float>*
+	%150 = load <16 x float>, <16 x float>* %149, align 4
+	%151 = extractelement <16 x float> %150, i32 0
+	%152 = extractelement <16 x float> %150, i32 1
+	%153 = extractelement <16 x float> %150, i32 2
+	%154 = extractelement <16 x float> %150, i32 3
+	%155 = extractelement <16 x float> %150, i32 4
+	%156 = extractelement <16 x float> %150, i32 5
+	%157 = extractelement <16 x float> %150, i32 6
+	%158 = extractelement <16 x float> %150, i32 7
+	%159 = extractelement <16 x float> %150, i32 8
+	%160 = extractelement <16 x float> %150, i32 9
+	%161 = extractelement <16 x float> %150, i32 10
+	%162 = extractelement <16 x float> %150, i32 11
+	%163 = extractelement <16 x float> %150, i32 12
+	%164 = extractelement <16 x float> %150, i32 13
+	%165 = extractelement <16 x float> %150, i32 14
+	%166 = extractelement <16 x float> %150, i32 15
+	%167 = add i64 %104, 48
+	%168 = getelementptr float, float* %1, i64 %167
+	%169 = bitcast float* %168 to <16 x float>*
+	%170 = load <16 x float>, <16 x float>* %169, align 4
+	%171 = extractelement <16 x float> %170, i32 0
+	%172 = extractelement <16 x float> %170, i32 1
+	%173 = extractelement <16 x float> %170, i32 2
+	%174 = extractelement <16 x float> %170, i32 3
+	%175 = extractelement <16 x float> %170, i32 4
+	%176 = extractelement <16 x float> %170, i32 5
+	%177 = extractelement <16 x float> %170, i32 6
+	%178 = extractelement <16 x float> %170, i32 7
+	%179 = extractelement <16 x float> %170, i32 8
+	%180 = extractelement <16 x float> %170, i32 9
+	%181 = extractelement <16 x float> %170, i32 10
+	%182 = extractelement <16 x float> %170, i32 11
+	%183 = extractelement <16 x float> %170, i32 12
+	%184 = extractelement <16 x float> %170, i32 13
+	%185 = extractelement <16 x float> %170, i32 14
+	%186 = extractelement <16 x float> %170, i32 15
+	%187 = add i64 %104, 0
+	%188 = getelementptr float, float* %3, i64 %187
+	%189 = bitcast float* %188 to <16 x float>*
+	%190 = load <16 x float>, <16 x float>* %189, align 4
+	%191 = insertelement <16 x float> undef, float %41, i32 0
+	%192 = insertelement <16 x float> %191, float %41, i32 1
+	%193 = insertelement <16 x float> %192, float %41, i32 2
+	%194 = insertelement <16 x float> %193, float %41, i32 3
+	%195 = insertelement <16 x float> %194, float %41, i32 4
+	%196 = insertelement <16 x float> %195, float %41, i32 5
+	%197 = insertelement <16 x float> %196, float %41, i32 6
+	%198 = insertelement <16 x float> %197, float %41, i32 7
+	%199 = insertelement <16 x float> %198, float %41, i32 8
+	%200 = insertelement <16 x float> %199, float %41, i32 9
+	%201 = insertelement <16 x float> %200, float %41, i32 10
+	%202 = insertelement <16 x float> %201, float %41, i32 11
+	%203 = insertelement <16 x float> %202, float %41, i32 12
+	%204 = insertelement <16 x float> %203, float %41, i32 13
+	%205 = insertelement <16 x float> %204, float %41, i32 14
+	%206 = insertelement <16 x float> %205, float %41, i32 15
+	%207 = extractvalue [4 x <16 x float>] %106, 0
+	%208 = fmul <16 x float> %206, %207
+	%209 = fadd <16 x float> %190, %208
+	%210 = extractelement <16 x float> %209, i32 0
+	%211 = extractelement <16 x float> %209, i32 1
+	%212 = extractelement <16 x float> %209, i32 2
+	%213 = extractelement <16 x float> %209, i32 3
+	%214 = extractelement <16 x float> %209, i32 4
+	%215 = extractelement <16 x float> %209, i32 5
+	%216 = extractelement <16 x float> %209, i32 6
+	%217 = extractelement <16 x float> %209, i32 7
+	%218 = extractelement <16 x float> %209, i32 8
+	%219 = extractelement <16 x float> %209, i32 9
+	%220 = extractelement <16 x float> %209, i32 10
+	%221 = extractelement <16 x float> %209, i32 11
+	%222 = extractelement <16 x float> %209, i32 12
+	%223 = extractelement <16 x float> %209, i32 13
+	%224 = extractelement <16 x float> %209, i32 14
+	%225 = extractelement <16 x float> %209, i32 15
+	%226 = add i64 %104, 16
+	%227 = getelementptr float, float* %3, i64 %226
+	%228 = bitcast float* %227 to <16 x float>*
+	%229 = load <16 x float>, <16 x float>* %228, align 4
+	%230 = insertelement <16 x float> undef, float %41, i32 0
+	%231 = insertelement <16 x float> %230, float %41, i32 1
+	%232 = insertelement <16 x float> %231, float %41, i32 2
+	%233 = insertelement <16 x float> %232, float %41, i32 3
+	%234 = insertelement <16 x float> %233, float %41, i32 4
+	%235 = insertelement <16 x float> %234, float %41, i32 5
+	%236 = insertelement <16 x float> %235, float %41, i32 6
+	%237 = insertelement <16 x float> %236, float %41, i32 7
+	%238 = insertelement <16 x float> %237, float %41, i32 8
+	%239 = insertelement <16 x float> %238, float %41, i32 9
+	%240 = insertelement <16 x float> %239, float %41, i32 10
+	%241 = insertelement <16 x float> %240, float %41, i32 11
+	%242 = insertelement <16 x float> %241, float %41, i32 12
+	%243 = insertelement <16 x float> %242, float %41, i32 13
+	%244 = insertelement <16 x float> %243, float %41, i32 14
+	%245 = insertelement <16 x float> %244, float %41, i32 15
+	%246 = extractvalue [4 x <16 x float>] %106, 1
+	%247 = fmul <16 x float> %245, %246
+	%248 = fadd <16 x float> %229, %247
+	%249 = extractelement <16 x float> %248, i32 0
+	%250 = extractelement <16 x float> %248, i32 1
+	%251 = extractelement <16 x float> %248, i32 2
+	%252 = extractelement <16 x float> %248, i32 3
+	%253 = extractelement <16 x float> %248, i32 4
+	%254 = extractelement <16 x float> %248, i32 5
+	%255 = extractelement <16 x float> %248, i32 6
+	%256 = extractelement <16 x float> %248, i32 7
+	%257 = extractelement <16 x float> %248, i32 8
+	%258 = extractelement <16 x float> %248, i32 9
+	%259 = extractelement <16 x float> %248, i32 10
+	%260 = extractelement <16 x float> %248, i32 11
+	%261 = extractelement <16 x float> %248, i32 12
+	%262 = extractelement <16 x float> %248, i32 13
+	%263 = extractelement <16 x float> %248, i32 14
+	%264 = extractelement <16 x float> %248, i32 15
+	%265 = add i64 %104, 32
+	%266 = getelementptr float, float* %3, i64 %265
+	%267 = bitcast float* %266 to <16 x float>*
+	%268 = load <16 x float>, <16 x float>* %267, align 4
+	%269 = insertelement <16 x float> undef, float %41, i32 0
+	%270 = insertelement <16 x float> %269, float %41, i32 1
+	%271 = insertelement <16 x float> %270, float %41, i32 2
+	%272 = insertelement <16 x float> %271, float %41, i32 3
+	%273 = insertelement <16 x float> %272, float %41, i32 4
+	%274 = insertelement <16 x float> %273, float %41, i32 5
+	%275 = insertelement <16 x float> %274, float %41, i32 6
+	%276 = insertelement <16 x float> %275, float %41, i32 7
+	%277 = insertelement <16 x float> %276, float %41, i32 8
+	%278 = insertelement <16 x float> %277, float %41, i32 9
+	%279 = insertelement <16 x float> %278, float %41, i32 10
+	%280 = insertelement <16 x float> %279, float %41, i32 11
+	%281 = insertelement <16 x float> %280, float %41, i32 12
+	%282 = insertelement <16 x float> %281, float %41, i32 13
+	%283 = insertelement <16 x float> %282, float %41, i32 14
+	%284 = insertelement <16 x float> %283, float %41, i32 15
+	%285 = extractvalue [4 x <16 x float>] %106, 2
+	%286 = fmul <16 x float> %284, %285
+	%287 = fadd <16 x float> %268, %286
+	%288 = extractelement <16 x float> %287, i32 0
+	%289 = extractelement <16 x float> %287, i32 1
+	%290 = extractelement <16 x float> %287, i32 2
+	%291 = extractelement <16 x float> %287, i32 3
+	%292 = extractelement <16 x float> %287, i32 4
+	%293 = extractelement <16 x float> %287, i32 5
+	%294 = extractelement <16 x float> %287, i32 6
+	%295 = extractelement <16 x float> %287, i32 7
+	%296 = extractelement <16 x float> %287, i32 8
+	%297 = extractelement <16 x float> %287, i32 9
+	%298 = extractelement <16 x float> %287, i32 10
+	%299 = extractelement <16 x float> %287, i32 11
+	%300 = extractelement <16 x float> %287, i32 12
+	%301 = extractelement <16 x float> %287, i32 13
+	%302 = extractelement <16 x float> %287, i32 14
+	%303 = extractelement <16 x float> %287, i32 15
+	%304 = add i64 %104, 48
+	%305 = getelementptr float, float* %3, i64 %304
+	%306 = bitcast float* %305 to <16 x float>*
+	%307 = load <16 x float>, <16 x float>* %306, align 4
+	%308 = insertelement <16 x float> undef, float %41, i32 0
+	%309 = insertelement <16 x float> %308, float %41, i32 1
+	%310 = insertelement <16 x float> %309, float %41, i32 2
+	%311 = insertelement <16 x float> %310, float %41, i32 3
+	%312 = insertelement <16 x float> %311, float %41, i32 4
+	%313 = insertelement <16 x float> %312, float %41, i32 5
+	%314 = insertelement <16 x float> %313, float %41, i32 6
+	%315 = insertelement <16 x float> %314, float %41, i32 7
+	%316 = insertelement <16 x float> %315, float %41, i32 8
+	%317 = insertelement <16 x float> %316, float %41, i32 9
+	%318 = insertelement <16 x float> %317, float %41, i32 10
+	%319 = insertelement <16 x float> %318, float %41, i32 11
+	%320 = insertelement <16 x float> %319, float %41, i32 12
+	%321 = insertelement <16 x float> %320, float %41, i32 13
+	%322 = insertelement <16 x float> %321, float %41, i32 14
+	%323 = insertelement <16 x float> %322, float %41, i32 15
+	%324 = extractvalue [4 x <16 x float>] %106, 3
+	%325 = fmul <16 x float> %323, %324
+	%326 = fadd <16 x float> %307, %325
+	%327 = extractelement <16 x float> %326, i32 0
+	%328 = extractelement <16 x float> %326, i32 1
+	%329 = extractelement <16 x float> %326, i32 2
+	%330 = extractelement <16 x float> %326, i32 3
+	%331 = extractelement <16 x float> %326, i32 4
+	%332 = extractelement <16 x float> %326, i32 5
+	%333 = extractelement <16 x float> %326, i32 6
+	%334 = extractelement <16 x float> %326, i32 7
+	%335 = extractelement <16 x float> %326, i32 8
+	%336 = extractelement <16 x float> %326, i32 9
+	%337 = extractelement <16 x float> %326, i32 10
+	%338 = extractelement <16 x float> %326, i32 11
+	%339 = extractelement <16 x float> %326, i32 12
+	%340 = extractelement <16 x float> %326, i32 13
+	%341 = extractelement <16 x float> %326, i32 14
+	%342 = extractelement <16 x float> %326, i32 15
+	%343 = add i64 %104, 0
+	%344 = getelementptr float, float* %5, i64 %343
+	%345 = bitcast float* %344 to <16 x float>*
+	%346 = load <16 x float>, <16 x float>* %345, align 4
+	%347 = extractelement <16 x float> %346, i32 0
+	%348 = extractelement <16 x float> %346, i32 1
+	%349 = extractelement <16 x float> %346, i32 2
+	%350 = extractelement <16 x float> %346, i32 3
+	%351 = extractelement <16 x float> %346, i32 4
+	%352 = extractelement <16 x float> %346, i32 5
+	%353 = extractelement <16 x float> %346, i32 6
+	%354 = extractelement <16 x float> %346, i32 7
+	%355 = extractelement <16 x float> %346, i32 8
+	%356 = extractelement <16 x float> %346, i32 9
+	%357 = extractelement <16 x float> %346, i32 10
+	%358 = extractelement <16 x float> %346, i32 11
+	%359 = extractelement <16 x float> %346, i32 12
+	%360 = extractelement <16 x float> %346, i32 13
+	%361 = extractelement <16 x float> %346, i32 14
+	%362 = extractelement <16 x float> %346, i32 15
+	%363 = add i64 %104, 16
+	%364 = getelementptr float, float* %5, i64 %363
+	%365 = bitcast float* %364 to <16 x float>*
+	%366 = load <16 x float>, <16 x float>* %365, align 4
+	%367 = extractelement <16 x float> %366, i32 0
+	%368 = extractelement <16 x float> %366, i32 1
+	%369 = extractelement <16 x float> %366, i32 2
+	%370 = extractelement <16 x float> %366, i32 3
+	%371 = extractelement <16 x float> %366, i32 4
+	%372 = extractelement <16 x float> %366, i32 5
+	%373 = extractelement <16 x float> %366, i32 6
+	%374 = extractelement <16 x float> %366, i32 7
+	%375 = extractelement <16 x float> %366, i32 8
+	%376 = extractelement <16 x float> %366, i32 9
+	%377 = extractelement <16 x float> %366, i32 10
+	%378 = extractelement <16 x float> %366, i32 11
+	%379 = extractelement <16 x float> %366, i32 12
+	%380 = extractelement <16 x float> %366, i32 13
+	%381 = extractelement <16 x float> %366, i32 14
+	%382 = extractelement <16 x float> %366, i32 15
+	%383 = add i64 %104, 32
+	%384 = getelementptr float, float* %5, i64 %383
+	%385 = bitcast float* %384 to <16 x float>*
+	%386 = load <16 x float>, <16 x float>* %385, align 4
+	%387 = extractelement <16 x float> %386, i32 0
+	%388 = extractelement <16 x float> %386, i32 1
+	%389 = extractelement <16 x float> %386, i32 2
+	%390 = extractelement <16 x float> %386, i32 3
+	%391 = extractelement <16 x float> %386, i32 4
+	%392 = extractelement <16 x float> %386, i32 5
+	%393 = extractelement <16 x float> %386, i32 6
+	%394 = extractelement <16 x float> %386, i32 7
+	%395 = extractelement <16 x float> %386, i32 8
+	%396 = extractelement <16 x float> %386, i32 9
+	%397 = extractelement <16 x float> %386, i32 10
+	%398 = extractelement <16 x float> %386, i32 11
+	%399 = extractelement <16 x float> %386, i32 12
+	%400 = extractelement <16 x float> %386, i32 13
+	%401 = extractelement <16 x float> %386, i32 14
+	%402 = extractelement <16 x float> %386, i32 15
+	%403 = add i64 %104, 48
+	%404 = getelementptr float, float* %5, i64 %403
+	%405 = bitcast float* %404 to <16 x float>*
+	%406 = load <16 x float>, <16 x float>* %405, align 4
+	%407 = extractelement <16 x float> %406, i32 0
+	%408 = extractelement <16 x float> %406, i32 1
+	%409 = extractelement <16 x float> %406, i32 2
+	%410 = extractelement <16 x float> %406, i32 3
+	%411 = extractelement <16 x float> %406, i32 4
+	%412 = extractelement <16 x float> %406, i32 5
+	%413 = extractelement <16 x float> %406, i32 6
+	%414 = extractelement <16 x float> %406, i32 7
+	%415 = extractelement <16 x float> %406, i32 8
+	%416 = extractelement <16 x float> %406, i32 9
+	%417 = extractelement <16 x float> %406, i32 10
+	%418 = extractelement <16 x float> %406, i32 11
+	%419 = extractelement <16 x float> %406, i32 12
+	%420 = extractelement <16 x float> %406, i32 13
+	%421 = extractelement <16 x float> %406, i32 14
+	%422 = extractelement <16 x float> %406, i32 15
+	%423 = add i64 %104, 0
+	%424 = getelementptr float, float* %7, i64 %423
+	%425 = bitcast float* %424 to <16 x float>*
+	%426 = load <16 x float>, <16 x float>* %425, align 4
+	%427 = extractelement <16 x float> %426, i32 0
+	%428 = extractelement <16 x float> %426, i32 1
+	%429 = extractelement <16 x float> %426, i32 2
+	%430 = extractelement <16 x float> %426, i32 3
+	%431 = extractelement <16 x float> %426, i32 4
+	%432 = extractelement <16 x float> %426, i32 5
+	%433 = extractelement <16 x float> %426, i32 6
+	%434 = extractelement <16 x float> %426, i32 7
+	%435 = extractelement <16 x float> %426, i32 8
+	%436 = extractelement <16 x float> %426, i32 9
+	%437 = extractelement <16 x float> %426, i32 10
+	%438 = extractelement <16 x float> %426, i32 11
+	%439 = extractelement <16 x float> %426, i32 12
+	%440 = extractelement <16 x float> %426, i32 13
+	%441 = extractelement <16 x float> %426, i32 14
+	%442 = extractelement <16 x float> %426, i32 15
+	%443 = add i64 %104, 16
+	%444 = getelementptr float, float* %7, i64 %443
+	%445 = bitcast float* %444 to <16 x float>*
+	%446 = load <16 x float>, <16 x float>* %445, align 4
+	%447 = extractelement <16 x float> %446, i32 0
+	%448 = extractelement <16 x float> %446, i32 1
+	%449 = extractelement <16 x float> %446, i32 2
+	%450 = extractelement <16 x float> %446, i32 3
+	%451 = extractelement <16 x float> %446, i32 4
+	%452 = extractelement <16 x float> %446, i32 5
+	%453 = extractelement <16 x float> %446, i32 6
+	%454 = extractelement <16 x float> %446, i32 7
+	%455 = extractelement <16 x float> %446, i32 8
+	%456 = extractelement <16 x float> %446, i32 9
+	%457 = extractelement <16 x float> %446, i32 10
+	%458 = extractelement <16 x float> %446, i32 11
+	%459 = extractelement <16 x float> %446, i32 12
+	%460 = extractelement <16 x float> %446, i32 13
+	%461 = extractelement <16 x float> %446, i32 14
+	%462 = extractelement <16 x float> %446, i32 15
+	%463 = add i64 %104, 32
+	%464 = getelementptr float, float* %7, i64 %463
+	%465 = bitcast float* %464 to <16 x float>*
+	%466 = load <16 x float>, <16 x float>* %465, align 4
+	%467 = extractelement <16 x float> %466, i32 0
+	%468 = extractelement <16 x float> %466, i32 1
+	%469 = extractelement <16 x float> %466, i32 2
+	%470 = extractelement <16 x float> %466, i32 3
+	%471 = extractelement <16 x float> %466, i32 4
+	%472 = extractelement <16 x float> %466, i32 5
+	%473 = extractelement <16 x float> %466, i32 6
+	%474 = extractelement <16 x float> %466, i32 7
+	%475 = extractelement <16 x float> %466, i32 8
+	%476 = extractelement <16 x float> %466, i32 9
+	%477 = extractelement <16 x float> %466, i32 10
+	%478 = extractelement <16 x float> %466, i32 11
+	%479 = extractelement <16 x float> %466, i32 12
+	%480 = extractelement <16 x float> %466, i32 13
+	%481 = extractelement <16 x float> %466, i32 14
+	%482 = extractelement <16 x float> %466, i32 15
+	%483 = add i64 %104, 48
+	%484 = getelementptr float, float* %7, i64 %483
+	%485 = bitcast float* %484 to <16 x float>*
+	%486 = load <16 x float>, <16 x float>* %485, align 4
+	%487 = extractelement <16 x float> %486, i32 0
+	%488 = extractelement <16 x float> %486, i32 1
+	%489 = extractelement <16 x float> %486, i32 2
+	%490 = extractelement <16 x float> %486, i32 3
+	%491 = extractelement <16 x float> %486, i32 4
+	%492 = extractelement <16 x float> %486, i32 5
+	%493 = extractelement <16 x float> %486, i32 6
+	%494 = extractelement <16 x float> %486, i32 7
+	%495 = extractelement <16 x float> %486, i32 8
+	%496 = extractelement <16 x float> %486, i32 9
+	%497 = extractelement <16 x float> %486, i32 10
+	%498 = extractelement <16 x float> %486, i32 11
+	%499 = extractelement <16 x float> %486, i32 12
+	%500 = extractelement <16 x float> %486, i32 13
+	%501 = extractelement <16 x float> %486, i32 14
+	%502 = extractelement <16 x float> %486, i32 15
+	%503 = add i64 %104, 0
+	%504 = getelementptr float, float* %9, i64 %503
+	%505 = bitcast float* %504 to <16 x float>*
+	%506 = load <16 x float>, <16 x float>* %505, align 4
+	%507 = extractelement <16 x float> %506, i32 0
+	%508 = extractelement <16 x float> %506, i32 1
+	%509 = extractelement <16 x float> %506, i32 2
+	%510 = extractelement <16 x float> %506, i32 3
+	%511 = extractelement <16 x float> %506, i32 4
+	%512 = extractelement <16 x float> %506, i32 5
+	%513 = extractelement <16 x float> %506, i32 6
+	%514 = extractelement <16 x float> %506, i32 7
+	%515 = extractelement <16 x float> %506, i32 8
+	%516 = extractelement <16 x float> %506, i32 9
+	%517 = extractelement <16 x float> %506, i32 10
+	%518 = extractelement <16 x float> %506, i32 11
+	%519 = extractelement <16 x float> %506, i32 12
+	%520 = extractelement <16 x float> %506, i32 13
+	%521 = extractelement <16 x float> %506, i32 14
+	%522 = extractelement <16 x float> %506, i32 15
+	%523 = add i64 %104, 16
+	%524 = getelementptr float, float* %9, i64 %523
+	%525 = bitcast float* %524 to <16 x float>*
+	%526 = load <16 x float>, <16 x float>* %525, align 4
+	%527 = extractelement <16 x float> %526, i32 0
+	%528 = extractelement <16 x float> %526, i32 1
+	%529 = extractelement <16 x float> %526, i32 2
+	%530 = extractelement <16 x float> %526, i32 3
+	%531 = extractelement <16 x float> %526, i32 4
+	%532 = extractelement <16 x float> %526, i32 5
+	%533 = extractelement <16 x float> %526, i32 6
+	%534 = extractelement <16 x float> %526, i32 7
+	%535 = extractelement <16 x float> %526, i32 8
+	%536 = extractelement <16 x float> %526, i32 9
+	%537 = extractelement <16 x float> %526, i32 10
+	%538 = extractelement <16 x float> %526, i32 11
+	%539 = extractelement <16 x float> %526, i32 12
+	%540 = extractelement <16 x float> %526, i32 13
+	%541 = extractelement <16 x float> %526, i32 14
+	%542 = extractelement <16 x float> %526, i32 15
+	%543 = add i64 %104, 32
+	%544 = getelementptr float, float* %9, i64 %543
+	%545 = bitcast float* %544 to <16 x float>*
+	%546 = load <16 x float>, <16 x float>* %545, align 4
+	%547 = extractelement <16 x float> %546, i32 0
+	%548 = extractelement <16 x float> %546, i32 1
+	%549 = extractelement <16 x float> %546, i32 2
+	%550 = extractelement <16 x float> %546, i32 3
+	%551 = extractelement <16 x float> %546, i32 4
+	%552 = extractelement <16 x float> %546, i32 5
+	%553 = extractelement <16 x float> %546, i32 6
+	%554 = extractelement <16 x float> %546, i32 7
+	%555 = extractelement <16 x float> %546, i32 8
+	%556 = extractelement <16 x float> %546, i32 9
+	%557 = extractelement <16 x float> %546, i32 10
+	%558 = extractelement <16 x float> %546, i32 11
+	%559 = extractelement <16 x float> %546, i32 12
+	%560 = extractelement <16 x float> %546, i32 13
+	%561 = extractelement <16 x float> %546, i32 14
+	%562 = extractelement <16 x float> %546, i32 15
+	%563 = add i64 %104, 48
+	%564 = getelementptr float, float* %9, i64 %563
+	%565 = bitcast float* %564 to <16 x float>*
+	%566 = load <16 x float>, <16 x float>* %565, align 4
+	%567 = extractelement <16 x float> %566, i32 0
+	%568 = extractelement <16 x float> %566, i32 1
+	%569 = extractelement <16 x float> %566, i32 2
+	%570 = extractelement <16 x float> %566, i32 3
+	%571 = extractelement <16 x float> %566, i32 4
+	%572 = extractelement <16 x float> %566, i32 5
+	%573 = extractelement <16 x float> %566, i32 6
+	%574 = extractelement <16 x float> %566, i32 7
+	%575 = extractelement <16 x float> %566, i32 8
+	%576 = extractelement <16 x float> %566, i32 9
+	%577 = extractelement <16 x float> %566, i32 10
+	%578 = extractelement <16 x float> %566, i32 11
+	%579 = extractelement <16 x float> %566, i32 12
+	%580 = extractelement <16 x float> %566, i32 13
+	%581 = extractelement <16 x float> %566, i32 14
+	%582 = extractelement <16 x float> %566, i32 15
+	%583 = add i64 %104, 0
+	%584 = getelementptr float, float* %11, i64 %583
+	%585 = bitcast float* %584 to <16 x float>*
+	%586 = load <16 x float>, <16 x float>* %585, align 4
+	%587 = extractelement <16 x float> %586, i32 0
+	%588 = extractelement <16 x float> %586, i32 1
+	%589 = extractelement <16 x float> %586, i32 2
+	%590 = extractelement <16 x float> %586, i32 3
+	%591 = extractelement <16 x float> %586, i32 4
+	%592 = extractelement <16 x float> %586, i32 5
+	%593 = extractelement <16 x float> %586, i32 6
+	%594 = extractelement <16 x float> %586, i32 7
+	%595 = extractelement <16 x float> %586, i32 8
+	%596 = extractelement <16 x float> %586, i32 9
+	%597 = extractelement <16 x float> %586, i32 10
+	%598 = extractelement <16 x float> %586, i32 11
+	%599 = extractelement <16 x float> %586, i32 12
+	%600 = extractelement <16 x float> %586, i32 13
+	%601 = extractelement <16 x float> %586, i32 14
+	%602 = extractelement <16 x float> %586, i32 15
+	%603 = add i64 %104, 16
+	%604 = getelementptr float, float* %11, i64 %603
+	%605 = bitcast float* %604 to <16 x float>*
+	%606 = load <16 x float>, <16 x float>* %605, align 4
+	%607 = extractelement <16 x float> %606, i32 0
+	%608 = extractelement <16 x float> %606, i32 1
+	%609 = extractelement <16 x float> %606, i32 2
+	%610 = extractelement <16 x float> %606, i32 3
+	%611 = extractelement <16 x float> %606, i32 4
+	%612 = extractelement <16 x float> %606, i32 5
+	%613 = extractelement <16 x float> %606, i32 6
+	%614 = extractelement <16 x float> %606, i32 7
+	%615 = extractelement <16 x float> %606, i32 8
+	%616 = extractelement <16 x float> %606, i32 9
+	%617 = extractelement <16 x float> %606, i32 10
+	%618 = extractelement <16 x float> %606, i32 11
+	%619 = extractelement <16 x float> %606, i32 12
+	%620 = extractelement <16 x float> %606, i32 13
+	%621 = extractelement <16 x float> %606, i32 14
+	%622 = extractelement <16 x float> %606, i32 15
+	%623 = add i64 %104, 32
+	%624 = getelementptr float, float* %11, i64 %623
+	%625 = bitcast float* %624 to <16 x float>*
+	%626 = load <16 x float>, <16 x float>* %625, align 4
+	%627 = extractelement <16 x float> %626, i32 0
+	%628 = extractelement <16 x float> %626, i32 1
+	%629 = extractelement <16 x float> %626, i32 2
+	%630 = extractelement <16 x float> %626, i32 3
+	%631 = extractelement <16 x float> %626, i32 4
+	%632 = extractelement <16 x float> %626, i32 5
+	%633 = extractelement <16 x float> %626, i32 6
+	%634 = extractelement <16 x float> %626, i32 7
+	%635 = extractelement <16 x float> %626, i32 8
+	%636 = extractelement <16 x float> %626, i32 9
+	%637 = extractelement <16 x float> %626, i32 10
+	%638 = extractelement <16 x float> %626, i32 11
+	%639 = extractelement <16 x float> %626, i32 12
+	%640 = extractelement <16 x float> %626, i32 13
+	%641 = extractelement <16 x float> %626, i32 14
+	%642 = extractelement <16 x float> %626, i32 15
+	%643 = add i64 %104, 48
+	%644 = getelementptr float, float* %11, i64 %643
+	%645 = bitcast float* %644 to <16 x float>*
+	%646 = load <16 x float>, <16 x float>* %645, align 4
+	%647 = extractelement <16 x float> %646, i32 0
+	%648 = extractelement <16 x float> %646, i32 1
+	%649 = extractelement <16 x float> %646, i32 2
+	%650 = extractelement <16 x float> %646, i32 3
+	%651 = extractelement <16 x float> %646, i32 4
+	%652 = extractelement <16 x float> %646, i32 5
+	%653 = extractelement <16 x float> %646, i32 6
+	%654 = extractelement <16 x float> %646, i32 7
+	%655 = extractelement <16 x float> %646, i32 8
+	%656 = extractelement <16 x float> %646, i32 9
+	%657 = extractelement <16 x float> %646, i32 10
+	%658 = extractelement <16 x float> %646, i32 11
+	%659 = extractelement <16 x float> %646, i32 12
+	%660 = extractelement <16 x float> %646, i32 13
+	%661 = extractelement <16 x float> %646, i32 14
+	%662 = extractelement <16 x float> %646, i32 15
+	%663 = call %disk_corr.stored @disk_corr_body(float %111, float %210, float %347, float %427, float %507, float %587, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%664 = extractvalue %disk_corr.stored %663, 0
+	%665 = extractvalue %disk_corr.stored %663, 1
+	%666 = extractvalue %disk_corr.stored %663, 2
+	%667 = extractvalue %disk_corr.stored %663, 3
+	%668 = extractvalue %disk_corr.stored %663, 4
+	%669 = call %disk_corr.stored @disk_corr_body(float %112, float %211, float %348, float %428, float %508, float %588, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%670 = extractvalue %disk_corr.stored %669, 0
+	%671 = extractvalue %disk_corr.stored %669, 1
+	%672 = extractvalue %disk_corr.stored %669, 2
+	%673 = extractvalue %disk_corr.stored %669, 3
+	%674 = extractvalue %disk_corr.stored %669, 4
+	%675 = call %disk_corr.stored @disk_corr_body(float %113, float %212, float %349, float %429, float %509, float %589, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%676 = extractvalue %disk_corr.stored %675, 0
+	%677 = extractvalue %disk_corr.stored %675, 1
+	%678 = extractvalue %disk_corr.stored %675, 2
+	%679 = extractvalue %disk_corr.stored %675, 3
+	%680 = extractvalue %disk_corr.stored %675, 4
+	%681 = call %disk_corr.stored @disk_corr_body(float %114, float %213, float %350, float %430, float %510, float %590, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%682 = extractvalue %disk_corr.stored %681, 0
+	%683 = extractvalue %disk_corr.stored %681, 1
+	%684 = extractvalue %disk_corr.stored %681, 2
+	%685 = extractvalue %disk_corr.stored %681, 3
+	%686 = extractvalue %disk_corr.stored %681, 4
+	%687 = call %disk_corr.stored @disk_corr_body(float %115, float %214, float %351, float %431, float %511, float %591, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%688 = extractvalue %disk_corr.stored %687, 0
+	%689 = extractvalue %disk_corr.stored %687, 1
+	%690 = extractvalue %disk_corr.stored %687, 2
+	%691 = extractvalue %disk_corr.stored %687, 3
+	%692 = extractvalue %disk_corr.stored %687, 4
+	%693 = call %disk_corr.stored @disk_corr_body(float %116, float %215, float %352, float %432, float %512, float %592, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%694 = extractvalue %disk_corr.stored %693, 0
+	%695 = extractvalue %disk_corr.stored %693, 1
+	%696 = extractvalue %disk_corr.stored %693, 2
+	%697 = extractvalue %disk_corr.stored %693, 3
+	%698 = extractvalue %disk_corr.stored %693, 4
+	%699 = call %disk_corr.stored @disk_corr_body(float %117, float %216, float %353, float %433, float %513, float %593, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%700 = extractvalue %disk_corr.stored %699, 0
+	%701 = extractvalue %disk_corr.stored %699, 1
+	%702 = extractvalue %disk_corr.stored %699, 2
+	%703 = extractvalue %disk_corr.stored %699, 3
+	%704 = extractvalue %disk_corr.stored %699, 4
+	%705 = call %disk_corr.stored @disk_corr_body(float %118, float %217, float %354, float %434, float %514, float %594, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%706 = extractvalue %disk_corr.stored %705, 0
+	%707 = extractvalue %disk_corr.stored %705, 1
+	%708 = extractvalue %disk_corr.stored %705, 2
+	%709 = extractvalue %disk_corr.stored %705, 3
+	%710 = extractvalue %disk_corr.stored %705, 4
+	%711 = call %disk_corr.stored @disk_corr_body(float %119, float %218, float %355, float %435, float %515, float %595, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%712 = extractvalue %disk_corr.stored %711, 0
+	%713 = extractvalue %disk_corr.stored %711, 1
+	%714 = extractvalue %disk_corr.stored %711, 2
+	%715 = extractvalue %disk_corr.stored %711, 3
+	%716 = extractvalue %disk_corr.stored %711, 4
+	%717 = call %disk_corr.stored @disk_corr_body(float %120, float %219, float %356, float %436, float %516, float %596, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%718 = extractvalue %disk_corr.stored %717, 0
+	%719 = extractvalue %disk_corr.stored %717, 1
+	%720 = extractvalue %disk_corr.stored %717, 2
+	%721 = extractvalue %disk_corr.stored %717, 3
+	%722 = extractvalue %disk_corr.stored %717, 4
+	%723 = call %disk_corr.stored @disk_corr_body(float %121, float %220, float %357, float %437, float %517, float %597, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%724 = extractvalue %disk_corr.stored %723, 0
+	%725 = extractvalue %disk_corr.stored %723, 1
+	%726 = extractvalue %disk_corr.stored %723, 2
+	%727 = extractvalue %disk_corr.stored %723, 3
+	%728 = extractvalue %disk_corr.stored %723, 4
+	%729 = call %disk_corr.stored @disk_corr_body(float %122, float %221, float %358, float %438, float %518, float %598, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%730 = extractvalue %disk_corr.stored %729, 0
+	%731 = extractvalue %disk_corr.stored %729, 1
+	%732 = extractvalue %disk_corr.stored %729, 2
+	%733 = extractvalue %disk_corr.stored %729, 3
+	%734 = extractvalue %disk_corr.stored %729, 4
+	%735 = call %disk_corr.stored @disk_corr_body(float %123, float %222, float %359, float %439, float %519, float %599, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%736 = extractvalue %disk_corr.stored %735, 0
+	%737 = extractvalue %disk_corr.stored %735, 1
+	%738 = extractvalue %disk_corr.stored %735, 2
+	%739 = extractvalue %disk_corr.stored %735, 3
+	%740 = extractvalue %disk_corr.stored %735, 4
+	%741 = call %disk_corr.stored @disk_corr_body(float %124, float %223, float %360, float %440, float %520, float %600, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%742 = extractvalue %disk_corr.stored %741, 0
+	%743 = extractvalue %disk_corr.stored %741, 1
+	%744 = extractvalue %disk_corr.stored %741, 2
+	%745 = extractvalue %disk_corr.stored %741, 3
+	%746 = extractvalue %disk_corr.stored %741, 4
+	%747 = call %disk_corr.stored @disk_corr_body(float %125, float %224, float %361, float %441, float %521, float %601, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%748 = extractvalue %disk_corr.stored %747, 0
+	%749 = extractvalue %disk_corr.stored %747, 1
+	%750 = extractvalue %disk_corr.stored %747, 2
+	%751 = extractvalue %disk_corr.stored %747, 3
+	%752 = extractvalue %disk_corr.stored %747, 4
+	%753 = call %disk_corr.stored @disk_corr_body(float %126, float %225, float %362, float %442, float %522, float %602, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%754 = extractvalue %disk_corr.stored %753, 0
+	%755 = extractvalue %disk_corr.stored %753, 1
+	%756 = extractvalue %disk_corr.stored %753, 2
+	%757 = extractvalue %disk_corr.stored %753, 3
+	%758 = extractvalue %disk_corr.stored %753, 4
+	%759 = call %disk_corr.stored @disk_corr_body(float %131, float %249, float %367, float %447, float %527, float %607, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%760 = extractvalue %disk_corr.stored %759, 0
+	%761 = extractvalue %disk_corr.stored %759, 1
+	%762 = extractvalue %disk_corr.stored %759, 2
+	%763 = extractvalue %disk_corr.stored %759, 3
+	%764 = extractvalue %disk_corr.stored %759, 4
+	%765 = call %disk_corr.stored @disk_corr_body(float %132, float %250, float %368, float %448, float %528, float %608, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%766 = extractvalue %disk_corr.stored %765, 0
+	%767 = extractvalue %disk_corr.stored %765, 1
+	%768 = extractvalue %disk_corr.stored %765, 2
+	%769 = extractvalue %disk_corr.stored %765, 3
+	%770 = extractvalue %disk_corr.stored %765, 4
+	%771 = call %disk_corr.stored @disk_corr_body(float %133, float %251, float %369, float %449, float %529, float %609, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%772 = extractvalue %disk_corr.stored %771, 0
+	%773 = extractvalue %disk_corr.stored %771, 1
+	%774 = extractvalue %disk_corr.stored %771, 2
+	%775 = extractvalue %disk_corr.stored %771, 3
+	%776 = extractvalue %disk_corr.stored %771, 4
+	%777 = call %disk_corr.stored @disk_corr_body(float %134, float %252, float %370, float %450, float %530, float %610, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%778 = extractvalue %disk_corr.stored %777, 0
+	%779 = extractvalue %disk_corr.stored %777, 1
+	%780 = extractvalue %disk_corr.stored %777, 2
+	%781 = extractvalue %disk_corr.stored %777, 3
+	%782 = extractvalue %disk_corr.stored %777, 4
+	%783 = call %disk_corr.stored @disk_corr_body(float %135, float %253, float %371, float %451, float %531, float %611, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%784 = extractvalue %disk_corr.stored %783, 0
+	%785 = extractvalue %disk_corr.stored %783, 1
+	%786 = extractvalue %disk_corr.stored %783, 2
+	%787 = extractvalue %disk_corr.stored %783, 3
+	%788 = extractvalue %disk_corr.stored %783, 4
+	%789 = call %disk_corr.stored @disk_corr_body(float %136, float %254, float %372, float %452, float %532, float %612, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%790 = extractvalue %disk_corr.stored %789, 0
+	%791 = extractvalue %disk_corr.stored %789, 1
+	%792 = extractvalue %disk_corr.stored %789, 2
+	%793 = extractvalue %disk_corr.stored %789, 3
+	%794 = extractvalue %disk_corr.stored %789, 4
+	%795 = call %disk_corr.stored @disk_corr_body(float %137, float %255, float %373, float %453, float %533, float %613, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%796 = extractvalue %disk_corr.stored %795, 0
+	%797 = extractvalue %disk_corr.stored %795, 1
+	%798 = extractvalue %disk_corr.stored %795, 2
+	%799 = extractvalue %disk_corr.stored %795, 3
+	%800 = extractvalue %disk_corr.stored %795, 4
+	%801 = call %disk_corr.stored @disk_corr_body(float %138, float %256, float %374, float %454, float %534, float %614, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%802 = extractvalue %disk_corr.stored %801, 0
+	%803 = extractvalue %disk_corr.stored %801, 1
+	%804 = extractvalue %disk_corr.stored %801, 2
+	%805 = extractvalue %disk_corr.stored %801, 3
+	%806 = extractvalue %disk_corr.stored %801, 4
+	%807 = call %disk_corr.stored @disk_corr_body(float %139, float %257, float %375, float %455, float %535, float %615, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%808 = extractvalue %disk_corr.stored %807, 0
+	%809 = extractvalue %disk_corr.stored %807, 1
+	%810 = extractvalue %disk_corr.stored %807, 2
+	%811 = extractvalue %disk_corr.stored %807, 3
+	%812 = extractvalue %disk_corr.stored %807, 4
+	%813 = call %disk_corr.stored @disk_corr_body(float %140, float %258, float %376, float %456, float %536, float %616, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%814 = extractvalue %disk_corr.stored %813, 0
+	%815 = extractvalue %disk_corr.stored %813, 1
+	%816 = extractvalue %disk_corr.stored %813, 2
+	%817 = extractvalue %disk_corr.stored %813, 3
+	%818 = extractvalue %disk_corr.stored %813, 4
+	%819 = call %disk_corr.stored @disk_corr_body(float %141, float %259, float %377, float %457, float %537, float %617, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%820 = extractvalue %disk_corr.stored %819, 0
+	%821 = extractvalue %disk_corr.stored %819, 1
+	%822 = extractvalue %disk_corr.stored %819, 2
+	%823 = extractvalue %disk_corr.stored %819, 3
+	%824 = extractvalue %disk_corr.stored %819, 4
+	%825 = call %disk_corr.stored @disk_corr_body(float %142, float %260, float %378, float %458, float %538, float %618, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%826 = extractvalue %disk_corr.stored %825, 0
+	%827 = extractvalue %disk_corr.stored %825, 1
+	%828 = extractvalue %disk_corr.stored %825, 2
+	%829 = extractvalue %disk_corr.stored %825, 3
+	%830 = extractvalue %disk_corr.stored %825, 4
+	%831 = call %disk_corr.stored @disk_corr_body(float %143, float %261, float %379, float %459, float %539, float %619, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%832 = extractvalue %disk_corr.stored %831, 0
+	%833 = extractvalue %disk_corr.stored %831, 1
+	%834 = extractvalue %disk_corr.stored %831, 2
+	%835 = extractvalue %disk_corr.stored %831, 3
+	%836 = extractvalue %disk_corr.stored %831, 4
+	%837 = call %disk_corr.stored @disk_corr_body(float %144, float %262, float %380, float %460, float %540, float %620, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%838 = extractvalue %disk_corr.stored %837, 0
+	%839 = extractvalue %disk_corr.stored %837, 1
+	%840 = extractvalue %disk_corr.stored %837, 2
+	%841 = extractvalue %disk_corr.stored %837, 3
+	%842 = extractvalue %disk_corr.stored %837, 4
+	%843 = call %disk_corr.stored @disk_corr_body(float %145, float %263, float %381, float %461, float %541, float %621, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%844 = extractvalue %disk_corr.stored %843, 0
+	%845 = extractvalue %disk_corr.stored %843, 1
+	%846 = extractvalue %disk_corr.stored %843, 2
+	%847 = extractvalue %disk_corr.stored %843, 3
+	%848 = extractvalue %disk_corr.stored %843, 4
+	%849 = call %disk_corr.stored @disk_corr_body(float %146, float %264, float %382, float %462, float %542, float %622, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%850 = extractvalue %disk_corr.stored %849, 0
+	%851 = extractvalue %disk_corr.stored %849, 1
+	%852 = extractvalue %disk_corr.stored %849, 2
+	%853 = extractvalue %disk_corr.stored %849, 3
+	%854 = extractvalue %disk_corr.stored %849, 4
+	%855 = call %disk_corr.stored @disk_corr_body(float %151, float %288, float %387, float %467, float %547, float %627, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%856 = extractvalue %disk_corr.stored %855, 0
+	%857 = extractvalue %disk_corr.stored %855, 1
+	%858 = extractvalue %disk_corr.stored %855, 2
+	%859 = extractvalue %disk_corr.stored %855, 3
+	%860 = extractvalue %disk_corr.stored %855, 4
+	%861 = call %disk_corr.stored @disk_corr_body(float %152, float %289, float %388, float %468, float %548, float %628, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%862 = extractvalue %disk_corr.stored %861, 0
+	%863 = extractvalue %disk_corr.stored %861, 1
+	%864 = extractvalue %disk_corr.stored %861, 2
+	%865 = extractvalue %disk_corr.stored %861, 3
+	%866 = extractvalue %disk_corr.stored %861, 4
+	%867 = call %disk_corr.stored @disk_corr_body(float %153, float %290, float %389, float %469, float %549, float %629, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%868 = extractvalue %disk_corr.stored %867, 0
+	%869 = extractvalue %disk_corr.stored %867, 1
+	%870 = extractvalue %disk_corr.stored %867, 2
+	%871 = extractvalue %disk_corr.stored %867, 3
+	%872 = extractvalue %disk_corr.stored %867, 4
+	%873 = call %disk_corr.stored @disk_corr_body(float %154, float %291, float %390, float %470, float %550, float %630, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%874 = extractvalue %disk_corr.stored %873, 0
+	%875 = extractvalue %disk_corr.stored %873, 1
+	%876 = extractvalue %disk_corr.stored %873, 2
+	%877 = extractvalue %disk_corr.stored %873, 3
+	%878 = extractvalue %disk_corr.stored %873, 4
+	%879 = call %disk_corr.stored @disk_corr_body(float %155, float %292, float %391, float %471, float %551, float %631, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%880 = extractvalue %disk_corr.stored %879, 0
+	%881 = extractvalue %disk_corr.stored %879, 1
+	%882 = extractvalue %disk_corr.stored %879, 2
+	%883 = extractvalue %disk_corr.stored %879, 3
+	%884 = extractvalue %disk_corr.stored %879, 4
+	%885 = call %disk_corr.stored @disk_corr_body(float %156, float %293, float %392, float %472, float %552, float %632, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%886 = extractvalue %disk_corr.stored %885, 0
+	%887 = extractvalue %disk_corr.stored %885, 1
+	%888 = extractvalue %disk_corr.stored %885, 2
+	%889 = extractvalue %disk_corr.stored %885, 3
+	%890 = extractvalue %disk_corr.stored %885, 4
+	%891 = call %disk_corr.stored @disk_corr_body(float %157, float %294, float %393, float %473, float %553, float %633, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%892 = extractvalue %disk_corr.stored %891, 0
+	%893 = extractvalue %disk_corr.stored %891, 1
+	%894 = extractvalue %disk_corr.stored %891, 2
+	%895 = extractvalue %disk_corr.stored %891, 3
+	%896 = extractvalue %disk_corr.stored %891, 4
+	%897 = call %disk_corr.stored @disk_corr_body(float %158, float %295, float %394, float %474, float %554, float %634, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%898 = extractvalue %disk_corr.stored %897, 0
+	%899 = extractvalue %disk_corr.stored %897, 1
+	%900 = extractvalue %disk_corr.stored %897, 2
+	%901 = extractvalue %disk_corr.stored %897, 3
+	%902 = extractvalue %disk_corr.stored %897, 4
+	%903 = call %disk_corr.stored @disk_corr_body(float %159, float %296, float %395, float %475, float %555, float %635, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%904 = extractvalue %disk_corr.stored %903, 0
+	%905 = extractvalue %disk_corr.stored %903, 1
+	%906 = extractvalue %disk_corr.stored %903, 2
+	%907 = extractvalue %disk_corr.stored %903, 3
+	%908 = extractvalue %disk_corr.stored %903, 4
+	%909 = call %disk_corr.stored @disk_corr_body(float %160, float %297, float %396, float %476, float %556, float %636, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%910 = extractvalue %disk_corr.stored %909, 0
+	%911 = extractvalue %disk_corr.stored %909, 1
+	%912 = extractvalue %disk_corr.stored %909, 2
+	%913 = extractvalue %disk_corr.stored %909, 3
+	%914 = extractvalue %disk_corr.stored %909, 4
+	%915 = call %disk_corr.stored @disk_corr_body(float %161, float %298, float %397, float %477, float %557, float %637, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%916 = extractvalue %disk_corr.stored %915, 0
+	%917 = extractvalue %disk_corr.stored %915, 1
+	%918 = extractvalue %disk_corr.stored %915, 2
+	%919 = extractvalue %disk_corr.stored %915, 3
+	%920 = extractvalue %disk_corr.stored %915, 4
+	%921 = call %disk_corr.stored @disk_corr_body(float %162, float %299, float %398, float %478, float %558, float %638, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%922 = extractvalue %disk_corr.stored %921, 0
+	%923 = extractvalue %disk_corr.stored %921, 1
+	%924 = extractvalue %disk_corr.stored %921, 2
+	%925 = extractvalue %disk_corr.stored %921, 3
+	%926 = extractvalue %disk_corr.stored %921, 4
+	%927 = call %disk_corr.stored @disk_corr_body(float %163, float %300, float %399, float %479, float %559, float %639, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%928 = extractvalue %disk_corr.stored %927, 0
+	%929 = extractvalue %disk_corr.stored %927, 1
+	%930 = extractvalue %disk_corr.stored %927, 2
+	%931 = extractvalue %disk_corr.stored %927, 3
+	%932 = extractvalue %disk_corr.stored %927, 4
+	%933 = call %disk_corr.stored @disk_corr_body(float %164, float %301, float %400, float %480, float %560, float %640, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%934 = extractvalue %disk_corr.stored %933, 0
+	%935 = extractvalue %disk_corr.stored %933, 1
+	%936 = extractvalue %disk_corr.stored %933, 2
+	%937 = extractvalue %disk_corr.stored %933, 3
+	%938 = extractvalue %disk_corr.stored %933, 4
+	%939 = call %disk_corr.stored @disk_corr_body(float %165, float %302, float %401, float %481, float %561, float %641, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%940 = extractvalue %disk_corr.stored %939, 0
+	%941 = extractvalue %disk_corr.stored %939, 1
+	%942 = extractvalue %disk_corr.stored %939, 2
+	%943 = extractvalue %disk_corr.stored %939, 3
+	%944 = extractvalue %disk_corr.stored %939, 4
+	%945 = call %disk_corr.stored @disk_corr_body(float %166, float %303, float %402, float %482, float %562, float %642, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%946 = extractvalue %disk_corr.stored %945, 0
+	%947 = extractvalue %disk_corr.stored %945, 1
+	%948 = extractvalue %disk_corr.stored %945, 2
+	%949 = extractvalue %disk_corr.stored %945, 3
+	%950 = extractvalue %disk_corr.stored %945, 4
+	%951 = call %disk_corr.stored @disk_corr_body(float %171, float %327, float %407, float %487, float %567, float %647, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%952 = extractvalue %disk_corr.stored %951, 0
+	%953 = extractvalue %disk_corr.stored %951, 1
+	%954 = extractvalue %disk_corr.stored %951, 2
+	%955 = extractvalue %disk_corr.stored %951, 3
+	%956 = extractvalue %disk_corr.stored %951, 4
+	%957 = call %disk_corr.stored @disk_corr_body(float %172, float %328, float %408, float %488, float %568, float %648, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%958 = extractvalue %disk_corr.stored %957, 0
+	%959 = extractvalue %disk_corr.stored %957, 1
+	%960 = extractvalue %disk_corr.stored %957, 2
+	%961 = extractvalue %disk_corr.stored %957, 3
+	%962 = extractvalue %disk_corr.stored %957, 4
+	%963 = call %disk_corr.stored @disk_corr_body(float %173, float %329, float %409, float %489, float %569, float %649, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%964 = extractvalue %disk_corr.stored %963, 0
+	%965 = extractvalue %disk_corr.stored %963, 1
+	%966 = extractvalue %disk_corr.stored %963, 2
+	%967 = extractvalue %disk_corr.stored %963, 3
+	%968 = extractvalue %disk_corr.stored %963, 4
+	%969 = call %disk_corr.stored @disk_corr_body(float %174, float %330, float %410, float %490, float %570, float %650, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%970 = extractvalue %disk_corr.stored %969, 0
+	%971 = extractvalue %disk_corr.stored %969, 1
+	%972 = extractvalue %disk_corr.stored %969, 2
+	%973 = extractvalue %disk_corr.stored %969, 3
+	%974 = extractvalue %disk_corr.stored %969, 4
+	%975 = call %disk_corr.stored @disk_corr_body(float %175, float %331, float %411, float %491, float %571, float %651, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%976 = extractvalue %disk_corr.stored %975, 0
+	%977 = extractvalue %disk_corr.stored %975, 1
+	%978 = extractvalue %disk_corr.stored %975, 2
+	%979 = extractvalue %disk_corr.stored %975, 3
+	%980 = extractvalue %disk_corr.stored %975, 4
+	%981 = call %disk_corr.stored @disk_corr_body(float %176, float %332, float %412, float %492, float %572, float %652, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%982 = extractvalue %disk_corr.stored %981, 0
+	%983 = extractvalue %disk_corr.stored %981, 1
+	%984 = extractvalue %disk_corr.stored %981, 2
+	%985 = extractvalue %disk_corr.stored %981, 3
+	%986 = extractvalue %disk_corr.stored %981, 4
+	%987 = call %disk_corr.stored @disk_corr_body(float %177, float %333, float %413, float %493, float %573, float %653, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%988 = extractvalue %disk_corr.stored %987, 0
+	%989 = extractvalue %disk_corr.stored %987, 1
+	%990 = extractvalue %disk_corr.stored %987, 2
+	%991 = extractvalue %disk_corr.stored %987, 3
+	%992 = extractvalue %disk_corr.stored %987, 4
+	%993 = call %disk_corr.stored @disk_corr_body(float %178, float %334, float %414, float %494, float %574, float %654, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%994 = extractvalue %disk_corr.stored %993, 0
+	%995 = extractvalue %disk_corr.stored %993, 1
+	%996 = extractvalue %disk_corr.stored %993, 2
+	%997 = extractvalue %disk_corr.stored %993, 3
+	%998 = extractvalue %disk_corr.stored %993, 4
+	%999 = call %disk_corr.stored @disk_corr_body(float %179, float %335, float %415, float %495, float %575, float %655, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1000 = extractvalue %disk_corr.stored %999, 0
+	%1001 = extractvalue %disk_corr.stored %999, 1
+	%1002 = extractvalue %disk_corr.stored %999, 2
+	%1003 = extractvalue %disk_corr.stored %999, 3
+	%1004 = extractvalue %disk_corr.stored %999, 4
+	%1005 = call %disk_corr.stored @disk_corr_body(float %180, float %336, float %416, float %496, float %576, float %656, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1006 = extractvalue %disk_corr.stored %1005, 0
+	%1007 = extractvalue %disk_corr.stored %1005, 1
+	%1008 = extractvalue %disk_corr.stored %1005, 2
+	%1009 = extractvalue %disk_corr.stored %1005, 3
+	%1010 = extractvalue %disk_corr.stored %1005, 4
+	%1011 = call %disk_corr.stored @disk_corr_body(float %181, float %337, float %417, float %497, float %577, float %657, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1012 = extractvalue %disk_corr.stored %1011, 0
+	%1013 = extractvalue %disk_corr.stored %1011, 1
+	%1014 = extractvalue %disk_corr.stored %1011, 2
+	%1015 = extractvalue %disk_corr.stored %1011, 3
+	%1016 = extractvalue %disk_corr.stored %1011, 4
+	%1017 = call %disk_corr.stored @disk_corr_body(float %182, float %338, float %418, float %498, float %578, float %658, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1018 = extractvalue %disk_corr.stored %1017, 0
+	%1019 = extractvalue %disk_corr.stored %1017, 1
+	%1020 = extractvalue %disk_corr.stored %1017, 2
+	%1021 = extractvalue %disk_corr.stored %1017, 3
+	%1022 = extractvalue %disk_corr.stored %1017, 4
+	%1023 = call %disk_corr.stored @disk_corr_body(float %183, float %339, float %419, float %499, float %579, float %659, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1024 = extractvalue %disk_corr.stored %1023, 0
+	%1025 = extractvalue %disk_corr.stored %1023, 1
+	%1026 = extractvalue %disk_corr.stored %1023, 2
+	%1027 = extractvalue %disk_corr.stored %1023, 3
+	%1028 = extractvalue %disk_corr.stored %1023, 4
+	%1029 = call %disk_corr.stored @disk_corr_body(float %184, float %340, float %420, float %500, float %580, float %660, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1030 = extractvalue %disk_corr.stored %1029, 0
+	%1031 = extractvalue %disk_corr.stored %1029, 1
+	%1032 = extractvalue %disk_corr.stored %1029, 2
+	%1033 = extractvalue %disk_corr.stored %1029, 3
+	%1034 = extractvalue %disk_corr.stored %1029, 4
+	%1035 = call %disk_corr.stored @disk_corr_body(float %185, float %341, float %421, float %501, float %581, float %661, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1036 = extractvalue %disk_corr.stored %1035, 0
+	%1037 = extractvalue %disk_corr.stored %1035, 1
+	%1038 = extractvalue %disk_corr.stored %1035, 2
+	%1039 = extractvalue %disk_corr.stored %1035, 3
+	%1040 = extractvalue %disk_corr.stored %1035, 4
+	%1041 = call %disk_corr.stored @disk_corr_body(float %186, float %342, float %422, float %502, float %582, float %662, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1042 = extractvalue %disk_corr.stored %1041, 0
+	%1043 = extractvalue %disk_corr.stored %1041, 1
+	%1044 = extractvalue %disk_corr.stored %1041, 2
+	%1045 = extractvalue %disk_corr.stored %1041, 3
+	%1046 = extractvalue %disk_corr.stored %1041, 4
+	%1047 = insertelement <16 x float> undef, float %664, i32 0
+	%1048 = insertelement <16 x float> %1047, float %670, i32 1
+	%1049 = insertelement <16 x float> %1048, float %676, i32 2
+	%1050 = insertelement <16 x float> %1049, float %682, i32 3
+	%1051 = insertelement <16 x float> %1050, float %688, i32 4
+	%1052 = insertelement <16 x float> %1051, float %694, i32 5
+	%1053 = insertelement <16 x float> %1052, float %700, i32 6
+	%1054 = insertelement <16 x float> %1053, float %706, i32 7
+	%1055 = insertelement <16 x float> %1054, float %712, i32 8
+	%1056 = insertelement <16 x float> %1055, float %718, i32 9
+	%1057 = insertelement <16 x float> %1056, float %724, i32 10
+	%1058 = insertelement <16 x float> %1057, float %730, i32 11
+	%1059 = insertelement <16 x float> %1058, float %736, i32 12
+	%1060 = insertelement <16 x float> %1059, float %742, i32 13
+	%1061 = insertelement <16 x float> %1060, float %748, i32 14
+	%1062 = insertelement <16 x float> %1061, float %754, i32 15
+	%1063 = add i64 %104, 0
+	%1064 = getelementptr float, float* %5, i64 %1063
+	%1065 = bitcast float* %1064 to <16 x float>*
+	store <16 x float> %1062, <16 x float>* %1065, align 4
+	%1066 = insertelement <16 x float> undef, float %760, i32 0
+	%1067 = insertelement <16 x float> %1066, float %766, i32 1
+	%1068 = insertelement <16 x float> %1067, float %772, i32 2
+	%1069 = insertelement <16 x float> %1068, float %778, i32 3
+	%1070 = insertelement <16 x float> %1069, float %784, i32 4
+	%1071 = insertelement <16 x float> %1070, float %790, i32 5
+	%1072 = insertelement <16 x float> %1071, float %796, i32 6
+	%1073 = insertelement <16 x float> %1072, float %802, i32 7
+	%1074 = insertelement <16 x float> %1073, float %808, i32 8
+	%1075 = insertelement <16 x float> %1074, float %814, i32 9
+	%1076 = insertelement <16 x float> %1075, float %820, i32 10
+	%1077 = insertelement <16 x float> %1076, float %826, i32 11
+	%1078 = insertelement <16 x float> %1077, float %832, i32 12
+	%1079 = insertelement <16 x float> %1078, float %838, i32 13
+	%1080 = insertelement <16 x float> %1079, float %844, i32 14
+	%1081 = insertelement <16 x float> %1080, float %850, i32 15
+	%1082 = add i64 %104, 16
+	%1083 = getelementptr float, float* %5, i64 %1082
+	%1084 = bitcast float* %1083 to <16 x float>*
+	store <16 x float> %1081, <16 x float>* %1084, align 4
+	%1085 = insertelement <16 x float> undef, float %856, i32 0
+	%1086 = insertelement <16 x float> %1085, float %862, i32 1
+	%1087 = insertelement <16 x float> %1086, float %868, i32 2
+	%1088 = insertelement <16 x float> %1087, float %874, i32 3
+	%1089 = insertelement <16 x float> %1088, float %880, i32 4
+	%1090 = insertelement <16 x float> %1089, float %886, i32 5
+	%1091 = insertelement <16 x float> %1090, float %892, i32 6
+	%1092 = insertelement <16 x float> %1091, float %898, i32 7
+	%1093 = insertelement <16 x float> %1092, float %904, i32 8
+	%1094 = insertelement <16 x float> %1093, float %910, i32 9
+	%1095 = insertelement <16 x float> %1094, float %916, i32 10
+	%1096 = insertelement <16 x float> %1095, float %922, i32 11
+	%1097 = insertelement <16 x float> %1096, float %928, i32 12
+	%1098 = insertelement <16 x float> %1097, float %934, i32 13
+	%1099 = insertelement <16 x float> %1098, float %940, i32 14
+	%1100 = insertelement <16 x float> %1099, float %946, i32 15
+	%1101 = add i64 %104, 32
+	%1102 = getelementptr float, float* %5, i64 %1101
+	%1103 = bitcast float* %1102 to <16 x float>*
+	store <16 x float> %1100, <16 x float>* %1103, align 4
+	%1104 = insertelement <16 x float> undef, float %952, i32 0
+	%1105 = insertelement <16 x float> %1104, float %958, i32 1
+	%1106 = insertelement <16 x float> %1105, float %964, i32 2
+	%1107 = insertelement <16 x float> %1106, float %970, i32 3
+	%1108 = insertelement <16 x float> %1107, float %976, i32 4
+	%1109 = insertelement <16 x float> %1108, float %982, i32 5
+	%1110 = insertelement <16 x float> %1109, float %988, i32 6
+	%1111 = insertelement <16 x float> %1110, float %994, i32 7
+	%1112 = insertelement <16 x float> %1111, float %1000, i32 8
+	%1113 = insertelement <16 x float> %1112, float %1006, i32 9
+	%1114 = insertelement <16 x float> %1113, float %1012, i32 10
+	%1115 = insertelement <16 x float> %1114, float %1018, i32 11
+	%1116 = insertelement <16 x float> %1115, float %1024, i32 12
+	%1117 = insertelement <16 x float> %1116, float %1030, i32 13
+	%1118 = insertelement <16 x float> %1117, float %1036, i32 14
+	%1119 = insertelement <16 x float> %1118, float %1042, i32 15
+	%1120 = add i64 %104, 48
+	%1121 = getelementptr float, float* %5, i64 %1120
+	%1122 = bitcast float* %1121 to <16 x float>*
+	store <16 x float> %1119, <16 x float>* %1122, align 4
+	%1123 = insertelement <16 x float> undef, float %665, i32 0
+	%1124 = insertelement <16 x float> %1123, float %671, i32 1
+	%1125 = insertelement <16 x float> %1124, float %677, i32 2
+	%1126 = insertelement <16 x float> %1125, float %683, i32 3
+	%1127 = insertelement <16 x float> %1126, float %689, i32 4
+	%1128 = insertelement <16 x float> %1127, float %695, i32 5
+	%1129 = insertelement <16 x float> %1128, float %701, i32 6
+	%1130 = insertelement <16 x float> %1129, float %707, i32 7
+	%1131 = insertelement <16 x float> %1130, float %713, i32 8
+	%1132 = insertelement <16 x float> %1131, float %719, i32 9
+	%1133 = insertelement <16 x float> %1132, float %725, i32 10
+	%1134 = insertelement <16 x float> %1133, float %731, i32 11
+	%1135 = insertelement <16 x float> %1134, float %737, i32 12
+	%1136 = insertelement <16 x float> %1135, float %743, i32 13
+	%1137 = insertelement <16 x float> %1136, float %749, i32 14
+	%1138 = insertelement <16 x float> %1137, float %755, i32 15
+	%1139 = add i64 %104, 0
+	%1140 = getelementptr float, float* %7, i64 %1139
+	%1141 = bitcast float* %1140 to <16 x float>*
+	store <16 x float> %1138, <16 x float>* %1141, align 4
+	%1142 = insertelement <16 x float> undef, float %761, i32 0
+	%1143 = insertelement <16 x float> %1142, float %767, i32 1
+	%1144 = insertelement <16 x float> %1143, float %773, i32 2
+	%1145 = insertelement <16 x float> %1144, float %779, i32 3
+	%1146 = insertelement <16 x float> %1145, float %785, i32 4
+	%1147 = insertelement <16 x float> %1146, float %791, i32 5
+	%1148 = insertelement <16 x float> %1147, float %797, i32 6
+	%1149 = insertelement <16 x float> %1148, float %803, i32 7
+	%1150 = insertelement <16 x float> %1149, float %809, i32 8
+	%1151 = insertelement <16 x float> %1150, float %815, i32 9
+	%1152 = insertelement <16 x float> %1151, float %821, i32 10
+	%1153 = insertelement <16 x float> %1152, float %827, i32 11
+	%1154 = insertelement <16 x float> %1153, float %833, i32 12
+	%1155 = insertelement <16 x float> %1154, float %839, i32 13
+	%1156 = insertelement <16 x float> %1155, float %845, i32 14
+	%1157 = insertelement <16 x float> %1156, float %851, i32 15
+	%1158 = add i64 %104, 16
+	%1159 = getelementptr float, float* %7, i64 %1158
+	%1160 = bitcast float* %1159 to <16 x float>*
+	store <16 x float> %1157, <16 x float>* %1160, align 4
+	%1161 = insertelement <16 x float> undef, float %857, i32 0
+	%1162 = insertelement <16 x float> %1161, float %863, i32 1
+	%1163 = insertelement <16 x float> %1162, float %869, i32 2
+	%1164 = insertelement <16 x float> %1163, float %875, i32 3
+	%1165 = insertelement <16 x float> %1164, float %881, i32 4
+	%1166 = insertelement <16 x float> %1165, float %887, i32 5
+	%1167 = insertelement <16 x float> %1166, float %893, i32 6
+	%1168 = insertelement <16 x float> %1167, float %899, i32 7
+	%1169 = insertelement <16 x float> %1168, float %905, i32 8
+	%1170 = insertelement <16 x float> %1169, float %911, i32 9
+	%1171 = insertelement <16 x float> %1170, float %917, i32 10
+	%1172 = insertelement <16 x float> %1171, float %923, i32 11
+	%1173 = insertelement <16 x float> %1172, float %929, i32 12
+	%1174 = insertelement <16 x float> %1173, float %935, i32 13
+	%1175 = insertelement <16 x float> %1174, float %941, i32 14
+	%1176 = insertelement <16 x float> %1175, float %947, i32 15
+	%1177 = add i64 %104, 32
+	%1178 = getelementptr float, float* %7, i64 %1177
+	%1179 = bitcast float* %1178 to <16 x float>*
+	store <16 x float> %1176, <16 x float>* %1179, align 4
+	%1180 = insertelement <16 x float> undef, float %953, i32 0
+	%1181 = insertelement <16 x float> %1180, float %959, i32 1
+	%1182 = insertelement <16 x float> %1181, float %965, i32 2
+	%1183 = insertelement <16 x float> %1182, float %971, i32 3
+	%1184 = insertelement <16 x float> %1183, float %977, i32 4
+	%1185 = insertelement <16 x float> %1184, float %983, i32 5
+	%1186 = insertelement <16 x float> %1185, float %989, i32 6
+	%1187 = insertelement <16 x float> %1186, float %995, i32 7
+	%1188 = insertelement <16 x float> %1187, float %1001, i32 8
+	%1189 = insertelement <16 x float> %1188, float %1007, i32 9
+	%1190 = insertelement <16 x float> %1189, float %1013, i32 10
+	%1191 = insertelement <16 x float> %1190, float %1019, i32 11
+	%1192 = insertelement <16 x float> %1191, float %1025, i32 12
+	%1193 = insertelement <16 x float> %1192, float %1031, i32 13
+	%1194 = insertelement <16 x float> %1193, float %1037, i32 14
+	%1195 = insertelement <16 x float> %1194, float %1043, i32 15
+	%1196 = add i64 %104, 48
+	%1197 = getelementptr float, float* %7, i64 %1196
+	%1198 = bitcast float* %1197 to <16 x float>*
+	store <16 x float> %1195, <16 x float>* %1198, align 4
+	%1199 = insertelement <16 x float> undef, float %666, i32 0
+	%1200 = insertelement <16 x float> %1199, float %672, i32 1
+	%1201 = insertelement <16 x float> %1200, float %678, i32 2
+	%1202 = insertelement <16 x float> %1201, float %684, i32 3
+	%1203 = insertelement <16 x float> %1202, float %690, i32 4
+	%1204 = insertelement <16 x float> %1203, float %696, i32 5
+	%1205 = insertelement <16 x float> %1204, float %702, i32 6
+	%1206 = insertelement <16 x float> %1205, float %708, i32 7
+	%1207 = insertelement <16 x float> %1206, float %714, i32 8
+	%1208 = insertelement <16 x float> %1207, float %720, i32 9
+	%1209 = insertelement <16 x float> %1208, float %726, i32 10
+	%1210 = insertelement <16 x float> %1209, float %732, i32 11
+	%1211 = insertelement <16 x float> %1210, float %738, i32 12
+	%1212 = insertelement <16 x float> %1211, float %744, i32 13
+	%1213 = insertelement <16 x float> %1212, float %750, i32 14
+	%1214 = insertelement <16 x float> %1213, float %756, i32 15
+	%1215 = add i64 %104, 0
+	%1216 = getelementptr float, float* %9, i64 %1215
+	%1217 = bitcast float* %1216 to <16 x float>*
+	store <16 x float> %1214, <16 x float>* %1217, align 4
+	%1218 = insertelement <16 x float> undef, float %762, i32 0
+	%1219 = insertelement <16 x float> %1218, float %768, i32 1
+	%1220 = insertelement <16 x float> %1219, float %774, i32 2
+	%1221 = insertelement <16 x float> %1220, float %780, i32 3
+	%1222 = insertelement <16 x float> %1221, float %786, i32 4
+	%1223 = insertelement <16 x float> %1222, float %792, i32 5
+	%1224 = insertelement <16 x float> %1223, float %798, i32 6
+	%1225 = insertelement <16 x float> %1224, float %804, i32 7
+	%1226 = insertelement <16 x float> %1225, float %810, i32 8
+	%1227 = insertelement <16 x float> %1226, float %816, i32 9
+	%1228 = insertelement <16 x float> %1227, float %822, i32 10
+	%1229 = insertelement <16 x float> %1228, float %828, i32 11
+	%1230 = insertelement <16 x float> %1229, float %834, i32 12
+	%1231 = insertelement <16 x float> %1230, float %840, i32 13
+	%1232 = insertelement <16 x float> %1231, float %846, i32 14
+	%1233 = insertelement <16 x float> %1232, float %852, i32 15
+	%1234 = add i64 %104, 16
+	%1235 = getelementptr float, float* %9, i64 %1234
+	%1236 = bitcast float* %1235 to <16 x float>*
+	store <16 x float> %1233, <16 x float>* %1236, align 4
+	%1237 = insertelement <16 x float> undef, float %858, i32 0
+	%1238 = insertelement <16 x float> %1237, float %864, i32 1
+	%1239 = insertelement <16 x float> %1238, float %870, i32 2
+	%1240 = insertelement <16 x float> %1239, float %876, i32 3
+	%1241 = insertelement <16 x float> %1240, float %882, i32 4
+	%1242 = insertelement <16 x float> %1241, float %888, i32 5
+	%1243 = insertelement <16 x float> %1242, float %894, i32 6
+	%1244 = insertelement <16 x float> %1243, float %900, i32 7
+	%1245 = insertelement <16 x float> %1244, float %906, i32 8
+	%1246 = insertelement <16 x float> %1245, float %912, i32 9
+	%1247 = insertelement <16 x float> %1246, float %918, i32 10
+	%1248 = insertelement <16 x float> %1247, float %924, i32 11
+	%1249 = insertelement <16 x float> %1248, float %930, i32 12
+	%1250 = insertelement <16 x float> %1249, float %936, i32 13
+	%1251 = insertelement <16 x float> %1250, float %942, i32 14
+	%1252 = insertelement <16 x float> %1251, float %948, i32 15
+	%1253 = add i64 %104, 32
+	%1254 = getelementptr float, float* %9, i64 %1253
+	%1255 = bitcast float* %1254 to <16 x float>*
+	store <16 x float> %1252, <16 x float>* %1255, align 4
+	%1256 = insertelement <16 x float> undef, float %954, i32 0
+	%1257 = insertelement <16 x float> %1256, float %960, i32 1
+	%1258 = insertelement <16 x float> %1257, float %966, i32 2
+	%1259 = insertelement <16 x float> %1258, float %972, i32 3
+	%1260 = insertelement <16 x float> %1259, float %978, i32 4
+	%1261 = insertelement <16 x float> %1260, float %984, i32 5
+	%1262 = insertelement <16 x float> %1261, float %990, i32 6
+	%1263 = insertelement <16 x float> %1262, float %996, i32 7
+	%1264 = insertelement <16 x float> %1263, float %1002, i32 8
+	%1265 = insertelement <16 x float> %1264, float %1008, i32 9
+	%1266 = insertelement <16 x float> %1265, float %1014, i32 10
+	%1267 = insertelement <16 x float> %1266, float %1020, i32 11
+	%1268 = insertelement <16 x float> %1267, float %1026, i32 12
+	%1269 = insertelement <16 x float> %1268, float %1032, i32 13
+	%1270 = insertelement <16 x float> %1269, float %1038, i32 14
+	%1271 = insertelement <16 x float> %1270, float %1044, i32 15
+	%1272 = add i64 %104, 48
+	%1273 = getelementptr float, float* %9, i64 %1272
+	%1274 = bitcast float* %1273 to <16 x float>*
+	store <16 x float> %1271, <16 x float>* %1274, align 4
+	%1275 = insertelement <16 x float> undef, float %667, i32 0
+	%1276 = insertelement <16 x float> %1275, float %673, i32 1
+	%1277 = insertelement <16 x float> %1276, float %679, i32 2
+	%1278 = insertelement <16 x float> %1277, float %685, i32 3
+	%1279 = insertelement <16 x float> %1278, float %691, i32 4
+	%1280 = insertelement <16 x float> %1279, float %697, i32 5
+	%1281 = insertelement <16 x float> %1280, float %703, i32 6
+	%1282 = insertelement <16 x float> %1281, float %709, i32 7
+	%1283 = insertelement <16 x float> %1282, float %715, i32 8
+	%1284 = insertelement <16 x float> %1283, float %721, i32 9
+	%1285 = insertelement <16 x float> %1284, float %727, i32 10
+	%1286 = insertelement <16 x float> %1285, float %733, i32 11
+	%1287 = insertelement <16 x float> %1286, float %739, i32 12
+	%1288 = insertelement <16 x float> %1287, float %745, i32 13
+	%1289 = insertelement <16 x float> %1288, float %751, i32 14
+	%1290 = insertelement <16 x float> %1289, float %757, i32 15
+	%1291 = add i64 %104, 0
+	%1292 = getelementptr float, float* %1, i64 %1291
+	%1293 = bitcast float* %1292 to <16 x float>*
+	store <16 x float> %1290, <16 x float>* %1293, align 4
+	%1294 = insertelement <16 x float> undef, float %763, i32 0
+	%1295 = insertelement <16 x float> %1294, float %769, i32 1
+	%1296 = insertelement <16 x float> %1295, float %775, i32 2
+	%1297 = insertelement <16 x float> %1296, float %781, i32 3
+	%1298 = insertelement <16 x float> %1297, float %787, i32 4
+	%1299 = insertelement <16 x float> %1298, float %793, i32 5
+	%1300 = insertelement <16 x float> %1299, float %799, i32 6
+	%1301 = insertelement <16 x float> %1300, float %805, i32 7
+	%1302 = insertelement <16 x float> %1301, float %811, i32 8
+	%1303 = insertelement <16 x float> %1302, float %817, i32 9
+	%1304 = insertelement <16 x float> %1303, float %823, i32 10
+	%1305 = insertelement <16 x float> %1304, float %829, i32 11
+	%1306 = insertelement <16 x float> %1305, float %835, i32 12
+	%1307 = insertelement <16 x float> %1306, float %841, i32 13
+	%1308 = insertelement <16 x float> %1307, float %847, i32 14
+	%1309 = insertelement <16 x float> %1308, float %853, i32 15
+	%1310 = add i64 %104, 16
+	%1311 = getelementptr float, float* %1, i64 %1310
+	%1312 = bitcast float* %1311 to <16 x float>*
+	store <16 x float> %1309, <16 x float>* %1312, align 4
+	%1313 = insertelement <16 x float> undef, float %859, i32 0
+	%1314 = insertelement <16 x float> %1313, float %865, i32 1
+	%1315 = insertelement <16 x float> %1314, float %871, i32 2
+	%1316 = insertelement <16 x float> %1315, float %877, i32 3
+	%1317 = insertelement <16 x float> %1316, float %883, i32 4
+	%1318 = insertelement <16 x float> %1317, float %889, i32 5
+	%1319 = insertelement <16 x float> %1318, float %895, i32 6
+	%1320 = insertelement <16 x float> %1319, float %901, i32 7
+	%1321 = insertelement <16 x float> %1320, float %907, i32 8
+	%1322 = insertelement <16 x float> %1321, float %913, i32 9
+	%1323 = insertelement <16 x float> %1322, float %919, i32 10
+	%1324 = insertelement <16 x float> %1323, float %925, i32 11
+	%1325 = insertelement <16 x float> %1324, float %931, i32 12
+	%1326 = insertelement <16 x float> %1325, float %937, i32 13
+	%1327 = insertelement <16 x float> %1326, float %943, i32 14
+	%1328 = insertelement <16 x float> %1327, float %949, i32 15
+	%1329 = add i64 %104, 32
+	%1330 = getelementptr float, float* %1, i64 %1329
+	%1331 = bitcast float* %1330 to <16 x float>*
+	store <16 x float> %1328, <16 x float>* %1331, align 4
+	%1332 = insertelement <16 x float> undef, float %955, i32 0
+	%1333 = insertelement <16 x float> %1332, float %961, i32 1
+	%1334 = insertelement <16 x float> %1333, float %967, i32 2
+	%1335 = insertelement <16 x float> %1334, float %973, i32 3
+	%1336 = insertelement <16 x float> %1335, float %979, i32 4
+	%1337 = insertelement <16 x float> %1336, float %985, i32 5
+	%1338 = insertelement <16 x float> %1337, float %991, i32 6
+	%1339 = insertelement <16 x float> %1338, float %997, i32 7
+	%1340 = insertelement <16 x float> %1339, float %1003, i32 8
+	%1341 = insertelement <16 x float> %1340, float %1009, i32 9
+	%1342 = insertelement <16 x float> %1341, float %1015, i32 10
+	%1343 = insertelement <16 x float> %1342, float %1021, i32 11
+	%1344 = insertelement <16 x float> %1343, float %1027, i32 12
+	%1345 = insertelement <16 x float> %1344, float %1033, i32 13
+	%1346 = insertelement <16 x float> %1345, float %1039, i32 14
+	%1347 = insertelement <16 x float> %1346, float %1045, i32 15
+	%1348 = add i64 %104, 48
+	%1349 = getelementptr float, float* %1, i64 %1348
+	%1350 = bitcast float* %1349 to <16 x float>*
+	store <16 x float> %1347, <16 x float>* %1350, align 4
+	%1351 = insertelement <16 x float> undef, float %668, i32 0
+	%1352 = insertelement <16 x float> %1351, float %674, i32 1
+	%1353 = insertelement <16 x float> %1352, float %680, i32 2
+	%1354 = insertelement <16 x float> %1353, float %686, i32 3
+	%1355 = insertelement <16 x float> %1354, float %692, i32 4
+	%1356 = insertelement <16 x float> %1355, float %698, i32 5
+	%1357 = insertelement <16 x float> %1356, float %704, i32 6
+	%1358 = insertelement <16 x float> %1357, float %710, i32 7
+	%1359 = insertelement <16 x float> %1358, float %716, i32 8
+	%1360 = insertelement <16 x float> %1359, float %722, i32 9
+	%1361 = insertelement <16 x float> %1360, float %728, i32 10
+	%1362 = insertelement <16 x float> %1361, float %734, i32 11
+	%1363 = insertelement <16 x float> %1362, float %740, i32 12
+	%1364 = insertelement <16 x float> %1363, float %746, i32 13
+	%1365 = insertelement <16 x float> %1364, float %752, i32 14
+	%1366 = insertelement <16 x float> %1365, float %758, i32 15
+	%1367 = add i64 %104, 0
+	%1368 = getelementptr float, float* %11, i64 %1367
+	%1369 = bitcast float* %1368 to <16 x float>*
+	store <16 x float> %1366, <16 x float>* %1369, align 4
+	%1370 = insertelement <16 x float> undef, float %764, i32 0
+	%1371 = insertelement <16 x float> %1370, float %770, i32 1
+	%1372 = insertelement <16 x float> %1371, float %776, i32 2
+	%1373 = insertelement <16 x float> %1372, float %782, i32 3
+	%1374 = insertelement <16 x float> %1373, float %788, i32 4
+	%1375 = insertelement <16 x float> %1374, float %794, i32 5
+	%1376 = insertelement <16 x float> %1375, float %800, i32 6
+	%1377 = insertelement <16 x float> %1376, float %806, i32 7
+	%1378 = insertelement <16 x float> %1377, float %812, i32 8
+	%1379 = insertelement <16 x float> %1378, float %818, i32 9
+	%1380 = insertelement <16 x float> %1379, float %824, i32 10
+	%1381 = insertelement <16 x float> %1380, float %830, i32 11
+	%1382 = insertelement <16 x float> %1381, float %836, i32 12
+	%1383 = insertelement <16 x float> %1382, float %842, i32 13
+	%1384 = insertelement <16 x float> %1383, float %848, i32 14
+	%1385 = insertelement <16 x float> %1384, float %854, i32 15
+	%1386 = add i64 %104, 16
+	%1387 = getelementptr float, float* %11, i64 %1386
+	%1388 = bitcast float* %1387 to <16 x float>*
+	store <16 x float> %1385, <16 x float>* %1388, align 4
+	%1389 = insertelement <16 x float> undef, float %860, i32 0
+	%1390 = insertelement <16 x float> %1389, float %866, i32 1
+	%1391 = insertelement <16 x float> %1390, float %872, i32 2
+	%1392 = insertelement <16 x float> %1391, float %878, i32 3
+	%1393 = insertelement <16 x float> %1392, float %884, i32 4
+	%1394 = insertelement <16 x float> %1393, float %890, i32 5
+	%1395 = insertelement <16 x float> %1394, float %896, i32 6
+	%1396 = insertelement <16 x float> %1395, float %902, i32 7
+	%1397 = insertelement <16 x float> %1396, float %908, i32 8
+	%1398 = insertelement <16 x float> %1397, float %914, i32 9
+	%1399 = insertelement <16 x float> %1398, float %920, i32 10
+	%1400 = insertelement <16 x float> %1399, float %926, i32 11
+	%1401 = insertelement <16 x float> %1400, float %932, i32 12
+	%1402 = insertelement <16 x float> %1401, float %938, i32 13
+	%1403 = insertelement <16 x float> %1402, float %944, i32 14
+	%1404 = insertelement <16 x float> %1403, float %950, i32 15
+	%1405 = add i64 %104, 32
+	%1406 = getelementptr float, float* %11, i64 %1405
+	%1407 = bitcast float* %1406 to <16 x float>*
+	store <16 x float> %1404, <16 x float>* %1407, align 4
+	%1408 = insertelement <16 x float> undef, float %956, i32 0
+	%1409 = insertelement <16 x float> %1408, float %962, i32 1
+	%1410 = insertelement <16 x float> %1409, float %968, i32 2
+	%1411 = insertelement <16 x float> %1410, float %974, i32 3
+	%1412 = insertelement <16 x float> %1411, float %980, i32 4
+	%1413 = insertelement <16 x float> %1412, float %986, i32 5
+	%1414 = insertelement <16 x float> %1413, float %992, i32 6
+	%1415 = insertelement <16 x float> %1414, float %998, i32 7
+	%1416 = insertelement <16 x float> %1415, float %1004, i32 8
+	%1417 = insertelement <16 x float> %1416, float %1010, i32 9
+	%1418 = insertelement <16 x float> %1417, float %1016, i32 10
+	%1419 = insertelement <16 x float> %1418, float %1022, i32 11
+	%1420 = insertelement <16 x float> %1419, float %1028, i32 12
+	%1421 = insertelement <16 x float> %1420, float %1034, i32 13
+	%1422 = insertelement <16 x float> %1421, float %1040, i32 14
+	%1423 = insertelement <16 x float> %1422, float %1046, i32 15
+	%1424 = add i64 %104, 48
+	%1425 = getelementptr float, float* %11, i64 %1424
+	%1426 = bitcast float* %1425 to <16 x float>*
+	store <16 x float> %1423, <16 x float>* %1426, align 4
+	%1427 = add i64 %100, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%1428 = mul i64 %99, 16
+	br label %group.head.55
+
+group.head.55:
+	%1429 = phi i64 [ %1428, %wide.done.54 ], [ %1550, %group.56 ]
+	%1430 = icmp slt i64 %1429, %62
+	br i1 %1430, label %group.56, label %group.done.57
+
+group.56:
+	%1431 = shl i64 %1429, 2
+	%1432 = add i64 %63, %1431
+	%1433 = add i64 %67, %1429
+	%1434 = getelementptr float, float* %1, i64 %1432
+	%1435 = getelementptr float, float* %1434, i64 0
+	%1436 = load float, float* %1435, align 4
+	%1437 = getelementptr float, float* %1434, i64 1
+	%1438 = load float, float* %1437, align 4
+	%1439 = getelementptr float, float* %1434, i64 2
+	%1440 = load float, float* %1439, align 4
+	%1441 = getelementptr float, float* %1434, i64 3
+	%1442 = load float, float* %1441, align 4
+	%1443 = getelementptr float, float* %3, i64 %1432
+	%1444 = getelementptr float, float* %1443, i64 0
+	%1445 = load float, float* %1444, align 4
+	%1446 = getelementptr float, float* %1443, i64 1
+	%1447 = load float, float* %1446, align 4
+	%1448 = getelementptr float, float* %1443, i64 2
+	%1449 = load float, float* %1448, align 4
+	%1450 = getelementptr float, float* %1443, i64 3
+	%1451 = load float, float* %1450, align 4
+	%1452 = getelementptr float, float* %5, i64 %1432
+	%1453 = getelementptr float, float* %1452, i64 0
+	%1454 = load float, float* %1453, align 4
+	%1455 = getelementptr float, float* %1452, i64 1
+	%1456 = load float, float* %1455, align 4
+	%1457 = getelementptr float, float* %1452, i64 2
+	%1458 = load float, float* %1457, align 4
+	%1459 = getelementptr float, float* %1452, i64 3
+	%1460 = load float, float* %1459, align 4
+	%1461 = getelementptr float, float* %7, i64 %1432
+	%1462 = getelementptr float, float* %1461, i64 0
+	%1463 = load float, float* %1462, align 4
+	%1464 = getelementptr float, float* %1461, i64 1
+	%1465 = load float, float* %1464, align 4
+	%1466 = getelementptr float, float* %1461, i64 2
+	%1467 = load float, float* %1466, align 4
+	%1468 = getelementptr float, float* %1461, i64 3
+	%1469 = load float, float* %1468, align 4
+	%1470 = getelementptr float, float* %9, i64 %1432
+	%1471 = getelementptr float, float* %1470, i64 0
+	%1472 = load float, float* %1471, align 4
+	%1473 = getelementptr float, float* %1470, i64 1
+	%1474 = load float, float* %1473, align 4
+	%1475 = getelementptr float, float* %1470, i64 2
+	%1476 = load float, float* %1475, align 4
+	%1477 = getelementptr float, float* %1470, i64 3
+	%1478 = load float, float* %1477, align 4
+	%1479 = getelementptr float, float* %11, i64 %1432
+	%1480 = getelementptr float, float* %1479, i64 0
+	%1481 = load float, float* %1480, align 4
+	%1482 = getelementptr float, float* %1479, i64 1
+	%1483 = load float, float* %1482, align 4
+	%1484 = getelementptr float, float* %1479, i64 2
+	%1485 = load float, float* %1484, align 4
+	%1486 = getelementptr float, float* %1479, i64 3
+	%1487 = load float, float* %1486, align 4
+	%1488 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %1433)
+	%1489 = extractelement <4 x float> %1488, i32 0
+	%1490 = fmul float %41, %1489
+	%1491 = fadd float %1445, %1490
+	%1492 = call %disk_corr.stored @disk_corr_body(float %1436, float %1491, float %1454, float %1463, float %1472, float %1481, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1493 = extractvalue %disk_corr.stored %1492, 0
+	%1494 = extractvalue %disk_corr.stored %1492, 1
+	%1495 = extractvalue %disk_corr.stored %1492, 2
+	%1496 = extractvalue %disk_corr.stored %1492, 3
+	%1497 = extractvalue %disk_corr.stored %1492, 4
+	%1498 = extractelement <4 x float> %1488, i32 1
+	%1499 = fmul float %41, %1498
+	%1500 = fadd float %1447, %1499
+	%1501 = call %disk_corr.stored @disk_corr_body(float %1438, float %1500, float %1456, float %1465, float %1474, float %1483, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1502 = extractvalue %disk_corr.stored %1501, 0
+	%1503 = extractvalue %disk_corr.stored %1501, 1
+	%1504 = extractvalue %disk_corr.stored %1501, 2
+	%1505 = extractvalue %disk_corr.stored %1501, 3
+	%1506 = extractvalue %disk_corr.stored %1501, 4
+	%1507 = extractelement <4 x float> %1488, i32 2
+	%1508 = fmul float %41, %1507
+	%1509 = fadd float %1449, %1508
+	%1510 = call %disk_corr.stored @disk_corr_body(float %1440, float %1509, float %1458, float %1467, float %1476, float %1485, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1511 = extractvalue %disk_corr.stored %1510, 0
+	%1512 = extractvalue %disk_corr.stored %1510, 1
+	%1513 = extractvalue %disk_corr.stored %1510, 2
+	%1514 = extractvalue %disk_corr.stored %1510, 3
+	%1515 = extractvalue %disk_corr.stored %1510, 4
+	%1516 = extractelement <4 x float> %1488, i32 3
+	%1517 = fmul float %41, %1516
+	%1518 = fadd float %1451, %1517
+	%1519 = call %disk_corr.stored @disk_corr_body(float %1442, float %1518, float %1460, float %1469, float %1478, float %1487, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1520 = extractvalue %disk_corr.stored %1519, 0
+	%1521 = extractvalue %disk_corr.stored %1519, 1
+	%1522 = extractvalue %disk_corr.stored %1519, 2
+	%1523 = extractvalue %disk_corr.stored %1519, 3
+	%1524 = extractvalue %disk_corr.stored %1519, 4
+	%1525 = getelementptr float, float* %5, i64 %1432
+	%1526 = getelementptr float, float* %1525, i64 0
+	store float %1493, float* %1526, align 4
+	%1527 = getelementptr float, float* %1525, i64 1
+	store float %1502, float* %1527, align 4
+	%1528 = getelementptr float, float* %1525, i64 2
+	store float %1511, float* %1528, align 4
+	%1529 = getelementptr float, float* %1525, i64 3
+	store float %1520, float* %1529, align 4
+	%1530 = getelementptr float, float* %7, i64 %1432
+	%1531 = getelementptr float, float* %1530, i64 0
+	store float %1494, float* %1531, align 4
+	%1532 = getelementptr float, float* %1530, i64 1
+	store float %1503, float* %1532, align 4
+	%1533 = getelementptr float, float* %1530, i64 2
+	store float %1512, float* %1533, align 4
+	%1534 = getelementptr float, float* %1530, i64 3
+	store float %1521, float* %1534, align 4
+	%1535 = getelementptr float, float* %9, i64 %1432
+	%1536 = getelementptr float, float* %1535, i64 0
+	store float %1495, float* %1536, align 4
+	%1537 = getelementptr float, float* %1535, i64 1
+	store float %1504, float* %1537, align 4
+	%1538 = getelementptr float, float* %1535, i64 2
+	store float %1513, float* %1538, align 4
+	%1539 = getelementptr float, float* %1535, i64 3
+	store float %1522, float* %1539, align 4
+	%1540 = getelementptr float, float* %1, i64 %1432
+	%1541 = getelementptr float, float* %1540, i64 0
+	store float %1496, float* %1541, align 4
+	%1542 = getelementptr float, float* %1540, i64 1
+	store float %1505, float* %1542, align 4
+	%1543 = getelementptr float, float* %1540, i64 2
+	store float %1514, float* %1543, align 4
+	%1544 = getelementptr float, float* %1540, i64 3
+	store float %1523, float* %1544, align 4
+	%1545 = getelementptr float, float* %11, i64 %1432
+	%1546 = getelementptr float, float* %1545, i64 0
+	store float %1497, float* %1546, align 4
+	%1547 = getelementptr float, float* %1545, i64 1
+	store float %1506, float* %1547, align 4
+	%1548 = getelementptr float, float* %1545, i64 2
+	store float %1515, float* %1548, align 4
+	%1549 = getelementptr float, float* %1545, i64 3
+	store float %1524, float* %1549, align 4
+	%1550 = add i64 %1429, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%1551 = phi i64 [ %65, %group.done.57 ], [ %1580, %tail.59 ]
+	%1552 = icmp slt i64 %1551, %45
+	br i1 %1552, label %tail.59, label %tail.done.60
+
+tail.59:
+	%1553 = getelementptr float, float* %1, i64 %1551
+	%1554 = load float, float* %1553, align 4
+	%1555 = getelementptr float, float* %3, i64 %1551
+	%1556 = load float, float* %1555, align 4
+	%1557 = getelementptr float, float* %5, i64 %1551
+	%1558 = load float, float* %1557, align 4
+	%1559 = getelementptr float, float* %7, i64 %1551
+	%1560 = load float, float* %1559, align 4
+	%1561 = getelementptr float, float* %9, i64 %1551
+	%1562 = load float, float* %1561, align 4
+	%1563 = getelementptr float, float* %11, i64 %1551
+	%1564 = load float, float* %1563, align 4
+	%1565 = add i64 %47, %1551
+	%1566 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %1565)
+	%1567 = fmul float %41, %1566
+	%1568 = fadd float %1556, %1567
+	%1569 = call %disk_corr.stored @disk_corr_body(float %1554, float %1568, float %1558, float %1560, float %1562, float %1564, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1570 = extractvalue %disk_corr.stored %1569, 0
+	%1571 = extractvalue %disk_corr.stored %1569, 1
+	%1572 = extractvalue %disk_corr.stored %1569, 2
+	%1573 = extractvalue %disk_corr.stored %1569, 3
+	%1574 = extractvalue %disk_corr.stored %1569, 4
+	%1575 = getelementptr float, float* %5, i64 %1551
+	store float %1570, float* %1575, align 4
+	%1576 = getelementptr float, float* %7, i64 %1551
+	store float %1571, float* %1576, align 4
+	%1577 = getelementptr float, float* %9, i64 %1551
+	store float %1572, float* %1577, align 4
+	%1578 = getelementptr float, float* %1, i64 %1551
+	store float %1573, float* %1578, align 4
+	%1579 = getelementptr float, float* %11, i64 %1551
+	store float %1574, float* %1579, align 4
+	%1580 = add i64 %1551, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%1581 = phi i64 [ %43, %without_noise ], [ %1606, %head.62 ]
+	%1582 = icmp slt i64 %1581, %63
+	br i1 %1582, label %head.62, label %head.done.63
+
+head.62:
+	%1583 = getelementptr float, float* %1, i64 %1581
+	%1584 = load float, float* %1583, align 4
+	%1585 = getelementptr float, float* %3, i64 %1581
+	%1586 = load float, float* %1585, align 4
+	%1587 = getelementptr float, float* %5, i64 %1581
+	%1588 = load float, float* %1587, align 4
+	%1589 = getelementptr float, float* %7, i64 %1581
+	%1590 = load float, float* %1589, align 4
+	%1591 = getelementptr float, float* %9, i64 %1581
+	%1592 = load float, float* %1591, align 4
+	%1593 = getelementptr float, float* %11, i64 %1581
+	%1594 = load float, float* %1593, align 4
+	%1595 = call %disk_corr.stored @disk_corr_body(float %1584, float %1586, float %1588, float %1590, float %1592, float %1594, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1596 = extractvalue %disk_corr.stored %1595, 0
+	%1597 = extractvalue %disk_corr.stored %1595, 1
+	%1598 = extractvalue %disk_corr.stored %1595, 2
+	%1599 = extractvalue %disk_corr.stored %1595, 3
+	%1600 = extractvalue %disk_corr.stored %1595, 4
+	%1601 = getelementptr float, float* %5, i64 %1581
+	store float %1596, float* %1601, align 4
+	%1602 = getelementptr float, float* %7, i64 %1581
+	store float %1597, float* %1602, align 4
+	%1603 = getelementptr float, float* %9, i64 %1581
+	store float %1598, float* %1603, align 4
+	%1604 = getelementptr float, float* %1, i64 %1581
+	store float %1599, float* %1604, align 4
+	%1605 = getelementptr float, float* %11, i64 %1581
+	store float %1600, float* %1605, align 4
+	%1606 = add i64 %1581, 1
+	br label %head.head.61
+
+head.done.63:
+	%1607 = sdiv i64 %62, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%1608 = phi i64 [ 0, %head.done.63 ], [ %2858, %wide.65 ]
+	%1609 = icmp slt i64 %1608, %1607
+	br i1 %1609, label %wide.65, label %wide.done.66
+
+wide.65:
+	%1610 = mul i64 %1608, 16
+	%1611 = shl i64 %1610, 2
+	%1612 = add i64 %63, %1611
+	%1613 = add i64 %67, %1610
+	%1614 = add i64 %1612, 0
+	%1615 = getelementptr float, float* %1, i64 %1614
+	%1616 = bitcast float* %1615 to <16 x float>*
+	%1617 = load <16 x float>, <16 x float>* %1616, align 4
+	%1618 = extractelement <16 x float> %1617, i32 0
+	%1619 = extractelement <16 x float> %1617, i32 1
+	%1620 = extractelement <16 x float> %1617, i32 2
+	%1621 = extractelement <16 x float> %1617, i32 3
+	%1622 = extractelement <16 x float> %1617, i32 4
+	%1623 = extractelement <16 x float> %1617, i32 5
+	%1624 = extractelement <16 x float> %1617, i32 6
+	%1625 = extractelement <16 x float> %1617, i32 7
+	%1626 = extractelement <16 x float> %1617, i32 8
+	%1627 = extractelement <16 x float> %1617, i32 9
+	%1628 = extractelement <16 x float> %1617, i32 10
+	%1629 = extractelement <16 x float> %1617, i32 11
+	%1630 = extractelement <16 x float> %1617, i32 12
+	%1631 = extractelement <16 x float> %1617, i32 13
+	%1632 = extractelement <16 x float> %1617, i32 14
+	%1633 = extractelement <16 x float> %1617, i32 15
+	%1634 = add i64 %1612, 16
+	%1635 = getelementptr float, float* %1, i64 %1634
+	%1636 = bitcast float* %1635 to <16 x float>*
+	%1637 = load <16 x float>, <16 x float>* %1636, align 4
+	%1638 = extractelement <16 x float> %1637, i32 0
+	%1639 = extractelement <16 x float> %1637, i32 1
+	%1640 = extractelement <16 x float> %1637, i32 2
+	%1641 = extractelement <16 x float> %1637, i32 3
+	%1642 = extractelement <16 x float> %1637, i32 4
+	%1643 = extractelement <16 x float> %1637, i32 5
+	%1644 = extractelement <16 x float> %1637, i32 6
+	%1645 = extractelement <16 x float> %1637, i32 7
+	%1646 = extractelement <16 x float> %1637, i32 8
+	%1647 = extractelement <16 x float> %1637, i32 9
+	%1648 = extractelement <16 x float> %1637, i32 10
+	%1649 = extractelement <16 x float> %1637, i32 11
+	%1650 = extractelement <16 x float> %1637, i32 12
+	%1651 = extractelement <16 x float> %1637, i32 13
+	%1652 = extractelement <16 x float> %1637, i32 14
+	%1653 = extractelement <16 x float> %1637, i32 15
+	%1654 = add i64 %1612, 32
+	%1655 = getelementptr float, float* %1, i64 %1654
+	%1656 = bitcast float* %1655 to <16 x float>*
+	%1657 = load <16 x float>, <16 x float>* %1656, align 4
+	%1658 = extractelement <16 x float> %1657, i32 0
+	%1659 = extractelement <16 x float> %1657, i32 1
+	%1660 = extractelement <16 x float> %1657, i32 2
+	%1661 = extractelement <16 x float> %1657, i32 3
+	%1662 = extractelement <16 x float> %1657, i32 4
+	%1663 = extractelement <16 x float> %1657, i32 5
+	%1664 = extractelement <16 x float> %1657, i32 6
+	%1665 = extractelement <16 x float> %1657, i32 7
+	%1666 = extractelement <16 x float> %1657, i32 8
+	%1667 = extractelement <16 x float> %1657, i32 9
+	%1668 = extractelement <16 x float> %1657, i32 10
+	%1669 = extractelement <16 x float> %1657, i32 11
+	%1670 = extractelement <16 x float> %1657, i32 12
+	%1671 = extractelement <16 x float> %1657, i32 13
+	%1672 = extractelement <16 x float> %1657, i32 14
+	%1673 = extractelement <16 x float> %1657, i32 15
+	%1674 = add i64 %1612, 48
+	%1675 = getelementptr float, float* %1, i64 %1674
+	%1676 = bitcast float* %1675 to <16 x float>*
+	%1677 = load <16 x float>, <16 x float>* %1676, align 4
+	%1678 = extractelement <16 x float> %1677, i32 0
+	%1679 = extractelement <16 x float> %1677, i32 1
+	%1680 = extractelement <16 x float> %1677, i32 2
+	%1681 = extractelement <16 x float> %1677, i32 3
+	%1682 = extractelement <16 x float> %1677, i32 4
+	%1683 = extractelement <16 x float> %1677, i32 5
+	%1684 = extractelement <16 x float> %1677, i32 6
+	%1685 = extractelement <16 x float> %1677, i32 7
+	%1686 = extractelement <16 x float> %1677, i32 8
+	%1687 = extractelement <16 x float> %1677, i32 9
+	%1688 = extractelement <16 x float> %1677, i32 10
+	%1689 = extractelement <16 x float> %1677, i32 11
+	%1690 = extractelement <16 x float> %1677, i32 12
+	%1691 = extractelement <16 x float> %1677, i32 13
+	%1692 = extractelement <16 x float> %1677, i32 14
+	%1693 = extractelement <16 x float> %1677, i32 15
+	%1694 = add i64 %1612, 0
+	%1695 = getelementptr float, float* %3, i64 %1694
+	%1696 = bitcast float* %1695 to <16 x float>*
+	%1697 = load <16 x float>, <16 x float>* %1696, align 4
+	%1698 = extractelement <16 x float> %1697, i32 0
+	%1699 = extractelement <16 x float> %1697, i32 1
+	%1700 = extractelement <16 x float> %1697, i32 2
+	%1701 = extractelement <16 x float> %1697, i32 3
+	%1702 = extractelement <16 x float> %1697, i32 4
+	%1703 = extractelement <16 x float> %1697, i32 5
+	%1704 = extractelement <16 x float> %1697, i32 6
+	%1705 = extractelement <16 x float> %1697, i32 7
+	%1706 = extractelement <16 x float> %1697, i32 8
+	%1707 = extractelement <16 x float> %1697, i32 9
+	%1708 = extractelement <16 x float> %1697, i32 10
+	%1709 = extractelement <16 x float> %1697, i32 11
+	%1710 = extractelement <16 x float> %1697, i32 12
+	%1711 = extractelement <16 x float> %1697, i32 13
+	%1712 = extractelement <16 x float> %1697, i32 14
+	%1713 = extractelement <16 x float> %1697, i32 15
+	%1714 = add i64 %1612, 16
+	%1715 = getelementptr float, float* %3, i64 %1714
+	%1716 = bitcast float* %1715 to <16 x float>*
+	%1717 = load <16 x float>, <16 x float>* %1716, align 4
+	%1718 = extractelement <16 x float> %1717, i32 0
+	%1719 = extractelement <16 x float> %1717, i32 1
+	%1720 = extractelement <16 x float> %1717, i32 2
+	%1721 = extractelement <16 x float> %1717, i32 3
+	%1722 = extractelement <16 x float> %1717, i32 4
+	%1723 = extractelement <16 x float> %1717, i32 5
+	%1724 = extractelement <16 x float> %1717, i32 6
+	%1725 = extractelement <16 x float> %1717, i32 7
+	%1726 = extractelement <16 x float> %1717, i32 8
+	%1727 = extractelement <16 x float> %1717, i32 9
+	%1728 = extractelement <16 x float> %1717, i32 10
+	%1729 = extractelement <16 x float> %1717, i32 11
+	%1730 = extractelement <16 x float> %1717, i32 12
+	%1731 = extractelement <16 x float> %1717, i32 13
+	%1732 = extractelement <16 x float> %1717, i32 14
+	%1733 = extractelement <16 x float> %1717, i32 15
+	%1734 = add i64 %1612, 32
+	%1735 = getelementptr float, float* %3, i64 %1734
+	%1736 = bitcast float* %1735 to <16 x float>*
+	%1737 = load <16 x float>, <16 x float>* %1736, align 4
+	%1738 = extractelement <16 x float> %1737, i32 0
+	%1739 = extractelement <16 x float> %1737, i32 1
+	%1740 = extractelement <16 x float> %1737, i32 2
+	%1741 = extractelement <16 x float> %1737, i32 3
+	%1742 = extractelement <16 x float> %1737, i32 4
+	%1743 = extractelement <16 x float> %1737, i32 5
+	%1744 = extractelement <16 x float> %1737, i32 6
+	%1745 = extractelement <16 x float> %1737, i32 7
+	%1746 = extractelement <16 x float> %1737, i32 8
+	%1747 = extractelement <16 x float> %1737, i32 9
+	%1748 = extractelement <16 x float> %1737, i32 10
+	%1749 = extractelement <16 x float> %1737, i32 11
+	%1750 = extractelement <16 x float> %1737, i32 12
+	%1751 = extractelement <16 x float> %1737, i32 13
+	%1752 = extractelement <16 x float> %1737, i32 14
+	%1753 = extractelement <16 x float> %1737, i32 15
+	%1754 = add i64 %1612, 48
+	%1755 = getelementptr float, float* %3, i64 %1754
+	%1756 = bitcast float* %1755 to <16 x float>*
+	%1757 = load <16 x float>, <16 x float>* %1756, align 4
+	%1758 = extractelement <16 x float> %1757, i32 0
+	%1759 = extractelement <16 x float> %1757, i32 1
+	%1760 = extractelement <16 x float> %1757, i32 2
+	%1761 = extractelement <16 x float> %1757, i32 3
+	%1762 = extractelement <16 x float> %1757, i32 4
+	%1763 = extractelement <16 x float> %1757, i32 5
+	%1764 = extractelement <16 x float> %1757, i32 6
+	%1765 = extractelement <16 x float> %1757, i32 7
+	%1766 = extractelement <16 x float> %1757, i32 8
+	%1767 = extractelement <16 x float> %1757, i32 9
+	%1768 = extractelement <16 x float> %1757, i32 10
+	%1769 = extractelement <16 x float> %1757, i32 11
+	%1770 = extractelement <16 x float> %1757, i32 12
+	%1771 = extractelement <16 x float> %1757, i32 13
+	%1772 = extractelement <16 x float> %1757, i32 14
+	%1773 = extractelement <16 x float> %1757, i32 15
+	%1774 = add i64 %1612, 0
+	%1775 = getelementptr float, float* %5, i64 %1774
+	%1776 = bitcast float* %1775 to <16 x float>*
+	%1777 = load <16 x float>, <16 x float>* %1776, align 4
+	%1778 = extractelement <16 x float> %1777, i32 0
+	%1779 = extractelement <16 x float> %1777, i32 1
+	%1780 = extractelement <16 x float> %1777, i32 2
+	%1781 = extractelement <16 x float> %1777, i32 3
+	%1782 = extractelement <16 x float> %1777, i32 4
+	%1783 = extractelement <16 x float> %1777, i32 5
+	%1784 = extractelement <16 x float> %1777, i32 6
+	%1785 = extractelement <16 x float> %1777, i32 7
+	%1786 = extractelement <16 x float> %1777, i32 8
+	%1787 = extractelement <16 x float> %1777, i32 9
+	%1788 = extractelement <16 x float> %1777, i32 10
+	%1789 = extractelement <16 x float> %1777, i32 11
+	%1790 = extractelement <16 x float> %1777, i32 12
+	%1791 = extractelement <16 x float> %1777, i32 13
+	%1792 = extractelement <16 x float> %1777, i32 14
+	%1793 = extractelement <16 x float> %1777, i32 15
+	%1794 = add i64 %1612, 16
+	%1795 = getelementptr float, float* %5, i64 %1794
+	%1796 = bitcast float* %1795 to <16 x float>*
+	%1797 = load <16 x float>, <16 x float>* %1796, align 4
+	%1798 = extractelement <16 x float> %1797, i32 0
+	%1799 = extractelement <16 x float> %1797, i32 1
+	%1800 = extractelement <16 x float> %1797, i32 2
+	%1801 = extractelement <16 x float> %1797, i32 3
+	%1802 = extractelement <16 x float> %1797, i32 4
+	%1803 = extractelement <16 x float> %1797, i32 5
+	%1804 = extractelement <16 x float> %1797, i32 6
+	%1805 = extractelement <16 x float> %1797, i32 7
+	%1806 = extractelement <16 x float> %1797, i32 8
+	%1807 = extractelement <16 x float> %1797, i32 9
+	%1808 = extractelement <16 x float> %1797, i32 10
+	%1809 = extractelement <16 x float> %1797, i32 11
+	%1810 = extractelement <16 x float> %1797, i32 12
+	%1811 = extractelement <16 x float> %1797, i32 13
+	%1812 = extractelement <16 x float> %1797, i32 14
+	%1813 = extractelement <16 x float> %1797, i32 15
+	%1814 = add i64 %1612, 32
+	%1815 = getelementptr float, float* %5, i64 %1814
+	%1816 = bitcast float* %1815 to <16 x float>*
+	%1817 = load <16 x float>, <16 x float>* %1816, align 4
+	%1818 = extractelement <16 x float> %1817, i32 0
+	%1819 = extractelement <16 x float> %1817, i32 1
+	%1820 = extractelement <16 x float> %1817, i32 2
+	%1821 = extractelement <16 x float> %1817, i32 3
+	%1822 = extractelement <16 x float> %1817, i32 4
+	%1823 = extractelement <16 x float> %1817, i32 5
+	%1824 = extractelement <16 x float> %1817, i32 6
+	%1825 = extractelement <16 x float> %1817, i32 7
+	%1826 = extractelement <16 x float> %1817, i32 8
+	%1827 = extractelement <16 x float> %1817, i32 9
+	%1828 = extractelement <16 x float> %1817, i32 10
+	%1829 = extractelement <16 x float> %1817, i32 11
+	%1830 = extractelement <16 x float> %1817, i32 12
+	%1831 = extractelement <16 x float> %1817, i32 13
+	%1832 = extractelement <16 x float> %1817, i32 14
+	%1833 = extractelement <16 x float> %1817, i32 15
+	%1834 = add i64 %1612, 48
+	%1835 = getelementptr float, float* %5, i64 %1834
+	%1836 = bitcast float* %1835 to <16 x float>*
+	%1837 = load <16 x float>, <16 x float>* %1836, align 4
+	%1838 = extractelement <16 x float> %1837, i32 0
+	%1839 = extractelement <16 x float> %1837, i32 1
+	%1840 = extractelement <16 x float> %1837, i32 2
+	%1841 = extractelement <16 x float> %1837, i32 3
+	%1842 = extractelement <16 x float> %1837, i32 4
+	%1843 = extractelement <16 x float> %1837, i32 5
+	%1844 = extractelement <16 x float> %1837, i32 6
+	%1845 = extractelement <16 x float> %1837, i32 7
+	%1846 = extractelement <16 x float> %1837, i32 8
+	%1847 = extractelement <16 x float> %1837, i32 9
+	%1848 = extractelement <16 x float> %1837, i32 10
+	%1849 = extractelement <16 x float> %1837, i32 11
+	%1850 = extractelement <16 x float> %1837, i32 12
+	%1851 = extractelement <16 x float> %1837, i32 13
+	%1852 = extractelement <16 x float> %1837, i32 14
+	%1853 = extractelement <16 x float> %1837, i32 15
+	%1854 = add i64 %1612, 0
+	%1855 = getelementptr float, float* %7, i64 %1854
+	%1856 = bitcast float* %1855 to <16 x float>*
+	%1857 = load <16 x float>, <16 x float>* %1856, align 4
+	%1858 = extractelement <16 x float> %1857, i32 0
+	%1859 = extractelement <16 x float> %1857, i32 1
+	%1860 = extractelement <16 x float> %1857, i32 2
+	%1861 = extractelement <16 x float> %1857, i32 3
+	%1862 = extractelement <16 x float> %1857, i32 4
+	%1863 = extractelement <16 x float> %1857, i32 5
+	%1864 = extractelement <16 x float> %1857, i32 6
+	%1865 = extractelement <16 x float> %1857, i32 7
+	%1866 = extractelement <16 x float> %1857, i32 8
+	%1867 = extractelement <16 x float> %1857, i32 9
+	%1868 = extractelement <16 x float> %1857, i32 10
+	%1869 = extractelement <16 x float> %1857, i32 11
+	%1870 = extractelement <16 x float> %1857, i32 12
+	%1871 = extractelement <16 x float> %1857, i32 13
+	%1872 = extractelement <16 x float> %1857, i32 14
+	%1873 = extractelement <16 x float> %1857, i32 15
+	%1874 = add i64 %1612, 16
+	%1875 = getelementptr float, float* %7, i64 %1874
+	%1876 = bitcast float* %1875 to <16 x float>*
+	%1877 = load <16 x float>, <16 x float>* %1876, align 4
+	%1878 = extractelement <16 x float> %1877, i32 0
+	%1879 = extractelement <16 x float> %1877, i32 1
+	%1880 = extractelement <16 x float> %1877, i32 2
+	%1881 = extractelement <16 x float> %1877, i32 3
+	%1882 = extractelement <16 x float> %1877, i32 4
+	%1883 = extractelement <16 x float> %1877, i32 5
+	%1884 = extractelement <16 x float> %1877, i32 6
+	%1885 = extractelement <16 x float> %1877, i32 7
+	%1886 = extractelement <16 x float> %1877, i32 8
+	%1887 = extractelement <16 x float> %1877, i32 9
+	%1888 = extractelement <16 x float> %1877, i32 10
+	%1889 = extractelement <16 x float> %1877, i32 11
+	%1890 = extractelement <16 x float> %1877, i32 12
+	%1891 = extractelement <16 x float> %1877, i32 13
+	%1892 = extractelement <16 x float> %1877, i32 14
+	%1893 = extractelement <16 x float> %1877, i32 15
+	%1894 = add i64 %1612, 32
+	%1895 = getelementptr float, float* %7, i64 %1894
+	%1896 = bitcast float* %1895 to <16 x float>*
+	%1897 = load <16 x float>, <16 x float>* %1896, align 4
+	%1898 = extractelement <16 x float> %1897, i32 0
+	%1899 = extractelement <16 x float> %1897, i32 1
+	%1900 = extractelement <16 x float> %1897, i32 2
+	%1901 = extractelement <16 x float> %1897, i32 3
+	%1902 = extractelement <16 x float> %1897, i32 4
+	%1903 = extractelement <16 x float> %1897, i32 5
+	%1904 = extractelement <16 x float> %1897, i32 6
+	%1905 = extractelement <16 x float> %1897, i32 7
+	%1906 = extractelement <16 x float> %1897, i32 8
+	%1907 = extractelement <16 x float> %1897, i32 9
+	%1908 = extractelement <16 x float> %1897, i32 10
+	%1909 = extractelement <16 x float> %1897, i32 11
+	%1910 = extractelement <16 x float> %1897, i32 12
+	%1911 = extractelement <16 x float> %1897, i32 13
+	%1912 = extractelement <16 x float> %1897, i32 14
+	%1913 = extractelement <16 x float> %1897, i32 15
+	%1914 = add i64 %1612, 48
+	%1915 = getelementptr float, float* %7, i64 %1914
+	%1916 = bitcast float* %1915 to <16 x float>*
+	%1917 = load <16 x float>, <16 x float>* %1916, align 4
+	%1918 = extractelement <16 x float> %1917, i32 0
+	%1919 = extractelement <16 x float> %1917, i32 1
+	%1920 = extractelement <16 x float> %1917, i32 2
+	%1921 = extractelement <16 x float> %1917, i32 3
+	%1922 = extractelement <16 x float> %1917, i32 4
+	%1923 = extractelement <16 x float> %1917, i32 5
+	%1924 = extractelement <16 x float> %1917, i32 6
+	%1925 = extractelement <16 x float> %1917, i32 7
+	%1926 = extractelement <16 x float> %1917, i32 8
+	%1927 = extractelement <16 x float> %1917, i32 9
+	%1928 = extractelement <16 x float> %1917, i32 10
+	%1929 = extractelement <16 x float> %1917, i32 11
+	%1930 = extractelement <16 x float> %1917, i32 12
+	%1931 = extractelement <16 x float> %1917, i32 13
+	%1932 = extractelement <16 x float> %1917, i32 14
+	%1933 = extractelement <16 x float> %1917, i32 15
+	%1934 = add i64 %1612, 0
+	%1935 = getelementptr float, float* %9, i64 %1934
+	%1936 = bitcast float* %1935 to <16 x float>*
+	%1937 = load <16 x float>, <16 x float>* %1936, align 4
+	%1938 = extractelement <16 x float> %1937, i32 0
+	%1939 = extractelement <16 x float> %1937, i32 1
+	%1940 = extractelement <16 x float> %1937, i32 2
+	%1941 = extractelement <16 x float> %1937, i32 3
+	%1942 = extractelement <16 x float> %1937, i32 4
+	%1943 = extractelement <16 x float> %1937, i32 5
+	%1944 = extractelement <16 x float> %1937, i32 6
+	%1945 = extractelement <16 x float> %1937, i32 7
+	%1946 = extractelement <16 x float> %1937, i32 8
+	%1947 = extractelement <16 x float> %1937, i32 9
+	%1948 = extractelement <16 x float> %1937, i32 10
+	%1949 = extractelement <16 x float> %1937, i32 11
+	%1950 = extractelement <16 x float> %1937, i32 12
+	%1951 = extractelement <16 x float> %1937, i32 13
+	%1952 = extractelement <16 x float> %1937, i32 14
+	%1953 = extractelement <16 x float> %1937, i32 15
+	%1954 = add i64 %1612, 16
+	%1955 = getelementptr float, float* %9, i64 %1954
+	%1956 = bitcast float* %1955 to <16 x float>*
+	%1957 = load <16 x float>, <16 x float>* %1956, align 4
+	%1958 = extractelement <16 x float> %1957, i32 0
+	%1959 = extractelement <16 x float> %1957, i32 1
+	%1960 = extractelement <16 x float> %1957, i32 2
+	%1961 = extractelement <16 x float> %1957, i32 3
+	%1962 = extractelement <16 x float> %1957, i32 4
+	%1963 = extractelement <16 x float> %1957, i32 5
+	%1964 = extractelement <16 x float> %1957, i32 6
+	%1965 = extractelement <16 x float> %1957, i32 7
+	%1966 = extractelement <16 x float> %1957, i32 8
+	%1967 = extractelement <16 x float> %1957, i32 9
+	%1968 = extractelement <16 x float> %1957, i32 10
+	%1969 = extractelement <16 x float> %1957, i32 11
+	%1970 = extractelement <16 x float> %1957, i32 12
+	%1971 = extractelement <16 x float> %1957, i32 13
+	%1972 = extractelement <16 x float> %1957, i32 14
+	%1973 = extractelement <16 x float> %1957, i32 15
+	%1974 = add i64 %1612, 32
+	%1975 = getelementptr float, float* %9, i64 %1974
+	%1976 = bitcast float* %1975 to <16 x float>*
+	%1977 = load <16 x float>, <16 x float>* %1976, align 4
+	%1978 = extractelement <16 x float> %1977, i32 0
+	%1979 = extractelement <16 x float> %1977, i32 1
+	%1980 = extractelement <16 x float> %1977, i32 2
+	%1981 = extractelement <16 x float> %1977, i32 3
+	%1982 = extractelement <16 x float> %1977, i32 4
+	%1983 = extractelement <16 x float> %1977, i32 5
+	%1984 = extractelement <16 x float> %1977, i32 6
+	%1985 = extractelement <16 x float> %1977, i32 7
+	%1986 = extractelement <16 x float> %1977, i32 8
+	%1987 = extractelement <16 x float> %1977, i32 9
+	%1988 = extractelement <16 x float> %1977, i32 10
+	%1989 = extractelement <16 x float> %1977, i32 11
+	%1990 = extractelement <16 x float> %1977, i32 12
+	%1991 = extractelement <16 x float> %1977, i32 13
+	%1992 = extractelement <16 x float> %1977, i32 14
+	%1993 = extractelement <16 x float> %1977, i32 15
+	%1994 = add i64 %1612, 48
+	%1995 = getelementptr float, float* %9, i64 %1994
+	%1996 = bitcast float* %1995 to <16 x float>*
+	%1997 = load <16 x float>, <16 x float>* %1996, align 4
+	%1998 = extractelement <16 x float> %1997, i32 0
+	%1999 = extractelement <16 x float> %1997, i32 1
+	%2000 = extractelement <16 x float> %1997, i32 2
+	%2001 = extractelement <16 x float> %1997, i32 3
+	%2002 = extractelement <16 x float> %1997, i32 4
+	%2003 = extractelement <16 x float> %1997, i32 5
+	%2004 = extractelement <16 x float> %1997, i32 6
+	%2005 = extractelement <16 x float> %1997, i32 7
+	%2006 = extractelement <16 x float> %1997, i32 8
+	%2007 = extractelement <16 x float> %1997, i32 9
+	%2008 = extractelement <16 x float> %1997, i32 10
+	%2009 = extractelement <16 x float> %1997, i32 11
+	%2010 = extractelement <16 x float> %1997, i32 12
+	%2011 = extractelement <16 x float> %1997, i32 13
+	%2012 = extractelement <16 x float> %1997, i32 14
+	%2013 = extractelement <16 x float> %1997, i32 15
+	%2014 = add i64 %1612, 0
+	%2015 = getelementptr float, float* %11, i64 %2014
+	%2016 = bitcast float* %2015 to <16 x float>*
+	%2017 = load <16 x float>, <16 x float>* %2016, align 4
+	%2018 = extractelement <16 x float> %2017, i32 0
+	%2019 = extractelement <16 x float> %2017, i32 1
+	%2020 = extractelement <16 x float> %2017, i32 2
+	%2021 = extractelement <16 x float> %2017, i32 3
+	%2022 = extractelement <16 x float> %2017, i32 4
+	%2023 = extractelement <16 x float> %2017, i32 5
+	%2024 = extractelement <16 x float> %2017, i32 6
+	%2025 = extractelement <16 x float> %2017, i32 7
+	%2026 = extractelement <16 x float> %2017, i32 8
+	%2027 = extractelement <16 x float> %2017, i32 9
+	%2028 = extractelement <16 x float> %2017, i32 10
+	%2029 = extractelement <16 x float> %2017, i32 11
+	%2030 = extractelement <16 x float> %2017, i32 12
+	%2031 = extractelement <16 x float> %2017, i32 13
+	%2032 = extractelement <16 x float> %2017, i32 14
+	%2033 = extractelement <16 x float> %2017, i32 15
+	%2034 = add i64 %1612, 16
+	%2035 = getelementptr float, float* %11, i64 %2034
+	%2036 = bitcast float* %2035 to <16 x float>*
+	%2037 = load <16 x float>, <16 x float>* %2036, align 4
+	%2038 = extractelement <16 x float> %2037, i32 0
+	%2039 = extractelement <16 x float> %2037, i32 1
+	%2040 = extractelement <16 x float> %2037, i32 2
+	%2041 = extractelement <16 x float> %2037, i32 3
+	%2042 = extractelement <16 x float> %2037, i32 4
+	%2043 = extractelement <16 x float> %2037, i32 5
+	%2044 = extractelement <16 x float> %2037, i32 6
+	%2045 = extractelement <16 x float> %2037, i32 7
+	%2046 = extractelement <16 x float> %2037, i32 8
+	%2047 = extractelement <16 x float> %2037, i32 9
+	%2048 = extractelement <16 x float> %2037, i32 10
+	%2049 = extractelement <16 x float> %2037, i32 11
+	%2050 = extractelement <16 x float> %2037, i32 12
+	%2051 = extractelement <16 x float> %2037, i32 13
+	%2052 = extractelement <16 x float> %2037, i32 14
+	%2053 = extractelement <16 x float> %2037, i32 15
+	%2054 = add i64 %1612, 32
+	%2055 = getelementptr float, float* %11, i64 %2054
+	%2056 = bitcast float* %2055 to <16 x float>*
+	%2057 = load <16 x float>, <16 x float>* %2056, align 4
+	%2058 = extractelement <16 x float> %2057, i32 0
+	%2059 = extractelement <16 x float> %2057, i32 1
+	%2060 = extractelement <16 x float> %2057, i32 2
+	%2061 = extractelement <16 x float> %2057, i32 3
+	%2062 = extractelement <16 x float> %2057, i32 4
+	%2063 = extractelement <16 x float> %2057, i32 5
+	%2064 = extractelement <16 x float> %2057, i32 6
+	%2065 = extractelement <16 x float> %2057, i32 7
+	%2066 = extractelement <16 x float> %2057, i32 8
+	%2067 = extractelement <16 x float> %2057, i32 9
+	%2068 = extractelement <16 x float> %2057, i32 10
+	%2069 = extractelement <16 x float> %2057, i32 11
+	%2070 = extractelement <16 x float> %2057, i32 12
+	%2071 = extractelement <16 x float> %2057, i32 13
+	%2072 = extractelement <16 x float> %2057, i32 14
+	%2073 = extractelement <16 x float> %2057, i32 15
+	%2074 = add i64 %1612, 48
+	%2075 = getelementptr float, float* %11, i64 %2074
+	%2076 = bitcast float* %2075 to <16 x float>*
+	%2077 = load <16 x float>, <16 x float>* %2076, align 4
+	%2078 = extractelement <16 x float> %2077, i32 0
+	%2079 = extractelement <16 x float> %2077, i32 1
+	%2080 = extractelement <16 x float> %2077, i32 2
+	%2081 = extractelement <16 x float> %2077, i32 3
+	%2082 = extractelement <16 x float> %2077, i32 4
+	%2083 = extractelement <16 x float> %2077, i32 5
+	%2084 = extractelement <16 x float> %2077, i32 6
+	%2085 = extractelement <16 x float> %2077, i32 7
+	%2086 = extractelement <16 x float> %2077, i32 8
+	%2087 = extractelement <16 x float> %2077, i32 9
+	%2088 = extractelement <16 x float> %2077, i32 10
+	%2089 = extractelement <16 x float> %2077, i32 11
+	%2090 = extractelement <16 x float> %2077, i32 12
+	%2091 = extractelement <16 x float> %2077, i32 13
+	%2092 = extractelement <16 x float> %2077, i32 14
+	%2093 = extractelement <16 x float> %2077, i32 15
+	%2094 = call %disk_corr.stored @disk_corr_body(float %1618, float %1698, float %1778, float %1858, float %1938, float %2018, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2095 = extractvalue %disk_corr.stored %2094, 0
+	%2096 = extractvalue %disk_corr.stored %2094, 1
+	%2097 = extractvalue %disk_corr.stored %2094, 2
+	%2098 = extractvalue %disk_corr.stored %2094, 3
+	%2099 = extractvalue %disk_corr.stored %2094, 4
+	%2100 = call %disk_corr.stored @disk_corr_body(float %1619, float %1699, float %1779, float %1859, float %1939, float %2019, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2101 = extractvalue %disk_corr.stored %2100, 0
+	%2102 = extractvalue %disk_corr.stored %2100, 1
+	%2103 = extractvalue %disk_corr.stored %2100, 2
+	%2104 = extractvalue %disk_corr.stored %2100, 3
+	%2105 = extractvalue %disk_corr.stored %2100, 4
+	%2106 = call %disk_corr.stored @disk_corr_body(float %1620, float %1700, float %1780, float %1860, float %1940, float %2020, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2107 = extractvalue %disk_corr.stored %2106, 0
+	%2108 = extractvalue %disk_corr.stored %2106, 1
+	%2109 = extractvalue %disk_corr.stored %2106, 2
+	%2110 = extractvalue %disk_corr.stored %2106, 3
+	%2111 = extractvalue %disk_corr.stored %2106, 4
+	%2112 = call %disk_corr.stored @disk_corr_body(float %1621, float %1701, float %1781, float %1861, float %1941, float %2021, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2113 = extractvalue %disk_corr.stored %2112, 0
+	%2114 = extractvalue %disk_corr.stored %2112, 1
+	%2115 = extractvalue %disk_corr.stored %2112, 2
+	%2116 = extractvalue %disk_corr.stored %2112, 3
+	%2117 = extractvalue %disk_corr.stored %2112, 4
+	%2118 = call %disk_corr.stored @disk_corr_body(float %1622, float %1702, float %1782, float %1862, float %1942, float %2022, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2119 = extractvalue %disk_corr.stored %2118, 0
+	%2120 = extractvalue %disk_corr.stored %2118, 1
+	%2121 = extractvalue %disk_corr.stored %2118, 2
+	%2122 = extractvalue %disk_corr.stored %2118, 3
+	%2123 = extractvalue %disk_corr.stored %2118, 4
+	%2124 = call %disk_corr.stored @disk_corr_body(float %1623, float %1703, float %1783, float %1863, float %1943, float %2023, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2125 = extractvalue %disk_corr.stored %2124, 0
+	%2126 = extractvalue %disk_corr.stored %2124, 1
+	%2127 = extractvalue %disk_corr.stored %2124, 2
+	%2128 = extractvalue %disk_corr.stored %2124, 3
+	%2129 = extractvalue %disk_corr.stored %2124, 4
+	%2130 = call %disk_corr.stored @disk_corr_body(float %1624, float %1704, float %1784, float %1864, float %1944, float %2024, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2131 = extractvalue %disk_corr.stored %2130, 0
+	%2132 = extractvalue %disk_corr.stored %2130, 1
+	%2133 = extractvalue %disk_corr.stored %2130, 2
+	%2134 = extractvalue %disk_corr.stored %2130, 3
+	%2135 = extractvalue %disk_corr.stored %2130, 4
+	%2136 = call %disk_corr.stored @disk_corr_body(float %1625, float %1705, float %1785, float %1865, float %1945, float %2025, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2137 = extractvalue %disk_corr.stored %2136, 0
+	%2138 = extractvalue %disk_corr.stored %2136, 1
+	%2139 = extractvalue %disk_corr.stored %2136, 2
+	%2140 = extractvalue %disk_corr.stored %2136, 3
+	%2141 = extractvalue %disk_corr.stored %2136, 4
+	%2142 = call %disk_corr.stored @disk_corr_body(float %1626, float %1706, float %1786, float %1866, float %1946, float %2026, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2143 = extractvalue %disk_corr.stored %2142, 0
+	%2144 = extractvalue %disk_corr.stored %2142, 1
+	%2145 = extractvalue %disk_corr.stored %2142, 2
+	%2146 = extractvalue %disk_corr.stored %2142, 3
+	%2147 = extractvalue %disk_corr.stored %2142, 4
+	%2148 = call %disk_corr.stored @disk_corr_body(float %1627, float %1707, float %1787, float %1867, float %1947, float %2027, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2149 = extractvalue %disk_corr.stored %2148, 0
+	%2150 = extractvalue %disk_corr.stored %2148, 1
+	%2151 = extractvalue %disk_corr.stored %2148, 2
+	%2152 = extractvalue %disk_corr.stored %2148, 3
+	%2153 = extractvalue %disk_corr.stored %2148, 4
+	%2154 = call %disk_corr.stored @disk_corr_body(float %1628, float %1708, float %1788, float %1868, float %1948, float %2028, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2155 = extractvalue %disk_corr.stored %2154, 0
+	%2156 = extractvalue %disk_corr.stored %2154, 1
+	%2157 = extractvalue %disk_corr.stored %2154, 2
+	%2158 = extractvalue %disk_corr.stored %2154, 3
+	%2159 = extractvalue %disk_corr.stored %2154, 4
+	%2160 = call %disk_corr.stored @disk_corr_body(float %1629, float %1709, float %1789, float %1869, float %1949, float %2029, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2161 = extractvalue %disk_corr.stored %2160, 0
+	%2162 = extractvalue %disk_corr.stored %2160, 1
+	%2163 = extractvalue %disk_corr.stored %2160, 2
+	%2164 = extractvalue %disk_corr.stored %2160, 3
+	%2165 = extractvalue %disk_corr.stored %2160, 4
+	%2166 = call %disk_corr.stored @disk_corr_body(float %1630, float %1710, float %1790, float %1870, float %1950, float %2030, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2167 = extractvalue %disk_corr.stored %2166, 0
+	%2168 = extractvalue %disk_corr.stored %2166, 1
+	%2169 = extractvalue %disk_corr.stored %2166, 2
+	%2170 = extractvalue %disk_corr.stored %2166, 3
+	%2171 = extractvalue %disk_corr.stored %2166, 4
+	%2172 = call %disk_corr.stored @disk_corr_body(float %1631, float %1711, float %1791, float %1871, float %1951, float %2031, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2173 = extractvalue %disk_corr.stored %2172, 0
+	%2174 = extractvalue %disk_corr.stored %2172, 1
+	%2175 = extractvalue %disk_corr.stored %2172, 2
+	%2176 = extractvalue %disk_corr.stored %2172, 3
+	%2177 = extractvalue %disk_corr.stored %2172, 4
+	%2178 = call %disk_corr.stored @disk_corr_body(float %1632, float %1712, float %1792, float %1872, float %1952, float %2032, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2179 = extractvalue %disk_corr.stored %2178, 0
+	%2180 = extractvalue %disk_corr.stored %2178, 1
+	%2181 = extractvalue %disk_corr.stored %2178, 2
+	%2182 = extractvalue %disk_corr.stored %2178, 3
+	%2183 = extractvalue %disk_corr.stored %2178, 4
+	%2184 = call %disk_corr.stored @disk_corr_body(float %1633, float %1713, float %1793, float %1873, float %1953, float %2033, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2185 = extractvalue %disk_corr.stored %2184, 0
+	%2186 = extractvalue %disk_corr.stored %2184, 1
+	%2187 = extractvalue %disk_corr.stored %2184, 2
+	%2188 = extractvalue %disk_corr.stored %2184, 3
+	%2189 = extractvalue %disk_corr.stored %2184, 4
+	%2190 = call %disk_corr.stored @disk_corr_body(float %1638, float %1718, float %1798, float %1878, float %1958, float %2038, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2191 = extractvalue %disk_corr.stored %2190, 0
+	%2192 = extractvalue %disk_corr.stored %2190, 1
+	%2193 = extractvalue %disk_corr.stored %2190, 2
+	%2194 = extractvalue %disk_corr.stored %2190, 3
+	%2195 = extractvalue %disk_corr.stored %2190, 4
+	%2196 = call %disk_corr.stored @disk_corr_body(float %1639, float %1719, float %1799, float %1879, float %1959, float %2039, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2197 = extractvalue %disk_corr.stored %2196, 0
+	%2198 = extractvalue %disk_corr.stored %2196, 1
+	%2199 = extractvalue %disk_corr.stored %2196, 2
+	%2200 = extractvalue %disk_corr.stored %2196, 3
+	%2201 = extractvalue %disk_corr.stored %2196, 4
+	%2202 = call %disk_corr.stored @disk_corr_body(float %1640, float %1720, float %1800, float %1880, float %1960, float %2040, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2203 = extractvalue %disk_corr.stored %2202, 0
+	%2204 = extractvalue %disk_corr.stored %2202, 1
+	%2205 = extractvalue %disk_corr.stored %2202, 2
+	%2206 = extractvalue %disk_corr.stored %2202, 3
+	%2207 = extractvalue %disk_corr.stored %2202, 4
+	%2208 = call %disk_corr.stored @disk_corr_body(float %1641, float %1721, float %1801, float %1881, float %1961, float %2041, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2209 = extractvalue %disk_corr.stored %2208, 0
+	%2210 = extractvalue %disk_corr.stored %2208, 1
+	%2211 = extractvalue %disk_corr.stored %2208, 2
+	%2212 = extractvalue %disk_corr.stored %2208, 3
+	%2213 = extractvalue %disk_corr.stored %2208, 4
+	%2214 = call %disk_corr.stored @disk_corr_body(float %1642, float %1722, float %1802, float %1882, float %1962, float %2042, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2215 = extractvalue %disk_corr.stored %2214, 0
+	%2216 = extractvalue %disk_corr.stored %2214, 1
+	%2217 = extractvalue %disk_corr.stored %2214, 2
+	%2218 = extractvalue %disk_corr.stored %2214, 3
+	%2219 = extractvalue %disk_corr.stored %2214, 4
+	%2220 = call %disk_corr.stored @disk_corr_body(float %1643, float %1723, float %1803, float %1883, float %1963, float %2043, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2221 = extractvalue %disk_corr.stored %2220, 0
+	%2222 = extractvalue %disk_corr.stored %2220, 1
+	%2223 = extractvalue %disk_corr.stored %2220, 2
+	%2224 = extractvalue %disk_corr.stored %2220, 3
+	%2225 = extractvalue %disk_corr.stored %2220, 4
+	%2226 = call %disk_corr.stored @disk_corr_body(float %1644, float %1724, float %1804, float %1884, float %1964, float %2044, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2227 = extractvalue %disk_corr.stored %2226, 0
+	%2228 = extractvalue %disk_corr.stored %2226, 1
+	%2229 = extractvalue %disk_corr.stored %2226, 2
+	%2230 = extractvalue %disk_corr.stored %2226, 3
+	%2231 = extractvalue %disk_corr.stored %2226, 4
+	%2232 = call %disk_corr.stored @disk_corr_body(float %1645, float %1725, float %1805, float %1885, float %1965, float %2045, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2233 = extractvalue %disk_corr.stored %2232, 0
+	%2234 = extractvalue %disk_corr.stored %2232, 1
+	%2235 = extractvalue %disk_corr.stored %2232, 2
+	%2236 = extractvalue %disk_corr.stored %2232, 3
+	%2237 = extractvalue %disk_corr.stored %2232, 4
+	%2238 = call %disk_corr.stored @disk_corr_body(float %1646, float %1726, float %1806, float %1886, float %1966, float %2046, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2239 = extractvalue %disk_corr.stored %2238, 0
+	%2240 = extractvalue %disk_corr.stored %2238, 1
+	%2241 = extractvalue %disk_corr.stored %2238, 2
+	%2242 = extractvalue %disk_corr.stored %2238, 3
+	%2243 = extractvalue %disk_corr.stored %2238, 4
+	%2244 = call %disk_corr.stored @disk_corr_body(float %1647, float %1727, float %1807, float %1887, float %1967, float %2047, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2245 = extractvalue %disk_corr.stored %2244, 0
+	%2246 = extractvalue %disk_corr.stored %2244, 1
+	%2247 = extractvalue %disk_corr.stored %2244, 2
+	%2248 = extractvalue %disk_corr.stored %2244, 3
+	%2249 = extractvalue %disk_corr.stored %2244, 4
+	%2250 = call %disk_corr.stored @disk_corr_body(float %1648, float %1728, float %1808, float %1888, float %1968, float %2048, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2251 = extractvalue %disk_corr.stored %2250, 0
+	%2252 = extractvalue %disk_corr.stored %2250, 1
+	%2253 = extractvalue %disk_corr.stored %2250, 2
+	%2254 = extractvalue %disk_corr.stored %2250, 3
+	%2255 = extractvalue %disk_corr.stored %2250, 4
+	%2256 = call %disk_corr.stored @disk_corr_body(float %1649, float %1729, float %1809, float %1889, float %1969, float %2049, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2257 = extractvalue %disk_corr.stored %2256, 0
+	%2258 = extractvalue %disk_corr.stored %2256, 1
+	%2259 = extractvalue %disk_corr.stored %2256, 2
+	%2260 = extractvalue %disk_corr.stored %2256, 3
+	%2261 = extractvalue %disk_corr.stored %2256, 4
+	%2262 = call %disk_corr.stored @disk_corr_body(float %1650, float %1730, float %1810, float %1890, float %1970, float %2050, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2263 = extractvalue %disk_corr.stored %2262, 0
+	%2264 = extractvalue %disk_corr.stored %2262, 1
+	%2265 = extractvalue %disk_corr.stored %2262, 2
+	%2266 = extractvalue %disk_corr.stored %2262, 3
+	%2267 = extractvalue %disk_corr.stored %2262, 4
+	%2268 = call %disk_corr.stored @disk_corr_body(float %1651, float %1731, float %1811, float %1891, float %1971, float %2051, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2269 = extractvalue %disk_corr.stored %2268, 0
+	%2270 = extractvalue %disk_corr.stored %2268, 1
+	%2271 = extractvalue %disk_corr.stored %2268, 2
+	%2272 = extractvalue %disk_corr.stored %2268, 3
+	%2273 = extractvalue %disk_corr.stored %2268, 4
+	%2274 = call %disk_corr.stored @disk_corr_body(float %1652, float %1732, float %1812, float %1892, float %1972, float %2052, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2275 = extractvalue %disk_corr.stored %2274, 0
+	%2276 = extractvalue %disk_corr.stored %2274, 1
+	%2277 = extractvalue %disk_corr.stored %2274, 2
+	%2278 = extractvalue %disk_corr.stored %2274, 3
+	%2279 = extractvalue %disk_corr.stored %2274, 4
+	%2280 = call %disk_corr.stored @disk_corr_body(float %1653, float %1733, float %1813, float %1893, float %1973, float %2053, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2281 = extractvalue %disk_corr.stored %2280, 0
+	%2282 = extractvalue %disk_corr.stored %2280, 1
+	%2283 = extractvalue %disk_corr.stored %2280, 2
+	%2284 = extractvalue %disk_corr.stored %2280, 3
+	%2285 = extractvalue %disk_corr.stored %2280, 4
+	%2286 = call %disk_corr.stored @disk_corr_body(float %1658, float %1738, float %1818, float %1898, float %1978, float %2058, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2287 = extractvalue %disk_corr.stored %2286, 0
+	%2288 = extractvalue %disk_corr.stored %2286, 1
+	%2289 = extractvalue %disk_corr.stored %2286, 2
+	%2290 = extractvalue %disk_corr.stored %2286, 3
+	%2291 = extractvalue %disk_corr.stored %2286, 4
+	%2292 = call %disk_corr.stored @disk_corr_body(float %1659, float %1739, float %1819, float %1899, float %1979, float %2059, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2293 = extractvalue %disk_corr.stored %2292, 0
+	%2294 = extractvalue %disk_corr.stored %2292, 1
+	%2295 = extractvalue %disk_corr.stored %2292, 2
+	%2296 = extractvalue %disk_corr.stored %2292, 3
+	%2297 = extractvalue %disk_corr.stored %2292, 4
+	%2298 = call %disk_corr.stored @disk_corr_body(float %1660, float %1740, float %1820, float %1900, float %1980, float %2060, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2299 = extractvalue %disk_corr.stored %2298, 0
+	%2300 = extractvalue %disk_corr.stored %2298, 1
+	%2301 = extractvalue %disk_corr.stored %2298, 2
+	%2302 = extractvalue %disk_corr.stored %2298, 3
+	%2303 = extractvalue %disk_corr.stored %2298, 4
+	%2304 = call %disk_corr.stored @disk_corr_body(float %1661, float %1741, float %1821, float %1901, float %1981, float %2061, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2305 = extractvalue %disk_corr.stored %2304, 0
+	%2306 = extractvalue %disk_corr.stored %2304, 1
+	%2307 = extractvalue %disk_corr.stored %2304, 2
+	%2308 = extractvalue %disk_corr.stored %2304, 3
+	%2309 = extractvalue %disk_corr.stored %2304, 4
+	%2310 = call %disk_corr.stored @disk_corr_body(float %1662, float %1742, float %1822, float %1902, float %1982, float %2062, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2311 = extractvalue %disk_corr.stored %2310, 0
+	%2312 = extractvalue %disk_corr.stored %2310, 1
+	%2313 = extractvalue %disk_corr.stored %2310, 2
+	%2314 = extractvalue %disk_corr.stored %2310, 3
+	%2315 = extractvalue %disk_corr.stored %2310, 4
+	%2316 = call %disk_corr.stored @disk_corr_body(float %1663, float %1743, float %1823, float %1903, float %1983, float %2063, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2317 = extractvalue %disk_corr.stored %2316, 0
+	%2318 = extractvalue %disk_corr.stored %2316, 1
+	%2319 = extractvalue %disk_corr.stored %2316, 2
+	%2320 = extractvalue %disk_corr.stored %2316, 3
+	%2321 = extractvalue %disk_corr.stored %2316, 4
+	%2322 = call %disk_corr.stored @disk_corr_body(float %1664, float %1744, float %1824, float %1904, float %1984, float %2064, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2323 = extractvalue %disk_corr.stored %2322, 0
+	%2324 = extractvalue %disk_corr.stored %2322, 1
+	%2325 = extractvalue %disk_corr.stored %2322, 2
+	%2326 = extractvalue %disk_corr.stored %2322, 3
+	%2327 = extractvalue %disk_corr.stored %2322, 4
+	%2328 = call %disk_corr.stored @disk_corr_body(float %1665, float %1745, float %1825, float %1905, float %1985, float %2065, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2329 = extractvalue %disk_corr.stored %2328, 0
+	%2330 = extractvalue %disk_corr.stored %2328, 1
+	%2331 = extractvalue %disk_corr.stored %2328, 2
+	%2332 = extractvalue %disk_corr.stored %2328, 3
+	%2333 = extractvalue %disk_corr.stored %2328, 4
+	%2334 = call %disk_corr.stored @disk_corr_body(float %1666, float %1746, float %1826, float %1906, float %1986, float %2066, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2335 = extractvalue %disk_corr.stored %2334, 0
+	%2336 = extractvalue %disk_corr.stored %2334, 1
+	%2337 = extractvalue %disk_corr.stored %2334, 2
+	%2338 = extractvalue %disk_corr.stored %2334, 3
+	%2339 = extractvalue %disk_corr.stored %2334, 4
+	%2340 = call %disk_corr.stored @disk_corr_body(float %1667, float %1747, float %1827, float %1907, float %1987, float %2067, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2341 = extractvalue %disk_corr.stored %2340, 0
+	%2342 = extractvalue %disk_corr.stored %2340, 1
+	%2343 = extractvalue %disk_corr.stored %2340, 2
+	%2344 = extractvalue %disk_corr.stored %2340, 3
+	%2345 = extractvalue %disk_corr.stored %2340, 4
+	%2346 = call %disk_corr.stored @disk_corr_body(float %1668, float %1748, float %1828, float %1908, float %1988, float %2068, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2347 = extractvalue %disk_corr.stored %2346, 0
+	%2348 = extractvalue %disk_corr.stored %2346, 1
+	%2349 = extractvalue %disk_corr.stored %2346, 2
+	%2350 = extractvalue %disk_corr.stored %2346, 3
+	%2351 = extractvalue %disk_corr.stored %2346, 4
+	%2352 = call %disk_corr.stored @disk_corr_body(float %1669, float %1749, float %1829, float %1909, float %1989, float %2069, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2353 = extractvalue %disk_corr.stored %2352, 0
+	%2354 = extractvalue %disk_corr.stored %2352, 1
+	%2355 = extractvalue %disk_corr.stored %2352, 2
+	%2356 = extractvalue %disk_corr.stored %2352, 3
+	%2357 = extractvalue %disk_corr.stored %2352, 4
+	%2358 = call %disk_corr.stored @disk_corr_body(float %1670, float %1750, float %1830, float %1910, float %1990, float %2070, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2359 = extractvalue %disk_corr.stored %2358, 0
+	%2360 = extractvalue %disk_corr.stored %2358, 1
+	%2361 = extractvalue %disk_corr.stored %2358, 2
+	%2362 = extractvalue %disk_corr.stored %2358, 3
+	%2363 = extractvalue %disk_corr.stored %2358, 4
+	%2364 = call %disk_corr.stored @disk_corr_body(float %1671, float %1751, float %1831, float %1911, float %1991, float %2071, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2365 = extractvalue %disk_corr.stored %2364, 0
+	%2366 = extractvalue %disk_corr.stored %2364, 1
+	%2367 = extractvalue %disk_corr.stored %2364, 2
+	%2368 = extractvalue %disk_corr.stored %2364, 3
+	%2369 = extractvalue %disk_corr.stored %2364, 4
+	%2370 = call %disk_corr.stored @disk_corr_body(float %1672, float %1752, float %1832, float %1912, float %1992, float %2072, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2371 = extractvalue %disk_corr.stored %2370, 0
+	%2372 = extractvalue %disk_corr.stored %2370, 1
+	%2373 = extractvalue %disk_corr.stored %2370, 2
+	%2374 = extractvalue %disk_corr.stored %2370, 3
+	%2375 = extractvalue %disk_corr.stored %2370, 4
+	%2376 = call %disk_corr.stored @disk_corr_body(float %1673, float %1753, float %1833, float %1913, float %1993, float %2073, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2377 = extractvalue %disk_corr.stored %2376, 0
+	%2378 = extractvalue %disk_corr.stored %2376, 1
+	%2379 = extractvalue %disk_corr.stored %2376, 2
+	%2380 = extractvalue %disk_corr.stored %2376, 3
+	%2381 = extractvalue %disk_corr.stored %2376, 4
+	%2382 = call %disk_corr.stored @disk_corr_body(float %1678, float %1758, float %1838, float %1918, float %1998, float %2078, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2383 = extractvalue %disk_corr.stored %2382, 0
+	%2384 = extractvalue %disk_corr.stored %2382, 1
+	%2385 = extractvalue %disk_corr.stored %2382, 2
+	%2386 = extractvalue %disk_corr.stored %2382, 3
+	%2387 = extractvalue %disk_corr.stored %2382, 4
+	%2388 = call %disk_corr.stored @disk_corr_body(float %1679, float %1759, float %1839, float %1919, float %1999, float %2079, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2389 = extractvalue %disk_corr.stored %2388, 0
+	%2390 = extractvalue %disk_corr.stored %2388, 1
+	%2391 = extractvalue %disk_corr.stored %2388, 2
+	%2392 = extractvalue %disk_corr.stored %2388, 3
+	%2393 = extractvalue %disk_corr.stored %2388, 4
+	%2394 = call %disk_corr.stored @disk_corr_body(float %1680, float %1760, float %1840, float %1920, float %2000, float %2080, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2395 = extractvalue %disk_corr.stored %2394, 0
+	%2396 = extractvalue %disk_corr.stored %2394, 1
+	%2397 = extractvalue %disk_corr.stored %2394, 2
+	%2398 = extractvalue %disk_corr.stored %2394, 3
+	%2399 = extractvalue %disk_corr.stored %2394, 4
+	%2400 = call %disk_corr.stored @disk_corr_body(float %1681, float %1761, float %1841, float %1921, float %2001, float %2081, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2401 = extractvalue %disk_corr.stored %2400, 0
+	%2402 = extractvalue %disk_corr.stored %2400, 1
+	%2403 = extractvalue %disk_corr.stored %2400, 2
+	%2404 = extractvalue %disk_corr.stored %2400, 3
+	%2405 = extractvalue %disk_corr.stored %2400, 4
+	%2406 = call %disk_corr.stored @disk_corr_body(float %1682, float %1762, float %1842, float %1922, float %2002, float %2082, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2407 = extractvalue %disk_corr.stored %2406, 0
+	%2408 = extractvalue %disk_corr.stored %2406, 1
+	%2409 = extractvalue %disk_corr.stored %2406, 2
+	%2410 = extractvalue %disk_corr.stored %2406, 3
+	%2411 = extractvalue %disk_corr.stored %2406, 4
+	%2412 = call %disk_corr.stored @disk_corr_body(float %1683, float %1763, float %1843, float %1923, float %2003, float %2083, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2413 = extractvalue %disk_corr.stored %2412, 0
+	%2414 = extractvalue %disk_corr.stored %2412, 1
+	%2415 = extractvalue %disk_corr.stored %2412, 2
+	%2416 = extractvalue %disk_corr.stored %2412, 3
+	%2417 = extractvalue %disk_corr.stored %2412, 4
+	%2418 = call %disk_corr.stored @disk_corr_body(float %1684, float %1764, float %1844, float %1924, float %2004, float %2084, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2419 = extractvalue %disk_corr.stored %2418, 0
+	%2420 = extractvalue %disk_corr.stored %2418, 1
+	%2421 = extractvalue %disk_corr.stored %2418, 2
+	%2422 = extractvalue %disk_corr.stored %2418, 3
+	%2423 = extractvalue %disk_corr.stored %2418, 4
+	%2424 = call %disk_corr.stored @disk_corr_body(float %1685, float %1765, float %1845, float %1925, float %2005, float %2085, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2425 = extractvalue %disk_corr.stored %2424, 0
+	%2426 = extractvalue %disk_corr.stored %2424, 1
+	%2427 = extractvalue %disk_corr.stored %2424, 2
+	%2428 = extractvalue %disk_corr.stored %2424, 3
+	%2429 = extractvalue %disk_corr.stored %2424, 4
+	%2430 = call %disk_corr.stored @disk_corr_body(float %1686, float %1766, float %1846, float %1926, float %2006, float %2086, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2431 = extractvalue %disk_corr.stored %2430, 0
+	%2432 = extractvalue %disk_corr.stored %2430, 1
+	%2433 = extractvalue %disk_corr.stored %2430, 2
+	%2434 = extractvalue %disk_corr.stored %2430, 3
+	%2435 = extractvalue %disk_corr.stored %2430, 4
+	%2436 = call %disk_corr.stored @disk_corr_body(float %1687, float %1767, float %1847, float %1927, float %2007, float %2087, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2437 = extractvalue %disk_corr.stored %2436, 0
+	%2438 = extractvalue %disk_corr.stored %2436, 1
+	%2439 = extractvalue %disk_corr.stored %2436, 2
+	%2440 = extractvalue %disk_corr.stored %2436, 3
+	%2441 = extractvalue %disk_corr.stored %2436, 4
+	%2442 = call %disk_corr.stored @disk_corr_body(float %1688, float %1768, float %1848, float %1928, float %2008, float %2088, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2443 = extractvalue %disk_corr.stored %2442, 0
+	%2444 = extractvalue %disk_corr.stored %2442, 1
+	%2445 = extractvalue %disk_corr.stored %2442, 2
+	%2446 = extractvalue %disk_corr.stored %2442, 3
+	%2447 = extractvalue %disk_corr.stored %2442, 4
+	%2448 = call %disk_corr.stored @disk_corr_body(float %1689, float %1769, float %1849, float %1929, float %2009, float %2089, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2449 = extractvalue %disk_corr.stored %2448, 0
+	%2450 = extractvalue %disk_corr.stored %2448, 1
+	%2451 = extractvalue %disk_corr.stored %2448, 2
+	%2452 = extractvalue %disk_corr.stored %2448, 3
+	%2453 = extractvalue %disk_corr.stored %2448, 4
+	%2454 = call %disk_corr.stored @disk_corr_body(float %1690, float %1770, float %1850, float %1930, float %2010, float %2090, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2455 = extractvalue %disk_corr.stored %2454, 0
+	%2456 = extractvalue %disk_corr.stored %2454, 1
+	%2457 = extractvalue %disk_corr.stored %2454, 2
+	%2458 = extractvalue %disk_corr.stored %2454, 3
+	%2459 = extractvalue %disk_corr.stored %2454, 4
+	%2460 = call %disk_corr.stored @disk_corr_body(float %1691, float %1771, float %1851, float %1931, float %2011, float %2091, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2461 = extractvalue %disk_corr.stored %2460, 0
+	%2462 = extractvalue %disk_corr.stored %2460, 1
+	%2463 = extractvalue %disk_corr.stored %2460, 2
+	%2464 = extractvalue %disk_corr.stored %2460, 3
+	%2465 = extractvalue %disk_corr.stored %2460, 4
+	%2466 = call %disk_corr.stored @disk_corr_body(float %1692, float %1772, float %1852, float %1932, float %2012, float %2092, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2467 = extractvalue %disk_corr.stored %2466, 0
+	%2468 = extractvalue %disk_corr.stored %2466, 1
+	%2469 = extractvalue %disk_corr.stored %2466, 2
+	%2470 = extractvalue %disk_corr.stored %2466, 3
+	%2471 = extractvalue %disk_corr.stored %2466, 4
+	%2472 = call %disk_corr.stored @disk_corr_body(float %1693, float %1773, float %1853, float %1933, float %2013, float %2093, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2473 = extractvalue %disk_corr.stored %2472, 0
+	%2474 = extractvalue %disk_corr.stored %2472, 1
+	%2475 = extractvalue %disk_corr.stored %2472, 2
+	%2476 = extractvalue %disk_corr.stored %2472, 3
+	%2477 = extractvalue %disk_corr.stored %2472, 4
+	%2478 = insertelement <16 x float> undef, float %2095, i32 0
+	%2479 = insertelement <16 x float> %2478, float %2101, i32 1
+	%2480 = insertelement <16 x float> %2479, float %2107, i32 2
+	%2481 = insertelement <16 x float> %2480, float %2113, i32 3
+	%2482 = insertelement <16 x float> %2481, float %2119, i32 4
+	%2483 = insertelement <16 x float> %2482, float %2125, i32 5
+	%2484 = insertelement <16 x float> %2483, float %2131, i32 6
+	%2485 = insertelement <16 x float> %2484, float %2137, i32 7
+	%2486 = insertelement <16 x float> %2485, float %2143, i32 8
+	%2487 = insertelement <16 x float> %2486, float %2149, i32 9
+	%2488 = insertelement <16 x float> %2487, float %2155, i32 10
+	%2489 = insertelement <16 x float> %2488, float %2161, i32 11
+	%2490 = insertelement <16 x float> %2489, float %2167, i32 12
+	%2491 = insertelement <16 x float> %2490, float %2173, i32 13
+	%2492 = insertelement <16 x float> %2491, float %2179, i32 14
+	%2493 = insertelement <16 x float> %2492, float %2185, i32 15
+	%2494 = add i64 %1612, 0
+	%2495 = getelementptr float, float* %5, i64 %2494
+	%2496 = bitcast float* %2495 to <16 x float>*
+	store <16 x float> %2493, <16 x float>* %2496, align 4
+	%2497 = insertelement <16 x float> undef, float %2191, i32 0
+	%2498 = insertelement <16 x float> %2497, float %2197, i32 1
+	%2499 = insertelement <16 x float> %2498, float %2203, i32 2
+	%2500 = insertelement <16 x float> %2499, float %2209, i32 3
+	%2501 = insertelement <16 x float> %2500, float %2215, i32 4
+	%2502 = insertelement <16 x float> %2501, float %2221, i32 5
+	%2503 = insertelement <16 x float> %2502, float %2227, i32 6
+	%2504 = insertelement <16 x float> %2503, float %2233, i32 7
+	%2505 = insertelement <16 x float> %2504, float %2239, i32 8
+	%2506 = insertelement <16 x float> %2505, float %2245, i32 9
+	%2507 = insertelement <16 x float> %2506, float %2251, i32 10
+	%2508 = insertelement <16 x float> %2507, float %2257, i32 11
+	%2509 = insertelement <16 x float> %2508, float %2263, i32 12
+	%2510 = insertelement <16 x float> %2509, float %2269, i32 13
+	%2511 = insertelement <16 x float> %2510, float %2275, i32 14
+	%2512 = insertelement <16 x float> %2511, float %2281, i32 15
+	%2513 = add i64 %1612, 16
+	%2514 = getelementptr float, float* %5, i64 %2513
+	%2515 = bitcast float* %2514 to <16 x float>*
+	store <16 x float> %2512, <16 x float>* %2515, align 4
+	%2516 = insertelement <16 x float> undef, float %2287, i32 0
+	%2517 = insertelement <16 x float> %2516, float %2293, i32 1
+	%2518 = insertelement <16 x float> %2517, float %2299, i32 2
+	%2519 = insertelement <16 x float> %2518, float %2305, i32 3
+	%2520 = insertelement <16 x float> %2519, float %2311, i32 4
+	%2521 = insertelement <16 x float> %2520, float %2317, i32 5
+	%2522 = insertelement <16 x float> %2521, float %2323, i32 6
+	%2523 = insertelement <16 x float> %2522, float %2329, i32 7
+	%2524 = insertelement <16 x float> %2523, float %2335, i32 8
+	%2525 = insertelement <16 x float> %2524, float %2341, i32 9
+	%2526 = insertelement <16 x float> %2525, float %2347, i32 10
+	%2527 = insertelement <16 x float> %2526, float %2353, i32 11
+	%2528 = insertelement <16 x float> %2527, float %2359, i32 12
+	%2529 = insertelement <16 x float> %2528, float %2365, i32 13
+	%2530 = insertelement <16 x float> %2529, float %2371, i32 14
+	%2531 = insertelement <16 x float> %2530, float %2377, i32 15
+	%2532 = add i64 %1612, 32
+	%2533 = getelementptr float, float* %5, i64 %2532
+	%2534 = bitcast float* %2533 to <16 x float>*
+	store <16 x float> %2531, <16 x float>* %2534, align 4
+	%2535 = insertelement <16 x float> undef, float %2383, i32 0
+	%2536 = insertelement <16 x float> %2535, float %2389, i32 1
+	%2537 = insertelement <16 x float> %2536, float %2395, i32 2
+	%2538 = insertelement <16 x float> %2537, float %2401, i32 3
+	%2539 = insertelement <16 x float> %2538, float %2407, i32 4
+	%2540 = insertelement <16 x float> %2539, float %2413, i32 5
+	%2541 = insertelement <16 x float> %2540, float %2419, i32 6
+	%2542 = insertelement <16 x float> %2541, float %2425, i32 7
+	%2543 = insertelement <16 x float> %2542, float %2431, i32 8
+	%2544 = insertelement <16 x float> %2543, float %2437, i32 9
+	%2545 = insertelement <16 x float> %2544, float %2443, i32 10
+	%2546 = insertelement <16 x float> %2545, float %2449, i32 11
+	%2547 = insertelement <16 x float> %2546, float %2455, i32 12
+	%2548 = insertelement <16 x float> %2547, float %2461, i32 13
+	%2549 = insertelement <16 x float> %2548, float %2467, i32 14
+	%2550 = insertelement <16 x float> %2549, float %2473, i32 15
+	%2551 = add i64 %1612, 48
+	%2552 = getelementptr float, float* %5, i64 %2551
+	%2553 = bitcast float* %2552 to <16 x float>*
+	store <16 x float> %2550, <16 x float>* %2553, align 4
+	%2554 = insertelement <16 x float> undef, float %2096, i32 0
+	%2555 = insertelement <16 x float> %2554, float %2102, i32 1
+	%2556 = insertelement <16 x float> %2555, float %2108, i32 2
+	%2557 = insertelement <16 x float> %2556, float %2114, i32 3
+	%2558 = insertelement <16 x float> %2557, float %2120, i32 4
+	%2559 = insertelement <16 x float> %2558, float %2126, i32 5
+	%2560 = insertelement <16 x float> %2559, float %2132, i32 6
+	%2561 = insertelement <16 x float> %2560, float %2138, i32 7
+	%2562 = insertelement <16 x float> %2561, float %2144, i32 8
+	%2563 = insertelement <16 x float> %2562, float %2150, i32 9
+	%2564 = insertelement <16 x float> %2563, float %2156, i32 10
+	%2565 = insertelement <16 x float> %2564, float %2162, i32 11
+	%2566 = insertelement <16 x float> %2565, float %2168, i32 12
+	%2567 = insertelement <16 x float> %2566, float %2174, i32 13
+	%2568 = insertelement <16 x float> %2567, float %2180, i32 14
+	%2569 = insertelement <16 x float> %2568, float %2186, i32 15
+	%2570 = add i64 %1612, 0
+	%2571 = getelementptr float, float* %7, i64 %2570
+	%2572 = bitcast float* %2571 to <16 x float>*
+	store <16 x float> %2569, <16 x float>* %2572, align 4
+	%2573 = insertelement <16 x float> undef, float %2192, i32 0
+	%2574 = insertelement <16 x float> %2573, float %2198, i32 1
+	%2575 = insertelement <16 x float> %2574, float %2204, i32 2
+	%2576 = insertelement <16 x float> %2575, float %2210, i32 3
+	%2577 = insertelement <16 x float> %2576, float %2216, i32 4
+	%2578 = insertelement <16 x float> %2577, float %2222, i32 5
+	%2579 = insertelement <16 x float> %2578, float %2228, i32 6
+	%2580 = insertelement <16 x float> %2579, float %2234, i32 7
+	%2581 = insertelement <16 x float> %2580, float %2240, i32 8
+	%2582 = insertelement <16 x float> %2581, float %2246, i32 9
+	%2583 = insertelement <16 x float> %2582, float %2252, i32 10
+	%2584 = insertelement <16 x float> %2583, float %2258, i32 11
+	%2585 = insertelement <16 x float> %2584, float %2264, i32 12
+	%2586 = insertelement <16 x float> %2585, float %2270, i32 13
+	%2587 = insertelement <16 x float> %2586, float %2276, i32 14
+	%2588 = insertelement <16 x float> %2587, float %2282, i32 15
+	%2589 = add i64 %1612, 16
+	%2590 = getelementptr float, float* %7, i64 %2589
+	%2591 = bitcast float* %2590 to <16 x float>*
+	store <16 x float> %2588, <16 x float>* %2591, align 4
+	%2592 = insertelement <16 x float> undef, float %2288, i32 0
+	%2593 = insertelement <16 x float> %2592, float %2294, i32 1
+	%2594 = insertelement <16 x float> %2593, float %2300, i32 2
+	%2595 = insertelement <16 x float> %2594, float %2306, i32 3
+	%2596 = insertelement <16 x float> %2595, float %2312, i32 4
+	%2597 = insertelement <16 x float> %2596, float %2318, i32 5
+	%2598 = insertelement <16 x float> %2597, float %2324, i32 6
+	%2599 = insertelement <16 x float> %2598, float %2330, i32 7
+	%2600 = insertelement <16 x float> %2599, float %2336, i32 8
+	%2601 = insertelement <16 x float> %2600, float %2342, i32 9
+	%2602 = insertelement <16 x float> %2601, float %2348, i32 10
+	%2603 = insertelement <16 x float> %2602, float %2354, i32 11
+	%2604 = insertelement <16 x float> %2603, float %2360, i32 12
+	%2605 = insertelement <16 x float> %2604, float %2366, i32 13
+	%2606 = insertelement <16 x float> %2605, float %2372, i32 14
+	%2607 = insertelement <16 x float> %2606, float %2378, i32 15
+	%2608 = add i64 %1612, 32
+	%2609 = getelementptr float, float* %7, i64 %2608
+	%2610 = bitcast float* %2609 to <16 x float>*
+	store <16 x float> %2607, <16 x float>* %2610, align 4
+	%2611 = insertelement <16 x float> undef, float %2384, i32 0
+	%2612 = insertelement <16 x float> %2611, float %2390, i32 1
+	%2613 = insertelement <16 x float> %2612, float %2396, i32 2
+	%2614 = insertelement <16 x float> %2613, float %2402, i32 3
+	%2615 = insertelement <16 x float> %2614, float %2408, i32 4
+	%2616 = insertelement <16 x float> %2615, float %2414, i32 5
+	%2617 = insertelement <16 x float> %2616, float %2420, i32 6
+	%2618 = insertelement <16 x float> %2617, float %2426, i32 7
+	%2619 = insertelement <16 x float> %2618, float %2432, i32 8
+	%2620 = insertelement <16 x float> %2619, float %2438, i32 9
+	%2621 = insertelement <16 x float> %2620, float %2444, i32 10
+	%2622 = insertelement <16 x float> %2621, float %2450, i32 11
+	%2623 = insertelement <16 x float> %2622, float %2456, i32 12
+	%2624 = insertelement <16 x float> %2623, float %2462, i32 13
+	%2625 = insertelement <16 x float> %2624, float %2468, i32 14
+	%2626 = insertelement <16 x float> %2625, float %2474, i32 15
+	%2627 = add i64 %1612, 48
+	%2628 = getelementptr float, float* %7, i64 %2627
+	%2629 = bitcast float* %2628 to <16 x float>*
+	store <16 x float> %2626, <16 x float>* %2629, align 4
+	%2630 = insertelement <16 x float> undef, float %2097, i32 0
+	%2631 = insertelement <16 x float> %2630, float %2103, i32 1
+	%2632 = insertelement <16 x float> %2631, float %2109, i32 2
+	%2633 = insertelement <16 x float> %2632, float %2115, i32 3
+	%2634 = insertelement <16 x float> %2633, float %2121, i32 4
+	%2635 = insertelement <16 x float> %2634, float %2127, i32 5
+	%2636 = insertelement <16 x float> %2635, float %2133, i32 6
+	%2637 = insertelement <16 x float> %2636, float %2139, i32 7
+	%2638 = insertelement <16 x float> %2637, float %2145, i32 8
+	%2639 = insertelement <16 x float> %2638, float %2151, i32 9
+	%2640 = insertelement <16 x float> %2639, float %2157, i32 10
+	%2641 = insertelement <16 x float> %2640, float %2163, i32 11
+	%2642 = insertelement <16 x float> %2641, float %2169, i32 12
+	%2643 = insertelement <16 x float> %2642, float %2175, i32 13
+	%2644 = insertelement <16 x float> %2643, float %2181, i32 14
+	%2645 = insertelement <16 x float> %2644, float %2187, i32 15
+	%2646 = add i64 %1612, 0
+	%2647 = getelementptr float, float* %9, i64 %2646
+	%2648 = bitcast float* %2647 to <16 x float>*
+	store <16 x float> %2645, <16 x float>* %2648, align 4
+	%2649 = insertelement <16 x float> undef, float %2193, i32 0
+	%2650 = insertelement <16 x float> %2649, float %2199, i32 1
+	%2651 = insertelement <16 x float> %2650, float %2205, i32 2
+	%2652 = insertelement <16 x float> %2651, float %2211, i32 3
+	%2653 = insertelement <16 x float> %2652, float %2217, i32 4
+	%2654 = insertelement <16 x float> %2653, float %2223, i32 5
+	%2655 = insertelement <16 x float> %2654, float %2229, i32 6
+	%2656 = insertelement <16 x float> %2655, float %2235, i32 7
+	%2657 = insertelement <16 x float> %2656, float %2241, i32 8
+	%2658 = insertelement <16 x float> %2657, float %2247, i32 9
+	%2659 = insertelement <16 x float> %2658, float %2253, i32 10
+	%2660 = insertelement <16 x float> %2659, float %2259, i32 11
+	%2661 = insertelement <16 x float> %2660, float %2265, i32 12
+	%2662 = insertelement <16 x float> %2661, float %2271, i32 13
+	%2663 = insertelement <16 x float> %2662, float %2277, i32 14
+	%2664 = insertelement <16 x float> %2663, float %2283, i32 15
+	%2665 = add i64 %1612, 16
+	%2666 = getelementptr float, float* %9, i64 %2665
+	%2667 = bitcast float* %2666 to <16 x float>*
+	store <16 x float> %2664, <16 x float>* %2667, align 4
+	%2668 = insertelement <16 x float> undef, float %2289, i32 0
+	%2669 = insertelement <16 x float> %2668, float %2295, i32 1
+	%2670 = insertelement <16 x float> %2669, float %2301, i32 2
+	%2671 = insertelement <16 x float> %2670, float %2307, i32 3
+	%2672 = insertelement <16 x float> %2671, float %2313, i32 4
+	%2673 = insertelement <16 x float> %2672, float %2319, i32 5
+	%2674 = insertelement <16 x float> %2673, float %2325, i32 6
+	%2675 = insertelement <16 x float> %2674, float %2331, i32 7
+	%2676 = insertelement <16 x float> %2675, float %2337, i32 8
+	%2677 = insertelement <16 x float> %2676, float %2343, i32 9
+	%2678 = insertelement <16 x float> %2677, float %2349, i32 10
+	%2679 = insertelement <16 x float> %2678, float %2355, i32 11
+	%2680 = insertelement <16 x float> %2679, float %2361, i32 12
+	%2681 = insertelement <16 x float> %2680, float %2367, i32 13
+	%2682 = insertelement <16 x float> %2681, float %2373, i32 14
+	%2683 = insertelement <16 x float> %2682, float %2379, i32 15
+	%2684 = add i64 %1612, 32
+	%2685 = getelementptr float, float* %9, i64 %2684
+	%2686 = bitcast float* %2685 to <16 x float>*
+	store <16 x float> %2683, <16 x float>* %2686, align 4
+	%2687 = insertelement <16 x float> undef, float %2385, i32 0
+	%2688 = insertelement <16 x float> %2687, float %2391, i32 1
+	%2689 = insertelement <16 x float> %2688, float %2397, i32 2
+	%2690 = insertelement <16 x float> %2689, float %2403, i32 3
+	%2691 = insertelement <16 x float> %2690, float %2409, i32 4
+	%2692 = insertelement <16 x float> %2691, float %2415, i32 5
+	%2693 = insertelement <16 x float> %2692, float %2421, i32 6
+	%2694 = insertelement <16 x float> %2693, float %2427, i32 7
+	%2695 = insertelement <16 x float> %2694, float %2433, i32 8
+	%2696 = insertelement <16 x float> %2695, float %2439, i32 9
+	%2697 = insertelement <16 x float> %2696, float %2445, i32 10
+	%2698 = insertelement <16 x float> %2697, float %2451, i32 11
+	%2699 = insertelement <16 x float> %2698, float %2457, i32 12
+	%2700 = insertelement <16 x float> %2699, float %2463, i32 13
+	%2701 = insertelement <16 x float> %2700, float %2469, i32 14
+	%2702 = insertelement <16 x float> %2701, float %2475, i32 15
+	%2703 = add i64 %1612, 48
+	%2704 = getelementptr float, float* %9, i64 %2703
+	%2705 = bitcast float* %2704 to <16 x float>*
+	store <16 x float> %2702, <16 x float>* %2705, align 4
+	%2706 = insertelement <16 x float> undef, float %2098, i32 0
+	%2707 = insertelement <16 x float> %2706, float %2104, i32 1
+	%2708 = insertelement <16 x float> %2707, float %2110, i32 2
+	%2709 = insertelement <16 x float> %2708, float %2116, i32 3
+	%2710 = insertelement <16 x float> %2709, float %2122, i32 4
+	%2711 = insertelement <16 x float> %2710, float %2128, i32 5
+	%2712 = insertelement <16 x float> %2711, float %2134, i32 6
+	%2713 = insertelement <16 x float> %2712, float %2140, i32 7
+	%2714 = insertelement <16 x float> %2713, float %2146, i32 8
+	%2715 = insertelement <16 x float> %2714, float %2152, i32 9
+	%2716 = insertelement <16 x float> %2715, float %2158, i32 10
+	%2717 = insertelement <16 x float> %2716, float %2164, i32 11
+	%2718 = insertelement <16 x float> %2717, float %2170, i32 12
+	%2719 = insertelement <16 x float> %2718, float %2176, i32 13
+	%2720 = insertelement <16 x float> %2719, float %2182, i32 14
+	%2721 = insertelement <16 x float> %2720, float %2188, i32 15
+	%2722 = add i64 %1612, 0
+	%2723 = getelementptr float, float* %1, i64 %2722
+	%2724 = bitcast float* %2723 to <16 x float>*
+	store <16 x float> %2721, <16 x float>* %2724, align 4
+	%2725 = insertelement <16 x float> undef, float %2194, i32 0
+	%2726 = insertelement <16 x float> %2725, float %2200, i32 1
+	%2727 = insertelement <16 x float> %2726, float %2206, i32 2
+	%2728 = insertelement <16 x float> %2727, float %2212, i32 3
+	%2729 = insertelement <16 x float> %2728, float %2218, i32 4
+	%2730 = insertelement <16 x float> %2729, float %2224, i32 5
+	%2731 = insertelement <16 x float> %2730, float %2230, i32 6
+	%2732 = insertelement <16 x float> %2731, float %2236, i32 7
+	%2733 = insertelement <16 x float> %2732, float %2242, i32 8
+	%2734 = insertelement <16 x float> %2733, float %2248, i32 9
+	%2735 = insertelement <16 x float> %2734, float %2254, i32 10
+	%2736 = insertelement <16 x float> %2735, float %2260, i32 11
+	%2737 = insertelement <16 x float> %2736, float %2266, i32 12
+	%2738 = insertelement <16 x float> %2737, float %2272, i32 13
+	%2739 = insertelement <16 x float> %2738, float %2278, i32 14
+	%2740 = insertelement <16 x float> %2739, float %2284, i32 15
+	%2741 = add i64 %1612, 16
+	%2742 = getelementptr float, float* %1, i64 %2741
+	%2743 = bitcast float* %2742 to <16 x float>*
+	store <16 x float> %2740, <16 x float>* %2743, align 4
+	%2744 = insertelement <16 x float> undef, float %2290, i32 0
+	%2745 = insertelement <16 x float> %2744, float %2296, i32 1
+	%2746 = insertelement <16 x float> %2745, float %2302, i32 2
+	%2747 = insertelement <16 x float> %2746, float %2308, i32 3
+	%2748 = insertelement <16 x float> %2747, float %2314, i32 4
+	%2749 = insertelement <16 x float> %2748, float %2320, i32 5
+	%2750 = insertelement <16 x float> %2749, float %2326, i32 6
+	%2751 = insertelement <16 x float> %2750, float %2332, i32 7
+	%2752 = insertelement <16 x float> %2751, float %2338, i32 8
+	%2753 = insertelement <16 x float> %2752, float %2344, i32 9
+	%2754 = insertelement <16 x float> %2753, float %2350, i32 10
+	%2755 = insertelement <16 x float> %2754, float %2356, i32 11
+	%2756 = insertelement <16 x float> %2755, float %2362, i32 12
+	%2757 = insertelement <16 x float> %2756, float %2368, i32 13
+	%2758 = insertelement <16 x float> %2757, float %2374, i32 14
+	%2759 = insertelement <16 x float> %2758, float %2380, i32 15
+	%2760 = add i64 %1612, 32
+	%2761 = getelementptr float, float* %1, i64 %2760
+	%2762 = bitcast float* %2761 to <16 x float>*
+	store <16 x float> %2759, <16 x float>* %2762, align 4
+	%2763 = insertelement <16 x float> undef, float %2386, i32 0
+	%2764 = insertelement <16 x float> %2763, float %2392, i32 1
+	%2765 = insertelement <16 x float> %2764, float %2398, i32 2
+	%2766 = insertelement <16 x float> %2765, float %2404, i32 3
+	%2767 = insertelement <16 x float> %2766, float %2410, i32 4
+	%2768 = insertelement <16 x float> %2767, float %2416, i32 5
+	%2769 = insertelement <16 x float> %2768, float %2422, i32 6
+	%2770 = insertelement <16 x float> %2769, float %2428, i32 7
+	%2771 = insertelement <16 x float> %2770, float %2434, i32 8
+	%2772 = insertelement <16 x float> %2771, float %2440, i32 9
+	%2773 = insertelement <16 x float> %2772, float %2446, i32 10
+	%2774 = insertelement <16 x float> %2773, float %2452, i32 11
+	%2775 = insertelement <16 x float> %2774, float %2458, i32 12
+	%2776 = insertelement <16 x float> %2775, float %2464, i32 13
+	%2777 = insertelement <16 x float> %2776, float %2470, i32 14
+	%2778 = insertelement <16 x float> %2777, float %2476, i32 15
+	%2779 = add i64 %1612, 48
+	%2780 = getelementptr float, float* %1, i64 %2779
+	%2781 = bitcast float* %2780 to <16 x float>*
+	store <16 x float> %2778, <16 x float>* %2781, align 4
+	%2782 = insertelement <16 x float> undef, float %2099, i32 0
+	%2783 = insertelement <16 x float> %2782, float %2105, i32 1
+	%2784 = insertelement <16 x float> %2783, float %2111, i32 2
+	%2785 = insertelement <16 x float> %2784, float %2117, i32 3
+	%2786 = insertelement <16 x float> %2785, float %2123, i32 4
+	%2787 = insertelement <16 x float> %2786, float %2129, i32 5
+	%2788 = insertelement <16 x float> %2787, float %2135, i32 6
+	%2789 = insertelement <16 x float> %2788, float %2141, i32 7
+	%2790 = insertelement <16 x float> %2789, float %2147, i32 8
+	%2791 = insertelement <16 x float> %2790, float %2153, i32 9
+	%2792 = insertelement <16 x float> %2791, float %2159, i32 10
+	%2793 = insertelement <16 x float> %2792, float %2165, i32 11
+	%2794 = insertelement <16 x float> %2793, float %2171, i32 12
+	%2795 = insertelement <16 x float> %2794, float %2177, i32 13
+	%2796 = insertelement <16 x float> %2795, float %2183, i32 14
+	%2797 = insertelement <16 x float> %2796, float %2189, i32 15
+	%2798 = add i64 %1612, 0
+	%2799 = getelementptr float, float* %11, i64 %2798
+	%2800 = bitcast float* %2799 to <16 x float>*
+	store <16 x float> %2797, <16 x float>* %2800, align 4
+	%2801 = insertelement <16 x float> undef, float %2195, i32 0
+	%2802 = insertelement <16 x float> %2801, float %2201, i32 1
+	%2803 = insertelement <16 x float> %2802, float %2207, i32 2
+	%2804 = insertelement <16 x float> %2803, float %2213, i32 3
+	%2805 = insertelement <16 x float> %2804, float %2219, i32 4
+	%2806 = insertelement <16 x float> %2805, float %2225, i32 5
+	%2807 = insertelement <16 x float> %2806, float %2231, i32 6
+	%2808 = insertelement <16 x float> %2807, float %2237, i32 7
+	%2809 = insertelement <16 x float> %2808, float %2243, i32 8
+	%2810 = insertelement <16 x float> %2809, float %2249, i32 9
+	%2811 = insertelement <16 x float> %2810, float %2255, i32 10
+	%2812 = insertelement <16 x float> %2811, float %2261, i32 11
+	%2813 = insertelement <16 x float> %2812, float %2267, i32 12
+	%2814 = insertelement <16 x float> %2813, float %2273, i32 13
+	%2815 = insertelement <16 x float> %2814, float %2279, i32 14
+	%2816 = insertelement <16 x float> %2815, float %2285, i32 15
+	%2817 = add i64 %1612, 16
+	%2818 = getelementptr float, float* %11, i64 %2817
+	%2819 = bitcast float* %2818 to <16 x float>*
+	store <16 x float> %2816, <16 x float>* %2819, align 4
+	%2820 = insertelement <16 x float> undef, float %2291, i32 0
+	%2821 = insertelement <16 x float> %2820, float %2297, i32 1
+	%2822 = insertelement <16 x float> %2821, float %2303, i32 2
+	%2823 = insertelement <16 x float> %2822, float %2309, i32 3
+	%2824 = insertelement <16 x float> %2823, float %2315, i32 4
+	%2825 = insertelement <16 x float> %2824, float %2321, i32 5
+	%2826 = insertelement <16 x float> %2825, float %2327, i32 6
+	%2827 = insertelement <16 x float> %2826, float %2333, i32 7
+	%2828 = insertelement <16 x float> %2827, float %2339, i32 8
+	%2829 = insertelement <16 x float> %2828, float %2345, i32 9
+	%2830 = insertelement <16 x float> %2829, float %2351, i32 10
+	%2831 = insertelement <16 x float> %2830, float %2357, i32 11
+	%2832 = insertelement <16 x float> %2831, float %2363, i32 12
+	%2833 = insertelement <16 x float> %2832, float %2369, i32 13
+	%2834 = insertelement <16 x float> %2833, float %2375, i32 14
+	%2835 = insertelement <16 x float> %2834, float %2381, i32 15
+	%2836 = add i64 %1612, 32
+	%2837 = getelementptr float, float* %11, i64 %2836
+	%2838 = bitcast float* %2837 to <16 x float>*
+	store <16 x float> %2835, <16 x float>* %2838, align 4
+	%2839 = insertelement <16 x float> undef, float %2387, i32 0
+	%2840 = insertelement <16 x float> %2839, float %2393, i32 1
+	%2841 = insertelement <16 x float> %2840, float %2399, i32 2
+	%2842 = insertelement <16 x float> %2841, float %2405, i32 3
+	%2843 = insertelement <16 x float> %2842, float %2411, i32 4
+	%2844 = insertelement <16 x float> %2843, float %2417, i32 5
+	%2845 = insertelement <16 x float> %2844, float %2423, i32 6
+	%2846 = insertelement <16 x float> %2845, float %2429, i32 7
+	%2847 = insertelement <16 x float> %2846, float %2435, i32 8
+	%2848 = insertelement <16 x float> %2847, float %2441, i32 9
+	%2849 = insertelement <16 x float> %2848, float %2447, i32 10
+	%2850 = insertelement <16 x float> %2849, float %2453, i32 11
+	%2851 = insertelement <16 x float> %2850, float %2459, i32 12
+	%2852 = insertelement <16 x float> %2851, float %2465, i32 13
+	%2853 = insertelement <16 x float> %2852, float %2471, i32 14
+	%2854 = insertelement <16 x float> %2853, float %2477, i32 15
+	%2855 = add i64 %1612, 48
+	%2856 = getelementptr float, float* %11, i64 %2855
+	%2857 = bitcast float* %2856 to <16 x float>*
+	store <16 x float> %2854, <16 x float>* %2857, align 4
+	%2858 = add i64 %1608, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%2859 = mul i64 %1607, 16
+	br label %group.head.67
+
+group.head.67:
+	%2860 = phi i64 [ %2859, %wide.done.66 ], [ %2968, %group.68 ]
+	%2861 = icmp slt i64 %2860, %62
+	br i1 %2861, label %group.68, label %group.done.69
+
+group.68:
+	%2862 = shl i64 %2860, 2
+	%2863 = add i64 %63, %2862
+	%2864 = add i64 %67, %2860
+	%2865 = getelementptr float, float* %1, i64 %2863
+	%2866 = getelementptr float, float* %2865, i64 0
+	%2867 = load float, float* %2866, align 4
+	%2868 = getelementptr float, float* %2865, i64 1
+	%2869 = load float, float* %2868, align 4
+	%2870 = getelementptr float, float* %2865, i64 2
+	%2871 = load float, float* %2870, align 4
+	%2872 = getelementptr float, float* %2865, i64 3
+	%2873 = load float, float* %2872, align 4
+	%2874 = getelementptr float, float* %3, i64 %2863
+	%2875 = getelementptr float, float* %2874, i64 0
+	%2876 = load float, float* %2875, align 4
+	%2877 = getelementptr float, float* %2874, i64 1
+	%2878 = load float, float* %2877, align 4
+	%2879 = getelementptr float, float* %2874, i64 2
+	%2880 = load float, float* %2879, align 4
+	%2881 = getelementptr float, float* %2874, i64 3
+	%2882 = load float, float* %2881, align 4
+	%2883 = getelementptr float, float* %5, i64 %2863
+	%2884 = getelementptr float, float* %2883, i64 0
+	%2885 = load float, float* %2884, align 4
+	%2886 = getelementptr float, float* %2883, i64 1
+	%2887 = load float, float* %2886, align 4
+	%2888 = getelementptr float, float* %2883, i64 2
+	%2889 = load float, float* %2888, align 4
+	%2890 = getelementptr float, float* %2883, i64 3
+	%2891 = load float, float* %2890, align 4
+	%2892 = getelementptr float, float* %7, i64 %2863
+	%2893 = getelementptr float, float* %2892, i64 0
+	%2894 = load float, float* %2893, align 4
+	%2895 = getelementptr float, float* %2892, i64 1
+	%2896 = load float, float* %2895, align 4
+	%2897 = getelementptr float, float* %2892, i64 2
+	%2898 = load float, float* %2897, align 4
+	%2899 = getelementptr float, float* %2892, i64 3
+	%2900 = load float, float* %2899, align 4
+	%2901 = getelementptr float, float* %9, i64 %2863
+	%2902 = getelementptr float, float* %2901, i64 0
+	%2903 = load float, float* %2902, align 4
+	%2904 = getelementptr float, float* %2901, i64 1
+	%2905 = load float, float* %2904, align 4
+	%2906 = getelementptr float, float* %2901, i64 2
+	%2907 = load float, float* %2906, align 4
+	%2908 = getelementptr float, float* %2901, i64 3
+	%2909 = load float, float* %2908, align 4
+	%2910 = getelementptr float, float* %11, i64 %2863
+	%2911 = getelementptr float, float* %2910, i64 0
+	%2912 = load float, float* %2911, align 4
+	%2913 = getelementptr float, float* %2910, i64 1
+	%2914 = load float, float* %2913, align 4
+	%2915 = getelementptr float, float* %2910, i64 2
+	%2916 = load float, float* %2915, align 4
+	%2917 = getelementptr float, float* %2910, i64 3
+	%2918 = load float, float* %2917, align 4
+	%2919 = call %disk_corr.stored @disk_corr_body(float %2867, float %2876, float %2885, float %2894, float %2903, float %2912, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2920 = extractvalue %disk_corr.stored %2919, 0
+	%2921 = extractvalue %disk_corr.stored %2919, 1
+	%2922 = extractvalue %disk_corr.stored %2919, 2
+	%2923 = extractvalue %disk_corr.stored %2919, 3
+	%2924 = extractvalue %disk_corr.stored %2919, 4
+	%2925 = call %disk_corr.stored @disk_corr_body(float %2869, float %2878, float %2887, float %2896, float %2905, float %2914, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2926 = extractvalue %disk_corr.stored %2925, 0
+	%2927 = extractvalue %disk_corr.stored %2925, 1
+	%2928 = extractvalue %disk_corr.stored %2925, 2
+	%2929 = extractvalue %disk_corr.stored %2925, 3
+	%2930 = extractvalue %disk_corr.stored %2925, 4
+	%2931 = call %disk_corr.stored @disk_corr_body(float %2871, float %2880, float %2889, float %2898, float %2907, float %2916, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2932 = extractvalue %disk_corr.stored %2931, 0
+	%2933 = extractvalue %disk_corr.stored %2931, 1
+	%2934 = extractvalue %disk_corr.stored %2931, 2
+	%2935 = extractvalue %disk_corr.stored %2931, 3
+	%2936 = extractvalue %disk_corr.stored %2931, 4
+	%2937 = call %disk_corr.stored @disk_corr_body(float %2873, float %2882, float %2891, float %2900, float %2909, float %2918, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2938 = extractvalue %disk_corr.stored %2937, 0
+	%2939 = extractvalue %disk_corr.stored %2937, 1
+	%2940 = extractvalue %disk_corr.stored %2937, 2
+	%2941 = extractvalue %disk_corr.stored %2937, 3
+	%2942 = extractvalue %disk_corr.stored %2937, 4
+	%2943 = getelementptr float, float* %5, i64 %2863
+	%2944 = getelementptr float, float* %2943, i64 0
+	store float %2920, float* %2944, align 4
+	%2945 = getelementptr float, float* %2943, i64 1
+	store float %2926, float* %2945, align 4
+	%2946 = getelementptr float, float* %2943, i64 2
+	store float %2932, float* %2946, align 4
+	%2947 = getelementptr float, float* %2943, i64 3
+	store float %2938, float* %2947, align 4
+	%2948 = getelementptr float, float* %7, i64 %2863
+	%2949 = getelementptr float, float* %2948, i64 0
+	store float %2921, float* %2949, align 4
+	%2950 = getelementptr float, float* %2948, i64 1
+	store float %2927, float* %2950, align 4
+	%2951 = getelementptr float, float* %2948, i64 2
+	store float %2933, float* %2951, align 4
+	%2952 = getelementptr float, float* %2948, i64 3
+	store float %2939, float* %2952, align 4
+	%2953 = getelementptr float, float* %9, i64 %2863
+	%2954 = getelementptr float, float* %2953, i64 0
+	store float %2922, float* %2954, align 4
+	%2955 = getelementptr float, float* %2953, i64 1
+	store float %2928, float* %2955, align 4
+	%2956 = getelementptr float, float* %2953, i64 2
+	store float %2934, float* %2956, align 4
+	%2957 = getelementptr float, float* %2953, i64 3
+	store float %2940, float* %2957, align 4
+	%2958 = getelementptr float, float* %1, i64 %2863
+	%2959 = getelementptr float, float* %2958, i64 0
+	store float %2923, float* %2959, align 4
+	%2960 = getelementptr float, float* %2958, i64 1
+	store float %2929, float* %2960, align 4
+	%2961 = getelementptr float, float* %2958, i64 2
+	store float %2935, float* %2961, align 4
+	%2962 = getelementptr float, float* %2958, i64 3
+	store float %2941, float* %2962, align 4
+	%2963 = getelementptr float, float* %11, i64 %2863
+	%2964 = getelementptr float, float* %2963, i64 0
+	store float %2924, float* %2964, align 4
+	%2965 = getelementptr float, float* %2963, i64 1
+	store float %2930, float* %2965, align 4
+	%2966 = getelementptr float, float* %2963, i64 2
+	store float %2936, float* %2966, align 4
+	%2967 = getelementptr float, float* %2963, i64 3
+	store float %2942, float* %2967, align 4
+	%2968 = add i64 %2860, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%2969 = phi i64 [ %65, %group.done.69 ], [ %2994, %tail.71 ]
+	%2970 = icmp slt i64 %2969, %45
+	br i1 %2970, label %tail.71, label %tail.done.72
+
+tail.71:
+	%2971 = getelementptr float, float* %1, i64 %2969
+	%2972 = load float, float* %2971, align 4
+	%2973 = getelementptr float, float* %3, i64 %2969
+	%2974 = load float, float* %2973, align 4
+	%2975 = getelementptr float, float* %5, i64 %2969
+	%2976 = load float, float* %2975, align 4
+	%2977 = getelementptr float, float* %7, i64 %2969
+	%2978 = load float, float* %2977, align 4
+	%2979 = getelementptr float, float* %9, i64 %2969
+	%2980 = load float, float* %2979, align 4
+	%2981 = getelementptr float, float* %11, i64 %2969
+	%2982 = load float, float* %2981, align 4
+	%2983 = call %disk_corr.stored @disk_corr_body(float %2972, float %2974, float %2976, float %2978, float %2980, float %2982, float %13, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2984 = extractvalue %disk_corr.stored %2983, 0
+	%2985 = extractvalue %disk_corr.stored %2983, 1
+	%2986 = extractvalue %disk_corr.stored %2983, 2
+	%2987 = extractvalue %disk_corr.stored %2983, 3
+	%2988 = extractvalue %disk_corr.stored %2983, 4
+	%2989 = getelementptr float, float* %5, i64 %2969
+	store float %2984, float* %2989, align 4
+	%2990 = getelementptr float, float* %7, i64 %2969
+	store float %2985, float* %2990, align 4
+	%2991 = getelementptr float, float* %9, i64 %2969
+	store float %2986, float* %2991, align 4
+	%2992 = getelementptr float, float* %1, i64 %2969
+	store float %2987, float* %2992, align 4
+	%2993 = getelementptr float, float* %11, i64 %2969
+	store float %2988, float* %2993, align 4
+	%2994 = add i64 %2969, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @disk_corr_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @disk_corr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @disk_corr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @disk_corr_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @disk_corr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @disk_corr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @disk_corr_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @disk_corr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -3729,7 +7604,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -3749,14 +7624,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -3781,18 +7656,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -3800,9 +7675,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -3814,9 +7689,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -3861,9 +7736,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -3937,28 +7812,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -3975,18 +7850,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -3994,9 +7869,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -4008,9 +7883,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -4035,9 +7910,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -4079,21 +7954,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -4111,36 +7986,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -4153,7 +8028,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -4197,7 +8072,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4227,37 +8102,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -4280,9 +8155,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -4290,27 +8165,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -4333,9 +8208,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -4343,27 +8218,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -4378,44 +8253,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -4428,9 +8303,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -4438,27 +8313,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -4471,9 +8346,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -4481,27 +8356,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -4511,269 +8386,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @disk_corr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -4782,6 +8718,12 @@ entry:
 }
 
 define void @disk_corr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @disk_corr_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @disk_corr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -4819,36 +8761,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -4861,7 +8803,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @disk_corr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -4871,6 +8813,12 @@ entry:
 }
 
 define void @disk_corr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @disk_corr_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @disk_corr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -4912,35 +8860,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -4963,9 +8911,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -4973,26 +8921,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -5007,37 +8955,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -5050,9 +8998,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -5060,26 +9008,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -5089,14 +9037,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @disk_corr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5106,6 +9054,12 @@ entry:
 }
 
 define void @disk_corr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @disk_corr_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @disk_corr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5130,14 +9084,14 @@ entry:
 	%14 = add i64 %n, 4095
 	%15 = sdiv i64 %14, u0x1000
 	%16 = mul i64 1, %15
-	br label %task.head.167
+	br label %task.head.200
 
-task.head.167:
-	%17 = phi i64 [ %11, %entry ], [ %281, %stored.177 ]
+task.head.200:
+	%17 = phi i64 [ %11, %entry ], [ %281, %stored.210 ]
 	%18 = icmp slt i64 %17, %16
-	br i1 %18, label %task.168, label %task.done.169
+	br i1 %18, label %task.201, label %task.done.202
 
-task.168:
+task.201:
 	%19 = sdiv i64 %17, %15
 	%20 = srem i64 %17, %15
 	%21 = mul i64 %19, %n
@@ -5162,19 +9116,19 @@ task.168:
 	%40 = and i64 %39, 15
 	%41 = icmp eq i64 %40, 0
 	%42 = and i1 %36, %41
-	br label %row.head.170
+	br label %row.head.203
 
-task.done.169:
+task.done.202:
 	ret void
 
-row.head.170:
-	%43 = phi i64 [ 0, %task.168 ], [ %278, %join.175 ]
-	%44 = phi float [ 0.0, %task.168 ], [ %276, %join.175 ]
-	%45 = phi float [ 0.0, %task.168 ], [ %277, %join.175 ]
+row.head.203:
+	%43 = phi i64 [ 0, %task.201 ], [ %278, %join.208 ]
+	%44 = phi float [ 0.0, %task.201 ], [ %276, %join.208 ]
+	%45 = phi float [ 0.0, %task.201 ], [ %277, %join.208 ]
 	%46 = icmp slt i64 %43, %30
-	br i1 %46, label %row.171, label %row.done.172
+	br i1 %46, label %row.204, label %row.done.205
 
-row.171:
+row.204:
 	%47 = mul i64 %43, 128
 	%48 = add i64 %25, %47
 	%49 = shl i64 %13, 2
@@ -5182,9 +9136,9 @@ row.171:
 	%51 = add i64 %50, 4
 	%52 = icmp sle i64 %51, %n
 	%53 = and i1 %42, %52
-	br i1 %53, label %then.173, label %else.174
+	br i1 %53, label %then.206, label %else.207
 
-row.done.172:
+row.done.205:
 	%54 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %44, i32 16, i32 31)
 	%55 = fadd float %44, %54
 	%56 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %45, i32 16, i32 31)
@@ -5206,9 +9160,9 @@ row.done.172:
 	%72 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %69, i32 1, i32 31)
 	%73 = fadd float %69, %72
 	%74 = icmp eq i64 %13, 0
-	br i1 %74, label %lane0.176, label %stored.177
+	br i1 %74, label %lane0.209, label %stored.210
 
-then.173:
+then.206:
 	%75 = getelementptr float, float* %22, i64 %50
 	%76 = getelementptr float, float* %75, i64 0
 	%77 = bitcast float* %76 to <4 x float>*
@@ -5293,9 +9247,9 @@ then.173:
 	%156 = fmul float %155, %153
 	%157 = fadd float %140, %156
 	%158 = fadd float %141, %153
-	br label %join.175
+	br label %join.208
 
-else.174:
+else.207:
 	%159 = sub i64 %n, 1
 	%160 = add i64 %50, 0
 	%161 = icmp slt i64 %160, %n
@@ -5413,246 +9367,288 @@ else.174:
 	%273 = fadd float %254, %272
 	%274 = select i1 %258, float %268, float 0.0
 	%275 = fadd float %256, %274
-	br label %join.175
+	br label %join.208
 
-join.175:
-	%276 = phi float [ %157, %then.173 ], [ %273, %else.174 ]
-	%277 = phi float [ %158, %then.173 ], [ %275, %else.174 ]
+join.208:
+	%276 = phi float [ %157, %then.206 ], [ %273, %else.207 ]
+	%277 = phi float [ %158, %then.206 ], [ %275, %else.207 ]
 	%278 = add i64 %43, 1
-	br label %row.head.170
+	br label %row.head.203
 
-lane0.176:
+lane0.209:
 	%279 = getelementptr float, float* %num, i64 %17
 	store float %71, float* %279, align 4
 	%280 = getelementptr float, float* %den, i64 %17
 	store float %73, float* %280, align 4
-	br label %stored.177
+	br label %stored.210
 
-stored.177:
+stored.210:
 	%281 = add i64 %17, %12
-	br label %task.head.167
+	br label %task.head.200
 }
 
 define internal void @disk_corr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) alwaysinline nounwind {
 entry:
-	%0 = getelementptr float*, float** %buffers, i64 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr float*, float** %buffers, i64 1
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = getelementptr float*, float** %buffers, i64 0
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr float*, float** %buffers, i64 2
+	%4 = getelementptr float*, float** %buffers, i64 1
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr float*, float** %buffers, i64 3
+	%6 = getelementptr float*, float** %buffers, i64 2
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr float*, float** %buffers, i64 4
+	%8 = getelementptr float*, float** %buffers, i64 3
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr float*, float** %buffers, i64 5
+	%10 = getelementptr float*, float** %buffers, i64 4
 	%11 = load float*, float** %10, align 8
-	%12 = getelementptr float, float* %scalars, i64 0
-	%13 = load float, float* %12, align 4
-	%14 = getelementptr float, float* %scalars, i64 1
+	%12 = getelementptr float*, float** %buffers, i64 5
+	%13 = load float*, float** %12, align 8
+	%14 = getelementptr float, float* %scalars, i64 0
 	%15 = load float, float* %14, align 4
-	%16 = getelementptr float, float* %scalars, i64 2
+	%16 = getelementptr float, float* %scalars, i64 1
 	%17 = load float, float* %16, align 4
-	%18 = getelementptr float, float* %scalars, i64 3
+	%18 = getelementptr float, float* %scalars, i64 2
 	%19 = load float, float* %18, align 4
-	%20 = getelementptr float, float* %scalars, i64 4
+	%20 = getelementptr float, float* %scalars, i64 3
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr float, float* %scalars, i64 5
+	%22 = getelementptr float, float* %scalars, i64 4
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr float, float* %scalars, i64 6
+	%24 = getelementptr float, float* %scalars, i64 5
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr float, float* %scalars, i64 7
+	%26 = getelementptr float, float* %scalars, i64 6
 	%27 = load float, float* %26, align 4
-	%28 = getelementptr float, float* %scalars, i64 8
+	%28 = getelementptr float, float* %scalars, i64 7
 	%29 = load float, float* %28, align 4
-	%30 = getelementptr float, float* %scalars, i64 9
+	%30 = getelementptr float, float* %scalars, i64 8
 	%31 = load float, float* %30, align 4
-	%32 = getelementptr float, float* %scalars, i64 10
+	%32 = getelementptr float, float* %scalars, i64 9
 	%33 = load float, float* %32, align 4
-	%34 = getelementptr float, float* %scalars, i64 11
+	%34 = getelementptr float, float* %scalars, i64 10
 	%35 = load float, float* %34, align 4
-	%36 = getelementptr float, float* %scalars, i64 12
+	%36 = getelementptr float, float* %scalars, i64 11
 	%37 = load float, float* %36, align 4
-	%38 = getelementptr float, float* %scalars, i64 13
+	%38 = getelementptr float, float* %scalars, i64 12
 	%39 = load float, float* %38, align 4
-	%40 = getelementptr float, float* %scalars, i64 14
+	%40 = getelementptr float, float* %scalars, i64 13
 	%41 = load float, float* %40, align 4
-	%42 = add i64 %n, 4095
-	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.178
+	%42 = getelementptr float, float* %scalars, i64 14
+	%43 = load float, float* %42, align 4
+	%44 = add i64 %n, 4095
+	%45 = sdiv i64 %44, u0x1000
+	br label %task.head.211
 
-task.head.178:
-	%44 = phi i64 [ %lo, %entry ], [ %90, %row.done.183 ]
-	%45 = icmp slt i64 %44, %hi
-	br i1 %45, label %task.179, label %task.done.180
+task.head.211:
+	%46 = phi i64 [ %lo, %entry ], [ %92, %row.done.216 ]
+	%47 = icmp slt i64 %46, %hi
+	br i1 %47, label %task.212, label %task.done.213
 
-task.179:
-	%46 = sdiv i64 %44, %43
-	%47 = srem i64 %44, %43
-	%48 = mul i64 %46, %n
-	%49 = getelementptr float, float* %7, i64 %48
-	%50 = mul i64 %46, %n
+task.212:
+	%48 = sdiv i64 %46, %45
+	%49 = srem i64 %46, %45
+	%50 = mul i64 %48, %n
 	%51 = getelementptr float, float* %9, i64 %50
-	%52 = mul i64 %47, u0x1000
-	%53 = sub i64 %n, %52
-	%54 = add i64 %53, 127
-	%55 = sdiv i64 %54, 128
-	%56 = icmp slt i64 %55, 32
-	%57 = select i1 %56, i64 %55, i64 32
-	br label %row.head.181
+	%52 = mul i64 %48, %n
+	%53 = getelementptr float, float* %11, i64 %52
+	%54 = mul i64 %49, u0x1000
+	%55 = sub i64 %n, %54
+	%56 = add i64 %55, 127
+	%57 = sdiv i64 %56, 128
+	%58 = icmp slt i64 %57, 32
+	%59 = select i1 %58, i64 %57, i64 32
+	br label %row.head.214
 
-task.done.180:
+task.done.213:
 	ret void
 
-row.head.181:
-	%58 = phi i64 [ 0, %task.179 ], [ %187, %join.186 ]
-	%59 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %185, %join.186 ]
-	%60 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %186, %join.186 ]
-	%61 = icmp slt i64 %58, %57
-	br i1 %61, label %row.182, label %row.done.183
+row.head.214:
+	%60 = phi i64 [ 0, %task.212 ], [ %140, %join.219 ]
+	%61 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %138, %join.219 ]
+	%62 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %139, %join.219 ]
+	%63 = icmp slt i64 %60, %59
+	br i1 %63, label %row.215, label %row.done.216
 
-row.182:
-	%62 = mul i64 %58, 128
-	%63 = add i64 %52, %62
-	%64 = add i64 %63, 128
-	%65 = icmp sle i64 %64, %n
-	br i1 %65, label %then.184, label %else.185
+row.215:
+	%64 = mul i64 %60, 128
+	%65 = add i64 %54, %64
+	%66 = add i64 %65, 128
+	%67 = icmp sle i64 %66, %n
+	br i1 %67, label %then.217, label %else.218
 
-row.done.183:
-	%66 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%67 = fadd <32 x float> %59, %66
-	%68 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%69 = fadd <32 x float> %60, %68
-	%70 = shufflevector <32 x float> %67, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%71 = fadd <32 x float> %67, %70
+row.done.216:
+	%68 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%69 = fadd <32 x float> %61, %68
+	%70 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%71 = fadd <32 x float> %62, %70
 	%72 = shufflevector <32 x float> %69, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%73 = fadd <32 x float> %69, %72
-	%74 = shufflevector <32 x float> %71, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%74 = shufflevector <32 x float> %71, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%75 = fadd <32 x float> %71, %74
 	%76 = shufflevector <32 x float> %73, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%77 = fadd <32 x float> %73, %76
-	%78 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%78 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%79 = fadd <32 x float> %75, %78
 	%80 = shufflevector <32 x float> %77, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%81 = fadd <32 x float> %77, %80
-	%82 = shufflevector <32 x float> %79, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%82 = shufflevector <32 x float> %79, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%83 = fadd <32 x float> %79, %82
 	%84 = shufflevector <32 x float> %81, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%85 = fadd <32 x float> %81, %84
-	%86 = extractelement <32 x float> %83, i32 0
-	%87 = getelementptr float, float* %num, i64 %44
-	store float %86, float* %87, align 4
+	%86 = shufflevector <32 x float> %83, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%87 = fadd <32 x float> %83, %86
 	%88 = extractelement <32 x float> %85, i32 0
-	%89 = getelementptr float, float* %den, i64 %44
+	%89 = getelementptr float, float* %num, i64 %46
 	store float %88, float* %89, align 4
-	%90 = add i64 %44, 1
-	br label %task.head.178
+	%90 = extractelement <32 x float> %87, i32 0
+	%91 = getelementptr float, float* %den, i64 %46
+	store float %90, float* %91, align 4
+	%92 = add i64 %46, 1
+	br label %task.head.211
 
-then.184:
-	%91 = getelementptr float, float* %49, i64 %63
-	%92 = bitcast float* %91 to <128 x float>*
-	%93 = load <128 x float>, <128 x float>* %92, align 4
-	%94 = getelementptr float, float* %51, i64 %63
-	%95 = bitcast float* %94 to <128 x float>*
-	%96 = load <128 x float>, <128 x float>* %95, align 4
-	%97 = insertelement <128 x float> undef, float %25, i32 0
-	%98 = shufflevector <128 x float> %97, <128 x float> undef, <128 x i32> zeroinitializer
+then.217:
+	%93 = getelementptr float, float* %51, i64 %65
+	%94 = bitcast float* %93 to <128 x float>*
+	%95 = load <128 x float>, <128 x float>* %94, align 4
+	%96 = getelementptr float, float* %53, i64 %65
+	%97 = bitcast float* %96 to <128 x float>*
+	%98 = load <128 x float>, <128 x float>* %97, align 4
 	%99 = insertelement <128 x float> undef, float %27, i32 0
 	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
 	%101 = insertelement <128 x float> undef, float %29, i32 0
 	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
 	%103 = insertelement <128 x float> undef, float %31, i32 0
 	%104 = shufflevector <128 x float> %103, <128 x float> undef, <128 x i32> zeroinitializer
-	%105 = fdiv <128 x float> %93, %98
-	%106 = fdiv <128 x float> %96, %100
-	%107 = fsub <128 x float> %106, %102
-	%108 = fcmp uge <128 x float> %104, %107
-	%109 = select <128 x i1> %108, <128 x float> %104, <128 x float> %107
-	%110 = fcmp uno <128 x float> %107, %107
-	%111 = select <128 x i1> %110, <128 x float> %107, <128 x float> %109
-	%112 = bitcast <128 x float> %105 to <128 x i32>
-	%113 = and <128 x i32> %112, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%114 = bitcast <128 x i32> %113 to <128 x float>
-	%115 = fcmp oeq <128 x float> %111, %104
-	%116 = select <128 x i1> %115, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%117 = fmul <128 x float> %116, %114
-	%118 = shufflevector <128 x float> %117, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%119 = fadd <32 x float> %59, %118
-	%120 = shufflevector <128 x float> %117, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%121 = fadd <32 x float> %119, %120
-	%122 = shufflevector <128 x float> %117, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%105 = insertelement <128 x float> undef, float %33, i32 0
+	%106 = shufflevector <128 x float> %105, <128 x float> undef, <128 x i32> zeroinitializer
+	%107 = fdiv <128 x float> %95, %100
+	%108 = fdiv <128 x float> %98, %102
+	%109 = fsub <128 x float> %108, %104
+	%110 = fcmp uge <128 x float> %106, %109
+	%111 = select <128 x i1> %110, <128 x float> %106, <128 x float> %109
+	%112 = fcmp uno <128 x float> %109, %109
+	%113 = select <128 x i1> %112, <128 x float> %109, <128 x float> %111
+	%114 = bitcast <128 x float> %107 to <128 x i32>
+	%115 = and <128 x i32> %114, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%116 = bitcast <128 x i32> %115 to <128 x float>
+	%117 = fcmp oeq <128 x float> %113, %106
+	%118 = select <128 x i1> %117, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%119 = fmul <128 x float> %118, %116
+	%120 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%121 = fadd <32 x float> %61, %120
+	%122 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%123 = fadd <32 x float> %121, %122
-	%124 = shufflevector <128 x float> %117, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%124 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%125 = fadd <32 x float> %123, %124
-	%126 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%127 = fadd <32 x float> %60, %126
-	%128 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%129 = fadd <32 x float> %127, %128
-	%130 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%126 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%127 = fadd <32 x float> %125, %126
+	%128 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%129 = fadd <32 x float> %62, %128
+	%130 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%131 = fadd <32 x float> %129, %130
-	%132 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%132 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%133 = fadd <32 x float> %131, %132
-	br label %join.186
+	%134 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%135 = fadd <32 x float> %133, %134
+	br label %join.219
 
-else.185:
-	%134 = insertelement <128 x i64> undef, i64 %63, i32 0
-	%135 = shufflevector <128 x i64> %134, <128 x i64> undef, <128 x i32> zeroinitializer
-	%136 = add <128 x i64> %135, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%137 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%138 = shufflevector <128 x i64> %137, <128 x i64> undef, <128 x i32> zeroinitializer
-	%139 = icmp slt <128 x i64> %136, %138
-	%140 = getelementptr float, float* %49, i64 %63
-	%141 = bitcast float* %140 to <128 x float>*
-	%142 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %141, i32 4, <128 x i1> %139, <128 x float> zeroinitializer)
-	%143 = getelementptr float, float* %51, i64 %63
-	%144 = bitcast float* %143 to <128 x float>*
-	%145 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %144, i32 4, <128 x i1> %139, <128 x float> zeroinitializer)
-	%146 = insertelement <128 x float> undef, float %25, i32 0
-	%147 = shufflevector <128 x float> %146, <128 x float> undef, <128 x i32> zeroinitializer
-	%148 = insertelement <128 x float> undef, float %27, i32 0
-	%149 = shufflevector <128 x float> %148, <128 x float> undef, <128 x i32> zeroinitializer
-	%150 = insertelement <128 x float> undef, float %29, i32 0
-	%151 = shufflevector <128 x float> %150, <128 x float> undef, <128 x i32> zeroinitializer
-	%152 = insertelement <128 x float> undef, float %31, i32 0
-	%153 = shufflevector <128 x float> %152, <128 x float> undef, <128 x i32> zeroinitializer
-	%154 = fdiv <128 x float> %142, %147
-	%155 = fdiv <128 x float> %145, %149
-	%156 = fsub <128 x float> %155, %151
-	%157 = fcmp uge <128 x float> %153, %156
-	%158 = select <128 x i1> %157, <128 x float> %153, <128 x float> %156
-	%159 = fcmp uno <128 x float> %156, %156
-	%160 = select <128 x i1> %159, <128 x float> %156, <128 x float> %158
-	%161 = bitcast <128 x float> %154 to <128 x i32>
-	%162 = and <128 x i32> %161, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%163 = bitcast <128 x i32> %162 to <128 x float>
-	%164 = fcmp oeq <128 x float> %160, %153
-	%165 = select <128 x i1> %164, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%166 = fmul <128 x float> %165, %163
-	%167 = select <128 x i1> %139, <128 x float> %166, <128 x float> zeroinitializer
-	%168 = shufflevector <128 x float> %167, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%169 = fadd <32 x float> %59, %168
-	%170 = shufflevector <128 x float> %167, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%171 = fadd <32 x float> %169, %170
-	%172 = shufflevector <128 x float> %167, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%173 = fadd <32 x float> %171, %172
-	%174 = shufflevector <128 x float> %167, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%175 = fadd <32 x float> %173, %174
-	%176 = select <128 x i1> %139, <128 x float> %163, <128 x float> zeroinitializer
-	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%178 = fadd <32 x float> %60, %177
-	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%182 = fadd <32 x float> %180, %181
-	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%184 = fadd <32 x float> %182, %183
-	br label %join.186
+else.218:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%136 = bitcast <128 x float>* %1 to float*
+	%137 = sub i64 %n, %65
+	br label %pad.head.220
 
-join.186:
-	%185 = phi <32 x float> [ %125, %then.184 ], [ %175, %else.185 ]
-	%186 = phi <32 x float> [ %133, %then.184 ], [ %184, %else.185 ]
-	%187 = add i64 %58, 1
-	br label %row.head.181
+join.219:
+	%138 = phi <32 x float> [ %127, %then.217 ], [ %198, %pad.done.225 ]
+	%139 = phi <32 x float> [ %135, %then.217 ], [ %207, %pad.done.225 ]
+	%140 = add i64 %60, 1
+	br label %row.head.214
+
+pad.head.220:
+	%141 = phi i64 [ 0, %else.218 ], [ %147, %pad.221 ]
+	%142 = icmp slt i64 %141, %137
+	br i1 %142, label %pad.221, label %pad.done.222
+
+pad.221:
+	%143 = add i64 %65, %141
+	%144 = getelementptr float, float* %51, i64 %143
+	%145 = load float, float* %144, align 4
+	%146 = getelementptr float, float* %136, i64 %141
+	store volatile float %145, float* %146, align 4
+	%147 = add i64 %141, 1
+	br label %pad.head.220
+
+pad.done.222:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%148 = bitcast <128 x float>* %0 to float*
+	%149 = sub i64 %n, %65
+	br label %pad.head.223
+
+pad.head.223:
+	%150 = phi i64 [ 0, %pad.done.222 ], [ %156, %pad.224 ]
+	%151 = icmp slt i64 %150, %149
+	br i1 %151, label %pad.224, label %pad.done.225
+
+pad.224:
+	%152 = add i64 %65, %150
+	%153 = getelementptr float, float* %53, i64 %152
+	%154 = load float, float* %153, align 4
+	%155 = getelementptr float, float* %148, i64 %150
+	store volatile float %154, float* %155, align 4
+	%156 = add i64 %150, 1
+	br label %pad.head.223
+
+pad.done.225:
+	%157 = insertelement <128 x i64> undef, i64 %65, i32 0
+	%158 = shufflevector <128 x i64> %157, <128 x i64> undef, <128 x i32> zeroinitializer
+	%159 = add <128 x i64> %158, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%160 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%161 = shufflevector <128 x i64> %160, <128 x i64> undef, <128 x i32> zeroinitializer
+	%162 = icmp slt <128 x i64> %159, %161
+	%163 = getelementptr float, float* %136, i64 0
+	%164 = bitcast float* %163 to <128 x float>*
+	%165 = load <128 x float>, <128 x float>* %164, align 4
+	%166 = getelementptr float, float* %148, i64 0
+	%167 = bitcast float* %166 to <128 x float>*
+	%168 = load <128 x float>, <128 x float>* %167, align 4
+	%169 = insertelement <128 x float> undef, float %27, i32 0
+	%170 = shufflevector <128 x float> %169, <128 x float> undef, <128 x i32> zeroinitializer
+	%171 = insertelement <128 x float> undef, float %29, i32 0
+	%172 = shufflevector <128 x float> %171, <128 x float> undef, <128 x i32> zeroinitializer
+	%173 = insertelement <128 x float> undef, float %31, i32 0
+	%174 = shufflevector <128 x float> %173, <128 x float> undef, <128 x i32> zeroinitializer
+	%175 = insertelement <128 x float> undef, float %33, i32 0
+	%176 = shufflevector <128 x float> %175, <128 x float> undef, <128 x i32> zeroinitializer
+	%177 = fdiv <128 x float> %165, %170
+	%178 = fdiv <128 x float> %168, %172
+	%179 = fsub <128 x float> %178, %174
+	%180 = fcmp uge <128 x float> %176, %179
+	%181 = select <128 x i1> %180, <128 x float> %176, <128 x float> %179
+	%182 = fcmp uno <128 x float> %179, %179
+	%183 = select <128 x i1> %182, <128 x float> %179, <128 x float> %181
+	%184 = bitcast <128 x float> %177 to <128 x i32>
+	%185 = and <128 x i32> %184, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%186 = bitcast <128 x i32> %185 to <128 x float>
+	%187 = fcmp oeq <128 x float> %183, %176
+	%188 = select <128 x i1> %187, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%189 = fmul <128 x float> %188, %186
+	%190 = select <128 x i1> %162, <128 x float> %189, <128 x float> zeroinitializer
+	%191 = shufflevector <128 x float> %190, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%192 = fadd <32 x float> %61, %191
+	%193 = shufflevector <128 x float> %190, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%194 = fadd <32 x float> %192, %193
+	%195 = shufflevector <128 x float> %190, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%196 = fadd <32 x float> %194, %195
+	%197 = shufflevector <128 x float> %190, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%198 = fadd <32 x float> %196, %197
+	%199 = select <128 x i1> %162, <128 x float> %186, <128 x float> zeroinitializer
+	%200 = shufflevector <128 x float> %199, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%201 = fadd <32 x float> %62, %200
+	%202 = shufflevector <128 x float> %199, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%203 = fadd <32 x float> %201, %202
+	%204 = shufflevector <128 x float> %199, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%205 = fadd <32 x float> %203, %204
+	%206 = shufflevector <128 x float> %199, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%207 = fadd <32 x float> %205, %206
+	br label %join.219
 }
 
 define void @disk_corr_clamp_mass_cpu(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind {
@@ -5667,5 +9663,11 @@ entry:
 	ret void
 }
 
+define void @disk_corr_clamp_mass_cpu_avx512(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @disk_corr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@disk_corr_abi = constant [65 x i8] c"5843c79288d6c3ef872c38faeba6b7a3663c4ab6db6bfe66cbd832c5c09b748e\00"
+@disk_corr_abi = constant [65 x i8] c"71f4af1969cce1cd1abbca757addbd63f2e8f07a3f7fc6f710d8dcb09edef142\00"

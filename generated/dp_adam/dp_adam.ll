@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %dp_adam.stored @dp_adam_body(float %v.theta, float %v.g, float %v.m, float %v.v, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8) alwaysinline nounwind {
@@ -1424,7 +2115,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @dp_adam_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @dp_adam_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -2828,15 +3519,2161 @@ tail.done.48:
 	ret void
 }
 
+define internal void @dp_adam_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float*, float** %buffers, i64 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr float*, float** %buffers, i64 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr float, float* %scalars, i64 0
+	%9 = load float, float* %8, align 4
+	%10 = getelementptr float, float* %scalars, i64 1
+	%11 = load float, float* %10, align 4
+	%12 = getelementptr float, float* %scalars, i64 2
+	%13 = load float, float* %12, align 4
+	%14 = getelementptr float, float* %scalars, i64 3
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr float, float* %scalars, i64 4
+	%17 = load float, float* %16, align 4
+	%18 = getelementptr float, float* %scalars, i64 5
+	%19 = load float, float* %18, align 4
+	%20 = getelementptr float, float* %scalars, i64 6
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr float, float* %scalars, i64 7
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 8
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 9
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%29 = load i64, i64* %28, align 8
+	%30 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%31 = load i64, i64* %30, align 8
+	%32 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%33 = load i64, i64* %32, align 8
+	%34 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%35 = load i64, i64* %34, align 8
+	%36 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%37 = load i32, i32* %36, align 4
+	%38 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%39 = load i32, i32* %38, align 4
+	%40 = sub i64 %31, %29
+	%41 = add i64 %33, %29
+	%42 = and i64 %41, 3
+	%43 = sub i64 4, %42
+	%44 = and i64 %43, 3
+	%45 = icmp slt i64 %44, %40
+	%46 = select i1 %45, i64 %44, i64 %40
+	%47 = sub i64 %40, %46
+	%48 = ashr i64 %47, 2
+	%49 = add i64 %29, %46
+	%50 = shl i64 %48, 2
+	%51 = add i64 %49, %50
+	%52 = add i64 %33, %49
+	%53 = lshr i64 %52, 2
+	%54 = icmp ne i32 %39, 0
+	br i1 %54, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%55 = phi i64 [ %29, %with_noise ], [ %76, %head.50 ]
+	%56 = icmp slt i64 %55, %49
+	br i1 %56, label %head.50, label %head.done.51
+
+head.50:
+	%57 = getelementptr float, float* %1, i64 %55
+	%58 = load float, float* %57, align 4
+	%59 = getelementptr float, float* %3, i64 %55
+	%60 = load float, float* %59, align 4
+	%61 = getelementptr float, float* %5, i64 %55
+	%62 = load float, float* %61, align 4
+	%63 = getelementptr float, float* %7, i64 %55
+	%64 = load float, float* %63, align 4
+	%65 = add i64 %33, %55
+	%66 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %65)
+	%67 = fmul float %27, %66
+	%68 = fadd float %60, %67
+	%69 = call %dp_adam.stored @dp_adam_body(float %58, float %68, float %62, float %64, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%70 = extractvalue %dp_adam.stored %69, 0
+	%71 = extractvalue %dp_adam.stored %69, 1
+	%72 = extractvalue %dp_adam.stored %69, 2
+	%73 = getelementptr float, float* %5, i64 %55
+	store float %70, float* %73, align 4
+	%74 = getelementptr float, float* %7, i64 %55
+	store float %71, float* %74, align 4
+	%75 = getelementptr float, float* %1, i64 %55
+	store float %72, float* %75, align 4
+	%76 = add i64 %55, 1
+	br label %head.head.49
+
+head.done.51:
+	%77 = sdiv i64 %48, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%78 = phi i64 [ 0, %head.done.51 ], [ %965, %wide.53 ]
+	%79 = icmp slt i64 %78, %77
+	br i1 %79, label %wide.53, label %wide.done.54
+
+wide.53:
+	%80 = mul i64 %78, 16
+	%81 = shl i64 %80, 2
+	%82 = add i64 %49, %81
+	%83 = add i64 %53, %80
+	%84 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %35, i32 %37, i32 0, i64 %83)
+	%85 = add i64 %82, 0
+	%86 = getelementptr float, float* %1, i64 %85
+	%87 = bitcast float* %86 to <16 x float>*
+	%88 = load <16 x float>, <16 x float>* %87, align 4
+	%89 = extractelement <16 x float> %88, i32 0
+	%90 = extractelement <16 x float> %88, i32 1
+	%91 = extractelement <16 x float> %88, i32 2
+	%92 = extractelement <16 x float> %88, i32 3
+	%93 = extractelement <16 x float> %88, i32 4
+	%94 = extractelement <16 x float> %88, i32 5
+	%95 = extractelement <16 x float> %88, i32 6
+	%96 = extractelement <16 x float> %88, i32 7
+	%97 = extractelement <16 x float> %88, i32 8
+	%98 = extractelement <16 x float> %88, i32 9
+	%99 = extractelement <16 x float> %88, i32 10
+	%100 = extractelement <16 x float> %88, i32 11
+	%101 = extractelement <16 x float> %88, i32 12
+	%102 = extractelement <16 x float> %88, i32 13
+	%103 = extractelement <16 x float> %88, i32 14
+	%104 = extractelement <16 x float> %88, i32 15
+	%105 = add i64 %82, 16
+	%106 = getelementptr float, float* %1, i64 %105
+	%107 = bitcast float* %106 to <16 x float>*
+	%108 = load <16 x float>, <16 x float>* %107, align 4
+	%109 = extractelement <16 x float> %108, i32 0
+	%110 = extractelement <16 x float> %108, i32 1
+	%111 = extractelement <16 x float> %108, i32 2
+	%112 = extractelement <16 x float> %108, i32 3
+	%113 = extractelement <16 x float> %108, i32 4
+	%114 = extractelement <16 x float> %108, i32 5
+	%115 = extractelement <16 x float> %108, i32 6
+	%116 = extractelement <16 x float> %108, i32 7
+	%117 = extractelement <16 x float> %108, i32 8
+	%118 = extractelement <16 x float> %108, i32 9
+	%119 = extractelement <16 x float> %108, i32 10
+	%120 = extractelement <16 x float> %108, i32 11
+	%121 = extractelement <16 x float> %108, i32 12
+	%122 = extractelement <16 x float> %108, i32 13
+	%123 = extractelement <16 x float> %108, i32 14
+	%124 = extractelement <16 x float> %108, i32 15
+	%125 = add i64 %82, 32
+	%126 = getelementptr float, float* %1, i64 %125
+	%127 = bitcast float* %126 to <16 x float>*
+	%128 = load <16 x float>, <16 x float>* %127, align 4
+	%129 = extractelement <16 x float> %128, i32 0
+	%130 = extractelement <16 x float> %128, i32 1
+	%131 = extractelement <16 x float> %128, i32 2
+	%132 = extractelement <16 x float> %128, i32 3
+	%133 = extractelement <16 x float> %128, i32 4
+	%134 = extractelement <16 x float> %128, i32 5
+	%135 = extractelement <16 x float> %128, i32 6
+	%136 = extractelement <16 x float> %128, i32 7
+	%137 = extractelement <16 x float> %128, i32 8
+	%138 = extractelement <16 x float> %128, i32 9
+	%139 = extractelement <16 x float> %128, i32 10
+	%140 = extractelement <16 x float> %128, i32 11
+	%141 = extractelement <16 x float> %128, i32 12
+	%142 = extractelement <16 x float> %128, i32 13
+	%143 = extractelement <16 x float> %128, i32 14
+	%144 = extractelement <16 x float> %128, i32 15
+	%145 = add i64 %82, 48
+	%146 = getelementptr float, float* %1, i64 %145
+	%147 = bitcast float* %146 to <16 x float>*
+	%148 = load <16 x float>, <16 x float>* %147, align 4
+	%149 = extractelement <16 x float> %148, i32 0
+	%150 = extractelement <16 x float> %148, i32 1
+	%151 = extractelement <16 x float> %148, i32 2
+	%152 = extractelement <16 x float> %148, i32 3
+	%153 = extractelement <16 x float> %148, i32 4
+	%154 = extractelement <16 x float> %148, i32 5
+	%155 = extractelement <16 x float> %148, i32 6
+	%156 = extractelement <16 x float> %148, i32 7
+	%157 = extractelement <16 x float> %148, i32 8
+	%158 = extractelement <16 x float> %148, i32 9
+	%159 = extractelement <16 x float> %148, i32 10
+	%160 = extractelement <16 x float> %148, i32 11
+	%161 = extractelement <16 x float> %148, i32 12
+	%162 = extractelement <16 x float> %148, i32 13
+	%163 = extractelement <16 x float> %148, i32 14
+	%164 = extractelement <16 x float> %148, i32 15
+	%165 = add i64 %82, 0
+	%166 = getelementptr float, float* %3, i64 %165
+	%167 = bitcast float* %166 to <16 x float>*
+	%168 = load <16 x float>, <16 x float>* %167, align 4
+	%169 = insertelement <16 x float> undef, float %27, i32 0
+	%170 = insertelement <16 x float> %169, float %27, i32 1
+	%171 = insertelement <16 x float> %170, float %27, i32 2
+	%172 = insertelement <16 x float> %171, float %27, i32 3
+	%173 = insertelement <16 x float> %172, float %27, i32 4
+	%174 = insertelement <16 x float> %173, float %27, i32 5
+	%175 = insertelement <16 x float> %174, float %27, i32 6
+	%176 = insertelement <16 x float> %175, float %27, i32 7
+	%177 = insertelement <16 x float> %176, float %27, i32 8
+	%178 = insertelement <16 x float> %177, float %27, i32 9
+	%179 = insertelement <16 x float> %178, float %27, i32 10
+	%180 = insertelement <16 x float> %179, float %27, i32 11
+	%181 = insertelement <16 x float> %180, float %27, i32 12
+	%182 = insertelement <16 x float> %181, float %27, i32 13
+	%183 = insertelement <16 x float> %182, float %27, i32 14
+	%184 = insertelement <16 x float> %183, float %27, i32 15
+	%185 = extractvalue [4 x <16 x float>] %84, 0
+	%186 = fmul <16 x float> %184, %185
+	%187 = fadd <16 x float> %168, %186
+	%188 = extractelement <16 x float> %187, i32 0
+	%189 = extractelement <16 x float> %187, i32 1
+	%190 = extractelement <16 x float> %187, i32 2
+	%191 = extractelement <16 x float> %187, i32 3
+	%192 = extractelement <16 x float> %187, i32 4
+	%193 = extractelement <16 x float> %187, i32 5
+	%194 = extractelement <16 x float> %187, i32 6
+	%195 = extractelement <16 x float> %187, i32 7
+	%196 = extractelement <16 x float> %187, i32 8
+	%197 = extractelement <16 x float> %187, i32 9
+	%198 = extractelement <16 x float> %187, i32 10
+	%199 = extractelement <16 x float> %187, i32 11
+	%200 = extractelement <16 x float> %187, i32 12
+	%201 = extractelement <16 x float> %187, i32 13
+	%202 = extractelement <16 x float> %187, i32 14
+	%203 = extractelement <16 x float> %187, i32 15
+	%204 = add i64 %82, 16
+	%205 = getelementptr float, float* %3, i64 %204
+	%206 = bitcast float* %205 to <16 x float>*
+	%207 = load <16 x float>, <16 x float>* %206, align 4
+	%208 = insertelement <16 x float> undef, float %27, i32 0
+	%209 = insertelement <16 x float> %208, float %27, i32 1
+	%210 = insertelement <16 x float> %209, float %27, i32 2
+	%211 = insertelement <16 x float> %210, float %27, i32 3
+	%212 = insertelement <16 x float> %211, float %27, i32 4
+	%213 = insertelement <16 x float> %212, float %27, i32 5
+	%214 = insertelement <16 x float> %213, float %27, i32 6
+	%215 = insertelement <16 x float> %214, float %27, i32 7
+	%216 = insertelement <16 x float> %215, float %27, i32 8
+	%217 = insertelement <16 x float> %216, float %27, i32 9
+	%218 = insertelement <16 x float> %217, float %27, i32 10
+	%219 = insertelement <16 x float> %218, float %27, i32 11
+	%220 = insertelement <16 x float> %219, float %27, i32 12
+	%221 = insertelement <16 x float> %220, float %27, i32 13
+	%222 = insertelement <16 x float> %221, float %27, i32 14
+	%223 = insertelement <16 x float> %222, float %27, i32 15
+	%224 = extractvalue [4 x <16 x float>] %84, 1
+	%225 = fmul <16 x float> %223, %224
+	%226 = fadd <16 x float> %207, %225
+	%227 = extractelement <16 x float> %226, i32 0
+	%228 = extractelement <16 x float> %226, i32 1
+	%229 = extractelement <16 x float> %226, i32 2
+	%230 = extractelement <16 x float> %226, i32 3
+	%231 = extractelement <16 x float> %226, i32 4
+	%232 = extractelement <16 x float> %226, i32 5
+	%233 = extractelement <16 x float> %226, i32 6
+	%234 = extractelement <16 x float> %226, i32 7
+	%235 = extractelement <16 x float> %226, i32 8
+	%236 = extractelement <16 x float> %226, i32 9
+	%237 = extractelement <16 x float> %226, i32 10
+	%238 = extractelement <16 x float> %226, i32 11
+	%239 = extractelement <16 x float> %226, i32 12
+	%240 = extractelement <16 x float> %226, i32 13
+	%241 = extractelement <16 x float> %226, i32 14
+	%242 = extractelement <16 x float> %226, i32 15
+	%243 = add i64 %82, 32
+	%244 = getelementptr float, float* %3, i64 %243
+	%245 = bitcast float* %244 to <16 x float>*
+	%246 = load <16 x float>, <16 x float>* %245, align 4
+	%247 = insertelement <16 x float> undef, float %27, i32 0
+	%248 = insertelement <16 x float> %247, float %27, i32 1
+	%249 = insertelement <16 x float> %248, float %27, i32 2
+	%250 = insertelement <16 x float> %249, float %27, i32 3
+	%251 = insertelement <16 x float> %250, float %27, i32 4
+	%252 = insertelement <16 x float> %251, float %27, i32 5
+	%253 = insertelement <16 x float> %252, float %27, i32 6
+	%254 = insertelement <16 x float> %253, float %27, i32 7
+	%255 = insertelement <16 x float> %254, float %27, i32 8
+	%256 = insertelement <16 x float> %255, float %27, i32 9
+	%257 = insertelement <16 x float> %256, float %27, i32 10
+	%258 = insertelement <16 x float> %257, float %27, i32 11
+	%259 = insertelement <16 x float> %258, float %27, i32 12
+	%260 = insertelement <16 x float> %259, float %27, i32 13
+	%261 = insertelement <16 x float> %260, float %27, i32 14
+	%262 = insertelement <16 x float> %261, float %27, i32 15
+	%263 = extractvalue [4 x <16 x float>] %84, 2
+	%264 = fmul <16 x float> %262, %263
+	%265 = fadd <16 x float> %246, %264
+	%266 = extractelement <16 x float> %265, i32 0
+	%267 = extractelement <16 x float> %265, i32 1
+	%268 = extractelement <16 x float> %265, i32 2
+	%269 = extractelement <16 x float> %265, i32 3
+	%270 = extractelement <16 x float> %265, i32 4
+	%271 = extractelement <16 x float> %265, i32 5
+	%272 = extractelement <16 x float> %265, i32 6
+	%273 = extractelement <16 x float> %265, i32 7
+	%274 = extractelement <16 x float> %265, i32 8
+	%275 = extractelement <16 x float> %265, i32 9
+	%276 = extractelement <16 x float> %265, i32 10
+	%277 = extractelement <16 x float> %265, i32 11
+	%278 = extractelement <16 x float> %265, i32 12
+	%279 = extractelement <16 x float> %265, i32 13
+	%280 = extractelement <16 x float> %265, i32 14
+	%281 = extractelement <16 x float> %265, i32 15
+	%282 = add i64 %82, 48
+	%283 = getelementptr float, float* %3, i64 %282
+	%284 = bitcast float* %283 to <16 x float>*
+	%285 = load <16 x float>, <16 x float>* %284, align 4
+	%286 = insertelement <16 x float> undef, float %27, i32 0
+	%287 = insertelement <16 x float> %286, float %27, i32 1
+	%288 = insertelement <16 x float> %287, float %27, i32 2
+	%289 = insertelement <16 x float> %288, float %27, i32 3
+	%290 = insertelement <16 x float> %289, float %27, i32 4
+	%291 = insertelement <16 x float> %290, float %27, i32 5
+	%292 = insertelement <16 x float> %291, float %27, i32 6
+	%293 = insertelement <16 x float> %292, float %27, i32 7
+	%294 = insertelement <16 x float> %293, float %27, i32 8
+	%295 = insertelement <16 x float> %294, float %27, i32 9
+	%296 = insertelement <16 x float> %295, float %27, i32 10
+	%297 = insertelement <16 x float> %296, float %27, i32 11
+	%298 = insertelement <16 x float> %297, float %27, i32 12
+	%299 = insertelement <16 x float> %298, float %27, i32 13
+	%300 = insertelement <16 x float> %299, float %27, i32 14
+	%301 = insertelement <16 x float> %300, float %27, i32 15
+	%302 = extractvalue [4 x <16 x float>] %84, 3
+	%303 = fmul <16 x float> %301, %302
+	%304 = fadd <16 x float> %285, %303
+	%305 = extractelement <16 x float> %304, i32 0
+	%306 = extractelement <16 x float> %304, i32 1
+	%307 = extractelement <16 x float> %304, i32 2
+	%308 = extractelement <16 x float> %304, i32 3
+	%309 = extractelement <16 x float> %304, i32 4
+	%310 = extractelement <16 x float> %304, i32 5
+	%311 = extractelement <16 x float> %304, i32 6
+	%312 = extractelement <16 x float> %304, i32 7
+	%313 = extractelement <16 x float> %304, i32 8
+	%314 = extractelement <16 x float> %304, i32 9
+	%315 = extractelement <16 x float> %304, i32 10
+	%316 = extractelement <16 x float> %304, i32 11
+	%317 = extractelement <16 x float> %304, i32 12
+	%318 = extractelement <16 x float> %304, i32 13
+	%319 = extractelement <16 x float> %304, i32 14
+	%320 = extractelement <16 x float> %304, i32 15
+	%321 = add i64 %82, 0
+	%322 = getelementptr float, float* %5, i64 %321
+	%323 = bitcast float* %322 to <16 x float>*
+	%324 = load <16 x float>, <16 x float>* %323, align 4
+	%325 = extractelement <16 x float> %324, i32 0
+	%326 = extractelement <16 x float> %324, i32 1
+	%327 = extractelement <16 x float> %324, i32 2
+	%328 = extractelement <16 x float> %324, i32 3
+	%329 = extractelement <16 x float> %324, i32 4
+	%330 = extractelement <16 x float> %324, i32 5
+	%331 = extractelement <16 x float> %324, i32 6
+	%332 = extractelement <16 x float> %324, i32 7
+	%333 = extractelement <16 x float> %324, i32 8
+	%334 = extractelement <16 x float> %324, i32 9
+	%335 = extractelement <16 x float> %324, i32 10
+	%336 = extractelement <16 x float> %324, i32 11
+	%337 = extractelement <16 x float> %324, i32 12
+	%338 = extractelement <16 x float> %324, i32 13
+	%339 = extractelement <16 x float> %324, i32 14
+	%340 = extractelement <16 x float> %324, i32 15
+	%341 = add i64 %82, 16
+	%342 = getelementptr float, float* %5, i64 %341
+	%343 = bitcast float* %342 to <16 x float>*
+	%344 = load <16 x float>, <16 x float>* %343, align 4
+	%345 = extractelement <16 x float> %344, i32 0
+	%346 = extractelement <16 x float> %344, i32 1
+	%347 = extractelement <16 x float> %344, i32 2
+	%348 = extractelement <16 x float> %344, i32 3
+	%349 = extractelement <16 x float> %344, i32 4
+	%350 = extractelement <16 x float> %344, i32 5
+	%351 = extractelement <16 x float> %344, i32 6
+	%352 = extractelement <16 x float> %344, i32 7
+	%353 = extractelement <16 x float> %344, i32 8
+	%354 = extractelement <16 x float> %344, i32 9
+	%355 = extractelement <16 x float> %344, i32 10
+	%356 = extractelement <16 x float> %344, i32 11
+	%357 = extractelement <16 x float> %344, i32 12
+	%358 = extractelement <16 x float> %344, i32 13
+	%359 = extractelement <16 x float> %344, i32 14
+	%360 = extractelement <16 x float> %344, i32 15
+	%361 = add i64 %82, 32
+	%362 = getelementptr float, float* %5, i64 %361
+	%363 = bitcast float* %362 to <16 x float>*
+	%364 = load <16 x float>, <16 x float>* %363, align 4
+	%365 = extractelement <16 x float> %364, i32 0
+	%366 = extractelement <16 x float> %364, i32 1
+	%367 = extractelement <16 x float> %364, i32 2
+	%368 = extractelement <16 x float> %364, i32 3
+	%369 = extractelement <16 x float> %364, i32 4
+	%370 = extractelement <16 x float> %364, i32 5
+	%371 = extractelement <16 x float> %364, i32 6
+	%372 = extractelement <16 x float> %364, i32 7
+	%373 = extractelement <16 x float> %364, i32 8
+	%374 = extractelement <16 x float> %364, i32 9
+	%375 = extractelement <16 x float> %364, i32 10
+	%376 = extractelement <16 x float> %364, i32 11
+	%377 = extractelement <16 x float> %364, i32 12
+	%378 = extractelement <16 x float> %364, i32 13
+	%379 = extractelement <16 x float> %364, i32 14
+	%380 = extractelement <16 x float> %364, i32 15
+	%381 = add i64 %82, 48
+	%382 = getelementptr float, float* %5, i64 %381
+	%383 = bitcast float* %382 to <16 x float>*
+	%384 = load <16 x float>, <16 x float>* %383, align 4
+	%385 = extractelement <16 x float> %384, i32 0
+	%386 = extractelement <16 x float> %384, i32 1
+	%387 = extractelement <16 x float> %384, i32 2
+	%388 = extractelement <16 x float> %384, i32 3
+	%389 = extractelement <16 x float> %384, i32 4
+	%390 = extractelement <16 x float> %384, i32 5
+	%391 = extractelement <16 x float> %384, i32 6
+	%392 = extractelement <16 x float> %384, i32 7
+	%393 = extractelement <16 x float> %384, i32 8
+	%394 = extractelement <16 x float> %384, i32 9
+	%395 = extractelement <16 x float> %384, i32 10
+	%396 = extractelement <16 x float> %384, i32 11
+	%397 = extractelement <16 x float> %384, i32 12
+	%398 = extractelement <16 x float> %384, i32 13
+	%399 = extractelement <16 x float> %384, i32 14
+	%400 = extractelement <16 x float> %384, i32 15
+	%401 = add i64 %82, 0
+	%402 = getelementptr float, float* %7, i64 %401
+	%403 = bitcast float* %402 to <16 x float>*
+	%404 = load <16 x float>, <16 x float>* %403, align 4
+	%405 = extractelement <16 x float> %404, i32 0
+	%406 = extractelement <16 x float> %404, i32 1
+	%407 = extractelement <16 x float> %404, i32 2
+	%408 = extractelement <16 x float> %404, i32 3
+	%409 = extractelement <16 x float> %404, i32 4
+	%410 = extractelement <16 x float> %404, i32 5
+	%411 = extractelement <16 x float> %404, i32 6
+	%412 = extractelement <16 x float> %404, i32 7
+	%413 = extractelement <16 x float> %404, i32 8
+	%414 = extractelement <16 x float> %404, i32 9
+	%415 = extractelement <16 x float> %404, i32 10
+	%416 = extractelement <16 x float> %404, i32 11
+	%417 = extractelement <16 x float> %404, i32 12
+	%418 = extractelement <16 x float> %404, i32 13
+	%419 = extractelement <16 x float> %404, i32 14
+	%420 = extractelement <16 x float> %404, i32 15
+	%421 = add i64 %82, 16
+	%422 = getelementptr float, float* %7, i64 %421
+	%423 = bitcast float* %422 to <16 x float>*
+	%424 = load <16 x float>, <16 x float>* %423, align 4
+	%425 = extractelement <16 x float> %424, i32 0
+	%426 = extractelement <16 x float> %424, i32 1
+	%427 = extractelement <16 x float> %424, i32 2
+	%428 = extractelement <16 x float> %424, i32 3
+	%429 = extractelement <16 x float> %424, i32 4
+	%430 = extractelement <16 x float> %424, i32 5
+	%431 = extractelement <16 x float> %424, i32 6
+	%432 = extractelement <16 x float> %424, i32 7
+	%433 = extractelement <16 x float> %424, i32 8
+	%434 = extractelement <16 x float> %424, i32 9
+	%435 = extractelement <16 x float> %424, i32 10
+	%436 = extractelement <16 x float> %424, i32 11
+	%437 = extractelement <16 x float> %424, i32 12
+	%438 = extractelement <16 x float> %424, i32 13
+	%439 = extractelement <16 x float> %424, i32 14
+	%440 = extractelement <16 x float> %424, i32 15
+	%441 = add i64 %82, 32
+	%442 = getelementptr float, float* %7, i64 %441
+	%443 = bitcast float* %442 to <16 x float>*
+	%444 = load <16 x float>, <16 x float>* %443, align 4
+	%445 = extractelement <16 x float> %444, i32 0
+	%446 = extractelement <16 x float> %444, i32 1
+	%447 = extractelement <16 x float> %444, i32 2
+	%448 = extractelement <16 x float> %444, i32 3
+	%449 = extractelement <16 x float> %444, i32 4
+	%450 = extractelement <16 x float> %444, i32 5
+	%451 = extractelement <16 x float> %444, i32 6
+	%452 = extractelement <16 x float> %444, i32 7
+	%453 = extractelement <16 x float> %444, i32 8
+	%454 = extractelement <16 x float> %444, i32 9
+	%455 = extractelement <16 x float> %444, i32 10
+	%456 = extractelement <16 x float> %444, i32 11
+	%457 = extractelement <16 x float> %444, i32 12
+	%458 = extractelement <16 x float> %444, i32 13
+	%459 = extractelement <16 x float> %444, i32 14
+	%460 = extractelement <16 x float> %444, i32 15
+	%461 = add i64 %82, 48
+	%462 = getelementptr float, float* %7, i64 %461
+	%463 = bitcast float* %462 to <16 x float>*
+	%464 = load <16 x float>, <16 x float>* %463, align 4
+	%465 = extractelement <16 x float> %464, i32 0
+	%466 = extractelement <16 x float> %464, i32 1
+	%467 = extractelement <16 x float> %464, i32 2
+	%468 = extractelement <16 x float> %464, i32 3
+	%469 = extractelement <16 x float> %464, i32 4
+	%470 = extractelement <16 x float> %464, i32 5
+	%471 = extractelement <16 x float> %464, i32 6
+	%472 = extractelement <16 x float> %464, i32 7
+	%473 = extractelement <16 x float> %464, i32 8
+	%474 = extractelement <16 x float> %464, i32 9
+	%475 = extractelement <16 x float> %464, i32 10
+	%476 = extractelement <16 x float> %464, i32 11
+	%477 = extractelement <16 x float> %464, i32 12
+	%478 = extractelement <16 x float> %464, i32 13
+	%479 = extractelement <16 x float> %464, i32 14
+	%480 = extractelement <16 x float> %464, i32 15
+	%481 = call %dp_adam.stored @dp_adam_body(float %89, float %188, float %325, float %405, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%482 = extractvalue %dp_adam.stored %481, 0
+	%483 = extractvalue %dp_adam.stored %481, 1
+	%484 = extractvalue %dp_adam.stored %481, 2
+	%485 = call %dp_adam.stored @dp_adam_body(float %90, float %189, float %326, float %406, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%486 = extractvalue %dp_adam.stored %485, 0
+	%487 = extractvalue %dp_adam.stored %485, 1
+	%488 = extractvalue %dp_adam.stored %485, 2
+	%489 = call %dp_adam.stored @dp_adam_body(float %91, float %190, float %327, float %407, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%490 = extractvalue %dp_adam.stored %489, 0
+	%491 = extractvalue %dp_adam.stored %489, 1
+	%492 = extractvalue %dp_adam.stored %489, 2
+	%493 = call %dp_adam.stored @dp_adam_body(float %92, float %191, float %328, float %408, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%494 = extractvalue %dp_adam.stored %493, 0
+	%495 = extractvalue %dp_adam.stored %493, 1
+	%496 = extractvalue %dp_adam.stored %493, 2
+	%497 = call %dp_adam.stored @dp_adam_body(float %93, float %192, float %329, float %409, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%498 = extractvalue %dp_adam.stored %497, 0
+	%499 = extractvalue %dp_adam.stored %497, 1
+	%500 = extractvalue %dp_adam.stored %497, 2
+	%501 = call %dp_adam.stored @dp_adam_body(float %94, float %193, float %330, float %410, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%502 = extractvalue %dp_adam.stored %501, 0
+	%503 = extractvalue %dp_adam.stored %501, 1
+	%504 = extractvalue %dp_adam.stored %501, 2
+	%505 = call %dp_adam.stored @dp_adam_body(float %95, float %194, float %331, float %411, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%506 = extractvalue %dp_adam.stored %505, 0
+	%507 = extractvalue %dp_adam.stored %505, 1
+	%508 = extractvalue %dp_adam.stored %505, 2
+	%509 = call %dp_adam.stored @dp_adam_body(float %96, float %195, float %332, float %412, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%510 = extractvalue %dp_adam.stored %509, 0
+	%511 = extractvalue %dp_adam.stored %509, 1
+	%512 = extractvalue %dp_adam.stored %509, 2
+	%513 = call %dp_adam.stored @dp_adam_body(float %97, float %196, float %333, float %413, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%514 = extractvalue %dp_adam.stored %513, 0
+	%515 = extractvalue %dp_adam.stored %513, 1
+	%516 = extractvalue %dp_adam.stored %513, 2
+	%517 = call %dp_adam.stored @dp_adam_body(float %98, float %197, float %334, float %414, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%518 = extractvalue %dp_adam.stored %517, 0
+	%519 = extractvalue %dp_adam.stored %517, 1
+	%520 = extractvalue %dp_adam.stored %517, 2
+	%521 = call %dp_adam.stored @dp_adam_body(float %99, float %198, float %335, float %415, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%522 = extractvalue %dp_adam.stored %521, 0
+	%523 = extractvalue %dp_adam.stored %521, 1
+	%524 = extractvalue %dp_adam.stored %521, 2
+	%525 = call %dp_adam.stored @dp_adam_body(float %100, float %199, float %336, float %416, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%526 = extractvalue %dp_adam.stored %525, 0
+	%527 = extractvalue %dp_adam.stored %525, 1
+	%528 = extractvalue %dp_adam.stored %525, 2
+	%529 = call %dp_adam.stored @dp_adam_body(float %101, float %200, float %337, float %417, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%530 = extractvalue %dp_adam.stored %529, 0
+	%531 = extractvalue %dp_adam.stored %529, 1
+	%532 = extractvalue %dp_adam.stored %529, 2
+	%533 = call %dp_adam.stored @dp_adam_body(float %102, float %201, float %338, float %418, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%534 = extractvalue %dp_adam.stored %533, 0
+	%535 = extractvalue %dp_adam.stored %533, 1
+	%536 = extractvalue %dp_adam.stored %533, 2
+	%537 = call %dp_adam.stored @dp_adam_body(float %103, float %202, float %339, float %419, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%538 = extractvalue %dp_adam.stored %537, 0
+	%539 = extractvalue %dp_adam.stored %537, 1
+	%540 = extractvalue %dp_adam.stored %537, 2
+	%541 = call %dp_adam.stored @dp_adam_body(float %104, float %203, float %340, float %420, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%542 = extractvalue %dp_adam.stored %541, 0
+	%543 = extractvalue %dp_adam.stored %541, 1
+	%544 = extractvalue %dp_adam.stored %541, 2
+	%545 = call %dp_adam.stored @dp_adam_body(float %109, float %227, float %345, float %425, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%546 = extractvalue %dp_adam.stored %545, 0
+	%547 = extractvalue %dp_adam.stored %545, 1
+	%548 = extractvalue %dp_adam.stored %545, 2
+	%549 = call %dp_adam.stored @dp_adam_body(float %110, float %228, float %346, float %426, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%550 = extractvalue %dp_adam.stored %549, 0
+	%551 = extractvalue %dp_adam.stored %549, 1
+	%552 = extractvalue %dp_adam.stored %549, 2
+	%553 = call %dp_adam.stored @dp_adam_body(float %111, float %229, float %347, float %427, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%554 = extractvalue %dp_adam.stored %553, 0
+	%555 = extractvalue %dp_adam.stored %553, 1
+	%556 = extractvalue %dp_adam.stored %553, 2
+	%557 = call %dp_adam.stored @dp_adam_body(float %112, float %230, float %348, float %428, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%558 = extractvalue %dp_adam.stored %557, 0
+	%559 = extractvalue %dp_adam.stored %557, 1
+	%560 = extractvalue %dp_adam.stored %557, 2
+	%561 = call %dp_adam.stored @dp_adam_body(float %113, float %231, float %349, float %429, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%562 = extractvalue %dp_adam.stored %561, 0
+	%563 = extractvalue %dp_adam.stored %561, 1
+	%564 = extractvalue %dp_adam.stored %561, 2
+	%565 = call %dp_adam.stored @dp_adam_body(float %114, float %232, float %350, float %430, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%566 = extractvalue %dp_adam.stored %565, 0
+	%567 = extractvalue %dp_adam.stored %565, 1
+	%568 = extractvalue %dp_adam.stored %565, 2
+	%569 = call %dp_adam.stored @dp_adam_body(float %115, float %233, float %351, float %431, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%570 = extractvalue %dp_adam.stored %569, 0
+	%571 = extractvalue %dp_adam.stored %569, 1
+	%572 = extractvalue %dp_adam.stored %569, 2
+	%573 = call %dp_adam.stored @dp_adam_body(float %116, float %234, float %352, float %432, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%574 = extractvalue %dp_adam.stored %573, 0
+	%575 = extractvalue %dp_adam.stored %573, 1
+	%576 = extractvalue %dp_adam.stored %573, 2
+	%577 = call %dp_adam.stored @dp_adam_body(float %117, float %235, float %353, float %433, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%578 = extractvalue %dp_adam.stored %577, 0
+	%579 = extractvalue %dp_adam.stored %577, 1
+	%580 = extractvalue %dp_adam.stored %577, 2
+	%581 = call %dp_adam.stored @dp_adam_body(float %118, float %236, float %354, float %434, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%582 = extractvalue %dp_adam.stored %581, 0
+	%583 = extractvalue %dp_adam.stored %581, 1
+	%584 = extractvalue %dp_adam.stored %581, 2
+	%585 = call %dp_adam.stored @dp_adam_body(float %119, float %237, float %355, float %435, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%586 = extractvalue %dp_adam.stored %585, 0
+	%587 = extractvalue %dp_adam.stored %585, 1
+	%588 = extractvalue %dp_adam.stored %585, 2
+	%589 = call %dp_adam.stored @dp_adam_body(float %120, float %238, float %356, float %436, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%590 = extractvalue %dp_adam.stored %589, 0
+	%591 = extractvalue %dp_adam.stored %589, 1
+	%592 = extractvalue %dp_adam.stored %589, 2
+	%593 = call %dp_adam.stored @dp_adam_body(float %121, float %239, float %357, float %437, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%594 = extractvalue %dp_adam.stored %593, 0
+	%595 = extractvalue %dp_adam.stored %593, 1
+	%596 = extractvalue %dp_adam.stored %593, 2
+	%597 = call %dp_adam.stored @dp_adam_body(float %122, float %240, float %358, float %438, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%598 = extractvalue %dp_adam.stored %597, 0
+	%599 = extractvalue %dp_adam.stored %597, 1
+	%600 = extractvalue %dp_adam.stored %597, 2
+	%601 = call %dp_adam.stored @dp_adam_body(float %123, float %241, float %359, float %439, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%602 = extractvalue %dp_adam.stored %601, 0
+	%603 = extractvalue %dp_adam.stored %601, 1
+	%604 = extractvalue %dp_adam.stored %601, 2
+	%605 = call %dp_adam.stored @dp_adam_body(float %124, float %242, float %360, float %440, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%606 = extractvalue %dp_adam.stored %605, 0
+	%607 = extractvalue %dp_adam.stored %605, 1
+	%608 = extractvalue %dp_adam.stored %605, 2
+	%609 = call %dp_adam.stored @dp_adam_body(float %129, float %266, float %365, float %445, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%610 = extractvalue %dp_adam.stored %609, 0
+	%611 = extractvalue %dp_adam.stored %609, 1
+	%612 = extractvalue %dp_adam.stored %609, 2
+	%613 = call %dp_adam.stored @dp_adam_body(float %130, float %267, float %366, float %446, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%614 = extractvalue %dp_adam.stored %613, 0
+	%615 = extractvalue %dp_adam.stored %613, 1
+	%616 = extractvalue %dp_adam.stored %613, 2
+	%617 = call %dp_adam.stored @dp_adam_body(float %131, float %268, float %367, float %447, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%618 = extractvalue %dp_adam.stored %617, 0
+	%619 = extractvalue %dp_adam.stored %617, 1
+	%620 = extractvalue %dp_adam.stored %617, 2
+	%621 = call %dp_adam.stored @dp_adam_body(float %132, float %269, float %368, float %448, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%622 = extractvalue %dp_adam.stored %621, 0
+	%623 = extractvalue %dp_adam.stored %621, 1
+	%624 = extractvalue %dp_adam.stored %621, 2
+	%625 = call %dp_adam.stored @dp_adam_body(float %133, float %270, float %369, float %449, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%626 = extractvalue %dp_adam.stored %625, 0
+	%627 = extractvalue %dp_adam.stored %625, 1
+	%628 = extractvalue %dp_adam.stored %625, 2
+	%629 = call %dp_adam.stored @dp_adam_body(float %134, float %271, float %370, float %450, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%630 = extractvalue %dp_adam.stored %629, 0
+	%631 = extractvalue %dp_adam.stored %629, 1
+	%632 = extractvalue %dp_adam.stored %629, 2
+	%633 = call %dp_adam.stored @dp_adam_body(float %135, float %272, float %371, float %451, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%634 = extractvalue %dp_adam.stored %633, 0
+	%635 = extractvalue %dp_adam.stored %633, 1
+	%636 = extractvalue %dp_adam.stored %633, 2
+	%637 = call %dp_adam.stored @dp_adam_body(float %136, float %273, float %372, float %452, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%638 = extractvalue %dp_adam.stored %637, 0
+	%639 = extractvalue %dp_adam.stored %637, 1
+	%640 = extractvalue %dp_adam.stored %637, 2
+	%641 = call %dp_adam.stored @dp_adam_body(float %137, float %274, float %373, float %453, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%642 = extractvalue %dp_adam.stored %641, 0
+	%643 = extractvalue %dp_adam.stored %641, 1
+	%644 = extractvalue %dp_adam.stored %641, 2
+	%645 = call %dp_adam.stored @dp_adam_body(float %138, float %275, float %374, float %454, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%646 = extractvalue %dp_adam.stored %645, 0
+	%647 = extractvalue %dp_adam.stored %645, 1
+	%648 = extractvalue %dp_adam.stored %645, 2
+	%649 = call %dp_adam.stored @dp_adam_body(float %139, float %276, float %375, float %455, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%650 = extractvalue %dp_adam.stored %649, 0
+	%651 = extractvalue %dp_adam.stored %649, 1
+	%652 = extractvalue %dp_adam.stored %649, 2
+	%653 = call %dp_adam.stored @dp_adam_body(float %140, float %277, float %376, float %456, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%654 = extractvalue %dp_adam.stored %653, 0
+	%655 = extractvalue %dp_adam.stored %653, 1
+	%656 = extractvalue %dp_adam.stored %653, 2
+	%657 = call %dp_adam.stored @dp_adam_body(float %141, float %278, float %377, float %457, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%658 = extractvalue %dp_adam.stored %657, 0
+	%659 = extractvalue %dp_adam.stored %657, 1
+	%660 = extractvalue %dp_adam.stored %657, 2
+	%661 = call %dp_adam.stored @dp_adam_body(float %142, float %279, float %378, float %458, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%662 = extractvalue %dp_adam.stored %661, 0
+	%663 = extractvalue %dp_adam.stored %661, 1
+	%664 = extractvalue %dp_adam.stored %661, 2
+	%665 = call %dp_adam.stored @dp_adam_body(float %143, float %280, float %379, float %459, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%666 = extractvalue %dp_adam.stored %665, 0
+	%667 = extractvalue %dp_adam.stored %665, 1
+	%668 = extractvalue %dp_adam.stored %665, 2
+	%669 = call %dp_adam.stored @dp_adam_body(float %144, float %281, float %380, float %460, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%670 = extractvalue %dp_adam.stored %669, 0
+	%671 = extractvalue %dp_adam.stored %669, 1
+	%672 = extractvalue %dp_adam.stored %669, 2
+	%673 = call %dp_adam.stored @dp_adam_body(float %149, float %305, float %385, float %465, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%674 = extractvalue %dp_adam.stored %673, 0
+	%675 = extractvalue %dp_adam.stored %673, 1
+	%676 = extractvalue %dp_adam.stored %673, 2
+	%677 = call %dp_adam.stored @dp_adam_body(float %150, float %306, float %386, float %466, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%678 = extractvalue %dp_adam.stored %677, 0
+	%679 = extractvalue %dp_adam.stored %677, 1
+	%680 = extractvalue %dp_adam.stored %677, 2
+	%681 = call %dp_adam.stored @dp_adam_body(float %151, float %307, float %387, float %467, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%682 = extractvalue %dp_adam.stored %681, 0
+	%683 = extractvalue %dp_adam.stored %681, 1
+	%684 = extractvalue %dp_adam.stored %681, 2
+	%685 = call %dp_adam.stored @dp_adam_body(float %152, float %308, float %388, float %468, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%686 = extractvalue %dp_adam.stored %685, 0
+	%687 = extractvalue %dp_adam.stored %685, 1
+	%688 = extractvalue %dp_adam.stored %685, 2
+	%689 = call %dp_adam.stored @dp_adam_body(float %153, float %309, float %389, float %469, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%690 = extractvalue %dp_adam.stored %689, 0
+	%691 = extractvalue %dp_adam.stored %689, 1
+	%692 = extractvalue %dp_adam.stored %689, 2
+	%693 = call %dp_adam.stored @dp_adam_body(float %154, float %310, float %390, float %470, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%694 = extractvalue %dp_adam.stored %693, 0
+	%695 = extractvalue %dp_adam.stored %693, 1
+	%696 = extractvalue %dp_adam.stored %693, 2
+	%697 = call %dp_adam.stored @dp_adam_body(float %155, float %311, float %391, float %471, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%698 = extractvalue %dp_adam.stored %697, 0
+	%699 = extractvalue %dp_adam.stored %697, 1
+	%700 = extractvalue %dp_adam.stored %697, 2
+	%701 = call %dp_adam.stored @dp_adam_body(float %156, float %312, float %392, float %472, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%702 = extractvalue %dp_adam.stored %701, 0
+	%703 = extractvalue %dp_adam.stored %701, 1
+	%704 = extractvalue %dp_adam.stored %701, 2
+	%705 = call %dp_adam.stored @dp_adam_body(float %157, float %313, float %393, float %473, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%706 = extractvalue %dp_adam.stored %705, 0
+	%707 = extractvalue %dp_adam.stored %705, 1
+	%708 = extractvalue %dp_adam.stored %705, 2
+	%709 = call %dp_adam.stored @dp_adam_body(float %158, float %314, float %394, float %474, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%710 = extractvalue %dp_adam.stored %709, 0
+	%711 = extractvalue %dp_adam.stored %709, 1
+	%712 = extractvalue %dp_adam.stored %709, 2
+	%713 = call %dp_adam.stored @dp_adam_body(float %159, float %315, float %395, float %475, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%714 = extractvalue %dp_adam.stored %713, 0
+	%715 = extractvalue %dp_adam.stored %713, 1
+	%716 = extractvalue %dp_adam.stored %713, 2
+	%717 = call %dp_adam.stored @dp_adam_body(float %160, float %316, float %396, float %476, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%718 = extractvalue %dp_adam.stored %717, 0
+	%719 = extractvalue %dp_adam.stored %717, 1
+	%720 = extractvalue %dp_adam.stored %717, 2
+	%721 = call %dp_adam.stored @dp_adam_body(float %161, float %317, float %397, float %477, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%722 = extractvalue %dp_adam.stored %721, 0
+	%723 = extractvalue %dp_adam.stored %721, 1
+	%724 = extractvalue %dp_adam.stored %721, 2
+	%725 = call %dp_adam.stored @dp_adam_body(float %162, float %318, float %398, float %478, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%726 = extractvalue %dp_adam.stored %725, 0
+	%727 = extractvalue %dp_adam.stored %725, 1
+	%728 = extractvalue %dp_adam.stored %725, 2
+	%729 = call %dp_adam.stored @dp_adam_body(float %163, float %319, float %399, float %479, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%730 = extractvalue %dp_adam.stored %729, 0
+	%731 = extractvalue %dp_adam.stored %729, 1
+	%732 = extractvalue %dp_adam.stored %729, 2
+	%733 = call %dp_adam.stored @dp_adam_body(float %164, float %320, float %400, float %480, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%734 = extractvalue %dp_adam.stored %733, 0
+	%735 = extractvalue %dp_adam.stored %733, 1
+	%736 = extractvalue %dp_adam.stored %733, 2
+	%737 = insertelement <16 x float> undef, float %482, i32 0
+	%738 = insertelement <16 x float> %737, float %486, i32 1
+	%739 = insertelement <16 x float> %738, float %490, i32 2
+	%740 = insertelement <16 x float> %739, float %494, i32 3
+	%741 = insertelement <16 x float> %740, float %498, i32 4
+	%742 = insertelement <16 x float> %741, float %502, i32 5
+	%743 = insertelement <16 x float> %742, float %506, i32 6
+	%744 = insertelement <16 x float> %743, float %510, i32 7
+	%745 = insertelement <16 x float> %744, float %514, i32 8
+	%746 = insertelement <16 x float> %745, float %518, i32 9
+	%747 = insertelement <16 x float> %746, float %522, i32 10
+	%748 = insertelement <16 x float> %747, float %526, i32 11
+	%749 = insertelement <16 x float> %748, float %530, i32 12
+	%750 = insertelement <16 x float> %749, float %534, i32 13
+	%751 = insertelement <16 x float> %750, float %538, i32 14
+	%752 = insertelement <16 x float> %751, float %542, i32 15
+	%753 = add i64 %82, 0
+	%754 = getelementptr float, float* %5, i64 %753
+	%755 = bitcast float* %754 to <16 x float>*
+	store <16 x float> %752, <16 x float>* %755, align 4
+	%756 = insertelement <16 x float> undef, float %546, i32 0
+	%757 = insertelement <16 x float> %756, float %550, i32 1
+	%758 = insertelement <16 x float> %757, float %554, i32 2
+	%759 = insertelement <16 x float> %758, float %558, i32 3
+	%760 = insertelement <16 x float> %759, float %562, i32 4
+	%761 = insertelement <16 x float> %760, float %566, i32 5
+	%762 = insertelement <16 x float> %761, float %570, i32 6
+	%763 = insertelement <16 x float> %762, float %574, i32 7
+	%764 = insertelement <16 x float> %763, float %578, i32 8
+	%765 = insertelement <16 x float> %764, float %582, i32 9
+	%766 = insertelement <16 x float> %765, float %586, i32 10
+	%767 = insertelement <16 x float> %766, float %590, i32 11
+	%768 = insertelement <16 x float> %767, float %594, i32 12
+	%769 = insertelement <16 x float> %768, float %598, i32 13
+	%770 = insertelement <16 x float> %769, float %602, i32 14
+	%771 = insertelement <16 x float> %770, float %606, i32 15
+	%772 = add i64 %82, 16
+	%773 = getelementptr float, float* %5, i64 %772
+	%774 = bitcast float* %773 to <16 x float>*
+	store <16 x float> %771, <16 x float>* %774, align 4
+	%775 = insertelement <16 x float> undef, float %610, i32 0
+	%776 = insertelement <16 x float> %775, float %614, i32 1
+	%777 = insertelement <16 x float> %776, float %618, i32 2
+	%778 = insertelement <16 x float> %777, float %622, i32 3
+	%779 = insertelement <16 x float> %778, float %626, i32 4
+	%780 = insertelement <16 x float> %779, float %630, i32 5
+	%781 = insertelement <16 x float> %780, float %634, i32 6
+	%782 = insertelement <16 x float> %781, float %638, i32 7
+	%783 = insertelement <16 x float> %782, float %642, i32 8
+	%784 = insertelement <16 x float> %783, float %646, i32 9
+	%785 = insertelement <16 x float> %784, float %650, i32 10
+	%786 = insertelement <16 x float> %785, float %654, i32 11
+	%787 = insertelement <16 x float> %786, float %658, i32 12
+	%788 = insertelement <16 x float> %787, float %662, i32 13
+	%789 = insertelement <16 x float> %788, float %666, i32 14
+	%790 = insertelement <16 x float> %789, float %670, i32 15
+	%791 = add i64 %82, 32
+	%792 = getelementptr float, float* %5, i64 %791
+	%793 = bitcast float* %792 to <16 x float>*
+	store <16 x float> %790, <16 x float>* %793, align 4
+	%794 = insertelement <16 x float> undef, float %674, i32 0
+	%795 = insertelement <16 x float> %794, float %678, i32 1
+	%796 = insertelement <16 x float> %795, float %682, i32 2
+	%797 = insertelement <16 x float> %796, float %686, i32 3
+	%798 = insertelement <16 x float> %797, float %690, i32 4
+	%799 = insertelement <16 x float> %798, float %694, i32 5
+	%800 = insertelement <16 x float> %799, float %698, i32 6
+	%801 = insertelement <16 x float> %800, float %702, i32 7
+	%802 = insertelement <16 x float> %801, float %706, i32 8
+	%803 = insertelement <16 x float> %802, float %710, i32 9
+	%804 = insertelement <16 x float> %803, float %714, i32 10
+	%805 = insertelement <16 x float> %804, float %718, i32 11
+	%806 = insertelement <16 x float> %805, float %722, i32 12
+	%807 = insertelement <16 x float> %806, float %726, i32 13
+	%808 = insertelement <16 x float> %807, float %730, i32 14
+	%809 = insertelement <16 x float> %808, float %734, i32 15
+	%810 = add i64 %82, 48
+	%811 = getelementptr float, float* %5, i64 %810
+	%812 = bitcast float* %811 to <16 x float>*
+	store <16 x float> %809, <16 x float>* %812, align 4
+	%813 = insertelement <16 x float> undef, float %483, i32 0
+	%814 = insertelement <16 x float> %813, float %487, i32 1
+	%815 = insertelement <16 x float> %814, float %491, i32 2
+	%816 = insertelement <16 x float> %815, float %495, i32 3
+	%817 = insertelement <16 x float> %816, float %499, i32 4
+	%818 = insertelement <16 x float> %817, float %503, i32 5
+	%819 = insertelement <16 x float> %818, float %507, i32 6
+	%820 = insertelement <16 x float> %819, float %511, i32 7
+	%821 = insertelement <16 x float> %820, float %515, i32 8
+	%822 = insertelement <16 x float> %821, float %519, i32 9
+	%823 = insertelement <16 x float> %822, float %523, i32 10
+	%824 = insertelement <16 x float> %823, float %527, i32 11
+	%825 = insertelement <16 x float> %824, float %531, i32 12
+	%826 = insertelement <16 x float> %825, float %535, i32 13
+	%827 = insertelement <16 x float> %826, float %539, i32 14
+	%828 = insertelement <16 x float> %827, float %543, i32 15
+	%829 = add i64 %82, 0
+	%830 = getelementptr float, float* %7, i64 %829
+	%831 = bitcast float* %830 to <16 x float>*
+	store <16 x float> %828, <16 x float>* %831, align 4
+	%832 = insertelement <16 x float> undef, float %547, i32 0
+	%833 = insertelement <16 x float> %832, float %551, i32 1
+	%834 = insertelement <16 x float> %833, float %555, i32 2
+	%835 = insertelement <16 x float> %834, float %559, i32 3
+	%836 = insertelement <16 x float> %835, float %563, i32 4
+	%837 = insertelement <16 x float> %836, float %567, i32 5
+	%838 = insertelement <16 x float> %837, float %571, i32 6
+	%839 = insertelement <16 x float> %838, float %575, i32 7
+	%840 = insertelement <16 x float> %839, float %579, i32 8
+	%841 = insertelement <16 x float> %840, float %583, i32 9
+	%842 = insertelement <16 x float> %841, float %587, i32 10
+	%843 = insertelement <16 x float> %842, float %591, i32 11
+	%844 = insertelement <16 x float> %843, float %595, i32 12
+	%845 = insertelement <16 x float> %844, float %599, i32 13
+	%846 = insertelement <16 x float> %845, float %603, i32 14
+	%847 = insertelement <16 x float> %846, float %607, i32 15
+	%848 = add i64 %82, 16
+	%849 = getelementptr float, float* %7, i64 %848
+	%850 = bitcast float* %849 to <16 x float>*
+	store <16 x float> %847, <16 x float>* %850, align 4
+	%851 = insertelement <16 x float> undef, float %611, i32 0
+	%852 = insertelement <16 x float> %851, float %615, i32 1
+	%853 = insertelement <16 x float> %852, float %619, i32 2
+	%854 = insertelement <16 x float> %853, float %623, i32 3
+	%855 = insertelement <16 x float> %854, float %627, i32 4
+	%856 = insertelement <16 x float> %855, float %631, i32 5
+	%857 = insertelement <16 x float> %856, float %635, i32 6
+	%858 = insertelement <16 x float> %857, float %639, i32 7
+	%859 = insertelement <16 x float> %858, float %643, i32 8
+	%860 = insertelement <16 x float> %859, float %647, i32 9
+	%861 = insertelement <16 x float> %860, float %651, i32 10
+	%862 = insertelement <16 x float> %861, float %655, i32 11
+	%863 = insertelement <16 x float> %862, float %659, i32 12
+	%864 = insertelement <16 x float> %863, float %663, i32 13
+	%865 = insertelement <16 x float> %864, float %667, i32 14
+	%866 = insertelement <16 x float> %865, float %671, i32 15
+	%867 = add i64 %82, 32
+	%868 = getelementptr float, float* %7, i64 %867
+	%869 = bitcast float* %868 to <16 x float>*
+	store <16 x float> %866, <16 x float>* %869, align 4
+	%870 = insertelement <16 x float> undef, float %675, i32 0
+	%871 = insertelement <16 x float> %870, float %679, i32 1
+	%872 = insertelement <16 x float> %871, float %683, i32 2
+	%873 = insertelement <16 x float> %872, float %687, i32 3
+	%874 = insertelement <16 x float> %873, float %691, i32 4
+	%875 = insertelement <16 x float> %874, float %695, i32 5
+	%876 = insertelement <16 x float> %875, float %699, i32 6
+	%877 = insertelement <16 x float> %876, float %703, i32 7
+	%878 = insertelement <16 x float> %877, float %707, i32 8
+	%879 = insertelement <16 x float> %878, float %711, i32 9
+	%880 = insertelement <16 x float> %879, float %715, i32 10
+	%881 = insertelement <16 x float> %880, float %719, i32 11
+	%882 = insertelement <16 x float> %881, float %723, i32 12
+	%883 = insertelement <16 x float> %882, float %727, i32 13
+	%884 = insertelement <16 x float> %883, float %731, i32 14
+	%885 = insertelement <16 x float> %884, float %735, i32 15
+	%886 = add i64 %82, 48
+	%887 = getelementptr float, float* %7, i64 %886
+	%888 = bitcast float* %887 to <16 x float>*
+	store <16 x float> %885, <16 x float>* %888, align 4
+	%889 = insertelement <16 x float> undef, float %484, i32 0
+	%890 = insertelement <16 x float> %889, float %488, i32 1
+	%891 = insertelement <16 x float> %890, float %492, i32 2
+	%892 = insertelement <16 x float> %891, float %496, i32 3
+	%893 = insertelement <16 x float> %892, float %500, i32 4
+	%894 = insertelement <16 x float> %893, float %504, i32 5
+	%895 = insertelement <16 x float> %894, float %508, i32 6
+	%896 = insertelement <16 x float> %895, float %512, i32 7
+	%897 = insertelement <16 x float> %896, float %516, i32 8
+	%898 = insertelement <16 x float> %897, float %520, i32 9
+	%899 = insertelement <16 x float> %898, float %524, i32 10
+	%900 = insertelement <16 x float> %899, float %528, i32 11
+	%901 = insertelement <16 x float> %900, float %532, i32 12
+	%902 = insertelement <16 x float> %901, float %536, i32 13
+	%903 = insertelement <16 x float> %902, float %540, i32 14
+	%904 = insertelement <16 x float> %903, float %544, i32 15
+	%905 = add i64 %82, 0
+	%906 = getelementptr float, float* %1, i64 %905
+	%907 = bitcast float* %906 to <16 x float>*
+	store <16 x float> %904, <16 x float>* %907, align 4
+	%908 = insertelement <16 x float> undef, float %548, i32 0
+	%909 = insertelement <16 x float> %908, float %552, i32 1
+	%910 = insertelement <16 x float> %909, float %556, i32 2
+	%911 = insertelement <16 x float> %910, float %560, i32 3
+	%912 = insertelement <16 x float> %911, float %564, i32 4
+	%913 = insertelement <16 x float> %912, float %568, i32 5
+	%914 = insertelement <16 x float> %913, float %572, i32 6
+	%915 = insertelement <16 x float> %914, float %576, i32 7
+	%916 = insertelement <16 x float> %915, float %580, i32 8
+	%917 = insertelement <16 x float> %916, float %584, i32 9
+	%918 = insertelement <16 x float> %917, float %588, i32 10
+	%919 = insertelement <16 x float> %918, float %592, i32 11
+	%920 = insertelement <16 x float> %919, float %596, i32 12
+	%921 = insertelement <16 x float> %920, float %600, i32 13
+	%922 = insertelement <16 x float> %921, float %604, i32 14
+	%923 = insertelement <16 x float> %922, float %608, i32 15
+	%924 = add i64 %82, 16
+	%925 = getelementptr float, float* %1, i64 %924
+	%926 = bitcast float* %925 to <16 x float>*
+	store <16 x float> %923, <16 x float>* %926, align 4
+	%927 = insertelement <16 x float> undef, float %612, i32 0
+	%928 = insertelement <16 x float> %927, float %616, i32 1
+	%929 = insertelement <16 x float> %928, float %620, i32 2
+	%930 = insertelement <16 x float> %929, float %624, i32 3
+	%931 = insertelement <16 x float> %930, float %628, i32 4
+	%932 = insertelement <16 x float> %931, float %632, i32 5
+	%933 = insertelement <16 x float> %932, float %636, i32 6
+	%934 = insertelement <16 x float> %933, float %640, i32 7
+	%935 = insertelement <16 x float> %934, float %644, i32 8
+	%936 = insertelement <16 x float> %935, float %648, i32 9
+	%937 = insertelement <16 x float> %936, float %652, i32 10
+	%938 = insertelement <16 x float> %937, float %656, i32 11
+	%939 = insertelement <16 x float> %938, float %660, i32 12
+	%940 = insertelement <16 x float> %939, float %664, i32 13
+	%941 = insertelement <16 x float> %940, float %668, i32 14
+	%942 = insertelement <16 x float> %941, float %672, i32 15
+	%943 = add i64 %82, 32
+	%944 = getelementptr float, float* %1, i64 %943
+	%945 = bitcast float* %944 to <16 x float>*
+	store <16 x float> %942, <16 x float>* %945, align 4
+	%946 = insertelement <16 x float> undef, float %676, i32 0
+	%947 = insertelement <16 x float> %946, float %680, i32 1
+	%948 = insertelement <16 x float> %947, float %684, i32 2
+	%949 = insertelement <16 x float> %948, float %688, i32 3
+	%950 = insertelement <16 x float> %949, float %692, i32 4
+	%951 = insertelement <16 x float> %950, float %696, i32 5
+	%952 = insertelement <16 x float> %951, float %700, i32 6
+	%953 = insertelement <16 x float> %952, float %704, i32 7
+	%954 = insertelement <16 x float> %953, float %708, i32 8
+	%955 = insertelement <16 x float> %954, float %712, i32 9
+	%956 = insertelement <16 x float> %955, float %716, i32 10
+	%957 = insertelement <16 x float> %956, float %720, i32 11
+	%958 = insertelement <16 x float> %957, float %724, i32 12
+	%959 = insertelement <16 x float> %958, float %728, i32 13
+	%960 = insertelement <16 x float> %959, float %732, i32 14
+	%961 = insertelement <16 x float> %960, float %736, i32 15
+	%962 = add i64 %82, 48
+	%963 = getelementptr float, float* %1, i64 %962
+	%964 = bitcast float* %963 to <16 x float>*
+	store <16 x float> %961, <16 x float>* %964, align 4
+	%965 = add i64 %78, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%966 = mul i64 %77, 16
+	br label %group.head.55
+
+group.head.55:
+	%967 = phi i64 [ %966, %wide.done.54 ], [ %1052, %group.56 ]
+	%968 = icmp slt i64 %967, %48
+	br i1 %968, label %group.56, label %group.done.57
+
+group.56:
+	%969 = shl i64 %967, 2
+	%970 = add i64 %49, %969
+	%971 = add i64 %53, %967
+	%972 = getelementptr float, float* %1, i64 %970
+	%973 = getelementptr float, float* %972, i64 0
+	%974 = load float, float* %973, align 4
+	%975 = getelementptr float, float* %972, i64 1
+	%976 = load float, float* %975, align 4
+	%977 = getelementptr float, float* %972, i64 2
+	%978 = load float, float* %977, align 4
+	%979 = getelementptr float, float* %972, i64 3
+	%980 = load float, float* %979, align 4
+	%981 = getelementptr float, float* %3, i64 %970
+	%982 = getelementptr float, float* %981, i64 0
+	%983 = load float, float* %982, align 4
+	%984 = getelementptr float, float* %981, i64 1
+	%985 = load float, float* %984, align 4
+	%986 = getelementptr float, float* %981, i64 2
+	%987 = load float, float* %986, align 4
+	%988 = getelementptr float, float* %981, i64 3
+	%989 = load float, float* %988, align 4
+	%990 = getelementptr float, float* %5, i64 %970
+	%991 = getelementptr float, float* %990, i64 0
+	%992 = load float, float* %991, align 4
+	%993 = getelementptr float, float* %990, i64 1
+	%994 = load float, float* %993, align 4
+	%995 = getelementptr float, float* %990, i64 2
+	%996 = load float, float* %995, align 4
+	%997 = getelementptr float, float* %990, i64 3
+	%998 = load float, float* %997, align 4
+	%999 = getelementptr float, float* %7, i64 %970
+	%1000 = getelementptr float, float* %999, i64 0
+	%1001 = load float, float* %1000, align 4
+	%1002 = getelementptr float, float* %999, i64 1
+	%1003 = load float, float* %1002, align 4
+	%1004 = getelementptr float, float* %999, i64 2
+	%1005 = load float, float* %1004, align 4
+	%1006 = getelementptr float, float* %999, i64 3
+	%1007 = load float, float* %1006, align 4
+	%1008 = call <4 x float> @fg_gaussian4(i64 %35, i32 %37, i32 0, i64 %971)
+	%1009 = extractelement <4 x float> %1008, i32 0
+	%1010 = fmul float %27, %1009
+	%1011 = fadd float %983, %1010
+	%1012 = call %dp_adam.stored @dp_adam_body(float %974, float %1011, float %992, float %1001, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1013 = extractvalue %dp_adam.stored %1012, 0
+	%1014 = extractvalue %dp_adam.stored %1012, 1
+	%1015 = extractvalue %dp_adam.stored %1012, 2
+	%1016 = extractelement <4 x float> %1008, i32 1
+	%1017 = fmul float %27, %1016
+	%1018 = fadd float %985, %1017
+	%1019 = call %dp_adam.stored @dp_adam_body(float %976, float %1018, float %994, float %1003, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1020 = extractvalue %dp_adam.stored %1019, 0
+	%1021 = extractvalue %dp_adam.stored %1019, 1
+	%1022 = extractvalue %dp_adam.stored %1019, 2
+	%1023 = extractelement <4 x float> %1008, i32 2
+	%1024 = fmul float %27, %1023
+	%1025 = fadd float %987, %1024
+	%1026 = call %dp_adam.stored @dp_adam_body(float %978, float %1025, float %996, float %1005, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1027 = extractvalue %dp_adam.stored %1026, 0
+	%1028 = extractvalue %dp_adam.stored %1026, 1
+	%1029 = extractvalue %dp_adam.stored %1026, 2
+	%1030 = extractelement <4 x float> %1008, i32 3
+	%1031 = fmul float %27, %1030
+	%1032 = fadd float %989, %1031
+	%1033 = call %dp_adam.stored @dp_adam_body(float %980, float %1032, float %998, float %1007, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1034 = extractvalue %dp_adam.stored %1033, 0
+	%1035 = extractvalue %dp_adam.stored %1033, 1
+	%1036 = extractvalue %dp_adam.stored %1033, 2
+	%1037 = getelementptr float, float* %5, i64 %970
+	%1038 = getelementptr float, float* %1037, i64 0
+	store float %1013, float* %1038, align 4
+	%1039 = getelementptr float, float* %1037, i64 1
+	store float %1020, float* %1039, align 4
+	%1040 = getelementptr float, float* %1037, i64 2
+	store float %1027, float* %1040, align 4
+	%1041 = getelementptr float, float* %1037, i64 3
+	store float %1034, float* %1041, align 4
+	%1042 = getelementptr float, float* %7, i64 %970
+	%1043 = getelementptr float, float* %1042, i64 0
+	store float %1014, float* %1043, align 4
+	%1044 = getelementptr float, float* %1042, i64 1
+	store float %1021, float* %1044, align 4
+	%1045 = getelementptr float, float* %1042, i64 2
+	store float %1028, float* %1045, align 4
+	%1046 = getelementptr float, float* %1042, i64 3
+	store float %1035, float* %1046, align 4
+	%1047 = getelementptr float, float* %1, i64 %970
+	%1048 = getelementptr float, float* %1047, i64 0
+	store float %1015, float* %1048, align 4
+	%1049 = getelementptr float, float* %1047, i64 1
+	store float %1022, float* %1049, align 4
+	%1050 = getelementptr float, float* %1047, i64 2
+	store float %1029, float* %1050, align 4
+	%1051 = getelementptr float, float* %1047, i64 3
+	store float %1036, float* %1051, align 4
+	%1052 = add i64 %967, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%1053 = phi i64 [ %51, %group.done.57 ], [ %1074, %tail.59 ]
+	%1054 = icmp slt i64 %1053, %31
+	br i1 %1054, label %tail.59, label %tail.done.60
+
+tail.59:
+	%1055 = getelementptr float, float* %1, i64 %1053
+	%1056 = load float, float* %1055, align 4
+	%1057 = getelementptr float, float* %3, i64 %1053
+	%1058 = load float, float* %1057, align 4
+	%1059 = getelementptr float, float* %5, i64 %1053
+	%1060 = load float, float* %1059, align 4
+	%1061 = getelementptr float, float* %7, i64 %1053
+	%1062 = load float, float* %1061, align 4
+	%1063 = add i64 %33, %1053
+	%1064 = call float @fg_gaussian(i64 %35, i32 %37, i32 0, i64 %1063)
+	%1065 = fmul float %27, %1064
+	%1066 = fadd float %1058, %1065
+	%1067 = call %dp_adam.stored @dp_adam_body(float %1056, float %1066, float %1060, float %1062, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1068 = extractvalue %dp_adam.stored %1067, 0
+	%1069 = extractvalue %dp_adam.stored %1067, 1
+	%1070 = extractvalue %dp_adam.stored %1067, 2
+	%1071 = getelementptr float, float* %5, i64 %1053
+	store float %1068, float* %1071, align 4
+	%1072 = getelementptr float, float* %7, i64 %1053
+	store float %1069, float* %1072, align 4
+	%1073 = getelementptr float, float* %1, i64 %1053
+	store float %1070, float* %1073, align 4
+	%1074 = add i64 %1053, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%1075 = phi i64 [ %29, %without_noise ], [ %1092, %head.62 ]
+	%1076 = icmp slt i64 %1075, %49
+	br i1 %1076, label %head.62, label %head.done.63
+
+head.62:
+	%1077 = getelementptr float, float* %1, i64 %1075
+	%1078 = load float, float* %1077, align 4
+	%1079 = getelementptr float, float* %3, i64 %1075
+	%1080 = load float, float* %1079, align 4
+	%1081 = getelementptr float, float* %5, i64 %1075
+	%1082 = load float, float* %1081, align 4
+	%1083 = getelementptr float, float* %7, i64 %1075
+	%1084 = load float, float* %1083, align 4
+	%1085 = call %dp_adam.stored @dp_adam_body(float %1078, float %1080, float %1082, float %1084, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1086 = extractvalue %dp_adam.stored %1085, 0
+	%1087 = extractvalue %dp_adam.stored %1085, 1
+	%1088 = extractvalue %dp_adam.stored %1085, 2
+	%1089 = getelementptr float, float* %5, i64 %1075
+	store float %1086, float* %1089, align 4
+	%1090 = getelementptr float, float* %7, i64 %1075
+	store float %1087, float* %1090, align 4
+	%1091 = getelementptr float, float* %1, i64 %1075
+	store float %1088, float* %1091, align 4
+	%1092 = add i64 %1075, 1
+	br label %head.head.61
+
+head.done.63:
+	%1093 = sdiv i64 %48, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%1094 = phi i64 [ 0, %head.done.63 ], [ %1904, %wide.65 ]
+	%1095 = icmp slt i64 %1094, %1093
+	br i1 %1095, label %wide.65, label %wide.done.66
+
+wide.65:
+	%1096 = mul i64 %1094, 16
+	%1097 = shl i64 %1096, 2
+	%1098 = add i64 %49, %1097
+	%1099 = add i64 %53, %1096
+	%1100 = add i64 %1098, 0
+	%1101 = getelementptr float, float* %1, i64 %1100
+	%1102 = bitcast float* %1101 to <16 x float>*
+	%1103 = load <16 x float>, <16 x float>* %1102, align 4
+	%1104 = extractelement <16 x float> %1103, i32 0
+	%1105 = extractelement <16 x float> %1103, i32 1
+	%1106 = extractelement <16 x float> %1103, i32 2
+	%1107 = extractelement <16 x float> %1103, i32 3
+	%1108 = extractelement <16 x float> %1103, i32 4
+	%1109 = extractelement <16 x float> %1103, i32 5
+	%1110 = extractelement <16 x float> %1103, i32 6
+	%1111 = extractelement <16 x float> %1103, i32 7
+	%1112 = extractelement <16 x float> %1103, i32 8
+	%1113 = extractelement <16 x float> %1103, i32 9
+	%1114 = extractelement <16 x float> %1103, i32 10
+	%1115 = extractelement <16 x float> %1103, i32 11
+	%1116 = extractelement <16 x float> %1103, i32 12
+	%1117 = extractelement <16 x float> %1103, i32 13
+	%1118 = extractelement <16 x float> %1103, i32 14
+	%1119 = extractelement <16 x float> %1103, i32 15
+	%1120 = add i64 %1098, 16
+	%1121 = getelementptr float, float* %1, i64 %1120
+	%1122 = bitcast float* %1121 to <16 x float>*
+	%1123 = load <16 x float>, <16 x float>* %1122, align 4
+	%1124 = extractelement <16 x float> %1123, i32 0
+	%1125 = extractelement <16 x float> %1123, i32 1
+	%1126 = extractelement <16 x float> %1123, i32 2
+	%1127 = extractelement <16 x float> %1123, i32 3
+	%1128 = extractelement <16 x float> %1123, i32 4
+	%1129 = extractelement <16 x float> %1123, i32 5
+	%1130 = extractelement <16 x float> %1123, i32 6
+	%1131 = extractelement <16 x float> %1123, i32 7
+	%1132 = extractelement <16 x float> %1123, i32 8
+	%1133 = extractelement <16 x float> %1123, i32 9
+	%1134 = extractelement <16 x float> %1123, i32 10
+	%1135 = extractelement <16 x float> %1123, i32 11
+	%1136 = extractelement <16 x float> %1123, i32 12
+	%1137 = extractelement <16 x float> %1123, i32 13
+	%1138 = extractelement <16 x float> %1123, i32 14
+	%1139 = extractelement <16 x float> %1123, i32 15
+	%1140 = add i64 %1098, 32
+	%1141 = getelementptr float, float* %1, i64 %1140
+	%1142 = bitcast float* %1141 to <16 x float>*
+	%1143 = load <16 x float>, <16 x float>* %1142, align 4
+	%1144 = extractelement <16 x float> %1143, i32 0
+	%1145 = extractelement <16 x float> %1143, i32 1
+	%1146 = extractelement <16 x float> %1143, i32 2
+	%1147 = extractelement <16 x float> %1143, i32 3
+	%1148 = extractelement <16 x float> %1143, i32 4
+	%1149 = extractelement <16 x float> %1143, i32 5
+	%1150 = extractelement <16 x float> %1143, i32 6
+	%1151 = extractelement <16 x float> %1143, i32 7
+	%1152 = extractelement <16 x float> %1143, i32 8
+	%1153 = extractelement <16 x float> %1143, i32 9
+	%1154 = extractelement <16 x float> %1143, i32 10
+	%1155 = extractelement <16 x float> %1143, i32 11
+	%1156 = extractelement <16 x float> %1143, i32 12
+	%1157 = extractelement <16 x float> %1143, i32 13
+	%1158 = extractelement <16 x float> %1143, i32 14
+	%1159 = extractelement <16 x float> %1143, i32 15
+	%1160 = add i64 %1098, 48
+	%1161 = getelementptr float, float* %1, i64 %1160
+	%1162 = bitcast float* %1161 to <16 x float>*
+	%1163 = load <16 x float>, <16 x float>* %1162, align 4
+	%1164 = extractelement <16 x float> %1163, i32 0
+	%1165 = extractelement <16 x float> %1163, i32 1
+	%1166 = extractelement <16 x float> %1163, i32 2
+	%1167 = extractelement <16 x float> %1163, i32 3
+	%1168 = extractelement <16 x float> %1163, i32 4
+	%1169 = extractelement <16 x float> %1163, i32 5
+	%1170 = extractelement <16 x float> %1163, i32 6
+	%1171 = extractelement <16 x float> %1163, i32 7
+	%1172 = extractelement <16 x float> %1163, i32 8
+	%1173 = extractelement <16 x float> %1163, i32 9
+	%1174 = extractelement <16 x float> %1163, i32 10
+	%1175 = extractelement <16 x float> %1163, i32 11
+	%1176 = extractelement <16 x float> %1163, i32 12
+	%1177 = extractelement <16 x float> %1163, i32 13
+	%1178 = extractelement <16 x float> %1163, i32 14
+	%1179 = extractelement <16 x float> %1163, i32 15
+	%1180 = add i64 %1098, 0
+	%1181 = getelementptr float, float* %3, i64 %1180
+	%1182 = bitcast float* %1181 to <16 x float>*
+	%1183 = load <16 x float>, <16 x float>* %1182, align 4
+	%1184 = extractelement <16 x float> %1183, i32 0
+	%1185 = extractelement <16 x float> %1183, i32 1
+	%1186 = extractelement <16 x float> %1183, i32 2
+	%1187 = extractelement <16 x float> %1183, i32 3
+	%1188 = extractelement <16 x float> %1183, i32 4
+	%1189 = extractelement <16 x float> %1183, i32 5
+	%1190 = extractelement <16 x float> %1183, i32 6
+	%1191 = extractelement <16 x float> %1183, i32 7
+	%1192 = extractelement <16 x float> %1183, i32 8
+	%1193 = extractelement <16 x float> %1183, i32 9
+	%1194 = extractelement <16 x float> %1183, i32 10
+	%1195 = extractelement <16 x float> %1183, i32 11
+	%1196 = extractelement <16 x float> %1183, i32 12
+	%1197 = extractelement <16 x float> %1183, i32 13
+	%1198 = extractelement <16 x float> %1183, i32 14
+	%1199 = extractelement <16 x float> %1183, i32 15
+	%1200 = add i64 %1098, 16
+	%1201 = getelementptr float, float* %3, i64 %1200
+	%1202 = bitcast float* %1201 to <16 x float>*
+	%1203 = load <16 x float>, <16 x float>* %1202, align 4
+	%1204 = extractelement <16 x float> %1203, i32 0
+	%1205 = extractelement <16 x float> %1203, i32 1
+	%1206 = extractelement <16 x float> %1203, i32 2
+	%1207 = extractelement <16 x float> %1203, i32 3
+	%1208 = extractelement <16 x float> %1203, i32 4
+	%1209 = extractelement <16 x float> %1203, i32 5
+	%1210 = extractelement <16 x float> %1203, i32 6
+	%1211 = extractelement <16 x float> %1203, i32 7
+	%1212 = extractelement <16 x float> %1203, i32 8
+	%1213 = extractelement <16 x float> %1203, i32 9
+	%1214 = extractelement <16 x float> %1203, i32 10
+	%1215 = extractelement <16 x float> %1203, i32 11
+	%1216 = extractelement <16 x float> %1203, i32 12
+	%1217 = extractelement <16 x float> %1203, i32 13
+	%1218 = extractelement <16 x float> %1203, i32 14
+	%1219 = extractelement <16 x float> %1203, i32 15
+	%1220 = add i64 %1098, 32
+	%1221 = getelementptr float, float* %3, i64 %1220
+	%1222 = bitcast float* %1221 to <16 x float>*
+	%1223 = load <16 x float>, <16 x float>* %1222, align 4
+	%1224 = extractelement <16 x float> %1223, i32 0
+	%1225 = extractelement <16 x float> %1223, i32 1
+	%1226 = extractelement <16 x float> %1223, i32 2
+	%1227 = extractelement <16 x float> %1223, i32 3
+	%1228 = extractelement <16 x float> %1223, i32 4
+	%1229 = extractelement <16 x float> %1223, i32 5
+	%1230 = extractelement <16 x float> %1223, i32 6
+	%1231 = extractelement <16 x float> %1223, i32 7
+	%1232 = extractelement <16 x float> %1223, i32 8
+	%1233 = extractelement <16 x float> %1223, i32 9
+	%1234 = extractelement <16 x float> %1223, i32 10
+	%1235 = extractelement <16 x float> %1223, i32 11
+	%1236 = extractelement <16 x float> %1223, i32 12
+	%1237 = extractelement <16 x float> %1223, i32 13
+	%1238 = extractelement <16 x float> %1223, i32 14
+	%1239 = extractelement <16 x float> %1223, i32 15
+	%1240 = add i64 %1098, 48
+	%1241 = getelementptr float, float* %3, i64 %1240
+	%1242 = bitcast float* %1241 to <16 x float>*
+	%1243 = load <16 x float>, <16 x float>* %1242, align 4
+	%1244 = extractelement <16 x float> %1243, i32 0
+	%1245 = extractelement <16 x float> %1243, i32 1
+	%1246 = extractelement <16 x float> %1243, i32 2
+	%1247 = extractelement <16 x float> %1243, i32 3
+	%1248 = extractelement <16 x float> %1243, i32 4
+	%1249 = extractelement <16 x float> %1243, i32 5
+	%1250 = extractelement <16 x float> %1243, i32 6
+	%1251 = extractelement <16 x float> %1243, i32 7
+	%1252 = extractelement <16 x float> %1243, i32 8
+	%1253 = extractelement <16 x float> %1243, i32 9
+	%1254 = extractelement <16 x float> %1243, i32 10
+	%1255 = extractelement <16 x float> %1243, i32 11
+	%1256 = extractelement <16 x float> %1243, i32 12
+	%1257 = extractelement <16 x float> %1243, i32 13
+	%1258 = extractelement <16 x float> %1243, i32 14
+	%1259 = extractelement <16 x float> %1243, i32 15
+	%1260 = add i64 %1098, 0
+	%1261 = getelementptr float, float* %5, i64 %1260
+	%1262 = bitcast float* %1261 to <16 x float>*
+	%1263 = load <16 x float>, <16 x float>* %1262, align 4
+	%1264 = extractelement <16 x float> %1263, i32 0
+	%1265 = extractelement <16 x float> %1263, i32 1
+	%1266 = extractelement <16 x float> %1263, i32 2
+	%1267 = extractelement <16 x float> %1263, i32 3
+	%1268 = extractelement <16 x float> %1263, i32 4
+	%1269 = extractelement <16 x float> %1263, i32 5
+	%1270 = extractelement <16 x float> %1263, i32 6
+	%1271 = extractelement <16 x float> %1263, i32 7
+	%1272 = extractelement <16 x float> %1263, i32 8
+	%1273 = extractelement <16 x float> %1263, i32 9
+	%1274 = extractelement <16 x float> %1263, i32 10
+	%1275 = extractelement <16 x float> %1263, i32 11
+	%1276 = extractelement <16 x float> %1263, i32 12
+	%1277 = extractelement <16 x float> %1263, i32 13
+	%1278 = extractelement <16 x float> %1263, i32 14
+	%1279 = extractelement <16 x float> %1263, i32 15
+	%1280 = add i64 %1098, 16
+	%1281 = getelementptr float, float* %5, i64 %1280
+	%1282 = bitcast float* %1281 to <16 x float>*
+	%1283 = load <16 x float>, <16 x float>* %1282, align 4
+	%1284 = extractelement <16 x float> %1283, i32 0
+	%1285 = extractelement <16 x float> %1283, i32 1
+	%1286 = extractelement <16 x float> %1283, i32 2
+	%1287 = extractelement <16 x float> %1283, i32 3
+	%1288 = extractelement <16 x float> %1283, i32 4
+	%1289 = extractelement <16 x float> %1283, i32 5
+	%1290 = extractelement <16 x float> %1283, i32 6
+	%1291 = extractelement <16 x float> %1283, i32 7
+	%1292 = extractelement <16 x float> %1283, i32 8
+	%1293 = extractelement <16 x float> %1283, i32 9
+	%1294 = extractelement <16 x float> %1283, i32 10
+	%1295 = extractelement <16 x float> %1283, i32 11
+	%1296 = extractelement <16 x float> %1283, i32 12
+	%1297 = extractelement <16 x float> %1283, i32 13
+	%1298 = extractelement <16 x float> %1283, i32 14
+	%1299 = extractelement <16 x float> %1283, i32 15
+	%1300 = add i64 %1098, 32
+	%1301 = getelementptr float, float* %5, i64 %1300
+	%1302 = bitcast float* %1301 to <16 x float>*
+	%1303 = load <16 x float>, <16 x float>* %1302, align 4
+	%1304 = extractelement <16 x float> %1303, i32 0
+	%1305 = extractelement <16 x float> %1303, i32 1
+	%1306 = extractelement <16 x float> %1303, i32 2
+	%1307 = extractelement <16 x float> %1303, i32 3
+	%1308 = extractelement <16 x float> %1303, i32 4
+	%1309 = extractelement <16 x float> %1303, i32 5
+	%1310 = extractelement <16 x float> %1303, i32 6
+	%1311 = extractelement <16 x float> %1303, i32 7
+	%1312 = extractelement <16 x float> %1303, i32 8
+	%1313 = extractelement <16 x float> %1303, i32 9
+	%1314 = extractelement <16 x float> %1303, i32 10
+	%1315 = extractelement <16 x float> %1303, i32 11
+	%1316 = extractelement <16 x float> %1303, i32 12
+	%1317 = extractelement <16 x float> %1303, i32 13
+	%1318 = extractelement <16 x float> %1303, i32 14
+	%1319 = extractelement <16 x float> %1303, i32 15
+	%1320 = add i64 %1098, 48
+	%1321 = getelementptr float, float* %5, i64 %1320
+	%1322 = bitcast float* %1321 to <16 x float>*
+	%1323 = load <16 x float>, <16 x float>* %1322, align 4
+	%1324 = extractelement <16 x float> %1323, i32 0
+	%1325 = extractelement <16 x float> %1323, i32 1
+	%1326 = extractelement <16 x float> %1323, i32 2
+	%1327 = extractelement <16 x float> %1323, i32 3
+	%1328 = extractelement <16 x float> %1323, i32 4
+	%1329 = extractelement <16 x float> %1323, i32 5
+	%1330 = extractelement <16 x float> %1323, i32 6
+	%1331 = extractelement <16 x float> %1323, i32 7
+	%1332 = extractelement <16 x float> %1323, i32 8
+	%1333 = extractelement <16 x float> %1323, i32 9
+	%1334 = extractelement <16 x float> %1323, i32 10
+	%1335 = extractelement <16 x float> %1323, i32 11
+	%1336 = extractelement <16 x float> %1323, i32 12
+	%1337 = extractelement <16 x float> %1323, i32 13
+	%1338 = extractelement <16 x float> %1323, i32 14
+	%1339 = extractelement <16 x float> %1323, i32 15
+	%1340 = add i64 %1098, 0
+	%1341 = getelementptr float, float* %7, i64 %1340
+	%1342 = bitcast float* %1341 to <16 x float>*
+	%1343 = load <16 x float>, <16 x float>* %1342, align 4
+	%1344 = extractelement <16 x float> %1343, i32 0
+	%1345 = extractelement <16 x float> %1343, i32 1
+	%1346 = extractelement <16 x float> %1343, i32 2
+	%1347 = extractelement <16 x float> %1343, i32 3
+	%1348 = extractelement <16 x float> %1343, i32 4
+	%1349 = extractelement <16 x float> %1343, i32 5
+	%1350 = extractelement <16 x float> %1343, i32 6
+	%1351 = extractelement <16 x float> %1343, i32 7
+	%1352 = extractelement <16 x float> %1343, i32 8
+	%1353 = extractelement <16 x float> %1343, i32 9
+	%1354 = extractelement <16 x float> %1343, i32 10
+	%1355 = extractelement <16 x float> %1343, i32 11
+	%1356 = extractelement <16 x float> %1343, i32 12
+	%1357 = extractelement <16 x float> %1343, i32 13
+	%1358 = extractelement <16 x float> %1343, i32 14
+	%1359 = extractelement <16 x float> %1343, i32 15
+	%1360 = add i64 %1098, 16
+	%1361 = getelementptr float, float* %7, i64 %1360
+	%1362 = bitcast float* %1361 to <16 x float>*
+	%1363 = load <16 x float>, <16 x float>* %1362, align 4
+	%1364 = extractelement <16 x float> %1363, i32 0
+	%1365 = extractelement <16 x float> %1363, i32 1
+	%1366 = extractelement <16 x float> %1363, i32 2
+	%1367 = extractelement <16 x float> %1363, i32 3
+	%1368 = extractelement <16 x float> %1363, i32 4
+	%1369 = extractelement <16 x float> %1363, i32 5
+	%1370 = extractelement <16 x float> %1363, i32 6
+	%1371 = extractelement <16 x float> %1363, i32 7
+	%1372 = extractelement <16 x float> %1363, i32 8
+	%1373 = extractelement <16 x float> %1363, i32 9
+	%1374 = extractelement <16 x float> %1363, i32 10
+	%1375 = extractelement <16 x float> %1363, i32 11
+	%1376 = extractelement <16 x float> %1363, i32 12
+	%1377 = extractelement <16 x float> %1363, i32 13
+	%1378 = extractelement <16 x float> %1363, i32 14
+	%1379 = extractelement <16 x float> %1363, i32 15
+	%1380 = add i64 %1098, 32
+	%1381 = getelementptr float, float* %7, i64 %1380
+	%1382 = bitcast float* %1381 to <16 x float>*
+	%1383 = load <16 x float>, <16 x float>* %1382, align 4
+	%1384 = extractelement <16 x float> %1383, i32 0
+	%1385 = extractelement <16 x float> %1383, i32 1
+	%1386 = extractelement <16 x float> %1383, i32 2
+	%1387 = extractelement <16 x float> %1383, i32 3
+	%1388 = extractelement <16 x float> %1383, i32 4
+	%1389 = extractelement <16 x float> %1383, i32 5
+	%1390 = extractelement <16 x float> %1383, i32 6
+	%1391 = extractelement <16 x float> %1383, i32 7
+	%1392 = extractelement <16 x float> %1383, i32 8
+	%1393 = extractelement <16 x float> %1383, i32 9
+	%1394 = extractelement <16 x float> %1383, i32 10
+	%1395 = extractelement <16 x float> %1383, i32 11
+	%1396 = extractelement <16 x float> %1383, i32 12
+	%1397 = extractelement <16 x float> %1383, i32 13
+	%1398 = extractelement <16 x float> %1383, i32 14
+	%1399 = extractelement <16 x float> %1383, i32 15
+	%1400 = add i64 %1098, 48
+	%1401 = getelementptr float, float* %7, i64 %1400
+	%1402 = bitcast float* %1401 to <16 x float>*
+	%1403 = load <16 x float>, <16 x float>* %1402, align 4
+	%1404 = extractelement <16 x float> %1403, i32 0
+	%1405 = extractelement <16 x float> %1403, i32 1
+	%1406 = extractelement <16 x float> %1403, i32 2
+	%1407 = extractelement <16 x float> %1403, i32 3
+	%1408 = extractelement <16 x float> %1403, i32 4
+	%1409 = extractelement <16 x float> %1403, i32 5
+	%1410 = extractelement <16 x float> %1403, i32 6
+	%1411 = extractelement <16 x float> %1403, i32 7
+	%1412 = extractelement <16 x float> %1403, i32 8
+	%1413 = extractelement <16 x float> %1403, i32 9
+	%1414 = extractelement <16 x float> %1403, i32 10
+	%1415 = extractelement <16 x float> %1403, i32 11
+	%1416 = extractelement <16 x float> %1403, i32 12
+	%1417 = extractelement <16 x float> %1403, i32 13
+	%1418 = extractelement <16 x float> %1403, i32 14
+	%1419 = extractelement <16 x float> %1403, i32 15
+	%1420 = call %dp_adam.stored @dp_adam_body(float %1104, float %1184, float %1264, float %1344, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1421 = extractvalue %dp_adam.stored %1420, 0
+	%1422 = extractvalue %dp_adam.stored %1420, 1
+	%1423 = extractvalue %dp_adam.stored %1420, 2
+	%1424 = call %dp_adam.stored @dp_adam_body(float %1105, float %1185, float %1265, float %1345, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1425 = extractvalue %dp_adam.stored %1424, 0
+	%1426 = extractvalue %dp_adam.stored %1424, 1
+	%1427 = extractvalue %dp_adam.stored %1424, 2
+	%1428 = call %dp_adam.stored @dp_adam_body(float %1106, float %1186, float %1266, float %1346, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1429 = extractvalue %dp_adam.stored %1428, 0
+	%1430 = extractvalue %dp_adam.stored %1428, 1
+	%1431 = extractvalue %dp_adam.stored %1428, 2
+	%1432 = call %dp_adam.stored @dp_adam_body(float %1107, float %1187, float %1267, float %1347, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1433 = extractvalue %dp_adam.stored %1432, 0
+	%1434 = extractvalue %dp_adam.stored %1432, 1
+	%1435 = extractvalue %dp_adam.stored %1432, 2
+	%1436 = call %dp_adam.stored @dp_adam_body(float %1108, float %1188, float %1268, float %1348, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1437 = extractvalue %dp_adam.stored %1436, 0
+	%1438 = extractvalue %dp_adam.stored %1436, 1
+	%1439 = extractvalue %dp_adam.stored %1436, 2
+	%1440 = call %dp_adam.stored @dp_adam_body(float %1109, float %1189, float %1269, float %1349, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1441 = extractvalue %dp_adam.stored %1440, 0
+	%1442 = extractvalue %dp_adam.stored %1440, 1
+	%1443 = extractvalue %dp_adam.stored %1440, 2
+	%1444 = call %dp_adam.stored @dp_adam_body(float %1110, float %1190, float %1270, float %1350, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1445 = extractvalue %dp_adam.stored %1444, 0
+	%1446 = extractvalue %dp_adam.stored %1444, 1
+	%1447 = extractvalue %dp_adam.stored %1444, 2
+	%1448 = call %dp_adam.stored @dp_adam_body(float %1111, float %1191, float %1271, float %1351, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1449 = extractvalue %dp_adam.stored %1448, 0
+	%1450 = extractvalue %dp_adam.stored %1448, 1
+	%1451 = extractvalue %dp_adam.stored %1448, 2
+	%1452 = call %dp_adam.stored @dp_adam_body(float %1112, float %1192, float %1272, float %1352, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1453 = extractvalue %dp_adam.stored %1452, 0
+	%1454 = extractvalue %dp_adam.stored %1452, 1
+	%1455 = extractvalue %dp_adam.stored %1452, 2
+	%1456 = call %dp_adam.stored @dp_adam_body(float %1113, float %1193, float %1273, float %1353, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1457 = extractvalue %dp_adam.stored %1456, 0
+	%1458 = extractvalue %dp_adam.stored %1456, 1
+	%1459 = extractvalue %dp_adam.stored %1456, 2
+	%1460 = call %dp_adam.stored @dp_adam_body(float %1114, float %1194, float %1274, float %1354, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1461 = extractvalue %dp_adam.stored %1460, 0
+	%1462 = extractvalue %dp_adam.stored %1460, 1
+	%1463 = extractvalue %dp_adam.stored %1460, 2
+	%1464 = call %dp_adam.stored @dp_adam_body(float %1115, float %1195, float %1275, float %1355, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1465 = extractvalue %dp_adam.stored %1464, 0
+	%1466 = extractvalue %dp_adam.stored %1464, 1
+	%1467 = extractvalue %dp_adam.stored %1464, 2
+	%1468 = call %dp_adam.stored @dp_adam_body(float %1116, float %1196, float %1276, float %1356, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1469 = extractvalue %dp_adam.stored %1468, 0
+	%1470 = extractvalue %dp_adam.stored %1468, 1
+	%1471 = extractvalue %dp_adam.stored %1468, 2
+	%1472 = call %dp_adam.stored @dp_adam_body(float %1117, float %1197, float %1277, float %1357, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1473 = extractvalue %dp_adam.stored %1472, 0
+	%1474 = extractvalue %dp_adam.stored %1472, 1
+	%1475 = extractvalue %dp_adam.stored %1472, 2
+	%1476 = call %dp_adam.stored @dp_adam_body(float %1118, float %1198, float %1278, float %1358, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1477 = extractvalue %dp_adam.stored %1476, 0
+	%1478 = extractvalue %dp_adam.stored %1476, 1
+	%1479 = extractvalue %dp_adam.stored %1476, 2
+	%1480 = call %dp_adam.stored @dp_adam_body(float %1119, float %1199, float %1279, float %1359, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1481 = extractvalue %dp_adam.stored %1480, 0
+	%1482 = extractvalue %dp_adam.stored %1480, 1
+	%1483 = extractvalue %dp_adam.stored %1480, 2
+	%1484 = call %dp_adam.stored @dp_adam_body(float %1124, float %1204, float %1284, float %1364, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1485 = extractvalue %dp_adam.stored %1484, 0
+	%1486 = extractvalue %dp_adam.stored %1484, 1
+	%1487 = extractvalue %dp_adam.stored %1484, 2
+	%1488 = call %dp_adam.stored @dp_adam_body(float %1125, float %1205, float %1285, float %1365, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1489 = extractvalue %dp_adam.stored %1488, 0
+	%1490 = extractvalue %dp_adam.stored %1488, 1
+	%1491 = extractvalue %dp_adam.stored %1488, 2
+	%1492 = call %dp_adam.stored @dp_adam_body(float %1126, float %1206, float %1286, float %1366, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1493 = extractvalue %dp_adam.stored %1492, 0
+	%1494 = extractvalue %dp_adam.stored %1492, 1
+	%1495 = extractvalue %dp_adam.stored %1492, 2
+	%1496 = call %dp_adam.stored @dp_adam_body(float %1127, float %1207, float %1287, float %1367, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1497 = extractvalue %dp_adam.stored %1496, 0
+	%1498 = extractvalue %dp_adam.stored %1496, 1
+	%1499 = extractvalue %dp_adam.stored %1496, 2
+	%1500 = call %dp_adam.stored @dp_adam_body(float %1128, float %1208, float %1288, float %1368, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1501 = extractvalue %dp_adam.stored %1500, 0
+	%1502 = extractvalue %dp_adam.stored %1500, 1
+	%1503 = extractvalue %dp_adam.stored %1500, 2
+	%1504 = call %dp_adam.stored @dp_adam_body(float %1129, float %1209, float %1289, float %1369, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1505 = extractvalue %dp_adam.stored %1504, 0
+	%1506 = extractvalue %dp_adam.stored %1504, 1
+	%1507 = extractvalue %dp_adam.stored %1504, 2
+	%1508 = call %dp_adam.stored @dp_adam_body(float %1130, float %1210, float %1290, float %1370, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1509 = extractvalue %dp_adam.stored %1508, 0
+	%1510 = extractvalue %dp_adam.stored %1508, 1
+	%1511 = extractvalue %dp_adam.stored %1508, 2
+	%1512 = call %dp_adam.stored @dp_adam_body(float %1131, float %1211, float %1291, float %1371, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1513 = extractvalue %dp_adam.stored %1512, 0
+	%1514 = extractvalue %dp_adam.stored %1512, 1
+	%1515 = extractvalue %dp_adam.stored %1512, 2
+	%1516 = call %dp_adam.stored @dp_adam_body(float %1132, float %1212, float %1292, float %1372, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1517 = extractvalue %dp_adam.stored %1516, 0
+	%1518 = extractvalue %dp_adam.stored %1516, 1
+	%1519 = extractvalue %dp_adam.stored %1516, 2
+	%1520 = call %dp_adam.stored @dp_adam_body(float %1133, float %1213, float %1293, float %1373, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1521 = extractvalue %dp_adam.stored %1520, 0
+	%1522 = extractvalue %dp_adam.stored %1520, 1
+	%1523 = extractvalue %dp_adam.stored %1520, 2
+	%1524 = call %dp_adam.stored @dp_adam_body(float %1134, float %1214, float %1294, float %1374, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1525 = extractvalue %dp_adam.stored %1524, 0
+	%1526 = extractvalue %dp_adam.stored %1524, 1
+	%1527 = extractvalue %dp_adam.stored %1524, 2
+	%1528 = call %dp_adam.stored @dp_adam_body(float %1135, float %1215, float %1295, float %1375, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1529 = extractvalue %dp_adam.stored %1528, 0
+	%1530 = extractvalue %dp_adam.stored %1528, 1
+	%1531 = extractvalue %dp_adam.stored %1528, 2
+	%1532 = call %dp_adam.stored @dp_adam_body(float %1136, float %1216, float %1296, float %1376, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1533 = extractvalue %dp_adam.stored %1532, 0
+	%1534 = extractvalue %dp_adam.stored %1532, 1
+	%1535 = extractvalue %dp_adam.stored %1532, 2
+	%1536 = call %dp_adam.stored @dp_adam_body(float %1137, float %1217, float %1297, float %1377, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1537 = extractvalue %dp_adam.stored %1536, 0
+	%1538 = extractvalue %dp_adam.stored %1536, 1
+	%1539 = extractvalue %dp_adam.stored %1536, 2
+	%1540 = call %dp_adam.stored @dp_adam_body(float %1138, float %1218, float %1298, float %1378, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1541 = extractvalue %dp_adam.stored %1540, 0
+	%1542 = extractvalue %dp_adam.stored %1540, 1
+	%1543 = extractvalue %dp_adam.stored %1540, 2
+	%1544 = call %dp_adam.stored @dp_adam_body(float %1139, float %1219, float %1299, float %1379, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1545 = extractvalue %dp_adam.stored %1544, 0
+	%1546 = extractvalue %dp_adam.stored %1544, 1
+	%1547 = extractvalue %dp_adam.stored %1544, 2
+	%1548 = call %dp_adam.stored @dp_adam_body(float %1144, float %1224, float %1304, float %1384, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1549 = extractvalue %dp_adam.stored %1548, 0
+	%1550 = extractvalue %dp_adam.stored %1548, 1
+	%1551 = extractvalue %dp_adam.stored %1548, 2
+	%1552 = call %dp_adam.stored @dp_adam_body(float %1145, float %1225, float %1305, float %1385, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1553 = extractvalue %dp_adam.stored %1552, 0
+	%1554 = extractvalue %dp_adam.stored %1552, 1
+	%1555 = extractvalue %dp_adam.stored %1552, 2
+	%1556 = call %dp_adam.stored @dp_adam_body(float %1146, float %1226, float %1306, float %1386, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1557 = extractvalue %dp_adam.stored %1556, 0
+	%1558 = extractvalue %dp_adam.stored %1556, 1
+	%1559 = extractvalue %dp_adam.stored %1556, 2
+	%1560 = call %dp_adam.stored @dp_adam_body(float %1147, float %1227, float %1307, float %1387, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1561 = extractvalue %dp_adam.stored %1560, 0
+	%1562 = extractvalue %dp_adam.stored %1560, 1
+	%1563 = extractvalue %dp_adam.stored %1560, 2
+	%1564 = call %dp_adam.stored @dp_adam_body(float %1148, float %1228, float %1308, float %1388, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1565 = extractvalue %dp_adam.stored %1564, 0
+	%1566 = extractvalue %dp_adam.stored %1564, 1
+	%1567 = extractvalue %dp_adam.stored %1564, 2
+	%1568 = call %dp_adam.stored @dp_adam_body(float %1149, float %1229, float %1309, float %1389, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1569 = extractvalue %dp_adam.stored %1568, 0
+	%1570 = extractvalue %dp_adam.stored %1568, 1
+	%1571 = extractvalue %dp_adam.stored %1568, 2
+	%1572 = call %dp_adam.stored @dp_adam_body(float %1150, float %1230, float %1310, float %1390, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1573 = extractvalue %dp_adam.stored %1572, 0
+	%1574 = extractvalue %dp_adam.stored %1572, 1
+	%1575 = extractvalue %dp_adam.stored %1572, 2
+	%1576 = call %dp_adam.stored @dp_adam_body(float %1151, float %1231, float %1311, float %1391, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1577 = extractvalue %dp_adam.stored %1576, 0
+	%1578 = extractvalue %dp_adam.stored %1576, 1
+	%1579 = extractvalue %dp_adam.stored %1576, 2
+	%1580 = call %dp_adam.stored @dp_adam_body(float %1152, float %1232, float %1312, float %1392, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1581 = extractvalue %dp_adam.stored %1580, 0
+	%1582 = extractvalue %dp_adam.stored %1580, 1
+	%1583 = extractvalue %dp_adam.stored %1580, 2
+	%1584 = call %dp_adam.stored @dp_adam_body(float %1153, float %1233, float %1313, float %1393, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1585 = extractvalue %dp_adam.stored %1584, 0
+	%1586 = extractvalue %dp_adam.stored %1584, 1
+	%1587 = extractvalue %dp_adam.stored %1584, 2
+	%1588 = call %dp_adam.stored @dp_adam_body(float %1154, float %1234, float %1314, float %1394, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1589 = extractvalue %dp_adam.stored %1588, 0
+	%1590 = extractvalue %dp_adam.stored %1588, 1
+	%1591 = extractvalue %dp_adam.stored %1588, 2
+	%1592 = call %dp_adam.stored @dp_adam_body(float %1155, float %1235, float %1315, float %1395, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1593 = extractvalue %dp_adam.stored %1592, 0
+	%1594 = extractvalue %dp_adam.stored %1592, 1
+	%1595 = extractvalue %dp_adam.stored %1592, 2
+	%1596 = call %dp_adam.stored @dp_adam_body(float %1156, float %1236, float %1316, float %1396, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1597 = extractvalue %dp_adam.stored %1596, 0
+	%1598 = extractvalue %dp_adam.stored %1596, 1
+	%1599 = extractvalue %dp_adam.stored %1596, 2
+	%1600 = call %dp_adam.stored @dp_adam_body(float %1157, float %1237, float %1317, float %1397, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1601 = extractvalue %dp_adam.stored %1600, 0
+	%1602 = extractvalue %dp_adam.stored %1600, 1
+	%1603 = extractvalue %dp_adam.stored %1600, 2
+	%1604 = call %dp_adam.stored @dp_adam_body(float %1158, float %1238, float %1318, float %1398, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1605 = extractvalue %dp_adam.stored %1604, 0
+	%1606 = extractvalue %dp_adam.stored %1604, 1
+	%1607 = extractvalue %dp_adam.stored %1604, 2
+	%1608 = call %dp_adam.stored @dp_adam_body(float %1159, float %1239, float %1319, float %1399, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1609 = extractvalue %dp_adam.stored %1608, 0
+	%1610 = extractvalue %dp_adam.stored %1608, 1
+	%1611 = extractvalue %dp_adam.stored %1608, 2
+	%1612 = call %dp_adam.stored @dp_adam_body(float %1164, float %1244, float %1324, float %1404, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1613 = extractvalue %dp_adam.stored %1612, 0
+	%1614 = extractvalue %dp_adam.stored %1612, 1
+	%1615 = extractvalue %dp_adam.stored %1612, 2
+	%1616 = call %dp_adam.stored @dp_adam_body(float %1165, float %1245, float %1325, float %1405, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1617 = extractvalue %dp_adam.stored %1616, 0
+	%1618 = extractvalue %dp_adam.stored %1616, 1
+	%1619 = extractvalue %dp_adam.stored %1616, 2
+	%1620 = call %dp_adam.stored @dp_adam_body(float %1166, float %1246, float %1326, float %1406, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1621 = extractvalue %dp_adam.stored %1620, 0
+	%1622 = extractvalue %dp_adam.stored %1620, 1
+	%1623 = extractvalue %dp_adam.stored %1620, 2
+	%1624 = call %dp_adam.stored @dp_adam_body(float %1167, float %1247, float %1327, float %1407, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1625 = extractvalue %dp_adam.stored %1624, 0
+	%1626 = extractvalue %dp_adam.stored %1624, 1
+	%1627 = extractvalue %dp_adam.stored %1624, 2
+	%1628 = call %dp_adam.stored @dp_adam_body(float %1168, float %1248, float %1328, float %1408, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1629 = extractvalue %dp_adam.stored %1628, 0
+	%1630 = extractvalue %dp_adam.stored %1628, 1
+	%1631 = extractvalue %dp_adam.stored %1628, 2
+	%1632 = call %dp_adam.stored @dp_adam_body(float %1169, float %1249, float %1329, float %1409, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1633 = extractvalue %dp_adam.stored %1632, 0
+	%1634 = extractvalue %dp_adam.stored %1632, 1
+	%1635 = extractvalue %dp_adam.stored %1632, 2
+	%1636 = call %dp_adam.stored @dp_adam_body(float %1170, float %1250, float %1330, float %1410, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1637 = extractvalue %dp_adam.stored %1636, 0
+	%1638 = extractvalue %dp_adam.stored %1636, 1
+	%1639 = extractvalue %dp_adam.stored %1636, 2
+	%1640 = call %dp_adam.stored @dp_adam_body(float %1171, float %1251, float %1331, float %1411, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1641 = extractvalue %dp_adam.stored %1640, 0
+	%1642 = extractvalue %dp_adam.stored %1640, 1
+	%1643 = extractvalue %dp_adam.stored %1640, 2
+	%1644 = call %dp_adam.stored @dp_adam_body(float %1172, float %1252, float %1332, float %1412, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1645 = extractvalue %dp_adam.stored %1644, 0
+	%1646 = extractvalue %dp_adam.stored %1644, 1
+	%1647 = extractvalue %dp_adam.stored %1644, 2
+	%1648 = call %dp_adam.stored @dp_adam_body(float %1173, float %1253, float %1333, float %1413, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1649 = extractvalue %dp_adam.stored %1648, 0
+	%1650 = extractvalue %dp_adam.stored %1648, 1
+	%1651 = extractvalue %dp_adam.stored %1648, 2
+	%1652 = call %dp_adam.stored @dp_adam_body(float %1174, float %1254, float %1334, float %1414, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1653 = extractvalue %dp_adam.stored %1652, 0
+	%1654 = extractvalue %dp_adam.stored %1652, 1
+	%1655 = extractvalue %dp_adam.stored %1652, 2
+	%1656 = call %dp_adam.stored @dp_adam_body(float %1175, float %1255, float %1335, float %1415, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1657 = extractvalue %dp_adam.stored %1656, 0
+	%1658 = extractvalue %dp_adam.stored %1656, 1
+	%1659 = extractvalue %dp_adam.stored %1656, 2
+	%1660 = call %dp_adam.stored @dp_adam_body(float %1176, float %1256, float %1336, float %1416, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1661 = extractvalue %dp_adam.stored %1660, 0
+	%1662 = extractvalue %dp_adam.stored %1660, 1
+	%1663 = extractvalue %dp_adam.stored %1660, 2
+	%1664 = call %dp_adam.stored @dp_adam_body(float %1177, float %1257, float %1337, float %1417, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1665 = extractvalue %dp_adam.stored %1664, 0
+	%1666 = extractvalue %dp_adam.stored %1664, 1
+	%1667 = extractvalue %dp_adam.stored %1664, 2
+	%1668 = call %dp_adam.stored @dp_adam_body(float %1178, float %1258, float %1338, float %1418, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1669 = extractvalue %dp_adam.stored %1668, 0
+	%1670 = extractvalue %dp_adam.stored %1668, 1
+	%1671 = extractvalue %dp_adam.stored %1668, 2
+	%1672 = call %dp_adam.stored @dp_adam_body(float %1179, float %1259, float %1339, float %1419, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1673 = extractvalue %dp_adam.stored %1672, 0
+	%1674 = extractvalue %dp_adam.stored %1672, 1
+	%1675 = extractvalue %dp_adam.stored %1672, 2
+	%1676 = insertelement <16 x float> undef, float %1421, i32 0
+	%1677 = insertelement <16 x float> %1676, float %1425, i32 1
+	%1678 = insertelement <16 x float> %1677, float %1429, i32 2
+	%1679 = insertelement <16 x float> %1678, float %1433, i32 3
+	%1680 = insertelement <16 x float> %1679, float %1437, i32 4
+	%1681 = insertelement <16 x float> %1680, float %1441, i32 5
+	%1682 = insertelement <16 x float> %1681, float %1445, i32 6
+	%1683 = insertelement <16 x float> %1682, float %1449, i32 7
+	%1684 = insertelement <16 x float> %1683, float %1453, i32 8
+	%1685 = insertelement <16 x float> %1684, float %1457, i32 9
+	%1686 = insertelement <16 x float> %1685, float %1461, i32 10
+	%1687 = insertelement <16 x float> %1686, float %1465, i32 11
+	%1688 = insertelement <16 x float> %1687, float %1469, i32 12
+	%1689 = insertelement <16 x float> %1688, float %1473, i32 13
+	%1690 = insertelement <16 x float> %1689, float %1477, i32 14
+	%1691 = insertelement <16 x float> %1690, float %1481, i32 15
+	%1692 = add i64 %1098, 0
+	%1693 = getelementptr float, float* %5, i64 %1692
+	%1694 = bitcast float* %1693 to <16 x float>*
+	store <16 x float> %1691, <16 x float>* %1694, align 4
+	%1695 = insertelement <16 x float> undef, float %1485, i32 0
+	%1696 = insertelement <16 x float> %1695, float %1489, i32 1
+	%1697 = insertelement <16 x float> %1696, float %1493, i32 2
+	%1698 = insertelement <16 x float> %1697, float %1497, i32 3
+	%1699 = insertelement <16 x float> %1698, float %1501, i32 4
+	%1700 = insertelement <16 x float> %1699, float %1505, i32 5
+	%1701 = insertelement <16 x float> %1700, float %1509, i32 6
+	%1702 = insertelement <16 x float> %1701, float %1513, i32 7
+	%1703 = insertelement <16 x float> %1702, float %1517, i32 8
+	%1704 = insertelement <16 x float> %1703, float %1521, i32 9
+	%1705 = insertelement <16 x float> %1704, float %1525, i32 10
+	%1706 = insertelement <16 x float> %1705, float %1529, i32 11
+	%1707 = insertelement <16 x float> %1706, float %1533, i32 12
+	%1708 = insertelement <16 x float> %1707, float %1537, i32 13
+	%1709 = insertelement <16 x float> %1708, float %1541, i32 14
+	%1710 = insertelement <16 x float> %1709, float %1545, i32 15
+	%1711 = add i64 %1098, 16
+	%1712 = getelementptr float, float* %5, i64 %1711
+	%1713 = bitcast float* %1712 to <16 x float>*
+	store <16 x float> %1710, <16 x float>* %1713, align 4
+	%1714 = insertelement <16 x float> undef, float %1549, i32 0
+	%1715 = insertelement <16 x float> %1714, float %1553, i32 1
+	%1716 = insertelement <16 x float> %1715, float %1557, i32 2
+	%1717 = insertelement <16 x float> %1716, float %1561, i32 3
+	%1718 = insertelement <16 x float> %1717, float %1565, i32 4
+	%1719 = insertelement <16 x float> %1718, float %1569, i32 5
+	%1720 = insertelement <16 x float> %1719, float %1573, i32 6
+	%1721 = insertelement <16 x float> %1720, float %1577, i32 7
+	%1722 = insertelement <16 x float> %1721, float %1581, i32 8
+	%1723 = insertelement <16 x float> %1722, float %1585, i32 9
+	%1724 = insertelement <16 x float> %1723, float %1589, i32 10
+	%1725 = insertelement <16 x float> %1724, float %1593, i32 11
+	%1726 = insertelement <16 x float> %1725, float %1597, i32 12
+	%1727 = insertelement <16 x float> %1726, float %1601, i32 13
+	%1728 = insertelement <16 x float> %1727, float %1605, i32 14
+	%1729 = insertelement <16 x float> %1728, float %1609, i32 15
+	%1730 = add i64 %1098, 32
+	%1731 = getelementptr float, float* %5, i64 %1730
+	%1732 = bitcast float* %1731 to <16 x float>*
+	store <16 x float> %1729, <16 x float>* %1732, align 4
+	%1733 = insertelement <16 x float> undef, float %1613, i32 0
+	%1734 = insertelement <16 x float> %1733, float %1617, i32 1
+	%1735 = insertelement <16 x float> %1734, float %1621, i32 2
+	%1736 = insertelement <16 x float> %1735, float %1625, i32 3
+	%1737 = insertelement <16 x float> %1736, float %1629, i32 4
+	%1738 = insertelement <16 x float> %1737, float %1633, i32 5
+	%1739 = insertelement <16 x float> %1738, float %1637, i32 6
+	%1740 = insertelement <16 x float> %1739, float %1641, i32 7
+	%1741 = insertelement <16 x float> %1740, float %1645, i32 8
+	%1742 = insertelement <16 x float> %1741, float %1649, i32 9
+	%1743 = insertelement <16 x float> %1742, float %1653, i32 10
+	%1744 = insertelement <16 x float> %1743, float %1657, i32 11
+	%1745 = insertelement <16 x float> %1744, float %1661, i32 12
+	%1746 = insertelement <16 x float> %1745, float %1665, i32 13
+	%1747 = insertelement <16 x float> %1746, float %1669, i32 14
+	%1748 = insertelement <16 x float> %1747, float %1673, i32 15
+	%1749 = add i64 %1098, 48
+	%1750 = getelementptr float, float* %5, i64 %1749
+	%1751 = bitcast float* %1750 to <16 x float>*
+	store <16 x float> %1748, <16 x float>* %1751, align 4
+	%1752 = insertelement <16 x float> undef, float %1422, i32 0
+	%1753 = insertelement <16 x float> %1752, float %1426, i32 1
+	%1754 = insertelement <16 x float> %1753, float %1430, i32 2
+	%1755 = insertelement <16 x float> %1754, float %1434, i32 3
+	%1756 = insertelement <16 x float> %1755, float %1438, i32 4
+	%1757 = insertelement <16 x float> %1756, float %1442, i32 5
+	%1758 = insertelement <16 x float> %1757, float %1446, i32 6
+	%1759 = insertelement <16 x float> %1758, float %1450, i32 7
+	%1760 = insertelement <16 x float> %1759, float %1454, i32 8
+	%1761 = insertelement <16 x float> %1760, float %1458, i32 9
+	%1762 = insertelement <16 x float> %1761, float %1462, i32 10
+	%1763 = insertelement <16 x float> %1762, float %1466, i32 11
+	%1764 = insertelement <16 x float> %1763, float %1470, i32 12
+	%1765 = insertelement <16 x float> %1764, float %1474, i32 13
+	%1766 = insertelement <16 x float> %1765, float %1478, i32 14
+	%1767 = insertelement <16 x float> %1766, float %1482, i32 15
+	%1768 = add i64 %1098, 0
+	%1769 = getelementptr float, float* %7, i64 %1768
+	%1770 = bitcast float* %1769 to <16 x float>*
+	store <16 x float> %1767, <16 x float>* %1770, align 4
+	%1771 = insertelement <16 x float> undef, float %1486, i32 0
+	%1772 = insertelement <16 x float> %1771, float %1490, i32 1
+	%1773 = insertelement <16 x float> %1772, float %1494, i32 2
+	%1774 = insertelement <16 x float> %1773, float %1498, i32 3
+	%1775 = insertelement <16 x float> %1774, float %1502, i32 4
+	%1776 = insertelement <16 x float> %1775, float %1506, i32 5
+	%1777 = insertelement <16 x float> %1776, float %1510, i32 6
+	%1778 = insertelement <16 x float> %1777, float %1514, i32 7
+	%1779 = insertelement <16 x float> %1778, float %1518, i32 8
+	%1780 = insertelement <16 x float> %1779, float %1522, i32 9
+	%1781 = insertelement <16 x float> %1780, float %1526, i32 10
+	%1782 = insertelement <16 x float> %1781, float %1530, i32 11
+	%1783 = insertelement <16 x float> %1782, float %1534, i32 12
+	%1784 = insertelement <16 x float> %1783, float %1538, i32 13
+	%1785 = insertelement <16 x float> %1784, float %1542, i32 14
+	%1786 = insertelement <16 x float> %1785, float %1546, i32 15
+	%1787 = add i64 %1098, 16
+	%1788 = getelementptr float, float* %7, i64 %1787
+	%1789 = bitcast float* %1788 to <16 x float>*
+	store <16 x float> %1786, <16 x float>* %1789, align 4
+	%1790 = insertelement <16 x float> undef, float %1550, i32 0
+	%1791 = insertelement <16 x float> %1790, float %1554, i32 1
+	%1792 = insertelement <16 x float> %1791, float %1558, i32 2
+	%1793 = insertelement <16 x float> %1792, float %1562, i32 3
+	%1794 = insertelement <16 x float> %1793, float %1566, i32 4
+	%1795 = insertelement <16 x float> %1794, float %1570, i32 5
+	%1796 = insertelement <16 x float> %1795, float %1574, i32 6
+	%1797 = insertelement <16 x float> %1796, float %1578, i32 7
+	%1798 = insertelement <16 x float> %1797, float %1582, i32 8
+	%1799 = insertelement <16 x float> %1798, float %1586, i32 9
+	%1800 = insertelement <16 x float> %1799, float %1590, i32 10
+	%1801 = insertelement <16 x float> %1800, float %1594, i32 11
+	%1802 = insertelement <16 x float> %1801, float %1598, i32 12
+	%1803 = insertelement <16 x float> %1802, float %1602, i32 13
+	%1804 = insertelement <16 x float> %1803, float %1606, i32 14
+	%1805 = insertelement <16 x float> %1804, float %1610, i32 15
+	%1806 = add i64 %1098, 32
+	%1807 = getelementptr float, float* %7, i64 %1806
+	%1808 = bitcast float* %1807 to <16 x float>*
+	store <16 x float> %1805, <16 x float>* %1808, align 4
+	%1809 = insertelement <16 x float> undef, float %1614, i32 0
+	%1810 = insertelement <16 x float> %1809, float %1618, i32 1
+	%1811 = insertelement <16 x float> %1810, float %1622, i32 2
+	%1812 = insertelement <16 x float> %1811, float %1626, i32 3
+	%1813 = insertelement <16 x float> %1812, float %1630, i32 4
+	%1814 = insertelement <16 x float> %1813, float %1634, i32 5
+	%1815 = insertelement <16 x float> %1814, float %1638, i32 6
+	%1816 = insertelement <16 x float> %1815, float %1642, i32 7
+	%1817 = insertelement <16 x float> %1816, float %1646, i32 8
+	%1818 = insertelement <16 x float> %1817, float %1650, i32 9
+	%1819 = insertelement <16 x float> %1818, float %1654, i32 10
+	%1820 = insertelement <16 x float> %1819, float %1658, i32 11
+	%1821 = insertelement <16 x float> %1820, float %1662, i32 12
+	%1822 = insertelement <16 x float> %1821, float %1666, i32 13
+	%1823 = insertelement <16 x float> %1822, float %1670, i32 14
+	%1824 = insertelement <16 x float> %1823, float %1674, i32 15
+	%1825 = add i64 %1098, 48
+	%1826 = getelementptr float, float* %7, i64 %1825
+	%1827 = bitcast float* %1826 to <16 x float>*
+	store <16 x float> %1824, <16 x float>* %1827, align 4
+	%1828 = insertelement <16 x float> undef, float %1423, i32 0
+	%1829 = insertelement <16 x float> %1828, float %1427, i32 1
+	%1830 = insertelement <16 x float> %1829, float %1431, i32 2
+	%1831 = insertelement <16 x float> %1830, float %1435, i32 3
+	%1832 = insertelement <16 x float> %1831, float %1439, i32 4
+	%1833 = insertelement <16 x float> %1832, float %1443, i32 5
+	%1834 = insertelement <16 x float> %1833, float %1447, i32 6
+	%1835 = insertelement <16 x float> %1834, float %1451, i32 7
+	%1836 = insertelement <16 x float> %1835, float %1455, i32 8
+	%1837 = insertelement <16 x float> %1836, float %1459, i32 9
+	%1838 = insertelement <16 x float> %1837, float %1463, i32 10
+	%1839 = insertelement <16 x float> %1838, float %1467, i32 11
+	%1840 = insertelement <16 x float> %1839, float %1471, i32 12
+	%1841 = insertelement <16 x float> %1840, float %1475, i32 13
+	%1842 = insertelement <16 x float> %1841, float %1479, i32 14
+	%1843 = insertelement <16 x float> %1842, float %1483, i32 15
+	%1844 = add i64 %1098, 0
+	%1845 = getelementptr float, float* %1, i64 %1844
+	%1846 = bitcast float* %1845 to <16 x float>*
+	store <16 x float> %1843, <16 x float>* %1846, align 4
+	%1847 = insertelement <16 x float> undef, float %1487, i32 0
+	%1848 = insertelement <16 x float> %1847, float %1491, i32 1
+	%1849 = insertelement <16 x float> %1848, float %1495, i32 2
+	%1850 = insertelement <16 x float> %1849, float %1499, i32 3
+	%1851 = insertelement <16 x float> %1850, float %1503, i32 4
+	%1852 = insertelement <16 x float> %1851, float %1507, i32 5
+	%1853 = insertelement <16 x float> %1852, float %1511, i32 6
+	%1854 = insertelement <16 x float> %1853, float %1515, i32 7
+	%1855 = insertelement <16 x float> %1854, float %1519, i32 8
+	%1856 = insertelement <16 x float> %1855, float %1523, i32 9
+	%1857 = insertelement <16 x float> %1856, float %1527, i32 10
+	%1858 = insertelement <16 x float> %1857, float %1531, i32 11
+	%1859 = insertelement <16 x float> %1858, float %1535, i32 12
+	%1860 = insertelement <16 x float> %1859, float %1539, i32 13
+	%1861 = insertelement <16 x float> %1860, float %1543, i32 14
+	%1862 = insertelement <16 x float> %1861, float %1547, i32 15
+	%1863 = add i64 %1098, 16
+	%1864 = getelementptr float, float* %1, i64 %1863
+	%1865 = bitcast float* %1864 to <16 x float>*
+	store <16 x float> %1862, <16 x float>* %1865, align 4
+	%1866 = insertelement <16 x float> undef, float %1551, i32 0
+	%1867 = insertelement <16 x float> %1866, float %1555, i32 1
+	%1868 = insertelement <16 x float> %1867, float %1559, i32 2
+	%1869 = insertelement <16 x float> %1868, float %1563, i32 3
+	%1870 = insertelement <16 x float> %1869, float %1567, i32 4
+	%1871 = insertelement <16 x float> %1870, float %1571, i32 5
+	%1872 = insertelement <16 x float> %1871, float %1575, i32 6
+	%1873 = insertelement <16 x float> %1872, float %1579, i32 7
+	%1874 = insertelement <16 x float> %1873, float %1583, i32 8
+	%1875 = insertelement <16 x float> %1874, float %1587, i32 9
+	%1876 = insertelement <16 x float> %1875, float %1591, i32 10
+	%1877 = insertelement <16 x float> %1876, float %1595, i32 11
+	%1878 = insertelement <16 x float> %1877, float %1599, i32 12
+	%1879 = insertelement <16 x float> %1878, float %1603, i32 13
+	%1880 = insertelement <16 x float> %1879, float %1607, i32 14
+	%1881 = insertelement <16 x float> %1880, float %1611, i32 15
+	%1882 = add i64 %1098, 32
+	%1883 = getelementptr float, float* %1, i64 %1882
+	%1884 = bitcast float* %1883 to <16 x float>*
+	store <16 x float> %1881, <16 x float>* %1884, align 4
+	%1885 = insertelement <16 x float> undef, float %1615, i32 0
+	%1886 = insertelement <16 x float> %1885, float %1619, i32 1
+	%1887 = insertelement <16 x float> %1886, float %1623, i32 2
+	%1888 = insertelement <16 x float> %1887, float %1627, i32 3
+	%1889 = insertelement <16 x float> %1888, float %1631, i32 4
+	%1890 = insertelement <16 x float> %1889, float %1635, i32 5
+	%1891 = insertelement <16 x float> %1890, float %1639, i32 6
+	%1892 = insertelement <16 x float> %1891, float %1643, i32 7
+	%1893 = insertelement <16 x float> %1892, float %1647, i32 8
+	%1894 = insertelement <16 x float> %1893, float %1651, i32 9
+	%1895 = insertelement <16 x float> %1894, float %1655, i32 10
+	%1896 = insertelement <16 x float> %1895, float %1659, i32 11
+	%1897 = insertelement <16 x float> %1896, float %1663, i32 12
+	%1898 = insertelement <16 x float> %1897, float %1667, i32 13
+	%1899 = insertelement <16 x float> %1898, float %1671, i32 14
+	%1900 = insertelement <16 x float> %1899, float %1675, i32 15
+	%1901 = add i64 %1098, 48
+	%1902 = getelementptr float, float* %1, i64 %1901
+	%1903 = bitcast float* %1902 to <16 x float>*
+	store <16 x float> %1900, <16 x float>* %1903, align 4
+	%1904 = add i64 %1094, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%1905 = mul i64 %1093, 16
+	br label %group.head.67
+
+group.head.67:
+	%1906 = phi i64 [ %1905, %wide.done.66 ], [ %1978, %group.68 ]
+	%1907 = icmp slt i64 %1906, %48
+	br i1 %1907, label %group.68, label %group.done.69
+
+group.68:
+	%1908 = shl i64 %1906, 2
+	%1909 = add i64 %49, %1908
+	%1910 = add i64 %53, %1906
+	%1911 = getelementptr float, float* %1, i64 %1909
+	%1912 = getelementptr float, float* %1911, i64 0
+	%1913 = load float, float* %1912, align 4
+	%1914 = getelementptr float, float* %1911, i64 1
+	%1915 = load float, float* %1914, align 4
+	%1916 = getelementptr float, float* %1911, i64 2
+	%1917 = load float, float* %1916, align 4
+	%1918 = getelementptr float, float* %1911, i64 3
+	%1919 = load float, float* %1918, align 4
+	%1920 = getelementptr float, float* %3, i64 %1909
+	%1921 = getelementptr float, float* %1920, i64 0
+	%1922 = load float, float* %1921, align 4
+	%1923 = getelementptr float, float* %1920, i64 1
+	%1924 = load float, float* %1923, align 4
+	%1925 = getelementptr float, float* %1920, i64 2
+	%1926 = load float, float* %1925, align 4
+	%1927 = getelementptr float, float* %1920, i64 3
+	%1928 = load float, float* %1927, align 4
+	%1929 = getelementptr float, float* %5, i64 %1909
+	%1930 = getelementptr float, float* %1929, i64 0
+	%1931 = load float, float* %1930, align 4
+	%1932 = getelementptr float, float* %1929, i64 1
+	%1933 = load float, float* %1932, align 4
+	%1934 = getelementptr float, float* %1929, i64 2
+	%1935 = load float, float* %1934, align 4
+	%1936 = getelementptr float, float* %1929, i64 3
+	%1937 = load float, float* %1936, align 4
+	%1938 = getelementptr float, float* %7, i64 %1909
+	%1939 = getelementptr float, float* %1938, i64 0
+	%1940 = load float, float* %1939, align 4
+	%1941 = getelementptr float, float* %1938, i64 1
+	%1942 = load float, float* %1941, align 4
+	%1943 = getelementptr float, float* %1938, i64 2
+	%1944 = load float, float* %1943, align 4
+	%1945 = getelementptr float, float* %1938, i64 3
+	%1946 = load float, float* %1945, align 4
+	%1947 = call %dp_adam.stored @dp_adam_body(float %1913, float %1922, float %1931, float %1940, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1948 = extractvalue %dp_adam.stored %1947, 0
+	%1949 = extractvalue %dp_adam.stored %1947, 1
+	%1950 = extractvalue %dp_adam.stored %1947, 2
+	%1951 = call %dp_adam.stored @dp_adam_body(float %1915, float %1924, float %1933, float %1942, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1952 = extractvalue %dp_adam.stored %1951, 0
+	%1953 = extractvalue %dp_adam.stored %1951, 1
+	%1954 = extractvalue %dp_adam.stored %1951, 2
+	%1955 = call %dp_adam.stored @dp_adam_body(float %1917, float %1926, float %1935, float %1944, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1956 = extractvalue %dp_adam.stored %1955, 0
+	%1957 = extractvalue %dp_adam.stored %1955, 1
+	%1958 = extractvalue %dp_adam.stored %1955, 2
+	%1959 = call %dp_adam.stored @dp_adam_body(float %1919, float %1928, float %1937, float %1946, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1960 = extractvalue %dp_adam.stored %1959, 0
+	%1961 = extractvalue %dp_adam.stored %1959, 1
+	%1962 = extractvalue %dp_adam.stored %1959, 2
+	%1963 = getelementptr float, float* %5, i64 %1909
+	%1964 = getelementptr float, float* %1963, i64 0
+	store float %1948, float* %1964, align 4
+	%1965 = getelementptr float, float* %1963, i64 1
+	store float %1952, float* %1965, align 4
+	%1966 = getelementptr float, float* %1963, i64 2
+	store float %1956, float* %1966, align 4
+	%1967 = getelementptr float, float* %1963, i64 3
+	store float %1960, float* %1967, align 4
+	%1968 = getelementptr float, float* %7, i64 %1909
+	%1969 = getelementptr float, float* %1968, i64 0
+	store float %1949, float* %1969, align 4
+	%1970 = getelementptr float, float* %1968, i64 1
+	store float %1953, float* %1970, align 4
+	%1971 = getelementptr float, float* %1968, i64 2
+	store float %1957, float* %1971, align 4
+	%1972 = getelementptr float, float* %1968, i64 3
+	store float %1961, float* %1972, align 4
+	%1973 = getelementptr float, float* %1, i64 %1909
+	%1974 = getelementptr float, float* %1973, i64 0
+	store float %1950, float* %1974, align 4
+	%1975 = getelementptr float, float* %1973, i64 1
+	store float %1954, float* %1975, align 4
+	%1976 = getelementptr float, float* %1973, i64 2
+	store float %1958, float* %1976, align 4
+	%1977 = getelementptr float, float* %1973, i64 3
+	store float %1962, float* %1977, align 4
+	%1978 = add i64 %1906, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%1979 = phi i64 [ %51, %group.done.69 ], [ %1996, %tail.71 ]
+	%1980 = icmp slt i64 %1979, %31
+	br i1 %1980, label %tail.71, label %tail.done.72
+
+tail.71:
+	%1981 = getelementptr float, float* %1, i64 %1979
+	%1982 = load float, float* %1981, align 4
+	%1983 = getelementptr float, float* %3, i64 %1979
+	%1984 = load float, float* %1983, align 4
+	%1985 = getelementptr float, float* %5, i64 %1979
+	%1986 = load float, float* %1985, align 4
+	%1987 = getelementptr float, float* %7, i64 %1979
+	%1988 = load float, float* %1987, align 4
+	%1989 = call %dp_adam.stored @dp_adam_body(float %1982, float %1984, float %1986, float %1988, float %9, float %11, float %13, float %15, float %17, float %19, float %21, float %23, float %25)
+	%1990 = extractvalue %dp_adam.stored %1989, 0
+	%1991 = extractvalue %dp_adam.stored %1989, 1
+	%1992 = extractvalue %dp_adam.stored %1989, 2
+	%1993 = getelementptr float, float* %5, i64 %1979
+	store float %1990, float* %1993, align 4
+	%1994 = getelementptr float, float* %7, i64 %1979
+	store float %1991, float* %1994, align 4
+	%1995 = getelementptr float, float* %1, i64 %1979
+	store float %1992, float* %1995, align 4
+	%1996 = add i64 %1979, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @dp_adam_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @dp_adam_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @dp_adam_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @dp_adam_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_adam_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @dp_adam_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @dp_adam_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @dp_adam_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -2863,7 +5700,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -2883,14 +5720,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -2915,18 +5752,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -2934,9 +5771,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -2948,9 +5785,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -2995,9 +5832,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -3071,28 +5908,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -3109,18 +5946,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -3128,9 +5965,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -3142,9 +5979,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -3169,9 +6006,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -3213,21 +6050,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -3245,36 +6082,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -3287,7 +6124,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -3331,7 +6168,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -3361,37 +6198,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -3414,9 +6251,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -3424,27 +6261,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -3467,9 +6304,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -3477,27 +6314,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -3512,44 +6349,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -3562,9 +6399,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -3572,27 +6409,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -3605,9 +6442,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -3615,27 +6452,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -3645,269 +6482,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @dp_adam_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @dp_adam_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -3916,6 +6814,12 @@ entry:
 }
 
 define void @dp_adam_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_adam_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_adam_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adam_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -3953,36 +6857,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -3995,7 +6899,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @dp_adam_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -4005,6 +6909,12 @@ entry:
 }
 
 define void @dp_adam_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_adam_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_adam_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adam_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -4046,35 +6956,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -4097,9 +7007,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -4107,26 +7017,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -4141,37 +7051,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -4184,9 +7094,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -4194,26 +7104,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -4223,14 +7133,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @dp_adam_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -4245,5 +7155,11 @@ entry:
 	ret void
 }
 
+define void @dp_adam_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @dp_adam_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_adam_abi = constant [65 x i8] c"1b541f8e5e31c756935279edc3253319a855607e96d2bb2b8a15c021585f92ea\00"
+@dp_adam_abi = constant [65 x i8] c"754f1e92e594e02e430d12a1a23564ce1c8f3baf07cfd3a5d209c158b28839b3\00"

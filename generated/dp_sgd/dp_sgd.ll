@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %dp_sgd.stored @dp_sgd_body(float %v.theta, float %v.g, float %s.0) alwaysinline nounwind {
@@ -1208,7 +1899,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @dp_sgd_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @dp_sgd_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -1952,15 +2643,1117 @@ tail.done.48:
 	ret void
 }
 
+define internal void @dp_sgd_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float, float* %scalars, i64 0
+	%5 = load float, float* %4, align 4
+	%6 = getelementptr float, float* %scalars, i64 1
+	%7 = load float, float* %6, align 4
+	%8 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%9 = load i64, i64* %8, align 8
+	%10 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%11 = load i64, i64* %10, align 8
+	%12 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%13 = load i64, i64* %12, align 8
+	%14 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%15 = load i64, i64* %14, align 8
+	%16 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%17 = load i32, i32* %16, align 4
+	%18 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%19 = load i32, i32* %18, align 4
+	%20 = sub i64 %11, %9
+	%21 = add i64 %13, %9
+	%22 = and i64 %21, 3
+	%23 = sub i64 4, %22
+	%24 = and i64 %23, 3
+	%25 = icmp slt i64 %24, %20
+	%26 = select i1 %25, i64 %24, i64 %20
+	%27 = sub i64 %20, %26
+	%28 = ashr i64 %27, 2
+	%29 = add i64 %9, %26
+	%30 = shl i64 %28, 2
+	%31 = add i64 %29, %30
+	%32 = add i64 %13, %29
+	%33 = lshr i64 %32, 2
+	%34 = icmp ne i32 %19, 0
+	br i1 %34, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%35 = phi i64 [ %9, %with_noise ], [ %48, %head.50 ]
+	%36 = icmp slt i64 %35, %29
+	br i1 %36, label %head.50, label %head.done.51
+
+head.50:
+	%37 = getelementptr float, float* %1, i64 %35
+	%38 = load float, float* %37, align 4
+	%39 = getelementptr float, float* %3, i64 %35
+	%40 = load float, float* %39, align 4
+	%41 = add i64 %13, %35
+	%42 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %41)
+	%43 = fmul float %7, %42
+	%44 = fadd float %40, %43
+	%45 = call %dp_sgd.stored @dp_sgd_body(float %38, float %44, float %5)
+	%46 = extractvalue %dp_sgd.stored %45, 0
+	%47 = getelementptr float, float* %1, i64 %35
+	store float %46, float* %47, align 4
+	%48 = add i64 %35, 1
+	br label %head.head.49
+
+head.done.51:
+	%49 = sdiv i64 %28, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%50 = phi i64 [ 0, %head.done.51 ], [ %497, %wide.53 ]
+	%51 = icmp slt i64 %50, %49
+	br i1 %51, label %wide.53, label %wide.done.54
+
+wide.53:
+	%52 = mul i64 %50, 16
+	%53 = shl i64 %52, 2
+	%54 = add i64 %29, %53
+	%55 = add i64 %33, %52
+	%56 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %15, i32 %17, i32 0, i64 %55)
+	%57 = add i64 %54, 0
+	%58 = getelementptr float, float* %1, i64 %57
+	%59 = bitcast float* %58 to <16 x float>*
+	%60 = load <16 x float>, <16 x float>* %59, align 4
+	%61 = extractelement <16 x float> %60, i32 0
+	%62 = extractelement <16 x float> %60, i32 1
+	%63 = extractelement <16 x float> %60, i32 2
+	%64 = extractelement <16 x float> %60, i32 3
+	%65 = extractelement <16 x float> %60, i32 4
+	%66 = extractelement <16 x float> %60, i32 5
+	%67 = extractelement <16 x float> %60, i32 6
+	%68 = extractelement <16 x float> %60, i32 7
+	%69 = extractelement <16 x float> %60, i32 8
+	%70 = extractelement <16 x float> %60, i32 9
+	%71 = extractelement <16 x float> %60, i32 10
+	%72 = extractelement <16 x float> %60, i32 11
+	%73 = extractelement <16 x float> %60, i32 12
+	%74 = extractelement <16 x float> %60, i32 13
+	%75 = extractelement <16 x float> %60, i32 14
+	%76 = extractelement <16 x float> %60, i32 15
+	%77 = add i64 %54, 16
+	%78 = getelementptr float, float* %1, i64 %77
+	%79 = bitcast float* %78 to <16 x float>*
+	%80 = load <16 x float>, <16 x float>* %79, align 4
+	%81 = extractelement <16 x float> %80, i32 0
+	%82 = extractelement <16 x float> %80, i32 1
+	%83 = extractelement <16 x float> %80, i32 2
+	%84 = extractelement <16 x float> %80, i32 3
+	%85 = extractelement <16 x float> %80, i32 4
+	%86 = extractelement <16 x float> %80, i32 5
+	%87 = extractelement <16 x float> %80, i32 6
+	%88 = extractelement <16 x float> %80, i32 7
+	%89 = extractelement <16 x float> %80, i32 8
+	%90 = extractelement <16 x float> %80, i32 9
+	%91 = extractelement <16 x float> %80, i32 10
+	%92 = extractelement <16 x float> %80, i32 11
+	%93 = extractelement <16 x float> %80, i32 12
+	%94 = extractelement <16 x float> %80, i32 13
+	%95 = extractelement <16 x float> %80, i32 14
+	%96 = extractelement <16 x float> %80, i32 15
+	%97 = add i64 %54, 32
+	%98 = getelementptr float, float* %1, i64 %97
+	%99 = bitcast float* %98 to <16 x float>*
+	%100 = load <16 x float>, <16 x float>* %99, align 4
+	%101 = extractelement <16 x float> %100, i32 0
+	%102 = extractelement <16 x float> %100, i32 1
+	%103 = extractelement <16 x float> %100, i32 2
+	%104 = extractelement <16 x float> %100, i32 3
+	%105 = extractelement <16 x float> %100, i32 4
+	%106 = extractelement <16 x float> %100, i32 5
+	%107 = extractelement <16 x float> %100, i32 6
+	%108 = extractelement <16 x float> %100, i32 7
+	%109 = extractelement <16 x float> %100, i32 8
+	%110 = extractelement <16 x float> %100, i32 9
+	%111 = extractelement <16 x float> %100, i32 10
+	%112 = extractelement <16 x float> %100, i32 11
+	%113 = extractelement <16 x float> %100, i32 12
+	%114 = extractelement <16 x float> %100, i32 13
+	%115 = extractelement <16 x float> %100, i32 14
+	%116 = extractelement <16 x float> %100, i32 15
+	%117 = add i64 %54, 48
+	%118 = getelementptr float, float* %1, i64 %117
+	%119 = bitcast float* %118 to <16 x float>*
+	%120 = load <16 x float>, <16 x float>* %119, align 4
+	%121 = extractelement <16 x float> %120, i32 0
+	%122 = extractelement <16 x float> %120, i32 1
+	%123 = extractelement <16 x float> %120, i32 2
+	%124 = extractelement <16 x float> %120, i32 3
+	%125 = extractelement <16 x float> %120, i32 4
+	%126 = extractelement <16 x float> %120, i32 5
+	%127 = extractelement <16 x float> %120, i32 6
+	%128 = extractelement <16 x float> %120, i32 7
+	%129 = extractelement <16 x float> %120, i32 8
+	%130 = extractelement <16 x float> %120, i32 9
+	%131 = extractelement <16 x float> %120, i32 10
+	%132 = extractelement <16 x float> %120, i32 11
+	%133 = extractelement <16 x float> %120, i32 12
+	%134 = extractelement <16 x float> %120, i32 13
+	%135 = extractelement <16 x float> %120, i32 14
+	%136 = extractelement <16 x float> %120, i32 15
+	%137 = add i64 %54, 0
+	%138 = getelementptr float, float* %3, i64 %137
+	%139 = bitcast float* %138 to <16 x float>*
+	%140 = load <16 x float>, <16 x float>* %139, align 4
+	%141 = insertelement <16 x float> undef, float %7, i32 0
+	%142 = insertelement <16 x float> %141, float %7, i32 1
+	%143 = insertelement <16 x float> %142, float %7, i32 2
+	%144 = insertelement <16 x float> %143, float %7, i32 3
+	%145 = insertelement <16 x float> %144, float %7, i32 4
+	%146 = insertelement <16 x float> %145, float %7, i32 5
+	%147 = insertelement <16 x float> %146, float %7, i32 6
+	%148 = insertelement <16 x float> %147, float %7, i32 7
+	%149 = insertelement <16 x float> %148, float %7, i32 8
+	%150 = insertelement <16 x float> %149, float %7, i32 9
+	%151 = insertelement <16 x float> %150, float %7, i32 10
+	%152 = insertelement <16 x float> %151, float %7, i32 11
+	%153 = insertelement <16 x float> %152, float %7, i32 12
+	%154 = insertelement <16 x float> %153, float %7, i32 13
+	%155 = insertelement <16 x float> %154, float %7, i32 14
+	%156 = insertelement <16 x float> %155, float %7, i32 15
+	%157 = extractvalue [4 x <16 x float>] %56, 0
+	%158 = fmul <16 x float> %156, %157
+	%159 = fadd <16 x float> %140, %158
+	%160 = extractelement <16 x float> %159, i32 0
+	%161 = extractelement <16 x float> %159, i32 1
+	%162 = extractelement <16 x float> %159, i32 2
+	%163 = extractelement <16 x float> %159, i32 3
+	%164 = extractelement <16 x float> %159, i32 4
+	%165 = extractelement <16 x float> %159, i32 5
+	%166 = extractelement <16 x float> %159, i32 6
+	%167 = extractelement <16 x float> %159, i32 7
+	%168 = extractelement <16 x float> %159, i32 8
+	%169 = extractelement <16 x float> %159, i32 9
+	%170 = extractelement <16 x float> %159, i32 10
+	%171 = extractelement <16 x float> %159, i32 11
+	%172 = extractelement <16 x float> %159, i32 12
+	%173 = extractelement <16 x float> %159, i32 13
+	%174 = extractelement <16 x float> %159, i32 14
+	%175 = extractelement <16 x float> %159, i32 15
+	%176 = add i64 %54, 16
+	%177 = getelementptr float, float* %3, i64 %176
+	%178 = bitcast float* %177 to <16 x float>*
+	%179 = load <16 x float>, <16 x float>* %178, align 4
+	%180 = insertelement <16 x float> undef, float %7, i32 0
+	%181 = insertelement <16 x float> %180, float %7, i32 1
+	%182 = insertelement <16 x float> %181, float %7, i32 2
+	%183 = insertelement <16 x float> %182, float %7, i32 3
+	%184 = insertelement <16 x float> %183, float %7, i32 4
+	%185 = insertelement <16 x float> %184, float %7, i32 5
+	%186 = insertelement <16 x float> %185, float %7, i32 6
+	%187 = insertelement <16 x float> %186, float %7, i32 7
+	%188 = insertelement <16 x float> %187, float %7, i32 8
+	%189 = insertelement <16 x float> %188, float %7, i32 9
+	%190 = insertelement <16 x float> %189, float %7, i32 10
+	%191 = insertelement <16 x float> %190, float %7, i32 11
+	%192 = insertelement <16 x float> %191, float %7, i32 12
+	%193 = insertelement <16 x float> %192, float %7, i32 13
+	%194 = insertelement <16 x float> %193, float %7, i32 14
+	%195 = insertelement <16 x float> %194, float %7, i32 15
+	%196 = extractvalue [4 x <16 x float>] %56, 1
+	%197 = fmul <16 x float> %195, %196
+	%198 = fadd <16 x float> %179, %197
+	%199 = extractelement <16 x float> %198, i32 0
+	%200 = extractelement <16 x float> %198, i32 1
+	%201 = extractelement <16 x float> %198, i32 2
+	%202 = extractelement <16 x float> %198, i32 3
+	%203 = extractelement <16 x float> %198, i32 4
+	%204 = extractelement <16 x float> %198, i32 5
+	%205 = extractelement <16 x float> %198, i32 6
+	%206 = extractelement <16 x float> %198, i32 7
+	%207 = extractelement <16 x float> %198, i32 8
+	%208 = extractelement <16 x float> %198, i32 9
+	%209 = extractelement <16 x float> %198, i32 10
+	%210 = extractelement <16 x float> %198, i32 11
+	%211 = extractelement <16 x float> %198, i32 12
+	%212 = extractelement <16 x float> %198, i32 13
+	%213 = extractelement <16 x float> %198, i32 14
+	%214 = extractelement <16 x float> %198, i32 15
+	%215 = add i64 %54, 32
+	%216 = getelementptr float, float* %3, i64 %215
+	%217 = bitcast float* %216 to <16 x float>*
+	%218 = load <16 x float>, <16 x float>* %217, align 4
+	%219 = insertelement <16 x float> undef, float %7, i32 0
+	%220 = insertelement <16 x float> %219, float %7, i32 1
+	%221 = insertelement <16 x float> %220, float %7, i32 2
+	%222 = insertelement <16 x float> %221, float %7, i32 3
+	%223 = insertelement <16 x float> %222, float %7, i32 4
+	%224 = insertelement <16 x float> %223, float %7, i32 5
+	%225 = insertelement <16 x float> %224, float %7, i32 6
+	%226 = insertelement <16 x float> %225, float %7, i32 7
+	%227 = insertelement <16 x float> %226, float %7, i32 8
+	%228 = insertelement <16 x float> %227, float %7, i32 9
+	%229 = insertelement <16 x float> %228, float %7, i32 10
+	%230 = insertelement <16 x float> %229, float %7, i32 11
+	%231 = insertelement <16 x float> %230, float %7, i32 12
+	%232 = insertelement <16 x float> %231, float %7, i32 13
+	%233 = insertelement <16 x float> %232, float %7, i32 14
+	%234 = insertelement <16 x float> %233, float %7, i32 15
+	%235 = extractvalue [4 x <16 x float>] %56, 2
+	%236 = fmul <16 x float> %234, %235
+	%237 = fadd <16 x float> %218, %236
+	%238 = extractelement <16 x float> %237, i32 0
+	%239 = extractelement <16 x float> %237, i32 1
+	%240 = extractelement <16 x float> %237, i32 2
+	%241 = extractelement <16 x float> %237, i32 3
+	%242 = extractelement <16 x float> %237, i32 4
+	%243 = extractelement <16 x float> %237, i32 5
+	%244 = extractelement <16 x float> %237, i32 6
+	%245 = extractelement <16 x float> %237, i32 7
+	%246 = extractelement <16 x float> %237, i32 8
+	%247 = extractelement <16 x float> %237, i32 9
+	%248 = extractelement <16 x float> %237, i32 10
+	%249 = extractelement <16 x float> %237, i32 11
+	%250 = extractelement <16 x float> %237, i32 12
+	%251 = extractelement <16 x float> %237, i32 13
+	%252 = extractelement <16 x float> %237, i32 14
+	%253 = extractelement <16 x float> %237, i32 15
+	%254 = add i64 %54, 48
+	%255 = getelementptr float, float* %3, i64 %254
+	%256 = bitcast float* %255 to <16 x float>*
+	%257 = load <16 x float>, <16 x float>* %256, align 4
+	%258 = insertelement <16 x float> undef, float %7, i32 0
+	%259 = insertelement <16 x float> %258, float %7, i32 1
+	%260 = insertelement <16 x float> %259, float %7, i32 2
+	%261 = insertelement <16 x float> %260, float %7, i32 3
+	%262 = insertelement <16 x float> %261, float %7, i32 4
+	%263 = insertelement <16 x float> %262, float %7, i32 5
+	%264 = insertelement <16 x float> %263, float %7, i32 6
+	%265 = insertelement <16 x float> %264, float %7, i32 7
+	%266 = insertelement <16 x float> %265, float %7, i32 8
+	%267 = insertelement <16 x float> %266, float %7, i32 9
+	%268 = insertelement <16 x float> %267, float %7, i32 10
+	%269 = insertelement <16 x float> %268, float %7, i32 11
+	%270 = insertelement <16 x float> %269, float %7, i32 12
+	%271 = insertelement <16 x float> %270, float %7, i32 13
+	%272 = insertelement <16 x float> %271, float %7, i32 14
+	%273 = insertelement <16 x float> %272, float %7, i32 15
+	%274 = extractvalue [4 x <16 x float>] %56, 3
+	%275 = fmul <16 x float> %273, %274
+	%276 = fadd <16 x float> %257, %275
+	%277 = extractelement <16 x float> %276, i32 0
+	%278 = extractelement <16 x float> %276, i32 1
+	%279 = extractelement <16 x float> %276, i32 2
+	%280 = extractelement <16 x float> %276, i32 3
+	%281 = extractelement <16 x float> %276, i32 4
+	%282 = extractelement <16 x float> %276, i32 5
+	%283 = extractelement <16 x float> %276, i32 6
+	%284 = extractelement <16 x float> %276, i32 7
+	%285 = extractelement <16 x float> %276, i32 8
+	%286 = extractelement <16 x float> %276, i32 9
+	%287 = extractelement <16 x float> %276, i32 10
+	%288 = extractelement <16 x float> %276, i32 11
+	%289 = extractelement <16 x float> %276, i32 12
+	%290 = extractelement <16 x float> %276, i32 13
+	%291 = extractelement <16 x float> %276, i32 14
+	%292 = extractelement <16 x float> %276, i32 15
+	%293 = call %dp_sgd.stored @dp_sgd_body(float %61, float %160, float %5)
+	%294 = extractvalue %dp_sgd.stored %293, 0
+	%295 = call %dp_sgd.stored @dp_sgd_body(float %62, float %161, float %5)
+	%296 = extractvalue %dp_sgd.stored %295, 0
+	%297 = call %dp_sgd.stored @dp_sgd_body(float %63, float %162, float %5)
+	%298 = extractvalue %dp_sgd.stored %297, 0
+	%299 = call %dp_sgd.stored @dp_sgd_body(float %64, float %163, float %5)
+	%300 = extractvalue %dp_sgd.stored %299, 0
+	%301 = call %dp_sgd.stored @dp_sgd_body(float %65, float %164, float %5)
+	%302 = extractvalue %dp_sgd.stored %301, 0
+	%303 = call %dp_sgd.stored @dp_sgd_body(float %66, float %165, float %5)
+	%304 = extractvalue %dp_sgd.stored %303, 0
+	%305 = call %dp_sgd.stored @dp_sgd_body(float %67, float %166, float %5)
+	%306 = extractvalue %dp_sgd.stored %305, 0
+	%307 = call %dp_sgd.stored @dp_sgd_body(float %68, float %167, float %5)
+	%308 = extractvalue %dp_sgd.stored %307, 0
+	%309 = call %dp_sgd.stored @dp_sgd_body(float %69, float %168, float %5)
+	%310 = extractvalue %dp_sgd.stored %309, 0
+	%311 = call %dp_sgd.stored @dp_sgd_body(float %70, float %169, float %5)
+	%312 = extractvalue %dp_sgd.stored %311, 0
+	%313 = call %dp_sgd.stored @dp_sgd_body(float %71, float %170, float %5)
+	%314 = extractvalue %dp_sgd.stored %313, 0
+	%315 = call %dp_sgd.stored @dp_sgd_body(float %72, float %171, float %5)
+	%316 = extractvalue %dp_sgd.stored %315, 0
+	%317 = call %dp_sgd.stored @dp_sgd_body(float %73, float %172, float %5)
+	%318 = extractvalue %dp_sgd.stored %317, 0
+	%319 = call %dp_sgd.stored @dp_sgd_body(float %74, float %173, float %5)
+	%320 = extractvalue %dp_sgd.stored %319, 0
+	%321 = call %dp_sgd.stored @dp_sgd_body(float %75, float %174, float %5)
+	%322 = extractvalue %dp_sgd.stored %321, 0
+	%323 = call %dp_sgd.stored @dp_sgd_body(float %76, float %175, float %5)
+	%324 = extractvalue %dp_sgd.stored %323, 0
+	%325 = call %dp_sgd.stored @dp_sgd_body(float %81, float %199, float %5)
+	%326 = extractvalue %dp_sgd.stored %325, 0
+	%327 = call %dp_sgd.stored @dp_sgd_body(float %82, float %200, float %5)
+	%328 = extractvalue %dp_sgd.stored %327, 0
+	%329 = call %dp_sgd.stored @dp_sgd_body(float %83, float %201, float %5)
+	%330 = extractvalue %dp_sgd.stored %329, 0
+	%331 = call %dp_sgd.stored @dp_sgd_body(float %84, float %202, float %5)
+	%332 = extractvalue %dp_sgd.stored %331, 0
+	%333 = call %dp_sgd.stored @dp_sgd_body(float %85, float %203, float %5)
+	%334 = extractvalue %dp_sgd.stored %333, 0
+	%335 = call %dp_sgd.stored @dp_sgd_body(float %86, float %204, float %5)
+	%336 = extractvalue %dp_sgd.stored %335, 0
+	%337 = call %dp_sgd.stored @dp_sgd_body(float %87, float %205, float %5)
+	%338 = extractvalue %dp_sgd.stored %337, 0
+	%339 = call %dp_sgd.stored @dp_sgd_body(float %88, float %206, float %5)
+	%340 = extractvalue %dp_sgd.stored %339, 0
+	%341 = call %dp_sgd.stored @dp_sgd_body(float %89, float %207, float %5)
+	%342 = extractvalue %dp_sgd.stored %341, 0
+	%343 = call %dp_sgd.stored @dp_sgd_body(float %90, float %208, float %5)
+	%344 = extractvalue %dp_sgd.stored %343, 0
+	%345 = call %dp_sgd.stored @dp_sgd_body(float %91, float %209, float %5)
+	%346 = extractvalue %dp_sgd.stored %345, 0
+	%347 = call %dp_sgd.stored @dp_sgd_body(float %92, float %210, float %5)
+	%348 = extractvalue %dp_sgd.stored %347, 0
+	%349 = call %dp_sgd.stored @dp_sgd_body(float %93, float %211, float %5)
+	%350 = extractvalue %dp_sgd.stored %349, 0
+	%351 = call %dp_sgd.stored @dp_sgd_body(float %94, float %212, float %5)
+	%352 = extractvalue %dp_sgd.stored %351, 0
+	%353 = call %dp_sgd.stored @dp_sgd_body(float %95, float %213, float %5)
+	%354 = extractvalue %dp_sgd.stored %353, 0
+	%355 = call %dp_sgd.stored @dp_sgd_body(float %96, float %214, float %5)
+	%356 = extractvalue %dp_sgd.stored %355, 0
+	%357 = call %dp_sgd.stored @dp_sgd_body(float %101, float %238, float %5)
+	%358 = extractvalue %dp_sgd.stored %357, 0
+	%359 = call %dp_sgd.stored @dp_sgd_body(float %102, float %239, float %5)
+	%360 = extractvalue %dp_sgd.stored %359, 0
+	%361 = call %dp_sgd.stored @dp_sgd_body(float %103, float %240, float %5)
+	%362 = extractvalue %dp_sgd.stored %361, 0
+	%363 = call %dp_sgd.stored @dp_sgd_body(float %104, float %241, float %5)
+	%364 = extractvalue %dp_sgd.stored %363, 0
+	%365 = call %dp_sgd.stored @dp_sgd_body(float %105, float %242, float %5)
+	%366 = extractvalue %dp_sgd.stored %365, 0
+	%367 = call %dp_sgd.stored @dp_sgd_body(float %106, float %243, float %5)
+	%368 = extractvalue %dp_sgd.stored %367, 0
+	%369 = call %dp_sgd.stored @dp_sgd_body(float %107, float %244, float %5)
+	%370 = extractvalue %dp_sgd.stored %369, 0
+	%371 = call %dp_sgd.stored @dp_sgd_body(float %108, float %245, float %5)
+	%372 = extractvalue %dp_sgd.stored %371, 0
+	%373 = call %dp_sgd.stored @dp_sgd_body(float %109, float %246, float %5)
+	%374 = extractvalue %dp_sgd.stored %373, 0
+	%375 = call %dp_sgd.stored @dp_sgd_body(float %110, float %247, float %5)
+	%376 = extractvalue %dp_sgd.stored %375, 0
+	%377 = call %dp_sgd.stored @dp_sgd_body(float %111, float %248, float %5)
+	%378 = extractvalue %dp_sgd.stored %377, 0
+	%379 = call %dp_sgd.stored @dp_sgd_body(float %112, float %249, float %5)
+	%380 = extractvalue %dp_sgd.stored %379, 0
+	%381 = call %dp_sgd.stored @dp_sgd_body(float %113, float %250, float %5)
+	%382 = extractvalue %dp_sgd.stored %381, 0
+	%383 = call %dp_sgd.stored @dp_sgd_body(float %114, float %251, float %5)
+	%384 = extractvalue %dp_sgd.stored %383, 0
+	%385 = call %dp_sgd.stored @dp_sgd_body(float %115, float %252, float %5)
+	%386 = extractvalue %dp_sgd.stored %385, 0
+	%387 = call %dp_sgd.stored @dp_sgd_body(float %116, float %253, float %5)
+	%388 = extractvalue %dp_sgd.stored %387, 0
+	%389 = call %dp_sgd.stored @dp_sgd_body(float %121, float %277, float %5)
+	%390 = extractvalue %dp_sgd.stored %389, 0
+	%391 = call %dp_sgd.stored @dp_sgd_body(float %122, float %278, float %5)
+	%392 = extractvalue %dp_sgd.stored %391, 0
+	%393 = call %dp_sgd.stored @dp_sgd_body(float %123, float %279, float %5)
+	%394 = extractvalue %dp_sgd.stored %393, 0
+	%395 = call %dp_sgd.stored @dp_sgd_body(float %124, float %280, float %5)
+	%396 = extractvalue %dp_sgd.stored %395, 0
+	%397 = call %dp_sgd.stored @dp_sgd_body(float %125, float %281, float %5)
+	%398 = extractvalue %dp_sgd.stored %397, 0
+	%399 = call %dp_sgd.stored @dp_sgd_body(float %126, float %282, float %5)
+	%400 = extractvalue %dp_sgd.stored %399, 0
+	%401 = call %dp_sgd.stored @dp_sgd_body(float %127, float %283, float %5)
+	%402 = extractvalue %dp_sgd.stored %401, 0
+	%403 = call %dp_sgd.stored @dp_sgd_body(float %128, float %284, float %5)
+	%404 = extractvalue %dp_sgd.stored %403, 0
+	%405 = call %dp_sgd.stored @dp_sgd_body(float %129, float %285, float %5)
+	%406 = extractvalue %dp_sgd.stored %405, 0
+	%407 = call %dp_sgd.stored @dp_sgd_body(float %130, float %286, float %5)
+	%408 = extractvalue %dp_sgd.stored %407, 0
+	%409 = call %dp_sgd.stored @dp_sgd_body(float %131, float %287, float %5)
+	%410 = extractvalue %dp_sgd.stored %409, 0
+	%411 = call %dp_sgd.stored @dp_sgd_body(float %132, float %288, float %5)
+	%412 = extractvalue %dp_sgd.stored %411, 0
+	%413 = call %dp_sgd.stored @dp_sgd_body(float %133, float %289, float %5)
+	%414 = extractvalue %dp_sgd.stored %413, 0
+	%415 = call %dp_sgd.stored @dp_sgd_body(float %134, float %290, float %5)
+	%416 = extractvalue %dp_sgd.stored %415, 0
+	%417 = call %dp_sgd.stored @dp_sgd_body(float %135, float %291, float %5)
+	%418 = extractvalue %dp_sgd.stored %417, 0
+	%419 = call %dp_sgd.stored @dp_sgd_body(float %136, float %292, float %5)
+	%420 = extractvalue %dp_sgd.stored %419, 0
+	%421 = insertelement <16 x float> undef, float %294, i32 0
+	%422 = insertelement <16 x float> %421, float %296, i32 1
+	%423 = insertelement <16 x float> %422, float %298, i32 2
+	%424 = insertelement <16 x float> %423, float %300, i32 3
+	%425 = insertelement <16 x float> %424, float %302, i32 4
+	%426 = insertelement <16 x float> %425, float %304, i32 5
+	%427 = insertelement <16 x float> %426, float %306, i32 6
+	%428 = insertelement <16 x float> %427, float %308, i32 7
+	%429 = insertelement <16 x float> %428, float %310, i32 8
+	%430 = insertelement <16 x float> %429, float %312, i32 9
+	%431 = insertelement <16 x float> %430, float %314, i32 10
+	%432 = insertelement <16 x float> %431, float %316, i32 11
+	%433 = insertelement <16 x float> %432, float %318, i32 12
+	%434 = insertelement <16 x float> %433, float %320, i32 13
+	%435 = insertelement <16 x float> %434, float %322, i32 14
+	%436 = insertelement <16 x float> %435, float %324, i32 15
+	%437 = add i64 %54, 0
+	%438 = getelementptr float, float* %1, i64 %437
+	%439 = bitcast float* %438 to <16 x float>*
+	store <16 x float> %436, <16 x float>* %439, align 4
+	%440 = insertelement <16 x float> undef, float %326, i32 0
+	%441 = insertelement <16 x float> %440, float %328, i32 1
+	%442 = insertelement <16 x float> %441, float %330, i32 2
+	%443 = insertelement <16 x float> %442, float %332, i32 3
+	%444 = insertelement <16 x float> %443, float %334, i32 4
+	%445 = insertelement <16 x float> %444, float %336, i32 5
+	%446 = insertelement <16 x float> %445, float %338, i32 6
+	%447 = insertelement <16 x float> %446, float %340, i32 7
+	%448 = insertelement <16 x float> %447, float %342, i32 8
+	%449 = insertelement <16 x float> %448, float %344, i32 9
+	%450 = insertelement <16 x float> %449, float %346, i32 10
+	%451 = insertelement <16 x float> %450, float %348, i32 11
+	%452 = insertelement <16 x float> %451, float %350, i32 12
+	%453 = insertelement <16 x float> %452, float %352, i32 13
+	%454 = insertelement <16 x float> %453, float %354, i32 14
+	%455 = insertelement <16 x float> %454, float %356, i32 15
+	%456 = add i64 %54, 16
+	%457 = getelementptr float, float* %1, i64 %456
+	%458 = bitcast float* %457 to <16 x float>*
+	store <16 x float> %455, <16 x float>* %458, align 4
+	%459 = insertelement <16 x float> undef, float %358, i32 0
+	%460 = insertelement <16 x float> %459, float %360, i32 1
+	%461 = insertelement <16 x float> %460, float %362, i32 2
+	%462 = insertelement <16 x float> %461, float %364, i32 3
+	%463 = insertelement <16 x float> %462, float %366, i32 4
+	%464 = insertelement <16 x float> %463, float %368, i32 5
+	%465 = insertelement <16 x float> %464, float %370, i32 6
+	%466 = insertelement <16 x float> %465, float %372, i32 7
+	%467 = insertelement <16 x float> %466, float %374, i32 8
+	%468 = insertelement <16 x float> %467, float %376, i32 9
+	%469 = insertelement <16 x float> %468, float %378, i32 10
+	%470 = insertelement <16 x float> %469, float %380, i32 11
+	%471 = insertelement <16 x float> %470, float %382, i32 12
+	%472 = insertelement <16 x float> %471, float %384, i32 13
+	%473 = insertelement <16 x float> %472, float %386, i32 14
+	%474 = insertelement <16 x float> %473, float %388, i32 15
+	%475 = add i64 %54, 32
+	%476 = getelementptr float, float* %1, i64 %475
+	%477 = bitcast float* %476 to <16 x float>*
+	store <16 x float> %474, <16 x float>* %477, align 4
+	%478 = insertelement <16 x float> undef, float %390, i32 0
+	%479 = insertelement <16 x float> %478, float %392, i32 1
+	%480 = insertelement <16 x float> %479, float %394, i32 2
+	%481 = insertelement <16 x float> %480, float %396, i32 3
+	%482 = insertelement <16 x float> %481, float %398, i32 4
+	%483 = insertelement <16 x float> %482, float %400, i32 5
+	%484 = insertelement <16 x float> %483, float %402, i32 6
+	%485 = insertelement <16 x float> %484, float %404, i32 7
+	%486 = insertelement <16 x float> %485, float %406, i32 8
+	%487 = insertelement <16 x float> %486, float %408, i32 9
+	%488 = insertelement <16 x float> %487, float %410, i32 10
+	%489 = insertelement <16 x float> %488, float %412, i32 11
+	%490 = insertelement <16 x float> %489, float %414, i32 12
+	%491 = insertelement <16 x float> %490, float %416, i32 13
+	%492 = insertelement <16 x float> %491, float %418, i32 14
+	%493 = insertelement <16 x float> %492, float %420, i32 15
+	%494 = add i64 %54, 48
+	%495 = getelementptr float, float* %1, i64 %494
+	%496 = bitcast float* %495 to <16 x float>*
+	store <16 x float> %493, <16 x float>* %496, align 4
+	%497 = add i64 %50, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%498 = mul i64 %49, 16
+	br label %group.head.55
+
+group.head.55:
+	%499 = phi i64 [ %498, %wide.done.54 ], [ %548, %group.56 ]
+	%500 = icmp slt i64 %499, %28
+	br i1 %500, label %group.56, label %group.done.57
+
+group.56:
+	%501 = shl i64 %499, 2
+	%502 = add i64 %29, %501
+	%503 = add i64 %33, %499
+	%504 = getelementptr float, float* %1, i64 %502
+	%505 = getelementptr float, float* %504, i64 0
+	%506 = load float, float* %505, align 4
+	%507 = getelementptr float, float* %504, i64 1
+	%508 = load float, float* %507, align 4
+	%509 = getelementptr float, float* %504, i64 2
+	%510 = load float, float* %509, align 4
+	%511 = getelementptr float, float* %504, i64 3
+	%512 = load float, float* %511, align 4
+	%513 = getelementptr float, float* %3, i64 %502
+	%514 = getelementptr float, float* %513, i64 0
+	%515 = load float, float* %514, align 4
+	%516 = getelementptr float, float* %513, i64 1
+	%517 = load float, float* %516, align 4
+	%518 = getelementptr float, float* %513, i64 2
+	%519 = load float, float* %518, align 4
+	%520 = getelementptr float, float* %513, i64 3
+	%521 = load float, float* %520, align 4
+	%522 = call <4 x float> @fg_gaussian4(i64 %15, i32 %17, i32 0, i64 %503)
+	%523 = extractelement <4 x float> %522, i32 0
+	%524 = fmul float %7, %523
+	%525 = fadd float %515, %524
+	%526 = call %dp_sgd.stored @dp_sgd_body(float %506, float %525, float %5)
+	%527 = extractvalue %dp_sgd.stored %526, 0
+	%528 = extractelement <4 x float> %522, i32 1
+	%529 = fmul float %7, %528
+	%530 = fadd float %517, %529
+	%531 = call %dp_sgd.stored @dp_sgd_body(float %508, float %530, float %5)
+	%532 = extractvalue %dp_sgd.stored %531, 0
+	%533 = extractelement <4 x float> %522, i32 2
+	%534 = fmul float %7, %533
+	%535 = fadd float %519, %534
+	%536 = call %dp_sgd.stored @dp_sgd_body(float %510, float %535, float %5)
+	%537 = extractvalue %dp_sgd.stored %536, 0
+	%538 = extractelement <4 x float> %522, i32 3
+	%539 = fmul float %7, %538
+	%540 = fadd float %521, %539
+	%541 = call %dp_sgd.stored @dp_sgd_body(float %512, float %540, float %5)
+	%542 = extractvalue %dp_sgd.stored %541, 0
+	%543 = getelementptr float, float* %1, i64 %502
+	%544 = getelementptr float, float* %543, i64 0
+	store float %527, float* %544, align 4
+	%545 = getelementptr float, float* %543, i64 1
+	store float %532, float* %545, align 4
+	%546 = getelementptr float, float* %543, i64 2
+	store float %537, float* %546, align 4
+	%547 = getelementptr float, float* %543, i64 3
+	store float %542, float* %547, align 4
+	%548 = add i64 %499, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%549 = phi i64 [ %31, %group.done.57 ], [ %562, %tail.59 ]
+	%550 = icmp slt i64 %549, %11
+	br i1 %550, label %tail.59, label %tail.done.60
+
+tail.59:
+	%551 = getelementptr float, float* %1, i64 %549
+	%552 = load float, float* %551, align 4
+	%553 = getelementptr float, float* %3, i64 %549
+	%554 = load float, float* %553, align 4
+	%555 = add i64 %13, %549
+	%556 = call float @fg_gaussian(i64 %15, i32 %17, i32 0, i64 %555)
+	%557 = fmul float %7, %556
+	%558 = fadd float %554, %557
+	%559 = call %dp_sgd.stored @dp_sgd_body(float %552, float %558, float %5)
+	%560 = extractvalue %dp_sgd.stored %559, 0
+	%561 = getelementptr float, float* %1, i64 %549
+	store float %560, float* %561, align 4
+	%562 = add i64 %549, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%563 = phi i64 [ %9, %without_noise ], [ %572, %head.62 ]
+	%564 = icmp slt i64 %563, %29
+	br i1 %564, label %head.62, label %head.done.63
+
+head.62:
+	%565 = getelementptr float, float* %1, i64 %563
+	%566 = load float, float* %565, align 4
+	%567 = getelementptr float, float* %3, i64 %563
+	%568 = load float, float* %567, align 4
+	%569 = call %dp_sgd.stored @dp_sgd_body(float %566, float %568, float %5)
+	%570 = extractvalue %dp_sgd.stored %569, 0
+	%571 = getelementptr float, float* %1, i64 %563
+	store float %570, float* %571, align 4
+	%572 = add i64 %563, 1
+	br label %head.head.61
+
+head.done.63:
+	%573 = sdiv i64 %28, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%574 = phi i64 [ 0, %head.done.63 ], [ %944, %wide.65 ]
+	%575 = icmp slt i64 %574, %573
+	br i1 %575, label %wide.65, label %wide.done.66
+
+wide.65:
+	%576 = mul i64 %574, 16
+	%577 = shl i64 %576, 2
+	%578 = add i64 %29, %577
+	%579 = add i64 %33, %576
+	%580 = add i64 %578, 0
+	%581 = getelementptr float, float* %1, i64 %580
+	%582 = bitcast float* %581 to <16 x float>*
+	%583 = load <16 x float>, <16 x float>* %582, align 4
+	%584 = extractelement <16 x float> %583, i32 0
+	%585 = extractelement <16 x float> %583, i32 1
+	%586 = extractelement <16 x float> %583, i32 2
+	%587 = extractelement <16 x float> %583, i32 3
+	%588 = extractelement <16 x float> %583, i32 4
+	%589 = extractelement <16 x float> %583, i32 5
+	%590 = extractelement <16 x float> %583, i32 6
+	%591 = extractelement <16 x float> %583, i32 7
+	%592 = extractelement <16 x float> %583, i32 8
+	%593 = extractelement <16 x float> %583, i32 9
+	%594 = extractelement <16 x float> %583, i32 10
+	%595 = extractelement <16 x float> %583, i32 11
+	%596 = extractelement <16 x float> %583, i32 12
+	%597 = extractelement <16 x float> %583, i32 13
+	%598 = extractelement <16 x float> %583, i32 14
+	%599 = extractelement <16 x float> %583, i32 15
+	%600 = add i64 %578, 16
+	%601 = getelementptr float, float* %1, i64 %600
+	%602 = bitcast float* %601 to <16 x float>*
+	%603 = load <16 x float>, <16 x float>* %602, align 4
+	%604 = extractelement <16 x float> %603, i32 0
+	%605 = extractelement <16 x float> %603, i32 1
+	%606 = extractelement <16 x float> %603, i32 2
+	%607 = extractelement <16 x float> %603, i32 3
+	%608 = extractelement <16 x float> %603, i32 4
+	%609 = extractelement <16 x float> %603, i32 5
+	%610 = extractelement <16 x float> %603, i32 6
+	%611 = extractelement <16 x float> %603, i32 7
+	%612 = extractelement <16 x float> %603, i32 8
+	%613 = extractelement <16 x float> %603, i32 9
+	%614 = extractelement <16 x float> %603, i32 10
+	%615 = extractelement <16 x float> %603, i32 11
+	%616 = extractelement <16 x float> %603, i32 12
+	%617 = extractelement <16 x float> %603, i32 13
+	%618 = extractelement <16 x float> %603, i32 14
+	%619 = extractelement <16 x float> %603, i32 15
+	%620 = add i64 %578, 32
+	%621 = getelementptr float, float* %1, i64 %620
+	%622 = bitcast float* %621 to <16 x float>*
+	%623 = load <16 x float>, <16 x float>* %622, align 4
+	%624 = extractelement <16 x float> %623, i32 0
+	%625 = extractelement <16 x float> %623, i32 1
+	%626 = extractelement <16 x float> %623, i32 2
+	%627 = extractelement <16 x float> %623, i32 3
+	%628 = extractelement <16 x float> %623, i32 4
+	%629 = extractelement <16 x float> %623, i32 5
+	%630 = extractelement <16 x float> %623, i32 6
+	%631 = extractelement <16 x float> %623, i32 7
+	%632 = extractelement <16 x float> %623, i32 8
+	%633 = extractelement <16 x float> %623, i32 9
+	%634 = extractelement <16 x float> %623, i32 10
+	%635 = extractelement <16 x float> %623, i32 11
+	%636 = extractelement <16 x float> %623, i32 12
+	%637 = extractelement <16 x float> %623, i32 13
+	%638 = extractelement <16 x float> %623, i32 14
+	%639 = extractelement <16 x float> %623, i32 15
+	%640 = add i64 %578, 48
+	%641 = getelementptr float, float* %1, i64 %640
+	%642 = bitcast float* %641 to <16 x float>*
+	%643 = load <16 x float>, <16 x float>* %642, align 4
+	%644 = extractelement <16 x float> %643, i32 0
+	%645 = extractelement <16 x float> %643, i32 1
+	%646 = extractelement <16 x float> %643, i32 2
+	%647 = extractelement <16 x float> %643, i32 3
+	%648 = extractelement <16 x float> %643, i32 4
+	%649 = extractelement <16 x float> %643, i32 5
+	%650 = extractelement <16 x float> %643, i32 6
+	%651 = extractelement <16 x float> %643, i32 7
+	%652 = extractelement <16 x float> %643, i32 8
+	%653 = extractelement <16 x float> %643, i32 9
+	%654 = extractelement <16 x float> %643, i32 10
+	%655 = extractelement <16 x float> %643, i32 11
+	%656 = extractelement <16 x float> %643, i32 12
+	%657 = extractelement <16 x float> %643, i32 13
+	%658 = extractelement <16 x float> %643, i32 14
+	%659 = extractelement <16 x float> %643, i32 15
+	%660 = add i64 %578, 0
+	%661 = getelementptr float, float* %3, i64 %660
+	%662 = bitcast float* %661 to <16 x float>*
+	%663 = load <16 x float>, <16 x float>* %662, align 4
+	%664 = extractelement <16 x float> %663, i32 0
+	%665 = extractelement <16 x float> %663, i32 1
+	%666 = extractelement <16 x float> %663, i32 2
+	%667 = extractelement <16 x float> %663, i32 3
+	%668 = extractelement <16 x float> %663, i32 4
+	%669 = extractelement <16 x float> %663, i32 5
+	%670 = extractelement <16 x float> %663, i32 6
+	%671 = extractelement <16 x float> %663, i32 7
+	%672 = extractelement <16 x float> %663, i32 8
+	%673 = extractelement <16 x float> %663, i32 9
+	%674 = extractelement <16 x float> %663, i32 10
+	%675 = extractelement <16 x float> %663, i32 11
+	%676 = extractelement <16 x float> %663, i32 12
+	%677 = extractelement <16 x float> %663, i32 13
+	%678 = extractelement <16 x float> %663, i32 14
+	%679 = extractelement <16 x float> %663, i32 15
+	%680 = add i64 %578, 16
+	%681 = getelementptr float, float* %3, i64 %680
+	%682 = bitcast float* %681 to <16 x float>*
+	%683 = load <16 x float>, <16 x float>* %682, align 4
+	%684 = extractelement <16 x float> %683, i32 0
+	%685 = extractelement <16 x float> %683, i32 1
+	%686 = extractelement <16 x float> %683, i32 2
+	%687 = extractelement <16 x float> %683, i32 3
+	%688 = extractelement <16 x float> %683, i32 4
+	%689 = extractelement <16 x float> %683, i32 5
+	%690 = extractelement <16 x float> %683, i32 6
+	%691 = extractelement <16 x float> %683, i32 7
+	%692 = extractelement <16 x float> %683, i32 8
+	%693 = extractelement <16 x float> %683, i32 9
+	%694 = extractelement <16 x float> %683, i32 10
+	%695 = extractelement <16 x float> %683, i32 11
+	%696 = extractelement <16 x float> %683, i32 12
+	%697 = extractelement <16 x float> %683, i32 13
+	%698 = extractelement <16 x float> %683, i32 14
+	%699 = extractelement <16 x float> %683, i32 15
+	%700 = add i64 %578, 32
+	%701 = getelementptr float, float* %3, i64 %700
+	%702 = bitcast float* %701 to <16 x float>*
+	%703 = load <16 x float>, <16 x float>* %702, align 4
+	%704 = extractelement <16 x float> %703, i32 0
+	%705 = extractelement <16 x float> %703, i32 1
+	%706 = extractelement <16 x float> %703, i32 2
+	%707 = extractelement <16 x float> %703, i32 3
+	%708 = extractelement <16 x float> %703, i32 4
+	%709 = extractelement <16 x float> %703, i32 5
+	%710 = extractelement <16 x float> %703, i32 6
+	%711 = extractelement <16 x float> %703, i32 7
+	%712 = extractelement <16 x float> %703, i32 8
+	%713 = extractelement <16 x float> %703, i32 9
+	%714 = extractelement <16 x float> %703, i32 10
+	%715 = extractelement <16 x float> %703, i32 11
+	%716 = extractelement <16 x float> %703, i32 12
+	%717 = extractelement <16 x float> %703, i32 13
+	%718 = extractelement <16 x float> %703, i32 14
+	%719 = extractelement <16 x float> %703, i32 15
+	%720 = add i64 %578, 48
+	%721 = getelementptr float, float* %3, i64 %720
+	%722 = bitcast float* %721 to <16 x float>*
+	%723 = load <16 x float>, <16 x float>* %722, align 4
+	%724 = extractelement <16 x float> %723, i32 0
+	%725 = extractelement <16 x float> %723, i32 1
+	%726 = extractelement <16 x float> %723, i32 2
+	%727 = extractelement <16 x float> %723, i32 3
+	%728 = extractelement <16 x float> %723, i32 4
+	%729 = extractelement <16 x float> %723, i32 5
+	%730 = extractelement <16 x float> %723, i32 6
+	%731 = extractelement <16 x float> %723, i32 7
+	%732 = extractelement <16 x float> %723, i32 8
+	%733 = extractelement <16 x float> %723, i32 9
+	%734 = extractelement <16 x float> %723, i32 10
+	%735 = extractelement <16 x float> %723, i32 11
+	%736 = extractelement <16 x float> %723, i32 12
+	%737 = extractelement <16 x float> %723, i32 13
+	%738 = extractelement <16 x float> %723, i32 14
+	%739 = extractelement <16 x float> %723, i32 15
+	%740 = call %dp_sgd.stored @dp_sgd_body(float %584, float %664, float %5)
+	%741 = extractvalue %dp_sgd.stored %740, 0
+	%742 = call %dp_sgd.stored @dp_sgd_body(float %585, float %665, float %5)
+	%743 = extractvalue %dp_sgd.stored %742, 0
+	%744 = call %dp_sgd.stored @dp_sgd_body(float %586, float %666, float %5)
+	%745 = extractvalue %dp_sgd.stored %744, 0
+	%746 = call %dp_sgd.stored @dp_sgd_body(float %587, float %667, float %5)
+	%747 = extractvalue %dp_sgd.stored %746, 0
+	%748 = call %dp_sgd.stored @dp_sgd_body(float %588, float %668, float %5)
+	%749 = extractvalue %dp_sgd.stored %748, 0
+	%750 = call %dp_sgd.stored @dp_sgd_body(float %589, float %669, float %5)
+	%751 = extractvalue %dp_sgd.stored %750, 0
+	%752 = call %dp_sgd.stored @dp_sgd_body(float %590, float %670, float %5)
+	%753 = extractvalue %dp_sgd.stored %752, 0
+	%754 = call %dp_sgd.stored @dp_sgd_body(float %591, float %671, float %5)
+	%755 = extractvalue %dp_sgd.stored %754, 0
+	%756 = call %dp_sgd.stored @dp_sgd_body(float %592, float %672, float %5)
+	%757 = extractvalue %dp_sgd.stored %756, 0
+	%758 = call %dp_sgd.stored @dp_sgd_body(float %593, float %673, float %5)
+	%759 = extractvalue %dp_sgd.stored %758, 0
+	%760 = call %dp_sgd.stored @dp_sgd_body(float %594, float %674, float %5)
+	%761 = extractvalue %dp_sgd.stored %760, 0
+	%762 = call %dp_sgd.stored @dp_sgd_body(float %595, float %675, float %5)
+	%763 = extractvalue %dp_sgd.stored %762, 0
+	%764 = call %dp_sgd.stored @dp_sgd_body(float %596, float %676, float %5)
+	%765 = extractvalue %dp_sgd.stored %764, 0
+	%766 = call %dp_sgd.stored @dp_sgd_body(float %597, float %677, float %5)
+	%767 = extractvalue %dp_sgd.stored %766, 0
+	%768 = call %dp_sgd.stored @dp_sgd_body(float %598, float %678, float %5)
+	%769 = extractvalue %dp_sgd.stored %768, 0
+	%770 = call %dp_sgd.stored @dp_sgd_body(float %599, float %679, float %5)
+	%771 = extractvalue %dp_sgd.stored %770, 0
+	%772 = call %dp_sgd.stored @dp_sgd_body(float %604, float %684, float %5)
+	%773 = extractvalue %dp_sgd.stored %772, 0
+	%774 = call %dp_sgd.stored @dp_sgd_body(float %605, float %685, float %5)
+	%775 = extractvalue %dp_sgd.stored %774, 0
+	%776 = call %dp_sgd.stored @dp_sgd_body(float %606, float %686, float %5)
+	%777 = extractvalue %dp_sgd.stored %776, 0
+	%778 = call %dp_sgd.stored @dp_sgd_body(float %607, float %687, float %5)
+	%779 = extractvalue %dp_sgd.stored %778, 0
+	%780 = call %dp_sgd.stored @dp_sgd_body(float %608, float %688, float %5)
+	%781 = extractvalue %dp_sgd.stored %780, 0
+	%782 = call %dp_sgd.stored @dp_sgd_body(float %609, float %689, float %5)
+	%783 = extractvalue %dp_sgd.stored %782, 0
+	%784 = call %dp_sgd.stored @dp_sgd_body(float %610, float %690, float %5)
+	%785 = extractvalue %dp_sgd.stored %784, 0
+	%786 = call %dp_sgd.stored @dp_sgd_body(float %611, float %691, float %5)
+	%787 = extractvalue %dp_sgd.stored %786, 0
+	%788 = call %dp_sgd.stored @dp_sgd_body(float %612, float %692, float %5)
+	%789 = extractvalue %dp_sgd.stored %788, 0
+	%790 = call %dp_sgd.stored @dp_sgd_body(float %613, float %693, float %5)
+	%791 = extractvalue %dp_sgd.stored %790, 0
+	%792 = call %dp_sgd.stored @dp_sgd_body(float %614, float %694, float %5)
+	%793 = extractvalue %dp_sgd.stored %792, 0
+	%794 = call %dp_sgd.stored @dp_sgd_body(float %615, float %695, float %5)
+	%795 = extractvalue %dp_sgd.stored %794, 0
+	%796 = call %dp_sgd.stored @dp_sgd_body(float %616, float %696, float %5)
+	%797 = extractvalue %dp_sgd.stored %796, 0
+	%798 = call %dp_sgd.stored @dp_sgd_body(float %617, float %697, float %5)
+	%799 = extractvalue %dp_sgd.stored %798, 0
+	%800 = call %dp_sgd.stored @dp_sgd_body(float %618, float %698, float %5)
+	%801 = extractvalue %dp_sgd.stored %800, 0
+	%802 = call %dp_sgd.stored @dp_sgd_body(float %619, float %699, float %5)
+	%803 = extractvalue %dp_sgd.stored %802, 0
+	%804 = call %dp_sgd.stored @dp_sgd_body(float %624, float %704, float %5)
+	%805 = extractvalue %dp_sgd.stored %804, 0
+	%806 = call %dp_sgd.stored @dp_sgd_body(float %625, float %705, float %5)
+	%807 = extractvalue %dp_sgd.stored %806, 0
+	%808 = call %dp_sgd.stored @dp_sgd_body(float %626, float %706, float %5)
+	%809 = extractvalue %dp_sgd.stored %808, 0
+	%810 = call %dp_sgd.stored @dp_sgd_body(float %627, float %707, float %5)
+	%811 = extractvalue %dp_sgd.stored %810, 0
+	%812 = call %dp_sgd.stored @dp_sgd_body(float %628, float %708, float %5)
+	%813 = extractvalue %dp_sgd.stored %812, 0
+	%814 = call %dp_sgd.stored @dp_sgd_body(float %629, float %709, float %5)
+	%815 = extractvalue %dp_sgd.stored %814, 0
+	%816 = call %dp_sgd.stored @dp_sgd_body(float %630, float %710, float %5)
+	%817 = extractvalue %dp_sgd.stored %816, 0
+	%818 = call %dp_sgd.stored @dp_sgd_body(float %631, float %711, float %5)
+	%819 = extractvalue %dp_sgd.stored %818, 0
+	%820 = call %dp_sgd.stored @dp_sgd_body(float %632, float %712, float %5)
+	%821 = extractvalue %dp_sgd.stored %820, 0
+	%822 = call %dp_sgd.stored @dp_sgd_body(float %633, float %713, float %5)
+	%823 = extractvalue %dp_sgd.stored %822, 0
+	%824 = call %dp_sgd.stored @dp_sgd_body(float %634, float %714, float %5)
+	%825 = extractvalue %dp_sgd.stored %824, 0
+	%826 = call %dp_sgd.stored @dp_sgd_body(float %635, float %715, float %5)
+	%827 = extractvalue %dp_sgd.stored %826, 0
+	%828 = call %dp_sgd.stored @dp_sgd_body(float %636, float %716, float %5)
+	%829 = extractvalue %dp_sgd.stored %828, 0
+	%830 = call %dp_sgd.stored @dp_sgd_body(float %637, float %717, float %5)
+	%831 = extractvalue %dp_sgd.stored %830, 0
+	%832 = call %dp_sgd.stored @dp_sgd_body(float %638, float %718, float %5)
+	%833 = extractvalue %dp_sgd.stored %832, 0
+	%834 = call %dp_sgd.stored @dp_sgd_body(float %639, float %719, float %5)
+	%835 = extractvalue %dp_sgd.stored %834, 0
+	%836 = call %dp_sgd.stored @dp_sgd_body(float %644, float %724, float %5)
+	%837 = extractvalue %dp_sgd.stored %836, 0
+	%838 = call %dp_sgd.stored @dp_sgd_body(float %645, float %725, float %5)
+	%839 = extractvalue %dp_sgd.stored %838, 0
+	%840 = call %dp_sgd.stored @dp_sgd_body(float %646, float %726, float %5)
+	%841 = extractvalue %dp_sgd.stored %840, 0
+	%842 = call %dp_sgd.stored @dp_sgd_body(float %647, float %727, float %5)
+	%843 = extractvalue %dp_sgd.stored %842, 0
+	%844 = call %dp_sgd.stored @dp_sgd_body(float %648, float %728, float %5)
+	%845 = extractvalue %dp_sgd.stored %844, 0
+	%846 = call %dp_sgd.stored @dp_sgd_body(float %649, float %729, float %5)
+	%847 = extractvalue %dp_sgd.stored %846, 0
+	%848 = call %dp_sgd.stored @dp_sgd_body(float %650, float %730, float %5)
+	%849 = extractvalue %dp_sgd.stored %848, 0
+	%850 = call %dp_sgd.stored @dp_sgd_body(float %651, float %731, float %5)
+	%851 = extractvalue %dp_sgd.stored %850, 0
+	%852 = call %dp_sgd.stored @dp_sgd_body(float %652, float %732, float %5)
+	%853 = extractvalue %dp_sgd.stored %852, 0
+	%854 = call %dp_sgd.stored @dp_sgd_body(float %653, float %733, float %5)
+	%855 = extractvalue %dp_sgd.stored %854, 0
+	%856 = call %dp_sgd.stored @dp_sgd_body(float %654, float %734, float %5)
+	%857 = extractvalue %dp_sgd.stored %856, 0
+	%858 = call %dp_sgd.stored @dp_sgd_body(float %655, float %735, float %5)
+	%859 = extractvalue %dp_sgd.stored %858, 0
+	%860 = call %dp_sgd.stored @dp_sgd_body(float %656, float %736, float %5)
+	%861 = extractvalue %dp_sgd.stored %860, 0
+	%862 = call %dp_sgd.stored @dp_sgd_body(float %657, float %737, float %5)
+	%863 = extractvalue %dp_sgd.stored %862, 0
+	%864 = call %dp_sgd.stored @dp_sgd_body(float %658, float %738, float %5)
+	%865 = extractvalue %dp_sgd.stored %864, 0
+	%866 = call %dp_sgd.stored @dp_sgd_body(float %659, float %739, float %5)
+	%867 = extractvalue %dp_sgd.stored %866, 0
+	%868 = insertelement <16 x float> undef, float %741, i32 0
+	%869 = insertelement <16 x float> %868, float %743, i32 1
+	%870 = insertelement <16 x float> %869, float %745, i32 2
+	%871 = insertelement <16 x float> %870, float %747, i32 3
+	%872 = insertelement <16 x float> %871, float %749, i32 4
+	%873 = insertelement <16 x float> %872, float %751, i32 5
+	%874 = insertelement <16 x float> %873, float %753, i32 6
+	%875 = insertelement <16 x float> %874, float %755, i32 7
+	%876 = insertelement <16 x float> %875, float %757, i32 8
+	%877 = insertelement <16 x float> %876, float %759, i32 9
+	%878 = insertelement <16 x float> %877, float %761, i32 10
+	%879 = insertelement <16 x float> %878, float %763, i32 11
+	%880 = insertelement <16 x float> %879, float %765, i32 12
+	%881 = insertelement <16 x float> %880, float %767, i32 13
+	%882 = insertelement <16 x float> %881, float %769, i32 14
+	%883 = insertelement <16 x float> %882, float %771, i32 15
+	%884 = add i64 %578, 0
+	%885 = getelementptr float, float* %1, i64 %884
+	%886 = bitcast float* %885 to <16 x float>*
+	store <16 x float> %883, <16 x float>* %886, align 4
+	%887 = insertelement <16 x float> undef, float %773, i32 0
+	%888 = insertelement <16 x float> %887, float %775, i32 1
+	%889 = insertelement <16 x float> %888, float %777, i32 2
+	%890 = insertelement <16 x float> %889, float %779, i32 3
+	%891 = insertelement <16 x float> %890, float %781, i32 4
+	%892 = insertelement <16 x float> %891, float %783, i32 5
+	%893 = insertelement <16 x float> %892, float %785, i32 6
+	%894 = insertelement <16 x float> %893, float %787, i32 7
+	%895 = insertelement <16 x float> %894, float %789, i32 8
+	%896 = insertelement <16 x float> %895, float %791, i32 9
+	%897 = insertelement <16 x float> %896, float %793, i32 10
+	%898 = insertelement <16 x float> %897, float %795, i32 11
+	%899 = insertelement <16 x float> %898, float %797, i32 12
+	%900 = insertelement <16 x float> %899, float %799, i32 13
+	%901 = insertelement <16 x float> %900, float %801, i32 14
+	%902 = insertelement <16 x float> %901, float %803, i32 15
+	%903 = add i64 %578, 16
+	%904 = getelementptr float, float* %1, i64 %903
+	%905 = bitcast float* %904 to <16 x float>*
+	store <16 x float> %902, <16 x float>* %905, align 4
+	%906 = insertelement <16 x float> undef, float %805, i32 0
+	%907 = insertelement <16 x float> %906, float %807, i32 1
+	%908 = insertelement <16 x float> %907, float %809, i32 2
+	%909 = insertelement <16 x float> %908, float %811, i32 3
+	%910 = insertelement <16 x float> %909, float %813, i32 4
+	%911 = insertelement <16 x float> %910, float %815, i32 5
+	%912 = insertelement <16 x float> %911, float %817, i32 6
+	%913 = insertelement <16 x float> %912, float %819, i32 7
+	%914 = insertelement <16 x float> %913, float %821, i32 8
+	%915 = insertelement <16 x float> %914, float %823, i32 9
+	%916 = insertelement <16 x float> %915, float %825, i32 10
+	%917 = insertelement <16 x float> %916, float %827, i32 11
+	%918 = insertelement <16 x float> %917, float %829, i32 12
+	%919 = insertelement <16 x float> %918, float %831, i32 13
+	%920 = insertelement <16 x float> %919, float %833, i32 14
+	%921 = insertelement <16 x float> %920, float %835, i32 15
+	%922 = add i64 %578, 32
+	%923 = getelementptr float, float* %1, i64 %922
+	%924 = bitcast float* %923 to <16 x float>*
+	store <16 x float> %921, <16 x float>* %924, align 4
+	%925 = insertelement <16 x float> undef, float %837, i32 0
+	%926 = insertelement <16 x float> %925, float %839, i32 1
+	%927 = insertelement <16 x float> %926, float %841, i32 2
+	%928 = insertelement <16 x float> %927, float %843, i32 3
+	%929 = insertelement <16 x float> %928, float %845, i32 4
+	%930 = insertelement <16 x float> %929, float %847, i32 5
+	%931 = insertelement <16 x float> %930, float %849, i32 6
+	%932 = insertelement <16 x float> %931, float %851, i32 7
+	%933 = insertelement <16 x float> %932, float %853, i32 8
+	%934 = insertelement <16 x float> %933, float %855, i32 9
+	%935 = insertelement <16 x float> %934, float %857, i32 10
+	%936 = insertelement <16 x float> %935, float %859, i32 11
+	%937 = insertelement <16 x float> %936, float %861, i32 12
+	%938 = insertelement <16 x float> %937, float %863, i32 13
+	%939 = insertelement <16 x float> %938, float %865, i32 14
+	%940 = insertelement <16 x float> %939, float %867, i32 15
+	%941 = add i64 %578, 48
+	%942 = getelementptr float, float* %1, i64 %941
+	%943 = bitcast float* %942 to <16 x float>*
+	store <16 x float> %940, <16 x float>* %943, align 4
+	%944 = add i64 %574, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%945 = mul i64 %573, 16
+	br label %group.head.67
+
+group.head.67:
+	%946 = phi i64 [ %945, %wide.done.66 ], [ %982, %group.68 ]
+	%947 = icmp slt i64 %946, %28
+	br i1 %947, label %group.68, label %group.done.69
+
+group.68:
+	%948 = shl i64 %946, 2
+	%949 = add i64 %29, %948
+	%950 = add i64 %33, %946
+	%951 = getelementptr float, float* %1, i64 %949
+	%952 = getelementptr float, float* %951, i64 0
+	%953 = load float, float* %952, align 4
+	%954 = getelementptr float, float* %951, i64 1
+	%955 = load float, float* %954, align 4
+	%956 = getelementptr float, float* %951, i64 2
+	%957 = load float, float* %956, align 4
+	%958 = getelementptr float, float* %951, i64 3
+	%959 = load float, float* %958, align 4
+	%960 = getelementptr float, float* %3, i64 %949
+	%961 = getelementptr float, float* %960, i64 0
+	%962 = load float, float* %961, align 4
+	%963 = getelementptr float, float* %960, i64 1
+	%964 = load float, float* %963, align 4
+	%965 = getelementptr float, float* %960, i64 2
+	%966 = load float, float* %965, align 4
+	%967 = getelementptr float, float* %960, i64 3
+	%968 = load float, float* %967, align 4
+	%969 = call %dp_sgd.stored @dp_sgd_body(float %953, float %962, float %5)
+	%970 = extractvalue %dp_sgd.stored %969, 0
+	%971 = call %dp_sgd.stored @dp_sgd_body(float %955, float %964, float %5)
+	%972 = extractvalue %dp_sgd.stored %971, 0
+	%973 = call %dp_sgd.stored @dp_sgd_body(float %957, float %966, float %5)
+	%974 = extractvalue %dp_sgd.stored %973, 0
+	%975 = call %dp_sgd.stored @dp_sgd_body(float %959, float %968, float %5)
+	%976 = extractvalue %dp_sgd.stored %975, 0
+	%977 = getelementptr float, float* %1, i64 %949
+	%978 = getelementptr float, float* %977, i64 0
+	store float %970, float* %978, align 4
+	%979 = getelementptr float, float* %977, i64 1
+	store float %972, float* %979, align 4
+	%980 = getelementptr float, float* %977, i64 2
+	store float %974, float* %980, align 4
+	%981 = getelementptr float, float* %977, i64 3
+	store float %976, float* %981, align 4
+	%982 = add i64 %946, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%983 = phi i64 [ %31, %group.done.69 ], [ %992, %tail.71 ]
+	%984 = icmp slt i64 %983, %11
+	br i1 %984, label %tail.71, label %tail.done.72
+
+tail.71:
+	%985 = getelementptr float, float* %1, i64 %983
+	%986 = load float, float* %985, align 4
+	%987 = getelementptr float, float* %3, i64 %983
+	%988 = load float, float* %987, align 4
+	%989 = call %dp_sgd.stored @dp_sgd_body(float %986, float %988, float %5)
+	%990 = extractvalue %dp_sgd.stored %989, 0
+	%991 = getelementptr float, float* %1, i64 %983
+	store float %990, float* %991, align 4
+	%992 = add i64 %983, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @dp_sgd_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @dp_sgd_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @dp_sgd_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @dp_sgd_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @dp_sgd_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @dp_sgd_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @dp_sgd_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @dp_sgd_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -1987,7 +3780,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -2007,14 +3800,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -2039,18 +3832,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -2058,9 +3851,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -2072,9 +3865,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -2119,9 +3912,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -2195,28 +3988,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -2233,18 +4026,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -2252,9 +4045,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -2266,9 +4059,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -2293,9 +4086,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -2337,21 +4130,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -2369,36 +4162,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -2411,7 +4204,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -2455,7 +4248,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -2485,37 +4278,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -2538,9 +4331,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -2548,27 +4341,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -2591,9 +4384,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -2601,27 +4394,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -2636,44 +4429,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -2686,9 +4479,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -2696,27 +4489,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -2729,9 +4522,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -2739,27 +4532,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -2769,269 +4562,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @dp_sgd_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -3040,6 +4894,12 @@ entry:
 }
 
 define void @dp_sgd_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_sgd_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_sgd_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -3077,36 +4937,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -3119,7 +4979,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @dp_sgd_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -3129,6 +4989,12 @@ entry:
 }
 
 define void @dp_sgd_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_sgd_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_sgd_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -3170,35 +5036,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -3221,9 +5087,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -3231,26 +5097,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -3265,37 +5131,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -3308,9 +5174,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -3318,26 +5184,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -3347,14 +5213,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @dp_sgd_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -3369,5 +5235,11 @@ entry:
 	ret void
 }
 
+define void @dp_sgd_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @dp_sgd_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_sgd_abi = constant [65 x i8] c"a06485ab2519a1e9e220b02788f425d64100db8e1fa0aaa703bca1abb1f56b2b\00"
+@dp_sgd_abi = constant [65 x i8] c"51e5b78849f0a615d974002288c5f89187d31ddd830e41dfff8939fe92b6fde1\00"

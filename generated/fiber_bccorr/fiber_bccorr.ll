@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %fiber_bccorr.stored @fiber_bccorr_body(float %v.theta, float %v.g, float %v.gt, float %v.r, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12, float %s.13) alwaysinline nounwind {
@@ -1739,7 +2430,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @fiber_bccorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @fiber_bccorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -4119,15 +4810,3713 @@ tail.done.48:
 	ret void
 }
 
+define internal void @fiber_bccorr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float*, float** %buffers, i64 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr float*, float** %buffers, i64 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr float*, float** %buffers, i64 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr float*, float** %buffers, i64 5
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float*, float** %buffers, i64 6
+	%13 = load float*, float** %12, align 8
+	%14 = getelementptr float, float* %scalars, i64 0
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr float, float* %scalars, i64 1
+	%17 = load float, float* %16, align 4
+	%18 = getelementptr float, float* %scalars, i64 2
+	%19 = load float, float* %18, align 4
+	%20 = getelementptr float, float* %scalars, i64 3
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr float, float* %scalars, i64 4
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 5
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 6
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr float, float* %scalars, i64 7
+	%29 = load float, float* %28, align 4
+	%30 = getelementptr float, float* %scalars, i64 8
+	%31 = load float, float* %30, align 4
+	%32 = getelementptr float, float* %scalars, i64 9
+	%33 = load float, float* %32, align 4
+	%34 = getelementptr float, float* %scalars, i64 10
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 11
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr float, float* %scalars, i64 12
+	%39 = load float, float* %38, align 4
+	%40 = getelementptr float, float* %scalars, i64 13
+	%41 = load float, float* %40, align 4
+	%42 = getelementptr float, float* %scalars, i64 14
+	%43 = load float, float* %42, align 4
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%47 = load i64, i64* %46, align 8
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%49 = load i64, i64* %48, align 8
+	%50 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%51 = load i64, i64* %50, align 8
+	%52 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%53 = load i32, i32* %52, align 4
+	%54 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%55 = load i32, i32* %54, align 4
+	%56 = sub i64 %47, %45
+	%57 = add i64 %49, %45
+	%58 = and i64 %57, 3
+	%59 = sub i64 4, %58
+	%60 = and i64 %59, 3
+	%61 = icmp slt i64 %60, %56
+	%62 = select i1 %61, i64 %60, i64 %56
+	%63 = sub i64 %56, %62
+	%64 = ashr i64 %63, 2
+	%65 = add i64 %45, %62
+	%66 = shl i64 %64, 2
+	%67 = add i64 %65, %66
+	%68 = add i64 %49, %65
+	%69 = lshr i64 %68, 2
+	%70 = icmp ne i32 %55, 0
+	br i1 %70, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%71 = phi i64 [ %45, %with_noise ], [ %104, %head.50 ]
+	%72 = icmp slt i64 %71, %65
+	br i1 %72, label %head.50, label %head.done.51
+
+head.50:
+	%73 = getelementptr float, float* %1, i64 %71
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %3, i64 %71
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %5, i64 %71
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %7, i64 %71
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %9, i64 %71
+	%82 = load float, float* %81, align 4
+	%83 = getelementptr float, float* %11, i64 %71
+	%84 = load float, float* %83, align 4
+	%85 = getelementptr float, float* %13, i64 %71
+	%86 = load float, float* %85, align 4
+	%87 = add i64 %49, %71
+	%88 = call float @fg_gaussian(i64 %51, i32 %53, i32 0, i64 %87)
+	%89 = fmul float %43, %88
+	%90 = fadd float %76, %89
+	%91 = call %fiber_bccorr.stored @fiber_bccorr_body(float %74, float %90, float %78, float %80, float %82, float %84, float %86, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%92 = extractvalue %fiber_bccorr.stored %91, 0
+	%93 = extractvalue %fiber_bccorr.stored %91, 1
+	%94 = extractvalue %fiber_bccorr.stored %91, 2
+	%95 = extractvalue %fiber_bccorr.stored %91, 3
+	%96 = extractvalue %fiber_bccorr.stored %91, 4
+	%97 = extractvalue %fiber_bccorr.stored %91, 5
+	%98 = getelementptr float, float* %7, i64 %71
+	store float %92, float* %98, align 4
+	%99 = getelementptr float, float* %5, i64 %71
+	store float %93, float* %99, align 4
+	%100 = getelementptr float, float* %9, i64 %71
+	store float %94, float* %100, align 4
+	%101 = getelementptr float, float* %11, i64 %71
+	store float %95, float* %101, align 4
+	%102 = getelementptr float, float* %1, i64 %71
+	store float %96, float* %102, align 4
+	%103 = getelementptr float, float* %13, i64 %71
+	store float %97, float* %103, align 4
+	%104 = add i64 %71, 1
+	br label %head.head.49
+
+head.done.51:
+	%105 = sdiv i64 %64, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%106 = phi i64 [ 0, %head.done.51 ], [ %1653, %wide.53 ]
+	%107 = icmp slt i64 %106, %105
+	br i1 %107, label %wide.53, label %wide.done.54
+
+wide.53:
+	%108 = mul i64 %106, 16
+	%109 = shl i64 %108, 2
+	%110 = add i64 %65, %109
+	%111 = add i64 %69, %108
+	%112 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %51, i32 %53, i32 0, i64 %111)
+	%113 = add i64 %110, 0
+	%114 = getelementptr float, float* %1, i64 %113
+	%115 = bitcast float* %114 to <16 x float>*
+	%116 = load <16 x float>, <16 x float>* %115, align 4
+	%117 = extractelement <16 x float> %116, i32 0
+	%118 = extractelement <16 x float> %116, i32 1
+	%119 = extractelement <16 x float> %116, i32 2
+	%120 = extractelement <16 x float> %116, i32 3
+	%121 = extractelement <16 x float> %116, i32 4
+	%122 = extractelement <16 x float> %116, i32 5
+	%123 = extractelement <16 x float> %116, i32 6
+	%124 = extractelement <16 x float> %116, i32 7
+	%125 = extractelement <16 x float> %116, i32 8
+	%126 = extractelement <16 x float> %116, i32 9
+	%127 = extractelement <16 x float> %116, i32 10
+	%128 = extractelement <16 x float> %116, i32 11
+	%129 = extractelement <16 x float> %116, i32 12
+	%130 = extractelement <16 x float> %116, i32 13
+	%131 = extractelement <16 x float> %116, i32 14
+	%132 = extractelement <16 x float> %116, i32 15
+	%133 = add i64 %110, 16
+	%134 = getelementptr float, float* %1, i64 %133
+	%135 = bitcast float* %134 to <16 x float>*
+	%136 = load <16 x float>, <16 x float>* %135, align 4
+	%137 = extractelement <16 x float> %136, i32 0
+	%138 = extractelement <16 x float> %136, i32 1
+	%139 = extractelement <16 x float> %136, i32 2
+	%140 = extractelement <16 x float> %136, i32 3
+	%141 = extractelement <16 x float> %136, i32 4
+	%142 = extractelement <16 x float> %136, i32 5
+	%143 = extractelement <16 x float> %136, i32 6
+	%144 = extractelement <16 x float> %136, i32 7
+	%145 = extractelement <16 x float> %136, i32 8
+	%146 = extractelement <16 x float> %136, i32 9
+	%147 = extractelement <16 x float> %136, i32 10
+	%148 = extractelement <16 x float> %136, i32 11
+	%149 = extractelement <16 x float> %136, i32 12
+	%150 = extractelement <16 x float> %136, i32 13
+	%151 = extractelement <16 x float> %136, i32 14
+	%152 = extractelement <16 x float> %136, i32 15
+	%153 = add i64 %110, 32
+	%154 = getelementptr float, float* %1, i64 %153
+	%155 = bitcast float* %154 to <16 x float>*
+	%156 = load <16 x float>, <16 x float>* %155, align 4
+	%157 = extractelement <16 x float> %156, i32 0
+	%158 = extractelement <16 x float> %156, i32 1
+	%159 = extractelement <16 x float> %156, i32 2
+	%160 = extractelement <16 x float> %156, i32 3
+	%161 = extractelement <16 x float> %156, i32 4
+	%162 = extractelement <16 x float> %156, i32 5
+	%163 = extractelement <16 x float> %156, i32 6
+	%164 = extractelement <16 x float> %156, i32 7
+	%165 = extractelement <16 x float> %156, i32 8
+	%166 = extractelement <16 x float> %156, i32 9
+	%167 = extractelement <16 x float> %156, i32 10
+	%168 = extractelement <16 x float> %156, i32 11
+	%169 = extractelement <16 x float> %156, i32 12
+	%170 = extractelement <16 x float> %156, i32 13
+	%171 = extractelement <16 x float> %156, i32 14
+	%172 = extractelement <16 x float> %156, i32 15
+	%173 = add i64 %110, 48
+	%174 = getelementptr float, float* %1, i64 %173
+	%175 = bitcast float* %174 to <16 x float>*
+	%176 = load <16 x float>, <16 x float>* %175, align 4
+	%177 = extractelement <16 x float> %176, i32 0
+	%178 = extractelement <16 x float> %176, i32 1
+	%179 = extractelement <16 x float> %176, i32 2
+	%180 = extractelement <16 x float> %176, i32 3
+	%181 = extractelement <16 x float> %176, i32 4
+	%182 = extractelement <16 x float> %176, i32 5
+	%183 = extractelement <16 x float> %176, i32 6
+	%184 = extractelement <16 x float> %176, i32 7
+	%185 = extractelement <16 x float> %176, i32 8
+	%186 = extractelement <16 x float> %176, i32 9
+	%187 = extractelement <16 x float> %176, i32 10
+	%188 = extractelement <16 x float> %176, i32 11
+	%189 = extractelement <16 x float> %176, i32 12
+	%190 = extractelement <16 x float> %176, i32 13
+	%191 = extractelement <16 x float> %176, i32 14
+	%192 = extractelement <16 x float> %176, i32 15
+	%193 = add i64 %110, 0
+	%194 = getelementptr float, float* %3, i64 %193
+	%195 = bitcast float* %194 to <16 x float>*
+	%196 = load <16 x float>, <16 x float>* %195, align 4
+	%197 = insertelement <16 x float> undef, float %43, i32 0
+	%198 = insertelement <16 x float> %197, float %43, i32 1
+	%199 = insertelement <16 x float> %198, float %43, i32 2
+	%200 = insertelement <16 x float> %199, float %43, i32 3
+	%201 = insertelement <16 x float> %200, float %43, i32 4
+	%202 = insertelement <16 x float> %201, float %43, i32 5
+	%203 = insertelement <16 x float> %202, float %43, i32 6
+	%204 = insertelement <16 x float> %203, float %43, i32 7
+	%205 = insertelement <16 x float> %204, float %43, i32 8
+	%206 = insertelement <16 x float> %205, float %43, i32 9
+	%207 = insertelement <16 x float> %206, float %43, i32 10
+	%208 = insertelement <16 x float> %207, float %43, i32 11
+	%209 = insertelement <16 x float> %208, float %43, i32 12
+	%210 = insertelement <16 x float> %209, float %43, i32 13
+	%211 = insertelement <16 x float> %210, float %43, i32 14
+	%212 = insertelement <16 x float> %211, float %43, i32 15
+	%213 = extractvalue [4 x <16 x float>] %112, 0
+	%214 = fmul <16 x float> %212, %213
+	%215 = fadd <16 x float> %196, %214
+	%216 = extractelement <16 x float> %215, i32 0
+	%217 = extractelement <16 x float> %215, i32 1
+	%218 = extractelement <16 x float> %215, i32 2
+	%219 = extractelement <16 x float> %215, i32 3
+	%220 = extractelement <16 x float> %215, i32 4
+	%221 = extractelement <16 x float> %215, i32 5
+	%222 = extractelement <16 x float> %215, i32 6
+	%223 = extractelement <16 x float> %215, i32 7
+	%224 = extractelement <16 x float> %215, i32 8
+	%225 = extractelement <16 x float> %215, i32 9
+	%226 = extractelement <16 x float> %215, i32 10
+	%227 = extractelement <16 x float> %215, i32 11
+	%228 = extractelement <16 x float> %215, i32 12
+	%229 = extractelement <16 x float> %215, i32 13
+	%230 = extractelement <16 x float> %215, i32 14
+	%231 = extractelement <16 x float> %215, i32 15
+	%232 = add i64 %110, 16
+	%233 = getelementptr float, float* %3, i64 %232
+	%234 = bitcast float* %233 to <16 x float>*
+	%235 = load <16 x float>, <16 x float>* %234, align 4
+	%236 = insertelement <16 x float> undef, float %43, i32 0
+	%237 = insertelement <16 x float> %236, float %43, i32 1
+	%238 = insertelement <16 x float> %237, float %43, i32 2
+	%239 = insertelement <16 x float> %238, float %43, i32 3
+	%240 = insertelement <16 x float> %239, float %43, i32 4
+	%241 = insertelement <16 x float> %240, float %43, i32 5
+	%242 = insertelement <16 x float> %241, float %43, i32 6
+	%243 = insertelement <16 x float> %242, float %43, i32 7
+	%244 = insertelement <16 x float> %243, float %43, i32 8
+	%245 = insertelement <16 x float> %244, float %43, i32 9
+	%246 = insertelement <16 x float> %245, float %43, i32 10
+	%247 = insertelement <16 x float> %246, float %43, i32 11
+	%248 = insertelement <16 x float> %247, float %43, i32 12
+	%249 = insertelement <16 x float> %248, float %43, i32 13
+	%250 = insertelement <16 x float> %249, float %43, i32 14
+	%251 = insertelement <16 x float> %250, float %43, i32 15
+	%252 = extractvalue [4 x <16 x float>] %112, 1
+	%253 = fmul <16 x float> %251, %252
+	%254 = fadd <16 x float> %235, %253
+	%255 = extractelement <16 x float> %254, i32 0
+	%256 = extractelement <16 x float> %254, i32 1
+	%257 = extractelement <16 x float> %254, i32 2
+	%258 = extractelement <16 x float> %254, i32 3
+	%259 = extractelement <16 x float> %254, i32 4
+	%260 = extractelement <16 x float> %254, i32 5
+	%261 = extractelement <16 x float> %254, i32 6
+	%262 = extractelement <16 x float> %254, i32 7
+	%263 = extractelement <16 x float> %254, i32 8
+	%264 = extractelement <16 x float> %254, i32 9
+	%265 = extractelement <16 x float> %254, i32 10
+	%266 = extractelement <16 x float> %254, i32 11
+	%267 = extractelement <16 x float> %254, i32 12
+	%268 = extractelement <16 x float> %254, i32 13
+	%269 = extractelement <16 x float> %254, i32 14
+	%270 = extractelement <16 x float> %254, i32 15
+	%271 = add i64 %110, 32
+	%272 = getelementptr float, float* %3, i64 %271
+	%273 = bitcast float* %272 to <16 x float>*
+	%274 = load <16 x float>, <16 x float>* %273, align 4
+	%275 = insertelement <16 x float> undef, float %43, i32 0
+	%276 = insertelement <16 x float> %275, float %43, i32 1
+	%277 = insertelement <16 x float> %276, float %43, i32 2
+	%278 = insertelement <16 x float> %277, float %43, i32 3
+	%279 = insertelement <16 x float> %278, float %43, i32 4
+	%280 = insertelement <16 x float> %279, float %43, i32 5
+	%281 = insertelement <16 x float> %280, float %43, i32 6
+	%282 = insertelement <16 x float> %281, float %43, i32 7
+	%283 = insertelement <16 x float> %282, float %43, i32 8
+	%284 = insertelement <16 x float> %283, float %43, i32 9
+	%285 = insertelement <16 x float> %284, float %43, i32 10
+	%286 = insertelement <16 x float> %285, float %43, i32 11
+	%287 = insertelement <16 x float> %286, float %43, i32 12
+	%288 = insertelement <16 x float> %287, float %43, i32 13
+	%289 = insertelement <16 x float> %288, float %43, i32 14
+	%290 = insertelement <16 x float> %289, float %43, i32 15
+	%291 = extractvalue [4 x <16 x float>] %112, 2
+	%292 = fmul <16 x float> %290, %291
+	%293 = fadd <16 x float> %274, %292
+	%294 = extractelement <16 x float> %293, i32 0
+	%295 = extractelement <16 x float> %293, i32 1
+	%296 = extractelement <16 x float> %293, i32 2
+	%297 = extractelement <16 x float> %293, i32 3
+	%298 = extractelement <16 x float> %293, i32 4
+	%299 = extractelement <16 x float> %293, i32 5
+	%300 = extractelement <16 x float> %293, i32 6
+	%301 = extractelement <16 x float> %293, i32 7
+	%302 = extractelement <16 x float> %293, i32 8
+	%303 = extractelement <16 x float> %293, i32 9
+	%304 = extractelement <16 x float> %293, i32 10
+	%305 = extractelement <16 x float> %293, i32 11
+	%306 = extractelement <16 x float> %293, i32 12
+	%307 = extractelement <16 x float> %293, i32 13
+	%308 = extractelement <16 x float> %293, i32 14
+	%309 = extractelement <16 x float> %293, i32 15
+	%310 = add i64 %110, 48
+	%311 = getelementptr float, float* %3, i64 %310
+	%312 = bitcast float* %311 to <16 x float>*
+	%313 = load <16 x float>, <16 x float>* %312, align 4
+	%314 = insertelement <16 x float> undef, float %43, i32 0
+	%315 = insertelement <16 x float> %314, float %43, i32 1
+	%316 = insertelement <16 x float> %315, float %43, i32 2
+	%317 = insertelement <16 x float> %316, float %43, i32 3
+	%318 = insertelement <16 x float> %317, float %43, i32 4
+	%319 = insertelement <16 x float> %318, float %43, i32 5
+	%320 = insertelement <16 x float> %319, float %43, i32 6
+	%321 = insertelement <16 x float> %320, float %43, i32 7
+	%322 = insertelement <16 x float> %321, float %43, i32 8
+	%323 = insertelement <16 x float> %322, float %43, i32 9
+	%324 = insertelement <16 x float> %323, float %43, i32 10
+	%325 = insertelement <16 x float> %324, float %43, i32 11
+	%326 = insertelement <16 x float> %325, float %43, i32 12
+	%327 = insertelement <16 x float> %326, float %43, i32 13
+	%328 = insertelement <16 x float> %327, float %43, i32 14
+	%329 = insertelement <16 x float> %328, float %43, i32 15
+	%330 = extractvalue [4 x <16 x float>] %112, 3
+	%331 = fmul <16 x float> %329, %330
+	%332 = fadd <16 x float> %313, %331
+	%333 = extractelement <16 x float> %332, i32 0
+	%334 = extractelement <16 x float> %332, i32 1
+	%335 = extractelement <16 x float> %332, i32 2
+	%336 = extractelement <16 x float> %332, i32 3
+	%337 = extractelement <16 x float> %332, i32 4
+	%338 = extractelement <16 x float> %332, i32 5
+	%339 = extractelement <16 x float> %332, i32 6
+	%340 = extractelement <16 x float> %332, i32 7
+	%341 = extractelement <16 x float> %332, i32 8
+	%342 = extractelement <16 x float> %332, i32 9
+	%343 = extractelement <16 x float> %332, i32 10
+	%344 = extractelement <16 x float> %332, i32 11
+	%345 = extractelement <16 x float> %332, i32 12
+	%346 = extractelement <16 x float> %332, i32 13
+	%347 = extractelement <16 x float> %332, i32 14
+	%348 = extractelement <16 x float> %332, i32 15
+	%349 = add i64 %110, 0
+	%350 = getelementptr float, float* %5, i64 %349
+	%351 = bitcast float* %350 to <16 x float>*
+	%352 = load <16 x float>, <16 x float>* %351, align 4
+	%353 = extractelement <16 x float> %352, i32 0
+	%354 = extractelement <16 x float> %352, i32 1
+	%355 = extractelement <16 x float> %352, i32 2
+	%356 = extractelement <16 x float> %352, i32 3
+	%357 = extractelement <16 x float> %352, i32 4
+	%358 = extractelement <16 x float> %352, i32 5
+	%359 = extractelement <16 x float> %352, i32 6
+	%360 = extractelement <16 x float> %352, i32 7
+	%361 = extractelement <16 x float> %352, i32 8
+	%362 = extractelement <16 x float> %352, i32 9
+	%363 = extractelement <16 x float> %352, i32 10
+	%364 = extractelement <16 x float> %352, i32 11
+	%365 = extractelement <16 x float> %352, i32 12
+	%366 = extractelement <16 x float> %352, i32 13
+	%367 = extractelement <16 x float> %352, i32 14
+	%368 = extractelement <16 x float> %352, i32 15
+	%369 = add i64 %110, 16
+	%370 = getelementptr float, float* %5, i64 %369
+	%371 = bitcast float* %370 to <16 x float>*
+	%372 = load <16 x float>, <16 x float>* %371, align 4
+	%373 = extractelement <16 x float> %372, i32 0
+	%374 = extractelement <16 x float> %372, i32 1
+	%375 = extractelement <16 x float> %372, i32 2
+	%376 = extractelement <16 x float> %372, i32 3
+	%377 = extractelement <16 x float> %372, i32 4
+	%378 = extractelement <16 x float> %372, i32 5
+	%379 = extractelement <16 x float> %372, i32 6
+	%380 = extractelement <16 x float> %372, i32 7
+	%381 = extractelement <16 x float> %372, i32 8
+	%382 = extractelement <16 x float> %372, i32 9
+	%383 = extractelement <16 x float> %372, i32 10
+	%384 = extractelement <16 x float> %372, i32 11
+	%385 = extractelement <16 x float> %372, i32 12
+	%386 = extractelement <16 x float> %372, i32 13
+	%387 = extractelement <16 x float> %372, i32 14
+	%388 = extractelement <16 x float> %372, i32 15
+	%389 = add i64 %110, 32
+	%390 = getelementptr float, float* %5, i64 %389
+	%391 = bitcast float* %390 to <16 x float>*
+	%392 = load <16 x float>, <16 x float>* %391, align 4
+	%393 = extractelement <16 x float> %392, i32 0
+	%394 = extractelement <16 x float> %392, i32 1
+	%395 = extractelement <16 x float> %392, i32 2
+	%396 = extractelement <16 x float> %392, i32 3
+	%397 = extractelement <16 x float> %392, i32 4
+	%398 = extractelement <16 x float> %392, i32 5
+	%399 = extractelement <16 x float> %392, i32 6
+	%400 = extractelement <16 x float> %392, i32 7
+	%401 = extractelement <16 x float> %392, i32 8
+	%402 = extractelement <16 x float> %392, i32 9
+	%403 = extractelement <16 x float> %392, i32 10
+	%404 = extractelement <16 x float> %392, i32 11
+	%405 = extractelement <16 x float> %392, i32 12
+	%406 = extractelement <16 x float> %392, i32 13
+	%407 = extractelement <16 x float> %392, i32 14
+	%408 = extractelement <16 x float> %392, i32 15
+	%409 = add i64 %110, 48
+	%410 = getelementptr float, float* %5, i64 %409
+	%411 = bitcast float* %410 to <16 x float>*
+	%412 = load <16 x float>, <16 x float>* %411, align 4
+	%413 = extractelement <16 x float> %412, i32 0
+	%414 = extractelement <16 x float> %412, i32 1
+	%415 = extractelement <16 x float> %412, i32 2
+	%416 = extractelement <16 x float> %412, i32 3
+	%417 = extractelement <16 x float> %412, i32 4
+	%418 = extractelement <16 x float> %412, i32 5
+	%419 = extractelement <16 x float> %412, i32 6
+	%420 = extractelement <16 x float> %412, i32 7
+	%421 = extractelement <16 x float> %412, i32 8
+	%422 = extractelement <16 x float> %412, i32 9
+	%423 = extractelement <16 x float> %412, i32 10
+	%424 = extractelement <16 x float> %412, i32 11
+	%425 = extractelement <16 x float> %412, i32 12
+	%426 = extractelement <16 x float> %412, i32 13
+	%427 = extractelement <16 x float> %412, i32 14
+	%428 = extractelement <16 x float> %412, i32 15
+	%429 = add i64 %110, 0
+	%430 = getelementptr float, float* %7, i64 %429
+	%431 = bitcast float* %430 to <16 x float>*
+	%432 = load <16 x float>, <16 x float>* %431, align 4
+	%433 = extractelement <16 x float> %432, i32 0
+	%434 = extractelement <16 x float> %432, i32 1
+	%435 = extractelement <16 x float> %432, i32 2
+	%436 = extractelement <16 x float> %432, i32 3
+	%437 = extractelement <16 x float> %432, i32 4
+	%438 = extractelement <16 x float> %432, i32 5
+	%439 = extractelement <16 x float> %432, i32 6
+	%440 = extractelement <16 x float> %432, i32 7
+	%441 = extractelement <16 x float> %432, i32 8
+	%442 = extractelement <16 x float> %432, i32 9
+	%443 = extractelement <16 x float> %432, i32 10
+	%444 = extractelement <16 x float> %432, i32 11
+	%445 = extractelement <16 x float> %432, i32 12
+	%446 = extractelement <16 x float> %432, i32 13
+	%447 = extractelement <16 x float> %432, i32 14
+	%448 = extractelement <16 x float> %432, i32 15
+	%449 = add i64 %110, 16
+	%450 = getelementptr float, float* %7, i64 %449
+	%451 = bitcast float* %450 to <16 x float>*
+	%452 = load <16 x float>, <16 x float>* %451, align 4
+	%453 = extractelement <16 x float> %452, i32 0
+	%454 = extractelement <16 x float> %452, i32 1
+	%455 = extractelement <16 x float> %452, i32 2
+	%456 = extractelement <16 x float> %452, i32 3
+	%457 = extractelement <16 x float> %452, i32 4
+	%458 = extractelement <16 x float> %452, i32 5
+	%459 = extractelement <16 x float> %452, i32 6
+	%460 = extractelement <16 x float> %452, i32 7
+	%461 = extractelement <16 x float> %452, i32 8
+	%462 = extractelement <16 x float> %452, i32 9
+	%463 = extractelement <16 x float> %452, i32 10
+	%464 = extractelement <16 x float> %452, i32 11
+	%465 = extractelement <16 x float> %452, i32 12
+	%466 = extractelement <16 x float> %452, i32 13
+	%467 = extractelement <16 x float> %452, i32 14
+	%468 = extractelement <16 x float> %452, i32 15
+	%469 = add i64 %110, 32
+	%470 = getelementptr float, float* %7, i64 %469
+	%471 = bitcast float* %470 to <16 x float>*
+	%472 = load <16 x float>, <16 x float>* %471, align 4
+	%473 = extractelement <16 x float> %472, i32 0
+	%474 = extractelement <16 x float> %472, i32 1
+	%475 = extractelement <16 x float> %472, i32 2
+	%476 = extractelement <16 x float> %472, i32 3
+	%477 = extractelement <16 x float> %472, i32 4
+	%478 = extractelement <16 x float> %472, i32 5
+	%479 = extractelement <16 x float> %472, i32 6
+	%480 = extractelement <16 x float> %472, i32 7
+	%481 = extractelement <16 x float> %472, i32 8
+	%482 = extractelement <16 x float> %472, i32 9
+	%483 = extractelement <16 x float> %472, i32 10
+	%484 = extractelement <16 x float> %472, i32 11
+	%485 = extractelement <16 x float> %472, i32 12
+	%486 = extractelement <16 x float> %472, i32 13
+	%487 = extractelement <16 x float> %472, i32 14
+	%488 = extractelement <16 x float> %472, i32 15
+	%489 = add i64 %110, 48
+	%490 = getelementptr float, float* %7, i64 %489
+	%491 = bitcast float* %490 to <16 x float>*
+	%492 = load <16 x float>, <16 x float>* %491, align 4
+	%493 = extractelement <16 x float> %492, i32 0
+	%494 = extractelement <16 x float> %492, i32 1
+	%495 = extractelement <16 x float> %492, i32 2
+	%496 = extractelement <16 x float> %492, i32 3
+	%497 = extractelement <16 x float> %492, i32 4
+	%498 = extractelement <16 x float> %492, i32 5
+	%499 = extractelement <16 x float> %492, i32 6
+	%500 = extractelement <16 x float> %492, i32 7
+	%501 = extractelement <16 x float> %492, i32 8
+	%502 = extractelement <16 x float> %492, i32 9
+	%503 = extractelement <16 x float> %492, i32 10
+	%504 = extractelement <16 x float> %492, i32 11
+	%505 = extractelement <16 x float> %492, i32 12
+	%506 = extractelement <16 x float> %492, i32 13
+	%507 = extractelement <16 x float> %492, i32 14
+	%508 = extractelement <16 x float> %492, i32 15
+	%509 = add i64 %110, 0
+	%510 = getelementptr float, float* %9, i64 %509
+	%511 = bitcast float* %510 to <16 x float>*
+	%512 = load <16 x float>, <16 x float>* %511, align 4
+	%513 = extractelement <16 x float> %512, i32 0
+	%514 = extractelement <16 x float> %512, i32 1
+	%515 = extractelement <16 x float> %512, i32 2
+	%516 = extractelement <16 x float> %512, i32 3
+	%517 = extractelement <16 x float> %512, i32 4
+	%518 = extractelement <16 x float> %512, i32 5
+	%519 = extractelement <16 x float> %512, i32 6
+	%520 = extractelement <16 x float> %512, i32 7
+	%521 = extractelement <16 x float> %512, i32 8
+	%522 = extractelement <16 x float> %512, i32 9
+	%523 = extractelement <16 x float> %512, i32 10
+	%524 = extractelement <16 x float> %512, i32 11
+	%525 = extractelement <16 x float> %512, i32 12
+	%526 = extractelement <16 x float> %512, i32 13
+	%527 = extractelement <16 x float> %512, i32 14
+	%528 = extractelement <16 x float> %512, i32 15
+	%529 = add i64 %110, 16
+	%530 = getelementptr float, float* %9, i64 %529
+	%531 = bitcast float* %530 to <16 x float>*
+	%532 = load <16 x float>, <16 x float>* %531, align 4
+	%533 = extractelement <16 x float> %532, i32 0
+	%534 = extractelement <16 x float> %532, i32 1
+	%535 = extractelement <16 x float> %532, i32 2
+	%536 = extractelement <16 x float> %532, i32 3
+	%537 = extractelement <16 x float> %532, i32 4
+	%538 = extractelement <16 x float> %532, i32 5
+	%539 = extractelement <16 x float> %532, i32 6
+	%540 = extractelement <16 x float> %532, i32 7
+	%541 = extractelement <16 x float> %532, i32 8
+	%542 = extractelement <16 x float> %532, i32 9
+	%543 = extractelement <16 x float> %532, i32 10
+	%544 = extractelement <16 x float> %532, i32 11
+	%545 = extractelement <16 x float> %532, i32 12
+	%546 = extractelement <16 x float> %532, i32 13
+	%547 = extractelement <16 x float> %532, i32 14
+	%548 = extractelement <16 x float> %532, i32 15
+	%549 = add i64 %110, 32
+	%550 = getelementptr float, float* %9, i64 %549
+	%551 = bitcast float* %550 to <16 x float>*
+	%552 = load <16 x float>, <16 x float>* %551, align 4
+	%553 = extractelement <16 x float> %552, i32 0
+	%554 = extractelement <16 x float> %552, i32 1
+	%555 = extractelement <16 x float> %552, i32 2
+	%556 = extractelement <16 x float> %552, i32 3
+	%557 = extractelement <16 x float> %552, i32 4
+	%558 = extractelement <16 x float> %552, i32 5
+	%559 = extractelement <16 x float> %552, i32 6
+	%560 = extractelement <16 x float> %552, i32 7
+	%561 = extractelement <16 x float> %552, i32 8
+	%562 = extractelement <16 x float> %552, i32 9
+	%563 = extractelement <16 x float> %552, i32 10
+	%564 = extractelement <16 x float> %552, i32 11
+	%565 = extractelement <16 x float> %552, i32 12
+	%566 = extractelement <16 x float> %552, i32 13
+	%567 = extractelement <16 x float> %552, i32 14
+	%568 = extractelement <16 x float> %552, i32 15
+	%569 = add i64 %110, 48
+	%570 = getelementptr float, float* %9, i64 %569
+	%571 = bitcast float* %570 to <16 x float>*
+	%572 = load <16 x float>, <16 x float>* %571, align 4
+	%573 = extractelement <16 x float> %572, i32 0
+	%574 = extractelement <16 x float> %572, i32 1
+	%575 = extractelement <16 x float> %572, i32 2
+	%576 = extractelement <16 x float> %572, i32 3
+	%577 = extractelement <16 x float> %572, i32 4
+	%578 = extractelement <16 x float> %572, i32 5
+	%579 = extractelement <16 x float> %572, i32 6
+	%580 = extractelement <16 x float> %572, i32 7
+	%581 = extractelement <16 x float> %572, i32 8
+	%582 = extractelement <16 x float> %572, i32 9
+	%583 = extractelement <16 x float> %572, i32 10
+	%584 = extractelement <16 x float> %572, i32 11
+	%585 = extractelement <16 x float> %572, i32 12
+	%586 = extractelement <16 x float> %572, i32 13
+	%587 = extractelement <16 x float> %572, i32 14
+	%588 = extractelement <16 x float> %572, i32 15
+	%589 = add i64 %110, 0
+	%590 = getelementptr float, float* %11, i64 %589
+	%591 = bitcast float* %590 to <16 x float>*
+	%592 = load <16 x float>, <16 x float>* %591, align 4
+	%593 = extractelement <16 x float> %592, i32 0
+	%594 = extractelement <16 x float> %592, i32 1
+	%595 = extractelement <16 x float> %592, i32 2
+	%596 = extractelement <16 x float> %592, i32 3
+	%597 = extractelement <16 x float> %592, i32 4
+	%598 = extractelement <16 x float> %592, i32 5
+	%599 = extractelement <16 x float> %592, i32 6
+	%600 = extractelement <16 x float> %592, i32 7
+	%601 = extractelement <16 x float> %592, i32 8
+	%602 = extractelement <16 x float> %592, i32 9
+	%603 = extractelement <16 x float> %592, i32 10
+	%604 = extractelement <16 x float> %592, i32 11
+	%605 = extractelement <16 x float> %592, i32 12
+	%606 = extractelement <16 x float> %592, i32 13
+	%607 = extractelement <16 x float> %592, i32 14
+	%608 = extractelement <16 x float> %592, i32 15
+	%609 = add i64 %110, 16
+	%610 = getelementptr float, float* %11, i64 %609
+	%611 = bitcast float* %610 to <16 x float>*
+	%612 = load <16 x float>, <16 x float>* %611, align 4
+	%613 = extractelement <16 x float> %612, i32 0
+	%614 = extractelement <16 x float> %612, i32 1
+	%615 = extractelement <16 x float> %612, i32 2
+	%616 = extractelement <16 x float> %612, i32 3
+	%617 = extractelement <16 x float> %612, i32 4
+	%618 = extractelement <16 x float> %612, i32 5
+	%619 = extractelement <16 x float> %612, i32 6
+	%620 = extractelement <16 x float> %612, i32 7
+	%621 = extractelement <16 x float> %612, i32 8
+	%622 = extractelement <16 x float> %612, i32 9
+	%623 = extractelement <16 x float> %612, i32 10
+	%624 = extractelement <16 x float> %612, i32 11
+	%625 = extractelement <16 x float> %612, i32 12
+	%626 = extractelement <16 x float> %612, i32 13
+	%627 = extractelement <16 x float> %612, i32 14
+	%628 = extractelement <16 x float> %612, i32 15
+	%629 = add i64 %110, 32
+	%630 = getelementptr float, float* %11, i64 %629
+	%631 = bitcast float* %630 to <16 x float>*
+	%632 = load <16 x float>, <16 x float>* %631, align 4
+	%633 = extractelement <16 x float> %632, i32 0
+	%634 = extractelement <16 x float> %632, i32 1
+	%635 = extractelement <16 x float> %632, i32 2
+	%636 = extractelement <16 x float> %632, i32 3
+	%637 = extractelement <16 x float> %632, i32 4
+	%638 = extractelement <16 x float> %632, i32 5
+	%639 = extractelement <16 x float> %632, i32 6
+	%640 = extractelement <16 x float> %632, i32 7
+	%641 = extractelement <16 x float> %632, i32 8
+	%642 = extractelement <16 x float> %632, i32 9
+	%643 = extractelement <16 x float> %632, i32 10
+	%644 = extractelement <16 x float> %632, i32 11
+	%645 = extractelement <16 x float> %632, i32 12
+	%646 = extractelement <16 x float> %632, i32 13
+	%647 = extractelement <16 x float> %632, i32 14
+	%648 = extractelement <16 x float> %632, i32 15
+	%649 = add i64 %110, 48
+	%650 = getelementptr float, float* %11, i64 %649
+	%651 = bitcast float* %650 to <16 x float>*
+	%652 = load <16 x float>, <16 x float>* %651, align 4
+	%653 = extractelement <16 x float> %652, i32 0
+	%654 = extractelement <16 x float> %652, i32 1
+	%655 = extractelement <16 x float> %652, i32 2
+	%656 = extractelement <16 x float> %652, i32 3
+	%657 = extractelement <16 x float> %652, i32 4
+	%658 = extractelement <16 x float> %652, i32 5
+	%659 = extractelement <16 x float> %652, i32 6
+	%660 = extractelement <16 x float> %652, i32 7
+	%661 = extractelement <16 x float> %652, i32 8
+	%662 = extractelement <16 x float> %652, i32 9
+	%663 = extractelement <16 x float> %652, i32 10
+	%664 = extractelement <16 x float> %652, i32 11
+	%665 = extractelement <16 x float> %652, i32 12
+	%666 = extractelement <16 x float> %652, i32 13
+	%667 = extractelement <16 x float> %652, i32 14
+	%668 = extractelement <16 x float> %652, i32 15
+	%669 = add i64 %110, 0
+	%670 = getelementptr float, float* %13, i64 %669
+	%671 = bitcast float* %670 to <16 x float>*
+	%672 = load <16 x float>, <16 x float>* %671, align 4
+	%673 = extractelement <16 x float> %672, i32 0
+	%674 = extractelement <16 x float> %672, i32 1
+	%675 = extractelement <16 x float> %672, i32 2
+	%676 = extractelement <16 x float> %672, i32 3
+	%677 = extractelement <16 x float> %672, i32 4
+	%678 = extractelement <16 x float> %672, i32 5
+	%679 = extractelement <16 x float> %672, i32 6
+	%680 = extractelement <16 x float> %672, i32 7
+	%681 = extractelement <16 x float> %672, i32 8
+	%682 = extractelement <16 x float> %672, i32 9
+	%683 = extractelement <16 x float> %672, i32 10
+	%684 = extractelement <16 x float> %672, i32 11
+	%685 = extractelement <16 x float> %672, i32 12
+	%686 = extractelement <16 x float> %672, i32 13
+	%687 = extractelement <16 x float> %672, i32 14
+	%688 = extractelement <16 x float> %672, i32 15
+	%689 = add i64 %110, 16
+	%690 = getelementptr float, float* %13, i64 %689
+	%691 = bitcast float* %690 to <16 x float>*
+	%692 = load <16 x float>, <16 x float>* %691, align 4
+	%693 = extractelement <16 x float> %692, i32 0
+	%694 = extractelement <16 x float> %692, i32 1
+	%695 = extractelement <16 x float> %692, i32 2
+	%696 = extractelement <16 x float> %692, i32 3
+	%697 = extractelement <16 x float> %692, i32 4
+	%698 = extractelement <16 x float> %692, i32 5
+	%699 = extractelement <16 x float> %692, i32 6
+	%700 = extractelement <16 x float> %692, i32 7
+	%701 = extractelement <16 x float> %692, i32 8
+	%702 = extractelement <16 x float> %692, i32 9
+	%703 = extractelement <16 x float> %692, i32 10
+	%704 = extractelement <16 x float> %692, i32 11
+	%705 = extractelement <16 x float> %692, i32 12
+	%706 = extractelement <16 x float> %692, i32 13
+	%707 = extractelement <16 x float> %692, i32 14
+	%708 = extractelement <16 x float> %692, i32 15
+	%709 = add i64 %110, 32
+	%710 = getelementptr float, float* %13, i64 %709
+	%711 = bitcast float* %710 to <16 x float>*
+	%712 = load <16 x float>, <16 x float>* %711, align 4
+	%713 = extractelement <16 x float> %712, i32 0
+	%714 = extractelement <16 x float> %712, i32 1
+	%715 = extractelement <16 x float> %712, i32 2
+	%716 = extractelement <16 x float> %712, i32 3
+	%717 = extractelement <16 x float> %712, i32 4
+	%718 = extractelement <16 x float> %712, i32 5
+	%719 = extractelement <16 x float> %712, i32 6
+	%720 = extractelement <16 x float> %712, i32 7
+	%721 = extractelement <16 x float> %712, i32 8
+	%722 = extractelement <16 x float> %712, i32 9
+	%723 = extractelement <16 x float> %712, i32 10
+	%724 = extractelement <16 x float> %712, i32 11
+	%725 = extractelement <16 x float> %712, i32 12
+	%726 = extractelement <16 x float> %712, i32 13
+	%727 = extractelement <16 x float> %712, i32 14
+	%728 = extractelement <16 x float> %712, i32 15
+	%729 = add i64 %110, 48
+	%730 = getelementptr float, float* %13, i64 %729
+	%731 = bitcast float* %730 to <16 x float>*
+	%732 = load <16 x float>, <16 x float>* %731, align 4
+	%733 = extractelement <16 x float> %732, i32 0
+	%734 = extractelement <16 x float> %732, i32 1
+	%735 = extractelement <16 x float> %732, i32 2
+	%736 = extractelement <16 x float> %732, i32 3
+	%737 = extractelement <16 x float> %732, i32 4
+	%738 = extractelement <16 x float> %732, i32 5
+	%739 = extractelement <16 x float> %732, i32 6
+	%740 = extractelement <16 x float> %732, i32 7
+	%741 = extractelement <16 x float> %732, i32 8
+	%742 = extractelement <16 x float> %732, i32 9
+	%743 = extractelement <16 x float> %732, i32 10
+	%744 = extractelement <16 x float> %732, i32 11
+	%745 = extractelement <16 x float> %732, i32 12
+	%746 = extractelement <16 x float> %732, i32 13
+	%747 = extractelement <16 x float> %732, i32 14
+	%748 = extractelement <16 x float> %732, i32 15
+	%749 = call %fiber_bccorr.stored @fiber_bccorr_body(float %117, float %216, float %353, float %433, float %513, float %593, float %673, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%750 = extractvalue %fiber_bccorr.stored %749, 0
+	%751 = extractvalue %fiber_bccorr.stored %749, 1
+	%752 = extractvalue %fiber_bccorr.stored %749, 2
+	%753 = extractvalue %fiber_bccorr.stored %749, 3
+	%754 = extractvalue %fiber_bccorr.stored %749, 4
+	%755 = extractvalue %fiber_bccorr.stored %749, 5
+	%756 = call %fiber_bccorr.stored @fiber_bccorr_body(float %118, float %217, float %354, float %434, float %514, float %594, float %674, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%757 = extractvalue %fiber_bccorr.stored %756, 0
+	%758 = extractvalue %fiber_bccorr.stored %756, 1
+	%759 = extractvalue %fiber_bccorr.stored %756, 2
+	%760 = extractvalue %fiber_bccorr.stored %756, 3
+	%761 = extractvalue %fiber_bccorr.stored %756, 4
+	%762 = extractvalue %fiber_bccorr.stored %756, 5
+	%763 = call %fiber_bccorr.stored @fiber_bccorr_body(float %119, float %218, float %355, float %435, float %515, float %595, float %675, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%764 = extractvalue %fiber_bccorr.stored %763, 0
+	%765 = extractvalue %fiber_bccorr.stored %763, 1
+	%766 = extractvalue %fiber_bccorr.stored %763, 2
+	%767 = extractvalue %fiber_bccorr.stored %763, 3
+	%768 = extractvalue %fiber_bccorr.stored %763, 4
+	%769 = extractvalue %fiber_bccorr.stored %763, 5
+	%770 = call %fiber_bccorr.stored @fiber_bccorr_body(float %120, float %219, float %356, float %436, float %516, float %596, float %676, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%771 = extractvalue %fiber_bccorr.stored %770, 0
+	%772 = extractvalue %fiber_bccorr.stored %770, 1
+	%773 = extractvalue %fiber_bccorr.stored %770, 2
+	%774 = extractvalue %fiber_bccorr.stored %770, 3
+	%775 = extractvalue %fiber_bccorr.stored %770, 4
+	%776 = extractvalue %fiber_bccorr.stored %770, 5
+	%777 = call %fiber_bccorr.stored @fiber_bccorr_body(float %121, float %220, float %357, float %437, float %517, float %597, float %677, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%778 = extractvalue %fiber_bccorr.stored %777, 0
+	%779 = extractvalue %fiber_bccorr.stored %777, 1
+	%780 = extractvalue %fiber_bccorr.stored %777, 2
+	%781 = extractvalue %fiber_bccorr.stored %777, 3
+	%782 = extractvalue %fiber_bccorr.stored %777, 4
+	%783 = extractvalue %fiber_bccorr.stored %777, 5
+	%784 = call %fiber_bccorr.stored @fiber_bccorr_body(float %122, float %221, float %358, float %438, float %518, float %598, float %678, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%785 = extractvalue %fiber_bccorr.stored %784, 0
+	%786 = extractvalue %fiber_bccorr.stored %784, 1
+	%787 = extractvalue %fiber_bccorr.stored %784, 2
+	%788 = extractvalue %fiber_bccorr.stored %784, 3
+	%789 = extractvalue %fiber_bccorr.stored %784, 4
+	%790 = extractvalue %fiber_bccorr.stored %784, 5
+	%791 = call %fiber_bccorr.stored @fiber_bccorr_body(float %123, float %222, float %359, float %439, float %519, float %599, float %679, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%792 = extractvalue %fiber_bccorr.stored %791, 0
+	%793 = extractvalue %fiber_bccorr.stored %791, 1
+	%794 = extractvalue %fiber_bccorr.stored %791, 2
+	%795 = extractvalue %fiber_bccorr.stored %791, 3
+	%796 = extractvalue %fiber_bccorr.stored %791, 4
+	%797 = extractvalue %fiber_bccorr.stored %791, 5
+	%798 = call %fiber_bccorr.stored @fiber_bccorr_body(float %124, float %223, float %360, float %440, float %520, float %600, float %680, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%799 = extractvalue %fiber_bccorr.stored %798, 0
+	%800 = extractvalue %fiber_bccorr.stored %798, 1
+	%801 = extractvalue %fiber_bccorr.stored %798, 2
+	%802 = extractvalue %fiber_bccorr.stored %798, 3
+	%803 = extractvalue %fiber_bccorr.stored %798, 4
+	%804 = extractvalue %fiber_bccorr.stored %798, 5
+	%805 = call %fiber_bccorr.stored @fiber_bccorr_body(float %125, float %224, float %361, float %441, float %521, float %601, float %681, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%806 = extractvalue %fiber_bccorr.stored %805, 0
+	%807 = extractvalue %fiber_bccorr.stored %805, 1
+	%808 = extractvalue %fiber_bccorr.stored %805, 2
+	%809 = extractvalue %fiber_bccorr.stored %805, 3
+	%810 = extractvalue %fiber_bccorr.stored %805, 4
+	%811 = extractvalue %fiber_bccorr.stored %805, 5
+	%812 = call %fiber_bccorr.stored @fiber_bccorr_body(float %126, float %225, float %362, float %442, float %522, float %602, float %682, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%813 = extractvalue %fiber_bccorr.stored %812, 0
+	%814 = extractvalue %fiber_bccorr.stored %812, 1
+	%815 = extractvalue %fiber_bccorr.stored %812, 2
+	%816 = extractvalue %fiber_bccorr.stored %812, 3
+	%817 = extractvalue %fiber_bccorr.stored %812, 4
+	%818 = extractvalue %fiber_bccorr.stored %812, 5
+	%819 = call %fiber_bccorr.stored @fiber_bccorr_body(float %127, float %226, float %363, float %443, float %523, float %603, float %683, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%820 = extractvalue %fiber_bccorr.stored %819, 0
+	%821 = extractvalue %fiber_bccorr.stored %819, 1
+	%822 = extractvalue %fiber_bccorr.stored %819, 2
+	%823 = extractvalue %fiber_bccorr.stored %819, 3
+	%824 = extractvalue %fiber_bccorr.stored %819, 4
+	%825 = extractvalue %fiber_bccorr.stored %819, 5
+	%826 = call %fiber_bccorr.stored @fiber_bccorr_body(float %128, float %227, float %364, float %444, float %524, float %604, float %684, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%827 = extractvalue %fiber_bccorr.stored %826, 0
+	%828 = extractvalue %fiber_bccorr.stored %826, 1
+	%829 = extractvalue %fiber_bccorr.stored %826, 2
+	%830 = extractvalue %fiber_bccorr.stored %826, 3
+	%831 = extractvalue %fiber_bccorr.stored %826, 4
+	%832 = extractvalue %fiber_bccorr.stored %826, 5
+	%833 = call %fiber_bccorr.stored @fiber_bccorr_body(float %129, float %228, float %365, float %445, float %525, float %605, float %685, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%834 = extractvalue %fiber_bccorr.stored %833, 0
+	%835 = extractvalue %fiber_bccorr.stored %833, 1
+	%836 = extractvalue %fiber_bccorr.stored %833, 2
+	%837 = extractvalue %fiber_bccorr.stored %833, 3
+	%838 = extractvalue %fiber_bccorr.stored %833, 4
+	%839 = extractvalue %fiber_bccorr.stored %833, 5
+	%840 = call %fiber_bccorr.stored @fiber_bccorr_body(float %130, float %229, float %366, float %446, float %526, float %606, float %686, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%841 = extractvalue %fiber_bccorr.stored %840, 0
+	%842 = extractvalue %fiber_bccorr.stored %840, 1
+	%843 = extractvalue %fiber_bccorr.stored %840, 2
+	%844 = extractvalue %fiber_bccorr.stored %840, 3
+	%845 = extractvalue %fiber_bccorr.stored %840, 4
+	%846 = extractvalue %fiber_bccorr.stored %840, 5
+	%847 = call %fiber_bccorr.stored @fiber_bccorr_body(float %131, float %230, float %367, float %447, float %527, float %607, float %687, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%848 = extractvalue %fiber_bccorr.stored %847, 0
+	%849 = extractvalue %fiber_bccorr.stored %847, 1
+	%850 = extractvalue %fiber_bccorr.stored %847, 2
+	%851 = extractvalue %fiber_bccorr.stored %847, 3
+	%852 = extractvalue %fiber_bccorr.stored %847, 4
+	%853 = extractvalue %fiber_bccorr.stored %847, 5
+	%854 = call %fiber_bccorr.stored @fiber_bccorr_body(float %132, float %231, float %368, float %448, float %528, float %608, float %688, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%855 = extractvalue %fiber_bccorr.stored %854, 0
+	%856 = extractvalue %fiber_bccorr.stored %854, 1
+	%857 = extractvalue %fiber_bccorr.stored %854, 2
+	%858 = extractvalue %fiber_bccorr.stored %854, 3
+	%859 = extractvalue %fiber_bccorr.stored %854, 4
+	%860 = extractvalue %fiber_bccorr.stored %854, 5
+	%861 = call %fiber_bccorr.stored @fiber_bccorr_body(float %137, float %255, float %373, float %453, float %533, float %613, float %693, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%862 = extractvalue %fiber_bccorr.stored %861, 0
+	%863 = extractvalue %fiber_bccorr.stored %861, 1
+	%864 = extractvalue %fiber_bccorr.stored %861, 2
+	%865 = extractvalue %fiber_bccorr.stored %861, 3
+	%866 = extractvalue %fiber_bccorr.stored %861, 4
+	%867 = extractvalue %fiber_bccorr.stored %861, 5
+	%868 = call %fiber_bccorr.stored @fiber_bccorr_body(float %138, float %256, float %374, float %454, float %534, float %614, float %694, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%869 = extractvalue %fiber_bccorr.stored %868, 0
+	%870 = extractvalue %fiber_bccorr.stored %868, 1
+	%871 = extractvalue %fiber_bccorr.stored %868, 2
+	%872 = extractvalue %fiber_bccorr.stored %868, 3
+	%873 = extractvalue %fiber_bccorr.stored %868, 4
+	%874 = extractvalue %fiber_bccorr.stored %868, 5
+	%875 = call %fiber_bccorr.stored @fiber_bccorr_body(float %139, float %257, float %375, float %455, float %535, float %615, float %695, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%876 = extractvalue %fiber_bccorr.stored %875, 0
+	%877 = extractvalue %fiber_bccorr.stored %875, 1
+	%878 = extractvalue %fiber_bccorr.stored %875, 2
+	%879 = extractvalue %fiber_bccorr.stored %875, 3
+	%880 = extractvalue %fiber_bccorr.stored %875, 4
+	%881 = extractvalue %fiber_bccorr.stored %875, 5
+	%882 = call %fiber_bccorr.stored @fiber_bccorr_body(float %140, float %258, float %376, float %456, float %536, float %616, float %696, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%883 = extractvalue %fiber_bccorr.stored %882, 0
+	%884 = extractvalue %fiber_bccorr.stored %882, 1
+	%885 = extractvalue %fiber_bccorr.stored %882, 2
+	%886 = extractvalue %fiber_bccorr.stored %882, 3
+	%887 = extractvalue %fiber_bccorr.stored %882, 4
+	%888 = extractvalue %fiber_bccorr.stored %882, 5
+	%889 = call %fiber_bccorr.stored @fiber_bccorr_body(float %141, float %259, float %377, float %457, float %537, float %617, float %697, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%890 = extractvalue %fiber_bccorr.stored %889, 0
+	%891 = extractvalue %fiber_bccorr.stored %889, 1
+	%892 = extractvalue %fiber_bccorr.stored %889, 2
+	%893 = extractvalue %fiber_bccorr.stored %889, 3
+	%894 = extractvalue %fiber_bccorr.stored %889, 4
+	%895 = extractvalue %fiber_bccorr.stored %889, 5
+	%896 = call %fiber_bccorr.stored @fiber_bccorr_body(float %142, float %260, float %378, float %458, float %538, float %618, float %698, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%897 = extractvalue %fiber_bccorr.stored %896, 0
+	%898 = extractvalue %fiber_bccorr.stored %896, 1
+	%899 = extractvalue %fiber_bccorr.stored %896, 2
+	%900 = extractvalue %fiber_bccorr.stored %896, 3
+	%901 = extractvalue %fiber_bccorr.stored %896, 4
+	%902 = extractvalue %fiber_bccorr.stored %896, 5
+	%903 = call %fiber_bccorr.stored @fiber_bccorr_body(float %143, float %261, float %379, float %459, float %539, float %619, float %699, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%904 = extractvalue %fiber_bccorr.stored %903, 0
+	%905 = extractvalue %fiber_bccorr.stored %903, 1
+	%906 = extractvalue %fiber_bccorr.stored %903, 2
+	%907 = extractvalue %fiber_bccorr.stored %903, 3
+	%908 = extractvalue %fiber_bccorr.stored %903, 4
+	%909 = extractvalue %fiber_bccorr.stored %903, 5
+	%910 = call %fiber_bccorr.stored @fiber_bccorr_body(float %144, float %262, float %380, float %460, float %540, float %620, float %700, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%911 = extractvalue %fiber_bccorr.stored %910, 0
+	%912 = extractvalue %fiber_bccorr.stored %910, 1
+	%913 = extractvalue %fiber_bccorr.stored %910, 2
+	%914 = extractvalue %fiber_bccorr.stored %910, 3
+	%915 = extractvalue %fiber_bccorr.stored %910, 4
+	%916 = extractvalue %fiber_bccorr.stored %910, 5
+	%917 = call %fiber_bccorr.stored @fiber_bccorr_body(float %145, float %263, float %381, float %461, float %541, float %621, float %701, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%918 = extractvalue %fiber_bccorr.stored %917, 0
+	%919 = extractvalue %fiber_bccorr.stored %917, 1
+	%920 = extractvalue %fiber_bccorr.stored %917, 2
+	%921 = extractvalue %fiber_bccorr.stored %917, 3
+	%922 = extractvalue %fiber_bccorr.stored %917, 4
+	%923 = extractvalue %fiber_bccorr.stored %917, 5
+	%924 = call %fiber_bccorr.stored @fiber_bccorr_body(float %146, float %264, float %382, float %462, float %542, float %622, float %702, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%925 = extractvalue %fiber_bccorr.stored %924, 0
+	%926 = extractvalue %fiber_bccorr.stored %924, 1
+	%927 = extractvalue %fiber_bccorr.stored %924, 2
+	%928 = extractvalue %fiber_bccorr.stored %924, 3
+	%929 = extractvalue %fiber_bccorr.stored %924, 4
+	%930 = extractvalue %fiber_bccorr.stored %924, 5
+	%931 = call %fiber_bccorr.stored @fiber_bccorr_body(float %147, float %265, float %383, float %463, float %543, float %623, float %703, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%932 = extractvalue %fiber_bccorr.stored %931, 0
+	%933 = extractvalue %fiber_bccorr.stored %931, 1
+	%934 = extractvalue %fiber_bccorr.stored %931, 2
+	%935 = extractvalue %fiber_bccorr.stored %931, 3
+	%936 = extractvalue %fiber_bccorr.stored %931, 4
+	%937 = extractvalue %fiber_bccorr.stored %931, 5
+	%938 = call %fiber_bccorr.stored @fiber_bccorr_body(float %148, float %266, float %384, float %464, float %544, float %624, float %704, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%939 = extractvalue %fiber_bccorr.stored %938, 0
+	%940 = extractvalue %fiber_bccorr.stored %938, 1
+	%941 = extractvalue %fiber_bccorr.stored %938, 2
+	%942 = extractvalue %fiber_bccorr.stored %938, 3
+	%943 = extractvalue %fiber_bccorr.stored %938, 4
+	%944 = extractvalue %fiber_bccorr.stored %938, 5
+	%945 = call %fiber_bccorr.stored @fiber_bccorr_body(float %149, float %267, float %385, float %465, float %545, float %625, float %705, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%946 = extractvalue %fiber_bccorr.stored %945, 0
+	%947 = extractvalue %fiber_bccorr.stored %945, 1
+	%948 = extractvalue %fiber_bccorr.stored %945, 2
+	%949 = extractvalue %fiber_bccorr.stored %945, 3
+	%950 = extractvalue %fiber_bccorr.stored %945, 4
+	%951 = extractvalue %fiber_bccorr.stored %945, 5
+	%952 = call %fiber_bccorr.stored @fiber_bccorr_body(float %150, float %268, float %386, float %466, float %546, float %626, float %706, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%953 = extractvalue %fiber_bccorr.stored %952, 0
+	%954 = extractvalue %fiber_bccorr.stored %952, 1
+	%955 = extractvalue %fiber_bccorr.stored %952, 2
+	%956 = extractvalue %fiber_bccorr.stored %952, 3
+	%957 = extractvalue %fiber_bccorr.stored %952, 4
+	%958 = extractvalue %fiber_bccorr.stored %952, 5
+	%959 = call %fiber_bccorr.stored @fiber_bccorr_body(float %151, float %269, float %387, float %467, float %547, float %627, float %707, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%960 = extractvalue %fiber_bccorr.stored %959, 0
+	%961 = extractvalue %fiber_bccorr.stored %959, 1
+	%962 = extractvalue %fiber_bccorr.stored %959, 2
+	%963 = extractvalue %fiber_bccorr.stored %959, 3
+	%964 = extractvalue %fiber_bccorr.stored %959, 4
+	%965 = extractvalue %fiber_bccorr.stored %959, 5
+	%966 = call %fiber_bccorr.stored @fiber_bccorr_body(float %152, float %270, float %388, float %468, float %548, float %628, float %708, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%967 = extractvalue %fiber_bccorr.stored %966, 0
+	%968 = extractvalue %fiber_bccorr.stored %966, 1
+	%969 = extractvalue %fiber_bccorr.stored %966, 2
+	%970 = extractvalue %fiber_bccorr.stored %966, 3
+	%971 = extractvalue %fiber_bccorr.stored %966, 4
+	%972 = extractvalue %fiber_bccorr.stored %966, 5
+	%973 = call %fiber_bccorr.stored @fiber_bccorr_body(float %157, float %294, float %393, float %473, float %553, float %633, float %713, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%974 = extractvalue %fiber_bccorr.stored %973, 0
+	%975 = extractvalue %fiber_bccorr.stored %973, 1
+	%976 = extractvalue %fiber_bccorr.stored %973, 2
+	%977 = extractvalue %fiber_bccorr.stored %973, 3
+	%978 = extractvalue %fiber_bccorr.stored %973, 4
+	%979 = extractvalue %fiber_bccorr.stored %973, 5
+	%980 = call %fiber_bccorr.stored @fiber_bccorr_body(float %158, float %295, float %394, float %474, float %554, float %634, float %714, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%981 = extractvalue %fiber_bccorr.stored %980, 0
+	%982 = extractvalue %fiber_bccorr.stored %980, 1
+	%983 = extractvalue %fiber_bccorr.stored %980, 2
+	%984 = extractvalue %fiber_bccorr.stored %980, 3
+	%985 = extractvalue %fiber_bccorr.stored %980, 4
+	%986 = extractvalue %fiber_bccorr.stored %980, 5
+	%987 = call %fiber_bccorr.stored @fiber_bccorr_body(float %159, float %296, float %395, float %475, float %555, float %635, float %715, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%988 = extractvalue %fiber_bccorr.stored %987, 0
+	%989 = extractvalue %fiber_bccorr.stored %987, 1
+	%990 = extractvalue %fiber_bccorr.stored %987, 2
+	%991 = extractvalue %fiber_bccorr.stored %987, 3
+	%992 = extractvalue %fiber_bccorr.stored %987, 4
+	%993 = extractvalue %fiber_bccorr.stored %987, 5
+	%994 = call %fiber_bccorr.stored @fiber_bccorr_body(float %160, float %297, float %396, float %476, float %556, float %636, float %716, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%995 = extractvalue %fiber_bccorr.stored %994, 0
+	%996 = extractvalue %fiber_bccorr.stored %994, 1
+	%997 = extractvalue %fiber_bccorr.stored %994, 2
+	%998 = extractvalue %fiber_bccorr.stored %994, 3
+	%999 = extractvalue %fiber_bccorr.stored %994, 4
+	%1000 = extractvalue %fiber_bccorr.stored %994, 5
+	%1001 = call %fiber_bccorr.stored @fiber_bccorr_body(float %161, float %298, float %397, float %477, float %557, float %637, float %717, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1002 = extractvalue %fiber_bccorr.stored %1001, 0
+	%1003 = extractvalue %fiber_bccorr.stored %1001, 1
+	%1004 = extractvalue %fiber_bccorr.stored %1001, 2
+	%1005 = extractvalue %fiber_bccorr.stored %1001, 3
+	%1006 = extractvalue %fiber_bccorr.stored %1001, 4
+	%1007 = extractvalue %fiber_bccorr.stored %1001, 5
+	%1008 = call %fiber_bccorr.stored @fiber_bccorr_body(float %162, float %299, float %398, float %478, float %558, float %638, float %718, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1009 = extractvalue %fiber_bccorr.stored %1008, 0
+	%1010 = extractvalue %fiber_bccorr.stored %1008, 1
+	%1011 = extractvalue %fiber_bccorr.stored %1008, 2
+	%1012 = extractvalue %fiber_bccorr.stored %1008, 3
+	%1013 = extractvalue %fiber_bccorr.stored %1008, 4
+	%1014 = extractvalue %fiber_bccorr.stored %1008, 5
+	%1015 = call %fiber_bccorr.stored @fiber_bccorr_body(float %163, float %300, float %399, float %479, float %559, float %639, float %719, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1016 = extractvalue %fiber_bccorr.stored %1015, 0
+	%1017 = extractvalue %fiber_bccorr.stored %1015, 1
+	%1018 = extractvalue %fiber_bccorr.stored %1015, 2
+	%1019 = extractvalue %fiber_bccorr.stored %1015, 3
+	%1020 = extractvalue %fiber_bccorr.stored %1015, 4
+	%1021 = extractvalue %fiber_bccorr.stored %1015, 5
+	%1022 = call %fiber_bccorr.stored @fiber_bccorr_body(float %164, float %301, float %400, float %480, float %560, float %640, float %720, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1023 = extractvalue %fiber_bccorr.stored %1022, 0
+	%1024 = extractvalue %fiber_bccorr.stored %1022, 1
+	%1025 = extractvalue %fiber_bccorr.stored %1022, 2
+	%1026 = extractvalue %fiber_bccorr.stored %1022, 3
+	%1027 = extractvalue %fiber_bccorr.stored %1022, 4
+	%1028 = extractvalue %fiber_bccorr.stored %1022, 5
+	%1029 = call %fiber_bccorr.stored @fiber_bccorr_body(float %165, float %302, float %401, float %481, float %561, float %641, float %721, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1030 = extractvalue %fiber_bccorr.stored %1029, 0
+	%1031 = extractvalue %fiber_bccorr.stored %1029, 1
+	%1032 = extractvalue %fiber_bccorr.stored %1029, 2
+	%1033 = extractvalue %fiber_bccorr.stored %1029, 3
+	%1034 = extractvalue %fiber_bccorr.stored %1029, 4
+	%1035 = extractvalue %fiber_bccorr.stored %1029, 5
+	%1036 = call %fiber_bccorr.stored @fiber_bccorr_body(float %166, float %303, float %402, float %482, float %562, float %642, float %722, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1037 = extractvalue %fiber_bccorr.stored %1036, 0
+	%1038 = extractvalue %fiber_bccorr.stored %1036, 1
+	%1039 = extractvalue %fiber_bccorr.stored %1036, 2
+	%1040 = extractvalue %fiber_bccorr.stored %1036, 3
+	%1041 = extractvalue %fiber_bccorr.stored %1036, 4
+	%1042 = extractvalue %fiber_bccorr.stored %1036, 5
+	%1043 = call %fiber_bccorr.stored @fiber_bccorr_body(float %167, float %304, float %403, float %483, float %563, float %643, float %723, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1044 = extractvalue %fiber_bccorr.stored %1043, 0
+	%1045 = extractvalue %fiber_bccorr.stored %1043, 1
+	%1046 = extractvalue %fiber_bccorr.stored %1043, 2
+	%1047 = extractvalue %fiber_bccorr.stored %1043, 3
+	%1048 = extractvalue %fiber_bccorr.stored %1043, 4
+	%1049 = extractvalue %fiber_bccorr.stored %1043, 5
+	%1050 = call %fiber_bccorr.stored @fiber_bccorr_body(float %168, float %305, float %404, float %484, float %564, float %644, float %724, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1051 = extractvalue %fiber_bccorr.stored %1050, 0
+	%1052 = extractvalue %fiber_bccorr.stored %1050, 1
+	%1053 = extractvalue %fiber_bccorr.stored %1050, 2
+	%1054 = extractvalue %fiber_bccorr.stored %1050, 3
+	%1055 = extractvalue %fiber_bccorr.stored %1050, 4
+	%1056 = extractvalue %fiber_bccorr.stored %1050, 5
+	%1057 = call %fiber_bccorr.stored @fiber_bccorr_body(float %169, float %306, float %405, float %485, float %565, float %645, float %725, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1058 = extractvalue %fiber_bccorr.stored %1057, 0
+	%1059 = extractvalue %fiber_bccorr.stored %1057, 1
+	%1060 = extractvalue %fiber_bccorr.stored %1057, 2
+	%1061 = extractvalue %fiber_bccorr.stored %1057, 3
+	%1062 = extractvalue %fiber_bccorr.stored %1057, 4
+	%1063 = extractvalue %fiber_bccorr.stored %1057, 5
+	%1064 = call %fiber_bccorr.stored @fiber_bccorr_body(float %170, float %307, float %406, float %486, float %566, float %646, float %726, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1065 = extractvalue %fiber_bccorr.stored %1064, 0
+	%1066 = extractvalue %fiber_bccorr.stored %1064, 1
+	%1067 = extractvalue %fiber_bccorr.stored %1064, 2
+	%1068 = extractvalue %fiber_bccorr.stored %1064, 3
+	%1069 = extractvalue %fiber_bccorr.stored %1064, 4
+	%1070 = extractvalue %fiber_bccorr.stored %1064, 5
+	%1071 = call %fiber_bccorr.stored @fiber_bccorr_body(float %171, float %308, float %407, float %487, float %567, float %647, float %727, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1072 = extractvalue %fiber_bccorr.stored %1071, 0
+	%1073 = extractvalue %fiber_bccorr.stored %1071, 1
+	%1074 = extractvalue %fiber_bccorr.stored %1071, 2
+	%1075 = extractvalue %fiber_bccorr.stored %1071, 3
+	%1076 = extractvalue %fiber_bccorr.stored %1071, 4
+	%1077 = extractvalue %fiber_bccorr.stored %1071, 5
+	%1078 = call %fiber_bccorr.stored @fiber_bccorr_body(float %172, float %309, float %408, float %488, float %568, float %648, float %728, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1079 = extractvalue %fiber_bccorr.stored %1078, 0
+	%1080 = extractvalue %fiber_bccorr.stored %1078, 1
+	%1081 = extractvalue %fiber_bccorr.stored %1078, 2
+	%1082 = extractvalue %fiber_bccorr.stored %1078, 3
+	%1083 = extractvalue %fiber_bccorr.stored %1078, 4
+	%1084 = extractvalue %fiber_bccorr.stored %1078, 5
+	%1085 = call %fiber_bccorr.stored @fiber_bccorr_body(float %177, float %333, float %413, float %493, float %573, float %653, float %733, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1086 = extractvalue %fiber_bccorr.stored %1085, 0
+	%1087 = extractvalue %fiber_bccorr.stored %1085, 1
+	%1088 = extractvalue %fiber_bccorr.stored %1085, 2
+	%1089 = extractvalue %fiber_bccorr.stored %1085, 3
+	%1090 = extractvalue %fiber_bccorr.stored %1085, 4
+	%1091 = extractvalue %fiber_bccorr.stored %1085, 5
+	%1092 = call %fiber_bccorr.stored @fiber_bccorr_body(float %178, float %334, float %414, float %494, float %574, float %654, float %734, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1093 = extractvalue %fiber_bccorr.stored %1092, 0
+	%1094 = extractvalue %fiber_bccorr.stored %1092, 1
+	%1095 = extractvalue %fiber_bccorr.stored %1092, 2
+	%1096 = extractvalue %fiber_bccorr.stored %1092, 3
+	%1097 = extractvalue %fiber_bccorr.stored %1092, 4
+	%1098 = extractvalue %fiber_bccorr.stored %1092, 5
+	%1099 = call %fiber_bccorr.stored @fiber_bccorr_body(float %179, float %335, float %415, float %495, float %575, float %655, float %735, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1100 = extractvalue %fiber_bccorr.stored %1099, 0
+	%1101 = extractvalue %fiber_bccorr.stored %1099, 1
+	%1102 = extractvalue %fiber_bccorr.stored %1099, 2
+	%1103 = extractvalue %fiber_bccorr.stored %1099, 3
+	%1104 = extractvalue %fiber_bccorr.stored %1099, 4
+	%1105 = extractvalue %fiber_bccorr.stored %1099, 5
+	%1106 = call %fiber_bccorr.stored @fiber_bccorr_body(float %180, float %336, float %416, float %496, float %576, float %656, float %736, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1107 = extractvalue %fiber_bccorr.stored %1106, 0
+	%1108 = extractvalue %fiber_bccorr.stored %1106, 1
+	%1109 = extractvalue %fiber_bccorr.stored %1106, 2
+	%1110 = extractvalue %fiber_bccorr.stored %1106, 3
+	%1111 = extractvalue %fiber_bccorr.stored %1106, 4
+	%1112 = extractvalue %fiber_bccorr.stored %1106, 5
+	%1113 = call %fiber_bccorr.stored @fiber_bccorr_body(float %181, float %337, float %417, float %497, float %577, float %657, float %737, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1114 = extractvalue %fiber_bccorr.stored %1113, 0
+	%1115 = extractvalue %fiber_bccorr.stored %1113, 1
+	%1116 = extractvalue %fiber_bccorr.stored %1113, 2
+	%1117 = extractvalue %fiber_bccorr.stored %1113, 3
+	%1118 = extractvalue %fiber_bccorr.stored %1113, 4
+	%1119 = extractvalue %fiber_bccorr.stored %1113, 5
+	%1120 = call %fiber_bccorr.stored @fiber_bccorr_body(float %182, float %338, float %418, float %498, float %578, float %658, float %738, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1121 = extractvalue %fiber_bccorr.stored %1120, 0
+	%1122 = extractvalue %fiber_bccorr.stored %1120, 1
+	%1123 = extractvalue %fiber_bccorr.stored %1120, 2
+	%1124 = extractvalue %fiber_bccorr.stored %1120, 3
+	%1125 = extractvalue %fiber_bccorr.stored %1120, 4
+	%1126 = extractvalue %fiber_bccorr.stored %1120, 5
+	%1127 = call %fiber_bccorr.stored @fiber_bccorr_body(float %183, float %339, float %419, float %499, float %579, float %659, float %739, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1128 = extractvalue %fiber_bccorr.stored %1127, 0
+	%1129 = extractvalue %fiber_bccorr.stored %1127, 1
+	%1130 = extractvalue %fiber_bccorr.stored %1127, 2
+	%1131 = extractvalue %fiber_bccorr.stored %1127, 3
+	%1132 = extractvalue %fiber_bccorr.stored %1127, 4
+	%1133 = extractvalue %fiber_bccorr.stored %1127, 5
+	%1134 = call %fiber_bccorr.stored @fiber_bccorr_body(float %184, float %340, float %420, float %500, float %580, float %660, float %740, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1135 = extractvalue %fiber_bccorr.stored %1134, 0
+	%1136 = extractvalue %fiber_bccorr.stored %1134, 1
+	%1137 = extractvalue %fiber_bccorr.stored %1134, 2
+	%1138 = extractvalue %fiber_bccorr.stored %1134, 3
+	%1139 = extractvalue %fiber_bccorr.stored %1134, 4
+	%1140 = extractvalue %fiber_bccorr.stored %1134, 5
+	%1141 = call %fiber_bccorr.stored @fiber_bccorr_body(float %185, float %341, float %421, float %501, float %581, float %661, float %741, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1142 = extractvalue %fiber_bccorr.stored %1141, 0
+	%1143 = extractvalue %fiber_bccorr.stored %1141, 1
+	%1144 = extractvalue %fiber_bccorr.stored %1141, 2
+	%1145 = extractvalue %fiber_bccorr.stored %1141, 3
+	%1146 = extractvalue %fiber_bccorr.stored %1141, 4
+	%1147 = extractvalue %fiber_bccorr.stored %1141, 5
+	%1148 = call %fiber_bccorr.stored @fiber_bccorr_body(float %186, float %342, float %422, float %502, float %582, float %662, float %742, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1149 = extractvalue %fiber_bccorr.stored %1148, 0
+	%1150 = extractvalue %fiber_bccorr.stored %1148, 1
+	%1151 = extractvalue %fiber_bccorr.stored %1148, 2
+	%1152 = extractvalue %fiber_bccorr.stored %1148, 3
+	%1153 = extractvalue %fiber_bccorr.stored %1148, 4
+	%1154 = extractvalue %fiber_bccorr.stored %1148, 5
+	%1155 = call %fiber_bccorr.stored @fiber_bccorr_body(float %187, float %343, float %423, float %503, float %583, float %663, float %743, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1156 = extractvalue %fiber_bccorr.stored %1155, 0
+	%1157 = extractvalue %fiber_bccorr.stored %1155, 1
+	%1158 = extractvalue %fiber_bccorr.stored %1155, 2
+	%1159 = extractvalue %fiber_bccorr.stored %1155, 3
+	%1160 = extractvalue %fiber_bccorr.stored %1155, 4
+	%1161 = extractvalue %fiber_bccorr.stored %1155, 5
+	%1162 = call %fiber_bccorr.stored @fiber_bccorr_body(float %188, float %344, float %424, float %504, float %584, float %664, float %744, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1163 = extractvalue %fiber_bccorr.stored %1162, 0
+	%1164 = extractvalue %fiber_bccorr.stored %1162, 1
+	%1165 = extractvalue %fiber_bccorr.stored %1162, 2
+	%1166 = extractvalue %fiber_bccorr.stored %1162, 3
+	%1167 = extractvalue %fiber_bccorr.stored %1162, 4
+	%1168 = extractvalue %fiber_bccorr.stored %1162, 5
+	%1169 = call %fiber_bccorr.stored @fiber_bccorr_body(float %189, float %345, float %425, float %505, float %585, float %665, float %745, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1170 = extractvalue %fiber_bccorr.stored %1169, 0
+	%1171 = extractvalue %fiber_bccorr.stored %1169, 1
+	%1172 = extractvalue %fiber_bccorr.stored %1169, 2
+	%1173 = extractvalue %fiber_bccorr.stored %1169, 3
+	%1174 = extractvalue %fiber_bccorr.stored %1169, 4
+	%1175 = extractvalue %fiber_bccorr.stored %1169, 5
+	%1176 = call %fiber_bccorr.stored @fiber_bccorr_body(float %190, float %346, float %426, float %506, float %586, float %666, float %746, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1177 = extractvalue %fiber_bccorr.stored %1176, 0
+	%1178 = extractvalue %fiber_bccorr.stored %1176, 1
+	%1179 = extractvalue %fiber_bccorr.stored %1176, 2
+	%1180 = extractvalue %fiber_bccorr.stored %1176, 3
+	%1181 = extractvalue %fiber_bccorr.stored %1176, 4
+	%1182 = extractvalue %fiber_bccorr.stored %1176, 5
+	%1183 = call %fiber_bccorr.stored @fiber_bccorr_body(float %191, float %347, float %427, float %507, float %587, float %667, float %747, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1184 = extractvalue %fiber_bccorr.stored %1183, 0
+	%1185 = extractvalue %fiber_bccorr.stored %1183, 1
+	%1186 = extractvalue %fiber_bccorr.stored %1183, 2
+	%1187 = extractvalue %fiber_bccorr.stored %1183, 3
+	%1188 = extractvalue %fiber_bccorr.stored %1183, 4
+	%1189 = extractvalue %fiber_bccorr.stored %1183, 5
+	%1190 = call %fiber_bccorr.stored @fiber_bccorr_body(float %192, float %348, float %428, float %508, float %588, float %668, float %748, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1191 = extractvalue %fiber_bccorr.stored %1190, 0
+	%1192 = extractvalue %fiber_bccorr.stored %1190, 1
+	%1193 = extractvalue %fiber_bccorr.stored %1190, 2
+	%1194 = extractvalue %fiber_bccorr.stored %1190, 3
+	%1195 = extractvalue %fiber_bccorr.stored %1190, 4
+	%1196 = extractvalue %fiber_bccorr.stored %1190, 5
+	%1197 = insertelement <16 x float> undef, float %750, i32 0
+	%1198 = insertelement <16 x float> %1197, float %757, i32 1
+	%1199 = insertelement <16 x float> %1198, float %764, i32 2
+	%1200 = insertelement <16 x float> %1199, float %771, i32 3
+	%1201 = insertelement <16 x float> %1200, float %778, i32 4
+	%1202 = insertelement <16 x float> %1201, float %785, i32 5
+	%1203 = insertelement <16 x float> %1202, float %792, i32 6
+	%1204 = insertelement <16 x float> %1203, float %799, i32 7
+	%1205 = insertelement <16 x float> %1204, float %806, i32 8
+	%1206 = insertelement <16 x float> %1205, float %813, i32 9
+	%1207 = insertelement <16 x float> %1206, float %820, i32 10
+	%1208 = insertelement <16 x float> %1207, float %827, i32 11
+	%1209 = insertelement <16 x float> %1208, float %834, i32 12
+	%1210 = insertelement <16 x float> %1209, float %841, i32 13
+	%1211 = insertelement <16 x float> %1210, float %848, i32 14
+	%1212 = insertelement <16 x float> %1211, float %855, i32 15
+	%1213 = add i64 %110, 0
+	%1214 = getelementptr float, float* %7, i64 %1213
+	%1215 = bitcast float* %1214 to <16 x float>*
+	store <16 x float> %1212, <16 x float>* %1215, align 4
+	%1216 = insertelement <16 x float> undef, float %862, i32 0
+	%1217 = insertelement <16 x float> %1216, float %869, i32 1
+	%1218 = insertelement <16 x float> %1217, float %876, i32 2
+	%1219 = insertelement <16 x float> %1218, float %883, i32 3
+	%1220 = insertelement <16 x float> %1219, float %890, i32 4
+	%1221 = insertelement <16 x float> %1220, float %897, i32 5
+	%1222 = insertelement <16 x float> %1221, float %904, i32 6
+	%1223 = insertelement <16 x float> %1222, float %911, i32 7
+	%1224 = insertelement <16 x float> %1223, float %918, i32 8
+	%1225 = insertelement <16 x float> %1224, float %925, i32 9
+	%1226 = insertelement <16 x float> %1225, float %932, i32 10
+	%1227 = insertelement <16 x float> %1226, float %939, i32 11
+	%1228 = insertelement <16 x float> %1227, float %946, i32 12
+	%1229 = insertelement <16 x float> %1228, float %953, i32 13
+	%1230 = insertelement <16 x float> %1229, float %960, i32 14
+	%1231 = insertelement <16 x float> %1230, float %967, i32 15
+	%1232 = add i64 %110, 16
+	%1233 = getelementptr float, float* %7, i64 %1232
+	%1234 = bitcast float* %1233 to <16 x float>*
+	store <16 x float> %1231, <16 x float>* %1234, align 4
+	%1235 = insertelement <16 x float> undef, float %974, i32 0
+	%1236 = insertelement <16 x float> %1235, float %981, i32 1
+	%1237 = insertelement <16 x float> %1236, float %988, i32 2
+	%1238 = insertelement <16 x float> %1237, float %995, i32 3
+	%1239 = insertelement <16 x float> %1238, float %1002, i32 4
+	%1240 = insertelement <16 x float> %1239, float %1009, i32 5
+	%1241 = insertelement <16 x float> %1240, float %1016, i32 6
+	%1242 = insertelement <16 x float> %1241, float %1023, i32 7
+	%1243 = insertelement <16 x float> %1242, float %1030, i32 8
+	%1244 = insertelement <16 x float> %1243, float %1037, i32 9
+	%1245 = insertelement <16 x float> %1244, float %1044, i32 10
+	%1246 = insertelement <16 x float> %1245, float %1051, i32 11
+	%1247 = insertelement <16 x float> %1246, float %1058, i32 12
+	%1248 = insertelement <16 x float> %1247, float %1065, i32 13
+	%1249 = insertelement <16 x float> %1248, float %1072, i32 14
+	%1250 = insertelement <16 x float> %1249, float %1079, i32 15
+	%1251 = add i64 %110, 32
+	%1252 = getelementptr float, float* %7, i64 %1251
+	%1253 = bitcast float* %1252 to <16 x float>*
+	store <16 x float> %1250, <16 x float>* %1253, align 4
+	%1254 = insertelement <16 x float> undef, float %1086, i32 0
+	%1255 = insertelement <16 x float> %1254, float %1093, i32 1
+	%1256 = insertelement <16 x float> %1255, float %1100, i32 2
+	%1257 = insertelement <16 x float> %1256, float %1107, i32 3
+	%1258 = insertelement <16 x float> %1257, float %1114, i32 4
+	%1259 = insertelement <16 x float> %1258, float %1121, i32 5
+	%1260 = insertelement <16 x float> %1259, float %1128, i32 6
+	%1261 = insertelement <16 x float> %1260, float %1135, i32 7
+	%1262 = insertelement <16 x float> %1261, float %1142, i32 8
+	%1263 = insertelement <16 x float> %1262, float %1149, i32 9
+	%1264 = insertelement <16 x float> %1263, float %1156, i32 10
+	%1265 = insertelement <16 x float> %1264, float %1163, i32 11
+	%1266 = insertelement <16 x float> %1265, float %1170, i32 12
+	%1267 = insertelement <16 x float> %1266, float %1177, i32 13
+	%1268 = insertelement <16 x float> %1267, float %1184, i32 14
+	%1269 = insertelement <16 x float> %1268, float %1191, i32 15
+	%1270 = add i64 %110, 48
+	%1271 = getelementptr float, float* %7, i64 %1270
+	%1272 = bitcast float* %1271 to <16 x float>*
+	store <16 x float> %1269, <16 x float>* %1272, align 4
+	%1273 = insertelement <16 x float> undef, float %751, i32 0
+	%1274 = insertelement <16 x float> %1273, float %758, i32 1
+	%1275 = insertelement <16 x float> %1274, float %765, i32 2
+	%1276 = insertelement <16 x float> %1275, float %772, i32 3
+	%1277 = insertelement <16 x float> %1276, float %779, i32 4
+	%1278 = insertelement <16 x float> %1277, float %786, i32 5
+	%1279 = insertelement <16 x float> %1278, float %793, i32 6
+	%1280 = insertelement <16 x float> %1279, float %800, i32 7
+	%1281 = insertelement <16 x float> %1280, float %807, i32 8
+	%1282 = insertelement <16 x float> %1281, float %814, i32 9
+	%1283 = insertelement <16 x float> %1282, float %821, i32 10
+	%1284 = insertelement <16 x float> %1283, float %828, i32 11
+	%1285 = insertelement <16 x float> %1284, float %835, i32 12
+	%1286 = insertelement <16 x float> %1285, float %842, i32 13
+	%1287 = insertelement <16 x float> %1286, float %849, i32 14
+	%1288 = insertelement <16 x float> %1287, float %856, i32 15
+	%1289 = add i64 %110, 0
+	%1290 = getelementptr float, float* %5, i64 %1289
+	%1291 = bitcast float* %1290 to <16 x float>*
+	store <16 x float> %1288, <16 x float>* %1291, align 4
+	%1292 = insertelement <16 x float> undef, float %863, i32 0
+	%1293 = insertelement <16 x float> %1292, float %870, i32 1
+	%1294 = insertelement <16 x float> %1293, float %877, i32 2
+	%1295 = insertelement <16 x float> %1294, float %884, i32 3
+	%1296 = insertelement <16 x float> %1295, float %891, i32 4
+	%1297 = insertelement <16 x float> %1296, float %898, i32 5
+	%1298 = insertelement <16 x float> %1297, float %905, i32 6
+	%1299 = insertelement <16 x float> %1298, float %912, i32 7
+	%1300 = insertelement <16 x float> %1299, float %919, i32 8
+	%1301 = insertelement <16 x float> %1300, float %926, i32 9
+	%1302 = insertelement <16 x float> %1301, float %933, i32 10
+	%1303 = insertelement <16 x float> %1302, float %940, i32 11
+	%1304 = insertelement <16 x float> %1303, float %947, i32 12
+	%1305 = insertelement <16 x float> %1304, float %954, i32 13
+	%1306 = insertelement <16 x float> %1305, float %961, i32 14
+	%1307 = insertelement <16 x float> %1306, float %968, i32 15
+	%1308 = add i64 %110, 16
+	%1309 = getelementptr float, float* %5, i64 %1308
+	%1310 = bitcast float* %1309 to <16 x float>*
+	store <16 x float> %1307, <16 x float>* %1310, align 4
+	%1311 = insertelement <16 x float> undef, float %975, i32 0
+	%1312 = insertelement <16 x float> %1311, float %982, i32 1
+	%1313 = insertelement <16 x float> %1312, float %989, i32 2
+	%1314 = insertelement <16 x float> %1313, float %996, i32 3
+	%1315 = insertelement <16 x float> %1314, float %1003, i32 4
+	%1316 = insertelement <16 x float> %1315, float %1010, i32 5
+	%1317 = insertelement <16 x float> %1316, float %1017, i32 6
+	%1318 = insertelement <16 x float> %1317, float %1024, i32 7
+	%1319 = insertelement <16 x float> %1318, float %1031, i32 8
+	%1320 = insertelement <16 x float> %1319, float %1038, i32 9
+	%1321 = insertelement <16 x float> %1320, float %1045, i32 10
+	%1322 = insertelement <16 x float> %1321, float %1052, i32 11
+	%1323 = insertelement <16 x float> %1322, float %1059, i32 12
+	%1324 = insertelement <16 x float> %1323, float %1066, i32 13
+	%1325 = insertelement <16 x float> %1324, float %1073, i32 14
+	%1326 = insertelement <16 x float> %1325, float %1080, i32 15
+	%1327 = add i64 %110, 32
+	%1328 = getelementptr float, float* %5, i64 %1327
+	%1329 = bitcast float* %1328 to <16 x float>*
+	store <16 x float> %1326, <16 x float>* %1329, align 4
+	%1330 = insertelement <16 x float> undef, float %1087, i32 0
+	%1331 = insertelement <16 x float> %1330, float %1094, i32 1
+	%1332 = insertelement <16 x float> %1331, float %1101, i32 2
+	%1333 = insertelement <16 x float> %1332, float %1108, i32 3
+	%1334 = insertelement <16 x float> %1333, float %1115, i32 4
+	%1335 = insertelement <16 x float> %1334, float %1122, i32 5
+	%1336 = insertelement <16 x float> %1335, float %1129, i32 6
+	%1337 = insertelement <16 x float> %1336, float %1136, i32 7
+	%1338 = insertelement <16 x float> %1337, float %1143, i32 8
+	%1339 = insertelement <16 x float> %1338, float %1150, i32 9
+	%1340 = insertelement <16 x float> %1339, float %1157, i32 10
+	%1341 = insertelement <16 x float> %1340, float %1164, i32 11
+	%1342 = insertelement <16 x float> %1341, float %1171, i32 12
+	%1343 = insertelement <16 x float> %1342, float %1178, i32 13
+	%1344 = insertelement <16 x float> %1343, float %1185, i32 14
+	%1345 = insertelement <16 x float> %1344, float %1192, i32 15
+	%1346 = add i64 %110, 48
+	%1347 = getelementptr float, float* %5, i64 %1346
+	%1348 = bitcast float* %1347 to <16 x float>*
+	store <16 x float> %1345, <16 x float>* %1348, align 4
+	%1349 = insertelement <16 x float> undef, float %752, i32 0
+	%1350 = insertelement <16 x float> %1349, float %759, i32 1
+	%1351 = insertelement <16 x float> %1350, float %766, i32 2
+	%1352 = insertelement <16 x float> %1351, float %773, i32 3
+	%1353 = insertelement <16 x float> %1352, float %780, i32 4
+	%1354 = insertelement <16 x float> %1353, float %787, i32 5
+	%1355 = insertelement <16 x float> %1354, float %794, i32 6
+	%1356 = insertelement <16 x float> %1355, float %801, i32 7
+	%1357 = insertelement <16 x float> %1356, float %808, i32 8
+	%1358 = insertelement <16 x float> %1357, float %815, i32 9
+	%1359 = insertelement <16 x float> %1358, float %822, i32 10
+	%1360 = insertelement <16 x float> %1359, float %829, i32 11
+	%1361 = insertelement <16 x float> %1360, float %836, i32 12
+	%1362 = insertelement <16 x float> %1361, float %843, i32 13
+	%1363 = insertelement <16 x float> %1362, float %850, i32 14
+	%1364 = insertelement <16 x float> %1363, float %857, i32 15
+	%1365 = add i64 %110, 0
+	%1366 = getelementptr float, float* %9, i64 %1365
+	%1367 = bitcast float* %1366 to <16 x float>*
+	store <16 x float> %1364, <16 x float>* %1367, align 4
+	%1368 = insertelement <16 x float> undef, float %864, i32 0
+	%1369 = insertelement <16 x float> %1368, float %871, i32 1
+	%1370 = insertelement <16 x float> %1369, float %878, i32 2
+	%1371 = insertelement <16 x float> %1370, float %885, i32 3
+	%1372 = insertelement <16 x float> %1371, float %892, i32 4
+	%1373 = insertelement <16 x float> %1372, float %899, i32 5
+	%1374 = insertelement <16 x float> %1373, float %906, i32 6
+	%1375 = insertelement <16 x float> %1374, float %913, i32 7
+	%1376 = insertelement <16 x float> %1375, float %920, i32 8
+	%1377 = insertelement <16 x float> %1376, float %927, i32 9
+	%1378 = insertelement <16 x float> %1377, float %934, i32 10
+	%1379 = insertelement <16 x float> %1378, float %941, i32 11
+	%1380 = insertelement <16 x float> %1379, float %948, i32 12
+	%1381 = insertelement <16 x float> %1380, float %955, i32 13
+	%1382 = insertelement <16 x float> %1381, float %962, i32 14
+	%1383 = insertelement <16 x float> %1382, float %969, i32 15
+	%1384 = add i64 %110, 16
+	%1385 = getelementptr float, float* %9, i64 %1384
+	%1386 = bitcast float* %1385 to <16 x float>*
+	store <16 x float> %1383, <16 x float>* %1386, align 4
+	%1387 = insertelement <16 x float> undef, float %976, i32 0
+	%1388 = insertelement <16 x float> %1387, float %983, i32 1
+	%1389 = insertelement <16 x float> %1388, float %990, i32 2
+	%1390 = insertelement <16 x float> %1389, float %997, i32 3
+	%1391 = insertelement <16 x float> %1390, float %1004, i32 4
+	%1392 = insertelement <16 x float> %1391, float %1011, i32 5
+	%1393 = insertelement <16 x float> %1392, float %1018, i32 6
+	%1394 = insertelement <16 x float> %1393, float %1025, i32 7
+	%1395 = insertelement <16 x float> %1394, float %1032, i32 8
+	%1396 = insertelement <16 x float> %1395, float %1039, i32 9
+	%1397 = insertelement <16 x float> %1396, float %1046, i32 10
+	%1398 = insertelement <16 x float> %1397, float %1053, i32 11
+	%1399 = insertelement <16 x float> %1398, float %1060, i32 12
+	%1400 = insertelement <16 x float> %1399, float %1067, i32 13
+	%1401 = insertelement <16 x float> %1400, float %1074, i32 14
+	%1402 = insertelement <16 x float> %1401, float %1081, i32 15
+	%1403 = add i64 %110, 32
+	%1404 = getelementptr float, float* %9, i64 %1403
+	%1405 = bitcast float* %1404 to <16 x float>*
+	store <16 x float> %1402, <16 x float>* %1405, align 4
+	%1406 = insertelement <16 x float> undef, float %1088, i32 0
+	%1407 = insertelement <16 x float> %1406, float %1095, i32 1
+	%1408 = insertelement <16 x float> %1407, float %1102, i32 2
+	%1409 = insertelement <16 x float> %1408, float %1109, i32 3
+	%1410 = insertelement <16 x float> %1409, float %1116, i32 4
+	%1411 = insertelement <16 x float> %1410, float %1123, i32 5
+	%1412 = insertelement <16 x float> %1411, float %1130, i32 6
+	%1413 = insertelement <16 x float> %1412, float %1137, i32 7
+	%1414 = insertelement <16 x float> %1413, float %1144, i32 8
+	%1415 = insertelement <16 x float> %1414, float %1151, i32 9
+	%1416 = insertelement <16 x float> %1415, float %1158, i32 10
+	%1417 = insertelement <16 x float> %1416, float %1165, i32 11
+	%1418 = insertelement <16 x float> %1417, float %1172, i32 12
+	%1419 = insertelement <16 x float> %1418, float %1179, i32 13
+	%1420 = insertelement <16 x float> %1419, float %1186, i32 14
+	%1421 = insertelement <16 x float> %1420, float %1193, i32 15
+	%1422 = add i64 %110, 48
+	%1423 = getelementptr float, float* %9, i64 %1422
+	%1424 = bitcast float* %1423 to <16 x float>*
+	store <16 x float> %1421, <16 x float>* %1424, align 4
+	%1425 = insertelement <16 x float> undef, float %753, i32 0
+	%1426 = insertelement <16 x float> %1425, float %760, i32 1
+	%1427 = insertelement <16 x float> %1426, float %767, i32 2
+	%1428 = insertelement <16 x float> %1427, float %774, i32 3
+	%1429 = insertelement <16 x float> %1428, float %781, i32 4
+	%1430 = insertelement <16 x float> %1429, float %788, i32 5
+	%1431 = insertelement <16 x float> %1430, float %795, i32 6
+	%1432 = insertelement <16 x float> %1431, float %802, i32 7
+	%1433 = insertelement <16 x float> %1432, float %809, i32 8
+	%1434 = insertelement <16 x float> %1433, float %816, i32 9
+	%1435 = insertelement <16 x float> %1434, float %823, i32 10
+	%1436 = insertelement <16 x float> %1435, float %830, i32 11
+	%1437 = insertelement <16 x float> %1436, float %837, i32 12
+	%1438 = insertelement <16 x float> %1437, float %844, i32 13
+	%1439 = insertelement <16 x float> %1438, float %851, i32 14
+	%1440 = insertelement <16 x float> %1439, float %858, i32 15
+	%1441 = add i64 %110, 0
+	%1442 = getelementptr float, float* %11, i64 %1441
+	%1443 = bitcast float* %1442 to <16 x float>*
+	store <16 x float> %1440, <16 x float>* %1443, align 4
+	%1444 = insertelement <16 x float> undef, float %865, i32 0
+	%1445 = insertelement <16 x float> %1444, float %872, i32 1
+	%1446 = insertelement <16 x float> %1445, float %879, i32 2
+	%1447 = insertelement <16 x float> %1446, float %886, i32 3
+	%1448 = insertelement <16 x float> %1447, float %893, i32 4
+	%1449 = insertelement <16 x float> %1448, float %900, i32 5
+	%1450 = insertelement <16 x float> %1449, float %907, i32 6
+	%1451 = insertelement <16 x float> %1450, float %914, i32 7
+	%1452 = insertelement <16 x float> %1451, float %921, i32 8
+	%1453 = insertelement <16 x float> %1452, float %928, i32 9
+	%1454 = insertelement <16 x float> %1453, float %935, i32 10
+	%1455 = insertelement <16 x float> %1454, float %942, i32 11
+	%1456 = insertelement <16 x float> %1455, float %949, i32 12
+	%1457 = insertelement <16 x float> %1456, float %956, i32 13
+	%1458 = insertelement <16 x float> %1457, float %963, i32 14
+	%1459 = insertelement <16 x float> %1458, float %970, i32 15
+	%1460 = add i64 %110, 16
+	%1461 = getelementptr float, float* %11, i64 %1460
+	%1462 = bitcast float* %1461 to <16 x float>*
+	store <16 x float> %1459, <16 x float>* %1462, align 4
+	%1463 = insertelement <16 x float> undef, float %977, i32 0
+	%1464 = insertelement <16 x float> %1463, float %984, i32 1
+	%1465 = insertelement <16 x float> %1464, float %991, i32 2
+	%1466 = insertelement <16 x float> %1465, float %998, i32 3
+	%1467 = insertelement <16 x float> %1466, float %1005, i32 4
+	%1468 = insertelement <16 x float> %1467, float %1012, i32 5
+	%1469 = insertelement <16 x float> %1468, float %1019, i32 6
+	%1470 = insertelement <16 x float> %1469, float %1026, i32 7
+	%1471 = insertelement <16 x float> %1470, float %1033, i32 8
+	%1472 = insertelement <16 x float> %1471, float %1040, i32 9
+	%1473 = insertelement <16 x float> %1472, float %1047, i32 10
+	%1474 = insertelement <16 x float> %1473, float %1054, i32 11
+	%1475 = insertelement <16 x float> %1474, float %1061, i32 12
+	%1476 = insertelement <16 x float> %1475, float %1068, i32 13
+	%1477 = insertelement <16 x float> %1476, float %1075, i32 14
+	%1478 = insertelement <16 x float> %1477, float %1082, i32 15
+	%1479 = add i64 %110, 32
+	%1480 = getelementptr float, float* %11, i64 %1479
+	%1481 = bitcast float* %1480 to <16 x float>*
+	store <16 x float> %1478, <16 x float>* %1481, align 4
+	%1482 = insertelement <16 x float> undef, float %1089, i32 0
+	%1483 = insertelement <16 x float> %1482, float %1096, i32 1
+	%1484 = insertelement <16 x float> %1483, float %1103, i32 2
+	%1485 = insertelement <16 x float> %1484, float %1110, i32 3
+	%1486 = insertelement <16 x float> %1485, float %1117, i32 4
+	%1487 = insertelement <16 x float> %1486, float %1124, i32 5
+	%1488 = insertelement <16 x float> %1487, float %1131, i32 6
+	%1489 = insertelement <16 x float> %1488, float %1138, i32 7
+	%1490 = insertelement <16 x float> %1489, float %1145, i32 8
+	%1491 = insertelement <16 x float> %1490, float %1152, i32 9
+	%1492 = insertelement <16 x float> %1491, float %1159, i32 10
+	%1493 = insertelement <16 x float> %1492, float %1166, i32 11
+	%1494 = insertelement <16 x float> %1493, float %1173, i32 12
+	%1495 = insertelement <16 x float> %1494, float %1180, i32 13
+	%1496 = insertelement <16 x float> %1495, float %1187, i32 14
+	%1497 = insertelement <16 x float> %1496, float %1194, i32 15
+	%1498 = add i64 %110, 48
+	%1499 = getelementptr float, float* %11, i64 %1498
+	%1500 = bitcast float* %1499 to <16 x float>*
+	store <16 x float> %1497, <16 x float>* %1500, align 4
+	%1501 = insertelement <16 x float> undef, float %754, i32 0
+	%1502 = insertelement <16 x float> %1501, float %761, i32 1
+	%1503 = insertelement <16 x float> %1502, float %768, i32 2
+	%1504 = insertelement <16 x float> %1503, float %775, i32 3
+	%1505 = insertelement <16 x float> %1504, float %782, i32 4
+	%1506 = insertelement <16 x float> %1505, float %789, i32 5
+	%1507 = insertelement <16 x float> %1506, float %796, i32 6
+	%1508 = insertelement <16 x float> %1507, float %803, i32 7
+	%1509 = insertelement <16 x float> %1508, float %810, i32 8
+	%1510 = insertelement <16 x float> %1509, float %817, i32 9
+	%1511 = insertelement <16 x float> %1510, float %824, i32 10
+	%1512 = insertelement <16 x float> %1511, float %831, i32 11
+	%1513 = insertelement <16 x float> %1512, float %838, i32 12
+	%1514 = insertelement <16 x float> %1513, float %845, i32 13
+	%1515 = insertelement <16 x float> %1514, float %852, i32 14
+	%1516 = insertelement <16 x float> %1515, float %859, i32 15
+	%1517 = add i64 %110, 0
+	%1518 = getelementptr float, float* %1, i64 %1517
+	%1519 = bitcast float* %1518 to <16 x float>*
+	store <16 x float> %1516, <16 x float>* %1519, align 4
+	%1520 = insertelement <16 x float> undef, float %866, i32 0
+	%1521 = insertelement <16 x float> %1520, float %873, i32 1
+	%1522 = insertelement <16 x float> %1521, float %880, i32 2
+	%1523 = insertelement <16 x float> %1522, float %887, i32 3
+	%1524 = insertelement <16 x float> %1523, float %894, i32 4
+	%1525 = insertelement <16 x float> %1524, float %901, i32 5
+	%1526 = insertelement <16 x float> %1525, float %908, i32 6
+	%1527 = insertelement <16 x float> %1526, float %915, i32 7
+	%1528 = insertelement <16 x float> %1527, float %922, i32 8
+	%1529 = insertelement <16 x float> %1528, float %929, i32 9
+	%1530 = insertelement <16 x float> %1529, float %936, i32 10
+	%1531 = insertelement <16 x float> %1530, float %943, i32 11
+	%1532 = insertelement <16 x float> %1531, float %950, i32 12
+	%1533 = insertelement <16 x float> %1532, float %957, i32 13
+	%1534 = insertelement <16 x float> %1533, float %964, i32 14
+	%1535 = insertelement <16 x float> %1534, float %971, i32 15
+	%1536 = add i64 %110, 16
+	%1537 = getelementptr float, float* %1, i64 %1536
+	%1538 = bitcast float* %1537 to <16 x float>*
+	store <16 x float> %1535, <16 x float>* %1538, align 4
+	%1539 = insertelement <16 x float> undef, float %978, i32 0
+	%1540 = insertelement <16 x float> %1539, float %985, i32 1
+	%1541 = insertelement <16 x float> %1540, float %992, i32 2
+	%1542 = insertelement <16 x float> %1541, float %999, i32 3
+	%1543 = insertelement <16 x float> %1542, float %1006, i32 4
+	%1544 = insertelement <16 x float> %1543, float %1013, i32 5
+	%1545 = insertelement <16 x float> %1544, float %1020, i32 6
+	%1546 = insertelement <16 x float> %1545, float %1027, i32 7
+	%1547 = insertelement <16 x float> %1546, float %1034, i32 8
+	%1548 = insertelement <16 x float> %1547, float %1041, i32 9
+	%1549 = insertelement <16 x float> %1548, float %1048, i32 10
+	%1550 = insertelement <16 x float> %1549, float %1055, i32 11
+	%1551 = insertelement <16 x float> %1550, float %1062, i32 12
+	%1552 = insertelement <16 x float> %1551, float %1069, i32 13
+	%1553 = insertelement <16 x float> %1552, float %1076, i32 14
+	%1554 = insertelement <16 x float> %1553, float %1083, i32 15
+	%1555 = add i64 %110, 32
+	%1556 = getelementptr float, float* %1, i64 %1555
+	%1557 = bitcast float* %1556 to <16 x float>*
+	store <16 x float> %1554, <16 x float>* %1557, align 4
+	%1558 = insertelement <16 x float> undef, float %1090, i32 0
+	%1559 = insertelement <16 x float> %1558, float %1097, i32 1
+	%1560 = insertelement <16 x float> %1559, float %1104, i32 2
+	%1561 = insertelement <16 x float> %1560, float %1111, i32 3
+	%1562 = insertelement <16 x float> %1561, float %1118, i32 4
+	%1563 = insertelement <16 x float> %1562, float %1125, i32 5
+	%1564 = insertelement <16 x float> %1563, float %1132, i32 6
+	%1565 = insertelement <16 x float> %1564, float %1139, i32 7
+	%1566 = insertelement <16 x float> %1565, float %1146, i32 8
+	%1567 = insertelement <16 x float> %1566, float %1153, i32 9
+	%1568 = insertelement <16 x float> %1567, float %1160, i32 10
+	%1569 = insertelement <16 x float> %1568, float %1167, i32 11
+	%1570 = insertelement <16 x float> %1569, float %1174, i32 12
+	%1571 = insertelement <16 x float> %1570, float %1181, i32 13
+	%1572 = insertelement <16 x float> %1571, float %1188, i32 14
+	%1573 = insertelement <16 x float> %1572, float %1195, i32 15
+	%1574 = add i64 %110, 48
+	%1575 = getelementptr float, float* %1, i64 %1574
+	%1576 = bitcast float* %1575 to <16 x float>*
+	store <16 x float> %1573, <16 x float>* %1576, align 4
+	%1577 = insertelement <16 x float> undef, float %755, i32 0
+	%1578 = insertelement <16 x float> %1577, float %762, i32 1
+	%1579 = insertelement <16 x float> %1578, float %769, i32 2
+	%1580 = insertelement <16 x float> %1579, float %776, i32 3
+	%1581 = insertelement <16 x float> %1580, float %783, i32 4
+	%1582 = insertelement <16 x float> %1581, float %790, i32 5
+	%1583 = insertelement <16 x float> %1582, float %797, i32 6
+	%1584 = insertelement <16 x float> %1583, float %804, i32 7
+	%1585 = insertelement <16 x float> %1584, float %811, i32 8
+	%1586 = insertelement <16 x float> %1585, float %818, i32 9
+	%1587 = insertelement <16 x float> %1586, float %825, i32 10
+	%1588 = insertelement <16 x float> %1587, float %832, i32 11
+	%1589 = insertelement <16 x float> %1588, float %839, i32 12
+	%1590 = insertelement <16 x float> %1589, float %846, i32 13
+	%1591 = insertelement <16 x float> %1590, float %853, i32 14
+	%1592 = insertelement <16 x float> %1591, float %860, i32 15
+	%1593 = add i64 %110, 0
+	%1594 = getelementptr float, float* %13, i64 %1593
+	%1595 = bitcast float* %1594 to <16 x float>*
+	store <16 x float> %1592, <16 x float>* %1595, align 4
+	%1596 = insertelement <16 x float> undef, float %867, i32 0
+	%1597 = insertelement <16 x float> %1596, float %874, i32 1
+	%1598 = insertelement <16 x float> %1597, float %881, i32 2
+	%1599 = insertelement <16 x float> %1598, float %888, i32 3
+	%1600 = insertelement <16 x float> %1599, float %895, i32 4
+	%1601 = insertelement <16 x float> %1600, float %902, i32 5
+	%1602 = insertelement <16 x float> %1601, float %909, i32 6
+	%1603 = insertelement <16 x float> %1602, float %916, i32 7
+	%1604 = insertelement <16 x float> %1603, float %923, i32 8
+	%1605 = insertelement <16 x float> %1604, float %930, i32 9
+	%1606 = insertelement <16 x float> %1605, float %937, i32 10
+	%1607 = insertelement <16 x float> %1606, float %944, i32 11
+	%1608 = insertelement <16 x float> %1607, float %951, i32 12
+	%1609 = insertelement <16 x float> %1608, float %958, i32 13
+	%1610 = insertelement <16 x float> %1609, float %965, i32 14
+	%1611 = insertelement <16 x float> %1610, float %972, i32 15
+	%1612 = add i64 %110, 16
+	%1613 = getelementptr float, float* %13, i64 %1612
+	%1614 = bitcast float* %1613 to <16 x float>*
+	store <16 x float> %1611, <16 x float>* %1614, align 4
+	%1615 = insertelement <16 x float> undef, float %979, i32 0
+	%1616 = insertelement <16 x float> %1615, float %986, i32 1
+	%1617 = insertelement <16 x float> %1616, float %993, i32 2
+	%1618 = insertelement <16 x float> %1617, float %1000, i32 3
+	%1619 = insertelement <16 x float> %1618, float %1007, i32 4
+	%1620 = insertelement <16 x float> %1619, float %1014, i32 5
+	%1621 = insertelement <16 x float> %1620, float %1021, i32 6
+	%1622 = insertelement <16 x float> %1621, float %1028, i32 7
+	%1623 = insertelement <16 x float> %1622, float %1035, i32 8
+	%1624 = insertelement <16 x float> %1623, float %1042, i32 9
+	%1625 = insertelement <16 x float> %1624, float %1049, i32 10
+	%1626 = insertelement <16 x float> %1625, float %1056, i32 11
+	%1627 = insertelement <16 x float> %1626, float %1063, i32 12
+	%1628 = insertelement <16 x float> %1627, float %1070, i32 13
+	%1629 = insertelement <16 x float> %1628, float %1077, i32 14
+	%1630 = insertelement <16 x float> %1629, float %1084, i32 15
+	%1631 = add i64 %110, 32
+	%1632 = getelementptr float, float* %13, i64 %1631
+	%1633 = bitcast float* %1632 to <16 x float>*
+	store <16 x float> %1630, <16 x float>* %1633, align 4
+	%1634 = insertelement <16 x float> undef, float %1091, i32 0
+	%1635 = insertelement <16 x float> %1634, float %1098, i32 1
+	%1636 = insertelement <16 x float> %1635, float %1105, i32 2
+	%1637 = insertelement <16 x float> %1636, float %1112, i32 3
+	%1638 = insertelement <16 x float> %1637, float %1119, i32 4
+	%1639 = insertelement <16 x float> %1638, float %1126, i32 5
+	%1640 = insertelement <16 x float> %1639, float %1133, i32 6
+	%1641 = insertelement <16 x float> %1640, float %1140, i32 7
+	%1642 = insertelement <16 x float> %1641, float %1147, i32 8
+	%1643 = insertelement <16 x float> %1642, float %1154, i32 9
+	%1644 = insertelement <16 x float> %1643, float %1161, i32 10
+	%1645 = insertelement <16 x float> %1644, float %1168, i32 11
+	%1646 = insertelement <16 x float> %1645, float %1175, i32 12
+	%1647 = insertelement <16 x float> %1646, float %1182, i32 13
+	%1648 = insertelement <16 x float> %1647, float %1189, i32 14
+	%1649 = insertelement <16 x float> %1648, float %1196, i32 15
+	%1650 = add i64 %110, 48
+	%1651 = getelementptr float, float* %13, i64 %1650
+	%1652 = bitcast float* %1651 to <16 x float>*
+	store <16 x float> %1649, <16 x float>* %1652, align 4
+	%1653 = add i64 %106, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%1654 = mul i64 %105, 16
+	br label %group.head.55
+
+group.head.55:
+	%1655 = phi i64 [ %1654, %wide.done.54 ], [ %1794, %group.56 ]
+	%1656 = icmp slt i64 %1655, %64
+	br i1 %1656, label %group.56, label %group.done.57
+
+group.56:
+	%1657 = shl i64 %1655, 2
+	%1658 = add i64 %65, %1657
+	%1659 = add i64 %69, %1655
+	%1660 = getelementptr float, float* %1, i64 %1658
+	%1661 = getelementptr float, float* %1660, i64 0
+	%1662 = load float, float* %1661, align 4
+	%1663 = getelementptr float, float* %1660, i64 1
+	%1664 = load float, float* %1663, align 4
+	%1665 = getelementptr float, float* %1660, i64 2
+	%1666 = load float, float* %1665, align 4
+	%1667 = getelementptr float, float* %1660, i64 3
+	%1668 = load float, float* %1667, align 4
+	%1669 = getelementptr float, float* %3, i64 %1658
+	%1670 = getelementptr float, float* %1669, i64 0
+	%1671 = load float, float* %1670, align 4
+	%1672 = getelementptr float, float* %1669, i64 1
+	%1673 = load float, float* %1672, align 4
+	%1674 = getelementptr float, float* %1669, i64 2
+	%1675 = load float, float* %1674, align 4
+	%1676 = getelementptr float, float* %1669, i64 3
+	%1677 = load float, float* %1676, align 4
+	%1678 = getelementptr float, float* %5, i64 %1658
+	%1679 = getelementptr float, float* %1678, i64 0
+	%1680 = load float, float* %1679, align 4
+	%1681 = getelementptr float, float* %1678, i64 1
+	%1682 = load float, float* %1681, align 4
+	%1683 = getelementptr float, float* %1678, i64 2
+	%1684 = load float, float* %1683, align 4
+	%1685 = getelementptr float, float* %1678, i64 3
+	%1686 = load float, float* %1685, align 4
+	%1687 = getelementptr float, float* %7, i64 %1658
+	%1688 = getelementptr float, float* %1687, i64 0
+	%1689 = load float, float* %1688, align 4
+	%1690 = getelementptr float, float* %1687, i64 1
+	%1691 = load float, float* %1690, align 4
+	%1692 = getelementptr float, float* %1687, i64 2
+	%1693 = load float, float* %1692, align 4
+	%1694 = getelementptr float, float* %1687, i64 3
+	%1695 = load float, float* %1694, align 4
+	%1696 = getelementptr float, float* %9, i64 %1658
+	%1697 = getelementptr float, float* %1696, i64 0
+	%1698 = load float, float* %1697, align 4
+	%1699 = getelementptr float, float* %1696, i64 1
+	%1700 = load float, float* %1699, align 4
+	%1701 = getelementptr float, float* %1696, i64 2
+	%1702 = load float, float* %1701, align 4
+	%1703 = getelementptr float, float* %1696, i64 3
+	%1704 = load float, float* %1703, align 4
+	%1705 = getelementptr float, float* %11, i64 %1658
+	%1706 = getelementptr float, float* %1705, i64 0
+	%1707 = load float, float* %1706, align 4
+	%1708 = getelementptr float, float* %1705, i64 1
+	%1709 = load float, float* %1708, align 4
+	%1710 = getelementptr float, float* %1705, i64 2
+	%1711 = load float, float* %1710, align 4
+	%1712 = getelementptr float, float* %1705, i64 3
+	%1713 = load float, float* %1712, align 4
+	%1714 = getelementptr float, float* %13, i64 %1658
+	%1715 = getelementptr float, float* %1714, i64 0
+	%1716 = load float, float* %1715, align 4
+	%1717 = getelementptr float, float* %1714, i64 1
+	%1718 = load float, float* %1717, align 4
+	%1719 = getelementptr float, float* %1714, i64 2
+	%1720 = load float, float* %1719, align 4
+	%1721 = getelementptr float, float* %1714, i64 3
+	%1722 = load float, float* %1721, align 4
+	%1723 = call <4 x float> @fg_gaussian4(i64 %51, i32 %53, i32 0, i64 %1659)
+	%1724 = extractelement <4 x float> %1723, i32 0
+	%1725 = fmul float %43, %1724
+	%1726 = fadd float %1671, %1725
+	%1727 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1662, float %1726, float %1680, float %1689, float %1698, float %1707, float %1716, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1728 = extractvalue %fiber_bccorr.stored %1727, 0
+	%1729 = extractvalue %fiber_bccorr.stored %1727, 1
+	%1730 = extractvalue %fiber_bccorr.stored %1727, 2
+	%1731 = extractvalue %fiber_bccorr.stored %1727, 3
+	%1732 = extractvalue %fiber_bccorr.stored %1727, 4
+	%1733 = extractvalue %fiber_bccorr.stored %1727, 5
+	%1734 = extractelement <4 x float> %1723, i32 1
+	%1735 = fmul float %43, %1734
+	%1736 = fadd float %1673, %1735
+	%1737 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1664, float %1736, float %1682, float %1691, float %1700, float %1709, float %1718, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1738 = extractvalue %fiber_bccorr.stored %1737, 0
+	%1739 = extractvalue %fiber_bccorr.stored %1737, 1
+	%1740 = extractvalue %fiber_bccorr.stored %1737, 2
+	%1741 = extractvalue %fiber_bccorr.stored %1737, 3
+	%1742 = extractvalue %fiber_bccorr.stored %1737, 4
+	%1743 = extractvalue %fiber_bccorr.stored %1737, 5
+	%1744 = extractelement <4 x float> %1723, i32 2
+	%1745 = fmul float %43, %1744
+	%1746 = fadd float %1675, %1745
+	%1747 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1666, float %1746, float %1684, float %1693, float %1702, float %1711, float %1720, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1748 = extractvalue %fiber_bccorr.stored %1747, 0
+	%1749 = extractvalue %fiber_bccorr.stored %1747, 1
+	%1750 = extractvalue %fiber_bccorr.stored %1747, 2
+	%1751 = extractvalue %fiber_bccorr.stored %1747, 3
+	%1752 = extractvalue %fiber_bccorr.stored %1747, 4
+	%1753 = extractvalue %fiber_bccorr.stored %1747, 5
+	%1754 = extractelement <4 x float> %1723, i32 3
+	%1755 = fmul float %43, %1754
+	%1756 = fadd float %1677, %1755
+	%1757 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1668, float %1756, float %1686, float %1695, float %1704, float %1713, float %1722, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1758 = extractvalue %fiber_bccorr.stored %1757, 0
+	%1759 = extractvalue %fiber_bccorr.stored %1757, 1
+	%1760 = extractvalue %fiber_bccorr.stored %1757, 2
+	%1761 = extractvalue %fiber_bccorr.stored %1757, 3
+	%1762 = extractvalue %fiber_bccorr.stored %1757, 4
+	%1763 = extractvalue %fiber_bccorr.stored %1757, 5
+	%1764 = getelementptr float, float* %7, i64 %1658
+	%1765 = getelementptr float, float* %1764, i64 0
+	store float %1728, float* %1765, align 4
+	%1766 = getelementptr float, float* %1764, i64 1
+	store float %1738, float* %1766, align 4
+	%1767 = getelementptr float, float* %1764, i64 2
+	store float %1748, float* %1767, align 4
+	%1768 = getelementptr float, float* %1764, i64 3
+	store float %1758, float* %1768, align 4
+	%1769 = getelementptr float, float* %5, i64 %1658
+	%1770 = getelementptr float, float* %1769, i64 0
+	store float %1729, float* %1770, align 4
+	%1771 = getelementptr float, float* %1769, i64 1
+	store float %1739, float* %1771, align 4
+	%1772 = getelementptr float, float* %1769, i64 2
+	store float %1749, float* %1772, align 4
+	%1773 = getelementptr float, float* %1769, i64 3
+	store float %1759, float* %1773, align 4
+	%1774 = getelementptr float, float* %9, i64 %1658
+	%1775 = getelementptr float, float* %1774, i64 0
+	store float %1730, float* %1775, align 4
+	%1776 = getelementptr float, float* %1774, i64 1
+	store float %1740, float* %1776, align 4
+	%1777 = getelementptr float, float* %1774, i64 2
+	store float %1750, float* %1777, align 4
+	%1778 = getelementptr float, float* %1774, i64 3
+	store float %1760, float* %1778, align 4
+	%1779 = getelementptr float, float* %11, i64 %1658
+	%1780 = getelementptr float, float* %1779, i64 0
+	store float %1731, float* %1780, align 4
+	%1781 = getelementptr float, float* %1779, i64 1
+	store float %1741, float* %1781, align 4
+	%1782 = getelementptr float, float* %1779, i64 2
+	store float %1751, float* %1782, align 4
+	%1783 = getelementptr float, float* %1779, i64 3
+	store float %1761, float* %1783, align 4
+	%1784 = getelementptr float, float* %1, i64 %1658
+	%1785 = getelementptr float, float* %1784, i64 0
+	store float %1732, float* %1785, align 4
+	%1786 = getelementptr float, float* %1784, i64 1
+	store float %1742, float* %1786, align 4
+	%1787 = getelementptr float, float* %1784, i64 2
+	store float %1752, float* %1787, align 4
+	%1788 = getelementptr float, float* %1784, i64 3
+	store float %1762, float* %1788, align 4
+	%1789 = getelementptr float, float* %13, i64 %1658
+	%1790 = getelementptr float, float* %1789, i64 0
+	store float %1733, float* %1790, align 4
+	%1791 = getelementptr float, float* %1789, i64 1
+	store float %1743, float* %1791, align 4
+	%1792 = getelementptr float, float* %1789, i64 2
+	store float %1753, float* %1792, align 4
+	%1793 = getelementptr float, float* %1789, i64 3
+	store float %1763, float* %1793, align 4
+	%1794 = add i64 %1655, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%1795 = phi i64 [ %67, %group.done.57 ], [ %1828, %tail.59 ]
+	%1796 = icmp slt i64 %1795, %47
+	br i1 %1796, label %tail.59, label %tail.done.60
+
+tail.59:
+	%1797 = getelementptr float, float* %1, i64 %1795
+	%1798 = load float, float* %1797, align 4
+	%1799 = getelementptr float, float* %3, i64 %1795
+	%1800 = load float, float* %1799, align 4
+	%1801 = getelementptr float, float* %5, i64 %1795
+	%1802 = load float, float* %1801, align 4
+	%1803 = getelementptr float, float* %7, i64 %1795
+	%1804 = load float, float* %1803, align 4
+	%1805 = getelementptr float, float* %9, i64 %1795
+	%1806 = load float, float* %1805, align 4
+	%1807 = getelementptr float, float* %11, i64 %1795
+	%1808 = load float, float* %1807, align 4
+	%1809 = getelementptr float, float* %13, i64 %1795
+	%1810 = load float, float* %1809, align 4
+	%1811 = add i64 %49, %1795
+	%1812 = call float @fg_gaussian(i64 %51, i32 %53, i32 0, i64 %1811)
+	%1813 = fmul float %43, %1812
+	%1814 = fadd float %1800, %1813
+	%1815 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1798, float %1814, float %1802, float %1804, float %1806, float %1808, float %1810, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1816 = extractvalue %fiber_bccorr.stored %1815, 0
+	%1817 = extractvalue %fiber_bccorr.stored %1815, 1
+	%1818 = extractvalue %fiber_bccorr.stored %1815, 2
+	%1819 = extractvalue %fiber_bccorr.stored %1815, 3
+	%1820 = extractvalue %fiber_bccorr.stored %1815, 4
+	%1821 = extractvalue %fiber_bccorr.stored %1815, 5
+	%1822 = getelementptr float, float* %7, i64 %1795
+	store float %1816, float* %1822, align 4
+	%1823 = getelementptr float, float* %5, i64 %1795
+	store float %1817, float* %1823, align 4
+	%1824 = getelementptr float, float* %9, i64 %1795
+	store float %1818, float* %1824, align 4
+	%1825 = getelementptr float, float* %11, i64 %1795
+	store float %1819, float* %1825, align 4
+	%1826 = getelementptr float, float* %1, i64 %1795
+	store float %1820, float* %1826, align 4
+	%1827 = getelementptr float, float* %13, i64 %1795
+	store float %1821, float* %1827, align 4
+	%1828 = add i64 %1795, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%1829 = phi i64 [ %45, %without_noise ], [ %1858, %head.62 ]
+	%1830 = icmp slt i64 %1829, %65
+	br i1 %1830, label %head.62, label %head.done.63
+
+head.62:
+	%1831 = getelementptr float, float* %1, i64 %1829
+	%1832 = load float, float* %1831, align 4
+	%1833 = getelementptr float, float* %3, i64 %1829
+	%1834 = load float, float* %1833, align 4
+	%1835 = getelementptr float, float* %5, i64 %1829
+	%1836 = load float, float* %1835, align 4
+	%1837 = getelementptr float, float* %7, i64 %1829
+	%1838 = load float, float* %1837, align 4
+	%1839 = getelementptr float, float* %9, i64 %1829
+	%1840 = load float, float* %1839, align 4
+	%1841 = getelementptr float, float* %11, i64 %1829
+	%1842 = load float, float* %1841, align 4
+	%1843 = getelementptr float, float* %13, i64 %1829
+	%1844 = load float, float* %1843, align 4
+	%1845 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1832, float %1834, float %1836, float %1838, float %1840, float %1842, float %1844, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%1846 = extractvalue %fiber_bccorr.stored %1845, 0
+	%1847 = extractvalue %fiber_bccorr.stored %1845, 1
+	%1848 = extractvalue %fiber_bccorr.stored %1845, 2
+	%1849 = extractvalue %fiber_bccorr.stored %1845, 3
+	%1850 = extractvalue %fiber_bccorr.stored %1845, 4
+	%1851 = extractvalue %fiber_bccorr.stored %1845, 5
+	%1852 = getelementptr float, float* %7, i64 %1829
+	store float %1846, float* %1852, align 4
+	%1853 = getelementptr float, float* %5, i64 %1829
+	store float %1847, float* %1853, align 4
+	%1854 = getelementptr float, float* %9, i64 %1829
+	store float %1848, float* %1854, align 4
+	%1855 = getelementptr float, float* %11, i64 %1829
+	store float %1849, float* %1855, align 4
+	%1856 = getelementptr float, float* %1, i64 %1829
+	store float %1850, float* %1856, align 4
+	%1857 = getelementptr float, float* %13, i64 %1829
+	store float %1851, float* %1857, align 4
+	%1858 = add i64 %1829, 1
+	br label %head.head.61
+
+head.done.63:
+	%1859 = sdiv i64 %64, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%1860 = phi i64 [ 0, %head.done.63 ], [ %3330, %wide.65 ]
+	%1861 = icmp slt i64 %1860, %1859
+	br i1 %1861, label %wide.65, label %wide.done.66
+
+wide.65:
+	%1862 = mul i64 %1860, 16
+	%1863 = shl i64 %1862, 2
+	%1864 = add i64 %65, %1863
+	%1865 = add i64 %69, %1862
+	%1866 = add i64 %1864, 0
+	%1867 = getelementptr float, float* %1, i64 %1866
+	%1868 = bitcast float* %1867 to <16 x float>*
+	%1869 = load <16 x float>, <16 x float>* %1868, align 4
+	%1870 = extractelement <16 x float> %1869, i32 0
+	%1871 = extractelement <16 x float> %1869, i32 1
+	%1872 = extractelement <16 x float> %1869, i32 2
+	%1873 = extractelement <16 x float> %1869, i32 3
+	%1874 = extractelement <16 x float> %1869, i32 4
+	%1875 = extractelement <16 x float> %1869, i32 5
+	%1876 = extractelement <16 x float> %1869, i32 6
+	%1877 = extractelement <16 x float> %1869, i32 7
+	%1878 = extractelement <16 x float> %1869, i32 8
+	%1879 = extractelement <16 x float> %1869, i32 9
+	%1880 = extractelement <16 x float> %1869, i32 10
+	%1881 = extractelement <16 x float> %1869, i32 11
+	%1882 = extractelement <16 x float> %1869, i32 12
+	%1883 = extractelement <16 x float> %1869, i32 13
+	%1884 = extractelement <16 x float> %1869, i32 14
+	%1885 = extractelement <16 x float> %1869, i32 15
+	%1886 = add i64 %1864, 16
+	%1887 = getelementptr float, float* %1, i64 %1886
+	%1888 = bitcast float* %1887 to <16 x float>*
+	%1889 = load <16 x float>, <16 x float>* %1888, align 4
+	%1890 = extractelement <16 x float> %1889, i32 0
+	%1891 = extractelement <16 x float> %1889, i32 1
+	%1892 = extractelement <16 x float> %1889, i32 2
+	%1893 = extractelement <16 x float> %1889, i32 3
+	%1894 = extractelement <16 x float> %1889, i32 4
+	%1895 = extractelement <16 x float> %1889, i32 5
+	%1896 = extractelement <16 x float> %1889, i32 6
+	%1897 = extractelement <16 x float> %1889, i32 7
+	%1898 = extractelement <16 x float> %1889, i32 8
+	%1899 = extractelement <16 x float> %1889, i32 9
+	%1900 = extractelement <16 x float> %1889, i32 10
+	%1901 = extractelement <16 x float> %1889, i32 11
+	%1902 = extractelement <16 x float> %1889, i32 12
+	%1903 = extractelement <16 x float> %1889, i32 13
+	%1904 = extractelement <16 x float> %1889, i32 14
+	%1905 = extractelement <16 x float> %1889, i32 15
+	%1906 = add i64 %1864, 32
+	%1907 = getelementptr float, float* %1, i64 %1906
+	%1908 = bitcast float* %1907 to <16 x float>*
+	%1909 = load <16 x float>, <16 x float>* %1908, align 4
+	%1910 = extractelement <16 x float> %1909, i32 0
+	%1911 = extractelement <16 x float> %1909, i32 1
+	%1912 = extractelement <16 x float> %1909, i32 2
+	%1913 = extractelement <16 x float> %1909, i32 3
+	%1914 = extractelement <16 x float> %1909, i32 4
+	%1915 = extractelement <16 x float> %1909, i32 5
+	%1916 = extractelement <16 x float> %1909, i32 6
+	%1917 = extractelement <16 x float> %1909, i32 7
+	%1918 = extractelement <16 x float> %1909, i32 8
+	%1919 = extractelement <16 x float> %1909, i32 9
+	%1920 = extractelement <16 x float> %1909, i32 10
+	%1921 = extractelement <16 x float> %1909, i32 11
+	%1922 = extractelement <16 x float> %1909, i32 12
+	%1923 = extractelement <16 x float> %1909, i32 13
+	%1924 = extractelement <16 x float> %1909, i32 14
+	%1925 = extractelement <16 x float> %1909, i32 15
+	%1926 = add i64 %1864, 48
+	%1927 = getelementptr float, float* %1, i64 %1926
+	%1928 = bitcast float* %1927 to <16 x float>*
+	%1929 = load <16 x float>, <16 x float>* %1928, align 4
+	%1930 = extractelement <16 x float> %1929, i32 0
+	%1931 = extractelement <16 x float> %1929, i32 1
+	%1932 = extractelement <16 x float> %1929, i32 2
+	%1933 = extractelement <16 x float> %1929, i32 3
+	%1934 = extractelement <16 x float> %1929, i32 4
+	%1935 = extractelement <16 x float> %1929, i32 5
+	%1936 = extractelement <16 x float> %1929, i32 6
+	%1937 = extractelement <16 x float> %1929, i32 7
+	%1938 = extractelement <16 x float> %1929, i32 8
+	%1939 = extractelement <16 x float> %1929, i32 9
+	%1940 = extractelement <16 x float> %1929, i32 10
+	%1941 = extractelement <16 x float> %1929, i32 11
+	%1942 = extractelement <16 x float> %1929, i32 12
+	%1943 = extractelement <16 x float> %1929, i32 13
+	%1944 = extractelement <16 x float> %1929, i32 14
+	%1945 = extractelement <16 x float> %1929, i32 15
+	%1946 = add i64 %1864, 0
+	%1947 = getelementptr float, float* %3, i64 %1946
+	%1948 = bitcast float* %1947 to <16 x float>*
+	%1949 = load <16 x float>, <16 x float>* %1948, align 4
+	%1950 = extractelement <16 x float> %1949, i32 0
+	%1951 = extractelement <16 x float> %1949, i32 1
+	%1952 = extractelement <16 x float> %1949, i32 2
+	%1953 = extractelement <16 x float> %1949, i32 3
+	%1954 = extractelement <16 x float> %1949, i32 4
+	%1955 = extractelement <16 x float> %1949, i32 5
+	%1956 = extractelement <16 x float> %1949, i32 6
+	%1957 = extractelement <16 x float> %1949, i32 7
+	%1958 = extractelement <16 x float> %1949, i32 8
+	%1959 = extractelement <16 x float> %1949, i32 9
+	%1960 = extractelement <16 x float> %1949, i32 10
+	%1961 = extractelement <16 x float> %1949, i32 11
+	%1962 = extractelement <16 x float> %1949, i32 12
+	%1963 = extractelement <16 x float> %1949, i32 13
+	%1964 = extractelement <16 x float> %1949, i32 14
+	%1965 = extractelement <16 x float> %1949, i32 15
+	%1966 = add i64 %1864, 16
+	%1967 = getelementptr float, float* %3, i64 %1966
+	%1968 = bitcast float* %1967 to <16 x float>*
+	%1969 = load <16 x float>, <16 x float>* %1968, align 4
+	%1970 = extractelement <16 x float> %1969, i32 0
+	%1971 = extractelement <16 x float> %1969, i32 1
+	%1972 = extractelement <16 x float> %1969, i32 2
+	%1973 = extractelement <16 x float> %1969, i32 3
+	%1974 = extractelement <16 x float> %1969, i32 4
+	%1975 = extractelement <16 x float> %1969, i32 5
+	%1976 = extractelement <16 x float> %1969, i32 6
+	%1977 = extractelement <16 x float> %1969, i32 7
+	%1978 = extractelement <16 x float> %1969, i32 8
+	%1979 = extractelement <16 x float> %1969, i32 9
+	%1980 = extractelement <16 x float> %1969, i32 10
+	%1981 = extractelement <16 x float> %1969, i32 11
+	%1982 = extractelement <16 x float> %1969, i32 12
+	%1983 = extractelement <16 x float> %1969, i32 13
+	%1984 = extractelement <16 x float> %1969, i32 14
+	%1985 = extractelement <16 x float> %1969, i32 15
+	%1986 = add i64 %1864, 32
+	%1987 = getelementptr float, float* %3, i64 %1986
+	%1988 = bitcast float* %1987 to <16 x float>*
+	%1989 = load <16 x float>, <16 x float>* %1988, align 4
+	%1990 = extractelement <16 x float> %1989, i32 0
+	%1991 = extractelement <16 x float> %1989, i32 1
+	%1992 = extractelement <16 x float> %1989, i32 2
+	%1993 = extractelement <16 x float> %1989, i32 3
+	%1994 = extractelement <16 x float> %1989, i32 4
+	%1995 = extractelement <16 x float> %1989, i32 5
+	%1996 = extractelement <16 x float> %1989, i32 6
+	%1997 = extractelement <16 x float> %1989, i32 7
+	%1998 = extractelement <16 x float> %1989, i32 8
+	%1999 = extractelement <16 x float> %1989, i32 9
+	%2000 = extractelement <16 x float> %1989, i32 10
+	%2001 = extractelement <16 x float> %1989, i32 11
+	%2002 = extractelement <16 x float> %1989, i32 12
+	%2003 = extractelement <16 x float> %1989, i32 13
+	%2004 = extractelement <16 x float> %1989, i32 14
+	%2005 = extractelement <16 x float> %1989, i32 15
+	%2006 = add i64 %1864, 48
+	%2007 = getelementptr float, float* %3, i64 %2006
+	%2008 = bitcast float* %2007 to <16 x float>*
+	%2009 = load <16 x float>, <16 x float>* %2008, align 4
+	%2010 = extractelement <16 x float> %2009, i32 0
+	%2011 = extractelement <16 x float> %2009, i32 1
+	%2012 = extractelement <16 x float> %2009, i32 2
+	%2013 = extractelement <16 x float> %2009, i32 3
+	%2014 = extractelement <16 x float> %2009, i32 4
+	%2015 = extractelement <16 x float> %2009, i32 5
+	%2016 = extractelement <16 x float> %2009, i32 6
+	%2017 = extractelement <16 x float> %2009, i32 7
+	%2018 = extractelement <16 x float> %2009, i32 8
+	%2019 = extractelement <16 x float> %2009, i32 9
+	%2020 = extractelement <16 x float> %2009, i32 10
+	%2021 = extractelement <16 x float> %2009, i32 11
+	%2022 = extractelement <16 x float> %2009, i32 12
+	%2023 = extractelement <16 x float> %2009, i32 13
+	%2024 = extractelement <16 x float> %2009, i32 14
+	%2025 = extractelement <16 x float> %2009, i32 15
+	%2026 = add i64 %1864, 0
+	%2027 = getelementptr float, float* %5, i64 %2026
+	%2028 = bitcast float* %2027 to <16 x float>*
+	%2029 = load <16 x float>, <16 x float>* %2028, align 4
+	%2030 = extractelement <16 x float> %2029, i32 0
+	%2031 = extractelement <16 x float> %2029, i32 1
+	%2032 = extractelement <16 x float> %2029, i32 2
+	%2033 = extractelement <16 x float> %2029, i32 3
+	%2034 = extractelement <16 x float> %2029, i32 4
+	%2035 = extractelement <16 x float> %2029, i32 5
+	%2036 = extractelement <16 x float> %2029, i32 6
+	%2037 = extractelement <16 x float> %2029, i32 7
+	%2038 = extractelement <16 x float> %2029, i32 8
+	%2039 = extractelement <16 x float> %2029, i32 9
+	%2040 = extractelement <16 x float> %2029, i32 10
+	%2041 = extractelement <16 x float> %2029, i32 11
+	%2042 = extractelement <16 x float> %2029, i32 12
+	%2043 = extractelement <16 x float> %2029, i32 13
+	%2044 = extractelement <16 x float> %2029, i32 14
+	%2045 = extractelement <16 x float> %2029, i32 15
+	%2046 = add i64 %1864, 16
+	%2047 = getelementptr float, float* %5, i64 %2046
+	%2048 = bitcast float* %2047 to <16 x float>*
+	%2049 = load <16 x float>, <16 x float>* %2048, align 4
+	%2050 = extractelement <16 x float> %2049, i32 0
+	%2051 = extractelement <16 x float> %2049, i32 1
+	%2052 = extractelement <16 x float> %2049, i32 2
+	%2053 = extractelement <16 x float> %2049, i32 3
+	%2054 = extractelement <16 x float> %2049, i32 4
+	%2055 = extractelement <16 x float> %2049, i32 5
+	%2056 = extractelement <16 x float> %2049, i32 6
+	%2057 = extractelement <16 x float> %2049, i32 7
+	%2058 = extractelement <16 x float> %2049, i32 8
+	%2059 = extractelement <16 x float> %2049, i32 9
+	%2060 = extractelement <16 x float> %2049, i32 10
+	%2061 = extractelement <16 x float> %2049, i32 11
+	%2062 = extractelement <16 x float> %2049, i32 12
+	%2063 = extractelement <16 x float> %2049, i32 13
+	%2064 = extractelement <16 x float> %2049, i32 14
+	%2065 = extractelement <16 x float> %2049, i32 15
+	%2066 = add i64 %1864, 32
+	%2067 = getelementptr float, float* %5, i64 %2066
+	%2068 = bitcast float* %2067 to <16 x float>*
+	%2069 = load <16 x float>, <16 x float>* %2068, align 4
+	%2070 = extractelement <16 x float> %2069, i32 0
+	%2071 = extractelement <16 x float> %2069, i32 1
+	%2072 = extractelement <16 x float> %2069, i32 2
+	%2073 = extractelement <16 x float> %2069, i32 3
+	%2074 = extractelement <16 x float> %2069, i32 4
+	%2075 = extractelement <16 x float> %2069, i32 5
+	%2076 = extractelement <16 x float> %2069, i32 6
+	%2077 = extractelement <16 x float> %2069, i32 7
+	%2078 = extractelement <16 x float> %2069, i32 8
+	%2079 = extractelement <16 x float> %2069, i32 9
+	%2080 = extractelement <16 x float> %2069, i32 10
+	%2081 = extractelement <16 x float> %2069, i32 11
+	%2082 = extractelement <16 x float> %2069, i32 12
+	%2083 = extractelement <16 x float> %2069, i32 13
+	%2084 = extractelement <16 x float> %2069, i32 14
+	%2085 = extractelement <16 x float> %2069, i32 15
+	%2086 = add i64 %1864, 48
+	%2087 = getelementptr float, float* %5, i64 %2086
+	%2088 = bitcast float* %2087 to <16 x float>*
+	%2089 = load <16 x float>, <16 x float>* %2088, align 4
+	%2090 = extractelement <16 x float> %2089, i32 0
+	%2091 = extractelement <16 x float> %2089, i32 1
+	%2092 = extractelement <16 x float> %2089, i32 2
+	%2093 = extractelement <16 x float> %2089, i32 3
+	%2094 = extractelement <16 x float> %2089, i32 4
+	%2095 = extractelement <16 x float> %2089, i32 5
+	%2096 = extractelement <16 x float> %2089, i32 6
+	%2097 = extractelement <16 x float> %2089, i32 7
+	%2098 = extractelement <16 x float> %2089, i32 8
+	%2099 = extractelement <16 x float> %2089, i32 9
+	%2100 = extractelement <16 x float> %2089, i32 10
+	%2101 = extractelement <16 x float> %2089, i32 11
+	%2102 = extractelement <16 x float> %2089, i32 12
+	%2103 = extractelement <16 x float> %2089, i32 13
+	%2104 = extractelement <16 x float> %2089, i32 14
+	%2105 = extractelement <16 x float> %2089, i32 15
+	%2106 = add i64 %1864, 0
+	%2107 = getelementptr float, float* %7, i64 %2106
+	%2108 = bitcast float* %2107 to <16 x float>*
+	%2109 = load <16 x float>, <16 x float>* %2108, align 4
+	%2110 = extractelement <16 x float> %2109, i32 0
+	%2111 = extractelement <16 x float> %2109, i32 1
+	%2112 = extractelement <16 x float> %2109, i32 2
+	%2113 = extractelement <16 x float> %2109, i32 3
+	%2114 = extractelement <16 x float> %2109, i32 4
+	%2115 = extractelement <16 x float> %2109, i32 5
+	%2116 = extractelement <16 x float> %2109, i32 6
+	%2117 = extractelement <16 x float> %2109, i32 7
+	%2118 = extractelement <16 x float> %2109, i32 8
+	%2119 = extractelement <16 x float> %2109, i32 9
+	%2120 = extractelement <16 x float> %2109, i32 10
+	%2121 = extractelement <16 x float> %2109, i32 11
+	%2122 = extractelement <16 x float> %2109, i32 12
+	%2123 = extractelement <16 x float> %2109, i32 13
+	%2124 = extractelement <16 x float> %2109, i32 14
+	%2125 = extractelement <16 x float> %2109, i32 15
+	%2126 = add i64 %1864, 16
+	%2127 = getelementptr float, float* %7, i64 %2126
+	%2128 = bitcast float* %2127 to <16 x float>*
+	%2129 = load <16 x float>, <16 x float>* %2128, align 4
+	%2130 = extractelement <16 x float> %2129, i32 0
+	%2131 = extractelement <16 x float> %2129, i32 1
+	%2132 = extractelement <16 x float> %2129, i32 2
+	%2133 = extractelement <16 x float> %2129, i32 3
+	%2134 = extractelement <16 x float> %2129, i32 4
+	%2135 = extractelement <16 x float> %2129, i32 5
+	%2136 = extractelement <16 x float> %2129, i32 6
+	%2137 = extractelement <16 x float> %2129, i32 7
+	%2138 = extractelement <16 x float> %2129, i32 8
+	%2139 = extractelement <16 x float> %2129, i32 9
+	%2140 = extractelement <16 x float> %2129, i32 10
+	%2141 = extractelement <16 x float> %2129, i32 11
+	%2142 = extractelement <16 x float> %2129, i32 12
+	%2143 = extractelement <16 x float> %2129, i32 13
+	%2144 = extractelement <16 x float> %2129, i32 14
+	%2145 = extractelement <16 x float> %2129, i32 15
+	%2146 = add i64 %1864, 32
+	%2147 = getelementptr float, float* %7, i64 %2146
+	%2148 = bitcast float* %2147 to <16 x float>*
+	%2149 = load <16 x float>, <16 x float>* %2148, align 4
+	%2150 = extractelement <16 x float> %2149, i32 0
+	%2151 = extractelement <16 x float> %2149, i32 1
+	%2152 = extractelement <16 x float> %2149, i32 2
+	%2153 = extractelement <16 x float> %2149, i32 3
+	%2154 = extractelement <16 x float> %2149, i32 4
+	%2155 = extractelement <16 x float> %2149, i32 5
+	%2156 = extractelement <16 x float> %2149, i32 6
+	%2157 = extractelement <16 x float> %2149, i32 7
+	%2158 = extractelement <16 x float> %2149, i32 8
+	%2159 = extractelement <16 x float> %2149, i32 9
+	%2160 = extractelement <16 x float> %2149, i32 10
+	%2161 = extractelement <16 x float> %2149, i32 11
+	%2162 = extractelement <16 x float> %2149, i32 12
+	%2163 = extractelement <16 x float> %2149, i32 13
+	%2164 = extractelement <16 x float> %2149, i32 14
+	%2165 = extractelement <16 x float> %2149, i32 15
+	%2166 = add i64 %1864, 48
+	%2167 = getelementptr float, float* %7, i64 %2166
+	%2168 = bitcast float* %2167 to <16 x float>*
+	%2169 = load <16 x float>, <16 x float>* %2168, align 4
+	%2170 = extractelement <16 x float> %2169, i32 0
+	%2171 = extractelement <16 x float> %2169, i32 1
+	%2172 = extractelement <16 x float> %2169, i32 2
+	%2173 = extractelement <16 x float> %2169, i32 3
+	%2174 = extractelement <16 x float> %2169, i32 4
+	%2175 = extractelement <16 x float> %2169, i32 5
+	%2176 = extractelement <16 x float> %2169, i32 6
+	%2177 = extractelement <16 x float> %2169, i32 7
+	%2178 = extractelement <16 x float> %2169, i32 8
+	%2179 = extractelement <16 x float> %2169, i32 9
+	%2180 = extractelement <16 x float> %2169, i32 10
+	%2181 = extractelement <16 x float> %2169, i32 11
+	%2182 = extractelement <16 x float> %2169, i32 12
+	%2183 = extractelement <16 x float> %2169, i32 13
+	%2184 = extractelement <16 x float> %2169, i32 14
+	%2185 = extractelement <16 x float> %2169, i32 15
+	%2186 = add i64 %1864, 0
+	%2187 = getelementptr float, float* %9, i64 %2186
+	%2188 = bitcast float* %2187 to <16 x float>*
+	%2189 = load <16 x float>, <16 x float>* %2188, align 4
+	%2190 = extractelement <16 x float> %2189, i32 0
+	%2191 = extractelement <16 x float> %2189, i32 1
+	%2192 = extractelement <16 x float> %2189, i32 2
+	%2193 = extractelement <16 x float> %2189, i32 3
+	%2194 = extractelement <16 x float> %2189, i32 4
+	%2195 = extractelement <16 x float> %2189, i32 5
+	%2196 = extractelement <16 x float> %2189, i32 6
+	%2197 = extractelement <16 x float> %2189, i32 7
+	%2198 = extractelement <16 x float> %2189, i32 8
+	%2199 = extractelement <16 x float> %2189, i32 9
+	%2200 = extractelement <16 x float> %2189, i32 10
+	%2201 = extractelement <16 x float> %2189, i32 11
+	%2202 = extractelement <16 x float> %2189, i32 12
+	%2203 = extractelement <16 x float> %2189, i32 13
+	%2204 = extractelement <16 x float> %2189, i32 14
+	%2205 = extractelement <16 x float> %2189, i32 15
+	%2206 = add i64 %1864, 16
+	%2207 = getelementptr float, float* %9, i64 %2206
+	%2208 = bitcast float* %2207 to <16 x float>*
+	%2209 = load <16 x float>, <16 x float>* %2208, align 4
+	%2210 = extractelement <16 x float> %2209, i32 0
+	%2211 = extractelement <16 x float> %2209, i32 1
+	%2212 = extractelement <16 x float> %2209, i32 2
+	%2213 = extractelement <16 x float> %2209, i32 3
+	%2214 = extractelement <16 x float> %2209, i32 4
+	%2215 = extractelement <16 x float> %2209, i32 5
+	%2216 = extractelement <16 x float> %2209, i32 6
+	%2217 = extractelement <16 x float> %2209, i32 7
+	%2218 = extractelement <16 x float> %2209, i32 8
+	%2219 = extractelement <16 x float> %2209, i32 9
+	%2220 = extractelement <16 x float> %2209, i32 10
+	%2221 = extractelement <16 x float> %2209, i32 11
+	%2222 = extractelement <16 x float> %2209, i32 12
+	%2223 = extractelement <16 x float> %2209, i32 13
+	%2224 = extractelement <16 x float> %2209, i32 14
+	%2225 = extractelement <16 x float> %2209, i32 15
+	%2226 = add i64 %1864, 32
+	%2227 = getelementptr float, float* %9, i64 %2226
+	%2228 = bitcast float* %2227 to <16 x float>*
+	%2229 = load <16 x float>, <16 x float>* %2228, align 4
+	%2230 = extractelement <16 x float> %2229, i32 0
+	%2231 = extractelement <16 x float> %2229, i32 1
+	%2232 = extractelement <16 x float> %2229, i32 2
+	%2233 = extractelement <16 x float> %2229, i32 3
+	%2234 = extractelement <16 x float> %2229, i32 4
+	%2235 = extractelement <16 x float> %2229, i32 5
+	%2236 = extractelement <16 x float> %2229, i32 6
+	%2237 = extractelement <16 x float> %2229, i32 7
+	%2238 = extractelement <16 x float> %2229, i32 8
+	%2239 = extractelement <16 x float> %2229, i32 9
+	%2240 = extractelement <16 x float> %2229, i32 10
+	%2241 = extractelement <16 x float> %2229, i32 11
+	%2242 = extractelement <16 x float> %2229, i32 12
+	%2243 = extractelement <16 x float> %2229, i32 13
+	%2244 = extractelement <16 x float> %2229, i32 14
+	%2245 = extractelement <16 x float> %2229, i32 15
+	%2246 = add i64 %1864, 48
+	%2247 = getelementptr float, float* %9, i64 %2246
+	%2248 = bitcast float* %2247 to <16 x float>*
+	%2249 = load <16 x float>, <16 x float>* %2248, align 4
+	%2250 = extractelement <16 x float> %2249, i32 0
+	%2251 = extractelement <16 x float> %2249, i32 1
+	%2252 = extractelement <16 x float> %2249, i32 2
+	%2253 = extractelement <16 x float> %2249, i32 3
+	%2254 = extractelement <16 x float> %2249, i32 4
+	%2255 = extractelement <16 x float> %2249, i32 5
+	%2256 = extractelement <16 x float> %2249, i32 6
+	%2257 = extractelement <16 x float> %2249, i32 7
+	%2258 = extractelement <16 x float> %2249, i32 8
+	%2259 = extractelement <16 x float> %2249, i32 9
+	%2260 = extractelement <16 x float> %2249, i32 10
+	%2261 = extractelement <16 x float> %2249, i32 11
+	%2262 = extractelement <16 x float> %2249, i32 12
+	%2263 = extractelement <16 x float> %2249, i32 13
+	%2264 = extractelement <16 x float> %2249, i32 14
+	%2265 = extractelement <16 x float> %2249, i32 15
+	%2266 = add i64 %1864, 0
+	%2267 = getelementptr float, float* %11, i64 %2266
+	%2268 = bitcast float* %2267 to <16 x float>*
+	%2269 = load <16 x float>, <16 x float>* %2268, align 4
+	%2270 = extractelement <16 x float> %2269, i32 0
+	%2271 = extractelement <16 x float> %2269, i32 1
+	%2272 = extractelement <16 x float> %2269, i32 2
+	%2273 = extractelement <16 x float> %2269, i32 3
+	%2274 = extractelement <16 x float> %2269, i32 4
+	%2275 = extractelement <16 x float> %2269, i32 5
+	%2276 = extractelement <16 x float> %2269, i32 6
+	%2277 = extractelement <16 x float> %2269, i32 7
+	%2278 = extractelement <16 x float> %2269, i32 8
+	%2279 = extractelement <16 x float> %2269, i32 9
+	%2280 = extractelement <16 x float> %2269, i32 10
+	%2281 = extractelement <16 x float> %2269, i32 11
+	%2282 = extractelement <16 x float> %2269, i32 12
+	%2283 = extractelement <16 x float> %2269, i32 13
+	%2284 = extractelement <16 x float> %2269, i32 14
+	%2285 = extractelement <16 x float> %2269, i32 15
+	%2286 = add i64 %1864, 16
+	%2287 = getelementptr float, float* %11, i64 %2286
+	%2288 = bitcast float* %2287 to <16 x float>*
+	%2289 = load <16 x float>, <16 x float>* %2288, align 4
+	%2290 = extractelement <16 x float> %2289, i32 0
+	%2291 = extractelement <16 x float> %2289, i32 1
+	%2292 = extractelement <16 x float> %2289, i32 2
+	%2293 = extractelement <16 x float> %2289, i32 3
+	%2294 = extractelement <16 x float> %2289, i32 4
+	%2295 = extractelement <16 x float> %2289, i32 5
+	%2296 = extractelement <16 x float> %2289, i32 6
+	%2297 = extractelement <16 x float> %2289, i32 7
+	%2298 = extractelement <16 x float> %2289, i32 8
+	%2299 = extractelement <16 x float> %2289, i32 9
+	%2300 = extractelement <16 x float> %2289, i32 10
+	%2301 = extractelement <16 x float> %2289, i32 11
+	%2302 = extractelement <16 x float> %2289, i32 12
+	%2303 = extractelement <16 x float> %2289, i32 13
+	%2304 = extractelement <16 x float> %2289, i32 14
+	%2305 = extractelement <16 x float> %2289, i32 15
+	%2306 = add i64 %1864, 32
+	%2307 = getelementptr float, float* %11, i64 %2306
+	%2308 = bitcast float* %2307 to <16 x float>*
+	%2309 = load <16 x float>, <16 x float>* %2308, align 4
+	%2310 = extractelement <16 x float> %2309, i32 0
+	%2311 = extractelement <16 x float> %2309, i32 1
+	%2312 = extractelement <16 x float> %2309, i32 2
+	%2313 = extractelement <16 x float> %2309, i32 3
+	%2314 = extractelement <16 x float> %2309, i32 4
+	%2315 = extractelement <16 x float> %2309, i32 5
+	%2316 = extractelement <16 x float> %2309, i32 6
+	%2317 = extractelement <16 x float> %2309, i32 7
+	%2318 = extractelement <16 x float> %2309, i32 8
+	%2319 = extractelement <16 x float> %2309, i32 9
+	%2320 = extractelement <16 x float> %2309, i32 10
+	%2321 = extractelement <16 x float> %2309, i32 11
+	%2322 = extractelement <16 x float> %2309, i32 12
+	%2323 = extractelement <16 x float> %2309, i32 13
+	%2324 = extractelement <16 x float> %2309, i32 14
+	%2325 = extractelement <16 x float> %2309, i32 15
+	%2326 = add i64 %1864, 48
+	%2327 = getelementptr float, float* %11, i64 %2326
+	%2328 = bitcast float* %2327 to <16 x float>*
+	%2329 = load <16 x float>, <16 x float>* %2328, align 4
+	%2330 = extractelement <16 x float> %2329, i32 0
+	%2331 = extractelement <16 x float> %2329, i32 1
+	%2332 = extractelement <16 x float> %2329, i32 2
+	%2333 = extractelement <16 x float> %2329, i32 3
+	%2334 = extractelement <16 x float> %2329, i32 4
+	%2335 = extractelement <16 x float> %2329, i32 5
+	%2336 = extractelement <16 x float> %2329, i32 6
+	%2337 = extractelement <16 x float> %2329, i32 7
+	%2338 = extractelement <16 x float> %2329, i32 8
+	%2339 = extractelement <16 x float> %2329, i32 9
+	%2340 = extractelement <16 x float> %2329, i32 10
+	%2341 = extractelement <16 x float> %2329, i32 11
+	%2342 = extractelement <16 x float> %2329, i32 12
+	%2343 = extractelement <16 x float> %2329, i32 13
+	%2344 = extractelement <16 x float> %2329, i32 14
+	%2345 = extractelement <16 x float> %2329, i32 15
+	%2346 = add i64 %1864, 0
+	%2347 = getelementptr float, float* %13, i64 %2346
+	%2348 = bitcast float* %2347 to <16 x float>*
+	%2349 = load <16 x float>, <16 x float>* %2348, align 4
+	%2350 = extractelement <16 x float> %2349, i32 0
+	%2351 = extractelement <16 x float> %2349, i32 1
+	%2352 = extractelement <16 x float> %2349, i32 2
+	%2353 = extractelement <16 x float> %2349, i32 3
+	%2354 = extractelement <16 x float> %2349, i32 4
+	%2355 = extractelement <16 x float> %2349, i32 5
+	%2356 = extractelement <16 x float> %2349, i32 6
+	%2357 = extractelement <16 x float> %2349, i32 7
+	%2358 = extractelement <16 x float> %2349, i32 8
+	%2359 = extractelement <16 x float> %2349, i32 9
+	%2360 = extractelement <16 x float> %2349, i32 10
+	%2361 = extractelement <16 x float> %2349, i32 11
+	%2362 = extractelement <16 x float> %2349, i32 12
+	%2363 = extractelement <16 x float> %2349, i32 13
+	%2364 = extractelement <16 x float> %2349, i32 14
+	%2365 = extractelement <16 x float> %2349, i32 15
+	%2366 = add i64 %1864, 16
+	%2367 = getelementptr float, float* %13, i64 %2366
+	%2368 = bitcast float* %2367 to <16 x float>*
+	%2369 = load <16 x float>, <16 x float>* %2368, align 4
+	%2370 = extractelement <16 x float> %2369, i32 0
+	%2371 = extractelement <16 x float> %2369, i32 1
+	%2372 = extractelement <16 x float> %2369, i32 2
+	%2373 = extractelement <16 x float> %2369, i32 3
+	%2374 = extractelement <16 x float> %2369, i32 4
+	%2375 = extractelement <16 x float> %2369, i32 5
+	%2376 = extractelement <16 x float> %2369, i32 6
+	%2377 = extractelement <16 x float> %2369, i32 7
+	%2378 = extractelement <16 x float> %2369, i32 8
+	%2379 = extractelement <16 x float> %2369, i32 9
+	%2380 = extractelement <16 x float> %2369, i32 10
+	%2381 = extractelement <16 x float> %2369, i32 11
+	%2382 = extractelement <16 x float> %2369, i32 12
+	%2383 = extractelement <16 x float> %2369, i32 13
+	%2384 = extractelement <16 x float> %2369, i32 14
+	%2385 = extractelement <16 x float> %2369, i32 15
+	%2386 = add i64 %1864, 32
+	%2387 = getelementptr float, float* %13, i64 %2386
+	%2388 = bitcast float* %2387 to <16 x float>*
+	%2389 = load <16 x float>, <16 x float>* %2388, align 4
+	%2390 = extractelement <16 x float> %2389, i32 0
+	%2391 = extractelement <16 x float> %2389, i32 1
+	%2392 = extractelement <16 x float> %2389, i32 2
+	%2393 = extractelement <16 x float> %2389, i32 3
+	%2394 = extractelement <16 x float> %2389, i32 4
+	%2395 = extractelement <16 x float> %2389, i32 5
+	%2396 = extractelement <16 x float> %2389, i32 6
+	%2397 = extractelement <16 x float> %2389, i32 7
+	%2398 = extractelement <16 x float> %2389, i32 8
+	%2399 = extractelement <16 x float> %2389, i32 9
+	%2400 = extractelement <16 x float> %2389, i32 10
+	%2401 = extractelement <16 x float> %2389, i32 11
+	%2402 = extractelement <16 x float> %2389, i32 12
+	%2403 = extractelement <16 x float> %2389, i32 13
+	%2404 = extractelement <16 x float> %2389, i32 14
+	%2405 = extractelement <16 x float> %2389, i32 15
+	%2406 = add i64 %1864, 48
+	%2407 = getelementptr float, float* %13, i64 %2406
+	%2408 = bitcast float* %2407 to <16 x float>*
+	%2409 = load <16 x float>, <16 x float>* %2408, align 4
+	%2410 = extractelement <16 x float> %2409, i32 0
+	%2411 = extractelement <16 x float> %2409, i32 1
+	%2412 = extractelement <16 x float> %2409, i32 2
+	%2413 = extractelement <16 x float> %2409, i32 3
+	%2414 = extractelement <16 x float> %2409, i32 4
+	%2415 = extractelement <16 x float> %2409, i32 5
+	%2416 = extractelement <16 x float> %2409, i32 6
+	%2417 = extractelement <16 x float> %2409, i32 7
+	%2418 = extractelement <16 x float> %2409, i32 8
+	%2419 = extractelement <16 x float> %2409, i32 9
+	%2420 = extractelement <16 x float> %2409, i32 10
+	%2421 = extractelement <16 x float> %2409, i32 11
+	%2422 = extractelement <16 x float> %2409, i32 12
+	%2423 = extractelement <16 x float> %2409, i32 13
+	%2424 = extractelement <16 x float> %2409, i32 14
+	%2425 = extractelement <16 x float> %2409, i32 15
+	%2426 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1870, float %1950, float %2030, float %2110, float %2190, float %2270, float %2350, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2427 = extractvalue %fiber_bccorr.stored %2426, 0
+	%2428 = extractvalue %fiber_bccorr.stored %2426, 1
+	%2429 = extractvalue %fiber_bccorr.stored %2426, 2
+	%2430 = extractvalue %fiber_bccorr.stored %2426, 3
+	%2431 = extractvalue %fiber_bccorr.stored %2426, 4
+	%2432 = extractvalue %fiber_bccorr.stored %2426, 5
+	%2433 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1871, float %1951, float %2031, float %2111, float %2191, float %2271, float %2351, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2434 = extractvalue %fiber_bccorr.stored %2433, 0
+	%2435 = extractvalue %fiber_bccorr.stored %2433, 1
+	%2436 = extractvalue %fiber_bccorr.stored %2433, 2
+	%2437 = extractvalue %fiber_bccorr.stored %2433, 3
+	%2438 = extractvalue %fiber_bccorr.stored %2433, 4
+	%2439 = extractvalue %fiber_bccorr.stored %2433, 5
+	%2440 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1872, float %1952, float %2032, float %2112, float %2192, float %2272, float %2352, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2441 = extractvalue %fiber_bccorr.stored %2440, 0
+	%2442 = extractvalue %fiber_bccorr.stored %2440, 1
+	%2443 = extractvalue %fiber_bccorr.stored %2440, 2
+	%2444 = extractvalue %fiber_bccorr.stored %2440, 3
+	%2445 = extractvalue %fiber_bccorr.stored %2440, 4
+	%2446 = extractvalue %fiber_bccorr.stored %2440, 5
+	%2447 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1873, float %1953, float %2033, float %2113, float %2193, float %2273, float %2353, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2448 = extractvalue %fiber_bccorr.stored %2447, 0
+	%2449 = extractvalue %fiber_bccorr.stored %2447, 1
+	%2450 = extractvalue %fiber_bccorr.stored %2447, 2
+	%2451 = extractvalue %fiber_bccorr.stored %2447, 3
+	%2452 = extractvalue %fiber_bccorr.stored %2447, 4
+	%2453 = extractvalue %fiber_bccorr.stored %2447, 5
+	%2454 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1874, float %1954, float %2034, float %2114, float %2194, float %2274, float %2354, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2455 = extractvalue %fiber_bccorr.stored %2454, 0
+	%2456 = extractvalue %fiber_bccorr.stored %2454, 1
+	%2457 = extractvalue %fiber_bccorr.stored %2454, 2
+	%2458 = extractvalue %fiber_bccorr.stored %2454, 3
+	%2459 = extractvalue %fiber_bccorr.stored %2454, 4
+	%2460 = extractvalue %fiber_bccorr.stored %2454, 5
+	%2461 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1875, float %1955, float %2035, float %2115, float %2195, float %2275, float %2355, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2462 = extractvalue %fiber_bccorr.stored %2461, 0
+	%2463 = extractvalue %fiber_bccorr.stored %2461, 1
+	%2464 = extractvalue %fiber_bccorr.stored %2461, 2
+	%2465 = extractvalue %fiber_bccorr.stored %2461, 3
+	%2466 = extractvalue %fiber_bccorr.stored %2461, 4
+	%2467 = extractvalue %fiber_bccorr.stored %2461, 5
+	%2468 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1876, float %1956, float %2036, float %2116, float %2196, float %2276, float %2356, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2469 = extractvalue %fiber_bccorr.stored %2468, 0
+	%2470 = extractvalue %fiber_bccorr.stored %2468, 1
+	%2471 = extractvalue %fiber_bccorr.stored %2468, 2
+	%2472 = extractvalue %fiber_bccorr.stored %2468, 3
+	%2473 = extractvalue %fiber_bccorr.stored %2468, 4
+	%2474 = extractvalue %fiber_bccorr.stored %2468, 5
+	%2475 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1877, float %1957, float %2037, float %2117, float %2197, float %2277, float %2357, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2476 = extractvalue %fiber_bccorr.stored %2475, 0
+	%2477 = extractvalue %fiber_bccorr.stored %2475, 1
+	%2478 = extractvalue %fiber_bccorr.stored %2475, 2
+	%2479 = extractvalue %fiber_bccorr.stored %2475, 3
+	%2480 = extractvalue %fiber_bccorr.stored %2475, 4
+	%2481 = extractvalue %fiber_bccorr.stored %2475, 5
+	%2482 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1878, float %1958, float %2038, float %2118, float %2198, float %2278, float %2358, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2483 = extractvalue %fiber_bccorr.stored %2482, 0
+	%2484 = extractvalue %fiber_bccorr.stored %2482, 1
+	%2485 = extractvalue %fiber_bccorr.stored %2482, 2
+	%2486 = extractvalue %fiber_bccorr.stored %2482, 3
+	%2487 = extractvalue %fiber_bccorr.stored %2482, 4
+	%2488 = extractvalue %fiber_bccorr.stored %2482, 5
+	%2489 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1879, float %1959, float %2039, float %2119, float %2199, float %2279, float %2359, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2490 = extractvalue %fiber_bccorr.stored %2489, 0
+	%2491 = extractvalue %fiber_bccorr.stored %2489, 1
+	%2492 = extractvalue %fiber_bccorr.stored %2489, 2
+	%2493 = extractvalue %fiber_bccorr.stored %2489, 3
+	%2494 = extractvalue %fiber_bccorr.stored %2489, 4
+	%2495 = extractvalue %fiber_bccorr.stored %2489, 5
+	%2496 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1880, float %1960, float %2040, float %2120, float %2200, float %2280, float %2360, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2497 = extractvalue %fiber_bccorr.stored %2496, 0
+	%2498 = extractvalue %fiber_bccorr.stored %2496, 1
+	%2499 = extractvalue %fiber_bccorr.stored %2496, 2
+	%2500 = extractvalue %fiber_bccorr.stored %2496, 3
+	%2501 = extractvalue %fiber_bccorr.stored %2496, 4
+	%2502 = extractvalue %fiber_bccorr.stored %2496, 5
+	%2503 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1881, float %1961, float %2041, float %2121, float %2201, float %2281, float %2361, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2504 = extractvalue %fiber_bccorr.stored %2503, 0
+	%2505 = extractvalue %fiber_bccorr.stored %2503, 1
+	%2506 = extractvalue %fiber_bccorr.stored %2503, 2
+	%2507 = extractvalue %fiber_bccorr.stored %2503, 3
+	%2508 = extractvalue %fiber_bccorr.stored %2503, 4
+	%2509 = extractvalue %fiber_bccorr.stored %2503, 5
+	%2510 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1882, float %1962, float %2042, float %2122, float %2202, float %2282, float %2362, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2511 = extractvalue %fiber_bccorr.stored %2510, 0
+	%2512 = extractvalue %fiber_bccorr.stored %2510, 1
+	%2513 = extractvalue %fiber_bccorr.stored %2510, 2
+	%2514 = extractvalue %fiber_bccorr.stored %2510, 3
+	%2515 = extractvalue %fiber_bccorr.stored %2510, 4
+	%2516 = extractvalue %fiber_bccorr.stored %2510, 5
+	%2517 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1883, float %1963, float %2043, float %2123, float %2203, float %2283, float %2363, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2518 = extractvalue %fiber_bccorr.stored %2517, 0
+	%2519 = extractvalue %fiber_bccorr.stored %2517, 1
+	%2520 = extractvalue %fiber_bccorr.stored %2517, 2
+	%2521 = extractvalue %fiber_bccorr.stored %2517, 3
+	%2522 = extractvalue %fiber_bccorr.stored %2517, 4
+	%2523 = extractvalue %fiber_bccorr.stored %2517, 5
+	%2524 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1884, float %1964, float %2044, float %2124, float %2204, float %2284, float %2364, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2525 = extractvalue %fiber_bccorr.stored %2524, 0
+	%2526 = extractvalue %fiber_bccorr.stored %2524, 1
+	%2527 = extractvalue %fiber_bccorr.stored %2524, 2
+	%2528 = extractvalue %fiber_bccorr.stored %2524, 3
+	%2529 = extractvalue %fiber_bccorr.stored %2524, 4
+	%2530 = extractvalue %fiber_bccorr.stored %2524, 5
+	%2531 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1885, float %1965, float %2045, float %2125, float %2205, float %2285, float %2365, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2532 = extractvalue %fiber_bccorr.stored %2531, 0
+	%2533 = extractvalue %fiber_bccorr.stored %2531, 1
+	%2534 = extractvalue %fiber_bccorr.stored %2531, 2
+	%2535 = extractvalue %fiber_bccorr.stored %2531, 3
+	%2536 = extractvalue %fiber_bccorr.stored %2531, 4
+	%2537 = extractvalue %fiber_bccorr.stored %2531, 5
+	%2538 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1890, float %1970, float %2050, float %2130, float %2210, float %2290, float %2370, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2539 = extractvalue %fiber_bccorr.stored %2538, 0
+	%2540 = extractvalue %fiber_bccorr.stored %2538, 1
+	%2541 = extractvalue %fiber_bccorr.stored %2538, 2
+	%2542 = extractvalue %fiber_bccorr.stored %2538, 3
+	%2543 = extractvalue %fiber_bccorr.stored %2538, 4
+	%2544 = extractvalue %fiber_bccorr.stored %2538, 5
+	%2545 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1891, float %1971, float %2051, float %2131, float %2211, float %2291, float %2371, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2546 = extractvalue %fiber_bccorr.stored %2545, 0
+	%2547 = extractvalue %fiber_bccorr.stored %2545, 1
+	%2548 = extractvalue %fiber_bccorr.stored %2545, 2
+	%2549 = extractvalue %fiber_bccorr.stored %2545, 3
+	%2550 = extractvalue %fiber_bccorr.stored %2545, 4
+	%2551 = extractvalue %fiber_bccorr.stored %2545, 5
+	%2552 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1892, float %1972, float %2052, float %2132, float %2212, float %2292, float %2372, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2553 = extractvalue %fiber_bccorr.stored %2552, 0
+	%2554 = extractvalue %fiber_bccorr.stored %2552, 1
+	%2555 = extractvalue %fiber_bccorr.stored %2552, 2
+	%2556 = extractvalue %fiber_bccorr.stored %2552, 3
+	%2557 = extractvalue %fiber_bccorr.stored %2552, 4
+	%2558 = extractvalue %fiber_bccorr.stored %2552, 5
+	%2559 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1893, float %1973, float %2053, float %2133, float %2213, float %2293, float %2373, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2560 = extractvalue %fiber_bccorr.stored %2559, 0
+	%2561 = extractvalue %fiber_bccorr.stored %2559, 1
+	%2562 = extractvalue %fiber_bccorr.stored %2559, 2
+	%2563 = extractvalue %fiber_bccorr.stored %2559, 3
+	%2564 = extractvalue %fiber_bccorr.stored %2559, 4
+	%2565 = extractvalue %fiber_bccorr.stored %2559, 5
+	%2566 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1894, float %1974, float %2054, float %2134, float %2214, float %2294, float %2374, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2567 = extractvalue %fiber_bccorr.stored %2566, 0
+	%2568 = extractvalue %fiber_bccorr.stored %2566, 1
+	%2569 = extractvalue %fiber_bccorr.stored %2566, 2
+	%2570 = extractvalue %fiber_bccorr.stored %2566, 3
+	%2571 = extractvalue %fiber_bccorr.stored %2566, 4
+	%2572 = extractvalue %fiber_bccorr.stored %2566, 5
+	%2573 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1895, float %1975, float %2055, float %2135, float %2215, float %2295, float %2375, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2574 = extractvalue %fiber_bccorr.stored %2573, 0
+	%2575 = extractvalue %fiber_bccorr.stored %2573, 1
+	%2576 = extractvalue %fiber_bccorr.stored %2573, 2
+	%2577 = extractvalue %fiber_bccorr.stored %2573, 3
+	%2578 = extractvalue %fiber_bccorr.stored %2573, 4
+	%2579 = extractvalue %fiber_bccorr.stored %2573, 5
+	%2580 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1896, float %1976, float %2056, float %2136, float %2216, float %2296, float %2376, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2581 = extractvalue %fiber_bccorr.stored %2580, 0
+	%2582 = extractvalue %fiber_bccorr.stored %2580, 1
+	%2583 = extractvalue %fiber_bccorr.stored %2580, 2
+	%2584 = extractvalue %fiber_bccorr.stored %2580, 3
+	%2585 = extractvalue %fiber_bccorr.stored %2580, 4
+	%2586 = extractvalue %fiber_bccorr.stored %2580, 5
+	%2587 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1897, float %1977, float %2057, float %2137, float %2217, float %2297, float %2377, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2588 = extractvalue %fiber_bccorr.stored %2587, 0
+	%2589 = extractvalue %fiber_bccorr.stored %2587, 1
+	%2590 = extractvalue %fiber_bccorr.stored %2587, 2
+	%2591 = extractvalue %fiber_bccorr.stored %2587, 3
+	%2592 = extractvalue %fiber_bccorr.stored %2587, 4
+	%2593 = extractvalue %fiber_bccorr.stored %2587, 5
+	%2594 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1898, float %1978, float %2058, float %2138, float %2218, float %2298, float %2378, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2595 = extractvalue %fiber_bccorr.stored %2594, 0
+	%2596 = extractvalue %fiber_bccorr.stored %2594, 1
+	%2597 = extractvalue %fiber_bccorr.stored %2594, 2
+	%2598 = extractvalue %fiber_bccorr.stored %2594, 3
+	%2599 = extractvalue %fiber_bccorr.stored %2594, 4
+	%2600 = extractvalue %fiber_bccorr.stored %2594, 5
+	%2601 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1899, float %1979, float %2059, float %2139, float %2219, float %2299, float %2379, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2602 = extractvalue %fiber_bccorr.stored %2601, 0
+	%2603 = extractvalue %fiber_bccorr.stored %2601, 1
+	%2604 = extractvalue %fiber_bccorr.stored %2601, 2
+	%2605 = extractvalue %fiber_bccorr.stored %2601, 3
+	%2606 = extractvalue %fiber_bccorr.stored %2601, 4
+	%2607 = extractvalue %fiber_bccorr.stored %2601, 5
+	%2608 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1900, float %1980, float %2060, float %2140, float %2220, float %2300, float %2380, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2609 = extractvalue %fiber_bccorr.stored %2608, 0
+	%2610 = extractvalue %fiber_bccorr.stored %2608, 1
+	%2611 = extractvalue %fiber_bccorr.stored %2608, 2
+	%2612 = extractvalue %fiber_bccorr.stored %2608, 3
+	%2613 = extractvalue %fiber_bccorr.stored %2608, 4
+	%2614 = extractvalue %fiber_bccorr.stored %2608, 5
+	%2615 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1901, float %1981, float %2061, float %2141, float %2221, float %2301, float %2381, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2616 = extractvalue %fiber_bccorr.stored %2615, 0
+	%2617 = extractvalue %fiber_bccorr.stored %2615, 1
+	%2618 = extractvalue %fiber_bccorr.stored %2615, 2
+	%2619 = extractvalue %fiber_bccorr.stored %2615, 3
+	%2620 = extractvalue %fiber_bccorr.stored %2615, 4
+	%2621 = extractvalue %fiber_bccorr.stored %2615, 5
+	%2622 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1902, float %1982, float %2062, float %2142, float %2222, float %2302, float %2382, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2623 = extractvalue %fiber_bccorr.stored %2622, 0
+	%2624 = extractvalue %fiber_bccorr.stored %2622, 1
+	%2625 = extractvalue %fiber_bccorr.stored %2622, 2
+	%2626 = extractvalue %fiber_bccorr.stored %2622, 3
+	%2627 = extractvalue %fiber_bccorr.stored %2622, 4
+	%2628 = extractvalue %fiber_bccorr.stored %2622, 5
+	%2629 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1903, float %1983, float %2063, float %2143, float %2223, float %2303, float %2383, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2630 = extractvalue %fiber_bccorr.stored %2629, 0
+	%2631 = extractvalue %fiber_bccorr.stored %2629, 1
+	%2632 = extractvalue %fiber_bccorr.stored %2629, 2
+	%2633 = extractvalue %fiber_bccorr.stored %2629, 3
+	%2634 = extractvalue %fiber_bccorr.stored %2629, 4
+	%2635 = extractvalue %fiber_bccorr.stored %2629, 5
+	%2636 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1904, float %1984, float %2064, float %2144, float %2224, float %2304, float %2384, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2637 = extractvalue %fiber_bccorr.stored %2636, 0
+	%2638 = extractvalue %fiber_bccorr.stored %2636, 1
+	%2639 = extractvalue %fiber_bccorr.stored %2636, 2
+	%2640 = extractvalue %fiber_bccorr.stored %2636, 3
+	%2641 = extractvalue %fiber_bccorr.stored %2636, 4
+	%2642 = extractvalue %fiber_bccorr.stored %2636, 5
+	%2643 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1905, float %1985, float %2065, float %2145, float %2225, float %2305, float %2385, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2644 = extractvalue %fiber_bccorr.stored %2643, 0
+	%2645 = extractvalue %fiber_bccorr.stored %2643, 1
+	%2646 = extractvalue %fiber_bccorr.stored %2643, 2
+	%2647 = extractvalue %fiber_bccorr.stored %2643, 3
+	%2648 = extractvalue %fiber_bccorr.stored %2643, 4
+	%2649 = extractvalue %fiber_bccorr.stored %2643, 5
+	%2650 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1910, float %1990, float %2070, float %2150, float %2230, float %2310, float %2390, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2651 = extractvalue %fiber_bccorr.stored %2650, 0
+	%2652 = extractvalue %fiber_bccorr.stored %2650, 1
+	%2653 = extractvalue %fiber_bccorr.stored %2650, 2
+	%2654 = extractvalue %fiber_bccorr.stored %2650, 3
+	%2655 = extractvalue %fiber_bccorr.stored %2650, 4
+	%2656 = extractvalue %fiber_bccorr.stored %2650, 5
+	%2657 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1911, float %1991, float %2071, float %2151, float %2231, float %2311, float %2391, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2658 = extractvalue %fiber_bccorr.stored %2657, 0
+	%2659 = extractvalue %fiber_bccorr.stored %2657, 1
+	%2660 = extractvalue %fiber_bccorr.stored %2657, 2
+	%2661 = extractvalue %fiber_bccorr.stored %2657, 3
+	%2662 = extractvalue %fiber_bccorr.stored %2657, 4
+	%2663 = extractvalue %fiber_bccorr.stored %2657, 5
+	%2664 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1912, float %1992, float %2072, float %2152, float %2232, float %2312, float %2392, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2665 = extractvalue %fiber_bccorr.stored %2664, 0
+	%2666 = extractvalue %fiber_bccorr.stored %2664, 1
+	%2667 = extractvalue %fiber_bccorr.stored %2664, 2
+	%2668 = extractvalue %fiber_bccorr.stored %2664, 3
+	%2669 = extractvalue %fiber_bccorr.stored %2664, 4
+	%2670 = extractvalue %fiber_bccorr.stored %2664, 5
+	%2671 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1913, float %1993, float %2073, float %2153, float %2233, float %2313, float %2393, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2672 = extractvalue %fiber_bccorr.stored %2671, 0
+	%2673 = extractvalue %fiber_bccorr.stored %2671, 1
+	%2674 = extractvalue %fiber_bccorr.stored %2671, 2
+	%2675 = extractvalue %fiber_bccorr.stored %2671, 3
+	%2676 = extractvalue %fiber_bccorr.stored %2671, 4
+	%2677 = extractvalue %fiber_bccorr.stored %2671, 5
+	%2678 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1914, float %1994, float %2074, float %2154, float %2234, float %2314, float %2394, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2679 = extractvalue %fiber_bccorr.stored %2678, 0
+	%2680 = extractvalue %fiber_bccorr.stored %2678, 1
+	%2681 = extractvalue %fiber_bccorr.stored %2678, 2
+	%2682 = extractvalue %fiber_bccorr.stored %2678, 3
+	%2683 = extractvalue %fiber_bccorr.stored %2678, 4
+	%2684 = extractvalue %fiber_bccorr.stored %2678, 5
+	%2685 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1915, float %1995, float %2075, float %2155, float %2235, float %2315, float %2395, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2686 = extractvalue %fiber_bccorr.stored %2685, 0
+	%2687 = extractvalue %fiber_bccorr.stored %2685, 1
+	%2688 = extractvalue %fiber_bccorr.stored %2685, 2
+	%2689 = extractvalue %fiber_bccorr.stored %2685, 3
+	%2690 = extractvalue %fiber_bccorr.stored %2685, 4
+	%2691 = extractvalue %fiber_bccorr.stored %2685, 5
+	%2692 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1916, float %1996, float %2076, float %2156, float %2236, float %2316, float %2396, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2693 = extractvalue %fiber_bccorr.stored %2692, 0
+	%2694 = extractvalue %fiber_bccorr.stored %2692, 1
+	%2695 = extractvalue %fiber_bccorr.stored %2692, 2
+	%2696 = extractvalue %fiber_bccorr.stored %2692, 3
+	%2697 = extractvalue %fiber_bccorr.stored %2692, 4
+	%2698 = extractvalue %fiber_bccorr.stored %2692, 5
+	%2699 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1917, float %1997, float %2077, float %2157, float %2237, float %2317, float %2397, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2700 = extractvalue %fiber_bccorr.stored %2699, 0
+	%2701 = extractvalue %fiber_bccorr.stored %2699, 1
+	%2702 = extractvalue %fiber_bccorr.stored %2699, 2
+	%2703 = extractvalue %fiber_bccorr.stored %2699, 3
+	%2704 = extractvalue %fiber_bccorr.stored %2699, 4
+	%2705 = extractvalue %fiber_bccorr.stored %2699, 5
+	%2706 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1918, float %1998, float %2078, float %2158, float %2238, float %2318, float %2398, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2707 = extractvalue %fiber_bccorr.stored %2706, 0
+	%2708 = extractvalue %fiber_bccorr.stored %2706, 1
+	%2709 = extractvalue %fiber_bccorr.stored %2706, 2
+	%2710 = extractvalue %fiber_bccorr.stored %2706, 3
+	%2711 = extractvalue %fiber_bccorr.stored %2706, 4
+	%2712 = extractvalue %fiber_bccorr.stored %2706, 5
+	%2713 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1919, float %1999, float %2079, float %2159, float %2239, float %2319, float %2399, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2714 = extractvalue %fiber_bccorr.stored %2713, 0
+	%2715 = extractvalue %fiber_bccorr.stored %2713, 1
+	%2716 = extractvalue %fiber_bccorr.stored %2713, 2
+	%2717 = extractvalue %fiber_bccorr.stored %2713, 3
+	%2718 = extractvalue %fiber_bccorr.stored %2713, 4
+	%2719 = extractvalue %fiber_bccorr.stored %2713, 5
+	%2720 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1920, float %2000, float %2080, float %2160, float %2240, float %2320, float %2400, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2721 = extractvalue %fiber_bccorr.stored %2720, 0
+	%2722 = extractvalue %fiber_bccorr.stored %2720, 1
+	%2723 = extractvalue %fiber_bccorr.stored %2720, 2
+	%2724 = extractvalue %fiber_bccorr.stored %2720, 3
+	%2725 = extractvalue %fiber_bccorr.stored %2720, 4
+	%2726 = extractvalue %fiber_bccorr.stored %2720, 5
+	%2727 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1921, float %2001, float %2081, float %2161, float %2241, float %2321, float %2401, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2728 = extractvalue %fiber_bccorr.stored %2727, 0
+	%2729 = extractvalue %fiber_bccorr.stored %2727, 1
+	%2730 = extractvalue %fiber_bccorr.stored %2727, 2
+	%2731 = extractvalue %fiber_bccorr.stored %2727, 3
+	%2732 = extractvalue %fiber_bccorr.stored %2727, 4
+	%2733 = extractvalue %fiber_bccorr.stored %2727, 5
+	%2734 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1922, float %2002, float %2082, float %2162, float %2242, float %2322, float %2402, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2735 = extractvalue %fiber_bccorr.stored %2734, 0
+	%2736 = extractvalue %fiber_bccorr.stored %2734, 1
+	%2737 = extractvalue %fiber_bccorr.stored %2734, 2
+	%2738 = extractvalue %fiber_bccorr.stored %2734, 3
+	%2739 = extractvalue %fiber_bccorr.stored %2734, 4
+	%2740 = extractvalue %fiber_bccorr.stored %2734, 5
+	%2741 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1923, float %2003, float %2083, float %2163, float %2243, float %2323, float %2403, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2742 = extractvalue %fiber_bccorr.stored %2741, 0
+	%2743 = extractvalue %fiber_bccorr.stored %2741, 1
+	%2744 = extractvalue %fiber_bccorr.stored %2741, 2
+	%2745 = extractvalue %fiber_bccorr.stored %2741, 3
+	%2746 = extractvalue %fiber_bccorr.stored %2741, 4
+	%2747 = extractvalue %fiber_bccorr.stored %2741, 5
+	%2748 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1924, float %2004, float %2084, float %2164, float %2244, float %2324, float %2404, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2749 = extractvalue %fiber_bccorr.stored %2748, 0
+	%2750 = extractvalue %fiber_bccorr.stored %2748, 1
+	%2751 = extractvalue %fiber_bccorr.stored %2748, 2
+	%2752 = extractvalue %fiber_bccorr.stored %2748, 3
+	%2753 = extractvalue %fiber_bccorr.stored %2748, 4
+	%2754 = extractvalue %fiber_bccorr.stored %2748, 5
+	%2755 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1925, float %2005, float %2085, float %2165, float %2245, float %2325, float %2405, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2756 = extractvalue %fiber_bccorr.stored %2755, 0
+	%2757 = extractvalue %fiber_bccorr.stored %2755, 1
+	%2758 = extractvalue %fiber_bccorr.stored %2755, 2
+	%2759 = extractvalue %fiber_bccorr.stored %2755, 3
+	%2760 = extractvalue %fiber_bccorr.stored %2755, 4
+	%2761 = extractvalue %fiber_bccorr.stored %2755, 5
+	%2762 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1930, float %2010, float %2090, float %2170, float %2250, float %2330, float %2410, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2763 = extractvalue %fiber_bccorr.stored %2762, 0
+	%2764 = extractvalue %fiber_bccorr.stored %2762, 1
+	%2765 = extractvalue %fiber_bccorr.stored %2762, 2
+	%2766 = extractvalue %fiber_bccorr.stored %2762, 3
+	%2767 = extractvalue %fiber_bccorr.stored %2762, 4
+	%2768 = extractvalue %fiber_bccorr.stored %2762, 5
+	%2769 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1931, float %2011, float %2091, float %2171, float %2251, float %2331, float %2411, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2770 = extractvalue %fiber_bccorr.stored %2769, 0
+	%2771 = extractvalue %fiber_bccorr.stored %2769, 1
+	%2772 = extractvalue %fiber_bccorr.stored %2769, 2
+	%2773 = extractvalue %fiber_bccorr.stored %2769, 3
+	%2774 = extractvalue %fiber_bccorr.stored %2769, 4
+	%2775 = extractvalue %fiber_bccorr.stored %2769, 5
+	%2776 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1932, float %2012, float %2092, float %2172, float %2252, float %2332, float %2412, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2777 = extractvalue %fiber_bccorr.stored %2776, 0
+	%2778 = extractvalue %fiber_bccorr.stored %2776, 1
+	%2779 = extractvalue %fiber_bccorr.stored %2776, 2
+	%2780 = extractvalue %fiber_bccorr.stored %2776, 3
+	%2781 = extractvalue %fiber_bccorr.stored %2776, 4
+	%2782 = extractvalue %fiber_bccorr.stored %2776, 5
+	%2783 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1933, float %2013, float %2093, float %2173, float %2253, float %2333, float %2413, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2784 = extractvalue %fiber_bccorr.stored %2783, 0
+	%2785 = extractvalue %fiber_bccorr.stored %2783, 1
+	%2786 = extractvalue %fiber_bccorr.stored %2783, 2
+	%2787 = extractvalue %fiber_bccorr.stored %2783, 3
+	%2788 = extractvalue %fiber_bccorr.stored %2783, 4
+	%2789 = extractvalue %fiber_bccorr.stored %2783, 5
+	%2790 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1934, float %2014, float %2094, float %2174, float %2254, float %2334, float %2414, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2791 = extractvalue %fiber_bccorr.stored %2790, 0
+	%2792 = extractvalue %fiber_bccorr.stored %2790, 1
+	%2793 = extractvalue %fiber_bccorr.stored %2790, 2
+	%2794 = extractvalue %fiber_bccorr.stored %2790, 3
+	%2795 = extractvalue %fiber_bccorr.stored %2790, 4
+	%2796 = extractvalue %fiber_bccorr.stored %2790, 5
+	%2797 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1935, float %2015, float %2095, float %2175, float %2255, float %2335, float %2415, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2798 = extractvalue %fiber_bccorr.stored %2797, 0
+	%2799 = extractvalue %fiber_bccorr.stored %2797, 1
+	%2800 = extractvalue %fiber_bccorr.stored %2797, 2
+	%2801 = extractvalue %fiber_bccorr.stored %2797, 3
+	%2802 = extractvalue %fiber_bccorr.stored %2797, 4
+	%2803 = extractvalue %fiber_bccorr.stored %2797, 5
+	%2804 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1936, float %2016, float %2096, float %2176, float %2256, float %2336, float %2416, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2805 = extractvalue %fiber_bccorr.stored %2804, 0
+	%2806 = extractvalue %fiber_bccorr.stored %2804, 1
+	%2807 = extractvalue %fiber_bccorr.stored %2804, 2
+	%2808 = extractvalue %fiber_bccorr.stored %2804, 3
+	%2809 = extractvalue %fiber_bccorr.stored %2804, 4
+	%2810 = extractvalue %fiber_bccorr.stored %2804, 5
+	%2811 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1937, float %2017, float %2097, float %2177, float %2257, float %2337, float %2417, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2812 = extractvalue %fiber_bccorr.stored %2811, 0
+	%2813 = extractvalue %fiber_bccorr.stored %2811, 1
+	%2814 = extractvalue %fiber_bccorr.stored %2811, 2
+	%2815 = extractvalue %fiber_bccorr.stored %2811, 3
+	%2816 = extractvalue %fiber_bccorr.stored %2811, 4
+	%2817 = extractvalue %fiber_bccorr.stored %2811, 5
+	%2818 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1938, float %2018, float %2098, float %2178, float %2258, float %2338, float %2418, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2819 = extractvalue %fiber_bccorr.stored %2818, 0
+	%2820 = extractvalue %fiber_bccorr.stored %2818, 1
+	%2821 = extractvalue %fiber_bccorr.stored %2818, 2
+	%2822 = extractvalue %fiber_bccorr.stored %2818, 3
+	%2823 = extractvalue %fiber_bccorr.stored %2818, 4
+	%2824 = extractvalue %fiber_bccorr.stored %2818, 5
+	%2825 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1939, float %2019, float %2099, float %2179, float %2259, float %2339, float %2419, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2826 = extractvalue %fiber_bccorr.stored %2825, 0
+	%2827 = extractvalue %fiber_bccorr.stored %2825, 1
+	%2828 = extractvalue %fiber_bccorr.stored %2825, 2
+	%2829 = extractvalue %fiber_bccorr.stored %2825, 3
+	%2830 = extractvalue %fiber_bccorr.stored %2825, 4
+	%2831 = extractvalue %fiber_bccorr.stored %2825, 5
+	%2832 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1940, float %2020, float %2100, float %2180, float %2260, float %2340, float %2420, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2833 = extractvalue %fiber_bccorr.stored %2832, 0
+	%2834 = extractvalue %fiber_bccorr.stored %2832, 1
+	%2835 = extractvalue %fiber_bccorr.stored %2832, 2
+	%2836 = extractvalue %fiber_bccorr.stored %2832, 3
+	%2837 = extractvalue %fiber_bccorr.stored %2832, 4
+	%2838 = extractvalue %fiber_bccorr.stored %2832, 5
+	%2839 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1941, float %2021, float %2101, float %2181, float %2261, float %2341, float %2421, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2840 = extractvalue %fiber_bccorr.stored %2839, 0
+	%2841 = extractvalue %fiber_bccorr.stored %2839, 1
+	%2842 = extractvalue %fiber_bccorr.stored %2839, 2
+	%2843 = extractvalue %fiber_bccorr.stored %2839, 3
+	%2844 = extractvalue %fiber_bccorr.stored %2839, 4
+	%2845 = extractvalue %fiber_bccorr.stored %2839, 5
+	%2846 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1942, float %2022, float %2102, float %2182, float %2262, float %2342, float %2422, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2847 = extractvalue %fiber_bccorr.stored %2846, 0
+	%2848 = extractvalue %fiber_bccorr.stored %2846, 1
+	%2849 = extractvalue %fiber_bccorr.stored %2846, 2
+	%2850 = extractvalue %fiber_bccorr.stored %2846, 3
+	%2851 = extractvalue %fiber_bccorr.stored %2846, 4
+	%2852 = extractvalue %fiber_bccorr.stored %2846, 5
+	%2853 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1943, float %2023, float %2103, float %2183, float %2263, float %2343, float %2423, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2854 = extractvalue %fiber_bccorr.stored %2853, 0
+	%2855 = extractvalue %fiber_bccorr.stored %2853, 1
+	%2856 = extractvalue %fiber_bccorr.stored %2853, 2
+	%2857 = extractvalue %fiber_bccorr.stored %2853, 3
+	%2858 = extractvalue %fiber_bccorr.stored %2853, 4
+	%2859 = extractvalue %fiber_bccorr.stored %2853, 5
+	%2860 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1944, float %2024, float %2104, float %2184, float %2264, float %2344, float %2424, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2861 = extractvalue %fiber_bccorr.stored %2860, 0
+	%2862 = extractvalue %fiber_bccorr.stored %2860, 1
+	%2863 = extractvalue %fiber_bccorr.stored %2860, 2
+	%2864 = extractvalue %fiber_bccorr.stored %2860, 3
+	%2865 = extractvalue %fiber_bccorr.stored %2860, 4
+	%2866 = extractvalue %fiber_bccorr.stored %2860, 5
+	%2867 = call %fiber_bccorr.stored @fiber_bccorr_body(float %1945, float %2025, float %2105, float %2185, float %2265, float %2345, float %2425, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%2868 = extractvalue %fiber_bccorr.stored %2867, 0
+	%2869 = extractvalue %fiber_bccorr.stored %2867, 1
+	%2870 = extractvalue %fiber_bccorr.stored %2867, 2
+	%2871 = extractvalue %fiber_bccorr.stored %2867, 3
+	%2872 = extractvalue %fiber_bccorr.stored %2867, 4
+	%2873 = extractvalue %fiber_bccorr.stored %2867, 5
+	%2874 = insertelement <16 x float> undef, float %2427, i32 0
+	%2875 = insertelement <16 x float> %2874, float %2434, i32 1
+	%2876 = insertelement <16 x float> %2875, float %2441, i32 2
+	%2877 = insertelement <16 x float> %2876, float %2448, i32 3
+	%2878 = insertelement <16 x float> %2877, float %2455, i32 4
+	%2879 = insertelement <16 x float> %2878, float %2462, i32 5
+	%2880 = insertelement <16 x float> %2879, float %2469, i32 6
+	%2881 = insertelement <16 x float> %2880, float %2476, i32 7
+	%2882 = insertelement <16 x float> %2881, float %2483, i32 8
+	%2883 = insertelement <16 x float> %2882, float %2490, i32 9
+	%2884 = insertelement <16 x float> %2883, float %2497, i32 10
+	%2885 = insertelement <16 x float> %2884, float %2504, i32 11
+	%2886 = insertelement <16 x float> %2885, float %2511, i32 12
+	%2887 = insertelement <16 x float> %2886, float %2518, i32 13
+	%2888 = insertelement <16 x float> %2887, float %2525, i32 14
+	%2889 = insertelement <16 x float> %2888, float %2532, i32 15
+	%2890 = add i64 %1864, 0
+	%2891 = getelementptr float, float* %7, i64 %2890
+	%2892 = bitcast float* %2891 to <16 x float>*
+	store <16 x float> %2889, <16 x float>* %2892, align 4
+	%2893 = insertelement <16 x float> undef, float %2539, i32 0
+	%2894 = insertelement <16 x float> %2893, float %2546, i32 1
+	%2895 = insertelement <16 x float> %2894, float %2553, i32 2
+	%2896 = insertelement <16 x float> %2895, float %2560, i32 3
+	%2897 = insertelement <16 x float> %2896, float %2567, i32 4
+	%2898 = insertelement <16 x float> %2897, float %2574, i32 5
+	%2899 = insertelement <16 x float> %2898, float %2581, i32 6
+	%2900 = insertelement <16 x float> %2899, float %2588, i32 7
+	%2901 = insertelement <16 x float> %2900, float %2595, i32 8
+	%2902 = insertelement <16 x float> %2901, float %2602, i32 9
+	%2903 = insertelement <16 x float> %2902, float %2609, i32 10
+	%2904 = insertelement <16 x float> %2903, float %2616, i32 11
+	%2905 = insertelement <16 x float> %2904, float %2623, i32 12
+	%2906 = insertelement <16 x float> %2905, float %2630, i32 13
+	%2907 = insertelement <16 x float> %2906, float %2637, i32 14
+	%2908 = insertelement <16 x float> %2907, float %2644, i32 15
+	%2909 = add i64 %1864, 16
+	%2910 = getelementptr float, float* %7, i64 %2909
+	%2911 = bitcast float* %2910 to <16 x float>*
+	store <16 x float> %2908, <16 x float>* %2911, align 4
+	%2912 = insertelement <16 x float> undef, float %2651, i32 0
+	%2913 = insertelement <16 x float> %2912, float %2658, i32 1
+	%2914 = insertelement <16 x float> %2913, float %2665, i32 2
+	%2915 = insertelement <16 x float> %2914, float %2672, i32 3
+	%2916 = insertelement <16 x float> %2915, float %2679, i32 4
+	%2917 = insertelement <16 x float> %2916, float %2686, i32 5
+	%2918 = insertelement <16 x float> %2917, float %2693, i32 6
+	%2919 = insertelement <16 x float> %2918, float %2700, i32 7
+	%2920 = insertelement <16 x float> %2919, float %2707, i32 8
+	%2921 = insertelement <16 x float> %2920, float %2714, i32 9
+	%2922 = insertelement <16 x float> %2921, float %2721, i32 10
+	%2923 = insertelement <16 x float> %2922, float %2728, i32 11
+	%2924 = insertelement <16 x float> %2923, float %2735, i32 12
+	%2925 = insertelement <16 x float> %2924, float %2742, i32 13
+	%2926 = insertelement <16 x float> %2925, float %2749, i32 14
+	%2927 = insertelement <16 x float> %2926, float %2756, i32 15
+	%2928 = add i64 %1864, 32
+	%2929 = getelementptr float, float* %7, i64 %2928
+	%2930 = bitcast float* %2929 to <16 x float>*
+	store <16 x float> %2927, <16 x float>* %2930, align 4
+	%2931 = insertelement <16 x float> undef, float %2763, i32 0
+	%2932 = insertelement <16 x float> %2931, float %2770, i32 1
+	%2933 = insertelement <16 x float> %2932, float %2777, i32 2
+	%2934 = insertelement <16 x float> %2933, float %2784, i32 3
+	%2935 = insertelement <16 x float> %2934, float %2791, i32 4
+	%2936 = insertelement <16 x float> %2935, float %2798, i32 5
+	%2937 = insertelement <16 x float> %2936, float %2805, i32 6
+	%2938 = insertelement <16 x float> %2937, float %2812, i32 7
+	%2939 = insertelement <16 x float> %2938, float %2819, i32 8
+	%2940 = insertelement <16 x float> %2939, float %2826, i32 9
+	%2941 = insertelement <16 x float> %2940, float %2833, i32 10
+	%2942 = insertelement <16 x float> %2941, float %2840, i32 11
+	%2943 = insertelement <16 x float> %2942, float %2847, i32 12
+	%2944 = insertelement <16 x float> %2943, float %2854, i32 13
+	%2945 = insertelement <16 x float> %2944, float %2861, i32 14
+	%2946 = insertelement <16 x float> %2945, float %2868, i32 15
+	%2947 = add i64 %1864, 48
+	%2948 = getelementptr float, float* %7, i64 %2947
+	%2949 = bitcast float* %2948 to <16 x float>*
+	store <16 x float> %2946, <16 x float>* %2949, align 4
+	%2950 = insertelement <16 x float> undef, float %2428, i32 0
+	%2951 = insertelement <16 x float> %2950, float %2435, i32 1
+	%2952 = insertelement <16 x float> %2951, float %2442, i32 2
+	%2953 = insertelement <16 x float> %2952, float %2449, i32 3
+	%2954 = insertelement <16 x float> %2953, float %2456, i32 4
+	%2955 = insertelement <16 x float> %2954, float %2463, i32 5
+	%2956 = insertelement <16 x float> %2955, float %2470, i32 6
+	%2957 = insertelement <16 x float> %2956, float %2477, i32 7
+	%2958 = insertelement <16 x float> %2957, float %2484, i32 8
+	%2959 = insertelement <16 x float> %2958, float %2491, i32 9
+	%2960 = insertelement <16 x float> %2959, float %2498, i32 10
+	%2961 = insertelement <16 x float> %2960, float %2505, i32 11
+	%2962 = insertelement <16 x float> %2961, float %2512, i32 12
+	%2963 = insertelement <16 x float> %2962, float %2519, i32 13
+	%2964 = insertelement <16 x float> %2963, float %2526, i32 14
+	%2965 = insertelement <16 x float> %2964, float %2533, i32 15
+	%2966 = add i64 %1864, 0
+	%2967 = getelementptr float, float* %5, i64 %2966
+	%2968 = bitcast float* %2967 to <16 x float>*
+	store <16 x float> %2965, <16 x float>* %2968, align 4
+	%2969 = insertelement <16 x float> undef, float %2540, i32 0
+	%2970 = insertelement <16 x float> %2969, float %2547, i32 1
+	%2971 = insertelement <16 x float> %2970, float %2554, i32 2
+	%2972 = insertelement <16 x float> %2971, float %2561, i32 3
+	%2973 = insertelement <16 x float> %2972, float %2568, i32 4
+	%2974 = insertelement <16 x float> %2973, float %2575, i32 5
+	%2975 = insertelement <16 x float> %2974, float %2582, i32 6
+	%2976 = insertelement <16 x float> %2975, float %2589, i32 7
+	%2977 = insertelement <16 x float> %2976, float %2596, i32 8
+	%2978 = insertelement <16 x float> %2977, float %2603, i32 9
+	%2979 = insertelement <16 x float> %2978, float %2610, i32 10
+	%2980 = insertelement <16 x float> %2979, float %2617, i32 11
+	%2981 = insertelement <16 x float> %2980, float %2624, i32 12
+	%2982 = insertelement <16 x float> %2981, float %2631, i32 13
+	%2983 = insertelement <16 x float> %2982, float %2638, i32 14
+	%2984 = insertelement <16 x float> %2983, float %2645, i32 15
+	%2985 = add i64 %1864, 16
+	%2986 = getelementptr float, float* %5, i64 %2985
+	%2987 = bitcast float* %2986 to <16 x float>*
+	store <16 x float> %2984, <16 x float>* %2987, align 4
+	%2988 = insertelement <16 x float> undef, float %2652, i32 0
+	%2989 = insertelement <16 x float> %2988, float %2659, i32 1
+	%2990 = insertelement <16 x float> %2989, float %2666, i32 2
+	%2991 = insertelement <16 x float> %2990, float %2673, i32 3
+	%2992 = insertelement <16 x float> %2991, float %2680, i32 4
+	%2993 = insertelement <16 x float> %2992, float %2687, i32 5
+	%2994 = insertelement <16 x float> %2993, float %2694, i32 6
+	%2995 = insertelement <16 x float> %2994, float %2701, i32 7
+	%2996 = insertelement <16 x float> %2995, float %2708, i32 8
+	%2997 = insertelement <16 x float> %2996, float %2715, i32 9
+	%2998 = insertelement <16 x float> %2997, float %2722, i32 10
+	%2999 = insertelement <16 x float> %2998, float %2729, i32 11
+	%3000 = insertelement <16 x float> %2999, float %2736, i32 12
+	%3001 = insertelement <16 x float> %3000, float %2743, i32 13
+	%3002 = insertelement <16 x float> %3001, float %2750, i32 14
+	%3003 = insertelement <16 x float> %3002, float %2757, i32 15
+	%3004 = add i64 %1864, 32
+	%3005 = getelementptr float, float* %5, i64 %3004
+	%3006 = bitcast float* %3005 to <16 x float>*
+	store <16 x float> %3003, <16 x float>* %3006, align 4
+	%3007 = insertelement <16 x float> undef, float %2764, i32 0
+	%3008 = insertelement <16 x float> %3007, float %2771, i32 1
+	%3009 = insertelement <16 x float> %3008, float %2778, i32 2
+	%3010 = insertelement <16 x float> %3009, float %2785, i32 3
+	%3011 = insertelement <16 x float> %3010, float %2792, i32 4
+	%3012 = insertelement <16 x float> %3011, float %2799, i32 5
+	%3013 = insertelement <16 x float> %3012, float %2806, i32 6
+	%3014 = insertelement <16 x float> %3013, float %2813, i32 7
+	%3015 = insertelement <16 x float> %3014, float %2820, i32 8
+	%3016 = insertelement <16 x float> %3015, float %2827, i32 9
+	%3017 = insertelement <16 x float> %3016, float %2834, i32 10
+	%3018 = insertelement <16 x float> %3017, float %2841, i32 11
+	%3019 = insertelement <16 x float> %3018, float %2848, i32 12
+	%3020 = insertelement <16 x float> %3019, float %2855, i32 13
+	%3021 = insertelement <16 x float> %3020, float %2862, i32 14
+	%3022 = insertelement <16 x float> %3021, float %2869, i32 15
+	%3023 = add i64 %1864, 48
+	%3024 = getelementptr float, float* %5, i64 %3023
+	%3025 = bitcast float* %3024 to <16 x float>*
+	store <16 x float> %3022, <16 x float>* %3025, align 4
+	%3026 = insertelement <16 x float> undef, float %2429, i32 0
+	%3027 = insertelement <16 x float> %3026, float %2436, i32 1
+	%3028 = insertelement <16 x float> %3027, float %2443, i32 2
+	%3029 = insertelement <16 x float> %3028, float %2450, i32 3
+	%3030 = insertelement <16 x float> %3029, float %2457, i32 4
+	%3031 = insertelement <16 x float> %3030, float %2464, i32 5
+	%3032 = insertelement <16 x float> %3031, float %2471, i32 6
+	%3033 = insertelement <16 x float> %3032, float %2478, i32 7
+	%3034 = insertelement <16 x float> %3033, float %2485, i32 8
+	%3035 = insertelement <16 x float> %3034, float %2492, i32 9
+	%3036 = insertelement <16 x float> %3035, float %2499, i32 10
+	%3037 = insertelement <16 x float> %3036, float %2506, i32 11
+	%3038 = insertelement <16 x float> %3037, float %2513, i32 12
+	%3039 = insertelement <16 x float> %3038, float %2520, i32 13
+	%3040 = insertelement <16 x float> %3039, float %2527, i32 14
+	%3041 = insertelement <16 x float> %3040, float %2534, i32 15
+	%3042 = add i64 %1864, 0
+	%3043 = getelementptr float, float* %9, i64 %3042
+	%3044 = bitcast float* %3043 to <16 x float>*
+	store <16 x float> %3041, <16 x float>* %3044, align 4
+	%3045 = insertelement <16 x float> undef, float %2541, i32 0
+	%3046 = insertelement <16 x float> %3045, float %2548, i32 1
+	%3047 = insertelement <16 x float> %3046, float %2555, i32 2
+	%3048 = insertelement <16 x float> %3047, float %2562, i32 3
+	%3049 = insertelement <16 x float> %3048, float %2569, i32 4
+	%3050 = insertelement <16 x float> %3049, float %2576, i32 5
+	%3051 = insertelement <16 x float> %3050, float %2583, i32 6
+	%3052 = insertelement <16 x float> %3051, float %2590, i32 7
+	%3053 = insertelement <16 x float> %3052, float %2597, i32 8
+	%3054 = insertelement <16 x float> %3053, float %2604, i32 9
+	%3055 = insertelement <16 x float> %3054, float %2611, i32 10
+	%3056 = insertelement <16 x float> %3055, float %2618, i32 11
+	%3057 = insertelement <16 x float> %3056, float %2625, i32 12
+	%3058 = insertelement <16 x float> %3057, float %2632, i32 13
+	%3059 = insertelement <16 x float> %3058, float %2639, i32 14
+	%3060 = insertelement <16 x float> %3059, float %2646, i32 15
+	%3061 = add i64 %1864, 16
+	%3062 = getelementptr float, float* %9, i64 %3061
+	%3063 = bitcast float* %3062 to <16 x float>*
+	store <16 x float> %3060, <16 x float>* %3063, align 4
+	%3064 = insertelement <16 x float> undef, float %2653, i32 0
+	%3065 = insertelement <16 x float> %3064, float %2660, i32 1
+	%3066 = insertelement <16 x float> %3065, float %2667, i32 2
+	%3067 = insertelement <16 x float> %3066, float %2674, i32 3
+	%3068 = insertelement <16 x float> %3067, float %2681, i32 4
+	%3069 = insertelement <16 x float> %3068, float %2688, i32 5
+	%3070 = insertelement <16 x float> %3069, float %2695, i32 6
+	%3071 = insertelement <16 x float> %3070, float %2702, i32 7
+	%3072 = insertelement <16 x float> %3071, float %2709, i32 8
+	%3073 = insertelement <16 x float> %3072, float %2716, i32 9
+	%3074 = insertelement <16 x float> %3073, float %2723, i32 10
+	%3075 = insertelement <16 x float> %3074, float %2730, i32 11
+	%3076 = insertelement <16 x float> %3075, float %2737, i32 12
+	%3077 = insertelement <16 x float> %3076, float %2744, i32 13
+	%3078 = insertelement <16 x float> %3077, float %2751, i32 14
+	%3079 = insertelement <16 x float> %3078, float %2758, i32 15
+	%3080 = add i64 %1864, 32
+	%3081 = getelementptr float, float* %9, i64 %3080
+	%3082 = bitcast float* %3081 to <16 x float>*
+	store <16 x float> %3079, <16 x float>* %3082, align 4
+	%3083 = insertelement <16 x float> undef, float %2765, i32 0
+	%3084 = insertelement <16 x float> %3083, float %2772, i32 1
+	%3085 = insertelement <16 x float> %3084, float %2779, i32 2
+	%3086 = insertelement <16 x float> %3085, float %2786, i32 3
+	%3087 = insertelement <16 x float> %3086, float %2793, i32 4
+	%3088 = insertelement <16 x float> %3087, float %2800, i32 5
+	%3089 = insertelement <16 x float> %3088, float %2807, i32 6
+	%3090 = insertelement <16 x float> %3089, float %2814, i32 7
+	%3091 = insertelement <16 x float> %3090, float %2821, i32 8
+	%3092 = insertelement <16 x float> %3091, float %2828, i32 9
+	%3093 = insertelement <16 x float> %3092, float %2835, i32 10
+	%3094 = insertelement <16 x float> %3093, float %2842, i32 11
+	%3095 = insertelement <16 x float> %3094, float %2849, i32 12
+	%3096 = insertelement <16 x float> %3095, float %2856, i32 13
+	%3097 = insertelement <16 x float> %3096, float %2863, i32 14
+	%3098 = insertelement <16 x float> %3097, float %2870, i32 15
+	%3099 = add i64 %1864, 48
+	%3100 = getelementptr float, float* %9, i64 %3099
+	%3101 = bitcast float* %3100 to <16 x float>*
+	store <16 x float> %3098, <16 x float>* %3101, align 4
+	%3102 = insertelement <16 x float> undef, float %2430, i32 0
+	%3103 = insertelement <16 x float> %3102, float %2437, i32 1
+	%3104 = insertelement <16 x float> %3103, float %2444, i32 2
+	%3105 = insertelement <16 x float> %3104, float %2451, i32 3
+	%3106 = insertelement <16 x float> %3105, float %2458, i32 4
+	%3107 = insertelement <16 x float> %3106, float %2465, i32 5
+	%3108 = insertelement <16 x float> %3107, float %2472, i32 6
+	%3109 = insertelement <16 x float> %3108, float %2479, i32 7
+	%3110 = insertelement <16 x float> %3109, float %2486, i32 8
+	%3111 = insertelement <16 x float> %3110, float %2493, i32 9
+	%3112 = insertelement <16 x float> %3111, float %2500, i32 10
+	%3113 = insertelement <16 x float> %3112, float %2507, i32 11
+	%3114 = insertelement <16 x float> %3113, float %2514, i32 12
+	%3115 = insertelement <16 x float> %3114, float %2521, i32 13
+	%3116 = insertelement <16 x float> %3115, float %2528, i32 14
+	%3117 = insertelement <16 x float> %3116, float %2535, i32 15
+	%3118 = add i64 %1864, 0
+	%3119 = getelementptr float, float* %11, i64 %3118
+	%3120 = bitcast float* %3119 to <16 x float>*
+	store <16 x float> %3117, <16 x float>* %3120, align 4
+	%3121 = insertelement <16 x float> undef, float %2542, i32 0
+	%3122 = insertelement <16 x float> %3121, float %2549, i32 1
+	%3123 = insertelement <16 x float> %3122, float %2556, i32 2
+	%3124 = insertelement <16 x float> %3123, float %2563, i32 3
+	%3125 = insertelement <16 x float> %3124, float %2570, i32 4
+	%3126 = insertelement <16 x float> %3125, float %2577, i32 5
+	%3127 = insertelement <16 x float> %3126, float %2584, i32 6
+	%3128 = insertelement <16 x float> %3127, float %2591, i32 7
+	%3129 = insertelement <16 x float> %3128, float %2598, i32 8
+	%3130 = insertelement <16 x float> %3129, float %2605, i32 9
+	%3131 = insertelement <16 x float> %3130, float %2612, i32 10
+	%3132 = insertelement <16 x float> %3131, float %2619, i32 11
+	%3133 = insertelement <16 x float> %3132, float %2626, i32 12
+	%3134 = insertelement <16 x float> %3133, float %2633, i32 13
+	%3135 = insertelement <16 x float> %3134, float %2640, i32 14
+	%3136 = insertelement <16 x float> %3135, float %2647, i32 15
+	%3137 = add i64 %1864, 16
+	%3138 = getelementptr float, float* %11, i64 %3137
+	%3139 = bitcast float* %3138 to <16 x float>*
+	store <16 x float> %3136, <16 x float>* %3139, align 4
+	%3140 = insertelement <16 x float> undef, float %2654, i32 0
+	%3141 = insertelement <16 x float> %3140, float %2661, i32 1
+	%3142 = insertelement <16 x float> %3141, float %2668, i32 2
+	%3143 = insertelement <16 x float> %3142, float %2675, i32 3
+	%3144 = insertelement <16 x float> %3143, float %2682, i32 4
+	%3145 = insertelement <16 x float> %3144, float %2689, i32 5
+	%3146 = insertelement <16 x float> %3145, float %2696, i32 6
+	%3147 = insertelement <16 x float> %3146, float %2703, i32 7
+	%3148 = insertelement <16 x float> %3147, float %2710, i32 8
+	%3149 = insertelement <16 x float> %3148, float %2717, i32 9
+	%3150 = insertelement <16 x float> %3149, float %2724, i32 10
+	%3151 = insertelement <16 x float> %3150, float %2731, i32 11
+	%3152 = insertelement <16 x float> %3151, float %2738, i32 12
+	%3153 = insertelement <16 x float> %3152, float %2745, i32 13
+	%3154 = insertelement <16 x float> %3153, float %2752, i32 14
+	%3155 = insertelement <16 x float> %3154, float %2759, i32 15
+	%3156 = add i64 %1864, 32
+	%3157 = getelementptr float, float* %11, i64 %3156
+	%3158 = bitcast float* %3157 to <16 x float>*
+	store <16 x float> %3155, <16 x float>* %3158, align 4
+	%3159 = insertelement <16 x float> undef, float %2766, i32 0
+	%3160 = insertelement <16 x float> %3159, float %2773, i32 1
+	%3161 = insertelement <16 x float> %3160, float %2780, i32 2
+	%3162 = insertelement <16 x float> %3161, float %2787, i32 3
+	%3163 = insertelement <16 x float> %3162, float %2794, i32 4
+	%3164 = insertelement <16 x float> %3163, float %2801, i32 5
+	%3165 = insertelement <16 x float> %3164, float %2808, i32 6
+	%3166 = insertelement <16 x float> %3165, float %2815, i32 7
+	%3167 = insertelement <16 x float> %3166, float %2822, i32 8
+	%3168 = insertelement <16 x float> %3167, float %2829, i32 9
+	%3169 = insertelement <16 x float> %3168, float %2836, i32 10
+	%3170 = insertelement <16 x float> %3169, float %2843, i32 11
+	%3171 = insertelement <16 x float> %3170, float %2850, i32 12
+	%3172 = insertelement <16 x float> %3171, float %2857, i32 13
+	%3173 = insertelement <16 x float> %3172, float %2864, i32 14
+	%3174 = insertelement <16 x float> %3173, float %2871, i32 15
+	%3175 = add i64 %1864, 48
+	%3176 = getelementptr float, float* %11, i64 %3175
+	%3177 = bitcast float* %3176 to <16 x float>*
+	store <16 x float> %3174, <16 x float>* %3177, align 4
+	%3178 = insertelement <16 x float> undef, float %2431, i32 0
+	%3179 = insertelement <16 x float> %3178, float %2438, i32 1
+	%3180 = insertelement <16 x float> %3179, float %2445, i32 2
+	%3181 = insertelement <16 x float> %3180, float %2452, i32 3
+	%3182 = insertelement <16 x float> %3181, float %2459, i32 4
+	%3183 = insertelement <16 x float> %3182, float %2466, i32 5
+	%3184 = insertelement <16 x float> %3183, float %2473, i32 6
+	%3185 = insertelement <16 x float> %3184, float %2480, i32 7
+	%3186 = insertelement <16 x float> %3185, float %2487, i32 8
+	%3187 = insertelement <16 x float> %3186, float %2494, i32 9
+	%3188 = insertelement <16 x float> %3187, float %2501, i32 10
+	%3189 = insertelement <16 x float> %3188, float %2508, i32 11
+	%3190 = insertelement <16 x float> %3189, float %2515, i32 12
+	%3191 = insertelement <16 x float> %3190, float %2522, i32 13
+	%3192 = insertelement <16 x float> %3191, float %2529, i32 14
+	%3193 = insertelement <16 x float> %3192, float %2536, i32 15
+	%3194 = add i64 %1864, 0
+	%3195 = getelementptr float, float* %1, i64 %3194
+	%3196 = bitcast float* %3195 to <16 x float>*
+	store <16 x float> %3193, <16 x float>* %3196, align 4
+	%3197 = insertelement <16 x float> undef, float %2543, i32 0
+	%3198 = insertelement <16 x float> %3197, float %2550, i32 1
+	%3199 = insertelement <16 x float> %3198, float %2557, i32 2
+	%3200 = insertelement <16 x float> %3199, float %2564, i32 3
+	%3201 = insertelement <16 x float> %3200, float %2571, i32 4
+	%3202 = insertelement <16 x float> %3201, float %2578, i32 5
+	%3203 = insertelement <16 x float> %3202, float %2585, i32 6
+	%3204 = insertelement <16 x float> %3203, float %2592, i32 7
+	%3205 = insertelement <16 x float> %3204, float %2599, i32 8
+	%3206 = insertelement <16 x float> %3205, float %2606, i32 9
+	%3207 = insertelement <16 x float> %3206, float %2613, i32 10
+	%3208 = insertelement <16 x float> %3207, float %2620, i32 11
+	%3209 = insertelement <16 x float> %3208, float %2627, i32 12
+	%3210 = insertelement <16 x float> %3209, float %2634, i32 13
+	%3211 = insertelement <16 x float> %3210, float %2641, i32 14
+	%3212 = insertelement <16 x float> %3211, float %2648, i32 15
+	%3213 = add i64 %1864, 16
+	%3214 = getelementptr float, float* %1, i64 %3213
+	%3215 = bitcast float* %3214 to <16 x float>*
+	store <16 x float> %3212, <16 x float>* %3215, align 4
+	%3216 = insertelement <16 x float> undef, float %2655, i32 0
+	%3217 = insertelement <16 x float> %3216, float %2662, i32 1
+	%3218 = insertelement <16 x float> %3217, float %2669, i32 2
+	%3219 = insertelement <16 x float> %3218, float %2676, i32 3
+	%3220 = insertelement <16 x float> %3219, float %2683, i32 4
+	%3221 = insertelement <16 x float> %3220, float %2690, i32 5
+	%3222 = insertelement <16 x float> %3221, float %2697, i32 6
+	%3223 = insertelement <16 x float> %3222, float %2704, i32 7
+	%3224 = insertelement <16 x float> %3223, float %2711, i32 8
+	%3225 = insertelement <16 x float> %3224, float %2718, i32 9
+	%3226 = insertelement <16 x float> %3225, float %2725, i32 10
+	%3227 = insertelement <16 x float> %3226, float %2732, i32 11
+	%3228 = insertelement <16 x float> %3227, float %2739, i32 12
+	%3229 = insertelement <16 x float> %3228, float %2746, i32 13
+	%3230 = insertelement <16 x float> %3229, float %2753, i32 14
+	%3231 = insertelement <16 x float> %3230, float %2760, i32 15
+	%3232 = add i64 %1864, 32
+	%3233 = getelementptr float, float* %1, i64 %3232
+	%3234 = bitcast float* %3233 to <16 x float>*
+	store <16 x float> %3231, <16 x float>* %3234, align 4
+	%3235 = insertelement <16 x float> undef, float %2767, i32 0
+	%3236 = insertelement <16 x float> %3235, float %2774, i32 1
+	%3237 = insertelement <16 x float> %3236, float %2781, i32 2
+	%3238 = insertelement <16 x float> %3237, float %2788, i32 3
+	%3239 = insertelement <16 x float> %3238, float %2795, i32 4
+	%3240 = insertelement <16 x float> %3239, float %2802, i32 5
+	%3241 = insertelement <16 x float> %3240, float %2809, i32 6
+	%3242 = insertelement <16 x float> %3241, float %2816, i32 7
+	%3243 = insertelement <16 x float> %3242, float %2823, i32 8
+	%3244 = insertelement <16 x float> %3243, float %2830, i32 9
+	%3245 = insertelement <16 x float> %3244, float %2837, i32 10
+	%3246 = insertelement <16 x float> %3245, float %2844, i32 11
+	%3247 = insertelement <16 x float> %3246, float %2851, i32 12
+	%3248 = insertelement <16 x float> %3247, float %2858, i32 13
+	%3249 = insertelement <16 x float> %3248, float %2865, i32 14
+	%3250 = insertelement <16 x float> %3249, float %2872, i32 15
+	%3251 = add i64 %1864, 48
+	%3252 = getelementptr float, float* %1, i64 %3251
+	%3253 = bitcast float* %3252 to <16 x float>*
+	store <16 x float> %3250, <16 x float>* %3253, align 4
+	%3254 = insertelement <16 x float> undef, float %2432, i32 0
+	%3255 = insertelement <16 x float> %3254, float %2439, i32 1
+	%3256 = insertelement <16 x float> %3255, float %2446, i32 2
+	%3257 = insertelement <16 x float> %3256, float %2453, i32 3
+	%3258 = insertelement <16 x float> %3257, float %2460, i32 4
+	%3259 = insertelement <16 x float> %3258, float %2467, i32 5
+	%3260 = insertelement <16 x float> %3259, float %2474, i32 6
+	%3261 = insertelement <16 x float> %3260, float %2481, i32 7
+	%3262 = insertelement <16 x float> %3261, float %2488, i32 8
+	%3263 = insertelement <16 x float> %3262, float %2495, i32 9
+	%3264 = insertelement <16 x float> %3263, float %2502, i32 10
+	%3265 = insertelement <16 x float> %3264, float %2509, i32 11
+	%3266 = insertelement <16 x float> %3265, float %2516, i32 12
+	%3267 = insertelement <16 x float> %3266, float %2523, i32 13
+	%3268 = insertelement <16 x float> %3267, float %2530, i32 14
+	%3269 = insertelement <16 x float> %3268, float %2537, i32 15
+	%3270 = add i64 %1864, 0
+	%3271 = getelementptr float, float* %13, i64 %3270
+	%3272 = bitcast float* %3271 to <16 x float>*
+	store <16 x float> %3269, <16 x float>* %3272, align 4
+	%3273 = insertelement <16 x float> undef, float %2544, i32 0
+	%3274 = insertelement <16 x float> %3273, float %2551, i32 1
+	%3275 = insertelement <16 x float> %3274, float %2558, i32 2
+	%3276 = insertelement <16 x float> %3275, float %2565, i32 3
+	%3277 = insertelement <16 x float> %3276, float %2572, i32 4
+	%3278 = insertelement <16 x float> %3277, float %2579, i32 5
+	%3279 = insertelement <16 x float> %3278, float %2586, i32 6
+	%3280 = insertelement <16 x float> %3279, float %2593, i32 7
+	%3281 = insertelement <16 x float> %3280, float %2600, i32 8
+	%3282 = insertelement <16 x float> %3281, float %2607, i32 9
+	%3283 = insertelement <16 x float> %3282, float %2614, i32 10
+	%3284 = insertelement <16 x float> %3283, float %2621, i32 11
+	%3285 = insertelement <16 x float> %3284, float %2628, i32 12
+	%3286 = insertelement <16 x float> %3285, float %2635, i32 13
+	%3287 = insertelement <16 x float> %3286, float %2642, i32 14
+	%3288 = insertelement <16 x float> %3287, float %2649, i32 15
+	%3289 = add i64 %1864, 16
+	%3290 = getelementptr float, float* %13, i64 %3289
+	%3291 = bitcast float* %3290 to <16 x float>*
+	store <16 x float> %3288, <16 x float>* %3291, align 4
+	%3292 = insertelement <16 x float> undef, float %2656, i32 0
+	%3293 = insertelement <16 x float> %3292, float %2663, i32 1
+	%3294 = insertelement <16 x float> %3293, float %2670, i32 2
+	%3295 = insertelement <16 x float> %3294, float %2677, i32 3
+	%3296 = insertelement <16 x float> %3295, float %2684, i32 4
+	%3297 = insertelement <16 x float> %3296, float %2691, i32 5
+	%3298 = insertelement <16 x float> %3297, float %2698, i32 6
+	%3299 = insertelement <16 x float> %3298, float %2705, i32 7
+	%3300 = insertelement <16 x float> %3299, float %2712, i32 8
+	%3301 = insertelement <16 x float> %3300, float %2719, i32 9
+	%3302 = insertelement <16 x float> %3301, float %2726, i32 10
+	%3303 = insertelement <16 x float> %3302, float %2733, i32 11
+	%3304 = insertelement <16 x float> %3303, float %2740, i32 12
+	%3305 = insertelement <16 x float> %3304, float %2747, i32 13
+	%3306 = insertelement <16 x float> %3305, float %2754, i32 14
+	%3307 = insertelement <16 x float> %3306, float %2761, i32 15
+	%3308 = add i64 %1864, 32
+	%3309 = getelementptr float, float* %13, i64 %3308
+	%3310 = bitcast float* %3309 to <16 x float>*
+	store <16 x float> %3307, <16 x float>* %3310, align 4
+	%3311 = insertelement <16 x float> undef, float %2768, i32 0
+	%3312 = insertelement <16 x float> %3311, float %2775, i32 1
+	%3313 = insertelement <16 x float> %3312, float %2782, i32 2
+	%3314 = insertelement <16 x float> %3313, float %2789, i32 3
+	%3315 = insertelement <16 x float> %3314, float %2796, i32 4
+	%3316 = insertelement <16 x float> %3315, float %2803, i32 5
+	%3317 = insertelement <16 x float> %3316, float %2810, i32 6
+	%3318 = insertelement <16 x float> %3317, float %2817, i32 7
+	%3319 = insertelement <16 x float> %3318, float %2824, i32 8
+	%3320 = insertelement <16 x float> %3319, float %2831, i32 9
+	%3321 = insertelement <16 x float> %3320, float %2838, i32 10
+	%3322 = insertelement <16 x float> %3321, float %2845, i32 11
+	%3323 = insertelement <16 x float> %3322, float %2852, i32 12
+	%3324 = insertelement <16 x float> %3323, float %2859, i32 13
+	%3325 = insertelement <16 x float> %3324, float %2866, i32 14
+	%3326 = insertelement <16 x float> %3325, float %2873, i32 15
+	%3327 = add i64 %1864, 48
+	%3328 = getelementptr float, float* %13, i64 %3327
+	%3329 = bitcast float* %3328 to <16 x float>*
+	store <16 x float> %3326, <16 x float>* %3329, align 4
+	%3330 = add i64 %1860, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%3331 = mul i64 %1859, 16
+	br label %group.head.67
+
+group.head.67:
+	%3332 = phi i64 [ %3331, %wide.done.66 ], [ %3458, %group.68 ]
+	%3333 = icmp slt i64 %3332, %64
+	br i1 %3333, label %group.68, label %group.done.69
+
+group.68:
+	%3334 = shl i64 %3332, 2
+	%3335 = add i64 %65, %3334
+	%3336 = add i64 %69, %3332
+	%3337 = getelementptr float, float* %1, i64 %3335
+	%3338 = getelementptr float, float* %3337, i64 0
+	%3339 = load float, float* %3338, align 4
+	%3340 = getelementptr float, float* %3337, i64 1
+	%3341 = load float, float* %3340, align 4
+	%3342 = getelementptr float, float* %3337, i64 2
+	%3343 = load float, float* %3342, align 4
+	%3344 = getelementptr float, float* %3337, i64 3
+	%3345 = load float, float* %3344, align 4
+	%3346 = getelementptr float, float* %3, i64 %3335
+	%3347 = getelementptr float, float* %3346, i64 0
+	%3348 = load float, float* %3347, align 4
+	%3349 = getelementptr float, float* %3346, i64 1
+	%3350 = load float, float* %3349, align 4
+	%3351 = getelementptr float, float* %3346, i64 2
+	%3352 = load float, float* %3351, align 4
+	%3353 = getelementptr float, float* %3346, i64 3
+	%3354 = load float, float* %3353, align 4
+	%3355 = getelementptr float, float* %5, i64 %3335
+	%3356 = getelementptr float, float* %3355, i64 0
+	%3357 = load float, float* %3356, align 4
+	%3358 = getelementptr float, float* %3355, i64 1
+	%3359 = load float, float* %3358, align 4
+	%3360 = getelementptr float, float* %3355, i64 2
+	%3361 = load float, float* %3360, align 4
+	%3362 = getelementptr float, float* %3355, i64 3
+	%3363 = load float, float* %3362, align 4
+	%3364 = getelementptr float, float* %7, i64 %3335
+	%3365 = getelementptr float, float* %3364, i64 0
+	%3366 = load float, float* %3365, align 4
+	%3367 = getelementptr float, float* %3364, i64 1
+	%3368 = load float, float* %3367, align 4
+	%3369 = getelementptr float, float* %3364, i64 2
+	%3370 = load float, float* %3369, align 4
+	%3371 = getelementptr float, float* %3364, i64 3
+	%3372 = load float, float* %3371, align 4
+	%3373 = getelementptr float, float* %9, i64 %3335
+	%3374 = getelementptr float, float* %3373, i64 0
+	%3375 = load float, float* %3374, align 4
+	%3376 = getelementptr float, float* %3373, i64 1
+	%3377 = load float, float* %3376, align 4
+	%3378 = getelementptr float, float* %3373, i64 2
+	%3379 = load float, float* %3378, align 4
+	%3380 = getelementptr float, float* %3373, i64 3
+	%3381 = load float, float* %3380, align 4
+	%3382 = getelementptr float, float* %11, i64 %3335
+	%3383 = getelementptr float, float* %3382, i64 0
+	%3384 = load float, float* %3383, align 4
+	%3385 = getelementptr float, float* %3382, i64 1
+	%3386 = load float, float* %3385, align 4
+	%3387 = getelementptr float, float* %3382, i64 2
+	%3388 = load float, float* %3387, align 4
+	%3389 = getelementptr float, float* %3382, i64 3
+	%3390 = load float, float* %3389, align 4
+	%3391 = getelementptr float, float* %13, i64 %3335
+	%3392 = getelementptr float, float* %3391, i64 0
+	%3393 = load float, float* %3392, align 4
+	%3394 = getelementptr float, float* %3391, i64 1
+	%3395 = load float, float* %3394, align 4
+	%3396 = getelementptr float, float* %3391, i64 2
+	%3397 = load float, float* %3396, align 4
+	%3398 = getelementptr float, float* %3391, i64 3
+	%3399 = load float, float* %3398, align 4
+	%3400 = call %fiber_bccorr.stored @fiber_bccorr_body(float %3339, float %3348, float %3357, float %3366, float %3375, float %3384, float %3393, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%3401 = extractvalue %fiber_bccorr.stored %3400, 0
+	%3402 = extractvalue %fiber_bccorr.stored %3400, 1
+	%3403 = extractvalue %fiber_bccorr.stored %3400, 2
+	%3404 = extractvalue %fiber_bccorr.stored %3400, 3
+	%3405 = extractvalue %fiber_bccorr.stored %3400, 4
+	%3406 = extractvalue %fiber_bccorr.stored %3400, 5
+	%3407 = call %fiber_bccorr.stored @fiber_bccorr_body(float %3341, float %3350, float %3359, float %3368, float %3377, float %3386, float %3395, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%3408 = extractvalue %fiber_bccorr.stored %3407, 0
+	%3409 = extractvalue %fiber_bccorr.stored %3407, 1
+	%3410 = extractvalue %fiber_bccorr.stored %3407, 2
+	%3411 = extractvalue %fiber_bccorr.stored %3407, 3
+	%3412 = extractvalue %fiber_bccorr.stored %3407, 4
+	%3413 = extractvalue %fiber_bccorr.stored %3407, 5
+	%3414 = call %fiber_bccorr.stored @fiber_bccorr_body(float %3343, float %3352, float %3361, float %3370, float %3379, float %3388, float %3397, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%3415 = extractvalue %fiber_bccorr.stored %3414, 0
+	%3416 = extractvalue %fiber_bccorr.stored %3414, 1
+	%3417 = extractvalue %fiber_bccorr.stored %3414, 2
+	%3418 = extractvalue %fiber_bccorr.stored %3414, 3
+	%3419 = extractvalue %fiber_bccorr.stored %3414, 4
+	%3420 = extractvalue %fiber_bccorr.stored %3414, 5
+	%3421 = call %fiber_bccorr.stored @fiber_bccorr_body(float %3345, float %3354, float %3363, float %3372, float %3381, float %3390, float %3399, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%3422 = extractvalue %fiber_bccorr.stored %3421, 0
+	%3423 = extractvalue %fiber_bccorr.stored %3421, 1
+	%3424 = extractvalue %fiber_bccorr.stored %3421, 2
+	%3425 = extractvalue %fiber_bccorr.stored %3421, 3
+	%3426 = extractvalue %fiber_bccorr.stored %3421, 4
+	%3427 = extractvalue %fiber_bccorr.stored %3421, 5
+	%3428 = getelementptr float, float* %7, i64 %3335
+	%3429 = getelementptr float, float* %3428, i64 0
+	store float %3401, float* %3429, align 4
+	%3430 = getelementptr float, float* %3428, i64 1
+	store float %3408, float* %3430, align 4
+	%3431 = getelementptr float, float* %3428, i64 2
+	store float %3415, float* %3431, align 4
+	%3432 = getelementptr float, float* %3428, i64 3
+	store float %3422, float* %3432, align 4
+	%3433 = getelementptr float, float* %5, i64 %3335
+	%3434 = getelementptr float, float* %3433, i64 0
+	store float %3402, float* %3434, align 4
+	%3435 = getelementptr float, float* %3433, i64 1
+	store float %3409, float* %3435, align 4
+	%3436 = getelementptr float, float* %3433, i64 2
+	store float %3416, float* %3436, align 4
+	%3437 = getelementptr float, float* %3433, i64 3
+	store float %3423, float* %3437, align 4
+	%3438 = getelementptr float, float* %9, i64 %3335
+	%3439 = getelementptr float, float* %3438, i64 0
+	store float %3403, float* %3439, align 4
+	%3440 = getelementptr float, float* %3438, i64 1
+	store float %3410, float* %3440, align 4
+	%3441 = getelementptr float, float* %3438, i64 2
+	store float %3417, float* %3441, align 4
+	%3442 = getelementptr float, float* %3438, i64 3
+	store float %3424, float* %3442, align 4
+	%3443 = getelementptr float, float* %11, i64 %3335
+	%3444 = getelementptr float, float* %3443, i64 0
+	store float %3404, float* %3444, align 4
+	%3445 = getelementptr float, float* %3443, i64 1
+	store float %3411, float* %3445, align 4
+	%3446 = getelementptr float, float* %3443, i64 2
+	store float %3418, float* %3446, align 4
+	%3447 = getelementptr float, float* %3443, i64 3
+	store float %3425, float* %3447, align 4
+	%3448 = getelementptr float, float* %1, i64 %3335
+	%3449 = getelementptr float, float* %3448, i64 0
+	store float %3405, float* %3449, align 4
+	%3450 = getelementptr float, float* %3448, i64 1
+	store float %3412, float* %3450, align 4
+	%3451 = getelementptr float, float* %3448, i64 2
+	store float %3419, float* %3451, align 4
+	%3452 = getelementptr float, float* %3448, i64 3
+	store float %3426, float* %3452, align 4
+	%3453 = getelementptr float, float* %13, i64 %3335
+	%3454 = getelementptr float, float* %3453, i64 0
+	store float %3406, float* %3454, align 4
+	%3455 = getelementptr float, float* %3453, i64 1
+	store float %3413, float* %3455, align 4
+	%3456 = getelementptr float, float* %3453, i64 2
+	store float %3420, float* %3456, align 4
+	%3457 = getelementptr float, float* %3453, i64 3
+	store float %3427, float* %3457, align 4
+	%3458 = add i64 %3332, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%3459 = phi i64 [ %67, %group.done.69 ], [ %3488, %tail.71 ]
+	%3460 = icmp slt i64 %3459, %47
+	br i1 %3460, label %tail.71, label %tail.done.72
+
+tail.71:
+	%3461 = getelementptr float, float* %1, i64 %3459
+	%3462 = load float, float* %3461, align 4
+	%3463 = getelementptr float, float* %3, i64 %3459
+	%3464 = load float, float* %3463, align 4
+	%3465 = getelementptr float, float* %5, i64 %3459
+	%3466 = load float, float* %3465, align 4
+	%3467 = getelementptr float, float* %7, i64 %3459
+	%3468 = load float, float* %3467, align 4
+	%3469 = getelementptr float, float* %9, i64 %3459
+	%3470 = load float, float* %3469, align 4
+	%3471 = getelementptr float, float* %11, i64 %3459
+	%3472 = load float, float* %3471, align 4
+	%3473 = getelementptr float, float* %13, i64 %3459
+	%3474 = load float, float* %3473, align 4
+	%3475 = call %fiber_bccorr.stored @fiber_bccorr_body(float %3462, float %3464, float %3466, float %3468, float %3470, float %3472, float %3474, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39, float %41)
+	%3476 = extractvalue %fiber_bccorr.stored %3475, 0
+	%3477 = extractvalue %fiber_bccorr.stored %3475, 1
+	%3478 = extractvalue %fiber_bccorr.stored %3475, 2
+	%3479 = extractvalue %fiber_bccorr.stored %3475, 3
+	%3480 = extractvalue %fiber_bccorr.stored %3475, 4
+	%3481 = extractvalue %fiber_bccorr.stored %3475, 5
+	%3482 = getelementptr float, float* %7, i64 %3459
+	store float %3476, float* %3482, align 4
+	%3483 = getelementptr float, float* %5, i64 %3459
+	store float %3477, float* %3483, align 4
+	%3484 = getelementptr float, float* %9, i64 %3459
+	store float %3478, float* %3484, align 4
+	%3485 = getelementptr float, float* %11, i64 %3459
+	store float %3479, float* %3485, align 4
+	%3486 = getelementptr float, float* %1, i64 %3459
+	store float %3480, float* %3486, align 4
+	%3487 = getelementptr float, float* %13, i64 %3459
+	store float %3481, float* %3487, align 4
+	%3488 = add i64 %3459, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @fiber_bccorr_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @fiber_bccorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @fiber_bccorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @fiber_bccorr_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_bccorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @fiber_bccorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @fiber_bccorr_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @fiber_bccorr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -4154,7 +8543,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4174,14 +8563,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -4206,18 +8595,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -4225,9 +8614,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -4239,9 +8628,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -4286,9 +8675,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -4362,28 +8751,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -4400,18 +8789,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -4419,9 +8808,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -4433,9 +8822,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -4460,9 +8849,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -4504,21 +8893,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -4536,36 +8925,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -4578,7 +8967,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -4622,7 +9011,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4652,37 +9041,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -4705,9 +9094,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -4715,27 +9104,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -4758,9 +9147,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -4768,27 +9157,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -4803,44 +9192,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -4853,9 +9242,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -4863,27 +9252,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -4896,9 +9285,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -4906,27 +9295,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -4936,269 +9325,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @fiber_bccorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -5207,6 +9657,12 @@ entry:
 }
 
 define void @fiber_bccorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_bccorr_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_bccorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5244,36 +9700,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -5286,7 +9742,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @fiber_bccorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5296,6 +9752,12 @@ entry:
 }
 
 define void @fiber_bccorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_bccorr_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_bccorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5337,35 +9799,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -5388,9 +9850,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -5398,26 +9860,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -5432,37 +9894,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -5475,9 +9937,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -5485,26 +9947,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -5514,14 +9976,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @fiber_bccorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5531,6 +9993,12 @@ entry:
 }
 
 define void @fiber_bccorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_bccorr_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5555,14 +10023,14 @@ entry:
 	%14 = add i64 %n, 4095
 	%15 = sdiv i64 %14, u0x1000
 	%16 = mul i64 1, %15
-	br label %task.head.167
+	br label %task.head.200
 
-task.head.167:
-	%17 = phi i64 [ %11, %entry ], [ %281, %stored.177 ]
+task.head.200:
+	%17 = phi i64 [ %11, %entry ], [ %281, %stored.210 ]
 	%18 = icmp slt i64 %17, %16
-	br i1 %18, label %task.168, label %task.done.169
+	br i1 %18, label %task.201, label %task.done.202
 
-task.168:
+task.201:
 	%19 = sdiv i64 %17, %15
 	%20 = srem i64 %17, %15
 	%21 = mul i64 %19, %n
@@ -5587,19 +10055,19 @@ task.168:
 	%40 = and i64 %39, 15
 	%41 = icmp eq i64 %40, 0
 	%42 = and i1 %36, %41
-	br label %row.head.170
+	br label %row.head.203
 
-task.done.169:
+task.done.202:
 	ret void
 
-row.head.170:
-	%43 = phi i64 [ 0, %task.168 ], [ %278, %join.175 ]
-	%44 = phi float [ 0.0, %task.168 ], [ %276, %join.175 ]
-	%45 = phi float [ 0.0, %task.168 ], [ %277, %join.175 ]
+row.head.203:
+	%43 = phi i64 [ 0, %task.201 ], [ %278, %join.208 ]
+	%44 = phi float [ 0.0, %task.201 ], [ %276, %join.208 ]
+	%45 = phi float [ 0.0, %task.201 ], [ %277, %join.208 ]
 	%46 = icmp slt i64 %43, %30
-	br i1 %46, label %row.171, label %row.done.172
+	br i1 %46, label %row.204, label %row.done.205
 
-row.171:
+row.204:
 	%47 = mul i64 %43, 128
 	%48 = add i64 %25, %47
 	%49 = shl i64 %13, 2
@@ -5607,9 +10075,9 @@ row.171:
 	%51 = add i64 %50, 4
 	%52 = icmp sle i64 %51, %n
 	%53 = and i1 %42, %52
-	br i1 %53, label %then.173, label %else.174
+	br i1 %53, label %then.206, label %else.207
 
-row.done.172:
+row.done.205:
 	%54 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %44, i32 16, i32 31)
 	%55 = fadd float %44, %54
 	%56 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %45, i32 16, i32 31)
@@ -5631,9 +10099,9 @@ row.done.172:
 	%72 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %69, i32 1, i32 31)
 	%73 = fadd float %69, %72
 	%74 = icmp eq i64 %13, 0
-	br i1 %74, label %lane0.176, label %stored.177
+	br i1 %74, label %lane0.209, label %stored.210
 
-then.173:
+then.206:
 	%75 = getelementptr float, float* %22, i64 %50
 	%76 = getelementptr float, float* %75, i64 0
 	%77 = bitcast float* %76 to <4 x float>*
@@ -5718,9 +10186,9 @@ then.173:
 	%156 = fmul float %155, %153
 	%157 = fadd float %140, %156
 	%158 = fadd float %141, %153
-	br label %join.175
+	br label %join.208
 
-else.174:
+else.207:
 	%159 = sub i64 %n, 1
 	%160 = add i64 %50, 0
 	%161 = icmp slt i64 %160, %n
@@ -5838,248 +10306,290 @@ else.174:
 	%273 = fadd float %254, %272
 	%274 = select i1 %258, float %268, float 0.0
 	%275 = fadd float %256, %274
-	br label %join.175
+	br label %join.208
 
-join.175:
-	%276 = phi float [ %157, %then.173 ], [ %273, %else.174 ]
-	%277 = phi float [ %158, %then.173 ], [ %275, %else.174 ]
+join.208:
+	%276 = phi float [ %157, %then.206 ], [ %273, %else.207 ]
+	%277 = phi float [ %158, %then.206 ], [ %275, %else.207 ]
 	%278 = add i64 %43, 1
-	br label %row.head.170
+	br label %row.head.203
 
-lane0.176:
+lane0.209:
 	%279 = getelementptr float, float* %num, i64 %17
 	store float %71, float* %279, align 4
 	%280 = getelementptr float, float* %den, i64 %17
 	store float %73, float* %280, align 4
-	br label %stored.177
+	br label %stored.210
 
-stored.177:
+stored.210:
 	%281 = add i64 %17, %12
-	br label %task.head.167
+	br label %task.head.200
 }
 
 define internal void @fiber_bccorr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) alwaysinline nounwind {
 entry:
-	%0 = getelementptr float*, float** %buffers, i64 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr float*, float** %buffers, i64 1
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = getelementptr float*, float** %buffers, i64 0
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr float*, float** %buffers, i64 2
+	%4 = getelementptr float*, float** %buffers, i64 1
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr float*, float** %buffers, i64 3
+	%6 = getelementptr float*, float** %buffers, i64 2
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr float*, float** %buffers, i64 4
+	%8 = getelementptr float*, float** %buffers, i64 3
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr float*, float** %buffers, i64 5
+	%10 = getelementptr float*, float** %buffers, i64 4
 	%11 = load float*, float** %10, align 8
-	%12 = getelementptr float*, float** %buffers, i64 6
+	%12 = getelementptr float*, float** %buffers, i64 5
 	%13 = load float*, float** %12, align 8
-	%14 = getelementptr float, float* %scalars, i64 0
-	%15 = load float, float* %14, align 4
-	%16 = getelementptr float, float* %scalars, i64 1
+	%14 = getelementptr float*, float** %buffers, i64 6
+	%15 = load float*, float** %14, align 8
+	%16 = getelementptr float, float* %scalars, i64 0
 	%17 = load float, float* %16, align 4
-	%18 = getelementptr float, float* %scalars, i64 2
+	%18 = getelementptr float, float* %scalars, i64 1
 	%19 = load float, float* %18, align 4
-	%20 = getelementptr float, float* %scalars, i64 3
+	%20 = getelementptr float, float* %scalars, i64 2
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr float, float* %scalars, i64 4
+	%22 = getelementptr float, float* %scalars, i64 3
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr float, float* %scalars, i64 5
+	%24 = getelementptr float, float* %scalars, i64 4
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr float, float* %scalars, i64 6
+	%26 = getelementptr float, float* %scalars, i64 5
 	%27 = load float, float* %26, align 4
-	%28 = getelementptr float, float* %scalars, i64 7
+	%28 = getelementptr float, float* %scalars, i64 6
 	%29 = load float, float* %28, align 4
-	%30 = getelementptr float, float* %scalars, i64 8
+	%30 = getelementptr float, float* %scalars, i64 7
 	%31 = load float, float* %30, align 4
-	%32 = getelementptr float, float* %scalars, i64 9
+	%32 = getelementptr float, float* %scalars, i64 8
 	%33 = load float, float* %32, align 4
-	%34 = getelementptr float, float* %scalars, i64 10
+	%34 = getelementptr float, float* %scalars, i64 9
 	%35 = load float, float* %34, align 4
-	%36 = getelementptr float, float* %scalars, i64 11
+	%36 = getelementptr float, float* %scalars, i64 10
 	%37 = load float, float* %36, align 4
-	%38 = getelementptr float, float* %scalars, i64 12
+	%38 = getelementptr float, float* %scalars, i64 11
 	%39 = load float, float* %38, align 4
-	%40 = getelementptr float, float* %scalars, i64 13
+	%40 = getelementptr float, float* %scalars, i64 12
 	%41 = load float, float* %40, align 4
-	%42 = getelementptr float, float* %scalars, i64 14
+	%42 = getelementptr float, float* %scalars, i64 13
 	%43 = load float, float* %42, align 4
-	%44 = add i64 %n, 4095
-	%45 = sdiv i64 %44, u0x1000
-	br label %task.head.178
+	%44 = getelementptr float, float* %scalars, i64 14
+	%45 = load float, float* %44, align 4
+	%46 = add i64 %n, 4095
+	%47 = sdiv i64 %46, u0x1000
+	br label %task.head.211
 
-task.head.178:
-	%46 = phi i64 [ %lo, %entry ], [ %92, %row.done.183 ]
-	%47 = icmp slt i64 %46, %hi
-	br i1 %47, label %task.179, label %task.done.180
+task.head.211:
+	%48 = phi i64 [ %lo, %entry ], [ %94, %row.done.216 ]
+	%49 = icmp slt i64 %48, %hi
+	br i1 %49, label %task.212, label %task.done.213
 
-task.179:
-	%48 = sdiv i64 %46, %45
-	%49 = srem i64 %46, %45
-	%50 = mul i64 %48, %n
-	%51 = getelementptr float, float* %9, i64 %50
-	%52 = mul i64 %48, %n
+task.212:
+	%50 = sdiv i64 %48, %47
+	%51 = srem i64 %48, %47
+	%52 = mul i64 %50, %n
 	%53 = getelementptr float, float* %11, i64 %52
-	%54 = mul i64 %49, u0x1000
-	%55 = sub i64 %n, %54
-	%56 = add i64 %55, 127
-	%57 = sdiv i64 %56, 128
-	%58 = icmp slt i64 %57, 32
-	%59 = select i1 %58, i64 %57, i64 32
-	br label %row.head.181
+	%54 = mul i64 %50, %n
+	%55 = getelementptr float, float* %13, i64 %54
+	%56 = mul i64 %51, u0x1000
+	%57 = sub i64 %n, %56
+	%58 = add i64 %57, 127
+	%59 = sdiv i64 %58, 128
+	%60 = icmp slt i64 %59, 32
+	%61 = select i1 %60, i64 %59, i64 32
+	br label %row.head.214
 
-task.done.180:
+task.done.213:
 	ret void
 
-row.head.181:
-	%60 = phi i64 [ 0, %task.179 ], [ %189, %join.186 ]
-	%61 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %187, %join.186 ]
-	%62 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %188, %join.186 ]
-	%63 = icmp slt i64 %60, %59
-	br i1 %63, label %row.182, label %row.done.183
+row.head.214:
+	%62 = phi i64 [ 0, %task.212 ], [ %142, %join.219 ]
+	%63 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %140, %join.219 ]
+	%64 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %141, %join.219 ]
+	%65 = icmp slt i64 %62, %61
+	br i1 %65, label %row.215, label %row.done.216
 
-row.182:
-	%64 = mul i64 %60, 128
-	%65 = add i64 %54, %64
-	%66 = add i64 %65, 128
-	%67 = icmp sle i64 %66, %n
-	br i1 %67, label %then.184, label %else.185
+row.215:
+	%66 = mul i64 %62, 128
+	%67 = add i64 %56, %66
+	%68 = add i64 %67, 128
+	%69 = icmp sle i64 %68, %n
+	br i1 %69, label %then.217, label %else.218
 
-row.done.183:
-	%68 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%69 = fadd <32 x float> %61, %68
-	%70 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%71 = fadd <32 x float> %62, %70
-	%72 = shufflevector <32 x float> %69, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%73 = fadd <32 x float> %69, %72
+row.done.216:
+	%70 = shufflevector <32 x float> %63, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%71 = fadd <32 x float> %63, %70
+	%72 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%73 = fadd <32 x float> %64, %72
 	%74 = shufflevector <32 x float> %71, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%75 = fadd <32 x float> %71, %74
-	%76 = shufflevector <32 x float> %73, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%76 = shufflevector <32 x float> %73, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%77 = fadd <32 x float> %73, %76
 	%78 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%79 = fadd <32 x float> %75, %78
-	%80 = shufflevector <32 x float> %77, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%80 = shufflevector <32 x float> %77, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%81 = fadd <32 x float> %77, %80
 	%82 = shufflevector <32 x float> %79, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%83 = fadd <32 x float> %79, %82
-	%84 = shufflevector <32 x float> %81, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%84 = shufflevector <32 x float> %81, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%85 = fadd <32 x float> %81, %84
 	%86 = shufflevector <32 x float> %83, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%87 = fadd <32 x float> %83, %86
-	%88 = extractelement <32 x float> %85, i32 0
-	%89 = getelementptr float, float* %num, i64 %46
-	store float %88, float* %89, align 4
+	%88 = shufflevector <32 x float> %85, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%89 = fadd <32 x float> %85, %88
 	%90 = extractelement <32 x float> %87, i32 0
-	%91 = getelementptr float, float* %den, i64 %46
+	%91 = getelementptr float, float* %num, i64 %48
 	store float %90, float* %91, align 4
-	%92 = add i64 %46, 1
-	br label %task.head.178
+	%92 = extractelement <32 x float> %89, i32 0
+	%93 = getelementptr float, float* %den, i64 %48
+	store float %92, float* %93, align 4
+	%94 = add i64 %48, 1
+	br label %task.head.211
 
-then.184:
-	%93 = getelementptr float, float* %51, i64 %65
-	%94 = bitcast float* %93 to <128 x float>*
-	%95 = load <128 x float>, <128 x float>* %94, align 4
-	%96 = getelementptr float, float* %53, i64 %65
-	%97 = bitcast float* %96 to <128 x float>*
-	%98 = load <128 x float>, <128 x float>* %97, align 4
-	%99 = insertelement <128 x float> undef, float %27, i32 0
-	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
+then.217:
+	%95 = getelementptr float, float* %53, i64 %67
+	%96 = bitcast float* %95 to <128 x float>*
+	%97 = load <128 x float>, <128 x float>* %96, align 4
+	%98 = getelementptr float, float* %55, i64 %67
+	%99 = bitcast float* %98 to <128 x float>*
+	%100 = load <128 x float>, <128 x float>* %99, align 4
 	%101 = insertelement <128 x float> undef, float %29, i32 0
 	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
 	%103 = insertelement <128 x float> undef, float %31, i32 0
 	%104 = shufflevector <128 x float> %103, <128 x float> undef, <128 x i32> zeroinitializer
 	%105 = insertelement <128 x float> undef, float %33, i32 0
 	%106 = shufflevector <128 x float> %105, <128 x float> undef, <128 x i32> zeroinitializer
-	%107 = fdiv <128 x float> %95, %100
-	%108 = fdiv <128 x float> %98, %102
-	%109 = fsub <128 x float> %108, %104
-	%110 = fcmp uge <128 x float> %106, %109
-	%111 = select <128 x i1> %110, <128 x float> %106, <128 x float> %109
-	%112 = fcmp uno <128 x float> %109, %109
-	%113 = select <128 x i1> %112, <128 x float> %109, <128 x float> %111
-	%114 = bitcast <128 x float> %107 to <128 x i32>
-	%115 = and <128 x i32> %114, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%116 = bitcast <128 x i32> %115 to <128 x float>
-	%117 = fcmp oeq <128 x float> %113, %106
-	%118 = select <128 x i1> %117, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%119 = fmul <128 x float> %118, %116
-	%120 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%121 = fadd <32 x float> %61, %120
-	%122 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%123 = fadd <32 x float> %121, %122
-	%124 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%107 = insertelement <128 x float> undef, float %35, i32 0
+	%108 = shufflevector <128 x float> %107, <128 x float> undef, <128 x i32> zeroinitializer
+	%109 = fdiv <128 x float> %97, %102
+	%110 = fdiv <128 x float> %100, %104
+	%111 = fsub <128 x float> %110, %106
+	%112 = fcmp uge <128 x float> %108, %111
+	%113 = select <128 x i1> %112, <128 x float> %108, <128 x float> %111
+	%114 = fcmp uno <128 x float> %111, %111
+	%115 = select <128 x i1> %114, <128 x float> %111, <128 x float> %113
+	%116 = bitcast <128 x float> %109 to <128 x i32>
+	%117 = and <128 x i32> %116, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%118 = bitcast <128 x i32> %117 to <128 x float>
+	%119 = fcmp oeq <128 x float> %115, %108
+	%120 = select <128 x i1> %119, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%121 = fmul <128 x float> %120, %118
+	%122 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%123 = fadd <32 x float> %63, %122
+	%124 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%125 = fadd <32 x float> %123, %124
-	%126 = shufflevector <128 x float> %119, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%126 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%127 = fadd <32 x float> %125, %126
-	%128 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%129 = fadd <32 x float> %62, %128
-	%130 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%131 = fadd <32 x float> %129, %130
-	%132 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%128 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%129 = fadd <32 x float> %127, %128
+	%130 = shufflevector <128 x float> %118, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%131 = fadd <32 x float> %64, %130
+	%132 = shufflevector <128 x float> %118, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%133 = fadd <32 x float> %131, %132
-	%134 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%134 = shufflevector <128 x float> %118, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%135 = fadd <32 x float> %133, %134
-	br label %join.186
+	%136 = shufflevector <128 x float> %118, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%137 = fadd <32 x float> %135, %136
+	br label %join.219
 
-else.185:
-	%136 = insertelement <128 x i64> undef, i64 %65, i32 0
-	%137 = shufflevector <128 x i64> %136, <128 x i64> undef, <128 x i32> zeroinitializer
-	%138 = add <128 x i64> %137, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%139 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%140 = shufflevector <128 x i64> %139, <128 x i64> undef, <128 x i32> zeroinitializer
-	%141 = icmp slt <128 x i64> %138, %140
-	%142 = getelementptr float, float* %51, i64 %65
-	%143 = bitcast float* %142 to <128 x float>*
-	%144 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %143, i32 4, <128 x i1> %141, <128 x float> zeroinitializer)
-	%145 = getelementptr float, float* %53, i64 %65
-	%146 = bitcast float* %145 to <128 x float>*
-	%147 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %146, i32 4, <128 x i1> %141, <128 x float> zeroinitializer)
-	%148 = insertelement <128 x float> undef, float %27, i32 0
-	%149 = shufflevector <128 x float> %148, <128 x float> undef, <128 x i32> zeroinitializer
-	%150 = insertelement <128 x float> undef, float %29, i32 0
-	%151 = shufflevector <128 x float> %150, <128 x float> undef, <128 x i32> zeroinitializer
-	%152 = insertelement <128 x float> undef, float %31, i32 0
-	%153 = shufflevector <128 x float> %152, <128 x float> undef, <128 x i32> zeroinitializer
-	%154 = insertelement <128 x float> undef, float %33, i32 0
-	%155 = shufflevector <128 x float> %154, <128 x float> undef, <128 x i32> zeroinitializer
-	%156 = fdiv <128 x float> %144, %149
-	%157 = fdiv <128 x float> %147, %151
-	%158 = fsub <128 x float> %157, %153
-	%159 = fcmp uge <128 x float> %155, %158
-	%160 = select <128 x i1> %159, <128 x float> %155, <128 x float> %158
-	%161 = fcmp uno <128 x float> %158, %158
-	%162 = select <128 x i1> %161, <128 x float> %158, <128 x float> %160
-	%163 = bitcast <128 x float> %156 to <128 x i32>
-	%164 = and <128 x i32> %163, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%165 = bitcast <128 x i32> %164 to <128 x float>
-	%166 = fcmp oeq <128 x float> %162, %155
-	%167 = select <128 x i1> %166, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%168 = fmul <128 x float> %167, %165
-	%169 = select <128 x i1> %141, <128 x float> %168, <128 x float> zeroinitializer
-	%170 = shufflevector <128 x float> %169, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%171 = fadd <32 x float> %61, %170
-	%172 = shufflevector <128 x float> %169, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%173 = fadd <32 x float> %171, %172
-	%174 = shufflevector <128 x float> %169, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%175 = fadd <32 x float> %173, %174
-	%176 = shufflevector <128 x float> %169, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%177 = fadd <32 x float> %175, %176
-	%178 = select <128 x i1> %141, <128 x float> %165, <128 x float> zeroinitializer
-	%179 = shufflevector <128 x float> %178, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%180 = fadd <32 x float> %62, %179
-	%181 = shufflevector <128 x float> %178, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%182 = fadd <32 x float> %180, %181
-	%183 = shufflevector <128 x float> %178, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%184 = fadd <32 x float> %182, %183
-	%185 = shufflevector <128 x float> %178, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%186 = fadd <32 x float> %184, %185
-	br label %join.186
+else.218:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%138 = bitcast <128 x float>* %1 to float*
+	%139 = sub i64 %n, %67
+	br label %pad.head.220
 
-join.186:
-	%187 = phi <32 x float> [ %127, %then.184 ], [ %177, %else.185 ]
-	%188 = phi <32 x float> [ %135, %then.184 ], [ %186, %else.185 ]
-	%189 = add i64 %60, 1
-	br label %row.head.181
+join.219:
+	%140 = phi <32 x float> [ %129, %then.217 ], [ %200, %pad.done.225 ]
+	%141 = phi <32 x float> [ %137, %then.217 ], [ %209, %pad.done.225 ]
+	%142 = add i64 %62, 1
+	br label %row.head.214
+
+pad.head.220:
+	%143 = phi i64 [ 0, %else.218 ], [ %149, %pad.221 ]
+	%144 = icmp slt i64 %143, %139
+	br i1 %144, label %pad.221, label %pad.done.222
+
+pad.221:
+	%145 = add i64 %67, %143
+	%146 = getelementptr float, float* %53, i64 %145
+	%147 = load float, float* %146, align 4
+	%148 = getelementptr float, float* %138, i64 %143
+	store volatile float %147, float* %148, align 4
+	%149 = add i64 %143, 1
+	br label %pad.head.220
+
+pad.done.222:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%150 = bitcast <128 x float>* %0 to float*
+	%151 = sub i64 %n, %67
+	br label %pad.head.223
+
+pad.head.223:
+	%152 = phi i64 [ 0, %pad.done.222 ], [ %158, %pad.224 ]
+	%153 = icmp slt i64 %152, %151
+	br i1 %153, label %pad.224, label %pad.done.225
+
+pad.224:
+	%154 = add i64 %67, %152
+	%155 = getelementptr float, float* %55, i64 %154
+	%156 = load float, float* %155, align 4
+	%157 = getelementptr float, float* %150, i64 %152
+	store volatile float %156, float* %157, align 4
+	%158 = add i64 %152, 1
+	br label %pad.head.223
+
+pad.done.225:
+	%159 = insertelement <128 x i64> undef, i64 %67, i32 0
+	%160 = shufflevector <128 x i64> %159, <128 x i64> undef, <128 x i32> zeroinitializer
+	%161 = add <128 x i64> %160, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%162 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%163 = shufflevector <128 x i64> %162, <128 x i64> undef, <128 x i32> zeroinitializer
+	%164 = icmp slt <128 x i64> %161, %163
+	%165 = getelementptr float, float* %138, i64 0
+	%166 = bitcast float* %165 to <128 x float>*
+	%167 = load <128 x float>, <128 x float>* %166, align 4
+	%168 = getelementptr float, float* %150, i64 0
+	%169 = bitcast float* %168 to <128 x float>*
+	%170 = load <128 x float>, <128 x float>* %169, align 4
+	%171 = insertelement <128 x float> undef, float %29, i32 0
+	%172 = shufflevector <128 x float> %171, <128 x float> undef, <128 x i32> zeroinitializer
+	%173 = insertelement <128 x float> undef, float %31, i32 0
+	%174 = shufflevector <128 x float> %173, <128 x float> undef, <128 x i32> zeroinitializer
+	%175 = insertelement <128 x float> undef, float %33, i32 0
+	%176 = shufflevector <128 x float> %175, <128 x float> undef, <128 x i32> zeroinitializer
+	%177 = insertelement <128 x float> undef, float %35, i32 0
+	%178 = shufflevector <128 x float> %177, <128 x float> undef, <128 x i32> zeroinitializer
+	%179 = fdiv <128 x float> %167, %172
+	%180 = fdiv <128 x float> %170, %174
+	%181 = fsub <128 x float> %180, %176
+	%182 = fcmp uge <128 x float> %178, %181
+	%183 = select <128 x i1> %182, <128 x float> %178, <128 x float> %181
+	%184 = fcmp uno <128 x float> %181, %181
+	%185 = select <128 x i1> %184, <128 x float> %181, <128 x float> %183
+	%186 = bitcast <128 x float> %179 to <128 x i32>
+	%187 = and <128 x i32> %186, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%188 = bitcast <128 x i32> %187 to <128 x float>
+	%189 = fcmp oeq <128 x float> %185, %178
+	%190 = select <128 x i1> %189, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%191 = fmul <128 x float> %190, %188
+	%192 = select <128 x i1> %164, <128 x float> %191, <128 x float> zeroinitializer
+	%193 = shufflevector <128 x float> %192, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%194 = fadd <32 x float> %63, %193
+	%195 = shufflevector <128 x float> %192, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%196 = fadd <32 x float> %194, %195
+	%197 = shufflevector <128 x float> %192, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%198 = fadd <32 x float> %196, %197
+	%199 = shufflevector <128 x float> %192, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%200 = fadd <32 x float> %198, %199
+	%201 = select <128 x i1> %164, <128 x float> %188, <128 x float> zeroinitializer
+	%202 = shufflevector <128 x float> %201, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%203 = fadd <32 x float> %64, %202
+	%204 = shufflevector <128 x float> %201, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%205 = fadd <32 x float> %203, %204
+	%206 = shufflevector <128 x float> %201, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%207 = fadd <32 x float> %205, %206
+	%208 = shufflevector <128 x float> %201, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%209 = fadd <32 x float> %207, %208
+	br label %join.219
 }
 
 define void @fiber_bccorr_clamp_mass_cpu(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind {
@@ -6094,5 +10604,11 @@ entry:
 	ret void
 }
 
+define void @fiber_bccorr_clamp_mass_cpu_avx512(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @fiber_bccorr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_bccorr_abi = constant [65 x i8] c"44b854ff1366540ac2c4c6cea9bac259740093f57df7df64ae421978e96eee8b\00"
+@fiber_bccorr_abi = constant [65 x i8] c"3d24b397a13d57c5d5c048e2caa5095587683d02faf78298012de8a89a4371bf\00"

@@ -763,60 +763,53 @@ declare <8 x float> @llvm.sqrt.v8f32(<8 x float> %0)
 
 define internal [4 x <8 x float>] @fg_gaussian_v8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
 entry:
-	%0 = add i64 %group, 0
-	%1 = insertelement <8 x i64> undef, i64 %0, i32 0
-	%2 = add i64 %group, 1
-	%3 = insertelement <8 x i64> %1, i64 %2, i32 1
-	%4 = add i64 %group, 2
-	%5 = insertelement <8 x i64> %3, i64 %4, i32 2
-	%6 = add i64 %group, 3
-	%7 = insertelement <8 x i64> %5, i64 %6, i32 3
-	%8 = add i64 %group, 4
-	%9 = insertelement <8 x i64> %7, i64 %8, i32 4
-	%10 = add i64 %group, 5
-	%11 = insertelement <8 x i64> %9, i64 %10, i32 5
-	%12 = add i64 %group, 6
-	%13 = insertelement <8 x i64> %11, i64 %12, i32 6
-	%14 = add i64 %group, 7
-	%15 = insertelement <8 x i64> %13, i64 %14, i32 7
-	%16 = lshr <8 x i64> %15, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
-	%17 = trunc <8 x i64> %15 to <8 x i32>
-	%18 = trunc <8 x i64> %16 to <8 x i32>
-	%19 = insertelement <8 x i32> undef, i32 %step, i32 0
-	%20 = insertelement <8 x i32> %19, i32 %step, i32 1
-	%21 = insertelement <8 x i32> %20, i32 %step, i32 2
-	%22 = insertelement <8 x i32> %21, i32 %step, i32 3
-	%23 = insertelement <8 x i32> %22, i32 %step, i32 4
-	%24 = insertelement <8 x i32> %23, i32 %step, i32 5
-	%25 = insertelement <8 x i32> %24, i32 %step, i32 6
-	%26 = insertelement <8 x i32> %25, i32 %step, i32 7
-	%27 = insertelement <8 x i32> undef, i32 %site, i32 0
-	%28 = insertelement <8 x i32> %27, i32 %site, i32 1
-	%29 = insertelement <8 x i32> %28, i32 %site, i32 2
-	%30 = insertelement <8 x i32> %29, i32 %site, i32 3
-	%31 = insertelement <8 x i32> %30, i32 %site, i32 4
-	%32 = insertelement <8 x i32> %31, i32 %site, i32 5
-	%33 = insertelement <8 x i32> %32, i32 %site, i32 6
-	%34 = insertelement <8 x i32> %33, i32 %site, i32 7
-	%35 = trunc i64 %seed to i32
-	%36 = lshr i64 %seed, 32
-	%37 = trunc i64 %36 to i32
-	%38 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %17, <8 x i32> %18, <8 x i32> %26, <8 x i32> %34, i32 %35, i32 %37)
-	%39 = extractvalue [4 x <8 x i32>] %38, 0
-	%40 = extractvalue [4 x <8 x i32>] %38, 1
+	%0 = insertelement <8 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <8 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <8 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <8 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <8 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <8 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <8 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <8 x i64> %6, i64 %group, i32 7
+	%8 = add <8 x i64> %7, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7>
+	%9 = lshr <8 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = trunc <8 x i64> %8 to <8 x i32>
+	%11 = trunc <8 x i64> %9 to <8 x i32>
+	%12 = insertelement <8 x i32> undef, i32 %step, i32 0
+	%13 = insertelement <8 x i32> %12, i32 %step, i32 1
+	%14 = insertelement <8 x i32> %13, i32 %step, i32 2
+	%15 = insertelement <8 x i32> %14, i32 %step, i32 3
+	%16 = insertelement <8 x i32> %15, i32 %step, i32 4
+	%17 = insertelement <8 x i32> %16, i32 %step, i32 5
+	%18 = insertelement <8 x i32> %17, i32 %step, i32 6
+	%19 = insertelement <8 x i32> %18, i32 %step, i32 7
+	%20 = insertelement <8 x i32> undef, i32 %site, i32 0
+	%21 = insertelement <8 x i32> %20, i32 %site, i32 1
+	%22 = insertelement <8 x i32> %21, i32 %site, i32 2
+	%23 = insertelement <8 x i32> %22, i32 %site, i32 3
+	%24 = insertelement <8 x i32> %23, i32 %site, i32 4
+	%25 = insertelement <8 x i32> %24, i32 %site, i32 5
+	%26 = insertelement <8 x i32> %25, i32 %site, i32 6
+	%27 = insertelement <8 x i32> %26, i32 %site, i32 7
+	%28 = trunc i64 %seed to i32
+	%29 = lshr i64 %seed, 32
+	%30 = trunc i64 %29 to i32
+	%31 = call [4 x <8 x i32>] @fg_philox_v8(<8 x i32> %10, <8 x i32> %11, <8 x i32> %19, <8 x i32> %27, i32 %28, i32 %30)
+	%32 = extractvalue [4 x <8 x i32>] %31, 0
+	%33 = extractvalue [4 x <8 x i32>] %31, 1
+	%34 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %32, <8 x i32> %33)
+	%35 = extractvalue { <8 x float>, <8 x float> } %34, 0
+	%36 = insertvalue [4 x <8 x float>] undef, <8 x float> %35, 0
+	%37 = extractvalue { <8 x float>, <8 x float> } %34, 1
+	%38 = insertvalue [4 x <8 x float>] %36, <8 x float> %37, 1
+	%39 = extractvalue [4 x <8 x i32>] %31, 2
+	%40 = extractvalue [4 x <8 x i32>] %31, 3
 	%41 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %39, <8 x i32> %40)
 	%42 = extractvalue { <8 x float>, <8 x float> } %41, 0
-	%43 = insertvalue [4 x <8 x float>] undef, <8 x float> %42, 0
+	%43 = insertvalue [4 x <8 x float>] %38, <8 x float> %42, 2
 	%44 = extractvalue { <8 x float>, <8 x float> } %41, 1
-	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 1
-	%46 = extractvalue [4 x <8 x i32>] %38, 2
-	%47 = extractvalue [4 x <8 x i32>] %38, 3
-	%48 = call { <8 x float>, <8 x float> } @fg_pair_v8(<8 x i32> %46, <8 x i32> %47)
-	%49 = extractvalue { <8 x float>, <8 x float> } %48, 0
-	%50 = insertvalue [4 x <8 x float>] %45, <8 x float> %49, 2
-	%51 = extractvalue { <8 x float>, <8 x float> } %48, 1
-	%52 = insertvalue [4 x <8 x float>] %50, <8 x float> %51, 3
-	ret [4 x <8 x float>] %52
+	%45 = insertvalue [4 x <8 x float>] %43, <8 x float> %44, 3
+	ret [4 x <8 x float>] %45
 }
 
 define internal [4 x <8 x float>] @fg_gaussian_c8(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
@@ -847,6 +840,704 @@ entry:
 	%23 = shufflevector <8 x float> %22, <8 x float> %12, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15>
 	%24 = insertvalue [4 x <8 x float>] %21, <8 x float> %23, 3
 	ret [4 x <8 x float>] %24
+}
+
+define internal [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %c0, <16 x i32> %c1, <16 x i32> %c2, <16 x i32> %c3, i32 %k0, i32 %k1) alwaysinline nounwind {
+entry:
+	%0 = zext <16 x i32> %c0 to <16 x i64>
+	%1 = zext <16 x i32> %c1 to <16 x i64>
+	%2 = zext <16 x i32> %c2 to <16 x i64>
+	%3 = zext <16 x i32> %c3 to <16 x i64>
+	%4 = and <16 x i64> %0, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%5 = mul <16 x i64> %4, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%6 = lshr <16 x i64> %5, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%7 = and <16 x i64> %2, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%8 = mul <16 x i64> %7, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%9 = lshr <16 x i64> %8, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%10 = xor <16 x i64> %9, %1
+	%11 = zext i32 %k0 to i64
+	%12 = insertelement <16 x i64> undef, i64 %11, i32 0
+	%13 = insertelement <16 x i64> %12, i64 %11, i32 1
+	%14 = insertelement <16 x i64> %13, i64 %11, i32 2
+	%15 = insertelement <16 x i64> %14, i64 %11, i32 3
+	%16 = insertelement <16 x i64> %15, i64 %11, i32 4
+	%17 = insertelement <16 x i64> %16, i64 %11, i32 5
+	%18 = insertelement <16 x i64> %17, i64 %11, i32 6
+	%19 = insertelement <16 x i64> %18, i64 %11, i32 7
+	%20 = insertelement <16 x i64> %19, i64 %11, i32 8
+	%21 = insertelement <16 x i64> %20, i64 %11, i32 9
+	%22 = insertelement <16 x i64> %21, i64 %11, i32 10
+	%23 = insertelement <16 x i64> %22, i64 %11, i32 11
+	%24 = insertelement <16 x i64> %23, i64 %11, i32 12
+	%25 = insertelement <16 x i64> %24, i64 %11, i32 13
+	%26 = insertelement <16 x i64> %25, i64 %11, i32 14
+	%27 = insertelement <16 x i64> %26, i64 %11, i32 15
+	%28 = xor <16 x i64> %10, %27
+	%29 = xor <16 x i64> %6, %3
+	%30 = zext i32 %k1 to i64
+	%31 = insertelement <16 x i64> undef, i64 %30, i32 0
+	%32 = insertelement <16 x i64> %31, i64 %30, i32 1
+	%33 = insertelement <16 x i64> %32, i64 %30, i32 2
+	%34 = insertelement <16 x i64> %33, i64 %30, i32 3
+	%35 = insertelement <16 x i64> %34, i64 %30, i32 4
+	%36 = insertelement <16 x i64> %35, i64 %30, i32 5
+	%37 = insertelement <16 x i64> %36, i64 %30, i32 6
+	%38 = insertelement <16 x i64> %37, i64 %30, i32 7
+	%39 = insertelement <16 x i64> %38, i64 %30, i32 8
+	%40 = insertelement <16 x i64> %39, i64 %30, i32 9
+	%41 = insertelement <16 x i64> %40, i64 %30, i32 10
+	%42 = insertelement <16 x i64> %41, i64 %30, i32 11
+	%43 = insertelement <16 x i64> %42, i64 %30, i32 12
+	%44 = insertelement <16 x i64> %43, i64 %30, i32 13
+	%45 = insertelement <16 x i64> %44, i64 %30, i32 14
+	%46 = insertelement <16 x i64> %45, i64 %30, i32 15
+	%47 = xor <16 x i64> %29, %46
+	%48 = add i32 %k0, -1640531527
+	%49 = add i32 %k1, -1150833019
+	%50 = and <16 x i64> %28, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%51 = mul <16 x i64> %50, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%52 = lshr <16 x i64> %51, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%53 = and <16 x i64> %47, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%54 = mul <16 x i64> %53, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%55 = lshr <16 x i64> %54, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%56 = xor <16 x i64> %55, %8
+	%57 = zext i32 %48 to i64
+	%58 = insertelement <16 x i64> undef, i64 %57, i32 0
+	%59 = insertelement <16 x i64> %58, i64 %57, i32 1
+	%60 = insertelement <16 x i64> %59, i64 %57, i32 2
+	%61 = insertelement <16 x i64> %60, i64 %57, i32 3
+	%62 = insertelement <16 x i64> %61, i64 %57, i32 4
+	%63 = insertelement <16 x i64> %62, i64 %57, i32 5
+	%64 = insertelement <16 x i64> %63, i64 %57, i32 6
+	%65 = insertelement <16 x i64> %64, i64 %57, i32 7
+	%66 = insertelement <16 x i64> %65, i64 %57, i32 8
+	%67 = insertelement <16 x i64> %66, i64 %57, i32 9
+	%68 = insertelement <16 x i64> %67, i64 %57, i32 10
+	%69 = insertelement <16 x i64> %68, i64 %57, i32 11
+	%70 = insertelement <16 x i64> %69, i64 %57, i32 12
+	%71 = insertelement <16 x i64> %70, i64 %57, i32 13
+	%72 = insertelement <16 x i64> %71, i64 %57, i32 14
+	%73 = insertelement <16 x i64> %72, i64 %57, i32 15
+	%74 = xor <16 x i64> %56, %73
+	%75 = xor <16 x i64> %52, %5
+	%76 = zext i32 %49 to i64
+	%77 = insertelement <16 x i64> undef, i64 %76, i32 0
+	%78 = insertelement <16 x i64> %77, i64 %76, i32 1
+	%79 = insertelement <16 x i64> %78, i64 %76, i32 2
+	%80 = insertelement <16 x i64> %79, i64 %76, i32 3
+	%81 = insertelement <16 x i64> %80, i64 %76, i32 4
+	%82 = insertelement <16 x i64> %81, i64 %76, i32 5
+	%83 = insertelement <16 x i64> %82, i64 %76, i32 6
+	%84 = insertelement <16 x i64> %83, i64 %76, i32 7
+	%85 = insertelement <16 x i64> %84, i64 %76, i32 8
+	%86 = insertelement <16 x i64> %85, i64 %76, i32 9
+	%87 = insertelement <16 x i64> %86, i64 %76, i32 10
+	%88 = insertelement <16 x i64> %87, i64 %76, i32 11
+	%89 = insertelement <16 x i64> %88, i64 %76, i32 12
+	%90 = insertelement <16 x i64> %89, i64 %76, i32 13
+	%91 = insertelement <16 x i64> %90, i64 %76, i32 14
+	%92 = insertelement <16 x i64> %91, i64 %76, i32 15
+	%93 = xor <16 x i64> %75, %92
+	%94 = add i32 %48, -1640531527
+	%95 = add i32 %49, -1150833019
+	%96 = and <16 x i64> %74, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%97 = mul <16 x i64> %96, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%98 = lshr <16 x i64> %97, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%99 = and <16 x i64> %93, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%100 = mul <16 x i64> %99, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%101 = lshr <16 x i64> %100, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%102 = xor <16 x i64> %101, %54
+	%103 = zext i32 %94 to i64
+	%104 = insertelement <16 x i64> undef, i64 %103, i32 0
+	%105 = insertelement <16 x i64> %104, i64 %103, i32 1
+	%106 = insertelement <16 x i64> %105, i64 %103, i32 2
+	%107 = insertelement <16 x i64> %106, i64 %103, i32 3
+	%108 = insertelement <16 x i64> %107, i64 %103, i32 4
+	%109 = insertelement <16 x i64> %108, i64 %103, i32 5
+	%110 = insertelement <16 x i64> %109, i64 %103, i32 6
+	%111 = insertelement <16 x i64> %110, i64 %103, i32 7
+	%112 = insertelement <16 x i64> %111, i64 %103, i32 8
+	%113 = insertelement <16 x i64> %112, i64 %103, i32 9
+	%114 = insertelement <16 x i64> %113, i64 %103, i32 10
+	%115 = insertelement <16 x i64> %114, i64 %103, i32 11
+	%116 = insertelement <16 x i64> %115, i64 %103, i32 12
+	%117 = insertelement <16 x i64> %116, i64 %103, i32 13
+	%118 = insertelement <16 x i64> %117, i64 %103, i32 14
+	%119 = insertelement <16 x i64> %118, i64 %103, i32 15
+	%120 = xor <16 x i64> %102, %119
+	%121 = xor <16 x i64> %98, %51
+	%122 = zext i32 %95 to i64
+	%123 = insertelement <16 x i64> undef, i64 %122, i32 0
+	%124 = insertelement <16 x i64> %123, i64 %122, i32 1
+	%125 = insertelement <16 x i64> %124, i64 %122, i32 2
+	%126 = insertelement <16 x i64> %125, i64 %122, i32 3
+	%127 = insertelement <16 x i64> %126, i64 %122, i32 4
+	%128 = insertelement <16 x i64> %127, i64 %122, i32 5
+	%129 = insertelement <16 x i64> %128, i64 %122, i32 6
+	%130 = insertelement <16 x i64> %129, i64 %122, i32 7
+	%131 = insertelement <16 x i64> %130, i64 %122, i32 8
+	%132 = insertelement <16 x i64> %131, i64 %122, i32 9
+	%133 = insertelement <16 x i64> %132, i64 %122, i32 10
+	%134 = insertelement <16 x i64> %133, i64 %122, i32 11
+	%135 = insertelement <16 x i64> %134, i64 %122, i32 12
+	%136 = insertelement <16 x i64> %135, i64 %122, i32 13
+	%137 = insertelement <16 x i64> %136, i64 %122, i32 14
+	%138 = insertelement <16 x i64> %137, i64 %122, i32 15
+	%139 = xor <16 x i64> %121, %138
+	%140 = add i32 %94, -1640531527
+	%141 = add i32 %95, -1150833019
+	%142 = and <16 x i64> %120, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%143 = mul <16 x i64> %142, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%144 = lshr <16 x i64> %143, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%145 = and <16 x i64> %139, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%146 = mul <16 x i64> %145, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%147 = lshr <16 x i64> %146, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%148 = xor <16 x i64> %147, %100
+	%149 = zext i32 %140 to i64
+	%150 = insertelement <16 x i64> undef, i64 %149, i32 0
+	%151 = insertelement <16 x i64> %150, i64 %149, i32 1
+	%152 = insertelement <16 x i64> %151, i64 %149, i32 2
+	%153 = insertelement <16 x i64> %152, i64 %149, i32 3
+	%154 = insertelement <16 x i64> %153, i64 %149, i32 4
+	%155 = insertelement <16 x i64> %154, i64 %149, i32 5
+	%156 = insertelement <16 x i64> %155, i64 %149, i32 6
+	%157 = insertelement <16 x i64> %156, i64 %149, i32 7
+	%158 = insertelement <16 x i64> %157, i64 %149, i32 8
+	%159 = insertelement <16 x i64> %158, i64 %149, i32 9
+	%160 = insertelement <16 x i64> %159, i64 %149, i32 10
+	%161 = insertelement <16 x i64> %160, i64 %149, i32 11
+	%162 = insertelement <16 x i64> %161, i64 %149, i32 12
+	%163 = insertelement <16 x i64> %162, i64 %149, i32 13
+	%164 = insertelement <16 x i64> %163, i64 %149, i32 14
+	%165 = insertelement <16 x i64> %164, i64 %149, i32 15
+	%166 = xor <16 x i64> %148, %165
+	%167 = xor <16 x i64> %144, %97
+	%168 = zext i32 %141 to i64
+	%169 = insertelement <16 x i64> undef, i64 %168, i32 0
+	%170 = insertelement <16 x i64> %169, i64 %168, i32 1
+	%171 = insertelement <16 x i64> %170, i64 %168, i32 2
+	%172 = insertelement <16 x i64> %171, i64 %168, i32 3
+	%173 = insertelement <16 x i64> %172, i64 %168, i32 4
+	%174 = insertelement <16 x i64> %173, i64 %168, i32 5
+	%175 = insertelement <16 x i64> %174, i64 %168, i32 6
+	%176 = insertelement <16 x i64> %175, i64 %168, i32 7
+	%177 = insertelement <16 x i64> %176, i64 %168, i32 8
+	%178 = insertelement <16 x i64> %177, i64 %168, i32 9
+	%179 = insertelement <16 x i64> %178, i64 %168, i32 10
+	%180 = insertelement <16 x i64> %179, i64 %168, i32 11
+	%181 = insertelement <16 x i64> %180, i64 %168, i32 12
+	%182 = insertelement <16 x i64> %181, i64 %168, i32 13
+	%183 = insertelement <16 x i64> %182, i64 %168, i32 14
+	%184 = insertelement <16 x i64> %183, i64 %168, i32 15
+	%185 = xor <16 x i64> %167, %184
+	%186 = add i32 %140, -1640531527
+	%187 = add i32 %141, -1150833019
+	%188 = and <16 x i64> %166, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%189 = mul <16 x i64> %188, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%190 = lshr <16 x i64> %189, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%191 = and <16 x i64> %185, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%192 = mul <16 x i64> %191, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%193 = lshr <16 x i64> %192, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%194 = xor <16 x i64> %193, %146
+	%195 = zext i32 %186 to i64
+	%196 = insertelement <16 x i64> undef, i64 %195, i32 0
+	%197 = insertelement <16 x i64> %196, i64 %195, i32 1
+	%198 = insertelement <16 x i64> %197, i64 %195, i32 2
+	%199 = insertelement <16 x i64> %198, i64 %195, i32 3
+	%200 = insertelement <16 x i64> %199, i64 %195, i32 4
+	%201 = insertelement <16 x i64> %200, i64 %195, i32 5
+	%202 = insertelement <16 x i64> %201, i64 %195, i32 6
+	%203 = insertelement <16 x i64> %202, i64 %195, i32 7
+	%204 = insertelement <16 x i64> %203, i64 %195, i32 8
+	%205 = insertelement <16 x i64> %204, i64 %195, i32 9
+	%206 = insertelement <16 x i64> %205, i64 %195, i32 10
+	%207 = insertelement <16 x i64> %206, i64 %195, i32 11
+	%208 = insertelement <16 x i64> %207, i64 %195, i32 12
+	%209 = insertelement <16 x i64> %208, i64 %195, i32 13
+	%210 = insertelement <16 x i64> %209, i64 %195, i32 14
+	%211 = insertelement <16 x i64> %210, i64 %195, i32 15
+	%212 = xor <16 x i64> %194, %211
+	%213 = xor <16 x i64> %190, %143
+	%214 = zext i32 %187 to i64
+	%215 = insertelement <16 x i64> undef, i64 %214, i32 0
+	%216 = insertelement <16 x i64> %215, i64 %214, i32 1
+	%217 = insertelement <16 x i64> %216, i64 %214, i32 2
+	%218 = insertelement <16 x i64> %217, i64 %214, i32 3
+	%219 = insertelement <16 x i64> %218, i64 %214, i32 4
+	%220 = insertelement <16 x i64> %219, i64 %214, i32 5
+	%221 = insertelement <16 x i64> %220, i64 %214, i32 6
+	%222 = insertelement <16 x i64> %221, i64 %214, i32 7
+	%223 = insertelement <16 x i64> %222, i64 %214, i32 8
+	%224 = insertelement <16 x i64> %223, i64 %214, i32 9
+	%225 = insertelement <16 x i64> %224, i64 %214, i32 10
+	%226 = insertelement <16 x i64> %225, i64 %214, i32 11
+	%227 = insertelement <16 x i64> %226, i64 %214, i32 12
+	%228 = insertelement <16 x i64> %227, i64 %214, i32 13
+	%229 = insertelement <16 x i64> %228, i64 %214, i32 14
+	%230 = insertelement <16 x i64> %229, i64 %214, i32 15
+	%231 = xor <16 x i64> %213, %230
+	%232 = add i32 %186, -1640531527
+	%233 = add i32 %187, -1150833019
+	%234 = and <16 x i64> %212, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%235 = mul <16 x i64> %234, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%236 = lshr <16 x i64> %235, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%237 = and <16 x i64> %231, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%238 = mul <16 x i64> %237, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%239 = lshr <16 x i64> %238, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%240 = xor <16 x i64> %239, %192
+	%241 = zext i32 %232 to i64
+	%242 = insertelement <16 x i64> undef, i64 %241, i32 0
+	%243 = insertelement <16 x i64> %242, i64 %241, i32 1
+	%244 = insertelement <16 x i64> %243, i64 %241, i32 2
+	%245 = insertelement <16 x i64> %244, i64 %241, i32 3
+	%246 = insertelement <16 x i64> %245, i64 %241, i32 4
+	%247 = insertelement <16 x i64> %246, i64 %241, i32 5
+	%248 = insertelement <16 x i64> %247, i64 %241, i32 6
+	%249 = insertelement <16 x i64> %248, i64 %241, i32 7
+	%250 = insertelement <16 x i64> %249, i64 %241, i32 8
+	%251 = insertelement <16 x i64> %250, i64 %241, i32 9
+	%252 = insertelement <16 x i64> %251, i64 %241, i32 10
+	%253 = insertelement <16 x i64> %252, i64 %241, i32 11
+	%254 = insertelement <16 x i64> %253, i64 %241, i32 12
+	%255 = insertelement <16 x i64> %254, i64 %241, i32 13
+	%256 = insertelement <16 x i64> %255, i64 %241, i32 14
+	%257 = insertelement <16 x i64> %256, i64 %241, i32 15
+	%258 = xor <16 x i64> %240, %257
+	%259 = xor <16 x i64> %236, %189
+	%260 = zext i32 %233 to i64
+	%261 = insertelement <16 x i64> undef, i64 %260, i32 0
+	%262 = insertelement <16 x i64> %261, i64 %260, i32 1
+	%263 = insertelement <16 x i64> %262, i64 %260, i32 2
+	%264 = insertelement <16 x i64> %263, i64 %260, i32 3
+	%265 = insertelement <16 x i64> %264, i64 %260, i32 4
+	%266 = insertelement <16 x i64> %265, i64 %260, i32 5
+	%267 = insertelement <16 x i64> %266, i64 %260, i32 6
+	%268 = insertelement <16 x i64> %267, i64 %260, i32 7
+	%269 = insertelement <16 x i64> %268, i64 %260, i32 8
+	%270 = insertelement <16 x i64> %269, i64 %260, i32 9
+	%271 = insertelement <16 x i64> %270, i64 %260, i32 10
+	%272 = insertelement <16 x i64> %271, i64 %260, i32 11
+	%273 = insertelement <16 x i64> %272, i64 %260, i32 12
+	%274 = insertelement <16 x i64> %273, i64 %260, i32 13
+	%275 = insertelement <16 x i64> %274, i64 %260, i32 14
+	%276 = insertelement <16 x i64> %275, i64 %260, i32 15
+	%277 = xor <16 x i64> %259, %276
+	%278 = add i32 %232, -1640531527
+	%279 = add i32 %233, -1150833019
+	%280 = and <16 x i64> %258, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%281 = mul <16 x i64> %280, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%282 = lshr <16 x i64> %281, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%283 = and <16 x i64> %277, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%284 = mul <16 x i64> %283, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%285 = lshr <16 x i64> %284, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%286 = xor <16 x i64> %285, %238
+	%287 = zext i32 %278 to i64
+	%288 = insertelement <16 x i64> undef, i64 %287, i32 0
+	%289 = insertelement <16 x i64> %288, i64 %287, i32 1
+	%290 = insertelement <16 x i64> %289, i64 %287, i32 2
+	%291 = insertelement <16 x i64> %290, i64 %287, i32 3
+	%292 = insertelement <16 x i64> %291, i64 %287, i32 4
+	%293 = insertelement <16 x i64> %292, i64 %287, i32 5
+	%294 = insertelement <16 x i64> %293, i64 %287, i32 6
+	%295 = insertelement <16 x i64> %294, i64 %287, i32 7
+	%296 = insertelement <16 x i64> %295, i64 %287, i32 8
+	%297 = insertelement <16 x i64> %296, i64 %287, i32 9
+	%298 = insertelement <16 x i64> %297, i64 %287, i32 10
+	%299 = insertelement <16 x i64> %298, i64 %287, i32 11
+	%300 = insertelement <16 x i64> %299, i64 %287, i32 12
+	%301 = insertelement <16 x i64> %300, i64 %287, i32 13
+	%302 = insertelement <16 x i64> %301, i64 %287, i32 14
+	%303 = insertelement <16 x i64> %302, i64 %287, i32 15
+	%304 = xor <16 x i64> %286, %303
+	%305 = xor <16 x i64> %282, %235
+	%306 = zext i32 %279 to i64
+	%307 = insertelement <16 x i64> undef, i64 %306, i32 0
+	%308 = insertelement <16 x i64> %307, i64 %306, i32 1
+	%309 = insertelement <16 x i64> %308, i64 %306, i32 2
+	%310 = insertelement <16 x i64> %309, i64 %306, i32 3
+	%311 = insertelement <16 x i64> %310, i64 %306, i32 4
+	%312 = insertelement <16 x i64> %311, i64 %306, i32 5
+	%313 = insertelement <16 x i64> %312, i64 %306, i32 6
+	%314 = insertelement <16 x i64> %313, i64 %306, i32 7
+	%315 = insertelement <16 x i64> %314, i64 %306, i32 8
+	%316 = insertelement <16 x i64> %315, i64 %306, i32 9
+	%317 = insertelement <16 x i64> %316, i64 %306, i32 10
+	%318 = insertelement <16 x i64> %317, i64 %306, i32 11
+	%319 = insertelement <16 x i64> %318, i64 %306, i32 12
+	%320 = insertelement <16 x i64> %319, i64 %306, i32 13
+	%321 = insertelement <16 x i64> %320, i64 %306, i32 14
+	%322 = insertelement <16 x i64> %321, i64 %306, i32 15
+	%323 = xor <16 x i64> %305, %322
+	%324 = add i32 %278, -1640531527
+	%325 = add i32 %279, -1150833019
+	%326 = and <16 x i64> %304, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%327 = mul <16 x i64> %326, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%328 = lshr <16 x i64> %327, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%329 = and <16 x i64> %323, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%330 = mul <16 x i64> %329, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%331 = lshr <16 x i64> %330, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%332 = xor <16 x i64> %331, %284
+	%333 = zext i32 %324 to i64
+	%334 = insertelement <16 x i64> undef, i64 %333, i32 0
+	%335 = insertelement <16 x i64> %334, i64 %333, i32 1
+	%336 = insertelement <16 x i64> %335, i64 %333, i32 2
+	%337 = insertelement <16 x i64> %336, i64 %333, i32 3
+	%338 = insertelement <16 x i64> %337, i64 %333, i32 4
+	%339 = insertelement <16 x i64> %338, i64 %333, i32 5
+	%340 = insertelement <16 x i64> %339, i64 %333, i32 6
+	%341 = insertelement <16 x i64> %340, i64 %333, i32 7
+	%342 = insertelement <16 x i64> %341, i64 %333, i32 8
+	%343 = insertelement <16 x i64> %342, i64 %333, i32 9
+	%344 = insertelement <16 x i64> %343, i64 %333, i32 10
+	%345 = insertelement <16 x i64> %344, i64 %333, i32 11
+	%346 = insertelement <16 x i64> %345, i64 %333, i32 12
+	%347 = insertelement <16 x i64> %346, i64 %333, i32 13
+	%348 = insertelement <16 x i64> %347, i64 %333, i32 14
+	%349 = insertelement <16 x i64> %348, i64 %333, i32 15
+	%350 = xor <16 x i64> %332, %349
+	%351 = xor <16 x i64> %328, %281
+	%352 = zext i32 %325 to i64
+	%353 = insertelement <16 x i64> undef, i64 %352, i32 0
+	%354 = insertelement <16 x i64> %353, i64 %352, i32 1
+	%355 = insertelement <16 x i64> %354, i64 %352, i32 2
+	%356 = insertelement <16 x i64> %355, i64 %352, i32 3
+	%357 = insertelement <16 x i64> %356, i64 %352, i32 4
+	%358 = insertelement <16 x i64> %357, i64 %352, i32 5
+	%359 = insertelement <16 x i64> %358, i64 %352, i32 6
+	%360 = insertelement <16 x i64> %359, i64 %352, i32 7
+	%361 = insertelement <16 x i64> %360, i64 %352, i32 8
+	%362 = insertelement <16 x i64> %361, i64 %352, i32 9
+	%363 = insertelement <16 x i64> %362, i64 %352, i32 10
+	%364 = insertelement <16 x i64> %363, i64 %352, i32 11
+	%365 = insertelement <16 x i64> %364, i64 %352, i32 12
+	%366 = insertelement <16 x i64> %365, i64 %352, i32 13
+	%367 = insertelement <16 x i64> %366, i64 %352, i32 14
+	%368 = insertelement <16 x i64> %367, i64 %352, i32 15
+	%369 = xor <16 x i64> %351, %368
+	%370 = add i32 %324, -1640531527
+	%371 = add i32 %325, -1150833019
+	%372 = and <16 x i64> %350, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%373 = mul <16 x i64> %372, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%374 = lshr <16 x i64> %373, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%375 = and <16 x i64> %369, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%376 = mul <16 x i64> %375, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%377 = lshr <16 x i64> %376, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%378 = xor <16 x i64> %377, %330
+	%379 = zext i32 %370 to i64
+	%380 = insertelement <16 x i64> undef, i64 %379, i32 0
+	%381 = insertelement <16 x i64> %380, i64 %379, i32 1
+	%382 = insertelement <16 x i64> %381, i64 %379, i32 2
+	%383 = insertelement <16 x i64> %382, i64 %379, i32 3
+	%384 = insertelement <16 x i64> %383, i64 %379, i32 4
+	%385 = insertelement <16 x i64> %384, i64 %379, i32 5
+	%386 = insertelement <16 x i64> %385, i64 %379, i32 6
+	%387 = insertelement <16 x i64> %386, i64 %379, i32 7
+	%388 = insertelement <16 x i64> %387, i64 %379, i32 8
+	%389 = insertelement <16 x i64> %388, i64 %379, i32 9
+	%390 = insertelement <16 x i64> %389, i64 %379, i32 10
+	%391 = insertelement <16 x i64> %390, i64 %379, i32 11
+	%392 = insertelement <16 x i64> %391, i64 %379, i32 12
+	%393 = insertelement <16 x i64> %392, i64 %379, i32 13
+	%394 = insertelement <16 x i64> %393, i64 %379, i32 14
+	%395 = insertelement <16 x i64> %394, i64 %379, i32 15
+	%396 = xor <16 x i64> %378, %395
+	%397 = xor <16 x i64> %374, %327
+	%398 = zext i32 %371 to i64
+	%399 = insertelement <16 x i64> undef, i64 %398, i32 0
+	%400 = insertelement <16 x i64> %399, i64 %398, i32 1
+	%401 = insertelement <16 x i64> %400, i64 %398, i32 2
+	%402 = insertelement <16 x i64> %401, i64 %398, i32 3
+	%403 = insertelement <16 x i64> %402, i64 %398, i32 4
+	%404 = insertelement <16 x i64> %403, i64 %398, i32 5
+	%405 = insertelement <16 x i64> %404, i64 %398, i32 6
+	%406 = insertelement <16 x i64> %405, i64 %398, i32 7
+	%407 = insertelement <16 x i64> %406, i64 %398, i32 8
+	%408 = insertelement <16 x i64> %407, i64 %398, i32 9
+	%409 = insertelement <16 x i64> %408, i64 %398, i32 10
+	%410 = insertelement <16 x i64> %409, i64 %398, i32 11
+	%411 = insertelement <16 x i64> %410, i64 %398, i32 12
+	%412 = insertelement <16 x i64> %411, i64 %398, i32 13
+	%413 = insertelement <16 x i64> %412, i64 %398, i32 14
+	%414 = insertelement <16 x i64> %413, i64 %398, i32 15
+	%415 = xor <16 x i64> %397, %414
+	%416 = add i32 %370, -1640531527
+	%417 = add i32 %371, -1150833019
+	%418 = and <16 x i64> %396, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%419 = mul <16 x i64> %418, <i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795, i64 3528531795>
+	%420 = lshr <16 x i64> %419, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%421 = and <16 x i64> %415, <i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF, i64 u0xFFFFFFFF>
+	%422 = mul <16 x i64> %421, <i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151, i64 3449720151>
+	%423 = lshr <16 x i64> %422, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%424 = xor <16 x i64> %423, %376
+	%425 = zext i32 %416 to i64
+	%426 = insertelement <16 x i64> undef, i64 %425, i32 0
+	%427 = insertelement <16 x i64> %426, i64 %425, i32 1
+	%428 = insertelement <16 x i64> %427, i64 %425, i32 2
+	%429 = insertelement <16 x i64> %428, i64 %425, i32 3
+	%430 = insertelement <16 x i64> %429, i64 %425, i32 4
+	%431 = insertelement <16 x i64> %430, i64 %425, i32 5
+	%432 = insertelement <16 x i64> %431, i64 %425, i32 6
+	%433 = insertelement <16 x i64> %432, i64 %425, i32 7
+	%434 = insertelement <16 x i64> %433, i64 %425, i32 8
+	%435 = insertelement <16 x i64> %434, i64 %425, i32 9
+	%436 = insertelement <16 x i64> %435, i64 %425, i32 10
+	%437 = insertelement <16 x i64> %436, i64 %425, i32 11
+	%438 = insertelement <16 x i64> %437, i64 %425, i32 12
+	%439 = insertelement <16 x i64> %438, i64 %425, i32 13
+	%440 = insertelement <16 x i64> %439, i64 %425, i32 14
+	%441 = insertelement <16 x i64> %440, i64 %425, i32 15
+	%442 = xor <16 x i64> %424, %441
+	%443 = xor <16 x i64> %420, %373
+	%444 = zext i32 %417 to i64
+	%445 = insertelement <16 x i64> undef, i64 %444, i32 0
+	%446 = insertelement <16 x i64> %445, i64 %444, i32 1
+	%447 = insertelement <16 x i64> %446, i64 %444, i32 2
+	%448 = insertelement <16 x i64> %447, i64 %444, i32 3
+	%449 = insertelement <16 x i64> %448, i64 %444, i32 4
+	%450 = insertelement <16 x i64> %449, i64 %444, i32 5
+	%451 = insertelement <16 x i64> %450, i64 %444, i32 6
+	%452 = insertelement <16 x i64> %451, i64 %444, i32 7
+	%453 = insertelement <16 x i64> %452, i64 %444, i32 8
+	%454 = insertelement <16 x i64> %453, i64 %444, i32 9
+	%455 = insertelement <16 x i64> %454, i64 %444, i32 10
+	%456 = insertelement <16 x i64> %455, i64 %444, i32 11
+	%457 = insertelement <16 x i64> %456, i64 %444, i32 12
+	%458 = insertelement <16 x i64> %457, i64 %444, i32 13
+	%459 = insertelement <16 x i64> %458, i64 %444, i32 14
+	%460 = insertelement <16 x i64> %459, i64 %444, i32 15
+	%461 = xor <16 x i64> %443, %460
+	%462 = trunc <16 x i64> %442 to <16 x i32>
+	%463 = trunc <16 x i64> %422 to <16 x i32>
+	%464 = trunc <16 x i64> %461 to <16 x i32>
+	%465 = trunc <16 x i64> %419 to <16 x i32>
+	%466 = insertvalue [4 x <16 x i32>] undef, <16 x i32> %462, 0
+	%467 = insertvalue [4 x <16 x i32>] %466, <16 x i32> %463, 1
+	%468 = insertvalue [4 x <16 x i32>] %467, <16 x i32> %464, 2
+	%469 = insertvalue [4 x <16 x i32>] %468, <16 x i32> %465, 3
+	ret [4 x <16 x i32>] %469
+}
+
+define internal <16 x float> @fg_log32_v16(<16 x float> %u) alwaysinline nounwind {
+entry:
+	%0 = bitcast <16 x float> %u to <16 x i32>
+	%1 = lshr <16 x i32> %0, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%2 = sub <16 x i32> %1, <i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127, i32 127>
+	%3 = and <16 x i32> %0, <i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF, i32 u0x7FFFFF>
+	%4 = add <16 x i32> %3, <i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952, i32 4913952>
+	%5 = and <16 x i32> %4, <i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000, i32 u0x800000>
+	%6 = xor <16 x i32> %5, <i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216, i32 1065353216>
+	%7 = or <16 x i32> %3, %6
+	%8 = bitcast <16 x i32> %7 to <16 x float>
+	%9 = lshr <16 x i32> %5, <i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23, i32 23>
+	%10 = add <16 x i32> %2, %9
+	%11 = fsub <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	%12 = fadd <16 x float> <float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0, float 2.0>, %11
+	%13 = fdiv <16 x float> %11, %12
+	%14 = fmul <16 x float> %13, %13
+	%15 = fmul <16 x float> %14, %14
+	%16 = fmul <16 x float> %15, <float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000, float 0x3FCF13C4C0000000>
+	%17 = fadd <16 x float> <float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000, float 0x3FD999C260000000>, %16
+	%18 = fmul <16 x float> %15, %17
+	%19 = fmul <16 x float> %15, <float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000, float 0x3FD23D3DC0000000>
+	%20 = fadd <16 x float> <float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000, float 0x3FE5555540000000>, %19
+	%21 = fmul <16 x float> %14, %20
+	%22 = fadd <16 x float> %21, %18
+	%23 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %11
+	%24 = fmul <16 x float> %23, %11
+	%25 = sitofp <16 x i32> %10 to <16 x float>
+	%26 = fadd <16 x float> %24, %22
+	%27 = fmul <16 x float> %13, %26
+	%28 = fmul <16 x float> %25, <float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000, float 0x3EE2FEFA20000000>
+	%29 = fadd <16 x float> %27, %28
+	%30 = fmul <16 x float> %25, <float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000, float 0x3FE62E3000000000>
+	%31 = fsub <16 x float> %24, %29
+	%32 = fsub <16 x float> %31, %11
+	%33 = fsub <16 x float> %30, %32
+	ret <16 x float> %33
+}
+
+define internal <16 x float> @fg_sin32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000, float 0xBF29943F20000000>, %0
+	%2 = fadd <16 x float> %1, <float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000, float 0x3F811073C0000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000, float 0xBFC5555460000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %x
+	%7 = fadd <16 x float> %6, %x
+	ret <16 x float> %7
+}
+
+define internal <16 x float> @fg_cos32_v16(<16 x float> %x) alwaysinline nounwind {
+entry:
+	%0 = fmul <16 x float> %x, %x
+	%1 = fmul <16 x float> <float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000, float 0x3EF99EB9C0000000>, %0
+	%2 = fadd <16 x float> %1, <float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000, float 0xBF56C0C340000000>
+	%3 = fmul <16 x float> %2, %0
+	%4 = fadd <16 x float> %3, <float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000, float 0x3FA55554A0000000>
+	%5 = fmul <16 x float> %4, %0
+	%6 = fmul <16 x float> %5, %0
+	%7 = fmul <16 x float> <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>, %0
+	%8 = fsub <16 x float> %6, %7
+	%9 = fadd <16 x float> %8, <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>
+	ret <16 x float> %9
+}
+
+define internal { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %xr, <16 x i32> %xa) alwaysinline nounwind {
+entry:
+	%0 = uitofp <16 x i32> %xr to <16 x float>
+	%1 = fadd <16 x float> %0, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%2 = fmul <16 x float> %1, <float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000, float 0x3DF0000000000000>
+	%3 = call <16 x float> @fg_log32_v16(<16 x float> %2)
+	%4 = fmul <16 x float> <float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0, float -2.0>, %3
+	%5 = call <16 x float> @llvm.sqrt.v16f32(<16 x float> %4)
+	%6 = add <16 x i32> %xa, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%7 = lshr <16 x i32> %6, <i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30, i32 30>
+	%8 = and <16 x i32> %6, <i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF, i32 u0x3FFFFFFF>
+	%9 = sub <16 x i32> %8, <i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000, i32 u0x20000000>
+	%10 = sitofp <16 x i32> %9 to <16 x float>
+	%11 = fadd <16 x float> %10, <float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5, float 0.5>
+	%12 = fmul <16 x float> %11, <float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000, float 0x3E1921FB60000000>
+	%13 = call <16 x float> @fg_sin32_v16(<16 x float> %12)
+	%14 = call <16 x float> @fg_cos32_v16(<16 x float> %12)
+	%15 = and <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%16 = icmp ne <16 x i32> %15, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%17 = add <16 x i32> %7, <i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1, i32 1>
+	%18 = and <16 x i32> %17, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%19 = icmp ne <16 x i32> %18, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%20 = and <16 x i32> %7, <i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2, i32 2>
+	%21 = icmp ne <16 x i32> %20, <i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0, i32 0>
+	%22 = select <16 x i1> %16, <16 x float> %13, <16 x float> %14
+	%23 = bitcast <16 x float> %22 to <16 x i32>
+	%24 = xor <16 x i32> %23, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%25 = bitcast <16 x i32> %24 to <16 x float>
+	%26 = select <16 x i1> %19, <16 x float> %25, <16 x float> %22
+	%27 = select <16 x i1> %16, <16 x float> %14, <16 x float> %13
+	%28 = bitcast <16 x float> %27 to <16 x i32>
+	%29 = xor <16 x i32> %28, <i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648, i32 -2147483648>
+	%30 = bitcast <16 x i32> %29 to <16 x float>
+	%31 = select <16 x i1> %21, <16 x float> %30, <16 x float> %27
+	%32 = fmul <16 x float> %5, %26
+	%33 = insertvalue { <16 x float>, <16 x float> } undef, <16 x float> %32, 0
+	%34 = fmul <16 x float> %5, %31
+	%35 = insertvalue { <16 x float>, <16 x float> } %33, <16 x float> %34, 1
+	ret { <16 x float>, <16 x float> } %35
+}
+
+declare <16 x float> @llvm.sqrt.v16f32(<16 x float> %0)
+
+define internal [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = insertelement <16 x i64> undef, i64 %group, i32 0
+	%1 = insertelement <16 x i64> %0, i64 %group, i32 1
+	%2 = insertelement <16 x i64> %1, i64 %group, i32 2
+	%3 = insertelement <16 x i64> %2, i64 %group, i32 3
+	%4 = insertelement <16 x i64> %3, i64 %group, i32 4
+	%5 = insertelement <16 x i64> %4, i64 %group, i32 5
+	%6 = insertelement <16 x i64> %5, i64 %group, i32 6
+	%7 = insertelement <16 x i64> %6, i64 %group, i32 7
+	%8 = insertelement <16 x i64> %7, i64 %group, i32 8
+	%9 = insertelement <16 x i64> %8, i64 %group, i32 9
+	%10 = insertelement <16 x i64> %9, i64 %group, i32 10
+	%11 = insertelement <16 x i64> %10, i64 %group, i32 11
+	%12 = insertelement <16 x i64> %11, i64 %group, i32 12
+	%13 = insertelement <16 x i64> %12, i64 %group, i32 13
+	%14 = insertelement <16 x i64> %13, i64 %group, i32 14
+	%15 = insertelement <16 x i64> %14, i64 %group, i32 15
+	%16 = add <16 x i64> %15, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15>
+	%17 = lshr <16 x i64> %16, <i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32, i64 32>
+	%18 = trunc <16 x i64> %16 to <16 x i32>
+	%19 = trunc <16 x i64> %17 to <16 x i32>
+	%20 = insertelement <16 x i32> undef, i32 %step, i32 0
+	%21 = insertelement <16 x i32> %20, i32 %step, i32 1
+	%22 = insertelement <16 x i32> %21, i32 %step, i32 2
+	%23 = insertelement <16 x i32> %22, i32 %step, i32 3
+	%24 = insertelement <16 x i32> %23, i32 %step, i32 4
+	%25 = insertelement <16 x i32> %24, i32 %step, i32 5
+	%26 = insertelement <16 x i32> %25, i32 %step, i32 6
+	%27 = insertelement <16 x i32> %26, i32 %step, i32 7
+	%28 = insertelement <16 x i32> %27, i32 %step, i32 8
+	%29 = insertelement <16 x i32> %28, i32 %step, i32 9
+	%30 = insertelement <16 x i32> %29, i32 %step, i32 10
+	%31 = insertelement <16 x i32> %30, i32 %step, i32 11
+	%32 = insertelement <16 x i32> %31, i32 %step, i32 12
+	%33 = insertelement <16 x i32> %32, i32 %step, i32 13
+	%34 = insertelement <16 x i32> %33, i32 %step, i32 14
+	%35 = insertelement <16 x i32> %34, i32 %step, i32 15
+	%36 = insertelement <16 x i32> undef, i32 %site, i32 0
+	%37 = insertelement <16 x i32> %36, i32 %site, i32 1
+	%38 = insertelement <16 x i32> %37, i32 %site, i32 2
+	%39 = insertelement <16 x i32> %38, i32 %site, i32 3
+	%40 = insertelement <16 x i32> %39, i32 %site, i32 4
+	%41 = insertelement <16 x i32> %40, i32 %site, i32 5
+	%42 = insertelement <16 x i32> %41, i32 %site, i32 6
+	%43 = insertelement <16 x i32> %42, i32 %site, i32 7
+	%44 = insertelement <16 x i32> %43, i32 %site, i32 8
+	%45 = insertelement <16 x i32> %44, i32 %site, i32 9
+	%46 = insertelement <16 x i32> %45, i32 %site, i32 10
+	%47 = insertelement <16 x i32> %46, i32 %site, i32 11
+	%48 = insertelement <16 x i32> %47, i32 %site, i32 12
+	%49 = insertelement <16 x i32> %48, i32 %site, i32 13
+	%50 = insertelement <16 x i32> %49, i32 %site, i32 14
+	%51 = insertelement <16 x i32> %50, i32 %site, i32 15
+	%52 = trunc i64 %seed to i32
+	%53 = lshr i64 %seed, 32
+	%54 = trunc i64 %53 to i32
+	%55 = call [4 x <16 x i32>] @fg_philox_v16(<16 x i32> %18, <16 x i32> %19, <16 x i32> %35, <16 x i32> %51, i32 %52, i32 %54)
+	%56 = extractvalue [4 x <16 x i32>] %55, 0
+	%57 = extractvalue [4 x <16 x i32>] %55, 1
+	%58 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %56, <16 x i32> %57)
+	%59 = extractvalue { <16 x float>, <16 x float> } %58, 0
+	%60 = insertvalue [4 x <16 x float>] undef, <16 x float> %59, 0
+	%61 = extractvalue { <16 x float>, <16 x float> } %58, 1
+	%62 = insertvalue [4 x <16 x float>] %60, <16 x float> %61, 1
+	%63 = extractvalue [4 x <16 x i32>] %55, 2
+	%64 = extractvalue [4 x <16 x i32>] %55, 3
+	%65 = call { <16 x float>, <16 x float> } @fg_pair_v16(<16 x i32> %63, <16 x i32> %64)
+	%66 = extractvalue { <16 x float>, <16 x float> } %65, 0
+	%67 = insertvalue [4 x <16 x float>] %62, <16 x float> %66, 2
+	%68 = extractvalue { <16 x float>, <16 x float> } %65, 1
+	%69 = insertvalue [4 x <16 x float>] %67, <16 x float> %68, 3
+	ret [4 x <16 x float>] %69
+}
+
+define internal [4 x <16 x float>] @fg_gaussian_c16(i64 %seed, i32 %step, i32 %site, i64 %group) alwaysinline nounwind {
+entry:
+	%0 = call [4 x <16 x float>] @fg_gaussian_v16(i64 %seed, i32 %step, i32 %site, i64 %group)
+	%1 = extractvalue [4 x <16 x float>] %0, 0
+	%2 = extractvalue [4 x <16 x float>] %0, 1
+	%3 = extractvalue [4 x <16 x float>] %0, 2
+	%4 = extractvalue [4 x <16 x float>] %0, 3
+	%5 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%6 = shufflevector <16 x float> %1, <16 x float> %2, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%7 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 0, i32 16, i32 1, i32 17, i32 4, i32 20, i32 5, i32 21, i32 8, i32 24, i32 9, i32 25, i32 12, i32 28, i32 13, i32 29>
+	%8 = shufflevector <16 x float> %3, <16 x float> %4, <16 x i32> <i32 2, i32 18, i32 3, i32 19, i32 6, i32 22, i32 7, i32 23, i32 10, i32 26, i32 11, i32 27, i32 14, i32 30, i32 15, i32 31>
+	%9 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%10 = shufflevector <16 x float> %5, <16 x float> %7, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%11 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 0, i32 1, i32 16, i32 17, i32 4, i32 5, i32 20, i32 21, i32 8, i32 9, i32 24, i32 25, i32 12, i32 13, i32 28, i32 29>
+	%12 = shufflevector <16 x float> %6, <16 x float> %8, <16 x i32> <i32 2, i32 3, i32 18, i32 19, i32 6, i32 7, i32 22, i32 23, i32 10, i32 11, i32 26, i32 27, i32 14, i32 15, i32 30, i32 31>
+	%13 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3, i32 0, i32 1, i32 2, i32 3>
+	%14 = shufflevector <16 x float> %13, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 16, i32 17, i32 18, i32 19, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%15 = shufflevector <16 x float> %14, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 16, i32 17, i32 18, i32 19, i32 12, i32 13, i32 14, i32 15>
+	%16 = shufflevector <16 x float> %15, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 16, i32 17, i32 18, i32 19>
+	%17 = insertvalue [4 x <16 x float>] undef, <16 x float> %16, 0
+	%18 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7, i32 4, i32 5, i32 6, i32 7>
+	%19 = shufflevector <16 x float> %18, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 20, i32 21, i32 22, i32 23, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%20 = shufflevector <16 x float> %19, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 20, i32 21, i32 22, i32 23, i32 12, i32 13, i32 14, i32 15>
+	%21 = shufflevector <16 x float> %20, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23>
+	%22 = insertvalue [4 x <16 x float>] %17, <16 x float> %21, 1
+	%23 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11, i32 8, i32 9, i32 10, i32 11>
+	%24 = shufflevector <16 x float> %23, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 24, i32 25, i32 26, i32 27, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%25 = shufflevector <16 x float> %24, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 12, i32 13, i32 14, i32 15>
+	%26 = shufflevector <16 x float> %25, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 24, i32 25, i32 26, i32 27>
+	%27 = insertvalue [4 x <16 x float>] %22, <16 x float> %26, 2
+	%28 = shufflevector <16 x float> %9, <16 x float> %9, <16 x i32> <i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15, i32 12, i32 13, i32 14, i32 15>
+	%29 = shufflevector <16 x float> %28, <16 x float> %10, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 28, i32 29, i32 30, i32 31, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%30 = shufflevector <16 x float> %29, <16 x float> %11, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 28, i32 29, i32 30, i32 31, i32 12, i32 13, i32 14, i32 15>
+	%31 = shufflevector <16 x float> %30, <16 x float> %12, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 28, i32 29, i32 30, i32 31>
+	%32 = insertvalue [4 x <16 x float>] %27, <16 x float> %31, 3
+	ret [4 x <16 x float>] %32
 }
 
 define internal %fiber_nocorr.stored @fiber_nocorr_body(float %v.theta, float %v.g, float %v.gt, float %v.r, float %v.m, float %v.v, float %v.lookahead, float %s.0, float %s.1, float %s.2, float %s.3, float %s.4, float %s.5, float %s.6, float %s.7, float %s.8, float %s.9, float %s.10, float %s.11, float %s.12) alwaysinline nounwind {
@@ -1738,7 +2429,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 
 declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 
-define internal void @fiber_nocorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+define internal void @fiber_nocorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
 entry:
 	%0 = getelementptr float*, float** %buffers, i64 0
 	%1 = load float*, float** %0, align 8
@@ -4116,15 +4807,3711 @@ tail.done.48:
 	ret void
 }
 
+define internal void @fiber_nocorr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) alwaysinline nounwind {
+entry:
+	%0 = getelementptr float*, float** %buffers, i64 0
+	%1 = load float*, float** %0, align 8
+	%2 = getelementptr float*, float** %buffers, i64 1
+	%3 = load float*, float** %2, align 8
+	%4 = getelementptr float*, float** %buffers, i64 2
+	%5 = load float*, float** %4, align 8
+	%6 = getelementptr float*, float** %buffers, i64 3
+	%7 = load float*, float** %6, align 8
+	%8 = getelementptr float*, float** %buffers, i64 4
+	%9 = load float*, float** %8, align 8
+	%10 = getelementptr float*, float** %buffers, i64 5
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr float*, float** %buffers, i64 6
+	%13 = load float*, float** %12, align 8
+	%14 = getelementptr float, float* %scalars, i64 0
+	%15 = load float, float* %14, align 4
+	%16 = getelementptr float, float* %scalars, i64 1
+	%17 = load float, float* %16, align 4
+	%18 = getelementptr float, float* %scalars, i64 2
+	%19 = load float, float* %18, align 4
+	%20 = getelementptr float, float* %scalars, i64 3
+	%21 = load float, float* %20, align 4
+	%22 = getelementptr float, float* %scalars, i64 4
+	%23 = load float, float* %22, align 4
+	%24 = getelementptr float, float* %scalars, i64 5
+	%25 = load float, float* %24, align 4
+	%26 = getelementptr float, float* %scalars, i64 6
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr float, float* %scalars, i64 7
+	%29 = load float, float* %28, align 4
+	%30 = getelementptr float, float* %scalars, i64 8
+	%31 = load float, float* %30, align 4
+	%32 = getelementptr float, float* %scalars, i64 9
+	%33 = load float, float* %32, align 4
+	%34 = getelementptr float, float* %scalars, i64 10
+	%35 = load float, float* %34, align 4
+	%36 = getelementptr float, float* %scalars, i64 11
+	%37 = load float, float* %36, align 4
+	%38 = getelementptr float, float* %scalars, i64 12
+	%39 = load float, float* %38, align 4
+	%40 = getelementptr float, float* %scalars, i64 13
+	%41 = load float, float* %40, align 4
+	%42 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 0
+	%43 = load i64, i64* %42, align 8
+	%44 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 1
+	%45 = load i64, i64* %44, align 8
+	%46 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 2
+	%47 = load i64, i64* %46, align 8
+	%48 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 3
+	%49 = load i64, i64* %48, align 8
+	%50 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 4
+	%51 = load i32, i32* %50, align 4
+	%52 = getelementptr { i64, i64, i64, i64, i32, i32 }, { i64, i64, i64, i64, i32, i32 }* %range, i32 0, i32 5
+	%53 = load i32, i32* %52, align 4
+	%54 = sub i64 %45, %43
+	%55 = add i64 %47, %43
+	%56 = and i64 %55, 3
+	%57 = sub i64 4, %56
+	%58 = and i64 %57, 3
+	%59 = icmp slt i64 %58, %54
+	%60 = select i1 %59, i64 %58, i64 %54
+	%61 = sub i64 %54, %60
+	%62 = ashr i64 %61, 2
+	%63 = add i64 %43, %60
+	%64 = shl i64 %62, 2
+	%65 = add i64 %63, %64
+	%66 = add i64 %47, %63
+	%67 = lshr i64 %66, 2
+	%68 = icmp ne i32 %53, 0
+	br i1 %68, label %with_noise, label %without_noise
+
+with_noise:
+	br label %head.head.49
+
+without_noise:
+	br label %head.head.61
+
+head.head.49:
+	%69 = phi i64 [ %43, %with_noise ], [ %102, %head.50 ]
+	%70 = icmp slt i64 %69, %63
+	br i1 %70, label %head.50, label %head.done.51
+
+head.50:
+	%71 = getelementptr float, float* %1, i64 %69
+	%72 = load float, float* %71, align 4
+	%73 = getelementptr float, float* %3, i64 %69
+	%74 = load float, float* %73, align 4
+	%75 = getelementptr float, float* %5, i64 %69
+	%76 = load float, float* %75, align 4
+	%77 = getelementptr float, float* %7, i64 %69
+	%78 = load float, float* %77, align 4
+	%79 = getelementptr float, float* %9, i64 %69
+	%80 = load float, float* %79, align 4
+	%81 = getelementptr float, float* %11, i64 %69
+	%82 = load float, float* %81, align 4
+	%83 = getelementptr float, float* %13, i64 %69
+	%84 = load float, float* %83, align 4
+	%85 = add i64 %47, %69
+	%86 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %85)
+	%87 = fmul float %41, %86
+	%88 = fadd float %74, %87
+	%89 = call %fiber_nocorr.stored @fiber_nocorr_body(float %72, float %88, float %76, float %78, float %80, float %82, float %84, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%90 = extractvalue %fiber_nocorr.stored %89, 0
+	%91 = extractvalue %fiber_nocorr.stored %89, 1
+	%92 = extractvalue %fiber_nocorr.stored %89, 2
+	%93 = extractvalue %fiber_nocorr.stored %89, 3
+	%94 = extractvalue %fiber_nocorr.stored %89, 4
+	%95 = extractvalue %fiber_nocorr.stored %89, 5
+	%96 = getelementptr float, float* %7, i64 %69
+	store float %90, float* %96, align 4
+	%97 = getelementptr float, float* %5, i64 %69
+	store float %91, float* %97, align 4
+	%98 = getelementptr float, float* %9, i64 %69
+	store float %92, float* %98, align 4
+	%99 = getelementptr float, float* %11, i64 %69
+	store float %93, float* %99, align 4
+	%100 = getelementptr float, float* %1, i64 %69
+	store float %94, float* %100, align 4
+	%101 = getelementptr float, float* %13, i64 %69
+	store float %95, float* %101, align 4
+	%102 = add i64 %69, 1
+	br label %head.head.49
+
+head.done.51:
+	%103 = sdiv i64 %62, 16
+	br label %wide.head.52
+
+wide.head.52:
+	%104 = phi i64 [ 0, %head.done.51 ], [ %1651, %wide.53 ]
+	%105 = icmp slt i64 %104, %103
+	br i1 %105, label %wide.53, label %wide.done.54
+
+wide.53:
+	%106 = mul i64 %104, 16
+	%107 = shl i64 %106, 2
+	%108 = add i64 %63, %107
+	%109 = add i64 %67, %106
+	%110 = call [4 x <16 x float>] @fg_gaussian_c16(i64 %49, i32 %51, i32 0, i64 %109)
+	%111 = add i64 %108, 0
+	%112 = getelementptr float, float* %1, i64 %111
+	%113 = bitcast float* %112 to <16 x float>*
+	%114 = load <16 x float>, <16 x float>* %113, align 4
+	%115 = extractelement <16 x float> %114, i32 0
+	%116 = extractelement <16 x float> %114, i32 1
+	%117 = extractelement <16 x float> %114, i32 2
+	%118 = extractelement <16 x float> %114, i32 3
+	%119 = extractelement <16 x float> %114, i32 4
+	%120 = extractelement <16 x float> %114, i32 5
+	%121 = extractelement <16 x float> %114, i32 6
+	%122 = extractelement <16 x float> %114, i32 7
+	%123 = extractelement <16 x float> %114, i32 8
+	%124 = extractelement <16 x float> %114, i32 9
+	%125 = extractelement <16 x float> %114, i32 10
+	%126 = extractelement <16 x float> %114, i32 11
+	%127 = extractelement <16 x float> %114, i32 12
+	%128 = extractelement <16 x float> %114, i32 13
+	%129 = extractelement <16 x float> %114, i32 14
+	%130 = extractelement <16 x float> %114, i32 15
+	%131 = add i64 %108, 16
+	%132 = getelementptr float, float* %1, i64 %131
+	%133 = bitcast float* %132 to <16 x float>*
+	%134 = load <16 x float>, <16 x float>* %133, align 4
+	%135 = extractelement <16 x float> %134, i32 0
+	%136 = extractelement <16 x float> %134, i32 1
+	%137 = extractelement <16 x float> %134, i32 2
+	%138 = extractelement <16 x float> %134, i32 3
+	%139 = extractelement <16 x float> %134, i32 4
+	%140 = extractelement <16 x float> %134, i32 5
+	%141 = extractelement <16 x float> %134, i32 6
+	%142 = extractelement <16 x float> %134, i32 7
+	%143 = extractelement <16 x float> %134, i32 8
+	%144 = extractelement <16 x float> %134, i32 9
+	%145 = extractelement <16 x float> %134, i32 10
+	%146 = extractelement <16 x float> %134, i32 11
+	%147 = extractelement <16 x float> %134, i32 12
+	%148 = extractelement <16 x float> %134, i32 13
+	%149 = extractelement <16 x float> %134, i32 14
+	%150 = extractelement <16 x float> %134, i32 15
+	%151 = add i64 %108, 32
+	%152 = getelementptr float, float* %1, i64 %151
+	%153 = bitcast float* %152 to <16 x float>*
+	%154 = load <16 x float>, <16 x float>* %153, align 4
+	%155 = extractelement <16 x float> %154, i32 0
+	%156 = extractelement <16 x float> %154, i32 1
+	%157 = extractelement <16 x float> %154, i32 2
+	%158 = extractelement <16 x float> %154, i32 3
+	%159 = extractelement <16 x float> %154, i32 4
+	%160 = extractelement <16 x float> %154, i32 5
+	%161 = extractelement <16 x float> %154, i32 6
+	%162 = extractelement <16 x float> %154, i32 7
+	%163 = extractelement <16 x float> %154, i32 8
+	%164 = extractelement <16 x float> %154, i32 9
+	%165 = extractelement <16 x float> %154, i32 10
+	%166 = extractelement <16 x float> %154, i32 11
+	%167 = extractelement <16 x float> %154, i32 12
+	%168 = extractelement <16 x float> %154, i32 13
+	%169 = extractelement <16 x float> %154, i32 14
+	%170 = extractelement <16 x float> %154, i32 15
+	%171 = add i64 %108, 48
+	%172 = getelementptr float, float* %1, i64 %171
+	%173 = bitcast float* %172 to <16 x float>*
+	%174 = load <16 x float>, <16 x float>* %173, align 4
+	%175 = extractelement <16 x float> %174, i32 0
+	%176 = extractelement <16 x float> %174, i32 1
+	%177 = extractelement <16 x float> %174, i32 2
+	%178 = extractelement <16 x float> %174, i32 3
+	%179 = extractelement <16 x float> %174, i32 4
+	%180 = extractelement <16 x float> %174, i32 5
+	%181 = extractelement <16 x float> %174, i32 6
+	%182 = extractelement <16 x float> %174, i32 7
+	%183 = extractelement <16 x float> %174, i32 8
+	%184 = extractelement <16 x float> %174, i32 9
+	%185 = extractelement <16 x float> %174, i32 10
+	%186 = extractelement <16 x float> %174, i32 11
+	%187 = extractelement <16 x float> %174, i32 12
+	%188 = extractelement <16 x float> %174, i32 13
+	%189 = extractelement <16 x float> %174, i32 14
+	%190 = extractelement <16 x float> %174, i32 15
+	%191 = add i64 %108, 0
+	%192 = getelementptr float, float* %3, i64 %191
+	%193 = bitcast float* %192 to <16 x float>*
+	%194 = load <16 x float>, <16 x float>* %193, align 4
+	%195 = insertelement <16 x float> undef, float %41, i32 0
+	%196 = insertelement <16 x float> %195, float %41, i32 1
+	%197 = insertelement <16 x float> %196, float %41, i32 2
+	%198 = insertelement <16 x float> %197, float %41, i32 3
+	%199 = insertelement <16 x float> %198, float %41, i32 4
+	%200 = insertelement <16 x float> %199, float %41, i32 5
+	%201 = insertelement <16 x float> %200, float %41, i32 6
+	%202 = insertelement <16 x float> %201, float %41, i32 7
+	%203 = insertelement <16 x float> %202, float %41, i32 8
+	%204 = insertelement <16 x float> %203, float %41, i32 9
+	%205 = insertelement <16 x float> %204, float %41, i32 10
+	%206 = insertelement <16 x float> %205, float %41, i32 11
+	%207 = insertelement <16 x float> %206, float %41, i32 12
+	%208 = insertelement <16 x float> %207, float %41, i32 13
+	%209 = insertelement <16 x float> %208, float %41, i32 14
+	%210 = insertelement <16 x float> %209, float %41, i32 15
+	%211 = extractvalue [4 x <16 x float>] %110, 0
+	%212 = fmul <16 x float> %210, %211
+	%213 = fadd <16 x float> %194, %212
+	%214 = extractelement <16 x float> %213, i32 0
+	%215 = extractelement <16 x float> %213, i32 1
+	%216 = extractelement <16 x float> %213, i32 2
+	%217 = extractelement <16 x float> %213, i32 3
+	%218 = extractelement <16 x float> %213, i32 4
+	%219 = extractelement <16 x float> %213, i32 5
+	%220 = extractelement <16 x float> %213, i32 6
+	%221 = extractelement <16 x float> %213, i32 7
+	%222 = extractelement <16 x float> %213, i32 8
+	%223 = extractelement <16 x float> %213, i32 9
+	%224 = extractelement <16 x float> %213, i32 10
+	%225 = extractelement <16 x float> %213, i32 11
+	%226 = extractelement <16 x float> %213, i32 12
+	%227 = extractelement <16 x float> %213, i32 13
+	%228 = extractelement <16 x float> %213, i32 14
+	%229 = extractelement <16 x float> %213, i32 15
+	%230 = add i64 %108, 16
+	%231 = getelementptr float, float* %3, i64 %230
+	%232 = bitcast float* %231 to <16 x float>*
+	%233 = load <16 x float>, <16 x float>* %232, align 4
+	%234 = insertelement <16 x float> undef, float %41, i32 0
+	%235 = insertelement <16 x float> %234, float %41, i32 1
+	%236 = insertelement <16 x float> %235, float %41, i32 2
+	%237 = insertelement <16 x float> %236, float %41, i32 3
+	%238 = insertelement <16 x float> %237, float %41, i32 4
+	%239 = insertelement <16 x float> %238, float %41, i32 5
+	%240 = insertelement <16 x float> %239, float %41, i32 6
+	%241 = insertelement <16 x float> %240, float %41, i32 7
+	%242 = insertelement <16 x float> %241, float %41, i32 8
+	%243 = insertelement <16 x float> %242, float %41, i32 9
+	%244 = insertelement <16 x float> %243, float %41, i32 10
+	%245 = insertelement <16 x float> %244, float %41, i32 11
+	%246 = insertelement <16 x float> %245, float %41, i32 12
+	%247 = insertelement <16 x float> %246, float %41, i32 13
+	%248 = insertelement <16 x float> %247, float %41, i32 14
+	%249 = insertelement <16 x float> %248, float %41, i32 15
+	%250 = extractvalue [4 x <16 x float>] %110, 1
+	%251 = fmul <16 x float> %249, %250
+	%252 = fadd <16 x float> %233, %251
+	%253 = extractelement <16 x float> %252, i32 0
+	%254 = extractelement <16 x float> %252, i32 1
+	%255 = extractelement <16 x float> %252, i32 2
+	%256 = extractelement <16 x float> %252, i32 3
+	%257 = extractelement <16 x float> %252, i32 4
+	%258 = extractelement <16 x float> %252, i32 5
+	%259 = extractelement <16 x float> %252, i32 6
+	%260 = extractelement <16 x float> %252, i32 7
+	%261 = extractelement <16 x float> %252, i32 8
+	%262 = extractelement <16 x float> %252, i32 9
+	%263 = extractelement <16 x float> %252, i32 10
+	%264 = extractelement <16 x float> %252, i32 11
+	%265 = extractelement <16 x float> %252, i32 12
+	%266 = extractelement <16 x float> %252, i32 13
+	%267 = extractelement <16 x float> %252, i32 14
+	%268 = extractelement <16 x float> %252, i32 15
+	%269 = add i64 %108, 32
+	%270 = getelementptr float, float* %3, i64 %269
+	%271 = bitcast float* %270 to <16 x float>*
+	%272 = load <16 x float>, <16 x float>* %271, align 4
+	%273 = insertelement <16 x float> undef, float %41, i32 0
+	%274 = insertelement <16 x float> %273, float %41, i32 1
+	%275 = insertelement <16 x float> %274, float %41, i32 2
+	%276 = insertelement <16 x float> %275, float %41, i32 3
+	%277 = insertelement <16 x float> %276, float %41, i32 4
+	%278 = insertelement <16 x float> %277, float %41, i32 5
+	%279 = insertelement <16 x float> %278, float %41, i32 6
+	%280 = insertelement <16 x float> %279, float %41, i32 7
+	%281 = insertelement <16 x float> %280, float %41, i32 8
+	%282 = insertelement <16 x float> %281, float %41, i32 9
+	%283 = insertelement <16 x float> %282, float %41, i32 10
+	%284 = insertelement <16 x float> %283, float %41, i32 11
+	%285 = insertelement <16 x float> %284, float %41, i32 12
+	%286 = insertelement <16 x float> %285, float %41, i32 13
+	%287 = insertelement <16 x float> %286, float %41, i32 14
+	%288 = insertelement <16 x float> %287, float %41, i32 15
+	%289 = extractvalue [4 x <16 x float>] %110, 2
+	%290 = fmul <16 x float> %288, %289
+	%291 = fadd <16 x float> %272, %290
+	%292 = extractelement <16 x float> %291, i32 0
+	%293 = extractelement <16 x float> %291, i32 1
+	%294 = extractelement <16 x float> %291, i32 2
+	%295 = extractelement <16 x float> %291, i32 3
+	%296 = extractelement <16 x float> %291, i32 4
+	%297 = extractelement <16 x float> %291, i32 5
+	%298 = extractelement <16 x float> %291, i32 6
+	%299 = extractelement <16 x float> %291, i32 7
+	%300 = extractelement <16 x float> %291, i32 8
+	%301 = extractelement <16 x float> %291, i32 9
+	%302 = extractelement <16 x float> %291, i32 10
+	%303 = extractelement <16 x float> %291, i32 11
+	%304 = extractelement <16 x float> %291, i32 12
+	%305 = extractelement <16 x float> %291, i32 13
+	%306 = extractelement <16 x float> %291, i32 14
+	%307 = extractelement <16 x float> %291, i32 15
+	%308 = add i64 %108, 48
+	%309 = getelementptr float, float* %3, i64 %308
+	%310 = bitcast float* %309 to <16 x float>*
+	%311 = load <16 x float>, <16 x float>* %310, align 4
+	%312 = insertelement <16 x float> undef, float %41, i32 0
+	%313 = insertelement <16 x float> %312, float %41, i32 1
+	%314 = insertelement <16 x float> %313, float %41, i32 2
+	%315 = insertelement <16 x float> %314, float %41, i32 3
+	%316 = insertelement <16 x float> %315, float %41, i32 4
+	%317 = insertelement <16 x float> %316, float %41, i32 5
+	%318 = insertelement <16 x float> %317, float %41, i32 6
+	%319 = insertelement <16 x float> %318, float %41, i32 7
+	%320 = insertelement <16 x float> %319, float %41, i32 8
+	%321 = insertelement <16 x float> %320, float %41, i32 9
+	%322 = insertelement <16 x float> %321, float %41, i32 10
+	%323 = insertelement <16 x float> %322, float %41, i32 11
+	%324 = insertelement <16 x float> %323, float %41, i32 12
+	%325 = insertelement <16 x float> %324, float %41, i32 13
+	%326 = insertelement <16 x float> %325, float %41, i32 14
+	%327 = insertelement <16 x float> %326, float %41, i32 15
+	%328 = extractvalue [4 x <16 x float>] %110, 3
+	%329 = fmul <16 x float> %327, %328
+	%330 = fadd <16 x float> %311, %329
+	%331 = extractelement <16 x float> %330, i32 0
+	%332 = extractelement <16 x float> %330, i32 1
+	%333 = extractelement <16 x float> %330, i32 2
+	%334 = extractelement <16 x float> %330, i32 3
+	%335 = extractelement <16 x float> %330, i32 4
+	%336 = extractelement <16 x float> %330, i32 5
+	%337 = extractelement <16 x float> %330, i32 6
+	%338 = extractelement <16 x float> %330, i32 7
+	%339 = extractelement <16 x float> %330, i32 8
+	%340 = extractelement <16 x float> %330, i32 9
+	%341 = extractelement <16 x float> %330, i32 10
+	%342 = extractelement <16 x float> %330, i32 11
+	%343 = extractelement <16 x float> %330, i32 12
+	%344 = extractelement <16 x float> %330, i32 13
+	%345 = extractelement <16 x float> %330, i32 14
+	%346 = extractelement <16 x float> %330, i32 15
+	%347 = add i64 %108, 0
+	%348 = getelementptr float, float* %5, i64 %347
+	%349 = bitcast float* %348 to <16 x float>*
+	%350 = load <16 x float>, <16 x float>* %349, align 4
+	%351 = extractelement <16 x float> %350, i32 0
+	%352 = extractelement <16 x float> %350, i32 1
+	%353 = extractelement <16 x float> %350, i32 2
+	%354 = extractelement <16 x float> %350, i32 3
+	%355 = extractelement <16 x float> %350, i32 4
+	%356 = extractelement <16 x float> %350, i32 5
+	%357 = extractelement <16 x float> %350, i32 6
+	%358 = extractelement <16 x float> %350, i32 7
+	%359 = extractelement <16 x float> %350, i32 8
+	%360 = extractelement <16 x float> %350, i32 9
+	%361 = extractelement <16 x float> %350, i32 10
+	%362 = extractelement <16 x float> %350, i32 11
+	%363 = extractelement <16 x float> %350, i32 12
+	%364 = extractelement <16 x float> %350, i32 13
+	%365 = extractelement <16 x float> %350, i32 14
+	%366 = extractelement <16 x float> %350, i32 15
+	%367 = add i64 %108, 16
+	%368 = getelementptr float, float* %5, i64 %367
+	%369 = bitcast float* %368 to <16 x float>*
+	%370 = load <16 x float>, <16 x float>* %369, align 4
+	%371 = extractelement <16 x float> %370, i32 0
+	%372 = extractelement <16 x float> %370, i32 1
+	%373 = extractelement <16 x float> %370, i32 2
+	%374 = extractelement <16 x float> %370, i32 3
+	%375 = extractelement <16 x float> %370, i32 4
+	%376 = extractelement <16 x float> %370, i32 5
+	%377 = extractelement <16 x float> %370, i32 6
+	%378 = extractelement <16 x float> %370, i32 7
+	%379 = extractelement <16 x float> %370, i32 8
+	%380 = extractelement <16 x float> %370, i32 9
+	%381 = extractelement <16 x float> %370, i32 10
+	%382 = extractelement <16 x float> %370, i32 11
+	%383 = extractelement <16 x float> %370, i32 12
+	%384 = extractelement <16 x float> %370, i32 13
+	%385 = extractelement <16 x float> %370, i32 14
+	%386 = extractelement <16 x float> %370, i32 15
+	%387 = add i64 %108, 32
+	%388 = getelementptr float, float* %5, i64 %387
+	%389 = bitcast float* %388 to <16 x float>*
+	%390 = load <16 x float>, <16 x float>* %389, align 4
+	%391 = extractelement <16 x float> %390, i32 0
+	%392 = extractelement <16 x float> %390, i32 1
+	%393 = extractelement <16 x float> %390, i32 2
+	%394 = extractelement <16 x float> %390, i32 3
+	%395 = extractelement <16 x float> %390, i32 4
+	%396 = extractelement <16 x float> %390, i32 5
+	%397 = extractelement <16 x float> %390, i32 6
+	%398 = extractelement <16 x float> %390, i32 7
+	%399 = extractelement <16 x float> %390, i32 8
+	%400 = extractelement <16 x float> %390, i32 9
+	%401 = extractelement <16 x float> %390, i32 10
+	%402 = extractelement <16 x float> %390, i32 11
+	%403 = extractelement <16 x float> %390, i32 12
+	%404 = extractelement <16 x float> %390, i32 13
+	%405 = extractelement <16 x float> %390, i32 14
+	%406 = extractelement <16 x float> %390, i32 15
+	%407 = add i64 %108, 48
+	%408 = getelementptr float, float* %5, i64 %407
+	%409 = bitcast float* %408 to <16 x float>*
+	%410 = load <16 x float>, <16 x float>* %409, align 4
+	%411 = extractelement <16 x float> %410, i32 0
+	%412 = extractelement <16 x float> %410, i32 1
+	%413 = extractelement <16 x float> %410, i32 2
+	%414 = extractelement <16 x float> %410, i32 3
+	%415 = extractelement <16 x float> %410, i32 4
+	%416 = extractelement <16 x float> %410, i32 5
+	%417 = extractelement <16 x float> %410, i32 6
+	%418 = extractelement <16 x float> %410, i32 7
+	%419 = extractelement <16 x float> %410, i32 8
+	%420 = extractelement <16 x float> %410, i32 9
+	%421 = extractelement <16 x float> %410, i32 10
+	%422 = extractelement <16 x float> %410, i32 11
+	%423 = extractelement <16 x float> %410, i32 12
+	%424 = extractelement <16 x float> %410, i32 13
+	%425 = extractelement <16 x float> %410, i32 14
+	%426 = extractelement <16 x float> %410, i32 15
+	%427 = add i64 %108, 0
+	%428 = getelementptr float, float* %7, i64 %427
+	%429 = bitcast float* %428 to <16 x float>*
+	%430 = load <16 x float>, <16 x float>* %429, align 4
+	%431 = extractelement <16 x float> %430, i32 0
+	%432 = extractelement <16 x float> %430, i32 1
+	%433 = extractelement <16 x float> %430, i32 2
+	%434 = extractelement <16 x float> %430, i32 3
+	%435 = extractelement <16 x float> %430, i32 4
+	%436 = extractelement <16 x float> %430, i32 5
+	%437 = extractelement <16 x float> %430, i32 6
+	%438 = extractelement <16 x float> %430, i32 7
+	%439 = extractelement <16 x float> %430, i32 8
+	%440 = extractelement <16 x float> %430, i32 9
+	%441 = extractelement <16 x float> %430, i32 10
+	%442 = extractelement <16 x float> %430, i32 11
+	%443 = extractelement <16 x float> %430, i32 12
+	%444 = extractelement <16 x float> %430, i32 13
+	%445 = extractelement <16 x float> %430, i32 14
+	%446 = extractelement <16 x float> %430, i32 15
+	%447 = add i64 %108, 16
+	%448 = getelementptr float, float* %7, i64 %447
+	%449 = bitcast float* %448 to <16 x float>*
+	%450 = load <16 x float>, <16 x float>* %449, align 4
+	%451 = extractelement <16 x float> %450, i32 0
+	%452 = extractelement <16 x float> %450, i32 1
+	%453 = extractelement <16 x float> %450, i32 2
+	%454 = extractelement <16 x float> %450, i32 3
+	%455 = extractelement <16 x float> %450, i32 4
+	%456 = extractelement <16 x float> %450, i32 5
+	%457 = extractelement <16 x float> %450, i32 6
+	%458 = extractelement <16 x float> %450, i32 7
+	%459 = extractelement <16 x float> %450, i32 8
+	%460 = extractelement <16 x float> %450, i32 9
+	%461 = extractelement <16 x float> %450, i32 10
+	%462 = extractelement <16 x float> %450, i32 11
+	%463 = extractelement <16 x float> %450, i32 12
+	%464 = extractelement <16 x float> %450, i32 13
+	%465 = extractelement <16 x float> %450, i32 14
+	%466 = extractelement <16 x float> %450, i32 15
+	%467 = add i64 %108, 32
+	%468 = getelementptr float, float* %7, i64 %467
+	%469 = bitcast float* %468 to <16 x float>*
+	%470 = load <16 x float>, <16 x float>* %469, align 4
+	%471 = extractelement <16 x float> %470, i32 0
+	%472 = extractelement <16 x float> %470, i32 1
+	%473 = extractelement <16 x float> %470, i32 2
+	%474 = extractelement <16 x float> %470, i32 3
+	%475 = extractelement <16 x float> %470, i32 4
+	%476 = extractelement <16 x float> %470, i32 5
+	%477 = extractelement <16 x float> %470, i32 6
+	%478 = extractelement <16 x float> %470, i32 7
+	%479 = extractelement <16 x float> %470, i32 8
+	%480 = extractelement <16 x float> %470, i32 9
+	%481 = extractelement <16 x float> %470, i32 10
+	%482 = extractelement <16 x float> %470, i32 11
+	%483 = extractelement <16 x float> %470, i32 12
+	%484 = extractelement <16 x float> %470, i32 13
+	%485 = extractelement <16 x float> %470, i32 14
+	%486 = extractelement <16 x float> %470, i32 15
+	%487 = add i64 %108, 48
+	%488 = getelementptr float, float* %7, i64 %487
+	%489 = bitcast float* %488 to <16 x float>*
+	%490 = load <16 x float>, <16 x float>* %489, align 4
+	%491 = extractelement <16 x float> %490, i32 0
+	%492 = extractelement <16 x float> %490, i32 1
+	%493 = extractelement <16 x float> %490, i32 2
+	%494 = extractelement <16 x float> %490, i32 3
+	%495 = extractelement <16 x float> %490, i32 4
+	%496 = extractelement <16 x float> %490, i32 5
+	%497 = extractelement <16 x float> %490, i32 6
+	%498 = extractelement <16 x float> %490, i32 7
+	%499 = extractelement <16 x float> %490, i32 8
+	%500 = extractelement <16 x float> %490, i32 9
+	%501 = extractelement <16 x float> %490, i32 10
+	%502 = extractelement <16 x float> %490, i32 11
+	%503 = extractelement <16 x float> %490, i32 12
+	%504 = extractelement <16 x float> %490, i32 13
+	%505 = extractelement <16 x float> %490, i32 14
+	%506 = extractelement <16 x float> %490, i32 15
+	%507 = add i64 %108, 0
+	%508 = getelementptr float, float* %9, i64 %507
+	%509 = bitcast float* %508 to <16 x float>*
+	%510 = load <16 x float>, <16 x float>* %509, align 4
+	%511 = extractelement <16 x float> %510, i32 0
+	%512 = extractelement <16 x float> %510, i32 1
+	%513 = extractelement <16 x float> %510, i32 2
+	%514 = extractelement <16 x float> %510, i32 3
+	%515 = extractelement <16 x float> %510, i32 4
+	%516 = extractelement <16 x float> %510, i32 5
+	%517 = extractelement <16 x float> %510, i32 6
+	%518 = extractelement <16 x float> %510, i32 7
+	%519 = extractelement <16 x float> %510, i32 8
+	%520 = extractelement <16 x float> %510, i32 9
+	%521 = extractelement <16 x float> %510, i32 10
+	%522 = extractelement <16 x float> %510, i32 11
+	%523 = extractelement <16 x float> %510, i32 12
+	%524 = extractelement <16 x float> %510, i32 13
+	%525 = extractelement <16 x float> %510, i32 14
+	%526 = extractelement <16 x float> %510, i32 15
+	%527 = add i64 %108, 16
+	%528 = getelementptr float, float* %9, i64 %527
+	%529 = bitcast float* %528 to <16 x float>*
+	%530 = load <16 x float>, <16 x float>* %529, align 4
+	%531 = extractelement <16 x float> %530, i32 0
+	%532 = extractelement <16 x float> %530, i32 1
+	%533 = extractelement <16 x float> %530, i32 2
+	%534 = extractelement <16 x float> %530, i32 3
+	%535 = extractelement <16 x float> %530, i32 4
+	%536 = extractelement <16 x float> %530, i32 5
+	%537 = extractelement <16 x float> %530, i32 6
+	%538 = extractelement <16 x float> %530, i32 7
+	%539 = extractelement <16 x float> %530, i32 8
+	%540 = extractelement <16 x float> %530, i32 9
+	%541 = extractelement <16 x float> %530, i32 10
+	%542 = extractelement <16 x float> %530, i32 11
+	%543 = extractelement <16 x float> %530, i32 12
+	%544 = extractelement <16 x float> %530, i32 13
+	%545 = extractelement <16 x float> %530, i32 14
+	%546 = extractelement <16 x float> %530, i32 15
+	%547 = add i64 %108, 32
+	%548 = getelementptr float, float* %9, i64 %547
+	%549 = bitcast float* %548 to <16 x float>*
+	%550 = load <16 x float>, <16 x float>* %549, align 4
+	%551 = extractelement <16 x float> %550, i32 0
+	%552 = extractelement <16 x float> %550, i32 1
+	%553 = extractelement <16 x float> %550, i32 2
+	%554 = extractelement <16 x float> %550, i32 3
+	%555 = extractelement <16 x float> %550, i32 4
+	%556 = extractelement <16 x float> %550, i32 5
+	%557 = extractelement <16 x float> %550, i32 6
+	%558 = extractelement <16 x float> %550, i32 7
+	%559 = extractelement <16 x float> %550, i32 8
+	%560 = extractelement <16 x float> %550, i32 9
+	%561 = extractelement <16 x float> %550, i32 10
+	%562 = extractelement <16 x float> %550, i32 11
+	%563 = extractelement <16 x float> %550, i32 12
+	%564 = extractelement <16 x float> %550, i32 13
+	%565 = extractelement <16 x float> %550, i32 14
+	%566 = extractelement <16 x float> %550, i32 15
+	%567 = add i64 %108, 48
+	%568 = getelementptr float, float* %9, i64 %567
+	%569 = bitcast float* %568 to <16 x float>*
+	%570 = load <16 x float>, <16 x float>* %569, align 4
+	%571 = extractelement <16 x float> %570, i32 0
+	%572 = extractelement <16 x float> %570, i32 1
+	%573 = extractelement <16 x float> %570, i32 2
+	%574 = extractelement <16 x float> %570, i32 3
+	%575 = extractelement <16 x float> %570, i32 4
+	%576 = extractelement <16 x float> %570, i32 5
+	%577 = extractelement <16 x float> %570, i32 6
+	%578 = extractelement <16 x float> %570, i32 7
+	%579 = extractelement <16 x float> %570, i32 8
+	%580 = extractelement <16 x float> %570, i32 9
+	%581 = extractelement <16 x float> %570, i32 10
+	%582 = extractelement <16 x float> %570, i32 11
+	%583 = extractelement <16 x float> %570, i32 12
+	%584 = extractelement <16 x float> %570, i32 13
+	%585 = extractelement <16 x float> %570, i32 14
+	%586 = extractelement <16 x float> %570, i32 15
+	%587 = add i64 %108, 0
+	%588 = getelementptr float, float* %11, i64 %587
+	%589 = bitcast float* %588 to <16 x float>*
+	%590 = load <16 x float>, <16 x float>* %589, align 4
+	%591 = extractelement <16 x float> %590, i32 0
+	%592 = extractelement <16 x float> %590, i32 1
+	%593 = extractelement <16 x float> %590, i32 2
+	%594 = extractelement <16 x float> %590, i32 3
+	%595 = extractelement <16 x float> %590, i32 4
+	%596 = extractelement <16 x float> %590, i32 5
+	%597 = extractelement <16 x float> %590, i32 6
+	%598 = extractelement <16 x float> %590, i32 7
+	%599 = extractelement <16 x float> %590, i32 8
+	%600 = extractelement <16 x float> %590, i32 9
+	%601 = extractelement <16 x float> %590, i32 10
+	%602 = extractelement <16 x float> %590, i32 11
+	%603 = extractelement <16 x float> %590, i32 12
+	%604 = extractelement <16 x float> %590, i32 13
+	%605 = extractelement <16 x float> %590, i32 14
+	%606 = extractelement <16 x float> %590, i32 15
+	%607 = add i64 %108, 16
+	%608 = getelementptr float, float* %11, i64 %607
+	%609 = bitcast float* %608 to <16 x float>*
+	%610 = load <16 x float>, <16 x float>* %609, align 4
+	%611 = extractelement <16 x float> %610, i32 0
+	%612 = extractelement <16 x float> %610, i32 1
+	%613 = extractelement <16 x float> %610, i32 2
+	%614 = extractelement <16 x float> %610, i32 3
+	%615 = extractelement <16 x float> %610, i32 4
+	%616 = extractelement <16 x float> %610, i32 5
+	%617 = extractelement <16 x float> %610, i32 6
+	%618 = extractelement <16 x float> %610, i32 7
+	%619 = extractelement <16 x float> %610, i32 8
+	%620 = extractelement <16 x float> %610, i32 9
+	%621 = extractelement <16 x float> %610, i32 10
+	%622 = extractelement <16 x float> %610, i32 11
+	%623 = extractelement <16 x float> %610, i32 12
+	%624 = extractelement <16 x float> %610, i32 13
+	%625 = extractelement <16 x float> %610, i32 14
+	%626 = extractelement <16 x float> %610, i32 15
+	%627 = add i64 %108, 32
+	%628 = getelementptr float, float* %11, i64 %627
+	%629 = bitcast float* %628 to <16 x float>*
+	%630 = load <16 x float>, <16 x float>* %629, align 4
+	%631 = extractelement <16 x float> %630, i32 0
+	%632 = extractelement <16 x float> %630, i32 1
+	%633 = extractelement <16 x float> %630, i32 2
+	%634 = extractelement <16 x float> %630, i32 3
+	%635 = extractelement <16 x float> %630, i32 4
+	%636 = extractelement <16 x float> %630, i32 5
+	%637 = extractelement <16 x float> %630, i32 6
+	%638 = extractelement <16 x float> %630, i32 7
+	%639 = extractelement <16 x float> %630, i32 8
+	%640 = extractelement <16 x float> %630, i32 9
+	%641 = extractelement <16 x float> %630, i32 10
+	%642 = extractelement <16 x float> %630, i32 11
+	%643 = extractelement <16 x float> %630, i32 12
+	%644 = extractelement <16 x float> %630, i32 13
+	%645 = extractelement <16 x float> %630, i32 14
+	%646 = extractelement <16 x float> %630, i32 15
+	%647 = add i64 %108, 48
+	%648 = getelementptr float, float* %11, i64 %647
+	%649 = bitcast float* %648 to <16 x float>*
+	%650 = load <16 x float>, <16 x float>* %649, align 4
+	%651 = extractelement <16 x float> %650, i32 0
+	%652 = extractelement <16 x float> %650, i32 1
+	%653 = extractelement <16 x float> %650, i32 2
+	%654 = extractelement <16 x float> %650, i32 3
+	%655 = extractelement <16 x float> %650, i32 4
+	%656 = extractelement <16 x float> %650, i32 5
+	%657 = extractelement <16 x float> %650, i32 6
+	%658 = extractelement <16 x float> %650, i32 7
+	%659 = extractelement <16 x float> %650, i32 8
+	%660 = extractelement <16 x float> %650, i32 9
+	%661 = extractelement <16 x float> %650, i32 10
+	%662 = extractelement <16 x float> %650, i32 11
+	%663 = extractelement <16 x float> %650, i32 12
+	%664 = extractelement <16 x float> %650, i32 13
+	%665 = extractelement <16 x float> %650, i32 14
+	%666 = extractelement <16 x float> %650, i32 15
+	%667 = add i64 %108, 0
+	%668 = getelementptr float, float* %13, i64 %667
+	%669 = bitcast float* %668 to <16 x float>*
+	%670 = load <16 x float>, <16 x float>* %669, align 4
+	%671 = extractelement <16 x float> %670, i32 0
+	%672 = extractelement <16 x float> %670, i32 1
+	%673 = extractelement <16 x float> %670, i32 2
+	%674 = extractelement <16 x float> %670, i32 3
+	%675 = extractelement <16 x float> %670, i32 4
+	%676 = extractelement <16 x float> %670, i32 5
+	%677 = extractelement <16 x float> %670, i32 6
+	%678 = extractelement <16 x float> %670, i32 7
+	%679 = extractelement <16 x float> %670, i32 8
+	%680 = extractelement <16 x float> %670, i32 9
+	%681 = extractelement <16 x float> %670, i32 10
+	%682 = extractelement <16 x float> %670, i32 11
+	%683 = extractelement <16 x float> %670, i32 12
+	%684 = extractelement <16 x float> %670, i32 13
+	%685 = extractelement <16 x float> %670, i32 14
+	%686 = extractelement <16 x float> %670, i32 15
+	%687 = add i64 %108, 16
+	%688 = getelementptr float, float* %13, i64 %687
+	%689 = bitcast float* %688 to <16 x float>*
+	%690 = load <16 x float>, <16 x float>* %689, align 4
+	%691 = extractelement <16 x float> %690, i32 0
+	%692 = extractelement <16 x float> %690, i32 1
+	%693 = extractelement <16 x float> %690, i32 2
+	%694 = extractelement <16 x float> %690, i32 3
+	%695 = extractelement <16 x float> %690, i32 4
+	%696 = extractelement <16 x float> %690, i32 5
+	%697 = extractelement <16 x float> %690, i32 6
+	%698 = extractelement <16 x float> %690, i32 7
+	%699 = extractelement <16 x float> %690, i32 8
+	%700 = extractelement <16 x float> %690, i32 9
+	%701 = extractelement <16 x float> %690, i32 10
+	%702 = extractelement <16 x float> %690, i32 11
+	%703 = extractelement <16 x float> %690, i32 12
+	%704 = extractelement <16 x float> %690, i32 13
+	%705 = extractelement <16 x float> %690, i32 14
+	%706 = extractelement <16 x float> %690, i32 15
+	%707 = add i64 %108, 32
+	%708 = getelementptr float, float* %13, i64 %707
+	%709 = bitcast float* %708 to <16 x float>*
+	%710 = load <16 x float>, <16 x float>* %709, align 4
+	%711 = extractelement <16 x float> %710, i32 0
+	%712 = extractelement <16 x float> %710, i32 1
+	%713 = extractelement <16 x float> %710, i32 2
+	%714 = extractelement <16 x float> %710, i32 3
+	%715 = extractelement <16 x float> %710, i32 4
+	%716 = extractelement <16 x float> %710, i32 5
+	%717 = extractelement <16 x float> %710, i32 6
+	%718 = extractelement <16 x float> %710, i32 7
+	%719 = extractelement <16 x float> %710, i32 8
+	%720 = extractelement <16 x float> %710, i32 9
+	%721 = extractelement <16 x float> %710, i32 10
+	%722 = extractelement <16 x float> %710, i32 11
+	%723 = extractelement <16 x float> %710, i32 12
+	%724 = extractelement <16 x float> %710, i32 13
+	%725 = extractelement <16 x float> %710, i32 14
+	%726 = extractelement <16 x float> %710, i32 15
+	%727 = add i64 %108, 48
+	%728 = getelementptr float, float* %13, i64 %727
+	%729 = bitcast float* %728 to <16 x float>*
+	%730 = load <16 x float>, <16 x float>* %729, align 4
+	%731 = extractelement <16 x float> %730, i32 0
+	%732 = extractelement <16 x float> %730, i32 1
+	%733 = extractelement <16 x float> %730, i32 2
+	%734 = extractelement <16 x float> %730, i32 3
+	%735 = extractelement <16 x float> %730, i32 4
+	%736 = extractelement <16 x float> %730, i32 5
+	%737 = extractelement <16 x float> %730, i32 6
+	%738 = extractelement <16 x float> %730, i32 7
+	%739 = extractelement <16 x float> %730, i32 8
+	%740 = extractelement <16 x float> %730, i32 9
+	%741 = extractelement <16 x float> %730, i32 10
+	%742 = extractelement <16 x float> %730, i32 11
+	%743 = extractelement <16 x float> %730, i32 12
+	%744 = extractelement <16 x float> %730, i32 13
+	%745 = extractelement <16 x float> %730, i32 14
+	%746 = extractelement <16 x float> %730, i32 15
+	%747 = call %fiber_nocorr.stored @fiber_nocorr_body(float %115, float %214, float %351, float %431, float %511, float %591, float %671, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%748 = extractvalue %fiber_nocorr.stored %747, 0
+	%749 = extractvalue %fiber_nocorr.stored %747, 1
+	%750 = extractvalue %fiber_nocorr.stored %747, 2
+	%751 = extractvalue %fiber_nocorr.stored %747, 3
+	%752 = extractvalue %fiber_nocorr.stored %747, 4
+	%753 = extractvalue %fiber_nocorr.stored %747, 5
+	%754 = call %fiber_nocorr.stored @fiber_nocorr_body(float %116, float %215, float %352, float %432, float %512, float %592, float %672, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%755 = extractvalue %fiber_nocorr.stored %754, 0
+	%756 = extractvalue %fiber_nocorr.stored %754, 1
+	%757 = extractvalue %fiber_nocorr.stored %754, 2
+	%758 = extractvalue %fiber_nocorr.stored %754, 3
+	%759 = extractvalue %fiber_nocorr.stored %754, 4
+	%760 = extractvalue %fiber_nocorr.stored %754, 5
+	%761 = call %fiber_nocorr.stored @fiber_nocorr_body(float %117, float %216, float %353, float %433, float %513, float %593, float %673, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%762 = extractvalue %fiber_nocorr.stored %761, 0
+	%763 = extractvalue %fiber_nocorr.stored %761, 1
+	%764 = extractvalue %fiber_nocorr.stored %761, 2
+	%765 = extractvalue %fiber_nocorr.stored %761, 3
+	%766 = extractvalue %fiber_nocorr.stored %761, 4
+	%767 = extractvalue %fiber_nocorr.stored %761, 5
+	%768 = call %fiber_nocorr.stored @fiber_nocorr_body(float %118, float %217, float %354, float %434, float %514, float %594, float %674, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%769 = extractvalue %fiber_nocorr.stored %768, 0
+	%770 = extractvalue %fiber_nocorr.stored %768, 1
+	%771 = extractvalue %fiber_nocorr.stored %768, 2
+	%772 = extractvalue %fiber_nocorr.stored %768, 3
+	%773 = extractvalue %fiber_nocorr.stored %768, 4
+	%774 = extractvalue %fiber_nocorr.stored %768, 5
+	%775 = call %fiber_nocorr.stored @fiber_nocorr_body(float %119, float %218, float %355, float %435, float %515, float %595, float %675, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%776 = extractvalue %fiber_nocorr.stored %775, 0
+	%777 = extractvalue %fiber_nocorr.stored %775, 1
+	%778 = extractvalue %fiber_nocorr.stored %775, 2
+	%779 = extractvalue %fiber_nocorr.stored %775, 3
+	%780 = extractvalue %fiber_nocorr.stored %775, 4
+	%781 = extractvalue %fiber_nocorr.stored %775, 5
+	%782 = call %fiber_nocorr.stored @fiber_nocorr_body(float %120, float %219, float %356, float %436, float %516, float %596, float %676, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%783 = extractvalue %fiber_nocorr.stored %782, 0
+	%784 = extractvalue %fiber_nocorr.stored %782, 1
+	%785 = extractvalue %fiber_nocorr.stored %782, 2
+	%786 = extractvalue %fiber_nocorr.stored %782, 3
+	%787 = extractvalue %fiber_nocorr.stored %782, 4
+	%788 = extractvalue %fiber_nocorr.stored %782, 5
+	%789 = call %fiber_nocorr.stored @fiber_nocorr_body(float %121, float %220, float %357, float %437, float %517, float %597, float %677, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%790 = extractvalue %fiber_nocorr.stored %789, 0
+	%791 = extractvalue %fiber_nocorr.stored %789, 1
+	%792 = extractvalue %fiber_nocorr.stored %789, 2
+	%793 = extractvalue %fiber_nocorr.stored %789, 3
+	%794 = extractvalue %fiber_nocorr.stored %789, 4
+	%795 = extractvalue %fiber_nocorr.stored %789, 5
+	%796 = call %fiber_nocorr.stored @fiber_nocorr_body(float %122, float %221, float %358, float %438, float %518, float %598, float %678, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%797 = extractvalue %fiber_nocorr.stored %796, 0
+	%798 = extractvalue %fiber_nocorr.stored %796, 1
+	%799 = extractvalue %fiber_nocorr.stored %796, 2
+	%800 = extractvalue %fiber_nocorr.stored %796, 3
+	%801 = extractvalue %fiber_nocorr.stored %796, 4
+	%802 = extractvalue %fiber_nocorr.stored %796, 5
+	%803 = call %fiber_nocorr.stored @fiber_nocorr_body(float %123, float %222, float %359, float %439, float %519, float %599, float %679, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%804 = extractvalue %fiber_nocorr.stored %803, 0
+	%805 = extractvalue %fiber_nocorr.stored %803, 1
+	%806 = extractvalue %fiber_nocorr.stored %803, 2
+	%807 = extractvalue %fiber_nocorr.stored %803, 3
+	%808 = extractvalue %fiber_nocorr.stored %803, 4
+	%809 = extractvalue %fiber_nocorr.stored %803, 5
+	%810 = call %fiber_nocorr.stored @fiber_nocorr_body(float %124, float %223, float %360, float %440, float %520, float %600, float %680, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%811 = extractvalue %fiber_nocorr.stored %810, 0
+	%812 = extractvalue %fiber_nocorr.stored %810, 1
+	%813 = extractvalue %fiber_nocorr.stored %810, 2
+	%814 = extractvalue %fiber_nocorr.stored %810, 3
+	%815 = extractvalue %fiber_nocorr.stored %810, 4
+	%816 = extractvalue %fiber_nocorr.stored %810, 5
+	%817 = call %fiber_nocorr.stored @fiber_nocorr_body(float %125, float %224, float %361, float %441, float %521, float %601, float %681, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%818 = extractvalue %fiber_nocorr.stored %817, 0
+	%819 = extractvalue %fiber_nocorr.stored %817, 1
+	%820 = extractvalue %fiber_nocorr.stored %817, 2
+	%821 = extractvalue %fiber_nocorr.stored %817, 3
+	%822 = extractvalue %fiber_nocorr.stored %817, 4
+	%823 = extractvalue %fiber_nocorr.stored %817, 5
+	%824 = call %fiber_nocorr.stored @fiber_nocorr_body(float %126, float %225, float %362, float %442, float %522, float %602, float %682, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%825 = extractvalue %fiber_nocorr.stored %824, 0
+	%826 = extractvalue %fiber_nocorr.stored %824, 1
+	%827 = extractvalue %fiber_nocorr.stored %824, 2
+	%828 = extractvalue %fiber_nocorr.stored %824, 3
+	%829 = extractvalue %fiber_nocorr.stored %824, 4
+	%830 = extractvalue %fiber_nocorr.stored %824, 5
+	%831 = call %fiber_nocorr.stored @fiber_nocorr_body(float %127, float %226, float %363, float %443, float %523, float %603, float %683, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%832 = extractvalue %fiber_nocorr.stored %831, 0
+	%833 = extractvalue %fiber_nocorr.stored %831, 1
+	%834 = extractvalue %fiber_nocorr.stored %831, 2
+	%835 = extractvalue %fiber_nocorr.stored %831, 3
+	%836 = extractvalue %fiber_nocorr.stored %831, 4
+	%837 = extractvalue %fiber_nocorr.stored %831, 5
+	%838 = call %fiber_nocorr.stored @fiber_nocorr_body(float %128, float %227, float %364, float %444, float %524, float %604, float %684, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%839 = extractvalue %fiber_nocorr.stored %838, 0
+	%840 = extractvalue %fiber_nocorr.stored %838, 1
+	%841 = extractvalue %fiber_nocorr.stored %838, 2
+	%842 = extractvalue %fiber_nocorr.stored %838, 3
+	%843 = extractvalue %fiber_nocorr.stored %838, 4
+	%844 = extractvalue %fiber_nocorr.stored %838, 5
+	%845 = call %fiber_nocorr.stored @fiber_nocorr_body(float %129, float %228, float %365, float %445, float %525, float %605, float %685, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%846 = extractvalue %fiber_nocorr.stored %845, 0
+	%847 = extractvalue %fiber_nocorr.stored %845, 1
+	%848 = extractvalue %fiber_nocorr.stored %845, 2
+	%849 = extractvalue %fiber_nocorr.stored %845, 3
+	%850 = extractvalue %fiber_nocorr.stored %845, 4
+	%851 = extractvalue %fiber_nocorr.stored %845, 5
+	%852 = call %fiber_nocorr.stored @fiber_nocorr_body(float %130, float %229, float %366, float %446, float %526, float %606, float %686, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%853 = extractvalue %fiber_nocorr.stored %852, 0
+	%854 = extractvalue %fiber_nocorr.stored %852, 1
+	%855 = extractvalue %fiber_nocorr.stored %852, 2
+	%856 = extractvalue %fiber_nocorr.stored %852, 3
+	%857 = extractvalue %fiber_nocorr.stored %852, 4
+	%858 = extractvalue %fiber_nocorr.stored %852, 5
+	%859 = call %fiber_nocorr.stored @fiber_nocorr_body(float %135, float %253, float %371, float %451, float %531, float %611, float %691, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%860 = extractvalue %fiber_nocorr.stored %859, 0
+	%861 = extractvalue %fiber_nocorr.stored %859, 1
+	%862 = extractvalue %fiber_nocorr.stored %859, 2
+	%863 = extractvalue %fiber_nocorr.stored %859, 3
+	%864 = extractvalue %fiber_nocorr.stored %859, 4
+	%865 = extractvalue %fiber_nocorr.stored %859, 5
+	%866 = call %fiber_nocorr.stored @fiber_nocorr_body(float %136, float %254, float %372, float %452, float %532, float %612, float %692, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%867 = extractvalue %fiber_nocorr.stored %866, 0
+	%868 = extractvalue %fiber_nocorr.stored %866, 1
+	%869 = extractvalue %fiber_nocorr.stored %866, 2
+	%870 = extractvalue %fiber_nocorr.stored %866, 3
+	%871 = extractvalue %fiber_nocorr.stored %866, 4
+	%872 = extractvalue %fiber_nocorr.stored %866, 5
+	%873 = call %fiber_nocorr.stored @fiber_nocorr_body(float %137, float %255, float %373, float %453, float %533, float %613, float %693, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%874 = extractvalue %fiber_nocorr.stored %873, 0
+	%875 = extractvalue %fiber_nocorr.stored %873, 1
+	%876 = extractvalue %fiber_nocorr.stored %873, 2
+	%877 = extractvalue %fiber_nocorr.stored %873, 3
+	%878 = extractvalue %fiber_nocorr.stored %873, 4
+	%879 = extractvalue %fiber_nocorr.stored %873, 5
+	%880 = call %fiber_nocorr.stored @fiber_nocorr_body(float %138, float %256, float %374, float %454, float %534, float %614, float %694, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%881 = extractvalue %fiber_nocorr.stored %880, 0
+	%882 = extractvalue %fiber_nocorr.stored %880, 1
+	%883 = extractvalue %fiber_nocorr.stored %880, 2
+	%884 = extractvalue %fiber_nocorr.stored %880, 3
+	%885 = extractvalue %fiber_nocorr.stored %880, 4
+	%886 = extractvalue %fiber_nocorr.stored %880, 5
+	%887 = call %fiber_nocorr.stored @fiber_nocorr_body(float %139, float %257, float %375, float %455, float %535, float %615, float %695, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%888 = extractvalue %fiber_nocorr.stored %887, 0
+	%889 = extractvalue %fiber_nocorr.stored %887, 1
+	%890 = extractvalue %fiber_nocorr.stored %887, 2
+	%891 = extractvalue %fiber_nocorr.stored %887, 3
+	%892 = extractvalue %fiber_nocorr.stored %887, 4
+	%893 = extractvalue %fiber_nocorr.stored %887, 5
+	%894 = call %fiber_nocorr.stored @fiber_nocorr_body(float %140, float %258, float %376, float %456, float %536, float %616, float %696, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%895 = extractvalue %fiber_nocorr.stored %894, 0
+	%896 = extractvalue %fiber_nocorr.stored %894, 1
+	%897 = extractvalue %fiber_nocorr.stored %894, 2
+	%898 = extractvalue %fiber_nocorr.stored %894, 3
+	%899 = extractvalue %fiber_nocorr.stored %894, 4
+	%900 = extractvalue %fiber_nocorr.stored %894, 5
+	%901 = call %fiber_nocorr.stored @fiber_nocorr_body(float %141, float %259, float %377, float %457, float %537, float %617, float %697, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%902 = extractvalue %fiber_nocorr.stored %901, 0
+	%903 = extractvalue %fiber_nocorr.stored %901, 1
+	%904 = extractvalue %fiber_nocorr.stored %901, 2
+	%905 = extractvalue %fiber_nocorr.stored %901, 3
+	%906 = extractvalue %fiber_nocorr.stored %901, 4
+	%907 = extractvalue %fiber_nocorr.stored %901, 5
+	%908 = call %fiber_nocorr.stored @fiber_nocorr_body(float %142, float %260, float %378, float %458, float %538, float %618, float %698, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%909 = extractvalue %fiber_nocorr.stored %908, 0
+	%910 = extractvalue %fiber_nocorr.stored %908, 1
+	%911 = extractvalue %fiber_nocorr.stored %908, 2
+	%912 = extractvalue %fiber_nocorr.stored %908, 3
+	%913 = extractvalue %fiber_nocorr.stored %908, 4
+	%914 = extractvalue %fiber_nocorr.stored %908, 5
+	%915 = call %fiber_nocorr.stored @fiber_nocorr_body(float %143, float %261, float %379, float %459, float %539, float %619, float %699, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%916 = extractvalue %fiber_nocorr.stored %915, 0
+	%917 = extractvalue %fiber_nocorr.stored %915, 1
+	%918 = extractvalue %fiber_nocorr.stored %915, 2
+	%919 = extractvalue %fiber_nocorr.stored %915, 3
+	%920 = extractvalue %fiber_nocorr.stored %915, 4
+	%921 = extractvalue %fiber_nocorr.stored %915, 5
+	%922 = call %fiber_nocorr.stored @fiber_nocorr_body(float %144, float %262, float %380, float %460, float %540, float %620, float %700, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%923 = extractvalue %fiber_nocorr.stored %922, 0
+	%924 = extractvalue %fiber_nocorr.stored %922, 1
+	%925 = extractvalue %fiber_nocorr.stored %922, 2
+	%926 = extractvalue %fiber_nocorr.stored %922, 3
+	%927 = extractvalue %fiber_nocorr.stored %922, 4
+	%928 = extractvalue %fiber_nocorr.stored %922, 5
+	%929 = call %fiber_nocorr.stored @fiber_nocorr_body(float %145, float %263, float %381, float %461, float %541, float %621, float %701, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%930 = extractvalue %fiber_nocorr.stored %929, 0
+	%931 = extractvalue %fiber_nocorr.stored %929, 1
+	%932 = extractvalue %fiber_nocorr.stored %929, 2
+	%933 = extractvalue %fiber_nocorr.stored %929, 3
+	%934 = extractvalue %fiber_nocorr.stored %929, 4
+	%935 = extractvalue %fiber_nocorr.stored %929, 5
+	%936 = call %fiber_nocorr.stored @fiber_nocorr_body(float %146, float %264, float %382, float %462, float %542, float %622, float %702, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%937 = extractvalue %fiber_nocorr.stored %936, 0
+	%938 = extractvalue %fiber_nocorr.stored %936, 1
+	%939 = extractvalue %fiber_nocorr.stored %936, 2
+	%940 = extractvalue %fiber_nocorr.stored %936, 3
+	%941 = extractvalue %fiber_nocorr.stored %936, 4
+	%942 = extractvalue %fiber_nocorr.stored %936, 5
+	%943 = call %fiber_nocorr.stored @fiber_nocorr_body(float %147, float %265, float %383, float %463, float %543, float %623, float %703, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%944 = extractvalue %fiber_nocorr.stored %943, 0
+	%945 = extractvalue %fiber_nocorr.stored %943, 1
+	%946 = extractvalue %fiber_nocorr.stored %943, 2
+	%947 = extractvalue %fiber_nocorr.stored %943, 3
+	%948 = extractvalue %fiber_nocorr.stored %943, 4
+	%949 = extractvalue %fiber_nocorr.stored %943, 5
+	%950 = call %fiber_nocorr.stored @fiber_nocorr_body(float %148, float %266, float %384, float %464, float %544, float %624, float %704, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%951 = extractvalue %fiber_nocorr.stored %950, 0
+	%952 = extractvalue %fiber_nocorr.stored %950, 1
+	%953 = extractvalue %fiber_nocorr.stored %950, 2
+	%954 = extractvalue %fiber_nocorr.stored %950, 3
+	%955 = extractvalue %fiber_nocorr.stored %950, 4
+	%956 = extractvalue %fiber_nocorr.stored %950, 5
+	%957 = call %fiber_nocorr.stored @fiber_nocorr_body(float %149, float %267, float %385, float %465, float %545, float %625, float %705, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%958 = extractvalue %fiber_nocorr.stored %957, 0
+	%959 = extractvalue %fiber_nocorr.stored %957, 1
+	%960 = extractvalue %fiber_nocorr.stored %957, 2
+	%961 = extractvalue %fiber_nocorr.stored %957, 3
+	%962 = extractvalue %fiber_nocorr.stored %957, 4
+	%963 = extractvalue %fiber_nocorr.stored %957, 5
+	%964 = call %fiber_nocorr.stored @fiber_nocorr_body(float %150, float %268, float %386, float %466, float %546, float %626, float %706, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%965 = extractvalue %fiber_nocorr.stored %964, 0
+	%966 = extractvalue %fiber_nocorr.stored %964, 1
+	%967 = extractvalue %fiber_nocorr.stored %964, 2
+	%968 = extractvalue %fiber_nocorr.stored %964, 3
+	%969 = extractvalue %fiber_nocorr.stored %964, 4
+	%970 = extractvalue %fiber_nocorr.stored %964, 5
+	%971 = call %fiber_nocorr.stored @fiber_nocorr_body(float %155, float %292, float %391, float %471, float %551, float %631, float %711, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%972 = extractvalue %fiber_nocorr.stored %971, 0
+	%973 = extractvalue %fiber_nocorr.stored %971, 1
+	%974 = extractvalue %fiber_nocorr.stored %971, 2
+	%975 = extractvalue %fiber_nocorr.stored %971, 3
+	%976 = extractvalue %fiber_nocorr.stored %971, 4
+	%977 = extractvalue %fiber_nocorr.stored %971, 5
+	%978 = call %fiber_nocorr.stored @fiber_nocorr_body(float %156, float %293, float %392, float %472, float %552, float %632, float %712, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%979 = extractvalue %fiber_nocorr.stored %978, 0
+	%980 = extractvalue %fiber_nocorr.stored %978, 1
+	%981 = extractvalue %fiber_nocorr.stored %978, 2
+	%982 = extractvalue %fiber_nocorr.stored %978, 3
+	%983 = extractvalue %fiber_nocorr.stored %978, 4
+	%984 = extractvalue %fiber_nocorr.stored %978, 5
+	%985 = call %fiber_nocorr.stored @fiber_nocorr_body(float %157, float %294, float %393, float %473, float %553, float %633, float %713, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%986 = extractvalue %fiber_nocorr.stored %985, 0
+	%987 = extractvalue %fiber_nocorr.stored %985, 1
+	%988 = extractvalue %fiber_nocorr.stored %985, 2
+	%989 = extractvalue %fiber_nocorr.stored %985, 3
+	%990 = extractvalue %fiber_nocorr.stored %985, 4
+	%991 = extractvalue %fiber_nocorr.stored %985, 5
+	%992 = call %fiber_nocorr.stored @fiber_nocorr_body(float %158, float %295, float %394, float %474, float %554, float %634, float %714, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%993 = extractvalue %fiber_nocorr.stored %992, 0
+	%994 = extractvalue %fiber_nocorr.stored %992, 1
+	%995 = extractvalue %fiber_nocorr.stored %992, 2
+	%996 = extractvalue %fiber_nocorr.stored %992, 3
+	%997 = extractvalue %fiber_nocorr.stored %992, 4
+	%998 = extractvalue %fiber_nocorr.stored %992, 5
+	%999 = call %fiber_nocorr.stored @fiber_nocorr_body(float %159, float %296, float %395, float %475, float %555, float %635, float %715, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1000 = extractvalue %fiber_nocorr.stored %999, 0
+	%1001 = extractvalue %fiber_nocorr.stored %999, 1
+	%1002 = extractvalue %fiber_nocorr.stored %999, 2
+	%1003 = extractvalue %fiber_nocorr.stored %999, 3
+	%1004 = extractvalue %fiber_nocorr.stored %999, 4
+	%1005 = extractvalue %fiber_nocorr.stored %999, 5
+	%1006 = call %fiber_nocorr.stored @fiber_nocorr_body(float %160, float %297, float %396, float %476, float %556, float %636, float %716, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1007 = extractvalue %fiber_nocorr.stored %1006, 0
+	%1008 = extractvalue %fiber_nocorr.stored %1006, 1
+	%1009 = extractvalue %fiber_nocorr.stored %1006, 2
+	%1010 = extractvalue %fiber_nocorr.stored %1006, 3
+	%1011 = extractvalue %fiber_nocorr.stored %1006, 4
+	%1012 = extractvalue %fiber_nocorr.stored %1006, 5
+	%1013 = call %fiber_nocorr.stored @fiber_nocorr_body(float %161, float %298, float %397, float %477, float %557, float %637, float %717, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1014 = extractvalue %fiber_nocorr.stored %1013, 0
+	%1015 = extractvalue %fiber_nocorr.stored %1013, 1
+	%1016 = extractvalue %fiber_nocorr.stored %1013, 2
+	%1017 = extractvalue %fiber_nocorr.stored %1013, 3
+	%1018 = extractvalue %fiber_nocorr.stored %1013, 4
+	%1019 = extractvalue %fiber_nocorr.stored %1013, 5
+	%1020 = call %fiber_nocorr.stored @fiber_nocorr_body(float %162, float %299, float %398, float %478, float %558, float %638, float %718, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1021 = extractvalue %fiber_nocorr.stored %1020, 0
+	%1022 = extractvalue %fiber_nocorr.stored %1020, 1
+	%1023 = extractvalue %fiber_nocorr.stored %1020, 2
+	%1024 = extractvalue %fiber_nocorr.stored %1020, 3
+	%1025 = extractvalue %fiber_nocorr.stored %1020, 4
+	%1026 = extractvalue %fiber_nocorr.stored %1020, 5
+	%1027 = call %fiber_nocorr.stored @fiber_nocorr_body(float %163, float %300, float %399, float %479, float %559, float %639, float %719, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1028 = extractvalue %fiber_nocorr.stored %1027, 0
+	%1029 = extractvalue %fiber_nocorr.stored %1027, 1
+	%1030 = extractvalue %fiber_nocorr.stored %1027, 2
+	%1031 = extractvalue %fiber_nocorr.stored %1027, 3
+	%1032 = extractvalue %fiber_nocorr.stored %1027, 4
+	%1033 = extractvalue %fiber_nocorr.stored %1027, 5
+	%1034 = call %fiber_nocorr.stored @fiber_nocorr_body(float %164, float %301, float %400, float %480, float %560, float %640, float %720, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1035 = extractvalue %fiber_nocorr.stored %1034, 0
+	%1036 = extractvalue %fiber_nocorr.stored %1034, 1
+	%1037 = extractvalue %fiber_nocorr.stored %1034, 2
+	%1038 = extractvalue %fiber_nocorr.stored %1034, 3
+	%1039 = extractvalue %fiber_nocorr.stored %1034, 4
+	%1040 = extractvalue %fiber_nocorr.stored %1034, 5
+	%1041 = call %fiber_nocorr.stored @fiber_nocorr_body(float %165, float %302, float %401, float %481, float %561, float %641, float %721, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1042 = extractvalue %fiber_nocorr.stored %1041, 0
+	%1043 = extractvalue %fiber_nocorr.stored %1041, 1
+	%1044 = extractvalue %fiber_nocorr.stored %1041, 2
+	%1045 = extractvalue %fiber_nocorr.stored %1041, 3
+	%1046 = extractvalue %fiber_nocorr.stored %1041, 4
+	%1047 = extractvalue %fiber_nocorr.stored %1041, 5
+	%1048 = call %fiber_nocorr.stored @fiber_nocorr_body(float %166, float %303, float %402, float %482, float %562, float %642, float %722, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1049 = extractvalue %fiber_nocorr.stored %1048, 0
+	%1050 = extractvalue %fiber_nocorr.stored %1048, 1
+	%1051 = extractvalue %fiber_nocorr.stored %1048, 2
+	%1052 = extractvalue %fiber_nocorr.stored %1048, 3
+	%1053 = extractvalue %fiber_nocorr.stored %1048, 4
+	%1054 = extractvalue %fiber_nocorr.stored %1048, 5
+	%1055 = call %fiber_nocorr.stored @fiber_nocorr_body(float %167, float %304, float %403, float %483, float %563, float %643, float %723, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1056 = extractvalue %fiber_nocorr.stored %1055, 0
+	%1057 = extractvalue %fiber_nocorr.stored %1055, 1
+	%1058 = extractvalue %fiber_nocorr.stored %1055, 2
+	%1059 = extractvalue %fiber_nocorr.stored %1055, 3
+	%1060 = extractvalue %fiber_nocorr.stored %1055, 4
+	%1061 = extractvalue %fiber_nocorr.stored %1055, 5
+	%1062 = call %fiber_nocorr.stored @fiber_nocorr_body(float %168, float %305, float %404, float %484, float %564, float %644, float %724, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1063 = extractvalue %fiber_nocorr.stored %1062, 0
+	%1064 = extractvalue %fiber_nocorr.stored %1062, 1
+	%1065 = extractvalue %fiber_nocorr.stored %1062, 2
+	%1066 = extractvalue %fiber_nocorr.stored %1062, 3
+	%1067 = extractvalue %fiber_nocorr.stored %1062, 4
+	%1068 = extractvalue %fiber_nocorr.stored %1062, 5
+	%1069 = call %fiber_nocorr.stored @fiber_nocorr_body(float %169, float %306, float %405, float %485, float %565, float %645, float %725, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1070 = extractvalue %fiber_nocorr.stored %1069, 0
+	%1071 = extractvalue %fiber_nocorr.stored %1069, 1
+	%1072 = extractvalue %fiber_nocorr.stored %1069, 2
+	%1073 = extractvalue %fiber_nocorr.stored %1069, 3
+	%1074 = extractvalue %fiber_nocorr.stored %1069, 4
+	%1075 = extractvalue %fiber_nocorr.stored %1069, 5
+	%1076 = call %fiber_nocorr.stored @fiber_nocorr_body(float %170, float %307, float %406, float %486, float %566, float %646, float %726, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1077 = extractvalue %fiber_nocorr.stored %1076, 0
+	%1078 = extractvalue %fiber_nocorr.stored %1076, 1
+	%1079 = extractvalue %fiber_nocorr.stored %1076, 2
+	%1080 = extractvalue %fiber_nocorr.stored %1076, 3
+	%1081 = extractvalue %fiber_nocorr.stored %1076, 4
+	%1082 = extractvalue %fiber_nocorr.stored %1076, 5
+	%1083 = call %fiber_nocorr.stored @fiber_nocorr_body(float %175, float %331, float %411, float %491, float %571, float %651, float %731, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1084 = extractvalue %fiber_nocorr.stored %1083, 0
+	%1085 = extractvalue %fiber_nocorr.stored %1083, 1
+	%1086 = extractvalue %fiber_nocorr.stored %1083, 2
+	%1087 = extractvalue %fiber_nocorr.stored %1083, 3
+	%1088 = extractvalue %fiber_nocorr.stored %1083, 4
+	%1089 = extractvalue %fiber_nocorr.stored %1083, 5
+	%1090 = call %fiber_nocorr.stored @fiber_nocorr_body(float %176, float %332, float %412, float %492, float %572, float %652, float %732, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1091 = extractvalue %fiber_nocorr.stored %1090, 0
+	%1092 = extractvalue %fiber_nocorr.stored %1090, 1
+	%1093 = extractvalue %fiber_nocorr.stored %1090, 2
+	%1094 = extractvalue %fiber_nocorr.stored %1090, 3
+	%1095 = extractvalue %fiber_nocorr.stored %1090, 4
+	%1096 = extractvalue %fiber_nocorr.stored %1090, 5
+	%1097 = call %fiber_nocorr.stored @fiber_nocorr_body(float %177, float %333, float %413, float %493, float %573, float %653, float %733, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1098 = extractvalue %fiber_nocorr.stored %1097, 0
+	%1099 = extractvalue %fiber_nocorr.stored %1097, 1
+	%1100 = extractvalue %fiber_nocorr.stored %1097, 2
+	%1101 = extractvalue %fiber_nocorr.stored %1097, 3
+	%1102 = extractvalue %fiber_nocorr.stored %1097, 4
+	%1103 = extractvalue %fiber_nocorr.stored %1097, 5
+	%1104 = call %fiber_nocorr.stored @fiber_nocorr_body(float %178, float %334, float %414, float %494, float %574, float %654, float %734, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1105 = extractvalue %fiber_nocorr.stored %1104, 0
+	%1106 = extractvalue %fiber_nocorr.stored %1104, 1
+	%1107 = extractvalue %fiber_nocorr.stored %1104, 2
+	%1108 = extractvalue %fiber_nocorr.stored %1104, 3
+	%1109 = extractvalue %fiber_nocorr.stored %1104, 4
+	%1110 = extractvalue %fiber_nocorr.stored %1104, 5
+	%1111 = call %fiber_nocorr.stored @fiber_nocorr_body(float %179, float %335, float %415, float %495, float %575, float %655, float %735, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1112 = extractvalue %fiber_nocorr.stored %1111, 0
+	%1113 = extractvalue %fiber_nocorr.stored %1111, 1
+	%1114 = extractvalue %fiber_nocorr.stored %1111, 2
+	%1115 = extractvalue %fiber_nocorr.stored %1111, 3
+	%1116 = extractvalue %fiber_nocorr.stored %1111, 4
+	%1117 = extractvalue %fiber_nocorr.stored %1111, 5
+	%1118 = call %fiber_nocorr.stored @fiber_nocorr_body(float %180, float %336, float %416, float %496, float %576, float %656, float %736, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1119 = extractvalue %fiber_nocorr.stored %1118, 0
+	%1120 = extractvalue %fiber_nocorr.stored %1118, 1
+	%1121 = extractvalue %fiber_nocorr.stored %1118, 2
+	%1122 = extractvalue %fiber_nocorr.stored %1118, 3
+	%1123 = extractvalue %fiber_nocorr.stored %1118, 4
+	%1124 = extractvalue %fiber_nocorr.stored %1118, 5
+	%1125 = call %fiber_nocorr.stored @fiber_nocorr_body(float %181, float %337, float %417, float %497, float %577, float %657, float %737, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1126 = extractvalue %fiber_nocorr.stored %1125, 0
+	%1127 = extractvalue %fiber_nocorr.stored %1125, 1
+	%1128 = extractvalue %fiber_nocorr.stored %1125, 2
+	%1129 = extractvalue %fiber_nocorr.stored %1125, 3
+	%1130 = extractvalue %fiber_nocorr.stored %1125, 4
+	%1131 = extractvalue %fiber_nocorr.stored %1125, 5
+	%1132 = call %fiber_nocorr.stored @fiber_nocorr_body(float %182, float %338, float %418, float %498, float %578, float %658, float %738, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1133 = extractvalue %fiber_nocorr.stored %1132, 0
+	%1134 = extractvalue %fiber_nocorr.stored %1132, 1
+	%1135 = extractvalue %fiber_nocorr.stored %1132, 2
+	%1136 = extractvalue %fiber_nocorr.stored %1132, 3
+	%1137 = extractvalue %fiber_nocorr.stored %1132, 4
+	%1138 = extractvalue %fiber_nocorr.stored %1132, 5
+	%1139 = call %fiber_nocorr.stored @fiber_nocorr_body(float %183, float %339, float %419, float %499, float %579, float %659, float %739, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1140 = extractvalue %fiber_nocorr.stored %1139, 0
+	%1141 = extractvalue %fiber_nocorr.stored %1139, 1
+	%1142 = extractvalue %fiber_nocorr.stored %1139, 2
+	%1143 = extractvalue %fiber_nocorr.stored %1139, 3
+	%1144 = extractvalue %fiber_nocorr.stored %1139, 4
+	%1145 = extractvalue %fiber_nocorr.stored %1139, 5
+	%1146 = call %fiber_nocorr.stored @fiber_nocorr_body(float %184, float %340, float %420, float %500, float %580, float %660, float %740, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1147 = extractvalue %fiber_nocorr.stored %1146, 0
+	%1148 = extractvalue %fiber_nocorr.stored %1146, 1
+	%1149 = extractvalue %fiber_nocorr.stored %1146, 2
+	%1150 = extractvalue %fiber_nocorr.stored %1146, 3
+	%1151 = extractvalue %fiber_nocorr.stored %1146, 4
+	%1152 = extractvalue %fiber_nocorr.stored %1146, 5
+	%1153 = call %fiber_nocorr.stored @fiber_nocorr_body(float %185, float %341, float %421, float %501, float %581, float %661, float %741, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1154 = extractvalue %fiber_nocorr.stored %1153, 0
+	%1155 = extractvalue %fiber_nocorr.stored %1153, 1
+	%1156 = extractvalue %fiber_nocorr.stored %1153, 2
+	%1157 = extractvalue %fiber_nocorr.stored %1153, 3
+	%1158 = extractvalue %fiber_nocorr.stored %1153, 4
+	%1159 = extractvalue %fiber_nocorr.stored %1153, 5
+	%1160 = call %fiber_nocorr.stored @fiber_nocorr_body(float %186, float %342, float %422, float %502, float %582, float %662, float %742, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1161 = extractvalue %fiber_nocorr.stored %1160, 0
+	%1162 = extractvalue %fiber_nocorr.stored %1160, 1
+	%1163 = extractvalue %fiber_nocorr.stored %1160, 2
+	%1164 = extractvalue %fiber_nocorr.stored %1160, 3
+	%1165 = extractvalue %fiber_nocorr.stored %1160, 4
+	%1166 = extractvalue %fiber_nocorr.stored %1160, 5
+	%1167 = call %fiber_nocorr.stored @fiber_nocorr_body(float %187, float %343, float %423, float %503, float %583, float %663, float %743, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1168 = extractvalue %fiber_nocorr.stored %1167, 0
+	%1169 = extractvalue %fiber_nocorr.stored %1167, 1
+	%1170 = extractvalue %fiber_nocorr.stored %1167, 2
+	%1171 = extractvalue %fiber_nocorr.stored %1167, 3
+	%1172 = extractvalue %fiber_nocorr.stored %1167, 4
+	%1173 = extractvalue %fiber_nocorr.stored %1167, 5
+	%1174 = call %fiber_nocorr.stored @fiber_nocorr_body(float %188, float %344, float %424, float %504, float %584, float %664, float %744, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1175 = extractvalue %fiber_nocorr.stored %1174, 0
+	%1176 = extractvalue %fiber_nocorr.stored %1174, 1
+	%1177 = extractvalue %fiber_nocorr.stored %1174, 2
+	%1178 = extractvalue %fiber_nocorr.stored %1174, 3
+	%1179 = extractvalue %fiber_nocorr.stored %1174, 4
+	%1180 = extractvalue %fiber_nocorr.stored %1174, 5
+	%1181 = call %fiber_nocorr.stored @fiber_nocorr_body(float %189, float %345, float %425, float %505, float %585, float %665, float %745, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1182 = extractvalue %fiber_nocorr.stored %1181, 0
+	%1183 = extractvalue %fiber_nocorr.stored %1181, 1
+	%1184 = extractvalue %fiber_nocorr.stored %1181, 2
+	%1185 = extractvalue %fiber_nocorr.stored %1181, 3
+	%1186 = extractvalue %fiber_nocorr.stored %1181, 4
+	%1187 = extractvalue %fiber_nocorr.stored %1181, 5
+	%1188 = call %fiber_nocorr.stored @fiber_nocorr_body(float %190, float %346, float %426, float %506, float %586, float %666, float %746, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1189 = extractvalue %fiber_nocorr.stored %1188, 0
+	%1190 = extractvalue %fiber_nocorr.stored %1188, 1
+	%1191 = extractvalue %fiber_nocorr.stored %1188, 2
+	%1192 = extractvalue %fiber_nocorr.stored %1188, 3
+	%1193 = extractvalue %fiber_nocorr.stored %1188, 4
+	%1194 = extractvalue %fiber_nocorr.stored %1188, 5
+	%1195 = insertelement <16 x float> undef, float %748, i32 0
+	%1196 = insertelement <16 x float> %1195, float %755, i32 1
+	%1197 = insertelement <16 x float> %1196, float %762, i32 2
+	%1198 = insertelement <16 x float> %1197, float %769, i32 3
+	%1199 = insertelement <16 x float> %1198, float %776, i32 4
+	%1200 = insertelement <16 x float> %1199, float %783, i32 5
+	%1201 = insertelement <16 x float> %1200, float %790, i32 6
+	%1202 = insertelement <16 x float> %1201, float %797, i32 7
+	%1203 = insertelement <16 x float> %1202, float %804, i32 8
+	%1204 = insertelement <16 x float> %1203, float %811, i32 9
+	%1205 = insertelement <16 x float> %1204, float %818, i32 10
+	%1206 = insertelement <16 x float> %1205, float %825, i32 11
+	%1207 = insertelement <16 x float> %1206, float %832, i32 12
+	%1208 = insertelement <16 x float> %1207, float %839, i32 13
+	%1209 = insertelement <16 x float> %1208, float %846, i32 14
+	%1210 = insertelement <16 x float> %1209, float %853, i32 15
+	%1211 = add i64 %108, 0
+	%1212 = getelementptr float, float* %7, i64 %1211
+	%1213 = bitcast float* %1212 to <16 x float>*
+	store <16 x float> %1210, <16 x float>* %1213, align 4
+	%1214 = insertelement <16 x float> undef, float %860, i32 0
+	%1215 = insertelement <16 x float> %1214, float %867, i32 1
+	%1216 = insertelement <16 x float> %1215, float %874, i32 2
+	%1217 = insertelement <16 x float> %1216, float %881, i32 3
+	%1218 = insertelement <16 x float> %1217, float %888, i32 4
+	%1219 = insertelement <16 x float> %1218, float %895, i32 5
+	%1220 = insertelement <16 x float> %1219, float %902, i32 6
+	%1221 = insertelement <16 x float> %1220, float %909, i32 7
+	%1222 = insertelement <16 x float> %1221, float %916, i32 8
+	%1223 = insertelement <16 x float> %1222, float %923, i32 9
+	%1224 = insertelement <16 x float> %1223, float %930, i32 10
+	%1225 = insertelement <16 x float> %1224, float %937, i32 11
+	%1226 = insertelement <16 x float> %1225, float %944, i32 12
+	%1227 = insertelement <16 x float> %1226, float %951, i32 13
+	%1228 = insertelement <16 x float> %1227, float %958, i32 14
+	%1229 = insertelement <16 x float> %1228, float %965, i32 15
+	%1230 = add i64 %108, 16
+	%1231 = getelementptr float, float* %7, i64 %1230
+	%1232 = bitcast float* %1231 to <16 x float>*
+	store <16 x float> %1229, <16 x float>* %1232, align 4
+	%1233 = insertelement <16 x float> undef, float %972, i32 0
+	%1234 = insertelement <16 x float> %1233, float %979, i32 1
+	%1235 = insertelement <16 x float> %1234, float %986, i32 2
+	%1236 = insertelement <16 x float> %1235, float %993, i32 3
+	%1237 = insertelement <16 x float> %1236, float %1000, i32 4
+	%1238 = insertelement <16 x float> %1237, float %1007, i32 5
+	%1239 = insertelement <16 x float> %1238, float %1014, i32 6
+	%1240 = insertelement <16 x float> %1239, float %1021, i32 7
+	%1241 = insertelement <16 x float> %1240, float %1028, i32 8
+	%1242 = insertelement <16 x float> %1241, float %1035, i32 9
+	%1243 = insertelement <16 x float> %1242, float %1042, i32 10
+	%1244 = insertelement <16 x float> %1243, float %1049, i32 11
+	%1245 = insertelement <16 x float> %1244, float %1056, i32 12
+	%1246 = insertelement <16 x float> %1245, float %1063, i32 13
+	%1247 = insertelement <16 x float> %1246, float %1070, i32 14
+	%1248 = insertelement <16 x float> %1247, float %1077, i32 15
+	%1249 = add i64 %108, 32
+	%1250 = getelementptr float, float* %7, i64 %1249
+	%1251 = bitcast float* %1250 to <16 x float>*
+	store <16 x float> %1248, <16 x float>* %1251, align 4
+	%1252 = insertelement <16 x float> undef, float %1084, i32 0
+	%1253 = insertelement <16 x float> %1252, float %1091, i32 1
+	%1254 = insertelement <16 x float> %1253, float %1098, i32 2
+	%1255 = insertelement <16 x float> %1254, float %1105, i32 3
+	%1256 = insertelement <16 x float> %1255, float %1112, i32 4
+	%1257 = insertelement <16 x float> %1256, float %1119, i32 5
+	%1258 = insertelement <16 x float> %1257, float %1126, i32 6
+	%1259 = insertelement <16 x float> %1258, float %1133, i32 7
+	%1260 = insertelement <16 x float> %1259, float %1140, i32 8
+	%1261 = insertelement <16 x float> %1260, float %1147, i32 9
+	%1262 = insertelement <16 x float> %1261, float %1154, i32 10
+	%1263 = insertelement <16 x float> %1262, float %1161, i32 11
+	%1264 = insertelement <16 x float> %1263, float %1168, i32 12
+	%1265 = insertelement <16 x float> %1264, float %1175, i32 13
+	%1266 = insertelement <16 x float> %1265, float %1182, i32 14
+	%1267 = insertelement <16 x float> %1266, float %1189, i32 15
+	%1268 = add i64 %108, 48
+	%1269 = getelementptr float, float* %7, i64 %1268
+	%1270 = bitcast float* %1269 to <16 x float>*
+	store <16 x float> %1267, <16 x float>* %1270, align 4
+	%1271 = insertelement <16 x float> undef, float %749, i32 0
+	%1272 = insertelement <16 x float> %1271, float %756, i32 1
+	%1273 = insertelement <16 x float> %1272, float %763, i32 2
+	%1274 = insertelement <16 x float> %1273, float %770, i32 3
+	%1275 = insertelement <16 x float> %1274, float %777, i32 4
+	%1276 = insertelement <16 x float> %1275, float %784, i32 5
+	%1277 = insertelement <16 x float> %1276, float %791, i32 6
+	%1278 = insertelement <16 x float> %1277, float %798, i32 7
+	%1279 = insertelement <16 x float> %1278, float %805, i32 8
+	%1280 = insertelement <16 x float> %1279, float %812, i32 9
+	%1281 = insertelement <16 x float> %1280, float %819, i32 10
+	%1282 = insertelement <16 x float> %1281, float %826, i32 11
+	%1283 = insertelement <16 x float> %1282, float %833, i32 12
+	%1284 = insertelement <16 x float> %1283, float %840, i32 13
+	%1285 = insertelement <16 x float> %1284, float %847, i32 14
+	%1286 = insertelement <16 x float> %1285, float %854, i32 15
+	%1287 = add i64 %108, 0
+	%1288 = getelementptr float, float* %5, i64 %1287
+	%1289 = bitcast float* %1288 to <16 x float>*
+	store <16 x float> %1286, <16 x float>* %1289, align 4
+	%1290 = insertelement <16 x float> undef, float %861, i32 0
+	%1291 = insertelement <16 x float> %1290, float %868, i32 1
+	%1292 = insertelement <16 x float> %1291, float %875, i32 2
+	%1293 = insertelement <16 x float> %1292, float %882, i32 3
+	%1294 = insertelement <16 x float> %1293, float %889, i32 4
+	%1295 = insertelement <16 x float> %1294, float %896, i32 5
+	%1296 = insertelement <16 x float> %1295, float %903, i32 6
+	%1297 = insertelement <16 x float> %1296, float %910, i32 7
+	%1298 = insertelement <16 x float> %1297, float %917, i32 8
+	%1299 = insertelement <16 x float> %1298, float %924, i32 9
+	%1300 = insertelement <16 x float> %1299, float %931, i32 10
+	%1301 = insertelement <16 x float> %1300, float %938, i32 11
+	%1302 = insertelement <16 x float> %1301, float %945, i32 12
+	%1303 = insertelement <16 x float> %1302, float %952, i32 13
+	%1304 = insertelement <16 x float> %1303, float %959, i32 14
+	%1305 = insertelement <16 x float> %1304, float %966, i32 15
+	%1306 = add i64 %108, 16
+	%1307 = getelementptr float, float* %5, i64 %1306
+	%1308 = bitcast float* %1307 to <16 x float>*
+	store <16 x float> %1305, <16 x float>* %1308, align 4
+	%1309 = insertelement <16 x float> undef, float %973, i32 0
+	%1310 = insertelement <16 x float> %1309, float %980, i32 1
+	%1311 = insertelement <16 x float> %1310, float %987, i32 2
+	%1312 = insertelement <16 x float> %1311, float %994, i32 3
+	%1313 = insertelement <16 x float> %1312, float %1001, i32 4
+	%1314 = insertelement <16 x float> %1313, float %1008, i32 5
+	%1315 = insertelement <16 x float> %1314, float %1015, i32 6
+	%1316 = insertelement <16 x float> %1315, float %1022, i32 7
+	%1317 = insertelement <16 x float> %1316, float %1029, i32 8
+	%1318 = insertelement <16 x float> %1317, float %1036, i32 9
+	%1319 = insertelement <16 x float> %1318, float %1043, i32 10
+	%1320 = insertelement <16 x float> %1319, float %1050, i32 11
+	%1321 = insertelement <16 x float> %1320, float %1057, i32 12
+	%1322 = insertelement <16 x float> %1321, float %1064, i32 13
+	%1323 = insertelement <16 x float> %1322, float %1071, i32 14
+	%1324 = insertelement <16 x float> %1323, float %1078, i32 15
+	%1325 = add i64 %108, 32
+	%1326 = getelementptr float, float* %5, i64 %1325
+	%1327 = bitcast float* %1326 to <16 x float>*
+	store <16 x float> %1324, <16 x float>* %1327, align 4
+	%1328 = insertelement <16 x float> undef, float %1085, i32 0
+	%1329 = insertelement <16 x float> %1328, float %1092, i32 1
+	%1330 = insertelement <16 x float> %1329, float %1099, i32 2
+	%1331 = insertelement <16 x float> %1330, float %1106, i32 3
+	%1332 = insertelement <16 x float> %1331, float %1113, i32 4
+	%1333 = insertelement <16 x float> %1332, float %1120, i32 5
+	%1334 = insertelement <16 x float> %1333, float %1127, i32 6
+	%1335 = insertelement <16 x float> %1334, float %1134, i32 7
+	%1336 = insertelement <16 x float> %1335, float %1141, i32 8
+	%1337 = insertelement <16 x float> %1336, float %1148, i32 9
+	%1338 = insertelement <16 x float> %1337, float %1155, i32 10
+	%1339 = insertelement <16 x float> %1338, float %1162, i32 11
+	%1340 = insertelement <16 x float> %1339, float %1169, i32 12
+	%1341 = insertelement <16 x float> %1340, float %1176, i32 13
+	%1342 = insertelement <16 x float> %1341, float %1183, i32 14
+	%1343 = insertelement <16 x float> %1342, float %1190, i32 15
+	%1344 = add i64 %108, 48
+	%1345 = getelementptr float, float* %5, i64 %1344
+	%1346 = bitcast float* %1345 to <16 x float>*
+	store <16 x float> %1343, <16 x float>* %1346, align 4
+	%1347 = insertelement <16 x float> undef, float %750, i32 0
+	%1348 = insertelement <16 x float> %1347, float %757, i32 1
+	%1349 = insertelement <16 x float> %1348, float %764, i32 2
+	%1350 = insertelement <16 x float> %1349, float %771, i32 3
+	%1351 = insertelement <16 x float> %1350, float %778, i32 4
+	%1352 = insertelement <16 x float> %1351, float %785, i32 5
+	%1353 = insertelement <16 x float> %1352, float %792, i32 6
+	%1354 = insertelement <16 x float> %1353, float %799, i32 7
+	%1355 = insertelement <16 x float> %1354, float %806, i32 8
+	%1356 = insertelement <16 x float> %1355, float %813, i32 9
+	%1357 = insertelement <16 x float> %1356, float %820, i32 10
+	%1358 = insertelement <16 x float> %1357, float %827, i32 11
+	%1359 = insertelement <16 x float> %1358, float %834, i32 12
+	%1360 = insertelement <16 x float> %1359, float %841, i32 13
+	%1361 = insertelement <16 x float> %1360, float %848, i32 14
+	%1362 = insertelement <16 x float> %1361, float %855, i32 15
+	%1363 = add i64 %108, 0
+	%1364 = getelementptr float, float* %9, i64 %1363
+	%1365 = bitcast float* %1364 to <16 x float>*
+	store <16 x float> %1362, <16 x float>* %1365, align 4
+	%1366 = insertelement <16 x float> undef, float %862, i32 0
+	%1367 = insertelement <16 x float> %1366, float %869, i32 1
+	%1368 = insertelement <16 x float> %1367, float %876, i32 2
+	%1369 = insertelement <16 x float> %1368, float %883, i32 3
+	%1370 = insertelement <16 x float> %1369, float %890, i32 4
+	%1371 = insertelement <16 x float> %1370, float %897, i32 5
+	%1372 = insertelement <16 x float> %1371, float %904, i32 6
+	%1373 = insertelement <16 x float> %1372, float %911, i32 7
+	%1374 = insertelement <16 x float> %1373, float %918, i32 8
+	%1375 = insertelement <16 x float> %1374, float %925, i32 9
+	%1376 = insertelement <16 x float> %1375, float %932, i32 10
+	%1377 = insertelement <16 x float> %1376, float %939, i32 11
+	%1378 = insertelement <16 x float> %1377, float %946, i32 12
+	%1379 = insertelement <16 x float> %1378, float %953, i32 13
+	%1380 = insertelement <16 x float> %1379, float %960, i32 14
+	%1381 = insertelement <16 x float> %1380, float %967, i32 15
+	%1382 = add i64 %108, 16
+	%1383 = getelementptr float, float* %9, i64 %1382
+	%1384 = bitcast float* %1383 to <16 x float>*
+	store <16 x float> %1381, <16 x float>* %1384, align 4
+	%1385 = insertelement <16 x float> undef, float %974, i32 0
+	%1386 = insertelement <16 x float> %1385, float %981, i32 1
+	%1387 = insertelement <16 x float> %1386, float %988, i32 2
+	%1388 = insertelement <16 x float> %1387, float %995, i32 3
+	%1389 = insertelement <16 x float> %1388, float %1002, i32 4
+	%1390 = insertelement <16 x float> %1389, float %1009, i32 5
+	%1391 = insertelement <16 x float> %1390, float %1016, i32 6
+	%1392 = insertelement <16 x float> %1391, float %1023, i32 7
+	%1393 = insertelement <16 x float> %1392, float %1030, i32 8
+	%1394 = insertelement <16 x float> %1393, float %1037, i32 9
+	%1395 = insertelement <16 x float> %1394, float %1044, i32 10
+	%1396 = insertelement <16 x float> %1395, float %1051, i32 11
+	%1397 = insertelement <16 x float> %1396, float %1058, i32 12
+	%1398 = insertelement <16 x float> %1397, float %1065, i32 13
+	%1399 = insertelement <16 x float> %1398, float %1072, i32 14
+	%1400 = insertelement <16 x float> %1399, float %1079, i32 15
+	%1401 = add i64 %108, 32
+	%1402 = getelementptr float, float* %9, i64 %1401
+	%1403 = bitcast float* %1402 to <16 x float>*
+	store <16 x float> %1400, <16 x float>* %1403, align 4
+	%1404 = insertelement <16 x float> undef, float %1086, i32 0
+	%1405 = insertelement <16 x float> %1404, float %1093, i32 1
+	%1406 = insertelement <16 x float> %1405, float %1100, i32 2
+	%1407 = insertelement <16 x float> %1406, float %1107, i32 3
+	%1408 = insertelement <16 x float> %1407, float %1114, i32 4
+	%1409 = insertelement <16 x float> %1408, float %1121, i32 5
+	%1410 = insertelement <16 x float> %1409, float %1128, i32 6
+	%1411 = insertelement <16 x float> %1410, float %1135, i32 7
+	%1412 = insertelement <16 x float> %1411, float %1142, i32 8
+	%1413 = insertelement <16 x float> %1412, float %1149, i32 9
+	%1414 = insertelement <16 x float> %1413, float %1156, i32 10
+	%1415 = insertelement <16 x float> %1414, float %1163, i32 11
+	%1416 = insertelement <16 x float> %1415, float %1170, i32 12
+	%1417 = insertelement <16 x float> %1416, float %1177, i32 13
+	%1418 = insertelement <16 x float> %1417, float %1184, i32 14
+	%1419 = insertelement <16 x float> %1418, float %1191, i32 15
+	%1420 = add i64 %108, 48
+	%1421 = getelementptr float, float* %9, i64 %1420
+	%1422 = bitcast float* %1421 to <16 x float>*
+	store <16 x float> %1419, <16 x float>* %1422, align 4
+	%1423 = insertelement <16 x float> undef, float %751, i32 0
+	%1424 = insertelement <16 x float> %1423, float %758, i32 1
+	%1425 = insertelement <16 x float> %1424, float %765, i32 2
+	%1426 = insertelement <16 x float> %1425, float %772, i32 3
+	%1427 = insertelement <16 x float> %1426, float %779, i32 4
+	%1428 = insertelement <16 x float> %1427, float %786, i32 5
+	%1429 = insertelement <16 x float> %1428, float %793, i32 6
+	%1430 = insertelement <16 x float> %1429, float %800, i32 7
+	%1431 = insertelement <16 x float> %1430, float %807, i32 8
+	%1432 = insertelement <16 x float> %1431, float %814, i32 9
+	%1433 = insertelement <16 x float> %1432, float %821, i32 10
+	%1434 = insertelement <16 x float> %1433, float %828, i32 11
+	%1435 = insertelement <16 x float> %1434, float %835, i32 12
+	%1436 = insertelement <16 x float> %1435, float %842, i32 13
+	%1437 = insertelement <16 x float> %1436, float %849, i32 14
+	%1438 = insertelement <16 x float> %1437, float %856, i32 15
+	%1439 = add i64 %108, 0
+	%1440 = getelementptr float, float* %11, i64 %1439
+	%1441 = bitcast float* %1440 to <16 x float>*
+	store <16 x float> %1438, <16 x float>* %1441, align 4
+	%1442 = insertelement <16 x float> undef, float %863, i32 0
+	%1443 = insertelement <16 x float> %1442, float %870, i32 1
+	%1444 = insertelement <16 x float> %1443, float %877, i32 2
+	%1445 = insertelement <16 x float> %1444, float %884, i32 3
+	%1446 = insertelement <16 x float> %1445, float %891, i32 4
+	%1447 = insertelement <16 x float> %1446, float %898, i32 5
+	%1448 = insertelement <16 x float> %1447, float %905, i32 6
+	%1449 = insertelement <16 x float> %1448, float %912, i32 7
+	%1450 = insertelement <16 x float> %1449, float %919, i32 8
+	%1451 = insertelement <16 x float> %1450, float %926, i32 9
+	%1452 = insertelement <16 x float> %1451, float %933, i32 10
+	%1453 = insertelement <16 x float> %1452, float %940, i32 11
+	%1454 = insertelement <16 x float> %1453, float %947, i32 12
+	%1455 = insertelement <16 x float> %1454, float %954, i32 13
+	%1456 = insertelement <16 x float> %1455, float %961, i32 14
+	%1457 = insertelement <16 x float> %1456, float %968, i32 15
+	%1458 = add i64 %108, 16
+	%1459 = getelementptr float, float* %11, i64 %1458
+	%1460 = bitcast float* %1459 to <16 x float>*
+	store <16 x float> %1457, <16 x float>* %1460, align 4
+	%1461 = insertelement <16 x float> undef, float %975, i32 0
+	%1462 = insertelement <16 x float> %1461, float %982, i32 1
+	%1463 = insertelement <16 x float> %1462, float %989, i32 2
+	%1464 = insertelement <16 x float> %1463, float %996, i32 3
+	%1465 = insertelement <16 x float> %1464, float %1003, i32 4
+	%1466 = insertelement <16 x float> %1465, float %1010, i32 5
+	%1467 = insertelement <16 x float> %1466, float %1017, i32 6
+	%1468 = insertelement <16 x float> %1467, float %1024, i32 7
+	%1469 = insertelement <16 x float> %1468, float %1031, i32 8
+	%1470 = insertelement <16 x float> %1469, float %1038, i32 9
+	%1471 = insertelement <16 x float> %1470, float %1045, i32 10
+	%1472 = insertelement <16 x float> %1471, float %1052, i32 11
+	%1473 = insertelement <16 x float> %1472, float %1059, i32 12
+	%1474 = insertelement <16 x float> %1473, float %1066, i32 13
+	%1475 = insertelement <16 x float> %1474, float %1073, i32 14
+	%1476 = insertelement <16 x float> %1475, float %1080, i32 15
+	%1477 = add i64 %108, 32
+	%1478 = getelementptr float, float* %11, i64 %1477
+	%1479 = bitcast float* %1478 to <16 x float>*
+	store <16 x float> %1476, <16 x float>* %1479, align 4
+	%1480 = insertelement <16 x float> undef, float %1087, i32 0
+	%1481 = insertelement <16 x float> %1480, float %1094, i32 1
+	%1482 = insertelement <16 x float> %1481, float %1101, i32 2
+	%1483 = insertelement <16 x float> %1482, float %1108, i32 3
+	%1484 = insertelement <16 x float> %1483, float %1115, i32 4
+	%1485 = insertelement <16 x float> %1484, float %1122, i32 5
+	%1486 = insertelement <16 x float> %1485, float %1129, i32 6
+	%1487 = insertelement <16 x float> %1486, float %1136, i32 7
+	%1488 = insertelement <16 x float> %1487, float %1143, i32 8
+	%1489 = insertelement <16 x float> %1488, float %1150, i32 9
+	%1490 = insertelement <16 x float> %1489, float %1157, i32 10
+	%1491 = insertelement <16 x float> %1490, float %1164, i32 11
+	%1492 = insertelement <16 x float> %1491, float %1171, i32 12
+	%1493 = insertelement <16 x float> %1492, float %1178, i32 13
+	%1494 = insertelement <16 x float> %1493, float %1185, i32 14
+	%1495 = insertelement <16 x float> %1494, float %1192, i32 15
+	%1496 = add i64 %108, 48
+	%1497 = getelementptr float, float* %11, i64 %1496
+	%1498 = bitcast float* %1497 to <16 x float>*
+	store <16 x float> %1495, <16 x float>* %1498, align 4
+	%1499 = insertelement <16 x float> undef, float %752, i32 0
+	%1500 = insertelement <16 x float> %1499, float %759, i32 1
+	%1501 = insertelement <16 x float> %1500, float %766, i32 2
+	%1502 = insertelement <16 x float> %1501, float %773, i32 3
+	%1503 = insertelement <16 x float> %1502, float %780, i32 4
+	%1504 = insertelement <16 x float> %1503, float %787, i32 5
+	%1505 = insertelement <16 x float> %1504, float %794, i32 6
+	%1506 = insertelement <16 x float> %1505, float %801, i32 7
+	%1507 = insertelement <16 x float> %1506, float %808, i32 8
+	%1508 = insertelement <16 x float> %1507, float %815, i32 9
+	%1509 = insertelement <16 x float> %1508, float %822, i32 10
+	%1510 = insertelement <16 x float> %1509, float %829, i32 11
+	%1511 = insertelement <16 x float> %1510, float %836, i32 12
+	%1512 = insertelement <16 x float> %1511, float %843, i32 13
+	%1513 = insertelement <16 x float> %1512, float %850, i32 14
+	%1514 = insertelement <16 x float> %1513, float %857, i32 15
+	%1515 = add i64 %108, 0
+	%1516 = getelementptr float, float* %1, i64 %1515
+	%1517 = bitcast float* %1516 to <16 x float>*
+	store <16 x float> %1514, <16 x float>* %1517, align 4
+	%1518 = insertelement <16 x float> undef, float %864, i32 0
+	%1519 = insertelement <16 x float> %1518, float %871, i32 1
+	%1520 = insertelement <16 x float> %1519, float %878, i32 2
+	%1521 = insertelement <16 x float> %1520, float %885, i32 3
+	%1522 = insertelement <16 x float> %1521, float %892, i32 4
+	%1523 = insertelement <16 x float> %1522, float %899, i32 5
+	%1524 = insertelement <16 x float> %1523, float %906, i32 6
+	%1525 = insertelement <16 x float> %1524, float %913, i32 7
+	%1526 = insertelement <16 x float> %1525, float %920, i32 8
+	%1527 = insertelement <16 x float> %1526, float %927, i32 9
+	%1528 = insertelement <16 x float> %1527, float %934, i32 10
+	%1529 = insertelement <16 x float> %1528, float %941, i32 11
+	%1530 = insertelement <16 x float> %1529, float %948, i32 12
+	%1531 = insertelement <16 x float> %1530, float %955, i32 13
+	%1532 = insertelement <16 x float> %1531, float %962, i32 14
+	%1533 = insertelement <16 x float> %1532, float %969, i32 15
+	%1534 = add i64 %108, 16
+	%1535 = getelementptr float, float* %1, i64 %1534
+	%1536 = bitcast float* %1535 to <16 x float>*
+	store <16 x float> %1533, <16 x float>* %1536, align 4
+	%1537 = insertelement <16 x float> undef, float %976, i32 0
+	%1538 = insertelement <16 x float> %1537, float %983, i32 1
+	%1539 = insertelement <16 x float> %1538, float %990, i32 2
+	%1540 = insertelement <16 x float> %1539, float %997, i32 3
+	%1541 = insertelement <16 x float> %1540, float %1004, i32 4
+	%1542 = insertelement <16 x float> %1541, float %1011, i32 5
+	%1543 = insertelement <16 x float> %1542, float %1018, i32 6
+	%1544 = insertelement <16 x float> %1543, float %1025, i32 7
+	%1545 = insertelement <16 x float> %1544, float %1032, i32 8
+	%1546 = insertelement <16 x float> %1545, float %1039, i32 9
+	%1547 = insertelement <16 x float> %1546, float %1046, i32 10
+	%1548 = insertelement <16 x float> %1547, float %1053, i32 11
+	%1549 = insertelement <16 x float> %1548, float %1060, i32 12
+	%1550 = insertelement <16 x float> %1549, float %1067, i32 13
+	%1551 = insertelement <16 x float> %1550, float %1074, i32 14
+	%1552 = insertelement <16 x float> %1551, float %1081, i32 15
+	%1553 = add i64 %108, 32
+	%1554 = getelementptr float, float* %1, i64 %1553
+	%1555 = bitcast float* %1554 to <16 x float>*
+	store <16 x float> %1552, <16 x float>* %1555, align 4
+	%1556 = insertelement <16 x float> undef, float %1088, i32 0
+	%1557 = insertelement <16 x float> %1556, float %1095, i32 1
+	%1558 = insertelement <16 x float> %1557, float %1102, i32 2
+	%1559 = insertelement <16 x float> %1558, float %1109, i32 3
+	%1560 = insertelement <16 x float> %1559, float %1116, i32 4
+	%1561 = insertelement <16 x float> %1560, float %1123, i32 5
+	%1562 = insertelement <16 x float> %1561, float %1130, i32 6
+	%1563 = insertelement <16 x float> %1562, float %1137, i32 7
+	%1564 = insertelement <16 x float> %1563, float %1144, i32 8
+	%1565 = insertelement <16 x float> %1564, float %1151, i32 9
+	%1566 = insertelement <16 x float> %1565, float %1158, i32 10
+	%1567 = insertelement <16 x float> %1566, float %1165, i32 11
+	%1568 = insertelement <16 x float> %1567, float %1172, i32 12
+	%1569 = insertelement <16 x float> %1568, float %1179, i32 13
+	%1570 = insertelement <16 x float> %1569, float %1186, i32 14
+	%1571 = insertelement <16 x float> %1570, float %1193, i32 15
+	%1572 = add i64 %108, 48
+	%1573 = getelementptr float, float* %1, i64 %1572
+	%1574 = bitcast float* %1573 to <16 x float>*
+	store <16 x float> %1571, <16 x float>* %1574, align 4
+	%1575 = insertelement <16 x float> undef, float %753, i32 0
+	%1576 = insertelement <16 x float> %1575, float %760, i32 1
+	%1577 = insertelement <16 x float> %1576, float %767, i32 2
+	%1578 = insertelement <16 x float> %1577, float %774, i32 3
+	%1579 = insertelement <16 x float> %1578, float %781, i32 4
+	%1580 = insertelement <16 x float> %1579, float %788, i32 5
+	%1581 = insertelement <16 x float> %1580, float %795, i32 6
+	%1582 = insertelement <16 x float> %1581, float %802, i32 7
+	%1583 = insertelement <16 x float> %1582, float %809, i32 8
+	%1584 = insertelement <16 x float> %1583, float %816, i32 9
+	%1585 = insertelement <16 x float> %1584, float %823, i32 10
+	%1586 = insertelement <16 x float> %1585, float %830, i32 11
+	%1587 = insertelement <16 x float> %1586, float %837, i32 12
+	%1588 = insertelement <16 x float> %1587, float %844, i32 13
+	%1589 = insertelement <16 x float> %1588, float %851, i32 14
+	%1590 = insertelement <16 x float> %1589, float %858, i32 15
+	%1591 = add i64 %108, 0
+	%1592 = getelementptr float, float* %13, i64 %1591
+	%1593 = bitcast float* %1592 to <16 x float>*
+	store <16 x float> %1590, <16 x float>* %1593, align 4
+	%1594 = insertelement <16 x float> undef, float %865, i32 0
+	%1595 = insertelement <16 x float> %1594, float %872, i32 1
+	%1596 = insertelement <16 x float> %1595, float %879, i32 2
+	%1597 = insertelement <16 x float> %1596, float %886, i32 3
+	%1598 = insertelement <16 x float> %1597, float %893, i32 4
+	%1599 = insertelement <16 x float> %1598, float %900, i32 5
+	%1600 = insertelement <16 x float> %1599, float %907, i32 6
+	%1601 = insertelement <16 x float> %1600, float %914, i32 7
+	%1602 = insertelement <16 x float> %1601, float %921, i32 8
+	%1603 = insertelement <16 x float> %1602, float %928, i32 9
+	%1604 = insertelement <16 x float> %1603, float %935, i32 10
+	%1605 = insertelement <16 x float> %1604, float %942, i32 11
+	%1606 = insertelement <16 x float> %1605, float %949, i32 12
+	%1607 = insertelement <16 x float> %1606, float %956, i32 13
+	%1608 = insertelement <16 x float> %1607, float %963, i32 14
+	%1609 = insertelement <16 x float> %1608, float %970, i32 15
+	%1610 = add i64 %108, 16
+	%1611 = getelementptr float, float* %13, i64 %1610
+	%1612 = bitcast float* %1611 to <16 x float>*
+	store <16 x float> %1609, <16 x float>* %1612, align 4
+	%1613 = insertelement <16 x float> undef, float %977, i32 0
+	%1614 = insertelement <16 x float> %1613, float %984, i32 1
+	%1615 = insertelement <16 x float> %1614, float %991, i32 2
+	%1616 = insertelement <16 x float> %1615, float %998, i32 3
+	%1617 = insertelement <16 x float> %1616, float %1005, i32 4
+	%1618 = insertelement <16 x float> %1617, float %1012, i32 5
+	%1619 = insertelement <16 x float> %1618, float %1019, i32 6
+	%1620 = insertelement <16 x float> %1619, float %1026, i32 7
+	%1621 = insertelement <16 x float> %1620, float %1033, i32 8
+	%1622 = insertelement <16 x float> %1621, float %1040, i32 9
+	%1623 = insertelement <16 x float> %1622, float %1047, i32 10
+	%1624 = insertelement <16 x float> %1623, float %1054, i32 11
+	%1625 = insertelement <16 x float> %1624, float %1061, i32 12
+	%1626 = insertelement <16 x float> %1625, float %1068, i32 13
+	%1627 = insertelement <16 x float> %1626, float %1075, i32 14
+	%1628 = insertelement <16 x float> %1627, float %1082, i32 15
+	%1629 = add i64 %108, 32
+	%1630 = getelementptr float, float* %13, i64 %1629
+	%1631 = bitcast float* %1630 to <16 x float>*
+	store <16 x float> %1628, <16 x float>* %1631, align 4
+	%1632 = insertelement <16 x float> undef, float %1089, i32 0
+	%1633 = insertelement <16 x float> %1632, float %1096, i32 1
+	%1634 = insertelement <16 x float> %1633, float %1103, i32 2
+	%1635 = insertelement <16 x float> %1634, float %1110, i32 3
+	%1636 = insertelement <16 x float> %1635, float %1117, i32 4
+	%1637 = insertelement <16 x float> %1636, float %1124, i32 5
+	%1638 = insertelement <16 x float> %1637, float %1131, i32 6
+	%1639 = insertelement <16 x float> %1638, float %1138, i32 7
+	%1640 = insertelement <16 x float> %1639, float %1145, i32 8
+	%1641 = insertelement <16 x float> %1640, float %1152, i32 9
+	%1642 = insertelement <16 x float> %1641, float %1159, i32 10
+	%1643 = insertelement <16 x float> %1642, float %1166, i32 11
+	%1644 = insertelement <16 x float> %1643, float %1173, i32 12
+	%1645 = insertelement <16 x float> %1644, float %1180, i32 13
+	%1646 = insertelement <16 x float> %1645, float %1187, i32 14
+	%1647 = insertelement <16 x float> %1646, float %1194, i32 15
+	%1648 = add i64 %108, 48
+	%1649 = getelementptr float, float* %13, i64 %1648
+	%1650 = bitcast float* %1649 to <16 x float>*
+	store <16 x float> %1647, <16 x float>* %1650, align 4
+	%1651 = add i64 %104, 1
+	br label %wide.head.52
+
+wide.done.54:
+	%1652 = mul i64 %103, 16
+	br label %group.head.55
+
+group.head.55:
+	%1653 = phi i64 [ %1652, %wide.done.54 ], [ %1792, %group.56 ]
+	%1654 = icmp slt i64 %1653, %62
+	br i1 %1654, label %group.56, label %group.done.57
+
+group.56:
+	%1655 = shl i64 %1653, 2
+	%1656 = add i64 %63, %1655
+	%1657 = add i64 %67, %1653
+	%1658 = getelementptr float, float* %1, i64 %1656
+	%1659 = getelementptr float, float* %1658, i64 0
+	%1660 = load float, float* %1659, align 4
+	%1661 = getelementptr float, float* %1658, i64 1
+	%1662 = load float, float* %1661, align 4
+	%1663 = getelementptr float, float* %1658, i64 2
+	%1664 = load float, float* %1663, align 4
+	%1665 = getelementptr float, float* %1658, i64 3
+	%1666 = load float, float* %1665, align 4
+	%1667 = getelementptr float, float* %3, i64 %1656
+	%1668 = getelementptr float, float* %1667, i64 0
+	%1669 = load float, float* %1668, align 4
+	%1670 = getelementptr float, float* %1667, i64 1
+	%1671 = load float, float* %1670, align 4
+	%1672 = getelementptr float, float* %1667, i64 2
+	%1673 = load float, float* %1672, align 4
+	%1674 = getelementptr float, float* %1667, i64 3
+	%1675 = load float, float* %1674, align 4
+	%1676 = getelementptr float, float* %5, i64 %1656
+	%1677 = getelementptr float, float* %1676, i64 0
+	%1678 = load float, float* %1677, align 4
+	%1679 = getelementptr float, float* %1676, i64 1
+	%1680 = load float, float* %1679, align 4
+	%1681 = getelementptr float, float* %1676, i64 2
+	%1682 = load float, float* %1681, align 4
+	%1683 = getelementptr float, float* %1676, i64 3
+	%1684 = load float, float* %1683, align 4
+	%1685 = getelementptr float, float* %7, i64 %1656
+	%1686 = getelementptr float, float* %1685, i64 0
+	%1687 = load float, float* %1686, align 4
+	%1688 = getelementptr float, float* %1685, i64 1
+	%1689 = load float, float* %1688, align 4
+	%1690 = getelementptr float, float* %1685, i64 2
+	%1691 = load float, float* %1690, align 4
+	%1692 = getelementptr float, float* %1685, i64 3
+	%1693 = load float, float* %1692, align 4
+	%1694 = getelementptr float, float* %9, i64 %1656
+	%1695 = getelementptr float, float* %1694, i64 0
+	%1696 = load float, float* %1695, align 4
+	%1697 = getelementptr float, float* %1694, i64 1
+	%1698 = load float, float* %1697, align 4
+	%1699 = getelementptr float, float* %1694, i64 2
+	%1700 = load float, float* %1699, align 4
+	%1701 = getelementptr float, float* %1694, i64 3
+	%1702 = load float, float* %1701, align 4
+	%1703 = getelementptr float, float* %11, i64 %1656
+	%1704 = getelementptr float, float* %1703, i64 0
+	%1705 = load float, float* %1704, align 4
+	%1706 = getelementptr float, float* %1703, i64 1
+	%1707 = load float, float* %1706, align 4
+	%1708 = getelementptr float, float* %1703, i64 2
+	%1709 = load float, float* %1708, align 4
+	%1710 = getelementptr float, float* %1703, i64 3
+	%1711 = load float, float* %1710, align 4
+	%1712 = getelementptr float, float* %13, i64 %1656
+	%1713 = getelementptr float, float* %1712, i64 0
+	%1714 = load float, float* %1713, align 4
+	%1715 = getelementptr float, float* %1712, i64 1
+	%1716 = load float, float* %1715, align 4
+	%1717 = getelementptr float, float* %1712, i64 2
+	%1718 = load float, float* %1717, align 4
+	%1719 = getelementptr float, float* %1712, i64 3
+	%1720 = load float, float* %1719, align 4
+	%1721 = call <4 x float> @fg_gaussian4(i64 %49, i32 %51, i32 0, i64 %1657)
+	%1722 = extractelement <4 x float> %1721, i32 0
+	%1723 = fmul float %41, %1722
+	%1724 = fadd float %1669, %1723
+	%1725 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1660, float %1724, float %1678, float %1687, float %1696, float %1705, float %1714, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1726 = extractvalue %fiber_nocorr.stored %1725, 0
+	%1727 = extractvalue %fiber_nocorr.stored %1725, 1
+	%1728 = extractvalue %fiber_nocorr.stored %1725, 2
+	%1729 = extractvalue %fiber_nocorr.stored %1725, 3
+	%1730 = extractvalue %fiber_nocorr.stored %1725, 4
+	%1731 = extractvalue %fiber_nocorr.stored %1725, 5
+	%1732 = extractelement <4 x float> %1721, i32 1
+	%1733 = fmul float %41, %1732
+	%1734 = fadd float %1671, %1733
+	%1735 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1662, float %1734, float %1680, float %1689, float %1698, float %1707, float %1716, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1736 = extractvalue %fiber_nocorr.stored %1735, 0
+	%1737 = extractvalue %fiber_nocorr.stored %1735, 1
+	%1738 = extractvalue %fiber_nocorr.stored %1735, 2
+	%1739 = extractvalue %fiber_nocorr.stored %1735, 3
+	%1740 = extractvalue %fiber_nocorr.stored %1735, 4
+	%1741 = extractvalue %fiber_nocorr.stored %1735, 5
+	%1742 = extractelement <4 x float> %1721, i32 2
+	%1743 = fmul float %41, %1742
+	%1744 = fadd float %1673, %1743
+	%1745 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1664, float %1744, float %1682, float %1691, float %1700, float %1709, float %1718, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1746 = extractvalue %fiber_nocorr.stored %1745, 0
+	%1747 = extractvalue %fiber_nocorr.stored %1745, 1
+	%1748 = extractvalue %fiber_nocorr.stored %1745, 2
+	%1749 = extractvalue %fiber_nocorr.stored %1745, 3
+	%1750 = extractvalue %fiber_nocorr.stored %1745, 4
+	%1751 = extractvalue %fiber_nocorr.stored %1745, 5
+	%1752 = extractelement <4 x float> %1721, i32 3
+	%1753 = fmul float %41, %1752
+	%1754 = fadd float %1675, %1753
+	%1755 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1666, float %1754, float %1684, float %1693, float %1702, float %1711, float %1720, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1756 = extractvalue %fiber_nocorr.stored %1755, 0
+	%1757 = extractvalue %fiber_nocorr.stored %1755, 1
+	%1758 = extractvalue %fiber_nocorr.stored %1755, 2
+	%1759 = extractvalue %fiber_nocorr.stored %1755, 3
+	%1760 = extractvalue %fiber_nocorr.stored %1755, 4
+	%1761 = extractvalue %fiber_nocorr.stored %1755, 5
+	%1762 = getelementptr float, float* %7, i64 %1656
+	%1763 = getelementptr float, float* %1762, i64 0
+	store float %1726, float* %1763, align 4
+	%1764 = getelementptr float, float* %1762, i64 1
+	store float %1736, float* %1764, align 4
+	%1765 = getelementptr float, float* %1762, i64 2
+	store float %1746, float* %1765, align 4
+	%1766 = getelementptr float, float* %1762, i64 3
+	store float %1756, float* %1766, align 4
+	%1767 = getelementptr float, float* %5, i64 %1656
+	%1768 = getelementptr float, float* %1767, i64 0
+	store float %1727, float* %1768, align 4
+	%1769 = getelementptr float, float* %1767, i64 1
+	store float %1737, float* %1769, align 4
+	%1770 = getelementptr float, float* %1767, i64 2
+	store float %1747, float* %1770, align 4
+	%1771 = getelementptr float, float* %1767, i64 3
+	store float %1757, float* %1771, align 4
+	%1772 = getelementptr float, float* %9, i64 %1656
+	%1773 = getelementptr float, float* %1772, i64 0
+	store float %1728, float* %1773, align 4
+	%1774 = getelementptr float, float* %1772, i64 1
+	store float %1738, float* %1774, align 4
+	%1775 = getelementptr float, float* %1772, i64 2
+	store float %1748, float* %1775, align 4
+	%1776 = getelementptr float, float* %1772, i64 3
+	store float %1758, float* %1776, align 4
+	%1777 = getelementptr float, float* %11, i64 %1656
+	%1778 = getelementptr float, float* %1777, i64 0
+	store float %1729, float* %1778, align 4
+	%1779 = getelementptr float, float* %1777, i64 1
+	store float %1739, float* %1779, align 4
+	%1780 = getelementptr float, float* %1777, i64 2
+	store float %1749, float* %1780, align 4
+	%1781 = getelementptr float, float* %1777, i64 3
+	store float %1759, float* %1781, align 4
+	%1782 = getelementptr float, float* %1, i64 %1656
+	%1783 = getelementptr float, float* %1782, i64 0
+	store float %1730, float* %1783, align 4
+	%1784 = getelementptr float, float* %1782, i64 1
+	store float %1740, float* %1784, align 4
+	%1785 = getelementptr float, float* %1782, i64 2
+	store float %1750, float* %1785, align 4
+	%1786 = getelementptr float, float* %1782, i64 3
+	store float %1760, float* %1786, align 4
+	%1787 = getelementptr float, float* %13, i64 %1656
+	%1788 = getelementptr float, float* %1787, i64 0
+	store float %1731, float* %1788, align 4
+	%1789 = getelementptr float, float* %1787, i64 1
+	store float %1741, float* %1789, align 4
+	%1790 = getelementptr float, float* %1787, i64 2
+	store float %1751, float* %1790, align 4
+	%1791 = getelementptr float, float* %1787, i64 3
+	store float %1761, float* %1791, align 4
+	%1792 = add i64 %1653, 1
+	br label %group.head.55
+
+group.done.57:
+	br label %tail.head.58
+
+tail.head.58:
+	%1793 = phi i64 [ %65, %group.done.57 ], [ %1826, %tail.59 ]
+	%1794 = icmp slt i64 %1793, %45
+	br i1 %1794, label %tail.59, label %tail.done.60
+
+tail.59:
+	%1795 = getelementptr float, float* %1, i64 %1793
+	%1796 = load float, float* %1795, align 4
+	%1797 = getelementptr float, float* %3, i64 %1793
+	%1798 = load float, float* %1797, align 4
+	%1799 = getelementptr float, float* %5, i64 %1793
+	%1800 = load float, float* %1799, align 4
+	%1801 = getelementptr float, float* %7, i64 %1793
+	%1802 = load float, float* %1801, align 4
+	%1803 = getelementptr float, float* %9, i64 %1793
+	%1804 = load float, float* %1803, align 4
+	%1805 = getelementptr float, float* %11, i64 %1793
+	%1806 = load float, float* %1805, align 4
+	%1807 = getelementptr float, float* %13, i64 %1793
+	%1808 = load float, float* %1807, align 4
+	%1809 = add i64 %47, %1793
+	%1810 = call float @fg_gaussian(i64 %49, i32 %51, i32 0, i64 %1809)
+	%1811 = fmul float %41, %1810
+	%1812 = fadd float %1798, %1811
+	%1813 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1796, float %1812, float %1800, float %1802, float %1804, float %1806, float %1808, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1814 = extractvalue %fiber_nocorr.stored %1813, 0
+	%1815 = extractvalue %fiber_nocorr.stored %1813, 1
+	%1816 = extractvalue %fiber_nocorr.stored %1813, 2
+	%1817 = extractvalue %fiber_nocorr.stored %1813, 3
+	%1818 = extractvalue %fiber_nocorr.stored %1813, 4
+	%1819 = extractvalue %fiber_nocorr.stored %1813, 5
+	%1820 = getelementptr float, float* %7, i64 %1793
+	store float %1814, float* %1820, align 4
+	%1821 = getelementptr float, float* %5, i64 %1793
+	store float %1815, float* %1821, align 4
+	%1822 = getelementptr float, float* %9, i64 %1793
+	store float %1816, float* %1822, align 4
+	%1823 = getelementptr float, float* %11, i64 %1793
+	store float %1817, float* %1823, align 4
+	%1824 = getelementptr float, float* %1, i64 %1793
+	store float %1818, float* %1824, align 4
+	%1825 = getelementptr float, float* %13, i64 %1793
+	store float %1819, float* %1825, align 4
+	%1826 = add i64 %1793, 1
+	br label %tail.head.58
+
+tail.done.60:
+	ret void
+
+head.head.61:
+	%1827 = phi i64 [ %43, %without_noise ], [ %1856, %head.62 ]
+	%1828 = icmp slt i64 %1827, %63
+	br i1 %1828, label %head.62, label %head.done.63
+
+head.62:
+	%1829 = getelementptr float, float* %1, i64 %1827
+	%1830 = load float, float* %1829, align 4
+	%1831 = getelementptr float, float* %3, i64 %1827
+	%1832 = load float, float* %1831, align 4
+	%1833 = getelementptr float, float* %5, i64 %1827
+	%1834 = load float, float* %1833, align 4
+	%1835 = getelementptr float, float* %7, i64 %1827
+	%1836 = load float, float* %1835, align 4
+	%1837 = getelementptr float, float* %9, i64 %1827
+	%1838 = load float, float* %1837, align 4
+	%1839 = getelementptr float, float* %11, i64 %1827
+	%1840 = load float, float* %1839, align 4
+	%1841 = getelementptr float, float* %13, i64 %1827
+	%1842 = load float, float* %1841, align 4
+	%1843 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1830, float %1832, float %1834, float %1836, float %1838, float %1840, float %1842, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%1844 = extractvalue %fiber_nocorr.stored %1843, 0
+	%1845 = extractvalue %fiber_nocorr.stored %1843, 1
+	%1846 = extractvalue %fiber_nocorr.stored %1843, 2
+	%1847 = extractvalue %fiber_nocorr.stored %1843, 3
+	%1848 = extractvalue %fiber_nocorr.stored %1843, 4
+	%1849 = extractvalue %fiber_nocorr.stored %1843, 5
+	%1850 = getelementptr float, float* %7, i64 %1827
+	store float %1844, float* %1850, align 4
+	%1851 = getelementptr float, float* %5, i64 %1827
+	store float %1845, float* %1851, align 4
+	%1852 = getelementptr float, float* %9, i64 %1827
+	store float %1846, float* %1852, align 4
+	%1853 = getelementptr float, float* %11, i64 %1827
+	store float %1847, float* %1853, align 4
+	%1854 = getelementptr float, float* %1, i64 %1827
+	store float %1848, float* %1854, align 4
+	%1855 = getelementptr float, float* %13, i64 %1827
+	store float %1849, float* %1855, align 4
+	%1856 = add i64 %1827, 1
+	br label %head.head.61
+
+head.done.63:
+	%1857 = sdiv i64 %62, 16
+	br label %wide.head.64
+
+wide.head.64:
+	%1858 = phi i64 [ 0, %head.done.63 ], [ %3328, %wide.65 ]
+	%1859 = icmp slt i64 %1858, %1857
+	br i1 %1859, label %wide.65, label %wide.done.66
+
+wide.65:
+	%1860 = mul i64 %1858, 16
+	%1861 = shl i64 %1860, 2
+	%1862 = add i64 %63, %1861
+	%1863 = add i64 %67, %1860
+	%1864 = add i64 %1862, 0
+	%1865 = getelementptr float, float* %1, i64 %1864
+	%1866 = bitcast float* %1865 to <16 x float>*
+	%1867 = load <16 x float>, <16 x float>* %1866, align 4
+	%1868 = extractelement <16 x float> %1867, i32 0
+	%1869 = extractelement <16 x float> %1867, i32 1
+	%1870 = extractelement <16 x float> %1867, i32 2
+	%1871 = extractelement <16 x float> %1867, i32 3
+	%1872 = extractelement <16 x float> %1867, i32 4
+	%1873 = extractelement <16 x float> %1867, i32 5
+	%1874 = extractelement <16 x float> %1867, i32 6
+	%1875 = extractelement <16 x float> %1867, i32 7
+	%1876 = extractelement <16 x float> %1867, i32 8
+	%1877 = extractelement <16 x float> %1867, i32 9
+	%1878 = extractelement <16 x float> %1867, i32 10
+	%1879 = extractelement <16 x float> %1867, i32 11
+	%1880 = extractelement <16 x float> %1867, i32 12
+	%1881 = extractelement <16 x float> %1867, i32 13
+	%1882 = extractelement <16 x float> %1867, i32 14
+	%1883 = extractelement <16 x float> %1867, i32 15
+	%1884 = add i64 %1862, 16
+	%1885 = getelementptr float, float* %1, i64 %1884
+	%1886 = bitcast float* %1885 to <16 x float>*
+	%1887 = load <16 x float>, <16 x float>* %1886, align 4
+	%1888 = extractelement <16 x float> %1887, i32 0
+	%1889 = extractelement <16 x float> %1887, i32 1
+	%1890 = extractelement <16 x float> %1887, i32 2
+	%1891 = extractelement <16 x float> %1887, i32 3
+	%1892 = extractelement <16 x float> %1887, i32 4
+	%1893 = extractelement <16 x float> %1887, i32 5
+	%1894 = extractelement <16 x float> %1887, i32 6
+	%1895 = extractelement <16 x float> %1887, i32 7
+	%1896 = extractelement <16 x float> %1887, i32 8
+	%1897 = extractelement <16 x float> %1887, i32 9
+	%1898 = extractelement <16 x float> %1887, i32 10
+	%1899 = extractelement <16 x float> %1887, i32 11
+	%1900 = extractelement <16 x float> %1887, i32 12
+	%1901 = extractelement <16 x float> %1887, i32 13
+	%1902 = extractelement <16 x float> %1887, i32 14
+	%1903 = extractelement <16 x float> %1887, i32 15
+	%1904 = add i64 %1862, 32
+	%1905 = getelementptr float, float* %1, i64 %1904
+	%1906 = bitcast float* %1905 to <16 x float>*
+	%1907 = load <16 x float>, <16 x float>* %1906, align 4
+	%1908 = extractelement <16 x float> %1907, i32 0
+	%1909 = extractelement <16 x float> %1907, i32 1
+	%1910 = extractelement <16 x float> %1907, i32 2
+	%1911 = extractelement <16 x float> %1907, i32 3
+	%1912 = extractelement <16 x float> %1907, i32 4
+	%1913 = extractelement <16 x float> %1907, i32 5
+	%1914 = extractelement <16 x float> %1907, i32 6
+	%1915 = extractelement <16 x float> %1907, i32 7
+	%1916 = extractelement <16 x float> %1907, i32 8
+	%1917 = extractelement <16 x float> %1907, i32 9
+	%1918 = extractelement <16 x float> %1907, i32 10
+	%1919 = extractelement <16 x float> %1907, i32 11
+	%1920 = extractelement <16 x float> %1907, i32 12
+	%1921 = extractelement <16 x float> %1907, i32 13
+	%1922 = extractelement <16 x float> %1907, i32 14
+	%1923 = extractelement <16 x float> %1907, i32 15
+	%1924 = add i64 %1862, 48
+	%1925 = getelementptr float, float* %1, i64 %1924
+	%1926 = bitcast float* %1925 to <16 x float>*
+	%1927 = load <16 x float>, <16 x float>* %1926, align 4
+	%1928 = extractelement <16 x float> %1927, i32 0
+	%1929 = extractelement <16 x float> %1927, i32 1
+	%1930 = extractelement <16 x float> %1927, i32 2
+	%1931 = extractelement <16 x float> %1927, i32 3
+	%1932 = extractelement <16 x float> %1927, i32 4
+	%1933 = extractelement <16 x float> %1927, i32 5
+	%1934 = extractelement <16 x float> %1927, i32 6
+	%1935 = extractelement <16 x float> %1927, i32 7
+	%1936 = extractelement <16 x float> %1927, i32 8
+	%1937 = extractelement <16 x float> %1927, i32 9
+	%1938 = extractelement <16 x float> %1927, i32 10
+	%1939 = extractelement <16 x float> %1927, i32 11
+	%1940 = extractelement <16 x float> %1927, i32 12
+	%1941 = extractelement <16 x float> %1927, i32 13
+	%1942 = extractelement <16 x float> %1927, i32 14
+	%1943 = extractelement <16 x float> %1927, i32 15
+	%1944 = add i64 %1862, 0
+	%1945 = getelementptr float, float* %3, i64 %1944
+	%1946 = bitcast float* %1945 to <16 x float>*
+	%1947 = load <16 x float>, <16 x float>* %1946, align 4
+	%1948 = extractelement <16 x float> %1947, i32 0
+	%1949 = extractelement <16 x float> %1947, i32 1
+	%1950 = extractelement <16 x float> %1947, i32 2
+	%1951 = extractelement <16 x float> %1947, i32 3
+	%1952 = extractelement <16 x float> %1947, i32 4
+	%1953 = extractelement <16 x float> %1947, i32 5
+	%1954 = extractelement <16 x float> %1947, i32 6
+	%1955 = extractelement <16 x float> %1947, i32 7
+	%1956 = extractelement <16 x float> %1947, i32 8
+	%1957 = extractelement <16 x float> %1947, i32 9
+	%1958 = extractelement <16 x float> %1947, i32 10
+	%1959 = extractelement <16 x float> %1947, i32 11
+	%1960 = extractelement <16 x float> %1947, i32 12
+	%1961 = extractelement <16 x float> %1947, i32 13
+	%1962 = extractelement <16 x float> %1947, i32 14
+	%1963 = extractelement <16 x float> %1947, i32 15
+	%1964 = add i64 %1862, 16
+	%1965 = getelementptr float, float* %3, i64 %1964
+	%1966 = bitcast float* %1965 to <16 x float>*
+	%1967 = load <16 x float>, <16 x float>* %1966, align 4
+	%1968 = extractelement <16 x float> %1967, i32 0
+	%1969 = extractelement <16 x float> %1967, i32 1
+	%1970 = extractelement <16 x float> %1967, i32 2
+	%1971 = extractelement <16 x float> %1967, i32 3
+	%1972 = extractelement <16 x float> %1967, i32 4
+	%1973 = extractelement <16 x float> %1967, i32 5
+	%1974 = extractelement <16 x float> %1967, i32 6
+	%1975 = extractelement <16 x float> %1967, i32 7
+	%1976 = extractelement <16 x float> %1967, i32 8
+	%1977 = extractelement <16 x float> %1967, i32 9
+	%1978 = extractelement <16 x float> %1967, i32 10
+	%1979 = extractelement <16 x float> %1967, i32 11
+	%1980 = extractelement <16 x float> %1967, i32 12
+	%1981 = extractelement <16 x float> %1967, i32 13
+	%1982 = extractelement <16 x float> %1967, i32 14
+	%1983 = extractelement <16 x float> %1967, i32 15
+	%1984 = add i64 %1862, 32
+	%1985 = getelementptr float, float* %3, i64 %1984
+	%1986 = bitcast float* %1985 to <16 x float>*
+	%1987 = load <16 x float>, <16 x float>* %1986, align 4
+	%1988 = extractelement <16 x float> %1987, i32 0
+	%1989 = extractelement <16 x float> %1987, i32 1
+	%1990 = extractelement <16 x float> %1987, i32 2
+	%1991 = extractelement <16 x float> %1987, i32 3
+	%1992 = extractelement <16 x float> %1987, i32 4
+	%1993 = extractelement <16 x float> %1987, i32 5
+	%1994 = extractelement <16 x float> %1987, i32 6
+	%1995 = extractelement <16 x float> %1987, i32 7
+	%1996 = extractelement <16 x float> %1987, i32 8
+	%1997 = extractelement <16 x float> %1987, i32 9
+	%1998 = extractelement <16 x float> %1987, i32 10
+	%1999 = extractelement <16 x float> %1987, i32 11
+	%2000 = extractelement <16 x float> %1987, i32 12
+	%2001 = extractelement <16 x float> %1987, i32 13
+	%2002 = extractelement <16 x float> %1987, i32 14
+	%2003 = extractelement <16 x float> %1987, i32 15
+	%2004 = add i64 %1862, 48
+	%2005 = getelementptr float, float* %3, i64 %2004
+	%2006 = bitcast float* %2005 to <16 x float>*
+	%2007 = load <16 x float>, <16 x float>* %2006, align 4
+	%2008 = extractelement <16 x float> %2007, i32 0
+	%2009 = extractelement <16 x float> %2007, i32 1
+	%2010 = extractelement <16 x float> %2007, i32 2
+	%2011 = extractelement <16 x float> %2007, i32 3
+	%2012 = extractelement <16 x float> %2007, i32 4
+	%2013 = extractelement <16 x float> %2007, i32 5
+	%2014 = extractelement <16 x float> %2007, i32 6
+	%2015 = extractelement <16 x float> %2007, i32 7
+	%2016 = extractelement <16 x float> %2007, i32 8
+	%2017 = extractelement <16 x float> %2007, i32 9
+	%2018 = extractelement <16 x float> %2007, i32 10
+	%2019 = extractelement <16 x float> %2007, i32 11
+	%2020 = extractelement <16 x float> %2007, i32 12
+	%2021 = extractelement <16 x float> %2007, i32 13
+	%2022 = extractelement <16 x float> %2007, i32 14
+	%2023 = extractelement <16 x float> %2007, i32 15
+	%2024 = add i64 %1862, 0
+	%2025 = getelementptr float, float* %5, i64 %2024
+	%2026 = bitcast float* %2025 to <16 x float>*
+	%2027 = load <16 x float>, <16 x float>* %2026, align 4
+	%2028 = extractelement <16 x float> %2027, i32 0
+	%2029 = extractelement <16 x float> %2027, i32 1
+	%2030 = extractelement <16 x float> %2027, i32 2
+	%2031 = extractelement <16 x float> %2027, i32 3
+	%2032 = extractelement <16 x float> %2027, i32 4
+	%2033 = extractelement <16 x float> %2027, i32 5
+	%2034 = extractelement <16 x float> %2027, i32 6
+	%2035 = extractelement <16 x float> %2027, i32 7
+	%2036 = extractelement <16 x float> %2027, i32 8
+	%2037 = extractelement <16 x float> %2027, i32 9
+	%2038 = extractelement <16 x float> %2027, i32 10
+	%2039 = extractelement <16 x float> %2027, i32 11
+	%2040 = extractelement <16 x float> %2027, i32 12
+	%2041 = extractelement <16 x float> %2027, i32 13
+	%2042 = extractelement <16 x float> %2027, i32 14
+	%2043 = extractelement <16 x float> %2027, i32 15
+	%2044 = add i64 %1862, 16
+	%2045 = getelementptr float, float* %5, i64 %2044
+	%2046 = bitcast float* %2045 to <16 x float>*
+	%2047 = load <16 x float>, <16 x float>* %2046, align 4
+	%2048 = extractelement <16 x float> %2047, i32 0
+	%2049 = extractelement <16 x float> %2047, i32 1
+	%2050 = extractelement <16 x float> %2047, i32 2
+	%2051 = extractelement <16 x float> %2047, i32 3
+	%2052 = extractelement <16 x float> %2047, i32 4
+	%2053 = extractelement <16 x float> %2047, i32 5
+	%2054 = extractelement <16 x float> %2047, i32 6
+	%2055 = extractelement <16 x float> %2047, i32 7
+	%2056 = extractelement <16 x float> %2047, i32 8
+	%2057 = extractelement <16 x float> %2047, i32 9
+	%2058 = extractelement <16 x float> %2047, i32 10
+	%2059 = extractelement <16 x float> %2047, i32 11
+	%2060 = extractelement <16 x float> %2047, i32 12
+	%2061 = extractelement <16 x float> %2047, i32 13
+	%2062 = extractelement <16 x float> %2047, i32 14
+	%2063 = extractelement <16 x float> %2047, i32 15
+	%2064 = add i64 %1862, 32
+	%2065 = getelementptr float, float* %5, i64 %2064
+	%2066 = bitcast float* %2065 to <16 x float>*
+	%2067 = load <16 x float>, <16 x float>* %2066, align 4
+	%2068 = extractelement <16 x float> %2067, i32 0
+	%2069 = extractelement <16 x float> %2067, i32 1
+	%2070 = extractelement <16 x float> %2067, i32 2
+	%2071 = extractelement <16 x float> %2067, i32 3
+	%2072 = extractelement <16 x float> %2067, i32 4
+	%2073 = extractelement <16 x float> %2067, i32 5
+	%2074 = extractelement <16 x float> %2067, i32 6
+	%2075 = extractelement <16 x float> %2067, i32 7
+	%2076 = extractelement <16 x float> %2067, i32 8
+	%2077 = extractelement <16 x float> %2067, i32 9
+	%2078 = extractelement <16 x float> %2067, i32 10
+	%2079 = extractelement <16 x float> %2067, i32 11
+	%2080 = extractelement <16 x float> %2067, i32 12
+	%2081 = extractelement <16 x float> %2067, i32 13
+	%2082 = extractelement <16 x float> %2067, i32 14
+	%2083 = extractelement <16 x float> %2067, i32 15
+	%2084 = add i64 %1862, 48
+	%2085 = getelementptr float, float* %5, i64 %2084
+	%2086 = bitcast float* %2085 to <16 x float>*
+	%2087 = load <16 x float>, <16 x float>* %2086, align 4
+	%2088 = extractelement <16 x float> %2087, i32 0
+	%2089 = extractelement <16 x float> %2087, i32 1
+	%2090 = extractelement <16 x float> %2087, i32 2
+	%2091 = extractelement <16 x float> %2087, i32 3
+	%2092 = extractelement <16 x float> %2087, i32 4
+	%2093 = extractelement <16 x float> %2087, i32 5
+	%2094 = extractelement <16 x float> %2087, i32 6
+	%2095 = extractelement <16 x float> %2087, i32 7
+	%2096 = extractelement <16 x float> %2087, i32 8
+	%2097 = extractelement <16 x float> %2087, i32 9
+	%2098 = extractelement <16 x float> %2087, i32 10
+	%2099 = extractelement <16 x float> %2087, i32 11
+	%2100 = extractelement <16 x float> %2087, i32 12
+	%2101 = extractelement <16 x float> %2087, i32 13
+	%2102 = extractelement <16 x float> %2087, i32 14
+	%2103 = extractelement <16 x float> %2087, i32 15
+	%2104 = add i64 %1862, 0
+	%2105 = getelementptr float, float* %7, i64 %2104
+	%2106 = bitcast float* %2105 to <16 x float>*
+	%2107 = load <16 x float>, <16 x float>* %2106, align 4
+	%2108 = extractelement <16 x float> %2107, i32 0
+	%2109 = extractelement <16 x float> %2107, i32 1
+	%2110 = extractelement <16 x float> %2107, i32 2
+	%2111 = extractelement <16 x float> %2107, i32 3
+	%2112 = extractelement <16 x float> %2107, i32 4
+	%2113 = extractelement <16 x float> %2107, i32 5
+	%2114 = extractelement <16 x float> %2107, i32 6
+	%2115 = extractelement <16 x float> %2107, i32 7
+	%2116 = extractelement <16 x float> %2107, i32 8
+	%2117 = extractelement <16 x float> %2107, i32 9
+	%2118 = extractelement <16 x float> %2107, i32 10
+	%2119 = extractelement <16 x float> %2107, i32 11
+	%2120 = extractelement <16 x float> %2107, i32 12
+	%2121 = extractelement <16 x float> %2107, i32 13
+	%2122 = extractelement <16 x float> %2107, i32 14
+	%2123 = extractelement <16 x float> %2107, i32 15
+	%2124 = add i64 %1862, 16
+	%2125 = getelementptr float, float* %7, i64 %2124
+	%2126 = bitcast float* %2125 to <16 x float>*
+	%2127 = load <16 x float>, <16 x float>* %2126, align 4
+	%2128 = extractelement <16 x float> %2127, i32 0
+	%2129 = extractelement <16 x float> %2127, i32 1
+	%2130 = extractelement <16 x float> %2127, i32 2
+	%2131 = extractelement <16 x float> %2127, i32 3
+	%2132 = extractelement <16 x float> %2127, i32 4
+	%2133 = extractelement <16 x float> %2127, i32 5
+	%2134 = extractelement <16 x float> %2127, i32 6
+	%2135 = extractelement <16 x float> %2127, i32 7
+	%2136 = extractelement <16 x float> %2127, i32 8
+	%2137 = extractelement <16 x float> %2127, i32 9
+	%2138 = extractelement <16 x float> %2127, i32 10
+	%2139 = extractelement <16 x float> %2127, i32 11
+	%2140 = extractelement <16 x float> %2127, i32 12
+	%2141 = extractelement <16 x float> %2127, i32 13
+	%2142 = extractelement <16 x float> %2127, i32 14
+	%2143 = extractelement <16 x float> %2127, i32 15
+	%2144 = add i64 %1862, 32
+	%2145 = getelementptr float, float* %7, i64 %2144
+	%2146 = bitcast float* %2145 to <16 x float>*
+	%2147 = load <16 x float>, <16 x float>* %2146, align 4
+	%2148 = extractelement <16 x float> %2147, i32 0
+	%2149 = extractelement <16 x float> %2147, i32 1
+	%2150 = extractelement <16 x float> %2147, i32 2
+	%2151 = extractelement <16 x float> %2147, i32 3
+	%2152 = extractelement <16 x float> %2147, i32 4
+	%2153 = extractelement <16 x float> %2147, i32 5
+	%2154 = extractelement <16 x float> %2147, i32 6
+	%2155 = extractelement <16 x float> %2147, i32 7
+	%2156 = extractelement <16 x float> %2147, i32 8
+	%2157 = extractelement <16 x float> %2147, i32 9
+	%2158 = extractelement <16 x float> %2147, i32 10
+	%2159 = extractelement <16 x float> %2147, i32 11
+	%2160 = extractelement <16 x float> %2147, i32 12
+	%2161 = extractelement <16 x float> %2147, i32 13
+	%2162 = extractelement <16 x float> %2147, i32 14
+	%2163 = extractelement <16 x float> %2147, i32 15
+	%2164 = add i64 %1862, 48
+	%2165 = getelementptr float, float* %7, i64 %2164
+	%2166 = bitcast float* %2165 to <16 x float>*
+	%2167 = load <16 x float>, <16 x float>* %2166, align 4
+	%2168 = extractelement <16 x float> %2167, i32 0
+	%2169 = extractelement <16 x float> %2167, i32 1
+	%2170 = extractelement <16 x float> %2167, i32 2
+	%2171 = extractelement <16 x float> %2167, i32 3
+	%2172 = extractelement <16 x float> %2167, i32 4
+	%2173 = extractelement <16 x float> %2167, i32 5
+	%2174 = extractelement <16 x float> %2167, i32 6
+	%2175 = extractelement <16 x float> %2167, i32 7
+	%2176 = extractelement <16 x float> %2167, i32 8
+	%2177 = extractelement <16 x float> %2167, i32 9
+	%2178 = extractelement <16 x float> %2167, i32 10
+	%2179 = extractelement <16 x float> %2167, i32 11
+	%2180 = extractelement <16 x float> %2167, i32 12
+	%2181 = extractelement <16 x float> %2167, i32 13
+	%2182 = extractelement <16 x float> %2167, i32 14
+	%2183 = extractelement <16 x float> %2167, i32 15
+	%2184 = add i64 %1862, 0
+	%2185 = getelementptr float, float* %9, i64 %2184
+	%2186 = bitcast float* %2185 to <16 x float>*
+	%2187 = load <16 x float>, <16 x float>* %2186, align 4
+	%2188 = extractelement <16 x float> %2187, i32 0
+	%2189 = extractelement <16 x float> %2187, i32 1
+	%2190 = extractelement <16 x float> %2187, i32 2
+	%2191 = extractelement <16 x float> %2187, i32 3
+	%2192 = extractelement <16 x float> %2187, i32 4
+	%2193 = extractelement <16 x float> %2187, i32 5
+	%2194 = extractelement <16 x float> %2187, i32 6
+	%2195 = extractelement <16 x float> %2187, i32 7
+	%2196 = extractelement <16 x float> %2187, i32 8
+	%2197 = extractelement <16 x float> %2187, i32 9
+	%2198 = extractelement <16 x float> %2187, i32 10
+	%2199 = extractelement <16 x float> %2187, i32 11
+	%2200 = extractelement <16 x float> %2187, i32 12
+	%2201 = extractelement <16 x float> %2187, i32 13
+	%2202 = extractelement <16 x float> %2187, i32 14
+	%2203 = extractelement <16 x float> %2187, i32 15
+	%2204 = add i64 %1862, 16
+	%2205 = getelementptr float, float* %9, i64 %2204
+	%2206 = bitcast float* %2205 to <16 x float>*
+	%2207 = load <16 x float>, <16 x float>* %2206, align 4
+	%2208 = extractelement <16 x float> %2207, i32 0
+	%2209 = extractelement <16 x float> %2207, i32 1
+	%2210 = extractelement <16 x float> %2207, i32 2
+	%2211 = extractelement <16 x float> %2207, i32 3
+	%2212 = extractelement <16 x float> %2207, i32 4
+	%2213 = extractelement <16 x float> %2207, i32 5
+	%2214 = extractelement <16 x float> %2207, i32 6
+	%2215 = extractelement <16 x float> %2207, i32 7
+	%2216 = extractelement <16 x float> %2207, i32 8
+	%2217 = extractelement <16 x float> %2207, i32 9
+	%2218 = extractelement <16 x float> %2207, i32 10
+	%2219 = extractelement <16 x float> %2207, i32 11
+	%2220 = extractelement <16 x float> %2207, i32 12
+	%2221 = extractelement <16 x float> %2207, i32 13
+	%2222 = extractelement <16 x float> %2207, i32 14
+	%2223 = extractelement <16 x float> %2207, i32 15
+	%2224 = add i64 %1862, 32
+	%2225 = getelementptr float, float* %9, i64 %2224
+	%2226 = bitcast float* %2225 to <16 x float>*
+	%2227 = load <16 x float>, <16 x float>* %2226, align 4
+	%2228 = extractelement <16 x float> %2227, i32 0
+	%2229 = extractelement <16 x float> %2227, i32 1
+	%2230 = extractelement <16 x float> %2227, i32 2
+	%2231 = extractelement <16 x float> %2227, i32 3
+	%2232 = extractelement <16 x float> %2227, i32 4
+	%2233 = extractelement <16 x float> %2227, i32 5
+	%2234 = extractelement <16 x float> %2227, i32 6
+	%2235 = extractelement <16 x float> %2227, i32 7
+	%2236 = extractelement <16 x float> %2227, i32 8
+	%2237 = extractelement <16 x float> %2227, i32 9
+	%2238 = extractelement <16 x float> %2227, i32 10
+	%2239 = extractelement <16 x float> %2227, i32 11
+	%2240 = extractelement <16 x float> %2227, i32 12
+	%2241 = extractelement <16 x float> %2227, i32 13
+	%2242 = extractelement <16 x float> %2227, i32 14
+	%2243 = extractelement <16 x float> %2227, i32 15
+	%2244 = add i64 %1862, 48
+	%2245 = getelementptr float, float* %9, i64 %2244
+	%2246 = bitcast float* %2245 to <16 x float>*
+	%2247 = load <16 x float>, <16 x float>* %2246, align 4
+	%2248 = extractelement <16 x float> %2247, i32 0
+	%2249 = extractelement <16 x float> %2247, i32 1
+	%2250 = extractelement <16 x float> %2247, i32 2
+	%2251 = extractelement <16 x float> %2247, i32 3
+	%2252 = extractelement <16 x float> %2247, i32 4
+	%2253 = extractelement <16 x float> %2247, i32 5
+	%2254 = extractelement <16 x float> %2247, i32 6
+	%2255 = extractelement <16 x float> %2247, i32 7
+	%2256 = extractelement <16 x float> %2247, i32 8
+	%2257 = extractelement <16 x float> %2247, i32 9
+	%2258 = extractelement <16 x float> %2247, i32 10
+	%2259 = extractelement <16 x float> %2247, i32 11
+	%2260 = extractelement <16 x float> %2247, i32 12
+	%2261 = extractelement <16 x float> %2247, i32 13
+	%2262 = extractelement <16 x float> %2247, i32 14
+	%2263 = extractelement <16 x float> %2247, i32 15
+	%2264 = add i64 %1862, 0
+	%2265 = getelementptr float, float* %11, i64 %2264
+	%2266 = bitcast float* %2265 to <16 x float>*
+	%2267 = load <16 x float>, <16 x float>* %2266, align 4
+	%2268 = extractelement <16 x float> %2267, i32 0
+	%2269 = extractelement <16 x float> %2267, i32 1
+	%2270 = extractelement <16 x float> %2267, i32 2
+	%2271 = extractelement <16 x float> %2267, i32 3
+	%2272 = extractelement <16 x float> %2267, i32 4
+	%2273 = extractelement <16 x float> %2267, i32 5
+	%2274 = extractelement <16 x float> %2267, i32 6
+	%2275 = extractelement <16 x float> %2267, i32 7
+	%2276 = extractelement <16 x float> %2267, i32 8
+	%2277 = extractelement <16 x float> %2267, i32 9
+	%2278 = extractelement <16 x float> %2267, i32 10
+	%2279 = extractelement <16 x float> %2267, i32 11
+	%2280 = extractelement <16 x float> %2267, i32 12
+	%2281 = extractelement <16 x float> %2267, i32 13
+	%2282 = extractelement <16 x float> %2267, i32 14
+	%2283 = extractelement <16 x float> %2267, i32 15
+	%2284 = add i64 %1862, 16
+	%2285 = getelementptr float, float* %11, i64 %2284
+	%2286 = bitcast float* %2285 to <16 x float>*
+	%2287 = load <16 x float>, <16 x float>* %2286, align 4
+	%2288 = extractelement <16 x float> %2287, i32 0
+	%2289 = extractelement <16 x float> %2287, i32 1
+	%2290 = extractelement <16 x float> %2287, i32 2
+	%2291 = extractelement <16 x float> %2287, i32 3
+	%2292 = extractelement <16 x float> %2287, i32 4
+	%2293 = extractelement <16 x float> %2287, i32 5
+	%2294 = extractelement <16 x float> %2287, i32 6
+	%2295 = extractelement <16 x float> %2287, i32 7
+	%2296 = extractelement <16 x float> %2287, i32 8
+	%2297 = extractelement <16 x float> %2287, i32 9
+	%2298 = extractelement <16 x float> %2287, i32 10
+	%2299 = extractelement <16 x float> %2287, i32 11
+	%2300 = extractelement <16 x float> %2287, i32 12
+	%2301 = extractelement <16 x float> %2287, i32 13
+	%2302 = extractelement <16 x float> %2287, i32 14
+	%2303 = extractelement <16 x float> %2287, i32 15
+	%2304 = add i64 %1862, 32
+	%2305 = getelementptr float, float* %11, i64 %2304
+	%2306 = bitcast float* %2305 to <16 x float>*
+	%2307 = load <16 x float>, <16 x float>* %2306, align 4
+	%2308 = extractelement <16 x float> %2307, i32 0
+	%2309 = extractelement <16 x float> %2307, i32 1
+	%2310 = extractelement <16 x float> %2307, i32 2
+	%2311 = extractelement <16 x float> %2307, i32 3
+	%2312 = extractelement <16 x float> %2307, i32 4
+	%2313 = extractelement <16 x float> %2307, i32 5
+	%2314 = extractelement <16 x float> %2307, i32 6
+	%2315 = extractelement <16 x float> %2307, i32 7
+	%2316 = extractelement <16 x float> %2307, i32 8
+	%2317 = extractelement <16 x float> %2307, i32 9
+	%2318 = extractelement <16 x float> %2307, i32 10
+	%2319 = extractelement <16 x float> %2307, i32 11
+	%2320 = extractelement <16 x float> %2307, i32 12
+	%2321 = extractelement <16 x float> %2307, i32 13
+	%2322 = extractelement <16 x float> %2307, i32 14
+	%2323 = extractelement <16 x float> %2307, i32 15
+	%2324 = add i64 %1862, 48
+	%2325 = getelementptr float, float* %11, i64 %2324
+	%2326 = bitcast float* %2325 to <16 x float>*
+	%2327 = load <16 x float>, <16 x float>* %2326, align 4
+	%2328 = extractelement <16 x float> %2327, i32 0
+	%2329 = extractelement <16 x float> %2327, i32 1
+	%2330 = extractelement <16 x float> %2327, i32 2
+	%2331 = extractelement <16 x float> %2327, i32 3
+	%2332 = extractelement <16 x float> %2327, i32 4
+	%2333 = extractelement <16 x float> %2327, i32 5
+	%2334 = extractelement <16 x float> %2327, i32 6
+	%2335 = extractelement <16 x float> %2327, i32 7
+	%2336 = extractelement <16 x float> %2327, i32 8
+	%2337 = extractelement <16 x float> %2327, i32 9
+	%2338 = extractelement <16 x float> %2327, i32 10
+	%2339 = extractelement <16 x float> %2327, i32 11
+	%2340 = extractelement <16 x float> %2327, i32 12
+	%2341 = extractelement <16 x float> %2327, i32 13
+	%2342 = extractelement <16 x float> %2327, i32 14
+	%2343 = extractelement <16 x float> %2327, i32 15
+	%2344 = add i64 %1862, 0
+	%2345 = getelementptr float, float* %13, i64 %2344
+	%2346 = bitcast float* %2345 to <16 x float>*
+	%2347 = load <16 x float>, <16 x float>* %2346, align 4
+	%2348 = extractelement <16 x float> %2347, i32 0
+	%2349 = extractelement <16 x float> %2347, i32 1
+	%2350 = extractelement <16 x float> %2347, i32 2
+	%2351 = extractelement <16 x float> %2347, i32 3
+	%2352 = extractelement <16 x float> %2347, i32 4
+	%2353 = extractelement <16 x float> %2347, i32 5
+	%2354 = extractelement <16 x float> %2347, i32 6
+	%2355 = extractelement <16 x float> %2347, i32 7
+	%2356 = extractelement <16 x float> %2347, i32 8
+	%2357 = extractelement <16 x float> %2347, i32 9
+	%2358 = extractelement <16 x float> %2347, i32 10
+	%2359 = extractelement <16 x float> %2347, i32 11
+	%2360 = extractelement <16 x float> %2347, i32 12
+	%2361 = extractelement <16 x float> %2347, i32 13
+	%2362 = extractelement <16 x float> %2347, i32 14
+	%2363 = extractelement <16 x float> %2347, i32 15
+	%2364 = add i64 %1862, 16
+	%2365 = getelementptr float, float* %13, i64 %2364
+	%2366 = bitcast float* %2365 to <16 x float>*
+	%2367 = load <16 x float>, <16 x float>* %2366, align 4
+	%2368 = extractelement <16 x float> %2367, i32 0
+	%2369 = extractelement <16 x float> %2367, i32 1
+	%2370 = extractelement <16 x float> %2367, i32 2
+	%2371 = extractelement <16 x float> %2367, i32 3
+	%2372 = extractelement <16 x float> %2367, i32 4
+	%2373 = extractelement <16 x float> %2367, i32 5
+	%2374 = extractelement <16 x float> %2367, i32 6
+	%2375 = extractelement <16 x float> %2367, i32 7
+	%2376 = extractelement <16 x float> %2367, i32 8
+	%2377 = extractelement <16 x float> %2367, i32 9
+	%2378 = extractelement <16 x float> %2367, i32 10
+	%2379 = extractelement <16 x float> %2367, i32 11
+	%2380 = extractelement <16 x float> %2367, i32 12
+	%2381 = extractelement <16 x float> %2367, i32 13
+	%2382 = extractelement <16 x float> %2367, i32 14
+	%2383 = extractelement <16 x float> %2367, i32 15
+	%2384 = add i64 %1862, 32
+	%2385 = getelementptr float, float* %13, i64 %2384
+	%2386 = bitcast float* %2385 to <16 x float>*
+	%2387 = load <16 x float>, <16 x float>* %2386, align 4
+	%2388 = extractelement <16 x float> %2387, i32 0
+	%2389 = extractelement <16 x float> %2387, i32 1
+	%2390 = extractelement <16 x float> %2387, i32 2
+	%2391 = extractelement <16 x float> %2387, i32 3
+	%2392 = extractelement <16 x float> %2387, i32 4
+	%2393 = extractelement <16 x float> %2387, i32 5
+	%2394 = extractelement <16 x float> %2387, i32 6
+	%2395 = extractelement <16 x float> %2387, i32 7
+	%2396 = extractelement <16 x float> %2387, i32 8
+	%2397 = extractelement <16 x float> %2387, i32 9
+	%2398 = extractelement <16 x float> %2387, i32 10
+	%2399 = extractelement <16 x float> %2387, i32 11
+	%2400 = extractelement <16 x float> %2387, i32 12
+	%2401 = extractelement <16 x float> %2387, i32 13
+	%2402 = extractelement <16 x float> %2387, i32 14
+	%2403 = extractelement <16 x float> %2387, i32 15
+	%2404 = add i64 %1862, 48
+	%2405 = getelementptr float, float* %13, i64 %2404
+	%2406 = bitcast float* %2405 to <16 x float>*
+	%2407 = load <16 x float>, <16 x float>* %2406, align 4
+	%2408 = extractelement <16 x float> %2407, i32 0
+	%2409 = extractelement <16 x float> %2407, i32 1
+	%2410 = extractelement <16 x float> %2407, i32 2
+	%2411 = extractelement <16 x float> %2407, i32 3
+	%2412 = extractelement <16 x float> %2407, i32 4
+	%2413 = extractelement <16 x float> %2407, i32 5
+	%2414 = extractelement <16 x float> %2407, i32 6
+	%2415 = extractelement <16 x float> %2407, i32 7
+	%2416 = extractelement <16 x float> %2407, i32 8
+	%2417 = extractelement <16 x float> %2407, i32 9
+	%2418 = extractelement <16 x float> %2407, i32 10
+	%2419 = extractelement <16 x float> %2407, i32 11
+	%2420 = extractelement <16 x float> %2407, i32 12
+	%2421 = extractelement <16 x float> %2407, i32 13
+	%2422 = extractelement <16 x float> %2407, i32 14
+	%2423 = extractelement <16 x float> %2407, i32 15
+	%2424 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1868, float %1948, float %2028, float %2108, float %2188, float %2268, float %2348, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2425 = extractvalue %fiber_nocorr.stored %2424, 0
+	%2426 = extractvalue %fiber_nocorr.stored %2424, 1
+	%2427 = extractvalue %fiber_nocorr.stored %2424, 2
+	%2428 = extractvalue %fiber_nocorr.stored %2424, 3
+	%2429 = extractvalue %fiber_nocorr.stored %2424, 4
+	%2430 = extractvalue %fiber_nocorr.stored %2424, 5
+	%2431 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1869, float %1949, float %2029, float %2109, float %2189, float %2269, float %2349, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2432 = extractvalue %fiber_nocorr.stored %2431, 0
+	%2433 = extractvalue %fiber_nocorr.stored %2431, 1
+	%2434 = extractvalue %fiber_nocorr.stored %2431, 2
+	%2435 = extractvalue %fiber_nocorr.stored %2431, 3
+	%2436 = extractvalue %fiber_nocorr.stored %2431, 4
+	%2437 = extractvalue %fiber_nocorr.stored %2431, 5
+	%2438 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1870, float %1950, float %2030, float %2110, float %2190, float %2270, float %2350, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2439 = extractvalue %fiber_nocorr.stored %2438, 0
+	%2440 = extractvalue %fiber_nocorr.stored %2438, 1
+	%2441 = extractvalue %fiber_nocorr.stored %2438, 2
+	%2442 = extractvalue %fiber_nocorr.stored %2438, 3
+	%2443 = extractvalue %fiber_nocorr.stored %2438, 4
+	%2444 = extractvalue %fiber_nocorr.stored %2438, 5
+	%2445 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1871, float %1951, float %2031, float %2111, float %2191, float %2271, float %2351, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2446 = extractvalue %fiber_nocorr.stored %2445, 0
+	%2447 = extractvalue %fiber_nocorr.stored %2445, 1
+	%2448 = extractvalue %fiber_nocorr.stored %2445, 2
+	%2449 = extractvalue %fiber_nocorr.stored %2445, 3
+	%2450 = extractvalue %fiber_nocorr.stored %2445, 4
+	%2451 = extractvalue %fiber_nocorr.stored %2445, 5
+	%2452 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1872, float %1952, float %2032, float %2112, float %2192, float %2272, float %2352, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2453 = extractvalue %fiber_nocorr.stored %2452, 0
+	%2454 = extractvalue %fiber_nocorr.stored %2452, 1
+	%2455 = extractvalue %fiber_nocorr.stored %2452, 2
+	%2456 = extractvalue %fiber_nocorr.stored %2452, 3
+	%2457 = extractvalue %fiber_nocorr.stored %2452, 4
+	%2458 = extractvalue %fiber_nocorr.stored %2452, 5
+	%2459 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1873, float %1953, float %2033, float %2113, float %2193, float %2273, float %2353, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2460 = extractvalue %fiber_nocorr.stored %2459, 0
+	%2461 = extractvalue %fiber_nocorr.stored %2459, 1
+	%2462 = extractvalue %fiber_nocorr.stored %2459, 2
+	%2463 = extractvalue %fiber_nocorr.stored %2459, 3
+	%2464 = extractvalue %fiber_nocorr.stored %2459, 4
+	%2465 = extractvalue %fiber_nocorr.stored %2459, 5
+	%2466 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1874, float %1954, float %2034, float %2114, float %2194, float %2274, float %2354, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2467 = extractvalue %fiber_nocorr.stored %2466, 0
+	%2468 = extractvalue %fiber_nocorr.stored %2466, 1
+	%2469 = extractvalue %fiber_nocorr.stored %2466, 2
+	%2470 = extractvalue %fiber_nocorr.stored %2466, 3
+	%2471 = extractvalue %fiber_nocorr.stored %2466, 4
+	%2472 = extractvalue %fiber_nocorr.stored %2466, 5
+	%2473 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1875, float %1955, float %2035, float %2115, float %2195, float %2275, float %2355, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2474 = extractvalue %fiber_nocorr.stored %2473, 0
+	%2475 = extractvalue %fiber_nocorr.stored %2473, 1
+	%2476 = extractvalue %fiber_nocorr.stored %2473, 2
+	%2477 = extractvalue %fiber_nocorr.stored %2473, 3
+	%2478 = extractvalue %fiber_nocorr.stored %2473, 4
+	%2479 = extractvalue %fiber_nocorr.stored %2473, 5
+	%2480 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1876, float %1956, float %2036, float %2116, float %2196, float %2276, float %2356, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2481 = extractvalue %fiber_nocorr.stored %2480, 0
+	%2482 = extractvalue %fiber_nocorr.stored %2480, 1
+	%2483 = extractvalue %fiber_nocorr.stored %2480, 2
+	%2484 = extractvalue %fiber_nocorr.stored %2480, 3
+	%2485 = extractvalue %fiber_nocorr.stored %2480, 4
+	%2486 = extractvalue %fiber_nocorr.stored %2480, 5
+	%2487 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1877, float %1957, float %2037, float %2117, float %2197, float %2277, float %2357, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2488 = extractvalue %fiber_nocorr.stored %2487, 0
+	%2489 = extractvalue %fiber_nocorr.stored %2487, 1
+	%2490 = extractvalue %fiber_nocorr.stored %2487, 2
+	%2491 = extractvalue %fiber_nocorr.stored %2487, 3
+	%2492 = extractvalue %fiber_nocorr.stored %2487, 4
+	%2493 = extractvalue %fiber_nocorr.stored %2487, 5
+	%2494 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1878, float %1958, float %2038, float %2118, float %2198, float %2278, float %2358, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2495 = extractvalue %fiber_nocorr.stored %2494, 0
+	%2496 = extractvalue %fiber_nocorr.stored %2494, 1
+	%2497 = extractvalue %fiber_nocorr.stored %2494, 2
+	%2498 = extractvalue %fiber_nocorr.stored %2494, 3
+	%2499 = extractvalue %fiber_nocorr.stored %2494, 4
+	%2500 = extractvalue %fiber_nocorr.stored %2494, 5
+	%2501 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1879, float %1959, float %2039, float %2119, float %2199, float %2279, float %2359, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2502 = extractvalue %fiber_nocorr.stored %2501, 0
+	%2503 = extractvalue %fiber_nocorr.stored %2501, 1
+	%2504 = extractvalue %fiber_nocorr.stored %2501, 2
+	%2505 = extractvalue %fiber_nocorr.stored %2501, 3
+	%2506 = extractvalue %fiber_nocorr.stored %2501, 4
+	%2507 = extractvalue %fiber_nocorr.stored %2501, 5
+	%2508 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1880, float %1960, float %2040, float %2120, float %2200, float %2280, float %2360, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2509 = extractvalue %fiber_nocorr.stored %2508, 0
+	%2510 = extractvalue %fiber_nocorr.stored %2508, 1
+	%2511 = extractvalue %fiber_nocorr.stored %2508, 2
+	%2512 = extractvalue %fiber_nocorr.stored %2508, 3
+	%2513 = extractvalue %fiber_nocorr.stored %2508, 4
+	%2514 = extractvalue %fiber_nocorr.stored %2508, 5
+	%2515 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1881, float %1961, float %2041, float %2121, float %2201, float %2281, float %2361, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2516 = extractvalue %fiber_nocorr.stored %2515, 0
+	%2517 = extractvalue %fiber_nocorr.stored %2515, 1
+	%2518 = extractvalue %fiber_nocorr.stored %2515, 2
+	%2519 = extractvalue %fiber_nocorr.stored %2515, 3
+	%2520 = extractvalue %fiber_nocorr.stored %2515, 4
+	%2521 = extractvalue %fiber_nocorr.stored %2515, 5
+	%2522 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1882, float %1962, float %2042, float %2122, float %2202, float %2282, float %2362, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2523 = extractvalue %fiber_nocorr.stored %2522, 0
+	%2524 = extractvalue %fiber_nocorr.stored %2522, 1
+	%2525 = extractvalue %fiber_nocorr.stored %2522, 2
+	%2526 = extractvalue %fiber_nocorr.stored %2522, 3
+	%2527 = extractvalue %fiber_nocorr.stored %2522, 4
+	%2528 = extractvalue %fiber_nocorr.stored %2522, 5
+	%2529 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1883, float %1963, float %2043, float %2123, float %2203, float %2283, float %2363, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2530 = extractvalue %fiber_nocorr.stored %2529, 0
+	%2531 = extractvalue %fiber_nocorr.stored %2529, 1
+	%2532 = extractvalue %fiber_nocorr.stored %2529, 2
+	%2533 = extractvalue %fiber_nocorr.stored %2529, 3
+	%2534 = extractvalue %fiber_nocorr.stored %2529, 4
+	%2535 = extractvalue %fiber_nocorr.stored %2529, 5
+	%2536 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1888, float %1968, float %2048, float %2128, float %2208, float %2288, float %2368, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2537 = extractvalue %fiber_nocorr.stored %2536, 0
+	%2538 = extractvalue %fiber_nocorr.stored %2536, 1
+	%2539 = extractvalue %fiber_nocorr.stored %2536, 2
+	%2540 = extractvalue %fiber_nocorr.stored %2536, 3
+	%2541 = extractvalue %fiber_nocorr.stored %2536, 4
+	%2542 = extractvalue %fiber_nocorr.stored %2536, 5
+	%2543 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1889, float %1969, float %2049, float %2129, float %2209, float %2289, float %2369, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2544 = extractvalue %fiber_nocorr.stored %2543, 0
+	%2545 = extractvalue %fiber_nocorr.stored %2543, 1
+	%2546 = extractvalue %fiber_nocorr.stored %2543, 2
+	%2547 = extractvalue %fiber_nocorr.stored %2543, 3
+	%2548 = extractvalue %fiber_nocorr.stored %2543, 4
+	%2549 = extractvalue %fiber_nocorr.stored %2543, 5
+	%2550 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1890, float %1970, float %2050, float %2130, float %2210, float %2290, float %2370, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2551 = extractvalue %fiber_nocorr.stored %2550, 0
+	%2552 = extractvalue %fiber_nocorr.stored %2550, 1
+	%2553 = extractvalue %fiber_nocorr.stored %2550, 2
+	%2554 = extractvalue %fiber_nocorr.stored %2550, 3
+	%2555 = extractvalue %fiber_nocorr.stored %2550, 4
+	%2556 = extractvalue %fiber_nocorr.stored %2550, 5
+	%2557 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1891, float %1971, float %2051, float %2131, float %2211, float %2291, float %2371, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2558 = extractvalue %fiber_nocorr.stored %2557, 0
+	%2559 = extractvalue %fiber_nocorr.stored %2557, 1
+	%2560 = extractvalue %fiber_nocorr.stored %2557, 2
+	%2561 = extractvalue %fiber_nocorr.stored %2557, 3
+	%2562 = extractvalue %fiber_nocorr.stored %2557, 4
+	%2563 = extractvalue %fiber_nocorr.stored %2557, 5
+	%2564 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1892, float %1972, float %2052, float %2132, float %2212, float %2292, float %2372, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2565 = extractvalue %fiber_nocorr.stored %2564, 0
+	%2566 = extractvalue %fiber_nocorr.stored %2564, 1
+	%2567 = extractvalue %fiber_nocorr.stored %2564, 2
+	%2568 = extractvalue %fiber_nocorr.stored %2564, 3
+	%2569 = extractvalue %fiber_nocorr.stored %2564, 4
+	%2570 = extractvalue %fiber_nocorr.stored %2564, 5
+	%2571 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1893, float %1973, float %2053, float %2133, float %2213, float %2293, float %2373, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2572 = extractvalue %fiber_nocorr.stored %2571, 0
+	%2573 = extractvalue %fiber_nocorr.stored %2571, 1
+	%2574 = extractvalue %fiber_nocorr.stored %2571, 2
+	%2575 = extractvalue %fiber_nocorr.stored %2571, 3
+	%2576 = extractvalue %fiber_nocorr.stored %2571, 4
+	%2577 = extractvalue %fiber_nocorr.stored %2571, 5
+	%2578 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1894, float %1974, float %2054, float %2134, float %2214, float %2294, float %2374, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2579 = extractvalue %fiber_nocorr.stored %2578, 0
+	%2580 = extractvalue %fiber_nocorr.stored %2578, 1
+	%2581 = extractvalue %fiber_nocorr.stored %2578, 2
+	%2582 = extractvalue %fiber_nocorr.stored %2578, 3
+	%2583 = extractvalue %fiber_nocorr.stored %2578, 4
+	%2584 = extractvalue %fiber_nocorr.stored %2578, 5
+	%2585 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1895, float %1975, float %2055, float %2135, float %2215, float %2295, float %2375, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2586 = extractvalue %fiber_nocorr.stored %2585, 0
+	%2587 = extractvalue %fiber_nocorr.stored %2585, 1
+	%2588 = extractvalue %fiber_nocorr.stored %2585, 2
+	%2589 = extractvalue %fiber_nocorr.stored %2585, 3
+	%2590 = extractvalue %fiber_nocorr.stored %2585, 4
+	%2591 = extractvalue %fiber_nocorr.stored %2585, 5
+	%2592 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1896, float %1976, float %2056, float %2136, float %2216, float %2296, float %2376, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2593 = extractvalue %fiber_nocorr.stored %2592, 0
+	%2594 = extractvalue %fiber_nocorr.stored %2592, 1
+	%2595 = extractvalue %fiber_nocorr.stored %2592, 2
+	%2596 = extractvalue %fiber_nocorr.stored %2592, 3
+	%2597 = extractvalue %fiber_nocorr.stored %2592, 4
+	%2598 = extractvalue %fiber_nocorr.stored %2592, 5
+	%2599 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1897, float %1977, float %2057, float %2137, float %2217, float %2297, float %2377, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2600 = extractvalue %fiber_nocorr.stored %2599, 0
+	%2601 = extractvalue %fiber_nocorr.stored %2599, 1
+	%2602 = extractvalue %fiber_nocorr.stored %2599, 2
+	%2603 = extractvalue %fiber_nocorr.stored %2599, 3
+	%2604 = extractvalue %fiber_nocorr.stored %2599, 4
+	%2605 = extractvalue %fiber_nocorr.stored %2599, 5
+	%2606 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1898, float %1978, float %2058, float %2138, float %2218, float %2298, float %2378, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2607 = extractvalue %fiber_nocorr.stored %2606, 0
+	%2608 = extractvalue %fiber_nocorr.stored %2606, 1
+	%2609 = extractvalue %fiber_nocorr.stored %2606, 2
+	%2610 = extractvalue %fiber_nocorr.stored %2606, 3
+	%2611 = extractvalue %fiber_nocorr.stored %2606, 4
+	%2612 = extractvalue %fiber_nocorr.stored %2606, 5
+	%2613 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1899, float %1979, float %2059, float %2139, float %2219, float %2299, float %2379, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2614 = extractvalue %fiber_nocorr.stored %2613, 0
+	%2615 = extractvalue %fiber_nocorr.stored %2613, 1
+	%2616 = extractvalue %fiber_nocorr.stored %2613, 2
+	%2617 = extractvalue %fiber_nocorr.stored %2613, 3
+	%2618 = extractvalue %fiber_nocorr.stored %2613, 4
+	%2619 = extractvalue %fiber_nocorr.stored %2613, 5
+	%2620 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1900, float %1980, float %2060, float %2140, float %2220, float %2300, float %2380, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2621 = extractvalue %fiber_nocorr.stored %2620, 0
+	%2622 = extractvalue %fiber_nocorr.stored %2620, 1
+	%2623 = extractvalue %fiber_nocorr.stored %2620, 2
+	%2624 = extractvalue %fiber_nocorr.stored %2620, 3
+	%2625 = extractvalue %fiber_nocorr.stored %2620, 4
+	%2626 = extractvalue %fiber_nocorr.stored %2620, 5
+	%2627 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1901, float %1981, float %2061, float %2141, float %2221, float %2301, float %2381, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2628 = extractvalue %fiber_nocorr.stored %2627, 0
+	%2629 = extractvalue %fiber_nocorr.stored %2627, 1
+	%2630 = extractvalue %fiber_nocorr.stored %2627, 2
+	%2631 = extractvalue %fiber_nocorr.stored %2627, 3
+	%2632 = extractvalue %fiber_nocorr.stored %2627, 4
+	%2633 = extractvalue %fiber_nocorr.stored %2627, 5
+	%2634 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1902, float %1982, float %2062, float %2142, float %2222, float %2302, float %2382, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2635 = extractvalue %fiber_nocorr.stored %2634, 0
+	%2636 = extractvalue %fiber_nocorr.stored %2634, 1
+	%2637 = extractvalue %fiber_nocorr.stored %2634, 2
+	%2638 = extractvalue %fiber_nocorr.stored %2634, 3
+	%2639 = extractvalue %fiber_nocorr.stored %2634, 4
+	%2640 = extractvalue %fiber_nocorr.stored %2634, 5
+	%2641 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1903, float %1983, float %2063, float %2143, float %2223, float %2303, float %2383, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2642 = extractvalue %fiber_nocorr.stored %2641, 0
+	%2643 = extractvalue %fiber_nocorr.stored %2641, 1
+	%2644 = extractvalue %fiber_nocorr.stored %2641, 2
+	%2645 = extractvalue %fiber_nocorr.stored %2641, 3
+	%2646 = extractvalue %fiber_nocorr.stored %2641, 4
+	%2647 = extractvalue %fiber_nocorr.stored %2641, 5
+	%2648 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1908, float %1988, float %2068, float %2148, float %2228, float %2308, float %2388, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2649 = extractvalue %fiber_nocorr.stored %2648, 0
+	%2650 = extractvalue %fiber_nocorr.stored %2648, 1
+	%2651 = extractvalue %fiber_nocorr.stored %2648, 2
+	%2652 = extractvalue %fiber_nocorr.stored %2648, 3
+	%2653 = extractvalue %fiber_nocorr.stored %2648, 4
+	%2654 = extractvalue %fiber_nocorr.stored %2648, 5
+	%2655 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1909, float %1989, float %2069, float %2149, float %2229, float %2309, float %2389, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2656 = extractvalue %fiber_nocorr.stored %2655, 0
+	%2657 = extractvalue %fiber_nocorr.stored %2655, 1
+	%2658 = extractvalue %fiber_nocorr.stored %2655, 2
+	%2659 = extractvalue %fiber_nocorr.stored %2655, 3
+	%2660 = extractvalue %fiber_nocorr.stored %2655, 4
+	%2661 = extractvalue %fiber_nocorr.stored %2655, 5
+	%2662 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1910, float %1990, float %2070, float %2150, float %2230, float %2310, float %2390, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2663 = extractvalue %fiber_nocorr.stored %2662, 0
+	%2664 = extractvalue %fiber_nocorr.stored %2662, 1
+	%2665 = extractvalue %fiber_nocorr.stored %2662, 2
+	%2666 = extractvalue %fiber_nocorr.stored %2662, 3
+	%2667 = extractvalue %fiber_nocorr.stored %2662, 4
+	%2668 = extractvalue %fiber_nocorr.stored %2662, 5
+	%2669 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1911, float %1991, float %2071, float %2151, float %2231, float %2311, float %2391, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2670 = extractvalue %fiber_nocorr.stored %2669, 0
+	%2671 = extractvalue %fiber_nocorr.stored %2669, 1
+	%2672 = extractvalue %fiber_nocorr.stored %2669, 2
+	%2673 = extractvalue %fiber_nocorr.stored %2669, 3
+	%2674 = extractvalue %fiber_nocorr.stored %2669, 4
+	%2675 = extractvalue %fiber_nocorr.stored %2669, 5
+	%2676 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1912, float %1992, float %2072, float %2152, float %2232, float %2312, float %2392, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2677 = extractvalue %fiber_nocorr.stored %2676, 0
+	%2678 = extractvalue %fiber_nocorr.stored %2676, 1
+	%2679 = extractvalue %fiber_nocorr.stored %2676, 2
+	%2680 = extractvalue %fiber_nocorr.stored %2676, 3
+	%2681 = extractvalue %fiber_nocorr.stored %2676, 4
+	%2682 = extractvalue %fiber_nocorr.stored %2676, 5
+	%2683 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1913, float %1993, float %2073, float %2153, float %2233, float %2313, float %2393, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2684 = extractvalue %fiber_nocorr.stored %2683, 0
+	%2685 = extractvalue %fiber_nocorr.stored %2683, 1
+	%2686 = extractvalue %fiber_nocorr.stored %2683, 2
+	%2687 = extractvalue %fiber_nocorr.stored %2683, 3
+	%2688 = extractvalue %fiber_nocorr.stored %2683, 4
+	%2689 = extractvalue %fiber_nocorr.stored %2683, 5
+	%2690 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1914, float %1994, float %2074, float %2154, float %2234, float %2314, float %2394, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2691 = extractvalue %fiber_nocorr.stored %2690, 0
+	%2692 = extractvalue %fiber_nocorr.stored %2690, 1
+	%2693 = extractvalue %fiber_nocorr.stored %2690, 2
+	%2694 = extractvalue %fiber_nocorr.stored %2690, 3
+	%2695 = extractvalue %fiber_nocorr.stored %2690, 4
+	%2696 = extractvalue %fiber_nocorr.stored %2690, 5
+	%2697 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1915, float %1995, float %2075, float %2155, float %2235, float %2315, float %2395, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2698 = extractvalue %fiber_nocorr.stored %2697, 0
+	%2699 = extractvalue %fiber_nocorr.stored %2697, 1
+	%2700 = extractvalue %fiber_nocorr.stored %2697, 2
+	%2701 = extractvalue %fiber_nocorr.stored %2697, 3
+	%2702 = extractvalue %fiber_nocorr.stored %2697, 4
+	%2703 = extractvalue %fiber_nocorr.stored %2697, 5
+	%2704 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1916, float %1996, float %2076, float %2156, float %2236, float %2316, float %2396, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2705 = extractvalue %fiber_nocorr.stored %2704, 0
+	%2706 = extractvalue %fiber_nocorr.stored %2704, 1
+	%2707 = extractvalue %fiber_nocorr.stored %2704, 2
+	%2708 = extractvalue %fiber_nocorr.stored %2704, 3
+	%2709 = extractvalue %fiber_nocorr.stored %2704, 4
+	%2710 = extractvalue %fiber_nocorr.stored %2704, 5
+	%2711 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1917, float %1997, float %2077, float %2157, float %2237, float %2317, float %2397, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2712 = extractvalue %fiber_nocorr.stored %2711, 0
+	%2713 = extractvalue %fiber_nocorr.stored %2711, 1
+	%2714 = extractvalue %fiber_nocorr.stored %2711, 2
+	%2715 = extractvalue %fiber_nocorr.stored %2711, 3
+	%2716 = extractvalue %fiber_nocorr.stored %2711, 4
+	%2717 = extractvalue %fiber_nocorr.stored %2711, 5
+	%2718 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1918, float %1998, float %2078, float %2158, float %2238, float %2318, float %2398, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2719 = extractvalue %fiber_nocorr.stored %2718, 0
+	%2720 = extractvalue %fiber_nocorr.stored %2718, 1
+	%2721 = extractvalue %fiber_nocorr.stored %2718, 2
+	%2722 = extractvalue %fiber_nocorr.stored %2718, 3
+	%2723 = extractvalue %fiber_nocorr.stored %2718, 4
+	%2724 = extractvalue %fiber_nocorr.stored %2718, 5
+	%2725 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1919, float %1999, float %2079, float %2159, float %2239, float %2319, float %2399, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2726 = extractvalue %fiber_nocorr.stored %2725, 0
+	%2727 = extractvalue %fiber_nocorr.stored %2725, 1
+	%2728 = extractvalue %fiber_nocorr.stored %2725, 2
+	%2729 = extractvalue %fiber_nocorr.stored %2725, 3
+	%2730 = extractvalue %fiber_nocorr.stored %2725, 4
+	%2731 = extractvalue %fiber_nocorr.stored %2725, 5
+	%2732 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1920, float %2000, float %2080, float %2160, float %2240, float %2320, float %2400, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2733 = extractvalue %fiber_nocorr.stored %2732, 0
+	%2734 = extractvalue %fiber_nocorr.stored %2732, 1
+	%2735 = extractvalue %fiber_nocorr.stored %2732, 2
+	%2736 = extractvalue %fiber_nocorr.stored %2732, 3
+	%2737 = extractvalue %fiber_nocorr.stored %2732, 4
+	%2738 = extractvalue %fiber_nocorr.stored %2732, 5
+	%2739 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1921, float %2001, float %2081, float %2161, float %2241, float %2321, float %2401, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2740 = extractvalue %fiber_nocorr.stored %2739, 0
+	%2741 = extractvalue %fiber_nocorr.stored %2739, 1
+	%2742 = extractvalue %fiber_nocorr.stored %2739, 2
+	%2743 = extractvalue %fiber_nocorr.stored %2739, 3
+	%2744 = extractvalue %fiber_nocorr.stored %2739, 4
+	%2745 = extractvalue %fiber_nocorr.stored %2739, 5
+	%2746 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1922, float %2002, float %2082, float %2162, float %2242, float %2322, float %2402, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2747 = extractvalue %fiber_nocorr.stored %2746, 0
+	%2748 = extractvalue %fiber_nocorr.stored %2746, 1
+	%2749 = extractvalue %fiber_nocorr.stored %2746, 2
+	%2750 = extractvalue %fiber_nocorr.stored %2746, 3
+	%2751 = extractvalue %fiber_nocorr.stored %2746, 4
+	%2752 = extractvalue %fiber_nocorr.stored %2746, 5
+	%2753 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1923, float %2003, float %2083, float %2163, float %2243, float %2323, float %2403, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2754 = extractvalue %fiber_nocorr.stored %2753, 0
+	%2755 = extractvalue %fiber_nocorr.stored %2753, 1
+	%2756 = extractvalue %fiber_nocorr.stored %2753, 2
+	%2757 = extractvalue %fiber_nocorr.stored %2753, 3
+	%2758 = extractvalue %fiber_nocorr.stored %2753, 4
+	%2759 = extractvalue %fiber_nocorr.stored %2753, 5
+	%2760 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1928, float %2008, float %2088, float %2168, float %2248, float %2328, float %2408, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2761 = extractvalue %fiber_nocorr.stored %2760, 0
+	%2762 = extractvalue %fiber_nocorr.stored %2760, 1
+	%2763 = extractvalue %fiber_nocorr.stored %2760, 2
+	%2764 = extractvalue %fiber_nocorr.stored %2760, 3
+	%2765 = extractvalue %fiber_nocorr.stored %2760, 4
+	%2766 = extractvalue %fiber_nocorr.stored %2760, 5
+	%2767 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1929, float %2009, float %2089, float %2169, float %2249, float %2329, float %2409, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2768 = extractvalue %fiber_nocorr.stored %2767, 0
+	%2769 = extractvalue %fiber_nocorr.stored %2767, 1
+	%2770 = extractvalue %fiber_nocorr.stored %2767, 2
+	%2771 = extractvalue %fiber_nocorr.stored %2767, 3
+	%2772 = extractvalue %fiber_nocorr.stored %2767, 4
+	%2773 = extractvalue %fiber_nocorr.stored %2767, 5
+	%2774 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1930, float %2010, float %2090, float %2170, float %2250, float %2330, float %2410, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2775 = extractvalue %fiber_nocorr.stored %2774, 0
+	%2776 = extractvalue %fiber_nocorr.stored %2774, 1
+	%2777 = extractvalue %fiber_nocorr.stored %2774, 2
+	%2778 = extractvalue %fiber_nocorr.stored %2774, 3
+	%2779 = extractvalue %fiber_nocorr.stored %2774, 4
+	%2780 = extractvalue %fiber_nocorr.stored %2774, 5
+	%2781 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1931, float %2011, float %2091, float %2171, float %2251, float %2331, float %2411, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2782 = extractvalue %fiber_nocorr.stored %2781, 0
+	%2783 = extractvalue %fiber_nocorr.stored %2781, 1
+	%2784 = extractvalue %fiber_nocorr.stored %2781, 2
+	%2785 = extractvalue %fiber_nocorr.stored %2781, 3
+	%2786 = extractvalue %fiber_nocorr.stored %2781, 4
+	%2787 = extractvalue %fiber_nocorr.stored %2781, 5
+	%2788 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1932, float %2012, float %2092, float %2172, float %2252, float %2332, float %2412, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2789 = extractvalue %fiber_nocorr.stored %2788, 0
+	%2790 = extractvalue %fiber_nocorr.stored %2788, 1
+	%2791 = extractvalue %fiber_nocorr.stored %2788, 2
+	%2792 = extractvalue %fiber_nocorr.stored %2788, 3
+	%2793 = extractvalue %fiber_nocorr.stored %2788, 4
+	%2794 = extractvalue %fiber_nocorr.stored %2788, 5
+	%2795 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1933, float %2013, float %2093, float %2173, float %2253, float %2333, float %2413, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2796 = extractvalue %fiber_nocorr.stored %2795, 0
+	%2797 = extractvalue %fiber_nocorr.stored %2795, 1
+	%2798 = extractvalue %fiber_nocorr.stored %2795, 2
+	%2799 = extractvalue %fiber_nocorr.stored %2795, 3
+	%2800 = extractvalue %fiber_nocorr.stored %2795, 4
+	%2801 = extractvalue %fiber_nocorr.stored %2795, 5
+	%2802 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1934, float %2014, float %2094, float %2174, float %2254, float %2334, float %2414, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2803 = extractvalue %fiber_nocorr.stored %2802, 0
+	%2804 = extractvalue %fiber_nocorr.stored %2802, 1
+	%2805 = extractvalue %fiber_nocorr.stored %2802, 2
+	%2806 = extractvalue %fiber_nocorr.stored %2802, 3
+	%2807 = extractvalue %fiber_nocorr.stored %2802, 4
+	%2808 = extractvalue %fiber_nocorr.stored %2802, 5
+	%2809 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1935, float %2015, float %2095, float %2175, float %2255, float %2335, float %2415, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2810 = extractvalue %fiber_nocorr.stored %2809, 0
+	%2811 = extractvalue %fiber_nocorr.stored %2809, 1
+	%2812 = extractvalue %fiber_nocorr.stored %2809, 2
+	%2813 = extractvalue %fiber_nocorr.stored %2809, 3
+	%2814 = extractvalue %fiber_nocorr.stored %2809, 4
+	%2815 = extractvalue %fiber_nocorr.stored %2809, 5
+	%2816 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1936, float %2016, float %2096, float %2176, float %2256, float %2336, float %2416, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2817 = extractvalue %fiber_nocorr.stored %2816, 0
+	%2818 = extractvalue %fiber_nocorr.stored %2816, 1
+	%2819 = extractvalue %fiber_nocorr.stored %2816, 2
+	%2820 = extractvalue %fiber_nocorr.stored %2816, 3
+	%2821 = extractvalue %fiber_nocorr.stored %2816, 4
+	%2822 = extractvalue %fiber_nocorr.stored %2816, 5
+	%2823 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1937, float %2017, float %2097, float %2177, float %2257, float %2337, float %2417, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2824 = extractvalue %fiber_nocorr.stored %2823, 0
+	%2825 = extractvalue %fiber_nocorr.stored %2823, 1
+	%2826 = extractvalue %fiber_nocorr.stored %2823, 2
+	%2827 = extractvalue %fiber_nocorr.stored %2823, 3
+	%2828 = extractvalue %fiber_nocorr.stored %2823, 4
+	%2829 = extractvalue %fiber_nocorr.stored %2823, 5
+	%2830 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1938, float %2018, float %2098, float %2178, float %2258, float %2338, float %2418, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2831 = extractvalue %fiber_nocorr.stored %2830, 0
+	%2832 = extractvalue %fiber_nocorr.stored %2830, 1
+	%2833 = extractvalue %fiber_nocorr.stored %2830, 2
+	%2834 = extractvalue %fiber_nocorr.stored %2830, 3
+	%2835 = extractvalue %fiber_nocorr.stored %2830, 4
+	%2836 = extractvalue %fiber_nocorr.stored %2830, 5
+	%2837 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1939, float %2019, float %2099, float %2179, float %2259, float %2339, float %2419, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2838 = extractvalue %fiber_nocorr.stored %2837, 0
+	%2839 = extractvalue %fiber_nocorr.stored %2837, 1
+	%2840 = extractvalue %fiber_nocorr.stored %2837, 2
+	%2841 = extractvalue %fiber_nocorr.stored %2837, 3
+	%2842 = extractvalue %fiber_nocorr.stored %2837, 4
+	%2843 = extractvalue %fiber_nocorr.stored %2837, 5
+	%2844 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1940, float %2020, float %2100, float %2180, float %2260, float %2340, float %2420, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2845 = extractvalue %fiber_nocorr.stored %2844, 0
+	%2846 = extractvalue %fiber_nocorr.stored %2844, 1
+	%2847 = extractvalue %fiber_nocorr.stored %2844, 2
+	%2848 = extractvalue %fiber_nocorr.stored %2844, 3
+	%2849 = extractvalue %fiber_nocorr.stored %2844, 4
+	%2850 = extractvalue %fiber_nocorr.stored %2844, 5
+	%2851 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1941, float %2021, float %2101, float %2181, float %2261, float %2341, float %2421, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2852 = extractvalue %fiber_nocorr.stored %2851, 0
+	%2853 = extractvalue %fiber_nocorr.stored %2851, 1
+	%2854 = extractvalue %fiber_nocorr.stored %2851, 2
+	%2855 = extractvalue %fiber_nocorr.stored %2851, 3
+	%2856 = extractvalue %fiber_nocorr.stored %2851, 4
+	%2857 = extractvalue %fiber_nocorr.stored %2851, 5
+	%2858 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1942, float %2022, float %2102, float %2182, float %2262, float %2342, float %2422, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2859 = extractvalue %fiber_nocorr.stored %2858, 0
+	%2860 = extractvalue %fiber_nocorr.stored %2858, 1
+	%2861 = extractvalue %fiber_nocorr.stored %2858, 2
+	%2862 = extractvalue %fiber_nocorr.stored %2858, 3
+	%2863 = extractvalue %fiber_nocorr.stored %2858, 4
+	%2864 = extractvalue %fiber_nocorr.stored %2858, 5
+	%2865 = call %fiber_nocorr.stored @fiber_nocorr_body(float %1943, float %2023, float %2103, float %2183, float %2263, float %2343, float %2423, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%2866 = extractvalue %fiber_nocorr.stored %2865, 0
+	%2867 = extractvalue %fiber_nocorr.stored %2865, 1
+	%2868 = extractvalue %fiber_nocorr.stored %2865, 2
+	%2869 = extractvalue %fiber_nocorr.stored %2865, 3
+	%2870 = extractvalue %fiber_nocorr.stored %2865, 4
+	%2871 = extractvalue %fiber_nocorr.stored %2865, 5
+	%2872 = insertelement <16 x float> undef, float %2425, i32 0
+	%2873 = insertelement <16 x float> %2872, float %2432, i32 1
+	%2874 = insertelement <16 x float> %2873, float %2439, i32 2
+	%2875 = insertelement <16 x float> %2874, float %2446, i32 3
+	%2876 = insertelement <16 x float> %2875, float %2453, i32 4
+	%2877 = insertelement <16 x float> %2876, float %2460, i32 5
+	%2878 = insertelement <16 x float> %2877, float %2467, i32 6
+	%2879 = insertelement <16 x float> %2878, float %2474, i32 7
+	%2880 = insertelement <16 x float> %2879, float %2481, i32 8
+	%2881 = insertelement <16 x float> %2880, float %2488, i32 9
+	%2882 = insertelement <16 x float> %2881, float %2495, i32 10
+	%2883 = insertelement <16 x float> %2882, float %2502, i32 11
+	%2884 = insertelement <16 x float> %2883, float %2509, i32 12
+	%2885 = insertelement <16 x float> %2884, float %2516, i32 13
+	%2886 = insertelement <16 x float> %2885, float %2523, i32 14
+	%2887 = insertelement <16 x float> %2886, float %2530, i32 15
+	%2888 = add i64 %1862, 0
+	%2889 = getelementptr float, float* %7, i64 %2888
+	%2890 = bitcast float* %2889 to <16 x float>*
+	store <16 x float> %2887, <16 x float>* %2890, align 4
+	%2891 = insertelement <16 x float> undef, float %2537, i32 0
+	%2892 = insertelement <16 x float> %2891, float %2544, i32 1
+	%2893 = insertelement <16 x float> %2892, float %2551, i32 2
+	%2894 = insertelement <16 x float> %2893, float %2558, i32 3
+	%2895 = insertelement <16 x float> %2894, float %2565, i32 4
+	%2896 = insertelement <16 x float> %2895, float %2572, i32 5
+	%2897 = insertelement <16 x float> %2896, float %2579, i32 6
+	%2898 = insertelement <16 x float> %2897, float %2586, i32 7
+	%2899 = insertelement <16 x float> %2898, float %2593, i32 8
+	%2900 = insertelement <16 x float> %2899, float %2600, i32 9
+	%2901 = insertelement <16 x float> %2900, float %2607, i32 10
+	%2902 = insertelement <16 x float> %2901, float %2614, i32 11
+	%2903 = insertelement <16 x float> %2902, float %2621, i32 12
+	%2904 = insertelement <16 x float> %2903, float %2628, i32 13
+	%2905 = insertelement <16 x float> %2904, float %2635, i32 14
+	%2906 = insertelement <16 x float> %2905, float %2642, i32 15
+	%2907 = add i64 %1862, 16
+	%2908 = getelementptr float, float* %7, i64 %2907
+	%2909 = bitcast float* %2908 to <16 x float>*
+	store <16 x float> %2906, <16 x float>* %2909, align 4
+	%2910 = insertelement <16 x float> undef, float %2649, i32 0
+	%2911 = insertelement <16 x float> %2910, float %2656, i32 1
+	%2912 = insertelement <16 x float> %2911, float %2663, i32 2
+	%2913 = insertelement <16 x float> %2912, float %2670, i32 3
+	%2914 = insertelement <16 x float> %2913, float %2677, i32 4
+	%2915 = insertelement <16 x float> %2914, float %2684, i32 5
+	%2916 = insertelement <16 x float> %2915, float %2691, i32 6
+	%2917 = insertelement <16 x float> %2916, float %2698, i32 7
+	%2918 = insertelement <16 x float> %2917, float %2705, i32 8
+	%2919 = insertelement <16 x float> %2918, float %2712, i32 9
+	%2920 = insertelement <16 x float> %2919, float %2719, i32 10
+	%2921 = insertelement <16 x float> %2920, float %2726, i32 11
+	%2922 = insertelement <16 x float> %2921, float %2733, i32 12
+	%2923 = insertelement <16 x float> %2922, float %2740, i32 13
+	%2924 = insertelement <16 x float> %2923, float %2747, i32 14
+	%2925 = insertelement <16 x float> %2924, float %2754, i32 15
+	%2926 = add i64 %1862, 32
+	%2927 = getelementptr float, float* %7, i64 %2926
+	%2928 = bitcast float* %2927 to <16 x float>*
+	store <16 x float> %2925, <16 x float>* %2928, align 4
+	%2929 = insertelement <16 x float> undef, float %2761, i32 0
+	%2930 = insertelement <16 x float> %2929, float %2768, i32 1
+	%2931 = insertelement <16 x float> %2930, float %2775, i32 2
+	%2932 = insertelement <16 x float> %2931, float %2782, i32 3
+	%2933 = insertelement <16 x float> %2932, float %2789, i32 4
+	%2934 = insertelement <16 x float> %2933, float %2796, i32 5
+	%2935 = insertelement <16 x float> %2934, float %2803, i32 6
+	%2936 = insertelement <16 x float> %2935, float %2810, i32 7
+	%2937 = insertelement <16 x float> %2936, float %2817, i32 8
+	%2938 = insertelement <16 x float> %2937, float %2824, i32 9
+	%2939 = insertelement <16 x float> %2938, float %2831, i32 10
+	%2940 = insertelement <16 x float> %2939, float %2838, i32 11
+	%2941 = insertelement <16 x float> %2940, float %2845, i32 12
+	%2942 = insertelement <16 x float> %2941, float %2852, i32 13
+	%2943 = insertelement <16 x float> %2942, float %2859, i32 14
+	%2944 = insertelement <16 x float> %2943, float %2866, i32 15
+	%2945 = add i64 %1862, 48
+	%2946 = getelementptr float, float* %7, i64 %2945
+	%2947 = bitcast float* %2946 to <16 x float>*
+	store <16 x float> %2944, <16 x float>* %2947, align 4
+	%2948 = insertelement <16 x float> undef, float %2426, i32 0
+	%2949 = insertelement <16 x float> %2948, float %2433, i32 1
+	%2950 = insertelement <16 x float> %2949, float %2440, i32 2
+	%2951 = insertelement <16 x float> %2950, float %2447, i32 3
+	%2952 = insertelement <16 x float> %2951, float %2454, i32 4
+	%2953 = insertelement <16 x float> %2952, float %2461, i32 5
+	%2954 = insertelement <16 x float> %2953, float %2468, i32 6
+	%2955 = insertelement <16 x float> %2954, float %2475, i32 7
+	%2956 = insertelement <16 x float> %2955, float %2482, i32 8
+	%2957 = insertelement <16 x float> %2956, float %2489, i32 9
+	%2958 = insertelement <16 x float> %2957, float %2496, i32 10
+	%2959 = insertelement <16 x float> %2958, float %2503, i32 11
+	%2960 = insertelement <16 x float> %2959, float %2510, i32 12
+	%2961 = insertelement <16 x float> %2960, float %2517, i32 13
+	%2962 = insertelement <16 x float> %2961, float %2524, i32 14
+	%2963 = insertelement <16 x float> %2962, float %2531, i32 15
+	%2964 = add i64 %1862, 0
+	%2965 = getelementptr float, float* %5, i64 %2964
+	%2966 = bitcast float* %2965 to <16 x float>*
+	store <16 x float> %2963, <16 x float>* %2966, align 4
+	%2967 = insertelement <16 x float> undef, float %2538, i32 0
+	%2968 = insertelement <16 x float> %2967, float %2545, i32 1
+	%2969 = insertelement <16 x float> %2968, float %2552, i32 2
+	%2970 = insertelement <16 x float> %2969, float %2559, i32 3
+	%2971 = insertelement <16 x float> %2970, float %2566, i32 4
+	%2972 = insertelement <16 x float> %2971, float %2573, i32 5
+	%2973 = insertelement <16 x float> %2972, float %2580, i32 6
+	%2974 = insertelement <16 x float> %2973, float %2587, i32 7
+	%2975 = insertelement <16 x float> %2974, float %2594, i32 8
+	%2976 = insertelement <16 x float> %2975, float %2601, i32 9
+	%2977 = insertelement <16 x float> %2976, float %2608, i32 10
+	%2978 = insertelement <16 x float> %2977, float %2615, i32 11
+	%2979 = insertelement <16 x float> %2978, float %2622, i32 12
+	%2980 = insertelement <16 x float> %2979, float %2629, i32 13
+	%2981 = insertelement <16 x float> %2980, float %2636, i32 14
+	%2982 = insertelement <16 x float> %2981, float %2643, i32 15
+	%2983 = add i64 %1862, 16
+	%2984 = getelementptr float, float* %5, i64 %2983
+	%2985 = bitcast float* %2984 to <16 x float>*
+	store <16 x float> %2982, <16 x float>* %2985, align 4
+	%2986 = insertelement <16 x float> undef, float %2650, i32 0
+	%2987 = insertelement <16 x float> %2986, float %2657, i32 1
+	%2988 = insertelement <16 x float> %2987, float %2664, i32 2
+	%2989 = insertelement <16 x float> %2988, float %2671, i32 3
+	%2990 = insertelement <16 x float> %2989, float %2678, i32 4
+	%2991 = insertelement <16 x float> %2990, float %2685, i32 5
+	%2992 = insertelement <16 x float> %2991, float %2692, i32 6
+	%2993 = insertelement <16 x float> %2992, float %2699, i32 7
+	%2994 = insertelement <16 x float> %2993, float %2706, i32 8
+	%2995 = insertelement <16 x float> %2994, float %2713, i32 9
+	%2996 = insertelement <16 x float> %2995, float %2720, i32 10
+	%2997 = insertelement <16 x float> %2996, float %2727, i32 11
+	%2998 = insertelement <16 x float> %2997, float %2734, i32 12
+	%2999 = insertelement <16 x float> %2998, float %2741, i32 13
+	%3000 = insertelement <16 x float> %2999, float %2748, i32 14
+	%3001 = insertelement <16 x float> %3000, float %2755, i32 15
+	%3002 = add i64 %1862, 32
+	%3003 = getelementptr float, float* %5, i64 %3002
+	%3004 = bitcast float* %3003 to <16 x float>*
+	store <16 x float> %3001, <16 x float>* %3004, align 4
+	%3005 = insertelement <16 x float> undef, float %2762, i32 0
+	%3006 = insertelement <16 x float> %3005, float %2769, i32 1
+	%3007 = insertelement <16 x float> %3006, float %2776, i32 2
+	%3008 = insertelement <16 x float> %3007, float %2783, i32 3
+	%3009 = insertelement <16 x float> %3008, float %2790, i32 4
+	%3010 = insertelement <16 x float> %3009, float %2797, i32 5
+	%3011 = insertelement <16 x float> %3010, float %2804, i32 6
+	%3012 = insertelement <16 x float> %3011, float %2811, i32 7
+	%3013 = insertelement <16 x float> %3012, float %2818, i32 8
+	%3014 = insertelement <16 x float> %3013, float %2825, i32 9
+	%3015 = insertelement <16 x float> %3014, float %2832, i32 10
+	%3016 = insertelement <16 x float> %3015, float %2839, i32 11
+	%3017 = insertelement <16 x float> %3016, float %2846, i32 12
+	%3018 = insertelement <16 x float> %3017, float %2853, i32 13
+	%3019 = insertelement <16 x float> %3018, float %2860, i32 14
+	%3020 = insertelement <16 x float> %3019, float %2867, i32 15
+	%3021 = add i64 %1862, 48
+	%3022 = getelementptr float, float* %5, i64 %3021
+	%3023 = bitcast float* %3022 to <16 x float>*
+	store <16 x float> %3020, <16 x float>* %3023, align 4
+	%3024 = insertelement <16 x float> undef, float %2427, i32 0
+	%3025 = insertelement <16 x float> %3024, float %2434, i32 1
+	%3026 = insertelement <16 x float> %3025, float %2441, i32 2
+	%3027 = insertelement <16 x float> %3026, float %2448, i32 3
+	%3028 = insertelement <16 x float> %3027, float %2455, i32 4
+	%3029 = insertelement <16 x float> %3028, float %2462, i32 5
+	%3030 = insertelement <16 x float> %3029, float %2469, i32 6
+	%3031 = insertelement <16 x float> %3030, float %2476, i32 7
+	%3032 = insertelement <16 x float> %3031, float %2483, i32 8
+	%3033 = insertelement <16 x float> %3032, float %2490, i32 9
+	%3034 = insertelement <16 x float> %3033, float %2497, i32 10
+	%3035 = insertelement <16 x float> %3034, float %2504, i32 11
+	%3036 = insertelement <16 x float> %3035, float %2511, i32 12
+	%3037 = insertelement <16 x float> %3036, float %2518, i32 13
+	%3038 = insertelement <16 x float> %3037, float %2525, i32 14
+	%3039 = insertelement <16 x float> %3038, float %2532, i32 15
+	%3040 = add i64 %1862, 0
+	%3041 = getelementptr float, float* %9, i64 %3040
+	%3042 = bitcast float* %3041 to <16 x float>*
+	store <16 x float> %3039, <16 x float>* %3042, align 4
+	%3043 = insertelement <16 x float> undef, float %2539, i32 0
+	%3044 = insertelement <16 x float> %3043, float %2546, i32 1
+	%3045 = insertelement <16 x float> %3044, float %2553, i32 2
+	%3046 = insertelement <16 x float> %3045, float %2560, i32 3
+	%3047 = insertelement <16 x float> %3046, float %2567, i32 4
+	%3048 = insertelement <16 x float> %3047, float %2574, i32 5
+	%3049 = insertelement <16 x float> %3048, float %2581, i32 6
+	%3050 = insertelement <16 x float> %3049, float %2588, i32 7
+	%3051 = insertelement <16 x float> %3050, float %2595, i32 8
+	%3052 = insertelement <16 x float> %3051, float %2602, i32 9
+	%3053 = insertelement <16 x float> %3052, float %2609, i32 10
+	%3054 = insertelement <16 x float> %3053, float %2616, i32 11
+	%3055 = insertelement <16 x float> %3054, float %2623, i32 12
+	%3056 = insertelement <16 x float> %3055, float %2630, i32 13
+	%3057 = insertelement <16 x float> %3056, float %2637, i32 14
+	%3058 = insertelement <16 x float> %3057, float %2644, i32 15
+	%3059 = add i64 %1862, 16
+	%3060 = getelementptr float, float* %9, i64 %3059
+	%3061 = bitcast float* %3060 to <16 x float>*
+	store <16 x float> %3058, <16 x float>* %3061, align 4
+	%3062 = insertelement <16 x float> undef, float %2651, i32 0
+	%3063 = insertelement <16 x float> %3062, float %2658, i32 1
+	%3064 = insertelement <16 x float> %3063, float %2665, i32 2
+	%3065 = insertelement <16 x float> %3064, float %2672, i32 3
+	%3066 = insertelement <16 x float> %3065, float %2679, i32 4
+	%3067 = insertelement <16 x float> %3066, float %2686, i32 5
+	%3068 = insertelement <16 x float> %3067, float %2693, i32 6
+	%3069 = insertelement <16 x float> %3068, float %2700, i32 7
+	%3070 = insertelement <16 x float> %3069, float %2707, i32 8
+	%3071 = insertelement <16 x float> %3070, float %2714, i32 9
+	%3072 = insertelement <16 x float> %3071, float %2721, i32 10
+	%3073 = insertelement <16 x float> %3072, float %2728, i32 11
+	%3074 = insertelement <16 x float> %3073, float %2735, i32 12
+	%3075 = insertelement <16 x float> %3074, float %2742, i32 13
+	%3076 = insertelement <16 x float> %3075, float %2749, i32 14
+	%3077 = insertelement <16 x float> %3076, float %2756, i32 15
+	%3078 = add i64 %1862, 32
+	%3079 = getelementptr float, float* %9, i64 %3078
+	%3080 = bitcast float* %3079 to <16 x float>*
+	store <16 x float> %3077, <16 x float>* %3080, align 4
+	%3081 = insertelement <16 x float> undef, float %2763, i32 0
+	%3082 = insertelement <16 x float> %3081, float %2770, i32 1
+	%3083 = insertelement <16 x float> %3082, float %2777, i32 2
+	%3084 = insertelement <16 x float> %3083, float %2784, i32 3
+	%3085 = insertelement <16 x float> %3084, float %2791, i32 4
+	%3086 = insertelement <16 x float> %3085, float %2798, i32 5
+	%3087 = insertelement <16 x float> %3086, float %2805, i32 6
+	%3088 = insertelement <16 x float> %3087, float %2812, i32 7
+	%3089 = insertelement <16 x float> %3088, float %2819, i32 8
+	%3090 = insertelement <16 x float> %3089, float %2826, i32 9
+	%3091 = insertelement <16 x float> %3090, float %2833, i32 10
+	%3092 = insertelement <16 x float> %3091, float %2840, i32 11
+	%3093 = insertelement <16 x float> %3092, float %2847, i32 12
+	%3094 = insertelement <16 x float> %3093, float %2854, i32 13
+	%3095 = insertelement <16 x float> %3094, float %2861, i32 14
+	%3096 = insertelement <16 x float> %3095, float %2868, i32 15
+	%3097 = add i64 %1862, 48
+	%3098 = getelementptr float, float* %9, i64 %3097
+	%3099 = bitcast float* %3098 to <16 x float>*
+	store <16 x float> %3096, <16 x float>* %3099, align 4
+	%3100 = insertelement <16 x float> undef, float %2428, i32 0
+	%3101 = insertelement <16 x float> %3100, float %2435, i32 1
+	%3102 = insertelement <16 x float> %3101, float %2442, i32 2
+	%3103 = insertelement <16 x float> %3102, float %2449, i32 3
+	%3104 = insertelement <16 x float> %3103, float %2456, i32 4
+	%3105 = insertelement <16 x float> %3104, float %2463, i32 5
+	%3106 = insertelement <16 x float> %3105, float %2470, i32 6
+	%3107 = insertelement <16 x float> %3106, float %2477, i32 7
+	%3108 = insertelement <16 x float> %3107, float %2484, i32 8
+	%3109 = insertelement <16 x float> %3108, float %2491, i32 9
+	%3110 = insertelement <16 x float> %3109, float %2498, i32 10
+	%3111 = insertelement <16 x float> %3110, float %2505, i32 11
+	%3112 = insertelement <16 x float> %3111, float %2512, i32 12
+	%3113 = insertelement <16 x float> %3112, float %2519, i32 13
+	%3114 = insertelement <16 x float> %3113, float %2526, i32 14
+	%3115 = insertelement <16 x float> %3114, float %2533, i32 15
+	%3116 = add i64 %1862, 0
+	%3117 = getelementptr float, float* %11, i64 %3116
+	%3118 = bitcast float* %3117 to <16 x float>*
+	store <16 x float> %3115, <16 x float>* %3118, align 4
+	%3119 = insertelement <16 x float> undef, float %2540, i32 0
+	%3120 = insertelement <16 x float> %3119, float %2547, i32 1
+	%3121 = insertelement <16 x float> %3120, float %2554, i32 2
+	%3122 = insertelement <16 x float> %3121, float %2561, i32 3
+	%3123 = insertelement <16 x float> %3122, float %2568, i32 4
+	%3124 = insertelement <16 x float> %3123, float %2575, i32 5
+	%3125 = insertelement <16 x float> %3124, float %2582, i32 6
+	%3126 = insertelement <16 x float> %3125, float %2589, i32 7
+	%3127 = insertelement <16 x float> %3126, float %2596, i32 8
+	%3128 = insertelement <16 x float> %3127, float %2603, i32 9
+	%3129 = insertelement <16 x float> %3128, float %2610, i32 10
+	%3130 = insertelement <16 x float> %3129, float %2617, i32 11
+	%3131 = insertelement <16 x float> %3130, float %2624, i32 12
+	%3132 = insertelement <16 x float> %3131, float %2631, i32 13
+	%3133 = insertelement <16 x float> %3132, float %2638, i32 14
+	%3134 = insertelement <16 x float> %3133, float %2645, i32 15
+	%3135 = add i64 %1862, 16
+	%3136 = getelementptr float, float* %11, i64 %3135
+	%3137 = bitcast float* %3136 to <16 x float>*
+	store <16 x float> %3134, <16 x float>* %3137, align 4
+	%3138 = insertelement <16 x float> undef, float %2652, i32 0
+	%3139 = insertelement <16 x float> %3138, float %2659, i32 1
+	%3140 = insertelement <16 x float> %3139, float %2666, i32 2
+	%3141 = insertelement <16 x float> %3140, float %2673, i32 3
+	%3142 = insertelement <16 x float> %3141, float %2680, i32 4
+	%3143 = insertelement <16 x float> %3142, float %2687, i32 5
+	%3144 = insertelement <16 x float> %3143, float %2694, i32 6
+	%3145 = insertelement <16 x float> %3144, float %2701, i32 7
+	%3146 = insertelement <16 x float> %3145, float %2708, i32 8
+	%3147 = insertelement <16 x float> %3146, float %2715, i32 9
+	%3148 = insertelement <16 x float> %3147, float %2722, i32 10
+	%3149 = insertelement <16 x float> %3148, float %2729, i32 11
+	%3150 = insertelement <16 x float> %3149, float %2736, i32 12
+	%3151 = insertelement <16 x float> %3150, float %2743, i32 13
+	%3152 = insertelement <16 x float> %3151, float %2750, i32 14
+	%3153 = insertelement <16 x float> %3152, float %2757, i32 15
+	%3154 = add i64 %1862, 32
+	%3155 = getelementptr float, float* %11, i64 %3154
+	%3156 = bitcast float* %3155 to <16 x float>*
+	store <16 x float> %3153, <16 x float>* %3156, align 4
+	%3157 = insertelement <16 x float> undef, float %2764, i32 0
+	%3158 = insertelement <16 x float> %3157, float %2771, i32 1
+	%3159 = insertelement <16 x float> %3158, float %2778, i32 2
+	%3160 = insertelement <16 x float> %3159, float %2785, i32 3
+	%3161 = insertelement <16 x float> %3160, float %2792, i32 4
+	%3162 = insertelement <16 x float> %3161, float %2799, i32 5
+	%3163 = insertelement <16 x float> %3162, float %2806, i32 6
+	%3164 = insertelement <16 x float> %3163, float %2813, i32 7
+	%3165 = insertelement <16 x float> %3164, float %2820, i32 8
+	%3166 = insertelement <16 x float> %3165, float %2827, i32 9
+	%3167 = insertelement <16 x float> %3166, float %2834, i32 10
+	%3168 = insertelement <16 x float> %3167, float %2841, i32 11
+	%3169 = insertelement <16 x float> %3168, float %2848, i32 12
+	%3170 = insertelement <16 x float> %3169, float %2855, i32 13
+	%3171 = insertelement <16 x float> %3170, float %2862, i32 14
+	%3172 = insertelement <16 x float> %3171, float %2869, i32 15
+	%3173 = add i64 %1862, 48
+	%3174 = getelementptr float, float* %11, i64 %3173
+	%3175 = bitcast float* %3174 to <16 x float>*
+	store <16 x float> %3172, <16 x float>* %3175, align 4
+	%3176 = insertelement <16 x float> undef, float %2429, i32 0
+	%3177 = insertelement <16 x float> %3176, float %2436, i32 1
+	%3178 = insertelement <16 x float> %3177, float %2443, i32 2
+	%3179 = insertelement <16 x float> %3178, float %2450, i32 3
+	%3180 = insertelement <16 x float> %3179, float %2457, i32 4
+	%3181 = insertelement <16 x float> %3180, float %2464, i32 5
+	%3182 = insertelement <16 x float> %3181, float %2471, i32 6
+	%3183 = insertelement <16 x float> %3182, float %2478, i32 7
+	%3184 = insertelement <16 x float> %3183, float %2485, i32 8
+	%3185 = insertelement <16 x float> %3184, float %2492, i32 9
+	%3186 = insertelement <16 x float> %3185, float %2499, i32 10
+	%3187 = insertelement <16 x float> %3186, float %2506, i32 11
+	%3188 = insertelement <16 x float> %3187, float %2513, i32 12
+	%3189 = insertelement <16 x float> %3188, float %2520, i32 13
+	%3190 = insertelement <16 x float> %3189, float %2527, i32 14
+	%3191 = insertelement <16 x float> %3190, float %2534, i32 15
+	%3192 = add i64 %1862, 0
+	%3193 = getelementptr float, float* %1, i64 %3192
+	%3194 = bitcast float* %3193 to <16 x float>*
+	store <16 x float> %3191, <16 x float>* %3194, align 4
+	%3195 = insertelement <16 x float> undef, float %2541, i32 0
+	%3196 = insertelement <16 x float> %3195, float %2548, i32 1
+	%3197 = insertelement <16 x float> %3196, float %2555, i32 2
+	%3198 = insertelement <16 x float> %3197, float %2562, i32 3
+	%3199 = insertelement <16 x float> %3198, float %2569, i32 4
+	%3200 = insertelement <16 x float> %3199, float %2576, i32 5
+	%3201 = insertelement <16 x float> %3200, float %2583, i32 6
+	%3202 = insertelement <16 x float> %3201, float %2590, i32 7
+	%3203 = insertelement <16 x float> %3202, float %2597, i32 8
+	%3204 = insertelement <16 x float> %3203, float %2604, i32 9
+	%3205 = insertelement <16 x float> %3204, float %2611, i32 10
+	%3206 = insertelement <16 x float> %3205, float %2618, i32 11
+	%3207 = insertelement <16 x float> %3206, float %2625, i32 12
+	%3208 = insertelement <16 x float> %3207, float %2632, i32 13
+	%3209 = insertelement <16 x float> %3208, float %2639, i32 14
+	%3210 = insertelement <16 x float> %3209, float %2646, i32 15
+	%3211 = add i64 %1862, 16
+	%3212 = getelementptr float, float* %1, i64 %3211
+	%3213 = bitcast float* %3212 to <16 x float>*
+	store <16 x float> %3210, <16 x float>* %3213, align 4
+	%3214 = insertelement <16 x float> undef, float %2653, i32 0
+	%3215 = insertelement <16 x float> %3214, float %2660, i32 1
+	%3216 = insertelement <16 x float> %3215, float %2667, i32 2
+	%3217 = insertelement <16 x float> %3216, float %2674, i32 3
+	%3218 = insertelement <16 x float> %3217, float %2681, i32 4
+	%3219 = insertelement <16 x float> %3218, float %2688, i32 5
+	%3220 = insertelement <16 x float> %3219, float %2695, i32 6
+	%3221 = insertelement <16 x float> %3220, float %2702, i32 7
+	%3222 = insertelement <16 x float> %3221, float %2709, i32 8
+	%3223 = insertelement <16 x float> %3222, float %2716, i32 9
+	%3224 = insertelement <16 x float> %3223, float %2723, i32 10
+	%3225 = insertelement <16 x float> %3224, float %2730, i32 11
+	%3226 = insertelement <16 x float> %3225, float %2737, i32 12
+	%3227 = insertelement <16 x float> %3226, float %2744, i32 13
+	%3228 = insertelement <16 x float> %3227, float %2751, i32 14
+	%3229 = insertelement <16 x float> %3228, float %2758, i32 15
+	%3230 = add i64 %1862, 32
+	%3231 = getelementptr float, float* %1, i64 %3230
+	%3232 = bitcast float* %3231 to <16 x float>*
+	store <16 x float> %3229, <16 x float>* %3232, align 4
+	%3233 = insertelement <16 x float> undef, float %2765, i32 0
+	%3234 = insertelement <16 x float> %3233, float %2772, i32 1
+	%3235 = insertelement <16 x float> %3234, float %2779, i32 2
+	%3236 = insertelement <16 x float> %3235, float %2786, i32 3
+	%3237 = insertelement <16 x float> %3236, float %2793, i32 4
+	%3238 = insertelement <16 x float> %3237, float %2800, i32 5
+	%3239 = insertelement <16 x float> %3238, float %2807, i32 6
+	%3240 = insertelement <16 x float> %3239, float %2814, i32 7
+	%3241 = insertelement <16 x float> %3240, float %2821, i32 8
+	%3242 = insertelement <16 x float> %3241, float %2828, i32 9
+	%3243 = insertelement <16 x float> %3242, float %2835, i32 10
+	%3244 = insertelement <16 x float> %3243, float %2842, i32 11
+	%3245 = insertelement <16 x float> %3244, float %2849, i32 12
+	%3246 = insertelement <16 x float> %3245, float %2856, i32 13
+	%3247 = insertelement <16 x float> %3246, float %2863, i32 14
+	%3248 = insertelement <16 x float> %3247, float %2870, i32 15
+	%3249 = add i64 %1862, 48
+	%3250 = getelementptr float, float* %1, i64 %3249
+	%3251 = bitcast float* %3250 to <16 x float>*
+	store <16 x float> %3248, <16 x float>* %3251, align 4
+	%3252 = insertelement <16 x float> undef, float %2430, i32 0
+	%3253 = insertelement <16 x float> %3252, float %2437, i32 1
+	%3254 = insertelement <16 x float> %3253, float %2444, i32 2
+	%3255 = insertelement <16 x float> %3254, float %2451, i32 3
+	%3256 = insertelement <16 x float> %3255, float %2458, i32 4
+	%3257 = insertelement <16 x float> %3256, float %2465, i32 5
+	%3258 = insertelement <16 x float> %3257, float %2472, i32 6
+	%3259 = insertelement <16 x float> %3258, float %2479, i32 7
+	%3260 = insertelement <16 x float> %3259, float %2486, i32 8
+	%3261 = insertelement <16 x float> %3260, float %2493, i32 9
+	%3262 = insertelement <16 x float> %3261, float %2500, i32 10
+	%3263 = insertelement <16 x float> %3262, float %2507, i32 11
+	%3264 = insertelement <16 x float> %3263, float %2514, i32 12
+	%3265 = insertelement <16 x float> %3264, float %2521, i32 13
+	%3266 = insertelement <16 x float> %3265, float %2528, i32 14
+	%3267 = insertelement <16 x float> %3266, float %2535, i32 15
+	%3268 = add i64 %1862, 0
+	%3269 = getelementptr float, float* %13, i64 %3268
+	%3270 = bitcast float* %3269 to <16 x float>*
+	store <16 x float> %3267, <16 x float>* %3270, align 4
+	%3271 = insertelement <16 x float> undef, float %2542, i32 0
+	%3272 = insertelement <16 x float> %3271, float %2549, i32 1
+	%3273 = insertelement <16 x float> %3272, float %2556, i32 2
+	%3274 = insertelement <16 x float> %3273, float %2563, i32 3
+	%3275 = insertelement <16 x float> %3274, float %2570, i32 4
+	%3276 = insertelement <16 x float> %3275, float %2577, i32 5
+	%3277 = insertelement <16 x float> %3276, float %2584, i32 6
+	%3278 = insertelement <16 x float> %3277, float %2591, i32 7
+	%3279 = insertelement <16 x float> %3278, float %2598, i32 8
+	%3280 = insertelement <16 x float> %3279, float %2605, i32 9
+	%3281 = insertelement <16 x float> %3280, float %2612, i32 10
+	%3282 = insertelement <16 x float> %3281, float %2619, i32 11
+	%3283 = insertelement <16 x float> %3282, float %2626, i32 12
+	%3284 = insertelement <16 x float> %3283, float %2633, i32 13
+	%3285 = insertelement <16 x float> %3284, float %2640, i32 14
+	%3286 = insertelement <16 x float> %3285, float %2647, i32 15
+	%3287 = add i64 %1862, 16
+	%3288 = getelementptr float, float* %13, i64 %3287
+	%3289 = bitcast float* %3288 to <16 x float>*
+	store <16 x float> %3286, <16 x float>* %3289, align 4
+	%3290 = insertelement <16 x float> undef, float %2654, i32 0
+	%3291 = insertelement <16 x float> %3290, float %2661, i32 1
+	%3292 = insertelement <16 x float> %3291, float %2668, i32 2
+	%3293 = insertelement <16 x float> %3292, float %2675, i32 3
+	%3294 = insertelement <16 x float> %3293, float %2682, i32 4
+	%3295 = insertelement <16 x float> %3294, float %2689, i32 5
+	%3296 = insertelement <16 x float> %3295, float %2696, i32 6
+	%3297 = insertelement <16 x float> %3296, float %2703, i32 7
+	%3298 = insertelement <16 x float> %3297, float %2710, i32 8
+	%3299 = insertelement <16 x float> %3298, float %2717, i32 9
+	%3300 = insertelement <16 x float> %3299, float %2724, i32 10
+	%3301 = insertelement <16 x float> %3300, float %2731, i32 11
+	%3302 = insertelement <16 x float> %3301, float %2738, i32 12
+	%3303 = insertelement <16 x float> %3302, float %2745, i32 13
+	%3304 = insertelement <16 x float> %3303, float %2752, i32 14
+	%3305 = insertelement <16 x float> %3304, float %2759, i32 15
+	%3306 = add i64 %1862, 32
+	%3307 = getelementptr float, float* %13, i64 %3306
+	%3308 = bitcast float* %3307 to <16 x float>*
+	store <16 x float> %3305, <16 x float>* %3308, align 4
+	%3309 = insertelement <16 x float> undef, float %2766, i32 0
+	%3310 = insertelement <16 x float> %3309, float %2773, i32 1
+	%3311 = insertelement <16 x float> %3310, float %2780, i32 2
+	%3312 = insertelement <16 x float> %3311, float %2787, i32 3
+	%3313 = insertelement <16 x float> %3312, float %2794, i32 4
+	%3314 = insertelement <16 x float> %3313, float %2801, i32 5
+	%3315 = insertelement <16 x float> %3314, float %2808, i32 6
+	%3316 = insertelement <16 x float> %3315, float %2815, i32 7
+	%3317 = insertelement <16 x float> %3316, float %2822, i32 8
+	%3318 = insertelement <16 x float> %3317, float %2829, i32 9
+	%3319 = insertelement <16 x float> %3318, float %2836, i32 10
+	%3320 = insertelement <16 x float> %3319, float %2843, i32 11
+	%3321 = insertelement <16 x float> %3320, float %2850, i32 12
+	%3322 = insertelement <16 x float> %3321, float %2857, i32 13
+	%3323 = insertelement <16 x float> %3322, float %2864, i32 14
+	%3324 = insertelement <16 x float> %3323, float %2871, i32 15
+	%3325 = add i64 %1862, 48
+	%3326 = getelementptr float, float* %13, i64 %3325
+	%3327 = bitcast float* %3326 to <16 x float>*
+	store <16 x float> %3324, <16 x float>* %3327, align 4
+	%3328 = add i64 %1858, 1
+	br label %wide.head.64
+
+wide.done.66:
+	%3329 = mul i64 %1857, 16
+	br label %group.head.67
+
+group.head.67:
+	%3330 = phi i64 [ %3329, %wide.done.66 ], [ %3456, %group.68 ]
+	%3331 = icmp slt i64 %3330, %62
+	br i1 %3331, label %group.68, label %group.done.69
+
+group.68:
+	%3332 = shl i64 %3330, 2
+	%3333 = add i64 %63, %3332
+	%3334 = add i64 %67, %3330
+	%3335 = getelementptr float, float* %1, i64 %3333
+	%3336 = getelementptr float, float* %3335, i64 0
+	%3337 = load float, float* %3336, align 4
+	%3338 = getelementptr float, float* %3335, i64 1
+	%3339 = load float, float* %3338, align 4
+	%3340 = getelementptr float, float* %3335, i64 2
+	%3341 = load float, float* %3340, align 4
+	%3342 = getelementptr float, float* %3335, i64 3
+	%3343 = load float, float* %3342, align 4
+	%3344 = getelementptr float, float* %3, i64 %3333
+	%3345 = getelementptr float, float* %3344, i64 0
+	%3346 = load float, float* %3345, align 4
+	%3347 = getelementptr float, float* %3344, i64 1
+	%3348 = load float, float* %3347, align 4
+	%3349 = getelementptr float, float* %3344, i64 2
+	%3350 = load float, float* %3349, align 4
+	%3351 = getelementptr float, float* %3344, i64 3
+	%3352 = load float, float* %3351, align 4
+	%3353 = getelementptr float, float* %5, i64 %3333
+	%3354 = getelementptr float, float* %3353, i64 0
+	%3355 = load float, float* %3354, align 4
+	%3356 = getelementptr float, float* %3353, i64 1
+	%3357 = load float, float* %3356, align 4
+	%3358 = getelementptr float, float* %3353, i64 2
+	%3359 = load float, float* %3358, align 4
+	%3360 = getelementptr float, float* %3353, i64 3
+	%3361 = load float, float* %3360, align 4
+	%3362 = getelementptr float, float* %7, i64 %3333
+	%3363 = getelementptr float, float* %3362, i64 0
+	%3364 = load float, float* %3363, align 4
+	%3365 = getelementptr float, float* %3362, i64 1
+	%3366 = load float, float* %3365, align 4
+	%3367 = getelementptr float, float* %3362, i64 2
+	%3368 = load float, float* %3367, align 4
+	%3369 = getelementptr float, float* %3362, i64 3
+	%3370 = load float, float* %3369, align 4
+	%3371 = getelementptr float, float* %9, i64 %3333
+	%3372 = getelementptr float, float* %3371, i64 0
+	%3373 = load float, float* %3372, align 4
+	%3374 = getelementptr float, float* %3371, i64 1
+	%3375 = load float, float* %3374, align 4
+	%3376 = getelementptr float, float* %3371, i64 2
+	%3377 = load float, float* %3376, align 4
+	%3378 = getelementptr float, float* %3371, i64 3
+	%3379 = load float, float* %3378, align 4
+	%3380 = getelementptr float, float* %11, i64 %3333
+	%3381 = getelementptr float, float* %3380, i64 0
+	%3382 = load float, float* %3381, align 4
+	%3383 = getelementptr float, float* %3380, i64 1
+	%3384 = load float, float* %3383, align 4
+	%3385 = getelementptr float, float* %3380, i64 2
+	%3386 = load float, float* %3385, align 4
+	%3387 = getelementptr float, float* %3380, i64 3
+	%3388 = load float, float* %3387, align 4
+	%3389 = getelementptr float, float* %13, i64 %3333
+	%3390 = getelementptr float, float* %3389, i64 0
+	%3391 = load float, float* %3390, align 4
+	%3392 = getelementptr float, float* %3389, i64 1
+	%3393 = load float, float* %3392, align 4
+	%3394 = getelementptr float, float* %3389, i64 2
+	%3395 = load float, float* %3394, align 4
+	%3396 = getelementptr float, float* %3389, i64 3
+	%3397 = load float, float* %3396, align 4
+	%3398 = call %fiber_nocorr.stored @fiber_nocorr_body(float %3337, float %3346, float %3355, float %3364, float %3373, float %3382, float %3391, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%3399 = extractvalue %fiber_nocorr.stored %3398, 0
+	%3400 = extractvalue %fiber_nocorr.stored %3398, 1
+	%3401 = extractvalue %fiber_nocorr.stored %3398, 2
+	%3402 = extractvalue %fiber_nocorr.stored %3398, 3
+	%3403 = extractvalue %fiber_nocorr.stored %3398, 4
+	%3404 = extractvalue %fiber_nocorr.stored %3398, 5
+	%3405 = call %fiber_nocorr.stored @fiber_nocorr_body(float %3339, float %3348, float %3357, float %3366, float %3375, float %3384, float %3393, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%3406 = extractvalue %fiber_nocorr.stored %3405, 0
+	%3407 = extractvalue %fiber_nocorr.stored %3405, 1
+	%3408 = extractvalue %fiber_nocorr.stored %3405, 2
+	%3409 = extractvalue %fiber_nocorr.stored %3405, 3
+	%3410 = extractvalue %fiber_nocorr.stored %3405, 4
+	%3411 = extractvalue %fiber_nocorr.stored %3405, 5
+	%3412 = call %fiber_nocorr.stored @fiber_nocorr_body(float %3341, float %3350, float %3359, float %3368, float %3377, float %3386, float %3395, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%3413 = extractvalue %fiber_nocorr.stored %3412, 0
+	%3414 = extractvalue %fiber_nocorr.stored %3412, 1
+	%3415 = extractvalue %fiber_nocorr.stored %3412, 2
+	%3416 = extractvalue %fiber_nocorr.stored %3412, 3
+	%3417 = extractvalue %fiber_nocorr.stored %3412, 4
+	%3418 = extractvalue %fiber_nocorr.stored %3412, 5
+	%3419 = call %fiber_nocorr.stored @fiber_nocorr_body(float %3343, float %3352, float %3361, float %3370, float %3379, float %3388, float %3397, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%3420 = extractvalue %fiber_nocorr.stored %3419, 0
+	%3421 = extractvalue %fiber_nocorr.stored %3419, 1
+	%3422 = extractvalue %fiber_nocorr.stored %3419, 2
+	%3423 = extractvalue %fiber_nocorr.stored %3419, 3
+	%3424 = extractvalue %fiber_nocorr.stored %3419, 4
+	%3425 = extractvalue %fiber_nocorr.stored %3419, 5
+	%3426 = getelementptr float, float* %7, i64 %3333
+	%3427 = getelementptr float, float* %3426, i64 0
+	store float %3399, float* %3427, align 4
+	%3428 = getelementptr float, float* %3426, i64 1
+	store float %3406, float* %3428, align 4
+	%3429 = getelementptr float, float* %3426, i64 2
+	store float %3413, float* %3429, align 4
+	%3430 = getelementptr float, float* %3426, i64 3
+	store float %3420, float* %3430, align 4
+	%3431 = getelementptr float, float* %5, i64 %3333
+	%3432 = getelementptr float, float* %3431, i64 0
+	store float %3400, float* %3432, align 4
+	%3433 = getelementptr float, float* %3431, i64 1
+	store float %3407, float* %3433, align 4
+	%3434 = getelementptr float, float* %3431, i64 2
+	store float %3414, float* %3434, align 4
+	%3435 = getelementptr float, float* %3431, i64 3
+	store float %3421, float* %3435, align 4
+	%3436 = getelementptr float, float* %9, i64 %3333
+	%3437 = getelementptr float, float* %3436, i64 0
+	store float %3401, float* %3437, align 4
+	%3438 = getelementptr float, float* %3436, i64 1
+	store float %3408, float* %3438, align 4
+	%3439 = getelementptr float, float* %3436, i64 2
+	store float %3415, float* %3439, align 4
+	%3440 = getelementptr float, float* %3436, i64 3
+	store float %3422, float* %3440, align 4
+	%3441 = getelementptr float, float* %11, i64 %3333
+	%3442 = getelementptr float, float* %3441, i64 0
+	store float %3402, float* %3442, align 4
+	%3443 = getelementptr float, float* %3441, i64 1
+	store float %3409, float* %3443, align 4
+	%3444 = getelementptr float, float* %3441, i64 2
+	store float %3416, float* %3444, align 4
+	%3445 = getelementptr float, float* %3441, i64 3
+	store float %3423, float* %3445, align 4
+	%3446 = getelementptr float, float* %1, i64 %3333
+	%3447 = getelementptr float, float* %3446, i64 0
+	store float %3403, float* %3447, align 4
+	%3448 = getelementptr float, float* %3446, i64 1
+	store float %3410, float* %3448, align 4
+	%3449 = getelementptr float, float* %3446, i64 2
+	store float %3417, float* %3449, align 4
+	%3450 = getelementptr float, float* %3446, i64 3
+	store float %3424, float* %3450, align 4
+	%3451 = getelementptr float, float* %13, i64 %3333
+	%3452 = getelementptr float, float* %3451, i64 0
+	store float %3404, float* %3452, align 4
+	%3453 = getelementptr float, float* %3451, i64 1
+	store float %3411, float* %3453, align 4
+	%3454 = getelementptr float, float* %3451, i64 2
+	store float %3418, float* %3454, align 4
+	%3455 = getelementptr float, float* %3451, i64 3
+	store float %3425, float* %3455, align 4
+	%3456 = add i64 %3330, 1
+	br label %group.head.67
+
+group.done.69:
+	br label %tail.head.70
+
+tail.head.70:
+	%3457 = phi i64 [ %65, %group.done.69 ], [ %3486, %tail.71 ]
+	%3458 = icmp slt i64 %3457, %45
+	br i1 %3458, label %tail.71, label %tail.done.72
+
+tail.71:
+	%3459 = getelementptr float, float* %1, i64 %3457
+	%3460 = load float, float* %3459, align 4
+	%3461 = getelementptr float, float* %3, i64 %3457
+	%3462 = load float, float* %3461, align 4
+	%3463 = getelementptr float, float* %5, i64 %3457
+	%3464 = load float, float* %3463, align 4
+	%3465 = getelementptr float, float* %7, i64 %3457
+	%3466 = load float, float* %3465, align 4
+	%3467 = getelementptr float, float* %9, i64 %3457
+	%3468 = load float, float* %3467, align 4
+	%3469 = getelementptr float, float* %11, i64 %3457
+	%3470 = load float, float* %3469, align 4
+	%3471 = getelementptr float, float* %13, i64 %3457
+	%3472 = load float, float* %3471, align 4
+	%3473 = call %fiber_nocorr.stored @fiber_nocorr_body(float %3460, float %3462, float %3464, float %3466, float %3468, float %3470, float %3472, float %15, float %17, float %19, float %21, float %23, float %25, float %27, float %29, float %31, float %33, float %35, float %37, float %39)
+	%3474 = extractvalue %fiber_nocorr.stored %3473, 0
+	%3475 = extractvalue %fiber_nocorr.stored %3473, 1
+	%3476 = extractvalue %fiber_nocorr.stored %3473, 2
+	%3477 = extractvalue %fiber_nocorr.stored %3473, 3
+	%3478 = extractvalue %fiber_nocorr.stored %3473, 4
+	%3479 = extractvalue %fiber_nocorr.stored %3473, 5
+	%3480 = getelementptr float, float* %7, i64 %3457
+	store float %3474, float* %3480, align 4
+	%3481 = getelementptr float, float* %5, i64 %3457
+	store float %3475, float* %3481, align 4
+	%3482 = getelementptr float, float* %9, i64 %3457
+	store float %3476, float* %3482, align 4
+	%3483 = getelementptr float, float* %11, i64 %3457
+	store float %3477, float* %3483, align 4
+	%3484 = getelementptr float, float* %1, i64 %3457
+	store float %3478, float* %3484, align 4
+	%3485 = getelementptr float, float* %13, i64 %3457
+	store float %3479, float* %3485, align 4
+	%3486 = add i64 %3457, 1
+	br label %tail.head.70
+
+tail.done.72:
+	ret void
+}
+
 define void @fiber_nocorr_cpu(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind {
 entry:
-	call void @fiber_nocorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @fiber_nocorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
 define void @fiber_nocorr_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
 entry:
-	call void @fiber_nocorr_host(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	call void @fiber_nocorr_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
+	ret void
+}
+
+define void @fiber_nocorr_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @fiber_nocorr_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
@@ -4151,7 +8538,7 @@ two_sets:
 	%15 = add i64 %n, 4095
 	%16 = sdiv i64 %15, u0x1000
 	%17 = mul i64 %batch, %16
-	br label %task.head.49
+	br label %task.head.73
 
 one_set:
 	%18 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4171,14 +8558,14 @@ one_set:
 	%32 = add i64 %n, 4095
 	%33 = sdiv i64 %32, u0x1000
 	%34 = mul i64 %batch, %33
-	br label %task.head.60
+	br label %task.head.84
 
-task.head.49:
-	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.59 ]
+task.head.73:
+	%35 = phi i64 [ %12, %two_sets ], [ %202, %stored.83 ]
 	%36 = icmp slt i64 %35, %17
-	br i1 %36, label %task.50, label %task.done.51
+	br i1 %36, label %task.74, label %task.done.75
 
-task.50:
+task.74:
 	%37 = sdiv i64 %35, %16
 	%38 = srem i64 %35, %16
 	%39 = mul i64 %37, %n
@@ -4203,18 +8590,18 @@ task.50:
 	%58 = and i64 %57, 15
 	%59 = icmp eq i64 %58, 0
 	%60 = and i1 %54, %59
-	br label %row.head.52
+	br label %row.head.76
 
-task.done.51:
+task.done.75:
 	ret void
 
-row.head.52:
-	%61 = phi i64 [ 0, %task.50 ], [ %200, %join.57 ]
-	%62 = phi float [ 0.0, %task.50 ], [ %199, %join.57 ]
+row.head.76:
+	%61 = phi i64 [ 0, %task.74 ], [ %200, %join.81 ]
+	%62 = phi float [ 0.0, %task.74 ], [ %199, %join.81 ]
 	%63 = icmp slt i64 %61, %48
-	br i1 %63, label %row.53, label %row.done.54
+	br i1 %63, label %row.77, label %row.done.78
 
-row.53:
+row.77:
 	%64 = mul i64 %61, 128
 	%65 = add i64 %43, %64
 	%66 = shl i64 %14, 2
@@ -4222,9 +8609,9 @@ row.53:
 	%68 = add i64 %67, 4
 	%69 = icmp sle i64 %68, %n
 	%70 = and i1 %60, %69
-	br i1 %70, label %then.55, label %else.56
+	br i1 %70, label %then.79, label %else.80
 
-row.done.54:
+row.done.78:
 	%71 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %62, i32 16, i32 31)
 	%72 = fadd float %62, %71
 	%73 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %72, i32 8, i32 31)
@@ -4236,9 +8623,9 @@ row.done.54:
 	%79 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %78, i32 1, i32 31)
 	%80 = fadd float %78, %79
 	%81 = icmp eq i64 %14, 0
-	br i1 %81, label %lane0.58, label %stored.59
+	br i1 %81, label %lane0.82, label %stored.83
 
-then.55:
+then.79:
 	%82 = getelementptr float, float* %40, i64 %67
 	%83 = getelementptr float, float* %82, i64 0
 	%84 = bitcast float* %83 to <4 x float>*
@@ -4283,9 +8670,9 @@ then.55:
 	%123 = fadd float %121, %122
 	%124 = fmul float %123, %123
 	%125 = fadd float %118, %124
-	br label %join.57
+	br label %join.81
 
-else.56:
+else.80:
 	%126 = sub i64 %n, 1
 	%127 = add i64 %67, 0
 	%128 = icmp slt i64 %127, %n
@@ -4359,28 +8746,28 @@ else.56:
 	%196 = fmul float %195, %195
 	%197 = select i1 %192, float %196, float 0.0
 	%198 = fadd float %190, %197
-	br label %join.57
+	br label %join.81
 
-join.57:
-	%199 = phi float [ %125, %then.55 ], [ %198, %else.56 ]
+join.81:
+	%199 = phi float [ %125, %then.79 ], [ %198, %else.80 ]
 	%200 = add i64 %61, 1
-	br label %row.head.52
+	br label %row.head.76
 
-lane0.58:
+lane0.82:
 	%201 = getelementptr float, float* %partials, i64 %35
 	store float %80, float* %201, align 4
-	br label %stored.59
+	br label %stored.83
 
-stored.59:
+stored.83:
 	%202 = add i64 %35, %13
-	br label %task.head.49
+	br label %task.head.73
 
-task.head.60:
-	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.70 ]
+task.head.84:
+	%203 = phi i64 [ %29, %one_set ], [ %310, %stored.94 ]
 	%204 = icmp slt i64 %203, %34
-	br i1 %204, label %task.61, label %task.done.62
+	br i1 %204, label %task.85, label %task.done.86
 
-task.61:
+task.85:
 	%205 = sdiv i64 %203, %33
 	%206 = srem i64 %203, %33
 	%207 = mul i64 %205, %n
@@ -4397,18 +8784,18 @@ task.61:
 	%218 = and i64 %217, 15
 	%219 = icmp eq i64 %218, 0
 	%220 = and i1 true, %219
-	br label %row.head.63
+	br label %row.head.87
 
-task.done.62:
+task.done.86:
 	ret void
 
-row.head.63:
-	%221 = phi i64 [ 0, %task.61 ], [ %308, %join.68 ]
-	%222 = phi float [ 0.0, %task.61 ], [ %307, %join.68 ]
+row.head.87:
+	%221 = phi i64 [ 0, %task.85 ], [ %308, %join.92 ]
+	%222 = phi float [ 0.0, %task.85 ], [ %307, %join.92 ]
 	%223 = icmp slt i64 %221, %214
-	br i1 %223, label %row.64, label %row.done.65
+	br i1 %223, label %row.88, label %row.done.89
 
-row.64:
+row.88:
 	%224 = mul i64 %221, 128
 	%225 = add i64 %209, %224
 	%226 = shl i64 %31, 2
@@ -4416,9 +8803,9 @@ row.64:
 	%228 = add i64 %227, 4
 	%229 = icmp sle i64 %228, %n
 	%230 = and i1 %220, %229
-	br i1 %230, label %then.66, label %else.67
+	br i1 %230, label %then.90, label %else.91
 
-row.done.65:
+row.done.89:
 	%231 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %222, i32 16, i32 31)
 	%232 = fadd float %222, %231
 	%233 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %232, i32 8, i32 31)
@@ -4430,9 +8817,9 @@ row.done.65:
 	%239 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %238, i32 1, i32 31)
 	%240 = fadd float %238, %239
 	%241 = icmp eq i64 %31, 0
-	br i1 %241, label %lane0.69, label %stored.70
+	br i1 %241, label %lane0.93, label %stored.94
 
-then.66:
+then.90:
 	%242 = getelementptr float, float* %208, i64 %227
 	%243 = getelementptr float, float* %242, i64 0
 	%244 = bitcast float* %243 to <4 x float>*
@@ -4457,9 +8844,9 @@ then.66:
 	%263 = icmp slt i64 %262, %n
 	%264 = fmul float %249, %249
 	%265 = fadd float %261, %264
-	br label %join.68
+	br label %join.92
 
-else.67:
+else.91:
 	%266 = sub i64 %n, 1
 	%267 = add i64 %227, 0
 	%268 = icmp slt i64 %267, %n
@@ -4501,21 +8888,21 @@ else.67:
 	%304 = fmul float %286, %286
 	%305 = select i1 %303, float %304, float 0.0
 	%306 = fadd float %301, %305
-	br label %join.68
+	br label %join.92
 
-join.68:
-	%307 = phi float [ %265, %then.66 ], [ %306, %else.67 ]
+join.92:
+	%307 = phi float [ %265, %then.90 ], [ %306, %else.91 ]
 	%308 = add i64 %221, 1
-	br label %row.head.63
+	br label %row.head.87
 
-lane0.69:
+lane0.93:
 	%309 = getelementptr float, float* %partials, i64 %203
 	store float %240, float* %309, align 4
-	br label %stored.70
+	br label %stored.94
 
-stored.70:
+stored.94:
 	%310 = add i64 %203, %30
-	br label %task.head.60
+	br label %task.head.84
 }
 
 declare float @llvm.nvvm.shfl.sync.bfly.f32(i32 %0, float %1, i32 %2, i32 %3)
@@ -4533,36 +8920,36 @@ entry:
 	%8 = call i32 @llvm.nvvm.read.ptx.sreg.nctaid.x()
 	%9 = zext i32 %8 to i64
 	%10 = mul i64 %9, %1
-	br label %example.head.71
+	br label %example.head.95
 
-example.head.71:
-	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.76 ]
+example.head.95:
+	%11 = phi i64 [ %7, %entry ], [ %33, %chunk.done.100 ]
 	%12 = icmp slt i64 %11, %batch
-	br i1 %12, label %example.72, label %example.done.73
+	br i1 %12, label %example.96, label %example.done.97
 
-example.72:
+example.96:
 	%13 = mul i64 %11, %nchunks
 	%14 = getelementptr float, float* %partials, i64 %13
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-example.done.73:
+example.done.97:
 	ret void
 
-chunk.head.74:
-	%15 = phi i64 [ 0, %example.72 ], [ %22, %chunk.75 ]
-	%16 = phi double [ 0.0, %example.72 ], [ %21, %chunk.75 ]
+chunk.head.98:
+	%15 = phi i64 [ 0, %example.96 ], [ %22, %chunk.99 ]
+	%16 = phi double [ 0.0, %example.96 ], [ %21, %chunk.99 ]
 	%17 = icmp slt i64 %15, %nchunks
-	br i1 %17, label %chunk.75, label %chunk.done.76
+	br i1 %17, label %chunk.99, label %chunk.done.100
 
-chunk.75:
+chunk.99:
 	%18 = getelementptr float, float* %14, i64 %15
 	%19 = load float, float* %18, align 4
 	%20 = fpext float %19 to double
 	%21 = fadd double %16, %20
 	%22 = add i64 %15, 1
-	br label %chunk.head.74
+	br label %chunk.head.98
 
-chunk.done.76:
+chunk.done.100:
 	%23 = call double @llvm.sqrt.f64(double %16)
 	%24 = fdiv double %clip, %23
 	%25 = fcmp olt double %24, 1.0
@@ -4575,7 +8962,7 @@ chunk.done.76:
 	%32 = getelementptr float, float* %scales, i64 %11
 	store float %31, float* %32, align 4
 	%33 = add i64 %11, %10
-	br label %example.head.71
+	br label %example.head.95
 }
 
 declare double @llvm.sqrt.f64(double %0)
@@ -4619,7 +9006,7 @@ two_sets:
 	%31 = icmp eq i64 %30, 0
 	%32 = and i1 %26, %31
 	%33 = and i1 %14, %32
-	br i1 %33, label %vector.77, label %scalar.78
+	br i1 %33, label %vector.101, label %scalar.102
 
 one_set:
 	%34 = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
@@ -4649,37 +9036,37 @@ one_set:
 	%58 = icmp eq i64 %57, 0
 	%59 = and i1 %53, %58
 	%60 = and i1 %47, %59
-	br i1 %60, label %vector.98, label %scalar.99
+	br i1 %60, label %vector.122, label %scalar.123
 
-vector.77:
-	br label %group.head.80
+vector.101:
+	br label %group.head.104
 
-scalar.78:
-	br label %group.head.86
+scalar.102:
+	br label %group.head.110
 
-tail.79:
+tail.103:
 	%61 = shl i64 %12, 2
-	br label %edge.head.92
+	br label %edge.head.116
 
-group.head.80:
-	%62 = phi i64 [ %8, %vector.77 ], [ %95, %example.done.85 ]
+group.head.104:
+	%62 = phi i64 [ %8, %vector.101 ], [ %95, %example.done.109 ]
 	%63 = icmp slt i64 %62, %12
-	br i1 %63, label %group.81, label %group.done.82
+	br i1 %63, label %group.105, label %group.done.106
 
-group.81:
+group.105:
 	%64 = shl i64 %62, 2
-	br label %example.head.83
+	br label %example.head.107
 
-group.done.82:
-	br label %tail.79
+group.done.106:
+	br label %tail.103
 
-example.head.83:
-	%65 = phi i64 [ 0, %group.81 ], [ %89, %example.84 ]
-	%66 = phi <4 x float> [ zeroinitializer, %group.81 ], [ %88, %example.84 ]
+example.head.107:
+	%65 = phi i64 [ 0, %group.105 ], [ %89, %example.108 ]
+	%66 = phi <4 x float> [ zeroinitializer, %group.105 ], [ %88, %example.108 ]
 	%67 = icmp slt i64 %65, %batch
-	br i1 %67, label %example.84, label %example.done.85
+	br i1 %67, label %example.108, label %example.done.109
 
-example.84:
+example.108:
 	%68 = mul i64 %65, %n
 	%69 = add i64 %68, %64
 	%70 = getelementptr float, float* %look, i64 %69
@@ -4702,9 +9089,9 @@ example.84:
 	%87 = fmul <4 x float> %79, %86
 	%88 = fadd <4 x float> %66, %87
 	%89 = add i64 %65, 1
-	br label %example.head.83
+	br label %example.head.107
 
-example.done.85:
+example.done.109:
 	%90 = insertelement <4 x float> undef, float %divisor, i32 0
 	%91 = shufflevector <4 x float> %90, <4 x float> undef, <4 x i32> zeroinitializer
 	%92 = fdiv <4 x float> %66, %91
@@ -4712,27 +9099,27 @@ example.done.85:
 	%94 = bitcast float* %93 to <4 x float>*
 	store <4 x float> %92, <4 x float>* %94, align 16
 	%95 = add i64 %62, %11
-	br label %group.head.80
+	br label %group.head.104
 
-group.head.86:
-	%96 = phi i64 [ %8, %scalar.78 ], [ %129, %example.done.91 ]
+group.head.110:
+	%96 = phi i64 [ %8, %scalar.102 ], [ %129, %example.done.115 ]
 	%97 = icmp slt i64 %96, %12
-	br i1 %97, label %group.87, label %group.done.88
+	br i1 %97, label %group.111, label %group.done.112
 
-group.87:
+group.111:
 	%98 = shl i64 %96, 2
-	br label %example.head.89
+	br label %example.head.113
 
-group.done.88:
-	br label %tail.79
+group.done.112:
+	br label %tail.103
 
-example.head.89:
-	%99 = phi i64 [ 0, %group.87 ], [ %123, %example.90 ]
-	%100 = phi <4 x float> [ zeroinitializer, %group.87 ], [ %122, %example.90 ]
+example.head.113:
+	%99 = phi i64 [ 0, %group.111 ], [ %123, %example.114 ]
+	%100 = phi <4 x float> [ zeroinitializer, %group.111 ], [ %122, %example.114 ]
 	%101 = icmp slt i64 %99, %batch
-	br i1 %101, label %example.90, label %example.done.91
+	br i1 %101, label %example.114, label %example.done.115
 
-example.90:
+example.114:
 	%102 = mul i64 %99, %n
 	%103 = add i64 %102, %98
 	%104 = getelementptr float, float* %look, i64 %103
@@ -4755,9 +9142,9 @@ example.90:
 	%121 = fmul <4 x float> %113, %120
 	%122 = fadd <4 x float> %100, %121
 	%123 = add i64 %99, 1
-	br label %example.head.89
+	br label %example.head.113
 
-example.done.91:
+example.done.115:
 	%124 = insertelement <4 x float> undef, float %divisor, i32 0
 	%125 = shufflevector <4 x float> %124, <4 x float> undef, <4 x i32> zeroinitializer
 	%126 = fdiv <4 x float> %100, %125
@@ -4765,27 +9152,27 @@ example.done.91:
 	%128 = bitcast float* %127 to <4 x float>*
 	store <4 x float> %126, <4 x float>* %128, align 4
 	%129 = add i64 %96, %11
-	br label %group.head.86
+	br label %group.head.110
 
-edge.head.92:
-	%130 = phi i64 [ %8, %tail.79 ], [ %152, %example.done.97 ]
+edge.head.116:
+	%130 = phi i64 [ %8, %tail.103 ], [ %152, %example.done.121 ]
 	%131 = icmp slt i64 %130, %13
-	br i1 %131, label %edge.93, label %edge.done.94
+	br i1 %131, label %edge.117, label %edge.done.118
 
-edge.93:
+edge.117:
 	%132 = add i64 %61, %130
-	br label %example.head.95
+	br label %example.head.119
 
-edge.done.94:
+edge.done.118:
 	ret void
 
-example.head.95:
-	%133 = phi i64 [ 0, %edge.93 ], [ %149, %example.96 ]
-	%134 = phi float [ 0.0, %edge.93 ], [ %148, %example.96 ]
+example.head.119:
+	%133 = phi i64 [ 0, %edge.117 ], [ %149, %example.120 ]
+	%134 = phi float [ 0.0, %edge.117 ], [ %148, %example.120 ]
 	%135 = icmp slt i64 %133, %batch
-	br i1 %135, label %example.96, label %example.done.97
+	br i1 %135, label %example.120, label %example.done.121
 
-example.96:
+example.120:
 	%136 = mul i64 %133, %n
 	%137 = add i64 %136, %132
 	%138 = getelementptr float, float* %look, i64 %137
@@ -4800,44 +9187,44 @@ example.96:
 	%147 = fmul float %143, %146
 	%148 = fadd float %134, %147
 	%149 = add i64 %133, 1
-	br label %example.head.95
+	br label %example.head.119
 
-example.done.97:
+example.done.121:
 	%150 = fdiv float %134, %divisor
 	%151 = getelementptr float, float* %out, i64 %132
 	store float %150, float* %151, align 4
 	%152 = add i64 %130, %11
-	br label %edge.head.92
+	br label %edge.head.116
 
-vector.98:
-	br label %group.head.101
+vector.122:
+	br label %group.head.125
 
-scalar.99:
-	br label %group.head.107
+scalar.123:
+	br label %group.head.131
 
-tail.100:
+tail.124:
 	%153 = shl i64 %45, 2
-	br label %edge.head.113
+	br label %edge.head.137
 
-group.head.101:
-	%154 = phi i64 [ %41, %vector.98 ], [ %177, %example.done.106 ]
+group.head.125:
+	%154 = phi i64 [ %41, %vector.122 ], [ %177, %example.done.130 ]
 	%155 = icmp slt i64 %154, %45
-	br i1 %155, label %group.102, label %group.done.103
+	br i1 %155, label %group.126, label %group.done.127
 
-group.102:
+group.126:
 	%156 = shl i64 %154, 2
-	br label %example.head.104
+	br label %example.head.128
 
-group.done.103:
-	br label %tail.100
+group.done.127:
+	br label %tail.124
 
-example.head.104:
-	%157 = phi i64 [ 0, %group.102 ], [ %171, %example.105 ]
-	%158 = phi <4 x float> [ zeroinitializer, %group.102 ], [ %170, %example.105 ]
+example.head.128:
+	%157 = phi i64 [ 0, %group.126 ], [ %171, %example.129 ]
+	%158 = phi <4 x float> [ zeroinitializer, %group.126 ], [ %170, %example.129 ]
 	%159 = icmp slt i64 %157, %batch
-	br i1 %159, label %example.105, label %example.done.106
+	br i1 %159, label %example.129, label %example.done.130
 
-example.105:
+example.129:
 	%160 = mul i64 %157, %n
 	%161 = add i64 %160, %156
 	%162 = getelementptr float, float* %cur, i64 %161
@@ -4850,9 +9237,9 @@ example.105:
 	%169 = fmul <4 x float> %168, %164
 	%170 = fadd <4 x float> %158, %169
 	%171 = add i64 %157, 1
-	br label %example.head.104
+	br label %example.head.128
 
-example.done.106:
+example.done.130:
 	%172 = insertelement <4 x float> undef, float %divisor, i32 0
 	%173 = shufflevector <4 x float> %172, <4 x float> undef, <4 x i32> zeroinitializer
 	%174 = fdiv <4 x float> %158, %173
@@ -4860,27 +9247,27 @@ example.done.106:
 	%176 = bitcast float* %175 to <4 x float>*
 	store <4 x float> %174, <4 x float>* %176, align 16
 	%177 = add i64 %154, %44
-	br label %group.head.101
+	br label %group.head.125
 
-group.head.107:
-	%178 = phi i64 [ %41, %scalar.99 ], [ %201, %example.done.112 ]
+group.head.131:
+	%178 = phi i64 [ %41, %scalar.123 ], [ %201, %example.done.136 ]
 	%179 = icmp slt i64 %178, %45
-	br i1 %179, label %group.108, label %group.done.109
+	br i1 %179, label %group.132, label %group.done.133
 
-group.108:
+group.132:
 	%180 = shl i64 %178, 2
-	br label %example.head.110
+	br label %example.head.134
 
-group.done.109:
-	br label %tail.100
+group.done.133:
+	br label %tail.124
 
-example.head.110:
-	%181 = phi i64 [ 0, %group.108 ], [ %195, %example.111 ]
-	%182 = phi <4 x float> [ zeroinitializer, %group.108 ], [ %194, %example.111 ]
+example.head.134:
+	%181 = phi i64 [ 0, %group.132 ], [ %195, %example.135 ]
+	%182 = phi <4 x float> [ zeroinitializer, %group.132 ], [ %194, %example.135 ]
 	%183 = icmp slt i64 %181, %batch
-	br i1 %183, label %example.111, label %example.done.112
+	br i1 %183, label %example.135, label %example.done.136
 
-example.111:
+example.135:
 	%184 = mul i64 %181, %n
 	%185 = add i64 %184, %180
 	%186 = getelementptr float, float* %cur, i64 %185
@@ -4893,9 +9280,9 @@ example.111:
 	%193 = fmul <4 x float> %192, %188
 	%194 = fadd <4 x float> %182, %193
 	%195 = add i64 %181, 1
-	br label %example.head.110
+	br label %example.head.134
 
-example.done.112:
+example.done.136:
 	%196 = insertelement <4 x float> undef, float %divisor, i32 0
 	%197 = shufflevector <4 x float> %196, <4 x float> undef, <4 x i32> zeroinitializer
 	%198 = fdiv <4 x float> %182, %197
@@ -4903,27 +9290,27 @@ example.done.112:
 	%200 = bitcast float* %199 to <4 x float>*
 	store <4 x float> %198, <4 x float>* %200, align 4
 	%201 = add i64 %178, %44
-	br label %group.head.107
+	br label %group.head.131
 
-edge.head.113:
-	%202 = phi i64 [ %41, %tail.100 ], [ %219, %example.done.118 ]
+edge.head.137:
+	%202 = phi i64 [ %41, %tail.124 ], [ %219, %example.done.142 ]
 	%203 = icmp slt i64 %202, %46
-	br i1 %203, label %edge.114, label %edge.done.115
+	br i1 %203, label %edge.138, label %edge.done.139
 
-edge.114:
+edge.138:
 	%204 = add i64 %153, %202
-	br label %example.head.116
+	br label %example.head.140
 
-edge.done.115:
+edge.done.139:
 	ret void
 
-example.head.116:
-	%205 = phi i64 [ 0, %edge.114 ], [ %216, %example.117 ]
-	%206 = phi float [ 0.0, %edge.114 ], [ %215, %example.117 ]
+example.head.140:
+	%205 = phi i64 [ 0, %edge.138 ], [ %216, %example.141 ]
+	%206 = phi float [ 0.0, %edge.138 ], [ %215, %example.141 ]
 	%207 = icmp slt i64 %205, %batch
-	br i1 %207, label %example.117, label %example.done.118
+	br i1 %207, label %example.141, label %example.done.142
 
-example.117:
+example.141:
 	%208 = mul i64 %205, %n
 	%209 = add i64 %208, %204
 	%210 = getelementptr float, float* %cur, i64 %209
@@ -4933,269 +9320,330 @@ example.117:
 	%214 = fmul float %213, %211
 	%215 = fadd float %206, %214
 	%216 = add i64 %205, 1
-	br label %example.head.116
+	br label %example.head.140
 
-example.done.118:
+example.done.142:
 	%217 = fdiv float %206, %divisor
 	%218 = getelementptr float, float* %out, i64 %204
 	store float %217, float* %218, align 4
 	%219 = add i64 %202, %44
-	br label %edge.head.113
+	br label %edge.head.137
 }
 
 define internal void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
-	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
-	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
-	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
-	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
-	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
-	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
-	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
-	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
-	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%8 = load float*, float** %7, align 8
+	%9 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%10 = load float*, float** %9, align 8
+	%11 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%12 = load float*, float** %11, align 8
+	%13 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
+	%14 = load i64, i64* %13, align 8
+	%15 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%16 = load i64, i64* %15, align 8
+	%17 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%18 = load i64, i64* %17, align 8
+	%19 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%20 = load i64, i64* %19, align 8
+	%21 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%22 = load double, double* %21, align 8
+	%23 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
+	%24 = load float, float* %23, align 4
+	%25 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%26 = load float, float* %25, align 4
+	%27 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%28 = load float, float* %27, align 4
+	%29 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%30 = load i32, i32* %29, align 4
+	%31 = icmp ne i32 %30, 0
+	br i1 %31, label %two_sets, label %one_set
 
 two_sets:
-	%29 = add i64 %13, 4095
-	%30 = sdiv i64 %29, u0x1000
-	br label %task.head.119
+	%32 = add i64 %16, 4095
+	%33 = sdiv i64 %32, u0x1000
+	br label %task.head.143
 
 one_set:
-	%31 = add i64 %13, 4095
-	%32 = sdiv i64 %31, u0x1000
-	br label %task.head.128
+	%34 = add i64 %16, 4095
+	%35 = sdiv i64 %34, u0x1000
+	br label %task.head.158
 
-task.head.119:
-	%33 = phi i64 [ %15, %two_sets ], [ %66, %row.done.124 ]
-	%34 = icmp slt i64 %33, %17
-	br i1 %34, label %task.120, label %task.done.121
+task.head.143:
+	%36 = phi i64 [ %18, %two_sets ], [ %69, %row.done.148 ]
+	%37 = icmp slt i64 %36, %20
+	br i1 %37, label %task.144, label %task.done.145
 
-task.120:
-	%35 = sdiv i64 %33, %30
-	%36 = srem i64 %33, %30
-	%37 = mul i64 %35, %13
-	%38 = getelementptr float, float* %3, i64 %37
-	%39 = mul i64 %35, %13
-	%40 = getelementptr float, float* %1, i64 %39
-	%41 = mul i64 %36, u0x1000
-	%42 = sub i64 %13, %41
-	%43 = add i64 %42, 127
-	%44 = sdiv i64 %43, 128
-	%45 = icmp slt i64 %44, 32
-	%46 = select i1 %45, i64 %44, i64 32
-	br label %row.head.122
+task.144:
+	%38 = sdiv i64 %36, %33
+	%39 = srem i64 %36, %33
+	%40 = mul i64 %38, %16
+	%41 = getelementptr float, float* %6, i64 %40
+	%42 = mul i64 %38, %16
+	%43 = getelementptr float, float* %4, i64 %42
+	%44 = mul i64 %39, u0x1000
+	%45 = sub i64 %16, %44
+	%46 = add i64 %45, 127
+	%47 = sdiv i64 %46, 128
+	%48 = icmp slt i64 %47, 32
+	%49 = select i1 %48, i64 %47, i64 32
+	br label %row.head.146
 
-task.done.121:
+task.done.145:
 	ret void
 
-row.head.122:
-	%47 = phi i64 [ 0, %task.120 ], [ %119, %join.127 ]
-	%48 = phi <32 x float> [ zeroinitializer, %task.120 ], [ %118, %join.127 ]
-	%49 = icmp slt i64 %47, %46
-	br i1 %49, label %row.123, label %row.done.124
+row.head.146:
+	%50 = phi i64 [ 0, %task.144 ], [ %95, %join.151 ]
+	%51 = phi <32 x float> [ zeroinitializer, %task.144 ], [ %94, %join.151 ]
+	%52 = icmp slt i64 %50, %49
+	br i1 %52, label %row.147, label %row.done.148
 
-row.123:
-	%50 = mul i64 %47, 128
-	%51 = add i64 %41, %50
-	%52 = add i64 %51, 128
-	%53 = icmp sle i64 %52, %13
-	br i1 %53, label %then.125, label %else.126
+row.147:
+	%53 = mul i64 %50, 128
+	%54 = add i64 %44, %53
+	%55 = add i64 %54, 128
+	%56 = icmp sle i64 %55, %16
+	br i1 %56, label %then.149, label %else.150
 
-row.done.124:
-	%54 = shufflevector <32 x float> %48, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%55 = fadd <32 x float> %48, %54
-	%56 = shufflevector <32 x float> %55, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%57 = fadd <32 x float> %55, %56
-	%58 = shufflevector <32 x float> %57, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%59 = fadd <32 x float> %57, %58
-	%60 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%61 = fadd <32 x float> %59, %60
-	%62 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%63 = fadd <32 x float> %61, %62
-	%64 = extractelement <32 x float> %63, i32 0
-	%65 = getelementptr float, float* %5, i64 %33
-	store float %64, float* %65, align 4
-	%66 = add i64 %33, 1
-	br label %task.head.119
+row.done.148:
+	%57 = shufflevector <32 x float> %51, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%58 = fadd <32 x float> %51, %57
+	%59 = shufflevector <32 x float> %58, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
+	%60 = fadd <32 x float> %58, %59
+	%61 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%62 = fadd <32 x float> %60, %61
+	%63 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%64 = fadd <32 x float> %62, %63
+	%65 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%66 = fadd <32 x float> %64, %65
+	%67 = extractelement <32 x float> %66, i32 0
+	%68 = getelementptr float, float* %8, i64 %36
+	store float %67, float* %68, align 4
+	%69 = add i64 %36, 1
+	br label %task.head.143
 
-then.125:
-	%67 = getelementptr float, float* %38, i64 %51
-	%68 = bitcast float* %67 to <128 x float>*
-	%69 = load <128 x float>, <128 x float>* %68, align 4
-	%70 = getelementptr float, float* %40, i64 %51
+then.149:
+	%70 = getelementptr float, float* %41, i64 %54
 	%71 = bitcast float* %70 to <128 x float>*
 	%72 = load <128 x float>, <128 x float>* %71, align 4
-	%73 = insertelement <128 x float> undef, float %21, i32 0
-	%74 = shufflevector <128 x float> %73, <128 x float> undef, <128 x i32> zeroinitializer
-	%75 = fmul <128 x float> %74, %69
-	%76 = insertelement <128 x float> undef, float %23, i32 0
+	%73 = getelementptr float, float* %43, i64 %54
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %24, i32 0
 	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
 	%78 = fmul <128 x float> %77, %72
-	%79 = fadd <128 x float> %75, %78
-	%80 = fmul <128 x float> %79, %79
-	%81 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%82 = fadd <32 x float> %48, %81
-	%83 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%84 = fadd <32 x float> %82, %83
-	%85 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%86 = fadd <32 x float> %84, %85
-	%87 = shufflevector <128 x float> %80, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%88 = fadd <32 x float> %86, %87
-	br label %join.127
+	%79 = insertelement <128 x float> undef, float %26, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %51, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.151
 
-else.126:
-	%89 = insertelement <128 x i64> undef, i64 %51, i32 0
-	%90 = shufflevector <128 x i64> %89, <128 x i64> undef, <128 x i32> zeroinitializer
-	%91 = add <128 x i64> %90, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%92 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%93 = shufflevector <128 x i64> %92, <128 x i64> undef, <128 x i32> zeroinitializer
-	%94 = icmp slt <128 x i64> %91, %93
-	%95 = getelementptr float, float* %38, i64 %51
-	%96 = bitcast float* %95 to <128 x float>*
-	%97 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %96, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%98 = getelementptr float, float* %40, i64 %51
-	%99 = bitcast float* %98 to <128 x float>*
-	%100 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %99, i32 4, <128 x i1> %94, <128 x float> zeroinitializer)
-	%101 = insertelement <128 x float> undef, float %21, i32 0
-	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fmul <128 x float> %102, %97
-	%104 = insertelement <128 x float> undef, float %23, i32 0
-	%105 = shufflevector <128 x float> %104, <128 x float> undef, <128 x i32> zeroinitializer
-	%106 = fmul <128 x float> %105, %100
-	%107 = fadd <128 x float> %103, %106
-	%108 = fmul <128 x float> %107, %107
-	%109 = select <128 x i1> %94, <128 x float> %108, <128 x float> zeroinitializer
-	%110 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%111 = fadd <32 x float> %48, %110
-	%112 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%113 = fadd <32 x float> %111, %112
-	%114 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%115 = fadd <32 x float> %113, %114
-	%116 = shufflevector <128 x float> %109, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%117 = fadd <32 x float> %115, %116
-	br label %join.127
+else.150:
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%92 = bitcast <128 x float>* %2 to float*
+	%93 = sub i64 %16, %54
+	br label %pad.head.152
 
-join.127:
-	%118 = phi <32 x float> [ %88, %then.125 ], [ %117, %else.126 ]
-	%119 = add i64 %47, 1
-	br label %row.head.122
+join.151:
+	%94 = phi <32 x float> [ %91, %then.149 ], [ %140, %pad.done.157 ]
+	%95 = add i64 %50, 1
+	br label %row.head.146
 
-task.head.128:
-	%120 = phi i64 [ %15, %one_set ], [ %151, %row.done.133 ]
-	%121 = icmp slt i64 %120, %17
-	br i1 %121, label %task.129, label %task.done.130
+pad.head.152:
+	%96 = phi i64 [ 0, %else.150 ], [ %102, %pad.153 ]
+	%97 = icmp slt i64 %96, %93
+	br i1 %97, label %pad.153, label %pad.done.154
 
-task.129:
-	%122 = sdiv i64 %120, %32
-	%123 = srem i64 %120, %32
-	%124 = mul i64 %122, %13
-	%125 = getelementptr float, float* %1, i64 %124
-	%126 = mul i64 %123, u0x1000
-	%127 = sub i64 %13, %126
-	%128 = add i64 %127, 127
-	%129 = sdiv i64 %128, 128
-	%130 = icmp slt i64 %129, 32
-	%131 = select i1 %130, i64 %129, i64 32
-	br label %row.head.131
+pad.153:
+	%98 = add i64 %54, %96
+	%99 = getelementptr float, float* %41, i64 %98
+	%100 = load float, float* %99, align 4
+	%101 = getelementptr float, float* %92, i64 %96
+	store volatile float %100, float* %101, align 4
+	%102 = add i64 %96, 1
+	br label %pad.head.152
 
-task.done.130:
+pad.done.154:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%103 = bitcast <128 x float>* %1 to float*
+	%104 = sub i64 %16, %54
+	br label %pad.head.155
+
+pad.head.155:
+	%105 = phi i64 [ 0, %pad.done.154 ], [ %111, %pad.156 ]
+	%106 = icmp slt i64 %105, %104
+	br i1 %106, label %pad.156, label %pad.done.157
+
+pad.156:
+	%107 = add i64 %54, %105
+	%108 = getelementptr float, float* %43, i64 %107
+	%109 = load float, float* %108, align 4
+	%110 = getelementptr float, float* %103, i64 %105
+	store volatile float %109, float* %110, align 4
+	%111 = add i64 %105, 1
+	br label %pad.head.155
+
+pad.done.157:
+	%112 = insertelement <128 x i64> undef, i64 %54, i32 0
+	%113 = shufflevector <128 x i64> %112, <128 x i64> undef, <128 x i32> zeroinitializer
+	%114 = add <128 x i64> %113, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%115 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = icmp slt <128 x i64> %114, %116
+	%118 = getelementptr float, float* %92, i64 0
+	%119 = bitcast float* %118 to <128 x float>*
+	%120 = load <128 x float>, <128 x float>* %119, align 4
+	%121 = getelementptr float, float* %103, i64 0
+	%122 = bitcast float* %121 to <128 x float>*
+	%123 = load <128 x float>, <128 x float>* %122, align 4
+	%124 = insertelement <128 x float> undef, float %24, i32 0
+	%125 = shufflevector <128 x float> %124, <128 x float> undef, <128 x i32> zeroinitializer
+	%126 = fmul <128 x float> %125, %120
+	%127 = insertelement <128 x float> undef, float %26, i32 0
+	%128 = shufflevector <128 x float> %127, <128 x float> undef, <128 x i32> zeroinitializer
+	%129 = fmul <128 x float> %128, %123
+	%130 = fadd <128 x float> %126, %129
+	%131 = fmul <128 x float> %130, %130
+	%132 = select <128 x i1> %117, <128 x float> %131, <128 x float> zeroinitializer
+	%133 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%134 = fadd <32 x float> %51, %133
+	%135 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%136 = fadd <32 x float> %134, %135
+	%137 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%138 = fadd <32 x float> %136, %137
+	%139 = shufflevector <128 x float> %132, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%140 = fadd <32 x float> %138, %139
+	br label %join.151
+
+task.head.158:
+	%141 = phi i64 [ %18, %one_set ], [ %172, %row.done.163 ]
+	%142 = icmp slt i64 %141, %20
+	br i1 %142, label %task.159, label %task.done.160
+
+task.159:
+	%143 = sdiv i64 %141, %35
+	%144 = srem i64 %141, %35
+	%145 = mul i64 %143, %16
+	%146 = getelementptr float, float* %4, i64 %145
+	%147 = mul i64 %144, u0x1000
+	%148 = sub i64 %16, %147
+	%149 = add i64 %148, 127
+	%150 = sdiv i64 %149, 128
+	%151 = icmp slt i64 %150, 32
+	%152 = select i1 %151, i64 %150, i64 32
+	br label %row.head.161
+
+task.done.160:
 	ret void
 
-row.head.131:
-	%132 = phi i64 [ 0, %task.129 ], [ %184, %join.136 ]
-	%133 = phi <32 x float> [ zeroinitializer, %task.129 ], [ %183, %join.136 ]
-	%134 = icmp slt i64 %132, %131
-	br i1 %134, label %row.132, label %row.done.133
+row.head.161:
+	%153 = phi i64 [ 0, %task.159 ], [ %188, %join.166 ]
+	%154 = phi <32 x float> [ zeroinitializer, %task.159 ], [ %187, %join.166 ]
+	%155 = icmp slt i64 %153, %152
+	br i1 %155, label %row.162, label %row.done.163
 
-row.132:
-	%135 = mul i64 %132, 128
-	%136 = add i64 %126, %135
-	%137 = add i64 %136, 128
-	%138 = icmp sle i64 %137, %13
-	br i1 %138, label %then.134, label %else.135
+row.162:
+	%156 = mul i64 %153, 128
+	%157 = add i64 %147, %156
+	%158 = add i64 %157, 128
+	%159 = icmp sle i64 %158, %16
+	br i1 %159, label %then.164, label %else.165
 
-row.done.133:
-	%139 = shufflevector <32 x float> %133, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%140 = fadd <32 x float> %133, %139
-	%141 = shufflevector <32 x float> %140, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%142 = fadd <32 x float> %140, %141
-	%143 = shufflevector <32 x float> %142, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
-	%144 = fadd <32 x float> %142, %143
-	%145 = shufflevector <32 x float> %144, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
-	%146 = fadd <32 x float> %144, %145
-	%147 = shufflevector <32 x float> %146, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
-	%148 = fadd <32 x float> %146, %147
-	%149 = extractelement <32 x float> %148, i32 0
-	%150 = getelementptr float, float* %5, i64 %120
-	store float %149, float* %150, align 4
-	%151 = add i64 %120, 1
-	br label %task.head.128
-
-then.134:
-	%152 = getelementptr float, float* %125, i64 %136
-	%153 = bitcast float* %152 to <128 x float>*
-	%154 = load <128 x float>, <128 x float>* %153, align 4
-	%155 = fmul <128 x float> %154, %154
-	%156 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%157 = fadd <32 x float> %133, %156
-	%158 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%159 = fadd <32 x float> %157, %158
-	%160 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%161 = fadd <32 x float> %159, %160
-	%162 = shufflevector <128 x float> %155, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+row.done.163:
+	%160 = shufflevector <32 x float> %154, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%161 = fadd <32 x float> %154, %160
+	%162 = shufflevector <32 x float> %161, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%163 = fadd <32 x float> %161, %162
-	br label %join.136
+	%164 = shufflevector <32 x float> %163, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%165 = fadd <32 x float> %163, %164
+	%166 = shufflevector <32 x float> %165, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%167 = fadd <32 x float> %165, %166
+	%168 = shufflevector <32 x float> %167, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%169 = fadd <32 x float> %167, %168
+	%170 = extractelement <32 x float> %169, i32 0
+	%171 = getelementptr float, float* %8, i64 %141
+	store float %170, float* %171, align 4
+	%172 = add i64 %141, 1
+	br label %task.head.158
 
-else.135:
-	%164 = insertelement <128 x i64> undef, i64 %136, i32 0
-	%165 = shufflevector <128 x i64> %164, <128 x i64> undef, <128 x i32> zeroinitializer
-	%166 = add <128 x i64> %165, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%167 = insertelement <128 x i64> undef, i64 %13, i32 0
-	%168 = shufflevector <128 x i64> %167, <128 x i64> undef, <128 x i32> zeroinitializer
-	%169 = icmp slt <128 x i64> %166, %168
-	%170 = getelementptr float, float* %125, i64 %136
-	%171 = bitcast float* %170 to <128 x float>*
-	%172 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %171, i32 4, <128 x i1> %169, <128 x float> zeroinitializer)
-	%173 = fmul <128 x float> %172, %172
-	%174 = select <128 x i1> %169, <128 x float> %173, <128 x float> zeroinitializer
-	%175 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%176 = fadd <32 x float> %133, %175
-	%177 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%178 = fadd <32 x float> %176, %177
-	%179 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+then.164:
+	%173 = getelementptr float, float* %146, i64 %157
+	%174 = bitcast float* %173 to <128 x float>*
+	%175 = load <128 x float>, <128 x float>* %174, align 4
+	%176 = fmul <128 x float> %175, %175
+	%177 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%178 = fadd <32 x float> %154, %177
+	%179 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%180 = fadd <32 x float> %178, %179
-	%181 = shufflevector <128 x float> %174, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%181 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%182 = fadd <32 x float> %180, %181
-	br label %join.136
+	%183 = shufflevector <128 x float> %176, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%184 = fadd <32 x float> %182, %183
+	br label %join.166
 
-join.136:
-	%183 = phi <32 x float> [ %163, %then.134 ], [ %182, %else.135 ]
-	%184 = add i64 %132, 1
-	br label %row.head.131
+else.165:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%185 = bitcast <128 x float>* %0 to float*
+	%186 = sub i64 %16, %157
+	br label %pad.head.167
+
+join.166:
+	%187 = phi <32 x float> [ %184, %then.164 ], [ %214, %pad.done.169 ]
+	%188 = add i64 %153, 1
+	br label %row.head.161
+
+pad.head.167:
+	%189 = phi i64 [ 0, %else.165 ], [ %195, %pad.168 ]
+	%190 = icmp slt i64 %189, %186
+	br i1 %190, label %pad.168, label %pad.done.169
+
+pad.168:
+	%191 = add i64 %157, %189
+	%192 = getelementptr float, float* %146, i64 %191
+	%193 = load float, float* %192, align 4
+	%194 = getelementptr float, float* %185, i64 %189
+	store volatile float %193, float* %194, align 4
+	%195 = add i64 %189, 1
+	br label %pad.head.167
+
+pad.done.169:
+	%196 = insertelement <128 x i64> undef, i64 %157, i32 0
+	%197 = shufflevector <128 x i64> %196, <128 x i64> undef, <128 x i32> zeroinitializer
+	%198 = add <128 x i64> %197, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%199 = insertelement <128 x i64> undef, i64 %16, i32 0
+	%200 = shufflevector <128 x i64> %199, <128 x i64> undef, <128 x i32> zeroinitializer
+	%201 = icmp slt <128 x i64> %198, %200
+	%202 = getelementptr float, float* %185, i64 0
+	%203 = bitcast float* %202 to <128 x float>*
+	%204 = load <128 x float>, <128 x float>* %203, align 4
+	%205 = fmul <128 x float> %204, %204
+	%206 = select <128 x i1> %201, <128 x float> %205, <128 x float> zeroinitializer
+	%207 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%208 = fadd <32 x float> %154, %207
+	%209 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%210 = fadd <32 x float> %208, %209
+	%211 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%212 = fadd <32 x float> %210, %211
+	%213 = shufflevector <128 x float> %206, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%214 = fadd <32 x float> %212, %213
+	br label %join.166
 }
-
-declare <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %0, i32 %1, <128 x i1> %2, <128 x float> %3)
 
 define void @fiber_nocorr_privatize_norms_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
 entry:
@@ -5204,6 +9652,12 @@ entry:
 }
 
 define void @fiber_nocorr_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_nocorr_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_nocorr_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5241,36 +9695,36 @@ entry:
 	%27 = load i32, i32* %26, align 4
 	%28 = add i64 %13, 4095
 	%29 = sdiv i64 %28, u0x1000
-	br label %example.head.137
+	br label %example.head.170
 
-example.head.137:
-	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.142 ]
+example.head.170:
+	%30 = phi i64 [ %15, %entry ], [ %52, %chunk.done.175 ]
 	%31 = icmp slt i64 %30, %17
-	br i1 %31, label %example.138, label %example.done.139
+	br i1 %31, label %example.171, label %example.done.172
 
-example.138:
+example.171:
 	%32 = mul i64 %30, %29
 	%33 = getelementptr float, float* %5, i64 %32
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-example.done.139:
+example.done.172:
 	ret void
 
-chunk.head.140:
-	%34 = phi i64 [ 0, %example.138 ], [ %41, %chunk.141 ]
-	%35 = phi double [ 0.0, %example.138 ], [ %40, %chunk.141 ]
+chunk.head.173:
+	%34 = phi i64 [ 0, %example.171 ], [ %41, %chunk.174 ]
+	%35 = phi double [ 0.0, %example.171 ], [ %40, %chunk.174 ]
 	%36 = icmp slt i64 %34, %29
-	br i1 %36, label %chunk.141, label %chunk.done.142
+	br i1 %36, label %chunk.174, label %chunk.done.175
 
-chunk.141:
+chunk.174:
 	%37 = getelementptr float, float* %33, i64 %34
 	%38 = load float, float* %37, align 4
 	%39 = fpext float %38 to double
 	%40 = fadd double %35, %39
 	%41 = add i64 %34, 1
-	br label %chunk.head.140
+	br label %chunk.head.173
 
-chunk.done.142:
+chunk.done.175:
 	%42 = call double @llvm.sqrt.f64(double %35)
 	%43 = fdiv double %19, %42
 	%44 = fcmp olt double %43, 1.0
@@ -5283,7 +9737,7 @@ chunk.done.142:
 	%51 = getelementptr float, float* %7, i64 %30
 	store float %50, float* %51, align 4
 	%52 = add i64 %30, 1
-	br label %example.head.137
+	br label %example.head.170
 }
 
 define void @fiber_nocorr_privatize_scales_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5293,6 +9747,12 @@ entry:
 }
 
 define void @fiber_nocorr_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_nocorr_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_nocorr_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5334,35 +9794,35 @@ entry:
 two_sets:
 	%29 = sub i64 %17, %15
 	%30 = sdiv i64 %29, 8
-	br label %wide.head.143
+	br label %wide.head.176
 
 one_set:
 	%31 = sub i64 %17, %15
 	%32 = sdiv i64 %31, 8
-	br label %wide.head.155
+	br label %wide.head.188
 
-wide.head.143:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.148 ]
+wide.head.176:
+	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
 	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.144, label %wide.done.145
+	br i1 %34, label %wide.177, label %wide.done.178
 
-wide.144:
+wide.177:
 	%35 = mul i64 %33, 8
 	%36 = add i64 %15, %35
-	br label %example.head.146
+	br label %example.head.179
 
-wide.done.145:
+wide.done.178:
 	%37 = mul i64 %30, 8
 	%38 = add i64 %15, %37
-	br label %tail.head.149
+	br label %tail.head.182
 
-example.head.146:
-	%39 = phi i64 [ 0, %wide.144 ], [ %63, %example.147 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.144 ], [ %62, %example.147 ]
+example.head.179:
+	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
+	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
 	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.147, label %example.done.148
+	br i1 %41, label %example.180, label %example.done.181
 
-example.147:
+example.180:
 	%42 = mul i64 %39, %13
 	%43 = add i64 %42, %36
 	%44 = getelementptr float, float* %3, i64 %43
@@ -5385,9 +9845,9 @@ example.147:
 	%61 = fmul <8 x float> %53, %60
 	%62 = fadd <8 x float> %40, %61
 	%63 = add i64 %39, 1
-	br label %example.head.146
+	br label %example.head.179
 
-example.done.148:
+example.done.181:
 	%64 = insertelement <8 x float> undef, float %25, i32 0
 	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
 	%66 = fdiv <8 x float> %40, %65
@@ -5395,26 +9855,26 @@ example.done.148:
 	%68 = bitcast float* %67 to <8 x float>*
 	store <8 x float> %66, <8 x float>* %68, align 4
 	%69 = add i64 %33, 1
-	br label %wide.head.143
+	br label %wide.head.176
 
-tail.head.149:
-	%70 = phi i64 [ %38, %wide.done.145 ], [ %91, %example.done.154 ]
+tail.head.182:
+	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
 	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.150, label %tail.done.151
+	br i1 %71, label %tail.183, label %tail.done.184
 
-tail.150:
-	br label %example.head.152
+tail.183:
+	br label %example.head.185
 
-tail.done.151:
+tail.done.184:
 	ret void
 
-example.head.152:
-	%72 = phi i64 [ 0, %tail.150 ], [ %88, %example.153 ]
-	%73 = phi float [ 0.0, %tail.150 ], [ %87, %example.153 ]
+example.head.185:
+	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
+	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
 	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.153, label %example.done.154
+	br i1 %74, label %example.186, label %example.done.187
 
-example.153:
+example.186:
 	%75 = mul i64 %72, %13
 	%76 = add i64 %75, %70
 	%77 = getelementptr float, float* %3, i64 %76
@@ -5429,37 +9889,37 @@ example.153:
 	%86 = fmul float %82, %85
 	%87 = fadd float %73, %86
 	%88 = add i64 %72, 1
-	br label %example.head.152
+	br label %example.head.185
 
-example.done.154:
+example.done.187:
 	%89 = fdiv float %73, %25
 	%90 = getelementptr float, float* %9, i64 %70
 	store float %89, float* %90, align 4
 	%91 = add i64 %70, 1
-	br label %tail.head.149
+	br label %tail.head.182
 
-wide.head.155:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.160 ]
+wide.head.188:
+	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
 	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.156, label %wide.done.157
+	br i1 %93, label %wide.189, label %wide.done.190
 
-wide.156:
+wide.189:
 	%94 = mul i64 %92, 8
 	%95 = add i64 %15, %94
-	br label %example.head.158
+	br label %example.head.191
 
-wide.done.157:
+wide.done.190:
 	%96 = mul i64 %32, 8
 	%97 = add i64 %15, %96
-	br label %tail.head.161
+	br label %tail.head.194
 
-example.head.158:
-	%98 = phi i64 [ 0, %wide.156 ], [ %112, %example.159 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.156 ], [ %111, %example.159 ]
+example.head.191:
+	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
+	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
 	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.159, label %example.done.160
+	br i1 %100, label %example.192, label %example.done.193
 
-example.159:
+example.192:
 	%101 = mul i64 %98, %13
 	%102 = add i64 %101, %95
 	%103 = getelementptr float, float* %1, i64 %102
@@ -5472,9 +9932,9 @@ example.159:
 	%110 = fmul <8 x float> %109, %105
 	%111 = fadd <8 x float> %99, %110
 	%112 = add i64 %98, 1
-	br label %example.head.158
+	br label %example.head.191
 
-example.done.160:
+example.done.193:
 	%113 = insertelement <8 x float> undef, float %25, i32 0
 	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
 	%115 = fdiv <8 x float> %99, %114
@@ -5482,26 +9942,26 @@ example.done.160:
 	%117 = bitcast float* %116 to <8 x float>*
 	store <8 x float> %115, <8 x float>* %117, align 4
 	%118 = add i64 %92, 1
-	br label %wide.head.155
+	br label %wide.head.188
 
-tail.head.161:
-	%119 = phi i64 [ %97, %wide.done.157 ], [ %135, %example.done.166 ]
+tail.head.194:
+	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
 	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.162, label %tail.done.163
+	br i1 %120, label %tail.195, label %tail.done.196
 
-tail.162:
-	br label %example.head.164
+tail.195:
+	br label %example.head.197
 
-tail.done.163:
+tail.done.196:
 	ret void
 
-example.head.164:
-	%121 = phi i64 [ 0, %tail.162 ], [ %132, %example.165 ]
-	%122 = phi float [ 0.0, %tail.162 ], [ %131, %example.165 ]
+example.head.197:
+	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
+	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
 	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.165, label %example.done.166
+	br i1 %123, label %example.198, label %example.done.199
 
-example.165:
+example.198:
 	%124 = mul i64 %121, %13
 	%125 = add i64 %124, %119
 	%126 = getelementptr float, float* %1, i64 %125
@@ -5511,14 +9971,14 @@ example.165:
 	%130 = fmul float %129, %127
 	%131 = fadd float %122, %130
 	%132 = add i64 %121, 1
-	br label %example.head.164
+	br label %example.head.197
 
-example.done.166:
+example.done.199:
 	%133 = fdiv float %122, %25
 	%134 = getelementptr float, float* %9, i64 %119
 	store float %133, float* %134, align 4
 	%135 = add i64 %119, 1
-	br label %tail.head.161
+	br label %tail.head.194
 }
 
 define void @fiber_nocorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -5528,6 +9988,12 @@ entry:
 }
 
 define void @fiber_nocorr_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+entry:
+	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_nocorr_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @fiber_nocorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -5552,14 +10018,14 @@ entry:
 	%14 = add i64 %n, 4095
 	%15 = sdiv i64 %14, u0x1000
 	%16 = mul i64 1, %15
-	br label %task.head.167
+	br label %task.head.200
 
-task.head.167:
-	%17 = phi i64 [ %11, %entry ], [ %273, %stored.177 ]
+task.head.200:
+	%17 = phi i64 [ %11, %entry ], [ %273, %stored.210 ]
 	%18 = icmp slt i64 %17, %16
-	br i1 %18, label %task.168, label %task.done.169
+	br i1 %18, label %task.201, label %task.done.202
 
-task.168:
+task.201:
 	%19 = sdiv i64 %17, %15
 	%20 = srem i64 %17, %15
 	%21 = mul i64 %19, %n
@@ -5584,19 +10050,19 @@ task.168:
 	%40 = and i64 %39, 15
 	%41 = icmp eq i64 %40, 0
 	%42 = and i1 %36, %41
-	br label %row.head.170
+	br label %row.head.203
 
-task.done.169:
+task.done.202:
 	ret void
 
-row.head.170:
-	%43 = phi i64 [ 0, %task.168 ], [ %270, %join.175 ]
-	%44 = phi float [ 0.0, %task.168 ], [ %268, %join.175 ]
-	%45 = phi float [ 0.0, %task.168 ], [ %269, %join.175 ]
+row.head.203:
+	%43 = phi i64 [ 0, %task.201 ], [ %270, %join.208 ]
+	%44 = phi float [ 0.0, %task.201 ], [ %268, %join.208 ]
+	%45 = phi float [ 0.0, %task.201 ], [ %269, %join.208 ]
 	%46 = icmp slt i64 %43, %30
-	br i1 %46, label %row.171, label %row.done.172
+	br i1 %46, label %row.204, label %row.done.205
 
-row.171:
+row.204:
 	%47 = mul i64 %43, 128
 	%48 = add i64 %25, %47
 	%49 = shl i64 %13, 2
@@ -5604,9 +10070,9 @@ row.171:
 	%51 = add i64 %50, 4
 	%52 = icmp sle i64 %51, %n
 	%53 = and i1 %42, %52
-	br i1 %53, label %then.173, label %else.174
+	br i1 %53, label %then.206, label %else.207
 
-row.done.172:
+row.done.205:
 	%54 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %44, i32 16, i32 31)
 	%55 = fadd float %44, %54
 	%56 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %45, i32 16, i32 31)
@@ -5628,9 +10094,9 @@ row.done.172:
 	%72 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %69, i32 1, i32 31)
 	%73 = fadd float %69, %72
 	%74 = icmp eq i64 %13, 0
-	br i1 %74, label %lane0.176, label %stored.177
+	br i1 %74, label %lane0.209, label %stored.210
 
-then.173:
+then.206:
 	%75 = getelementptr float, float* %22, i64 %50
 	%76 = getelementptr float, float* %75, i64 0
 	%77 = bitcast float* %76 to <4 x float>*
@@ -5711,9 +10177,9 @@ then.173:
 	%152 = fmul float %151, %149
 	%153 = fadd float %137, %152
 	%154 = fadd float %138, %149
-	br label %join.175
+	br label %join.208
 
-else.174:
+else.207:
 	%155 = sub i64 %n, 1
 	%156 = add i64 %50, 0
 	%157 = icmp slt i64 %156, %n
@@ -5827,240 +10293,282 @@ else.174:
 	%265 = fadd float %247, %264
 	%266 = select i1 %251, float %260, float 0.0
 	%267 = fadd float %249, %266
-	br label %join.175
+	br label %join.208
 
-join.175:
-	%268 = phi float [ %153, %then.173 ], [ %265, %else.174 ]
-	%269 = phi float [ %154, %then.173 ], [ %267, %else.174 ]
+join.208:
+	%268 = phi float [ %153, %then.206 ], [ %265, %else.207 ]
+	%269 = phi float [ %154, %then.206 ], [ %267, %else.207 ]
 	%270 = add i64 %43, 1
-	br label %row.head.170
+	br label %row.head.203
 
-lane0.176:
+lane0.209:
 	%271 = getelementptr float, float* %num, i64 %17
 	store float %71, float* %271, align 4
 	%272 = getelementptr float, float* %den, i64 %17
 	store float %73, float* %272, align 4
-	br label %stored.177
+	br label %stored.210
 
-stored.177:
+stored.210:
 	%273 = add i64 %17, %12
-	br label %task.head.167
+	br label %task.head.200
 }
 
 define internal void @fiber_nocorr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) alwaysinline nounwind {
 entry:
-	%0 = getelementptr float*, float** %buffers, i64 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr float*, float** %buffers, i64 1
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = getelementptr float*, float** %buffers, i64 0
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr float*, float** %buffers, i64 2
+	%4 = getelementptr float*, float** %buffers, i64 1
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr float*, float** %buffers, i64 3
+	%6 = getelementptr float*, float** %buffers, i64 2
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr float*, float** %buffers, i64 4
+	%8 = getelementptr float*, float** %buffers, i64 3
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr float*, float** %buffers, i64 5
+	%10 = getelementptr float*, float** %buffers, i64 4
 	%11 = load float*, float** %10, align 8
-	%12 = getelementptr float*, float** %buffers, i64 6
+	%12 = getelementptr float*, float** %buffers, i64 5
 	%13 = load float*, float** %12, align 8
-	%14 = getelementptr float, float* %scalars, i64 0
-	%15 = load float, float* %14, align 4
-	%16 = getelementptr float, float* %scalars, i64 1
+	%14 = getelementptr float*, float** %buffers, i64 6
+	%15 = load float*, float** %14, align 8
+	%16 = getelementptr float, float* %scalars, i64 0
 	%17 = load float, float* %16, align 4
-	%18 = getelementptr float, float* %scalars, i64 2
+	%18 = getelementptr float, float* %scalars, i64 1
 	%19 = load float, float* %18, align 4
-	%20 = getelementptr float, float* %scalars, i64 3
+	%20 = getelementptr float, float* %scalars, i64 2
 	%21 = load float, float* %20, align 4
-	%22 = getelementptr float, float* %scalars, i64 4
+	%22 = getelementptr float, float* %scalars, i64 3
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr float, float* %scalars, i64 5
+	%24 = getelementptr float, float* %scalars, i64 4
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr float, float* %scalars, i64 6
+	%26 = getelementptr float, float* %scalars, i64 5
 	%27 = load float, float* %26, align 4
-	%28 = getelementptr float, float* %scalars, i64 7
+	%28 = getelementptr float, float* %scalars, i64 6
 	%29 = load float, float* %28, align 4
-	%30 = getelementptr float, float* %scalars, i64 8
+	%30 = getelementptr float, float* %scalars, i64 7
 	%31 = load float, float* %30, align 4
-	%32 = getelementptr float, float* %scalars, i64 9
+	%32 = getelementptr float, float* %scalars, i64 8
 	%33 = load float, float* %32, align 4
-	%34 = getelementptr float, float* %scalars, i64 10
+	%34 = getelementptr float, float* %scalars, i64 9
 	%35 = load float, float* %34, align 4
-	%36 = getelementptr float, float* %scalars, i64 11
+	%36 = getelementptr float, float* %scalars, i64 10
 	%37 = load float, float* %36, align 4
-	%38 = getelementptr float, float* %scalars, i64 12
+	%38 = getelementptr float, float* %scalars, i64 11
 	%39 = load float, float* %38, align 4
-	%40 = getelementptr float, float* %scalars, i64 13
+	%40 = getelementptr float, float* %scalars, i64 12
 	%41 = load float, float* %40, align 4
-	%42 = add i64 %n, 4095
-	%43 = sdiv i64 %42, u0x1000
-	br label %task.head.178
+	%42 = getelementptr float, float* %scalars, i64 13
+	%43 = load float, float* %42, align 4
+	%44 = add i64 %n, 4095
+	%45 = sdiv i64 %44, u0x1000
+	br label %task.head.211
 
-task.head.178:
-	%44 = phi i64 [ %lo, %entry ], [ %90, %row.done.183 ]
-	%45 = icmp slt i64 %44, %hi
-	br i1 %45, label %task.179, label %task.done.180
+task.head.211:
+	%46 = phi i64 [ %lo, %entry ], [ %92, %row.done.216 ]
+	%47 = icmp slt i64 %46, %hi
+	br i1 %47, label %task.212, label %task.done.213
 
-task.179:
-	%46 = sdiv i64 %44, %43
-	%47 = srem i64 %44, %43
-	%48 = mul i64 %46, %n
-	%49 = getelementptr float, float* %9, i64 %48
-	%50 = mul i64 %46, %n
+task.212:
+	%48 = sdiv i64 %46, %45
+	%49 = srem i64 %46, %45
+	%50 = mul i64 %48, %n
 	%51 = getelementptr float, float* %11, i64 %50
-	%52 = mul i64 %47, u0x1000
-	%53 = sub i64 %n, %52
-	%54 = add i64 %53, 127
-	%55 = sdiv i64 %54, 128
-	%56 = icmp slt i64 %55, 32
-	%57 = select i1 %56, i64 %55, i64 32
-	br label %row.head.181
+	%52 = mul i64 %48, %n
+	%53 = getelementptr float, float* %13, i64 %52
+	%54 = mul i64 %49, u0x1000
+	%55 = sub i64 %n, %54
+	%56 = add i64 %55, 127
+	%57 = sdiv i64 %56, 128
+	%58 = icmp slt i64 %57, 32
+	%59 = select i1 %58, i64 %57, i64 32
+	br label %row.head.214
 
-task.done.180:
+task.done.213:
 	ret void
 
-row.head.181:
-	%58 = phi i64 [ 0, %task.179 ], [ %181, %join.186 ]
-	%59 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %179, %join.186 ]
-	%60 = phi <32 x float> [ zeroinitializer, %task.179 ], [ %180, %join.186 ]
-	%61 = icmp slt i64 %58, %57
-	br i1 %61, label %row.182, label %row.done.183
+row.head.214:
+	%60 = phi i64 [ 0, %task.212 ], [ %137, %join.219 ]
+	%61 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %135, %join.219 ]
+	%62 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %136, %join.219 ]
+	%63 = icmp slt i64 %60, %59
+	br i1 %63, label %row.215, label %row.done.216
 
-row.182:
-	%62 = mul i64 %58, 128
-	%63 = add i64 %52, %62
-	%64 = add i64 %63, 128
-	%65 = icmp sle i64 %64, %n
-	br i1 %65, label %then.184, label %else.185
+row.215:
+	%64 = mul i64 %60, 128
+	%65 = add i64 %54, %64
+	%66 = add i64 %65, 128
+	%67 = icmp sle i64 %66, %n
+	br i1 %67, label %then.217, label %else.218
 
-row.done.183:
-	%66 = shufflevector <32 x float> %59, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%67 = fadd <32 x float> %59, %66
-	%68 = shufflevector <32 x float> %60, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
-	%69 = fadd <32 x float> %60, %68
-	%70 = shufflevector <32 x float> %67, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
-	%71 = fadd <32 x float> %67, %70
+row.done.216:
+	%68 = shufflevector <32 x float> %61, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%69 = fadd <32 x float> %61, %68
+	%70 = shufflevector <32 x float> %62, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+	%71 = fadd <32 x float> %62, %70
 	%72 = shufflevector <32 x float> %69, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%73 = fadd <32 x float> %69, %72
-	%74 = shufflevector <32 x float> %71, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
+	%74 = shufflevector <32 x float> %71, <32 x float> undef, <32 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23>
 	%75 = fadd <32 x float> %71, %74
 	%76 = shufflevector <32 x float> %73, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%77 = fadd <32 x float> %73, %76
-	%78 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
+	%78 = shufflevector <32 x float> %75, <32 x float> undef, <32 x i32> <i32 4, i32 5, i32 6, i32 7, i32 0, i32 1, i32 2, i32 3, i32 12, i32 13, i32 14, i32 15, i32 8, i32 9, i32 10, i32 11, i32 20, i32 21, i32 22, i32 23, i32 16, i32 17, i32 18, i32 19, i32 28, i32 29, i32 30, i32 31, i32 24, i32 25, i32 26, i32 27>
 	%79 = fadd <32 x float> %75, %78
 	%80 = shufflevector <32 x float> %77, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%81 = fadd <32 x float> %77, %80
-	%82 = shufflevector <32 x float> %79, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%82 = shufflevector <32 x float> %79, <32 x float> undef, <32 x i32> <i32 2, i32 3, i32 0, i32 1, i32 6, i32 7, i32 4, i32 5, i32 10, i32 11, i32 8, i32 9, i32 14, i32 15, i32 12, i32 13, i32 18, i32 19, i32 16, i32 17, i32 22, i32 23, i32 20, i32 21, i32 26, i32 27, i32 24, i32 25, i32 30, i32 31, i32 28, i32 29>
 	%83 = fadd <32 x float> %79, %82
 	%84 = shufflevector <32 x float> %81, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
 	%85 = fadd <32 x float> %81, %84
-	%86 = extractelement <32 x float> %83, i32 0
-	%87 = getelementptr float, float* %num, i64 %44
-	store float %86, float* %87, align 4
+	%86 = shufflevector <32 x float> %83, <32 x float> undef, <32 x i32> <i32 1, i32 0, i32 3, i32 2, i32 5, i32 4, i32 7, i32 6, i32 9, i32 8, i32 11, i32 10, i32 13, i32 12, i32 15, i32 14, i32 17, i32 16, i32 19, i32 18, i32 21, i32 20, i32 23, i32 22, i32 25, i32 24, i32 27, i32 26, i32 29, i32 28, i32 31, i32 30>
+	%87 = fadd <32 x float> %83, %86
 	%88 = extractelement <32 x float> %85, i32 0
-	%89 = getelementptr float, float* %den, i64 %44
+	%89 = getelementptr float, float* %num, i64 %46
 	store float %88, float* %89, align 4
-	%90 = add i64 %44, 1
-	br label %task.head.178
+	%90 = extractelement <32 x float> %87, i32 0
+	%91 = getelementptr float, float* %den, i64 %46
+	store float %90, float* %91, align 4
+	%92 = add i64 %46, 1
+	br label %task.head.211
 
-then.184:
-	%91 = getelementptr float, float* %49, i64 %63
-	%92 = bitcast float* %91 to <128 x float>*
-	%93 = load <128 x float>, <128 x float>* %92, align 4
-	%94 = getelementptr float, float* %51, i64 %63
-	%95 = bitcast float* %94 to <128 x float>*
-	%96 = load <128 x float>, <128 x float>* %95, align 4
-	%97 = insertelement <128 x float> undef, float %27, i32 0
-	%98 = shufflevector <128 x float> %97, <128 x float> undef, <128 x i32> zeroinitializer
+then.217:
+	%93 = getelementptr float, float* %51, i64 %65
+	%94 = bitcast float* %93 to <128 x float>*
+	%95 = load <128 x float>, <128 x float>* %94, align 4
+	%96 = getelementptr float, float* %53, i64 %65
+	%97 = bitcast float* %96 to <128 x float>*
+	%98 = load <128 x float>, <128 x float>* %97, align 4
 	%99 = insertelement <128 x float> undef, float %29, i32 0
 	%100 = shufflevector <128 x float> %99, <128 x float> undef, <128 x i32> zeroinitializer
 	%101 = insertelement <128 x float> undef, float %31, i32 0
 	%102 = shufflevector <128 x float> %101, <128 x float> undef, <128 x i32> zeroinitializer
-	%103 = fdiv <128 x float> %93, %98
-	%104 = fdiv <128 x float> %96, %100
-	%105 = fcmp uge <128 x float> %102, %104
-	%106 = select <128 x i1> %105, <128 x float> %102, <128 x float> %104
-	%107 = fcmp uno <128 x float> %104, %104
+	%103 = insertelement <128 x float> undef, float %33, i32 0
+	%104 = shufflevector <128 x float> %103, <128 x float> undef, <128 x i32> zeroinitializer
+	%105 = fdiv <128 x float> %95, %100
+	%106 = fdiv <128 x float> %98, %102
+	%107 = fcmp uge <128 x float> %104, %106
 	%108 = select <128 x i1> %107, <128 x float> %104, <128 x float> %106
-	%109 = bitcast <128 x float> %103 to <128 x i32>
-	%110 = and <128 x i32> %109, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%111 = bitcast <128 x i32> %110 to <128 x float>
-	%112 = fcmp oeq <128 x float> %108, %102
-	%113 = select <128 x i1> %112, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%114 = fmul <128 x float> %113, %111
-	%115 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%116 = fadd <32 x float> %59, %115
-	%117 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%118 = fadd <32 x float> %116, %117
-	%119 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%109 = fcmp uno <128 x float> %106, %106
+	%110 = select <128 x i1> %109, <128 x float> %106, <128 x float> %108
+	%111 = bitcast <128 x float> %105 to <128 x i32>
+	%112 = and <128 x i32> %111, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%113 = bitcast <128 x i32> %112 to <128 x float>
+	%114 = fcmp oeq <128 x float> %110, %104
+	%115 = select <128 x i1> %114, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%116 = fmul <128 x float> %115, %113
+	%117 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%118 = fadd <32 x float> %61, %117
+	%119 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%120 = fadd <32 x float> %118, %119
-	%121 = shufflevector <128 x float> %114, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%121 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%122 = fadd <32 x float> %120, %121
-	%123 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%124 = fadd <32 x float> %60, %123
-	%125 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%126 = fadd <32 x float> %124, %125
-	%127 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%123 = shufflevector <128 x float> %116, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%124 = fadd <32 x float> %122, %123
+	%125 = shufflevector <128 x float> %113, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%126 = fadd <32 x float> %62, %125
+	%127 = shufflevector <128 x float> %113, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
 	%128 = fadd <32 x float> %126, %127
-	%129 = shufflevector <128 x float> %111, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%129 = shufflevector <128 x float> %113, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
 	%130 = fadd <32 x float> %128, %129
-	br label %join.186
+	%131 = shufflevector <128 x float> %113, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%132 = fadd <32 x float> %130, %131
+	br label %join.219
 
-else.185:
-	%131 = insertelement <128 x i64> undef, i64 %63, i32 0
-	%132 = shufflevector <128 x i64> %131, <128 x i64> undef, <128 x i32> zeroinitializer
-	%133 = add <128 x i64> %132, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%134 = insertelement <128 x i64> undef, i64 %n, i32 0
-	%135 = shufflevector <128 x i64> %134, <128 x i64> undef, <128 x i32> zeroinitializer
-	%136 = icmp slt <128 x i64> %133, %135
-	%137 = getelementptr float, float* %49, i64 %63
-	%138 = bitcast float* %137 to <128 x float>*
-	%139 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %138, i32 4, <128 x i1> %136, <128 x float> zeroinitializer)
-	%140 = getelementptr float, float* %51, i64 %63
-	%141 = bitcast float* %140 to <128 x float>*
-	%142 = call <128 x float> @llvm.masked.load.v128f32.p0v128f32(<128 x float>* %141, i32 4, <128 x i1> %136, <128 x float> zeroinitializer)
-	%143 = insertelement <128 x float> undef, float %27, i32 0
-	%144 = shufflevector <128 x float> %143, <128 x float> undef, <128 x i32> zeroinitializer
-	%145 = insertelement <128 x float> undef, float %29, i32 0
-	%146 = shufflevector <128 x float> %145, <128 x float> undef, <128 x i32> zeroinitializer
-	%147 = insertelement <128 x float> undef, float %31, i32 0
-	%148 = shufflevector <128 x float> %147, <128 x float> undef, <128 x i32> zeroinitializer
-	%149 = fdiv <128 x float> %139, %144
-	%150 = fdiv <128 x float> %142, %146
-	%151 = fcmp uge <128 x float> %148, %150
-	%152 = select <128 x i1> %151, <128 x float> %148, <128 x float> %150
-	%153 = fcmp uno <128 x float> %150, %150
-	%154 = select <128 x i1> %153, <128 x float> %150, <128 x float> %152
-	%155 = bitcast <128 x float> %149 to <128 x i32>
-	%156 = and <128 x i32> %155, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
-	%157 = bitcast <128 x i32> %156 to <128 x float>
-	%158 = fcmp oeq <128 x float> %154, %148
-	%159 = select <128 x i1> %158, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
-	%160 = fmul <128 x float> %159, %157
-	%161 = select <128 x i1> %136, <128 x float> %160, <128 x float> zeroinitializer
-	%162 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%163 = fadd <32 x float> %59, %162
-	%164 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%165 = fadd <32 x float> %163, %164
-	%166 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%167 = fadd <32 x float> %165, %166
-	%168 = shufflevector <128 x float> %161, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%169 = fadd <32 x float> %167, %168
-	%170 = select <128 x i1> %136, <128 x float> %157, <128 x float> zeroinitializer
-	%171 = shufflevector <128 x float> %170, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%172 = fadd <32 x float> %60, %171
-	%173 = shufflevector <128 x float> %170, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%174 = fadd <32 x float> %172, %173
-	%175 = shufflevector <128 x float> %170, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%176 = fadd <32 x float> %174, %175
-	%177 = shufflevector <128 x float> %170, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%178 = fadd <32 x float> %176, %177
-	br label %join.186
+else.218:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%133 = bitcast <128 x float>* %1 to float*
+	%134 = sub i64 %n, %65
+	br label %pad.head.220
 
-join.186:
-	%179 = phi <32 x float> [ %122, %then.184 ], [ %169, %else.185 ]
-	%180 = phi <32 x float> [ %130, %then.184 ], [ %178, %else.185 ]
-	%181 = add i64 %58, 1
-	br label %row.head.181
+join.219:
+	%135 = phi <32 x float> [ %124, %then.217 ], [ %192, %pad.done.225 ]
+	%136 = phi <32 x float> [ %132, %then.217 ], [ %201, %pad.done.225 ]
+	%137 = add i64 %60, 1
+	br label %row.head.214
+
+pad.head.220:
+	%138 = phi i64 [ 0, %else.218 ], [ %144, %pad.221 ]
+	%139 = icmp slt i64 %138, %134
+	br i1 %139, label %pad.221, label %pad.done.222
+
+pad.221:
+	%140 = add i64 %65, %138
+	%141 = getelementptr float, float* %51, i64 %140
+	%142 = load float, float* %141, align 4
+	%143 = getelementptr float, float* %133, i64 %138
+	store volatile float %142, float* %143, align 4
+	%144 = add i64 %138, 1
+	br label %pad.head.220
+
+pad.done.222:
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%145 = bitcast <128 x float>* %0 to float*
+	%146 = sub i64 %n, %65
+	br label %pad.head.223
+
+pad.head.223:
+	%147 = phi i64 [ 0, %pad.done.222 ], [ %153, %pad.224 ]
+	%148 = icmp slt i64 %147, %146
+	br i1 %148, label %pad.224, label %pad.done.225
+
+pad.224:
+	%149 = add i64 %65, %147
+	%150 = getelementptr float, float* %53, i64 %149
+	%151 = load float, float* %150, align 4
+	%152 = getelementptr float, float* %145, i64 %147
+	store volatile float %151, float* %152, align 4
+	%153 = add i64 %147, 1
+	br label %pad.head.223
+
+pad.done.225:
+	%154 = insertelement <128 x i64> undef, i64 %65, i32 0
+	%155 = shufflevector <128 x i64> %154, <128 x i64> undef, <128 x i32> zeroinitializer
+	%156 = add <128 x i64> %155, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%157 = insertelement <128 x i64> undef, i64 %n, i32 0
+	%158 = shufflevector <128 x i64> %157, <128 x i64> undef, <128 x i32> zeroinitializer
+	%159 = icmp slt <128 x i64> %156, %158
+	%160 = getelementptr float, float* %133, i64 0
+	%161 = bitcast float* %160 to <128 x float>*
+	%162 = load <128 x float>, <128 x float>* %161, align 4
+	%163 = getelementptr float, float* %145, i64 0
+	%164 = bitcast float* %163 to <128 x float>*
+	%165 = load <128 x float>, <128 x float>* %164, align 4
+	%166 = insertelement <128 x float> undef, float %29, i32 0
+	%167 = shufflevector <128 x float> %166, <128 x float> undef, <128 x i32> zeroinitializer
+	%168 = insertelement <128 x float> undef, float %31, i32 0
+	%169 = shufflevector <128 x float> %168, <128 x float> undef, <128 x i32> zeroinitializer
+	%170 = insertelement <128 x float> undef, float %33, i32 0
+	%171 = shufflevector <128 x float> %170, <128 x float> undef, <128 x i32> zeroinitializer
+	%172 = fdiv <128 x float> %162, %167
+	%173 = fdiv <128 x float> %165, %169
+	%174 = fcmp uge <128 x float> %171, %173
+	%175 = select <128 x i1> %174, <128 x float> %171, <128 x float> %173
+	%176 = fcmp uno <128 x float> %173, %173
+	%177 = select <128 x i1> %176, <128 x float> %173, <128 x float> %175
+	%178 = bitcast <128 x float> %172 to <128 x i32>
+	%179 = and <128 x i32> %178, <i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF, i32 u0x7FFFFFFF>
+	%180 = bitcast <128 x i32> %179 to <128 x float>
+	%181 = fcmp oeq <128 x float> %177, %171
+	%182 = select <128 x i1> %181, <128 x float> <float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0, float 1.0>, <128 x float> <float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0, float 0.0>
+	%183 = fmul <128 x float> %182, %180
+	%184 = select <128 x i1> %159, <128 x float> %183, <128 x float> zeroinitializer
+	%185 = shufflevector <128 x float> %184, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%186 = fadd <32 x float> %61, %185
+	%187 = shufflevector <128 x float> %184, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%188 = fadd <32 x float> %186, %187
+	%189 = shufflevector <128 x float> %184, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%190 = fadd <32 x float> %188, %189
+	%191 = shufflevector <128 x float> %184, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%192 = fadd <32 x float> %190, %191
+	%193 = select <128 x i1> %159, <128 x float> %180, <128 x float> zeroinitializer
+	%194 = shufflevector <128 x float> %193, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%195 = fadd <32 x float> %62, %194
+	%196 = shufflevector <128 x float> %193, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%197 = fadd <32 x float> %195, %196
+	%198 = shufflevector <128 x float> %193, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%199 = fadd <32 x float> %197, %198
+	%200 = shufflevector <128 x float> %193, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%201 = fadd <32 x float> %199, %200
+	br label %join.219
 }
 
 define void @fiber_nocorr_clamp_mass_cpu(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind {
@@ -6075,5 +10583,11 @@ entry:
 	ret void
 }
 
+define void @fiber_nocorr_clamp_mass_cpu_avx512(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @fiber_nocorr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_nocorr_abi = constant [65 x i8] c"43d3821e166ff6bbb41c786cc80f0a9629960626b1541fd32d736f5ef2830a17\00"
+@fiber_nocorr_abi = constant [65 x i8] c"acd7a70c8b179943dd4b60de1f5bc8e1eabf6772a1684dcb8a511079b8c184b2\00"

@@ -25,22 +25,19 @@ type Diagnostic struct {
 	lib, fn    uintptr
 }
 
-// OpenDiagnostic loads symbol from the shared object at path, preferring
-// its AVX2 twin as Open does; numBuffers and numScalars are the step's.
+// OpenDiagnostic loads symbol from the shared object at path in the best
+// variant, as Open does; numBuffers and numScalars are the step's.
 func OpenDiagnostic(path, symbol string, numBuffers, numScalars int) (*Diagnostic, error) {
-	return openDiagnostic(path, symbol, numBuffers, numScalars, preferAVX2())
+	return OpenDiagnosticISA(path, symbol, "", numBuffers, numScalars)
 }
 
-// OpenDiagnosticSymbol is OpenDiagnostic without the AVX2 preference.
-func OpenDiagnosticSymbol(path, symbol string, numBuffers, numScalars int) (*Diagnostic, error) {
-	return openDiagnostic(path, symbol, numBuffers, numScalars, false)
-}
-
-func openDiagnostic(path, symbol string, numBuffers, numScalars int, twin bool) (*Diagnostic, error) {
+// OpenDiagnosticISA is OpenDiagnostic for the variant named isa, as
+// OpenISA.
+func OpenDiagnosticISA(path, symbol, isa string, numBuffers, numScalars int) (*Diagnostic, error) {
 	if numBuffers < 2 || numScalars < 1 {
 		return nil, fmt.Errorf("hostkernel: %s takes the step's buffers and scalars: not %d buffers and %d scalars", symbol, numBuffers, numScalars)
 	}
-	f, err := load(path, symbol, twin)
+	f, err := load(path, symbol, isa)
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/fibergen/fibergen/internal/hostisa"
 )
 
 // Range is the kernel's struct fibergen_range: the coordinates [Lo, Hi) of
@@ -38,60 +39,82 @@ type Kernel struct {
 	lib, fn    uintptr
 }
 
-// Open loads the shared object at path and looks up symbol, or its AVX2
-// twin symbol_avx2 where the CPU has AVX2 and the shared object exports it
-// (the same operations, so the same bits; FIBERGEN_HOST_ISA=generic turns
-// the preference off); numBuffers and numScalars describe its arguments
-// (codegen/llvm: llvmgen.Module). Kernel.Name says which symbol runs.
+// Open loads the shared object at path and looks up symbol in the best
+// variant this CPU runs (ISAs) that the shared object exports — e.g.
+// symbol_avx512 on a CPU with AVX-512 — or symbol itself; the variants
+// perform the same operations, so they compute the same bits.
+// numBuffers and numScalars describe its arguments (codegen/llvm:
+// llvmgen.Module). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
-	return openStep(path, symbol, numBuffers, numScalars, preferAVX2())
+	return OpenISA(path, symbol, "", numBuffers, numScalars)
 }
 
-// preferAVX2 reports whether this CPU runs AVX2 code and the user did not
-// ask for the generic host functions.
-var preferAVX2 = sync.OnceValue(func() bool {
-	if runtime.GOARCH != "amd64" || os.Getenv("FIBERGEN_HOST_ISA") == "generic" {
-		return false
-	}
-	info, err := os.ReadFile("/proc/cpuinfo")
-	return err == nil && cpuHasAVX2(string(info))
-})
-
-// cpuHasAVX2 reports whether the flags of /proc/cpuinfo list everything
-// x86-64-v3 needs.
-func cpuHasAVX2(cpuinfo string) bool {
-	for _, line := range strings.Split(cpuinfo, "\n") {
-		if !strings.HasPrefix(line, "flags") {
-			continue
-		}
-		flags := map[string]bool{}
-		for _, f := range strings.Fields(line) {
-			flags[f] = true
-		}
-		for _, need := range []string{"avx", "avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm"} {
-			if !flags[need] {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// OpenSymbol is Open without the AVX2 preference: it runs symbol itself.
-func OpenSymbol(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
-	return openStep(path, symbol, numBuffers, numScalars, false)
-}
-
-func openStep(path, symbol string, numBuffers, numScalars int, twin bool) (*Kernel, error) {
+// OpenISA is Open for the variant named isa ("generic", "avx2",
+// "avx512"), which this CPU must run; "" picks as Open does.
+func OpenISA(path, symbol, isa string, numBuffers, numScalars int) (*Kernel, error) {
 	if numBuffers < 2 || numScalars < 1 {
 		return nil, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
 	}
-	f, err := load(path, symbol, twin)
+	f, err := load(path, symbol, isa)
 	if err != nil {
 		return nil, err
 	}
 	return &Kernel{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, nil
+}
+
+// ISAs returns the names of the variants of the host functions this CPU
+// runs, the best first: the widest its /proc/cpuinfo flags allow, down to
+// "generic". FIBERGEN_HOST_ISA=generic|avx2|avx512 caps the list at that
+// variant; another value is an error.
+func ISAs() ([]string, error) {
+	vs, err := runnable()
+	var names []string
+	for _, v := range vs {
+		names = append(names, v.Name)
+	}
+	return names, err
+}
+
+// runnable lists the variants this CPU runs, the best first, as ISAs.
+var runnable = sync.OnceValues(func() ([]hostisa.Variant, error) {
+	info, _ := os.ReadFile("/proc/cpuinfo") // without it, only the generic variant runs
+	return runnableOn(runtime.GOARCH, string(info), os.Getenv("FIBERGEN_HOST_ISA"))
+})
+
+// runnableOn lists the variants for goarch that a CPU with /proc/cpuinfo
+// text cpuinfo runs, the best first, capped at the variant named limit
+// ("" for none).
+func runnableOn(goarch, cpuinfo, limit string) ([]hostisa.Variant, error) {
+	if _, ok := hostisa.ByName(limit); !ok && limit != "" {
+		return nil, fmt.Errorf("hostkernel: FIBERGEN_HOST_ISA=%s: want generic, avx2 or avx512", limit)
+	}
+	var out []hostisa.Variant
+	for _, v := range hostisa.For(goarch) {
+		if v.Supported(cpuinfo) {
+			out = append([]hostisa.Variant{v}, out...)
+		}
+		if v.Name == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// candidates lists the variants load tries for isa, the best first.
+func candidates(isa string) ([]hostisa.Variant, error) {
+	vs, err := runnable()
+	if err != nil || isa == "" {
+		return vs, err
+	}
+	for _, v := range vs {
+		if v.Name == isa {
+			return []hostisa.Variant{v}, nil
+		}
+	}
+	if _, ok := hostisa.ByName(isa); !ok {
+		return nil, fmt.Errorf("hostkernel: no variant %q: want generic, avx2 or avx512", isa)
+	}
+	return nil, fmt.Errorf("hostkernel: the %s variant does not run here (this CPU lacks its instructions, or FIBERGEN_HOST_ISA rules it out)", isa)
 }
 
 // loaded is an entry point looked up in a shared object, which it holds
@@ -101,22 +124,25 @@ type loaded struct {
 	lib, fn uintptr
 }
 
-// load opens the shared object at path and looks up symbol, or with twin
-// its AVX2 twin symbol_avx2 where the shared object exports it.
-func load(path, symbol string, twin bool) (loaded, error) {
+// load opens the shared object at path and looks up symbol in the first
+// variant of candidates(isa) that the shared object exports.
+func load(path, symbol, isa string) (loaded, error) {
+	vs, err := candidates(isa)
+	if err != nil {
+		return loaded{}, err
+	}
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return loaded{}, fmt.Errorf("hostkernel: cannot load %s: %w", path, err)
 	}
-	if fn, err := purego.Dlsym(lib, symbol+"_avx2"); err == nil && twin {
-		return loaded{symbol + "_avx2", lib, fn}, nil
+	for _, v := range vs {
+		if fn, err := purego.Dlsym(lib, symbol+v.Suffix); err == nil {
+			return loaded{symbol + v.Suffix, lib, fn}, nil
+		}
 	}
-	fn, err := purego.Dlsym(lib, symbol)
-	if err != nil {
-		purego.Dlclose(lib)
-		return loaded{}, fmt.Errorf("hostkernel: %s has no function %s (rebuild it with fibergen build): %w", path, symbol, err)
-	}
-	return loaded{symbol, lib, fn}, nil
+	purego.Dlclose(lib)
+	want := symbol + vs[len(vs)-1].Suffix
+	return loaded{}, fmt.Errorf("hostkernel: %s has no function %s (rebuild it with fibergen build)", path, want)
 }
 
 // pointers pins the buffers and returns their addresses; an empty buffer

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -64,8 +65,13 @@ func sequence(n int, start, step float32) []float32 {
 
 func TestRun(t *testing.T) {
 	k := open(t)
-	if (k.Name != "tiny_cpu" && k.Name != "tiny_cpu_avx2") || k.NumBuffers != 2 || k.NumScalars != 2 {
-		t.Fatalf("kernel %+v", k)
+	isas, err := hostkernel.ISAs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _ := hostisa.ByName(isas[0])
+	if k.Name != "tiny_cpu"+best.Suffix || k.NumBuffers != 2 || k.NumScalars != 2 {
+		t.Fatalf("kernel %+v, want the %s variant", k, best.Name)
 	}
 	// theta = 1, 2, ..., 11 and g = 4, 8, ..., 44 with lr = 0.25: every
 	// updated coordinate becomes theta - g/4 = 0, exactly.

@@ -42,21 +42,26 @@ type privatizeC struct {
 // Privatize is an optimizer's loaded privatize host functions: norms,
 // scales and sum.
 type Privatize struct {
-	Names [3]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx2"
+	Names [3]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx512"
 	libs  [3]uintptr
 	fns   [3]uintptr
 }
 
 // OpenPrivatize loads the shared object at path and looks up the three
-// host functions symbols (norms, scales, sum), preferring their AVX2 twins
-// as Open does.
+// host functions symbols (norms, scales, sum) in the best variant, as Open
+// does.
 func OpenPrivatize(path string, symbols []string) (*Privatize, error) {
+	return OpenPrivatizeISA(path, symbols, "")
+}
+
+// OpenPrivatizeISA is OpenPrivatize for the variant named isa, as OpenISA.
+func OpenPrivatizeISA(path string, symbols []string, isa string) (*Privatize, error) {
 	if len(symbols) != 3 {
 		return nil, fmt.Errorf("hostkernel: the privatize functions are norms, scales and sum, not %q", symbols)
 	}
 	p := &Privatize{}
 	for i, s := range symbols {
-		f, err := load(path, s, preferAVX2())
+		f, err := load(path, s, isa)
 		if err != nil {
 			p.Close()
 			return nil, err
