@@ -3,7 +3,7 @@
 and threads, as a Markdown table and a plot (docs/benchmarks.md).
 
 Usage: python3 scripts/bench_scaling.py [--fibergen _build/fibergen] [--generated generated]
-           [--optimizers fiber,dp_adamw,dp_sgd] [--n 1M,4M,16M,64M] [--threads 1,2]
+           [--optimizers fiber,dp_adamw,dp_sgd] [--n 64K,256K,1M,4M,16M,64M] [--threads 1,2]
            [--steps 20] [--plot docs/bench_scaling.png] [--json]
 
 Every cell runs `fibergen bench GENERATED/NAME --n N --threads T --steps S
@@ -81,7 +81,7 @@ def main() -> int:
     ap.add_argument("--fibergen", default=shutil.which("fibergen") or "_build/fibergen")
     ap.add_argument("--generated", type=Path, default=Path("generated"))
     ap.add_argument("--optimizers", default="fiber,dp_adamw,dp_sgd")
-    ap.add_argument("--n", default="1M,4M,16M,64M")
+    ap.add_argument("--n", default="64K,256K,1M,4M,16M,64M")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--plot", type=Path)

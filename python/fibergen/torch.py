@@ -39,6 +39,20 @@ __all__ = ["Optimizer", "per_example_grads", "FibergenError", "NonFiniteGradient
 _STATE_DICT_FORMAT = "fibergen-torch-1"
 
 
+# How far apart, in floats, the host buffers start in their 4 KiB pages
+# (runtime/buffers.go, bufferStagger): buffers allocated alike all start at
+# one offset, and the host step's loads then alias its stores (2x slower
+# at some sizes).
+_STAGGER = 80
+
+
+def _buffer(k: int, n: int, dev: torch.device) -> torch.Tensor:
+    """n float32 zeros for the k-th flat buffer (theta, g, the states), on
+    the CPU starting k·_STAGGER floats into its storage."""
+    pad = k * _STAGGER % 1024 if dev.type == "cpu" else 0
+    return torch.zeros(pad + n, dtype=torch.float32, device=dev)[pad:]
+
+
 class _Group:
     """One parameter group: its coordinates [start, stop) of the flat
     buffers, this rank's part [lo, hi) of them, its states and its runtime
@@ -151,8 +165,7 @@ class Optimizer(torch.optim.Optimizer):
         self._slice = -(-self.numel // self._world)
         self._slice += -self._slice % 4  # whole Philox groups of four per rank
         total = self._slice * self._world
-        self._theta = torch.zeros(total, dtype=torch.float32, device=dev)
-        self._grad = torch.zeros(total, dtype=torch.float32, device=dev)
+        self._theta, self._grad = _buffer(0, total, dev), _buffer(1, total, dev)
         off = 0
         with torch.no_grad():
             for p in params:
@@ -176,7 +189,7 @@ class Optimizer(torch.optim.Optimizer):
                 else dict(self._opts, backend="cpu", offset=lo)
             g = _Group(_lib.Handle(self._path, **opts), start, stop, lo, hi)
             self._apply_hypers(g, pg)
-            g.states = [torch.empty(g.n, dtype=torch.float32, device=self._device) for _ in self._states]
+            g.states = [_buffer(2 + k, g.n, self._device) for k in range(len(self._states))]
             if cuda:
                 g.handle.init_device_states(self._ptrs(g), g.n)
             else:

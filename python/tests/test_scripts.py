@@ -1,0 +1,54 @@
+"""The benchmark scripts under scripts/ run end to end on a tiny n, so that
+they do not rot between the sessions that record their numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+SCRIPTS = ROOT / "scripts"
+
+
+def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_bench_torch_cpu(generated: Path) -> None:
+    out = run([str(SCRIPTS / "bench_torch_cpu.py"), "--optimizers", "dp_sgd,fiber", "--n", "4K",
+               "--threads", "1", "--steps", "2", "--json"], env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["n"] == 4096 and r["threads"] == 1
+    for name in ("dp_sgd", "fiber"):
+        x = r["optimizers"][name]
+        assert x["fibergen_ms"] > 0 and x["torch_ms"] > 0
+        assert x["ratio"] == x["torch_ms"] / x["fibergen_ms"]
+        assert x["host_kernel"].startswith(f"{name}_cpu")
+
+
+def test_bench_torch_cpu_without_torch() -> None:
+    # As if PyTorch were not installed: `import torch` fails.
+    code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = ['bench_torch_cpu.py']; "
+            f"runpy.run_path({str(SCRIPTS / 'bench_torch_cpu.py')!r}, run_name='__main__')")
+    out = run(["-c", code])
+    assert out.returncode == 0 and out.stdout == ""
+    assert "skipped: PyTorch is not installed" in out.stderr
+
+
+def test_bench_torch_cpu_unknown_optimizer() -> None:
+    out = run([str(SCRIPTS / "bench_torch_cpu.py"), "--optimizers", "disk"])
+    assert out.returncode == 2 and "no PyTorch peer for disk" in out.stderr
+
+
+def test_bench_scaling(fibergen_bin: Path, generated: Path, tmp_path: Path) -> None:
+    plot = tmp_path / "scaling.png"
+    out = run([str(SCRIPTS / "bench_scaling.py"), "--fibergen", str(fibergen_bin), "--generated", str(generated),
+               "--optimizers", "dp_sgd,fiber", "--n", "4K,8K", "--threads", "1,2", "--steps", "1", "--plot", str(plot)])
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| dp_sgd") or line.startswith("| fiber")]
+    assert len(rows) == 8  # 2 optimizers × 2 sizes × 2 thread counts
+    assert plot.stat().st_size > 0
