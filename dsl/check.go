@@ -12,7 +12,7 @@ const (
 	StateObj           // state m = 0
 	LocalObj           // nu = g - gt inside step
 	BuiltinObj         // g, theta, t, sigma_w2
-	FuncObj            // sqrt, abs, min, max, attenuation, attenuation_t
+	FuncObj            // sqrt, abs, sign, min, max, attenuation, attenuation_t
 )
 
 // Object is what an identifier denotes.
@@ -36,6 +36,7 @@ var universe = map[string]*Object{
 	"abs":           {Kind: FuncObj, Name: "abs", Arity: 1},
 	"min":           {Kind: FuncObj, Name: "min", Arity: 2},
 	"max":           {Kind: FuncObj, Name: "max", Arity: 2},
+	"sign":          {Kind: FuncObj, Name: "sign", Arity: 1},
 	"attenuation":   {Kind: FuncObj, Name: "attenuation", Arity: 1},
 	"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
 }
@@ -51,6 +52,10 @@ type Info struct {
 	Hypers []*Object               // in declaration order
 	States []*Object               // in declaration order
 	Locals []*Object               // in binding order
+	// Warnings are what is legal but likely a mistake (an unused hyper, a
+	// state nothing reads), "warning: ..." at its position, for a file
+	// without errors; fibergen check prints them.
+	Warnings ErrorList
 }
 
 // Check resolves names and enforces the language rules on a parsed file.
@@ -76,6 +81,9 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 	c.declareStates()
 	c.checkObserve()
 	c.checkStep()
+	if !partial && len(c.errs) == 0 {
+		c.warnUnused()
+	}
 	return c.info, c.errs
 }
 

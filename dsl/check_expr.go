@@ -155,6 +155,9 @@ func (c *checker) checkPow(x *BinaryExpr, base, exp value) {
 		c.errorf(x.Y.Pos(), "exponent of ** must be per-step uniform, but it is per-coordinate")
 	case base.varying && !exp.isConst:
 		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be a constant integer (x ** 2); a per-step exponent works only on per-step values")
+	case base.varying && (exp.c == 0.5 || exp.c == -0.5):
+		hint := map[bool]string{true: "sqrt(x)", false: "1 / sqrt(x)"}[exp.c > 0]
+		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer, not %g: for a square root write %s, which every target rounds alike", exp.c, hint)
 	case base.varying && (exp.c != math.Trunc(exp.c) || math.Abs(exp.c) > lang.MaxPowExponent):
 		c.errorf(x.Y.Pos(), "with a per-coordinate base the exponent of ** must be an integer between -%d and %d, not %g", lang.MaxPowExponent, lang.MaxPowExponent, exp.c)
 	case base.isConst && base.c == 0 && exp.isConst && exp.c < 0:
@@ -199,7 +202,7 @@ func (c *checker) callee(id *Ident, s *scope) {
 		c.errorf(id.NamePos, "%s is not a function", id.Name)
 		return
 	}
-	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, min, max, attenuation and attenuation_t)", id.Name)
+	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, sign, min, max, attenuation and attenuation_t)", id.Name)
 }
 
 // IsAttenuation reports whether name is attenuation or attenuation_t, the

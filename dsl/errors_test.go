@@ -137,6 +137,7 @@ var errorSources = []struct{ name, src string }{
 	{"constant overflow", "optimizer x\nstate m = 10 ** 400 // ERROR col=14 \"the constant 10 \\*\\* 400 is \\+Inf: constants must be finite\"\nstep { m = m\n theta = theta }"},
 	{"constant NaN", "optimizer x\nstep { theta = theta * sqrt(-1) } // ERROR col=24 \"the constant sqrt\\(-1\\) is NaN\""},
 	{"CR-only line endings", "optimizer x\rstep { theta = theta }\r // ERROR col=12 \"a carriage return without a newline: fibergen reads LF or CRLF line endings\""},
+	{"line continued before an operator", "optimizer x\nhyper lr = 1\nstep {\n\ttheta = theta - lr\n\t\t* g // ERROR col=3 \"found '\\*': the line before ends the statement, as it ends in a name, a number or '\\)'; to continue an expression on the next line, end the line before with the operator\"\n}"},
 	{"line continued", "optimizer x\nhyper lr = 1\nstep {\n\ttheta = theta -\n\t\tlr * g +\n\t\t(lr // ERROR col=7 \"expected '\\)', found newline\"\n}"},
 }
 

@@ -69,9 +69,15 @@ type parser struct {
 	pos   Pos
 	lit   string
 	depth int
+	// prevNewline: the token before this one ended a line (an inserted
+	// newline separator).
+	prevNewline bool
 }
 
-func (p *parser) next() { p.tok, p.pos, p.lit = p.s.next() }
+func (p *parser) next() {
+	p.prevNewline = p.tok == SEMI && p.lit == "\n"
+	p.tok, p.pos, p.lit = p.s.next()
+}
 
 func (p *parser) errorf(pos Pos, format string, args ...any) { p.errs.Addf(pos, format, args...) }
 
@@ -242,7 +248,11 @@ func (p *parser) parseDiagnostic() {
 func (p *parser) parseStmt(d *StepDecl) {
 	n := len(p.errs)
 	if p.tok != IDENT {
-		p.errorExpected("assignment (name = expression)")
+		if p.tok >= ADD && p.tok <= POW && p.prevNewline {
+			p.errorf(p.pos, "expected assignment (name = expression), found %s: the line before ends the statement, as it ends in a name, a number or ')'; to continue an expression on the next line, end the line before with the operator", describe(p.tok, p.lit))
+		} else {
+			p.errorExpected("assignment (name = expression)")
+		}
 		p.skipToEnd()
 		return
 	}

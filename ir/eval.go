@@ -11,7 +11,7 @@ import (
 // conversions, stores) map to 0. An array: the interpreter asks per element.
 var arith = [...]lang.Op{
 	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
-	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0,
+	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0, OpSign: lang.Sign,
 }
 
 // lang is o as an operation of the language; 0 for the IR's own operations.

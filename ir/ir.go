@@ -45,6 +45,7 @@ const (
 	OpAbs
 	OpMin
 	OpMax
+	OpSign   // 1 if Args[0] > 0, -1 if < 0, else Args[0] (lang.SignOf)
 	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
 	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
 	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
@@ -56,7 +57,7 @@ var opNames = [...]string{
 	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpNeg: "neg", OpAdd: "add",
 	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
-	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store",
+	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store", OpSign: "sign",
 }
 
 func (o Op) String() string {

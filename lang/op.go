@@ -18,11 +18,12 @@ const (
 	Abs
 	Min
 	Max
-	Eq // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
+	Eq   // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
+	Sign // 1 where x > 0, -1 where x < 0, else x itself (±0, NaN)
 )
 
 var spellings = [...]string{Neg: "-", Add: "+", Sub: "-", Mul: "*", Div: "/", Pow: "**",
-	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq"}
+	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq", Sign: "sign"}
 
 // String is the operation as the DSL writes it: an operator or a
 // function's name.
@@ -34,12 +35,12 @@ func (o Op) String() string {
 }
 
 // Calls are the built-in functions that are operations, by name.
-var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max}
+var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign}
 
 // Arity is the number of operands of o.
 func (o Op) Arity() int {
 	switch o {
-	case Neg, Sqrt, Abs:
+	case Neg, Sqrt, Abs, Sign:
 		return 1
 	}
 	return 2
@@ -99,6 +100,8 @@ func eval[T ~float32 | ~float64](o Op, x, y T) T {
 			return 1
 		}
 		return 0
+	case Sign:
+		return SignOf(x)
 	}
 	return T(math.NaN())
 }
@@ -112,6 +115,19 @@ func MaxOf[T ~float32 | ~float64](x, y T) T {
 	}
 	if y != y || y >= x {
 		return y
+	}
+	return x
+}
+
+// SignOf is the DSL's sign: 1 if x > 0, -1 if x < 0, else x (so ±0 keep
+// their sign and NaN stays NaN). Every target implements exactly this
+// selection, so it is exact everywhere.
+func SignOf[T ~float32 | ~float64](x T) T {
+	if x > 0 {
+		return 1
+	}
+	if x < 0 {
+		return -1
 	}
 	return x
 }

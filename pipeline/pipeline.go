@@ -25,6 +25,7 @@ type Unit struct {
 	Src       []byte
 	File      *dsl.File
 	Canonical []byte          // dsl.Format(File)
+	Warnings  dsl.ErrorList   // legal but likely mistakes (dsl.Info.Warnings)
 	Func      *ir.Func        // optimized
 	Noise     *noise.Analysis // of the step as lowered (lower.Lower)
 	GoCode    []byte          // the generated Go package
@@ -41,7 +42,7 @@ func Check(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f)}
+	u := &Unit{Path: path, Src: src, File: f, Canonical: dsl.Format(f), Warnings: info.Warnings}
 	var err error
 	if u.Func, u.Noise, err = lower.Build(f, info); err != nil {
 		if el := (dsl.ErrorList{}); errors.As(err, &el) {

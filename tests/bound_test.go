@@ -305,6 +305,33 @@ func (b adamWBound) step(t int, _ float64, theta ev, g float64, st []ev, _ *floa
 }
 
 // sgdBound is DP-SGD's step in ev arithmetic.
+// signE is the DSL's sign. Where a's error interval excludes 0, fibergen's
+// sign is the oracle's, exactly; else it may be any of -1, 0 and 1.
+func signE(a ev) ev {
+	s := 0.0
+	switch {
+	case a.x > 0:
+		s = 1
+	case a.x < 0:
+		s = -1
+	}
+	if math.Abs(a.x) > a.e {
+		return ev{s, 0, s}
+	}
+	return ev{s, 1 + math.Abs(s), -1}
+}
+
+// lionBound is DP-Lion's step: c from the old m, θ, then m.
+type lionBound struct{ h oracle.Lion }
+
+func (b lionBound) step(_ int, _ float64, theta ev, g float64, st []ev, _ *float64) ev {
+	h, m := b.h, &st[0]
+	c := add(mul(host(h.Beta1), *m), mul(host(1-h.Beta1), exact(g)))
+	next := sub(theta, mul(host(h.Lr), add(signE(c), mul(host(h.Wd), theta))))
+	*m = add(mul(host(h.Beta2), *m), mul(host(1-h.Beta2), exact(g)))
+	return next
+}
+
 type sgdBound struct{ lr float64 }
 
 func (b sgdBound) step(_ int, _ float64, theta ev, g float64, _ []ev, _ *float64) ev {

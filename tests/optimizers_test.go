@@ -10,6 +10,7 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_adam"
 	"github.com/fibergen/fibergen/generated/dp_adambc"
 	"github.com/fibergen/fibergen/generated/dp_adamw"
+	"github.com/fibergen/fibergen/generated/dp_lion"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
@@ -68,6 +69,7 @@ var optimizers = []*optimizer{
 	{name: "fiber_bccorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberBCCorrImpl, newRef: newFiberBCCorrRef, pkg: goPackage{fiber_bccorr.Defaults, fiber_bccorr.NewHost, fiber_bccorr.Step}},
 	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step}},
 	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step}},
+	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step}},
 }
 
 func optimizerNamed(name string) *optimizer {
@@ -296,6 +298,36 @@ func newSGDRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return sgdRef{oracle.NewDPSGD(lr)}, sgdBound{lr}, nil
+}
+
+type lionImpl struct{ *dp_lion.Optimizer }
+
+func (o lionImpl) States() [][]float32 { return [][]float32{o.M} }
+
+func newLionImpl(sets []setting, n int) (implementation, error) {
+	h := dp_lion.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := dp_lion.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return lionImpl{o}, nil
+}
+
+type lionRef struct{ *oracle.DPLion }
+
+func (o lionRef) States() [][]float64 { return [][]float64{o.M} }
+func (o lionRef) SetT(t int)          { o.T = t }
+
+func newLionRef(sets []setting, n int) (reference, bounded, error) {
+	h := oracle.Lion{Lr: 1e-4, Beta1: 0.9, Beta2: 0.99} // Chen et al.'s defaults, λ = 0
+	if err := setFields(map[string]*float64{"lr": &h.Lr, "beta1": &h.Beta1, "beta2": &h.Beta2, "wd": &h.Wd}, sets); err != nil {
+		return nil, nil, err
+	}
+	return lionRef{oracle.NewDPLion(h, n)}, lionBound{h}, nil
 }
 
 type adamImpl struct{ *dp_adam.Optimizer }

@@ -53,6 +53,11 @@ var hyperSets = map[string][][]setting{
 		nil,
 		{{"lr", 0.05}},
 	},
+	"dp_lion": {
+		nil,
+		{{"wd", 0.1}},
+		{{"lr", 1e-3}, {"beta1", 1}, {"beta2", 0.9}, {"wd", 0.01}},
+	},
 	"dp_adam": {
 		nil,
 		{{"wd", 0.01}},

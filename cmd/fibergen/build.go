@@ -162,6 +162,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	units, ok := compileAll(files, stderr, checkFile) // no code generated
 	for _, u := range units {                         // each file that checks, whatever the others do
+		u.Warnings.Print(stderr, u.Src)
 		fmt.Fprintf(stdout, "%s: ok\n", u.Path)
 	}
 	if !ok {

@@ -47,6 +47,24 @@ func TestCheckShipped(t *testing.T) {
 	}
 }
 
+// TestCheckWarns: a legal file with an unused hyper checks ok, exit 0,
+// the warning with its caret on stderr; build does not print it.
+func TestCheckWarns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.dsl")
+	src := "optimizer w\nhyper lr = 0.1\nhyper wd = 0\nstep { theta = theta - lr * g }\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runMain("check", path)
+	want := path + ":3:7: warning: hyper wd is never used\n\thyper wd = 0\n\t      ^\n"
+	if r.code != 0 || r.stdout != path+": ok\n" || r.stderr != want {
+		t.Errorf("check: code %d, stdout %q, stderr %q; want 0 and the warning %q", r.code, r.stdout, r.stderr, want)
+	}
+	if r := mustRun(t, "build", "-o", t.TempDir(), path); strings.Contains(r.stdout, "warning") {
+		t.Errorf("build printed %q", r.stdout)
+	}
+}
+
 // TestCheckGoesOn checks every file whatever the others do: the good ones
 // are ok on stdout, the missing one an error, the exit status 1.
 func TestCheckGoesOn(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 
 // backendNames are the shipped optimizers whose backends
 // TestRunBackendsIdentical compares: all of them.
-var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler"}
+var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler", "dp_lion"}
 
 // TestRunBackendsIdentical checks that --backend go, --backend cpu and
 // --backend ptxsim (the PTX on the simulator; any NaN matches any NaN, the
@@ -228,4 +229,29 @@ func countEqual(a, b []float32) int {
 		}
 	}
 	return k
+}
+
+// TestSignEveryBackend: sign is 1 above 0, -1 below, and the value itself
+// at ±0 and NaN (lang.SignOf), the same bits on every backend — NaN
+// payload included, as sign only selects.
+func TestSignEveryBackend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "signs.dsl")
+	if err := os.WriteFile(path, []byte("optimizer signs\nstep { theta = sign(theta) }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var diag strings.Builder
+	u := compileFile(path, &diag)
+	if u == nil {
+		t.Fatal(diag.String())
+	}
+	nan := math.Float32frombits(0x7fc01234)
+	inf := float32(math.Inf(1))
+	in := []float32{0, float32(math.Copysign(0, -1)), nan, inf, -inf, 1e-45, -1e-45, 3, -3}
+	want := []float32{0, float32(math.Copysign(0, -1)), nan, 1, -1, 1, -1, 1, -1}
+	for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+		got := runBackend(t, u, b, runtime.Noise{}, in, make([]float32, len(in)))[0]
+		if !sameBits(got, want) {
+			t.Errorf("%s: sign(%v) = %v, want %v", b, in, got, want)
+		}
+	}
 }

@@ -97,6 +97,9 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 	case v.Op == ir.OpEq && f32:
 		e.g.helpers["eqOf"] = true
 		return jen.Id("eqOf").Call(a, e.ref(v.Args[1]))
+	case v.Op == ir.OpSign:
+		e.g.helpers["signOf"] = true
+		return jen.Id("signOf").Call(a)
 	case v.Op == ir.OpMin, v.Op == ir.OpMax:
 		name := v.Op.String() + "Of"
 		e.g.helpers[name] = true

@@ -36,7 +36,7 @@ var reserved = map[string]bool{
 	"math": true, "fmt": true, "theta": true, "g": true, "err": true,
 	"float32": true, "float64": true, "len": true, "panic": true, "int": true,
 	"error": true, "string": true, "nil": true, "true": true, "false": true,
-	"maxOf": true, "minOf": true, "abs32": true, "hyperField": true,
+	"maxOf": true, "minOf": true, "abs32": true, "signOf": true, "hyperField": true,
 	"nz": true, "cache": true, "noiseCache": true,
 }
 

@@ -141,6 +141,15 @@ func (g *generator) genHelpers() {
 		g.file.Func().Id("abs32").Params(jen.Id("x").Float32()).Float32().Block(
 			jen.Return(jen.Qual("math", "Float32frombits").Call(jen.Qual("math", "Float32bits").Call(jen.Id("x")).Op("&^").Parens(jen.Lit(1).Op("<<").Lit(31)))))
 	}
+	if g.helpers["signOf"] {
+		x := jen.Id("x")
+		g.file.Comment("signOf is the DSL's sign: 1 if x > 0, -1 if x < 0, else x (±0 and NaN as they are).")
+		g.file.Func().Id("signOf").Types(jen.Id("T").Union(jen.Float32(), jen.Float64())).Params(x.Clone().Id("T")).Id("T").Block(
+			jen.If(x.Clone().Op(">").Lit(0)).Block(jen.Return(jen.Lit(1))),
+			jen.If(x.Clone().Op("<").Lit(0)).Block(jen.Return(jen.Lit(-1))),
+			jen.Return(x),
+		)
+	}
 }
 
 // genMinMax emits maxOf or minOf with the DSL's semantics (lang.MaxOf): NaN if

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/fibergen/fibergen/internal/hostisa"
-
 	"github.com/fibergen/fibergen/ir"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
@@ -260,13 +259,13 @@ func targetVariant(f *llvm.Func, v hostisa.Variant) {
 	}
 }
 
-// emitHostTwins emits the host function of s once per instruction-set
+// emitHostVariants emits the host function of s once per instruction-set
 // variant (hostisa.All), as <symbol><variant suffix> for the variant's CPU,
 // each calling inner(variant) with its arguments: the loops live in the
 // always-inlined inner functions, and each entry point gets its own copy
 // for its target. The same IEEE operations run on every variant, so all
 // compute the same bits.
-func (k *kernel) emitHostTwins(s signature, inner func(hostisa.Variant) *llvm.Func) {
+func (k *kernel) emitHostVariants(s signature, inner func(hostisa.Variant) *llvm.Func) {
 	for _, v := range hostisa.All() {
 		f, b := k.newEntry(s, s.symbol+v.Suffix)
 		targetVariant(f, v)

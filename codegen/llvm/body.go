@@ -87,6 +87,8 @@ func (k *kernel) instr(b *llvm.Block, v *ir.Value, vals map[*ir.Value]value.Valu
 		return b.NewCall(sqrtF32(k.m), arg(0)), nil
 	case ir.OpMin, ir.OpMax:
 		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax), nil
+	case ir.OpSign:
+		return selectSign(b, 1, arg(0)), nil
 	}
 	return nil, fmt.Errorf("llvmgen: %s: no kernel code for %s", k.Name, v.Op)
 }

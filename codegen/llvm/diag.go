@@ -100,6 +100,8 @@ func (k *kernel) lanesInstr(b *llvm.Block, w lanes, v *ir.Value, vals map[*ir.Va
 		return b.NewCall(w.sqrt(k.m), arg(0))
 	case ir.OpMin, ir.OpMax:
 		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax)
+	case ir.OpSign:
+		return selectSign(b, w, arg(0))
 	case ir.OpEq:
 		return b.NewSelect(b.NewFCmp(enum.FPredOEQ, arg(0), arg(1)), w.f(1), w.f(0))
 	}
@@ -157,5 +159,5 @@ func (k *kernel) emitDiagHost(d *ir.Diagnostic, idx []int, sig signature) {
 	r := k.diagReduction(d, idx, a.scalars)
 	done := k.hostReduce(f, b, r, k.readPtrs(d, a.ptrs), []value.Value{ps[5], ps[6]}, ps[2], ps[3], ps[4])
 	done.NewRet(nil)
-	k.emitHostTwins(sig, sameLoops(f))
+	k.emitHostVariants(sig, sameLoops(f))
 }

@@ -33,7 +33,7 @@ func (k *kernel) emitHostFuncs() {
 	for _, w := range hostWidths() {
 		loops[w] = k.emitHostLoops(sig, w)
 	}
-	k.emitHostTwins(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
+	k.emitHostVariants(sig, func(v hostisa.Variant) *llvm.Func { return loops[hostGroupsFor(v)] })
 }
 
 // emitHostLoops emits <name>_host<w>, the host function's loops whose main

@@ -60,6 +60,15 @@ func selectMinMax(b *llvm.Block, a, c value.Value, isMax bool) value.Value {
 	return b.NewSelect(b.NewFCmp(enum.FPredUNO, a, a), a, pick)
 }
 
+// selectSign is the DSL's sign (lang.SignOf): 1 if x > 0, -1 if x < 0,
+// else x itself (±0, and a NaN with its bits), x a float or w lanes of
+// floats: two ordered comparisons and two selects, exact on every target.
+func selectSign(b *llvm.Block, w lanes, x value.Value) value.Value {
+	zero := w.f(0)
+	neg := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, zero), w.f(-1), x)
+	return b.NewSelect(b.NewFCmp(enum.FPredOGT, x, zero), w.f(1), neg)
+}
+
 func constantUndef(t types.Type) value.Value { return constant.NewUndef(t) }
 
 // intrinsic returns the declaration of an LLVM intrinsic in m, adding it on

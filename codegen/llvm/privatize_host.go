@@ -40,7 +40,7 @@ func (k *kernel) emitPrivatizeHost() {
 				return k.hostSum(f, b, p, two)
 			})
 		}
-		k.emitHostTwins(sig, sameLoops(f))
+		k.emitHostVariants(sig, sameLoops(f))
 	}
 }
 

@@ -493,3 +493,37 @@ func (o *Doppler) Step(theta, g []float64, sigmaW2 float64) {
 	}
 	o.T++
 }
+
+// Lion holds Lion's hypers (Chen et al. 2023, Algorithm 2).
+type Lion struct {
+	Lr, Beta1, Beta2, Wd float64 // η, β1, β2, λ
+}
+
+// DPLion is Lion on the privatized gradient: c_t = β1 m_{t-1} + (1 − β1) g_t,
+// θ_t = θ_{t-1} − η (sign(c_t) + λ θ_{t-1}), m_t = β2 m_{t-1} + (1 − β2) g_t.
+type DPLion struct {
+	H Lion
+	M []float64
+	T int
+}
+
+// NewDPLion returns DP-Lion over n coordinates with m = 0.
+func NewDPLion(h Lion, n int) *DPLion { return &DPLion{H: h, M: make([]float64, n)} }
+
+// Step runs step t on theta with the privatized gradient g; sigmaW2 is unused.
+func (o *DPLion) Step(theta, g []float64, sigmaW2 float64) {
+	h := o.H
+	for i := range theta {
+		c := h.Beta1*o.M[i] + (1-h.Beta1)*g[i]
+		s := 0.0
+		switch {
+		case c > 0:
+			s = 1
+		case c < 0:
+			s = -1
+		}
+		theta[i] -= h.Lr * (s + h.Wd*theta[i])
+		o.M[i] = h.Beta2*o.M[i] + (1-h.Beta2)*g[i]
+	}
+	o.T++
+}

@@ -13,7 +13,7 @@ step {
 	m = m +                    // a line ending in an operator goes on
 		g
 	v = (v                     // ERROR col=29 "^expected '\)', found newline$"
-		+ g)                   // ERROR col=3 "^expected assignment \(name = expression\), found '\+'$"
+		+ g)                   // ERROR col=3 "^expected assignment \(name = expression\), found '\+': the line before ends the statement"
 	w w                        // ERROR col=4 "^expected '=' in assignment, found name w$"
 	= w                        // ERROR col=2 "^expected assignment \(name = expression\), found '='$"
 	x = * g                    // ERROR col=6 "^expected expression, found '\*'$"
