@@ -7,7 +7,7 @@ hyper lr = 0.1
 state m = sqrt // ERROR col=11 "^sqrt is a function; call it as sqrt\(...\)$"
 
 step {
-	a = exp(g)          // ERROR col=6 "^undefined function exp \(the functions are sqrt, abs, min, max, attenuation and attenuation_t\)$"
+	a = exp(g)          // ERROR col=6 "^undefined function exp \(the functions are sqrt, abs, sign, min, max, attenuation and attenuation_t\)$"
 	b = sqrt(g, g)      // ERROR col=6 "^sqrt takes 1 argument, got 2$"
 	c = max(g)          // ERROR col=6 "^max takes 2 arguments, got 1$"
 	d = 1 + min()       // ERROR col=10 "^min takes 2 arguments, got 0$"
@@ -15,7 +15,7 @@ step {
 	f = m(2)            // ERROR col=6 "^m is not a function$"
 	h = g(1) + theta(0) // ERROR col=6 "^g is not a function$"
 	i = abs + 1         // ERROR col=6 "^abs is a function; call it as abs\(...\)$"
-	ok = sqrt(abs(g)) + max(min(g, m), -1) + abs(-lr) + max(g, 0,)
+	ok = sqrt(abs(g)) + max(min(g, m), -1) + abs(-lr) + max(g, 0,) + sign(g - m) * sign(lr)
 	m = a + b + c + d + e + f + h + i + ok
 	theta = theta - lr * m
 }
