@@ -66,6 +66,16 @@ func ByName(name string) (Variant, bool) {
 	return Variant{}, false
 }
 
+// Names lists the variants' names for a message: "generic, avx2 or
+// avx512".
+func Names() string {
+	var names []string
+	for _, v := range amd64 {
+		names = append(names, v.Name)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // Supported reports whether the flags lines of cpuinfo (/proc/cpuinfo's
 // text) list everything v needs.
 func (v Variant) Supported(cpuinfo string) bool {

@@ -86,7 +86,7 @@ var runnable = sync.OnceValues(func() ([]hostisa.Variant, error) {
 // ("" for none).
 func runnableOn(goarch, cpuinfo, limit string) ([]hostisa.Variant, error) {
 	if _, ok := hostisa.ByName(limit); !ok && limit != "" {
-		return nil, fmt.Errorf("hostkernel: FIBERGEN_HOST_ISA=%s: want generic, avx2 or avx512", limit)
+		return nil, fmt.Errorf("hostkernel: FIBERGEN_HOST_ISA=%s: want %s", limit, hostisa.Names())
 	}
 	var out []hostisa.Variant
 	for _, v := range hostisa.For(goarch) {
@@ -112,7 +112,7 @@ func candidates(isa string) ([]hostisa.Variant, error) {
 		}
 	}
 	if _, ok := hostisa.ByName(isa); !ok {
-		return nil, fmt.Errorf("hostkernel: no variant %q: want generic, avx2 or avx512", isa)
+		return nil, fmt.Errorf("hostkernel: no variant %q: want %s", isa, hostisa.Names())
 	}
 	return nil, fmt.Errorf("hostkernel: the %s variant does not run here (this CPU lacks its instructions, or FIBERGEN_HOST_ISA rules it out)", isa)
 }
