@@ -40,7 +40,7 @@ import (
 
 const usage = `usage:
   fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
-  fibergen check FILE...                 report errors; exit 1 if there are any
+  fibergen check FILE...                 report errors (and warnings); exit 1 if there are errors
   fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
