@@ -1,8 +1,10 @@
 package runtime
 
-// bufferStagger is the distance, in float32s, between the offsets in their
-// 4 KiB pages at which consecutive buffers start (320 bytes: five cache
-// lines, so each stays 64-byte aligned where its allocation is).
+import "unsafe"
+
+// bufferStagger is the distance, in bytes, between the offsets in their
+// 4 KiB pages at which consecutive buffers start: five cache lines, so each
+// stays 64-byte aligned where its allocation is.
 //
 // Buffers of a power-of-two size, allocated one after the other, all start
 // at the same offset in their pages, and a step that streams through seven
@@ -12,12 +14,13 @@ package runtime
 // same cache sets. fiber's host step at n = 64M took 2.05 ns a coordinate
 // against 1.16 at 48M (docs/benchmarks.md); staggered, it runs at the
 // speed of the sizes in between.
-const bufferStagger = 80
+const bufferStagger = 320
 
-// newBuffer returns n zero float32s for the k-th of an optimizer's flat
-// buffers (theta, g, then the states), starting k·bufferStagger floats into
-// its allocation.
-func newBuffer(k, n int) []float32 {
-	pad := k * bufferStagger % 1024
-	return make([]float32, pad+n)[pad : pad+n : pad+n]
+// newBuffer returns n zero elements for the k-th of an optimizer's flat
+// buffers (theta, g, then the states; the bench copy's source and
+// destination), starting k·bufferStagger bytes (modulo a page) into its
+// allocation.
+func newBuffer[T float32 | byte](k, n int) []T {
+	pad := k * bufferStagger % 4096 / int(unsafe.Sizeof(T(0)))
+	return make([]T, pad+n)[pad : pad+n : pad+n]
 }

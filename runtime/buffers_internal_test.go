@@ -18,7 +18,7 @@ func TestNewBufferStaggers(t *testing.T) {
 	const n = 1 << 20
 	seen := map[uintptr]int{}
 	for k := range 12 {
-		b := newBuffer(k, n)
+		b := newBuffer[float32](k, n)
 		if len(b) != n || cap(b) != n {
 			t.Fatalf("buffer %d: len %d cap %d, want %d", k, len(b), cap(b), n)
 		}

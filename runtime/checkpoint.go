@@ -573,7 +573,7 @@ func decode(data []byte) (*checkpoint, *loadError) {
 	}
 	c.bufs = make([][]float32, len(h.Buffers))
 	for k := range c.bufs {
-		b := newBuffer(bufIndex(k), int(h.N)) // may become the optimizer's own (restoreBuffers)
+		b := newBuffer[float32](bufIndex(k), int(h.N)) // may become the optimizer's own (restoreBuffers)
 		for i := range b {
 			b[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
@@ -725,7 +725,7 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	switch {
 	case o.back == nil && o.bufs == nil:
 		nb := make([][]float32, 2+o.prog.NumStates())
-		nb[1] = newBuffer(1, o.n)
+		nb[1] = newBuffer[float32](1, o.n)
 		for k, b := range bufs {
 			nb[bufIndex(k)] = b
 		}

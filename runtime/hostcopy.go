@@ -1,9 +1,6 @@
 package runtime
 
-import (
-	"sync"
-	"unsafe"
-)
+import "sync"
 
 // HostCopy is the baseline a CPU step is measured against: a copy that
 // moves the same number of bytes (half read, half written), split into
@@ -20,8 +17,7 @@ func NewHostCopy(bytes int64, threads int) *HostCopy {
 	half := int((bytes/2 + 63) &^ 63)
 	// Staggered as the optimizer's buffers are (newBuffer), so that the
 	// baseline is not slowed where a step is not.
-	asBytes := func(f []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f)) }
-	c := &HostCopy{src: asBytes(newBuffer(0, half/4)), dst: asBytes(newBuffer(1, half/4))}
+	c := &HostCopy{src: newBuffer[byte](0, half), dst: newBuffer[byte](1, half)}
 	per := (half/max(threads, 1) + 63) &^ 63
 	for lo := 0; lo < half; lo += per {
 		c.parts = append(c.parts, [2]int{lo, min(lo+per, half)})

@@ -520,7 +520,7 @@ func (o *Optimizer) ready() error {
 	if o.bufs == nil {
 		o.bufs = make([][]float32, 2+o.prog.NumStates())
 		for i := range o.bufs {
-			o.bufs[i] = newBuffer(i, o.n)
+			o.bufs[i] = newBuffer[float32](i, o.n)
 		}
 		for _, t := range o.tensors {
 			copy(o.bufs[0][t.Offset:], t.init)

@@ -146,11 +146,11 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	if tc.Linker == "" {
 		return errors.New("fibergen needs a linker for the host kernel (Debian package binutils or lld-14: apt-get install -y binutils)")
 	}
-	variants := hostisa.For(goruntime.GOARCH)
+	variants, hosts := hostisa.For(goruntime.GOARCH), entryPoints(ll, false)
 	objs, errs := make([][]byte, len(variants)), make([]error, len(variants))
 	var wg sync.WaitGroup
 	for i, v := range variants {
-		keep := variantEntries(ll, v)
+		keep := variantEntries(hosts, v)
 		if v.Name == hostisa.Generic.Name {
 			keep = append(keep, strings.TrimSuffix(fn, "_cpu")+"_abi") // the module's ABI stamp, once
 		}
@@ -165,11 +165,11 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	return tc.link(objs, path)
 }
 
-// variantEntries lists the host functions of the module text ll that are
-// compiled for the variant v.
-func variantEntries(ll string, v hostisa.Variant) []string {
+// variantEntries lists the host functions among hosts that are compiled
+// for the variant v.
+func variantEntries(hosts []string, v hostisa.Variant) []string {
 	var out []string
-	for _, fn := range entryPoints(ll, false) {
+	for _, fn := range hosts {
 		if hostisa.Of(fn).Name == v.Name {
 			out = append(out, fn)
 		}

@@ -40,9 +40,9 @@ _STATE_DICT_FORMAT = "fibergen-torch-1"
 
 
 # How far apart, in floats, the host buffers start in their 4 KiB pages
-# (runtime/buffers.go, bufferStagger): buffers allocated alike all start at
-# one offset, and the host step's loads then alias its stores (2x slower
-# at some sizes).
+# (runtime/buffers.go, bufferStagger, 320 bytes): buffers allocated alike
+# all start at one offset, and the host step's loads then alias its stores
+# (2x slower at some sizes).
 _STAGGER = 80
 
 

@@ -18,12 +18,7 @@ import (
 //
 // which computes num[c] and den[c], the partial sums of chunk c of the n
 // coordinates, for the chunks [lo, hi).
-type Diagnostic struct {
-	Name       string // the symbol that runs
-	NumBuffers int    // theta, g, then the states, as the step's
-	NumScalars int    // the step's host scalars, then sqrt(sigma_w2)
-	lib, fn    uintptr
-}
+type Diagnostic struct{ entry }
 
 // OpenDiagnostic loads symbol from the shared object at path in the best
 // variant, as Open does; numBuffers and numScalars are the step's.
@@ -34,14 +29,11 @@ func OpenDiagnostic(path, symbol string, numBuffers, numScalars int) (*Diagnosti
 // OpenDiagnosticISA is OpenDiagnostic for the variant named isa, as
 // OpenISA.
 func OpenDiagnosticISA(path, symbol, isa string, numBuffers, numScalars int) (*Diagnostic, error) {
-	if numBuffers < 2 || numScalars < 1 {
-		return nil, fmt.Errorf("hostkernel: %s takes the step's buffers and scalars: not %d buffers and %d scalars", symbol, numBuffers, numScalars)
-	}
-	f, err := load(path, symbol, isa)
+	e, err := openEntry(path, symbol, isa, numBuffers, numScalars)
 	if err != nil {
 		return nil, err
 	}
-	return &Diagnostic{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, nil
+	return &Diagnostic{e}, nil
 }
 
 // Run computes the partials of the chunks [lo, hi) of the n coordinates
@@ -82,14 +74,4 @@ func (d *Diagnostic) check(bufs [][]float32, scalars []float32, n int, lo, hi in
 		}
 	}
 	return nil
-}
-
-// Close unloads the shared object; d must not be used after.
-func (d *Diagnostic) Close() error {
-	if d.lib == 0 {
-		return nil
-	}
-	err := purego.Dlclose(d.lib)
-	d.lib, d.fn = 0, 0
-	return err
 }

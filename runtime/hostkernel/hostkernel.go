@@ -32,11 +32,35 @@ type Range struct {
 }
 
 // Kernel is one loaded host function.
-type Kernel struct {
-	Name       string // the symbol, e.g. "fiber_cpu"
+type Kernel struct{ entry }
+
+// entry is a loaded host function that takes the step's buffers and
+// scalars: the step (Kernel) or a diagnostic (Diagnostic).
+type entry struct {
+	Name       string // the symbol that runs, e.g. "fiber_cpu_avx512"
 	NumBuffers int    // theta, g, then the states
 	NumScalars int    // the step's host scalars, then sqrt(sigma_w2)
 	lib, fn    uintptr
+}
+
+// openEntry loads symbol's variant isa (OpenISA) from the shared object at
+// path, for numBuffers buffers and numScalars scalars.
+func openEntry(path, symbol, isa string, numBuffers, numScalars int) (entry, error) {
+	if numBuffers < 2 || numScalars < 1 {
+		return entry{}, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
+	}
+	f, err := load(path, symbol, isa)
+	return entry{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, err
+}
+
+// Close unloads the shared object; the entry point must not be used after.
+func (e *entry) Close() error {
+	if e.lib == 0 {
+		return nil
+	}
+	err := purego.Dlclose(e.lib)
+	e.lib, e.fn = 0, 0
+	return err
 }
 
 // Open loads the shared object at path and looks up symbol in the best
@@ -52,14 +76,11 @@ func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
 // OpenISA is Open for the variant named isa ("generic", "avx2",
 // "avx512"), which this CPU must run; "" picks as Open does.
 func OpenISA(path, symbol, isa string, numBuffers, numScalars int) (*Kernel, error) {
-	if numBuffers < 2 || numScalars < 1 {
-		return nil, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
-	}
-	f, err := load(path, symbol, isa)
+	e, err := openEntry(path, symbol, isa, numBuffers, numScalars)
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{Name: f.name, NumBuffers: numBuffers, NumScalars: numScalars, lib: f.lib, fn: f.fn}, nil
+	return &Kernel{e}, nil
 }
 
 // ISAs returns the names of the variants of the host functions this CPU
@@ -170,16 +191,6 @@ func (k *Kernel) ABI(symbol string) (string, error) {
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 	b := unsafe.Slice((*byte)(p), 64)
 	return string(b), nil
-}
-
-// Close unloads the shared object; the Kernel must not be used after.
-func (k *Kernel) Close() error {
-	if k.lib == 0 {
-		return nil
-	}
-	err := purego.Dlclose(k.lib)
-	k.lib, k.fn = 0, 0
-	return err
 }
 
 // Run steps the coordinates [r.Lo, r.Hi) of bufs in place. Every buffer
