@@ -1,6 +1,10 @@
 package dsl
 
-import "math"
+import (
+	"math"
+
+	"github.com/fibergen/fibergen/lang"
+)
 
 // ObjKind says what a name refers to.
 type ObjKind int
@@ -26,20 +30,22 @@ type Object struct {
 	uses int
 }
 
-// The built-in values and functions.
-var universe = map[string]*Object{
-	"g":             {Kind: BuiltinObj, Name: "g", Varying: true},
-	"theta":         {Kind: BuiltinObj, Name: "theta", Varying: true},
-	"t":             {Kind: BuiltinObj, Name: "t"},
-	"sigma_w2":      {Kind: BuiltinObj, Name: "sigma_w2"},
-	"sqrt":          {Kind: FuncObj, Name: "sqrt", Arity: 1},
-	"abs":           {Kind: FuncObj, Name: "abs", Arity: 1},
-	"min":           {Kind: FuncObj, Name: "min", Arity: 2},
-	"max":           {Kind: FuncObj, Name: "max", Arity: 2},
-	"sign":          {Kind: FuncObj, Name: "sign", Arity: 1},
-	"attenuation":   {Kind: FuncObj, Name: "attenuation", Arity: 1},
-	"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
-}
+// The built-in values and functions: the language's operations that are
+// functions (lang.Calls, with their arities) and the attenuations.
+var universe = func() map[string]*Object {
+	u := map[string]*Object{
+		"g":             {Kind: BuiltinObj, Name: "g", Varying: true},
+		"theta":         {Kind: BuiltinObj, Name: "theta", Varying: true},
+		"t":             {Kind: BuiltinObj, Name: "t"},
+		"sigma_w2":      {Kind: BuiltinObj, Name: "sigma_w2"},
+		"attenuation":   {Kind: FuncObj, Name: "attenuation", Arity: 1},
+		"attenuation_t": {Kind: FuncObj, Name: "attenuation_t", Arity: 1},
+	}
+	for name, op := range lang.Calls {
+		u[name] = &Object{Kind: FuncObj, Name: name, Arity: op.Arity()}
+	}
+	return u
+}()
 
 // Builtin returns the object of a built-in name, or nil.
 func Builtin(name string) *Object { return universe[name] }
