@@ -37,15 +37,15 @@ const missingLLVM = "fibergen needs LLVM 14's llc and opt (Debian package llvm-1
 var FindToolchain = sync.OnceValues(findToolchain)
 
 func findToolchain() (*Toolchain, error) {
-	llc, err := findTool("llc")
-	if err != nil {
-		return nil, err
+	var opt string
+	var optErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { opt, _, optErr = findTool("opt") }) // each probe runs the tool once: at once
+	llc, version, err := findTool("llc")
+	wg.Wait()
+	if err == nil {
+		err = optErr // one message: without LLVM both probes fail alike
 	}
-	opt, err := findTool("opt")
-	if err != nil {
-		return nil, err
-	}
-	version, err := toolVersion(llc)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +59,9 @@ func findToolchain() (*Toolchain, error) {
 	return tc, nil
 }
 
-// findTool finds name-14, then name of version 14.
-func findTool(name string) (string, error) {
+// findTool finds name-14, then name of version 14, and returns its path
+// and version.
+func findTool(name string) (path, version string, err error) {
 	candidates := []string{name + "-14", filepath.Join("/usr/lib/llvm-14/bin", name), name}
 	var found []string
 	for _, c := range candidates {
@@ -69,15 +70,15 @@ func findTool(name string) (string, error) {
 			continue
 		}
 		if v, err := toolVersion(path); err == nil && majorOf(v) == LLVMMajor {
-			return path, nil
+			return path, v, nil
 		} else if err == nil {
 			found = append(found, fmt.Sprintf("%s is LLVM %s", path, v))
 		}
 	}
 	if len(found) > 0 {
-		return "", fmt.Errorf("%s; found only %s", missingLLVM, strings.Join(found, ", "))
+		return "", "", fmt.Errorf("%s; found only %s", missingLLVM, strings.Join(found, ", "))
 	}
-	return "", fmt.Errorf("%s; no %s-14 or %s on PATH or in /usr/lib/llvm-14/bin", missingLLVM, name, name)
+	return "", "", fmt.Errorf("%s; no %s-14 or %s on PATH or in /usr/lib/llvm-14/bin", missingLLVM, name, name)
 }
 
 var versionRE = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)

@@ -54,7 +54,7 @@ func TestFindTool(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fakeTools(t, tc.tools)
-			path, err := findTool("fgtool")
+			path, _, err := findTool("fgtool")
 			if tc.err {
 				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "apt-get install -y llvm-14") {
 					t.Errorf("findTool: %q, %v; want an error mentioning %q and llvm-14", path, err, tc.want)
@@ -70,7 +70,7 @@ func TestFindTool(t *testing.T) {
 
 func TestFindToolRejectsOtherVersion(t *testing.T) {
 	dir := fakeTools(t, map[string]string{"fgtool": "LLVM version 15.0.7", "fgtool-14": "LLVM version 16.0.0"})
-	_, err := findTool("fgtool")
+	_, _, err := findTool("fgtool")
 	if err == nil {
 		t.Fatal("findTool accepted LLVM 15 and 16")
 	}
