@@ -21,12 +21,17 @@ import (
 // kernelDirs caches, per optimizer, a directory laid out as fibergen build
 // lays out generated/<name>/: the checked-in manifest and a shared object
 // built from the checked-in module (generated/ holds none in a clean clone).
+// $FIBERGEN_GENERATED names a fibergen build output to use instead, for a
+// GPU host without LLVM (scripts/gpu-check.sh points it at the bundle's).
 var kernelDirs sync.Map
 
 func kernelDir(t testing.TB, name string) string {
 	t.Helper()
 	if dir, ok := kernelDirs.Load(name); ok {
 		return dir.(string)
+	}
+	if built := os.Getenv("FIBERGEN_GENERATED"); built != "" {
+		return filepath.Join(built, name)
 	}
 	dir := filepath.Join(kernelRoot, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

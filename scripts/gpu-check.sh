@@ -21,7 +21,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin/gpu
 for f in cudadrv.test runtime.test tests.test fibergen libfibergen.so; do
-	[ -x "$bin/$f" ] || { echo "gpu-check: $bin/$f is missing: run 'make gpu-bundle' on a machine with Go first" >&2; exit 2; }
+	[ -f "$bin/$f" ] || { echo "gpu-check: $bin/$f is missing: run 'make gpu-bundle' on a machine with Go first" >&2; exit 2; }
 done
 export FIBERGEN_REQUIRE_CUDA=1
 failed=0
@@ -40,7 +40,7 @@ check() {
 
 { date -u; nvidia-smi; } >"$out/machine.txt" 2>&1
 check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v -test.timeout 30m
-check runtime-cuda "$root/runtime" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v -test.timeout 30m
+check runtime-cuda "$root/runtime" env FIBERGEN_GENERATED="$bin/generated" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v -test.timeout 30m
 check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v -test.timeout 60m
 for n in 64M 256M; do
 	for o in fiber dp_adamw dp_sgd; do
@@ -51,7 +51,7 @@ for n in 64M 256M; do
 	fi
 done
 if python3 -c 'import torch, pytest' 2>/dev/null; then
-	check torch-binding-cuda "$root" env FIBERGEN_LIB="$bin/libfibergen.so" FIBERGEN_GENERATED="$bin/generated" \
+	check torch-binding-cuda "$root" env FIBERGEN_LIB="$bin/libfibergen.so" FIBERGEN_BIN="$bin/fibergen" FIBERGEN_GENERATED="$bin/generated" \
 		python3 -m pytest -v -p no:cacheprovider python/tests/test_cuda.py
 else
 	echo "FAILED  torch-binding-cuda (python3 cannot import torch and pytest)"

@@ -27,9 +27,10 @@ def fibergen_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def generated(fibergen_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if env := os.environ.get("FIBERGEN_GENERATED"):
         return Path(env)
+    fibergen_bin: Path = request.getfixturevalue("fibergen_bin")
     out = tmp_path_factory.mktemp("generated")
     dsl = [str(ROOT / "optimizers" / f"{n}.dsl") for n in OPTIMIZERS]
     subprocess.run([str(fibergen_bin), "build", "-o", str(out), *dsl], check=True, stdout=subprocess.DEVNULL)
