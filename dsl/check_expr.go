@@ -1,7 +1,10 @@
 package dsl
 
 import (
+	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/fibergen/fibergen/lang"
 )
@@ -189,6 +192,9 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		v.isConst = v.isConst && av.isConst
 		args[i] = av.c
 	}
+	if op := lang.Calls[obj.Name]; op.HostOnly() && v.varying {
+		c.errorf(x.Fun.NamePos, "%s of a per-coordinate value: exp, log, sin and cos are computed on the host, in float64, once per step, and the kernels have none; apply %s to hypers, t and sigma_w2 only (a schedule)", obj.Name, obj.Name)
+	}
 	if v.isConst {
 		v.c = fold(lang.Calls[obj.Name], args...)
 		c.checkFinite(x, x.Fun.NamePos, v.c, args...)
@@ -202,8 +208,14 @@ func (c *checker) callee(id *Ident, s *scope) {
 		c.errorf(id.NamePos, "%s is not a function", id.Name)
 		return
 	}
-	c.errorf(id.NamePos, "undefined function %s (the functions are sqrt, abs, sign, min, max, attenuation and attenuation_t)", id.Name)
+	c.errorf(id.NamePos, "undefined function %s (the functions are %s)", id.Name, functionList)
 }
+
+// functionList names the built-in functions for an error message.
+var functionList = func() string {
+	names := slices.Sorted(maps.Keys(lang.Calls))
+	return strings.Join(names, ", ") + ", attenuation and attenuation_t"
+}()
 
 // IsAttenuation reports whether name is attenuation or attenuation_t, the
 // functions of a state whose value the compiler derives.

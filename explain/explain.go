@@ -60,13 +60,25 @@ type Value struct {
 	Value float64 `json:"value"`
 }
 
-// Scalar is a host scalar; Value is given when it depends on hypers only.
+// Scalar is a host scalar; Value is given when it depends on hypers only,
+// Steps when it changes from step to step (a schedule, a bias correction).
 type Scalar struct {
-	Name    string   `json:"name"`
-	Expr    string   `json:"expr"`
-	PerStep bool     `json:"per_step"`
-	Value   *float32 `json:"value,omitempty"`
+	Name    string      `json:"name"`
+	Expr    string      `json:"expr"`
+	PerStep bool        `json:"per_step"`
+	Value   *float32    `json:"value,omitempty"`
+	Steps   []StepValue `json:"steps,omitempty"`
 }
+
+// StepValue is a per-step host scalar at step T, with sigma_w2 = 1 (the
+// runtime sets the noise variance; at 1 a term A·sigma_w2 shows A).
+type StepValue struct {
+	T     int     `json:"t"`
+	Value float32 `json:"value"`
+}
+
+// sampleSteps are the steps at which explain evaluates per-step scalars.
+var sampleSteps = []int{0, 1, 10, 100, 1000, 10000}
 
 // Kernel is what the step kernel reads and writes, and its operation count.
 type Kernel struct {
@@ -131,13 +143,21 @@ func describeObserve(fn *ir.Func, p *interp.Program, h []float64) *Observe {
 }
 
 func describeScalars(fn *ir.Func, p *interp.Program, h []float64) []Scalar {
-	sc := p.HostScalars(h, 0, 0)
+	var at []interp.Scalars
+	for _, t := range sampleSteps {
+		at = append(at, p.HostScalars(h, t, 1))
+	}
 	out := []Scalar{}
 	for i, v := range ir.HostScalars(fn.Step) {
 		s := Scalar{Name: fmt.Sprintf("S%d", i), Expr: ir.ExprString(v), PerStep: ir.DependsOnStep(v)}
 		if !s.PerStep {
-			val := sc.Value(v)
+			val := at[0].Value(v)
 			s.Value = &val
+		}
+		for j, t := range sampleSteps {
+			if s.PerStep {
+				s.Steps = append(s.Steps, StepValue{t, at[j].Value(v)})
+			}
 		}
 		out = append(out, s)
 	}
@@ -185,11 +205,18 @@ func (x *Explanation) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nhost scalars (uniform: computed once per step in float64, passed to the kernel as float32):\n")
 	for _, s := range x.HostScalars {
-		val := "varies with t or sigma_w2"
+		val := "per step, at sigma_w2 = 1:"
 		if s.Value != nil {
 			val = fmt.Sprintf("= %g", *s.Value)
 		}
 		fmt.Fprintf(w, "  %-4s = %-40s %s\n", s.Name, s.Expr, val)
+		if len(s.Steps) > 0 {
+			fmt.Fprintf(w, "        ")
+			for _, v := range s.Steps {
+				fmt.Fprintf(w, " t=%d: %g", v.T, v.Value)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	printAttenuation(w, x)
 	k := x.Kernel

@@ -12,6 +12,7 @@ import (
 var arith = [...]lang.Op{
 	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
 	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0, OpSign: lang.Sign,
+	OpExp: lang.Exp, OpLog: lang.Log, OpSin: lang.Sin, OpCos: lang.Cos,
 }
 
 // lang is o as an operation of the language; 0 for the IR's own operations.

@@ -46,6 +46,10 @@ const (
 	OpMin
 	OpMax
 	OpSign   // 1 if Args[0] > 0, -1 if < 0, else Args[0] (lang.SignOf)
+	OpExp    // uniform only (lang.HostExp)
+	OpLog    // uniform only (lang.HostLog)
+	OpSin    // uniform only (lang.HostSin)
+	OpCos    // uniform only (lang.HostCos)
 	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
 	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
 	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
@@ -58,6 +62,7 @@ var opNames = [...]string{
 	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store", OpSign: "sign",
+	OpExp: "exp", OpLog: "log", OpSin: "sin", OpCos: "cos",
 }
 
 func (o Op) String() string {

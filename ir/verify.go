@@ -103,8 +103,8 @@ func argTypesMatch(v *Value) error {
 	switch {
 	case v.Op == OpF32 && v.Args[0].Type != F64:
 		return fmt.Errorf("f32 of a %s value", v.Args[0].Type)
-	case v.Op == OpPow && v.Type != F64:
-		return fmt.Errorf("pow on %s (only uniform f64 values have pow)", v.Type)
+	case (v.Op == OpPow || v.Op.lang().HostOnly()) && v.Type != F64:
+		return fmt.Errorf("%s on %s (only uniform f64 values have %s)", v.Op, v.Type, v.Op)
 	case v.Op == OpConst && v.Type != F32 && v.Type != F64:
 		return fmt.Errorf("const of type %s", v.Type)
 	case v.Op == OpStore && v.Args[0].Type != F32 && v.Args[0].Type != F64:

@@ -20,10 +20,15 @@ const (
 	Max
 	Eq   // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
 	Sign // 1 where x > 0, -1 where x < 0, else x itself (±0, NaN)
+	Exp  // e**x, per-step uniform values only (HostExp)
+	Log  // natural logarithm, per-step uniform values only (HostLog)
+	Sin  // sine, per-step uniform values only (HostSin)
+	Cos  // cosine, per-step uniform values only (HostCos)
 )
 
 var spellings = [...]string{Neg: "-", Add: "+", Sub: "-", Mul: "*", Div: "/", Pow: "**",
-	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq", Sign: "sign"}
+	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq", Sign: "sign",
+	Exp: "exp", Log: "log", Sin: "sin", Cos: "cos"}
 
 // String is the operation as the DSL writes it: an operator or a
 // function's name.
@@ -35,16 +40,23 @@ func (o Op) String() string {
 }
 
 // Calls are the built-in functions that are operations, by name.
-var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign}
+var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign,
+	"exp": Exp, "log": Log, "sin": Sin, "cos": Cos}
 
 // Arity is the number of operands of o.
 func (o Op) Arity() int {
 	switch o {
-	case Neg, Sqrt, Abs, Sign:
+	case Neg, Sqrt, Abs, Sign, Exp, Log, Sin, Cos:
 		return 1
 	}
 	return 2
 }
+
+// HostOnly reports whether o exists only on per-step uniform values, which
+// the host computes in float64: the kernels have no float32 form of it.
+// (Pow too has none, but a per-coordinate x ** n with a constant integer n
+// is expanded into products.)
+func (o Op) HostOnly() bool { return o == Exp || o == Log || o == Sin || o == Cos }
 
 // Eval64 computes o on the host's float64 values (hypers, t, sigma_w2 and
 // what is computed from them); y is ignored by a unary operation. Constant
@@ -58,20 +70,29 @@ func Eval64(o Op, x, y float64) float64 {
 		return math.Sqrt(x)
 	case Abs:
 		return math.Abs(x)
+	case Exp:
+		return HostExp(x)
+	case Log:
+		return HostLog(x)
+	case Sin:
+		return HostSin(x)
+	case Cos:
+		return HostCos(x)
 	}
 	return eval(o, x, y)
 }
 
 // Eval32 computes o in the kernels' IEEE float32 arithmetic: every result
 // rounded to float32, sqrt correctly rounded. Pow has no float32 form (the
-// compiler expands a per-coordinate power into products): NaN.
+// compiler expands a per-coordinate power into products), nor has a
+// HostOnly operation: NaN.
 func Eval32(o Op, x, y float32) float32 {
-	switch o {
-	case Pow:
+	switch {
+	case o == Pow || o.HostOnly():
 		return float32(math.NaN())
-	case Sqrt:
+	case o == Sqrt:
 		return float32(math.Sqrt(float64(x)))
-	case Abs:
+	case o == Abs:
 		return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
 	}
 	return eval(o, x, y)

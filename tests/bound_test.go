@@ -189,6 +189,19 @@ func (b fiberBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, h
 	return next
 }
 
+// scheduledBound is FiBeR's bound with the learning rate of step t taken
+// from a schedule: the host computes it in float64 and the kernel reads
+// lr_t and lr_t·λ rounded to float32, as host() models.
+type scheduledBound struct {
+	fiberBound
+	s oracle.CosineSchedule
+}
+
+func (b scheduledBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, hist *float64) ev {
+	b.h.Lr = b.s.At(t)
+	return b.fiberBound.step(t, sigmaW2, theta, g, st, hist)
+}
+
 // lookahead is the state lookahead = θ_{t+1} + γ (θ_{t+1} − θ_t) that the
 // compiler adds to a two_point optimizer (oracle.LookaheadPoint): three
 // float32 operations on the bounds of θ_t and θ_{t+1}, whose errors add up

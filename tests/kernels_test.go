@@ -231,7 +231,8 @@ func caseRef(t testing.TB, opt *optimizer, c kernelCase) *goRef {
 
 // distinctHypers moves each hyper of opt off its default — a positive
 // one down by 1.3 % per place in the declaration order, a zero one to
-// 0.011 — keeping each move that leaves the hypers valid.
+// 0.011 and 1 % more per place — keeping each move that leaves the hypers
+// valid.
 func distinctHypers(t testing.TB, opt *optimizer) []setting {
 	t.Helper()
 	m, _, err := manifest.Read(repoPath("generated", opt.name, opt.name+".json"))
@@ -246,7 +247,7 @@ func distinctHypers(t testing.TB, opt *optimizer) []setting {
 	for i, v := range fn.DefaultHypers() {
 		s := setting{fn.HyperNames()[i], v * (1 - 0.013*float64(i+1))}
 		if v == 0 {
-			s.value = 0.011
+			s.value = 0.011 * (1 + 0.01*float64(i))
 		}
 		if _, err := newGoRef(opt.pkg, append(sets, s)); err == nil {
 			sets = append(sets, s)

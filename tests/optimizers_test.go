@@ -14,6 +14,7 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/tests/oracle"
@@ -70,6 +71,7 @@ var optimizers = []*optimizer{
 	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step}},
 	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step}},
 	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step}},
+	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step}},
 }
 
 func optimizerNamed(name string) *optimizer {
@@ -142,6 +144,47 @@ func newFiberRef(sets []setting, n int) (reference, bounded, error) {
 		return nil, nil, err
 	}
 	return fiberRef{oracle.NewFiBeR(h, n)}, newFiberBound(h), nil
+}
+
+type fiberCosineImpl struct{ *fiber_cosine.Optimizer }
+
+func (o fiberCosineImpl) States() [][]float32 { return [][]float32{o.Gt, o.R, o.M, o.V, o.Lookahead} }
+
+func newFiberCosineImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_cosine.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_cosine.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberCosineImpl{o}, nil
+}
+
+type fiberCosineRef struct{ oracle.FiBeRCosine }
+
+func (o fiberCosineRef) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V, o.Lookahead} }
+func (o fiberCosineRef) SetT(t int)          { o.T = t }
+
+// newFiberCosineRef is FiBeR's oracle and bound with the learning rate of
+// oracle.CosineSchedule, whose defaults are fiber_cosine.dsl's.
+func newFiberCosineRef(sets []setting, n int) (reference, bounded, error) {
+	s := oracle.CosineSchedule{Lr: 1e-3, Warmup: 100, Steps: 10000}
+	var rest []setting
+	for _, x := range sets {
+		if p, ok := map[string]*float64{"lr": &s.Lr, "lr_min": &s.LrMin, "warmup": &s.Warmup, "steps": &s.Steps}[x.name]; ok {
+			*p = x.value
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	h, err := fiberHypers(rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fiberCosineRef{oracle.FiBeRCosine{FiBeR: oracle.NewFiBeR(h, n), Schedule: s}}, scheduledBound{newFiberBound(h), s}, nil
 }
 
 type diskImpl struct{ *disk.Optimizer }

@@ -83,6 +83,11 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.01}, {"omega", 0.3}}, // A_t approaches A slowly: ρ = √0.7
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
 	},
+	"fiber_cosine": {
+		nil, // warmup over 100 steps, then the first of 10000 of the cosine
+		{{"warmup", 10}, {"steps", 200}, {"lr_min", 1e-5}, {"wd", 0.01}, {"lr", 1e-2}}, // the whole cosine, then lr_min
+		{{"warmup", 1}, {"steps", 1}, {"lr", 1e-2}, {"omega", 0.5}},                    // no warmup, no cosine: lr_min = 0 from step 1
+	},
 	"doppler": {
 		nil,
 		// Complex poles of modulus √0.4 (a resonant low-pass), unit DC gain.

@@ -170,6 +170,16 @@ func TestBuildThroughLink(t *testing.T) {
 	checkGenerated(t, real, []string{"dp_sgd"})
 }
 
+// TestExplainSchedule: explain shows a learning-rate schedule's values
+// at a few steps, with the warmup and the cosine's end in them.
+func TestExplainSchedule(t *testing.T) {
+	r := mustRun(t, "explain", optPath("fiber_cosine"), "--set", "warmup=10", "--set", "steps=1000")
+	want := "t=0: 0.0001 t=1: 0.0002 t=10: 0.0009999975 t=100: 0.0009792971 t=1000: 0 t=10000: 0\n"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("explain output lacks %q:\n%s", want, r.stdout)
+	}
+}
+
 func TestExplainHuman(t *testing.T) {
 	r := mustRun(t, "explain", optPath("fiber"), "--set", "lr=0.01")
 	for _, want := range []string{
@@ -177,7 +187,8 @@ func TestExplainHuman(t *testing.T) {
 		"lr         = 0.01         default 0.001 (0, inf)",
 		"host scalars (uniform: computed once per step in float64, passed to the kernel as float32):",
 		"= 1 - omega", // a constant host scalar
-		"varies with t or sigma_w2",
+		"= 1 - beta1 ** (t + 1)                     per step, at sigma_w2 = 1:",
+		" t=0: 0.1 t=1: 0.19 t=10: 0.6861894 ", // the bias correction at a few steps
 		"kernel (varying: per coordinate, float32): reads g gt r m v theta; writes r gt m v theta lookahead;",
 		"a          = (1 - kappa) / (kappa * gamma) = 0.9523809523809524 at t = 0",
 	} {

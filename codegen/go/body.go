@@ -100,6 +100,9 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 	case v.Op == ir.OpSign:
 		e.g.helpers["signOf"] = true
 		return jen.Id("signOf").Call(a)
+	case hostMath[v.Op] != "":
+		e.g.helpers[hostMath[v.Op]] = true
+		return jen.Id(unexported(hostMath[v.Op])).Call(a)
 	case v.Op == ir.OpMin, v.Op == ir.OpMax:
 		name := v.Op.String() + "Of"
 		e.g.helpers[name] = true
@@ -126,3 +129,7 @@ func (e *env) hostPart(b *ir.Block) []jen.Code {
 	}
 	return code
 }
+
+// hostMath names lang's function for each operation that only uniform
+// values have, which the generated file splices from lang/hostmath.go.
+var hostMath = map[ir.Op]string{ir.OpExp: "HostExp", ir.OpLog: "HostLog", ir.OpSin: "HostSin", ir.OpCos: "HostCos"}

@@ -1,6 +1,8 @@
 package gogen
 
 import (
+	"slices"
+
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/lang"
 )
@@ -149,6 +151,22 @@ func (g *generator) genHelpers() {
 			jen.If(x.Clone().Op("<").Lit(0)).Block(jen.Return(jen.Lit(-1))),
 			jen.Return(x),
 		)
+	}
+	g.spliceHostMath()
+}
+
+// spliceHostMath splices lang's exp, log, sin and cos that the host part
+// of the step calls.
+func (g *generator) spliceHostMath() {
+	var roots []string
+	for _, name := range hostMath {
+		if g.helpers[name] {
+			roots = append(roots, name)
+		}
+	}
+	if len(roots) > 0 {
+		slices.Sort(roots)
+		g.splice(hostMathFile, roots...)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/gain"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
 )
@@ -34,9 +35,10 @@ type spliceSource struct {
 // The files the generator splices. reduce's exported names stay exported:
 // they are API of the generated packages (Privatize, SumChunk, Ratio).
 var (
-	rngCore    = spliceSource{path: "rng/core.go", text: rng.CoreSource}
-	reduceCore = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
-	gainFile   = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}
+	rngCore      = spliceSource{path: "rng/core.go", text: rng.CoreSource}
+	reduceCore   = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
+	gainFile     = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}
+	hostMathFile = spliceSource{path: "lang/hostmath.go", text: lang.HostMathSource, unexport: true}
 )
 
 // splice adds to the generated file the declarations of src that roots
@@ -250,14 +252,20 @@ func unexportedNames(f *ast.File) (map[string]string, error) {
 		if !ast.IsExported(name) {
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(name)
-		to := string(unicode.ToLower(r)) + name[size:]
+		to := unexported(name)
 		if used[to] {
 			return nil, fmt.Errorf("cannot rename %s to %s, which it uses already", name, to)
 		}
 		renames[name] = to
 	}
 	return renames, nil
+}
+
+// unexported is name with its first letter lower case: what a spliced
+// file's exported name becomes in the generated file.
+func unexported(name string) string {
+	r, size := utf8.DecodeRuneInString(name)
+	return string(unicode.ToLower(r)) + name[size:]
 }
 
 // declaredNames lists the names of f's functions, methods, types, consts,

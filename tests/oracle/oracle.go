@@ -107,6 +107,35 @@ func (o *FiBeR) step(theta, g []float64, sigmaFilt2 float64) {
 	o.T++
 }
 
+// CosineSchedule is linear warmup then half a cosine: the learning rate of
+// step t is LrMin + (Lr − LrMin)·w·(1 + cos(π p))/2 with the warmup factor
+// w = min((t+1)/Warmup, 1) and the cosine's progress
+// p = min(max(t+1 − Warmup, 0)/max(Steps − Warmup, 1), 1).
+type CosineSchedule struct {
+	Lr, LrMin, Warmup, Steps float64
+}
+
+// At is the learning rate of step t.
+func (s CosineSchedule) At(t int) float64 {
+	step := float64(t + 1)
+	w := math.Min(step/s.Warmup, 1)
+	p := math.Min(math.Max(step-s.Warmup, 0)/math.Max(s.Steps-s.Warmup, 1), 1)
+	return s.LrMin + (s.Lr-s.LrMin)*w*(1+math.Cos(math.Pi*p))/2
+}
+
+// FiBeRCosine is FiBeR whose learning rate follows Schedule (H.Lr is set
+// before every step).
+type FiBeRCosine struct {
+	*FiBeR
+	Schedule CosineSchedule
+}
+
+// Step runs step t with the learning rate Schedule.At(t).
+func (o FiBeRCosine) Step(theta, g []float64, sigmaW2 float64) {
+	o.H.Lr = o.Schedule.At(o.T)
+	o.FiBeR.Step(theta, g, sigmaW2)
+}
+
 // DiSKHypers are DiSK's hypers; Gamma shapes only the observation and
 // places its look-ahead point.
 type DiSKHypers struct {
