@@ -12,6 +12,7 @@ type File struct {
 	Optimizer *OptimizerDecl // nil if missing
 	Hypers    []*HyperDecl
 	States    []*StateDecl
+	Scalars   []*ScalarDecl
 	Observe   *ObserveDecl // nil if absent
 	Step      *StepDecl    // nil if missing
 	Diags     []*DiagnosticDecl
@@ -58,6 +59,14 @@ type StateDecl struct {
 	Init    Expr
 }
 
+// ScalarDecl is `scalar NAME = INIT`: a per-step uniform value carried from
+// step to step on the host, in float64, updated in the step's host block.
+type ScalarDecl struct {
+	Keyword Pos
+	Name    *Ident
+	Init    Expr
+}
+
 // ObserveDecl is `observe KIND(arg = expr, ...)`, the observation that forms
 // the gradient before clipping and noise (for now only two_point).
 type ObserveDecl struct {
@@ -72,9 +81,13 @@ type Arg struct {
 	Value Expr
 }
 
-// StepDecl is the `step { ... }` block: the per-coordinate recursion.
+// StepDecl is the `step { ... }` block: the per-coordinate recursion, after
+// the optional `host { ... }` block that updates the scalars (Host, at
+// HostPos; nil without one).
 type StepDecl struct {
 	Keyword Pos
+	HostPos Pos
+	Host    []*AssignStmt
 	Body    []*AssignStmt
 	Rbrace  Pos
 }
@@ -98,12 +111,14 @@ type AssignStmt struct {
 func (d *OptimizerDecl) Pos() Pos  { return d.Keyword }
 func (d *HyperDecl) Pos() Pos      { return d.Keyword }
 func (d *StateDecl) Pos() Pos      { return d.Keyword }
+func (d *ScalarDecl) Pos() Pos     { return d.Keyword }
 func (d *ObserveDecl) Pos() Pos    { return d.Keyword }
 func (d *StepDecl) Pos() Pos       { return d.Keyword }
 func (d *DiagnosticDecl) Pos() Pos { return d.Keyword }
 func (*OptimizerDecl) declNode()   {}
 func (*HyperDecl) declNode()       {}
 func (*StateDecl) declNode()       {}
+func (*ScalarDecl) declNode()      {}
 func (*ObserveDecl) declNode()     {}
 func (*StepDecl) declNode()        {}
 func (*DiagnosticDecl) declNode()  {}

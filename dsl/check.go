@@ -17,6 +17,7 @@ const (
 	LocalObj           // nu = g - gt inside step
 	BuiltinObj         // g, theta, t, sigma_w2
 	FuncObj            // sqrt, abs, sign, min, max, attenuation, attenuation_t
+	ScalarObj          // scalar c = 0
 )
 
 // Object is what an identifier denotes.
@@ -25,6 +26,7 @@ type Object struct {
 	Name    string
 	Pos     Pos  // where it is declared or bound; invalid for built-ins
 	Varying bool // per-coordinate (true) or per-step uniform (false)
+	Host    bool // a local of the step's host block
 	Arity   int  // for FuncObj
 
 	uses int
@@ -52,12 +54,13 @@ func Builtin(name string) *Object { return universe[name] }
 
 // Info is what Check learns about a file.
 type Info struct {
-	Uses   map[*Ident]*Object      // every identifier that is read
-	Defs   map[*AssignStmt]*Object // what each step statement assigns
-	Consts map[Expr]float64        // expressions made of literals only
-	Hypers []*Object               // in declaration order
-	States []*Object               // in declaration order
-	Locals []*Object               // in binding order
+	Uses    map[*Ident]*Object      // every identifier that is read
+	Defs    map[*AssignStmt]*Object // what each step statement assigns
+	Consts  map[Expr]float64        // expressions made of literals only
+	Hypers  []*Object               // in declaration order
+	States  []*Object               // in declaration order
+	Scalars []*Object               // in declaration order
+	Locals  []*Object               // in binding order
 	// Warnings are what is legal but likely a mistake (an unused hyper, a
 	// state nothing reads), "warning: ..." at its position, for a file
 	// without errors; fibergen check prints them.
@@ -85,7 +88,9 @@ func check(f *File, partial bool) (*Info, ErrorList) {
 	c.checkLimits()
 	c.declareHypers()
 	c.declareStates()
+	c.declareScalars()
 	c.checkObserve()
+	c.checkHost()
 	c.checkStep()
 	if !partial && len(c.errs) == 0 {
 		c.warnUnused()
@@ -209,6 +214,8 @@ func kindName(k ObjKind) string {
 		return "built-in"
 	case FuncObj:
 		return "function"
+	case ScalarObj:
+		return "scalar"
 	}
 	return "name"
 }
@@ -234,6 +241,16 @@ func (c *checker) checkRange(d *HyperDecl) {
 	}
 	if !r.Contains(d.Default.Value) {
 		c.errorf(d.Default.ValuePos, "default %s of hyper %s is outside its range %s", d.Default.Lit, d.Name.Name, r)
+	}
+}
+
+func (c *checker) declareScalars() {
+	for _, d := range c.f.Scalars {
+		obj := &Object{Kind: ScalarObj, Name: d.Name.Name, Pos: d.Name.NamePos}
+		if c.declare(d.Name, obj) {
+			c.info.Scalars = append(c.info.Scalars, obj)
+		}
+		c.expr(d.Init, &scope{where: "the initial value of scalar " + d.Name.Name, initOnly: true})
 	}
 }
 

@@ -14,6 +14,7 @@ type scope struct {
 	where     string // "the initial value of state m", for messages
 	initOnly  bool   // literals and hypers only
 	observe   bool   // the observation's weights
+	host      bool   // the step's host block
 	bound     map[string]bool
 	later     map[string]*AssignStmt // step locals not bound yet
 	usedEarly map[string]bool        // locals read before being bound
@@ -84,7 +85,7 @@ func (c *checker) lookup(id *Ident, s *scope) *Object {
 	if obj := universe[id.Name]; obj != nil {
 		return obj
 	}
-	if obj := c.names[id.Name]; obj != nil && (obj.Kind != LocalObj || s.bound[id.Name]) {
+	if obj := c.names[id.Name]; obj != nil && (obj.Kind != LocalObj || s.bound[id.Name] || obj.Host && !s.host) {
 		return obj
 	}
 	if a := s.later[id.Name]; a != nil {
@@ -106,6 +107,14 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 		c.errorf(id.NamePos, "%s may use only numbers and hypers, not %s %s", s.where, kindName(obj.Kind), id.Name)
 	case s.observe && obj.Varying:
 		c.errorf(id.NamePos, "%s must be per-step uniform, but %s is per-coordinate", s.where, id.Name)
+	case s.observe && obj.Kind == ScalarObj:
+		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not scalar %s", s.where, id.Name)
+	case s.host && obj.Varying:
+		c.errorf(id.NamePos, "the host block computes the scalars once per step, in float64: it may read numbers, hypers, t, scalars and its own locals, not per-coordinate %s", id.Name)
+	case s.host && obj.Name == "sigma_w2":
+		c.errorf(id.NamePos, "the host block may not read sigma_w2: a scalar is a function of the hypers and t alone, which is how a checkpoint restores it")
+	case !s.host && obj.Host:
+		c.errorf(id.NamePos, "%s is a local of the host block, which only the host block reads; keep the value in a scalar to read it in step", id.Name)
 	case s.observe && obj.Name == "sigma_w2":
 		// The runtime computes the observation from the hypers and t.
 		c.errorf(id.NamePos, "%s may use only numbers, hypers and t, not built-in sigma_w2", s.where)
@@ -226,7 +235,7 @@ func IsAttenuation(name string) bool { return name == "attenuation" || name == "
 // carries the noise into the state is written. Whether the noise reaches the
 // state linearly is decided when lowering (package ir).
 func (c *checker) attenuation(x *CallExpr, s *scope) {
-	if s.initOnly || s.observe {
+	if s.initOnly || s.observe || s.host {
 		c.errorf(x.Fun.NamePos, "%s cannot use %s: the noise gain of a state is known only inside step", s.where, x.Fun.Name)
 		return
 	}

@@ -87,6 +87,33 @@ func (c *checker) checkStep() {
 	}
 }
 
+// checkHost checks the step's host block: uniform statements that update
+// each scalar once or bind host locals, read by the host block only.
+func (c *checker) checkHost() {
+	d := c.f.Step
+	if d == nil {
+		return
+	}
+	s := &scope{where: "the host block", host: true, bound: map[string]bool{}, later: map[string]*AssignStmt{}, usedEarly: map[string]bool{}}
+	assigned := map[*Object]*AssignStmt{}
+	for _, a := range d.Host {
+		c.expr(a.RHS, s)
+		if obj := c.names[a.LHS.Name]; obj != nil && obj.Kind == StateObj {
+			c.errorf(a.LHS.NamePos, "the host block updates scalars and binds locals; state %s is per coordinate: update it in step", a.LHS.Name)
+			continue
+		}
+		c.assign(a, s, assigned)
+	}
+	if c.partial {
+		return
+	}
+	for _, sc := range c.info.Scalars {
+		if assigned[sc] == nil {
+			c.errorf(sc.Pos, "scalar %s is never updated in the host block (host { %s = ... } first in step)", sc.Name, sc.Name)
+		}
+	}
+}
+
 // assign checks the target of one statement and binds a new local.
 func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignStmt) {
 	id := a.LHS
@@ -99,7 +126,7 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 		c.errorf(id.NamePos, "cannot assign to _: the blank name names nothing (bind a local and use it)")
 		return
 	case obj == nil:
-		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS)}
+		obj = &Object{Kind: LocalObj, Name: id.Name, Pos: id.NamePos, Varying: c.isVarying(a.RHS), Host: s.host}
 		c.names[id.Name] = obj
 		if s.usedEarly[id.Name] {
 			obj.uses++
@@ -107,7 +134,7 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 		c.info.Locals = append(c.info.Locals, obj)
 		delete(s.later, id.Name)
 		s.bound[id.Name] = true
-	case !c.assignable(id, obj):
+	case !c.assignable(id, obj, s):
 		return
 	case assigned[obj] != nil:
 		c.errorf(id.NamePos, "%s %s is assigned twice in step (first at %s)", kindName(obj.Kind), id.Name, assigned[obj].LHS.NamePos.LineCol())
@@ -118,8 +145,14 @@ func (c *checker) assign(a *AssignStmt, s *scope, assigned map[*Object]*AssignSt
 }
 
 // assignable reports whether obj may be the target of an assignment.
-func (c *checker) assignable(id *Ident, obj *Object) bool {
+func (c *checker) assignable(id *Ident, obj *Object, s *scope) bool {
 	switch {
+	case s.host && obj.Kind == ScalarObj:
+		return true
+	case obj.Kind == ScalarObj:
+		c.errorf(id.NamePos, "scalar %s is updated in the host block, once per step, not per coordinate in step", id.Name)
+	case s.host && obj.Name == "theta":
+		c.errorf(id.NamePos, "the host block updates scalars and binds locals; theta is per coordinate: update it in step")
 	case obj.Kind == StateObj || obj.Name == "theta":
 		return true
 	case obj.Kind == HyperObj:

@@ -135,6 +135,8 @@ func (p *parser) parseDecl() {
 		p.parseHyper()
 	case STATE:
 		p.parseState()
+	case SCALAR:
+		p.parseScalar()
 	case OBSERVE:
 		p.parseObserve()
 	case STEP:
@@ -142,7 +144,7 @@ func (p *parser) parseDecl() {
 	case DIAGNOSTIC:
 		p.parseDiagnostic()
 	default:
-		p.errorExpected("declaration (optimizer, hyper, state, observe, step or diagnostic)")
+		p.errorExpected("declaration (optimizer, hyper, state, scalar, observe, step or diagnostic)")
 	}
 }
 
@@ -184,6 +186,16 @@ func (p *parser) parseState() {
 	p.add(d)
 }
 
+func (p *parser) parseScalar() {
+	d := &ScalarDecl{Keyword: p.pos}
+	p.next()
+	d.Name = p.parseIdent()
+	p.expect(ASSIGN, "'=' and the scalar's initial value")
+	d.Init = p.parseExpr()
+	p.f.Scalars = append(p.f.Scalars, d)
+	p.add(d)
+}
+
 func (p *parser) parseObserve() {
 	d := &ObserveDecl{Keyword: p.pos}
 	p.next()
@@ -213,11 +225,14 @@ func (p *parser) parseStep() {
 	p.next()
 	p.expect(LBRACE, "'{' to open the step block")
 	for p.tok != RBRACE && p.tok != EOF {
-		if p.tok == SEMI {
+		switch p.tok {
+		case SEMI:
 			p.next()
-			continue
+		case HOST:
+			p.parseHost(d)
+		default:
+			d.Body = append(d.Body, p.parseStmt()...)
 		}
-		p.parseStmt(d)
 	}
 	d.Rbrace = p.expect(RBRACE, "'}' to close the step block")
 	if p.f.Step != nil {
@@ -245,7 +260,33 @@ func (p *parser) parseDiagnostic() {
 	p.add(d)
 }
 
-func (p *parser) parseStmt(d *StepDecl) {
+// parseHost parses `host { ... }`, which must open the step block.
+func (p *parser) parseHost(d *StepDecl) {
+	pos := p.pos
+	switch {
+	case len(d.Body) > 0:
+		p.errorf(pos, "host { ... } must come first in step: the host updates the scalars before any coordinate is stepped")
+	case d.HostPos.IsValid():
+		p.errorf(pos, "duplicate host block (first at %s)", d.HostPos.LineCol())
+	}
+	p.next()
+	p.expect(LBRACE, "'{' to open the host block")
+	var body []*AssignStmt
+	for p.tok != RBRACE && p.tok != EOF {
+		if p.tok == SEMI {
+			p.next()
+			continue
+		}
+		body = append(body, p.parseStmt()...)
+	}
+	p.expect(RBRACE, "'}' to close the host block")
+	if !d.HostPos.IsValid() && len(d.Body) == 0 {
+		d.HostPos, d.Host = pos, body
+	}
+}
+
+// parseStmt parses one assignment; none after a syntax error.
+func (p *parser) parseStmt() []*AssignStmt {
 	n := len(p.errs)
 	if p.tok != IDENT {
 		if p.tok >= ADD && p.tok <= POW && p.prevNewline {
@@ -254,7 +295,7 @@ func (p *parser) parseStmt(d *StepDecl) {
 			p.errorExpected("assignment (name = expression)")
 		}
 		p.skipToEnd()
-		return
+		return nil
 	}
 	s := &AssignStmt{LHS: p.parseIdent()}
 	p.expect(ASSIGN, "'=' in assignment")
@@ -263,7 +304,7 @@ func (p *parser) parseStmt(d *StepDecl) {
 		p.errorExpected("newline after assignment")
 	}
 	p.skipToEnd()
-	d.Body = append(d.Body, s)
+	return []*AssignStmt{s}
 }
 
 // parseIdent parses a name. A missing name is reported and has Name "", so

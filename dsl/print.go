@@ -50,10 +50,19 @@ func Format(f *File) []byte {
 			b.WriteString("\n")
 		case *StateDecl:
 			fmt.Fprintf(&b, "state %s = %s\n", d.Name.Name, ExprString(d.Init))
+		case *ScalarDecl:
+			fmt.Fprintf(&b, "scalar %s = %s\n", d.Name.Name, ExprString(d.Init))
 		case *ObserveDecl:
 			fmt.Fprintf(&b, "observe %s(%s)\n", d.Kind.Name, argsString(d.Args))
 		case *StepDecl:
 			b.WriteString("step {\n")
+			if d.HostPos.IsValid() {
+				b.WriteString("\thost {\n")
+				for _, a := range d.Host {
+					fmt.Fprintf(&b, "\t\t%s = %s\n", a.LHS.Name, ExprString(a.RHS))
+				}
+				b.WriteString("\t}\n")
+			}
 			for _, a := range d.Body {
 				fmt.Fprintf(&b, "\t%s = %s\n", a.LHS.Name, ExprString(a.RHS))
 			}

@@ -32,6 +32,8 @@ const (
 	OPTIMIZER  // optimizer
 	HYPER      // hyper
 	STATE      // state
+	SCALAR     // scalar
+	HOST       // host
 	OBSERVE    // observe
 	STEP       // step
 	DIAGNOSTIC // diagnostic
@@ -45,7 +47,7 @@ var tokens = [...]string{
 	IDENT: "name", NUMBER: "number",
 	ADD: "+", SUB: "-", MUL: "*", QUO: "/", POW: "**", ASSIGN: "=", COMMA: ",",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
-	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", OBSERVE: "observe",
+	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", SCALAR: "scalar", HOST: "host", OBSERVE: "observe",
 	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", INF: "inf",
 }
 

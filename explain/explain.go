@@ -24,6 +24,7 @@ type Explanation struct {
 	Hypers      []Hyper                 `json:"hypers"`
 	States      []State                 `json:"states"`
 	Observe     *Observe                `json:"observe,omitempty"`
+	Scalars     []ScalarState           `json:"scalars,omitempty"`
 	HostScalars []Scalar                `json:"host_scalars"`
 	Kernel      Kernel                  `json:"kernel"`
 	Attenuation map[string]*Attenuation `json:"attenuation"`
@@ -77,6 +78,22 @@ type StepValue struct {
 	Value float32 `json:"value"`
 }
 
+// ScalarState is a scalar (a uniform value the host carries from step to
+// step): its initial value, its update in the host block, and its values
+// at a few steps (after the host block of that step).
+type ScalarState struct {
+	Name   string         `json:"name"`
+	Init   string         `json:"init"`
+	Update string         `json:"update"`
+	Steps  []ScalarAtStep `json:"steps"`
+}
+
+// ScalarAtStep is a scalar's value at step T.
+type ScalarAtStep struct {
+	T     int     `json:"t"`
+	Value float64 `json:"value"`
+}
+
 // sampleSteps are the steps at which explain evaluates per-step scalars.
 var sampleSteps = []int{0, 1, 10, 100, 1000, 10000}
 
@@ -111,6 +128,7 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 	}
 	x.States = describeStates(p, h)
 	x.Observe = describeObserve(u.Func, p, h)
+	x.Scalars = describeScalarStates(u.Func, p, h)
 	x.HostScalars = describeScalars(u.Func, p, h)
 	x.Kernel = describeKernel(u.Func.Step)
 	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
@@ -164,6 +182,34 @@ func describeScalars(fn *ir.Func, p *interp.Program, h []float64) []Scalar {
 	return out
 }
 
+func describeScalarStates(fn *ir.Func, p *interp.Program, h []float64) []ScalarState {
+	if len(fn.Scalars) == 0 {
+		return nil
+	}
+	out := make([]ScalarState, len(fn.Scalars))
+	for i, name := range fn.Scalars {
+		out[i].Name = name
+		out[i].Init = ir.ExprString(storeOf(fn.ScalarInit, name))
+		out[i].Update = ir.ExprString(storeOf(fn.ScalarStep, name))
+	}
+	for _, t := range sampleSteps {
+		for i, v := range p.Scalars(h, t) {
+			out[i].Steps = append(out[i].Steps, ScalarAtStep{t, v})
+		}
+	}
+	return out
+}
+
+// storeOf is the value b stores into name.
+func storeOf(b *ir.Block, name string) *ir.Value {
+	for _, s := range b.Stores() {
+		if s.Name == name {
+			return s.Args[0]
+		}
+	}
+	return nil
+}
+
 func describeKernel(b *ir.Block) Kernel {
 	k := Kernel{Reads: []string{}, Writes: []string{}}
 	for _, v := range b.Values {
@@ -201,6 +247,16 @@ func (x *Explanation) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "\nobserve %s (host, per step):\n", o.Kind)
 		for _, a := range o.Args {
 			fmt.Fprintf(w, "  %-10s = %s = %g at t = 0\n", a.Name, a.Expr, a.Value)
+		}
+	}
+	if len(x.Scalars) > 0 {
+		fmt.Fprintf(w, "\nscalars (host, float64; an update reads the scalars of the step before; values after the host block of step t):\n")
+		for _, s := range x.Scalars {
+			fmt.Fprintf(w, "  %-10s initial %s; %s = %s\n        ", s.Name, s.Init, s.Name, s.Update)
+			for _, v := range s.Steps {
+				fmt.Fprintf(w, " t=%d: %g", v.T, v.Value)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintf(w, "\nhost scalars (uniform: computed once per step in float64, passed to the kernel as float32):\n")

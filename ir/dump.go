@@ -21,6 +21,9 @@ func (f *Func) String() string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "states %s\n", strings.Join(f.States, " "))
+	if len(f.Scalars) > 0 {
+		fmt.Fprintf(&b, "scalars %s\n", strings.Join(f.Scalars, " "))
+	}
 	if f.Observe != nil {
 		fmt.Fprintf(&b, "observe %s(%s)\n", f.Observe.Kind, strings.Join(f.Observe.Args, ", "))
 	}
@@ -59,7 +62,7 @@ func formatValue(v *Value, num map[*Value]int) string {
 	switch v.Op {
 	case OpConst:
 		operand = FormatConst(v.Const, v.Type)
-	case OpHyper, OpLoad:
+	case OpHyper, OpLoad, OpScalar:
 		operand = v.Name
 	case OpStore:
 		return fmt.Sprintf("%s store %s, %s", class, v.Name, operand)

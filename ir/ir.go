@@ -53,7 +53,8 @@ const (
 	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
 	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
 	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
-	OpStore  // Name is theta, a state, an observation output or a model entry; no result
+	OpStore  // Name is theta, a state, a scalar, an observation output or a model entry; no result
+	OpScalar // Name is a scalar: its value at this step (in the scalar step block: at the step before)
 )
 
 var opNames = [...]string{
@@ -62,7 +63,7 @@ var opNames = [...]string{
 	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store", OpSign: "sign",
-	OpExp: "exp", OpLog: "log", OpSin: "sin", OpCos: "cos",
+	OpExp: "exp", OpLog: "log", OpSin: "sin", OpCos: "cos", OpScalar: "scalar",
 }
 
 func (o Op) String() string {
@@ -96,14 +97,17 @@ type BlockKind uint8
 
 // The kinds of blocks.
 const (
-	InitBlock    BlockKind = iota + 1 // the states' initial values (f32)
-	ObserveBlock                      // the observation's arguments at a step (f64)
-	StepBlock                         // the step of one coordinate: theta and the new states (f32)
-	ModelBlock                        // a filter's noise model M and b at a hyper setting (f64)
-	DiagBlock                         // a diagnostic's terms of one coordinate after the step (f32)
+	InitBlock       BlockKind = iota + 1 // the states' initial values (f32)
+	ObserveBlock                         // the observation's arguments at a step (f64)
+	StepBlock                            // the step of one coordinate: theta and the new states (f32)
+	ModelBlock                           // a filter's noise model M and b at a hyper setting (f64)
+	DiagBlock                            // a diagnostic's terms of one coordinate after the step (f32)
+	ScalarInitBlock                      // the scalars' values before step 0 (f64)
+	ScalarStepBlock                      // the scalars' values at step t from those at t-1 (f64)
 )
 
-var kindNames = [...]string{InitBlock: "init", ObserveBlock: "observe", StepBlock: "step", ModelBlock: "model", DiagBlock: "diagnostic"}
+var kindNames = [...]string{InitBlock: "init", ObserveBlock: "observe", StepBlock: "step", ModelBlock: "model", DiagBlock: "diagnostic",
+	ScalarInitBlock: "scalar init", ScalarStepBlock: "scalar step"}
 
 func (k BlockKind) String() string {
 	if int(k) >= len(kindNames) || kindNames[k] == "" {
@@ -164,6 +168,14 @@ type Func struct {
 	Step    *Block        // stores theta and every state
 	Filters []*Filter     // the noise models the host needs, one per state named by attenuation or attenuation_t
 	Diags   []*Diagnostic // the declared diagnostics, each its own block (lower_diag.go)
+	// Scalars are the per-step uniform values carried from step to step on
+	// the host; ScalarInit stores their values before step 0 (from the
+	// hypers) and ScalarStep their values at step t from those at step t-1
+	// (OpScalar), the hypers and t: so they are a function of the hypers
+	// and t. Both blocks are nil without scalars.
+	Scalars    []string
+	ScalarInit *Block
+	ScalarStep *Block
 }
 
 // Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
@@ -188,6 +200,9 @@ type Filter struct {
 // Blocks returns the function's blocks.
 func (f *Func) Blocks() []*Block {
 	bs := []*Block{f.Init, f.ObsArgs, f.Step}
+	if f.ScalarInit != nil {
+		bs = append(bs, f.ScalarInit, f.ScalarStep)
+	}
 	for _, fl := range f.Filters {
 		bs = append(bs, fl.Model)
 	}

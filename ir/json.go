@@ -15,15 +15,18 @@ import (
 // filters whose stability it checks — without the DSL or LLVM.
 
 type funcJSON struct {
-	Name    string       `json:"name"`
-	Hypers  []hyperJSON  `json:"hypers"`
-	States  []string     `json:"states"`
-	Observe *Observation `json:"observe,omitempty"`
-	Init    *blockJSON   `json:"init"`
-	ObsArgs *blockJSON   `json:"observe_args"`
-	Step    *blockJSON   `json:"step"`
-	Filters []filterJSON `json:"filters,omitempty"`
-	Diags   []diagJSON   `json:"diagnostics,omitempty"`
+	Name       string       `json:"name"`
+	Hypers     []hyperJSON  `json:"hypers"`
+	States     []string     `json:"states"`
+	Observe    *Observation `json:"observe,omitempty"`
+	Init       *blockJSON   `json:"init"`
+	ObsArgs    *blockJSON   `json:"observe_args"`
+	Step       *blockJSON   `json:"step"`
+	Filters    []filterJSON `json:"filters,omitempty"`
+	Diags      []diagJSON   `json:"diagnostics,omitempty"`
+	Scalars    []string     `json:"scalars,omitempty"`
+	ScalarInit *blockJSON   `json:"scalar_init,omitempty"`
+	ScalarStep *blockJSON   `json:"scalar_step,omitempty"`
 }
 
 type diagJSON struct {
@@ -109,6 +112,9 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	for _, d := range f.Diags {
 		j.Diags = append(j.Diags, diagJSON{Kind: d.Kind, Args: d.Args, Block: encodeBlock(d.Block)})
 	}
+	if f.ScalarInit != nil {
+		j.Scalars, j.ScalarInit, j.ScalarStep = f.Scalars, encodeBlock(f.ScalarInit), encodeBlock(f.ScalarStep)
+	}
 	return json.Marshal(j)
 }
 
@@ -164,6 +170,15 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	}
 	if err := f.decodeFilters(j.Filters); err != nil {
 		return nil, err
+	}
+	if j.ScalarInit != nil || j.ScalarStep != nil {
+		f.Scalars = j.Scalars
+		if f.ScalarInit, err = decodeBlock(j.ScalarInit, ScalarInitBlock); err != nil {
+			return nil, err
+		}
+		if f.ScalarStep, err = decodeBlock(j.ScalarStep, ScalarStepBlock); err != nil {
+			return nil, err
+		}
 	}
 	for _, dj := range j.Diags {
 		b, err := decodeBlock(dj.Block, DiagBlock)

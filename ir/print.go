@@ -49,7 +49,7 @@ func exprText(v *Value) lang.Text {
 			return lang.Unary(lit)
 		}
 		return lit
-	case OpHyper, OpLoad:
+	case OpHyper, OpLoad, OpScalar:
 		return lang.Atom(v.Name)
 	case OpStepIndex, OpSigmaW2:
 		return lang.Atom(v.Op.String())

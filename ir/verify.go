@@ -28,6 +28,12 @@ func Verify(f *Func) error {
 // verifyKinds checks that each block's kind is that of its place in f.
 func verifyKinds(f *Func) error {
 	want := map[*Block]BlockKind{f.Init: InitBlock, f.ObsArgs: ObserveBlock, f.Step: StepBlock}
+	if (f.ScalarInit == nil) != (f.ScalarStep == nil) || (f.ScalarInit == nil) != (len(f.Scalars) == 0) {
+		return fmt.Errorf("scalars %v without both their blocks", f.Scalars)
+	}
+	if f.ScalarInit != nil {
+		want[f.ScalarInit], want[f.ScalarStep] = ScalarInitBlock, ScalarStepBlock
+	}
 	for _, fl := range f.Filters {
 		want[fl.Model] = ModelBlock
 	}
@@ -45,7 +51,7 @@ func verifyKinds(f *Func) error {
 func verifyBlock(b *Block) error {
 	defined := map[*Value]bool{}
 	for _, v := range b.Values {
-		if v.Op == OpInvalid || v.Op > OpStore {
+		if v.Op == OpInvalid || v.Op > OpScalar {
 			return fmt.Errorf("v%d: unknown op %d", v.ID, v.Op)
 		}
 		if len(v.Args) != v.Op.Arity() {
@@ -91,7 +97,7 @@ func expectedType(v *Value) Type {
 		return None
 	case OpF32, OpLoad:
 		return F32
-	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT:
+	case OpHyper, OpStepIndex, OpSigmaW2, OpAtten, OpAttenT, OpScalar:
 		return F64
 	case OpConst:
 		return v.Type
@@ -130,6 +136,8 @@ func verifyNames(f *Func, b *Block) error {
 			return fmt.Errorf("v%d: unknown hyper %s", v.ID, v.Name)
 		case v.Op == OpLoad && !f.loadable(b, v.Name):
 			return fmt.Errorf("v%d: load of %s in block %s", v.ID, v.Name, b.Name)
+		case v.Op == OpScalar && (!slices.Contains(f.Scalars, v.Name) || !scalarReader(b.Kind)):
+			return fmt.Errorf("v%d: scalar %s in block %s", v.ID, v.Name, b.Name)
 		case (v.Op == OpAtten || v.Op == OpAttenT) && (b.Kind != StepBlock && b.Kind != DiagBlock || f.Filter(v.Name) == nil):
 			return fmt.Errorf("v%d: %s of %s, which has no filter, in block %s", v.ID, v.Op, v.Name, b.Name)
 		case v.Op == OpAttenT && v.Args[0].Op != OpStepIndex:
@@ -165,6 +173,8 @@ func blockTargets(f *Func, b *Block) []string {
 		return f.States
 	case DiagBlock:
 		return DiagTerms
+	case ScalarInitBlock, ScalarStepBlock:
+		return f.Scalars
 	case ModelBlock:
 		for _, fl := range f.Filters {
 			if b == fl.Model {
@@ -187,6 +197,12 @@ func (fl *Filter) EntryNames() []string {
 		names = append(names, fmt.Sprintf("b_%d", i))
 	}
 	return names
+}
+
+// scalarReader says whether a block of kind k may read the scalars: the
+// scalar step (the step before's values), the step and the diagnostics.
+func scalarReader(k BlockKind) bool {
+	return k == ScalarStepBlock || k == StepBlock || k == DiagBlock
 }
 
 // storeType is the type of the values b stores: the states' initial and

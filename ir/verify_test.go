@@ -129,8 +129,14 @@ func TestVerifyRejects(t *testing.T) {
 		{"invalid op", func(h *handFunc) {
 			h.fn.Step.NewValue(OpInvalid, F32, true)
 		}, "unknown op 0"},
+		{"scalars without their blocks", func(h *handFunc) {
+			h.fn.Scalars = []string{"c"}
+		}, "scalars [c] without both their blocks"},
+		{"undeclared scalar", func(h *handFunc) {
+			h.fn.Step.NewValue(OpScalar, F64, true).Name = "c"
+		}, "scalar c in block step"},
 		{"op out of range", func(h *handFunc) {
-			h.fn.Step.NewValue(OpStore+1, F32, true)
+			h.fn.Step.NewValue(OpScalar+1, F32, true)
 		}, "unknown op"},
 		{"const without type", func(h *handFunc) {
 			h.fn.Init.Values[0].Type = None

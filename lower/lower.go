@@ -26,6 +26,12 @@ func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 		fn.States = append(fn.States, s.Name.Name)
 	}
 	fn.Init = l.lowerInit(f.States)
+	if len(f.Scalars) > 0 && f.Step != nil {
+		for _, s := range f.Scalars {
+			fn.Scalars = append(fn.Scalars, s.Name.Name)
+		}
+		fn.ScalarInit, fn.ScalarStep = l.lowerScalars(f.Scalars, f.Step.Host)
+	}
 	fn.ObsArgs, fn.Observe = l.lowerObserve(f.Observe)
 	if f.Step == nil {
 		return nil, nil, fmt.Errorf("lower: %s has no step block", fn.Name)
@@ -74,6 +80,25 @@ func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {
 		l.store(s.Name.Name, l.toF32(l.expr(s.Init)))
 	}
 	return l.b
+}
+
+// lowerScalars lowers the scalars' initial values and the host block,
+// which stores each scalar's new value and keeps its locals to itself.
+func (l *lowerer) lowerScalars(scalars []*dsl.ScalarDecl, host []*dsl.AssignStmt) (init, step *ir.Block) {
+	l.b, l.env = &ir.Block{Name: "scalar init", Kind: ir.ScalarInitBlock}, map[string]*ir.Value{}
+	for _, s := range scalars {
+		l.store(s.Name.Name, l.expr(s.Init))
+	}
+	init = l.b
+	l.b, l.env = &ir.Block{Name: "scalar step", Kind: ir.ScalarStepBlock}, map[string]*ir.Value{}
+	for _, a := range host {
+		v := l.expr(a.RHS)
+		if obj := l.info.Defs[a]; obj != nil && obj.Kind == dsl.ScalarObj {
+			l.store(a.LHS.Name, v)
+		}
+		l.env[a.LHS.Name] = v
+	}
+	return init, l.b
 }
 
 func (l *lowerer) lowerObserve(d *dsl.ObserveDecl) (*ir.Block, *ir.Observation) {
@@ -165,6 +190,8 @@ func (l *lowerer) ident(id *dsl.Ident) *ir.Value {
 		v = l.b.NewValue(ir.OpHyper, ir.F64, true)
 	case obj.Kind == dsl.StateObj, obj.Name == "g", obj.Name == "theta":
 		v = l.b.NewValue(ir.OpLoad, ir.F32, false)
+	case obj.Kind == dsl.ScalarObj:
+		v = l.b.NewValue(ir.OpScalar, ir.F64, true)
 	case obj.Name == "t":
 		return l.b.NewValue(ir.OpStepIndex, ir.F64, true)
 	case obj.Name == "sigma_w2":

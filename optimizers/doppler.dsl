@@ -26,18 +26,14 @@
 // gradient (AdamW is nearly scale-invariant, but the correction is not).
 //
 // DOPPLER also divides the filter output by the filter's step response
-// c_t (c_t = b0 + b1 * [t >= 1] - a1 * c_{t-1} - a2 * c_{t-2}, from zero),
-// which undoes the shrinkage of the first outputs from the zero initial
-// state. c_t is the same for every coordinate, but it is a recursion over
-// t, and the DSL has per-coordinate states only (a uniform value must be
-// an expression of hypers, t and sigma_w2; a closed form through the
-// poles differs for distinct, repeated and complex poles, and complex ones
-// need cos and sin, which the DSL lacks). Carrying c_t in two per-coordinate
-// states would add two buffers of memory traffic to every step for one
-// number per step, so this file leaves it out: AdamW's own bias
-// correction and its scale invariance absorb most of it, and the
-// shrinkage decays as the filter's impulse response does (at the
-// defaults, c_t > 0.99 from t = 9 on). See docs/optimizers.md.
+// c_t = b0 + b1 * [t >= 1] - a1 * c_{t-1} - a2 * c_{t-2}, from zero, as its
+// authors do: y_t / c_t undoes the shrinkage of the first outputs from the
+// zero initial state (c_0 = b0 = 0.125 at the defaults, c_t > 0.99 from
+// t = 9 on, c_t -> the DC gain, 1). c_t is the same for every coordinate:
+// a scalar, which the host block advances once per step in float64. The
+// noise in y_t / c_t after the noise of steps 0..t has the variance
+// attenuation_t(y) * sigma_w2 / c_t**2 exactly (y_t / c_t = g_t at t = 0),
+// which the correction subtracts.
 
 optimizer doppler
 
@@ -52,22 +48,31 @@ hyper a1 = -1 in (-2, 2)          // feedback of y_{t-1} (with a minus sign)
 hyper a2 = 0.25 in (-1, 1)        // feedback of y_{t-2} (with a minus sign)
 hyper eps_v = 1e-8 in [0, inf)    // floor of the corrected second moment
 
-state y = 0    // the filtered gradient y_t
+scalar c = 0   // the step response c_t (c_{t-1} before the host block)
+scalar c1 = 0  // c_{t-1}
+
+state y = 0    // the filtered gradient y_t, before the division by c_t
 state y1 = 0   // y_{t-1}
 state g1 = 0   // g_{t-1}
 state m = 0
 state v = 0
 
 step {
+	host {
+		cprev = c
+		c = b0 + b1 * min(t, 1) - a1 * c - a2 * c1
+		c1 = cprev
+	}
 	yprev = y
 	y = b0 * g + b1 * g1 - a1 * y - a2 * y1
 	y1 = yprev
 	g1 = g
-	m = beta1 * m + (1 - beta1) * y
-	v = beta2 * v + (1 - beta2) * (y * y)
+	yhat = y / c
+	m = beta1 * m + (1 - beta1) * yhat
+	v = beta2 * v + (1 - beta2) * (yhat * yhat)
 	mhat = m / (1 - beta1 ** (t + 1))
 	vhat = v / (1 - beta2 ** (t + 1))
-	vbar = max(vhat - attenuation(y) * sigma_w2, eps_v)
+	vbar = max(vhat - attenuation_t(y) * sigma_w2 / (c * c), eps_v)
 	theta = (1 - lr * wd) * theta - lr * mhat / (sqrt(vbar) + eps)
 }
 

@@ -763,3 +763,36 @@ func TestResumeOnce(t *testing.T) {
 		t.Errorf("LoadFrom again with AllowResumeAgain: %v", err)
 	}
 }
+
+// TestCheckpointResumeScalars: doppler's scalars (its filter's step
+// response c_t, a recursion the host advances) come back from a checkpoint
+// through its step counter and hypers, on a backend that saw none of the
+// steps before, and give the uninterrupted run's bits.
+func TestCheckpointResumeScalars(t *testing.T) {
+	const steps, at = 12, 5
+	theta, grads := inputs(steps)
+	dir := kernelDir(t, "doppler")
+	ref, rts := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	a, ats := openSized(t, dir, runtime.Options{Backend: runtime.Go}, tensorSizes, theta)
+	for _, g := range grads[:at] {
+		if err := errors.Join(stepAll(ref, rts, g), stepAll(a, ats, g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "doppler.ckpt")
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, bts := openSized(t, dir, runtime.Options{Backend: runtime.CPU}, tensorSizes, theta)
+	if err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	for s := at; s < steps; s++ {
+		if err := errors.Join(stepAll(ref, rts, grads[s]), stepAll(b, bts, grads[s])); err != nil {
+			t.Fatal(err)
+		}
+		if !sameBuffers(allBuffers(t, b, bts), allBuffers(t, ref, rts)) {
+			t.Fatalf("after step %d the resumed run differs from the uninterrupted one", s)
+		}
+	}
+}

@@ -97,12 +97,11 @@ func (b fiberAblationBound) step(t int, sigmaW2 float64, theta ev, g float64, st
 type dopplerBound struct {
 	h      oracle.DopplerHypers
 	rho, c float64
-	atten  float64
 }
 
 func newDopplerBound(h oracle.DopplerHypers) dopplerBound {
 	rho, c := dopplerGain(h.A1, h.A2)
-	return dopplerBound{h: h, rho: rho, c: c, atten: oracle.DopplerAttenuation(h.B0, h.B1, h.A1, h.A2)}
+	return dopplerBound{h: h, rho: rho, c: c}
 }
 
 func (b dopplerBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev, hist *float64) ev {
@@ -122,8 +121,9 @@ func (b dopplerBound) step(t int, sigmaW2 float64, theta ev, g float64, st []ev,
 	eY := delta + b.c*b.rho**hist
 	*hist = b.rho**hist + delta
 	st[0], st[1], st[2] = ev{yNew, eY, negInf}, y, exact(g)
-	return adamW(h.AdamW, t, theta, st[0], &st[3], &st[4], func(vhat ev) ev {
-		return maxE(sub(vhat, host(b.atten*sigmaW2)), host(h.EpsV)) // v̄_t
+	c, at := oracle.DopplerResponse(h.B0, h.B1, h.A1, h.A2, t)
+	return adamW(h.AdamW, t, theta, div(st[0], host(c)), &st[3], &st[4], func(vhat ev) ev {
+		return maxE(sub(vhat, host(at*sigmaW2/(c*c))), host(h.EpsV)) // v̄_t
 	})
 }
 

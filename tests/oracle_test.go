@@ -509,9 +509,8 @@ func TestOracleFirstStep(t *testing.T) {
 		return (1-f.Lr*f.Wd)*theta0 - f.Lr*gtF/(math.Sqrt(math.Max(gtF*gtF-c, f.EpsV))+f.Eps)
 	}
 	p := oracle.DefaultDoppler()
-	yP := p.B0 * g // y_0 = b0 g
-	aP := ((p.B0*p.B0+p.B1*p.B1)*(1+p.A2) - 2*p.A1*p.B0*p.B1) / ((1 - p.A2) * ((1+p.A2)*(1+p.A2) - p.A1*p.A1))
-	wantDoppler := theta0 - p.Lr*yP/(math.Sqrt(math.Max(yP*yP-aP*sigmaW2, p.EpsV))+p.Eps)
+	// y_0 = b0 g and c_0 = b0, so y_0/c_0 = g, and its noise is all of σ_w².
+	wantDoppler := theta0 - p.Lr*g/(math.Sqrt(math.Max(g*g-sigmaW2, p.EpsV))+p.Eps)
 	for _, c := range []struct {
 		name string
 		step func(theta, g []float64, sigmaW2 float64)

@@ -2,6 +2,7 @@ package gogen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 	"github.com/fibergen/fibergen/ir"
@@ -58,6 +59,8 @@ func (e *env) expr(v *ir.Value) jen.Code {
 		return jen.Id("steadyGain").Call(jen.Id(filterFunc(v.Name)).Call(jen.Id("h")))
 	case ir.OpAttenT:
 		return jen.Id("c").Dot(gainField(v.Name)).Dot("at").Call(jen.Id("t"))
+	case ir.OpScalar:
+		return jen.Id("sc").Index(jen.Lit(slices.Index(e.g.fn.Scalars, v.Name)))
 	}
 	return e.arith(v)
 }

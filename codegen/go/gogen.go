@@ -36,6 +36,7 @@ func Generate(fn *ir.Func, opts Options) ([]byte, error) {
 	g.file = f
 	g.genHypers()
 	g.genHost()
+	g.genScalarRecursion()
 	g.genObservation()
 	g.genInit()
 	g.genNoise()

@@ -29,6 +29,11 @@ func (g *generator) genHost() {
 	for _, fl := range gains {
 		hostFields = append(hostFields, jen.Id(gainField(fl.State)).Op("*").Id("finiteGain").Comment("attenuation_t("+fl.State+")"))
 	}
+	if len(g.fn.Scalars) > 0 {
+		hostFields = append(hostFields,
+			jen.Id("scal").Index().Float64().Comment("the scalars "+strings.Join(g.fn.Scalars, ", ")+" at step scalT (scalarsAt)"),
+			jen.Id("scalT").Int())
+	}
 	g.file.Comment("Host computes the host scalars for one hyper setting: the values that depend")
 	g.file.Comment("on the hypers alone once, in NewHost, the others at every step. It is not")
 	g.file.Comment("safe for concurrent use: attenuation_t keeps a running sum.")
@@ -137,6 +142,9 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 			body = append(body, e.define(v, "u"))
 		}
 	}
+	if g.stepUses(ir.OpScalar) {
+		body = append([]jen.Code{jen.Id("sc").Op(":=").Id("c").Dot("scalarsAt").Call(jen.Id("t"))}, body...)
+	}
 	var values []jen.Code
 	for _, v := range g.scalars {
 		values = append(values, keyValue(g.names[v], e.ref(v)))
@@ -146,6 +154,47 @@ func (g *generator) genScalarsMethod(fixed map[*ir.Value]bool, kept []*ir.Value)
 	g.file.Comment("Scalars computes the host scalars of step t (from 0) with the DP noise")
 	g.file.Comment("variance per coordinate sigmaW2.")
 	g.file.Func().Params(jen.Id("c").Op("*").Id("Host")).Id("Scalars").Params(jen.Id("t").Int(), jen.Id("sigmaW2").Float64()).Id("Scalars").Block(body...)
+}
+
+// genScalarRecursion generates, for an optimizer with scalars, scalarInit
+// and scalarStep from the IR's scalar blocks and Host.scalarsAt, which
+// advances them to a step (ir.Func.Scalars: a function of the hypers and t).
+func (g *generator) genScalarRecursion() {
+	if len(g.fn.Scalars) == 0 {
+		return
+	}
+	names := strings.Join(g.fn.Scalars, ", ")
+	g.file.Commentf("scalarInit returns the scalars %s before step 0.", names)
+	g.file.Func().Id("scalarInit").Params(jen.Id("h").Id("Hypers")).Index().Float64().Block(g.scalarBlock(g.fn.ScalarInit)...)
+	g.file.Commentf("scalarStep returns the scalars %s at step t from sc, their values at step t-1.", names)
+	g.file.Func().Id("scalarStep").Params(jen.Id("h").Id("Hypers"), jen.Id("t").Int(), jen.Id("sc").Index().Float64()).Index().Float64().Block(g.scalarBlock(g.fn.ScalarStep)...)
+	c := jen.Id("c")
+	g.file.Comment("scalarsAt returns the scalars at step t, advancing them from the last step")
+	g.file.Comment("asked for, or from their initial values for an earlier step.")
+	g.file.Func().Params(c.Clone().Op("*").Id("Host")).Id("scalarsAt").Params(jen.Id("t").Int()).Index().Float64().Block(
+		jen.If(c.Clone().Dot("scal").Op("==").Nil().Op("||").Id("t").Op("<").Add(c.Clone().Dot("scalT"))).Block(
+			jen.List(c.Clone().Dot("scal"), c.Clone().Dot("scalT")).Op("=").List(jen.Id("scalarInit").Call(c.Clone().Dot("h")), jen.Lit(-1))),
+		jen.For(c.Clone().Dot("scalT").Op("<").Id("t")).Block(
+			c.Clone().Dot("scalT").Op("++"),
+			c.Clone().Dot("scal").Op("=").Id("scalarStep").Call(c.Clone().Dot("h"), c.Clone().Dot("scalT"), c.Clone().Dot("scal"))),
+		jen.Return(c.Clone().Dot("scal")),
+	)
+}
+
+// scalarBlock is the body of a function computing a scalar block: its
+// values, then the stored ones in Func.Scalars order.
+func (g *generator) scalarBlock(b *ir.Block) []jen.Code {
+	e := g.newEnv()
+	body := e.hostPart(b)
+	stored := map[string]jen.Code{}
+	for _, s := range b.Stores() {
+		stored[s.Name] = e.ref(s.Args[0])
+	}
+	var out []jen.Code
+	for _, name := range g.fn.Scalars {
+		out = append(out, stored[name])
+	}
+	return append(body, jen.Return(jen.Index().Float64().Values(out...)))
 }
 
 // genFilters generates one function per filter returning its model at

@@ -13,7 +13,7 @@ type instr struct {
 	typ   ir.Type
 	dst   int
 	a, b  int
-	slot  int // OpLoad/OpStore: 0 = g, 1 = theta, 2+k = state k
+	slot  int // OpLoad/OpStore: 0 = g, 1 = theta, 2+k = state k; OpScalar and a scalar's OpStore: k = scalar k
 	hyper int // OpHyper
 	konst float64
 	fl    *ir.Filter // OpAtten, OpAttenT
@@ -26,6 +26,7 @@ type code struct {
 	kernelPart []instr
 	index      map[*ir.Value]int // register of each value
 	gains      *gains            // the host's attenuation values
+	scalars    *scalarTrack      // the scalars OpScalar reads, for the step; nil elsewhere
 }
 
 // regs are the registers of one block evaluation.
@@ -69,7 +70,7 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 		if in.hyper = fn.HyperIndex(v.Name); in.hyper < 0 {
 			err = fmt.Errorf("unknown hyper %s", v.Name)
 		}
-	case ir.OpLoad, ir.OpStore:
+	case ir.OpLoad, ir.OpStore, ir.OpScalar:
 		in.slot = slot(fn, v.Name)
 	case ir.OpAtten, ir.OpAttenT:
 		if in.fl = fn.Filter(v.Name); in.fl == nil {
@@ -90,11 +91,24 @@ func slot(fn *ir.Func, name string) int {
 	if k := slices.Index(fn.States, name); k >= 0 {
 		return 2 + k
 	}
+	if k := slices.Index(fn.Scalars, name); k >= 0 {
+		return k
+	}
 	return -1 // an observation output
 }
 
-// host evaluates the host part for hypers h, step t and noise variance.
+// host evaluates the host part for hypers h, step t and noise variance,
+// with the scalars at step t.
 func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
+	var scal []float64
+	if c.scalars != nil {
+		scal = c.scalars.at(h, t)
+	}
+	return c.hostWith(h, t, sigmaW2, scal)
+}
+
+// hostWith is host with the values OpScalar reads given.
+func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64) regs {
 	r := regs{f64: make([]float64, c.n), f32: make([]float32, c.n)}
 	for _, in := range c.hostPart {
 		switch in.op {
@@ -106,6 +120,8 @@ func (c *code) host(h []float64, t int, sigmaW2 float64) regs {
 			r.f64[in.dst] = float64(t)
 		case ir.OpSigmaW2:
 			r.f64[in.dst] = sigmaW2
+		case ir.OpScalar:
+			r.f64[in.dst] = scal[in.slot]
 		case ir.OpF32:
 			r.f32[in.dst] = float32(r.f64[in.a])
 		case ir.OpAtten:

@@ -39,6 +39,7 @@ func New(fn *ir.Func) (*Program, error) {
 	}
 	if err == nil {
 		p.step.gains = newGains(fn)
+		p.step.scalars, err = newScalarTrack(fn)
 	}
 	return p, err
 }

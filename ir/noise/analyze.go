@@ -358,6 +358,8 @@ func (a *noiseAnalyzer) coefValue(v *ir.Value) coef {
 		return a.symbol(v, "hyper "+v.Name)
 	case ir.OpStepIndex, ir.OpSigmaW2:
 		return coef{moving: "changes from step to step (it reads " + v.Op.String() + ")"}
+	case ir.OpScalar:
+		return coef{moving: "changes from step to step (it reads scalar " + v.Name + ")"}
 	case ir.OpAtten, ir.OpAttenT:
 		return coef{moving: "reads " + v.Op.String() + "(" + v.Name + "), which fibergen derives from the filters themselves"}
 	case ir.OpF32:

@@ -487,9 +487,31 @@ func DopplerAttenuation(b0, b1, a1, a2 float64) float64 {
 	return ((b0*b0+b1*b1)*(1+a2) - 2*a1*b0*b1) / ((1 - a2) * ((1+a2)*(1+a2) - a1*a1))
 }
 
+// DopplerResponse returns, for the filter y_t = b0 x_t + b1 x_{t-1} −
+// a1 y_{t-1} − a2 y_{t-2} from rest, its step response c_t = Σ_{k≤t} h_k and
+// the variance gain of white noise over steps 0..t, A_t = Σ_{k≤t} h_k², from
+// its impulse response h (h_k = b0 δ_k + b1 δ_{k−1} − a1 h_{k−1} − a2 h_{k−2}).
+func DopplerResponse(b0, b1, a1, a2 float64, t int) (c, at float64) {
+	var h1, h2 float64 // h_{k-1}, h_{k-2}
+	for k := 0; k <= t; k++ {
+		x, x1 := 0.0, 0.0 // δ_k, δ_{k−1}
+		if k == 0 {
+			x = 1
+		}
+		if k == 1 {
+			x1 = 1
+		}
+		hk := b0*x + b1*x1 - a1*h1 - a2*h2
+		c, at = c+hk, at+hk*hk
+		h1, h2 = hk, h1
+	}
+	return c, at
+}
+
 // Doppler is AdamW on the output of a DOPPLER-style second-order low-pass
-// filter of g (Zhang et al. 2024), with the second moment corrected by the
-// filter's noise gain and floored at ε_v.
+// filter of g (Zhang et al. 2024), divided by the filter's step response
+// c_t, with the second moment corrected by the noise variance in y_t/c_t,
+// A_t σ_w²/c_t², and floored at ε_v.
 type Doppler struct {
 	H  DopplerHypers
 	T  int       // t, the index of the next step
@@ -509,12 +531,14 @@ func NewDoppler(h DopplerHypers, n int) *Doppler {
 // Step runs step t on theta with the privatized gradient g.
 func (o *Doppler) Step(theta, g []float64, sigmaW2 float64) {
 	h, t := o.H, float64(o.T)
-	sigmaFilt2 := DopplerAttenuation(h.B0, h.B1, h.A1, h.A2) * sigmaW2
+	c, at := DopplerResponse(h.B0, h.B1, h.A1, h.A2, o.T)
+	sigmaFilt2 := at * sigmaW2 / (c * c)
 	for i := range theta {
 		y := h.B0*g[i] + h.B1*o.G1[i] - h.A1*o.Y[i] - h.A2*o.Y1[i] // y_t
 		o.Y1[i], o.Y[i], o.G1[i] = o.Y[i], y, g[i]
-		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*y
-		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(y*y)
+		yHat := y / c // y_t / c_t
+		o.M[i] = h.Beta1*o.M[i] + (1-h.Beta1)*yHat
+		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(yHat*yHat)
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))
 		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)
