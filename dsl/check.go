@@ -137,6 +137,7 @@ type checker struct {
 	info    *Info
 	errs    ErrorList
 	names   map[string]*Object // hypers, states and step locals
+	cond    *BinaryExpr        // the comparison being checked as select's condition
 }
 
 func (c *checker) errorf(pos Pos, format string, args ...any) { c.errs.Addf(pos, format, args...) }

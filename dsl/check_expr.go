@@ -132,6 +132,9 @@ func (c *checker) binary(x *BinaryExpr, s *scope) value {
 	case POW:
 		c.checkPow(x, a, b)
 	}
+	if x.Op.Op().IsComparison() && x != c.cond {
+		c.errorf(x.OpPos, "a comparison is a condition: use it as the first argument of select(condition, a, b), which gives a where it holds and b elsewhere")
+	}
 	if v.isConst {
 		v.c = fold(x.Op.Op(), a.c, b.c)
 		c.checkFinite(x, x.OpPos, v.c, a.c, b.c)
@@ -194,6 +197,9 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		return value{}
 	}
 	v := value{isConst: len(x.Args) == obj.Arity}
+	if obj.Name == "select" && len(x.Args) > 0 {
+		c.condition(x.Args[0])
+	}
 	args := make([]float64, len(x.Args))
 	for i, a := range x.Args {
 		av := c.expr(a, s)
@@ -209,6 +215,15 @@ func (c *checker) call(x *CallExpr, s *scope) value {
 		c.checkFinite(x, x.Fun.NamePos, v.c, args...)
 	}
 	return v
+}
+
+// condition marks select's first argument as the comparison it must be.
+func (c *checker) condition(x Expr) {
+	if b, ok := Unparen(x).(*BinaryExpr); ok && b.Op.Op().IsComparison() {
+		c.cond = b
+		return
+	}
+	c.errorf(x.Pos(), "the first argument of select must be a comparison: a < b, a <= b, a > b, a >= b, a == b or a != b")
 }
 
 // callee reports a call of something that is not a function.

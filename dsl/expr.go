@@ -2,7 +2,8 @@ package dsl
 
 // Expression grammar, lowest precedence first:
 //
-//	Expr    = Term { ("+" | "-") Term } .
+//	Expr    = Sum [ ("<" | "<=" | ">" | ">=" | "==" | "!=") Sum ] .
+//	Sum     = Term { ("+" | "-") Term } .
 //	Term    = Unary { ("*" | "/") Unary } .
 //	Unary   = "-" Unary | Power .
 //	Power   = Primary [ "**" Unary ] .
@@ -16,6 +17,19 @@ func (p *parser) parseExpr() Expr {
 		return &BadExpr{From: p.pos}
 	}
 	defer p.leave()
+	x := p.parseSum()
+	if p.tok.Op().IsComparison() {
+		op, pos := p.tok, p.pos
+		p.next()
+		x = &BinaryExpr{X: x, OpPos: pos, Op: op, Y: p.parseSum()}
+		if p.tok.Op().IsComparison() {
+			p.errorf(p.pos, "comparisons do not chain: a < b < c is not a condition; compare two values")
+		}
+	}
+	return x
+}
+
+func (p *parser) parseSum() Expr {
 	x := p.parseTerm()
 	for p.tok == ADD || p.tok == SUB {
 		// A chain a + b + c is a left-leaning tree as deep as it is long.

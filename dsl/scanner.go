@@ -135,7 +135,13 @@ func (s *scanner) scanToken() (Token, string) {
 	case '/':
 		return QUO, "/"
 	case '=':
+		if s.peek(0) == '=' {
+			s.offset++
+			return EQL, "=="
+		}
 		return ASSIGN, "="
+	case '<', '>', '!':
+		return s.scanComparison(c)
 	case ',':
 		return COMMA, ","
 	case ';':
@@ -154,6 +160,27 @@ func (s *scanner) scanToken() (Token, string) {
 		return RBRACE, "}"
 	}
 	return s.scanIllegal(start)
+}
+
+// scanComparison scans <, <=, >, >= and != after their first character.
+func (s *scanner) scanComparison(c byte) (Token, string) {
+	eq := s.peek(0) == '='
+	if eq {
+		s.offset++
+	}
+	switch {
+	case c == '<' && eq:
+		return LEQ, "<="
+	case c == '<':
+		return LSS, "<"
+	case c == '>' && eq:
+		return GEQ, ">="
+	case c == '>':
+		return GTR, ">"
+	case eq:
+		return NEQ, "!="
+	}
+	return s.scanIllegal(s.offset - 1)
 }
 
 // scanIllegal consumes one (possibly multi-byte) character and reports it.

@@ -19,6 +19,12 @@ const (
 	MUL    // *
 	QUO    // /
 	POW    // **
+	LSS    // <
+	LEQ    // <=
+	GTR    // >
+	GEQ    // >=
+	EQL    // ==
+	NEQ    // !=
 	ASSIGN // =
 	COMMA  // ,
 	LPAREN // (
@@ -46,6 +52,7 @@ var tokens = [...]string{
 	ILLEGAL: "ILLEGAL", EOF: "end of file", SEMI: "newline or ;",
 	IDENT: "name", NUMBER: "number",
 	ADD: "+", SUB: "-", MUL: "*", QUO: "/", POW: "**", ASSIGN: "=", COMMA: ",",
+	LSS: "<", LEQ: "<=", GTR: ">", GEQ: ">=", EQL: "==", NEQ: "!=",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
 	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", SCALAR: "scalar", HOST: "host", OBSERVE: "observe",
 	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", INF: "inf",

@@ -13,6 +13,7 @@ var arith = [...]lang.Op{
 	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
 	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0, OpSign: lang.Sign,
 	OpExp: lang.Exp, OpLog: lang.Log, OpSin: lang.Sin, OpCos: lang.Cos,
+	OpLt: lang.Lt, OpLe: lang.Le, OpGt: lang.Gt, OpGe: lang.Ge, OpNe: lang.Ne, OpSelect: lang.Select,
 }
 
 // lang is o as an operation of the language; 0 for the IR's own operations.
@@ -22,6 +23,9 @@ func (o Op) lang() lang.Op {
 	}
 	return arith[o]
 }
+
+// Lang is o as an operation of the language; 0 for the IR's own operations.
+func (o Op) Lang() lang.Op { return o.lang() }
 
 // OpOf is the IR's operation for the language's operation l.
 func OpOf(l lang.Op) Op {

@@ -50,6 +50,12 @@ const (
 	OpLog    // uniform only (lang.HostLog)
 	OpSin    // uniform only (lang.HostSin)
 	OpCos    // uniform only (lang.HostCos)
+	OpLt     // 1 if Args[0] < Args[1], else 0 (lang.Lt)
+	OpLe     // 1 if Args[0] <= Args[1], else 0
+	OpGt     // 1 if Args[0] > Args[1], else 0
+	OpGe     // 1 if Args[0] >= Args[1], else 0
+	OpNe     // 1 if Args[0] != Args[1] (NaN: 1), else 0
+	OpSelect // Args[1] if Args[0] != 0, else Args[2] (lang.SelectOf)
 	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
 	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
 	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
@@ -64,6 +70,7 @@ var opNames = [...]string{
 	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
 	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store", OpSign: "sign",
 	OpExp: "exp", OpLog: "log", OpSin: "sin", OpCos: "cos", OpScalar: "scalar",
+	OpLt: "lt", OpLe: "le", OpGt: "gt", OpGe: "ge", OpNe: "ne", OpSelect: "select",
 }
 
 func (o Op) String() string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // Pass is one rewrite of a block.
@@ -57,6 +59,9 @@ func allConst(args []*Value) bool {
 }
 
 func foldValue(v *Value) float64 {
+	if v.Op == OpSelect {
+		return lang.SelectOf(v.Args[0].Const, v.Args[1].Const, v.Args[2].Const)
+	}
 	x, y := v.Args[0].Const, math.NaN()
 	if len(v.Args) > 1 {
 		y = v.Args[1].Const

@@ -5,8 +5,8 @@ import "math"
 // Op is an arithmetic operation of the language.
 type Op uint8
 
-// The operations. Eq has no spelling in the DSL: the IR uses it for the
-// diagnostics.
+// The operations. The comparisons (Eq, Lt, Le, Gt, Ge, Ne) yield 1 or 0;
+// the DSL writes them only as the condition of select.
 const (
 	Neg Op = iota + 1 // -x
 	Add
@@ -24,11 +24,17 @@ const (
 	Log  // natural logarithm, per-step uniform values only (HostLog)
 	Sin  // sine, per-step uniform values only (HostSin)
 	Cos  // cosine, per-step uniform values only (HostCos)
+	Lt     // 1 where x < y, else 0 (IEEE: 0 if either is NaN)
+	Le     // 1 where x <= y, else 0
+	Gt     // 1 where x > y, else 0
+	Ge     // 1 where x >= y, else 0
+	Ne     // 1 where x != y (1 if either is NaN), else 0
+	Select // select(c, x, y): x where c != 0, else y (SelectOf)
 )
 
 var spellings = [...]string{Neg: "-", Add: "+", Sub: "-", Mul: "*", Div: "/", Pow: "**",
-	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "eq", Sign: "sign",
-	Exp: "exp", Log: "log", Sin: "sin", Cos: "cos"}
+	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "==", Sign: "sign",
+	Exp: "exp", Log: "log", Sin: "sin", Cos: "cos", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", Ne: "!=", Select: "select"}
 
 // String is the operation as the DSL writes it: an operator or a
 // function's name.
@@ -41,15 +47,32 @@ func (o Op) String() string {
 
 // Calls are the built-in functions that are operations, by name.
 var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign,
-	"exp": Exp, "log": Log, "sin": Sin, "cos": Cos}
+	"exp": Exp, "log": Log, "sin": Sin, "cos": Cos, "select": Select}
 
 // Arity is the number of operands of o.
 func (o Op) Arity() int {
 	switch o {
 	case Neg, Sqrt, Abs, Sign, Exp, Log, Sin, Cos:
 		return 1
+	case Select:
+		return 3
 	}
 	return 2
+}
+
+// IsComparison reports whether o is a comparison, which yields 1 or 0.
+func (o Op) IsComparison() bool { return o == Eq || o >= Lt && o <= Ne }
+
+// EvalN computes o on float64 operands, select included.
+func EvalN(o Op, args ...float64) float64 {
+	if o == Select {
+		return SelectOf(args[0], args[1], args[2])
+	}
+	y := math.NaN()
+	if len(args) > 1 {
+		y = args[1]
+	}
+	return Eval64(o, args[0], y)
 }
 
 // HostOnly reports whether o exists only on per-step uniform values, which
@@ -117,14 +140,38 @@ func eval[T ~float32 | ~float64](o Op, x, y T) T {
 	case Max:
 		return MaxOf(x, y)
 	case Eq:
-		if x == y {
-			return 1
-		}
-		return 0
+		return oneIf[T](x == y)
+	case Lt:
+		return oneIf[T](x < y)
+	case Le:
+		return oneIf[T](x <= y)
+	case Gt:
+		return oneIf[T](x > y)
+	case Ge:
+		return oneIf[T](x >= y)
+	case Ne:
+		return oneIf[T](x != y)
 	case Sign:
 		return SignOf(x)
 	}
 	return T(math.NaN())
+}
+
+// oneIf is 1 if b, else 0.
+func oneIf[T ~float32 | ~float64](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SelectOf is the DSL's select: x where c != 0 (so 1, or NaN), else y. It
+// only selects, so every target gives the same bits, NaN payloads too.
+func SelectOf[T ~float32 | ~float64](c, x, y T) T {
+	if c != 0 {
+		return x
+	}
+	return y
 }
 
 // MaxOf is the DSL's max: NaN if x is NaN, else y if y is NaN or y >= x,

@@ -5,7 +5,8 @@ type Prec int
 
 // The precedence levels of the DSL.
 const (
-	PrecAdd     Prec = iota + 1 // x + y, x - y
+	PrecCmp     Prec = iota + 1 // x < y and the other comparisons, which do not chain
+	PrecAdd                     // x + y, x - y
 	PrecMul                     // x * y, x / y
 	PrecUnary                   // -x
 	PrecPow                     // x ** y, right-associative
@@ -19,6 +20,9 @@ func (o Op) Prec() Prec {
 		return PrecAdd
 	case Mul, Div:
 		return PrecMul
+	}
+	if o.IsComparison() {
+		return PrecCmp
 	}
 	return PrecPow
 }

@@ -53,6 +53,7 @@ func writeFixtures(t *testing.T, dir string) {
 	copyFile(t, brokenDSL, filepath.Join(dir, "broken.dsl"))
 	writeFile(t, dir, "empty.dsl", nil)
 	writeFile(t, dir, "unstable.dsl", []byte("optimizer unstable\nhyper k = 2.5 in (0, 3)\nstate x = 0\nstep {\n\tx = (1 - k) * x + k * g\n\ttheta = theta - attenuation(x) * x\n}\n"))
+	writeFile(t, dir, "selected.dsl", []byte("optimizer selected\nstate m = 0\nstep {\n\tm = select(g > 0, 0.9 * m + g, m)\n\ttheta = theta - attenuation(m) * m\n}\n"))
 	writeFile(t, dir, "signed.dsl", []byte("optimizer signed\nstate m = 0\nstate c = 0\nstep {\n\tm = 0.9 * m + 0.1 * g\n\tc = sign(m)\n\ttheta = theta - attenuation(c) * c\n}\n"))
 	writeFile(t, dir, "nonlinear.dsl", []byte("optimizer nonlinear\nstate x = 0\nstep {\n\tx = 0.5 * x + g * g\n\ttheta = theta - attenuation_t(x) * x\n}\n"))
 	writeFile(t, dir, "rho.dsl", []byte("optimizer rho\nhyper rho = 0.9\nstate c = 0\nstate s = 0\nstep {\n\tc = rho * c + g\n\ts = s + g\n\ttheta = theta - 0.1 * c\n}\n"))

@@ -255,3 +255,46 @@ func TestSignEveryBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectEveryBackend: the comparisons are IEEE's (false with a NaN,
+// but != true) and select picks without arithmetic, so every backend gives
+// the bits of the same comparisons in Go, a NaN's payload included where
+// select passes it on (arithmetic on a NaN may change it on a GPU); a
+// uniform condition (a warmup on t) selects on the host.
+func TestSelectEveryBackend(t *testing.T) {
+	src := `optimizer selects
+hyper warmup = 3
+step {
+	w = select(t < warmup, 2, 1)
+	sum = select(theta < 0, -1, 0) + select(theta >= 1, 10, 0) + select(theta == 0, 1000, w) + select(theta > 0.5, select(theta <= 2, theta, 3), 0)
+	theta = select(theta != theta, theta, sum)
+}
+`
+	path := filepath.Join(t.TempDir(), "selects.dsl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var diag strings.Builder
+	u := compileFile(path, &diag)
+	if u == nil {
+		t.Fatal(diag.String())
+	}
+	pick := func(b bool, x, y float32) float32 {
+		if b {
+			return x
+		}
+		return y
+	}
+	nan := math.Float32frombits(0x7fc01234)
+	in := []float32{0, float32(math.Copysign(0, -1)), nan, float32(math.Inf(1)), float32(math.Inf(-1)), -2, 0.25, 0.75, 1, 2, 2.5}
+	want := make([]float32, len(in))
+	for i, x := range in {
+		want[i] = pick(x != x, x, pick(x < 0, -1, 0)+pick(x >= 1, 10, 0)+pick(x == 0, 1000, 2)+pick(x > 0.5, pick(x <= 2, x, 3), 0))
+	}
+	for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+		got := runBackend(t, u, b, runtime.Noise{}, in, make([]float32, len(in)))[0]
+		if !sameBits(got, want) {
+			t.Errorf("%s: got %v, want %v", b, got, want)
+		}
+	}
+}

@@ -97,9 +97,16 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 		return jen.Id("abs32").Call(a)
 	case v.Op == ir.OpAbs:
 		return jen.Qual("math", "Abs").Call(a)
-	case v.Op == ir.OpEq && f32:
-		e.g.helpers["eqOf"] = true
-		return jen.Id("eqOf").Call(a, e.ref(v.Args[1]))
+	case goCompare[v.Op] != "":
+		e.g.helpers["oneIf"] = true
+		typ := jen.Float64()
+		if f32 {
+			typ = jen.Float32()
+		}
+		return jen.Id("oneIf").Types(typ).Call(jen.Add(a).Op(goCompare[v.Op]).Add(e.ref(v.Args[1])))
+	case v.Op == ir.OpSelect:
+		e.g.helpers["selectOf"] = true
+		return jen.Id("selectOf").Call(a, e.ref(v.Args[1]), e.ref(v.Args[2]))
 	case v.Op == ir.OpSign:
 		e.g.helpers["signOf"] = true
 		return jen.Id("signOf").Call(a)
@@ -132,6 +139,10 @@ func (e *env) hostPart(b *ir.Block) []jen.Code {
 	}
 	return code
 }
+
+// goCompare is the Go operator of each comparison: Go's float comparisons
+// are IEEE's, as lang's (false with a NaN, but != true).
+var goCompare = map[ir.Op]string{ir.OpEq: "==", ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpNe: "!="}
 
 // hostMath names lang's function for each operation that only uniform
 // values have, which the generated file splices from lang/hostmath.go.

@@ -19,7 +19,6 @@ func (g *generator) genDiagnostics() {
 	for _, d := range g.fn.Diags {
 		g.genDiagnostic(d)
 	}
-	g.genEqOf()
 }
 
 // genDiagnostic emits the partials function of d: a loop over the chunks
@@ -88,14 +87,4 @@ func (g *generator) diagLengthCheck(name string, params []jen.Code) jen.Code {
 // array arr: func(i int) float32 { return arr[i-lo] }.
 func termOf(arr string) jen.Code {
 	return jen.Func().Params(jen.Id("i").Int()).Float32().Block(jen.Return(jen.Id(arr).Index(jen.Id("i").Op("-").Id("lo"))))
-}
-
-// genEqOf emits eqOf if a diagnostic uses it.
-func (g *generator) genEqOf() {
-	if g.helpers["eqOf"] {
-		g.file.Comment("eqOf is 1 where a and b compare equal (IEEE), else 0.")
-		g.file.Func().Id("eqOf").Params(jen.List(jen.Id("a"), jen.Id("b")).Float32()).Float32().Block(
-			jen.If(jen.Id("a").Op("==").Id("b")).Block(jen.Return(jen.Lit(1))),
-			jen.Return(jen.Lit(0)))
-	}
 }

@@ -152,7 +152,27 @@ func (g *generator) genHelpers() {
 			jen.Return(x),
 		)
 	}
+	g.genSelections()
 	g.spliceHostMath()
+}
+
+// genSelections emits oneIf and selectOf, the comparisons' 1 or 0 and the
+// DSL's select (lang.SelectOf), if the code calls them.
+func (g *generator) genSelections() {
+	T, c, x, y := jen.Id("T"), jen.Id("c"), jen.Id("x"), jen.Id("y")
+	floats := T.Clone().Union(jen.Float32(), jen.Float64())
+	if g.helpers["oneIf"] {
+		g.file.Comment("oneIf is 1 if b, else 0: a comparison's value.")
+		g.file.Func().Id("oneIf").Types(floats).Params(jen.Id("b").Bool()).Add(T).Block(
+			jen.If(jen.Id("b")).Block(jen.Return(jen.Lit(1))),
+			jen.Return(jen.Lit(0)))
+	}
+	if g.helpers["selectOf"] {
+		g.file.Comment("selectOf is the DSL's select: x where c != 0, else y.")
+		g.file.Func().Id("selectOf").Types(floats).Params(jen.List(c, x, y).Add(T)).Add(T).Block(
+			jen.If(c.Clone().Op("!=").Lit(0)).Block(jen.Return(x)),
+			jen.Return(y))
+	}
 }
 
 // spliceHostMath splices lang's exp, log, sin and cos that the host part

@@ -89,6 +89,10 @@ func (k *kernel) instr(b *llvm.Block, v *ir.Value, vals map[*ir.Value]value.Valu
 		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax), nil
 	case ir.OpSign:
 		return selectSign(b, 1, arg(0)), nil
+	case ir.OpEq, ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpNe:
+		return compare(b, 1, v.Op, arg(0), arg(1)), nil
+	case ir.OpSelect:
+		return selectIf(b, 1, arg(0), arg(1), arg(2)), nil
 	}
 	return nil, fmt.Errorf("llvmgen: %s: no kernel code for %s", k.Name, v.Op)
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	llvm "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -102,8 +101,10 @@ func (k *kernel) lanesInstr(b *llvm.Block, w lanes, v *ir.Value, vals map[*ir.Va
 		return selectMinMax(b, arg(0), arg(1), v.Op == ir.OpMax)
 	case ir.OpSign:
 		return selectSign(b, w, arg(0))
-	case ir.OpEq:
-		return b.NewSelect(b.NewFCmp(enum.FPredOEQ, arg(0), arg(1)), w.f(1), w.f(0))
+	case ir.OpEq, ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpNe:
+		return compare(b, w, v.Op, arg(0), arg(1))
+	case ir.OpSelect:
+		return selectIf(b, w, arg(0), arg(1), arg(2))
 	}
 	return w.f(0) // ir.Verify admits no other per-coordinate op
 }

@@ -3,6 +3,7 @@ package llvmgen
 import (
 	"fmt"
 
+	"github.com/fibergen/fibergen/ir"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -67,6 +68,21 @@ func selectSign(b *llvm.Block, w lanes, x value.Value) value.Value {
 	zero := w.f(0)
 	neg := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, zero), w.f(-1), x)
 	return b.NewSelect(b.NewFCmp(enum.FPredOGT, x, zero), w.f(1), neg)
+}
+
+// comparePreds are the LLVM predicates of the comparisons (lang.Lt, …):
+// ordered, so false where an operand is NaN, but != unordered, true there.
+var comparePreds = map[ir.Op]enum.FPred{ir.OpEq: enum.FPredOEQ, ir.OpLt: enum.FPredOLT, ir.OpLe: enum.FPredOLE,
+	ir.OpGt: enum.FPredOGT, ir.OpGe: enum.FPredOGE, ir.OpNe: enum.FPredUNE}
+
+// compare is a comparison's 1 or 0.
+func compare(b *llvm.Block, w lanes, op ir.Op, x, y value.Value) value.Value {
+	return b.NewSelect(b.NewFCmp(comparePreds[op], x, y), w.f(1), w.f(0))
+}
+
+// selectIf is the DSL's select (lang.SelectOf): x where c != 0, else y.
+func selectIf(b *llvm.Block, w lanes, c, x, y value.Value) value.Value {
+	return b.NewSelect(b.NewFCmp(enum.FPredUNE, c, w.f(0)), x, y)
 }
 
 func constantUndef(t types.Type) value.Value { return constant.NewUndef(t) }

@@ -1058,7 +1058,7 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			v29 := float32(v19 - s.S11)
 			v32 := maxOf(v29, s.S12)
 			v33 := abs32(v9)
-			v34 := eqOf(v32, s.S12)
+			v34 := oneIf[float32](v32 == s.S12)
 			v35 := float32(v34 * v33)
 			tn[i-lo] = v35
 			td[i-lo] = v33
@@ -1070,14 +1070,6 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			return td[i-lo]
 		})
 	}
-}
-
-// eqOf is 1 where a and b compare equal (IEEE), else 0.
-func eqOf(a, b float32) float32 {
-	if a == b {
-		return 1
-	}
-	return 0
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.
@@ -1105,4 +1097,12 @@ func minOf[T float32 | float64](a, b T) T {
 // abs32 clears the sign bit.
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
+
+// oneIf is 1 if b, else 0: a comparison's value.
+func oneIf[T float32 | float64](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -865,7 +865,7 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			v22 := float32(v19 - s.S6)
 			v25 := maxOf(v22, s.S7)
 			v26 := abs32(v9)
-			v27 := eqOf(v25, s.S7)
+			v27 := oneIf[float32](v25 == s.S7)
 			v28 := float32(v27 * v26)
 			tn[i-lo] = v28
 			td[i-lo] = v26
@@ -877,14 +877,6 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			return td[i-lo]
 		})
 	}
-}
-
-// eqOf is 1 where a and b compare equal (IEEE), else 0.
-func eqOf(a, b float32) float32 {
-	if a == b {
-		return 1
-	}
-	return 0
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.
@@ -901,4 +893,12 @@ func maxOf[T float32 | float64](a, b T) T {
 // abs32 clears the sign bit.
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
+
+// oneIf is 1 if b, else 0: a comparison's value.
+func oneIf[T float32 | float64](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
 }

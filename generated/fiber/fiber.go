@@ -999,7 +999,7 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			v32 := float32(v19 - s.S8)
 			v35 := maxOf(v32, s.S9)
 			v36 := abs32(v9)
-			v37 := eqOf(v35, s.S9)
+			v37 := oneIf[float32](v35 == s.S9)
 			v38 := float32(v37 * v36)
 			tn[i-lo] = v38
 			td[i-lo] = v36
@@ -1011,14 +1011,6 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			return td[i-lo]
 		})
 	}
-}
-
-// eqOf is 1 where a and b compare equal (IEEE), else 0.
-func eqOf(a, b float32) float32 {
-	if a == b {
-		return 1
-	}
-	return 0
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.
@@ -1035,4 +1027,12 @@ func maxOf[T float32 | float64](a, b T) T {
 // abs32 clears the sign bit.
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
+
+// oneIf is 1 if b, else 0: a comparison's value.
+func oneIf[T float32 | float64](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
 }

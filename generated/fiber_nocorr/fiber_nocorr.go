@@ -985,7 +985,7 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			v19 := float32(v10 / s.S7)
 			v22 := maxOf(v19, s.S8)
 			v23 := abs32(v9)
-			v24 := eqOf(v22, s.S8)
+			v24 := oneIf[float32](v22 == s.S8)
 			v25 := float32(v24 * v23)
 			tn[i-lo] = v25
 			td[i-lo] = v23
@@ -997,14 +997,6 @@ func ClampMass(s Scalars, m, v []float32, num, den []float32) {
 			return td[i-lo]
 		})
 	}
-}
-
-// eqOf is 1 where a and b compare equal (IEEE), else 0.
-func eqOf(a, b float32) float32 {
-	if a == b {
-		return 1
-	}
-	return 0
 }
 
 // maxOf is the DSL's max: NaN if either is NaN, else the larger, b on a tie.
@@ -1021,4 +1013,12 @@ func maxOf[T float32 | float64](a, b T) T {
 // abs32 clears the sign bit.
 func abs32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
+
+// oneIf is 1 if b, else 0: a comparison's value.
+func oneIf[T float32 | float64](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
 }

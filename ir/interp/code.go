@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 )
 
 // instr is one value of a block in register form: dst = op(a, b).
@@ -13,6 +14,7 @@ type instr struct {
 	typ   ir.Type
 	dst   int
 	a, b  int
+	c     int // OpSelect's third operand
 	slot  int // OpLoad/OpStore: 0 = g, 1 = theta, 2+k = state k; OpScalar and a scalar's OpStore: k = scalar k
 	hyper int // OpHyper
 	konst float64
@@ -63,6 +65,9 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 	}
 	if len(v.Args) > 1 {
 		in.b = index[v.Args[1]]
+	}
+	if len(v.Args) > 2 {
+		in.c = index[v.Args[2]]
 	}
 	var err error
 	switch v.Op {
@@ -128,6 +133,12 @@ func (c *code) hostWith(h []float64, t int, sigmaW2 float64, scal []float64) reg
 			r.f64[in.dst] = c.gains.steadyGain(in.fl, h)
 		case ir.OpAttenT:
 			r.f64[in.dst] = c.gains.finiteGain(in.fl, h, t)
+		case ir.OpSelect:
+			if in.typ == ir.F32 {
+				r.f32[in.dst] = lang.SelectOf(r.f32[in.a], r.f32[in.b], r.f32[in.c])
+			} else {
+				r.f64[in.dst] = lang.SelectOf(r.f64[in.a], r.f64[in.b], r.f64[in.c])
+			}
 		default:
 			if in.typ == ir.F32 {
 				r.f32[in.dst] = ir.Eval32(in.op, r.f32[in.a], r.f32[in.b])
@@ -158,6 +169,10 @@ func (c *code) run(host regs, bufs [][]float32) {
 				copy(r[in.dst], bufs[in.slot][lo:hi])
 			case ir.OpStore:
 				copy(bufs[in.slot][lo:hi], r[in.a][:m])
+			case ir.OpSelect:
+				for i, x := range r[in.a][:m] {
+					r[in.dst][i] = lang.SelectOf(x, r[in.b][i], r[in.c][i])
+				}
 			default:
 				apply(in.op, r[in.dst][:m], r[in.a][:m], r[in.b])
 			}
@@ -171,7 +186,11 @@ func (c *code) run(host regs, bufs [][]float32) {
 func (c *code) kernelRegs(host regs, size int) [][]float32 {
 	r := make([][]float32, c.n)
 	for _, in := range c.kernelPart {
-		for _, i := range []int{in.dst, in.a, in.b} {
+		regsOf := []int{in.dst, in.a, in.b}
+		if in.op == ir.OpSelect {
+			regsOf = append(regsOf, in.c)
+		}
+		for _, i := range regsOf {
 			if r[i] == nil {
 				r[i] = make([]float32, size)
 			}

@@ -163,7 +163,20 @@ func (a *noiseAnalyzer) formOf(v *ir.Value) form {
 	case ir.OpDiv:
 		return a.quotient(v, a.forms[v.Args[0]], a.forms[v.Args[1]])
 	}
-	return a.nonlinear(v, "applies "+v.Op.String()+" to", v.Args...)
+	return a.nonlinear(v, nonlinearVerb(v.Op), v.Args...)
+}
+
+// nonlinearVerb says what a non-linear operation does to a noisy operand.
+func nonlinearVerb(op ir.Op) string {
+	switch l := op.Lang(); {
+	case l.IsComparison():
+		return "compares"
+	case l == lang.Select:
+		return "selects by or from"
+	case l != 0:
+		return "applies " + l.String() + " to"
+	}
+	return "applies " + op.String() + " to"
 }
 
 // nonlinear is the form of v when an operand carries noise, and clean
