@@ -18,12 +18,12 @@ const (
 	Abs
 	Min
 	Max
-	Eq   // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
-	Sign // 1 where x > 0, -1 where x < 0, else x itself (±0, NaN)
-	Exp  // e**x, per-step uniform values only (HostExp)
-	Log  // natural logarithm, per-step uniform values only (HostLog)
-	Sin  // sine, per-step uniform values only (HostSin)
-	Cos  // cosine, per-step uniform values only (HostCos)
+	Eq     // 1 where x == y (IEEE: NaN equals nothing, -0 == +0), else 0
+	Sign   // 1 where x > 0, -1 where x < 0, else x itself (±0, NaN)
+	Exp    // e**x, per-step uniform values only (HostExp)
+	Log    // natural logarithm, per-step uniform values only (HostLog)
+	Sin    // sine, per-step uniform values only (HostSin)
+	Cos    // cosine, per-step uniform values only (HostCos)
 	Lt     // 1 where x < y, else 0 (IEEE: 0 if either is NaN)
 	Le     // 1 where x <= y, else 0
 	Gt     // 1 where x > y, else 0
