@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sync"
@@ -85,9 +86,6 @@ func (b *cpuBackend) kind() Backend {
 	return CPU
 }
 
-// chunks splits [0, n) into the ranges of splitSteps.
-func (b *cpuBackend) chunks(n int) [][2]int { return splitSteps(n, b.threads) }
-
 // splitSteps splits [0, n) into at most threads ranges, of at least 4096
 // coordinates, that start at multiples of 4, so that no Philox group is
 // drawn twice: the ranges the CPU and Go backends step in parallel.
@@ -105,55 +103,62 @@ func splitSteps(n, threads int) [][2]int {
 // coordinates on with Options.Threads threads: fewer at a small n.
 func StepThreads(n, threads int) int { return max(len(splitSteps(n, threads)), 1) }
 
-// parallel runs f on every chunk at once and returns the first error.
-func (b *cpuBackend) parallel(f func(lo, hi int) error) error {
-	cs := b.chunks(len(b.bufs[0]))
-	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = f(c[0], c[1])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+// step steps every segment, each split as splitSteps splits the buffers,
+// on at most b.threads goroutines at once.
+func (b *cpuBackend) step(a stepArgs) error {
+	var work []func() error
+	for _, s := range a.segs {
+		for _, c := range splitSteps(s.hi-s.lo, b.threads) {
+			work = append(work, func() error { return b.stepRange(a.rg, s, s.lo+c[0], s.lo+c[1]) })
 		}
 	}
-	return nil
+	return runLimited(work, max(b.threads, 1))
 }
 
-func (b *cpuBackend) step(a stepArgs) error {
-	return b.parallel(func(lo, hi int) error {
-		if b.kernel != nil {
-			rg := a.rg
-			rg.Lo, rg.Hi = int64(lo), int64(hi)
-			return b.kernel.Run(b.bufs, a.scalars, rg)
-		}
-		if b.goStep != nil {
-			b.goStep(b.bufs, a.scalars, lo, hi, uint64(a.rg.Offset), a.rg.Seed, a.rg.Step, a.rg.Noise != 0)
-			return nil
-		}
-		return b.stepReference(a, lo, hi)
-	})
+// stepRange steps [lo, hi) of segment s.
+func (b *cpuBackend) stepRange(rg hostkernel.Range, s segment, lo, hi int) error {
+	if b.kernel != nil {
+		rg.Lo, rg.Hi = int64(lo), int64(hi)
+		return b.kernel.Run(b.bufs, s.scalars, rg)
+	}
+	if b.goStep != nil {
+		b.goStep(b.bufs, s.scalars, lo, hi, uint64(rg.Offset), rg.Seed, rg.Step, rg.Noise != 0)
+		return nil
+	}
+	return b.stepReference(rg, s, lo, hi)
 }
 
 // stepReference runs the interpreter on [lo, hi), drawing the noise of
 // those coordinates' global indexes.
-func (b *cpuBackend) stepReference(a stepArgs, lo, hi int) error {
+func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) error {
 	g := b.bufs[1][lo:hi]
-	if a.rg.Noise != 0 {
+	if rg.Noise != 0 {
 		g = make([]float32, hi-lo)
-		rng.Privatize(g, b.bufs[1][lo:hi], a.scalars[len(a.scalars)-1], a.rg.Seed, a.rg.Step, uint64(a.rg.Offset)+uint64(lo))
+		rng.Privatize(g, b.bufs[1][lo:hi], s.scalars[len(s.scalars)-1], rg.Seed, rg.Step, uint64(rg.Offset)+uint64(lo))
 	}
 	var states [][]float32
-	for _, s := range b.bufs[2:] {
-		states = append(states, s[lo:hi])
+	for _, st := range b.bufs[2:] {
+		states = append(states, st[lo:hi])
 	}
-	return b.prog.Step(a.host, b.bufs[0][lo:hi], g, states)
+	return b.prog.Step(s.host, b.bufs[0][lo:hi], g, states)
+}
+
+// runLimited runs the functions, at most limit at once, and returns the
+// first error.
+func runLimited(work []func() error, limit int) error {
+	errs := make([]error, len(work))
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, f := range work {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (b *cpuBackend) read(buf, off, n int) ([]float32, error) {

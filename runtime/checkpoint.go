@@ -61,6 +61,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -115,6 +116,8 @@ type checkpointHeader struct {
 	N              int64              `json:"n"`
 	Tensors        []checkpointTensor `json:"tensors"`
 	Buffers        []string           `json:"buffers"`
+	// TensorHypers are the tensors' own hypers (Tensor.SetHypers), by name.
+	TensorHypers map[string]map[string]float64 `json:"tensor_hypers,omitempty"`
 }
 
 type checkpointDP struct {
@@ -284,6 +287,14 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 	}
 	for i, hy := range o.prog.Func.Hypers {
 		h.Hypers[hy.Name] = o.hypers[i]
+	}
+	for _, t := range o.tensors {
+		if t.overrides != nil {
+			if h.TensorHypers == nil {
+				h.TensorHypers = map[string]map[string]float64{}
+			}
+			h.TensorHypers[t.Name] = t.overrides
+		}
 	}
 	if o.dp != nil {
 		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
@@ -608,6 +619,9 @@ func (o *Optimizer) load(path string, data []byte, claim func() error) error {
 	o.t = int(h.Step)
 	o.seed = h.Seed
 	o.hypers = hypers
+	for _, t := range o.tensors {
+		t.overrides = maps.Clone(h.TensorHypers[t.Name])
+	}
 	o.dp, o.noise = nil, h.Noise // the checkpoint's noise replaces the optimizer's, whichever way it was set
 	if h.DP != nil {
 		o.dp = new(h.DP.dp())
@@ -655,6 +669,9 @@ func (o *Optimizer) match(c *checkpoint) *loadError {
 	}
 	if err := o.prog.Check(hypers); err != nil {
 		return mismatch("checkpoint's hypers: %v", err)
+	}
+	if err := o.matchTensorHypers(h, hypers); err != nil {
+		return err
 	}
 	if err := o.matchNoise(h); err != nil {
 		return err
@@ -709,6 +726,24 @@ func (o *Optimizer) matchLayout(h *checkpointHeader) error {
 		}
 	}
 	return errors.New(msg)
+}
+
+// matchTensorHypers checks the checkpoint's per-tensor hypers: each names
+// a tensor, and the setting it makes with hypers passes the checks of
+// Tensor.SetHypers (diagnostics, which exclude them, included).
+func (o *Optimizer) matchTensorHypers(h *checkpointHeader, hypers []float64) *loadError {
+	for _, name := range slices.Sorted(maps.Keys(h.TensorHypers)) {
+		if !slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }) {
+			return mismatch("checkpoint has hypers for a tensor %s that is not registered", name)
+		}
+		if _, err := o.tensorHypers(hypers, h.TensorHypers[name]); err != nil {
+			return mismatch("checkpoint's hypers of tensor %s: %v", name, err)
+		}
+		if o.diag != nil {
+			return mismatch("checkpoint has per-tensor hypers, which diagnostics (EnableDiagnostics) do not cover")
+		}
+	}
+	return nil
 }
 
 func short(hash string) string {

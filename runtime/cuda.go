@@ -8,6 +8,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // The CUDA backend runs the optimizer's PTX kernel (<name>_step in
@@ -229,24 +230,24 @@ func (k *cudaKernels) firstNonFinite(g cudadrv.DevicePtr, n int) (int, error) {
 // launchStep runs the step kernel over n coordinates of the device buffers
 // bufs (theta, g, states), the first at global index a.rg.Offset, and waits
 // for it.
-func (k *cudaKernels) launchStep(bufs []cudadrv.DevicePtr, n int, a stepArgs) error {
-	if len(bufs) != k.nbuf || len(a.scalars) != k.nscalar {
+func (k *cudaKernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32, rg hostkernel.Range) error {
+	if len(bufs) != k.nbuf || len(scalars) != k.nscalar {
 		return fmt.Errorf("runtime: %s_step takes %d buffers and %d scalars, got %d and %d",
-			k.name, k.nbuf, k.nscalar, len(bufs), len(a.scalars))
+			k.name, k.nbuf, k.nscalar, len(bufs), len(scalars))
 	}
 	if n <= 0 {
 		return nil
 	}
 	// The exact parameter types of docs/kernels.md: a .u64 per buffer, a
 	// .f32 per scalar, then i64 n, i64 offset, u64 seed, u32 step, u32 noise.
-	args := make([]any, 0, len(bufs)+len(a.scalars)+5)
+	args := make([]any, 0, len(bufs)+len(scalars)+5)
 	for _, p := range bufs {
 		args = append(args, p)
 	}
-	for _, s := range a.scalars {
+	for _, s := range scalars {
 		args = append(args, s)
 	}
-	args = append(args, int64(n), a.rg.Offset, a.rg.Seed, a.rg.Step, a.rg.Noise)
+	args = append(args, int64(n), rg.Offset, rg.Seed, rg.Step, rg.Noise)
 	// One Philox group of four per thread at most, plus the head and tail.
 	return k.launch(k.step, n/4+4, args...)
 }
@@ -351,8 +352,21 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 
 func (b *cudaBackend) kind() Backend { return b.backend }
 
+// step launches the step once per segment, on the buffers from the
+// segment's start, with its global offset.
 func (b *cudaBackend) step(a stepArgs) error {
-	return b.k.launchStep(b.dev, b.n, a)
+	for _, s := range a.segs {
+		bufs := make([]cudadrv.DevicePtr, len(b.dev))
+		for i, p := range b.dev {
+			bufs[i] = p.Add(4 * s.lo)
+		}
+		rg := a.rg
+		rg.Offset += int64(s.lo)
+		if err := b.k.launchStep(bufs, s.hi-s.lo, s.scalars, rg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *cudaBackend) check(buf, off, n int) error {

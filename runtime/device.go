@@ -104,7 +104,7 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 		}
 		a := o.args()
 		a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
-		if err := k.launchStep(bufs, n, a); err != nil {
+		if err := k.launchStep(bufs, n, a.segs[0].scalars, a.rg); err != nil {
 			return err
 		}
 		defer func() { err = o.deviceDiagnostics(k, bufs, n, a, err) }() // once the step counts (EnableDiagnostics)

@@ -36,6 +36,9 @@ func (o *Optimizer) EnableDiagnostics() error {
 	if o.diag != nil {
 		return nil
 	}
+	if slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.overrides != nil }) {
+		return errors.New("runtime: diagnostics cover one hyper setting; per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together")
+	}
 	ref, err := o.prog.Diagnostic(ClampMassKind)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -73,9 +76,9 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	var err error
 	switch b := o.back.(type) {
 	case *cudaBackend:
-		err = b.diagPartials(o.diag.entry, a.scalars, num, den)
+		err = b.diagPartials(o.diag.entry, a.segs[0].scalars, num, den)
 	case *cpuBackend:
-		err = o.cpuDiagPartials(b, a.scalars, num, den)
+		err = o.cpuDiagPartials(b, a.segs[0].scalars, num, den)
 	default:
 		err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.back.kind())
 	}
@@ -153,7 +156,7 @@ func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, 
 	}
 	chunks := reduce.ReduceChunks(n)
 	num, den := make([]float32, chunks), make([]float32, chunks)
-	if err := k.diagPartials(o.diag.entry, bufs, n, a.scalars, num, den); err != nil {
+	if err := k.diagPartials(o.diag.entry, bufs, n, a.segs[0].scalars, num, den); err != nil {
 		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
 	}
 	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t

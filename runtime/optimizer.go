@@ -441,7 +441,7 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 	if err := o.prog.Check(h); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	if err := o.checkObservation(h); err != nil {
+	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
 		return err
 	}
 	o.hypers = h
@@ -460,7 +460,7 @@ func (o *Optimizer) ApplySettings(settings []string) error {
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	if err := o.checkObservation(h); err != nil {
+	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
 		return err
 	}
 	o.hypers = h
@@ -538,22 +538,22 @@ func (o *Optimizer) ready() error {
 	return nil
 }
 
-// stepArgs are what a backend needs for one step besides the buffers.
+// stepArgs are what a backend needs for one step besides the buffers: the
+// segments of the buffers by their hypers (one without per-tensor hypers)
+// and the step's noise.
 type stepArgs struct {
-	host    interp.Scalars // the interpreter's host values
-	scalars []float32      // the kernel's scalar arguments: host scalars, then sigma_w
-	rg      hostkernel.Range
+	segs []segment
+	rg   hostkernel.Range
 }
 
 // args computes the arguments of the next step.
 func (o *Optimizer) args() stepArgs {
 	noise := o.stepNoise()
-	s := o.prog.HostScalars(o.hypers, o.t, noise.SigmaW2)
 	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t)}
 	if noise.Draw {
 		rg.Noise = 1
 	}
-	return stepArgs{host: s, scalars: o.prog.KernelScalars(s, noise.SigmaW2), rg: rg}
+	return stepArgs{segs: o.segments(noise.SigmaW2), rg: rg}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped

@@ -21,6 +21,7 @@ import (
 type runOptions struct {
 	grads, theta, out string
 	sets              setsFlag
+	groups            groupsFlag
 	sigmaW2           floatFlag
 	noise, backend    string
 	seed              uintFlag
@@ -41,6 +42,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.theta, "theta", "", "initial parameters, float32 [n] .npy")
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
+	fs.Var(&o.groups, "group", "hypers of the coordinates [LO, HI) of theta only, e.g. weight decay off for a bias: LO:HI:name=value[,name=value...] (repeatable; clipping and noise stay joint)")
 	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate")
 	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
@@ -192,7 +194,7 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 
 // start enables the diagnostics, fixes the seed and registers theta; drawn
 // says whether the steps draw noise, which a seed not given is random for.
-func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, stderr io.Writer) (*runtime.Tensor, error) {
+func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, stderr io.Writer) (tensors, error) {
 	if o.diagnostics {
 		if err := opt.EnableDiagnostics(); err != nil {
 			return nil, fmt.Errorf("--diagnostics: %w", cause(err))
@@ -206,7 +208,7 @@ func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, 
 	if err := opt.SetSeed(seed); err != nil {
 		return nil, err
 	}
-	return opt.Register("theta", theta.Data)
+	return o.groups.register(opt, theta.Data)
 }
 
 // step runs step t, then prints its clamp_mass under --diagnostics: a line
@@ -269,7 +271,7 @@ func (o *runOptions) checkOutputs() error {
 // writeOutputs writes theta, the look-ahead point and the clipped means
 // (--example-grads; clipped holds them as [T, n]), each where its flag
 // says.
-func (o *runOptions) writeOutputs(tn *runtime.Tensor, clipped *npy.Array) error {
+func (o *runOptions) writeOutputs(tn tensors, clipped *npy.Array) error {
 	outs := []struct {
 		flag, path string
 		a          func() (npy.Array, error)

@@ -120,7 +120,7 @@ func readExampleArray(flag, path string, n int) (npy.Array, error) {
 
 // stepExamples privatizes and steps once per step of cur; it returns the
 // clipped means [T, n], filled when --clipped-out asks for them.
-func (o *runOptions) stepExamples(opt *runtime.Optimizer, tn *runtime.Tensor, cur, look npy.Array) (npy.Array, error) {
+func (o *runOptions) stepExamples(opt *runtime.Optimizer, tn tensors, cur, look npy.Array) (npy.Array, error) {
 	steps, rows := cur.Shape[0], cur.Shape[1]*cur.Shape[2]
 	clipped := npy.Array{Shape: []int{steps, cur.Shape[2]}}
 	for t := range steps {

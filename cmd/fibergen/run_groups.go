@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// group is one --group LO:HI:name=value[,name=value...]: the coordinates
+// [lo, hi) of theta step with these hypers (runtime.Tensor.SetHypers).
+type group struct {
+	lo, hi int
+	hypers map[string]float64
+	text   string
+}
+
+// groupsFlag collects the repeated --group.
+type groupsFlag []group
+
+func (l *groupsFlag) repeatable() {}
+func (l *groupsFlag) String() string {
+	var parts []string
+	for _, g := range *l {
+		parts = append(parts, g.text)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (l *groupsFlag) Set(s string) error {
+	lo, rest, ok1 := strings.Cut(s, ":")
+	hi, sets, ok2 := strings.Cut(rest, ":")
+	g := group{hypers: map[string]float64{}, text: s}
+	var err1, err2 error
+	g.lo, err1 = strconv.Atoi(lo)
+	g.hi, err2 = strconv.Atoi(hi)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || g.lo < 0 || g.hi <= g.lo || sets == "" {
+		return fmt.Errorf("%q: want LO:HI:name=value[,name=value...] with 0 <= LO < HI", s)
+	}
+	for _, set := range strings.Split(sets, ",") {
+		name, v, ok := strings.Cut(set, "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || name == "" || err != nil {
+			return fmt.Errorf("%q: %q is not name=value", s, set)
+		}
+		if _, dup := g.hypers[name]; dup {
+			return fmt.Errorf("%q: %s is set twice", s, name)
+		}
+		g.hypers[name] = x
+	}
+	for _, prev := range *l {
+		if g.lo < prev.hi && prev.lo < g.hi {
+			return fmt.Errorf("%q overlaps %q", s, prev.text)
+		}
+	}
+	*l = append(*l, g)
+	return nil
+}
+
+// tensors are theta's tensors, registered in order, split where a group
+// starts or ends: the flat vector of a run.
+type tensors []*runtime.Tensor
+
+// register registers theta as tensors split at the groups' ends and gives
+// each group's tensor its hypers; a group past the end of theta is an error.
+func (gs groupsFlag) register(opt *runtime.Optimizer, theta []float32) (tensors, error) {
+	cuts := []int{0, len(theta)}
+	for _, g := range gs {
+		if g.hi > len(theta) {
+			return nil, fmt.Errorf("--group %s: theta has %d coordinates", g.text, len(theta))
+		}
+		cuts = append(cuts, g.lo, g.hi)
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	var ts tensors
+	for i := 1; i < len(cuts); i++ {
+		name := "theta"
+		if len(cuts) > 2 {
+			name = fmt.Sprintf("theta[%d:%d]", cuts[i-1], cuts[i])
+		}
+		t, err := opt.Register(name, theta[cuts[i-1]:cuts[i]])
+		if err != nil {
+			return nil, err
+		}
+		if g := gs.at(cuts[i-1]); g != nil {
+			if err := t.SetHypers(g.hypers); err != nil {
+				return nil, fmt.Errorf("--group %s: %w", g.text, cause(err))
+			}
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// at is the group that holds coordinate i, or nil.
+func (gs groupsFlag) at(i int) *group {
+	for k := range gs {
+		if gs[k].lo <= i && i < gs[k].hi {
+			return &gs[k]
+		}
+	}
+	return nil
+}
+
+// SetGrad sets each tensor's part of the flat gradient g.
+func (ts tensors) SetGrad(g []float32) error {
+	var errs []error
+	for _, t := range ts {
+		errs = append(errs, t.SetGrad(g[t.Offset:t.Offset+t.Len]))
+	}
+	return errors.Join(errs...)
+}
+
+// Params, Lookahead and Grad concatenate the tensors' values.
+func (ts tensors) Params() ([]float32, error) { return ts.concat((*runtime.Tensor).Params) }
+
+func (ts tensors) Lookahead() ([]float32, error) { return ts.concat((*runtime.Tensor).Lookahead) }
+
+func (ts tensors) Grad() ([]float32, error) { return ts.concat((*runtime.Tensor).Grad) }
+
+func (ts tensors) concat(get func(*runtime.Tensor) ([]float32, error)) ([]float32, error) {
+	var out []float32
+	for _, t := range ts {
+		v, err := get(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}

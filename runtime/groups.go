@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/ir/interp"
+)
+
+// Per-tensor hypers: a tensor may step with some hypers of its own (weight
+// decay 0 for biases and norm layers is the common case), the optimizer's
+// hypers for the rest. The DP part stays joint: Privatize clips each
+// example over all tensors at once, and the noise of a coordinate depends
+// on its global index only, so the groups change which host scalars each
+// coordinate's step reads and nothing else.
+
+// SetHypers overrides hypers for the tensor's coordinates: they step with
+// the optimizer's hypers (SetHyper, whatever they become) but these
+// values. The setting is checked as SetHypers checks the optimizer's (each
+// range, stable filters, finite host values); a hyper the observation
+// reads cannot differ per tensor, since one observation forms every
+// example's gradient. An empty map removes the overrides. On an error
+// nothing changes.
+func (t *Tensor) SetHypers(values map[string]float64) error {
+	o := t.o
+	defer o.lock()()
+	if o.diag != nil && len(values) > 0 {
+		return fmt.Errorf("runtime: tensor %s: diagnostics cover one hyper setting; per-tensor hypers and EnableDiagnostics do not go together", t.Name)
+	}
+	if _, err := o.tensorHypers(o.hypers, values); err != nil {
+		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+	}
+	t.overrides = maps.Clone(values)
+	if len(values) == 0 {
+		t.overrides = nil
+	}
+	return nil
+}
+
+// Hypers returns the tensor's overrides (SetHypers); nil without any.
+func (t *Tensor) Hypers() map[string]float64 {
+	defer t.o.lock()()
+	return maps.Clone(t.overrides)
+}
+
+// tensorHypers returns the hypers base with the overrides applied,
+// checked.
+func (o *Optimizer) tensorHypers(base []float64, over map[string]float64) ([]float64, error) {
+	h := slices.Clone(base)
+	observed := observeHypers(o.prog.Func)
+	for _, name := range slices.Sorted(maps.Keys(over)) {
+		i := o.prog.Func.HyperIndex(name)
+		switch {
+		case i < 0:
+			return nil, errors.New(strings.TrimPrefix(o.noHyper(name).Error(), "runtime: "))
+		case observed[name]:
+			return nil, fmt.Errorf("hyper %s shapes the observation, which is one for all tensors; it cannot differ per tensor", name)
+		}
+		h[i] = over[name]
+	}
+	if err := o.prog.Check(h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// observeHypers are the hypers the observation's arguments read.
+func observeHypers(fn *ir.Func) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range fn.ObsArgs.Values {
+		if v.Op == ir.OpHyper {
+			out[v.Name] = true
+		}
+	}
+	return out
+}
+
+// checkTensorHypers checks every tensor's overrides against new base
+// hypers, before the optimizer takes them.
+func (o *Optimizer) checkTensorHypers(base []float64) error {
+	for _, t := range o.tensors {
+		if t.overrides == nil {
+			continue
+		}
+		if _, err := o.tensorHypers(base, t.overrides); err != nil {
+			return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// segment is a range [lo, hi) of the flat buffers that steps with one
+// setting's host scalars.
+type segment struct {
+	lo, hi  int
+	host    interp.Scalars // the interpreter's host values
+	scalars []float32      // the kernel's scalar arguments: host scalars, then sigma_w
+}
+
+// segments splits [0, n) by the tensors' hypers into ranges, adjacent
+// tensors of one setting merged, each with its step's scalars; one
+// segment without overrides.
+func (o *Optimizer) segments(sigmaW2 float64) []segment {
+	scalars := map[string]segment{}
+	at := func(h []float64) segment {
+		key := fmt.Sprint(h)
+		s, ok := scalars[key]
+		if !ok {
+			host := o.prog.HostScalars(h, o.t, sigmaW2)
+			s = segment{host: host, scalars: o.prog.KernelScalars(host, sigmaW2)}
+			scalars[key] = s
+		}
+		return s
+	}
+	base := at(o.hypers)
+	base.hi = o.n
+	out := []segment{base}
+	for _, t := range o.tensors {
+		if t.overrides == nil {
+			continue
+		}
+		h, _ := o.tensorHypers(o.hypers, t.overrides) // checked when set
+		out = splitSegment(out, t.Offset, t.Offset+t.Len, at(h))
+	}
+	return out
+}
+
+// splitSegment gives [lo, hi) the scalars of s in segs, which cover [0, n)
+// in order, and merges neighbours of the same scalars.
+func splitSegment(segs []segment, lo, hi int, s segment) []segment {
+	var out []segment
+	for _, g := range segs {
+		if g.hi <= lo || g.lo >= hi {
+			out = appendSegment(out, g)
+			continue
+		}
+		if g.lo < lo {
+			out = appendSegment(out, segment{g.lo, lo, g.host, g.scalars})
+		}
+		out = appendSegment(out, segment{max(g.lo, lo), min(g.hi, hi), s.host, s.scalars})
+		if g.hi > hi {
+			out = appendSegment(out, segment{hi, g.hi, g.host, g.scalars})
+		}
+	}
+	return out
+}
+
+func appendSegment(segs []segment, s segment) []segment {
+	if k := len(segs) - 1; k >= 0 && segs[k].hi == s.lo && slices.Equal(segs[k].scalars, s.scalars) {
+		segs[k].hi = s.hi
+		return segs
+	}
+	return append(segs, s)
+}

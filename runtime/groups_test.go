@@ -1,0 +1,148 @@
+package runtime_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// TestTensorHypers: tensors with hypers of their own (weight decay off for
+// b and d) step, noise included, exactly as an optimizer with those hypers
+// everywhere steps their coordinates, the rest as the optimizer's own: the
+// groups change which scalars a coordinate reads and nothing else. On the
+// host backends and the PTX (on the simulator: one launch per group, on
+// the buffers from the group's start).
+func TestTensorHypers(t *testing.T) {
+	const steps = 6
+	theta, grads := inputs(steps)
+	dir := kernelDir(t, "fiber")
+	run := func(backend runtime.Backend, wd float64, overrides bool) [][]float32 {
+		o, ts := openSized(t, dir, runtime.Options{Backend: backend}, tensorSizes, theta)
+		if err := o.SetHypers(map[string]float64{"wd": wd, "lr": 0.01}); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 3} {
+			if err := ts[i].SetHypers(map[string]float64{"wd": 0}); overrides && err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, g := range grads {
+			if err := stepAll(o, ts, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return allBuffers(t, o, ts)
+	}
+	for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+		decayed, plain, grouped := run(b, 0.1, false), run(b, 0, false), run(b, 0.1, true)
+		want := make([][]float32, len(decayed))
+		for k := range decayed {
+			want[k] = append([]float32(nil), decayed[k]...)
+			off := 0
+			for i, s := range tensorSizes {
+				if i == 1 || i == 3 {
+					copy(want[k][off:off+s], plain[k][off:off+s])
+				}
+				off += s
+			}
+		}
+		if !sameBuffers(grouped, want) {
+			t.Errorf("%s: the tensors with wd = 0 did not step as an optimizer with wd = 0 does", b)
+		}
+		if sameBuffers(decayed, plain) {
+			t.Fatalf("%s: wd changes nothing, so the test cannot tell the groups apart", b)
+		}
+	}
+}
+
+// TestTensorHypersResume: a checkpoint carries the tensors' hypers, and
+// the resumed run gives the uninterrupted one's bits.
+func TestTensorHypersResume(t *testing.T) {
+	const steps, at = 8, 3
+	theta, grads := inputs(steps)
+	dir := kernelDir(t, "fiber")
+	open := func() (*runtime.Optimizer, []*runtime.Tensor) {
+		o, ts := openSized(t, dir, runtime.Options{Backend: runtime.CPU}, tensorSizes, theta)
+		if err := o.SetHyper("wd", 0.1); err != nil {
+			t.Fatal(err)
+		}
+		return o, ts
+	}
+	ref, rts := open()
+	a, ats := open()
+	for _, tn := range []*runtime.Tensor{rts[2], ats[2]} {
+		if err := tn.SetHypers(map[string]float64{"wd": 0, "beta1": 0.8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range grads[:at] {
+		if err := stepAll(ref, rts, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(a, ats, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "fiber.ckpt")
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, bts := open()
+	if err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := bts[2].Hypers(); got["wd"] != 0 || got["beta1"] != 0.8 || len(got) != 2 || bts[0].Hypers() != nil {
+		t.Fatalf("loaded tensor hypers %v and %v", got, bts[0].Hypers())
+	}
+	for _, g := range grads[at:] {
+		if err := stepAll(ref, rts, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(b, bts, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sameBuffers(allBuffers(t, b, bts), allBuffers(t, ref, rts)) {
+		t.Error("the resumed run differs from the uninterrupted one")
+	}
+}
+
+// TestTensorHypersRefused: what a tensor's hypers cannot be, and that a
+// refused setting changes nothing.
+func TestTensorHypersRefused(t *testing.T) {
+	theta, _ := inputs(0)
+	fiber, fts := openSized(t, kernelDir(t, "fiber"), runtime.Options{}, tensorSizes, theta)
+	doppler, dts := openSized(t, kernelDir(t, "doppler"), runtime.Options{}, tensorSizes, theta)
+	if err := dts[0].SetHypers(map[string]float64{"a1": -1.2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"unknown", fts[0].SetHypers(map[string]float64{"zeta": 1}), "fiber has no hyper zeta"},
+		{"out of range", fts[0].SetHypers(map[string]float64{"beta1": 1}), "hyper beta1 = 1 is outside its range [0, 1)"},
+		{"observation", fts[0].SetHypers(map[string]float64{"kappa": 0.5}), "hyper kappa shapes the observation, which is one for all tensors"},
+		{"unstable", dts[1].SetHypers(map[string]float64{"a2": 0.99, "a1": -1.99}), "unstable"},
+		{"base unstable for a tensor", doppler.SetHyper("a2", 0.15), "tensor a: "},
+		{"diagnostics", func() error {
+			if err := fts[0].SetHypers(map[string]float64{"wd": 0}); err != nil {
+				return err
+			}
+			return fiber.EnableDiagnostics()
+		}(), "per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, c.err, c.want)
+		}
+	}
+	if v, _ := doppler.Hyper("a2"); v != 0.25 {
+		t.Errorf("a refused SetHyper changed a2 to %v", v)
+	}
+	if got := fts[1].Hypers(); got != nil {
+		t.Errorf("refused overrides left %v", got)
+	}
+}
