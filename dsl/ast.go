@@ -38,12 +38,15 @@ type OptimizerDecl struct {
 	Name    *Ident
 }
 
-// HyperDecl is `hyper NAME = LITERAL [in RANGE]`.
+// HyperDecl is `hyper NAME = DEFAULT [in RANGE]`: DEFAULT is a signed
+// number (Default) or an expression of numbers and earlier hypers
+// (DefaultExpr, and Default nil).
 type HyperDecl struct {
-	Keyword Pos
-	Name    *Ident
-	Default *NumberLit // signed: Value holds the sign
-	Range   *Range     // nil if unconstrained
+	Keyword     Pos
+	Name        *Ident
+	Default     *NumberLit // signed: Value holds the sign
+	DefaultExpr Expr       // the default as written; a number too
+	Range       *Range     // nil if unconstrained
 }
 
 // Range is an interval `(lo, hi]` and the like, where it is written.

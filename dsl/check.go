@@ -222,7 +222,13 @@ func kindName(k ObjKind) string {
 }
 
 func (c *checker) declareHypers() {
-	for _, d := range c.f.Hypers {
+	defaults := map[string]float64{}
+	for i, d := range c.f.Hypers {
+		if d.Default != nil {
+			defaults[d.Name.Name] = d.Default.Value
+		} else if c.checkDerivedDefault(d, c.f.Hypers[i:]) {
+			defaults[d.Name.Name] = c.checkDerivedValue(d, defaults)
+		}
 		obj := &Object{Kind: HyperObj, Name: d.Name.Name, Pos: d.Name.NamePos}
 		if c.declare(d.Name, obj) {
 			c.info.Hypers = append(c.info.Hypers, obj)
@@ -231,16 +237,85 @@ func (c *checker) declareHypers() {
 	}
 }
 
+// checkDerivedDefault checks a default written as an expression: numbers,
+// functions and the hypers declared before d (not d or those after it,
+// rest). It reports whether the expression is well formed.
+func (c *checker) checkDerivedDefault(d *HyperDecl, rest []*HyperDecl) bool {
+	later := map[string]bool{}
+	for _, h := range rest {
+		later[h.Name.Name] = true
+	}
+	bad := false
+	Inspect(d.DefaultExpr, func(x Expr) bool {
+		if id, ok := x.(*Ident); ok && later[id.Name] && !bad {
+			c.errorf(id.NamePos, "the default of hyper %s may read only hypers declared before it, not %s", d.Name.Name, id.Name)
+			bad = true
+		}
+		return !bad
+	})
+	if bad {
+		return false
+	}
+	n := len(c.errs)
+	c.expr(d.DefaultExpr, &scope{where: "the default of hyper " + d.Name.Name, initOnly: true})
+	return len(c.errs) == n
+}
+
+// checkDerivedValue computes a derived default at the other defaults (as
+// the compiler does, lang.EvalN) and reports one that is not finite or
+// outside the hyper's range.
+func (c *checker) checkDerivedValue(d *HyperDecl, defaults map[string]float64) float64 {
+	v := evalAt(d.DefaultExpr, defaults)
+	text, r := ExprString(d.DefaultExpr), d.Range
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		c.errorf(d.DefaultExpr.Pos(), "default %s of hyper %s is %v: it must be finite", text, d.Name.Name, v)
+	case r != nil && !emptyRange(r) && !r.Contains(v):
+		c.errorf(d.DefaultExpr.Pos(), "default %s = %v of hyper %s is outside its range %s", text, v, d.Name.Name, r)
+	}
+	return v
+}
+
+// emptyRange reports whether r contains no number (NaN bounds: reported
+// by the parser, taken as empty here).
+func emptyRange(r *Range) bool {
+	return !(r.Lo < r.Hi || r.Lo == r.Hi && !r.LoOpen && !r.HiOpen)
+}
+
+// evalAt evaluates a checked expression of numbers, functions and the
+// names in vals.
+func evalAt(x Expr, vals map[string]float64) float64 {
+	switch x := x.(type) {
+	case *NumberLit:
+		return x.Value
+	case *Ident:
+		return vals[x.Name]
+	case *ParenExpr:
+		return evalAt(x.X, vals)
+	case *UnaryExpr:
+		return -evalAt(x.X, vals)
+	case *BinaryExpr:
+		return fold(x.Op.Op(), evalAt(x.X, vals), evalAt(x.Y, vals))
+	case *CallExpr:
+		args := make([]float64, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = evalAt(a, vals)
+		}
+		return fold(lang.Calls[x.Fun.Name], args...)
+	}
+	return math.NaN()
+}
+
 func (c *checker) checkRange(d *HyperDecl) {
 	r := d.Range
 	if r == nil || math.IsNaN(r.Lo) || math.IsNaN(r.Hi) {
 		return
 	}
-	if r.Lo > r.Hi || r.Lo == r.Hi && (r.LoOpen || r.HiOpen) {
+	if emptyRange(r) {
 		c.errorf(r.Open, "range %s of hyper %s is empty", r, d.Name.Name)
 		return
 	}
-	if !r.Contains(d.Default.Value) {
+	if d.Default != nil && !r.Contains(d.Default.Value) { // an expression's value is checked when lowering
 		c.errorf(d.Default.ValuePos, "default %s of hyper %s is outside its range %s", d.Default.Lit, d.Name.Name, r)
 	}
 }

@@ -167,7 +167,8 @@ func (p *parser) parseHyper() {
 	p.next()
 	d.Name = p.parseIdent()
 	p.expect(ASSIGN, "'=' and the hyper's default value")
-	d.Default = p.parseSignedNumber()
+	d.DefaultExpr = p.parseExpr()
+	d.Default = signedNumber(d.DefaultExpr)
 	if p.tok == IN {
 		p.next()
 		d.Range = p.parseRange()
@@ -327,23 +328,18 @@ func (p *parser) parseIdent() *Ident {
 	return id
 }
 
-// parseSignedNumber parses ['-'] NUMBER, as in hyper defaults.
-func (p *parser) parseSignedNumber() *NumberLit {
-	pos, sign := p.pos, ""
-	if p.tok == SUB {
-		sign = "-"
-		p.next()
+// signedNumber is x as a signed number if it is one (a literal, with a
+// minus or without), else nil.
+func signedNumber(x Expr) *NumberLit {
+	switch x := x.(type) {
+	case *NumberLit:
+		return x
+	case *UnaryExpr:
+		if n, ok := x.X.(*NumberLit); ok {
+			return &NumberLit{ValuePos: x.OpPos, Lit: "-" + n.Lit, Value: -n.Value}
+		}
 	}
-	if p.tok != NUMBER {
-		p.errorExpected("number")
-		return &NumberLit{ValuePos: pos, Lit: "0"}
-	}
-	x := p.parseNumber()
-	x.ValuePos, x.Lit = pos, sign+x.Lit
-	if sign != "" {
-		x.Value = -x.Value
-	}
-	return x
+	return nil
 }
 
 func (p *parser) parseNumber() *NumberLit {

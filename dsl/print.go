@@ -43,7 +43,7 @@ func Format(f *File) []byte {
 		case *OptimizerDecl:
 			fmt.Fprintf(&b, "optimizer %s\n", d.Name.Name)
 		case *HyperDecl:
-			fmt.Fprintf(&b, "hyper %s = %s", d.Name.Name, d.Default.Lit)
+			fmt.Fprintf(&b, "hyper %s = %s", d.Name.Name, ExprString(d.DefaultExpr))
 			if d.Range != nil {
 				fmt.Fprintf(&b, " in %s", d.Range)
 			}

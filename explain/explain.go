@@ -40,6 +40,9 @@ type Hyper struct {
 	Value   float64 `json:"value"`
 	Default float64 `json:"default"`
 	Range   string  `json:"range,omitempty"`
+	// DefaultExpr is a derived hyper's default as written (lr / 100): it
+	// follows the hypers it reads until the hyper is set itself.
+	DefaultExpr string `json:"default_expr,omitempty"`
 }
 
 // State is a state with its initial value at the setting.
@@ -124,7 +127,7 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 		if hy.Range != nil {
 			r = hy.Range.String()
 		}
-		x.Hypers = append(x.Hypers, Hyper{hy.Name, h[i], hy.Default, r})
+		x.Hypers = append(x.Hypers, Hyper{hy.Name, h[i], hy.Default, r, derivedExpr(u.Func, hy.Name)})
 	}
 	x.States = describeStates(p, h)
 	x.Observe = describeObserve(u.Func, p, h)
@@ -133,6 +136,17 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 	x.Kernel = describeKernel(u.Func.Step)
 	x.Attenuation, x.notLinear = describeAttenuation(u.Func, u.Noise, h)
 	return x, nil
+}
+
+// derivedExpr is the default of a derived hyper as an expression, or "".
+func derivedExpr(fn *ir.Func, name string) string {
+	if fn.HyperDefaults == nil {
+		return ""
+	}
+	if v := storeOf(fn.HyperDefaults, name); v != nil {
+		return ir.ExprString(v)
+	}
+	return ""
 }
 
 func describeStates(p *interp.Program, h []float64) []State {
@@ -237,7 +251,11 @@ func stepText(u *pipeline.Unit) string {
 func (x *Explanation) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "optimizer %s (%s)\n\nhypers:\n", x.Optimizer, x.Source)
 	for _, h := range x.Hypers {
-		fmt.Fprintf(w, "  %-10s = %-12g default %g %s\n", h.Name, h.Value, h.Default, h.Range)
+		def := fmt.Sprintf("%g", h.Default)
+		if h.DefaultExpr != "" {
+			def += " = " + h.DefaultExpr
+		}
+		fmt.Fprintf(w, "  %-10s = %-12g default %s %s\n", h.Name, h.Value, def, h.Range)
 	}
 	fmt.Fprintf(w, "\nstates (per coordinate, float32):\n")
 	for _, s := range x.States {

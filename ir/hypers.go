@@ -18,6 +18,33 @@ func (f *Func) DefaultHypers() []float64 {
 	return h
 }
 
+// DerivedHypers names the hypers whose default reads earlier hypers.
+func (f *Func) DerivedHypers() []string {
+	var out []string
+	for _, h := range f.Hypers {
+		if h.Derived {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// Derive returns h with every derived hyper that set does not name
+// recomputed from the hypers before it, in declaration order: a derived
+// default follows the hypers it reads until it is set itself.
+func (f *Func) Derive(h []float64, set map[string]bool) []float64 {
+	h = slices.Clone(h)
+	if f.HyperDefaults == nil {
+		return h
+	}
+	for _, s := range f.HyperDefaults.Stores() {
+		if !set[s.Name] {
+			h[f.HyperIndex(s.Name)] = f.EvalUniform(s.Args[0], h, math.NaN())
+		}
+	}
+	return h
+}
+
 // SetHyper overrides one hyper in h, checking the name and the range.
 func (f *Func) SetHyper(h []float64, name string, value float64) error {
 	i := f.HyperIndex(name)
@@ -85,15 +112,37 @@ func (f *Func) CheckHypers(h []float64) error {
 // ApplySettings returns the defaults overridden by "name=value" settings,
 // each in its range; the filters must be stable at the result
 // (CheckStability).
+// A derived hyper that the settings do not name follows the hypers it
+// reads (Derive).
 func (f *Func) ApplySettings(settings []string) ([]float64, error) {
-	return f.Override(f.DefaultHypers(), settings)
+	h, _, err := f.Settle(f.DefaultHypers(), settings, nil)
+	return h, err
 }
 
-// Override returns hypers h overridden by "name=value" settings, each in
-// its range; the filters must be stable at the result (CheckStability). h
-// is not changed.
-func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
+// Settle returns hypers h overridden by "name=value" settings, each in its
+// range, with the derived hypers that neither set nor the settings name
+// recomputed (Derive), and the names set so far with those of the
+// settings; the result must pass CheckHypers. h and set are not changed.
+func (f *Func) Settle(h []float64, settings []string, set map[string]bool) ([]float64, map[string]bool, error) {
 	h = slices.Clone(h)
+	named, err := f.applySettings(h, settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name := range set {
+		named[name] = true
+	}
+	h = f.Derive(h, named)
+	if err := f.CheckHypers(h); err != nil {
+		return nil, nil, err
+	}
+	return h, named, nil
+}
+
+// applySettings sets each "name=value" in h, checking its range, and
+// returns the names set.
+func (f *Func) applySettings(h []float64, settings []string) (map[string]bool, error) {
+	set := map[string]bool{}
 	for _, s := range settings {
 		name, value, err := ParseSetting(s)
 		if err == nil {
@@ -102,6 +151,18 @@ func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
+		set[name] = true
+	}
+	return set, nil
+}
+
+// Override returns hypers h overridden by "name=value" settings, each in
+// its range; the filters must be stable at the result (CheckStability). h
+// is not changed.
+func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
+	h = slices.Clone(h)
+	if _, err := f.applySettings(h, settings); err != nil {
+		return nil, err
 	}
 	if err := f.CheckStability(h); err != nil {
 		return nil, err

@@ -104,17 +104,18 @@ type BlockKind uint8
 
 // The kinds of blocks.
 const (
-	InitBlock       BlockKind = iota + 1 // the states' initial values (f32)
-	ObserveBlock                         // the observation's arguments at a step (f64)
-	StepBlock                            // the step of one coordinate: theta and the new states (f32)
-	ModelBlock                           // a filter's noise model M and b at a hyper setting (f64)
-	DiagBlock                            // a diagnostic's terms of one coordinate after the step (f32)
-	ScalarInitBlock                      // the scalars' values before step 0 (f64)
-	ScalarStepBlock                      // the scalars' values at step t from those at t-1 (f64)
+	InitBlock         BlockKind = iota + 1 // the states' initial values (f32)
+	ObserveBlock                           // the observation's arguments at a step (f64)
+	StepBlock                              // the step of one coordinate: theta and the new states (f32)
+	ModelBlock                             // a filter's noise model M and b at a hyper setting (f64)
+	DiagBlock                              // a diagnostic's terms of one coordinate after the step (f32)
+	ScalarInitBlock                        // the scalars' values before step 0 (f64)
+	ScalarStepBlock                        // the scalars' values at step t from those at t-1 (f64)
+	HyperDefaultBlock                      // the derived hypers' defaults from earlier hypers (f64)
 )
 
 var kindNames = [...]string{InitBlock: "init", ObserveBlock: "observe", StepBlock: "step", ModelBlock: "model", DiagBlock: "diagnostic",
-	ScalarInitBlock: "scalar init", ScalarStepBlock: "scalar step"}
+	ScalarInitBlock: "scalar init", ScalarStepBlock: "scalar step", HyperDefaultBlock: "hyper defaults"}
 
 func (k BlockKind) String() string {
 	if int(k) >= len(kindNames) || kindNames[k] == "" {
@@ -150,11 +151,14 @@ func (b *Block) Stores() []*Value {
 	return out
 }
 
-// Hyper is a hyperparameter with its default and allowed range.
+// Hyper is a hyperparameter with its default and allowed range. A
+// Derived hyper's default is an expression of earlier hypers, which
+// Func.HyperDefaults computes; Default is its value at their defaults.
 type Hyper struct {
 	Name    string
 	Default float64
 	Range   *lang.Interval // nil: any finite value
+	Derived bool
 }
 
 // Observation is the observe declaration: its kind; the observe block stores
@@ -183,6 +187,9 @@ type Func struct {
 	Scalars    []string
 	ScalarInit *Block
 	ScalarStep *Block
+	// HyperDefaults stores, in declaration order, the default of every
+	// Derived hyper from the hypers before it; nil without one.
+	HyperDefaults *Block
 }
 
 // Filter is the linear model z_t = M z_{t-1} + b w_t by which the DP noise
@@ -209,6 +216,9 @@ func (f *Func) Blocks() []*Block {
 	bs := []*Block{f.Init, f.ObsArgs, f.Step}
 	if f.ScalarInit != nil {
 		bs = append(bs, f.ScalarInit, f.ScalarStep)
+	}
+	if f.HyperDefaults != nil {
+		bs = append(bs, f.HyperDefaults)
 	}
 	for _, fl := range f.Filters {
 		bs = append(bs, fl.Model)

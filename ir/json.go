@@ -15,18 +15,19 @@ import (
 // filters whose stability it checks — without the DSL or LLVM.
 
 type funcJSON struct {
-	Name       string       `json:"name"`
-	Hypers     []hyperJSON  `json:"hypers"`
-	States     []string     `json:"states"`
-	Observe    *Observation `json:"observe,omitempty"`
-	Init       *blockJSON   `json:"init"`
-	ObsArgs    *blockJSON   `json:"observe_args"`
-	Step       *blockJSON   `json:"step"`
-	Filters    []filterJSON `json:"filters,omitempty"`
-	Diags      []diagJSON   `json:"diagnostics,omitempty"`
-	Scalars    []string     `json:"scalars,omitempty"`
-	ScalarInit *blockJSON   `json:"scalar_init,omitempty"`
-	ScalarStep *blockJSON   `json:"scalar_step,omitempty"`
+	Name          string       `json:"name"`
+	Hypers        []hyperJSON  `json:"hypers"`
+	States        []string     `json:"states"`
+	Observe       *Observation `json:"observe,omitempty"`
+	Init          *blockJSON   `json:"init"`
+	ObsArgs       *blockJSON   `json:"observe_args"`
+	Step          *blockJSON   `json:"step"`
+	Filters       []filterJSON `json:"filters,omitempty"`
+	Diags         []diagJSON   `json:"diagnostics,omitempty"`
+	Scalars       []string     `json:"scalars,omitempty"`
+	ScalarInit    *blockJSON   `json:"scalar_init,omitempty"`
+	ScalarStep    *blockJSON   `json:"scalar_step,omitempty"`
+	HyperDefaults *blockJSON   `json:"hyper_defaults,omitempty"`
 }
 
 type diagJSON struct {
@@ -39,6 +40,7 @@ type hyperJSON struct {
 	Name    string     `json:"name"`
 	Default jsonFloat  `json:"default"`
 	Range   *rangeJSON `json:"range,omitempty"`
+	Derived bool       `json:"derived,omitempty"`
 }
 
 type rangeJSON struct {
@@ -115,11 +117,14 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 	if f.ScalarInit != nil {
 		j.Scalars, j.ScalarInit, j.ScalarStep = f.Scalars, encodeBlock(f.ScalarInit), encodeBlock(f.ScalarStep)
 	}
+	if f.HyperDefaults != nil {
+		j.HyperDefaults = encodeBlock(f.HyperDefaults)
+	}
 	return json.Marshal(j)
 }
 
 func encodeHyper(h Hyper) hyperJSON {
-	j := hyperJSON{Name: h.Name, Default: jsonFloat(h.Default)}
+	j := hyperJSON{Name: h.Name, Default: jsonFloat(h.Default), Derived: h.Derived}
 	if r := h.Range; r != nil {
 		j.Range = &rangeJSON{Lo: r.LoLit, Hi: r.HiLit, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
 	}
@@ -171,6 +176,11 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 	if err := f.decodeFilters(j.Filters); err != nil {
 		return nil, err
 	}
+	if j.HyperDefaults != nil {
+		if f.HyperDefaults, err = decodeBlock(j.HyperDefaults, HyperDefaultBlock); err != nil {
+			return nil, err
+		}
+	}
 	if j.ScalarInit != nil || j.ScalarStep != nil {
 		f.Scalars = j.Scalars
 		if f.ScalarInit, err = decodeBlock(j.ScalarInit, ScalarInitBlock); err != nil {
@@ -194,7 +204,7 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 }
 
 func decodeHyper(h hyperJSON) (Hyper, error) {
-	hy := Hyper{Name: h.Name, Default: float64(h.Default)}
+	hy := Hyper{Name: h.Name, Default: float64(h.Default), Derived: h.Derived}
 	if r := h.Range; r != nil {
 		lo, err1 := strconv.ParseFloat(r.Lo, 64)
 		hi, err2 := strconv.ParseFloat(r.Hi, 64)

@@ -34,6 +34,12 @@ func verifyKinds(f *Func) error {
 	if f.ScalarInit != nil {
 		want[f.ScalarInit], want[f.ScalarStep] = ScalarInitBlock, ScalarStepBlock
 	}
+	if (f.HyperDefaults == nil) != (len(f.DerivedHypers()) == 0) {
+		return fmt.Errorf("derived hypers %v without their block", f.DerivedHypers())
+	}
+	if f.HyperDefaults != nil {
+		want[f.HyperDefaults] = HyperDefaultBlock
+	}
 	for _, fl := range f.Filters {
 		want[fl.Model] = ModelBlock
 	}
@@ -175,6 +181,8 @@ func blockTargets(f *Func, b *Block) []string {
 		return DiagTerms
 	case ScalarInitBlock, ScalarStepBlock:
 		return f.Scalars
+	case HyperDefaultBlock:
+		return f.DerivedHypers()
 	case ModelBlock:
 		for _, fl := range f.Filters {
 			if b == fl.Model {

@@ -19,9 +19,7 @@ import (
 func Lower(f *dsl.File, info *dsl.Info) (*ir.Func, *noise.Analysis, error) {
 	l := &lowerer{info: info}
 	fn := &ir.Func{Name: f.Name()}
-	for _, h := range f.Hypers {
-		fn.Hypers = append(fn.Hypers, ir.Hyper{Name: h.Name.Name, Default: h.Default.Value, Range: hyperRange(h.Range)})
-	}
+	l.lowerHypers(fn, f.Hypers)
 	for _, s := range f.States {
 		fn.States = append(fn.States, s.Name.Name)
 	}
@@ -72,6 +70,32 @@ func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
 		l.err = fmt.Errorf("%s: lower: %s", pos, fmt.Sprintf(format, args...))
 	}
 	return l.b.NewValue(ir.OpConst, ir.F64, true)
+}
+
+// lowerHypers lowers the hypers, and the defaults written as expressions
+// of earlier hypers into fn.HyperDefaults; a derived hyper's Default is its
+// value at the other defaults (which the checker has checked).
+func (l *lowerer) lowerHypers(fn *ir.Func, hypers []*dsl.HyperDecl) {
+	l.b, l.env = &ir.Block{Name: "hyper defaults", Kind: ir.HyperDefaultBlock}, map[string]*ir.Value{}
+	for _, h := range hypers {
+		hy := ir.Hyper{Name: h.Name.Name, Range: hyperRange(h.Range), Derived: h.Default == nil}
+		if h.Default != nil {
+			hy.Default = h.Default.Value
+		} else {
+			l.store(h.Name.Name, l.expr(h.DefaultExpr))
+		}
+		fn.Hypers = append(fn.Hypers, hy)
+	}
+	if len(l.b.Values) == 0 {
+		return
+	}
+	fn.HyperDefaults = l.b
+	d := fn.Derive(fn.DefaultHypers(), nil)
+	for i, h := range fn.Hypers {
+		if h.Derived {
+			fn.Hypers[i].Default = d[i]
+		}
+	}
 }
 
 func (l *lowerer) lowerInit(states []*dsl.StateDecl) *ir.Block {

@@ -2,7 +2,8 @@
 //
 // optimizers/fiber.dsl with a schedule: the learning rate rises linearly
 // over the first `warmup` steps from lr/warmup to lr, then follows half a
-// cosine from lr down to lr_min at step `steps`, and stays there:
+// cosine from lr down to lr_min at step `steps`, and stays there (lr_min's
+// default, lr / 100, follows lr unless lr_min is set itself):
 //     lr_t = lr_min + (lr - lr_min) * min((t + 1) / warmup, 1)
 //            * (1 + cos(pi * p)) / 2,
 //     p = min(max(t + 1 - warmup, 0) / max(steps - warmup, 1), 1).
@@ -18,7 +19,7 @@ optimizer fiber_cosine
 hyper lr = 1e-3 in (0, inf)       // the peak learning rate
 hyper warmup = 100 in [1, inf)    // steps of linear warmup
 hyper steps = 10000 in [1, inf)   // the step at which the cosine reaches lr_min
-hyper lr_min = 0 in [0, inf)      // the final learning rate
+hyper lr_min = lr / 100 in [0, inf) // the final learning rate: 1% of lr unless set
 hyper beta1 = 0.9 in [0, 1)
 hyper beta2 = 0.999 in [0, 1)
 hyper eps = 1e-8 in (0, inf)

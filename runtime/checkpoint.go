@@ -116,6 +116,9 @@ type checkpointHeader struct {
 	N              int64              `json:"n"`
 	Tensors        []checkpointTensor `json:"tensors"`
 	Buffers        []string           `json:"buffers"`
+	// HypersSet names the derived hypers set by the trainer, which no
+	// longer follow the hypers they read (ir.Func.Derive).
+	HypersSet []string `json:"hypers_set,omitempty"`
 	// TensorHypers are the tensors' own hypers (Tensor.SetHypers), by name.
 	TensorHypers map[string]map[string]float64 `json:"tensor_hypers,omitempty"`
 }
@@ -287,6 +290,11 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 	}
 	for i, hy := range o.prog.Func.Hypers {
 		h.Hypers[hy.Name] = o.hypers[i]
+	}
+	for _, name := range o.prog.Func.DerivedHypers() {
+		if o.set[name] {
+			h.HypersSet = append(h.HypersSet, name)
+		}
 	}
 	for _, t := range o.tensors {
 		if t.overrides != nil {
@@ -618,7 +626,10 @@ func (o *Optimizer) load(path string, data []byte, claim func() error) error {
 	}
 	o.t = int(h.Step)
 	o.seed = h.Seed
-	o.hypers = hypers
+	o.hypers, o.set = hypers, map[string]bool{}
+	for _, name := range h.HypersSet {
+		o.set[name] = true
+	}
 	for _, t := range o.tensors {
 		t.overrides = maps.Clone(h.TensorHypers[t.Name])
 	}

@@ -47,7 +47,8 @@ func (t *Tensor) Hypers() map[string]float64 {
 	return maps.Clone(t.overrides)
 }
 
-// tensorHypers returns the hypers base with the overrides applied,
+// tensorHypers returns the hypers base with the overrides applied, and
+// the derived hypers that neither sets recomputed (ir.Func.Derive),
 // checked.
 func (o *Optimizer) tensorHypers(base []float64, over map[string]float64) ([]float64, error) {
 	h := slices.Clone(base)
@@ -62,6 +63,14 @@ func (o *Optimizer) tensorHypers(base []float64, over map[string]float64) ([]flo
 		}
 		h[i] = over[name]
 	}
+	set := maps.Clone(o.set)
+	if set == nil {
+		set = map[string]bool{}
+	}
+	for name := range over {
+		set[name] = true
+	}
+	h = o.prog.Func.Derive(h, set)
 	if err := o.prog.Check(h); err != nil {
 		return nil, err
 	}

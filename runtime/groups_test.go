@@ -146,3 +146,35 @@ func TestTensorHypersRefused(t *testing.T) {
 		t.Errorf("refused overrides left %v", got)
 	}
 }
+
+// TestDerivedHypers: fiber_cosine's lr_min = lr / 100 follows lr until
+// it is set itself, and a checkpoint remembers that it was.
+func TestDerivedHypers(t *testing.T) {
+	theta, _ := inputs(0)
+	dir := kernelDir(t, "fiber_cosine")
+	o, _ := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	lrMin := func(o *runtime.Optimizer) float64 {
+		v, err := o.Hyper("lr_min")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := o.SetHyper("lr", 0.01); err != nil || lrMin(o) != 0.01/100 {
+		t.Fatalf("after lr = 0.01: lr_min %v (%v), want 1e-4", lrMin(o), err)
+	}
+	if err := o.ApplySettings([]string{"lr_min=0.002", "lr=0.02"}); err != nil || lrMin(o) != 0.002 {
+		t.Fatalf("after lr_min = 0.002: lr_min %v (%v)", lrMin(o), err)
+	}
+	path := filepath.Join(t.TempDir(), "c.ckpt")
+	if err := o.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := openSized(t, dir, runtime.Options{}, tensorSizes, theta)
+	if err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetHyper("lr", 0.05); err != nil || lrMin(b) != 0.002 {
+		t.Errorf("a loaded lr_min that was set followed lr: %v (%v)", lrMin(b), err)
+	}
+}

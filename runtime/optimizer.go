@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,8 +133,9 @@ type Optimizer struct {
 	opts    Options
 	prog    *interp.Program
 	hypers  []float64
-	dp      *DP    // SetDP
-	noise   *Noise // SetNoise; nil when dp gives the noise
+	set     map[string]bool // the hypers set (SetHyper, ApplySettings): no longer derived (ir.Func.Derive)
+	dp      *DP             // SetDP
+	noise   *Noise          // SetNoise; nil when dp gives the noise
 	seed    uint64
 	t       int
 	tensors []*Tensor
@@ -430,21 +432,25 @@ func (o *Optimizer) SetHypers(values map[string]float64) error {
 }
 
 func (o *Optimizer) setHypers(values map[string]float64) error {
-	h := slices.Clone(o.hypers)
+	h, set := slices.Clone(o.hypers), maps.Clone(o.set)
+	if set == nil {
+		set = map[string]bool{}
+	}
 	for name, v := range values {
 		i := o.prog.Func.HyperIndex(name)
 		if i < 0 {
 			return o.noHyper(name)
 		}
-		h[i] = v
+		h[i], set[name] = v, true
 	}
+	h = o.prog.Func.Derive(h, set)
 	if err := o.prog.Check(h); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
 		return err
 	}
-	o.hypers = h
+	o.hypers, o.set = h, set
 	return nil
 }
 
@@ -453,7 +459,7 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 // whole as SetHypers does; the error wraps the setting's own.
 func (o *Optimizer) ApplySettings(settings []string) error {
 	defer o.lock()()
-	h, err := o.prog.Func.Override(o.hypers, settings)
+	h, set, err := o.prog.Func.Settle(o.hypers, settings, o.set)
 	if err == nil {
 		err = o.prog.CheckValues(h)
 	}
@@ -463,7 +469,7 @@ func (o *Optimizer) ApplySettings(settings []string) error {
 	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
 		return err
 	}
-	o.hypers = h
+	o.hypers, o.set = h, set
 	return nil
 }
 

@@ -140,18 +140,21 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	}
 }
 
-// interpEngine is the interpreter with fn's defaults overridden by sets.
+// interpEngine is the interpreter with fn's defaults overridden by sets
+// (the derived hypers they do not name following them, ir.Func.Derive).
 func interpEngine(t *testing.T, fn *ir.Func, sets []setting) interp.Engine {
 	t.Helper()
 	p, err := interp.New(fn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := fn.DefaultHypers()
+	var settings []string
 	for _, s := range sets {
-		if err := fn.SetHyper(h, s.name, s.value); err != nil {
-			t.Fatal(err)
-		}
+		settings = append(settings, fmt.Sprintf("%s=%v", s.name, s.value))
+	}
+	h, err := fn.ApplySettings(settings)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return interp.Engine{P: p, Hypers: h}
 }

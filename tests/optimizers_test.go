@@ -173,12 +173,16 @@ func (o fiberCosineRef) SetT(t int)          { o.T = t }
 func newFiberCosineRef(sets []setting, n int) (reference, bounded, error) {
 	s := oracle.CosineSchedule{Lr: 1e-3, Warmup: 100, Steps: 10000}
 	var rest []setting
+	minSet := false
 	for _, x := range sets {
 		if p, ok := map[string]*float64{"lr": &s.Lr, "lr_min": &s.LrMin, "warmup": &s.Warmup, "steps": &s.Steps}[x.name]; ok {
-			*p = x.value
+			*p, minSet = x.value, minSet || x.name == "lr_min"
 		} else {
 			rest = append(rest, x)
 		}
+	}
+	if !minSet {
+		s.LrMin = s.Lr / 100 // the DSL's default lr_min = lr / 100
 	}
 	h, err := fiberHypers(rest)
 	if err != nil {

@@ -173,10 +173,28 @@ func TestBuildThroughLink(t *testing.T) {
 // TestExplainSchedule: explain shows a learning-rate schedule's values
 // at a few steps, with the warmup and the cosine's end in them.
 func TestExplainSchedule(t *testing.T) {
-	r := mustRun(t, "explain", optPath("fiber_cosine"), "--set", "warmup=10", "--set", "steps=1000")
+	r := mustRun(t, "explain", optPath("fiber_cosine"), "--set", "warmup=10", "--set", "steps=1000", "--set", "lr_min=0")
 	want := "t=0: 0.0001 t=1: 0.0002 t=10: 0.0009999975 t=100: 0.0009792971 t=1000: 0 t=10000: 0\n"
 	if !strings.Contains(r.stdout, want) {
 		t.Errorf("explain output lacks %q:\n%s", want, r.stdout)
+	}
+}
+
+// TestExplainDerivedDefault: fiber_cosine's lr_min = lr / 100 follows lr
+// until it is set itself.
+func TestExplainDerivedDefault(t *testing.T) {
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{nil, "lr_min     = 1e-05        default 1e-05"},
+		{[]string{"--set", "lr=0.01"}, "lr_min     = 0.0001       default 1e-05"},
+		{[]string{"--set", "lr=0.01", "--set", "lr_min=0.002"}, "lr_min     = 0.002        default 1e-05"},
+	} {
+		r := mustRun(t, append([]string{"explain", optPath("fiber_cosine")}, c.sets...)...)
+		if !strings.Contains(r.stdout, c.want) {
+			t.Errorf("explain %v lacks %q:\n%s", c.sets, c.want, r.stdout)
+		}
 	}
 }
 

@@ -129,6 +129,17 @@ func bufName(name string) string {
 	return localName(name)
 }
 
+// tree is the Go expression computing v from hypers and constants as one
+// expression tree, operand by operand, as ir.Func.EvalUniform evaluates it.
+func (e *env) tree(v *ir.Value) jen.Code {
+	for _, a := range v.Args {
+		if !a.IsConst() {
+			e.names[a] = e.tree(a)
+		}
+	}
+	return e.expr(v)
+}
+
 // hostPart emits the uniform values of b as locals and returns the code.
 func (e *env) hostPart(b *ir.Block) []jen.Code {
 	var code []jen.Code

@@ -17,10 +17,32 @@ func (g *generator) genHypers() {
 	for _, h := range g.fn.Hypers {
 		fields = append(fields, jen.Id(exportedName(h.Name)).Float64().Comment(hyperDoc(h)))
 	}
+	if g.fn.HyperDefaults != nil {
+		fields = append(fields, jen.Id("set").Index(jen.Lit(len(g.fn.Hypers))).Bool().Comment("the hypers Set has set: a derived default no longer follows them"))
+	}
 	f.Comment("Hypers holds the hyperparameters; the zero value is not meaningful, start from Defaults.")
 	f.Type().Id("Hypers").Struct(fields...)
 	g.genDefaults()
 	g.genSet()
+	g.genDerive()
+}
+
+// genDerive emits derive, which recomputes every derived hyper (a default
+// written as an expression of earlier hypers) that Set has not set, in
+// declaration order, as ir.Func.Derive does.
+func (g *generator) genDerive() {
+	if g.fn.HyperDefaults == nil {
+		return
+	}
+	var body []jen.Code
+	for _, s := range g.fn.HyperDefaults.Stores() {
+		i := g.fn.HyperIndex(s.Name)
+		body = append(body, jen.If(jen.Op("!").Id("h").Dot("set").Index(jen.Lit(i))).Block(
+			jen.Id("h").Dot(exportedName(s.Name)).Op("=").Add(g.newEnv().tree(s.Args[0]))))
+	}
+	g.file.Comment("derive recomputes the derived hypers that Set has not set from the hypers")
+	g.file.Comment("before them: " + strings.Join(g.fn.DerivedHypers(), ", ") + ".")
+	g.file.Func().Params(jen.Id("h").Op("*").Id("Hypers")).Id("derive").Params().Block(body...)
 }
 
 func hyperDoc(h ir.Hyper) string {
@@ -75,13 +97,22 @@ func hyperRow(h ir.Hyper) jen.Code {
 
 func (g *generator) genSetMethod() {
 	field := jen.Id("f")
-	g.file.Comment("Set overrides the hyper with the given DSL name, checking its range.")
+	set := []jen.Code{jen.Op("*").Add(field).Dot("ptr").Op("=").Id("value")}
+	index := jen.Id("_")
+	if g.fn.HyperDefaults != nil {
+		index = jen.Id("i")
+		set = append(set, jen.Id("h").Dot("set").Index(jen.Id("i")).Op("=").True(), jen.Id("h").Dot("derive").Call())
+		g.file.Comment("Set overrides the hyper with the given DSL name, checking its range; the")
+		g.file.Comment("derived hypers that Set has not set follow it (derive).")
+	} else {
+		g.file.Comment("Set overrides the hyper with the given DSL name, checking its range.")
+	}
 	g.file.Func().Params(jen.Id("h").Op("*").Id("Hypers")).Id("Set").Params(jen.Id("name").String(), jen.Id("value").Float64()).Error().Block(
-		jen.For(jen.List(jen.Id("_"), field).Op(":=").Range().Id("h").Dot("fields").Call()).Block(
+		jen.For(jen.List(index, field).Op(":=").Range().Id("h").Dot("fields").Call()).Block(
 			jen.If(jen.Add(field).Dot("name").Op("==").Id("name")).Block(
-				jen.If(jen.Err().Op(":=").Add(field).Dot("check").Call(jen.Id("value")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-				jen.Op("*").Add(field).Dot("ptr").Op("=").Id("value"),
-				jen.Return(jen.Nil()),
+				append(append([]jen.Code{
+					jen.If(jen.Err().Op(":=").Add(field).Dot("check").Call(jen.Id("value")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))},
+					set...), jen.Return(jen.Nil()))...,
 			),
 		),
 		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.fn.Name+" has no hyper %s (its hypers: "+strings.Join(g.fn.HyperNames(), ", ")+")"), jen.Id("name"))),

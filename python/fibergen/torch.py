@@ -113,7 +113,9 @@ class Optimizer(torch.optim.Optimizer):
         if unknown := sorted(set(hypers) - set(defaults)):
             raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)} "
                              f"(its hypers: {', '.join(defaults)})")
-        defaults.update(hypers)
+        if hypers:  # the runtime derives the defaults written as expressions of them (docs/dsl.md)
+            probe.set_hypers({k: float(v) for k, v in hypers.items()})
+            defaults = {h["name"]: h["value"] for h in probe.info()["hypers"]}
         self._built = False
         super().__init__(params, defaults)
         self._pg = process_group

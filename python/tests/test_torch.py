@@ -216,6 +216,14 @@ def test_hypers_checked_as_in_go(generated):
     assert opt._groups[0].handle.info()["hypers"][0] == {"name": "lr", "value": 0.0005}
 
 
+def test_derived_default_follows_keywords(generated):
+    """fiber_cosine's lr_min = lr / 100 follows lr unless given itself."""
+    opt = ft.Optimizer(model().parameters(), generated / "fiber_cosine", lr=0.01)
+    assert opt.defaults["lr_min"] == 0.01 / 100 and opt.param_groups[0]["lr_min"] == 0.01 / 100
+    opt = ft.Optimizer(model().parameters(), generated / "fiber_cosine", lr=0.01, lr_min=0.002)
+    assert opt.param_groups[0]["lr_min"] == 0.002
+
+
 def test_noise_needs_dp_settings(generated):
     m = model()
     opt = ft.Optimizer(m.parameters(), generated / "fiber")

@@ -3,7 +3,7 @@
 optimizer syntax_decl
 
 hyper lr 0.1                   // ERROR col=10 "^expected '=' and the hyper's default value, found number 0.1$"
-hyper k = lr                   // ERROR col=11 "^expected number, found name lr$"
+hyper k = * lr                 // ERROR col=11 "^expected expression, found '\*'$"
 hyper k2 = 1 in {0, 1}         // ERROR col=17 "^expected '\(' or '\[' to open the range, found '\{'$"
 hyper k3 = 1 in (0 1)          // ERROR col=20 "^expected ',' between the range's bounds, found number 1$"
 hyper k4 = 1 in (0, x)         // ERROR col=21 "^expected number or inf as a range bound, found name x$"
