@@ -122,6 +122,7 @@ func (c *checker) checkReadable(id *Ident, obj *Object, s *scope) {
 }
 
 func (c *checker) binary(x *BinaryExpr, s *scope) value {
+	isCond := x == c.cond // before the operands, whose selects mark their own conditions
 	a, b := c.expr(x.X, s), c.expr(x.Y, s)
 	v := value{varying: a.varying || b.varying, isConst: a.isConst && b.isConst}
 	switch x.Op {
@@ -132,7 +133,7 @@ func (c *checker) binary(x *BinaryExpr, s *scope) value {
 	case POW:
 		c.checkPow(x, a, b)
 	}
-	if x.Op.Op().IsComparison() && x != c.cond {
+	if x.Op.Op().IsComparison() && !isCond {
 		c.errorf(x.OpPos, "a comparison is a condition: use it as the first argument of select(condition, a, b), which gives a where it holds and b elsewhere")
 	}
 	if v.isConst {

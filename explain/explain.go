@@ -67,34 +67,30 @@ type Value struct {
 // Scalar is a host scalar; Value is given when it depends on hypers only,
 // Steps when it changes from step to step (a schedule, a bias correction).
 type Scalar struct {
-	Name    string      `json:"name"`
-	Expr    string      `json:"expr"`
-	PerStep bool        `json:"per_step"`
-	Value   *float32    `json:"value,omitempty"`
-	Steps   []StepValue `json:"steps,omitempty"`
+	Name    string   `json:"name"`
+	Expr    string   `json:"expr"`
+	PerStep bool     `json:"per_step"`
+	Value   *float32 `json:"value,omitempty"`
+	// Steps are its values at a few steps, with sigma_w2 = 1 (the runtime
+	// sets the noise variance; at 1 a term A·sigma_w2 shows A).
+	Steps []AtStep[float32] `json:"steps,omitempty"`
 }
 
-// StepValue is a per-step host scalar at step T, with sigma_w2 = 1 (the
-// runtime sets the noise variance; at 1 a term A·sigma_w2 shows A).
-type StepValue struct {
-	T     int     `json:"t"`
-	Value float32 `json:"value"`
+// AtStep is a value at step T: a host scalar's (float32) or a scalar's
+// (float64).
+type AtStep[V float32 | float64] struct {
+	T     int `json:"t"`
+	Value V   `json:"value"`
 }
 
 // ScalarState is a scalar (a uniform value the host carries from step to
 // step): its initial value, its update in the host block, and its values
 // at a few steps (after the host block of that step).
 type ScalarState struct {
-	Name   string         `json:"name"`
-	Init   string         `json:"init"`
-	Update string         `json:"update"`
-	Steps  []ScalarAtStep `json:"steps"`
-}
-
-// ScalarAtStep is a scalar's value at step T.
-type ScalarAtStep struct {
-	T     int     `json:"t"`
-	Value float64 `json:"value"`
+	Name   string            `json:"name"`
+	Init   string            `json:"init"`
+	Update string            `json:"update"`
+	Steps  []AtStep[float64] `json:"steps"`
 }
 
 // sampleSteps are the steps at which explain evaluates per-step scalars.
@@ -188,7 +184,7 @@ func describeScalars(fn *ir.Func, p *interp.Program, h []float64) []Scalar {
 		}
 		for j, t := range sampleSteps {
 			if s.PerStep {
-				s.Steps = append(s.Steps, StepValue{t, at[j].Value(v)})
+				s.Steps = append(s.Steps, AtStep[float32]{t, at[j].Value(v)})
 			}
 		}
 		out = append(out, s)
@@ -208,7 +204,7 @@ func describeScalarStates(fn *ir.Func, p *interp.Program, h []float64) []ScalarS
 	}
 	for _, t := range sampleSteps {
 		for i, v := range p.Scalars(h, t) {
-			out[i].Steps = append(out[i].Steps, ScalarAtStep{t, v})
+			out[i].Steps = append(out[i].Steps, AtStep[float64]{t, v})
 		}
 	}
 	return out
@@ -270,11 +266,8 @@ func (x *Explanation) WriteText(w io.Writer) {
 	if len(x.Scalars) > 0 {
 		fmt.Fprintf(w, "\nscalars (host, float64; an update reads the scalars of the step before; values after the host block of step t):\n")
 		for _, s := range x.Scalars {
-			fmt.Fprintf(w, "  %-10s initial %s; %s = %s\n        ", s.Name, s.Init, s.Name, s.Update)
-			for _, v := range s.Steps {
-				fmt.Fprintf(w, " t=%d: %g", v.T, v.Value)
-			}
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "  %-10s initial %s; %s = %s\n", s.Name, s.Init, s.Name, s.Update)
+			writeSteps(w, s.Steps)
 		}
 	}
 	fmt.Fprintf(w, "\nhost scalars (uniform: computed once per step in float64, passed to the kernel as float32):\n")
@@ -284,13 +277,7 @@ func (x *Explanation) WriteText(w io.Writer) {
 			val = fmt.Sprintf("= %g", *s.Value)
 		}
 		fmt.Fprintf(w, "  %-4s = %-40s %s\n", s.Name, s.Expr, val)
-		if len(s.Steps) > 0 {
-			fmt.Fprintf(w, "        ")
-			for _, v := range s.Steps {
-				fmt.Fprintf(w, " t=%d: %g", v.T, v.Value)
-			}
-			fmt.Fprintln(w)
-		}
+		writeSteps(w, s.Steps)
 	}
 	printAttenuation(w, x)
 	k := x.Kernel
@@ -299,4 +286,16 @@ func (x *Explanation) WriteText(w io.Writer) {
 	if x.IR != "" {
 		fmt.Fprintf(w, "\nIR:\n%s", x.IR)
 	}
+}
+
+// writeSteps writes values at steps on a line of their own, or nothing.
+func writeSteps[V float32 | float64](w io.Writer, steps []AtStep[V]) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "        ")
+	for _, v := range steps {
+		fmt.Fprintf(w, " t=%d: %g", v.T, v.Value)
+	}
+	fmt.Fprintln(w)
 }

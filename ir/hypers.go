@@ -45,11 +45,16 @@ func (f *Func) Derive(h []float64, set map[string]bool) []float64 {
 	return h
 }
 
+// NoHyper is the error for a hyper name f does not declare.
+func (f *Func) NoHyper(name string) error {
+	return fmt.Errorf("%s has no hyper %s (its hypers: %s)", f.Name, name, strings.Join(f.HyperNames(), ", "))
+}
+
 // SetHyper overrides one hyper in h, checking the name and the range.
 func (f *Func) SetHyper(h []float64, name string, value float64) error {
 	i := f.HyperIndex(name)
 	if i < 0 {
-		return fmt.Errorf("%s has no hyper %s (its hypers: %s)", f.Name, name, strings.Join(f.HyperNames(), ", "))
+		return f.NoHyper(name)
 	}
 	if err := f.Hypers[i].Check(value); err != nil {
 		return err
@@ -154,20 +159,6 @@ func (f *Func) applySettings(h []float64, settings []string) (map[string]bool, e
 		set[name] = true
 	}
 	return set, nil
-}
-
-// Override returns hypers h overridden by "name=value" settings, each in
-// its range; the filters must be stable at the result (CheckStability). h
-// is not changed.
-func (f *Func) Override(h []float64, settings []string) ([]float64, error) {
-	h = slices.Clone(h)
-	if _, err := f.applySettings(h, settings); err != nil {
-		return nil, err
-	}
-	if err := f.CheckStability(h); err != nil {
-		return nil, err
-	}
-	return h, nil
 }
 
 // Setting prints hypers h (one value per hyper) as "name=value, …".

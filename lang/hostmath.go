@@ -207,5 +207,5 @@ func scale2(y float64, k int) float64 {
 	case k > 1023:
 		return float64(y*pow2(k-64)) * 0x1p64
 	}
-	return y * pow2(k)
+	return float64(y * pow2(k))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"sync"
 
 	"github.com/fibergen/fibergen/ir/interp"
@@ -108,11 +109,28 @@ func StepThreads(n, threads int) int { return max(len(splitSteps(n, threads)), 1
 func (b *cpuBackend) step(a stepArgs) error {
 	var work []func() error
 	for _, s := range a.segs {
-		for _, c := range splitSteps(s.hi-s.lo, b.threads) {
-			work = append(work, func() error { return b.stepRange(a.rg, s, s.lo+c[0], s.lo+c[1]) })
+		for _, c := range segmentChunks(s.lo, s.hi, b.threads) {
+			work = append(work, func() error { return b.stepRange(a.rg, s, c[0], c[1]) })
 		}
 	}
 	return runLimited(work, max(b.threads, 1))
+}
+
+// segmentChunks splits [lo, hi) as splitSteps splits its length, with the
+// cuts inside moved up to multiples of 4, so that no Philox group of four
+// is drawn by two chunks.
+func segmentChunks(lo, hi, threads int) [][2]int {
+	cs := splitSteps(hi-lo, threads)
+	for i := range cs {
+		for j := range cs[i] {
+			if x := lo + cs[i][j]; x < hi && x > lo {
+				cs[i][j] = min((x+3)&^3, hi)
+			} else {
+				cs[i][j] = x
+			}
+		}
+	}
+	return slices.DeleteFunc(cs, func(c [2]int) bool { return c[0] >= c[1] })
 }
 
 // stepRange steps [lo, hi) of segment s.
@@ -143,8 +161,8 @@ func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) e
 	return b.prog.Step(s.host, b.bufs[0][lo:hi], g, states)
 }
 
-// runLimited runs the functions, at most limit at once, and returns the
-// first error.
+// runLimited runs the functions, at most limit at once, and returns their
+// errors joined.
 func runLimited(work []func() error, limit int) error {
 	errs := make([]error, len(work))
 	sem := make(chan struct{}, limit)

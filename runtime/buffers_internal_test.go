@@ -41,3 +41,21 @@ func TestNewBufferStaggers(t *testing.T) {
 		t.Errorf("the copy's source and destination both start at offset %d of a page", pageOffset(c.src))
 	}
 }
+
+// TestSegmentChunks: the chunks of a segment cover it in order, and every
+// cut inside it is a multiple of 4 (no Philox group drawn twice).
+func TestSegmentChunks(t *testing.T) {
+	for _, c := range []struct{ lo, hi, threads int }{{0, 10000, 2}, {3, 10003, 2}, {5, 9, 4}, {7, 20001, 3}, {8, 8, 2}} {
+		cs := segmentChunks(c.lo, c.hi, c.threads)
+		at := c.lo
+		for _, ch := range cs {
+			if ch[0] != at || ch[1] <= ch[0] || ch[1] != c.hi && ch[1]%4 != 0 {
+				t.Fatalf("segmentChunks(%d, %d, %d) = %v", c.lo, c.hi, c.threads, cs)
+			}
+			at = ch[1]
+		}
+		if at != c.hi && c.lo != c.hi {
+			t.Fatalf("segmentChunks(%d, %d, %d) = %v: stops at %d", c.lo, c.hi, c.threads, cs, at)
+		}
+	}
+}

@@ -283,27 +283,11 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 		Step:           int64(o.t),
 		Seed:           o.seed,
 		Offset:         o.opts.Offset,
-		Hypers:         map[string]float64{},
 		N:              int64(o.savedN()),
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
 	}
-	for i, hy := range o.prog.Func.Hypers {
-		h.Hypers[hy.Name] = o.hypers[i]
-	}
-	for _, name := range o.prog.Func.DerivedHypers() {
-		if o.set[name] {
-			h.HypersSet = append(h.HypersSet, name)
-		}
-	}
-	for _, t := range o.tensors {
-		if t.overrides != nil {
-			if h.TensorHypers == nil {
-				h.TensorHypers = map[string]map[string]float64{}
-			}
-			h.TensorHypers[t.Name] = t.overrides
-		}
-	}
+	o.headerHypers(&h)
 	if o.dp != nil {
 		h.DP = &checkpointDP{o.dp.ClipNorm, o.dp.NoiseMultiplier, o.dp.BatchSize}
 	}
@@ -626,12 +610,13 @@ func (o *Optimizer) load(path string, data []byte, claim func() error) error {
 	}
 	o.t = int(h.Step)
 	o.seed = h.Seed
-	o.hypers, o.set = hypers, map[string]bool{}
-	for _, name := range h.HypersSet {
-		o.set[name] = true
-	}
+	o.hypers, o.set = hypers, h.hypersSet()
 	for _, t := range o.tensors {
-		t.overrides = maps.Clone(h.TensorHypers[t.Name])
+		t.overrides, t.hypers = nil, nil
+		if over := h.TensorHypers[t.Name]; len(over) > 0 {
+			t.overrides = maps.Clone(over)
+			t.hypers, _ = o.tensorHypers(hypers, o.set, over) // checked by match
+		}
 	}
 	o.dp, o.noise = nil, h.Noise // the checkpoint's noise replaces the optimizer's, whichever way it was set
 	if h.DP != nil {
@@ -739,22 +724,56 @@ func (o *Optimizer) matchLayout(h *checkpointHeader) error {
 	return errors.New(msg)
 }
 
+// headerHypers records in h the hypers, the derived ones set and the
+// tensors' own.
+func (o *Optimizer) headerHypers(h *checkpointHeader) {
+	h.Hypers = map[string]float64{}
+	for i, hy := range o.prog.Func.Hypers {
+		h.Hypers[hy.Name] = o.hypers[i]
+	}
+	for _, name := range o.prog.Func.DerivedHypers() {
+		if o.set[name] {
+			h.HypersSet = append(h.HypersSet, name)
+		}
+	}
+	for _, t := range o.tensors {
+		if t.overrides != nil {
+			if h.TensorHypers == nil {
+				h.TensorHypers = map[string]map[string]float64{}
+			}
+			h.TensorHypers[t.Name] = t.overrides
+		}
+	}
+}
+
 // matchTensorHypers checks the checkpoint's per-tensor hypers: each names
-// a tensor, and the setting it makes with hypers passes the checks of
-// Tensor.SetHypers (diagnostics, which exclude them, included).
+// a tensor, and the setting it makes with hypers and the checkpoint's set
+// hypers passes the checks of Tensor.SetHypers (diagnostics, which exclude
+// them, included).
 func (o *Optimizer) matchTensorHypers(h *checkpointHeader, hypers []float64) *loadError {
 	for _, name := range slices.Sorted(maps.Keys(h.TensorHypers)) {
-		if !slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }) {
+		switch {
+		case !slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
 			return mismatch("checkpoint has hypers for a tensor %s that is not registered", name)
-		}
-		if _, err := o.tensorHypers(hypers, h.TensorHypers[name]); err != nil {
-			return mismatch("checkpoint's hypers of tensor %s: %v", name, err)
-		}
-		if o.diag != nil {
+		case len(h.TensorHypers[name]) == 0:
+			continue
+		case o.diag != nil:
 			return mismatch("checkpoint has per-tensor hypers, which diagnostics (EnableDiagnostics) do not cover")
+		}
+		if _, err := o.tensorHypers(hypers, h.hypersSet(), h.TensorHypers[name]); err != nil {
+			return mismatch("checkpoint's hypers of tensor %s: %v", name, err)
 		}
 	}
 	return nil
+}
+
+// hypersSet is HypersSet as a set.
+func (h *checkpointHeader) hypersSet() map[string]bool {
+	set := map[string]bool{}
+	for _, name := range h.HypersSet {
+		set[name] = true
+	}
+	return set
 }
 
 func short(hash string) string {

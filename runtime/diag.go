@@ -37,7 +37,7 @@ func (o *Optimizer) EnableDiagnostics() error {
 		return nil
 	}
 	if slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.overrides != nil }) {
-		return errors.New("runtime: diagnostics cover one hyper setting; per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together")
+		return fmt.Errorf("runtime: %w", errDiagnosticsOneSetting)
 	}
 	ref, err := o.prog.Diagnostic(ClampMassKind)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
@@ -28,18 +27,23 @@ import (
 func (t *Tensor) SetHypers(values map[string]float64) error {
 	o := t.o
 	defer o.lock()()
-	if o.diag != nil && len(values) > 0 {
-		return fmt.Errorf("runtime: tensor %s: diagnostics cover one hyper setting; per-tensor hypers and EnableDiagnostics do not go together", t.Name)
+	if len(values) == 0 {
+		t.overrides, t.hypers = nil, nil
+		return nil
 	}
-	if _, err := o.tensorHypers(o.hypers, values); err != nil {
+	if o.diag != nil {
+		return fmt.Errorf("runtime: tensor %s: %w", t.Name, errDiagnosticsOneSetting)
+	}
+	h, err := o.tensorHypers(o.hypers, o.set, values)
+	if err != nil {
 		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
 	}
-	t.overrides = maps.Clone(values)
-	if len(values) == 0 {
-		t.overrides = nil
-	}
+	t.overrides, t.hypers = maps.Clone(values), h
 	return nil
 }
+
+// errDiagnosticsOneSetting refuses diagnostics and per-tensor hypers together.
+var errDiagnosticsOneSetting = errors.New("diagnostics cover one hyper setting; per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together")
 
 // Hypers returns the tensor's overrides (SetHypers); nil without any.
 func (t *Tensor) Hypers() map[string]float64 {
@@ -48,29 +52,29 @@ func (t *Tensor) Hypers() map[string]float64 {
 }
 
 // tensorHypers returns the hypers base with the overrides applied, and
-// the derived hypers that neither sets recomputed (ir.Func.Derive),
-// checked.
-func (o *Optimizer) tensorHypers(base []float64, over map[string]float64) ([]float64, error) {
+// the derived hypers that neither set nor the overrides name recomputed
+// (ir.Func.Derive), checked.
+func (o *Optimizer) tensorHypers(base []float64, set map[string]bool, over map[string]float64) ([]float64, error) {
 	h := slices.Clone(base)
 	observed := observeHypers(o.prog.Func)
 	for _, name := range slices.Sorted(maps.Keys(over)) {
 		i := o.prog.Func.HyperIndex(name)
 		switch {
 		case i < 0:
-			return nil, errors.New(strings.TrimPrefix(o.noHyper(name).Error(), "runtime: "))
+			return nil, o.prog.Func.NoHyper(name)
 		case observed[name]:
 			return nil, fmt.Errorf("hyper %s shapes the observation, which is one for all tensors; it cannot differ per tensor", name)
 		}
 		h[i] = over[name]
 	}
-	set := maps.Clone(o.set)
-	if set == nil {
-		set = map[string]bool{}
+	named := maps.Clone(set)
+	if named == nil {
+		named = map[string]bool{}
 	}
 	for name := range over {
-		set[name] = true
+		named[name] = true
 	}
-	h = o.prog.Func.Derive(h, set)
+	h = o.prog.Func.Derive(h, named)
 	if err := o.prog.Check(h); err != nil {
 		return nil, err
 	}
@@ -88,18 +92,30 @@ func observeHypers(fn *ir.Func) map[string]bool {
 	return out
 }
 
-// checkTensorHypers checks every tensor's overrides against new base
-// hypers, before the optimizer takes them.
-func (o *Optimizer) checkTensorHypers(base []float64) error {
-	for _, t := range o.tensors {
+// tensorSettings computes every tensor's hypers from new base hypers and
+// set names, before the optimizer takes them: nil for a tensor without
+// overrides.
+func (o *Optimizer) tensorSettings(base []float64, set map[string]bool) ([][]float64, error) {
+	out := make([][]float64, len(o.tensors))
+	for i, t := range o.tensors {
 		if t.overrides == nil {
 			continue
 		}
-		if _, err := o.tensorHypers(base, t.overrides); err != nil {
-			return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+		h, err := o.tensorHypers(base, set, t.overrides)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
 		}
+		out[i] = h
 	}
-	return nil
+	return out, nil
+}
+
+// takeHypers makes h, set and the tensors' hypers ts the optimizer's.
+func (o *Optimizer) takeHypers(h []float64, set map[string]bool, ts [][]float64) {
+	o.hypers, o.set = h, set
+	for i, t := range o.tensors {
+		t.hypers = ts[i]
+	}
 }
 
 // segment is a range [lo, hi) of the flat buffers that steps with one
@@ -129,11 +145,9 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 	base.hi = o.n
 	out := []segment{base}
 	for _, t := range o.tensors {
-		if t.overrides == nil {
-			continue
+		if t.hypers != nil {
+			out = splitSegment(out, t.Offset, t.Offset+t.Len, at(t.hypers))
 		}
-		h, _ := o.tensorHypers(o.hypers, t.overrides) // checked when set
-		out = splitSegment(out, t.Offset, t.Offset+t.Len, at(h))
 	}
 	return out
 }

@@ -447,10 +447,11 @@ func (o *Optimizer) setHypers(values map[string]float64) error {
 	if err := o.prog.Check(h); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
+	ts, err := o.tensorSettings(h, set)
+	if err := errors.Join(o.checkObservation(h), err); err != nil {
 		return err
 	}
-	o.hypers, o.set = h, set
+	o.takeHypers(h, set, ts)
 	return nil
 }
 
@@ -466,10 +467,11 @@ func (o *Optimizer) ApplySettings(settings []string) error {
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	if err := errors.Join(o.checkObservation(h), o.checkTensorHypers(h)); err != nil {
+	ts, err := o.tensorSettings(h, set)
+	if err := errors.Join(o.checkObservation(h), err); err != nil {
 		return err
 	}
-	o.hypers, o.set = h, set
+	o.takeHypers(h, set, ts)
 	return nil
 }
 
@@ -489,11 +491,7 @@ func (o *Optimizer) checkObservation(h []float64) error {
 }
 
 func (o *Optimizer) noHyper(name string) error {
-	var names []string
-	for _, h := range o.prog.Func.Hypers {
-		names = append(names, h.Name)
-	}
-	return fmt.Errorf("runtime: %s has no hyper %s (its hypers: %v)", o.Name(), name, names)
+	return fmt.Errorf("runtime: %w", o.prog.Func.NoHyper(name))
 }
 
 // Register adds a parameter tensor, copying its values into the flat

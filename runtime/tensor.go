@@ -21,8 +21,10 @@ type Tensor struct {
 	// fresh says the gradient was set (SetGrad, Privatize) since the last
 	// step: Step refuses to step on a gradient it has stepped on.
 	fresh bool
-	// overrides are the tensor's own hypers (SetHypers); nil: none.
+	// overrides are the tensor's own hypers (SetHypers), and hypers the
+	// setting they make with the optimizer's; nil: none.
 	overrides map[string]float64
+	hypers    []float64
 }
 
 // SetGrad sets the tensor's gradient for the next step: the clipped mean

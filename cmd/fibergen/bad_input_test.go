@@ -54,7 +54,7 @@ var badCases = []badCase{
 	{name: "explain two files", args: "explain $D/fiber.dsl $D/dp_sgd.dsl", code: 2, msg: `want exactly one \.dsl file, got 2`},
 	{name: "run --group backwards", args: runLine + " --group 3:1:lr=0.1", code: 2, msg: `^fibergen run: invalid value "3:1:lr=0.1" for flag -group: "3:1:lr=0.1": want LO:HI:name=value\[,name=value\.\.\.\] with 0 <= LO < HI`},
 	{name: "run --group overlapping", args: runLine + " --group 0:2:lr=0.1 --group 1:3:lr=0.2", code: 2, msg: `^fibergen run: invalid value "1:3:lr=0.2" for flag -group: "1:3:lr=0.2" overlaps "0:2:lr=0.1"`},
-	{name: "run --group not a number", args: runLine + " --group 0:2:lr=x", code: 2, msg: `for flag -group: "0:2:lr=x": "lr=x" is not name=value`},
+	{name: "run --group not a number", args: runLine + " --group 0:2:lr=x", code: 2, msg: `for flag -group: "0:2:lr=x": malformed setting "lr=x": x is not a number`},
 	{name: "run --group past theta", args: runLine + " --group 2:9:lr=0.1", code: 1, msg: `^fibergen run: --group 2:9:lr=0.1: theta has 4 coordinates`},
 	{name: "run --group unknown hyper", args: runLine + " --group 0:2:zeta=1", code: 1, msg: `^fibergen run: --group 0:2:zeta=1: dp_sgd has no hyper zeta`},
 	{name: "run --group out of range", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --group 0:2:beta1=1", code: 1, msg: `^fibergen run: --group 0:2:beta1=1: hyper beta1 = 1 is outside its range \[0, 1\)`},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -41,10 +42,9 @@ func (l *groupsFlag) Set(s string) error {
 		return fmt.Errorf("%q: want LO:HI:name=value[,name=value...] with 0 <= LO < HI", s)
 	}
 	for _, set := range strings.Split(sets, ",") {
-		name, v, ok := strings.Cut(set, "=")
-		x, err := strconv.ParseFloat(v, 64)
-		if !ok || name == "" || err != nil {
-			return fmt.Errorf("%q: %q is not name=value", s, set)
+		name, x, err := ir.ParseSetting(set)
+		if err != nil {
+			return fmt.Errorf("%q: %w", s, err)
 		}
 		if _, dup := g.hypers[name]; dup {
 			return fmt.Errorf("%q: %s is set twice", s, name)

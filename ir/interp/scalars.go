@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -9,16 +10,22 @@ import (
 
 // scalarTrack computes the scalars (ir.Func.Scalars) at a step: from their
 // initial values, the scalar step block once per step. The values are a
-// function of the hypers and t, so it remembers the last setting and step
-// and advances from there, O(1) per step when steps come in order, and
-// starts over for an earlier step or other hypers. It is safe for
-// concurrent use.
+// function of the hypers and t, so it remembers, per hyper setting (at most
+// maxSettings, as gains), the last step asked for and advances from there:
+// O(1) per step when the steps of each setting come in order, however the
+// settings alternate (per-tensor hypers). An earlier step is computed from
+// the start without forgetting the later one, so a check of step 0 costs
+// O(1) and does not rewind a run. It is safe for concurrent use.
 type scalarTrack struct {
 	init, step *code
 	mu         sync.Mutex
-	h          []float64 // the hypers of vals
-	t          int       // the step of vals; -1: the initial values
-	vals       []float64
+	last       map[string]*scalarsAt // by fmt.Sprint of the hypers
+}
+
+// scalarsAt is the scalars of one setting at step t (-1: the initial values).
+type scalarsAt struct {
+	t    int
+	vals []float64
 }
 
 func newScalarTrack(fn *ir.Func) (*scalarTrack, error) {
@@ -30,21 +37,30 @@ func newScalarTrack(fn *ir.Func) (*scalarTrack, error) {
 		return nil, err
 	}
 	step, err := compile(fn, fn.ScalarStep)
-	return &scalarTrack{init: init, step: step}, err
+	return &scalarTrack{init: init, step: step, last: map[string]*scalarsAt{}}, err
 }
 
 // at returns the scalars' values at step t (t = -1: the initial values).
 func (s *scalarTrack) at(h []float64, t int) []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vals == nil || t < s.t || !slices.Equal(h, s.h) {
-		s.h, s.t, s.vals = slices.Clone(h), -1, stores(s.init, s.init.hostWith(h, 0, 0, nil))
+	key := fmt.Sprint(h)
+	last := s.last[key]
+	if last == nil || t < last.t {
+		start := &scalarsAt{t: -1, vals: stores(s.init, s.init.hostWith(h, 0, 0, nil))}
+		if last == nil {
+			if len(s.last) >= maxSettings {
+				clear(s.last)
+			}
+			s.last[key] = start
+		}
+		last = start
 	}
-	for s.t < t {
-		s.t++
-		s.vals = stores(s.step, s.step.hostWith(h, s.t, 0, s.vals))
+	for last.t < t {
+		last.t++
+		last.vals = stores(s.step, s.step.hostWith(h, last.t, 0, last.vals))
 	}
-	return slices.Clone(s.vals)
+	return slices.Clone(last.vals)
 }
 
 // stores returns the values a scalar block stores, in Func.Scalars order.
