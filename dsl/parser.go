@@ -178,23 +178,26 @@ func (p *parser) parseHyper() {
 }
 
 func (p *parser) parseState() {
-	d := &StateDecl{Keyword: p.pos}
-	p.next()
-	d.Name = p.parseIdent()
-	p.expect(ASSIGN, "'=' and the state's initial value")
-	d.Init = p.parseExpr()
+	d := &StateDecl{}
+	d.Keyword, d.Name, d.Init = p.parseInitDecl("state")
 	p.f.States = append(p.f.States, d)
 	p.add(d)
 }
 
 func (p *parser) parseScalar() {
-	d := &ScalarDecl{Keyword: p.pos}
-	p.next()
-	d.Name = p.parseIdent()
-	p.expect(ASSIGN, "'=' and the scalar's initial value")
-	d.Init = p.parseExpr()
+	d := &ScalarDecl{}
+	d.Keyword, d.Name, d.Init = p.parseInitDecl("scalar")
 	p.f.Scalars = append(p.f.Scalars, d)
 	p.add(d)
+}
+
+// parseInitDecl parses `KEYWORD NAME = INIT`, a state or a scalar (what).
+func (p *parser) parseInitDecl(what string) (Pos, *Ident, Expr) {
+	kw := p.pos
+	p.next()
+	name := p.parseIdent()
+	p.expect(ASSIGN, "'=' and the "+what+"'s initial value")
+	return kw, name, p.parseExpr()
 }
 
 func (p *parser) parseObserve() {
