@@ -748,17 +748,11 @@ func (o *Optimizer) headerHypers(h *checkpointHeader) {
 
 // matchTensorHypers checks the checkpoint's per-tensor hypers: each names
 // a tensor, and the setting it makes with hypers and the checkpoint's set
-// hypers passes the checks of Tensor.SetHypers (diagnostics, which exclude
-// them, included).
+// hypers passes the checks of Tensor.SetHypers.
 func (o *Optimizer) matchTensorHypers(h *checkpointHeader, hypers []float64) *loadError {
 	for _, name := range slices.Sorted(maps.Keys(h.TensorHypers)) {
-		switch {
-		case !slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
+		if !slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }) {
 			return mismatch("checkpoint has hypers for a tensor %s that is not registered", name)
-		case len(h.TensorHypers[name]) == 0:
-			continue
-		case o.diag != nil:
-			return mismatch("checkpoint has per-tensor hypers, which diagnostics (EnableDiagnostics) do not cover")
 		}
 		if _, err := o.tensorHypers(hypers, h.hypersSet(), h.TensorHypers[name]); err != nil {
 			return mismatch("checkpoint's hypers of tensor %s: %v", name, err)

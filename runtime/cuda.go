@@ -356,17 +356,22 @@ func (b *cudaBackend) kind() Backend { return b.backend }
 // segment's start, with its global offset.
 func (b *cudaBackend) step(a stepArgs) error {
 	for _, s := range a.segs {
-		bufs := make([]cudadrv.DevicePtr, len(b.dev))
-		for i, p := range b.dev {
-			bufs[i] = p.Add(4 * s.lo)
-		}
 		rg := a.rg
 		rg.Offset += int64(s.lo)
-		if err := b.k.launchStep(bufs, s.hi-s.lo, s.scalars, rg); err != nil {
+		if err := b.k.launchStep(offsetPtrs(b.dev, s.lo), s.hi-s.lo, s.scalars, rg); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// offsetPtrs is the device buffers from element lo on.
+func offsetPtrs(dev []cudadrv.DevicePtr, lo int) []cudadrv.DevicePtr {
+	out := make([]cudadrv.DevicePtr, len(dev))
+	for i, p := range dev {
+		out[i] = p.Add(4 * lo)
+	}
+	return out
 }
 
 func (b *cudaBackend) check(buf, off, n int) error {

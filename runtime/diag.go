@@ -36,9 +36,6 @@ func (o *Optimizer) EnableDiagnostics() error {
 	if o.diag != nil {
 		return nil
 	}
-	if slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.overrides != nil }) {
-		return fmt.Errorf("runtime: %w", errDiagnosticsOneSetting)
-	}
 	ref, err := o.prog.Diagnostic(ClampMassKind)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -66,33 +63,41 @@ func (o *Optimizer) ClampMass() (float64, error) {
 	return o.diag.value, nil
 }
 
-// runDiagnostics computes the diagnostics of the step just run with args a.
+// runDiagnostics computes the diagnostics of the step just run with args a:
+// the partial sums of each segment (one hyper setting; the whole buffers
+// without per-tensor hypers) over its own chunks, then one ratio of them
+// all, so every backend sums the same partials in the same order.
 func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	if o.diag == nil {
 		return nil
 	}
-	chunks := reduce.ReduceChunks(o.n)
-	num, den := make([]float32, chunks), make([]float32, chunks)
-	var err error
-	switch b := o.back.(type) {
-	case *cudaBackend:
-		err = b.diagPartials(o.diag.entry, a.segs[0].scalars, num, den)
-	case *cpuBackend:
-		err = o.cpuDiagPartials(b, a.segs[0].scalars, num, den)
-	default:
-		err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.back.kind())
-	}
-	if err != nil {
-		return err
+	var num, den []float32
+	for _, s := range a.segs {
+		chunks := reduce.ReduceChunks(s.hi - s.lo)
+		sn, sd := make([]float32, chunks), make([]float32, chunks)
+		var err error
+		switch b := o.back.(type) {
+		case *cudaBackend:
+			err = b.k.diagPartials(o.diag.entry, offsetPtrs(b.dev, s.lo), s.hi-s.lo, s.scalars, sn, sd)
+		case *cpuBackend:
+			err = o.cpuDiagPartials(b, s, sn, sd)
+		default:
+			err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.back.kind())
+		}
+		if err != nil {
+			return err
+		}
+		num, den = append(num, sn...), append(den, sd...)
 	}
 	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
 	return nil
 }
 
-// cpuDiagPartials computes the partials on every core: with the host
-// function where the shared object is loaded, else with the interpreter.
-// Each core takes whole chunks, so the split does not change a bit.
-func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) error {
+// cpuDiagPartials computes the partials of segment s on every core: with
+// the host function where the shared object is loaded, else with the
+// interpreter. Each core takes whole chunks, so the split does not change a
+// bit.
+func (o *Optimizer) cpuDiagPartials(b *cpuBackend, s segment, num, den []float32) error {
 	if b.kernel != nil && o.diag.host == nil {
 		h, err := hostkernel.OpenDiagnostic(b.so, o.diag.entry.HostFunction, len(o.m.Buffers), len(o.m.Scalars))
 		if err != nil {
@@ -100,17 +105,21 @@ func (o *Optimizer) cpuDiagPartials(b *cpuBackend, scalars, num, den []float32) 
 		}
 		o.diag.host = h
 	}
-	per := max((len(num)+b.threads-1)/b.threads, 1)
+	bufs := make([][]float32, len(b.bufs))
+	for i, buf := range b.bufs {
+		bufs[i] = buf[s.lo:s.hi]
+	}
+	n, per := s.hi-s.lo, max((len(num)+b.threads-1)/b.threads, 1)
 	return parallelChunks(len(num), per, func(lo, hi int) error {
 		if o.diag.host != nil {
-			return o.diag.host.Run(b.bufs, scalars, o.n, lo, hi, num, den)
+			return o.diag.host.Run(bufs, s.scalars, n, lo, hi, num, den)
 		}
-		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, o.n)
+		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
 		var states [][]float32
-		for _, s := range b.bufs[2:] {
-			states = append(states, s[start:end])
+		for _, st := range bufs[2:] {
+			states = append(states, st[start:end])
 		}
-		return o.diag.ref.Partials(scalars, states, num[lo:hi], den[lo:hi])
+		return o.diag.ref.Partials(s.scalars, states, num[lo:hi], den[lo:hi])
 	})
 }
 
@@ -144,9 +153,6 @@ func (o *Optimizer) closeDiagnostics() error {
 
 // diagPartials runs the diagnostic's kernel over the device buffers, one
 // warp per chunk, and copies the partials back.
-func (b *cudaBackend) diagPartials(e manifest.Diagnostic, scalars, num, den []float32) error {
-	return b.k.diagPartials(e, b.dev, b.n, scalars, num, den)
-}
 
 // deviceDiagnostics computes the diagnostics of the StepDevice that just
 // ran on the trainer's buffers with args a; err is the step's own result.

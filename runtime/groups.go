@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,9 +30,6 @@ func (t *Tensor) SetHypers(values map[string]float64) error {
 		t.overrides, t.hypers = nil, nil
 		return nil
 	}
-	if o.diag != nil {
-		return fmt.Errorf("runtime: tensor %s: %w", t.Name, errDiagnosticsOneSetting)
-	}
 	h, err := o.tensorHypers(o.hypers, o.set, values)
 	if err != nil {
 		return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
@@ -41,9 +37,6 @@ func (t *Tensor) SetHypers(values map[string]float64) error {
 	t.overrides, t.hypers = maps.Clone(values), h
 	return nil
 }
-
-// errDiagnosticsOneSetting refuses diagnostics and per-tensor hypers together.
-var errDiagnosticsOneSetting = errors.New("diagnostics cover one hyper setting; per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together")
 
 // Hypers returns the tensor's overrides (SetHypers); nil without any.
 func (t *Tensor) Hypers() map[string]float64 {

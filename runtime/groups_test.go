@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,7 +115,7 @@ func TestTensorHypersResume(t *testing.T) {
 // refused setting changes nothing.
 func TestTensorHypersRefused(t *testing.T) {
 	theta, _ := inputs(0)
-	fiber, fts := openSized(t, kernelDir(t, "fiber"), runtime.Options{}, tensorSizes, theta)
+	_, fts := openSized(t, kernelDir(t, "fiber"), runtime.Options{}, tensorSizes, theta)
 	doppler, dts := openSized(t, kernelDir(t, "doppler"), runtime.Options{}, tensorSizes, theta)
 	if err := dts[0].SetHypers(map[string]float64{"a1": -1.2}); err != nil {
 		t.Fatal(err)
@@ -128,12 +130,6 @@ func TestTensorHypersRefused(t *testing.T) {
 		{"observation", fts[0].SetHypers(map[string]float64{"kappa": 0.5}), "hyper kappa shapes the observation, which is one for all tensors"},
 		{"unstable", dts[1].SetHypers(map[string]float64{"a2": 0.99, "a1": -1.99}), "unstable"},
 		{"base unstable for a tensor", doppler.SetHyper("a2", 0.15), "tensor a: "},
-		{"diagnostics", func() error {
-			if err := fts[0].SetHypers(map[string]float64{"wd": 0}); err != nil {
-				return err
-			}
-			return fiber.EnableDiagnostics()
-		}(), "per-tensor hypers (Tensor.SetHypers) and EnableDiagnostics do not go together"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, c.err, c.want)
@@ -176,5 +172,48 @@ func TestDerivedHypers(t *testing.T) {
 	}
 	if err := b.SetHyper("lr", 0.05); err != nil || lrMin(b) != 0.002 {
 		t.Errorf("a loaded lr_min that was set followed lr: %v (%v)", lrMin(b), err)
+	}
+}
+
+// TestTensorHypersDiagnostics: clamp_mass sums each hyper setting's
+// partials: with a floor eps_v far above every v̂ on tensors b and d and
+// none elsewhere, after one noiseless step (m̂ = g) it is the share of
+// Σ|g| on b and d; every backend gives the same bits.
+func TestTensorHypersDiagnostics(t *testing.T) {
+	theta, grads := inputs(1)
+	var want, all float64
+	off := 0
+	for i, s := range tensorSizes {
+		for _, g := range grads[0][off : off+s] {
+			all += math.Abs(float64(g))
+			if i == 1 || i == 3 {
+				want += math.Abs(float64(g))
+			}
+		}
+		off += s
+	}
+	want /= all
+	var first float64
+	for k, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
+		o, ts := openSized(t, kernelDir(t, "fiber"), runtime.Options{Backend: b}, tensorSizes, theta)
+		if err := errors.Join(o.SetNoise(runtime.Noise{}), o.SetHyper("eps_v", 0), o.EnableDiagnostics(),
+			ts[1].SetHypers(map[string]float64{"eps_v": 1e6}), ts[3].SetHypers(map[string]float64{"eps_v": 1e6})); err != nil {
+			t.Fatal(err)
+		}
+		if err := stepAll(o, ts, grads[0]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.ClampMass()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-want) > 1e-5*want {
+			t.Errorf("%s: clamp_mass %v, want %v", b, got, want)
+		}
+		if k == 0 {
+			first = got
+		} else if got != first {
+			t.Errorf("%s: clamp_mass %v, the Go backend's %v", b, got, first)
+		}
 	}
 }
