@@ -3,6 +3,7 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -125,40 +126,47 @@ func (f *Func) ApplySettings(settings []string) ([]float64, error) {
 }
 
 // Settle returns hypers h overridden by "name=value" settings, each in its
-// range, with the derived hypers that neither set nor the settings name
-// recomputed (Derive), and the names set so far with those of the
-// settings; the result must pass CheckHypers. h and set are not changed.
+// range (in order: the last of a name wins), as Assign does; the result
+// must pass CheckHypers. h and set are not changed.
 func (f *Func) Settle(h []float64, settings []string, set map[string]bool) ([]float64, map[string]bool, error) {
-	h = slices.Clone(h)
-	named, err := f.applySettings(h, settings)
+	values := map[string]float64{}
+	for _, s := range settings {
+		name, value, err := ParseSetting(s)
+		if err == nil {
+			err = f.SetHyper(slices.Clone(h), name, value) // the name and the range
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		values[name] = value
+	}
+	h, named, err := f.Assign(h, set, values)
+	if err == nil {
+		err = f.CheckHypers(h)
+	}
 	if err != nil {
-		return nil, nil, err
-	}
-	for name := range set {
-		named[name] = true
-	}
-	h = f.Derive(h, named)
-	if err := f.CheckHypers(h); err != nil {
 		return nil, nil, err
 	}
 	return h, named, nil
 }
 
-// applySettings sets each "name=value" in h, checking its range, and
-// returns the names set.
-func (f *Func) applySettings(h []float64, settings []string) (map[string]bool, error) {
-	set := map[string]bool{}
-	for _, s := range settings {
-		name, value, err := ParseSetting(s)
-		if err == nil {
-			err = f.SetHyper(h, name, value)
-		}
-		if err != nil {
-			return nil, err
-		}
-		set[name] = true
+// Assign returns hypers h with values, and set with their names, the
+// derived hypers that neither names recomputed (Derive); an unknown name is
+// an error (NoHyper). Nothing is checked otherwise; h and set are not
+// changed.
+func (f *Func) Assign(h []float64, set map[string]bool, values map[string]float64) ([]float64, map[string]bool, error) {
+	h, named := slices.Clone(h), maps.Clone(set)
+	if named == nil {
+		named = map[string]bool{}
 	}
-	return set, nil
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		i := f.HyperIndex(name)
+		if i < 0 {
+			return nil, nil, f.NoHyper(name)
+		}
+		h[i], named[name] = values[name], true
+	}
+	return f.Derive(h, named), named, nil
 }
 
 // Setting prints hypers h (one value per hyper) as "name=value, …".

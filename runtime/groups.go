@@ -48,30 +48,17 @@ func (t *Tensor) Hypers() map[string]float64 {
 // the derived hypers that neither set nor the overrides name recomputed
 // (ir.Func.Derive), checked.
 func (o *Optimizer) tensorHypers(base []float64, set map[string]bool, over map[string]float64) ([]float64, error) {
-	h := slices.Clone(base)
 	observed := observeHypers(o.prog.Func)
 	for _, name := range slices.Sorted(maps.Keys(over)) {
-		i := o.prog.Func.HyperIndex(name)
-		switch {
-		case i < 0:
-			return nil, o.prog.Func.NoHyper(name)
-		case observed[name]:
+		if observed[name] {
 			return nil, fmt.Errorf("hyper %s shapes the observation, which is one for all tensors; it cannot differ per tensor", name)
 		}
-		h[i] = over[name]
 	}
-	named := maps.Clone(set)
-	if named == nil {
-		named = map[string]bool{}
+	h, _, err := o.prog.Func.Assign(base, set, over)
+	if err == nil {
+		err = o.prog.Check(h)
 	}
-	for name := range over {
-		named[name] = true
-	}
-	h = o.prog.Func.Derive(h, named)
-	if err := o.prog.Check(h); err != nil {
-		return nil, err
-	}
-	return h, nil
+	return h, err
 }
 
 // observeHypers are the hypers the observation's arguments read.

@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -432,19 +431,11 @@ func (o *Optimizer) SetHypers(values map[string]float64) error {
 }
 
 func (o *Optimizer) setHypers(values map[string]float64) error {
-	h, set := slices.Clone(o.hypers), maps.Clone(o.set)
-	if set == nil {
-		set = map[string]bool{}
+	h, set, err := o.prog.Func.Assign(o.hypers, o.set, values)
+	if err == nil {
+		err = o.prog.Check(h)
 	}
-	for name, v := range values {
-		i := o.prog.Func.HyperIndex(name)
-		if i < 0 {
-			return o.noHyper(name)
-		}
-		h[i], set[name] = v, true
-	}
-	h = o.prog.Func.Derive(h, set)
-	if err := o.prog.Check(h); err != nil {
+	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	ts, err := o.tensorSettings(h, set)
