@@ -125,17 +125,11 @@ func (o *Optimizer) cpuDiagPartials(b *cpuBackend, s segment, num, den []float32
 
 // parallelChunks runs f on the chunk ranges [lo, lo+per) of [0, n) at once.
 func parallelChunks(n, per int, f func(lo, hi int) error) error {
-	errs := make(chan error, n/per+1)
-	count := 0
+	var work []func() error
 	for lo := 0; lo < n; lo += per {
-		count++
-		go func() { errs <- f(lo, min(lo+per, n)) }()
+		work = append(work, func() error { return f(lo, min(lo+per, n)) })
 	}
-	var all []error
-	for range count {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
+	return runLimited(work, max(len(work), 1))
 }
 
 // closeDiagnostics releases the diagnostic's host function, if loaded.
