@@ -1,11 +1,13 @@
 package dsl
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxErrors is the number of errors an ErrorList keeps after Sort; the rest
@@ -103,36 +105,73 @@ func (l ErrorList) Err() error {
 	return l
 }
 
-// Print writes every error of l to w as "file:line:col: message", followed by
-// the source line and a caret under the column, when src holds that line.
+// Echo bounds on what Print writes of one error, so that a list of errors
+// fits a screen whatever the source: a line of a megabyte (a 10⁵-deep
+// parenthesis) echoes as a window of at most maxEchoColumns columns around
+// the caret, and a message that quotes a long expression keeps its first and
+// last maxMessageRunes/2 characters. Each cut is marked with "…".
+const (
+	maxEchoColumns  = 160
+	maxMessageRunes = 480
+)
+
+// Print writes the errors of l to w as "file:line:col: message", each
+// followed by the source line and a caret under the column, when src holds
+// that line. A long line is shown as a window around the caret and a long
+// message is shortened in the middle; past MaxErrors+1 errors (a list that
+// Normalize did not cap), one line counts the rest.
 func (l ErrorList) Print(w io.Writer, src []byte) {
-	for _, e := range l {
-		fmt.Fprintln(w, e.Error())
+	for i, e := range l {
+		if i == MaxErrors+1 {
+			fmt.Fprintf(w, "too many errors (%d more)\n", len(l)-i)
+			return
+		}
+		fmt.Fprintln(w, shorten(e.Error(), maxMessageRunes))
 		if line, caret, ok := caretLines(src, e.Pos); ok {
 			fmt.Fprintf(w, "\t%s\n\t%s\n", line, caret)
 		}
 	}
 }
 
+// shorten returns s, or, when s has more than limit runes, its first and
+// last limit/2 runes joined by " … ".
+func shorten(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:limit/2]) + " … " + string(r[len(r)-limit/2:])
+}
+
 // caretLines returns the source line holding pos and a line with a caret
 // under pos. Columns count bytes, so the caret line is built from the
 // characters before pos, as wide as a terminal shows them: tabs are kept, a
 // combining or invisible character takes no room and a wide (East Asian)
-// character two.
+// character two. A line wider than maxEchoColumns is cut to a window around
+// pos, each cut end marked with "…".
 func caretLines(src []byte, pos Pos) (line, caret string, ok bool) {
 	if !pos.IsValid() || pos.Offset < 0 || pos.Offset > len(src) {
 		return "", "", false
 	}
 	// A carriage return ends a line too, so that a file with CR-only line
 	// endings does not echo whole (the terminal would overprint it).
-	start := strings.LastIndexAny(string(src[:pos.Offset]), "\n\r") + 1
+	start := bytes.LastIndexAny(src[:pos.Offset], "\n\r") + 1
 	end := len(src)
-	if i := strings.IndexAny(string(src[pos.Offset:]), "\n\r"); i >= 0 {
+	if i := bytes.IndexAny(src[pos.Offset:], "\n\r"); i >= 0 {
 		end = pos.Offset + i
 	}
-	line = string(src[start:end])
+	full, at := string(src[start:end]), pos.Offset-start
+	lo, hi := echoWindow(full, at, maxEchoColumns)
 	var b strings.Builder
-	for _, r := range string(src[start:pos.Offset]) {
+	line = full[lo:hi]
+	if lo > 0 {
+		line = "…" + line
+		b.WriteByte(' ')
+	}
+	if hi < len(full) {
+		line += "…"
+	}
+	for _, r := range full[lo:at] {
 		if r == '\t' {
 			b.WriteByte('\t')
 		} else {
@@ -141,6 +180,60 @@ func caretLines(src []byte, pos Pos) (line, caret string, ok bool) {
 	}
 	b.WriteByte('^')
 	return line, b.String(), true
+}
+
+// echoWindow returns the bytes [lo, hi) of line that Print echoes for a
+// caret at byte at: the whole line when it takes at most width columns, else
+// a window of at most width-2 columns (room for two "…") holding at, with
+// up to half of it before at.
+func echoWindow(line string, at, width int) (lo, hi int) {
+	if echoColumns(line) <= width {
+		return 0, len(line)
+	}
+	budget, used := width-2, 0
+	lo, hi = at, at
+	grow := func(limit int, left bool) {
+		for left && lo > 0 || !left && hi < len(line) {
+			var r rune
+			var n int
+			if left {
+				r, n = utf8.DecodeLastRuneInString(line[:lo])
+			} else {
+				r, n = utf8.DecodeRuneInString(line[hi:])
+			}
+			if used+echoCost(r) > limit {
+				return
+			}
+			if used += echoCost(r); left {
+				lo -= n
+			} else {
+				hi += n
+			}
+		}
+	}
+	grow(budget/2, true) // half before the caret
+	grow(budget, false)  // the rest after it
+	grow(budget, true)   // and before it what the end of the line left over
+	return lo, hi
+}
+
+// echoColumns is the room line takes by echoCost.
+func echoColumns(line string) int {
+	n := 0
+	for _, r := range line {
+		n += echoCost(r)
+	}
+	return n
+}
+
+// echoCost is the room r takes in an echoed line, counted high so that the
+// window is bounded in bytes too: a tab up to 8 columns, any other
+// character at least 1.
+func echoCost(r rune) int {
+	if r == '\t' {
+		return 8
+	}
+	return max(runeWidth(r), 1)
 }
 
 // runeWidth is the number of terminal columns r takes: 0, 1 or 2.

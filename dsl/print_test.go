@@ -107,3 +107,158 @@ func TestPrintEdges(t *testing.T) {
 		}
 	}
 }
+
+// caretTarget returns what the caret line caret points at in the echoed
+// line: the rest of line from the character under the caret. Tabs in the
+// caret line stand for the tabs of line, spaces for the columns of any
+// other character (the widths TestPrintCarets holds: 中, 文 and 🙂 two,
+// a combining accent none, the rest here one).
+func caretTarget(t *testing.T, line, caret string) string {
+	t.Helper()
+	pad, ok := strings.CutSuffix(caret, "^")
+	if !ok {
+		t.Fatalf("caret line %q does not end with ^", caret)
+	}
+	for i, r := range line {
+		if pad == "" && r != '\u0301' { // an accent after the column is the character before's
+			return line[i:]
+		}
+		w := " "
+		switch {
+		case r == '\t':
+			w = "\t"
+		case r == '中' || r == '文' || r == '🙂':
+			w = "  "
+		case r == '\u0301':
+			w = ""
+		}
+		if !strings.HasPrefix(pad, w) {
+			t.Fatalf("caret line %q does not follow %q", caret, line)
+		}
+		pad = pad[len(w):]
+	}
+	if pad != "" {
+		t.Fatalf("caret %q past the end of %q", caret, line)
+	}
+	return ""
+}
+
+// columns is the width of an echoed line: tabs at 8, 中, 文 and 🙂 at 2.
+func columns(line string) int {
+	n := 0
+	for _, r := range line {
+		switch {
+		case r == '\t':
+			n += 8
+		case r == '中' || r == '文' || r == '🙂':
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// TestPrintLongLines: a line too wide for a screen is echoed as a window of
+// at most 160 columns around the caret, each cut marked with "…", and the
+// caret stands under the erroneous character; a line that fits is echoed
+// whole.
+func TestPrintLongLines(t *testing.T) {
+	long := strings.Repeat("a + ", 500)
+	tests := []struct {
+		name       string
+		line       string
+		at         string // the text the error points at; its first occurrence
+		cutL, cutR bool   // whether the window cuts the start, the end
+	}{
+		{"fits", "x = " + strings.Repeat("b", 150) + " + Y", "Y", false, false},
+		{"caret in the middle", long + "Y" + long, "Y", true, true},
+		{"caret near the start", "Y" + long, "Y", false, true},
+		{"caret near the end", long + "Y", "Y", true, false},
+		{"caret at the end of the line", long, "\n", true, false},
+		{"wide characters", strings.Repeat("中文 ", 300) + "Y" + strings.Repeat(" 中", 300), "Y", true, true},
+		{"tabs", strings.Repeat("\t+ a", 300) + "Y" + strings.Repeat("\tb", 300), "Y", true, true},
+		{"combining characters", strings.Repeat("e\u0301", 5000) + "Y" + strings.Repeat("e\u0301", 5000), "Y", true, true},
+	}
+	for _, tt := range tests {
+		src := "optimizer x\n" + tt.line + "\nnext\n"
+		pos := posAt(t, src, tt.at, 1)
+		if tt.at == "\n" {
+			pos = posAt(t, src, "\n", 2)
+		}
+		var b bytes.Buffer
+		dsl.ErrorList{{Pos: pos, Msg: "m"}}.Print(&b, []byte(src))
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		if len(lines) != 3 || lines[0] != pos.String()+": m" {
+			t.Fatalf("%s: printed %q", tt.name, b.String())
+		}
+		echo, caret := strings.TrimPrefix(lines[1], "\t"), strings.TrimPrefix(lines[2], "\t")
+		if w := columns(echo); w > 160 {
+			t.Errorf("%s: the echoed line takes %d columns, want at most 160", tt.name, w)
+		}
+		if strings.HasPrefix(echo, "…") != tt.cutL || strings.HasSuffix(echo, "…") != tt.cutR {
+			t.Errorf("%s: cuts at the start %v, at the end %v; want %v, %v", tt.name,
+				strings.HasPrefix(echo, "…"), strings.HasSuffix(echo, "…"), tt.cutL, tt.cutR)
+		}
+		if !tt.cutL && !tt.cutR && echo != tt.line {
+			t.Errorf("%s: echoed %q, want the line whole", tt.name, echo)
+		}
+		got := caretTarget(t, echo, caret)
+		if want := strings.TrimSuffix(tt.at, "\n"); !strings.HasPrefix(got, want) || want == "" && got != "" {
+			t.Errorf("%s: the caret points at %.10q, want %q", tt.name, got, want)
+		}
+	}
+}
+
+// TestPrintDeepParens: the error of a 10⁵-deep parenthesis, a line of
+// 200 KB, prints in a few lines of bounded size with the caret under the
+// parenthesis that is one too deep.
+func TestPrintDeepParens(t *testing.T) {
+	const depth = 100000
+	line := "\tm = " + strings.Repeat("(", depth) + "g" + strings.Repeat(")", depth)
+	src := "optimizer deep\nstate m = 0\nstep {\n" + line + "\n\ttheta = theta - m\n}\n"
+	_, _, errs := dsl.Parse("deep.dsl", []byte(src))
+	if len(errs) == 0 {
+		t.Fatal("no error")
+	}
+	var b bytes.Buffer
+	errs.Print(&b, []byte(src))
+	if b.Len() > 4096 || strings.Count(b.String(), "\n") > 3*(dsl.MaxErrors+1) {
+		t.Fatalf("printed %d bytes in %d lines, want a screenful", b.Len(), strings.Count(b.String(), "\n"))
+	}
+	lines := strings.Split(b.String(), "\n")
+	echo, caret := strings.TrimPrefix(lines[1], "\t"), strings.TrimPrefix(lines[2], "\t")
+	got := caretTarget(t, echo, caret)
+	want := src[errs[0].Pos.Offset:]
+	if got == "" || !strings.HasPrefix(want, strings.TrimSuffix(got, "…")) {
+		t.Errorf("the caret points at %.20q, the error at %.20q", got, want)
+	}
+}
+
+// TestPrintLongMessage: a message of more than 480 characters keeps its
+// start and its end.
+func TestPrintLongMessage(t *testing.T) {
+	msg := "in `x = " + strings.Repeat("g * ", 1000) + "g`, `g * g` multiplies two noisy values"
+	var b bytes.Buffer
+	dsl.ErrorList{{Msg: msg}}.Print(&b, nil)
+	got := strings.TrimSuffix(b.String(), "\n")
+	if n := len([]rune(got)); n > 483 || !strings.HasPrefix(got, "in `x = g * ") || !strings.HasSuffix(got, "multiplies two noisy values") || !strings.Contains(got, " … ") {
+		t.Errorf("printed %d characters: %q", n, got)
+	}
+}
+
+// TestPrintCapsCount: a list longer than MaxErrors+1 (not normalized) prints
+// MaxErrors+1 errors and a count of the rest.
+func TestPrintCapsCount(t *testing.T) {
+	var errs dsl.ErrorList
+	src := strings.Repeat("x\n", 50)
+	for i := range 50 {
+		errs.Add(dsl.Pos{Filename: "f", Offset: 2 * i, Line: i + 1, Column: 1}, "m")
+	}
+	var b bytes.Buffer
+	errs.Print(&b, []byte(src))
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 3*(dsl.MaxErrors+1)+1 || lines[len(lines)-1] != fmt.Sprintf("too many errors (%d more)", 50-dsl.MaxErrors-1) {
+		t.Errorf("printed %d lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+}

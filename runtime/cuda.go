@@ -118,9 +118,10 @@ type cudaKernels struct {
 	blocks map[*cudadrv.Function]int
 }
 
-// openCUDAKernels loads the driver, retains the primary context of device
-// o.opts.Device and loads the step kernel from the optimizer's PTX file and
-// the guard kernel from nonFinitePTX.
+// openCUDAKernels reads the optimizer's PTX and refuses it unless it carries
+// the manifest's ABI stamp (Manifest.CheckPTX), then loads the driver,
+// retains the primary context of device o.opts.Device and loads the step
+// kernel from the PTX and the guard kernel from nonFinitePTX.
 func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 	km := o.m.Kernels
 	if km.StepKernel == "" || km.PTX == "" && o.files.ptx == nil {
@@ -135,6 +136,13 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 			o.Name(), len(o.m.Scalars), ns)
 	}
 
+	ptx, path, err := o.files.readPTX(o.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := o.m.CheckPTX(ptx, path); err != nil { // before the driver sees it
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
 	drv, err := o.driver()
 	if err != nil {
 		return nil, err
@@ -166,10 +174,6 @@ func openCUDAKernels(o *Optimizer) (_ *cudaKernels, err error) {
 		}
 	}()
 
-	ptx, path, err := o.files.readPTX(o.Name())
-	if err != nil {
-		return nil, err
-	}
 	if k.mod, err = ctx.LoadModule(ptx); err != nil {
 		return nil, fmt.Errorf("runtime: loading %s on %s: %w", path, dev, err)
 	}

@@ -36,28 +36,27 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "build", err)
 	}
+	if err := writeUnits(*out, outputs); err != nil {
+		return fail(stderr, "build", err)
+	}
 	for i, u := range units {
-		for _, o := range outputs[i] {
-			if err := writeFileAtomic(o.path, o.data); err != nil {
-				return fail(stderr, "build", fmt.Errorf("cannot write %s: %w", o.path, fileout.RootCause(err)))
-			}
-		}
-		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, filepath.Dir(outFile(*out, u)))
+		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, outputs[i].dir)
 	}
 	return 0
 }
 
-// output is one file build writes.
-type output struct {
-	path string
-	data []byte
+// unitFiles are the files build writes for one unit and the directory that
+// holds them, <out>/<name>.
+type unitFiles struct {
+	dir   string
+	files []pipeline.File
 }
 
 // buildOutputs compiles every unit's kernels, GOMAXPROCS units at a time,
 // and checks every path before anything is written, so that a missing LLVM
 // or an unwritable directory leaves no unit half written. An error is the
 // first failing unit's, in the order of the command line.
-func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
+func buildOutputs(out string, units []*pipeline.Unit) ([]unitFiles, error) {
 	files, errs := make([][]pipeline.File, len(units)), make([]error, len(units))
 	slots := make(chan struct{}, goruntime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -69,32 +68,29 @@ func buildOutputs(out string, units []*pipeline.Unit) ([][]output, error) {
 		})
 	}
 	wg.Wait()
-	all := make([][]output, len(units))
+	all := make([]unitFiles, len(units))
 	for i, u := range units {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("%s: %w", u.Path, errs[i])
 		}
+		all[i] = unitFiles{dir: filepath.Join(out, u.Func.Name), files: files[i]}
 		for _, f := range files[i] {
-			path := filepath.Join(filepath.Dir(outFile(out, u)), f.Name)
-			if err := checkOutPath(out, path); err != nil {
+			if err := checkOutPath(out, filepath.Join(all[i].dir, f.Name)); err != nil {
 				return nil, err
 			}
-			all[i] = append(all[i], output{path, f.Data})
 		}
 	}
 	return all, nil
 }
 
-// outFile is where build writes u's Go package under the output directory;
-// the kernel files lie beside it.
-func outFile(out string, u *pipeline.Unit) string {
-	return filepath.Join(out, u.Func.Name, u.Func.Name+".go")
-}
-
 // checkOutPath checks, before anything is written, that file can be created
-// under out: file is not a directory and its closest existing ancestor is a
-// directory. It keeps one unwritable unit from leaving the others written.
+// under out: file is not a directory or a symbolic link and its closest
+// existing ancestor is a directory. It keeps one unwritable unit from
+// leaving the others written.
 func checkOutPath(out, file string) error {
+	if fi, err := os.Lstat(file); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("-o %s: cannot write %s: it is a symbolic link: build replaces %s whole and writes through no link inside it (remove the link)", out, file, filepath.Dir(file))
+	}
 	if _, err := fileout.Target(file); err != nil {
 		return fmt.Errorf("-o %s: cannot write %s: %w", out, file, err)
 	}
@@ -136,19 +132,6 @@ func compileAll(files []string, stderr io.Writer, compile func(string, io.Writer
 		}
 	}
 	return units, ok
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory (package fileout), so that path holds either its old content
-// or the new, never a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return fileout.Write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {

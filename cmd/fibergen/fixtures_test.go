@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -40,6 +41,8 @@ func writeFixtures(t *testing.T, dir string) {
 	writeNPY(t, dir, "rank1.npy", []int{fixT * fixN}, grads)
 	writeNPY(t, dir, "rank3.npy", []int{fixT, 2, fixN / 2}, grads)
 	writeNPY(t, dir, "theta2d.npy", []int{2, fixN / 2}, randFloats(rng, fixN))
+	writeNPY(t, dir, "theta_nan.npy", []int{fixN}, []float32{1, 2, float32(math.NaN()), float32(math.Inf(1))})
+	writeNPY(t, dir, "theta_inf.npy", []int{fixN}, []float32{float32(math.Inf(-1)), 2, 3, 4})
 	writeNPY(t, dir, "wide.npy", []int{fixT, fixN + 1}, randFloats(rng, fixT*(fixN+1)))
 	writeNPY(t, dir, "scalar.npy", []int{}, []float32{1})
 	writeFile(t, dir, "f64.npy", rawNPY(npyDict("<f8", false, "(2, 3)"), float64Bytes(1, 2, 3, 4, 5, 6)))

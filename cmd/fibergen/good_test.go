@@ -77,6 +77,24 @@ func TestCheckGoesOn(t *testing.T) {
 	}
 }
 
+// TestCheckDeepParens: a 10⁵-deep parenthesis, a source line of 200 KB,
+// gets its error in three short lines: the message, a window of the line
+// cut with "…" and the caret under the parenthesis one level too deep.
+func TestCheckDeepParens(t *testing.T) {
+	const depth = 100000
+	src := "optimizer deep\nstate m = 0\nstep {\n\tm = " + strings.Repeat("(", depth) + "g" + strings.Repeat(")", depth) + "\n\ttheta = theta - m\n}\n"
+	path := writeFile(t, t.TempDir(), "deep.dsl", []byte(src))
+	r := runMain("check", path)
+	lines := strings.Split(r.stderr, "\n")
+	if r.code != 1 || len(r.stderr) > 1024 || len(lines) != 4 || !strings.Contains(lines[0], "nested too deeply") {
+		t.Fatalf("exit status %d, %d bytes of stderr:\n%.2000s", r.code, len(r.stderr), r.stderr)
+	}
+	echo, caret := strings.TrimPrefix(lines[1], "\t…"), strings.TrimPrefix(lines[2], "\t ")
+	if col := len(caret) - 1; col >= len(echo) || echo[col] != '(' || !strings.HasSuffix(caret, "^") || strings.Trim(caret, " ^") != "" {
+		t.Errorf("the caret %q does not stand under a parenthesis of %q", caret, echo)
+	}
+}
+
 func TestBuildMatchesCheckedIn(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "gen")
 	args := []string{"build", "-o", out}
@@ -445,7 +463,7 @@ func runOut(t *testing.T, name string, theta, grads []float32, steps int, flags 
 	t.Helper()
 	th, g, out := runInputs(t, theta, grads, steps)
 	args := append([]string{"run", optPath(name), "--grads", g, "--theta", th, "--out", out}, flags...)
-	r := mustRun(t, args...)
+	r := mustRunNoNoise(t, args...)
 	if r.stdout != "" {
 		t.Errorf("run printed %q", r.stdout)
 	}
@@ -472,7 +490,7 @@ func TestRunShipped(t *testing.T) {
 
 func TestRunDPSGDZeroGradients(t *testing.T) {
 	const steps, n = 4, 5
-	got := runOut(t, "dp_sgd", make([]float32, n), make([]float32, steps*n), steps)
+	got := runOut(t, "dp_sgd", make([]float32, n), make([]float32, steps*n), steps, "--noise", "off")
 	for i, v := range got {
 		if math.Float32bits(v) != 0 {
 			t.Errorf("theta[%d] = %v, want +0", i, v)
@@ -505,7 +523,7 @@ func TestRunDPSGDConstantGradients(t *testing.T) {
 		{0.5, []string{"--set", "lr=0.5"}},
 		{0.37, []string{"--set=lr=0.37"}},
 	} {
-		got := runOut(t, "dp_sgd", make([]float32, n), grads, steps, c.flags...)
+		got := runOut(t, "dp_sgd", make([]float32, n), grads, steps, append(c.flags, "--noise", "off")...)
 		want := sgdSteps(make([]float32, n), g, c.lr, steps)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
@@ -520,8 +538,8 @@ func TestRunSetChangesResult(t *testing.T) {
 	const steps, n = 3, 4
 	theta, grads := randFloats(rng, n), randFloats(rng, steps*n)
 	for _, name := range shipped {
-		a := runOut(t, name, theta, grads, steps)
-		b := runOut(t, name, theta, grads, steps, "--set", "lr=0.5")
+		a := runOut(t, name, theta, grads, steps, "--noise", "off")
+		b := runOut(t, name, theta, grads, steps, "--noise", "off", "--set", "lr=0.5")
 		if slices.Equal(a, b) {
 			t.Errorf("%s: --set lr=0.5 did not change the result", name)
 		}
@@ -545,9 +563,9 @@ func TestRunSigmaW2(t *testing.T) {
 }
 
 func TestRunNoSteps(t *testing.T) {
-	theta := []float32{1, -2, float32(math.Inf(1)), 3.5}
+	theta := []float32{1, -2, math.MaxFloat32, 3.5}
 	for _, name := range shipped {
-		got := runOut(t, name, theta, nil, 0)
+		got := runOut(t, name, theta, nil, 0, "--noise", "off")
 		if !slices.Equal(got, theta) {
 			t.Errorf("%s with T = 0 changed theta to %v", name, got)
 		}
@@ -557,7 +575,7 @@ func TestRunNoSteps(t *testing.T) {
 func TestRunNoCoordinates(t *testing.T) {
 	for _, steps := range []int{0, 3} {
 		for _, name := range shipped {
-			if got := runOut(t, name, []float32{}, nil, steps); len(got) != 0 {
+			if got := runOut(t, name, []float32{}, nil, steps, "--noise", "off"); len(got) != 0 {
 				t.Errorf("%s with n = 0 gave %v", name, got)
 			}
 		}
@@ -575,7 +593,7 @@ func TestRunOutThroughLink(t *testing.T) {
 	if err := os.Symlink("result.npy", filepath.Join(dir, "link.npy")); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "run", optPath("dp_sgd"), "--grads", gr, "--theta", th, "--out", filepath.Join(dir, "link.npy"))
+	mustRun(t, "run", optPath("dp_sgd"), "--grads", gr, "--theta", th, "--out", filepath.Join(dir, "link.npy"), "--noise", "off")
 	got := readNPY(t, filepath.Join(dir, "result.npy")).Data
 	if want := sgdSteps(theta, g, 0.1, 2); !slices.Equal(got, want) {
 		t.Errorf("--out through a link gave %v, want %v", got, want)
@@ -611,9 +629,9 @@ func TestRunFlagOrder(t *testing.T) {
 	th, gr, out := runInputs(t, theta, g, 1)
 	want := sgdSteps(theta, g, 0.25, 1)
 	for _, args := range [][]string{
-		{"run", "--set", "lr=0.25", "--grads", gr, optPath("dp_sgd"), "--theta", th, "--out", out},
-		{"run", "--out=" + out, "--theta=" + th, "--grads=" + gr, "-set=lr=0.25", optPath("dp_sgd")},
-		{"run", "--grads", gr, "--theta", th, "--out", out, "--set", "lr=0.25", "--", optPath("dp_sgd")},
+		{"run", "--set", "lr=0.25", "--grads", gr, optPath("dp_sgd"), "--theta", th, "--out", out, "--noise", "off"},
+		{"run", "--out=" + out, "--theta=" + th, "--grads=" + gr, "-set=lr=0.25", "--noise=off", optPath("dp_sgd")},
+		{"run", "--grads", gr, "--theta", th, "--out", out, "--set", "lr=0.25", "--noise", "off", "--", optPath("dp_sgd")},
 	} {
 		os.Remove(out)
 		mustRun(t, args...)

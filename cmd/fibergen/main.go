@@ -12,10 +12,10 @@
 //	fibergen check FILE...
 //	fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
-//	        [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+//	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
 //	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
-//	        [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
+//	        (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
 //	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
@@ -43,10 +43,10 @@ const usage = `usage:
   fibergen check FILE...                 report errors (and warnings); exit 1 if there are errors
   fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
-          [--set name=value ...] [--sigma-w2 X] [--noise on|off] [--seed N]
+          (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
           [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
   fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
-          [--noise-multiplier S] [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
+          (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
   fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
                                          time the step against this machine's copy bandwidth
                                          (DIR: kernels fibergen build wrote, used as they are)

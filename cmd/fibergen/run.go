@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,8 +44,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "where to write the final parameters, float32 [n] .npy")
 	fs.Var(&o.sets, "set", "override a hyper: name=value (repeatable)")
 	fs.Var(&o.groups, "group", "hypers of the coordinates [LO, HI) of theta only, e.g. weight decay off for a bias: LO:HI:name=value[,name=value...] (repeatable; clipping and noise stay joint)")
-	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate")
-	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized)")
+	fs.Var(&o.sigmaW2, "sigma-w2", "DP noise variance per coordinate (with --grads and --noise on: required)")
+	fs.StringVar(&o.noise, "noise", "on", "draw DP noise in the step (--grads are clipped means): on, or off (--grads are privatized; with --example-grads: no noise, not private)")
 	fs.Var(&o.seed, "seed", "seed of the noise generator (default: random, printed)")
 	fs.StringVar(&o.backend, "backend", "go", "go (the reference), cpu (the host kernel, built with LLVM) or ptxsim (the PTX kernel on the PTX simulator)")
 	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
@@ -53,7 +54,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
 	fs.StringVar(&o.ex.lookahead, "lookahead-grads", "", "two_point: per-example gradients at the look-ahead point, float32 [T, B, n] .npy")
 	fs.Var(&o.ex.clip, "clip", "with --example-grads: the clipping norm C")
-	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B")
+	fs.Var(&o.ex.multiplier, "noise-multiplier", "with --example-grads: σ_DP, so that σ_w = σ_DP·C/B (required unless --noise off)")
 	fs.StringVar(&o.ex.clippedOut, "clipped-out", "", "with --example-grads: write the clipped means of every step, float32 [T, n] .npy")
 	fs.StringVar(&o.ex.lookaheadOut, "lookahead-out", "", "two_point: write the look-ahead point after the last step, float32 [n] .npy")
 	o.stdout, o.stderr = stdout, stderr
@@ -91,6 +92,8 @@ func (o *runOptions) validate(files []string, given map[string]bool) string {
 		return fmt.Sprintf("--sigma-w2 %v: want a finite value >= 0", float64(o.sigmaW2))
 	case o.noise != "on" && o.noise != "off":
 		return fmt.Sprintf("--noise %q: want on or off", o.noise)
+	case o.grads != "" && o.noise == "on" && !given["sigma-w2"]:
+		return "--grads with --noise on (the default) needs the noise given explicitly: --sigma-w2 X, or --noise off for gradients privatized already"
 	case o.backend != "go" && o.backend != "cpu" && o.backend != "ptxsim":
 		return fmt.Sprintf("--backend %q: want go, cpu or ptxsim", o.backend)
 	}
@@ -177,6 +180,7 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 	if err := opt.SetNoise(noise); err != nil {
 		return err
 	}
+	o.warnNoNoise(stderr)
 	tn, err := o.start(opt, theta, noise.Draw && noise.SigmaW2 > 0, stderr)
 	if err != nil {
 		return err
@@ -190,6 +194,26 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 		}
 	}
 	return o.writeOutputs(tn, nil)
+}
+
+// warnNoNoise says on stderr, in one line, that the run releases its
+// output without noise where the flags ask for none while the gradients are
+// not privatized yet: an explicit zero (--noise-multiplier 0, --sigma-w2 0
+// with noise on) or --noise off with --example-grads. validate has made
+// sure that such a zero was given, never defaulted to.
+func (o *runOptions) warnNoNoise(stderr io.Writer) {
+	var given string
+	switch {
+	case o.ex.examples != "" && o.noise == "off":
+		given = "--noise off"
+	case o.ex.examples != "" && o.ex.multiplier == 0:
+		given = "--noise-multiplier 0"
+	case o.ex.examples == "" && o.noise == "on" && o.sigmaW2 == 0:
+		given = "--sigma-w2 0"
+	default:
+		return
+	}
+	fmt.Fprintf(stderr, "fibergen run: warning: %s: the steps add no DP noise, so the output is not private (ε = ∞)\n", given)
 }
 
 // start enables the diagnostics, fixes the seed and registers theta; drawn
@@ -270,15 +294,18 @@ func (o *runOptions) checkOutputs() error {
 
 // writeOutputs writes theta, the look-ahead point and the clipped means
 // (--example-grads; clipped holds them as [T, n]), each where its flag
-// says.
+// says. The clipped means come before the noise, so they are not private:
+// their file is made readable by its owner alone. Every output keeps the
+// mode of a file it replaces where that is narrower (fileout.Write).
 func (o *runOptions) writeOutputs(tn tensors, clipped *npy.Array) error {
 	outs := []struct {
 		flag, path string
+		perm       fs.FileMode
 		a          func() (npy.Array, error)
 	}{
-		{"--out", o.out, func() (npy.Array, error) { return vector(tn.Params()) }},
-		{"--clipped-out", o.ex.clippedOut, func() (npy.Array, error) { return *clipped, nil }},
-		{"--lookahead-out", o.ex.lookaheadOut, func() (npy.Array, error) { return vector(tn.Lookahead()) }},
+		{"--out", o.out, 0o644, func() (npy.Array, error) { return vector(tn.Params()) }},
+		{"--clipped-out", o.ex.clippedOut, 0o600, func() (npy.Array, error) { return *clipped, nil }},
+		{"--lookahead-out", o.ex.lookaheadOut, 0o644, func() (npy.Array, error) { return vector(tn.Lookahead()) }},
 	}
 	for _, out := range outs {
 		if out.path == "" {
@@ -286,7 +313,7 @@ func (o *runOptions) writeOutputs(tn tensors, clipped *npy.Array) error {
 		}
 		a, err := out.a()
 		if err == nil {
-			err = npy.WriteFile(out.path, a)
+			err = fileout.Write(out.path, out.perm, func(w io.Writer) error { return npy.Write(w, a) })
 		}
 		if err != nil {
 			return fmt.Errorf("%s %s: cannot write: %w", out.flag, out.path, fileout.RootCause(err))
@@ -337,8 +364,21 @@ func (o *runOptions) readInputs() (theta, grads npy.Array, err error) {
 		err = fmt.Errorf("--grads %s has shape %s; want a matrix [T, n]", o.grads, npy.FormatShape(grads.Shape))
 	case grads.Shape[1] != theta.Shape[0]:
 		err = fmt.Errorf("--grads %s has shape %s but --theta has %d coordinates", o.grads, npy.FormatShape(grads.Shape), theta.Shape[0])
+	default:
+		err = checkFiniteTheta(o.theta, theta)
 	}
 	return theta, grads, err
+}
+
+// checkFiniteTheta refuses parameters with a NaN or ±Inf, naming the first:
+// the step would carry it into the output, a file that looks like a result.
+func checkFiniteTheta(path string, theta npy.Array) error {
+	for i, v := range theta.Data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("--theta %s: theta[%d] is %v; the parameters must be finite", path, i, v)
+		}
+	}
+	return nil
 }
 
 // readArray reads the .npy file path given with the flag name.

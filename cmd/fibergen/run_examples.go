@@ -12,7 +12,8 @@ import (
 
 // exampleOptions are the flags of run's per-example mode: the run clips and
 // averages per-example gradients itself, through the runtime's privatize
-// kernels, and draws the noise of σ_w = σ_DP·C/B.
+// kernels, and draws the noise of σ_w = σ_DP·C/B, σ_DP given explicitly
+// (--noise off: σ_DP = 0).
 type exampleOptions struct {
 	examples, lookahead string    // --example-grads, --lookahead-grads: [T, B, n]
 	clip, multiplier    floatFlag // --clip C, --noise-multiplier σ_DP
@@ -37,12 +38,14 @@ func (o *runOptions) validateExamples(given map[string]bool) string {
 		return "--grads and --example-grads are alternatives: give the clipped means or the per-example gradients"
 	case !(e.clip > 0) || math.IsInf(float64(e.clip), 0):
 		return fmt.Sprintf("--example-grads needs --clip C with C > 0 finite (got %v)", float64(e.clip))
-	case !(e.multiplier >= 0) || math.IsInf(float64(e.multiplier), 0):
-		return fmt.Sprintf("--noise-multiplier %v: want a finite value >= 0", float64(e.multiplier))
 	case given["sigma-w2"]:
 		return "with --example-grads the noise variance is (σ_DP·C/B)²: give --noise-multiplier, not --sigma-w2"
-	case o.noise != "on":
-		return "with --example-grads the run draws the noise itself; --noise-multiplier 0 runs without"
+	case o.noise == "off" && given["noise-multiplier"]:
+		return "--noise off and --noise-multiplier are alternatives: give --noise-multiplier S, or --noise off for no noise (not private)"
+	case o.noise == "on" && !given["noise-multiplier"]:
+		return "--example-grads needs the noise given explicitly: --noise-multiplier S (σ_DP), or --noise off for no noise (not private)"
+	case !(e.multiplier >= 0) || math.IsInf(float64(e.multiplier), 0):
+		return fmt.Sprintf("--noise-multiplier %v: want a finite value >= 0", float64(e.multiplier))
 	}
 	return ""
 }
@@ -61,6 +64,7 @@ func (o *runOptions) executeExamples(opt *runtime.Optimizer, in runArrays, stder
 	if err := checkLookahead(opt, look.Data != nil); err != nil {
 		return err
 	}
+	o.warnNoNoise(stderr)
 	tn, err := o.start(opt, theta, o.ex.multiplier > 0, stderr)
 	if err != nil {
 		return err
@@ -93,6 +97,9 @@ func (o *runOptions) readExamples() (theta, cur, look npy.Array, err error) {
 	}
 	if theta.Rank() != 1 {
 		return theta, cur, look, fmt.Errorf("--theta %s has shape %s; want a vector [n]", o.theta, npy.FormatShape(theta.Shape))
+	}
+	if err = checkFiniteTheta(o.theta, theta); err != nil {
+		return
 	}
 	if cur, err = readExampleArray("--example-grads", o.ex.examples, theta.Shape[0]); err != nil || o.ex.lookahead == "" {
 		return

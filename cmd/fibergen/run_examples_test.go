@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -22,7 +23,7 @@ func exampleRun(t *testing.T, name string, theta, cur, look []float32, steps, ba
 		args = append(args, "--lookahead-grads", writeNPY(t, dir, "look.npy", []int{steps, batch, n}, look),
 			"--lookahead-out", filepath.Join(dir, "ahead.npy"))
 	}
-	mustRun(t, append(args, flags...)...)
+	mustRunNoNoise(t, append(args, flags...)...)
 	out, clipped = readNPY(t, filepath.Join(dir, "out.npy")).Data, readNPY(t, filepath.Join(dir, "clipped.npy")).Data
 	if look != nil {
 		ahead = readNPY(t, filepath.Join(dir, "ahead.npy")).Data
@@ -93,10 +94,48 @@ func TestRunExampleGradsTwoPoint(t *testing.T) {
 // mode: a huge eps_v puts every coordinate on the floor.
 func TestRunExampleGradsDiagnostics(t *testing.T) {
 	dir := t.TempDir()
-	r := mustRun(t, "run", optPath("dp_adambc"), "--theta", writeNPY(t, dir, "theta.npy", []int{2}, []float32{1, 2}),
+	r := mustRunNoNoise(t, "run", optPath("dp_adambc"), "--theta", writeNPY(t, dir, "theta.npy", []int{2}, []float32{1, 2}),
 		"--example-grads", writeNPY(t, dir, "cur.npy", []int{2, 1, 2}, []float32{0.5, -1, 2, 0.25}),
 		"--clip", "1", "--noise-multiplier", "0", "--set", "eps_v=1", "--diagnostics", "--out", filepath.Join(dir, "out.npy"))
 	if want := "step 0: clamp_mass = 1\nstep 1: clamp_mass = 1\n"; r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+}
+
+// TestRunOutputModes: the clipped means (not private) are made readable by
+// their owner alone; every output keeps the narrower mode of a file it
+// replaces.
+func TestRunOutputModes(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		old              os.FileMode // of both outputs; 0: none
+		out, clippedWant os.FileMode
+	}{
+		{"new files", 0, 0o644, 0o600},
+		{"replacing private files", 0o600, 0o600, 0o600},
+		{"replacing readable files", 0o644, 0o644, 0o600},
+		{"replacing group-readable files", 0o640, 0o640, 0o600},
+	} {
+		dir := t.TempDir()
+		out, clipped := filepath.Join(dir, "out.npy"), filepath.Join(dir, "clipped.npy")
+		if c.old != 0 {
+			for _, p := range []string{out, clipped} {
+				writeNPY(t, dir, filepath.Base(p), []int{1}, []float32{7})
+				if err := os.Chmod(p, c.old); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		mustRunNoNoise(t, "run", optPath("dp_sgd"), "--theta", writeNPY(t, dir, "theta.npy", []int{2}, []float32{1, 2}),
+			"--example-grads", writeNPY(t, dir, "cur.npy", []int{1, 1, 2}, []float32{0.5, -1}), "--clip", "1", "--noise", "off",
+			"--out", out, "--clipped-out", clipped)
+		for _, f := range []struct {
+			path string
+			want os.FileMode
+		}{{out, c.out}, {clipped, c.clippedWant}} {
+			if fi, err := os.Stat(f.path); err != nil || fi.Mode().Perm() != f.want {
+				t.Errorf("%s: %s has mode %v (%v), want %v", c.name, filepath.Base(f.path), fi.Mode().Perm(), err, f.want)
+			}
+		}
 	}
 }

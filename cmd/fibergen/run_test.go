@@ -36,7 +36,7 @@ func TestRunDiagnostics(t *testing.T) {
 // declares no clamp_mass.
 func TestRunDiagnosticsUndeclared(t *testing.T) {
 	th, g, out := runInputs(t, []float32{1, 2}, []float32{1, 1}, 1)
-	r := runMain("run", optPath("dp_sgd"), "--grads", g, "--theta", th, "--out", out, "--diagnostics")
+	r := runMain("run", optPath("dp_sgd"), "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--diagnostics")
 	if r.code != 1 || !strings.Contains(r.stderr, "--diagnostics: dp_sgd declares no diagnostic clamp_mass") {
 		t.Errorf("exit status %d, stderr %q", r.code, r.stderr)
 	}

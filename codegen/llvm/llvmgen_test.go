@@ -12,6 +12,7 @@ import (
 
 	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
 	"github.com/fibergen/fibergen/internal/golden"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -294,6 +295,9 @@ func TestPTX(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkPTX(t, name, ptx)
+			if abi, ok := manifest.PTXStamp(ptx); !ok || abi != k.Kernels.ABI {
+				t.Errorf("the PTX's first line stamps %q (%v), want the module's ABI %q", abi, ok, k.Kernels.ABI)
+			}
 			for _, fn := range []string{name + "_cpu", name + "_privatize_norms_cpu", name + "_privatize_sum_cpu"} {
 				if strings.Contains(string(ptx), fn) {
 					t.Errorf("PTX holds the host function %s", fn)
@@ -328,6 +332,32 @@ func TestCheckedInPTX(t *testing.T) {
 				t.Errorf("%s differs from the PTX of %s.ll (run make generate)", filepath.Join(dir, name+".ptx"), name)
 			}
 		})
+	}
+}
+
+// TestABIOf: the stamp of a module is the one it was generated with; a
+// module edited by hand has another, and one without a stamp none, so
+// that its PTX carries none.
+func TestABIOf(t *testing.T) {
+	k := compile(t, filepath.Join("..", "..", "optimizers", "dp_sgd.dsl")).Module
+	edited := strings.Replace(k.LL, "fadd", "fsub", 1)
+	for _, c := range []struct {
+		name, ll, want string
+		ok             bool
+	}{
+		{"generated", k.LL, k.Kernels.ABI, true},
+		{"edited", edited, "", true},
+		{"no stamp", "define void @f() {\n\tret void\n}\n", "", false},
+	} {
+		abi, ok := llvmgen.ABIOf(c.ll)
+		switch {
+		case ok != c.ok:
+			t.Errorf("%s: stamped %v, want %v", c.name, ok, c.ok)
+		case c.want != "" && abi != c.want:
+			t.Errorf("%s: stamp %s, want %s", c.name, abi, c.want)
+		case c.name == "edited" && (abi == k.Kernels.ABI || len(abi) != 64):
+			t.Errorf("%s: stamp %s, want a hash of its own", c.name, abi)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
@@ -45,12 +46,28 @@ func (k *Module) ABISymbol() string { return k.Name + "_abi" }
 // PTXTarget is the GPU architecture the PTX is built for (Toolchain.PTX).
 const PTXTarget = "sm_80"
 
+// abiStampComment opens the stamp that stampABI appends to a module.
+const abiStampComment = "\n; The ABI stamp: the SHA-256 of the text above.\n"
+
 // stampABI appends to the module text body the global symbol holding the
 // SHA-256 of body, and returns the stamped text and the hash.
 func stampABI(body, symbol string) (ll, abi string) {
 	sum := sha256.Sum256([]byte(body))
 	abi = hex.EncodeToString(sum[:])
-	return body + fmt.Sprintf("\n; The ABI stamp: the SHA-256 of the text above.\n@%s = constant [%d x i8] c\"%s\\00\"\n", symbol, len(abi)+1, abi), abi
+	return body + abiStampComment + fmt.Sprintf("@%s = constant [%d x i8] c\"%s\\00\"\n", symbol, len(abi)+1, abi), abi
+}
+
+// ABIOf returns the ABI stamp of the module text ll — the SHA-256 of its
+// text before the stamp that stampABI appended, computed afresh, so that a
+// module edited by hand has the stamp of what it now holds — and false for
+// a module without a stamp.
+func ABIOf(ll string) (string, bool) {
+	i := strings.LastIndex(ll, abiStampComment)
+	if i < 0 {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(ll[:i]))
+	return hex.EncodeToString(sum[:]), true
 }
 
 // kernel holds the state of one Generate call.

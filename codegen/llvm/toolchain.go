@@ -14,6 +14,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/manifest"
 )
 
 // LLVMMajor is the LLVM release whose IR syntax github.com/llir/llvm v0.3.6
@@ -119,13 +120,19 @@ func (tc *Toolchain) optimize(ll, keep string, retarget ...string) ([]byte, erro
 
 // PTX compiles the NVPTX kernels of the module text ll (the step kernel,
 // the privatize and diagnostic kernels) into PTX for sm_80, which the
-// driver JIT-compiles for newer GPUs.
+// driver JIT-compiles for newer GPUs. A stamped module's PTX starts with a
+// comment line carrying its ABI stamp (manifest.StampPTX), which the
+// runtime checks against the manifest before it loads the PTX.
 func (tc *Toolchain) PTX(ll string) ([]byte, error) {
 	optimized, err := tc.optimize(ll, strings.Join(entryPoints(ll, true), ","))
 	if err != nil {
 		return nil, err
 	}
-	return run(tc.LLC, optimized, ptxFlags...)
+	ptx, err := run(tc.LLC, optimized, ptxFlags...)
+	if abi, ok := ABIOf(ll); ok && err == nil {
+		ptx = manifest.StampPTX(abi, ptx)
+	}
+	return ptx, err
 }
 
 // hostTargets are the triples and data layouts of the hosts fibergen builds

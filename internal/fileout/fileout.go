@@ -1,9 +1,10 @@
 // Package fileout writes the files fibergen makes — build outputs, .npy
 // results, checkpoints — one way: atomically, through a symbolic link to the
-// file it names, and never over anything but a regular file. A FIFO, a
-// device (as root, /dev/null), a socket or a directory at an output's path
-// is refused, and a symbolic link stays a link: its target gets the new
-// content.
+// file it names, never over anything but a regular file, and never more
+// readable than the file it replaces. A FIFO, a device (as root, /dev/null),
+// a socket or a directory at an output's path is refused, and a symbolic
+// link stays a link: its target gets the new content. A Dir replaces a
+// whole directory of files at once (fibergen build's output directories).
 package fileout
 
 import (
@@ -26,37 +27,50 @@ const maxLinks = 40
 //
 // Its errors, as Write's, do not repeat path, which the caller names.
 func Target(path string) (string, error) {
-	given := path
+	target, fi, err := resolve(path)
+	switch {
+	case err != nil:
+		return "", err
+	case fi == nil || fi.Mode().IsRegular():
+		return target, nil
+	case target == path:
+		return "", fmt.Errorf("it is %s, not a regular file: fibergen replaces only regular files", kind(fi.Mode()))
+	}
+	return "", fmt.Errorf("it links to %s, %s, not a regular file: fibergen replaces only regular files", target, kind(fi.Mode()))
+}
+
+// resolve follows the symbolic links at path to the name they finally
+// point at and returns it with what is there (nil: nothing).
+func resolve(path string) (string, fs.FileInfo, error) {
 	for range maxLinks {
 		fi, err := os.Lstat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			return path, nil // absent: the write says why it cannot create it, if it cannot
+			return path, nil, nil // absent: the write says why it cannot create it, if it cannot
 		case err != nil:
-			return "", err
-		case fi.Mode()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return "", err
-			}
-			if !filepath.IsAbs(link) {
-				link = filepath.Join(filepath.Dir(path), link)
-			}
-			path = link
-		case !fi.Mode().IsRegular() && path == given:
-			return "", fmt.Errorf("it is %s, not a regular file: fibergen replaces only regular files", kind(fi.Mode()))
-		case !fi.Mode().IsRegular():
-			return "", fmt.Errorf("it links to %s, %s, not a regular file: fibergen replaces only regular files", path, kind(fi.Mode()))
-		default:
-			return path, nil
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return path, fi, nil
 		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
 	}
-	return "", fmt.Errorf("more than %d levels of symbolic links", maxLinks)
+	return "", nil, fmt.Errorf("more than %d levels of symbolic links", maxLinks)
 }
 
-// kind names a file type that is not a regular file.
+// kind names a file type.
 func kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
@@ -69,15 +83,19 @@ func kind(m fs.FileMode) string {
 	return "special"
 }
 
-// Write writes the file at path with mode perm atomically: write fills a
-// temporary file in the directory of path's Target, which is synced and
-// renamed over the target, and then the directory is synced. On any error
-// the target is as it was and no temporary file is left.
+// Write writes the file at path atomically: write fills a temporary file
+// in the directory of path's Target, which is synced and renamed over the
+// target, and then the directory is synced. On any error the target is as
+// it was and no temporary file is left.
+//
+// A new file gets mode perm; a file replaced keeps its mode where perm is
+// wider (KeepMode): a file made private by its owner stays private.
 func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
 	target, err := Target(path)
 	if err != nil {
 		return err
 	}
+	perm = KeepMode(target, perm)
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return RootCause(err)
@@ -105,6 +123,16 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 		return RootCause(err)
 	}
 	return syncDir(filepath.Dir(target))
+}
+
+// KeepMode is the mode a file written at path gets: perm, narrowed to the
+// permission bits of the regular file path names now, if any, so that a
+// write never widens who may read what it replaces.
+func KeepMode(path string, perm fs.FileMode) fs.FileMode {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		return perm & fi.Mode().Perm()
+	}
+	return perm
 }
 
 // RootCause strips the operation and the path from a file system error,

@@ -36,7 +36,7 @@ func entries(t *testing.T, dir string) []string {
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	os.WriteFile(p("old"), []byte("old"), 0o600)
+	os.WriteFile(p("old"), []byte("old"), 0o644)
 	os.WriteFile(p("target"), []byte("old"), 0o644)
 	os.Symlink("target", p("link"))
 	os.Symlink("link", p("chain"))
@@ -64,6 +64,47 @@ func TestWrite(t *testing.T) {
 	}
 	if n := len(entries(t, dir)); n != 7 {
 		t.Errorf("%d files in the directory, want 7: %v", n, entries(t, dir))
+	}
+}
+
+// TestWriteKeepsMode: a replaced file keeps its mode where the one asked
+// for is wider, through a link too; a new file gets the mode asked for.
+func TestWriteKeepsMode(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		old        os.FileMode // 0: no old file
+		perm, want os.FileMode
+		link       bool
+	}{
+		{"new", 0, 0o644, 0o644, false},
+		{"new private", 0, 0o600, 0o600, false},
+		{"private kept", 0o600, 0o644, 0o600, false},
+		{"private kept through a link", 0o600, 0o644, 0o600, true},
+		{"group read kept, write dropped", 0o640, 0o664, 0o640, false},
+		{"narrowed by the new mode", 0o644, 0o600, 0o600, false},
+		{"never widened", 0o400, 0o644, 0o400, false},
+	} {
+		dir := t.TempDir()
+		file, path := filepath.Join(dir, "f"), filepath.Join(dir, "f")
+		if c.old != 0 {
+			if err := os.WriteFile(file, []byte("old"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(file, c.old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.link {
+			path = filepath.Join(dir, "link")
+			os.Symlink("f", path)
+		}
+		if err := Write(path, c.perm, writeString("new")); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fi, err := os.Stat(file)
+		if err != nil || fi.Mode().Perm() != c.want {
+			t.Errorf("%s: mode %v (%v), want %v", c.name, fi.Mode().Perm(), err, c.want)
+		}
 	}
 }
 

@@ -482,8 +482,15 @@ func TestWriteFile(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("file holds %q (err %v), want %q", got, err, want.Bytes())
 	}
-	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
-		t.Errorf("mode = %v (err %v), want 0644", st.Mode(), err)
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v (err %v), want 0600: a replaced file keeps a narrower mode", st.Mode(), err)
+	}
+	fresh := filepath.Join(dir, "fresh.npy")
+	if err := WriteFile(fresh, a); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(fresh); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("mode of a new file = %v (err %v), want 0644", st.Mode(), err)
 	}
 }
 
