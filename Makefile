@@ -9,7 +9,7 @@ PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
 PYTHON_DEBS := python3-torch python3-numpy python3-pytest python3-tqdm python3-matplotlib dataset-fashion-mnist
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps ptxas fmt-check vet generate-check unit fuzz install gpu-bundle python-lib python-deps python-test reproduce
+.PHONY: build generate test deps ptxas fmt-check vet generate-check unit race fuzz install gpu-bundle python-lib python-deps python-test reproduce
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -38,7 +38,7 @@ gpu-bundle: deps
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
 ## corpora run as ordinary tests); deterministic, as CI must be
-test: deps ptxas fmt-check vet generate-check unit python-test
+test: deps ptxas fmt-check vet generate-check unit race python-test
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
@@ -112,6 +112,11 @@ unit:
 	$(GO) test -count=1 ./...
 	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 ./runtime -run 'CUDA|StepDevice'
 
+## race: the runtime and the C ABI under the race detector (an Optimizer is
+## shared by goroutines; the C ABI by threads)
+race:
+	$(GO) test -race -count=1 ./runtime ./capi
+
 ## fuzz: open-ended random fuzzing of everything that parses, FUZZTIME per target
 ## (not part of make test: run it before a change lands, and keep every crasher in
 ## the target's testdata/fuzz corpus)
@@ -120,5 +125,6 @@ fuzz:
 	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

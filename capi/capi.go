@@ -18,7 +18,11 @@
 // Strings and checkpoints the library returns are malloc'd: release them
 // with fg_free. Pointers to float32 buffers are the caller's memory, used
 // only during the call (fg_use_buffers excepted: those stay in use until
-// fg_close). A handle may be used from any thread, one call at a time.
+// fg_close). Every function checks its sizes for overflow and its output
+// pointers before it changes anything: a required one that is NULL is an
+// FG_ERROR; the optional ones (a non-finite entry's index and value, the
+// number of examples clipped, the bad example, the scales) may be NULL. A
+// handle may be used from any thread, one call at a time.
 // docs/python.md describes the binding and this ABI.
 package main
 
@@ -31,6 +35,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 
@@ -43,7 +48,7 @@ const (
 	statusError      = 1
 	statusNonFinite  = 2
 	statusBadExample = 3
-	abiVersion       = 3
+	abiVersion       = 4
 )
 
 func main() {}
@@ -79,6 +84,14 @@ func with(h C.int64_t, err *C.char, errlen C.size_t, f func(o *runtime.Optimizer
 		e = x.run(f)
 	}
 	return status(e, err, errlen)
+}
+
+// optimizer is the handle's optimizer, nil once closed; the runtime's own
+// lock serializes what is done with it.
+func (x *handle) optimizer() *runtime.Optimizer {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.o
 }
 
 // run runs f on the optimizer, one call at a time, unless it was closed
@@ -127,6 +140,30 @@ func writeString(dst *C.char, n C.size_t, s string) {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(dst)), int(n))
 	k := copy(b[:len(b)-1], s)
 	b[k] = 0
+}
+
+// maxFloats is the most float32s one buffer may hold: its bytes fit in an
+// int64 (and a Go slice).
+const maxFloats = math.MaxInt64 / 8
+
+// checkCount refuses a count of values, or count·per, that is negative or
+// past maxFloats, either factor included: a product that would wrap, a
+// slice past memory.
+func checkCount(what string, count, per int64) error {
+	if count < 0 || per < 0 || count > maxFloats || per > maxFloats || per > 0 && count > maxFloats/per {
+		return fmt.Errorf("fibergen: %s: %d × %d values", what, count, per)
+	}
+	return nil
+}
+
+// required refuses a NULL output pointer, before anything changes.
+func required(what string, ptrs ...unsafe.Pointer) error {
+	for _, p := range ptrs {
+		if p == nil {
+			return fmt.Errorf("fibergen: %s: an output pointer is NULL", what)
+		}
+	}
+	return nil
 }
 
 // floats views n float32s of C memory at p as a slice; nil for p nil.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"unsafe"
@@ -27,6 +28,8 @@ type openOptions struct {
 	AllowExtrapolation bool            `json:"allow_extrapolation"`
 	AllowResumeAgain   bool            `json:"allow_resume_again"`
 	AllowUnstable      bool            `json:"allow_unstable"`
+	AllowGradientReuse bool            `json:"allow_gradient_reuse"` // benchmarks only
+	StateDir           string          `json:"state_dir"`
 }
 
 // fg_open opens the optimizer fibergen build wrote into dir
@@ -49,7 +52,7 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
 		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain,
-		AllowUnstable: opts.AllowUnstable})
+		AllowUnstable: opts.AllowUnstable, AllowGradientReuse: opts.AllowGradientReuse, StateDir: opts.StateDir})
 	if e != nil {
 		return e
 	}
@@ -61,11 +64,18 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 	return nil
 }
 
-// decodeJSON decodes s into v, refusing unknown fields.
+// decodeJSON decodes s, one JSON value, into v, refusing unknown fields
+// and anything after the value.
 func decodeJSON(s string, v any) error {
 	d := json.NewDecoder(strings.NewReader(s))
 	d.DisallowUnknownFields()
-	return d.Decode(v)
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return fmt.Errorf("data after the JSON value at offset %d", d.InputOffset())
+	}
+	return nil
 }
 
 // fg_close closes the optimizer and forgets its handle.
@@ -129,6 +139,9 @@ type spent struct {
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("info", unsafe.Pointer(out)); e != nil {
+			return e
+		}
 		obs := o.Observation()
 		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
 			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
@@ -194,6 +207,9 @@ func fg_set_noise(h C.int64_t, sigmaW2 C.double, draw C.int, err *C.char, errlen
 //export fg_seed
 func fg_seed(h C.int64_t, out *C.uint64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("seed", unsafe.Pointer(out)); e != nil {
+			return e
+		}
 		*out = C.uint64_t(o.Seed())
 		return nil
 	})
@@ -214,8 +230,11 @@ func fg_set_seed(h C.int64_t, seed C.uint64_t, err *C.char, errlen C.size_t) C.i
 //export fg_use_buffers
 func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if nbuf < 0 || n < 0 || (ptrs == nil && nbuf > 0) {
-			return fmt.Errorf("fibergen: use_buffers: %d buffers of %d values", nbuf, n)
+		if e := checkCount("use_buffers", int64(n), int64(nbuf)); e != nil {
+			return e
+		}
+		if ptrs == nil && nbuf > 0 {
+			return fmt.Errorf("fibergen: use_buffers: %d buffers at NULL", nbuf)
 		}
 		bufs := make([][]float32, nbuf)
 		for i, p := range unsafe.Slice(ptrs, int(nbuf)) {
@@ -228,11 +247,18 @@ func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C
 	})
 }
 
-// nonFinite stores a *runtime.NonFiniteError's index and value.
+// nonFinite stores a *runtime.NonFiniteError's index and value, where
+// the caller wants them (not NULL).
 func nonFinite(e error, index *C.int64_t, value *C.float) error {
 	var nf *runtime.NonFiniteError
-	if errors.As(e, &nf) {
-		*index, *value = C.int64_t(nf.Index), C.float(nf.Value)
+	if !errors.As(e, &nf) {
+		return e
+	}
+	if index != nil {
+		*index = C.int64_t(nf.Index)
+	}
+	if value != nil {
+		*value = C.float(nf.Value)
 	}
 	return e
 }
@@ -247,10 +273,53 @@ func fg_check_gradient(h C.int64_t, index *C.int64_t, value *C.float, err *C.cha
 
 // fg_step runs one step on the buffers (fg_use_buffers); FG_NONFINITE
 // says the gradient holds a NaN or ±Inf, at *index, and nothing changed.
+// It releases the gradient once: what fg_privatize wrote into it (or
+// fg_adopt_privatized adopted), or, after fg_gradient_written, what the
+// caller wrote — under DP settings only once fg_trust_clipped_gradient
+// vouches for it (runtime.Optimizer.Step, docs/runtime.md).
 //
 //export fg_step
 func fg_step(h C.int64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error { return nonFinite(o.Step(), index, value) })
+}
+
+// fg_gradient_written says the caller wrote a new gradient into its
+// buffers (runtime.Optimizer.GradientWritten), which the library cannot
+// see: a framework's backward pass into them, the caller's own clipped
+// mean.
+//
+//export fg_gradient_written
+func fg_gradient_written(h C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.GradientWritten() })
+}
+
+// fg_trust_clipped_gradient says the gradient set now is the mean of
+// per-example gradients the caller clipped to C itself, which the library
+// cannot check (runtime.Optimizer.TrustClippedGradient): under DP settings
+// the next step releases it.
+//
+//export fg_trust_clipped_gradient
+func fg_trust_clipped_gradient(h C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.TrustClippedGradient() })
+}
+
+// fg_adopt_privatized marks the gradient of h privatized by the last
+// fg_privatize (or fg_privatize_device) of src, which must have written
+// the memory h's gradient lies in, at h's clipping norm and batch size
+// (runtime.Optimizer.AdoptPrivatized): for optimizers over parts of one
+// flat gradient, privatized once through one of them.
+//
+//export fg_adopt_privatized
+func fg_adopt_privatized(h, src C.int64_t, err *C.char, errlen C.size_t) C.int {
+	s, e := lookup(src)
+	if e != nil {
+		return status(e, err, errlen)
+	}
+	so := s.optimizer() // src's handle unlocked again before h's is locked: no lock order to keep
+	if so == nil {
+		return status(errors.New("fibergen: adopt_privatized: the source optimizer is closed"), err, errlen)
+	}
+	return with(h, err, errlen, func(o *runtime.Optimizer) error { return o.AdoptPrivatized(so) })
 }
 
 // devicePtrs converts nbuf device pointers.
@@ -309,6 +378,9 @@ func fg_enable_diagnostics(h C.int64_t, err *C.char, errlen C.size_t) C.int {
 //export fg_clamp_mass
 func fg_clamp_mass(h C.int64_t, out *C.double, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("clamp_mass", unsafe.Pointer(out)); e != nil {
+			return e
+		}
 		v, e := o.ClampMass()
 		*out = C.double(v)
 		return e

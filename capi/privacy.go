@@ -9,6 +9,7 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/runtime"
@@ -55,6 +56,9 @@ type budget struct {
 //export fg_set_budget
 func fg_set_budget(h C.int64_t, request *C.char, sigma *C.double, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("set_budget", unsafe.Pointer(sigma)); e != nil {
+			return e
+		}
 		var b budget
 		if e := decodeJSON(C.GoString(request), &b); e != nil {
 			return fmt.Errorf("fibergen: budget: %w", e)
@@ -103,6 +107,9 @@ func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.i
 
 func privacyAnswer(request *C.char, out **C.char) (err error) {
 	defer recovered(&err)
+	if err := required("privacy", unsafe.Pointer(out)); err != nil {
+		return err
+	}
 	a, err := answerQuery(C.GoString(request))
 	if err != nil {
 		return err

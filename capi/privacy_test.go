@@ -8,26 +8,28 @@ import (
 	"github.com/fibergen/fibergen/privacy"
 )
 
-// TestAnswerQuery: fg_privacy's answers are the accountant's, both ways.
+// TestAnswerQuery: fg_privacy's answers are the accountant's, both ways,
+// on a run of 40 steps (privacy/ tests long runs; this one stays fast
+// under the race detector).
 func TestAnswerQuery(t *testing.T) {
-	s := privacy.Schedule{DatasetSize: 60000, BatchSize: 256, Epochs: 10}
+	s := privacy.Schedule{DatasetSize: 6000, BatchSize: 300, Epochs: 2}
 	sigma, err := s.SigmaFor(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := answerQuery(`{"dataset_size": 60000, "batch_size": 256, "epochs": 10, "epsilon": 3}`)
+	a, err := answerQuery(`{"dataset_size": 6000, "batch_size": 300, "epochs": 2, "epsilon": 3}`)
 	if err != nil || a.Sigma != sigma || a.Steps != s.Steps() || a.Epsilon > 3 {
 		t.Errorf("sigma query: %+v, %v; want σ = %v", a, err, sigma)
 	}
-	b, err := answerQuery(`{"dataset_size": 60000, "batch_size": 256, "epochs": 10, "sigma": 1.1, "sampling": "fixed"}`)
+	b, err := answerQuery(`{"dataset_size": 6000, "batch_size": 300, "epochs": 2, "sigma": 1.1, "sampling": "fixed"}`)
 	if err != nil || b.Sigma != 1.1 || !(b.Epsilon > 0) {
 		t.Errorf("epsilon query: %+v, %v", b, err)
 	}
-	rdp, err := answerQuery(`{"dataset_size": 60000, "batch_size": 256, "epochs": 10, "epsilon": 3, "accountant": "rdp"}`)
+	rdp, err := answerQuery(`{"dataset_size": 6000, "batch_size": 300, "epochs": 2, "epsilon": 3, "accountant": "rdp"}`)
 	if err != nil || rdp.Accountant != "rdp" || a.Accountant != "pld" || !(rdp.Sigma > a.Sigma) || rdp.Order == 0 || a.Order != 0 {
 		t.Errorf("rdp %+v, pld %+v, %v: want RDP's σ above PLD's", rdp, a, err)
 	}
-	d, err := answerQuery(`{"dataset_size": 60000, "batch_size": 256, "epochs": 10, "sigma": 1.1, "epsilon": 2}`)
+	d, err := answerQuery(`{"dataset_size": 6000, "batch_size": 300, "epochs": 2, "sigma": 1.1, "epsilon": 2}`)
 	p, _ := s.Plan()
 	if want, _ := p.DeltaAt(1.1, 2); err != nil || d.Delta != want || d.Epsilon != 2 || d.Sigma != 1.1 {
 		t.Errorf("delta query: %+v, %v; want δ = %v", d, err, want)

@@ -19,16 +19,22 @@ import (
 // look, each k rows of n values (runtime.Optimizer.PrivatizeTo): each
 // example's mix u = A·look + (1−A)·cur is clipped to norm C, or, where
 // scalesIn is not NULL, scaled by the k scales given (ghost clipping). It
-// stores each example's scale in scalesOut (k floats; NULL: not wanted) and
-// the number clipped in *clipped; FG_BAD_EXAMPLE, with the example in
-// *bad, says an example is not finite and out is unchanged.
+// stores each example's scale in scalesOut (k floats), the number clipped
+// in *clipped (both NULL: not wanted); FG_BAD_EXAMPLE, with the example in
+// *bad (NULL: not wanted), says an example is not finite and out is
+// unchanged. Where out covers the caller's gradient buffer, the next step
+// releases it (fg_step); other optimizers over parts of out adopt it
+// (fg_adopt_privatized).
 //
 //export fg_privatize
 func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k C.int64_t, scalesIn, scalesOut *C.float,
 	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if n < 0 || k < 0 || n > 0 && out == nil || n*k > 0 && cur == nil {
-			return fmt.Errorf("fibergen: privatize: %d examples of %d values", k, n)
+		if e := checkCount("privatize", int64(n), int64(k)); e != nil {
+			return e
+		}
+		if n > 0 && out == nil || n*k > 0 && cur == nil {
+			return fmt.Errorf("fibergen: privatize: %d examples of %d values with a NULL buffer", k, n)
 		}
 		rows := int(n * k)
 		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, int(k)))
@@ -44,29 +50,32 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.uint64_t, k C.int64_t, scalesIn, scalesOut *C.float,
 	clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if k < 0 {
-			return fmt.Errorf("fibergen: privatize_device: %d examples", k)
+		if e := checkCount("privatize_device", int64(n), int64(k)); e != nil {
+			return e
 		}
 		st, e := o.PrivatizeDevice(cudadrv.DevicePtr(out), int(n), cudadrv.DevicePtr(cur), cudadrv.DevicePtr(look), int(k), floats(scalesIn, int(k)))
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }
 
-// privatized stores a privatization's scales, clipped count or bad example.
+// privatized stores a privatization's scales, clipped count or bad
+// example, each where the caller wants it (not NULL).
 func privatized(st runtime.PrivatizeStats, e error, scalesOut *C.float, clipped, bad *C.int64_t) error {
 	if e != nil {
 		return badExample(e, bad)
 	}
 	copy(floats(scalesOut, len(st.Scales)), st.Scales)
-	*clipped = C.int64_t(st.Clipped)
+	if clipped != nil {
+		*clipped = C.int64_t(st.Clipped)
+	}
 	return nil
 }
 
 // badExample stores the example of a *runtime.NonFiniteExampleError in
-// *bad and returns e.
+// *bad (not NULL) and returns e.
 func badExample(e error, bad *C.int64_t) error {
 	var ne *runtime.NonFiniteExampleError
-	if errors.As(e, &ne) {
+	if errors.As(e, &ne) && bad != nil {
 		*bad = C.int64_t(ne.Example)
 	}
 	return e
@@ -80,8 +89,11 @@ func badExample(e error, bad *C.int64_t) error {
 //export fg_clip_scales
 func fg_clip_scales(h C.int64_t, lookNorm, curNorm, dot *C.double, k C.int64_t, out *C.float, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if k < 0 || k > 0 && (curNorm == nil || out == nil) {
-			return fmt.Errorf("fibergen: clip_scales: %d examples", k)
+		if e := checkCount("clip_scales", int64(k), 2); e != nil {
+			return e
+		}
+		if k > 0 && (curNorm == nil || out == nil) {
+			return fmt.Errorf("fibergen: clip_scales: %d examples with a NULL buffer", k)
 		}
 		scales, e := o.ClipScales(doubles(lookNorm, int(k)), doubles(curNorm, int(k)), doubles(dot, int(k)))
 		if e != nil {

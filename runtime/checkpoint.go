@@ -42,6 +42,10 @@ package runtime
 //	"tensors"          [{"name", "offset", "len"}, ...] in registration order
 //	"buffers"          the buffers of the data in order: "theta", then the
 //	                   states in the manifest's order
+//	"states"           {"n", "sha256"} where the trainer owns the buffers and
+//	                   saved its states beside the checkpoint (SaveTo with
+//	                   states): their length and the SHA-256 of their float32
+//	                   bytes, little-endian, in the manifest's order; or absent
 //
 // Save writes to a temporary file in the target's directory (mode 0600: a
 // checkpoint holds the seed), syncs it, renames it over the target and syncs
@@ -56,6 +60,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +71,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/privacy"
@@ -121,6 +127,16 @@ type checkpointHeader struct {
 	HypersSet []string `json:"hypers_set,omitempty"`
 	// TensorHypers are the tensors' own hypers (Tensor.SetHypers), by name.
 	TensorHypers map[string]map[string]float64 `json:"tensor_hypers,omitempty"`
+	// States is the digest of the trainer's states saved beside the
+	// checkpoint (SaveTo with states).
+	States *checkpointStates `json:"states,omitempty"`
+}
+
+// checkpointStates is the digest of the states of an optimizer on the
+// trainer's buffers, which the trainer saves beside the checkpoint.
+type checkpointStates struct {
+	N      int64  `json:"n"`
+	SHA256 string `json:"sha256"`
 }
 
 type checkpointDP struct {
@@ -254,7 +270,8 @@ func (o *Optimizer) layout() []checkpointTensor {
 // with Step.
 func (o *Optimizer) Save(path string) error {
 	defer o.lock()()
-	if err := fileout.Write(path, 0o600, o.writeCheckpoint); err != nil {
+	write := func(w io.Writer) error { return o.writeCheckpoint(w, nil) }
+	if err := fileout.Write(path, 0o600, write); err != nil {
 		return fmt.Errorf("runtime: save %s: %w", path, err)
 	}
 	return nil
@@ -262,17 +279,28 @@ func (o *Optimizer) Save(path string) error {
 
 // SaveTo writes a checkpoint of the optimizer to w, in the format Save
 // writes (see Save for what it holds and why it must be kept private).
-func (o *Optimizer) SaveTo(w io.Writer) error {
+//
+// An optimizer on the trainer's buffers (UseBuffers, StepDevice) leaves
+// them to the trainer to save; given states — the trainer's copy of the
+// optimizer's states, in the order of Manifest().Buffers[2:], which it
+// saves beside the checkpoint — the checkpoint holds their SHA-256, and
+// LoadFrom then resumes only with those very states.
+func (o *Optimizer) SaveTo(w io.Writer, states ...[]float32) error {
 	defer o.lock()()
-	if err := o.writeCheckpoint(w); err != nil {
+	if err := o.writeCheckpoint(w, states); err != nil {
 		return fmt.Errorf("runtime: save: %w", err)
 	}
 	return nil
 }
 
 // writeCheckpoint streams the checkpoint to w, encoding the buffers in
-// chunks so that it needs little memory besides them.
-func (o *Optimizer) writeCheckpoint(w io.Writer) error {
+// chunks so that it needs little memory besides them; states are the
+// trainer's (SaveTo).
+func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
+	digest, err := o.statesDigest(states)
+	if err != nil {
+		return err
+	}
 	bufs, err := o.snapshot()
 	if err != nil {
 		return err
@@ -286,6 +314,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer) error {
 		N:              int64(o.savedN()),
 		Tensors:        o.layout(),
 		Buffers:        o.checkpointBuffers(),
+		States:         digest,
 	}
 	o.headerHypers(&h)
 	if o.dp != nil {
@@ -386,57 +415,157 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 // run that stopped (a crash, a preemption) from its last checkpoint, in a
 // fresh optimizer: the stopped run's steps after the checkpoint are
 // discarded and were never released. For the same reason a checkpoint is
-// resumed once, and not while the run that wrote it goes on: Load records
-// the resume in <path>.resumed and refuses a checkpoint that file names
-// (ErrResumed; Options.AllowResumeAgain overrides), and LoadFrom refuses a
-// checkpoint this process resumed before.
+// resumed once, and not while the run that wrote it goes on: Load and
+// LoadFrom record each resume by the checkpoint's identity in the resume
+// record (resume.go, ResumeRecordDir) and refuse a checkpoint resumed
+// before, wherever its bytes lie (ErrResumed; Options.AllowResumeAgain
+// overrides).
+//
+// Load reads only a regular file, and no more than a checkpoint of this
+// optimizer can hold.
 func (o *Optimizer) Load(path string) error {
 	defer o.lock()()
 	if err := o.checkFresh(path); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	data, err := o.readCheckpointFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("runtime: load %s: %w", path, err)
+		return err
 	}
-	return o.load(path, data, func() error { return o.claimFile(path, data) })
+	return o.load(path, data, nil)
+}
+
+// readCheckpointFile reads the checkpoint file at path: a regular file (a
+// FIFO would block, /dev/zero never end), at most as long as a checkpoint
+// of the optimizer can be.
+func (o *Optimizer) readCheckpointFile(path string) ([]byte, error) {
+	fail := func(err error) error { return fmt.Errorf("runtime: load %s: %w", path, fileout.RootCause(err)) }
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, fail(err)
+	case !st.Mode().IsRegular():
+		return nil, fail(fmt.Errorf("not a regular file (%v): a checkpoint is one", st.Mode().Type()))
+	case st.Size() > o.maxCheckpointLen():
+		return nil, &loadError{path, ErrCheckpointMismatch, fmt.Sprintf("%d bytes, more than any checkpoint of this optimizer holds (%d)",
+			st.Size(), o.maxCheckpointLen())}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, o.maxCheckpointLen()+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	return data, nil
+}
+
+// Room in a checkpoint's header, for maxCheckpointLen: a base for the
+// fixed fields, the optimizer's hypers and the budget, far above what they
+// take; per JSON entry (a tensor's layout, one of its hypers) its
+// punctuation and numbers; per byte of a name, its JSON escape at most.
+const (
+	headerBase = 1 << 20
+	entryJSON  = 96
+	jsonEscape = 6
+)
+
+// maxCheckpointLen bounds the bytes a checkpoint of the optimizer holds:
+// its buffers, and a header with room for every tensor's name, layout and
+// hypers.
+func (o *Optimizer) maxCheckpointLen() int64 {
+	perTensor := int64(entryJSON)
+	for _, h := range o.prog.Func.Hypers {
+		perTensor += entryJSON + jsonEscape*int64(len(h.Name))
+	}
+	header := int64(headerBase)
+	for _, t := range o.tensors {
+		header += perTensor + jsonEscape*int64(len(t.Name))
+	}
+	return preambleLen + header + 4*int64(o.savedN())*int64(len(o.checkpointBuffers())) + sumLen
 }
 
 // LoadFrom restores the optimizer from a checkpoint read from r, as Load
-// does from a file; it reads exactly the checkpoint's bytes from r.
-func (o *Optimizer) LoadFrom(r io.Reader) error {
+// does from a file; it reads exactly the checkpoint's bytes from r. An
+// optimizer on the trainer's buffers whose checkpoint holds the digest of
+// the trainer's states (SaveTo with states) resumes only given those very
+// states, which it checks and does not copy: the trainer restores them.
+func (o *Optimizer) LoadFrom(r io.Reader, states ...[]float32) error {
 	defer o.lock()()
 	data, err := o.readFrom(r)
 	if err != nil {
 		return err
 	}
-	return o.load(streamName, data, func() error { return o.claimStream(data) })
+	return o.load(streamName, data, states)
 }
 
 // CheckCheckpoint returns the error LoadFrom would return for the
-// checkpoint read from r, or nil, and changes nothing: a trainer restoring
-// several optimizers as one (a binding's parameter groups) checks every
-// checkpoint before it loads any.
-func (o *Optimizer) CheckCheckpoint(r io.Reader) error {
+// checkpoint read from r (and the states), or nil, and changes nothing: a
+// trainer restoring several optimizers as one (a binding's parameter
+// groups) checks every checkpoint before it loads any.
+func (o *Optimizer) CheckCheckpoint(r io.Reader, states ...[]float32) error {
 	defer o.lock()()
 	data, err := o.readFrom(r)
 	if err != nil {
 		return err
 	}
-	_, err = o.verify(streamName, data)
-	return err
+	if _, err = o.verify(streamName, data, states); err != nil {
+		return err
+	}
+	return o.checkResumed(streamName, data)
+}
+
+// CheckpointInfo is what an intact checkpoint says of the run that saved
+// it, and whether it was resumed before.
+type CheckpointInfo struct {
+	Optimizer      string `json:"optimizer"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+	Step           int64  `json:"step"`
+	Seed           uint64 `json:"seed"`
+	Offset         uint64 `json:"offset"`
+	// StatesDigest says that the checkpoint holds the digest of the
+	// trainer's states (SaveTo with states), which LoadFrom checks.
+	StatesDigest bool `json:"states_digest"`
+	// Resumed is the resume record of the checkpoint (when, where and by
+	// which process it was resumed), "" where it was not resumed before.
+	Resumed string `json:"resumed"`
+}
+
+// CheckpointInfo reads a checkpoint from r, checks its integrity (not that
+// it matches the optimizer: CheckCheckpoint does) and returns what it
+// says: for a trainer restoring several optimizers as one, which checks
+// that their checkpoints are of one run, at one step.
+func (o *Optimizer) CheckpointInfo(r io.Reader) (CheckpointInfo, error) {
+	defer o.lock()()
+	data, err := readCheckpoint(r, o.maxCheckpointLen())
+	if err != nil {
+		return CheckpointInfo{}, fmt.Errorf("runtime: load %s: %w", streamName, err)
+	}
+	c, lerr := decode(data)
+	if lerr != nil {
+		lerr.path = streamName
+		return CheckpointInfo{}, lerr
+	}
+	h := c.h
+	info := CheckpointInfo{Optimizer: h.Optimizer, ManifestSHA256: h.ManifestSHA256, Step: h.Step, Seed: h.Seed, Offset: h.Offset,
+		StatesDigest: h.States != nil}
+	if _, note, found, err := o.resumeRecord(data); err == nil && found {
+		info.Resumed = cmp.Or(note, "resumed")
+	}
+	return info, nil
 }
 
 // verify decodes the checkpoint data, read from path, and checks it
-// against the optimizer.
-func (o *Optimizer) verify(path string, data []byte) (*checkpoint, error) {
+// against the optimizer and the trainer's states.
+func (o *Optimizer) verify(path string, data []byte, states [][]float32) (*checkpoint, error) {
 	c, lerr := decode(data)
 	if lerr == nil {
 		lerr = o.match(c)
+	}
+	if lerr == nil {
+		lerr = o.matchStates(&c.h, states)
 	}
 	if lerr != nil {
 		lerr.path = path
@@ -453,7 +582,7 @@ func (o *Optimizer) readFrom(r io.Reader) ([]byte, error) {
 	if err := o.checkFresh(streamName); err != nil {
 		return nil, err
 	}
-	data, err := readCheckpoint(r)
+	data, err := readCheckpoint(r, o.maxCheckpointLen())
 	if err != nil {
 		return nil, fmt.Errorf("runtime: load %s: %w", streamName, err)
 	}
@@ -469,8 +598,8 @@ func (o *Optimizer) checkFresh(path string) error {
 }
 
 // readCheckpoint reads the preamble and then as many bytes as it says
-// follow; decode judges what came.
-func readCheckpoint(r io.Reader) ([]byte, error) {
+// follow, at most limit in all; decode judges what came.
+func readCheckpoint(r io.Reader, limit int64) ([]byte, error) {
 	pre := make([]byte, preambleLen)
 	k, err := io.ReadFull(r, pre)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -480,6 +609,9 @@ func readCheckpoint(r io.Reader) ([]byte, error) {
 	total, lerr := preambleTotal(pre)
 	if lerr != nil {
 		return pre, nil
+	}
+	if total > uint64(limit) {
+		return nil, fmt.Errorf("its preamble announces %d bytes, more than any checkpoint of this optimizer holds (%d)", total, limit)
 	}
 	rest, err := io.ReadAll(io.LimitReader(r, int64(total)-preambleLen))
 	if err != nil {
@@ -586,18 +718,23 @@ func decode(data []byte) (*checkpoint, *loadError) {
 	return &c, nil
 }
 
-// load decodes data, checks it against the optimizer and, if all is well,
-// restores the optimizer from it.
 // load restores the checkpoint data, read from path, once it is verified
-// and claim has recorded its resume.
-func (o *Optimizer) load(path string, data []byte, claim func() error) error {
-	c, err := o.verify(path, data)
+// (against the trainer's states, for an optimizer on its buffers) and its
+// resume recorded; a restore that fails takes the record back.
+func (o *Optimizer) load(path string, data []byte, states [][]float32) (err error) {
+	c, err := o.verify(path, data, states)
 	if err != nil {
 		return err
 	}
-	if err := claim(); err != nil {
+	undo, err := o.claimResume(path, data)
+	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
 	h := &c.h
 	hypers := make([]float64, len(o.prog.Func.Hypers))
 	for i, hy := range o.prog.Func.Hypers {
@@ -623,6 +760,82 @@ func (o *Optimizer) load(path string, data []byte, claim func() error) error {
 		o.dp = new(h.DP.dp())
 	}
 	o.budget = c.budget
+	o.released() // a gradient set before the load is not the resumed run's
+	return nil
+}
+
+// statesDigest returns the digest a checkpoint records of the trainer's
+// states (SaveTo with states), nil for none given (or none to give).
+func (o *Optimizer) statesDigest(states [][]float32) (*checkpointStates, error) {
+	if len(states) == 0 {
+		return nil, nil
+	}
+	if err := o.checkStates(states); err != nil {
+		return nil, err
+	}
+	return &checkpointStates{N: int64(len(states[0])), SHA256: hashStates(states)}, nil
+}
+
+// checkStates checks the trainer's states given to SaveTo or LoadFrom: one
+// per state, of one length — the optimizer's, on host buffers.
+func (o *Optimizer) checkStates(states [][]float32) error {
+	switch {
+	case !o.trainerBuffers():
+		return fmt.Errorf("runtime: %s keeps its states itself, in its checkpoints: give no states", o.Name())
+	case len(states) != o.prog.NumStates():
+		return fmt.Errorf("runtime: %d states given, %s has %d: %v", len(states), o.Name(), o.prog.NumStates(), o.prog.Func.States)
+	}
+	n := len(states[0])
+	if o.callerBuffers && n != o.n {
+		return fmt.Errorf("runtime: states of %d values given, %s steps buffers of %d", n, o.Name(), o.n)
+	}
+	for i, st := range states {
+		if len(st) != n {
+			return fmt.Errorf("runtime: state %s holds %d values, %s %d", o.prog.Func.States[i], len(st), o.prog.Func.States[0], n)
+		}
+	}
+	return nil
+}
+
+// hashStates is the hex SHA-256 of the states' float32 bytes,
+// little-endian, in order.
+func hashStates(states [][]float32) string {
+	h := sha256.New()
+	raw := make([]byte, 4<<14)
+	for _, st := range states {
+		for off := 0; off < len(st); off += len(raw) / 4 {
+			vals := st[off:min(off+len(raw)/4, len(st))]
+			for i, v := range vals {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+			}
+			h.Write(raw[:4*len(vals)])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// matchStates checks the trainer's states against the digest the
+// checkpoint holds: a checkpoint with one resumes only with those states,
+// one without only without states.
+func (o *Optimizer) matchStates(h *checkpointHeader, states [][]float32) *loadError {
+	switch {
+	case h.States == nil && len(states) == 0:
+		return nil
+	case h.States == nil:
+		return mismatch("the checkpoint holds no digest of the trainer's states, but states were given")
+	case len(states) == 0:
+		return mismatch("the checkpoint holds the digest of the trainer's states: give them, to be checked against it")
+	}
+	if err := o.checkStates(states); err != nil {
+		return mismatch("%s", strings.TrimPrefix(err.Error(), "runtime: "))
+	}
+	if n := int64(len(states[0])); n != h.States.N {
+		return mismatch("the checkpoint's states hold %d values each, those given %d", h.States.N, n)
+	}
+	if hashStates(states) != h.States.SHA256 {
+		return &loadError{kind: ErrCheckpointCorrupted, msg: "corrupted: the states given are not those saved with the checkpoint " +
+			"(their SHA-256 differs from the one it records): a state was changed or damaged"}
+	}
 	return nil
 }
 

@@ -63,7 +63,7 @@ func TestOpenCompiledMatchesOpen(t *testing.T) {
 				o  *runtime.Optimizer
 				tn *runtime.Tensor
 			}{{mem, mt}, {dir, dt}} {
-				if err := errors.Join(x.o.SetDP(testDP), x.tn.SetGrad(g), x.o.Step()); err != nil {
+				if err := errors.Join(x.o.SetDP(testDP), x.tn.SetGrad(g), x.o.TrustClippedGradient(), x.o.Step()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -99,7 +99,7 @@ func TestNoSilentFallback(t *testing.T) {
 			t.Errorf("CPU without fiber.so: %v", err)
 		}
 		o, tn := openOne(t, func() (*runtime.Optimizer, error) { return open(runtime.Options{GoFallback: true}) }, []float32{1, 2})
-		if err := errors.Join(o.SetDP(testDP), tn.SetGrad([]float32{0.1, 0.2}), o.Step()); err != nil || o.Backend() != runtime.Go {
+		if err := errors.Join(o.SetDP(testDP), tn.SetGrad([]float32{0.1, 0.2}), o.TrustClippedGradient(), o.Step()); err != nil || o.Backend() != runtime.Go {
 			t.Errorf("GoFallback: backend %s, %v", o.Backend(), err)
 		}
 	}
@@ -143,8 +143,8 @@ func TestSetNoise(t *testing.T) {
 func stepNoise(t *testing.T, backend runtime.Backend, nz runtime.Noise, theta []float32, grads [][]float32) []float32 {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ckpt")
-	open := func() (*runtime.Optimizer, error) {
-		return runtime.Open(kernelDir(t, "fiber"), runtime.Options{Backend: backend})
+	open := func() (*runtime.Optimizer, error) { // every backend resumes the same bytes
+		return runtime.Open(kernelDir(t, "fiber"), runtime.Options{Backend: backend, AllowResumeAgain: true})
 	}
 	o, tn := openOne(t, open, theta)
 	for i, g := range grads {

@@ -201,17 +201,7 @@ func TestCUDAUnavailable(t *testing.T) {
 // touches the driver (the pointers are never dereferenced).
 func TestStepDeviceErrors(t *testing.T) {
 	dir := ptxDir(t, "fiber")
-	open := func(opts runtime.Options) *runtime.Optimizer {
-		o, err := runtime.Open(dir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { o.Close() })
-		if err := o.SetDP(testDP); err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
+	open := func(opts runtime.Options) *runtime.Optimizer { return openDP(t, dir, opts, testDP) }
 	cuda := runtime.Options{Backend: runtime.CUDA}
 	good := []cudadrv.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000} // theta g gt r m v lookahead
 	with := func(i int, p cudadrv.DevicePtr) []cudadrv.DevicePtr {
@@ -513,10 +503,10 @@ func TestCUDAStepDevice(t *testing.T) {
 			for s := range steps {
 				g := grad()
 				a.put(t, 1, g)
-				if err := o.StepDevice(a.bufs, c.n, c.offset); err != nil {
+				if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, c.n, c.offset)); err != nil {
 					t.Fatalf("step %d: %v", s, err)
 				}
-				if err := w.SetGrad(g); err != nil {
+				if err := errors.Join(w.SetGrad(g), ref.TrustClippedGradient()); err != nil {
 					t.Fatal(err)
 				}
 				if err := ref.Step(); err != nil {
@@ -544,6 +534,8 @@ func TestCUDAStepDevice(t *testing.T) {
 				return out
 			}
 			before := all()
+			o.GradientWritten()
+			o.TrustClippedGradient()
 			err = o.StepDevice(a.bufs, c.n, c.offset)
 			var nf *runtime.NonFiniteError
 			if !errors.As(err, &nf) || nf.Index != c.n/2 || nf.Tensor != "g" || !math.IsNaN(float64(nf.Value)) {
@@ -727,5 +719,40 @@ func TestCUDAPrivatizeDevice(t *testing.T) {
 		if !sameBits(a.get(t, 2), before) {
 			t.Errorf("%s: a refused privatization changed the gradient", name)
 		}
+	}
+}
+
+// TestCUDAReleaseOnce: on device buffers the trainer owns, StepDevice
+// releases what PrivatizeDevice wrote into the gradient it steps, once; a
+// privatization of other memory is not that gradient; an optimizer over a
+// part of a flat gradient adopts the privatization of the whole.
+func TestCUDAReleaseOnce(t *testing.T) {
+	ctx := cudaContext(t)
+	const n, batch = 8, 3
+	open := func() *runtime.Optimizer {
+		return openDP(t, ptxDir(t, "dp_sgd"), runtime.Options{Backend: runtime.CUDA}, testDP)
+	}
+	a := newDeviceArena(t, ctx, 5, batch*2*n, 0) // theta, g (2n: two optimizers' halves), rows, other, theta2
+	a.put(t, 2, exampleRows(1, batch, 2*n))
+	o, b := open(), open()
+	bufs := []cudadrv.DevicePtr{a.bufs[0], a.bufs[1]}
+	wantRefused(t, o, 0, o.StepDevice(bufs, n, 0), stale)
+	if _, err := o.PrivatizeDevice(a.bufs[3], n, a.bufs[2], 0, batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, o, 0, o.StepDevice(bufs, n, 0), "is not the one privatized")
+	wantRefused(t, o, 0, o.CheckDeviceGradient(bufs[1], n), "is not the one privatized")
+	if _, err := o.PrivatizeDevice(a.bufs[1], 2*n, a.bufs[2], 0, batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.StepDevice(bufs, n, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, o, 1, o.StepDevice(bufs, n, 0), stale)
+	if err := b.AdoptPrivatized(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.StepDevice([]cudadrv.DevicePtr{a.bufs[4], a.bufs[1].Add(4 * n)}, n, n); err != nil {
+		t.Errorf("a step on the other half of the privatized gradient: %v", err)
 	}
 }

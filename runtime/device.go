@@ -25,7 +25,10 @@ import (
 // step changes nothing (buffers, step counter, noise position) and returns a
 // *NonFiniteError whose Tensor is the gradient buffer's name and Index the
 // entry's index in g. The step counter advances only when the step
-// succeeds; n == 0 just advances it.
+// succeeds; n == 0 just advances it. It releases g once, as Step does
+// (release.go): what PrivatizeDevice (or AdoptPrivatized) wrote into the
+// memory g[0:n] lies in, or, after GradientWritten, what the trainer wrote
+// — under DP settings only with TrustClippedGradient.
 //
 // The optimizer must be opened with Backend CUDA and have no registered
 // tensors. Its first StepDevice (or InitDeviceStates) starts the backend:
@@ -66,8 +69,11 @@ import (
 //	// o.Manifest().Buffers, n float32s each of the trainer's device memory.
 //	err = o.InitDeviceStates(bufs, n) // once, before the first step
 //	for each batch {
-//		// The trainer writes the clipped mean gradient into bufs[1] and
-//		// waits for that work, then:
+//		// The runtime clips the batch's per-example rows (device memory)
+//		// into bufs[1]:
+//		_, err = o.PrivatizeDevice(bufs[1], n, rows, 0, k, nil)
+//		// (or the trainer writes its own clipped mean there, waits for
+//		// that work and says so: o.GradientWritten(); o.TrustClippedGradient())
 //		err = o.StepDevice(bufs, n, offset)
 //		var nf *runtime.NonFiniteError
 //		if errors.As(err, &nf) {
@@ -98,6 +104,9 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 	if err != nil {
 		return err
 	}
+	if err := o.releasableAt(deviceRange(bufs[1], n)); err != nil {
+		return err
+	}
 	if n > 0 {
 		if err := o.deviceGradient(k, bufs[1], n); err != nil {
 			return err
@@ -110,20 +119,25 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 		defer func() { err = o.deviceDiagnostics(k, bufs, n, a, err) }() // once the step counts (EnableDiagnostics)
 	}
 	o.t++
+	o.released()
 	return nil
 }
 
-// CheckDeviceGradient returns the *NonFiniteError that StepDevice would
-// return for the gradient buffer g of n coordinates, or nil, changing
-// nothing: a trainer stepping several optimizers as one (a binding's
-// parameter groups) checks them all before it steps any. It waits for the
-// device.
+// CheckDeviceGradient returns the error that StepDevice would return for
+// the gradient buffer g of n coordinates — a *NonFiniteError, or the
+// refusal of a gradient stepped on already or not privatized — or nil,
+// changing nothing: a trainer stepping several optimizers as one (a
+// binding's parameter groups) checks them all before it steps any. It
+// waits for the device.
 func (o *Optimizer) CheckDeviceGradient(g cudadrv.DevicePtr, n int) error {
 	defer o.lock()()
-	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) {
+	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) || n > math.MaxInt64/4 {
 		return fmt.Errorf("runtime: CheckDeviceGradient: %d coordinates at %#x on backend %q", n, uint64(g), o.opts.Backend)
 	}
 	k, err := o.deviceKernels()
+	if err == nil {
+		err = o.releasableAt(deviceRange(g, n))
+	}
 	if err != nil || n == 0 {
 		return err
 	}

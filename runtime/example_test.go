@@ -11,7 +11,9 @@ import (
 // A trainer opens the optimizer that fibergen build wrote, registers its
 // parameter tensors once, sets the DP settings and then, every iteration,
 // hands over the clipped mean gradient of its batch and steps: the kernel
-// adds the Gaussian noise itself.
+// adds the Gaussian noise itself. A trainer that clips by itself says so
+// for each batch (TrustClippedGradient); one that gives the per-example
+// gradients to Privatize needs not.
 func ExampleOptimizer() {
 	// The CPU backend, on every core: the host kernel fibergen build made
 	// (fiber.so), or here, where it may not have, the reference.
@@ -32,6 +34,7 @@ func ExampleOptimizer() {
 	for range 3 {
 		weight.SetGrad([]float32{0.1, 0.2, -0.1, 0}) // the batch's clipped mean gradient
 		bias.SetGrad([]float32{0.05})
+		opt.TrustClippedGradient() // the trainer clipped and averaged them itself
 		if err := opt.Step(); err != nil {
 			log.Fatal(err)
 		}
@@ -61,13 +64,17 @@ func ExampleOptimizer_UseBuffers() {
 	opt.SetHyper("lr", 0.5)
 	opt.SetNoise(runtime.Noise{SigmaW2: 0}) // no noise, for a printable result
 	copy(grad, []float32{1, 1, 1, 1})
+	opt.GradientWritten() // the runtime does not see the trainer's writes
 	if err := opt.Step(); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(theta)
+	fmt.Println(opt.Step()) // the same gradient again
 	grad[2] = float32(math.Inf(1))
+	opt.GradientWritten()
 	fmt.Println(opt.Step())
 	// Output:
 	// [0.5 1.5 2.5 3.5]
+	// runtime: Step: no gradient for buffer g since the last step (step 1 is next): privatize the next batch (Privatize) or set it, for each step, since a step on the same gradient releases the same batch again, which the privacy accounting does not count
 	// runtime: gradient of g[2] is +Inf: step skipped, nothing changed
 }

@@ -87,10 +87,11 @@ func overlap(a, b []float32) bool {
 	return pa < pb+4*uintptr(len(b)) && pb < pa+4*uintptr(len(a))
 }
 
-// CheckGradient returns the *NonFiniteError that Step would return for
-// the gradient set now, or nil, changing nothing: a trainer stepping
-// several optimizers as one (a binding's parameter groups) checks them all
-// before it steps any.
+// CheckGradient returns the error that Step would return for the gradient
+// set now — a *NonFiniteError, or the refusal of a gradient stepped on
+// already or not privatized (TrustClippedGradient) — or nil, changing
+// nothing: a trainer stepping several optimizers as one (a binding's
+// parameter groups) checks them all before it steps any.
 func (o *Optimizer) CheckGradient() error {
 	defer o.lock()()
 	return o.checkGradient()
@@ -98,9 +99,15 @@ func (o *Optimizer) CheckGradient() error {
 
 func (o *Optimizer) checkGradient() error {
 	if !o.callerBuffers {
+		if err := o.releasableHost(); err != nil {
+			return err
+		}
 		return o.checkGradients()
 	}
 	if err := o.ready(); err != nil {
+		return err
+	}
+	if err := o.releasableHost(); err != nil {
 		return err
 	}
 	g := o.bufs[1]

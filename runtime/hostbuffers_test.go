@@ -52,6 +52,8 @@ func TestUseBuffersMatchesRegister(t *testing.T) {
 			o, bufs := callerBuffers(t, backend, theta, cuts[i-1], cuts[i])
 			for _, g := range grads {
 				copy(bufs[1], g[cuts[i-1]:cuts[i]])
+				o.GradientWritten()      // the trainer wrote a clipped mean,
+				o.TrustClippedGradient() // which it vouches for
 				if err := o.Step(); err != nil {
 					t.Fatal(err)
 				}
@@ -93,9 +95,13 @@ func TestUseBuffersMoved(t *testing.T) {
 		}
 		copy(bufs[1], g)
 		copy(wbufs[1], g)
+		o.GradientWritten()      // the trainer wrote a clipped mean,
+		o.TrustClippedGradient() // which it vouches for
 		if err := o.Step(); err != nil {
 			t.Fatal(err)
 		}
+		want.GradientWritten()
+		want.TrustClippedGradient()
 		want.Step()
 	}
 	for k := range bufs {
@@ -124,6 +130,8 @@ func TestUseBuffersGuard(t *testing.T) {
 	bufs[1][5000] = float32(math.NaN())
 	before := [][]float32{slices.Clone(bufs[0]), slices.Clone(bufs[2])}
 	var nf *runtime.NonFiniteError
+	o.GradientWritten()      // the trainer wrote a clipped mean,
+	o.TrustClippedGradient() // which it vouches for
 	if err := o.CheckGradient(); !errors.As(err, &nf) || nf.Index != 5000 || nf.Tensor != "g" {
 		t.Fatalf("CheckGradient: %v, want a NonFiniteError at g[5000]", err)
 	}
@@ -145,6 +153,8 @@ func TestUseBuffersCheckpoint(t *testing.T) {
 	o.SetSeed(77)
 	for _, g := range grads {
 		copy(bufs[1], g)
+		o.GradientWritten()      // the trainer wrote a clipped mean,
+		o.TrustClippedGradient() // which it vouches for
 		if err := o.Step(); err != nil {
 			t.Fatal(err)
 		}
@@ -272,6 +282,8 @@ func TestLookaheadBuffer(t *testing.T) {
 		t.Errorf("before the first step: %d, want 0", b)
 	}
 	copy(bufs[1], grads[0])
+	o.GradientWritten()      // the trainer wrote a clipped mean,
+	o.TrustClippedGradient() // which it vouches for
 	o.Step()
 	if b := o.LookaheadBuffer(); o.Manifest().Buffers[b].Name != "lookahead" {
 		t.Errorf("after a step: buffer %d", b)
@@ -290,9 +302,14 @@ func TestLookaheadBuffer(t *testing.T) {
 // non-finite mark of the optimizer's own gradient, which Step still refuses.
 func TestPrivatizeToKeepsTheGuard(t *testing.T) {
 	o, ts := openPrivatizing(t, "dp_sgd", runtime.CPU, 2)
-	g := make([]float32, ts[0].Len)
-	g[1] = float32(math.NaN())
-	if err := ts[0].SetGrad(g); err != nil {
+	for _, tn := range ts {
+		g := make([]float32, tn.Len)
+		g[0] = float32(math.NaN())
+		if err := tn.SetGrad(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.TrustClippedGradient(); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]float32, o.Len())
@@ -315,6 +332,8 @@ func TestUseBuffersAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy(bufs[1], grads[0])
+	o.GradientWritten()      // the trainer wrote a clipped mean,
+	o.TrustClippedGradient() // which it vouches for
 	if err := o.Step(); err != nil {
 		t.Fatal(err)
 	}

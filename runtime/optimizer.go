@@ -59,12 +59,11 @@ type Options struct {
 	// says which runs.
 	GoFallback bool
 	// AllowGradientReuse lets Step run on a gradient it has already stepped
-	// on, which it otherwise refuses: every registered tensor needs a
-	// SetGrad (or a Privatize) between two steps, since a second step on
-	// one batch's gradient releases it twice, with new noise, and the
-	// privacy accounting counts it once. It is for benchmarks and tests,
-	// never for DP training. (With UseBuffers or StepDevice the trainer
-	// writes the gradient itself, and the rule is the trainer's to keep.)
+	// on, which it otherwise refuses: a gradient needs a new privatization
+	// or write between two steps (release.go), since a second step on one
+	// batch's gradient releases it twice, with new noise, and the privacy
+	// accounting counts it once. The first step on a gradient is checked
+	// as always. It is for benchmarks and tests, never for DP training.
 	AllowGradientReuse bool
 	// AllowResumeAgain lets Load and LoadFrom resume a checkpoint that was
 	// resumed before, which they otherwise refuse (ErrResumed): two runs
@@ -72,6 +71,10 @@ type Options struct {
 	// gradients. It is for a trainer that knows the earlier resume
 	// released nothing, and for tests; Load then writes no record.
 	AllowResumeAgain bool
+	// StateDir holds this machine's record of the checkpoints resumed
+	// (resume.go), in StateDir/resumed; "": $FIBERGEN_STATE_DIR, else
+	// $XDG_STATE_HOME/fibergen, else ~/.local/state/fibergen.
+	StateDir string
 	// AllowUnstable lets the hypers make a state grow without bound — a
 	// filter such as c = rho*c + g at rho > 1, which SetHyper and Step
 	// otherwise refuse with its spectral radius and stability region — for
@@ -143,10 +146,19 @@ type Optimizer struct {
 	// callerBuffers: bufs are the trainer's memory (UseBuffers), which
 	// checkpoints leave to the trainer.
 	callerBuffers bool
-	back          backend
-	budget        *Budget    // SetBudget: the accountant and the planned steps
-	diag          *diagState // EnableDiagnostics: nil while they are off
-	mu            sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+	// grad is where the gradient of the trainer's buffers came from;
+	// lastPriv is the last privatization made, adopted the one adopted for
+	// the next step, consumed the latest generation of each optimizer's
+	// stepped on (release.go); id names the optimizer in them.
+	grad     gradMark
+	lastPriv privRecord
+	adopted  adoption
+	consumed map[uint64]uint64
+	id       uint64
+	back     backend
+	budget   *Budget    // SetBudget: the accountant and the planned steps
+	diag     *diagState // EnableDiagnostics: nil while they are off
+	mu       sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
 // lock serialises the optimizer's methods: an Optimizer is safe for use by
@@ -244,6 +256,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBuild(m, files); err != nil {
+		return nil, err
+	}
 	if opts.AllowUnstable {
 		fn.DropBoundedFilters()
 	}
@@ -262,7 +277,7 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 			"or open it with Backend Go, the reference (Options.GoFallback runs the reference where the kernel is missing)", m.Optimizer, m.Kernels.SharedObject)
 	}
 	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
-		hypers: fn.DefaultHypers(), seed: rng.RandomSeed()}
+		hypers: fn.DefaultHypers(), seed: rng.RandomSeed(), id: optimizerIDs.Add(1)}
 	return o, nil
 }
 
@@ -321,7 +336,9 @@ func (o *Optimizer) SetDP(d DP) error {
 	if o.budget != nil {
 		return errors.New("runtime: a privacy budget (SetBudget) sets the DP settings; other settings would spend what it does not account for")
 	}
+	old := o.dp
 	o.dp, o.noise = &d, nil
+	o.dpChanged(old)
 	return nil
 }
 
@@ -347,7 +364,9 @@ func (o *Optimizer) SetNoise(n Noise) error {
 	if o.budget != nil {
 		return errors.New("runtime: a privacy budget (SetBudget) sets the noise from DP settings; SetNoise would bypass it")
 	}
+	old := o.dp
 	o.noise, o.dp = &n, nil
+	o.dpChanged(old)
 	return nil
 }
 
@@ -573,9 +592,7 @@ func (o *Optimizer) Step() error {
 		return err
 	}
 	o.t++
-	for _, t := range o.tensors {
-		t.fresh = false
-	}
+	o.released()
 	if err := o.runDiagnostics(a); err != nil {
 		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
 	}
@@ -614,10 +631,6 @@ func (e *NonFiniteError) Error() string {
 // so a step reads the gradient once.
 func (o *Optimizer) checkGradients() error {
 	for _, t := range o.tensors {
-		if !t.fresh && !o.opts.AllowGradientReuse {
-			return fmt.Errorf("runtime: Step: no gradient for tensor %s since the last step: set it (SetGrad, Privatize) for each step, "+
-				"since a step on the same gradient releases the same batch again, which the privacy accounting does not count", t.Name)
-		}
 		if t.bad >= 0 {
 			return &NonFiniteError{Tensor: t.Name, Index: t.bad, Value: t.badValue}
 		}

@@ -71,6 +71,11 @@ func TestMain(m *testing.M) {
 	if kernelRoot, err = os.MkdirTemp("", "fibergen-runtime-test-"); err != nil {
 		panic(err)
 	}
+	// The resume record of this test binary's own, not the user's (a child
+	// of TestResumeOnceAcrossProcesses shares its parent's).
+	if os.Getenv("FIBERGEN_TEST_RESUME") == "" {
+		os.Setenv("FIBERGEN_STATE_DIR", filepath.Join(kernelRoot, "state"))
+	}
 	code := m.Run()
 	os.RemoveAll(kernelRoot)
 	os.Exit(code)
@@ -113,6 +118,21 @@ func inputs(steps int) (theta []float32, grads [][]float32) {
 	return theta, grads
 }
 
+// openDP opens the optimizer in dir with the DP settings dp, closed when
+// the test ends.
+func openDP(t testing.TB, dir string, opts runtime.Options, dp runtime.DP) *runtime.Optimizer {
+	t.Helper()
+	o, err := runtime.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	if err := o.SetDP(dp); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 // openFiber opens fiber with the tensors of tensorSizes registered from theta.
 func openFiber(t *testing.T, opts runtime.Options, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
 	t.Helper()
@@ -147,12 +167,16 @@ func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, thet
 	return o, ts
 }
 
-// stepAll sets every tensor's gradient from the flat g and steps.
+// stepAll sets every tensor's gradient from the flat g — a clipped mean,
+// as the trainer vouches (TrustClippedGradient) — and steps.
 func stepAll(o *runtime.Optimizer, ts []*runtime.Tensor, g []float32) error {
 	for _, tn := range ts {
 		if err := tn.SetGrad(g[tn.Offset : tn.Offset+tn.Len]); err != nil {
 			return err
 		}
+	}
+	if err := o.TrustClippedGradient(); err != nil {
+		return err
 	}
 	return o.Step()
 }
@@ -390,7 +414,7 @@ func TestOpenPackage(t *testing.T) {
 }
 
 // TestStaleSharedObject: a shared object built from another module than the
-// manifest describes is refused with a clear error, not run.
+// manifest describes is refused at Open with a clear error, not run.
 func TestStaleSharedObject(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fiber")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -411,16 +435,24 @@ func TestStaleSharedObject(t *testing.T) {
 	if err := tc.SharedObject(stale, "fiber_cpu", filepath.Join(dir, "fiber.so")); err != nil {
 		t.Fatal(err)
 	}
-	o, err := runtime.Open(dir, runtime.Options{})
+	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} { // refused at Open, whichever backend would run
+		_, err := runtime.Open(dir, runtime.Options{Backend: backend})
+		if err == nil || !strings.Contains(err.Error(), "was not built from the fiber.ll") || !strings.Contains(err.Error(), "rebuild it with fibergen build") {
+			t.Errorf("%s: a stale shared object: got %v", backend, err)
+		}
+	}
+	if _, err := runtime.OpenCompiled(runtime.Compiled{Manifest: readManifest(t, src+".json"), SharedObject: filepath.Join(dir, "fiber.so")}, runtime.Options{}); err == nil {
+		t.Error("OpenCompiled of a stale shared object succeeded")
+	}
+}
+
+func readManifest(t *testing.T, path string) []byte {
+	t.Helper()
+	m, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
-	o.SetDP(testDP)
-	tn, _ := o.Register("w", []float32{1, 2, 3})
-	if err := tn.SetGrad([]float32{0, 0, 0}); err == nil || !strings.Contains(err.Error(), "rebuild it with fibergen build") {
-		t.Errorf("a stale shared object: got %v", err)
-	}
+	return m
 }
 
 // TestStepNeedsNewGradient: Step refuses to step twice on one gradient —

@@ -39,7 +39,9 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	old := o.dp
 	o.dp, o.noise, o.budget = &dp, nil, &b
+	o.dpChanged(old)
 	return b.sigma, nil
 }
 

@@ -149,9 +149,10 @@ func firstNonFiniteRow(n int, rows ...[]float32) int {
 	return bad
 }
 
-// runPrivatize runs j on the backend and, where j wrote the optimizer's
-// gradient, clears the non-finite marks of SetGrad, as the whole buffer
-// now holds the clipped sum over B.
+// runPrivatize runs j on the backend and marks what it wrote privatized
+// (release.go); where j wrote the optimizer's gradient, that clears the
+// non-finite marks of SetGrad, as the whole buffer now holds the clipped
+// sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	p, ok := o.back.(privatizer)
 	if !ok {
@@ -161,11 +162,7 @@ func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	if j.own {
-		for _, t := range o.tensors {
-			t.bad, t.fresh = -1, true
-		}
-	}
+	o.privatized(hostRange(j.out), j.own)
 	return statsOf(scales), nil
 }
 

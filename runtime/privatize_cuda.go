@@ -42,6 +42,7 @@ func (o *Optimizer) PrivatizeDevice(out cudadrv.DevicePtr, n int, cur, look cuda
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
+	o.privatized(deviceRange(out, n), false)
 	return statsOf(got), nil
 }
 

@@ -235,7 +235,7 @@ func stepAfter(t *testing.T, opt string, between func(o *runtime.Optimizer)) []f
 	if between != nil {
 		between(o)
 	}
-	if err := o.Step(); err != nil {
+	if err := errors.Join(o.TrustClippedGradient(), o.Step()); err != nil {
 		t.Fatal(err)
 	}
 	return flatParams(t, ts)

@@ -18,9 +18,9 @@ type Tensor struct {
 	init        []float32 // the values given to Register, until the buffers exist
 	bad         int       // the first non-finite entry of the last SetGrad, or -1
 	badValue    float32
-	// fresh says the gradient was set (SetGrad, Privatize) since the last
-	// step: Step refuses to step on a gradient it has stepped on.
-	fresh bool
+	// grad says where the gradient came from since the last step
+	// (release.go): Step refuses to step on a gradient it has stepped on.
+	grad gradSource
 	// overrides are the tensor's own hypers (SetHypers), and hypers the
 	// setting they make with the optimizer's; nil: none.
 	overrides map[string]float64
@@ -29,7 +29,10 @@ type Tensor struct {
 
 // SetGrad sets the tensor's gradient for the next step: the clipped mean
 // over the batch of the per-example gradients (the step adds the noise). It
-// notes a NaN or ±Inf among them, which makes Step refuse the step.
+// notes a NaN or ±Inf among them, which makes Step refuse the step. Under
+// DP settings the runtime steps on it only once TrustClippedGradient says
+// the trainer clipped it (Privatize clips it in the runtime instead);
+// under SetNoise it steps as it is.
 func (t *Tensor) SetGrad(g []float32) error {
 	defer t.o.lock()()
 	if len(g) != t.Len {
@@ -45,7 +48,7 @@ func (t *Tensor) SetGrad(g []float32) error {
 	if t.bad >= 0 {
 		t.badValue = g[t.bad]
 	}
-	t.fresh = true
+	t.grad = gradWritten
 	return nil
 }
 

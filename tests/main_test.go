@@ -44,6 +44,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	testTemp = dir
+	os.Setenv("FIBERGEN_STATE_DIR", filepath.Join(dir, "state")) // the resume record of these tests' own
 	fibergenBin, fibergenErr = buildFibergen(dir)
 	return m.Run()
 }

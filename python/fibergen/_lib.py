@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 # The statuses of capi (capi/capi.go).
 _OK, _ERROR, _NONFINITE, _BAD_EXAMPLE = 0, 1, 2, 3
 _ERRLEN = 2048
@@ -71,9 +71,16 @@ _SIGNATURES: dict[str, tuple] = {
                             ctypes.c_int64, c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
     "fg_clip_scales": (ctypes.c_int64, c_double_p, c_double_p, c_double_p, ctypes.c_int64, c_float_p,
                        c_int64_p, *c_err),
-    "fg_save": (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), *c_err),
-    "fg_check_checkpoint": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
-    "fg_load": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, *c_err),
+    "fg_gradient_written": (ctypes.c_int64, *c_err),
+    "fg_trust_clipped_gradient": (ctypes.c_int64, *c_err),
+    "fg_adopt_privatized": (ctypes.c_int64, ctypes.c_int64, *c_err),
+    "fg_save": (ctypes.c_int64, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
+                ctypes.POINTER(ctypes.c_size_t), *c_err),
+    "fg_check_checkpoint": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_float_p), ctypes.c_int,
+                            ctypes.c_int64, *c_err),
+    "fg_load": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64,
+                *c_err),
+    "fg_checkpoint_info": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), *c_err),
     "fg_set_budget": (ctypes.c_int64, ctypes.c_char_p, c_double_p, *c_err),
     "fg_enable_diagnostics": (ctypes.c_int64, *c_err),
     "fg_clamp_mass": (ctypes.c_int64, c_double_p, *c_err),
@@ -207,8 +214,16 @@ class Handle:
         return v.value
 
     def use_buffers(self, ptrs: Sequence[int], n: int) -> None:
-        arr = (c_float_p * len(ptrs))(*[ctypes.cast(p, c_float_p) for p in ptrs])
-        call("use_buffers", self.h, arr, len(ptrs), n)
+        call("use_buffers", self.h, _float_ptrs(ptrs), len(ptrs), n)
+
+    def gradient_written(self) -> None:
+        call("gradient_written", self.h)
+
+    def trust_clipped_gradient(self) -> None:
+        call("trust_clipped_gradient", self.h)
+
+    def adopt_privatized(self, src: "Handle") -> None:
+        call("adopt_privatized", self.h, src.h)
 
     def _guarded(self, name: str, *args: Any) -> None:
         index, value = ctypes.c_int64(-1), ctypes.c_float()
@@ -246,16 +261,30 @@ class Handle:
         call("clip_scales", self.h, dp(look_norm), dp(cur_norm), dp(dot), k, ctypes.cast(out, c_float_p),
              ctypes.byref(bad), index=bad)
 
-    def save(self) -> bytes:
-        p, n = ctypes.c_void_p(), ctypes.c_size_t()
-        call("save", self.h, ctypes.byref(p), ctypes.byref(n))
+    def save(self, states: Sequence[int] = (), n: int = 0) -> bytes:
+        """The checkpoint, holding the digest of the states (host
+        addresses of n float32s each) saved beside it."""
+        p, size = ctypes.c_void_p(), ctypes.c_size_t()
+        call("save", self.h, _float_ptrs(states), len(states), n, ctypes.byref(p), ctypes.byref(size))
         try:
-            return ctypes.string_at(p.value, n.value)
+            return ctypes.string_at(p.value, size.value)
         finally:
             lib().fg_free(p)
 
-    def check_checkpoint(self, data: bytes) -> None:
-        call("check_checkpoint", self.h, data, len(data))
+    def check_checkpoint(self, data: bytes, states: Sequence[int] = (), n: int = 0) -> None:
+        call("check_checkpoint", self.h, data, len(data), _float_ptrs(states), len(states), n)
 
-    def load(self, data: bytes) -> None:
-        call("load", self.h, data, len(data))
+    def load(self, data: bytes, states: Sequence[int] = (), n: int = 0) -> None:
+        call("load", self.h, data, len(data), _float_ptrs(states), len(states), n)
+
+    def checkpoint_info(self, data: bytes) -> dict:
+        out = ctypes.c_void_p()
+        call("checkpoint_info", self.h, data, len(data), ctypes.byref(out))
+        return json.loads(take_string(out))
+
+
+def _float_ptrs(ptrs: Sequence[int]) -> Any:
+    """Host addresses as a C array of float pointers; NULL for none."""
+    if not ptrs:
+        return None
+    return (c_float_p * len(ptrs))(*[ctypes.cast(p, c_float_p) for p in ptrs])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
@@ -82,21 +83,29 @@ class Optimizer(torch.optim.Optimizer):
     ``process_group`` shards the states over the ranks of a
     ``torch.distributed`` group (ZeRO-1); ``allow_extrapolation`` permits a
     two_point weight outside [0, 1]; ``allow_resume_again`` lets
-    ``load_state_dict`` resume a state this process resumed before, which it
-    otherwise refuses (two runs resumed from one state draw the same noise on
-    different gradients); ``allow_unstable`` permits hypers at which a state
-    grows without bound (a filter of spectral radius above 1).
+    ``load_state_dict`` resume, with a warning, a state resumed before on
+    this machine, which it otherwise refuses (two runs resumed from one state
+    draw the same noise on different gradients; the record of resumes is in
+    ``$FIBERGEN_STATE_DIR``, else ``~/.local/state/fibergen``); ``allow_unstable`` permits hypers at which a state
+    grows without bound (a filter of spectral radius above 1);
+    ``allow_gradient_reuse`` lets ``step`` run again on the gradient it
+    stepped on, for benchmarks, never for DP training (it releases a batch
+    twice).
 
     Before stepping, give the noise: ``set_dp`` (or ``set_budget``) for DP
     training, ``set_noise`` to replay a known σ_w². Each iteration then
     either calls ``privatize`` on per-example gradients, or writes the
-    clipped mean gradient into the parameters' ``.grad``, and calls
-    ``step``, which adds the noise inside the kernel.
+    clipped mean gradient into the parameters' ``.grad`` and says so with
+    ``trust_clipped_grad``, and calls ``step``, which adds the noise inside
+    the kernel. A gradient is released once: ``step`` refuses the gradient
+    it stepped on, and, under DP settings, one that ``backward()`` (or any
+    write but ``privatize``) left in ``.grad`` without ``trust_clipped_grad``.
     """
 
     def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
-                 allow_resume_again: bool = False, allow_unstable: bool = False, **hypers: float):
+                 allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
+                 **hypers: float):
         self._path = Path(path)
         if not self._path.is_dir():
             where = "" if self._path.is_absolute() else f" (relative to {Path.cwd()})"
@@ -104,8 +113,11 @@ class Optimizer(torch.optim.Optimizer):
                                 "e.g. generated/fiber after make build")
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
+        # The resume record's directory as Python sees the environment now
+        # (the library's Go runtime saw it once, when it was loaded).
         self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation,
-                      "allow_resume_again": allow_resume_again, "allow_unstable": allow_unstable}
+                      "allow_resume_again": allow_resume_again, "allow_unstable": allow_unstable,
+                      "allow_gradient_reuse": allow_gradient_reuse, "state_dir": os.environ.get("FIBERGEN_STATE_DIR", "")}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][2:]
@@ -132,6 +144,8 @@ class Optimizer(torch.optim.Optimizer):
         self.last_nonfinite: Optional[NonFiniteGradient] = None
         self._in_lookahead = False
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
+        self._grad_seen = self._grad._version  # the flat gradient's version when the runtime last heard of it
+        self._broken = ""  # why the optimizer cannot step at all (a load_state_dict that failed half way)
 
     def __getstate__(self) -> Any:
         raise TypeError("fibergen: an Optimizer holds kernels and device memory and cannot be pickled or "
@@ -187,7 +201,9 @@ class Optimizer(torch.optim.Optimizer):
         for pg in self.param_groups:
             stop = start + sum(p.numel() for p in pg["params"])
             lo, hi = max(start, lo_r), max(min(stop, hi_r), max(start, lo_r))
-            opts = dict(self._opts, backend="cuda", device=self._device.index or 0) if cuda \
+            # The offset places a group's noise on the CPU; on CUDA each step
+            # gives it, and the checkpoint's offset tells the groups apart.
+            opts = dict(self._opts, backend="cuda", device=self._device.index or 0, offset=lo) if cuda \
                 else dict(self._opts, backend="cpu", offset=lo)
             g = _Group(_lib.Handle(self._path, **opts), start, stop, lo, hi)
             self._apply_hypers(g, pg)
@@ -400,8 +416,30 @@ class Optimizer(torch.optim.Optimizer):
         self._agree(0)
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
+        for g in self._groups[1:]:  # group 0 privatized the flat gradient of them all
+            g.handle.adopt_privatized(self._groups[0].handle)
         self._grad_invalid = ""
+        self._grad_seen = self._grad._version
         return result
+
+    def trust_clipped_grad(self) -> None:
+        """Says that ``.grad`` holds now the mean over the batch of
+        per-example gradients the trainer clipped to C itself (its own
+        clipping; ghost clipping with ``clip_scales``), for the next
+        ``step`` only. Nothing can check it: the accountant takes it on
+        trust. Without it — or ``privatize``, which clips in the runtime — a
+        step under DP settings (``set_dp``, ``set_budget``) refuses the
+        gradient ``backward()`` wrote, which is not clipped. Call it after
+        the gradient is written: a write after it voids it, and a gradient
+        not written since the last step is refused (trust does not make a
+        released gradient new)."""
+        self._sync()
+        self._adopt_grads()
+        self._note_writes(agree=False)  # this rank's: the step agrees over the ranks
+        for g in self._groups:
+            g.handle.trust_clipped_gradient()
+        self._grad_invalid = ""
+        self._grad_seen = self._grad._version
 
     def _privatize(self, grads: Any, lookahead: Any, scales: Optional[torch.Tensor]) -> tuple[torch.Tensor, int]:
         """privatize on this rank's examples, into the flat gradient."""
@@ -503,6 +541,8 @@ class Optimizer(torch.optim.Optimizer):
         if self._in_lookahead:
             raise FibergenError("fibergen: step inside 'with opt.lookahead()': the parameters there are the look-ahead "
                                 "point, not θ_t; step after the block")
+        if self._broken:
+            raise FibergenError(f"fibergen: {self._broken}: its groups are at different steps; open a new optimizer")
         if self._grad_invalid:
             raise FibergenError(f"fibergen: the gradient is not a privatized one: {self._grad_invalid}; "
                                 "privatize the next batch (or zero_grad) before stepping")
@@ -512,6 +552,7 @@ class Optimizer(torch.optim.Optimizer):
                 loss = closure()
         self._sync()
         self._adopt_grads()
+        self._note_writes()
         if self._device.type == "cuda":
             self._sync_stream()
         self.last_nonfinite = None
@@ -521,11 +562,26 @@ class Optimizer(torch.optim.Optimizer):
         self._gather()
         return loss
 
+    def _note_writes(self, agree: bool = True) -> None:
+        """Tells the runtime that the flat gradient was written since
+        privatize, trust_clipped_grad or the last step — by a backward pass
+        into the ``.grad`` views, a copy, anything but privatize — which
+        torch's version counter of the buffer (shared by its views) shows:
+        the runtime then releases it only where no DP settings ask for a
+        privatized one. With a process group and ``agree``, a write on any
+        rank counts on every rank, so that all step or none."""
+        written = int(self._grad._version != self._grad_seen)
+        if self._max_over_ranks(written) if agree else written:
+            for g in self._groups:
+                g.handle.gradient_written()
+        self._grad_seen = self._grad._version
+
     def _step_groups(self) -> bool:
         """Steps every group, or none, returning False, where the gradient is
-        not finite. One group on one process: its step checks the gradient
-        itself before it changes anything. Several groups or ranks: every
-        part is checked before any steps, so that a step is all or nothing."""
+        not finite (and raising where the runtime refuses to release it).
+        One group on one process: its step checks the gradient itself
+        before it changes anything. Several groups or ranks: every part is
+        checked before any steps, so that a step is all or nothing."""
         if len(self._groups) > 1 or self._pg is not None:
             if self._found_inf():
                 return False
@@ -554,7 +610,10 @@ class Optimizer(torch.optim.Optimizer):
 
     def _found_inf(self) -> bool:
         """Checks every group's gradient (every rank's, with a process group)
-        before any steps, so that a step is all or nothing."""
+        before any steps, so that a step is all or nothing: True where one
+        is not finite; a refusal to release it (stepped on already, not
+        privatized) raises on every rank."""
+        refused: Optional[FibergenError] = None
         for g in self._groups:
             try:
                 if self._device.type == "cuda":
@@ -564,8 +623,16 @@ class Optimizer(torch.optim.Optimizer):
             except NonFiniteGradient as e:
                 self.last_nonfinite = self._locate(e, g.lo + e.index)
                 break
+            except FibergenError as e:
+                refused = e
+                break
         bad = self.last_nonfinite is not None
-        if self._max_over_ranks(int(bad)) and not bad:
+        worst = self._max_over_ranks(2 if refused else int(bad))
+        if refused:
+            raise refused
+        if worst == 2:
+            raise FibergenError("fibergen: another rank's step was refused: its gradient cannot be released")
+        if worst and not bad:
             self.last_nonfinite = NonFiniteGradient("fibergen: another rank's gradient is not finite", -1, math.nan)
             bad = True
         return bad
@@ -611,16 +678,19 @@ class Optimizer(torch.optim.Optimizer):
 
     def state_dict(self) -> dict:
         """The optimizer's state: per group the runtime's checkpoint (step,
-        seed, hypers, DP settings, privacy budget, build hash — as a uint8
-        tensor; keep it as private as the data, since the seed undoes the
-        noise) and this rank's slice of each state; the param groups (every
-        key but the parameters, which are indices); the layout."""
+        seed, hypers, DP settings, privacy budget, build hash and the
+        SHA-256 of the states beside it — as a uint8 tensor; keep it as
+        private as the data, since the seed undoes the noise) and this
+        rank's slice of each state; the param groups (every key but the
+        parameters, which are indices); the layout."""
         self._sync()  # the checkpoint holds the hypers the groups hold now
         state = {}
         for i, g in enumerate(self._groups):
-            blob = torch.frombuffer(bytearray(g.handle.save()), dtype=torch.uint8)
-            state[i] = {"checkpoint": blob, "slice": [g.lo, g.hi],
-                        **{name: s.detach().clone() for name, s in zip(self._states, g.states)}}
+            states = [s.detach().clone() for s in g.states]
+            host = _host(states)  # alive through the call that reads it
+            blob = g.handle.save(_addrs(host), g.n)
+            state[i] = {"checkpoint": torch.frombuffer(bytearray(blob), dtype=torch.uint8), "slice": [g.lo, g.hi],
+                        **dict(zip(self._states, states))}
         groups, idx = [], 0
         for pg in self.param_groups:
             k = len(pg["params"])
@@ -636,13 +706,31 @@ class Optimizer(torch.optim.Optimizer):
         optimizer that has not stepped (resuming is then bit for bit the run
         that saved it, and never replays noise). The state_dict is checked —
         its format, optimizer, layout, the states' dtypes, shapes and
-        finiteness, then every group's checkpoint by the runtime — before
-        anything changes; a mismatched or damaged one raises."""
+        finiteness, that every group's checkpoint is of one run at one step,
+        then each checkpoint by the runtime, the states against the digest
+        it holds, and that it was not resumed before (anywhere on this
+        machine: a copy of the file, another process) — before anything
+        changes; a mismatched, damaged or resumed one raises.
+        ``allow_resume_again`` resumes a state resumed before, with a
+        warning."""
         groups = self._check_state_dict(state_dict)
-        for g, (blob, _) in zip(self._groups, groups):
-            g.handle.check_checkpoint(blob)
-        for g, (blob, states) in zip(self._groups, groups):
-            g.handle.load(blob)
+        infos = [g.handle.checkpoint_info(blob) for g, (blob, _) in zip(self._groups, groups)]
+        self._same_run(infos)
+        # A state_dict saved before the checkpoints held the states' digest
+        # loads unchecked, with a warning.
+        host = [_host(states) if i["states_digest"] else [] for (_, states), i in zip(groups, infos)]
+        if not all(i["states_digest"] for i in infos):
+            warnings.warn("fibergen: this state_dict predates the digest of the states (fibergen before ABI 4): its "
+                          "states load unchecked; save it again to have them checked", RuntimeWarning, stacklevel=2)
+        for g, (blob, _), h in zip(self._groups, groups, host):
+            g.handle.check_checkpoint(blob, _addrs(h), g.n)
+        for i, (g, (blob, states), h) in enumerate(zip(self._groups, groups, host)):
+            try:
+                g.handle.load(blob, _addrs(h), g.n)
+            except FibergenError as e:
+                if i:  # every group was checked: only a race (another process resuming group i) gets here
+                    self._broken = f"load_state_dict loaded groups 0 to {i - 1} and then failed ({e})"
+                raise
             with torch.no_grad():
                 for dst, src in zip(g.states, states):
                     dst.copy_(src)
@@ -650,6 +738,18 @@ class Optimizer(torch.optim.Optimizer):
             hypers = {h["name"]: h["value"] for h in g.handle.info()["hypers"]}
             pg.update({k: v for k, v in saved.items() if k != "params"}, **hypers)
             g.applied = dict(hypers)
+
+    def _same_run(self, infos: list[dict]) -> None:
+        """Refuses group checkpoints of different runs or steps (a state_dict
+        mixed by hand), and warns of one resumed before, which only
+        ``allow_resume_again`` lets through."""
+        if len({(i["step"], i["seed"]) for i in infos}) > 1:
+            raise FibergenError("fibergen: load_state_dict: the groups' checkpoints are of different runs or steps "
+                                f"(steps {[i['step'] for i in infos]}): a state_dict holds one run at one step")
+        if resumed := next((i["resumed"] for i in infos if i["resumed"]), ""):
+            if self._opts["allow_resume_again"]:
+                warnings.warn(f"fibergen: this state was resumed before ({resumed}): resuming it again draws the noise "
+                              "of the steps after it again, on other gradients", RuntimeWarning, stacklevel=3)
 
     def _check_state_dict(self, sd: Any) -> list[tuple[bytes, list[torch.Tensor]]]:
         """The checks of load_state_dict that need no runtime: the format,
@@ -693,6 +793,16 @@ class Optimizer(torch.optim.Optimizer):
         """Releases the runtime optimizers (the kernels, device resources)."""
         for g in getattr(self, "_groups", []):
             g.handle.close()
+
+
+def _host(states: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The states as contiguous float32 host memory, for the runtime's
+    digest (on the host, the states themselves)."""
+    return [s.detach().to("cpu", torch.float32).contiguous() for s in states]
+
+
+def _addrs(tensors: list[torch.Tensor]) -> list[int]:
+    return [t.data_ptr() for t in tensors]
 
 
 def _global_rank0(pg: Any) -> int:

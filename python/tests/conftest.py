@@ -4,15 +4,25 @@ $FIBERGEN_BIN (make python-test sets both), else built here with Go."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
+
+# The resume record of this test session's own (and its subprocesses'),
+# not the user's: set before libfibergen.so is loaded, whose Go runtime
+# reads the environment once.
+_STATE = tempfile.mkdtemp(prefix="fibergen-pytest-state-")
+os.environ["FIBERGEN_STATE_DIR"] = _STATE
+atexit.register(shutil.rmtree, _STATE, True)
 
 OPTIMIZERS = sorted(p.stem for p in (ROOT / "optimizers").glob("*.dsl"))
 

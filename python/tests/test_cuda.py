@@ -27,10 +27,12 @@ def params(device: str) -> list[torch.nn.Parameter]:
 
 
 def run(opt: ft.Optimizer, ps: list[torch.Tensor], steps: range) -> None:
+    """Steps on made-up clipped means, which the trainer vouches for."""
     for t in steps:
         g = torch.Generator().manual_seed(100 + t)
         for p in ps:
             p.grad.copy_(0.1 * torch.randn(p.shape, generator=g))
+        opt.trust_clipped_grad()
         opt.step()
 
 
@@ -93,3 +95,22 @@ def test_cuda_privatize_matches_cpu(name, generated):
         gpu.step()
         cpu.step()
     assert (bits(got) == bits(want)).all()
+
+
+def test_cuda_gradient_released_once(generated):
+    """On the device as on the host: a privatized gradient steps once, with
+    two groups; a write into .grad after privatize is refused under DP."""
+    ps = params("cuda")
+    opt = ft.Optimizer([{"params": ps[:2]}, {"params": ps[2:]}], generated / "dp_sgd", seed=1)
+    opt.set_dp(clip=0.5, noise_multiplier=1.0, expected_batch_size=8)
+    g = torch.Generator().manual_seed(0)
+    cur = [torch.randn(8, *s, generator=g).cuda() for s in SHAPES]
+    opt.privatize(cur)
+    opt.step()
+    with pytest.raises(ft.FibergenError, match="no gradient for buffer g"):
+        opt.step()
+    opt.privatize(cur)
+    ps[0].grad.add_(1.0)
+    with pytest.raises(ft.FibergenError, match="written outside Privatize"):
+        opt.step()
+    assert opt.steps == 1
