@@ -166,6 +166,28 @@ func required(what string, ptrs ...unsafe.Pointer) error {
 	return nil
 }
 
+// buffers views the caller's count buffers of n float32s each at ptrs
+// (NULL with count 0: none, nil), checking the counts and the pointers.
+func buffers(what string, ptrs **C.float, count C.int, n C.int64_t) ([][]float32, error) {
+	if e := checkCount(what, int64(n), int64(count)); e != nil {
+		return nil, e
+	}
+	if ptrs == nil {
+		if count > 0 {
+			return nil, fmt.Errorf("fibergen: %s: %d buffers at NULL", what, count)
+		}
+		return nil, nil
+	}
+	out := make([][]float32, count)
+	for i, p := range unsafe.Slice(ptrs, int(count)) {
+		if p == nil && n > 0 {
+			return nil, fmt.Errorf("fibergen: %s: buffer %d is a null pointer", what, i)
+		}
+		out[i] = floats(p, int(n))
+	}
+	return out, nil
+}
+
 // floats views n float32s of C memory at p as a slice; nil for p nil.
 func floats(p *C.float, n int) []float32 {
 	if p == nil {

@@ -15,29 +15,6 @@ import (
 	"github.com/fibergen/fibergen/runtime"
 )
 
-// states views the caller's nstates states of n float32s each at ptrs, the
-// optimizer's states as it saves them beside a checkpoint; nil for ptrs
-// NULL.
-func states(what string, ptrs **C.float, nstates C.int, n C.int64_t) ([][]float32, error) {
-	if ptrs == nil {
-		if nstates != 0 {
-			return nil, fmt.Errorf("fibergen: %s: %d states at NULL", what, nstates)
-		}
-		return nil, nil
-	}
-	if e := checkCount(what, int64(n), int64(nstates)); e != nil {
-		return nil, e
-	}
-	out := make([][]float32, nstates)
-	for i, p := range unsafe.Slice(ptrs, int(nstates)) {
-		if p == nil && n > 0 {
-			return nil, fmt.Errorf("fibergen: %s: state %d is a null pointer", what, i)
-		}
-		out[i] = floats(p, int(n))
-	}
-	return out, nil
-}
-
 // fg_save stores in *out a checkpoint of the optimizer (free it with
 // fg_free) and its length in *n: runtime.Optimizer.SaveTo, which for an
 // optimizer on the caller's buffers holds the step counter, the seed, the
@@ -52,7 +29,7 @@ func fg_save(h C.int64_t, ptrs **C.float, nstates C.int, sn C.int64_t, out *unsa
 		if e := required("save", unsafe.Pointer(out), unsafe.Pointer(n)); e != nil {
 			return e
 		}
-		st, e := states("save", ptrs, nstates, sn)
+		st, e := buffers("save", ptrs, nstates, sn)
 		if e != nil {
 			return e
 		}
@@ -86,7 +63,7 @@ func withCheckpoint(what string, data unsafe.Pointer, n C.size_t, ptrs **C.float
 	if e != nil {
 		return e
 	}
-	st, e := states(what, ptrs, nstates, sn)
+	st, e := buffers(what, ptrs, nstates, sn)
 	if e != nil {
 		return e
 	}

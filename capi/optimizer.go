@@ -230,18 +230,9 @@ func fg_set_seed(h C.int64_t, seed C.uint64_t, err *C.char, errlen C.size_t) C.i
 //export fg_use_buffers
 func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if e := checkCount("use_buffers", int64(n), int64(nbuf)); e != nil {
+		bufs, e := buffers("use_buffers", ptrs, nbuf, n)
+		if e != nil {
 			return e
-		}
-		if ptrs == nil && nbuf > 0 {
-			return fmt.Errorf("fibergen: use_buffers: %d buffers at NULL", nbuf)
-		}
-		bufs := make([][]float32, nbuf)
-		for i, p := range unsafe.Slice(ptrs, int(nbuf)) {
-			if p == nil && n > 0 {
-				return fmt.Errorf("fibergen: use_buffers: buffer %d is a null pointer", i)
-			}
-			bufs[i] = floats(p, int(n))
 		}
 		return o.UseBuffers(bufs)
 	})

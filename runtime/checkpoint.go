@@ -347,18 +347,10 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 	if _, err := out.Write(header); err != nil {
 		return err
 	}
-	const chunk = 1 << 16
-	raw := make([]byte, 4*chunk)
+	raw := make([]byte, floatChunk)
 	for k := range h.Buffers {
-		b := bufs[bufIndex(k)]
-		for off := 0; off < int(h.N); off += chunk {
-			vals := b[off:min(off+chunk, int(h.N))]
-			for i, v := range vals {
-				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-			}
-			if _, err := out.Write(raw[:4*len(vals)]); err != nil {
-				return err
-			}
+		if err := writeFloats(out, bufs[bufIndex(k)][:h.N], raw); err != nil {
+			return err
 		}
 	}
 	if _, err := bw.Write(sum.Sum(nil)); err != nil {
@@ -801,17 +793,31 @@ func (o *Optimizer) checkStates(states [][]float32) error {
 // little-endian, in order.
 func hashStates(states [][]float32) string {
 	h := sha256.New()
-	raw := make([]byte, 4<<14)
+	raw := make([]byte, floatChunk)
 	for _, st := range states {
-		for off := 0; off < len(st); off += len(raw) / 4 {
-			vals := st[off:min(off+len(raw)/4, len(st))]
-			for i, v := range vals {
-				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-			}
-			h.Write(raw[:4*len(vals)])
-		}
+		writeFloats(h, st, raw) // a hash.Hash never fails to write
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// floatChunk is the bytes writeFloats encodes at a time.
+const floatChunk = 4 << 16
+
+// writeFloats writes vals to w as little-endian IEEE 754 bits, encoding a
+// chunk at a time into raw (len(raw) a multiple of 4), so that a buffer
+// needs no copy of its own size.
+func writeFloats(w io.Writer, vals []float32, raw []byte) error {
+	for len(vals) > 0 {
+		n := min(len(vals), len(raw)/4)
+		for i, v := range vals[:n] {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+		if _, err := w.Write(raw[:4*n]); err != nil {
+			return err
+		}
+		vals = vals[n:]
+	}
+	return nil
 }
 
 // matchStates checks the trainer's states against the digest the

@@ -143,14 +143,7 @@ func openFiber(t *testing.T, opts runtime.Options, theta []float32) (*runtime.Op
 // sizes registered from theta, the DP settings testDP and the seed 2026.
 func openSized(t *testing.T, dir string, opts runtime.Options, sizes []int, theta []float32) (*runtime.Optimizer, []*runtime.Tensor) {
 	t.Helper()
-	o, err := runtime.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
-	if err := o.SetDP(testDP); err != nil {
-		t.Fatal(err)
-	}
+	o := openDP(t, dir, opts, testDP)
 	if err := o.SetSeed(2026); err != nil {
 		t.Fatal(err)
 	}

@@ -716,12 +716,8 @@ class Optimizer(torch.optim.Optimizer):
         groups = self._check_state_dict(state_dict)
         infos = [g.handle.checkpoint_info(blob) for g, (blob, _) in zip(self._groups, groups)]
         self._same_run(infos)
-        # A state_dict saved before the checkpoints held the states' digest
-        # loads unchecked, with a warning.
+        # The states the digests cover, as host memory alive until every load is done.
         host = [_host(states) if i["states_digest"] else [] for (_, states), i in zip(groups, infos)]
-        if not all(i["states_digest"] for i in infos):
-            warnings.warn("fibergen: this state_dict predates the digest of the states (fibergen before ABI 4): its "
-                          "states load unchecked; save it again to have them checked", RuntimeWarning, stacklevel=2)
         for g, (blob, _), h in zip(self._groups, groups, host):
             g.handle.check_checkpoint(blob, _addrs(h), g.n)
         for i, (g, (blob, states), h) in enumerate(zip(self._groups, groups, host)):
@@ -741,11 +737,15 @@ class Optimizer(torch.optim.Optimizer):
 
     def _same_run(self, infos: list[dict]) -> None:
         """Refuses group checkpoints of different runs or steps (a state_dict
-        mixed by hand), and warns of one resumed before, which only
-        ``allow_resume_again`` lets through."""
+        mixed by hand); warns of one saved before the checkpoints held the
+        states' digest (its states then load unchecked) and of one resumed
+        before, which only ``allow_resume_again`` lets through."""
         if len({(i["step"], i["seed"]) for i in infos}) > 1:
             raise FibergenError("fibergen: load_state_dict: the groups' checkpoints are of different runs or steps "
                                 f"(steps {[i['step'] for i in infos]}): a state_dict holds one run at one step")
+        if not all(i["states_digest"] for i in infos):
+            warnings.warn("fibergen: this state_dict predates the digest of the states (fibergen before ABI 4): its "
+                          "states load unchecked; save it again to have them checked", RuntimeWarning, stacklevel=3)
         if resumed := next((i["resumed"] for i in infos if i["resumed"]), ""):
             if self._opts["allow_resume_again"]:
                 warnings.warn(f"fibergen: this state was resumed before ({resumed}): resuming it again draws the noise "
