@@ -6,7 +6,7 @@ import (
 
 // Source is the text of gain.go, which imports only math and math/big:
 // fibergen splices the functions a generated package needs out of it
-// (codegen/go, splice.go), renamed to unexported names.
+// (codegen/gogen, splice.go), renamed to unexported names.
 //
 //go:embed gain.go
 var Source string

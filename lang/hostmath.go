@@ -15,7 +15,7 @@ import (
 // fusion: the same bits on every machine. They follow fdlibm (exp, log) and
 // Cephes (sin, cos), within about 1 ulp of the exact result. fibergen
 // splices this file into every generated package that needs them
-// (codegen/go), so the generated code and the runtime run this text.
+// (codegen/gogen), so the generated code and the runtime run this text.
 
 // HostExp is e**x: +Inf above 709.78, 0 below -745.13, NaN for NaN.
 func HostExp(x float64) float64 {

@@ -6,7 +6,7 @@ import (
 
 // HostMathSource is the text of hostmath.go, which imports only math,
 // math/big and sync: fibergen splices the functions a generated package
-// needs out of it (codegen/go), so the generated code computes exp, log,
+// needs out of it (codegen/gogen), so the generated code computes exp, log,
 // sin and cos with this very text.
 //
 //go:embed hostmath.go

@@ -9,7 +9,7 @@ import (
 	goruntime "runtime"
 	"sync"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 )
 
 // This file turns a unit's kernel module into what runs it — PTX for the

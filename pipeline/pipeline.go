@@ -1,6 +1,6 @@
 // Package pipeline runs fibergen's phases on one .dsl source in the order
 // `fibergen build` does — parse and check (dsl), lower and optimize (lower, ir),
-// generate code (codegen/go, codegen/llvm) — so that the command line and the
+// generate code (codegen/gogen, codegen/llvmgen) — so that the command line and the
 // tests build exactly the same thing from one parse. Turning the kernel
 // module into PTX or a shared object needs LLVM's tools (llvmgen.Toolchain):
 // Unit's PTX, WriteSharedObject, CachedSharedObject and Files do it.
@@ -10,8 +10,8 @@ import (
 	"errors"
 	"path/filepath"
 
-	gogen "github.com/fibergen/fibergen/codegen/go"
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/gogen"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"

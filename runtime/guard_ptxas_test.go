@@ -8,7 +8,7 @@ import (
 
 // TestGuardPTXAssembles assembles the non-finite guard kernel with ptxas
 // for sm_80 and sm_90, where ptxas is at hand, as TestPTXAssembles
-// (codegen/llvm) does the generated kernels: no stack frame, no spills,
+// (codegen/llvmgen) does the generated kernels: no stack frame, no spills,
 // registers for a block of CUDABlock threads.
 func TestGuardPTXAssembles(t *testing.T) {
 	bin, ok := ptxas.Find()

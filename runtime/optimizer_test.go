@@ -13,7 +13,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/cudasim"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/runtime"
 )

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 

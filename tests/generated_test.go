@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
 )

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/hostkernel"

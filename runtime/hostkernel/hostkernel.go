@@ -67,7 +67,7 @@ func (e *entry) Close() error {
 // variant this CPU runs (ISAs) that the shared object exports — e.g.
 // symbol_avx512 on a CPU with AVX-512 — or symbol itself; the variants
 // perform the same operations, so they compute the same bits.
-// numBuffers and numScalars describe its arguments (codegen/llvm:
+// numBuffers and numScalars describe its arguments (codegen/llvmgen:
 // llvmgen.Module). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
 	return OpenISA(path, symbol, "", numBuffers, numScalars)

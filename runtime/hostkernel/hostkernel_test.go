@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"

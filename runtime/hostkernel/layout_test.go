@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 )
 
 // TestStructsMatchLLVM holds the Go mirrors of the host ABI's structs to

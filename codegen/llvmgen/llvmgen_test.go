@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	llvmgen "github.com/fibergen/fibergen/codegen/llvm"
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/golden"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"

@@ -14,7 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/reduce"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/internal/golden"
 	"github.com/fibergen/fibergen/internal/irtest"
 	"github.com/fibergen/fibergen/pipeline"

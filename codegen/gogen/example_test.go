@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	gogen "github.com/fibergen/fibergen/codegen/go"
+	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/lower"
 )
