@@ -62,7 +62,7 @@ func Buffers(f *Func) []Buffer {
 		loaded[v.Name] = loaded[v.Name] || v.Op == OpLoad
 	}
 	var out []Buffer
-	for _, name := range append([]string{"theta", "g"}, f.States...) {
+	for _, name := range append([]string{ThetaName, GradName}, f.States...) {
 		out = append(out, Buffer{Name: name, ReadOnly: !stored[name], WriteOnly: !loaded[name]})
 	}
 	return out
