@@ -366,7 +366,7 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 // initial values.
 func (o *Optimizer) snapshot() ([][]float32, error) {
 	if o.back != nil {
-		if err := o.back.sync(); err != nil {
+		if err := o.back.Sync(); err != nil {
 			return nil, err
 		}
 	}
@@ -1020,16 +1020,16 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	}
 	old := make([][]float32, len(bufs))
 	for k := range bufs {
-		v, err := o.back.read(bufIndex(k), 0, o.n)
+		v, err := o.back.Read(bufIndex(k), 0, o.n)
 		if err != nil {
 			return err
 		}
 		old[k] = v
 	}
 	for k, b := range bufs {
-		if err := o.back.write(bufIndex(k), 0, b); err != nil {
+		if err := o.back.Write(bufIndex(k), 0, b); err != nil {
 			for j := range k {
-				if rerr := o.back.write(bufIndex(j), 0, old[j]); rerr != nil {
+				if rerr := o.back.Write(bufIndex(j), 0, old[j]); rerr != nil {
 					return fmt.Errorf("%w; putting the old values back failed too (%w): the buffers are inconsistent", err, rerr)
 				}
 			}
