@@ -74,6 +74,7 @@ import (
 	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
 )
 
@@ -229,16 +230,16 @@ func (t checkpointTensor) String() string {
 
 // checkpointBuffers names the saved buffers: theta, then the states.
 func (o *Optimizer) checkpointBuffers() []string {
-	return append([]string{"theta"}, o.prog.Func.States...)
+	return append([]string{ir.ThetaName}, o.prog.Func.States...)
 }
 
-// bufIndex maps a saved buffer to its index in o.bufs (ABI order: theta,
-// g, states).
+// bufIndex maps a saved buffer — theta, then the states: a checkpoint
+// holds no gradient — to its index in o.bufs (the ABI order, ir/abi.go).
 func bufIndex(k int) int {
 	if k == 0 {
-		return 0
+		return ir.ThetaBuffer
 	}
-	return k + 1
+	return ir.FirstState + k - 1
 }
 
 // savedN is the number of coordinates a checkpoint holds: none where the
@@ -282,7 +283,7 @@ func (o *Optimizer) Save(path string) error {
 //
 // An optimizer on the trainer's buffers (UseBuffers, StepDevice) leaves
 // them to the trainer to save; given states — the trainer's copy of the
-// optimizer's states, in the order of Manifest().Buffers[2:], which it
+// optimizer's states, in the order of Manifest().Buffers[ir.FirstState:], which it
 // saves beside the checkpoint — the checkpoint holds their SHA-256, and
 // LoadFrom then resumes only with those very states.
 func (o *Optimizer) SaveTo(w io.Writer, states ...[]float32) error {
@@ -372,15 +373,15 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 	}
 	bufs := o.bufs
 	if bufs == nil {
-		bufs = make([][]float32, 2+o.prog.NumStates())
-		bufs[0] = make([]float32, o.n)
+		bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
+		bufs[ir.ThetaBuffer] = make([]float32, o.n)
 		for _, t := range o.tensors {
-			copy(bufs[0][t.Offset:], t.init)
+			copy(bufs[ir.ThetaBuffer][t.Offset:], t.init)
 		}
-		for i := 2; i < len(bufs); i++ {
+		for i := ir.FirstState; i < len(bufs); i++ {
 			bufs[i] = make([]float32, o.n)
 		}
-		if err := o.prog.Init(o.hypers, bufs[2:]); err != nil {
+		if err := o.prog.Init(o.hypers, bufs[ir.FirstState:]); err != nil {
 			return nil, err
 		}
 	}
@@ -1002,8 +1003,8 @@ func short(hash string) string {
 func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	switch {
 	case o.back == nil && o.bufs == nil:
-		nb := make([][]float32, 2+o.prog.NumStates())
-		nb[1] = newBuffer[float32](1, o.n)
+		nb := make([][]float32, ir.FirstState+o.prog.NumStates())
+		nb[ir.GradBuffer] = newBuffer[float32](ir.GradBuffer, o.n)
 		for k, b := range bufs {
 			nb[bufIndex(k)] = b
 		}
