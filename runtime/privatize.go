@@ -30,12 +30,9 @@ type PrivatizeStats struct {
 // finite: its gradient holds a NaN or ±Inf, or squares past float32's range.
 type NonFiniteExampleError = backend.NonFiniteExampleError
 
-// privJob is one privatization for the backend (backend.Privatize: Out nil
-// writes the gradient buffer), and what the release rules mark.
-type privJob struct {
-	backend.Privatize
-	own bool // it writes the optimizer's gradient buffer
-}
+// privJob is one privatization for the backend; its Out nil writes the
+// optimizer's gradient buffer.
+type privJob = backend.Privatize
 
 // Privatize sets the gradient of the next step to the clipped per-example
 // gradients of the batch, summed and divided by DP.BatchSize: cur holds
@@ -136,15 +133,15 @@ func firstNonFiniteRow(n int, rows ...[]float32) int {
 // non-finite marks of SetGrad, as the whole buffer now holds the clipped
 // sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
-	scales, err := o.back.Privatize(j.Privatize)
+	scales, err := o.back.Privatize(j)
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	out := j.Out
-	if j.own {
+	own, out := j.Out == nil, j.Out
+	if own {
 		out = o.bufs[ir.GradBuffer]
 	}
-	o.privatized(hostRange(out), j.own)
+	o.privatized(hostRange(out), own)
 	return statsOf(scales), nil
 }
 
@@ -186,7 +183,7 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	}
 	j.Cur, j.Look = rowsRead(j, lookOnly, cur, look)
 	j.Out = out // nil: the gradient buffer
-	return privJob{Privatize: j, own: out == nil}, nil
+	return j, nil
 }
 
 // rowsRead picks the rows a job reads, host slices or device pointers:
