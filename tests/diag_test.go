@@ -16,6 +16,7 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/reduce"
@@ -201,10 +202,8 @@ func (d *diagTarget) checkSize(t *testing.T, r *rand.Rand, n int) {
 func compareBits(t *testing.T, name string, n int, target string, want, got [2][]float32) {
 	t.Helper()
 	for s := range want {
-		for c := range want[s] {
-			if math.Float32bits(want[s][c]) != math.Float32bits(got[s][c]) {
-				t.Fatalf("%s n=%d: %s partial %d of sum %d = %v, Go reference %v", name, n, target, c, s, got[s][c], want[s][c])
-			}
+		if d := floatbits.Diff(want[s], got[s]); d != "" {
+			t.Fatalf("%s n=%d: %s partials of sum %d differ from the Go reference's: %s", name, n, target, s, d)
 		}
 	}
 }

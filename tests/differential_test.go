@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
@@ -131,9 +132,9 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	bufsG := append([][]float32{thetaG}, impl.States()...)
 	names := append([]string{"theta"}, fn.States...)
 	for k := range bufsI {
-		if i := firstBitDiff(bufsI[k], bufsG[k]); i >= 0 {
+		if i := floatbits.FirstDiff(bufsI[k], bufsG[k]); i >= 0 {
 			t.Errorf("n=%d seed=%d sigma_w2=%g sets=%v: %s differs after %d steps: max %d ulp; %s",
-				c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, maxULP(bufsI[k], bufsG[k]),
+				c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, floatbits.MaxULP(bufsI[k], bufsG[k]),
 				firstDivergence(t, fn, opt, c, theta0, grads))
 			return
 		}
@@ -171,7 +172,7 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 	impl, _ := opt.newImpl(c.sets, c.n)
 	thetaI, thetaG := slices.Clone(theta0), slices.Clone(theta0)
 	for k, s := range impl.States() {
-		if i := firstBitDiff(statesI[k], s); i >= 0 {
+		if i := floatbits.FirstDiff(statesI[k], s); i >= 0 {
 			return fmt.Sprintf("the initial %s differs at index %d: interpreter %g, generated %g", fn.States[k], i, statesI[k][i], s[i])
 		}
 	}
@@ -186,7 +187,7 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 		bufsI := append([][]float32{thetaI}, statesI...)
 		bufsG := append([][]float32{thetaG}, impl.States()...)
 		for k := range bufsI {
-			if i := firstBitDiff(bufsI[k], bufsG[k]); i >= 0 {
+			if i := floatbits.FirstDiff(bufsI[k], bufsG[k]); i >= 0 {
 				name := "theta"
 				if k > 0 {
 					name = fn.States[k-1]
@@ -197,51 +198,6 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 		}
 	}
 	return "no divergence when rerun step by step"
-}
-
-// firstBitDiff returns the first index where a and b differ in bits, or -1.
-func firstBitDiff(a, b []float32) int { return firstDiff(a, b, false) }
-
-// firstDiffGPU is firstBitDiff between the Go reference's result and a
-// GPU's, where any NaN matches any NaN: which NaN an invalid operation
-// returns is the architecture's (x86 0xffc00000, arm64 0x7fc00000, NVIDIA
-// 0x7fffffff; docs/decisions.md); every other value must agree bit for bit.
-func firstDiffGPU(a, b []float32) int { return firstDiff(a, b, true) }
-
-func firstDiff(a, b []float32, anyNaN bool) int {
-	if len(a) != len(b) {
-		return 0
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(anyNaN && a[i] != a[i] && b[i] != b[i]) {
-			return i
-		}
-	}
-	return -1
-}
-
-// maxULP is the largest distance between a[i] and b[i] in units in the last
-// place (adjacent float32s are 1 apart; +0 and -0 are 1 apart; NaNs count
-// by their bits).
-func maxULP(a, b []float32) uint64 {
-	if len(a) != len(b) {
-		return math.MaxUint64
-	}
-	var worst uint64
-	for i := range a {
-		d := orderedBits(a[i]) - orderedBits(b[i])
-		worst = max(worst, uint64(max(d, -d)))
-	}
-	return worst
-}
-
-// orderedBits maps float32 bits to integers in the order of the floats.
-func orderedBits(x float32) int64 {
-	b := math.Float32bits(x)
-	if b&(1<<31) != 0 {
-		return -int64(b&^(1<<31)) - 1
-	}
-	return int64(b)
 }
 
 // diffInputs returns θ_0 and diffSteps steps of gradients that mix ordinary
@@ -325,7 +281,7 @@ func TestRunMatchesGenerated(t *testing.T) {
 			if !bytes.Equal(raw, wantRaw) {
 				out, _ := npy.Read(bytes.NewReader(raw))
 				t.Errorf("%s, %+v: fibergen run's output differs from the generated package's (%d vs %d bytes; max %d ulp)",
-					fn.Name, c, len(raw), len(wantRaw), maxULP(out.Data, theta))
+					fn.Name, c, len(raw), len(wantRaw), floatbits.MaxULP(out.Data, theta))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
@@ -300,7 +301,7 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 			return fmt.Errorf("step %d (block %d, grid %d): %w", step, shape[0], shape[1], err)
 		}
 		readBuffers(t, k.ctx, dev, got)
-		if msg := compareBuffersBy(opt, want, got, firstDiffGPU); msg != "" {
+		if msg := compareBuffers(opt, want, got); msg != "" {
 			return fmt.Errorf("step %d (block %d, grid %d): %s", step, shape[0], shape[1], msg)
 		}
 	}
@@ -422,7 +423,7 @@ func runGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, sha
 				t.Fatal(err)
 			}
 		}
-		if i := firstDiffGPU(b.want, b.got); i >= 0 {
+		if i := floatbits.FirstDiff(b.want, b.got); i >= 0 {
 			return nil, fmt.Errorf("block %d, grid %d: %s differ first at %d: Go %v (%#08x), GPU %v (%#08x)", shape[0], shape[1],
 				b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -295,20 +296,17 @@ func fillGradient(r *rand.Rand, g []float32, step int) {
 	}
 }
 
-// compareBuffers returns "" if want and got agree bit for bit, else where
-// they first differ and by how many ULPs at most.
+// compareBuffers returns "" if want and got are the same (floatbits.Equal)
+// and want holds few NaNs (floatbits.TooManyNaNs), else where they first
+// differ and by how many ULPs at most, or how many NaNs want holds.
 func compareBuffers(opt *optimizer, want, got [][]float32) string {
-	return compareBuffersBy(opt, want, got, firstBitDiff)
-}
-
-// compareBuffersBy is compareBuffers with diff to find the first
-// difference.
-func compareBuffersBy(opt *optimizer, want, got [][]float32, diff func(a, b []float32) int) string {
 	names := append([]string{"theta", "g"}, opt.states...)
 	for b := range want {
-		if i := diff(want[b], got[b]); i >= 0 {
-			return fmt.Sprintf("buffer %s differs first at %d: Go %v (%#08x), kernel %v (%#08x); max ULP difference %d",
-				names[b], i, want[b][i], math.Float32bits(want[b][i]), got[b][i], math.Float32bits(got[b][i]), maxULP(want[b], got[b]))
+		if d := floatbits.Diff(want[b], got[b]); d != "" {
+			return fmt.Sprintf("buffer %s differs: kernel%s", names[b], d)
+		}
+		if err := floatbits.TooManyNaNs(want[b], 0); err != nil {
+			return fmt.Sprintf("buffer %s: %v", names[b], err)
 		}
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/fibergen/fibergen/generated/disk"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -192,7 +193,7 @@ func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCa
 		name      string
 		want, got []float32
 	}{{"partials", want.partials, got.partials}, {"scales", want.scales, got.scales}, {"out", want.out, got.out}} {
-		if i := firstBitDiff(b.want, b.got); i >= 0 {
+		if i := floatbits.FirstDiff(b.want, b.got); i >= 0 {
 			t.Fatalf("%s differ first at %d: Go %v (%#08x), kernel %v (%#08x)", b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
 		}
 	}
@@ -273,7 +274,7 @@ func TestPrivatizeNonFinite(t *testing.T) {
 		if err := k.Scales(args); err != nil {
 			t.Fatal(err)
 		}
-		if firstBitDiff(want, got) >= 0 || !math.IsNaN(float64(got[1])) || math.IsNaN(float64(got[0])) || got[0] != got[2] {
+		if floatbits.FirstDiff(want, got) >= 0 || !math.IsNaN(float64(got[1])) || math.IsNaN(float64(got[0])) || got[0] != got[2] {
 			t.Errorf("entry %v: scales Go %v, kernel %v; want NaN for example 1 alone", bad, want, got)
 		}
 	}
