@@ -111,7 +111,7 @@ func diffCases(name string) []diffCase {
 }
 
 func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
-	theta0, grads := diffInputs(c.n, c.seed)
+	theta0, grads, planted := diffInputs(c.n, c.seed)
 	engine := interpEngine(t, fn, c.sets)
 	thetaI := slices.Clone(theta0)
 	statesI, err := engine.Run(thetaI, grads, c.sigmaW2)
@@ -137,6 +137,9 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 				c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, floatbits.MaxULP(bufsI[k], bufsG[k]),
 				firstDivergence(t, fn, opt, c, theta0, grads))
 			return
+		}
+		if err := floatbits.TooManyNaNs(bufsI[k], planted); err != nil {
+			t.Errorf("n=%d seed=%d sigma_w2=%g sets=%v: %s after %d steps: %v", c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, err)
 		}
 	}
 }
@@ -202,8 +205,10 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 
 // diffInputs returns θ_0 and diffSteps steps of gradients that mix ordinary
 // scales with zeros, subnormals, huge values that overflow when squared,
-// signed zeros and infinities (whose NaNs must agree bit for bit too).
-func diffInputs(n int, seed uint64) (theta0, grads []float32) {
+// signed zeros and infinities (whose NaNs must agree bit for bit too), and
+// how many coordinates have the huge or infinite ones: those that may turn
+// NaN.
+func diffInputs(n int, seed uint64) (theta0, grads []float32, planted int) {
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	theta0 = make([]float32, n)
 	for i := range theta0 {
@@ -215,6 +220,9 @@ func diffInputs(n int, seed uint64) (theta0, grads []float32) {
 	grads = make([]float32, diffSteps*n)
 	for i := range n {
 		kind := r.IntN(20)
+		if kind == 2 || kind == 4 {
+			planted++
+		}
 		scale := math.Pow(10, -6+12*r.Float64())
 		for s := range diffSteps {
 			var x float64
@@ -240,7 +248,7 @@ func diffInputs(n int, seed uint64) (theta0, grads []float32) {
 			grads[s*n+i] = float32(x)
 		}
 	}
-	return theta0, grads
+	return theta0, grads, planted
 }
 
 // TestRunMatchesGenerated checks that `fibergen run` writes byte for byte
@@ -257,7 +265,7 @@ func TestRunMatchesGenerated(t *testing.T) {
 			{n: 300, seed: 1, sigmaW2: 0, sets: nil},
 			{n: 300, seed: 2, sigmaW2: 7.5, sets: sets[len(sets)-1]},
 		} {
-			theta0, grads := diffInputs(c.n, c.seed)
+			theta0, grads, _ := diffInputs(c.n, c.seed)
 			finiteGradients(grads)
 			raw, _ := runFibergen(t, path, theta0, grads, c.sigmaW2, c.sets)
 			impl, err := opt.newImpl(c.sets, c.n)

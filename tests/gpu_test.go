@@ -282,7 +282,7 @@ func checkGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, st
 // what it wrote outside its n floats (canaries).
 func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, steps int, shape [2]int) error {
 	ref := caseRef(t, opt, c)
-	want, got := kernelBuffers(opt, c)
+	want, got := kernelBuffers(t, opt, c)
 	dev := deviceBuffers(t, k.ctx, got, c.skew)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
 	for step := range steps {
@@ -290,7 +290,7 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 		if err := k.ctx.CopyHtoD(dev[1], want[1]); err != nil {
 			t.Fatal(err)
 		}
-		sigmaW2 := 1e-4 * float64(step%3)
+		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
 		if c.noise {

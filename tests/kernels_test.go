@@ -13,6 +13,7 @@ import (
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -138,6 +139,11 @@ func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel
 	return k
 }
 
+// kernelSigmaW2 is the noise variance σ_w² of step: of order 1, where a
+// one-bit error in the noise path survives the rounding of g + σ_w·z, and
+// small or zero, where the correction of the second moment is small.
+func kernelSigmaW2(step int) float64 { return [...]float64{1, 1e-4, 0, 2.25, 2e-4}[step%5] }
+
 // kernelCase is one bit-exactness run: n coordinates starting skew floats
 // into their allocation (so 128-bit alignment differs) at global index
 // offset, with or without noise.
@@ -192,12 +198,12 @@ func TestHostKernelMatchesGo(t *testing.T) {
 // and the host kernel from the same inputs and compares them after each.
 func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kernelCase) {
 	ref := caseRef(t, opt, c)
-	want, got := kernelBuffers(opt, c)
+	want, got := kernelBuffers(t, opt, c)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
 	for step := range kernelSteps {
 		fillGradient(r, want[1], step)
 		copy(got[1], want[1])
-		sigmaW2 := 1e-4 * float64(step%3)
+		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := hostkernel.Range{Lo: 0, Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
 		if c.noise {
@@ -265,13 +271,20 @@ func distinctHypers(t testing.TB, opt *optimizer) []setting {
 }
 
 // kernelBuffers returns two identical sets of buffers (theta, g, states)
-// of n floats, each starting skew floats into its allocation.
-func kernelBuffers(opt *optimizer, c kernelCase) (a, b [][]float32) {
+// of n floats, each starting skew floats into its allocation: N(0, 1), and
+// |N(0, 1)| for a state under a square root (opt.sqrtStates) — a second
+// moment is never negative, and the square root of a negative one would
+// make the outputs NaN, where any NaN would match any NaN.
+func kernelBuffers(t testing.TB, opt *optimizer, c kernelCase) (a, b [][]float32) {
 	r := rand.New(rand.NewPCG(7, uint64(c.n)))
-	for range 2 + len(opt.states) {
+	nonNeg := opt.sqrtStates(t)
+	for k := range ir.FirstState + len(opt.states) {
 		x := make([]float32, c.n+c.skew)[c.skew:]
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
+			if k >= ir.FirstState && nonNeg[k-ir.FirstState] {
+				x[i] = float32(math.Abs(float64(x[i])))
+			}
 		}
 		a = append(a, x)
 		b = append(b, append(make([]float32, c.skew), x...)[c.skew:])
@@ -323,9 +336,9 @@ func TestHostKernelShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 4099
-	whole, _ := kernelBuffers(opt, kernelCase{n: n})
-	ranges, _ := kernelBuffers(opt, kernelCase{n: n})
-	shards, _ := kernelBuffers(opt, kernelCase{n: n})
+	whole, _ := kernelBuffers(t, opt, kernelCase{n: n})
+	ranges, _ := kernelBuffers(t, opt, kernelCase{n: n})
+	shards, _ := kernelBuffers(t, opt, kernelCase{n: n})
 	cuts := []int64{0, 1, 6, 7, 1000, 2049, 4096, n}
 	for step := range 5 {
 		_, scalars := ref.scalars(step, 1e-3)

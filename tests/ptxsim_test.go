@@ -114,7 +114,7 @@ func BenchmarkPTXSim(b *testing.B) {
 	opt := optimizerNamed("fiber")
 	k := loadGPUKernel(b, run.ctx, opt)
 	const n = 1 << 16
-	_, bufs := kernelBuffers(opt, kernelCase{n: n})
+	_, bufs := kernelBuffers(b, opt, kernelCase{n: n})
 	dev := deviceBuffers(b, run.ctx, bufs, 0)
 	ref, err := newGoRef(opt.pkg, nil)
 	if err != nil {
