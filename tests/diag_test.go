@@ -3,7 +3,6 @@ package tests
 import (
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -97,13 +96,12 @@ func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarg
 	return d
 }
 
-// diagHostFuncs builds (once per test binary, with the step's host kernel)
+// diagHostFuncs builds (hostSharedObject, with the step's host kernel)
 // the shared object of opt and loads the diagnostic's host function in
 // every variant this CPU runs.
 func diagHostFuncs(t *testing.T, opt *optimizer, m *manifest.Manifest) []*hostkernel.Diagnostic {
 	t.Helper()
-	hostKernel(t, opt)
-	so := filepath.Join(hostKernels.dir, opt.name+".so")
+	so := hostSharedObject(t, opt)
 	var out []*hostkernel.Diagnostic
 	for _, isa := range hostISAs(t) {
 		d, err := hostkernel.OpenDiagnosticISA(so, m.Kernels.Diagnostics[0].HostFunction, isa, len(m.Buffers), len(m.Scalars))

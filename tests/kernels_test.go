@@ -5,25 +5,30 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // kernelSizes are the buffer lengths of the bit-exactness tests: empty,
 // shorter than a group, around the vector width and block sizes, and large.
-var kernelSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 1023, 1024, 1025, 65537, 1<<20 + 3}
+var kernelSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 1023, 1024, 1025, 65537, largeSize + 3}
 
-// kernelSteps is the number of steps of every kernel run.
-const kernelSteps = 50
+// kernelSteps is the number of steps of every kernel run below largeSize
+// coordinates; from largeSize on the host runs largeSteps, one of each
+// noise variance of kernelSigmaW2 (the steps differ only in their scalars,
+// which the smaller sizes cover over kernelSteps).
+const (
+	kernelSteps = 50
+	largeSize   = 1 << 20
+	largeSteps  = 5
+)
 
 // goRef calls a generated package's NewHost, Scalars and Step through
 // reflection, so that one test drives every optimizer.
@@ -74,15 +79,25 @@ func (r *goRef) run(s reflect.Value, rg hostkernel.Range, bufs [][]float32) {
 	r.step.Call(args)
 }
 
-// hostKernels caches the shared objects built from generated/<name>/<name>.ll.
-var hostKernels struct {
-	once sync.Once
-	dir  string
-	tc   *llvmgen.Toolchain
-	err  error
+// hostSharedObject returns the host kernel of opt's checked-in module,
+// built once per machine: it lives in the kernel cache that fibergen run
+// uses too (pipeline.CachedSharedObject, named by a hash of the module,
+// LLVM's version and the machine), so a test run builds only the modules
+// that changed.
+func hostSharedObject(t testing.TB, opt *optimizer) string {
+	t.Helper()
+	ll, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ll"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := pipeline.CachedSharedObject(opt.name, string(ll), opt.name+"_cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return so
 }
 
-// hostKernel builds (once per test binary) and loads the host kernel of the
+// hostKernel builds (hostSharedObject) and loads the host kernel of the
 // checked-in module of opt: the best variant this CPU runs.
 func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
 	return loadHostKernel(t, opt, "")
@@ -103,29 +118,11 @@ func hostISAs(t *testing.T) []string {
 // best: the others differ only in the width of their main loops.
 const hostISASizes = 1 << 16
 
-// loadHostKernel builds (once per test binary) the host kernel of the
+// loadHostKernel builds (hostSharedObject) the host kernel of the
 // checked-in module of opt and loads its variant isa ("" for the best).
 func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel {
 	t.Helper()
-	hostKernels.once.Do(func() {
-		hostKernels.tc, hostKernels.err = llvmgen.FindToolchain()
-		if hostKernels.err == nil {
-			hostKernels.dir, hostKernels.err = os.MkdirTemp(testTemp, "kernels-")
-		}
-	})
-	if hostKernels.err != nil {
-		t.Fatal(hostKernels.err)
-	}
-	so := filepath.Join(hostKernels.dir, opt.name+".so")
-	if _, err := os.Stat(so); err != nil {
-		ll, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ll"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hostKernels.tc.SharedObject(string(ll), opt.name+"_cpu", so); err != nil {
-			t.Fatal(err)
-		}
-	}
+	so := hostSharedObject(t, opt)
 	ref, err := newGoRef(opt.pkg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -162,13 +159,15 @@ func kernelCases() []kernelCase {
 	for _, n := range kernelSizes {
 		for _, noise := range []bool{false, true} {
 			cases = append(cases, kernelCase{n: n, noise: noise})
-			if n < 1<<20 {
+			if n < largeSize {
 				cases = append(cases, kernelCase{n: n, skew: 1, offset: 3, noise: noise},
 					kernelCase{n: n, skew: 3, offset: 1<<33 + 2, noise: noise})
 			}
 		}
 	}
-	return cases
+	// The global index crosses 2^32 halfway: the carry into the
+	// counter's high word.
+	return append(cases, kernelCase{n: largeSize + 3, skew: 2, offset: 1<<32 - largeSize/2, noise: true})
 }
 
 // TestHostKernelMatchesGo checks that the host kernel of every shipped
@@ -194,13 +193,18 @@ func TestHostKernelMatchesGo(t *testing.T) {
 	}
 }
 
-// checkHostKernel runs kernelSteps steps of case c through the Go reference
-// and the host kernel from the same inputs and compares them after each.
+// checkHostKernel runs kernelSteps (largeSteps) steps of case c through the
+// Go reference and the host kernel from the same inputs and compares them
+// after each.
 func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kernelCase) {
 	ref := caseRef(t, opt, c)
 	want, got := kernelBuffers(t, opt, c)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
-	for step := range kernelSteps {
+	steps := kernelSteps
+	if c.n >= largeSize {
+		steps = largeSteps
+	}
+	for step := range steps {
 		fillGradient(r, want[1], step)
 		copy(got[1], want[1])
 		sigmaW2 := kernelSigmaW2(step)

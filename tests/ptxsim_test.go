@@ -94,7 +94,7 @@ func firstFailure(t *testing.T, run ptxRun, ptx []byte, opt *optimizer) error {
 	}
 	p := &gpuPrivatize{ctx: run.ctx, fns: fns[1:]}
 	for i, c := range []privCase{{batch: 3, expected: 3, n: 4097, skew: 1, a: 0.3}, {batch: 2, expected: 2, n: 129, a: math.NaN()}} {
-		if _, err := runGPUPrivatize(t, privRefs["fiber"], p, c, gpuShapes[i]); err != nil {
+		if _, _, err := runGPUPrivatize(t, privRefs["fiber"], p, c, gpuShapes[i]); err != nil {
 			return err
 		}
 	}
