@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -199,11 +200,24 @@ func (d *diagTarget) checkSize(t *testing.T, r *rand.Rand, n int) {
 
 func compareBits(t *testing.T, name string, n int, target string, want, got [2][]float32) {
 	t.Helper()
+	if err := diffPartials(want, got); err != nil {
+		t.Fatalf("%s n=%d: %s: %v", name, n, target, err)
+	}
+}
+
+// diffPartials returns how the partial sums got first differ from want's
+// (floatbits.Diff), or an error if want's hold NaNs (the states are
+// finite).
+func diffPartials(want, got [2][]float32) error {
 	for s := range want {
 		if d := floatbits.Diff(want[s], got[s]); d != "" {
-			t.Fatalf("%s n=%d: %s partials of sum %d differ from the Go reference's: %s", name, n, target, s, d)
+			return fmt.Errorf("partials of sum %d differ from the Go reference's: %s", s, d)
+		}
+		if err := floatbits.TooManyNaNs(want[s], 0); err != nil {
+			return fmt.Errorf("partials of sum %d: %v", s, err)
 		}
 	}
+	return nil
 }
 
 // fiberClampMass64 is the paper's formula (Appendix E) for FiBeR at step t,

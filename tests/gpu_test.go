@@ -166,20 +166,30 @@ func loadGPUFunctions(t testing.TB, ctx *cudadrv.Context, name string, symbols .
 // given symbols; the module is unloaded when t ends.
 func loadFunctions(t testing.TB, ctx *cudadrv.Context, ptx []byte, symbols ...string) []*cudadrv.Function {
 	t.Helper()
-	mod, err := ctx.LoadModule(ptx)
+	fns, err := moduleFunctions(t, ctx, ptx, symbols...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return fns
+}
+
+// moduleFunctions is loadFunctions returning the error of a module that
+// does not load.
+func moduleFunctions(t testing.TB, ctx *cudadrv.Context, ptx []byte, symbols ...string) ([]*cudadrv.Function, error) {
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		return nil, err
 	}
 	t.Cleanup(func() { mod.Unload() })
 	var fns []*cudadrv.Function
 	for _, sym := range symbols {
 		fn, err := mod.Function(sym)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		fns = append(fns, fn)
 	}
-	return fns
+	return fns, nil
 }
 
 // launch runs the kernel over the device buffers ptrs (n coordinates each)
