@@ -14,6 +14,7 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_adambc"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/internal/floatbits"
@@ -32,11 +33,13 @@ var diagSizes = []int{0, 1, 5, 4095, 4096, 4097, 65537}
 var clampMassFuncs = map[string]any{
 	"fiber": fiber.ClampMass, "disk_corr": disk_corr.ClampMass, "abtrack": abtrack.ClampMass,
 	"dp_adambc": dp_adambc.ClampMass, "fiber_bccorr": fiber_bccorr.ClampMass, "fiber_ft": fiber_ft.ClampMass,
-	"doppler": doppler.ClampMass, "fiber_nocorr": fiber_nocorr.ClampMass,
+	"doppler": doppler.ClampMass, "fiber_nocorr": fiber_nocorr.ClampMass, "fiber_cosine": fiber_cosine.ClampMass,
 }
 
 // TestClampMassDeclared checks that every shipped optimizer with a floored
-// second moment declares clamp_mass and its manifest names the entry points.
+// second moment declares clamp_mass and its manifest names the entry points,
+// and that every optimizer whose manifest declares a diagnostic has its
+// generated function here, so that the diagnostic tests cover them all.
 func TestClampMassDeclared(t *testing.T) {
 	for name := range clampMassFuncs {
 		m := readDiagManifest(t, name)
@@ -44,6 +47,23 @@ func TestClampMassDeclared(t *testing.T) {
 			t.Errorf("%s: manifest diagnostics %+v, want clamp_mass", name, m.Kernels.Diagnostics)
 		}
 	}
+	for _, opt := range optimizers {
+		if m := readDiagManifest(t, opt.name); len(m.Kernels.Diagnostics) > 0 && clampMassFuncs[opt.name] == nil {
+			t.Errorf("%s declares diagnostics %+v, which clampMassFuncs lacks", opt.name, m.Kernels.Diagnostics)
+		}
+	}
+}
+
+// diagNames are the optimizers that declare clamp_mass, in the order of
+// optimizers.
+func diagNames() []string {
+	var names []string
+	for _, opt := range optimizers {
+		if clampMassFuncs[opt.name] != nil {
+			names = append(names, opt.name)
+		}
+	}
+	return names
 }
 
 func readDiagManifest(t *testing.T, name string) *manifest.Manifest {
@@ -163,8 +183,7 @@ func diagBuffers(r *rand.Rand, nbuf, n int) [][]float32 {
 // the host function against each other bit for bit, with the host's chunks
 // split over threads in several ways.
 func TestClampMassTargets(t *testing.T) {
-	names := []string{"fiber", "disk_corr", "abtrack", "dp_adambc", "fiber_bccorr", "fiber_ft", "doppler", "fiber_nocorr"}
-	for _, name := range names {
+	for _, name := range diagNames() {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
 			d.hosts = diagHostFuncs(t, optimizerNamed(name), d.man)

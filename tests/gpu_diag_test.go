@@ -10,7 +10,7 @@ import (
 )
 
 // TestGPUClampMass checks the PTX kernel <name>_clamp_mass of every shipped
-// optimizer that declares clamp_mass against the generated Go reference,
+// optimizer that declares clamp_mass (diagNames) against the generated Go reference,
 // bit for bit, at the sizes of the host test and under several launch
 // shapes (the chunks go to warps in turn, so the shape must not matter).
 // Like TestGPUMatchesGo it skips without a CUDA driver.
@@ -24,7 +24,7 @@ func TestPTXSimClampMass(t *testing.T) {
 
 func checkPTXClampMass(t *testing.T, run ptxRun) {
 	ctx := run.ctx
-	for _, name := range []string{"fiber", "disk_corr", "abtrack", "dp_adambc", "fiber_bccorr", "fiber_ft", "doppler", "fiber_nocorr"} {
+	for _, name := range diagNames() {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
 			fn := loadGPUFunctions(t, ctx, name, d.man.Kernels.Diagnostics[0].Kernel)[0]
