@@ -49,7 +49,8 @@ func compileDSL(t *testing.T, path string) *ir.Func {
 }
 
 // TestOptimizersRegistered checks that every optimizers/*.dsl has a
-// generated package wired into these tests, with the DSL's states in order.
+// generated package wired into these tests, with the DSL's states in order,
+// its hyper sets and its privatize references.
 func TestOptimizersRegistered(t *testing.T) {
 	for _, path := range shippedDSL(t) {
 		fn := compileDSL(t, path)
@@ -61,6 +62,8 @@ func TestOptimizersRegistered(t *testing.T) {
 			t.Errorf("%s: states %v, but tests/optimizers_test.go lists %v", path, fn.States, opt.states)
 		case hyperSets[fn.Name] == nil:
 			t.Errorf("%s: no hyperSets entry in tests/oracle_test.go", path)
+		case privRefs[fn.Name].norms == nil:
+			t.Errorf("%s: no privRefs entry in tests/privatize_test.go", path)
 		}
 	}
 }
