@@ -14,9 +14,11 @@
 //     its default NaN for an invalid operation (x86 0xffc00000, arm64
 //     0x7fc00000) and passes an operand's NaN on, quieted. The Go reference
 //     and the host kernel on one CPU give the same bits.
-//   - The PTX kernels' float32 arithmetic (add, sub, mul, div, sqrt, fma,
-//     cvt to f32; the PTX simulator and an H100 alike) returns the canonical
-//     NaN 0x7fffffff for every NaN result, whatever its operands' payloads.
+//   - The PTX kernels' float32 arithmetic (add, sub, mul, div, sqrt, cvt to
+//     f32) returns the canonical NaN 0x7fffffff for every NaN result,
+//     whatever its operands' payloads: the PTX ISA's rule, which the PTX
+//     simulator implements and the GPU check (tests/gpu_test.go) holds a
+//     GPU to.
 //   - Moves, loads, stores, selp and the sign-bit and/or that abs and neg
 //     compile to carry a NaN's bits unchanged on every target.
 //
