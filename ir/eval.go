@@ -6,22 +6,12 @@ import (
 	"github.com/fibergen/fibergen/lang"
 )
 
-// arith maps the IR's arithmetic operations to the language's, whose
-// semantics package lang holds; the IR's own operations (constants, loads,
-// conversions, stores) map to 0. An array: the interpreter asks per element.
-var arith = [...]lang.Op{
-	OpNeg: lang.Neg, OpAdd: lang.Add, OpSub: lang.Sub, OpMul: lang.Mul, OpDiv: lang.Div, OpPow: lang.Pow,
-	OpSqrt: lang.Sqrt, OpAbs: lang.Abs, OpMin: lang.Min, OpMax: lang.Max, OpEq: lang.Eq, OpStore: 0, OpSign: lang.Sign,
-	OpExp: lang.Exp, OpLog: lang.Log, OpSin: lang.Sin, OpCos: lang.Cos,
-	OpLt: lang.Lt, OpLe: lang.Le, OpGt: lang.Gt, OpGe: lang.Ge, OpNe: lang.Ne, OpSelect: lang.Select,
-}
-
 // lang is o as an operation of the language; 0 for the IR's own operations.
 func (o Op) lang() lang.Op {
-	if int(o) >= len(arith) {
-		return 0
+	if l := lang.Op(o); l.Valid() {
+		return l
 	}
-	return arith[o]
+	return 0
 }
 
 // Lang is o as an operation of the language; 0 for the IR's own operations.
@@ -29,12 +19,10 @@ func (o Op) Lang() lang.Op { return o.lang() }
 
 // OpOf is the IR's operation for the language's operation l.
 func OpOf(l lang.Op) Op {
-	for o, x := range arith {
-		if x == l && l != 0 {
-			return Op(o)
-		}
+	if !l.Valid() {
+		return OpInvalid
 	}
-	return OpInvalid
+	return Op(l)
 }
 
 // Eval64 computes a uniform operation (lang.Eval64). The generated Go code,

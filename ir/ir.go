@@ -23,61 +23,72 @@ func (t Type) String() string {
 	return [...]string{"none", "f32", "f64"}[t]
 }
 
-// Op is an operation.
+// Op is an operation: one of the language's arithmetic operations
+// (lang.Op, whose number it keeps), or one of the IR's own.
 type Op uint8
 
-// The operations.
+// OpInvalid is the zero Op.
+const OpInvalid Op = 0
+
+// The language's operations: package lang holds what each computes (ir.Eval64,
+// ir.Eval32), its name and its number of operands (lang.Op), once.
 const (
-	OpInvalid   Op = iota
-	OpConst        // Const holds the value (rounded to float32 for F32)
-	OpHyper        // Name is the hyper
-	OpStepIndex    // t, the step index from 0
-	OpSigmaW2      // the DP noise variance per coordinate
-	OpLoad         // Name is g, theta or a state: its value before the step
-	OpF32          // float64 → float32: a host scalar when used by the kernel
-	OpNeg
-	OpAdd
-	OpSub
-	OpMul
-	OpDiv
-	OpPow // uniform only
-	OpSqrt
-	OpAbs
-	OpMin
-	OpMax
-	OpSign   // 1 if Args[0] > 0, -1 if < 0, else Args[0] (lang.SignOf)
-	OpExp    // uniform only (lang.HostExp)
-	OpLog    // uniform only (lang.HostLog)
-	OpSin    // uniform only (lang.HostSin)
-	OpCos    // uniform only (lang.HostCos)
-	OpLt     // 1 if Args[0] < Args[1], else 0 (lang.Lt)
-	OpLe     // 1 if Args[0] <= Args[1], else 0
-	OpGt     // 1 if Args[0] > Args[1], else 0
-	OpGe     // 1 if Args[0] >= Args[1], else 0
-	OpNe     // 1 if Args[0] != Args[1] (NaN: 1), else 0
-	OpSelect // Args[1] if Args[0] != 0, else Args[2] (lang.SelectOf)
-	OpAtten  // attenuation(Name) solved numerically on the host (Func.Filter(Name))
-	OpAttenT // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
-	OpEq     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
-	OpStore  // Name is theta, a state, a scalar, an observation output or a model entry; no result
-	OpScalar // Name is a scalar: its value at this step (in the scalar step block: at the step before)
+	OpNeg    = Op(lang.Neg)
+	OpAdd    = Op(lang.Add)
+	OpSub    = Op(lang.Sub)
+	OpMul    = Op(lang.Mul)
+	OpDiv    = Op(lang.Div)
+	OpPow    = Op(lang.Pow) // uniform only
+	OpSqrt   = Op(lang.Sqrt)
+	OpAbs    = Op(lang.Abs)
+	OpMin    = Op(lang.Min)
+	OpMax    = Op(lang.Max)
+	OpEq     = Op(lang.Eq)     // 1 if Args[0] == Args[1] (IEEE: NaN equals nothing, -0 == +0), else 0
+	OpSign   = Op(lang.Sign)   // 1 if Args[0] > 0, -1 if < 0, else Args[0] (lang.SignOf)
+	OpExp    = Op(lang.Exp)    // uniform only (lang.HostExp)
+	OpLog    = Op(lang.Log)    // uniform only (lang.HostLog)
+	OpSin    = Op(lang.Sin)    // uniform only (lang.HostSin)
+	OpCos    = Op(lang.Cos)    // uniform only (lang.HostCos)
+	OpLt     = Op(lang.Lt)     // 1 if Args[0] < Args[1], else 0 (lang.Lt)
+	OpLe     = Op(lang.Le)     // 1 if Args[0] <= Args[1], else 0
+	OpGt     = Op(lang.Gt)     // 1 if Args[0] > Args[1], else 0
+	OpGe     = Op(lang.Ge)     // 1 if Args[0] >= Args[1], else 0
+	OpNe     = Op(lang.Ne)     // 1 if Args[0] != Args[1] (NaN: 1), else 0
+	OpSelect = Op(lang.Select) // Args[1] if Args[0] != 0, else Args[2] (lang.SelectOf)
 )
 
-var opNames = [...]string{
+// The IR's own operations, numbered after the language's.
+const (
+	OpConst     Op = Op(lang.LastOp) + 1 + iota // Const holds the value (rounded to float32 for F32)
+	OpHyper                                     // Name is the hyper
+	OpStepIndex                                 // t, the step index from 0
+	OpSigmaW2                                   // the DP noise variance per coordinate
+	OpLoad                                      // Name is g, theta or a state: its value before the step
+	OpF32                                       // float64 → float32: a host scalar when used by the kernel
+	OpAtten                                     // attenuation(Name) solved numerically on the host (Func.Filter(Name))
+	OpAttenT                                    // attenuation_t(Name) at step Args[0]: the finite-time gain, on the host
+	OpStore                                     // Name is theta, a state, a scalar, an observation output or a model entry; no result
+	OpScalar                                    // Name is a scalar: its value at this step (in the scalar step block: at the step before)
+
+	lastOp = OpScalar
+)
+
+// ownOps are the IR's own operations, by name.
+var ownOps = map[Op]string{
 	OpInvalid: "invalid", OpConst: "const", OpHyper: "hyper", OpStepIndex: "t",
-	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpNeg: "neg", OpAdd: "add",
-	OpSub: "sub", OpMul: "mul", OpDiv: "div", OpPow: "pow", OpSqrt: "sqrt",
-	OpAbs: "abs", OpMin: "min", OpMax: "max", OpAtten: "attenuation",
-	OpAttenT: "attenuation_t", OpEq: "eq", OpStore: "store", OpSign: "sign",
-	OpExp: "exp", OpLog: "log", OpSin: "sin", OpCos: "cos", OpScalar: "scalar",
-	OpLt: "lt", OpLe: "le", OpGt: "gt", OpGe: "ge", OpNe: "ne", OpSelect: "select",
+	OpSigmaW2: "sigma_w2", OpLoad: "load", OpF32: "f32", OpAtten: "attenuation",
+	OpAttenT: "attenuation_t", OpStore: "store", OpScalar: "scalar",
 }
 
+// String is the operation's name in dumps and in the JSON form.
 func (o Op) String() string {
-	if int(o) >= len(opNames) {
-		return fmt.Sprintf("op(%d)", uint8(o))
+	if l := o.lang(); l != 0 {
+		return l.Name()
 	}
-	return opNames[o]
+	if name, ok := ownOps[o]; ok {
+		return name
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
 }
 
 // IsCommutative reports whether swapping the operands never changes the

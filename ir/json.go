@@ -262,9 +262,9 @@ func decodeBlock(j *blockJSON, kind BlockKind) (*Block, error) {
 }
 
 func opNamed(name string) Op {
-	for op, n := range opNames {
-		if n == name && op != int(OpInvalid) {
-			return Op(op)
+	for op := OpInvalid + 1; op <= lastOp; op++ {
+		if op.String() == name {
+			return op
 		}
 	}
 	return OpInvalid

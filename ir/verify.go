@@ -57,7 +57,7 @@ func verifyKinds(f *Func) error {
 func verifyBlock(b *Block) error {
 	defined := map[*Value]bool{}
 	for _, v := range b.Values {
-		if v.Op == OpInvalid || v.Op > OpScalar {
+		if v.Op == OpInvalid || v.Op > lastOp {
 			return fmt.Errorf("v%d: unknown op %d", v.ID, v.Op)
 		}
 		if len(v.Args) != v.Op.Arity() {

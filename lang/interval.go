@@ -14,9 +14,7 @@ func (r *Interval) Contains(x float64) bool {
 	if r == nil {
 		return true
 	}
-	lo := x > r.Lo || !r.LoOpen && x == r.Lo
-	hi := x < r.Hi || !r.HiOpen && x == r.Hi
-	return lo && hi
+	return InRange(x, r.Lo, r.Hi, r.LoOpen, r.HiOpen)
 }
 
 // String prints the interval in DSL syntax.

@@ -32,32 +32,59 @@ const (
 	Select // select(c, x, y): x where c != 0, else y (SelectOf)
 )
 
-var spellings = [...]string{Neg: "-", Add: "+", Sub: "-", Mul: "*", Div: "/", Pow: "**",
-	Sqrt: "sqrt", Abs: "abs", Min: "min", Max: "max", Eq: "==", Sign: "sign",
-	Exp: "exp", Log: "log", Sin: "sin", Cos: "cos", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", Ne: "!=", Select: "select"}
+// LastOp is the last operation: the operations are Neg through LastOp.
+const LastOp = Select
+
+// opInfo is what the language knows of one operation besides what it
+// computes (Eval64, Eval32).
+type opInfo struct {
+	spelling string // as the DSL writes it: an operator or a function's name
+	name     string // as the IR's dumps and JSON name it
+	arity    int    // its number of operands
+}
+
+// ops is the table of the operations: package ir numbers its arithmetic
+// operations as these (ir.Op(lang.Add) is ir.OpAdd) and takes their names
+// and arities from here, so each fact is written once.
+var ops = [...]opInfo{
+	Neg: {"-", "neg", 1}, Add: {"+", "add", 2}, Sub: {"-", "sub", 2}, Mul: {"*", "mul", 2},
+	Div: {"/", "div", 2}, Pow: {"**", "pow", 2}, Sqrt: {"sqrt", "sqrt", 1}, Abs: {"abs", "abs", 1},
+	Min: {"min", "min", 2}, Max: {"max", "max", 2}, Eq: {"==", "eq", 2}, Sign: {"sign", "sign", 1},
+	Exp: {"exp", "exp", 1}, Log: {"log", "log", 1}, Sin: {"sin", "sin", 1}, Cos: {"cos", "cos", 1},
+	Lt: {"<", "lt", 2}, Le: {"<=", "le", 2}, Gt: {">", "gt", 2}, Ge: {">=", "ge", 2}, Ne: {"!=", "ne", 2},
+	Select: {"select", "select", 3},
+}
+
+// Valid reports whether o is one of the operations.
+func (o Op) Valid() bool { return o >= Neg && o <= LastOp }
 
 // String is the operation as the DSL writes it: an operator or a
 // function's name.
 func (o Op) String() string {
-	if int(o) >= len(spellings) || spellings[o] == "" {
+	if !o.Valid() {
 		return "op?"
 	}
-	return spellings[o]
+	return ops[o].spelling
+}
+
+// Name is the operation's name in the IR's dumps and JSON: "add", "sqrt".
+func (o Op) Name() string {
+	if !o.Valid() {
+		return "op?"
+	}
+	return ops[o].name
 }
 
 // Calls are the built-in functions that are operations, by name.
 var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign,
 	"exp": Exp, "log": Log, "sin": Sin, "cos": Cos, "select": Select}
 
-// Arity is the number of operands of o.
+// Arity is the number of operands of o; 0 for an invalid one.
 func (o Op) Arity() int {
-	switch o {
-	case Neg, Sqrt, Abs, Sign, Exp, Log, Sin, Cos:
-		return 1
-	case Select:
-		return 3
+	if !o.Valid() {
+		return 0
 	}
-	return 2
+	return ops[o].arity
 }
 
 // IsComparison reports whether o is a comparison, which yields 1 or 0.

@@ -1,7 +1,7 @@
 package lang
 
 import (
-	_ "embed" // for HostMathSource
+	_ "embed" // for HostMathSource and RangeCheckSource
 )
 
 // HostMathSource is the text of hostmath.go, which imports only math,
@@ -11,3 +11,10 @@ import (
 //
 //go:embed hostmath.go
 var HostMathSource string
+
+// RangeCheckSource is the text of rangecheck.go, which imports nothing:
+// fibergen splices InRange into every generated package (codegen/gogen), so
+// that the generated hypers' range check is this very text.
+//
+//go:embed rangecheck.go
+var RangeCheckSource string

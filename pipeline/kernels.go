@@ -36,6 +36,12 @@ func (u *Unit) WriteSharedObject(path string) error {
 // ($XDG_CACHE_HOME/fibergen or ~/.cache/fibergen), named by a hash of the
 // module, the LLVM version and the machine, building it on first use.
 func (u *Unit) CachedSharedObject() (string, error) {
+	return CachedSharedObject(u.Func.Name, u.Module.LL, u.Module.HostFunc())
+}
+
+// CachedSharedObject returns the host kernel hostFunc of the optimizer
+// name's module ll (LLVM IR), from the cache of Unit.CachedSharedObject.
+func CachedSharedObject(name, ll, hostFunc string) (string, error) {
 	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return "", err
@@ -44,12 +50,12 @@ func (u *Unit) CachedSharedObject() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(u.Module.LL + "\x00" + tc.Version + "\x00" + goruntime.GOOS + "/" + goruntime.GOARCH))
-	so := filepath.Join(dir, fmt.Sprintf("%s-%x.so", u.Func.Name, sum[:12]))
+	sum := sha256.Sum256([]byte(ll + "\x00" + tc.Version + "\x00" + goruntime.GOOS + "/" + goruntime.GOARCH))
+	so := filepath.Join(dir, fmt.Sprintf("%s-%x.so", name, sum[:12]))
 	if _, err := os.Stat(so); err == nil {
 		return so, nil
 	}
-	return so, tc.SharedObject(u.Module.LL, u.Module.HostFunc(), so)
+	return so, tc.SharedObject(ll, hostFunc, so)
 }
 
 // cacheDir is $XDG_CACHE_HOME/fibergen (or ~/.cache/fibergen), made if

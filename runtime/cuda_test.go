@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/runtime"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
@@ -124,15 +125,11 @@ func flatState(t *testing.T, ts []*runtime.Tensor, name string) []float32 {
 	return out
 }
 
-// firstDiff describes the first coordinate where got and want differ.
+// firstDiff describes the first coordinate where got and want differ
+// (floatbits.Diff).
 func firstDiff(got, want []float32) string {
-	if len(got) != len(want) {
-		return fmt.Sprintf("%d values, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			return fmt.Sprintf("[%d] = %v (%#08x), want %v (%#08x)", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
+	if d := floatbits.Diff(want, got); d != "" {
+		return d
 	}
 	return "no difference"
 }

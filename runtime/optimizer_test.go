@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/internal/floatbits"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/generated/fiber"
@@ -246,9 +247,8 @@ func TestOptimizerMatchesGenerated(t *testing.T) {
 	}
 }
 
-func sameBits(a, b []float32) bool {
-	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
-}
+// sameBits is the project's bit comparison, floatbits.Equal.
+func sameBits(a, b []float32) bool { return floatbits.Equal(a, b) }
 
 // TestNonFiniteGradient plants a NaN and an Inf: the step reports the first,
 // changes nothing, and the next good step is the step an optimizer that

@@ -1,9 +1,9 @@
 package tests
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -14,8 +14,10 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_adambc"
 	"github.com/fibergen/fibergen/generated/fiber"
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/reduce"
@@ -31,11 +33,13 @@ var diagSizes = []int{0, 1, 5, 4095, 4096, 4097, 65537}
 var clampMassFuncs = map[string]any{
 	"fiber": fiber.ClampMass, "disk_corr": disk_corr.ClampMass, "abtrack": abtrack.ClampMass,
 	"dp_adambc": dp_adambc.ClampMass, "fiber_bccorr": fiber_bccorr.ClampMass, "fiber_ft": fiber_ft.ClampMass,
-	"doppler": doppler.ClampMass, "fiber_nocorr": fiber_nocorr.ClampMass,
+	"doppler": doppler.ClampMass, "fiber_nocorr": fiber_nocorr.ClampMass, "fiber_cosine": fiber_cosine.ClampMass,
 }
 
 // TestClampMassDeclared checks that every shipped optimizer with a floored
-// second moment declares clamp_mass and its manifest names the entry points.
+// second moment declares clamp_mass and its manifest names the entry points,
+// and that every optimizer whose manifest declares a diagnostic has its
+// generated function here, so that the diagnostic tests cover them all.
 func TestClampMassDeclared(t *testing.T) {
 	for name := range clampMassFuncs {
 		m := readDiagManifest(t, name)
@@ -43,6 +47,23 @@ func TestClampMassDeclared(t *testing.T) {
 			t.Errorf("%s: manifest diagnostics %+v, want clamp_mass", name, m.Kernels.Diagnostics)
 		}
 	}
+	for _, opt := range optimizers {
+		if m := readDiagManifest(t, opt.name); len(m.Kernels.Diagnostics) > 0 && clampMassFuncs[opt.name] == nil {
+			t.Errorf("%s declares diagnostics %+v, which clampMassFuncs lacks", opt.name, m.Kernels.Diagnostics)
+		}
+	}
+}
+
+// diagNames are the optimizers that declare clamp_mass, in the order of
+// optimizers.
+func diagNames() []string {
+	var names []string
+	for _, opt := range optimizers {
+		if clampMassFuncs[opt.name] != nil {
+			names = append(names, opt.name)
+		}
+	}
+	return names
 }
 
 func readDiagManifest(t *testing.T, name string) *manifest.Manifest {
@@ -96,13 +117,12 @@ func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarg
 	return d
 }
 
-// diagHostFuncs builds (once per test binary, with the step's host kernel)
+// diagHostFuncs builds (hostSharedObject, with the step's host kernel)
 // the shared object of opt and loads the diagnostic's host function in
 // every variant this CPU runs.
 func diagHostFuncs(t *testing.T, opt *optimizer, m *manifest.Manifest) []*hostkernel.Diagnostic {
 	t.Helper()
-	hostKernel(t, opt)
-	so := filepath.Join(hostKernels.dir, opt.name+".so")
+	so := hostSharedObject(t, opt)
 	var out []*hostkernel.Diagnostic
 	for _, isa := range hostISAs(t) {
 		d, err := hostkernel.OpenDiagnosticISA(so, m.Kernels.Diagnostics[0].HostFunction, isa, len(m.Buffers), len(m.Scalars))
@@ -163,8 +183,7 @@ func diagBuffers(r *rand.Rand, nbuf, n int) [][]float32 {
 // the host function against each other bit for bit, with the host's chunks
 // split over threads in several ways.
 func TestClampMassTargets(t *testing.T) {
-	names := []string{"fiber", "disk_corr", "abtrack", "dp_adambc", "fiber_bccorr", "fiber_ft", "doppler", "fiber_nocorr"}
-	for _, name := range names {
+	for _, name := range diagNames() {
 		t.Run(name, func(t *testing.T) {
 			d := newDiagTarget(t, name, 3, 1e-8)
 			d.hosts = diagHostFuncs(t, optimizerNamed(name), d.man)
@@ -200,13 +219,24 @@ func (d *diagTarget) checkSize(t *testing.T, r *rand.Rand, n int) {
 
 func compareBits(t *testing.T, name string, n int, target string, want, got [2][]float32) {
 	t.Helper()
+	if err := diffPartials(want, got); err != nil {
+		t.Fatalf("%s n=%d: %s: %v", name, n, target, err)
+	}
+}
+
+// diffPartials returns how the partial sums got first differ from want's
+// (floatbits.Diff), or an error if want's hold NaNs (the states are
+// finite).
+func diffPartials(want, got [2][]float32) error {
 	for s := range want {
-		for c := range want[s] {
-			if math.Float32bits(want[s][c]) != math.Float32bits(got[s][c]) {
-				t.Fatalf("%s n=%d: %s partial %d of sum %d = %v, Go reference %v", name, n, target, c, s, got[s][c], want[s][c])
-			}
+		if d := floatbits.Diff(want[s], got[s]); d != "" {
+			return fmt.Errorf("partials of sum %d differ from the Go reference's: %s", s, d)
+		}
+		if err := floatbits.TooManyNaNs(want[s], 0); err != nil {
+			return fmt.Errorf("partials of sum %d: %v", s, err)
 		}
 	}
+	return nil
 }
 
 // fiberClampMass64 is the paper's formula (Appendix E) for FiBeR at step t,

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
@@ -48,7 +49,8 @@ func compileDSL(t *testing.T, path string) *ir.Func {
 }
 
 // TestOptimizersRegistered checks that every optimizers/*.dsl has a
-// generated package wired into these tests, with the DSL's states in order.
+// generated package wired into these tests, with the DSL's states in order,
+// its hyper sets and its privatize references.
 func TestOptimizersRegistered(t *testing.T) {
 	for _, path := range shippedDSL(t) {
 		fn := compileDSL(t, path)
@@ -60,6 +62,8 @@ func TestOptimizersRegistered(t *testing.T) {
 			t.Errorf("%s: states %v, but tests/optimizers_test.go lists %v", path, fn.States, opt.states)
 		case hyperSets[fn.Name] == nil:
 			t.Errorf("%s: no hyperSets entry in tests/oracle_test.go", path)
+		case privRefs[fn.Name].norms == nil:
+			t.Errorf("%s: no privRefs entry in tests/privatize_test.go", path)
 		}
 	}
 }
@@ -110,7 +114,7 @@ func diffCases(name string) []diffCase {
 }
 
 func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
-	theta0, grads := diffInputs(c.n, c.seed)
+	theta0, grads, planted := diffInputs(c.n, c.seed)
 	engine := interpEngine(t, fn, c.sets)
 	thetaI := slices.Clone(theta0)
 	statesI, err := engine.Run(thetaI, grads, c.sigmaW2)
@@ -131,11 +135,14 @@ func checkDifferential(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase) {
 	bufsG := append([][]float32{thetaG}, impl.States()...)
 	names := append([]string{"theta"}, fn.States...)
 	for k := range bufsI {
-		if i := firstBitDiff(bufsI[k], bufsG[k]); i >= 0 {
+		if i := floatbits.FirstDiff(bufsI[k], bufsG[k]); i >= 0 {
 			t.Errorf("n=%d seed=%d sigma_w2=%g sets=%v: %s differs after %d steps: max %d ulp; %s",
-				c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, maxULP(bufsI[k], bufsG[k]),
+				c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, floatbits.MaxULP(bufsI[k], bufsG[k]),
 				firstDivergence(t, fn, opt, c, theta0, grads))
 			return
+		}
+		if err := floatbits.TooManyNaNs(bufsI[k], planted); err != nil {
+			t.Errorf("n=%d seed=%d sigma_w2=%g sets=%v: %s after %d steps: %v", c.n, c.seed, c.sigmaW2, c.sets, names[k], diffSteps, err)
 		}
 	}
 }
@@ -171,7 +178,7 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 	impl, _ := opt.newImpl(c.sets, c.n)
 	thetaI, thetaG := slices.Clone(theta0), slices.Clone(theta0)
 	for k, s := range impl.States() {
-		if i := firstBitDiff(statesI[k], s); i >= 0 {
+		if i := floatbits.FirstDiff(statesI[k], s); i >= 0 {
 			return fmt.Sprintf("the initial %s differs at index %d: interpreter %g, generated %g", fn.States[k], i, statesI[k][i], s[i])
 		}
 	}
@@ -186,7 +193,7 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 		bufsI := append([][]float32{thetaI}, statesI...)
 		bufsG := append([][]float32{thetaG}, impl.States()...)
 		for k := range bufsI {
-			if i := firstBitDiff(bufsI[k], bufsG[k]); i >= 0 {
+			if i := floatbits.FirstDiff(bufsI[k], bufsG[k]); i >= 0 {
 				name := "theta"
 				if k > 0 {
 					name = fn.States[k-1]
@@ -199,55 +206,12 @@ func firstDivergence(t *testing.T, fn *ir.Func, opt *optimizer, c diffCase, thet
 	return "no divergence when rerun step by step"
 }
 
-// firstBitDiff returns the first index where a and b differ in bits, or -1.
-func firstBitDiff(a, b []float32) int { return firstDiff(a, b, false) }
-
-// firstDiffGPU is firstBitDiff between the Go reference's result and a
-// GPU's, where any NaN matches any NaN: which NaN an invalid operation
-// returns is the architecture's (x86 0xffc00000, arm64 0x7fc00000, NVIDIA
-// 0x7fffffff; docs/decisions.md); every other value must agree bit for bit.
-func firstDiffGPU(a, b []float32) int { return firstDiff(a, b, true) }
-
-func firstDiff(a, b []float32, anyNaN bool) int {
-	if len(a) != len(b) {
-		return 0
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(anyNaN && a[i] != a[i] && b[i] != b[i]) {
-			return i
-		}
-	}
-	return -1
-}
-
-// maxULP is the largest distance between a[i] and b[i] in units in the last
-// place (adjacent float32s are 1 apart; +0 and -0 are 1 apart; NaNs count
-// by their bits).
-func maxULP(a, b []float32) uint64 {
-	if len(a) != len(b) {
-		return math.MaxUint64
-	}
-	var worst uint64
-	for i := range a {
-		d := orderedBits(a[i]) - orderedBits(b[i])
-		worst = max(worst, uint64(max(d, -d)))
-	}
-	return worst
-}
-
-// orderedBits maps float32 bits to integers in the order of the floats.
-func orderedBits(x float32) int64 {
-	b := math.Float32bits(x)
-	if b&(1<<31) != 0 {
-		return -int64(b&^(1<<31)) - 1
-	}
-	return int64(b)
-}
-
 // diffInputs returns θ_0 and diffSteps steps of gradients that mix ordinary
 // scales with zeros, subnormals, huge values that overflow when squared,
-// signed zeros and infinities (whose NaNs must agree bit for bit too).
-func diffInputs(n int, seed uint64) (theta0, grads []float32) {
+// signed zeros and infinities (whose NaNs must agree bit for bit too), and
+// how many coordinates have the huge or infinite ones: those that may turn
+// NaN.
+func diffInputs(n int, seed uint64) (theta0, grads []float32, planted int) {
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	theta0 = make([]float32, n)
 	for i := range theta0 {
@@ -259,6 +223,9 @@ func diffInputs(n int, seed uint64) (theta0, grads []float32) {
 	grads = make([]float32, diffSteps*n)
 	for i := range n {
 		kind := r.IntN(20)
+		if kind == 2 || kind == 4 {
+			planted++
+		}
 		scale := math.Pow(10, -6+12*r.Float64())
 		for s := range diffSteps {
 			var x float64
@@ -284,7 +251,7 @@ func diffInputs(n int, seed uint64) (theta0, grads []float32) {
 			grads[s*n+i] = float32(x)
 		}
 	}
-	return theta0, grads
+	return theta0, grads, planted
 }
 
 // TestRunMatchesGenerated checks that `fibergen run` writes byte for byte
@@ -301,7 +268,7 @@ func TestRunMatchesGenerated(t *testing.T) {
 			{n: 300, seed: 1, sigmaW2: 0, sets: nil},
 			{n: 300, seed: 2, sigmaW2: 7.5, sets: sets[len(sets)-1]},
 		} {
-			theta0, grads := diffInputs(c.n, c.seed)
+			theta0, grads, _ := diffInputs(c.n, c.seed)
 			finiteGradients(grads)
 			raw, _ := runFibergen(t, path, theta0, grads, c.sigmaW2, c.sets)
 			impl, err := opt.newImpl(c.sets, c.n)
@@ -325,7 +292,7 @@ func TestRunMatchesGenerated(t *testing.T) {
 			if !bytes.Equal(raw, wantRaw) {
 				out, _ := npy.Read(bytes.NewReader(raw))
 				t.Errorf("%s, %+v: fibergen run's output differs from the generated package's (%d vs %d bytes; max %d ulp)",
-					fn.Name, c, len(raw), len(wantRaw), maxULP(out.Data, theta))
+					fn.Name, c, len(raw), len(wantRaw), floatbits.MaxULP(out.Data, theta))
 			}
 		}
 	}

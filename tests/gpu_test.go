@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -35,14 +34,14 @@ type ptxRun struct {
 	ctx       *cudadrv.Context
 	cases     []kernelCase
 	steps     int
-	privCases []privCase
+	privCases func(name string) []privCase // the privatize cases of the optimizer name
 	diagSizes []int
 }
 
 // gpuRun is the check on device 0, with the host kernel test's cases; it
 // skips without a GPU.
 func gpuRun(t *testing.T) ptxRun {
-	return ptxRun{ctx: gpuContext(t), cases: kernelCases(), steps: kernelSteps, privCases: privCases(), diagSizes: diagSizes}
+	return ptxRun{ctx: gpuContext(t), cases: kernelCases(), steps: kernelSteps, privCases: func(name string) []privCase { return casesFor(name, true) }, diagSizes: diagSizes}
 }
 
 // simSizes are the step kernel's sizes on the simulator: empty, shorter
@@ -66,13 +65,22 @@ func simRun(t testing.TB, cfg cudasim.Config) (ptxRun, *cudasim.Sim) {
 	for _, n := range []int{3, 4099} { // the extra sizes with offsets and skews
 		cases = append(cases, kernelCase{n: n, skew: 2, offset: 1<<32 - 2, noise: true})
 	}
-	var priv []privCase
-	for _, c := range privCases() {
-		if c.n <= 4097 && c.batch*c.n <= 5*4097 {
-			priv = append(priv, c)
+	return ptxRun{ctx: ctx, cases: cases, steps: 3, privCases: simPrivCases, diagSizes: []int{0, 1, 5, 4096, 4097, 3*4096 + 129}}, sim
+}
+
+// simPrivCases are the simulator's privatize cases of the optimizer name:
+// the sharp cases (privSharpCases), and for privSweep's optimizers the
+// cases of the sweep up to 4097 coordinates and 5·4097 floats.
+func simPrivCases(name string) []privCase {
+	cases := privSharpCases()
+	if slices.Contains(privSweep, name) {
+		for _, c := range privCases() {
+			if c.n <= 4097 && c.batch*c.n <= 5*4097 {
+				cases = append(cases, c)
+			}
 		}
 	}
-	return ptxRun{ctx: ctx, cases: cases, steps: 3, privCases: priv, diagSizes: []int{0, 1, 5, 4096, 4097, 3*4096 + 129}}, sim
+	return applicable(name, cases)
 }
 
 // gpuContext opens device 0's primary context, or skips.
@@ -158,20 +166,30 @@ func loadGPUFunctions(t testing.TB, ctx *cudadrv.Context, name string, symbols .
 // given symbols; the module is unloaded when t ends.
 func loadFunctions(t testing.TB, ctx *cudadrv.Context, ptx []byte, symbols ...string) []*cudadrv.Function {
 	t.Helper()
-	mod, err := ctx.LoadModule(ptx)
+	fns, err := moduleFunctions(t, ctx, ptx, symbols...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return fns
+}
+
+// moduleFunctions is loadFunctions returning the error of a module that
+// does not load.
+func moduleFunctions(t testing.TB, ctx *cudadrv.Context, ptx []byte, symbols ...string) ([]*cudadrv.Function, error) {
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		return nil, err
 	}
 	t.Cleanup(func() { mod.Unload() })
 	var fns []*cudadrv.Function
 	for _, sym := range symbols {
 		fn, err := mod.Function(sym)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		fns = append(fns, fn)
 	}
-	return fns
+	return fns, nil
 }
 
 // launch runs the kernel over the device buffers ptrs (n coordinates each)
@@ -281,7 +299,7 @@ func checkGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, st
 // what it wrote outside its n floats (canaries).
 func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, steps int, shape [2]int) error {
 	ref := caseRef(t, opt, c)
-	want, got := kernelBuffers(opt, c)
+	want, got := kernelBuffers(t, opt, c)
 	dev := deviceBuffers(t, k.ctx, got, c.skew)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
 	for step := range steps {
@@ -289,7 +307,7 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 		if err := k.ctx.CopyHtoD(dev[1], want[1]); err != nil {
 			t.Fatal(err)
 		}
-		sigmaW2 := 1e-4 * float64(step%3)
+		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
 		if c.noise {
@@ -300,7 +318,7 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 			return fmt.Errorf("step %d (block %d, grid %d): %w", step, shape[0], shape[1], err)
 		}
 		readBuffers(t, k.ctx, dev, got)
-		if msg := compareBuffersBy(opt, want, got, firstDiffGPU); msg != "" {
+		if msg := compareBuffers(opt, want, got); msg != "" {
 			return fmt.Errorf("step %d (block %d, grid %d): %s", step, shape[0], shape[1], msg)
 		}
 	}
@@ -356,13 +374,11 @@ func TestPTXSimPrivatizeMatchesGo(t *testing.T) {
 }
 
 func checkPTXPrivatize(t *testing.T, run ptxRun) {
-	for name, ref := range privRefs {
+	for _, opt := range optimizers {
+		name, ref := opt.name, privRefs[opt.name]
 		t.Run(name, func(t *testing.T) {
 			k := loadGPUPrivatize(t, run.ctx, name)
-			for i, c := range run.privCases {
-				if name == "dp_sgd" && !math.IsNaN(c.a) {
-					continue
-				}
+			for i, c := range run.privCases(name) {
 				t.Run(c.String(), func(t *testing.T) { checkGPUPrivatize(t, ref, k, c, gpuShapes[i%len(gpuShapes)]) })
 			}
 		})
@@ -370,17 +386,19 @@ func checkPTXPrivatize(t *testing.T, run ptxRun) {
 }
 
 func checkGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, shape [2]int) {
-	out, err := runGPUPrivatize(t, ref, k, c, shape)
+	scales, out, err := runGPUPrivatize(t, ref, k, c, shape)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkClipped(t, c, scales)
 	checkNoExamples(t, c, out)
 }
 
 // runGPUPrivatize runs case c through the Go reference and the three
-// kernels and returns the kernels' clipped sum, or how the partials, the
-// scales or the sums first differ, or how a kernel failed.
-func runGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, shape [2]int) ([]float32, error) {
+// kernels and returns the kernels' scales and clipped sum, or how the
+// partials, the scales or the sums first differ (comparePrivatize), or how
+// a kernel failed.
+func runGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, shape [2]int) (scales, out []float32, err error) {
 	cur, look := privInputs(c)
 	mode, a32, b32, one, two := privMode(c, cur, look)
 	nchunks := reduce.ReduceChunks(c.n)
@@ -409,23 +427,21 @@ func runGPUPrivatize(t *testing.T, ref privRef, k *gpuPrivatize, c privCase, sha
 		{2, c.n/4 + 4, []any{dev[0], lookPtr, s, o, B, n, a32, b32, c.divisor(), mode}},
 	} {
 		if err := k.launch(t, l.kernel, l.threads, shape, l.args...); err != nil {
-			return nil, fmt.Errorf("block %d, grid %d: %w", shape[0], shape[1], err)
+			return nil, nil, fmt.Errorf("block %d, grid %d: %w", shape[0], shape[1], err)
 		}
 	}
 	for _, b := range []struct {
-		name      string
-		ptr       cudadrv.DevicePtr
-		want, got []float32
-	}{{"partials", p, want.partials, got.partials}, {"scales", s, want.scales, got.scales}, {"out", o, want.out, got.out}} {
+		ptr cudadrv.DevicePtr
+		got []float32
+	}{{p, got.partials}, {s, got.scales}, {o, got.out}} {
 		if len(b.got) > 0 {
 			if err := k.ctx.CopyDtoH(b.got, b.ptr); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if i := firstDiffGPU(b.want, b.got); i >= 0 {
-			return nil, fmt.Errorf("block %d, grid %d: %s differ first at %d: Go %v (%#08x), GPU %v (%#08x)", shape[0], shape[1],
-				b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
-		}
 	}
-	return got.out, canariesIntact(t, k.ctx, dev, append(in, got.partials, got.scales, got.out), c.skew)
+	if err := comparePrivatize(c, want, got); err != nil {
+		return nil, nil, fmt.Errorf("block %d, grid %d: %w", shape[0], shape[1], err)
+	}
+	return got.scales, got.out, canariesIntact(t, k.ctx, dev, append(in, got.partials, got.scales, got.out), c.skew)
 }

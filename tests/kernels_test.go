@@ -5,23 +5,30 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/fibergen/fibergen/codegen/llvmgen"
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // kernelSizes are the buffer lengths of the bit-exactness tests: empty,
 // shorter than a group, around the vector width and block sizes, and large.
-var kernelSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 1023, 1024, 1025, 65537, 1<<20 + 3}
+var kernelSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 1023, 1024, 1025, 65537, largeSize + 3}
 
-// kernelSteps is the number of steps of every kernel run.
-const kernelSteps = 50
+// kernelSteps is the number of steps of every kernel run below largeSize
+// coordinates; from largeSize on the host runs largeSteps, one of each
+// noise variance of kernelSigmaW2 (the steps differ only in their scalars,
+// which the smaller sizes cover over kernelSteps).
+const (
+	kernelSteps = 50
+	largeSize   = 1 << 20
+	largeSteps  = 5
+)
 
 // goRef calls a generated package's NewHost, Scalars and Step through
 // reflection, so that one test drives every optimizer.
@@ -72,15 +79,25 @@ func (r *goRef) run(s reflect.Value, rg hostkernel.Range, bufs [][]float32) {
 	r.step.Call(args)
 }
 
-// hostKernels caches the shared objects built from generated/<name>/<name>.ll.
-var hostKernels struct {
-	once sync.Once
-	dir  string
-	tc   *llvmgen.Toolchain
-	err  error
+// hostSharedObject returns the host kernel of opt's checked-in module,
+// built once per machine: it lives in the kernel cache that fibergen run
+// uses too (pipeline.CachedSharedObject, named by a hash of the module,
+// LLVM's version and the machine), so a test run builds only the modules
+// that changed.
+func hostSharedObject(t testing.TB, opt *optimizer) string {
+	t.Helper()
+	ll, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ll"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := pipeline.CachedSharedObject(opt.name, string(ll), opt.name+"_cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return so
 }
 
-// hostKernel builds (once per test binary) and loads the host kernel of the
+// hostKernel builds (hostSharedObject) and loads the host kernel of the
 // checked-in module of opt: the best variant this CPU runs.
 func hostKernel(t *testing.T, opt *optimizer) *hostkernel.Kernel {
 	return loadHostKernel(t, opt, "")
@@ -101,29 +118,11 @@ func hostISAs(t *testing.T) []string {
 // best: the others differ only in the width of their main loops.
 const hostISASizes = 1 << 16
 
-// loadHostKernel builds (once per test binary) the host kernel of the
+// loadHostKernel builds (hostSharedObject) the host kernel of the
 // checked-in module of opt and loads its variant isa ("" for the best).
 func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel {
 	t.Helper()
-	hostKernels.once.Do(func() {
-		hostKernels.tc, hostKernels.err = llvmgen.FindToolchain()
-		if hostKernels.err == nil {
-			hostKernels.dir, hostKernels.err = os.MkdirTemp(testTemp, "kernels-")
-		}
-	})
-	if hostKernels.err != nil {
-		t.Fatal(hostKernels.err)
-	}
-	so := filepath.Join(hostKernels.dir, opt.name+".so")
-	if _, err := os.Stat(so); err != nil {
-		ll, err := os.ReadFile(repoPath("generated", opt.name, opt.name+".ll"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hostKernels.tc.SharedObject(string(ll), opt.name+"_cpu", so); err != nil {
-			t.Fatal(err)
-		}
-	}
+	so := hostSharedObject(t, opt)
 	ref, err := newGoRef(opt.pkg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +135,11 @@ func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel
 	t.Cleanup(func() { k.Close() })
 	return k
 }
+
+// kernelSigmaW2 is the noise variance σ_w² of step: of order 1, where a
+// one-bit error in the noise path survives the rounding of g + σ_w·z, and
+// small or zero, where the correction of the second moment is small.
+func kernelSigmaW2(step int) float64 { return [...]float64{1, 1e-4, 0, 2.25, 2e-4}[step%5] }
 
 // kernelCase is one bit-exactness run: n coordinates starting skew floats
 // into their allocation (so 128-bit alignment differs) at global index
@@ -155,13 +159,15 @@ func kernelCases() []kernelCase {
 	for _, n := range kernelSizes {
 		for _, noise := range []bool{false, true} {
 			cases = append(cases, kernelCase{n: n, noise: noise})
-			if n < 1<<20 {
+			if n < largeSize {
 				cases = append(cases, kernelCase{n: n, skew: 1, offset: 3, noise: noise},
 					kernelCase{n: n, skew: 3, offset: 1<<33 + 2, noise: noise})
 			}
 		}
 	}
-	return cases
+	// The global index crosses 2^32 halfway: the carry into the
+	// counter's high word.
+	return append(cases, kernelCase{n: largeSize + 3, skew: 2, offset: 1<<32 - largeSize/2, noise: true})
 }
 
 // TestHostKernelMatchesGo checks that the host kernel of every shipped
@@ -187,16 +193,21 @@ func TestHostKernelMatchesGo(t *testing.T) {
 	}
 }
 
-// checkHostKernel runs kernelSteps steps of case c through the Go reference
-// and the host kernel from the same inputs and compares them after each.
+// checkHostKernel runs kernelSteps (largeSteps) steps of case c through the
+// Go reference and the host kernel from the same inputs and compares them
+// after each.
 func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kernelCase) {
 	ref := caseRef(t, opt, c)
-	want, got := kernelBuffers(opt, c)
+	want, got := kernelBuffers(t, opt, c)
 	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.offset)))
-	for step := range kernelSteps {
+	steps := kernelSteps
+	if c.n >= largeSize {
+		steps = largeSteps
+	}
+	for step := range steps {
 		fillGradient(r, want[1], step)
 		copy(got[1], want[1])
-		sigmaW2 := 1e-4 * float64(step%3)
+		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
 		rg := hostkernel.Range{Lo: 0, Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
 		if c.noise {
@@ -264,13 +275,20 @@ func distinctHypers(t testing.TB, opt *optimizer) []setting {
 }
 
 // kernelBuffers returns two identical sets of buffers (theta, g, states)
-// of n floats, each starting skew floats into its allocation.
-func kernelBuffers(opt *optimizer, c kernelCase) (a, b [][]float32) {
+// of n floats, each starting skew floats into its allocation: N(0, 1), and
+// |N(0, 1)| for a state under a square root (opt.sqrtStates) — a second
+// moment is never negative, and the square root of a negative one would
+// make the outputs NaN, where any NaN would match any NaN.
+func kernelBuffers(t testing.TB, opt *optimizer, c kernelCase) (a, b [][]float32) {
 	r := rand.New(rand.NewPCG(7, uint64(c.n)))
-	for range 2 + len(opt.states) {
+	nonNeg := opt.sqrtStates(t)
+	for k := range ir.FirstState + len(opt.states) {
 		x := make([]float32, c.n+c.skew)[c.skew:]
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
+			if k >= ir.FirstState && nonNeg[k-ir.FirstState] {
+				x[i] = float32(math.Abs(float64(x[i])))
+			}
 		}
 		a = append(a, x)
 		b = append(b, append(make([]float32, c.skew), x...)[c.skew:])
@@ -295,20 +313,17 @@ func fillGradient(r *rand.Rand, g []float32, step int) {
 	}
 }
 
-// compareBuffers returns "" if want and got agree bit for bit, else where
-// they first differ and by how many ULPs at most.
+// compareBuffers returns "" if want and got are the same (floatbits.Equal)
+// and want holds few NaNs (floatbits.TooManyNaNs), else where they first
+// differ and by how many ULPs at most, or how many NaNs want holds.
 func compareBuffers(opt *optimizer, want, got [][]float32) string {
-	return compareBuffersBy(opt, want, got, firstBitDiff)
-}
-
-// compareBuffersBy is compareBuffers with diff to find the first
-// difference.
-func compareBuffersBy(opt *optimizer, want, got [][]float32, diff func(a, b []float32) int) string {
 	names := append([]string{"theta", "g"}, opt.states...)
 	for b := range want {
-		if i := diff(want[b], got[b]); i >= 0 {
-			return fmt.Sprintf("buffer %s differs first at %d: Go %v (%#08x), kernel %v (%#08x); max ULP difference %d",
-				names[b], i, want[b][i], math.Float32bits(want[b][i]), got[b][i], math.Float32bits(got[b][i]), maxULP(want[b], got[b]))
+		if d := floatbits.Diff(want[b], got[b]); d != "" {
+			return fmt.Sprintf("buffer %s differs: kernel%s", names[b], d)
+		}
+		if err := floatbits.TooManyNaNs(want[b], 0); err != nil {
+			return fmt.Sprintf("buffer %s: %v", names[b], err)
 		}
 	}
 	return ""
@@ -325,9 +340,9 @@ func TestHostKernelShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 4099
-	whole, _ := kernelBuffers(opt, kernelCase{n: n})
-	ranges, _ := kernelBuffers(opt, kernelCase{n: n})
-	shards, _ := kernelBuffers(opt, kernelCase{n: n})
+	whole, _ := kernelBuffers(t, opt, kernelCase{n: n})
+	ranges, _ := kernelBuffers(t, opt, kernelCase{n: n})
+	shards, _ := kernelBuffers(t, opt, kernelCase{n: n})
 	cuts := []int64{0, 1, 6, 7, 1000, 2049, 4096, n}
 	for step := range 5 {
 		_, scalars := ref.scalars(step, 1e-3)

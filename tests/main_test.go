@@ -43,7 +43,6 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	testTemp = dir
 	os.Setenv("FIBERGEN_STATE_DIR", filepath.Join(dir, "state")) // the resume record of these tests' own
 	fibergenBin, fibergenErr = buildFibergen(dir)
 	return m.Run()
@@ -59,9 +58,6 @@ func buildFibergen(dir string) (string, error) {
 	}
 	return bin, nil
 }
-
-// testTemp is a directory TestMain removes when the tests end.
-var testTemp string
 
 // repoPath returns the absolute path of a file in the repository.
 func repoPath(elem ...string) string {

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"sync"
+	"testing"
 
 	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk"
@@ -17,6 +19,8 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/tests/oracle"
 )
 
@@ -47,6 +51,10 @@ type optimizer struct {
 	newImpl func(sets []setting, n int) (implementation, error)
 	newRef  func(sets []setting, n int) (reference, bounded, error)
 	pkg     goPackage
+
+	sqrtOnce sync.Once // reads the manifest's IR for sqrtStates
+	sqrtFn   *ir.Func
+	sqrtErr  error
 }
 
 // goPackage holds a generated package's Defaults, NewHost and Step, which
@@ -72,6 +80,48 @@ var optimizers = []*optimizer{
 	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step}},
 	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step}},
 	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step}},
+}
+
+// sqrtStates reports, for each of opt's states, whether the step takes a
+// square root of a value computed from it (a second moment), as the
+// checked-in manifest's IR says.
+func (opt *optimizer) sqrtStates(t testing.TB) []bool {
+	t.Helper()
+	opt.sqrtOnce.Do(func() {
+		m, _, err := manifest.Read(repoPath("generated", opt.name, opt.name+".json"))
+		if err == nil {
+			opt.sqrtFn, err = m.Func()
+		}
+		opt.sqrtErr = err
+	})
+	if opt.sqrtErr != nil {
+		t.Fatal(opt.sqrtErr)
+	}
+	under, seen := map[string]bool{}, map[*ir.Value]bool{}
+	for _, v := range opt.sqrtFn.Step.Values {
+		if v.Op == ir.OpSqrt {
+			loadsUnder(v, under, seen)
+		}
+	}
+	var out []bool
+	for _, s := range opt.states {
+		out = append(out, under[s])
+	}
+	return out
+}
+
+// loadsUnder adds to names the buffers whose loads v is computed from.
+func loadsUnder(v *ir.Value, names map[string]bool, seen map[*ir.Value]bool) {
+	if seen[v] {
+		return
+	}
+	seen[v] = true
+	if v.Op == ir.OpLoad {
+		names[v.Name] = true
+	}
+	for _, a := range v.Args {
+		loadsUnder(a, names, seen)
+	}
 }
 
 func optimizerNamed(name string) *optimizer {

@@ -4,12 +4,25 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk"
+	"github.com/fibergen/fibergen/generated/disk_corr"
+	"github.com/fibergen/fibergen/generated/doppler"
+	"github.com/fibergen/fibergen/generated/dp_adam"
+	"github.com/fibergen/fibergen/generated/dp_adambc"
+	"github.com/fibergen/fibergen/generated/dp_adamw"
+	"github.com/fibergen/fibergen/generated/dp_lion"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/generated/fiber_bccorr"
+	"github.com/fibergen/fibergen/generated/fiber_cosine"
+	"github.com/fibergen/fibergen/generated/fiber_ft"
+	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -21,24 +34,102 @@ type privRef struct {
 	sum    func(out, cur, look, scales []float32, n int, a, b, divisor float32, lo, hi int)
 }
 
-// privRefs are the packages the privatize tests drive: two with a two-point
-// observation and one without.
+// privRefs are the privatize kernels' Go references of every shipped
+// optimizer (TestOptimizersRegistered checks that none is missing).
 var privRefs = map[string]privRef{
-	"disk":   {disk.PrivatizeNorms, disk.PrivatizeScales, disk.PrivatizeSum},
-	"fiber":  {fiber.PrivatizeNorms, fiber.PrivatizeScales, fiber.PrivatizeSum},
-	"dp_sgd": {dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum},
+	"abtrack":      {abtrack.PrivatizeNorms, abtrack.PrivatizeScales, abtrack.PrivatizeSum},
+	"disk":         {disk.PrivatizeNorms, disk.PrivatizeScales, disk.PrivatizeSum},
+	"disk_corr":    {disk_corr.PrivatizeNorms, disk_corr.PrivatizeScales, disk_corr.PrivatizeSum},
+	"doppler":      {doppler.PrivatizeNorms, doppler.PrivatizeScales, doppler.PrivatizeSum},
+	"dp_adam":      {dp_adam.PrivatizeNorms, dp_adam.PrivatizeScales, dp_adam.PrivatizeSum},
+	"dp_adambc":    {dp_adambc.PrivatizeNorms, dp_adambc.PrivatizeScales, dp_adambc.PrivatizeSum},
+	"dp_adamw":     {dp_adamw.PrivatizeNorms, dp_adamw.PrivatizeScales, dp_adamw.PrivatizeSum},
+	"dp_lion":      {dp_lion.PrivatizeNorms, dp_lion.PrivatizeScales, dp_lion.PrivatizeSum},
+	"dp_sgd":       {dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum},
+	"fiber":        {fiber.PrivatizeNorms, fiber.PrivatizeScales, fiber.PrivatizeSum},
+	"fiber_bccorr": {fiber_bccorr.PrivatizeNorms, fiber_bccorr.PrivatizeScales, fiber_bccorr.PrivatizeSum},
+	"fiber_cosine": {fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum},
+	"fiber_ft":     {fiber_ft.PrivatizeNorms, fiber_ft.PrivatizeScales, fiber_ft.PrivatizeSum},
+	"fiber_nocorr": {fiber_nocorr.PrivatizeNorms, fiber_nocorr.PrivatizeScales, fiber_nocorr.PrivatizeSum},
+}
+
+// privSweep are the optimizers whose privatize kernels the host test runs
+// on every case of privCases: two with a two-point observation and one
+// without. The others run the sharp cases (privSharpCases), which reach
+// every path of the kernels.
+var privSweep = []string{"disk", "fiber", "dp_sgd"}
+
+// twoPoint reports whether the optimizer name has a two-point observation:
+// only those privatize a mix of two sets (privCase.a not NaN).
+func twoPoint(name string) bool {
+	return slices.Contains(optimizerNamed(name).states, lang.LookaheadState)
+}
+
+// casesFor are the cases of privSharpCases, and with sweep those of
+// privCases too, that apply to the optimizer name.
+func casesFor(name string, sweep bool) []privCase {
+	cases := privSharpCases()
+	if sweep {
+		cases = append(cases, privCases()...)
+	}
+	return applicable(name, cases)
+}
+
+// applicable are the cases that apply to the optimizer name: those with a
+// mix only for a two-point observation.
+func applicable(name string, cases []privCase) []privCase {
+	if !twoPoint(name) {
+		cases = slices.DeleteFunc(slices.Clone(cases), func(c privCase) bool { return !math.IsNaN(c.a) })
+	}
+	return cases
 }
 
 // privCase is one privatize run: batch examples of n coordinates whose
 // clipped sum is divided by float32(expected), the mix weight a (NaN: one
-// set, no look), buffers skew floats into their allocations.
+// set, no look), buffers skew floats into their allocations; bad, if not
+// 0, is an entry of example 1 (its coordinate privBadAt), which makes its
+// norm non-finite.
 type privCase struct {
 	batch, expected, n, skew int
 	a                        float64
+	bad                      float32
 }
 
 func (c privCase) String() string {
-	return fmt.Sprintf("k=%d/B=%d/n=%d/skew=%d/a=%v", c.batch, c.expected, c.n, c.skew, c.a)
+	s := fmt.Sprintf("k=%d/B=%d/n=%d/skew=%d/a=%v", c.batch, c.expected, c.n, c.skew, c.a)
+	if c.bad != 0 {
+		s += fmt.Sprintf("/bad=%v", c.bad)
+	}
+	return s
+}
+
+// privBadAt is the coordinate of a case's bad entry: in the second chunk
+// where there is one.
+func (c privCase) privBadAt() int { return min(c.n-1, reduce.ReduceChunk+1) }
+
+// privSharpCases reach every path of the privatize kernels with few
+// coordinates: one chunk with a tail, exactly eight chunks (the scales
+// kernel's loop over chunks unrolled by eight, without its remainder) and
+// nineteen (the unrolled loop twice, and the remainder); one example (the sum's loop over examples without its
+// unrolled pair), two, an odd count; none; k ≠ B; every mode (one set, the
+// look as the one set at a = 1, the two-point mix); misaligned buffers; and
+// an example whose norm is NaN or +Inf or overflows, which gets a NaN
+// scale.
+func privSharpCases() []privCase {
+	nan := math.NaN()
+	return []privCase{
+		{batch: 3, expected: 3, n: 5, skew: 1, a: nan},
+		{batch: 1, expected: 1, n: 129, skew: 2, a: 0.3},
+		{batch: 2, expected: 2, n: 8 * reduce.ReduceChunk, skew: 3, a: nan},
+		{batch: 2, expected: 2, n: 18*reduce.ReduceChunk + 129, skew: 1, a: nan},
+		{batch: 7, expected: 5, n: 4097, skew: 2, a: 1},
+		{batch: 2, expected: 2, n: 4097, a: 0},
+		{batch: 0, expected: 4, n: 4097, skew: 1, a: nan},
+		{batch: 3, expected: 3, n: 5000, a: nan, bad: float32(math.Inf(1))},
+		{batch: 3, expected: 3, n: 5000, skew: 1, a: 0.3, bad: float32(math.NaN())},
+		{batch: 2, expected: 2, n: 130, skew: 3, a: nan, bad: float32(math.Inf(-1))},
+		{batch: 2, expected: 2, n: 130, a: 0.3, bad: 1e30},
+	}
 }
 
 // divisor is the sum's divisor of case c, as the runtime passes it.
@@ -80,7 +171,7 @@ func privInputs(c privCase) (cur, look []float32) {
 	rows := func() []float32 {
 		x := make([]float32, c.batch*c.n+c.skew)[c.skew:]
 		for ex := range c.batch {
-			scale := math.Pow(10, float64(ex%7-4)) / math.Sqrt(float64(max(c.n, 1)))
+			scale := math.Pow(10, float64((ex+1)%7-4)) / math.Sqrt(float64(max(c.n, 1)))
 			if ex%5 == 4 {
 				scale = 0
 			}
@@ -94,6 +185,13 @@ func privInputs(c privCase) (cur, look []float32) {
 	cur = rows()
 	if !math.IsNaN(c.a) {
 		look = rows()
+	}
+	if c.bad != 0 {
+		for _, x := range [][]float32{cur, look} {
+			if x != nil {
+				x[c.n+c.privBadAt()] = c.bad
+			}
+		}
 	}
 	return cur, look
 }
@@ -127,16 +225,15 @@ func cuts(end int) [][2]int {
 	return out
 }
 
-// privatizeKernels builds (once) and loads opt's privatize host functions,
-// the variant isa ("" for the best).
+// privatizeKernels builds (hostSharedObject) and loads the privatize host
+// functions of the optimizer name, the variant isa ("" for the best).
 func privatizeKernels(t *testing.T, name, isa string) *hostkernel.Privatize {
 	t.Helper()
-	hostKernel(t, optimizerNamed(name)) // builds the shared object
 	var syms []string
 	for _, phase := range []string{"norms", "scales", "sum"} {
 		syms = append(syms, name+"_privatize_"+phase+"_cpu")
 	}
-	p, err := hostkernel.OpenPrivatizeISA(filepath.Join(hostKernels.dir, name+".so"), syms, isa)
+	p, err := hostkernel.OpenPrivatizeISA(hostSharedObject(t, optimizerNamed(name)), syms, isa)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,14 +245,17 @@ func privatizeKernels(t *testing.T, name, isa string) *hostkernel.Privatize {
 // the generated Go reference bit for bit: the partials, the scales and the
 // clipped sum over the divisor, the host functions run over pieces of
 // their ranges the way the runtime splits them over threads; every variant
-// this CPU runs, the best on every case, the others up to n = 4097.
+// this CPU runs, the best on every case, the others up to n = 4097 and on
+// the sharp case of nineteen chunks; privSweep's optimizers on every case of
+// privCases, the others on privSharpCases.
 func TestPrivatizeHostMatchesGo(t *testing.T) {
-	for name, ref := range privRefs {
+	for _, opt := range optimizers {
+		name, ref := opt.name, privRefs[opt.name]
 		t.Run(name, func(t *testing.T) {
 			for i, isa := range hostISAs(t) {
 				k := privatizeKernels(t, name, isa)
-				for _, c := range privCases() {
-					if name == "dp_sgd" && !math.IsNaN(c.a) || (i > 0 || testing.Short()) && c.n > 4097 {
+				for _, c := range casesFor(name, slices.Contains(privSweep, name)) {
+					if (i > 0 || testing.Short()) && c.n > 4097 && c.n != 18*reduce.ReduceChunk+129 {
 						continue
 					}
 					t.Run(isa+"/"+c.String(), func(t *testing.T) { checkPrivatize(t, ref, k, c) })
@@ -188,13 +288,8 @@ func checkPrivatize(t *testing.T, ref privRef, k *hostkernel.Privatize, c privCa
 			}
 		}
 	}
-	for _, b := range []struct {
-		name      string
-		want, got []float32
-	}{{"partials", want.partials, got.partials}, {"scales", want.scales, got.scales}, {"out", want.out, got.out}} {
-		if i := firstBitDiff(b.want, b.got); i >= 0 {
-			t.Fatalf("%s differ first at %d: Go %v (%#08x), kernel %v (%#08x)", b.name, i, b.want[i], math.Float32bits(b.want[i]), b.got[i], math.Float32bits(b.got[i]))
-		}
+	if err := comparePrivatize(c, want, got); err != nil {
+		t.Fatal(err)
 	}
 	checkClipped(t, c, want.scales)
 	checkNoExamples(t, c, got.out)
@@ -209,6 +304,29 @@ func checkNoExamples(t *testing.T, c privCase, out []float32) {
 			t.Fatalf("no examples: coordinate %d = %v, want +0", i, x)
 		}
 	}
+}
+
+// comparePrivatize returns how the partials, the scales or the clipped sum
+// of got first differ from want's (floatbits.Diff), or an error if want's
+// hold more NaNs than the case's bad entry makes (floatbits.TooManyNaNs):
+// one partial and one scale, and every coordinate of the sum.
+func comparePrivatize(c privCase, want, got privBuffers) error {
+	for _, b := range []struct {
+		name      string
+		want, got []float32
+		planted   int
+	}{{"partials", want.partials, got.partials, 1}, {"scales", want.scales, got.scales, 1}, {"out", want.out, got.out, len(want.out)}} {
+		if d := floatbits.Diff(b.want, b.got); d != "" {
+			return fmt.Errorf("%s differ: kernel%s", b.name, d)
+		}
+		if c.bad == 0 {
+			b.planted = 0
+		}
+		if err := floatbits.TooManyNaNs(b.want, b.planted); err != nil {
+			return fmt.Errorf("%s: %v", b.name, err)
+		}
+	}
+	return nil
 }
 
 // privBuffers are the outputs of one privatize run.
@@ -228,12 +346,18 @@ func privOutputs(c privCase) privBuffers {
 }
 
 // checkClipped checks that the cases exercise what they are meant to: zero
-// examples get scale 1, and some examples of a large enough case are
-// clipped while others are not.
+// examples get scale 1, an example with a bad entry a NaN scale, and some
+// examples of a large enough case are clipped while others are not.
 func checkClipped(t *testing.T, c privCase, scales []float32) {
 	t.Helper()
 	clipped := 0
 	for ex, s := range scales {
+		if c.bad != 0 && ex == 1 {
+			if !math.IsNaN(float64(s)) {
+				t.Fatalf("example 1 has the entry %v: scale %v, want NaN", c.bad, s)
+			}
+			continue
+		}
 		if ex%5 == 4 && s != 1 || !(s > 0 && s <= 1) {
 			t.Fatalf("example %d: scale %v", ex, s)
 		}
@@ -273,7 +397,7 @@ func TestPrivatizeNonFinite(t *testing.T) {
 		if err := k.Scales(args); err != nil {
 			t.Fatal(err)
 		}
-		if firstBitDiff(want, got) >= 0 || !math.IsNaN(float64(got[1])) || math.IsNaN(float64(got[0])) || got[0] != got[2] {
+		if floatbits.FirstDiff(want, got) >= 0 || !math.IsNaN(float64(got[1])) || math.IsNaN(float64(got[0])) || got[0] != got[2] {
 			t.Errorf("entry %v: scales Go %v, kernel %v; want NaN for example 1 alone", bad, want, got)
 		}
 	}

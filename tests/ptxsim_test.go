@@ -1,7 +1,8 @@
 package tests
 
 import (
-	"math"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"strings"
@@ -11,24 +12,84 @@ import (
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
-// ptxMutant is a deliberate bug in fiber's checked-in PTX: a rewrite of
-// the module's text, which reports whether it found what it rewrites.
+// ptxMutant is a deliberate bug in fiber's checked-in PTX, of the kind a
+// code generator makes: a rewrite of the module's text, which reports
+// whether it found what it rewrites.
 type ptxMutant struct {
 	name  string
 	apply func(ptx string) (string, bool)
 }
 
-// ptxMutants are the bugs the simulator's differential tests must catch:
-// the edge loop (head and tail of the buffer) one coordinate short or one
-// long, two hyperparameters swapped, a state read through the non-coherent
-// cache although the kernel writes it, and a wrong lane in the norms'
-// butterfly reduction.
+// ptxMutants are the bugs the simulator's differential tests must catch, in
+// the step kernel, the three privatize kernels and the clamp_mass
+// diagnostic; docs/kernels.md lists them with what catches each.
 var ptxMutants = []ptxMutant{
-	{"tail one short", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, -1;\n")},
-	{"tail one long", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n")},
-	{"hypers swapped", swap("[fiber_step_param_8]", "[fiber_step_param_9]")}, // omega and beta1, both 0.9 by default
-	{"state read through .nc", rewrite(`(// %group\.8\n(?:.*\n)*?\t)ld\.global\.f32`, "${1}ld.global.nc.f32")},
-	{"wrong shuffle lane", rewrite(`(shfl\.sync\.bfly\.b32\t%f\d+, %f\d+, )16,`, "${1}8,")},
+	// The step kernel: edges, vector path, grid stride, hypers, states.
+	{"step: tail one short", in("fiber_step", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, -1;\n"))},
+	{"step: tail one long", in("fiber_step", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"step: two states' stores swapped", in("fiber_step", rewrite(`(st\.global\.v4\.f32 \t\[)(%rd\d+)(\], \{[^}]*\};\n\tst\.global\.v4\.f32 \t\[)(%rd\d+)\]`, "${1}${4}${3}${2}]"))},
+	{"step: vector path on 8-byte alignment", in("fiber_step", rewrite(`(and\.b64 +\t%rd\d+, %rd\d+, )15;`, "${1}7;"))},
+	{"step: grid stride halved", in("fiber_step", rewrite(`(shl\.b64 \t%rd\d+, %rd9, )4;`, "${1}3;"))},
+	{"step: hypers swapped", swap("[fiber_step_param_8]", "[fiber_step_param_9]")}, // omega and beta1, both 0.9 by default
+	{"step: scalar off by one", swap("[fiber_step_param_19]", "[fiber_step_param_20]")},
+	{"step: state read through .nc", in("fiber_step", rewrite(`(// %group\.8\n(?:.*\n)*?\t)ld\.global\.f32`, "${1}ld.global.nc.f32"))},
+	// The step kernel's arithmetic.
+	{"step: sub operands swapped", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\tsub\.rn\.f32 \t%f\d+, )(%f\d+), (%f\d+);`, "${1}$3, $2;"))},
+	{"step: div operands swapped", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\tdiv\.rn\.f32 \t%f\d+, )(%f\d+), (%f\d+);`, "${1}$3, $2;"))},
+	{"step: multiply dropped", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\t)mul\.rn\.f32 \t(%f\d+), (%f\d+), %f\d+;`, "${1}mov.f32 \t$2, $3;"))},
+	{"step: max's comparison inverted", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\t)setp\.gt\.f32`, "${1}setp.lt.f32"))},
+	{"step: NaN test inverted", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\t)setp\.nan\.f32`, "${1}setp.num.f32"))},
+	{"step: selp operands swapped", in("fiber_step", rewrite(`(// %without_noise\n(?:.*\n)*?\tselp\.f32 \t%f\d+, )(%f\d+), (%f\d+),`, "${1}$3, $2,"))},
+	{"step: approximate division", in("fiber_step", rewrite(`div\.rn\.f32`, "div.approx.f32"))},
+	{"step: approximate square root", in("fiber_step", rewrite(`sqrt\.rn\.f32`, "sqrt.approx.f32"))},
+	// The noise: Philox, its counter and key, Box-Muller.
+	{"noise: Philox multiplier", in("fiber_step", rewrite(`3528531795`, "3528531797"))},
+	{"noise: Philox key increment", in("fiber_step", rewrite(`2654435769`, "2654435761"))},
+	{"noise: wrong key register in a round", in("fiber_step", rewrite(`(xor\.b64 +\t%rd\d+, %rd\d+, )%rd17;`, "${1}%rd18;"))},
+	{"noise: counter off by one", in("fiber_step", rewrite(`(\tadd\.s64 \t(%rd\d+), %rd14, %rd\d+;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: group offset off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd14), %rd\d+, 2;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: step ignored", in("fiber_step", rewrite(`ld\.param\.u32 \t(%r\d+), \[fiber_step_param_25\];`, "mov.u32 \t$1, 0;"))},
+	{"noise: uniform from a signed integer", in("fiber_step", rewrite(`cvt\.rn\.f32\.u32`, "cvt.rn.f32.s32"))},
+	{"noise: uniform's scale one ulp off", in("fiber_step", rewrite(`0f2F800000`, "0f2F800001"))},
+	{"noise: ln 2's high part one ulp off", in("fiber_step", rewrite(`0f3F317180`, "0f3F317181"))},
+	// The privatize kernels.
+	{"norms: mix weights", in("fiber_privatize_norms", swap("[fiber_privatize_norms_param_5]", "[fiber_privatize_norms_param_6]"))},
+	{"norms: tail guard off by one", in("fiber_privatize_norms", rewrite(`setp\.lt\.s64 \t(%p\d+), (%rd\d+), %rd54;\n\tselp\.b64`, "setp.le.s64 \t$1, $2, %rd54;\n\tselp.b64"))},
+	{"norms: chunk stride 2048", in("fiber_privatize_norms", rewrite(`(shl\.b64 \t%rd\d+, %rd\d+, )12;`, "${1}11;"))},
+	{"norms: row stride 64", in("fiber_privatize_norms", rewrite(`(add\.s64 \t(%rd\d+), %rd\d+, )128;`, "${1}64;"))},
+	{"norms: wrong shuffle lane", in("fiber_privatize_norms", rewrite(`(shfl\.sync\.bfly\.b32\t%f\d+, %f\d+, )16,`, "${1}8,"))},
+	{"norms: last shuffle lane", in("fiber_privatize_norms", rewrite(`(shfl\.sync\.bfly\.b32\t%f\d+, %f\d+, )1,`, "${1}2,"))},
+	{"scales: unrolled loop's stride", in("fiber_privatize_scales", rewrite(`(add\.s64 \t(%rd\d+), %rd\d+, )32;`, "${1}28;"))},
+	{"scales: remainder dropped", in("fiber_privatize_scales", rewrite(`(// %chunk\.done\.\d+\.loopexit\.unr-lcssa\n(?:.*\n)*?\t)@%p\d+ bra`, "${1}bra.uni"))},
+	{"scales: non-finite test misses +Inf", in("fiber_privatize_scales", rewrite(`setp\.geu\.f64`, "setp.gtu.f64"))},
+	{"scales: clip by max, not min", in("fiber_privatize_scales", rewrite(`min\.f64`, "max.f64"))},
+	{"scales: zero-norm test inverted", in("fiber_privatize_scales", rewrite(`setp\.eq\.f64`, "setp.ne.f64"))},
+	{"sum: multiply by the divisor", in("fiber_privatize_sum", rewrite(`div\.rn\.f32`, "mul.rn.f32"))},
+	{"sum: stores of a group swapped", in("fiber_privatize_sum", rewrite(`(st\.global\.f32 \t\[%rd\d+)\+4(\], %f\d+;\n\tst\.global\.f32 \t\[%rd\d+)(\], %f\d+;)`, "${1}${2}+4${3}"))},
+	{"sum: unrolled pair's row stride", in("fiber_privatize_sum", rewrite(`(shl\.b64 \t%rd\d+, %rd212, )3;`, "${1}2;"))},
+	// The clamp_mass diagnostic.
+	{"clamp_mass: indicator inverted", in("fiber_clamp_mass", rewrite(`setp\.eq\.f32( \t%p\d+, %f\d+, %f16;)`, "setp.ne.f32${1}"))},
+	{"clamp_mass: abs dropped", in("fiber_clamp_mass", rewrite(`and\.b32 +\t(%r\d+), (%r\d+), 2147483647;`, "mov.b32 \t$1, $2;"))},
+	{"clamp_mass: sums stored swapped", in("fiber_clamp_mass", rewrite(`(st\.global\.f32 \t\[)(%rd\d+)(\], %f\d+;\n\tst\.global\.f32 \t\[)(%rd\d+)\]`, "${1}${4}${3}${2}]"))},
+	{"clamp_mass: wrong shuffle lane", in("fiber_clamp_mass", rewrite(`(shfl\.sync\.bfly\.b32\t%f\d+, %f1, )16,`, "${1}8,"))},
+	{"clamp_mass: chunk stride 2048", in("fiber_clamp_mass", rewrite(`(shl\.b64 \t%rd\d+, %rd\d+, )12;`, "${1}11;"))},
+}
+
+// in applies the rewrite f to the kernel entry's text alone.
+func in(entry string, f func(string) (string, bool)) func(string) (string, bool) {
+	return func(ptx string) (string, bool) {
+		start := strings.Index(ptx, ".entry "+entry+"(")
+		if start < 0 {
+			return "", false
+		}
+		end := strings.Index(ptx[start:], "// -- End function")
+		if end < 0 {
+			return "", false
+		}
+		end += start
+		body, ok := f(ptx[start:end])
+		return ptx[:start] + body + ptx[end:], ok
+	}
 }
 
 // rewrite replaces the first match of pattern with replace ($1 … for its
@@ -53,9 +114,10 @@ func swap(a, b string) func(string) (string, bool) {
 }
 
 // TestPTXSimCatchesMutants shows that the simulated PTX checks can fail:
-// each mutant of fiber's PTX fails the step kernel's or the privatize
-// kernels' differential check, by a difference from the Go reference, a
-// write outside the buffers or a fault of the simulator.
+// each mutant of fiber's PTX fails the step kernel's, the privatize
+// kernels' or clamp_mass's differential check, by a difference from the Go
+// reference, a write outside the buffers, a fault of the simulator or a
+// module it refuses to load. Every mutant must be caught.
 func TestPTXSimCatchesMutants(t *testing.T) {
 	src, err := os.ReadFile(repoPath("generated", "fiber", "fiber.ptx"))
 	if err != nil {
@@ -72,6 +134,9 @@ func TestPTXSimCatchesMutants(t *testing.T) {
 			if !ok {
 				t.Fatalf("mutant %q finds nothing to rewrite in fiber.ptx: update it", m.name)
 			}
+			if ptx == string(src) {
+				t.Fatalf("mutant %q leaves fiber.ptx as it is: update it", m.name)
+			}
 			run, _ := simRun(t, cudasim.Config{})
 			err := firstFailure(t, run, []byte(ptx), opt)
 			if err == nil {
@@ -82,20 +147,58 @@ func TestPTXSimCatchesMutants(t *testing.T) {
 	}
 }
 
-// firstFailure runs the step kernel's and the privatize kernels' checks on
-// a few cases of run with the module ptx and returns the first failure.
+// mutantKernelCases are the step kernel's cases of the mutant test and
+// their launch shapes, each for two steps (σ_w² 1, then 1e-4): with and
+// without noise, on its aligned (vector) and misaligned paths, at the
+// defaults and at distinct hypers, grid-stride loops and a large global
+// offset.
+var mutantKernelCases = []struct {
+	c     kernelCase
+	shape [2]int
+}{
+	{kernelCase{n: 5, skew: 1, offset: 3, noise: true}, [2]int{256, 0}},
+	{kernelCase{n: 1025}, [2]int{32, 1}},
+	{kernelCase{n: 1030, skew: 2, offset: 1}, [2]int{64, 2}},
+	{kernelCase{n: 4099, skew: 3, offset: 1<<33 + 2, noise: true}, [2]int{128, 3}},
+	{kernelCase{n: 4099, skew: 2, offset: 1<<33 + 2, noise: true}, [2]int{128, 3}},
+}
+
+// mutantPrivCases are the privatize cases of the mutant test: the sharp
+// cases and a two-set batch of five, whose sum runs its pair of examples
+// twice.
+func mutantPrivCases() []privCase {
+	return append(privSharpCases(), privCase{batch: 5, expected: 5, n: 129, skew: 1, a: 0.3})
+}
+
+// mutantDiagSizes are clamp_mass's sizes of the mutant test: one chunk
+// with a tail, and four.
+var mutantDiagSizes = []int{5, 3*4096 + 129}
+
+// firstFailure runs the step kernel's, the privatize kernels' and
+// clamp_mass's checks on run with the module ptx and returns the first
+// failure, a failure to load the module among them.
 func firstFailure(t *testing.T, run ptxRun, ptx []byte, opt *optimizer) error {
-	fns := loadFunctions(t, run.ctx, ptx, "fiber_step", "fiber_privatize_norms", "fiber_privatize_scales", "fiber_privatize_sum")
+	fns, err := moduleFunctions(t, run.ctx, ptx, "fiber_step", "fiber_privatize_norms", "fiber_privatize_scales", "fiber_privatize_sum", "fiber_clamp_mass")
+	if err != nil {
+		return err
+	}
 	k := &gpuKernel{ctx: run.ctx, fn: fns[0]}
-	for i, c := range []kernelCase{{n: 5, skew: 1, offset: 3, noise: true}, {n: 1025}, {n: 4099, skew: 3, offset: 1<<33 + 2, noise: true}} {
-		if err := runGPUKernel(t, opt, k, c, 2, gpuShapes[i]); err != nil {
-			return err
+	for _, m := range mutantKernelCases {
+		if err := runGPUKernel(t, opt, k, m.c, 2, m.shape); err != nil {
+			return fmt.Errorf("step %v: %w", m.c, err)
 		}
 	}
-	p := &gpuPrivatize{ctx: run.ctx, fns: fns[1:]}
-	for i, c := range []privCase{{batch: 3, expected: 3, n: 4097, skew: 1, a: 0.3}, {batch: 2, expected: 2, n: 129, a: math.NaN()}} {
-		if _, err := runGPUPrivatize(t, privRefs["fiber"], p, c, gpuShapes[i]); err != nil {
-			return err
+	p := &gpuPrivatize{ctx: run.ctx, fns: fns[1:4]}
+	for i, c := range mutantPrivCases() {
+		if _, _, err := runGPUPrivatize(t, privRefs["fiber"], p, c, gpuShapes[i%len(gpuShapes)]); err != nil {
+			return fmt.Errorf("privatize %v: %w", c, err)
+		}
+	}
+	d := newDiagTarget(t, "fiber", 3, 1e-8)
+	r := rand.New(rand.NewPCG(11, 5))
+	for i, n := range mutantDiagSizes {
+		if err := runGPUClampMass(t, run.ctx, d, fns[4], r, n, gpuShapes[i]); err != nil {
+			return fmt.Errorf("clamp_mass n=%d: %w", n, err)
 		}
 	}
 	return nil
@@ -114,7 +217,7 @@ func BenchmarkPTXSim(b *testing.B) {
 	opt := optimizerNamed("fiber")
 	k := loadGPUKernel(b, run.ctx, opt)
 	const n = 1 << 16
-	_, bufs := kernelBuffers(opt, kernelCase{n: n})
+	_, bufs := kernelBuffers(b, opt, kernelCase{n: n})
 	dev := deviceBuffers(b, run.ctx, bufs, 0)
 	ref, err := newGoRef(opt.pkg, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -51,10 +52,10 @@ func TestRunBackendsIdentical(t *testing.T) {
 				nz := runtime.Noise{SigmaW2: sigmaW2, Draw: noise == "on"}
 				for i, n := range sizes {
 					want := runBackend(t, u, runtime.Go, nz, thetas[i], grads[i])
-					for b, same := range map[runtime.Backend]func(a, b []float32) bool{runtime.CPU: sameBits, runtime.PTXSim: sameUpToNaN} {
+					for _, b := range []runtime.Backend{runtime.CPU, runtime.PTXSim} {
 						got := runBackend(t, u, b, nz, thetas[i], grads[i])
 						for k := range want {
-							if !same(got[k], want[k]) {
+							if !floatbits.Equal(got[k], want[k]) {
 								t.Errorf("%s n=%d noise %s: the %s backend's %s differs from the go backend's", name, n, noise, b, bufNames[k])
 							}
 						}
@@ -108,17 +109,6 @@ func runBackend(t *testing.T, u *pipeline.Unit, backend runtime.Backend, nz runt
 		t.Fatal(err)
 	}
 	return out
-}
-
-// sameBits reports whether a and b hold the same float32 bit patterns.
-func sameBits(a, b []float32) bool {
-	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
-}
-
-// sameUpToNaN is sameBits where any NaN matches any NaN: which NaN an
-// invalid operation returns is the architecture's (docs/decisions.md).
-func sameUpToNaN(a, b []float32) bool {
-	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) || x != x && y != y })
 }
 
 // runFiles runs an optimizer with flags and returns the bytes of the --out
@@ -250,7 +240,7 @@ func TestSignEveryBackend(t *testing.T) {
 	want := []float32{0, float32(math.Copysign(0, -1)), nan, 1, -1, 1, -1, 1, -1}
 	for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
 		got := runBackend(t, u, b, runtime.Noise{}, in, make([]float32, len(in)))[0]
-		if !sameBits(got, want) {
+		if !floatbits.Equal(got, want) {
 			t.Errorf("%s: sign(%v) = %v, want %v", b, in, got, want)
 		}
 	}
@@ -293,7 +283,7 @@ step {
 	}
 	for _, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
 		got := runBackend(t, u, b, runtime.Noise{}, in, make([]float32, len(in)))[0]
-		if !sameBits(got, want) {
+		if !floatbits.Equal(got, want) {
 			t.Errorf("%s: got %v, want %v", b, got, want)
 		}
 	}

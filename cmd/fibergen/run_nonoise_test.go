@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/fibergen/fibergen/internal/floatbits"
+
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -60,7 +62,7 @@ func TestRunNoNoiseWarning(t *testing.T) {
 		}
 		outs[c.name] = readNPY(t, out).Data
 	}
-	if a, b := outs["--noise-multiplier 0"], outs["--noise off with --example-grads"]; a == nil || !sameBits(a, b) {
+	if a, b := outs["--noise-multiplier 0"], outs["--noise off with --example-grads"]; a == nil || !floatbits.Equal(a, b) {
 		t.Errorf("--noise off gave %v, --noise-multiplier 0 %v; want the same bits", b, a)
 	}
 }

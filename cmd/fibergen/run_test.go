@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/fibergen/fibergen/internal/floatbits"
+
 	"math"
 	"os"
 	"slices"
@@ -71,10 +73,10 @@ func TestRunGroups(t *testing.T) {
 		plain := runOut(t, "fiber", theta, grads, 3, append(common, "--set", "wd=0")...)
 		grouped := runOut(t, "fiber", theta, grads, 3, append(common, "--set", "wd=0.5", "--group", "1:3:wd=0", "--group", "5:6:wd=0")...)
 		want := slices.Concat(decayed[:1], plain[1:3], decayed[3:5], plain[5:])
-		if !sameBits(grouped, want) {
+		if !floatbits.Equal(grouped, want) {
 			t.Errorf("--backend %s: %v, want %v", backend, grouped, want)
 		}
-		if sameBits(decayed, plain) {
+		if floatbits.Equal(decayed, plain) {
 			t.Fatal("wd changes nothing: the test cannot tell the groups apart")
 		}
 	}

@@ -136,19 +136,19 @@ func (g *generator) genValidate() {
 	)
 }
 
-// genCheck emits hyperField.check: finite and inside the range.
+// genCheck emits hyperField.check: finite and inside the range, which
+// lang.InRange, spliced after it, decides.
 func (g *generator) genCheck() {
 	f, x := jen.Id("f"), jen.Id("x")
 	g.file.Comment("check reports a value that is not finite or lies outside the hyper's range.")
 	g.file.Func().Params(jen.Id("f").Id("hyperField")).Id("check").Params(jen.Id("x").Float64()).Error().Block(
 		jen.If(jen.Qual("math", "IsNaN").Call(x).Op("||").Qual("math", "IsInf").Call(x, jen.Lit(0))).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v: value must be finite"), jen.Add(f).Dot("name"), x))),
-		jen.Id("inLo").Op(":=").Add(x).Op(">").Add(f).Dot("lo").Op("||").Op("!").Add(f).Dot("loOpen").Op("&&").Add(x).Op("==").Add(f).Dot("lo"),
-		jen.Id("inHi").Op(":=").Add(x).Op("<").Add(f).Dot("hi").Op("||").Op("!").Add(f).Dot("hiOpen").Op("&&").Add(x).Op("==").Add(f).Dot("hi"),
-		jen.If(jen.Op("!").Id("inLo").Op("||").Op("!").Id("inHi")).Block(
+		jen.If(jen.Op("!").Id("inRange").Call(x, jen.Add(f).Dot("lo"), jen.Add(f).Dot("hi"), jen.Add(f).Dot("loOpen"), jen.Add(f).Dot("hiOpen"))).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("hyper %s = %v is outside its range %s"), jen.Add(f).Dot("name"), x, jen.Add(f).Dot("text")))),
 		jen.Return(jen.Nil()),
 	)
+	g.splice(rangeFile, "InRange")
 }
 
 // float64Lit is a float64 literal; infinities and NaN go through math.

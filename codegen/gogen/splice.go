@@ -39,6 +39,7 @@ var (
 	reduceCore   = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
 	gainFile     = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}
 	hostMathFile = spliceSource{path: "lang/hostmath.go", text: lang.HostMathSource, unexport: true}
+	rangeFile    = spliceSource{path: "lang/rangecheck.go", text: lang.RangeCheckSource, unexport: true}
 )
 
 // splice adds to the generated file the declarations of src that roots

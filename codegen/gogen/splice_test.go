@@ -17,6 +17,7 @@ import (
 	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/gain"
 	"github.com/fibergen/fibergen/internal/irtest"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
 	"github.com/fibergen/fibergen/rng"
 )
@@ -33,8 +34,9 @@ step {
 `
 
 // TestSplicedDeclarationsMatchSources checks that the declarations of
-// rng/core.go, reduce/core.go and gain/gain.go in generated code are, as
-// go/printer prints them with their comments, those of the source files,
+// rng/core.go, reduce/core.go, gain/gain.go and lang/rangecheck.go in
+// generated code are, as go/printer prints them with their comments, those
+// of the source files,
 // after gain's exported names are lowered (done here on the source text,
 // independently of the generator's rewrite of the syntax tree). Any drift
 // between a generated package and the packages it splices fails, and so
@@ -54,6 +56,7 @@ func TestSplicedDeclarationsMatchSources(t *testing.T) {
 			checkSpliced(t, generated, rng.CoreSource, nil)
 			checkSpliced(t, generated, reduce.CoreSource, nil)
 			checkSpliced(t, generated, lowerExported(t, gain.Source), c.gain)
+			checkSpliced(t, generated, lowerExported(t, lang.RangeCheckSource), nil)
 		})
 	}
 }
@@ -185,6 +188,7 @@ func TestSplicedSourcesImportOnlyMath(t *testing.T) {
 		{"rng/core.go", rng.CoreSource},
 		{"reduce/core.go", reduce.CoreSource},
 		{"gain/gain.go", gain.Source},
+		{"lang/rangecheck.go", lang.RangeCheckSource},
 	} {
 		f, err := parser.ParseFile(token.NewFileSet(), c.name, c.src, parser.ImportsOnly)
 		if err != nil {

@@ -155,12 +155,21 @@ func (f hyperField) check(x float64) error {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return fmt.Errorf("hyper %s = %v: value must be finite", f.name, x)
 	}
-	inLo := x > f.lo || !f.loOpen && x == f.lo
-	inHi := x < f.hi || !f.hiOpen && x == f.hi
-	if !inLo || !inHi {
+	if !inRange(x, f.lo, f.hi, f.loOpen, f.hiOpen) {
 		return fmt.Errorf("hyper %s = %v is outside its range %s", f.name, x, f.text)
 	}
 	return nil
+}
+
+// inRange reports whether x lies between lo and hi, lo included unless
+// loOpen and hi included unless hiOpen: a hyper's range check, which
+// Interval.Contains makes and fibergen splices into every generated package
+// (codegen/gogen), so that the compiler and the generated Set and Validate
+// run this very text.
+func inRange(x, lo, hi float64, loOpen, hiOpen bool) bool {
+	inLo := x > lo || !loOpen && x == lo
+	inHi := x < hi || !hiOpen && x == hi
+	return inLo && inHi
 }
 
 // derive recomputes the derived hypers that Set has not set from the hypers

@@ -29,14 +29,13 @@ func program(decls, body string) string {
 	return "optimizer p\n" + decls + "\nstep {\n" + body + "\n}\n"
 }
 
-// sameBits reports whether got is want bit for bit, any NaN matching any
-// NaN: NaN payloads are not part of the semantics (targets differ there).
-func sameBits(got, want float32) bool {
-	if want != want {
-		return got != got
-	}
-	return math.Float32bits(got) == math.Float32bits(want)
-}
+// zero is a variable, so that invalidNaN is computed when the test runs.
+var zero float32
+
+// invalidNaN is the NaN this CPU makes of an invalid operation (x86
+// 0xffc00000, arm64 0x7fc00000), as the interpreter computes it: the
+// interpreter's NaNs are compared bit for bit (floatbits.Same).
+func invalidNaN() float32 { return zero / zero }
 
 // step runs one step of p at step t on copies of theta and g with the
 // given states and returns the new theta.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/pipeline"
@@ -24,7 +25,7 @@ func TestInit(t *testing.T) {
 		want := []float32{float32(lr * k), float32(1.0 / 3), float32(-lr)}
 		for j, s := range states {
 			for i, x := range s {
-				if !sameBits(x, want[j]) {
+				if !floatbits.Same(x, want[j]) {
 					t.Errorf("hypers %v: state %s[%d] = %g, want %g", h, p.Func.States[j], i, x, want[j])
 				}
 			}
@@ -154,7 +155,7 @@ func TestHostScalarValues(t *testing.T) {
 		s := p.HostScalars([]float64{lr, beta1}, step, sigmaW2)
 		want := []float32{float32(lr), float32(1 - math.Pow(beta1, float64(step)+1)), float32(sigmaW2)}
 		for i, v := range scalars {
-			if got := s.Value(v); !sameBits(got, want[i]) {
+			if got := s.Value(v); !floatbits.Same(got, want[i]) {
 				t.Errorf("step %d: scalar %s = %g, want %g", step, ir.ExprString(v), got, want[i])
 			}
 		}
@@ -192,7 +193,7 @@ func TestEngineDPSGD(t *testing.T) {
 		t.Errorf("dp_sgd has %d states, want 0", len(states))
 	}
 	for i := range want {
-		if !sameBits(theta[i], want[i]) {
+		if !floatbits.Same(theta[i], want[i]) {
 			t.Errorf("theta[%d] = %g, want %g", i, theta[i], want[i])
 		}
 	}
@@ -212,7 +213,7 @@ func TestEnginePassesStepAndNoise(t *testing.T) {
 	for s := range 3 {
 		want = float32(want + float32(float64(s)+0.1))
 	}
-	if !sameBits(theta[0], want) {
+	if !floatbits.Same(theta[0], want) {
 		t.Errorf("theta = %g, want %g", theta[0], want)
 	}
 	if len(states) != 1 || states[0][0] != 6 {
