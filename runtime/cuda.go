@@ -328,7 +328,7 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &cudaBackend{backend: o.opts.Backend, k: k, host: o.bufs, n: o.n}
+	b := &cudaBackend{backend: o.opts.Backend, k: k, host: o.bufs, n: len(o.bufs[0])}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.release())
@@ -356,13 +356,16 @@ func newCUDABackend(o *Optimizer) (_ backend, err error) {
 
 func (b *cudaBackend) kind() Backend { return b.backend }
 
-// step launches the step once per segment, on the buffers from the
-// segment's start, with its global offset.
-func (b *cudaBackend) step(a stepArgs) error {
+// step launches the step on the device buffers.
+func (b *cudaBackend) step(a stepArgs) error { return b.k.launchSegments(b.dev, a) }
+
+// launchSegments launches the step once per segment, on the buffers bufs
+// from the segment's start, with its global offset.
+func (k *cudaKernels) launchSegments(bufs []cudadrv.DevicePtr, a stepArgs) error {
 	for _, s := range a.segs {
 		rg := a.rg
 		rg.Offset += int64(s.lo)
-		if err := b.k.launchStep(offsetPtrs(b.dev, s.lo), s.hi-s.lo, s.scalars, rg); err != nil {
+		if err := k.launchStep(offsetPtrs(bufs, s.lo), s.hi-s.lo, s.scalars, rg); err != nil {
 			return err
 		}
 	}

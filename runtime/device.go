@@ -30,8 +30,9 @@ import (
 // memory g[0:n] lies in, or, after GradientWritten, what the trainer wrote
 // — under DP settings only with TrustClippedGradient.
 //
-// The optimizer must be opened with Backend CUDA and have no registered
-// tensors. Its first StepDevice (or InitDeviceStates) starts the backend:
+// The optimizer must be opened with Backend CUDA and have no tensors with
+// values of its own (Register); ranges (RegisterRange) must cover n, and
+// each steps with its own hypers. Its first StepDevice (or InitDeviceStates) starts the backend:
 // it loads the driver and retains the primary context of device
 // Options.Device. The contract on the buffers:
 //
@@ -111,12 +112,11 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 		if err := o.deviceGradient(k, bufs[1], n); err != nil {
 			return err
 		}
-		a := o.args()
-		a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
-		if err := k.launchStep(bufs, n, a.segs[0].scalars, a.rg); err != nil {
+		a := o.deviceArgs(n, offset)
+		if err := k.launchSegments(bufs, a); err != nil {
 			return err
 		}
-		defer func() { err = o.deviceDiagnostics(k, bufs, n, a, err) }() // once the step counts (EnableDiagnostics)
+		defer func() { err = o.deviceDiagnostics(k, bufs, a, err) }() // once the step counts (EnableDiagnostics)
 	}
 	o.t++
 	o.released()
@@ -167,15 +167,6 @@ func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
 	if err := o.checkDevice("InitDeviceStates", bufs, n); err != nil {
 		return err
 	}
-	// Every coordinate of a state starts at the same value: the reference
-	// computes it on one coordinate.
-	states := make([][]float32, o.prog.NumStates())
-	for i := range states {
-		states[i] = make([]float32, 1)
-	}
-	if err := o.prog.Init(o.hypers, states); err != nil {
-		return err
-	}
 	k, err := o.deviceKernels()
 	if err != nil {
 		return err
@@ -183,9 +174,16 @@ func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
 	if n == 0 {
 		return nil
 	}
-	for i, s := range states {
-		if err := k.ctx.MemsetD32(bufs[2+i], math.Float32bits(s[0]), n); err != nil {
-			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[2+i].Name, err)
+	// Every coordinate of a state starts at the same value, or each range's
+	// at its own: the reference computes it on one coordinate.
+	if err := o.memsetStates(k, bufs, 0, n, o.hypers); err != nil {
+		return err
+	}
+	for _, t := range o.tensors {
+		if t.hypers != nil {
+			if err := o.memsetStates(k, bufs, t.Offset, t.Len, t.hypers); err != nil {
+				return fmt.Errorf("%w (tensor %s)", err, t.Name)
+			}
 		}
 	}
 	if err := k.ctx.Synchronize(); err != nil {
@@ -194,14 +192,44 @@ func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
 	return nil
 }
 
+// memsetStates sets the states among bufs to their initial values under
+// hypers h on the n coordinates from lo.
+func (o *Optimizer) memsetStates(k *cudaKernels, bufs []cudadrv.DevicePtr, lo, n int, h []float64) error {
+	values, err := o.initialValues(h)
+	if err != nil || n == 0 {
+		return err
+	}
+	for i, v := range values {
+		if err := k.ctx.MemsetD32(bufs[2+i].Add(4*lo), math.Float32bits(v), n); err != nil {
+			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[2+i].Name, err)
+		}
+	}
+	return nil
+}
+
+// deviceArgs are the arguments of a StepDevice on n coordinates from
+// global index offset: the ranges' segments (which cover n), or one.
+func (o *Optimizer) deviceArgs(n int, offset uint64) stepArgs {
+	a := o.args()
+	a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
+	if !o.hasRanges() {
+		a.segs = a.segs[:1]
+		a.segs[0].hi = n
+	}
+	return a
+}
+
 // checkDevice checks what can be checked of StepDevice's and
 // InitDeviceStates' arguments without the driver.
 func (o *Optimizer) checkDevice(what string, bufs []cudadrv.DevicePtr, n int) error {
 	if o.opts.Backend != CUDA {
 		return fmt.Errorf("runtime: %s needs an optimizer opened with Backend CUDA, not %q", what, o.opts.Backend)
 	}
-	if len(o.tensors) > 0 {
+	if o.ownsTensors() {
 		return fmt.Errorf("runtime: %s: %s has registered tensors, which Step steps; StepDevice is for an optimizer without them", what, o.Name())
+	}
+	if err := o.checkRangesLen(what, n); err != nil {
+		return err
 	}
 	if want := 2 + o.prog.NumStates(); len(bufs) != want {
 		var names []string

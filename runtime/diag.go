@@ -78,7 +78,7 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 		var err error
 		switch b := o.back.(type) {
 		case *cudaBackend:
-			err = b.k.diagPartials(o.diag.entry, offsetPtrs(b.dev, s.lo), s.hi-s.lo, s.scalars, sn, sd)
+			err = b.k.segmentPartials(o.diag.entry, b.dev, s, sn, sd)
 		case *cpuBackend:
 			err = o.cpuDiagPartials(b, s, sn, sd)
 		default:
@@ -149,18 +149,29 @@ func (o *Optimizer) closeDiagnostics() error {
 // warp per chunk, and copies the partials back.
 
 // deviceDiagnostics computes the diagnostics of the StepDevice that just
-// ran on the trainer's buffers with args a; err is the step's own result.
-func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, n int, a stepArgs, err error) error {
+// ran on the trainer's buffers with args a, segment by segment as
+// runDiagnostics does; err is the step's own result.
+func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, a stepArgs, err error) error {
 	if err != nil || o.diag == nil {
 		return err
 	}
-	chunks := reduce.ReduceChunks(n)
-	num, den := make([]float32, chunks), make([]float32, chunks)
-	if err := k.diagPartials(o.diag.entry, bufs, n, a.segs[0].scalars, num, den); err != nil {
-		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
+	var num, den []float32
+	for _, s := range a.segs {
+		chunks := reduce.ReduceChunks(s.hi - s.lo)
+		sn, sd := make([]float32, chunks), make([]float32, chunks)
+		if err := k.segmentPartials(o.diag.entry, bufs, s, sn, sd); err != nil {
+			return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
+		}
+		num, den = append(num, sn...), append(den, sd...)
 	}
 	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
 	return nil
+}
+
+// segmentPartials runs the diagnostic's kernel e on segment s of the
+// device buffers bufs.
+func (k *cudaKernels) segmentPartials(e manifest.Diagnostic, bufs []cudadrv.DevicePtr, s segment, num, den []float32) error {
+	return k.diagPartials(e, offsetPtrs(bufs, s.lo), s.hi-s.lo, s.scalars, num, den)
 }
 
 // diagPartials runs the diagnostic's kernel e over the n coordinates of the

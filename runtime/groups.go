@@ -125,7 +125,7 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 	base.hi = o.n
 	out := []segment{base}
 	for _, t := range o.tensors {
-		if t.hypers != nil {
+		if t.hypers != nil && t.Len > 0 {
 			out = splitSegment(out, t.Offset, t.Offset+t.Len, at(t.hypers))
 		}
 	}
