@@ -199,9 +199,6 @@ class Handle:
     def trust_clipped_gradient(self) -> None:
         call("trust_clipped_gradient", self.h)
 
-    def adopt_privatized(self, src: "Handle") -> None:
-        call("adopt_privatized", self.h, src.h)
-
     def _guarded(self, name: str, *args: Any) -> None:
         index, value = ctypes.c_int64(-1), ctypes.c_float()
         call(name, self.h, *args, ctypes.byref(index), ctypes.byref(value), index=index, value=value)
