@@ -16,7 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/fibergen/fibergen/runtime"
-	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // openOptions are fg_open's options, a JSON object.
@@ -320,11 +319,11 @@ func fg_adopt_privatized(h, src C.int64_t, err *C.char, errlen C.size_t) C.int {
 }
 
 // devicePtrs converts nbuf device pointers.
-func devicePtrs(ptrs *C.uint64_t, nbuf C.int) []cudadrv.DevicePtr {
-	out := make([]cudadrv.DevicePtr, max(int(nbuf), 0))
+func devicePtrs(ptrs *C.uint64_t, nbuf C.int) []runtime.DevicePtr {
+	out := make([]runtime.DevicePtr, max(int(nbuf), 0))
 	if ptrs != nil {
 		for i, p := range unsafe.Slice(ptrs, len(out)) {
-			out[i] = cudadrv.DevicePtr(p)
+			out[i] = runtime.DevicePtr(p)
 		}
 	}
 	return out
@@ -347,7 +346,7 @@ func fg_step_device(h C.int64_t, ptrs *C.uint64_t, nbuf C.int, n C.int64_t, offs
 //export fg_check_device_gradient
 func fg_check_device_gradient(h C.int64_t, g C.uint64_t, n C.int64_t, index *C.int64_t, value *C.float, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		return nonFinite(o.CheckDeviceGradient(cudadrv.DevicePtr(g), int(n)), index, value)
+		return nonFinite(o.CheckDeviceGradient(runtime.DevicePtr(g), int(n)), index, value)
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/runtime"
-	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // fg_privatize writes into out (n float32s) the clipped sum over the batch
@@ -53,7 +52,7 @@ func fg_privatize_device(h C.int64_t, out C.uint64_t, n C.int64_t, cur, look C.u
 		if e := checkCount("privatize_device", int64(n), int64(k)); e != nil {
 			return e
 		}
-		st, e := o.PrivatizeDevice(cudadrv.DevicePtr(out), int(n), cudadrv.DevicePtr(cur), cudadrv.DevicePtr(look), int(k), floats(scalesIn, int(k)))
+		st, e := o.PrivatizeDevice(runtime.DevicePtr(out), int(n), runtime.DevicePtr(cur), runtime.DevicePtr(look), int(k), floats(scalesIn, int(k)))
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
 }

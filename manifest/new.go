@@ -43,9 +43,9 @@ func buffers(fn *ir.Func) []Buffer {
 	for _, b := range ir.Buffers(fn) {
 		mb := Buffer{Name: b.Name, Role: "state", DType: "float32", Access: "read-write", Init: inits[b.Name]}
 		switch b.Name {
-		case "theta":
+		case ir.ThetaName:
 			mb.Role = "parameters"
-		case "g":
+		case ir.GradName:
 			mb.Role = "gradient"
 		}
 		switch {

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"sync"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 )
@@ -74,23 +72,19 @@ type File struct {
 	Data []byte
 }
 
-// Files are the files of u that fibergen build writes: the Go reference
-// package, the kernel module, its PTX, the manifest and the host kernel
-// built for this machine. The PTX and the host kernel's variants are
-// compiled at once, each by its own LLVM processes.
+// Files are the files of u that fibergen build writes: each target's
+// (Targets: the Go reference package; the kernel module, its PTX and the
+// host kernel built for this machine), then the manifest.
 func (u *Unit) Files() ([]File, error) {
-	var ptx []byte
-	var ptxErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { ptx, ptxErr = u.PTX() })
-	so, soErr := u.sharedObjectBytes()
-	wg.Wait()
-	if err := errors.Join(ptxErr, soErr); err != nil {
-		return nil, err
+	var files []File
+	for _, o := range u.Outputs {
+		fs, err := o.Files()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, fs...)
 	}
-	name := u.Func.Name
-	return []File{{name + ".go", u.GoCode}, {name + ".ll", []byte(u.Module.LL)}, {name + ".ptx", ptx},
-		{name + ".json", u.Manifest}, {name + ".so", so}}, nil
+	return append(files, File{u.Func.Name + ".json", u.Manifest}), nil
 }
 
 // sharedObjectBytes builds u's host kernel in a temporary directory and

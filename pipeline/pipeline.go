@@ -1,22 +1,19 @@
 // Package pipeline runs fibergen's phases on one .dsl source in the order
 // `fibergen build` does — parse and check (dsl), lower and optimize (lower, ir),
-// generate code (codegen/gogen, codegen/llvmgen) — so that the command line and the
-// tests build exactly the same thing from one parse. Turning the kernel
+// generate code (its Targets: codegen/gogen, codegen/llvmgen) — so that the
+// command line and the tests build exactly the same thing from one parse. Turning the kernel
 // module into PTX or a shared object needs LLVM's tools (llvmgen.Toolchain):
 // Unit's PTX, WriteSharedObject, CachedSharedObject and Files do it.
 package pipeline
 
 import (
 	"errors"
-	"path/filepath"
 
-	"github.com/fibergen/fibergen/codegen/gogen"
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/noise"
 	"github.com/fibergen/fibergen/lower"
-	"github.com/fibergen/fibergen/manifest"
 )
 
 // Unit is one compiled .dsl file.
@@ -28,15 +25,20 @@ type Unit struct {
 	Warnings  dsl.ErrorList   // legal but likely mistakes (dsl.Info.Warnings)
 	Func      *ir.Func        // optimized
 	Noise     *noise.Analysis // of the step as lowered (lower.Lower)
-	GoCode    []byte          // the generated Go package
-	Module    *llvmgen.Module // the kernels' LLVM module (both targets)
 	Manifest  []byte          // generated/<name>/<name>.json (package manifest)
+	// Outputs are the targets' outputs (Targets), in order.
+	Outputs []Output
+	// The built-in targets' results, typed, for the callers that use them
+	// directly: the Go reference package and the kernels' LLVM module
+	// (whose PTX and host kernel Unit's PTX and WriteSharedObject build).
+	GoCode []byte
+	Module *llvmgen.Module
 }
 
 // Check runs the phases up to the optimized IR — parse and check, lower
 // and optimize, the checks at the default hypers — without generating
 // code: what `fibergen check` reports, in time and memory that grow with
-// the source. Its Unit has no GoCode, Module or Manifest.
+// the source. Its Unit has no Outputs, GoCode, Module or Manifest.
 func Check(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	f, info, errs := dsl.Parse(path, src)
 	if len(errs) > 0 {
@@ -61,18 +63,7 @@ func Compile(path string, src []byte) (*Unit, dsl.ErrorList, error) {
 	if u == nil {
 		return nil, errs, err
 	}
-	u.GoCode, err = gogen.Generate(u.Func, gogen.Options{Source: filepath.Base(path), DSL: u.Canonical})
-	if err != nil {
-		return nil, nil, err
-	}
-	if u.Module, err = llvmgen.Generate(u.Func); err != nil {
-		return nil, nil, err
-	}
-	m, err := manifest.New(u.Func, path, src, u.Module.Kernels)
-	if err == nil {
-		u.Manifest, err = m.Encode()
-	}
-	if err != nil {
+	if err := u.generate(Targets); err != nil {
 		return nil, nil, err
 	}
 	return u, nil, nil

@@ -7,26 +7,23 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/rng"
+	"github.com/fibergen/fibergen/runtime/backend"
+	"github.com/fibergen/fibergen/runtime/cuda"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
-// backend runs steps over the optimizer's flat buffers (theta, g, states).
-type backend interface {
-	kind() Backend
-	step(a stepArgs) error
-	read(buf, off, n int) ([]float32, error)
-	write(buf, off int, src []float32) error
-	// sync brings the optimizer's host copies of the buffers up to date.
-	sync() error
-	close() error
-}
+// The backends are reached through one interface, backend.Backend: the
+// CPU and Go backends (cpuBackend, this file) and the CUDA backend
+// (package runtime/cuda, which runs PTXSim too on the simulated driver
+// Options.Driver gives). newBackend is the one place that knows which
+// type a Backend name starts; everything else calls the interface.
 
-func (o *Optimizer) newBackend() (backend, error) {
-	switch o.opts.Backend {
-	case CUDA, PTXSim:
-		return newCUDABackend(o)
+func (o *Optimizer) newBackend() (backend.Backend, error) {
+	if o.opts.Backend.onDevice() {
+		return o.newDeviceBackend()
 	}
 	b := &cpuBackend{bufs: o.bufs, threads: o.opts.threads(), prog: o.prog, goStep: o.files.goStep}
 	so := o.files.so
@@ -45,15 +42,44 @@ func (o *Optimizer) newBackend() (backend, error) {
 	return b, nil
 }
 
+// newDeviceBackend starts the CUDA backend on the optimizer's PTX: on
+// libcuda, or on the driver Options.Driver injects (PTXSim's simulated
+// device).
+func (o *Optimizer) newDeviceBackend() (backend.Backend, error) {
+	km := o.m.Kernels
+	if km.StepKernel == "" || km.PTX == "" && o.files.ptx == nil {
+		return nil, fmt.Errorf("runtime: the manifest of %s names no PTX file or step kernel", o.Name())
+	}
+	if nb := ir.FirstState + o.prog.NumStates(); len(o.m.Buffers) != nb {
+		return nil, fmt.Errorf("runtime: the manifest of %s lists %d buffers, its IR has %d (theta, g and %d states)",
+			o.Name(), len(o.m.Buffers), nb, nb-ir.FirstState)
+	}
+	if ns := o.prog.NumKernelScalars(); len(o.m.Scalars) != ns {
+		return nil, fmt.Errorf("runtime: the manifest of %s lists %d scalars, its IR has %d (host scalars and sigma_w)",
+			o.Name(), len(o.m.Scalars), ns)
+	}
+	if o.opts.Backend == PTXSim && o.opts.Driver == nil {
+		return nil, fmt.Errorf("runtime: Backend %s runs on a simulated device, whose driver Options.Driver gives (internal/cudasim.New): the runtime does not link the simulator", PTXSim)
+	}
+	ptx, path, err := o.files.readPTX(o.Name())
+	if err != nil {
+		return nil, err
+	}
+	// N is the own buffers' length: none for ranges (ownBufferLen), whose
+	// values are the trainer's device memory.
+	return cuda.Open(cuda.Config{Name: string(o.opts.Backend), Manifest: o.m, PTX: ptx, Source: path,
+		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: len(o.bufs[ir.ThetaBuffer])})
+}
+
 // HostKernel is the symbol of the host step function that the CPU backend
 // runs, which names its instruction-set variant (e.g. "fiber_cpu_avx512",
 // hostkernel.Open); "" on the other backends and before the first step.
 func (o *Optimizer) HostKernel() string {
 	defer o.lock()()
-	if b, ok := o.back.(*cpuBackend); ok && b.kernel != nil {
-		return b.kernel.Name
+	if o.back == nil {
+		return ""
 	}
-	return ""
+	return o.back.Kernel()
 }
 
 func (opts Options) threads() int {
@@ -66,7 +92,8 @@ func (opts Options) threads() int {
 // cpuBackend steps the host buffers on every core: through the host kernel
 // when it is loaded, else through the generated package's Go code or the
 // interpreter. The noise is indexed by
-// global element, so the split does not change a bit.
+// global element, so the split does not change a bit. It has no device:
+// a Memory with Device set is an error.
 type cpuBackend struct {
 	bufs    [][]float32
 	threads int
@@ -78,13 +105,33 @@ type cpuBackend struct {
 	so       string
 	privSyms []string
 	priv     *hostkernel.Privatize
+	// diags are the diagnostics' host functions, loaded from so at their
+	// first use, by symbol.
+	diags map[string]*hostkernel.Diagnostic
 }
 
-func (b *cpuBackend) kind() Backend {
+var _ backend.Backend = (*cpuBackend)(nil)
+
+func (b *cpuBackend) Name() string {
 	if b.kernel == nil {
-		return Go
+		return string(Go)
 	}
-	return CPU
+	return string(CPU)
+}
+
+func (b *cpuBackend) Kernel() string {
+	if b.kernel == nil {
+		return ""
+	}
+	return b.kernel.Name
+}
+
+// host refuses device memory: the CPU backend steps its own.
+func (b *cpuBackend) host(m backend.Memory) error {
+	if !m.Own() {
+		return fmt.Errorf("runtime: the %s backend has no device memory", b.Name())
+	}
+	return nil
 }
 
 // splitSteps splits [0, n) into at most threads ranges, of at least 4096
@@ -104,13 +151,20 @@ func splitSteps(n, threads int) [][2]int {
 // coordinates on with Options.Threads threads: fewer at a small n.
 func StepThreads(n, threads int) int { return max(len(splitSteps(n, threads)), 1) }
 
-// step steps every segment, each split as splitSteps splits the buffers,
+// Step steps every segment, each split as splitSteps splits the buffers,
 // on at most b.threads goroutines at once.
-func (b *cpuBackend) step(a stepArgs) error {
+func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
+	if err := b.host(m); err != nil {
+		return err
+	}
+	rg := hostkernel.Range{Offset: s.Offset, Seed: s.Seed, Step: s.Counter}
+	if s.Draw {
+		rg.Noise = 1
+	}
 	var work []func() error
-	for _, s := range a.segs {
-		for _, c := range segmentChunks(s.lo, s.hi, b.threads) {
-			work = append(work, func() error { return b.stepRange(a.rg, s, c[0], c[1]) })
+	for _, seg := range s.Segments {
+		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads) {
+			work = append(work, func() error { return b.stepRange(rg, seg, c[0], c[1]) })
 		}
 	}
 	return runLimited(work, max(b.threads, 1))
@@ -137,10 +191,10 @@ func segmentChunks(lo, hi, threads int) [][2]int {
 func (b *cpuBackend) stepRange(rg hostkernel.Range, s segment, lo, hi int) error {
 	if b.kernel != nil {
 		rg.Lo, rg.Hi = int64(lo), int64(hi)
-		return b.kernel.Run(b.bufs, s.scalars, rg)
+		return b.kernel.Run(b.bufs, s.Scalars, rg)
 	}
 	if b.goStep != nil {
-		b.goStep(b.bufs, s.scalars, lo, hi, uint64(rg.Offset), rg.Seed, rg.Step, rg.Noise != 0)
+		b.goStep(b.bufs, s.Scalars, lo, hi, uint64(rg.Offset), rg.Seed, rg.Step, rg.Noise != 0)
 		return nil
 	}
 	return b.stepReference(rg, s, lo, hi)
@@ -149,16 +203,16 @@ func (b *cpuBackend) stepRange(rg hostkernel.Range, s segment, lo, hi int) error
 // stepReference runs the interpreter on [lo, hi), drawing the noise of
 // those coordinates' global indexes.
 func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) error {
-	g := b.bufs[1][lo:hi]
+	g := b.bufs[ir.GradBuffer][lo:hi]
 	if rg.Noise != 0 {
 		g = make([]float32, hi-lo)
-		rng.Privatize(g, b.bufs[1][lo:hi], s.scalars[len(s.scalars)-1], rg.Seed, rg.Step, uint64(rg.Offset)+uint64(lo))
+		rng.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], rg.Seed, rg.Step, uint64(rg.Offset)+uint64(lo))
 	}
 	var states [][]float32
-	for _, st := range b.bufs[2:] {
+	for _, st := range b.bufs[ir.FirstState:] {
 		states = append(states, st[lo:hi])
 	}
-	return b.prog.Step(s.host, b.bufs[0][lo:hi], g, states)
+	return b.prog.Step(s.Host, b.bufs[ir.ThetaBuffer][lo:hi], g, states)
 }
 
 // runLimited runs the functions, at most limit at once, and returns their
@@ -179,7 +233,45 @@ func runLimited(work []func() error, limit int) error {
 	return errors.Join(errs...)
 }
 
-func (b *cpuBackend) read(buf, off, n int) ([]float32, error) {
+// FirstNonFinite is firstNonFinite over the gradient buffer split across
+// b's threads.
+func (b *cpuBackend) FirstNonFinite(m backend.Memory) (int, float32, error) {
+	if err := b.host(m); err != nil {
+		return 0, 0, err
+	}
+	g := b.bufs[ir.GradBuffer]
+	var mu sync.Mutex
+	first := -1
+	b.split(len(g), 1<<16, func(lo, hi int) error {
+		if i := firstNonFinite(g[lo:hi]); i >= 0 {
+			mu.Lock()
+			if first < 0 || lo+i < first {
+				first = lo + i
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	if first < 0 {
+		return -1, 0, nil
+	}
+	return first, g[first], nil
+}
+
+func (b *cpuBackend) Fill(m backend.Memory, buf int, v float32) error {
+	if err := b.host(m); err != nil {
+		return err
+	}
+	if buf < 0 || buf >= len(b.bufs) {
+		return fmt.Errorf("runtime: no buffer %d (of %d)", buf, len(b.bufs))
+	}
+	for i := range b.bufs[buf] {
+		b.bufs[buf][i] = v
+	}
+	return nil
+}
+
+func (b *cpuBackend) Read(buf, off, n int) ([]float32, error) {
 	if off < 0 || n < 0 || off+n > len(b.bufs[buf]) {
 		return nil, fmt.Errorf("runtime: read [%d, %d) of a buffer of %d", off, off+n, len(b.bufs[buf]))
 	}
@@ -188,7 +280,7 @@ func (b *cpuBackend) read(buf, off, n int) ([]float32, error) {
 	return out, nil
 }
 
-func (b *cpuBackend) write(buf, off int, src []float32) error {
+func (b *cpuBackend) Write(buf, off int, src []float32) error {
 	if off < 0 || off+len(src) > len(b.bufs[buf]) {
 		return fmt.Errorf("runtime: write [%d, %d) of a buffer of %d", off, off+len(src), len(b.bufs[buf]))
 	}
@@ -196,15 +288,28 @@ func (b *cpuBackend) write(buf, off int, src []float32) error {
 	return nil
 }
 
-func (b *cpuBackend) sync() error { return nil }
+// Sync has nothing to do: the backend steps the host buffers themselves.
+func (b *cpuBackend) Sync() error { return nil }
 
-func (b *cpuBackend) close() error {
+// Rebind steps host instead of the buffers it was started on.
+func (b *cpuBackend) Rebind(host [][]float32) error {
+	b.bufs = host
+	return nil
+}
+
+func (b *cpuBackend) Close() error {
+	var errs []error
+	for sym, d := range b.diags {
+		errs = append(errs, d.Close())
+		delete(b.diags, sym)
+	}
 	if b.priv != nil {
 		b.priv.Close()
 		b.priv = nil
 	}
-	if b.kernel == nil {
-		return nil
+	if b.kernel != nil {
+		errs = append(errs, b.kernel.Close())
+		b.kernel = nil
 	}
-	return b.kernel.Close()
+	return errors.Join(errs...)
 }

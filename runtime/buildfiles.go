@@ -87,3 +87,18 @@ func soStamp(path, symbol string) (string, error) {
 	}
 	return "", nil
 }
+
+// readPTX returns the PTX module and where it comes from.
+func (f kernelFiles) readPTX(name string) ([]byte, string, error) {
+	switch {
+	case f.ptx != nil:
+		return f.ptx, "the PTX of " + name, nil
+	case f.ptxPath == "":
+		return nil, "", fmt.Errorf("runtime: the CUDA backend of %s needs its PTX: open the directory fibergen build wrote with Open, or give Compiled.PTX", name)
+	}
+	ptx, err := os.ReadFile(f.ptxPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("runtime: the CUDA backend of %s: %w", name, err)
+	}
+	return ptx, f.ptxPath, nil
+}

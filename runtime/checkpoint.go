@@ -74,6 +74,7 @@ import (
 	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/privacy"
 )
 
@@ -229,16 +230,16 @@ func (t checkpointTensor) String() string {
 
 // checkpointBuffers names the saved buffers: theta, then the states.
 func (o *Optimizer) checkpointBuffers() []string {
-	return append([]string{"theta"}, o.prog.Func.States...)
+	return append([]string{ir.ThetaName}, o.prog.Func.States...)
 }
 
-// bufIndex maps a saved buffer to its index in o.bufs (ABI order: theta,
-// g, states).
+// bufIndex maps a saved buffer — theta, then the states: a checkpoint
+// holds no gradient — to its index in o.bufs (the ABI order, ir/abi.go).
 func bufIndex(k int) int {
 	if k == 0 {
-		return 0
+		return ir.ThetaBuffer
 	}
-	return k + 1
+	return ir.FirstState + k - 1
 }
 
 // savedN is the number of coordinates a checkpoint holds: none where the
@@ -283,7 +284,7 @@ func (o *Optimizer) Save(path string) error {
 //
 // An optimizer on the trainer's buffers (UseBuffers, StepDevice) leaves
 // them to the trainer to save; given states — the trainer's copy of the
-// optimizer's states, in the order of Manifest().Buffers[2:], which it
+// optimizer's states, in the order of Manifest().Buffers[ir.FirstState:], which it
 // saves beside the checkpoint — the checkpoint holds their SHA-256, and
 // LoadFrom then resumes only with those very states.
 func (o *Optimizer) SaveTo(w io.Writer, states ...[]float32) error {
@@ -367,14 +368,14 @@ func (o *Optimizer) writeCheckpoint(w io.Writer, states [][]float32) error {
 // initial values.
 func (o *Optimizer) snapshot() ([][]float32, error) {
 	if o.back != nil {
-		if err := o.back.sync(); err != nil {
+		if err := o.back.Sync(); err != nil {
 			return nil, err
 		}
 	}
 	bufs := o.bufs
 	if bufs == nil {
 		n := o.savedN()
-		bufs = make([][]float32, 2+o.prog.NumStates())
+		bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
 		for i := range bufs {
 			bufs[i] = make([]float32, n)
 		}
@@ -382,9 +383,9 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 			return bufs, nil
 		}
 		for _, t := range o.tensors {
-			copy(bufs[0][t.Offset:], t.init)
+			copy(bufs[ir.ThetaBuffer][t.Offset:], t.init)
 		}
-		if err := o.initStates(bufs[2:]); err != nil {
+		if err := o.initStates(bufs[ir.FirstState:]); err != nil {
 			return nil, err
 		}
 	}
@@ -1006,8 +1007,8 @@ func short(hash string) string {
 func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	switch {
 	case o.back == nil && o.bufs == nil:
-		nb := make([][]float32, 2+o.prog.NumStates())
-		nb[1] = newBuffer[float32](1, o.n)
+		nb := make([][]float32, ir.FirstState+o.prog.NumStates())
+		nb[ir.GradBuffer] = newBuffer[float32](ir.GradBuffer, o.n)
 		for k, b := range bufs {
 			nb[bufIndex(k)] = b
 		}
@@ -1024,16 +1025,16 @@ func (o *Optimizer) restoreBuffers(bufs [][]float32) error {
 	}
 	old := make([][]float32, len(bufs))
 	for k := range bufs {
-		v, err := o.back.read(bufIndex(k), 0, o.n)
+		v, err := o.back.Read(bufIndex(k), 0, o.n)
 		if err != nil {
 			return err
 		}
 		old[k] = v
 	}
 	for k, b := range bufs {
-		if err := o.back.write(bufIndex(k), 0, b); err != nil {
+		if err := o.back.Write(bufIndex(k), 0, b); err != nil {
 			for j := range k {
-				if rerr := o.back.write(bufIndex(j), 0, old[j]); rerr != nil {
+				if rerr := o.back.Write(bufIndex(j), 0, old[j]); rerr != nil {
 					return fmt.Errorf("%w; putting the old values back failed too (%w): the buffers are inconsistent", err, rerr)
 				}
 			}

@@ -185,7 +185,7 @@ func TestCUDAUnavailable(t *testing.T) {
 	}
 	defer d.Close()
 	d.SetDP(testDP)
-	bufs := []cudadrv.DevicePtr{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000} // theta g gt r m v lookahead
+	bufs := []runtime.DevicePtr{0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000} // theta g gt r m v lookahead
 	if err := d.StepDevice(bufs, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
 		t.Errorf("StepDevice: %v", err)
 	}
@@ -203,8 +203,8 @@ func TestStepDeviceErrors(t *testing.T) {
 	dir := ptxDir(t, "fiber")
 	open := func(opts runtime.Options) *runtime.Optimizer { return openDP(t, dir, opts, testDP) }
 	cuda := runtime.Options{Backend: runtime.CUDA}
-	good := []cudadrv.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000} // theta g gt r m v lookahead
-	with := func(i int, p cudadrv.DevicePtr) []cudadrv.DevicePtr {
+	good := []runtime.DevicePtr{0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000} // theta g gt r m v lookahead
+	with := func(i int, p runtime.DevicePtr) []runtime.DevicePtr {
 		b := slices.Clone(good)
 		b[i] = p
 		return b
@@ -219,7 +219,7 @@ func TestStepDeviceErrors(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		o      *runtime.Optimizer
-		bufs   []cudadrv.DevicePtr
+		bufs   []runtime.DevicePtr
 		n      int
 		offset uint64
 		want   string
@@ -234,7 +234,7 @@ func TestStepDeviceErrors(t *testing.T) {
 		{"misaligned g", open(cuda), with(1, 0x20002), 16, 0, "not 4-byte aligned"},
 		{"overlap", open(cuda), with(3, 0x20000+4*15), 16, 0, "overlap"},
 		{"same buffer twice", open(cuda), with(5, 0x10000), 16, 0, "overlap"},
-		{"wraps around", open(cuda), with(2, cudadrv.DevicePtr(math.MaxUint64-7)), 16, 0, "cannot hold"},
+		{"wraps around", open(cuda), with(2, runtime.DevicePtr(math.MaxUint64-7)), 16, 0, "cannot hold"},
 		{"offset too large", open(cuda), good, 16, math.MaxInt64 - 8, "passes 2^63-1"},
 		{"no DP", noDP, good, 16, 0, "SetDP"},
 	} {
@@ -250,7 +250,7 @@ func TestStepDeviceErrors(t *testing.T) {
 	// is the missing driver's. Where a driver works these pointers would
 	// reach a kernel, so that half runs only without one.
 	if cudaUsable() != nil {
-		adjacent := []cudadrv.DevicePtr{0x10000, 0x10040, 0x10080, 0x100c0, 0x10100, 0x10140, 0x10180}
+		adjacent := []runtime.DevicePtr{0x10000, 0x10040, 0x10080, 0x100c0, 0x10100, 0x10140, 0x10180}
 		if err := open(cuda).StepDevice(adjacent, 16, 0); err == nil || !strings.Contains(err.Error(), "libcuda") {
 			t.Errorf("adjacent buffers: %v, want the missing driver's error", err)
 		}
@@ -371,7 +371,7 @@ func TestCUDANonFinite(t *testing.T) {
 type deviceArena struct {
 	ctx  *cudadrv.Context
 	base cudadrv.DevicePtr
-	bufs []cudadrv.DevicePtr
+	bufs []runtime.DevicePtr
 	n    int
 	size int // floats in the arena
 }
@@ -398,14 +398,14 @@ func newDeviceArena(t *testing.T, ctx *cudadrv.Context, nbuf, n, skew int) *devi
 	}
 	a := &deviceArena{ctx: ctx, base: base, n: n, size: size}
 	for i := range nbuf {
-		a.bufs = append(a.bufs, base.Add(4*(skew+i*stride)))
+		a.bufs = append(a.bufs, runtime.DevicePtr(base.Add(4*(skew+i*stride))))
 	}
 	return a
 }
 
 func (a *deviceArena) put(t *testing.T, i int, v []float32) {
 	t.Helper()
-	if err := a.ctx.CopyHtoD(a.bufs[i], v); err != nil {
+	if err := a.ctx.CopyHtoD(cudadrv.DevicePtr(a.bufs[i]), v); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -413,7 +413,7 @@ func (a *deviceArena) put(t *testing.T, i int, v []float32) {
 func (a *deviceArena) get(t *testing.T, i int) []float32 {
 	t.Helper()
 	out := make([]float32, a.n)
-	if err := a.ctx.CopyDtoH(out, a.bufs[i]); err != nil {
+	if err := a.ctx.CopyDtoH(out, cudadrv.DevicePtr(a.bufs[i])); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -684,7 +684,7 @@ func TestCUDAPrivatizeDevice(t *testing.T) {
 		cpu.SetDP(dp)
 		gpu.SetDP(dp)
 		cur, look := exampleRows(5, batch, n), exampleRows(6, batch, n)
-		var devLook cudadrv.DevicePtr
+		var devLook runtime.DevicePtr
 		if cpu.Observation().Kind != "two_point" {
 			look = nil
 		}
@@ -735,7 +735,7 @@ func TestCUDAReleaseOnce(t *testing.T) {
 	a := newDeviceArena(t, ctx, 5, batch*2*n, 0) // theta, g (2n: two optimizers' halves), rows, other, theta2
 	a.put(t, 2, exampleRows(1, batch, 2*n))
 	o, b := open(), open()
-	bufs := []cudadrv.DevicePtr{a.bufs[0], a.bufs[1]}
+	bufs := []runtime.DevicePtr{a.bufs[0], a.bufs[1]}
 	wantRefused(t, o, 0, o.StepDevice(bufs, n, 0), stale)
 	if _, err := o.PrivatizeDevice(a.bufs[3], n, a.bufs[2], 0, batch, nil); err != nil {
 		t.Fatal(err)
@@ -752,7 +752,7 @@ func TestCUDAReleaseOnce(t *testing.T) {
 	if err := b.AdoptPrivatized(o); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.StepDevice([]cudadrv.DevicePtr{a.bufs[4], a.bufs[1].Add(4 * n)}, n, n); err != nil {
+	if err := b.StepDevice([]runtime.DevicePtr{a.bufs[4], a.bufs[1].Add(4 * n)}, n, n); err != nil {
 		t.Errorf("a step on the other half of the privatized gradient: %v", err)
 	}
 }

@@ -4,8 +4,22 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/runtime/backend"
+	"github.com/fibergen/fibergen/runtime/cuda"
 )
+
+// DevicePtr is an address in the memory of the optimizer's device: the
+// opaque device pointer StepDevice, InitDeviceStates, CheckDeviceGradient
+// and PrivatizeDevice take (a CUdeviceptr's value on CUDA, e.g.
+// runtime.DevicePtr(p) of a cudadrv.DevicePtr p, or of
+// torch.Tensor.data_ptr()).
+type DevicePtr = backend.DevicePtr
+
+// CUDABlock is the number of threads per block of every kernel the CUDA
+// backend launches, or the largest multiple of the warp a kernel's
+// registers allow when that is less (cuda.Block).
+const CUDABlock = cuda.Block
 
 // Trainer-owned device buffers: a trainer with its own GPU allocator (a
 // framework's caching allocator, an arena of its own) keeps the parameters,
@@ -15,7 +29,7 @@ import (
 
 // StepDevice runs one step of the optimizer's CUDA kernel on device buffers
 // the caller owns, in place: bufs holds theta, g, then the states, in the
-// order of Manifest().Buffers (2 + the number of states pointers); n is the
+// order of Manifest().Buffers (ir.FirstState + the number of states pointers); n is the
 // number of coordinates in each, and offset the global index of their first
 // coordinate, which places the DP noise: one optimizer per shard of a flat
 // parameter vector, each with the shard's offset and the same seed, draws
@@ -32,9 +46,10 @@ import (
 //
 // The optimizer must be opened with Backend CUDA and have no tensors with
 // values of its own (Register); ranges (RegisterRange) must cover n, and
-// each steps with its own hypers. Its first StepDevice (or InitDeviceStates) starts the backend:
-// it loads the driver and retains the primary context of device
-// Options.Device. The contract on the buffers:
+// each steps with its own hypers (the backend launches once per setting).
+// Its first StepDevice (or InitDeviceStates) starts the backend: it loads
+// the driver and retains the primary context of device Options.Device.
+// The contract on the buffers:
 //
 //   - They are device memory of that device usable from its primary
 //     context — memory from cuMemAlloc or cudaMalloc in the primary context
@@ -89,8 +104,9 @@ import (
 //
 // A trainer in Go allocates in the same context through cudadrv:
 // cudadrv.Load, Driver.Device(Options.Device), Device.Context (a retain of
-// the primary context), Context.Alloc.
-func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (err error) {
+// the primary context), Context.Alloc, and passes DevicePtr(p) of each
+// buffer p.
+func (o *Optimizer) StepDevice(bufs []DevicePtr, n int, offset uint64) (err error) {
 	defer o.lock()()
 	if err := o.checkDevice("StepDevice", bufs, n); err != nil {
 		return err
@@ -101,26 +117,41 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 	if err := o.canStep(); err != nil {
 		return err
 	}
-	k, err := o.deviceKernels()
-	if err != nil {
+	if err := o.ready(); err != nil {
 		return err
 	}
-	if err := o.releasableAt(deviceRange(bufs[1], n)); err != nil {
+	if err := o.releasableAt(deviceRange(bufs[ir.GradBuffer], n)); err != nil {
 		return err
 	}
 	if n > 0 {
-		if err := o.deviceGradient(k, bufs[1], n); err != nil {
+		mem := backend.Memory{Device: bufs, N: n}
+		if err := o.deviceGradient(mem); err != nil {
 			return err
 		}
 		a := o.deviceArgs(n, offset)
-		if err := k.launchSegments(bufs, a); err != nil {
+		if err := o.back.Step(mem, a); err != nil {
 			return err
 		}
-		defer func() { err = o.deviceDiagnostics(k, bufs, a, err) }() // once the step counts (EnableDiagnostics)
+		defer func() { err = o.deviceDiagnostics(mem, a, err) }() // once the step counts (EnableDiagnostics)
 	}
 	o.t++
 	o.released()
 	return nil
+}
+
+// deviceArgs are the arguments of the next step over n coordinates of the
+// trainer's device buffers, the first at global index offset: the ranges'
+// segments (which cover n: checkRangesLen), or one of the optimizer's
+// hypers. The backend launches once per segment.
+func (o *Optimizer) deviceArgs(n int, offset uint64) backend.Step {
+	a := o.args()
+	a.Offset = int64(offset)
+	if !o.hasRanges() {
+		seg := a.Segments[0]
+		seg.Lo, seg.Hi = 0, n
+		a.Segments = []backend.Segment{seg}
+	}
+	return a
 }
 
 // CheckDeviceGradient returns the error that StepDevice would return for
@@ -129,46 +160,45 @@ func (o *Optimizer) StepDevice(bufs []cudadrv.DevicePtr, n int, offset uint64) (
 // changing nothing: a trainer stepping several optimizers as one (a
 // binding's parameter groups) checks them all before it steps any. It
 // waits for the device.
-func (o *Optimizer) CheckDeviceGradient(g cudadrv.DevicePtr, n int) error {
+func (o *Optimizer) CheckDeviceGradient(g DevicePtr, n int) error {
 	defer o.lock()()
 	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) || n > math.MaxInt64/4 {
 		return fmt.Errorf("runtime: CheckDeviceGradient: %d coordinates at %#x on backend %q", n, uint64(g), o.opts.Backend)
 	}
-	k, err := o.deviceKernels()
+	err := o.ready()
 	if err == nil {
 		err = o.releasableAt(deviceRange(g, n))
 	}
 	if err != nil || n == 0 {
 		return err
 	}
-	return o.deviceGradient(k, g, n)
+	bufs := make([]DevicePtr, len(o.m.Buffers))
+	bufs[ir.GradBuffer] = g
+	return o.deviceGradient(backend.Memory{Device: bufs, N: n})
 }
 
-// deviceGradient finds the first NaN or ±Inf among the n floats at g.
-func (o *Optimizer) deviceGradient(k *cudaKernels, g cudadrv.DevicePtr, n int) error {
-	bad, err := k.firstNonFinite(g, n)
+// deviceGradient runs the backend's non-finite guard on the gradient
+// buffer of mem.
+func (o *Optimizer) deviceGradient(mem backend.Memory) error {
+	bad, v, err := o.back.FirstNonFinite(mem)
 	if err != nil || bad < 0 {
 		return err
 	}
-	v, err := k.readFloat(g.Add(4 * bad))
-	if err != nil {
-		return fmt.Errorf("runtime: reading the non-finite gradient entry %d: %w", bad, err)
-	}
-	return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: v}
+	return &NonFiniteError{Tensor: o.m.Buffers[ir.GradBuffer].Name, Index: bad, Value: v}
 }
 
 // InitDeviceStates sets the states in bufs (laid out as for StepDevice:
 // theta, g, states; theta and g are not touched) to their initial values
-// under the current hypers, for n coordinates, and waits for the device.
-// Call it before the first StepDevice, after any SetHyper the initial
-// values depend on; the same contract on the buffers applies.
-func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
+// under the current hypers (each range's under its own), for n
+// coordinates, and waits for the device. Call it before the first
+// StepDevice, after any SetHyper the initial values depend on; the same
+// contract on the buffers applies.
+func (o *Optimizer) InitDeviceStates(bufs []DevicePtr, n int) error {
 	defer o.lock()()
 	if err := o.checkDevice("InitDeviceStates", bufs, n); err != nil {
 		return err
 	}
-	k, err := o.deviceKernels()
-	if err != nil {
+	if err := o.ready(); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -176,52 +206,42 @@ func (o *Optimizer) InitDeviceStates(bufs []cudadrv.DevicePtr, n int) error {
 	}
 	// Every coordinate of a state starts at the same value, or each range's
 	// at its own: the reference computes it on one coordinate.
-	if err := o.memsetStates(k, bufs, 0, n, o.hypers); err != nil {
+	if err := o.fillStates(bufs, 0, n, o.hypers); err != nil {
 		return err
 	}
 	for _, t := range o.tensors {
 		if t.hypers != nil {
-			if err := o.memsetStates(k, bufs, t.Offset, t.Len, t.hypers); err != nil {
+			if err := o.fillStates(bufs, t.Offset, t.Len, t.hypers); err != nil {
 				return fmt.Errorf("%w (tensor %s)", err, t.Name)
 			}
 		}
 	}
-	if err := k.ctx.Synchronize(); err != nil {
-		return fmt.Errorf("runtime: InitDeviceStates: %w", err)
-	}
 	return nil
 }
 
-// memsetStates sets the states among bufs to their initial values under
-// hypers h on the n coordinates from lo.
-func (o *Optimizer) memsetStates(k *cudaKernels, bufs []cudadrv.DevicePtr, lo, n int, h []float64) error {
+// fillStates sets the states among the device buffers bufs to their
+// initial values under hypers h on the n coordinates from lo, through the
+// backend's Fill on the buffers from lo.
+func (o *Optimizer) fillStates(bufs []DevicePtr, lo, n int, h []float64) error {
 	values, err := o.initialValues(h)
 	if err != nil || n == 0 {
 		return err
 	}
+	mem := backend.Memory{Device: make([]DevicePtr, len(bufs)), N: n}
+	for i, p := range bufs {
+		mem.Device[i] = p.Add(4 * lo)
+	}
 	for i, v := range values {
-		if err := k.ctx.MemsetD32(bufs[2+i].Add(4*lo), math.Float32bits(v), n); err != nil {
-			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[2+i].Name, err)
+		if err := o.back.Fill(mem, ir.FirstState+i, v); err != nil {
+			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[ir.FirstState+i].Name, err)
 		}
 	}
 	return nil
 }
 
-// deviceArgs are the arguments of a StepDevice on n coordinates from
-// global index offset: the ranges' segments (which cover n), or one.
-func (o *Optimizer) deviceArgs(n int, offset uint64) stepArgs {
-	a := o.args()
-	a.rg.Hi, a.rg.Offset = int64(n), int64(offset)
-	if !o.hasRanges() {
-		a.segs = a.segs[:1]
-		a.segs[0].hi = n
-	}
-	return a
-}
-
 // checkDevice checks what can be checked of StepDevice's and
 // InitDeviceStates' arguments without the driver.
-func (o *Optimizer) checkDevice(what string, bufs []cudadrv.DevicePtr, n int) error {
+func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	if o.opts.Backend != CUDA {
 		return fmt.Errorf("runtime: %s needs an optimizer opened with Backend CUDA, not %q", what, o.opts.Backend)
 	}
@@ -231,7 +251,7 @@ func (o *Optimizer) checkDevice(what string, bufs []cudadrv.DevicePtr, n int) er
 	if err := o.checkRangesLen(what, n); err != nil {
 		return err
 	}
-	if want := 2 + o.prog.NumStates(); len(bufs) != want {
+	if want := ir.FirstState + o.prog.NumStates(); len(bufs) != want {
 		var names []string
 		for _, b := range o.m.Buffers {
 			names = append(names, b.Name)
@@ -275,40 +295,10 @@ func (o *Optimizer) bufName(i int) string {
 	return fmt.Sprint(i)
 }
 
-// deviceKernels starts the CUDA backend (with empty flat buffers: no tensor
-// is registered) and returns its kernels.
-func (o *Optimizer) deviceKernels() (*cudaKernels, error) {
-	if err := o.ready(); err != nil {
-		return nil, err
-	}
-	b, ok := o.back.(*cudaBackend)
-	if !ok || b.k == nil {
-		return nil, fmt.Errorf("runtime: the backend of %s is %s, not CUDA", o.Name(), o.back.kind())
-	}
-	return b.k, nil
-}
-
 // DeviceCopyBandwidth is the baseline a CUDA step is measured against: the
 // bandwidth in GB/s (10^9 bytes) of a device-to-device copy of half bytes
 // into the other half on the device, over reps copies, and the device's
 // name.
 func DeviceCopyBandwidth(device, half, reps int) (gbps float64, name string, err error) {
-	d, err := cudadrv.Load()
-	if err != nil {
-		return 0, "", fmt.Errorf("runtime: %w", err)
-	}
-	dev, err := d.Device(device)
-	if err != nil {
-		return 0, "", fmt.Errorf("runtime: %w", err)
-	}
-	ctx, err := dev.Context()
-	if err != nil {
-		return 0, "", fmt.Errorf("runtime: %w", err)
-	}
-	defer ctx.Close()
-	gbps, err = ctx.CopyBandwidth(half, reps)
-	if err != nil {
-		return 0, "", fmt.Errorf("runtime: %w", err)
-	}
-	return gbps, dev.Name, nil
+	return cuda.CopyBandwidth(nil, device, half, reps)
 }

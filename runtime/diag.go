@@ -5,22 +5,21 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/reduce"
-	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 // ClampMassKind is the diagnostic ClampMass reports (docs/dsl.md).
 const ClampMassKind = "clamp_mass"
 
-// diagState is what the diagnostics need once enabled: the interpreter's
-// form (the reference), the manifest's entry points, and the last value.
+// diagState is what the diagnostics need once enabled: the entry points
+// (the manifest's, and the interpreter's form, the reference), and the
+// last value.
 type diagState struct {
-	ref   *interp.Diagnostic
-	entry manifest.Diagnostic
-	host  *hostkernel.Diagnostic // the host function, on the CPU backend with a shared object
+	entry backend.Diagnostic
 	value float64
 	steps int // the step the value is of, plus 1; 0: none yet
 }
@@ -44,7 +43,8 @@ func (o *Optimizer) EnableDiagnostics() error {
 	if i < 0 {
 		return fmt.Errorf("runtime: the manifest of %s names no %s entry points: rebuild it with fibergen build", o.Name(), ClampMassKind)
 	}
-	o.diag = &diagState{ref: ref, entry: o.m.Kernels.Diagnostics[i]}
+	e := o.m.Kernels.Diagnostics[i]
+	o.diag = &diagState{entry: backend.Diagnostic{Kind: e.Kind, Kernel: e.Kernel, HostFunction: e.HostFunction, Reference: ref}}
 	return nil
 }
 
@@ -67,24 +67,15 @@ func (o *Optimizer) ClampMass() (float64, error) {
 // the partial sums of each segment (one hyper setting; the whole buffers
 // without per-tensor hypers) over its own chunks, then one ratio of them
 // all, so every backend sums the same partials in the same order.
-func (o *Optimizer) runDiagnostics(a stepArgs) error {
+func (o *Optimizer) runDiagnostics(mem backend.Memory, a backend.Step) error {
 	if o.diag == nil {
 		return nil
 	}
 	var num, den []float32
-	for _, s := range a.segs {
-		chunks := reduce.ReduceChunks(s.hi - s.lo)
+	for _, s := range a.Segments {
+		chunks := reduce.ReduceChunks(s.Hi - s.Lo)
 		sn, sd := make([]float32, chunks), make([]float32, chunks)
-		var err error
-		switch b := o.back.(type) {
-		case *cudaBackend:
-			err = b.k.segmentPartials(o.diag.entry, b.dev, s, sn, sd)
-		case *cpuBackend:
-			err = o.cpuDiagPartials(b, s, sn, sd)
-		default:
-			err = fmt.Errorf("runtime: no diagnostics on the %s backend", o.back.kind())
-		}
-		if err != nil {
+		if err := o.back.Partials(mem, o.diag.entry, s, sn, sd); err != nil {
 			return err
 		}
 		num, den = append(num, sn...), append(den, sd...)
@@ -93,34 +84,66 @@ func (o *Optimizer) runDiagnostics(a stepArgs) error {
 	return nil
 }
 
-// cpuDiagPartials computes the partials of segment s on every core: with
-// the host function where the shared object is loaded, else with the
-// interpreter. Each core takes whole chunks, so the split does not change a
-// bit.
-func (o *Optimizer) cpuDiagPartials(b *cpuBackend, s segment, num, den []float32) error {
-	if b.kernel != nil && o.diag.host == nil {
-		h, err := hostkernel.OpenDiagnostic(b.so, o.diag.entry.HostFunction, len(o.m.Buffers), len(o.m.Scalars))
-		if err != nil {
-			return fmt.Errorf("runtime: %w", err)
-		}
-		o.diag.host = h
+// deviceDiagnostics computes the diagnostics of the StepDevice that just
+// ran on the trainer's buffers mem with args a; err is the step's own
+// result.
+func (o *Optimizer) deviceDiagnostics(mem backend.Memory, a backend.Step, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := o.runDiagnostics(mem, a); err != nil {
+		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
+	}
+	return nil
+}
+
+// Partials computes the partials of segment s on every core: with the host
+// function where the shared object is loaded, else with the interpreter.
+// Each core takes whole chunks, so the split does not change a bit.
+func (b *cpuBackend) Partials(m backend.Memory, d backend.Diagnostic, s backend.Segment, num, den []float32) error {
+	if err := b.host(m); err != nil {
+		return err
+	}
+	host, err := b.diagnostic(d)
+	if err != nil {
+		return err
 	}
 	bufs := make([][]float32, len(b.bufs))
 	for i, buf := range b.bufs {
-		bufs[i] = buf[s.lo:s.hi]
+		bufs[i] = buf[s.Lo:s.Hi]
 	}
-	n, per := s.hi-s.lo, max((len(num)+b.threads-1)/b.threads, 1)
+	n, per := s.Hi-s.Lo, max((len(num)+b.threads-1)/b.threads, 1)
 	return parallelChunks(len(num), per, func(lo, hi int) error {
-		if o.diag.host != nil {
-			return o.diag.host.Run(bufs, s.scalars, n, lo, hi, num, den)
+		if host != nil {
+			return host.Run(bufs, s.Scalars, n, lo, hi, num, den)
 		}
 		start, end := lo*reduce.ReduceChunk, min(hi*reduce.ReduceChunk, n)
 		var states [][]float32
-		for _, st := range bufs[2:] {
+		for _, st := range bufs[ir.FirstState:] {
 			states = append(states, st[start:end])
 		}
-		return o.diag.ref.Partials(s.scalars, states, num[lo:hi], den[lo:hi])
+		return d.Reference.Partials(s.Scalars, states, num[lo:hi], den[lo:hi])
 	})
+}
+
+// diagnostic returns d's host function, loaded from the shared object at
+// its first use; nil without one (the reference runs).
+func (b *cpuBackend) diagnostic(d backend.Diagnostic) (*hostkernel.Diagnostic, error) {
+	if b.kernel == nil {
+		return nil, nil
+	}
+	if h, ok := b.diags[d.HostFunction]; ok {
+		return h, nil
+	}
+	h, err := hostkernel.OpenDiagnostic(b.so, d.HostFunction, b.kernel.NumBuffers, b.kernel.NumScalars)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	if b.diags == nil {
+		b.diags = map[string]*hostkernel.Diagnostic{}
+	}
+	b.diags[d.HostFunction] = h
+	return h, nil
 }
 
 // parallelChunks runs f on the chunk ranges [lo, lo+per) of [0, n) at once.
@@ -130,82 +153,4 @@ func parallelChunks(n, per int, f func(lo, hi int) error) error {
 		work = append(work, func() error { return f(lo, min(lo+per, n)) })
 	}
 	return runLimited(work, max(len(work), 1))
-}
-
-// closeDiagnostics releases the diagnostic's host function, if loaded.
-func (o *Optimizer) closeDiagnostics() error {
-	if o.diag == nil {
-		return nil
-	}
-	if o.diag.host == nil {
-		return nil
-	}
-	err := o.diag.host.Close()
-	o.diag.host = nil
-	return err
-}
-
-// diagPartials runs the diagnostic's kernel over the device buffers, one
-// warp per chunk, and copies the partials back.
-
-// deviceDiagnostics computes the diagnostics of the StepDevice that just
-// ran on the trainer's buffers with args a, segment by segment as
-// runDiagnostics does; err is the step's own result.
-func (o *Optimizer) deviceDiagnostics(k *cudaKernels, bufs []cudadrv.DevicePtr, a stepArgs, err error) error {
-	if err != nil || o.diag == nil {
-		return err
-	}
-	var num, den []float32
-	for _, s := range a.segs {
-		chunks := reduce.ReduceChunks(s.hi - s.lo)
-		sn, sd := make([]float32, chunks), make([]float32, chunks)
-		if err := k.segmentPartials(o.diag.entry, bufs, s, sn, sd); err != nil {
-			return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
-		}
-		num, den = append(num, sn...), append(den, sd...)
-	}
-	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
-	return nil
-}
-
-// segmentPartials runs the diagnostic's kernel e on segment s of the
-// device buffers bufs.
-func (k *cudaKernels) segmentPartials(e manifest.Diagnostic, bufs []cudadrv.DevicePtr, s segment, num, den []float32) error {
-	return k.diagPartials(e, offsetPtrs(bufs, s.lo), s.hi-s.lo, s.scalars, num, den)
-}
-
-// diagPartials runs the diagnostic's kernel e over the n coordinates of the
-// device buffers bufs (theta, g, states), one warp per chunk, and copies
-// the partials back.
-func (k *cudaKernels) diagPartials(e manifest.Diagnostic, bufs []cudadrv.DevicePtr, n int, scalars, num, den []float32) error {
-	if len(num) == 0 {
-		return nil
-	}
-	fn, err := k.mod.Function(e.Kernel)
-	if err != nil {
-		return fmt.Errorf("runtime: %w", err)
-	}
-	out, err := k.ctx.Alloc(8 * len(num))
-	if err != nil {
-		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
-	}
-	defer k.ctx.Free(out)
-	var args []any
-	for _, p := range bufs {
-		args = append(args, p)
-	}
-	for _, s := range scalars {
-		args = append(args, s)
-	}
-	args = append(args, int64(n), out, out.Add(4*len(num)))
-	if err := k.launch(fn, 32*len(num), args...); err != nil {
-		return err
-	}
-	if err := k.ctx.CopyDtoH(num, out); err != nil {
-		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
-	}
-	if err := k.ctx.CopyDtoH(den, out.Add(4*len(num))); err != nil {
-		return fmt.Errorf("runtime: %s: %w", e.Kernel, err)
-	}
-	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // Per-tensor hypers: a tensor may step with some hypers of its own (weight
@@ -98,13 +98,10 @@ func (o *Optimizer) takeHypers(h []float64, set map[string]bool, ts [][]float64)
 	}
 }
 
-// segment is a range [lo, hi) of the flat buffers that steps with one
-// setting's host scalars.
-type segment struct {
-	lo, hi  int
-	host    interp.Scalars // the interpreter's host values
-	scalars []float32      // the kernel's scalar arguments: host scalars, then sigma_w
-}
+// segment is a range [Lo, Hi) of the flat buffers that steps with one
+// setting's host scalars (Host, the interpreter's) and the kernels' scalar
+// arguments (Scalars: the host scalars, then σ_w).
+type segment = backend.Segment
 
 // segments splits [0, n) by the tensors' hypers into ranges, adjacent
 // tensors of one setting merged, each with its step's scalars; one
@@ -116,13 +113,13 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 		s, ok := scalars[key]
 		if !ok {
 			host := o.prog.HostScalars(h, o.t, sigmaW2)
-			s = segment{host: host, scalars: o.prog.KernelScalars(host, sigmaW2)}
+			s = segment{Host: host, Scalars: o.prog.KernelScalars(host, sigmaW2)}
 			scalars[key] = s
 		}
 		return s
 	}
 	base := at(o.hypers)
-	base.hi = o.n
+	base.Hi = o.n
 	out := []segment{base}
 	for _, t := range o.tensors {
 		if t.hypers != nil && t.Len > 0 {
@@ -137,24 +134,24 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 func splitSegment(segs []segment, lo, hi int, s segment) []segment {
 	var out []segment
 	for _, g := range segs {
-		if g.hi <= lo || g.lo >= hi {
+		if g.Hi <= lo || g.Lo >= hi {
 			out = appendSegment(out, g)
 			continue
 		}
-		if g.lo < lo {
-			out = appendSegment(out, segment{g.lo, lo, g.host, g.scalars})
+		if g.Lo < lo {
+			out = appendSegment(out, segment{Lo: g.Lo, Hi: lo, Host: g.Host, Scalars: g.Scalars})
 		}
-		out = appendSegment(out, segment{max(g.lo, lo), min(g.hi, hi), s.host, s.scalars})
-		if g.hi > hi {
-			out = appendSegment(out, segment{hi, g.hi, g.host, g.scalars})
+		out = appendSegment(out, segment{Lo: max(g.Lo, lo), Hi: min(g.Hi, hi), Host: s.Host, Scalars: s.Scalars})
+		if g.Hi > hi {
+			out = appendSegment(out, segment{Lo: hi, Hi: g.Hi, Host: g.Host, Scalars: g.Scalars})
 		}
 	}
 	return out
 }
 
 func appendSegment(segs []segment, s segment) []segment {
-	if k := len(segs) - 1; k >= 0 && segs[k].hi == s.lo && slices.Equal(segs[k].scalars, s.scalars) {
-		segs[k].hi = s.hi
+	if k := len(segs) - 1; k >= 0 && segs[k].Hi == s.Lo && slices.Equal(segs[k].Scalars, s.Scalars) {
+		segs[k].Hi = s.Hi
 		return segs
 	}
 	return append(segs, s)

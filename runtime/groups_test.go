@@ -21,7 +21,7 @@ func TestTensorHypers(t *testing.T) {
 	theta, grads := inputs(steps)
 	dir := kernelDir(t, "fiber")
 	run := func(backend runtime.Backend, wd float64, overrides bool) [][]float32 {
-		o, ts := openSized(t, dir, runtime.Options{Backend: backend}, tensorSizes, theta)
+		o, ts := openSized(t, dir, simOptions(t, runtime.Options{Backend: backend}), tensorSizes, theta)
 		if err := o.SetHypers(map[string]float64{"wd": wd, "lr": 0.01}); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestTensorHypersDiagnostics(t *testing.T) {
 	want /= all
 	var first float64
 	for k, b := range []runtime.Backend{runtime.Go, runtime.CPU, runtime.PTXSim} {
-		o, ts := openSized(t, kernelDir(t, "fiber"), runtime.Options{Backend: b}, tensorSizes, theta)
+		o, ts := openSized(t, kernelDir(t, "fiber"), simOptions(t, runtime.Options{Backend: b}), tensorSizes, theta)
 		if err := errors.Join(o.SetNoise(runtime.Noise{}), o.SetHyper("eps_v", 0), o.EnableDiagnostics(),
 			ts[1].SetHypers(map[string]float64{"eps_v": 1e6}), ts[3].SetHypers(map[string]float64{"eps_v": 1e6})); err != nil {
 			t.Fatal(err)

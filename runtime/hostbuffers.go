@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
+
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/runtime/backend"
 )
 
 // UseBuffers makes the optimizer step buffers the trainer owns, in place,
@@ -18,10 +20,11 @@ import (
 // index, as for shards.
 //
 // UseBuffers sets the states to their initial values under the current
-// hypers (each range's own); theta and g are not touched. From then on Len() is n, Step steps
-// the buffers (refusing, with a *NonFiniteError naming buffer "g", a
-// gradient with a NaN or ±Inf, and changing nothing), Privatize writes the
-// clipped sum into g, and Save and Load carry everything but the buffers —
+// hypers (each range's under its own); theta and g are not touched. From
+// then on Len() is n, Step steps the buffers (refusing, with a
+// *NonFiniteError naming buffer "g", a gradient with a NaN or ±Inf, and
+// changing nothing), Privatize writes the clipped sum into g, and Save and
+// Load carry everything but the buffers —
 // the step counter, the seed, the hypers, the DP settings — as for
 // StepDevice: the buffers are the trainer's to checkpoint.
 //
@@ -36,17 +39,19 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 		return err
 	}
 	if o.callerBuffers {
-		o.bufs = bufs
-		if b, ok := o.back.(*cpuBackend); ok {
-			b.bufs = bufs
+		if o.back != nil {
+			if err := o.back.Rebind(bufs); err != nil {
+				return err
+			}
 		}
+		o.bufs = bufs
 		return nil
 	}
-	if err := o.initStates(bufs[2:]); err != nil {
+	if err := o.initStates(bufs[ir.FirstState:]); err != nil {
 		return err
 	}
 	n := o.n
-	o.bufs, o.n = bufs, len(bufs[0])
+	o.bufs, o.n = bufs, len(bufs[ir.ThetaBuffer])
 	if err := o.ready(); err != nil {
 		o.bufs, o.n = nil, n
 		return err
@@ -67,7 +72,7 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	case len(bufs) != len(o.m.Buffers):
 		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
 	}
-	n := len(bufs[0])
+	n := len(bufs[ir.ThetaBuffer])
 	if err := o.checkRangesLen("UseBuffers", n); err != nil {
 		return err
 	}
@@ -76,7 +81,7 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	}
 	for i, b := range bufs {
 		if len(b) != n {
-			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), len(b), o.bufName(0), n)
+			return fmt.Errorf("runtime: UseBuffers: buffer %s holds %d values, %s %d", o.bufName(i), len(b), o.bufName(ir.ThetaBuffer), n)
 		}
 		for j, c := range bufs[:i] {
 			if n > 0 && overlap(b, c) {
@@ -116,27 +121,9 @@ func (o *Optimizer) checkGradient() error {
 	if err := o.releasableHost(); err != nil {
 		return err
 	}
-	g := o.bufs[1]
-	bad := firstNonFiniteOn(o.back.(*cpuBackend), g)
-	if bad < 0 {
-		return nil
+	bad, v, err := o.back.FirstNonFinite(backend.Memory{})
+	if err != nil || bad < 0 {
+		return err
 	}
-	return &NonFiniteError{Tensor: o.m.Buffers[1].Name, Index: bad, Value: g[bad]}
-}
-
-// firstNonFiniteOn is firstNonFinite over g split across b's threads.
-func firstNonFiniteOn(b *cpuBackend, g []float32) int {
-	var mu sync.Mutex
-	first := -1
-	b.split(len(g), 1<<16, func(lo, hi int) error {
-		if i := firstNonFinite(g[lo:hi]); i >= 0 {
-			mu.Lock()
-			if first < 0 || lo+i < first {
-				first = lo + i
-			}
-			mu.Unlock()
-		}
-		return nil
-	})
-	return first
+	return &NonFiniteError{Tensor: o.m.Buffers[ir.GradBuffer].Name, Index: bad, Value: v}
 }

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/rng"
-	"github.com/fibergen/fibergen/runtime/hostkernel"
+	"github.com/fibergen/fibergen/runtime/backend"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // Backend says where Step runs.
@@ -23,11 +25,13 @@ type Backend string
 // error unless Options.GoFallback asks for the reference instead. Go is the
 // reference: the IR interpreter (or, from OpenPackage, the generated Go
 // package), bit-identical with the kernels, also on every core. CUDA runs
-// the PTX kernel on an NVIDIA GPU. PTXSim runs the same PTX kernel, through
-// the same code, on a simulated device of its own (internal/cudasim: the
-// PTX simulator behind a CUDA driver written in Go), thousands of times
-// slower than a GPU: for checking a kernel where there is none. All give
-// the same bits.
+// the PTX kernel on an NVIDIA GPU (package runtime/cuda). PTXSim runs the
+// same PTX kernel, through the same code, on a simulated device
+// (internal/cudasim: the PTX simulator behind a CUDA driver written in Go),
+// thousands of times slower than a GPU: for checking a kernel where there
+// is none; its driver is given in Options.Driver, since the runtime does not
+// link the simulator (the tests and cmd/fibergen wire it in). All give the
+// same bits.
 const (
 	CPU    Backend = "cpu"
 	Go     Backend = "go"
@@ -43,6 +47,11 @@ type Options struct {
 	Backend Backend // CPU when empty
 	Threads int     // CPU and Go: goroutines per step; 0: GOMAXPROCS
 	Device  int     // CUDA: the device ordinal
+	// Driver is the CUDA driver of Backend CUDA and PTXSim: nil loads
+	// NVIDIA's (libcuda.so.1, cudadrv.Load); PTXSim needs the driver of a
+	// simulated device (internal/cudasim.New), which the runtime does not
+	// link.
+	Driver *cudadrv.Driver
 	// Offset is the global index of this optimizer's first coordinate, for
 	// a trainer that shards one flat parameter vector over workers
 	// (ZeRO/FSDP-style): each shard then draws exactly the noise a single
@@ -142,7 +151,7 @@ type Optimizer struct {
 	t       int
 	tensors []*Tensor
 	n       int
-	bufs    [][]float32 // theta, g, states (ABI order); host copies, or the caller's (UseBuffers)
+	bufs    [][]float32 // theta, g, states (ABI order, ir.ThetaBuffer…); host copies, or the caller's (UseBuffers)
 	// callerBuffers: bufs are the trainer's memory (UseBuffers), which
 	// checkpoints leave to the trainer.
 	callerBuffers bool
@@ -155,7 +164,7 @@ type Optimizer struct {
 	adopted  adoption
 	consumed map[uint64]uint64
 	id       uint64
-	back     backend
+	back     backend.Backend
 	budget   *Budget    // SetBudget: the accountant and the planned steps
 	diag     *diagState // EnableDiagnostics: nil while they are off
 	mu       sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
@@ -295,7 +304,7 @@ func (o *Optimizer) Backend() Backend {
 	if o.back == nil {
 		return ""
 	}
-	return o.back.kind()
+	return Backend(o.back.Name())
 }
 
 // Len is the number of coordinates registered.
@@ -537,16 +546,16 @@ func (o *Optimizer) ready() error {
 		if o.hasRanges() && !o.opts.Backend.onDevice() {
 			return fmt.Errorf("runtime: %s: %w", o.Name(), errRangesNeedBuffers)
 		}
-		o.bufs = make([][]float32, 2+o.prog.NumStates())
+		o.bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
 		for i := range o.bufs {
 			o.bufs[i] = newBuffer[float32](i, o.ownBufferLen())
 		}
 		if o.ownBufferLen() > 0 {
 			for _, t := range o.tensors {
-				copy(o.bufs[0][t.Offset:], t.init)
+				copy(o.bufs[ir.ThetaBuffer][t.Offset:], t.init)
 				t.init = nil
 			}
-			if err := o.initStates(o.bufs[2:]); err != nil {
+			if err := o.initStates(o.bufs[ir.FirstState:]); err != nil {
 				return err
 			}
 		}
@@ -559,22 +568,13 @@ func (o *Optimizer) ready() error {
 	return nil
 }
 
-// stepArgs are what a backend needs for one step besides the buffers: the
-// segments of the buffers by their hypers (one without per-tensor hypers)
-// and the step's noise.
-type stepArgs struct {
-	segs []segment
-	rg   hostkernel.Range
-}
-
-// args computes the arguments of the next step.
-func (o *Optimizer) args() stepArgs {
+// args computes the arguments of the next step: the segments of the
+// buffers by their hypers (one without per-tensor hypers) and the step's
+// noise.
+func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
-	rg := hostkernel.Range{Hi: int64(o.n), Offset: int64(o.opts.Offset), Seed: o.seed, Step: uint32(o.t)}
-	if noise.Draw {
-		rg.Noise = 1
-	}
-	return stepArgs{segs: o.segments(noise.SigmaW2), rg: rg}
+	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset), Seed: o.seed,
+		Counter: uint32(o.t), Draw: noise.Draw}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped
@@ -598,12 +598,12 @@ func (o *Optimizer) Step() error {
 		return err
 	}
 	a := o.args()
-	if err := o.back.step(a); err != nil {
+	if err := o.back.Step(backend.Memory{}, a); err != nil {
 		return err
 	}
 	o.t++
 	o.released()
-	if err := o.runDiagnostics(a); err != nil {
+	if err := o.runDiagnostics(backend.Memory{}, a); err != nil {
 		return fmt.Errorf("runtime: step %d ran, but its diagnostics failed: %w", o.t-1, err)
 	}
 	return nil
@@ -654,7 +654,7 @@ func (o *Optimizer) Close() error {
 	if o.back == nil {
 		return nil
 	}
-	err := errors.Join(o.closeDiagnostics(), o.back.close())
+	err := o.back.Close()
 	o.back = nil
 	return err
 }

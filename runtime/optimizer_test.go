@@ -92,6 +92,21 @@ func copyFile(t testing.TB, from, to string) {
 	}
 }
 
+// simOptions wires the PTX simulator into opts for Backend PTXSim, as
+// cmd/fibergen does: a new simulated device per optimizer (the runtime does
+// not link the simulator; Options.Driver injects it).
+func simOptions(t testing.TB, opts runtime.Options) runtime.Options {
+	t.Helper()
+	if opts.Backend == runtime.PTXSim {
+		_, drv, err := cudasim.New(cudasim.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Driver = drv
+	}
+	return opts
+}
+
 var testDP = runtime.DP{ClipNorm: 1, NoiseMultiplier: 1.1, BatchSize: 64}
 
 // tensorSizes are the registered tensors: awkward sizes, so tensors start

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -26,34 +28,11 @@ type PrivatizeStats struct {
 
 // NonFiniteExampleError reports an example whose squared norm is not
 // finite: its gradient holds a NaN or ±Inf, or squares past float32's range.
-type NonFiniteExampleError struct {
-	Example int
-}
+type NonFiniteExampleError = backend.NonFiniteExampleError
 
-func (e *NonFiniteExampleError) Error() string {
-	return fmt.Sprintf("runtime: example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32): privatize skipped, nothing changed", e.Example)
-}
-
-// privJob is one privatization for a backend.
-type privJob struct {
-	cur, look []float32 // rows [batch][n]; look is read in mode 1
-	out       []float32 // the host backend's destination, n values
-	own       bool      // out is the optimizer's gradient buffer
-	batch, n  int       // batch: the examples given
-	a, b      float32   // mode 1: u = a·look + b·cur
-	divisor   float32   // float32(DP.BatchSize), exact
-	mode      uint32
-	clip      float64
-	scales    []float32 // given (ClipScales): only the sum runs
-}
-
-// privatizer is a backend that runs the privatize kernels: it computes the
-// scales unless the job has them, and writes the clipped sum over the
-// divisor into the gradient buffer unless an example is not finite,
-// returning the scales.
-type privatizer interface {
-	privatize(j privJob) ([]float32, error)
-}
+// privJob is one privatization for the backend; its Out nil writes the
+// optimizer's gradient buffer.
+type privJob = backend.Privatize
 
 // Privatize sets the gradient of the next step to the clipped per-example
 // gradients of the batch, summed and divided by DP.BatchSize: cur holds
@@ -113,13 +92,13 @@ func (o *Optimizer) runJob(j privJob, err error) (PrivatizeStats, error) {
 
 // runScaled checks the given scales and runs j with them.
 func (o *Optimizer) runScaled(j privJob, scales []float32) (PrivatizeStats, error) {
-	if err := checkScales(scales, j.batch); err != nil {
+	if err := checkScales(scales, j.Batch); err != nil {
 		return PrivatizeStats{}, err
 	}
-	if bad := firstNonFiniteRow(j.n, j.cur, j.look); bad >= 0 {
+	if bad := firstNonFiniteRow(j.N, j.Cur, j.Look); bad >= 0 {
 		return PrivatizeStats{}, &NonFiniteExampleError{Example: bad}
 	}
-	j.scales = scales
+	j.Scales = scales
 	return o.runPrivatize(j)
 }
 
@@ -154,15 +133,15 @@ func firstNonFiniteRow(n int, rows ...[]float32) int {
 // non-finite marks of SetGrad, as the whole buffer now holds the clipped
 // sum over B.
 func (o *Optimizer) runPrivatize(j privJob) (PrivatizeStats, error) {
-	p, ok := o.back.(privatizer)
-	if !ok {
-		return PrivatizeStats{}, fmt.Errorf("runtime: the %s backend cannot privatize", o.back.kind())
-	}
-	scales, err := p.privatize(j)
+	scales, err := o.back.Privatize(j)
 	if err != nil {
 		return PrivatizeStats{}, err
 	}
-	o.privatized(hostRange(j.out), j.own)
+	own, out := j.Out == nil, j.Out
+	if own {
+		out = o.bufs[ir.GradBuffer]
+	}
+	o.privatized(hostRange(out), own)
 	return statsOf(scales), nil
 }
 
@@ -187,35 +166,35 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	if err := o.ready(); err != nil {
 		return privJob{}, err
 	}
-	own := out == nil
-	if own {
-		out = o.bufs[1]
+	n := len(out)
+	if out == nil {
+		n = o.n
 	}
-	k, err := privRows(cur, len(out))
+	k, err := privRows(cur, n)
 	if err != nil {
 		return privJob{}, err
 	}
 	if look != nil && len(look) != len(cur) {
 		return privJob{}, fmt.Errorf("runtime: look holds %d values, cur %d", len(look), len(cur))
 	}
-	j, lookOnly, err := o.privShape(k, len(out), look != nil)
+	j, lookOnly, err := o.privShape(k, n, look != nil)
 	if err != nil {
 		return privJob{}, err
 	}
-	j.cur, j.look = rowsRead(j, lookOnly, cur, look)
-	j.out, j.own = out, own
+	j.Cur, j.Look = rowsRead(j, lookOnly, cur, look)
+	j.Out = out // nil: the gradient buffer
 	return j, nil
 }
 
 // rowsRead picks the rows a job reads, host slices or device pointers:
 // the look rows alone where A is 1, both in the two-point mix (mode 1),
 // else cur alone (the zero value for look: not read).
-func rowsRead[R any](j privJob, lookOnly bool, cur, look R) (R, R) {
+func rowsRead[R any](j backend.Privatize, lookOnly bool, cur, look R) (R, R) {
 	var none R
 	switch {
 	case lookOnly:
 		return look, none
-	case j.mode == 1:
+	case j.Mode == 1:
 		return cur, look
 	}
 	return cur, none
@@ -225,24 +204,24 @@ func rowsRead[R any](j privJob, lookOnly bool, cur, look R) (R, R) {
 // without look-ahead rows, against the DP settings and the observation, and
 // returns its job without rows; lookOnly says the look rows are the one
 // set to read (A = 1).
-func (o *Optimizer) privShape(k, n int, hasLook bool) (_ privJob, lookOnly bool, _ error) {
+func (o *Optimizer) privShape(k, n int, hasLook bool) (_ backend.Privatize, lookOnly bool, _ error) {
 	divisor, err := o.privDivisor()
 	if err != nil {
-		return privJob{}, false, err
+		return backend.Privatize{}, false, err
 	}
-	j := privJob{batch: k, n: n, clip: o.dp.ClipNorm, divisor: divisor}
+	j := backend.Privatize{Batch: k, N: n, Clip: o.dp.ClipNorm, Divisor: divisor}
 	obs := o.observation()
 	switch {
 	case hasLook && obs.Kind != "two_point":
-		return privJob{}, false, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
+		return backend.Privatize{}, false, fmt.Errorf("runtime: %s has no two-point observation: pass look = nil", o.Name())
 	case !hasLook && obs.Kind == "two_point" && obs.A != 0 && k > 0:
-		return privJob{}, false, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
+		return backend.Privatize{}, false, fmt.Errorf("runtime: %s observes two points (a = %v): pass the gradients at the look-ahead point too", o.Name(), obs.A)
 	case !hasLook || obs.A == 0:
 		return j, false, nil
 	case obs.A == 1:
 		return j, true, nil
 	}
-	j.mode, j.a, j.b = 1, float32(obs.A), float32(1-obs.A)
+	j.Mode, j.A, j.B = 1, float32(obs.A), float32(1-obs.A)
 	return j, false, nil
 }
 
@@ -309,38 +288,34 @@ func (o *Optimizer) ClipScales(lookNorm, curNorm, dot []float64) ([]float32, err
 	return scales, nil
 }
 
-// firstNaN returns the index of the first NaN in s, or -1.
-func firstNaN(s []float32) int {
-	for i, x := range s {
-		if x != x {
-			return i
-		}
-	}
-	return -1
-}
-
 // privatize runs j on the host: through the shared object's privatize
 // functions, split over the cores, else through the Go reference.
-func (b *cpuBackend) privatize(j privJob) ([]float32, error) {
+func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
+	if j.Device != nil {
+		return nil, fmt.Errorf("runtime: the %s backend has no device memory", b.Name())
+	}
 	if err := b.openPrivatize(); err != nil {
 		return nil, err
 	}
-	nchunks := reduce.ReduceChunks(j.n)
-	args := hostkernel.PrivatizeArgs{Cur: j.cur, Look: j.look, Scales: j.scales, Out: j.out,
-		Batch: int64(j.batch), N: int64(j.n), Clip: j.clip, A: j.a, B: j.b, Divisor: j.divisor, Mode: j.mode}
+	if j.Out == nil {
+		j.Out = b.bufs[ir.GradBuffer]
+	}
+	nchunks := reduce.ReduceChunks(j.N)
+	args := hostkernel.PrivatizeArgs{Cur: j.Cur, Look: j.Look, Scales: j.Scales, Out: j.Out,
+		Batch: int64(j.Batch), N: int64(j.N), Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
 	if args.Scales == nil {
-		args.Partials, args.Scales = make([]float32, j.batch*nchunks), make([]float32, j.batch)
-		if err := b.split(j.batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {
+		args.Partials, args.Scales = make([]float32, j.Batch*nchunks), make([]float32, j.Batch)
+		if err := b.split(j.Batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {
 			return nil, err
 		}
-		if err := b.privPhase(1, args, 0, j.batch); err != nil {
+		if err := b.privPhase(1, args, 0, j.Batch); err != nil {
 			return nil, err
 		}
-		if bad := firstNaN(args.Scales); bad >= 0 {
+		if bad := backend.FirstNaN(args.Scales); bad >= 0 {
 			return nil, &NonFiniteExampleError{Example: bad}
 		}
 	}
-	if err := b.split(j.n, 4096, func(lo, hi int) error { return b.privPhase(2, args, lo, hi) }); err != nil {
+	if err := b.split(j.N, 4096, func(lo, hi int) error { return b.privPhase(2, args, lo, hi) }); err != nil {
 		return nil, err
 	}
 	return args.Scales, nil

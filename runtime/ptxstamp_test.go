@@ -45,9 +45,11 @@ func TestPTXStamp(t *testing.T) {
 			t.Fatal(err)
 		}
 		opened := map[string]func() (*runtime.Optimizer, error){
-			"Open": func() (*runtime.Optimizer, error) { return runtime.Open(dir, runtime.Options{Backend: runtime.PTXSim}) },
+			"Open": func() (*runtime.Optimizer, error) {
+				return runtime.Open(dir, simOptions(t, runtime.Options{Backend: runtime.PTXSim}))
+			},
 			"OpenCompiled": func() (*runtime.Optimizer, error) {
-				return runtime.OpenCompiled(runtime.Compiled{Manifest: m, PTX: c.ptx}, runtime.Options{Backend: runtime.PTXSim})
+				return runtime.OpenCompiled(runtime.Compiled{Manifest: m, PTX: c.ptx}, simOptions(t, runtime.Options{Backend: runtime.PTXSim}))
 			},
 		}
 		for how, open := range opened {

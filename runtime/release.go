@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/fibergen/fibergen/runtime/cudadrv"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // A gradient is released once (docs/runtime.md, "A gradient is released
@@ -75,7 +75,7 @@ func hostRange(s []float32) memRange {
 }
 
 // deviceRange is the device memory of n floats at p.
-func deviceRange(p cudadrv.DevicePtr, n int) memRange {
+func deviceRange(p DevicePtr, n int) memRange {
 	return memRange{lo: uint64(p), hi: uint64(p) + 4*uint64(n), device: true}
 }
 
@@ -133,7 +133,7 @@ func (o *Optimizer) releasableHost() error {
 		}
 		return nil
 	}
-	return o.releasableAt(hostRange(o.bufs[1]))
+	return o.releasableAt(hostRange(o.bufs[ir.GradBuffer]))
 }
 
 // releasableAt checks the gradient of the trainer's buffers, at g.
@@ -175,7 +175,7 @@ func (o *Optimizer) privatized(at memRange, own bool) {
 		}
 	}
 	// Device buffers are named at each step, which checks them (releasableAt).
-	if o.trainerBuffers() && (!o.callerBuffers || at.holds(hostRange(o.bufs[1]))) {
+	if o.trainerBuffers() && (!o.callerBuffers || at.holds(hostRange(o.bufs[ir.GradBuffer]))) {
 		o.grad = gradMark{src: gradPrivatized, at: at}
 	}
 }
@@ -298,8 +298,8 @@ func (o *Optimizer) AdoptPrivatized(src *Optimizer) error {
 	case rec.gen <= o.consumed[rec.src]:
 		return errors.New("runtime: AdoptPrivatized: a step was taken on this privatization already; privatize the next batch")
 	}
-	if o.callerBuffers && !rec.at.holds(hostRange(o.bufs[1])) {
-		return fmt.Errorf("runtime: AdoptPrivatized: the privatization wrote %v, not this optimizer's gradient, %v", rec.at, hostRange(o.bufs[1]))
+	if o.callerBuffers && !rec.at.holds(hostRange(o.bufs[ir.GradBuffer])) {
+		return fmt.Errorf("runtime: AdoptPrivatized: the privatization wrote %v, not this optimizer's gradient, %v", rec.at, hostRange(o.bufs[ir.GradBuffer]))
 	}
 	o.grad, o.adopted = gradMark{src: gradPrivatized, at: rec.at}, rec.adoption
 	return nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/lang"
 )
 
@@ -47,7 +48,7 @@ func (t *Tensor) SetGrad(g []float32) error {
 	if err := t.o.ready(); err != nil {
 		return err
 	}
-	if err := t.o.back.write(1, t.Offset, g); err != nil {
+	if err := t.o.back.Write(ir.GradBuffer, t.Offset, g); err != nil {
 		return err
 	}
 	t.bad = firstNonFinite(g)
@@ -113,7 +114,7 @@ func (t *Tensor) params() ([]float32, error) {
 	if err := t.o.ready(); err != nil {
 		return nil, err
 	}
-	return t.o.back.read(0, t.Offset, t.Len)
+	return t.o.back.Read(ir.ThetaBuffer, t.Offset, t.Len)
 }
 
 // State returns a copy of the tensor's part of the named state.
@@ -130,7 +131,7 @@ func (t *Tensor) state(name string) ([]float32, error) {
 	if err := t.o.ready(); err != nil {
 		return nil, err
 	}
-	return t.o.back.read(2+i, t.Offset, t.Len)
+	return t.o.back.Read(ir.FirstState+i, t.Offset, t.Len)
 }
 
 // Lookahead returns a copy of the tensor's part of the look-ahead point of
@@ -164,10 +165,10 @@ func (o *Optimizer) lookaheadBuffer() int {
 	case o.prog.Func.MixingWeight() < 0:
 		return -1
 	case o.t == 0:
-		return 0
+		return ir.ThetaBuffer
 	}
 	if i := slices.Index(o.prog.Func.States, lang.LookaheadState); i >= 0 {
-		return 2 + i
+		return ir.FirstState + i
 	}
 	return -1 // lowering adds the state to every two_point optimizer; a hand-made manifest may lack it
 }
@@ -180,5 +181,5 @@ func (t *Tensor) Grad() ([]float32, error) {
 	if err := t.o.ready(); err != nil {
 		return nil, err
 	}
-	return t.o.back.read(1, t.Offset, t.Len)
+	return t.o.back.Read(ir.GradBuffer, t.Offset, t.Len)
 }

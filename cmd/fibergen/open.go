@@ -3,20 +3,27 @@ package main
 import (
 	"fmt"
 
+	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime"
 )
 
 // openUnit opens u through the runtime, as a trainer opens what fibergen
 // build wrote: on the cpu backend with the host kernel built into the
-// user's cache, on cuda with u's PTX, on go with the reference.
+// user's cache, on cuda with u's PTX, on ptxsim with u's PTX on a new
+// simulated device (the command wires the simulator into the runtime,
+// which does not link it), on go with the reference.
 func openUnit(u *pipeline.Unit, opts runtime.Options) (*runtime.Optimizer, error) {
 	c := runtime.Compiled{Manifest: u.Manifest}
 	var err error
 	switch opts.Backend {
 	case runtime.CPU:
 		c.SharedObject, err = u.CachedSharedObject()
-	case runtime.CUDA, runtime.PTXSim:
+	case runtime.PTXSim:
+		if _, opts.Driver, err = cudasim.New(cudasim.Config{}); err == nil {
+			c.PTX, err = u.PTX()
+		}
+	case runtime.CUDA:
 		c.PTX, err = u.PTX()
 	}
 	if err != nil {

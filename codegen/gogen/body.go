@@ -123,7 +123,7 @@ func (e *env) call(v *ir.Value, a jen.Code) jen.Code {
 
 // bufName is the Go name of the buffer behind a load or store.
 func bufName(name string) string {
-	if name == "g" || name == "theta" {
+	if name == ir.GradName || name == ir.ThetaName {
 		return name
 	}
 	return localName(name)

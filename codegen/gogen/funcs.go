@@ -77,7 +77,7 @@ func (g *generator) genStep() {
 	loop := []jen.Code{}
 	for _, v := range g.fn.Step.Values {
 		switch {
-		case v.Op == ir.OpLoad && v.Name == "g":
+		case v.Op == ir.OpLoad && v.Name == ir.GradName:
 			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On")).Block(
 				e.names[v].(*jen.Statement).Clone().Op("=").Float32().Call(jen.Add(e.names[v]).Op("+").Float32().Call(
 					jen.Id("s").Dot("SigmaW").Op("*").Id("nz").Dot("draw").Call(jen.Id("i"), jen.Op("&").Id("cache"))))))

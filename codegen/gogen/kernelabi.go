@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/fibergen/fibergen/ir"
 )
 
 // genKernelABI emits what runtime.OpenPackage needs to run the package
@@ -22,9 +24,9 @@ func (g *generator) genKernelABI() {
 	for i, v := range g.scalars {
 		fields = append(fields, keyValue(g.names[v], jen.Id("scalars").Index(jen.Lit(i))))
 	}
-	fields = append(fields, keyValue("SigmaW", jen.Id("scalars").Index(jen.Lit(len(g.scalars)))))
+	fields = append(fields, keyValue("SigmaW", jen.Id("scalars").Index(jen.Lit(ir.SigmaWScalar(len(g.scalars)+1)))))
 	args := []jen.Code{jen.Id("s"), jen.Id("nz")}
-	for i := range 2 + len(g.fn.States) {
+	for i := range ir.FirstState + len(g.fn.States) {
 		args = append(args, jen.Id("bufs").Index(jen.Lit(i)).Index(jen.Id("lo").Op(":").Id("hi")))
 	}
 	nz := jen.Id("Noise").Values(jen.Dict{jen.Id("On"): jen.Id("noise"), jen.Id("Seed"): jen.Id("seed"),

@@ -178,7 +178,7 @@ func (k *kernel) scalarParams() []cparam {
 	out := make([]cparam, len(k.Scalars))
 	for i := range out {
 		name := fmt.Sprintf("S%d", i)
-		if i == len(out)-1 {
+		if i == ir.SigmaWScalar(len(out)) {
 			name = "sigma_w"
 		}
 		out[i] = cparam{name: name, typ: cFloat, llName: fmt.Sprintf("s.%d", i)}

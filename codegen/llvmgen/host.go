@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
@@ -42,8 +43,8 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	ps := sig.newParams()
 	f, b := newHelper(k.m, fmt.Sprintf("%s_host%d", k.Name, w), types.Void, ps...)
 	a := k.loadArgs(b, ps[0], ps[1])
-	sigma := a.scalars[len(a.scalars)-1]
-	a.scalars = a.scalars[:len(a.scalars)-1]
+	sigma := a.scalars[ir.SigmaWScalar(len(a.scalars))]
+	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
 	field := func(name string) value.Value { return rangeStruct.load(b, ps[2], name) }
 	lo, hi, offset, seed, step, noiseOn := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
 	l := splitRange(b, lo, hi, offset)
@@ -110,7 +111,7 @@ func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw
 	for i, p := range a.ptrs {
 		for v := 0; v < 4; v++ {
 			x := load(b, vt, vecAt(p, v), 4)
-			if z != nil && i == k.bufferIndex("g") {
+			if z != nil && i == k.bufferIndex(ir.GradName) {
 				x = b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), b.NewExtractValue(z, uint64(v))))
 			}
 			for l := 0; l < n; l++ {

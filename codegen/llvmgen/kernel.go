@@ -55,8 +55,8 @@ func (k *kernel) emitStepKernel() {
 	k.Kernels.StepKernel, k.Kernels.StepABI = sig.symbol, sig.String()
 	f, b := k.newEntry(sig, sig.symbol)
 	a, rest := k.kernelArgs(f)
-	sigma := a.scalars[len(a.scalars)-1]
-	a.scalars = a.scalars[:len(a.scalars)-1]
+	sigma := a.scalars[ir.SigmaWScalar(len(a.scalars))]
+	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
 	n, offset, seed, step, noiseOn := rest[0], rest[1], rest[2], rest[3], rest[4]
 	tid, stride := k.threadIndex(b)
 	l := splitRange(b, i64c(0), n, offset)

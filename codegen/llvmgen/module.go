@@ -144,7 +144,7 @@ type args struct {
 // when z is not nil, and returns the values of the stored buffers.
 func (k *kernel) step(b *llvm.Block, a args, vals []value.Value, d *draw, z value.Value) []value.Value {
 	if d != nil {
-		g := k.bufferIndex("g")
+		g := k.bufferIndex(ir.GradName)
 		vals[g] = b.NewFAdd(vals[g], b.NewFMul(d.sigma, z))
 	}
 	res := b.NewCall(k.body, append(vals, a.scalars...)...)

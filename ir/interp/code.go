@@ -15,7 +15,7 @@ type instr struct {
 	dst   int
 	a, b  int
 	c     int // OpSelect's third operand
-	slot  int // OpLoad/OpStore: 0 = g, 1 = theta, 2+k = state k; OpScalar and a scalar's OpStore: k = scalar k
+	slot  int // OpLoad/OpStore: the buffer's ABI position (ir.ThetaBuffer, ir.GradBuffer, ir.FirstState+k = state k); OpScalar and a scalar's OpStore: k = scalar k
 	hyper int // OpHyper
 	konst float64
 	fl    *ir.Filter // OpAtten, OpAttenT
@@ -85,16 +85,17 @@ func translate(fn *ir.Func, v *ir.Value, i int, index map[*ir.Value]int) (instr,
 	return in, err
 }
 
-// slot numbers the buffers of a step: g, theta, then the states.
+// slot numbers the buffers of a step in the kernels' ABI order (ir/abi.go):
+// theta, g, then the states.
 func slot(fn *ir.Func, name string) int {
 	switch name {
-	case "g":
-		return 0
-	case "theta":
-		return 1
+	case ir.ThetaName:
+		return ir.ThetaBuffer
+	case ir.GradName:
+		return ir.GradBuffer
 	}
 	if k := slices.Index(fn.States, name); k >= 0 {
-		return 2 + k
+		return ir.FirstState + k
 	}
 	if k := slices.Index(fn.Scalars, name); k >= 0 {
 		return k
@@ -158,7 +159,7 @@ const chunk = 512
 // at a time. Each coordinate still sees the same operations in the same
 // order, so the result is the same as one coordinate at a time.
 func (c *code) run(host regs, bufs [][]float32) {
-	n := len(bufs[1])
+	n := len(bufs[0]) // every buffer holds the n coordinates
 	r := c.kernelRegs(host, min(n, chunk))
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)

@@ -26,6 +26,9 @@ func (p *Program) Diagnostic(kind string) (*Diagnostic, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The terms go where the step's theta and g go (Partials runs the
+	// block on the terms, then the states): the diagnostic reads states
+	// only, and its two terms fit below ir.FirstState.
 	for i, in := range c.kernelPart {
 		if in.op == ir.OpStore {
 			c.kernelPart[i].slot = slices.Index(ir.DiagTerms, storeName(d.Block, in.dst))

@@ -57,7 +57,7 @@ func (p *Program) Init(h []float64, states [][]float32) error {
 	r := p.init.host(h, 0, 0)
 	for _, s := range p.init.kernelPart {
 		v := r.f32[s.a]
-		buf := states[s.slot-2]
+		buf := states[s.slot-ir.FirstState]
 		for i := range buf {
 			buf[i] = v
 		}
@@ -161,13 +161,13 @@ func (p *Program) HostScalars(h []float64, t int, sigmaW2 float64) Scalars {
 // Step runs the kernel over every coordinate: theta, g and each state
 // (in Func.States order) must have the same length.
 func (p *Program) Step(s Scalars, theta, g []float32, states [][]float32) error {
-	bufs := append([][]float32{g, theta}, states...)
+	bufs := append([][]float32{ir.ThetaBuffer: theta, ir.GradBuffer: g}, states...)
 	if len(states) != p.NumStates() {
 		return fmt.Errorf("%s: Step needs %d states, got %d", p.Func.Name, p.NumStates(), len(states))
 	}
 	for i, b := range bufs {
 		if len(b) != len(theta) {
-			return fmt.Errorf("%s: buffer %d has length %d, theta %d", p.Func.Name, i, len(b), len(theta))
+			return fmt.Errorf("%s: buffer %s has length %d, theta %d", p.Func.Name, ir.Buffers(p.Func)[i].Name, len(b), len(theta))
 		}
 	}
 	p.step.run(s.regs, bufs)

@@ -78,11 +78,11 @@ func TestStepRejectsBadBuffers(t *testing.T) {
 		{"no states", buf(3), buf(3), nil, "needs 2 states, got 0"},
 		{"one state too few", buf(3), buf(3), [][]float32{buf(3)}, "needs 2 states, got 1"},
 		{"one state too many", buf(3), buf(3), [][]float32{buf(3), buf(3), buf(3)}, "needs 2 states, got 3"},
-		{"short g", buf(3), buf(2), [][]float32{buf(3), buf(3)}, "buffer 0 has length 2, theta 3"},
-		{"long g", buf(3), buf(4), [][]float32{buf(3), buf(3)}, "buffer 0 has length 4, theta 3"},
-		{"short state", buf(3), buf(3), [][]float32{buf(3), buf(1)}, "buffer 3 has length 1, theta 3"},
-		{"nil state", buf(3), buf(3), [][]float32{nil, buf(3)}, "buffer 2 has length 0, theta 3"},
-		{"empty theta", nil, buf(1), [][]float32{nil, nil}, "buffer 0 has length 1, theta 0"},
+		{"short g", buf(3), buf(2), [][]float32{buf(3), buf(3)}, "buffer g has length 2, theta 3"},
+		{"long g", buf(3), buf(4), [][]float32{buf(3), buf(3)}, "buffer g has length 4, theta 3"},
+		{"short state", buf(3), buf(3), [][]float32{buf(3), buf(1)}, "buffer v has length 1, theta 3"},
+		{"nil state", buf(3), buf(3), [][]float32{nil, buf(3)}, "buffer m has length 0, theta 3"},
+		{"empty theta", nil, buf(1), [][]float32{nil, nil}, "buffer g has length 1, theta 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

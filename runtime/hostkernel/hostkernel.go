@@ -19,6 +19,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // Range is the kernel's struct fibergen_range: the coordinates [Lo, Hi) of
@@ -46,7 +47,7 @@ type entry struct {
 // openEntry loads symbol's variant isa (OpenISA) from the shared object at
 // path, for numBuffers buffers and numScalars scalars.
 func openEntry(path, symbol, isa string, numBuffers, numScalars int) (entry, error) {
-	if numBuffers < 2 || numScalars < 1 {
+	if numBuffers < ir.FirstState || numScalars < 1 {
 		return entry{}, fmt.Errorf("hostkernel: %s takes theta, g and the states, then the scalars and sqrt(sigma_w2): not %d buffers and %d scalars", symbol, numBuffers, numScalars)
 	}
 	f, err := load(path, symbol, isa)

@@ -1,4 +1,4 @@
-package runtime
+package cuda
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // TestGuardPTXAssembles assembles the non-finite guard kernel with ptxas
 // for sm_80 and sm_90, where ptxas is at hand, as TestPTXAssembles
 // (codegen/llvmgen) does the generated kernels: no stack frame, no spills,
-// registers for a block of CUDABlock threads.
+// registers for a block of Block threads.
 func TestGuardPTXAssembles(t *testing.T) {
 	bin, ok := ptxas.Find()
 	if !ok {
@@ -22,7 +22,7 @@ func TestGuardPTXAssembles(t *testing.T) {
 		}
 		for _, k := range ks {
 			t.Logf("%s %s: %d registers", k.Name, k.Arch, k.Registers)
-			if err := k.Fits(CUDABlock); err != nil {
+			if err := k.Fits(Block); err != nil {
 				t.Error(err)
 			}
 		}

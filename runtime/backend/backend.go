@@ -1,0 +1,189 @@
+// Package backend is the seam between the runtime and the places its
+// steps run: the one interface, Backend, through which package runtime
+// reaches a device — stepping, privatizing, the diagnostics, the
+// non-finite guard and device buffers — and the types its methods take.
+// The runtime's CPU and Go backends implement it in package runtime,
+// CUDA's (and the simulated device's) in package runtime/cuda; a new
+// backend implements it in a package of its own (docs/runtime.md, "Adding
+// a backend"). The package knows no device and imports none.
+package backend
+
+import (
+	"fmt"
+
+	"github.com/fibergen/fibergen/ir/interp"
+)
+
+// Backend runs an optimizer's kernels over its flat buffers — theta, g,
+// then the states, in the ABI order of ir/abi.go (ir.ThetaBuffer,
+// ir.GradBuffer, ir.FirstState), n floats each — which it was started on
+// (its own memory), and, where it has a device, over buffers of the
+// trainer's device memory given per call (Memory.Device).
+//
+// The contract every implementation keeps:
+//
+//   - Bit-exactness: every method gives the bits the Go reference gives
+//     (package ir/interp for the step and the diagnostics, package reduce
+//     for privatize), whatever the split of the work: the noise of a
+//     coordinate is the Philox draw of (seed, step counter, its global
+//     index: Step.Offset plus its index in the memory), drawn in groups of
+//     four aligned on global indexes (rng.Privatize), so no split may draw
+//     a group twice or change which index a draw belongs to; the
+//     diagnostics' and privatize's partial sums are over
+//     reduce.ReduceChunk-coordinate chunks, summed in chunk order.
+//   - Nothing half done: a method that returns an error must not have
+//     changed what the runtime's release rules (runtime/release.go) count
+//     on — Step with an error has not counted as a step; FirstNonFinite
+//     changes nothing; Privatize that finds a non-finite example
+//     (*NonFiniteExampleError) leaves the destination unchanged.
+//   - Own memory vs the trainer's: a backend with no device returns an
+//     error for a Memory with Device set; Read, Write, Sync and Rebind
+//     work on its own memory only.
+//   - One caller at a time: the runtime serialises every call (the
+//     Optimizer's lock), so a backend needs no locks of its own.
+type Backend interface {
+	// Name is the backend's name as runtime.Backend spells it: "cpu", "go",
+	// "cuda", "ptxsim", … (the CPU backend says "go" where it runs the
+	// reference).
+	Name() string
+	// Kernel names the compiled entry point the backend steps with where
+	// there is a choice of variants (the host kernel's instruction-set
+	// variant, e.g. "fiber_cpu_avx512"); "" where there is none.
+	Kernel() string
+
+	// Step runs one step over every segment of s in m, each with its own
+	// scalars, and waits for it.
+	Step(m Memory, s Step) error
+	// FirstNonFinite is the non-finite guard: the first index i < n of the
+	// gradient buffer of m whose float is NaN or ±Inf, and that float; -1
+	// where every one is finite.
+	FirstNonFinite(m Memory) (index int, value float32, err error)
+	// Privatize computes the clipping scales unless j has them (refusing
+	// with a *NonFiniteExampleError an example whose squared norm is not
+	// finite, the destination untouched), then writes the clipped sum over
+	// j.Divisor into the destination, and returns the scales.
+	Privatize(j Privatize) (scales []float32, err error)
+	// Partials computes the diagnostic d's partial sums of segment seg of
+	// m, one per reduce.ReduceChunk coordinates of the segment, into num
+	// and den (len: reduce.ReduceChunks(seg.Hi-seg.Lo)).
+	Partials(m Memory, d Diagnostic, seg Segment, num, den []float32) error
+	// Fill sets every float of buffer buf of m to v, and waits.
+	Fill(m Memory, buf int, v float32) error
+
+	// Read returns floats [off, off+n) of buffer buf of the own memory.
+	Read(buf, off, n int) ([]float32, error)
+	// Write copies src into buffer buf of the own memory from off.
+	Write(buf, off int, src []float32) error
+	// Sync brings the runtime's host buffers (those the backend was
+	// started with) up to date with the own memory.
+	Sync() error
+	// Rebind points the backend at new host buffers of the same shape,
+	// which hold the values the old ones held (the trainer's memory moved,
+	// runtime.Optimizer.UseBuffers); a backend that keeps copies of its own
+	// refuses.
+	Rebind(host [][]float32) error
+	// Close syncs the host buffers (as Sync) and releases what the backend
+	// holds (device memory, modules, shared objects), even where the sync
+	// fails. It may be called on a backend that failed half-way through
+	// starting, and more than once.
+	Close() error
+}
+
+// DevicePtr is an address in the memory of a backend's device: the opaque
+// device pointer of the runtime's public API (runtime.DevicePtr), which
+// each device backend converts to its driver's own type.
+type DevicePtr uint64
+
+// Add returns p advanced by bytes.
+func (p DevicePtr) Add(bytes int) DevicePtr { return p + DevicePtr(bytes) }
+
+// Memory names the buffers a call works on. The zero value is the
+// backend's own memory (the buffers it was started on, or its device
+// copies of them); Device set is the trainer's device memory: one pointer
+// per buffer in ABI order, N floats each.
+type Memory struct {
+	Device []DevicePtr
+	N      int
+}
+
+// Own reports whether m is the backend's own memory.
+func (m Memory) Own() bool { return m.Device == nil }
+
+// Segment is a range [Lo, Hi) of a memory's coordinates that steps with
+// one setting of the hypers.
+type Segment struct {
+	Lo, Hi int
+	// Scalars are the kernels' scalar arguments: the host scalars, then
+	// σ_w (ir.SigmaWScalar).
+	Scalars []float32
+	// Host are the interpreter's values of the same setting, for a
+	// backend that runs the reference (package ir/interp).
+	Host interp.Scalars
+}
+
+// Step is one step's arguments besides the memory.
+type Step struct {
+	Segments []Segment // in order; they cover the coordinates stepped
+	Offset   int64     // the global index of the memory's coordinate 0
+	Seed     uint64
+	Counter  uint32 // the step counter t
+	Draw     bool   // the kernel draws N(0, σ_w²) into the gradient
+}
+
+// Privatize is one privatization: k rows of n floats (per-example
+// gradients, and for a two-point optimizer the look-ahead gradients), mixed
+// (Mode 1: u = A·look + B·cur), clipped to norm Clip and summed over
+// Divisor into the destination.
+type Privatize struct {
+	// Cur and Look are host rows [Batch][N]; Look is read in Mode 1. Out
+	// is the host destination of N floats; nil: the gradient buffer of the
+	// backend's own memory.
+	Cur, Look, Out []float32
+	// Device, where set, holds the rows and the destination in the
+	// trainer's device memory instead.
+	Device   *DeviceRows
+	Batch, N int
+	A, B     float32 // Mode 1's weights
+	Divisor  float32 // float32(DP.BatchSize), exact
+	Mode     uint32
+	Clip     float64
+	Scales   []float32 // given (runtime.ClipScales): only the sum runs
+}
+
+// DeviceRows are a privatization's rows and destination in device memory
+// (Look 0: not read).
+type DeviceRows struct {
+	Cur, Look, Out DevicePtr
+}
+
+// Diagnostic names a diagnostic's entry points.
+type Diagnostic struct {
+	Kind         string // e.g. "clamp_mass"
+	Kernel       string // the device kernel
+	HostFunction string // the host function in the shared object
+	// Reference is the interpreter's form, for a backend without compiled
+	// entry points.
+	Reference *interp.Diagnostic
+}
+
+// NonFiniteExampleError reports an example whose squared norm is not
+// finite: its gradient holds a NaN or ±Inf, or squares past float32's
+// range.
+type NonFiniteExampleError struct {
+	Example int
+}
+
+func (e *NonFiniteExampleError) Error() string {
+	return fmt.Sprintf("runtime: example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32): privatize skipped, nothing changed", e.Example)
+}
+
+// FirstNaN returns the index of the first NaN in s, or -1: the example
+// whose scale privatize's scales phase left NaN for a non-finite norm.
+func FirstNaN(s []float32) int {
+	for i, x := range s {
+		if x != x {
+			return i
+		}
+	}
+	return -1
+}
