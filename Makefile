@@ -73,11 +73,14 @@ vet:
 	$(GO) vet ./...
 
 ## generate-check: regenerate into _build/generated and fail on any difference with generated/
-## (the host kernels built there, *.so, serve python-test)
+## (the host kernels built there, *.so, serve python-test); the same for the binding's _abi.py
+## (capi/internal/genpy, go generate ./capi)
 generate-check:
 	@rm -rf _build/generated && mkdir -p _build && $(GO) build -o _build/fibergen ./cmd/fibergen && \
 	_build/fibergen build -o _build/generated $(DSL) >/dev/null && \
 	diff -r -x '*.so' generated _build/generated || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@$(GO) run ./capi/internal/genpy -o _build/_abi.py && diff python/fibergen/_abi.py _build/_abi.py || \
+	{ echo "python/fibergen/_abi.py is stale: run 'go generate ./capi' and commit the result" >&2; exit 1; }
 
 ## reproduce: the Fashion-MNIST study of docs/reproduction.md (about 1.5 hours on 2 cores;
 ## resumes where a killed one stopped), then its figures and tables

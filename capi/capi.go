@@ -11,8 +11,9 @@
 // libfibergen.h that the build writes next to the library.
 //
 // An optimizer is a handle (fg_open, fg_close). Every function returns a
-// status: FG_OK (0); FG_ERROR (1), with a one-line message written into
-// the caller's err buffer (NUL-terminated, truncated to errlen); FG_NONFINITE
+// status, which the header defines: FG_OK (0); FG_ERROR (1), with a
+// one-line message written into the caller's err buffer (NUL-terminated,
+// truncated to errlen); FG_NONFINITE
 // (2), a gradient entry that is NaN or ±Inf, step skipped; FG_BAD_EXAMPLE
 // (3), a per-example gradient that is not finite, privatization skipped.
 // Strings and checkpoints the library returns are malloc'd: release them
@@ -26,9 +27,20 @@
 // docs/python.md describes the binding and this ABI.
 package main
 
+//go:generate go run ./internal/genpy -capi . -o ../python/fibergen/_abi.py
+
 /*
 #include <stdint.h>
 #include <stdlib.h>
+
+// The ABI version fg_abi_version returns, and the statuses every function
+// returns: one place for them, copied by cgo into libfibergen.h and by
+// capi/internal/genpy into the binding's _abi.py.
+#define FG_ABI_VERSION 5
+#define FG_OK 0
+#define FG_ERROR 1
+#define FG_NONFINITE 2
+#define FG_BAD_EXAMPLE 3
 */
 import "C"
 
@@ -42,14 +54,18 @@ import (
 	"github.com/fibergen/fibergen/runtime"
 )
 
-// The statuses every function returns.
+// The statuses every function returns (the preamble's FG_*).
 const (
-	statusOK         = 0
-	statusError      = 1
-	statusNonFinite  = 2
-	statusBadExample = 3
-	abiVersion       = 4
+	statusOK         = C.FG_OK
+	statusError      = C.FG_ERROR
+	statusNonFinite  = C.FG_NONFINITE
+	statusBadExample = C.FG_BAD_EXAMPLE
 )
+
+// abiVersion is fg_abi_version, FG_ABI_VERSION: 5 added the ranges with
+// hypers of their own (fg_register_range, fg_set_tensor_hypers), fg_shard,
+// and fg_info's tensors and host_buffer_pad.
+const abiVersion = C.FG_ABI_VERSION
 
 func main() {}
 

@@ -109,6 +109,8 @@ type info struct {
 	DP              *dpSettings           `json:"dp"`
 	Spent           *spent                `json:"spent"`
 	Attenuations    []runtime.Attenuation `json:"attenuations"`
+	Tensors         []tensorInfo          `json:"tensors"`
+	HostBufferPad   []int                 `json:"host_buffer_pad"` // floats into its allocation each host buffer starts (runtime.HostBufferPad)
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -133,7 +135,10 @@ type spent struct {
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
 // the build hash, the backend and the host function it runs, the buffers in ABI order, the hypers, the steps taken,
 // the next step's observation and look-ahead buffer, the DP settings, the
-// privacy spent under a budget and the attenuation of each filtered state.
+// privacy spent under a budget, the attenuation of each filtered state,
+// the tensors (ranges; name, offset, len, their own hypers and every hyper
+// they step with) and how far into its allocation the runtime starts each
+// host buffer, which a caller allocating them staggers alike.
 //
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
@@ -144,7 +149,7 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 		obs := o.Observation()
 		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
 			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
-			LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations()}
+			LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o)}
 		for _, b := range o.Manifest().Buffers {
 			x.Buffers = append(x.Buffers, b.Name)
 		}
@@ -223,8 +228,9 @@ func fg_set_seed(h C.int64_t, seed C.uint64_t, err *C.char, errlen C.size_t) C.i
 
 // fg_use_buffers makes the optimizer step nbuf host buffers of n float32s
 // the caller owns (theta, g, the states, in the order of fg_info's
-// buffers), from now until fg_close, and sets the states to their initial
-// values (runtime.Optimizer.UseBuffers).
+// buffers; n the sum of the ranges, where fg_register_range gave them),
+// from now until fg_close, and sets the states to their initial values
+// (runtime.Optimizer.UseBuffers).
 //
 //export fg_use_buffers
 func fg_use_buffers(h C.int64_t, ptrs **C.float, nbuf C.int, n C.int64_t, err *C.char, errlen C.size_t) C.int {

@@ -65,8 +65,10 @@ func (o *Optimizer) newDeviceBackend() (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// N is the own buffers' length: none for ranges (ownBufferLen), whose
+	// values are the trainer's device memory.
 	return cuda.Open(cuda.Config{Name: string(o.opts.Backend), Manifest: o.m, PTX: ptx, Source: path,
-		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: o.n})
+		Device: o.opts.Device, Driver: o.opts.Driver, Host: o.bufs, N: len(o.bufs[ir.ThetaBuffer])})
 }
 
 // HostKernel is the symbol of the host step function that the CPU backend

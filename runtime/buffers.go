@@ -21,6 +21,15 @@ const bufferStagger = 320
 // destination), starting k·bufferStagger bytes (modulo a page) into its
 // allocation.
 func newBuffer[T float32 | byte](k, n int) []T {
-	pad := k * bufferStagger % 4096 / int(unsafe.Sizeof(T(0)))
+	pad := staggerBytes(k) / int(unsafe.Sizeof(T(0)))
 	return make([]T, pad+n)[pad : pad+n : pad+n]
 }
+
+// staggerBytes is how far into its allocation the k-th buffer starts.
+func staggerBytes(k int) int { return k * bufferStagger % 4096 }
+
+// HostBufferPad is how many float32s into its allocation the runtime
+// starts its k-th flat host buffer (ABI order): a trainer that allocates
+// the host buffers it gives UseBuffers staggers them alike, for the same
+// speed.
+func HostBufferPad(k int) int { return staggerBytes(k) / 4 }

@@ -243,9 +243,10 @@ func bufIndex(k int) int {
 }
 
 // savedN is the number of coordinates a checkpoint holds: none where the
-// trainer owns the buffers (UseBuffers) and checkpoints them itself.
+// trainer owns the buffers (UseBuffers, StepDevice, ranges of them) and
+// checkpoints them itself.
 func (o *Optimizer) savedN() int {
-	if o.callerBuffers {
+	if o.trainerBuffers() || o.hasRanges() {
 		return 0
 	}
 	return o.n
@@ -373,15 +374,18 @@ func (o *Optimizer) snapshot() ([][]float32, error) {
 	}
 	bufs := o.bufs
 	if bufs == nil {
+		n := o.savedN()
 		bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
-		bufs[ir.ThetaBuffer] = make([]float32, o.n)
+		for i := range bufs {
+			bufs[i] = make([]float32, n)
+		}
+		if n == 0 {
+			return bufs, nil
+		}
 		for _, t := range o.tensors {
 			copy(bufs[ir.ThetaBuffer][t.Offset:], t.init)
 		}
-		for i := ir.FirstState; i < len(bufs); i++ {
-			bufs[i] = make([]float32, o.n)
-		}
-		if err := o.prog.Init(o.hypers, bufs[ir.FirstState:]); err != nil {
+		if err := o.initStates(bufs[ir.FirstState:]); err != nil {
 			return nil, err
 		}
 	}
@@ -779,7 +783,7 @@ func (o *Optimizer) checkStates(states [][]float32) error {
 		return fmt.Errorf("runtime: %d states given, %s has %d: %v", len(states), o.Name(), o.prog.NumStates(), o.prog.Func.States)
 	}
 	n := len(states[0])
-	if o.callerBuffers && n != o.n {
+	if (o.callerBuffers || o.hasRanges()) && n != o.n {
 		return fmt.Errorf("runtime: states of %d values given, %s steps buffers of %d", n, o.Name(), o.n)
 	}
 	for i, st := range states {

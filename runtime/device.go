@@ -44,10 +44,12 @@ const CUDABlock = cuda.Block
 // memory g[0:n] lies in, or, after GradientWritten, what the trainer wrote
 // — under DP settings only with TrustClippedGradient.
 //
-// The optimizer must be opened with Backend CUDA and have no registered
-// tensors. Its first StepDevice (or InitDeviceStates) starts the backend:
-// it loads the driver and retains the primary context of device
-// Options.Device. The contract on the buffers:
+// The optimizer must be opened with Backend CUDA and have no tensors with
+// values of its own (Register); ranges (RegisterRange) must cover n, and
+// each steps with its own hypers (the backend launches once per setting).
+// Its first StepDevice (or InitDeviceStates) starts the backend: it loads
+// the driver and retains the primary context of device Options.Device.
+// The contract on the buffers:
 //
 //   - They are device memory of that device usable from its primary
 //     context — memory from cuMemAlloc or cudaMalloc in the primary context
@@ -138,13 +140,17 @@ func (o *Optimizer) StepDevice(bufs []DevicePtr, n int, offset uint64) (err erro
 }
 
 // deviceArgs are the arguments of the next step over n coordinates of the
-// trainer's device buffers, the first at global index offset: one segment
-// of the optimizer's hypers (StepDevice has no tensors).
+// trainer's device buffers, the first at global index offset: the ranges'
+// segments (which cover n: checkRangesLen), or one of the optimizer's
+// hypers. The backend launches once per segment.
 func (o *Optimizer) deviceArgs(n int, offset uint64) backend.Step {
 	a := o.args()
-	seg := a.Segments[0]
-	seg.Lo, seg.Hi = 0, n
-	a.Segments, a.Offset = []backend.Segment{seg}, int64(offset)
+	a.Offset = int64(offset)
+	if !o.hasRanges() {
+		seg := a.Segments[0]
+		seg.Lo, seg.Hi = 0, n
+		a.Segments = []backend.Segment{seg}
+	}
 	return a
 }
 
@@ -183,21 +189,13 @@ func (o *Optimizer) deviceGradient(mem backend.Memory) error {
 
 // InitDeviceStates sets the states in bufs (laid out as for StepDevice:
 // theta, g, states; theta and g are not touched) to their initial values
-// under the current hypers, for n coordinates, and waits for the device.
-// Call it before the first StepDevice, after any SetHyper the initial
-// values depend on; the same contract on the buffers applies.
+// under the current hypers (each range's under its own), for n
+// coordinates, and waits for the device. Call it before the first
+// StepDevice, after any SetHyper the initial values depend on; the same
+// contract on the buffers applies.
 func (o *Optimizer) InitDeviceStates(bufs []DevicePtr, n int) error {
 	defer o.lock()()
 	if err := o.checkDevice("InitDeviceStates", bufs, n); err != nil {
-		return err
-	}
-	// Every coordinate of a state starts at the same value: the reference
-	// computes it on one coordinate.
-	states := make([][]float32, o.prog.NumStates())
-	for i := range states {
-		states[i] = make([]float32, 1)
-	}
-	if err := o.prog.Init(o.hypers, states); err != nil {
 		return err
 	}
 	if err := o.ready(); err != nil {
@@ -206,9 +204,35 @@ func (o *Optimizer) InitDeviceStates(bufs []DevicePtr, n int) error {
 	if n == 0 {
 		return nil
 	}
-	mem := backend.Memory{Device: bufs, N: n}
-	for i, s := range states {
-		if err := o.back.Fill(mem, ir.FirstState+i, s[0]); err != nil {
+	// Every coordinate of a state starts at the same value, or each range's
+	// at its own: the reference computes it on one coordinate.
+	if err := o.fillStates(bufs, 0, n, o.hypers); err != nil {
+		return err
+	}
+	for _, t := range o.tensors {
+		if t.hypers != nil {
+			if err := o.fillStates(bufs, t.Offset, t.Len, t.hypers); err != nil {
+				return fmt.Errorf("%w (tensor %s)", err, t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// fillStates sets the states among the device buffers bufs to their
+// initial values under hypers h on the n coordinates from lo, through the
+// backend's Fill on the buffers from lo.
+func (o *Optimizer) fillStates(bufs []DevicePtr, lo, n int, h []float64) error {
+	values, err := o.initialValues(h)
+	if err != nil || n == 0 {
+		return err
+	}
+	mem := backend.Memory{Device: make([]DevicePtr, len(bufs)), N: n}
+	for i, p := range bufs {
+		mem.Device[i] = p.Add(4 * lo)
+	}
+	for i, v := range values {
+		if err := o.back.Fill(mem, ir.FirstState+i, v); err != nil {
 			return fmt.Errorf("runtime: InitDeviceStates: %s: %w", o.m.Buffers[ir.FirstState+i].Name, err)
 		}
 	}
@@ -221,8 +245,11 @@ func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	if o.opts.Backend != CUDA {
 		return fmt.Errorf("runtime: %s needs an optimizer opened with Backend CUDA, not %q", what, o.opts.Backend)
 	}
-	if len(o.tensors) > 0 {
+	if o.ownsTensors() {
 		return fmt.Errorf("runtime: %s: %s has registered tensors, which Step steps; StepDevice is for an optimizer without them", what, o.Name())
+	}
+	if err := o.checkRangesLen(what, n); err != nil {
+		return err
 	}
 	if want := ir.FirstState + o.prog.NumStates(); len(bufs) != want {
 		var names []string

@@ -122,7 +122,7 @@ func (o *Optimizer) segments(sigmaW2 float64) []segment {
 	base.Hi = o.n
 	out := []segment{base}
 	for _, t := range o.tensors {
-		if t.hypers != nil {
+		if t.hypers != nil && t.Len > 0 {
 			out = splitSegment(out, t.Offset, t.Offset+t.Len, at(t.hypers))
 		}
 	}

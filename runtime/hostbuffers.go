@@ -14,14 +14,17 @@ import (
 // PyTorch trainer allocated, seen from Go (the binding in python/ does
 // this through the C ABI of package capi). It is the host twin of
 // StepDevice. The optimizer must run on the host (Backend CPU or Go),
-// have no registered tensors and not have started; Options.Offset places
-// the buffers' coordinate 0 in the global noise index, as for shards.
+// have no tensors with values of its own (Register) and not have started;
+// ranges (RegisterRange) must cover n, and each steps with its own hypers;
+// Options.Offset places the buffers' coordinate 0 in the global noise
+// index, as for shards.
 //
 // UseBuffers sets the states to their initial values under the current
-// hypers; theta and g are not touched. From then on Len() is n, Step steps
-// the buffers (refusing, with a *NonFiniteError naming buffer "g", a
-// gradient with a NaN or ±Inf, and changing nothing), Privatize writes the
-// clipped sum into g, and Save and Load carry everything but the buffers —
+// hypers (each range's under its own); theta and g are not touched. From
+// then on Len() is n, Step steps the buffers (refusing, with a
+// *NonFiniteError naming buffer "g", a gradient with a NaN or ±Inf, and
+// changing nothing), Privatize writes the clipped sum into g, and Save and
+// Load carry everything but the buffers —
 // the step counter, the seed, the hypers, the DP settings — as for
 // StepDevice: the buffers are the trainer's to checkpoint.
 //
@@ -44,12 +47,13 @@ func (o *Optimizer) UseBuffers(bufs [][]float32) error {
 		o.bufs = bufs
 		return nil
 	}
-	if err := o.prog.Init(o.hypers, bufs[ir.FirstState:]); err != nil {
+	if err := o.initStates(bufs[ir.FirstState:]); err != nil {
 		return err
 	}
+	n := o.n
 	o.bufs, o.n = bufs, len(bufs[ir.ThetaBuffer])
 	if err := o.ready(); err != nil {
-		o.bufs, o.n = nil, 0
+		o.bufs, o.n = nil, n
 		return err
 	}
 	o.callerBuffers = true
@@ -61,7 +65,7 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 	switch {
 	case o.opts.Backend.onDevice():
 		return fmt.Errorf("runtime: UseBuffers takes host memory; a %s optimizer steps device buffers with StepDevice", o.opts.Backend)
-	case len(o.tensors) > 0:
+	case o.ownsTensors():
 		return fmt.Errorf("runtime: UseBuffers: %s has registered tensors, which own its buffers", o.Name())
 	case !o.callerBuffers && (o.back != nil || o.bufs != nil):
 		return fmt.Errorf("runtime: UseBuffers: %s has its buffers already", o.Name())
@@ -69,6 +73,9 @@ func (o *Optimizer) checkUseBuffers(bufs [][]float32) error {
 		return fmt.Errorf("runtime: UseBuffers: %d buffers given, %s takes %d: %v", len(bufs), o.Name(), len(o.m.Buffers), o.m.Buffers)
 	}
 	n := len(bufs[ir.ThetaBuffer])
+	if err := o.checkRangesLen("UseBuffers", n); err != nil {
+		return err
+	}
 	if o.callerBuffers && n != o.n {
 		return fmt.Errorf("runtime: UseBuffers: %s steps buffers of %d values, not %d", o.Name(), o.n, n)
 	}

@@ -522,6 +522,8 @@ func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
 		return nil, fmt.Errorf("runtime: register %s: tensors are registered before the first step", name)
 	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
 		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
+	case o.hasRanges():
+		return nil, fmt.Errorf("runtime: register %s: %s has ranges of the trainer's buffers (RegisterRange), which tensors with values do not mix with", name, o.Name())
 	}
 	t := &Tensor{Name: name, Offset: o.n, Len: len(params), o: o, init: slices.Clone(params), bad: -1}
 	o.tensors = append(o.tensors, t)
@@ -541,16 +543,21 @@ func (o *Optimizer) ready() error {
 		return nil
 	}
 	if o.bufs == nil {
+		if o.hasRanges() && !o.opts.Backend.onDevice() {
+			return fmt.Errorf("runtime: %s: %w", o.Name(), errRangesNeedBuffers)
+		}
 		o.bufs = make([][]float32, ir.FirstState+o.prog.NumStates())
 		for i := range o.bufs {
-			o.bufs[i] = newBuffer[float32](i, o.n)
+			o.bufs[i] = newBuffer[float32](i, o.ownBufferLen())
 		}
-		for _, t := range o.tensors {
-			copy(o.bufs[ir.ThetaBuffer][t.Offset:], t.init)
-			t.init = nil
-		}
-		if err := o.prog.Init(o.hypers, o.bufs[ir.FirstState:]); err != nil {
-			return err
+		if o.ownBufferLen() > 0 {
+			for _, t := range o.tensors {
+				copy(o.bufs[ir.ThetaBuffer][t.Offset:], t.init)
+				t.init = nil
+			}
+			if err := o.initStates(o.bufs[ir.FirstState:]); err != nil {
+				return err
+			}
 		}
 	}
 	b, err := o.newBackend()
@@ -580,6 +587,9 @@ func (o *Optimizer) Step() error {
 	defer o.lock()()
 	if err := o.canStep(); err != nil {
 		return err
+	}
+	if o.hasRanges() && !o.callerBuffers {
+		return fmt.Errorf("runtime: Step: %s: %w", o.Name(), errRangesNeedBuffers)
 	}
 	if err := o.ready(); err != nil {
 		return err

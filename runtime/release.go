@@ -182,9 +182,9 @@ func (o *Optimizer) privatized(at memRange, own bool) {
 
 // trainerBuffers reports whether the optimizer steps buffers the trainer
 // owns: host ones (UseBuffers), or device ones (StepDevice, a CUDA
-// optimizer without registered tensors).
+// optimizer without tensors of values of its own).
 func (o *Optimizer) trainerBuffers() bool {
-	return o.callerBuffers || o.opts.Backend == CUDA && len(o.tensors) == 0
+	return o.callerBuffers || o.opts.Backend == CUDA && !o.ownsTensors()
 }
 
 // dpChanged downgrades a privatized or trusted gradient to a written one
@@ -259,7 +259,7 @@ func (o *Optimizer) checkCallerGradient(what string) error {
 	if o.trainerBuffers() {
 		return nil
 	}
-	if len(o.tensors) > 0 {
+	if o.ownsTensors() {
 		return fmt.Errorf("runtime: %s is for buffers the trainer owns (UseBuffers, StepDevice); %s has registered tensors, which SetGrad marks", what, o.Name())
 	}
 	return fmt.Errorf("runtime: %s: %s steps no buffers of the trainer's yet (UseBuffers)", what, o.Name())

@@ -26,6 +26,9 @@ type Tensor struct {
 	// setting they make with the optimizer's; nil: none.
 	overrides map[string]float64
 	hypers    []float64
+	// ranged: a range of the trainer's buffers (RegisterRange), with no
+	// values of its own.
+	ranged bool
 }
 
 // SetGrad sets the tensor's gradient for the next step: the clipped mean
@@ -36,6 +39,9 @@ type Tensor struct {
 // under SetNoise it steps as it is.
 func (t *Tensor) SetGrad(g []float32) error {
 	defer t.o.lock()()
+	if t.ranged {
+		return fmt.Errorf("runtime: SetGrad: tensor %s is a range of the trainer's buffers: write its gradient there and say so with GradientWritten", t.Name)
+	}
 	if len(g) != t.Len {
 		return fmt.Errorf("runtime: gradient of %s has %d values, the tensor %d", t.Name, len(g), t.Len)
 	}

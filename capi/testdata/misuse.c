@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libfibergen.h"
-
-enum { FG_OK = 0, FG_ERROR = 1 };
+#include "libfibergen.h" /* the functions, FG_OK and the other statuses, FG_ABI_VERSION */
 
 static int failures;
 static char err[2048];
@@ -51,6 +49,7 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: misuse GENERATED_DIR STATE_DIR\n");
 		return 100;
 	}
+	check("abi_version", fg_abi_version() == FG_ABI_VERSION, "the library's ABI version is not its header's");
 	char dir[1024];
 	snprintf(dir, sizeof dir, "%s/dp_sgd", argv[1]);
 	int64_t h = open_opt(dir, argv[2]);

@@ -3,7 +3,9 @@
 Everything the binding knows about an optimizer's host side comes through
 here: this module declares the functions' signatures, turns their statuses
 into exceptions and wraps an optimizer handle. It does no arithmetic of its
-own.
+own, and holds no fact of the ABI: the version, the statuses, the buffers'
+positions and the signatures are those of _abi.py, which capi/internal/genpy
+generates from capi's and ir's Go source.
 """
 
 from __future__ import annotations
@@ -15,15 +17,13 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-ABI_VERSION = 4
-# The statuses of capi (capi/capi.go).
-_OK, _ERROR, _NONFINITE, _BAD_EXAMPLE = 0, 1, 2, 3
+from . import _abi
+
+ABI_VERSION = _abi.ABI_VERSION
 _ERRLEN = 2048
 
-c_int64_p = ctypes.POINTER(ctypes.c_int64)
 c_float_p = ctypes.POINTER(ctypes.c_float)
 c_double_p = ctypes.POINTER(ctypes.c_double)
-c_err = (ctypes.c_char_p, ctypes.c_size_t)
 
 
 class FibergenError(RuntimeError):
@@ -47,46 +47,6 @@ class NonFiniteExample(FibergenError):
         self.example = example
 
 
-_SIGNATURES: dict[str, tuple] = {
-    "fg_abi_version": (),
-    "fg_free": (ctypes.c_void_p,),
-    "fg_open": (ctypes.c_char_p, ctypes.c_char_p, c_int64_p, *c_err),
-    "fg_close": (ctypes.c_int64, *c_err),
-    "fg_info": (ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), *c_err),
-    "fg_set_hypers": (ctypes.c_int64, ctypes.c_char_p, *c_err),
-    "fg_set_dp": (ctypes.c_int64, ctypes.c_double, ctypes.c_double, ctypes.c_int64, *c_err),
-    "fg_set_noise": (ctypes.c_int64, ctypes.c_double, ctypes.c_int, *c_err),
-    "fg_seed": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), *c_err),
-    "fg_set_seed": (ctypes.c_int64, ctypes.c_uint64, *c_err),
-    "fg_use_buffers": (ctypes.c_int64, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64, *c_err),
-    "fg_check_gradient": (ctypes.c_int64, c_int64_p, c_float_p, *c_err),
-    "fg_step": (ctypes.c_int64, c_int64_p, c_float_p, *c_err),
-    "fg_step_device": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int64,
-                       ctypes.c_uint64, c_int64_p, c_float_p, *c_err),
-    "fg_check_device_gradient": (ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, c_int64_p, c_float_p, *c_err),
-    "fg_init_device_states": (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int64, *c_err),
-    "fg_privatize": (ctypes.c_int64, c_float_p, ctypes.c_int64, c_float_p, c_float_p, ctypes.c_int64,
-                     c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
-    "fg_privatize_device": (ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64,
-                            ctypes.c_int64, c_float_p, c_float_p, c_int64_p, c_int64_p, *c_err),
-    "fg_clip_scales": (ctypes.c_int64, c_double_p, c_double_p, c_double_p, ctypes.c_int64, c_float_p,
-                       c_int64_p, *c_err),
-    "fg_gradient_written": (ctypes.c_int64, *c_err),
-    "fg_trust_clipped_gradient": (ctypes.c_int64, *c_err),
-    "fg_adopt_privatized": (ctypes.c_int64, ctypes.c_int64, *c_err),
-    "fg_save": (ctypes.c_int64, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),
-                ctypes.POINTER(ctypes.c_size_t), *c_err),
-    "fg_check_checkpoint": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_float_p), ctypes.c_int,
-                            ctypes.c_int64, *c_err),
-    "fg_load": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_float_p), ctypes.c_int, ctypes.c_int64,
-                *c_err),
-    "fg_checkpoint_info": (ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), *c_err),
-    "fg_set_budget": (ctypes.c_int64, ctypes.c_char_p, c_double_p, *c_err),
-    "fg_enable_diagnostics": (ctypes.c_int64, *c_err),
-    "fg_clamp_mass": (ctypes.c_int64, c_double_p, *c_err),
-    "fg_privacy": (ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), *c_err),
-}
-
 _lib: Optional[ctypes.CDLL] = None
 _pid = 0  # the process that loaded the library: the Go runtime in it does not survive fork
 
@@ -109,12 +69,14 @@ def lib() -> ctypes.CDLL:
         raise FibergenError(f"fibergen: {path} is missing: build it with 'make python-lib' in the fibergen clone "
                             "(go build -buildmode=c-shared ./capi), or point FIBERGEN_LIB at it")
     cdll = ctypes.CDLL(str(path))
-    for name, args in _SIGNATURES.items():
+    version = cdll.fg_abi_version  # the one function every version has, as it was
+    version.argtypes, version.restype = [], ctypes.c_int
+    if (v := version()) != ABI_VERSION:
+        raise FibergenError(f"fibergen: {path} has ABI version {v}, this binding needs {ABI_VERSION}: rebuild it "
+                            "(make python-lib)")
+    for name, (restype, args) in _abi.SIGNATURES.items():
         f = getattr(cdll, name)
-        f.argtypes = list(args)
-        f.restype = None if name == "fg_free" else ctypes.c_int
-    if (v := cdll.fg_abi_version()) != ABI_VERSION:
-        raise FibergenError(f"fibergen: {path} has ABI version {v}, this binding needs {ABI_VERSION}: rebuild it")
+        f.argtypes, f.restype = list(args), restype
     _lib, _pid = cdll, os.getpid()
     return cdll
 
@@ -125,12 +87,12 @@ def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
     err = ctypes.create_string_buffer(_ERRLEN)
     f = getattr(lib(), "fg_" + name)
     status = f(*args, err, _ERRLEN)
-    if status == _OK:
+    if status == _abi.OK:
         return
     msg = err.value.decode("utf-8", "replace")
-    if status == _NONFINITE:
+    if status == _abi.NONFINITE:
         raise NonFiniteGradient(msg, index.value if index else -1, value.value if value else float("nan"))
-    if status == _BAD_EXAMPLE:
+    if status == _abi.BAD_EXAMPLE:
         raise NonFiniteExample(msg, index.value if index else -1)
     raise FibergenError(msg)
 
@@ -156,6 +118,15 @@ def privacy(request: dict) -> dict:
     """fg_privacy: the accountant's answer to request (fibergen.privacy)."""
     out = ctypes.c_void_p()
     call("privacy", encode(request, "privacy query"), ctypes.byref(out))
+    return json.loads(take_string(out))
+
+
+def shard(sizes: Sequence[int], world: int, rank: int) -> dict:
+    """fg_shard: where rank's shard of tensors of these sizes, consecutive in
+    one flat buffer sharded over world workers, lies: {"slice", "lo", "hi",
+    "parts"} (runtime.Shard)."""
+    out = ctypes.c_void_p()
+    call("shard", encode({"sizes": list(sizes), "world": world, "rank": rank}, "shard"), ctypes.byref(out))
     return json.loads(take_string(out))
 
 
@@ -185,6 +156,12 @@ class Handle:
 
     def set_hypers(self, values: dict[str, float]) -> None:
         call("set_hypers", self.h, encode(values, "hypers"))
+
+    def register_range(self, name: str, n: int) -> None:
+        call("register_range", self.h, name.encode(), n)
+
+    def set_tensor_hypers(self, name: str, values: dict[str, float]) -> None:
+        call("set_tensor_hypers", self.h, name.encode(), encode(values, "hypers"))
 
     def set_dp(self, clip: float, noise_multiplier: float, batch_size: int) -> None:
         call("set_dp", self.h, clip, noise_multiplier, batch_size)
@@ -221,9 +198,6 @@ class Handle:
 
     def trust_clipped_gradient(self) -> None:
         call("trust_clipped_gradient", self.h)
-
-    def adopt_privatized(self, src: "Handle") -> None:
-        call("adopt_privatized", self.h, src.h)
 
     def _guarded(self, name: str, *args: Any) -> None:
         index, value = ctypes.c_int64(-1), ctypes.c_float()

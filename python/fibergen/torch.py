@@ -10,14 +10,16 @@ the privacy accountant — is fibergen's Go runtime, reached through
 libfibergen.so (``fibergen._lib``); nothing here re-implements it.
 
 Layout: the parameters of all groups live in one flat float32 buffer (the
-parameters become views into it), their gradients in another, so that
-privatization clips each example over all of them at once; each group is one
-runtime optimizer over its range of coordinates, with its own hypers and its
-global offset, so a step is one kernel launch per group and the noise of a
-coordinate does not depend on how the groups or ranks split the buffers.
-With a process group (``torch.distributed``) every rank keeps the states
-of its slice of the flat buffers only (ZeRO-1), steps that slice and
-all-gathers the parameters. docs/python.md is the guide.
+parameters become views into it), their gradients in another, and one
+runtime optimizer steps them: each group is a range of its buffers with the
+group's hypers (runtime.Optimizer.RegisterRange), so privatization clips
+each example over all of them at once, the groups share one observation and
+a step changes all of them or none — the runtime's rules, not this
+module's — and the noise of a coordinate does not depend on how the groups
+or ranks split the buffers. With a process group (``torch.distributed``)
+every rank keeps the states of its shard of the flat buffers only (ZeRO-1,
+laid out by the library: fg_shard), steps that shard and all-gathers the
+parameters. docs/python.md is the guide.
 """
 
 from __future__ import annotations
@@ -32,38 +34,30 @@ from typing import Any, Iterable, Iterator, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib
+from . import _abi, _lib
 from ._lib import FibergenError, NonFiniteExample, NonFiniteGradient
 
 __all__ = ["Optimizer", "per_example_grads", "FibergenError", "NonFiniteGradient", "NonFiniteExample"]
 
-_STATE_DICT_FORMAT = "fibergen-torch-1"
-
-
-# How far apart, in floats, the host buffers start in their 4 KiB pages
-# (runtime/buffers.go, bufferStagger, 320 bytes): buffers allocated alike
-# all start at one offset, and the host step's loads then alias its stores
-# (2x slower at some sizes).
-_STAGGER = 80
-
-
-def _buffer(k: int, n: int, dev: torch.device) -> torch.Tensor:
-    """n float32 zeros for the k-th flat buffer (theta, g, the states), on
-    the CPU starting k·_STAGGER floats into its storage."""
-    pad = k * _STAGGER % 1024 if dev.type == "cpu" else 0
-    return torch.zeros(pad + n, dtype=torch.float32, device=dev)[pad:]
+# The state_dict's format: 2 since one runtime optimizer steps every group
+# (ABI 5), whose one checkpoint each group's entry holds; 1, a runtime
+# optimizer per group, loads where there is one group (the same checkpoint).
+_STATE_DICT_FORMAT = "fibergen-torch-2"
+_FORMAT_ONE_GROUP = "fibergen-torch-1"
 
 
 class _Group:
-    """One parameter group: its coordinates [start, stop) of the flat
-    buffers, this rank's part [lo, hi) of them, its states and its runtime
-    optimizer."""
+    """One parameter group: this rank's part [lo, hi) of the flat buffers'
+    coordinates, which is the range name of the runtime optimizer's buffers
+    from off on (with more than one group), and its states, views of the
+    optimizer's."""
 
-    def __init__(self, handle: _lib.Handle, start: int, stop: int, lo: int, hi: int):
-        self.handle, self.start, self.stop, self.lo, self.hi = handle, start, stop, lo, hi
+    def __init__(self, handle: _lib.Handle, name: str, lo: int, hi: int, off: int):
+        self.handle, self.name, self.lo, self.hi, self.off = handle, name, lo, hi, off
         self.states: list[torch.Tensor] = []
-        self.applied: dict[str, float] = {}  # the hypers the runtime holds
-        self.bound: list[int] = []  # the host addresses the runtime steps (use_buffers)
+        # The hypers the runtime holds for the group: group 0's are the
+        # optimizer's, every other group's its own, where they differ.
+        self.applied: dict[str, float] = {}
 
     @property
     def n(self) -> int:
@@ -120,7 +114,7 @@ class Optimizer(torch.optim.Optimizer):
                       "allow_gradient_reuse": allow_gradient_reuse, "state_dir": os.environ.get("FIBERGEN_STATE_DIR", "")}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
-        self._states = self._info["buffers"][2:]
+        self._states = self._info["buffers"][_abi.FIRST_STATE:]
         defaults = {h["name"]: h["value"] for h in self._info["hypers"]}
         if unknown := sorted(set(hypers) - set(defaults)):
             raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)} "
@@ -136,7 +130,7 @@ class Optimizer(torch.optim.Optimizer):
         if seed is not None and not (isinstance(seed, int) and 0 <= seed < 1 << 64):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
-        self._open_groups()
+        self._open()
         self._share_seed(seed, probe.seed())
         probe.close()
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
@@ -145,7 +139,6 @@ class Optimizer(torch.optim.Optimizer):
         self._in_lookahead = False
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
         self._grad_seen = self._grad._version  # the flat gradient's version when the runtime last heard of it
-        self._broken = ""  # why the optimizer cannot step at all (a load_state_dict that failed half way)
 
     def __getstate__(self) -> Any:
         raise TypeError("fibergen: an Optimizer holds kernels and device memory and cannot be pickled or "
@@ -166,7 +159,8 @@ class Optimizer(torch.optim.Optimizer):
 
     def _layout(self) -> None:
         """Moves the parameters into one flat buffer and their gradients into
-        another, padded so that every rank's slice has the same length."""
+        another, padded so that every rank's shard has the same length (the
+        library lays out the shards)."""
         params = self._params()
         if not params:
             raise ValueError("fibergen: the optimizer got no parameters")
@@ -178,10 +172,13 @@ class Optimizer(torch.optim.Optimizer):
                 raise FibergenError(f"fibergen: parameter {i} is {p.dtype} on {p.device}: every parameter must be "
                                     f"float32 on one device ({dev}), as the kernels are")
         self.numel = sum(p.numel() for p in params)
-        self._slice = -(-self.numel // self._world)
-        self._slice += -self._slice % 4  # whole Philox groups of four per rank
+        self._shard = _lib.shard([sum(p.numel() for p in pg["params"]) for pg in self.param_groups],
+                                 self._world, self._rank)
+        self._slice = self._shard["slice"]
         total = self._slice * self._world
-        self._theta, self._grad = _buffer(0, total, dev), _buffer(1, total, dev)
+        self._device = dev
+        self._theta = self._buffer(_abi.THETA_BUFFER, total)
+        self._grad = self._buffer(_abi.GRAD_BUFFER, total)
         off = 0
         with torch.no_grad():
             for p in params:
@@ -190,40 +187,53 @@ class Optimizer(torch.optim.Optimizer):
                 p.data = self._theta[off:off + k].view_as(p)
                 p.grad = self._grad[off:off + k].view_as(p)
                 off += k
-        self._device = dev
         self._built = True
 
-    def _open_groups(self) -> None:
-        self._groups: list[_Group] = []
-        start = 0
-        lo_r, hi_r = self._rank * self._slice, (self._rank + 1) * self._slice
-        cuda = self._device.type == "cuda"
-        for pg in self.param_groups:
-            stop = start + sum(p.numel() for p in pg["params"])
-            lo, hi = max(start, lo_r), max(min(stop, hi_r), max(start, lo_r))
-            # The offset places a group's noise on the CPU; on CUDA each step
-            # gives it, and the checkpoint's offset tells the groups apart.
-            opts = dict(self._opts, backend="cuda", device=self._device.index or 0, offset=lo) if cuda \
-                else dict(self._opts, backend="cpu", offset=lo)
-            g = _Group(_lib.Handle(self._path, **opts), start, stop, lo, hi)
-            self._apply_hypers(g, pg)
-            g.states = [_buffer(2 + k, g.n, self._device) for k in range(len(self._states))]
-            if cuda:
-                g.handle.init_device_states(self._ptrs(g), g.n)
-            else:
-                g.bound = self._ptrs(g)
-                g.handle.use_buffers(g.bound, g.n)
-            self._groups.append(g)
-            start = stop
+    def _buffer(self, k: int, n: int) -> torch.Tensor:
+        """n float32 zeros for the k-th flat buffer (theta, g, the states),
+        on the CPU as far into its storage as the runtime starts its own
+        (fg_info's host_buffer_pad: buffers allocated alike all start at one
+        offset in their pages, and the host step's loads then alias its
+        stores)."""
+        pad = self._info["host_buffer_pad"][k] if self._device.type == "cpu" else 0
+        return torch.zeros(pad + n, dtype=torch.float32, device=self._device)[pad:]
 
-    def _ptrs(self, g: _Group) -> list[int]:
-        """The group's buffers, theta, g, states, as addresses."""
-        bufs = [self._theta[g.lo:g.hi], self._grad[g.lo:g.hi], *g.states]
-        return [b.data_ptr() if g.n else 0 for b in bufs]
+    def _open(self) -> None:
+        """Opens the runtime optimizer of this rank's shard: the groups are
+        ranges of its buffers, with their own hypers, where there are
+        several (one group is the optimizer itself, as before ABI 5)."""
+        self._lo = self._shard["lo"]  # the global index of the shard's first coordinate: the noise's offset
+        cuda = self._device.type == "cuda"
+        opts = dict(self._opts, backend="cuda", device=self._device.index or 0, offset=self._lo) if cuda \
+            else dict(self._opts, backend="cpu", offset=self._lo)
+        self._handle = _lib.Handle(self._path, **opts)
+        self._groups: list[_Group] = []
+        off = 0
+        for i, (lo, hi) in enumerate(self._shard["parts"]):
+            g = _Group(self._handle, f"group{i}", lo, hi, off)
+            if len(self._shard["parts"]) > 1:
+                self._handle.register_range(g.name, g.n)
+            self._groups.append(g)
+            off += g.n
+        self._n = off
+        self._apply_hypers()
+        self._state_bufs = [self._buffer(_abi.FIRST_STATE + k, self._n) for k in range(len(self._states))]
+        for g in self._groups:
+            g.states = [s[g.off:g.off + g.n] for s in self._state_bufs]
+        if cuda:
+            self._handle.init_device_states(self._ptrs(), self._n)
+        else:
+            self._bound = self._ptrs()
+            self._handle.use_buffers(self._bound, self._n)
+
+    def _ptrs(self) -> list[int]:
+        """The shard's buffers, theta, g, states, as addresses."""
+        bufs = [self._theta[self._lo:self._lo + self._n], self._grad[self._lo:self._lo + self._n], *self._state_bufs]
+        return [b.data_ptr() if self._n else 0 for b in bufs]
 
     def _share_seed(self, seed: Optional[int], drawn: int) -> None:
-        """Sets one seed on every group and rank: the given one, else one the
-        OS drew on rank 0."""
+        """Sets one seed on every rank: the given one, else one the OS drew
+        on rank 0."""
         if seed is None:
             seed = drawn
             if self._pg is not None:
@@ -231,26 +241,33 @@ class Optimizer(torch.optim.Optimizer):
                                  device=self._device)
                 dist.broadcast(t, _global_rank0(self._pg), group=self._pg)
                 seed = int(t.item()) & ((1 << 64) - 1)
-        for g in self._groups:
-            g.handle.set_seed(seed)
+        self._handle.set_seed(seed)
 
     # --- settings ---------------------------------------------------------
 
-    def _apply_hypers(self, g: _Group, pg: dict) -> None:
-        """Hands the group's hypers to the runtime where they changed (e.g.
-        by an LR scheduler); the runtime checks them as a whole."""
-        values = {k: float(pg[k]) for k in self.defaults if pg[k] != g.applied.get(k)}
-        if values:
-            g.handle.set_hypers(values)
-            g.applied.update(values)
+    def _apply_hypers(self) -> None:
+        """Hands the groups' hypers to the runtime where they changed (e.g.
+        by an LR scheduler): group 0's as the optimizer's, every other
+        group's where they differ from group 0's as its range's own. The
+        runtime checks them, and refuses a hyper that shapes the observation
+        differing between groups (one observation forms every example's
+        gradient)."""
+        first, base = self._groups[0], {k: float(self.param_groups[0][k]) for k in self.defaults}
+        if values := {k: v for k, v in base.items() if v != first.applied.get(k)}:
+            self._handle.set_hypers(values)
+            first.applied.update(values)
+        for g, pg in zip(self._groups[1:], self.param_groups[1:]):
+            own = {k: float(pg[k]) for k in self.defaults if float(pg[k]) != base[k]}
+            if own != g.applied:
+                self._handle.set_tensor_hypers(g.name, own)
+                g.applied = own
 
     def _sync(self) -> None:
         """Brings the runtime up to date with the trainer's side: the groups'
         hypers (a scheduler may have changed them), and, on the CPU, where the
         flat buffers are now (checking the parameters are still views of
         them)."""
-        for g, pg in zip(self._groups, self.param_groups):
-            self._apply_hypers(g, pg)
+        self._apply_hypers()
         base, off = self._theta.data_ptr(), 0
         for i, p in enumerate(self._params()):
             if p.device != self._device or p.data_ptr() != base + 4 * off:
@@ -259,24 +276,20 @@ class Optimizer(torch.optim.Optimizer):
                     "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
                     "once the model is where it trains, and do not replace p.data")
             off += p.numel()
-        if self._device.type == "cpu":
-            for g in self._groups:
-                if (ptrs := self._ptrs(g)) != g.bound:  # the storage moved (e.g. share_memory_)
-                    g.handle.use_buffers(ptrs, g.n)
-                    g.bound = ptrs
+        if self._device.type == "cpu" and (ptrs := self._ptrs()) != self._bound:  # the storage moved (share_memory_)
+            self._handle.use_buffers(ptrs, self._n)
+            self._bound = ptrs
 
     def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
         """The DP settings of the next steps: per-example clipping norm C,
         noise multiplier σ_DP and (expected) batch size B; the noise per
         coordinate is σ_DP·C/B."""
-        for g in self._groups:
-            g.handle.set_dp(clip, noise_multiplier, expected_batch_size)
+        self._handle.set_dp(clip, noise_multiplier, expected_batch_size)
 
     def set_noise(self, sigma_w2: float, draw: bool = True) -> None:
         """Gives the noise variance σ_w² directly (replaying recorded clipped
         means); ``draw=False`` says the gradients are privatized already."""
-        for g in self._groups:
-            g.handle.set_noise(sigma_w2, draw)
+        self._handle.set_noise(sigma_w2, draw)
 
     def set_budget(self, epsilon: float, *, clip: float, dataset_size: int, batch_size: int, epochs: float,
                    delta: float = 0.0, sampling: str = "poisson", accountant: str = "pld") -> float:
@@ -286,23 +299,21 @@ class Optimizer(torch.optim.Optimizer):
         past the schedule; returns σ_DP."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
-        for g in self._groups:
-            sigma = g.handle.set_budget(req)
-        return sigma
+        return self._handle.set_budget(req)
 
     @property
     def sigma_w2(self) -> Optional[float]:
         """The noise variance per coordinate the DP settings give, σ_w² =
         (σ_DP·sensitivity/B)²; None without DP settings (before set_dp or
         set_budget, or after set_noise)."""
-        dp = self._groups[0].handle.info()["dp"]
+        dp = self._handle.info()["dp"]
         return None if dp is None else dp["sigma_w2"]
 
     def spent(self) -> Optional[tuple[float, float]]:
         """The (ε, δ) spent so far under the budget, or None without one.
         Under PLD, before the schedule's last step, the ε of the next of 100
         evenly spaced milestones: an upper bound."""
-        s = self._groups[0].handle.info()["spent"]
+        s = self._handle.info()["spent"]
         if s is None:
             return None
         return (math.inf if s["epsilon"] is None else s["epsilon"]), s["delta"]
@@ -310,36 +321,36 @@ class Optimizer(torch.optim.Optimizer):
     @property
     def steps(self) -> int:
         """Steps taken: the next step is step ``steps``."""
-        return self._groups[0].handle.info()["steps"]
+        return self._handle.info()["steps"]
 
     def observation(self) -> dict:
         """The next step's observation at the groups' current hypers:
         {"kind": "two_point" or "", "a", "lookahead"}."""
         self._sync()
-        return self._groups[0].handle.info()["observation"]
+        return self._handle.info()["observation"]
 
     def attenuations(self) -> dict[str, dict[str, float]]:
         """The DP-noise attenuation of each filtered state (those the
         optimizer's step names in attenuation or attenuation_t), as the
-        runtime derives it for the first group's hypers: {state: {"steady":
+        runtime derives it for the optimizer's hypers, the first group's: {state: {"steady":
         A, "finite": A_t after the steps taken}} — the share of σ_w² that
         reaches the state."""
         self._sync()
         return {a["state"]: {"steady": a["steady"], "finite": a["finite"]}
-                for a in self._groups[0].handle.info()["attenuations"]}
+                for a in self._handle.info()["attenuations"]}
 
     def enable_diagnostics(self) -> None:
         """Turns on the clamp_mass diagnostic (an optimizer whose .dsl declares
         ``diagnostic clamp_mass``): after each step the runtime computes the
         share of Σ|m̂| on coordinates whose corrected second moment sits on
         its floor ε_v. Off by default; the step kernel is the same."""
-        for g in self._groups:
-            g.handle.enable_diagnostics()
+        self._handle.enable_diagnostics()
 
     def clamp_mass(self) -> list[float]:
-        """The clamp_mass of the last step, one value per parameter group
-        (with a process group: of this rank's slice)."""
-        return [g.handle.clamp_mass() for g in self._groups]
+        """The clamp_mass of the last step over every parameter group, the
+        one value in a list (one value per group before ABI 5; with a
+        process group: of this rank's shard)."""
+        return [self._handle.clamp_mass()]
 
     # --- gradients ----------------------------------------------------------
 
@@ -416,8 +427,6 @@ class Optimizer(torch.optim.Optimizer):
         self._agree(0)
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
-        for g in self._groups[1:]:  # group 0 privatized the flat gradient of them all
-            g.handle.adopt_privatized(self._groups[0].handle)
         self._grad_invalid = ""
         self._grad_seen = self._grad._version
         return result
@@ -436,8 +445,7 @@ class Optimizer(torch.optim.Optimizer):
         self._sync()
         self._adopt_grads()
         self._note_writes(agree=False)  # this rank's: the step agrees over the ranks
-        for g in self._groups:
-            g.handle.trust_clipped_gradient()
+        self._handle.trust_clipped_gradient()
         self._grad_invalid = ""
         self._grad_seen = self._grad._version
 
@@ -453,12 +461,11 @@ class Optimizer(torch.optim.Optimizer):
             scales = scales.detach().to(torch.float32).contiguous().cpu()
             if tuple(scales.shape) != (k,):
                 raise ValueError(f"fibergen: privatize: scales of shape {tuple(scales.shape)} for {k} examples")
-        self._same_observation()
         out_scales = torch.empty(k, dtype=torch.float32)
         cuda = self._device.type == "cuda"
         if cuda:
             self._sync_stream()
-        clipped = self._groups[0].handle.privatize(
+        clipped = self._handle.privatize(
             self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0,
             look.data_ptr() if look is not None and k else 0, k,
             scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
@@ -483,7 +490,6 @@ class Optimizer(torch.optim.Optimizer):
         observation's A, 1−A), backpropagate the sum, divide by B into
         ``.grad``; or pass the scales to ``privatize``."""
         self._sync()
-        self._same_observation()
         f64 = lambda t: None if t is None else t.detach().to(torch.float64).contiguous().cpu()  # noqa: E731
         cur, look, dot = f64(cur_norms), f64(look_norms), f64(dots)
         k = cur.shape[0] if cur.dim() == 1 else -1
@@ -492,17 +498,9 @@ class Optimizer(torch.optim.Optimizer):
                 raise ValueError(f"fibergen: clip_scales: {name} has shape {tuple(t.shape)}, want ({k},) "
                                  "like cur_norms, one value per example")
         out = torch.empty(k, dtype=torch.float32)
-        self._groups[0].handle.clip_scales(look.data_ptr() if look is not None else 0, cur.data_ptr(),
+        self._handle.clip_scales(look.data_ptr() if look is not None else 0, cur.data_ptr(),
                                            dot.data_ptr() if dot is not None else 0, k, out.data_ptr())
         return out
-
-    def _same_observation(self) -> None:
-        if len(self._groups) == 1:
-            return
-        obs = [g.handle.info()["observation"] for g in self._groups]
-        if any(o != obs[0] for o in obs):
-            raise FibergenError(f"fibergen: the parameter groups observe differently ({obs}): clipping over all "
-                                "parameters needs one observation; give the groups the same observation hypers")
 
     @contextlib.contextmanager
     def lookahead(self) -> Iterator[None]:
@@ -510,15 +508,13 @@ class Optimizer(torch.optim.Optimizer):
         θ_t + γ·(θ_t − θ_{t−1}), for the second gradient of a two_point
         optimizer, and back on exit; ``step`` is refused inside."""
         self._sync()
-        bufs = [g.handle.info()["lookahead_buffer"] for g in self._groups]
-        if -1 in bufs:
+        b = self._handle.info()["lookahead_buffer"]
+        if b == -1:
             raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
-        saved = self._theta.clone() if any(b > 0 for b in bufs) else None  # 0: θ_0 itself, before the first step
+        saved = self._theta.clone() if b != _abi.THETA_BUFFER else None  # θ_0 itself, before the first step
         if saved is not None:
             with torch.no_grad():
-                for g, b in zip(self._groups, bufs):
-                    if b > 0:
-                        self._theta[g.lo:g.hi].copy_(g.states[b - 2])
+                self._theta[self._lo:self._lo + self._n].copy_(self._state_bufs[b - _abi.FIRST_STATE])
                 self._gather()
         self._in_lookahead = True
         try:
@@ -541,8 +537,6 @@ class Optimizer(torch.optim.Optimizer):
         if self._in_lookahead:
             raise FibergenError("fibergen: step inside 'with opt.lookahead()': the parameters there are the look-ahead "
                                 "point, not θ_t; step after the block")
-        if self._broken:
-            raise FibergenError(f"fibergen: {self._broken}: its groups are at different steps; open a new optimizer")
         if self._grad_invalid:
             raise FibergenError(f"fibergen: the gradient is not a privatized one: {self._grad_invalid}; "
                                 "privatize the next batch (or zero_grad) before stepping")
@@ -556,7 +550,7 @@ class Optimizer(torch.optim.Optimizer):
         if self._device.type == "cuda":
             self._sync_stream()
         self.last_nonfinite = None
-        if not self._step_groups():
+        if not self._step_all():
             return self._skip(loss)
         self.found_inf = False
         self._gather()
@@ -572,34 +566,32 @@ class Optimizer(torch.optim.Optimizer):
         rank counts on every rank, so that all step or none."""
         written = int(self._grad._version != self._grad_seen)
         if self._max_over_ranks(written) if agree else written:
-            for g in self._groups:
-                g.handle.gradient_written()
+            self._handle.gradient_written()
         self._grad_seen = self._grad._version
 
-    def _step_groups(self) -> bool:
-        """Steps every group, or none, returning False, where the gradient is
-        not finite (and raising where the runtime refuses to release it).
-        One group on one process: its step checks the gradient itself
-        before it changes anything. Several groups or ranks: every part is
-        checked before any steps, so that a step is all or nothing."""
-        if len(self._groups) > 1 or self._pg is not None:
+    def _step_all(self) -> bool:
+        """Steps every group, returning False where the gradient is not
+        finite (and raising where the runtime refuses to release it): one
+        runtime step, which checks the gradient before it changes anything.
+        With a process group every rank's gradient is checked first, so that
+        all ranks step or none."""
+        if self._pg is not None:
             if self._found_inf():
                 return False
-            for g in self._groups:
-                self._step_group(g)  # checked: a NonFiniteGradient here is a bug, and raises
+            self._step_once()  # checked: a NonFiniteGradient here is a bug, and raises
             return True
         try:
-            self._step_group(self._groups[0])
+            self._step_once()
         except NonFiniteGradient as e:
-            self.last_nonfinite = self._locate(e, self._groups[0].lo + e.index)
+            self.last_nonfinite = self._locate(e, self._lo + e.index)
             return False
         return True
 
-    def _step_group(self, g: _Group) -> None:
+    def _step_once(self) -> None:
         if self._device.type == "cuda":
-            g.handle.step_device(self._ptrs(g), g.n, g.lo)
+            self._handle.step_device(self._ptrs(), self._n, self._lo)
         else:
-            g.handle.step()
+            self._handle.step()
 
     def _skip(self, loss: Any) -> Any:
         """Reports a step skipped for a non-finite gradient."""
@@ -609,23 +601,20 @@ class Optimizer(torch.optim.Optimizer):
         return loss
 
     def _found_inf(self) -> bool:
-        """Checks every group's gradient (every rank's, with a process group)
-        before any steps, so that a step is all or nothing: True where one
-        is not finite; a refusal to release it (stepped on already, not
-        privatized) raises on every rank."""
+        """Checks every rank's gradient before any rank steps, so that a
+        step is all or nothing: True where one is not finite; a refusal to
+        release it (stepped on already, not privatized) raises on every
+        rank."""
         refused: Optional[FibergenError] = None
-        for g in self._groups:
-            try:
-                if self._device.type == "cuda":
-                    g.handle.check_device_gradient(self._grad[g.lo:].data_ptr() if g.n else 0, g.n)
-                else:
-                    g.handle.check_gradient()
-            except NonFiniteGradient as e:
-                self.last_nonfinite = self._locate(e, g.lo + e.index)
-                break
-            except FibergenError as e:
-                refused = e
-                break
+        try:
+            if self._device.type == "cuda":
+                self._handle.check_device_gradient(self._grad[self._lo:].data_ptr() if self._n else 0, self._n)
+            else:
+                self._handle.check_gradient()
+        except NonFiniteGradient as e:
+            self.last_nonfinite = self._locate(e, self._lo + e.index)
+        except FibergenError as e:
+            refused = e
         bad = self.last_nonfinite is not None
         worst = self._max_over_ranks(2 if refused else int(bad))
         if refused:
@@ -677,20 +666,20 @@ class Optimizer(torch.optim.Optimizer):
         return [[list(p.shape) for p in pg["params"]] for pg in self.param_groups]
 
     def state_dict(self) -> dict:
-        """The optimizer's state: per group the runtime's checkpoint (step,
-        seed, hypers, DP settings, privacy budget, build hash and the
-        SHA-256 of the states beside it — as a uint8 tensor; keep it as
-        private as the data, since the seed undoes the noise) and this
-        rank's slice of each state; the param groups (every key but the
-        parameters, which are indices); the layout."""
+        """The optimizer's state: the runtime's checkpoint (step, seed,
+        hypers — every group's —, DP settings, privacy budget, build hash,
+        the groups' layout and the SHA-256 of the states beside it — as a
+        uint8 tensor, in each group's entry; keep it as private as the data,
+        since the seed undoes the noise) and per group this rank's part of
+        each state; the param groups (every key but the parameters, which
+        are indices); the layout."""
         self._sync()  # the checkpoint holds the hypers the groups hold now
+        host = _host(self._state_bufs)  # alive through the call that reads it
+        blob = self._handle.save(_addrs(host), self._n)
         state = {}
         for i, g in enumerate(self._groups):
-            states = [s.detach().clone() for s in g.states]
-            host = _host(states)  # alive through the call that reads it
-            blob = g.handle.save(_addrs(host), g.n)
             state[i] = {"checkpoint": torch.frombuffer(bytearray(blob), dtype=torch.uint8), "slice": [g.lo, g.hi],
-                        **dict(zip(self._states, states))}
+                        **{name: s.detach().clone() for name, s in zip(self._states, g.states)}}
         groups, idx = [], 0
         for pg in self.param_groups:
             k = len(pg["params"])
@@ -706,58 +695,62 @@ class Optimizer(torch.optim.Optimizer):
         optimizer that has not stepped (resuming is then bit for bit the run
         that saved it, and never replays noise). The state_dict is checked —
         its format, optimizer, layout, the states' dtypes, shapes and
-        finiteness, that every group's checkpoint is of one run at one step,
-        then each checkpoint by the runtime, the states against the digest
-        it holds, and that it was not resumed before (anywhere on this
-        machine: a copy of the file, another process) — before anything
-        changes; a mismatched, damaged or resumed one raises.
-        ``allow_resume_again`` resumes a state resumed before, with a
-        warning."""
-        groups = self._check_state_dict(state_dict)
-        infos = [g.handle.checkpoint_info(blob) for g, (blob, _) in zip(self._groups, groups)]
-        self._same_run(infos)
-        # The states the digests cover, as host memory alive until every load is done.
-        host = [_host(states) if i["states_digest"] else [] for (_, states), i in zip(groups, infos)]
-        for g, (blob, _), h in zip(self._groups, groups, host):
-            g.handle.check_checkpoint(blob, _addrs(h), g.n)
-        for i, (g, (blob, states), h) in enumerate(zip(self._groups, groups, host)):
-            try:
-                g.handle.load(blob, _addrs(h), g.n)
-            except FibergenError as e:
-                if i:  # every group was checked: only a race (another process resuming group i) gets here
-                    self._broken = f"load_state_dict loaded groups 0 to {i - 1} and then failed ({e})"
-                raise
-            with torch.no_grad():
-                for dst, src in zip(g.states, states):
-                    dst.copy_(src)
-        for g, pg, saved in zip(self._groups, self.param_groups, state_dict["param_groups"]):
-            hypers = {h["name"]: h["value"] for h in g.handle.info()["hypers"]}
-            pg.update({k: v for k, v in saved.items() if k != "params"}, **hypers)
-            g.applied = dict(hypers)
+        finiteness, that every group holds the one checkpoint, then the
+        checkpoint by the runtime, the states against the digest it holds,
+        and that it was not resumed before (anywhere on this machine: a copy
+        of the file, another process) — before anything changes; a
+        mismatched, damaged or resumed one raises. ``allow_resume_again``
+        resumes a state resumed before, with a warning. A state_dict of
+        format fibergen-torch-1 (before ABI 5) loads where there is one
+        parameter group."""
+        blob, states = self._check_state_dict(state_dict)
+        info = self._handle.checkpoint_info(blob)
+        self._warn_of(info)
+        flat = [torch.cat(parts) for parts in zip(*states)]  # each state over the shard, as the digest covers it
+        host = _host(flat) if info["states_digest"] else []  # the states the digest covers, alive until loaded
+        self._handle.load(blob, _addrs(host), self._n)
+        with torch.no_grad():
+            for dst, src in zip(self._state_bufs, flat):
+                dst.copy_(src)
+        self._restore_hypers(state_dict["param_groups"])
 
-    def _same_run(self, infos: list[dict]) -> None:
-        """Refuses group checkpoints of different runs or steps (a state_dict
-        mixed by hand); warns of one saved before the checkpoints held the
-        states' digest (its states then load unchecked) and of one resumed
-        before, which only ``allow_resume_again`` lets through."""
-        if len({(i["step"], i["seed"]) for i in infos}) > 1:
-            raise FibergenError("fibergen: load_state_dict: the groups' checkpoints are of different runs or steps "
-                                f"(steps {[i['step'] for i in infos]}): a state_dict holds one run at one step")
-        if not all(i["states_digest"] for i in infos):
+    def _restore_hypers(self, saved: list[dict]) -> None:
+        """Sets the param groups from a loaded state_dict's and the hypers
+        the runtime restored from its checkpoint: group 0's the optimizer's,
+        the others' their ranges'."""
+        info = self._handle.info()
+        base = {h["name"]: h["value"] for h in info["hypers"]}
+        tensors = {t["name"]: t for t in info["tensors"]}
+        for g, pg, sv in zip(self._groups, self.param_groups, saved):
+            t = tensors.get(g.name) if g is not self._groups[0] else None
+            hypers = {h["name"]: h["value"] for h in t["hypers"]} if t else base
+            pg.update({k: v for k, v in sv.items() if k != "params"}, **hypers)
+            g.applied = dict(t["own"]) if t else dict(base)
+
+    def _warn_of(self, info: dict) -> None:
+        """Warns of a checkpoint saved before it held the states' digest (its
+        states then load unchecked) and of one resumed before, which only
+        ``allow_resume_again`` lets through."""
+        if not info["states_digest"]:
             warnings.warn("fibergen: this state_dict predates the digest of the states (fibergen before ABI 4): its "
                           "states load unchecked; save it again to have them checked", RuntimeWarning, stacklevel=3)
-        if resumed := next((i["resumed"] for i in infos if i["resumed"]), ""):
-            if self._opts["allow_resume_again"]:
-                warnings.warn(f"fibergen: this state was resumed before ({resumed}): resuming it again draws the noise "
-                              "of the steps after it again, on other gradients", RuntimeWarning, stacklevel=3)
+        if info["resumed"] and self._opts["allow_resume_again"]:
+            warnings.warn(f"fibergen: this state was resumed before ({info['resumed']}): resuming it again draws the "
+                          "noise of the steps after it again, on other gradients", RuntimeWarning, stacklevel=3)
 
-    def _check_state_dict(self, sd: Any) -> list[tuple[bytes, list[torch.Tensor]]]:
-        """The checks of load_state_dict that need no runtime: the format,
-        the optimizer, the layout, the states."""
+    def _check_state_dict(self, sd: Any) -> tuple[bytes, list[list[torch.Tensor]]]:
+        """The checks of load_state_dict that need no runtime but the
+        checkpoint's summary: the format, the optimizer, the layout, the
+        states, one checkpoint in every group; its checkpoint and each
+        group's states."""
         def bad(msg: str) -> FibergenError:
             return FibergenError(f"fibergen: load_state_dict: {msg}")
-        if not isinstance(sd, dict) or not isinstance(sd.get("fibergen"), dict) or \
-                sd["fibergen"].get("format") != _STATE_DICT_FORMAT:
+        fmt = sd["fibergen"].get("format") if isinstance(sd, dict) and isinstance(sd.get("fibergen"), dict) else None
+        if fmt == _FORMAT_ONE_GROUP and len(self._groups) > 1:
+            raise bad(f"a state_dict of format {fmt} (fibergen before ABI 5, a runtime optimizer per parameter group) "
+                      f"with {len(self._groups)} groups: this binding steps every group with one runtime optimizer and "
+                      "cannot resume it; finish that run with the fibergen that saved it (docs/python.md)")
+        if fmt not in (_STATE_DICT_FORMAT, _FORMAT_ONE_GROUP):
             raise bad(f"not a state_dict of a fibergen optimizer (format {_STATE_DICT_FORMAT})")
         meta = sd["fibergen"]
         if meta.get("optimizer") != self._info["name"]:
@@ -769,7 +762,15 @@ class Optimizer(torch.optim.Optimizer):
                       f"this is rank {self._rank} of {self._world}")
         if not isinstance(sd.get("param_groups"), list) or len(sd["param_groups"]) != len(self._groups):
             raise bad("its param_groups do not match the optimizer's")
-        return [self._check_group(i, g, sd.get("state", {}).get(i), bad) for i, g in enumerate(self._groups)]
+        groups = [self._check_group(i, g, sd.get("state", {}).get(i), bad) for i, g in enumerate(self._groups)]
+        blobs = [blob for blob, _ in groups]
+        if any(b != blobs[0] for b in blobs):
+            infos = [self._handle.checkpoint_info(b) for b in blobs]
+            if len({(i["step"], i["seed"]) for i in infos}) > 1:
+                raise bad(f"the groups' checkpoints are of different runs or steps (steps {[i['step'] for i in infos]}): "
+                          "a state_dict holds one run at one step")
+            raise bad("the groups' checkpoints differ: a state_dict holds one checkpoint, the same in every group")
+        return blobs[0], [states for _, states in groups]
 
     def _check_group(self, i: int, g: _Group, st: Any, bad: Any) -> tuple[bytes, list[torch.Tensor]]:
         """Group i's checkpoint and states from a state_dict, checked."""
@@ -790,9 +791,9 @@ class Optimizer(torch.optim.Optimizer):
         return blob.cpu().numpy().tobytes(), states
 
     def close(self) -> None:
-        """Releases the runtime optimizers (the kernels, device resources)."""
-        for g in getattr(self, "_groups", []):
-            g.handle.close()
+        """Releases the runtime optimizer (the kernels, device resources)."""
+        if (h := getattr(self, "_handle", None)) is not None:
+            h.close()
 
 
 def _host(states: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -1,0 +1,135 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// fg_register_range adds to the optimizer a tensor name of n coordinates
+// that holds no values of its own: the next n coordinates of the buffers
+// the caller gives (fg_use_buffers, fg_step_device, which must then hold
+// as many as the ranges together), which fg_set_tensor_hypers gives hypers
+// of their own (runtime.Optimizer.RegisterRange). One optimizer over a
+// trainer's parameter groups registers one range per group.
+//
+//export fg_register_range
+func fg_register_range(h C.int64_t, name *C.char, n C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		_, e := o.RegisterRange(C.GoString(name), int(n))
+		return e
+	})
+}
+
+// fg_set_tensor_hypers sets the hypers of the JSON object {"name": value,
+// ...} for the tensor name's coordinates, replacing its earlier ones ({}:
+// none, the optimizer's hypers), checked as fg_set_hypers checks them; a
+// hyper the observation reads cannot differ per tensor
+// (runtime.Tensor.SetHypers). On an error nothing changes.
+//
+//export fg_set_tensor_hypers
+func fg_set_tensor_hypers(h C.int64_t, name, valuesJSON *C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		var values map[string]float64
+		if e := decodeJSON(C.GoString(valuesJSON), &values); e != nil {
+			return fmt.Errorf("fibergen: tensor hypers: %w", e)
+		}
+		t, e := tensorNamed(o, C.GoString(name))
+		if e != nil {
+			return e
+		}
+		return t.SetHypers(values)
+	})
+}
+
+// tensorNamed is the optimizer's tensor of that name.
+func tensorNamed(o *runtime.Optimizer, name string) (*runtime.Tensor, error) {
+	ts := o.Tensors()
+	i := slices.IndexFunc(ts, func(t *runtime.Tensor) bool { return t.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("fibergen: %s has no tensor %q", o.Name(), name)
+	}
+	return ts[i], nil
+}
+
+// tensorInfo is a tensor as fg_info reports it.
+type tensorInfo struct {
+	Name   string             `json:"name"`
+	Offset int                `json:"offset"`
+	Len    int                `json:"len"`
+	Own    map[string]float64 `json:"own"`    // its own hypers (fg_set_tensor_hypers); {} for none
+	Hypers []runtime.Hyper    `json:"hypers"` // every hyper as it steps with them
+}
+
+// tensorInfos describes the optimizer's tensors.
+func tensorInfos(o *runtime.Optimizer) []tensorInfo {
+	out := []tensorInfo{}
+	for _, t := range o.Tensors() {
+		own := t.Hypers()
+		if own == nil {
+			own = map[string]float64{}
+		}
+		out = append(out, tensorInfo{Name: t.Name, Offset: t.Offset, Len: t.Len, Own: own, Hypers: t.HyperValues()})
+	}
+	return out
+}
+
+// hostBufferPads is how many floats into its allocation the runtime
+// starts each of the optimizer's host buffers (runtime.HostBufferPad).
+func hostBufferPads(o *runtime.Optimizer) []int {
+	out := make([]int, len(o.Manifest().Buffers))
+	for k := range out {
+		out[k] = runtime.HostBufferPad(k)
+	}
+	return out
+}
+
+// shardRequest is fg_shard's request.
+type shardRequest struct {
+	Sizes []int `json:"sizes"`
+	World int   `json:"world"`
+	Rank  int   `json:"rank"`
+}
+
+// fg_shard lays out tensors of the sizes of the JSON object {"sizes":
+// [...], "world", "rank"}, consecutive in one flat buffer, over world
+// workers, each keeping the states of its shard (ZeRO-1), and stores in
+// *out (free it with fg_free) worker rank's shard (runtime.Shard):
+// {"slice", "lo", "hi", "parts"}, every shard's length (a multiple of 4),
+// this shard's coordinates [lo, hi) and each tensor's [lo, hi) in it.
+// Without an optimizer.
+//
+//export fg_shard
+func fg_shard(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
+	return status(shardAnswer(request, out), err, errlen)
+}
+
+func shardAnswer(request *C.char, out **C.char) (err error) {
+	defer recovered(&err)
+	if e := required("shard", unsafe.Pointer(out)); e != nil {
+		return e
+	}
+	var q shardRequest
+	if e := decodeJSON(C.GoString(request), &q); e != nil {
+		return fmt.Errorf("fibergen: shard: %w", e)
+	}
+	l, e := runtime.Shard(q.Sizes, q.World, q.Rank)
+	if e != nil {
+		return e
+	}
+	data, e := json.Marshal(l)
+	if e != nil {
+		return e
+	}
+	*out = C.CString(string(data))
+	return nil
+}

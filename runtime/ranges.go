@@ -1,0 +1,183 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Tensors over the trainer's buffers. An optimizer that steps buffers the
+// trainer owns (UseBuffers on the host, StepDevice on CUDA) has no values
+// of its own to register, but its coordinates may still fall into tensors
+// with hypers of their own (a binding's parameter groups): RegisterRange
+// names such a range, and Tensor.SetHypers gives it its hypers, as for a
+// registered tensor. The step then reads each range's host scalars, and
+// the rules of one optimizer hold across the ranges by construction: one
+// observation (a hyper the observation reads cannot differ per tensor),
+// one privatization clipping every example over all of them, one step
+// that changes all or nothing, one checkpoint that carries the layout and
+// every range's hypers.
+
+// RegisterRange adds a tensor of n coordinates that holds no values of its
+// own: the range [Offset, Offset+n) of the buffers the trainer gives
+// (UseBuffers, StepDevice), which must then hold Len() coordinates.
+// Tensors are registered before the buffers are given; ranges and
+// tensors with values (Register) do not mix. The trainer writes the
+// range's gradient into its own buffer (GradientWritten), not with SetGrad.
+func (o *Optimizer) RegisterRange(name string, n int) (*Tensor, error) {
+	defer o.lock()()
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("runtime: register range %s: %d coordinates", name, n)
+	case o.bufs != nil || o.back != nil:
+		return nil, fmt.Errorf("runtime: register range %s: ranges are registered before the buffers are given", name)
+	case o.ownsTensors():
+		return nil, fmt.Errorf("runtime: register range %s: %s has tensors with values of its own (Register), which ranges do not mix with", name, o.Name())
+	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
+		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
+	}
+	t := &Tensor{Name: name, Offset: o.n, Len: n, o: o, bad: -1, ranged: true}
+	o.tensors = append(o.tensors, t)
+	o.n += n
+	return t, nil
+}
+
+// ownsTensors reports whether the optimizer has tensors with values of
+// their own (Register), which own its buffers.
+func (o *Optimizer) ownsTensors() bool {
+	return slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return !t.ranged })
+}
+
+// hasRanges reports whether the optimizer's tensors are ranges of the
+// trainer's buffers (RegisterRange).
+func (o *Optimizer) hasRanges() bool { return len(o.tensors) > 0 && !o.ownsTensors() }
+
+// checkRangesLen refuses trainer's buffers of n coordinates where ranges
+// cover another number.
+func (o *Optimizer) checkRangesLen(what string, n int) error {
+	if o.hasRanges() && n != o.n {
+		return fmt.Errorf("runtime: %s: buffers of %d coordinates given, the ranges of %s (RegisterRange) cover %d", what, n, o.Name(), o.n)
+	}
+	return nil
+}
+
+// ownBufferLen is the length of the flat buffers the optimizer allocates
+// itself: none for ranges, whose values are the trainer's.
+func (o *Optimizer) ownBufferLen() int {
+	if o.hasRanges() {
+		return 0
+	}
+	return o.n
+}
+
+// errRangesNeedBuffers is Step's refusal on ranges without the trainer's
+// host buffers.
+var errRangesNeedBuffers = errors.New("its tensors are ranges of the trainer's buffers (RegisterRange): give them with UseBuffers, or step device buffers with StepDevice")
+
+// initStates sets the states (ABI order, the trainer's or the optimizer's
+// own) to their initial values, each tensor's coordinates under its own
+// hypers.
+func (o *Optimizer) initStates(states [][]float32) error {
+	if err := o.prog.Init(o.hypers, states); err != nil {
+		return err
+	}
+	for _, t := range o.tensors {
+		if t.hypers == nil || t.Len == 0 {
+			continue
+		}
+		part := make([][]float32, len(states))
+		for i, s := range states {
+			part[i] = s[t.Offset : t.Offset+t.Len]
+		}
+		if err := o.prog.Init(t.hypers, part); err != nil {
+			return fmt.Errorf("runtime: tensor %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// initialValues is each state's initial value under hypers h.
+func (o *Optimizer) initialValues(h []float64) ([]float32, error) {
+	states := make([][]float32, o.prog.NumStates())
+	for i := range states {
+		states[i] = make([]float32, 1)
+	}
+	if err := o.prog.Init(h, states); err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(states))
+	for i, s := range states {
+		out[i] = s[0]
+	}
+	return out, nil
+}
+
+// HyperValues returns every hyper's name and the value the tensor steps
+// with: its own where SetHypers set one (or derived from them), else the
+// optimizer's.
+func (t *Tensor) HyperValues() []Hyper {
+	o := t.o
+	defer o.lock()()
+	h := o.hypers
+	if t.hypers != nil {
+		h = t.hypers
+	}
+	out := make([]Hyper, len(h))
+	for i, hy := range o.prog.Func.Hypers {
+		out[i] = Hyper{Name: hy.Name, Value: h[i]}
+	}
+	return out
+}
+
+// shardAlign is the multiple of coordinates at which every shard starts:
+// a Philox group of four draws (rng.Normal4), so that each shard draws
+// whole groups and the CUDA kernel's vector path, which wants an offset
+// that is a multiple of 4, runs on every shard.
+const shardAlign = 4
+
+// ShardLayout is where one worker's shard lies in a flat buffer sharded
+// over world workers (ZeRO-1: each keeps the states of its shard only).
+type ShardLayout struct {
+	// Slice is every shard's length, the same for all, a multiple of 4:
+	// the flat buffers hold world·Slice coordinates, the ones past the
+	// tensors' padding that no step touches.
+	Slice int `json:"slice"`
+	// Lo and Hi are the shard's coordinates [Lo, Hi) of the flat buffers.
+	Lo int `json:"lo"`
+	Hi int `json:"hi"`
+	// Parts are each tensor's coordinates [lo, hi) in the shard (empty
+	// where it has none, at the shard's start or at the tensor's), in
+	// order: consecutive, from Lo, so the shard's optimizer registers them
+	// as ranges of hi−lo coordinates and steps buffers of their sum.
+	Parts [][2]int `json:"parts"`
+}
+
+// Shard lays out tensors of the given sizes, consecutive in one flat
+// buffer, over world workers and returns worker rank's shard.
+func Shard(sizes []int, world, rank int) (ShardLayout, error) {
+	if world < 1 || world > maxCoords || rank < 0 || rank >= world {
+		return ShardLayout{}, fmt.Errorf("runtime: shard %d of %d workers", rank, world)
+	}
+	n := 0
+	for i, s := range sizes {
+		if s < 0 || s > maxCoords-n {
+			return ShardLayout{}, fmt.Errorf("runtime: tensor %d of %d coordinates (after %d)", i, s, n)
+		}
+		n += s
+	}
+	per := (n + world - 1) / world
+	per += -per & (shardAlign - 1)
+	l := ShardLayout{Slice: per, Lo: rank * per, Hi: (rank + 1) * per}
+	start := 0
+	for _, s := range sizes {
+		lo := max(start, l.Lo)
+		hi := max(min(start+s, l.Hi), lo)
+		l.Parts = append(l.Parts, [2]int{lo, hi})
+		start += s
+	}
+	return l, nil
+}
+
+// maxCoords is the most coordinates a sharded buffer may hold: room for
+// the padding of every shard, in an int.
+const maxCoords = 1 << 60
