@@ -1,8 +1,9 @@
 // Package lang holds the facts of fibergen's language that its front end
-// (package dsl) and its IR (package ir) both need, so that each is written
-// once: what every operation computes — on the host in float64, in the
-// kernels in float32 — how it is written and how tightly it binds, the
-// interval of a hyper's range, and the language's names and limits. It
+// (package dsl), its IR (package ir) and its command line share, so that
+// each is written once: what every operation computes — on the host in
+// float64, in the kernels in float32 — how it is written and how tightly it
+// binds, the interval of a hyper's range, how a hyper is set from outside a
+// file (name=value, ParseSetting), and the language's names and limits. It
 // imports only the standard library, and nothing of fibergen imports less.
 package lang
 

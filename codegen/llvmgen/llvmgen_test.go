@@ -59,7 +59,7 @@ func toolchain(t *testing.T) *llvmgen.Toolchain {
 
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct{ name, dsl string }{
-		{"ops", "../go/testdata/ops.dsl"},
+		{"ops", "../gogen/testdata/ops.dsl"},
 		{"fiber", "../../optimizers/fiber.dsl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func stripLLComments(ll string) string {
 }
 
 func TestModuleProperties(t *testing.T) {
-	for _, path := range append(shipped(t), "../go/testdata/ops.dsl") {
+	for _, path := range append(shipped(t), "../gogen/testdata/ops.dsl") {
 		name := nameOf(path)
 		t.Run(name, func(t *testing.T) {
 			u := compile(t, path)
