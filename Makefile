@@ -3,6 +3,11 @@
 
 GO       ?= go
 FUZZTIME ?= 2m
+# A limit for each go test run far above what it takes on a quiet machine
+# (the slowest package, about a minute): Go's default of 10 minutes per
+# package was passed on a busy 2-core machine, where a failure by timeout
+# says nothing about the code.
+TESTTIMEOUT ?= 30m
 DSL      := $(sort $(wildcard optimizers/*.dsl))
 # Debian's Python, whose python3-torch the binding's tests use.
 PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
@@ -109,22 +114,22 @@ python-test: python-lib python-deps generate-check
 ## unit: every Go test; then the CUDA backend's tests again on the PTX simulator
 ## (internal/cudasim), which stands in for the GPU the first run skips without
 unit:
-	$(GO) test -count=1 ./...
-	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 ./runtime -run 'CUDA|StepDevice'
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./runtime -run 'CUDA|StepDevice'
 
 ## race: the runtime and the C ABI under the race detector (an Optimizer is
 ## shared by goroutines; the C ABI by threads)
 race:
-	$(GO) test -race -count=1 ./runtime ./capi
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./runtime ./capi
 
 ## fuzz: open-ended random fuzzing of everything that parses, FUZZTIME per target
 ## (not part of make test: run it before a change lands, and keep every crasher in
 ## the target's testdata/fuzz corpus)
 fuzz:
-	$(GO) test ./dsl -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./dsl -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
