@@ -4,7 +4,7 @@
 GO       ?= go
 FUZZTIME ?= 2m
 # A limit for each go test run far above what it takes on a quiet machine
-# (the slowest package, about a minute): Go's default of 10 minutes per
+# (the slowest package, a few minutes): Go's default of 10 minutes per
 # package was passed on a busy 2-core machine, where a failure by timeout
 # says nothing about the code.
 TESTTIMEOUT ?= 30m
@@ -14,7 +14,7 @@ PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
 PYTHON_DEBS := python3-torch python3-numpy python3-pytest python3-tqdm python3-matplotlib dataset-fashion-mnist
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps ptxas fmt-check vet generate-check unit race fuzz install gpu-bundle python-lib python-deps python-test reproduce
+.PHONY: build generate test deps ptxas fmt-check vet generate-check unit race fuzz install gpu-bundle python-lib python-deps python-test pytest reproduce
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -42,8 +42,11 @@ gpu-bundle: deps
 	rm -f bin/gpu/generated/*/*.go  # the GPU host needs no Go, and go vet ./... would take them for packages
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
-## corpora run as ordinary tests); deterministic, as CI must be
-test: deps ptxas fmt-check vet generate-check unit race python-test
+## corpora run as ordinary tests); deterministic, as CI must be. race and the
+## binding's tests run side by side at the end: each keeps about one core busy
+## (docs/decisions.md, 76)
+test: deps ptxas fmt-check vet generate-check unit python-lib python-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target race pytest
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
@@ -108,7 +111,13 @@ python-deps:
 
 ## python-test: the PyTorch binding's tests (python/tests) against _build/generated
 python-test: python-lib python-deps generate-check
-	FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
+	$(PYTEST)
+
+# pytest: python-test without its prerequisites, which test has made first
+pytest:
+	$(PYTEST)
+
+PYTEST = FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
 	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 ## unit: every Go test; then the CUDA backend's tests again on the PTX simulator
