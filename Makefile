@@ -42,11 +42,11 @@ gpu-bundle: deps
 	rm -f bin/gpu/generated/*/*.go  # the GPU host needs no Go, and go vet ./... would take them for packages
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
-## corpora run as ordinary tests); deterministic, as CI must be. race and the
-## binding's tests run side by side at the end: each keeps about one core busy
-## (docs/decisions.md, 76)
-test: deps ptxas fmt-check vet generate-check unit python-lib python-deps
-	@$(MAKE) --no-print-directory -j2 --output-sync=target race pytest
+## corpora run as ordinary tests); deterministic, as CI must be. unit, race and
+## the binding's tests run two at a time, each target's output printed whole when
+## it ends: alone, each leaves a core idle for much of its time (docs/decisions.md, 76)
+test: deps ptxas fmt-check vet generate-check python-lib python-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit race pytest
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
