@@ -35,11 +35,10 @@ var (
 
 // onceByUnit computes a value of a unit once per distinct unit: its name,
 // Go code, kernel module and manifest, which determine every file a build
-// writes. An error is not kept: the next call computes again.
+// writes (LLVM is deterministic: generated/ is checked in).
 type onceByUnit[T any] struct {
 	compute func(*pipeline.Unit) (T, error)
-	mu      sync.Mutex
-	done    map[string]*onceResult[T]
+	done    sync.Map // key → *onceResult[T]
 }
 
 type onceResult[T any] struct {
@@ -51,21 +50,8 @@ type onceResult[T any] struct {
 // get returns compute(u), computed once for all the units equal to u.
 func (o *onceByUnit[T]) get(u *pipeline.Unit) (T, error) {
 	key := u.Func.Name + "\x00" + string(u.GoCode) + "\x00" + u.Module.LL + "\x00" + string(u.Manifest)
-	o.mu.Lock()
-	if o.done == nil {
-		o.done = map[string]*onceResult[T]{}
-	}
-	r := o.done[key]
-	if r == nil {
-		r = &onceResult[T]{}
-		o.done[key] = r
-	}
-	o.mu.Unlock()
+	v, _ := o.done.LoadOrStore(key, new(onceResult[T]))
+	r := v.(*onceResult[T])
 	r.once.Do(func() { r.val, r.err = o.compute(u) })
-	if r.err != nil {
-		o.mu.Lock()
-		delete(o.done, key)
-		o.mu.Unlock()
-	}
 	return r.val, r.err
 }
