@@ -3,13 +3,18 @@
 
 GO       ?= go
 FUZZTIME ?= 2m
+# A limit for each go test run far above what it takes on a quiet machine
+# (the slowest package, a few minutes): Go's default of 10 minutes per
+# package was passed on a busy 2-core machine, where a failure by timeout
+# says nothing about the code.
+TESTTIMEOUT ?= 30m
 DSL      := $(sort $(wildcard optimizers/*.dsl))
 # Debian's Python, whose python3-torch the binding's tests use.
 PYTHON   ?= $(shell command -v /usr/bin/python3 || command -v python3)
 PYTHON_DEBS := python3-torch python3-numpy python3-pytest python3-tqdm python3-matplotlib dataset-fashion-mnist
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build generate test deps ptxas fmt-check vet generate-check unit race fuzz install gpu-bundle python-lib python-deps python-test reproduce
+.PHONY: build generate test deps ptxas fmt-check vet generate-check unit race fuzz install gpu-bundle python-lib python-deps python-test pytest reproduce
 
 ## build: compile optimizers/fiber.dsl into generated/fiber/ (the main job)
 build: deps
@@ -37,8 +42,11 @@ gpu-bundle: deps
 	rm -f bin/gpu/generated/*/*.go  # the GPU host needs no Go, and go vet ./... would take them for packages
 
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
-## corpora run as ordinary tests); deterministic, as CI must be
-test: deps ptxas fmt-check vet generate-check unit race python-test
+## corpora run as ordinary tests); deterministic, as CI must be. unit, race and
+## the binding's tests run two at a time, each target's output printed whole when
+## it ends: alone, each leaves a core idle for much of its time (docs/decisions.md, 76)
+test: deps ptxas fmt-check vet generate-check python-lib python-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit race pytest
 
 ## deps: Go modules, and LLVM 14 (llc, opt) and a linker for the kernels —
 ## installed with apt-get when missing and run as root on Debian
@@ -106,28 +114,34 @@ python-deps:
 
 ## python-test: the PyTorch binding's tests (python/tests) against _build/generated
 python-test: python-lib python-deps generate-check
-	FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
+	$(PYTEST)
+
+# pytest: python-test without its prerequisites, which test has made first
+pytest:
+	$(PYTEST)
+
+PYTEST = FIBERGEN_BIN=$(CURDIR)/_build/fibergen FIBERGEN_GENERATED=$(CURDIR)/_build/generated \
 	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
 
 ## unit: every Go test; then the CUDA backend's tests again on the PTX simulator
 ## (internal/cudasim), which stands in for the GPU the first run skips without
 unit:
-	$(GO) test -count=1 ./...
-	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 ./runtime -run 'CUDA|StepDevice'
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+	FIBERGEN_CUDA_SIM=1 FIBERGEN_REQUIRE_CUDA=1 $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./runtime -run 'CUDA|StepDevice'
 
 ## race: the runtime and the C ABI under the race detector (an Optimizer is
 ## shared by goroutines; the C ABI by threads)
 race:
-	$(GO) test -race -count=1 ./runtime ./capi
+	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) ./runtime ./capi
 
 ## fuzz: open-ended random fuzzing of everything that parses, FUZZTIME per target
 ## (not part of make test: run it before a change lands, and keep every crasher in
 ## the target's testdata/fuzz corpus)
 fuzz:
-	$(GO) test ./dsl -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./dsl -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./lower -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)

@@ -11,10 +11,13 @@
 // float32, computed by the kernel). An f32 conversion of a uniform value is a
 // host scalar: the host computes it and passes it to the kernel.
 //
-// A Func holds blocks of five kinds (BlockKind): init (the states' initial
+// A Func holds blocks of eight kinds (BlockKind): init (the states' initial
 // values), observe (the observation's weights, per step), step (the
 // recursion itself), one model per Filter (the noise model the host checks
-// for stability and solves numerically) and one per diagnostic. Passes are
+// for stability and solves numerically), one per diagnostic, scalar init
+// and scalar step (the scalars' values before step 0 and at step t from
+// those at t-1) and hyper defaults (the derived hypers' defaults from
+// earlier hypers). Passes are
 // values in one list, Pipeline, and are rewrites named for what they do
 // (FoldConstants, HoistUniforms, passes.go); analyses are named for what they
 // find (HostScalars, DependsOnStep, analysis.go); ExprString prints a value

@@ -1,13 +1,13 @@
 package ir
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // DefaultHypers returns the hypers' default values in declaration order.
@@ -84,23 +84,6 @@ func (f *Func) HyperNames() []string {
 	return names
 }
 
-// ParseSetting splits a "name=value" override.
-func ParseSetting(s string) (name string, value float64, err error) {
-	name, text, ok := strings.Cut(s, "=")
-	name, text = strings.TrimSpace(name), strings.TrimSpace(text)
-	if !ok || name == "" || text == "" {
-		return "", 0, fmt.Errorf("malformed setting %q: want name=value", s)
-	}
-	value, err = strconv.ParseFloat(text, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return "", 0, fmt.Errorf("setting %q: %s is out of the float64 range", s, text)
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("malformed setting %q: %s is not a number", s, text)
-	}
-	return name, value, nil
-}
-
 // CheckHypers reports hypers h (one value per hyper) that are out of range
 // or make a filter unstable.
 func (f *Func) CheckHypers(h []float64) error {
@@ -131,7 +114,7 @@ func (f *Func) ApplySettings(settings []string) ([]float64, error) {
 func (f *Func) Settle(h []float64, settings []string, set map[string]bool) ([]float64, map[string]bool, error) {
 	values := map[string]float64{}
 	for _, s := range settings {
-		name, value, err := ParseSetting(s)
+		name, value, err := lang.ParseSetting(s)
 		if err == nil {
 			err = f.SetHyper(slices.Clone(h), name, value) // the name and the range
 		}

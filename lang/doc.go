@@ -1,12 +1,13 @@
 // Package lang holds the facts of fibergen's language that its front end
-// (package dsl) and its IR (package ir) both need, so that each is written
-// once: what every operation computes — on the host in float64, in the
-// kernels in float32 — how it is written and how tightly it binds, its
-// name in the IR and its number of operands (one table, op.go, by whose
-// numbers package ir numbers its arithmetic operations), the interval of a
-// hyper's range and its check (rangecheck.go, which the generated packages
-// carry), and the language's names and limits. It imports only the
-// standard library, and nothing of fibergen imports less.
+// (package dsl), its IR (package ir) and its command line share, so that
+// each is written once: what every operation computes — on the host in
+// float64, in the kernels in float32 — how it is written and how tightly it
+// binds, its name in the IR and its number of operands (one table, op.go,
+// by whose numbers package ir numbers its arithmetic operations), the
+// interval of a hyper's range and its check (rangecheck.go, which the
+// generated packages carry), how a hyper is set from outside a file
+// (name=value, ParseSetting), and the language's names and limits. It
+// imports only the standard library, and nothing of fibergen imports less.
 package lang
 
 // LookaheadState names the state that the compiler adds to a two_point

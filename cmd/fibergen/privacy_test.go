@@ -58,8 +58,8 @@ func TestPrivacyMatchesPackage(t *testing.T) {
 			privacy.Plan{Sampling: privacy.Fixed, SampleRate: 0.01, Steps: 1000, Delta: 1e-6}},
 		{[]string{"--dataset-size", "50000", "--batch-size", "500", "--epochs", "2.5", "--accountant", "rdp", "--series", "magnitudes", "--orders", "1.5,2,4,8.5,16"},
 			privacy.Plan{Accounting: privacy.RDP, Series: privacy.MagnitudeSeries, SampleRate: 0.01, Steps: 250, Delta: privacy.DefaultDelta(50000), Orders: []float64{1.5, 2, 4, 8.5, 16}}},
-		{[]string{"--sample-rate", "0.02", "--steps", "300", "--delta", "1e-5", "--accountant", "pld", "--interval", "1e-4"},
-			privacy.Plan{SampleRate: 0.02, Steps: 300, Delta: 1e-5, Interval: 1e-4}},
+		{[]string{"--sample-rate", "0.02", "--steps", "300", "--delta", "1e-5", "--accountant", "pld", "--interval", "5e-4"},
+			privacy.Plan{SampleRate: 0.02, Steps: 300, Delta: 1e-5, Interval: 5e-4}},
 	} {
 		want, err := c.plan.Epsilon(1.1)
 		if err != nil {

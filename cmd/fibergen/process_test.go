@@ -3,16 +3,19 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// buildBinary builds the fibergen command into a temporary directory.
+// buildBinary builds the fibergen command, once per test run (TestMain
+// removes it), and returns its path.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -22,12 +25,32 @@ func buildBinary(t *testing.T) string {
 	if err != nil {
 		t.Skip("no go command on PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "fibergen")
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	builtBinary.once.Do(func() { builtBinary.path, builtBinary.err = goBuild(goTool) })
+	if builtBinary.err != nil {
+		t.Fatal(builtBinary.err)
 	}
-	return bin
+	return builtBinary.path
+}
+
+// builtBinary is the command buildBinary built, in a directory of its own.
+var builtBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// goBuild builds the command into a new temporary directory.
+func goBuild(goTool string) (string, error) {
+	dir, err := os.MkdirTemp("", "fibergen-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	builtBinary.dir = dir
+	bin := filepath.Join(dir, "fibergen")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // runBinary runs the binary and returns its exit status and output.

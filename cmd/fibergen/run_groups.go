@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -42,7 +42,7 @@ func (l *groupsFlag) Set(s string) error {
 		return fmt.Errorf("%q: want LO:HI:name=value[,name=value...] with 0 <= LO < HI", s)
 	}
 	for _, set := range strings.Split(sets, ",") {
-		name, x, err := ir.ParseSetting(set)
+		name, x, err := lang.ParseSetting(set)
 		if err != nil {
 			return fmt.Errorf("%q: %w", s, err)
 		}

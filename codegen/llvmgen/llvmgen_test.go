@@ -3,11 +3,13 @@ package llvmgen_test
 import (
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
@@ -16,18 +18,55 @@ import (
 	"github.com/fibergen/fibergen/pipeline"
 )
 
-// compile builds the kernel module of a .dsl file the way fibergen build does.
+// compile builds the kernel module of a .dsl file the way fibergen build
+// does, once per path and test run: the tests only read the unit.
 func compile(t *testing.T, path string) *pipeline.Unit {
 	t.Helper()
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	c := onceFor[*pipeline.Unit](&compiled, path)
+	c.once.Do(func() {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			c.err = err
+			return
+		}
+		u, errs, err := pipeline.Compile(path, src)
+		if len(errs) > 0 || err != nil {
+			c.err = fmt.Errorf("compile %s: %v %v", path, errs, err)
+		}
+		c.val = u
+	})
+	if c.err != nil {
+		t.Fatal(c.err)
 	}
-	u, errs, err := pipeline.Compile(path, src)
-	if len(errs) > 0 || err != nil {
-		t.Fatalf("compile %s: %v %v", path, errs, err)
+	return c.val
+}
+
+// ptxOf is tc's PTX of module ll, run through llc once per module and test
+// run: TestPTX and TestCheckedInPTX compile the same modules while
+// generated/ is up to date.
+func ptxOf(t *testing.T, tc *llvmgen.Toolchain, ll string) []byte {
+	t.Helper()
+	c := onceFor[[]byte](&ptxs, tc.LLC+"\x00"+tc.Opt+"\x00"+ll)
+	c.once.Do(func() { c.val, c.err = tc.PTX(ll) })
+	if c.err != nil {
+		t.Fatal(c.err)
 	}
-	return u
+	return c.val
+}
+
+var compiled, ptxs sync.Map // of *once[*pipeline.Unit], *once[[]byte]
+
+// once is a value computed once, for every test that asks for its key.
+type once[T any] struct {
+	once sync.Once
+	val  T
+	err  error
+}
+
+// onceFor returns the once of key in m, made on first use.
+func onceFor[T any](m *sync.Map, key string) *once[T] {
+	c, _ := m.LoadOrStore(key, new(once[T]))
+	return c.(*once[T])
 }
 
 // shipped returns the paths of the shipped optimizers.
@@ -290,10 +329,7 @@ func TestPTX(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			k := compile(t, path).Module
-			ptx, err := tc.PTX(k.LL)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ptx := ptxOf(t, tc, k.LL)
 			checkPTX(t, name, ptx)
 			if abi, ok := manifest.PTXStamp(ptx); !ok || abi != k.Kernels.ABI {
 				t.Errorf("the PTX's first line stamps %q (%v), want the module's ABI %q", abi, ok, k.Kernels.ABI)
@@ -324,11 +360,7 @@ func TestCheckedInPTX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tc.PTX(string(ll))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
+			if got := ptxOf(t, tc, string(ll)); !bytes.Equal(got, want) {
 				t.Errorf("%s differs from the PTX of %s.ll (run make generate)", filepath.Join(dir, name+".ptx"), name)
 			}
 		})

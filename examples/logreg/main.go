@@ -35,7 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/privacy"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -304,7 +304,7 @@ func (tr *trainer) configure() error {
 		}
 	}
 	for _, s := range cfg.Set {
-		name, value, err := ir.ParseSetting(s)
+		name, value, err := lang.ParseSetting(s)
 		if err != nil {
 			return err
 		}

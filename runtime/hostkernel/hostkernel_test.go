@@ -1,11 +1,14 @@
 package hostkernel_test
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
@@ -17,26 +20,58 @@ import (
 // tinySrc is plain SGD: theta = theta - lr * g, scalars [lr, sigma_w].
 const tinySrc = "optimizer tiny\nhyper lr = 0.1 in (0, inf)\nstep {\n\ttheta = theta - lr * g\n}\n"
 
-// build compiles tinySrc into a shared object in a temporary directory and
-// returns its path, skipping the test without LLVM 14 unless in CI.
+// build compiles tinySrc into a shared object, once per test run (TestMain
+// removes it), and returns its path, skipping the test without LLVM 14
+// unless in CI. The tests only load the file.
 func build(t *testing.T) (so string, k *llvmgen.Module) {
 	t.Helper()
+	tiny.once.Do(func() { tiny.so, tiny.module, tiny.err = buildTiny() })
+	var missing noToolchain
+	switch {
+	case errors.As(tiny.err, &missing) && os.Getenv("CI") == "":
+		t.Skip(tiny.err)
+	case tiny.err != nil:
+		t.Fatal(tiny.err)
+	}
+	return tiny.so, tiny.module
+}
+
+// tiny is tinySrc's shared object, built once, in a directory of its own.
+var tiny struct {
+	once    sync.Once
+	dir, so string
+	module  *llvmgen.Module
+	err     error
+}
+
+// buildTiny compiles tinySrc into a shared object in a new temporary
+// directory.
+func buildTiny() (string, *llvmgen.Module, error) {
 	u, errs, err := pipeline.Compile("tiny.dsl", []byte(tinySrc))
 	if len(errs) > 0 || err != nil {
-		t.Fatal(errs, err)
+		return "", nil, fmt.Errorf("%v %v", errs, err)
 	}
 	tc, err := llvmgen.FindToolchain()
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
+		return "", nil, noToolchain{err}
 	}
-	so = filepath.Join(t.TempDir(), "tiny.so")
-	if err := tc.SharedObject(u.Module.LL, u.Module.HostFunc(), so); err != nil {
-		t.Fatal(err)
+	if tiny.dir, err = os.MkdirTemp("", "fibergen-hostkernel-test-"); err != nil {
+		return "", nil, err
 	}
-	return so, u.Module
+	so := filepath.Join(tiny.dir, "tiny.so")
+	return so, u.Module, tc.SharedObject(u.Module.LL, u.Module.HostFunc(), so)
+}
+
+// noToolchain is the error of a machine without LLVM 14.
+type noToolchain struct{ error }
+
+// TestMain removes the shared object the tests shared.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tiny.dir != "" {
+		os.RemoveAll(tiny.dir)
+	}
+	os.Exit(code)
 }
 
 // open builds and loads the kernel of tinySrc, closed at the end of the test.
