@@ -44,7 +44,7 @@ gpu-bundle: deps
 ## test: formatting, vet, generated/ up to date, unit and system tests (the fuzz
 ## corpora run as ordinary tests); deterministic, as CI must be. unit, race and
 ## the binding's tests run two at a time, each target's output printed whole when
-## it ends: alone, each leaves a core idle for much of its time (docs/decisions.md, 76)
+## it ends: alone, each leaves a core idle for much of its time (docs/decisions.md, 73)
 test: deps ptxas fmt-check vet generate-check python-lib python-deps
 	@$(MAKE) --no-print-directory -j2 --output-sync=target unit race pytest
 

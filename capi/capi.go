@@ -45,6 +45,7 @@ package main
 import "C"
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -169,6 +170,28 @@ func checkCount(what string, count, per int64) error {
 	if count < 0 || per < 0 || count > maxFloats || per > maxFloats || per > 0 && count > maxFloats/per {
 		return fmt.Errorf("fibergen: %s: %d × %d values", what, count, per)
 	}
+	return nil
+}
+
+// jsonAnswer is the body of a C function that answers a JSON request
+// without an optimizer (fg_shard, fg_privacy): it refuses a NULL out, calls
+// answer — which reads the request — and stores its value, as JSON, in *out
+// (free it with fg_free); answer's error, or a panic as recovered makes it,
+// comes back unchanged and leaves *out alone.
+func jsonAnswer(what string, out **C.char, answer func() (any, error)) (err error) {
+	defer recovered(&err)
+	if e := required(what, unsafe.Pointer(out)); e != nil {
+		return e
+	}
+	v, e := answer()
+	if e != nil {
+		return e
+	}
+	data, e := json.Marshal(v)
+	if e != nil {
+		return e
+	}
+	*out = C.CString(string(data))
 	return nil
 }
 

@@ -7,10 +7,8 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -113,23 +111,12 @@ func fg_shard(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int
 	return status(shardAnswer(request, out), err, errlen)
 }
 
-func shardAnswer(request *C.char, out **C.char) (err error) {
-	defer recovered(&err)
-	if e := required("shard", unsafe.Pointer(out)); e != nil {
-		return e
-	}
-	var q shardRequest
-	if e := decodeJSON(C.GoString(request), &q); e != nil {
-		return fmt.Errorf("fibergen: shard: %w", e)
-	}
-	l, e := runtime.Shard(q.Sizes, q.World, q.Rank)
-	if e != nil {
-		return e
-	}
-	data, e := json.Marshal(l)
-	if e != nil {
-		return e
-	}
-	*out = C.CString(string(data))
-	return nil
+func shardAnswer(request *C.char, out **C.char) error {
+	return jsonAnswer("shard", out, func() (any, error) {
+		var q shardRequest
+		if e := decodeJSON(C.GoString(request), &q); e != nil {
+			return nil, fmt.Errorf("fibergen: shard: %w", e)
+		}
+		return runtime.Shard(q.Sizes, q.World, q.Rank)
+	})
 }

@@ -7,7 +7,6 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -105,21 +104,10 @@ func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.i
 	return status(privacyAnswer(request, out), err, errlen)
 }
 
-func privacyAnswer(request *C.char, out **C.char) (err error) {
-	defer recovered(&err)
-	if err := required("privacy", unsafe.Pointer(out)); err != nil {
-		return err
-	}
-	a, err := answerQuery(C.GoString(request))
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
-	*out = C.CString(string(data))
-	return nil
+func privacyAnswer(request *C.char, out **C.char) error {
+	return jsonAnswer("privacy", out, func() (any, error) {
+		return answerQuery(C.GoString(request))
+	})
 }
 
 func answerQuery(request string) (answer, error) {

@@ -174,7 +174,7 @@ func blockTargets(f *Func, b *Block) []string {
 		}
 		return f.Observe.Args
 	case StepBlock:
-		return append([]string{"theta"}, f.States...)
+		return append([]string{ThetaName}, f.States...)
 	case InitBlock:
 		return f.States
 	case DiagBlock:

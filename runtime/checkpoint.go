@@ -742,7 +742,7 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 			return fmt.Errorf("runtime: load %s: %w", path, err)
 		}
 	}
-	o.t = int(h.Step)
+	o.t, o.fault = int(h.Step), nil
 	o.seed = h.Seed
 	o.hypers, o.set = hypers, h.hypersSet()
 	for _, t := range o.tensors {

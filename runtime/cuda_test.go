@@ -14,6 +14,7 @@ import (
 	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/backend"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
@@ -221,8 +222,8 @@ func TestStepDeviceErrors(t *testing.T) {
 		offset uint64
 		want   string
 	}{
-		{"cpu backend", open(runtime.Options{Backend: runtime.CPU, GoFallback: true}), good, 16, 0, "Backend CUDA"},
-		{"go backend", open(runtime.Options{Backend: runtime.Go}), good, 16, 0, "Backend CUDA"},
+		{"cpu backend", open(runtime.Options{Backend: runtime.CPU, GoFallback: true}), good, 16, 0, "a device backend (CUDA, PTXSim)"},
+		{"go backend", open(runtime.Options{Backend: runtime.Go}), good, 16, 0, "a device backend (CUDA, PTXSim)"},
 		{"registered tensors", registered, good, 16, 0, "registered tensors"},
 		{"too few buffers", open(cuda), good[:6], 16, 0, "6 buffers given"},
 		{"too many buffers", open(cuda), append(slices.Clone(good), 0x80000), 16, 0, "8 buffers given"},
@@ -752,4 +753,62 @@ func TestCUDAReleaseOnce(t *testing.T) {
 	if err := b.StepDevice([]runtime.DevicePtr{a.bufs[4], a.bufs[1].Add(4 * n)}, n, n); err != nil {
 		t.Errorf("a step on the other half of the privatized gradient: %v", err)
 	}
+}
+
+// TestStepFaultRefusesUntilLoad: a step whose kernel faults on the device
+// after it began (here: theta's buffer shorter than n, on a simulated
+// device of its own, which the fault poisons) may be applied in part, so
+// the optimizer refuses every step after it until a checkpoint is loaded.
+func TestStepFaultRefusesUntilLoad(t *testing.T) {
+	opts := simOptions(t, runtime.Options{Backend: runtime.PTXSim})
+	o := openDP(t, ptxDir(t, "dp_sgd"), opts, testDP)
+	defer o.Close() // fails: the fault poisoned the context
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	if err := o.Save(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4096
+	bufs := faultyBuffers(t, opts.Driver, n)
+	step := func() error {
+		return errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(bufs, n, 0))
+	}
+	var fault *backend.FaultError
+	if err := step(); !errors.As(err, &fault) {
+		t.Fatalf("a step past theta's buffer: %v, want a *backend.FaultError", err)
+	}
+	if err := step(); err == nil || !strings.Contains(err.Error(), "load a checkpoint (Load) before stepping again") {
+		t.Errorf("the step after a fault: %v, want a refusal", err)
+	}
+	if err := o.Load(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if err := step(); err != nil && strings.Contains(err.Error(), "failed part-way") {
+		t.Errorf("the step after Load is still refused for the fault: %v", err)
+	}
+}
+
+// faultyBuffers allocates dp_sgd's buffers on drv's device: theta of 4
+// floats, the gradient of n zeros.
+func faultyBuffers(t *testing.T, drv *cudadrv.Driver, n int) []runtime.DevicePtr {
+	t.Helper()
+	dev, err := drv.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ctx.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta, err := ctx.Alloc(4 * 4) // after g: theta[0:n] runs past it, not into g
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.MemsetD32(g, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	return []runtime.DevicePtr{runtime.DevicePtr(theta), runtime.DevicePtr(g)}
 }

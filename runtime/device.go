@@ -44,7 +44,8 @@ const CUDABlock = cuda.Block
 // memory g[0:n] lies in, or, after GradientWritten, what the trainer wrote
 // — under DP settings only with TrustClippedGradient.
 //
-// The optimizer must be opened with Backend CUDA and have no tensors with
+// The optimizer must be opened with a device backend (CUDA; PTXSim with its
+// simulated device's memory) and have no tensors with
 // values of its own (Register); ranges (RegisterRange) must cover n, and
 // each steps with its own hypers (the backend launches once per setting).
 // Its first StepDevice (or InitDeviceStates) starts the backend: it loads
@@ -86,8 +87,8 @@ const CUDABlock = cuda.Block
 //	err = o.InitDeviceStates(bufs, n) // once, before the first step
 //	for each batch {
 //		// The runtime clips the batch's per-example rows (device memory)
-//		// into bufs[1]:
-//		_, err = o.PrivatizeDevice(bufs[1], n, rows, 0, k, nil)
+//		// into bufs[ir.GradBuffer]:
+//		_, err = o.PrivatizeDevice(bufs[ir.GradBuffer], n, rows, 0, k, nil)
 //		// (or the trainer writes its own clipped mean there, waits for
 //		// that work and says so: o.GradientWritten(); o.TrustClippedGradient())
 //		err = o.StepDevice(bufs, n, offset)
@@ -129,7 +130,7 @@ func (o *Optimizer) StepDevice(bufs []DevicePtr, n int, offset uint64) (err erro
 			return err
 		}
 		a := o.deviceArgs(n, offset)
-		if err := o.back.Step(mem, a); err != nil {
+		if err := o.stepOn(mem, a); err != nil {
 			return err
 		}
 		defer func() { err = o.deviceDiagnostics(mem, a, err) }() // once the step counts (EnableDiagnostics)
@@ -242,8 +243,8 @@ func (o *Optimizer) fillStates(bufs []DevicePtr, lo, n int, h []float64) error {
 // checkDevice checks what can be checked of StepDevice's and
 // InitDeviceStates' arguments without the driver.
 func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
-	if o.opts.Backend != CUDA {
-		return fmt.Errorf("runtime: %s needs an optimizer opened with Backend CUDA, not %q", what, o.opts.Backend)
+	if !o.opts.Backend.onDevice() {
+		return fmt.Errorf("runtime: %s needs an optimizer opened with a device backend (CUDA, PTXSim), not %q", what, o.opts.Backend)
 	}
 	if o.ownsTensors() {
 		return fmt.Errorf("runtime: %s: %s has registered tensors, which Step steps; StepDevice is for an optimizer without them", what, o.Name())

@@ -2,10 +2,10 @@ package runtime_test
 
 import (
 	"errors"
-	"math"
 	"slices"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -50,7 +50,7 @@ func TestLookahead(t *testing.T) {
 		cur, got := flatParams(t, ts), flatLookahead(t, ts)
 		for i := range cur {
 			want := cur[i] + float32(gamma*(cur[i]-prev[i])) // float32(): no FMA
-			if math.Float32bits(got[i]) != math.Float32bits(want) {
+			if !floatbits.Same(got[i], want) {
 				t.Fatalf("step %d: lookahead[%d] = %v, want %v", s, i, got[i], want)
 			}
 		}

@@ -149,6 +149,7 @@ type Optimizer struct {
 	noise   *Noise          // SetNoise; nil when dp gives the noise
 	seed    uint64
 	t       int
+	fault   error // a step that failed part-way (backend.FaultError); cleared by Load
 	tensors []*Tensor
 	n       int
 	bufs    [][]float32 // theta, g, states (ABI order, ir.ThetaBuffer…); host copies, or the caller's (UseBuffers)
@@ -598,7 +599,7 @@ func (o *Optimizer) Step() error {
 		return err
 	}
 	a := o.args()
-	if err := o.back.Step(backend.Memory{}, a); err != nil {
+	if err := o.stepOn(backend.Memory{}, a); err != nil {
 		return err
 	}
 	o.t++
@@ -609,10 +610,24 @@ func (o *Optimizer) Step() error {
 	return nil
 }
 
+// stepOn runs the step a on the memory m, and remembers a failure after
+// the backend began changing buffers (a *backend.FaultError), on which
+// canStep refuses every further step until Load.
+func (o *Optimizer) stepOn(m backend.Memory, a backend.Step) error {
+	err := o.back.Step(m, a)
+	if fault := (*backend.FaultError)(nil); errors.As(err, &fault) {
+		o.fault = fault
+	}
+	return err
+}
+
 // canStep reports what keeps the next step from running: no DP settings
 // and no noise given, a
 // step the noise counter cannot hold, a spent privacy budget.
 func (o *Optimizer) canStep() error {
+	if o.fault != nil {
+		return fmt.Errorf("runtime: %s: an earlier step failed part-way, and the buffers may hold part of it: load a checkpoint (Load) before stepping again: %w", o.Name(), o.fault)
+	}
 	if o.dp == nil && o.noise == nil {
 		return errors.New("runtime: set the DP settings (SetDP), or the noise itself (SetNoise), before the first step")
 	}

@@ -168,6 +168,9 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	}
 	n := len(out)
 	if out == nil {
+		if len(o.bufs[ir.GradBuffer]) != o.n { // ranges (RegisterRange) on a device: the gradient is the trainer's
+			return privJob{}, fmt.Errorf("runtime: Privatize: the gradient of %s is the trainer's device memory (RegisterRange): privatize into it with PrivatizeDevice", o.Name())
+		}
 		n = o.n
 	}
 	k, err := privRows(cur, n)

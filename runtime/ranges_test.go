@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/runtime"
+	"github.com/fibergen/fibergen/runtime/cudadrv"
 )
 
 // rangeHypers are the hypers of TestRanges*: the optimizer's, and tensors
@@ -45,12 +47,28 @@ func registeredWithHypers(t *testing.T, theta []float32, grads [][]float32) ([][
 	return allBuffers(t, o, ts), cm
 }
 
-// openRanges opens fiber for shard l of tensorSizes: ranges of the parts,
-// with rangeBase and rangeOwn, on buffers of the trainer's (UseBuffers)
-// holding theta's coordinates of the shard.
+// openRanges opens fiber for shard l of tensorSizes (registerRanges), on
+// buffers of the trainer's (UseBuffers) holding theta's coordinates of the
+// shard.
 func openRanges(t *testing.T, backend runtime.Backend, l runtime.ShardLayout, theta []float32) (*runtime.Optimizer, [][]float32) {
 	t.Helper()
 	o := openDP(t, kernelDir(t, "fiber"), runtime.Options{Backend: backend, Offset: uint64(l.Lo)}, testDP)
+	n := registerRanges(t, o, l)
+	bufs := make([][]float32, len(o.Manifest().Buffers))
+	for i := range bufs {
+		bufs[i] = make([]float32, n)
+	}
+	copy(bufs[ir.ThetaBuffer], theta[l.Lo:])
+	if err := o.UseBuffers(bufs); err != nil {
+		t.Fatal(err)
+	}
+	return o, bufs
+}
+
+// registerRanges registers the parts of shard l as ranges of o, with
+// rangeBase and rangeOwn and seed 2026, and returns their length.
+func registerRanges(t *testing.T, o *runtime.Optimizer, l runtime.ShardLayout) int {
+	t.Helper()
 	n := 0
 	for i, p := range l.Parts {
 		tn, err := o.RegisterRange(string(rune('a'+i)), p[1]-p[0])
@@ -67,15 +85,7 @@ func openRanges(t *testing.T, backend runtime.Backend, l runtime.ShardLayout, th
 	if err := errors.Join(o.SetSeed(2026), o.SetHypers(rangeBase)); err != nil {
 		t.Fatal(err)
 	}
-	bufs := make([][]float32, len(o.Manifest().Buffers))
-	for i := range bufs {
-		bufs[i] = make([]float32, n)
-	}
-	copy(bufs[0], theta[l.Lo:])
-	if err := o.UseBuffers(bufs); err != nil {
-		t.Fatal(err)
-	}
-	return o, bufs
+	return n
 }
 
 // TestRangesMatchTensors: ranges of the trainer's buffers with hypers of
@@ -95,13 +105,13 @@ func TestRangesMatchTensors(t *testing.T) {
 				}
 				o, bufs := openRanges(t, backend, l, theta)
 				for _, g := range grads {
-					copy(bufs[1], g[l.Lo:])
+					copy(bufs[ir.GradBuffer], g[l.Lo:])
 					if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.Step()); err != nil {
 						t.Fatal(err)
 					}
 				}
-				got[0] = append(got[0], bufs[0]...)
-				for k, s := range bufs[2:] {
+				got[0] = append(got[0], bufs[ir.ThetaBuffer]...)
+				for k, s := range bufs[ir.FirstState:] {
 					got[1+k] = append(got[1+k], s...)
 				}
 			}
@@ -227,48 +237,60 @@ func TestCUDAStepDeviceRanges(t *testing.T) {
 	ctx := cudaContext(t)
 	theta, grads := inputs(2)
 	want, wantMass := registeredWithHypers(t, theta, grads)
+	for _, world := range []int{1, 2} {
+		got := make([][]float32, len(want))
+		for rank := range world {
+			l, err := runtime.Shard(tensorSizes, world, rank)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, a, n := stepDeviceShard(t, ctx, l, theta, grads)
+			got[0] = append(got[0], a.get(t, ir.ThetaBuffer)[:n]...)
+			for k := range want[1:] {
+				got[1+k] = append(got[1+k], a.get(t, ir.FirstState+k)[:n]...)
+			}
+			if world == 1 {
+				if cm, err := o.ClampMass(); err != nil || cm != wantMass {
+					t.Errorf("clamp_mass %v (%v), the reference's %v", cm, err, wantMass)
+				}
+			}
+		}
+		if !sameBuffers(got, want) {
+			t.Errorf("StepDevice over %d workers: the ranges did not step as the registered tensors", world)
+		}
+	}
+}
+
+// stepDeviceShard steps shard l of theta's coordinates on device buffers
+// of the trainer's, its ranges with hypers of their own, once per
+// gradient, at the shard's global offset.
+func stepDeviceShard(t *testing.T, ctx *cudadrv.Context, l runtime.ShardLayout, theta []float32, grads [][]float32) (*runtime.Optimizer, *deviceArena, int) {
+	t.Helper()
 	o, err := runtime.Open(ptxDir(t, "fiber"), runtime.Options{Backend: runtime.CUDA})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
-	for i, s := range tensorSizes {
-		tn, err := o.RegisterRange(string(rune('a'+i)), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h, ok := rangeOwn[i]; ok {
-			tn.SetHypers(h)
-		}
-	}
-	if err := errors.Join(o.SetDP(testDP), o.SetSeed(2026), o.SetHypers(rangeBase), o.EnableDiagnostics()); err != nil {
+	t.Cleanup(func() { o.Close() })
+	n := registerRanges(t, o, l)
+	if err := errors.Join(o.SetDP(testDP), o.EnableDiagnostics()); err != nil {
 		t.Fatal(err)
 	}
-	n := len(theta)
 	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
-	a.put(t, 0, theta)
+	a.put(t, ir.ThetaBuffer, theta[l.Lo:l.Lo+n])
 	if err := o.InitDeviceStates(a.bufs, n); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.StepDevice(a.bufs, n-1, 0); err == nil || !strings.Contains(err.Error(), "cover") {
+	if err := o.StepDevice(a.bufs, n-1, uint64(l.Lo)); err == nil || !strings.Contains(err.Error(), "cover") {
 		t.Errorf("StepDevice on fewer coordinates than the ranges: %v", err)
 	}
+	if _, err := o.Privatize(make([]float32, n), nil); err == nil || !strings.Contains(err.Error(), "PrivatizeDevice") {
+		t.Errorf("Privatize into the own gradient of device ranges: %v, want a refusal naming PrivatizeDevice", err)
+	}
 	for _, g := range grads {
-		a.put(t, 1, g)
-		if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, n, 0)); err != nil {
+		a.put(t, ir.GradBuffer, g[l.Lo:l.Lo+n])
+		if err := errors.Join(o.GradientWritten(), o.TrustClippedGradient(), o.StepDevice(a.bufs, n, uint64(l.Lo))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for k, w := range want {
-		i := k
-		if k > 0 {
-			i = k + 1 // the states, after theta and g
-		}
-		if got := a.get(t, i); !sameBits(got, w) {
-			t.Errorf("buffer %d: %s", i, firstDiff(got, w))
-		}
-	}
-	if got, err := o.ClampMass(); err != nil || got != wantMass {
-		t.Errorf("clamp_mass %v (%v), the reference's %v", got, err, wantMass)
-	}
+	return o, a, n
 }

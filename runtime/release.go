@@ -138,7 +138,7 @@ func (o *Optimizer) releasableHost() error {
 
 // releasableAt checks the gradient of the trainer's buffers, at g.
 func (o *Optimizer) releasableAt(g memRange) error {
-	if err := o.releasable("buffer "+o.bufName(1), o.grad.src); err != nil {
+	if err := o.releasable("buffer "+o.bufName(ir.GradBuffer), o.grad.src); err != nil {
 		return err
 	}
 	if o.grad.src == gradPrivatized && !o.grad.at.holds(g) {
@@ -184,7 +184,7 @@ func (o *Optimizer) privatized(at memRange, own bool) {
 // owns: host ones (UseBuffers), or device ones (StepDevice, a CUDA
 // optimizer without tensors of values of its own).
 func (o *Optimizer) trainerBuffers() bool {
-	return o.callerBuffers || o.opts.Backend == CUDA && !o.ownsTensors()
+	return o.callerBuffers || o.opts.Backend.onDevice() && !o.ownsTensors()
 }
 
 // dpChanged downgrades a privatized or trusted gradient to a written one
@@ -235,10 +235,13 @@ func (o *Optimizer) TrustClippedGradient() error {
 	if o.trainerBuffers() {
 		if o.grad.src == gradNone {
 			return fmt.Errorf("runtime: TrustClippedGradient: no gradient in buffer %s since the last step: write one first "+
-				"(GradientWritten marks it)", o.bufName(1))
+				"(GradientWritten marks it)", o.bufName(ir.GradBuffer))
 		}
 		o.grad = gradMark{src: gradTrusted}
 		return nil
+	}
+	if o.hasRanges() {
+		return fmt.Errorf("runtime: TrustClippedGradient: %s: %w", o.Name(), errRangesNeedBuffers)
 	}
 	for _, t := range o.tensors {
 		if t.grad == gradNone {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/fibergen/fibergen/generated/dp_adamw"
 	"github.com/fibergen/fibergen/generated/dp_sgd"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/internal/floatbits"
 )
 
 // updater is the Optimizer of a generated package.
@@ -85,10 +85,8 @@ func checkRunMatchesGenerated(t *testing.T, name, noise string, sigma float64, t
 			t.Fatal(err)
 		}
 	}
-	for i := range want {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Errorf("%s noise %s sigma_w2 %v: theta[%d] = %v, generated code gives %v", name, noise, sigma, i, got[i], want[i])
-		}
+	if d := floatbits.Diff(want, got); d != "" {
+		t.Errorf("%s noise %s sigma_w2 %v: theta %s (want: what the generated code gives)", name, noise, sigma, d)
 	}
 }
 

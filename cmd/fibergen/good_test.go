@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -525,10 +526,8 @@ func TestRunDPSGDConstantGradients(t *testing.T) {
 	} {
 		got := runOut(t, "dp_sgd", make([]float32, n), grads, steps, append(c.flags, "--noise", "off")...)
 		want := sgdSteps(make([]float32, n), g, c.lr, steps)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Errorf("lr %v: theta[%d] = %v, want %v (-lr*T*g in float32, step by step)", c.lr, i, got[i], want[i])
-			}
+		if d := floatbits.Diff(want, got); d != "" {
+			t.Errorf("lr %v: theta %s (want: -lr*T*g in float32, step by step)", c.lr, d)
 		}
 	}
 }

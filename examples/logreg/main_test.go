@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -87,7 +88,7 @@ func TestSeeds(t *testing.T) {
 		return append(res.Weight, res.Bias)
 	}
 	a, b, c := weights(7, "cpu"), weights(7, "go"), weights(8, "cpu")
-	if !slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+	if !floatbits.Equal(a, b) {
 		t.Errorf("seed 7 gives different weights on cpu and go:\n%v\n%v", a, b)
 	}
 	if slices.Equal(a, c) {

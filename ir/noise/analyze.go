@@ -89,7 +89,7 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 		describe = func(v *ir.Value) string { return "`" + ir.ExprString(v) + "`" }
 	}
 	a := &noiseAnalyzer{
-		states:   append(slices.Clone(fn.States), "theta"),
+		states:   append(slices.Clone(fn.States), ir.ThetaName),
 		describe: describe,
 		symIndex: map[string]int{},
 		forms:    map[*ir.Value]form{},
@@ -114,7 +114,7 @@ func Analyze(fn *ir.Func, describe func(*ir.Value) string) *Analysis {
 // findNoisy finds the states the noise reaches at all: g, and every state
 // (or theta) whose update reads g or a noisy state, to a fixed point.
 func (a *noiseAnalyzer) findNoisy(b *ir.Block) {
-	a.noisy = map[string]bool{"g": true}
+	a.noisy = map[string]bool{ir.GradName: true}
 	for changed := true; changed; {
 		changed = false
 		for _, s := range b.Stores() {
@@ -272,7 +272,7 @@ func (a *noiseAnalyzer) model(s string) (*Model, string) {
 			row[j] = coefAt(u.lin, zj).f
 		}
 		m.M = append(m.M, row)
-		m.B = append(m.B, coefAt(u.lin, "g").f)
+		m.B = append(m.B, coefAt(u.lin, ir.GradName).f)
 	}
 	return m, ""
 }
@@ -292,7 +292,7 @@ func (a *noiseAnalyzer) closure(s string) ([]string, string) {
 			return nil, why
 		}
 		for k, c := range u.lin {
-			if k != "g" && !in[k] && (c.moving != "" || !c.f.IsZero()) {
+			if k != ir.GradName && !in[k] && (c.moving != "" || !c.f.IsZero()) {
 				in[k] = true
 				work = append(work, k)
 			}

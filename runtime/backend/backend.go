@@ -33,7 +33,9 @@ import (
 //     reduce.ReduceChunk-coordinate chunks, summed in chunk order.
 //   - Nothing half done: a method that returns an error must not have
 //     changed what the runtime's release rules (runtime/release.go) count
-//     on — Step with an error has not counted as a step; FirstNonFinite
+//     on — Step checks every segment before it launches any, and an error
+//     after that (a device fault) is a *FaultError, on which the runtime
+//     refuses to step again until a checkpoint is loaded; FirstNonFinite
 //     changes nothing; Privatize that finds a non-finite example
 //     (*NonFiniteExampleError) leaves the destination unchanged.
 //   - Own memory vs the trainer's: a backend with no device returns an
@@ -176,6 +178,19 @@ type NonFiniteExampleError struct {
 func (e *NonFiniteExampleError) Error() string {
 	return fmt.Sprintf("runtime: example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32): privatize skipped, nothing changed", e.Example)
 }
+
+// FaultError is a Step that failed after it began changing buffers: a
+// device fault, or a launch refused after earlier segments ran. Part of the
+// step may be applied, so the runtime refuses every further step until a
+// checkpoint is loaded (runtime.Optimizer.Load). A backend checks what it
+// can before it changes anything, and returns a plain error for that.
+type FaultError struct{ Err error }
+
+func (e *FaultError) Error() string {
+	return fmt.Sprintf("%v (the step may be applied in part: load a checkpoint before stepping again)", e.Err)
+}
+
+func (e *FaultError) Unwrap() error { return e.Err }
 
 // FirstNaN returns the index of the first NaN in s, or -1: the example
 // whose scale privatize's scales phase left NaN for a non-finite norm.

@@ -131,10 +131,15 @@ func (b *Backend) buffers(m backend.Memory) ([]cudadrv.DevicePtr, int) {
 // Step launches the step once per segment, on the buffers from the
 // segment's start, with its global offset.
 func (b *Backend) Step(m backend.Memory, s backend.Step) error {
-	bufs, _ := b.buffers(m)
+	bufs, n := b.buffers(m)
+	for _, seg := range s.Segments { // every segment checked before the first launch
+		if err := b.k.checkStep(len(bufs), seg, n); err != nil {
+			return err
+		}
+	}
 	for _, seg := range s.Segments {
 		if err := b.k.launchStep(offsetPtrs(bufs, seg.Lo), seg.Hi-seg.Lo, seg.Scalars, s, s.Offset+int64(seg.Lo)); err != nil {
-			return err
+			return &backend.FaultError{Err: err}
 		}
 	}
 	return nil

@@ -106,14 +106,23 @@ func (k *kernels) firstNonFinite(g cudadrv.DevicePtr, n int) (int, error) {
 	return int(first[0]), nil
 }
 
+// checkStep refuses a segment the step kernel cannot run over nbuf
+// buffers of n floats.
+func (k *kernels) checkStep(nbuf int, seg backend.Segment, n int) error {
+	if nbuf != k.nbuf || len(seg.Scalars) != k.nscalar {
+		return fmt.Errorf("runtime: %s_step takes %d buffers and %d scalars, got %d and %d",
+			k.name, k.nbuf, k.nscalar, nbuf, len(seg.Scalars))
+	}
+	if seg.Lo < 0 || seg.Lo > seg.Hi || seg.Hi > n {
+		return fmt.Errorf("runtime: %s_step: segment [%d, %d) outside the buffers' %d floats", k.name, seg.Lo, seg.Hi, n)
+	}
+	return nil
+}
+
 // launchStep runs the step kernel over n coordinates of the device buffers
 // bufs (theta, g, states), the first at global index offset, and waits for
-// it.
+// it (checkStep has checked the arguments).
 func (k *kernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32, s backend.Step, offset int64) error {
-	if len(bufs) != k.nbuf || len(scalars) != k.nscalar {
-		return fmt.Errorf("runtime: %s_step takes %d buffers and %d scalars, got %d and %d",
-			k.name, k.nbuf, k.nscalar, len(bufs), len(scalars))
-	}
 	if n <= 0 {
 		return nil
 	}
