@@ -143,5 +143,6 @@ fuzz:
 	$(GO) test ./pipeline -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./runtime/npy -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzLoadFrom$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)

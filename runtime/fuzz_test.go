@@ -43,3 +43,48 @@ func FuzzLoadFrom(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShard: every layout Shard gives is one the binding can register —
+// a slice of a multiple of 4, parts consecutive from the shard's start
+// inside it — and the shards of all ranks cover every tensor's coordinates
+// once; what it refuses, it refuses with an error.
+func FuzzShard(f *testing.F) {
+	f.Add([]byte{3, 0, 7, 250, 1}, uint8(2))
+	f.Add([]byte{}, uint8(1))
+	f.Add([]byte{0, 0, 5}, uint8(7))
+	f.Fuzz(func(t *testing.T, raw []byte, world uint8) {
+		sizes := make([]int, len(raw))
+		for i, b := range raw {
+			sizes[i] = int(b) * int(b) // up to 65025: shards of many Philox groups
+		}
+		covered := make([]int, len(sizes))
+		for rank := range int(world) {
+			l, err := runtime.Shard(sizes, int(world), rank)
+			if err != nil {
+				t.Fatalf("Shard(%v, %d, %d): %v", sizes, world, rank, err)
+			}
+			checkShard(t, l, sizes, covered)
+		}
+		for i, c := range covered {
+			if world > 0 && c != sizes[i] {
+				t.Fatalf("Shard(%v, %d): tensor %d covered %d of %d coordinates", sizes, world, i, c, sizes[i])
+			}
+		}
+	})
+}
+
+// checkShard checks one shard's layout and adds its parts to covered.
+func checkShard(t *testing.T, l runtime.ShardLayout, sizes, covered []int) {
+	t.Helper()
+	if l.Slice%4 != 0 || l.Hi-l.Lo != l.Slice || len(l.Parts) != len(sizes) {
+		t.Fatalf("layout %+v of %v", l, sizes)
+	}
+	next := l.Lo
+	for i, p := range l.Parts {
+		if p[0] != next || p[1] < p[0] || p[1] > l.Hi {
+			t.Fatalf("part %d %v of layout %+v of %v: not consecutive inside the shard", i, p, l, sizes)
+		}
+		next = p[1]
+		covered[i] += p[1] - p[0]
+	}
+}

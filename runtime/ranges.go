@@ -146,7 +146,7 @@ type ShardLayout struct {
 	Lo int `json:"lo"`
 	Hi int `json:"hi"`
 	// Parts are each tensor's coordinates [lo, hi) in the shard (empty
-	// where it has none, at the shard's start or at the tensor's), in
+	// where it has none, at the shard's start or end), in
 	// order: consecutive, from Lo, so the shard's optimizer registers them
 	// as ranges of hi−lo coordinates and steps buffers of their sum.
 	Parts [][2]int `json:"parts"`
@@ -170,7 +170,7 @@ func Shard(sizes []int, world, rank int) (ShardLayout, error) {
 	l := ShardLayout{Slice: per, Lo: rank * per, Hi: (rank + 1) * per}
 	start := 0
 	for _, s := range sizes {
-		lo := max(start, l.Lo)
+		lo := min(max(start, l.Lo), l.Hi) // a tensor past the shard: an empty part at its end
 		hi := max(min(start+s, l.Hi), lo)
 		l.Parts = append(l.Parts, [2]int{lo, hi})
 		start += s
