@@ -268,6 +268,12 @@ func (o *Optimizer) checkDevice(what string, bufs []DevicePtr, n int) error {
 	if n > math.MaxInt64/4 {
 		return fmt.Errorf("runtime: %s: %d coordinates", what, n)
 	}
+	return o.checkDevicePtrs(what, bufs, n)
+}
+
+// checkDevicePtrs refuses device buffers of n floats that are null,
+// misaligned, past the end of the address space or overlapping.
+func (o *Optimizer) checkDevicePtrs(what string, bufs []DevicePtr, n int) error {
 	size := 4 * uint64(n)
 	for i, p := range bufs {
 		name := o.bufName(i)

@@ -20,6 +20,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/ir"
 )
 
@@ -55,7 +57,10 @@ func run(dir, out string) error {
 		_, err = os.Stdout.Write(src)
 		return err
 	}
-	return os.WriteFile(out, src, 0o644)
+	return fileout.Write(out, 0o644, func(w io.Writer) error { // whole or not at all
+		_, err := w.Write(src)
+		return err
+	})
 }
 
 // abi is what capi's sources say of the C ABI.
