@@ -1,0 +1,143 @@
+package runtime_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/fibergen/fibergen/codegen/llvmgen"
+	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/runtime"
+)
+
+// initBase and initRanges are the hypers of TestRangesInitHost and
+// TestCUDAInitDeviceStatesRanges: the optimizer's, and each range's size
+// and own hypers (testdata's init_ranges reads m0 in its states' initial
+// values; lr in none of them).
+var (
+	initBase   = map[string]float64{"m0": 3}
+	initRanges = []struct {
+		n   int
+		own map[string]float64
+	}{
+		{5, nil},
+		{3, map[string]float64{"m0": -2}},
+		{0, map[string]float64{"m0": 7}},
+		{6, map[string]float64{"m0": 0.25, "lr": 0.5}},
+		{2, map[string]float64{"lr": 0.5}},
+	}
+)
+
+// initWant is each state of init_ranges (m = m0, v = 2·m0 + 0.5) over the
+// ranges, each range's coordinates under its own m0.
+func initWant() [][]float32 {
+	want := make([][]float32, 2)
+	for _, r := range initRanges {
+		m0 := initBase["m0"]
+		if v, ok := r.own["m0"]; ok {
+			m0 = v
+		}
+		for range r.n {
+			want[0] = append(want[0], float32(m0))
+			want[1] = append(want[1], float32(2*m0+0.5))
+		}
+	}
+	return want
+}
+
+// initRangesDir compiles testdata/init_ranges.dsl into a directory laid
+// out as fibergen build lays it out. A GPU host of make gpu-bundle
+// ($FIBERGEN_GENERATED) has no LLVM to build its PTX: the test skips there.
+func initRangesDir(t *testing.T) string {
+	t.Helper()
+	if _, err := llvmgen.FindToolchain(); err != nil && os.Getenv("FIBERGEN_GENERATED") != "" {
+		t.Skipf("init_ranges needs LLVM to build: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "init_ranges.dsl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, errs, err := pipeline.Compile("init_ranges.dsl", src)
+	if len(errs) > 0 || err != nil {
+		t.Fatalf("init_ranges.dsl: %v %v", errs, err)
+	}
+	files, err := u.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "init_ranges")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// openInitRanges opens init_ranges from dir with initRanges registered,
+// the optimizer's hypers initBase, and returns their length.
+func openInitRanges(t *testing.T, dir string, backend runtime.Backend) (*runtime.Optimizer, int) {
+	t.Helper()
+	o := openDP(t, dir, runtime.Options{Backend: backend}, testDP)
+	n := 0
+	for i, r := range initRanges {
+		tn, err := o.RegisterRange(string(rune('a'+i)), r.n)
+		if err == nil && r.own != nil {
+			err = tn.SetHypers(r.own)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += r.n
+	}
+	if err := o.SetHypers(initBase); err != nil {
+		t.Fatal(err)
+	}
+	return o, n
+}
+
+// TestRangesInitHost: UseBuffers starts each range's states at their
+// initial values under the range's own hypers, on the host kernel and the
+// reference, whatever the trainer's buffers held.
+func TestRangesInitHost(t *testing.T) {
+	dir := initRangesDir(t)
+	for _, backend := range []runtime.Backend{runtime.CPU, runtime.Go} {
+		o, n := openInitRanges(t, dir, backend)
+		bufs := make([][]float32, len(o.Manifest().Buffers))
+		for i := range bufs {
+			bufs[i] = slices.Repeat([]float32{99}, n)
+		}
+		if err := o.UseBuffers(bufs); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(initWant(), bufs[ir.FirstState:]); d != "" {
+			t.Errorf("%s: states after UseBuffers (-want +got)\n%s", backend, d)
+		}
+	}
+}
+
+// TestCUDAInitDeviceStatesRanges: InitDeviceStates starts each range's
+// states at their initial values under the range's own hypers, on device
+// buffers of the trainer's, poisoned before.
+func TestCUDAInitDeviceStatesRanges(t *testing.T) {
+	ctx := cudaContext(t)
+	o, n := openInitRanges(t, initRangesDir(t), runtime.CUDA)
+	a := newDeviceArena(t, ctx, len(o.Manifest().Buffers), n, 1)
+	if err := o.InitDeviceStates(a.bufs, n); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]float32
+	for i := ir.FirstState; i < len(a.bufs); i++ {
+		got = append(got, a.get(t, i))
+	}
+	if d := cmp.Diff(initWant(), got); d != "" {
+		t.Errorf("states after InitDeviceStates (-want +got)\n%s", d)
+	}
+}
