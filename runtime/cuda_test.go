@@ -65,6 +65,14 @@ func cudaContext(t *testing.T) *cudadrv.Context {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return deviceContext(t, drv, false)
+}
+
+// deviceContext retains the primary context of drv's device 0 for the
+// test, and releases it after, which must work unless poisoned: a test
+// that faults the device on purpose (TestStepFaultRefusesUntilLoad).
+func deviceContext(t *testing.T, drv *cudadrv.Driver, poisoned bool) *cudadrv.Context {
+	t.Helper()
 	dev, err := drv.Device(0)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +82,7 @@ func cudaContext(t *testing.T) *cudadrv.Context {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ctx.Close(); err != nil {
+		if err := ctx.Close(); err != nil && !poisoned {
 			t.Error(err)
 		}
 	})
@@ -791,14 +799,7 @@ func TestStepFaultRefusesUntilLoad(t *testing.T) {
 // floats, the gradient of n zeros.
 func faultyBuffers(t *testing.T, drv *cudadrv.Driver, n int) []runtime.DevicePtr {
 	t.Helper()
-	dev, err := drv.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := dev.Context()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := deviceContext(t, drv, true)
 	g, err := ctx.Alloc(4 * n)
 	if err != nil {
 		t.Fatal(err)
