@@ -25,7 +25,9 @@ parameters. docs/python.md is the guide.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import numbers
 import os
 import warnings
 from pathlib import Path
@@ -44,6 +46,12 @@ __all__ = ["Optimizer", "per_example_grads", "FibergenError", "NonFiniteGradient
 # optimizer per group, loads where there is one group (the same checkpoint).
 _STATE_DICT_FORMAT = "fibergen-torch-2"
 _FORMAT_ONE_GROUP = "fibergen-torch-1"
+
+# The options whose difference between ranks would make one rank refuse
+# what another does (a hyper, a look-ahead weight, a second step, a
+# resume), leaving the others waiting in a collective: the ranks agree on
+# them when the optimizer opens.
+_AGREED_OPTIONS = ("allow_extrapolation", "allow_resume_again", "allow_unstable", "allow_gradient_reuse")
 
 
 class _Group:
@@ -64,6 +72,25 @@ class _Group:
         return self.hi - self.lo
 
 
+def _failing_together(init: Any) -> Any:
+    """Optimizer.__init__ such that, with a process group, a rank that fails
+    before the ranks agree (Optimizer._agree_at_open) — a bad hyper, no
+    parameters, a missing build — still joins that one collective, with its
+    error, so that every other rank raises too instead of waiting for it."""
+    @functools.wraps(init)
+    def opening(self: "Optimizer", *args: Any, process_group: Optional[Any] = None, **kwargs: Any) -> None:
+        self._agreed = False
+        try:
+            init(self, *args, process_group=process_group, **kwargs)
+        except Exception as e:
+            if process_group is not None and not self._agreed:
+                with contextlib.suppress(Exception):  # this rank's own error is the one to raise
+                    _agree(process_group, "open the optimizer", {"error": f"{type(e).__name__}: {e}"},
+                           getattr(self, "_device", None))
+            raise
+    return opening
+
+
 class Optimizer(torch.optim.Optimizer):
     """A fibergen optimizer over ``params``, from the directory ``path`` that
     ``fibergen build`` wrote (e.g. ``generated/fiber``).
@@ -75,7 +102,10 @@ class Optimizer(torch.optim.Optimizer):
     (default: a secret one from the OS, shared by every group and rank);
     ``threads`` caps the host kernel's threads (default: every core);
     ``process_group`` shards the states over the ranks of a
-    ``torch.distributed`` group (ZeRO-1); ``allow_extrapolation`` permits a
+    ``torch.distributed`` group (ZeRO-1): every rank opens the optimizer
+    alike — the build, the allow_ options, the layout, the seed (the same
+    on every rank, or None on every rank) and every group's hypers — or
+    all raise, saying which rank differs in what; ``allow_extrapolation`` permits a
     two_point weight outside [0, 1]; ``allow_resume_again`` lets
     ``load_state_dict`` resume, with a warning, a state resumed before on
     this machine, which it otherwise refuses (two runs resumed from one state
@@ -96,6 +126,7 @@ class Optimizer(torch.optim.Optimizer):
     write but ``privatize``) left in ``.grad`` without ``trust_clipped_grad``.
     """
 
+    @_failing_together
     def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
@@ -131,7 +162,7 @@ class Optimizer(torch.optim.Optimizer):
             raise ValueError(f"fibergen: seed = {seed!r}: want a whole number in [0, 2^64)")
         self._layout()
         self._open()
-        self._share_seed(seed, probe.seed())
+        self._handle.set_seed(self._agree_at_open(seed, probe.seed()))
         probe.close()
         self.found_inf = False  # the last step was skipped for a NaN or ±Inf gradient
         self.skipped_steps = 0
@@ -231,17 +262,34 @@ class Optimizer(torch.optim.Optimizer):
         bufs = [self._theta[self._lo:self._lo + self._n], self._grad[self._lo:self._lo + self._n], *self._state_bufs]
         return [b.data_ptr() if self._n else 0 for b in bufs]
 
-    def _share_seed(self, seed: Optional[int], drawn: int) -> None:
-        """Sets one seed on every rank: the given one, else one the OS drew
-        on rank 0."""
-        if seed is None:
-            seed = drawn
-            if self._pg is not None:
-                t = torch.tensor([seed - (1 << 64) if seed >= 1 << 63 else seed], dtype=torch.int64,
-                                 device=self._device)
-                dist.broadcast(t, _global_rank0(self._pg), group=self._pg)
-                seed = int(t.item()) & ((1 << 64) - 1)
-        self._handle.set_seed(seed)
+    def _agree_at_open(self, seed: Optional[int], drawn: int) -> int:
+        """The seed of every rank, once the ranks agree on what they open:
+        with a process group, one all_gather_object of each rank's facts
+        (_open_facts) before any other collective, raising on every rank
+        where a rank's differ from rank 0's or a rank failed to get here.
+        The seed is the one given on every rank, else (seed=None on every
+        rank) the one the OS drew on rank 0, which the same collective
+        carries; None on some ranks only is a difference."""
+        self._agreed = True
+        if self._pg is None:
+            return drawn if seed is None else seed
+        every = _agree(self._pg, "open the optimizer", self._open_facts(seed), self._device,
+                       drawn=drawn if self._rank == 0 else None)
+        return every[0]["drawn"] if seed is None else seed
+
+    def _open_facts(self, seed: Optional[int]) -> dict[str, Any]:
+        """What every rank must open alike: the build (the manifest hash the
+        library reports, which covers the kernels' ABI stamp), the options
+        that decide what the runtime refuses, the layout (each group's
+        parameter shapes, the shard length fg_shard gives), the seed and
+        every group's hypers as the param groups hold them."""
+        facts = {"optimizer": self._info["name"], "build (manifest_sha256)": self._info["manifest_sha256"],
+                 **{k: self._opts[k] for k in _AGREED_OPTIONS},
+                 "layout (parameter groups)": len(self.param_groups), "shard length": self._slice, "seed": seed}
+        for i, pg in enumerate(self.param_groups):
+            facts[f"layout (parameter shapes of group {i})"] = [list(p.shape) for p in pg["params"]]
+            facts.update({f"{k} of group {i}": _plain(v) for k, v in pg.items() if k != "params"})
+        return facts
 
     # --- settings ---------------------------------------------------------
 
@@ -283,12 +331,17 @@ class Optimizer(torch.optim.Optimizer):
     def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
         """The DP settings of the next steps: per-example clipping norm C,
         noise multiplier σ_DP and (expected) batch size B; the noise per
-        coordinate is σ_DP·C/B."""
+        coordinate is σ_DP·C/B. With a process group every rank calls it,
+        with the same settings (a difference raises on every rank)."""
+        self._ranks_agree("set_dp", clip=clip, noise_multiplier=noise_multiplier,
+                          expected_batch_size=expected_batch_size)
         self._handle.set_dp(clip, noise_multiplier, expected_batch_size)
 
     def set_noise(self, sigma_w2: float, draw: bool = True) -> None:
         """Gives the noise variance σ_w² directly (replaying recorded clipped
-        means); ``draw=False`` says the gradients are privatized already."""
+        means); ``draw=False`` says the gradients are privatized already.
+        With a process group every rank calls it, alike."""
+        self._ranks_agree("set_noise", sigma_w2=sigma_w2, draw=draw)
         self._handle.set_noise(sigma_w2, draw)
 
     def set_budget(self, epsilon: float, *, clip: float, dataset_size: int, batch_size: int, epochs: float,
@@ -296,10 +349,19 @@ class Optimizer(torch.optim.Optimizer):
         """Calibrates σ_DP with fibergen's accountant ("pld", the default, or
         "rdp") so that the run spends at most (ε, δ) (δ = 1/N^1.1 by
         default), sets the DP settings and from then on refuses the steps
-        past the schedule; returns σ_DP."""
+        past the schedule; returns σ_DP. With a process group every rank
+        calls it, alike."""
         req = {"epsilon": epsilon, "delta": delta, "clip": clip, "dataset_size": dataset_size,
                "batch_size": batch_size, "epochs": epochs, "sampling": sampling, "accountant": accountant}
+        self._ranks_agree("set_budget", **req)
         return self._handle.set_budget(req)
+
+    def _ranks_agree(self, what: str, **settings: Any) -> None:
+        """With a process group, checks that every rank makes these settings
+        (raising on every rank where one differs) before any rank makes
+        them: the runtime then accepts or refuses them on all alike."""
+        if self._pg is not None:
+            _agree(self._pg, what, {k: _plain(v) for k, v in settings.items()}, self._device)
 
     @property
     def sigma_w2(self) -> Optional[float]:
@@ -806,12 +868,84 @@ def _addrs(tensors: list[torch.Tensor]) -> list[int]:
     return [t.data_ptr() for t in tensors]
 
 
-def _global_rank0(pg: Any) -> int:
-    """The global rank of the process group's rank 0 (broadcast's src)."""
-    if pg is None or pg is dist.group.WORLD:
-        return 0
-    get = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank  # torch 1.13
-    return get(pg, 0)
+def _agree(pg: Any, what: str, facts: dict[str, Any], device: Optional[torch.device] = None,
+           **extra: Any) -> list[dict[str, Any]]:
+    """Every rank's {"facts": facts, **extra}, once every rank of pg holds
+    rank 0's facts: one all_gather_object, a collective of one protocol
+    whatever the facts, so that no difference can leave the ranks waiting
+    in different collectives (on a CUDA device, the parameters', which
+    NCCL's all_gather_object takes for the current one). A rank whose
+    facts differ, or that failed before (its facts are {"error": ...}),
+    raises on every rank a FibergenError naming the rank and the fact."""
+    every: list[Any] = [None] * dist.get_world_size(pg)
+    with torch.cuda.device(device) if device is not None and device.type == "cuda" else contextlib.nullcontext():
+        dist.all_gather_object(every, {"facts": facts, **extra}, group=pg)
+    if differences := _differences([e["facts"] for e in every]):
+        shown = "; ".join(differences[:_SHOWN_DIFFERENCES]) + (
+            f"; and {len(differences) - _SHOWN_DIFFERENCES} more" if len(differences) > _SHOWN_DIFFERENCES else "")
+        raise FibergenError(f"fibergen: the ranks cannot {what} together: {shown}")
+    return every
+
+
+_SHOWN_DIFFERENCES = 6  # the differences an error names; it counts the rest
+
+
+def _differences(facts: list[dict[str, Any]]) -> list[str]:
+    """Where each rank's facts differ from rank 0's (a failed rank's error
+    first), in words."""
+    failed = [f"rank {r} failed: {f['error']}" for r, f in enumerate(facts) if "error" in f]
+    if failed:
+        return failed
+    out = []
+    for key in dict.fromkeys(k for f in facts for k in f):  # rank 0's order, then what only others have
+        ours = facts[0].get(key, _ABSENT)
+        out += [_difference(key, r, f.get(key, _ABSENT), ours) for r, f in enumerate(facts)
+                if r and f.get(key, _ABSENT) != ours]
+    return out
+
+
+class _Absent:
+    """A fact some rank does not have (its groups are fewer)."""
+
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _difference(key: str, rank: int, theirs: Any, ours: Any) -> str:
+    """Rank rank's fact key against rank 0's, in words; a seed's value is
+    not shown (it is secret: it undoes the noise)."""
+    if key == "seed":
+        if theirs is not None and ours is not None:
+            return f"rank {rank}'s seed differs from rank 0's (neither is shown: a seed is secret)"
+        seen = {None: "None (rank 0 draws it)"}
+        return (f"rank {rank}'s seed is {seen.get(theirs, 'a fixed one')}, rank 0's is {seen.get(ours, 'a fixed one')}:"
+                " pass the same seed= on every rank, or none on any")
+    return f"rank {rank}'s {key} is {_short(theirs)}, rank 0's is {_short(ours)}"
+
+
+def _short(v: Any, limit: int = 120) -> str:
+    s = repr(v)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _plain(v: Any) -> Any:
+    """A hyper's value as comparable, picklable plain data: a number as
+    itself (1 and 1.0 compare equal), a sequence as a list, anything else
+    as its repr."""
+    if v is None or isinstance(v, (bool, str, int, float)):
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    if isinstance(v, (tuple, list)):
+        return [_plain(x) for x in v]
+    if isinstance(v, torch.Tensor) and v.numel() == 1:
+        return v.item()
+    return repr(v)
 
 
 def per_example_grads(model: torch.nn.Module, loss: Any, *batch: torch.Tensor, with_loss: bool = False) -> Any:
