@@ -84,21 +84,20 @@ class _Names:
                 seq = self.seqs.setdefault(a["name"], [])
                 seq.extend([""] * (a["index"] + 1 - len(seq)))
                 seq[a["index"]] = h["name"]
-        self.of = {h: a for a in self.plain for h in [self.plain[a]]}
-        self.of.update({h: a for a, hs in self.seqs.items() for h in hs})
 
     def accepted(self) -> str:
         seqs = [f"{a}=({', '.join(hs)})" for a, hs in self.seqs.items()]
         return ", ".join(self.hypers + [f"{a} ({h})" for a, h in self.plain.items()] + seqs)
 
     def knows(self, key: str) -> bool:
-        return key in self.of or key in self.plain or key in self.seqs
+        """Whether key is a hyper's name or an alias."""
+        return key in self.hypers or key in self.plain or key in self.seqs
 
     def resolve(self, values: dict, who: str) -> dict[str, Any]:
         """values by their own names or aliases, by the hypers' own names;
         raises on a name that is neither, a sequence of the wrong length and
         a hyper given twice with two values."""
-        if unknown := sorted(k for k in values if k not in self.hypers and not self.knows(k)):
+        if unknown := sorted(k for k in values if not self.knows(k)):
             raise ValueError(f"fibergen: {who} has no hyper {', '.join(unknown)} (it accepts: {self.accepted()})")
         out: dict[str, Any] = {}
         for k, v in values.items():
@@ -138,7 +137,7 @@ class _ParamGroup(dict):
 
     def __setitem__(self, key: str, value: Any) -> None:
         names = self.__dict__.get("_names")  # unset while a copy is being unpickled
-        if names is None or not (key in names.hypers or names.knows(key)):
+        if names is None or not names.knows(key):
             super().__setitem__(key, value)
             return
         own = names.resolve({key: value}, self._who)
@@ -246,8 +245,9 @@ class Optimizer(torch.optim.Optimizer):
         if self._built:
             raise FibergenError("fibergen: add every parameter group when constructing the optimizer: "
                                 "its parameters live in flat buffers laid out once")
-        own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, self._info["name"])
-        group = _ParamGroup(self._names, self._info["name"], {"params": param_group["params"]} if "params" in param_group else {})
+        name = self._info["name"]
+        own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, name)
+        group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
         group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
         super().add_param_group(group)
 
