@@ -38,15 +38,26 @@ type OptimizerDecl struct {
 	Name    *Ident
 }
 
-// HyperDecl is `hyper NAME = DEFAULT [in RANGE]`: DEFAULT is a signed
-// number (Default) or an expression of numbers and earlier hypers
-// (DefaultExpr, and Default nil).
+// HyperDecl is `hyper NAME = DEFAULT [in RANGE] [alias ALIAS]`: DEFAULT
+// is a signed number (Default) or an expression of numbers and earlier
+// hypers (DefaultExpr, and Default nil).
 type HyperDecl struct {
 	Keyword     Pos
 	Name        *Ident
 	Default     *NumberLit // signed: Value holds the sign
 	DefaultExpr Expr       // the default as written; a number too
 	Range       *Range     // nil if unconstrained
+	Alias       *Alias     // nil without one
+}
+
+// Alias is `alias NAME` or `alias NAME[INDEX]`: the name a binding accepts
+// for the hyper besides its own (the PyTorch binding's weight_decay), or
+// the hyper as element INDEX of the sequence NAME (betas[0]).
+type Alias struct {
+	Keyword Pos
+	Name    *Ident
+	Index   int // -1 for `alias NAME`
+	Open    Pos // position of '[', if indexed
 }
 
 // Range is an interval `(lo, hi]` and the like, where it is written.

@@ -235,6 +235,7 @@ func (c *checker) declareHypers() {
 		}
 		c.checkRange(d)
 	}
+	c.checkAliases()
 }
 
 // checkDerivedDefault checks a default written as an expression: numbers,

@@ -173,6 +173,9 @@ func (p *parser) parseHyper() {
 		p.next()
 		d.Range = p.parseRange()
 	}
+	if p.tok == ALIAS {
+		d.Alias = p.parseAlias()
+	}
 	p.f.Hypers = append(p.f.Hypers, d)
 	p.add(d)
 }
@@ -356,6 +359,35 @@ func (p *parser) parseNumber() *NumberLit {
 	p.next()
 	return x
 }
+
+// parseAlias parses 'alias' name ['[' NUMBER ']'].
+func (p *parser) parseAlias() *Alias {
+	a := &Alias{Keyword: p.pos, Index: -1}
+	p.next()
+	a.Name = p.parseIdent()
+	if p.tok != LBRACK {
+		return a
+	}
+	a.Open = p.pos
+	p.next()
+	if p.tok != NUMBER {
+		p.errorExpected("the index of the alias's element (0, 1, ...)")
+		return nil
+	}
+	pos, lit := p.pos, p.lit
+	i, err := strconv.Atoi(lit)
+	if err != nil || i < 0 || i >= maxAliasIndex {
+		p.errorf(pos, "alias index %s: want a whole number from 0 to %d", lit, maxAliasIndex-1)
+		return nil
+	}
+	a.Index = i
+	p.next()
+	p.expect(RBRACK, "']' after the alias's index")
+	return a
+}
+
+// maxAliasIndex bounds an alias's index: a sequence of hypers (betas) is short.
+const maxAliasIndex = 16
 
 // parseRange parses ('('|'[') bound ',' bound (')'|']').
 func (p *parser) parseRange() *Range {

@@ -47,6 +47,9 @@ func Format(f *File) []byte {
 			if d.Range != nil {
 				fmt.Fprintf(&b, " in %s", d.Range)
 			}
+			if d.Alias != nil {
+				fmt.Fprintf(&b, " alias %s", d.Alias)
+			}
 			b.WriteString("\n")
 		case *StateDecl:
 			fmt.Fprintf(&b, "state %s = %s\n", d.Name.Name, ExprString(d.Init))

@@ -44,6 +44,7 @@ const (
 	STEP       // step
 	DIAGNOSTIC // diagnostic
 	IN         // in
+	ALIAS      // alias
 	INF        // inf
 	keywordEnd
 )
@@ -55,7 +56,7 @@ var tokens = [...]string{
 	LSS: "<", LEQ: "<=", GTR: ">", GEQ: ">=", EQL: "==", NEQ: "!=",
 	LPAREN: "(", RPAREN: ")", LBRACK: "[", RBRACK: "]", LBRACE: "{", RBRACE: "}",
 	OPTIMIZER: "optimizer", HYPER: "hyper", STATE: "state", SCALAR: "scalar", HOST: "host", OBSERVE: "observe",
-	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", INF: "inf",
+	STEP: "step", DIAGNOSTIC: "diagnostic", IN: "in", ALIAS: "alias", INF: "inf",
 }
 
 // String returns the token's spelling, or a description for classes of tokens.

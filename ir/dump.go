@@ -18,6 +18,9 @@ func (f *Func) String() string {
 		if h.Range != nil {
 			fmt.Fprintf(&b, " in %s", h.Range)
 		}
+		if h.Alias != nil {
+			fmt.Fprintf(&b, " alias %s", h.Alias)
+		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "states %s\n", strings.Join(f.States, " "))

@@ -170,6 +170,23 @@ type Hyper struct {
 	Default float64
 	Range   *lang.Interval // nil: any finite value
 	Derived bool
+	Alias   *Alias // the name a binding accepts besides Name; nil without one
+}
+
+// Alias is a hyper's `alias` (docs/dsl.md): the name a binding accepts for
+// it (weight_decay), or, with an Index, the element of a sequence it is
+// (betas[0]). It names the hyper and changes nothing it computes.
+type Alias struct {
+	Name  string `json:"name"`
+	Index *int   `json:"index,omitempty"` // nil for a plain alias
+}
+
+// String returns the alias as the DSL writes it: weight_decay, betas[0].
+func (a *Alias) String() string {
+	if a.Index == nil {
+		return a.Name
+	}
+	return fmt.Sprintf("%s[%d]", a.Name, *a.Index)
 }
 
 // Observation is the observe declaration: its kind; the observe block stores

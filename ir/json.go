@@ -41,6 +41,7 @@ type hyperJSON struct {
 	Default jsonFloat  `json:"default"`
 	Range   *rangeJSON `json:"range,omitempty"`
 	Derived bool       `json:"derived,omitempty"`
+	Alias   *Alias     `json:"alias,omitempty"`
 }
 
 type rangeJSON struct {
@@ -124,7 +125,7 @@ func (f *Func) MarshalJSON() ([]byte, error) {
 }
 
 func encodeHyper(h Hyper) hyperJSON {
-	j := hyperJSON{Name: h.Name, Default: jsonFloat(h.Default), Derived: h.Derived}
+	j := hyperJSON{Name: h.Name, Default: jsonFloat(h.Default), Derived: h.Derived, Alias: h.Alias}
 	if r := h.Range; r != nil {
 		j.Range = &rangeJSON{Lo: r.LoLit, Hi: r.HiLit, LoOpen: r.LoOpen, HiOpen: r.HiOpen}
 	}
@@ -204,7 +205,7 @@ func UnmarshalFunc(data []byte) (*Func, error) {
 }
 
 func decodeHyper(h hyperJSON) (Hyper, error) {
-	hy := Hyper{Name: h.Name, Default: float64(h.Default), Derived: h.Derived}
+	hy := Hyper{Name: h.Name, Default: float64(h.Default), Derived: h.Derived, Alias: h.Alias}
 	if r := h.Range; r != nil {
 		lo, err1 := strconv.ParseFloat(r.Lo, 64)
 		hi, err2 := strconv.ParseFloat(r.Hi, 64)

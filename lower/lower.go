@@ -78,7 +78,7 @@ func (l *lowerer) fail(pos dsl.Pos, format string, args ...any) *ir.Value {
 func (l *lowerer) lowerHypers(fn *ir.Func, hypers []*dsl.HyperDecl) {
 	l.b, l.env = &ir.Block{Name: "hyper defaults", Kind: ir.HyperDefaultBlock}, map[string]*ir.Value{}
 	for _, h := range hypers {
-		hy := ir.Hyper{Name: h.Name.Name, Range: hyperRange(h.Range), Derived: h.Default == nil}
+		hy := ir.Hyper{Name: h.Name.Name, Range: hyperRange(h.Range), Derived: h.Default == nil, Alias: hyperAlias(h.Alias)}
 		if h.Default != nil {
 			hy.Default = h.Default.Value
 		} else {
@@ -291,6 +291,19 @@ func (l *lowerer) op(op ir.Op, args ...*ir.Value) *ir.Value {
 		args[i] = l.toF32(a)
 	}
 	return l.b.NewValue(op, ir.F32, uniform, args...)
+}
+
+// hyperAlias is a hyper's alias in the IR, nil without one.
+func hyperAlias(a *dsl.Alias) *ir.Alias {
+	if a == nil {
+		return nil
+	}
+	out := &ir.Alias{Name: a.Name.Name}
+	if a.Index >= 0 {
+		i := a.Index
+		out.Index = &i
+	}
+	return out
 }
 
 // hyperRange is the interval of a hyper's range, nil when unconstrained.

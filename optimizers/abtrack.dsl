@@ -13,14 +13,14 @@
 
 optimizer abtrack
 
-hyper lr = 1e-3 in (0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps = 1e-8 in (0, inf)
-hyper wd = 0 in [0, inf)        // decoupled weight decay (lambda)
-hyper alpha = 0.5 in (0, 2)     // gain of the level
-hyper beta = 0.05 in (0, 4)     // gain of the trend
-hyper eps_v = 1e-8 in [0, inf)  // floor of the corrected second moment
+hyper lr = 1e-3 in [0, inf)
+hyper beta1 = 0.9 in [0, 1) alias betas[0]   // 1 open: 1 - beta1 ** (t + 1) divides m
+hyper beta2 = 0.999 in [0, 1) alias betas[1] // 1 open: 1 - beta2 ** (t + 1) divides v
+hyper eps = 1e-8 in (0, inf)                 // 0 open: sqrt(v) + eps divides, and v can be 0
+hyper wd = 0 in [0, inf) alias weight_decay  // decoupled weight decay (lambda)
+hyper alpha = 0.5 in (0, 2)                  // gain of the level; open: the tracker is stable only for 0 < alpha < 2
+hyper beta = 0.05 in (0, 4)                  // gain of the trend; open: stable only for 0 < beta < 4 - 2 * alpha
+hyper eps_v = 1e-8 in [0, inf)               // floor of the corrected second moment
 
 state gt = 0    // level: the filtered gradient
 state s = 0     // trend of the gradient per step

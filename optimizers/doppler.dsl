@@ -37,16 +37,16 @@
 
 optimizer doppler
 
-hyper lr = 1e-3 in (0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps = 1e-8 in (0, inf)
-hyper wd = 0 in [0, inf)          // decoupled weight decay (lambda)
-hyper b0 = 0.125                  // weight of g_t
-hyper b1 = 0.125                  // weight of g_{t-1}
-hyper a1 = -1 in (-2, 2)          // feedback of y_{t-1} (with a minus sign)
-hyper a2 = 0.25 in (-1, 1)        // feedback of y_{t-2} (with a minus sign)
-hyper eps_v = 1e-8 in [0, inf)    // floor of the corrected second moment
+hyper lr = 1e-3 in [0, inf)
+hyper beta1 = 0.9 in [0, 1) alias betas[0]   // 1 open: 1 - beta1 ** (t + 1) divides m
+hyper beta2 = 0.999 in [0, 1) alias betas[1] // 1 open: 1 - beta2 ** (t + 1) divides v
+hyper eps = 1e-8 in (0, inf)                 // 0 open: sqrt(v) + eps divides, and v can be 0
+hyper wd = 0 in [0, inf) alias weight_decay  // decoupled weight decay (lambda)
+hyper b0 = 0.125                             // weight of g_t
+hyper b1 = 0.125                             // weight of g_{t-1}
+hyper a1 = -1 in (-2, 2)                     // feedback of y_{t-1} (with a minus sign); open: a pole on the unit circle
+hyper a2 = 0.25 in (-1, 1)                   // feedback of y_{t-2} (with a minus sign); open: a pole on the unit circle
+hyper eps_v = 1e-8 in [0, inf)               // floor of the corrected second moment
 
 scalar c = 0   // the step response c_t (c_{t-1} before the host block)
 scalar c1 = 0  // c_{t-1}

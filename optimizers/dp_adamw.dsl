@@ -9,11 +9,11 @@
 
 optimizer dp_adamw
 
-hyper lr = 1e-3 in (0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps = 1e-8 in (0, inf)
-hyper wd = 0 in [0, inf)    // decoupled weight decay (lambda)
+hyper lr = 1e-3 in [0, inf)
+hyper beta1 = 0.9 in [0, 1) alias betas[0]   // 1 open: 1 - beta1 ** (t + 1) divides m
+hyper beta2 = 0.999 in [0, 1) alias betas[1] // 1 open: 1 - beta2 ** (t + 1) divides v
+hyper eps = 1e-8 in (0, inf)                 // 0 open: sqrt(v) + eps divides, and v can be 0
+hyper wd = 0 in [0, inf) alias weight_decay  // decoupled weight decay (lambda)
 
 state m = 0
 state v = 0

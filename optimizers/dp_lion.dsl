@@ -10,10 +10,10 @@
 // correction applies to the update (docs/optimizers.md).
 optimizer dp_lion
 
-hyper lr = 1e-4 in (0, inf)
-hyper beta1 = 0.9 in [0, 1]
-hyper beta2 = 0.99 in [0, 1)
-hyper wd = 0 in [0, inf)     // decoupled weight decay (lambda)
+hyper lr = 1e-4 in [0, inf)
+hyper beta1 = 0.9 in [0, 1] alias betas[0]
+hyper beta2 = 0.99 in [0, 1) alias betas[1]  // 1 open: m would stay 0 and never see g
+hyper wd = 0 in [0, inf) alias weight_decay  // decoupled weight decay (lambda)
 
 state m = 0
 

@@ -7,7 +7,7 @@
 
 optimizer dp_sgd
 
-hyper lr = 0.1 in (0, inf)
+hyper lr = 0.1 in [0, inf)
 
 step {
 	theta = theta - lr * g

@@ -13,15 +13,15 @@
 
 optimizer fiber_bccorr
 
-hyper lr = 1e-3 in (0, inf)
-hyper beta1 = 0.9 in [0, 1)
-hyper beta2 = 0.999 in [0, 1)
-hyper eps = 1e-8 in (0, inf)
-hyper wd = 0 in [0, inf)          // decoupled weight decay (lambda)
-hyper kappa = 0.6 in (0, 1]
-hyper gamma = 0.7 in (0, inf)
-hyper omega = 0.9 in (0, 1]       // innovation gain
-hyper eps_v = 1e-8 in [0, inf)    // floor of the corrected second moment
+hyper lr = 1e-3 in [0, inf)
+hyper beta1 = 0.9 in [0, 1) alias betas[0]   // 1 open: 1 - beta1 ** (t + 1) divides m
+hyper beta2 = 0.999 in [0, 1) alias betas[1] // 1 open: 1 - beta2 ** (t + 1) divides v
+hyper eps = 1e-8 in (0, inf)                 // 0 open: sqrt(v) + eps divides, and v can be 0
+hyper wd = 0 in [0, inf) alias weight_decay  // decoupled weight decay (lambda)
+hyper kappa = 0.6 in (0, 1]                  // 0 open: a divides by kappa, and gt would never see g
+hyper gamma = 0.7 in (0, inf)                // 0 open: a = (1 - kappa) / (kappa * gamma) divides by it
+hyper omega = 0.9 in (0, 1]                  // innovation gain; 0 open: gt would never see g (no attenuation)
+hyper eps_v = 1e-8 in [0, inf)               // floor of the corrected second moment
 
 observe two_point(a = (1 - kappa) / (kappa * gamma), lookahead = gamma)
 

@@ -395,7 +395,7 @@ func (o *Optimizer) Hypers() []Hyper {
 	defer o.lock()()
 	out := make([]Hyper, len(o.hypers))
 	for i, h := range o.prog.Func.Hypers {
-		out[i] = Hyper{Name: h.Name, Value: o.hypers[i]}
+		out[i] = Hyper{Name: h.Name, Value: o.hypers[i], Alias: h.Alias}
 	}
 	return out
 }
@@ -424,10 +424,12 @@ func (o *Optimizer) Attenuations() []Attenuation {
 	return out
 }
 
-// Hyper is a hyper's name and value.
+// Hyper is a hyper's name and value, and in Optimizer.Hypers its alias
+// (docs/dsl.md): the name a binding accepts besides Name.
 type Hyper struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
+	Name  string    `json:"name"`
+	Value float64   `json:"value"`
+	Alias *ir.Alias `json:"alias,omitempty"`
 }
 
 // ManifestHash is manifest.Hash of the manifest the optimizer was opened

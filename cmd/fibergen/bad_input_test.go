@@ -103,7 +103,7 @@ var badCases = []badCase{
 	// Hyper settings.
 	{name: "explain unknown hyper", args: "explain $D/fiber.dsl --set momentum=0.9", code: 1, msg: `^fibergen explain: fiber has no hyper momentum \(its hypers: lr, beta1, .*eps_v\)`},
 	{name: "explain hyper out of range", args: "explain $D/fiber.dsl --set beta1=1", code: 1, msg: `hyper beta1 = 1 is outside its range \[0, 1\)`},
-	{name: "explain hyper below range", args: "explain $D/fiber.dsl --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \(0, inf\)`},
+	{name: "explain hyper below range", args: "explain $D/fiber.dsl --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \[0, inf\)`},
 	{name: "explain unstable filter", args: "explain $D/abtrack.dsl --set beta=3.5", code: 1, msg: `^fibergen explain: the filter of state gt is unstable at alpha=0.5, beta=3.5: its spectral radius is [0-9.]+, not below 1 \(it is stable where beta > 0 and 4 - 2 \* alpha - beta > 0 and alpha > 0 and 2 - alpha > 0\)`},
 	{name: "run unstable filter", args: "run $D/abtrack.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --noise off --set alpha=1.9 --set beta=0.5", code: 1, msg: `the filter of state gt is unstable at alpha=1.9, beta=0.5`},
 	{name: "check unstable defaults", args: "check $D/unstable.dsl", code: 1, dsl: true, msg: `unstable.dsl:6:18: attenuation\(x\) at the defaults: the filter of state x is unstable at k=2.5: its spectral radius is 1.5, not below 1 \(it is stable where k > 0 and 2 - k > 0\)`},
@@ -117,7 +117,7 @@ var badCases = []badCase{
 	{name: "explain hyper NaN", args: "explain $D/fiber.dsl --set lr=NaN", code: 1, msg: `hyper lr = NaN: value must be finite`},
 	{name: "explain hyper Inf", args: "explain $D/fiber.dsl --set wd=Inf", code: 1, msg: `hyper wd = \+Inf: value must be finite`},
 	{name: "run unknown hyper", args: "$RUN --set beta1=0.9", code: 1, msg: `^fibergen run: dp_sgd has no hyper beta1 \(its hypers: lr\)`},
-	{name: "run hyper out of range", args: "$RUN --set lr=0", code: 1, msg: `hyper lr = 0 is outside its range \(0, inf\)`},
+	{name: "run hyper out of range", args: "$RUN --set lr=-1", code: 1, msg: `hyper lr = -1 is outside its range \[0, inf\)`},
 	{name: "run extrapolating observation", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set gamma=0.4 --noise off", code: 1, msg: `^fibergen run: observe two_point: a = \(1 - kappa\) / \(kappa \* gamma\) = 1.66667 at kappa=0.6, gamma=0.4, step 0, is outside \[0, 1\]: .*opt in explicitly \(--allow-extrapolation\)`},
 	{name: "run infinite observation weight", args: "run $D/fiber.dsl --grads $D/grads.npy --theta $D/theta.npy --out $OUT --set gamma=1e-320 --allow-extrapolation --noise off", code: 1, msg: `^fibergen run: observe two_point: a = \(1 - kappa\) / \(kappa \* gamma\) is \+Inf at kappa=0.6, gamma=1e-320, step 0: the observation's arguments must be finite`},
 	{name: "explain infinite host value", args: "explain $D/fiber.dsl --set lr=1e308 --set wd=1e308", code: 1, msg: `^fibergen explain: the host value S\d+ = 1 - lr \* wd is -Inf at .*lr=1e\+308.*: it must be finite`},

@@ -221,7 +221,7 @@ func TestExplainHuman(t *testing.T) {
 	r := mustRun(t, "explain", optPath("fiber"), "--set", "lr=0.01")
 	for _, want := range []string{
 		"optimizer fiber",
-		"lr         = 0.01         default 0.001 (0, inf)",
+		"lr         = 0.01         default 0.001 [0, inf)",
 		"host scalars (uniform: computed once per step in float64, passed to the kernel as float32):",
 		"= 1 - omega", // a constant host scalar
 		"= 1 - beta1 ** (t + 1)                     per step, at sigma_w2 = 1:",

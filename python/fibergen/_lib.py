@@ -14,6 +14,7 @@ import ctypes
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -81,6 +82,28 @@ def lib() -> ctypes.CDLL:
     return cdll
 
 
+# What the runtime's messages name in Go (runtime.Options, its backends),
+# as a Python user does it: the one place that knows both names. The
+# longest phrases first, as some hold shorter ones.
+PYTHON_ADVICE = (
+    (re.compile(r", or open it with Backend Go, the reference \(Options\.GoFallback [^)]*\)"), ""),
+    (re.compile(r"Options\.AllowResumeAgain \(allow_resume_again in PyTorch\)"), "allow_resume_again=True"),
+    (re.compile(r" \(Options\.StateDir\)"), ""),
+    (re.compile(r"\(Options\.AllowExtrapolation\)"), "(pass allow_extrapolation=True to the Optimizer to go on)"),
+    (re.compile(r"Options\.AllowResumeAgain"), "allow_resume_again=True"),
+    (re.compile(r"Options\.AllowUnstable"), "allow_unstable=True"),
+    (re.compile(r"Options\.AllowGradientReuse"), "allow_gradient_reuse=True"),
+)
+
+
+def pythonic(msg: str) -> str:
+    """The runtime's message with the Go options it names as the keyword
+    arguments a Python user passes."""
+    for pattern, advice in PYTHON_ADVICE:
+        msg = pattern.sub(advice, msg)
+    return msg
+
+
 def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
          value: Optional[ctypes.c_float] = None) -> None:
     """Calls fg_<name> with args and the error buffer; raises on a status."""
@@ -89,7 +112,7 @@ def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
     status = f(*args, err, _ERRLEN)
     if status == _abi.OK:
         return
-    msg = err.value.decode("utf-8", "replace")
+    msg = pythonic(err.value.decode("utf-8", "replace"))
     if status == _abi.NONFINITE:
         raise NonFiniteGradient(msg, index.value if index else -1, value.value if value else float("nan"))
     if status == _abi.BAD_EXAMPLE:

@@ -91,12 +91,108 @@ def _failing_together(init: Any) -> Any:
     return opening
 
 
+class _Names:
+    """The names a group's hypers answer to: each hyper's own and its alias
+    (docs/dsl.md: ``alias weight_decay``, ``alias betas[0]``), as the
+    library reports them from the optimizer's manifest — the binding keeps
+    no table of its own."""
+
+    def __init__(self, hypers: list[dict]):
+        self.hypers = [h["name"] for h in hypers]
+        self.plain: dict[str, str] = {}  # alias -> hyper
+        self.seqs: dict[str, list[str]] = {}  # alias -> its elements' hypers, by index
+        for h in hypers:
+            a = h.get("alias")
+            if a is None:
+                continue
+            if a.get("index") is None:
+                self.plain[a["name"]] = h["name"]
+            else:
+                seq = self.seqs.setdefault(a["name"], [])
+                seq.extend([""] * (a["index"] + 1 - len(seq)))
+                seq[a["index"]] = h["name"]
+
+    def accepted(self) -> str:
+        seqs = [f"{a}=({', '.join(hs)})" for a, hs in self.seqs.items()]
+        return ", ".join(self.hypers + [f"{a} ({h})" for a, h in self.plain.items()] + seqs)
+
+    def knows(self, key: str) -> bool:
+        """Whether key is a hyper's name or an alias."""
+        return key in self.hypers or key in self.plain or key in self.seqs
+
+    def resolve(self, values: dict, who: str) -> dict[str, Any]:
+        """values by their own names or aliases, by the hypers' own names;
+        raises on a name that is neither, a sequence of the wrong length and
+        a hyper given twice with two values."""
+        if unknown := sorted(k for k in values if not self.knows(k)):
+            raise ValueError(f"fibergen: {who} has no hyper {', '.join(unknown)} (it accepts: {self.accepted()})")
+        out: dict[str, Any] = {}
+        for k, v in values.items():
+            for h, x in self._expand(k, v):
+                if h in out and out[h] != x:
+                    raise ValueError(f"fibergen: {who}: hyper {h} given twice, {out[h]!r} and {x!r} "
+                                     f"({k} sets it too): give one")
+                out[h] = x
+        return out
+
+    def _expand(self, key: str, value: Any) -> list[tuple[str, Any]]:
+        if key in self.seqs:
+            hs = self.seqs[key]
+            if not isinstance(value, (tuple, list)) or len(value) != len(hs):
+                raise ValueError(f"fibergen: {key} = {value!r}: want {len(hs)} numbers, ({', '.join(hs)})")
+            return list(zip(hs, value))
+        return [(self.plain.get(key, key), value)]
+
+    def aliases(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The aliases' values from the hypers' (a sequence as a tuple)."""
+        out: dict[str, Any] = {a: values[h] for a, h in self.plain.items() if h in values}
+        out.update({a: tuple(values[h] for h in hs) for a, hs in self.seqs.items() if all(h in values for h in hs)})
+        return out
+
+
+class _ParamGroup(dict):
+    """A param group whose hypers answer to their aliases too, as torch's
+    optimizers name them: ``group["weight_decay"]`` is ``group["wd"]``,
+    ``group["betas"]`` the pair (beta1, beta2). Both names are keys; setting
+    either (an LR scheduler writes ``group["lr"]``) sets the hyper, and the
+    runtime gets it at the next step."""
+
+    def __init__(self, names: _Names, who: str, group: dict):
+        super().__init__()
+        self._names, self._who = names, who
+        self.update(group)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        names = self.__dict__.get("_names")  # unset while a copy is being unpickled
+        if names is None or not names.knows(key):
+            super().__setitem__(key, value)
+            return
+        own = names.resolve({key: value}, self._who)
+        for h, x in own.items():
+            super().__setitem__(h, x)
+        current = {h: self[h] for h in names.hypers if h in self}
+        for a, x in names.aliases(current).items():
+            super().__setitem__(a, x)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+
 class Optimizer(torch.optim.Optimizer):
     """A fibergen optimizer over ``params``, from the directory ``path`` that
     ``fibergen build`` wrote (e.g. ``generated/fiber``).
 
     Keyword arguments set hypers for every group (each group of ``params``
-    may set its own, e.g. ``{"params": biases, "wd": 0}``); the runtime
+    may set its own, e.g. ``{"params": biases, "wd": 0}``), by their names
+    or their aliases, torch's names where the optimizer declares them
+    (``weight_decay=0.1``, ``betas=(0.9, 0.95)``; docs/dsl.md, ``alias``),
+    which ``param_groups`` show too; the runtime
     checks each range, the filters' stability and the observation, and
     refuses a setting with a ``FibergenError``. ``seed`` fixes the noise seed
     (default: a secret one from the OS, shared by every group and rank);
@@ -146,13 +242,12 @@ class Optimizer(torch.optim.Optimizer):
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
-        defaults = {h["name"]: h["value"] for h in self._info["hypers"]}
-        if unknown := sorted(set(hypers) - set(defaults)):
-            raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)} "
-                             f"(its hypers: {', '.join(defaults)})")
+        self._names = _Names(self._info["hypers"])
+        hypers = self._names.resolve(hypers, self._info["name"])
         if hypers:  # the runtime derives the defaults written as expressions of them (docs/dsl.md)
             probe.set_hypers({k: float(v) for k, v in hypers.items()})
-            defaults = {h["name"]: h["value"] for h in probe.info()["hypers"]}
+        defaults = {h["name"]: h["value"] for h in probe.info()["hypers"]}
+        defaults.update(self._names.aliases(defaults))
         self._built = False
         super().__init__(params, defaults)
         self._pg = process_group
@@ -181,9 +276,11 @@ class Optimizer(torch.optim.Optimizer):
         if self._built:
             raise FibergenError("fibergen: add every parameter group when constructing the optimizer: "
                                 "its parameters live in flat buffers laid out once")
-        if unknown := sorted(set(param_group) - set(self.defaults) - {"params"}):
-            raise ValueError(f"fibergen: {self._info['name']} has no hyper {', '.join(unknown)}")
-        super().add_param_group(param_group)
+        name = self._info["name"]
+        own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, name)
+        group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
+        group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
+        super().add_param_group(group)
 
     def _params(self) -> list[torch.Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
@@ -300,12 +397,12 @@ class Optimizer(torch.optim.Optimizer):
         runtime checks them, and refuses a hyper that shapes the observation
         differing between groups (one observation forms every example's
         gradient)."""
-        first, base = self._groups[0], {k: float(self.param_groups[0][k]) for k in self.defaults}
+        first, base = self._groups[0], {k: float(self.param_groups[0][k]) for k in self._names.hypers}
         if values := {k: v for k, v in base.items() if v != first.applied.get(k)}:
             self._handle.set_hypers(values)
             first.applied.update(values)
         for g, pg in zip(self._groups[1:], self.param_groups[1:]):
-            own = {k: float(pg[k]) for k in self.defaults if float(pg[k]) != base[k]}
+            own = {k: float(pg[k]) for k in self._names.hypers if float(pg[k]) != base[k]}
             if own != g.applied:
                 self._handle.set_tensor_hypers(g.name, own)
                 g.applied = own
