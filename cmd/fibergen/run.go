@@ -113,7 +113,7 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	if o.unstable {
 		u.Func.DropBoundedFilters()
 	}
-	in, err := o.check(u)
+	in, err := o.check(u, stderr)
 	if err != nil {
 		return err
 	}
@@ -132,12 +132,12 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	return o.executeGrads(opt, in, stderr)
 }
 
-// check checks the settings, the inputs, the observation of each step and
-// every output path, and returns the inputs.
-func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
-	h, err := u.Func.ApplySettings(o.sets)
-	if err != nil {
-		return in, err
+// check reads the inputs and checks them, the settings at each step
+// (checkSettings, whose warnings it prints) and every output path; it
+// returns the inputs.
+func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, err error) {
+	if _, err := u.Func.ApplySettings(o.sets); err != nil {
+		return in, err // before the inputs are read
 	}
 	if o.ex.lookaheadOut != "" && u.Func.MixingWeight() < 0 {
 		return in, fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", u.Func.Name)
@@ -146,15 +146,15 @@ func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
 	if err != nil {
 		return in, err
 	}
-	for t := range steps {
-		if err := u.Func.CheckObservationFinite(h, t); err != nil {
-			return in, err
-		}
-		if err := u.Func.CheckObservation(h, t); err != nil && !o.extrapolate {
-			return in, fmt.Errorf("%w (--allow-extrapolation)", err)
-		}
+	_, warnings, err := checkSettings(u.Func, o.sets, steps, o.extrapolate)
+	if err != nil {
+		return in, err
 	}
-	return in, o.checkOutputs()
+	if err := o.checkOutputs(); err != nil {
+		return in, err
+	}
+	warn(stderr, "run", warnings)
+	return in, nil
 }
 
 // read reads the run's inputs and returns them with the number of steps.
