@@ -412,7 +412,7 @@ func TestExplainJSONObserve(t *testing.T) {
 		kappa, gamma float64
 	}{
 		{nil, 0.6, 0.7},
-		{[]string{"--set", "kappa=0.25", "--set", "gamma=2"}, 0.25, 2},
+		{[]string{"--set", "kappa=0.5", "--set", "gamma=1.5"}, 0.5, 1.5}, // a = 2/3
 	} {
 		x, _ := explainFiber(t, c.sets...)
 		o := x.Observe
