@@ -162,18 +162,18 @@ func TestBenchUsage(t *testing.T) {
 	}{
 		{nil, "want exactly one .dsl file or built directory, got 0"},
 		{[]string{fiber, fiber}, "want exactly one .dsl file or built directory, got 2"},
-		{[]string{fiber, "--n", "0"}, `invalid value "0" for flag -n: want an integer from 1 to 2^31`},
-		{[]string{fiber, "--n", "-5"}, `invalid value "-5" for flag -n: want an integer from 1 to 2^31`},
-		{[]string{fiber, "--n", "3G"}, `invalid value "3G" for flag -n: want an integer from 1 to 2^31`},
-		{[]string{fiber, "--n", fmt.Sprint(1<<31 + 1)}, "for flag -n: want an integer from 1 to 2^31"},
-		{[]string{fiber, "--n", "lots"}, `invalid value "lots" for flag -n`},
-		{[]string{fiber, "--n", "M"}, `invalid value "M" for flag -n`},
-		{[]string{fiber, "--steps", "0"}, `invalid value "0" for flag -steps: want an integer from 1 to 1000000`},
-		{[]string{fiber, "--steps", "2.5"}, `invalid value "2.5" for flag -steps`},
-		{[]string{fiber, "--threads", "0"}, `invalid value "0" for flag -threads: want an integer from 1 to 4096`},
+		{[]string{fiber, "--n", "0"}, `--n "0": want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", "-5"}, `--n "-5": want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", "3G"}, `--n "3G": want an integer from 1 to 2^31`},
+		{[]string{fiber, "--n", fmt.Sprint(1<<31 + 1)}, "--n \"2147483649\": want an integer from 1 to 2^31"},
+		{[]string{fiber, "--n", "lots"}, `--n "lots"`},
+		{[]string{fiber, "--n", "M"}, `--n "M"`},
+		{[]string{fiber, "--steps", "0"}, `--steps "0": want an integer from 1 to 1000000`},
+		{[]string{fiber, "--steps", "2.5"}, `--steps "2.5"`},
+		{[]string{fiber, "--threads", "0"}, `--threads "0": want an integer from 1 to 4096`},
 		{[]string{fiber, "--backend", "tpu"}, `--backend "tpu": want cpu, go or cuda`},
 		{[]string{fiber, "--backend", "cuda", "--threads", "2"}, "--threads applies to the cpu and go backends, not cuda"},
-		{[]string{fiber, "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{fiber, "--nope"}, "unknown flag --nope"},
 	} {
 		r := runBench(c.args...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.msg) {

@@ -16,6 +16,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	var sets setsFlag
 	fs.Var(&sets, "set", "override a hyper: name=value (repeatable)")
 	unstable := fs.Bool("allow-unstable", false, "allow hypers at which a state grows without bound")
+	extrapolate := fs.Bool("allow-extrapolation", false, "allow a two_point weight a outside [0, 1], as run does")
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
 	case !ok:
@@ -34,10 +35,16 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	if *unstable {
 		u.Func.DropBoundedFilters()
 	}
+	// The settings as run checks them, at step 0, the step explain shows.
+	_, warnings, err := checkSettings(u.Func, sets, 1, *extrapolate)
+	if err != nil {
+		return fail(stderr, "explain", err)
+	}
 	x, err := explain.Describe(u, sets)
 	if err != nil {
 		return fail(stderr, "explain", err)
 	}
+	warn(stderr, "explain", warnings)
 	if *showIR {
 		x.IR = u.Func.String()
 	}

@@ -29,30 +29,6 @@ func (l *setsFlag) Set(s string) error {
 	return nil
 }
 
-// refuseRepeats reports a flag of fs given twice in args (the flag package
-// lets the last win), unless its value is repeatable, before anything runs.
-func refuseRepeats(fs *flag.FlagSet, args []string) error {
-	seen := map[string]bool{}
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		f := fs.Lookup(name)
-		if !strings.HasPrefix(a, "-") || f == nil {
-			continue
-		}
-		if _, ok := f.Value.(repeatable); ok {
-			continue
-		}
-		if seen[name] {
-			return fmt.Errorf("flag -%s given twice", name)
-		}
-		seen[name] = true
-	}
-	return nil
-}
-
 // floatFlag is a float64 flag whose parse error says what it wants (the
 // flag package's own says only "parse error").
 type floatFlag float64
@@ -83,33 +59,113 @@ func (u *uintFlag) Set(s string) error {
 	return nil
 }
 
-// parseFlags parses flags that may appear before, between or after the
-// positional arguments, which it returns. Errors are one line on stderr.
+// parseFlags parses the flags of fs, which may come before, between or
+// after the positional arguments it returns, GNU style: --name value,
+// --name=value, -name, a bool flag alone (--json) or --json=false. Each
+// error is one line on stderr that names the flag as the usage spells it
+// (flagError); -h and --help print the usage.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
-	fs.SetOutput(io.Discard)
-	if err := refuseRepeats(fs, args); err != nil {
+	pos, err := scanFlags(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usage)
+		return nil, false
+	case err != nil:
 		fmt.Fprintf(stderr, "fibergen %s: %v\n", fs.Name(), err)
 		return nil, false
 	}
+	return pos, true
+}
+
+// scanFlags sets the flags of fs that args give (fs.Set, so that fs.Visit
+// lists them) and returns the positional arguments, those after "--"
+// included.
+func scanFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stderr, usage)
-			} else {
-				fmt.Fprintf(stderr, "fibergen %s: %v\n", fs.Name(), err)
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(pos, args[i+1:]...), nil
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case name == "" || strings.HasPrefix(name, "-"):
+			return nil, &flagError{arg: a, problem: "bad flag syntax"}
+		case f == nil && (name == "h" || name == "help"):
+			return nil, flag.ErrHelp
+		case f == nil:
+			return nil, &flagError{name: name, problem: "unknown flag"}
+		case seen[name] && !isRepeatable(f):
+			return nil, &flagError{name: name, problem: "given twice"}
+		case !hasValue && isBool(f):
+			value = "true"
+		case !hasValue && i+1 == len(args):
+			return nil, &flagError{name: name, problem: "needs a value"}
+		case !hasValue:
+			i++
+			value = args[i]
+		}
+		seen[name] = true
+		if err := fs.Set(name, value); err != nil {
+			if isBool(f) {
+				err = errors.New("want true or false")
 			}
-			return nil, false
+			return nil, &flagError{name: name, value: value, err: err}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, true
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), true
-		}
-		pos, args = append(pos, args[0]), args[1:]
 	}
+	return pos, nil
+}
+
+// flagError is a flag that parseFlags refuses: unknown, given twice,
+// without a value, or with a value its Set refuses (err). It is the one
+// place that spells a flag in an error, as the usage does (flagName).
+type flagError struct {
+	name, value string
+	arg         string // the argument itself, where it names no flag
+	problem     string
+	err         error
+}
+
+func (e *flagError) Error() string {
+	switch {
+	case e.arg != "":
+		return fmt.Sprintf("%s %q: want --name or --name=value", e.problem, e.arg)
+	case e.problem == "unknown flag":
+		return fmt.Sprintf("unknown flag %s (fibergen help lists the flags of every command)", flagName(e.name))
+	case e.err != nil:
+		return fmt.Sprintf("%s %q: %v", flagName(e.name), e.value, e.err)
+	}
+	return fmt.Sprintf("%s %s", flagName(e.name), e.problem)
+}
+
+// shortFlags are the flags the usage spells with one dash (build -o DIR);
+// every other is --name, --n included.
+var shortFlags = map[string]bool{"o": true}
+
+// flagName spells flag name as the usage does: -o, --sigma-w2.
+func flagName(name string) string {
+	if shortFlags[name] {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// isBool says whether f is a bool flag, one that takes no value.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// isRepeatable says whether f may be given more than once.
+func isRepeatable(f *flag.Flag) bool {
+	_, ok := f.Value.(repeatable)
+	return ok
 }
 
 // fail prints a one-line error for command cmd and returns exit status 1.

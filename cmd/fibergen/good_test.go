@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -411,7 +412,7 @@ func TestExplainJSONObserve(t *testing.T) {
 		kappa, gamma float64
 	}{
 		{nil, 0.6, 0.7},
-		{[]string{"--set", "kappa=0.25", "--set", "gamma=2"}, 0.25, 2},
+		{[]string{"--set", "kappa=0.5", "--set", "gamma=1.5"}, 0.5, 1.5}, // a = 2/3
 	} {
 		x, _ := explainFiber(t, c.sets...)
 		o := x.Observe
@@ -612,12 +613,18 @@ func TestRunOutThroughLink(t *testing.T) {
 // TestRunAllowExtrapolation runs fiber with a = 1.67 (gamma = 0.4), which
 // run refuses without the opt-in (bad_input_test.go), and checks that the
 // opt-in changes nothing else: gamma shapes only the observation and the
-// look-ahead point, so theta matches the run at the default gamma.
+// look-ahead point, so theta matches the run at the default gamma; the run
+// says, in one warning line, that a extrapolates.
 func TestRunAllowExtrapolation(t *testing.T) {
 	theta, grads := []float32{1, -2, 3}, []float32{0.5, 0.25, -1, 0.1, 0.2, 0.3}
 	want := runOut(t, "fiber", theta, grads, 2, "--noise", "off")
-	got := runOut(t, "fiber", theta, grads, 2, "--noise", "off", "--set", "gamma=0.4", "--allow-extrapolation")
-	if !slices.Equal(got, want) {
+	th, g, out := runInputs(t, theta, grads, 2)
+	r := runMain("run", optPath("fiber"), "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--set", "gamma=0.4", "--allow-extrapolation")
+	warning := regexp.MustCompile(`^fibergen run: warning: observe two_point: a = .* = 1.66667 at kappa=0.6, gamma=0.4, step 0, is outside \[0, 1\]: .*: opted in with --allow-extrapolation\n$`)
+	if r.code != 0 || r.stdout != "" || !warning.MatchString(r.stderr) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and the warning", r.code, r.stdout, r.stderr)
+	}
+	if got := readNPY(t, out).Data; !slices.Equal(got, want) {
 		t.Errorf("theta %v with --allow-extrapolation, want %v", got, want)
 	}
 }

@@ -8,9 +8,10 @@
 //
 // Usage:
 //
+//	fibergen --version (or fibergen version)
 //	fibergen build FILE... [-o DIR]
 //	fibergen check FILE...
-//	fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
+//	fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
 //	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
@@ -24,7 +25,9 @@
 //	        OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
 //	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
 //
-// Flags may come before or after the files. Errors in a .dsl file are shown
+// Flags may come before or after the files, spelled --name value or
+// --name=value (build's output directory: -o DIR); a flag error names the
+// flag so. Errors in a .dsl file are shown
 // as file:line:col with the source line and a caret; every other error is
 // one line. The exit status is 0 on success, 1 on an error in the input and
 // 2 on a usage error; no output file is written unless the command succeeds.
@@ -36,12 +39,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/fibergen/fibergen/internal/version"
 )
 
 const usage = `usage:
+  fibergen --version                     the build: module, commit, Go; the manifest format, noise scheme and C ABI version
   fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
   fibergen check FILE...                 report errors (and warnings); exit 1 if there are errors
-  fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-unstable]
+  fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
+                                         the settings checked as run checks them (step 0)
   fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
           (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
           [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
@@ -58,6 +65,15 @@ const usage = `usage:
           OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
                    pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
 `
+
+// cmdVersion prints the build identity (internal/version).
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		return usageError(stderr, "version", "takes no arguments, got %q", args)
+	}
+	fmt.Fprint(stdout, version.Read())
+	return 0
+}
 
 func main() {
 	// A write to a closed pipe returns EPIPE instead of killing the process,
@@ -80,6 +96,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case args[0] == "version" || args[0] == "--version":
+		return cmdVersion(args[1:], stdout, stderr)
 	case !ok:
 		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, check, explain, privacy or run)\n", args[0])
 		return 2

@@ -113,7 +113,7 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	if o.unstable {
 		u.Func.DropBoundedFilters()
 	}
-	in, err := o.check(u)
+	in, err := o.check(u, stderr)
 	if err != nil {
 		return err
 	}
@@ -132,12 +132,12 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 	return o.executeGrads(opt, in, stderr)
 }
 
-// check checks the settings, the inputs, the observation of each step and
-// every output path, and returns the inputs.
-func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
-	h, err := u.Func.ApplySettings(o.sets)
-	if err != nil {
-		return in, err
+// check reads the inputs and checks them, the settings at each step
+// (checkSettings, whose warnings it prints) and every output path; it
+// returns the inputs.
+func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, err error) {
+	if _, err := u.Func.ApplySettings(o.sets); err != nil {
+		return in, err // before the inputs are read
 	}
 	if o.ex.lookaheadOut != "" && u.Func.MixingWeight() < 0 {
 		return in, fmt.Errorf("--lookahead-out: %s has no two_point observation, so no look-ahead point", u.Func.Name)
@@ -146,15 +146,15 @@ func (o *runOptions) check(u *pipeline.Unit) (in runArrays, err error) {
 	if err != nil {
 		return in, err
 	}
-	for t := range steps {
-		if err := u.Func.CheckObservationFinite(h, t); err != nil {
-			return in, err
-		}
-		if err := u.Func.CheckObservation(h, t); err != nil && !o.extrapolate {
-			return in, fmt.Errorf("%w (--allow-extrapolation)", err)
-		}
+	_, warnings, err := checkSettings(u.Func, o.sets, steps, o.extrapolate)
+	if err != nil {
+		return in, err
 	}
-	return in, o.checkOutputs()
+	if err := o.checkOutputs(); err != nil {
+		return in, err
+	}
+	warn(stderr, "run", warnings)
+	return in, nil
 }
 
 // read reads the run's inputs and returns them with the number of steps.
@@ -187,10 +187,10 @@ func (o *runOptions) executeGrads(opt *runtime.Optimizer, in runArrays, stderr i
 	}
 	for t := range steps {
 		if err := tn.SetGrad(grads.Data[t*n : (t+1)*n]); err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
+			return stepError(t, steps, err)
 		}
 		if err := o.step(opt, t); err != nil {
-			return err
+			return stepError(t, steps, err)
 		}
 	}
 	return o.writeOutputs(tn, nil)
@@ -240,7 +240,7 @@ func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, 
 // exactly.
 func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
 	if err := opt.Step(); err != nil {
-		return fmt.Errorf("step %d: %w", t, err)
+		return err
 	}
 	if !o.diagnostics || o.stdoutClosed {
 		return nil
@@ -257,6 +257,22 @@ func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
 		return nil
 	}
 	return err
+}
+
+// stepError is the error of step t of steps, which stops the run before
+// any output is written. The runtime's refusal of a non-finite gradient
+// says that the step was skipped, as it is for a trainer that goes on; the
+// run stops, so the message says that instead.
+func stepError(t, steps int, err error) error {
+	var grad *runtime.NonFiniteError
+	var example *runtime.NonFiniteExampleError
+	switch {
+	case errors.As(err, &grad):
+		err = fmt.Errorf("the gradient of %s[%d] is %v", grad.Tensor, grad.Index, grad.Value)
+	case errors.As(err, &example):
+		err = fmt.Errorf("example %d has a NaN or ±Inf gradient entry (or one whose square overflows float32)", example.Example)
+	}
+	return fmt.Errorf("step %d of steps 0..%d: %w: the run stops there, and no output file was written", t, steps-1, err)
 }
 
 // cause is the error that err wraps, the one a flag's message names.

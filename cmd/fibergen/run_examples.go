@@ -136,17 +136,17 @@ func (o *runOptions) stepExamples(opt *runtime.Optimizer, tn tensors, cur, look 
 			l = look.Data[t*rows : (t+1)*rows]
 		}
 		if _, err := opt.Privatize(cur.Data[t*rows:(t+1)*rows], l); err != nil {
-			return clipped, fmt.Errorf("step %d: %w", t, err)
+			return clipped, stepError(t, steps, err)
 		}
 		if o.ex.clippedOut != "" {
 			g, err := tn.Grad()
 			if err != nil {
-				return clipped, err
+				return clipped, stepError(t, steps, err)
 			}
 			clipped.Data = append(clipped.Data, g...)
 		}
 		if err := o.step(opt, t); err != nil {
-			return clipped, err
+			return clipped, stepError(t, steps, err)
 		}
 	}
 	return clipped, nil

@@ -39,21 +39,21 @@ func (l *groupsFlag) Set(s string) error {
 	g.lo, err1 = strconv.Atoi(lo)
 	g.hi, err2 = strconv.Atoi(hi)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil || g.lo < 0 || g.hi <= g.lo || sets == "" {
-		return fmt.Errorf("%q: want LO:HI:name=value[,name=value...] with 0 <= LO < HI", s)
+		return errors.New("want LO:HI:name=value[,name=value...] with 0 <= LO < HI")
 	}
 	for _, set := range strings.Split(sets, ",") {
 		name, x, err := lang.ParseSetting(set)
 		if err != nil {
-			return fmt.Errorf("%q: %w", s, err)
+			return err
 		}
 		if _, dup := g.hypers[name]; dup {
-			return fmt.Errorf("%q: %s is set twice", s, name)
+			return fmt.Errorf("%s is set twice", name)
 		}
 		g.hypers[name] = x
 	}
 	for _, prev := range *l {
 		if g.lo < prev.hi && prev.lo < g.hi {
-			return fmt.Errorf("%q overlaps %q", s, prev.text)
+			return fmt.Errorf("overlaps --group %q", prev.text)
 		}
 	}
 	*l = append(*l, g)

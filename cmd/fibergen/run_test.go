@@ -4,7 +4,7 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 
 	"math"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,17 +46,36 @@ func TestRunDiagnosticsUndeclared(t *testing.T) {
 
 // TestRunRefusesNonFiniteGradient checks that a NaN or ±Inf gradient stops
 // the run with an error naming the step and the entry, on both backends,
-// and writes nothing.
+// that says what happens — the run stops, nothing is written — and not
+// what the runtime tells a trainer that goes on ("step skipped, nothing
+// changed"); a previous output stays as it was. Per-example gradients
+// (--example-grads) stop it the same way.
 func TestRunRefusesNonFiniteGradient(t *testing.T) {
-	for _, backend := range []string{"go", "cpu"} {
-		grads := []float32{0.5, 0.25, 1, 0.1, float32(math.Inf(-1)), 0.3}
-		th, g, out := runInputs(t, []float32{1, -2, 3}, grads, 2)
-		r := runMain("run", optPath("fiber"), "--grads", g, "--theta", th, "--out", out, "--noise", "off", "--backend", backend)
-		if r.code != 1 || !strings.Contains(r.stderr, "step 1: runtime: gradient of theta[1] is -Inf") {
-			t.Errorf("--backend %s: exit status %d, stderr %q", backend, r.code, r.stderr)
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("--backend %s: the run wrote %s", backend, out)
+	dir := t.TempDir()
+	theta := writeNPY(t, dir, "theta.npy", []int{3}, []float32{1, -2, 3})
+	grads := writeNPY(t, dir, "grads.npy", []int{2, 3}, []float32{0.5, 0.25, 1, 0.1, float32(math.Inf(-1)), 0.3})
+	examples := writeNPY(t, dir, "examples.npy", []int{3, 2, 3}, []float32{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, float32(math.NaN()), 6, 1, 2, 3, 4, 5, 6})
+	for _, c := range []struct {
+		name  string
+		flags []string
+		msg   string
+	}{
+		{"grads", []string{"--grads", grads, "--noise", "off"},
+			"fibergen run: step 1 of steps 0..1: the gradient of theta[1] is -Inf: the run stops there, and no output file was written\n"},
+		{"example grads", []string{"--example-grads", examples, "--clip", "1", "--noise", "off"},
+			"fibergen run: step 1 of steps 0..2: example 1 has a NaN or ±Inf gradient entry (or one whose square overflows float32): the run stops there, and no output file was written\n"},
+	} {
+		for _, backend := range []string{"go", "cpu"} {
+			out := filepath.Join(dir, "out.npy")
+			old := writeNPY(t, dir, "out.npy", []int{1}, []float32{7})
+			r := runMain(slices.Concat([]string{"run", optPath("dp_sgd"), "--theta", theta, "--out", out, "--backend", backend}, c.flags)...)
+			msg := strings.TrimPrefix(r.stderr, "fibergen run: warning: --noise off: the steps add no DP noise, so the output is not private (ε = ∞)\n")
+			if r.code != 1 || msg != c.msg {
+				t.Errorf("%s, --backend %s: exit status %d, stderr %q; want exit 1 and %q", c.name, backend, r.code, r.stderr, c.msg)
+			}
+			if got := readNPY(t, old).Data; !slices.Equal(got, []float32{7}) {
+				t.Errorf("%s, --backend %s: the run wrote %s: %v", c.name, backend, out, got)
+			}
 		}
 	}
 }
