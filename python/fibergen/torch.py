@@ -890,7 +890,7 @@ class Optimizer(torch.optim.Optimizer):
         """Warns of a checkpoint saved before it held the states' digest (its
         states then load unchecked) and of one resumed before, which only
         ``allow_resume_again`` lets through."""
-        if not info["states_digest"]:
+        if not info["states_digest"] and self._states:  # an optimizer without states has none to digest
             warnings.warn("fibergen: this state_dict predates the digest of the states (fibergen before ABI 4): its "
                           "states load unchecked; save it again to have them checked", RuntimeWarning, stacklevel=3)
         if info["resumed"] and self._opts["allow_resume_again"]:
