@@ -128,8 +128,9 @@ type dpSettings struct {
 }
 
 type spent struct {
-	Epsilon *float64 `json:"epsilon"` // null: unbounded (a PLD accountant beyond its reach)
-	Delta   float64  `json:"delta"`
+	Epsilon     *float64 `json:"epsilon"` // null: unbounded (a PLD accountant beyond its reach)
+	Delta       float64  `json:"delta"`
+	Evaluations int      `json:"evaluations"` // compositions the accountant computed (runtime.Optimizer.AccountantEvaluations): its table, none per step
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
@@ -157,7 +158,7 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
 		}
 		if g, ok := o.Spent(); ok {
-			x.Spent = &spent{Delta: g.Delta}
+			x.Spent = &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
 			if !math.IsInf(g.Epsilon, 1) {
 				x.Spent.Epsilon = &g.Epsilon
 			}
