@@ -32,13 +32,13 @@ def test_budget_costs_no_composition_per_step(generated):
     want = fibergen.privacy.epsilon(sigma, **kw)
     assert want.steps == steps
     assert eps == pytest.approx(want.epsilon, rel=1e-12) and delta == want.delta
-    info = opt._handle.info()["spent"]
+    info = opt._handle.spent()
     # Each milestone composed once, whatever the steps, look-aheads and observations asked.
     assert info["evaluations"] == steps
     for _ in range(5):
         opt.observation()
         opt.spent()
-    assert opt._handle.info()["spent"]["evaluations"] == steps
+    assert opt._handle.spent()["evaluations"] == steps
 
 
 def test_rdp_budget_composes_nothing(generated):
@@ -46,4 +46,4 @@ def test_rdp_budget_composes_nothing(generated):
     opt = ft.Optimizer(m.parameters(), generated / "fiber", seed=3)
     opt.set_budget(2.0, clip=1.0, dataset_size=1000, batch_size=500, epochs=1, accountant="rdp")
     assert opt.spent() == (0.0, pytest.approx(1000 ** -1.1))
-    assert opt._handle.info()["spent"]["evaluations"] == 0
+    assert opt._handle.spent()["evaluations"] == 0
