@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-import fibergen.torch as ft
+sys.path.append(str(Path(__file__).resolve().parents[1] / "python"))  # after PYTHONPATH: another build can be timed
+import fibergen.torch as ft  # noqa: E402
 
 
 def cnn() -> torch.nn.Module:
