@@ -107,7 +107,6 @@ type info struct {
 	Observation     observation           `json:"observation"`
 	LookaheadBuffer int                   `json:"lookahead_buffer"`
 	DP              *dpSettings           `json:"dp"`
-	Spent           *spent                `json:"spent"`
 	Attenuations    []runtime.Attenuation `json:"attenuations"`
 	Tensors         []tensorInfo          `json:"tensors"`
 	HostBufferPad   []int                 `json:"host_buffer_pad"` // floats into its allocation each host buffer starts (runtime.HostBufferPad)
@@ -128,14 +127,45 @@ type dpSettings struct {
 }
 
 type spent struct {
-	Epsilon *float64 `json:"epsilon"` // null: unbounded (a PLD accountant beyond its reach)
-	Delta   float64  `json:"delta"`
+	Epsilon     *float64 `json:"epsilon"` // null: unbounded (a PLD accountant beyond its reach)
+	Delta       float64  `json:"delta"`
+	Evaluations int      `json:"evaluations"` // compositions the accountant computed (runtime.Optimizer.AccountantEvaluations): its table, none per step
+}
+
+// fg_spent stores in *out (free it with fg_free) the JSON object {"epsilon",
+// "delta", "evaluations"} of the privacy the steps taken spent under the
+// budget (runtime.Optimizer.Spent; epsilon null where unbounded), or null
+// without one: a read of the budget's table, which waits only for an
+// entry its computation in the background has not reached yet. It is
+// apart from fg_info so that nothing else a step asks for waits on the
+// accountant.
+//
+//export fg_spent
+func fg_spent(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("spent", unsafe.Pointer(out)); e != nil {
+			return e
+		}
+		var x *spent
+		if g, ok := o.Spent(); ok {
+			x = &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
+			if !math.IsInf(g.Epsilon, 1) {
+				x.Epsilon = &g.Epsilon
+			}
+		}
+		data, e := json.Marshal(x)
+		if e != nil {
+			return e
+		}
+		*out = C.CString(string(data))
+		return nil
+	})
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
 // the build hash, the backend and the host function it runs, the buffers in ABI order, the hypers, the steps taken,
-// the next step's observation and look-ahead buffer, the DP settings, the
-// privacy spent under a budget, the attenuation of each filtered state,
+// the next step's observation and look-ahead buffer, the DP settings,
+// the attenuation of each filtered state,
 // the tensors (ranges; name, offset, len, their own hypers and every hyper
 // they step with) and how far into its allocation the runtime starts each
 // host buffer, which a caller allocating them staggers alike.
@@ -155,12 +185,6 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 		}
 		if d, ok := o.DP(); ok {
 			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
-		}
-		if g, ok := o.Spent(); ok {
-			x.Spent = &spent{Delta: g.Delta}
-			if !math.IsInf(g.Epsilon, 1) {
-				x.Spent.Epsilon = &g.Epsilon
-			}
 		}
 		data, e := json.Marshal(x)
 		if e != nil {

@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -41,10 +42,8 @@ func (p Plan) Epsilon(sigma float64) (Guarantee, error) {
 // DeltaAt returns the smallest δ of an (eps, δ) guarantee that p's run with
 // noise multiplier sigma gives; p.Delta is not used. Under RDP it is the
 // conversion of EpsilonFromRDP solved for δ, minimized over the orders;
-// under PLD the hockey-stick curve of the composed PLD at eps, whose
-// tails are sized to the answer: from δ = 1e-5 down by factors of 10⁻⁴
-// until the δ found is at least the size (the tails then add at most
-// 10⁻³ of it).
+// under PLD the hockey-stick curve of the composed PLD at eps (deltaPLD),
+// an upper bound on the run's δ as the PLD accountant's ε is on its ε.
 func (p Plan) DeltaAt(sigma, eps float64) (float64, error) {
 	if !(eps >= 0) || math.IsInf(eps, 1) {
 		return 0, fmt.Errorf("epsilon %v: want a finite value >= 0", eps)
@@ -56,16 +55,46 @@ func (p Plan) DeltaAt(sigma, eps float64) (float64, error) {
 	if p.Accounting == RDP {
 		return p.deltaRDP(m, eps)
 	}
-	for size := 1e-3; ; size *= 1e-3 {
-		a, err := NewPLDAccountant(m, size, p.PLDInterval(sigma), p.Steps)
-		if err != nil {
-			return 0, err
-		}
-		if d, err := a.DeltaAfter(p.Steps, eps); err != nil || d >= size || size < 1e-290 {
-			return d, err
-		}
-	}
+	return p.deltaPLD(m, eps)
 }
+
+// deltaTries bounds the compositions deltaPLD computes.
+const deltaTries = 8
+
+// deltaPLD is DeltaAt under PLD. The tails the discretisation cuts are
+// sized by a tail budget s (the accountant's δ): they add at most 10⁻³·s
+// to the δ found, and only ever raise it, so every δ found is an upper
+// bound, within 10⁻³·s of the discretised curve. It starts at s = 0.1
+// and sizes each next try to the δ the last one found (s = δ), until a
+// δ is at least s/2 (the tails then add at most 2·10⁻³ of it); the
+// grids grow only as far as those of the PLD accountant at that δ, which
+// Epsilon computes at the same δ. Where a finer try is beyond the PLD
+// accountant (ErrBeyondPLD) or the tries run out, the last δ found, a
+// looser upper bound, is the answer.
+func (p Plan) deltaPLD(m Mechanism, eps float64) (float64, error) {
+	size, found := 0.1, math.NaN()
+	for range deltaTries {
+		a, err := NewPLDAccountant(m, size, p.PLDInterval(m.Sigma), p.Steps)
+		var d float64
+		if err == nil {
+			d, err = a.DeltaAfter(p.Steps, eps)
+		}
+		switch {
+		case err != nil && !math.IsNaN(found) && errors.Is(err, ErrBeyondPLD):
+			return found, nil
+		case err != nil:
+			return d, err
+		case d >= size/2 || d <= 0 || size <= minDeltaSize:
+			return d, nil
+		}
+		found, size = d, max(d, minDeltaSize)
+	}
+	return found, nil
+}
+
+// minDeltaSize is the smallest tail budget deltaPLD sizes to: below it
+// the tails' rounding floor (roundingFloor) dominates anyway.
+const minDeltaSize = 1e-290
 
 // deltaRDP is DeltaAt under RDP.
 func (p Plan) deltaRDP(m Mechanism, eps float64) (float64, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // The range of the loss grid spacing h: Interval chooses at most
@@ -55,7 +56,16 @@ type PLDAccountant struct {
 
 	horizon int // planned steps; 0: none, every report is exact
 	mu      sync.Mutex
-	reached map[int]float64 // ε at the milestones and the horizon computed so far
+	reached map[int]*report // ε at the milestones and the horizon, each computed once
+	evals   atomic.Int64    // compositions computed (Evaluations)
+}
+
+// report is the ε after a number of steps, which the first to ask
+// computes and the others wait for (done closed when it is in).
+type report struct {
+	done chan struct{}
+	eps  float64
+	err  error
 }
 
 // NewPLDAccountant returns a PLDAccountant for mechanism m, target delta
@@ -183,28 +193,90 @@ func (a *PLDAccountant) EpsilonAfter(steps int) Guarantee {
 
 // Epsilon returns the exact guarantee after steps steps, or an error
 // (ErrBeyondPLD) if their privacy loss spans too wide a grid or δ is too
-// small for the compositions' rounding. Reports at the milestones and
-// the horizon are kept, so that a run computes each once.
+// small for the compositions' rounding. Reports up to the horizon are
+// kept, so that a run computes each once: a report another goroutine is
+// computing (Precompute's) is waited for, not computed again, and no lock
+// is held while one is computed.
 func (a *PLDAccountant) Epsilon(steps int) (Guarantee, error) {
 	g := Guarantee{Delta: a.delta}
 	if steps <= 0 {
 		return g, nil
 	}
+	if steps > a.horizon {
+		eps, err := a.evaluate(steps)
+		g.Epsilon = eps
+		return g, err
+	}
+	r, mine := a.report(steps)
+	if mine {
+		r.eps, r.err = a.evaluate(steps)
+		close(r.done)
+	}
+	<-r.done
+	g.Epsilon = r.eps
+	return g, r.err
+}
+
+// report returns the report of steps, and true where the caller is the
+// first to ask and computes it.
+func (a *PLDAccountant) report(steps int) (*report, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if eps, ok := a.reached[steps]; ok {
-		g.Epsilon = eps
-		return g, nil
+	if r, ok := a.reached[steps]; ok {
+		return r, false
 	}
-	eps, err := a.exactEpsilon(steps)
-	if err == nil && steps <= a.horizon {
-		if a.reached == nil {
-			a.reached = map[int]float64{}
+	if a.reached == nil {
+		a.reached = map[int]*report{}
+	}
+	r := &report{done: make(chan struct{})}
+	a.reached[steps] = r
+	return r, true
+}
+
+// evaluate is exactEpsilon, counted (Evaluations).
+func (a *PLDAccountant) evaluate(steps int) (float64, error) {
+	a.evals.Add(1)
+	return a.exactEpsilon(steps)
+}
+
+// Evaluations returns how many compositions a has computed: with a
+// planned horizon, once each milestone and the horizon at most, however
+// often they are reported.
+func (a *PLDAccountant) Evaluations() int {
+	return int(a.evals.Load())
+}
+
+// Precompute computes in the background the ε at every milestone and
+// then at the horizon (an accountant without one has nothing to
+// compute), so that the reports of a run read them instead of composing
+// on the caller's time; a report asked before its turn is computed by
+// the caller (once: the background then waits for it). It stops early
+// once stop is closed, and closes the channel it returns when it is
+// done.
+func (a *PLDAccountant) Precompute(stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, m := range a.milestones() {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = a.Epsilon(m) // an error is kept in the report, for EpsilonAfter to give
 		}
-		a.reached[steps] = eps
+	}()
+	return done
+}
+
+// milestones returns the steps EpsilonAfter reports at: the milestones
+// and the horizon, in order; none without a horizon.
+func (a *PLDAccountant) milestones() []int {
+	var out []int
+	for m := 1; m <= a.horizon; m = a.milestone(m) + 1 {
+		out = append(out, a.milestone(m))
 	}
-	g.Epsilon = eps
-	return g, err
+	return out
 }
 
 // DeltaAfter returns the δ of an (ε, δ) guarantee after steps steps: the

@@ -756,7 +756,7 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 	if h.DP != nil {
 		o.dp = new(h.DP.dp())
 	}
-	o.budget = c.budget
+	o.installBudget(c.budget)
 	o.released() // a gradient set before the load is not the resumed run's
 	return nil
 }

@@ -668,6 +668,7 @@ func (o *Optimizer) checkGradients() error {
 // Close releases the backend (device memory, the shared object).
 func (o *Optimizer) Close() error {
 	defer o.lock()()
+	o.stopBudget()
 	if o.back == nil {
 		return nil
 	}

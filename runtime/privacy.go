@@ -18,6 +18,8 @@ type Budget struct {
 	Schedule   privacy.Schedule // DatasetSize, BatchSize, Epochs, Sampling
 	accountant privacy.Accountant
 	sigma      float64
+	stop       chan struct{}   // closed to stop the table's computation (Close, a budget replacing it)
+	tabled     <-chan struct{} // closed once the table is computed (or stopped)
 }
 
 // SetBudget calibrates the noise multiplier to the smallest σ_DP whose run
@@ -40,9 +42,36 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 		return 0, err
 	}
 	old := o.dp
-	o.dp, o.noise, o.budget = &dp, nil, &b
+	o.dp, o.noise = &dp, nil
+	o.installBudget(&b)
 	o.dpChanged(old)
 	return b.sigma, nil
+}
+
+// installBudget makes b the optimizer's budget, stopping the table of the
+// one it replaces, and starts computing b's table: under PLD the ε at
+// each milestone and the horizon, in the background, once each, so that
+// Spent reads it and no step, privatization or info composes (the
+// accountant's reports are a minimum over its orders under RDP, with
+// nothing to tabulate).
+func (o *Optimizer) installBudget(b *Budget) {
+	o.stopBudget()
+	o.budget = b
+	if b == nil {
+		return
+	}
+	b.stop = make(chan struct{})
+	if pld, ok := b.accountant.(*privacy.PLDAccountant); ok {
+		b.tabled = pld.Precompute(b.stop)
+	}
+}
+
+// stopBudget stops the computation of the budget's table, if any.
+func (o *Optimizer) stopBudget() {
+	if o.budget != nil && o.budget.stop != nil {
+		close(o.budget.stop)
+		o.budget.stop = nil
+	}
 }
 
 // calibrate computes the budget's noise multiplier and accountant and
@@ -76,7 +105,9 @@ func (b *Budget) withSigma(sigma float64) (DP, error) {
 }
 
 // Spent returns the (ε, δ) that the steps taken so far have spent under the
-// budget, and false without one.
+// budget, and false without one: under PLD read from the budget's table
+// (installBudget), waiting for the entry only where its computation in
+// the background has not reached it yet.
 func (o *Optimizer) Spent() (privacy.Guarantee, bool) {
 	defer o.lock()()
 	if o.budget == nil {
@@ -91,4 +122,32 @@ func (o *Optimizer) checkBudget() error {
 		return nil
 	}
 	return fmt.Errorf("runtime: the privacy budget ε = %v is spent: its schedule plans %d steps", o.budget.Epsilon, o.budget.Schedule.Steps())
+}
+
+// AccountantEvaluations returns how many compositions the budget's
+// accountant has computed: under PLD one per milestone and the horizon
+// at most, whatever the steps and reports (its table); 0 under RDP, whose
+// reports compose nothing, or without a budget.
+func (o *Optimizer) AccountantEvaluations() int {
+	defer o.lock()()
+	if o.budget == nil {
+		return 0
+	}
+	if pld, ok := o.budget.accountant.(*privacy.PLDAccountant); ok {
+		return pld.Evaluations()
+	}
+	return 0
+}
+
+// BudgetTabled returns a channel closed once the budget's table is
+// computed (or its computation stopped); closed already where there is
+// nothing to compute.
+func (o *Optimizer) BudgetTabled() <-chan struct{} {
+	defer o.lock()()
+	if o.budget == nil || o.budget.tabled == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return o.budget.tabled
 }

@@ -184,3 +184,41 @@ func TestBudgetAccounting(t *testing.T) {
 		t.Errorf("a PLD checkpoint read as RDP's: %v", err)
 	}
 }
+
+// TestBudgetCostsNothingPerStep: a PLD budget's table holds the ε at each
+// milestone and the horizon, computed once in the background; steps and
+// reports add no composition, and Spent gives the accountant's own
+// reports, the refusal past the schedule included.
+func TestBudgetCostsNothingPerStep(t *testing.T) {
+	o, tn := openDPSGD(t)
+	s := privacy.Schedule{DatasetSize: 10000, BatchSize: 50, Epochs: 1}
+	sigma, err := o.SetBudget(runtime.Budget{Epsilon: 2, ClipNorm: 1, Schedule: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-o.BudgetTabled()
+	table := o.AccountantEvaluations()
+	if table != privacy.Milestones {
+		t.Fatalf("the table of %d steps took %d compositions, want one per milestone, %d", s.Steps(), table, privacy.Milestones)
+	}
+	acc, err := s.Accountant(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float32, 10)
+	for step := 0; step <= s.Steps(); step++ {
+		spent, _ := o.Spent()
+		if step%37 == 0 || step == s.Steps() {
+			if want := acc.EpsilonAfter(step); spent != want {
+				t.Errorf("after %d steps: spent %+v, the accountant reports %+v", step, spent, want)
+			}
+		}
+		o.Observation()
+		if err := stepAll(o, []*runtime.Tensor{tn}, g); (err != nil) != (step == s.Steps()) {
+			t.Fatalf("step %d of %d: %v", step, s.Steps(), err)
+		}
+	}
+	if n := o.AccountantEvaluations(); n != table {
+		t.Errorf("%d steps and reports took %d compositions beyond the table's %d", s.Steps(), n-table, table)
+	}
+}

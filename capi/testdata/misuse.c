@@ -72,6 +72,7 @@ int main(int argc, char **argv) {
 
 	/* Required output pointers are checked before anything changes. */
 	refused("info NULL out", fg_info(h, NULL, err, sizeof err), "NULL");
+	refused("spent NULL out", fg_spent(h, NULL, err, sizeof err), "NULL");
 	refused("set_budget NULL sigma",
 		fg_set_budget(h, "{\"epsilon\": 1, \"clip\": 1, \"dataset_size\": 1000, \"batch_size\": 3, \"epochs\": 1}", NULL, err, sizeof err),
 		"NULL");

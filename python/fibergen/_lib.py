@@ -274,6 +274,11 @@ class Handle:
     def load(self, data: bytes, states: Sequence[int] = (), n: int = 0) -> None:
         call("load", self.h, data, len(data), _float_ptrs(states), len(states), n)
 
+    def spent(self) -> Optional[dict]:
+        out = ctypes.c_void_p()
+        call("spent", self.h, ctypes.byref(out))
+        return json.loads(take_string(out))
+
     def checkpoint_info(self, data: bytes) -> dict:
         out = ctypes.c_void_p()
         call("checkpoint_info", self.h, data, len(data), ctypes.byref(out))

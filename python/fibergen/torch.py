@@ -472,7 +472,7 @@ class Optimizer(torch.optim.Optimizer):
         """The (ε, δ) spent so far under the budget, or None without one.
         Under PLD, before the schedule's last step, the ε of the next of 100
         evenly spaced milestones: an upper bound."""
-        s = self._handle.info()["spent"]
+        s = self._handle.spent()
         if s is None:
             return None
         return (math.inf if s["epsilon"] is None else s["epsilon"]), s["delta"]

@@ -52,3 +52,12 @@ def test_bench_scaling(fibergen_bin: Path, generated: Path, tmp_path: Path) -> N
     rows = [line for line in out.stdout.splitlines() if line.startswith("| dp_sgd") or line.startswith("| fiber")]
     assert len(rows) == 8  # 2 optimizers × 2 sizes × 2 thread counts
     assert plot.stat().st_size > 0
+
+
+def test_bench_budget(generated: Path) -> None:
+    out = run([str(SCRIPTS / "bench_budget.py"), "--steps", "3", "--batch", "4"],
+              env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].endswith("3 steps of 4") and len(lines) == 4
+    assert all("ms/step" in line for line in lines[1:])

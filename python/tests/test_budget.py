@@ -1,0 +1,55 @@
+"""A privacy budget costs nothing per step: the runtime computes the ε at
+each milestone of the schedule once, when the budget is set (in the
+background), and the step path — privatize, the look-ahead point, the
+observation, step — and spent() read that table."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+import fibergen.privacy
+import fibergen.torch as ft
+
+
+def test_budget_costs_no_composition_per_step(generated):
+    torch.manual_seed(0)
+    m = torch.nn.Linear(8, 2)
+    ps = list(m.parameters())
+    opt = ft.Optimizer([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.01}], generated / "fiber", seed=3)
+    kw = dict(dataset_size=1000, batch_size=50, epochs=1)
+    sigma = opt.set_budget(2.0, clip=1.0, **kw)
+    steps = 20  # one milestone a step: the table holds 20 reports
+    x = torch.randn(4, 8)
+    for _ in range(steps):
+        with opt.lookahead():
+            look = [torch.stack([torch.autograd.grad(m(x[i:i + 1]).sum(), ps)[j] for i in range(4)]) for j in range(2)]
+        cur = [torch.stack([torch.autograd.grad(m(x[i:i + 1]).sum(), ps)[j] for i in range(4)]) for j in range(2)]
+        opt.observation()
+        opt.privatize(cur, look)
+        opt.step()
+    eps, delta = opt.spent()
+    want = fibergen.privacy.epsilon(sigma, **kw)
+    assert want.steps == steps
+    assert eps == pytest.approx(want.epsilon, rel=1e-12) and delta == want.delta
+    # The table fills in the background, each milestone composed once, whatever the steps,
+    # look-aheads, observations and reports asked: it ends at one evaluation per milestone.
+    assert table_size(opt, steps) == steps
+    for _ in range(5):
+        opt.observation()
+        opt.spent()
+    assert opt._handle.spent()["evaluations"] == steps
+    # What lookahead() and observation() read holds no ε, so they cannot wait on the accountant.
+    assert "spent" not in opt._handle.info()
+
+
+def table_size(opt: ft.Optimizer, want: int) -> int:
+    """The compositions of the budget's table once it holds want entries
+    (its computation in the background takes milliseconds here), or after
+    a minute without: the table was not computed."""
+    deadline = time.monotonic() + 60
+    while (n := opt._handle.spent()["evaluations"]) < want and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return n
