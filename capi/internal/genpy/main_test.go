@@ -53,7 +53,7 @@ func TestABICurrent(t *testing.T) {
 	if d := cmp.Diff(string(want), string(got)); d != "" {
 		t.Errorf("python/fibergen/_abi.py is stale (go generate ./capi) (-committed +generated):\n%s", d)
 	}
-	if a.defines[0] != (define{"ABI_VERSION", 5}) || len(a.funcs) < 30 {
+	if a.defines[0].name != "ABI_VERSION" || a.defines[0].value < 1 || len(a.funcs) < 30 {
 		t.Errorf("defines %v, %d functions", a.defines, len(a.funcs))
 	}
 }
