@@ -209,8 +209,7 @@ func (a *PLDAccountant) Epsilon(steps int) (Guarantee, error) {
 	}
 	r, mine := a.report(steps)
 	if mine {
-		r.eps, r.err = a.evaluate(steps)
-		close(r.done)
+		a.fill(r, steps)
 	}
 	<-r.done
 	g.Epsilon = r.eps
@@ -231,6 +230,19 @@ func (a *PLDAccountant) report(steps int) (*report, bool) {
 	r := &report{done: make(chan struct{})}
 	a.reached[steps] = r
 	return r, true
+}
+
+// fill computes the report r of steps and closes its channel, whatever
+// happens: a panic in the composition becomes the report's error, so that
+// no one waiting for it (Spent, under the optimizer's lock) waits forever.
+func (a *PLDAccountant) fill(r *report, steps int) {
+	defer close(r.done)
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("privacy: the ε after %d steps failed: %v", steps, p)
+		}
+	}()
+	r.eps, r.err = a.evaluate(steps)
 }
 
 // evaluate is exactEpsilon, counted (Evaluations).

@@ -367,10 +367,12 @@ class Optimizer(torch.optim.Optimizer):
         The seed is the one given on every rank, else (seed=None on every
         rank) the one the OS drew on rank 0, which the same collective
         carries; None on some ranks only is a difference."""
-        self._agreed = True
         if self._pg is None:
+            self._agreed = True
             return drawn if seed is None else seed
-        every = _agree(self._pg, "open the optimizer", self._open_facts(seed), self._device,
+        facts = self._open_facts(seed)  # a failure here still joins the collective, with its error
+        self._agreed = True
+        every = _agree(self._pg, "open the optimizer", facts, self._device,
                        drawn=drawn if self._rank == 0 else None)
         return every[0]["drawn"] if seed is None else seed
 
