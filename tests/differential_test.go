@@ -62,8 +62,8 @@ func TestOptimizersRegistered(t *testing.T) {
 			t.Errorf("%s: states %v, but tests/optimizers_test.go lists %v", path, fn.States, opt.states)
 		case hyperSets[fn.Name] == nil:
 			t.Errorf("%s: no hyperSets entry in tests/oracle_test.go", path)
-		case privRefs[fn.Name].norms == nil:
-			t.Errorf("%s: no privRefs entry in tests/privatize_test.go", path)
+		case opt.pkg.priv.norms == nil:
+			t.Errorf("%s: no privatize references in its goPackage (tests/optimizers_test.go)", path)
 		}
 	}
 }

@@ -375,7 +375,7 @@ func TestPTXSimPrivatizeMatchesGo(t *testing.T) {
 
 func checkPTXPrivatize(t *testing.T, run ptxRun) {
 	for _, opt := range optimizers {
-		name, ref := opt.name, privRefs[opt.name]
+		name, ref := opt.name, opt.pkg.priv
 		t.Run(name, func(t *testing.T) {
 			k := loadGPUPrivatize(t, run.ctx, name)
 			for i, c := range run.privCases(name) {

@@ -58,28 +58,30 @@ type optimizer struct {
 }
 
 // goPackage holds a generated package's Defaults, NewHost and Step, which
-// the kernel tests call through reflection (tests/kernels_test.go).
+// the kernel tests call through reflection (tests/kernels_test.go), and
+// its privatize references.
 type goPackage struct {
 	defaults, newHost, step any
+	priv                    privRef
 }
 
 // optimizers lists every optimizers/*.dsl; TestOptimizersRegistered checks
 // that none is missing.
 var optimizers = []*optimizer{
-	{name: "fiber", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberImpl, newRef: newFiberRef, pkg: goPackage{fiber.Defaults, fiber.NewHost, fiber.Step}},
-	{name: "disk", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskImpl, newRef: newDiskRef, pkg: goPackage{disk.Defaults, disk.NewHost, disk.Step}},
-	{name: "disk_corr", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step}},
-	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef, pkg: goPackage{abtrack.Defaults, abtrack.NewHost, abtrack.Step}},
-	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef, pkg: goPackage{dp_adamw.Defaults, dp_adamw.NewHost, dp_adamw.Step}},
-	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef, pkg: goPackage{dp_sgd.Defaults, dp_sgd.NewHost, dp_sgd.Step}},
-	{name: "dp_adam", states: []string{"m", "v"}, newImpl: newAdamImpl, newRef: newAdamRef, pkg: goPackage{dp_adam.Defaults, dp_adam.NewHost, dp_adam.Step}},
-	{name: "dp_adambc", states: []string{"m", "v"}, newImpl: newAdamBCImpl, newRef: newAdamBCRef, pkg: goPackage{dp_adambc.Defaults, dp_adambc.NewHost, dp_adambc.Step}},
-	{name: "fiber_nocorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNoCorrImpl, newRef: newFiberNoCorrRef, pkg: goPackage{fiber_nocorr.Defaults, fiber_nocorr.NewHost, fiber_nocorr.Step}},
-	{name: "fiber_bccorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberBCCorrImpl, newRef: newFiberBCCorrRef, pkg: goPackage{fiber_bccorr.Defaults, fiber_bccorr.NewHost, fiber_bccorr.Step}},
-	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step}},
-	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step}},
-	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step}},
-	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step}},
+	{name: "fiber", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberImpl, newRef: newFiberRef, pkg: goPackage{fiber.Defaults, fiber.NewHost, fiber.Step, privRef{fiber.PrivatizeNorms, fiber.PrivatizeScales, fiber.PrivatizeSum}}},
+	{name: "disk", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskImpl, newRef: newDiskRef, pkg: goPackage{disk.Defaults, disk.NewHost, disk.Step, privRef{disk.PrivatizeNorms, disk.PrivatizeScales, disk.PrivatizeSum}}},
+	{name: "disk_corr", states: []string{"gt", "m", "v", "lookahead"}, newImpl: newDiskCorrImpl, newRef: newDiskCorrRef, pkg: goPackage{disk_corr.Defaults, disk_corr.NewHost, disk_corr.Step, privRef{disk_corr.PrivatizeNorms, disk_corr.PrivatizeScales, disk_corr.PrivatizeSum}}},
+	{name: "abtrack", states: []string{"gt", "s", "m", "v"}, newImpl: newABTrackImpl, newRef: newABTrackRef, pkg: goPackage{abtrack.Defaults, abtrack.NewHost, abtrack.Step, privRef{abtrack.PrivatizeNorms, abtrack.PrivatizeScales, abtrack.PrivatizeSum}}},
+	{name: "dp_adamw", states: []string{"m", "v"}, newImpl: newAdamWImpl, newRef: newAdamWRef, pkg: goPackage{dp_adamw.Defaults, dp_adamw.NewHost, dp_adamw.Step, privRef{dp_adamw.PrivatizeNorms, dp_adamw.PrivatizeScales, dp_adamw.PrivatizeSum}}},
+	{name: "dp_sgd", states: nil, newImpl: newSGDImpl, newRef: newSGDRef, pkg: goPackage{dp_sgd.Defaults, dp_sgd.NewHost, dp_sgd.Step, privRef{dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum}}},
+	{name: "dp_adam", states: []string{"m", "v"}, newImpl: newAdamImpl, newRef: newAdamRef, pkg: goPackage{dp_adam.Defaults, dp_adam.NewHost, dp_adam.Step, privRef{dp_adam.PrivatizeNorms, dp_adam.PrivatizeScales, dp_adam.PrivatizeSum}}},
+	{name: "dp_adambc", states: []string{"m", "v"}, newImpl: newAdamBCImpl, newRef: newAdamBCRef, pkg: goPackage{dp_adambc.Defaults, dp_adambc.NewHost, dp_adambc.Step, privRef{dp_adambc.PrivatizeNorms, dp_adambc.PrivatizeScales, dp_adambc.PrivatizeSum}}},
+	{name: "fiber_nocorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNoCorrImpl, newRef: newFiberNoCorrRef, pkg: goPackage{fiber_nocorr.Defaults, fiber_nocorr.NewHost, fiber_nocorr.Step, privRef{fiber_nocorr.PrivatizeNorms, fiber_nocorr.PrivatizeScales, fiber_nocorr.PrivatizeSum}}},
+	{name: "fiber_bccorr", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberBCCorrImpl, newRef: newFiberBCCorrRef, pkg: goPackage{fiber_bccorr.Defaults, fiber_bccorr.NewHost, fiber_bccorr.Step, privRef{fiber_bccorr.PrivatizeNorms, fiber_bccorr.PrivatizeScales, fiber_bccorr.PrivatizeSum}}},
+	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step, privRef{fiber_ft.PrivatizeNorms, fiber_ft.PrivatizeScales, fiber_ft.PrivatizeSum}}},
+	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step, privRef{doppler.PrivatizeNorms, doppler.PrivatizeScales, doppler.PrivatizeSum}}},
+	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step, privRef{dp_lion.PrivatizeNorms, dp_lion.PrivatizeScales, dp_lion.PrivatizeSum}}},
+	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step, privRef{fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum}}},
 }
 
 // sqrtStates reports, for each of opt's states, whether the step takes a

@@ -7,20 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fibergen/fibergen/generated/abtrack"
 	"github.com/fibergen/fibergen/generated/disk"
-	"github.com/fibergen/fibergen/generated/disk_corr"
-	"github.com/fibergen/fibergen/generated/doppler"
-	"github.com/fibergen/fibergen/generated/dp_adam"
-	"github.com/fibergen/fibergen/generated/dp_adambc"
-	"github.com/fibergen/fibergen/generated/dp_adamw"
-	"github.com/fibergen/fibergen/generated/dp_lion"
-	"github.com/fibergen/fibergen/generated/dp_sgd"
-	"github.com/fibergen/fibergen/generated/fiber"
-	"github.com/fibergen/fibergen/generated/fiber_bccorr"
-	"github.com/fibergen/fibergen/generated/fiber_cosine"
-	"github.com/fibergen/fibergen/generated/fiber_ft"
-	"github.com/fibergen/fibergen/generated/fiber_nocorr"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/lang"
 	"github.com/fibergen/fibergen/reduce"
@@ -32,25 +19,6 @@ type privRef struct {
 	norms  func(partials, cur, look []float32, n int, a, b float32, lo, hi int)
 	scales func(scales, partials []float32, nchunks int, clip float64, lo, hi int)
 	sum    func(out, cur, look, scales []float32, n int, a, b, divisor float32, lo, hi int)
-}
-
-// privRefs are the privatize kernels' Go references of every shipped
-// optimizer (TestOptimizersRegistered checks that none is missing).
-var privRefs = map[string]privRef{
-	"abtrack":      {abtrack.PrivatizeNorms, abtrack.PrivatizeScales, abtrack.PrivatizeSum},
-	"disk":         {disk.PrivatizeNorms, disk.PrivatizeScales, disk.PrivatizeSum},
-	"disk_corr":    {disk_corr.PrivatizeNorms, disk_corr.PrivatizeScales, disk_corr.PrivatizeSum},
-	"doppler":      {doppler.PrivatizeNorms, doppler.PrivatizeScales, doppler.PrivatizeSum},
-	"dp_adam":      {dp_adam.PrivatizeNorms, dp_adam.PrivatizeScales, dp_adam.PrivatizeSum},
-	"dp_adambc":    {dp_adambc.PrivatizeNorms, dp_adambc.PrivatizeScales, dp_adambc.PrivatizeSum},
-	"dp_adamw":     {dp_adamw.PrivatizeNorms, dp_adamw.PrivatizeScales, dp_adamw.PrivatizeSum},
-	"dp_lion":      {dp_lion.PrivatizeNorms, dp_lion.PrivatizeScales, dp_lion.PrivatizeSum},
-	"dp_sgd":       {dp_sgd.PrivatizeNorms, dp_sgd.PrivatizeScales, dp_sgd.PrivatizeSum},
-	"fiber":        {fiber.PrivatizeNorms, fiber.PrivatizeScales, fiber.PrivatizeSum},
-	"fiber_bccorr": {fiber_bccorr.PrivatizeNorms, fiber_bccorr.PrivatizeScales, fiber_bccorr.PrivatizeSum},
-	"fiber_cosine": {fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum},
-	"fiber_ft":     {fiber_ft.PrivatizeNorms, fiber_ft.PrivatizeScales, fiber_ft.PrivatizeSum},
-	"fiber_nocorr": {fiber_nocorr.PrivatizeNorms, fiber_nocorr.PrivatizeScales, fiber_nocorr.PrivatizeSum},
 }
 
 // privSweep are the optimizers whose privatize kernels the host test runs
@@ -250,7 +218,7 @@ func privatizeKernels(t *testing.T, name, isa string) *hostkernel.Privatize {
 // privCases, the others on privSharpCases.
 func TestPrivatizeHostMatchesGo(t *testing.T) {
 	for _, opt := range optimizers {
-		name, ref := opt.name, privRefs[opt.name]
+		name, ref := opt.name, opt.pkg.priv
 		t.Run(name, func(t *testing.T) {
 			for i, isa := range hostISAs(t) {
 				k := privatizeKernels(t, name, isa)

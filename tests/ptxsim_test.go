@@ -190,7 +190,7 @@ func firstFailure(t *testing.T, run ptxRun, ptx []byte, opt *optimizer) error {
 	}
 	p := &gpuPrivatize{ctx: run.ctx, fns: fns[1:4]}
 	for i, c := range mutantPrivCases() {
-		if _, _, err := runGPUPrivatize(t, privRefs["fiber"], p, c, gpuShapes[i%len(gpuShapes)]); err != nil {
+		if _, _, err := runGPUPrivatize(t, optimizerNamed("fiber").pkg.priv, p, c, gpuShapes[i%len(gpuShapes)]); err != nil {
 			return fmt.Errorf("privatize %v: %w", c, err)
 		}
 	}
