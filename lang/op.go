@@ -1,6 +1,9 @@
 package lang
 
-import "math"
+import (
+	"math"
+	"unicode"
+)
 
 // Op is an arithmetic operation of the language.
 type Op uint8
@@ -75,9 +78,19 @@ func (o Op) Name() string {
 	return ops[o].name
 }
 
-// Calls are the built-in functions that are operations, by name.
-var Calls = map[string]Op{"sqrt": Sqrt, "abs": Abs, "min": Min, "max": Max, "sign": Sign,
-	"exp": Exp, "log": Log, "sin": Sin, "cos": Cos, "select": Select}
+// Calls are the built-in functions that are operations, by name: the
+// operations the DSL spells with a name (ops) rather than an operator.
+var Calls = calls()
+
+func calls() map[string]Op {
+	out := map[string]Op{}
+	for o, d := range ops {
+		if d.spelling != "" && unicode.IsLetter(rune(d.spelling[0])) {
+			out[d.spelling] = Op(o)
+		}
+	}
+	return out
+}
 
 // Arity is the number of operands of o; 0 for an invalid one.
 func (o Op) Arity() int {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/fibergen/fibergen/lang"
 )
 
 // repeatable marks the flag values that may be given more than once.
@@ -19,9 +21,9 @@ type setsFlag []string
 func (l *setsFlag) repeatable()    {}
 func (l *setsFlag) String() string { return strings.Join(*l, ",") }
 func (l *setsFlag) Set(s string) error {
-	name, _, _ := strings.Cut(s, "=")
+	name, _, err := lang.ParseSetting(s) // a malformed one is reported with the others, where they apply
 	for _, prev := range *l {
-		if p, _, _ := strings.Cut(prev, "="); p == name {
+		if p, _, _ := lang.ParseSetting(prev); err == nil && p == name { // " lr=2" is lr too
 			return fmt.Errorf("%s is set twice (%s, then %s)", name, prev, s)
 		}
 	}

@@ -79,3 +79,19 @@ func TestFlagForms(t *testing.T) {
 		t.Errorf(`explain -- --json: exit %d, stderr %q; want "--json" read as a file`, r.code, r.stderr)
 	}
 }
+
+// TestSetsFlagTwice: a name set twice is refused however it is spaced,
+// as lang.ParseSetting reads it; a malformed setting is left for where
+// the settings apply.
+func TestSetsFlagTwice(t *testing.T) {
+	var l setsFlag
+	if err := l.Set("lr=1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Set(" lr = 2"); err == nil || !strings.Contains(err.Error(), "lr is set twice") {
+		t.Errorf("lr=1, then \" lr = 2\": %v, want a refusal", err)
+	}
+	if err := l.Set("lr=x"); err != nil {
+		t.Errorf("lr=x: %v, want it left for the settings' check", err)
+	}
+}
