@@ -163,10 +163,13 @@ func (o *Optimizer) deviceArgs(n int, offset uint64) backend.Step {
 // waits for the device.
 func (o *Optimizer) CheckDeviceGradient(g DevicePtr, n int) error {
 	defer o.lock()()
-	if o.opts.Backend != CUDA || n < 0 || n > 0 && (g == 0 || g%4 != 0) || n > math.MaxInt64/4 {
+	if !o.opts.Backend.onDevice() || n < 0 || n > 0 && (g == 0 || g%4 != 0) || n > math.MaxInt64/4 {
 		return fmt.Errorf("runtime: CheckDeviceGradient: %d coordinates at %#x on backend %q", n, uint64(g), o.opts.Backend)
 	}
-	err := o.ready()
+	err := o.checkRangesLen("CheckDeviceGradient", n) // as StepDevice checks them
+	if err == nil {
+		err = o.ready()
+	}
 	if err == nil {
 		err = o.releasableAt(deviceRange(g, n))
 	}

@@ -45,12 +45,12 @@ func (o *Optimizer) RegisterRange(name string, n int) (*Tensor, error) {
 // ownsTensors reports whether the optimizer has tensors with values of
 // their own (Register), which own its buffers.
 func (o *Optimizer) ownsTensors() bool {
-	return slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return !t.ranged })
+	return len(o.tensors) > 0 && !o.tensors[0].ranged // Register and RegisterRange refuse to mix
 }
 
 // hasRanges reports whether the optimizer's tensors are ranges of the
 // trainer's buffers (RegisterRange).
-func (o *Optimizer) hasRanges() bool { return len(o.tensors) > 0 && !o.ownsTensors() }
+func (o *Optimizer) hasRanges() bool { return len(o.tensors) > 0 && o.tensors[0].ranged }
 
 // checkRangesLen refuses trainer's buffers of n coordinates where ranges
 // cover another number.

@@ -57,6 +57,9 @@ func initRangesDir(t *testing.T) string {
 	if _, err := llvmgen.FindToolchain(); err != nil && os.Getenv("FIBERGEN_GENERATED") != "" {
 		t.Skipf("init_ranges needs LLVM to build: %v", err)
 	}
+	if dir, ok := kernelDirs.Load("init_ranges"); ok { // built once per test binary, as kernelDir's
+		return dir.(string)
+	}
 	src, err := os.ReadFile(filepath.Join("testdata", "init_ranges.dsl"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +72,7 @@ func initRangesDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "init_ranges")
+	dir := filepath.Join(kernelRoot, "init_ranges")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +81,7 @@ func initRangesDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	kernelDirs.Store("init_ranges", dir)
 	return dir
 }
 

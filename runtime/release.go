@@ -107,17 +107,17 @@ var optimizerIDs atomic.Uint64
 // releasable refuses to release the gradient named name, which came from
 // src: one already released, or, under DP settings, one written outside a
 // privatization and not vouched for.
-func (o *Optimizer) releasable(name string, src gradSource) error {
-	switch {
+func (o *Optimizer) releasable(kind, name string, src gradSource) error {
+	switch { // kind and name apart: the message is made only for a refusal, not at every step
 	case src == gradNone && !o.opts.AllowGradientReuse:
 		return fmt.Errorf("runtime: Step: no gradient for %s since the last step (step %d is next): privatize the next batch "+
 			"(Privatize) or set it, for each step, since a step on the same gradient releases the same batch again, which the "+
-			"privacy accounting does not count", name, o.t)
+			"privacy accounting does not count", kind+" "+name, o.t)
 	case src == gradWritten && o.noise == nil:
 		return fmt.Errorf("runtime: Step: the gradient of %s was written outside Privatize (SetGrad, or a write into the "+
 			"trainer's buffer such as a backward pass), and under DP settings a step releases only a privatized gradient: "+
 			"Privatize the per-example gradients, or, if the trainer clipped and averaged them itself, say so with "+
-			"TrustClippedGradient (trust_clipped_grad() in PyTorch), which the accountant takes on trust", name)
+			"TrustClippedGradient (trust_clipped_grad() in PyTorch), which the accountant takes on trust", kind+" "+name)
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (o *Optimizer) releasable(name string, src gradSource) error {
 func (o *Optimizer) releasableHost() error {
 	if !o.callerBuffers {
 		for _, t := range o.tensors {
-			if err := o.releasable("tensor "+t.Name, t.grad); err != nil {
+			if err := o.releasable("tensor", t.Name, t.grad); err != nil {
 				return err
 			}
 		}
@@ -138,7 +138,7 @@ func (o *Optimizer) releasableHost() error {
 
 // releasableAt checks the gradient of the trainer's buffers, at g.
 func (o *Optimizer) releasableAt(g memRange) error {
-	if err := o.releasable("buffer "+o.bufName(ir.GradBuffer), o.grad.src); err != nil {
+	if err := o.releasable("buffer", o.bufName(ir.GradBuffer), o.grad.src); err != nil {
 		return err
 	}
 	if o.grad.src == gradPrivatized && !o.grad.at.holds(g) {
