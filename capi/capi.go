@@ -174,8 +174,8 @@ func checkCount(what string, count, per int64) error {
 	return nil
 }
 
-// jsonAnswer is the body of a C function that answers a JSON request
-// without an optimizer (fg_shard, fg_privacy): it refuses a NULL out, calls
+// jsonAnswer is the body of a C function that answers in JSON (fg_shard,
+// fg_privacy; fg_info, fg_spent, fg_checkpoint_info inside with): it refuses a NULL out, calls
 // answer — which reads the request — and stores its value, as JSON, in *out
 // (free it with fg_free); answer's error, or a panic as recovered makes it,
 // comes back unchanged and leaves *out alone.

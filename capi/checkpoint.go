@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -106,22 +105,12 @@ func fg_load(h C.int64_t, data unsafe.Pointer, n C.size_t, ptrs **C.float, nstat
 //export fg_checkpoint_info
 func fg_checkpoint_info(h C.int64_t, data unsafe.Pointer, n C.size_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if e := required("checkpoint_info", unsafe.Pointer(out)); e != nil {
-			return e
-		}
-		r, e := checkpointBytes(data, n)
-		if e != nil {
-			return e
-		}
-		info, e := o.CheckpointInfo(r)
-		if e != nil {
-			return e
-		}
-		b, e := json.Marshal(info)
-		if e != nil {
-			return fmt.Errorf("fibergen: checkpoint_info: %w", e)
-		}
-		*out = C.CString(string(b))
-		return nil
+		return jsonAnswer("checkpoint_info", out, func() (any, error) {
+			r, e := checkpointBytes(data, n)
+			if e != nil {
+				return nil, e
+			}
+			return o.CheckpointInfo(r)
+		})
 	})
 }

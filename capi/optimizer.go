@@ -143,22 +143,16 @@ type spent struct {
 //export fg_spent
 func fg_spent(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if e := required("spent", unsafe.Pointer(out)); e != nil {
-			return e
-		}
-		var x *spent
-		if g, ok := o.Spent(); ok {
-			x = &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
-			if !math.IsInf(g.Epsilon, 1) {
-				x.Epsilon = &g.Epsilon
+		return jsonAnswer("spent", out, func() (any, error) {
+			var x *spent
+			if g, ok := o.Spent(); ok {
+				x = &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
+				if !math.IsInf(g.Epsilon, 1) {
+					x.Epsilon = &g.Epsilon
+				}
 			}
-		}
-		data, e := json.Marshal(x)
-		if e != nil {
-			return e
-		}
-		*out = C.CString(string(data))
-		return nil
+			return x, nil
+		})
 	})
 }
 
@@ -173,26 +167,23 @@ func fg_spent(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 //export fg_info
 func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		if e := required("info", unsafe.Pointer(out)); e != nil {
-			return e
-		}
-		obs := o.Observation()
-		x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
-			Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
-			LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o)}
-		for _, b := range o.Manifest().Buffers {
-			x.Buffers = append(x.Buffers, b.Name)
-		}
-		if d, ok := o.DP(); ok {
-			x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
-		}
-		data, e := json.Marshal(x)
-		if e != nil {
-			return e
-		}
-		*out = C.CString(string(data))
-		return nil
+		return jsonAnswer("info", out, func() (any, error) { return infoOf(o), nil })
 	})
+}
+
+// infoOf is what fg_info says of o.
+func infoOf(o *runtime.Optimizer) info {
+	obs := o.Observation()
+	x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
+		Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
+		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o)}
+	for _, b := range o.Manifest().Buffers {
+		x.Buffers = append(x.Buffers, b.Name)
+	}
+	if d, ok := o.DP(); ok {
+		x.DP = &dpSettings{d.ClipNorm, d.NoiseMultiplier, d.BatchSize, d.SigmaW2()}
+	}
+	return x
 }
 
 // fg_set_hypers sets the hypers of the JSON object {"name": value, ...}
