@@ -348,10 +348,10 @@ class Optimizer(torch.optim.Optimizer):
         self._state_bufs = [self._buffer(_abi.FIRST_STATE + k, self._n) for k in range(len(self._states))]
         for g in self._groups:
             g.states = [s[g.off:g.off + g.n] for s in self._state_bufs]
+        self._bound = self._ptrs()  # the buffers' addresses, which _sync keeps current
         if cuda:
-            self._handle.init_device_states(self._ptrs(), self._n)
+            self._handle.init_device_states(self._bound, self._n)
         else:
-            self._bound = self._ptrs()
             self._handle.use_buffers(self._bound, self._n)
 
     def _ptrs(self) -> list[int]:
@@ -608,7 +608,6 @@ class Optimizer(torch.optim.Optimizer):
         self._note_writes(agree=False)  # this rank's: the step agrees over the ranks
         self._handle.trust_clipped_gradient()
         self._grad_invalid = ""
-        self._grad_seen = self._grad._version
 
     def _privatize(self, grads: Any, lookahead: Any, scales: Optional[torch.Tensor]) -> tuple[torch.Tensor, int]:
         """privatize on this rank's examples, into the flat gradient."""
@@ -750,7 +749,7 @@ class Optimizer(torch.optim.Optimizer):
 
     def _step_once(self) -> None:
         if self._device.type == "cuda":
-            self._handle.step_device(self._ptrs(), self._n, self._lo)
+            self._handle.step_device(self._bound, self._n, self._lo)  # _sync refused moved parameters
         else:
             self._handle.step()
 
