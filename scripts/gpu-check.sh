@@ -8,7 +8,7 @@
 #
 # It runs, with FIBERGEN_REQUIRE_CUDA=1 so that a missing driver or device fails instead of
 # skipping: the driver binding's tests (runtime/cudadrv), the runtime's CUDA backend against the
-# Go backend (runtime: CUDA, StepDevice), the PTX kernels against the Go reference bit for bit
+# Go backend (runtime: CUDA, StepDevice, Shard), the PTX kernels against the Go reference bit for bit
 # (tests: GPU), then `fibergen bench generated/NAME --backend cuda` for fiber, dp_adamw and dp_sgd
 # at n = 64M and 256M (JSON: step and device-to-device copy bandwidth of the same run), and, where
 # Python can import torch, scripts/torch_adamw.py at the same sizes and the PyTorch binding's
@@ -40,7 +40,7 @@ check() {
 
 { date -u; nvidia-smi; } >"$out/machine.txt" 2>&1
 check cudadrv "$root/runtime/cudadrv" "$bin/cudadrv.test" -test.v -test.timeout 30m
-check runtime-cuda "$root/runtime" env FIBERGEN_GENERATED="$bin/generated" "$bin/runtime.test" -test.run 'CUDA|StepDevice' -test.v -test.timeout 30m
+check runtime-cuda "$root/runtime" env FIBERGEN_GENERATED="$bin/generated" "$bin/runtime.test" -test.run 'CUDA|StepDevice|Shard' -test.v -test.timeout 30m
 check kernels-gpu "$root/tests" "$bin/tests.test" -test.run 'GPU' -test.v -test.timeout 60m
 for n in 64M 256M; do
 	for o in fiber dp_adamw dp_sgd; do
