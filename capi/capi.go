@@ -36,7 +36,7 @@ package main
 // The ABI version fg_abi_version returns, and the statuses every function
 // returns: one place for them, copied by cgo into libfibergen.h and by
 // capi/internal/genpy into the binding's _abi.py.
-#define FG_ABI_VERSION 6
+#define FG_ABI_VERSION 7
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -66,7 +66,8 @@ const (
 // abiVersion is fg_abi_version, FG_ABI_VERSION: 5 added the ranges with
 // hypers of their own (fg_register_range, fg_set_tensor_hypers), fg_shard,
 // and fg_info's tensors and host_buffer_pad; 6 moved fg_info's spent into
-// fg_spent, so that fg_info never waits on the accountant.
+// fg_spent, so that fg_info never waits on the accountant; 7 added
+// fg_resolve, optimizers by name.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

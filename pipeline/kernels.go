@@ -1,75 +1,57 @@
 package pipeline
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
+	"github.com/fibergen/fibergen/internal/objcache"
 )
 
 // This file turns a unit's kernel module into what runs it — PTX for the
 // GPU, a shared object for the CPU — with LLVM's tools (llvmgen.Toolchain),
-// and lists the files fibergen build writes.
+// each compiled once per user into the cache of compiled objects (package
+// objcache), keyed by the module and the toolchain's recipe; and it lists
+// the files fibergen build writes.
 
-// PTX is u's kernels for NVIDIA GPUs (llvmgen.PTXTarget).
+// PTX is u's kernels for NVIDIA GPUs (llvmgen.PTXTarget), from the cache.
 func (u *Unit) PTX() ([]byte, error) {
 	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return nil, err
 	}
-	return tc.PTX(u.Module.LL)
-}
-
-// WriteSharedObject builds u's host kernel for this machine at path.
-func (u *Unit) WriteSharedObject(path string) error {
-	tc, err := llvmgen.FindToolchain()
+	dir, _, err := objcache.Entry("ptx", objcache.Key(tc.Recipe("ptx"), u.Module.LL), func(dir string) error {
+		ptx, err := tc.PTX(u.Module.LL)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "kernel.ptx"), ptx, 0o644)
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return tc.SharedObject(u.Module.LL, u.Module.HostFunc(), path)
+	return os.ReadFile(filepath.Join(dir, "kernel.ptx"))
 }
 
-// CachedSharedObject returns u's host kernel in the user's cache directory
-// ($XDG_CACHE_HOME/fibergen or ~/.cache/fibergen), named by a hash of the
-// module, the LLVM version and the machine, building it on first use.
+// CachedSharedObject returns the path of u's host kernel for this machine
+// in the cache, building it on first use.
 func (u *Unit) CachedSharedObject() (string, error) {
 	return CachedSharedObject(u.Func.Name, u.Module.LL, u.Module.HostFunc())
 }
 
-// CachedSharedObject returns the host kernel hostFunc of the optimizer
-// name's module ll (LLVM IR), from the cache of Unit.CachedSharedObject.
+// CachedSharedObject returns the path of the host kernel hostFunc of the
+// optimizer name's module ll (LLVM IR) in the cache, building it on first
+// use.
 func CachedSharedObject(name, ll, hostFunc string) (string, error) {
 	tc, err := llvmgen.FindToolchain()
 	if err != nil {
 		return "", err
 	}
-	dir, err := cacheDir()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(ll + "\x00" + tc.Version + "\x00" + goruntime.GOOS + "/" + goruntime.GOARCH))
-	so := filepath.Join(dir, fmt.Sprintf("%s-%x.so", name, sum[:12]))
-	if _, err := os.Stat(so); err == nil {
-		return so, nil
-	}
-	return so, tc.SharedObject(ll, hostFunc, so)
-}
-
-// cacheDir is $XDG_CACHE_HOME/fibergen (or ~/.cache/fibergen), made if
-// missing.
-func cacheDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory for the host kernel: %w", err)
-	}
-	dir := filepath.Join(base, "fibergen")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cannot make the kernel cache: %w", err)
-	}
-	return dir, nil
+	so := name + ".so"
+	dir, _, err := objcache.Entry("so", objcache.Key(tc.Recipe("so"), ll, hostFunc), func(dir string) error {
+		return tc.SharedObject(ll, hostFunc, filepath.Join(dir, so))
+	})
+	return filepath.Join(dir, so), err
 }
 
 // File is one file fibergen build writes into generated/<name>/.
@@ -93,16 +75,10 @@ func (u *Unit) Files() ([]File, error) {
 	return append(files, File{u.Func.Name + ".json", u.Manifest}), nil
 }
 
-// sharedObjectBytes builds u's host kernel in a temporary directory and
-// returns its bytes.
+// sharedObjectBytes is u's host kernel, from the cache.
 func (u *Unit) sharedObjectBytes() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "fibergen-build-")
+	path, err := u.CachedSharedObject()
 	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, u.Func.Name+".so")
-	if err := u.WriteSharedObject(path); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(path)

@@ -3,7 +3,8 @@
 // generate code (its Targets: codegen/gogen, codegen/llvmgen) — so that the
 // command line and the tests build exactly the same thing from one parse. Turning the kernel
 // module into PTX or a shared object needs LLVM's tools (llvmgen.Toolchain):
-// Unit's PTX, WriteSharedObject, CachedSharedObject and Files do it.
+// Unit's PTX, CachedSharedObject and Files do it, once per user (the cache
+// of compiled objects, package objcache).
 package pipeline
 
 import (
@@ -30,7 +31,7 @@ type Unit struct {
 	Outputs []Output
 	// The built-in targets' results, typed, for the callers that use them
 	// directly: the Go reference package and the kernels' LLVM module
-	// (whose PTX and host kernel Unit's PTX and WriteSharedObject build).
+	// (whose PTX and host kernel Unit's PTX and CachedSharedObject build).
 	GoCode []byte
 	Module *llvmgen.Module
 }

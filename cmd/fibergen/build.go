@@ -39,8 +39,8 @@ func cmdBuild(args []string, stdout, stderr io.Writer) int {
 	if err := writeUnits(*out, outputs); err != nil {
 		return fail(stderr, "build", err)
 	}
-	for i, u := range units {
-		fmt.Fprintf(stdout, "%s -> %s\n", u.Path, outputs[i].dir)
+	for i, spec := range files { // one unit each: compileAll succeeded
+		fmt.Fprintf(stdout, "%s -> %s\n", spec, outputs[i].dir)
 	}
 	return 0
 }

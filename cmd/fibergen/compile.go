@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/fibergen/fibergen/dsl"
-	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/pipeline"
 )
 
@@ -35,12 +33,13 @@ func diagnose(path string, stderr io.Writer, phases phases) *pipeline.Unit {
 // phases is pipeline.Compile or pipeline.Check.
 type phases func(path string, src []byte) (*pipeline.Unit, dsl.ErrorList, error)
 
-// compileDiagnosed reads and compiles path: the unit, or its errors one line
+// compileDiagnosed reads and compiles spec, a file or a shipped
+// optimizer's name (pipeline.ReadSource): the unit, or its errors one line
 // each ("file:line:col: message") and in full as compileFile prints them.
-func compileDiagnosed(path string, phases phases) (u *pipeline.Unit, errs []string, text string) {
-	src, err := os.ReadFile(path)
+func compileDiagnosed(spec string, phases phases) (u *pipeline.Unit, errs []string, text string) {
+	path, src, err := pipeline.ReadSource(spec)
 	if err != nil {
-		msg := fmt.Sprintf("fibergen: cannot read %s: %v", path, fileout.RootCause(err))
+		msg := "fibergen: " + err.Error()
 		return nil, []string{msg}, msg + "\n"
 	}
 	u, list, err := phases(path, src)

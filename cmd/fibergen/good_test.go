@@ -30,7 +30,7 @@ func mustRun(t *testing.T, args ...string) result {
 func TestHelp(t *testing.T) {
 	for _, arg := range []string{"help", "-h", "--help"} {
 		r := mustRun(t, arg)
-		if !strings.HasPrefix(r.stdout, "usage:\n") || !strings.Contains(r.stdout, "fibergen run FILE") {
+		if !strings.HasPrefix(r.stdout, "usage:\n") || !strings.Contains(r.stdout, "fibergen run SOURCE") {
 			t.Errorf("fibergen %s printed %q, want the usage", arg, r.stdout)
 		}
 	}

@@ -9,21 +9,26 @@
 // Usage:
 //
 //	fibergen --version (or fibergen version)
-//	fibergen build FILE... [-o DIR]
-//	fibergen check FILE...
-//	fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
-//	fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
+//	fibergen build SOURCE... [-o DIR]
+//	fibergen check SOURCE...
+//	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
+//	fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
-//	fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
+//	fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
 //	        (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-//	fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+//	fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
 //	fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]
 //	fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]
 //	fibergen privacy delta --sigma S --epsilon E RUN [OPTIONS]
 //	        RUN: --sample-rate Q --steps T, or --dataset-size N --batch-size B --epochs E
 //	        OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
 //	                 pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
+//	fibergen cache dir|clean
+//
+// SOURCE is a .dsl file or the name of an optimizer fibergen ships (fiber,
+// dp_adamw, ...: package optimizers); what LLVM compiles from it is cached
+// per user ($FIBERGEN_CACHE, else ~/.cache/fibergen: package objcache).
 //
 // Flags may come before or after the files, spelled --name value or
 // --name=value (build's output directory: -o DIR); a flag error names the
@@ -45,16 +50,16 @@ import (
 
 const usage = `usage:
   fibergen --version                     the build: module, commit, Go; the manifest format, noise scheme and C ABI version
-  fibergen build FILE... [-o DIR]        write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
-  fibergen check FILE...                 report errors (and warnings); exit 1 if there are errors
-  fibergen explain FILE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
+  fibergen build SOURCE... [-o DIR]      write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
+  fibergen check SOURCE...               report errors (and warnings); exit 1 if there are errors
+  fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
                                          the settings checked as run checks them (step 0)
-  fibergen run FILE --grads G.npy --theta THETA.npy --out OUT.npy
+  fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
           (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
           [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
-  fibergen run FILE --example-grads E.npy [--lookahead-grads L.npy] --clip C
+  fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
-  fibergen bench FILE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
+  fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
                                          time the step against this machine's copy bandwidth
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
@@ -64,6 +69,9 @@ const usage = `usage:
                (steps = E × ceil(N/B), rounded up; delta defaults to 1/N^1.1)
           OPTIONS: [--sampling poisson|fixed] [--accountant pld|rdp] [--json]
                    pld (default): [--interval H]; rdp: [--orders A,B,...] [--series exact|magnitudes]
+  fibergen cache dir|clean               print or empty the per-user cache of what LLVM compiled
+  SOURCE: a .dsl file, or the name of an optimizer fibergen ships (fiber, dp_adamw, ...: optimizers/);
+          LLVM compiles it once per user into the cache ($FIBERGEN_CACHE, else ~/.cache/fibergen)
 `
 
 // cmdVersion prints the build identity (internal/version).
@@ -85,11 +93,11 @@ func main() {
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "fibergen: no command (want bench, build, check, explain, privacy or run; fibergen help prints the usage)")
+		fmt.Fprintln(stderr, "fibergen: no command (want bench, build, cache, check, explain, privacy or run; fibergen help prints the usage)")
 		return 2
 	}
 	commands := map[string]func([]string, io.Writer, io.Writer) int{
-		"bench": cmdBench, "build": cmdBuild, "check": cmdCheck, "explain": cmdExplain, "privacy": cmdPrivacy, "run": cmdRun,
+		"bench": cmdBench, "build": cmdBuild, "cache": cmdCache, "check": cmdCheck, "explain": cmdExplain, "privacy": cmdPrivacy, "run": cmdRun,
 	}
 	cmd, ok := commands[args[0]]
 	switch {
@@ -99,7 +107,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case args[0] == "version" || args[0] == "--version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case !ok:
-		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, check, explain, privacy or run)\n", args[0])
+		fmt.Fprintf(stderr, "fibergen: unknown command %q (want bench, build, cache, check, explain, privacy or run)\n", args[0])
 		return 2
 	}
 	return cmd(args[1:], stdout, stderr)

@@ -70,7 +70,7 @@ func findTool(name string) (path, version string, err error) {
 		if err != nil {
 			continue
 		}
-		if v, err := toolVersion(path); err == nil && majorOf(v) == LLVMMajor {
+		if v, err := knownVersion(path); err == nil && majorOf(v) == LLVMMajor {
 			return path, v, nil
 		} else if err == nil {
 			found = append(found, fmt.Sprintf("%s is LLVM %s", path, v))
@@ -82,7 +82,10 @@ func findTool(name string) (path, version string, err error) {
 	return "", "", fmt.Errorf("%s; no %s-14 or %s on PATH or in /usr/lib/llvm-14/bin", missingLLVM, name, name)
 }
 
-var versionRE = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)
+var (
+	versionRE   = regexp.MustCompile(`LLVM version (\d+)\.(\d+)\.(\d+)`)
+	versionOnly = regexp.MustCompile(`^\d+\.\d+\.\d+$`) // what toolVersion returns
+)
 
 // toolVersion runs path --version and returns LLVM's version, e.g. "14.0.6".
 func toolVersion(path string) (string, error) {
@@ -109,12 +112,13 @@ func majorOf(v string) int {
 var (
 	ptxFlags  = []string{"-O3", "-march=nvptx64", "-mcpu=sm_80", "-nvptx-fma-level=0", "--fp-contract=off"}
 	hostFlags = []string{"-O3", "-filetype=obj", "-relocation-model=pic", "--fp-contract=off"}
+	optPasses = "-passes=internalize,globaldce,default<O3>" // opt's, before either
 )
 
 // optimize runs opt on the module text ll, keeping only the entry point
 // keep (the other wrapper is dropped) and optionally retargeting it.
 func (tc *Toolchain) optimize(ll, keep string, retarget ...string) ([]byte, error) {
-	args := append([]string{"-S", "-internalize-public-api-list=" + keep, "-passes=internalize,globaldce,default<O3>"}, retarget...)
+	args := append([]string{"-S", "-internalize-public-api-list=" + keep, optPasses}, retarget...)
 	return run(tc.Opt, []byte(ll), args...)
 }
 

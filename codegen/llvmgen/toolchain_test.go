@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fibergen/fibergen/internal/objcache"
 )
 
 // fakeTools writes shell scripts into a fresh directory, which becomes the
@@ -12,6 +14,7 @@ import (
 func fakeTools(t *testing.T, tools map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	t.Setenv(objcache.EnvDir, filepath.Join(dir, "cache")) // the fakes' versions, not remembered in the user's cache
 	for name, text := range tools {
 		script := "#!/bin/sh\necho '" + text + "'\n"
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {

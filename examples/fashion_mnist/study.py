@@ -245,10 +245,12 @@ def fiber_states(r: train.Run) -> dict[str, torch.Tensor]:
 
 
 def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
-    """The flags, the regimes and each optimizer's directory; exits 2 on a bad flag."""
+    """The flags, the regimes and each optimizer (its directory, or its name); exits 2 on a bad flag."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("docs/reproduction"))
-    ap.add_argument("--generated", type=Path, default=Path("generated"), help="where fibergen build wrote the optimizers")
+    ap.add_argument("--generated", type=Path, default=None,
+                    help="where fibergen build wrote the optimizers (default: the shipped ones by name, compiled once "
+                         "into the per-user cache)")
     ap.add_argument("--also", action="append", default=[], metavar="DIR",
                     help="another optimizer directory (fibergen build -o DIR your.dsl) to join every regime")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
@@ -258,7 +260,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
     regimes = args.regimes.split(",")
     if bad := [r for r in regimes if r not in REGIMES]:
         ap.exit(2, f"study.py: --regimes: no regime {', '.join(bad)} (the regimes: {', '.join(REGIMES)})\n")
-    dirs = {o: args.generated / o for r in regimes for o in REGIMES[r]["optimizers"]}
+    dirs = {o: args.generated / o if args.generated else Path(o) for r in regimes for o in REGIMES[r]["optimizers"]}
     for d in map(Path, args.also):
         if d.name in dirs:
             ap.exit(2, f"study.py: --also {d}: the study has an optimizer {d.name} already: rename the directory\n")
@@ -266,7 +268,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str], dict[str, Path]]:
         for r in regimes:
             REGIMES[r]["optimizers"] = REGIMES[r]["optimizers"] + [d.name]
     for d in dirs.values():
-        if not d.is_dir():
+        if (args.generated or str(d) in args.also) and not d.is_dir():
             flag = "--also" if str(d) in args.also else "--generated"
             ap.exit(2, f"study.py: {flag}: no directory {d}: run make generate (or fibergen build -o)\n")
     return args, regimes, dirs

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """DP training of a small CNN on Fashion-MNIST with any fibergen optimizer.
 
-Usage (from the repository root, after `make build python-lib`):
+Usage (after `make python-lib`, from any directory):
 
-    python3 examples/fashion_mnist/train.py --optimizer generated/fiber --epsilon 1 --epochs 3 --out run.json
+    python3 examples/fashion_mnist/train.py --optimizer fiber --epsilon 1 --epochs 3 --out run.json
+
+--optimizer names a shipped optimizer (fiber, dp_adamw, ...), a .dsl file of
+your own or a directory fibergen build wrote; a source is compiled once into
+the per-user cache on its first use.
 
 It reads Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist;
 apt-get install dataset-fashion-mnist) and carves a validation split from the
@@ -56,7 +60,7 @@ SPLIT_SEED = 20261125  # fixes which images are the validation split, apart from
 @dataclasses.dataclass
 class Config:
     """One training run."""
-    optimizer: str = "generated/fiber"  # a directory fibergen build wrote
+    optimizer: str = "fiber"  # a shipped optimizer's name, a .dsl file, or a directory fibergen build wrote
     epsilon: float = 1.0
     epochs: float = 3.0
     batch: int = 256
@@ -208,7 +212,7 @@ class Run:
     def result(self) -> dict:
         last = self.history[-1] if self.history else {}
         eps, delta = self.opt.spent()
-        return {"config": dataclasses.asdict(self.cfg), "optimizer": Path(self.cfg.optimizer).name,
+        return {"config": dataclasses.asdict(self.cfg), "optimizer": Path(self.cfg.optimizer).stem,
                 "sigma": self.sigma, "delta": delta, "epsilon_spent": eps, "steps": self.step,
                 "planned_steps": self.steps, "train_size": len(self.train[0]), "diverged": self.diverged,
                 "val_acc": last.get("val_acc"), "test_acc": last.get("test_acc"), "wall_s": self.wall,
@@ -226,9 +230,9 @@ def run(cfg: Config, out: Optional[Path] = None, splits: Optional[tuple[Split, S
     ckpt = out.with_name(out.name + ".ckpt") if out else None
     if ckpt and ckpt.exists():
         r.restore(torch.load(ckpt))
-        log(f"{Path(cfg.optimizer).name}: resuming at step {r.step} of {r.steps} from {ckpt}")
+        log(f"{Path(cfg.optimizer).stem}: resuming at step {r.step} of {r.steps} from {ckpt}")
     else:
-        log(f"{Path(cfg.optimizer).name}: σ_DP = {r.sigma:.4f} for ε = {cfg.epsilon} over {cfg.epochs} epochs "
+        log(f"{Path(cfg.optimizer).stem}: σ_DP = {r.sigma:.4f} for ε = {cfg.epsilon} over {cfg.epochs} epochs "
             f"({r.steps} steps of {cfg.batch}), lr = {cfg.lr}")
     train_loop(r, ckpt, position, log)
     result = r.result()
@@ -244,7 +248,7 @@ def train_loop(r: Run, ckpt: Optional[Path], position: int, log: Any) -> None:
     and checkpointing on the way."""
     from tqdm import tqdm
     evals = r.evals()
-    name = Path(r.cfg.optimizer).name
+    name = Path(r.cfg.optimizer).stem
     bar = tqdm(total=r.steps, initial=r.step, position=position, leave=False, disable=None,
                desc=f"{name} ε={r.cfg.epsilon} lr={r.cfg.lr:g} seed={r.cfg.seed}", dynamic_ncols=True)
     while r.step < r.steps and not r.diverged:
@@ -264,7 +268,7 @@ def train_loop(r: Run, ckpt: Optional[Path], position: int, log: Any) -> None:
 
 def describe(r: Run, p: dict) -> str:
     """One line on an evaluation."""
-    return (f"{Path(r.cfg.optimizer).name} epoch {p['epoch']:.2f} step {r.step}/{r.steps}: "
+    return (f"{Path(r.cfg.optimizer).stem} epoch {p['epoch']:.2f} step {r.step}/{r.steps}: "
             f"loss {p['loss'] or float('nan'):.4f}, val {p['val_acc']:.4f}, test {p['test_acc']:.4f}, "
             f"ε {p['epsilon']:.3f}" + (f", clamp_mass {p['clamp_mass']:.3f}" if p["clamp_mass"] is not None else "")
             + (f" — diverged ({r.diverged})" if r.diverged else ""))
@@ -303,7 +307,8 @@ def parse_hypers(items: list[str]) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     d = Config()
-    ap.add_argument("--optimizer", default=d.optimizer, help="a directory fibergen build wrote")
+    ap.add_argument("--optimizer", default=d.optimizer,
+                    help="a shipped optimizer's name (fiber, dp_adamw, ...), a .dsl file or a directory fibergen build wrote")
     ap.add_argument("--epsilon", type=float, default=d.epsilon)
     ap.add_argument("--epochs", type=float, default=d.epochs)
     ap.add_argument("--batch", type=int, default=d.batch, help="batch size B (fixed, without replacement)")

@@ -17,7 +17,7 @@ import (
 
 // CABI is the C ABI version of capi (FG_ABI_VERSION, fg_abi_version); capi's
 // TestABIVersionIsVersionCABI keeps the two equal.
-const CABI = 6
+const CABI = 7
 
 // Identity is a build's identity.
 type Identity struct {

@@ -144,6 +144,16 @@ def privacy(request: dict) -> dict:
     return json.loads(take_string(out))
 
 
+def resolve(spec: str | os.PathLike) -> dict:
+    """fg_resolve: the directory fg_open opens for spec — a shipped
+    optimizer's name, a .dsl file (compiled into the per-user cache on first
+    use) or a directory fibergen build wrote: {"dir", "built", "warnings"}."""
+    request = {"spec": os.fsdecode(spec), **{k: os.environ.get(k, "") for k in ("FIBERGEN_CACHE", "XDG_CACHE_HOME", "HOME")}}
+    out = ctypes.c_void_p()
+    call("resolve", encode(request, "resolve"), ctypes.byref(out))
+    return json.loads(take_string(out))
+
+
 def shard(sizes: Sequence[int], world: int, rank: int) -> dict:
     """fg_shard: where rank's shard of tensors of these sizes, consecutive in
     one flat buffer sharded over world workers, lies: {"slice", "lo", "hi",

@@ -1,7 +1,8 @@
 """fibergen optimizers as torch.optim.Optimizer.
 
-``Optimizer(model.parameters(), "generated/fiber", lr=3e-3)`` opens the
-optimizer that ``fibergen build`` wrote into a directory and steps the
+``Optimizer(model.parameters(), "fiber", lr=3e-3)`` opens a shipped
+optimizer by its name (or a .dsl file, compiled once into the per-user
+cache, or a directory that ``fibergen build`` wrote) and steps the
 model's parameters with its fused kernel, the DP noise drawn inside it: the
 host kernel (``<name>.so``) on every core for CPU tensors, the PTX through
 the CUDA driver for CUDA tensors. The host side — hyper checks, per-step
@@ -185,8 +186,14 @@ class _ParamGroup(dict):
 
 
 class Optimizer(torch.optim.Optimizer):
-    """A fibergen optimizer over ``params``, from the directory ``path`` that
-    ``fibergen build`` wrote (e.g. ``generated/fiber``).
+    """A fibergen optimizer over ``params``: ``optimizer`` names a shipped
+    optimizer (``"dp_adamw"``, ``"fiber"``: the files of fibergen's
+    ``optimizers/``), a ``.dsl`` file of your own, or a directory that
+    ``fibergen build`` wrote. A source is compiled with LLVM on first use
+    into the per-user cache that ``fibergen build`` shares
+    (``$FIBERGEN_CACHE``, else ``~/.cache/fibergen``) and found there after,
+    from any working directory; its errors raise ``FibergenError`` with
+    their carets, its warnings warn.
 
     Keyword arguments set hypers for every group (each group of ``params``
     may set its own, e.g. ``{"params": biases, "wd": 0}``), by their names
@@ -223,15 +230,14 @@ class Optimizer(torch.optim.Optimizer):
     """
 
     @_failing_together
-    def __init__(self, params: Iterable[Any], path: str | Path, *, seed: Optional[int] = None,
+    def __init__(self, params: Iterable[Any], optimizer: str | os.PathLike, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
                  **hypers: float):
-        self._path = Path(path)
-        if not self._path.is_dir():
-            where = "" if self._path.is_absolute() else f" (relative to {Path.cwd()})"
-            raise FibergenError(f"fibergen: no directory {self._path}{where}: give one that fibergen build wrote, "
-                                "e.g. generated/fiber after make build")
+        found = _lib.resolve(optimizer)
+        if found["warnings"]:
+            warnings.warn(f"fibergen: {os.fspath(optimizer)}:\n{found['warnings']}", stacklevel=3)
+        self._path = Path(found["dir"])
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"fibergen: threads = {threads!r}: want a whole number >= 0 (0: every core)")
         # The resume record's directory as Python sees the environment now

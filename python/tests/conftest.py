@@ -24,6 +24,12 @@ _STATE = tempfile.mkdtemp(prefix="fibergen-pytest-state-")
 os.environ["FIBERGEN_STATE_DIR"] = _STATE
 atexit.register(shutil.rmtree, _STATE, True)
 
+# The compile cache of this session's own, likewise: an optimizer opened by
+# name compiles once per session, and never into the user's cache.
+_CACHE = tempfile.mkdtemp(prefix="fibergen-pytest-cache-")
+os.environ["FIBERGEN_CACHE"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
+
 OPTIMIZERS = sorted(p.stem for p in (ROOT / "optimizers").glob("*.dsl"))
 
 

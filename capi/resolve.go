@@ -1,0 +1,77 @@
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/pipeline"
+)
+
+// resolveRequest is fg_resolve's request: the optimizer, and the
+// variables that place the cache as the caller sees its environment now
+// (this library's Go runtime copied it once, when it was loaded).
+type resolveRequest struct {
+	Spec         string `json:"spec"`
+	Cache        string `json:"FIBERGEN_CACHE"`
+	XDGCacheHome string `json:"XDG_CACHE_HOME"`
+	Home         string `json:"HOME"`
+}
+
+// resolved is fg_resolve's answer.
+type resolved struct {
+	Dir      string `json:"dir"`      // what fg_open opens
+	Built    bool   `json:"built"`    // compiled by this call, not found in the cache
+	Warnings string `json:"warnings"` // the source's warnings, with their carets; "" if none
+}
+
+// fg_resolve finds the optimizer a request's spec names — a shipped
+// optimizer's name ("dp_adamw"), a .dsl file, or a directory fibergen
+// build wrote — and stores in *out, as JSON, the directory to give
+// fg_open. A source is compiled with LLVM into the per-user cache on its
+// first use ($FIBERGEN_CACHE, else $XDG_CACHE_HOME/fibergen, else
+// ~/.cache/fibergen, as the request gives them) and found there after,
+// safely when processes race; its errors, with their carets, are the
+// message.
+//
+//export fg_resolve
+func fg_resolve(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
+	return status(jsonAnswer("resolve", out, func() (any, error) {
+		var q resolveRequest
+		if e := decodeJSON(C.GoString(request), &q); e != nil {
+			return nil, fmt.Errorf("fibergen: resolve: %w", e)
+		}
+		if e := seeEnv(map[string]string{objcache.EnvDir: q.Cache, "XDG_CACHE_HOME": q.XDGCacheHome, "HOME": q.Home}); e != nil {
+			return nil, e
+		}
+		r, e := pipeline.Resolve(q.Spec)
+		return resolved{Dir: r.Dir, Built: r.Built, Warnings: r.Warnings}, e
+	}), err, errlen)
+}
+
+// seeEnv makes the Go runtime's copy of the environment hold vars as the
+// caller's has them ("" for unset).
+func seeEnv(vars map[string]string) error {
+	for k, v := range vars {
+		if v == os.Getenv(k) {
+			continue
+		}
+		if err := setenv(k, v); err != nil {
+			return fmt.Errorf("fibergen: resolve: $%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// setenv sets k to v, or unsets it where v is "".
+func setenv(k, v string) error {
+	if v == "" {
+		return os.Unsetenv(k)
+	}
+	return os.Setenv(k, v)
+}

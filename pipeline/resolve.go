@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/fibergen/fibergen/dsl"
+	"github.com/fibergen/fibergen/internal/fileout"
+	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/optimizers"
+)
+
+// This file finds an optimizer by what a user calls it — a shipped
+// optimizer's name, a .dsl file, or a directory fibergen build wrote — and
+// compiles a source once per user into the cache (package objcache), for
+// the command line and the C library alike.
+
+// ReadSource reads the DSL source spec names: the file spec if there is
+// one, else the shipped optimizer of that name (package optimizers). path
+// is what its diagnostics name.
+func ReadSource(spec string) (path string, src []byte, err error) {
+	if spec == "" {
+		return "", nil, errors.New("no optimizer given: want a .dsl file or a shipped optimizer's name (" + strings.Join(optimizers.Names(), ", ") + ")")
+	}
+	src, err = os.ReadFile(spec)
+	if err == nil {
+		return spec, src, nil
+	}
+	if path, src, ok := optimizers.Source(spec); ok && errors.Is(err, fs.ErrNotExist) {
+		return path, src, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !shippedName.MatchString(spec) {
+		return "", nil, fmt.Errorf("cannot read %s: %v", spec, fileout.RootCause(err))
+	}
+	return "", nil, fmt.Errorf("no file %s%s, and fibergen ships no optimizer of that name (%s)",
+		spec, relativeTo(spec), strings.Join(optimizers.Names(), ", "))
+}
+
+// shippedName is what a shipped optimizer's name looks like (a DSL
+// identifier); anything else is only ever a path.
+var shippedName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// relativeTo says, for a relative path, which directory it was looked
+// for in.
+func relativeTo(path string) string {
+	if wd, err := os.Getwd(); err == nil && !filepath.IsAbs(path) {
+		return " (relative to " + wd + ")"
+	}
+	return ""
+}
+
+// Resolved is an optimizer ready to open (runtime.Open): its files, laid
+// out as fibergen build lays them out.
+type Resolved struct {
+	Dir      string // absolute; its base is the optimizer's name
+	Built    bool   // compiled by this Resolve, not found in the cache
+	Warnings string // the source's warnings, printed as fibergen check prints them; "" if none
+}
+
+// Resolve finds the optimizer spec names: a directory fibergen build
+// wrote, used as it is; else a .dsl file or a shipped optimizer's name
+// (ReadSource), compiled into the cache on first use and found there
+// after. A source with errors is a *CompileError.
+func Resolve(spec string) (Resolved, error) {
+	fi, err := os.Stat(spec)
+	switch {
+	case err == nil && fi.IsDir():
+		return builtDir(spec)
+	case errors.Is(err, fs.ErrNotExist) && spec != "" && !shippedName.MatchString(spec):
+		return Resolved{}, fmt.Errorf("no directory or file %s%s: give a directory fibergen build wrote, a .dsl file or a shipped optimizer's name (%s)",
+			spec, relativeTo(spec), strings.Join(optimizers.Names(), ", "))
+	}
+	path, src, err := ReadSource(spec)
+	if err != nil {
+		return Resolved{}, err
+	}
+	u, list, err := Compile(path, src)
+	switch {
+	case len(list) > 0:
+		return Resolved{}, &CompileError{List: list, Src: src}
+	case err != nil:
+		return Resolved{}, fmt.Errorf("%s: %w", path, err)
+	}
+	r, err := u.cachedDir()
+	r.Warnings = printed(u.Warnings, src)
+	return r, err
+}
+
+// builtDir checks that dir holds what fibergen build writes (its manifest,
+// <name>.json) and returns it.
+func builtDir(dir string) (Resolved, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Resolved{}, err
+	}
+	name := filepath.Base(abs)
+	if _, err := os.Stat(filepath.Join(abs, name+".json")); err != nil {
+		return Resolved{}, fmt.Errorf("%s has no %s.json: give a directory fibergen build wrote (generated/%s), a .dsl file or a shipped optimizer's name",
+			dir, name, name)
+	}
+	return Resolved{Dir: abs}, nil
+}
+
+// cachedDir is the directory of u's files in the cache, named by a hash
+// of their content, written on first use.
+func (u *Unit) cachedDir() (Resolved, error) {
+	files, err := u.Files()
+	if err != nil {
+		return Resolved{}, err
+	}
+	name := u.Func.Name
+	parts := []string{"opt", name}
+	for _, f := range files {
+		parts = append(parts, f.Name, string(f.Data))
+	}
+	dir, built, err := objcache.Entry("opt", objcache.Key(parts...), func(dir string) error {
+		return writeFiles(filepath.Join(dir, name), files)
+	})
+	return Resolved{Dir: filepath.Join(dir, name), Built: built}, err
+}
+
+// writeFiles writes files into the new directory dir.
+func writeFiles(dir string, files []File) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CompileError is a source's diagnostics, printed as fibergen check prints
+// them: each at file:line:col, with its line and a caret.
+type CompileError struct {
+	List dsl.ErrorList
+	Src  []byte
+}
+
+func (e *CompileError) Error() string { return printed(e.List, e.Src) }
+
+// printed is l as ErrorList.Print writes it, without the last newline.
+func printed(l dsl.ErrorList, src []byte) string {
+	var b strings.Builder
+	l.Print(&b, src)
+	return strings.TrimSuffix(b.String(), "\n")
+}
