@@ -131,23 +131,26 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 // Bytes are counted as the step must move them: every buffer read once,
 // every written buffer (read-write or write) written once; GB are 10^9 bytes.
 type benchResult struct {
-	Optimizer      string  `json:"optimizer"`
-	N              int     `json:"n"`
-	Backend        string  `json:"backend"`
-	Threads        int     `json:"threads"`          // cpu and go; 0 for cuda
-	Kernel         string  `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
-	Device         string  `json:"device,omitempty"`
-	Steps          int     `json:"steps"`
-	BuffersRead    int     `json:"buffers_read"`
-	BuffersWritten int     `json:"buffers_written"`
-	BytesPerCoord  int     `json:"bytes_per_coordinate"`
-	BytesPerStep   int64   `json:"bytes_per_step"`
-	MsPerStep      float64 `json:"ms_per_step"`
-	GBps           float64 `json:"gbps"`
-	CopyBytes      int64   `json:"copy_bytes"` // read + written by one copy
-	CopyMs         float64 `json:"copy_ms"`
-	CopyGBps       float64 `json:"copy_gbps"`
-	Ratio          float64 `json:"ratio"` // gbps / copy_gbps
+	Optimizer string `json:"optimizer"`
+	N         int    `json:"n"`
+	Backend   string `json:"backend"`
+	Threads   int    `json:"threads"`          // cpu and go; 0 for cuda
+	Kernel    string `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
+	// HostISA is, on the cpu backend, the variant chosen for this CPU and
+	// why each variant was chosen or not.
+	HostISA        *runtime.ISAChoice `json:"host_isa,omitempty"`
+	Device         string             `json:"device,omitempty"`
+	Steps          int                `json:"steps"`
+	BuffersRead    int                `json:"buffers_read"`
+	BuffersWritten int                `json:"buffers_written"`
+	BytesPerCoord  int                `json:"bytes_per_coordinate"`
+	BytesPerStep   int64              `json:"bytes_per_step"`
+	MsPerStep      float64            `json:"ms_per_step"`
+	GBps           float64            `json:"gbps"`
+	CopyBytes      int64              `json:"copy_bytes"` // read + written by one copy
+	CopyMs         float64            `json:"copy_ms"`
+	CopyGBps       float64            `json:"copy_gbps"`
+	Ratio          float64            `json:"ratio"` // gbps / copy_gbps
 	// Statistic says how the times were taken: "median" (cpu, go: of
 	// steps step/copy pairs, interleaved) or "mean" (cuda: steps steps back
 	// to back, then steps device copies).
@@ -219,7 +222,7 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if !(r.MsPerStep > 0 && r.CopyMs > 0) {
 		return nil, fmt.Errorf("a step timed at %g ms and a copy at %g ms: the clock is too coarse for n = %d", r.MsPerStep, r.CopyMs, r.N)
 	}
-	r.Backend, r.Kernel = string(opt.Backend()), opt.HostKernel()
+	r.Backend, r.Kernel, r.HostISA = string(opt.Backend()), opt.HostKernel(), opt.HostISA()
 	r.GBps = float64(r.BytesPerStep) / (r.MsPerStep * 1e-3) / 1e9
 	r.CopyGBps = float64(r.CopyBytes) / (r.CopyMs * 1e-3) / 1e9
 	r.Ratio = r.GBps / r.CopyGBps
@@ -375,6 +378,9 @@ func (r *benchResult) print(w io.Writer) {
 		head += "  kernel=" + r.Kernel
 	}
 	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
+	if r.HostISA != nil {
+		fmt.Fprintf(w, "  isa    %s\n", r.HostISA)
+	}
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
 	if r.Backend == "cuda" {
 		fmt.Fprintf(w, "  copy   %s GB/s  (device-to-device copy of %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes))
