@@ -90,8 +90,8 @@ type ISAChoice = hostisa.Choice
 // HostISA is the variant the CPU backend runs and why (hostkernel.Choice):
 // the same for every optimizer of the process, known before the first
 // step; nil where no host kernel runs (the other backends, the go
-// fallback) or where FIBERGEN_HOST_ISA is wrong, which the first step
-// reports.
+// fallback) or where FIBERGEN_HOST_ISA is wrong, which loading the
+// kernel reports.
 func (o *Optimizer) HostISA() *ISAChoice {
 	if o.opts.Backend.onDevice() || o.opts.Backend == Go || o.files.so == "" {
 		return nil

@@ -131,30 +131,30 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 // Bytes are counted as the step must move them: every buffer read once,
 // every written buffer (read-write or write) written once; GB are 10^9 bytes.
 type benchResult struct {
-	Optimizer string `json:"optimizer"`
-	N         int    `json:"n"`
-	Backend   string `json:"backend"`
-	Threads   int    `json:"threads"`          // cpu and go; 0 for cuda
-	Kernel    string `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
-	// HostISA is, on the cpu backend, the variant chosen for this CPU and
-	// why each variant was chosen or not.
-	HostISA        *runtime.ISAChoice `json:"host_isa,omitempty"`
-	Device         string             `json:"device,omitempty"`
-	Steps          int                `json:"steps"`
-	BuffersRead    int                `json:"buffers_read"`
-	BuffersWritten int                `json:"buffers_written"`
-	BytesPerCoord  int                `json:"bytes_per_coordinate"`
-	BytesPerStep   int64              `json:"bytes_per_step"`
-	MsPerStep      float64            `json:"ms_per_step"`
-	GBps           float64            `json:"gbps"`
-	CopyBytes      int64              `json:"copy_bytes"` // read + written by one copy
-	CopyMs         float64            `json:"copy_ms"`
-	CopyGBps       float64            `json:"copy_gbps"`
-	Ratio          float64            `json:"ratio"` // gbps / copy_gbps
+	Optimizer      string  `json:"optimizer"`
+	N              int     `json:"n"`
+	Backend        string  `json:"backend"`
+	Threads        int     `json:"threads"`          // cpu and go; 0 for cuda
+	Kernel         string  `json:"kernel,omitempty"` // cpu: the host function that ran, e.g. fiber_cpu_avx512
+	Device         string  `json:"device,omitempty"`
+	Steps          int     `json:"steps"`
+	BuffersRead    int     `json:"buffers_read"`
+	BuffersWritten int     `json:"buffers_written"`
+	BytesPerCoord  int     `json:"bytes_per_coordinate"`
+	BytesPerStep   int64   `json:"bytes_per_step"`
+	MsPerStep      float64 `json:"ms_per_step"`
+	GBps           float64 `json:"gbps"`
+	CopyBytes      int64   `json:"copy_bytes"` // read + written by one copy
+	CopyMs         float64 `json:"copy_ms"`
+	CopyGBps       float64 `json:"copy_gbps"`
+	Ratio          float64 `json:"ratio"` // gbps / copy_gbps
 	// Statistic says how the times were taken: "median" (cpu, go: of
 	// steps step/copy pairs, interleaved) or "mean" (cuda: steps steps back
 	// to back, then steps device copies).
 	Statistic string `json:"statistic"`
+	// HostISA is, on the cpu backend, the variant chosen for this CPU and
+	// why each variant was chosen or not.
+	HostISA *runtime.ISAChoice `json:"host_isa,omitempty"`
 
 	copyThreads int // goroutines of the host copy: Threads, or fewer parts at a small n
 }
