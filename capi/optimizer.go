@@ -100,6 +100,7 @@ type info struct {
 	ManifestSHA256  string                `json:"manifest_sha256"`
 	Backend         runtime.Backend       `json:"backend"`
 	HostKernel      string                `json:"host_kernel"` // the host function the cpu backend runs, e.g. fiber_cpu_avx512
+	HostISA         *runtime.ISAChoice    `json:"host_isa"`    // its variant and why, per variant (runtime.Optimizer.HostISA); null off the cpu backend
 	Buffers         []string              `json:"buffers"`
 	Hypers          []runtime.Hyper       `json:"hypers"`
 	Steps           int                   `json:"steps"`
@@ -157,7 +158,10 @@ func fg_spent(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,
-// the build hash, the backend and the host function it runs, the buffers in ABI order, the hypers, the steps taken,
+// the build hash, the backend and the host function it runs, the
+// instruction-set variant chosen for it and why ("host_isa": {"chosen":
+// "avx512", "variants": [{"name", "chosen", "reason", "missing"}, ...]}),
+// the buffers in ABI order, the hypers, the steps taken,
 // the next step's observation and look-ahead buffer, the DP settings,
 // the attenuation of each filtered state,
 // the tensors (ranges; name, offset, len, their own hypers and every hyper
@@ -174,7 +178,7 @@ func fg_info(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
 // infoOf is what fg_info says of o.
 func infoOf(o *runtime.Optimizer) info {
 	obs := o.Observation()
-	x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), Hypers: o.Hypers(),
+	x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), HostISA: o.HostISA(), Hypers: o.Hypers(),
 		Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
 		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o)}
 	for _, b := range o.Manifest().Buffers {

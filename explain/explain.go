@@ -30,6 +30,7 @@ type Explanation struct {
 	Attenuation map[string]*Attenuation `json:"attenuation"`
 	Step        string                  `json:"step"`
 	IR          string                  `json:"ir,omitempty"`
+	HostISA     *HostISA                `json:"host_isa,omitempty"` // explain --host-isa
 
 	notLinear map[string]string // the human form says why a state has no attenuation
 }
@@ -283,6 +284,9 @@ func (x *Explanation) WriteText(w io.Writer) {
 	k := x.Kernel
 	fmt.Fprintf(w, "\nkernel (varying: per coordinate, float32): reads %s; writes %s; %d operations\n\n%s",
 		strings.Join(k.Reads, " "), strings.Join(k.Writes, " "), k.Operations, x.Step)
+	if x.HostISA != nil {
+		writeHostISA(w, x.HostISA)
+	}
 	if x.IR != "" {
 		fmt.Fprintf(w, "\nIR:\n%s", x.IR)
 	}

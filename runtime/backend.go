@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/rng"
@@ -80,6 +81,26 @@ func (o *Optimizer) HostKernel() string {
 		return ""
 	}
 	return o.back.Kernel()
+}
+
+// ISAChoice is the instruction-set variant of the host kernel chosen for
+// this CPU and why each variant was chosen or not (hostisa.Choice).
+type ISAChoice = hostisa.Choice
+
+// HostISA is the variant the CPU backend runs and why (hostkernel.Choice):
+// the same for every optimizer of the process, known before the first
+// step; nil where no host kernel runs (the other backends, the go
+// fallback) or where FIBERGEN_HOST_ISA is wrong, which loading the
+// kernel reports.
+func (o *Optimizer) HostISA() *ISAChoice {
+	if o.opts.Backend.onDevice() || o.opts.Backend == Go || o.files.so == "" {
+		return nil
+	}
+	c, err := hostkernel.Choice()
+	if err != nil {
+		return nil
+	}
+	return &c
 }
 
 func (opts Options) threads() int {

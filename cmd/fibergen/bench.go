@@ -152,6 +152,9 @@ type benchResult struct {
 	// steps step/copy pairs, interleaved) or "mean" (cuda: steps steps back
 	// to back, then steps device copies).
 	Statistic string `json:"statistic"`
+	// HostISA is, on the cpu backend, the variant chosen for this CPU and
+	// why each variant was chosen or not.
+	HostISA *runtime.ISAChoice `json:"host_isa,omitempty"`
 
 	copyThreads int // goroutines of the host copy: Threads, or fewer parts at a small n
 }
@@ -219,7 +222,7 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	if !(r.MsPerStep > 0 && r.CopyMs > 0) {
 		return nil, fmt.Errorf("a step timed at %g ms and a copy at %g ms: the clock is too coarse for n = %d", r.MsPerStep, r.CopyMs, r.N)
 	}
-	r.Backend, r.Kernel = string(opt.Backend()), opt.HostKernel()
+	r.Backend, r.Kernel, r.HostISA = string(opt.Backend()), opt.HostKernel(), opt.HostISA()
 	r.GBps = float64(r.BytesPerStep) / (r.MsPerStep * 1e-3) / 1e9
 	r.CopyGBps = float64(r.CopyBytes) / (r.CopyMs * 1e-3) / 1e9
 	r.Ratio = r.GBps / r.CopyGBps
@@ -375,6 +378,9 @@ func (r *benchResult) print(w io.Writer) {
 		head += "  kernel=" + r.Kernel
 	}
 	fmt.Fprintf(w, "%s  steps=%d\n", head, r.Steps)
+	if r.HostISA != nil {
+		fmt.Fprintf(w, "  isa    %s\n", r.HostISA)
+	}
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
 	if r.Backend == "cuda" {
 		fmt.Fprintf(w, "  copy   %s GB/s  (device-to-device copy of %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes))

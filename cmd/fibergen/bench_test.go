@@ -25,7 +25,7 @@ func runBench(args ...string) result {
 
 // benchLines matches the human output of bench on the cpu or go backend.
 var benchLines = regexp.MustCompile(`^(\w+)  n=(\d+)  backend=(cpu|go)  threads=(\d+)(?:  kernel=\w+)?  steps=(\d+)
-  step   ([0-9.]+) ms  \((\d+) bytes/coordinate, ([0-9.]+ (?:bytes|kB|MB|GB))\)  ([0-9.]+) GB/s
+(?:  isa    [^\n]+\n)?  step   ([0-9.]+) ms  \((\d+) bytes/coordinate, ([0-9.]+ (?:bytes|kB|MB|GB))\)  ([0-9.]+) GB/s
   copy   ([0-9.]+) GB/s  \(parallel copy of ([0-9.]+ (?:bytes|kB|MB|GB)), (\d+) threads?\)
   ratio  ([0-9.]+) of copy bandwidth
   bytes/coordinate = 4 × \((\d+) buffers? read \+ (\d+) written\); medians of (\d+) step/copy pairs, interleaved

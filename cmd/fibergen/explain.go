@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	goruntime "runtime"
 
 	"github.com/fibergen/fibergen/explain"
+	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
@@ -17,6 +20,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "override a hyper: name=value (repeatable)")
 	unstable := fs.Bool("allow-unstable", false, "allow hypers at which a state grows without bound")
 	extrapolate := fs.Bool("allow-extrapolation", false, "allow a two_point weight a outside [0, 1], as run does")
+	hostISA := fs.Bool("host-isa", false, "include the host kernel's instruction-set variants and which this CPU runs (cpu backend)")
 	files, ok := parseFlags(fs, args, stderr)
 	switch {
 	case !ok:
@@ -47,6 +51,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	warn(stderr, "explain", warnings)
 	if *showIR {
 		x.IR = u.Func.String()
+	}
+	if *hostISA {
+		c, err := hostkernel.Choice()
+		if err != nil {
+			return fail(stderr, "explain", err)
+		}
+		x.HostISA = explain.DescribeHostISA(hostisa.For(goruntime.GOARCH), c)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -11,7 +11,7 @@
 //	fibergen --version (or fibergen version)
 //	fibergen build SOURCE... [-o DIR]
 //	fibergen check SOURCE...
-//	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
+//	fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
 //	fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
 //	        (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]
 //	        [--backend go|cpu|ptxsim] [--diagnostics] [--allow-extrapolation] [--allow-unstable] [--lookahead-out LA.npy]
@@ -52,7 +52,7 @@ const usage = `usage:
   fibergen --version                     the build: module, commit, Go; the manifest format, noise scheme and C ABI version
   fibergen build SOURCE... [-o DIR]      write DIR/<name>/<name>.{go,ll,ptx,json,so} (default DIR: generated)
   fibergen check SOURCE...               report errors (and warnings); exit 1 if there are errors
-  fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable]
+  fibergen explain SOURCE [--ir] [--json] [--set name=value ...] [--allow-extrapolation] [--allow-unstable] [--host-isa]
                                          the settings checked as run checks them (step 0)
   fibergen run SOURCE --grads G.npy --theta THETA.npy --out OUT.npy
           (--sigma-w2 X | --noise off) [--set name=value ...] [--seed N]

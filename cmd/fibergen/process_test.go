@@ -56,8 +56,18 @@ func goBuild(goTool string) (string, error) {
 // runBinary runs the binary and returns its exit status and output.
 func runBinary(t *testing.T, bin string, args ...string) result {
 	t.Helper()
+	return runBinaryEnv(t, bin, nil, args...)
+}
+
+// runBinaryEnv is runBinary with the variables env ("NAME=value") added
+// to the environment.
+func runBinaryEnv(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError

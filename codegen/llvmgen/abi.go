@@ -246,12 +246,17 @@ func (k *kernel) newEntry(s signature, symbol string) (*llvm.Func, *llvm.Block) 
 	return f, f.NewBlock("entry")
 }
 
-// targetVariant compiles the host function f for the variant v. A variant
-// with 512-bit registers is told to use them: LLVM otherwise splits every
-// 512-bit vector in two on the CPUs that x86-64-v4 tunes for.
+// targetVariant compiles the host function f for the variant v: with
+// exactly v's LLVM target features (the ones the runtime checks CPUID
+// for, hostisa) and its scheduling model. A variant with 512-bit
+// registers is told to use them: LLVM otherwise splits every 512-bit
+// vector in two on the CPUs its AVX-512 tuning is for.
 func targetVariant(f *llvm.Func, v hostisa.Variant) {
-	if v.CPU != "" {
-		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-cpu", Value: v.CPU})
+	if len(v.Features) > 0 {
+		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-features", Value: v.TargetFeatures()})
+	}
+	if v.Tune != "" {
+		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "tune-cpu", Value: v.Tune})
 	}
 	if v.VectorBits > 256 {
 		width := strconv.Itoa(v.VectorBits)
@@ -260,7 +265,7 @@ func targetVariant(f *llvm.Func, v hostisa.Variant) {
 }
 
 // emitHostVariants emits the host function of s once per instruction-set
-// variant (hostisa.All), as <symbol><variant suffix> for the variant's CPU,
+// variant (hostisa.All), as <symbol><variant suffix> for the variant's features,
 // each calling inner(variant) with its arguments: the loops live in the
 // always-inlined inner functions, and each entry point gets its own copy
 // for its target. The same IEEE operations run on every variant, so all

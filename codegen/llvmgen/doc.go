@@ -7,8 +7,9 @@
 //     and tail one at a time; the privatize kernels (per-example clipping)
 //     and the diagnostics' kernels;
 //   - for the CPU, host functions over a range [lo, hi) of coordinates:
-//     <name>_cpu and the privatize and diagnostic functions, each with an
-//     x86-64-v3 (AVX2) twin.
+//     <name>_cpu and the privatize and diagnostic functions, each with
+//     AVX2 and AVX-512 twins compiled with exactly the LLVM target
+//     features package hostisa lists for them.
 //
 // The per-coordinate step is emitted once (<name>_body) and inlined into
 // both; both draw the DP noise in the kernel with fibergen's generator

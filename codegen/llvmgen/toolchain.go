@@ -226,13 +226,19 @@ func (tc *Toolchain) link(objs [][]byte, path string) error {
 }
 
 // run runs a tool with stdin and returns its stdout; a failure carries the
-// tool's stderr.
+// tool's stderr. A feature or CPU name the tool does not know is a
+// failure: LLVM warns and ignores it, and would compile a variant for
+// other features than the runtime checks (hostisa).
 func run(tool string, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.Command(tool, args...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if err == nil && unknownTarget.Match(stderr.Bytes()) {
+		err = errors.New("unknown target name")
+	}
+	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
@@ -241,6 +247,11 @@ func run(tool string, stdin []byte, args ...string) ([]byte, error) {
 	}
 	return stdout.Bytes(), nil
 }
+
+// unknownTarget matches LLVM's warning about a target feature or CPU it
+// does not know ("'+avx9' is not a recognized feature for this target
+// (ignoring feature)").
+var unknownTarget = regexp.MustCompile(`is not a recognized (feature|processor) for this target`)
 
 // entryDef matches the definition of an exported function in a module's
 // text: group 1 is "ptx_kernel " for an NVPTX kernel, group 2 the name.

@@ -5677,13 +5677,13 @@ entry:
 	ret void
 }
 
-define void @dp_adambc_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_cpu_avx2(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
 	call void @dp_adambc_host8(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
 }
 
-define void @dp_adambc_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @dp_adambc_cpu_avx512(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adambc_host16(float** %buffers, float* %scalars, { i64, i64, i64, i64, i32, i32 }* %range)
 	ret void
@@ -6825,13 +6825,13 @@ entry:
 	ret void
 }
 
-define void @dp_adambc_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_norms_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
 	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @dp_adambc_privatize_norms_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adambc_privatize_norms_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -6920,13 +6920,13 @@ entry:
 	ret void
 }
 
-define void @dp_adambc_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_scales_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
 	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @dp_adambc_privatize_scales_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adambc_privatize_scales_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -7161,13 +7161,13 @@ entry:
 	ret void
 }
 
-define void @dp_adambc_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_privatize_sum_cpu_avx2({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
 	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
 }
 
-define void @dp_adambc_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @dp_adambc_privatize_sum_cpu_avx512({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adambc_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p)
 	ret void
@@ -7755,17 +7755,17 @@ entry:
 	ret void
 }
 
-define void @dp_adambc_clamp_mass_cpu_avx2(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-cpu"="x86-64-v3" {
+define void @dp_adambc_clamp_mass_cpu_avx2(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
 	call void @dp_adambc_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den)
 	ret void
 }
 
-define void @dp_adambc_clamp_mass_cpu_avx512(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-cpu"="x86-64-v4" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @dp_adambc_clamp_mass_cpu_avx512(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
 	call void @dp_adambc_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den)
 	ret void
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_adambc_abi = constant [65 x i8] c"246e36f136f87d7b4514a3056c95602e460152c1477b59033f7150a95f8666e2\00"
+@dp_adambc_abi = constant [65 x i8] c"e853207fcb20d69b80cb66904e921b822450648fdef75ce243f99fa90421a560\00"

@@ -1,47 +1,45 @@
 package hostkernel
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/fibergen/fibergen/internal/hostisa"
 )
 
-// TestRunnableOn picks the variants from the flags lines of /proc/cpuinfo
-// and FIBERGEN_HOST_ISA's cap.
-func TestRunnableOn(t *testing.T) {
-	v3 := "fpu sse2 avx avx2 bmi1 bmi2 fma f16c movbe abm"
-	v4 := v3 + " avx512f avx512bw avx512cd avx512dq avx512vl"
-	flags := func(f string) string { return "processor\t: 0\nflags\t\t: " + f + "\n" }
-	for _, c := range []struct {
-		goarch, cpuinfo, limit string
-		want                   string
-	}{
-		{"amd64", flags(v4), "", "avx512 avx2 generic"},
-		{"amd64", flags(v4), "avx2", "avx2 generic"},
-		{"amd64", flags(v4), "generic", "generic"},
-		{"amd64", flags(v3), "", "avx2 generic"},
-		{"amd64", flags(v3), "avx512", "avx2 generic"},
-		{"amd64", flags(strings.Replace(v4, " avx512vl", "", 1)), "", "avx2 generic"},
-		{"amd64", flags(strings.Replace(v3, " fma", "", 1)), "", "generic"},
-		{"amd64", flags("fpu sse2 avx bmi1 bmi2 fma f16c movbe abm"), "", "generic"}, // no avx2
-		{"amd64", "", "", "generic"},
-		{"arm64", "Features\t: fp asimd\n", "", "generic"},
-		{"arm64", "", "avx512", "generic"},
-	} {
-		vs, err := runnableOn(c.goarch, c.cpuinfo, c.limit)
-		if err != nil {
-			t.Fatal(err)
+// TestHostISAErrors runs this test binary again with FIBERGEN_HOST_ISA set
+// (the choice is made once per process): an unknown value lists the valid
+// ones, a variant this CPU lacks names the features it lacks, and neither
+// loads a kernel.
+func TestHostISAErrors(t *testing.T) {
+	if isa, ok := os.LookupEnv("FIBERGEN_TEST_HOST_ISA"); ok {
+		t.Setenv(hostisa.EnvVar, isa)
+		_, err := ISAs()
+		_, loadErr := load("/nonexistent.so", "tiny_cpu", "")
+		if err == nil || loadErr == nil || !strings.Contains(loadErr.Error(), err.Error()) {
+			t.Fatalf("ISAs: %v; load: %v", err, loadErr)
 		}
-		var got []string
-		for _, v := range vs {
-			got = append(got, v.Name)
-		}
-		if diff := cmp.Diff(strings.Fields(c.want), got); diff != "" {
-			t.Errorf("runnableOn(%s, %q, %q) (-want +got):\n%s", c.goarch, c.cpuinfo, c.limit, diff)
+		os.Stdout.WriteString("ERROR " + err.Error() + "\n")
+		return
+	}
+	c, err := Choice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{"sse9": "hostkernel: FIBERGEN_HOST_ISA=sse9 is not a variant: want generic, avx2 or avx512"}
+	for _, d := range c.Variants {
+		if len(d.Missing) > 0 {
+			cases[d.Name] = "hostkernel: FIBERGEN_HOST_ISA=" + d.Name + ": this CPU lacks " + strings.Join(d.Missing, ", ")
 		}
 	}
-	if _, err := runnableOn("amd64", flags(v4), "sse9"); err == nil || !strings.Contains(err.Error(), "FIBERGEN_HOST_ISA=sse9") {
-		t.Errorf("an unknown FIBERGEN_HOST_ISA: %v", err)
+	for isa, want := range cases {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHostISAErrors$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "FIBERGEN_TEST_HOST_ISA="+isa)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ERROR "+want) {
+			t.Errorf("FIBERGEN_HOST_ISA=%s: %v\n%s\nwant an error starting %q", isa, err, out, want)
+		}
 	}
 }

@@ -64,10 +64,10 @@ func (e *entry) Close() error {
 	return err
 }
 
-// Open loads the shared object at path and looks up symbol in the best
-// variant this CPU runs (ISAs) that the shared object exports — e.g.
-// symbol_avx512 on a CPU with AVX-512 — or symbol itself; the variants
-// perform the same operations, so they compute the same bits.
+// Open loads the shared object at path and looks up symbol in the variant
+// chosen for this CPU (Choice) — e.g. symbol_avx512 on a CPU with
+// AVX-512, symbol itself for the generic one; the variants perform the
+// same operations, so they compute the same bits.
 // numBuffers and numScalars describe its arguments (codegen/llvmgen:
 // llvmgen.Module). Kernel.Name says which symbol runs.
 func Open(path, symbol string, numBuffers, numScalars int) (*Kernel, error) {
@@ -85,58 +85,50 @@ func OpenISA(path, symbol, isa string, numBuffers, numScalars int) (*Kernel, err
 }
 
 // ISAs returns the names of the variants of the host functions this CPU
-// runs, the best first: the widest its /proc/cpuinfo flags allow, down to
-// "generic". FIBERGEN_HOST_ISA=generic|avx2|avx512 caps the list at that
-// variant; another value is an error.
+// runs, the best first: the one Choice chose (the widest whose features
+// CPUID reports, or the one FIBERGEN_HOST_ISA=generic|avx2|avx512
+// forces), down to "generic". An unknown FIBERGEN_HOST_ISA, or one that
+// names a variant this CPU cannot run, is an error.
 func ISAs() ([]string, error) {
-	vs, err := runnable()
-	var names []string
-	for _, v := range vs {
-		names = append(names, v.Name)
-	}
-	return names, err
+	c, err := choice()
+	return c.Runnable(), err
 }
 
-// runnable lists the variants this CPU runs, the best first, as ISAs.
-var runnable = sync.OnceValues(func() ([]hostisa.Variant, error) {
-	info, _ := os.ReadFile("/proc/cpuinfo") // without it, only the generic variant runs
-	return runnableOn(runtime.GOARCH, string(info), os.Getenv("FIBERGEN_HOST_ISA"))
+// Choice is the variant the host functions run on this CPU and why each
+// variant was chosen or not (hostisa.Choose), decided once per process.
+func Choice() (hostisa.Choice, error) { return choice() }
+
+var choice = sync.OnceValues(func() (hostisa.Choice, error) {
+	c, err := hostisa.Choose(hostisa.For(runtime.GOARCH), hostisa.Host(), os.Getenv(hostisa.EnvVar))
+	if err != nil {
+		return c, fmt.Errorf("hostkernel: %w", err)
+	}
+	return c, nil
 })
 
-// runnableOn lists the variants for goarch that a CPU with /proc/cpuinfo
-// text cpuinfo runs, the best first, capped at the variant named limit
-// ("" for none).
-func runnableOn(goarch, cpuinfo, limit string) ([]hostisa.Variant, error) {
-	if _, ok := hostisa.ByName(limit); !ok && limit != "" {
-		return nil, fmt.Errorf("hostkernel: FIBERGEN_HOST_ISA=%s: want %s", limit, hostisa.Names())
+// variantFor is the variant load runs for isa: the chosen one for "",
+// else isa itself, which must be the chosen one or a narrower one this
+// CPU runs. A variant this CPU cannot run is never loaded.
+func variantFor(isa string) (hostisa.Variant, error) {
+	c, err := choice()
+	if err != nil {
+		return hostisa.Variant{}, err
 	}
-	var out []hostisa.Variant
-	for _, v := range hostisa.For(goarch) {
-		if v.Supported(cpuinfo) {
-			out = append([]hostisa.Variant{v}, out...)
-		}
-		if v.Name == limit {
-			break
-		}
+	if isa == "" {
+		isa = c.Chosen
 	}
-	return out, nil
-}
-
-// candidates lists the variants load tries for isa, the best first.
-func candidates(isa string) ([]hostisa.Variant, error) {
-	vs, err := runnable()
-	if err != nil || isa == "" {
-		return vs, err
-	}
-	for _, v := range vs {
-		if v.Name == isa {
-			return []hostisa.Variant{v}, nil
+	for _, name := range c.Runnable() {
+		if name == isa {
+			v, _ := hostisa.ByName(name)
+			return v, nil
 		}
 	}
-	if _, ok := hostisa.ByName(isa); !ok {
-		return nil, fmt.Errorf("hostkernel: no variant %q: want %s", isa, hostisa.Names())
+	for _, d := range c.Variants {
+		if d.Name == isa {
+			return hostisa.Variant{}, fmt.Errorf("hostkernel: the %s variant does not run here: %s", isa, d.Reason)
+		}
 	}
-	return nil, fmt.Errorf("hostkernel: the %s variant does not run here (this CPU lacks its instructions, or FIBERGEN_HOST_ISA rules it out)", isa)
+	return hostisa.Variant{}, fmt.Errorf("hostkernel: no variant %q: want %s", isa, hostisa.Names())
 }
 
 // loaded is an entry point looked up in a shared object, which it holds
@@ -146,10 +138,10 @@ type loaded struct {
 	lib, fn uintptr
 }
 
-// load opens the shared object at path and looks up symbol in the first
-// variant of candidates(isa) that the shared object exports.
+// load opens the shared object at path and looks up symbol's variant for
+// isa (variantFor).
 func load(path, symbol, isa string) (loaded, error) {
-	vs, err := candidates(isa)
+	v, err := variantFor(isa)
 	if err != nil {
 		return loaded{}, err
 	}
@@ -157,14 +149,12 @@ func load(path, symbol, isa string) (loaded, error) {
 	if err != nil {
 		return loaded{}, fmt.Errorf("hostkernel: cannot load %s: %w", path, err)
 	}
-	for _, v := range vs {
-		if fn, err := purego.Dlsym(lib, symbol+v.Suffix); err == nil {
-			return loaded{symbol + v.Suffix, lib, fn}, nil
-		}
+	fn, err := purego.Dlsym(lib, symbol+v.Suffix)
+	if err != nil {
+		purego.Dlclose(lib)
+		return loaded{}, fmt.Errorf("hostkernel: %s has no function %s (rebuild it with fibergen build)", path, symbol+v.Suffix)
 	}
-	purego.Dlclose(lib)
-	want := symbol + vs[len(vs)-1].Suffix
-	return loaded{}, fmt.Errorf("hostkernel: %s has no function %s (rebuild it with fibergen build)", path, want)
+	return loaded{symbol + v.Suffix, lib, fn}, nil
 }
 
 // pointers pins the buffers and returns their addresses; an empty buffer
