@@ -21,3 +21,13 @@ const (
 
 // SigmaWScalar is the position of σ_w among n host scalars: the last.
 func SigmaWScalar(n int) int { return n - 1 }
+
+// The STREAM kernels' symbols (without a variant's suffix): the baseline a
+// CPU step is measured against, host functions of the step's signature
+// that codegen/llvmgen emits (StreamModule) and the runtime calls
+// (HostStream). Copy sets buffer 0 to buffer 1; triad sets buffer 0 to
+// buffer 1 + scalar 0 · buffer 2.
+const (
+	StreamCopySymbol  = "fibergen_stream_copy"
+	StreamTriadSymbol = "fibergen_stream_triad"
+)

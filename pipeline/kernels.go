@@ -3,9 +3,11 @@ package pipeline
 import (
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/internal/objcache"
+	"github.com/fibergen/fibergen/ir"
 )
 
 // This file turns a unit's kernel module into what runs it — PTX for the
@@ -73,6 +75,13 @@ func (u *Unit) Files() ([]File, error) {
 		files = append(files, fs...)
 	}
 	return append(files, File{u.Func.Name + ".json", u.Manifest}), nil
+}
+
+// StreamObject returns the path of the STREAM kernels' shared object for
+// this machine (llvmgen.StreamModule), the baseline of fibergen bench, in
+// the cache, building it on first use.
+func StreamObject() (string, error) {
+	return CachedSharedObject("fibergen_stream", llvmgen.StreamModule(goruntime.GOARCH), ir.StreamCopySymbol)
 }
 
 // sharedObjectBytes is u's host kernel, from the cache.
