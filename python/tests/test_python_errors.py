@@ -90,7 +90,8 @@ def test_every_runtime_message_a_user_meets_speaks_python():
                     continue
                 checked += 1
                 left = go_names(fl.pythonic(lit))
-                assert not left, f"{path.name}: {lit}\n\tstill names {left} in Python: add it to fibergen._lib.PYTHON_ADVICE"
+                assert not left, (f"{path.name}: {lit}\n\tstill names {left} in Python: "
+                                  "add it to fibergen._lib.PYTHON_ADVICE")
     assert checked >= 20, checked
 
 
@@ -134,6 +135,11 @@ def noise_state(generated: Path) -> dict:
     write_grad(params)
     opt.step()
     return opt.state_dict()
+
+
+def case_privatize_first(generated: Path) -> None:
+    params, opt = opened(generated, dp=False)
+    opt.privatize(examples(params))
 
 
 def case_stepped_load(generated: Path) -> None:
@@ -187,19 +193,23 @@ CASES: list[tuple[str, Case, str]] = [
     ("set_noise under a budget", lambda g: budgeted(g).set_noise(1.0), r"set_noise would bypass it"),
     ("a noise state into a budget", lambda g: budgeted(g).load_state_dict(noise_state(g)),
      r"directly \(set_noise\), but a privacy budget \(set_budget\)"),
-    ("step before set_dp", lambda g: trusted_step(*opened(g, dp=False)), r"\(set_dp\), or the noise itself \(set_noise\)"),
-    ("privatize before set_dp", lambda g: (lambda p, o: o.privatize(examples(p)))(*opened(g, dp=False)),
-     r"\(set_dp\) before privatize\(\)"),
+    ("step before set_dp", lambda g: trusted_step(*opened(g, dp=False)),
+     r"\(set_dp\), or the noise itself \(set_noise\)"),
+    ("privatize before set_dp", case_privatize_first, r"\(set_dp\) before privatize\(\)"),
     ("clip_scales before set_dp", lambda g: opened(g, dp=False)[1].clip_scales(torch.ones(2)),
      r"\(set_dp\) before clip_scales\(\)"),
     ("load after a step", case_stepped_load, r"the optimizer has stepped \(steps\(\) = 1\)"),
-    ("a second step on one gradient", case_step_twice, r"^runtime: step: no gradient .*\(privatize\(\)\) or write it"),
-    ("a raw gradient", case_raw_gradient, r"not by privatize\(\).*privatize\(\) the per-example.*trust_clipped_grad\(\),"),
-    ("trust without a new gradient", case_trust_twice, r"^runtime: trust_clipped_grad: .*write one into \.grad first$"),
+    ("a second step on one gradient", case_step_twice,
+     r"^runtime: step: no gradient .*\(privatize\(\)\) or write it"),
+    ("a raw gradient", case_raw_gradient,
+     r"not by privatize\(\).*privatize\(\) the per-example.*trust_clipped_grad\(\),"),
+    ("trust without a new gradient", case_trust_twice,
+     r"^runtime: trust_clipped_grad: .*write one into \.grad first$"),
     ("a batch past 2^24", case_big_batch, r"privatize\(\) divides .*expected_batch_size 33554432 is larger"),
     ("lookahead on a one-point optimizer", case_lookahead_one_point, r"give privatize\(\) no lookahead gradients"),
     ("clip_scales' look_norms on a one-point optimizer",
-     lambda g: opened(g)[1].clip_scales(torch.ones(2), torch.ones(2), torch.ones(2)), r"give clip_scales\(\) no look_norms"),
+     lambda g: opened(g)[1].clip_scales(torch.ones(2), torch.ones(2), torch.ones(2)),
+     r"give clip_scales\(\) no look_norms"),
     ("clip_scales without look_norms on fiber", lambda g: opened(g, "fiber")[1].clip_scales(torch.ones(2)),
      r"so give clip_scales\(\) look_norms and dots too"),
     ("clip_scales without dots", lambda g: opened(g, "fiber")[1].clip_scales(torch.ones(2), torch.ones(2)),
