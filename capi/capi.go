@@ -23,7 +23,8 @@
 // pointers before it changes anything: a required one that is NULL is an
 // FG_ERROR; the optional ones (a non-finite entry's index and value, the
 // number of examples clipped, the bad example, the scales) may be NULL. A
-// handle may be used from any thread, one call at a time.
+// handle may be used from any thread, one call at a time (fg_spent, which
+// only reads, beside any other).
 // docs/python.md describes the binding and this ABI.
 package main
 
@@ -85,10 +86,13 @@ type handle struct {
 	o  *runtime.Optimizer
 }
 
-func lookup(h C.int64_t) (*handle, error) {
+func lookup(h C.int64_t) (*handle, error) { return handleOf(int64(h)) }
+
+// handleOf returns the open handle h.
+func handleOf(h int64) (*handle, error) {
 	handles.Lock()
 	defer handles.Unlock()
-	x, ok := handles.m[int64(h)]
+	x, ok := handles.m[h]
 	if !ok {
 		return nil, errors.New("fibergen: no optimizer with this handle (closed?)")
 	}

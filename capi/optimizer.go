@@ -55,12 +55,17 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 	if e != nil {
 		return e
 	}
+	*out = C.int64_t(register(o))
+	return nil
+}
+
+// register gives o a new handle.
+func register(o *runtime.Optimizer) int64 {
 	handles.Lock()
 	defer handles.Unlock()
 	handles.next++
 	handles.m[handles.next] = &handle{o: o}
-	*out = C.int64_t(handles.next)
-	return nil
+	return handles.next
 }
 
 // decodeJSON decodes s, one JSON value, into v, refusing unknown fields
@@ -139,22 +144,34 @@ type spent struct {
 // without one: a read of the budget's table, which waits only for an
 // entry its computation in the background has not reached yet. It is
 // apart from fg_info so that nothing else a step asks for waits on the
-// accountant.
+// accountant, and it holds the handle only to find its optimizer: the
+// runtime reads the budget under its own lock and waits or composes
+// outside it, so a thread asking for ε holds up no other thread's call.
 //
 //export fg_spent
 func fg_spent(h C.int64_t, out **C.char, err *C.char, errlen C.size_t) C.int {
-	return with(h, err, errlen, func(o *runtime.Optimizer) error {
-		return jsonAnswer("spent", out, func() (any, error) {
-			var x *spent
-			if g, ok := o.Spent(); ok {
-				x = &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
-				if !math.IsInf(g.Epsilon, 1) {
-					x.Epsilon = &g.Epsilon
-				}
-			}
-			return x, nil
-		})
-	})
+	return status(jsonAnswer("spent", out, func() (any, error) { return spentOf(int64(h)) }), err, errlen)
+}
+
+// spentOf is fg_spent's answer for handle h.
+func spentOf(h int64) (*spent, error) {
+	x, err := handleOf(h)
+	if err != nil {
+		return nil, err
+	}
+	o := x.optimizer()
+	if o == nil {
+		return nil, errors.New("fibergen: the optimizer is closed")
+	}
+	g, ok := o.Spent() // safe beside any call on o, Close included
+	if !ok {
+		return nil, nil
+	}
+	out := &spent{Delta: g.Delta, Evaluations: o.AccountantEvaluations()}
+	if !math.IsInf(g.Epsilon, 1) {
+		out.Epsilon = &g.Epsilon
+	}
+	return out, nil
 }
 
 // fg_info stores in *out a JSON object (free it with fg_free): the name,

@@ -233,6 +233,9 @@ func (c *checker) declareHypers() {
 		if c.declare(d.Name, obj) {
 			c.info.Hypers = append(c.info.Hypers, obj)
 		}
+		if what := torchKeys[d.Name.Name]; what != "" {
+			c.errorf(d.Name.NamePos, "hyper %s: its name is a key of torch's param groups (%s); choose another", d.Name.Name, what)
+		}
 		c.checkRange(d)
 	}
 	c.checkAliases()

@@ -13,10 +13,31 @@ func (a *Alias) String() string {
 	return a.Name.Name + "[" + strconv.Itoa(a.Index) + "]"
 }
 
+// torchKeys are the keys a torch param group gives a meaning of its own,
+// each with that meaning: torch.optim or its LR schedulers read or write
+// them, so a hyper named or aliased so would be taken for something it is
+// not (docs/decisions.md, 100). lr, betas, weight_decay, eps and momentum
+// are not here: they are quantities a hyper may be.
+var torchKeys = map[string]string{
+	"params":         "the group's parameters",
+	"foreach":        "a flag of every torch.optim optimizer",
+	"fused":          "a flag of every torch.optim optimizer, which its load_state_dict reads",
+	"capturable":     "a flag of every torch.optim optimizer, which its load_state_dict reads",
+	"differentiable": "a flag of every torch.optim optimizer",
+	"maximize":       "a flag of every torch.optim optimizer: ascend the gradient",
+	"initial_lr":     "the learning rate every LR scheduler starts from, which it writes",
+	"max_lr":         "OneCycleLR's peak learning rate, which it writes",
+	"min_lr":         "OneCycleLR's final learning rate, which it writes",
+	"max_momentum":   "OneCycleLR's and CyclicLR's momentum bound, which they write",
+	"base_momentum":  "OneCycleLR's and CyclicLR's momentum bound, which they write",
+	"swa_lr":         "SWALR's learning rate, which it writes",
+}
+
 // checkAliases checks the hypers' aliases: an alias names no hyper (a
-// binding could not tell them apart), no two hypers share one, a name is
-// either a plain alias or a sequence, and a sequence's indexes run from 0
-// without a gap or a repeat (betas[0], betas[1]).
+// binding could not tell them apart) and no key of torchKeys, no two hypers
+// share one, a name is either a plain alias or a sequence, and a
+// sequence's indexes run from 0 without a gap or a repeat (betas[0],
+// betas[1]).
 func (c *checker) checkAliases() {
 	hypers := map[string]bool{}
 	for _, d := range c.f.Hypers {
@@ -31,6 +52,10 @@ func (c *checker) checkAliases() {
 		}
 		if hypers[a.Name.Name] {
 			c.errorf(a.Name.NamePos, "alias %s of hyper %s is the name of a hyper", a.Name.Name, d.Name.Name)
+			continue
+		}
+		if what := torchKeys[a.Name.Name]; what != "" {
+			c.errorf(a.Name.NamePos, "alias %s of hyper %s is a key of torch's param groups (%s); choose another name", a.Name.Name, d.Name.Name, what)
 			continue
 		}
 		if byName[a.Name.Name] == nil {

@@ -149,6 +149,27 @@ func TestErrorSources(t *testing.T) {
 	}
 }
 
+// TestTorchKeys: every key a torch param group gives a meaning of its own
+// (docs/dsl.md, alias) is refused as an alias and as a hyper's name, at the
+// name; torch's names for quantities a hyper may be are accepted.
+func TestTorchKeys(t *testing.T) {
+	for _, key := range []string{"params", "foreach", "fused", "capturable", "differentiable", "maximize",
+		"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum", "swa_lr"} {
+		alias := fmt.Sprintf("optimizer x\nhyper a = 1 alias %s // ERROR col=19 \"^alias %s of hyper a is a key of torch's param groups \\(.+\\); choose another name$\"\nstep { theta = theta - a * g }\n", key, key)
+		hyper := fmt.Sprintf("optimizer x\nhyper %s = 1 // ERROR col=7 \"^hyper %s: its name is a key of torch's param groups \\(.+\\); choose another$\"\nstep { theta = theta - %s * g }\n", key, key, key)
+		t.Run(key, func(t *testing.T) {
+			checkErrors(t, "alias.dsl", []byte(alias))
+			checkErrors(t, "hyper.dsl", []byte(hyper))
+		})
+	}
+	for _, key := range []string{"lr", "betas", "weight_decay", "eps", "momentum", "dampening", "alpha", "rho"} {
+		src := fmt.Sprintf("optimizer x\nhyper a = 1 alias %s\nstep { theta = theta - a * g }\n", key)
+		if _, _, errs := dsl.Parse("ok.dsl", []byte(src)); len(errs) > 0 {
+			t.Errorf("alias %s: %v", key, errs)
+		}
+	}
+}
+
 // TestNestingLimit builds expressions at and past the nesting limit: one
 // level less than the limit parses, the limit itself is an error, never a
 // stack overflow, whatever the input's size.

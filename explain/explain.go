@@ -44,6 +44,9 @@ type Hyper struct {
 	// DefaultExpr is a derived hyper's default as written (lr / 100): it
 	// follows the hypers it reads until the hyper is set itself.
 	DefaultExpr string `json:"default_expr,omitempty"`
+	// Alias is the name a binding accepts for the hyper besides its own
+	// (docs/dsl.md), as the manifest records it; nil without one.
+	Alias *ir.Alias `json:"alias,omitempty"`
 }
 
 // State is a state with its initial value at the setting.
@@ -124,7 +127,7 @@ func Describe(u *pipeline.Unit, settings []string) (*Explanation, error) {
 		if hy.Range != nil {
 			r = hy.Range.String()
 		}
-		x.Hypers = append(x.Hypers, Hyper{hy.Name, h[i], hy.Default, r, derivedExpr(u.Func, hy.Name)})
+		x.Hypers = append(x.Hypers, Hyper{hy.Name, h[i], hy.Default, r, derivedExpr(u.Func, hy.Name), hy.Alias})
 	}
 	x.States = describeStates(p, h)
 	x.Observe = describeObserve(u.Func, p, h)
@@ -252,7 +255,13 @@ func (x *Explanation) WriteText(w io.Writer) {
 		if h.DefaultExpr != "" {
 			def += " = " + h.DefaultExpr
 		}
-		fmt.Fprintf(w, "  %-10s = %-12g default %s %s\n", h.Name, h.Value, def, h.Range)
+		if h.Range != "" {
+			def += " " + h.Range
+		}
+		if h.Alias != nil {
+			def += " alias " + h.Alias.String()
+		}
+		fmt.Fprintf(w, "  %-10s = %-12g default %s\n", h.Name, h.Value, def)
 	}
 	fmt.Fprintf(w, "\nstates (per coordinate, float32):\n")
 	for _, s := range x.States {

@@ -258,18 +258,20 @@ func (a *PLDAccountant) Evaluations() int {
 	return int(a.evals.Load())
 }
 
-// Precompute computes in the background the ε at every milestone and
-// then at the horizon (an accountant without one has nothing to
-// compute), so that the reports of a run read them instead of composing
-// on the caller's time; a report asked before its turn is computed by
-// the caller (once: the background then waits for it). It stops early
-// once stop is closed, and closes the channel it returns when it is
-// done.
-func (a *PLDAccountant) Precompute(stop <-chan struct{}) <-chan struct{} {
+// Precompute computes in the background the ε at every milestone from
+// the one EpsilonAfter(from) reports at, in order, through the horizon
+// (an accountant without one has nothing to compute), so that the
+// reports of a run at from steps and after read them instead of composing
+// on the caller's time: a run resumed at from steps never asks for the
+// milestones before it. A report asked before its turn is computed by the
+// caller (once: the background then waits for it), and one computed
+// already is not computed again. It stops early once stop is closed, and
+// closes the channel it returns when it is done.
+func (a *PLDAccountant) Precompute(from int, stop <-chan struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, m := range a.milestones() {
+		for _, m := range a.milestones(from) {
 			select {
 			case <-stop:
 				return
@@ -281,11 +283,12 @@ func (a *PLDAccountant) Precompute(stop <-chan struct{}) <-chan struct{} {
 	return done
 }
 
-// milestones returns the steps EpsilonAfter reports at: the milestones
-// and the horizon, in order; none without a horizon.
-func (a *PLDAccountant) milestones() []int {
+// milestones returns the steps EpsilonAfter reports at from from steps
+// on: the milestones at or after from and the horizon, in order; none
+// without a horizon.
+func (a *PLDAccountant) milestones(from int) []int {
 	var out []int
-	for m := 1; m <= a.horizon; m = a.milestone(m) + 1 {
+	for m := max(from, 1); m <= a.horizon; m = a.milestone(m) + 1 {
 		out = append(out, a.milestone(m))
 	}
 	return out

@@ -312,6 +312,46 @@ func TestPLDMilestones(t *testing.T) {
 	}
 }
 
+// Precompute from a resumed step tables only the milestones a run
+// resumed there asks for: those at or after its own and the horizon,
+// once each, reports computed already included; the reports are the
+// ones computed on demand, bit for bit.
+func TestPLDPrecomputeFrom(t *testing.T) {
+	p := Plan{SampleRate: 0.1, Steps: 101, Delta: 1e-5} // a milestone every 2 steps, and the horizon
+	for _, c := range []struct{ from, before, want int }{
+		{0, 0, 51}, {1, 0, 51}, {2, 0, 51}, {3, 0, 50}, {100, 0, 2}, {101, 0, 1}, {50, 3, 27},
+	} {
+		acc, err := p.Accountant(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := acc.(*PLDAccountant)
+		for m := 1; m <= c.before; m++ { // milestones composed before, the resumed one among them
+			a.EpsilonAfter(c.from + 2*(m-1))
+		}
+		<-a.Precompute(c.from, make(chan struct{}))
+		if n := a.Evaluations(); n != c.want {
+			t.Errorf("from step %d (%d composed before): %d compositions in all, want %d", c.from, c.before, n, c.want)
+		}
+		for _, steps := range []int{c.from, (c.from + 101) / 2, 101} {
+			if got, want := a.EpsilonAfter(steps), pldAfter(t, p, steps); got != want {
+				t.Errorf("from step %d: after %d steps the table says %+v, composed on demand %+v", c.from, steps, got, want)
+			}
+		}
+	}
+}
+
+// pldAfter is the report after steps of a fresh accountant of plan p at
+// σ = 2, composed on demand.
+func pldAfter(t *testing.T, p Plan, steps int) Guarantee {
+	t.Helper()
+	acc, err := p.Accountant(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc.EpsilonAfter(steps)
+}
+
 // Calibration under PLD meets the target, is the smallest σ to the
 // tolerance, and reports what Epsilon reports.
 func TestPLDSigmaRoundTrip(t *testing.T) {

@@ -756,7 +756,7 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 	if h.DP != nil {
 		o.dp = new(h.DP.dp())
 	}
-	o.installBudget(c.budget)
+	o.installBudget(c.budget, o.t)
 	o.released() // a gradient set before the load is not the resumed run's
 	return nil
 }
@@ -914,6 +914,7 @@ func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
 		if own := newCheckpointBudget(o.budget); !h.Budget.same(own) {
 			return mismatch("checkpoint's privacy budget %+v is not the optimizer's, %+v", *h.Budget, *own)
 		}
+		return o.keepBudget(c)
 	}
 	b, dp, err := h.Budget.budget()
 	if err != nil {
@@ -923,6 +924,23 @@ func (o *Optimizer) matchBudget(c *checkpoint) *loadError {
 		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", h.DP, dp)
 	}
 	c.budget = b
+	return nil
+}
+
+// keepBudget keeps the optimizer's own budget for a checkpoint whose
+// budget is the same, σ included: its table is a function of those
+// settings alone, so the entries computed since SetBudget hold for the
+// resumed run, and its σ was checked against its ε when it was set. The
+// checkpoint's DP settings must still be the budget's.
+func (o *Optimizer) keepBudget(c *checkpoint) *loadError {
+	var own DP // the budget's: it sets the DP settings, and nothing else does while it holds
+	if o.dp != nil {
+		own = *o.dp
+	}
+	if c.h.DP == nil || c.h.DP.dp() != own {
+		return mismatch("checkpoint's DP settings %+v are not those of its privacy budget, %+v", c.h.DP, own)
+	}
+	c.budget = o.budget
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/generated/fiber"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime"
 )
 
@@ -49,7 +50,11 @@ func kernelDir(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.SharedObject(string(ll), name+"_cpu", filepath.Join(dir, name+".so")); err != nil {
+	m, _, err := manifest.Read(src + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.SharedObject(string(ll), m.Kernels.HostFunction, filepath.Join(dir, name+".so")); err != nil {
 		t.Fatal(err)
 	}
 	kernelDirs.Store(name, dir)

@@ -43,18 +43,20 @@ func (o *Optimizer) SetBudget(b Budget) (float64, error) {
 	}
 	old := o.dp
 	o.dp, o.noise = &dp, nil
-	o.installBudget(&b)
+	o.installBudget(&b, 0)
 	o.dpChanged(old)
 	return b.sigma, nil
 }
 
-// installBudget makes b the optimizer's budget, stopping the table of the
-// one it replaces, and starts computing b's table: under PLD the ε at
-// each milestone and the horizon, in the background, once each, so that
-// Spent reads it and no step, privatization or info composes (the
+// installBudget makes b the optimizer's budget, stopping the table's
+// computation of the one it replaces (or of b itself, kept by a Load),
+// and starts computing b's table from step from on: under PLD the ε at
+// each milestone a run at from steps can still reach and the horizon, in
+// the background, once each (the entries b holds already are kept), so
+// that Spent reads it and no step, privatization or info composes (the
 // accountant's reports are a minimum over its orders under RDP, with
 // nothing to tabulate).
-func (o *Optimizer) installBudget(b *Budget) {
+func (o *Optimizer) installBudget(b *Budget, from int) {
 	o.stopBudget()
 	o.budget = b
 	if b == nil {
@@ -62,7 +64,7 @@ func (o *Optimizer) installBudget(b *Budget) {
 	}
 	b.stop = make(chan struct{})
 	if pld, ok := b.accountant.(*privacy.PLDAccountant); ok {
-		b.tabled = pld.Precompute(b.stop)
+		b.tabled = pld.Precompute(from, b.stop)
 	}
 }
 
@@ -107,13 +109,26 @@ func (b *Budget) withSigma(sigma float64) (DP, error) {
 // Spent returns the (ε, δ) that the steps taken so far have spent under the
 // budget, and false without one: under PLD read from the budget's table
 // (installBudget), waiting for the entry only where its computation in
-// the background has not reached it yet.
+// the background has not reached it yet. It reads the budget and the step
+// under the optimizer's lock and asks the accountant after releasing it,
+// so that an entry composed or waited for here holds up no step, report
+// or Save (the accountant is safe for concurrent use).
 func (o *Optimizer) Spent() (privacy.Guarantee, bool) {
-	defer o.lock()()
-	if o.budget == nil {
+	acc, t := o.budgetAt()
+	if acc == nil {
 		return privacy.Guarantee{}, false
 	}
-	return o.budget.accountant.EpsilonAfter(o.t), true
+	return acc.EpsilonAfter(t), true
+}
+
+// budgetAt returns the budget's accountant, nil without a budget, and the
+// steps taken.
+func (o *Optimizer) budgetAt() (privacy.Accountant, int) {
+	defer o.lock()()
+	if o.budget == nil {
+		return nil, o.t
+	}
+	return o.budget.accountant, o.t
 }
 
 // checkBudget refuses a step past the budget's schedule.

@@ -28,7 +28,6 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,24 +103,10 @@ step {
 }
 `
 
-// attenCompile compiles a DSL source, failing the test on any error.
-func attenCompile(t testing.TB, name string, src []byte) *pipeline.Unit {
-	t.Helper()
-	u, errs, err := pipeline.Compile(name, src)
-	if len(errs) > 0 || err != nil {
-		t.Fatalf("Compile(%s): %v %v", name, errs, err)
-	}
-	return u
-}
-
 // attenShipped compiles optimizers/NAME.dsl.
 func attenShipped(t testing.TB, name string) *pipeline.Unit {
 	t.Helper()
-	src, err := os.ReadFile(repoPath("optimizers", name+".dsl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return attenCompile(t, name+".dsl", src)
+	return mustCompileFile(t, repoPath("optimizers", name+".dsl"))
 }
 
 // attenModel is a state's noise model at one hyper setting, with the
@@ -658,7 +643,7 @@ func TestFiniteAttenuationMatchesPaper(t *testing.T) {
 // TestMonteCarloAttenuationAlphaBeta runs the alpha-beta tracker in the
 // interpreter at random stable settings.
 func TestMonteCarloAttenuationAlphaBeta(t *testing.T) {
-	u := attenCompile(t, "alphabeta.dsl", []byte(attenAlphaBeta))
+	u := mustCompile(t, "alphabeta.dsl", []byte(attenAlphaBeta))
 	fn := u.Func
 	ia, ib := fn.HyperIndex("alpha"), fn.HyperIndex("beta")
 	settings := 4
@@ -851,7 +836,7 @@ func TestImpulseResponseAttenuation(t *testing.T) {
 	}
 	for _, d := range dsls {
 		t.Run(d.name, func(t *testing.T) {
-			u := attenCompile(t, d.name+".dsl", []byte(d.src))
+			u := mustCompile(t, d.name+".dsl", []byte(d.src))
 			fn := u.Func
 			for _, set := range d.settings {
 				h, err := fn.ApplySettings(set)

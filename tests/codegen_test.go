@@ -253,9 +253,9 @@ func TestGenerateRejectsNameClashes(t *testing.T) {
 		for _, st := range stateNames(c.decls) {
 			src = strings.Replace(src, "step {\n", "step {\n\t"+st+" = "+st+" + g\n", 1)
 		}
-		_, code, err := generateGo("clash.dsl", []byte(src))
+		u, err := compile("clash.dsl", []byte(src))
 		if err == nil {
-			t.Errorf("%s: gogen.Generate succeeded; want an error naming both (first lines of the code: %.200q)", c.what, code)
+			t.Errorf("%s: gogen.Generate succeeded; want an error naming both (first lines of the code: %.200q)", c.what, u.GoCode)
 			continue
 		}
 		for _, name := range strings.Fields(c.names) {

@@ -42,13 +42,13 @@ var clampMassFuncs = map[string]any{
 // generated function here, so that the diagnostic tests cover them all.
 func TestClampMassDeclared(t *testing.T) {
 	for name := range clampMassFuncs {
-		m := readDiagManifest(t, name)
+		m := generatedManifest(t, name)
 		if len(m.Kernels.Diagnostics) != 1 || m.Kernels.Diagnostics[0].Kind != "clamp_mass" {
 			t.Errorf("%s: manifest diagnostics %+v, want clamp_mass", name, m.Kernels.Diagnostics)
 		}
 	}
 	for _, opt := range optimizers {
-		if m := readDiagManifest(t, opt.name); len(m.Kernels.Diagnostics) > 0 && clampMassFuncs[opt.name] == nil {
+		if m := generatedManifest(t, opt.name); len(m.Kernels.Diagnostics) > 0 && clampMassFuncs[opt.name] == nil {
 			t.Errorf("%s declares diagnostics %+v, which clampMassFuncs lacks", opt.name, m.Kernels.Diagnostics)
 		}
 	}
@@ -64,15 +64,6 @@ func diagNames() []string {
 		}
 	}
 	return names
-}
-
-func readDiagManifest(t *testing.T, name string) *manifest.Manifest {
-	t.Helper()
-	m, _, err := manifest.Read(repoPath("generated", name, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // diagTarget is one optimizer's clamp_mass on every target.
@@ -92,7 +83,7 @@ type diagTarget struct {
 func newDiagTarget(t *testing.T, name string, t0 int, sigmaW2 float64) *diagTarget {
 	t.Helper()
 	opt := optimizerNamed(name)
-	m := readDiagManifest(t, name)
+	m := generatedManifest(t, name)
 	fn, err := m.Func()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/ir/interp"
-	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
 
@@ -30,30 +29,12 @@ func shippedDSL(t *testing.T) []string {
 	return paths
 }
 
-// compileDSL compiles a .dsl file the way the CLI does.
-func compileDSL(t *testing.T, path string) *ir.Func {
-	t.Helper()
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, errs, err := pipeline.Compile(path, src)
-	if len(errs) > 0 {
-		t.Fatalf("%s: %v", path, errs)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	fn := u.Func
-	return fn
-}
-
 // TestOptimizersRegistered checks that every optimizers/*.dsl has a
 // generated package wired into these tests, with the DSL's states in order,
 // its hyper sets and its privatize references.
 func TestOptimizersRegistered(t *testing.T) {
 	for _, path := range shippedDSL(t) {
-		fn := compileDSL(t, path)
+		fn := mustCompileFile(t, path).Func
 		opt := optimizerNamed(fn.Name)
 		switch {
 		case opt == nil:
@@ -81,7 +62,7 @@ type diffCase struct {
 // and requires the same bits in theta and in every state.
 func TestInterpreterMatchesGenerated(t *testing.T) {
 	for _, path := range shippedDSL(t) {
-		fn := compileDSL(t, path)
+		fn := mustCompileFile(t, path).Func
 		opt := optimizerNamed(fn.Name)
 		if opt == nil {
 			continue // TestOptimizersRegistered reports it
@@ -258,7 +239,7 @@ func diffInputs(n int, seed uint64) (theta0, grads []float32, planted int) {
 // the .npy file that npy.WriteFile writes for the generated package's θ_T.
 func TestRunMatchesGenerated(t *testing.T) {
 	for _, path := range shippedDSL(t) {
-		fn := compileDSL(t, path)
+		fn := mustCompileFile(t, path).Func
 		opt := optimizerNamed(fn.Name)
 		if opt == nil {
 			continue

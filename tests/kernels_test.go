@@ -11,7 +11,6 @@ import (
 
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -90,7 +89,7 @@ func hostSharedObject(t testing.TB, opt *optimizer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	so, err := pipeline.CachedSharedObject(opt.name, string(ll), opt.name+"_cpu")
+	so, err := pipeline.CachedSharedObject(opt.name, string(ll), generatedManifest(t, opt.name).Kernels.HostFunction)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ func loadHostKernel(t *testing.T, opt *optimizer, isa string) *hostkernel.Kernel
 		t.Fatal(err)
 	}
 	_, scalars := ref.scalars(0, 0)
-	k, err := hostkernel.OpenISA(so, opt.name+"_cpu", isa, 2+len(opt.states), len(scalars))
+	k, err := hostkernel.OpenISA(so, generatedManifest(t, opt.name).Kernels.HostFunction, isa, 2+len(opt.states), len(scalars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,11 +245,7 @@ func caseRef(t testing.TB, opt *optimizer, c kernelCase) *goRef {
 // valid.
 func distinctHypers(t testing.TB, opt *optimizer) []setting {
 	t.Helper()
-	m, _, err := manifest.Read(repoPath("generated", opt.name, opt.name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := m.Func()
+	fn, err := generatedManifest(t, opt.name).Func()
 	if err != nil {
 		t.Fatal(err)
 	}

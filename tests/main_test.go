@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fibergen/fibergen/manifest"
+	"github.com/fibergen/fibergen/pipeline"
 	"github.com/fibergen/fibergen/runtime/npy"
 )
 
@@ -57,6 +59,47 @@ func buildFibergen(dir string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/fibergen: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// compile compiles DSL source as the CLI does (pipeline.Compile); path
+// names it in messages and in the generated code. Its errors come as one.
+func compile(path string, src []byte) (*pipeline.Unit, error) {
+	u, errs, err := pipeline.Compile(path, src)
+	if len(errs) > 0 {
+		return nil, errs.Err()
+	}
+	return u, err
+}
+
+// mustCompile is compile, the test failing on an error.
+func mustCompile(t testing.TB, path string, src []byte) *pipeline.Unit {
+	t.Helper()
+	u, err := compile(path, src)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return u
+}
+
+// mustCompileFile compiles the .dsl file at path.
+func mustCompileFile(t testing.TB, path string) *pipeline.Unit {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustCompile(t, path, src)
+}
+
+// generatedManifest reads the checked-in manifest of the optimizer name
+// (generated/NAME/NAME.json): the names of its entry points among its facts.
+func generatedManifest(t testing.TB, name string) *manifest.Manifest {
+	t.Helper()
+	m, _, err := manifest.Read(repoPath("generated", name, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // repoPath returns the absolute path of a file in the repository.

@@ -197,10 +197,7 @@ func cuts(end int) [][2]int {
 // functions of the optimizer name, the variant isa ("" for the best).
 func privatizeKernels(t *testing.T, name, isa string) *hostkernel.Privatize {
 	t.Helper()
-	var syms []string
-	for _, phase := range []string{"norms", "scales", "sum"} {
-		syms = append(syms, name+"_privatize_"+phase+"_cpu")
-	}
+	syms := generatedManifest(t, name).Kernels.Privatize.HostFunctions // norms, scales, sum
 	p, err := hostkernel.OpenPrivatizeISA(hostSharedObject(t, optimizerNamed(name)), syms, isa)
 	if err != nil {
 		t.Fatal(err)

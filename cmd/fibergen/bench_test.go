@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/hostisa"
+	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -41,8 +42,12 @@ func bestHostKernel(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, _, err := manifest.Read(filepath.Join("..", "..", "generated", name, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	v, _ := hostisa.ByName(isas[0])
-	return name + "_cpu" + v.Suffix
+	return m.Kernels.HostFunction + v.Suffix
 }
 
 // TestBenchHuman benchmarks two shipped optimizers on both host backends

@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/floatbits"
+	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/google/go-cmp/cmp"
 )
 
 // mustRun runs a command line that must succeed with nothing on stderr.
@@ -246,6 +248,7 @@ type explainJSON struct {
 		Name           string
 		Value, Default float64
 		Range          string
+		Alias          *ir.Alias
 	}
 	States []struct {
 		Name string
@@ -430,6 +433,36 @@ func TestExplainJSONObserve(t *testing.T) {
 	x, _ := explainFiber(t)
 	if a := x.Observe.Args[0].Value; math.Abs(a-20.0/21) > 1e-15 || math.Abs(a-0.952380952) > 1e-9 {
 		t.Errorf("a = %v at the defaults, want (1-0.6)/(0.6*0.7) = 20/21 = 0.952380952...", a)
+	}
+}
+
+// TestExplainAliases: explain shows each hyper's alias (torch's name, which
+// the binding accepts) in the text, after the range as the DSL writes it,
+// and in --json as the manifest records it; a hyper without one shows none.
+func TestExplainAliases(t *testing.T) {
+	r := mustRun(t, "explain", optPath("dp_adamw"))
+	for _, want := range []string{
+		"beta1      = 0.9          default 0.9 [0, 1) alias betas[0]\n",
+		"beta2      = 0.999        default 0.999 [0, 1) alias betas[1]\n",
+		"wd         = 0            default 0 [0, inf) alias weight_decay\n",
+		"lr         = 0.001        default 0.001 [0, inf)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	x, _ := explainFiber(t)
+	zero, one := 0, 1
+	want := map[string]*ir.Alias{
+		"lr": nil, "beta1": {Name: "betas", Index: &zero}, "beta2": {Name: "betas", Index: &one},
+		"eps": nil, "wd": {Name: "weight_decay"}, "kappa": nil, "gamma": nil, "omega": nil, "eps_v": nil,
+	}
+	got := map[string]*ir.Alias{}
+	for _, h := range x.Hypers {
+		got[h.Name] = h.Alias
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("explain --json's aliases (-want +got):\n%s", d)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 func (k *Module) DiagKernel(kind string) string { return k.Name + "_" + kind }
 
 // DiagHostFunc is the host function of a diagnostic, e.g. fiber_clamp_mass_cpu.
-func (k *Module) DiagHostFunc(kind string) string { return k.DiagKernel(kind) + "_cpu" }
+func (k *Module) DiagHostFunc(kind string) string { return k.DiagKernel(kind) + hostSuffix }
 
 // emitDiagnostics emits the entry points of every declared diagnostic.
 func (k *kernel) emitDiagnostics() error {

@@ -36,9 +36,13 @@ type Module struct {
 	Kernels manifest.Kernels
 }
 
+// hostSuffix ends the name of every host function: the step's
+// (fiber_cpu), each privatize phase's and each diagnostic's.
+const hostSuffix = "_cpu"
+
 // StepKernel and HostFunc are the names of the step's two entry points.
 func (k *Module) StepKernel() string { return k.Name + "_step" }
-func (k *Module) HostFunc() string   { return k.Name + "_cpu" }
+func (k *Module) HostFunc() string   { return k.Name + hostSuffix }
 
 // ABISymbol is the name of the exported ABI stamp.
 func (k *Module) ABISymbol() string { return k.Name + "_abi" }

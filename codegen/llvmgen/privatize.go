@@ -29,7 +29,7 @@ func (k *Module) PrivatizeKernel(phase string) string { return k.Name + "_privat
 
 // PrivatizeHostFunc is the host function of a phase, e.g.
 // fiber_privatize_norms_cpu; its AVX2 twin adds _avx2.
-func (k *Module) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + "_cpu" }
+func (k *Module) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + hostSuffix }
 
 // privatizeSignature is the NVPTX kernel of a phase:
 //

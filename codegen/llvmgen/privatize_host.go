@@ -19,7 +19,7 @@ func privatizeHostSignature(symbol string) signature {
 
 // emitPrivatizeHost emits the host functions, one per variant.
 func (k *kernel) emitPrivatizeHost() {
-	k.Kernels.Privatize.HostABI = privatizeHostSignature(k.PrivatizeKernel("<phase>") + "_cpu").String()
+	k.Kernels.Privatize.HostABI = privatizeHostSignature(k.PrivatizeHostFunc("<phase>")).String()
 	for _, phase := range PrivatizePhases {
 		sig := privatizeHostSignature(k.PrivatizeHostFunc(phase))
 		k.Kernels.Privatize.HostFunctions = append(k.Kernels.Privatize.HostFunctions, sig.symbol)

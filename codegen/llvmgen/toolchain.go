@@ -164,7 +164,7 @@ func (tc *Toolchain) SharedObject(ll, fn, path string) error {
 	for i, v := range variants {
 		keep := variantEntries(hosts, v)
 		if v.Name == hostisa.Generic.Name {
-			keep = append(keep, strings.TrimSuffix(fn, "_cpu")+"_abi") // the module's ABI stamp, once
+			keep = append(keep, strings.TrimSuffix(fn, hostSuffix)+"_abi") // the module's ABI stamp, once
 		}
 		wg.Go(func() { objs[i], errs[i] = tc.hostObject(ll, keep, target) })
 	}

@@ -82,23 +82,57 @@ def lib() -> ctypes.CDLL:
     return cdll
 
 
-# What the runtime's messages name in Go (runtime.Options, its backends),
-# as a Python user does it: the one place that knows both names. The
-# longest phrases first, as some hold shorter ones.
-PYTHON_ADVICE = (
-    (re.compile(r", or open it with Backend Go, the reference \(Options\.GoFallback [^)]*\)"), ""),
-    (re.compile(r"Options\.AllowResumeAgain \(allow_resume_again in PyTorch\)"), "allow_resume_again=True"),
-    (re.compile(r" \(Options\.StateDir\)"), ""),
-    (re.compile(r"\(Options\.AllowExtrapolation\)"), "(pass allow_extrapolation=True to the Optimizer to go on)"),
-    (re.compile(r"Options\.AllowResumeAgain"), "allow_resume_again=True"),
-    (re.compile(r"Options\.AllowUnstable"), "allow_unstable=True"),
-    (re.compile(r"Options\.AllowGradientReuse"), "allow_gradient_reuse=True"),
-)
+# What the runtime's messages name in Go (runtime.Options, the Optimizer's
+# methods, its backends), as a Python user does it: the one place that
+# knows both names. The runtime's messages keep their Go names for Go
+# callers (its tests hold them), and the binding's users read these. The
+# longest phrases first, as some hold shorter ones;
+# python/tests/test_names.py checks that every message a Python user can
+# meet reads without a Go name.
+PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
+    # options
+    (r", or open it with Backend Go, the reference \(Options\.GoFallback [^)]*\)", ""),
+    (r"Options\.AllowResumeAgain \(allow_resume_again in PyTorch\)", "allow_resume_again=True"),
+    (r" \(Options\.StateDir\)", ""),
+    (r"\(Options\.AllowExtrapolation\)", "(pass allow_extrapolation=True to the Optimizer to go on)"),
+    (r"Options\.AllowResumeAgain", "allow_resume_again=True"),
+    (r"Options\.AllowUnstable", "allow_unstable=True"),
+    (r"Options\.AllowGradientReuse", "allow_gradient_reuse=True"),
+    (r"DP\.BatchSize", "expected_batch_size"),
+    # the noise and the budget
+    (r"\(SetDP\)", "(set_dp)"),
+    (r"\(SetNoise\)", "(set_noise)"),
+    (r"\(SetBudget\)", "(set_budget)"),
+    (r"SetNoise would bypass it", "set_noise would bypass it"),
+    # the gradient's release
+    (r"^runtime: Step: ", "runtime: step: "),
+    (r"^runtime: TrustClippedGradient: ", "runtime: trust_clipped_grad: "),
+    (r"written outside Privatize \(SetGrad, or a write into the trainer's buffer such as a backward pass\)",
+     "written outside Privatize (that is, not by privatize(): by a backward pass or another write into .grad)"),
+    (r"Privatize the per-example gradients", "privatize() the per-example gradients"),
+    (r"TrustClippedGradient \(trust_clipped_grad\(\) in PyTorch\)", "trust_clipped_grad()"),
+    (r"privatize the next batch \(Privatize\) or set it", "privatize the next batch (privatize()) or write it"),
+    (r"write one first \(GradientWritten marks it\)", "write one into .grad first"),
+    # privatize and clip_scales
+    (r"before (?:Privatize|PrivatizeDevice):", "before privatize():"),
+    (r"before ClipScales:", "before clip_scales():"),
+    (r"^runtime: Privatize divides", "runtime: privatize() divides"),
+    (r"^runtime: PrivatizeDevice: ", "runtime: privatize(): "),
+    (r"pass look = nil", "give privatize() no lookahead gradients"),
+    (r"ClipScales takes lookNorm and dot together", "clip_scales() takes look_norms and dots together"),
+    (r"pass lookNorm = dot = nil", "give clip_scales() no look_norms or dots"),
+    (r"so pass lookNorm and dot too", "so give clip_scales() look_norms and dots too"),
+    # diagnostics, checkpoints
+    (r"\(EnableDiagnostics\)", "(enable_diagnostics())"),
+    (r"since EnableDiagnostics", "since enable_diagnostics()"),
+    (r"\(Steps\(\) = ", "(steps() = "),
+    (r"load a checkpoint \(Load\)", "load a checkpoint (load_state_dict)"),
+))
 
 
 def pythonic(msg: str) -> str:
-    """The runtime's message with the Go options it names as the keyword
-    arguments a Python user passes."""
+    """The runtime's message with the Go options and methods it names as
+    the keyword arguments a Python user passes and the methods it calls."""
     for pattern, advice in PYTHON_ADVICE:
         msg = pattern.sub(advice, msg)
     return msg

@@ -53,3 +53,46 @@ def table_size(opt: ft.Optimizer, want: int) -> int:
     while (n := opt._handle.spent()["evaluations"]) < want and time.monotonic() < deadline:
         time.sleep(0.01)
     return n
+
+
+def test_a_resume_tables_only_the_steps_ahead(generated):
+    """A run resumed at step 15 of 20 computes the ε at the milestones from
+    step 15 on (6 compositions, the horizon's among them), never those
+    before it; set_budget and then load_state_dict with the same budget
+    keeps the table set_budget computed. spent() is the saving run's."""
+    kw = dict(clip=1.0, dataset_size=1000, batch_size=50, epochs=1)  # 20 steps, a milestone each
+
+    def opened(seed: int) -> tuple[ft.Optimizer, list[torch.Tensor]]:
+        torch.manual_seed(0)
+        ps = list(torch.nn.Linear(8, 2).parameters())
+        return ft.Optimizer(ps, generated / "dp_sgd", seed=seed), ps
+
+    def saved(seed: int) -> tuple[ft.Optimizer, dict]:
+        """A run of 15 steps and its state (each seed's is resumed once)."""
+        opt, ps = opened(seed)
+        opt.set_budget(2.0, **kw)
+        for _ in range(15):
+            for p in ps:
+                p.grad.fill_(0.1)
+            opt.trust_clipped_grad()
+            opt.step()
+        return opt, opt.state_dict()
+
+    saver, sd = saved(3)
+    fresh = opened(3)[0]
+    fresh.load_state_dict(sd)
+    assert table_size(fresh, 6) >= 6
+    for _ in range(5):  # to the end of the schedule, as the saving run
+        assert fresh.spent() == saver.spent()
+        for opt in (fresh, saver):
+            for p in opt._params():
+                p.grad.fill_(0.1)
+            opt.trust_clipped_grad()
+            opt.step()
+    assert fresh.spent() == saver.spent() and fresh._handle.spent()["evaluations"] == 6
+    saver, sd = saved(4)
+    budgeted = opened(4)[0]
+    budgeted.set_budget(2.0, **kw)
+    assert table_size(budgeted, 20) == 20
+    budgeted.load_state_dict(sd)
+    assert budgeted._handle.spent()["evaluations"] == 20 and budgeted.spent() == saver.spent()

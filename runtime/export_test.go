@@ -1,0 +1,19 @@
+package runtime
+
+import "github.com/fibergen/fibergen/privacy"
+
+// LockFree reports whether o's lock is free at this moment: the tests'
+// probe of what a call holds it for.
+func LockFree(o *Optimizer) bool {
+	if !o.mu.TryLock() {
+		return false
+	}
+	o.mu.Unlock()
+	return true
+}
+
+// BudgetAccountant returns the accountant of o's budget, nil without one.
+func BudgetAccountant(o *Optimizer) privacy.Accountant {
+	acc, _ := o.budgetAt()
+	return acc
+}
