@@ -17,3 +17,6 @@ func BudgetAccountant(o *Optimizer) privacy.Accountant {
 	acc, _ := o.budgetAt()
 	return acc
 }
+
+// StreamBuffers returns s's buffers: the destination, then the sources.
+func StreamBuffers(s *HostStream) [3][]float32 { return s.bufs }

@@ -21,7 +21,8 @@ type HostStream struct {
 }
 
 // NewHostStream loads the STREAM kernels from the shared object so for a
-// step that moves bytes over threads threads. It fills the buffers, so that
+// step that moves bytes on threads threads (StepThreads: the goroutines
+// the step runs on), each kernel split into that many equal parts. It fills the buffers, so that
 // no page is the shared zero page, and runs each kernel once untimed.
 func NewHostStream(so string, bytes int64, threads int) (*HostStream, error) {
 	s := &HostStream{nCopy: int(bytes / 8), nTriad: int(bytes / 12), threads: threads}
@@ -71,9 +72,8 @@ func (s *HostStream) TriadBytes() int64 { return 12 * int64(s.nTriad) }
 // Kernels are the symbols that run, e.g. fibergen_stream_copy_avx512.
 func (s *HostStream) Kernels() (copy, triad string) { return s.copy.Name, s.triad.Name }
 
-// Threads is the number of threads a copy runs on: the step's split of the
-// same length (StepThreads).
-func (s *HostStream) Threads() int { return StepThreads(s.nCopy, s.threads) }
+// Threads is the number of threads each kernel runs on.
+func (s *HostStream) Threads() int { return max(s.threads, 1) }
 
 // Close unloads the kernels.
 func (s *HostStream) Close() {
@@ -81,11 +81,13 @@ func (s *HostStream) Close() {
 	s.triad.Close()
 }
 
-// run runs f over [0, n) split as a step of n coordinates is.
+// run runs f over [0, n) in Threads parts, each a whole number of cache
+// lines but the last, at once.
 func (s *HostStream) run(n int, f func(lo, hi int) error) error {
+	per := (n/s.Threads() + 15) &^ 15
 	var work []func() error
-	for _, c := range splitSteps(n, s.threads) {
-		work = append(work, func() error { return f(c[0], c[1]) })
+	for lo := 0; lo < n; lo += per {
+		work = append(work, func() error { return f(lo, min(lo+per, n)) })
 	}
-	return runLimited(work, max(s.threads, 1))
+	return runLimited(work, s.Threads())
 }

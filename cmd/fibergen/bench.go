@@ -147,16 +147,29 @@ type benchResult struct {
 	CopyBytes      int64   `json:"copy_bytes"` // read + written by one copy
 	CopyMs         float64 `json:"copy_ms"`
 	CopyGBps       float64 `json:"copy_gbps"`
-	Ratio          float64 `json:"ratio"` // gbps / copy_gbps
+	// The triad (cpu, go: a[i] = b[i] + s·c[i] over as many bytes), and
+	// the better of copy and triad, which ratio divides by.
+	TriadBytes   int64   `json:"triad_bytes,omitempty"`
+	TriadMs      float64 `json:"triad_ms,omitempty"`
+	TriadGBps    float64 `json:"triad_gbps,omitempty"`
+	BaselineGBps float64 `json:"baseline_gbps"`
+	Ratio        float64 `json:"ratio"` // gbps / baseline_gbps
+	// Baseline names what the step is measured against: "stream" (cpu,
+	// go: the STREAM kernels, BaselineKernels), "go copy" (cpu, go without
+	// LLVM: Go's copy, which reads every destination line before writing
+	// it, so it is no limit) or "device copy" (cuda).
+	Baseline        string   `json:"baseline"`
+	BaselineKernels []string `json:"baseline_kernels,omitempty"`
 	// Statistic says how the times were taken: "median" (cpu, go: of
-	// steps step/copy pairs, interleaved) or "mean" (cuda: steps steps back
-	// to back, then steps device copies).
+	// steps step/copy/triad runs, interleaved) or "mean" (cuda: steps
+	// steps back to back, then steps device copies).
 	Statistic string `json:"statistic"`
 	// HostISA is, on the cpu backend, the variant chosen for this CPU and
 	// why each variant was chosen or not.
 	HostISA *runtime.ISAChoice `json:"host_isa,omitempty"`
 
-	copyThreads int // goroutines of the host copy: Threads, or fewer parts at a small n
+	copyThreads  int    // goroutines of the host copy: Threads, or fewer parts at a small n
+	baselineNote string // why the baseline is Go's copy
 }
 
 // runDir measures the kernels in a directory that fibergen build wrote
@@ -225,7 +238,12 @@ func (o *benchOptions) measure(open func(runtime.Options) (*runtime.Optimizer, e
 	r.Backend, r.Kernel, r.HostISA = string(opt.Backend()), opt.HostKernel(), opt.HostISA()
 	r.GBps = float64(r.BytesPerStep) / (r.MsPerStep * 1e-3) / 1e9
 	r.CopyGBps = float64(r.CopyBytes) / (r.CopyMs * 1e-3) / 1e9
-	r.Ratio = r.GBps / r.CopyGBps
+	r.BaselineGBps = r.CopyGBps
+	if r.TriadMs > 0 {
+		r.TriadGBps = float64(r.TriadBytes) / (r.TriadMs * 1e-3) / 1e9
+		r.BaselineGBps = max(r.CopyGBps, r.TriadGBps)
+	}
+	r.Ratio = r.GBps / r.BaselineGBps
 	return r, nil
 }
 
@@ -303,27 +321,68 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 	return last, nil
 }
 
-// timeHost times steps steps and as many parallel copies of the step's
-// bytes, one after the other, over as many goroutines as the step runs on
-// (fewer than --threads at a small n), and keeps the medians.
+// timeHost times steps steps and as many of each baseline, interleaved,
+// over as many threads as the step runs on (fewer than --threads at a
+// small n), and keeps the medians: the STREAM kernels where LLVM can build
+// them, else Go's copy.
 func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
-	c := runtime.NewHostCopy(r.BytesPerStep, runtime.StepThreads(r.N, r.Threads)) // touches every page once
-	stepMs := make([]float64, r.Steps)
-	copyMs := make([]float64, r.Steps)
-	for i := range r.Steps {
-		start := time.Now()
-		if err := opt.Step(); err != nil {
-			return err
-		}
-		stepMs[i] = msSince(start)
-		start = time.Now()
-		c.Run()
-		copyMs[i] = msSince(start)
+	threads := runtime.StepThreads(r.N, r.Threads)
+	so, err := streamObject()
+	if err != nil {
+		r.baselineNote = fmt.Sprintf("the STREAM kernels need LLVM: %v", err)
+		return r.timeGoCopy(opt, threads)
 	}
-	r.MsPerStep, r.CopyMs = median(stepMs), median(copyMs)
-	r.CopyBytes, r.copyThreads = c.Moved(), c.Threads()
-	r.Statistic = "median"
+	s, err := runtime.NewHostStream(so, r.BytesPerStep, threads)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	times, err := timeInterleaved(r.Steps, opt.Step, s.Copy, s.Triad)
+	if err != nil {
+		return err
+	}
+	r.MsPerStep, r.CopyMs, r.TriadMs = times[0], times[1], times[2]
+	r.CopyBytes, r.TriadBytes, r.copyThreads = s.CopyBytes(), s.TriadBytes(), s.Threads()
+	c, t := s.Kernels()
+	r.Baseline, r.BaselineKernels, r.Statistic = "stream", []string{c, t}, "median"
 	return nil
+}
+
+// streamObject is pipeline.StreamObject; a variable, so that a test can
+// take LLVM away.
+var streamObject = pipeline.StreamObject
+
+// timeGoCopy is timeHost against Go's parallel copy.
+func (r *benchResult) timeGoCopy(opt *runtime.Optimizer, threads int) error {
+	c := runtime.NewHostCopy(r.BytesPerStep, threads) // touches every page once
+	times, err := timeInterleaved(r.Steps, opt.Step, func() error { c.Run(); return nil })
+	if err != nil {
+		return err
+	}
+	r.MsPerStep, r.CopyMs = times[0], times[1]
+	r.CopyBytes, r.copyThreads = c.Moved(), c.Threads()
+	r.Baseline, r.Statistic = "go copy", "median"
+	return nil
+}
+
+// timeInterleaved runs fs one after the other, rounds times, and returns
+// the median milliseconds of each.
+func timeInterleaved(rounds int, fs ...func() error) ([]float64, error) {
+	ms := make([][]float64, len(fs))
+	for range rounds {
+		for i, f := range fs {
+			start := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			ms[i] = append(ms[i], msSince(start))
+		}
+	}
+	out := make([]float64, len(fs))
+	for i := range ms {
+		out[i] = median(ms[i])
+	}
+	return out, nil
 }
 
 // timeCUDA times steps steps back to back, waiting for the last by reading
@@ -351,7 +410,7 @@ func (r *benchResult) timeCUDA(opt *runtime.Optimizer, last *runtime.Tensor) err
 	r.Device = device
 	r.CopyBytes = 2 * half
 	r.CopyMs = float64(r.CopyBytes) / (gbps * 1e9) * 1e3
-	r.Statistic = "mean"
+	r.Baseline, r.Statistic = "device copy", "mean"
 	return nil
 }
 
@@ -382,17 +441,30 @@ func (r *benchResult) print(w io.Writer) {
 		fmt.Fprintf(w, "  isa    %s\n", r.HostISA)
 	}
 	fmt.Fprintf(w, "  step   %s ms  (%d bytes/coordinate, %s)  %s GB/s\n", sig3(r.MsPerStep), r.BytesPerCoord, formatBytes(r.BytesPerStep), sig3(r.GBps))
-	if r.Backend == "cuda" {
-		fmt.Fprintf(w, "  copy   %s GB/s  (device-to-device copy of %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes))
-	} else {
-		fmt.Fprintf(w, "  copy   %s GB/s  (parallel copy of %s, %d %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes), r.copyThreads, plural(r.copyThreads, "thread"))
-	}
-	fmt.Fprintf(w, "  ratio  %s of copy bandwidth\n", sig3(r.Ratio))
+	r.printBaseline(w)
 	fmt.Fprintf(w, "  bytes/coordinate = 4 × (%d %s read + %d written)", r.BuffersRead, plural(r.BuffersRead, "buffer"), r.BuffersWritten)
 	if r.Statistic == "median" {
-		fmt.Fprintf(w, "; medians of %d step/copy pairs, interleaved\n", r.Steps)
+		fmt.Fprintf(w, "; medians of %d runs of each, interleaved\n", r.Steps)
 	} else {
 		fmt.Fprintf(w, "; means of %d steps, then of %d copies\n", r.Steps, r.Steps)
+	}
+}
+
+// printBaseline writes the baselines of r and the step's share of the
+// better one.
+func (r *benchResult) printBaseline(w io.Writer) {
+	threads := fmt.Sprintf("%d %s", r.copyThreads, plural(r.copyThreads, "thread"))
+	switch r.Baseline {
+	case "device copy":
+		fmt.Fprintf(w, "  copy   %s GB/s  (device-to-device copy of %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes))
+		fmt.Fprintf(w, "  ratio  %s of copy bandwidth\n", sig3(r.Ratio))
+	case "go copy":
+		fmt.Fprintf(w, "  copy   %s GB/s  (Go's parallel copy of %s, %s: %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes), threads, r.baselineNote)
+		fmt.Fprintf(w, "  ratio  %s of copy bandwidth\n", sig3(r.Ratio))
+	default:
+		fmt.Fprintf(w, "  copy   %s GB/s  (STREAM copy of %s, %s, %s)\n", sig3(r.CopyGBps), formatBytes(r.CopyBytes), r.BaselineKernels[0], threads)
+		fmt.Fprintf(w, "  triad  %s GB/s  (STREAM triad of %s, %s, %s)\n", sig3(r.TriadGBps), formatBytes(r.TriadBytes), r.BaselineKernels[1], threads)
+		fmt.Fprintf(w, "  ratio  %s of the better baseline's bandwidth\n", sig3(r.Ratio))
 	}
 }
 

@@ -60,7 +60,7 @@ const usage = `usage:
   fibergen run SOURCE --example-grads E.npy [--lookahead-grads L.npy] --clip C
           (--noise-multiplier S | --noise off) [--clipped-out CM.npy] --theta THETA.npy --out OUT.npy [...]
   fibergen bench SOURCE|DIR [--n N] [--steps K] [--threads T] [--backend cpu|go|cuda] [--json]
-                                         time the step against this machine's copy bandwidth
+                                         time the step against this machine's limit (CPU: STREAM copy and triad)
                                          (DIR: kernels fibergen build wrote, used as they are)
   fibergen privacy epsilon --sigma S RUN [--delta D] [OPTIONS]   the epsilon a run spends
   fibergen privacy sigma --epsilon E RUN [--delta D] [OPTIONS]   the smallest sigma meeting E
