@@ -278,6 +278,8 @@ class Optimizer(torch.optim.Optimizer):
         self.skipped_steps = 0
         self.last_nonfinite: Optional[NonFiniteGradient] = None
         self._in_lookahead = False
+        self._lookahead_at: Optional[int] = None  # _lookahead_buffer's answer, once it is a state's
+        self._saved_theta: Optional[torch.Tensor] = None  # lookahead()'s copy of θ, reused
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
         self._grad_seen = self._grad._version  # the flat gradient's version when the runtime last heard of it
 
@@ -744,12 +746,16 @@ class Optimizer(torch.optim.Optimizer):
         θ_t + γ·(θ_t − θ_{t−1}), for the second gradient of a two_point
         optimizer, and back on exit; ``step`` is refused inside."""
         self._sync()
-        b = self._handle.info()["lookahead_buffer"]
+        b = self._lookahead_buffer()
         if b == -1:
             raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
-        saved = self._theta.clone() if b != _abi.THETA_BUFFER else None  # θ_0 itself, before the first step
-        if saved is not None:
+        saved = None  # θ_0 itself is the look-ahead point before the first step
+        if b != _abi.THETA_BUFFER:
+            if self._saved_theta is None or self._in_lookahead:  # a block inside another keeps its own copy
+                self._saved_theta = torch.empty_like(self._theta)
+            saved = self._saved_theta
             with torch.no_grad():
+                saved.copy_(self._theta)
                 self._theta[self._lo:self._lo + self._n].copy_(self._state_bufs[b - _abi.FIRST_STATE])
                 self._gather()
         self._in_lookahead = True
@@ -760,6 +766,18 @@ class Optimizer(torch.optim.Optimizer):
             if saved is not None:
                 with torch.no_grad():
                     self._theta.copy_(saved)
+
+    def _lookahead_buffer(self) -> int:
+        """The buffer that holds the look-ahead point (fg_info's
+        lookahead_buffer): theta before the first step, a state after it,
+        which stays that state (the steps only go on), so it is asked for
+        until then only."""
+        if self._lookahead_at is not None:
+            return self._lookahead_at
+        b = self._handle.info()["lookahead_buffer"]
+        if b != _abi.THETA_BUFFER:
+            self._lookahead_at = b
+        return b
 
     # --- the step -------------------------------------------------------------
 
