@@ -437,29 +437,38 @@ class Optimizer(torch.optim.Optimizer):
         first = self._groups[0]
         if base := {k: v for k, v in values[0].items() if v != first.applied[k]}:
             self._handle.set_hypers(base)
-            self._refresh_hypers()
-        sent = bool(base)
+            self._refresh_hypers()  # another group's own values are those that differ from these
+        overrides = False
         for g, v in zip(self._groups[1:], values[1:]):
             if (own := {k: x for k, x in v.items() if x != first.applied[k]}) != g.own:
                 self._handle.set_tensor_hypers(g.name, own)
-                g.own, sent = own, True
-        if sent:
+                g.own, overrides = own, True
+        if overrides:
             self._refresh_hypers()
+        if base or overrides:
+            self._show_hypers()
         for pg in pgs:  # a value that is not a plain number (a tensor) may change in place: compared at every step
             if isinstance(pg, _ParamGroup):
                 pg.changed = not all(type(pg[k]) in (float, int) for k in self._names.hypers)
 
     def _refresh_hypers(self) -> None:
-        """Takes every group's hypers as the runtime holds them, and shows
-        those it derived in the param groups."""
+        """Takes every group's hypers as the runtime holds them."""
         info = self._handle.info()
         base = {h["name"]: h["value"] for h in info["hypers"]}
         tensors = {t["name"]: t for t in info["tensors"]}
-        for g, pg in zip(self._groups, self.param_groups):
+        for g in self._groups:
             t = tensors.get(g.name) if g is not self._groups[0] else None
             g.applied = {h["name"]: h["value"] for h in t["hypers"]} if t else dict(base)
+
+    def _show_hypers(self) -> None:
+        """Shows in the param groups the hypers the runtime derived, once
+        it took the given ones: those not given, and a given one whose value
+        it holds otherwise (derived there, as after a load of a state_dict
+        that does not say which were given); a given value the runtime holds
+        keeps its object (an int stays an int)."""
+        for g, pg in zip(self._groups, self.param_groups):
             if isinstance(pg, _ParamGroup):
-                pg.show({k: v for k, v in g.applied.items() if k not in pg.given})
+                pg.show({k: v for k, v in g.applied.items() if k not in pg.given or float(pg[k]) != v})
 
     def _sync(self) -> None:
         """Brings the runtime up to date with the trainer's side: the groups'
@@ -1021,6 +1030,10 @@ class Optimizer(torch.optim.Optimizer):
                       f"this is rank {self._rank} of {self._world}")
         if not isinstance(sd.get("param_groups"), list) or len(sd["param_groups"]) != len(self._groups):
             raise bad("its param_groups do not match the optimizer's")
+        given = meta.get("given")
+        if given is not None and not (isinstance(given, list) and len(given) == len(self._groups) and all(
+                isinstance(g, list) and all(isinstance(h, str) and h in self._names.hypers for h in g) for g in given)):
+            raise bad(f"its given hypers {_short(given)} are not a list of this optimizer's hyper names per group")
         groups = [self._check_group(i, g, sd.get("state", {}).get(i), bad) for i, g in enumerate(self._groups)]
         blobs = [blob for blob, _ in groups]
         if any(b != blobs[0] for b in blobs):

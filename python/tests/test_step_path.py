@@ -6,6 +6,7 @@ the param groups' keys in one order after open and after a load."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +166,39 @@ def test_privatize_rows_reused_across_batch_sizes(generated, name):
             opt.step()
         return bits(ps)
     assert (run(torch.float32) == run(torch.float64)).all()
+
+
+def test_load_refuses_bad_given_hypers(generated):
+    ps = params()
+    opt = opened(generated, "fiber_cosine", ps, lr=0.02)
+    trust_step(opt, ps, 0)
+    sd = opt.state_dict()
+    assert sd["fibergen"]["given"] == [["lr"]]
+    for given in ([["lr", "momentum"]], [["lr"], ["lr"]], "lr"):
+        fresh = ft.Optimizer(params(), generated / "fiber_cosine")
+        with pytest.raises(FibergenError, match="given hypers"):
+            fresh.load_state_dict({**sd, "fibergen": {**sd["fibergen"], "given": given}})
+        assert fresh.steps == 0
+
+
+def test_load_keeps_lr_min_derived(generated):
+    """A resumed fiber_cosine run derives lr_min from a scheduler's lr as the
+    run that saved it did, also from a state_dict without the given names
+    (saved before they were recorded): the runtime's checkpoint knows which
+    hypers were set, and the param groups show what it derived."""
+    ps = params()
+    opt = opened(generated, "fiber_cosine", ps, lr=0.02)
+    trust_step(opt, ps, 0)
+    sd = opt.state_dict()
+    for given in (sd["fibergen"]["given"], None):
+        resumed = params()
+        fresh = ft.Optimizer(resumed, generated / "fiber_cosine", allow_resume_again=True)  # one state, twice
+        meta = {k: v for k, v in sd["fibergen"].items() if k != "given" or given is not None}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "resumed before", the second time
+            fresh.load_state_dict({**sd, "fibergen": meta})
+        fresh.param_groups[0]["lr"] = 0.01
+        trust_step(fresh, resumed, 1)
+        assert runtime_hypers(fresh)["lr_min"] == 0.01 / 100 and fresh.param_groups[0]["lr_min"] == 0.01 / 100
+        trust_step(fresh, resumed, 2)  # and it stays derived: the param group's shown value is not sent back
+        assert runtime_hypers(fresh)["lr_min"] == 0.01 / 100
