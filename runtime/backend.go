@@ -129,6 +129,9 @@ type cpuBackend struct {
 	// diags are the diagnostics' host functions, loaded from so at their
 	// first use, by symbol.
 	diags map[string]*hostkernel.Diagnostic
+	// partials are the norm partials of the last Privatize, reused by the
+	// next (Norms sets every one it reads): a step allocates none.
+	partials []float32
 }
 
 var _ backend.Backend = (*cpuBackend)(nil)
@@ -239,6 +242,9 @@ func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) e
 // runLimited runs the functions, at most limit at once, and returns their
 // errors joined.
 func runLimited(work []func() error, limit int) error {
+	if len(work) == 1 { // one range (a small model's step): on the caller's goroutine
+		return work[0]()
+	}
 	errs := make([]error, len(work))
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup

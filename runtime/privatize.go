@@ -307,7 +307,7 @@ func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
 	args := hostkernel.PrivatizeArgs{Cur: j.Cur, Look: j.Look, Scales: j.Scales, Out: j.Out,
 		Batch: int64(j.Batch), N: int64(j.N), Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
 	if args.Scales == nil {
-		args.Partials, args.Scales = make([]float32, j.Batch*nchunks), make([]float32, j.Batch)
+		args.Partials, args.Scales = b.partialsFor(j.Batch*nchunks), make([]float32, j.Batch)
 		if err := b.split(j.Batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {
 			return nil, err
 		}
@@ -324,6 +324,15 @@ func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
 	return args.Scales, nil
 }
 
+// partialsFor returns n norm partials, those of the last privatization
+// where they are enough.
+func (b *cpuBackend) partialsFor(n int) []float32 {
+	if cap(b.partials) < n {
+		b.partials = make([]float32, n)
+	}
+	return b.partials[:n]
+}
+
 // privPhase runs phase 0 (norms), 1 (scales) or 2 (sum) over [lo, hi).
 func (b *cpuBackend) privPhase(phase int, a hostkernel.PrivatizeArgs, lo, hi int) error {
 	a.Lo, a.Hi = int64(lo), int64(hi)
@@ -338,6 +347,12 @@ func (b *cpuBackend) privPhase(phase int, a hostkernel.PrivatizeArgs, lo, hi int
 // long, at once, and returns the first error.
 func (b *cpuBackend) split(n, least int, f func(lo, hi int) error) error {
 	per := max((n+b.threads-1)/b.threads, least)
+	if n <= per { // one piece (every phase of a small model's): on the caller's goroutine
+		if n == 0 {
+			return nil
+		}
+		return f(0, n)
+	}
 	var wg sync.WaitGroup
 	var errs []error
 	var mu sync.Mutex

@@ -139,9 +139,11 @@ def pythonic(msg: str) -> str:
 
 
 def call(name: str, *args: Any, index: Optional[ctypes.c_int64] = None,
-         value: Optional[ctypes.c_float] = None) -> None:
-    """Calls fg_<name> with args and the error buffer; raises on a status."""
-    err = ctypes.create_string_buffer(_ERRLEN)
+         value: Optional[ctypes.c_float] = None, err: Optional[Any] = None) -> None:
+    """Calls fg_<name> with args and an error buffer (err, else a new one);
+    raises on a status."""
+    if err is None:
+        err = ctypes.create_string_buffer(_ERRLEN)
     f = getattr(lib(), "fg_" + name)
     status = f(*args, err, _ERRLEN)
     if status == _abi.OK:
@@ -204,6 +206,13 @@ class Handle:
         h = ctypes.c_int64()
         call("open", os.fsencode(path), encode(options, "options"), ctypes.byref(h))
         self.h = h.value
+        # What the calls of every step (privatize, step) pass, made once:
+        # the error buffer, the places for the failing entry and the count
+        # clipped, and the float pointers of the addresses they see again.
+        self._err = ctypes.create_string_buffer(_ERRLEN)
+        self._index, self._value, self._clipped = ctypes.c_int64(-1), ctypes.c_float(), ctypes.c_int64()
+        self._refs = ctypes.byref(self._index), ctypes.byref(self._value), ctypes.byref(self._clipped)
+        self._fps: dict[int, Any] = {}
 
     def close(self) -> None:
         if self.h:
@@ -267,8 +276,8 @@ class Handle:
         call("trust_clipped_gradient", self.h)
 
     def _guarded(self, name: str, *args: Any) -> None:
-        index, value = ctypes.c_int64(-1), ctypes.c_float()
-        call(name, self.h, *args, ctypes.byref(index), ctypes.byref(value), index=index, value=value)
+        self._index.value = -1
+        call(name, self.h, *args, *self._refs[:2], index=self._index, value=self._value, err=self._err)
 
     def check_gradient(self) -> None:
         self._guarded("check_gradient")
@@ -289,12 +298,22 @@ class Handle:
                   scales_out: int, device: bool = False) -> int:
         """fg_privatize (host addresses) or fg_privatize_device (out, cur,
         look on the device); the scales are host memory either way."""
-        clipped, bad = ctypes.c_int64(), ctypes.c_int64(-1)
-        fp = lambda p: ctypes.cast(p, c_float_p)  # noqa: E731 (0 is NULL)
+        fp = self._float_p
         rows = (out, n, cur, look, k) if device else (fp(out), n, fp(cur), fp(look), k)
+        self._index.value = -1
         call("privatize_device" if device else "privatize", self.h, *rows, fp(scales_in), fp(scales_out),
-             ctypes.byref(clipped), ctypes.byref(bad), index=bad)
-        return clipped.value
+             self._refs[2], self._refs[0], index=self._index, err=self._err)
+        return self._clipped.value
+
+    def _float_p(self, addr: int) -> Any:
+        """addr as a float pointer (0: NULL), made once for the few
+        addresses a trainer passes again at every step."""
+        p = self._fps.get(addr)
+        if p is None:
+            if len(self._fps) >= 16:  # addresses that change every step: kept no longer than a few steps
+                self._fps.clear()
+            p = self._fps[addr] = ctypes.cast(addr, c_float_p)
+        return p
 
     def clip_scales(self, look_norm: int, cur_norm: int, dot: int, k: int, out: int) -> None:
         bad = ctypes.c_int64(-1)

@@ -64,9 +64,12 @@ class _Group:
     def __init__(self, handle: _lib.Handle, name: str, lo: int, hi: int, off: int):
         self.handle, self.name, self.lo, self.hi, self.off = handle, name, lo, hi, off
         self.states: list[torch.Tensor] = []
-        # The hypers the runtime holds for the group: group 0's are the
-        # optimizer's, every other group's its own, where they differ.
+        # Every hyper's value as the runtime holds it for the group (those
+        # it derives included: fg_info), which the param group's values are
+        # compared with; and, for a group past the first, the values it sets
+        # as its range's own (the runtime's overrides).
         self.applied: dict[str, float] = {}
+        self.own: dict[str, float] = {}
 
     @property
     def n(self) -> int:
@@ -161,6 +164,8 @@ class _ParamGroup(dict):
     def __init__(self, names: _Names, who: str, group: dict):
         super().__init__()
         self._names, self._who = names, who
+        self.changed = True  # a hyper was set since the optimizer last compared them with the runtime's
+        self.given: set[str] = set()  # the hypers the user, or a scheduler, set: the others the runtime may derive
         self.update(group)
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -169,7 +174,16 @@ class _ParamGroup(dict):
             super().__setitem__(key, value)
             return
         own = names.resolve({key: value}, self._who)
-        for h, x in own.items():
+        self.changed = True
+        self.given.update(own)
+        self.show(own)
+
+    def show(self, values: dict[str, Any]) -> None:
+        """Sets hypers by their own names, and their aliases, without
+        marking them changed: the values the runtime holds (one it derives,
+        as fiber_cosine's lr_min from lr)."""
+        names = self._names
+        for h, x in values.items():
             super().__setitem__(h, x)
         current = {h: self[h] for h in names.hypers if h in self}
         for a, x in names.aliases(current).items():
@@ -254,6 +268,7 @@ class Optimizer(torch.optim.Optimizer):
             probe.set_hypers({k: float(v) for k, v in hypers.items()})
         defaults = {h["name"]: h["value"] for h in probe.info()["hypers"]}
         defaults.update(self._names.aliases(defaults))
+        self._given = set(hypers)  # every group's, besides those the group gives
         self._built = False
         super().__init__(params, defaults)
         self._pg = process_group
@@ -269,6 +284,8 @@ class Optimizer(torch.optim.Optimizer):
         self.skipped_steps = 0
         self.last_nonfinite: Optional[NonFiniteGradient] = None
         self._in_lookahead = False
+        self._lookahead_at: Optional[int] = None  # _lookahead_buffer's answer, once it is a state's
+        self._saved_theta: Optional[torch.Tensor] = None  # lookahead()'s copy of θ, reused
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
         self._grad_seen = self._grad._version  # the flat gradient's version when the runtime last heard of it
 
@@ -286,6 +303,7 @@ class Optimizer(torch.optim.Optimizer):
         own = self._names.resolve({k: v for k, v in param_group.items() if k != "params"}, name)
         group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
         group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
+        group.given = self._given | set(own)
         super().add_param_group(group)
 
     def _params(self) -> list[torch.Tensor]:
@@ -314,13 +332,16 @@ class Optimizer(torch.optim.Optimizer):
         self._theta = self._buffer(_abi.THETA_BUFFER, total)
         self._grad = self._buffer(_abi.GRAD_BUFFER, total)
         off = 0
+        self._views: list[tuple[int, int, int, torch.Tensor]] = []  # each parameter's address, its gradient's, its offset, the view
         with torch.no_grad():
             for p in params:
                 k = p.numel()
                 self._theta[off:off + k].copy_(p.reshape(-1))
                 p.data = self._theta[off:off + k].view_as(p)
                 p.grad = self._grad[off:off + k].view_as(p)
+                self._views.append((p.data_ptr(), p.grad.data_ptr(), off, p.grad))
                 off += k
+        self._rows_bufs: list[Optional[torch.Tensor]] = [None, None]  # privatize's per-example rows, reused
         self._built = True
 
     def _buffer(self, k: int, n: int) -> torch.Tensor:
@@ -350,11 +371,14 @@ class Optimizer(torch.optim.Optimizer):
             self._groups.append(g)
             off += g.n
         self._n = off
+        self._refresh_hypers()  # the runtime's defaults; the hypers given at open go even where they equal them
+        self._groups[0].applied.update(dict.fromkeys(self.param_groups[0].given, math.nan))
         self._apply_hypers()
         self._state_bufs = [self._buffer(_abi.FIRST_STATE + k, self._n) for k in range(len(self._states))]
         for g in self._groups:
             g.states = [s[g.off:g.off + g.n] for s in self._state_bufs]
         self._bound = self._ptrs()  # the buffers' addresses, which _sync keeps current
+        self._bases = self._base_ptrs()
         if cuda:
             self._handle.init_device_states(self._bound, self._n)
         else:
@@ -364,6 +388,11 @@ class Optimizer(torch.optim.Optimizer):
         """The shard's buffers, theta, g, states, as addresses."""
         bufs = [self._theta[self._lo:self._lo + self._n], self._grad[self._lo:self._lo + self._n], *self._state_bufs]
         return [b.data_ptr() if self._n else 0 for b in bufs]
+
+    def _base_ptrs(self) -> list[int]:
+        """Where the flat buffers start: _ptrs changes where these do, and
+        reading them makes no views."""
+        return [self._theta.data_ptr(), self._grad.data_ptr(), *[b.data_ptr() for b in self._state_bufs]]
 
     def _agree_at_open(self, seed: Optional[int], drawn: int) -> int:
         """The seed of every rank, once the ranks agree on what they open:
@@ -400,20 +429,52 @@ class Optimizer(torch.optim.Optimizer):
 
     def _apply_hypers(self) -> None:
         """Hands the groups' hypers to the runtime where they changed (e.g.
-        by an LR scheduler): group 0's as the optimizer's, every other
-        group's where they differ from group 0's as its range's own. The
-        runtime checks them, and refuses a hyper that shapes the observation
-        differing between groups (one observation forms every example's
-        gradient)."""
-        first, base = self._groups[0], {k: float(self.param_groups[0][k]) for k in self._names.hypers}
-        if values := {k: v for k, v in base.items() if v != first.applied.get(k)}:
-            self._handle.set_hypers(values)
-            first.applied.update(values)
-        for g, pg in zip(self._groups[1:], self.param_groups[1:]):
-            own = {k: float(pg[k]) for k in self._names.hypers if float(pg[k]) != base[k]}
-            if own != g.applied:
+        by an LR scheduler), once a param group says one was set: group 0's
+        as the optimizer's, every other group's where they differ from group
+        0's as its range's own. Only the hypers given (by keyword, in the
+        group, by a scheduler) go: the runtime derives the others (docs/dsl.md),
+        and the param groups then show what it derived. The runtime checks
+        them, and refuses a hyper that shapes the observation differing
+        between groups (one observation forms every example's gradient)."""
+        pgs = self.param_groups
+        if not any(getattr(pg, "changed", True) for pg in pgs):
+            return
+        values = [{k: float(pg[k]) for k in getattr(pg, "given", self._names.hypers)} for pg in pgs]
+        first = self._groups[0]
+        if base := {k: v for k, v in values[0].items() if v != first.applied[k]}:
+            self._handle.set_hypers(base)
+            self._refresh_hypers()  # another group's own values are those that differ from these
+        overrides = False
+        for g, v in zip(self._groups[1:], values[1:]):
+            if (own := {k: x for k, x in v.items() if x != first.applied[k]}) != g.own:
                 self._handle.set_tensor_hypers(g.name, own)
-                g.applied = own
+                g.own, overrides = own, True
+        if overrides:
+            self._refresh_hypers()
+        if base or overrides:
+            self._show_hypers()
+        for pg in pgs:  # a value that is not a plain number (a tensor) may change in place: compared at every step
+            if isinstance(pg, _ParamGroup):
+                pg.changed = not all(type(pg[k]) in (float, int) for k in self._names.hypers)
+
+    def _refresh_hypers(self) -> None:
+        """Takes every group's hypers as the runtime holds them."""
+        info = self._handle.info()
+        base = {h["name"]: h["value"] for h in info["hypers"]}
+        tensors = {t["name"]: t for t in info["tensors"]}
+        for g in self._groups:
+            t = tensors.get(g.name) if g is not self._groups[0] else None
+            g.applied = {h["name"]: h["value"] for h in t["hypers"]} if t else dict(base)
+
+    def _show_hypers(self) -> None:
+        """Shows in the param groups the hypers the runtime derived, once
+        it took the given ones: those not given, and a given one whose value
+        it holds otherwise (derived there, as after a load of a state_dict
+        that does not say which were given); a given value the runtime holds
+        keeps its object (an int stays an int)."""
+        for g, pg in zip(self._groups, self.param_groups):
+            if isinstance(pg, _ParamGroup):
+                pg.show({k: v for k, v in g.applied.items() if k not in pg.given or float(pg[k]) != v})
 
     def _sync(self) -> None:
         """Brings the runtime up to date with the trainer's side: the groups'
@@ -421,15 +482,27 @@ class Optimizer(torch.optim.Optimizer):
         flat buffers are now (checking the parameters are still views of
         them)."""
         self._apply_hypers()
-        base, off = self._theta.data_ptr(), 0
-        for i, p in enumerate(self._params()):
-            if p.device != self._device or p.data_ptr() != base + 4 * off:
+        if (bases := self._base_ptrs()) != self._bases:  # the storage moved (share_memory_)
+            self._rebind(bases)
+        params = self._params()
+        if len(params) != len(self._views):
+            raise FibergenError(f"fibergen: the parameter groups hold {len(params)} parameters, {len(self._views)} when "
+                                "the optimizer was created: add every parameter group when constructing it")
+        for i, (p, (at, _, _, _)) in enumerate(zip(params, self._views)):
+            if p.data_ptr() != at or p.device != self._device:
                 raise FibergenError(
                     f"fibergen: parameter {i} is no longer a view of the optimizer's flat buffer (p.data replaced, "
                     "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
                     "once the model is where it trains, and do not replace p.data")
-            off += p.numel()
-        if self._device.type == "cpu" and (ptrs := self._ptrs()) != self._bound:  # the storage moved (share_memory_)
+
+    def _rebind(self, bases: list[int]) -> None:
+        """Takes the flat buffers where their storage moved to: the
+        parameters' and gradients' addresses, and, on the CPU, the
+        runtime's."""
+        moved = bases[0] - self._bases[0], bases[1] - self._bases[1]
+        self._views = [(at + moved[0], g + moved[1], off, view) for at, g, off, view in self._views]
+        self._bases = bases
+        if self._device.type == "cpu" and (ptrs := self._ptrs()) != self._bound:
             self._handle.use_buffers(ptrs, self._n)
             self._bound = ptrs
 
@@ -530,19 +603,17 @@ class Optimizer(torch.optim.Optimizer):
     def _adopt_grads(self) -> None:
         """Puts back into the flat gradient any ``.grad`` that was replaced
         (set to None, or a new tensor) since the layout."""
-        off = 0
-        for p in self._params():
-            k = p.numel()
-            view = self._grad[off:off + k]
-            if p.grad is None or p.grad.data_ptr() != view.data_ptr():
-                if p.grad is not None:
-                    view.copy_(p.grad.reshape(-1))
+        for i, (p, (at_p, at, off, _)) in enumerate(zip(self._params(), self._views)):
+            if (g := p.grad) is None or g.data_ptr() != at:
+                view = self._grad[off:off + p.numel()].view_as(p)
+                if g is not None:
+                    view.copy_(g.reshape(p.shape))
                 else:
                     view.zero_()
-                p.grad = view.view_as(p)
-            off += k
+                p.grad = view
+                self._views[i] = (at_p, at, off, view)
 
-    def _rows(self, grads: Any, what: str) -> tuple[torch.Tensor, int]:
+    def _rows(self, grads: Any, what: str, slot: int = 0) -> tuple[torch.Tensor, int]:
         """Per-example gradients, one tensor [k, *p.shape] per parameter (a
         dict keyed by parameter, a list in the groups' order, or None for
         each parameter's Opacus ``grad_sample``), as one contiguous
@@ -561,12 +632,28 @@ class Optimizer(torch.optim.Optimizer):
             raise ValueError(f"fibergen: privatize: {len(grads)} {what} for {len(params)} parameters")
         k = grads[0].shape[0] if grads else 0
         for i, (g, p) in enumerate(zip(grads, params)):
-            if tuple(g.shape) != (k, *p.shape):
+            if g.shape != (k, *p.shape):
                 raise ValueError(f"fibergen: privatize: {what} {i} has shape {tuple(g.shape)}, "
                                  f"want {(k, *p.shape)} (examples first)")
-        rows = torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1) if k else \
-            torch.zeros(0, self.numel, dtype=torch.float32, device=self._device)
-        return rows.to(dtype=torch.float32, device=self._device).contiguous(), k
+        if not k:
+            return torch.zeros(0, self.numel, dtype=torch.float32, device=self._device), 0
+        if not all(g.dtype == torch.float32 and g.device == self._device for g in grads):
+            rows = torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1)
+            return rows.to(dtype=torch.float32, device=self._device).contiguous(), k
+        if len(grads) == 1 and grads[0].is_contiguous():
+            return grads[0].detach().reshape(k, -1), k  # the rows themselves: no copy
+        return torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1, out=self._rows_buffer(slot, k)), k
+
+    def _rows_buffer(self, slot: int, k: int) -> torch.Tensor:
+        """A [k, numel] matrix for privatize's rows (slot 0 the current
+        gradients, 1 the look-ahead ones), the one of the step before where
+        it holds k rows: a step allocates none once the batch is as large as
+        it gets (which the optimizer then keeps; del it with the optimizer)."""
+        buf = self._rows_bufs[slot]
+        if buf is None or buf.shape[0] < k:
+            buf = torch.empty(k, self.numel, dtype=torch.float32, device=self._device)
+            self._rows_bufs[slot] = buf
+        return buf[:k]
 
     def privatize(self, per_example_grads: Any = None, lookahead: Any = None, *,
                   scales: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, int]:
@@ -620,7 +707,7 @@ class Optimizer(torch.optim.Optimizer):
         self._sync()
         self._adopt_grads()
         cur, k = self._rows(grads, "per-example gradients")
-        look = self._rows(lookahead, "look-ahead gradients")[0] if lookahead is not None else None
+        look = self._rows(lookahead, "look-ahead gradients", 1)[0] if lookahead is not None else None
         if look is not None and look.shape != cur.shape:
             raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
         if scales is not None:
@@ -674,12 +761,16 @@ class Optimizer(torch.optim.Optimizer):
         θ_t + γ·(θ_t − θ_{t−1}), for the second gradient of a two_point
         optimizer, and back on exit; ``step`` is refused inside."""
         self._sync()
-        b = self._handle.info()["lookahead_buffer"]
+        b = self._lookahead_buffer()
         if b == -1:
             raise FibergenError(f"fibergen: {self._info['name']} has no two_point observation, so no look-ahead point")
-        saved = self._theta.clone() if b != _abi.THETA_BUFFER else None  # θ_0 itself, before the first step
-        if saved is not None:
+        saved = None  # θ_0 itself is the look-ahead point before the first step
+        if b != _abi.THETA_BUFFER:
+            if self._saved_theta is None or self._in_lookahead:  # a block inside another keeps its own copy
+                self._saved_theta = torch.empty_like(self._theta)
+            saved = self._saved_theta
             with torch.no_grad():
+                saved.copy_(self._theta)
                 self._theta[self._lo:self._lo + self._n].copy_(self._state_bufs[b - _abi.FIRST_STATE])
                 self._gather()
         self._in_lookahead = True
@@ -690,6 +781,18 @@ class Optimizer(torch.optim.Optimizer):
             if saved is not None:
                 with torch.no_grad():
                     self._theta.copy_(saved)
+
+    def _lookahead_buffer(self) -> int:
+        """The buffer that holds the look-ahead point (fg_info's
+        lookahead_buffer): theta before the first step, a state after it,
+        which stays that state (the steps only go on), so it is asked for
+        until then only."""
+        if self._lookahead_at is not None:
+            return self._lookahead_at
+        b = self._handle.info()["lookahead_buffer"]
+        if b != _abi.THETA_BUFFER:
+            self._lookahead_at = b
+        return b
 
     # --- the step -------------------------------------------------------------
 
@@ -854,7 +957,8 @@ class Optimizer(torch.optim.Optimizer):
         return {"state": state, "param_groups": groups,
                 "fibergen": {"format": _STATE_DICT_FORMAT, "optimizer": self._info["name"],
                              "manifest_sha256": self._info["manifest_sha256"], "shapes": self._shapes(),
-                             "world_size": self._world, "rank": self._rank}}
+                             "world_size": self._world, "rank": self._rank,
+                             "given": [sorted(getattr(pg, "given", self._names.hypers)) for pg in self.param_groups]}}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restores a state_dict of this optimizer's build and layout into an
@@ -878,20 +982,24 @@ class Optimizer(torch.optim.Optimizer):
         with torch.no_grad():
             for dst, src in zip(self._state_bufs, flat):
                 dst.copy_(src)
-        self._restore_hypers(state_dict["param_groups"])
+        self._restore_hypers(state_dict["param_groups"], state_dict["fibergen"].get("given"))
 
-    def _restore_hypers(self, saved: list[dict]) -> None:
+    def _restore_hypers(self, saved: list[dict], given: Optional[list[list[str]]]) -> None:
         """Sets the param groups from a loaded state_dict's and the hypers
         the runtime restored from its checkpoint: group 0's the optimizer's,
-        the others' their ranges'."""
+        the others' their ranges'; and which of them were given (the
+        others the runtime derives), where the state_dict says (every one,
+        in a state_dict saved before it did)."""
         info = self._handle.info()
-        base = {h["name"]: h["value"] for h in info["hypers"]}
         tensors = {t["name"]: t for t in info["tensors"]}
-        for g, pg, sv in zip(self._groups, self.param_groups, saved):
+        for i, (g, pg, sv) in enumerate(zip(self._groups, self.param_groups, saved)):
             t = tensors.get(g.name) if g is not self._groups[0] else None
-            hypers = {h["name"]: h["value"] for h in t["hypers"]} if t else base
-            pg.update({k: v for k, v in sv.items() if k != "params"}, **hypers)
-            g.applied = dict(t["own"]) if t else dict(base)
+            g.own = dict(t["own"]) if t else {}
+            pg.update({k: v for k, v in sv.items() if k != "params"})
+            pg.given = set(given[i]) if given else set(self._names.hypers)
+        self._refresh_hypers()
+        for g, pg in zip(self._groups, self.param_groups):
+            pg.show(g.applied)  # the runtime's values, the given ones too
 
     def _warn_of(self, info: dict) -> None:
         """Warns of a checkpoint saved before it held the states' digest (its
@@ -928,6 +1036,10 @@ class Optimizer(torch.optim.Optimizer):
                       f"this is rank {self._rank} of {self._world}")
         if not isinstance(sd.get("param_groups"), list) or len(sd["param_groups"]) != len(self._groups):
             raise bad("its param_groups do not match the optimizer's")
+        given = meta.get("given")
+        if given is not None and not (isinstance(given, list) and len(given) == len(self._groups) and all(
+                isinstance(g, list) and all(isinstance(h, str) and h in self._names.hypers for h in g) for g in given)):
+            raise bad(f"its given hypers {_short(given)} are not a list of this optimizer's hyper names per group")
         groups = [self._check_group(i, g, sd.get("state", {}).get(i), bad) for i, g in enumerate(self._groups)]
         blobs = [blob for blob, _ in groups]
         if any(b != blobs[0] for b in blobs):

@@ -61,3 +61,32 @@ def test_bench_budget(generated: Path) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].endswith("3 steps of 4") and len(lines) == 4
     assert all("ms/step" in line for line in lines[1:])
+
+
+def test_bench_step_small(generated: Path) -> None:
+    out = run([str(SCRIPTS / "bench_step_small.py"), "--sizes", "100,1K", "--batch", "3", "--threads", "1",
+               "--reps", "2", "--json"], env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert (r["batch"], r["threads"], r["reps"]) == (3, 1, 2)
+    assert [(x["optimizer"], x["n"]) for x in r["rows"]] == [
+        ("dp_adamw", 100), ("fiber", 100), ("dp_adamw", 1000), ("fiber", 1000)]
+    for x in r["rows"]:
+        assert x["fibergen_ms"] > 0 and x["torch_ms"] > 0 and x["ratio"] == x["fibergen_ms"] / x["torch_ms"]
+
+
+def test_bench_step_small_refuses_bad_sizes() -> None:
+    out = run([str(SCRIPTS / "bench_step_small.py"), "--sizes", "10K,lots"])
+    assert out.returncode == 2 and "--sizes" in out.stderr
+
+
+def test_bench_step_small_paths(generated: Path) -> None:
+    out = run([str(SCRIPTS / "bench_step_small.py"), "--paths", "--optimizers", "dp_adamw", "--sizes", "100",
+               "--batch", "3", "--threads", "1", "--reps", "2", "--json"],
+              env={"FIBERGEN_GENERATED": str(generated), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["n"] == 100 and sorted(r["paths"]) == sorted(
+        f"dp_adamw, {g}, {s}: {p}" for g in ("1 group", "2 groups") for s in ("set_dp", "set_budget")
+        for p in ("privatize + step", "trust + step"))
+    assert all(v > 0 for v in r["paths"].values())
