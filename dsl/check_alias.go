@@ -16,7 +16,7 @@ func (a *Alias) String() string {
 // torchKeys are the keys a torch param group gives a meaning of its own,
 // each with that meaning: torch.optim or its LR schedulers read or write
 // them, so a hyper named or aliased so would be taken for something it is
-// not (docs/decisions.md, 100). lr, betas, weight_decay, eps and momentum
+// not (docs/decisions.md, 92). lr, betas, weight_decay, eps and momentum
 // are not here: they are quantities a hyper may be.
 var torchKeys = map[string]string{
 	"params":         "the group's parameters",

@@ -30,7 +30,7 @@ type Variant struct {
 
 // Features of the x86-64 variants: what their kernels need, no more (a
 // feature left out changes no instruction of any shipped kernel,
-// docs/decisions.md 95).
+// docs/decisions.md 87).
 var (
 	avx2Features   = []string{"sse3", "ssse3", "sse4.1", "sse4.2", "avx", "avx2"}
 	avx512Features = append(append([]string(nil), avx2Features...), "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl")
