@@ -24,7 +24,10 @@ import (
 // head, and the function ends with sfence: a destination that is only
 // written then costs no read for ownership, as in a tuned STREAM.
 
-// streamUnroll is how many vectors one iteration of the main loop moves.
+// streamUnroll is how many streams one thread's main loop runs at once.
+// A single stream per thread left the 2-core EPYC's copy 5–8% under what
+// two to four streams move (docs/benchmarks.md), and under a step's
+// twelve (fiber's buffers).
 const streamUnroll = 4
 
 // StreamModule is the LLVM module text of the STREAM kernels for goarch:
@@ -62,11 +65,13 @@ func streamAttrs(v hostisa.Variant) string {
 }
 
 // writeStreamFunc writes one STREAM kernel: a scalar head up to the first
-// destination address on a cache line, a main loop of streamUnroll vectors
-// of lanes floats (non-temporal stores if nt), a scalar tail.
+// destination address on a cache line; a main loop over streamUnroll
+// streams at once — the rest of the range cut into that many runs of
+// whole cache lines, each step one vector of lanes floats of each run
+// (non-temporal stores if nt), so that a thread keeps as many streams in
+// flight as a step's several buffers do; a scalar tail.
 func writeStreamFunc(b *strings.Builder, name string, attrs, lanes int, nt, triad bool) {
 	vec := fmt.Sprintf("<%d x float>", lanes)
-	step := lanes * streamUnroll
 	fmt.Fprintf(b, "define void @%s(float** %%buffers, float* %%scalars, %%fibergen_range* %%r) #%d {\nentry:\n", name, attrs)
 	b.WriteString(`	%lo.p = getelementptr %fibergen_range, %fibergen_range* %r, i32 0, i32 0
 	%lo = load i64, i64* %lo.p
@@ -95,31 +100,40 @@ head.check:
 	%i.int = ptrtoint float* %i.addr to i64
 	%i.off = and i64 %i.int, 63
 	%i.aligned = icmp eq i64 %i.off, 0
-	br i1 %i.aligned, label %body, label %head.body
+	br i1 %i.aligned, label %body.pre, label %head.body
 head.body:
 `)
 	streamOp(b, "h", "%i", "float", 4, false, triad)
 	fmt.Fprintf(b, `	%%i.next = add i64 %%i, 1
 	br label %%head
-body:
-	%%j = phi i64 [ %%i, %%head.check ], [ %%j.next, %%body.do ]
-	%%j.next = add i64 %%j, %d
-	%%j.over = icmp sgt i64 %%j.next, %%hi
-	br i1 %%j.over, label %%tail, label %%body.do
-body.do:
-`, step)
-	for u := range streamUnroll {
-		at := fmt.Sprintf("%%k%d", u)
-		fmt.Fprintf(b, "\t%s = add i64 %%j, %d\n", at, u*lanes)
-		streamOp(b, fmt.Sprintf("v%d", u), at, vec, 4*lanes, nt, triad)
+body.pre:
+	%%rem = sub i64 %%hi, %%i
+	%%q.all = udiv i64 %%rem, %d
+	%%q = and i64 %%q.all, -16
+`, streamUnroll)
+	for u := range streamUnroll + 1 { // the streams' starts, then the tail's
+		fmt.Fprintf(b, "\t%%q%d = mul i64 %%q, %d\n\t%%s%d = add i64 %%i, %%q%d\n", u, u, u, u)
 	}
 	b.WriteString(`	br label %body
-tail:
-	%t = phi i64 [ %j, %body ], [ %t.next, %tail.body ]
-	%t.done = icmp sge i64 %t, %hi
-	br i1 %t.done, label %exit, label %tail.body
-tail.body:
+body:
+	%j = phi i64 [ 0, %body.pre ], [ %j.next, %body.do ]
+	%j.over = icmp sge i64 %j, %q
+	br i1 %j.over, label %tail, label %body.do
+body.do:
 `)
+	for u := range streamUnroll {
+		at := fmt.Sprintf("%%k%d", u)
+		fmt.Fprintf(b, "\t%s = add i64 %%s%d, %%j\n", at, u)
+		streamOp(b, fmt.Sprintf("v%d", u), at, vec, 4*lanes, nt, triad)
+	}
+	fmt.Fprintf(b, `	%%j.next = add i64 %%j, %d
+	br label %%body
+tail:
+	%%t = phi i64 [ %%s%d, %%body ], [ %%t.next, %%tail.body ]
+	%%t.done = icmp sge i64 %%t, %%hi
+	br i1 %%t.done, label %%exit, label %%tail.body
+tail.body:
+`, lanes, streamUnroll)
 	streamOp(b, "t", "%t", "float", 4, false, triad)
 	b.WriteString("\t%t.next = add i64 %t, 1\n\tbr label %tail\nexit:\n")
 	if nt {

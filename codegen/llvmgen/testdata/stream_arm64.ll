@@ -23,7 +23,7 @@ head.check:
 	%i.int = ptrtoint float* %i.addr to i64
 	%i.off = and i64 %i.int, 63
 	%i.aligned = icmp eq i64 %i.off, 0
-	br i1 %i.aligned, label %body, label %head.body
+	br i1 %i.aligned, label %body.pre, label %head.body
 head.body:
 	%h.xa = getelementptr float, float* %a, i64 %i
 	%h.xp = bitcast float* %h.xa to float*
@@ -33,43 +33,58 @@ head.body:
 	store float %h.x, float* %h.dp, align 4
 	%i.next = add i64 %i, 1
 	br label %head
+body.pre:
+	%rem = sub i64 %hi, %i
+	%q.all = udiv i64 %rem, 4
+	%q = and i64 %q.all, -16
+	%q0 = mul i64 %q, 0
+	%s0 = add i64 %i, %q0
+	%q1 = mul i64 %q, 1
+	%s1 = add i64 %i, %q1
+	%q2 = mul i64 %q, 2
+	%s2 = add i64 %i, %q2
+	%q3 = mul i64 %q, 3
+	%s3 = add i64 %i, %q3
+	%q4 = mul i64 %q, 4
+	%s4 = add i64 %i, %q4
+	br label %body
 body:
-	%j = phi i64 [ %i, %head.check ], [ %j.next, %body.do ]
-	%j.next = add i64 %j, 16
-	%j.over = icmp sgt i64 %j.next, %hi
+	%j = phi i64 [ 0, %body.pre ], [ %j.next, %body.do ]
+	%j.over = icmp sge i64 %j, %q
 	br i1 %j.over, label %tail, label %body.do
 body.do:
-	%k0 = add i64 %j, 0
+	%k0 = add i64 %s0, %j
 	%v0.xa = getelementptr float, float* %a, i64 %k0
 	%v0.xp = bitcast float* %v0.xa to <4 x float>*
 	%v0.x = load <4 x float>, <4 x float>* %v0.xp, align 4
 	%v0.da = getelementptr float, float* %d, i64 %k0
 	%v0.dp = bitcast float* %v0.da to <4 x float>*
 	store <4 x float> %v0.x, <4 x float>* %v0.dp, align 16
-	%k1 = add i64 %j, 4
+	%k1 = add i64 %s1, %j
 	%v1.xa = getelementptr float, float* %a, i64 %k1
 	%v1.xp = bitcast float* %v1.xa to <4 x float>*
 	%v1.x = load <4 x float>, <4 x float>* %v1.xp, align 4
 	%v1.da = getelementptr float, float* %d, i64 %k1
 	%v1.dp = bitcast float* %v1.da to <4 x float>*
 	store <4 x float> %v1.x, <4 x float>* %v1.dp, align 16
-	%k2 = add i64 %j, 8
+	%k2 = add i64 %s2, %j
 	%v2.xa = getelementptr float, float* %a, i64 %k2
 	%v2.xp = bitcast float* %v2.xa to <4 x float>*
 	%v2.x = load <4 x float>, <4 x float>* %v2.xp, align 4
 	%v2.da = getelementptr float, float* %d, i64 %k2
 	%v2.dp = bitcast float* %v2.da to <4 x float>*
 	store <4 x float> %v2.x, <4 x float>* %v2.dp, align 16
-	%k3 = add i64 %j, 12
+	%k3 = add i64 %s3, %j
 	%v3.xa = getelementptr float, float* %a, i64 %k3
 	%v3.xp = bitcast float* %v3.xa to <4 x float>*
 	%v3.x = load <4 x float>, <4 x float>* %v3.xp, align 4
 	%v3.da = getelementptr float, float* %d, i64 %k3
 	%v3.dp = bitcast float* %v3.da to <4 x float>*
 	store <4 x float> %v3.x, <4 x float>* %v3.dp, align 16
+	%j.next = add i64 %j, 4
 	br label %body
 tail:
-	%t = phi i64 [ %j, %body ], [ %t.next, %tail.body ]
+	%t = phi i64 [ %s4, %body ], [ %t.next, %tail.body ]
 	%t.done = icmp sge i64 %t, %hi
 	br i1 %t.done, label %exit, label %tail.body
 tail.body:
@@ -110,7 +125,7 @@ head.check:
 	%i.int = ptrtoint float* %i.addr to i64
 	%i.off = and i64 %i.int, 63
 	%i.aligned = icmp eq i64 %i.off, 0
-	br i1 %i.aligned, label %body, label %head.body
+	br i1 %i.aligned, label %body.pre, label %head.body
 head.body:
 	%h.xa = getelementptr float, float* %a, i64 %i
 	%h.xp = bitcast float* %h.xa to float*
@@ -125,13 +140,27 @@ head.body:
 	store float %h.z, float* %h.dp, align 4
 	%i.next = add i64 %i, 1
 	br label %head
+body.pre:
+	%rem = sub i64 %hi, %i
+	%q.all = udiv i64 %rem, 4
+	%q = and i64 %q.all, -16
+	%q0 = mul i64 %q, 0
+	%s0 = add i64 %i, %q0
+	%q1 = mul i64 %q, 1
+	%s1 = add i64 %i, %q1
+	%q2 = mul i64 %q, 2
+	%s2 = add i64 %i, %q2
+	%q3 = mul i64 %q, 3
+	%s3 = add i64 %i, %q3
+	%q4 = mul i64 %q, 4
+	%s4 = add i64 %i, %q4
+	br label %body
 body:
-	%j = phi i64 [ %i, %head.check ], [ %j.next, %body.do ]
-	%j.next = add i64 %j, 16
-	%j.over = icmp sgt i64 %j.next, %hi
+	%j = phi i64 [ 0, %body.pre ], [ %j.next, %body.do ]
+	%j.over = icmp sge i64 %j, %q
 	br i1 %j.over, label %tail, label %body.do
 body.do:
-	%k0 = add i64 %j, 0
+	%k0 = add i64 %s0, %j
 	%v0.xa = getelementptr float, float* %a, i64 %k0
 	%v0.xp = bitcast float* %v0.xa to <4 x float>*
 	%v0.x = load <4 x float>, <4 x float>* %v0.xp, align 4
@@ -143,7 +172,7 @@ body.do:
 	%v0.da = getelementptr float, float* %d, i64 %k0
 	%v0.dp = bitcast float* %v0.da to <4 x float>*
 	store <4 x float> %v0.z, <4 x float>* %v0.dp, align 16
-	%k1 = add i64 %j, 4
+	%k1 = add i64 %s1, %j
 	%v1.xa = getelementptr float, float* %a, i64 %k1
 	%v1.xp = bitcast float* %v1.xa to <4 x float>*
 	%v1.x = load <4 x float>, <4 x float>* %v1.xp, align 4
@@ -155,7 +184,7 @@ body.do:
 	%v1.da = getelementptr float, float* %d, i64 %k1
 	%v1.dp = bitcast float* %v1.da to <4 x float>*
 	store <4 x float> %v1.z, <4 x float>* %v1.dp, align 16
-	%k2 = add i64 %j, 8
+	%k2 = add i64 %s2, %j
 	%v2.xa = getelementptr float, float* %a, i64 %k2
 	%v2.xp = bitcast float* %v2.xa to <4 x float>*
 	%v2.x = load <4 x float>, <4 x float>* %v2.xp, align 4
@@ -167,7 +196,7 @@ body.do:
 	%v2.da = getelementptr float, float* %d, i64 %k2
 	%v2.dp = bitcast float* %v2.da to <4 x float>*
 	store <4 x float> %v2.z, <4 x float>* %v2.dp, align 16
-	%k3 = add i64 %j, 12
+	%k3 = add i64 %s3, %j
 	%v3.xa = getelementptr float, float* %a, i64 %k3
 	%v3.xp = bitcast float* %v3.xa to <4 x float>*
 	%v3.x = load <4 x float>, <4 x float>* %v3.xp, align 4
@@ -179,9 +208,10 @@ body.do:
 	%v3.da = getelementptr float, float* %d, i64 %k3
 	%v3.dp = bitcast float* %v3.da to <4 x float>*
 	store <4 x float> %v3.z, <4 x float>* %v3.dp, align 16
+	%j.next = add i64 %j, 4
 	br label %body
 tail:
-	%t = phi i64 [ %j, %body ], [ %t.next, %tail.body ]
+	%t = phi i64 [ %s4, %body ], [ %t.next, %tail.body ]
 	%t.done = icmp sge i64 %t, %hi
 	br i1 %t.done, label %exit, label %tail.body
 tail.body:
