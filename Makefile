@@ -146,3 +146,4 @@ fuzz:
 	$(GO) test ./runtime -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./capi -run '^$$' -fuzz '^FuzzAnswerQuery$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
 	$(GO) test ./internal/ptxsim -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)
+	$(GO) test ./internal/objcache -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -timeout $(TESTTIMEOUT)

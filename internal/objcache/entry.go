@@ -102,12 +102,16 @@ func verify(dir string) error {
 	}
 	defer f.Close()
 	lines := 0
-	for sc := bufio.NewScanner(f); sc.Scan(); lines++ {
+	sc := bufio.NewScanner(f)
+	for ; sc.Scan(); lines++ {
 		if err := checkLine(dir, sc.Text()); err != nil {
 			return err
 		}
 	}
-	if lines == 0 {
+	switch {
+	case sc.Err() != nil:
+		return fmt.Errorf("damaged entry: its sums: %v", sc.Err())
+	case lines == 0:
 		return errors.New("damaged entry: its sums list no file")
 	}
 	return nil
