@@ -42,13 +42,13 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
+
+from bench_torch_cpu import interleaved, median_ms  # the timing of the other CPU peer, one way
 
 OPTIMIZERS = ("dp_adamw", "fiber")
 CLIP, SIGMA = 1.0, 1.0
@@ -65,30 +65,6 @@ def shapes(n: int) -> list[tuple[int, ...]]:
     d = max(1, int(((n - 2) / 2) ** 0.5))
     rest = n - 2 * d * d
     return [(d, d), (rest // 2,), (d, d), (rest - rest // 2,)]
-
-
-def time_ms(fn: Callable[[], None]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1e3
-
-
-def median_ms(fn: Callable[[], None], reps: int) -> float:
-    """The median of reps runs of fn, after one."""
-    fn()
-    return statistics.median(time_ms(fn) for _ in range(reps))
-
-
-def interleaved(a: Callable[[], None], b: Callable[[], None], reps: int, block: int = 5) -> tuple[float, float]:
-    """Medians of reps runs each of a and b, in alternating blocks, each
-    block after one untimed run."""
-    ta: list[float] = []
-    tb: list[float] = []
-    while len(ta) < reps:
-        for fn, times in ((a, ta), (b, tb)):
-            fn()
-            times.extend(time_ms(fn) for _ in range(min(block, reps - len(times))))
-    return statistics.median(ta), statistics.median(tb)
 
 
 def model(n: int) -> list[torch.nn.Parameter]:
