@@ -48,7 +48,7 @@ from typing import Callable, Optional
 
 import torch
 
-from bench_torch_cpu import interleaved, median_ms  # the timing of the other CPU peer, one way
+from bench_torch_cpu import generated_with, interleaved, median_ms  # the other CPU peer's, one way
 
 OPTIMIZERS = ("dp_adamw", "fiber")
 CLIP, SIGMA = 1.0, 1.0
@@ -184,12 +184,9 @@ def main() -> int:
         ap.error(f"--sizes {args.sizes!r}: want whole numbers, e.g. 10K,100K,1M")
     if min([args.batch, args.threads, args.reps, *sizes]) < 1 or min(sizes) < 4:
         ap.error("--batch, --threads and --reps: want whole numbers >= 1; --sizes: >= 4")
-    gen = Path(os.environ.get("FIBERGEN_GENERATED", "_build/generated"))
-    if missing := [s for s in names if not (gen / s / f"{s}.so").exists()]:
-        print(f"bench_step_small: {gen} has no host kernel for {', '.join(missing)}: run 'make generate-check' "
-              "(or fibergen build -o _build/generated optimizers/*.dsl), or set FIBERGEN_GENERATED", file=sys.stderr)
+    gen = generated_with(names, "bench_step_small")
+    if gen is None:
         return 2
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
     torch.set_num_threads(args.threads)
     if args.paths:
         r = {"batch": args.batch, "threads": args.threads, "reps": args.reps, "n": sum(_numel(s) for s in shapes(sizes[0])),

@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 try:
     import torch
@@ -49,6 +49,19 @@ PEERS = ("dp_sgd", "dp_adam", "dp_adamw", "fiber")
 def count(s: str) -> int:
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper(), 1)
     return int(s[:-1] if scale > 1 else s) * scale
+
+
+def generated_with(names: list[str], who: str) -> Optional[Path]:
+    """$FIBERGEN_GENERATED (else _build/generated) if it holds the host
+    kernels of names, with the binding put on sys.path; else None, having
+    said what to build."""
+    gen = Path(os.environ.get("FIBERGEN_GENERATED", "_build/generated"))
+    if missing := [s for s in names if not (gen / s / f"{s}.so").exists()]:
+        print(f"{who}: {gen} has no host kernel for {', '.join(missing)}: run 'make generate-check' "
+              "(or fibergen build -o _build/generated optimizers/*.dsl), or set FIBERGEN_GENERATED", file=sys.stderr)
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    return gen
 
 
 def time_ms(fn: Callable[[], None]) -> float:
@@ -177,12 +190,9 @@ def main() -> int:
         print("bench_torch_cpu: skipped: PyTorch is not installed, so there is no peer to time "
               "(Debian: apt-get install python3-torch)", file=sys.stderr)
         return 0
-    gen = Path(os.environ.get("FIBERGEN_GENERATED", "_build/generated"))
-    if missing := [s for s in names if not (gen / s / f"{s}.so").exists()]:
-        print(f"bench_torch_cpu: {gen} has no host kernel for {', '.join(missing)}: run 'make generate-check' "
-              "(or fibergen build -o _build/generated optimizers/*.dsl), or set FIBERGEN_GENERATED", file=sys.stderr)
+    gen = generated_with(names, "bench_torch_cpu")
+    if gen is None:
         return 2
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
     torch.set_num_threads(args.threads)
     r = measure(names, args.n, args.threads, args.steps, gen)
     if args.json:
