@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/fibergen/fibergen/internal/objcache"
 	"github.com/fibergen/fibergen/pipeline"
@@ -46,32 +45,9 @@ func fg_resolve(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.i
 		if e := decodeJSON(C.GoString(request), &q); e != nil {
 			return nil, fmt.Errorf("fibergen: resolve: %w", e)
 		}
-		if e := seeEnv(map[string]string{objcache.EnvDir: q.Cache, "XDG_CACHE_HOME": q.XDGCacheHome, "HOME": q.Home}); e != nil {
-			return nil, e
-		}
+		env := map[string]string{objcache.EnvDir: q.Cache, "XDG_CACHE_HOME": q.XDGCacheHome, "HOME": q.Home}
+		objcache.SetGetenv(func(k string) string { return env[k] })
 		r, e := pipeline.Resolve(q.Spec)
 		return resolved{Dir: r.Dir, Built: r.Built, Warnings: r.Warnings}, e
 	}), err, errlen)
-}
-
-// seeEnv makes the Go runtime's copy of the environment hold vars as the
-// caller's has them ("" for unset).
-func seeEnv(vars map[string]string) error {
-	for k, v := range vars {
-		if v == os.Getenv(k) {
-			continue
-		}
-		if err := setenv(k, v); err != nil {
-			return fmt.Errorf("fibergen: resolve: $%s: %w", k, err)
-		}
-	}
-	return nil
-}
-
-// setenv sets k to v, or unsets it where v is "".
-func setenv(k, v string) error {
-	if v == "" {
-		return os.Unsetenv(k)
-	}
-	return os.Setenv(k, v)
 }

@@ -50,7 +50,7 @@ func CachedSharedObject(name, ll, hostFunc string) (string, error) {
 		return "", err
 	}
 	so := name + ".so"
-	dir, _, err := objcache.Entry("so", objcache.Key(tc.Recipe("so"), ll, hostFunc), func(dir string) error {
+	dir, _, err := objcache.Entry("so", objcache.Key(tc.Recipe("so"), ll, hostFunc, so), func(dir string) error {
 		return tc.SharedObject(ll, hostFunc, filepath.Join(dir, so))
 	})
 	return filepath.Join(dir, so), err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/internal/fileout"
@@ -21,8 +22,9 @@ import (
 // the command line and the C library alike.
 
 // ReadSource reads the DSL source spec names: the file spec if there is
-// one, else the shipped optimizer of that name (package optimizers). path
-// is what its diagnostics name.
+// one, else the shipped optimizer of that name (package optimizers; a
+// directory of that name does not hide it). path is what its diagnostics
+// name.
 func ReadSource(spec string) (path string, src []byte, err error) {
 	if spec == "" {
 		return "", nil, errors.New("no optimizer given: want a .dsl file or a shipped optimizer's name (" + strings.Join(optimizers.Names(), ", ") + ")")
@@ -31,7 +33,7 @@ func ReadSource(spec string) (path string, src []byte, err error) {
 	if err == nil {
 		return spec, src, nil
 	}
-	if path, src, ok := optimizers.Source(spec); ok && errors.Is(err, fs.ErrNotExist) {
+	if path, src, ok := optimizers.Source(spec); ok && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR)) {
 		return path, src, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) || !shippedName.MatchString(spec) {
@@ -69,7 +71,7 @@ type Resolved struct {
 func Resolve(spec string) (Resolved, error) {
 	fi, err := os.Stat(spec)
 	switch {
-	case err == nil && fi.IsDir():
+	case err == nil && fi.IsDir() && !shadowed(spec):
 		return builtDir(spec)
 	case errors.Is(err, fs.ErrNotExist) && spec != "" && !shippedName.MatchString(spec):
 		return Resolved{}, fmt.Errorf("no directory or file %s%s: give a directory fibergen build wrote, a .dsl file or a shipped optimizer's name (%s)",
@@ -89,6 +91,18 @@ func Resolve(spec string) (Resolved, error) {
 	r, err := u.cachedDir()
 	r.Warnings = printed(u.Warnings, src)
 	return r, err
+}
+
+// shadowed reports whether the directory spec, which fibergen build did
+// not write (no manifest), merely has a shipped optimizer's name: the name
+// means the optimizer then (./fiber, a folder of the user's, does not hide
+// the shipped fiber).
+func shadowed(spec string) bool {
+	if _, _, ok := optimizers.Source(spec); !ok {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(spec, filepath.Base(spec)+".json"))
+	return err != nil
 }
 
 // builtDir checks that dir holds what fibergen build writes (its manifest,

@@ -139,3 +139,15 @@ func TestResolveRebuildsDamaged(t *testing.T) {
 		t.Errorf("after truncating its .so: %+v, %d bytes; want %s rebuilt whole (%d bytes)", again, len(got), r.Dir, len(whole))
 	}
 }
+
+// TestResolveNameBesideAFolder: a folder of the user's that has a shipped
+// optimizer's name, but not what fibergen build writes, does not hide it.
+func TestResolveNameBesideAFolder(t *testing.T) {
+	resolveIn(t)
+	if err := os.Mkdir("dp_sgd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustResolve(t, "dp_sgd"); !r.Built || filepath.Dir(filepath.Dir(r.Dir)) == "." {
+		t.Errorf("Resolve(dp_sgd) beside ./dp_sgd: %+v, want the shipped dp_sgd compiled", r)
+	}
+}

@@ -84,7 +84,7 @@ func (s *HostStream) Close() {
 // run runs f over [0, n) in Threads parts, each a whole number of cache
 // lines but the last, at once.
 func (s *HostStream) run(n int, f func(lo, hi int) error) error {
-	per := (n/s.Threads() + 15) &^ 15
+	per := max((n/s.Threads()+15)&^15, 16)
 	var work []func() error
 	for lo := 0; lo < n; lo += per {
 		work = append(work, func() error { return f(lo, min(lo+per, n)) })

@@ -18,23 +18,46 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 )
 
 // EnvDir names the variable that moves the cache.
 const EnvDir = "FIBERGEN_CACHE"
 
 // Dir is the cache's directory (which need not exist yet): $FIBERGEN_CACHE,
-// else fibergen in the user's cache directory.
+// else fibergen in the user's cache directory ($XDG_CACHE_HOME, else
+// $HOME/.cache), the variables as Getenv gives them (SetGetenv).
 func Dir() (string, error) {
-	if dir := os.Getenv(EnvDir); dir != "" {
+	getenv := *lookup.Load()
+	if dir := getenv(EnvDir); dir != "" {
 		return filepath.Abs(dir)
 	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory (set %s): %w", EnvDir, err)
+	base := getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return "", fmt.Errorf("no cache directory: neither $%s, $XDG_CACHE_HOME nor $HOME is set", EnvDir)
+		}
+		base = filepath.Join(home, ".cache")
 	}
 	return filepath.Join(base, "fibergen"), nil
 }
+
+// lookup reads the variables that place the cache: os.Getenv, or the
+// caller's view of its environment (SetGetenv).
+var lookup atomic.Pointer[func(string) string]
+
+func init() {
+	getenv := os.Getenv
+	lookup.Store(&getenv)
+}
+
+// SetGetenv makes Dir read the variables through getenv: a C library's
+// Go runtime copied the environment when it was loaded, and its caller
+// (Python) may have changed its own since; setting the process's
+// environment from a library would race with the caller's threads.
+func SetGetenv(getenv func(string) string) { lookup.Store(&getenv) }
 
 // Key names an entry by parts: the hex SHA-256 of each part's length and
 // bytes in order, so that no two lists of parts share a key.
@@ -74,11 +97,30 @@ func Entry(kind, key string, build func(dir string) error) (dir string, built bo
 	return dir, true, nil
 }
 
-// Clean removes the cache and everything in it.
+// Kinds are the entries' kinds: the subdirectories of the cache that
+// fibergen writes, and so the only ones Clean removes.
+var Kinds = []string{"ptx", "so", "opt", "tools"}
+
+// Clean removes every entry of the cache, and the cache's directory if
+// nothing else is left in it: never a file fibergen did not write, so a
+// $FIBERGEN_CACHE that names a directory of other things loses none of them.
 func Clean() error {
 	root, err := Dir()
 	if err != nil {
 		return err
 	}
-	return os.RemoveAll(root)
+	for _, kind := range Kinds {
+		if err := os.RemoveAll(filepath.Join(root, kind)); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(root); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+		return err
+	}
+	return nil
+}
+
+// isNotEmpty reports whether err says a directory was not empty.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }

@@ -168,3 +168,45 @@ func TestEntryUnusableCache(t *testing.T) {
 		t.Errorf("Entry in a cache under a file: %v, want an error naming it and $%s", err, EnvDir)
 	}
 }
+
+// TestCleanKeepsOthers: a cache directory that holds other things (a
+// $FIBERGEN_CACHE set to ~/.cache, say) loses only fibergen's entries.
+func TestCleanKeepsOthers(t *testing.T) {
+	root := useCache(t)
+	var builds atomic.Int32
+	if _, _, err := Entry("so", Key("a"), writer("k", &builds)); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "pip", "wheel")
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Clean(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "so")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Clean left the entries: %v", err)
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "keep" {
+		t.Errorf("Clean removed another program's file: %q, %v", b, err)
+	}
+}
+
+// TestDirFromHome: without $FIBERGEN_CACHE and $XDG_CACHE_HOME the cache
+// is ~/.cache/fibergen; without $HOME either, an error naming them; the
+// variables as SetGetenv gives them.
+func TestDirFromHome(t *testing.T) {
+	defer SetGetenv(os.Getenv)
+	env := map[string]string{"HOME": "/home/u"}
+	SetGetenv(func(k string) string { return env[k] })
+	if dir, err := Dir(); err != nil || dir != "/home/u/.cache/fibergen" {
+		t.Errorf("Dir() = %s, %v; want /home/u/.cache/fibergen", dir, err)
+	}
+	delete(env, "HOME")
+	if _, err := Dir(); err == nil || !strings.Contains(err.Error(), "$HOME") {
+		t.Errorf("Dir() without HOME: %v", err)
+	}
+}

@@ -193,6 +193,31 @@ class _ParamGroup(dict):
         for k, v in dict(*args, **kwargs).items():
             self[k] = v
 
+    def __ior__(self, other: Any) -> "_ParamGroup":
+        self.update(other)
+        return self
+
+    def __delitem__(self, key: str) -> None:
+        self._keep(key)
+        super().__delitem__(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self._keep(key)
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        raise TypeError(f"fibergen: {self._who}: a param group's hypers cannot be removed")
+
+    def clear(self) -> None:
+        self.popitem()
+
+    def _keep(self, key: str) -> None:
+        """Refuses to remove a hyper (by its name or an alias): the runtime
+        steps with every hyper, and a group without one would show nothing
+        for it."""
+        if self._names.knows(key):
+            raise TypeError(f"fibergen: {self._who}: hyper {key} cannot be removed from a param group; set it instead")
+
     def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
@@ -439,14 +464,20 @@ class Optimizer(torch.optim.Optimizer):
         pgs = self.param_groups
         if not any(getattr(pg, "changed", True) for pg in pgs):
             return
-        values = [{k: float(pg[k]) for k in getattr(pg, "given", self._names.hypers)} for pg in pgs]
+        given = [getattr(pg, "given", set(self._names.hypers)) for pg in pgs]
         first = self._groups[0]
-        if base := {k: v for k, v in values[0].items() if v != first.applied[k]}:
-            self._handle.set_hypers(base)
+        if base := {k for k in given[0] if float(pgs[0][k]) != first.applied[k]}:
+            for g, gv in zip(self._groups[1:], given[1:]):  # the others keep theirs, as torch's groups do
+                gv.update(k for k in base if k in g.applied)
+        values = [{k: float(pg[k]) for k in gv} for pg, gv in zip(pgs, given)]
+        if base:
+            self._handle.set_hypers({k: values[0][k] for k in base})
             self._refresh_hypers()  # another group's own values are those that differ from these
         overrides = False
         for g, v in zip(self._groups[1:], values[1:]):
-            if (own := {k: x for k, x in v.items() if x != first.applied[k]}) != g.own:
+            # a group's own value: one that differs from group 0's, or one group 0 did not give (which the
+            # runtime may derive for each group from the group's own hypers: fiber_cosine's lr_min)
+            if (own := {k: x for k, x in v.items() if x != first.applied[k] or k not in given[0]}) != g.own:
                 self._handle.set_tensor_hypers(g.name, own)
                 g.own, overrides = own, True
         if overrides:

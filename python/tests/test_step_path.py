@@ -97,6 +97,48 @@ def test_groups_derive_their_own_lr_min(generated):
         assert opt.param_groups[i]["lr_min"] == h["lr_min"]
 
 
+def test_group_lr_min_given_equal_to_group0s_derived_stays(generated):
+    """A group's own lr_min is its own even where it equals the value the
+    runtime derives for group 0 (1e-5 = 1e-3 / 100): it does not follow
+    the group's own lr."""
+    ps = params()
+    opt = opened(generated, "fiber_cosine", [{"params": ps[:2]}, {"params": ps[2:], "lr": 1e-2, "lr_min": 1e-5}], lr=1e-3)
+    trust_step(opt, ps, 0)
+    assert group_hypers(opt, 1)["lr_min"] == 1e-5 and opt.param_groups[1]["lr_min"] == 1e-5
+    assert group_hypers(opt, 0)["lr_min"] == 1e-5 and group_hypers(opt, 1)["lr"] == 1e-2
+
+
+def test_writing_group0_leaves_the_other_groups(generated):
+    """Writing group 0's lr by hand changes group 0 only, as in torch: a
+    group that did not give lr keeps the one it had; so does a group
+    whose weight decay group 0 gave and it did not."""
+    ps = params()
+    opt = opened(generated, "dp_adamw", [{"params": ps[:2], "weight_decay": 0.3}, {"params": ps[2:]}])
+    trust_step(opt, ps, 0)
+    default = opt.param_groups[1]["lr"]
+    assert group_hypers(opt, 1)["wd"] == opt.defaults["wd"] == 0 and group_hypers(opt, 0)["wd"] == 0.3
+    opt.param_groups[0]["lr"] = 0.5
+    trust_step(opt, ps, 1)
+    assert group_hypers(opt, 0)["lr"] == 0.5 and group_hypers(opt, 1)["lr"] == default
+    assert opt.param_groups[1]["lr"] == default
+
+
+def test_every_dict_write_reaches_the_runtime(generated):
+    """|= and dict.update-like writes reach the runtime as group[k] = v
+    does; removing a hyper is refused, another key is not."""
+    ps = params()
+    opt = opened(generated, "dp_adamw", ps)
+    trust_step(opt, ps, 0)
+    opt.param_groups[0] |= {"lr": 0.25, "betas": (0.8, 0.99)}
+    trust_step(opt, ps, 1)
+    assert {k: group_hypers(opt, 0)[k] for k in ("lr", "beta1", "beta2")} == {"lr": 0.25, "beta1": 0.8, "beta2": 0.99}
+    for remove in (lambda g: g.pop("lr"), lambda g: g.__delitem__("weight_decay"), lambda g: g.popitem(), lambda g: g.clear()):
+        with pytest.raises(TypeError, match="cannot be removed"):
+            remove(opt.param_groups[0])
+    opt.param_groups[0]["note"] = "mine"
+    assert opt.param_groups[0].pop("note") == "mine" and group_hypers(opt, 0)["lr"] == 0.25
+
+
 @pytest.mark.parametrize("name", ["dp_adamw", "fiber"])
 def test_one_cycle_cycles_beta1_as_set_by_hand(generated, name):
     """OneCycleLR with cycle_momentum cycles betas[0], as for torch's Adam:
