@@ -312,7 +312,9 @@ class Optimizer(torch.optim.Optimizer):
         self._lookahead_at: Optional[int] = None  # _lookahead_buffer's answer, once it is a state's
         self._saved_theta: Optional[torch.Tensor] = None  # lookahead()'s copy of θ, reused
         self._grad_invalid = ""  # why step must not read the gradient (a privatize failed on some rank)
-        self._grad_seen = self._grad._version  # the flat gradient's version when the runtime last heard of it
+        # Where the gradient is sampled (_seen): positions of the OS's drawing, not the noise seed's.
+        self._probe_gen = torch.Generator(device=self._grad.device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        self._seen()
 
     def __getstate__(self) -> Any:
         raise TypeError("fibergen: an Optimizer holds kernels and device memory and cannot be pickled or "
@@ -713,7 +715,7 @@ class Optimizer(torch.optim.Optimizer):
         if self._pg is not None:
             dist.all_reduce(self._grad, group=self._pg)
         self._grad_invalid = ""
-        self._grad_seen = self._grad._version
+        self._seen()
         return result
 
     def trust_clipped_grad(self) -> None:
@@ -864,10 +866,31 @@ class Optimizer(torch.optim.Optimizer):
         the runtime then releases it only where no DP settings ask for a
         privatized one. With a process group and ``agree``, a write on any
         rank counts on every rank, so that all step or none."""
-        written = int(self._grad._version != self._grad_seen)
+        written = int(self._written())
         if self._max_over_ranks(written) if agree else written:
             self._handle.gradient_written()
+        self._seen()
+
+    # The positions _seen samples: a write that changes a fraction f of the
+    # gradient escapes all of them with probability (1 - f)^256.
+    _PROBES = 256
+
+    def _seen(self) -> None:
+        """Remembers the flat gradient as the runtime last heard of it:
+        torch's version counter of the buffer (its views share it), and its
+        bits at _PROBES positions drawn afresh, which a write through an
+        alias that bumps no version (``p.grad.data``, a NumPy view) changes
+        too."""
         self._grad_seen = self._grad._version
+        n = self._grad.numel()
+        idx = torch.randint(max(n, 1), (min(self._PROBES, n),), generator=self._probe_gen, device=self._grad.device)
+        self._probe = (idx, self._grad[idx].view(torch.int32).clone())
+
+    def _written(self) -> bool:
+        """Whether the flat gradient was written since _seen: a new version,
+        or other bits at a probed position."""
+        idx, bits = self._probe
+        return self._grad._version != self._grad_seen or not torch.equal(self._grad[idx].view(torch.int32), bits)
 
     def _step_all(self) -> bool:
         """Steps every group, returning False where the gradient is not

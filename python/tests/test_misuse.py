@@ -87,6 +87,24 @@ def test_backward_after_privatize_is_refused(generated):
     assert opt.steps == 1
 
 
+@pytest.mark.parametrize("alias", ["data", "numpy"])
+def test_a_write_through_an_alias_is_refused(generated, alias):
+    """A write into .grad through an alias that bumps no version — .data,
+    a NumPy view — between privatize and step is a write all the same
+    (the gradient's bits at secret positions changed): refused."""
+    m, opt = budgeted(generated)
+    privatize(opt, m)
+    for p in m.parameters():
+        raw = p.grad.data if alias == "data" else torch.from_numpy(p.grad.numpy())
+        raw.add_(torch.randn(p.grad.shape))
+    with pytest.raises(FibergenError, match=r"written outside Privatize"):
+        opt.step()
+    assert opt.steps == 0 and opt.spent()[0] == 0
+    privatize(opt, m, seed=3)
+    opt.step()
+    assert opt.steps == 1
+
+
 def test_a_raw_gradient_is_not_released_as_private(generated):
     """loss.backward(); opt.step() under a budget is refused: nothing tells
     a raw gradient from a clipped one but the trainer's word, which
