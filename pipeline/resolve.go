@@ -27,7 +27,7 @@ import (
 // name.
 func ReadSource(spec string) (path string, src []byte, err error) {
 	if spec == "" {
-		return "", nil, errors.New("no optimizer given: want a .dsl file or a shipped optimizer's name (" + strings.Join(optimizers.Names(), ", ") + ")")
+		return "", nil, fmt.Errorf("no optimizer given: want a .dsl file or a shipped optimizer's name (%s)", shippedList())
 	}
 	src, err = os.ReadFile(spec)
 	if err == nil {
@@ -40,8 +40,11 @@ func ReadSource(spec string) (path string, src []byte, err error) {
 		return "", nil, fmt.Errorf("cannot read %s: %v", spec, fileout.RootCause(err))
 	}
 	return "", nil, fmt.Errorf("no file %s%s, and fibergen ships no optimizer of that name (%s)",
-		spec, relativeTo(spec), strings.Join(optimizers.Names(), ", "))
+		spec, relativeTo(spec), shippedList())
 }
+
+// shippedList lists the shipped optimizers' names for a message.
+func shippedList() string { return strings.Join(optimizers.Names(), ", ") }
 
 // shippedName is what a shipped optimizer's name looks like (a DSL
 // identifier); anything else is only ever a path.
@@ -75,7 +78,7 @@ func Resolve(spec string) (Resolved, error) {
 		return builtDir(spec)
 	case errors.Is(err, fs.ErrNotExist) && spec != "" && !shippedName.MatchString(spec):
 		return Resolved{}, fmt.Errorf("no directory or file %s%s: give a directory fibergen build wrote, a .dsl file or a shipped optimizer's name (%s)",
-			spec, relativeTo(spec), strings.Join(optimizers.Names(), ", "))
+			spec, relativeTo(spec), shippedList())
 	}
 	path, src, err := ReadSource(spec)
 	if err != nil {
