@@ -200,7 +200,10 @@ def shard(sizes: Sequence[int], world: int, rank: int) -> dict:
 
 
 class Handle:
-    """One runtime.Optimizer of the library, closed when collected."""
+    """One runtime.Optimizer of the library, closed when collected. One
+    call at a time, as the C ABI says of a handle: it reuses its error and
+    out-buffers from call to call (a torch optimizer is stepped from one
+    thread)."""
 
     def __init__(self, path: str | os.PathLike, **options: Any):
         h = ctypes.c_int64()
