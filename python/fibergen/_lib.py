@@ -334,9 +334,6 @@ class Handle:
         finally:
             lib().fg_free(p)
 
-    def check_checkpoint(self, data: bytes, states: Sequence[int] = (), n: int = 0) -> None:
-        call("check_checkpoint", self.h, data, len(data), _float_ptrs(states), len(states), n)
-
     def load(self, data: bytes, states: Sequence[int] = (), n: int = 0) -> None:
         call("load", self.h, data, len(data), _float_ptrs(states), len(states), n)
 

@@ -164,8 +164,9 @@ class _ParamGroup(dict):
     def __init__(self, names: _Names, who: str, group: dict):
         super().__init__()
         self._names, self._who = names, who
-        self.changed = True  # a hyper was set since the optimizer last compared them with the runtime's
         self.given: set[str] = set()  # the hypers the user, or a scheduler, set: the others the runtime may derive
+        self.written: set[str] = set()  # the hypers set since the optimizer last handed them to the runtime
+        self.live: set[str] = set()  # given hypers whose value is not a plain number (a tensor may change in place)
         self.update(group)
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -174,15 +175,17 @@ class _ParamGroup(dict):
             super().__setitem__(key, value)
             return
         own = names.resolve({key: value}, self._who)
-        self.changed = True
         self.given.update(own)
         self.show(own)
+        self.written.update(own)
+        self.live.update(h for h, x in own.items() if type(x) not in (float, int))
 
     def show(self, values: dict[str, Any]) -> None:
         """Sets hypers by their own names, and their aliases, without
         marking them changed: the values the runtime holds (one it derives,
         as fiber_cosine's lr_min from lr)."""
         names = self._names
+        self.live.difference_update(values)
         for h, x in values.items():
             super().__setitem__(h, x)
         current = {h: self[h] for h in names.hypers if h in self}
@@ -331,6 +334,7 @@ class Optimizer(torch.optim.Optimizer):
         group = _ParamGroup(self._names, name, {k: v for k, v in param_group.items() if k == "params"})
         group.update({h: v for h, v in self.defaults.items() if h in self._names.hypers}, **own)
         group.given = self._given | set(own)
+        group.written = set(group.given)  # the defaults filled in are not given: the runtime derives those
         super().add_param_group(group)
 
     def _params(self) -> list[torch.Tensor]:
@@ -359,14 +363,14 @@ class Optimizer(torch.optim.Optimizer):
         self._theta = self._buffer(_abi.THETA_BUFFER, total)
         self._grad = self._buffer(_abi.GRAD_BUFFER, total)
         off = 0
-        self._views: list[tuple[int, int, int, torch.Tensor]] = []  # each parameter's address, its gradient's, its offset, the view
+        self._offs: list[int] = []  # each parameter's offset in the flat buffers
         with torch.no_grad():
             for p in params:
                 k = p.numel()
                 self._theta[off:off + k].copy_(p.reshape(-1))
                 p.data = self._theta[off:off + k].view_as(p)
                 p.grad = self._grad[off:off + k].view_as(p)
-                self._views.append((p.data_ptr(), p.grad.data_ptr(), off, p.grad))
+                self._offs.append(off)
                 off += k
         self._rows_bufs: list[Optional[torch.Tensor]] = [None, None]  # privatize's per-example rows, reused
         self._built = True
@@ -398,8 +402,8 @@ class Optimizer(torch.optim.Optimizer):
             self._groups.append(g)
             off += g.n
         self._n = off
-        self._refresh_hypers()  # the runtime's defaults; the hypers given at open go even where they equal them
-        self._groups[0].applied.update(dict.fromkeys(self.param_groups[0].given, math.nan))
+        self._sent: set[str] = set()  # group 0's hypers handed to the runtime: it no longer derives them
+        self._refresh_hypers()  # the runtime's defaults
         self._apply_hypers()
         self._state_bufs = [self._buffer(_abi.FIRST_STATE + k, self._n) for k in range(len(self._states))]
         for g in self._groups:
@@ -464,40 +468,41 @@ class Optimizer(torch.optim.Optimizer):
         them, and refuses a hyper that shapes the observation differing
         between groups (one observation forms every example's gradient)."""
         pgs = self.param_groups
-        if not any(getattr(pg, "changed", True) for pg in pgs):
+        if not any(pg.written or pg.live for pg in pgs):
             return
-        given = [getattr(pg, "given", set(self._names.hypers)) for pg in pgs]
         first = self._groups[0]
-        if base := {k for k in given[0] if float(pgs[0][k]) != first.applied[k]}:
-            for g, gv in zip(self._groups[1:], given[1:]):  # the others keep theirs, as torch's groups do
-                gv.update(k for k in base if k in g.applied)
-        values = [{k: float(pg[k]) for k in gv} for pg, gv in zip(pgs, given)]
+        # group 0's written hypers that the runtime derives or holds otherwise: a value equal to the one it
+        # derived goes too, as it is now given (a later lr then moves it no more)
+        base = {k for k in pgs[0].written | pgs[0].live if k not in self._sent or float(pgs[0][k]) != first.applied[k]}
+        for pg in pgs[1:]:  # the others keep theirs, as torch's groups do
+            pg.given |= base
+        values = [{k: float(pg[k]) for k in pg.given} for pg in pgs]
         if base:
             self._handle.set_hypers({k: values[0][k] for k in base})
-            self._refresh_hypers()  # another group's own values are those that differ from these
+            self._sent |= base
         overrides = False
         for g, v in zip(self._groups[1:], values[1:]):
             # a group's own value: one that differs from group 0's, or one group 0 did not give (which the
             # runtime may derive for each group from the group's own hypers: fiber_cosine's lr_min)
-            if (own := {k: x for k, x in v.items() if x != first.applied[k] or k not in given[0]}) != g.own:
+            if (own := {k: x for k, x in v.items() if k not in values[0] or x != values[0][k]}) != g.own:
                 self._handle.set_tensor_hypers(g.name, own)
-                g.own, overrides = own, True
-        if overrides:
-            self._refresh_hypers()
+                overrides = True
         if base or overrides:
+            self._refresh_hypers()
             self._show_hypers()
-        for pg in pgs:  # a value that is not a plain number (a tensor) may change in place: compared at every step
-            if isinstance(pg, _ParamGroup):
-                pg.changed = not all(type(pg[k]) in (float, int) for k in self._names.hypers)
+        for pg in pgs:
+            pg.written.clear()
 
     def _refresh_hypers(self) -> None:
-        """Takes every group's hypers as the runtime holds them."""
+        """Takes every group's hypers as the runtime holds them, and a
+        group's own (its range's overrides)."""
         info = self._handle.info()
         base = {h["name"]: h["value"] for h in info["hypers"]}
         tensors = {t["name"]: t for t in info["tensors"]}
         for g in self._groups:
             t = tensors.get(g.name) if g is not self._groups[0] else None
             g.applied = {h["name"]: h["value"] for h in t["hypers"]} if t else dict(base)
+            g.own = dict(t["own"]) if t else {}
 
     def _show_hypers(self) -> None:
         """Shows in the param groups the hypers the runtime derived, once
@@ -506,8 +511,7 @@ class Optimizer(torch.optim.Optimizer):
         that does not say which were given); a given value the runtime holds
         keeps its object (an int stays an int)."""
         for g, pg in zip(self._groups, self.param_groups):
-            if isinstance(pg, _ParamGroup):
-                pg.show({k: v for k, v in g.applied.items() if k not in pg.given or float(pg[k]) != v})
+            pg.show({k: v for k, v in g.applied.items() if k not in pg.given or float(pg[k]) != v})
 
     def _sync(self) -> None:
         """Brings the runtime up to date with the trainer's side: the groups'
@@ -518,11 +522,12 @@ class Optimizer(torch.optim.Optimizer):
         if (bases := self._base_ptrs()) != self._bases:  # the storage moved (share_memory_)
             self._rebind(bases)
         params = self._params()
-        if len(params) != len(self._views):
-            raise FibergenError(f"fibergen: the parameter groups hold {len(params)} parameters, {len(self._views)} when "
+        if len(params) != len(self._offs):
+            raise FibergenError(f"fibergen: the parameter groups hold {len(params)} parameters, {len(self._offs)} when "
                                 "the optimizer was created: add every parameter group when constructing it")
-        for i, (p, (at, _, _, _)) in enumerate(zip(params, self._views)):
-            if p.data_ptr() != at or p.device != self._device:
+        theta = self._bases[0]
+        for i, (p, off) in enumerate(zip(params, self._offs)):
+            if p.data_ptr() != theta + 4 * off or p.device != self._device:
                 raise FibergenError(
                     f"fibergen: parameter {i} is no longer a view of the optimizer's flat buffer (p.data replaced, "
                     "the model moved with .to()/.cuda(), or another optimizer took it over): create the optimizer "
@@ -530,13 +535,12 @@ class Optimizer(torch.optim.Optimizer):
 
     def _rebind(self, bases: list[int]) -> None:
         """Takes the flat buffers where their storage moved to: the
-        parameters' and gradients' addresses, and, on the CPU, the
-        runtime's."""
-        moved = bases[0] - self._bases[0], bases[1] - self._bases[1]
-        self._views = [(at + moved[0], g + moved[1], off, view) for at, g, off, view in self._views]
+        addresses a step hands the runtime, and, on the CPU, the runtime's
+        own."""
         self._bases = bases
-        if self._device.type == "cpu" and (ptrs := self._ptrs()) != self._bound:
-            self._handle.use_buffers(ptrs, self._n)
+        if (ptrs := self._ptrs()) != self._bound:
+            if self._device.type == "cpu":
+                self._handle.use_buffers(ptrs, self._n)
             self._bound = ptrs
 
     def set_dp(self, clip: float, noise_multiplier: float, expected_batch_size: int) -> None:
@@ -636,15 +640,15 @@ class Optimizer(torch.optim.Optimizer):
     def _adopt_grads(self) -> None:
         """Puts back into the flat gradient any ``.grad`` that was replaced
         (set to None, or a new tensor) since the layout."""
-        for i, (p, (at_p, at, off, _)) in enumerate(zip(self._params(), self._views)):
-            if (g := p.grad) is None or g.data_ptr() != at:
+        grad = self._bases[1]
+        for p, off in zip(self._params(), self._offs):
+            if (g := p.grad) is None or g.data_ptr() != grad + 4 * off:
                 view = self._grad[off:off + p.numel()].view_as(p)
                 if g is not None:
                     view.copy_(g.reshape(p.shape))
                 else:
                     view.zero_()
                 p.grad = view
-                self._views[i] = (at_p, at, off, view)
 
     def _rows(self, grads: Any, what: str, slot: int = 0) -> tuple[torch.Tensor, int]:
         """Per-example gradients, one tensor [k, *p.shape] per parameter (a
@@ -1012,7 +1016,7 @@ class Optimizer(torch.optim.Optimizer):
                 "fibergen": {"format": _STATE_DICT_FORMAT, "optimizer": self._info["name"],
                              "manifest_sha256": self._info["manifest_sha256"], "shapes": self._shapes(),
                              "world_size": self._world, "rank": self._rank,
-                             "given": [sorted(getattr(pg, "given", self._names.hypers)) for pg in self.param_groups]}}
+                             "given": [sorted(pg.given) for pg in self.param_groups]}}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restores a state_dict of this optimizer's build and layout into an
@@ -1044,13 +1048,11 @@ class Optimizer(torch.optim.Optimizer):
         the others' their ranges'; and which of them were given (the
         others the runtime derives), where the state_dict says (every one,
         in a state_dict saved before it did)."""
-        info = self._handle.info()
-        tensors = {t["name"]: t for t in info["tensors"]}
-        for i, (g, pg, sv) in enumerate(zip(self._groups, self.param_groups, saved)):
-            t = tensors.get(g.name) if g is not self._groups[0] else None
-            g.own = dict(t["own"]) if t else {}
+        for i, (pg, sv) in enumerate(zip(self.param_groups, saved)):
             pg.update({k: v for k, v in sv.items() if k != "params"})
             pg.given = set(given[i]) if given else set(self._names.hypers)
+            pg.written = set()  # the runtime restored them from its checkpoint, with which it derives
+        self._sent = set(self.param_groups[0].given)
         self._refresh_hypers()
         for g, pg in zip(self._groups, self.param_groups):
             pg.show(g.applied)  # the runtime's values, the given ones too

@@ -97,6 +97,19 @@ def test_groups_derive_their_own_lr_min(generated):
         assert opt.param_groups[i]["lr_min"] == h["lr_min"]
 
 
+def test_writing_the_derived_value_pins_it(generated):
+    """lr_min written with the very value the runtime derived is given from
+    then on: a later lr no longer moves it."""
+    ps = params()
+    opt = opened(generated, "fiber_cosine", ps, lr=0.02)
+    trust_step(opt, ps, 0)
+    opt.param_groups[0]["lr_min"] = opt.param_groups[0]["lr_min"]  # 0.02 / 100, as derived
+    trust_step(opt, ps, 1)
+    opt.param_groups[0]["lr"] = 0.01
+    trust_step(opt, ps, 2)
+    assert runtime_hypers(opt)["lr_min"] == 0.02 / 100 and opt.param_groups[0]["lr_min"] == 0.02 / 100
+
+
 def test_group_lr_min_given_equal_to_group0s_derived_stays(generated):
     """A group's own lr_min is its own even where it equals the value the
     runtime derives for group 0 (1e-5 = 1e-3 / 100): it does not follow

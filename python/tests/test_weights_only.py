@@ -10,8 +10,6 @@ from __future__ import annotations
 import io
 import pickle
 import re
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +17,6 @@ import torch
 
 import fibergen.torch as ft
 
-ROOT = Path(__file__).resolve().parents[2]
 TORCH_MAJOR = int(torch.__version__.split(".")[0])
 TORCH_VERSION = tuple(int(re.match(r"\d+", x).group()) for x in torch.__version__.split(".")[:2])  # "1.13.0a0": (1, 13)
 # torch.load takes weights_only from torch 1.13 on; before, it raises TypeError.
@@ -29,11 +26,8 @@ WEIGHTS_ONLY_TYPES = (torch.Tensor, int, float, str, bool, type(None))
 
 
 @pytest.fixture(scope="module")
-def dp_adamw(fibergen_bin, tmp_path_factory):
-    out = tmp_path_factory.mktemp("weights_only")
-    subprocess.run([str(fibergen_bin), "build", "-o", str(out), str(ROOT / "optimizers" / "dp_adamw.dsl")],
-                   check=True, stdout=subprocess.DEVNULL)
-    return out / "dp_adamw"
+def dp_adamw(generated):
+    return generated / "dp_adamw"  # the session's build (conftest.py)
 
 
 def leaves(obj, path="state_dict"):
