@@ -29,10 +29,8 @@ type HostVariant struct {
 func DescribeHostISA(r hostisa.Recipe, c hostisa.Choice) *HostISA {
 	h := &HostISA{Chosen: c.Chosen}
 	for _, d := range c.Variants {
-		for _, v := range r {
-			if v.Name == d.Name {
-				h.Variants = append(h.Variants, HostVariant{Verdict: d, Features: append([]string{}, v.Features...), Tune: v.Tune, VectorBits: v.VectorBits})
-			}
+		if v, ok := r.ByName(d.Name); ok {
+			h.Variants = append(h.Variants, HostVariant{Verdict: d, Features: append([]string{}, v.Features...), Tune: v.Tune, VectorBits: v.VectorBits})
 		}
 	}
 	return h

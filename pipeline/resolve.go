@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/internal/objcache"
@@ -124,21 +125,52 @@ func builtDir(dir string) (Resolved, error) {
 }
 
 // cachedDir is the directory of u's files in the cache, named by a hash
-// of their content, written on first use.
+// of what they are made from (cacheKey), written on first use.
 func (u *Unit) cachedDir() (Resolved, error) {
-	files, err := u.Files()
+	key, err := u.cacheKey()
 	if err != nil {
 		return Resolved{}, err
 	}
 	name := u.Func.Name
-	parts := []string{"opt", name}
-	for _, f := range files {
-		parts = append(parts, f.Name, string(f.Data))
-	}
-	dir, built, err := objcache.Entry("opt", objcache.Key(parts...), func(dir string) error {
+	dir, built, err := objcache.Entry("opt", key, func(dir string) error {
+		files, err := u.Files()
+		if err != nil {
+			return err
+		}
 		return writeFiles(filepath.Join(dir, name), files)
 	})
 	return Resolved{Dir: filepath.Join(dir, name), Built: built}, err
+}
+
+// cacheKey names u's entry in the cache by what its files (Files) are made
+// from, without making them: the name, the manifest, and each output's
+// content — the Go package's code; the kernel module, with the recipes
+// that compile it into its PTX and its host kernel (llvmgen.Toolchain's
+// Recipe, as the "ptx" and "so" entries are keyed) — or, for a target
+// other than the built-in ones, its files.
+func (u *Unit) cacheKey() (string, error) {
+	parts := []string{"opt", u.Func.Name, string(u.Manifest)}
+	for _, o := range u.Outputs {
+		switch o := o.(type) {
+		case goOutput:
+			parts = append(parts, "go", string(o.code))
+		case llvmOutput:
+			tc, err := llvmgen.FindToolchain()
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, "llvm", o.u.Module.LL, tc.Recipe("ptx"), tc.Recipe("so"))
+		default:
+			files, err := o.Files()
+			if err != nil {
+				return "", err
+			}
+			for _, f := range files {
+				parts = append(parts, f.Name, string(f.Data))
+			}
+		}
+	}
+	return objcache.Key(parts...), nil
 }
 
 // writeFiles writes files into the new directory dir.

@@ -40,7 +40,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		u.Func.DropBoundedFilters()
 	}
 	// The settings as run checks them, at step 0, the step explain shows.
-	_, warnings, err := checkSettings(u.Func, sets, 1, *extrapolate)
+	warnings, err := checkSettings(u.Func, sets, 1, *extrapolate)
 	if err != nil {
 		return fail(stderr, "explain", err)
 	}

@@ -146,7 +146,7 @@ func (o *runOptions) check(u *pipeline.Unit, stderr io.Writer) (in runArrays, er
 	if err != nil {
 		return in, err
 	}
-	_, warnings, err := checkSettings(u.Func, o.sets, steps, o.extrapolate)
+	warnings, err := checkSettings(u.Func, o.sets, steps, o.extrapolate)
 	if err != nil {
 		return in, err
 	}

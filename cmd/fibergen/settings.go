@@ -10,35 +10,37 @@ import (
 
 // checkSettings is what fibergen run and fibergen explain check of the
 // --set settings before any step, one function for both, so that explain
-// refuses and warns about exactly what run would: it returns fn's default
+// refuses and warns about exactly what run would: it checks fn's default
 // hypers overridden by sets (each in its range, every filter stable: ir's
 // ApplySettings; --allow-unstable has dropped the Bounded filters; the
 // initial values and host scalars finite: interp's CheckValues) and the
-// warnings to print, after checking the observation at the steps 0 to
-// steps-1: finite whatever the opt-ins, and a two_point weight a inside
-// [0, 1] unless extrapolate (--allow-extrapolation), where an a outside is
-// one warning, for the first step that has it.
-func checkSettings(fn *ir.Func, sets []string, steps int, extrapolate bool) (h []float64, warnings []string, err error) {
-	if h, err = fn.ApplySettings(sets); err != nil {
-		return nil, nil, err
+// observation at the steps 0 to steps-1, and returns the warnings to
+// print. The observation must be finite whatever the opt-ins, and a
+// two_point weight a inside [0, 1] unless extrapolate
+// (--allow-extrapolation), where an a outside is one warning, for the
+// first step that has it.
+func checkSettings(fn *ir.Func, sets []string, steps int, extrapolate bool) (warnings []string, err error) {
+	h, err := fn.ApplySettings(sets)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkValues(fn, h); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for t := range steps {
 		if err := fn.CheckObservationFinite(h, t); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		err := fn.CheckObservation(h, t)
 		switch {
 		case err == nil:
 		case !extrapolate:
-			return nil, nil, fmt.Errorf("%w (--allow-extrapolation)", err)
+			return nil, fmt.Errorf("%w (--allow-extrapolation)", err)
 		case warnings == nil:
 			warnings = append(warnings, fmt.Sprintf("%v: opted in with --allow-extrapolation", err))
 		}
 	}
-	return h, warnings, nil
+	return warnings, nil
 }
 
 // checkValues refuses hypers h at which an initial value or a host scalar

@@ -248,20 +248,31 @@ func (k *kernel) newEntry(s signature, symbol string) (*llvm.Func, *llvm.Block) 
 
 // targetVariant compiles the host function f for the variant v: with
 // exactly v's LLVM target features (the ones the runtime checks CPUID
-// for, hostisa) and its scheduling model. A variant with 512-bit
-// registers is told to use them: LLVM otherwise splits every 512-bit
-// vector in two on the CPUs its AVX-512 tuning is for.
+// for, hostisa) and its scheduling model (variantAttrs).
 func targetVariant(f *llvm.Func, v hostisa.Variant) {
+	for _, a := range variantAttrs(v) {
+		f.FuncAttrs = append(f.FuncAttrs, a)
+	}
+}
+
+// variantAttrs are the function attributes of a host function compiled
+// for the variant v: its LLVM target features, its scheduling model, and,
+// for a variant with 512-bit registers, the order to use them: LLVM
+// otherwise splits every 512-bit vector in two on the CPUs its AVX-512
+// tuning is for.
+func variantAttrs(v hostisa.Variant) []llvm.AttrPair {
+	var out []llvm.AttrPair
 	if len(v.Features) > 0 {
-		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "target-features", Value: v.TargetFeatures()})
+		out = append(out, llvm.AttrPair{Key: "target-features", Value: v.TargetFeatures()})
 	}
 	if v.Tune != "" {
-		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "tune-cpu", Value: v.Tune})
+		out = append(out, llvm.AttrPair{Key: "tune-cpu", Value: v.Tune})
 	}
 	if v.VectorBits > 256 {
 		width := strconv.Itoa(v.VectorBits)
-		f.FuncAttrs = append(f.FuncAttrs, llvm.AttrPair{Key: "min-legal-vector-width", Value: width}, llvm.AttrPair{Key: "prefer-vector-width", Value: width})
+		out = append(out, llvm.AttrPair{Key: "min-legal-vector-width", Value: width}, llvm.AttrPair{Key: "prefer-vector-width", Value: width})
 	}
+	return out
 }
 
 // emitHostVariants emits the host function of s once per instruction-set

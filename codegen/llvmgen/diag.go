@@ -14,10 +14,11 @@ import (
 
 // This file emits the diagnostics' entry points (docs/kernels.md,
 // "Diagnostics"): for each declared diagnostic KIND an NVPTX kernel
-// <name>_KIND and a host function <name>_KIND_cpu (with its AVX2 twin)
-// that compute the chunk partials of the diagnostic's sums from the states
-// after a step, in the order of reduce.go. They take the step's buffers and
-// scalars as the step entry points do, and read only the states they need.
+// <name>_KIND and a host function <name>_KIND_cpu (with its AVX2 and
+// AVX-512 twins) that compute the chunk partials of the diagnostic's sums
+// from the states after a step, in the order of reduce.go. They take the
+// step's buffers and scalars as the step entry points do, and read only
+// the states they need.
 
 // DiagKernel is the NVPTX kernel of a diagnostic, e.g. fiber_clamp_mass.
 func (k *Module) DiagKernel(kind string) string { return k.Name + "_" + kind }

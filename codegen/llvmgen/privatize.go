@@ -19,7 +19,8 @@ import (
 // min(1, C/sqrt(norm²)) in float64, and the clipped sum over the divisor
 // Σ_ξ scale_ξ·u_ξ / d (d the expected batch size, whatever the number of
 // examples) — each as an NVPTX kernel <name>_privatize_<phase>
-// and a host function <name>_privatize_<phase>_cpu with its AVX2 twin.
+// and a host function <name>_privatize_<phase>_cpu with its AVX2 and
+// AVX-512 twins.
 
 // PrivatizePhases are the privatize kernels in the order they run.
 var PrivatizePhases = []string{"norms", "scales", "sum"}
@@ -28,7 +29,8 @@ var PrivatizePhases = []string{"norms", "scales", "sum"}
 func (k *Module) PrivatizeKernel(phase string) string { return k.Name + "_privatize_" + phase }
 
 // PrivatizeHostFunc is the host function of a phase, e.g.
-// fiber_privatize_norms_cpu; its AVX2 twin adds _avx2.
+// fiber_privatize_norms_cpu; its AVX2 and AVX-512 twins add _avx2 and
+// _avx512.
 func (k *Module) PrivatizeHostFunc(phase string) string { return k.PrivatizeKernel(phase) + hostSuffix }
 
 // privatizeSignature is the NVPTX kernel of a phase:

@@ -41,27 +41,16 @@ func StreamModule(goarch string) string {
 		lanes := v.VectorBits / 32
 		writeStreamFunc(&b, ir.StreamCopySymbol+v.Suffix, i, lanes, nt, false)
 		writeStreamFunc(&b, ir.StreamTriadSymbol+v.Suffix, i, lanes, nt, true)
-		fmt.Fprintf(&b, "attributes #%d = { nounwind%s }\n\n", i, streamAttrs(v))
+		fmt.Fprintf(&b, "attributes #%d = { nounwind", i)
+		for _, a := range variantAttrs(v) {
+			b.WriteString(" " + a.String())
+		}
+		b.WriteString(" }\n\n")
 	}
 	if nt {
 		b.WriteString("declare void @llvm.x86.sse.sfence() nounwind\n\n!0 = !{i32 1}\n")
 	}
 	return b.String()
-}
-
-// streamAttrs are v's function attributes as targetVariant sets them.
-func streamAttrs(v hostisa.Variant) string {
-	var a string
-	if len(v.Features) > 0 {
-		a += fmt.Sprintf(" %q=%q", "target-features", v.TargetFeatures())
-	}
-	if v.Tune != "" {
-		a += fmt.Sprintf(" %q=%q", "tune-cpu", v.Tune)
-	}
-	if v.VectorBits > 256 {
-		a += fmt.Sprintf(" \"min-legal-vector-width\"=\"%d\" \"prefer-vector-width\"=\"%d\"", v.VectorBits, v.VectorBits)
-	}
-	return a
 }
 
 // writeStreamFunc writes one STREAM kernel: a scalar head up to the first

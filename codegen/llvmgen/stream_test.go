@@ -2,6 +2,7 @@ package llvmgen
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,7 +33,13 @@ func TestStreamNonTemporal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := run(tc.LLC, opt, "-O3", "-filetype=asm", "-relocation-model=pic", "--fp-contract=off")
+	flags := slices.Clone(hostFlags)
+	i := slices.Index(flags, "-filetype=obj")
+	if i < 0 {
+		t.Fatalf("hostFlags %q have no -filetype=obj to swap for -filetype=asm", hostFlags)
+	}
+	flags[i] = "-filetype=asm"
+	out, err := run(tc.LLC, opt, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}

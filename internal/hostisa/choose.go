@@ -77,14 +77,14 @@ func (v Variant) Missing(cpu Features) []string {
 // is an error that lists the valid ones, and a variant cpu cannot run an
 // error that names the features it lacks.
 func Choose(r Recipe, cpu Features, force string) (Choice, error) {
-	if _, ok := r.byName(force); !ok && force != "" {
+	if _, ok := r.ByName(force); !ok && force != "" {
 		return Choice{}, fmt.Errorf("%s=%s is not a variant: want %s", EnvVar, force, r.names())
 	}
 	var c Choice
 	for i := len(r) - 1; i >= 0; i-- {
 		c.Variants = append(c.Variants, c.verdict(r[i], cpu, force))
 	}
-	if v, _ := r.byName(force); force != "" && c.Chosen != force {
+	if v, _ := r.ByName(force); force != "" && c.Chosen != force {
 		return Choice{}, fmt.Errorf("%s=%s: this CPU lacks %s, which the %s variant is compiled for; it runs %s",
 			EnvVar, force, strings.Join(v.Missing(cpu), ", "), force, orList(c.runs()))
 	}

@@ -101,10 +101,11 @@ func Of(symbol string) Variant {
 
 // ByName returns the variant called name.
 func ByName(name string) (Variant, bool) {
-	return amd64.byName(name)
+	return amd64.ByName(name)
 }
 
-func (r Recipe) byName(name string) (Variant, bool) {
+// ByName returns r's variant called name.
+func (r Recipe) ByName(name string) (Variant, bool) {
 	for _, v := range r {
 		if v.Name == name {
 			return v, true
