@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fibergen/fibergen/codegen/llvmgen"
 	"github.com/fibergen/fibergen/dsl"
 	"github.com/fibergen/fibergen/internal/fileout"
 	"github.com/fibergen/fibergen/internal/objcache"
@@ -143,32 +142,16 @@ func (u *Unit) cachedDir() (Resolved, error) {
 }
 
 // cacheKey names u's entry in the cache by what its files (Files) are made
-// from, without making them: the name, the manifest, and each output's
-// content — the Go package's code; the kernel module, with the recipes
-// that compile it into its PTX and its host kernel (llvmgen.Toolchain's
-// Recipe, as the "ptx" and "so" entries are keyed) — or, for a target
-// other than the built-in ones, its files.
+// from, without making them: the name, the manifest and each output's
+// Inputs.
 func (u *Unit) cacheKey() (string, error) {
 	parts := []string{"opt", u.Func.Name, string(u.Manifest)}
 	for _, o := range u.Outputs {
-		switch o := o.(type) {
-		case goOutput:
-			parts = append(parts, "go", string(o.code))
-		case llvmOutput:
-			tc, err := llvmgen.FindToolchain()
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, "llvm", o.u.Module.LL, tc.Recipe("ptx"), tc.Recipe("so"))
-		default:
-			files, err := o.Files()
-			if err != nil {
-				return "", err
-			}
-			for _, f := range files {
-				parts = append(parts, f.Name, string(f.Data))
-			}
+		in, err := o.Inputs()
+		if err != nil {
+			return "", err
 		}
+		parts = append(parts, in...)
 	}
 	return objcache.Key(parts...), nil
 }

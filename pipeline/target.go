@@ -36,6 +36,10 @@ type Output interface {
 	// Files are the files fibergen build writes for the output, in
 	// order; making them may run external tools (LLVM's).
 	Files() ([]File, error)
+	// Inputs are what Files are made from, without making them: the
+	// generated text and the recipe of every tool that runs on it. The
+	// cache of optimizers opened by name is keyed by them (Resolve).
+	Inputs() ([]string, error)
 }
 
 // Targets are the code generators Compile runs, in order: the Go
@@ -98,6 +102,8 @@ func (goOutput) Kernels() *manifest.Kernels { return nil }
 
 func (o goOutput) Files() ([]File, error) { return []File{{o.name + ".go", o.code}}, nil }
 
+func (o goOutput) Inputs() ([]string, error) { return []string{"go", string(o.code)}, nil }
+
 // llvmTarget is the kernels' LLVM module, <name>.ll (package llvmgen),
 // with the PTX for NVIDIA GPUs and the host kernel for this machine that
 // LLVM's tools build from it.
@@ -117,6 +123,15 @@ func (llvmTarget) Generate(u *Unit) (Output, error) {
 type llvmOutput struct{ u *Unit }
 
 func (o llvmOutput) Kernels() *manifest.Kernels { return &o.u.Module.Kernels }
+
+// Inputs are the module and the recipes of its PTX and host kernel.
+func (o llvmOutput) Inputs() ([]string, error) {
+	tc, err := llvmgen.FindToolchain()
+	if err != nil {
+		return nil, err
+	}
+	return []string{"llvm", o.u.Module.LL, tc.Recipe("ptx"), tc.Recipe("so")}, nil
+}
 
 // Files are the module, its PTX and the host kernel, the PTX and the host
 // kernel's variants compiled at once, each by its own LLVM processes.
