@@ -167,7 +167,11 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	}
 	n := len(out)
 	if out == nil {
-		if len(o.bufs[ir.GradBuffer]) != o.n { // ranges (RegisterRange) on a device: the gradient is the trainer's
+		// Ranges (RegisterRange) without the trainer's host buffers, as Step
+		// refuses them: the gradient is the trainer's device memory (the
+		// backends rely on this refusal). Ranges of no coordinates have no
+		// gradient to write.
+		if o.hasRanges() && !o.callerBuffers && o.n > 0 {
 			return privJob{}, fmt.Errorf("runtime: Privatize: the gradient of %s is the trainer's device memory (RegisterRange): privatize into it with PrivatizeDevice", o.Name())
 		}
 		n = o.n
