@@ -35,8 +35,11 @@ package main
 #include <stdlib.h>
 
 // The ABI version fg_abi_version returns, and the statuses every function
-// returns: one place for them, copied by cgo into libfibergen.h and by
-// capi/internal/genpy into the binding's _abi.py.
+// returns, copied by cgo into libfibergen.h and by capi/internal/genpy
+// into the binding's _abi.py. The statuses are defined here alone; the
+// version is a second literal in internal/version (CABI, which fibergen
+// --version prints and which cannot import this package main): change
+// both, capi/version_test.go keeps them equal.
 #define FG_ABI_VERSION 7
 #define FG_OK 0
 #define FG_ERROR 1

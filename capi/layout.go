@@ -38,8 +38,8 @@ func fg_register_range(h C.int64_t, name *C.char, n C.int64_t, err *C.char, errl
 func fg_set_tensor_hypers(h C.int64_t, name, valuesJSON *C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		var values map[string]float64
-		if e := decodeJSON(C.GoString(valuesJSON), &values); e != nil {
-			return fmt.Errorf("fibergen: tensor hypers: %w", e)
+		if e := decodeJSON("tensor hypers", C.GoString(valuesJSON), &values); e != nil {
+			return e
 		}
 		t, e := tensorNamed(o, C.GoString(name))
 		if e != nil {
@@ -108,15 +108,11 @@ type shardRequest struct {
 //
 //export fg_shard
 func fg_shard(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
-	return status(shardAnswer(request, out), err, errlen)
-}
-
-func shardAnswer(request *C.char, out **C.char) error {
-	return jsonAnswer("shard", out, func() (any, error) {
+	return status(jsonAnswer("shard", out, func() (any, error) {
 		var q shardRequest
-		if e := decodeJSON(C.GoString(request), &q); e != nil {
-			return nil, fmt.Errorf("fibergen: shard: %w", e)
+		if e := decodeJSON("shard", C.GoString(request), &q); e != nil {
+			return nil, e
 		}
 		return runtime.Shard(q.Sizes, q.World, q.Rank)
-	})
+	}), err, errlen)
 }

@@ -46,8 +46,8 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 		return errors.New("fibergen: open: no place for the handle (out is NULL)")
 	}
 	var opts openOptions
-	if e := decodeJSON(C.GoString(optionsJSON), &opts); e != nil {
-		return fmt.Errorf("fibergen: open options: %w", e)
+	if e := decodeJSON("open options", C.GoString(optionsJSON), &opts); e != nil {
+		return e
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
 		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain,
@@ -69,15 +69,15 @@ func register(o *runtime.Optimizer) int64 {
 }
 
 // decodeJSON decodes s, one JSON value, into v, refusing unknown fields
-// and anything after the value.
-func decodeJSON(s string, v any) error {
+// and anything after the value; its error says "fibergen: what: ".
+func decodeJSON(what, s string, v any) error {
 	d := json.NewDecoder(strings.NewReader(s))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return err
+		return fmt.Errorf("fibergen: %s: %w", what, err)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return fmt.Errorf("data after the JSON value at offset %d", d.InputOffset())
+		return fmt.Errorf("fibergen: %s: data after the JSON value at offset %d", what, d.InputOffset())
 	}
 	return nil
 }
@@ -215,8 +215,8 @@ func infoOf(o *runtime.Optimizer) info {
 func fg_set_hypers(h C.int64_t, valuesJSON *C.char, err *C.char, errlen C.size_t) C.int {
 	return with(h, err, errlen, func(o *runtime.Optimizer) error {
 		var values map[string]float64
-		if e := decodeJSON(C.GoString(valuesJSON), &values); e != nil {
-			return fmt.Errorf("fibergen: hypers: %w", e)
+		if e := decodeJSON("hypers", C.GoString(valuesJSON), &values); e != nil {
+			return e
 		}
 		return o.SetHypers(values)
 	})

@@ -59,8 +59,8 @@ func fg_set_budget(h C.int64_t, request *C.char, sigma *C.double, err *C.char, e
 			return e
 		}
 		var b budget
-		if e := decodeJSON(C.GoString(request), &b); e != nil {
-			return fmt.Errorf("fibergen: budget: %w", e)
+		if e := decodeJSON("budget", C.GoString(request), &b); e != nil {
+			return e
 		}
 		s, e := b.schedule.schedule()
 		if e != nil {
@@ -101,19 +101,15 @@ type answer struct {
 //
 //export fg_privacy
 func fg_privacy(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
-	return status(privacyAnswer(request, out), err, errlen)
-}
-
-func privacyAnswer(request *C.char, out **C.char) error {
-	return jsonAnswer("privacy", out, func() (any, error) {
+	return status(jsonAnswer("privacy", out, func() (any, error) {
 		return answerQuery(C.GoString(request))
-	})
+	}), err, errlen)
 }
 
 func answerQuery(request string) (answer, error) {
 	var q query
-	if err := decodeJSON(request, &q); err != nil {
-		return answer{}, fmt.Errorf("fibergen: privacy query: %w", err)
+	if err := decodeJSON("privacy query", request, &q); err != nil {
+		return answer{}, err
 	}
 	if !(q.Sigma > 0) && !(q.Epsilon > 0) {
 		return answer{}, fmt.Errorf("fibergen: privacy query: give sigma > 0 (for the ε spent), epsilon > 0 (for the σ needed) or both (for the δ of that ε)")

@@ -50,7 +50,7 @@ func TestAnswerQuery(t *testing.T) {
 // privacy/'s tests cover those runs.
 func long(req string) bool {
 	var q query
-	if decodeJSON(req, &q) != nil {
+	if decodeJSON("privacy query", req, &q) != nil {
 		return false
 	}
 	s, err := q.schedule.schedule()

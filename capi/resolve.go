@@ -6,8 +6,6 @@ package main
 import "C"
 
 import (
-	"fmt"
-
 	"github.com/fibergen/fibergen/internal/objcache"
 	"github.com/fibergen/fibergen/pipeline"
 )
@@ -42,8 +40,8 @@ type resolved struct {
 func fg_resolve(request *C.char, out **C.char, err *C.char, errlen C.size_t) C.int {
 	return status(jsonAnswer("resolve", out, func() (any, error) {
 		var q resolveRequest
-		if e := decodeJSON(C.GoString(request), &q); e != nil {
-			return nil, fmt.Errorf("fibergen: resolve: %w", e)
+		if e := decodeJSON("resolve", C.GoString(request), &q); e != nil {
+			return nil, e
 		}
 		env := map[string]string{objcache.EnvDir: q.Cache, "XDG_CACHE_HOME": q.XDGCacheHome, "HOME": q.Home}
 		objcache.SetGetenv(func(k string) string { return env[k] })

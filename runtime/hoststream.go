@@ -82,12 +82,9 @@ func (s *HostStream) Close() {
 }
 
 // run runs f over [0, n) in Threads parts, each a whole number of cache
-// lines but the last, at once.
+// lines but the last, at once (parallelChunks; where n/Threads is itself a
+// whole number of lines, the fewer than Threads floats left over are one
+// part more).
 func (s *HostStream) run(n int, f func(lo, hi int) error) error {
-	per := max((n/s.Threads()+15)&^15, 16)
-	var work []func() error
-	for lo := 0; lo < n; lo += per {
-		work = append(work, func() error { return f(lo, min(lo+per, n)) })
-	}
-	return runLimited(work, s.Threads())
+	return parallelChunks(n, max((n/s.Threads()+15)&^15, 16), f)
 }

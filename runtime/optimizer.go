@@ -520,18 +520,34 @@ func (o *Optimizer) noHyper(name string) error {
 // parameter buffer; all tensors are registered before the first step.
 func (o *Optimizer) Register(name string, params []float32) (*Tensor, error) {
 	defer o.lock()()
-	switch {
-	case o.bufs != nil:
+	if o.bufs != nil {
 		return nil, fmt.Errorf("runtime: register %s: tensors are registered before the first step", name)
-	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
-		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
-	case o.hasRanges():
+	}
+	if err := o.registered(name); err != nil {
+		return nil, err
+	}
+	if o.hasRanges() {
 		return nil, fmt.Errorf("runtime: register %s: %s has ranges of the trainer's buffers (RegisterRange), which tensors with values do not mix with", name, o.Name())
 	}
-	t := &Tensor{Name: name, Offset: o.n, Len: len(params), o: o, init: slices.Clone(params), bad: -1}
+	return o.addTensor(&Tensor{Name: name, Len: len(params), init: slices.Clone(params)}), nil
+}
+
+// registered refuses a name that a tensor has already (Register,
+// RegisterRange).
+func (o *Optimizer) registered(name string) error {
+	if slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }) {
+		return fmt.Errorf("runtime: tensor %s is registered already", name)
+	}
+	return nil
+}
+
+// addTensor adds t, of t.Len coordinates, after the tensors registered
+// already.
+func (o *Optimizer) addTensor(t *Tensor) *Tensor {
+	t.Offset, t.o, t.bad = o.n, o, -1
 	o.tensors = append(o.tensors, t)
-	o.n += len(params)
-	return t, nil
+	o.n += t.Len
+	return t
 }
 
 // Tensors lists the registered tensors in order.

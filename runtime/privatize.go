@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/reduce"
@@ -168,7 +167,11 @@ func (o *Optimizer) privJob(cur, look, out []float32) (privJob, error) {
 	}
 	n := len(out)
 	if out == nil {
-		if len(o.bufs[ir.GradBuffer]) != o.n { // ranges (RegisterRange) on a device: the gradient is the trainer's
+		// Ranges (RegisterRange) without the trainer's host buffers, as Step
+		// refuses them: the gradient is the trainer's device memory (the
+		// backends rely on this refusal). Ranges of no coordinates have no
+		// gradient to write.
+		if o.hasRanges() && !o.callerBuffers && o.n > 0 {
 			return privJob{}, fmt.Errorf("runtime: Privatize: the gradient of %s is the trainer's device memory (RegisterRange): privatize into it with PrivatizeDevice", o.Name())
 		}
 		n = o.n
@@ -343,32 +346,11 @@ func (b *cpuBackend) privPhase(phase int, a hostkernel.PrivatizeArgs, lo, hi int
 	return nil
 }
 
-// split runs f on at most b.threads pieces of [0, n), each at least min
-// long, at once, and returns the first error.
+// split runs f on at most b.threads pieces of [0, n), each at least least
+// long, at once (one piece on the caller's goroutine), and returns their
+// errors joined.
 func (b *cpuBackend) split(n, least int, f func(lo, hi int) error) error {
-	per := max((n+b.threads-1)/b.threads, least)
-	if n <= per { // one piece (every phase of a small model's): on the caller's goroutine
-		if n == 0 {
-			return nil
-		}
-		return f(0, n)
-	}
-	var wg sync.WaitGroup
-	var errs []error
-	var mu sync.Mutex
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(lo, min(lo+per, n)); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return parallelChunks(n, max((n+b.threads-1)/b.threads, least), f)
 }
 
 // openPrivatize loads the privatize host functions of the shared object

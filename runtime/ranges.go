@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // Tensors over the trainer's buffers. An optimizer that steps buffers the
@@ -33,13 +32,11 @@ func (o *Optimizer) RegisterRange(name string, n int) (*Tensor, error) {
 		return nil, fmt.Errorf("runtime: register range %s: ranges are registered before the buffers are given", name)
 	case o.ownsTensors():
 		return nil, fmt.Errorf("runtime: register range %s: %s has tensors with values of its own (Register), which ranges do not mix with", name, o.Name())
-	case slices.ContainsFunc(o.tensors, func(t *Tensor) bool { return t.Name == name }):
-		return nil, fmt.Errorf("runtime: tensor %s is registered already", name)
 	}
-	t := &Tensor{Name: name, Offset: o.n, Len: n, o: o, bad: -1, ranged: true}
-	o.tensors = append(o.tensors, t)
-	o.n += n
-	return t, nil
+	if err := o.registered(name); err != nil {
+		return nil, err
+	}
+	return o.addTensor(&Tensor{Name: name, Len: n, ranged: true}), nil
 }
 
 // ownsTensors reports whether the optimizer has tensors with values of

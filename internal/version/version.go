@@ -15,8 +15,10 @@ import (
 	"github.com/fibergen/fibergen/rng"
 )
 
-// CABI is the C ABI version of capi (FG_ABI_VERSION, fg_abi_version); capi's
-// TestABIVersionIsVersionCABI keeps the two equal.
+// CABI is the C ABI version of capi (FG_ABI_VERSION, fg_abi_version): a
+// second literal of the #define in capi/capi.go's cgo preamble, which this
+// package cannot import (capi is a cgo package main). Change both;
+// TestABIVersionIsVersionCABI (capi/version_test.go) keeps them equal.
 const CABI = 7
 
 // Identity is a build's identity.
