@@ -84,17 +84,20 @@ func (c *checker) diagnosticArg(d *DiagnosticDecl, id *Ident, role string, live 
 }
 
 // checkFloored checks that id is defined in step as max(x, floor) with a
-// per-step uniform floor, the clamp that the diagnostic detects.
+// per-coordinate x, the clamp that the diagnostic detects. The floor may be
+// per-step uniform (eps_v) or per-coordinate (rho * vhat); a uniform first
+// argument with a per-coordinate second is the floor written first, which
+// would make the diagnostic measure the unclamped coordinates.
 func (c *checker) checkFloored(d *DiagnosticDecl, id *Ident, defs map[string]*AssignStmt) {
 	a := defs[id.Name]
 	if a == nil || c.info.Uses[id] == nil {
 		return // not a local or state of step: reported above or by checkUpdated
 	}
 	call, ok := Unparen(a.RHS).(*CallExpr)
-	if ok && call.Fun.Name == "max" && len(call.Args) == 2 && !c.isVarying(call.Args[1]) {
+	if ok && call.Fun.Name == "max" && len(call.Args) == 2 && (c.isVarying(call.Args[0]) || !c.isVarying(call.Args[1])) {
 		return
 	}
-	c.errorf(id.NamePos, "diagnostic %s needs %s defined as max(x, floor) with a per-step uniform floor, but %s is `%s` (line %d)",
+	c.errorf(id.NamePos, "diagnostic %s needs %s defined as max(x, floor) with a per-coordinate x, but %s is `%s` (line %d)",
 		d.Kind.Name, id.Name, id.Name, ExprString(a.RHS), a.LHS.NamePos.Line)
 }
 

@@ -44,6 +44,8 @@ const (
 	noCorrection         fiberCorrection = iota // nothing: v̄_t = max(v̂_t, ε_v)
 	fullCorrection                              // σ_w², as if A = 1
 	finiteTimeCorrection                        // A_t(ω) σ_w²
+	noiseFloor                                  // A(ω) σ_w², floored at max(κ_v A(ω) σ_w², ε_v)
+	relativeFloor                               // A(ω) σ_w², floored at max(ρ v̂_t, ε_v)
 )
 
 // fiberAblationBound is the step of a FiBeR ablation in ev arithmetic:
@@ -52,6 +54,15 @@ type fiberAblationBound struct {
 	fiberBound
 	kind   fiberCorrection
 	attenT []float64 // A_t(ω) for t < oracleSteps, for finiteTimeCorrection
+	floorK float64   // κ_v for noiseFloor, ρ for relativeFloor
+}
+
+// newFiberFloorBound is the bound of fiber_nfloor (noiseFloor, k = κ_v) or
+// fiber_rfloor (relativeFloor, k = ρ).
+func newFiberFloorBound(h oracle.FiBeRHypers, kind fiberCorrection, k float64) fiberAblationBound {
+	b := newFiberAblationBound(h, kind)
+	b.floorK = k
+	return b
 }
 
 func newFiberAblationBound(h oracle.FiBeRHypers, kind fiberCorrection) fiberAblationBound {
@@ -79,6 +90,11 @@ func (b fiberAblationBound) step(t int, sigmaW2 float64, theta ev, g float64, st
 				a = oracle.FiniteAttenuation(b.h.Omega, t)
 			}
 			return maxE(sub(vhat, host(a*sigmaW2)), host(b.h.EpsV))
+		case noiseFloor:
+			filt := b.atten * sigmaW2
+			return maxE(sub(vhat, host(filt)), host(math.Max(b.floorK*filt, b.h.EpsV)))
+		case relativeFloor:
+			return maxE(sub(vhat, host(b.atten*sigmaW2)), maxE(mul(host(b.floorK), vhat), host(b.h.EpsV)))
 		}
 		return maxE(vhat, host(b.h.EpsV))
 	})

@@ -16,7 +16,9 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
 	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
+	"github.com/fibergen/fibergen/generated/fiber_nfloor"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/generated/fiber_rfloor"
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/manifest"
@@ -34,6 +36,7 @@ var clampMassFuncs = map[string]any{
 	"fiber": fiber.ClampMass, "disk_corr": disk_corr.ClampMass, "abtrack": abtrack.ClampMass,
 	"dp_adambc": dp_adambc.ClampMass, "fiber_bccorr": fiber_bccorr.ClampMass, "fiber_ft": fiber_ft.ClampMass,
 	"doppler": doppler.ClampMass, "fiber_nocorr": fiber_nocorr.ClampMass, "fiber_cosine": fiber_cosine.ClampMass,
+	"fiber_nfloor": fiber_nfloor.ClampMass, "fiber_rfloor": fiber_rfloor.ClampMass,
 }
 
 // TestClampMassDeclared checks that every shipped optimizer with a floored

@@ -18,7 +18,9 @@ import (
 	"github.com/fibergen/fibergen/generated/fiber_bccorr"
 	"github.com/fibergen/fibergen/generated/fiber_cosine"
 	"github.com/fibergen/fibergen/generated/fiber_ft"
+	"github.com/fibergen/fibergen/generated/fiber_nfloor"
 	"github.com/fibergen/fibergen/generated/fiber_nocorr"
+	"github.com/fibergen/fibergen/generated/fiber_rfloor"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/manifest"
 	"github.com/fibergen/fibergen/tests/oracle"
@@ -81,6 +83,8 @@ var optimizers = []*optimizer{
 	{name: "fiber_ft", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberFTImpl, newRef: newFiberFTRef, pkg: goPackage{fiber_ft.Defaults, fiber_ft.NewHost, fiber_ft.Step, privRef{fiber_ft.PrivatizeNorms, fiber_ft.PrivatizeScales, fiber_ft.PrivatizeSum}}},
 	{name: "doppler", states: []string{"y", "y1", "g1", "m", "v"}, newImpl: newDopplerImpl, newRef: newDopplerRef, pkg: goPackage{doppler.Defaults, doppler.NewHost, doppler.Step, privRef{doppler.PrivatizeNorms, doppler.PrivatizeScales, doppler.PrivatizeSum}}},
 	{name: "dp_lion", states: []string{"m"}, newImpl: newLionImpl, newRef: newLionRef, pkg: goPackage{dp_lion.Defaults, dp_lion.NewHost, dp_lion.Step, privRef{dp_lion.PrivatizeNorms, dp_lion.PrivatizeScales, dp_lion.PrivatizeSum}}},
+	{name: "fiber_nfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberNFloorImpl, newRef: newFiberNFloorRef, pkg: goPackage{fiber_nfloor.Defaults, fiber_nfloor.NewHost, fiber_nfloor.Step, privRef{fiber_nfloor.PrivatizeNorms, fiber_nfloor.PrivatizeScales, fiber_nfloor.PrivatizeSum}}},
+	{name: "fiber_rfloor", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberRFloorImpl, newRef: newFiberRFloorRef, pkg: goPackage{fiber_rfloor.Defaults, fiber_rfloor.NewHost, fiber_rfloor.Step, privRef{fiber_rfloor.PrivatizeNorms, fiber_rfloor.PrivatizeScales, fiber_rfloor.PrivatizeSum}}},
 	{name: "fiber_cosine", states: []string{"gt", "r", "m", "v", "lookahead"}, newImpl: newFiberCosineImpl, newRef: newFiberCosineRef, pkg: goPackage{fiber_cosine.Defaults, fiber_cosine.NewHost, fiber_cosine.Step, privRef{fiber_cosine.PrivatizeNorms, fiber_cosine.PrivatizeScales, fiber_cosine.PrivatizeSum}}},
 }
 
@@ -184,10 +188,20 @@ func (o fiberRef) States() [][]float64 { return [][]float64{o.G, o.R, o.M, o.V, 
 func (o fiberRef) SetT(t int)          { o.T = t }
 
 func fiberHypers(sets []setting) (oracle.FiBeRHypers, error) {
-	h := oracle.DefaultFiBeR()
+	h, _, err := fiberFloorHypers(sets, "", 0)
+	return h, err
+}
+
+// fiberFloorHypers is fiberHypers with one more hyper, extra (κ_v or ρ,
+// default def; "" for none), returned beside FiBeR's.
+func fiberFloorHypers(sets []setting, extra string, def float64) (oracle.FiBeRHypers, float64, error) {
+	h, k := oracle.DefaultFiBeR(), def
 	fields := adamWFields(&h.AdamW)
 	fields["kappa"], fields["gamma"], fields["omega"], fields["eps_v"] = &h.Kappa, &h.Gamma, &h.Omega, &h.EpsV
-	return h, setFields(fields, sets)
+	if extra != "" {
+		fields[extra] = &k
+	}
+	return h, k, setFields(fields, sets)
 }
 
 func newFiberRef(sets []setting, n int) (reference, bounded, error) {
@@ -532,6 +546,42 @@ func newFiberBCCorrImpl(sets []setting, n int) (implementation, error) {
 	return fiberBCCorrImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
 }
 
+type fiberNFloorImpl struct {
+	*fiber_nfloor.Optimizer
+	fiberStates
+}
+
+func newFiberNFloorImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_nfloor.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_nfloor.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberNFloorImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
+}
+
+type fiberRFloorImpl struct {
+	*fiber_rfloor.Optimizer
+	fiberStates
+}
+
+func newFiberRFloorImpl(sets []setting, n int) (implementation, error) {
+	h := fiber_rfloor.Defaults()
+	if err := applySets(h.Set, sets); err != nil {
+		return nil, err
+	}
+	o, err := fiber_rfloor.New(h, n)
+	if err != nil {
+		return nil, err
+	}
+	o.Noise = false // the streams hold privatized gradients
+	return fiberRFloorImpl{o, fiberStates{o.Gt, o.R, o.M, o.V, o.Lookahead}}, nil
+}
+
 type fiberFTImpl struct {
 	*fiber_ft.Optimizer
 	fiberStates
@@ -571,6 +621,24 @@ func newFiberNoCorrRef(sets []setting, n int) (reference, bounded, error) {
 	}
 	o := oracle.NewFiBeRNoCorr(h, n)
 	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberAblationBound(h, noCorrection), nil
+}
+
+func newFiberNFloorRef(sets []setting, n int) (reference, bounded, error) {
+	h, k, err := fiberFloorHypers(sets, "kappa_v", fiber_nfloor.Defaults().KappaV)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := oracle.NewFiBeRNoiseFloor(h, k, n)
+	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberFloorBound(h, noiseFloor, k), nil
+}
+
+func newFiberRFloorRef(sets []setting, n int) (reference, bounded, error) {
+	h, k, err := fiberFloorHypers(sets, "rho", fiber_rfloor.Defaults().Rho)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := oracle.NewFiBeRRelFloor(h, k, n)
+	return fiberVariantRef{o.Step, fiberOracleStates{&o.FiBeR}}, newFiberFloorBound(h, relativeFloor, k), nil
 }
 
 func newFiberBCCorrRef(sets []setting, n int) (reference, bounded, error) {

@@ -73,6 +73,16 @@ var hyperSets = map[string][][]setting{
 		{{"wd", 0.01}, {"omega", 0.5}, {"eps_v", 0}},
 		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}},
 	},
+	"fiber_nfloor": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"kappa_v", 0.1}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}, {"kappa_v", 4}},
+	},
+	"fiber_rfloor": {
+		nil,
+		{{"wd", 0.01}, {"omega", 0.5}, {"rho", 0.05}},
+		{{"lr", 1e-2}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"eps_v", 1e-6}, {"omega", 1}, {"rho", 0.9}},
+	},
 	"fiber_bccorr": {
 		nil,
 		{{"wd", 0.01}, {"omega", 0.5}, {"kappa", 0.8}},
@@ -505,9 +515,10 @@ func TestOracleFirstStep(t *testing.T) {
 	gw := g + coupled.Wd*theta0 // DP-Adam's moments see g + λθ
 	wantAdam := theta0 - w.Lr*gw/(math.Abs(gw)+w.Eps)
 	wantAdamBC := theta0 - w.Lr*g/(math.Sqrt(math.Max(g*g-sigmaW2, 1e-8))+w.Eps)
-	fiberWith := func(c float64) float64 { // FiBeR's first step with the correction c
-		return (1-f.Lr*f.Wd)*theta0 - f.Lr*gtF/(math.Sqrt(math.Max(gtF*gtF-c, f.EpsV))+f.Eps)
+	floored := func(c, floor float64) float64 { // FiBeR's first step with the correction c and the floor
+		return (1-f.Lr*f.Wd)*theta0 - f.Lr*gtF/(math.Sqrt(math.Max(gtF*gtF-c, floor))+f.Eps)
 	}
+	fiberWith := func(c float64) float64 { return floored(c, f.EpsV) }
 	p := oracle.DefaultDoppler()
 	// y_0 = b0 g and c_0 = b0, so y_0/c_0 = g, and its noise is all of σ_w².
 	wantDoppler := theta0 - p.Lr*g/(math.Sqrt(math.Max(g*g-sigmaW2, p.EpsV))+p.Eps)
@@ -525,6 +536,8 @@ func TestOracleFirstStep(t *testing.T) {
 		{"fiber_nocorr", oracle.NewFiBeRNoCorr(f, 1).Step, fiberWith(0)},
 		{"fiber_bccorr", oracle.NewFiBeRBCCorr(f, 1).Step, fiberWith(sigmaW2)},
 		{"fiber_ft", oracle.NewFiBeRFT(f, 1).Step, fiberWith(f.Omega * f.Omega * sigmaW2)}, // A_0 = ω²
+		{"fiber_nfloor", oracle.NewFiBeRNoiseFloor(f, 2, 1).Step, floored(a*sigmaW2, 2*a*sigmaW2)},
+		{"fiber_rfloor", oracle.NewFiBeRRelFloor(f, 0.5, 1).Step, floored(a*sigmaW2, 0.5*gtF*gtF)},
 		{"doppler", oracle.NewDoppler(p, 1).Step, wantDoppler},
 	} {
 		theta := []float64{theta0}
@@ -565,6 +578,11 @@ func TestOracleDiscriminatesFamily(t *testing.T) {
 		// A − A_t shrinks as (1 − ω)^t, so only the first steps of the 256
 		// can differ by more than rounding: 2% is 5 steps.
 		{"fiber_ft: A(ω) instead of A_t(ω) (FiBeR)", "fiber_ft", []setting{{"omega", 0.3}}, newFiberBound(slowFiber), 0.02},
+		{"fiber_nfloor", "fiber_nfloor", nil, newFiberFloorBound(fiberH, noiseFloor, 1), 0},
+		{"fiber_nfloor: floored at ε_v (FiBeR)", "fiber_nfloor", nil, newFiberBound(fiberH), 0.3},
+		{"fiber_rfloor", "fiber_rfloor", nil, newFiberFloorBound(fiberH, relativeFloor, 0.25), 0},
+		{"fiber_rfloor: floored at ε_v (FiBeR)", "fiber_rfloor", nil, newFiberBound(fiberH), 0.3},
+		{"fiber_rfloor: the noise floor instead (fiber_nfloor)", "fiber_rfloor", nil, newFiberFloorBound(fiberH, noiseFloor, 0.25), 0.1},
 		{"doppler", "doppler", nil, newDopplerBound(dop), 0},
 		{"doppler: a2 = 0.26 instead of 0.25", "doppler", nil, newDopplerBound(shiftedPole), 0.3},
 	} {

@@ -20,7 +20,7 @@ import (
 
 // backendNames are the shipped optimizers whose backends
 // TestRunBackendsIdentical compares: all of them.
-var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler", "dp_lion", "fiber_cosine"}
+var backendNames = []string{"fiber", "disk", "disk_corr", "abtrack", "dp_adamw", "dp_sgd", "dp_adam", "dp_adambc", "fiber_nocorr", "fiber_bccorr", "fiber_ft", "doppler", "dp_lion", "fiber_cosine", "fiber_nfloor", "fiber_rfloor"}
 
 // TestRunBackendsIdentical checks that --backend go, --backend cpu and
 // --backend ptxsim (the PTX on the simulator; any NaN matches any NaN, the

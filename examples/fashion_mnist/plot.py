@@ -24,7 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 LABELS = {"dp_adam": "DP-Adam", "disk": "DiSK", "disk_corr": "DiSK-CORR", "fiber": "FiBeR",
-          "fiber_nocorr": "FiBeR-NO-CORR (A = 0)", "fiber_bccorr": "FiBeR-BC-CORR (A = 1)"}
+          "fiber_nocorr": "FiBeR-NO-CORR (A = 0)", "fiber_bccorr": "FiBeR-BC-CORR (A = 1)",
+          "fiber_nfloor": "FiBeR, noise floor (κ_v = 1)", "fiber_rfloor": "FiBeR, relative floor (ρ = 0.25)"}
 
 
 def label(opt: str) -> str:

@@ -73,6 +73,9 @@ class Config:
     evals_per_epoch: int = 1
     threads: int = 1
     accountant: str = "pld"  # fibergen's accountant that calibrates σ: "pld" or "rdp"
+    # 0: a constant learning rate; w > 0: linear warmup over the share w of the steps, then half a
+    # cosine down to lr / 100 at the last step (fiber_cosine's schedule, set before each step).
+    warmup_cosine: float = 0.0
 
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -112,6 +115,16 @@ def accuracy(model: torch.nn.Module, split: Split) -> float:
     with torch.no_grad():
         right = sum((model(x[i:i + 5000]).argmax(1) == y[i:i + 5000]).sum().item() for i in range(0, len(x), 5000))
     return right / len(x)
+
+
+def cosine_factor(t: int, steps: int, warmup: float) -> float:
+    """fiber_cosine's schedule as a factor of the peak rate at step t:
+    lr_min/lr + (1 − lr_min/lr)·min((t+1)/W, 1)·(1 + cos(π p))/2 with
+    lr_min = lr/100, W = max(1, round(warmup·steps)) and
+    p = min(max(t+1 − W, 0)/max(steps − W, 1), 1)."""
+    w = max(1, round(warmup * steps))
+    p = min(max(t + 1 - w, 0) / max(steps - w, 1), 1)
+    return 0.01 + 0.99 * min((t + 1) / w, 1) * (1 + math.cos(math.pi * p)) / 2
 
 
 class Run:
@@ -160,6 +173,9 @@ class Run:
                 look = ft.per_example_grads(self.model, F.cross_entropy, xb, yb)
         cur, losses = ft.per_example_grads(self.model, F.cross_entropy, xb, yb, with_loss=True)
         self.opt.privatize(cur, look)
+        if self.cfg.warmup_cosine > 0:
+            for group in self.opt.param_groups:
+                group["lr"] = self.cfg.lr * cosine_factor(self.step, self.steps, self.cfg.warmup_cosine)
         self.opt.step()
         if self.opt.found_inf:
             raise ft.NonFiniteGradient("the privatized gradient is not finite", -1, float("nan"))

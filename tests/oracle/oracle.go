@@ -88,8 +88,14 @@ func (o *FiBeR) Step(theta, g []float64, sigmaW2 float64) {
 }
 
 // step runs Algorithm 2 with the second moment reduced by sigmaFilt2, the
-// DP-noise variance the correction assumes in g̃_t.
+// DP-noise variance the correction assumes in g̃_t, floored at ε_v.
 func (o *FiBeR) step(theta, g []float64, sigmaFilt2 float64) {
+	o.stepFloored(theta, g, sigmaFilt2, func(float64) float64 { return o.H.EpsV })
+}
+
+// stepFloored runs Algorithm 2 with the second moment reduced by sigmaFilt2
+// and floored at floor(v̂_t).
+func (o *FiBeR) stepFloored(theta, g []float64, sigmaFilt2 float64, floor func(vHat float64) float64) {
 	h, t := o.H, float64(o.T)
 	for i := range theta {
 		nu := g[i] - o.G[i]                                                   // ν_t = g_t − g̃_{t-1}
@@ -99,7 +105,7 @@ func (o *FiBeR) step(theta, g []float64, sigmaFilt2 float64) {
 		o.V[i] = h.Beta2*o.V[i] + (1-h.Beta2)*(o.G[i]*o.G[i])                 // v_t
 		mHat := o.M[i] / (1 - math.Pow(h.Beta1, t+1))                         // m̂_t = m_t / (1 − β1^{t+1})
 		vHat := o.V[i] / (1 - math.Pow(h.Beta2, t+1))                         // v̂_t = v_t / (1 − β2^{t+1})
-		vBar := math.Max(vHat-sigmaFilt2, h.EpsV)                             // v̄_t = max(v̂_t − σ²_filt, ε_v)
+		vBar := math.Max(vHat-sigmaFilt2, floor(vHat))                        // v̄_t = max(v̂_t − σ²_filt, floor)
 		prev := theta[i]                                                      // θ_t
 		theta[i] = (1-h.Lr*h.Wd)*theta[i] - h.Lr*mHat/(math.Sqrt(vBar)+h.Eps) // θ_{t+1}
 		o.Lookahead[i] = LookaheadPoint(theta[i], prev, h.Gamma)              // θ_{t+1} + γ d_t
@@ -399,6 +405,42 @@ func NewFiBeRBCCorr(h FiBeRHypers, n int) *FiBeRBCCorr {
 
 // Step runs step t on theta with the privatized gradient g.
 func (o *FiBeRBCCorr) Step(theta, g []float64, sigmaW2 float64) { o.step(theta, g, sigmaW2) }
+
+// FiBeRNoiseFloor is fiber_nfloor: Algorithm 2 with the floor scaled by
+// the filtered noise, v̄_t = max(v̂_t − A(ω)σ_w², max(κ_v A(ω)σ_w², ε_v)).
+type FiBeRNoiseFloor struct {
+	FiBeR
+	KappaV float64 // κ_v
+}
+
+// NewFiBeRNoiseFloor returns fiber_nfloor over n coordinates with every state 0.
+func NewFiBeRNoiseFloor(h FiBeRHypers, kappaV float64, n int) *FiBeRNoiseFloor {
+	return &FiBeRNoiseFloor{*NewFiBeR(h, n), kappaV}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *FiBeRNoiseFloor) Step(theta, g []float64, sigmaW2 float64) {
+	filt := Attenuation(o.H.Omega) * sigmaW2
+	floor := math.Max(o.KappaV*filt, o.H.EpsV)
+	o.stepFloored(theta, g, filt, func(float64) float64 { return floor })
+}
+
+// FiBeRRelFloor is fiber_rfloor: Algorithm 2 with a floor relative to the
+// second moment, v̄_t = max(v̂_t − A(ω)σ_w², max(ρ v̂_t, ε_v)).
+type FiBeRRelFloor struct {
+	FiBeR
+	Rho float64 // ρ
+}
+
+// NewFiBeRRelFloor returns fiber_rfloor over n coordinates with every state 0.
+func NewFiBeRRelFloor(h FiBeRHypers, rho float64, n int) *FiBeRRelFloor {
+	return &FiBeRRelFloor{*NewFiBeR(h, n), rho}
+}
+
+// Step runs step t on theta with the privatized gradient g.
+func (o *FiBeRRelFloor) Step(theta, g []float64, sigmaW2 float64) {
+	o.stepFloored(theta, g, Attenuation(o.H.Omega)*sigmaW2, func(vHat float64) float64 { return math.Max(o.Rho*vHat, o.H.EpsV) })
+}
 
 // FiniteAttenuation is A_t(ω), the variance of the innovation filter's
 // output g̃_t per unit σ_w² after the noise of steps 0..t from zero state

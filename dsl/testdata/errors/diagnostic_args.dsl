@@ -10,7 +10,7 @@ state m = 0
 
 diagnostic clamp_mass(
 	g,       // ERROR col=2 "^diagnostic clamp_mass needs the first moment as a local or state of step, not the built-in g$"
-	vmin,    // ERROR col=2 "^diagnostic clamp_mass needs vmin defined as max\(x, floor\) with a per-step uniform floor, but vmin is .min\(mhat \* mhat, eps_v\). \(line 20\)$"
+	vmin,    // ERROR col=2 "^diagnostic clamp_mass needs vmin defined as max\(x, floor\) with a per-coordinate x, but vmin is .min\(mhat \* mhat, eps_v\). \(line 20\)$"
 )
 
 step {

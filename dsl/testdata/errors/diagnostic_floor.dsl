@@ -1,5 +1,6 @@
-// The floor of the second moment must be per-step uniform, and the first
-// moment per-coordinate.
+// The clamped second moment must be max(x, floor) with x per-coordinate (a
+// uniform first argument is the floor written first), and the first moment
+// per-coordinate.
 
 optimizer diagnostic_floor
 
@@ -16,5 +17,5 @@ step {
 
 diagnostic clamp_mass(
 	bc,      // ERROR col=2 "^diagnostic clamp_mass needs the first moment per-coordinate, but bc is per-step uniform$"
-	vvar,    // ERROR col=2 "^diagnostic clamp_mass needs vvar defined as max\(x, floor\) with a per-step uniform floor, but vvar is .max\(eps_v, m \* m\). \(line 13\)$"
+	vvar,    // ERROR col=2 "^diagnostic clamp_mass needs vvar defined as max\(x, floor\) with a per-coordinate x, but vvar is .max\(eps_v, m \* m\). \(line 14\)$"
 )
