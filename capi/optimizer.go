@@ -29,6 +29,7 @@ type openOptions struct {
 	AllowUnstable      bool            `json:"allow_unstable"`
 	AllowGradientReuse bool            `json:"allow_gradient_reuse"` // benchmarks only
 	StateDir           string          `json:"state_dir"`
+	NoClampWarning     bool            `json:"no_clamp_warning"`
 }
 
 // fg_open opens the optimizer fibergen build wrote into dir
@@ -51,7 +52,8 @@ func openHandle(dir, optionsJSON *C.char, out *C.int64_t) (err error) {
 	}
 	o, e := runtime.Open(C.GoString(dir), runtime.Options{Backend: opts.Backend, Device: opts.Device,
 		Offset: opts.Offset, Threads: opts.Threads, AllowExtrapolation: opts.AllowExtrapolation, AllowResumeAgain: opts.AllowResumeAgain,
-		AllowUnstable: opts.AllowUnstable, AllowGradientReuse: opts.AllowGradientReuse, StateDir: opts.StateDir})
+		AllowUnstable: opts.AllowUnstable, AllowGradientReuse: opts.AllowGradientReuse, StateDir: opts.StateDir,
+		NoClampWarning: opts.NoClampWarning})
 	if e != nil {
 		return e
 	}
@@ -116,6 +118,7 @@ type info struct {
 	Attenuations    []runtime.Attenuation `json:"attenuations"`
 	Tensors         []tensorInfo          `json:"tensors"`
 	HostBufferPad   []int                 `json:"host_buffer_pad"` // floats into its allocation each host buffer starts (runtime.HostBufferPad)
+	ClampWarning    bool                  `json:"clamp_warning"`   // the clamp warning watches it (runtime.Optimizer.ClampWarning): fg_warnings after a step
 }
 
 // observation is runtime.Observation: kind "two_point" or "" (one point).
@@ -197,7 +200,8 @@ func infoOf(o *runtime.Optimizer) info {
 	obs := o.Observation()
 	x := info{Name: o.Name(), ManifestSHA256: o.ManifestHash(), Backend: o.Backend(), HostKernel: o.HostKernel(), HostISA: o.HostISA(), Hypers: o.Hypers(),
 		Steps: o.Steps(), Len: o.Len(), Observation: observation{obs.Kind, obs.A, obs.Lookahead},
-		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o)}
+		LookaheadBuffer: o.LookaheadBuffer(), Attenuations: o.Attenuations(), Tensors: tensorInfos(o), HostBufferPad: hostBufferPads(o),
+		ClampWarning: o.ClampWarning()}
 	for _, b := range o.Manifest().Buffers {
 		x.Buffers = append(x.Buffers, b.Name)
 	}
@@ -416,5 +420,27 @@ func fg_clamp_mass(h C.int64_t, out *C.double, err *C.char, errlen C.size_t) C.i
 		v, e := o.ClampMass()
 		*out = C.double(v)
 		return e
+	})
+}
+
+// fg_warnings stores in *n how many warnings the optimizer has given since
+// the last call (runtime.Optimizer.Warnings: the clamp warning) and copies
+// them into buf, one per line, NUL-terminated and cut at buflen; it forgets
+// them. A step that warns leaves one here: a caller that fg_info says has
+// clamp_warning asks after each step, and nothing is allocated when there
+// is none.
+//
+//export fg_warnings
+func fg_warnings(h C.int64_t, buf *C.char, buflen C.size_t, n *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := required("warnings", unsafe.Pointer(n)); e != nil {
+			return e
+		}
+		w := o.Warnings()
+		*n = C.int64_t(len(w))
+		if len(w) > 0 {
+			writeString(buf, buflen, strings.Join(w, "\n"))
+		}
+		return nil
 	})
 }

@@ -124,3 +124,38 @@ func (f *Func) verifyDiagnostics() error {
 	}
 	return nil
 }
+
+// Floor returns the floor of a clamp_mass diagnostic: the value its block
+// compares vbar with, or nil for a block without one.
+func (d *Diagnostic) Floor() *Value {
+	for _, v := range d.Block.Values {
+		if v.Op == OpEq {
+			return v.Args[1]
+		}
+	}
+	return nil
+}
+
+// FixedFloor reports whether a clamp_mass diagnostic's floor is fixed:
+// per-step uniform and computed without sigma_w2 (eps_v), rather than
+// scaled by the noise (kappa_v·A·sigma_w2) or per coordinate (rho·vhat). On
+// a fixed floor a large clamp_mass means two step sizes at once, the
+// floored coordinates stepping ~1/sqrt(floor) per unit of mhat (the
+// runtime's clamp warning); on the other floors it is by design.
+func (d *Diagnostic) FixedFloor() bool {
+	floor := d.Floor()
+	return floor != nil && floor.Uniform && !readsOp(floor, OpSigmaW2, map[*Value]bool{})
+}
+
+// readsOp reports whether v or a value it reads is an op value; seen holds
+// the values visited.
+func readsOp(v *Value, op Op, seen map[*Value]bool) bool {
+	if v.Op == op {
+		return true
+	}
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	return slices.ContainsFunc(v.Args, func(a *Value) bool { return readsOp(a, op, seen) })
+}

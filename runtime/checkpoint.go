@@ -743,6 +743,9 @@ func (o *Optimizer) load(path string, data []byte, states [][]float32) (err erro
 		}
 	}
 	o.t, o.fault = int(h.Step), nil
+	if o.watch != nil {
+		o.watch.samples = nil // the samples were of another run's steps
+	}
 	o.seed = h.Seed
 	o.hypers, o.set = hypers, h.hypersSet()
 	for _, t := range o.tensors {

@@ -35,17 +35,27 @@ func (o *Optimizer) EnableDiagnostics() error {
 	if o.diag != nil {
 		return nil
 	}
+	entry, err := o.clampMassEntry()
+	if err != nil {
+		return err
+	}
+	o.diag = &diagState{entry: entry}
+	return nil
+}
+
+// clampMassEntry returns the entry points of the clamp_mass diagnostic:
+// the manifest's kernels and the interpreter's form.
+func (o *Optimizer) clampMassEntry() (backend.Diagnostic, error) {
 	ref, err := o.prog.Diagnostic(ClampMassKind)
 	if err != nil {
-		return fmt.Errorf("runtime: %w", err)
+		return backend.Diagnostic{}, fmt.Errorf("runtime: %w", err)
 	}
 	i := slices.IndexFunc(o.m.Kernels.Diagnostics, func(d manifest.Diagnostic) bool { return d.Kind == ClampMassKind })
 	if i < 0 {
-		return fmt.Errorf("runtime: the manifest of %s names no %s entry points: rebuild it with fibergen build", o.Name(), ClampMassKind)
+		return backend.Diagnostic{}, fmt.Errorf("runtime: the manifest of %s names no %s entry points: rebuild it with fibergen build", o.Name(), ClampMassKind)
 	}
 	e := o.m.Kernels.Diagnostics[i]
-	o.diag = &diagState{entry: backend.Diagnostic{Kind: e.Kind, Kernel: e.Kernel, HostFunction: e.HostFunction, Reference: ref}}
-	return nil
+	return backend.Diagnostic{Kind: e.Kind, Kernel: e.Kernel, HostFunction: e.HostFunction, Reference: ref}, nil
 }
 
 // ClampMass returns the clamp_mass of the last step (docs/dsl.md): the share
@@ -63,25 +73,67 @@ func (o *Optimizer) ClampMass() (float64, error) {
 	return o.diag.value, nil
 }
 
-// runDiagnostics computes the diagnostics of the step just run with args a:
-// the partial sums of each segment (one hyper setting; the whole buffers
+// runDiagnostics computes the diagnostics of the step just run with args a
+// when they are on, and the clamp warning's sample when this step is one.
+// Only the diagnostics' failure is the step's: a sample that fails turns
+// the warning off, with a warning that says why.
+func (o *Optimizer) runDiagnostics(mem backend.Memory, a backend.Step) error {
+	if o.diag != nil {
+		v, err := o.clampMassOf(mem, o.diag.entry, a)
+		if err != nil {
+			return err
+		}
+		o.diag.value, o.diag.steps = v, o.t
+	}
+	if o.watch.due(o.t) {
+		o.watchStep(mem, a)
+	}
+	return nil
+}
+
+// watchStep takes the clamp warning's sample of the step just run.
+func (o *Optimizer) watchStep(mem backend.Memory, a backend.Step) {
+	if o.diag != nil {
+		o.sampleClampMass(o.diag.value)
+		return
+	}
+	v, err := o.watchClampMass(mem, a)
+	if err != nil {
+		o.watch = nil
+		o.warnings = append(o.warnings, fmt.Sprintf("%s: the clamp warning is off: %v", o.Name(), err))
+		return
+	}
+	o.sampleClampMass(v)
+}
+
+// watchClampMass computes clamp_mass for the clamp warning, its entry
+// points found on the first sample.
+func (o *Optimizer) watchClampMass(mem backend.Memory, a backend.Step) (float64, error) {
+	if o.watch.entry == nil {
+		e, err := o.clampMassEntry()
+		if err != nil {
+			return 0, err
+		}
+		o.watch.entry = &e
+	}
+	return o.clampMassOf(mem, *o.watch.entry, a)
+}
+
+// clampMassOf computes clamp_mass on the states the step a left in mem: the
+// partial sums of each segment (one hyper setting; the whole buffers
 // without per-tensor hypers) over its own chunks, then one ratio of them
 // all, so every backend sums the same partials in the same order.
-func (o *Optimizer) runDiagnostics(mem backend.Memory, a backend.Step) error {
-	if o.diag == nil {
-		return nil
-	}
+func (o *Optimizer) clampMassOf(mem backend.Memory, entry backend.Diagnostic, a backend.Step) (float64, error) {
 	var num, den []float32
 	for _, s := range a.Segments {
 		chunks := reduce.ReduceChunks(s.Hi - s.Lo)
 		sn, sd := make([]float32, chunks), make([]float32, chunks)
-		if err := o.back.Partials(mem, o.diag.entry, s, sn, sd); err != nil {
-			return err
+		if err := o.back.Partials(mem, entry, s, sn, sd); err != nil {
+			return 0, err
 		}
 		num, den = append(num, sn...), append(den, sd...)
 	}
-	o.diag.value, o.diag.steps = reduce.Ratio(num, den), o.t
-	return nil
+	return reduce.Ratio(num, den), nil
 }
 
 // deviceDiagnostics computes the diagnostics of the StepDevice that just

@@ -90,6 +90,11 @@ type Options struct {
 	// a researcher who studies it. The filters that attenuation needs must
 	// stay stable whatever this says.
 	AllowUnstable bool
+	// NoClampWarning turns off the clamp warning (diag.go): for an
+	// optimizer whose corrected second moment has a fixed floor (fiber's
+	// eps_v), the runtime samples clamp_mass every 10th step and warns
+	// once, through Warnings, when it stays above ClampWarnThreshold.
+	NoClampWarning bool
 }
 
 // DP is the privacy setting of a step: the clipped-mean gradient gets
@@ -166,9 +171,11 @@ type Optimizer struct {
 	consumed map[uint64]uint64
 	id       uint64
 	back     backend.Backend
-	budget   *Budget    // SetBudget: the accountant and the planned steps
-	diag     *diagState // EnableDiagnostics: nil while they are off
-	mu       sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
+	budget   *Budget     // SetBudget: the accountant and the planned steps
+	diag     *diagState  // EnableDiagnostics: nil while they are off
+	watch    *clampWatch // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
+	warnings []string    // the warnings not yet taken (Warnings)
+	mu       sync.Mutex  // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
 // lock serialises the optimizer's methods: an Optimizer is safe for use by
@@ -288,6 +295,9 @@ func open(m *manifest.Manifest, data []byte, files kernelFiles, opts Options) (*
 	}
 	o := &Optimizer{m: m, hash: manifest.Hash(data), files: files, opts: opts, prog: p,
 		hypers: fn.DefaultHypers(), seed: rng.RandomSeed(), id: optimizerIDs.Add(1)}
+	if !opts.NoClampWarning {
+		o.watch = newClampWatch(fn)
+	}
 	return o, nil
 }
 

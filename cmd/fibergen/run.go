@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/fibergen/fibergen/internal/fileout"
@@ -30,6 +31,7 @@ type runOptions struct {
 	extrapolate       bool
 	unstable          bool      // --allow-unstable
 	diagnostics       bool      // --diagnostics: print clamp_mass after every step
+	noClampWarning    bool      // --no-clamp-warning
 	stdout            io.Writer // where --diagnostics prints
 	stderr            io.Writer
 	stdoutClosed      bool // a --diagnostics line met a closed pipe: print no more
@@ -51,6 +53,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.extrapolate, "allow-extrapolation", false, "allow a two_point weight a outside [0, 1]")
 	fs.BoolVar(&o.unstable, "allow-unstable", false, "allow hypers at which a state grows without bound (a filter of spectral radius above 1)")
 	fs.BoolVar(&o.diagnostics, "diagnostics", false, "print clamp_mass after every step (the .dsl must declare it)")
+	fs.BoolVar(&o.noClampWarning, "no-clamp-warning", false, "do not warn when the corrected second moment sits on its fixed floor for much of the update")
 	fs.StringVar(&o.ex.examples, "example-grads", "", "per-example gradients ∇f(θ_t; ξ) of every step, float32 [T, B, n] .npy (instead of --grads)")
 	fs.StringVar(&o.ex.lookahead, "lookahead-grads", "", "two_point: per-example gradients at the look-ahead point, float32 [T, B, n] .npy")
 	fs.Var(&o.ex.clip, "clip", "with --example-grads: the clipping norm C")
@@ -118,7 +121,8 @@ func (o *runOptions) execute(u *pipeline.Unit, stderr io.Writer) error {
 		return err
 	}
 	// The run checked the observation of every step, naming its own flag.
-	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true, AllowUnstable: o.unstable})
+	opt, err := openUnit(u, runtime.Options{Backend: runtime.Backend(o.backend), AllowExtrapolation: true, AllowUnstable: o.unstable,
+		NoClampWarning: o.noClampWarning})
 	if err != nil {
 		return err
 	}
@@ -235,12 +239,16 @@ func (o *runOptions) start(opt *runtime.Optimizer, theta npy.Array, drawn bool, 
 	return o.groups.register(opt, theta.Data)
 }
 
-// step runs step t, then prints its clamp_mass under --diagnostics: a line
+// step runs step t, prints the runtime's warnings (the clamp warning) on the
+// standard error, then its clamp_mass under --diagnostics: a line
 // `step T: clamp_mass = X`, T from 0, X with the digits that read it back
 // exactly.
 func (o *runOptions) step(opt *runtime.Optimizer, t int) error {
 	if err := opt.Step(); err != nil {
 		return err
+	}
+	for _, w := range opt.Warnings() {
+		fmt.Fprintf(o.stderr, "fibergen run: warning: %s\n", strings.ReplaceAll(w, "Options.NoClampWarning", "--no-clamp-warning"))
 	}
 	if !o.diagnostics || o.stdoutClosed {
 		return nil

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -137,5 +139,39 @@ func TestRunOutputModes(t *testing.T) {
 				t.Errorf("%s: %s has mode %v (%v), want %v", c.name, filepath.Base(f.path), fi.Mode().Perm(), err, f.want)
 			}
 		}
+	}
+}
+
+// TestRunClampWarning: fiber on 60 steps of gradients that the noise
+// dominates warns once on stderr, with the flag that turns it off, and
+// --no-clamp-warning changes nothing but that.
+func TestRunClampWarning(t *testing.T) {
+	const steps, n = 60, 64
+	dir := t.TempDir()
+	grads := make([]float32, steps*n)
+	for i := range grads {
+		grads[i] = float32(i%7-3) * 1e-5
+	}
+	args := []string{"run", optPath("fiber"), "--theta", writeNPY(t, dir, "theta.npy", []int{n}, make([]float32, n)),
+		"--grads", writeNPY(t, dir, "grads.npy", []int{steps, n}, grads), "--sigma-w2", "0.01", "--seed", "1"}
+	var outs [][]float32
+	for _, quiet := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("out%v.npy", quiet))
+		a := append(slices.Clone(args), "--out", out)
+		if quiet {
+			a = append(a, "--no-clamp-warning")
+		}
+		r := runMain(a...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", a, r.code, r.stderr)
+		}
+		warned := strings.Count(r.stderr, "fibergen run: warning: fiber: clamp_mass stayed above 0.2 for 50 steps")
+		if want := map[bool]int{false: 1, true: 0}[quiet]; warned != want || quiet == strings.Contains(r.stderr, "--no-clamp-warning turns this warning off") {
+			t.Errorf("--no-clamp-warning %v: stderr %q, want %d warnings", quiet, r.stderr, want)
+		}
+		outs = append(outs, readNPY(t, out).Data)
+	}
+	if !slices.Equal(outs[0], outs[1]) {
+		t.Error("--no-clamp-warning changed the output")
 	}
 }

@@ -7,7 +7,7 @@ python/tests/test_abi.py compares it with libfibergen.h."""
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_uint64, c_void_p
 
 # The #defines of libfibergen.h (FG_*): the ABI version and the statuses.
-ABI_VERSION = 7
+ABI_VERSION = 8
 OK = 0
 ERROR = 1
 NONFINITE = 2
@@ -60,4 +60,5 @@ SIGNATURES = {
     "fg_step_device": (c_int, (c_int64, POINTER(c_uint64), c_int, c_int64, c_uint64, POINTER(c_int64), POINTER(c_float), c_char_p, c_size_t)),
     "fg_trust_clipped_gradient": (c_int, (c_int64, c_char_p, c_size_t)),
     "fg_use_buffers": (c_int, (c_int64, POINTER(POINTER(c_float)), c_int, c_int64, c_char_p, c_size_t)),
+    "fg_warnings": (c_int, (c_int64, c_char_p, c_size_t, POINTER(c_int64), c_char_p, c_size_t)),
 }

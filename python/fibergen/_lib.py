@@ -98,6 +98,7 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"Options\.AllowResumeAgain", "allow_resume_again=True"),
     (r"Options\.AllowUnstable", "allow_unstable=True"),
     (r"Options\.AllowGradientReuse", "allow_gradient_reuse=True"),
+    (r"Options\.NoClampWarning turns this warning off", "clamp_warning=False turns this warning off"),
     (r"DP\.BatchSize", "expected_batch_size"),
     # the noise and the budget
     (r"\(SetDP\)", "(set_dp)"),
@@ -216,6 +217,7 @@ class Handle:
         self._index, self._value, self._clipped = ctypes.c_int64(-1), ctypes.c_float(), ctypes.c_int64()
         self._refs = ctypes.byref(self._index), ctypes.byref(self._value), ctypes.byref(self._clipped)
         self._fps: dict[int, Any] = {}
+        self._warned, self._warn_buf = ctypes.c_int64(), ctypes.create_string_buffer(_ERRLEN)
 
     def close(self) -> None:
         if self.h:
@@ -268,6 +270,14 @@ class Handle:
         v = ctypes.c_double()
         call("clamp_mass", self.h, ctypes.byref(v))
         return v.value
+
+    def warnings(self) -> list[str]:
+        """fg_warnings: the warnings given since the last call (the clamp
+        warning), in Python's words; nothing is allocated when there is none."""
+        call("warnings", self.h, self._warn_buf, _ERRLEN, ctypes.byref(self._warned), err=self._err)
+        if not self._warned.value:
+            return []
+        return [pythonic(w) for w in self._warn_buf.value.decode("utf-8", "replace").split("\n")]
 
     def use_buffers(self, ptrs: Sequence[int], n: int) -> None:
         call("use_buffers", self.h, _float_ptrs(ptrs), len(ptrs), n)

@@ -259,7 +259,10 @@ class Optimizer(torch.optim.Optimizer):
     grows without bound (a filter of spectral radius above 1);
     ``allow_gradient_reuse`` lets ``step`` run again on the gradient it
     stepped on, for benchmarks, never for DP training (it releases a batch
-    twice).
+    twice); ``clamp_warning=False`` turns off the runtime's warning (a
+    ``RuntimeWarning``, once) that a corrected second moment sits on its
+    fixed floor for much of the update (clamp_mass above 0.2 for 50 steps,
+    docs/runtime.md), which costs the states' read every 10th step.
 
     Before stepping, give the noise: ``set_dp`` (or ``set_budget``) for DP
     training, ``set_noise`` to replay a known σ_w². Each iteration then
@@ -275,7 +278,7 @@ class Optimizer(torch.optim.Optimizer):
     def __init__(self, params: Iterable[Any], optimizer: str | os.PathLike, *, seed: Optional[int] = None,
                  threads: int = 0, process_group: Optional[Any] = None, allow_extrapolation: bool = False,
                  allow_resume_again: bool = False, allow_unstable: bool = False, allow_gradient_reuse: bool = False,
-                 **hypers: float):
+                 clamp_warning: bool = True, **hypers: float):
         found = _lib.resolve(optimizer)
         if found["warnings"]:
             warnings.warn(f"fibergen: {os.fspath(optimizer)}:\n{found['warnings']}", stacklevel=3)
@@ -286,10 +289,12 @@ class Optimizer(torch.optim.Optimizer):
         # (the library's Go runtime saw it once, when it was loaded).
         self._opts = {"threads": threads, "allow_extrapolation": allow_extrapolation,
                       "allow_resume_again": allow_resume_again, "allow_unstable": allow_unstable,
-                      "allow_gradient_reuse": allow_gradient_reuse, "state_dir": os.environ.get("FIBERGEN_STATE_DIR", "")}
+                      "allow_gradient_reuse": allow_gradient_reuse, "state_dir": os.environ.get("FIBERGEN_STATE_DIR", ""),
+                      "no_clamp_warning": not clamp_warning}
         probe = _lib.Handle(self._path, backend="go", **self._opts)
         self._info = probe.info()
         self._states = self._info["buffers"][_abi.FIRST_STATE:]
+        self._clamp_watch = bool(self._info["clamp_warning"])  # the runtime may warn after a step
         self._names = _Names(self._info["hypers"])
         hypers = self._names.resolve(hypers, self._info["name"])
         if hypers:  # the runtime derives the defaults written as expressions of them (docs/dsl.md)
@@ -860,6 +865,9 @@ class Optimizer(torch.optim.Optimizer):
             return self._skip(loss)
         self.found_inf = False
         self._gather()
+        if self._clamp_watch:
+            for w in self._handle.warnings():
+                warnings.warn(f"fibergen: {w}", RuntimeWarning, stacklevel=3)
         return loss
 
     def _note_writes(self, agree: bool = True) -> None:
