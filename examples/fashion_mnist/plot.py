@@ -140,7 +140,9 @@ def tables(summary: dict, att: dict | None) -> str:
     for regime, res in summary["results"].items():
         r = summary["regimes"][regime]
         eps = sorted(next(iter(res.values())), key=float)
-        lines += [f"### {regime} regime: B = {r['batch']}, {r['epochs']} epochs", "",
+        sched = f", linear warmup over {r['warmup_cosine']:.0%} of the steps then cosine to lr/100" \
+            if r.get("warmup_cosine") else ""
+        lines += [f"### {regime} regime: B = {r['batch']}, {r['epochs']} epochs{sched}", "",
                   "Test accuracy (%) at the end of training, mean ± 95% CI half-width over the seeds "
                   f"{', '.join(map(str, r['seeds']))}, at the learning rate chosen on the validation "
                   "split (in parentheses); † a chosen rate at the edge of the grid; ‡ a run diverged.", "",

@@ -91,3 +91,16 @@ def test_checkpoint_of_another_run_is_refused(generated, tmp_path):
     with pytest.raises(SystemExit, match="the checkpoint is of another run"):
         train.run(other, tmp_path / "r.json", splits)
     assert torch.load(tmp_path / "r.json.ckpt")["config"]["lr"] == cfg.lr  # left as it was
+
+
+def test_cosine_factor_is_fiber_cosines_schedule():
+    """The warmup + cosine factor the cosine regime sets per step: from
+    lr/W·(…) up to lr at the end of the warmup, down to lr/100 at the last
+    step, as optimizers/fiber_cosine.dsl's lr_t with lr_min = lr/100."""
+    import train
+    steps, w = 280, 28  # warmup 0.1 of 280 steps
+    assert train.cosine_factor(0, steps, 0.1) == pytest.approx(0.01 + 0.99 / w)
+    assert train.cosine_factor(w - 1, steps, 0.1) == pytest.approx(1.0)
+    assert train.cosine_factor(steps - 1, steps, 0.1) == pytest.approx(0.01)
+    mid = (w + steps) // 2 - 1  # p = 1/2: halfway down
+    assert train.cosine_factor(mid, steps, 0.1) == pytest.approx(0.01 + 0.99 / 2)
