@@ -1,5 +1,7 @@
 package dsl
 
+import "slices"
+
 // warnUnused adds to Info.Warnings the hypers nothing reads and the states
 // nothing reads but their own update: legal, but almost always a mistake
 // (a misspelled name, a term left out of the update), and a state costs a
@@ -19,9 +21,10 @@ func (c *checker) warnUnused() {
 	c.info.Warnings.Normalize()
 }
 
-// readObjects returns the objects some expression reads: a state's initial
-// value, an observation argument, a diagnostic's argument or a step
-// statement's right-hand side, except the statement's own target there.
+// readObjects returns the objects some expression reads: a hyper's default,
+// a state's or scalar's initial value, an observation argument, a
+// diagnostic's argument or the right-hand side of a statement of the step
+// or its host block, except the statement's own target there.
 func (c *checker) readObjects() map[*Object]bool {
 	read := map[*Object]bool{}
 	mark := func(x Expr, self *Object) {
@@ -32,7 +35,13 @@ func (c *checker) readObjects() map[*Object]bool {
 			return true
 		})
 	}
+	for _, d := range c.f.Hypers {
+		mark(d.DefaultExpr, nil)
+	}
 	for _, d := range c.f.States {
+		mark(d.Init, nil)
+	}
+	for _, d := range c.f.Scalars {
 		mark(d.Init, nil)
 	}
 	if c.f.Observe != nil {
@@ -45,7 +54,7 @@ func (c *checker) readObjects() map[*Object]bool {
 			mark(a, nil)
 		}
 	}
-	for _, s := range c.f.Step.Body {
+	for _, s := range append(slices.Clone(c.f.Step.Host), c.f.Step.Body...) {
 		mark(s.RHS, c.info.Defs[s])
 	}
 	return read

@@ -26,6 +26,9 @@ func TestWarnings(t *testing.T) {
 			[]string{"x.dsl:3:7: warning: state v is updated but nothing else reads it"}},
 		{"state read through a local", "hyper lr = 0.1\nstate v = 0", "d = v * 2\n v = d + g\n theta = theta - lr * g", nil},
 		{"hyper read by an initial value", "hyper lr = 0.1\nhyper v0 = 1\nstate v = v0", "v = v + g\n theta = theta - lr * v", nil},
+		{"hyper read by a scalar's initial value and the host block", "hyper lr = 0.1\nhyper beta = 0.9\nhyper c0 = 0.5\nscalar c = c0",
+			"host {\n c = beta * c + (1 - beta)\n }\n theta = theta - lr * g / c", nil},
+		{"hyper read by another's default", "hyper lr = 0.1\nhyper lr_min = lr / 100", "theta = theta - lr_min * g", nil},
 		{"hyper read by observe", "hyper lr = 0.1\nhyper k = 0.5\nobserve two_point(a = k, lookahead = 1)", "theta = theta - lr * g", nil},
 		{"both", "hyper lr = 0.1\nhyper b = 2\nstate s = 0\nstate u = 0", "s = s + g\n u = s\n theta = theta - lr * g", []string{
 			"x.dsl:3:7: warning: hyper b is never used",
