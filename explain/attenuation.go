@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/fibergen/fibergen/gain"
 	"io"
 	"math"
 	"strings"
@@ -30,6 +31,10 @@ type Attenuation struct {
 	StableWhere    []string   `json:"stable_where,omitempty"` // conditions "… > 0" that together mean stable
 	StabilityNote  string     `json:"stability_note,omitempty"`
 	Used           bool       `json:"used"` // named by attenuation or attenuation_t in step
+	// Feeding lists the states that feed the target at these hypers where
+	// they are fewer than z (a coupling of 0 cuts the others off): the
+	// spectral radius and the stability are theirs (gain.Feeding).
+	Feeding []string `json:"feeding,omitempty"`
 }
 
 // describeAttenuation solves the noise model of every state that carries
@@ -67,6 +72,11 @@ func attenuationInfo(fn *ir.Func, g *noise.Gain, h []float64) *Attenuation {
 		a.Method = "numeric: " + g.Numeric
 	}
 	a.Value, a.SpectralRadius = finite(at.A), finite(at.SpectralRadius)
+	if idx := gain.Feeding(at.M, len(at.B), g.Model.Target); len(idx) < len(at.B) {
+		for _, i := range idx {
+			a.Feeding = append(a.Feeding, g.Model.States[i])
+		}
+	}
 	return a
 }
 
@@ -135,9 +145,14 @@ func printGain(w io.Writer, state string, a *Attenuation) {
 	if a.SpectralRadius != nil {
 		rho = fmt.Sprintf("%.6g", *a.SpectralRadius)
 	}
-	fmt.Fprintf(w, "    spectral radius %s: %s\n", rho, map[bool]string{true: "stable", false: "UNSTABLE"}[a.Stable])
+	of, where := "", "stable exactly where"
+	if len(a.Feeding) > 0 {
+		of = fmt.Sprintf(" of (%s), the states that feed %s at these hypers,", strings.Join(a.Feeding, ", "), state)
+		where = "the whole of z is stable exactly where"
+	}
+	fmt.Fprintf(w, "    spectral radius%s %s: %s\n", of, rho, map[bool]string{true: "stable", false: "UNSTABLE"}[a.Stable])
 	if len(a.StableWhere) > 0 {
-		fmt.Fprintf(w, "    stable exactly where %s\n", strings.Join(a.StableWhere, " and "))
+		fmt.Fprintf(w, "    %s %s\n", where, strings.Join(a.StableWhere, " and "))
 	}
 	if a.StabilityNote != "" {
 		fmt.Fprintf(w, "    (%s)\n", a.StabilityNote)

@@ -65,12 +65,72 @@ func squareMatrix(a []float64, k int) []float64 {
 	return out
 }
 
+// Feeding returns the indexes of the states that feed state target of the
+// k×k filter m (row major), target included, in increasing order: those
+// from which target is reached through nonzero entries (M[i][j] != 0: j
+// feeds i). Only they shape target's variance, and M restricted to them is
+// a diagonal block of M up to the order of the states, so its eigenvalues
+// are some of M's: a state that the hypers cut off (a coupling coefficient
+// of 0, as weight decay's wd·θ at wd = 0) cannot make target unstable.
+func Feeding(m []float64, k, target int) []int {
+	in := make([]bool, k)
+	in[target] = true
+	for grew := true; grew; {
+		grew = false
+		for i := 0; i < k; i++ {
+			for j := 0; j < k && in[i]; j++ {
+				if !in[j] && m[i*k+j] != 0 {
+					in[j], grew = true, true
+				}
+			}
+		}
+	}
+	var idx []int
+	for i, ok := range in {
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// Restrict returns m (k×k, row major) and b restricted to the states idx,
+// and the position of target among them.
+func Restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
+	for p, i := range idx {
+		if i == target {
+			t = p
+		}
+		rb = append(rb, b[i])
+		for _, j := range idx {
+			rm = append(rm, m[i*k+j])
+		}
+	}
+	return rm, rb, t
+}
+
+// FeedingRadius is the spectral radius of m (k×k, row major) restricted to
+// the states that feed state target (Feeding): the stability that target's
+// variance needs.
+func FeedingRadius(m []float64, k, target int) float64 {
+	idx := Feeding(m, k, target)
+	if len(idx) == k {
+		return SpectralRadius(m, k)
+	}
+	rm, _, _ := Restrict(m, make([]float64, k), k, idx, target)
+	return SpectralRadius(rm, len(idx))
+}
+
 // SteadyGain solves Σ = M Σ Mᵀ + b bᵀ exactly, in rational arithmetic, for
-// the float64 entries of m (k×k, row major) and b, and returns Σ[target][target]
-// rounded to float64; NaN if an entry is not finite or the equation has no
-// solution. It eliminates the k(k+1)/2 unknowns Σ[i][j], i ≤ j, Gauss-Jordan
-// style; the solution is exact, so any elimination order gives these bits.
+// the float64 entries of m (k×k, row major) and b restricted to the states
+// that feed target (Feeding), and returns Σ[target][target] rounded to
+// float64; NaN if an entry is not finite or the equation has no solution.
+// It eliminates the k(k+1)/2 unknowns Σ[i][j], i ≤ j, Gauss-Jordan style;
+// the solution is exact, so any elimination order gives these bits.
 func SteadyGain(m, b []float64, target int) float64 {
+	if idx := Feeding(m, len(b), target); len(idx) < len(b) {
+		m, b, target = Restrict(m, b, len(b), idx, target)
+	}
 	k := len(b)
 	if !allFinite(m) || !allFinite(b) {
 		return math.NaN()

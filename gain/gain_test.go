@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fibergen/fibergen/gain"
@@ -27,7 +28,7 @@ func TestSteadyGainOneState(t *testing.T) {
 
 // TestSteadyGainNaN checks that SteadyGain is NaN where the Lyapunov
 // equation has no solution (eigenvalues λ, μ with λμ = 1) or an entry is
-// not finite.
+// not finite, among the states that feed the target.
 func TestSteadyGainNaN(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
 	for _, c := range []struct {
@@ -37,12 +38,12 @@ func TestSteadyGainNaN(t *testing.T) {
 		{"unit root", []float64{1}, []float64{1}},
 		{"root -1", []float64{-1}, []float64{0.5}},
 		{"unit root of two states", []float64{1, 0, 0, 0.5}, []float64{1, 1}},
-		{"roots 2 and 1/2", []float64{2, 0, 0, 0.5}, []float64{1, 1}},
+		{"roots 2 and 1/2", []float64{2, 1, 0, 0.5}, []float64{1, 1}}, // state 1 feeds state 0
 		{"unit-root Jordan block", []float64{1, 1, 0, 1}, []float64{0, 1}},
 		{"NaN in M", []float64{nan}, []float64{1}},
 		{"Inf in M", []float64{0.5, inf, 0, 0.5}, []float64{1, 1}},
 		{"Inf in b", []float64{0.5}, []float64{-inf}},
-		{"NaN in b", []float64{0.5, 0, 0, 0.5}, []float64{1, nan}},
+		{"NaN in b", []float64{0.5, 0.1, 0, 0.5}, []float64{1, nan}},
 	} {
 		if got := gain.SteadyGain(c.m, c.b, 0); !math.IsNaN(got) {
 			t.Errorf("%s: SteadyGain = %v, want NaN", c.name, got)
@@ -143,4 +144,44 @@ func ratVector(xs []float64) []*big.Rat {
 		out[i] = rat(x)
 	}
 	return out
+}
+
+// TestFeeding checks which states feed a target, and that a coupling of 0
+// (weight decay's wd·θ into a momentum buffer b at wd = 0) leaves an
+// integrator θ out of b's radius and steady gain, which are then those of
+// b alone: μ and 1/(1−μ²).
+func TestFeeding(t *testing.T) {
+	const mu, lr = 0.9, 0.1
+	coupled := func(wd float64) []float64 { return []float64{mu, wd, -mu * lr, 1 - wd*lr} } // z = (b, θ)
+	for _, c := range []struct {
+		name   string
+		m      []float64
+		k, tgt int
+		want   []int
+	}{
+		{"coupled, wd > 0", coupled(0.01), 2, 0, []int{0, 1}},
+		{"coupled, wd = 0", coupled(0), 2, 0, []int{0}},
+		{"θ is fed by b either way", coupled(0), 2, 1, []int{0, 1}},
+		{"a chain 2 → 1 → 0", []float64{0.5, 1, 0, 0, 0.5, 1, 0, 0, 0.5}, 3, 0, []int{0, 1, 2}},
+		{"the chain's end", []float64{0.5, 1, 0, 0, 0.5, 1, 0, 0, 0.5}, 3, 2, []int{2}},
+		{"a NaN coupling counts", []float64{0.5, math.NaN(), 0, 1}, 2, 0, []int{0, 1}},
+	} {
+		if got := gain.Feeding(c.m, c.k, c.tgt); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Feeding = %v, want %v", c.name, got, c.want)
+		}
+	}
+	m, b := coupled(0), []float64{1, -lr}
+	if rho := gain.SpectralRadius(m, 2); rho < 1 {
+		t.Fatalf("the whole coupled filter at wd = 0 has radius %v: want θ's integrator, 1", rho)
+	}
+	if rho := gain.FeedingRadius(m, 2, 0); math.Abs(rho-mu) > 1e-12 {
+		t.Errorf("FeedingRadius = %v, want μ = %v", rho, mu)
+	}
+	want, _ := new(big.Rat).Quo(big.NewRat(1, 1), new(big.Rat).Sub(big.NewRat(1, 1), new(big.Rat).Mul(rat(mu), rat(mu)))).Float64()
+	if got := gain.SteadyGain(m, b, 0); got != want {
+		t.Errorf("SteadyGain of b at wd = 0 = %v, want 1/(1−μ²) = %v", got, want)
+	}
+	if got := gain.SteadyGain(m, b, 1); !math.IsNaN(got) {
+		t.Errorf("SteadyGain of θ (an integrator) = %v, want NaN", got)
+	}
 }

@@ -30,11 +30,12 @@ func (f *Func) CheckStability(h []float64) error {
 	return nil
 }
 
-// CheckFilter reports that filter fl is not stable at hypers h: its
-// spectral radius is not below 1.
+// CheckFilter reports that filter fl is not stable at hypers h: the
+// spectral radius of its states that feed fl.State (gain.FeedingRadius) is
+// not below 1.
 func (f *Func) CheckFilter(fl *Filter, h []float64) error {
 	m, _ := f.FilterValues(fl, h)
-	rho := gain.SpectralRadius(m, len(fl.States))
+	rho := gain.FeedingRadius(m, len(fl.States), fl.Target)
 	if fl.Stable(rho) {
 		return nil
 	}

@@ -261,16 +261,16 @@ func (g *generator) stabilityCheck(fl *ir.Filter) []jen.Code {
 	}
 	return []jen.Code{
 		jen.List(m, jen.Id("_"), jen.Id("_")).Op(":=").Id(filterFunc(fl.State)).Call(jen.Id("h")),
-		jen.If(rho.Clone().Op(":=").Id("spectralRadius").Call(m, jen.Lit(len(fl.States))), jen.Op("!").Parens(stable)).Block(
+		jen.If(rho.Clone().Op(":=").Id("feedingRadius").Call(m, jen.Lit(len(fl.States)), jen.Lit(fl.Target)), jen.Op("!").Parens(stable)).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(append(append([]jen.Code{jen.Lit(msg)}, args...), rho.Clone())...))),
 	}
 }
 
 // spliceGains splices the functions of package gain that the generated
-// code calls: SpectralRadius (checkFilters), SteadyGain for the
+// code calls: FeedingRadius (checkFilters), SteadyGain for the
 // attenuation solved numerically, NewFiniteGain for attenuation_t.
 func (g *generator) spliceGains() {
-	roots := []string{"SpectralRadius"}
+	roots := []string{"FeedingRadius"}
 	if g.stepUses(ir.OpAtten) {
 		roots = append(roots, "SteadyGain")
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // emaDSL has a filter whose attenuation fibergen solves in closed form: its
-// package needs gain's spectral radius alone.
+// package needs gain's stability check alone (FeedingRadius and what it calls).
 const emaDSL = `optimizer ema
 hyper beta = 0.9 in (0, 1)
 state m = 0
@@ -48,7 +48,7 @@ func TestSplicedDeclarationsMatchSources(t *testing.T) {
 		gain []string // gain's declarations the code must carry, as it names them; nil: all
 	}{
 		{"no filter", fileCode("testdata/ops.dsl"), []string{}},
-		{"closed-form attenuation", dslCode("ema.dsl", emaDSL), []string{"spectralRadius", "squareMatrix"}},
+		{"closed-form attenuation", dslCode("ema.dsl", emaDSL), []string{"feedingRadius", "feeding", "restrict", "spectralRadius", "squareMatrix"}},
 		{"numeric and finite-time attenuation", fileCode("testdata/gains.dsl"), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -730,7 +730,7 @@ func filterM(h Hypers) (m, b []float64, target int) {
 // checkFilters reports a filter that is not stable at hypers h.
 func (h Hypers) checkFilters() error {
 	mM, _, _ := filterM(h)
-	if rho := spectralRadius(mM, 1); !(rho <= 1.000000001) {
+	if rho := feedingRadius(mM, 1, 0); !(rho <= 1.000000001) {
 		return fmt.Errorf("the filter of state m is unstable at beta2=%v: its spectral radius is %.6g, above 1, so m grows without bound (it is stable where 1 - beta2 > 0 and 1 + beta2 > 0)", h.Beta2, rho)
 	}
 	return nil
@@ -786,6 +786,62 @@ func squareMatrix(a []float64, k int) []float64 {
 		}
 	}
 	return out
+}
+
+// feeding returns the indexes of the states that feed state target of the
+// k×k filter m (row major), target included, in increasing order: those
+// from which target is reached through nonzero entries (M[i][j] != 0: j
+// feeds i). Only they shape target's variance, and M restricted to them is
+// a diagonal block of M up to the order of the states, so its eigenvalues
+// are some of M's: a state that the hypers cut off (a coupling coefficient
+// of 0, as weight decay's wd·θ at wd = 0) cannot make target unstable.
+func feeding(m []float64, k, target int) []int {
+	in := make([]bool, k)
+	in[target] = true
+	for grew := true; grew; {
+		grew = false
+		for i := 0; i < k; i++ {
+			for j := 0; j < k && in[i]; j++ {
+				if !in[j] && m[i*k+j] != 0 {
+					in[j], grew = true, true
+				}
+			}
+		}
+	}
+	var idx []int
+	for i, ok := range in {
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// restrict returns m (k×k, row major) and b restricted to the states idx,
+// and the position of target among them.
+func restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
+	for p, i := range idx {
+		if i == target {
+			t = p
+		}
+		rb = append(rb, b[i])
+		for _, j := range idx {
+			rm = append(rm, m[i*k+j])
+		}
+	}
+	return rm, rb, t
+}
+
+// feedingRadius is the spectral radius of m (k×k, row major) restricted to
+// the states that feed state target (feeding): the stability that target's
+// variance needs.
+func feedingRadius(m []float64, k, target int) float64 {
+	idx := feeding(m, k, target)
+	if len(idx) == k {
+		return spectralRadius(m, k)
+	}
+	rm, _, _ := restrict(m, make([]float64, k), k, idx, target)
+	return spectralRadius(rm, len(idx))
 }
 
 // signOf is the DSL's sign: 1 if x > 0, -1 if x < 0, else x (±0 and NaN as they are).

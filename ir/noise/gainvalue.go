@@ -12,7 +12,7 @@ import (
 // GainValue is a Gain evaluated at one hyper setting.
 type GainValue struct {
 	M, B           []float64 // M row major
-	SpectralRadius float64
+	SpectralRadius float64   // of the states that feed the target (gain.FeedingRadius)
 	Stable         bool
 	A              float64 // NaN when unstable
 }
@@ -36,7 +36,7 @@ func (g *Gain) At(fn *ir.Func, h []float64) GainValue {
 	for _, e := range g.Model.B {
 		r.B = append(r.B, evalFrac(e, vals))
 	}
-	r.SpectralRadius = gain.SpectralRadius(r.M, len(r.B))
+	r.SpectralRadius = gain.FeedingRadius(r.M, len(r.B), g.Model.Target)
 	r.Stable, r.A = r.SpectralRadius < 1, math.NaN()
 	switch {
 	case !r.Stable:
