@@ -867,7 +867,7 @@ class Optimizer(torch.optim.Optimizer):
         self._gather()
         if self._clamp_watch:
             for w in self._handle.warnings():
-                warnings.warn(f"fibergen: {w}", RuntimeWarning, stacklevel=3)
+                warnings.warn(f"fibergen: {w}", RuntimeWarning, stacklevel=4)  # past no_grad and torch's step hook
         return loss
 
     def _note_writes(self, agree: bool = True) -> None:
