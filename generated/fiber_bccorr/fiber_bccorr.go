@@ -736,9 +736,20 @@ func SumChunk(c, n int, term func(i int) float32) float32 {
 	var acc [32]float32
 	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
 	for i := start; i < end; i++ {
-		l := (i - start) % 128 / 4
+		l := (i - start) % reduceRow / 4
 		acc[l] = float32(acc[l] + term(i))
 	}
+	return LaneTree(acc)
+}
+
+// reduceRow is the number of coordinates of one row of a chunk's
+// reduction: 32 lanes of 4 consecutive coordinates.
+const reduceRow = 128
+
+// LaneTree is the end of a chunk's reduction: the butterfly tree
+// acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1 over the 32 lane
+// accumulators; the sum is lane 0's.
+func LaneTree(acc [32]float32) float32 {
 	for off := 16; off >= 1; off /= 2 {
 		var next [32]float32
 		for l := range acc {
@@ -889,6 +900,126 @@ func Privatize(out, cur, look []float32, rows int, divisor float32, a, clip floa
 	}
 	PrivatizeSum(out, cur, look, scales, n, a32, b32, divisor, 0, n)
 	return -1
+}
+
+// Segment is one tensor's part of the per-example gradients, read where
+// the trainer left it: its Size coordinates are the flat coordinates
+// [Offset, Offset+Size), and example ξ's are Cur[ξ·Size:(ξ+1)·Size] (and
+// Look's; Look nil for one set). Segments in order of Offset, each starting
+// where the one before ends, tile the rows that Privatize reads as one
+// matrix.
+type Segment struct {
+	Offset, Size int
+	Cur, Look    []float32
+}
+
+// PrivatizeNormsPiece adds the terms u·u of a piece of one chunk to the 32
+// lane accumulators acc[32ξ:32ξ+32] of each example ξ in [lo, hi): the
+// piece is n coordinates, example ξ's at cur[ξ·stride:ξ·stride+n] (and
+// look's, mixed as PrivatizeSum mixes them), the piece's coordinate j in
+// lane ((phase + j) mod 128)/4, phase the position of its first coordinate
+// in its chunk mod 128. The pieces of a chunk added in order from +0
+// accumulators and then LaneTree give PrivatizeNorms' partial of that
+// chunk, bit for bit. It is the kernels' <name>_privatize_norms_piece.
+func PrivatizeNormsPiece(acc, cur, look []float32, stride, n, phase int, a, b float32, lo, hi int) {
+	u := privatizeMix(cur, look, a, b)
+	for x := lo; x < hi; x++ {
+		lanes := acc[32*x : 32*x+32]
+		for j := range n {
+			v := u(x*stride + j)
+			l := (phase + j) % reduceRow / 4
+			lanes[l] = float32(lanes[l] + float32(v*v))
+		}
+	}
+}
+
+// NormsPiece adds one piece of a chunk to the lane accumulators of the
+// examples [lo, hi), as PrivatizeNormsPiece: s's coordinates [from,
+// from+n), whose first has the given phase.
+type NormsPiece func(acc []float32, s Segment, from, n, phase, lo, hi int) error
+
+// SegmentNorms stores partials[ξ·ReduceChunks(n) + c], the norm partial of
+// chunk c of the examples ξ in [lo, hi), from the segments (which tile
+// [0, n)): it zeroes their accumulators acc[32ξ:32ξ+32], adds the chunk's
+// pieces in order with piece, and ends each example with LaneTree.
+func SegmentNorms(partials, acc []float32, segs []Segment, n, c, lo, hi int, piece NormsPiece) error {
+	clear(acc[32*lo : 32*hi])
+	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
+	for i := firstSegment(segs, start); i < len(segs) && segs[i].Offset < end; i++ {
+		s := segs[i]
+		from, to := max(start, s.Offset), min(end, s.Offset+s.Size)
+		if to > from && hi > lo {
+			if err := piece(acc, s, from-s.Offset, to-from, (from-start)%reduceRow, lo, hi); err != nil {
+				return err
+			}
+		}
+	}
+	nchunks := ReduceChunks(n)
+	for x := lo; x < hi; x++ {
+		partials[x*nchunks+c] = LaneTree([32]float32(acc[32*x : 32*x+32]))
+	}
+	return nil
+}
+
+// firstSegment returns the first of the segments that ends after
+// coordinate at (len(segs) where none does).
+func firstSegment(segs []Segment, at int) int {
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if segs[mid].Offset+segs[mid].Size <= at {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// SegmentSum stores the clipped sum over divisor of the coordinates
+// [lo, hi) as PrivatizeSum, each segment's rows read in place: out holds
+// every coordinate of the segments.
+func SegmentSum(out []float32, segs []Segment, scales []float32, a, b, divisor float32, lo, hi int) {
+	for i := firstSegment(segs, lo); i < len(segs) && segs[i].Offset < hi; i++ {
+		s := segs[i]
+		from, to := max(lo, s.Offset), min(hi, s.Offset+s.Size)
+		PrivatizeSum(out[s.Offset:s.Offset+s.Size], s.Cur, s.Look, scales, s.Size, a, b, divisor, from-s.Offset, to-s.Offset)
+	}
+}
+
+// PrivatizeSegments is Privatize on rows given as segments (which tile
+// [0, len(out)), each with rows examples): the same bits, with every
+// tensor read in place. The segments' Look are all nil (one set) or all
+// given.
+func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32, a, clip float64) int {
+	n := len(out)
+	a32, b32 := PrivatizeWeights(a)
+	nchunks := ReduceChunks(n)
+	partials, acc := make([]float32, rows*nchunks), make([]float32, 32*rows)
+	piece := func(acc []float32, s Segment, from, count, phase, lo, hi int) error {
+		PrivatizeNormsPiece(acc, s.Cur[from:], tail(s.Look, from), s.Size, count, phase, a32, b32, lo, hi)
+		return nil
+	}
+	for c := range nchunks {
+		_ = SegmentNorms(partials, acc, segs, n, c, 0, rows, piece)
+	}
+	scales := make([]float32, rows)
+	PrivatizeScales(scales, partials, nchunks, clip, 0, rows)
+	for x, s := range scales {
+		if s != s {
+			return x
+		}
+	}
+	SegmentSum(out, segs, scales, a32, b32, divisor, 0, n)
+	return -1
+}
+
+// tail is rows[from:], nil for nil rows (one set).
+func tail(rows []float32, from int) []float32 {
+	if rows == nil {
+		return nil
+	}
+	return rows[from:]
 }
 
 // filterGt returns the noise model of state gt at hypers h: z_t = M z_{t-1} + b w_t

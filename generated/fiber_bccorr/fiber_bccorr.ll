@@ -10610,5 +10610,327 @@ entry:
 	ret void
 }
 
+define internal void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 4
+	%8 = load i64, i64* %7, align 8
+	%9 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 6
+	%10 = load i64, i64* %9, align 8
+	%11 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 7
+	%12 = load i64, i64* %11, align 8
+	%13 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 8
+	%14 = load float, float* %13, align 4
+	%15 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 9
+	%16 = load float, float* %15, align 4
+	%17 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 10
+	%18 = load i32, i32* %17, align 4
+	%19 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 2
+	%20 = load float*, float** %19, align 8
+	%21 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 3
+	%22 = load i64, i64* %21, align 8
+	%23 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 5
+	%24 = load i64, i64* %23, align 8
+	%25 = icmp ne i32 %18, 0
+	br i1 %25, label %two_sets, label %one_set
+
+two_sets:
+	br label %example.head.226
+
+one_set:
+	br label %example.head.241
+
+example.head.226:
+	%26 = phi i64 [ %10, %two_sets ], [ %48, %piece.row.done.231 ]
+	%27 = icmp slt i64 %26, %12
+	br i1 %27, label %example.227, label %example.done.228
+
+example.227:
+	%28 = mul i64 %26, %22
+	%29 = getelementptr float, float* %6, i64 %28
+	%30 = mul i64 %26, %22
+	%31 = getelementptr float, float* %4, i64 %30
+	%32 = mul i64 %26, 32
+	%33 = getelementptr float, float* %20, i64 %32
+	%34 = bitcast float* %33 to <32 x float>*
+	%35 = load <32 x float>, <32 x float>* %34, align 4
+	%36 = add i64 %24, %8
+	%37 = add i64 %36, 127
+	%38 = sdiv i64 %37, 128
+	br label %piece.row.head.229
+
+example.done.228:
+	ret void
+
+piece.row.head.229:
+	%39 = phi i64 [ 0, %example.227 ], [ %78, %join.234 ]
+	%40 = phi <32 x float> [ %35, %example.227 ], [ %77, %join.234 ]
+	%41 = icmp slt i64 %39, %38
+	br i1 %41, label %piece.row.230, label %piece.row.done.231
+
+piece.row.230:
+	%42 = mul i64 %39, 128
+	%43 = sub i64 %42, %24
+	%44 = icmp sge i64 %43, 0
+	%45 = add i64 %43, 128
+	%46 = icmp sle i64 %45, %8
+	%47 = and i1 %44, %46
+	br i1 %47, label %then.232, label %else.233
+
+piece.row.done.231:
+	store <32 x float> %40, <32 x float>* %34, align 4
+	%48 = add i64 %26, 1
+	br label %example.head.226
+
+then.232:
+	%49 = getelementptr float, float* %29, i64 %43
+	%50 = bitcast float* %49 to <128 x float>*
+	%51 = load <128 x float>, <128 x float>* %50, align 4
+	%52 = getelementptr float, float* %31, i64 %43
+	%53 = bitcast float* %52 to <128 x float>*
+	%54 = load <128 x float>, <128 x float>* %53, align 4
+	%55 = insertelement <128 x float> undef, float %14, i32 0
+	%56 = shufflevector <128 x float> %55, <128 x float> undef, <128 x i32> zeroinitializer
+	%57 = fmul <128 x float> %56, %51
+	%58 = insertelement <128 x float> undef, float %16, i32 0
+	%59 = shufflevector <128 x float> %58, <128 x float> undef, <128 x i32> zeroinitializer
+	%60 = fmul <128 x float> %59, %54
+	%61 = fadd <128 x float> %57, %60
+	%62 = fmul <128 x float> %61, %61
+	%63 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%64 = fadd <32 x float> %40, %63
+	%65 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%66 = fadd <32 x float> %64, %65
+	%67 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%68 = fadd <32 x float> %66, %67
+	%69 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%70 = fadd <32 x float> %68, %69
+	br label %join.234
+
+else.233:
+	%71 = icmp slt i64 %43, 0
+	%72 = select i1 %71, i64 0, i64 %43
+	%73 = add i64 %43, 128
+	%74 = icmp slt i64 %73, %8
+	%75 = select i1 %74, i64 %73, i64 %8
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%76 = bitcast <128 x float>* %2 to float*
+	br label %pad.head.235
+
+join.234:
+	%77 = phi <32 x float> [ %70, %then.232 ], [ %129, %pad.done.240 ]
+	%78 = add i64 %39, 1
+	br label %piece.row.head.229
+
+pad.head.235:
+	%79 = phi i64 [ %72, %else.233 ], [ %85, %pad.236 ]
+	%80 = icmp slt i64 %79, %75
+	br i1 %80, label %pad.236, label %pad.done.237
+
+pad.236:
+	%81 = getelementptr float, float* %29, i64 %79
+	%82 = load float, float* %81, align 4
+	%83 = sub i64 %79, %43
+	%84 = getelementptr float, float* %76, i64 %83
+	store volatile float %82, float* %84, align 4
+	%85 = add i64 %79, 1
+	br label %pad.head.235
+
+pad.done.237:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%86 = bitcast <128 x float>* %1 to float*
+	br label %pad.head.238
+
+pad.head.238:
+	%87 = phi i64 [ %72, %pad.done.237 ], [ %93, %pad.239 ]
+	%88 = icmp slt i64 %87, %75
+	br i1 %88, label %pad.239, label %pad.done.240
+
+pad.239:
+	%89 = getelementptr float, float* %31, i64 %87
+	%90 = load float, float* %89, align 4
+	%91 = sub i64 %87, %43
+	%92 = getelementptr float, float* %86, i64 %91
+	store volatile float %90, float* %92, align 4
+	%93 = add i64 %87, 1
+	br label %pad.head.238
+
+pad.done.240:
+	%94 = insertelement <128 x i64> undef, i64 %43, i32 0
+	%95 = shufflevector <128 x i64> %94, <128 x i64> undef, <128 x i32> zeroinitializer
+	%96 = add <128 x i64> %95, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%97 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%98 = shufflevector <128 x i64> %97, <128 x i64> undef, <128 x i32> zeroinitializer
+	%99 = icmp slt <128 x i64> %96, %98
+	%100 = insertelement <128 x i64> undef, i64 %43, i32 0
+	%101 = shufflevector <128 x i64> %100, <128 x i64> undef, <128 x i32> zeroinitializer
+	%102 = add <128 x i64> %101, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%103 = insertelement <128 x i64> undef, i64 0, i32 0
+	%104 = shufflevector <128 x i64> %103, <128 x i64> undef, <128 x i32> zeroinitializer
+	%105 = icmp sge <128 x i64> %102, %104
+	%106 = and <128 x i1> %99, %105
+	%107 = getelementptr float, float* %76, i64 0
+	%108 = bitcast float* %107 to <128 x float>*
+	%109 = load <128 x float>, <128 x float>* %108, align 4
+	%110 = getelementptr float, float* %86, i64 0
+	%111 = bitcast float* %110 to <128 x float>*
+	%112 = load <128 x float>, <128 x float>* %111, align 4
+	%113 = insertelement <128 x float> undef, float %14, i32 0
+	%114 = shufflevector <128 x float> %113, <128 x float> undef, <128 x i32> zeroinitializer
+	%115 = fmul <128 x float> %114, %109
+	%116 = insertelement <128 x float> undef, float %16, i32 0
+	%117 = shufflevector <128 x float> %116, <128 x float> undef, <128 x i32> zeroinitializer
+	%118 = fmul <128 x float> %117, %112
+	%119 = fadd <128 x float> %115, %118
+	%120 = fmul <128 x float> %119, %119
+	%121 = select <128 x i1> %106, <128 x float> %120, <128 x float> zeroinitializer
+	%122 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%123 = fadd <32 x float> %40, %122
+	%124 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%125 = fadd <32 x float> %123, %124
+	%126 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%127 = fadd <32 x float> %125, %126
+	%128 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%129 = fadd <32 x float> %127, %128
+	br label %join.234
+
+example.head.241:
+	%130 = phi i64 [ %10, %one_set ], [ %150, %piece.row.done.246 ]
+	%131 = icmp slt i64 %130, %12
+	br i1 %131, label %example.242, label %example.done.243
+
+example.242:
+	%132 = mul i64 %130, %22
+	%133 = getelementptr float, float* %4, i64 %132
+	%134 = mul i64 %130, 32
+	%135 = getelementptr float, float* %20, i64 %134
+	%136 = bitcast float* %135 to <32 x float>*
+	%137 = load <32 x float>, <32 x float>* %136, align 4
+	%138 = add i64 %24, %8
+	%139 = add i64 %138, 127
+	%140 = sdiv i64 %139, 128
+	br label %piece.row.head.244
+
+example.done.243:
+	ret void
+
+piece.row.head.244:
+	%141 = phi i64 [ 0, %example.242 ], [ %170, %join.249 ]
+	%142 = phi <32 x float> [ %137, %example.242 ], [ %169, %join.249 ]
+	%143 = icmp slt i64 %141, %140
+	br i1 %143, label %piece.row.245, label %piece.row.done.246
+
+piece.row.245:
+	%144 = mul i64 %141, 128
+	%145 = sub i64 %144, %24
+	%146 = icmp sge i64 %145, 0
+	%147 = add i64 %145, 128
+	%148 = icmp sle i64 %147, %8
+	%149 = and i1 %146, %148
+	br i1 %149, label %then.247, label %else.248
+
+piece.row.done.246:
+	store <32 x float> %142, <32 x float>* %136, align 4
+	%150 = add i64 %130, 1
+	br label %example.head.241
+
+then.247:
+	%151 = getelementptr float, float* %133, i64 %145
+	%152 = bitcast float* %151 to <128 x float>*
+	%153 = load <128 x float>, <128 x float>* %152, align 4
+	%154 = fmul <128 x float> %153, %153
+	%155 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%156 = fadd <32 x float> %142, %155
+	%157 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%158 = fadd <32 x float> %156, %157
+	%159 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%160 = fadd <32 x float> %158, %159
+	%161 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%162 = fadd <32 x float> %160, %161
+	br label %join.249
+
+else.248:
+	%163 = icmp slt i64 %145, 0
+	%164 = select i1 %163, i64 0, i64 %145
+	%165 = add i64 %145, 128
+	%166 = icmp slt i64 %165, %8
+	%167 = select i1 %166, i64 %165, i64 %8
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%168 = bitcast <128 x float>* %0 to float*
+	br label %pad.head.250
+
+join.249:
+	%169 = phi <32 x float> [ %162, %then.247 ], [ %203, %pad.done.252 ]
+	%170 = add i64 %141, 1
+	br label %piece.row.head.244
+
+pad.head.250:
+	%171 = phi i64 [ %164, %else.248 ], [ %177, %pad.251 ]
+	%172 = icmp slt i64 %171, %167
+	br i1 %172, label %pad.251, label %pad.done.252
+
+pad.251:
+	%173 = getelementptr float, float* %133, i64 %171
+	%174 = load float, float* %173, align 4
+	%175 = sub i64 %171, %145
+	%176 = getelementptr float, float* %168, i64 %175
+	store volatile float %174, float* %176, align 4
+	%177 = add i64 %171, 1
+	br label %pad.head.250
+
+pad.done.252:
+	%178 = insertelement <128 x i64> undef, i64 %145, i32 0
+	%179 = shufflevector <128 x i64> %178, <128 x i64> undef, <128 x i32> zeroinitializer
+	%180 = add <128 x i64> %179, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%181 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%182 = shufflevector <128 x i64> %181, <128 x i64> undef, <128 x i32> zeroinitializer
+	%183 = icmp slt <128 x i64> %180, %182
+	%184 = insertelement <128 x i64> undef, i64 %145, i32 0
+	%185 = shufflevector <128 x i64> %184, <128 x i64> undef, <128 x i32> zeroinitializer
+	%186 = add <128 x i64> %185, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%187 = insertelement <128 x i64> undef, i64 0, i32 0
+	%188 = shufflevector <128 x i64> %187, <128 x i64> undef, <128 x i32> zeroinitializer
+	%189 = icmp sge <128 x i64> %186, %188
+	%190 = and <128 x i1> %183, %189
+	%191 = getelementptr float, float* %168, i64 0
+	%192 = bitcast float* %191 to <128 x float>*
+	%193 = load <128 x float>, <128 x float>* %192, align 4
+	%194 = fmul <128 x float> %193, %193
+	%195 = select <128 x i1> %190, <128 x float> %194, <128 x float> zeroinitializer
+	%196 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%197 = fadd <32 x float> %142, %196
+	%198 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%199 = fadd <32 x float> %197, %198
+	%200 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%201 = fadd <32 x float> %199, %200
+	%202 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%203 = fadd <32 x float> %201, %202
+	br label %join.249
+}
+
+define void @fiber_bccorr_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
+entry:
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_bccorr_privatize_norms_piece_cpu_avx2({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
+entry:
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
+define void @fiber_bccorr_privatize_norms_piece_cpu_avx512({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_bccorr_abi = constant [65 x i8] c"6cf6a6e952bec9ad03dafb6910354dfdd55e67a7c9e8113097b1209e9e502f40\00"
+@fiber_bccorr_abi = constant [65 x i8] c"17ab36690d266c79e84e2f6a4b0564464194df164790a7e7629edb009281b441\00"

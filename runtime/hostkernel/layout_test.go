@@ -17,7 +17,8 @@ func TestStructsMatchLLVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mirrors := map[string]reflect.Type{"fibergen_range": reflect.TypeFor[Range](), "fibergen_privatize": reflect.TypeFor[privatizeC]()}
+	mirrors := map[string]reflect.Type{"fibergen_range": reflect.TypeFor[Range](), "fibergen_privatize": reflect.TypeFor[privatizeC](),
+		"fibergen_privatize_piece": reflect.TypeFor[pieceC]()}
 	if len(mirrors) != len(llvmgen.HostStructs) {
 		t.Fatalf("mirrors of %d structs, the ABI has %v", len(mirrors), llvmgen.HostStructs)
 	}
