@@ -168,6 +168,7 @@ type Optimizer struct {
 	back     backend.Backend
 	budget   *Budget    // SetBudget: the accountant and the planned steps
 	diag     *diagState // EnableDiagnostics: nil while they are off
+	segs     []Segment  // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
 	mu       sync.Mutex // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 
