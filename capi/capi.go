@@ -40,7 +40,7 @@ package main
 // version is a second literal in internal/version (CABI, which fibergen
 // --version prints and which cannot import this package main): change
 // both, capi/version_test.go keeps them equal.
-#define FG_ABI_VERSION 7
+#define FG_ABI_VERSION 8
 #define FG_OK 0
 #define FG_ERROR 1
 #define FG_NONFINITE 2
@@ -71,7 +71,8 @@ const (
 // hypers of their own (fg_register_range, fg_set_tensor_hypers), fg_shard,
 // and fg_info's tensors and host_buffer_pad; 6 moved fg_info's spent into
 // fg_spent, so that fg_info never waits on the accountant; 7 added
-// fg_resolve, optimizers by name.
+// fg_resolve, optimizers by name; 8 added fg_privatize_segments, the
+// per-example gradients read in place.
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}
