@@ -10,9 +10,9 @@ import (
 )
 
 // This file privatizes per-example gradients read where the trainer left
-// them (docs/runtime.md, "Per-example clipping in place"): one segment per
-// tensor, its k rows contiguous, instead of one [k][n] matrix. The norms
-// add each tensor's piece of a chunk to the chunk's lane accumulators (the
+// them (docs/runtime.md, "Per-example clipping"): one segment per tensor,
+// its k rows contiguous, instead of one [k][n] matrix. The norms add each
+// tensor's terms to the lane accumulators of the chunks it lies in (the
 // norms' piece host function, or reduce.PrivatizeNormsPiece), the sum runs
 // per tensor; the bits are those of the matrix the segments tile.
 
@@ -156,15 +156,18 @@ func firstNonFiniteSegment(segs []Segment, k int) int {
 }
 
 // privatizeSegments runs j, whose rows are segments, on the host: the
-// norms over (chunk, example) tasks, the scales, the sum over coordinates,
-// each split over the cores.
+// norms split over the examples, each read front to back, the scales, the
+// sum split over the coordinates.
 func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 	args := hostkernel.PrivatizeArgs{Scales: j.Scales, Out: j.Out, Batch: int64(j.Batch), N: int64(j.N),
 		Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
 	if args.Scales == nil {
 		nchunks := reduce.ReduceChunks(j.N)
 		args.Partials, args.Scales = b.partialsFor(j.Batch*nchunks), make([]float32, j.Batch)
-		if err := b.split(j.Batch*nchunks, 1, func(lo, hi int) error { return b.segmentNorms(j, args.Partials, lo, hi) }); err != nil {
+		acc, piece := b.lanesFor(32*nchunks*j.Batch), b.normsPiece(j)
+		if err := b.split(j.Batch, 1, func(lo, hi int) error {
+			return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
+		}); err != nil {
 			return nil, err
 		}
 		if err := b.privPhase(1, args, 0, j.Batch); err != nil {
@@ -178,36 +181,25 @@ func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 	return args.Scales, err
 }
 
-// segmentNorms stores the norm partials of the tasks [lo, hi), task
-// c·Batch + ξ being example ξ's chunk c (chunk-major, so that a range is a
-// run of examples per chunk), with lane accumulators of its own.
-func (b *cpuBackend) segmentNorms(j backend.Privatize, partials []float32, lo, hi int) error {
-	acc, piece := make([]float32, 32*j.Batch), b.normsPiece(j)
-	for t := lo; t < hi; {
-		c, x := t/j.Batch, t%j.Batch
-		end := min(hi, (c+1)*j.Batch)
-		if err := reduce.SegmentNorms(partials, acc, j.Segments, j.N, c, x, x+end-t, piece); err != nil {
-			return err
-		}
-		t = end
+// lanesFor returns n lane accumulators, those of the last privatization
+// where they are enough.
+func (b *cpuBackend) lanesFor(n int) []float32 {
+	if cap(b.lanes) < n {
+		b.lanes = make([]float32, n)
 	}
-	return nil
+	return b.lanes[:n]
 }
 
 // normsPiece is the norms' piece of j: the host function where the shared
 // object has it, else the Go reference.
 func (b *cpuBackend) normsPiece(j backend.Privatize) reduce.NormsPiece {
-	return func(acc []float32, s reduce.Segment, from, n, phase, lo, hi int) error {
-		look := s.Look
-		if look != nil {
-			look = look[from:]
-		}
+	return func(acc []float32, s reduce.Segment, first, accStride, lo, hi int) error {
 		if b.priv == nil || !b.priv.HasPiece() {
-			reduce.PrivatizeNormsPiece(acc, s.Cur[from:], look, s.Size, n, phase, j.A, j.B, lo, hi)
+			reduce.PrivatizeNormsPiece(acc, s.Cur, s.Look, s.Size, s.Size, first, accStride, j.A, j.B, lo, hi)
 			return nil
 		}
-		return b.priv.NormsPiece(hostkernel.PieceArgs{Cur: s.Cur[from:], Look: look, Acc: acc, Stride: int64(s.Size),
-			N: int64(n), Phase: int64(phase), Lo: int64(lo), Hi: int64(hi), A: j.A, B: j.B, Mode: j.Mode})
+		return b.priv.NormsPiece(hostkernel.PieceArgs{Cur: s.Cur, Look: s.Look, Acc: acc, Stride: int64(s.Size), N: int64(s.Size),
+			First: int64(first), AccStride: int64(accStride), Lo: int64(lo), Hi: int64(hi), A: j.A, B: j.B, Mode: j.Mode})
 	}
 }
 

@@ -13,44 +13,49 @@ import (
 
 // pieceCase is one call of the norms' piece: examples [lo, hi) of k rows of
 // stride floats, the piece n of them from coordinate from of each row, its
-// first at phase of its chunk's row; two sets or one; bad, if not 0, an
-// entry of example lo's piece.
+// first at position first of its first chunk; two sets or one; bad, if not
+// 0, an entry of example lo's piece.
 type pieceCase struct {
-	k, stride, from, n, phase, lo, hi int
+	k, stride, from, n, first, lo, hi int
 	two                               bool
 	bad                               float32
 }
 
 func (c pieceCase) String() string {
-	return fmt.Sprintf("k=%d/stride=%d/from=%d/n=%d/phase=%d/[%d,%d)/two=%v/bad=%v", c.k, c.stride, c.from, c.n, c.phase, c.lo, c.hi, c.two, c.bad)
+	return fmt.Sprintf("k=%d/stride=%d/from=%d/n=%d/first=%d/[%d,%d)/two=%v/bad=%v", c.k, c.stride, c.from, c.n, c.first, c.lo, c.hi, c.two, c.bad)
 }
 
 // pieceCases reach every path of the piece: a piece inside one row, one
 // that starts or ends inside a row or inside a lane's four, one of whole
-// rows, one over a chunk, one coordinate, none, no examples and a part of
-// the examples, a NaN and an Inf.
+// rows, one that ends on a chunk's edge, one across two chunks and across
+// several, one coordinate, none, no examples and a part of the examples, a
+// NaN and an Inf.
 func pieceCases() []pieceCase {
 	var cases []pieceCase
-	for i, nph := range [][2]int{{0, 0}, {1, 0}, {1, 127}, {3, 5}, {5, 126}, {128, 0}, {128, 1}, {129, 64}, {300, 3},
-		{4096, 0}, {4093, 3}, {2 * 128, 4}, {127, 1}} {
+	for i, nf := range [][2]int{{0, 0}, {1, 0}, {1, 127}, {1, 4095}, {3, 5}, {5, 126}, {128, 0}, {128, 1}, {129, 64},
+		{300, 3}, {4096, 0}, {4093, 3}, {2 * 128, 4}, {127, 1}, {300, 4000}, {2, 4095}, {3*4096 + 7, 5}, {9000, 4096 - 128}} {
 		for _, two := range []bool{false, true} {
 			k := 1 + i%4
-			cases = append(cases, pieceCase{k: k, stride: nph[0] + i, from: i, n: nph[0], phase: nph[1], lo: 0, hi: k, two: two})
+			cases = append(cases, pieceCase{k: k, stride: nf[0] + i, from: i, n: nf[0], first: nf[1], lo: 0, hi: k, two: two})
 		}
 	}
 	return append(cases,
-		pieceCase{k: 5, stride: 700, from: 9, n: 600, phase: 17, lo: 2, hi: 4, two: true},
-		pieceCase{k: 3, stride: 10, from: 0, n: 10, phase: 0, lo: 1, hi: 1},
-		pieceCase{k: 0, stride: 10, from: 0, n: 10, phase: 3, lo: 0, hi: 0},
-		pieceCase{k: 2, stride: 200, from: 1, n: 150, phase: 100, lo: 0, hi: 2, bad: float32(math.NaN())},
-		pieceCase{k: 2, stride: 200, from: 1, n: 150, phase: 100, lo: 0, hi: 2, two: true, bad: float32(math.Inf(1))},
+		pieceCase{k: 5, stride: 7000, from: 9, n: 6000, first: 17, lo: 2, hi: 4, two: true},
+		pieceCase{k: 3, stride: 10, from: 0, n: 10, first: 0, lo: 1, hi: 1},
+		pieceCase{k: 0, stride: 10, from: 0, n: 10, first: 3, lo: 0, hi: 0},
+		pieceCase{k: 2, stride: 200, from: 1, n: 150, first: 100, lo: 0, hi: 2, bad: float32(math.NaN())},
+		pieceCase{k: 2, stride: 200, from: 1, n: 150, first: 4000, lo: 0, hi: 2, two: true, bad: float32(math.Inf(1))},
 	)
 }
+
+// accStride is the lane accumulators of one example of case c: 32 per
+// chunk the piece spans, and 32 more that must stay untouched.
+func (c pieceCase) accStride() int { return 32 * ((c.first+c.n)/4096 + 2) }
 
 // pieceInputs returns the rows of case c and lane accumulators that hold
 // earlier pieces' sums.
 func pieceInputs(c pieceCase) (cur, look, acc []float32) {
-	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.phase)))
+	r := rand.New(rand.NewPCG(uint64(c.n), uint64(c.first)))
 	rows := func() []float32 {
 		x := make([]float32, c.k*c.stride)
 		for i := range x {
@@ -65,7 +70,7 @@ func pieceInputs(c pieceCase) (cur, look, acc []float32) {
 	if c.two {
 		look = rows()
 	}
-	acc = make([]float32, 32*c.k+3)
+	acc = make([]float32, c.k*c.accStride()+3)
 	for i := range acc {
 		acc[i] = float32(r.Float64() * 10)
 	}
@@ -74,8 +79,8 @@ func pieceInputs(c pieceCase) (cur, look, acc []float32) {
 
 // TestNormsPieceHostMatchesGo holds the norms' piece host function to the
 // generated Go reference (disk.PrivatizeNormsPiece) bit for bit, the
-// accumulators of the examples outside [lo, hi) untouched: every variant
-// this CPU runs, an optimizer with a two-point observation and one without.
+// accumulators of other chunks and examples untouched: every variant this
+// CPU runs, an optimizer with a two-point observation and one without.
 func TestNormsPieceHostMatchesGo(t *testing.T) {
 	for _, name := range []string{"disk", "dp_sgd"} {
 		for _, isa := range hostISAs(t) {
@@ -98,9 +103,9 @@ func checkNormsPiece(t *testing.T, k *hostkernel.Privatize, c pieceCase) {
 		mode = 1
 	}
 	want := append([]float32(nil), acc...)
-	disk.PrivatizeNormsPiece(want, cur[c.from:], tailOf(look, c.from), c.stride, c.n, c.phase, a32, b32, c.lo, c.hi)
+	disk.PrivatizeNormsPiece(want, cur[c.from:], tailOf(look, c.from), c.stride, c.n, c.first, c.accStride(), a32, b32, c.lo, c.hi)
 	err := k.NormsPiece(hostkernel.PieceArgs{Cur: cur[c.from:], Look: tailOf(look, c.from), Acc: acc, Stride: int64(c.stride),
-		N: int64(c.n), Phase: int64(c.phase), Lo: int64(c.lo), Hi: int64(c.hi), A: a32, B: b32, Mode: mode})
+		N: int64(c.n), First: int64(c.first), AccStride: int64(c.accStride()), Lo: int64(c.lo), Hi: int64(c.hi), A: a32, B: b32, Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +144,7 @@ func privatizeKernelsAll(t *testing.T, name, isa string) *hostkernel.Privatize {
 func TestNormsPieceArgErrors(t *testing.T) {
 	k := privatizeKernelsAll(t, "disk", "")
 	cur := make([]float32, 2*10)
-	good := hostkernel.PieceArgs{Cur: cur, Acc: make([]float32, 64), Stride: 10, N: 10, Lo: 0, Hi: 2}
+	good := hostkernel.PieceArgs{Cur: cur, Acc: make([]float32, 64), Stride: 10, N: 10, AccStride: 32, Lo: 0, Hi: 2}
 	for _, c := range []struct {
 		name string
 		edit func(a *hostkernel.PieceArgs)
@@ -149,8 +154,10 @@ func TestNormsPieceArgErrors(t *testing.T) {
 		{"short look", func(a *hostkernel.PieceArgs) { a.Mode, a.Look = 1, cur[:15] }},
 		{"short accumulators", func(a *hostkernel.PieceArgs) { a.Acc = a.Acc[:63] }},
 		{"stride below n", func(a *hostkernel.PieceArgs) { a.Stride = 9 }},
-		{"phase 128", func(a *hostkernel.PieceArgs) { a.Phase = 128 }},
-		{"phase -1", func(a *hostkernel.PieceArgs) { a.Phase = -1 }},
+		{"first 4096", func(a *hostkernel.PieceArgs) { a.First = 4096 }},
+		{"first -1", func(a *hostkernel.PieceArgs) { a.First = -1 }},
+		{"across a chunk's edge with one chunk's accumulators", func(a *hostkernel.PieceArgs) { a.First = 4090 }},
+		{"accumulators' stride below a chunk's", func(a *hostkernel.PieceArgs) { a.AccStride = 31 }},
 		{"examples backwards", func(a *hostkernel.PieceArgs) { a.Lo, a.Hi = 2, 1 }},
 		{"mode 2", func(a *hostkernel.PieceArgs) { a.Mode = 2 }},
 	} {

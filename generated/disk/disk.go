@@ -712,14 +712,13 @@ const reduceRow = 128
 
 // LaneTree is the end of a chunk's reduction: the butterfly tree
 // acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1 over the 32 lane
-// accumulators; the sum is lane 0's.
+// accumulators; the sum is lane 0's, so only the lanes below off, which
+// reach it, are computed (each with the tree's operands in its order).
 func LaneTree(acc [32]float32) float32 {
 	for off := 16; off >= 1; off /= 2 {
-		var next [32]float32
-		for l := range acc {
-			next[l] = float32(acc[l] + acc[l^off])
+		for l := range off { // the lanes that reach lane 0; l xor off = l + off
+			acc[l] = float32(acc[l] + acc[l+off])
 		}
-		acc = next
 	}
 	return acc[0]
 }
@@ -877,50 +876,55 @@ type Segment struct {
 	Cur, Look    []float32
 }
 
-// PrivatizeNormsPiece adds the terms u·u of a piece of one chunk to the 32
-// lane accumulators acc[32ξ:32ξ+32] of each example ξ in [lo, hi): the
-// piece is n coordinates, example ξ's at cur[ξ·stride:ξ·stride+n] (and
-// look's, mixed as PrivatizeSum mixes them), the piece's coordinate j in
-// lane ((phase + j) mod 128)/4, phase the position of its first coordinate
-// in its chunk mod 128. The pieces of a chunk added in order from +0
-// accumulators and then LaneTree give PrivatizeNorms' partial of that
-// chunk, bit for bit. It is the kernels' <name>_privatize_norms_piece.
-func PrivatizeNormsPiece(acc, cur, look []float32, stride, n, phase int, a, b float32, lo, hi int) {
+// PrivatizeNormsPiece adds the terms u·u of one tensor's coordinates (a
+// piece of the rows) to the lane accumulators of the chunks they lie in,
+// for each example ξ in [lo, hi): the piece is n coordinates, example ξ's
+// at cur[ξ·stride:ξ·stride+n] (and look's, mixed as PrivatizeSum mixes
+// them), its first at position first (< ReduceChunk) of its first chunk;
+// its coordinate j, at position p = first + j counted from that chunk's
+// start, goes to lane (p mod 128)/4 of chunk p / ReduceChunk, whose 32
+// accumulators are acc[ξ·accStride + 32·(p/ReduceChunk):][:32]. The pieces
+// of the rows added in order from +0 accumulators and then LaneTree give
+// PrivatizeNorms' partials, bit for bit. It is the kernels'
+// <name>_privatize_norms_piece.
+func PrivatizeNormsPiece(acc, cur, look []float32, stride, n, first, accStride int, a, b float32, lo, hi int) {
 	u := privatizeMix(cur, look, a, b)
 	for x := lo; x < hi; x++ {
-		lanes := acc[32*x : 32*x+32]
 		for j := range n {
 			v := u(x*stride + j)
-			l := (phase + j) % reduceRow / 4
-			lanes[l] = float32(lanes[l] + float32(v*v))
+			p := first + j
+			l := x*accStride + 32*(p/ReduceChunk) + p%reduceRow/4
+			acc[l] = float32(acc[l] + float32(v*v))
 		}
 	}
 }
 
-// NormsPiece adds one piece of a chunk to the lane accumulators of the
-// examples [lo, hi), as PrivatizeNormsPiece: s's coordinates [from,
-// from+n), whose first has the given phase.
-type NormsPiece func(acc []float32, s Segment, from, n, phase, lo, hi int) error
+// NormsPiece adds segment s's terms to the lane accumulators of the
+// examples [lo, hi), as PrivatizeNormsPiece with acc starting at the
+// accumulators of s's first chunk, first = s.Offset mod ReduceChunk.
+type NormsPiece func(acc []float32, s Segment, first, accStride, lo, hi int) error
 
-// SegmentNorms stores partials[ξ·ReduceChunks(n) + c], the norm partial of
-// chunk c of the examples ξ in [lo, hi), from the segments (which tile
-// [0, n)): it zeroes their accumulators acc[32ξ:32ξ+32], adds the chunk's
-// pieces in order with piece, and ends each example with LaneTree.
-func SegmentNorms(partials, acc []float32, segs []Segment, n, c, lo, hi int, piece NormsPiece) error {
-	clear(acc[32*lo : 32*hi])
-	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
-	for i := firstSegment(segs, start); i < len(segs) && segs[i].Offset < end; i++ {
-		s := segs[i]
-		from, to := max(start, s.Offset), min(end, s.Offset+s.Size)
-		if to > from && hi > lo {
-			if err := piece(acc, s, from-s.Offset, to-from, (from-start)%reduceRow, lo, hi); err != nil {
-				return err
-			}
+// SegmentNorms stores the norm partials partials[ξ·ReduceChunks(n) + c] of
+// the examples ξ in [lo, hi), every chunk, from the segments (which tile
+// [0, n)): it zeroes their lane accumulators acc[32·ξ·ReduceChunks(n):]
+// (32 per chunk), adds each segment with piece in order, and ends each
+// chunk with LaneTree.
+func SegmentNorms(partials, acc []float32, segs []Segment, n, lo, hi int, piece NormsPiece) error {
+	nchunks := ReduceChunks(n)
+	stride := 32 * nchunks
+	clear(acc[lo*stride : hi*stride])
+	for _, s := range segs {
+		if s.Size == 0 || hi == lo {
+			continue
+		}
+		if err := piece(acc[32*(s.Offset/ReduceChunk):], s, s.Offset%ReduceChunk, stride, lo, hi); err != nil {
+			return err
 		}
 	}
-	nchunks := ReduceChunks(n)
 	for x := lo; x < hi; x++ {
-		partials[x*nchunks+c] = LaneTree([32]float32(acc[32*x : 32*x+32]))
+		for c := range nchunks {
+			partials[x*nchunks+c] = LaneTree([32]float32(acc[x*stride+32*c:]))
+		}
 	}
 	return nil
 }
@@ -959,14 +963,12 @@ func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32,
 	n := len(out)
 	a32, b32 := PrivatizeWeights(a)
 	nchunks := ReduceChunks(n)
-	partials, acc := make([]float32, rows*nchunks), make([]float32, 32*rows)
-	piece := func(acc []float32, s Segment, from, count, phase, lo, hi int) error {
-		PrivatizeNormsPiece(acc, s.Cur[from:], tail(s.Look, from), s.Size, count, phase, a32, b32, lo, hi)
+	partials, acc := make([]float32, rows*nchunks), make([]float32, 32*rows*nchunks)
+	piece := func(acc []float32, s Segment, first, accStride, lo, hi int) error {
+		PrivatizeNormsPiece(acc, s.Cur, s.Look, s.Size, s.Size, first, accStride, a32, b32, lo, hi)
 		return nil
 	}
-	for c := range nchunks {
-		_ = SegmentNorms(partials, acc, segs, n, c, 0, rows, piece)
-	}
+	_ = SegmentNorms(partials, acc, segs, n, 0, rows, piece)
 	scales := make([]float32, rows)
 	PrivatizeScales(scales, partials, nchunks, clip, 0, rows)
 	for x, s := range scales {
@@ -976,14 +978,6 @@ func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32,
 	}
 	SegmentSum(out, segs, scales, a32, b32, divisor, 0, n)
 	return -1
-}
-
-// tail is rows[from:], nil for nil rows (one set).
-func tail(rows []float32, from int) []float32 {
-	if rows == nil {
-		return nil
-	}
-	return rows[from:]
 }
 
 // filterGt returns the noise model of state gt at hypers h: z_t = M z_{t-1} + b w_t

@@ -9765,225 +9765,373 @@ entry:
 
 define internal void @fiber_bccorr_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%0 = alloca [4096 x float], align 16
+	%1 = alloca [4096 x float], align 16
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%19 = load i64, i64* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%21 = load double, double* %20, align 8
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%29 = load i32, i32* %28, align 4
+	%30 = icmp ne i32 %29, 0
+	br i1 %30, label %two_sets, label %one_set
 
 two_sets:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
-	br label %wide.head.176
+	%31 = bitcast [4096 x float]* %1 to float*
+	%32 = sub i64 %19, %17
+	%33 = add i64 %32, 4095
+	%34 = sdiv i64 %33, u0x1000
+	br label %block.head.176
 
 one_set:
-	%31 = sub i64 %17, %15
-	%32 = sdiv i64 %31, 8
-	br label %wide.head.188
+	%35 = bitcast [4096 x float]* %0 to float*
+	%36 = sub i64 %19, %17
+	%37 = add i64 %36, 4095
+	%38 = sdiv i64 %37, u0x1000
+	br label %block.head.200
 
-wide.head.176:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
-	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.177, label %wide.done.178
+block.head.176:
+	%39 = phi i64 [ 0, %two_sets ], [ %129, %tail.done.199 ]
+	%40 = icmp slt i64 %39, %34
+	br i1 %40, label %block.177, label %block.done.178
 
-wide.177:
-	%35 = mul i64 %33, 8
-	%36 = add i64 %15, %35
-	br label %example.head.179
+block.177:
+	%41 = mul i64 %39, u0x1000
+	%42 = add i64 %17, %41
+	%43 = sub i64 %19, %42
+	%44 = icmp slt i64 %43, u0x1000
+	%45 = select i1 %44, i64 %43, i64 u0x1000
+	%46 = sdiv i64 %45, 8
+	%47 = mul i64 %46, 8
+	br label %wide.head.179
 
-wide.done.178:
-	%37 = mul i64 %30, 8
-	%38 = add i64 %15, %37
+block.done.178:
+	ret void
+
+wide.head.179:
+	%48 = phi i64 [ 0, %block.177 ], [ %52, %wide.180 ]
+	%49 = icmp slt i64 %48, %47
+	br i1 %49, label %wide.180, label %wide.done.181
+
+wide.180:
+	%50 = getelementptr float, float* %31, i64 %48
+	%51 = bitcast float* %50 to <8 x float>*
+	store volatile <8 x float> zeroinitializer, <8 x float>* %51, align 4
+	%52 = add i64 %48, 8
+	br label %wide.head.179
+
+wide.done.181:
 	br label %tail.head.182
-
-example.head.179:
-	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
-	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.180, label %example.done.181
-
-example.180:
-	%42 = mul i64 %39, %13
-	%43 = add i64 %42, %36
-	%44 = getelementptr float, float* %3, i64 %43
-	%45 = bitcast float* %44 to <8 x float>*
-	%46 = load <8 x float>, <8 x float>* %45, align 4
-	%47 = getelementptr float, float* %1, i64 %43
-	%48 = bitcast float* %47 to <8 x float>*
-	%49 = load <8 x float>, <8 x float>* %48, align 4
-	%50 = getelementptr float, float* %7, i64 %39
-	%51 = load float, float* %50, align 4
-	%52 = insertelement <8 x float> undef, float %51, i32 0
-	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = insertelement <8 x float> undef, float %21, i32 0
-	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
-	%56 = fmul <8 x float> %55, %46
-	%57 = insertelement <8 x float> undef, float %23, i32 0
-	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
-	%59 = fmul <8 x float> %58, %49
-	%60 = fadd <8 x float> %56, %59
-	%61 = fmul <8 x float> %53, %60
-	%62 = fadd <8 x float> %40, %61
-	%63 = add i64 %39, 1
-	br label %example.head.179
-
-example.done.181:
-	%64 = insertelement <8 x float> undef, float %25, i32 0
-	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
-	%66 = fdiv <8 x float> %40, %65
-	%67 = getelementptr float, float* %9, i64 %36
-	%68 = bitcast float* %67 to <8 x float>*
-	store <8 x float> %66, <8 x float>* %68, align 4
-	%69 = add i64 %33, 1
-	br label %wide.head.176
 
 tail.head.182:
-	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
-	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.183, label %tail.done.184
+	%53 = phi i64 [ %47, %wide.done.181 ], [ %56, %tail.183 ]
+	%54 = icmp slt i64 %53, %45
+	br i1 %54, label %tail.183, label %tail.done.184
 
 tail.183:
-	br label %example.head.185
-
-tail.done.184:
-	ret void
-
-example.head.185:
-	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
-	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
-	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.186, label %example.done.187
-
-example.186:
-	%75 = mul i64 %72, %13
-	%76 = add i64 %75, %70
-	%77 = getelementptr float, float* %3, i64 %76
-	%78 = load float, float* %77, align 4
-	%79 = getelementptr float, float* %1, i64 %76
-	%80 = load float, float* %79, align 4
-	%81 = getelementptr float, float* %7, i64 %72
-	%82 = load float, float* %81, align 4
-	%83 = fmul float %21, %78
-	%84 = fmul float %23, %80
-	%85 = fadd float %83, %84
-	%86 = fmul float %82, %85
-	%87 = fadd float %73, %86
-	%88 = add i64 %72, 1
-	br label %example.head.185
-
-example.done.187:
-	%89 = fdiv float %73, %25
-	%90 = getelementptr float, float* %9, i64 %70
-	store float %89, float* %90, align 4
-	%91 = add i64 %70, 1
+	%55 = getelementptr float, float* %31, i64 %53
+	store volatile float 0.0, float* %55, align 4
+	%56 = add i64 %53, 1
 	br label %tail.head.182
 
-wide.head.188:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
-	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.189, label %wide.done.190
+tail.done.184:
+	br label %example.head.185
 
-wide.189:
-	%94 = mul i64 %92, 8
-	%95 = add i64 %15, %94
-	br label %example.head.191
+example.head.185:
+	%57 = phi i64 [ 0, %tail.done.184 ], [ %108, %tail.done.193 ]
+	%58 = icmp slt i64 %57, %13
+	br i1 %58, label %example.186, label %example.done.187
 
-wide.done.190:
-	%96 = mul i64 %32, 8
-	%97 = add i64 %15, %96
-	br label %tail.head.194
-
-example.head.191:
-	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
-	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.192, label %example.done.193
-
-example.192:
-	%101 = mul i64 %98, %13
-	%102 = add i64 %101, %95
-	%103 = getelementptr float, float* %1, i64 %102
-	%104 = bitcast float* %103 to <8 x float>*
-	%105 = load <8 x float>, <8 x float>* %104, align 4
-	%106 = getelementptr float, float* %7, i64 %98
-	%107 = load float, float* %106, align 4
-	%108 = insertelement <8 x float> undef, float %107, i32 0
-	%109 = shufflevector <8 x float> %108, <8 x float> undef, <8 x i32> zeroinitializer
-	%110 = fmul <8 x float> %109, %105
-	%111 = fadd <8 x float> %99, %110
-	%112 = add i64 %98, 1
-	br label %example.head.191
-
-example.done.193:
-	%113 = insertelement <8 x float> undef, float %25, i32 0
-	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
-	%115 = fdiv <8 x float> %99, %114
-	%116 = getelementptr float, float* %9, i64 %95
-	%117 = bitcast float* %116 to <8 x float>*
-	store <8 x float> %115, <8 x float>* %117, align 4
-	%118 = add i64 %92, 1
+example.186:
+	%59 = mul i64 %57, %15
+	%60 = add i64 %59, %42
+	%61 = getelementptr float, float* %9, i64 %57
+	%62 = load float, float* %61, align 4
+	%63 = sdiv i64 %45, 8
+	%64 = mul i64 %63, 8
 	br label %wide.head.188
 
-tail.head.194:
-	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
-	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.195, label %tail.done.196
+example.done.187:
+	%65 = sdiv i64 %45, 8
+	%66 = mul i64 %65, 8
+	br label %wide.head.194
 
-tail.195:
-	br label %example.head.197
+wide.head.188:
+	%67 = phi i64 [ 0, %example.186 ], [ %91, %wide.189 ]
+	%68 = icmp slt i64 %67, %64
+	br i1 %68, label %wide.189, label %wide.done.190
 
-tail.done.196:
+wide.189:
+	%69 = add i64 %60, %67
+	%70 = getelementptr float, float* %5, i64 %69
+	%71 = bitcast float* %70 to <8 x float>*
+	%72 = load <8 x float>, <8 x float>* %71, align 4
+	%73 = add i64 %60, %67
+	%74 = getelementptr float, float* %3, i64 %73
+	%75 = bitcast float* %74 to <8 x float>*
+	%76 = load <8 x float>, <8 x float>* %75, align 4
+	%77 = getelementptr float, float* %31, i64 %67
+	%78 = bitcast float* %77 to <8 x float>*
+	%79 = load <8 x float>, <8 x float>* %78, align 4
+	%80 = insertelement <8 x float> undef, float %62, i32 0
+	%81 = shufflevector <8 x float> %80, <8 x float> undef, <8 x i32> zeroinitializer
+	%82 = insertelement <8 x float> undef, float %23, i32 0
+	%83 = shufflevector <8 x float> %82, <8 x float> undef, <8 x i32> zeroinitializer
+	%84 = fmul <8 x float> %83, %72
+	%85 = insertelement <8 x float> undef, float %25, i32 0
+	%86 = shufflevector <8 x float> %85, <8 x float> undef, <8 x i32> zeroinitializer
+	%87 = fmul <8 x float> %86, %76
+	%88 = fadd <8 x float> %84, %87
+	%89 = fmul <8 x float> %81, %88
+	%90 = fadd <8 x float> %79, %89
+	store <8 x float> %90, <8 x float>* %78, align 4
+	%91 = add i64 %67, 8
+	br label %wide.head.188
+
+wide.done.190:
+	br label %tail.head.191
+
+tail.head.191:
+	%92 = phi i64 [ %64, %wide.done.190 ], [ %107, %tail.192 ]
+	%93 = icmp slt i64 %92, %45
+	br i1 %93, label %tail.192, label %tail.done.193
+
+tail.192:
+	%94 = add i64 %60, %92
+	%95 = getelementptr float, float* %5, i64 %94
+	%96 = load float, float* %95, align 4
+	%97 = add i64 %60, %92
+	%98 = getelementptr float, float* %3, i64 %97
+	%99 = load float, float* %98, align 4
+	%100 = getelementptr float, float* %31, i64 %92
+	%101 = load float, float* %100, align 4
+	%102 = fmul float %23, %96
+	%103 = fmul float %25, %99
+	%104 = fadd float %102, %103
+	%105 = fmul float %62, %104
+	%106 = fadd float %101, %105
+	store float %106, float* %100, align 4
+	%107 = add i64 %92, 1
+	br label %tail.head.191
+
+tail.done.193:
+	%108 = add i64 %57, 1
+	br label %example.head.185
+
+wide.head.194:
+	%109 = phi i64 [ 0, %example.done.187 ], [ %120, %wide.195 ]
+	%110 = icmp slt i64 %109, %66
+	br i1 %110, label %wide.195, label %wide.done.196
+
+wide.195:
+	%111 = getelementptr float, float* %31, i64 %109
+	%112 = bitcast float* %111 to <8 x float>*
+	%113 = load <8 x float>, <8 x float>* %112, align 4
+	%114 = insertelement <8 x float> undef, float %27, i32 0
+	%115 = shufflevector <8 x float> %114, <8 x float> undef, <8 x i32> zeroinitializer
+	%116 = fdiv <8 x float> %113, %115
+	%117 = add i64 %42, %109
+	%118 = getelementptr float, float* %11, i64 %117
+	%119 = bitcast float* %118 to <8 x float>*
+	store <8 x float> %116, <8 x float>* %119, align 4
+	%120 = add i64 %109, 8
+	br label %wide.head.194
+
+wide.done.196:
+	br label %tail.head.197
+
+tail.head.197:
+	%121 = phi i64 [ %66, %wide.done.196 ], [ %128, %tail.198 ]
+	%122 = icmp slt i64 %121, %45
+	br i1 %122, label %tail.198, label %tail.done.199
+
+tail.198:
+	%123 = getelementptr float, float* %31, i64 %121
+	%124 = load float, float* %123, align 4
+	%125 = fdiv float %124, %27
+	%126 = add i64 %42, %121
+	%127 = getelementptr float, float* %11, i64 %126
+	store float %125, float* %127, align 4
+	%128 = add i64 %121, 1
+	br label %tail.head.197
+
+tail.done.199:
+	%129 = add i64 %39, 1
+	br label %block.head.176
+
+block.head.200:
+	%130 = phi i64 [ 0, %one_set ], [ %203, %tail.done.223 ]
+	%131 = icmp slt i64 %130, %38
+	br i1 %131, label %block.201, label %block.done.202
+
+block.201:
+	%132 = mul i64 %130, u0x1000
+	%133 = add i64 %17, %132
+	%134 = sub i64 %19, %133
+	%135 = icmp slt i64 %134, u0x1000
+	%136 = select i1 %135, i64 %134, i64 u0x1000
+	%137 = sdiv i64 %136, 8
+	%138 = mul i64 %137, 8
+	br label %wide.head.203
+
+block.done.202:
 	ret void
 
-example.head.197:
-	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
-	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
-	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.198, label %example.done.199
+wide.head.203:
+	%139 = phi i64 [ 0, %block.201 ], [ %143, %wide.204 ]
+	%140 = icmp slt i64 %139, %138
+	br i1 %140, label %wide.204, label %wide.done.205
 
-example.198:
-	%124 = mul i64 %121, %13
-	%125 = add i64 %124, %119
-	%126 = getelementptr float, float* %1, i64 %125
-	%127 = load float, float* %126, align 4
-	%128 = getelementptr float, float* %7, i64 %121
-	%129 = load float, float* %128, align 4
-	%130 = fmul float %129, %127
-	%131 = fadd float %122, %130
-	%132 = add i64 %121, 1
-	br label %example.head.197
+wide.204:
+	%141 = getelementptr float, float* %35, i64 %139
+	%142 = bitcast float* %141 to <8 x float>*
+	store volatile <8 x float> zeroinitializer, <8 x float>* %142, align 4
+	%143 = add i64 %139, 8
+	br label %wide.head.203
 
-example.done.199:
-	%133 = fdiv float %122, %25
-	%134 = getelementptr float, float* %9, i64 %119
-	store float %133, float* %134, align 4
-	%135 = add i64 %119, 1
-	br label %tail.head.194
+wide.done.205:
+	br label %tail.head.206
+
+tail.head.206:
+	%144 = phi i64 [ %138, %wide.done.205 ], [ %147, %tail.207 ]
+	%145 = icmp slt i64 %144, %136
+	br i1 %145, label %tail.207, label %tail.done.208
+
+tail.207:
+	%146 = getelementptr float, float* %35, i64 %144
+	store volatile float 0.0, float* %146, align 4
+	%147 = add i64 %144, 1
+	br label %tail.head.206
+
+tail.done.208:
+	br label %example.head.209
+
+example.head.209:
+	%148 = phi i64 [ 0, %tail.done.208 ], [ %182, %tail.done.217 ]
+	%149 = icmp slt i64 %148, %13
+	br i1 %149, label %example.210, label %example.done.211
+
+example.210:
+	%150 = mul i64 %148, %15
+	%151 = add i64 %150, %133
+	%152 = getelementptr float, float* %9, i64 %148
+	%153 = load float, float* %152, align 4
+	%154 = sdiv i64 %136, 8
+	%155 = mul i64 %154, 8
+	br label %wide.head.212
+
+example.done.211:
+	%156 = sdiv i64 %136, 8
+	%157 = mul i64 %156, 8
+	br label %wide.head.218
+
+wide.head.212:
+	%158 = phi i64 [ 0, %example.210 ], [ %171, %wide.213 ]
+	%159 = icmp slt i64 %158, %155
+	br i1 %159, label %wide.213, label %wide.done.214
+
+wide.213:
+	%160 = add i64 %151, %158
+	%161 = getelementptr float, float* %3, i64 %160
+	%162 = bitcast float* %161 to <8 x float>*
+	%163 = load <8 x float>, <8 x float>* %162, align 4
+	%164 = getelementptr float, float* %35, i64 %158
+	%165 = bitcast float* %164 to <8 x float>*
+	%166 = load <8 x float>, <8 x float>* %165, align 4
+	%167 = insertelement <8 x float> undef, float %153, i32 0
+	%168 = shufflevector <8 x float> %167, <8 x float> undef, <8 x i32> zeroinitializer
+	%169 = fmul <8 x float> %168, %163
+	%170 = fadd <8 x float> %166, %169
+	store <8 x float> %170, <8 x float>* %165, align 4
+	%171 = add i64 %158, 8
+	br label %wide.head.212
+
+wide.done.214:
+	br label %tail.head.215
+
+tail.head.215:
+	%172 = phi i64 [ %155, %wide.done.214 ], [ %181, %tail.216 ]
+	%173 = icmp slt i64 %172, %136
+	br i1 %173, label %tail.216, label %tail.done.217
+
+tail.216:
+	%174 = add i64 %151, %172
+	%175 = getelementptr float, float* %3, i64 %174
+	%176 = load float, float* %175, align 4
+	%177 = getelementptr float, float* %35, i64 %172
+	%178 = load float, float* %177, align 4
+	%179 = fmul float %153, %176
+	%180 = fadd float %178, %179
+	store float %180, float* %177, align 4
+	%181 = add i64 %172, 1
+	br label %tail.head.215
+
+tail.done.217:
+	%182 = add i64 %148, 1
+	br label %example.head.209
+
+wide.head.218:
+	%183 = phi i64 [ 0, %example.done.211 ], [ %194, %wide.219 ]
+	%184 = icmp slt i64 %183, %157
+	br i1 %184, label %wide.219, label %wide.done.220
+
+wide.219:
+	%185 = getelementptr float, float* %35, i64 %183
+	%186 = bitcast float* %185 to <8 x float>*
+	%187 = load <8 x float>, <8 x float>* %186, align 4
+	%188 = insertelement <8 x float> undef, float %27, i32 0
+	%189 = shufflevector <8 x float> %188, <8 x float> undef, <8 x i32> zeroinitializer
+	%190 = fdiv <8 x float> %187, %189
+	%191 = add i64 %133, %183
+	%192 = getelementptr float, float* %11, i64 %191
+	%193 = bitcast float* %192 to <8 x float>*
+	store <8 x float> %190, <8 x float>* %193, align 4
+	%194 = add i64 %183, 8
+	br label %wide.head.218
+
+wide.done.220:
+	br label %tail.head.221
+
+tail.head.221:
+	%195 = phi i64 [ %157, %wide.done.220 ], [ %202, %tail.222 ]
+	%196 = icmp slt i64 %195, %136
+	br i1 %196, label %tail.222, label %tail.done.223
+
+tail.222:
+	%197 = getelementptr float, float* %35, i64 %195
+	%198 = load float, float* %197, align 4
+	%199 = fdiv float %198, %27
+	%200 = add i64 %133, %195
+	%201 = getelementptr float, float* %11, i64 %200
+	store float %199, float* %201, align 4
+	%202 = add i64 %195, 1
+	br label %tail.head.221
+
+tail.done.223:
+	%203 = add i64 %130, 1
+	br label %block.head.200
 }
 
 define void @fiber_bccorr_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -10023,14 +10171,14 @@ entry:
 	%14 = add i64 %n, 4095
 	%15 = sdiv i64 %14, u0x1000
 	%16 = mul i64 1, %15
-	br label %task.head.200
+	br label %task.head.224
 
-task.head.200:
-	%17 = phi i64 [ %11, %entry ], [ %281, %stored.210 ]
+task.head.224:
+	%17 = phi i64 [ %11, %entry ], [ %281, %stored.234 ]
 	%18 = icmp slt i64 %17, %16
-	br i1 %18, label %task.201, label %task.done.202
+	br i1 %18, label %task.225, label %task.done.226
 
-task.201:
+task.225:
 	%19 = sdiv i64 %17, %15
 	%20 = srem i64 %17, %15
 	%21 = mul i64 %19, %n
@@ -10055,19 +10203,19 @@ task.201:
 	%40 = and i64 %39, 15
 	%41 = icmp eq i64 %40, 0
 	%42 = and i1 %36, %41
-	br label %row.head.203
+	br label %row.head.227
 
-task.done.202:
+task.done.226:
 	ret void
 
-row.head.203:
-	%43 = phi i64 [ 0, %task.201 ], [ %278, %join.208 ]
-	%44 = phi float [ 0.0, %task.201 ], [ %276, %join.208 ]
-	%45 = phi float [ 0.0, %task.201 ], [ %277, %join.208 ]
+row.head.227:
+	%43 = phi i64 [ 0, %task.225 ], [ %278, %join.232 ]
+	%44 = phi float [ 0.0, %task.225 ], [ %276, %join.232 ]
+	%45 = phi float [ 0.0, %task.225 ], [ %277, %join.232 ]
 	%46 = icmp slt i64 %43, %30
-	br i1 %46, label %row.204, label %row.done.205
+	br i1 %46, label %row.228, label %row.done.229
 
-row.204:
+row.228:
 	%47 = mul i64 %43, 128
 	%48 = add i64 %25, %47
 	%49 = shl i64 %13, 2
@@ -10075,9 +10223,9 @@ row.204:
 	%51 = add i64 %50, 4
 	%52 = icmp sle i64 %51, %n
 	%53 = and i1 %42, %52
-	br i1 %53, label %then.206, label %else.207
+	br i1 %53, label %then.230, label %else.231
 
-row.done.205:
+row.done.229:
 	%54 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %44, i32 16, i32 31)
 	%55 = fadd float %44, %54
 	%56 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %45, i32 16, i32 31)
@@ -10099,9 +10247,9 @@ row.done.205:
 	%72 = call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float %69, i32 1, i32 31)
 	%73 = fadd float %69, %72
 	%74 = icmp eq i64 %13, 0
-	br i1 %74, label %lane0.209, label %stored.210
+	br i1 %74, label %lane0.233, label %stored.234
 
-then.206:
+then.230:
 	%75 = getelementptr float, float* %22, i64 %50
 	%76 = getelementptr float, float* %75, i64 0
 	%77 = bitcast float* %76 to <4 x float>*
@@ -10186,9 +10334,9 @@ then.206:
 	%156 = fmul float %155, %153
 	%157 = fadd float %140, %156
 	%158 = fadd float %141, %153
-	br label %join.208
+	br label %join.232
 
-else.207:
+else.231:
 	%159 = sub i64 %n, 1
 	%160 = add i64 %50, 0
 	%161 = icmp slt i64 %160, %n
@@ -10306,24 +10454,24 @@ else.207:
 	%273 = fadd float %254, %272
 	%274 = select i1 %258, float %268, float 0.0
 	%275 = fadd float %256, %274
-	br label %join.208
+	br label %join.232
 
-join.208:
-	%276 = phi float [ %157, %then.206 ], [ %273, %else.207 ]
-	%277 = phi float [ %158, %then.206 ], [ %275, %else.207 ]
+join.232:
+	%276 = phi float [ %157, %then.230 ], [ %273, %else.231 ]
+	%277 = phi float [ %158, %then.230 ], [ %275, %else.231 ]
 	%278 = add i64 %43, 1
-	br label %row.head.203
+	br label %row.head.227
 
-lane0.209:
+lane0.233:
 	%279 = getelementptr float, float* %num, i64 %17
 	store float %71, float* %279, align 4
 	%280 = getelementptr float, float* %den, i64 %17
 	store float %73, float* %280, align 4
-	br label %stored.210
+	br label %stored.234
 
-stored.210:
+stored.234:
 	%281 = add i64 %17, %12
-	br label %task.head.200
+	br label %task.head.224
 }
 
 define internal void @fiber_bccorr_clamp_mass_host(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) alwaysinline nounwind {
@@ -10376,14 +10524,14 @@ entry:
 	%45 = load float, float* %44, align 4
 	%46 = add i64 %n, 4095
 	%47 = sdiv i64 %46, u0x1000
-	br label %task.head.211
+	br label %task.head.235
 
-task.head.211:
-	%48 = phi i64 [ %lo, %entry ], [ %94, %row.done.216 ]
+task.head.235:
+	%48 = phi i64 [ %lo, %entry ], [ %94, %row.done.240 ]
 	%49 = icmp slt i64 %48, %hi
-	br i1 %49, label %task.212, label %task.done.213
+	br i1 %49, label %task.236, label %task.done.237
 
-task.212:
+task.236:
 	%50 = sdiv i64 %48, %47
 	%51 = srem i64 %48, %47
 	%52 = mul i64 %50, %n
@@ -10396,26 +10544,26 @@ task.212:
 	%59 = sdiv i64 %58, 128
 	%60 = icmp slt i64 %59, 32
 	%61 = select i1 %60, i64 %59, i64 32
-	br label %row.head.214
+	br label %row.head.238
 
-task.done.213:
+task.done.237:
 	ret void
 
-row.head.214:
-	%62 = phi i64 [ 0, %task.212 ], [ %142, %join.219 ]
-	%63 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %140, %join.219 ]
-	%64 = phi <32 x float> [ zeroinitializer, %task.212 ], [ %141, %join.219 ]
+row.head.238:
+	%62 = phi i64 [ 0, %task.236 ], [ %142, %join.243 ]
+	%63 = phi <32 x float> [ zeroinitializer, %task.236 ], [ %140, %join.243 ]
+	%64 = phi <32 x float> [ zeroinitializer, %task.236 ], [ %141, %join.243 ]
 	%65 = icmp slt i64 %62, %61
-	br i1 %65, label %row.215, label %row.done.216
+	br i1 %65, label %row.239, label %row.done.240
 
-row.215:
+row.239:
 	%66 = mul i64 %62, 128
 	%67 = add i64 %56, %66
 	%68 = add i64 %67, 128
 	%69 = icmp sle i64 %68, %n
-	br i1 %69, label %then.217, label %else.218
+	br i1 %69, label %then.241, label %else.242
 
-row.done.216:
+row.done.240:
 	%70 = shufflevector <32 x float> %63, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
 	%71 = fadd <32 x float> %63, %70
 	%72 = shufflevector <32 x float> %64, <32 x float> undef, <32 x i32> <i32 16, i32 17, i32 18, i32 19, i32 20, i32 21, i32 22, i32 23, i32 24, i32 25, i32 26, i32 27, i32 28, i32 29, i32 30, i32 31, i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
@@ -10443,9 +10591,9 @@ row.done.216:
 	%93 = getelementptr float, float* %den, i64 %48
 	store float %92, float* %93, align 4
 	%94 = add i64 %48, 1
-	br label %task.head.211
+	br label %task.head.235
 
-then.217:
+then.241:
 	%95 = getelementptr float, float* %53, i64 %67
 	%96 = bitcast float* %95 to <128 x float>*
 	%97 = load <128 x float>, <128 x float>* %96, align 4
@@ -10489,55 +10637,55 @@ then.217:
 	%135 = fadd <32 x float> %133, %134
 	%136 = shufflevector <128 x float> %118, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%137 = fadd <32 x float> %135, %136
-	br label %join.219
+	br label %join.243
 
-else.218:
+else.242:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
 	%138 = bitcast <128 x float>* %1 to float*
 	%139 = sub i64 %n, %67
-	br label %pad.head.220
+	br label %pad.head.244
 
-join.219:
-	%140 = phi <32 x float> [ %129, %then.217 ], [ %200, %pad.done.225 ]
-	%141 = phi <32 x float> [ %137, %then.217 ], [ %209, %pad.done.225 ]
+join.243:
+	%140 = phi <32 x float> [ %129, %then.241 ], [ %200, %pad.done.249 ]
+	%141 = phi <32 x float> [ %137, %then.241 ], [ %209, %pad.done.249 ]
 	%142 = add i64 %62, 1
-	br label %row.head.214
+	br label %row.head.238
 
-pad.head.220:
-	%143 = phi i64 [ 0, %else.218 ], [ %149, %pad.221 ]
+pad.head.244:
+	%143 = phi i64 [ 0, %else.242 ], [ %149, %pad.245 ]
 	%144 = icmp slt i64 %143, %139
-	br i1 %144, label %pad.221, label %pad.done.222
+	br i1 %144, label %pad.245, label %pad.done.246
 
-pad.221:
+pad.245:
 	%145 = add i64 %67, %143
 	%146 = getelementptr float, float* %53, i64 %145
 	%147 = load float, float* %146, align 4
 	%148 = getelementptr float, float* %138, i64 %143
 	store volatile float %147, float* %148, align 4
 	%149 = add i64 %143, 1
-	br label %pad.head.220
+	br label %pad.head.244
 
-pad.done.222:
+pad.done.246:
 	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
 	%150 = bitcast <128 x float>* %0 to float*
 	%151 = sub i64 %n, %67
-	br label %pad.head.223
+	br label %pad.head.247
 
-pad.head.223:
-	%152 = phi i64 [ 0, %pad.done.222 ], [ %158, %pad.224 ]
+pad.head.247:
+	%152 = phi i64 [ 0, %pad.done.246 ], [ %158, %pad.248 ]
 	%153 = icmp slt i64 %152, %151
-	br i1 %153, label %pad.224, label %pad.done.225
+	br i1 %153, label %pad.248, label %pad.done.249
 
-pad.224:
+pad.248:
 	%154 = add i64 %67, %152
 	%155 = getelementptr float, float* %55, i64 %154
 	%156 = load float, float* %155, align 4
 	%157 = getelementptr float, float* %150, i64 %152
 	store volatile float %156, float* %157, align 4
 	%158 = add i64 %152, 1
-	br label %pad.head.223
+	br label %pad.head.247
 
-pad.done.225:
+pad.done.249:
 	%159 = insertelement <128 x i64> undef, i64 %67, i32 0
 	%160 = shufflevector <128 x i64> %159, <128 x i64> undef, <128 x i32> zeroinitializer
 	%161 = add <128 x i64> %160, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
@@ -10589,7 +10737,7 @@ pad.done.225:
 	%207 = fadd <32 x float> %205, %206
 	%208 = shufflevector <128 x float> %201, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
 	%209 = fadd <32 x float> %207, %208
-	br label %join.219
+	br label %join.243
 }
 
 define void @fiber_bccorr_clamp_mass_cpu(float** %buffers, float* %scalars, i64 %n, i64 %lo, i64 %hi, float* %num, float* %den) nounwind {
@@ -10610,327 +10758,385 @@ entry:
 	ret void
 }
 
-define internal void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) alwaysinline nounwind {
+define internal void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
 	%0 = alloca <128 x float>, align 4
 	%1 = alloca <128 x float>, align 4
 	%2 = alloca <128 x float>, align 4
-	%3 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 0
+	%3 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 0
 	%4 = load float*, float** %3, align 8
-	%5 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 1
+	%5 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 1
 	%6 = load float*, float** %5, align 8
-	%7 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 4
+	%7 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 4
 	%8 = load i64, i64* %7, align 8
-	%9 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 6
+	%9 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 7
 	%10 = load i64, i64* %9, align 8
-	%11 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 7
+	%11 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 8
 	%12 = load i64, i64* %11, align 8
-	%13 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 8
+	%13 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 9
 	%14 = load float, float* %13, align 4
-	%15 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 9
+	%15 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 10
 	%16 = load float, float* %15, align 4
-	%17 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 10
+	%17 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 11
 	%18 = load i32, i32* %17, align 4
-	%19 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 2
+	%19 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 2
 	%20 = load float*, float** %19, align 8
-	%21 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 3
+	%21 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 3
 	%22 = load i64, i64* %21, align 8
-	%23 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 5
+	%23 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 5
 	%24 = load i64, i64* %23, align 8
-	%25 = icmp ne i32 %18, 0
-	br i1 %25, label %two_sets, label %one_set
+	%25 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 6
+	%26 = load i64, i64* %25, align 8
+	%27 = icmp ne i32 %18, 0
+	br i1 %27, label %two_sets, label %one_set
 
 two_sets:
-	br label %example.head.226
+	br label %example.head.250
 
 one_set:
-	br label %example.head.241
+	br label %example.head.268
 
-example.head.226:
-	%26 = phi i64 [ %10, %two_sets ], [ %48, %piece.row.done.231 ]
-	%27 = icmp slt i64 %26, %12
-	br i1 %27, label %example.227, label %example.done.228
+example.head.250:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.255 ]
+	%29 = icmp slt i64 %28, %12
+	br i1 %29, label %example.251, label %example.done.252
 
-example.227:
-	%28 = mul i64 %26, %22
-	%29 = getelementptr float, float* %6, i64 %28
-	%30 = mul i64 %26, %22
-	%31 = getelementptr float, float* %4, i64 %30
-	%32 = mul i64 %26, 32
-	%33 = getelementptr float, float* %20, i64 %32
-	%34 = bitcast float* %33 to <32 x float>*
-	%35 = load <32 x float>, <32 x float>* %34, align 4
-	%36 = add i64 %24, %8
-	%37 = add i64 %36, 127
-	%38 = sdiv i64 %37, 128
-	br label %piece.row.head.229
+example.251:
+	%30 = mul i64 %28, %22
+	%31 = getelementptr float, float* %6, i64 %30
+	%32 = mul i64 %28, %22
+	%33 = getelementptr float, float* %4, i64 %32
+	%34 = mul i64 %28, %26
+	%35 = getelementptr float, float* %20, i64 %34
+	%36 = and i64 %24, 127
+	%37 = ashr i64 %24, 7
+	%38 = add i64 %36, %8
+	%39 = add i64 %38, 127
+	%40 = sdiv i64 %39, 128
+	%41 = add i64 %37, %40
+	%42 = add i64 %41, 31
+	%43 = sdiv i64 %42, 32
+	%44 = icmp sgt i64 %40, 0
+	%45 = select i1 %44, i64 %43, i64 0
+	br label %piece.chunk.head.253
 
-example.done.228:
+example.done.252:
 	ret void
 
-piece.row.head.229:
-	%39 = phi i64 [ 0, %example.227 ], [ %78, %join.234 ]
-	%40 = phi <32 x float> [ %35, %example.227 ], [ %77, %join.234 ]
-	%41 = icmp slt i64 %39, %38
-	br i1 %41, label %piece.row.230, label %piece.row.done.231
+piece.chunk.head.253:
+	%46 = phi i64 [ 0, %example.251 ], [ %69, %piece.row.done.258 ]
+	%47 = icmp slt i64 %46, %45
+	br i1 %47, label %piece.chunk.254, label %piece.chunk.done.255
 
-piece.row.230:
-	%42 = mul i64 %39, 128
-	%43 = sub i64 %42, %24
-	%44 = icmp sge i64 %43, 0
-	%45 = add i64 %43, 128
-	%46 = icmp sle i64 %45, %8
-	%47 = and i1 %44, %46
-	br i1 %47, label %then.232, label %else.233
+piece.chunk.254:
+	%48 = mul i64 %46, 32
+	%49 = getelementptr float, float* %35, i64 %48
+	%50 = bitcast float* %49 to <32 x float>*
+	%51 = load <32 x float>, <32 x float>* %50, align 4
+	%52 = mul i64 %46, 32
+	%53 = sub i64 %52, %37
+	%54 = icmp slt i64 %53, 0
+	%55 = select i1 %54, i64 0, i64 %53
+	%56 = add i64 %53, 32
+	%57 = icmp slt i64 %56, %40
+	%58 = select i1 %57, i64 %56, i64 %40
+	br label %piece.row.head.256
 
-piece.row.done.231:
-	store <32 x float> %40, <32 x float>* %34, align 4
-	%48 = add i64 %26, 1
-	br label %example.head.226
+piece.chunk.done.255:
+	%59 = add i64 %28, 1
+	br label %example.head.250
 
-then.232:
-	%49 = getelementptr float, float* %29, i64 %43
-	%50 = bitcast float* %49 to <128 x float>*
-	%51 = load <128 x float>, <128 x float>* %50, align 4
-	%52 = getelementptr float, float* %31, i64 %43
-	%53 = bitcast float* %52 to <128 x float>*
-	%54 = load <128 x float>, <128 x float>* %53, align 4
-	%55 = insertelement <128 x float> undef, float %14, i32 0
-	%56 = shufflevector <128 x float> %55, <128 x float> undef, <128 x i32> zeroinitializer
-	%57 = fmul <128 x float> %56, %51
-	%58 = insertelement <128 x float> undef, float %16, i32 0
-	%59 = shufflevector <128 x float> %58, <128 x float> undef, <128 x i32> zeroinitializer
-	%60 = fmul <128 x float> %59, %54
-	%61 = fadd <128 x float> %57, %60
-	%62 = fmul <128 x float> %61, %61
-	%63 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%64 = fadd <32 x float> %40, %63
-	%65 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%66 = fadd <32 x float> %64, %65
-	%67 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%68 = fadd <32 x float> %66, %67
-	%69 = shufflevector <128 x float> %62, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%70 = fadd <32 x float> %68, %69
-	br label %join.234
+piece.row.head.256:
+	%60 = phi i64 [ %55, %piece.chunk.254 ], [ %99, %join.261 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.254 ], [ %98, %join.261 ]
+	%62 = icmp slt i64 %60, %58
+	br i1 %62, label %piece.row.257, label %piece.row.done.258
 
-else.233:
-	%71 = icmp slt i64 %43, 0
-	%72 = select i1 %71, i64 0, i64 %43
-	%73 = add i64 %43, 128
-	%74 = icmp slt i64 %73, %8
-	%75 = select i1 %74, i64 %73, i64 %8
+piece.row.257:
+	%63 = mul i64 %60, 128
+	%64 = sub i64 %63, %36
+	%65 = icmp sge i64 %64, 0
+	%66 = add i64 %64, 128
+	%67 = icmp sle i64 %66, %8
+	%68 = and i1 %65, %67
+	br i1 %68, label %then.259, label %else.260
+
+piece.row.done.258:
+	store <32 x float> %61, <32 x float>* %50, align 4
+	%69 = add i64 %46, 1
+	br label %piece.chunk.head.253
+
+then.259:
+	%70 = getelementptr float, float* %31, i64 %64
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = getelementptr float, float* %33, i64 %64
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %14, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = insertelement <128 x float> undef, float %16, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %61, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.261
+
+else.260:
+	%92 = icmp slt i64 %64, 0
+	%93 = select i1 %92, i64 0, i64 %64
+	%94 = add i64 %64, 128
+	%95 = icmp slt i64 %94, %8
+	%96 = select i1 %95, i64 %94, i64 %8
 	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
-	%76 = bitcast <128 x float>* %2 to float*
-	br label %pad.head.235
+	%97 = bitcast <128 x float>* %2 to float*
+	br label %pad.head.262
 
-join.234:
-	%77 = phi <32 x float> [ %70, %then.232 ], [ %129, %pad.done.240 ]
-	%78 = add i64 %39, 1
-	br label %piece.row.head.229
+join.261:
+	%98 = phi <32 x float> [ %91, %then.259 ], [ %150, %pad.done.267 ]
+	%99 = add i64 %60, 1
+	br label %piece.row.head.256
 
-pad.head.235:
-	%79 = phi i64 [ %72, %else.233 ], [ %85, %pad.236 ]
-	%80 = icmp slt i64 %79, %75
-	br i1 %80, label %pad.236, label %pad.done.237
+pad.head.262:
+	%100 = phi i64 [ %93, %else.260 ], [ %106, %pad.263 ]
+	%101 = icmp slt i64 %100, %96
+	br i1 %101, label %pad.263, label %pad.done.264
 
-pad.236:
-	%81 = getelementptr float, float* %29, i64 %79
-	%82 = load float, float* %81, align 4
-	%83 = sub i64 %79, %43
-	%84 = getelementptr float, float* %76, i64 %83
-	store volatile float %82, float* %84, align 4
-	%85 = add i64 %79, 1
-	br label %pad.head.235
+pad.263:
+	%102 = getelementptr float, float* %31, i64 %100
+	%103 = load float, float* %102, align 4
+	%104 = sub i64 %100, %64
+	%105 = getelementptr float, float* %97, i64 %104
+	store volatile float %103, float* %105, align 4
+	%106 = add i64 %100, 1
+	br label %pad.head.262
 
-pad.done.237:
+pad.done.264:
 	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
-	%86 = bitcast <128 x float>* %1 to float*
-	br label %pad.head.238
+	%107 = bitcast <128 x float>* %1 to float*
+	br label %pad.head.265
 
-pad.head.238:
-	%87 = phi i64 [ %72, %pad.done.237 ], [ %93, %pad.239 ]
-	%88 = icmp slt i64 %87, %75
-	br i1 %88, label %pad.239, label %pad.done.240
+pad.head.265:
+	%108 = phi i64 [ %93, %pad.done.264 ], [ %114, %pad.266 ]
+	%109 = icmp slt i64 %108, %96
+	br i1 %109, label %pad.266, label %pad.done.267
 
-pad.239:
-	%89 = getelementptr float, float* %31, i64 %87
-	%90 = load float, float* %89, align 4
-	%91 = sub i64 %87, %43
-	%92 = getelementptr float, float* %86, i64 %91
-	store volatile float %90, float* %92, align 4
-	%93 = add i64 %87, 1
-	br label %pad.head.238
+pad.266:
+	%110 = getelementptr float, float* %33, i64 %108
+	%111 = load float, float* %110, align 4
+	%112 = sub i64 %108, %64
+	%113 = getelementptr float, float* %107, i64 %112
+	store volatile float %111, float* %113, align 4
+	%114 = add i64 %108, 1
+	br label %pad.head.265
 
-pad.done.240:
-	%94 = insertelement <128 x i64> undef, i64 %43, i32 0
-	%95 = shufflevector <128 x i64> %94, <128 x i64> undef, <128 x i32> zeroinitializer
-	%96 = add <128 x i64> %95, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%97 = insertelement <128 x i64> undef, i64 %8, i32 0
-	%98 = shufflevector <128 x i64> %97, <128 x i64> undef, <128 x i32> zeroinitializer
-	%99 = icmp slt <128 x i64> %96, %98
-	%100 = insertelement <128 x i64> undef, i64 %43, i32 0
-	%101 = shufflevector <128 x i64> %100, <128 x i64> undef, <128 x i32> zeroinitializer
-	%102 = add <128 x i64> %101, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%103 = insertelement <128 x i64> undef, i64 0, i32 0
-	%104 = shufflevector <128 x i64> %103, <128 x i64> undef, <128 x i32> zeroinitializer
-	%105 = icmp sge <128 x i64> %102, %104
-	%106 = and <128 x i1> %99, %105
-	%107 = getelementptr float, float* %76, i64 0
-	%108 = bitcast float* %107 to <128 x float>*
-	%109 = load <128 x float>, <128 x float>* %108, align 4
-	%110 = getelementptr float, float* %86, i64 0
-	%111 = bitcast float* %110 to <128 x float>*
-	%112 = load <128 x float>, <128 x float>* %111, align 4
-	%113 = insertelement <128 x float> undef, float %14, i32 0
-	%114 = shufflevector <128 x float> %113, <128 x float> undef, <128 x i32> zeroinitializer
-	%115 = fmul <128 x float> %114, %109
-	%116 = insertelement <128 x float> undef, float %16, i32 0
-	%117 = shufflevector <128 x float> %116, <128 x float> undef, <128 x i32> zeroinitializer
-	%118 = fmul <128 x float> %117, %112
-	%119 = fadd <128 x float> %115, %118
-	%120 = fmul <128 x float> %119, %119
-	%121 = select <128 x i1> %106, <128 x float> %120, <128 x float> zeroinitializer
-	%122 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%123 = fadd <32 x float> %40, %122
-	%124 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%125 = fadd <32 x float> %123, %124
-	%126 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%127 = fadd <32 x float> %125, %126
-	%128 = shufflevector <128 x float> %121, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%129 = fadd <32 x float> %127, %128
-	br label %join.234
+pad.done.267:
+	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%118 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%119 = shufflevector <128 x i64> %118, <128 x i64> undef, <128 x i32> zeroinitializer
+	%120 = icmp slt <128 x i64> %117, %119
+	%121 = insertelement <128 x i64> undef, i64 %64, i32 0
+	%122 = shufflevector <128 x i64> %121, <128 x i64> undef, <128 x i32> zeroinitializer
+	%123 = add <128 x i64> %122, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%124 = insertelement <128 x i64> undef, i64 0, i32 0
+	%125 = shufflevector <128 x i64> %124, <128 x i64> undef, <128 x i32> zeroinitializer
+	%126 = icmp sge <128 x i64> %123, %125
+	%127 = and <128 x i1> %120, %126
+	%128 = getelementptr float, float* %97, i64 0
+	%129 = bitcast float* %128 to <128 x float>*
+	%130 = load <128 x float>, <128 x float>* %129, align 4
+	%131 = getelementptr float, float* %107, i64 0
+	%132 = bitcast float* %131 to <128 x float>*
+	%133 = load <128 x float>, <128 x float>* %132, align 4
+	%134 = insertelement <128 x float> undef, float %14, i32 0
+	%135 = shufflevector <128 x float> %134, <128 x float> undef, <128 x i32> zeroinitializer
+	%136 = fmul <128 x float> %135, %130
+	%137 = insertelement <128 x float> undef, float %16, i32 0
+	%138 = shufflevector <128 x float> %137, <128 x float> undef, <128 x i32> zeroinitializer
+	%139 = fmul <128 x float> %138, %133
+	%140 = fadd <128 x float> %136, %139
+	%141 = fmul <128 x float> %140, %140
+	%142 = select <128 x i1> %127, <128 x float> %141, <128 x float> zeroinitializer
+	%143 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%144 = fadd <32 x float> %61, %143
+	%145 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%146 = fadd <32 x float> %144, %145
+	%147 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%148 = fadd <32 x float> %146, %147
+	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%150 = fadd <32 x float> %148, %149
+	br label %join.261
 
-example.head.241:
-	%130 = phi i64 [ %10, %one_set ], [ %150, %piece.row.done.246 ]
-	%131 = icmp slt i64 %130, %12
-	br i1 %131, label %example.242, label %example.done.243
+example.head.268:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.273 ]
+	%152 = icmp slt i64 %151, %12
+	br i1 %152, label %example.269, label %example.done.270
 
-example.242:
-	%132 = mul i64 %130, %22
-	%133 = getelementptr float, float* %4, i64 %132
-	%134 = mul i64 %130, 32
-	%135 = getelementptr float, float* %20, i64 %134
-	%136 = bitcast float* %135 to <32 x float>*
-	%137 = load <32 x float>, <32 x float>* %136, align 4
-	%138 = add i64 %24, %8
-	%139 = add i64 %138, 127
-	%140 = sdiv i64 %139, 128
-	br label %piece.row.head.244
+example.269:
+	%153 = mul i64 %151, %22
+	%154 = getelementptr float, float* %4, i64 %153
+	%155 = mul i64 %151, %26
+	%156 = getelementptr float, float* %20, i64 %155
+	%157 = and i64 %24, 127
+	%158 = ashr i64 %24, 7
+	%159 = add i64 %157, %8
+	%160 = add i64 %159, 127
+	%161 = sdiv i64 %160, 128
+	%162 = add i64 %158, %161
+	%163 = add i64 %162, 31
+	%164 = sdiv i64 %163, 32
+	%165 = icmp sgt i64 %161, 0
+	%166 = select i1 %165, i64 %164, i64 0
+	br label %piece.chunk.head.271
 
-example.done.243:
+example.done.270:
 	ret void
 
-piece.row.head.244:
-	%141 = phi i64 [ 0, %example.242 ], [ %170, %join.249 ]
-	%142 = phi <32 x float> [ %137, %example.242 ], [ %169, %join.249 ]
-	%143 = icmp slt i64 %141, %140
-	br i1 %143, label %piece.row.245, label %piece.row.done.246
+piece.chunk.head.271:
+	%167 = phi i64 [ 0, %example.269 ], [ %190, %piece.row.done.276 ]
+	%168 = icmp slt i64 %167, %166
+	br i1 %168, label %piece.chunk.272, label %piece.chunk.done.273
 
-piece.row.245:
-	%144 = mul i64 %141, 128
-	%145 = sub i64 %144, %24
-	%146 = icmp sge i64 %145, 0
-	%147 = add i64 %145, 128
-	%148 = icmp sle i64 %147, %8
-	%149 = and i1 %146, %148
-	br i1 %149, label %then.247, label %else.248
+piece.chunk.272:
+	%169 = mul i64 %167, 32
+	%170 = getelementptr float, float* %156, i64 %169
+	%171 = bitcast float* %170 to <32 x float>*
+	%172 = load <32 x float>, <32 x float>* %171, align 4
+	%173 = mul i64 %167, 32
+	%174 = sub i64 %173, %158
+	%175 = icmp slt i64 %174, 0
+	%176 = select i1 %175, i64 0, i64 %174
+	%177 = add i64 %174, 32
+	%178 = icmp slt i64 %177, %161
+	%179 = select i1 %178, i64 %177, i64 %161
+	br label %piece.row.head.274
 
-piece.row.done.246:
-	store <32 x float> %142, <32 x float>* %136, align 4
-	%150 = add i64 %130, 1
-	br label %example.head.241
+piece.chunk.done.273:
+	%180 = add i64 %151, 1
+	br label %example.head.268
 
-then.247:
-	%151 = getelementptr float, float* %133, i64 %145
-	%152 = bitcast float* %151 to <128 x float>*
-	%153 = load <128 x float>, <128 x float>* %152, align 4
-	%154 = fmul <128 x float> %153, %153
-	%155 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%156 = fadd <32 x float> %142, %155
-	%157 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%158 = fadd <32 x float> %156, %157
-	%159 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%160 = fadd <32 x float> %158, %159
-	%161 = shufflevector <128 x float> %154, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%162 = fadd <32 x float> %160, %161
-	br label %join.249
+piece.row.head.274:
+	%181 = phi i64 [ %176, %piece.chunk.272 ], [ %210, %join.279 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.272 ], [ %209, %join.279 ]
+	%183 = icmp slt i64 %181, %179
+	br i1 %183, label %piece.row.275, label %piece.row.done.276
 
-else.248:
-	%163 = icmp slt i64 %145, 0
-	%164 = select i1 %163, i64 0, i64 %145
-	%165 = add i64 %145, 128
-	%166 = icmp slt i64 %165, %8
-	%167 = select i1 %166, i64 %165, i64 %8
-	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
-	%168 = bitcast <128 x float>* %0 to float*
-	br label %pad.head.250
+piece.row.275:
+	%184 = mul i64 %181, 128
+	%185 = sub i64 %184, %157
+	%186 = icmp sge i64 %185, 0
+	%187 = add i64 %185, 128
+	%188 = icmp sle i64 %187, %8
+	%189 = and i1 %186, %188
+	br i1 %189, label %then.277, label %else.278
 
-join.249:
-	%169 = phi <32 x float> [ %162, %then.247 ], [ %203, %pad.done.252 ]
-	%170 = add i64 %141, 1
-	br label %piece.row.head.244
+piece.row.done.276:
+	store <32 x float> %182, <32 x float>* %171, align 4
+	%190 = add i64 %167, 1
+	br label %piece.chunk.head.271
 
-pad.head.250:
-	%171 = phi i64 [ %164, %else.248 ], [ %177, %pad.251 ]
-	%172 = icmp slt i64 %171, %167
-	br i1 %172, label %pad.251, label %pad.done.252
-
-pad.251:
-	%173 = getelementptr float, float* %133, i64 %171
-	%174 = load float, float* %173, align 4
-	%175 = sub i64 %171, %145
-	%176 = getelementptr float, float* %168, i64 %175
-	store volatile float %174, float* %176, align 4
-	%177 = add i64 %171, 1
-	br label %pad.head.250
-
-pad.done.252:
-	%178 = insertelement <128 x i64> undef, i64 %145, i32 0
-	%179 = shufflevector <128 x i64> %178, <128 x i64> undef, <128 x i32> zeroinitializer
-	%180 = add <128 x i64> %179, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%181 = insertelement <128 x i64> undef, i64 %8, i32 0
-	%182 = shufflevector <128 x i64> %181, <128 x i64> undef, <128 x i32> zeroinitializer
-	%183 = icmp slt <128 x i64> %180, %182
-	%184 = insertelement <128 x i64> undef, i64 %145, i32 0
-	%185 = shufflevector <128 x i64> %184, <128 x i64> undef, <128 x i32> zeroinitializer
-	%186 = add <128 x i64> %185, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
-	%187 = insertelement <128 x i64> undef, i64 0, i32 0
-	%188 = shufflevector <128 x i64> %187, <128 x i64> undef, <128 x i32> zeroinitializer
-	%189 = icmp sge <128 x i64> %186, %188
-	%190 = and <128 x i1> %183, %189
-	%191 = getelementptr float, float* %168, i64 0
+then.277:
+	%191 = getelementptr float, float* %154, i64 %185
 	%192 = bitcast float* %191 to <128 x float>*
 	%193 = load <128 x float>, <128 x float>* %192, align 4
 	%194 = fmul <128 x float> %193, %193
-	%195 = select <128 x i1> %190, <128 x float> %194, <128 x float> zeroinitializer
-	%196 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
-	%197 = fadd <32 x float> %142, %196
-	%198 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
-	%199 = fadd <32 x float> %197, %198
-	%200 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
-	%201 = fadd <32 x float> %199, %200
-	%202 = shufflevector <128 x float> %195, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
-	%203 = fadd <32 x float> %201, %202
-	br label %join.249
+	%195 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%196 = fadd <32 x float> %182, %195
+	%197 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%198 = fadd <32 x float> %196, %197
+	%199 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%200 = fadd <32 x float> %198, %199
+	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%202 = fadd <32 x float> %200, %201
+	br label %join.279
+
+else.278:
+	%203 = icmp slt i64 %185, 0
+	%204 = select i1 %203, i64 0, i64 %185
+	%205 = add i64 %185, 128
+	%206 = icmp slt i64 %205, %8
+	%207 = select i1 %206, i64 %205, i64 %8
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%208 = bitcast <128 x float>* %0 to float*
+	br label %pad.head.280
+
+join.279:
+	%209 = phi <32 x float> [ %202, %then.277 ], [ %243, %pad.done.282 ]
+	%210 = add i64 %181, 1
+	br label %piece.row.head.274
+
+pad.head.280:
+	%211 = phi i64 [ %204, %else.278 ], [ %217, %pad.281 ]
+	%212 = icmp slt i64 %211, %207
+	br i1 %212, label %pad.281, label %pad.done.282
+
+pad.281:
+	%213 = getelementptr float, float* %154, i64 %211
+	%214 = load float, float* %213, align 4
+	%215 = sub i64 %211, %185
+	%216 = getelementptr float, float* %208, i64 %215
+	store volatile float %214, float* %216, align 4
+	%217 = add i64 %211, 1
+	br label %pad.head.280
+
+pad.done.282:
+	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
+	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
+	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%221 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%222 = shufflevector <128 x i64> %221, <128 x i64> undef, <128 x i32> zeroinitializer
+	%223 = icmp slt <128 x i64> %220, %222
+	%224 = insertelement <128 x i64> undef, i64 %185, i32 0
+	%225 = shufflevector <128 x i64> %224, <128 x i64> undef, <128 x i32> zeroinitializer
+	%226 = add <128 x i64> %225, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%227 = insertelement <128 x i64> undef, i64 0, i32 0
+	%228 = shufflevector <128 x i64> %227, <128 x i64> undef, <128 x i32> zeroinitializer
+	%229 = icmp sge <128 x i64> %226, %228
+	%230 = and <128 x i1> %223, %229
+	%231 = getelementptr float, float* %208, i64 0
+	%232 = bitcast float* %231 to <128 x float>*
+	%233 = load <128 x float>, <128 x float>* %232, align 4
+	%234 = fmul <128 x float> %233, %233
+	%235 = select <128 x i1> %230, <128 x float> %234, <128 x float> zeroinitializer
+	%236 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%237 = fadd <32 x float> %182, %236
+	%238 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%239 = fadd <32 x float> %237, %238
+	%240 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%241 = fadd <32 x float> %239, %240
+	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%243 = fadd <32 x float> %241, %242
+	br label %join.279
 }
 
-define void @fiber_bccorr_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
+define void @fiber_bccorr_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
 entry:
-	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_bccorr_privatize_norms_piece_cpu_avx2({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
+define void @fiber_bccorr_privatize_norms_piece_cpu_avx2({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
 entry:
-	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
 	ret void
 }
 
-define void @fiber_bccorr_privatize_norms_piece_cpu_avx512({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+define void @fiber_bccorr_privatize_norms_piece_cpu_avx512({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
 entry:
-	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	call void @fiber_bccorr_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
 	ret void
 }
 
 ; The ABI stamp: the SHA-256 of the text above.
-@fiber_bccorr_abi = constant [65 x i8] c"17ab36690d266c79e84e2f6a4b0564464194df164790a7e7629edb009281b441\00"
+@fiber_bccorr_abi = constant [65 x i8] c"dd00b741970252617480ab4d51d0f7300db0f8120ab8ffdc52096ee3032378eb\00"

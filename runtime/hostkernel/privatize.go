@@ -170,30 +170,31 @@ func (p *Privatize) call(i int, a PrivatizeArgs, sized bool) error {
 // PieceArgs are the arguments of the norms' piece host function, the
 // kernels' struct fibergen_privatize_piece (docs/kernels.md, "Privatize in
 // place"): example ξ's N coordinates of the piece at Cur[ξ·Stride:] (and
-// Look's, read in Mode 1), the first at position Phase (mod 128) of its
-// chunk; the 32 lane accumulators of each example ξ in [Lo, Hi),
-// Acc[32ξ:32ξ+32], loaded, added to and stored.
+// Look's, read in Mode 1), the first at position First (< 4096) of its
+// first chunk; the lane accumulators of example ξ's chunks at
+// Acc[ξ·AccStride:], 32 per chunk from the piece's first, those of the
+// examples [Lo, Hi) loaded, added to and stored.
 type PieceArgs struct {
-	Cur, Look, Acc           []float32
-	Stride, N, Phase, Lo, Hi int64
-	A, B                     float32
-	Mode                     uint32
+	Cur, Look, Acc                      []float32
+	Stride, N, First, AccStride, Lo, Hi int64
+	A, B                                float32
+	Mode                                uint32
 }
 
 // pieceC is struct fibergen_privatize_piece.
 type pieceC struct {
-	cur, look, acc           uintptr
-	stride, n, phase, lo, hi int64
-	a, b                     float32
-	mode                     uint32
+	cur, look, acc                      uintptr
+	stride, n, first, accStride, lo, hi int64
+	a, b                                float32
+	mode                                uint32
 }
 
 // HasPiece says whether the shared object has the norms' piece (one built
 // before it existed does not).
 func (p *Privatize) HasPiece() bool { return p.fns[3] != 0 }
 
-// NormsPiece adds a piece of one chunk to the lane accumulators of the
-// examples [a.Lo, a.Hi).
+// NormsPiece adds a piece to the lane accumulators of the examples
+// [a.Lo, a.Hi).
 func (p *Privatize) NormsPiece(a PieceArgs) error {
 	if err := a.check(); err != nil {
 		return err
@@ -207,25 +208,28 @@ func (p *Privatize) NormsPiece(a PieceArgs) error {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	c := &pieceC{cur: pinned(&pin, a.Cur), look: pinned(&pin, a.Look), acc: pinned(&pin, a.Acc),
-		stride: a.Stride, n: a.N, phase: a.Phase, lo: a.Lo, hi: a.Hi, a: a.A, b: a.B, mode: a.Mode}
+		stride: a.Stride, n: a.N, first: a.First, accStride: a.AccStride, lo: a.Lo, hi: a.Hi, a: a.A, b: a.B, mode: a.Mode}
 	pin.Pin(c)
 	purego.SyscallN(p.fns[3], uintptr(unsafe.Pointer(c)))
 	return nil
 }
 
-// check checks a piece's arguments: the phase, the examples and the
-// lengths of the rows and the accumulators.
+// check checks a piece's arguments: its place in its chunk, the examples,
+// and the lengths of the rows and the accumulators.
 func (a PieceArgs) check() error {
-	rows := (a.Hi-1)*a.Stride + a.N
 	switch {
-	case a.N < 0 || a.Stride < a.N || a.Phase < 0 || a.Phase >= 128 || a.Lo < 0 || a.Hi < a.Lo:
-		return fmt.Errorf("hostkernel: a norms piece of %d coordinates, stride %d, phase %d, examples [%d, %d)", a.N, a.Stride, a.Phase, a.Lo, a.Hi)
+	case a.N < 0 || a.Stride < a.N || a.First < 0 || a.First >= reduce.ReduceChunk || a.Lo < 0 || a.Hi < a.Lo:
+		return fmt.Errorf("hostkernel: a norms piece of %d coordinates, stride %d, first %d, examples [%d, %d)", a.N, a.Stride, a.First, a.Lo, a.Hi)
 	case a.Mode > 1:
 		return fmt.Errorf("hostkernel: privatize mode %d (want 0 or 1)", a.Mode)
-	case int64(len(a.Acc)) < 32*a.Hi:
-		return fmt.Errorf("hostkernel: %d lane accumulators for %d examples", len(a.Acc), a.Hi)
 	case a.Hi == a.Lo || a.N == 0:
 		return nil
+	}
+	lanes := 32 * ((a.First+a.N-1)/reduce.ReduceChunk + 1) // the accumulators of the chunks it spans
+	rows := (a.Hi-1)*a.Stride + a.N
+	switch {
+	case a.AccStride < lanes || int64(len(a.Acc)) < (a.Hi-1)*a.AccStride+lanes:
+		return fmt.Errorf("hostkernel: %d lane accumulators, stride %d, for %d examples of %d", len(a.Acc), a.AccStride, a.Hi, lanes)
 	case int64(len(a.Cur)) < rows || a.Mode == 1 && int64(len(a.Look)) < rows:
 		return fmt.Errorf("hostkernel: a norms piece reads %d values of each set; cur holds %d, look %d", rows, len(a.Cur), len(a.Look))
 	}
