@@ -165,7 +165,7 @@ func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 		nchunks := reduce.ReduceChunks(j.N)
 		args.Partials, args.Scales = b.partialsFor(j.Batch*nchunks), make([]float32, j.Batch)
 		acc, piece := b.lanesFor(32*nchunks*j.Batch), b.normsPiece(j)
-		if err := b.split(j.Batch, 1, func(lo, hi int) error {
+		if err := b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
 			return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
 		}); err != nil {
 			return nil, err
@@ -177,8 +177,21 @@ func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
 			return nil, &NonFiniteExampleError{Example: bad}
 		}
 	}
-	err := b.split(j.N, 4096, func(lo, hi int) error { return b.segmentSum(j, args, lo, hi) })
+	err := b.split(j.N, max(4096, ceilDiv(minThreadWork, j.Batch)), func(lo, hi int) error { return b.segmentSum(j, args, lo, hi) })
 	return args.Scales, err
+}
+
+// minThreadWork is the fewest floats of the rows that privatize gives a
+// thread (2 MiB): a smaller share costs more in waking a thread, on a
+// machine whose other cores are busy, than it saves.
+const minThreadWork = 1 << 19
+
+// ceilDiv is ⌈a/b⌉ for a ≥ 0, and a for b ≤ 0.
+func ceilDiv(a, b int) int {
+	if b <= 0 {
+		return a
+	}
+	return (a + b - 1) / b
 }
 
 // lanesFor returns n lane accumulators, those of the last privatization
