@@ -79,28 +79,32 @@ func (k *kernel) hostSum(f *llvm.Func, b *llvm.Block, p privArgs, two bool) *llv
 }
 
 // blockSum emits the clipped sum of the count coordinates from start: the
-// sums acc set to +0, each example's scaled u added in example order, then
-// out = acc / divisor.
+// sums acc set to +0, each example's scaled u added in example order (two
+// examples' rows read at once), then out = acc / divisor.
 func (k *kernel) blockSum(f *llvm.Func, b *llvm.Block, p privArgs, ins []value.Value, acc, start, count value.Value) *llvm.Block {
 	b = k.blockLoop(f, b, count, func(b *llvm.Block, j value.Value, w lanes) *llvm.Block {
 		st := b.NewStore(zero(w), laneAddr(b, acc, j, w))
 		st.Align, st.Volatile = 4, true // not a call to memset, which the shared object does not link
 		return b
 	})
-	b = k.forLoop(f, b, "example", i64c(0), p.batch, i64c(1), func(b *llvm.Block, x value.Value) *llvm.Block {
-		row := b.NewAdd(b.NewMul(x, p.n), start)
-		s := load(b, f32, b.NewGetElementPtr(f32, p.scales, x), 4)
-		return k.blockLoop(f, b, count, func(b *llvm.Block, j value.Value, w lanes) *llvm.Block {
-			var in []value.Value
-			for _, ptr := range ins {
-				in = append(in, loadLanes(b, b.NewGetElementPtr(f32, ptr, b.NewAdd(row, j)), w, false))
-			}
-			at := laneAddr(b, acc, j, w)
-			sum := b.NewFAdd(load(b, w.f32(), at, 4), b.NewFMul(broadcast(b, w, s), p.mix(b, w, in)))
-			store(b, sum, at, 4)
-			return b
+	pairs := b.NewMul(b.NewSDiv(p.batch, i64c(2)), i64c(2))
+	for _, run := range []struct {
+		name       string
+		start, end value.Value
+		step       int64
+	}{{"pair", i64c(0), pairs, 2}, {"example", pairs, p.batch, 1}} {
+		b = k.forLoop(f, b, run.name, run.start, run.end, i64c(run.step), func(b *llvm.Block, x value.Value) *llvm.Block {
+			return k.blockLoop(f, b, count, func(b *llvm.Block, j value.Value, w lanes) *llvm.Block {
+				at := laneAddr(b, acc, j, w)
+				sum := load(b, w.f32(), at, 4)
+				for e := range run.step {
+					sum = k.addScaled(b, p, ins, sum, b.NewAdd(x, i64c(e)), b.NewAdd(start, j), w)
+				}
+				store(b, sum, at, 4)
+				return b
+			})
 		})
-	})
+	}
 	return k.blockLoop(f, b, count, func(b *llvm.Block, j value.Value, w lanes) *llvm.Block {
 		mean := b.NewFDiv(load(b, w.f32(), laneAddr(b, acc, j, w), 4), broadcast(b, w, p.divisor))
 		storeLanes(b, mean, b.NewGetElementPtr(f32, p.out, b.NewAdd(start, j)), w, false)
@@ -128,4 +132,16 @@ func laneAddr(b *llvm.Block, acc, j value.Value, w lanes) value.Value {
 		return ptr
 	}
 	return b.NewBitCast(ptr, types.NewPointer(w.f32()))
+}
+
+// addScaled emits sum + scales[x]·u_x[i..i+w), u_x[i] the mix of the
+// inputs at x·n + i.
+func (k *kernel) addScaled(b *llvm.Block, p privArgs, ins []value.Value, sum, x, i value.Value, w lanes) value.Value {
+	at := b.NewAdd(b.NewMul(x, p.n), i)
+	var in []value.Value
+	for _, ptr := range ins {
+		in = append(in, loadLanes(b, b.NewGetElementPtr(f32, ptr, at), w, false))
+	}
+	s := load(b, f32, b.NewGetElementPtr(f32, p.scales, x), 4)
+	return b.NewFAdd(sum, b.NewFMul(broadcast(b, w, s), p.mix(b, w, in)))
 }
