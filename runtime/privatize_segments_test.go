@@ -219,3 +219,32 @@ func checkSegmentsRefused(t *testing.T, sizes []int, good func(*runtime.Optimize
 		t.Error("the refused call wrote out")
 	}
 }
+
+// TestReleaseOnceSegments: the release rule holds for segments as for
+// rows — a step releases what PrivatizeSegmentsTo wrote into the
+// trainer's gradient once; a write after it is refused; segments
+// privatized into memory the step does not read release nothing.
+func TestReleaseOnceSegments(t *testing.T) {
+	const n, k = 64, 5
+	sizes := []int{20, 1, 43}
+	o, bufs := openBuffers(t, n, 0, testDP)
+	if _, err := o.PrivatizeSegmentsTo(bufs[1], segmentsOf(exampleRows(1, k, n), nil, k, sizes), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Step(); err != nil {
+		t.Fatalf("a step on a gradient privatized from segments: %v", err)
+	}
+	wantRefused(t, o, 1, o.Step(), stale)
+	if _, err := o.PrivatizeSegmentsTo(nil, segmentsOf(exampleRows(2, k, n), nil, k, sizes), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.GradientWritten(); err != nil { // a backward pass into the privatized gradient
+		t.Fatal(err)
+	}
+	wantRefused(t, o, 1, o.Step(), written)
+	other := make([]float32, n)
+	if _, err := o.PrivatizeSegmentsTo(other, segmentsOf(exampleRows(3, k, n), nil, k, sizes), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, o, 1, o.Step(), written)
+}
