@@ -71,8 +71,9 @@ const (
 // hypers of their own (fg_register_range, fg_set_tensor_hypers), fg_shard,
 // and fg_info's tensors and host_buffer_pad; 6 moved fg_info's spent into
 // fg_spent, so that fg_info never waits on the accountant; 7 added
-// fg_resolve, optimizers by name; 8 the clamp warning (fg_warnings, fg_info's
-// clamp_warning, the open option no_clamp_warning).
+// fg_resolve, optimizers by name; 8 added fg_privatize_segments, the
+// per-example gradients read in place, and the clamp warning (fg_warnings,
+// fg_info's clamp_warning, the open option no_clamp_warning).
 const abiVersion = C.FG_ABI_VERSION
 
 func main() {}

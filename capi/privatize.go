@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/fibergen/fibergen/runtime"
 )
@@ -39,6 +40,64 @@ func fg_privatize(h C.int64_t, out *C.float, n C.int64_t, cur, look *C.float, k 
 		st, e := o.PrivatizeTo(floats(out, int(n)), floats(cur, rows), floats(look, rows), floats(scalesIn, int(k)))
 		return privatized(st, e, scalesOut, clipped, bad)
 	})
+}
+
+// fg_privatize_segments is fg_privatize with the per-example gradients
+// read where the trainer left them (runtime.Optimizer.PrivatizeSegmentsTo):
+// segment i is one tensor's k rows of sizes[i] values, contiguous at
+// cur[i] (and look[i] for a two-point optimizer; look NULL: none), holding
+// the coordinates [offsets[i], offsets[i]+sizes[i]) of every example; the
+// nseg segments tile [0, n) in order. The same bits as fg_privatize on the
+// [k][n] matrix they tile, without it.
+//
+//export fg_privatize_segments
+func fg_privatize_segments(h C.int64_t, out *C.float, n C.int64_t, nseg C.int64_t, offsets, sizes *C.int64_t, cur, look **C.float,
+	k C.int64_t, scalesIn, scalesOut *C.float, clipped, bad *C.int64_t, err *C.char, errlen C.size_t) C.int {
+	return with(h, err, errlen, func(o *runtime.Optimizer) error {
+		if e := checkCount("privatize_segments", int64(n), int64(k)); e != nil {
+			return e
+		}
+		segs, e := segments(int64(nseg), offsets, sizes, cur, look, int64(k))
+		if e != nil {
+			return e
+		}
+		if n > 0 && out == nil {
+			return fmt.Errorf("fibergen: privatize_segments: %d values into a NULL buffer", n)
+		}
+		st, e := o.PrivatizeSegmentsTo(floats(out, int(n)), segs, int(k), floats(scalesIn, int(k)))
+		return privatized(st, e, scalesOut, clipped, bad)
+	})
+}
+
+// segments reads the segments of fg_privatize_segments, refusing a count
+// or size out of range and NULL rows where a segment has values.
+func segments(nseg int64, offsets, sizes *C.int64_t, cur, look **C.float, k int64) ([]runtime.Segment, error) {
+	if e := checkCount("privatize_segments", nseg, 1); e != nil {
+		return nil, e
+	}
+	if nseg > 0 && (offsets == nil || sizes == nil || cur == nil) {
+		return nil, fmt.Errorf("fibergen: privatize_segments: %d segments with a NULL array", nseg)
+	}
+	offs, szs := unsafe.Slice(offsets, nseg), unsafe.Slice(sizes, nseg)
+	curs, looks := unsafe.Slice(cur, nseg), []*C.float(nil)
+	if look != nil {
+		looks = unsafe.Slice(look, nseg)
+	}
+	segs := make([]runtime.Segment, nseg)
+	for i := range segs {
+		size := int64(szs[i])
+		if e := checkCount(fmt.Sprintf("privatize_segments: segment %d", i), size, k); e != nil {
+			return nil, e
+		}
+		if size*k > 0 && (curs[i] == nil || looks != nil && looks[i] == nil) {
+			return nil, fmt.Errorf("fibergen: privatize_segments: segment %d: %d examples of %d values at NULL", i, k, size)
+		}
+		segs[i] = runtime.Segment{Offset: int(offs[i]), Size: int(size), Cur: floats(curs[i], int(size*k))}
+		if looks != nil {
+			segs[i].Look = floats(looks[i], int(size*k))
+		}
+	}
+	return segs, nil
 }
 
 // fg_privatize_device is fg_privatize on device memory (CUDA): out, cur

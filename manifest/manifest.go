@@ -112,6 +112,12 @@ type Privatize struct {
 	KernelABIs    []string `json:"kernel_abis"`
 	HostFunctions []string `json:"host_functions"` // in the shared object, each with an _avx2 twin on amd64
 	HostABI       string   `json:"host_abi"`
+	// HostPiece is the host function that adds a piece of a chunk, one
+	// tensor's coordinates in it, to the norms' lane accumulators, for
+	// per-example gradients read in place (docs/kernels.md, "Privatize in
+	// place"); absent in a manifest built before it existed.
+	HostPiece    string `json:"host_piece,omitempty"`
+	HostPieceABI string `json:"host_piece_abi,omitempty"`
 	// TwoSets says that the optimizer observes two points: mode 1 mixes
 	// u = a·look + (1−a)·cur. Without it only mode 0 (cur alone) applies.
 	TwoSets bool `json:"two_sets"`

@@ -99,3 +99,77 @@ func TestPrivatizeDivisor(t *testing.T) {
 		}
 	}
 }
+
+// segmentsOf cuts k rows of the matrix m (k rows of sum(sizes) values)
+// into segments of the given sizes, each a contiguous [k][size] copy, as
+// a trainer's tensors are; m nil gives segments without rows (Look).
+func segmentsOf(m []float32, k int, sizes []int) []Segment {
+	n, off := 0, 0
+	for _, s := range sizes {
+		n += s
+	}
+	segs := make([]Segment, len(sizes))
+	for i, size := range sizes {
+		segs[i] = Segment{Offset: off, Size: size}
+		if m != nil {
+			segs[i].Cur = make([]float32, 0, k*size)
+			for x := range k {
+				segs[i].Cur = append(segs[i].Cur, m[x*n+off:x*n+off+size]...)
+			}
+		}
+		off += size
+	}
+	return segs
+}
+
+// TestPrivatizeSegmentsMatchesRows holds PrivatizeSegments to Privatize
+// on the same rows, bit for bit: segment edges inside a 128-row, inside a
+// lane's four, at chunk edges, one-element and empty segments, no, one and
+// many examples, one set and two.
+func TestPrivatizeSegmentsMatchesRows(t *testing.T) {
+	layouts := [][]int{
+		{1}, {0}, {5, 0, 3}, {130, 1, 0, 2000, 5000}, {4096, 4096}, {4095, 1, 4097},
+		{1, 4094, 2, 127, 129}, {3, 3 * 4096, 126, 1}, {64, 64, 64, 0, 0, 64},
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sizes := range layouts {
+		n := 0
+		for _, s := range sizes {
+			n += s
+		}
+		for _, k := range []int{0, 1, 3, 17} {
+			for _, a := range []float64{-1, 0.3} { // -1: one set
+				cur, look := randomRows(r, k*n), randomRows(r, k*n)
+				want, got := make([]float32, n), make([]float32, n)
+				segs := segmentsOf(cur, k, sizes)
+				wantBad, gotBad := 0, 0
+				if a < 0 {
+					wantBad = Privatize(want, cur, nil, k, 8, 0, 1)
+					gotBad = PrivatizeSegments(got, segs, k, 8, 0, 1)
+				} else {
+					for i, l := range segmentsOf(look, k, sizes) {
+						segs[i].Look = l.Cur
+					}
+					wantBad = Privatize(want, cur, look, k, 8, a, 1)
+					gotBad = PrivatizeSegments(got, segs, k, 8, a, 1)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) || gotBad != wantBad {
+						t.Fatalf("sizes %v, k %d, a %v: coordinate %d %v (bad %d), the rows give %v (bad %d)",
+							sizes, k, a, i, got[i], gotBad, want[i], wantBad)
+					}
+				}
+			}
+		}
+	}
+}
+
+// randomRows is n values spread over many magnitudes, so that the order
+// of the additions shows in the bits.
+func randomRows(r *rand.Rand, n int) []float32 {
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(7)-4)))
+	}
+	return xs
+}

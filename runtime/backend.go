@@ -132,6 +132,9 @@ type cpuBackend struct {
 	// partials are the norm partials of the last Privatize, reused by the
 	// next (Norms sets every one it reads): a step allocates none.
 	partials []float32
+	// lanes are the lane accumulators of the last PrivatizeSegmentsTo,
+	// reused likewise (SegmentNorms zeroes those it uses).
+	lanes []float32
 }
 
 var _ backend.Backend = (*cpuBackend)(nil)

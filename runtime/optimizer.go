@@ -175,6 +175,7 @@ type Optimizer struct {
 	diag     *diagState  // EnableDiagnostics: nil while they are off
 	watch    *clampWatch // the clamp warning's samples; nil: no fixed floor, or Options.NoClampWarning
 	warnings []string    // the warnings not yet taken (Warnings)
+	segs     []Segment   // PrivatizeSegmentsTo's segments as its job reads them, kept between calls
 	mu       sync.Mutex  // held by every method but the immutable Name, Manifest, ManifestHash (lock)
 }
 

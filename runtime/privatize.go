@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/reduce"
@@ -306,6 +307,9 @@ func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
 	if j.Out == nil {
 		j.Out = b.bufs[ir.GradBuffer]
 	}
+	if j.Segments != nil {
+		return b.privatizeSegments(j)
+	}
 	nchunks := reduce.ReduceChunks(j.N)
 	args := hostkernel.PrivatizeArgs{Cur: j.Cur, Look: j.Look, Scales: j.Scales, Out: j.Out,
 		Batch: int64(j.Batch), N: int64(j.N), Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
@@ -371,8 +375,12 @@ func (b *cpuBackend) openPrivatize() error {
 // privatizeSymbols returns the manifest's privatize host functions, nil
 // where it lists none.
 func privatizeSymbols(o *Optimizer) []string {
-	if o.m.Kernels.Privatize == nil {
+	p := o.m.Kernels.Privatize
+	if p == nil {
 		return nil
 	}
-	return o.m.Kernels.Privatize.HostFunctions
+	if p.HostPiece == "" {
+		return p.HostFunctions
+	}
+	return append(slices.Clip(p.HostFunctions), p.HostPiece)
 }

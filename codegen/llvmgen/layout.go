@@ -20,14 +20,15 @@ type Field struct {
 
 // HostStructs names the structs the host functions take: the step's range
 // and the privatize phases' arguments (abi.go).
-var HostStructs = []string{rangeStruct.tag, privatizeStruct.tag}
+var HostStructs = []string{rangeStruct.tag, privatizeStruct.tag, privatizePieceStruct.tag}
 
 // HostStructLayout asks llc where this machine's host target puts the
 // fields of the struct tag (one of HostStructs) and how large the struct
 // is: the layout that a mirror of the struct in another language, such as
 // package hostkernel's, must have.
 func (tc *Toolchain) HostStructLayout(tag string) ([]Field, int64, error) {
-	s, ok := map[string]cstruct{rangeStruct.tag: rangeStruct, privatizeStruct.tag: privatizeStruct}[tag]
+	s, ok := map[string]cstruct{rangeStruct.tag: rangeStruct, privatizeStruct.tag: privatizeStruct,
+		privatizePieceStruct.tag: privatizePieceStruct}[tag]
 	target, known := hostTargets[goruntime.GOARCH]
 	switch {
 	case !ok:

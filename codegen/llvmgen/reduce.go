@@ -235,13 +235,16 @@ var rowVec = types.NewVector(reduceRow, f32)
 
 // rowMask emits the mask of the elements base..base+127 that lie below n.
 func rowMask(b *llvm.Block, base, n value.Value) value.Value {
-	w := lanes(reduceRow)
+	return b.NewICmp(enum.IPredSLT, rowIndexes(b, base), broadcast(b, lanes(reduceRow), n))
+}
+
+// rowIndexes emits the indexes base..base+127 of a row's elements.
+func rowIndexes(b *llvm.Block, base value.Value) value.Value {
 	idx := make([]constant.Constant, reduceRow)
 	for e := range idx {
 		idx[e] = i64c(int64(e))
 	}
-	at := b.NewAdd(broadcast(b, w, base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
-	return b.NewICmp(enum.IPredSLT, at, broadcast(b, w, n))
+	return b.NewAdd(broadcast(b, lanes(reduceRow), base), constant.NewVector(types.NewVector(reduceRow, i64), idx...))
 }
 
 // rowTerms adds the terms of the row base..base+127 of ptrs to the lane
@@ -275,11 +278,7 @@ func (k *kernel) rowTerms(b *llvm.Block, r reduction, ptrs []value.Value, base, 
 func (k *kernel) padRows(f *llvm.Func, b *llvm.Block, ptrs []value.Value, base, n value.Value) (*llvm.Block, []value.Value) {
 	var rows []value.Value
 	for _, p := range ptrs {
-		slot := llvm.NewAlloca(rowVec)
-		slot.Align = 4
-		f.Blocks[0].Insts = append([]llvm.Instruction{slot}, f.Blocks[0].Insts...)
-		store(b, zero(lanes(reduceRow)), slot, 4)
-		row := b.NewBitCast(slot, f32Ptr)
+		row := k.stackRow(f, b)
 		b = k.forLoop(f, b, "pad", i64c(0), b.NewSub(n, base), i64c(1), func(b *llvm.Block, e value.Value) *llvm.Block {
 			st := b.NewStore(load(b, f32, b.NewGetElementPtr(f32, p, b.NewAdd(base, e)), 4), b.NewGetElementPtr(f32, row, e))
 			st.Align, st.Volatile = 4, true
@@ -288,6 +287,16 @@ func (k *kernel) padRows(f *llvm.Func, b *llvm.Block, ptrs []value.Value, base, 
 		rows = append(rows, row)
 	}
 	return b, rows
+}
+
+// stackRow emits a row of 128 floats on f's stack, set to +0 in block b,
+// and returns a float pointer to it.
+func (k *kernel) stackRow(f *llvm.Func, b *llvm.Block) value.Value {
+	slot := llvm.NewAlloca(rowVec)
+	slot.Align = 4
+	f.Blocks[0].Insts = append([]llvm.Instruction{slot}, f.Blocks[0].Insts...)
+	store(b, zero(lanes(reduceRow)), slot, 4)
+	return b.NewBitCast(slot, f32Ptr)
 }
 
 // laneMask is the shufflevector mask that takes element pick(l) into lane l

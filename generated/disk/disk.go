@@ -700,15 +700,25 @@ func SumChunk(c, n int, term func(i int) float32) float32 {
 	var acc [32]float32
 	start, end := c*ReduceChunk, min((c+1)*ReduceChunk, n)
 	for i := start; i < end; i++ {
-		l := (i - start) % 128 / 4
+		l := (i - start) % reduceRow / 4
 		acc[l] = float32(acc[l] + term(i))
 	}
+	return LaneTree(acc)
+}
+
+// reduceRow is the number of coordinates of one row of a chunk's
+// reduction: 32 lanes of 4 consecutive coordinates.
+const reduceRow = 128
+
+// LaneTree is the end of a chunk's reduction: the butterfly tree
+// acc_l = acc_l + acc_(l xor off) for off = 16, 8, 4, 2, 1 over the 32 lane
+// accumulators; the sum is lane 0's, so only the lanes below off, which
+// reach it, are computed (each with the tree's operands in its order).
+func LaneTree(acc [32]float32) float32 {
 	for off := 16; off >= 1; off /= 2 {
-		var next [32]float32
-		for l := range acc {
-			next[l] = float32(acc[l] + acc[l^off])
+		for l := range off { // the lanes that reach lane 0; l xor off = l + off
+			acc[l] = float32(acc[l] + acc[l+off])
 		}
-		acc = next
 	}
 	return acc[0]
 }
@@ -852,6 +862,121 @@ func Privatize(out, cur, look []float32, rows int, divisor float32, a, clip floa
 		}
 	}
 	PrivatizeSum(out, cur, look, scales, n, a32, b32, divisor, 0, n)
+	return -1
+}
+
+// Segment is one tensor's part of the per-example gradients, read where
+// the trainer left it: its Size coordinates are the flat coordinates
+// [Offset, Offset+Size), and example ξ's are Cur[ξ·Size:(ξ+1)·Size] (and
+// Look's; Look nil for one set). Segments in order of Offset, each starting
+// where the one before ends, tile the rows that Privatize reads as one
+// matrix.
+type Segment struct {
+	Offset, Size int
+	Cur, Look    []float32
+}
+
+// PrivatizeNormsPiece adds the terms u·u of one tensor's coordinates (a
+// piece of the rows) to the lane accumulators of the chunks they lie in,
+// for each example ξ in [lo, hi): the piece is n coordinates, example ξ's
+// at cur[ξ·stride:ξ·stride+n] (and look's, mixed as PrivatizeSum mixes
+// them), its first at position first (< ReduceChunk) of its first chunk;
+// its coordinate j, at position p = first + j counted from that chunk's
+// start, goes to lane (p mod 128)/4 of chunk p / ReduceChunk, whose 32
+// accumulators are acc[ξ·accStride + 32·(p/ReduceChunk):][:32]. The pieces
+// of the rows added in order from +0 accumulators and then LaneTree give
+// PrivatizeNorms' partials, bit for bit. It is the kernels'
+// <name>_privatize_norms_piece.
+func PrivatizeNormsPiece(acc, cur, look []float32, stride, n, first, accStride int, a, b float32, lo, hi int) {
+	u := privatizeMix(cur, look, a, b)
+	for x := lo; x < hi; x++ {
+		for j := range n {
+			v := u(x*stride + j)
+			p := first + j
+			l := x*accStride + 32*(p/ReduceChunk) + p%reduceRow/4
+			acc[l] = float32(acc[l] + float32(v*v))
+		}
+	}
+}
+
+// NormsPiece adds segment s's terms to the lane accumulators of the
+// examples [lo, hi), as PrivatizeNormsPiece with acc starting at the
+// accumulators of s's first chunk, first = s.Offset mod ReduceChunk.
+type NormsPiece func(acc []float32, s Segment, first, accStride, lo, hi int) error
+
+// SegmentNorms stores the norm partials partials[ξ·ReduceChunks(n) + c] of
+// the examples ξ in [lo, hi), every chunk, from the segments (which tile
+// [0, n)): it zeroes their lane accumulators acc[32·ξ·ReduceChunks(n):]
+// (32 per chunk), adds each segment with piece in order, and ends each
+// chunk with LaneTree.
+func SegmentNorms(partials, acc []float32, segs []Segment, n, lo, hi int, piece NormsPiece) error {
+	nchunks := ReduceChunks(n)
+	stride := 32 * nchunks
+	clear(acc[lo*stride : hi*stride])
+	for _, s := range segs {
+		if s.Size == 0 || hi == lo {
+			continue
+		}
+		if err := piece(acc[32*(s.Offset/ReduceChunk):], s, s.Offset%ReduceChunk, stride, lo, hi); err != nil {
+			return err
+		}
+	}
+	for x := lo; x < hi; x++ {
+		for c := range nchunks {
+			partials[x*nchunks+c] = LaneTree([32]float32(acc[x*stride+32*c:]))
+		}
+	}
+	return nil
+}
+
+// firstSegment returns the first of the segments that ends after
+// coordinate at (len(segs) where none does).
+func firstSegment(segs []Segment, at int) int {
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if segs[mid].Offset+segs[mid].Size <= at {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// SegmentSum stores the clipped sum over divisor of the coordinates
+// [lo, hi) as PrivatizeSum, each segment's rows read in place: out holds
+// every coordinate of the segments.
+func SegmentSum(out []float32, segs []Segment, scales []float32, a, b, divisor float32, lo, hi int) {
+	for i := firstSegment(segs, lo); i < len(segs) && segs[i].Offset < hi; i++ {
+		s := segs[i]
+		from, to := max(lo, s.Offset), min(hi, s.Offset+s.Size)
+		PrivatizeSum(out[s.Offset:s.Offset+s.Size], s.Cur, s.Look, scales, s.Size, a, b, divisor, from-s.Offset, to-s.Offset)
+	}
+}
+
+// PrivatizeSegments is Privatize on rows given as segments (which tile
+// [0, len(out)), each with rows examples): the same bits, with every
+// tensor read in place. The segments' Look are all nil (one set) or all
+// given.
+func PrivatizeSegments(out []float32, segs []Segment, rows int, divisor float32, a, clip float64) int {
+	n := len(out)
+	a32, b32 := PrivatizeWeights(a)
+	nchunks := ReduceChunks(n)
+	partials, acc := make([]float32, rows*nchunks), make([]float32, 32*rows*nchunks)
+	piece := func(acc []float32, s Segment, first, accStride, lo, hi int) error {
+		PrivatizeNormsPiece(acc, s.Cur, s.Look, s.Size, s.Size, first, accStride, a32, b32, lo, hi)
+		return nil
+	}
+	_ = SegmentNorms(partials, acc, segs, n, 0, rows, piece)
+	scales := make([]float32, rows)
+	PrivatizeScales(scales, partials, nchunks, clip, 0, rows)
+	for x, s := range scales {
+		if s != s {
+			return x
+		}
+	}
+	SegmentSum(out, segs, scales, a32, b32, divisor, 0, n)
 	return -1
 }
 

@@ -6921,225 +6921,599 @@ entry:
 
 define internal void @dp_adamw_privatize_sum_host({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) alwaysinline nounwind {
 entry:
-	%0 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
-	%1 = load float*, float** %0, align 8
-	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
+	%0 = alloca [4096 x float], align 16
+	%1 = alloca [4096 x float], align 16
+	%2 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 0
 	%3 = load float*, float** %2, align 8
-	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
+	%4 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 1
 	%5 = load float*, float** %4, align 8
-	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
+	%6 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 2
 	%7 = load float*, float** %6, align 8
-	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%8 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 3
 	%9 = load float*, float** %8, align 8
-	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
-	%11 = load i64, i64* %10, align 8
-	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
+	%10 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 4
+	%11 = load float*, float** %10, align 8
+	%12 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 5
 	%13 = load i64, i64* %12, align 8
-	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
+	%14 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 6
 	%15 = load i64, i64* %14, align 8
-	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%16 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 7
 	%17 = load i64, i64* %16, align 8
-	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
-	%19 = load double, double* %18, align 8
-	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
-	%21 = load float, float* %20, align 4
-	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
+	%18 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 8
+	%19 = load i64, i64* %18, align 8
+	%20 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 9
+	%21 = load double, double* %20, align 8
+	%22 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 10
 	%23 = load float, float* %22, align 4
-	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%24 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 11
 	%25 = load float, float* %24, align 4
-	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
-	%27 = load i32, i32* %26, align 4
-	%28 = icmp ne i32 %27, 0
-	br i1 %28, label %two_sets, label %one_set
+	%26 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 12
+	%27 = load float, float* %26, align 4
+	%28 = getelementptr { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }, { float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p, i32 0, i32 13
+	%29 = load i32, i32* %28, align 4
+	%30 = icmp ne i32 %29, 0
+	br i1 %30, label %two_sets, label %one_set
 
 two_sets:
-	%29 = sub i64 %17, %15
-	%30 = sdiv i64 %29, 8
-	br label %wide.head.176
+	%31 = bitcast [4096 x float]* %1 to float*
+	%32 = sub i64 %19, %17
+	%33 = add i64 %32, 4095
+	%34 = sdiv i64 %33, u0x1000
+	br label %block.head.176
 
 one_set:
-	%31 = sub i64 %17, %15
-	%32 = sdiv i64 %31, 8
-	br label %wide.head.188
+	%35 = bitcast [4096 x float]* %0 to float*
+	%36 = sub i64 %19, %17
+	%37 = add i64 %36, 4095
+	%38 = sdiv i64 %37, u0x1000
+	br label %block.head.209
 
-wide.head.176:
-	%33 = phi i64 [ 0, %two_sets ], [ %69, %example.done.181 ]
-	%34 = icmp slt i64 %33, %30
-	br i1 %34, label %wide.177, label %wide.done.178
+block.head.176:
+	%39 = phi i64 [ 0, %two_sets ], [ %227, %tail.done.208 ]
+	%40 = icmp slt i64 %39, %34
+	br i1 %40, label %block.177, label %block.done.178
 
-wide.177:
-	%35 = mul i64 %33, 8
-	%36 = add i64 %15, %35
-	br label %example.head.179
+block.177:
+	%41 = mul i64 %39, u0x1000
+	%42 = add i64 %17, %41
+	%43 = sub i64 %19, %42
+	%44 = icmp slt i64 %43, u0x1000
+	%45 = select i1 %44, i64 %43, i64 u0x1000
+	%46 = sdiv i64 %45, 8
+	%47 = mul i64 %46, 8
+	br label %wide.head.179
 
-wide.done.178:
-	%37 = mul i64 %30, 8
-	%38 = add i64 %15, %37
+block.done.178:
+	ret void
+
+wide.head.179:
+	%48 = phi i64 [ 0, %block.177 ], [ %52, %wide.180 ]
+	%49 = icmp slt i64 %48, %47
+	br i1 %49, label %wide.180, label %wide.done.181
+
+wide.180:
+	%50 = getelementptr float, float* %31, i64 %48
+	%51 = bitcast float* %50 to <8 x float>*
+	store volatile <8 x float> zeroinitializer, <8 x float>* %51, align 4
+	%52 = add i64 %48, 8
+	br label %wide.head.179
+
+wide.done.181:
 	br label %tail.head.182
-
-example.head.179:
-	%39 = phi i64 [ 0, %wide.177 ], [ %63, %example.180 ]
-	%40 = phi <8 x float> [ zeroinitializer, %wide.177 ], [ %62, %example.180 ]
-	%41 = icmp slt i64 %39, %11
-	br i1 %41, label %example.180, label %example.done.181
-
-example.180:
-	%42 = mul i64 %39, %13
-	%43 = add i64 %42, %36
-	%44 = getelementptr float, float* %3, i64 %43
-	%45 = bitcast float* %44 to <8 x float>*
-	%46 = load <8 x float>, <8 x float>* %45, align 4
-	%47 = getelementptr float, float* %1, i64 %43
-	%48 = bitcast float* %47 to <8 x float>*
-	%49 = load <8 x float>, <8 x float>* %48, align 4
-	%50 = getelementptr float, float* %7, i64 %39
-	%51 = load float, float* %50, align 4
-	%52 = insertelement <8 x float> undef, float %51, i32 0
-	%53 = shufflevector <8 x float> %52, <8 x float> undef, <8 x i32> zeroinitializer
-	%54 = insertelement <8 x float> undef, float %21, i32 0
-	%55 = shufflevector <8 x float> %54, <8 x float> undef, <8 x i32> zeroinitializer
-	%56 = fmul <8 x float> %55, %46
-	%57 = insertelement <8 x float> undef, float %23, i32 0
-	%58 = shufflevector <8 x float> %57, <8 x float> undef, <8 x i32> zeroinitializer
-	%59 = fmul <8 x float> %58, %49
-	%60 = fadd <8 x float> %56, %59
-	%61 = fmul <8 x float> %53, %60
-	%62 = fadd <8 x float> %40, %61
-	%63 = add i64 %39, 1
-	br label %example.head.179
-
-example.done.181:
-	%64 = insertelement <8 x float> undef, float %25, i32 0
-	%65 = shufflevector <8 x float> %64, <8 x float> undef, <8 x i32> zeroinitializer
-	%66 = fdiv <8 x float> %40, %65
-	%67 = getelementptr float, float* %9, i64 %36
-	%68 = bitcast float* %67 to <8 x float>*
-	store <8 x float> %66, <8 x float>* %68, align 4
-	%69 = add i64 %33, 1
-	br label %wide.head.176
 
 tail.head.182:
-	%70 = phi i64 [ %38, %wide.done.178 ], [ %91, %example.done.187 ]
-	%71 = icmp slt i64 %70, %17
-	br i1 %71, label %tail.183, label %tail.done.184
+	%53 = phi i64 [ %47, %wide.done.181 ], [ %56, %tail.183 ]
+	%54 = icmp slt i64 %53, %45
+	br i1 %54, label %tail.183, label %tail.done.184
 
 tail.183:
-	br label %example.head.185
-
-tail.done.184:
-	ret void
-
-example.head.185:
-	%72 = phi i64 [ 0, %tail.183 ], [ %88, %example.186 ]
-	%73 = phi float [ 0.0, %tail.183 ], [ %87, %example.186 ]
-	%74 = icmp slt i64 %72, %11
-	br i1 %74, label %example.186, label %example.done.187
-
-example.186:
-	%75 = mul i64 %72, %13
-	%76 = add i64 %75, %70
-	%77 = getelementptr float, float* %3, i64 %76
-	%78 = load float, float* %77, align 4
-	%79 = getelementptr float, float* %1, i64 %76
-	%80 = load float, float* %79, align 4
-	%81 = getelementptr float, float* %7, i64 %72
-	%82 = load float, float* %81, align 4
-	%83 = fmul float %21, %78
-	%84 = fmul float %23, %80
-	%85 = fadd float %83, %84
-	%86 = fmul float %82, %85
-	%87 = fadd float %73, %86
-	%88 = add i64 %72, 1
-	br label %example.head.185
-
-example.done.187:
-	%89 = fdiv float %73, %25
-	%90 = getelementptr float, float* %9, i64 %70
-	store float %89, float* %90, align 4
-	%91 = add i64 %70, 1
+	%55 = getelementptr float, float* %31, i64 %53
+	store volatile float 0.0, float* %55, align 4
+	%56 = add i64 %53, 1
 	br label %tail.head.182
 
-wide.head.188:
-	%92 = phi i64 [ 0, %one_set ], [ %118, %example.done.193 ]
-	%93 = icmp slt i64 %92, %32
-	br i1 %93, label %wide.189, label %wide.done.190
+tail.done.184:
+	%57 = sdiv i64 %13, 2
+	%58 = mul i64 %57, 2
+	br label %pair.head.185
 
-wide.189:
-	%94 = mul i64 %92, 8
-	%95 = add i64 %15, %94
-	br label %example.head.191
+pair.head.185:
+	%59 = phi i64 [ 0, %tail.done.184 ], [ %150, %tail.done.193 ]
+	%60 = icmp slt i64 %59, %58
+	br i1 %60, label %pair.186, label %pair.done.187
 
-wide.done.190:
-	%96 = mul i64 %32, 8
-	%97 = add i64 %15, %96
-	br label %tail.head.194
-
-example.head.191:
-	%98 = phi i64 [ 0, %wide.189 ], [ %112, %example.192 ]
-	%99 = phi <8 x float> [ zeroinitializer, %wide.189 ], [ %111, %example.192 ]
-	%100 = icmp slt i64 %98, %11
-	br i1 %100, label %example.192, label %example.done.193
-
-example.192:
-	%101 = mul i64 %98, %13
-	%102 = add i64 %101, %95
-	%103 = getelementptr float, float* %1, i64 %102
-	%104 = bitcast float* %103 to <8 x float>*
-	%105 = load <8 x float>, <8 x float>* %104, align 4
-	%106 = getelementptr float, float* %7, i64 %98
-	%107 = load float, float* %106, align 4
-	%108 = insertelement <8 x float> undef, float %107, i32 0
-	%109 = shufflevector <8 x float> %108, <8 x float> undef, <8 x i32> zeroinitializer
-	%110 = fmul <8 x float> %109, %105
-	%111 = fadd <8 x float> %99, %110
-	%112 = add i64 %98, 1
-	br label %example.head.191
-
-example.done.193:
-	%113 = insertelement <8 x float> undef, float %25, i32 0
-	%114 = shufflevector <8 x float> %113, <8 x float> undef, <8 x i32> zeroinitializer
-	%115 = fdiv <8 x float> %99, %114
-	%116 = getelementptr float, float* %9, i64 %95
-	%117 = bitcast float* %116 to <8 x float>*
-	store <8 x float> %115, <8 x float>* %117, align 4
-	%118 = add i64 %92, 1
+pair.186:
+	%61 = sdiv i64 %45, 8
+	%62 = mul i64 %61, 8
 	br label %wide.head.188
 
-tail.head.194:
-	%119 = phi i64 [ %97, %wide.done.190 ], [ %135, %example.done.199 ]
-	%120 = icmp slt i64 %119, %17
-	br i1 %120, label %tail.195, label %tail.done.196
+pair.done.187:
+	br label %example.head.194
 
-tail.195:
-	br label %example.head.197
+wide.head.188:
+	%63 = phi i64 [ 0, %pair.186 ], [ %114, %wide.189 ]
+	%64 = icmp slt i64 %63, %62
+	br i1 %64, label %wide.189, label %wide.done.190
 
-tail.done.196:
+wide.189:
+	%65 = getelementptr float, float* %31, i64 %63
+	%66 = bitcast float* %65 to <8 x float>*
+	%67 = load <8 x float>, <8 x float>* %66, align 4
+	%68 = add i64 %59, 0
+	%69 = add i64 %42, %63
+	%70 = mul i64 %68, %15
+	%71 = add i64 %70, %69
+	%72 = getelementptr float, float* %5, i64 %71
+	%73 = bitcast float* %72 to <8 x float>*
+	%74 = load <8 x float>, <8 x float>* %73, align 4
+	%75 = getelementptr float, float* %3, i64 %71
+	%76 = bitcast float* %75 to <8 x float>*
+	%77 = load <8 x float>, <8 x float>* %76, align 4
+	%78 = getelementptr float, float* %9, i64 %68
+	%79 = load float, float* %78, align 4
+	%80 = insertelement <8 x float> undef, float %79, i32 0
+	%81 = shufflevector <8 x float> %80, <8 x float> undef, <8 x i32> zeroinitializer
+	%82 = insertelement <8 x float> undef, float %23, i32 0
+	%83 = shufflevector <8 x float> %82, <8 x float> undef, <8 x i32> zeroinitializer
+	%84 = fmul <8 x float> %83, %74
+	%85 = insertelement <8 x float> undef, float %25, i32 0
+	%86 = shufflevector <8 x float> %85, <8 x float> undef, <8 x i32> zeroinitializer
+	%87 = fmul <8 x float> %86, %77
+	%88 = fadd <8 x float> %84, %87
+	%89 = fmul <8 x float> %81, %88
+	%90 = fadd <8 x float> %67, %89
+	%91 = add i64 %59, 1
+	%92 = add i64 %42, %63
+	%93 = mul i64 %91, %15
+	%94 = add i64 %93, %92
+	%95 = getelementptr float, float* %5, i64 %94
+	%96 = bitcast float* %95 to <8 x float>*
+	%97 = load <8 x float>, <8 x float>* %96, align 4
+	%98 = getelementptr float, float* %3, i64 %94
+	%99 = bitcast float* %98 to <8 x float>*
+	%100 = load <8 x float>, <8 x float>* %99, align 4
+	%101 = getelementptr float, float* %9, i64 %91
+	%102 = load float, float* %101, align 4
+	%103 = insertelement <8 x float> undef, float %102, i32 0
+	%104 = shufflevector <8 x float> %103, <8 x float> undef, <8 x i32> zeroinitializer
+	%105 = insertelement <8 x float> undef, float %23, i32 0
+	%106 = shufflevector <8 x float> %105, <8 x float> undef, <8 x i32> zeroinitializer
+	%107 = fmul <8 x float> %106, %97
+	%108 = insertelement <8 x float> undef, float %25, i32 0
+	%109 = shufflevector <8 x float> %108, <8 x float> undef, <8 x i32> zeroinitializer
+	%110 = fmul <8 x float> %109, %100
+	%111 = fadd <8 x float> %107, %110
+	%112 = fmul <8 x float> %104, %111
+	%113 = fadd <8 x float> %90, %112
+	store <8 x float> %113, <8 x float>* %66, align 4
+	%114 = add i64 %63, 8
+	br label %wide.head.188
+
+wide.done.190:
+	br label %tail.head.191
+
+tail.head.191:
+	%115 = phi i64 [ %62, %wide.done.190 ], [ %149, %tail.192 ]
+	%116 = icmp slt i64 %115, %45
+	br i1 %116, label %tail.192, label %tail.done.193
+
+tail.192:
+	%117 = getelementptr float, float* %31, i64 %115
+	%118 = load float, float* %117, align 4
+	%119 = add i64 %59, 0
+	%120 = add i64 %42, %115
+	%121 = mul i64 %119, %15
+	%122 = add i64 %121, %120
+	%123 = getelementptr float, float* %5, i64 %122
+	%124 = load float, float* %123, align 4
+	%125 = getelementptr float, float* %3, i64 %122
+	%126 = load float, float* %125, align 4
+	%127 = getelementptr float, float* %9, i64 %119
+	%128 = load float, float* %127, align 4
+	%129 = fmul float %23, %124
+	%130 = fmul float %25, %126
+	%131 = fadd float %129, %130
+	%132 = fmul float %128, %131
+	%133 = fadd float %118, %132
+	%134 = add i64 %59, 1
+	%135 = add i64 %42, %115
+	%136 = mul i64 %134, %15
+	%137 = add i64 %136, %135
+	%138 = getelementptr float, float* %5, i64 %137
+	%139 = load float, float* %138, align 4
+	%140 = getelementptr float, float* %3, i64 %137
+	%141 = load float, float* %140, align 4
+	%142 = getelementptr float, float* %9, i64 %134
+	%143 = load float, float* %142, align 4
+	%144 = fmul float %23, %139
+	%145 = fmul float %25, %141
+	%146 = fadd float %144, %145
+	%147 = fmul float %143, %146
+	%148 = fadd float %133, %147
+	store float %148, float* %117, align 4
+	%149 = add i64 %115, 1
+	br label %tail.head.191
+
+tail.done.193:
+	%150 = add i64 %59, 2
+	br label %pair.head.185
+
+example.head.194:
+	%151 = phi i64 [ %58, %pair.done.187 ], [ %206, %tail.done.202 ]
+	%152 = icmp slt i64 %151, %13
+	br i1 %152, label %example.195, label %example.done.196
+
+example.195:
+	%153 = sdiv i64 %45, 8
+	%154 = mul i64 %153, 8
+	br label %wide.head.197
+
+example.done.196:
+	%155 = sdiv i64 %45, 8
+	%156 = mul i64 %155, 8
+	br label %wide.head.203
+
+wide.head.197:
+	%157 = phi i64 [ 0, %example.195 ], [ %185, %wide.198 ]
+	%158 = icmp slt i64 %157, %154
+	br i1 %158, label %wide.198, label %wide.done.199
+
+wide.198:
+	%159 = getelementptr float, float* %31, i64 %157
+	%160 = bitcast float* %159 to <8 x float>*
+	%161 = load <8 x float>, <8 x float>* %160, align 4
+	%162 = add i64 %151, 0
+	%163 = add i64 %42, %157
+	%164 = mul i64 %162, %15
+	%165 = add i64 %164, %163
+	%166 = getelementptr float, float* %5, i64 %165
+	%167 = bitcast float* %166 to <8 x float>*
+	%168 = load <8 x float>, <8 x float>* %167, align 4
+	%169 = getelementptr float, float* %3, i64 %165
+	%170 = bitcast float* %169 to <8 x float>*
+	%171 = load <8 x float>, <8 x float>* %170, align 4
+	%172 = getelementptr float, float* %9, i64 %162
+	%173 = load float, float* %172, align 4
+	%174 = insertelement <8 x float> undef, float %173, i32 0
+	%175 = shufflevector <8 x float> %174, <8 x float> undef, <8 x i32> zeroinitializer
+	%176 = insertelement <8 x float> undef, float %23, i32 0
+	%177 = shufflevector <8 x float> %176, <8 x float> undef, <8 x i32> zeroinitializer
+	%178 = fmul <8 x float> %177, %168
+	%179 = insertelement <8 x float> undef, float %25, i32 0
+	%180 = shufflevector <8 x float> %179, <8 x float> undef, <8 x i32> zeroinitializer
+	%181 = fmul <8 x float> %180, %171
+	%182 = fadd <8 x float> %178, %181
+	%183 = fmul <8 x float> %175, %182
+	%184 = fadd <8 x float> %161, %183
+	store <8 x float> %184, <8 x float>* %160, align 4
+	%185 = add i64 %157, 8
+	br label %wide.head.197
+
+wide.done.199:
+	br label %tail.head.200
+
+tail.head.200:
+	%186 = phi i64 [ %154, %wide.done.199 ], [ %205, %tail.201 ]
+	%187 = icmp slt i64 %186, %45
+	br i1 %187, label %tail.201, label %tail.done.202
+
+tail.201:
+	%188 = getelementptr float, float* %31, i64 %186
+	%189 = load float, float* %188, align 4
+	%190 = add i64 %151, 0
+	%191 = add i64 %42, %186
+	%192 = mul i64 %190, %15
+	%193 = add i64 %192, %191
+	%194 = getelementptr float, float* %5, i64 %193
+	%195 = load float, float* %194, align 4
+	%196 = getelementptr float, float* %3, i64 %193
+	%197 = load float, float* %196, align 4
+	%198 = getelementptr float, float* %9, i64 %190
+	%199 = load float, float* %198, align 4
+	%200 = fmul float %23, %195
+	%201 = fmul float %25, %197
+	%202 = fadd float %200, %201
+	%203 = fmul float %199, %202
+	%204 = fadd float %189, %203
+	store float %204, float* %188, align 4
+	%205 = add i64 %186, 1
+	br label %tail.head.200
+
+tail.done.202:
+	%206 = add i64 %151, 1
+	br label %example.head.194
+
+wide.head.203:
+	%207 = phi i64 [ 0, %example.done.196 ], [ %218, %wide.204 ]
+	%208 = icmp slt i64 %207, %156
+	br i1 %208, label %wide.204, label %wide.done.205
+
+wide.204:
+	%209 = getelementptr float, float* %31, i64 %207
+	%210 = bitcast float* %209 to <8 x float>*
+	%211 = load <8 x float>, <8 x float>* %210, align 4
+	%212 = insertelement <8 x float> undef, float %27, i32 0
+	%213 = shufflevector <8 x float> %212, <8 x float> undef, <8 x i32> zeroinitializer
+	%214 = fdiv <8 x float> %211, %213
+	%215 = add i64 %42, %207
+	%216 = getelementptr float, float* %11, i64 %215
+	%217 = bitcast float* %216 to <8 x float>*
+	store <8 x float> %214, <8 x float>* %217, align 4
+	%218 = add i64 %207, 8
+	br label %wide.head.203
+
+wide.done.205:
+	br label %tail.head.206
+
+tail.head.206:
+	%219 = phi i64 [ %156, %wide.done.205 ], [ %226, %tail.207 ]
+	%220 = icmp slt i64 %219, %45
+	br i1 %220, label %tail.207, label %tail.done.208
+
+tail.207:
+	%221 = getelementptr float, float* %31, i64 %219
+	%222 = load float, float* %221, align 4
+	%223 = fdiv float %222, %27
+	%224 = add i64 %42, %219
+	%225 = getelementptr float, float* %11, i64 %224
+	store float %223, float* %225, align 4
+	%226 = add i64 %219, 1
+	br label %tail.head.206
+
+tail.done.208:
+	%227 = add i64 %39, 1
+	br label %block.head.176
+
+block.head.209:
+	%228 = phi i64 [ 0, %one_set ], [ %371, %tail.done.241 ]
+	%229 = icmp slt i64 %228, %38
+	br i1 %229, label %block.210, label %block.done.211
+
+block.210:
+	%230 = mul i64 %228, u0x1000
+	%231 = add i64 %17, %230
+	%232 = sub i64 %19, %231
+	%233 = icmp slt i64 %232, u0x1000
+	%234 = select i1 %233, i64 %232, i64 u0x1000
+	%235 = sdiv i64 %234, 8
+	%236 = mul i64 %235, 8
+	br label %wide.head.212
+
+block.done.211:
 	ret void
 
-example.head.197:
-	%121 = phi i64 [ 0, %tail.195 ], [ %132, %example.198 ]
-	%122 = phi float [ 0.0, %tail.195 ], [ %131, %example.198 ]
-	%123 = icmp slt i64 %121, %11
-	br i1 %123, label %example.198, label %example.done.199
+wide.head.212:
+	%237 = phi i64 [ 0, %block.210 ], [ %241, %wide.213 ]
+	%238 = icmp slt i64 %237, %236
+	br i1 %238, label %wide.213, label %wide.done.214
 
-example.198:
-	%124 = mul i64 %121, %13
-	%125 = add i64 %124, %119
-	%126 = getelementptr float, float* %1, i64 %125
-	%127 = load float, float* %126, align 4
-	%128 = getelementptr float, float* %7, i64 %121
-	%129 = load float, float* %128, align 4
-	%130 = fmul float %129, %127
-	%131 = fadd float %122, %130
-	%132 = add i64 %121, 1
-	br label %example.head.197
+wide.213:
+	%239 = getelementptr float, float* %35, i64 %237
+	%240 = bitcast float* %239 to <8 x float>*
+	store volatile <8 x float> zeroinitializer, <8 x float>* %240, align 4
+	%241 = add i64 %237, 8
+	br label %wide.head.212
 
-example.done.199:
-	%133 = fdiv float %122, %25
-	%134 = getelementptr float, float* %9, i64 %119
-	store float %133, float* %134, align 4
-	%135 = add i64 %119, 1
-	br label %tail.head.194
+wide.done.214:
+	br label %tail.head.215
+
+tail.head.215:
+	%242 = phi i64 [ %236, %wide.done.214 ], [ %245, %tail.216 ]
+	%243 = icmp slt i64 %242, %234
+	br i1 %243, label %tail.216, label %tail.done.217
+
+tail.216:
+	%244 = getelementptr float, float* %35, i64 %242
+	store volatile float 0.0, float* %244, align 4
+	%245 = add i64 %242, 1
+	br label %tail.head.215
+
+tail.done.217:
+	%246 = sdiv i64 %13, 2
+	%247 = mul i64 %246, 2
+	br label %pair.head.218
+
+pair.head.218:
+	%248 = phi i64 [ 0, %tail.done.217 ], [ %309, %tail.done.226 ]
+	%249 = icmp slt i64 %248, %247
+	br i1 %249, label %pair.219, label %pair.done.220
+
+pair.219:
+	%250 = sdiv i64 %234, 8
+	%251 = mul i64 %250, 8
+	br label %wide.head.221
+
+pair.done.220:
+	br label %example.head.227
+
+wide.head.221:
+	%252 = phi i64 [ 0, %pair.219 ], [ %283, %wide.222 ]
+	%253 = icmp slt i64 %252, %251
+	br i1 %253, label %wide.222, label %wide.done.223
+
+wide.222:
+	%254 = getelementptr float, float* %35, i64 %252
+	%255 = bitcast float* %254 to <8 x float>*
+	%256 = load <8 x float>, <8 x float>* %255, align 4
+	%257 = add i64 %248, 0
+	%258 = add i64 %231, %252
+	%259 = mul i64 %257, %15
+	%260 = add i64 %259, %258
+	%261 = getelementptr float, float* %3, i64 %260
+	%262 = bitcast float* %261 to <8 x float>*
+	%263 = load <8 x float>, <8 x float>* %262, align 4
+	%264 = getelementptr float, float* %9, i64 %257
+	%265 = load float, float* %264, align 4
+	%266 = insertelement <8 x float> undef, float %265, i32 0
+	%267 = shufflevector <8 x float> %266, <8 x float> undef, <8 x i32> zeroinitializer
+	%268 = fmul <8 x float> %267, %263
+	%269 = fadd <8 x float> %256, %268
+	%270 = add i64 %248, 1
+	%271 = add i64 %231, %252
+	%272 = mul i64 %270, %15
+	%273 = add i64 %272, %271
+	%274 = getelementptr float, float* %3, i64 %273
+	%275 = bitcast float* %274 to <8 x float>*
+	%276 = load <8 x float>, <8 x float>* %275, align 4
+	%277 = getelementptr float, float* %9, i64 %270
+	%278 = load float, float* %277, align 4
+	%279 = insertelement <8 x float> undef, float %278, i32 0
+	%280 = shufflevector <8 x float> %279, <8 x float> undef, <8 x i32> zeroinitializer
+	%281 = fmul <8 x float> %280, %276
+	%282 = fadd <8 x float> %269, %281
+	store <8 x float> %282, <8 x float>* %255, align 4
+	%283 = add i64 %252, 8
+	br label %wide.head.221
+
+wide.done.223:
+	br label %tail.head.224
+
+tail.head.224:
+	%284 = phi i64 [ %251, %wide.done.223 ], [ %308, %tail.225 ]
+	%285 = icmp slt i64 %284, %234
+	br i1 %285, label %tail.225, label %tail.done.226
+
+tail.225:
+	%286 = getelementptr float, float* %35, i64 %284
+	%287 = load float, float* %286, align 4
+	%288 = add i64 %248, 0
+	%289 = add i64 %231, %284
+	%290 = mul i64 %288, %15
+	%291 = add i64 %290, %289
+	%292 = getelementptr float, float* %3, i64 %291
+	%293 = load float, float* %292, align 4
+	%294 = getelementptr float, float* %9, i64 %288
+	%295 = load float, float* %294, align 4
+	%296 = fmul float %295, %293
+	%297 = fadd float %287, %296
+	%298 = add i64 %248, 1
+	%299 = add i64 %231, %284
+	%300 = mul i64 %298, %15
+	%301 = add i64 %300, %299
+	%302 = getelementptr float, float* %3, i64 %301
+	%303 = load float, float* %302, align 4
+	%304 = getelementptr float, float* %9, i64 %298
+	%305 = load float, float* %304, align 4
+	%306 = fmul float %305, %303
+	%307 = fadd float %297, %306
+	store float %307, float* %286, align 4
+	%308 = add i64 %284, 1
+	br label %tail.head.224
+
+tail.done.226:
+	%309 = add i64 %248, 2
+	br label %pair.head.218
+
+example.head.227:
+	%310 = phi i64 [ %247, %pair.done.220 ], [ %350, %tail.done.235 ]
+	%311 = icmp slt i64 %310, %13
+	br i1 %311, label %example.228, label %example.done.229
+
+example.228:
+	%312 = sdiv i64 %234, 8
+	%313 = mul i64 %312, 8
+	br label %wide.head.230
+
+example.done.229:
+	%314 = sdiv i64 %234, 8
+	%315 = mul i64 %314, 8
+	br label %wide.head.236
+
+wide.head.230:
+	%316 = phi i64 [ 0, %example.228 ], [ %334, %wide.231 ]
+	%317 = icmp slt i64 %316, %313
+	br i1 %317, label %wide.231, label %wide.done.232
+
+wide.231:
+	%318 = getelementptr float, float* %35, i64 %316
+	%319 = bitcast float* %318 to <8 x float>*
+	%320 = load <8 x float>, <8 x float>* %319, align 4
+	%321 = add i64 %310, 0
+	%322 = add i64 %231, %316
+	%323 = mul i64 %321, %15
+	%324 = add i64 %323, %322
+	%325 = getelementptr float, float* %3, i64 %324
+	%326 = bitcast float* %325 to <8 x float>*
+	%327 = load <8 x float>, <8 x float>* %326, align 4
+	%328 = getelementptr float, float* %9, i64 %321
+	%329 = load float, float* %328, align 4
+	%330 = insertelement <8 x float> undef, float %329, i32 0
+	%331 = shufflevector <8 x float> %330, <8 x float> undef, <8 x i32> zeroinitializer
+	%332 = fmul <8 x float> %331, %327
+	%333 = fadd <8 x float> %320, %332
+	store <8 x float> %333, <8 x float>* %319, align 4
+	%334 = add i64 %316, 8
+	br label %wide.head.230
+
+wide.done.232:
+	br label %tail.head.233
+
+tail.head.233:
+	%335 = phi i64 [ %313, %wide.done.232 ], [ %349, %tail.234 ]
+	%336 = icmp slt i64 %335, %234
+	br i1 %336, label %tail.234, label %tail.done.235
+
+tail.234:
+	%337 = getelementptr float, float* %35, i64 %335
+	%338 = load float, float* %337, align 4
+	%339 = add i64 %310, 0
+	%340 = add i64 %231, %335
+	%341 = mul i64 %339, %15
+	%342 = add i64 %341, %340
+	%343 = getelementptr float, float* %3, i64 %342
+	%344 = load float, float* %343, align 4
+	%345 = getelementptr float, float* %9, i64 %339
+	%346 = load float, float* %345, align 4
+	%347 = fmul float %346, %344
+	%348 = fadd float %338, %347
+	store float %348, float* %337, align 4
+	%349 = add i64 %335, 1
+	br label %tail.head.233
+
+tail.done.235:
+	%350 = add i64 %310, 1
+	br label %example.head.227
+
+wide.head.236:
+	%351 = phi i64 [ 0, %example.done.229 ], [ %362, %wide.237 ]
+	%352 = icmp slt i64 %351, %315
+	br i1 %352, label %wide.237, label %wide.done.238
+
+wide.237:
+	%353 = getelementptr float, float* %35, i64 %351
+	%354 = bitcast float* %353 to <8 x float>*
+	%355 = load <8 x float>, <8 x float>* %354, align 4
+	%356 = insertelement <8 x float> undef, float %27, i32 0
+	%357 = shufflevector <8 x float> %356, <8 x float> undef, <8 x i32> zeroinitializer
+	%358 = fdiv <8 x float> %355, %357
+	%359 = add i64 %231, %351
+	%360 = getelementptr float, float* %11, i64 %359
+	%361 = bitcast float* %360 to <8 x float>*
+	store <8 x float> %358, <8 x float>* %361, align 4
+	%362 = add i64 %351, 8
+	br label %wide.head.236
+
+wide.done.238:
+	br label %tail.head.239
+
+tail.head.239:
+	%363 = phi i64 [ %315, %wide.done.238 ], [ %370, %tail.240 ]
+	%364 = icmp slt i64 %363, %234
+	br i1 %364, label %tail.240, label %tail.done.241
+
+tail.240:
+	%365 = getelementptr float, float* %35, i64 %363
+	%366 = load float, float* %365, align 4
+	%367 = fdiv float %366, %27
+	%368 = add i64 %231, %363
+	%369 = getelementptr float, float* %11, i64 %368
+	store float %367, float* %369, align 4
+	%370 = add i64 %363, 1
+	br label %tail.head.239
+
+tail.done.241:
+	%371 = add i64 %228, 1
+	br label %block.head.209
 }
 
 define void @dp_adamw_privatize_sum_cpu({ float*, float*, float*, float*, float*, i64, i64, i64, i64, double, float, float, float, i32 }* %p) nounwind {
@@ -7160,5 +7534,385 @@ entry:
 	ret void
 }
 
+define internal void @dp_adamw_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) alwaysinline nounwind {
+entry:
+	%0 = alloca <128 x float>, align 4
+	%1 = alloca <128 x float>, align 4
+	%2 = alloca <128 x float>, align 4
+	%3 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 0
+	%4 = load float*, float** %3, align 8
+	%5 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 1
+	%6 = load float*, float** %5, align 8
+	%7 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 4
+	%8 = load i64, i64* %7, align 8
+	%9 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 7
+	%10 = load i64, i64* %9, align 8
+	%11 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 8
+	%12 = load i64, i64* %11, align 8
+	%13 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 9
+	%14 = load float, float* %13, align 4
+	%15 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 10
+	%16 = load float, float* %15, align 4
+	%17 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 11
+	%18 = load i32, i32* %17, align 4
+	%19 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 2
+	%20 = load float*, float** %19, align 8
+	%21 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 3
+	%22 = load i64, i64* %21, align 8
+	%23 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 5
+	%24 = load i64, i64* %23, align 8
+	%25 = getelementptr { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }, { float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p, i32 0, i32 6
+	%26 = load i64, i64* %25, align 8
+	%27 = icmp ne i32 %18, 0
+	br i1 %27, label %two_sets, label %one_set
+
+two_sets:
+	br label %example.head.242
+
+one_set:
+	br label %example.head.260
+
+example.head.242:
+	%28 = phi i64 [ %10, %two_sets ], [ %59, %piece.chunk.done.247 ]
+	%29 = icmp slt i64 %28, %12
+	br i1 %29, label %example.243, label %example.done.244
+
+example.243:
+	%30 = mul i64 %28, %22
+	%31 = getelementptr float, float* %6, i64 %30
+	%32 = mul i64 %28, %22
+	%33 = getelementptr float, float* %4, i64 %32
+	%34 = mul i64 %28, %26
+	%35 = getelementptr float, float* %20, i64 %34
+	%36 = and i64 %24, 127
+	%37 = ashr i64 %24, 7
+	%38 = add i64 %36, %8
+	%39 = add i64 %38, 127
+	%40 = sdiv i64 %39, 128
+	%41 = add i64 %37, %40
+	%42 = add i64 %41, 31
+	%43 = sdiv i64 %42, 32
+	%44 = icmp sgt i64 %40, 0
+	%45 = select i1 %44, i64 %43, i64 0
+	br label %piece.chunk.head.245
+
+example.done.244:
+	ret void
+
+piece.chunk.head.245:
+	%46 = phi i64 [ 0, %example.243 ], [ %69, %piece.row.done.250 ]
+	%47 = icmp slt i64 %46, %45
+	br i1 %47, label %piece.chunk.246, label %piece.chunk.done.247
+
+piece.chunk.246:
+	%48 = mul i64 %46, 32
+	%49 = getelementptr float, float* %35, i64 %48
+	%50 = bitcast float* %49 to <32 x float>*
+	%51 = load <32 x float>, <32 x float>* %50, align 4
+	%52 = mul i64 %46, 32
+	%53 = sub i64 %52, %37
+	%54 = icmp slt i64 %53, 0
+	%55 = select i1 %54, i64 0, i64 %53
+	%56 = add i64 %53, 32
+	%57 = icmp slt i64 %56, %40
+	%58 = select i1 %57, i64 %56, i64 %40
+	br label %piece.row.head.248
+
+piece.chunk.done.247:
+	%59 = add i64 %28, 1
+	br label %example.head.242
+
+piece.row.head.248:
+	%60 = phi i64 [ %55, %piece.chunk.246 ], [ %99, %join.253 ]
+	%61 = phi <32 x float> [ %51, %piece.chunk.246 ], [ %98, %join.253 ]
+	%62 = icmp slt i64 %60, %58
+	br i1 %62, label %piece.row.249, label %piece.row.done.250
+
+piece.row.249:
+	%63 = mul i64 %60, 128
+	%64 = sub i64 %63, %36
+	%65 = icmp sge i64 %64, 0
+	%66 = add i64 %64, 128
+	%67 = icmp sle i64 %66, %8
+	%68 = and i1 %65, %67
+	br i1 %68, label %then.251, label %else.252
+
+piece.row.done.250:
+	store <32 x float> %61, <32 x float>* %50, align 4
+	%69 = add i64 %46, 1
+	br label %piece.chunk.head.245
+
+then.251:
+	%70 = getelementptr float, float* %31, i64 %64
+	%71 = bitcast float* %70 to <128 x float>*
+	%72 = load <128 x float>, <128 x float>* %71, align 4
+	%73 = getelementptr float, float* %33, i64 %64
+	%74 = bitcast float* %73 to <128 x float>*
+	%75 = load <128 x float>, <128 x float>* %74, align 4
+	%76 = insertelement <128 x float> undef, float %14, i32 0
+	%77 = shufflevector <128 x float> %76, <128 x float> undef, <128 x i32> zeroinitializer
+	%78 = fmul <128 x float> %77, %72
+	%79 = insertelement <128 x float> undef, float %16, i32 0
+	%80 = shufflevector <128 x float> %79, <128 x float> undef, <128 x i32> zeroinitializer
+	%81 = fmul <128 x float> %80, %75
+	%82 = fadd <128 x float> %78, %81
+	%83 = fmul <128 x float> %82, %82
+	%84 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%85 = fadd <32 x float> %61, %84
+	%86 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%87 = fadd <32 x float> %85, %86
+	%88 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%89 = fadd <32 x float> %87, %88
+	%90 = shufflevector <128 x float> %83, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%91 = fadd <32 x float> %89, %90
+	br label %join.253
+
+else.252:
+	%92 = icmp slt i64 %64, 0
+	%93 = select i1 %92, i64 0, i64 %64
+	%94 = add i64 %64, 128
+	%95 = icmp slt i64 %94, %8
+	%96 = select i1 %95, i64 %94, i64 %8
+	store <128 x float> zeroinitializer, <128 x float>* %2, align 4
+	%97 = bitcast <128 x float>* %2 to float*
+	br label %pad.head.254
+
+join.253:
+	%98 = phi <32 x float> [ %91, %then.251 ], [ %150, %pad.done.259 ]
+	%99 = add i64 %60, 1
+	br label %piece.row.head.248
+
+pad.head.254:
+	%100 = phi i64 [ %93, %else.252 ], [ %106, %pad.255 ]
+	%101 = icmp slt i64 %100, %96
+	br i1 %101, label %pad.255, label %pad.done.256
+
+pad.255:
+	%102 = getelementptr float, float* %31, i64 %100
+	%103 = load float, float* %102, align 4
+	%104 = sub i64 %100, %64
+	%105 = getelementptr float, float* %97, i64 %104
+	store volatile float %103, float* %105, align 4
+	%106 = add i64 %100, 1
+	br label %pad.head.254
+
+pad.done.256:
+	store <128 x float> zeroinitializer, <128 x float>* %1, align 4
+	%107 = bitcast <128 x float>* %1 to float*
+	br label %pad.head.257
+
+pad.head.257:
+	%108 = phi i64 [ %93, %pad.done.256 ], [ %114, %pad.258 ]
+	%109 = icmp slt i64 %108, %96
+	br i1 %109, label %pad.258, label %pad.done.259
+
+pad.258:
+	%110 = getelementptr float, float* %33, i64 %108
+	%111 = load float, float* %110, align 4
+	%112 = sub i64 %108, %64
+	%113 = getelementptr float, float* %107, i64 %112
+	store volatile float %111, float* %113, align 4
+	%114 = add i64 %108, 1
+	br label %pad.head.257
+
+pad.done.259:
+	%115 = insertelement <128 x i64> undef, i64 %64, i32 0
+	%116 = shufflevector <128 x i64> %115, <128 x i64> undef, <128 x i32> zeroinitializer
+	%117 = add <128 x i64> %116, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%118 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%119 = shufflevector <128 x i64> %118, <128 x i64> undef, <128 x i32> zeroinitializer
+	%120 = icmp slt <128 x i64> %117, %119
+	%121 = insertelement <128 x i64> undef, i64 %64, i32 0
+	%122 = shufflevector <128 x i64> %121, <128 x i64> undef, <128 x i32> zeroinitializer
+	%123 = add <128 x i64> %122, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%124 = insertelement <128 x i64> undef, i64 0, i32 0
+	%125 = shufflevector <128 x i64> %124, <128 x i64> undef, <128 x i32> zeroinitializer
+	%126 = icmp sge <128 x i64> %123, %125
+	%127 = and <128 x i1> %120, %126
+	%128 = getelementptr float, float* %97, i64 0
+	%129 = bitcast float* %128 to <128 x float>*
+	%130 = load <128 x float>, <128 x float>* %129, align 4
+	%131 = getelementptr float, float* %107, i64 0
+	%132 = bitcast float* %131 to <128 x float>*
+	%133 = load <128 x float>, <128 x float>* %132, align 4
+	%134 = insertelement <128 x float> undef, float %14, i32 0
+	%135 = shufflevector <128 x float> %134, <128 x float> undef, <128 x i32> zeroinitializer
+	%136 = fmul <128 x float> %135, %130
+	%137 = insertelement <128 x float> undef, float %16, i32 0
+	%138 = shufflevector <128 x float> %137, <128 x float> undef, <128 x i32> zeroinitializer
+	%139 = fmul <128 x float> %138, %133
+	%140 = fadd <128 x float> %136, %139
+	%141 = fmul <128 x float> %140, %140
+	%142 = select <128 x i1> %127, <128 x float> %141, <128 x float> zeroinitializer
+	%143 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%144 = fadd <32 x float> %61, %143
+	%145 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%146 = fadd <32 x float> %144, %145
+	%147 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%148 = fadd <32 x float> %146, %147
+	%149 = shufflevector <128 x float> %142, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%150 = fadd <32 x float> %148, %149
+	br label %join.253
+
+example.head.260:
+	%151 = phi i64 [ %10, %one_set ], [ %180, %piece.chunk.done.265 ]
+	%152 = icmp slt i64 %151, %12
+	br i1 %152, label %example.261, label %example.done.262
+
+example.261:
+	%153 = mul i64 %151, %22
+	%154 = getelementptr float, float* %4, i64 %153
+	%155 = mul i64 %151, %26
+	%156 = getelementptr float, float* %20, i64 %155
+	%157 = and i64 %24, 127
+	%158 = ashr i64 %24, 7
+	%159 = add i64 %157, %8
+	%160 = add i64 %159, 127
+	%161 = sdiv i64 %160, 128
+	%162 = add i64 %158, %161
+	%163 = add i64 %162, 31
+	%164 = sdiv i64 %163, 32
+	%165 = icmp sgt i64 %161, 0
+	%166 = select i1 %165, i64 %164, i64 0
+	br label %piece.chunk.head.263
+
+example.done.262:
+	ret void
+
+piece.chunk.head.263:
+	%167 = phi i64 [ 0, %example.261 ], [ %190, %piece.row.done.268 ]
+	%168 = icmp slt i64 %167, %166
+	br i1 %168, label %piece.chunk.264, label %piece.chunk.done.265
+
+piece.chunk.264:
+	%169 = mul i64 %167, 32
+	%170 = getelementptr float, float* %156, i64 %169
+	%171 = bitcast float* %170 to <32 x float>*
+	%172 = load <32 x float>, <32 x float>* %171, align 4
+	%173 = mul i64 %167, 32
+	%174 = sub i64 %173, %158
+	%175 = icmp slt i64 %174, 0
+	%176 = select i1 %175, i64 0, i64 %174
+	%177 = add i64 %174, 32
+	%178 = icmp slt i64 %177, %161
+	%179 = select i1 %178, i64 %177, i64 %161
+	br label %piece.row.head.266
+
+piece.chunk.done.265:
+	%180 = add i64 %151, 1
+	br label %example.head.260
+
+piece.row.head.266:
+	%181 = phi i64 [ %176, %piece.chunk.264 ], [ %210, %join.271 ]
+	%182 = phi <32 x float> [ %172, %piece.chunk.264 ], [ %209, %join.271 ]
+	%183 = icmp slt i64 %181, %179
+	br i1 %183, label %piece.row.267, label %piece.row.done.268
+
+piece.row.267:
+	%184 = mul i64 %181, 128
+	%185 = sub i64 %184, %157
+	%186 = icmp sge i64 %185, 0
+	%187 = add i64 %185, 128
+	%188 = icmp sle i64 %187, %8
+	%189 = and i1 %186, %188
+	br i1 %189, label %then.269, label %else.270
+
+piece.row.done.268:
+	store <32 x float> %182, <32 x float>* %171, align 4
+	%190 = add i64 %167, 1
+	br label %piece.chunk.head.263
+
+then.269:
+	%191 = getelementptr float, float* %154, i64 %185
+	%192 = bitcast float* %191 to <128 x float>*
+	%193 = load <128 x float>, <128 x float>* %192, align 4
+	%194 = fmul <128 x float> %193, %193
+	%195 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%196 = fadd <32 x float> %182, %195
+	%197 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%198 = fadd <32 x float> %196, %197
+	%199 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%200 = fadd <32 x float> %198, %199
+	%201 = shufflevector <128 x float> %194, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%202 = fadd <32 x float> %200, %201
+	br label %join.271
+
+else.270:
+	%203 = icmp slt i64 %185, 0
+	%204 = select i1 %203, i64 0, i64 %185
+	%205 = add i64 %185, 128
+	%206 = icmp slt i64 %205, %8
+	%207 = select i1 %206, i64 %205, i64 %8
+	store <128 x float> zeroinitializer, <128 x float>* %0, align 4
+	%208 = bitcast <128 x float>* %0 to float*
+	br label %pad.head.272
+
+join.271:
+	%209 = phi <32 x float> [ %202, %then.269 ], [ %243, %pad.done.274 ]
+	%210 = add i64 %181, 1
+	br label %piece.row.head.266
+
+pad.head.272:
+	%211 = phi i64 [ %204, %else.270 ], [ %217, %pad.273 ]
+	%212 = icmp slt i64 %211, %207
+	br i1 %212, label %pad.273, label %pad.done.274
+
+pad.273:
+	%213 = getelementptr float, float* %154, i64 %211
+	%214 = load float, float* %213, align 4
+	%215 = sub i64 %211, %185
+	%216 = getelementptr float, float* %208, i64 %215
+	store volatile float %214, float* %216, align 4
+	%217 = add i64 %211, 1
+	br label %pad.head.272
+
+pad.done.274:
+	%218 = insertelement <128 x i64> undef, i64 %185, i32 0
+	%219 = shufflevector <128 x i64> %218, <128 x i64> undef, <128 x i32> zeroinitializer
+	%220 = add <128 x i64> %219, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%221 = insertelement <128 x i64> undef, i64 %8, i32 0
+	%222 = shufflevector <128 x i64> %221, <128 x i64> undef, <128 x i32> zeroinitializer
+	%223 = icmp slt <128 x i64> %220, %222
+	%224 = insertelement <128 x i64> undef, i64 %185, i32 0
+	%225 = shufflevector <128 x i64> %224, <128 x i64> undef, <128 x i32> zeroinitializer
+	%226 = add <128 x i64> %225, <i64 0, i64 1, i64 2, i64 3, i64 4, i64 5, i64 6, i64 7, i64 8, i64 9, i64 10, i64 11, i64 12, i64 13, i64 14, i64 15, i64 16, i64 17, i64 18, i64 19, i64 20, i64 21, i64 22, i64 23, i64 24, i64 25, i64 26, i64 27, i64 28, i64 29, i64 30, i64 31, i64 32, i64 33, i64 34, i64 35, i64 36, i64 37, i64 38, i64 39, i64 40, i64 41, i64 42, i64 43, i64 44, i64 45, i64 46, i64 47, i64 48, i64 49, i64 50, i64 51, i64 52, i64 53, i64 54, i64 55, i64 56, i64 57, i64 58, i64 59, i64 60, i64 61, i64 62, i64 63, i64 64, i64 65, i64 66, i64 67, i64 68, i64 69, i64 70, i64 71, i64 72, i64 73, i64 74, i64 75, i64 76, i64 77, i64 78, i64 79, i64 80, i64 81, i64 82, i64 83, i64 84, i64 85, i64 86, i64 87, i64 88, i64 89, i64 90, i64 91, i64 92, i64 93, i64 94, i64 95, i64 96, i64 97, i64 98, i64 99, i64 100, i64 101, i64 102, i64 103, i64 104, i64 105, i64 106, i64 107, i64 108, i64 109, i64 110, i64 111, i64 112, i64 113, i64 114, i64 115, i64 116, i64 117, i64 118, i64 119, i64 120, i64 121, i64 122, i64 123, i64 124, i64 125, i64 126, i64 127>
+	%227 = insertelement <128 x i64> undef, i64 0, i32 0
+	%228 = shufflevector <128 x i64> %227, <128 x i64> undef, <128 x i32> zeroinitializer
+	%229 = icmp sge <128 x i64> %226, %228
+	%230 = and <128 x i1> %223, %229
+	%231 = getelementptr float, float* %208, i64 0
+	%232 = bitcast float* %231 to <128 x float>*
+	%233 = load <128 x float>, <128 x float>* %232, align 4
+	%234 = fmul <128 x float> %233, %233
+	%235 = select <128 x i1> %230, <128 x float> %234, <128 x float> zeroinitializer
+	%236 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 0, i32 4, i32 8, i32 12, i32 16, i32 20, i32 24, i32 28, i32 32, i32 36, i32 40, i32 44, i32 48, i32 52, i32 56, i32 60, i32 64, i32 68, i32 72, i32 76, i32 80, i32 84, i32 88, i32 92, i32 96, i32 100, i32 104, i32 108, i32 112, i32 116, i32 120, i32 124>
+	%237 = fadd <32 x float> %182, %236
+	%238 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 1, i32 5, i32 9, i32 13, i32 17, i32 21, i32 25, i32 29, i32 33, i32 37, i32 41, i32 45, i32 49, i32 53, i32 57, i32 61, i32 65, i32 69, i32 73, i32 77, i32 81, i32 85, i32 89, i32 93, i32 97, i32 101, i32 105, i32 109, i32 113, i32 117, i32 121, i32 125>
+	%239 = fadd <32 x float> %237, %238
+	%240 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 2, i32 6, i32 10, i32 14, i32 18, i32 22, i32 26, i32 30, i32 34, i32 38, i32 42, i32 46, i32 50, i32 54, i32 58, i32 62, i32 66, i32 70, i32 74, i32 78, i32 82, i32 86, i32 90, i32 94, i32 98, i32 102, i32 106, i32 110, i32 114, i32 118, i32 122, i32 126>
+	%241 = fadd <32 x float> %239, %240
+	%242 = shufflevector <128 x float> %235, <128 x float> undef, <32 x i32> <i32 3, i32 7, i32 11, i32 15, i32 19, i32 23, i32 27, i32 31, i32 35, i32 39, i32 43, i32 47, i32 51, i32 55, i32 59, i32 63, i32 67, i32 71, i32 75, i32 79, i32 83, i32 87, i32 91, i32 95, i32 99, i32 103, i32 107, i32 111, i32 115, i32 119, i32 123, i32 127>
+	%243 = fadd <32 x float> %241, %242
+	br label %join.271
+}
+
+define void @dp_adamw_privatize_norms_piece_cpu({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind {
+entry:
+	call void @dp_adamw_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_adamw_privatize_norms_piece_cpu_avx2({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2" "tune-cpu"="haswell" {
+entry:
+	call void @dp_adamw_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
+define void @dp_adamw_privatize_norms_piece_cpu_avx512({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p) nounwind "target-features"="+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,+fma,+f16c,+avx512f,+avx512bw,+avx512dq,+avx512vl" "tune-cpu"="skylake-avx512" "min-legal-vector-width"="512" "prefer-vector-width"="512" {
+entry:
+	call void @dp_adamw_privatize_norms_piece_host({ float*, float*, float*, i64, i64, i64, i64, i64, i64, float, float, i32 }* %p)
+	ret void
+}
+
 ; The ABI stamp: the SHA-256 of the text above.
-@dp_adamw_abi = constant [65 x i8] c"c179fee53c6e3de0fb254918fafd7a0ee29cf2d4e4d1356e99baf7c09c775416\00"
+@dp_adamw_abi = constant [65 x i8] c"0a66462faa1aee0262a86ecf5797408a3620ac6432873b2c2881b7ed21c91736\00"

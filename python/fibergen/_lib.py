@@ -318,6 +318,16 @@ class Handle:
              self._refs[2], self._refs[0], index=self._index, err=self._err)
         return self._clipped.value
 
+    def privatize_segments(self, out: int, n: int, segs: "Segments", k: int, scales_in: int, scales_out: int) -> int:
+        """fg_privatize_segments: the per-example gradients read in place,
+        one segment per tensor (host addresses)."""
+        fp = self._float_p
+        self._index.value = -1
+        call("privatize_segments", self.h, fp(out), n, len(segs), segs.offsets, segs.sizes, segs.cur,
+             segs.look if segs.has_look else None, k, fp(scales_in), fp(scales_out), self._refs[2], self._refs[0],
+             index=self._index, err=self._err)
+        return self._clipped.value
+
     def _float_p(self, addr: int) -> Any:
         """addr as a float pointer (0: NULL), made once for the few
         addresses a trainer passes again at every step."""
@@ -356,6 +366,30 @@ class Handle:
         out = ctypes.c_void_p()
         call("checkpoint_info", self.h, data, len(data), ctypes.byref(out))
         return json.loads(take_string(out))
+
+
+class Segments:
+    """The segments of fg_privatize_segments over one layout: each
+    tensor's offset and size, made once, and the addresses of its
+    per-example rows (and look-ahead rows), set at each call."""
+
+    def __init__(self, offsets: Sequence[int], sizes: Sequence[int]):
+        n = len(offsets)
+        self.offsets, self.sizes = (ctypes.c_int64 * n)(*offsets), (ctypes.c_int64 * n)(*sizes)
+        self._cur, self._look = (ctypes.c_void_p * n)(), (ctypes.c_void_p * n)()
+        self.cur = ctypes.cast(self._cur, ctypes.POINTER(c_float_p))
+        self.look = ctypes.cast(self._look, ctypes.POINTER(c_float_p))
+        self.has_look = False
+
+    def __len__(self) -> int:
+        return len(self._cur)
+
+    def set(self, cur: Sequence[int], look: Optional[Sequence[int]]) -> None:
+        """The rows' addresses of this call (look None: no look-ahead rows)."""
+        self._cur[:] = cur
+        self.has_look = look is not None
+        if look is not None:
+            self._look[:] = look
 
 
 def _float_ptrs(ptrs: Sequence[int]) -> Any:

@@ -378,6 +378,7 @@ class Optimizer(torch.optim.Optimizer):
                 self._offs.append(off)
                 off += k
         self._rows_bufs: list[Optional[torch.Tensor]] = [None, None]  # privatize's per-example rows, reused
+        self._segments = _lib.Segments(self._offs, [p.numel() for p in params])  # privatize's tensors read in place
         self._built = True
 
     def _buffer(self, k: int, n: int) -> torch.Tensor:
@@ -655,11 +656,11 @@ class Optimizer(torch.optim.Optimizer):
                     view.zero_()
                 p.grad = view
 
-    def _rows(self, grads: Any, what: str, slot: int = 0) -> tuple[torch.Tensor, int]:
+    def _per_example(self, grads: Any, what: str) -> tuple[list[torch.Tensor], int]:
         """Per-example gradients, one tensor [k, *p.shape] per parameter (a
         dict keyed by parameter, a list in the groups' order, or None for
-        each parameter's Opacus ``grad_sample``), as one contiguous
-        [k, numel] float32 matrix on the parameters' device."""
+        each parameter's Opacus ``grad_sample``), as a list in the groups'
+        order, and k."""
         params = self._params()
         if grads is None:
             grads = [getattr(p, "grad_sample", None) for p in params]
@@ -677,14 +678,31 @@ class Optimizer(torch.optim.Optimizer):
             if g.shape != (k, *p.shape):
                 raise ValueError(f"fibergen: privatize: {what} {i} has shape {tuple(g.shape)}, "
                                  f"want {(k, *p.shape)} (examples first)")
+        return [g.detach() for g in grads], k
+
+    def _rows(self, grads: list[torch.Tensor], k: int, slot: int = 0) -> torch.Tensor:
+        """The per-example gradients grads (of _per_example) as one
+        contiguous [k, numel] float32 matrix on the parameters' device."""
         if not k:
-            return torch.zeros(0, self.numel, dtype=torch.float32, device=self._device), 0
+            return torch.zeros(0, self.numel, dtype=torch.float32, device=self._device)
         if not all(g.dtype == torch.float32 and g.device == self._device for g in grads):
-            rows = torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1)
-            return rows.to(dtype=torch.float32, device=self._device).contiguous(), k
+            rows = torch.cat([g.reshape(k, -1) for g in grads], dim=1)
+            return rows.to(dtype=torch.float32, device=self._device).contiguous()
         if len(grads) == 1 and grads[0].is_contiguous():
-            return grads[0].detach().reshape(k, -1), k  # the rows themselves: no copy
-        return torch.cat([g.detach().reshape(k, -1) for g in grads], dim=1, out=self._rows_buffer(slot, k)), k
+            return grads[0].reshape(k, -1)  # the rows themselves: no copy
+        return torch.cat([g.reshape(k, -1) for g in grads], dim=1, out=self._rows_buffer(slot, k))
+
+    def _in_place(self, *sets: Optional[list[torch.Tensor]]) -> bool:
+        """Whether the runtime reads the per-example gradients where they
+        are (fg_privatize_segments): on the CPU, every tensor contiguous
+        float32 and outside the flat gradient that privatize writes; else
+        they are copied into one matrix (_rows)."""
+        lo = self._grad.data_ptr()
+        hi = lo + 4 * self._grad.numel()
+        return self._device.type == "cpu" and all(
+            g.dtype == torch.float32 and g.device.type == "cpu" and g.is_contiguous()
+            and not (g.data_ptr() < hi and lo < g.data_ptr() + 4 * g.numel())
+            for gs in sets if gs is not None for g in gs)
 
     def _rows_buffer(self, slot: int, k: int) -> torch.Tensor:
         """A [k, numel] matrix for privatize's rows (slot 0 the current
@@ -748,22 +766,28 @@ class Optimizer(torch.optim.Optimizer):
         """privatize on this rank's examples, into the flat gradient."""
         self._sync()
         self._adopt_grads()
-        cur, k = self._rows(grads, "per-example gradients")
-        look = self._rows(lookahead, "look-ahead gradients", 1)[0] if lookahead is not None else None
-        if look is not None and look.shape != cur.shape:
-            raise ValueError(f"fibergen: privatize: {look.shape[0]} look-ahead examples, {k} current ones")
+        cur, k = self._per_example(grads, "per-example gradients")
+        look, kl = self._per_example(lookahead, "look-ahead gradients") if lookahead is not None else (None, k)
+        if kl != k:
+            raise ValueError(f"fibergen: privatize: {kl} look-ahead examples, {k} current ones")
         if scales is not None:
             scales = scales.detach().to(torch.float32).contiguous().cpu()
             if tuple(scales.shape) != (k,):
                 raise ValueError(f"fibergen: privatize: scales of shape {tuple(scales.shape)} for {k} examples")
         out_scales = torch.empty(k, dtype=torch.float32)
+        scales_in = scales.data_ptr() if scales is not None else 0
+        if self._in_place(cur, look):
+            self._segments.set([g.data_ptr() for g in cur], [g.data_ptr() for g in look] if look is not None else None)
+            clipped = self._handle.privatize_segments(self._grad.data_ptr(), self.numel, self._segments, k, scales_in,
+                                                      out_scales.data_ptr())
+            return out_scales, clipped
+        rows, look_rows = self._rows(cur, k), self._rows(look, k, 1) if look is not None else None
         cuda = self._device.type == "cuda"
         if cuda:
             self._sync_stream()
         clipped = self._handle.privatize(
-            self._grad.data_ptr(), self.numel, cur.data_ptr() if k else 0,
-            look.data_ptr() if look is not None and k else 0, k,
-            scales.data_ptr() if scales is not None else 0, out_scales.data_ptr(), device=cuda)
+            self._grad.data_ptr(), self.numel, rows.data_ptr() if k else 0,
+            look_rows.data_ptr() if look_rows is not None and k else 0, k, scales_in, out_scales.data_ptr(), device=cuda)
         return out_scales, clipped
 
     def _agree(self, failure: int) -> None:

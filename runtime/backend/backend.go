@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/fibergen/fibergen/ir/interp"
+	"github.com/fibergen/fibergen/reduce"
 )
 
 // Backend runs an optimizer's kernels over its flat buffers — theta, g,
@@ -141,6 +142,10 @@ type Privatize struct {
 	// is the host destination of N floats; nil: the gradient buffer of the
 	// backend's own memory.
 	Cur, Look, Out []float32
+	// Segments, where set, hold the host rows instead of Cur and Look,
+	// each tensor's read in place (reduce.Segment; their Look set in
+	// Mode 1 only); they tile [0, N). A backend without them refuses.
+	Segments []reduce.Segment
 	// Device, where set, holds the rows and the destination in the
 	// trainer's device memory instead.
 	Device   *DeviceRows

@@ -14,6 +14,9 @@ import (
 // its device memory where j.Device is set, else on host rows, copied into
 // device buffers made for the call, into the device gradient buffer.
 func (b *Backend) Privatize(j backend.Privatize) (_ []float32, err error) {
+	if j.Segments != nil {
+		return nil, fmt.Errorf("runtime: the %s backend reads per-example gradients as one matrix, not in segments", b.name)
+	}
 	tmp := &scratch{ctx: b.k.ctx}
 	defer func() { err = errors.Join(err, tmp.free()) }()
 	if j.Device != nil {

@@ -40,24 +40,24 @@ type privatizeC struct {
 }
 
 // Privatize is an optimizer's loaded privatize host functions: norms,
-// scales and sum.
+// scales and sum, and the norms' piece where the shared object has it.
 type Privatize struct {
-	Names [3]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx512"
-	libs  [3]uintptr
-	fns   [3]uintptr
+	Names [4]string // the symbols that run, e.g. "fiber_privatize_norms_cpu_avx512"
+	libs  [4]uintptr
+	fns   [4]uintptr
 }
 
-// OpenPrivatize loads the shared object at path and looks up the three
-// host functions symbols (norms, scales, sum) in the best variant, as Open
-// does.
+// OpenPrivatize loads the shared object at path and looks up the host
+// functions symbols (norms, scales, sum, and optionally the norms' piece)
+// in the best variant, as Open does.
 func OpenPrivatize(path string, symbols []string) (*Privatize, error) {
 	return OpenPrivatizeISA(path, symbols, "")
 }
 
 // OpenPrivatizeISA is OpenPrivatize for the variant named isa, as OpenISA.
 func OpenPrivatizeISA(path string, symbols []string, isa string) (*Privatize, error) {
-	if len(symbols) != 3 {
-		return nil, fmt.Errorf("hostkernel: the privatize functions are norms, scales and sum, not %q", symbols)
+	if len(symbols) != 3 && len(symbols) != 4 {
+		return nil, fmt.Errorf("hostkernel: the privatize functions are norms, scales, sum and optionally the norms' piece, not %q", symbols)
 	}
 	p := &Privatize{}
 	for i, s := range symbols {
@@ -159,17 +159,89 @@ func (p *Privatize) call(i int, a PrivatizeArgs, sized bool) error {
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	ptr := func(s []float32) uintptr {
-		if len(s) == 0 {
-			return 0
-		}
-		d := unsafe.SliceData(s)
-		pin.Pin(d)
-		return uintptr(unsafe.Pointer(d))
-	}
+	ptr := func(s []float32) uintptr { return pinned(&pin, s) }
 	c := &privatizeC{cur: ptr(a.Cur), look: ptr(a.Look), partials: ptr(a.Partials), scales: ptr(a.Scales), out: ptr(a.Out),
 		batch: a.Batch, n: a.N, lo: a.Lo, hi: a.Hi, clip: a.Clip, a: a.A, b: a.B, divisor: a.Divisor, mode: a.Mode}
 	pin.Pin(c)
 	purego.SyscallN(p.fns[i], uintptr(unsafe.Pointer(c)))
 	return nil
+}
+
+// PieceArgs are the arguments of the norms' piece host function, the
+// kernels' struct fibergen_privatize_piece (docs/kernels.md, "Privatize in
+// place"): example ξ's N coordinates of the piece at Cur[ξ·Stride:] (and
+// Look's, read in Mode 1), the first at position First (< 4096) of its
+// first chunk; the lane accumulators of example ξ's chunks at
+// Acc[ξ·AccStride:], 32 per chunk from the piece's first, those of the
+// examples [Lo, Hi) loaded, added to and stored.
+type PieceArgs struct {
+	Cur, Look, Acc                      []float32
+	Stride, N, First, AccStride, Lo, Hi int64
+	A, B                                float32
+	Mode                                uint32
+}
+
+// pieceC is struct fibergen_privatize_piece.
+type pieceC struct {
+	cur, look, acc                      uintptr
+	stride, n, first, accStride, lo, hi int64
+	a, b                                float32
+	mode                                uint32
+}
+
+// HasPiece says whether the shared object has the norms' piece (one built
+// before it existed does not).
+func (p *Privatize) HasPiece() bool { return p.fns[3] != 0 }
+
+// NormsPiece adds a piece to the lane accumulators of the examples
+// [a.Lo, a.Hi).
+func (p *Privatize) NormsPiece(a PieceArgs) error {
+	if err := a.check(); err != nil {
+		return err
+	}
+	switch {
+	case p.fns[3] == 0:
+		return errors.New("hostkernel: the shared object has no norms piece (rebuild it with fibergen build)")
+	case a.Hi == a.Lo || a.N == 0:
+		return nil
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	c := &pieceC{cur: pinned(&pin, a.Cur), look: pinned(&pin, a.Look), acc: pinned(&pin, a.Acc),
+		stride: a.Stride, n: a.N, first: a.First, accStride: a.AccStride, lo: a.Lo, hi: a.Hi, a: a.A, b: a.B, mode: a.Mode}
+	pin.Pin(c)
+	purego.SyscallN(p.fns[3], uintptr(unsafe.Pointer(c)))
+	return nil
+}
+
+// check checks a piece's arguments: its place in its chunk, the examples,
+// and the lengths of the rows and the accumulators.
+func (a PieceArgs) check() error {
+	switch {
+	case a.N < 0 || a.Stride < a.N || a.First < 0 || a.First >= reduce.ReduceChunk || a.Lo < 0 || a.Hi < a.Lo:
+		return fmt.Errorf("hostkernel: a norms piece of %d coordinates, stride %d, first %d, examples [%d, %d)", a.N, a.Stride, a.First, a.Lo, a.Hi)
+	case a.Mode > 1:
+		return fmt.Errorf("hostkernel: privatize mode %d (want 0 or 1)", a.Mode)
+	case a.Hi == a.Lo || a.N == 0:
+		return nil
+	}
+	lanes := 32 * ((a.First+a.N-1)/reduce.ReduceChunk + 1) // the accumulators of the chunks it spans
+	rows := (a.Hi-1)*a.Stride + a.N
+	switch {
+	case a.AccStride < lanes || int64(len(a.Acc)) < (a.Hi-1)*a.AccStride+lanes:
+		return fmt.Errorf("hostkernel: %d lane accumulators, stride %d, for %d examples of %d", len(a.Acc), a.AccStride, a.Hi, lanes)
+	case int64(len(a.Cur)) < rows || a.Mode == 1 && int64(len(a.Look)) < rows:
+		return fmt.Errorf("hostkernel: a norms piece reads %d values of each set; cur holds %d, look %d", rows, len(a.Cur), len(a.Look))
+	}
+	return nil
+}
+
+// pinned pins s's data with pin and returns its address, 0 for none.
+func pinned(pin *runtime.Pinner, s []float32) uintptr {
+	if len(s) == 0 {
+		return 0
+	}
+	d := unsafe.SliceData(s)
+	pin.Pin(d)
+	return uintptr(unsafe.Pointer(d))
 }
