@@ -90,7 +90,7 @@ generate-check:
 	@$(GO) run ./capi/internal/genpy -o _build/_abi.py && diff python/fibergen/_abi.py _build/_abi.py || \
 	{ echo "python/fibergen/_abi.py is stale: run 'go generate ./capi' and commit the result" >&2; exit 1; }
 
-## reproduce: the Fashion-MNIST study of docs/reproduction.md (about 1.5 hours on 2 cores;
+## reproduce: the Fashion-MNIST study of docs/reproduction.md (about 3.5 hours on 2 cores;
 ## resumes where a killed one stopped), then its figures and tables
 reproduce: generate python-lib python-deps
 	$(PYTHON) examples/fashion_mnist/study.py --out docs/reproduction
