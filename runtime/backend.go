@@ -161,12 +161,22 @@ func (b *cpuBackend) host(m backend.Memory) error {
 	return nil
 }
 
-// splitSteps splits [0, n) into at most threads ranges, of at least 4096
+// The least coordinates a step's piece is given: waking a thread for less
+// costs more than it saves. hostPiece is the host kernel's (about 1 ns a
+// coordinate: at 10k parameters a second thread made a step through the C
+// ABI 0.1 ms slower, and a split paid only from about 2^16 coordinates a
+// piece), goPiece the reference's, some ten times slower a coordinate.
+const (
+	hostPiece = 1 << 16
+	goPiece   = 4096
+)
+
+// splitSteps splits [0, n) into at most threads ranges, of at least least
 // coordinates, that start at multiples of 4, so that no Philox group is
 // drawn twice: the ranges the CPU and Go backends step in parallel.
-func splitSteps(n, threads int) [][2]int {
+func splitSteps(n, threads, least int) [][2]int {
 	per := (n/max(threads, 1) + 3) &^ 3
-	per = max(per, 4096)
+	per = max(per, least)
 	var out [][2]int
 	for lo := 0; lo < n; lo += per {
 		out = append(out, [2]int{lo, min(lo+per, n)})
@@ -174,9 +184,20 @@ func splitSteps(n, threads int) [][2]int {
 	return out
 }
 
-// StepThreads is the number of goroutines the CPU and Go backends step n
-// coordinates on with Options.Threads threads: fewer at a small n.
-func StepThreads(n, threads int) int { return max(len(splitSteps(n, threads)), 1) }
+// StepThreads is the number of goroutines the CPU backend steps n
+// coordinates on with Options.Threads threads, with the host kernel
+// (hostKernel) or the reference: fewer at a small n.
+func StepThreads(n, threads int, hostKernel bool) int {
+	return max(len(splitSteps(n, threads, pieceOf(hostKernel))), 1)
+}
+
+// pieceOf is the least piece of the host kernel or of the reference.
+func pieceOf(hostKernel bool) int {
+	if hostKernel {
+		return hostPiece
+	}
+	return goPiece
+}
 
 // Step steps every segment, each split as splitSteps splits the buffers,
 // on at most b.threads goroutines at once.
@@ -190,7 +211,7 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 	}
 	var work []func() error
 	for _, seg := range s.Segments {
-		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads) {
+		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads, pieceOf(b.kernel != nil)) {
 			work = append(work, func() error { return b.stepRange(rg, seg, c[0], c[1]) })
 		}
 	}
@@ -200,8 +221,8 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 // segmentChunks splits [lo, hi) as splitSteps splits its length, with the
 // cuts inside moved up to multiples of 4, so that no Philox group of four
 // is drawn by two chunks.
-func segmentChunks(lo, hi, threads int) [][2]int {
-	cs := splitSteps(hi-lo, threads)
+func segmentChunks(lo, hi, threads, least int) [][2]int {
+	cs := splitSteps(hi-lo, threads, least)
 	for i := range cs {
 		for j := range cs[i] {
 			if x := lo + cs[i][j]; x < hi && x > lo {

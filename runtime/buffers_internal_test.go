@@ -46,7 +46,7 @@ func TestNewBufferStaggers(t *testing.T) {
 // cut inside it is a multiple of 4 (no Philox group drawn twice).
 func TestSegmentChunks(t *testing.T) {
 	for _, c := range []struct{ lo, hi, threads int }{{0, 10000, 2}, {3, 10003, 2}, {5, 9, 4}, {7, 20001, 3}, {8, 8, 2}} {
-		cs := segmentChunks(c.lo, c.hi, c.threads)
+		cs := segmentChunks(c.lo, c.hi, c.threads, goPiece)
 		at := c.lo
 		for _, ch := range cs {
 			if ch[0] != at || ch[1] <= ch[0] || ch[1] != c.hi && ch[1]%4 != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -340,11 +341,45 @@ func TestUseBuffersAfterClose(t *testing.T) {
 }
 
 func TestStepThreads(t *testing.T) {
-	for _, c := range []struct{ n, threads, want int }{
-		{0, 4, 1}, {1000, 1000, 1}, {4096, 2, 1}, {8192, 2, 2}, {20000, 1000, 5}, {1 << 24, 2, 2}, {1 << 24, 0, 1},
+	for _, c := range []struct {
+		n, threads int
+		host       bool
+		want       int
+	}{
+		{0, 4, false, 1}, {1000, 1000, false, 1}, {4096, 2, false, 1}, {8192, 2, false, 2}, {20000, 1000, false, 5},
+		{1 << 24, 2, false, 2}, {1 << 24, 0, false, 1},
+		{10000, 2, true, 1}, {1 << 16, 2, true, 1}, {1 << 17, 2, true, 2}, {1<<18 + 4, 1000, true, 5}, {1 << 24, 2, true, 2},
 	} {
-		if got := runtime.StepThreads(c.n, c.threads); got != c.want {
-			t.Errorf("StepThreads(%d, %d) = %d, want %d", c.n, c.threads, got, c.want)
+		if got := runtime.StepThreads(c.n, c.threads, c.host); got != c.want {
+			t.Errorf("StepThreads(%d, %d, %v) = %d, want %d", c.n, c.threads, c.host, got, c.want)
 		}
+	}
+}
+
+// TestHostStepSplitKeepsBits: the host kernel split over three threads
+// (3·2^16 + 13 coordinates: pieces of 65540 and a tail of one) steps
+// exactly as on one, noise included.
+func TestHostStepSplitKeepsBits(t *testing.T) {
+	n := 3<<16 + 13
+	if got := runtime.StepThreads(n, 3, true); got != 4 {
+		t.Fatalf("StepThreads(%d, 3, true) = %d, want 4: the test would not split as it says", n, got)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	theta, g := make([]float32, n), make([]float32, n)
+	for i := range theta {
+		theta[i], g[i] = float32(r.NormFloat64()), float32(0.1*r.NormFloat64())
+	}
+	var got [][]float32
+	for _, threads := range []int{1, 3} {
+		o, ts := openSized(t, kernelDir(t, "fiber"), runtime.Options{Threads: threads}, []int{n}, slices.Clone(theta))
+		for range 2 {
+			if err := stepAll(o, ts, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, flatParams(t, ts))
+	}
+	if !sameBits(got[0], got[1]) {
+		t.Error("three threads stepped other bits than one")
 	}
 }
