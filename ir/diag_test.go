@@ -17,15 +17,11 @@ func TestFixedFloor(t *testing.T) {
 		"fiber": true, "disk_corr": true, "dp_adambc": true, "fiber_cosine": true, "fiber_nocorr": true,
 		"fiber_nfloor": false, "fiber_rfloor": false,
 	} {
-		path := "../optimizers/" + name + ".dsl"
-		src, err := os.ReadFile(path)
+		src, err := os.ReadFile("../optimizers/" + name + ".dsl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn, errs, err := irtest.Compile(path, src)
-		if len(errs) > 0 || err != nil {
-			t.Fatalf("%s: %v %v", path, errs, err)
-		}
+		fn, _ := irtest.Build(t, string(src))
 		d := fn.Diagnostic("clamp_mass")
 		if d == nil {
 			t.Fatalf("%s declares no clamp_mass", name)
