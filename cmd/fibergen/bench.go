@@ -326,7 +326,7 @@ func setUpBench(opt *runtime.Optimizer, n int) (last *runtime.Tensor, err error)
 // small n), and keeps the medians: the STREAM kernels where LLVM can build
 // them, else Go's copy.
 func (r *benchResult) timeHost(opt *runtime.Optimizer) error {
-	threads := runtime.StepThreads(r.N, r.Threads)
+	threads := runtime.StepThreads(r.N, r.Threads, opt.HostKernel() != "")
 	so, err := streamObject()
 	if err != nil {
 		r.baselineNote = fmt.Sprintf("the STREAM kernels need LLVM: %v", err)
