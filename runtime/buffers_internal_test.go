@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -56,6 +57,32 @@ func TestSegmentChunks(t *testing.T) {
 		}
 		if at != c.hi && c.lo != c.hi {
 			t.Fatalf("segmentChunks(%d, %d, %d) = %v: stops at %d", c.lo, c.hi, c.threads, cs, at)
+		}
+	}
+}
+
+// TestFirstNonFiniteOddBlocks: -Inf at the first, middle and last position
+// of slices of odd and even lengths, aligned and not, around the
+// screening's blocks of 1024 — the last float of an odd block included, and
+// a block of one float at the end of its allocation, which must not be read
+// as a pair (checkptr under -race).
+func TestFirstNonFiniteOddBlocks(t *testing.T) {
+	for _, start := range []int{0, 1} {
+		for _, n := range []int{0, 1, 2, 3, 1024, 1025, 2049, 8193} { // 8193 floats: a large object, its end exact
+			g := make([]float32, start+n)[start:] // ending where its allocation ends
+			if got := firstNonFinite(g); got != -1 {
+				t.Fatalf("start %d, n %d, all finite: %d", start, n, got)
+			}
+			for _, at := range []int{0, n / 2, n - 1} {
+				if at < 0 || at >= n {
+					continue
+				}
+				g[at] = float32(math.Inf(-1))
+				if got := firstNonFinite(g); got != at {
+					t.Errorf("start %d, n %d: -Inf at %d found at %d", start, n, at, got)
+				}
+				g[at] = 0
+			}
 		}
 	}
 }

@@ -74,12 +74,7 @@ func firstNonFinite(g []float32) int {
 	}
 	for lo := head; lo < len(g); lo += block {
 		hi := min(lo+block, len(g))
-		pairs := unsafe.Slice((*uint64)(unsafe.Pointer(&g[lo])), (hi-lo)/2)
-		var acc uint64
-		for _, v := range pairs {
-			acc |= v&0x7f8000007f800000 + 0x0080000000800000
-		}
-		if acc&0x8000000080000000 != 0 {
+		if acc := pairBits(g[lo:hi]); acc&0x8000000080000000 != 0 {
 			if i := scanNonFinite(g[lo:hi]); i >= 0 {
 				return lo + i
 			}
@@ -89,6 +84,22 @@ func firstNonFinite(g []float32) int {
 		}
 	}
 	return -1
+}
+
+// pairBits ORs, over the pairs of floats of g (8-byte aligned), each
+// pair's exponent bits plus 0x00800000 per float: bit 31 of either half is
+// set where a float of that half is NaN or ±Inf. A last odd float is not
+// read; nor is anything when g holds less than a pair, where converting
+// &g[0] to a *uint64 would point past g (checkptr, under -race, says so).
+func pairBits(g []float32) uint64 {
+	if len(g) < 2 {
+		return 0
+	}
+	var acc uint64
+	for _, v := range unsafe.Slice((*uint64)(unsafe.Pointer(&g[0])), len(g)/2) {
+		acc |= v&0x7f8000007f800000 + 0x0080000000800000
+	}
+	return acc
 }
 
 // scanNonFinite is firstNonFinite one float at a time.
