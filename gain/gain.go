@@ -94,14 +94,16 @@ func Feeding(m []float64, k, target int) []int {
 	return idx
 }
 
-// Restrict returns m (k×k, row major) and b restricted to the states idx,
-// and the position of target among them.
-func Restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
+// restrict returns m (k×k, row major) and b (nil: none) restricted to the
+// states idx, and the position of target among them.
+func restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
 	for p, i := range idx {
 		if i == target {
 			t = p
 		}
-		rb = append(rb, b[i])
+		if b != nil {
+			rb = append(rb, b[i])
+		}
 		for _, j := range idx {
 			rm = append(rm, m[i*k+j])
 		}
@@ -117,7 +119,7 @@ func FeedingRadius(m []float64, k, target int) float64 {
 	if len(idx) == k {
 		return SpectralRadius(m, k)
 	}
-	rm, _, _ := Restrict(m, make([]float64, k), k, idx, target)
+	rm, _, _ := restrict(m, nil, k, idx, target)
 	return SpectralRadius(rm, len(idx))
 }
 
@@ -129,7 +131,7 @@ func FeedingRadius(m []float64, k, target int) float64 {
 // the solution is exact, so any elimination order gives these bits.
 func SteadyGain(m, b []float64, target int) float64 {
 	if idx := Feeding(m, len(b), target); len(idx) < len(b) {
-		m, b, target = Restrict(m, b, len(b), idx, target)
+		m, b, target = restrict(m, b, len(b), idx, target)
 	}
 	k := len(b)
 	if !allFinite(m) || !allFinite(b) {

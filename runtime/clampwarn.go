@@ -57,6 +57,34 @@ func (w *clampWatch) due(t int) bool {
 	return w != nil && !w.warned && t > 0 && t%clampWatchEvery == 0
 }
 
+// watchStep takes the clamp warning's sample of the step just run.
+func (o *Optimizer) watchStep(mem backend.Memory, a backend.Step) {
+	if o.diag != nil {
+		o.sampleClampMass(o.diag.value)
+		return
+	}
+	v, err := o.watchClampMass(mem, a)
+	if err != nil {
+		o.watch = nil
+		o.warnings = append(o.warnings, fmt.Sprintf("%s: the clamp warning is off: %v", o.Name(), err))
+		return
+	}
+	o.sampleClampMass(v)
+}
+
+// watchClampMass computes clamp_mass for the clamp warning, its entry
+// points found on the first sample.
+func (o *Optimizer) watchClampMass(mem backend.Memory, a backend.Step) (float64, error) {
+	if o.watch.entry == nil {
+		e, err := o.clampMassEntry()
+		if err != nil {
+			return 0, err
+		}
+		o.watch.entry = &e
+	}
+	return o.clampMassOf(mem, *o.watch.entry, a)
+}
+
 // sampleClampMass adds the sample v of the step just run and warns once the
 // last clampWatchSamples all lie in (ClampWarnThreshold, clampAllOnFloor].
 func (o *Optimizer) sampleClampMass(v float64) {

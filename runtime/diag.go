@@ -91,34 +91,6 @@ func (o *Optimizer) runDiagnostics(mem backend.Memory, a backend.Step) error {
 	return nil
 }
 
-// watchStep takes the clamp warning's sample of the step just run.
-func (o *Optimizer) watchStep(mem backend.Memory, a backend.Step) {
-	if o.diag != nil {
-		o.sampleClampMass(o.diag.value)
-		return
-	}
-	v, err := o.watchClampMass(mem, a)
-	if err != nil {
-		o.watch = nil
-		o.warnings = append(o.warnings, fmt.Sprintf("%s: the clamp warning is off: %v", o.Name(), err))
-		return
-	}
-	o.sampleClampMass(v)
-}
-
-// watchClampMass computes clamp_mass for the clamp warning, its entry
-// points found on the first sample.
-func (o *Optimizer) watchClampMass(mem backend.Memory, a backend.Step) (float64, error) {
-	if o.watch.entry == nil {
-		e, err := o.clampMassEntry()
-		if err != nil {
-			return 0, err
-		}
-		o.watch.entry = &e
-	}
-	return o.clampMassOf(mem, *o.watch.entry, a)
-}
-
 // clampMassOf computes clamp_mass on the states the step a left in mem: the
 // partial sums of each segment (one hyper setting; the whole buffers
 // without per-tensor hypers) over its own chunks, then one ratio of them

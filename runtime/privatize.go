@@ -310,25 +310,43 @@ func (b *cpuBackend) Privatize(j backend.Privatize) ([]float32, error) {
 	if j.Segments != nil {
 		return b.privatizeSegments(j)
 	}
-	nchunks := reduce.ReduceChunks(j.N)
-	args := hostkernel.PrivatizeArgs{Cur: j.Cur, Look: j.Look, Scales: j.Scales, Out: j.Out,
-		Batch: int64(j.Batch), N: int64(j.N), Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
+	args := privArgs(j)
+	args.Cur, args.Look = j.Cur, j.Look
 	if args.Scales == nil {
-		args.Partials, args.Scales = b.partialsFor(j.Batch*nchunks), make([]float32, j.Batch)
-		if err := b.split(j.Batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) }); err != nil {
+		nchunks := reduce.ReduceChunks(j.N)
+		if err := b.clipScales(&args, j.Batch, func() error {
+			return b.split(j.Batch*nchunks, 1, func(lo, hi int) error { return b.privPhase(0, args, lo, hi) })
+		}); err != nil {
 			return nil, err
-		}
-		if err := b.privPhase(1, args, 0, j.Batch); err != nil {
-			return nil, err
-		}
-		if bad := backend.FirstNaN(args.Scales); bad >= 0 {
-			return nil, &NonFiniteExampleError{Example: bad}
 		}
 	}
 	if err := b.split(j.N, 4096, func(lo, hi int) error { return b.privPhase(2, args, lo, hi) }); err != nil {
 		return nil, err
 	}
 	return args.Scales, nil
+}
+
+// privArgs are the host functions' arguments of j but its rows.
+func privArgs(j backend.Privatize) hostkernel.PrivatizeArgs {
+	return hostkernel.PrivatizeArgs{Scales: j.Scales, Out: j.Out, Batch: int64(j.Batch), N: int64(j.N),
+		Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
+}
+
+// clipScales gives args the partials and scales of batch examples, runs
+// norms (which fills the partials), then the scales phase, and refuses an
+// example whose norm is not finite.
+func (b *cpuBackend) clipScales(args *hostkernel.PrivatizeArgs, batch int, norms func() error) error {
+	args.Partials, args.Scales = b.partialsFor(batch*reduce.ReduceChunks(int(args.N))), make([]float32, batch)
+	if err := norms(); err != nil {
+		return err
+	}
+	if err := b.privPhase(1, *args, 0, batch); err != nil {
+		return err
+	}
+	if bad := backend.FirstNaN(args.Scales); bad >= 0 {
+		return &NonFiniteExampleError{Example: bad}
+	}
+	return nil
 }
 
 // partialsFor returns n norm partials, those of the last privatization

@@ -159,22 +159,15 @@ func firstNonFiniteSegment(segs []Segment, k int) int {
 // norms split over the examples, each read front to back, the scales, the
 // sum split over the coordinates.
 func (b *cpuBackend) privatizeSegments(j backend.Privatize) ([]float32, error) {
-	args := hostkernel.PrivatizeArgs{Scales: j.Scales, Out: j.Out, Batch: int64(j.Batch), N: int64(j.N),
-		Clip: j.Clip, A: j.A, B: j.B, Divisor: j.Divisor, Mode: j.Mode}
+	args := privArgs(j)
 	if args.Scales == nil {
-		nchunks := reduce.ReduceChunks(j.N)
-		args.Partials, args.Scales = b.partialsFor(j.Batch*nchunks), make([]float32, j.Batch)
-		acc, piece := b.lanesFor(32*nchunks*j.Batch), b.normsPiece(j)
-		if err := b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
-			return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
+		acc, piece := b.lanesFor(32*reduce.ReduceChunks(j.N)*j.Batch), b.normsPiece(j)
+		if err := b.clipScales(&args, j.Batch, func() error {
+			return b.split(j.Batch, ceilDiv(minThreadWork, j.N), func(lo, hi int) error {
+				return reduce.SegmentNorms(args.Partials, acc, j.Segments, j.N, lo, hi, piece)
+			})
 		}); err != nil {
 			return nil, err
-		}
-		if err := b.privPhase(1, args, 0, j.Batch); err != nil {
-			return nil, err
-		}
-		if bad := backend.FirstNaN(args.Scales); bad >= 0 {
-			return nil, &NonFiniteExampleError{Example: bad}
 		}
 	}
 	err := b.split(j.N, max(4096, ceilDiv(minThreadWork, j.Batch)), func(lo, hi int) error { return b.segmentSum(j, args, lo, hi) })

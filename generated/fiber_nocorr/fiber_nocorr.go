@@ -1128,14 +1128,16 @@ func feeding(m []float64, k, target int) []int {
 	return idx
 }
 
-// restrict returns m (k×k, row major) and b restricted to the states idx,
-// and the position of target among them.
+// restrict returns m (k×k, row major) and b (nil: none) restricted to the
+// states idx, and the position of target among them.
 func restrict(m, b []float64, k int, idx []int, target int) (rm, rb []float64, t int) {
 	for p, i := range idx {
 		if i == target {
 			t = p
 		}
-		rb = append(rb, b[i])
+		if b != nil {
+			rb = append(rb, b[i])
+		}
 		for _, j := range idx {
 			rm = append(rm, m[i*k+j])
 		}
@@ -1151,7 +1153,7 @@ func feedingRadius(m []float64, k, target int) float64 {
 	if len(idx) == k {
 		return spectralRadius(m, k)
 	}
-	rm, _, _ := restrict(m, make([]float64, k), k, idx, target)
+	rm, _, _ := restrict(m, nil, k, idx, target)
 	return spectralRadius(rm, len(idx))
 }
 
