@@ -7,9 +7,6 @@ import (
 	"math"
 )
 
-// GradientSite is the noise site of the gradient noise a step kernel draws.
-const GradientSite = 0
-
 // SigmaW is the standard deviation of the noise for the DP noise variance
 // per coordinate sigmaW2, as every target computes it: the float32 nearest
 // sqrt(sigmaW2).
@@ -27,16 +24,7 @@ func CheckStep(t int) error {
 // element offset+i at (seed, step, GradientSite): what the generated step
 // kernels and Go packages add to the gradient, bit for bit.
 func Privatize(dst, g []float32, sigmaW float32, seed uint64, step uint32, offset uint64) {
-	var z [4]float32
-	group := ^uint64(0)
-	for i := range g {
-		e := offset + uint64(i)
-		if e>>2 != group {
-			group = e >> 2
-			z = gaussian4(seed, step, GradientSite, group)
-		}
-		dst[i] = g[i] + float32(sigmaW*z[e&3])
-	}
+	Stream{Mode: Philox, Seed: seed, Step: step}.Privatize(dst, g, sigmaW, offset)
 }
 
 // RandomSeed draws a noise seed from the operating system's generator, for

@@ -58,3 +58,53 @@ func Sin32(x float32) float32 { return sin32(x) }
 
 // Cos32 is the float32 cosine used by the generator (Cephes cosf), defined for |x| <= π/4.
 func Cos32(x float32) float32 { return cos32(x) }
+
+// SecureVersion names the secure noise scheme (secure.go, docs/noise.md "Secure mode"): the
+// ChaCha20 generator, the Box-Muller pair from 64 + 32 bits and the snapping grid. Any change
+// that alters a single output bit must change it.
+const SecureVersion = "chacha20/box-muller-f32-u64/snap-2^-8/v1"
+
+// SecureCounterLayout says how a secure draw's ChaCha20 input is formed.
+const SecureCounterLayout = "ChaCha20 (RFC 8439), key the run's 256-bit secret, counter words (element/8 lo, element/8 hi, step, site)"
+
+// SecureSource is the text of secure.go, spliced into generated packages beside CoreSource.
+//
+//go:embed secure.go
+var SecureSource string
+
+// DrawSource is the text of draw.go, spliced into generated packages beside CoreSource.
+//
+//go:embed draw.go
+var DrawSource string
+
+// ChaCha20Block is the ChaCha20 block function of RFC 8439 on the key k and the state words
+// 12..15 ctr (for RFC 8439's layout: the block counter, then the three nonce words).
+func ChaCha20Block(k [8]uint32, ctr [4]uint32) [16]uint32 { return chacha20Block(k, ctr) }
+
+// SecureNormal is the secure scheme's standard normal draw for element elem of noise site
+// site at step step under the 256-bit key key (four little-endian 64-bit words).
+func SecureNormal(key Key, step, site uint32, elem uint64) float32 {
+	return secureGaussian8(key, step, site, elem>>3)[elem&7]
+}
+
+// SecureNormal8 is the draws of the eight elements 8*octet..8*octet+7, from one ChaCha20
+// block.
+func SecureNormal8(key Key, step, site uint32, octet uint64) [8]float32 {
+	return secureGaussian8(key, step, site, octet)
+}
+
+// SnapUnit is the grid of secure noise of standard deviation sigma, and its reciprocal: the
+// power of two γ with sigma/512 < γ ≤ sigma/256; 0, 0 for sigma below 2^-117 or not finite.
+func SnapUnit(sigma float32) (gamma, inv float32) { return snapUnit(sigma) }
+
+// SnapNoise is the secure scheme's privatized coordinate: x + sigma·z on the grid of
+// SnapUnit(sigma) (docs/noise.md).
+func SnapNoise(x, sigma, z float32) float32 {
+	gamma, inv := snapUnit(sigma)
+	return snapNoise(x, sigma, z, gamma, inv)
+}
+
+// DeriveKey is the secure key that follows key under label, computed with the cipher: a run
+// that must not draw its noise again under key (a resume from a checkpoint) steps under
+// DeriveKey(key, label) instead, label counting such events.
+func DeriveKey(key Key, label uint64) Key { return deriveKey(key, label) }

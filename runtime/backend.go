@@ -205,10 +205,7 @@ func (b *cpuBackend) Step(m backend.Memory, s backend.Step) error {
 	if err := b.host(m); err != nil {
 		return err
 	}
-	rg := hostkernel.Range{Offset: s.Offset, Seed: s.Seed, Step: s.Counter}
-	if s.Draw {
-		rg.Noise = 1
-	}
+	rg := hostkernel.Range{Offset: s.Offset, Seed: s.Seed, Step: s.Counter, Noise: uint32(s.Mode), Key: s.Key}
 	var work []func() error
 	for _, seg := range s.Segments {
 		for _, c := range segmentChunks(seg.Lo, seg.Hi, b.threads, pieceOf(b.kernel != nil)) {
@@ -242,7 +239,7 @@ func (b *cpuBackend) stepRange(rg hostkernel.Range, s segment, lo, hi int) error
 		return b.kernel.Run(b.bufs, s.Scalars, rg)
 	}
 	if b.goStep != nil {
-		b.goStep(b.bufs, s.Scalars, lo, hi, uint64(rg.Offset), rg.Seed, rg.Step, rg.Noise != 0)
+		b.goStep(b.bufs, s.Scalars, lo, hi, uint64(rg.Offset), rg.Noise, rg.Seed, rg.Key, rg.Step)
 		return nil
 	}
 	return b.stepReference(rg, s, lo, hi)
@@ -254,7 +251,8 @@ func (b *cpuBackend) stepReference(rg hostkernel.Range, s segment, lo, hi int) e
 	g := b.bufs[ir.GradBuffer][lo:hi]
 	if rg.Noise != 0 {
 		g = make([]float32, hi-lo)
-		rng.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], rg.Seed, rg.Step, uint64(rg.Offset)+uint64(lo))
+		nz := rng.Stream{Mode: rng.Mode(rg.Noise), Seed: rg.Seed, Key: rg.Key, Step: rg.Step}
+		nz.Privatize(g, b.bufs[ir.GradBuffer][lo:hi], s.Scalars[ir.SigmaWScalar(len(s.Scalars))], uint64(rg.Offset)+uint64(lo))
 	}
 	var states [][]float32
 	for _, st := range b.bufs[ir.FirstState:] {

@@ -242,7 +242,9 @@ func fileExists(path string) bool {
 
 // StepFunc is a generated package's StepKernel: the step over the
 // coordinates [lo, hi) of bufs with the kernels' scalar arguments.
-type StepFunc func(bufs [][]float32, scalars []float32, lo, hi int, offset, seed uint64, step uint32, noise bool)
+// mode is the noise's rng.Mode (0: none), seed Philox's, key the secure
+// scheme's.
+type StepFunc func(bufs [][]float32, scalars []float32, lo, hi int, offset uint64, mode uint32, seed uint64, key [4]uint64, step uint32)
 
 // Package is a generated Go package compiled into the trainer, e.g.
 // runtime.Package{Manifest: fiber.Manifest(), Step: fiber.StepKernel}.
@@ -398,6 +400,14 @@ func (o *Optimizer) stepNoise() Noise {
 		return *o.noise
 	}
 	return Noise{SigmaW2: o.dp.SigmaW2(), Draw: true}
+}
+
+// noiseMode is the noise scheme a step draws in: none unless draw.
+func (o *Optimizer) noiseMode(draw bool) rng.Mode {
+	if !draw {
+		return rng.Off
+	}
+	return rng.Philox
 }
 
 // Hypers returns every hyper's name and current value, in the order the
@@ -604,7 +614,7 @@ func (o *Optimizer) ready() error {
 func (o *Optimizer) args() backend.Step {
 	noise := o.stepNoise()
 	return backend.Step{Segments: o.segments(noise.SigmaW2), Offset: int64(o.opts.Offset), Seed: o.seed,
-		Counter: uint32(o.t), Draw: noise.Draw}
+		Counter: uint32(o.t), Mode: o.noiseMode(noise.Draw)}
 }
 
 // Step runs one step on the gradients set with Tensor.SetGrad (the clipped

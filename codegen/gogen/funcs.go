@@ -79,8 +79,7 @@ func (g *generator) genStep() {
 		switch {
 		case v.Op == ir.OpLoad && v.Name == ir.GradName:
 			loop = append(loop, e.define(v, "v"), jen.If(jen.Id("nz").Dot("On")).Block(
-				e.names[v].(*jen.Statement).Clone().Op("=").Float32().Call(jen.Add(e.names[v]).Op("+").Float32().Call(
-					jen.Id("s").Dot("SigmaW").Op("*").Id("nz").Dot("draw").Call(jen.Id("i"), jen.Op("&").Id("cache"))))))
+				e.names[v].(*jen.Statement).Clone().Op("=").Id("nz").Dot("add").Call(jen.Add(e.names[v]), jen.Id("s").Dot("SigmaW"), jen.Id("i"), jen.Op("&").Id("cache"))))
 		case v.Op == ir.OpStore:
 			loop = append(loop, jen.Id(bufName(v.Name)).Index(jen.Id("i")).Op("=").Add(e.ref(v.Args[0])))
 		case !v.Uniform:

@@ -36,6 +36,8 @@ type spliceSource struct {
 // they are API of the generated packages (Privatize, SumChunk, Ratio).
 var (
 	rngCore      = spliceSource{path: "rng/core.go", text: rng.CoreSource}
+	rngSecure    = spliceSource{path: "rng/secure.go", text: rng.SecureSource}
+	rngDraw      = spliceSource{path: "rng/draw.go", text: rng.DrawSource}
 	reduceCore   = spliceSource{path: "reduce/core.go", text: reduce.CoreSource}
 	gainFile     = spliceSource{path: "gain/gain.go", text: gain.Source, unexport: true}
 	hostMathFile = spliceSource{path: "lang/hostmath.go", text: lang.HostMathSource, unexport: true}

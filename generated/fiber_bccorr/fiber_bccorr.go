@@ -317,31 +317,24 @@ func Init(h Hypers, gt, r, m, v, lookahead []float32) {
 // Noise says whether Step draws the DP noise itself, and which: with On, Step
 // adds s.SigmaW·z to g[i], z the standard Gaussian of global element Offset+i
 // at step Step under Seed, noise site 0, in fibergen's scheme philox4x32-10/box-muller-f32/v1
-// (docs/noise.md), exactly as the generated kernels do; without On, g is taken
-// as privatized already. The same (Seed, Step, element) always gives the same
-// draw, so a shard [Offset, Offset+n) of a larger buffer draws what the whole
-// buffer would there. Never run two steps with the same Seed and Step.
+// (docs/noise.md), exactly as the generated kernels do; with Secure too, z is
+// the secure scheme's draw under Key (chacha20/box-muller-f32-u64/snap-2^-8/v1)
+// and g + s.SigmaW·z is snapped to its grid. Without On, g is taken as
+// privatized already. The same (Seed or Key, Step, element) always gives the
+// same draw, so a shard [Offset, Offset+n) of a larger buffer draws what the
+// whole buffer would there. Never run two steps with the same key and Step.
 type Noise struct {
 	On     bool
+	Secure bool
 	Seed   uint64
+	Key    [4]uint64
 	Step   uint32
 	Offset uint64 // the global index of the buffers' first element
 }
 
-// noiseCache keeps the Gaussians of the last group of four elements drawn.
-type noiseCache struct {
-	group uint64
-	z     [4]float32
-	ok    bool
-}
-
-// draw returns the Gaussian of element i of the buffers.
-func (nz Noise) draw(i int, c *noiseCache) float32 {
-	e := nz.Offset + uint64(i)
-	if !c.ok || c.group != e>>2 {
-		c.group, c.z, c.ok = e>>2, gaussian4(nz.Seed, nz.Step, 0, e>>2), true
-	}
-	return c.z[e&3]
+// add returns x plus the noise of element i of the buffers.
+func (nz Noise) add(x, sigma float32, i int, c *noiseCache) float32 {
+	return addNoise(nz.Secure, nz.Seed, nz.Key, nz.Step, nz.Offset+uint64(i), x, sigma, c)
 }
 
 // Philox4x32-10 constants (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", 2011;
@@ -537,6 +530,181 @@ func gaussian4(seed uint64, step, site uint32, group uint64) [4]float32 {
 	return out
 }
 
+// The ChaCha constant "expand 32-byte k", state words 0..3.
+const (
+	chachaC0 = 0x61707865
+	chachaC1 = 0x3320646e
+	chachaC2 = 0x79622d32
+	chachaC3 = 0x6b206574
+)
+
+// chachaKeySite is the site of the counters that derive a key from a key (deriveKey); the
+// noise's sites are small.
+const chachaKeySite = 0xffffffff
+
+func rotl32(x uint32, n uint) uint32 { return x<<n | x>>(32-n) }
+
+// chachaQuarter is ChaCha's quarter round on a, b, c, d.
+func chachaQuarter(a, b, c, d uint32) (uint32, uint32, uint32, uint32) {
+	a += b
+	d = rotl32(d^a, 16)
+	c += d
+	b = rotl32(b^c, 12)
+	a += b
+	d = rotl32(d^a, 8)
+	c += d
+	b = rotl32(b^c, 7)
+	return a, b, c, d
+}
+
+// chacha20Block is the ChaCha20 block function of RFC 8439 section 2.3 on the key k and
+// the counter words ctr (state words 12..15): ten double rounds, then the input added back.
+func chacha20Block(k [8]uint32, ctr [4]uint32) [16]uint32 {
+	in := [16]uint32{chachaC0, chachaC1, chachaC2, chachaC3,
+		k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], ctr[0], ctr[1], ctr[2], ctr[3]}
+	x := in
+	for round := 0; round < 10; round++ {
+		x[0], x[4], x[8], x[12] = chachaQuarter(x[0], x[4], x[8], x[12])
+		x[1], x[5], x[9], x[13] = chachaQuarter(x[1], x[5], x[9], x[13])
+		x[2], x[6], x[10], x[14] = chachaQuarter(x[2], x[6], x[10], x[14])
+		x[3], x[7], x[11], x[15] = chachaQuarter(x[3], x[7], x[11], x[15])
+		x[0], x[5], x[10], x[15] = chachaQuarter(x[0], x[5], x[10], x[15])
+		x[1], x[6], x[11], x[12] = chachaQuarter(x[1], x[6], x[11], x[12])
+		x[2], x[7], x[8], x[13] = chachaQuarter(x[2], x[7], x[8], x[13])
+		x[3], x[4], x[9], x[14] = chachaQuarter(x[3], x[4], x[9], x[14])
+	}
+	for i := range x {
+		x[i] += in[i]
+	}
+	return x
+}
+
+// keyWords splits a 256-bit key given as four little-endian 64-bit words into ChaCha's eight
+// 32-bit key words.
+func keyWords(key [4]uint64) [8]uint32 {
+	var k [8]uint32
+	for i, w := range key {
+		k[2*i], k[2*i+1] = uint32(w), uint32(w>>32)
+	}
+	return k
+}
+
+// octetCounter is the ChaCha counter words of the octet (elements 8·octet..8·octet+7) at
+// (step, site): distinct triples never share a counter since octet < 2^61.
+func octetCounter(step, site uint32, octet uint64) [4]uint32 {
+	return [4]uint32{uint32(octet), uint32(octet >> 32), step, site}
+}
+
+// twoPowM64 is 2^-64, exact in float32.
+const twoPowM64 float32 = 1.0 / (1 << 64)
+
+// secureRadius is sqrt(-2 log u) with u = (float32(hi·2^32 + lo) + 0.5)·2^-64 in [2^-65, 1].
+func secureRadius(lo, hi uint32) float32 {
+	u := (float32(uint64(hi)<<32|uint64(lo)) + 0.5) * twoPowM64
+	l := log32(u)
+	t := float32(-2 * l)
+	return float32(math.Sqrt(float64(t)))
+}
+
+// secureGaussian8 is the eight standard normal draws of the octet at (key, step, site), in
+// element order.
+func secureGaussian8(key [4]uint64, step, site uint32, octet uint64) [8]float32 {
+	x := chacha20Block(keyWords(key), octetCounter(step, site, octet))
+	var out [8]float32
+	for p := 0; p < 4; p++ {
+		r := secureRadius(x[p], x[4+p])
+		q, a := angle(x[8+p])
+		sn, cs := sin32(a), cos32(a)
+		out[p] = r * cosQuadrant(q, sn, cs)
+		out[4+p] = r * cosQuadrant(q-1, sn, cs)
+	}
+	return out
+}
+
+// snapBits is log2 of σ/γ's range: γ is the power of two with σ/2^snapBits < γ ≤ σ/2^(snapBits-1).
+const snapBits = 9
+
+// snapLimit is the largest |x + σz|/γ kept; larger quotients are clamped to ±snapLimit, so that
+// the rounding below is exact (|q| ≤ 2^22 < 2^23).
+const snapLimit float32 = 1 << 22
+
+// snapMagic is 1.5·2^23: (q + snapMagic) - snapMagic rounds q to the nearest integer, ties to
+// even, for |q| ≤ 2^22.
+const snapMagic float32 = 12582912
+
+// snapUnit is the grid γ of the noise of standard deviation sigma and its reciprocal: γ =
+// 2^(E-8) for sigma in [2^E, 2^(E+1)). Both are 0 where sigma is below 2^-117 (no grid: no
+// noise to speak of) or not finite.
+func snapUnit(sigma float32) (gamma, inv float32) {
+	e := int32(math.Float32bits(sigma)>>23&0xff) - 127 // sigma ≥ 0: its sign bit is clear
+	if e < -117 || e > 127 {
+		return 0, 0
+	}
+	g := uint32(e-snapBits+1+127) << 23
+	i := uint32(127-(e-snapBits+1)) << 23
+	return math.Float32frombits(g), math.Float32frombits(i)
+}
+
+// snapNoise is a secure step's privatized coordinate: x + sigma·z rounded to the grid γℤ of
+// snapUnit(sigma), its quotient by γ clamped to ±2^22; NaN stays NaN. Without a grid (gamma
+// 0) it is x + sigma·z as the default scheme adds it.
+func snapNoise(x, sigma, z, gamma, inv float32) float32 {
+	t := x + float32(sigma*z)
+	if gamma == 0 {
+		return t
+	}
+	q := float32(t * inv)
+	if q > snapLimit {
+		q = snapLimit
+	}
+	if q < -snapLimit {
+		q = -snapLimit
+	}
+	q = float32(q+snapMagic) - snapMagic
+	return q * gamma
+}
+
+// deriveKey is the key that follows key under label: the first eight words of the ChaCha20
+// block at counter (label, 0, chachaKeySite), so that a key never used for noise again
+// yields a fresh one with no new secret (a resume, docs/noise.md).
+func deriveKey(key [4]uint64, label uint64) [4]uint64 {
+	x := chacha20Block(keyWords(key), [4]uint32{uint32(label), uint32(label >> 32), 0, chachaKeySite})
+	var out [4]uint64
+	for i := range out {
+		out[i] = uint64(x[2*i]) | uint64(x[2*i+1])<<32
+	}
+	return out
+}
+
+// GradientSite is the noise site of the gradient noise a step kernel draws.
+const GradientSite = 0
+
+// noiseCache keeps the draws of the last block of elements drawn together: a Philox group of
+// four or a secure octet of eight.
+type noiseCache struct {
+	block uint64
+	z     [8]float32
+	ok    bool
+}
+
+// addNoise returns x plus the noise of element e at step under the scheme secure says:
+// x + sigma·z with z Philox's draw under seed, or the secure draw under key snapped to its
+// grid (snapNoise). c keeps the block's draws between calls on consecutive elements.
+func addNoise(secure bool, seed uint64, key [4]uint64, step uint32, e uint64, x, sigma float32, c *noiseCache) float32 {
+	if secure {
+		if !c.ok || c.block != e>>3 {
+			c.block, c.z, c.ok = e>>3, secureGaussian8(key, step, GradientSite, e>>3), true
+		}
+		gamma, inv := snapUnit(sigma)
+		return snapNoise(x, sigma, c.z[e&7], gamma, inv)
+	}
+	if !c.ok || c.block != e>>2 {
+		z := gaussian4(seed, step, GradientSite, e>>2)
+		c.block, c.z, c.ok = e>>2, [8]float32{z[0], z[1], z[2], z[3]}, true
+	}
+	return x + float32(sigma*c.z[e&3])
+}
+
 // Step updates theta and the states in place, one coordinate at a time, with
 // the host scalars s of the current step and, if nz.On, the DP noise nz
 // added to g. All buffers must have the same length.
@@ -549,7 +717,7 @@ func Step(s Scalars, nz Noise, theta, g, gt, r, m, v, lookahead []float32) {
 	for i := 0; i < n; i++ {
 		v0 := g[i]
 		if nz.On {
-			v0 = float32(v0 + float32(s.SigmaW*nz.draw(i, &cache)))
+			v0 = nz.add(v0, s.SigmaW, i, &cache)
 		}
 		v1 := gt[i]
 		v2 := float32(v0 - v1)
@@ -692,8 +860,9 @@ func Manifest() []byte {
 // StepKernel is Step with the arguments of the kernels' host function: the
 // coordinates [lo, hi) of bufs (theta, g, then the states), the kernel's
 // scalars (the fields of Scalars in order), the global index of bufs[*][0]
-// and the noise; runtime.OpenPackage calls it on every core.
-func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed uint64, step uint32, noise bool) {
+// and the noise (mode: 0 none, 1 Philox under seed, 2 the secure scheme
+// under key); runtime.OpenPackage calls it on every core.
+func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset uint64, mode uint32, seed uint64, key [4]uint64, step uint32) {
 	s := Scalars{
 		S0:     scalars[0],
 		S1:     scalars[1],
@@ -712,8 +881,10 @@ func StepKernel(bufs [][]float32, scalars []float32, lo, hi int, offset, seed ui
 		SigmaW: scalars[14],
 	}
 	nz := Noise{
+		Key:    key,
 		Offset: offset + uint64(lo),
-		On:     noise,
+		On:     mode != 0,
+		Secure: mode == 2,
 		Seed:   seed,
 		Step:   step,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fibergen/fibergen/ir/interp"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/rng"
 )
 
 // Backend runs an optimizer's kernels over its flat buffers — theta, g,
@@ -128,9 +129,12 @@ type Segment struct {
 type Step struct {
 	Segments []Segment // in order; they cover the coordinates stepped
 	Offset   int64     // the global index of the memory's coordinate 0
-	Seed     uint64
-	Counter  uint32 // the step counter t
-	Draw     bool   // the kernel draws N(0, σ_w²) into the gradient
+	Seed     uint64    // the Philox seed (Mode rng.Philox)
+	Key      rng.Key   // the secure key (Mode rng.Secure)
+	Counter  uint32    // the step counter t
+	// Mode is the noise the kernel draws into the gradient, N(0, σ_w²) in the
+	// scheme it names; rng.Off: none, the gradient is privatized already.
+	Mode rng.Mode
 }
 
 // Privatize is one privatization: k rows of n floats (per-example

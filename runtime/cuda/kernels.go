@@ -135,11 +135,7 @@ func (k *kernels) launchStep(bufs []cudadrv.DevicePtr, n int, scalars []float32,
 	for _, s := range scalars {
 		args = append(args, s)
 	}
-	var noise uint32
-	if s.Draw {
-		noise = 1
-	}
-	args = append(args, int64(n), offset, s.Seed, s.Counter, noise)
+	args = append(args, int64(n), offset, s.Seed, s.Counter, uint32(s.Mode), s.Key[0], s.Key[1], s.Key[2], s.Key[3])
 	// One Philox group of four per thread at most, plus the head and tail.
 	return k.launch(k.step, n/4+4, args...)
 }

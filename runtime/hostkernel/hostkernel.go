@@ -24,12 +24,14 @@ import (
 
 // Range is the kernel's struct fibergen_range: the coordinates [Lo, Hi) of
 // the buffers, whose coordinate 0 has global index Offset, and the noise of
-// the step: Noise != 0 adds sqrt(sigma_w2)·z to g, z the Gaussian of
-// (Seed, Step, global index).
+// the step: Noise is its rng.Mode — 1 adds sqrt(sigma_w2)·z to g, z the
+// Gaussian of (Seed, Step, global index); 2 the secure scheme's, under Key,
+// snapped to its grid; 0 none.
 type Range struct {
 	Lo, Hi, Offset int64
 	Seed           uint64
 	Step, Noise    uint32
+	Key            [4]uint64
 }
 
 // Kernel is one loaded host function.

@@ -1,0 +1,84 @@
+package rng
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+)
+
+// Mode is a step's noise scheme, as the kernels' noise argument carries it.
+type Mode uint32
+
+const (
+	// Off adds no noise: the gradient is privatized already.
+	Off Mode = 0
+	// Philox is the default scheme, Version: Philox4x32-10 keyed by a 64-bit seed.
+	Philox Mode = 1
+	// Secure is the scheme SecureVersion: ChaCha20 keyed by a 256-bit secret, the noise
+	// snapped to a grid.
+	Secure Mode = 2
+)
+
+// String is the mode's name on the command line and in the ABI's options.
+func (m Mode) String() string {
+	switch m {
+	case Off:
+		return "off"
+	case Philox:
+		return "philox"
+	case Secure:
+		return "secure"
+	}
+	return fmt.Sprintf("Mode(%d)", uint32(m))
+}
+
+// ParseMode reads a noise mode's name: "philox" or "secure" (the modes a run can draw in).
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "philox":
+		return Philox, nil
+	case "secure":
+		return Secure, nil
+	}
+	return Off, fmt.Errorf("noise mode %q: want philox or secure", s)
+}
+
+// Key is the secure scheme's 256-bit key, as four little-endian 64-bit words.
+type Key [4]uint64
+
+// RandomKey draws a secure key from the operating system's generator (getrandom on Linux),
+// or reports why it could not: a secure run never falls back to a weaker source.
+func RandomKey() (Key, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return Key{}, fmt.Errorf("secure noise: the operating system's random source: %w", err)
+	}
+	var k Key
+	for i := range k {
+		k[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return k, nil
+}
+
+// Stream is where a step's noise comes from: its mode, the seed (Philox) or key (Secure) and
+// the step counter.
+type Stream struct {
+	Mode Mode
+	Seed uint64
+	Key  Key
+	Step uint32
+}
+
+// Privatize writes g[i] plus the noise of global element offset+i into dst[i], exactly as the
+// generated step kernels add it: g + sigmaW·z (Philox), or the same snapped to the grid
+// (Secure); Off copies g.
+func (s Stream) Privatize(dst, g []float32, sigmaW float32, offset uint64) {
+	if s.Mode == Off {
+		copy(dst, g)
+		return
+	}
+	var c noiseCache
+	for i := range g {
+		dst[i] = addNoise(s.Mode == Secure, s.Seed, s.Key, s.Step, offset+uint64(i), g[i], sigmaW, &c)
+	}
+}
