@@ -9,6 +9,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/cudasim"
 	"github.com/fibergen/fibergen/reduce"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/cudadrv"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
@@ -63,7 +64,8 @@ func simRun(t testing.TB, cfg cudasim.Config) (ptxRun, *cudasim.Sim) {
 		}
 	}
 	for _, n := range []int{3, 4099} { // the extra sizes with offsets and skews
-		cases = append(cases, kernelCase{n: n, skew: 2, offset: 1<<32 - 2, noise: true})
+		cases = append(cases, kernelCase{n: n, skew: 2, offset: 1<<32 - 2, noise: rng.Philox},
+			kernelCase{n: n, skew: 1, offset: 1<<35 - 3, noise: rng.Secure})
 	}
 	return ptxRun{ctx: ctx, cases: cases, steps: 3, privCases: simPrivCases, diagSizes: []int{0, 1, 5, 4096, 4097, 3*4096 + 129}}, sim
 }
@@ -202,7 +204,7 @@ func (k *gpuKernel) launch(t testing.TB, ptrs []cudadrv.DevicePtr, scalars []flo
 	for _, s := range scalars {
 		args = append(args, s)
 	}
-	args = append(args, int64(n), rg.Offset, rg.Seed, rg.Step, rg.Noise)
+	args = append(args, int64(n), rg.Offset, rg.Seed, rg.Step, rg.Noise, rg.Key[0], rg.Key[1], rg.Key[2], rg.Key[3])
 	grid, block := launchShape(t, k.ctx, k.fn, shape, n/4+4)
 	if err := k.fn.Launch(grid, block, 0, args...); err != nil {
 		return err
@@ -309,10 +311,7 @@ func runGPUKernel(t *testing.T, opt *optimizer, k *gpuKernel, c kernelCase, step
 		}
 		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
-		rg := hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
-		if c.noise {
-			rg.Noise = 1
-		}
+		rg := c.rangeAt(step)
 		ref.run(s, rg, want)
 		if err := k.launch(t, dev, scalars, c.n, rg, shape); err != nil {
 			return fmt.Errorf("step %d (block %d, grid %d): %w", step, shape[0], shape[1], err)

@@ -12,6 +12,7 @@ import (
 	"github.com/fibergen/fibergen/internal/floatbits"
 	"github.com/fibergen/fibergen/ir"
 	"github.com/fibergen/fibergen/pipeline"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -68,6 +69,8 @@ func (r *goRef) scalars(t int, sigmaW2 float64) (reflect.Value, []float32) {
 func (r *goRef) run(s reflect.Value, rg hostkernel.Range, bufs [][]float32) {
 	nz := reflect.New(r.noiseType).Elem()
 	nz.FieldByName("On").SetBool(rg.Noise != 0)
+	nz.FieldByName("Secure").SetBool(rg.Noise == uint32(rng.Secure))
+	nz.FieldByName("Key").Set(reflect.ValueOf(rg.Key))
 	nz.FieldByName("Seed").SetUint(rg.Seed)
 	nz.FieldByName("Step").SetUint(uint64(rg.Step))
 	nz.FieldByName("Offset").SetUint(uint64(rg.Offset))
@@ -146,17 +149,25 @@ func kernelSigmaW2(step int) float64 { return [...]float64{1, 1e-4, 0, 2.25, 2e-
 type kernelCase struct {
 	n, skew int
 	offset  int64
-	noise   bool
+	noise   rng.Mode
 }
 
 func (c kernelCase) String() string {
 	return fmt.Sprintf("n=%d/skew=%d/offset=%d/noise=%v", c.n, c.skew, c.offset, c.noise)
 }
 
+// rangeAt is the case's range at step step: its noise under a seed and a
+// key of its own.
+func (c kernelCase) rangeAt(step int) hostkernel.Range {
+	seed := 0x5eed ^ uint64(c.n)
+	return hostkernel.Range{Hi: int64(c.n), Offset: c.offset, Seed: seed, Step: uint32(step), Noise: uint32(c.noise),
+		Key: [4]uint64{seed, ^seed, uint64(c.offset), 0x9e3779b97f4a7c15}}
+}
+
 func kernelCases() []kernelCase {
 	var cases []kernelCase
 	for _, n := range kernelSizes {
-		for _, noise := range []bool{false, true} {
+		for _, noise := range []rng.Mode{rng.Off, rng.Philox, rng.Secure} {
 			cases = append(cases, kernelCase{n: n, noise: noise})
 			if n < largeSize {
 				cases = append(cases, kernelCase{n: n, skew: 1, offset: 3, noise: noise},
@@ -166,7 +177,8 @@ func kernelCases() []kernelCase {
 	}
 	// The global index crosses 2^32 halfway: the carry into the
 	// counter's high word.
-	return append(cases, kernelCase{n: largeSize + 3, skew: 2, offset: 1<<32 - largeSize/2, noise: true})
+	return append(cases, kernelCase{n: largeSize + 3, skew: 2, offset: 1<<32 - largeSize/2, noise: rng.Philox},
+		kernelCase{n: largeSize + 3, skew: 2, offset: 1<<35 - largeSize/2, noise: rng.Secure})
 }
 
 // TestHostKernelMatchesGo checks that the host kernel of every shipped
@@ -208,10 +220,7 @@ func checkHostKernel(t *testing.T, opt *optimizer, k *hostkernel.Kernel, c kerne
 		copy(got[1], want[1])
 		sigmaW2 := kernelSigmaW2(step)
 		s, scalars := ref.scalars(step, sigmaW2)
-		rg := hostkernel.Range{Lo: 0, Hi: int64(c.n), Offset: c.offset, Seed: 0x5eed ^ uint64(c.n), Step: uint32(step)}
-		if c.noise {
-			rg.Noise = 1
-		}
+		rg := c.rangeAt(step)
 		ref.run(s, rg, want)
 		if err := k.Run(got, scalars, rg); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fibergen/fibergen/internal/cudasim"
+	"github.com/fibergen/fibergen/rng"
 	"github.com/fibergen/fibergen/runtime/hostkernel"
 )
 
@@ -28,7 +29,7 @@ var ptxMutants = []ptxMutant{
 	{"step: tail one short", in("fiber_step", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, -1;\n"))},
 	{"step: tail one long", in("fiber_step", rewrite(`(// %edges\.\d+\n(?:.*\n)*?\tsub\.s64 \t(%rd\d+), .*\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
 	{"step: two states' stores swapped", in("fiber_step", rewrite(`(st\.global\.v4\.f32 \t\[)(%rd\d+)(\], \{[^}]*\};\n\tst\.global\.v4\.f32 \t\[)(%rd\d+)\]`, "${1}${4}${3}${2}]"))},
-	{"step: vector path on 8-byte alignment", in("fiber_step", rewrite(`(and\.b64 +\t%rd\d+, %rd\d+, )15;`, "${1}7;"))},
+	{"step: vector path on 8-byte alignment", in("fiber_step", rewrite(`(// %with_noise\n(?:.*\n)*?\tand\.b64 +\t%rd\d+, %rd\d+, )15;`, "${1}7;"))},
 	{"step: grid stride halved", in("fiber_step", rewrite(`(shl\.b64 \t%rd\d+, %rd9, )4;`, "${1}3;"))},
 	{"step: hypers swapped", swap("[fiber_step_param_8]", "[fiber_step_param_9]")}, // omega and beta1, both 0.9 by default
 	{"step: scalar off by one", swap("[fiber_step_param_19]", "[fiber_step_param_20]")},
@@ -45,13 +46,20 @@ var ptxMutants = []ptxMutant{
 	// The noise: Philox, its counter and key, Box-Muller.
 	{"noise: Philox multiplier", in("fiber_step", rewrite(`3528531795`, "3528531797"))},
 	{"noise: Philox key increment", in("fiber_step", rewrite(`2654435769`, "2654435761"))},
-	{"noise: wrong key register in a round", in("fiber_step", rewrite(`(xor\.b64 +\t%rd\d+, %rd\d+, )%rd17;`, "${1}%rd18;"))},
-	{"noise: counter off by one", in("fiber_step", rewrite(`(\tadd\.s64 \t(%rd\d+), %rd14, %rd\d+;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
-	{"noise: group offset off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd14), %rd\d+, 2;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: wrong key register in a round", in("fiber_step", rewrite(`(xor\.b64 +\t%rd\d+, %rd\d+, )%rd36;`, "${1}%rd38;"))},
+	{"noise: counter off by one", in("fiber_step", rewrite(`(\tadd\.s64 \t(%rd\d+), %rd33, %rd\d+;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"noise: group offset off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd33), %rd\d+, 2;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
 	{"noise: step ignored", in("fiber_step", rewrite(`ld\.param\.u32 \t(%r\d+), \[fiber_step_param_25\];`, "mov.u32 \t$1, 0;"))},
 	{"noise: uniform from a signed integer", in("fiber_step", rewrite(`cvt\.rn\.f32\.u32`, "cvt.rn.f32.s32"))},
 	{"noise: uniform's scale one ulp off", in("fiber_step", rewrite(`0f2F800000`, "0f2F800001"))},
-	{"noise: ln 2's high part one ulp off", in("fiber_step", rewrite(`0f3F317180`, "0f3F317181"))},
+	{"noise: ln 2's high part one ulp off", in("fiber_step", rewrite(`(// %with_noise\n(?:.*\n)*?.*)0f3F317180`, "${1}0f3F317181"))},
+	// The secure noise: ChaCha20, its key and counter, the grid.
+	{"secure: ChaCha constant", in("fiber_step", rewrite(`1634760805`, "1634760807"))},
+	{"secure: a rotation by 13, not 12", in("fiber_step", rewrite(`(shf\.l\.wrap\.b32 \t%r\d+, %r\d+, %r\d+, )12;`, "${1}13;"))},
+	{"secure: key words swapped", swap("[fiber_step_param_27]", "[fiber_step_param_28]")},
+	{"secure: octet counter off by one", in("fiber_step", rewrite(`(\tshr\.u64 \t(%rd\d+), %rd\d+, 3;\n)`, "${1}\tadd.s64 \t$2, $2, 1;\n"))},
+	{"secure: grid twice as coarse", in("fiber_step", rewrite(`-67108864;`, "-58720256;"))},
+	{"secure: rounding constant one ulp off", in("fiber_step", rewrite(`0f4B400000`, "0f4B400001"))},
 	// The privatize kernels.
 	{"norms: mix weights", in("fiber_privatize_norms", swap("[fiber_privatize_norms_param_5]", "[fiber_privatize_norms_param_6]"))},
 	{"norms: tail guard off by one", in("fiber_privatize_norms", rewrite(`setp\.lt\.s64 \t(%p\d+), (%rd\d+), %rd54;\n\tselp\.b64`, "setp.le.s64 \t$1, $2, %rd54;\n\tselp.b64"))},
@@ -156,11 +164,13 @@ var mutantKernelCases = []struct {
 	c     kernelCase
 	shape [2]int
 }{
-	{kernelCase{n: 5, skew: 1, offset: 3, noise: true}, [2]int{256, 0}},
+	{kernelCase{n: 5, skew: 1, offset: 3, noise: rng.Philox}, [2]int{256, 0}},
 	{kernelCase{n: 1025}, [2]int{32, 1}},
 	{kernelCase{n: 1030, skew: 2, offset: 1}, [2]int{64, 2}},
-	{kernelCase{n: 4099, skew: 3, offset: 1<<33 + 2, noise: true}, [2]int{128, 3}},
-	{kernelCase{n: 4099, skew: 2, offset: 1<<33 + 2, noise: true}, [2]int{128, 3}},
+	{kernelCase{n: 4099, skew: 3, offset: 1<<33 + 2, noise: rng.Philox}, [2]int{128, 3}},
+	{kernelCase{n: 4099, skew: 2, offset: 1<<33 + 2, noise: rng.Philox}, [2]int{128, 3}},
+	{kernelCase{n: 1029, skew: 1, offset: 1<<33 + 5, noise: rng.Secure}, [2]int{64, 2}},
+	{kernelCase{n: 1030, offset: 2, noise: rng.Secure}, [2]int{32, 1}},
 }
 
 // mutantPrivCases are the privatize cases of the mutant test: the sharp

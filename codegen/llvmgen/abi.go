@@ -64,11 +64,13 @@ func newStruct(tag string, fields ...cfield) cstruct {
 
 // rangeStruct is the step host function's range: the coordinates [lo, hi)
 // of the buffers, whose coordinate 0 has global index offset, and the
-// noise of the step (noise != 0: add sqrt(sigma_w2)·z to g, z the Gaussian
-// of (seed, step, global index)).
+// noise of the step, noise its rng.Mode (0 none; 2 the secure scheme's
+// draw under key0..key3, snapped; otherwise sqrt(sigma_w2)·z added to g, z
+// Philox's Gaussian of (seed, step, global index)).
 var rangeStruct = newStruct("fibergen_range",
 	cfield{"lo", cInt64}, cfield{"hi", cInt64}, cfield{"offset", cInt64},
-	cfield{"seed", ctype{"uint64_t", i64}}, cfield{"step", ctype{"uint32_t", i32}}, cfield{"noise", ctype{"uint32_t", i32}})
+	cfield{"seed", ctype{"uint64_t", i64}}, cfield{"step", ctype{"uint32_t", i32}}, cfield{"noise", ctype{"uint32_t", i32}},
+	cfield{"key0", ctype{"uint64_t", i64}}, cfield{"key1", ctype{"uint64_t", i64}}, cfield{"key2", ctype{"uint64_t", i64}}, cfield{"key3", ctype{"uint64_t", i64}})
 
 // privatizeStruct is the privatize host functions' only argument: the
 // per-example rows cur and look ([batch][n]; look is read in mode 1 only,

@@ -5,9 +5,7 @@ import (
 
 	"github.com/fibergen/fibergen/internal/hostisa"
 	"github.com/fibergen/fibergen/ir"
-	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
@@ -46,13 +44,12 @@ func (k *kernel) emitHostLoops(sig signature, w lanes) *llvm.Func {
 	sigma := a.scalars[ir.SigmaWScalar(len(a.scalars))]
 	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
 	field := func(name string) value.Value { return rangeStruct.load(b, ps[2], name) }
-	lo, hi, offset, seed, step, noiseOn := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
-	l := splitRange(b, lo, hi, offset)
-	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
-	b.NewCondBr(b.NewICmp(enum.IPredNE, noiseOn, i32c(0)), withNoise, without)
-	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
-	k.hostLoops(f, withNoise, a, l, lo, d, w)
-	k.hostLoops(f, without, a, l, lo, nil, w)
+	lo, hi, offset, seed, step, mode := field("lo"), field("hi"), field("offset"), field("seed"), field("step"), field("noise")
+	key := []value.Value{field("key0"), field("key1"), field("key2"), field("key3")}
+	philox, secure := newDraw(seed, step, offset, sigma, nil), newDraw(seed, step, offset, sigma, key)
+	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
+		k.hostLoops(f, b, a, splitRange(b, lo, hi, offset, d.block()), lo, d, w)
+	}, philox, secure)
 	return f
 }
 
@@ -78,14 +75,16 @@ func (k *kernel) hostLoops(f *llvm.Func, b *llvm.Block, a args, l layout, lo val
 		return b
 	}
 	b = k.forLoop(f, b, "head", lo, l.groupStart, one, elements)
-	wide := b.NewSDiv(l.groups, i64c(int64(w)))
+	blk := d.block()
+	per := 4 * int64(w) / blk // groups a wide iteration steps
+	wide := b.NewSDiv(l.groups, i64c(per))
 	b = k.forLoop(f, b, "wide", i64c(0), wide, one, func(b *llvm.Block, q value.Value) *llvm.Block {
-		j := b.NewMul(q, i64c(int64(w)))
-		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, w)
+		j := b.NewMul(q, i64c(per))
+		k.wideGroups(b, a, b.NewAdd(l.groupStart, b.NewMul(j, i64c(blk))), b.NewAdd(l.firstGroup, j), d, w)
 		return b
 	})
-	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(int64(w))), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
-		k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, false)
+	b = k.forLoop(f, b, "group", b.NewMul(wide, i64c(per)), l.groups, one, func(b *llvm.Block, j value.Value) *llvm.Block {
+		k.group(b, a, b.NewAdd(l.groupStart, b.NewMul(j, i64c(blk))), b.NewAdd(l.firstGroup, j), d, false)
 		return b
 	})
 	b = k.forLoop(f, b, "tail", l.tailStart, l.hi, one, elements)
@@ -104,15 +103,18 @@ func (k *kernel) wideGroups(b *llvm.Block, a args, base, gi value.Value, d *draw
 		return b.NewBitCast(b.NewGetElementPtr(f32, p, b.NewAdd(base, i64c(int64(v*n)))), types.NewPointer(vt))
 	}
 	var z value.Value
-	if d != nil {
-		z = b.NewCall(k.noise.gaussianC[w], d.seed, d.step, i32c(rng.GradientSite), gi)
+	switch {
+	case d.block() == 8:
+		z = d.call(b, k.noise.secure.wide[w], gi)
+	case d != nil:
+		z = d.call(b, k.noise.gaussianC[w], gi)
 	}
 	coords := make([][]value.Value, 4*n) // coords[c][buffer]
 	for i, p := range a.ptrs {
 		for v := 0; v < 4; v++ {
 			x := load(b, vt, vecAt(p, v), 4)
 			if z != nil && i == k.bufferIndex(ir.GradName) {
-				x = b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), b.NewExtractValue(z, uint64(v))))
+				x = d.add(b, w, x, b.NewExtractValue(z, uint64(v)))
 			}
 			for l := 0; l < n; l++ {
 				coords[v*n+l] = append(coords[v*n+l], b.NewExtractElement(x, i32c(uint32(l))))

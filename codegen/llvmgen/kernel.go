@@ -1,17 +1,20 @@
 package llvmgen
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/fibergen/fibergen/ir"
+	"github.com/fibergen/fibergen/rng"
 	llvm "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 )
 
-// layout is how a launch splits its n coordinates: a head of up to three
-// coordinates until the global index is a multiple of four, whole groups of
-// four (one Philox call each, 128-bit accesses where aligned), then a tail.
+// layout is how a launch splits its n coordinates: a head of up to blk-1
+// coordinates until the global index is a multiple of blk, whole groups of
+// blk (one draw call each — a Philox group of four, a secure octet of eight
+// — 128-bit accesses where aligned), then a tail.
 type layout struct {
 	head, groups, tailStart value.Value // counts and index, i64
 	groupStart, firstGroup  value.Value // index of the first group's first coordinate; its global group
@@ -19,17 +22,18 @@ type layout struct {
 }
 
 // splitRange computes the layout of the coordinates [lo, hi) of buffers whose
-// coordinate 0 has global index offset.
-func splitRange(b *llvm.Block, lo, hi, offset value.Value) layout {
+// coordinate 0 has global index offset, in groups of blk (a power of two).
+func splitRange(b *llvm.Block, lo, hi, offset value.Value, blk int64) layout {
 	n := b.NewSub(hi, lo)
-	h0 := b.NewAnd(b.NewSub(i64c(4), b.NewAnd(b.NewAdd(offset, lo), i64c(3))), i64c(3))
+	h0 := b.NewAnd(b.NewSub(i64c(blk), b.NewAnd(b.NewAdd(offset, lo), i64c(blk-1))), i64c(blk-1))
 	head := b.NewSelect(b.NewICmp(enum.IPredSLT, h0, n), h0, n)
-	groups := b.NewAShr(b.NewSub(n, head), i64c(2))
+	shift := i64c(int64(bits.TrailingZeros64(uint64(blk))))
+	groups := b.NewAShr(b.NewSub(n, head), shift)
 	groupStart := b.NewAdd(lo, head)
 	return layout{
 		head: head, groups: groups, groupStart: groupStart, hi: hi,
-		tailStart:  b.NewAdd(groupStart, b.NewShl(groups, i64c(2))),
-		firstGroup: b.NewLShr(b.NewAdd(offset, groupStart), i64c(2)),
+		tailStart:  b.NewAdd(groupStart, b.NewShl(groups, shift)),
+		firstGroup: b.NewLShr(b.NewAdd(offset, groupStart), shift),
 	}
 }
 
@@ -43,7 +47,8 @@ func splitRange(b *llvm.Block, lo, hi, offset value.Value) layout {
 // (ld.global.nc).
 func (k *kernel) stepSignature() signature {
 	ps := slices.Concat(k.bufferParams(func(b ir.Buffer) bool { return b.ReadOnly }), k.scalarParams(),
-		[]cparam{param("n", cU64), param("offset", cU64), param("seed", cU64), param("step", cU32), param("noise", cU32)})
+		[]cparam{param("n", cU64), param("offset", cU64), param("seed", cU64), param("step", cU32), param("noise", cU32),
+			param("key0", cU64), param("key1", cU64), param("key2", cU64), param("key3", cU64)})
 	return signature{symbol: k.StepKernel(), kernel: true, params: ps}
 }
 
@@ -57,15 +62,26 @@ func (k *kernel) emitStepKernel() {
 	a, rest := k.kernelArgs(f)
 	sigma := a.scalars[ir.SigmaWScalar(len(a.scalars))]
 	a.scalars = a.scalars[:ir.SigmaWScalar(len(a.scalars))]
-	n, offset, seed, step, noiseOn := rest[0], rest[1], rest[2], rest[3], rest[4]
+	n, offset, seed, step, mode := rest[0], rest[1], rest[2], rest[3], rest[4]
 	tid, stride := k.threadIndex(b)
-	l := splitRange(b, i64c(0), n, offset)
-	aligned := k.aligned(b, a.ptrs, l.groupStart)
-	d := &draw{seed: seed, step: step, offset: offset, sigma: sigma}
-	withNoise, without := f.NewBlock("with_noise"), f.NewBlock("without_noise")
-	b.NewCondBr(b.NewICmp(enum.IPredNE, noiseOn, i32c(0)), withNoise, without)
-	k.gridLoops(f, withNoise, a, l, aligned, tid, stride, d)
-	k.gridLoops(f, without, a, l, aligned, tid, stride, nil)
+	key := []value.Value{rest[5], rest[6], rest[7], rest[8]}
+	philox, secure := newDraw(seed, step, offset, sigma, nil), newDraw(seed, step, offset, sigma, key)
+	k.modeSwitch(f, b, mode, func(b *llvm.Block, d *draw) {
+		l := splitRange(b, i64c(0), n, offset, d.block())
+		k.gridLoops(f, b, a, l, k.aligned(b, a.ptrs, l.groupStart), tid, stride, d)
+	}, philox, secure)
+}
+
+// modeSwitch branches from b on the noise mode (rng.Mode) to a copy of the
+// loops emit emits for each draw: 0 none (nil), 2 secure, any other
+// Philox — a mode the kernel does not know never skips the noise.
+func (k *kernel) modeSwitch(f *llvm.Func, b *llvm.Block, mode value.Value, emit func(*llvm.Block, *draw), philox, secure *draw) {
+	none, ph, sec := f.NewBlock("without_noise"), f.NewBlock("with_noise"), f.NewBlock("with_secure_noise")
+	b.NewSwitch(mode, ph, llvm.NewCase(i32c(uint32(rng.Off)), none), llvm.NewCase(i32c(uint32(rng.Secure)), sec))
+	secure.grid(sec)
+	emit(none, nil)
+	emit(ph, philox)
+	emit(sec, secure)
 }
 
 // threadIndex returns the global thread index and the grid's thread count.
@@ -97,7 +113,7 @@ func (k *kernel) gridLoops(f *llvm.Func, b *llvm.Block, a args, l layout, aligne
 		vec bool
 	}{{vec, true}, {scalar, false}} {
 		done := k.forLoop(f, v.b, "group", tid, l.groups, stride, func(b *llvm.Block, j value.Value) *llvm.Block {
-			k.group(b, a, b.NewAdd(l.groupStart, b.NewShl(j, i64c(2))), b.NewAdd(l.firstGroup, j), d, v.vec)
+			k.group(b, a, b.NewAdd(l.groupStart, b.NewMul(j, i64c(d.block()))), b.NewAdd(l.firstGroup, j), d, v.vec)
 			return b
 		})
 		done.NewBr(edge)

@@ -137,6 +137,47 @@ func (k *kernel) label(name string) string {
 type draw struct {
 	seed, step, offset value.Value // i64, i32, i64
 	sigma              value.Value // f32: sqrt(sigma_w2)
+	// key, where set, is the secure scheme's key (four i64); gamma and
+	// inv are then its grid and the grid's reciprocal (grid).
+	key        []value.Value
+	gamma, inv value.Value
+}
+
+// newDraw is the draw of a launch: Philox under seed, or the secure
+// scheme where key (four i64) is given.
+func newDraw(seed, step, offset, sigma value.Value, key []value.Value) *draw {
+	return &draw{seed: seed, step: step, offset: offset, sigma: sigma, key: key}
+}
+
+// grid emits the secure draw's grid into b, where its loops begin.
+func (d *draw) grid(b *llvm.Block) { d.gamma, d.inv = snapGrid(b, d.sigma) }
+
+// block is the coordinates one draw call gives: a Philox group of four or
+// a secure octet of eight (and the loops' group without noise: four).
+func (d *draw) block() int64 {
+	if d != nil && d.key != nil {
+		return 8
+	}
+	return 4
+}
+
+// add returns x plus the noise z (w lanes): x + sigma·z, snapped to the
+// grid in the secure scheme.
+func (d *draw) add(b *llvm.Block, w lanes, x, z value.Value) value.Value {
+	if d.key != nil {
+		return snap(b, w, x, z, d)
+	}
+	return b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), z))
+}
+
+// call calls f, a noise function of (seed or key, step, site, index), on
+// the gradient noise's site and the index i.
+func (d *draw) call(b *llvm.Block, f *llvm.Func, i value.Value) value.Value {
+	args := []value.Value{d.seed}
+	if d.key != nil {
+		args = d.key
+	}
+	return b.NewCall(f, append(args, d.step, i32c(rng.GradientSite), i)...)
 }
 
 // args are what the body reads besides the buffers: the host scalars.
@@ -150,7 +191,7 @@ type args struct {
 func (k *kernel) step(b *llvm.Block, a args, vals []value.Value, d *draw, z value.Value) []value.Value {
 	if d != nil {
 		g := k.bufferIndex(ir.GradName)
-		vals[g] = b.NewFAdd(vals[g], b.NewFMul(d.sigma, z))
+		vals[g] = d.add(b, 1, vals[g], z)
 	}
 	res := b.NewCall(k.body, append(vals, a.scalars...)...)
 	out := make([]value.Value, len(k.stored))
@@ -168,19 +209,22 @@ func (k *kernel) element(b *llvm.Block, a args, i value.Value, d *draw) {
 		vals = append(vals, load(b, f32, b.NewGetElementPtr(f32, p, i), 4))
 	}
 	var z value.Value
-	if d != nil {
-		z = b.NewCall(k.noise.gaussian, d.seed, d.step, i32c(rng.GradientSite), b.NewAdd(d.offset, i))
+	switch {
+	case d.block() == 8:
+		z = d.call(b, k.noise.secure.elem, b.NewAdd(d.offset, i))
+	case d != nil:
+		z = d.call(b, k.noise.gaussian, b.NewAdd(d.offset, i))
 	}
 	for j, x := range k.step(b, a, vals, d, z) {
 		store(b, x, b.NewGetElementPtr(f32, a.ptrs[k.bufferIndex(k.stored[j])], i), 4)
 	}
 }
 
-// group emits the steps of the 4 coordinates at indexes base.., which
-// form the global group gi (one Philox call); vec uses 128-bit loads and
-// stores (base must then be 16-byte aligned).
+// group emits the steps of the d.block() coordinates at indexes base..,
+// which form the global group gi (one draw call); vec uses 128-bit loads
+// and stores (base must then be 16-byte aligned).
 func (k *kernel) group(b *llvm.Block, a args, base, gi value.Value, d *draw, vec bool) {
-	const n = 4
+	n := int(d.block())
 	lanes := make([][]value.Value, n) // lanes[c][buffer]
 	for _, p := range a.ptrs {
 		ptr := b.NewGetElementPtr(f32, p, base)
@@ -244,7 +288,11 @@ func (k *kernel) drawGroup(b *llvm.Block, gi value.Value, d *draw) func(c int) v
 	if d == nil {
 		return func(int) value.Value { return nil }
 	}
-	z := b.NewCall(k.noise.gaussian4, d.seed, d.step, i32c(rng.GradientSite), gi)
+	f := k.noise.gaussian4
+	if d.block() == 8 {
+		f = k.noise.secure.octet
+	}
+	z := d.call(b, f, gi)
 	return func(c int) value.Value { return b.NewExtractElement(z, i32c(uint32(c))) }
 }
 

@@ -27,6 +27,7 @@ type noise struct {
 	// gaussianC, by width w (hostWidths): the Gaussians of w groups in
 	// coordinate order, element v holding coordinates w·v..w·v+w-1.
 	gaussianC map[lanes]*llvm.Func
+	secure    secureFuncs
 }
 
 // hostGroups is the least number of groups of four coordinates a host
@@ -57,15 +58,18 @@ func hostWidths() []lanes {
 // lane by lane, so the same bits).
 func emitNoise(m *llvm.Module) noise {
 	ns := noise{gaussianC: map[lanes]*llvm.Func{}}
+	trig := map[lanes][3]*llvm.Func{}
 	for _, w := range append([]lanes{1}, hostWidths()...) {
 		philox := emitPhilox(m, w)
-		pair := emitPair(m, w, emitLog32(m, w), emitSin32(m, w), emitCos32(m, w))
+		trig[w] = [3]*llvm.Func{emitLog32(m, w), emitSin32(m, w), emitCos32(m, w)}
+		pair := emitPair(m, w, trig[w])
 		if w == 1 {
 			ns.gaussian, ns.gaussian4 = emitGaussian(m, philox, pair), emitGaussian4(m, philox, pair)
 			continue
 		}
 		ns.gaussianC[w] = emitGaussianC(m, w, emitGaussianW(m, w, philox, pair))
 	}
+	ns.secure = emitSecure(m, trig)
 	return ns
 }
 
@@ -201,12 +205,23 @@ func emitCos32(m *llvm.Module, w lanes) *llvm.Func {
 // emitPair emits fg_pair(xr, xa) {float, float}: the Box-Muller pair
 // r·cos(θ), r·sin(θ) with r = sqrt(-2 log u), u = (xr + 0.5)·2^-32 and
 // θ = 2π(xa + 0.5)/2^32 = q·π/2 + x, q the quadrant.
-func emitPair(m *llvm.Module, w lanes, log, sin, cos *llvm.Func) *llvm.Func {
+func emitPair(m *llvm.Module, w lanes, trig [3]*llvm.Func) *llvm.Func {
 	xr, xa := llvm.NewParam("xr", w.i32()), llvm.NewParam("xa", w.i32())
 	out := types.NewStruct(w.f32(), w.f32())
 	f, b := newHelper(m, "fg_pair"+w.suffix(), out, xr, xa)
 	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(xr, w.f32()), w.f(0.5)), w.f(0x1p-32))
-	r := b.NewCall(w.sqrt(m), b.NewFMul(w.f(-2), b.NewCall(log, u)))
+	r := b.NewCall(w.sqrt(m), b.NewFMul(w.f(-2), b.NewCall(trig[0], u)))
+	zc, zs := rotate(b, w, r, xa, trig[1], trig[2])
+	var res value.Value = constantUndef(out)
+	res = b.NewInsertValue(res, zc, 0)
+	res = b.NewInsertValue(res, zs, 1)
+	b.NewRet(res)
+	return f
+}
+
+// rotate returns r·cos θ and r·sin θ for the angle θ = 2π(xa + 0.5)/2^32
+// = q·π/2 + x, q the quadrant, from the polynomials sin and cos of x.
+func rotate(b *llvm.Block, w lanes, r, xa value.Value, sin, cos *llvm.Func) (value.Value, value.Value) {
 	y := b.NewAdd(xa, w.u32(0x20000000))
 	q := b.NewLShr(y, w.u32(30))
 	frac := b.NewSub(b.NewAnd(y, w.u32(0x3fffffff)), w.u32(0x20000000))
@@ -217,11 +232,7 @@ func emitPair(m *llvm.Module, w lanes, log, sin, cos *llvm.Func) *llvm.Func {
 	sinNeg := b.NewICmp(enum.IPredNE, b.NewAnd(q, w.u32(2)), w.u32(0))
 	cosV := negateIf(b, w, cosNeg, b.NewSelect(odd, sn, cs))
 	sinV := negateIf(b, w, sinNeg, b.NewSelect(odd, cs, sn))
-	var res value.Value = constantUndef(out)
-	res = b.NewInsertValue(res, b.NewFMul(r, cosV), 0)
-	res = b.NewInsertValue(res, b.NewFMul(r, sinV), 1)
-	b.NewRet(res)
-	return f
+	return b.NewFMul(r, cosV), b.NewFMul(r, sinV)
 }
 
 // negateIf returns -x where cond holds, else x, flipping the sign bit.

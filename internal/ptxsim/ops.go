@@ -144,6 +144,10 @@ func (b *builder) alu(p *parser, in rawInst, f []string) func(*thread) {
 		return b.setp(p, in, f, last)
 	case "cvt":
 		return b.cvt(p, in, f)
+	case "bfe":
+		return b.bfe(p, in, f, last)
+	case "shf":
+		return b.funnelShift(p, in, f, last)
 	}
 	p.fail(in.op, "unsupported instruction %q", in.op.text)
 	return nil
@@ -183,11 +187,20 @@ func (b *builder) binaryOp(p *parser, in rawInst, f []string, t ptype) func(x, y
 	bad := func() { p.fail(in.op, "unsupported instruction %q", in.op.text) }
 	switch t.kind {
 	case 'f':
-		if slices.Contains([]string{"add", "sub", "mul", "div"}, f[0]) {
+		switch {
+		case slices.Contains([]string{"add", "sub", "mul", "div"}, f[0]):
 			if !slices.Equal(f[1:len(f)-1], []string{"rn"}) {
 				p.fail(in.op, "%s: only the IEEE round-to-nearest form .rn is supported (without it the code generator may contract or approximate)", in.op.text)
 			}
-		} else {
+		case len(f) == 3 && f[1] == "NaN" && t.bits == 32: // min.NaN, max.NaN: NaN if either is
+			op := floatBinary(f[0], 32)
+			return func(x, y uint64) uint64 {
+				if f32(x) != f32(x) || f32(y) != f32(y) {
+					return canonNaN32
+				}
+				return op(x, y)
+			}
+		default:
 			mods(p, in, f)
 		}
 		if op := floatBinary(f[0], t.bits); op != nil {
@@ -576,8 +589,70 @@ func convert(rnd string, dt, st ptype) func(uint64) uint64 {
 		if dt.bits == 64 && st.bits == 32 {
 			return func(x uint64) uint64 { return put64(toF(x)) }
 		}
+		if dt.bits == 32 && st.bits == 64 { // Go's conversions round to nearest even, once
+			if st.kind == 's' {
+				return func(x uint64) uint64 { return put32(float32(int64(x))) }
+			}
+			return func(x uint64) uint64 { return put32(float32(x)) }
+		}
 	}
 	return nil
+}
+
+// bfe compiles bfe.{u32,s32} d, a, pos, len: the len bits of a from bit
+// pos (each taken mod 256), zero- or sign-extended; bits past 31 read as
+// a's sign (s32) or 0 (u32).
+func (b *builder) bfe(p *parser, in rawInst, f []string, last string) func(*thread) {
+	t := typ(p, in, last, "su")
+	mods(p, in, f)
+	nargs(p, in, 4)
+	if t.bits != 32 {
+		p.fail(in.op, "unsupported instruction %q (bfe.u32 and bfe.s32 only)", in.op.text)
+	}
+	u := types["u32"]
+	d, x, pos, n := b.dst(p, in.args[0], t), b.src(p, in.args[1], t), b.src(p, in.args[2], u), b.src(p, in.args[3], u)
+	return func(th *thread) {
+		a, ps, ln := int64(uint32(th.r[x])), th.r[pos]&0xff, th.r[n]&0xff
+		if t.kind == 's' {
+			a = int64(int32(th.r[x]))
+		}
+		if ln == 0 {
+			th.r[d] = 0
+			return
+		}
+		v := a >> min(ps, 63) & (1<<min(ln, 32) - 1)
+		if t.kind == 's' && ln < 32 && v>>(ln-1)&1 == 1 {
+			v |= -1 << ln
+		}
+		th.r[d] = uint64(v) & math.MaxUint32
+	}
+}
+
+// funnelShift compiles shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: the high
+// (l) or low (r) word of the 64-bit b:a shifted by c (mod 32 with .wrap,
+// at most 32 with .clamp).
+func (b *builder) funnelShift(p *parser, in rawInst, f []string, last string) func(*thread) {
+	t := typ(p, in, last, "b")
+	nargs(p, in, 4)
+	if len(f) != 4 || t.bits != 32 || (f[1] != "l" && f[1] != "r") || (f[2] != "wrap" && f[2] != "clamp") {
+		p.fail(in.op, "unsupported instruction %q", in.op.text)
+	}
+	u := types["u32"]
+	d, lo, hi, c := b.dst(p, in.args[0], t), b.src(p, in.args[1], t), b.src(p, in.args[2], t), b.src(p, in.args[3], u)
+	left, wrap := f[1] == "l", f[2] == "wrap"
+	return func(th *thread) {
+		n := th.r[c] & 0xffffffff
+		if wrap {
+			n &= 31
+		}
+		n = min(n, 32)
+		v := th.r[hi]<<32 | th.r[lo]&0xffffffff
+		if left {
+			th.r[d] = v << n >> 32 & 0xffffffff
+		} else {
+			th.r[d] = v >> n & 0xffffffff
+		}
+	}
 }
 
 // memory compiles ld.param, ld.global[.nc][.v2|.v4], st.global[.v2|.v4]

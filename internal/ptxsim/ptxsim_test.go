@@ -150,6 +150,20 @@ func TestSemantics(t *testing.T) {
 		{"add.s64 %rd4, %rd2, 2654435769;", 1, 0, 2654435770, "an immediate above 2^31"},
 		{b32Op("add.s32 %r3, %r1, -1879881855;"), 1879881855, 0, 0, ""},
 		{b32Op("mov.u32 %r3, %tid.x;"), 0, 0, 0, ""},
+		{f32Op("min.NaN.f32 %f3, %f1, %f2;"), 0x7fc00001, f32b(-2), 0x7fffffff, "min.NaN: NaN if either is"},
+		{f32Op("max.NaN.f32 %f3, %f1, %f2;"), f32b(-2), 0x7fc00000, 0x7fffffff, ""},
+		{f32Op("max.NaN.f32 %f3, %f1, %f2;"), f32b(-2), f32b(3), f32b(3), ""},
+		{f32Op("cvt.rn.f32.u64 %f3, %rd2;"), 1<<63 + 1<<39, 0, 0x5f000000, "2^63 + 2^39: a tie, to even"},
+		{f32Op("cvt.rn.f32.u64 %f3, %rd2;"), 1<<63 + 1<<39 + 1, 0, 0x5f000001, "above the tie"},
+		{f32Op("cvt.rn.f32.u64 %f3, %rd2;"), neg1, 0, 0x5f800000, "2^64-1 rounds to 2^64"},
+		{f32Op("cvt.rn.f32.s64 %f3, %rd2;"), neg1 - 2, 0, f32b(-3), ""},
+		{b32Op("bfe.u32 %r3, %r1, 23, 8;"), 0x3f800000, 0, 127, "a float's exponent field"},
+		{b32Op("bfe.u32 %r3, %r1, 28, 8;"), 0xf0000000, 0, 0xf, "past bit 31: zeros"},
+		{b32Op("bfe.s32 %r3, %r1, 4, 4;"), 0x80, 0, 0xfffffff8, "sign-extended"},
+		{b32Op("bfe.u32 %r3, %r1, 4, 0;"), 0xff, 0, 0, "no bits"},
+		{b32Op("shf.l.wrap.b32 %r3, %r1, %r1, 8;"), 0x12345678, 0, 0x34567812, "a rotation left by 8"},
+		{b32Op("shf.l.wrap.b32 %r3, %r1, %r2, 36;"), 0x12345678, 0x9abcdef0, 0xabcdef01, "wrap: 36 is 4"},
+		{b32Op("shf.r.clamp.b32 %r3, %r1, %r2, 40;"), 0x12345678, 0x9abcdef0, 0x9abcdef0, "clamp: 40 is 32"},
 	} {
 		got, err := runOp(t, c.body, c.x, c.y)
 		if err != nil {

@@ -1,0 +1,228 @@
+package llvmgen
+
+import (
+	llvm "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// This file emits the secure noise scheme (rng.SecureVersion, rng/secure.go,
+// docs/noise.md): the ChaCha20 block function keyed by the run's 256-bit key
+// with the counter (octet, step, site), Box-Muller with the radius from 64
+// bits, and the snapping of g + σz to the grid γℤ. It follows package rng
+// operation for operation.
+
+// secureFuncs holds the module's secure noise functions.
+type secureFuncs struct {
+	octet *llvm.Func // (key0..3 i64, step i32, site i32, octet i64) <8 x float>
+	elem  *llvm.Func // (key0..3 i64, step i32, site i32, elem i64) float
+	// wide, by host width w: the Gaussians of w/2 octets in coordinate
+	// order, element v holding coordinates w·v..w·v+w-1.
+	wide map[lanes]*llvm.Func
+}
+
+var vec8 = types.NewVector(8, f32)
+
+// emitSecure adds the secure noise functions to m, sharing the log, sine
+// and cosine of the default scheme's width w functions.
+func emitSecure(m *llvm.Module, trig map[lanes][3]*llvm.Func) secureFuncs {
+	sf := secureFuncs{wide: map[lanes]*llvm.Func{}}
+	one := trig[1]
+	chacha := emitChaCha(m, 1)
+	sf.octet = emitSecureOctet(m, chacha, emitSecurePair(m, 1, one))
+	sf.elem = emitSecureElem(m, sf.octet)
+	for _, w := range hostWidths() {
+		h := w / 2
+		if _, ok := trig[h]; !ok {
+			trig[h] = [3]*llvm.Func{emitLog32(m, h), emitSin32(m, h), emitCos32(m, h)}
+		}
+		sf.wide[w] = emitSecureWide(m, w, emitChaCha(m, h), emitSecurePair(m, h, trig[h]))
+	}
+	return sf
+}
+
+func keyParams(last string) []*llvm.Param {
+	ps := []*llvm.Param{llvm.NewParam("key0", i64), llvm.NewParam("key1", i64), llvm.NewParam("key2", i64), llvm.NewParam("key3", i64)}
+	return append(ps, llvm.NewParam("step", i32), llvm.NewParam("site", i32), llvm.NewParam(last, i64))
+}
+
+// emitChaCha emits fg_chacha20(k0..k7 i32, c0, c1 <w x i32>, step, site
+// i32) [16 x <w x i32>]: the ChaCha20 block of the counter words (c0, c1,
+// step, site) in every lane, the input added back.
+func emitChaCha(m *llvm.Module, w lanes) *llvm.Func {
+	var ps []*llvm.Param
+	for i := 0; i < 8; i++ {
+		ps = append(ps, llvm.NewParam("", i32))
+	}
+	ps = append(ps, llvm.NewParam("c0", w.i32()), llvm.NewParam("c1", w.i32()), llvm.NewParam("step", i32), llvm.NewParam("site", i32))
+	out := types.NewArray(16, w.i32())
+	f, b := newHelper(m, "fg_chacha20"+w.suffix(), out, ps...)
+	in := []value.Value{w.u32(0x61707865), w.u32(0x3320646e), w.u32(0x79622d32), w.u32(0x6b206574)}
+	for _, k := range ps[:8] {
+		in = append(in, w.splat(b, k))
+	}
+	in = append(in, ps[8], ps[9], w.splat(b, ps[10]), w.splat(b, ps[11]))
+	x := append([]value.Value(nil), in...)
+	rotl := func(v value.Value, n uint32) value.Value {
+		return b.NewOr(b.NewShl(v, w.u32(n)), b.NewLShr(v, w.u32(32-n)))
+	}
+	quarter := func(a, bb, c, d int) {
+		for _, s := range [][3]uint32{{16, 12, 0}, {8, 7, 0}} {
+			x[a] = b.NewAdd(x[a], x[bb])
+			x[d] = rotl(b.NewXor(x[d], x[a]), s[0])
+			x[c] = b.NewAdd(x[c], x[d])
+			x[bb] = rotl(b.NewXor(x[bb], x[c]), s[1])
+		}
+	}
+	for round := 0; round < 10; round++ {
+		quarter(0, 4, 8, 12)
+		quarter(1, 5, 9, 13)
+		quarter(2, 6, 10, 14)
+		quarter(3, 7, 11, 15)
+		quarter(0, 5, 10, 15)
+		quarter(1, 6, 11, 12)
+		quarter(2, 7, 8, 13)
+		quarter(3, 4, 9, 14)
+	}
+	var res value.Value = constantUndef(out)
+	for i := range x {
+		res = b.NewInsertValue(res, b.NewAdd(x[i], in[i]), uint64(i))
+	}
+	b.NewRet(res)
+	return f
+}
+
+// emitSecurePair emits fg_secure_pair(lo, hi, xa) {float, float}: r·cos θ
+// and r·sin θ with r = sqrt(-2 log u), u = (float(hi·2^32 + lo) + 0.5)·2^-64
+// and θ from xa as in the default scheme.
+func emitSecurePair(m *llvm.Module, w lanes, trig [3]*llvm.Func) *llvm.Func {
+	lo, hi, xa := llvm.NewParam("lo", w.i32()), llvm.NewParam("hi", w.i32()), llvm.NewParam("xa", w.i32())
+	out := types.NewStruct(w.f32(), w.f32())
+	f, b := newHelper(m, "fg_secure_pair"+w.suffix(), out, lo, hi, xa)
+	x64 := b.NewOr(b.NewShl(b.NewZExt(hi, w.i64()), w.u64(32)), b.NewZExt(lo, w.i64()))
+	u := b.NewFMul(b.NewFAdd(b.NewUIToFP(x64, w.f32()), w.f(0.5)), w.f(0x1p-64))
+	r := b.NewCall(w.sqrt(m), b.NewFMul(w.f(-2), b.NewCall(trig[0], u)))
+	zc, zs := rotate(b, w, r, xa, trig[1], trig[2])
+	var res value.Value = constantUndef(out)
+	res = b.NewInsertValue(res, zc, 0)
+	b.NewRet(b.NewInsertValue(res, zs, 1))
+	return f
+}
+
+// chachaCall calls chacha on the key's eight words, the octets' counter
+// words and (step, site).
+func chachaCall(b *llvm.Block, chacha *llvm.Func, key []*llvm.Param, lo, hi, step, site value.Value) value.Value {
+	var args []value.Value
+	for _, k := range key {
+		args = append(args, b.NewTrunc(k, i32), b.NewTrunc(b.NewLShr(k, i64c(32)), i32))
+	}
+	return b.NewCall(chacha, append(args, lo, hi, step, site)...)
+}
+
+// securePairs returns the octets' eight draws, element p of the octet being
+// r·cos of pair p and element 4+p its r·sin (rng/secure.go).
+func securePairs(b *llvm.Block, pair *llvm.Func, x value.Value) [8]value.Value {
+	var z [8]value.Value
+	for p := 0; p < 4; p++ {
+		zs := b.NewCall(pair, b.NewExtractValue(x, uint64(p)), b.NewExtractValue(x, uint64(4+p)), b.NewExtractValue(x, uint64(8+p)))
+		z[p], z[4+p] = b.NewExtractValue(zs, 0), b.NewExtractValue(zs, 1)
+	}
+	return z
+}
+
+// emitSecureOctet emits fg_secure8(key, step, site, octet): the eight
+// Gaussians of an octet from one ChaCha20 block.
+func emitSecureOctet(m *llvm.Module, chacha, pair *llvm.Func) *llvm.Func {
+	ps := keyParams("octet")
+	f, b := newHelper(m, "fg_secure8", vec8, ps...)
+	lo, hi := b.NewTrunc(ps[6], i32), b.NewTrunc(b.NewLShr(ps[6], i64c(32)), i32)
+	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
+	var out value.Value = constantUndef(vec8)
+	for i, v := range z {
+		out = b.NewInsertElement(out, v, i32c(uint32(i)))
+	}
+	b.NewRet(out)
+	return f
+}
+
+// emitSecureElem emits fg_secure(key, step, site, elem): element elem&7 of
+// its octet's draws, chosen by a tree of selects on the index's bits (a
+// variable extractelement would put the vector in NVPTX's local memory).
+func emitSecureElem(m *llvm.Module, octet *llvm.Func) *llvm.Func {
+	ps := keyParams("elem")
+	f, b := newHelper(m, "fg_secure", f32, ps...)
+	z := b.NewCall(octet, ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], b.NewLShr(ps[6], i64c(3)))
+	vals := make([]value.Value, 8)
+	for i := range vals {
+		vals[i] = b.NewExtractElement(z, i32c(uint32(i)))
+	}
+	for bit := int64(0); len(vals) > 1; bit++ {
+		set := b.NewICmp(enum.IPredNE, b.NewAnd(ps[6], i64c(1<<bit)), i64c(0))
+		next := make([]value.Value, len(vals)/2)
+		for i := range next {
+			next[i] = b.NewSelect(set, vals[2*i+1], vals[2*i])
+		}
+		vals = next
+	}
+	b.NewRet(vals[0])
+	return f
+}
+
+// emitSecureWide emits fg_secure_c<w>(key, step, site, octet): the draws
+// of the w/2 octets from octet, one octet per lane of chacha's w/2-lane
+// vectors, rearranged to coordinate order: element v, lane l of the result
+// is coordinate 8·octet + w·v + l.
+func emitSecureWide(m *llvm.Module, w lanes, chacha, pair *llvm.Func) *llvm.Func {
+	h := w / 2
+	ps := keyParams("octet")
+	out := types.NewArray(4, w.f32())
+	f, b := newHelper(m, "fg_secure_c"+w.suffix()[2:], out, ps...)
+	iota := make([]constant.Constant, h)
+	for j := range iota {
+		iota[j] = i64c(int64(j))
+	}
+	octets := b.NewAdd(h.splat(b, ps[6]), constant.NewVector(h.i64().(*types.VectorType), iota...))
+	lo, hi := b.NewTrunc(octets, h.i32()), b.NewTrunc(b.NewLShr(octets, h.u64(32)), h.i32())
+	z := securePairs(b, pair, chachaCall(b, chacha, ps[:4], lo, hi, ps[4], ps[5]))
+	var res value.Value = constantUndef(out)
+	for v := 0; v < 4; v++ {
+		var vec value.Value = constantUndef(w.f32())
+		for l := 0; l < int(w); l++ {
+			c := int(w)*v + l
+			x := b.NewExtractElement(z[c%8], i32c(uint32(c/8)))
+			vec = b.NewInsertElement(vec, x, i32c(uint32(l)))
+		}
+		res = b.NewInsertValue(res, vec, uint64(v))
+	}
+	b.NewRet(res)
+	return f
+}
+
+// snapGrid emits the grid of the noise of standard deviation sigma
+// (rng's snapUnit): γ and 1/γ, both 0 where sigma's exponent field is
+// below 10 or 255.
+func snapGrid(b *llvm.Block, sigma value.Value) (gamma, inv value.Value) {
+	fld := b.NewAnd(b.NewLShr(b.NewBitCast(sigma, i32), i32c(23)), i32c(0xff))
+	ok := b.NewAnd(b.NewICmp(enum.IPredUGE, fld, i32c(10)), b.NewICmp(enum.IPredULE, fld, i32c(254)))
+	bits := func(field value.Value) value.Value {
+		return b.NewBitCast(b.NewSelect(ok, b.NewShl(field, i32c(23)), i32c(0)), f32)
+	}
+	return bits(b.NewSub(fld, i32c(8))), bits(b.NewSub(i32c(262), fld))
+}
+
+// snap emits rng's snapNoise on w lanes: x + sigma·z, its quotient by γ
+// clamped to ±2^22 and rounded to the nearest integer (ties to even) by
+// adding and subtracting 1.5·2^23, times γ; x + sigma·z where γ is 0.
+func snap(b *llvm.Block, w lanes, x, z value.Value, d *draw) value.Value {
+	t := b.NewFAdd(x, b.NewFMul(w.splat(b, d.sigma), z))
+	var q value.Value = b.NewFMul(t, w.splat(b, d.inv))
+	limit := float32(1 << 22)
+	q = b.NewSelect(b.NewFCmp(enum.FPredOGT, q, w.f(limit)), w.f(limit), q)
+	q = b.NewSelect(b.NewFCmp(enum.FPredOLT, q, w.f(-limit)), w.f(-limit), q)
+	q = b.NewFSub(b.NewFAdd(q, w.f(12582912)), w.f(12582912))
+	y := b.NewFMul(q, w.splat(b, d.gamma))
+	none := b.NewFCmp(enum.FPredOEQ, d.gamma, f32c(0))
+	return b.NewSelect(none, t, y)
+}
