@@ -100,6 +100,10 @@ PYTHON_ADVICE = tuple((re.compile(pattern), advice) for pattern, advice in (
     (r"Options\.AllowGradientReuse", "allow_gradient_reuse=True"),
     (r"Options\.NoClampWarning turns this warning off", "clamp_warning=False turns this warning off"),
     (r"DP\.BatchSize", "expected_batch_size"),
+    (r"open it with Options\.SecureNoise", "pass secure=True to the Optimizer"),
+    (r"open it without Options\.SecureNoise", "pass secure=False to the Optimizer"),
+    (r"open with Options\.SecureNoise", "pass secure=True"),
+    (r"Options\.SecureNoise", "secure=True"),
     # the noise and the budget
     (r"\(SetDP\)", "(set_dp)"),
     (r"\(SetNoise\)", "(set_noise)"),
