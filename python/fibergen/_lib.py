@@ -262,6 +262,16 @@ class Handle:
     def set_seed(self, seed: int) -> None:
         call("set_seed", self.h, seed)
 
+    def share_key(self) -> list[int]:
+        """The secure key's four words, for the ranks to agree on rank 0's
+        before the first step (fg_share_key): a secret, never to be shown."""
+        k = (ctypes.c_uint64 * 4)()
+        call("share_key", self.h, k)
+        return list(k)
+
+    def set_key(self, key: Sequence[int]) -> None:
+        call("set_key", self.h, (ctypes.c_uint64 * 4)(*key))
+
     def set_budget(self, request: dict) -> float:
         sigma = ctypes.c_double()
         call("set_budget", self.h, encode(request, "budget"), ctypes.byref(sigma))
