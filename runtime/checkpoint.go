@@ -276,7 +276,8 @@ func (o *Optimizer) layout() []checkpointTensor {
 // is as it was and no temporary file is left. The file is created with mode 0600:
 // it holds the noise seed, from which anyone can recompute every step's
 // noise and so undo the privacy of the released parameters; keep it as
-// private as the training data. Save changes nothing in the optimizer;
+// private as the training data (a secure-mode checkpoint holds no seed
+// and no key, only the mode). Save changes nothing in the optimizer;
 // it may be called before the first step, and must not run concurrently
 // with Step.
 func (o *Optimizer) Save(path string) error {

@@ -203,7 +203,8 @@ func (o *Optimizer) lock() func() {
 // Open opens the optimizer that fibergen build wrote into dir
 // (generated/<name>): it reads <name>.json and, for the CPU backend,
 // <name>.so, or for CUDA <name>.ptx. The seed is drawn from crypto/rand;
-// SetSeed fixes it.
+// SetSeed fixes it. In secure mode (Options.SecureNoise) the key is drawn
+// from the operating system instead, and Open fails where it cannot be.
 func Open(dir string, opts Options) (*Optimizer, error) {
 	name := filepath.Base(filepath.Clean(dir))
 	m, data, err := manifest.Read(filepath.Join(dir, name+".json"))
