@@ -73,12 +73,14 @@ def test_a_state_dict_of_the_other_mode_is_refused(generated, saved, loading):
     names = {True: "secure", False: "philox"}
     q, other = opened(generated, loading)
     before = q.detach().clone()
-    with pytest.raises(FibergenError, match=rf"'{names[saved]}' noise mode, this optimizer draws in '{names[loading]}' mode"):
+    said = rf"'{names[saved]}' noise mode, this optimizer draws in '{names[loading]}' mode"
+    with pytest.raises(FibergenError, match=said):
         other.load_state_dict(sd)
     # A state_dict whose metadata lies: the runtime's checkpoint says its mode.
     sd["fibergen"]["noise_mode"] = names[loading]
-    with pytest.raises(FibergenError, match=rf"run in {names[saved]} noise mode, this optimizer draws in {names[loading]} mode"
-                       rf".*pass secure={saved} to the Optimizer"):
+    said = (rf"run in {names[saved]} noise mode, this optimizer draws in {names[loading]} mode"
+            rf".*pass secure={saved} to the Optimizer")
+    with pytest.raises(FibergenError, match=said):
         other.load_state_dict(sd)
     assert other.steps == 0 and torch.equal(q.detach(), before)
     step(q, other)  # the refused loads changed nothing: it steps as opened
